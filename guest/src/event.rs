@@ -1,1 +1,760 @@
-//! placeholder
+//! Checks a harness-supplied event before anything is sent to a backend.
+//!
+//! The harness is the security boundary, so an event it cannot vouch for must never reach
+//! a backend: a backend that sees a malformed event could be deciding about something
+//! other than what will run. Checks follow the draft schemas (`tool-before.schema.json`,
+//! `common.schema.json`) plus the prose rules they cannot express (an encoded-string
+//! `input`, the MCP descriptor tied to `origin`, strict RFC 3986 / RFC 3339 strings).
+//!
+//! Envelopes are lenient (AHP-CORE-003): unknown fields are kept untouched and re-encoded
+//! as they came, so extensions survive. Every problem is collected, not just the first,
+//! so whoever wired up the harness can fix the event in one go.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// A validated event. Keeps the whole JSON object so it can be re-encoded faithfully.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// `id`: the event identity, also the JSON-RPC id of an intercept request.
+    pub id: String,
+    /// `type`, e.g. `tool.before`.
+    pub event_type: String,
+    /// `session.id`, when the event has a session.
+    pub session_id: Option<String>,
+    /// `call.id`, when the event has a (string) call identity.
+    pub call_id: Option<String>,
+    object: Map<String, Value>,
+}
+
+/// One broken rule: where (a JSON Pointer into the event) and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventProblem {
+    /// JSON Pointer to the offending member, e.g. `/tool/input` (`""` is the root).
+    pub path: String,
+    /// The rule it breaks, in words.
+    pub rule: String,
+}
+
+impl fmt::Display for EventProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.rule)
+    }
+}
+
+impl std::error::Error for EventProblem {}
+
+/// Fields that only exist once a tool has run; a `tool.before` carrying them would claim
+/// an outcome that has not happened.
+const AFTER_ONLY_FIELDS: [&str; 4] = ["outcome", "execution", "durationMs", "fileChanges"];
+
+impl Event {
+    /// A `tool.before` event: envelope + call/tool/path rules.
+    pub fn parse_tool_before(text: &str) -> Result<Event, Vec<EventProblem>> {
+        let object = parse_object(text)?;
+        let mut problems = Problems::default();
+        check_envelope(&object, &mut problems);
+        check_tool_before(&object, &mut problems);
+        problems.into_result(object)
+    }
+
+    /// Any event (for observe): envelope rules only (id, source, type, time; session.id if
+    /// session present). Event-specific payloads are the emitter's business.
+    pub fn parse_any(text: &str) -> Result<Event, Vec<EventProblem>> {
+        let object = parse_object(text)?;
+        let mut problems = Problems::default();
+        check_envelope(&object, &mut problems);
+        problems.into_result(object)
+    }
+
+    /// The event as sent to one subscription: `native` removed unless include_native.
+    /// The provider payload may hold anything, so it leaves only when local policy says so.
+    pub fn to_wire(&self, include_native: bool) -> Value {
+        // Rebuilt rather than `remove`d so member order survives either serde_json map.
+        let object = self
+            .object
+            .iter()
+            .filter(|(key, _)| include_native || key.as_str() != "native")
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        Value::Object(object)
+    }
+}
+
+/// Problems found so far; turns into the event only if there are none.
+#[derive(Default)]
+struct Problems(Vec<EventProblem>);
+
+impl Problems {
+    fn add(&mut self, path: impl Into<String>, rule: &str) {
+        self.0.push(EventProblem {
+            path: path.into(),
+            rule: rule.to_owned(),
+        });
+    }
+
+    fn into_result(self, object: Map<String, Value>) -> Result<Event, Vec<EventProblem>> {
+        if !self.0.is_empty() {
+            return Err(self.0);
+        }
+        let text = |parent: Option<&Map<String, Value>>, key: &str| {
+            parent
+                .and_then(|parent| parent.get(key))
+                .and_then(Value::as_str)
+                .filter(|text| !text.is_empty())
+                .map(str::to_owned)
+        };
+        let member = |key: &str| object.get(key).and_then(Value::as_object);
+        Ok(Event {
+            id: text(Some(&object), "id").unwrap_or_default(),
+            event_type: text(Some(&object), "type").unwrap_or_default(),
+            session_id: text(member("session"), "id"),
+            call_id: text(member("call"), "id"),
+            object,
+        })
+    }
+}
+
+/// The root must be a JSON object; nothing else can be checked otherwise.
+fn parse_object(text: &str) -> Result<Map<String, Value>, Vec<EventProblem>> {
+    let root = |rule: &str| {
+        vec![EventProblem {
+            path: String::new(),
+            rule: rule.to_owned(),
+        }]
+    };
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err(root("must be a JSON object")),
+        Err(_) => Err(root("must be valid JSON")),
+    }
+}
+
+/// Rules every event shares (event.schema.json envelope).
+fn check_envelope(event: &Map<String, Value>, problems: &mut Problems) {
+    required_string(event, "", "id", problems);
+    if let Some(source) = required_string(event, "", "source", problems) {
+        if !is_absolute_uri(source) {
+            problems.add("/source", "must be an absolute URI (RFC 3986)");
+        }
+    }
+    required_string(event, "", "type", problems);
+    if let Some(time) = required_string(event, "", "time", problems) {
+        if !is_date_time(time) {
+            problems.add("/time", "must be an RFC 3339 date-time");
+        }
+    }
+    if event.contains_key("session") {
+        if let Some(session) = required_object(event, "", "session", problems) {
+            required_string(session, "/session", "id", problems);
+        }
+    }
+}
+
+/// The `tool.before` payload (tool-before.schema.json, AHP-TB-001).
+fn check_tool_before(event: &Map<String, Value>, problems: &mut Problems) {
+    if let Some(kind) = event.get("type").and_then(Value::as_str) {
+        if !kind.is_empty() && kind != "tool.before" {
+            problems.add("/type", "must be \"tool.before\"");
+        }
+    }
+    // Optional in the newest schema, but interception decisions are scoped to a session,
+    // so this harness always sends one.
+    if !event.contains_key("session") {
+        problems.add("/session", "is required");
+    }
+    if let Some(call) = required_object(event, "", "call", problems) {
+        required_string(call, "/call", "id", problems);
+    }
+    if let Some(tool) = required_object(event, "", "tool", problems) {
+        check_tool(tool, problems);
+    }
+    required_string(event, "", "path", problems);
+    for field in AFTER_ONLY_FIELDS {
+        if event.contains_key(field) {
+            problems.add(format!("/{field}"), "must not appear on tool.before");
+        }
+    }
+}
+
+/// `tool`: name, parsed input, and an origin that agrees with the MCP descriptor.
+fn check_tool(tool: &Map<String, Value>, problems: &mut Problems) {
+    required_string(tool, "/tool", "name", problems);
+    match tool.get("input") {
+        Some(Value::Object(_)) => {}
+        // A backend matching on `input.command` must never have to guess at an encoding.
+        Some(Value::String(_)) => problems.add(
+            "/tool/input",
+            "must be a JSON object, not an encoded string",
+        ),
+        Some(_) => problems.add("/tool/input", "must be a JSON object"),
+        None => problems.add("/tool/input", "is required"),
+    }
+    let mcp = tool.get("mcp");
+    match required_string(tool, "/tool", "origin", problems) {
+        Some("native") if mcp.is_some() => {
+            problems.add("/tool/mcp", "must be absent when origin is \"native\"")
+        }
+        Some("mcp") => match mcp {
+            Some(Value::Object(_)) => {}
+            Some(_) => problems.add("/tool/mcp", "must be an object"),
+            None => problems.add("/tool/mcp", "is required when origin is \"mcp\""),
+        },
+        Some("native") | None => {}
+        Some(_) => problems.add("/tool/origin", "must be \"native\" or \"mcp\""),
+    }
+}
+
+/// `parent/key` must be a non-empty string; returns it when it is.
+fn required_string<'a>(
+    parent: &'a Map<String, Value>,
+    at: &str,
+    key: &str,
+    problems: &mut Problems,
+) -> Option<&'a str> {
+    match parent.get(key) {
+        Some(Value::String(text)) if !text.is_empty() => Some(text),
+        Some(_) => {
+            problems.add(format!("{at}/{key}"), "must be a non-empty string");
+            None
+        }
+        None => {
+            problems.add(format!("{at}/{key}"), "is required");
+            None
+        }
+    }
+}
+
+/// `parent/key` must be an object; returns it when it is.
+fn required_object<'a>(
+    parent: &'a Map<String, Value>,
+    at: &str,
+    key: &str,
+    problems: &mut Problems,
+) -> Option<&'a Map<String, Value>> {
+    match parent.get(key) {
+        Some(Value::Object(object)) => Some(object),
+        Some(_) => {
+            problems.add(format!("{at}/{key}"), "must be an object");
+            None
+        }
+        None => {
+            problems.add(format!("{at}/{key}"), "is required");
+            None
+        }
+    }
+}
+
+/// RFC 3986 `URI`: `scheme ":" hier-part [ "?" query ] [ "#" fragment ]`. Strict on
+/// purpose (fixture `source-malformed.invalid`): no spaces, controls, non-ASCII or bad
+/// percent-escapes anywhere.
+fn is_absolute_uri(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once(':') else {
+        return false;
+    };
+    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    let (hier, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let path = match hier.strip_prefix("//") {
+        Some(after) => {
+            let (authority, path) = after.split_once('/').unwrap_or((after, ""));
+            if !is_authority(authority) {
+                return false;
+            }
+            path
+        }
+        None => hier,
+    };
+    is_scheme(scheme)
+        && is_encoded(path, |b| is_pchar(b) || b == b'/')
+        && is_encoded(query, |b| is_pchar(b) || b == b'/' || b == b'?')
+        && is_encoded(fragment, |b| is_pchar(b) || b == b'/' || b == b'?')
+}
+
+/// `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`
+fn is_scheme(scheme: &str) -> bool {
+    let mut bytes = scheme.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+}
+
+/// `authority = [ userinfo "@" ] host [ ":" port ]`; an IP literal is checked for its
+/// character set only.
+fn is_authority(authority: &str) -> bool {
+    let (userinfo, host_port) = authority.split_once('@').unwrap_or(("", authority));
+    let (host_ok, port) = match host_port.strip_prefix('[') {
+        Some(literal) => {
+            let Some((inside, after)) = literal.split_once(']') else {
+                return false;
+            };
+            let inside_ok = !inside.is_empty()
+                && inside
+                    .bytes()
+                    .all(|b| is_unreserved(b) || is_sub_delim(b) || b == b':');
+            match after.strip_prefix(':') {
+                Some(port) => (inside_ok, port),
+                None => (inside_ok && after.is_empty(), ""),
+            }
+        }
+        None => {
+            let (host, port) = host_port.split_once(':').unwrap_or((host_port, ""));
+            (
+                is_encoded(host, |b| is_unreserved(b) || is_sub_delim(b)),
+                port,
+            )
+        }
+    };
+    host_ok
+        && port.bytes().all(|b| b.is_ascii_digit())
+        && is_encoded(userinfo, |b| {
+            is_unreserved(b) || is_sub_delim(b) || b == b':'
+        })
+}
+
+/// Every byte is `allowed` or part of a well-formed `"%" HEXDIG HEXDIG`.
+fn is_encoded(text: &str, allowed: impl Fn(u8) -> bool) -> bool {
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        let ok = if b == b'%' {
+            bytes.next().is_some_and(|h| h.is_ascii_hexdigit())
+                && bytes.next().is_some_and(|h| h.is_ascii_hexdigit())
+        } else {
+            allowed(b)
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~".contains(&b)
+}
+
+fn is_sub_delim(b: u8) -> bool {
+    b"!$&'()*+,;=".contains(&b)
+}
+
+/// `pchar` minus `pct-encoded`, which [`is_encoded`] handles.
+fn is_pchar(b: u8) -> bool {
+    is_unreserved(b) || is_sub_delim(b) || b == b':' || b == b'@'
+}
+
+/// RFC 3339 `date-time`: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)` with real field ranges
+/// (a leap second, `:60`, is allowed). The compact ISO 8601 form is not RFC 3339.
+fn is_date_time(text: &str) -> bool {
+    let b = text.as_bytes();
+    let field = |from: usize, len: usize| b.get(from..from + len).and_then(number);
+    let separators = [(4, b'-'), (7, b'-'), (13, b':'), (16, b':')];
+    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) = (
+        field(0, 4),
+        field(5, 2),
+        field(8, 2),
+        field(11, 2),
+        field(14, 2),
+        field(17, 2),
+    ) else {
+        return false;
+    };
+    separators.iter().all(|&(at, sep)| b.get(at) == Some(&sep))
+        && matches!(b.get(10), Some(b'T' | b't'))
+        && (1..=12).contains(&month)
+        && (1..=days_in_month(year, month)).contains(&day)
+        && hour <= 23
+        && minute <= 59
+        && second <= 60
+        && is_fraction_and_offset(b.get(19..).unwrap_or_default())
+}
+
+/// `[ "." 1*DIGIT ] ( "Z" / ( "+" / "-" ) HH ":" MM )`
+fn is_fraction_and_offset(rest: &[u8]) -> bool {
+    let offset = match rest.strip_prefix(b".") {
+        Some(fraction) => {
+            let digits = fraction.iter().take_while(|b| b.is_ascii_digit()).count();
+            if digits == 0 {
+                return false;
+            }
+            fraction.get(digits..).unwrap_or_default()
+        }
+        None => rest,
+    };
+    match offset {
+        [b'Z' | b'z'] => true,
+        [b'+' | b'-', h0, h1, b':', m0, m1] => {
+            number(&[*h0, *h1]).is_some_and(|h| h <= 23)
+                && number(&[*m0, *m1]).is_some_and(|m| m <= 59)
+        }
+        _ => false,
+    }
+}
+
+/// The value of an all-ASCII-digit slice.
+fn number(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0u32, |n, &b| {
+        b.is_ascii_digit().then(|| n * 10 + u32::from(b - b'0'))
+    })
+}
+
+fn days_in_month(year: u32, month: u32) -> u32 {
+    match month {
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => {
+            29
+        }
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    macro_rules! fixture {
+        ($path:literal) => {
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../shared/spec/upstream/fixtures/draft/",
+                $path
+            ))
+        };
+    }
+
+    /// `params.event` of a fixture message.
+    fn fixture_event(text: &str) -> Value {
+        let message: Value = serde_json::from_str(text).expect("fixture is JSON");
+        message
+            .pointer("/params/event")
+            .cloned()
+            .expect("fixture has params.event")
+    }
+
+    /// The valid tool.before from `stdio/intercept-request.valid.jsonl`.
+    fn valid() -> Value {
+        fixture_event(fixture!("stdio/intercept-request.valid.jsonl"))
+    }
+
+    /// `valid()` with `value` written at `pointer` (`None` removes the member).
+    fn with(pointer: &str, value: Option<Value>) -> Value {
+        let mut event = valid();
+        let (parent, key) = pointer.rsplit_once('/').expect("pointer has a parent");
+        let parent = event
+            .pointer_mut(parent)
+            .and_then(Value::as_object_mut)
+            .expect("parent is an object");
+        match value {
+            Some(value) => parent.insert(key.to_owned(), value),
+            None => parent.remove(key),
+        };
+        event
+    }
+
+    /// The problems `parse_tool_before` reports, as (path, rule) pairs.
+    fn problems(event: &Value) -> Vec<(String, String)> {
+        match Event::parse_tool_before(&event.to_string()) {
+            Ok(_) => Vec::new(),
+            Err(problems) => problems.into_iter().map(|p| (p.path, p.rule)).collect(),
+        }
+    }
+
+    /// Asserts `event` fails with exactly one problem, at `path`, and returns its rule.
+    fn only_problem(event: &Value, path: &str) -> String {
+        let found = problems(event);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let (at, rule) = found.into_iter().next().unwrap_or_default();
+        assert_eq!(at, path);
+        rule
+    }
+
+    #[test]
+    fn upstream_stdio_request_event_is_a_valid_tool_before() {
+        let event = Event::parse_tool_before(&valid().to_string()).expect("valid");
+        assert_eq!(event.id, "evt_stdio_001");
+        assert_eq!(event.event_type, "tool.before");
+        assert_eq!(event.session_id.as_deref(), Some("sess_123"));
+        assert_eq!(event.call_id.as_deref(), Some("call_456"));
+    }
+
+    #[test]
+    fn upstream_observe_tool_before_and_mcp_gap_events_are_valid() {
+        for text in [
+            fixture!("http/observe-tool-before.valid.json"),
+            fixture!("http/mcp-stdio-gap.valid.json"),
+            fixture!("http/mcp-http-gap.valid.json"),
+        ] {
+            let event = fixture_event(text);
+            assert!(Event::parse_tool_before(&event.to_string()).is_ok());
+        }
+    }
+
+    #[test]
+    fn upstream_malformed_source_is_rejected() {
+        let event = fixture_event(fixture!("http/source-malformed.invalid.json"));
+        assert_eq!(
+            only_problem(&event, "/source"),
+            "must be an absolute URI (RFC 3986)"
+        );
+    }
+
+    #[test]
+    fn upstream_compact_timestamp_is_rejected() {
+        let event = fixture_event(fixture!("http/timestamp-compact.invalid.json"));
+        assert_eq!(
+            only_problem(&event, "/time"),
+            "must be an RFC 3339 date-time"
+        );
+    }
+
+    #[test]
+    fn not_json_or_not_an_object_is_a_root_problem() {
+        for text in ["", "{", "[]", "\"tool.before\"", "null"] {
+            let problems = Event::parse_tool_before(text).expect_err(text);
+            assert_eq!(problems.len(), 1);
+            assert_eq!(problems.first().map(|p| p.path.as_str()), Some(""));
+        }
+    }
+
+    #[test]
+    fn id_must_be_a_non_empty_string() {
+        assert_eq!(only_problem(&with("/id", None), "/id"), "is required");
+        for bad in [json!(""), json!(7), json!(null)] {
+            assert_eq!(
+                only_problem(&with("/id", Some(bad)), "/id"),
+                "must be a non-empty string"
+            );
+        }
+    }
+
+    #[test]
+    fn source_must_be_an_absolute_uri() {
+        only_problem(&with("/source", None), "/source");
+        for bad in [
+            "",
+            "harness/runtime/42",
+            "1http://harness.example/",
+            "https://harness.example/%zz",
+            "https://harness.example/%4",
+            "https://harness.example/a b",
+            "https://harness.example/\u{7f}",
+            "https://harness.example/caf\u{e9}",
+            "https://harness.example:80x/",
+            "https://[::1/",
+            "urn:a#b#c",
+        ] {
+            only_problem(&with("/source", Some(json!(bad))), "/source");
+        }
+        for good in [
+            "urn:uuid:0d6c4b9e-6f1e-4a39-9a3c-2f4f5b8e7d10",
+            "https://harness.example/runtime/42",
+            "https://user:pw@harness.example:8443/a%2Fb?q=1&r=/x#frag",
+            "http://[::1]:8080/",
+            "file:///var/run/harness",
+            "urn:test:harness",
+        ] {
+            assert_eq!(
+                problems(&with("/source", Some(json!(good)))),
+                vec![],
+                "{good}"
+            );
+        }
+    }
+
+    #[test]
+    fn type_must_be_tool_before() {
+        only_problem(&with("/type", None), "/type");
+        assert_eq!(
+            only_problem(&with("/type", Some(json!("tool.after"))), "/type"),
+            "must be \"tool.before\""
+        );
+        assert_eq!(
+            only_problem(&with("/type", Some(json!(""))), "/type"),
+            "must be a non-empty string"
+        );
+    }
+
+    #[test]
+    fn time_must_be_rfc3339_with_real_field_ranges() {
+        only_problem(&with("/time", None), "/time");
+        for bad in [
+            "20260101T000000Z",
+            "2026-01-01",
+            "2026-01-01 00:00:00Z",
+            "2026-01-01T00:00:00",
+            "2026-01-01T00:00:00.Z",
+            "2026-01-01T00:00:00+0100",
+            "2026-13-01T00:00:00Z",
+            "2026-00-01T00:00:00Z",
+            "2026-02-30T00:00:00Z",
+            "2025-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-01-01T24:00:00Z",
+            "2026-01-01T00:60:00Z",
+            "2026-01-01T00:00:61Z",
+            "2026-01-01T00:00:00+24:00",
+            "2026-01-01T00:00:00-01:60",
+            "+026-01-01T00:00:00Z",
+            "2026-01-01T00:00:00Zjunk",
+        ] {
+            only_problem(&with("/time", Some(json!(bad))), "/time");
+        }
+        for good in [
+            "2026-09-01T10:00:00Z",
+            "2024-02-29T23:59:60z",
+            "2026-09-01t10:00:00.123456-07:30",
+            "2026-12-31T23:59:59+14:00",
+        ] {
+            assert_eq!(
+                problems(&with("/time", Some(json!(good)))),
+                vec![],
+                "{good}"
+            );
+        }
+    }
+
+    #[test]
+    fn session_id_is_required_for_tool_before() {
+        assert_eq!(
+            only_problem(&with("/session", None), "/session"),
+            "is required"
+        );
+        only_problem(&with("/session/id", None), "/session/id");
+        only_problem(&with("/session/id", Some(json!(""))), "/session/id");
+        assert_eq!(
+            only_problem(&with("/session", Some(json!("sess_1"))), "/session"),
+            "must be an object"
+        );
+    }
+
+    #[test]
+    fn call_must_be_an_object_with_an_id() {
+        only_problem(&with("/call", None), "/call");
+        only_problem(&with("/call", Some(json!("call_456"))), "/call");
+        only_problem(&with("/call/id", None), "/call/id");
+        only_problem(&with("/call/id", Some(json!(""))), "/call/id");
+    }
+
+    #[test]
+    fn tool_needs_a_name() {
+        only_problem(&with("/tool", None), "/tool");
+        only_problem(&with("/tool/name", None), "/tool/name");
+        only_problem(&with("/tool/name", Some(json!(""))), "/tool/name");
+    }
+
+    #[test]
+    fn tool_input_must_be_an_object_not_an_encoded_string() {
+        let encoded = json!("{\"command\":\"git push --force\"}");
+        assert_eq!(
+            only_problem(&with("/tool/input", Some(encoded)), "/tool/input"),
+            "must be a JSON object, not an encoded string"
+        );
+        only_problem(&with("/tool/input", Some(json!(["git"]))), "/tool/input");
+        only_problem(&with("/tool/input", None), "/tool/input");
+    }
+
+    #[test]
+    fn tool_origin_must_be_native_or_mcp() {
+        only_problem(&with("/tool/origin", None), "/tool/origin");
+        assert_eq!(
+            only_problem(&with("/tool/origin", Some(json!("plugin"))), "/tool/origin"),
+            "must be \"native\" or \"mcp\""
+        );
+    }
+
+    #[test]
+    fn mcp_origin_requires_a_descriptor_and_native_forbids_one() {
+        assert_eq!(
+            only_problem(&with("/tool/origin", Some(json!("mcp"))), "/tool/mcp"),
+            "is required when origin is \"mcp\""
+        );
+        assert_eq!(
+            only_problem(
+                &with("/tool/mcp", Some(json!({"toolName": "x"}))),
+                "/tool/mcp"
+            ),
+            "must be absent when origin is \"native\""
+        );
+        let mut event = with("/tool/origin", Some(json!("mcp")));
+        if let Some(tool) = event.pointer_mut("/tool").and_then(Value::as_object_mut) {
+            tool.insert("mcp".into(), json!("server"));
+        }
+        assert_eq!(only_problem(&event, "/tool/mcp"), "must be an object");
+    }
+
+    #[test]
+    fn path_must_be_a_non_empty_string() {
+        only_problem(&with("/path", None), "/path");
+        only_problem(&with("/path", Some(json!(""))), "/path");
+    }
+
+    #[test]
+    fn after_only_fields_are_rejected() {
+        for field in AFTER_ONLY_FIELDS {
+            let event = with(&format!("/{field}"), Some(json!("ok")));
+            assert_eq!(
+                only_problem(&event, &format!("/{field}")),
+                "must not appear on tool.before"
+            );
+        }
+    }
+
+    #[test]
+    fn every_problem_is_reported() {
+        let mut event = with("/tool/input", Some(json!("{}")));
+        if let Some(object) = event.as_object_mut() {
+            object.remove("path");
+            object.insert("outcome".into(), json!("ok"));
+            object.insert("time".into(), json!("20260101T000000Z"));
+        }
+        let paths: Vec<String> = problems(&event).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(paths, ["/time", "/tool/input", "/path", "/outcome"]);
+    }
+
+    #[test]
+    fn parse_any_checks_the_envelope_only() {
+        let after = fixture_event(fixture!("http/observe-tool-after.valid.json"));
+        let event = Event::parse_any(&after.to_string()).expect("tool.after is a valid event");
+        assert_eq!(event.event_type, "tool.after");
+        assert_eq!(event.call_id.as_deref(), Some("call_observe_456"));
+
+        let no_session = with("/session", None);
+        let event = Event::parse_any(&no_session.to_string()).expect("session is optional");
+        assert_eq!(event.session_id, None);
+
+        let problems = Event::parse_any(&with("/session/id", None).to_string())
+            .expect_err("a session needs an id");
+        assert_eq!(
+            problems.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            ["/session/id: is required"]
+        );
+        assert!(
+            Event::parse_any(&with("/time", Some(json!("20260101T000000Z"))).to_string()).is_err()
+        );
+    }
+
+    #[test]
+    fn to_wire_drops_native_unless_included_and_keeps_unknown_fields() {
+        let mut source = valid();
+        if let Some(object) = source.as_object_mut() {
+            object.insert("native".into(), json!({"hook_event_name": "PreToolUse"}));
+            object.insert("com.example.unknown".into(), json!([1, 2]));
+        }
+        let event = Event::parse_tool_before(&source.to_string()).expect("valid");
+
+        let mut without = source.clone();
+        if let Some(object) = without.as_object_mut() {
+            object.remove("native");
+        }
+        assert_eq!(event.to_wire(false), without);
+        assert_eq!(event.to_wire(true), source);
+    }
+
+    #[test]
+    fn problem_display_is_path_colon_rule() {
+        let problem = EventProblem {
+            path: "/tool/input".into(),
+            rule: "must be a JSON object".into(),
+        };
+        assert_eq!(problem.to_string(), "/tool/input: must be a JSON object");
+    }
+}

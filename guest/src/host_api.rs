@@ -27,6 +27,7 @@ pub enum DeliveryError {
     ConnectionRefused,
     ConnectionReset,
     ConnectionLost,
+    MalformedHttp,
     LaunchFailed,
     AbnormalExit(Option<i32>),
     ResponseTooLarge,

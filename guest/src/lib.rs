@@ -1,16 +1,21 @@
 //! The Agent Hooks Protocol (AHP) interception logic, harness side.
 //!
-//! This crate is all of the protocol: registration rules, event checks, JSON-RPC
-//! encoding, strict response decoding, the serial intercept chain with its failure
-//! policy, and the settlement/audit record. It does no I/O of its own: it reaches the
+//! This crate is all of the protocol: registration rules ([`registration`]), event
+//! checks ([`event`]), JSON-RPC encoding done once ([`wire`]), strict response decoding
+//! ([`response`]), the serial intercept chain with its failure policy ([`chain`]) and the
+//! settlement/audit record ([`settlement`]). It does no I/O of its own: it reaches the
 //! world through the [`host_api::Host`] trait, which the WebAssembly build adapts to the
 //! component's imports (`wit/interceptor.wit`) and native tests fake.
 
+pub mod chain;
+pub mod engine;
+pub mod event;
 pub mod failure;
 pub mod host_api;
 pub mod registration;
-pub mod event;
 pub mod response;
+pub mod settlement;
+pub mod wire;
 
 #[cfg(target_family = "wasm")]
 mod component;

@@ -1,1 +1,955 @@
-//! placeholder
+//! Strict decoding and atomic acceptance of one `hooks/intercept` reply.
+//!
+//! Backends are untrusted input even when authenticated, so a reply is accepted only if
+//! every part of it is valid: transport framing, JSON-RPC envelope, id correlation,
+//! `result` fields and every single effect (ahp-digest §4.3). Anything else is exactly
+//! one [`Failure`], and the subscription's failure policy applies once. Nothing is ever
+//! salvaged from a rejected reply (fixture `atomic-unknown.invalid`), which is why
+//! [`decode`] returns the whole effect list or nothing.
+//!
+//! Envelopes are lenient (unknown `result` fields and `extensions` are ignored); effects
+//! are strict (an unknown field rejects the reply), as AHP-CORE-003 asks. A [`Failure`]
+//! only ever holds this module's fixed vocabulary: a backend's error message, error data
+//! or rejected effect text never reaches the audit or the model.
+
+use crate::failure::{Failure, FailureClass, Phase};
+use crate::host_api::Reply;
+use serde_json::{Map, Value};
+
+/// The only `protocolVersion` this harness speaks; versions must match exactly.
+const PROTOCOL_VERSION: &str = "draft";
+
+/// Effect types the protocol defines but this crate cannot decode or enforce. A backend
+/// sending one was not offered it, so it is unadvertised rather than unknown.
+const UNDECODABLE_EFFECTS: [&str; 4] = ["modify", "return", "flow", "inject"];
+
+/// Effects this crate can decode. The harness declares which it can enforce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EffectKind {
+    Deny,
+    Allow,
+    Ask,
+    Message,
+}
+
+impl EffectKind {
+    /// The kind named by an effect `type` (or a `capabilities.effects` entry).
+    pub fn parse(name: &str) -> Option<EffectKind> {
+        match name {
+            "deny" => Some(EffectKind::Deny),
+            "allow" => Some(EffectKind::Allow),
+            "ask" => Some(EffectKind::Ask),
+            "message" => Some(EffectKind::Message),
+            _ => None,
+        }
+    }
+
+    /// The wire name, as in `type` and `capabilities.effects`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EffectKind::Deny => "deny",
+            EffectKind::Allow => "allow",
+            EffectKind::Ask => "ask",
+            EffectKind::Message => "message",
+        }
+    }
+
+    /// Every member the effect schema allows (effect.schema.json, deny-effect.schema.json).
+    fn fields(self) -> &'static [&'static str] {
+        match self {
+            EffectKind::Deny => &["type", "reason", "code", "extensions"],
+            EffectKind::Allow | EffectKind::Ask => &["type"],
+            EffectKind::Message => &["type", "text"],
+        }
+    }
+
+    /// Deny, allow and ask decide the operation; at most one may appear per response.
+    fn is_decision(self) -> bool {
+        !matches!(self, EffectKind::Message)
+    }
+}
+
+/// One accepted effect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Do not execute. `code` is a reverse-DNS policy code.
+    Deny {
+        reason: String,
+        code: Option<String>,
+    },
+    /// No objection that may suppress an ordinary host prompt; never overrides policy.
+    Allow,
+    /// Require approval. The current effect schema gives `ask` no members besides
+    /// `type`, so `reason` is always `None` when decoded.
+    Ask { reason: Option<String> },
+    /// A user-facing message.
+    Message { text: String },
+}
+
+impl Effect {
+    /// The kind of this effect.
+    pub fn kind(&self) -> EffectKind {
+        match self {
+            Effect::Deny { .. } => EffectKind::Deny,
+            Effect::Allow => EffectKind::Allow,
+            Effect::Ask { .. } => EffectKind::Ask,
+            Effect::Message { .. } => EffectKind::Message,
+        }
+    }
+}
+
+/// Decodes one reply to the request whose JSON-RPC id is `expected_id` (the event id, a JSON string),
+/// accepting it only if every part is valid. Err = exactly one Failure (class + phase Parse or Accept).
+pub fn decode(
+    reply: &Reply,
+    expected_id: &str,
+    advertised: &[EffectKind],
+) -> Result<Vec<Effect>, Failure> {
+    check_http(reply)?;
+    let message = parse_body(&reply.body)?;
+    let response = check_envelope(&message)?;
+    check_id(response, expected_id)?;
+    if let Some(error) = response.get("error") {
+        return Err(classify_error(error));
+    }
+    let effects = check_result(response.get("result"))?;
+    accept_effects(effects, advertised)
+}
+
+fn parse_failure(class: FailureClass) -> Failure {
+    Failure::new(class, Phase::Parse)
+}
+
+fn malformed(detail: &'static str) -> Failure {
+    parse_failure(FailureClass::MalformedJsonrpc).with_detail(detail)
+}
+
+fn invalid(detail: &'static str) -> Failure {
+    Failure::new(FailureClass::InvalidEffects, Phase::Accept).with_detail(detail)
+}
+
+/// HTTP success is exactly 200 with a JSON body (DESIGN §5): a 202/204 carries no
+/// decision, and redirects are never followed. stdio replies have no status and skip this.
+fn check_http(reply: &Reply) -> Result<(), Failure> {
+    let Some(status) = reply.status else {
+        return Ok(());
+    };
+    let failure = parse_failure(FailureClass::HttpStatus).with_http_status(status);
+    if status != 200 {
+        // The code is a local diagnostic only; the class stays http-status.
+        return Err(match error_code(&reply.body) {
+            Some(code) => failure.with_rpc_code(code),
+            None => failure,
+        });
+    }
+    if !reply
+        .content_type
+        .as_deref()
+        .is_some_and(is_json_media_type)
+    {
+        return Err(failure.with_detail("content-type"));
+    }
+    Ok(())
+}
+
+/// `error.code` of a JSON-RPC error body, if the body is one.
+fn error_code(body: &[u8]) -> Option<i64> {
+    let message: Value = serde_json::from_slice(body).ok()?;
+    message.get("error")?.get("code")?.as_i64()
+}
+
+/// `application/json` or `application/<name>+json`, any case, parameters allowed.
+fn is_json_media_type(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let Some(subtype) = essence.strip_prefix("application/") else {
+        return false;
+    };
+    subtype == "json"
+        || subtype.strip_suffix("+json").is_some_and(|name| {
+            !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
+        })
+}
+
+/// AHP messages are UTF-8 JSON; an empty body is not JSON.
+fn parse_body(body: &[u8]) -> Result<Value, Failure> {
+    let text = std::str::from_utf8(body).map_err(|_| parse_failure(FailureClass::MalformedUtf8))?;
+    serde_json::from_str(text).map_err(|_| parse_failure(FailureClass::MalformedJson))
+}
+
+/// One JSON-RPC 2.0 response object: no batch (AHP-RPC-002), not a request, and exactly
+/// one of `result` and `error`.
+fn check_envelope(message: &Value) -> Result<&Map<String, Value>, Failure> {
+    let response = match message {
+        Value::Object(response) => response,
+        Value::Array(_) => return Err(malformed("batch")),
+        _ => return Err(malformed("not-object")),
+    };
+    if response.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(malformed("jsonrpc-version"));
+    }
+    if response.contains_key("method") {
+        return Err(malformed("not-a-response"));
+    }
+    match (
+        response.contains_key("result"),
+        response.contains_key("error"),
+    ) {
+        (true, true) => Err(malformed("result-and-error")),
+        (false, false) => Err(malformed("no-result-or-error")),
+        _ => Ok(response),
+    }
+}
+
+/// The id must be the request's id, exactly: the string `expected_id`, never a number
+/// that looks like it. Only an error may carry `null`, since a backend that could not
+/// parse the request cannot know its id (JSON-RPC 2.0 §5).
+fn check_id(response: &Map<String, Value>, expected_id: &str) -> Result<(), Failure> {
+    match response.get("id") {
+        Some(Value::String(id)) if id == expected_id => Ok(()),
+        Some(Value::Null) if response.contains_key("error") => Ok(()),
+        Some(_) => Err(parse_failure(FailureClass::IdMismatch)),
+        None => Err(malformed("id-missing")),
+    }
+}
+
+/// Any JSON-RPC error is an operational failure; the reserved AHP codes get their own
+/// class. Only the numeric code is kept: `message` and `data` are backend text.
+fn classify_error(error: &Value) -> Failure {
+    let code = error.get("code").and_then(Value::as_i64);
+    let has_message = error.get("message").is_some_and(Value::is_string);
+    let (Some(code), true) = (code, has_message) else {
+        return malformed("error-object");
+    };
+    let class = match code {
+        -32001 => FailureClass::UnsupportedVersion,
+        -32002 => FailureClass::UnsupportedEvent,
+        _ => FailureClass::JsonrpcError,
+    };
+    parse_failure(class).with_rpc_code(code)
+}
+
+/// The success `result`: our protocol version, an `effects` member, and no discovery
+/// `manifest` (discovery and interception payloads are never mixed).
+fn check_result(result: Option<&Value>) -> Result<&Value, Failure> {
+    let Some(Value::Object(result)) = result else {
+        return Err(malformed("result-not-object"));
+    };
+    let missing = |field| parse_failure(FailureClass::MissingResultFields).with_detail(field);
+    let version = result
+        .get("protocolVersion")
+        .ok_or(missing("protocolVersion"))?;
+    if version.as_str() != Some(PROTOCOL_VERSION) {
+        return Err(parse_failure(FailureClass::UnsupportedVersion));
+    }
+    let effects = result.get("effects").ok_or(missing("effects"))?;
+    if result.contains_key("manifest") {
+        return Err(malformed("manifest-in-result"));
+    }
+    Ok(effects)
+}
+
+/// Decodes every member, then checks them against each other. The first bad member
+/// rejects the whole list; more than one decision is a conflict, not a precedence
+/// question (DESIGN §5).
+fn accept_effects(effects: &Value, advertised: &[EffectKind]) -> Result<Vec<Effect>, Failure> {
+    let Value::Array(members) = effects else {
+        return Err(invalid("malformed-effect"));
+    };
+    let effects = members
+        .iter()
+        .map(|member| decode_effect(member, advertised))
+        .collect::<Result<Vec<_>, _>>()?;
+    let decisions = effects.iter().filter(|e| e.kind().is_decision()).count();
+    if decisions > 1 {
+        return Err(invalid("conflicting-effects"));
+    }
+    Ok(effects)
+}
+
+/// One effect: a type we know and offered, only the schema's members, each well-formed.
+fn decode_effect(member: &Value, advertised: &[EffectKind]) -> Result<Effect, Failure> {
+    let Some(effect) = member.as_object() else {
+        return Err(invalid("malformed-effect"));
+    };
+    let Some(name) = effect.get("type").and_then(Value::as_str) else {
+        return Err(invalid("malformed-effect"));
+    };
+    let kind = match EffectKind::parse(name) {
+        Some(kind) if advertised.contains(&kind) => kind,
+        Some(_) => return Err(invalid("unadvertised-effect")),
+        None if UNDECODABLE_EFFECTS.contains(&name) => return Err(invalid("unadvertised-effect")),
+        // Includes reverse-DNS experimental effects: this crate never advertises any.
+        None => return Err(invalid("unknown-effect")),
+    };
+    if effect
+        .keys()
+        .any(|key| !kind.fields().contains(&key.as_str()))
+    {
+        return Err(invalid("unknown-effect-field"));
+    }
+    let decoded = match kind {
+        EffectKind::Deny => decode_deny(effect),
+        EffectKind::Allow => Some(Effect::Allow),
+        EffectKind::Ask => Some(Effect::Ask { reason: None }),
+        EffectKind::Message => {
+            effect
+                .get("text")
+                .and_then(Value::as_str)
+                .map(|text| Effect::Message {
+                    text: text.to_owned(),
+                })
+        }
+    };
+    decoded.ok_or(invalid("malformed-effect"))
+}
+
+/// `{type, reason: non-empty string, code?: reverse-DNS, extensions?: reverse-DNS keys}`
+fn decode_deny(effect: &Map<String, Value>) -> Option<Effect> {
+    let reason = effect.get("reason")?.as_str().filter(|r| !r.is_empty())?;
+    let code = match effect.get("code") {
+        Some(code) => Some(code.as_str().filter(|c| is_reverse_dns(c))?),
+        None => None,
+    };
+    if let Some(extensions) = effect.get("extensions") {
+        extensions
+            .as_object()
+            .filter(|e| e.keys().all(|key| is_reverse_dns(key)))?;
+    }
+    Some(Effect::Deny {
+        reason: reason.to_owned(),
+        code: code.map(str::to_owned),
+    })
+}
+
+/// `^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][A-Za-z0-9_-]*$`
+fn is_reverse_dns(name: &str) -> bool {
+    let is_label = |label: &str| {
+        let mut bytes = label.bytes();
+        bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
+            && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
+    name.contains('.') && name.split('.').all(is_label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use FailureClass::*;
+
+    macro_rules! fixture {
+        ($path:literal) => {
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../shared/spec/upstream/fixtures/draft/",
+                $path
+            ))
+        };
+    }
+
+    const ALL: [EffectKind; 4] = [
+        EffectKind::Deny,
+        EffectKind::Allow,
+        EffectKind::Ask,
+        EffectKind::Message,
+    ];
+
+    fn http(body: impl Into<Vec<u8>>) -> Reply {
+        Reply {
+            status: Some(200),
+            content_type: Some("application/json".into()),
+            body: body.into(),
+        }
+    }
+
+    fn stdio(body: impl Into<Vec<u8>>) -> Reply {
+        Reply {
+            status: None,
+            content_type: None,
+            body: body.into(),
+        }
+    }
+
+    /// Decodes an HTTP 200 JSON reply to request `evt_1`, every effect advertised.
+    fn decode_http(body: &str) -> Result<Vec<Effect>, Failure> {
+        decode(&http(body), "evt_1", &ALL)
+    }
+
+    fn success(effects: Value) -> String {
+        json!({"jsonrpc": "2.0", "id": "evt_1",
+               "result": {"protocolVersion": "draft", "effects": effects}})
+        .to_string()
+    }
+
+    /// The reply as it came from the fixture, and the fixture's own id as the expected one.
+    fn fixture_reply(text: &str, http_transport: bool) -> (Reply, String) {
+        let message: Value = serde_json::from_str(text).expect("fixture is JSON");
+        let id = message["id"]
+            .as_str()
+            .expect("fixture id is a string")
+            .to_owned();
+        let reply = if http_transport {
+            http(text)
+        } else {
+            stdio(text)
+        };
+        (reply, id)
+    }
+
+    fn parse(class: FailureClass) -> Failure {
+        Failure::new(class, Phase::Parse)
+    }
+
+    fn assert_effects_rejected(effects: Value, detail: &'static str) {
+        assert_eq!(decode_http(&success(effects)), Err(invalid(detail)));
+    }
+
+    // --- upstream fixtures ---
+
+    #[test]
+    fn upstream_deny_response_is_accepted() {
+        let (reply, id) = fixture_reply(fixture!("http/deny-response.valid.json"), true);
+        assert_eq!(
+            decode(&reply, &id, &[EffectKind::Deny]),
+            Ok(vec![Effect::Deny {
+                reason: "Writes to this path require a separate approval.".into(),
+                code: Some("com.example.policy.protected_path".into()),
+            }])
+        );
+    }
+
+    #[test]
+    fn upstream_no_effect_response_is_accepted() {
+        let (reply, id) = fixture_reply(fixture!("http/no-effect-response.valid.json"), true);
+        assert_eq!(decode(&reply, &id, &[EffectKind::Deny]), Ok(vec![]));
+    }
+
+    #[test]
+    fn upstream_error_response_is_unsupported_version() {
+        let (reply, id) = fixture_reply(fixture!("http/error-response.valid.json"), true);
+        assert_eq!(
+            decode(&reply, &id, &ALL),
+            Err(parse(UnsupportedVersion).with_rpc_code(-32001))
+        );
+    }
+
+    #[test]
+    fn upstream_error_with_result_is_malformed() {
+        let (reply, id) = fixture_reply(fixture!("http/error-response-result.invalid.json"), true);
+        assert_eq!(
+            decode(&reply, &id, &ALL),
+            Err(malformed("result-and-error"))
+        );
+    }
+
+    #[test]
+    fn upstream_foreign_result_version_is_unsupported() {
+        let text = fixture!("http/no-effect-response-version.invalid.json");
+        let (reply, id) = fixture_reply(text, true);
+        assert_eq!(decode(&reply, &id, &ALL), Err(parse(UnsupportedVersion)));
+    }
+
+    #[test]
+    fn upstream_atomic_unknown_rejects_the_preceding_message_too() {
+        let (reply, id) = fixture_reply(fixture!("http/atomic-unknown.invalid.json"), true);
+        assert_eq!(decode(&reply, &id, &ALL), Err(invalid("unknown-effect")));
+    }
+
+    #[test]
+    fn upstream_stdio_deny_and_no_effect_are_accepted() {
+        let (reply, id) = fixture_reply(fixture!("stdio/deny-response.valid.jsonl"), false);
+        assert_eq!(
+            decode(&reply, &id, &[EffectKind::Deny]),
+            Ok(vec![Effect::Deny {
+                reason: "Force pushes are prohibited by organization policy.".into(),
+                code: Some("com.example.policy.force_push".into()),
+            }])
+        );
+        let (reply, id) = fixture_reply(fixture!("stdio/no-effect-response.valid.jsonl"), false);
+        assert_eq!(decode(&reply, &id, &[EffectKind::Deny]), Ok(vec![]));
+    }
+
+    #[test]
+    fn upstream_stdio_two_denies_conflict() {
+        let text = fixture!("stdio/deny-response-multiple.invalid.jsonl");
+        let (reply, id) = fixture_reply(text, false);
+        assert_eq!(
+            decode(&reply, &id, &ALL),
+            Err(invalid("conflicting-effects"))
+        );
+    }
+
+    // --- 1. HTTP status and media type ---
+
+    #[test]
+    fn every_status_but_200_is_http_status() {
+        for status in [
+            201, 202, 204, 301, 302, 307, 400, 401, 403, 404, 500, 502, 503,
+        ] {
+            let reply = Reply {
+                status: Some(status),
+                ..http(success(json!([])))
+            };
+            assert_eq!(
+                decode(&reply, "evt_1", &ALL),
+                Err(parse(HttpStatus).with_http_status(status)),
+                "{status}"
+            );
+        }
+    }
+
+    #[test]
+    fn json_rpc_error_code_on_a_non_200_is_recorded_but_class_stays_http_status() {
+        let body = json!({"jsonrpc": "2.0", "id": "evt_1",
+                          "error": {"code": -32003, "message": "busy"}});
+        let reply = Reply {
+            status: Some(503),
+            ..http(body.to_string())
+        };
+        let failure = decode(&reply, "evt_1", &ALL).expect_err("503");
+        assert_eq!(
+            failure,
+            parse(HttpStatus)
+                .with_http_status(503)
+                .with_rpc_code(-32003)
+        );
+        assert!(failure.is_transient());
+    }
+
+    #[test]
+    fn missing_or_non_json_content_type_is_http_status() {
+        for content_type in [
+            None,
+            Some("text/html"),
+            Some("text/json"),
+            Some("application/jsonx"),
+            Some("application/+json"),
+            Some("application/json-seq"),
+            Some(""),
+        ] {
+            let reply = Reply {
+                content_type: content_type.map(str::to_owned),
+                ..http(success(json!([])))
+            };
+            assert_eq!(
+                decode(&reply, "evt_1", &ALL),
+                Err(parse(HttpStatus)
+                    .with_http_status(200)
+                    .with_detail("content-type")),
+                "{content_type:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn json_media_types_with_parameters_and_any_case_are_accepted() {
+        for content_type in [
+            "application/json",
+            "Application/JSON; charset=UTF-8",
+            "application/json;charset=utf-8",
+            " application/json ",
+            "application/vnd.ahp+json",
+        ] {
+            let reply = Reply {
+                content_type: Some(content_type.into()),
+                ..http(success(json!([])))
+            };
+            assert_eq!(decode(&reply, "evt_1", &ALL), Ok(vec![]), "{content_type}");
+        }
+    }
+
+    #[test]
+    fn stdio_replies_skip_the_http_checks() {
+        assert_eq!(
+            decode(&stdio(success(json!([]))), "evt_1", &ALL),
+            Ok(vec![])
+        );
+    }
+
+    // --- 2. bytes and JSON ---
+
+    #[test]
+    fn invalid_utf8_is_malformed_utf8() {
+        let mut body = success(json!([])).into_bytes();
+        body.push(0xff);
+        assert_eq!(
+            decode(&http(body), "evt_1", &ALL),
+            Err(parse(MalformedUtf8))
+        );
+    }
+
+    #[test]
+    fn non_json_and_empty_bodies_are_malformed_json() {
+        for body in ["", "   ", "{", "not json", "{\"jsonrpc\":\"2.0\"} trailing"] {
+            assert_eq!(decode_http(body), Err(parse(MalformedJson)), "{body:?}");
+        }
+    }
+
+    // --- 3. JSON-RPC envelope ---
+
+    #[test]
+    fn batch_is_malformed_jsonrpc() {
+        let body = format!("[{}]", success(json!([])));
+        assert_eq!(decode_http(&body), Err(malformed("batch")));
+    }
+
+    #[test]
+    fn non_object_is_malformed_jsonrpc() {
+        for body in ["42", "\"evt_1\"", "null", "true"] {
+            assert_eq!(decode_http(body), Err(malformed("not-object")));
+        }
+    }
+
+    #[test]
+    fn wrong_or_missing_jsonrpc_version_is_malformed_jsonrpc() {
+        for version in [Some(json!("1.0")), Some(json!(2.0)), None] {
+            let mut body =
+                json!({"id": "evt_1", "result": {"protocolVersion": "draft", "effects": []}});
+            if let (Some(version), Some(object)) = (version, body.as_object_mut()) {
+                object.insert("jsonrpc".into(), version);
+            }
+            assert_eq!(
+                decode_http(&body.to_string()),
+                Err(malformed("jsonrpc-version"))
+            );
+        }
+    }
+
+    #[test]
+    fn neither_result_nor_error_is_malformed_jsonrpc() {
+        let body = json!({"jsonrpc": "2.0", "id": "evt_1"});
+        assert_eq!(
+            decode_http(&body.to_string()),
+            Err(malformed("no-result-or-error"))
+        );
+    }
+
+    #[test]
+    fn request_instead_of_response_is_malformed_jsonrpc() {
+        let body = json!({"jsonrpc": "2.0", "id": "evt_1", "method": "hooks/intercept",
+                          "params": {}});
+        assert_eq!(
+            decode_http(&body.to_string()),
+            Err(malformed("not-a-response"))
+        );
+    }
+
+    // --- 4. id correlation ---
+
+    #[test]
+    fn number_id_never_matches_a_string_id() {
+        let body = json!({"jsonrpc": "2.0", "id": 7,
+                          "result": {"protocolVersion": "draft", "effects": []}});
+        assert_eq!(
+            decode(&http(body.to_string()), "7", &ALL),
+            Err(parse(IdMismatch))
+        );
+    }
+
+    #[test]
+    fn other_string_id_is_id_mismatch() {
+        assert_eq!(
+            decode(&http(success(json!([]))), "evt_2", &ALL),
+            Err(parse(IdMismatch))
+        );
+    }
+
+    #[test]
+    fn null_id_with_result_is_id_mismatch() {
+        let body = json!({"jsonrpc": "2.0", "id": null,
+                          "result": {"protocolVersion": "draft", "effects": []}});
+        assert_eq!(decode_http(&body.to_string()), Err(parse(IdMismatch)));
+    }
+
+    #[test]
+    fn missing_id_is_malformed_jsonrpc() {
+        let body = json!({"jsonrpc": "2.0",
+                          "result": {"protocolVersion": "draft", "effects": []}});
+        assert_eq!(decode_http(&body.to_string()), Err(malformed("id-missing")));
+    }
+
+    #[test]
+    fn error_with_null_id_is_classified_by_its_code() {
+        let body = json!({"jsonrpc": "2.0", "id": null,
+                          "error": {"code": -32700, "message": "Parse error"}});
+        assert_eq!(
+            decode_http(&body.to_string()),
+            Err(parse(JsonrpcError).with_rpc_code(-32700))
+        );
+    }
+
+    #[test]
+    fn error_with_another_id_is_id_mismatch() {
+        let body = json!({"jsonrpc": "2.0", "id": "evt_other",
+                          "error": {"code": -32003, "message": "busy"}});
+        assert_eq!(decode_http(&body.to_string()), Err(parse(IdMismatch)));
+    }
+
+    // --- 5. error responses ---
+
+    fn error_reply(error: Value) -> Result<Vec<Effect>, Failure> {
+        decode_http(&json!({"jsonrpc": "2.0", "id": "evt_1", "error": error}).to_string())
+    }
+
+    #[test]
+    fn reserved_error_codes_get_their_own_class() {
+        assert_eq!(
+            error_reply(json!({"code": -32001, "message": "m"})),
+            Err(parse(UnsupportedVersion).with_rpc_code(-32001))
+        );
+        assert_eq!(
+            error_reply(json!({"code": -32002, "message": "m"})),
+            Err(parse(UnsupportedEvent).with_rpc_code(-32002))
+        );
+    }
+
+    #[test]
+    fn any_other_error_code_is_jsonrpc_error_without_backend_text() {
+        for code in [-32003, -32004, -32601, 1] {
+            let failure = error_reply(json!({"code": code, "message": "SECRET token=abc",
+                                             "data": {"trace": "SECRET"}}))
+            .expect_err("error");
+            assert_eq!(failure, parse(JsonrpcError).with_rpc_code(code));
+            assert!(!format!("{failure:?}").contains("SECRET"));
+        }
+    }
+
+    #[test]
+    fn malformed_error_object_is_malformed_jsonrpc() {
+        for error in [
+            json!("failed"),
+            json!(null),
+            json!({"message": "m"}),
+            json!({"code": "-32003", "message": "m"}),
+            json!({"code": -32003.5, "message": "m"}),
+            json!({"code": -32003}),
+            json!({"code": -32003, "message": 5}),
+        ] {
+            assert_eq!(error_reply(error), Err(malformed("error-object")));
+        }
+    }
+
+    // --- 6. result ---
+
+    fn result_reply(result: Value) -> Result<Vec<Effect>, Failure> {
+        decode_http(&json!({"jsonrpc": "2.0", "id": "evt_1", "result": result}).to_string())
+    }
+
+    #[test]
+    fn non_object_result_is_malformed_jsonrpc() {
+        for result in [json!([]), json!(null), json!("draft")] {
+            assert_eq!(result_reply(result), Err(malformed("result-not-object")));
+        }
+    }
+
+    #[test]
+    fn missing_protocol_version_is_missing_result_fields() {
+        assert_eq!(
+            result_reply(json!({"effects": []})),
+            Err(parse(MissingResultFields).with_detail("protocolVersion"))
+        );
+    }
+
+    #[test]
+    fn foreign_protocol_version_is_unsupported_version() {
+        for version in [json!("0.1"), json!("2026-01-01"), json!("DRAFT"), json!(1)] {
+            assert_eq!(
+                result_reply(json!({"protocolVersion": version, "effects": []})),
+                Err(parse(UnsupportedVersion))
+            );
+        }
+    }
+
+    #[test]
+    fn missing_effects_is_missing_result_fields() {
+        assert_eq!(
+            result_reply(json!({"protocolVersion": "draft"})),
+            Err(parse(MissingResultFields).with_detail("effects"))
+        );
+    }
+
+    #[test]
+    fn manifest_in_result_is_malformed_jsonrpc() {
+        assert_eq!(
+            result_reply(json!({"protocolVersion": "draft", "effects": [], "manifest": {}})),
+            Err(malformed("manifest-in-result"))
+        );
+    }
+
+    #[test]
+    fn unknown_result_fields_and_extensions_are_ignored() {
+        let result = json!({"protocolVersion": "draft", "effects": [], "future": 1,
+                            "extensions": {"com.example.trace": {"id": 3}}});
+        assert_eq!(result_reply(result), Ok(vec![]));
+    }
+
+    // --- 7. effects ---
+
+    #[test]
+    fn non_array_effects_are_malformed_effect() {
+        for effects in [json!({}), json!(null), json!("deny")] {
+            assert_effects_rejected(effects, "malformed-effect");
+        }
+    }
+
+    #[test]
+    fn member_without_object_or_string_type_is_malformed_effect() {
+        for member in [json!("deny"), json!(null), json!({}), json!({"type": 1})] {
+            assert_effects_rejected(json!([member]), "malformed-effect");
+        }
+    }
+
+    #[test]
+    fn unknown_and_experimental_types_are_unknown_effect() {
+        for name in ["unknown", "Deny", "", "com.example.quarantine"] {
+            assert_effects_rejected(json!([{"type": name}]), "unknown-effect");
+        }
+    }
+
+    #[test]
+    fn protocol_effects_this_crate_cannot_decode_are_unadvertised() {
+        for name in UNDECODABLE_EFFECTS {
+            assert_effects_rejected(json!([{"type": name}]), "unadvertised-effect");
+        }
+    }
+
+    #[test]
+    fn effects_missing_from_advertised_are_unadvertised() {
+        let body = success(json!([{"type": "allow"}]));
+        assert_eq!(
+            decode(&http(body), "evt_1", &[EffectKind::Deny]),
+            Err(invalid("unadvertised-effect"))
+        );
+        let body = success(json!([{"type": "deny", "reason": "r"}]));
+        assert_eq!(
+            decode(&http(body), "evt_1", &[]),
+            Err(invalid("unadvertised-effect"))
+        );
+    }
+
+    #[test]
+    fn every_decodable_effect_shape_is_accepted() {
+        assert_eq!(
+            decode_http(&success(json!([{"type": "deny", "reason": "no"}]))),
+            Ok(vec![Effect::Deny {
+                reason: "no".into(),
+                code: None
+            }])
+        );
+        assert_eq!(
+            decode_http(&success(
+                json!([{"type": "allow"}, {"type": "message", "text": "hi"}])
+            )),
+            Ok(vec![Effect::Allow, Effect::Message { text: "hi".into() }])
+        );
+        assert_eq!(
+            decode_http(&success(json!([{"type": "ask"}]))),
+            Ok(vec![Effect::Ask { reason: None }])
+        );
+    }
+
+    #[test]
+    fn unknown_effect_fields_are_unknown_effect_field() {
+        for member in [
+            json!({"type": "deny", "reason": "r", "severity": "high"}),
+            json!({"type": "allow", "extensions": {}}),
+            json!({"type": "ask", "reason": "check"}),
+            json!({"type": "message", "text": "t", "level": "info"}),
+        ] {
+            assert_effects_rejected(json!([member]), "unknown-effect-field");
+        }
+    }
+
+    #[test]
+    fn deny_needs_a_non_empty_reason() {
+        for member in [
+            json!({"type": "deny"}),
+            json!({"type": "deny", "reason": ""}),
+            json!({"type": "deny", "reason": 3}),
+        ] {
+            assert_effects_rejected(json!([member]), "malformed-effect");
+        }
+    }
+
+    #[test]
+    fn deny_code_must_be_reverse_dns() {
+        for code in [
+            json!("protected_path"),
+            json!("com..x"),
+            json!(".com.x"),
+            json!("com.9x"),
+            json!(""),
+            json!(42),
+        ] {
+            assert_effects_rejected(
+                json!([{"type": "deny", "reason": "r", "code": code}]),
+                "malformed-effect",
+            );
+        }
+    }
+
+    #[test]
+    fn deny_extensions_must_be_an_object_with_reverse_dns_keys() {
+        for extensions in [json!("x"), json!([]), json!({"trace": 1})] {
+            assert_effects_rejected(
+                json!([{"type": "deny", "reason": "r", "extensions": extensions}]),
+                "malformed-effect",
+            );
+        }
+    }
+
+    #[test]
+    fn message_needs_string_text() {
+        for member in [
+            json!({"type": "message"}),
+            json!({"type": "message", "text": 1}),
+        ] {
+            assert_effects_rejected(json!([member]), "malformed-effect");
+        }
+    }
+
+    #[test]
+    fn more_than_one_decision_is_conflicting_effects() {
+        let deny = json!({"type": "deny", "reason": "r"});
+        for effects in [
+            json!([{"type": "allow"}, deny]),
+            json!([{"type": "ask"}, {"type": "allow"}]),
+            json!([deny, deny]),
+            json!([{"type": "allow"}, {"type": "allow"}]),
+        ] {
+            assert_effects_rejected(effects, "conflicting-effects");
+        }
+    }
+
+    #[test]
+    fn a_decision_with_messages_is_not_a_conflict() {
+        let effects = json!([{"type": "message", "text": "a"},
+                             {"type": "deny", "reason": "r"},
+                             {"type": "message", "text": "b"}]);
+        assert_eq!(decode_http(&success(effects)).map(|e| e.len()), Ok(3));
+    }
+
+    #[test]
+    fn a_valid_deny_is_never_salvaged_from_an_invalid_list() {
+        let effects = json!([{"type": "deny", "reason": "r"}, {"type": "deny", "reason": ""}]);
+        assert_effects_rejected(effects, "malformed-effect");
+        let effects = json!([{"type": "deny", "reason": "r"}, {"type": "com.example.x"}]);
+        assert_effects_rejected(effects, "unknown-effect");
+    }
+
+    #[test]
+    fn effect_kind_names_round_trip() {
+        for kind in ALL {
+            assert_eq!(EffectKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(EffectKind::parse("modify"), None);
+    }
+}

@@ -1,1 +1,27 @@
+//! The wasmtime host for the `ahp-interceptor` component, and the `ahp` CLI.
+//!
+//! The component holds the Agent Hooks Protocol logic; this crate gives it its only
+//! capabilities — the shared monotonic clock, delivery to registered backends, and
+//! credentials that never enter the sandbox — and exposes a small API for harnesses:
+//! build an [`Interceptor`] from a registration, [`Interceptor::intercept`] each tool
+//! call, [`Interceptor::shutdown`] at the end.
+#![warn(missing_docs)]
 
+mod api;
+/// The durable JSONL audit log.
+pub mod audit;
+mod bindings;
+mod capabilities;
+mod clock;
+/// The `ahp` command line.
+pub mod cli;
+/// The built-in policy backend and script of `ahp demo`.
+pub mod demo;
+mod interrupt;
+mod runtime;
+mod tls;
+
+pub use api::{BuildError, CallError, DecidedBy, Decision, Interceptor, Options, Settlement};
+pub use capabilities::credentials::Secret;
+pub use interrupt::Interrupt;
+pub use runtime::EMBEDDED_COMPONENT;

@@ -1,0 +1,364 @@
+//! The serial intercept chain (digest §8, failure-semantics.md "Failure policy").
+//!
+//! Matching intercept subscriptions run one after another in registration order. Each
+//! gets one absolute deadline, `min(start + timeoutMs, budget)`, that covers credential
+//! acquisition, delivery, parsing and acceptance; nothing resets it. An accepted deny
+//! stops the chain; an operational failure is settled by the subscription's own policy:
+//! fail-open records it and moves on, fail-closed stops with a synthetic denial. An
+//! interrupted or out-of-budget call is a denial, never permission. After a stop, the
+//! matching interceptors that were never called get the event as a best-effort observe.
+
+use crate::event::Event;
+use crate::failure::{Failure, FailureClass, Phase};
+use crate::host_api::{AuthError, DeliveryError, Host, Instant, IoPhase, NANOS_PER_MS};
+use crate::registration::{Backend, FailurePolicy, Mode, Registration, Subscription, INTERCEPTABLE_EVENTS};
+use crate::response::{self, Effect, EffectKind};
+use crate::settlement::{
+    Attempt, DecidedBy, Decision, EventRef, InterceptorRecord, ObserverDelivery, Outcome, Settlement,
+    BUDGET_REASON, INTERRUPTED_REASON, SYNTHETIC_REASON,
+};
+use crate::wire::{self, Message};
+
+/// How long a best-effort observe notification may take, at most.
+pub const OBSERVER_TIMEOUT_MS: u64 = 2_000;
+
+/// One hook call's inputs, already validated.
+pub struct Call<'a> {
+    pub registration: &'a Registration,
+    pub event: &'a Event,
+    /// What the embedding harness can enforce for this event; always includes deny.
+    pub effects: &'a [EffectKind],
+    /// The enclosing deadline of the whole hook call, if the host set one.
+    pub budget: Option<Instant>,
+}
+
+/// An intercept subscription that matches the event.
+struct Target<'a> {
+    backend: &'a Backend,
+    subscription: &'a Subscription,
+    timeout_ms: u64,
+    policy: FailurePolicy,
+}
+
+/// How one interceptor's evaluation ended.
+enum Ending {
+    Accepted(Vec<Effect>),
+    Failed(Failure),
+    Interrupted,
+}
+
+/// Why the chain stopped early.
+struct Stop {
+    decided_by: DecidedBy,
+    reason: String,
+}
+
+/// Runs the chain and settles the call.
+pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
+    let started = host.now();
+    let targets = matching_interceptors(call.registration, &call.event.event_type);
+    let mut records = Vec::with_capacity(targets.len());
+    let mut stop: Option<Stop> = None;
+    let mut ask = false;
+    let mut messages = Vec::new();
+    let mut uncalled = Vec::new();
+
+    for target in &targets {
+        if stop.is_none() {
+            stop = admission_stop(host, call.budget);
+        }
+        if stop.is_some() {
+            records.push(record(target, Outcome::NotReached, None, Vec::new(), None));
+            uncalled.push(target);
+            continue;
+        }
+        let now = host.now();
+        let own_deadline = now.saturating_add(target.timeout_ms.saturating_mul(NANOS_PER_MS));
+        let deadline = call.budget.map_or(own_deadline, |b| b.min(own_deadline));
+        let budget_binds = call.budget.is_some_and(|b| b < own_deadline);
+        let message = wire::intercept(call.event, target.subscription.include_native, call.effects);
+        let (ending, attempts) = evaluate(host, target.backend, &message, deadline, call);
+        let sha = Some(message.sha256().to_string());
+
+        match ending {
+            Ending::Accepted(effects) => {
+                let mut outcome = Outcome::NoEffect;
+                for effect in effects {
+                    match effect {
+                        Effect::Deny { reason, .. } => {
+                            outcome = Outcome::Deny;
+                            stop = Some(Stop { decided_by: DecidedBy::BackendDeny, reason });
+                        }
+                        Effect::Ask { .. } => {
+                            ask = true;
+                            outcome = Outcome::Ask;
+                        }
+                        Effect::Allow => outcome = Outcome::Allow,
+                        Effect::Message { text } => messages.push(text),
+                    }
+                }
+                records.push(record(target, outcome, None, attempts, sha));
+            }
+            Ending::Interrupted => {
+                stop = Some(interrupted());
+                records.push(record(target, Outcome::Interrupted, None, attempts, sha));
+            }
+            Ending::Failed(failure) if budget_binds && is_deadline(&failure) => {
+                stop = Some(budget_expired());
+                records.push(record(target, Outcome::BudgetExpired, Some(failure), attempts, sha));
+            }
+            Ending::Failed(failure) => {
+                let outcome = match target.policy {
+                    FailurePolicy::FailOpen => Outcome::FailedOpen,
+                    FailurePolicy::FailClosed => {
+                        stop = Some(Stop {
+                            decided_by: DecidedBy::SyntheticDeny,
+                            reason: SYNTHETIC_REASON.into(),
+                        });
+                        Outcome::FailedClosed
+                    }
+                };
+                records.push(record(target, outcome, Some(failure), attempts, sha));
+            }
+        }
+    }
+
+    // Interruption overrides an approval that was accepted but not yet published.
+    if stop.is_none() && !targets.is_empty() && host.interrupted() {
+        stop = Some(interrupted());
+    }
+    let observers = match &stop {
+        Some(s) if matches!(s.decided_by, DecidedBy::BackendDeny | DecidedBy::SyntheticDeny) => {
+            short_circuit_observers(host.now(), &uncalled, call)
+        }
+        _ => Vec::new(),
+    };
+    let (decision, decided_by, reason) = match stop {
+        Some(s) => (Decision::Deny, s.decided_by, Some(s.reason)),
+        None if ask => (Decision::Ask, DecidedBy::BackendAsk, None),
+        None => (Decision::Allow, DecidedBy::NoObjection, None),
+    };
+    Settlement {
+        decision,
+        decided_by,
+        reason,
+        messages,
+        event: EventRef {
+            id: call.event.id.clone(),
+            event_type: call.event.event_type.clone(),
+            session: call.event.session_id.clone(),
+            call: call.event.call_id.clone(),
+        },
+        elapsed_ns: host.now().saturating_sub(started),
+        interceptors: records,
+        observers,
+    }
+}
+
+/// Intercept subscriptions whose events match, in registration order. Wildcards cover
+/// only interceptable boundaries.
+fn matching_interceptors<'a>(registration: &'a Registration, event_type: &str) -> Vec<Target<'a>> {
+    if !INTERCEPTABLE_EVENTS.contains(&event_type) {
+        return Vec::new();
+    }
+    let mut targets = Vec::new();
+    for backend in &registration.backends {
+        for subscription in &backend.subscriptions {
+            if let Mode::Intercept { timeout_ms, policy } = subscription.mode {
+                if subscription.events.iter().any(|p| p.matches(event_type)) {
+                    targets.push(Target { backend, subscription, timeout_ms, policy });
+                }
+            }
+        }
+    }
+    targets
+}
+
+/// Whether the call may start another interceptor: not once interrupted or out of budget.
+fn admission_stop<H: Host>(host: &H, budget: Option<Instant>) -> Option<Stop> {
+    if host.interrupted() {
+        return Some(interrupted());
+    }
+    match budget {
+        Some(b) if host.now() >= b => Some(budget_expired()),
+        _ => None,
+    }
+}
+
+/// One interceptor: acquire, exchange, decode, accept — with at most one re-acquisition
+/// after a 401, resending the same bytes, and only while the deadline remains.
+fn evaluate<H: Host>(
+    host: &mut H,
+    backend: &Backend,
+    message: &Message,
+    deadline: Instant,
+    call: &Call,
+) -> (Ending, Vec<Attempt>) {
+    let mut attempts = Vec::new();
+    let mut reacquired = false;
+    loop {
+        let begun = host.now();
+        let result = attempt(host, backend, message, deadline, call);
+        let n = attempts.len() as u32 + 1;
+        let label = match &result {
+            AttemptResult::Ended(Ending::Accepted(_)) => "accepted",
+            AttemptResult::Ended(Ending::Interrupted) => "interrupted",
+            AttemptResult::Ended(Ending::Failed(f)) => f.class.as_str(),
+            AttemptResult::Unauthorized { .. } => "unauthorized",
+        };
+        let elapsed_ms = host.now().saturating_sub(begun) / NANOS_PER_MS;
+        attempts.push(Attempt { n, elapsed_ms, result: label });
+        match result {
+            AttemptResult::Ended(ending) => return (ending, attempts),
+            AttemptResult::Unauthorized { had_credential } => {
+                if had_credential && !reacquired && host.now() < deadline {
+                    reacquired = true;
+                    continue;
+                }
+                let failure = Failure::new(FailureClass::AuthFailed, Phase::AwaitResponse)
+                    .with_http_status(401);
+                return (Ending::Failed(failure), attempts);
+            }
+        }
+    }
+}
+
+enum AttemptResult {
+    Ended(Ending),
+    /// HTTP 401: the credential (if any) was rejected and dropped from the host's cache.
+    Unauthorized { had_credential: bool },
+}
+
+fn attempt<H: Host>(
+    host: &mut H,
+    backend: &Backend,
+    message: &Message,
+    deadline: Instant,
+    call: &Call,
+) -> AttemptResult {
+    use AttemptResult::Ended;
+    if host.now() >= deadline {
+        return Ended(Ending::Failed(Failure::new(
+            FailureClass::DeadlineExceeded,
+            Phase::AcquireCredential,
+        )));
+    }
+    let credential = match host.acquire(&backend.id, deadline) {
+        Ok(credential) => credential,
+        Err(AuthError::Cancelled) => return Ended(Ending::Interrupted),
+        Err(e) => return Ended(Ending::Failed(auth_failure(e))),
+    };
+    let reply = match host.exchange(&backend.id, message.bytes(), credential.as_ref(), deadline) {
+        Ok(reply) => reply,
+        Err(DeliveryError::Cancelled) => return Ended(Ending::Interrupted),
+        Err(e) => return Ended(Ending::Failed(delivery_failure(e))),
+    };
+    if reply.status == Some(401) {
+        if let Some(c) = &credential {
+            host.reject(c);
+        }
+        return AttemptResult::Unauthorized { had_credential: credential.is_some() };
+    }
+    let decoded = response::decode(&reply, &call.event.id, call.effects);
+    // Re-check cancellation and the original deadline immediately before acceptance: a
+    // reply that is complete only after the deadline never revives the call.
+    if host.interrupted() {
+        return Ended(Ending::Interrupted);
+    }
+    if host.now() >= deadline {
+        return Ended(Ending::Failed(Failure::new(FailureClass::LateResponse, Phase::Accept)));
+    }
+    Ended(match decoded {
+        Ok(effects) => Ending::Accepted(effects),
+        Err(failure) => Ending::Failed(failure),
+    })
+}
+
+fn auth_failure(error: AuthError) -> Failure {
+    let detail = match error {
+        AuthError::Unresolved => "unresolved",
+        AuthError::AcquisitionFailed => "acquisition-failed",
+        AuthError::RefreshFailed => "refresh-failed",
+        AuthError::Unsupported => "unsupported",
+        AuthError::DeadlineExceeded | AuthError::Cancelled => "deadline-exceeded",
+    };
+    Failure::new(FailureClass::AuthFailed, Phase::AcquireCredential).with_detail(detail)
+}
+
+fn delivery_failure(error: DeliveryError) -> Failure {
+    match error {
+        DeliveryError::DeadlineExceeded(phase) => {
+            Failure::new(FailureClass::DeadlineExceeded, io_phase(phase))
+        }
+        DeliveryError::ConnectionRefused => Failure::new(FailureClass::ConnectionRefused, Phase::Connect),
+        DeliveryError::ConnectionReset => Failure::new(FailureClass::ConnectionReset, Phase::AwaitResponse),
+        DeliveryError::ConnectionLost => Failure::new(FailureClass::ConnectionLost, Phase::AwaitResponse),
+        DeliveryError::MalformedHttp => Failure::new(FailureClass::HttpStatus, Phase::AwaitResponse)
+            .with_detail("malformed-http"),
+        DeliveryError::LaunchFailed => Failure::new(FailureClass::LaunchFailed, Phase::Connect),
+        DeliveryError::AbnormalExit(_) => Failure::new(FailureClass::AbnormalExit, Phase::AwaitResponse),
+        DeliveryError::ResponseTooLarge => Failure::new(FailureClass::MalformedJson, Phase::ReadResponse)
+            .with_detail("response-too-large"),
+        DeliveryError::NotPermitted => Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
+            .with_detail("not-permitted"),
+        // Handled by the caller as interruption; kept total for the compiler.
+        DeliveryError::Cancelled => Failure::new(FailureClass::DeadlineExceeded, Phase::AwaitResponse),
+    }
+}
+
+fn io_phase(phase: IoPhase) -> Phase {
+    match phase {
+        IoPhase::Connect => Phase::Connect,
+        IoPhase::Send => Phase::Send,
+        IoPhase::AwaitResponse => Phase::AwaitResponse,
+        IoPhase::ReadResponse => Phase::ReadResponse,
+    }
+}
+
+/// Failures that mean "the clock ran out" rather than "the backend misbehaved".
+fn is_deadline(failure: &Failure) -> bool {
+    matches!(failure.class, FailureClass::DeadlineExceeded | FailureClass::LateResponse)
+        || failure.detail == Some("deadline-exceeded")
+}
+
+fn interrupted() -> Stop {
+    Stop { decided_by: DecidedBy::Interrupted, reason: INTERRUPTED_REASON.into() }
+}
+
+fn budget_expired() -> Stop {
+    Stop { decided_by: DecidedBy::BudgetExpired, reason: BUDGET_REASON.into() }
+}
+
+fn record(
+    target: &Target,
+    outcome: Outcome,
+    failure: Option<Failure>,
+    attempts: Vec<Attempt>,
+    request_sha256: Option<String>,
+) -> InterceptorRecord {
+    InterceptorRecord {
+        backend: target.backend.id.clone(),
+        subscription: target.subscription.index,
+        policy: target.policy,
+        timeout_ms: target.timeout_ms,
+        outcome,
+        failure,
+        attempts,
+        request_sha256,
+    }
+}
+
+/// After a deny or fail-closed stop, every matching interceptor that was never called
+/// gets the same event as a best-effort observe (digest §6.1), never twice.
+fn short_circuit_observers(now: Instant, uncalled: &[&Target], call: &Call) -> Vec<ObserverDelivery> {
+    let own = now.saturating_add(OBSERVER_TIMEOUT_MS * NANOS_PER_MS);
+    let deadline = call.budget.map_or(own, |b| b.min(own));
+    uncalled
+        .iter()
+        .map(|t| ObserverDelivery {
+            backend: t.backend.id.clone(),
+            message: wire::observe(call.event, t.subscription.include_native),
+            deadline,
+        })
+        .collect()
+}

@@ -1,0 +1,170 @@
+//! The WebAssembly glue: WIT types in, protocol modules, WIT types out. No behaviour.
+
+use crate::engine::Engine;
+use crate::host_api::{self, AuthError, DeliveryError, Host, Instant, IoPhase, Reply};
+use crate::settlement::{DecidedBy as Decided, Decision as Dec, ObserverDelivery, Settlement as Settled};
+
+wit_bindgen::generate!({ path: "../wit", world: "plugin" });
+
+use ahp::interceptor::credentials::{self as wit_credentials, Credential};
+use ahp::interceptor::delivery as wit_delivery;
+use ahp::interceptor::host_types::{DeliveryError as WitDeliveryError, IoPhase as WitIoPhase};
+use exports::ahp::interceptor::interceptor::{
+    AuthPlan, BackendPlan, DecidedBy, Decision, Delivery, Guest, GuestEngine, OauthPlan, Settlement,
+    StdioPlan, TransportPlan,
+};
+
+struct Component;
+
+export!(Component);
+
+impl Guest for Component {
+    type Engine = EngineResource;
+}
+
+/// The exported `engine` resource: one validated registration.
+struct EngineResource(Engine);
+
+impl GuestEngine for EngineResource {
+    fn load(registration: String) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<String>> {
+        Engine::load(&registration)
+            .map(|engine| exports::ahp::interceptor::interceptor::Engine::new(EngineResource(engine)))
+    }
+
+    fn plan(&self) -> Vec<BackendPlan> {
+        self.0.registration().backends.iter().map(backend_plan).collect()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.0.warnings()
+    }
+
+    fn bound_ms(&self) -> u64 {
+        self.0.bound_ms()
+    }
+
+    fn intercept(
+        &self,
+        event: String,
+        effects: Vec<String>,
+        budget: Option<Instant>,
+    ) -> Result<Settlement, Vec<String>> {
+        let settled = self.0.intercept(&mut ComponentHost, &event, &effects, budget)?;
+        Ok(settlement(settled))
+    }
+
+    fn observe(&self, event: String, budget: Option<Instant>) -> Result<Vec<Delivery>, Vec<String>> {
+        let deliveries = self.0.observe(ComponentHost.now(), &event, budget)?;
+        Ok(deliveries.into_iter().map(delivery).collect())
+    }
+}
+
+fn backend_plan(backend: &crate::registration::Backend) -> BackendPlan {
+    use crate::registration::{Auth, Lifecycle, Transport};
+    let transport = match &backend.transport {
+        Transport::Http { url } => TransportPlan::Http(url.clone()),
+        Transport::Stdio { command, args, cwd, lifecycle } => TransportPlan::Stdio(StdioPlan {
+            command: command.clone(),
+            args: args.clone(),
+            cwd: cwd.clone(),
+            per_event: matches!(lifecycle, Lifecycle::PerEvent),
+        }),
+    };
+    let auth = backend.auth.as_ref().map(|auth| match auth {
+        Auth::BearerEnv(name) => AuthPlan::BearerEnv(name.clone()),
+        Auth::BearerRef(reference) => AuthPlan::BearerRef(reference.clone()),
+        Auth::OAuth(o) => AuthPlan::Oauth(OauthPlan {
+            issuer: o.issuer.clone(),
+            resource: o.resource.clone(),
+            client_id: o.client_id.clone(),
+            flow: o.flow.clone(),
+            scopes: o.scopes.clone(),
+            client_secret_ref: o.client_secret_ref.clone(),
+        }),
+    });
+    BackendPlan { id: backend.id.clone(), transport, auth }
+}
+
+fn settlement(s: Settled) -> Settlement {
+    let audit = s.audit().to_string();
+    Settlement {
+        decision: match s.decision {
+            Dec::Allow => Decision::Allow,
+            Dec::Ask => Decision::Ask,
+            Dec::Deny => Decision::Deny,
+        },
+        decided_by: match s.decided_by {
+            Decided::NoObjection => DecidedBy::NoObjection,
+            Decided::BackendDeny => DecidedBy::BackendDeny,
+            Decided::BackendAsk => DecidedBy::BackendAsk,
+            Decided::SyntheticDeny => DecidedBy::SyntheticDeny,
+            Decided::Interrupted => DecidedBy::Interrupted,
+            Decided::BudgetExpired => DecidedBy::BudgetExpired,
+        },
+        reason: s.reason,
+        audit,
+        observers: s.observers.into_iter().map(delivery).collect(),
+    }
+}
+
+fn delivery(d: ObserverDelivery) -> Delivery {
+    Delivery { backend: d.backend, message: d.message.bytes().to_vec(), deadline: d.deadline }
+}
+
+/// The component's imports seen as the protocol's [`Host`].
+struct ComponentHost;
+
+impl Host for ComponentHost {
+    type Credential = Credential;
+
+    fn now(&self) -> Instant {
+        wasi::clocks::monotonic_clock::now()
+    }
+
+    fn acquire(&mut self, backend: &str, deadline: Instant) -> Result<Option<Credential>, AuthError> {
+        wit_credentials::acquire(backend, deadline).map_err(|e| match e {
+            wit_credentials::AuthError::Unresolved => AuthError::Unresolved,
+            wit_credentials::AuthError::AcquisitionFailed => AuthError::AcquisitionFailed,
+            wit_credentials::AuthError::RefreshFailed => AuthError::RefreshFailed,
+            wit_credentials::AuthError::Unsupported => AuthError::Unsupported,
+            wit_credentials::AuthError::DeadlineExceeded => AuthError::DeadlineExceeded,
+            wit_credentials::AuthError::Cancelled => AuthError::Cancelled,
+        })
+    }
+
+    fn reject(&mut self, credential: &Credential) {
+        wit_credentials::reject(credential);
+    }
+
+    fn exchange(
+        &mut self,
+        backend: &str,
+        message: &[u8],
+        credential: Option<&Credential>,
+        deadline: Instant,
+    ) -> Result<Reply, DeliveryError> {
+        wit_delivery::exchange(backend, message, credential, deadline)
+            .map(|r| host_api::Reply { status: r.status, content_type: r.content_type, body: r.body })
+            .map_err(|e| match e {
+                WitDeliveryError::DeadlineExceeded(phase) => DeliveryError::DeadlineExceeded(match phase {
+                    WitIoPhase::Connect => IoPhase::Connect,
+                    WitIoPhase::Send => IoPhase::Send,
+                    WitIoPhase::AwaitResponse => IoPhase::AwaitResponse,
+                    WitIoPhase::ReadResponse => IoPhase::ReadResponse,
+                }),
+                WitDeliveryError::Cancelled => DeliveryError::Cancelled,
+                WitDeliveryError::ConnectionRefused => DeliveryError::ConnectionRefused,
+                WitDeliveryError::ConnectionReset => DeliveryError::ConnectionReset,
+                WitDeliveryError::ConnectionLost => DeliveryError::ConnectionLost,
+                WitDeliveryError::MalformedHttp => DeliveryError::MalformedHttp,
+                WitDeliveryError::LaunchFailed => DeliveryError::LaunchFailed,
+                WitDeliveryError::AbnormalExit(code) => DeliveryError::AbnormalExit(code),
+                WitDeliveryError::ResponseTooLarge => DeliveryError::ResponseTooLarge,
+                WitDeliveryError::NotPermitted => DeliveryError::NotPermitted,
+            })
+    }
+
+    fn interrupted(&self) -> bool {
+        wit_delivery::interrupted()
+    }
+}

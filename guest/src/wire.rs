@@ -1,0 +1,132 @@
+//! JSON-RPC messages, encoded once.
+//!
+//! A [`Message`] is built from a validated event and then frozen: it exposes its bytes
+//! and their SHA-256, and nothing that could change them. A retry therefore resends the
+//! exact bytes of the first attempt (same event id, JSON-RPC id, session, call and
+//! content) by construction, not by care (failure-semantics.md, "Duplicate delivery and
+//! retries").
+
+use crate::event::Event;
+use crate::response::EffectKind;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// The protocol snapshot this crate speaks on the wire.
+pub const PROTOCOL_VERSION: &str = "draft";
+
+/// An encoded message. Immutable once built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    bytes: Vec<u8>,
+    sha256: String,
+}
+
+impl Message {
+    fn encode(value: &Value) -> Message {
+        // Serializing a `Value` cannot fail, and serde_json never emits a raw newline,
+        // so the same bytes are also a valid stdio frame.
+        let bytes = serde_json::to_vec(value).unwrap_or_default();
+        let sha256 = hex(&Sha256::digest(&bytes));
+        Message { bytes, sha256 }
+    }
+
+    /// The exact bytes to deliver, on every attempt.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Lowercase hex SHA-256 of [`Message::bytes`], for the audit record.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+}
+
+/// `hooks/intercept` for one subscription: JSON-RPC id == event id, and the effects the
+/// embedding harness can enforce for this event as `capabilities.effects`.
+pub fn intercept(event: &Event, include_native: bool, effects: &[EffectKind]) -> Message {
+    let effects: Vec<&str> = effects.iter().map(|e| e.as_str()).collect();
+    Message::encode(&json!({
+        "jsonrpc": "2.0",
+        "id": event.id,
+        "method": "hooks/intercept",
+        "params": {
+            "protocolVersion": PROTOCOL_VERSION,
+            "event": event.to_wire(include_native),
+            "capabilities": {"effects": effects},
+        },
+    }))
+}
+
+/// `hooks/observe`: a notification, so it has no JSON-RPC id.
+pub fn observe(event: &Event, include_native: bool) -> Message {
+    Message::encode(&json!({
+        "jsonrpc": "2.0",
+        "method": "hooks/observe",
+        "params": {
+            "protocolVersion": PROTOCOL_VERSION,
+            "event": event.to_wire(include_native),
+        },
+    }))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EVENT: &str = r#"{"id":"evt_1","source":"urn:uuid:5b7de29e-a9e0-41a8-bf26-d94b05f0656d",
+        "type":"tool.before","time":"2026-08-24T08:51:14Z","session":{"id":"sess_1"},
+        "tool":{"name":"Bash","input":{"command":"ls\nrm"},"origin":"native"},
+        "call":{"id":"call_1"},"path":"native","native":{"raw":"provider payload"}}"#;
+
+    fn event() -> Event {
+        Event::parse_tool_before(EVENT).expect("valid event")
+    }
+
+    #[test]
+    fn intercept_request_correlates_id_with_event_id_and_advertises_effects() {
+        let msg = intercept(&event(), false, &[EffectKind::Deny, EffectKind::Ask]);
+        let v: Value = serde_json::from_slice(msg.bytes()).unwrap();
+        assert_eq!(v["jsonrpc"], "2.0");
+        assert_eq!(v["method"], "hooks/intercept");
+        assert_eq!(v["id"], "evt_1");
+        assert_eq!(v["params"]["event"]["id"], v["id"]);
+        assert_eq!(v["params"]["protocolVersion"], "draft");
+        assert_eq!(v["params"]["capabilities"]["effects"], json!(["deny", "ask"]));
+    }
+
+    #[test]
+    fn native_payload_is_sent_only_when_enabled() {
+        let without: Value = serde_json::from_slice(intercept(&event(), false, &[EffectKind::Deny]).bytes()).unwrap();
+        assert!(without["params"]["event"].get("native").is_none());
+        let with: Value = serde_json::from_slice(intercept(&event(), true, &[EffectKind::Deny]).bytes()).unwrap();
+        assert_eq!(with["params"]["event"]["native"]["raw"], "provider payload");
+    }
+
+    #[test]
+    fn encoding_is_deterministic_single_line_and_hashed() {
+        let a = intercept(&event(), false, &[EffectKind::Deny]);
+        let b = intercept(&event(), false, &[EffectKind::Deny]);
+        assert_eq!(a, b);
+        assert!(!a.bytes().contains(&b'\n'), "a stdio frame must be one line");
+        assert_eq!(a.sha256().len(), 64);
+        assert_eq!(a.sha256(), hex(&Sha256::digest(a.bytes())));
+    }
+
+    #[test]
+    fn observe_is_a_notification_without_id() {
+        let v: Value = serde_json::from_slice(observe(&event(), false).bytes()).unwrap();
+        assert_eq!(v["method"], "hooks/observe");
+        assert!(v.get("id").is_none());
+        assert_eq!(v["params"]["protocolVersion"], "draft");
+    }
+}

@@ -1,0 +1,387 @@
+//! The public API for embedders: build an [`Interceptor`] from a registration, then ask it
+//! about each tool call.
+//!
+//! A call takes a ready component instance from a pool (the registration was parsed once,
+//! when the instance was made), bounds the component's CPU and the whole call by the
+//! call's legitimate length plus a small grace, and settles. Anything that goes wrong
+//! around the component — a trap, an epoch expiry, a host error — settles as a denial
+//! recorded as `engine-failure`: interception that did not complete is never permission.
+
+use crate::audit::AuditLog;
+use crate::bindings::interceptor::{DecidedBy as WitDecidedBy, Decision as WitDecision};
+use crate::bindings::Plugin;
+use crate::capabilities::http::HttpOptions;
+use crate::capabilities::{Backends, HostState};
+use crate::clock;
+use crate::interrupt::Interrupt;
+use crate::runtime::Runtime;
+use wasmtime::error::Context as _;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tracing::Instrument as _;
+use wasmtime::component::ResourceAny;
+use wasmtime::Store;
+
+/// Time the component gets after its last deadline to settle and return.
+const GRACE: Duration = Duration::from_millis(50);
+/// The reason given when the component itself failed.
+const ENGINE_FAILURE_REASON: &str = "Policy evaluation failed.";
+/// The reason given for a call made after shutdown.
+const SHUTDOWN_REASON: &str = "The policy interceptor is shut down.";
+
+/// The settled outcome of one hook call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// No AHP objection. Never a grant beyond the harness's own permissions.
+    Allow,
+    /// Ask the user (only when the harness declared it can enforce `ask`).
+    Ask,
+    Deny,
+}
+
+/// Who settled a call; distinguishes an explicit backend denial from every synthetic one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecidedBy {
+    NoObjection,
+    BackendDeny,
+    BackendAsk,
+    SyntheticDeny,
+    Interrupted,
+    BudgetExpired,
+    EngineFailure,
+    Shutdown,
+}
+
+impl DecidedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecidedBy::NoObjection => "no-objection",
+            DecidedBy::BackendDeny => "backend-deny",
+            DecidedBy::BackendAsk => "backend-ask",
+            DecidedBy::SyntheticDeny => "synthetic-deny",
+            DecidedBy::Interrupted => "interrupted",
+            DecidedBy::BudgetExpired => "budget-expired",
+            DecidedBy::EngineFailure => "engine-failure",
+            DecidedBy::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// A settled hook call: the decision, who made it, the reason to show, and the audit record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settlement {
+    pub decision: Decision,
+    pub decided_by: DecidedBy,
+    /// The backend's reason for an explicit deny, or a generic local reason.
+    pub reason: Option<String>,
+    /// The settlement record (DESIGN.md §4), exactly as written to the audit log.
+    pub record: Value,
+}
+
+/// Why an interceptor could not be built.
+#[derive(Debug)]
+pub enum BuildError {
+    /// The registration is invalid; every problem, each naming its JSON path.
+    Registration(Vec<String>),
+    /// The component, the audit log or a backend could not be set up.
+    Setup(wasmtime::Error),
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildError::Registration(problems) => write!(f, "invalid registration: {}", problems.join("; ")),
+            BuildError::Setup(e) => write!(f, "setup failed: {e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Why a call could not be made at all (no decision was reached).
+#[derive(Debug, PartialEq)]
+pub enum CallError {
+    /// The event or effects list is invalid; every problem, each naming the field.
+    InvalidInput(Vec<String>),
+    /// The interceptor was shut down; the call settles locally as a denial.
+    ShutDown(Box<Settlement>),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::InvalidInput(problems) => write!(f, "invalid input: {}", problems.join("; ")),
+            CallError::ShutDown(_) => f.write_str("the interceptor is shut down"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+/// Host configuration (everything a registration does not say).
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Another build of the component instead of the embedded one.
+    pub component: Option<Vec<u8>>,
+    /// Append each settlement record to this JSONL file (synced).
+    pub audit_path: Option<PathBuf>,
+    /// Cap on a backend's response body; default 1 MiB.
+    pub max_body_bytes: Option<usize>,
+    /// Allow plain `http` to non-loopback hosts (local development only).
+    pub allow_insecure_http: bool,
+    /// A PEM file of extra trust roots for `https` backends.
+    pub trust_roots: Option<PathBuf>,
+}
+
+/// An AHP interceptor for one registration.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use ahp_host::{Decision, Interceptor, Options};
+/// let registration = std::fs::read_to_string("registration.json")?;
+/// let interceptor = Interceptor::new(&registration, Options::default()).await?;
+/// let event = std::fs::read_to_string("tool-before.json")?;
+/// let settled = interceptor.intercept(&event, &["deny"], None).await?;
+/// if settled.decision == Decision::Deny {
+///     println!("blocked: {}", settled.reason.unwrap_or_default());
+/// }
+/// interceptor.shutdown();
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Interceptor {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    runtime: Arc<Runtime>,
+    registration: String,
+    warnings: Vec<String>,
+    backends: Arc<Backends>,
+    bound: Duration,
+    pool: Mutex<Vec<Ready>>,
+    audit: Option<AuditLog>,
+    shut_down: AtomicBool,
+}
+
+/// An instance whose engine resource already holds the loaded registration.
+struct Ready {
+    store: Store<HostState>,
+    plugin: Plugin,
+    engine: ResourceAny,
+}
+
+impl Interceptor {
+    /// Validates `registration` inside the component and prepares its backends.
+    pub async fn new(registration: &str, options: Options) -> Result<Interceptor, BuildError> {
+        let runtime = match &options.component {
+            Some(bytes) => Arc::new(Runtime::new(bytes).map_err(BuildError::Setup)?),
+            None => Runtime::embedded().map_err(BuildError::Setup)?,
+        };
+        // A probe instance validates the registration and tells which backends to serve.
+        let (mut store, plugin) = runtime
+            .instantiate(HostState::new(Arc::new(Backends::default())))
+            .await
+            .map_err(BuildError::Setup)?;
+        let engine_api = plugin.ahp_interceptor_interceptor().engine();
+        let engine = engine_api
+            .call_load(&mut store, registration)
+            .await
+            .map_err(BuildError::Setup)?
+            .map_err(BuildError::Registration)?;
+        let plan = engine_api.call_plan(&mut store, engine).await.map_err(BuildError::Setup)?;
+        let warnings = engine_api.call_warnings(&mut store, engine).await.map_err(BuildError::Setup)?;
+        let bound_ms = engine_api.call_bound_ms(&mut store, engine).await.map_err(BuildError::Setup)?;
+        let http = http_options(&options).map_err(BuildError::Setup)?;
+        let backends = Arc::new(Backends::from_plan(plan, &http).map_err(|e| BuildError::Setup(wasmtime::format_err!(e)))?);
+        let audit = match &options.audit_path {
+            Some(path) => Some(AuditLog::open(path).with_context(|| format!("open audit log {}", path.display())).map_err(BuildError::Setup)?),
+            None => None,
+        };
+        Ok(Interceptor {
+            inner: Arc::new(Inner {
+                runtime,
+                registration: registration.to_string(),
+                warnings,
+                backends,
+                bound: Duration::from_millis(bound_ms),
+                pool: Mutex::new(Vec::new()),
+                audit,
+                shut_down: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// Valid but questionable registration settings, each naming its JSON path.
+    pub fn warnings(&self) -> &[String] {
+        &self.inner.warnings
+    }
+
+    /// Settles one `tool.before` event. `effects` are what the harness can enforce
+    /// (must include `"deny"`); `budget` bounds the whole call.
+    pub async fn intercept(&self, event: &str, effects: &[&str], budget: Option<Duration>) -> Result<Settlement, CallError> {
+        self.intercept_with(event, effects, budget, &Interrupt::new()).await
+    }
+
+    /// As [`Interceptor::intercept`], interruptible through `interrupt`.
+    pub async fn intercept_with(
+        &self,
+        event: &str,
+        effects: &[&str],
+        budget: Option<Duration>,
+        interrupt: &Interrupt,
+    ) -> Result<Settlement, CallError> {
+        let started = Instant::now();
+        let span = tracing::info_span!("ahp.hook_call", event_id = tracing::field::Empty, decided_by = tracing::field::Empty);
+        let settlement = async {
+            if self.inner.shut_down.load(Ordering::SeqCst) {
+                let s = host_settlement(event, DecidedBy::Shutdown, SHUTDOWN_REASON, started);
+                return Err(CallError::ShutDown(Box::new(s)));
+            }
+            let budget_at = budget.map(|b| started + b);
+            let settlement = self.run(event, effects, budget_at, interrupt, started).await?;
+            Ok(settlement)
+        }
+        .instrument(span.clone())
+        .await?;
+        if let Some(id) = settlement.record["event"]["id"].as_str() {
+            span.record("event_id", id);
+        }
+        span.record("decided_by", settlement.decided_by.as_str());
+        tracing::info!(parent: &span, decision = ?settlement.decision, "settled");
+        if let Some(audit) = &self.inner.audit {
+            if let Err(e) = audit.append(&settlement.record) {
+                tracing::error!(path = %audit.path().display(), error = %e, "audit append failed");
+            }
+        }
+        Ok(settlement)
+    }
+
+    async fn run(
+        &self,
+        event: &str,
+        effects: &[&str],
+        budget_at: Option<Instant>,
+        interrupt: &Interrupt,
+        started: Instant,
+    ) -> Result<Settlement, CallError> {
+        let mut ready = match self.take_ready().await {
+            Ok(ready) => ready,
+            Err(e) => {
+                tracing::error!(error = %e, "could not prepare a component instance");
+                return Ok(host_settlement(event, DecidedBy::EngineFailure, ENGINE_FAILURE_REASON, started));
+            }
+        };
+        let own_bound = started + self.inner.bound;
+        let limit = budget_at.map_or(own_bound, |b| b.min(own_bound)) + GRACE;
+        ready.store.data_mut().cpu_deadline = limit;
+        ready.store.data_mut().interrupt = interrupt.clone();
+        ready.store.set_epoch_deadline(1);
+        let effects: Vec<String> = effects.iter().map(|e| e.to_string()).collect();
+        let budget_ns = budget_at.map(clock::to_nanos);
+        let engine_api = ready.plugin.ahp_interceptor_interceptor().engine();
+        let call = engine_api.call_intercept(&mut ready.store, ready.engine, event, &effects, budget_ns);
+        let outcome = tokio::time::timeout_at(limit.into(), call).await;
+        let settled = match outcome {
+            Ok(Ok(Ok(settled))) => settled,
+            Ok(Ok(Err(problems))) => {
+                self.put_ready(ready);
+                return Err(CallError::InvalidInput(problems));
+            }
+            Ok(Err(trap)) => {
+                tracing::error!(error = %trap, "component trapped");
+                return Ok(host_settlement(event, DecidedBy::EngineFailure, ENGINE_FAILURE_REASON, started));
+            }
+            Err(_elapsed) => {
+                tracing::error!("component exceeded its call bound");
+                return Ok(host_settlement(event, DecidedBy::EngineFailure, ENGINE_FAILURE_REASON, started));
+            }
+        };
+        self.put_ready(ready);
+        Ok(from_component(settled, event, started))
+    }
+
+    async fn take_ready(&self) -> wasmtime::Result<Ready> {
+        if let Some(ready) = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(ready);
+        }
+        let state = HostState::new(self.inner.backends.clone());
+        let (mut store, plugin) = self.inner.runtime.instantiate(state).await?;
+        store.data_mut().cpu_deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let engine = plugin
+            .ahp_interceptor_interceptor()
+            .engine()
+            .call_load(&mut store, &self.inner.registration)
+            .await?
+            .map_err(|problems| wasmtime::format_err!("registration rejected on reload: {}", problems.join("; ")))?;
+        Ok(Ready { store, plugin, engine })
+    }
+
+    /// Returns an instance whose call completed normally; aborted ones are dropped.
+    fn put_ready(&self, ready: Ready) {
+        if !self.inner.shut_down.load(Ordering::SeqCst) {
+            self.inner.pool.lock().unwrap_or_else(|p| p.into_inner()).push(ready);
+        }
+    }
+
+    /// Stops admission of new calls and releases owned I/O. Safe to call repeatedly.
+    pub fn shutdown(&self) {
+        self.inner.shut_down.store(true, Ordering::SeqCst);
+        self.inner.pool.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.inner.backends.close();
+    }
+}
+
+fn http_options(options: &Options) -> wasmtime::Result<HttpOptions> {
+    Ok(HttpOptions {
+        max_body_bytes: options.max_body_bytes.unwrap_or(1 << 20),
+        allow_insecure_http: options.allow_insecure_http,
+        tls: Arc::new(crate::tls::client_config(options.trust_roots.as_deref())?),
+    })
+}
+
+fn from_component(s: crate::bindings::interceptor::Settlement, event: &str, started: Instant) -> Settlement {
+    let decision = match s.decision {
+        WitDecision::Allow => Decision::Allow,
+        WitDecision::Ask => Decision::Ask,
+        WitDecision::Deny => Decision::Deny,
+    };
+    let decided_by = match s.decided_by {
+        WitDecidedBy::NoObjection => DecidedBy::NoObjection,
+        WitDecidedBy::BackendDeny => DecidedBy::BackendDeny,
+        WitDecidedBy::BackendAsk => DecidedBy::BackendAsk,
+        WitDecidedBy::SyntheticDeny => DecidedBy::SyntheticDeny,
+        WitDecidedBy::Interrupted => DecidedBy::Interrupted,
+        WitDecidedBy::BudgetExpired => DecidedBy::BudgetExpired,
+    };
+    match serde_json::from_str::<Value>(&s.audit) {
+        Ok(record) => Settlement { decision, decided_by, reason: s.reason, record },
+        // A component that cannot produce its own record is not trusted with a decision.
+        Err(_) => host_settlement(event, DecidedBy::EngineFailure, ENGINE_FAILURE_REASON, started),
+    }
+}
+
+/// A denial settled by the host itself, with as much event identity as can be read.
+fn host_settlement(event: &str, decided_by: DecidedBy, reason: &str, started: Instant) -> Settlement {
+    let parsed: Value = serde_json::from_str(event).unwrap_or(Value::Null);
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    let record = json!({
+        "event": {
+            "id": text(&parsed["id"]),
+            "type": text(&parsed["type"]),
+            "session": text(&parsed["session"]["id"]),
+            "call": text(&parsed["call"]["id"]),
+        },
+        "decision": "deny",
+        "decidedBy": decided_by.as_str(),
+        "reason": reason,
+        "elapsedMs": started.elapsed().as_millis() as u64,
+        "interceptors": [],
+        "observers": [],
+    });
+    Settlement { decision: Decision::Deny, decided_by, reason: Some(reason.to_string()), record }
+}

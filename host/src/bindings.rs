@@ -1,0 +1,18 @@
+//! Generated bindings for `wit/interceptor.wit`. No behaviour lives here.
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "plugin",
+    imports: {
+        "ahp:interceptor/delivery.exchange": async | trappable,
+        "ahp:interceptor/credentials.acquire": async | trappable,
+        default: trappable,
+    },
+    exports: { default: async },
+    with: {
+        "ahp:interceptor/credentials.credential": crate::capabilities::credentials::Credential,
+    },
+});
+
+pub use ahp::interceptor::{credentials, delivery, host_types};
+pub use exports::ahp::interceptor::interceptor;

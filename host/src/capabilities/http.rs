@@ -1,0 +1,254 @@
+//! HTTP delivery: one JSON-RPC message per POST over a kept-alive HTTP/1.1 connection.
+//!
+//! Each backend has its own small pool of idle connections. Every phase (DNS, connect,
+//! TLS, send, wait for the head, read the body) runs inside the one absolute deadline the
+//! component passed in, and the phase the deadline hit is reported. Redirects are never
+//! followed (a 3xx is just a non-success status), bodies are capped, plain `http` is
+//! allowed only to loopback unless the host configuration says otherwise, and `https` is
+//! verified by rustls.
+
+use super::credentials::Secret;
+use crate::bindings::host_types::{DeliveryError, IoPhase};
+use crate::bindings::delivery::Reply;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST};
+use hyper::{Method, Request, Uri};
+use hyper_util::rt::TokioIo;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use tokio::net::TcpStream;
+use tokio::time::{timeout_at, Instant};
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::rustls::ClientConfig;
+use tokio_rustls::TlsConnector;
+
+/// Idle connections kept per backend.
+const MAX_IDLE: usize = 8;
+
+/// How one backend may be reached.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    /// The largest response body read; a larger one is `response-too-large`.
+    pub max_body_bytes: usize,
+    /// Allow plain `http` to non-loopback addresses (local development only).
+    pub allow_insecure_http: bool,
+    /// TLS settings for `https` backends.
+    pub tls: Arc<ClientConfig>,
+}
+
+/// One HTTP backend: its parsed URL and its connection pool.
+pub struct HttpBackend {
+    uri: Uri,
+    host: String,
+    port: u16,
+    tls: bool,
+    options: HttpOptions,
+    idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+}
+
+impl std::fmt::Debug for HttpBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpBackend").field("uri", &self.uri).finish_non_exhaustive()
+    }
+}
+
+impl HttpBackend {
+    /// Prepares a backend for `url`; `Err` names what is wrong with the URL.
+    pub fn new(url: &str, options: HttpOptions) -> Result<HttpBackend, String> {
+        let uri: Uri = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
+        let tls = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err("URL scheme must be http or https".into()),
+        };
+        let host = uri.host().ok_or("URL has no host")?.trim_matches(['[', ']']).to_string();
+        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        Ok(HttpBackend { uri, host, port, tls, options, idle: Mutex::new(Vec::new()) })
+    }
+
+    /// POSTs `body` and returns the reply, all by `deadline`.
+    pub async fn exchange(&self, body: &[u8], bearer: Option<&Secret>, deadline: Instant) -> Result<Reply, DeliveryError> {
+        let body = Bytes::copy_from_slice(body);
+        let mut request = self.request(body.clone(), bearer)?;
+        let (mut sender, mut reused) = match self.take_idle() {
+            Some(sender) => (sender, true),
+            None => (self.connect(deadline).await?, false),
+        };
+        let response = loop {
+            let sent = timeout_at(deadline, sender.try_send_request(request))
+                .await
+                .map_err(|_| DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse))?;
+            match sent {
+                Ok(response) => break response,
+                // A pooled connection the server had already closed: the request never left,
+                // so sending it on a fresh connection is not a retry of the exchange.
+                Err(mut e) if reused => match e.take_message() {
+                    Some(unsent) => {
+                        request = unsent;
+                        sender = self.connect(deadline).await?;
+                        reused = false;
+                    }
+                    None => return Err(classify(e.error())),
+                },
+                Err(e) => return Err(classify(e.error())),
+            }
+        };
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let declared = response
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.options.max_body_bytes as u64) {
+            return Err(DeliveryError::ResponseTooLarge);
+        }
+        let body = timeout_at(deadline, read_capped(response.into_body(), self.options.max_body_bytes))
+            .await
+            .map_err(|_| DeliveryError::DeadlineExceeded(IoPhase::ReadResponse))??;
+        self.put_idle(sender);
+        Ok(Reply { status: Some(status), content_type, body })
+    }
+
+    fn request(&self, body: Bytes, bearer: Option<&Secret>) -> Result<Request<Full<Bytes>>, DeliveryError> {
+        let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
+        let authority = self.uri.authority().map_or(self.host.as_str(), |a| a.as_str());
+        let mut builder = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(HOST, authority)
+            .header(CONTENT_TYPE, "application/json")
+            .header(CONTENT_LENGTH, body.len());
+        if let Some(token) = bearer {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+                .map_err(|_| DeliveryError::NotPermitted)?;
+            value.set_sensitive(true);
+            builder = builder.header(AUTHORIZATION, value);
+        }
+        builder.body(Full::new(body)).map_err(|_| DeliveryError::NotPermitted)
+    }
+
+    fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(sender) = idle.pop() {
+            if !sender.is_closed() {
+                return Some(sender);
+            }
+        }
+        None
+    }
+
+    fn put_idle(&self, sender: SendRequest<Full<Bytes>>) {
+        if sender.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(sender);
+        }
+    }
+
+    /// Drops every idle connection (their tasks end when the peer sees the close).
+    pub fn close_idle(&self) {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    async fn connect(&self, deadline: Instant) -> Result<SendRequest<Full<Bytes>>, DeliveryError> {
+        let connect = async {
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((self.host.as_str(), self.port))
+                .await
+                .map_err(|_| DeliveryError::ConnectionRefused)?
+                .collect();
+            let plain_ok = self.tls || self.options.allow_insecure_http;
+            if addrs.is_empty() || (!plain_ok && !addrs.iter().all(|a| a.ip().is_loopback())) {
+                return Err(DeliveryError::NotPermitted);
+            }
+            let stream = connect_any(&addrs).await?;
+            let _ = stream.set_nodelay(true);
+            if self.tls {
+                let name = ServerName::try_from(self.host.clone()).map_err(|_| DeliveryError::NotPermitted)?;
+                let tls = TlsConnector::from(self.options.tls.clone())
+                    .connect(name, stream)
+                    .await
+                    .map_err(|e| io_error(&e))?;
+                handshake(tls).await
+            } else {
+                handshake(stream).await
+            }
+        };
+        timeout_at(deadline, connect)
+            .await
+            .map_err(|_| DeliveryError::DeadlineExceeded(IoPhase::Connect))?
+    }
+}
+
+async fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, DeliveryError> {
+    let mut last = DeliveryError::ConnectionRefused;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = io_error(&e),
+        }
+    }
+    Err(last)
+}
+
+async fn handshake<S>(io: S) -> Result<SendRequest<Full<Bytes>>, DeliveryError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| classify(&e))?;
+    // The connection task ends when the sender is dropped or the peer closes.
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(sender)
+}
+
+async fn read_capped(mut body: hyper::body::Incoming, cap: usize) -> Result<Vec<u8>, DeliveryError> {
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| classify(&e))?;
+        if let Ok(data) = frame.into_data() {
+            if out.len() + data.len() > cap {
+                return Err(DeliveryError::ResponseTooLarge);
+            }
+            out.extend_from_slice(&data);
+        }
+    }
+    Ok(out)
+}
+
+/// Maps a hyper failure onto the WIT classes, by the I/O error underneath when there is one.
+fn classify(error: &hyper::Error) -> DeliveryError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return io_error(io);
+        }
+        source = e.source();
+    }
+    if error.is_parse() {
+        DeliveryError::MalformedHttp
+    } else {
+        DeliveryError::ConnectionLost
+    }
+}
+
+fn io_error(error: &std::io::Error) -> DeliveryError {
+    use std::io::ErrorKind;
+    match error.kind() {
+        ErrorKind::ConnectionRefused => DeliveryError::ConnectionRefused,
+        ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => DeliveryError::ConnectionReset,
+        ErrorKind::InvalidData => DeliveryError::NotPermitted,
+        _ => DeliveryError::ConnectionLost,
+    }
+}

@@ -1,0 +1,185 @@
+//! The component's only capabilities: delivery to registered backends, credentials, and
+//! (through wasmtime-wasi) the shared monotonic clock. Everything a backend or the
+//! network can do wrong comes back as a WIT error value; only host bugs trap.
+
+pub mod credentials;
+pub mod http;
+
+use crate::bindings::credentials::AuthError;
+use crate::bindings::delivery::Reply;
+use crate::bindings::host_types::DeliveryError;
+use crate::bindings::interceptor::{AuthPlan, BackendPlan, TransportPlan};
+use crate::bindings::{credentials as wit_credentials, delivery as wit_delivery, host_types};
+use crate::clock;
+use crate::interrupt::Interrupt;
+use credentials::{AuthFailure, Credential};
+use http::{HttpBackend, HttpOptions};
+use std::collections::HashMap;
+use std::sync::Arc;
+use wasmtime::component::{Resource, ResourceTable};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// How a backend is reached.
+#[derive(Debug)]
+pub enum Transport {
+    Http(HttpBackend),
+    /// A transport this host does not provide yet; deliveries are refused.
+    Unavailable,
+}
+
+/// One registered backend, as the host serves it.
+#[derive(Debug)]
+pub struct Backend {
+    pub transport: Transport,
+    pub auth: Option<AuthPlan>,
+}
+
+/// Every backend of one registration, by id; shared by all instances of that registration.
+#[derive(Debug, Default)]
+pub struct Backends(HashMap<String, Backend>);
+
+impl Backends {
+    /// Builds the transports the component's plan asks for.
+    pub fn from_plan(plan: Vec<BackendPlan>, http: &HttpOptions) -> Result<Backends, String> {
+        let mut map = HashMap::new();
+        for backend in plan {
+            let transport = match &backend.transport {
+                TransportPlan::Http(url) => Transport::Http(
+                    HttpBackend::new(url, http.clone()).map_err(|e| format!("backend {}: {e}", backend.id))?,
+                ),
+                TransportPlan::Stdio(_) => Transport::Unavailable,
+            };
+            map.insert(backend.id, Backend { transport, auth: backend.auth });
+        }
+        Ok(Backends(map))
+    }
+
+    /// Closes idle connections (shutdown).
+    pub fn close(&self) {
+        for backend in self.0.values() {
+            if let Transport::Http(http) = &backend.transport {
+                http.close_idle();
+            }
+        }
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Backend> {
+        self.0.get(id)
+    }
+}
+
+/// The data of one component instance's store.
+pub struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    backends: Arc<Backends>,
+    /// The interruption signal of the hook call currently running in this instance.
+    pub interrupt: Interrupt,
+    /// When the component's CPU time for the current call runs out (epoch check).
+    pub cpu_deadline: std::time::Instant,
+}
+
+impl HostState {
+    pub fn new(backends: Arc<Backends>) -> HostState {
+        let wasi = wasmtime_wasi::WasiCtxBuilder::new()
+            .monotonic_clock(clock::SharedMonotonicClock)
+            .build();
+        HostState {
+            wasi,
+            table: ResourceTable::new(),
+            backends,
+            interrupt: Interrupt::new(),
+            cpu_deadline: std::time::Instant::now(),
+        }
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl host_types::Host for HostState {}
+
+impl wit_credentials::HostCredential for HostState {
+    fn drop(&mut self, credential: Resource<Credential>) -> wasmtime::Result<()> {
+        self.table.delete(credential)?;
+        Ok(())
+    }
+}
+
+impl wit_credentials::Host for HostState {
+    async fn acquire(
+        &mut self,
+        backend: String,
+        deadline: u64,
+    ) -> wasmtime::Result<Result<Option<Resource<Credential>>, AuthError>> {
+        let Some(plan) = self.backends.get(&backend).and_then(|b| b.auth.clone()) else {
+            return Ok(Ok(None));
+        };
+        let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
+        let interrupt = self.interrupt.clone();
+        let resolved = tokio::select! {
+            r = credentials::resolve(&plan, deadline) => r,
+            () = interrupt.wait() => return Ok(Err(AuthError::Cancelled)),
+        };
+        Ok(match resolved {
+            Ok(bearer) => Ok(Some(self.table.push(Credential { backend, bearer })?)),
+            Err(AuthFailure::Unresolved) => Err(AuthError::Unresolved),
+            Err(AuthFailure::Unsupported) => Err(AuthError::Unsupported),
+            Err(AuthFailure::DeadlineExceeded) => Err(AuthError::DeadlineExceeded),
+        })
+    }
+
+    fn reject(&mut self, _credential: Resource<Credential>) -> wasmtime::Result<()> {
+        // Bearer references are re-resolved at every dispatch: there is no cache to drop.
+        Ok(())
+    }
+}
+
+impl wit_delivery::Host for HostState {
+    async fn exchange(
+        &mut self,
+        backend: String,
+        message: Vec<u8>,
+        credential: Option<Resource<Credential>>,
+        deadline: u64,
+    ) -> wasmtime::Result<Result<Reply, DeliveryError>> {
+        let bearer = match &credential {
+            Some(handle) => {
+                let credential = self.table.get(handle)?;
+                // A credential is only ever sent to the backend it was acquired for.
+                if credential.backend != backend {
+                    return Ok(Err(DeliveryError::NotPermitted));
+                }
+                Some(credential.bearer.clone())
+            }
+            None => None,
+        };
+        let backends = self.backends.clone();
+        let Some(target) = backends.get(&backend) else {
+            return Ok(Err(DeliveryError::NotPermitted));
+        };
+        // Never send without the credential an endpoint is configured with.
+        if target.auth.is_some() && bearer.is_none() {
+            return Ok(Err(DeliveryError::NotPermitted));
+        }
+        let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
+        let interrupt = self.interrupt.clone();
+        let exchange = async {
+            match &target.transport {
+                Transport::Http(http) => http.exchange(&message, bearer.as_ref(), deadline).await,
+                Transport::Unavailable => Err(DeliveryError::NotPermitted),
+            }
+        };
+        Ok(tokio::select! {
+            r = exchange => r,
+            () = interrupt.wait() => Err(DeliveryError::Cancelled),
+        })
+    }
+
+    fn interrupted(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.interrupt.is_set())
+    }
+}

@@ -1,0 +1,224 @@
+//! `ahp check`, `ahp intercept` and `ahp demo`.
+//!
+//! Exit codes of `ahp intercept`: 0 = allow, 2 = deny, 3 = ask, 1 = the call could not be
+//! made (bad registration, bad event, usage). A denial is never exit 0.
+
+use crate::{demo, BuildError, CallError, Decision, Interceptor, Interrupt, Options};
+use clap::{Parser, Subcommand};
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "ahp", version, about = "Agent Hooks Protocol interceptor: ask policy backends before a tool runs")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate a registration document; exit 1 with every problem on stderr.
+    Check {
+        /// The registration JSON file.
+        file: PathBuf,
+    },
+    /// Run one hook call and print its settlement record as one JSON line.
+    Intercept {
+        /// The registration JSON file.
+        #[arg(long)]
+        registration: PathBuf,
+        /// The tool.before event JSON file, or - for standard input.
+        #[arg(long)]
+        event: String,
+        /// Effects this harness can enforce, comma separated (must include deny).
+        #[arg(long, value_delimiter = ',', default_value = "deny")]
+        effects: Vec<String>,
+        /// Budget for the whole hook call, in milliseconds.
+        #[arg(long)]
+        budget_ms: Option<u64>,
+        /// Append the settlement record to this JSONL audit file.
+        #[arg(long)]
+        audit: Option<PathBuf>,
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Run scripted tool calls through the real component against a built-in backend.
+    Demo {
+        #[command(flatten)]
+        host: HostArgs,
+    },
+}
+
+#[derive(clap::Args)]
+struct HostArgs {
+    /// Load this component instead of the embedded one.
+    #[arg(long)]
+    component: Option<PathBuf>,
+    /// Extra trust roots (PEM) for https backends.
+    #[arg(long)]
+    trust_roots: Option<PathBuf>,
+    /// Allow plain http to non-loopback hosts (local development only).
+    #[arg(long)]
+    allow_insecure_http: bool,
+}
+
+impl HostArgs {
+    fn options(&self) -> Result<Options, String> {
+        let component = match &self.component {
+            Some(path) => Some(std::fs::read(path).map_err(|e| format!("read component {}: {e}", path.display()))?),
+            None => None,
+        };
+        Ok(Options {
+            component,
+            trust_roots: self.trust_roots.clone(),
+            allow_insecure_http: self.allow_insecure_http,
+            ..Options::default()
+        })
+    }
+}
+
+/// Runs the CLI with the process's arguments.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("AHP_LOG"))
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(&format!("start the async runtime: {e}")),
+    };
+    runtime.block_on(async {
+        match cli.command {
+            Command::Check { file } => check(&file).await,
+            Command::Intercept { registration, event, effects, budget_ms, audit, host } => {
+                intercept(&registration, &event, &effects, budget_ms, audit, &host).await
+            }
+            Command::Demo { host } => match host.options() {
+                Ok(options) => demo::run(options).await,
+                Err(e) => fail(&e),
+            },
+        }
+    })
+}
+
+async fn check(file: &PathBuf) -> ExitCode {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) => return fail(&format!("read {}: {e}", file.display())),
+    };
+    match Interceptor::new(&text, Options::default()).await {
+        Ok(interceptor) => {
+            for warning in interceptor.warnings() {
+                eprintln!("warning: {warning}");
+            }
+            println!("{}: valid", file.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => build_failure(e),
+    }
+}
+
+async fn intercept(
+    registration: &PathBuf,
+    event: &str,
+    effects: &[String],
+    budget_ms: Option<u64>,
+    audit: Option<PathBuf>,
+    host: &HostArgs,
+) -> ExitCode {
+    let registration = match std::fs::read_to_string(registration) {
+        Ok(text) => text,
+        Err(e) => return fail(&format!("read {}: {e}", registration.display())),
+    };
+    let event = match read_event(event) {
+        Ok(text) => text,
+        Err(e) => return fail(&e),
+    };
+    let mut options = match host.options() {
+        Ok(options) => options,
+        Err(e) => return fail(&e),
+    };
+    options.audit_path = audit;
+    let interceptor = match Interceptor::new(&registration, options).await {
+        Ok(interceptor) => interceptor,
+        Err(e) => return build_failure(e),
+    };
+    let effects: Vec<&str> = effects.iter().map(String::as_str).collect();
+    let interrupt = Interrupt::new();
+    let on_signal = interrupt.clone();
+    let watcher = tokio::spawn(async move {
+        wait_for_signal().await;
+        on_signal.interrupt();
+    });
+    let result = interceptor
+        .intercept_with(&event, &effects, budget_ms.map(Duration::from_millis), &interrupt)
+        .await;
+    watcher.abort();
+    interceptor.shutdown();
+    match result {
+        Ok(settled) => {
+            println!("{}", settled.record);
+            match settled.decision {
+                Decision::Allow => ExitCode::SUCCESS,
+                Decision::Deny => ExitCode::from(2),
+                Decision::Ask => ExitCode::from(3),
+            }
+        }
+        Err(CallError::InvalidInput(problems)) => {
+            for problem in problems {
+                eprintln!("error: {problem}");
+            }
+            ExitCode::from(1)
+        }
+        Err(CallError::ShutDown(settled)) => {
+            println!("{}", settled.record);
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// SIGINT or SIGTERM.
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+fn read_event(source: &str) -> Result<String, String> {
+    if source == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|e| format!("read the event from stdin: {e}"))?;
+        Ok(text)
+    } else {
+        std::fs::read_to_string(source).map_err(|e| format!("read {source}: {e}"))
+    }
+}
+
+fn build_failure(error: BuildError) -> ExitCode {
+    match error {
+        BuildError::Registration(problems) => {
+            for problem in problems {
+                eprintln!("error: {problem}");
+            }
+            ExitCode::from(1)
+        }
+        BuildError::Setup(e) => fail(&format!("{e:#}")),
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(1)
+}

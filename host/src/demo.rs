@@ -1,0 +1,201 @@
+//! `ahp demo`: the main job on an embedded default.
+//!
+//! Starts a small policy backend on 127.0.0.1 (a random port; no network needed), then
+//! runs scripted tool calls through the real component: an allow, an explicit deny, a
+//! timeout under fail-open, a timeout under fail-closed, and a malformed reply. Prints a
+//! table of decisions and why, and leaves the audit log in a temporary file.
+
+use crate::{Interceptor, Options};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+
+/// How long the `/slow` route sleeps: longer than any scripted timeout.
+const SLOW: Duration = Duration::from_millis(1_500);
+
+/// One scripted tool call.
+struct Scenario {
+    title: &'static str,
+    route: &'static str,
+    policy: &'static str,
+    timeout_ms: u64,
+    tool: &'static str,
+    input: Value,
+}
+
+fn scenarios() -> Vec<Scenario> {
+    vec![
+        Scenario { title: "allow", route: "policy", policy: "fail-closed", timeout_ms: 500, tool: "Read", input: json!({"path": "README.md"}) },
+        Scenario { title: "explicit deny", route: "policy", policy: "fail-closed", timeout_ms: 500, tool: "Bash", input: json!({"command": "rm -rf /"}) },
+        Scenario { title: "timeout, fail-open", route: "slow", policy: "fail-open", timeout_ms: 300, tool: "Bash", input: json!({"command": "ls"}) },
+        Scenario { title: "timeout, fail-closed", route: "slow", policy: "fail-closed", timeout_ms: 300, tool: "Bash", input: json!({"command": "ls"}) },
+        Scenario { title: "malformed reply", route: "garbled", policy: "fail-closed", timeout_ms: 500, tool: "Write", input: json!({"path": "notes.txt"}) },
+    ]
+}
+
+/// Runs the demo; exit 0 when every scripted call settled as expected.
+pub async fn run(options: Options) -> ExitCode {
+    let (addr, server) = match serve().await {
+        Ok(started) => started,
+        Err(e) => {
+            eprintln!("error: start the demo backend: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let audit_dir = std::env::temp_dir().join(format!("ahp-demo-{}", std::process::id()));
+    let audit_path = audit_dir.join("audit.jsonl");
+    if let Err(e) = std::fs::create_dir_all(&audit_dir) {
+        eprintln!("error: create {}: {e}", audit_dir.display());
+        return ExitCode::from(1);
+    }
+    println!("policy backend: http://{addr}/  (built in, loopback only)\n");
+    println!("{:<3} {:<22} {:<6} {:<7} {:<15} {:>6}  why", "#", "scenario", "tool", "result", "decided by", "ms");
+    let mut ok = true;
+    for (i, scenario) in scenarios().iter().enumerate() {
+        let registration = registration(addr, scenario);
+        let mut opts = options.clone();
+        opts.audit_path = Some(audit_path.clone());
+        let interceptor = match Interceptor::new(&registration, opts).await {
+            Ok(interceptor) => interceptor,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let started = Instant::now();
+        let settled = interceptor.intercept(&event(i, scenario), &["deny"], None).await;
+        let ms = started.elapsed().as_millis();
+        interceptor.shutdown();
+        match settled {
+            Ok(s) => println!(
+                "{:<3} {:<22} {:<6} {:<7} {:<15} {:>6}  {}",
+                i + 1,
+                scenario.title,
+                scenario.tool,
+                format!("{:?}", s.decision).to_lowercase(),
+                s.decided_by.as_str(),
+                ms,
+                why(&s.record)
+            ),
+            Err(e) => {
+                ok = false;
+                println!("{:<3} {:<22} error: {e}", i + 1, scenario.title);
+            }
+        }
+    }
+    server.abort();
+    println!("\naudit log: {}", audit_path.display());
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn registration(addr: SocketAddr, s: &Scenario) -> String {
+    json!({
+        "protocolVersion": "draft",
+        "hooks": [{
+            "id": "dev.ahp.demo",
+            "transport": {"type": "http", "url": format!("http://{addr}/{}", s.route)},
+            "subscriptions": [{
+                "events": ["tool.before"], "mode": "intercept",
+                "timeoutMs": s.timeout_ms, "failurePolicy": s.policy,
+                "content": {"default": "metadata"}
+            }]
+        }]
+    })
+    .to_string()
+}
+
+fn event(i: usize, s: &Scenario) -> String {
+    json!({
+        "id": format!("evt_demo_{}", i + 1),
+        "source": "urn:ahp:demo",
+        "type": "tool.before",
+        "time": "2026-11-30T12:00:00Z",
+        "session": {"id": "sess_demo"},
+        "call": {"id": format!("call_{}", i + 1)},
+        "tool": {"name": s.tool, "input": s.input, "origin": "native"},
+        "path": "native"
+    })
+    .to_string()
+}
+
+/// One line on why the call settled as it did, from the audit record.
+fn why(record: &Value) -> String {
+    let interceptor = &record["interceptors"][0];
+    let failure = &interceptor["failure"];
+    match (failure["class"].as_str(), record["reason"].as_str()) {
+        (Some(class), _) => format!(
+            "{} in {} ({})",
+            class,
+            failure["phase"].as_str().unwrap_or("?"),
+            interceptor["outcome"].as_str().unwrap_or("?")
+        ),
+        (None, Some(reason)) => format!("backend: {reason}"),
+        (None, None) => "backend raised no objection".into(),
+    }
+}
+
+/// The built-in backend: `/policy` denies recursive deletion and allows the rest,
+/// `/slow` answers after [`SLOW`], `/garbled` answers with broken JSON.
+async fn serve() -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        let mut connections = tokio::task::JoinSet::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            connections.spawn(async move {
+                let service = hyper::service::service_fn(answer);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok((addr, task))
+}
+
+async fn answer(request: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let route = request.uri().path().trim_start_matches('/').to_string();
+    let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let id = message["id"].clone();
+    let reply = match route.as_str() {
+        "slow" => {
+            tokio::time::sleep(SLOW).await;
+            no_effect(&id)
+        }
+        "garbled" => br#"{"jsonrpc":"2.0","id":"#.to_vec(),
+        _ => {
+            let command = message["params"]["event"]["tool"]["input"]["command"].as_str().unwrap_or("");
+            if command.contains("rm -rf") {
+                let deny = json!({"type": "deny", "reason": "Recursive deletion needs a human review."});
+                json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": [deny]}})
+                    .to_string()
+                    .into_bytes()
+            } else {
+                no_effect(&id)
+            }
+        }
+    };
+    let mut response = Response::new(Full::new(Bytes::from(reply)));
+    response
+        .headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    Ok(response)
+}
+
+fn no_effect(id: &Value) -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}})
+        .to_string()
+        .into_bytes()
+}
