@@ -123,11 +123,15 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         }
     }
 
-    // Interruption overrides an approval that was accepted but not yet published.
-    if stop.is_none() && !targets.is_empty() && host.interrupted() {
+    // Interruption overrides an approval that was accepted but not yet published, and any
+    // synthetic outcome; only an explicit deny already accepted stands as it is.
+    let was_interrupted = !targets.is_empty() && host.interrupted();
+    if was_interrupted && !matches!(&stop, Some(s) if s.decided_by == DecidedBy::BackendDeny) {
         stop = Some(interrupted());
     }
     let observers = match &stop {
+        // An interrupted call starts no new best-effort observations.
+        _ if was_interrupted => Vec::new(),
         Some(s) if matches!(s.decided_by, DecidedBy::BackendDeny | DecidedBy::SyntheticDeny) => {
             short_circuit_observers(host.now(), &uncalled, call)
         }
@@ -211,6 +215,9 @@ fn evaluate<H: Host>(
         match result {
             AttemptResult::Ended(ending) => return (ending, attempts),
             AttemptResult::Unauthorized { had_credential } => {
+                if host.interrupted() {
+                    return (Ending::Interrupted, attempts);
+                }
                 if had_credential && !reacquired && host.now() < deadline {
                     reacquired = true;
                     continue;
@@ -253,20 +260,21 @@ fn attempt<H: Host>(
         Err(DeliveryError::Cancelled) => return Ended(Ending::Interrupted),
         Err(e) => return Ended(Ending::Failed(delivery_failure(e))),
     };
-    if reply.status == Some(401) {
-        if let Some(c) = &credential {
-            host.reject(c);
-        }
-        return AttemptResult::Unauthorized { had_credential: credential.is_some() };
-    }
     let decoded = response::decode(&reply, &call.event.id, call.effects);
-    // Re-check cancellation and the original deadline immediately before acceptance: a
-    // reply that is complete only after the deadline never revives the call.
+    // Re-check cancellation and the original deadline immediately before acting on the
+    // reply: one that is complete only after the deadline never revives the call, and a
+    // late 401 does not trigger a re-acquisition.
     if host.interrupted() {
         return Ended(Ending::Interrupted);
     }
     if host.now() >= deadline {
         return Ended(Ending::Failed(Failure::new(FailureClass::LateResponse, Phase::Accept)));
+    }
+    if reply.status == Some(401) {
+        if let Some(c) = &credential {
+            host.reject(c);
+        }
+        return AttemptResult::Unauthorized { had_credential: credential.is_some() };
     }
     Ended(match decoded {
         Ok(effects) => Ending::Accepted(effects),

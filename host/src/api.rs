@@ -39,6 +39,7 @@ pub enum Decision {
     Allow,
     /// Ask the user (only when the harness declared it can enforce `ask`).
     Ask,
+    /// Do not run the tool.
     Deny,
 }
 
@@ -46,17 +47,26 @@ pub enum Decision {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DecidedBy {
+    /// Every interceptor answered without objection (or failed open).
     NoObjection,
+    /// A backend explicitly denied; its reason is shown.
     BackendDeny,
+    /// A backend asked for approval.
     BackendAsk,
+    /// A fail-closed subscription failed operationally: a generic local denial.
     SyntheticDeny,
+    /// The embedding harness interrupted the call.
     Interrupted,
+    /// The enclosing hook-call budget ran out.
     BudgetExpired,
+    /// The component trapped, overran its bound, or the host failed around it.
     EngineFailure,
+    /// The interceptor was shut down before the call.
     Shutdown,
 }
 
 impl DecidedBy {
+    /// The audit name, e.g. `"synthetic-deny"`.
     pub fn as_str(self) -> &'static str {
         match self {
             DecidedBy::NoObjection => "no-objection",
@@ -74,7 +84,9 @@ impl DecidedBy {
 /// A settled hook call: the decision, who made it, the reason to show, and the audit record.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settlement {
+    /// What the harness must do.
     pub decision: Decision,
+    /// Who decided, as recorded in the audit.
     pub decided_by: DecidedBy,
     /// The backend's reason for an explicit deny, or a generic local reason.
     pub reason: Option<String>,

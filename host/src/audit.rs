@@ -20,6 +20,7 @@ impl AuditLog {
         Ok(AuditLog { path: path.to_path_buf(), file: Mutex::new(file) })
     }
 
+    /// Where the log is.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::Notify;
 
+/// The interruption signal of a hook call; clones share one signal.
 #[derive(Clone, Debug, Default)]
 pub struct Interrupt(Arc<Inner>);
 
@@ -18,6 +19,7 @@ struct Inner {
 }
 
 impl Interrupt {
+    /// A signal that is not set.
     pub fn new() -> Interrupt {
         Interrupt::default()
     }
@@ -29,6 +31,7 @@ impl Interrupt {
         self.0.notify.notify_waiters();
     }
 
+    /// Whether the call has been interrupted.
     pub fn is_set(&self) -> bool {
         self.0.set.load(Ordering::SeqCst)
     }

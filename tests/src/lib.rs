@@ -1,1 +1,5 @@
+//! Support code for the end-to-end tests: loopback backends that misbehave on demand,
+//! and builders for registrations and events.
 
+pub mod fault_backend;
+pub mod support;

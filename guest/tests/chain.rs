@@ -1,0 +1,1499 @@
+//! The intercept chain, driven through the public API against a scripted fake host and a
+//! fake clock (DESIGN.md §3–§4, failure-semantics.md, ahp-digest §7–§8).
+//!
+//! No sockets, no wall clock, no threads: `now()` is a virtual nanosecond counter, and
+//! every scripted exchange says what it returns and how much virtual time it takes. A
+//! hanging backend behaves like the real host: the clock stops exactly at the deadline
+//! and the exchange returns `DeadlineExceeded(AwaitResponse)`. Every call the fake gets is
+//! recorded, so tests can assert what was and was not sent.
+
+use ahp_interceptor::engine::Engine;
+use ahp_interceptor::host_api::{
+    AuthError, DeliveryError, Host, Instant, IoPhase, Reply, NANOS_PER_MS,
+};
+use ahp_interceptor::settlement::{
+    DecidedBy, Decision, Outcome, Settlement, BUDGET_REASON, INTERRUPTED_REASON, SYNTHETIC_REASON,
+};
+use serde_json::{json, Value};
+use std::collections::{HashMap, VecDeque};
+
+// ---------------------------------------------------------------------------------------
+// Fake clock and scripted host
+// ---------------------------------------------------------------------------------------
+
+/// Where the virtual clock starts: deliberately not zero, so "deadline = timeout" bugs show.
+const T0: Instant = 7_000 * NANOS_PER_MS;
+
+const fn ms(n: u64) -> u64 {
+    n * NANOS_PER_MS
+}
+
+/// The fake's credential handle: which backend, and which acquisition produced it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Cred {
+    backend: String,
+    generation: u32,
+}
+
+/// One scripted exchange: what it returns, how long it takes, what happens meanwhile.
+#[derive(Clone, Debug)]
+struct Step {
+    result: Result<Reply, DeliveryError>,
+    takes_ms: u64,
+    hangs: bool,
+    interrupts: bool,
+}
+
+impl Step {
+    fn reply(reply: Reply) -> Step {
+        Step {
+            result: Ok(reply),
+            takes_ms: 1,
+            hangs: false,
+            interrupts: false,
+        }
+    }
+
+    fn fail(error: DeliveryError) -> Step {
+        Step {
+            result: Err(error),
+            takes_ms: 1,
+            hangs: false,
+            interrupts: false,
+        }
+    }
+
+    /// The backend never answers: the host gives up exactly at the deadline.
+    fn hang() -> Step {
+        Step::hang_in(IoPhase::AwaitResponse)
+    }
+
+    fn hang_in(phase: IoPhase) -> Step {
+        Step {
+            hangs: true,
+            ..Step::fail(DeliveryError::DeadlineExceeded(phase))
+        }
+    }
+
+    fn taking(mut self, ms: u64) -> Step {
+        self.takes_ms = ms;
+        self
+    }
+
+    /// The embedding harness interrupts the call while this exchange completes.
+    fn then_interrupt(mut self) -> Step {
+        self.interrupts = true;
+        self
+    }
+}
+
+/// What a backend's credential acquisition does.
+#[derive(Clone, Copy, Debug)]
+enum AuthScript {
+    /// Every acquisition yields a fresh credential (generation 1, 2, …).
+    Token,
+    Fails(AuthError),
+}
+
+/// One recorded `exchange` call.
+#[derive(Clone, Debug)]
+struct Sent {
+    backend: String,
+    message: Vec<u8>,
+    credential: Option<Cred>,
+    deadline: Instant,
+}
+
+impl Sent {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.message).expect("requests are JSON")
+    }
+}
+
+#[derive(Debug)]
+struct FakeHost {
+    now: Instant,
+    interrupted: bool,
+    acquire_takes_ms: u64,
+    auth: HashMap<String, AuthScript>,
+    generations: HashMap<String, u32>,
+    script: HashMap<String, VecDeque<Step>>,
+    acquired: Vec<(String, Instant)>,
+    rejected: Vec<Cred>,
+    sent: Vec<Sent>,
+}
+
+impl FakeHost {
+    fn new() -> FakeHost {
+        FakeHost {
+            now: T0,
+            interrupted: false,
+            acquire_takes_ms: 0,
+            auth: HashMap::new(),
+            generations: HashMap::new(),
+            script: HashMap::new(),
+            acquired: Vec::new(),
+            rejected: Vec::new(),
+            sent: Vec::new(),
+        }
+    }
+
+    /// Scripts the next exchange with `backend`.
+    fn on(mut self, backend: &str, step: Step) -> FakeHost {
+        self.script
+            .entry(backend.into())
+            .or_default()
+            .push_back(step);
+        self
+    }
+
+    fn auth(mut self, backend: &str, script: AuthScript) -> FakeHost {
+        self.auth.insert(backend.into(), script);
+        self
+    }
+
+    fn interrupted_already(mut self) -> FakeHost {
+        self.interrupted = true;
+        self
+    }
+
+    fn sent_to(&self, backend: &str) -> Vec<&Sent> {
+        self.sent.iter().filter(|s| s.backend == backend).collect()
+    }
+}
+
+impl Host for FakeHost {
+    type Credential = Cred;
+
+    fn now(&self) -> Instant {
+        self.now
+    }
+
+    fn acquire(&mut self, backend: &str, deadline: Instant) -> Result<Option<Cred>, AuthError> {
+        self.acquired.push((backend.into(), deadline));
+        self.now += ms(self.acquire_takes_ms);
+        match self.auth.get(backend) {
+            None => Ok(None),
+            Some(AuthScript::Fails(e)) => Err(*e),
+            Some(AuthScript::Token) => {
+                let generation = self.generations.entry(backend.into()).or_default();
+                *generation += 1;
+                Ok(Some(Cred {
+                    backend: backend.into(),
+                    generation: *generation,
+                }))
+            }
+        }
+    }
+
+    fn reject(&mut self, credential: &Cred) {
+        self.rejected.push(credential.clone());
+    }
+
+    fn exchange(
+        &mut self,
+        backend: &str,
+        message: &[u8],
+        credential: Option<&Cred>,
+        deadline: Instant,
+    ) -> Result<Reply, DeliveryError> {
+        self.sent.push(Sent {
+            backend: backend.into(),
+            message: message.to_vec(),
+            credential: credential.cloned(),
+            deadline,
+        });
+        let step = self
+            .script
+            .get_mut(backend)
+            .and_then(VecDeque::pop_front)
+            .unwrap_or_else(|| panic!("unscripted exchange with {backend}"));
+        if step.hangs {
+            self.now = self.now.max(deadline);
+        } else {
+            self.now += ms(step.takes_ms);
+        }
+        self.interrupted |= step.interrupts;
+        step.result
+    }
+
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Registrations, events, replies
+// ---------------------------------------------------------------------------------------
+
+const A: &str = "com.example.a";
+const B: &str = "com.example.b";
+const C: &str = "com.example.c";
+const EVENT_ID: &str = "evt_1";
+const SECRET: &str = "SECRET-BACKEND-TEXT";
+/// What the harness can enforce, unless a test says otherwise.
+const EFFECTS: &[&str] = &["deny", "allow"];
+
+fn intercept_sub(events: &[&str], policy: &str, timeout_ms: u64) -> Value {
+    json!({"events": events, "mode": "intercept", "timeoutMs": timeout_ms,
+           "failurePolicy": policy, "content": {"default": "body"}})
+}
+
+fn observe_sub(events: &[&str]) -> Value {
+    json!({"events": events, "mode": "observe", "content": {"default": "body"}})
+}
+
+fn backend(id: &str, subscriptions: Vec<Value>) -> Value {
+    json!({"id": id, "transport": {"type": "http", "url": format!("https://{id}/ahp")},
+           "subscriptions": subscriptions})
+}
+
+/// A backend with one `tool.before` intercept subscription.
+fn interceptor(id: &str, policy: &str, timeout_ms: u64) -> Value {
+    backend(
+        id,
+        vec![intercept_sub(&["tool.before"], policy, timeout_ms)],
+    )
+}
+
+fn load(hooks: Vec<Value>) -> Engine {
+    let document = json!({"protocolVersion": "draft", "hooks": hooks});
+    Engine::load(&document.to_string()).expect("valid registration")
+}
+
+fn event_with_id(id: &str) -> String {
+    json!({"id": id, "source": "urn:uuid:5b7de29e-a9e0-41a8-bf26-d94b05f0656d",
+           "type": "tool.before", "time": "2026-08-24T08:51:14Z", "session": {"id": "sess_1"},
+           "tool": {"name": "Bash", "input": {"command": "rm -rf build"}, "origin": "native"},
+           "call": {"id": "call_1"}, "path": "native", "native": {"raw": "NATIVE-PAYLOAD"}})
+    .to_string()
+}
+
+fn event() -> String {
+    event_with_id(EVENT_ID)
+}
+
+/// Runs one intercept call and checks what every call must satisfy: each request sent is
+/// a `hooks/intercept` whose JSON-RPC id is the event id, speaking `draft`, advertising
+/// exactly `effects`; and interception that did not finish is never `allow`.
+fn intercept_with(
+    engine: &Engine,
+    host: &mut FakeHost,
+    event: &str,
+    effects: &[&str],
+    budget: Option<Instant>,
+) -> Settlement {
+    let names: Vec<String> = effects.iter().map(|e| e.to_string()).collect();
+    let settlement = engine
+        .intercept(host, event, &names, budget)
+        .expect("valid call");
+    let event_id = serde_json::from_str::<Value>(event).expect("event is JSON")["id"].clone();
+    for sent in &host.sent {
+        let request = sent.json();
+        assert_eq!(request["jsonrpc"], "2.0");
+        assert_eq!(request["method"], "hooks/intercept");
+        assert_eq!(request["id"], event_id, "JSON-RPC id must be the event id");
+        assert_eq!(request["params"]["event"]["id"], event_id);
+        assert_eq!(request["params"]["protocolVersion"], "draft");
+        assert_eq!(request["params"]["capabilities"]["effects"], json!(effects));
+    }
+    let unfinished = settlement
+        .interceptors
+        .iter()
+        .any(|r| matches!(r.outcome, Outcome::Interrupted | Outcome::BudgetExpired));
+    if unfinished {
+        assert_eq!(
+            settlement.decision,
+            Decision::Deny,
+            "unfinished interception is never permission"
+        );
+    }
+    settlement
+}
+
+fn run(engine: &Engine, host: &mut FakeHost) -> Settlement {
+    intercept_with(engine, host, &event(), EFFECTS, None)
+}
+
+fn run_with_budget(engine: &Engine, host: &mut FakeHost, budget: Instant) -> Settlement {
+    intercept_with(engine, host, &event(), EFFECTS, Some(budget))
+}
+
+fn http(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Reply {
+    Reply {
+        status: Some(status),
+        content_type: Some(content_type.into()),
+        body: body.into(),
+    }
+}
+
+fn json_reply(body: Value) -> Reply {
+    http(200, "application/json", body.to_string())
+}
+
+fn result(result: Value) -> Reply {
+    json_reply(json!({"jsonrpc": "2.0", "id": EVENT_ID, "result": result}))
+}
+
+fn effects(effects: Value) -> Reply {
+    result(json!({"protocolVersion": "draft", "effects": effects}))
+}
+
+fn no_effect() -> Reply {
+    effects(json!([]))
+}
+
+fn deny(reason: &str) -> Reply {
+    effects(json!([{"type": "deny", "reason": reason}]))
+}
+
+fn rpc_error(code: i64) -> Reply {
+    json_reply(json!({"jsonrpc": "2.0", "id": EVENT_ID,
+                      "error": {"code": code, "message": SECRET, "data": {"trace": SECRET}}}))
+}
+
+/// The audit entry of the `i`-th interceptor.
+fn audited(settlement: &Settlement, i: usize) -> Value {
+    settlement.audit()["interceptors"][i].clone()
+}
+
+fn failure_class(settlement: &Settlement, i: usize) -> Value {
+    audited(settlement, i)["failure"]["class"].clone()
+}
+
+fn outcomes(settlement: &Settlement) -> Vec<Outcome> {
+    settlement.interceptors.iter().map(|r| r.outcome).collect()
+}
+
+fn assert_synthetic_deny(settlement: &Settlement) {
+    assert_eq!(settlement.decision, Decision::Deny);
+    assert_eq!(settlement.decided_by, DecidedBy::SyntheticDeny);
+    assert_eq!(settlement.reason.as_deref(), Some(SYNTHETIC_REASON));
+    let audit = settlement.audit();
+    assert_eq!(audit["decision"], "deny");
+    assert_eq!(audit["decidedBy"], "synthetic-deny");
+    assert_eq!(audit["reason"], "Required policy backend unavailable.");
+}
+
+fn assert_no_objection(settlement: &Settlement) {
+    assert_eq!(settlement.decision, Decision::Allow);
+    assert_eq!(settlement.decided_by, DecidedBy::NoObjection);
+    assert_eq!(settlement.reason, None);
+    assert_eq!(settlement.audit()["decidedBy"], "no-objection");
+}
+
+// ---------------------------------------------------------------------------------------
+// Decisions and the chain
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn no_effect_reply_settles_allow_with_no_objection() {
+    let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+    let mut host = FakeHost::new().on(A, Step::reply(no_effect()));
+    let s = run(&engine, &mut host);
+    assert_no_objection(&s);
+    assert_eq!(outcomes(&s), [Outcome::NoEffect]);
+    assert_eq!(host.sent.len(), 1);
+    let audit = s.audit();
+    assert_eq!(audit["decision"], "allow");
+    assert_eq!(
+        audit["interceptors"][0]["attempts"],
+        json!([{"n": 1, "elapsedMs": 1, "result": "accepted"}])
+    );
+    assert!(audit["interceptors"][0].get("failure").is_none());
+}
+
+#[test]
+fn explicit_deny_settles_deny_with_the_backends_reason() {
+    let engine = load(vec![interceptor(A, "fail-open", 500)]);
+    let mut host = FakeHost::new().on(
+        A,
+        Step::reply(deny("Deleting build outputs requires review.")),
+    );
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decision, Decision::Deny);
+    assert_eq!(s.decided_by, DecidedBy::BackendDeny);
+    assert_eq!(
+        s.reason.as_deref(),
+        Some("Deleting build outputs requires review.")
+    );
+    assert_eq!(outcomes(&s), [Outcome::Deny]);
+    let audit = s.audit();
+    assert_eq!(audit["decidedBy"], "backend-deny");
+    assert_eq!(audit["interceptors"][0]["outcome"], "deny");
+}
+
+#[test]
+fn deny_stops_the_chain_and_later_backends_are_not_reached() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-closed", 500),
+        interceptor(C, "fail-open", 500),
+    ]);
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(deny("no")))
+        .on(B, Step::reply(no_effect()))
+        .on(C, Step::reply(no_effect()));
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decided_by, DecidedBy::BackendDeny);
+    assert_eq!(
+        outcomes(&s),
+        [Outcome::Deny, Outcome::NotReached, Outcome::NotReached]
+    );
+    assert!(host.sent_to(B).is_empty() && host.sent_to(C).is_empty());
+    assert_eq!(
+        host.acquired.len(),
+        1,
+        "no credential is even acquired for B or C"
+    );
+    for i in [1, 2] {
+        assert_eq!(audited(&s, i)["outcome"], "not-reached");
+        assert_eq!(audited(&s, i)["attempts"], json!([]));
+        assert!(audited(&s, i).get("requestSha256").is_none());
+    }
+}
+
+#[test]
+fn accepted_ask_and_message_survive_a_later_fail_open_failure() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+    ]);
+    let mut host = FakeHost::new()
+        .on(
+            A,
+            Step::reply(effects(
+                json!([{"type": "ask"}, {"type": "message", "text": "careful"}]),
+            )),
+        )
+        .on(B, Step::fail(DeliveryError::ConnectionReset));
+    let s = intercept_with(
+        &engine,
+        &mut host,
+        &event(),
+        &["deny", "ask", "message"],
+        None,
+    );
+    assert_eq!(s.decision, Decision::Ask);
+    assert_eq!(s.decided_by, DecidedBy::BackendAsk);
+    assert_eq!(s.messages, ["careful"]);
+    assert_eq!(outcomes(&s), [Outcome::Ask, Outcome::FailedOpen]);
+}
+
+#[test]
+fn accepted_allow_survives_a_later_fail_open_failure() {
+    let engine = load(vec![
+        interceptor(A, "fail-closed", 500),
+        interceptor(B, "fail-open", 500),
+    ]);
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(effects(json!([{"type": "allow"}]))))
+        .on(B, Step::hang());
+    let s = run(&engine, &mut host);
+    assert_no_objection(&s);
+    assert_eq!(outcomes(&s), [Outcome::Allow, Outcome::FailedOpen]);
+    assert_eq!(failure_class(&s, 1), "deadline-exceeded");
+}
+
+#[test]
+fn fail_open_failure_then_deny_is_deny() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+    ]);
+    let mut host = FakeHost::new()
+        .on(A, Step::fail(DeliveryError::ConnectionRefused))
+        .on(B, Step::reply(deny("blocked by B")));
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decision, Decision::Deny);
+    assert_eq!(s.decided_by, DecidedBy::BackendDeny);
+    assert_eq!(s.reason.as_deref(), Some("blocked by B"));
+    assert_eq!(outcomes(&s), [Outcome::FailedOpen, Outcome::Deny]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Every operational failure × {fail-open, fail-closed}
+// ---------------------------------------------------------------------------------------
+
+/// How backend A fails.
+#[derive(Clone, Debug)]
+enum Fault {
+    Exchange(Step),
+    Acquire(AuthError),
+}
+
+struct Case {
+    name: &'static str,
+    fault: Fault,
+    class: &'static str,
+}
+
+fn case(name: &'static str, step: Step, class: &'static str) -> Case {
+    Case {
+        name,
+        fault: Fault::Exchange(step),
+        class,
+    }
+}
+
+/// Timeout of the failing interceptor in the table.
+const TABLE_TIMEOUT_MS: u64 = 500;
+
+fn operational_failures() -> Vec<Case> {
+    use DeliveryError::*;
+    let secret_json = |body: Value| json_reply(body);
+    let mut cases = vec![
+        // Transport, as the host classifies it.
+        case("hang", Step::hang(), "deadline-exceeded"),
+        case(
+            "deadline in connect",
+            Step::hang_in(IoPhase::Connect),
+            "deadline-exceeded",
+        ),
+        case(
+            "deadline in send",
+            Step::hang_in(IoPhase::Send),
+            "deadline-exceeded",
+        ),
+        case(
+            "deadline in read",
+            Step::hang_in(IoPhase::ReadResponse),
+            "deadline-exceeded",
+        ),
+        case(
+            "connection refused",
+            Step::fail(ConnectionRefused),
+            "connection-refused",
+        ),
+        case(
+            "connection reset",
+            Step::fail(ConnectionReset),
+            "connection-reset",
+        ),
+        case(
+            "connection lost",
+            Step::fail(ConnectionLost),
+            "connection-lost",
+        ),
+        case("malformed http", Step::fail(MalformedHttp), "http-status"),
+        case("launch failed", Step::fail(LaunchFailed), "launch-failed"),
+        case(
+            "abnormal exit 3",
+            Step::fail(AbnormalExit(Some(3))),
+            "abnormal-exit",
+        ),
+        case(
+            "abnormal exit by signal",
+            Step::fail(AbnormalExit(None)),
+            "abnormal-exit",
+        ),
+        case(
+            "response too large",
+            Step::fail(ResponseTooLarge),
+            "malformed-json",
+        ),
+        case(
+            "not permitted",
+            Step::fail(NotPermitted),
+            "connection-refused",
+        ),
+        // Status and framing.
+        case(
+            "500 with error body",
+            Step::reply(http(500, "application/json", rpc_error(-32003).body)),
+            "http-status",
+        ),
+        case(
+            "202 without body",
+            Step::reply(http(202, "application/json", "")),
+            "http-status",
+        ),
+        case(
+            "401 without credential",
+            Step::reply(http(401, "text/plain", SECRET)),
+            "auth-failed",
+        ),
+        case(
+            "text/plain content type",
+            Step::reply(http(200, "text/plain", no_effect().body)),
+            "http-status",
+        ),
+        case(
+            "invalid utf-8",
+            Step::reply(http(
+                200,
+                "application/json",
+                b"{\"id\":\"\xff\xfe SECRET-BACKEND-TEXT\"}".to_vec(),
+            )),
+            "malformed-utf8",
+        ),
+        case(
+            "invalid json",
+            Step::reply(http(
+                200,
+                "application/json",
+                format!("{{\"jsonrpc\": \"2.0\", {SECRET}"),
+            )),
+            "malformed-json",
+        ),
+        // JSON-RPC envelope.
+        case(
+            "batch",
+            Step::reply(secret_json(
+                json!([{"jsonrpc": "2.0", "id": EVENT_ID, "result": {"protocolVersion": "draft", "effects": []}}]),
+            )),
+            "malformed-jsonrpc",
+        ),
+        case(
+            "missing jsonrpc",
+            Step::reply(secret_json(
+                json!({"id": EVENT_ID, "result": {"protocolVersion": "draft", "effects": []}}),
+            )),
+            "malformed-jsonrpc",
+        ),
+        case(
+            "id mismatch",
+            Step::reply(secret_json(
+                json!({"jsonrpc": "2.0", "id": "evt_other", "result": {"protocolVersion": "draft", "effects": []}}),
+            )),
+            "id-mismatch",
+        ),
+        case(
+            "numeric id",
+            Step::reply(secret_json(
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "draft", "effects": []}}),
+            )),
+            "id-mismatch",
+        ),
+        case(
+            "error -32003",
+            Step::reply(rpc_error(-32003)),
+            "jsonrpc-error",
+        ),
+        case(
+            "error -32001",
+            Step::reply(rpc_error(-32001)),
+            "unsupported-version",
+        ),
+        case(
+            "error -32002",
+            Step::reply(rpc_error(-32002)),
+            "unsupported-event",
+        ),
+        // Result.
+        case(
+            "missing protocolVersion",
+            Step::reply(result(json!({"effects": []}))),
+            "missing-result-fields",
+        ),
+        case(
+            "version 1900-01-01",
+            Step::reply(result(
+                json!({"protocolVersion": "1900-01-01", "effects": []}),
+            )),
+            "unsupported-version",
+        ),
+        case(
+            "missing effects",
+            Step::reply(result(json!({"protocolVersion": "draft"}))),
+            "missing-result-fields",
+        ),
+        // Effects (the harness advertises deny and allow).
+        case(
+            "unknown effect",
+            Step::reply(effects(
+                json!([{"type": "com.example.quarantine", "note": SECRET}]),
+            )),
+            "invalid-effects",
+        ),
+        case(
+            "unadvertised effect",
+            Step::reply(effects(json!([{"type": "message", "text": SECRET}]))),
+            "invalid-effects",
+        ),
+        case(
+            "conflicting allow+deny",
+            Step::reply(effects(
+                json!([{"type": "allow"}, {"type": "deny", "reason": SECRET}]),
+            )),
+            "invalid-effects",
+        ),
+        case(
+            "unknown field in deny",
+            Step::reply(effects(
+                json!([{"type": "deny", "reason": SECRET, "severity": "high"}]),
+            )),
+            "invalid-effects",
+        ),
+        case(
+            "empty deny reason",
+            Step::reply(effects(json!([{"type": "deny", "reason": ""}]))),
+            "invalid-effects",
+        ),
+        // Arrived too late.
+        case(
+            "late no-effect",
+            Step::reply(no_effect()).taking(TABLE_TIMEOUT_MS + 1),
+            "late-response",
+        ),
+        case(
+            "late deny",
+            Step::reply(deny(SECRET)).taking(TABLE_TIMEOUT_MS + 1),
+            "late-response",
+        ),
+    ];
+    for (name, error) in [
+        ("acquire unresolved", AuthError::Unresolved),
+        ("acquire failed", AuthError::AcquisitionFailed),
+        ("refresh failed", AuthError::RefreshFailed),
+        ("auth unsupported", AuthError::Unsupported),
+        ("acquire deadline", AuthError::DeadlineExceeded),
+    ] {
+        cases.push(Case {
+            name,
+            fault: Fault::Acquire(error),
+            class: "auth-failed",
+        });
+    }
+    cases
+}
+
+/// A fails as `case` says under `policy`; B, fail-closed, would answer no-effect.
+fn run_case(case: &Case, policy: &str) -> (Settlement, FakeHost) {
+    let engine = load(vec![
+        interceptor(A, policy, TABLE_TIMEOUT_MS),
+        interceptor(B, "fail-closed", TABLE_TIMEOUT_MS),
+    ]);
+    let mut host = FakeHost::new().on(B, Step::reply(no_effect()));
+    host = match &case.fault {
+        Fault::Exchange(step) => host.on(A, step.clone()),
+        Fault::Acquire(error) => host.auth(A, AuthScript::Fails(*error)),
+    };
+    let settlement = run(&engine, &mut host);
+    (settlement, host)
+}
+
+fn assert_no_backend_text(case: &Case, settlement: &Settlement) {
+    let reason = settlement.reason.clone().unwrap_or_default();
+    assert!(
+        !reason.contains(SECRET),
+        "{}: backend text in reason",
+        case.name
+    );
+    let audit = settlement.audit().to_string();
+    assert!(
+        !audit.contains(SECRET),
+        "{}: backend text in audit {audit}",
+        case.name
+    );
+}
+
+#[test]
+fn every_operational_failure_fail_closed_is_a_generic_synthetic_deny_with_its_class() {
+    let cases = operational_failures();
+    let mut allows = 0;
+    for case in &cases {
+        let (s, host) = run_case(case, "fail-closed");
+        if s.decision != Decision::Deny {
+            allows += 1;
+        }
+        assert_synthetic_deny(&s);
+        assert_eq!(
+            outcomes(&s),
+            [Outcome::FailedClosed, Outcome::NotReached],
+            "{}",
+            case.name
+        );
+        assert_eq!(audited(&s, 0)["outcome"], "failed-closed", "{}", case.name);
+        assert_eq!(failure_class(&s, 0), case.class, "{}", case.name);
+        assert!(
+            host.sent_to(B).is_empty(),
+            "{}: the chain must stop",
+            case.name
+        );
+        assert_no_backend_text(case, &s);
+    }
+    assert_eq!(allows, 0, "fail-closed must never allow");
+    assert!(cases.len() >= 40);
+}
+
+#[test]
+fn every_operational_failure_fail_open_is_recorded_and_the_chain_continues() {
+    for case in &operational_failures() {
+        let (s, host) = run_case(case, "fail-open");
+        assert_no_objection(&s);
+        assert_eq!(
+            outcomes(&s),
+            [Outcome::FailedOpen, Outcome::NoEffect],
+            "{}",
+            case.name
+        );
+        assert_eq!(audited(&s, 0)["outcome"], "failed-open", "{}", case.name);
+        assert_eq!(failure_class(&s, 0), case.class, "{}", case.name);
+        assert_eq!(
+            host.sent_to(B).len(),
+            1,
+            "{}: B must still be asked",
+            case.name
+        );
+        assert!(s.observers.is_empty(), "{}", case.name);
+        assert_no_backend_text(case, &s);
+    }
+}
+
+#[test]
+fn failure_records_the_phase_and_the_status_but_never_the_body() {
+    let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+    let mut host = FakeHost::new().on(
+        A,
+        Step::reply(http(503, "application/json", rpc_error(-32003).body)),
+    );
+    let s = run(&engine, &mut host);
+    assert_eq!(
+        audited(&s, 0)["failure"],
+        json!({"class": "http-status", "phase": "parse", "httpStatus": 503, "rpcCode": -32003})
+    );
+    let mut host = FakeHost::new().on(A, Step::hang());
+    let s = run(&engine, &mut host);
+    assert_eq!(
+        audited(&s, 0)["failure"],
+        json!({"class": "deadline-exceeded", "phase": "await-response"})
+    );
+    assert_eq!(
+        audited(&s, 0)["attempts"],
+        json!([{"n": 1, "elapsedMs": 500, "result": "deadline-exceeded"}])
+    );
+}
+
+#[test]
+fn cancelled_delivery_is_an_interruption_under_both_policies() {
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![
+            interceptor(A, policy, 500),
+            interceptor(B, "fail-open", 500),
+        ]);
+        let mut host = FakeHost::new()
+            .on(A, Step::fail(DeliveryError::Cancelled))
+            .on(B, Step::reply(no_effect()));
+        let s = run(&engine, &mut host);
+        assert_eq!(s.decision, Decision::Deny, "{policy}");
+        assert_eq!(s.decided_by, DecidedBy::Interrupted, "{policy}");
+        assert_eq!(s.reason.as_deref(), Some(INTERRUPTED_REASON));
+        assert_eq!(
+            outcomes(&s),
+            [Outcome::Interrupted, Outcome::NotReached],
+            "{policy}"
+        );
+        assert!(host.sent_to(B).is_empty());
+        assert!(s.observers.is_empty(), "interruption starts no observers");
+    }
+}
+
+#[test]
+fn cancelled_credential_acquisition_is_an_interruption_and_sends_nothing() {
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![interceptor(A, policy, 500)]);
+        let mut host = FakeHost::new().auth(A, AuthScript::Fails(AuthError::Cancelled));
+        let s = run(&engine, &mut host);
+        assert_eq!(s.decided_by, DecidedBy::Interrupted, "{policy}");
+        assert_eq!(s.decision, Decision::Deny);
+        assert!(host.sent.is_empty());
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Deadlines and the enclosing budget
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn exchange_deadline_is_start_plus_timeout_ms() {
+    let engine = load(vec![interceptor(A, "fail-closed", 750)]);
+    let mut host = FakeHost::new().on(A, Step::reply(no_effect()));
+    run(&engine, &mut host);
+    assert_eq!(host.sent[0].deadline, T0 + ms(750));
+    assert_eq!(host.acquired, [(A.to_string(), T0 + ms(750))]);
+}
+
+#[test]
+fn credential_acquisition_time_counts_against_the_same_deadline() {
+    let engine = load(vec![interceptor(A, "fail-closed", 750)]);
+    let mut host = FakeHost::new()
+        .auth(A, AuthScript::Token)
+        .on(A, Step::reply(no_effect()));
+    host.acquire_takes_ms = 300;
+    run(&engine, &mut host);
+    assert_eq!(
+        host.sent[0].deadline,
+        T0 + ms(750),
+        "acquisition must not reset the deadline"
+    );
+}
+
+#[test]
+fn each_interceptor_gets_its_own_deadline_from_when_it_starts() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 750),
+        interceptor(B, "fail-open", 200),
+    ]);
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(no_effect()).taking(40))
+        .on(B, Step::reply(no_effect()));
+    run(&engine, &mut host);
+    assert_eq!(host.sent_to(A)[0].deadline, T0 + ms(750));
+    assert_eq!(host.sent_to(B)[0].deadline, T0 + ms(40) + ms(200));
+}
+
+#[test]
+fn hang_stops_the_clock_exactly_at_the_deadline() {
+    let engine = load(vec![interceptor(A, "fail-closed", 750)]);
+    let mut host = FakeHost::new().on(A, Step::hang());
+    let s = run(&engine, &mut host);
+    assert_eq!(host.now, T0 + ms(750));
+    assert_eq!(s.elapsed_ns, ms(750));
+    assert_eq!(s.audit()["elapsedMs"], 750);
+}
+
+#[test]
+fn reply_completing_after_the_deadline_is_late_and_never_accepted() {
+    for (reply, name) in [(deny("too late"), "deny"), (no_effect(), "no-effect")] {
+        for takes in [500, 501, 10_000] {
+            // Fail-open: a late deny is not a deny.
+            let engine = load(vec![interceptor(A, "fail-open", 500)]);
+            let mut host = FakeHost::new().on(A, Step::reply(reply.clone()).taking(takes));
+            let s = run(&engine, &mut host);
+            assert_no_objection(&s);
+            assert_eq!(
+                outcomes(&s),
+                [Outcome::FailedOpen],
+                "{name} after {takes} ms"
+            );
+            assert_eq!(failure_class(&s, 0), "late-response");
+            assert_eq!(audited(&s, 0)["failure"]["phase"], "accept");
+            // Fail-closed: a late no-effect is not permission.
+            let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+            let mut host = FakeHost::new().on(A, Step::reply(reply.clone()).taking(takes));
+            let s = run(&engine, &mut host);
+            assert_synthetic_deny(&s);
+            assert_eq!(
+                failure_class(&s, 0),
+                "late-response",
+                "{name} after {takes} ms"
+            );
+        }
+    }
+}
+
+#[test]
+fn reply_just_inside_the_deadline_is_accepted() {
+    let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+    let mut host = FakeHost::new().on(A, Step::reply(deny("in time")).taking(499));
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decided_by, DecidedBy::BackendDeny);
+    assert_eq!(s.reason.as_deref(), Some("in time"));
+}
+
+#[test]
+fn budget_shorter_than_timeout_becomes_the_exchange_deadline() {
+    let engine = load(vec![interceptor(A, "fail-open", 750)]);
+    let mut host = FakeHost::new().on(A, Step::reply(no_effect()));
+    run_with_budget(&engine, &mut host, T0 + ms(300));
+    assert_eq!(host.sent[0].deadline, T0 + ms(300));
+    assert_eq!(host.acquired[0].1, T0 + ms(300));
+}
+
+#[test]
+fn budget_longer_than_timeout_leaves_the_timeout_in_force() {
+    let engine = load(vec![interceptor(A, "fail-open", 750)]);
+    let mut host = FakeHost::new().on(A, Step::hang());
+    let s = run_with_budget(&engine, &mut host, T0 + ms(5_000));
+    assert_eq!(host.sent[0].deadline, T0 + ms(750));
+    assert_no_objection(&s);
+    assert_eq!(outcomes(&s), [Outcome::FailedOpen]);
+}
+
+#[test]
+fn timeout_under_a_binding_budget_is_budget_expired_not_the_subscription_policy() {
+    for policy in ["fail-open", "fail-closed"] {
+        for step in [Step::hang(), Step::reply(no_effect()).taking(301)] {
+            let engine = load(vec![
+                interceptor(A, policy, 750),
+                interceptor(B, "fail-open", 750),
+            ]);
+            let mut host = FakeHost::new().on(A, step).on(B, Step::reply(no_effect()));
+            let s = run_with_budget(&engine, &mut host, T0 + ms(300));
+            assert_eq!(s.decision, Decision::Deny, "{policy}");
+            assert_eq!(s.decided_by, DecidedBy::BudgetExpired, "{policy}");
+            assert_eq!(s.reason.as_deref(), Some(BUDGET_REASON));
+            assert_eq!(s.audit()["decidedBy"], "budget-expired");
+            assert_eq!(outcomes(&s), [Outcome::BudgetExpired, Outcome::NotReached]);
+            assert!(host.sent_to(B).is_empty());
+            assert!(
+                s.observers.is_empty(),
+                "an expired budget starts no observers"
+            );
+        }
+    }
+}
+
+#[test]
+fn budget_spent_before_the_second_interceptor_stops_it_uncalled() {
+    // A's own 300 ms timeout ends exactly when the budget does.
+    let engine = load(vec![
+        interceptor(A, "fail-open", 300),
+        interceptor(B, "fail-open", 750),
+    ]);
+    let mut host = FakeHost::new()
+        .on(A, Step::hang())
+        .on(B, Step::reply(no_effect()));
+    let s = run_with_budget(&engine, &mut host, T0 + ms(300));
+    assert_eq!(s.decision, Decision::Deny);
+    assert_eq!(s.decided_by, DecidedBy::BudgetExpired);
+    assert_eq!(outcomes(&s), [Outcome::FailedOpen, Outcome::NotReached]);
+    assert!(host.sent_to(B).is_empty());
+    assert!(host.acquired.iter().all(|(b, _)| b == A));
+}
+
+#[test]
+fn budget_expired_before_the_call_sends_nothing() {
+    let engine = load(vec![interceptor(A, "fail-open", 300)]);
+    let mut host = FakeHost::new();
+    let s = run_with_budget(&engine, &mut host, T0);
+    assert_eq!(s.decided_by, DecidedBy::BudgetExpired);
+    assert_eq!(outcomes(&s), [Outcome::NotReached]);
+    assert!(host.sent.is_empty() && host.acquired.is_empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// Authentication
+// ---------------------------------------------------------------------------------------
+
+fn unauthorized() -> Reply {
+    http(
+        401,
+        "application/json",
+        format!("{{\"error\": \"{SECRET}\"}}"),
+    )
+}
+
+#[test]
+fn unauthorized_with_credential_rejects_reacquires_and_resends_identical_bytes() {
+    let engine = load(vec![interceptor(A, "fail-closed", 750)]);
+    let mut host = FakeHost::new()
+        .auth(A, AuthScript::Token)
+        .on(A, Step::reply(unauthorized()).taking(30))
+        .on(A, Step::reply(deny("with a fresh token")));
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decided_by, DecidedBy::BackendDeny);
+    assert_eq!(s.reason.as_deref(), Some("with a fresh token"));
+    let cred = |generation| {
+        Some(Cred {
+            backend: A.into(),
+            generation,
+        })
+    };
+    assert_eq!(host.rejected, [cred(1).unwrap()]);
+    assert_eq!(host.acquired.len(), 2);
+    assert_eq!(host.sent.len(), 2);
+    assert_eq!(
+        host.sent[0].message, host.sent[1].message,
+        "a retry resends the same bytes"
+    );
+    assert_eq!(
+        (
+            host.sent[0].credential.clone(),
+            host.sent[1].credential.clone()
+        ),
+        (cred(1), cred(2))
+    );
+    assert_eq!(
+        host.sent[1].deadline,
+        T0 + ms(750),
+        "a retry keeps the original deadline"
+    );
+    assert_eq!(
+        audited(&s, 0)["attempts"],
+        json!([{"n": 1, "elapsedMs": 30, "result": "unauthorized"},
+               {"n": 2, "elapsedMs": 1, "result": "accepted"}])
+    );
+}
+
+#[test]
+fn second_unauthorized_is_auth_failed_after_exactly_two_exchanges() {
+    for (policy, decision) in [
+        ("fail-closed", Decision::Deny),
+        ("fail-open", Decision::Allow),
+    ] {
+        let engine = load(vec![interceptor(A, policy, 750)]);
+        let mut host = FakeHost::new()
+            .auth(A, AuthScript::Token)
+            .on(A, Step::reply(unauthorized()))
+            .on(A, Step::reply(unauthorized()));
+        let s = run(&engine, &mut host);
+        assert_eq!(s.decision, decision, "{policy}");
+        assert_eq!(host.sent.len(), 2, "{policy}");
+        assert_eq!(host.acquired.len(), 2, "{policy}");
+        assert_eq!(failure_class(&s, 0), "auth-failed");
+        assert_eq!(audited(&s, 0)["failure"]["httpStatus"], 401);
+        assert!(!s.audit().to_string().contains(SECRET));
+    }
+}
+
+#[test]
+fn unauthorized_without_credential_is_auth_failed_without_retry() {
+    let engine = load(vec![interceptor(A, "fail-closed", 750)]);
+    let mut host = FakeHost::new().on(A, Step::reply(unauthorized()));
+    let s = run(&engine, &mut host);
+    assert_synthetic_deny(&s);
+    assert_eq!(failure_class(&s, 0), "auth-failed");
+    assert_eq!(host.sent.len(), 1);
+    assert!(host.rejected.is_empty());
+}
+
+#[test]
+fn unresolved_credential_is_auth_failed_and_nothing_is_sent_under_both_policies() {
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![interceptor(A, policy, 750)]);
+        let mut host = FakeHost::new().auth(A, AuthScript::Fails(AuthError::Unresolved));
+        let s = run(&engine, &mut host);
+        assert!(
+            host.sent.is_empty(),
+            "{policy}: no unauthenticated fallback delivery"
+        );
+        assert_eq!(failure_class(&s, 0), "auth-failed");
+        assert_eq!(audited(&s, 0)["failure"]["phase"], "acquire-credential");
+        match policy {
+            "fail-open" => assert_no_objection(&s),
+            _ => assert_synthetic_deny(&s),
+        }
+    }
+}
+
+#[test]
+fn unauthorized_arriving_after_the_deadline_is_a_late_response() {
+    // The 401 is a response received after the deadline: it must be ignored like any other
+    // late response, so under a binding budget the call is budget-expired, never allowed.
+    let engine = load(vec![interceptor(A, "fail-open", 750)]);
+    let mut host = FakeHost::new()
+        .auth(A, AuthScript::Token)
+        .on(A, Step::reply(unauthorized()).taking(301));
+    let s = run_with_budget(&engine, &mut host, T0 + ms(300));
+    assert_eq!(host.sent.len(), 1);
+    assert_eq!(
+        s.decision,
+        Decision::Deny,
+        "a budget that ran out is never permission"
+    );
+    assert_eq!(s.decided_by, DecidedBy::BudgetExpired);
+    assert_eq!(failure_class(&s, 0), "late-response");
+}
+
+// ---------------------------------------------------------------------------------------
+// Interruption
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn interruption_after_the_reply_but_before_acceptance_denies_even_a_no_effect_reply() {
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![
+            interceptor(A, policy, 500),
+            interceptor(B, "fail-open", 500),
+        ]);
+        let mut host = FakeHost::new()
+            .on(A, Step::reply(no_effect()).then_interrupt())
+            .on(B, Step::reply(no_effect()));
+        let s = run(&engine, &mut host);
+        assert_eq!(s.decision, Decision::Deny, "{policy}");
+        assert_eq!(s.decided_by, DecidedBy::Interrupted);
+        assert_eq!(s.audit()["decidedBy"], "interrupted");
+        assert_eq!(outcomes(&s), [Outcome::Interrupted, Outcome::NotReached]);
+        assert!(host.sent_to(B).is_empty());
+        assert!(s.observers.is_empty(), "interruption starts no observers");
+    }
+}
+
+#[test]
+fn interruption_overrides_an_already_accepted_approval() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+    ]);
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(effects(json!([{"type": "allow"}]))))
+        .on(B, Step::reply(no_effect()).then_interrupt());
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decision, Decision::Deny);
+    assert_eq!(s.decided_by, DecidedBy::Interrupted);
+    assert_eq!(outcomes(&s), [Outcome::Allow, Outcome::Interrupted]);
+}
+
+#[test]
+fn interruption_during_an_unauthorized_reply_stops_the_retry() {
+    let engine = load(vec![interceptor(A, "fail-open", 500)]);
+    let mut host = FakeHost::new()
+        .auth(A, AuthScript::Token)
+        .on(A, Step::reply(unauthorized()).then_interrupt())
+        .on(A, Step::reply(no_effect()));
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decided_by, DecidedBy::Interrupted);
+    assert_eq!(
+        host.acquired.len(),
+        1,
+        "no re-acquisition after interruption"
+    );
+    assert_eq!(host.sent.len(), 1, "nothing is sent after interruption");
+}
+
+#[test]
+fn interruption_during_a_fail_closed_failure_starts_no_observers() {
+    let engine = load(vec![
+        interceptor(A, "fail-closed", 500),
+        interceptor(B, "fail-open", 500),
+    ]);
+    let mut host = FakeHost::new().on(
+        A,
+        Step::fail(DeliveryError::ConnectionReset).then_interrupt(),
+    );
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decision, Decision::Deny);
+    assert!(host.sent_to(B).is_empty());
+    assert!(s.observers.is_empty(), "interruption starts no observers");
+}
+
+#[test]
+fn interrupted_before_start_sends_nothing() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+    ]);
+    let mut host = FakeHost::new().interrupted_already();
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decision, Decision::Deny);
+    assert_eq!(s.decided_by, DecidedBy::Interrupted);
+    assert_eq!(s.reason.as_deref(), Some(INTERRUPTED_REASON));
+    assert_eq!(outcomes(&s), [Outcome::NotReached, Outcome::NotReached]);
+    assert!(host.sent.is_empty() && host.acquired.is_empty());
+    assert!(s.observers.is_empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// Short-circuit observers
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn deny_turns_uncalled_interceptors_into_observe_notifications() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-closed", 500),
+        backend(C, vec![observe_sub(&["tool.before"])]),
+    ]);
+    let mut host = FakeHost::new().on(A, Step::reply(deny("no")).taking(10));
+    let s = run(&engine, &mut host);
+    assert!(host.sent_to(B).is_empty());
+    assert_eq!(
+        s.observers.len(),
+        1,
+        "only the uncalled interceptor, not A, not the observer"
+    );
+    let observer = &s.observers[0];
+    assert_eq!(observer.backend, B);
+    let notification: Value = serde_json::from_slice(observer.message.bytes()).unwrap();
+    assert_eq!(notification["method"], "hooks/observe");
+    assert!(notification.get("id").is_none(), "a notification has no id");
+    assert_eq!(notification["params"]["protocolVersion"], "draft");
+    assert_eq!(notification["params"]["event"]["id"], EVENT_ID);
+    assert!(notification["params"]["event"].get("native").is_none());
+    assert_eq!(observer.deadline, T0 + ms(10) + ms(2_000));
+    let audit = s.audit();
+    assert_eq!(audit["observers"][0]["backend"], B);
+    assert_eq!(audit["observers"][0]["kind"], "short-circuit");
+    assert_eq!(
+        audit["observers"][0]["requestSha256"],
+        observer.message.sha256()
+    );
+}
+
+#[test]
+fn fail_closed_stop_turns_uncalled_interceptors_into_observe_notifications() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-closed", 500),
+        interceptor(C, "fail-open", 500),
+    ]);
+    let mut host = FakeHost::new()
+        .on(A, Step::fail(DeliveryError::ConnectionLost))
+        .on(B, Step::fail(DeliveryError::ConnectionRefused));
+    let s = run(&engine, &mut host);
+    assert_synthetic_deny(&s);
+    let observed: Vec<&str> = s.observers.iter().map(|o| o.backend.as_str()).collect();
+    assert_eq!(observed, [C], "A and B were already called");
+}
+
+#[test]
+fn short_circuit_observer_deadline_is_bounded_by_the_budget() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+    ]);
+    let mut host = FakeHost::new().on(A, Step::reply(deny("no")));
+    let s = run_with_budget(&engine, &mut host, T0 + ms(600));
+    assert_eq!(s.observers.len(), 1);
+    assert_eq!(s.observers[0].deadline, T0 + ms(600));
+}
+
+// ---------------------------------------------------------------------------------------
+// Dispatch
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn wildcard_subscriptions_match_tool_before() {
+    let engine = load(vec![
+        backend(A, vec![intercept_sub(&["tool.*"], "fail-open", 500)]),
+        backend(B, vec![intercept_sub(&["*"], "fail-open", 500)]),
+        backend(C, vec![intercept_sub(&["model.*"], "fail-open", 500)]),
+    ]);
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(no_effect()))
+        .on(B, Step::reply(no_effect()));
+    let s = run(&engine, &mut host);
+    let asked: Vec<&str> = host.sent.iter().map(|x| x.backend.as_str()).collect();
+    assert_eq!(
+        asked,
+        [A, B],
+        "in registration order; model.* does not match"
+    );
+    assert_eq!(s.interceptors.len(), 2);
+}
+
+#[test]
+fn observe_only_backend_never_receives_intercept() {
+    let engine = load(vec![
+        backend(A, vec![observe_sub(&["tool.before"])]),
+        backend(B, vec![observe_sub(&["*"])]),
+    ]);
+    let mut host = FakeHost::new();
+    let s = run(&engine, &mut host);
+    assert!(host.sent.is_empty() && host.acquired.is_empty());
+    assert!(s.interceptors.is_empty());
+    assert_no_objection(&s);
+    let deliveries = engine.observe(T0, &event(), None).expect("valid event");
+    let observed: Vec<&str> = deliveries.iter().map(|d| d.backend.as_str()).collect();
+    assert_eq!(observed, [A, B]);
+    for delivery in &deliveries {
+        let v: Value = serde_json::from_slice(delivery.message.bytes()).unwrap();
+        assert_eq!(v["method"], "hooks/observe");
+        assert!(v.get("id").is_none());
+    }
+}
+
+#[test]
+fn no_matching_interceptor_sends_nothing_and_has_no_objection() {
+    let engine = load(vec![backend(
+        A,
+        vec![intercept_sub(&["session.start"], "fail-closed", 500)],
+    )]);
+    let mut host = FakeHost::new();
+    let s = run(&engine, &mut host);
+    assert!(host.sent.is_empty());
+    assert_no_objection(&s);
+}
+
+#[test]
+fn intercept_request_correlates_ids_and_advertises_exactly_the_harness_effects() {
+    let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+    let event = event_with_id("01J8Z3K5N0Q6Y7R9T2V4W6X8Y0");
+    let body = json!({"jsonrpc": "2.0", "id": "01J8Z3K5N0Q6Y7R9T2V4W6X8Y0",
+                      "result": {"protocolVersion": "draft", "effects": []}});
+    let mut host = FakeHost::new().on(A, Step::reply(json_reply(body)));
+    let advertised = ["ask", "deny", "message"];
+    let s = intercept_with(&engine, &mut host, &event, &advertised, None);
+    assert_no_objection(&s);
+    let request = host.sent[0].json();
+    assert_eq!(request["id"], "01J8Z3K5N0Q6Y7R9T2V4W6X8Y0");
+    assert_eq!(request["params"]["protocolVersion"], "draft");
+    assert_eq!(
+        request["params"]["capabilities"]["effects"],
+        json!(["ask", "deny", "message"])
+    );
+    assert_eq!(request["params"]["event"]["session"]["id"], "sess_1");
+    assert_eq!(request["params"]["event"]["call"]["id"], "call_1");
+    assert_eq!(
+        s.interceptors[0].request_sha256.as_deref().map(str::len),
+        Some(64)
+    );
+}
+
+#[test]
+fn native_payload_is_sent_only_to_subscriptions_that_include_it() {
+    let mut with_native = intercept_sub(&["tool.before"], "fail-open", 500);
+    with_native["includeNative"] = json!(true);
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        backend(B, vec![with_native]),
+    ]);
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(no_effect()))
+        .on(B, Step::reply(no_effect()));
+    run(&engine, &mut host);
+    assert!(host.sent_to(A)[0].json()["params"]["event"]
+        .get("native")
+        .is_none());
+    assert_eq!(
+        host.sent_to(B)[0].json()["params"]["event"]["native"]["raw"],
+        "NATIVE-PAYLOAD"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Invalid harness inputs: errors naming the field, and nothing sent
+// ---------------------------------------------------------------------------------------
+
+fn intercept_error(event: &str, effects: &[&str]) -> (Vec<String>, FakeHost) {
+    let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+    let mut host = FakeHost::new().on(A, Step::reply(no_effect()));
+    let names: Vec<String> = effects.iter().map(|e| e.to_string()).collect();
+    let problems = engine
+        .intercept(&mut host, event, &names, None)
+        .expect_err("invalid call");
+    (problems, host)
+}
+
+#[test]
+fn effects_without_deny_are_rejected_naming_the_field() {
+    let (problems, host) = intercept_error(&event(), &["allow"]);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("effects") && p.contains("deny")),
+        "{problems:?}"
+    );
+    assert!(host.sent.is_empty());
+}
+
+#[test]
+fn unknown_effect_name_is_rejected_naming_the_field() {
+    let (problems, host) = intercept_error(&event(), &["deny", "modify"]);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("effects[1]") && p.contains("modify")),
+        "{problems:?}"
+    );
+    assert!(host.sent.is_empty());
+}
+
+#[test]
+fn invalid_event_is_rejected_naming_the_field() {
+    let mut bad: Value = serde_json::from_str(&event()).unwrap();
+    bad["tool"]["input"] = json!("rm -rf build");
+    bad.as_object_mut().unwrap().remove("call");
+    let (problems, host) = intercept_error(&bad.to_string(), EFFECTS);
+    assert!(
+        problems.iter().any(|p| p.starts_with("event/tool/input")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.starts_with("event/call")),
+        "{problems:?}"
+    );
+    assert!(host.sent.is_empty() && host.acquired.is_empty());
+}

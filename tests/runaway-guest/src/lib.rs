@@ -1,0 +1,59 @@
+//! A hostile component for the host's tests: it implements `ahp:interceptor` but never
+//! settles. A registration containing "panic" makes `intercept` panic (a trap); anything
+//! else makes it spin forever. The host must turn both into an `engine-failure` denial
+//! within the call's bound.
+
+#[cfg(target_family = "wasm")]
+mod component {
+    wit_bindgen::generate!({ path: "../../wit", world: "plugin" });
+
+    use exports::ahp::interceptor::interceptor::{BackendPlan, Delivery, Guest, GuestEngine, Settlement};
+
+    struct Component;
+    export!(Component);
+
+    impl Guest for Component {
+        type Engine = Runaway;
+    }
+
+    struct Runaway {
+        panics: bool,
+    }
+
+    impl GuestEngine for Runaway {
+        fn load(registration: String) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<String>> {
+            let panics = registration.contains("panic");
+            Ok(exports::ahp::interceptor::interceptor::Engine::new(Runaway { panics }))
+        }
+
+        fn warnings(&self) -> Vec<String> {
+            Vec::new()
+        }
+
+        fn plan(&self) -> Vec<BackendPlan> {
+            Vec::new()
+        }
+
+        fn bound_ms(&self) -> u64 {
+            100
+        }
+
+        fn intercept(&self, _event: String, _effects: Vec<String>, _budget: Option<u64>) -> Result<Settlement, Vec<String>> {
+            if self.panics {
+                panic!("the component failed");
+            }
+            spin()
+        }
+
+        fn observe(&self, _event: String, _budget: Option<u64>) -> Result<Vec<Delivery>, Vec<String>> {
+            spin()
+        }
+    }
+
+    fn spin() -> ! {
+        let mut n: u64 = 0;
+        loop {
+            n = std::hint::black_box(n.wrapping_add(1));
+        }
+    }
+}
