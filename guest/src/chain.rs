@@ -301,6 +301,9 @@ fn delivery_failure(error: DeliveryError) -> Failure {
         DeliveryError::ConnectionRefused => Failure::new(FailureClass::ConnectionRefused, Phase::Connect),
         DeliveryError::ConnectionReset => Failure::new(FailureClass::ConnectionReset, Phase::AwaitResponse),
         DeliveryError::ConnectionLost => Failure::new(FailureClass::ConnectionLost, Phase::AwaitResponse),
+        DeliveryError::TlsFailed => {
+            Failure::new(FailureClass::ConnectionRefused, Phase::Connect).with_detail("tls")
+        }
         DeliveryError::MalformedHttp => Failure::new(FailureClass::HttpStatus, Phase::AwaitResponse)
             .with_detail("malformed-http"),
         DeliveryError::LaunchFailed => Failure::new(FailureClass::LaunchFailed, Phase::Connect),

@@ -156,6 +156,7 @@ impl Host for ComponentHost {
                 WitDeliveryError::ConnectionRefused => DeliveryError::ConnectionRefused,
                 WitDeliveryError::ConnectionReset => DeliveryError::ConnectionReset,
                 WitDeliveryError::ConnectionLost => DeliveryError::ConnectionLost,
+                WitDeliveryError::TlsFailed => DeliveryError::TlsFailed,
                 WitDeliveryError::MalformedHttp => DeliveryError::MalformedHttp,
                 WitDeliveryError::LaunchFailed => DeliveryError::LaunchFailed,
                 WitDeliveryError::AbnormalExit(code) => DeliveryError::AbnormalExit(code),

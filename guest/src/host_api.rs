@@ -27,6 +27,7 @@ pub enum DeliveryError {
     ConnectionRefused,
     ConnectionReset,
     ConnectionLost,
+    TlsFailed,
     MalformedHttp,
     LaunchFailed,
     AbnormalExit(Option<i32>),

@@ -685,8 +685,9 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// `^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][A-Za-z0-9_-]*$`
-fn is_reverse_dns(s: &str) -> bool {
+/// `^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][A-Za-z0-9_-]*$` (backend ids, extension keys,
+/// effect codes).
+pub(crate) fn is_reverse_dns(s: &str) -> bool {
     let label = |l: &str| {
         let mut chars = l.chars();
         chars.next().is_some_and(|ch| ch.is_ascii_alphabetic())

@@ -12,6 +12,7 @@
 //! only ever holds this module's fixed vocabulary: a backend's error message, error data
 //! or rejected effect text never reaches the audit or the model.
 
+use crate::registration::is_reverse_dns;
 use crate::failure::{Failure, FailureClass, Phase};
 use crate::host_api::Reply;
 use serde_json::{Map, Value};
@@ -329,15 +330,6 @@ fn decode_deny(effect: &Map<String, Value>) -> Option<Effect> {
     })
 }
 
-/// `^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][A-Za-z0-9_-]*$`
-fn is_reverse_dns(name: &str) -> bool {
-    let is_label = |label: &str| {
-        let mut bytes = label.bytes();
-        bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
-            && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    };
-    name.contains('.') && name.split('.').all(is_label)
-}
 
 #[cfg(test)]
 mod tests {

@@ -576,6 +576,7 @@ fn operational_failures() -> Vec<Case> {
             "connection-lost",
         ),
         case("malformed http", Step::fail(MalformedHttp), "http-status"),
+        case("tls failed", Step::fail(TlsFailed), "connection-refused"),
         case("launch failed", Step::fail(LaunchFailed), "launch-failed"),
         case(
             "abnormal exit 3",

@@ -29,6 +29,12 @@ async fn main() {
     let interceptor = ahp_host::Interceptor::new(&registration, ahp_host::Options::default())
         .await
         .expect("build the interceptor");
+    // The same component and event with no matching interceptor: the cost of the
+    // component call alone (validation, settlement, audit record), no I/O.
+    let idle_registration = registration.replace("\"tool.before\"", "\"session.start\"");
+    let idle = ahp_host::Interceptor::new(&idle_registration, ahp_host::Options::default())
+        .await
+        .expect("build the idle interceptor");
 
     // The exact bytes the component sends, for the raw POST.
     let request_body = json!({"jsonrpc": "2.0", "id": "evt_bench", "method": "hooks/intercept",
@@ -42,6 +48,7 @@ async fn main() {
 
     let mut raw = Vec::with_capacity(n);
     let mut hook = Vec::with_capacity(n);
+    let mut alone = Vec::with_capacity(n);
     for round in 0..(n + n / 10) {
         let warmup = round < n / 10;
         let t = Instant::now();
@@ -50,6 +57,7 @@ async fn main() {
             .header("host", addr.to_string())
             .body(Full::new(Bytes::from(request_body.clone())))
             .unwrap();
+        sender.ready().await.unwrap();
         let resp = sender.send_request(req).await.unwrap();
         let _ = resp.into_body().collect().await.unwrap();
         let raw_t = t.elapsed();
@@ -57,18 +65,25 @@ async fn main() {
         let settled = interceptor.intercept(EVENT, &["deny"], None).await.unwrap();
         let hook_t = t.elapsed();
         assert_eq!(settled.decision, ahp_host::Decision::Allow);
+        let t = Instant::now();
+        let settled = idle.intercept(EVENT, &["deny"], None).await.unwrap();
+        let alone_t = t.elapsed();
+        assert!(settled.record["interceptors"].as_array().unwrap().is_empty());
         if !warmup {
             raw.push(raw_t);
             hook.push(hook_t);
+            alone.push(alone_t);
         }
     }
     let (raw_med, raw_p99) = stats(&mut raw);
     let (hook_med, hook_p99) = stats(&mut hook);
+    let (alone_med, alone_p99) = stats(&mut alone);
     println!("{n} calls each, interleaved, one keep-alive connection each, loopback");
     println!("{:<34} {:>10} {:>10}", "", "median µs", "p99 µs");
     println!("{:<34} {:>10.1} {:>10.1}", "raw keep-alive POST (hyper)", raw_med, raw_p99);
     println!("{:<34} {:>10.1} {:>10.1}", "hook call through the component", hook_med, hook_p99);
     println!("{:<34} {:>10.2} {:>10.2}", "ratio", hook_med / raw_med, hook_p99 / raw_p99);
+    println!("{:<34} {:>10.1} {:>10.1}", "component call, no interceptor", alone_med, alone_p99);
     interceptor.shutdown();
 }
 

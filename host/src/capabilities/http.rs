@@ -73,7 +73,12 @@ impl HttpBackend {
         let body = Bytes::copy_from_slice(body);
         let mut request = self.request(body.clone(), bearer)?;
         let (mut sender, mut reused) = match self.take_idle() {
-            Some(sender) => (sender, true),
+            // A pooled connection that turns out closed is replaced; nothing was sent on it.
+            Some(mut sender) => match timeout_at(deadline, sender.ready()).await {
+                Ok(Ok(())) => (sender, true),
+                Ok(Err(_)) => (self.connect(deadline).await?, false),
+                Err(_) => return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect)),
+            },
             None => (self.connect(deadline).await?, false),
         };
         let response = loop {
@@ -176,7 +181,10 @@ impl HttpBackend {
                 let tls = TlsConnector::from(self.options.tls.clone())
                     .connect(name, stream)
                     .await
-                    .map_err(|e| io_error(&e))?;
+                    .map_err(|e| match e.kind() {
+                        std::io::ErrorKind::InvalidData => DeliveryError::TlsFailed,
+                        _ => io_error(&e),
+                    })?;
                 handshake(tls).await
             } else {
                 handshake(stream).await
@@ -248,7 +256,6 @@ fn io_error(error: &std::io::Error) -> DeliveryError {
     match error.kind() {
         ErrorKind::ConnectionRefused => DeliveryError::ConnectionRefused,
         ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => DeliveryError::ConnectionReset,
-        ErrorKind::InvalidData => DeliveryError::NotPermitted,
         _ => DeliveryError::ConnectionLost,
     }
 }

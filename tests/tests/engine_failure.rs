@@ -1,0 +1,119 @@
+//! A hostile component (`tests/runaway-guest`) that spins forever or panics: the host must
+//! settle every call as an `engine-failure` denial within the call's bound (the
+//! component's `bound-ms`, 100 ms, plus the host's 50 ms grace), and stay usable.
+
+use ahp_host::{DecidedBy, Decision, Interceptor, Options, Settlement};
+use ahp_tests::support::{event, registration, runaway_component, Http};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// The runaway component's bound plus the host's grace: no call can settle earlier.
+const BOUND: Duration = Duration::from_millis(100 + 50);
+/// Scheduling slack allowed beyond the bound.
+const SLACK: Duration = Duration::from_millis(150);
+const ENGINE_FAILURE_REASON: &str = "Policy evaluation failed.";
+
+/// An interceptor running the runaway component; `backend_id` containing "panic" makes it panic.
+async fn runaway(backend_id: &str) -> Interceptor {
+    let reg = registration(&[Http::new(backend_id, "http://127.0.0.1:9/hooks").timeout_ms(100)]);
+    let options = Options { component: Some(runaway_component()), ..Options::default() };
+    Interceptor::new(&reg, options).await.expect("the runaway component accepts any registration")
+}
+
+async fn timed(interceptor: &Interceptor, id: &str) -> (Settlement, Duration) {
+    let started = Instant::now();
+    let settled = interceptor
+        .intercept(&event(id), &["deny"], None)
+        .await
+        .expect("an engine failure still settles");
+    (settled, started.elapsed())
+}
+
+fn assert_engine_failure(settled: &Settlement, id: &str) {
+    assert_eq!(
+        (settled.decision, settled.decided_by, settled.reason.as_deref()),
+        (Decision::Deny, DecidedBy::EngineFailure, Some(ENGINE_FAILURE_REASON))
+    );
+    let record = &settled.record;
+    assert_eq!(record["decision"], json!("deny"));
+    assert_eq!(record["decidedBy"], json!("engine-failure"));
+    assert_eq!(record["reason"], json!(ENGINE_FAILURE_REASON));
+    assert_eq!(
+        record["event"],
+        json!({"id": id, "type": "tool.before", "session": "sess_e2e", "call": format!("call_{id}")})
+    );
+    assert_eq!(record["interceptors"], json!([]));
+}
+
+/// A spinning call is cut off at the bound, not before and not much after.
+fn assert_cut_at_bound(elapsed: Duration, case: &str) {
+    println!("{case}: settled in {elapsed:?}");
+    assert!(elapsed >= BOUND, "{case}: settled in {elapsed:?}, before the {BOUND:?} bound");
+    assert!(elapsed < BOUND + SLACK, "{case}: settled in {elapsed:?}, later than {BOUND:?} + {SLACK:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spinning_component_is_denied_as_engine_failure_at_its_bound() {
+    let interceptor = runaway("com.example.spin").await;
+    let (settled, elapsed) = timed(&interceptor, "evt_spin").await;
+    assert_engine_failure(&settled, "evt_spin");
+    assert_cut_at_bound(elapsed, "spin");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panicking_component_is_denied_as_engine_failure_at_once() {
+    let interceptor = runaway("com.example.panic").await;
+    let (settled, elapsed) = timed(&interceptor, "evt_panic").await;
+    println!("panic: settled in {elapsed:?}");
+    assert_engine_failure(&settled, "evt_panic");
+    // A trap settles at once, well before the bound would have cut the call off.
+    assert!(elapsed < Duration::from_millis(100), "panic settled in {elapsed:?}");
+}
+
+/// An aborted instance is not reused; the next calls get a fresh one and fail the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interceptor_stays_usable_after_a_runaway_call() {
+    let interceptor = runaway("com.example.spin").await;
+    for n in 1..=3 {
+        let id = format!("evt_again_{n}");
+        let (settled, elapsed) = timed(&interceptor, &id).await;
+        assert_engine_failure(&settled, &id);
+        assert_cut_at_bound(elapsed, &format!("spin call {n}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interceptor_stays_usable_after_a_panicking_call() {
+    let interceptor = runaway("com.example.panic").await;
+    for n in 1..=3 {
+        let id = format!("evt_panic_again_{n}");
+        let (settled, elapsed) = timed(&interceptor, &id).await;
+        assert_engine_failure(&settled, &id);
+        assert!(elapsed < Duration::from_millis(100), "panic call {n} settled in {elapsed:?}");
+    }
+}
+
+/// Four spinning calls at once, on two worker threads: every one is cut off at its bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_runaway_calls_all_settle_within_the_bound() {
+    let interceptor = runaway("com.example.spin").await;
+    let started = Instant::now();
+    let calls: Vec<_> = (0..4)
+        .map(|n| {
+            let interceptor = interceptor.clone();
+            tokio::spawn(async move {
+                let id = format!("evt_concurrent_{n}");
+                let (settled, elapsed) = timed(&interceptor, &id).await;
+                (id, settled, elapsed)
+            })
+        })
+        .collect();
+    for call in calls {
+        let (id, settled, elapsed) = call.await.expect("the call task");
+        assert_engine_failure(&settled, &id);
+        assert_cut_at_bound(elapsed, &id);
+    }
+    let all = started.elapsed();
+    println!("4 concurrent: all settled in {all:?}");
+    assert!(all < BOUND + SLACK, "4 concurrent calls took {all:?}");
+}

@@ -1,0 +1,250 @@
+//! The upstream registration fixtures through the real component, and the `ahp` CLI's
+//! exit codes and output for `check` and `intercept`.
+
+use ahp_host::{BuildError, Interceptor, Options};
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use ahp_tests::support::{event, registration, Http};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::sync::OnceLock;
+use tokio::io::AsyncWriteExt;
+
+/// The literal token of `literal-token.invalid.json`; no problem text may echo it.
+const LITERAL_TOKEN: &str = "do-not-store-literal-tokens";
+
+fn fixtures_dir() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/spec/upstream/fixtures/draft/registration"
+    ))
+}
+
+/// Every fixture file, sorted by name.
+fn fixtures() -> Vec<PathBuf> {
+    let dir = fixtures_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fixture_is_accepted_iff_named_valid() {
+    let files = fixtures();
+    let names: Vec<String> = files.iter().map(|p| file_name(p)).collect();
+    for expected in ["portable.valid.json", "empty-hooks.invalid.json", "literal-token.invalid.json"] {
+        assert!(names.iter().any(|n| n == expected), "{expected} missing from {names:?}");
+    }
+    let mut failures = Vec::new();
+    for path in &files {
+        let name = file_name(path);
+        let text = std::fs::read_to_string(path).unwrap();
+        let built = Interceptor::new(&text, Options::default()).await;
+        match (name.ends_with(".valid.json"), built) {
+            (true, Ok(_)) => {}
+            (true, Err(e)) => failures.push(format!("{name}: rejected: {e}")),
+            (false, Ok(_)) => failures.push(format!("{name}: accepted")),
+            (false, Err(BuildError::Registration(problems))) => {
+                if problems.is_empty() {
+                    failures.push(format!("{name}: rejected without problems"));
+                }
+                for problem in &problems {
+                    if !(problem.starts_with('/') && problem.contains(": ")) {
+                        failures.push(format!("{name}: problem names no JSON path: {problem:?}"));
+                    }
+                    if problem.contains(LITERAL_TOKEN) {
+                        failures.push(format!("{name}: problem echoes the literal token: {problem:?}"));
+                    }
+                }
+            }
+            (false, Err(e)) => failures.push(format!("{name}: not a registration error: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "fixture mismatches:\n{}", failures.join("\n"));
+}
+
+/// The literal-token fixture is rejected at the field that holds the literal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn literal_token_is_rejected_at_its_path_without_echoing_it() {
+    let text = std::fs::read_to_string(fixtures_dir().join("literal-token.invalid.json")).unwrap();
+    let problems = match Interceptor::new(&text, Options::default()).await {
+        Err(BuildError::Registration(problems)) => problems,
+        Err(e) => panic!("not a registration error: {e}"),
+        Ok(_) => panic!("a literal token was accepted"),
+    };
+    assert!(
+        problems.iter().any(|p| p.starts_with("/hooks/0/authentication/token: ")),
+        "no problem at /hooks/0/authentication/token: {problems:?}"
+    );
+    assert!(problems.iter().all(|p| !p.contains(LITERAL_TOKEN)), "{problems:?}");
+}
+
+/// The `ahp` binary of this build, built on first use.
+///
+/// `CARGO_BIN_EXE_*` exists only for binaries of the test's own package, and `ahp` belongs
+/// to `ahp-host`, so the binary is found beside this test executable
+/// (`<target>/<profile>/deps/<test>`) and built there with cargo when it is missing or
+/// older than this test executable (a no-op when it is up to date).
+fn ahp_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test executable's path");
+        let profile_dir = exe.parent().and_then(Path::parent).expect("tests run from <target>/<profile>/deps");
+        let target_dir = profile_dir.parent().expect("a target directory");
+        let binary = profile_dir.join(format!("ahp{}", std::env::consts::EXE_SUFFIX));
+        // Missing, or older than this test (so possibly built from older host sources).
+        let stale = match (binary.metadata().and_then(|m| m.modified()), exe.metadata().and_then(|m| m.modified())) {
+            (Ok(built), Ok(test)) => built < test,
+            _ => true,
+        };
+        if stale {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut build = std::process::Command::new(cargo);
+            build
+                .args(["build", "-p", "ahp-host", "--bin", "ahp"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .env("CARGO_TARGET_DIR", target_dir);
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                build.arg("--release");
+            }
+            let status = build.status().expect("run cargo build for the ahp binary");
+            assert!(status.success(), "cargo build -p ahp-host --bin ahp failed: {status}");
+        }
+        assert!(binary.exists(), "no ahp binary at {}", binary.display());
+        binary
+    })
+}
+
+/// Runs `ahp` with `args`, feeding `stdin` if given.
+async fn ahp(args: &[&str], stdin: Option<&str>) -> Output {
+    let binary = tokio::task::spawn_blocking(ahp_binary).await.expect("locate the ahp binary");
+    let mut command = tokio::process::Command::new(binary);
+    command
+        .args(args)
+        .env_remove("AHP_LOG")
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().expect("spawn ahp");
+    if let Some(input) = stdin {
+        let mut pipe = child.stdin.take().expect("piped stdin");
+        pipe.write_all(input.as_bytes()).await.expect("write the event to ahp");
+        drop(pipe);
+    }
+    child.wait_with_output().await.expect("wait for ahp")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("UTF-8 output")
+}
+
+/// `stdout` is exactly one line holding one JSON object.
+fn one_json_line(stdout: &str) -> Value {
+    assert!(stdout.ends_with('\n'), "stdout ends with a newline: {stdout:?}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "exactly one line: {stdout:?}");
+    let record: Value = serde_json::from_str(lines[0]).expect("the line is JSON");
+    assert!(record.is_object(), "a JSON object: {record}");
+    record
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_check_accepts_the_portable_fixture() {
+    let file = fixtures_dir().join("portable.valid.json");
+    let output = ahp(&["check", file.to_str().unwrap()], None).await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(stdout, format!("{}: valid\n", file.display()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_check_rejects_empty_hooks_with_problems_on_stderr() {
+    let file = fixtures_dir().join("empty-hooks.invalid.json");
+    let output = ahp(&["check", file.to_str().unwrap()], None).await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(stdout, "", "nothing on stdout");
+    let problems: Vec<&str> = stderr.lines().collect();
+    assert!(!problems.is_empty(), "problems on stderr");
+    for problem in &problems {
+        assert!(problem.starts_with("error: /"), "each line is a problem with a JSON path: {problem:?}");
+    }
+    assert!(
+        problems.iter().any(|p| p.starts_with("error: /hooks: ")),
+        "the problem names /hooks: {problems:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_intercept_rejects_an_invalid_event_with_exit_1() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg_file = dir.path().join("registration.json");
+    std::fs::write(&reg_file, registration(&[Http::new("com.example.policy", backend.url())])).unwrap();
+    let mut bad: Value = serde_json::from_str(&event("evt_bad")).unwrap();
+    bad["tool"]["input"] = json!("make test");
+
+    let args = ["intercept", "--registration", reg_file.to_str().unwrap(), "--event", "-"];
+    let output = ahp(&args, Some(&bad.to_string())).await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(stdout, "", "no settlement for an invalid event");
+    assert!(stderr.lines().any(|l| l.starts_with("error: ") && l.contains("tool")), "stderr: {stderr}");
+    assert_eq!(backend.requests().len(), 0, "nothing is sent for an invalid event");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_intercept_denies_a_fail_closed_blackhole_with_exit_2() {
+    let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg_file = dir.path().join("registration.json");
+    let reg = registration(&[Http::new("com.example.policy", backend.url()).policy("fail-closed").timeout_ms(100)]);
+    std::fs::write(&reg_file, reg).unwrap();
+    let event_file = dir.path().join("event.json");
+    std::fs::write(&event_file, event("evt_cli_blackhole")).unwrap();
+
+    let args = ["intercept", "--registration", reg_file.to_str().unwrap(), "--event", event_file.to_str().unwrap()];
+    let output = ahp(&args, None).await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(2), "stdout: {stdout}\nstderr: {stderr}");
+    let record = one_json_line(&stdout);
+    assert_eq!(record["decision"], json!("deny"));
+    assert_eq!(record["decidedBy"], json!("synthetic-deny"));
+    assert_eq!(record["reason"], json!("Required policy backend unavailable."));
+    assert_eq!(record["event"]["id"], json!("evt_cli_blackhole"));
+    let entry = &record["interceptors"][0];
+    assert_eq!(entry["outcome"], json!("failed-closed"));
+    assert_eq!(entry["failure"], json!({"class": "deadline-exceeded", "phase": "await-response"}));
+    assert_eq!(backend.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_intercept_allows_no_effect_with_exit_0() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg_file = dir.path().join("registration.json");
+    std::fs::write(&reg_file, registration(&[Http::new("com.example.policy", backend.url())])).unwrap();
+
+    let args = ["intercept", "--registration", reg_file.to_str().unwrap(), "--event", "-"];
+    let output = ahp(&args, Some(&event("evt_cli_allow"))).await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "stdout: {stdout}\nstderr: {stderr}");
+    let record = one_json_line(&stdout);
+    assert_eq!(record["decision"], json!("allow"));
+    assert_eq!(record["decidedBy"], json!("no-objection"));
+    assert_eq!(record["reason"], Value::Null);
+    assert_eq!(record["event"]["id"], json!("evt_cli_allow"));
+    assert_eq!(record["interceptors"][0]["outcome"], json!("no-effect"));
+    let requests = backend.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].json()["id"], json!("evt_cli_allow"));
+}

@@ -1,0 +1,131 @@
+//! HTTPS backends: certificates are verified with rustls against the platform roots plus
+//! an explicitly configured trust-roots file; an untrusted certificate fails the TLS
+//! handshake, nothing is sent, and the subscription's policy settles the call.
+
+use ahp_host::{DecidedBy, Decision, Interceptor, Options};
+use ahp_tests::support::{event, registration, Http};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use serde_json::{json, Value};
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::TlsAcceptor;
+
+/// A test CA and a `localhost` certificate it signed.
+struct Pki {
+    ca_pem: String,
+    server_cert: CertificateDer<'static>,
+    server_key: PrivateKeyDer<'static>,
+}
+
+fn pki() -> Pki {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&key, &ca, &ca_key)
+        .unwrap();
+    Pki {
+        ca_pem: ca.pem(),
+        server_cert: cert.der().clone(),
+        server_key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+    }
+}
+
+/// An HTTPS backend on 127.0.0.1 answering every intercept with no effect; counts the
+/// requests that got through the handshake.
+async fn https_backend(pki: &Pki) -> (u16, Arc<AtomicUsize>) {
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![pki.server_cert.clone()], pki.server_key.clone_key())
+        .unwrap();
+    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = Arc::new(AtomicUsize::new(0));
+    let count = served.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let count = count.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(stream).await else { return };
+                let service = hyper::service::service_fn(move |r| {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    answer(r)
+                });
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), service).await;
+            });
+        }
+    });
+    (port, served)
+}
+
+async fn answer(request: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let id = serde_json::from_slice::<Value>(&body).map(|v| v["id"].clone()).unwrap_or(Value::Null);
+    let reply = json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}});
+    let mut response = Response::new(Full::new(Bytes::from(reply.to_string())));
+    response.headers_mut().insert("content-type", "application/json".parse().unwrap());
+    Ok(response)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_backend_signed_by_a_configured_root_is_trusted() {
+    let pki = pki();
+    let (port, served) = https_backend(&pki).await;
+    let roots = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(roots.path(), &pki.ca_pem).unwrap();
+    let reg = registration(&[Http::new("com.example.tls", format!("https://localhost:{port}/hooks"))]);
+    let options = Options { trust_roots: Some(roots.path().to_path_buf()), ..Options::default() };
+    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+    let settled = interceptor.intercept(&event("evt_tls_ok"), &["deny"], None).await.unwrap();
+    assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+    assert_eq!(settled.record["interceptors"][0]["outcome"], "no-effect");
+    assert_eq!(served.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn untrusted_certificate_fails_the_handshake_and_sends_nothing() {
+    let pki = pki();
+    let (port, served) = https_backend(&pki).await;
+    for (policy, decision) in [("fail-closed", Decision::Deny), ("fail-open", Decision::Allow)] {
+        let reg = registration(&[Http::new("com.example.tls", format!("https://localhost:{port}/hooks")).policy(policy)]);
+        let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
+        let settled = interceptor.intercept(&event("evt_tls_bad"), &["deny"], None).await.unwrap();
+        assert_eq!(settled.decision, decision, "{policy}: {}", settled.record);
+        if decision == Decision::Deny {
+            assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
+        }
+        let failure = &settled.record["interceptors"][0]["failure"];
+        assert_eq!(failure["class"], "connection-refused", "{policy}: {}", settled.record);
+        assert_eq!(failure["detail"], "tls");
+        assert_eq!(failure["phase"], "connect");
+    }
+    assert_eq!(served.load(Ordering::SeqCst), 0, "no request may pass an untrusted handshake");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_to_a_non_loopback_host_is_not_permitted() {
+    // 0.0.0.0 is not a loopback address (and would still stay on this machine).
+    let reg = registration(&[Http::new("com.example.remote", "http://0.0.0.0:9/hooks")]);
+    let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
+    let settled = interceptor.intercept(&event("evt_plain"), &["deny"], None).await.unwrap();
+    assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
+    let failure = &settled.record["interceptors"][0]["failure"];
+    assert_eq!(failure["class"], "connection-refused");
+    assert_eq!(failure["detail"], "not-permitted");
+}
