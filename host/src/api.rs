@@ -8,7 +8,7 @@
 //! recorded as `engine-failure`: interception that did not complete is never permission.
 
 use crate::audit::AuditLog;
-use crate::bindings::interceptor::{DecidedBy as WitDecidedBy, Decision as WitDecision};
+use crate::bindings::interceptor::{DecidedBy as WitDecidedBy, Decision as WitDecision, Delivery};
 use crate::bindings::Plugin;
 use crate::capabilities::http::HttpOptions;
 use crate::capabilities::{Backends, HostState};
@@ -314,7 +314,44 @@ impl Interceptor {
             }
         };
         self.put_ready(ready);
-        Ok(from_component(settled, event, started))
+        let mut settled = settled;
+        let observers = std::mem::take(&mut settled.observers);
+        let mut settlement = from_component(settled, event, started);
+        if !observers.is_empty() && !interrupt.is_set() {
+            let results = self.deliver_observers(observers, interrupt).await;
+            if let Some(entries) = settlement.record["observers"].as_array_mut() {
+                for (entry, result) in entries.iter_mut().zip(results) {
+                    entry["result"] = result.into();
+                }
+            }
+        }
+        Ok(settlement)
+    }
+
+    /// Sends the call's observe notifications concurrently, each bounded by its own
+    /// deadline; interruption cancels them. Results are in the order given.
+    async fn deliver_observers(&self, deliveries: Vec<Delivery>, interrupt: &Interrupt) -> Vec<&'static str> {
+        let mut tasks = tokio::task::JoinSet::new();
+        let count = deliveries.len();
+        for (i, delivery) in deliveries.into_iter().enumerate() {
+            let backends = self.inner.backends.clone();
+            let interrupt = interrupt.clone();
+            tasks.spawn(async move {
+                let deadline = tokio::time::Instant::from_std(clock::to_instant(delivery.deadline));
+                let result = tokio::select! {
+                    r = backends.notify(&delivery.backend, &delivery.message, deadline) => r,
+                    () = interrupt.wait() => "interrupted",
+                };
+                (i, result)
+            });
+        }
+        let mut results = vec!["interrupted"; count];
+        while let Some(joined) = tasks.join_next().await {
+            if let Ok((i, result)) = joined {
+                results[i] = result;
+            }
+        }
+        results
     }
 
     async fn take_ready(&self) -> wasmtime::Result<Ready> {

@@ -204,14 +204,22 @@ async fn a_deny_short_circuits_the_rest_of_the_chain() {
     }
     assert_wire_matches_record(&[&a, &b, &c], &settled, "evt_deny");
 
-    // Short-circuit observe. The component hands the host one prepared `hooks/observe`
-    // notification per uncalled interceptor (`settlement.observers` in the WIT), and the
-    // record lists them. The host does NOT deliver them yet: host/src/api.rs
-    // `from_component` drops `s.observers` without sending anything (DESIGN.md §3 step 6
-    // says the host sends them after writing the audit record). So this asserts only on
-    // `record.observers`; once the host delivers, add: B and C each
-    // `wait_for_requests(1, 2s)`, exactly one request each, method `hooks/observe`, no
-    // `id`, and its SHA-256 equal to the observer entry's `requestSha256`.
+    // Short-circuit observe: the component hands the host one prepared `hooks/observe`
+    // notification per uncalled interceptor, and the host delivers them before the call
+    // completes. B and C answer 200 with a JSON body, which is not observe success
+    // (202/204, no body): recorded as `http-status`, and the decision is unchanged.
+    for (backend, entry) in [(&b, 1), (&c, 2)] {
+        let observes: Vec<_> = backend
+            .requests()
+            .into_iter()
+            .filter(|r| r.json()["method"] == "hooks/observe")
+            .collect();
+        assert_eq!(observes.len(), 1, "one short-circuit observe each");
+        assert!(observes[0].json().get("id").is_none(), "a notification has no id");
+        let sha = sha256_hex(&observes[0].body);
+        assert_eq!(settled.record["observers"][entry - 1]["requestSha256"], json!(sha));
+        assert_eq!(settled.record["observers"][entry - 1]["result"], "http-status");
+    }
     let observers = settled.record["observers"]
         .as_array()
         .expect("observers is an array");

@@ -66,6 +66,49 @@ impl Backends {
     pub fn get(&self, id: &str) -> Option<&Backend> {
         self.0.get(id)
     }
+
+    /// Sends one `hooks/observe` notification by `deadline`, with the backend's
+    /// credential if it has one (never without it). Returns `"delivered"` or the failure
+    /// class; an observer's failure never changes a decision.
+    pub async fn notify(&self, backend: &str, message: &[u8], deadline: tokio::time::Instant) -> &'static str {
+        let Some(target) = self.get(backend) else {
+            return "connection-refused";
+        };
+        let bearer = match &target.auth {
+            Some(plan) => match credentials::resolve(plan, deadline).await {
+                Ok(secret) => Some(secret),
+                Err(_) => return "auth-failed",
+            },
+            None => None,
+        };
+        let sent = match &target.transport {
+            Transport::Http(http) => http.exchange(message, bearer.as_ref(), deadline).await,
+            Transport::Unavailable => Err(DeliveryError::NotPermitted),
+        };
+        match sent {
+            // Observe success is 202 or 204 with no body.
+            Ok(reply) if matches!(reply.status, Some(202 | 204)) && reply.body.is_empty() => "delivered",
+            Ok(_) => "http-status",
+            Err(e) => failure_class(&e),
+        }
+    }
+}
+
+/// The audit class of a transport failure outside the component (observer deliveries).
+fn failure_class(error: &DeliveryError) -> &'static str {
+    match error {
+        DeliveryError::DeadlineExceeded(_) => "deadline-exceeded",
+        DeliveryError::Cancelled => "interrupted",
+        DeliveryError::ConnectionRefused | DeliveryError::TlsFailed | DeliveryError::NotPermitted => {
+            "connection-refused"
+        }
+        DeliveryError::ConnectionReset => "connection-reset",
+        DeliveryError::ConnectionLost => "connection-lost",
+        DeliveryError::MalformedHttp => "http-status",
+        DeliveryError::LaunchFailed => "launch-failed",
+        DeliveryError::AbnormalExit(_) => "abnormal-exit",
+        DeliveryError::ResponseTooLarge => "malformed-json",
+    }
 }
 
 /// The data of one component instance's store.
