@@ -31,6 +31,9 @@ impl Host for Instant0 {
     fn interrupted(&self) -> bool {
         false
     }
+    fn retry_after(&mut self, _: &str, _: u32, _: Instant) -> bool {
+        false
+    }
 }
 
 fn main() {

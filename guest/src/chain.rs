@@ -189,8 +189,10 @@ fn admission_stop<H: Host>(host: &H, budget: Option<Instant>) -> Option<Stop> {
     }
 }
 
-/// One interceptor: acquire, exchange, decode, accept — with at most one re-acquisition
-/// after a 401, resending the same bytes, and only while the deadline remains.
+/// One interceptor: acquire, exchange, decode, accept. It may take several attempts, all
+/// sending the same bytes and all inside the one deadline: at most one re-acquisition
+/// after a 401, and retries after transient failures as the host allows. Never a retry
+/// after an accepted answer (deny or empty) or a response rejected for its content.
 fn evaluate<H: Host>(
     host: &mut H,
     backend: &Backend,
@@ -213,6 +215,17 @@ fn evaluate<H: Host>(
         let elapsed_ms = host.now().saturating_sub(begun) / NANOS_PER_MS;
         attempts.push(Attempt { n, elapsed_ms, result: label });
         match result {
+            // A transient failure may be retried with the same bytes, only while the
+            // original deadline remains and only as the host's configuration allows.
+            AttemptResult::Ended(Ending::Failed(f)) if f.is_transient() && host.now() < deadline => {
+                if host.retry_after(&backend.id, n, deadline) && !host.interrupted() {
+                    continue;
+                }
+                if host.interrupted() {
+                    return (Ending::Interrupted, attempts);
+                }
+                return (Ending::Failed(f), attempts);
+            }
             AttemptResult::Ended(ending) => return (ending, attempts),
             AttemptResult::Unauthorized { had_credential } => {
                 if host.interrupted() {

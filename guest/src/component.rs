@@ -168,4 +168,8 @@ impl Host for ComponentHost {
     fn interrupted(&self) -> bool {
         wit_delivery::interrupted()
     }
+
+    fn retry_after(&mut self, backend: &str, attempt: u32, deadline: Instant) -> bool {
+        wit_delivery::retry_after(backend, attempt, deadline)
+    }
 }

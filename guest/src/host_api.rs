@@ -83,4 +83,8 @@ pub trait Host {
 
     /// True once the embedding harness has interrupted this hook call.
     fn interrupted(&self) -> bool;
+
+    /// Waits the host's backoff before retry number `attempt` (1 = first retry) of an
+    /// exchange with `backend`; false when no retry may happen before `deadline`.
+    fn retry_after(&mut self, backend: &str, attempt: u32, deadline: Instant) -> bool;
 }

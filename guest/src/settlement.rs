@@ -191,7 +191,10 @@ fn interceptor_json(r: &InterceptorRecord) -> Value {
         "attempts".into(),
         r.attempts
             .iter()
-            .map(|a| json!({"n": a.n, "elapsedMs": a.elapsed_ms, "result": a.result}))
+            .map(|a| {
+                json!({"n": a.n, "elapsedMs": a.elapsed_ms, "result": a.result,
+                       "requestSha256": r.request_sha256})
+            })
             .collect(),
     );
     if let Some(sha) = &r.request_sha256 {

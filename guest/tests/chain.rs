@@ -121,6 +121,10 @@ struct FakeHost {
     acquired: Vec<(String, Instant)>,
     rejected: Vec<Cred>,
     sent: Vec<Sent>,
+    /// Retries the host's configuration allows per exchange, and the backoff of each.
+    retries: u32,
+    backoff_ms: u64,
+    retry_asks: Vec<(String, u32, Instant)>,
 }
 
 impl FakeHost {
@@ -135,7 +139,17 @@ impl FakeHost {
             acquired: Vec::new(),
             rejected: Vec::new(),
             sent: Vec::new(),
+            retries: 0,
+            backoff_ms: 0,
+            retry_asks: Vec::new(),
         }
+    }
+
+    /// Allows `retries` retries per exchange, each after `backoff_ms` of virtual time.
+    fn retries(mut self, retries: u32, backoff_ms: u64) -> FakeHost {
+        self.retries = retries;
+        self.backoff_ms = backoff_ms;
+        self
     }
 
     /// Scripts the next exchange with `backend`.
@@ -219,6 +233,16 @@ impl Host for FakeHost {
 
     fn interrupted(&self) -> bool {
         self.interrupted
+    }
+
+    fn retry_after(&mut self, backend: &str, attempt: u32, deadline: Instant) -> bool {
+        self.retry_asks.push((backend.into(), attempt, deadline));
+        if self.interrupted || attempt > self.retries || self.now + ms(self.backoff_ms) >= deadline
+        {
+            return false;
+        }
+        self.now += ms(self.backoff_ms);
+        true
     }
 }
 
@@ -398,7 +422,8 @@ fn no_effect_reply_settles_allow_with_no_objection() {
     assert_eq!(audit["decision"], "allow");
     assert_eq!(
         audit["interceptors"][0]["attempts"],
-        json!([{"n": 1, "elapsedMs": 1, "result": "accepted"}])
+        json!([{"n": 1, "elapsedMs": 1, "result": "accepted",
+                "requestSha256": audit["interceptors"][0]["requestSha256"]}])
     );
     assert!(audit["interceptors"][0].get("failure").is_none());
 }
@@ -862,7 +887,8 @@ fn failure_records_the_phase_and_the_status_but_never_the_body() {
     );
     assert_eq!(
         audited(&s, 0)["attempts"],
-        json!([{"n": 1, "elapsedMs": 500, "result": "deadline-exceeded"}])
+        json!([{"n": 1, "elapsedMs": 500, "result": "deadline-exceeded",
+                "requestSha256": audited(&s, 0)["requestSha256"]}])
     );
 }
 
@@ -1113,8 +1139,10 @@ fn unauthorized_with_credential_rejects_reacquires_and_resends_identical_bytes()
     );
     assert_eq!(
         audited(&s, 0)["attempts"],
-        json!([{"n": 1, "elapsedMs": 30, "result": "unauthorized"},
-               {"n": 2, "elapsedMs": 1, "result": "accepted"}])
+        json!([{"n": 1, "elapsedMs": 30, "result": "unauthorized",
+                "requestSha256": audited(&s, 0)["requestSha256"]},
+               {"n": 2, "elapsedMs": 1, "result": "accepted",
+                "requestSha256": audited(&s, 0)["requestSha256"]}])
     );
 }
 
@@ -1497,4 +1525,124 @@ fn invalid_event_is_rejected_naming_the_field() {
         "{problems:?}"
     );
     assert!(host.sent.is_empty() && host.acquired.is_empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// Retries: same bytes, inside the original deadline, only after transient failures
+// ---------------------------------------------------------------------------------------
+
+fn one_backend(policy: &str, timeout_ms: u64) -> Engine {
+    load(vec![interceptor(A, policy, timeout_ms)])
+}
+
+#[test]
+fn a_reset_is_retried_with_byte_identical_bytes_and_then_accepted() {
+    let engine = one_backend("fail-closed", 1_000);
+    let mut host = FakeHost::new()
+        .retries(2, 10)
+        .on(A, Step::fail(DeliveryError::ConnectionReset))
+        .on(A, Step::reply(no_effect()));
+    let settled = run(&engine, &mut host);
+    assert_eq!(settled.decision, Decision::Allow);
+    let sent = host.sent_to(A);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        sent[0].message, sent[1].message,
+        "a retry resends the exact bytes"
+    );
+    assert_eq!(
+        sent[0].deadline, sent[1].deadline,
+        "a retry never extends the deadline"
+    );
+    let audit = settled.audit();
+    let attempts = audit["interceptors"][0]["attempts"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[0]["result"], "connection-reset");
+    assert_eq!(attempts[1]["result"], "accepted");
+    assert_eq!(attempts[0]["requestSha256"], attempts[1]["requestSha256"]);
+    assert_eq!(
+        attempts[0]["requestSha256"],
+        audit["interceptors"][0]["requestSha256"]
+    );
+}
+
+#[test]
+fn without_configured_retries_a_transient_failure_is_settled_at_once() {
+    let engine = one_backend("fail-closed", 1_000);
+    let mut host = FakeHost::new().on(A, Step::fail(DeliveryError::ConnectionRefused));
+    let settled = run(&engine, &mut host);
+    assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
+    assert_eq!(host.sent_to(A).len(), 1);
+    assert_eq!(host.retry_asks.len(), 1, "the host was asked and said no");
+}
+
+#[test]
+fn transient_statuses_and_backend_unavailable_are_retried() {
+    for reply in [
+        http(503, "application/json", ""),
+        http(502, "text/plain", "bad gateway"),
+        rpc_error(-32003),
+    ] {
+        let engine = one_backend("fail-closed", 1_000);
+        let mut host = FakeHost::new()
+            .retries(1, 5)
+            .on(A, Step::reply(reply.clone()))
+            .on(A, Step::reply(no_effect()));
+        let settled = run(&engine, &mut host);
+        assert_eq!(settled.decision, Decision::Allow, "{reply:?}");
+        assert_eq!(host.sent_to(A).len(), 2);
+    }
+}
+
+#[test]
+fn deny_empty_success_and_rejected_content_are_never_retried() {
+    let replies = [
+        deny("no"),
+        no_effect(),
+        http(500, "application/json", ""),
+        http(200, "application/json", "{not json"),
+        rpc_error(-32004),
+    ];
+    for reply in replies {
+        let engine = one_backend("fail-open", 1_000);
+        let mut host = FakeHost::new()
+            .retries(5, 1)
+            .on(A, Step::reply(reply.clone()));
+        run(&engine, &mut host);
+        assert_eq!(host.sent_to(A).len(), 1, "retried {reply:?}");
+        assert!(host.retry_asks.is_empty(), "asked to retry {reply:?}");
+    }
+}
+
+#[test]
+fn retries_stop_at_the_original_deadline() {
+    let engine = one_backend("fail-closed", 250);
+    let mut host = FakeHost::new().retries(100, 100);
+    for _ in 0..10 {
+        host = host.on(A, Step::fail(DeliveryError::ConnectionRefused));
+    }
+    let settled = run(&engine, &mut host);
+    assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
+    // Attempts at +0, +100, +200 ms; a fourth would start at +300 ms, past the deadline.
+    assert_eq!(host.sent_to(A).len(), 3);
+    assert!(host.now <= T0 + ms(250));
+}
+
+#[test]
+fn interruption_during_backoff_ends_the_call_as_interrupted() {
+    let engine = one_backend("fail-open", 1_000);
+    let mut host = FakeHost::new().retries(3, 10).on(
+        A,
+        Step {
+            interrupts: true,
+            ..Step::fail(DeliveryError::ConnectionReset)
+        },
+    );
+    let settled = run(&engine, &mut host);
+    assert_eq!(settled.decision, Decision::Deny);
+    assert_eq!(settled.decided_by, DecidedBy::Interrupted);
+    assert_eq!(host.sent_to(A).len(), 1);
 }

@@ -11,7 +11,7 @@ use crate::audit::AuditLog;
 use crate::bindings::interceptor::{DecidedBy as WitDecidedBy, Decision as WitDecision, Delivery};
 use crate::bindings::Plugin;
 use crate::capabilities::http::HttpOptions;
-use crate::capabilities::{Backends, HostState};
+use crate::capabilities::{Backends, HostState, RetryPolicy};
 use crate::clock;
 use crate::interrupt::Interrupt;
 use crate::runtime::Runtime;
@@ -147,6 +147,9 @@ pub struct Options {
     pub allow_insecure_http: bool,
     /// A PEM file of extra trust roots for `https` backends.
     pub trust_roots: Option<PathBuf>,
+    /// Retries after transient failures (refused, reset, lost, 502–504, JSON-RPC
+    /// -32003), always inside the original deadline and with the same bytes. Off by default.
+    pub retries: RetryPolicy,
 }
 
 /// An AHP interceptor for one registration.
@@ -178,6 +181,8 @@ struct Inner {
     pool: Mutex<Vec<Ready>>,
     audit: Option<AuditLog>,
     shut_down: AtomicBool,
+    /// Set by shutdown: every in-flight call ends (as a `shutdown` denial).
+    closing: Interrupt,
 }
 
 /// An instance whose engine resource already holds the loaded registration.
@@ -196,7 +201,7 @@ impl Interceptor {
         };
         // A probe instance validates the registration and tells which backends to serve.
         let (mut store, plugin) = runtime
-            .instantiate(HostState::new(Arc::new(Backends::default())))
+            .instantiate(HostState::new(Arc::new(Backends::default()), Interrupt::new()))
             .await
             .map_err(BuildError::Setup)?;
         let engine_api = plugin.ahp_interceptor_interceptor().engine();
@@ -209,7 +214,7 @@ impl Interceptor {
         let warnings = engine_api.call_warnings(&mut store, engine).await.map_err(BuildError::Setup)?;
         let bound_ms = engine_api.call_bound_ms(&mut store, engine).await.map_err(BuildError::Setup)?;
         let http = http_options(&options).map_err(BuildError::Setup)?;
-        let backends = Arc::new(Backends::from_plan(plan, &http).map_err(|e| BuildError::Setup(wasmtime::format_err!(e)))?);
+        let backends = Arc::new(Backends::from_plan(plan, &http, &options.retries).map_err(|e| BuildError::Setup(wasmtime::format_err!(e)))?);
         let audit = match &options.audit_path {
             Some(path) => Some(AuditLog::open(path).with_context(|| format!("open audit log {}", path.display())).map_err(BuildError::Setup)?),
             None => None,
@@ -224,6 +229,7 @@ impl Interceptor {
                 pool: Mutex::new(Vec::new()),
                 audit,
                 shut_down: AtomicBool::new(false),
+                closing: Interrupt::new(),
             }),
         })
     }
@@ -317,7 +323,12 @@ impl Interceptor {
         let mut settled = settled;
         let observers = std::mem::take(&mut settled.observers);
         let mut settlement = from_component(settled, event, started);
-        if !observers.is_empty() && !interrupt.is_set() {
+        if settlement.decided_by == DecidedBy::Interrupted && self.inner.closing.is_set() {
+            // Interrupted by our own shutdown, not by the harness: say so in the audit.
+            settlement.decided_by = DecidedBy::Shutdown;
+            settlement.record["decidedBy"] = DecidedBy::Shutdown.as_str().into();
+        }
+        if !observers.is_empty() && !interrupt.is_set() && !self.inner.closing.is_set() {
             let results = self.deliver_observers(observers, interrupt).await;
             if let Some(entries) = settlement.record["observers"].as_array_mut() {
                 for (entry, result) in entries.iter_mut().zip(results) {
@@ -358,7 +369,7 @@ impl Interceptor {
         if let Some(ready) = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner()).pop() {
             return Ok(ready);
         }
-        let state = HostState::new(self.inner.backends.clone());
+        let state = HostState::new(self.inner.backends.clone(), self.inner.closing.clone());
         let (mut store, plugin) = self.inner.runtime.instantiate(state).await?;
         store.data_mut().cpu_deadline = std::time::Instant::now() + Duration::from_secs(5);
         let engine = plugin
@@ -380,6 +391,7 @@ impl Interceptor {
     /// Stops admission of new calls and releases owned I/O. Safe to call repeatedly.
     pub fn shutdown(&self) {
         self.inner.shut_down.store(true, Ordering::SeqCst);
+        self.inner.closing.interrupt();
         self.inner.pool.lock().unwrap_or_else(|p| p.into_inner()).clear();
         self.inner.backends.close();
     }

@@ -6,6 +6,7 @@ wasmtime::component::bindgen!({
     imports: {
         "ahp:interceptor/delivery.exchange": async | trappable,
         "ahp:interceptor/credentials.acquire": async | trappable,
+        "ahp:interceptor/delivery.retry-after": async | trappable,
         default: trappable,
     },
     exports: { default: async },

@@ -62,6 +62,9 @@ struct HostArgs {
     /// Allow plain http to non-loopback hosts (local development only).
     #[arg(long)]
     allow_insecure_http: bool,
+    /// Retries per exchange after a transient failure, inside the original deadline.
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
 }
 
 impl HostArgs {
@@ -74,6 +77,7 @@ impl HostArgs {
             component,
             trust_roots: self.trust_roots.clone(),
             allow_insecure_http: self.allow_insecure_http,
+            retries: crate::RetryPolicy { default: self.retries, ..Default::default() },
             ..Options::default()
         })
     }

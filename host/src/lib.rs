@@ -23,5 +23,6 @@ mod tls;
 
 pub use api::{BuildError, CallError, DecidedBy, Decision, Interceptor, Options, Settlement};
 pub use capabilities::credentials::Secret;
+pub use capabilities::RetryPolicy;
 pub use interrupt::Interrupt;
 pub use runtime::EMBEDDED_COMPONENT;

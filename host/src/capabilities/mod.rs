@@ -32,6 +32,8 @@ pub enum Transport {
 pub struct Backend {
     pub transport: Transport,
     pub auth: Option<AuthPlan>,
+    /// Retries allowed per exchange after a transient failure (0 = none).
+    pub retries: u32,
 }
 
 /// Every backend of one registration, by id; shared by all instances of that registration.
@@ -40,7 +42,7 @@ pub struct Backends(HashMap<String, Backend>);
 
 impl Backends {
     /// Builds the transports the component's plan asks for.
-    pub fn from_plan(plan: Vec<BackendPlan>, http: &HttpOptions) -> Result<Backends, String> {
+    pub fn from_plan(plan: Vec<BackendPlan>, http: &HttpOptions, retries: &RetryPolicy) -> Result<Backends, String> {
         let mut map = HashMap::new();
         for backend in plan {
             let transport = match &backend.transport {
@@ -49,7 +51,8 @@ impl Backends {
                 ),
                 TransportPlan::Stdio(_) => Transport::Unavailable,
             };
-            map.insert(backend.id, Backend { transport, auth: backend.auth });
+            let retries = retries.for_backend(&backend.id);
+            map.insert(backend.id, Backend { transport, auth: backend.auth, retries });
         }
         Ok(Backends(map))
     }
@@ -111,6 +114,32 @@ fn failure_class(error: &DeliveryError) -> &'static str {
     }
 }
 
+/// Retries after transient failures, from the host configuration (off by default).
+#[derive(Clone, Debug, Default)]
+pub struct RetryPolicy {
+    /// Retries per exchange for every backend.
+    pub default: u32,
+    /// Per-backend overrides, by backend id.
+    pub per_backend: HashMap<String, u32>,
+}
+
+impl RetryPolicy {
+    fn for_backend(&self, id: &str) -> u32 {
+        self.per_backend.get(id).copied().unwrap_or(self.default)
+    }
+}
+
+/// The backoff before retry number `attempt`: exponential from 10 ms, capped at 200 ms,
+/// with full jitter in its upper half so retrying callers do not move in lockstep.
+fn backoff(attempt: u32) -> std::time::Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let ceiling_ms = (10u64 << attempt.saturating_sub(1).min(5)).min(200);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(attempt);
+    let jitter = hasher.finish() % (ceiling_ms * 500 + 1);
+    std::time::Duration::from_micros(ceiling_ms * 500 + jitter)
+}
+
 /// The data of one component instance's store.
 pub struct HostState {
     wasi: WasiCtx,
@@ -118,12 +147,14 @@ pub struct HostState {
     backends: Arc<Backends>,
     /// The interruption signal of the hook call currently running in this instance.
     pub interrupt: Interrupt,
+    /// Set when the interceptor shuts down: ends every in-flight call.
+    pub shutdown: Interrupt,
     /// When the component's CPU time for the current call runs out (epoch check).
     pub cpu_deadline: std::time::Instant,
 }
 
 impl HostState {
-    pub fn new(backends: Arc<Backends>) -> HostState {
+    pub fn new(backends: Arc<Backends>, shutdown: Interrupt) -> HostState {
         let wasi = wasmtime_wasi::WasiCtxBuilder::new()
             .monotonic_clock(clock::SharedMonotonicClock)
             .build();
@@ -132,7 +163,24 @@ impl HostState {
             table: ResourceTable::new(),
             backends,
             interrupt: Interrupt::new(),
+            shutdown,
             cpu_deadline: std::time::Instant::now(),
+        }
+    }
+
+    /// Whether the call was interrupted or the interceptor is shutting down.
+    fn stopped(&self) -> bool {
+        self.interrupt.is_set() || self.shutdown.is_set()
+    }
+
+    /// Resolves when the call is interrupted or the interceptor shuts down.
+    fn when_stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (call, shutdown) = (self.interrupt.clone(), self.shutdown.clone());
+        async move {
+            tokio::select! {
+                () = call.wait() => {}
+                () = shutdown.wait() => {}
+            }
         }
     }
 }
@@ -162,10 +210,10 @@ impl wit_credentials::Host for HostState {
             return Ok(Ok(None));
         };
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
-        let interrupt = self.interrupt.clone();
+        let stopped = self.when_stopped();
         let resolved = tokio::select! {
             r = credentials::resolve(&plan, deadline) => r,
-            () = interrupt.wait() => return Ok(Err(AuthError::Cancelled)),
+            () = stopped => return Ok(Err(AuthError::Cancelled)),
         };
         Ok(match resolved {
             Ok(bearer) => Ok(Some(self.table.push(Credential { backend, bearer })?)),
@@ -209,7 +257,7 @@ impl wit_delivery::Host for HostState {
             return Ok(Err(DeliveryError::NotPermitted));
         }
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
-        let interrupt = self.interrupt.clone();
+        let stopped = self.when_stopped();
         let exchange = async {
             match &target.transport {
                 Transport::Http(http) => http.exchange(&message, bearer.as_ref(), deadline).await,
@@ -218,11 +266,28 @@ impl wit_delivery::Host for HostState {
         };
         Ok(tokio::select! {
             r = exchange => r,
-            () = interrupt.wait() => Err(DeliveryError::Cancelled),
+            () = stopped => Err(DeliveryError::Cancelled),
         })
     }
 
     fn interrupted(&mut self) -> wasmtime::Result<bool> {
-        Ok(self.interrupt.is_set())
+        Ok(self.stopped())
+    }
+
+    async fn retry_after(&mut self, backend: String, attempt: u32, deadline: u64) -> wasmtime::Result<bool> {
+        let allowed = self.backends.get(&backend).map_or(0, |b| b.retries);
+        if attempt > allowed || self.stopped() {
+            return Ok(false);
+        }
+        let wake = tokio::time::Instant::now() + backoff(attempt);
+        // Never sleep past the deadline: a retry that could not start in time is no retry.
+        if wake >= tokio::time::Instant::from_std(clock::to_instant(deadline)) {
+            return Ok(false);
+        }
+        let stopped = self.when_stopped();
+        Ok(tokio::select! {
+            () = tokio::time::sleep_until(wake) => true,
+            () = stopped => false,
+        })
     }
 }
