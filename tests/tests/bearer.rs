@@ -22,18 +22,27 @@ async fn call(interceptor: &ahp_host::Interceptor, id: &str) -> Settlement {
 }
 
 fn only_interceptor(record: &Value) -> &Value {
-    let interceptors = record["interceptors"].as_array().expect("interceptors is an array");
+    let interceptors = record["interceptors"]
+        .as_array()
+        .expect("interceptors is an array");
     assert_eq!(interceptors.len(), 1, "one interceptor in {record}");
     &interceptors[0]
 }
 
 /// The secret appears nowhere in what the harness may show or store.
 fn assert_no_secret(settled: &Settlement, secret: &str) {
-    assert!(!settled.record.to_string().contains(secret), "token in the record: {}", settled.record);
+    assert!(
+        !settled.record.to_string().contains(secret),
+        "token in the record: {}",
+        settled.record
+    );
     if let Some(reason) = &settled.reason {
         assert!(!reason.contains(secret), "token in the reason: {reason}");
     }
-    assert!(!format!("{settled:?}").contains(secret), "token in the Debug form");
+    assert!(
+        !format!("{settled:?}").contains(secret),
+        "token in the Debug form"
+    );
 }
 
 /// A registration with one bearer `tokenRef` backend, written by hand.
@@ -58,7 +67,8 @@ fn unauthorized() -> Behaviour {
     Behaviour::Reply {
         status: 401,
         content_type: Some("application/json".into()),
-        body: br#"{"jsonrpc":"2.0","id":$ID$,"error":{"code":-32001,"message":"unauthorized"}}"#.to_vec(),
+        body: br#"{"jsonrpc":"2.0","id":$ID$,"error":{"code":-32001,"message":"unauthorized"}}"#
+            .to_vec(),
     }
 }
 
@@ -72,11 +82,20 @@ async fn token_env_is_sent_as_exactly_one_bearer_header() {
     let interceptor = interceptor(&reg).await;
 
     let settled = call(&interceptor, "evt_env").await;
-    assert_eq!((settled.decision, settled.decided_by), (Decision::Allow, DecidedBy::NoObjection));
-    assert_eq!(only_interceptor(&settled.record)["outcome"], json!("no-effect"));
+    assert_eq!(
+        (settled.decision, settled.decided_by),
+        (Decision::Allow, DecidedBy::NoObjection)
+    );
+    assert_eq!(
+        only_interceptor(&settled.record)["outcome"],
+        json!("no-effect")
+    );
     let requests = backend.requests();
     assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].header_values("authorization"), [format!("Bearer {token}")]);
+    assert_eq!(
+        requests[0].header_values("authorization"),
+        [format!("Bearer {token}")]
+    );
     assert_no_secret(&settled, token);
 }
 
@@ -84,7 +103,9 @@ async fn token_env_is_sent_as_exactly_one_bearer_header() {
 async fn unset_env_case(policy: &str, name: &str) {
     assert!(std::env::var_os(name).is_none(), "{name} must not be set");
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let reg = registration(&[Http::new(BACKEND, backend.url()).policy(policy).token_env(name)]);
+    let reg = registration(&[Http::new(BACKEND, backend.url())
+        .policy(policy)
+        .token_env(name)]);
     let interceptor = interceptor(&reg).await;
 
     let settled = call(&interceptor, "evt_unset").await;
@@ -94,21 +115,37 @@ async fn unset_env_case(policy: &str, name: &str) {
     match policy {
         "fail-open" => {
             assert_eq!(
-                (settled.decision, settled.decided_by, settled.reason.as_deref()),
+                (
+                    settled.decision,
+                    settled.decided_by,
+                    settled.reason.as_deref()
+                ),
                 (Decision::Allow, DecidedBy::NoObjection, None)
             );
             assert_eq!(entry["outcome"], json!("failed-open"));
         }
         _ => {
             assert_eq!(
-                (settled.decision, settled.decided_by, settled.reason.as_deref()),
-                (Decision::Deny, DecidedBy::SyntheticDeny, Some(SYNTHETIC_REASON))
+                (
+                    settled.decision,
+                    settled.decided_by,
+                    settled.reason.as_deref()
+                ),
+                (
+                    Decision::Deny,
+                    DecidedBy::SyntheticDeny,
+                    Some(SYNTHETIC_REASON)
+                )
             );
             assert_eq!(entry["outcome"], json!("failed-closed"));
         }
     }
     // Give a wrongly sent request time to arrive before asserting there was none.
-    assert!(!backend.wait_for_requests(1, Duration::from_millis(200)).await);
+    assert!(
+        !backend
+            .wait_for_requests(1, Duration::from_millis(200))
+            .await
+    );
     assert_eq!(backend.requests().len(), 0);
     assert_eq!(backend.connections(), 0, "not even a connection");
 }
@@ -130,13 +167,23 @@ async fn unauthorized_is_retried_once_with_the_same_body_then_auth_failed() {
     let token = "tok-401-8e2d77";
     std::env::set_var(name, token);
     let backend = FaultBackend::start(vec![unauthorized()]).await;
-    let reg = registration(&[Http::new(BACKEND, backend.url()).policy("fail-closed").token_env(name)]);
+    let reg = registration(&[Http::new(BACKEND, backend.url())
+        .policy("fail-closed")
+        .token_env(name)]);
     let interceptor = interceptor(&reg).await;
 
     let settled = call(&interceptor, "evt_401").await;
     assert_eq!(
-        (settled.decision, settled.decided_by, settled.reason.as_deref()),
-        (Decision::Deny, DecidedBy::SyntheticDeny, Some(SYNTHETIC_REASON))
+        (
+            settled.decision,
+            settled.decided_by,
+            settled.reason.as_deref()
+        ),
+        (
+            Decision::Deny,
+            DecidedBy::SyntheticDeny,
+            Some(SYNTHETIC_REASON)
+        )
     );
     let entry = only_interceptor(&settled.record);
     assert_eq!(entry["outcome"], json!("failed-closed"));
@@ -144,15 +191,30 @@ async fn unauthorized_is_retried_once_with_the_same_body_then_auth_failed() {
         entry["failure"],
         json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401})
     );
-    let results: Vec<&Value> = entry["attempts"].as_array().unwrap().iter().map(|a| &a["result"]).collect();
+    let results: Vec<&Value> = entry["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["result"])
+        .collect();
     assert_eq!(results, [&json!("unauthorized"), &json!("unauthorized")]);
     // No third attempt arrives later either.
-    assert!(!backend.wait_for_requests(3, Duration::from_millis(200)).await);
+    assert!(
+        !backend
+            .wait_for_requests(3, Duration::from_millis(200))
+            .await
+    );
     let requests = backend.requests();
     assert_eq!(requests.len(), 2);
-    assert_eq!(requests[0].body, requests[1].body, "the resend is byte-identical");
+    assert_eq!(
+        requests[0].body, requests[1].body,
+        "the resend is byte-identical"
+    );
     for request in &requests {
-        assert_eq!(request.header_values("authorization"), [format!("Bearer {token}")]);
+        assert_eq!(
+            request.header_values("authorization"),
+            [format!("Bearer {token}")]
+        );
     }
     assert_no_secret(&settled, token);
 }
@@ -165,7 +227,12 @@ async fn unauthorized_re_resolves_a_rotated_token_ref() {
     std::fs::write(&file, "tok-stale-41aa\n").unwrap();
     let late_401 = Behaviour::Delay(Duration::from_millis(300), Box::new(unauthorized()));
     let backend = FaultBackend::start(vec![late_401, Behaviour::NoEffect]).await;
-    let reg = token_ref_registration(&backend.url(), &format!("file:{}", file.display()), "fail-closed", 3_000);
+    let reg = token_ref_registration(
+        &backend.url(),
+        &format!("file:{}", file.display()),
+        "fail-closed",
+        3_000,
+    );
     let interceptor = interceptor(&reg).await;
 
     let pending = tokio::spawn({
@@ -176,15 +243,29 @@ async fn unauthorized_re_resolves_a_rotated_token_ref() {
     std::fs::write(&file, "tok-fresh-93bb\n").unwrap();
     let settled = pending.await.expect("the call task");
 
-    assert_eq!((settled.decision, settled.decided_by), (Decision::Allow, DecidedBy::NoObjection));
+    assert_eq!(
+        (settled.decision, settled.decided_by),
+        (Decision::Allow, DecidedBy::NoObjection)
+    );
     let entry = only_interceptor(&settled.record);
     assert_eq!(entry["outcome"], json!("no-effect"));
-    let results: Vec<&Value> = entry["attempts"].as_array().unwrap().iter().map(|a| &a["result"]).collect();
+    let results: Vec<&Value> = entry["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["result"])
+        .collect();
     assert_eq!(results, [&json!("unauthorized"), &json!("accepted")]);
     let requests = backend.requests();
     assert_eq!(requests.len(), 2);
-    assert_eq!(requests[0].header_values("authorization"), ["Bearer tok-stale-41aa"]);
-    assert_eq!(requests[1].header_values("authorization"), ["Bearer tok-fresh-93bb"]);
+    assert_eq!(
+        requests[0].header_values("authorization"),
+        ["Bearer tok-stale-41aa"]
+    );
+    assert_eq!(
+        requests[1].header_values("authorization"),
+        ["Bearer tok-fresh-93bb"]
+    );
     assert_eq!(requests[0].body, requests[1].body);
     assert_no_secret(&settled, "tok-stale-41aa");
     assert_no_secret(&settled, "tok-fresh-93bb");
@@ -197,19 +278,36 @@ async fn token_ref_file_is_sent_and_rotation_is_picked_up() {
     let file = dir.path().join("token");
     std::fs::write(&file, "tok-file-one-77c1\n").unwrap();
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let reg = token_ref_registration(&backend.url(), &format!("file:{}", file.display()), "fail-closed", 1_000);
+    let reg = token_ref_registration(
+        &backend.url(),
+        &format!("file:{}", file.display()),
+        "fail-closed",
+        1_000,
+    );
     let interceptor = interceptor(&reg).await;
 
     let first = call(&interceptor, "evt_file_1").await;
-    assert_eq!((first.decision, first.decided_by), (Decision::Allow, DecidedBy::NoObjection));
+    assert_eq!(
+        (first.decision, first.decided_by),
+        (Decision::Allow, DecidedBy::NoObjection)
+    );
     std::fs::write(&file, "tok-file-two-0d3e").unwrap();
     let second = call(&interceptor, "evt_file_2").await;
-    assert_eq!((second.decision, second.decided_by), (Decision::Allow, DecidedBy::NoObjection));
+    assert_eq!(
+        (second.decision, second.decided_by),
+        (Decision::Allow, DecidedBy::NoObjection)
+    );
 
     let requests = backend.requests();
     assert_eq!(requests.len(), 2);
-    assert_eq!(requests[0].header_values("authorization"), ["Bearer tok-file-one-77c1"]);
-    assert_eq!(requests[1].header_values("authorization"), ["Bearer tok-file-two-0d3e"]);
+    assert_eq!(
+        requests[0].header_values("authorization"),
+        ["Bearer tok-file-one-77c1"]
+    );
+    assert_eq!(
+        requests[1].header_values("authorization"),
+        ["Bearer tok-file-two-0d3e"]
+    );
     for settled in [&first, &second] {
         assert_no_secret(settled, "tok-file-one-77c1");
         assert_no_secret(settled, "tok-file-two-0d3e");
@@ -222,18 +320,35 @@ async fn missing_token_ref_file_fails_without_sending() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let missing = dir.path().join("absent");
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let reg = token_ref_registration(&backend.url(), &format!("file:{}", missing.display()), "fail-closed", 1_000);
+    let reg = token_ref_registration(
+        &backend.url(),
+        &format!("file:{}", missing.display()),
+        "fail-closed",
+        1_000,
+    );
     let interceptor = interceptor(&reg).await;
 
     let settled = call(&interceptor, "evt_file_missing").await;
     assert_eq!(
-        (settled.decision, settled.decided_by, settled.reason.as_deref()),
-        (Decision::Deny, DecidedBy::SyntheticDeny, Some(SYNTHETIC_REASON))
+        (
+            settled.decision,
+            settled.decided_by,
+            settled.reason.as_deref()
+        ),
+        (
+            Decision::Deny,
+            DecidedBy::SyntheticDeny,
+            Some(SYNTHETIC_REASON)
+        )
     );
     let entry = only_interceptor(&settled.record);
     assert_eq!(entry["failure"]["class"], json!("auth-failed"));
     assert_eq!(entry["failure"]["phase"], json!("acquire-credential"));
-    assert!(!backend.wait_for_requests(1, Duration::from_millis(200)).await);
+    assert!(
+        !backend
+            .wait_for_requests(1, Duration::from_millis(200))
+            .await
+    );
     assert_eq!(backend.connections(), 0);
 }
 
@@ -247,11 +362,17 @@ fn ahp_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let exe = std::env::current_exe().expect("the test executable's path");
-        let profile_dir = exe.parent().and_then(Path::parent).expect("tests run from <target>/<profile>/deps");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("tests run from <target>/<profile>/deps");
         let target_dir = profile_dir.parent().expect("a target directory");
         let binary = profile_dir.join(format!("ahp{}", std::env::consts::EXE_SUFFIX));
         // Missing, or older than this test (so possibly built from older host sources).
-        let stale = match (binary.metadata().and_then(|m| m.modified()), exe.metadata().and_then(|m| m.modified())) {
+        let stale = match (
+            binary.metadata().and_then(|m| m.modified()),
+            exe.metadata().and_then(|m| m.modified()),
+        ) {
             (Ok(built), Ok(test)) => built < test,
             _ => true,
         };
@@ -266,7 +387,10 @@ fn ahp_binary() -> &'static Path {
                 build.arg("--release");
             }
             let status = build.status().expect("run cargo build for the ahp binary");
-            assert!(status.success(), "cargo build -p ahp-host --bin ahp failed: {status}");
+            assert!(
+                status.success(),
+                "cargo build -p ahp-host --bin ahp failed: {status}"
+            );
         }
         assert!(binary.exists(), "no ahp binary at {}", binary.display());
         binary
@@ -279,16 +403,25 @@ fn ahp_binary() -> &'static Path {
 async fn cli_never_prints_or_audits_the_token() {
     let name = "AHP_E2E_BEARER_CLI";
     let token = "tok-cli-secret-c0ffee42";
-    let ahp = tokio::task::spawn_blocking(ahp_binary).await.expect("locate the ahp binary");
+    let ahp = tokio::task::spawn_blocking(ahp_binary)
+        .await
+        .expect("locate the ahp binary");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let event_file = dir.path().join("event.json");
     std::fs::write(&event_file, event("evt_cli_bearer")).unwrap();
 
-    for (behaviour, expected_exit, expected_decision) in [(Behaviour::NoEffect, 0, "allow"), (unauthorized(), 2, "deny")] {
+    for (behaviour, expected_exit, expected_decision) in [
+        (Behaviour::NoEffect, 0, "allow"),
+        (unauthorized(), 2, "deny"),
+    ] {
         let backend = FaultBackend::start(vec![behaviour]).await;
-        let reg_file = dir.path().join(format!("registration-{expected_exit}.json"));
+        let reg_file = dir
+            .path()
+            .join(format!("registration-{expected_exit}.json"));
         let audit = dir.path().join(format!("audit-{expected_exit}.jsonl"));
-        let reg = registration(&[Http::new(BACKEND, backend.url()).policy("fail-closed").token_env(name)]);
+        let reg = registration(&[Http::new(BACKEND, backend.url())
+            .policy("fail-closed")
+            .token_env(name)]);
         std::fs::write(&reg_file, reg).unwrap();
 
         let output = tokio::process::Command::new(ahp)
@@ -307,7 +440,11 @@ async fn cli_never_prints_or_audits_the_token() {
             .expect("run ahp intercept");
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(expected_exit), "stdout: {stdout}\nstderr: {stderr}");
+        assert_eq!(
+            output.status.code(),
+            Some(expected_exit),
+            "stdout: {stdout}\nstderr: {stderr}"
+        );
         assert!(!stdout.contains(token), "token on stdout: {stdout}");
         assert!(!stderr.contains(token), "token on stderr: {stderr}");
         assert!(!stderr.is_empty(), "AHP_LOG=trace produces logs");
@@ -317,15 +454,24 @@ async fn cli_never_prints_or_audits_the_token() {
         let record: Value = serde_json::from_str(lines[0]).expect("stdout is JSON");
         assert_eq!(record["decision"], json!(expected_decision));
         let audited = std::fs::read_to_string(&audit).expect("the audit file was written");
-        assert!(!audited.contains(token), "token in the audit file: {audited}");
-        let audited: Vec<Value> = audited.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert!(
+            !audited.contains(token),
+            "token in the audit file: {audited}"
+        );
+        let audited: Vec<Value> = audited
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(audited, [record]);
 
         // The token really was sent, so its absence above means something.
         let requests = backend.requests();
         assert_eq!(requests.len(), if expected_exit == 0 { 1 } else { 2 });
         for request in &requests {
-            assert_eq!(request.header_values("authorization"), [format!("Bearer {token}")]);
+            assert_eq!(
+                request.header_values("authorization"),
+                [format!("Bearer {token}")]
+            );
         }
     }
 }

@@ -17,7 +17,11 @@ const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
 const BUDGET_REASON: &str = "Policy evaluation did not finish within the hook call budget.";
 
 /// Runs one call and measures it.
-async fn timed(interceptor: &Interceptor, id: &str, budget: Option<Duration>) -> (Settlement, Duration) {
+async fn timed(
+    interceptor: &Interceptor,
+    id: &str,
+    budget: Option<Duration>,
+) -> (Settlement, Duration) {
     let started = Instant::now();
     let settled = interceptor
         .intercept(&event(id), &["deny"], budget)
@@ -28,7 +32,9 @@ async fn timed(interceptor: &Interceptor, id: &str, budget: Option<Duration>) ->
 
 /// The single interceptor entry of a settlement record.
 fn only_interceptor(record: &Value) -> &Value {
-    let interceptors = record["interceptors"].as_array().expect("interceptors is an array");
+    let interceptors = record["interceptors"]
+        .as_array()
+        .expect("interceptors is an array");
     assert_eq!(interceptors.len(), 1, "one interceptor in {record}");
     &interceptors[0]
 }
@@ -37,7 +43,10 @@ fn only_interceptor(record: &Value) -> &Value {
 fn assert_within(elapsed: Duration, deadline_ms: u64, case: &str) {
     let deadline = Duration::from_millis(deadline_ms);
     println!("{case}: settled in {elapsed:?} (deadline {deadline:?})");
-    assert!(elapsed >= deadline, "{case}: settled in {elapsed:?}, before the {deadline:?} deadline");
+    assert!(
+        elapsed >= deadline,
+        "{case}: settled in {elapsed:?}, before the {deadline:?} deadline"
+    );
     assert!(
         elapsed < deadline + SLACK,
         "{case}: settled in {elapsed:?}, later than {deadline:?} + {SLACK:?}"
@@ -45,14 +54,23 @@ fn assert_within(elapsed: Duration, deadline_ms: u64, case: &str) {
 }
 
 /// Asserts a settled deadline failure under `policy`, with exactly one attempt.
-fn assert_deadline_failure(settled: &Settlement, id: &str, policy: &str, timeout_ms: u64, phase: &str) {
+fn assert_deadline_failure(
+    settled: &Settlement,
+    id: &str,
+    policy: &str,
+    timeout_ms: u64,
+    phase: &str,
+) {
     let record = &settled.record;
     let entry = only_interceptor(record);
     assert_eq!(record["event"]["id"], json!(id));
     assert_eq!(entry["backend"], json!("com.example.policy"));
     assert_eq!(entry["policy"], json!(policy));
     assert_eq!(entry["timeoutMs"], json!(timeout_ms));
-    assert_eq!(entry["failure"], json!({"class": "deadline-exceeded", "phase": phase}));
+    assert_eq!(
+        entry["failure"],
+        json!({"class": "deadline-exceeded", "phase": phase})
+    );
     let attempts = entry["attempts"].as_array().expect("attempts is an array");
     assert_eq!(attempts.len(), 1, "a deadline is never retried: {entry}");
     assert_eq!(attempts[0]["n"], json!(1));
@@ -60,7 +78,11 @@ fn assert_deadline_failure(settled: &Settlement, id: &str, policy: &str, timeout
     match policy {
         "fail-open" => {
             assert_eq!(
-                (settled.decision, settled.decided_by, settled.reason.as_deref()),
+                (
+                    settled.decision,
+                    settled.decided_by,
+                    settled.reason.as_deref()
+                ),
                 (Decision::Allow, DecidedBy::NoObjection, None)
             );
             assert_eq!(entry["outcome"], json!("failed-open"));
@@ -69,8 +91,16 @@ fn assert_deadline_failure(settled: &Settlement, id: &str, policy: &str, timeout
         }
         "fail-closed" => {
             assert_eq!(
-                (settled.decision, settled.decided_by, settled.reason.as_deref()),
-                (Decision::Deny, DecidedBy::SyntheticDeny, Some(SYNTHETIC_REASON))
+                (
+                    settled.decision,
+                    settled.decided_by,
+                    settled.reason.as_deref()
+                ),
+                (
+                    Decision::Deny,
+                    DecidedBy::SyntheticDeny,
+                    Some(SYNTHETIC_REASON)
+                )
             );
             assert_eq!(entry["outcome"], json!("failed-closed"));
             assert_eq!(record["decision"], json!("deny"));
@@ -84,7 +114,9 @@ fn assert_deadline_failure(settled: &Settlement, id: &str, policy: &str, timeout
 /// A backend that reads the request and never answers, 200 ms timeout.
 async fn blackhole_case(policy: &str) {
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
-    let reg = registration(&[Http::new("com.example.policy", backend.url()).policy(policy).timeout_ms(200)]);
+    let reg = registration(&[Http::new("com.example.policy", backend.url())
+        .policy(policy)
+        .timeout_ms(200)]);
     let interceptor = interceptor(&reg).await;
     let id = format!("evt_blackhole_{policy}");
     let (settled, elapsed) = timed(&interceptor, &id, None).await;
@@ -106,14 +138,20 @@ async fn blackhole_fail_closed_denies_after_the_deadline() {
 /// A backend that accepts the connection and never reads it, 200 ms timeout.
 async fn accept_no_read_case(policy: &str) {
     let backend = FaultBackend::start(vec![Behaviour::AcceptNoRead]).await;
-    let reg = registration(&[Http::new("com.example.policy", backend.url()).policy(policy).timeout_ms(200)]);
+    let reg = registration(&[Http::new("com.example.policy", backend.url())
+        .policy(policy)
+        .timeout_ms(200)]);
     let interceptor = interceptor(&reg).await;
     let id = format!("evt_unread_{policy}");
     let (settled, elapsed) = timed(&interceptor, &id, None).await;
     assert_deadline_failure(&settled, &id, policy, 200, "await-response");
     assert_within(elapsed, 200, &format!("accept-no-read {policy}"));
     assert_eq!(backend.connections(), 1, "one connection, not retried");
-    assert_eq!(backend.requests().len(), 0, "the backend never read the request");
+    assert_eq!(
+        backend.requests().len(),
+        0,
+        "the backend never read the request"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,9 +172,16 @@ async fn slow_reply_exceeds_the_deadline_and_is_never_revived() {
     let backend = FaultBackend::start(vec![slow, Behaviour::NoEffect]).await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let audit = dir.path().join("audit.jsonl");
-    let reg = registration(&[Http::new("com.example.policy", backend.url()).policy("fail-closed").timeout_ms(200)]);
-    let options = Options { audit_path: Some(audit.clone()), ..Options::default() };
-    let interceptor = Interceptor::new(&reg, options).await.expect("valid registration");
+    let reg = registration(&[Http::new("com.example.policy", backend.url())
+        .policy("fail-closed")
+        .timeout_ms(200)]);
+    let options = Options {
+        audit_path: Some(audit.clone()),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options)
+        .await
+        .expect("valid registration");
 
     let (first, elapsed) = timed(&interceptor, "evt_slow_1", None).await;
     assert_deadline_failure(&first, "evt_slow_1", "fail-closed", 200, "await-response");
@@ -145,7 +190,11 @@ async fn slow_reply_exceeds_the_deadline_and_is_never_revived() {
     // Long enough for the delayed reply to have been sent.
     tokio::time::sleep(Duration::from_millis(600)).await;
     let lines = audit_lines(&audit);
-    assert_eq!(lines, vec![first.record.clone()], "the audit log holds the one settled record");
+    assert_eq!(
+        lines,
+        vec![first.record.clone()],
+        "the audit log holds the one settled record"
+    );
     assert_eq!(backend.requests().len(), 1);
 
     let (second, elapsed) = timed(&interceptor, "evt_slow_2", None).await;
@@ -161,7 +210,10 @@ async fn slow_reply_exceeds_the_deadline_and_is_never_revived() {
     let requests = backend.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[1].json()["id"], json!("evt_slow_2"));
-    assert_eq!(audit_lines(&audit), vec![first.record.clone(), second.record.clone()]);
+    assert_eq!(
+        audit_lines(&audit),
+        vec![first.record.clone(), second.record.clone()]
+    );
 }
 
 fn audit_lines(path: &std::path::Path) -> Vec<Value> {
@@ -176,13 +228,19 @@ fn audit_lines(path: &std::path::Path) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trickling_body_exceeds_the_deadline_while_reading() {
     let every = Duration::from_millis(50);
-    let trickle = Behaviour::Trickle { every, inner: Box::new(Behaviour::NoEffect) };
+    let trickle = Behaviour::Trickle {
+        every,
+        inner: Box::new(Behaviour::NoEffect),
+    };
     let backend = FaultBackend::start(vec![trickle]).await;
-    let reg = registration(&[Http::new("com.example.policy", backend.url()).policy("fail-closed").timeout_ms(300)]);
+    let reg = registration(&[Http::new("com.example.policy", backend.url())
+        .policy("fail-closed")
+        .timeout_ms(300)]);
     let interceptor = interceptor(&reg).await;
     let id = "evt_trickle";
     // The body the backend trickles: one byte per 50 ms, so it needs well over a second.
-    let body = json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}});
+    let body =
+        json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}});
     assert!(every * body.to_string().len() as u32 > Duration::from_secs(1));
 
     let (settled, elapsed) = timed(&interceptor, id, None).await;
@@ -196,13 +254,24 @@ async fn trickling_body_exceeds_the_deadline_while_reading() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn budget_shorter_than_the_timeout_denies_even_under_fail_open() {
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
-    let reg = registration(&[Http::new("com.example.policy", backend.url()).policy("fail-open").timeout_ms(1_000)]);
+    let reg = registration(&[Http::new("com.example.policy", backend.url())
+        .policy("fail-open")
+        .timeout_ms(1_000)]);
     let interceptor = interceptor(&reg).await;
-    let (settled, elapsed) = timed(&interceptor, "evt_budget", Some(Duration::from_millis(150))).await;
+    let (settled, elapsed) =
+        timed(&interceptor, "evt_budget", Some(Duration::from_millis(150))).await;
     assert_within(elapsed, 150, "budget");
     assert_eq!(
-        (settled.decision, settled.decided_by, settled.reason.as_deref()),
-        (Decision::Deny, DecidedBy::BudgetExpired, Some(BUDGET_REASON))
+        (
+            settled.decision,
+            settled.decided_by,
+            settled.reason.as_deref()
+        ),
+        (
+            Decision::Deny,
+            DecidedBy::BudgetExpired,
+            Some(BUDGET_REASON)
+        )
     );
     let record = &settled.record;
     assert_eq!(record["decision"], json!("deny"));
@@ -210,6 +279,9 @@ async fn budget_shorter_than_the_timeout_denies_even_under_fail_open() {
     let entry = only_interceptor(record);
     assert_eq!(entry["outcome"], json!("budget-expired"));
     assert_eq!(entry["policy"], json!("fail-open"));
-    assert_eq!(entry["failure"], json!({"class": "deadline-exceeded", "phase": "await-response"}));
+    assert_eq!(
+        entry["failure"],
+        json!({"class": "deadline-exceeded", "phase": "await-response"})
+    );
     assert_eq!(backend.requests().len(), 1);
 }

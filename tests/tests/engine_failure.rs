@@ -16,8 +16,13 @@ const ENGINE_FAILURE_REASON: &str = "Policy evaluation failed.";
 /// An interceptor running the runaway component; `backend_id` containing "panic" makes it panic.
 async fn runaway(backend_id: &str) -> Interceptor {
     let reg = registration(&[Http::new(backend_id, "http://127.0.0.1:9/hooks").timeout_ms(100)]);
-    let options = Options { component: Some(runaway_component()), ..Options::default() };
-    Interceptor::new(&reg, options).await.expect("the runaway component accepts any registration")
+    let options = Options {
+        component: Some(runaway_component()),
+        ..Options::default()
+    };
+    Interceptor::new(&reg, options)
+        .await
+        .expect("the runaway component accepts any registration")
 }
 
 async fn timed(interceptor: &Interceptor, id: &str) -> (Settlement, Duration) {
@@ -31,8 +36,16 @@ async fn timed(interceptor: &Interceptor, id: &str) -> (Settlement, Duration) {
 
 fn assert_engine_failure(settled: &Settlement, id: &str) {
     assert_eq!(
-        (settled.decision, settled.decided_by, settled.reason.as_deref()),
-        (Decision::Deny, DecidedBy::EngineFailure, Some(ENGINE_FAILURE_REASON))
+        (
+            settled.decision,
+            settled.decided_by,
+            settled.reason.as_deref()
+        ),
+        (
+            Decision::Deny,
+            DecidedBy::EngineFailure,
+            Some(ENGINE_FAILURE_REASON)
+        )
     );
     let record = &settled.record;
     assert_eq!(record["decision"], json!("deny"));
@@ -48,8 +61,14 @@ fn assert_engine_failure(settled: &Settlement, id: &str) {
 /// A spinning call is cut off at the bound, not before and not much after.
 fn assert_cut_at_bound(elapsed: Duration, case: &str) {
     println!("{case}: settled in {elapsed:?}");
-    assert!(elapsed >= BOUND, "{case}: settled in {elapsed:?}, before the {BOUND:?} bound");
-    assert!(elapsed < BOUND + SLACK, "{case}: settled in {elapsed:?}, later than {BOUND:?} + {SLACK:?}");
+    assert!(
+        elapsed >= BOUND,
+        "{case}: settled in {elapsed:?}, before the {BOUND:?} bound"
+    );
+    assert!(
+        elapsed < BOUND + SLACK,
+        "{case}: settled in {elapsed:?}, later than {BOUND:?} + {SLACK:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -67,7 +86,10 @@ async fn panicking_component_is_denied_as_engine_failure_at_once() {
     println!("panic: settled in {elapsed:?}");
     assert_engine_failure(&settled, "evt_panic");
     // A trap settles at once, well before the bound would have cut the call off.
-    assert!(elapsed < Duration::from_millis(100), "panic settled in {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_millis(100),
+        "panic settled in {elapsed:?}"
+    );
 }
 
 /// An aborted instance is not reused; the next calls get a fresh one and fail the same way.
@@ -89,7 +111,10 @@ async fn interceptor_stays_usable_after_a_panicking_call() {
         let id = format!("evt_panic_again_{n}");
         let (settled, elapsed) = timed(&interceptor, &id).await;
         assert_engine_failure(&settled, &id);
-        assert!(elapsed < Duration::from_millis(100), "panic call {n} settled in {elapsed:?}");
+        assert!(
+            elapsed < Duration::from_millis(100),
+            "panic call {n} settled in {elapsed:?}"
+        );
     }
 }
 

@@ -40,8 +40,15 @@ fn file_name(path: &Path) -> String {
 async fn every_fixture_is_accepted_iff_named_valid() {
     let files = fixtures();
     let names: Vec<String> = files.iter().map(|p| file_name(p)).collect();
-    for expected in ["portable.valid.json", "empty-hooks.invalid.json", "literal-token.invalid.json"] {
-        assert!(names.iter().any(|n| n == expected), "{expected} missing from {names:?}");
+    for expected in [
+        "portable.valid.json",
+        "empty-hooks.invalid.json",
+        "literal-token.invalid.json",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
     }
     let mut failures = Vec::new();
     for path in &files {
@@ -61,14 +68,20 @@ async fn every_fixture_is_accepted_iff_named_valid() {
                         failures.push(format!("{name}: problem names no JSON path: {problem:?}"));
                     }
                     if problem.contains(LITERAL_TOKEN) {
-                        failures.push(format!("{name}: problem echoes the literal token: {problem:?}"));
+                        failures.push(format!(
+                            "{name}: problem echoes the literal token: {problem:?}"
+                        ));
                     }
                 }
             }
             (false, Err(e)) => failures.push(format!("{name}: not a registration error: {e}")),
         }
     }
-    assert!(failures.is_empty(), "fixture mismatches:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "fixture mismatches:\n{}",
+        failures.join("\n")
+    );
 }
 
 /// The literal-token fixture is rejected at the field that holds the literal.
@@ -81,10 +94,15 @@ async fn literal_token_is_rejected_at_its_path_without_echoing_it() {
         Ok(_) => panic!("a literal token was accepted"),
     };
     assert!(
-        problems.iter().any(|p| p.starts_with("/hooks/0/authentication/token: ")),
+        problems
+            .iter()
+            .any(|p| p.starts_with("/hooks/0/authentication/token: ")),
         "no problem at /hooks/0/authentication/token: {problems:?}"
     );
-    assert!(problems.iter().all(|p| !p.contains(LITERAL_TOKEN)), "{problems:?}");
+    assert!(
+        problems.iter().all(|p| !p.contains(LITERAL_TOKEN)),
+        "{problems:?}"
+    );
 }
 
 /// The `ahp` binary of this build, built on first use.
@@ -97,11 +115,17 @@ fn ahp_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let exe = std::env::current_exe().expect("the test executable's path");
-        let profile_dir = exe.parent().and_then(Path::parent).expect("tests run from <target>/<profile>/deps");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("tests run from <target>/<profile>/deps");
         let target_dir = profile_dir.parent().expect("a target directory");
         let binary = profile_dir.join(format!("ahp{}", std::env::consts::EXE_SUFFIX));
         // Missing, or older than this test (so possibly built from older host sources).
-        let stale = match (binary.metadata().and_then(|m| m.modified()), exe.metadata().and_then(|m| m.modified())) {
+        let stale = match (
+            binary.metadata().and_then(|m| m.modified()),
+            exe.metadata().and_then(|m| m.modified()),
+        ) {
             (Ok(built), Ok(test)) => built < test,
             _ => true,
         };
@@ -116,7 +140,10 @@ fn ahp_binary() -> &'static Path {
                 build.arg("--release");
             }
             let status = build.status().expect("run cargo build for the ahp binary");
-            assert!(status.success(), "cargo build -p ahp-host --bin ahp failed: {status}");
+            assert!(
+                status.success(),
+                "cargo build -p ahp-host --bin ahp failed: {status}"
+            );
         }
         assert!(binary.exists(), "no ahp binary at {}", binary.display());
         binary
@@ -125,19 +152,27 @@ fn ahp_binary() -> &'static Path {
 
 /// Runs `ahp` with `args`, feeding `stdin` if given.
 async fn ahp(args: &[&str], stdin: Option<&str>) -> Output {
-    let binary = tokio::task::spawn_blocking(ahp_binary).await.expect("locate the ahp binary");
+    let binary = tokio::task::spawn_blocking(ahp_binary)
+        .await
+        .expect("locate the ahp binary");
     let mut command = tokio::process::Command::new(binary);
     command
         .args(args)
         .env_remove("AHP_LOG")
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     let mut child = command.spawn().expect("spawn ahp");
     if let Some(input) = stdin {
         let mut pipe = child.stdin.take().expect("piped stdin");
-        pipe.write_all(input.as_bytes()).await.expect("write the event to ahp");
+        pipe.write_all(input.as_bytes())
+            .await
+            .expect("write the event to ahp");
         drop(pipe);
     }
     child.wait_with_output().await.expect("wait for ahp")
@@ -149,7 +184,10 @@ fn text(bytes: &[u8]) -> String {
 
 /// `stdout` is exactly one line holding one JSON object.
 fn one_json_line(stdout: &str) -> Value {
-    assert!(stdout.ends_with('\n'), "stdout ends with a newline: {stdout:?}");
+    assert!(
+        stdout.ends_with('\n'),
+        "stdout ends with a newline: {stdout:?}"
+    );
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 1, "exactly one line: {stdout:?}");
     let record: Value = serde_json::from_str(lines[0]).expect("the line is JSON");
@@ -162,7 +200,11 @@ async fn cli_check_accepts_the_portable_fixture() {
     let file = fixtures_dir().join("portable.valid.json");
     let output = ahp(&["check", file.to_str().unwrap()], None).await;
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(output.status.code(), Some(0), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     assert_eq!(stdout, format!("{}: valid\n", file.display()));
 }
 
@@ -171,12 +213,19 @@ async fn cli_check_rejects_empty_hooks_with_problems_on_stderr() {
     let file = fixtures_dir().join("empty-hooks.invalid.json");
     let output = ahp(&["check", file.to_str().unwrap()], None).await;
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(output.status.code(), Some(1), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     assert_eq!(stdout, "", "nothing on stdout");
     let problems: Vec<&str> = stderr.lines().collect();
     assert!(!problems.is_empty(), "problems on stderr");
     for problem in &problems {
-        assert!(problem.starts_with("error: /"), "each line is a problem with a JSON path: {problem:?}");
+        assert!(
+            problem.starts_with("error: /"),
+            "each line is a problem with a JSON path: {problem:?}"
+        );
     }
     assert!(
         problems.iter().any(|p| p.starts_with("error: /hooks: ")),
@@ -189,17 +238,40 @@ async fn cli_intercept_rejects_an_invalid_event_with_exit_1() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let reg_file = dir.path().join("registration.json");
-    std::fs::write(&reg_file, registration(&[Http::new("com.example.policy", backend.url())])).unwrap();
+    std::fs::write(
+        &reg_file,
+        registration(&[Http::new("com.example.policy", backend.url())]),
+    )
+    .unwrap();
     let mut bad: Value = serde_json::from_str(&event("evt_bad")).unwrap();
     bad["tool"]["input"] = json!("make test");
 
-    let args = ["intercept", "--registration", reg_file.to_str().unwrap(), "--event", "-"];
+    let args = [
+        "intercept",
+        "--registration",
+        reg_file.to_str().unwrap(),
+        "--event",
+        "-",
+    ];
     let output = ahp(&args, Some(&bad.to_string())).await;
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(output.status.code(), Some(1), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     assert_eq!(stdout, "", "no settlement for an invalid event");
-    assert!(stderr.lines().any(|l| l.starts_with("error: ") && l.contains("tool")), "stderr: {stderr}");
-    assert_eq!(backend.requests().len(), 0, "nothing is sent for an invalid event");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("error: ") && l.contains("tool")),
+        "stderr: {stderr}"
+    );
+    assert_eq!(
+        backend.requests().len(),
+        0,
+        "nothing is sent for an invalid event"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -207,23 +279,41 @@ async fn cli_intercept_denies_a_fail_closed_blackhole_with_exit_2() {
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let reg_file = dir.path().join("registration.json");
-    let reg = registration(&[Http::new("com.example.policy", backend.url()).policy("fail-closed").timeout_ms(100)]);
+    let reg = registration(&[Http::new("com.example.policy", backend.url())
+        .policy("fail-closed")
+        .timeout_ms(100)]);
     std::fs::write(&reg_file, reg).unwrap();
     let event_file = dir.path().join("event.json");
     std::fs::write(&event_file, event("evt_cli_blackhole")).unwrap();
 
-    let args = ["intercept", "--registration", reg_file.to_str().unwrap(), "--event", event_file.to_str().unwrap()];
+    let args = [
+        "intercept",
+        "--registration",
+        reg_file.to_str().unwrap(),
+        "--event",
+        event_file.to_str().unwrap(),
+    ];
     let output = ahp(&args, None).await;
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(output.status.code(), Some(2), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     let record = one_json_line(&stdout);
     assert_eq!(record["decision"], json!("deny"));
     assert_eq!(record["decidedBy"], json!("synthetic-deny"));
-    assert_eq!(record["reason"], json!("Required policy backend unavailable."));
+    assert_eq!(
+        record["reason"],
+        json!("Required policy backend unavailable.")
+    );
     assert_eq!(record["event"]["id"], json!("evt_cli_blackhole"));
     let entry = &record["interceptors"][0];
     assert_eq!(entry["outcome"], json!("failed-closed"));
-    assert_eq!(entry["failure"], json!({"class": "deadline-exceeded", "phase": "await-response"}));
+    assert_eq!(
+        entry["failure"],
+        json!({"class": "deadline-exceeded", "phase": "await-response"})
+    );
     assert_eq!(backend.requests().len(), 1);
 }
 
@@ -232,12 +322,26 @@ async fn cli_intercept_allows_no_effect_with_exit_0() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let reg_file = dir.path().join("registration.json");
-    std::fs::write(&reg_file, registration(&[Http::new("com.example.policy", backend.url())])).unwrap();
+    std::fs::write(
+        &reg_file,
+        registration(&[Http::new("com.example.policy", backend.url())]),
+    )
+    .unwrap();
 
-    let args = ["intercept", "--registration", reg_file.to_str().unwrap(), "--event", "-"];
+    let args = [
+        "intercept",
+        "--registration",
+        reg_file.to_str().unwrap(),
+        "--event",
+        "-",
+    ];
     let output = ahp(&args, Some(&event("evt_cli_allow"))).await;
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(output.status.code(), Some(0), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
     let record = one_json_line(&stdout);
     assert_eq!(record["decision"], json!("allow"));
     assert_eq!(record["decidedBy"], json!("no-objection"));

@@ -45,7 +45,21 @@ pub struct HttpBackend {
     port: u16,
     tls: bool,
     options: HttpOptions,
-    idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    idle: Mutex<Vec<Connection>>,
+}
+
+/// One HTTP/1.1 connection: the request handle and the task driving the socket. Dropping
+/// it aborts the task and closes the socket, so an exchange abandoned at its deadline or
+/// by interruption never leaves a connection waiting for a reply nobody will read.
+struct Connection {
+    sender: SendRequest<Full<Bytes>>,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
 }
 
 impl std::fmt::Debug for HttpBackend {
@@ -72,17 +86,17 @@ impl HttpBackend {
     pub async fn exchange(&self, body: &[u8], bearer: Option<&Secret>, deadline: Instant) -> Result<Reply, DeliveryError> {
         let body = Bytes::copy_from_slice(body);
         let mut request = self.request(body.clone(), bearer)?;
-        let (mut sender, mut reused) = match self.take_idle() {
+        let (mut connection, mut reused) = match self.take_idle() {
             // A pooled connection that turns out closed is replaced; nothing was sent on it.
-            Some(mut sender) => match timeout_at(deadline, sender.ready()).await {
-                Ok(Ok(())) => (sender, true),
+            Some(mut connection) => match timeout_at(deadline, connection.sender.ready()).await {
+                Ok(Ok(())) => (connection, true),
                 Ok(Err(_)) => (self.connect(deadline).await?, false),
                 Err(_) => return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect)),
             },
             None => (self.connect(deadline).await?, false),
         };
         let response = loop {
-            let sent = timeout_at(deadline, sender.try_send_request(request))
+            let sent = timeout_at(deadline, connection.sender.try_send_request(request))
                 .await
                 .map_err(|_| DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse))?;
             match sent {
@@ -92,7 +106,7 @@ impl HttpBackend {
                 Err(mut e) if reused => match e.take_message() {
                     Some(unsent) => {
                         request = unsent;
-                        sender = self.connect(deadline).await?;
+                        connection = self.connect(deadline).await?;
                         reused = false;
                     }
                     None => return Err(classify(e.error())),
@@ -117,7 +131,7 @@ impl HttpBackend {
         let body = timeout_at(deadline, read_capped(response.into_body(), self.options.max_body_bytes))
             .await
             .map_err(|_| DeliveryError::DeadlineExceeded(IoPhase::ReadResponse))??;
-        self.put_idle(sender);
+        self.put_idle(connection);
         Ok(Reply { status: Some(status), content_type, body })
     }
 
@@ -139,32 +153,32 @@ impl HttpBackend {
         builder.body(Full::new(body)).map_err(|_| DeliveryError::NotPermitted)
     }
 
-    fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
+    fn take_idle(&self) -> Option<Connection> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        while let Some(sender) = idle.pop() {
-            if !sender.is_closed() {
-                return Some(sender);
+        while let Some(connection) = idle.pop() {
+            if !connection.sender.is_closed() {
+                return Some(connection);
             }
         }
         None
     }
 
-    fn put_idle(&self, sender: SendRequest<Full<Bytes>>) {
-        if sender.is_closed() {
+    fn put_idle(&self, connection: Connection) {
+        if connection.sender.is_closed() {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() < MAX_IDLE {
-            idle.push(sender);
+            idle.push(connection);
         }
     }
 
-    /// Drops every idle connection (their tasks end when the peer sees the close).
+    /// Closes every idle connection.
     pub fn close_idle(&self) {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
-    async fn connect(&self, deadline: Instant) -> Result<SendRequest<Full<Bytes>>, DeliveryError> {
+    async fn connect(&self, deadline: Instant) -> Result<Connection, DeliveryError> {
         let connect = async {
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((self.host.as_str(), self.port))
                 .await
@@ -207,18 +221,17 @@ async fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, DeliveryError> {
     Err(last)
 }
 
-async fn handshake<S>(io: S) -> Result<SendRequest<Full<Bytes>>, DeliveryError>
+async fn handshake<S>(io: S) -> Result<Connection, DeliveryError>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
     let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await
         .map_err(|e| classify(&e))?;
-    // The connection task ends when the sender is dropped or the peer closes.
-    tokio::spawn(async move {
+    let driver = tokio::spawn(async move {
         let _ = connection.await;
     });
-    Ok(sender)
+    Ok(Connection { sender, driver })
 }
 
 async fn read_capped(mut body: hyper::body::Incoming, cap: usize) -> Result<Vec<u8>, DeliveryError> {

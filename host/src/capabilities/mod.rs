@@ -4,6 +4,7 @@
 
 pub mod credentials;
 pub mod http;
+pub mod stdio;
 
 use crate::bindings::credentials::AuthError;
 use crate::bindings::delivery::Reply;
@@ -14,6 +15,7 @@ use crate::clock;
 use crate::interrupt::Interrupt;
 use credentials::{AuthFailure, Credential};
 use http::{HttpBackend, HttpOptions};
+use stdio::StdioBackend;
 use std::collections::HashMap;
 use std::sync::Arc;
 use wasmtime::component::{Resource, ResourceTable};
@@ -23,8 +25,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 #[derive(Debug)]
 pub enum Transport {
     Http(HttpBackend),
-    /// A transport this host does not provide yet; deliveries are refused.
-    Unavailable,
+    /// A child process, persistent or one per event.
+    Stdio(StdioBackend),
 }
 
 /// One registered backend, as the host serves it.
@@ -49,7 +51,7 @@ impl Backends {
                 TransportPlan::Http(url) => Transport::Http(
                     HttpBackend::new(url, http.clone()).map_err(|e| format!("backend {}: {e}", backend.id))?,
                 ),
-                TransportPlan::Stdio(_) => Transport::Unavailable,
+                TransportPlan::Stdio(plan) => Transport::Stdio(StdioBackend::new(&backend.id, plan, http.max_body_bytes)),
             };
             let retries = retries.for_backend(&backend.id);
             map.insert(backend.id, Backend { transport, auth: backend.auth, retries });
@@ -57,11 +59,22 @@ impl Backends {
         Ok(Backends(map))
     }
 
-    /// Closes idle connections (shutdown).
+    /// Closes idle connections, and kills every stdio child, then reaps them all within
+    /// one shared bound (shutdown). Safe to repeat, also concurrently.
     pub fn close(&self) {
         for backend in self.0.values() {
-            if let Transport::Http(http) = &backend.transport {
-                http.close_idle();
+            match &backend.transport {
+                Transport::Http(http) => http.close_idle(),
+                Transport::Stdio(stdio) => stdio.shut_down(),
+            }
+        }
+        let until = std::time::Instant::now() + stdio::SHUTDOWN_BOUND;
+        for (id, backend) in &self.0 {
+            if let Transport::Stdio(stdio) = &backend.transport {
+                let remaining = stdio.reap(until);
+                if remaining > 0 {
+                    tracing::warn!(backend = %id, remaining, "stdio backend processes not reaped at shutdown");
+                }
             }
         }
     }
@@ -86,7 +99,13 @@ impl Backends {
         };
         let sent = match &target.transport {
             Transport::Http(http) => http.exchange(message, bearer.as_ref(), deadline).await,
-            Transport::Unavailable => Err(DeliveryError::NotPermitted),
+            // No status on stdio: a notification written in full is delivered.
+            Transport::Stdio(stdio) => {
+                return match stdio.exchange(message, deadline).await {
+                    Ok(_) => "delivered",
+                    Err(e) => failure_class(&e),
+                }
+            }
         };
         match sent {
             // Observe success is 202 or 204 with no body.
@@ -261,7 +280,7 @@ impl wit_delivery::Host for HostState {
         let exchange = async {
             match &target.transport {
                 Transport::Http(http) => http.exchange(&message, bearer.as_ref(), deadline).await,
-                Transport::Unavailable => Err(DeliveryError::NotPermitted),
+                Transport::Stdio(stdio) => stdio.exchange(&message, deadline).await,
             }
         };
         Ok(tokio::select! {

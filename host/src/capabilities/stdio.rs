@@ -1,0 +1,619 @@
+//! stdio delivery (AHP-STDIO-001): one JSON-RPC message per line on a backend process's
+//! stdin, one reply line on its stdout.
+//!
+//! Two lifecycles:
+//! - `persistent`: one long-lived child per backend, started on first use. A
+//!   `tokio::sync::Mutex` around it keeps at most one request in flight; waiting for the
+//!   lock counts against the waiter's own deadline.
+//! - `per_event`: a fresh child per message: write one line, close stdin, read at most one
+//!   line, reap. Exit 0 only means the exchange finished; a nonzero exit is
+//!   `abnormal-exit` even after a line, and no line with exit 0 is `connection-lost`.
+//!
+//! Every phase (lock wait and spawn, write, read) runs inside the one absolute deadline
+//! the component passed in, and the phase the deadline hit is reported. The host only
+//! frames: a reply line goes back to the component unparsed, which classifies it (a
+//! wrong id or garbage is reported at once, never by waiting out the deadline).
+//!
+//! A persistent child whose state can no longer be trusted is killed, reaped and
+//! replaced on next use: after a timeout, an I/O error, an oversized line, a reply that
+//! is not JSON or carries another id (stale or unattributable output), or an exchange
+//! that was dropped midway by interruption. The last is detected by a `busy` flag set
+//! before the write and cleared after the complete read; a kill-on-drop guard also
+//! stops the child at once, so an interrupted backend does not go on working.
+//!
+//! Processes are run directly (never through a shell) with an empty environment except
+//! `PATH`, `kill_on_drop`, and stderr drained line by line into `tracing::debug!` (never
+//! parsed as protocol). Every child is registered with its backend so [`StdioBackend::close`]
+//! can kill and reap it even while an exchange holds it. That is why the `Child` sits
+//! behind a short-held std mutex and waiting for an exit polls `try_wait` with a small
+//! backoff: an awaited `Child::wait` would lock `close` out for as long as it waits.
+
+use crate::bindings::delivery::Reply;
+use crate::bindings::host_types::{DeliveryError, IoPhase};
+use crate::bindings::interceptor::StdioPlan;
+use serde_json::Value;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::time::{timeout_at, Instant};
+
+/// How long shutdown waits, in total, for every killed child to be reaped.
+pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(2);
+/// How long a killed child gets to be reaped before it is left to the next sweep.
+const REAP_BOUND: Duration = Duration::from_millis(100);
+/// How long to wait, after stdout closed, to learn whether the process exited.
+const EXIT_GRACE: Duration = Duration::from_millis(200);
+/// Longest stderr line logged; the rest of a longer line is dropped.
+const STDERR_LINE_CAP: usize = 8 * 1024;
+/// The longest pause between two polls for a child's exit.
+const MAX_POLL: Duration = Duration::from_millis(20);
+
+/// One stdio backend: how to start it, its persistent session, and every child it owns.
+pub struct StdioBackend {
+    id: String,
+    command: String,
+    args: Vec<String>,
+    cwd: Option<String>,
+    per_event: bool,
+    /// The longest reply line accepted; a longer one is `response-too-large`.
+    max_line: usize,
+    /// The persistent child, if any (unused for `per_event`).
+    session: tokio::sync::Mutex<Option<Session>>,
+    children: Arc<Children>,
+}
+
+impl std::fmt::Debug for StdioBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioBackend")
+            .field("id", &self.id)
+            .field("command", &self.command)
+            .field("per_event", &self.per_event)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The long-lived child of a persistent backend and its pipes.
+struct Session {
+    process: Arc<Process>,
+    stdin: ChildStdin,
+    stdout: LineReader<ChildStdout>,
+    /// Set before a request is written, cleared once its exchange completed. Still set on
+    /// the next use means that exchange was dropped midway: the child is restarted.
+    busy: bool,
+}
+
+impl StdioBackend {
+    /// Prepares backend `id`; nothing is started until the first delivery.
+    pub fn new(id: &str, plan: &StdioPlan, max_line: usize) -> StdioBackend {
+        StdioBackend {
+            id: id.to_string(),
+            command: plan.command.clone(),
+            args: plan.args.clone(),
+            cwd: plan.cwd.clone(),
+            per_event: plan.per_event,
+            max_line,
+            session: tokio::sync::Mutex::new(None),
+            children: Arc::new(Children::default()),
+        }
+    }
+
+    /// Delivers `message` (one JSON-RPC object, no raw newline) and, if it is a request
+    /// (it has an `id`), returns the reply line without its newline; a notification gets
+    /// an empty reply as soon as it was written. All by `deadline`.
+    pub async fn exchange(
+        &self,
+        message: &[u8],
+        deadline: Instant,
+    ) -> Result<Reply, DeliveryError> {
+        // The component's messages never contain a raw newline; one that does would be
+        // two frames (or a broken one) on the wire.
+        if message.contains(&b'\n') {
+            return Err(DeliveryError::NotPermitted);
+        }
+        let id = request_id(message)?;
+        let result = if self.per_event {
+            self.per_event(message, id.as_ref(), deadline).await
+        } else {
+            self.persistent(message, id.as_ref(), deadline).await
+        };
+        // Whatever broke the exchange after shutdown began, it was shutdown.
+        match result {
+            Err(_) if self.children.is_closed() => Err(DeliveryError::Cancelled),
+            other => other,
+        }
+    }
+
+    async fn persistent(
+        &self,
+        message: &[u8],
+        id: Option<&Value>,
+        deadline: Instant,
+    ) -> Result<Reply, DeliveryError> {
+        let mut slot = timeout_at(deadline, self.session.lock())
+            .await
+            .map_err(|_| DeliveryError::DeadlineExceeded(IoPhase::Connect))?;
+        let stale = slot
+            .as_ref()
+            .is_some_and(|s| s.busy || s.process.exited().is_some());
+        if stale {
+            if let Some(old) = slot.take() {
+                tracing::debug!(backend = %self.id, pid = ?old.process.pid, "restarting persistent stdio backend");
+                self.children.retire(&old.process).await;
+            }
+        }
+        let session = match &mut *slot {
+            Some(session) => session,
+            None => {
+                if Instant::now() >= deadline {
+                    return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect));
+                }
+                let (process, stdin, stdout) = self.children.spawn(self, true)?;
+                let stdout = stdout.ok_or(DeliveryError::LaunchFailed)?;
+                slot.insert(Session {
+                    process,
+                    stdin,
+                    stdout: LineReader::new(stdout),
+                    busy: false,
+                })
+            }
+        };
+
+        session.busy = true;
+        let guard = KillOnDrop::arm(self.children.clone(), session.process.clone());
+        let (result, keep) = self.persistent_io(session, message, id, deadline).await;
+        guard.disarm();
+        if keep {
+            session.busy = false;
+        } else if let Some(old) = slot.take() {
+            self.children.retire(&old.process).await;
+        }
+        result
+    }
+
+    /// Writes the request and reads its reply; `keep` is false if the child must go.
+    async fn persistent_io(
+        &self,
+        session: &mut Session,
+        message: &[u8],
+        id: Option<&Value>,
+        deadline: Instant,
+    ) -> (Result<Reply, DeliveryError>, bool) {
+        match timeout_at(deadline, write_line(&mut session.stdin, message)).await {
+            Err(_) => return (Err(DeliveryError::DeadlineExceeded(IoPhase::Send)), false),
+            Ok(Err(_)) => return (Err(ended(&session.process, deadline, true).await), false),
+            Ok(Ok(())) => {}
+        }
+        let Some(id) = id else {
+            // A notification: no reply is expected, none is read.
+            return (Ok(stdio_reply(Vec::new())), true);
+        };
+        let line = match timeout_at(deadline, session.stdout.next_line(self.max_line)).await {
+            Err(_) => {
+                return (
+                    Err(DeliveryError::DeadlineExceeded(session.stdout.phase())),
+                    false,
+                )
+            }
+            Ok(Err(LineError::TooLarge)) => return (Err(DeliveryError::ResponseTooLarge), false),
+            Ok(Err(LineError::Closed)) => {
+                return (Err(ended(&session.process, deadline, true).await), false)
+            }
+            Ok(Ok(line)) => line,
+        };
+        // Transport hygiene only (the component still classifies the line): output that
+        // is not the reply to this request means the child's state cannot be trusted.
+        let attributable =
+            serde_json::from_slice::<Value>(&line).is_ok_and(|reply| reply.get("id") == Some(id));
+        if !attributable {
+            tracing::debug!(backend = %self.id, "stdio reply is not JSON or not for this request; restarting the backend");
+        }
+        (Ok(stdio_reply(line)), attributable)
+    }
+
+    async fn per_event(
+        &self,
+        message: &[u8],
+        id: Option<&Value>,
+        deadline: Instant,
+    ) -> Result<Reply, DeliveryError> {
+        if Instant::now() >= deadline {
+            return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect));
+        }
+        // A notification's stdout is not read at all.
+        let (process, stdin, stdout) = self.children.spawn(self, id.is_some())?;
+        let guard = KillOnDrop::arm(self.children.clone(), process.clone());
+        let result = self
+            .per_event_io(&process, stdin, stdout, message, deadline)
+            .await;
+        guard.disarm();
+        // Exited and reaped already, unless it failed midway: then it is killed first.
+        self.children.retire(&process).await;
+        result
+    }
+
+    async fn per_event_io(
+        &self,
+        process: &Process,
+        mut stdin: ChildStdin,
+        stdout: Option<ChildStdout>,
+        message: &[u8],
+        deadline: Instant,
+    ) -> Result<Reply, DeliveryError> {
+        match timeout_at(deadline, write_line(&mut stdin, message)).await {
+            Err(_) => return Err(DeliveryError::DeadlineExceeded(IoPhase::Send)),
+            Ok(Err(_)) => return Err(ended(process, deadline, false).await),
+            Ok(Ok(())) => {}
+        }
+        // EOF after exactly one message.
+        drop(stdin);
+        let Some(stdout) = stdout else {
+            // A notification: no response is awaited and the exit status is only logged
+            // (the wait just bounds the process's life by the delivery's deadline).
+            match process.wait_exit(deadline).await {
+                Some(code) => {
+                    tracing::debug!(backend = %self.id, ?code, "per_event observer exited")
+                }
+                None => {
+                    tracing::debug!(backend = %self.id, "per_event observer still running at its deadline")
+                }
+            }
+            return Ok(stdio_reply(Vec::new()));
+        };
+        let mut reader = LineReader::new(stdout);
+        let line = match timeout_at(deadline, reader.next_line(self.max_line)).await {
+            Err(_) => return Err(DeliveryError::DeadlineExceeded(reader.phase())),
+            Ok(Err(LineError::TooLarge)) => return Err(DeliveryError::ResponseTooLarge),
+            // The process writes one message and exits, so EOF also ends that message.
+            Ok(Err(LineError::Closed)) => reader.take_partial(),
+            Ok(Ok(line)) => Some(line),
+        };
+        // At most one line is read; anything the process writes after it is not.
+        drop(reader);
+        let Some(code) = process.wait_exit(deadline).await else {
+            return Err(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse));
+        };
+        match (code, line) {
+            (Some(0), Some(line)) => Ok(stdio_reply(line)),
+            (Some(0), None) => Err(DeliveryError::ConnectionLost),
+            // A nonzero exit fails the exchange even after a complete line.
+            (code, _) => Err(DeliveryError::AbnormalExit(code)),
+        }
+    }
+
+    /// Marks the backend closed and kills every child it started (shutdown). Deliveries
+    /// in flight end as `cancelled`; later ones are refused the same way.
+    pub fn shut_down(&self) {
+        self.children.kill_all();
+        // Drop an idle session's pipes now; one in use is dropped by its exchange.
+        if let Ok(mut slot) = self.session.try_lock() {
+            *slot = None;
+        }
+    }
+
+    /// Reaps the children [`StdioBackend::shut_down`] killed, blocking until they are all
+    /// gone or `until`; returns how many remain.
+    pub fn reap(&self, until: std::time::Instant) -> usize {
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let remaining = self.children.sweep();
+            let now = std::time::Instant::now();
+            if remaining == 0 || now >= until {
+                return remaining;
+            }
+            std::thread::sleep(pause.min(until - now));
+            pause = (pause * 2).min(MAX_POLL);
+        }
+    }
+}
+
+/// What the host tells the component: the line, with no HTTP status or media type.
+fn stdio_reply(body: Vec<u8>) -> Reply {
+    Reply {
+        status: None,
+        content_type: None,
+        body,
+    }
+}
+
+/// The message's JSON-RPC `id`, `None` for a notification. Parsed once, here.
+fn request_id(message: &[u8]) -> Result<Option<Value>, DeliveryError> {
+    match serde_json::from_slice::<Value>(message) {
+        Ok(value) => Ok(value.get("id").cloned()),
+        Err(_) => {
+            tracing::warn!("refusing to frame a stdio message that is not JSON");
+            Err(DeliveryError::NotPermitted)
+        }
+    }
+}
+
+/// Writes one frame: the message and a single `\n`, in one write.
+async fn write_line(stdin: &mut ChildStdin, message: &[u8]) -> std::io::Result<()> {
+    let mut framed = Vec::with_capacity(message.len() + 1);
+    framed.extend_from_slice(message);
+    framed.push(b'\n');
+    stdin.write_all(&framed).await?;
+    stdin.flush().await
+}
+
+/// Classifies a child that stopped taking or answering requests: `abnormal-exit` with
+/// its code if it exited (for `per_event`, only a nonzero exit is abnormal), otherwise
+/// `connection-lost` (it closed its pipes but is still running, or exited 0 per event).
+async fn ended(process: &Process, deadline: Instant, persistent: bool) -> DeliveryError {
+    let until = (Instant::now() + EXIT_GRACE).min(deadline);
+    match process.wait_exit(until).await {
+        Some(code) if persistent || code != Some(0) => DeliveryError::AbnormalExit(code),
+        _ => DeliveryError::ConnectionLost,
+    }
+}
+
+/// Every child of one backend, so shutdown can reach those an exchange holds.
+#[derive(Default)]
+struct Children(Mutex<Registry>);
+
+#[derive(Default)]
+struct Registry {
+    /// Set by shutdown: no child is started any more.
+    closed: bool,
+    /// Started and not yet reaped.
+    live: Vec<Arc<Process>>,
+}
+
+impl Children {
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// Starts a child for `backend`; its stdout is piped only if `read_stdout`.
+    fn spawn(
+        &self,
+        backend: &StdioBackend,
+        read_stdout: bool,
+    ) -> Result<(Arc<Process>, ChildStdin, Option<ChildStdout>), DeliveryError> {
+        // Held across the spawn so that shutdown cannot miss a child started concurrently.
+        let mut registry = self.lock();
+        if registry.closed {
+            return Err(DeliveryError::Cancelled);
+        }
+        registry.live.retain(|p| p.exited().is_none());
+        let mut command = Command::new(&backend.command);
+        command
+            .args(&backend.args)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(if read_stdout {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        // The smallest practical environment: PATH alone, so a bare command name resolves.
+        if let Some(path) = std::env::var_os("PATH") {
+            command.env("PATH", path);
+        }
+        if let Some(cwd) = &backend.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn().map_err(|e| {
+            tracing::warn!(backend = %backend.id, command = %backend.command, error = %e, "stdio backend failed to launch");
+            DeliveryError::LaunchFailed
+        })?;
+        let pid = child.id();
+        let (Some(stdin), stdout, Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            // Not possible with piped stdio; the dropped child is killed.
+            return Err(DeliveryError::LaunchFailed);
+        };
+        tokio::spawn(drain_stderr(backend.id.clone(), pid, stderr));
+        tracing::debug!(backend = %backend.id, ?pid, "stdio backend started");
+        let process = Arc::new(Process {
+            pid,
+            child: Mutex::new(child),
+        });
+        registry.live.push(process.clone());
+        Ok((process, stdin, stdout))
+    }
+
+    /// Kills `process` (if it still runs), reaps it within [`REAP_BOUND`] and forgets it;
+    /// one that could not be reaped in time stays registered for a later sweep.
+    async fn retire(&self, process: &Arc<Process>) {
+        process.kill();
+        if process
+            .wait_exit(Instant::now() + REAP_BOUND)
+            .await
+            .is_some()
+        {
+            self.lock().live.retain(|p| !Arc::ptr_eq(p, process));
+        } else {
+            tracing::warn!(pid = ?process.pid, "killed stdio backend not reaped yet");
+        }
+    }
+
+    /// Marks the registry closed and kills every child in it.
+    fn kill_all(&self) {
+        let live = {
+            let mut registry = self.lock();
+            registry.closed = true;
+            registry.live.clone()
+        };
+        for process in &live {
+            process.kill();
+        }
+    }
+
+    /// Reaps whichever children have exited; returns how many are left.
+    fn sweep(&self) -> usize {
+        let mut registry = self.lock();
+        registry.live.retain(|p| p.exited().is_none());
+        registry.live.len()
+    }
+}
+
+/// One child process. The `Child` is only ever locked for a non-blocking call.
+struct Process {
+    pid: Option<u32>,
+    child: Mutex<Child>,
+}
+
+impl Process {
+    fn lock(&self) -> MutexGuard<'_, Child> {
+        self.child.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends SIGKILL; a no-op once it has exited.
+    fn kill(&self) {
+        let _ = self.lock().start_kill();
+    }
+
+    /// `Some(exit code)` once exited (and reaped), the code `None` if a signal ended it;
+    /// `None` while it runs.
+    fn exited(&self) -> Option<Option<i32>> {
+        match self.lock().try_wait() {
+            Ok(status) => status.map(|s| s.code()),
+            // It can no longer be waited for: as good as gone.
+            Err(_) => Some(None),
+        }
+    }
+
+    /// Waits for the exit until `until`; `None` if it still runs then.
+    async fn wait_exit(&self, until: Instant) -> Option<Option<i32>> {
+        let mut pause = Duration::from_millis(1);
+        loop {
+            if let Some(code) = self.exited() {
+                return Some(code);
+            }
+            let now = Instant::now();
+            if now >= until {
+                return None;
+            }
+            tokio::time::sleep_until((now + pause).min(until)).await;
+            pause = (pause * 2).min(MAX_POLL);
+        }
+    }
+}
+
+/// Kills a child whose exchange future is dropped midway (interruption), and reaps it in
+/// the background within [`REAP_BOUND`] (bounded cleanup, not delivery).
+struct KillOnDrop {
+    children: Arc<Children>,
+    process: Arc<Process>,
+    armed: bool,
+}
+
+impl KillOnDrop {
+    fn arm(children: Arc<Children>, process: Arc<Process>) -> KillOnDrop {
+        KillOnDrop {
+            children,
+            process,
+            armed: true,
+        }
+    }
+
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.process.kill();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (children, process) = (self.children.clone(), self.process.clone());
+            runtime.spawn(async move { children.retire(&process).await });
+        }
+    }
+}
+
+/// A line reader that never buffers more than `cap` bytes of one line. The partial line
+/// lives in the reader, so a read cut short by the deadline still tells how far it got.
+struct LineReader<R> {
+    inner: BufReader<R>,
+    partial: Vec<u8>,
+}
+
+enum LineError {
+    /// The line is longer than the cap; it was not read to the end.
+    TooLarge,
+    /// EOF or a read error before the newline.
+    Closed,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    fn new(inner: R) -> LineReader<R> {
+        LineReader {
+            inner: BufReader::new(inner),
+            partial: Vec::new(),
+        }
+    }
+
+    /// The next line without its `\n`.
+    async fn next_line(&mut self, cap: usize) -> Result<Vec<u8>, LineError> {
+        loop {
+            let chunk = self.inner.fill_buf().await.map_err(|_| LineError::Closed)?;
+            if chunk.is_empty() {
+                return Err(LineError::Closed);
+            }
+            let newline = chunk.iter().position(|&b| b == b'\n');
+            let take = newline.unwrap_or(chunk.len());
+            if self.partial.len() + take > cap {
+                return Err(LineError::TooLarge);
+            }
+            self.partial.extend_from_slice(&chunk[..take]);
+            self.inner.consume(take + usize::from(newline.is_some()));
+            if newline.is_some() {
+                return Ok(std::mem::take(&mut self.partial));
+            }
+        }
+    }
+
+    /// Where a read stands: nothing of the reply yet, or part of it.
+    fn phase(&self) -> IoPhase {
+        if self.partial.is_empty() {
+            IoPhase::AwaitResponse
+        } else {
+            IoPhase::ReadResponse
+        }
+    }
+
+    /// The bytes read after the last newline, if any.
+    fn take_partial(&mut self) -> Option<Vec<u8>> {
+        Some(std::mem::take(&mut self.partial)).filter(|p| !p.is_empty())
+    }
+}
+
+/// Logs a child's stderr line by line (never parsed as protocol), until it closes.
+async fn drain_stderr(backend: String, pid: Option<u32>, stderr: ChildStderr) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    let log = |line: &[u8]| {
+        tracing::debug!(backend = %backend, ?pid, line = %String::from_utf8_lossy(line), "stdio backend stderr");
+    };
+    loop {
+        let chunk = match reader.fill_buf().await {
+            Ok(chunk) if !chunk.is_empty() => chunk,
+            _ => break,
+        };
+        let newline = chunk.iter().position(|&b| b == b'\n');
+        let take = newline.unwrap_or(chunk.len());
+        let room = STDERR_LINE_CAP.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..take.min(room)]);
+        reader.consume(take + usize::from(newline.is_some()));
+        if newline.is_some() {
+            log(&line);
+            line.clear();
+        }
+    }
+    if !line.is_empty() {
+        log(&line);
+    }
+}

@@ -1,0 +1,118 @@
+//! A stdio policy backend that misbehaves on demand, for `tests/tests/stdio.rs`.
+//!
+//! `stdio_backend MODE [LOG]` reads JSON-RPC messages, one per line, from stdin until EOF
+//! and answers each request (a message with an `id`) according to `MODE`, echoing its id:
+//!
+//! - `allow`, `no-effect`, `count`: no effects.
+//! - `deny`: one deny effect with reason "stdio says no".
+//! - `sleep:MS`: sleeps MS milliseconds, then no effects. The next request is read only
+//!   after the reply, so this backend can never serve two requests at once.
+//! - `garbage`: the line `not json`.
+//! - `wrong-id`: a no-effect reply whose id is `"wrong-<id>"`.
+//! - `exit-mid`: reads the request and exits with status 3 without replying.
+//! - `reply-then-exit`: no effects, then exits with status 1.
+//! - `huge`: a valid no-effect reply padded with spaces to 2 MiB on one line.
+//! - `stubborn`: no effects, but at EOF on stdin it does not exit (it sleeps a minute),
+//!   like a backend that ignores its input closing: only a kill ends it.
+//!
+//! Notifications (no `id`) get no reply. If `LOG` is given, the process appends to it
+//! `pid <PID>`, `env <NAMES>` (its environment variables' names, sorted, comma-separated)
+//! and `cwd <DIR>` when it starts, and `recv <method>` for every message it reads, so a
+//! test can count processes and deliveries and see how they were started. The PID also
+//! goes to stderr, which the harness must only log, never parse.
+
+use std::fs::OpenOptions;
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mode = args
+        .next()
+        .unwrap_or_else(|| fail("usage: stdio_backend MODE [LOG]"));
+    let log = args.next();
+    let note = |line: String| {
+        if let Some(path) = &log {
+            let mut file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .unwrap_or_else(|e| fail(&format!("open {path}: {e}")));
+            // One short write per line, so lines of concurrent processes do not interleave.
+            file.write_all(format!("{line}\n").as_bytes())
+                .unwrap_or_else(|e| fail(&format!("write {path}: {e}")));
+        }
+    };
+    let pid = std::process::id();
+    eprintln!("stdio_backend {mode}: started as pid {pid}");
+    note(format!("pid {pid}"));
+    let mut env: Vec<String> = std::env::vars_os()
+        .map(|(key, _)| key.to_string_lossy().into_owned())
+        .collect();
+    env.sort();
+    note(format!("env {}", env.join(",")));
+    let cwd = std::env::current_dir().unwrap_or_else(|e| fail(&format!("current dir: {e}")));
+    note(format!("cwd {}", cwd.display()));
+
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout();
+    for line in stdin.lock().lines() {
+        let line = line.unwrap_or_else(|e| fail(&format!("read stdin: {e}")));
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| fail(&format!("the harness sent a line that is not JSON: {e}")));
+        note(format!(
+            "recv {}",
+            message["method"].as_str().unwrap_or("<none>")
+        ));
+        let Some(id) = message.get("id").cloned() else {
+            continue;
+        };
+        let reply = match mode.as_str() {
+            "allow" | "no-effect" | "count" | "stubborn" | "reply-then-exit" => {
+                result(&id, json!([]))
+            }
+            "deny" => result(&id, json!([{"type": "deny", "reason": "stdio says no"}])),
+            "garbage" => "not json".to_owned(),
+            "wrong-id" => result(
+                &json!(format!("wrong-{}", id.as_str().unwrap_or("id"))),
+                json!([]),
+            ),
+            "exit-mid" => std::process::exit(3),
+            "huge" => " ".repeat(2 << 20) + &result(&id, json!([])),
+            sleep if sleep.starts_with("sleep:") => {
+                let ms = sleep["sleep:".len()..]
+                    .parse()
+                    .unwrap_or_else(|e| fail(&format!("bad {sleep}: {e}")));
+                std::thread::sleep(Duration::from_millis(ms));
+                result(&id, json!([]))
+            }
+            other => fail(&format!("unknown mode {other}")),
+        };
+        writeln!(stdout, "{reply}")
+            .and_then(|()| stdout.flush())
+            .unwrap_or_else(|e| fail(&format!("write stdout: {e}")));
+        if mode == "reply-then-exit" {
+            std::process::exit(1);
+        }
+    }
+    if mode == "stubborn" {
+        std::thread::sleep(Duration::from_secs(60));
+    }
+}
+
+/// A JSON-RPC success response with these effects, on one line.
+fn result(id: &Value, effects: Value) -> String {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {"protocolVersion": "draft", "effects": effects}
+    })
+    .to_string()
+}
+
+fn fail(why: &str) -> ! {
+    eprintln!("stdio_backend: {why}");
+    std::process::exit(64);
+}
