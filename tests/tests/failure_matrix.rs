@@ -759,7 +759,8 @@ async fn explicit_deny_is_the_backends_reason_under_both_policies() {
         assert_eq!(first.get("failure"), None, "{policy}: {record}");
         assert_eq!(
             first["attempts"],
-            json!([{"n": 1, "elapsedMs": first["attempts"][0]["elapsedMs"], "result": "accepted"}]),
+            json!([{"n": 1, "elapsedMs": first["attempts"][0]["elapsedMs"], "result": "accepted",
+                    "requestSha256": first["requestSha256"]}]),
             "{policy}: {record}"
         );
         assert_eq!(
