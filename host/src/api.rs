@@ -245,6 +245,44 @@ impl Interceptor {
         self.intercept_with(event, effects, budget, &Interrupt::new()).await
     }
 
+    /// Sends `hooks/observe` for a non-decision event (e.g. `tool.after`) to every
+    /// matching observe subscription, concurrently, each bounded by its observer deadline
+    /// and `budget`. Returns one `{"backend", "result"}` entry per delivery; an observer's
+    /// failure is recorded, never raised.
+    pub async fn observe(&self, event: &str, budget: Option<Duration>) -> Result<Value, CallError> {
+        if self.inner.shut_down.load(Ordering::SeqCst) {
+            let s = host_settlement(event, DecidedBy::Shutdown, SHUTDOWN_REASON, Instant::now());
+            return Err(CallError::ShutDown(Box::new(s)));
+        }
+        let mut ready = match self.take_ready().await {
+            Ok(ready) => ready,
+            Err(e) => return Err(CallError::InvalidInput(vec![format!("component unavailable: {e}")])),
+        };
+        let limit = Instant::now() + budget.unwrap_or(self.inner.bound).min(Duration::from_secs(5)) + GRACE;
+        ready.store.data_mut().cpu_deadline = limit;
+        ready.store.set_epoch_deadline(1);
+        let budget_ns = budget.map(|b| clock::to_nanos(Instant::now() + b));
+        let engine_api = ready.plugin.ahp_interceptor_interceptor().engine();
+        let call = engine_api.call_observe(&mut ready.store, ready.engine, event, budget_ns);
+        let deliveries = match tokio::time::timeout_at(limit.into(), call).await {
+            Ok(Ok(Ok(deliveries))) => deliveries,
+            Ok(Ok(Err(problems))) => {
+                self.put_ready(ready);
+                return Err(CallError::InvalidInput(problems));
+            }
+            _ => return Ok(json!({"observers": [], "engineFailure": true})),
+        };
+        self.put_ready(ready);
+        let backends: Vec<String> = deliveries.iter().map(|d| d.backend.clone()).collect();
+        let results = self.deliver_observers(deliveries, &Interrupt::new()).await;
+        let entries: Vec<Value> = backends
+            .into_iter()
+            .zip(results)
+            .map(|(backend, result)| json!({"backend": backend, "result": result}))
+            .collect();
+        Ok(json!({"observers": entries}))
+    }
+
     /// As [`Interceptor::intercept`], interruptible through `interrupt`.
     pub async fn intercept_with(
         &self,

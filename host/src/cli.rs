@@ -44,6 +44,17 @@ enum Command {
         #[command(flatten)]
         host: HostArgs,
     },
+    /// Send a non-decision event (e.g. tool.after) to its observers; print the results.
+    Observe {
+        /// The registration JSON file.
+        #[arg(long)]
+        registration: PathBuf,
+        /// The event JSON file, or - for standard input.
+        #[arg(long)]
+        event: String,
+        #[command(flatten)]
+        host: HostArgs,
+    },
     /// Run scripted tool calls through the real component against a built-in backend.
     Demo {
         #[command(flatten)]
@@ -100,6 +111,7 @@ pub fn main() -> ExitCode {
             Command::Intercept { registration, event, effects, budget_ms, audit, host } => {
                 intercept(&registration, &event, &effects, budget_ms, audit, &host).await
             }
+            Command::Observe { registration, event, host } => observe(&registration, &event, &host).await,
             Command::Demo { host } => match host.options() {
                 Ok(options) => demo::run(options).await,
                 Err(e) => fail(&e),
@@ -181,6 +193,36 @@ async fn intercept(
             println!("{}", settled.record);
             ExitCode::from(2)
         }
+    }
+}
+
+async fn observe(registration: &PathBuf, event: &str, host: &HostArgs) -> ExitCode {
+    let registration = match std::fs::read_to_string(registration) {
+        Ok(text) => text,
+        Err(e) => return fail(&format!("read {}: {e}", registration.display())),
+    };
+    let (event, options) = match (read_event(event), host.options()) {
+        (Ok(event), Ok(options)) => (event, options),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    let interceptor = match Interceptor::new(&registration, options).await {
+        Ok(interceptor) => interceptor,
+        Err(e) => return build_failure(e),
+    };
+    let result = interceptor.observe(&event, None).await;
+    interceptor.shutdown();
+    match result {
+        Ok(record) => {
+            println!("{record}");
+            ExitCode::SUCCESS
+        }
+        Err(CallError::InvalidInput(problems)) => {
+            for problem in problems {
+                eprintln!("error: {problem}");
+            }
+            ExitCode::from(1)
+        }
+        Err(CallError::ShutDown(_)) => fail("the interceptor is shut down"),
     }
 }
 

@@ -1,0 +1,96 @@
+//! Observe subscriptions: `hooks/observe` notifications (no JSON-RPC id) to every
+//! matching observer, exactly or by `family.*` / `*`; HTTP success is 202/204 with no
+//! body; every failure is recorded and bounded by the observer deadline and the budget.
+
+use ahp_host::{Interceptor, Options};
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+fn observer(id: &str, url: &str, events: &[&str]) -> Value {
+    json!({"id": id, "transport": {"type": "http", "url": url},
+           "subscriptions": [{"events": events, "mode": "observe", "content": {"default": "metadata"}}]})
+}
+
+fn tool_after(id: &str) -> String {
+    json!({"id": id, "source": "urn:ahp:test", "type": "tool.after", "time": "2026-11-30T12:00:01Z",
+           "session": {"id": "sess_obs"}, "call": {"id": "call_obs"}, "path": "native",
+           "tool": {"name": "Bash", "input": {"command": "ls"}, "origin": "native"},
+           "outcome": "ok", "execution": {"status": "executed"}, "items": []})
+    .to_string()
+}
+
+/// Observes `event` and returns the record and how long the observe call took.
+async fn observe(hooks: Vec<Value>, event: &str, budget: Option<Duration>) -> (Value, Duration) {
+    let reg = json!({"protocolVersion": "draft", "hooks": hooks}).to_string();
+    let interceptor = Interceptor::new(&reg, Options::default()).await.expect("valid registration");
+    let started = Instant::now();
+    let record = interceptor.observe(event, budget).await.expect("valid event");
+    (record, started.elapsed())
+}
+
+fn no_content() -> Behaviour {
+    Behaviour::Reply { status: 204, content_type: None, body: Vec::new() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn matching_observers_get_one_notification_each() {
+    let exact = FaultBackend::start(vec![no_content()]).await;
+    let family = FaultBackend::start(vec![Behaviour::Reply { status: 202, content_type: None, body: Vec::new() }]).await;
+    let any = FaultBackend::start(vec![no_content()]).await;
+    let other = FaultBackend::start(vec![no_content()]).await;
+    let (record, _) = observe(
+        vec![
+            observer("com.example.exact", &exact.url(), &["tool.after"]),
+            observer("com.example.family", &family.url(), &["tool.*"]),
+            observer("com.example.any", &any.url(), &["*"]),
+            observer("com.example.other", &other.url(), &["session.*"]),
+        ],
+        &tool_after("evt_obs_1"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        record["observers"],
+        json!([
+            {"backend": "com.example.exact", "result": "delivered"},
+            {"backend": "com.example.family", "result": "delivered"},
+            {"backend": "com.example.any", "result": "delivered"},
+        ])
+    );
+    for backend in [&exact, &family, &any] {
+        let requests = backend.requests();
+        assert_eq!(requests.len(), 1);
+        let message = requests[0].json();
+        assert_eq!(message["method"], "hooks/observe");
+        assert!(message.get("id").is_none(), "a notification has no id");
+        assert_eq!(message["params"]["protocolVersion"], "draft");
+        assert_eq!(message["params"]["event"]["id"], "evt_obs_1");
+    }
+    assert_eq!(other.requests().len(), 0, "session.* does not match tool.after");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observer_failures_are_recorded_and_bounded() {
+    let with_body = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let (record, elapsed) = observe(
+        vec![
+            observer("com.example.body", &with_body.url(), &["tool.after"]),
+            observer("com.example.hang", &hanging.url(), &["tool.after"]),
+            observer("com.example.gone", &ahp_tests::fault_backend::refused_url(), &["tool.after"]),
+        ],
+        &tool_after("evt_obs_2"),
+        Some(Duration::from_millis(300)),
+    )
+    .await;
+    assert_eq!(
+        record["observers"],
+        json!([
+            {"backend": "com.example.body", "result": "http-status"},
+            {"backend": "com.example.hang", "result": "deadline-exceeded"},
+            {"backend": "com.example.gone", "result": "connection-refused"},
+        ])
+    );
+    assert!(elapsed < Duration::from_millis(300 + 200), "observers ran past the budget: {elapsed:?}");
+}
