@@ -97,8 +97,16 @@ impl HostArgs {
 /// Runs the CLI with the process's arguments.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The compiler's own trace logs (gigabytes while compiling the component) are never
+    // what an operator wants from AHP_LOG; keep them at warnings.
+    let mut filter = tracing_subscriber::EnvFilter::from_env("AHP_LOG");
+    for noisy in ["cranelift_codegen", "cranelift_frontend", "wasmtime_internal_cranelift", "regalloc2"] {
+        if let Ok(directive) = format!("{noisy}=warn").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("AHP_LOG"))
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -128,17 +128,25 @@ async fn concurrent_runaway_calls_all_settle_within_the_bound() {
             let interceptor = interceptor.clone();
             tokio::spawn(async move {
                 let id = format!("evt_concurrent_{n}");
+                let begun = started.elapsed();
                 let (settled, elapsed) = timed(&interceptor, &id).await;
-                (id, settled, elapsed)
+                (id, settled, begun, elapsed)
             })
         })
         .collect();
     for call in calls {
-        let (id, settled, elapsed) = call.await.expect("the call task");
+        let (id, settled, begun, elapsed) = call.await.expect("the call task");
         assert_engine_failure(&settled, &id);
-        assert_cut_at_bound(elapsed, &id);
+        assert_cut_at_bound(elapsed, &format!("{id} (began after {begun:?})"));
     }
+    // Each call is bounded from its own start (asserted above). A task spawned from outside
+    // the runtime can start late: it waits in tokio's global queue, which workers busy with
+    // spinning guests (yielding every 1 ms epoch tick) check only every 61 polls.
     let all = started.elapsed();
     println!("4 concurrent: all settled in {all:?}");
-    assert!(all < BOUND + SLACK, "4 concurrent calls took {all:?}");
+    let queueing = Duration::from_millis(100);
+    assert!(
+        all < BOUND + SLACK + queueing,
+        "4 concurrent calls took {all:?}"
+    );
 }

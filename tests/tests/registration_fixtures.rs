@@ -136,6 +136,27 @@ fn ahp_binary() -> &'static Path {
                 .args(["build", "-p", "ahp-host", "--bin", "ahp"])
                 .current_dir(env!("CARGO_MANIFEST_DIR"))
                 .env("CARGO_TARGET_DIR", target_dir);
+            // Drop what cargo set for this test process: build scripts track some of it
+            // (ring: CARGO_MANIFEST_DIR), and a difference would rebuild them here and
+            // again in the next outer `cargo test`.
+            for (name, _) in std::env::vars_os() {
+                let name = name.to_string_lossy();
+                let set_for_tests = name.starts_with("CARGO_PKG_")
+                    || [
+                        "CARGO_MANIFEST_DIR",
+                        "CARGO_MANIFEST_PATH",
+                        "CARGO_CRATE_NAME",
+                        "CARGO_BIN_NAME",
+                        "CARGO_PRIMARY_PACKAGE",
+                        "CARGO_TARGET_TMPDIR",
+                        "CARGO_RUSTC_CURRENT_DIR",
+                        "OUT_DIR",
+                    ]
+                    .contains(&name.as_ref());
+                if set_for_tests {
+                    build.env_remove(name.as_ref());
+                }
+            }
             if profile_dir.file_name().is_some_and(|n| n == "release") {
                 build.arg("--release");
             }
