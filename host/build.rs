@@ -7,11 +7,23 @@ mod guest_build;
 use std::path::PathBuf;
 
 fn main() {
-    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let workspace = manifest_dir.parent().expect("host/ lives in the workspace").to_path_buf();
+    let manifest_dir =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let workspace = manifest_dir
+        .parent()
+        .expect("host/ lives in the workspace")
+        .to_path_buf();
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    for watched in ["guest/src", "guest/Cargo.toml", "wit", "host/guest_build.rs"] {
-        println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
+    for watched in [
+        "guest/src",
+        "guest/Cargo.toml",
+        "wit",
+        "host/guest_build.rs",
+    ] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            workspace.join(watched).display()
+        );
     }
     println!("cargo:rerun-if-env-changed=AHP_COMPONENT");
     let wasm = match std::env::var("AHP_COMPONENT") {
@@ -20,5 +32,6 @@ fn main() {
         Err(_) => guest_build::build_component(&workspace, "ahp-interceptor"),
     };
     let dest = out_dir.join("ahp_interceptor.wasm");
-    std::fs::copy(&wasm, &dest).unwrap_or_else(|e| panic!("copy {} to {}: {e}", wasm.display(), dest.display()));
+    std::fs::copy(&wasm, &dest)
+        .unwrap_or_else(|e| panic!("copy {} to {}: {e}", wasm.display(), dest.display()));
 }

@@ -16,7 +16,16 @@ pub fn build_component(workspace: &Path, package: &str) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace)
-        .args(["build", "--package", package, "--lib", "--profile", "guest", "--target", TARGET])
+        .args([
+            "build",
+            "--package",
+            package,
+            "--lib",
+            "--profile",
+            "guest",
+            "--target",
+            TARGET,
+        ])
         .arg("--target-dir")
         .arg(&target_dir);
     for var in [
@@ -49,10 +58,16 @@ fn ensure_target() {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l.trim() == TARGET))
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.trim() == TARGET)
+        })
         .unwrap_or(true);
     if !installed {
-        let status = Command::new("rustup").args(["target", "add", TARGET]).status();
+        let status = Command::new("rustup")
+            .args(["target", "add", TARGET])
+            .status();
         if !matches!(status, Ok(s) if s.success()) {
             println!("cargo:warning=could not install the {TARGET} target; run `rustup target add {TARGET}`");
         }

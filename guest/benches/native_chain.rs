@@ -21,7 +21,13 @@ impl Host for Instant0 {
         Ok(None)
     }
     fn reject(&mut self, _: &()) {}
-    fn exchange(&mut self, _: &str, _: &[u8], _: Option<&()>, _: Instant) -> Result<Reply, DeliveryError> {
+    fn exchange(
+        &mut self,
+        _: &str,
+        _: &[u8],
+        _: Option<&()>,
+        _: Instant,
+    ) -> Result<Reply, DeliveryError> {
         Ok(Reply {
             status: Some(200),
             content_type: Some("application/json".into()),
@@ -44,7 +50,9 @@ fn main() {
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
         let t = std::time::Instant::now();
-        let settled = engine.intercept(&mut host, EVENT, &effects, None).expect("valid call");
+        let settled = engine
+            .intercept(&mut host, EVENT, &effects, None)
+            .expect("valid call");
         let audit = settled.audit().to_string();
         samples.push(t.elapsed());
         assert!(audit.contains("no-objection"));
@@ -52,5 +60,9 @@ fn main() {
     samples.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     println!("native protocol logic of one hook call (instant host), {n} calls");
-    println!("median {:.1} µs, p99 {:.1} µs", us(samples[n / 2]), us(samples[n * 99 / 100]));
+    println!(
+        "median {:.1} µs, p99 {:.1} µs",
+        us(samples[n / 2]),
+        us(samples[n * 99 / 100])
+    );
 }

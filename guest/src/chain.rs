@@ -11,11 +11,13 @@
 use crate::event::Event;
 use crate::failure::{Failure, FailureClass, Phase};
 use crate::host_api::{AuthError, DeliveryError, Host, Instant, IoPhase, NANOS_PER_MS};
-use crate::registration::{Backend, FailurePolicy, Mode, Registration, Subscription, INTERCEPTABLE_EVENTS};
+use crate::registration::{
+    Backend, FailurePolicy, Mode, Registration, Subscription, INTERCEPTABLE_EVENTS,
+};
 use crate::response::{self, Effect, EffectKind};
 use crate::settlement::{
-    Attempt, DecidedBy, Decision, EventRef, InterceptorRecord, ObserverDelivery, Outcome, Settlement,
-    BUDGET_REASON, INTERRUPTED_REASON, SYNTHETIC_REASON,
+    Attempt, DecidedBy, Decision, EventRef, InterceptorRecord, ObserverDelivery, Outcome,
+    Settlement, BUDGET_REASON, INTERRUPTED_REASON, SYNTHETIC_REASON,
 };
 use crate::wire::{self, Message};
 
@@ -87,7 +89,10 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                     match effect {
                         Effect::Deny { reason, .. } => {
                             outcome = Outcome::Deny;
-                            stop = Some(Stop { decided_by: DecidedBy::BackendDeny, reason });
+                            stop = Some(Stop {
+                                decided_by: DecidedBy::BackendDeny,
+                                reason,
+                            });
                         }
                         Effect::Ask { .. } => {
                             ask = true;
@@ -105,7 +110,13 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             }
             Ending::Failed(failure) if budget_binds && is_deadline(&failure) => {
                 stop = Some(budget_expired());
-                records.push(record(target, Outcome::BudgetExpired, Some(failure), attempts, sha));
+                records.push(record(
+                    target,
+                    Outcome::BudgetExpired,
+                    Some(failure),
+                    attempts,
+                    sha,
+                ));
             }
             Ending::Failed(failure) => {
                 let outcome = match target.policy {
@@ -132,7 +143,12 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     let observers = match &stop {
         // An interrupted call starts no new best-effort observations.
         _ if was_interrupted => Vec::new(),
-        Some(s) if matches!(s.decided_by, DecidedBy::BackendDeny | DecidedBy::SyntheticDeny) => {
+        Some(s)
+            if matches!(
+                s.decided_by,
+                DecidedBy::BackendDeny | DecidedBy::SyntheticDeny
+            ) =>
+        {
             short_circuit_observers(host.now(), &uncalled, call)
         }
         _ => Vec::new(),
@@ -170,7 +186,12 @@ fn matching_interceptors<'a>(registration: &'a Registration, event_type: &str) -
         for subscription in &backend.subscriptions {
             if let Mode::Intercept { timeout_ms, policy } = subscription.mode {
                 if subscription.events.iter().any(|p| p.matches(event_type)) {
-                    targets.push(Target { backend, subscription, timeout_ms, policy });
+                    targets.push(Target {
+                        backend,
+                        subscription,
+                        timeout_ms,
+                        policy,
+                    });
                 }
             }
         }
@@ -213,11 +234,17 @@ fn evaluate<H: Host>(
             AttemptResult::Unauthorized { .. } => "unauthorized",
         };
         let elapsed_ms = host.now().saturating_sub(begun) / NANOS_PER_MS;
-        attempts.push(Attempt { n, elapsed_ms, result: label });
+        attempts.push(Attempt {
+            n,
+            elapsed_ms,
+            result: label,
+        });
         match result {
             // A transient failure may be retried with the same bytes, only while the
             // original deadline remains and only as the host's configuration allows.
-            AttemptResult::Ended(Ending::Failed(f)) if f.is_transient() && host.now() < deadline => {
+            AttemptResult::Ended(Ending::Failed(f))
+                if f.is_transient() && host.now() < deadline =>
+            {
                 if host.retry_after(&backend.id, n, deadline) && !host.interrupted() {
                     continue;
                 }
@@ -246,7 +273,9 @@ fn evaluate<H: Host>(
 enum AttemptResult {
     Ended(Ending),
     /// HTTP 401: the credential (if any) was rejected and dropped from the host's cache.
-    Unauthorized { had_credential: bool },
+    Unauthorized {
+        had_credential: bool,
+    },
 }
 
 fn attempt<H: Host>(
@@ -281,13 +310,18 @@ fn attempt<H: Host>(
         return Ended(Ending::Interrupted);
     }
     if host.now() >= deadline {
-        return Ended(Ending::Failed(Failure::new(FailureClass::LateResponse, Phase::Accept)));
+        return Ended(Ending::Failed(Failure::new(
+            FailureClass::LateResponse,
+            Phase::Accept,
+        )));
     }
     if reply.status == Some(401) {
         if let Some(c) = &credential {
             host.reject(c);
         }
-        return AttemptResult::Unauthorized { had_credential: credential.is_some() };
+        return AttemptResult::Unauthorized {
+            had_credential: credential.is_some(),
+        };
     }
     Ended(match decoded {
         Ok(effects) => Ending::Accepted(effects),
@@ -311,22 +345,38 @@ fn delivery_failure(error: DeliveryError) -> Failure {
         DeliveryError::DeadlineExceeded(phase) => {
             Failure::new(FailureClass::DeadlineExceeded, io_phase(phase))
         }
-        DeliveryError::ConnectionRefused => Failure::new(FailureClass::ConnectionRefused, Phase::Connect),
-        DeliveryError::ConnectionReset => Failure::new(FailureClass::ConnectionReset, Phase::AwaitResponse),
-        DeliveryError::ConnectionLost => Failure::new(FailureClass::ConnectionLost, Phase::AwaitResponse),
+        DeliveryError::ConnectionRefused => {
+            Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
+        }
+        DeliveryError::ConnectionReset => {
+            Failure::new(FailureClass::ConnectionReset, Phase::AwaitResponse)
+        }
+        DeliveryError::ConnectionLost => {
+            Failure::new(FailureClass::ConnectionLost, Phase::AwaitResponse)
+        }
         DeliveryError::TlsFailed => {
             Failure::new(FailureClass::ConnectionRefused, Phase::Connect).with_detail("tls")
         }
-        DeliveryError::MalformedHttp => Failure::new(FailureClass::HttpStatus, Phase::AwaitResponse)
-            .with_detail("malformed-http"),
+        DeliveryError::MalformedHttp => {
+            Failure::new(FailureClass::HttpStatus, Phase::AwaitResponse)
+                .with_detail("malformed-http")
+        }
         DeliveryError::LaunchFailed => Failure::new(FailureClass::LaunchFailed, Phase::Connect),
-        DeliveryError::AbnormalExit(_) => Failure::new(FailureClass::AbnormalExit, Phase::AwaitResponse),
-        DeliveryError::ResponseTooLarge => Failure::new(FailureClass::MalformedJson, Phase::ReadResponse)
-            .with_detail("response-too-large"),
-        DeliveryError::NotPermitted => Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
-            .with_detail("not-permitted"),
+        DeliveryError::AbnormalExit(_) => {
+            Failure::new(FailureClass::AbnormalExit, Phase::AwaitResponse)
+        }
+        DeliveryError::ResponseTooLarge => {
+            Failure::new(FailureClass::MalformedJson, Phase::ReadResponse)
+                .with_detail("response-too-large")
+        }
+        DeliveryError::NotPermitted => {
+            Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
+                .with_detail("not-permitted")
+        }
         // Handled by the caller as interruption; kept total for the compiler.
-        DeliveryError::Cancelled => Failure::new(FailureClass::DeadlineExceeded, Phase::AwaitResponse),
+        DeliveryError::Cancelled => {
+            Failure::new(FailureClass::DeadlineExceeded, Phase::AwaitResponse)
+        }
     }
 }
 
@@ -341,16 +391,24 @@ fn io_phase(phase: IoPhase) -> Phase {
 
 /// Failures that mean "the clock ran out" rather than "the backend misbehaved".
 fn is_deadline(failure: &Failure) -> bool {
-    matches!(failure.class, FailureClass::DeadlineExceeded | FailureClass::LateResponse)
-        || failure.detail == Some("deadline-exceeded")
+    matches!(
+        failure.class,
+        FailureClass::DeadlineExceeded | FailureClass::LateResponse
+    ) || failure.detail == Some("deadline-exceeded")
 }
 
 fn interrupted() -> Stop {
-    Stop { decided_by: DecidedBy::Interrupted, reason: INTERRUPTED_REASON.into() }
+    Stop {
+        decided_by: DecidedBy::Interrupted,
+        reason: INTERRUPTED_REASON.into(),
+    }
 }
 
 fn budget_expired() -> Stop {
-    Stop { decided_by: DecidedBy::BudgetExpired, reason: BUDGET_REASON.into() }
+    Stop {
+        decided_by: DecidedBy::BudgetExpired,
+        reason: BUDGET_REASON.into(),
+    }
 }
 
 fn record(
@@ -374,7 +432,11 @@ fn record(
 
 /// After a deny or fail-closed stop, every matching interceptor that was never called
 /// gets the same event as a best-effort observe (digest §6.1), never twice.
-fn short_circuit_observers(now: Instant, uncalled: &[&Target], call: &Call) -> Vec<ObserverDelivery> {
+fn short_circuit_observers(
+    now: Instant,
+    uncalled: &[&Target],
+    call: &Call,
+) -> Vec<ObserverDelivery> {
     let own = now.saturating_add(OBSERVER_TIMEOUT_MS * NANOS_PER_MS);
     let deadline = call.budget.map_or(own, |b| b.min(own));
     uncalled

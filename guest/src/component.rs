@@ -2,7 +2,9 @@
 
 use crate::engine::Engine;
 use crate::host_api::{self, AuthError, DeliveryError, Host, Instant, IoPhase, Reply};
-use crate::settlement::{DecidedBy as Decided, Decision as Dec, ObserverDelivery, Settlement as Settled};
+use crate::settlement::{
+    DecidedBy as Decided, Decision as Dec, ObserverDelivery, Settlement as Settled,
+};
 
 wit_bindgen::generate!({ path: "../wit", world: "plugin" });
 
@@ -10,8 +12,8 @@ use ahp::interceptor::credentials::{self as wit_credentials, Credential};
 use ahp::interceptor::delivery as wit_delivery;
 use ahp::interceptor::host_types::{DeliveryError as WitDeliveryError, IoPhase as WitIoPhase};
 use exports::ahp::interceptor::interceptor::{
-    AuthPlan, BackendPlan, DecidedBy, Decision, Delivery, Guest, GuestEngine, OauthPlan, Settlement,
-    StdioPlan, TransportPlan,
+    AuthPlan, BackendPlan, DecidedBy, Decision, Delivery, Guest, GuestEngine, OauthPlan,
+    Settlement, StdioPlan, TransportPlan,
 };
 
 struct Component;
@@ -26,13 +28,21 @@ impl Guest for Component {
 struct EngineResource(Engine);
 
 impl GuestEngine for EngineResource {
-    fn load(registration: String) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<String>> {
-        Engine::load(&registration)
-            .map(|engine| exports::ahp::interceptor::interceptor::Engine::new(EngineResource(engine)))
+    fn load(
+        registration: String,
+    ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<String>> {
+        Engine::load(&registration).map(|engine| {
+            exports::ahp::interceptor::interceptor::Engine::new(EngineResource(engine))
+        })
     }
 
     fn plan(&self) -> Vec<BackendPlan> {
-        self.0.registration().backends.iter().map(backend_plan).collect()
+        self.0
+            .registration()
+            .backends
+            .iter()
+            .map(backend_plan)
+            .collect()
     }
 
     fn warnings(&self) -> Vec<String> {
@@ -49,11 +59,17 @@ impl GuestEngine for EngineResource {
         effects: Vec<String>,
         budget: Option<Instant>,
     ) -> Result<Settlement, Vec<String>> {
-        let settled = self.0.intercept(&mut ComponentHost, &event, &effects, budget)?;
+        let settled = self
+            .0
+            .intercept(&mut ComponentHost, &event, &effects, budget)?;
         Ok(settlement(settled))
     }
 
-    fn observe(&self, event: String, budget: Option<Instant>) -> Result<Vec<Delivery>, Vec<String>> {
+    fn observe(
+        &self,
+        event: String,
+        budget: Option<Instant>,
+    ) -> Result<Vec<Delivery>, Vec<String>> {
         let deliveries = self.0.observe(ComponentHost.now(), &event, budget)?;
         Ok(deliveries.into_iter().map(delivery).collect())
     }
@@ -63,7 +79,12 @@ fn backend_plan(backend: &crate::registration::Backend) -> BackendPlan {
     use crate::registration::{Auth, Lifecycle, Transport};
     let transport = match &backend.transport {
         Transport::Http { url } => TransportPlan::Http(url.clone()),
-        Transport::Stdio { command, args, cwd, lifecycle } => TransportPlan::Stdio(StdioPlan {
+        Transport::Stdio {
+            command,
+            args,
+            cwd,
+            lifecycle,
+        } => TransportPlan::Stdio(StdioPlan {
             command: command.clone(),
             args: args.clone(),
             cwd: cwd.clone(),
@@ -82,7 +103,11 @@ fn backend_plan(backend: &crate::registration::Backend) -> BackendPlan {
             client_secret_ref: o.client_secret_ref.clone(),
         }),
     });
-    BackendPlan { id: backend.id.clone(), transport, auth }
+    BackendPlan {
+        id: backend.id.clone(),
+        transport,
+        auth,
+    }
 }
 
 fn settlement(s: Settled) -> Settlement {
@@ -108,7 +133,11 @@ fn settlement(s: Settled) -> Settlement {
 }
 
 fn delivery(d: ObserverDelivery) -> Delivery {
-    Delivery { backend: d.backend, message: d.message.bytes().to_vec(), deadline: d.deadline }
+    Delivery {
+        backend: d.backend,
+        message: d.message.bytes().to_vec(),
+        deadline: d.deadline,
+    }
 }
 
 /// The component's imports seen as the protocol's [`Host`].
@@ -121,7 +150,11 @@ impl Host for ComponentHost {
         wasi::clocks::monotonic_clock::now()
     }
 
-    fn acquire(&mut self, backend: &str, deadline: Instant) -> Result<Option<Credential>, AuthError> {
+    fn acquire(
+        &mut self,
+        backend: &str,
+        deadline: Instant,
+    ) -> Result<Option<Credential>, AuthError> {
         wit_credentials::acquire(backend, deadline).map_err(|e| match e {
             wit_credentials::AuthError::Unresolved => AuthError::Unresolved,
             wit_credentials::AuthError::AcquisitionFailed => AuthError::AcquisitionFailed,
@@ -144,14 +177,20 @@ impl Host for ComponentHost {
         deadline: Instant,
     ) -> Result<Reply, DeliveryError> {
         wit_delivery::exchange(backend, message, credential, deadline)
-            .map(|r| host_api::Reply { status: r.status, content_type: r.content_type, body: r.body })
+            .map(|r| host_api::Reply {
+                status: r.status,
+                content_type: r.content_type,
+                body: r.body,
+            })
             .map_err(|e| match e {
-                WitDeliveryError::DeadlineExceeded(phase) => DeliveryError::DeadlineExceeded(match phase {
-                    WitIoPhase::Connect => IoPhase::Connect,
-                    WitIoPhase::Send => IoPhase::Send,
-                    WitIoPhase::AwaitResponse => IoPhase::AwaitResponse,
-                    WitIoPhase::ReadResponse => IoPhase::ReadResponse,
-                }),
+                WitDeliveryError::DeadlineExceeded(phase) => {
+                    DeliveryError::DeadlineExceeded(match phase {
+                        WitIoPhase::Connect => IoPhase::Connect,
+                        WitIoPhase::Send => IoPhase::Send,
+                        WitIoPhase::AwaitResponse => IoPhase::AwaitResponse,
+                        WitIoPhase::ReadResponse => IoPhase::ReadResponse,
+                    })
+                }
                 WitDeliveryError::Cancelled => DeliveryError::Cancelled,
                 WitDeliveryError::ConnectionRefused => DeliveryError::ConnectionRefused,
                 WitDeliveryError::ConnectionReset => DeliveryError::ConnectionReset,

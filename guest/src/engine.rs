@@ -27,7 +27,11 @@ impl Engine {
 
     /// Valid but questionable settings, each naming its JSON path.
     pub fn warnings(&self) -> Vec<String> {
-        self.registration.warnings.iter().map(ToString::to_string).collect()
+        self.registration
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     pub fn registration(&self) -> &Registration {
@@ -57,9 +61,18 @@ impl Engine {
         budget: Option<Instant>,
     ) -> Result<Settlement, Vec<String>> {
         let effects = parse_effects(effects)?;
-        let event = Event::parse_tool_before(event)
-            .map_err(|problems| problems.iter().map(|p| format!("event{p}")).collect::<Vec<_>>())?;
-        let call = Call { registration: &self.registration, event: &event, effects: &effects, budget };
+        let event = Event::parse_tool_before(event).map_err(|problems| {
+            problems
+                .iter()
+                .map(|p| format!("event{p}"))
+                .collect::<Vec<_>>()
+        })?;
+        let call = Call {
+            registration: &self.registration,
+            event: &event,
+            effects: &effects,
+            budget,
+        };
         Ok(chain::run(host, &call))
     }
 
@@ -71,15 +84,22 @@ impl Engine {
         event: &str,
         budget: Option<Instant>,
     ) -> Result<Vec<ObserverDelivery>, Vec<String>> {
-        let event = Event::parse_any(event)
-            .map_err(|problems| problems.iter().map(|p| format!("event{p}")).collect::<Vec<_>>())?;
+        let event = Event::parse_any(event).map_err(|problems| {
+            problems
+                .iter()
+                .map(|p| format!("event{p}"))
+                .collect::<Vec<_>>()
+        })?;
         let own = now.saturating_add(OBSERVER_TIMEOUT_MS * NANOS_PER_MS);
         let deadline = budget.map_or(own, |b| b.min(own));
         let mut deliveries = Vec::new();
         for backend in &self.registration.backends {
             for subscription in &backend.subscriptions {
                 let observes = matches!(subscription.mode, Mode::Observe)
-                    && subscription.events.iter().any(|p| p.matches(&event.event_type));
+                    && subscription
+                        .events
+                        .iter()
+                        .any(|p| p.matches(&event.event_type));
                 if observes {
                     deliveries.push(ObserverDelivery {
                         backend: backend.id.clone(),
@@ -107,7 +127,8 @@ fn parse_effects(names: &[String]) -> Result<Vec<EffectKind>, Vec<String>> {
         }
     }
     if !kinds.contains(&EffectKind::Deny) {
-        problems.push("effects: must include \"deny\" (every tool.before interceptor can deny)".into());
+        problems
+            .push("effects: must include \"deny\" (every tool.before interceptor can deny)".into());
     }
     if problems.is_empty() {
         Ok(kinds)

@@ -12,9 +12,9 @@
 //! only ever holds this module's fixed vocabulary: a backend's error message, error data
 //! or rejected effect text never reaches the audit or the model.
 
-use crate::registration::is_reverse_dns;
 use crate::failure::{Failure, FailureClass, Phase};
 use crate::host_api::Reply;
+use crate::registration::is_reverse_dns;
 use serde_json::{Map, Value};
 
 /// The only `protocolVersion` this harness speaks; versions must match exactly.
@@ -329,7 +329,6 @@ fn decode_deny(effect: &Map<String, Value>) -> Option<Effect> {
         code: code.map(str::to_owned),
     })
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -101,14 +101,20 @@ mod tests {
         assert_eq!(v["id"], "evt_1");
         assert_eq!(v["params"]["event"]["id"], v["id"]);
         assert_eq!(v["params"]["protocolVersion"], "draft");
-        assert_eq!(v["params"]["capabilities"]["effects"], json!(["deny", "ask"]));
+        assert_eq!(
+            v["params"]["capabilities"]["effects"],
+            json!(["deny", "ask"])
+        );
     }
 
     #[test]
     fn native_payload_is_sent_only_when_enabled() {
-        let without: Value = serde_json::from_slice(intercept(&event(), false, &[EffectKind::Deny]).bytes()).unwrap();
+        let without: Value =
+            serde_json::from_slice(intercept(&event(), false, &[EffectKind::Deny]).bytes())
+                .unwrap();
         assert!(without["params"]["event"].get("native").is_none());
-        let with: Value = serde_json::from_slice(intercept(&event(), true, &[EffectKind::Deny]).bytes()).unwrap();
+        let with: Value =
+            serde_json::from_slice(intercept(&event(), true, &[EffectKind::Deny]).bytes()).unwrap();
         assert_eq!(with["params"]["event"]["native"]["raw"], "provider payload");
     }
 
@@ -117,7 +123,10 @@ mod tests {
         let a = intercept(&event(), false, &[EffectKind::Deny]);
         let b = intercept(&event(), false, &[EffectKind::Deny]);
         assert_eq!(a, b);
-        assert!(!a.bytes().contains(&b'\n'), "a stdio frame must be one line");
+        assert!(
+            !a.bytes().contains(&b'\n'),
+            "a stdio frame must be one line"
+        );
         assert_eq!(a.sha256().len(), 64);
         assert_eq!(a.sha256(), hex(&Sha256::digest(a.bytes())));
     }

@@ -16,7 +16,10 @@ const EVENT: &str = r#"{"id":"evt_bench","source":"urn:ahp:bench","type":"tool.b
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let n: usize = std::env::args().filter_map(|a| a.parse().ok()).next().unwrap_or(5_000);
+    let n: usize = std::env::args()
+        .filter_map(|a| a.parse().ok())
+        .next()
+        .unwrap_or(5_000);
     let addr = serve().await;
     let url = format!("http://{addr}/hooks");
     let registration = json!({
@@ -43,7 +46,9 @@ async fn main() {
     .to_string();
     let stream = TcpStream::connect(addr).await.unwrap();
     stream.set_nodelay(true).unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
     tokio::spawn(conn);
 
     let mut raw = Vec::with_capacity(n);
@@ -68,7 +73,10 @@ async fn main() {
         let t = Instant::now();
         let settled = idle.intercept(EVENT, &["deny"], None).await.unwrap();
         let alone_t = t.elapsed();
-        assert!(settled.record["interceptors"].as_array().unwrap().is_empty());
+        assert!(settled.record["interceptors"]
+            .as_array()
+            .unwrap()
+            .is_empty());
         if !warmup {
             raw.push(raw_t);
             hook.push(hook_t);
@@ -80,17 +88,34 @@ async fn main() {
     let (alone_med, alone_p99) = stats(&mut alone);
     println!("{n} calls each, interleaved, one keep-alive connection each, loopback");
     println!("{:<34} {:>10} {:>10}", "", "median µs", "p99 µs");
-    println!("{:<34} {:>10.1} {:>10.1}", "raw keep-alive POST (hyper)", raw_med, raw_p99);
-    println!("{:<34} {:>10.1} {:>10.1}", "hook call through the component", hook_med, hook_p99);
-    println!("{:<34} {:>10.2} {:>10.2}", "ratio", hook_med / raw_med, hook_p99 / raw_p99);
-    println!("{:<34} {:>10.1} {:>10.1}", "component call, no interceptor", alone_med, alone_p99);
+    println!(
+        "{:<34} {:>10.1} {:>10.1}",
+        "raw keep-alive POST (hyper)", raw_med, raw_p99
+    );
+    println!(
+        "{:<34} {:>10.1} {:>10.1}",
+        "hook call through the component", hook_med, hook_p99
+    );
+    println!(
+        "{:<34} {:>10.2} {:>10.2}",
+        "ratio",
+        hook_med / raw_med,
+        hook_p99 / raw_p99
+    );
+    println!(
+        "{:<34} {:>10.1} {:>10.1}",
+        "component call, no interceptor", alone_med, alone_p99
+    );
     interceptor.shutdown();
 }
 
 fn stats(samples: &mut [Duration]) -> (f64, f64) {
     samples.sort();
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    (us(samples[samples.len() / 2]), us(samples[samples.len() * 99 / 100]))
+    (
+        us(samples[samples.len() / 2]),
+        us(samples[samples.len() * 99 / 100]),
+    )
 }
 
 async fn serve() -> std::net::SocketAddr {
@@ -101,18 +126,32 @@ async fn serve() -> std::net::SocketAddr {
             let _ = stream.set_nodelay(true);
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(answer);
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
             });
         }
     });
     addr
 }
 
-async fn answer(request: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-    let id = serde_json::from_slice::<Value>(&body).map(|v| v["id"].clone()).unwrap_or(Value::Null);
-    let reply = json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}});
+async fn answer(
+    request: Request<hyper::body::Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let id = serde_json::from_slice::<Value>(&body)
+        .map(|v| v["id"].clone())
+        .unwrap_or(Value::Null);
+    let reply =
+        json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}});
     let mut response = Response::new(Full::new(Bytes::from(reply.to_string())));
-    response.headers_mut().insert("content-type", "application/json".parse().unwrap());
+    response
+        .headers_mut()
+        .insert("content-type", "application/json".parse().unwrap());
     Ok(response)
 }

@@ -15,7 +15,6 @@ use crate::capabilities::{Backends, HostState, RetryPolicy};
 use crate::clock;
 use crate::interrupt::Interrupt;
 use crate::runtime::Runtime;
-use wasmtime::error::Context as _;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tracing::Instrument as _;
 use wasmtime::component::ResourceAny;
+use wasmtime::error::Context as _;
 use wasmtime::Store;
 
 /// Time the component gets after its last deadline to settle and return.
@@ -106,7 +106,9 @@ pub enum BuildError {
 impl std::fmt::Display for BuildError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            BuildError::Registration(problems) => write!(f, "invalid registration: {}", problems.join("; ")),
+            BuildError::Registration(problems) => {
+                write!(f, "invalid registration: {}", problems.join("; "))
+            }
             BuildError::Setup(e) => write!(f, "setup failed: {e:#}"),
         }
     }
@@ -126,7 +128,9 @@ pub enum CallError {
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CallError::InvalidInput(problems) => write!(f, "invalid input: {}", problems.join("; ")),
+            CallError::InvalidInput(problems) => {
+                write!(f, "invalid input: {}", problems.join("; "))
+            }
             CallError::ShutDown(_) => f.write_str("the interceptor is shut down"),
         }
     }
@@ -201,7 +205,10 @@ impl Interceptor {
         };
         // A probe instance validates the registration and tells which backends to serve.
         let (mut store, plugin) = runtime
-            .instantiate(HostState::new(Arc::new(Backends::default()), Interrupt::new()))
+            .instantiate(HostState::new(
+                Arc::new(Backends::default()),
+                Interrupt::new(),
+            ))
             .await
             .map_err(BuildError::Setup)?;
         let engine_api = plugin.ahp_interceptor_interceptor().engine();
@@ -210,13 +217,29 @@ impl Interceptor {
             .await
             .map_err(BuildError::Setup)?
             .map_err(BuildError::Registration)?;
-        let plan = engine_api.call_plan(&mut store, engine).await.map_err(BuildError::Setup)?;
-        let warnings = engine_api.call_warnings(&mut store, engine).await.map_err(BuildError::Setup)?;
-        let bound_ms = engine_api.call_bound_ms(&mut store, engine).await.map_err(BuildError::Setup)?;
+        let plan = engine_api
+            .call_plan(&mut store, engine)
+            .await
+            .map_err(BuildError::Setup)?;
+        let warnings = engine_api
+            .call_warnings(&mut store, engine)
+            .await
+            .map_err(BuildError::Setup)?;
+        let bound_ms = engine_api
+            .call_bound_ms(&mut store, engine)
+            .await
+            .map_err(BuildError::Setup)?;
         let http = http_options(&options).map_err(BuildError::Setup)?;
-        let backends = Arc::new(Backends::from_plan(plan, &http, &options.retries).map_err(|e| BuildError::Setup(wasmtime::format_err!(e)))?);
+        let backends = Arc::new(
+            Backends::from_plan(plan, &http, &options.retries)
+                .map_err(|e| BuildError::Setup(wasmtime::format_err!(e)))?,
+        );
         let audit = match &options.audit_path {
-            Some(path) => Some(AuditLog::open(path).with_context(|| format!("open audit log {}", path.display())).map_err(BuildError::Setup)?),
+            Some(path) => Some(
+                AuditLog::open(path)
+                    .with_context(|| format!("open audit log {}", path.display()))
+                    .map_err(BuildError::Setup)?,
+            ),
             None => None,
         };
         Ok(Interceptor {
@@ -241,8 +264,14 @@ impl Interceptor {
 
     /// Settles one `tool.before` event. `effects` are what the harness can enforce
     /// (must include `"deny"`); `budget` bounds the whole call.
-    pub async fn intercept(&self, event: &str, effects: &[&str], budget: Option<Duration>) -> Result<Settlement, CallError> {
-        self.intercept_with(event, effects, budget, &Interrupt::new()).await
+    pub async fn intercept(
+        &self,
+        event: &str,
+        effects: &[&str],
+        budget: Option<Duration>,
+    ) -> Result<Settlement, CallError> {
+        self.intercept_with(event, effects, budget, &Interrupt::new())
+            .await
     }
 
     /// Sends `hooks/observe` for a non-decision event (e.g. `tool.after`) to every
@@ -256,9 +285,17 @@ impl Interceptor {
         }
         let mut ready = match self.take_ready().await {
             Ok(ready) => ready,
-            Err(e) => return Err(CallError::InvalidInput(vec![format!("component unavailable: {e}")])),
+            Err(e) => {
+                return Err(CallError::InvalidInput(vec![format!(
+                    "component unavailable: {e}"
+                )]))
+            }
         };
-        let limit = Instant::now() + budget.unwrap_or(self.inner.bound).min(Duration::from_secs(5)) + GRACE;
+        let limit = Instant::now()
+            + budget
+                .unwrap_or(self.inner.bound)
+                .min(Duration::from_secs(5))
+            + GRACE;
         ready.store.data_mut().cpu_deadline = limit;
         ready.store.set_epoch_deadline(1);
         let budget_ns = budget.map(|b| clock::to_nanos(Instant::now() + b));
@@ -292,14 +329,20 @@ impl Interceptor {
         interrupt: &Interrupt,
     ) -> Result<Settlement, CallError> {
         let started = Instant::now();
-        let span = tracing::info_span!("ahp.hook_call", event_id = tracing::field::Empty, decided_by = tracing::field::Empty);
+        let span = tracing::info_span!(
+            "ahp.hook_call",
+            event_id = tracing::field::Empty,
+            decided_by = tracing::field::Empty
+        );
         let settlement = async {
             if self.inner.shut_down.load(Ordering::SeqCst) {
                 let s = host_settlement(event, DecidedBy::Shutdown, SHUTDOWN_REASON, started);
                 return Err(CallError::ShutDown(Box::new(s)));
             }
             let budget_at = budget.map(|b| started + b);
-            let settlement = self.run(event, effects, budget_at, interrupt, started).await?;
+            let settlement = self
+                .run(event, effects, budget_at, interrupt, started)
+                .await?;
             Ok(settlement)
         }
         .instrument(span.clone())
@@ -329,7 +372,12 @@ impl Interceptor {
             Ok(ready) => ready,
             Err(e) => {
                 tracing::error!(error = %e, "could not prepare a component instance");
-                return Ok(host_settlement(event, DecidedBy::EngineFailure, ENGINE_FAILURE_REASON, started));
+                return Ok(host_settlement(
+                    event,
+                    DecidedBy::EngineFailure,
+                    ENGINE_FAILURE_REASON,
+                    started,
+                ));
             }
         };
         let own_bound = started + self.inner.bound;
@@ -340,7 +388,8 @@ impl Interceptor {
         let effects: Vec<String> = effects.iter().map(|e| e.to_string()).collect();
         let budget_ns = budget_at.map(clock::to_nanos);
         let engine_api = ready.plugin.ahp_interceptor_interceptor().engine();
-        let call = engine_api.call_intercept(&mut ready.store, ready.engine, event, &effects, budget_ns);
+        let call =
+            engine_api.call_intercept(&mut ready.store, ready.engine, event, &effects, budget_ns);
         let outcome = tokio::time::timeout_at(limit.into(), call).await;
         let settled = match outcome {
             Ok(Ok(Ok(settled))) => settled,
@@ -350,11 +399,21 @@ impl Interceptor {
             }
             Ok(Err(trap)) => {
                 tracing::error!(error = %trap, "component trapped");
-                return Ok(host_settlement(event, DecidedBy::EngineFailure, ENGINE_FAILURE_REASON, started));
+                return Ok(host_settlement(
+                    event,
+                    DecidedBy::EngineFailure,
+                    ENGINE_FAILURE_REASON,
+                    started,
+                ));
             }
             Err(_elapsed) => {
                 tracing::error!("component exceeded its call bound");
-                return Ok(host_settlement(event, DecidedBy::EngineFailure, ENGINE_FAILURE_REASON, started));
+                return Ok(host_settlement(
+                    event,
+                    DecidedBy::EngineFailure,
+                    ENGINE_FAILURE_REASON,
+                    started,
+                ));
             }
         };
         self.put_ready(ready);
@@ -379,7 +438,11 @@ impl Interceptor {
 
     /// Sends the call's observe notifications concurrently, each bounded by its own
     /// deadline; interruption cancels them. Results are in the order given.
-    async fn deliver_observers(&self, deliveries: Vec<Delivery>, interrupt: &Interrupt) -> Vec<&'static str> {
+    async fn deliver_observers(
+        &self,
+        deliveries: Vec<Delivery>,
+        interrupt: &Interrupt,
+    ) -> Vec<&'static str> {
         let mut tasks = tokio::task::JoinSet::new();
         let count = deliveries.len();
         for (i, delivery) in deliveries.into_iter().enumerate() {
@@ -404,7 +467,13 @@ impl Interceptor {
     }
 
     async fn take_ready(&self) -> wasmtime::Result<Ready> {
-        if let Some(ready) = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+        if let Some(ready) = self
+            .inner
+            .pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+        {
             return Ok(ready);
         }
         let state = HostState::new(self.inner.backends.clone(), self.inner.closing.clone());
@@ -415,14 +484,24 @@ impl Interceptor {
             .engine()
             .call_load(&mut store, &self.inner.registration)
             .await?
-            .map_err(|problems| wasmtime::format_err!("registration rejected on reload: {}", problems.join("; ")))?;
-        Ok(Ready { store, plugin, engine })
+            .map_err(|problems| {
+                wasmtime::format_err!("registration rejected on reload: {}", problems.join("; "))
+            })?;
+        Ok(Ready {
+            store,
+            plugin,
+            engine,
+        })
     }
 
     /// Returns an instance whose call completed normally; aborted ones are dropped.
     fn put_ready(&self, ready: Ready) {
         if !self.inner.shut_down.load(Ordering::SeqCst) {
-            self.inner.pool.lock().unwrap_or_else(|p| p.into_inner()).push(ready);
+            self.inner
+                .pool
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(ready);
         }
     }
 
@@ -430,7 +509,11 @@ impl Interceptor {
     pub fn shutdown(&self) {
         self.inner.shut_down.store(true, Ordering::SeqCst);
         self.inner.closing.interrupt();
-        self.inner.pool.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.inner
+            .pool
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         self.inner.backends.close();
     }
 }
@@ -443,7 +526,11 @@ fn http_options(options: &Options) -> wasmtime::Result<HttpOptions> {
     })
 }
 
-fn from_component(s: crate::bindings::interceptor::Settlement, event: &str, started: Instant) -> Settlement {
+fn from_component(
+    s: crate::bindings::interceptor::Settlement,
+    event: &str,
+    started: Instant,
+) -> Settlement {
     let decision = match s.decision {
         WitDecision::Allow => Decision::Allow,
         WitDecision::Ask => Decision::Ask,
@@ -458,14 +545,29 @@ fn from_component(s: crate::bindings::interceptor::Settlement, event: &str, star
         WitDecidedBy::BudgetExpired => DecidedBy::BudgetExpired,
     };
     match serde_json::from_str::<Value>(&s.audit) {
-        Ok(record) => Settlement { decision, decided_by, reason: s.reason, record },
+        Ok(record) => Settlement {
+            decision,
+            decided_by,
+            reason: s.reason,
+            record,
+        },
         // A component that cannot produce its own record is not trusted with a decision.
-        Err(_) => host_settlement(event, DecidedBy::EngineFailure, ENGINE_FAILURE_REASON, started),
+        Err(_) => host_settlement(
+            event,
+            DecidedBy::EngineFailure,
+            ENGINE_FAILURE_REASON,
+            started,
+        ),
     }
 }
 
 /// A denial settled by the host itself, with as much event identity as can be read.
-fn host_settlement(event: &str, decided_by: DecidedBy, reason: &str, started: Instant) -> Settlement {
+fn host_settlement(
+    event: &str,
+    decided_by: DecidedBy,
+    reason: &str,
+    started: Instant,
+) -> Settlement {
     let parsed: Value = serde_json::from_str(event).unwrap_or(Value::Null);
     let text = |v: &Value| v.as_str().map(str::to_string);
     let record = json!({
@@ -482,5 +584,10 @@ fn host_settlement(event: &str, decided_by: DecidedBy, reason: &str, started: In
         "interceptors": [],
         "observers": [],
     });
-    Settlement { decision: Decision::Deny, decided_by, reason: Some(reason.to_string()), record }
+    Settlement {
+        decision: Decision::Deny,
+        decided_by,
+        reason: Some(reason.to_string()),
+        record,
+    }
 }

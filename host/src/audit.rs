@@ -17,7 +17,10 @@ impl AuditLog {
     /// Opens (creating if needed) `path` for appending.
     pub fn open(path: &Path) -> std::io::Result<AuditLog> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(AuditLog { path: path.to_path_buf(), file: Mutex::new(file) })
+        Ok(AuditLog {
+            path: path.to_path_buf(),
+            file: Mutex::new(file),
+        })
     }
 
     /// Where the log is.

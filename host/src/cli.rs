@@ -11,7 +11,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Parser)]
-#[command(name = "ahp", version, about = "Agent Hooks Protocol interceptor: ask policy backends before a tool runs")]
+#[command(
+    name = "ahp",
+    version,
+    about = "Agent Hooks Protocol interceptor: ask policy backends before a tool runs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -81,14 +85,20 @@ struct HostArgs {
 impl HostArgs {
     fn options(&self) -> Result<Options, String> {
         let component = match &self.component {
-            Some(path) => Some(std::fs::read(path).map_err(|e| format!("read component {}: {e}", path.display()))?),
+            Some(path) => Some(
+                std::fs::read(path)
+                    .map_err(|e| format!("read component {}: {e}", path.display()))?,
+            ),
             None => None,
         };
         Ok(Options {
             component,
             trust_roots: self.trust_roots.clone(),
             allow_insecure_http: self.allow_insecure_http,
-            retries: crate::RetryPolicy { default: self.retries, ..Default::default() },
+            retries: crate::RetryPolicy {
+                default: self.retries,
+                ..Default::default()
+            },
             ..Options::default()
         })
     }
@@ -100,7 +110,12 @@ pub fn main() -> ExitCode {
     // The compiler's own trace logs (gigabytes while compiling the component) are never
     // what an operator wants from AHP_LOG; keep them at warnings.
     let mut filter = tracing_subscriber::EnvFilter::from_env("AHP_LOG");
-    for noisy in ["cranelift_codegen", "cranelift_frontend", "wasmtime_internal_cranelift", "regalloc2"] {
+    for noisy in [
+        "cranelift_codegen",
+        "cranelift_frontend",
+        "wasmtime_internal_cranelift",
+        "regalloc2",
+    ] {
         if let Ok(directive) = format!("{noisy}=warn").parse() {
             filter = filter.add_directive(directive);
         }
@@ -109,17 +124,29 @@ pub fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => return fail(&format!("start the async runtime: {e}")),
     };
     runtime.block_on(async {
         match cli.command {
             Command::Check { file } => check(&file).await,
-            Command::Intercept { registration, event, effects, budget_ms, audit, host } => {
-                intercept(&registration, &event, &effects, budget_ms, audit, &host).await
-            }
-            Command::Observe { registration, event, host } => observe(&registration, &event, &host).await,
+            Command::Intercept {
+                registration,
+                event,
+                effects,
+                budget_ms,
+                audit,
+                host,
+            } => intercept(&registration, &event, &effects, budget_ms, audit, &host).await,
+            Command::Observe {
+                registration,
+                event,
+                host,
+            } => observe(&registration, &event, &host).await,
             Command::Demo { host } => match host.options() {
                 Ok(options) => demo::run(options).await,
                 Err(e) => fail(&e),
@@ -178,7 +205,12 @@ async fn intercept(
         on_signal.interrupt();
     });
     let result = interceptor
-        .intercept_with(&event, &effects, budget_ms.map(Duration::from_millis), &interrupt)
+        .intercept_with(
+            &event,
+            &effects,
+            budget_ms.map(Duration::from_millis),
+            &interrupt,
+        )
         .await;
     watcher.abort();
     interceptor.shutdown();
@@ -239,7 +271,10 @@ async fn wait_for_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        if let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        if let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
             tokio::select! {
                 _ = int.recv() => {}
                 _ = term.recv() => {}
@@ -253,7 +288,9 @@ async fn wait_for_signal() {
 fn read_event(source: &str) -> Result<String, String> {
     if source == "-" {
         let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map_err(|e| format!("read the event from stdin: {e}"))?;
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("read the event from stdin: {e}"))?;
         Ok(text)
     } else {
         std::fs::read_to_string(source).map_err(|e| format!("read {source}: {e}"))

@@ -32,11 +32,46 @@ struct Scenario {
 
 fn scenarios() -> Vec<Scenario> {
     vec![
-        Scenario { title: "allow", route: "policy", policy: "fail-closed", timeout_ms: 500, tool: "Read", input: json!({"path": "README.md"}) },
-        Scenario { title: "explicit deny", route: "policy", policy: "fail-closed", timeout_ms: 500, tool: "Bash", input: json!({"command": "rm -rf /"}) },
-        Scenario { title: "timeout, fail-open", route: "slow", policy: "fail-open", timeout_ms: 300, tool: "Bash", input: json!({"command": "ls"}) },
-        Scenario { title: "timeout, fail-closed", route: "slow", policy: "fail-closed", timeout_ms: 300, tool: "Bash", input: json!({"command": "ls"}) },
-        Scenario { title: "malformed reply", route: "garbled", policy: "fail-closed", timeout_ms: 500, tool: "Write", input: json!({"path": "notes.txt"}) },
+        Scenario {
+            title: "allow",
+            route: "policy",
+            policy: "fail-closed",
+            timeout_ms: 500,
+            tool: "Read",
+            input: json!({"path": "README.md"}),
+        },
+        Scenario {
+            title: "explicit deny",
+            route: "policy",
+            policy: "fail-closed",
+            timeout_ms: 500,
+            tool: "Bash",
+            input: json!({"command": "rm -rf /"}),
+        },
+        Scenario {
+            title: "timeout, fail-open",
+            route: "slow",
+            policy: "fail-open",
+            timeout_ms: 300,
+            tool: "Bash",
+            input: json!({"command": "ls"}),
+        },
+        Scenario {
+            title: "timeout, fail-closed",
+            route: "slow",
+            policy: "fail-closed",
+            timeout_ms: 300,
+            tool: "Bash",
+            input: json!({"command": "ls"}),
+        },
+        Scenario {
+            title: "malformed reply",
+            route: "garbled",
+            policy: "fail-closed",
+            timeout_ms: 500,
+            tool: "Write",
+            input: json!({"path": "notes.txt"}),
+        },
     ]
 }
 
@@ -56,7 +91,10 @@ pub async fn run(options: Options) -> ExitCode {
         return ExitCode::from(1);
     }
     println!("policy backend: http://{addr}/  (built in, loopback only)\n");
-    println!("{:<3} {:<22} {:<6} {:<7} {:<15} {:>6}  why", "#", "scenario", "tool", "result", "decided by", "ms");
+    println!(
+        "{:<3} {:<22} {:<6} {:<7} {:<15} {:>6}  why",
+        "#", "scenario", "tool", "result", "decided by", "ms"
+    );
     let mut ok = true;
     for (i, scenario) in scenarios().iter().enumerate() {
         let registration = registration(addr, scenario);
@@ -70,7 +108,9 @@ pub async fn run(options: Options) -> ExitCode {
             }
         };
         let started = Instant::now();
-        let settled = interceptor.intercept(&event(i, scenario), &["deny"], None).await;
+        let settled = interceptor
+            .intercept(&event(i, scenario), &["deny"], None)
+            .await;
         let ms = started.elapsed().as_millis();
         interceptor.shutdown();
         match settled {
@@ -164,9 +204,16 @@ async fn serve() -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     Ok((addr, task))
 }
 
-async fn answer(request: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn answer(
+    request: Request<hyper::body::Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
     let route = request.uri().path().trim_start_matches('/').to_string();
-    let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
     let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let id = message["id"].clone();
     let reply = match route.as_str() {
@@ -176,9 +223,12 @@ async fn answer(request: Request<hyper::body::Incoming>) -> Result<Response<Full
         }
         "garbled" => br#"{"jsonrpc":"2.0","id":"#.to_vec(),
         _ => {
-            let command = message["params"]["event"]["tool"]["input"]["command"].as_str().unwrap_or("");
+            let command = message["params"]["event"]["tool"]["input"]["command"]
+                .as_str()
+                .unwrap_or("");
             if command.contains("rm -rf") {
-                let deny = json!({"type": "deny", "reason": "Recursive deletion needs a human review."});
+                let deny =
+                    json!({"type": "deny", "reason": "Recursive deletion needs a human review."});
                 json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": [deny]}})
                     .to_string()
                     .into_bytes()
@@ -188,9 +238,10 @@ async fn answer(request: Request<hyper::body::Incoming>) -> Result<Response<Full
         }
     };
     let mut response = Response::new(Full::new(Bytes::from(reply)));
-    response
-        .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
     Ok(response)
 }
 

@@ -12,9 +12,9 @@ mod api;
 pub mod audit;
 mod bindings;
 mod capabilities;
-mod clock;
 /// The `ahp` command line.
 pub mod cli;
+mod clock;
 /// The built-in policy backend and script of `ahp demo`.
 pub mod demo;
 mod interrupt;

@@ -8,16 +8,19 @@
 
 use crate::bindings::{self, PluginPre};
 use crate::capabilities::HostState;
-use wasmtime::error::Context as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline};
+use wasmtime::error::Context as _;
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
+};
 
 /// The component this crate was built with.
-pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ahp_interceptor.wasm"));
+pub const EMBEDDED_COMPONENT: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/ahp_interceptor.wasm"));
 
 /// How often the epoch advances; the granularity of guest CPU enforcement.
 const TICK: Duration = Duration::from_millis(1);
@@ -53,7 +56,8 @@ impl Runtime {
             .max_memory_size(256 << 20);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
         let engine = Engine::new(&config)?;
-        let component = Component::new(&engine, component).context("compile the interceptor component")?;
+        let component =
+            Component::new(&engine, component).context("compile the interceptor component")?;
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         bindings::host_types::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
@@ -61,11 +65,18 @@ impl Runtime {
         bindings::delivery::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
         let pre = PluginPre::new(linker.instantiate_pre(&component)?)?;
         let ticker = Some(Ticker::start(engine.clone()));
-        Ok(Runtime { engine, pre, ticker })
+        Ok(Runtime {
+            engine,
+            pre,
+            ticker,
+        })
     }
 
     /// A new instance with its own store; CPU-bounded from the first instruction.
-    pub async fn instantiate(&self, state: HostState) -> wasmtime::Result<(Store<HostState>, bindings::Plugin)> {
+    pub async fn instantiate(
+        &self,
+        state: HostState,
+    ) -> wasmtime::Result<(Store<HostState>, bindings::Plugin)> {
         let mut store = Store::new(&self.engine, state);
         store.data_mut().cpu_deadline = std::time::Instant::now() + Duration::from_secs(5);
         store.set_epoch_deadline(1);

@@ -16,7 +16,13 @@ pub struct Http<'a> {
 impl<'a> Http<'a> {
     /// A fail-closed interceptor with a 1 s timeout.
     pub fn new(id: &'a str, url: impl Into<String>) -> Http<'a> {
-        Http { id, url: url.into(), policy: "fail-closed", timeout_ms: 1_000, token_env: None }
+        Http {
+            id,
+            url: url.into(),
+            policy: "fail-closed",
+            timeout_ms: 1_000,
+            token_env: None,
+        }
     }
 
     pub fn policy(mut self, policy: &'a str) -> Self {
@@ -75,7 +81,8 @@ pub fn event(id: &str) -> String {
 
 /// The hostile test component (`tests/runaway-guest`): spins or panics in `intercept`.
 pub fn runaway_component() -> Vec<u8> {
-    std::fs::read(env!("RUNAWAY_COMPONENT")).expect("the runaway component was built by tests/build.rs")
+    std::fs::read(env!("RUNAWAY_COMPONENT"))
+        .expect("the runaway component was built by tests/build.rs")
 }
 
 /// Builds an interceptor with the embedded component and default options.

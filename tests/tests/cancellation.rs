@@ -7,7 +7,11 @@ use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{event, registration, Http};
 use std::time::{Duration, Instant};
 
-async fn interrupt_after(hooks: &Interceptor, event: &str, after: Duration) -> (ahp_host::Settlement, Duration) {
+async fn interrupt_after(
+    hooks: &Interceptor,
+    event: &str,
+    after: Duration,
+) -> (ahp_host::Settlement, Duration) {
     let interrupt = Interrupt::new();
     let trigger = interrupt.clone();
     tokio::spawn(async move {
@@ -15,21 +19,30 @@ async fn interrupt_after(hooks: &Interceptor, event: &str, after: Duration) -> (
         trigger.interrupt();
     });
     let started = Instant::now();
-    let settled = hooks.intercept_with(event, &["deny"], None, &interrupt).await.unwrap();
+    let settled = hooks
+        .intercept_with(event, &["deny"], None, &interrupt)
+        .await
+        .unwrap();
     (settled, started.elapsed())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupting_a_pending_delivery_denies_at_once_even_under_fail_open() {
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
-    let reg = registration(&[Http::new("com.example.slow", backend.url()).policy("fail-open").timeout_ms(5_000)]);
+    let reg = registration(&[Http::new("com.example.slow", backend.url())
+        .policy("fail-open")
+        .timeout_ms(5_000)]);
     let hooks = Interceptor::new(&reg, Options::default()).await.unwrap();
-    let (settled, elapsed) = interrupt_after(&hooks, &event("evt_int_1"), Duration::from_millis(100)).await;
+    let (settled, elapsed) =
+        interrupt_after(&hooks, &event("evt_int_1"), Duration::from_millis(100)).await;
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
     assert_eq!(settled.decided_by, DecidedBy::Interrupted);
     assert_eq!(settled.record["decidedBy"], "interrupted");
     assert_eq!(settled.record["interceptors"][0]["outcome"], "interrupted");
-    assert!(elapsed < Duration::from_millis(100 + 150), "took {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_millis(100 + 150),
+        "took {elapsed:?}"
+    );
     assert_eq!(backend.requests().len(), 1);
 }
 
@@ -38,7 +51,10 @@ async fn interrupting_a_slow_credential_acquisition_sends_nothing() {
     // A FIFO with no writer: reading the token blocks, a real slow credential provider.
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("token");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(made.success());
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let reg = serde_json::json!({
@@ -50,11 +66,24 @@ async fn interrupting_a_slow_credential_acquisition_sends_nothing() {
     })
     .to_string();
     let hooks = Interceptor::new(&reg, Options::default()).await.unwrap();
-    let (settled, elapsed) = interrupt_after(&hooks, &event("evt_int_2"), Duration::from_millis(100)).await;
-    assert_eq!(settled.decided_by, DecidedBy::Interrupted, "{}", settled.record);
+    let (settled, elapsed) =
+        interrupt_after(&hooks, &event("evt_int_2"), Duration::from_millis(100)).await;
+    assert_eq!(
+        settled.decided_by,
+        DecidedBy::Interrupted,
+        "{}",
+        settled.record
+    );
     assert_eq!(settled.decision, Decision::Deny);
-    assert!(elapsed < Duration::from_millis(100 + 150), "took {elapsed:?}");
-    assert_eq!(backend.requests().len(), 0, "nothing is sent without the credential");
+    assert!(
+        elapsed < Duration::from_millis(100 + 150),
+        "took {elapsed:?}"
+    );
+    assert_eq!(
+        backend.requests().len(),
+        0,
+        "nothing is sent without the credential"
+    );
     // Release the blocked reader so its thread ends.
     std::fs::write(&fifo, "late-token").unwrap();
 }
@@ -63,9 +92,16 @@ async fn interrupting_a_slow_credential_acquisition_sends_nothing() {
 async fn a_slow_credential_settles_at_the_deadline_under_the_policy() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("token");
-    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    for (policy, decision) in [("fail-open", Decision::Allow), ("fail-closed", Decision::Deny)] {
+    for (policy, decision) in [
+        ("fail-open", Decision::Allow),
+        ("fail-closed", Decision::Deny),
+    ] {
         let reg = serde_json::json!({
             "protocolVersion": "draft",
             "hooks": [{"id": "com.example.authed", "transport": {"type": "http", "url": backend.url()},
@@ -76,13 +112,19 @@ async fn a_slow_credential_settles_at_the_deadline_under_the_policy() {
         .to_string();
         let hooks = Interceptor::new(&reg, Options::default()).await.unwrap();
         let started = Instant::now();
-        let settled = hooks.intercept(&event("evt_int_3"), &["deny"], None).await.unwrap();
+        let settled = hooks
+            .intercept(&event("evt_int_3"), &["deny"], None)
+            .await
+            .unwrap();
         let elapsed = started.elapsed();
         assert_eq!(settled.decision, decision, "{policy}: {}", settled.record);
         let failure = &settled.record["interceptors"][0]["failure"];
         assert_eq!(failure["class"], "auth-failed");
         assert_eq!(failure["phase"], "acquire-credential");
-        assert!(elapsed >= Duration::from_millis(200) && elapsed < Duration::from_millis(200 + 150), "{elapsed:?}");
+        assert!(
+            elapsed >= Duration::from_millis(200) && elapsed < Duration::from_millis(200 + 150),
+            "{elapsed:?}"
+        );
     }
     assert_eq!(backend.requests().len(), 0);
     // Release the blocked readers so their threads end: one writer wakes every reader
@@ -92,12 +134,22 @@ async fn a_slow_credential_settles_at_the_deadline_under_the_policy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupting_one_call_leaves_a_concurrent_call_alone() {
-    let backend = FaultBackend::start(vec![Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect))]).await;
+    let backend = FaultBackend::start(vec![Behaviour::Delay(
+        Duration::from_millis(300),
+        Box::new(Behaviour::NoEffect),
+    )])
+    .await;
     let reg = registration(&[Http::new("com.example.shared", backend.url()).timeout_ms(2_000)]);
     let hooks = Interceptor::new(&reg, Options::default()).await.unwrap();
     let other = hooks.clone();
-    let untouched = tokio::spawn(async move { other.intercept(&event("evt_int_5"), &["deny"], None).await.unwrap() });
-    let (interrupted, _) = interrupt_after(&hooks, &event("evt_int_4"), Duration::from_millis(50)).await;
+    let untouched = tokio::spawn(async move {
+        other
+            .intercept(&event("evt_int_5"), &["deny"], None)
+            .await
+            .unwrap()
+    });
+    let (interrupted, _) =
+        interrupt_after(&hooks, &event("evt_int_4"), Duration::from_millis(50)).await;
     assert_eq!(interrupted.decided_by, DecidedBy::Interrupted);
     let settled = untouched.await.unwrap();
     assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);

@@ -215,10 +215,19 @@ async fn a_deny_short_circuits_the_rest_of_the_chain() {
             .filter(|r| r.json()["method"] == "hooks/observe")
             .collect();
         assert_eq!(observes.len(), 1, "one short-circuit observe each");
-        assert!(observes[0].json().get("id").is_none(), "a notification has no id");
+        assert!(
+            observes[0].json().get("id").is_none(),
+            "a notification has no id"
+        );
         let sha = sha256_hex(&observes[0].body);
-        assert_eq!(settled.record["observers"][entry - 1]["requestSha256"], json!(sha));
-        assert_eq!(settled.record["observers"][entry - 1]["result"], "http-status");
+        assert_eq!(
+            settled.record["observers"][entry - 1]["requestSha256"],
+            json!(sha)
+        );
+        assert_eq!(
+            settled.record["observers"][entry - 1]["result"],
+            "http-status"
+        );
     }
     let observers = settled.record["observers"]
         .as_array()

@@ -285,3 +285,40 @@ async fn budget_shorter_than_the_timeout_denies_even_under_fail_open() {
     );
     assert_eq!(backend.requests().len(), 1);
 }
+
+/// A listener whose accept queue is full and never drained: new connections hang in the
+/// TCP handshake, a real slow connect. Returns the URL and the connections that fill it.
+async fn saturated_listener() -> (String, tokio::net::TcpListener, Vec<tokio::net::TcpStream>) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.bind("127.0.0.1:0".parse().unwrap()).expect("bind");
+    let listener = socket.listen(1).expect("listen");
+    let addr = listener.local_addr().unwrap();
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        match tokio::time::timeout(
+            Duration::from_millis(100),
+            tokio::net::TcpStream::connect(addr),
+        )
+        .await
+        {
+            Ok(Ok(stream)) => held.push(stream),
+            _ => return (format!("http://{addr}/hooks"), listener, held),
+        }
+    }
+    panic!("the accept queue never filled up");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_connect_settles_at_the_deadline_in_the_connect_phase() {
+    let (url, _listener, _held) = saturated_listener().await;
+    for policy in ["fail-open", "fail-closed"] {
+        let reg = registration(&[Http::new("com.example.policy", url.clone())
+            .policy(policy)
+            .timeout_ms(200)]);
+        let interceptor = interceptor(&reg).await;
+        let id = format!("evt_slow_connect_{policy}");
+        let (settled, elapsed) = timed(&interceptor, &id, None).await;
+        assert_deadline_failure(&settled, &id, policy, 200, "connect");
+        assert_within(elapsed, 200, &format!("slow connect {policy}"));
+    }
+}

@@ -23,20 +23,34 @@ fn tool_after(id: &str) -> String {
 /// Observes `event` and returns the record and how long the observe call took.
 async fn observe(hooks: Vec<Value>, event: &str, budget: Option<Duration>) -> (Value, Duration) {
     let reg = json!({"protocolVersion": "draft", "hooks": hooks}).to_string();
-    let interceptor = Interceptor::new(&reg, Options::default()).await.expect("valid registration");
+    let interceptor = Interceptor::new(&reg, Options::default())
+        .await
+        .expect("valid registration");
     let started = Instant::now();
-    let record = interceptor.observe(event, budget).await.expect("valid event");
+    let record = interceptor
+        .observe(event, budget)
+        .await
+        .expect("valid event");
     (record, started.elapsed())
 }
 
 fn no_content() -> Behaviour {
-    Behaviour::Reply { status: 204, content_type: None, body: Vec::new() }
+    Behaviour::Reply {
+        status: 204,
+        content_type: None,
+        body: Vec::new(),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn matching_observers_get_one_notification_each() {
     let exact = FaultBackend::start(vec![no_content()]).await;
-    let family = FaultBackend::start(vec![Behaviour::Reply { status: 202, content_type: None, body: Vec::new() }]).await;
+    let family = FaultBackend::start(vec![Behaviour::Reply {
+        status: 202,
+        content_type: None,
+        body: Vec::new(),
+    }])
+    .await;
     let any = FaultBackend::start(vec![no_content()]).await;
     let other = FaultBackend::start(vec![no_content()]).await;
     let (record, _) = observe(
@@ -67,7 +81,11 @@ async fn matching_observers_get_one_notification_each() {
         assert_eq!(message["params"]["protocolVersion"], "draft");
         assert_eq!(message["params"]["event"]["id"], "evt_obs_1");
     }
-    assert_eq!(other.requests().len(), 0, "session.* does not match tool.after");
+    assert_eq!(
+        other.requests().len(),
+        0,
+        "session.* does not match tool.after"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,7 +96,11 @@ async fn observer_failures_are_recorded_and_bounded() {
         vec![
             observer("com.example.body", &with_body.url(), &["tool.after"]),
             observer("com.example.hang", &hanging.url(), &["tool.after"]),
-            observer("com.example.gone", &ahp_tests::fault_backend::refused_url(), &["tool.after"]),
+            observer(
+                "com.example.gone",
+                &ahp_tests::fault_backend::refused_url(),
+                &["tool.after"],
+            ),
         ],
         &tool_after("evt_obs_2"),
         Some(Duration::from_millis(300)),
@@ -92,5 +114,8 @@ async fn observer_failures_are_recorded_and_bounded() {
             {"backend": "com.example.gone", "result": "connection-refused"},
         ])
     );
-    assert!(elapsed < Duration::from_millis(300 + 200), "observers ran past the budget: {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_millis(300 + 200),
+        "observers ran past the budget: {elapsed:?}"
+    );
 }

@@ -9,12 +9,19 @@ use std::time::{Duration, Instant};
 
 fn fd_targets() -> Vec<String> {
     std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.filter_map(|e| e.ok()).filter_map(|e| std::fs::read_link(e.path()).ok()).map(|p| p.display().to_string()).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .map(|p| p.display().to_string())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -25,10 +32,15 @@ async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
     // the interceptor's own descriptors can make a difference.
     {
         let warm_backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-        let warm = Interceptor::new(&registration(&[Http::new("com.example.warm", warm_backend.url())]), Options::default())
+        let warm = Interceptor::new(
+            &registration(&[Http::new("com.example.warm", warm_backend.url())]),
+            Options::default(),
+        )
+        .await
+        .unwrap();
+        warm.intercept(&event("evt_sd_0"), &["deny"], None)
             .await
             .unwrap();
-        warm.intercept(&event("evt_sd_0"), &["deny"], None).await.unwrap();
         warm.shutdown();
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -36,7 +48,12 @@ async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
     let quiet = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let stuck = FaultBackend::start(vec![Behaviour::Blackhole]).await;
     let hooks = Interceptor::new(
-        &registration(&[Http::new("com.example.quiet", quiet.url()), Http::new("com.example.stuck", stuck.url()).timeout_ms(10_000).policy("fail-open")]),
+        &registration(&[
+            Http::new("com.example.quiet", quiet.url()),
+            Http::new("com.example.stuck", stuck.url())
+                .timeout_ms(10_000)
+                .policy("fail-open"),
+        ]),
         Options::default(),
     )
     .await
@@ -51,13 +68,23 @@ async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
     let started = Instant::now();
     // Repeated and concurrent shutdown is safe.
     let (a, b) = (hooks.clone(), hooks.clone());
-    let concurrent = [tokio::spawn(async move { a.shutdown() }), tokio::spawn(async move { b.shutdown() })];
+    let concurrent = [
+        tokio::spawn(async move { a.shutdown() }),
+        tokio::spawn(async move { b.shutdown() }),
+    ];
     hooks.shutdown();
     for task in concurrent {
         task.await.unwrap();
     }
-    let settled = in_flight.await.unwrap().expect("an in-flight call still settles");
-    assert!(started.elapsed() < Duration::from_millis(500), "in-flight call took {:?}", started.elapsed());
+    let settled = in_flight
+        .await
+        .unwrap()
+        .expect("an in-flight call still settles");
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "in-flight call took {:?}",
+        started.elapsed()
+    );
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
     assert_eq!(settled.decided_by, DecidedBy::Shutdown);
     assert_eq!(settled.record["decidedBy"], "shutdown");
@@ -80,5 +107,11 @@ async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
     while open_fds() > fds_before && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(open_fds() <= fds_before, "leaked descriptors: {} > {}: {:?}", open_fds(), fds_before, fd_targets());
+    assert!(
+        open_fds() <= fds_before,
+        "leaked descriptors: {} > {}: {:?}",
+        open_fds(),
+        fds_before,
+        fd_targets()
+    );
 }

@@ -62,24 +62,40 @@ async fn https_backend(pki: &Pki) -> (u16, Arc<AtomicUsize>) {
             let acceptor = acceptor.clone();
             let count = count.clone();
             tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(stream).await else { return };
+                let Ok(tls) = acceptor.accept(stream).await else {
+                    return;
+                };
                 let service = hyper::service::service_fn(move |r| {
                     count.fetch_add(1, Ordering::SeqCst);
                     answer(r)
                 });
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), service).await;
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
             });
         }
     });
     (port, served)
 }
 
-async fn answer(request: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-    let id = serde_json::from_slice::<Value>(&body).map(|v| v["id"].clone()).unwrap_or(Value::Null);
-    let reply = json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}});
+async fn answer(
+    request: Request<hyper::body::Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let id = serde_json::from_slice::<Value>(&body)
+        .map(|v| v["id"].clone())
+        .unwrap_or(Value::Null);
+    let reply =
+        json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}});
     let mut response = Response::new(Full::new(Bytes::from(reply.to_string())));
-    response.headers_mut().insert("content-type", "application/json".parse().unwrap());
+    response
+        .headers_mut()
+        .insert("content-type", "application/json".parse().unwrap());
     Ok(response)
 }
 
@@ -89,10 +105,19 @@ async fn https_backend_signed_by_a_configured_root_is_trusted() {
     let (port, served) = https_backend(&pki).await;
     let roots = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(roots.path(), &pki.ca_pem).unwrap();
-    let reg = registration(&[Http::new("com.example.tls", format!("https://localhost:{port}/hooks"))]);
-    let options = Options { trust_roots: Some(roots.path().to_path_buf()), ..Options::default() };
+    let reg = registration(&[Http::new(
+        "com.example.tls",
+        format!("https://localhost:{port}/hooks"),
+    )]);
+    let options = Options {
+        trust_roots: Some(roots.path().to_path_buf()),
+        ..Options::default()
+    };
     let interceptor = Interceptor::new(&reg, options).await.unwrap();
-    let settled = interceptor.intercept(&event("evt_tls_ok"), &["deny"], None).await.unwrap();
+    let settled = interceptor
+        .intercept(&event("evt_tls_ok"), &["deny"], None)
+        .await
+        .unwrap();
     assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
     assert_eq!(settled.record["interceptors"][0]["outcome"], "no-effect");
     assert_eq!(served.load(Ordering::SeqCst), 1);
@@ -102,20 +127,38 @@ async fn https_backend_signed_by_a_configured_root_is_trusted() {
 async fn untrusted_certificate_fails_the_handshake_and_sends_nothing() {
     let pki = pki();
     let (port, served) = https_backend(&pki).await;
-    for (policy, decision) in [("fail-closed", Decision::Deny), ("fail-open", Decision::Allow)] {
-        let reg = registration(&[Http::new("com.example.tls", format!("https://localhost:{port}/hooks")).policy(policy)]);
+    for (policy, decision) in [
+        ("fail-closed", Decision::Deny),
+        ("fail-open", Decision::Allow),
+    ] {
+        let reg = registration(&[Http::new(
+            "com.example.tls",
+            format!("https://localhost:{port}/hooks"),
+        )
+        .policy(policy)]);
         let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
-        let settled = interceptor.intercept(&event("evt_tls_bad"), &["deny"], None).await.unwrap();
+        let settled = interceptor
+            .intercept(&event("evt_tls_bad"), &["deny"], None)
+            .await
+            .unwrap();
         assert_eq!(settled.decision, decision, "{policy}: {}", settled.record);
         if decision == Decision::Deny {
             assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
         }
         let failure = &settled.record["interceptors"][0]["failure"];
-        assert_eq!(failure["class"], "connection-refused", "{policy}: {}", settled.record);
+        assert_eq!(
+            failure["class"], "connection-refused",
+            "{policy}: {}",
+            settled.record
+        );
         assert_eq!(failure["detail"], "tls");
         assert_eq!(failure["phase"], "connect");
     }
-    assert_eq!(served.load(Ordering::SeqCst), 0, "no request may pass an untrusted handshake");
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        0,
+        "no request may pass an untrusted handshake"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,7 +166,10 @@ async fn plain_http_to_a_non_loopback_host_is_not_permitted() {
     // 0.0.0.0 is not a loopback address (and would still stay on this machine).
     let reg = registration(&[Http::new("com.example.remote", "http://0.0.0.0:9/hooks")]);
     let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
-    let settled = interceptor.intercept(&event("evt_plain"), &["deny"], None).await.unwrap();
+    let settled = interceptor
+        .intercept(&event("evt_plain"), &["deny"], None)
+        .await
+        .unwrap();
     assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
     let failure = &settled.record["interceptors"][0]["failure"];
     assert_eq!(failure["class"], "connection-refused");

@@ -67,7 +67,9 @@ fn from_env(name: &str) -> Result<Secret, AuthFailure> {
 /// `file:PATH` (read at every dispatch, so a rotated file is picked up) or `env:NAME`.
 async fn from_reference(reference: &str) -> Result<Secret, AuthFailure> {
     if let Some(path) = reference.strip_prefix("file:") {
-        let text = tokio::fs::read_to_string(path).await.map_err(|_| AuthFailure::Unresolved)?;
+        let text = tokio::fs::read_to_string(path)
+            .await
+            .map_err(|_| AuthFailure::Unresolved)?;
         return usable(text.trim()).ok_or(AuthFailure::Unresolved);
     }
     if let Some(name) = reference.strip_prefix("env:") {

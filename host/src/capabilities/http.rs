@@ -8,8 +8,8 @@
 //! verified by rustls.
 
 use super::credentials::Secret;
-use crate::bindings::host_types::{DeliveryError, IoPhase};
 use crate::bindings::delivery::Reply;
+use crate::bindings::host_types::{DeliveryError, IoPhase};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
@@ -64,7 +64,9 @@ impl Drop for Connection {
 
 impl std::fmt::Debug for HttpBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpBackend").field("uri", &self.uri).finish_non_exhaustive()
+        f.debug_struct("HttpBackend")
+            .field("uri", &self.uri)
+            .finish_non_exhaustive()
     }
 }
 
@@ -77,13 +79,29 @@ impl HttpBackend {
             Some("http") => false,
             _ => return Err("URL scheme must be http or https".into()),
         };
-        let host = uri.host().ok_or("URL has no host")?.trim_matches(['[', ']']).to_string();
+        let host = uri
+            .host()
+            .ok_or("URL has no host")?
+            .trim_matches(['[', ']'])
+            .to_string();
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-        Ok(HttpBackend { uri, host, port, tls, options, idle: Mutex::new(Vec::new()) })
+        Ok(HttpBackend {
+            uri,
+            host,
+            port,
+            tls,
+            options,
+            idle: Mutex::new(Vec::new()),
+        })
     }
 
     /// POSTs `body` and returns the reply, all by `deadline`.
-    pub async fn exchange(&self, body: &[u8], bearer: Option<&Secret>, deadline: Instant) -> Result<Reply, DeliveryError> {
+    pub async fn exchange(
+        &self,
+        body: &[u8],
+        bearer: Option<&Secret>,
+        deadline: Instant,
+    ) -> Result<Reply, DeliveryError> {
         let body = Bytes::copy_from_slice(body);
         let mut request = self.request(body.clone(), bearer)?;
         let (mut connection, mut reused) = match self.take_idle() {
@@ -128,16 +146,30 @@ impl HttpBackend {
         if declared.is_some_and(|n| n > self.options.max_body_bytes as u64) {
             return Err(DeliveryError::ResponseTooLarge);
         }
-        let body = timeout_at(deadline, read_capped(response.into_body(), self.options.max_body_bytes))
-            .await
-            .map_err(|_| DeliveryError::DeadlineExceeded(IoPhase::ReadResponse))??;
+        let body = timeout_at(
+            deadline,
+            read_capped(response.into_body(), self.options.max_body_bytes),
+        )
+        .await
+        .map_err(|_| DeliveryError::DeadlineExceeded(IoPhase::ReadResponse))??;
         self.put_idle(connection);
-        Ok(Reply { status: Some(status), content_type, body })
+        Ok(Reply {
+            status: Some(status),
+            content_type,
+            body,
+        })
     }
 
-    fn request(&self, body: Bytes, bearer: Option<&Secret>) -> Result<Request<Full<Bytes>>, DeliveryError> {
+    fn request(
+        &self,
+        body: Bytes,
+        bearer: Option<&Secret>,
+    ) -> Result<Request<Full<Bytes>>, DeliveryError> {
         let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
-        let authority = self.uri.authority().map_or(self.host.as_str(), |a| a.as_str());
+        let authority = self
+            .uri
+            .authority()
+            .map_or(self.host.as_str(), |a| a.as_str());
         let mut builder = Request::builder()
             .method(Method::POST)
             .uri(path)
@@ -150,7 +182,9 @@ impl HttpBackend {
             value.set_sensitive(true);
             builder = builder.header(AUTHORIZATION, value);
         }
-        builder.body(Full::new(body)).map_err(|_| DeliveryError::NotPermitted)
+        builder
+            .body(Full::new(body))
+            .map_err(|_| DeliveryError::NotPermitted)
     }
 
     fn take_idle(&self) -> Option<Connection> {
@@ -191,7 +225,8 @@ impl HttpBackend {
             let stream = connect_any(&addrs).await?;
             let _ = stream.set_nodelay(true);
             if self.tls {
-                let name = ServerName::try_from(self.host.clone()).map_err(|_| DeliveryError::NotPermitted)?;
+                let name = ServerName::try_from(self.host.clone())
+                    .map_err(|_| DeliveryError::NotPermitted)?;
                 let tls = TlsConnector::from(self.options.tls.clone())
                     .connect(name, stream)
                     .await
@@ -234,7 +269,10 @@ where
     Ok(Connection { sender, driver })
 }
 
-async fn read_capped(mut body: hyper::body::Incoming, cap: usize) -> Result<Vec<u8>, DeliveryError> {
+async fn read_capped(
+    mut body: hyper::body::Incoming,
+    cap: usize,
+) -> Result<Vec<u8>, DeliveryError> {
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| classify(&e))?;

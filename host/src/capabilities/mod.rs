@@ -15,9 +15,9 @@ use crate::clock;
 use crate::interrupt::Interrupt;
 use credentials::{AuthFailure, Credential};
 use http::{HttpBackend, HttpOptions};
-use stdio::StdioBackend;
 use std::collections::HashMap;
 use std::sync::Arc;
+use stdio::StdioBackend;
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -44,17 +44,31 @@ pub struct Backends(HashMap<String, Backend>);
 
 impl Backends {
     /// Builds the transports the component's plan asks for.
-    pub fn from_plan(plan: Vec<BackendPlan>, http: &HttpOptions, retries: &RetryPolicy) -> Result<Backends, String> {
+    pub fn from_plan(
+        plan: Vec<BackendPlan>,
+        http: &HttpOptions,
+        retries: &RetryPolicy,
+    ) -> Result<Backends, String> {
         let mut map = HashMap::new();
         for backend in plan {
             let transport = match &backend.transport {
                 TransportPlan::Http(url) => Transport::Http(
-                    HttpBackend::new(url, http.clone()).map_err(|e| format!("backend {}: {e}", backend.id))?,
+                    HttpBackend::new(url, http.clone())
+                        .map_err(|e| format!("backend {}: {e}", backend.id))?,
                 ),
-                TransportPlan::Stdio(plan) => Transport::Stdio(StdioBackend::new(&backend.id, plan, http.max_body_bytes)),
+                TransportPlan::Stdio(plan) => {
+                    Transport::Stdio(StdioBackend::new(&backend.id, plan, http.max_body_bytes))
+                }
             };
             let retries = retries.for_backend(&backend.id);
-            map.insert(backend.id, Backend { transport, auth: backend.auth, retries });
+            map.insert(
+                backend.id,
+                Backend {
+                    transport,
+                    auth: backend.auth,
+                    retries,
+                },
+            );
         }
         Ok(Backends(map))
     }
@@ -86,7 +100,12 @@ impl Backends {
     /// Sends one `hooks/observe` notification by `deadline`, with the backend's
     /// credential if it has one (never without it). Returns `"delivered"` or the failure
     /// class; an observer's failure never changes a decision.
-    pub async fn notify(&self, backend: &str, message: &[u8], deadline: tokio::time::Instant) -> &'static str {
+    pub async fn notify(
+        &self,
+        backend: &str,
+        message: &[u8],
+        deadline: tokio::time::Instant,
+    ) -> &'static str {
         let Some(target) = self.get(backend) else {
             return "connection-refused";
         };
@@ -109,7 +128,9 @@ impl Backends {
         };
         match sent {
             // Observe success is 202 or 204 with no body.
-            Ok(reply) if matches!(reply.status, Some(202 | 204)) && reply.body.is_empty() => "delivered",
+            Ok(reply) if matches!(reply.status, Some(202 | 204)) && reply.body.is_empty() => {
+                "delivered"
+            }
             Ok(_) => "http-status",
             Err(e) => failure_class(&e),
         }
@@ -121,9 +142,9 @@ fn failure_class(error: &DeliveryError) -> &'static str {
     match error {
         DeliveryError::DeadlineExceeded(_) => "deadline-exceeded",
         DeliveryError::Cancelled => "interrupted",
-        DeliveryError::ConnectionRefused | DeliveryError::TlsFailed | DeliveryError::NotPermitted => {
-            "connection-refused"
-        }
+        DeliveryError::ConnectionRefused
+        | DeliveryError::TlsFailed
+        | DeliveryError::NotPermitted => "connection-refused",
         DeliveryError::ConnectionReset => "connection-reset",
         DeliveryError::ConnectionLost => "connection-lost",
         DeliveryError::MalformedHttp => "http-status",
@@ -206,7 +227,10 @@ impl HostState {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -293,7 +317,12 @@ impl wit_delivery::Host for HostState {
         Ok(self.stopped())
     }
 
-    async fn retry_after(&mut self, backend: String, attempt: u32, deadline: u64) -> wasmtime::Result<bool> {
+    async fn retry_after(
+        &mut self,
+        backend: String,
+        attempt: u32,
+        deadline: u64,
+    ) -> wasmtime::Result<bool> {
         let allowed = self.backends.get(&backend).map_or(0, |b| b.retries);
         if attempt > allowed || self.stopped() {
             return Ok(false);

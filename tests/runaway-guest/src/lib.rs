@@ -7,7 +7,9 @@
 mod component {
     wit_bindgen::generate!({ path: "../../wit", world: "plugin" });
 
-    use exports::ahp::interceptor::interceptor::{BackendPlan, Delivery, Guest, GuestEngine, Settlement};
+    use exports::ahp::interceptor::interceptor::{
+        BackendPlan, Delivery, Guest, GuestEngine, Settlement,
+    };
 
     struct Component;
     export!(Component);
@@ -21,9 +23,13 @@ mod component {
     }
 
     impl GuestEngine for Runaway {
-        fn load(registration: String) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<String>> {
+        fn load(
+            registration: String,
+        ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<String>> {
             let panics = registration.contains("panic");
-            Ok(exports::ahp::interceptor::interceptor::Engine::new(Runaway { panics }))
+            Ok(exports::ahp::interceptor::interceptor::Engine::new(
+                Runaway { panics },
+            ))
         }
 
         fn warnings(&self) -> Vec<String> {
@@ -38,14 +44,23 @@ mod component {
             100
         }
 
-        fn intercept(&self, _event: String, _effects: Vec<String>, _budget: Option<u64>) -> Result<Settlement, Vec<String>> {
+        fn intercept(
+            &self,
+            _event: String,
+            _effects: Vec<String>,
+            _budget: Option<u64>,
+        ) -> Result<Settlement, Vec<String>> {
             if self.panics {
                 panic!("the component failed");
             }
             spin()
         }
 
-        fn observe(&self, _event: String, _budget: Option<u64>) -> Result<Vec<Delivery>, Vec<String>> {
+        fn observe(
+            &self,
+            _event: String,
+            _budget: Option<u64>,
+        ) -> Result<Vec<Delivery>, Vec<String>> {
             spin()
         }
     }
