@@ -5,10 +5,8 @@
 
 use ahp_host::{DecidedBy, Decision, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, interceptor, registration, Http};
+use ahp_tests::support::{ahp_binary, event, interceptor, registration, Http};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
@@ -350,72 +348,6 @@ async fn missing_token_ref_file_fails_without_sending() {
             .await
     );
     assert_eq!(backend.connections(), 0);
-}
-
-/// The `ahp` binary of this build, built on first use.
-///
-/// `CARGO_BIN_EXE_*` exists only for binaries of the test's own package, and `ahp` belongs
-/// to `ahp-host`, so the binary is found beside this test executable
-/// (`<target>/<profile>/deps/<test>`) and built there with cargo when it is missing or
-/// older than this test executable (a no-op when it is up to date).
-fn ahp_binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let exe = std::env::current_exe().expect("the test executable's path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("tests run from <target>/<profile>/deps");
-        let target_dir = profile_dir.parent().expect("a target directory");
-        let binary = profile_dir.join(format!("ahp{}", std::env::consts::EXE_SUFFIX));
-        // Missing, or older than this test (so possibly built from older host sources).
-        let stale = match (
-            binary.metadata().and_then(|m| m.modified()),
-            exe.metadata().and_then(|m| m.modified()),
-        ) {
-            (Ok(built), Ok(test)) => built < test,
-            _ => true,
-        };
-        if stale {
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let mut build = std::process::Command::new(cargo);
-            build
-                .args(["build", "-p", "ahp-host", "--bin", "ahp"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .env("CARGO_TARGET_DIR", target_dir);
-            // Drop what cargo set for this test process: build scripts track some of it
-            // (ring: CARGO_MANIFEST_DIR), and a difference would rebuild them here and
-            // again in the next outer `cargo test`.
-            for (name, _) in std::env::vars_os() {
-                let name = name.to_string_lossy();
-                let set_for_tests = name.starts_with("CARGO_PKG_")
-                    || [
-                        "CARGO_MANIFEST_DIR",
-                        "CARGO_MANIFEST_PATH",
-                        "CARGO_CRATE_NAME",
-                        "CARGO_BIN_NAME",
-                        "CARGO_PRIMARY_PACKAGE",
-                        "CARGO_TARGET_TMPDIR",
-                        "CARGO_RUSTC_CURRENT_DIR",
-                        "OUT_DIR",
-                    ]
-                    .contains(&name.as_ref());
-                if set_for_tests {
-                    build.env_remove(name.as_ref());
-                }
-            }
-            if profile_dir.file_name().is_some_and(|n| n == "release") {
-                build.arg("--release");
-            }
-            let status = build.status().expect("run cargo build for the ahp binary");
-            assert!(
-                status.success(),
-                "cargo build -p ahp-host --bin ahp failed: {status}"
-            );
-        }
-        assert!(binary.exists(), "no ahp binary at {}", binary.display());
-        binary
-    })
 }
 
 /// Everything at trace level except Cranelift's code generator. Those targets only log the
