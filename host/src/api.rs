@@ -154,6 +154,8 @@ pub struct Options {
     /// Retries after transient failures (refused, reset, lost, 502–504, JSON-RPC
     /// -32003), always inside the original deadline and with the same bytes. Off by default.
     pub retries: RetryPolicy,
+    /// Bound on each observer delivery (default 2 s); the call's budget bounds it too.
+    pub observer_timeout: Option<Duration>,
 }
 
 /// An AHP interceptor for one registration.
@@ -187,6 +189,8 @@ struct Inner {
     shut_down: AtomicBool,
     /// Set by shutdown: every in-flight call ends (as a `shutdown` denial).
     closing: Interrupt,
+    /// The longest one observer delivery may take (the component's own bound is 2 s).
+    observer_timeout: Duration,
 }
 
 /// An instance whose engine resource already holds the loaded registration.
@@ -253,6 +257,7 @@ impl Interceptor {
                 audit,
                 shut_down: AtomicBool::new(false),
                 closing: Interrupt::new(),
+                observer_timeout: options.observer_timeout.unwrap_or(Duration::from_secs(2)),
             }),
         })
     }
@@ -328,22 +333,39 @@ impl Interceptor {
         budget: Option<Duration>,
         interrupt: &Interrupt,
     ) -> Result<Settlement, CallError> {
+        Ok(self
+            .settle(event, effects, budget, interrupt)
+            .await?
+            .complete()
+            .await)
+    }
+
+    /// Settles the decision and hands it out at once, before the call's owned observer
+    /// deliveries run: act on [`HookCall::settlement`], then await [`HookCall::complete`]
+    /// for normal completion (the deliveries finished or hit their bounds, the audit
+    /// record written). Dropping the `HookCall` instead cancels the deliveries and still
+    /// writes the audit record.
+    pub async fn settle(
+        &self,
+        event: &str,
+        effects: &[&str],
+        budget: Option<Duration>,
+        interrupt: &Interrupt,
+    ) -> Result<HookCall, CallError> {
         let started = Instant::now();
         let span = tracing::info_span!(
             "ahp.hook_call",
             event_id = tracing::field::Empty,
             decided_by = tracing::field::Empty
         );
-        let settlement = async {
+        let (settlement, observers) = async {
             if self.inner.shut_down.load(Ordering::SeqCst) {
                 let s = host_settlement(event, DecidedBy::Shutdown, SHUTDOWN_REASON, started);
                 return Err(CallError::ShutDown(Box::new(s)));
             }
             let budget_at = budget.map(|b| started + b);
-            let settlement = self
-                .run(event, effects, budget_at, interrupt, started)
-                .await?;
-            Ok(settlement)
+            self.run(event, effects, budget_at, interrupt, started)
+                .await
         }
         .instrument(span.clone())
         .await?;
@@ -352,12 +374,13 @@ impl Interceptor {
         }
         span.record("decided_by", settlement.decided_by.as_str());
         tracing::info!(parent: &span, decision = ?settlement.decision, "settled");
-        if let Some(audit) = &self.inner.audit {
-            if let Err(e) = audit.append(&settlement.record) {
-                tracing::error!(path = %audit.path().display(), error = %e, "audit append failed");
-            }
-        }
-        Ok(settlement)
+        Ok(HookCall {
+            interceptor: self.clone(),
+            settlement: Some(settlement),
+            observers,
+            interrupt: interrupt.clone(),
+            span,
+        })
     }
 
     async fn run(
@@ -367,16 +390,19 @@ impl Interceptor {
         budget_at: Option<Instant>,
         interrupt: &Interrupt,
         started: Instant,
-    ) -> Result<Settlement, CallError> {
+    ) -> Result<(Settlement, Vec<Delivery>), CallError> {
         let mut ready = match self.take_ready().await {
             Ok(ready) => ready,
             Err(e) => {
                 tracing::error!(error = %e, "could not prepare a component instance");
-                return Ok(host_settlement(
-                    event,
-                    DecidedBy::EngineFailure,
-                    ENGINE_FAILURE_REASON,
-                    started,
+                return Ok((
+                    host_settlement(
+                        event,
+                        DecidedBy::EngineFailure,
+                        ENGINE_FAILURE_REASON,
+                        started,
+                    ),
+                    Vec::new(),
                 ));
             }
         };
@@ -399,20 +425,26 @@ impl Interceptor {
             }
             Ok(Err(trap)) => {
                 tracing::error!(error = %trap, "component trapped");
-                return Ok(host_settlement(
-                    event,
-                    DecidedBy::EngineFailure,
-                    ENGINE_FAILURE_REASON,
-                    started,
+                return Ok((
+                    host_settlement(
+                        event,
+                        DecidedBy::EngineFailure,
+                        ENGINE_FAILURE_REASON,
+                        started,
+                    ),
+                    Vec::new(),
                 ));
             }
             Err(_elapsed) => {
                 tracing::error!("component exceeded its call bound");
-                return Ok(host_settlement(
-                    event,
-                    DecidedBy::EngineFailure,
-                    ENGINE_FAILURE_REASON,
-                    started,
+                return Ok((
+                    host_settlement(
+                        event,
+                        DecidedBy::EngineFailure,
+                        ENGINE_FAILURE_REASON,
+                        started,
+                    ),
+                    Vec::new(),
                 ));
             }
         };
@@ -425,15 +457,7 @@ impl Interceptor {
             settlement.decided_by = DecidedBy::Shutdown;
             settlement.record["decidedBy"] = DecidedBy::Shutdown.as_str().into();
         }
-        if !observers.is_empty() && !interrupt.is_set() && !self.inner.closing.is_set() {
-            let results = self.deliver_observers(observers, interrupt).await;
-            if let Some(entries) = settlement.record["observers"].as_array_mut() {
-                for (entry, result) in entries.iter_mut().zip(results) {
-                    entry["result"] = result.into();
-                }
-            }
-        }
-        Ok(settlement)
+        Ok((settlement, observers))
     }
 
     /// Sends the call's observe notifications concurrently, each bounded by its own
@@ -448,8 +472,10 @@ impl Interceptor {
         for (i, delivery) in deliveries.into_iter().enumerate() {
             let backends = self.inner.backends.clone();
             let interrupt = interrupt.clone();
+            let bound = tokio::time::Instant::now() + self.inner.observer_timeout;
             tasks.spawn(async move {
-                let deadline = tokio::time::Instant::from_std(clock::to_instant(delivery.deadline));
+                let deadline =
+                    tokio::time::Instant::from_std(clock::to_instant(delivery.deadline)).min(bound);
                 let result = tokio::select! {
                     r = backends.notify(&delivery.backend, &delivery.message, deadline) => r,
                     () = interrupt.wait() => "interrupted",
@@ -464,6 +490,14 @@ impl Interceptor {
             }
         }
         results
+    }
+
+    fn write_audit(&self, record: &Value) {
+        if let Some(audit) = &self.inner.audit {
+            if let Err(e) = audit.append(record) {
+                tracing::error!(path = %audit.path().display(), error = %e, "audit append failed");
+            }
+        }
     }
 
     async fn take_ready(&self) -> wasmtime::Result<Ready> {
@@ -515,6 +549,68 @@ impl Interceptor {
             .unwrap_or_else(|p| p.into_inner())
             .clear();
         self.inner.backends.close();
+    }
+}
+
+/// A hook call whose decision is settled; its owned observer deliveries have not run yet.
+pub struct HookCall {
+    interceptor: Interceptor,
+    settlement: Option<Settlement>,
+    observers: Vec<Delivery>,
+    interrupt: Interrupt,
+    span: tracing::Span,
+}
+
+impl HookCall {
+    /// The settled decision, final before any observer runs: act on it now.
+    pub fn settlement(&self) -> &Settlement {
+        self.settlement
+            .as_ref()
+            .expect("present until completed or dropped")
+    }
+
+    /// Runs the owned observer deliveries (concurrently, each bounded; interruption and
+    /// shutdown cancel them), records their results and writes the audit record. Returns
+    /// the final settlement; the decision in it is the one already handed out.
+    pub async fn complete(mut self) -> Settlement {
+        let observers = std::mem::take(&mut self.observers);
+        let inner = &self.interceptor.inner;
+        let stopped = self.interrupt.is_set() || inner.closing.is_set();
+        if !observers.is_empty() && !stopped {
+            let results = self
+                .interceptor
+                .deliver_observers(observers, &self.interrupt)
+                .instrument(self.span.clone())
+                .await;
+            if let Some(settlement) = self.settlement.as_mut() {
+                if let Some(entries) = settlement.record["observers"].as_array_mut() {
+                    for (entry, result) in entries.iter_mut().zip(results) {
+                        entry["result"] = result.into();
+                    }
+                }
+            }
+        }
+        let settlement = self
+            .settlement
+            .take()
+            .expect("present until completed or dropped");
+        self.interceptor.write_audit(&settlement.record);
+        settlement
+    }
+}
+
+impl Drop for HookCall {
+    /// A call dropped before completion still leaves its audit record; its observers
+    /// were never sent and are recorded so.
+    fn drop(&mut self) {
+        if let Some(mut settlement) = self.settlement.take() {
+            if let Some(entries) = settlement.record["observers"].as_array_mut() {
+                for entry in entries.iter_mut() {
+                    entry["result"] = "not-sent".into();
+                }
+            }
+            self.interceptor.write_audit(&settlement.record);
+        }
     }
 }
 

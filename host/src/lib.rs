@@ -21,7 +21,9 @@ mod interrupt;
 mod runtime;
 mod tls;
 
-pub use api::{BuildError, CallError, DecidedBy, Decision, Interceptor, Options, Settlement};
+pub use api::{
+    BuildError, CallError, DecidedBy, Decision, HookCall, Interceptor, Options, Settlement,
+};
 pub use capabilities::credentials::Secret;
 pub use capabilities::RetryPolicy;
 pub use interrupt::Interrupt;

@@ -119,3 +119,76 @@ async fn observer_failures_are_recorded_and_bounded() {
         "observers ran past the budget: {elapsed:?}"
     );
 }
+
+/// The decision is handed out before the call's owned observer deliveries run; completion
+/// waits for them (each bounded) and only then writes the audit record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_observer_never_delays_the_decision() {
+    use ahp_host::{DecidedBy, Decision, Interrupt};
+    use ahp_tests::support::{event, registration, Http};
+    let denier = FaultBackend::start(vec![Behaviour::Deny("no".into())]).await;
+    let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let audit = tempfile::NamedTempFile::new().unwrap();
+    let options = Options {
+        observer_timeout: Some(Duration::from_millis(300)),
+        audit_path: Some(audit.path().to_path_buf()),
+        ..Options::default()
+    };
+    let reg = registration(&[
+        Http::new("com.example.denier", denier.url()),
+        Http::new("com.example.hang", hanging.url()),
+    ]);
+    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+
+    let started = Instant::now();
+    let call = interceptor
+        .settle(&event("evt_obs_3"), &["deny"], None, &Interrupt::new())
+        .await
+        .unwrap();
+    let decided_in = started.elapsed();
+    assert_eq!(call.settlement().decision, Decision::Deny);
+    assert_eq!(call.settlement().decided_by, DecidedBy::BackendDeny);
+    assert!(
+        decided_in < Duration::from_millis(150),
+        "the decision waited for observers: {decided_in:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(audit.path()).unwrap(),
+        "",
+        "audited before completion"
+    );
+
+    let settled = call.complete().await;
+    let completed_in = started.elapsed();
+    assert!(
+        completed_in >= Duration::from_millis(300),
+        "completion did not await the observer: {completed_in:?}"
+    );
+    assert!(
+        completed_in < Duration::from_millis(300 + 200),
+        "observer ran past its bound: {completed_in:?}"
+    );
+    assert_eq!(
+        settled.decision,
+        Decision::Deny,
+        "an observer never changes the decision"
+    );
+    assert_eq!(
+        settled.record["observers"][0]["backend"],
+        "com.example.hang"
+    );
+    assert_eq!(
+        settled.record["observers"][0]["result"],
+        "deadline-exceeded"
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(audit.path())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        vec![settled.record.clone()],
+        "one audit record, with the observer result"
+    );
+}
