@@ -1,0 +1,161 @@
+//! Composition of effects across interceptors, when the harness can enforce more than
+//! deny: deny beats ask beats allow, `allow` never grants beyond "no objection", an
+//! accepted earlier answer survives a later fail-open failure, and conflicting effects in
+//! one response reject that response.
+
+use ahp_host::{DecidedBy, Decision};
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use ahp_tests::support::{event, interceptor, registration, Http};
+use serde_json::json;
+
+const ALL: &[&str] = &["deny", "ask", "allow", "message"];
+
+fn effects(value: serde_json::Value) -> Behaviour {
+    Behaviour::Effects(value)
+}
+
+/// Runs A then B (both fail-open) and returns the settlement.
+async fn chain(a: Behaviour, b: Behaviour) -> ahp_host::Settlement {
+    let (first, second) = (
+        FaultBackend::start(vec![a]).await,
+        FaultBackend::start(vec![b]).await,
+    );
+    let reg = registration(&[
+        Http::new("com.example.a", first.url()).policy("fail-open"),
+        Http::new("com.example.b", second.url()).policy("fail-open"),
+    ]);
+    interceptor(&reg)
+        .await
+        .intercept(&event("evt_comp"), ALL, None)
+        .await
+        .expect("call")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn composition_table() {
+    let allow = || effects(json!([{"type": "allow"}]));
+    let ask = || effects(json!([{"type": "ask"}]));
+    let deny = || Behaviour::Deny("B says no".into());
+    let message = |text: &str| effects(json!([{"type": "message", "text": text}]));
+    let cases: Vec<(&str, Behaviour, Behaviour, Decision, DecidedBy)> = vec![
+        (
+            "allow then deny",
+            allow(),
+            deny(),
+            Decision::Deny,
+            DecidedBy::BackendDeny,
+        ),
+        (
+            "ask then allow",
+            ask(),
+            allow(),
+            Decision::Ask,
+            DecidedBy::BackendAsk,
+        ),
+        (
+            "allow then ask",
+            allow(),
+            ask(),
+            Decision::Ask,
+            DecidedBy::BackendAsk,
+        ),
+        (
+            "ask then deny",
+            ask(),
+            deny(),
+            Decision::Deny,
+            DecidedBy::BackendDeny,
+        ),
+        (
+            "allow then nothing",
+            allow(),
+            Behaviour::NoEffect,
+            Decision::Allow,
+            DecidedBy::NoObjection,
+        ),
+        (
+            "ask then fail-open failure",
+            ask(),
+            Behaviour::Reset,
+            Decision::Ask,
+            DecidedBy::BackendAsk,
+        ),
+        (
+            "message then deny",
+            message("heads up"),
+            deny(),
+            Decision::Deny,
+            DecidedBy::BackendDeny,
+        ),
+    ];
+    for (name, a, b, decision, decided_by) in cases {
+        let settled = chain(a, b).await;
+        assert_eq!(
+            (settled.decision, settled.decided_by),
+            (decision, decided_by),
+            "{name}: {}",
+            settled.record
+        );
+        assert_eq!(
+            settled.record["decision"],
+            json!(format!("{decision:?}").to_lowercase()),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accepted_messages_are_recorded_and_a_rejected_response_shows_none() {
+    let settled = chain(
+        effects(json!([{"type": "message", "text": "from A"}])),
+        Behaviour::NoEffect,
+    )
+    .await;
+    assert_eq!(settled.record["messages"], json!(["from A"]));
+    // A message followed by an unknown effect: the whole response is rejected, the
+    // message is never shown.
+    let settled = chain(
+        effects(
+            json!([{"type": "message", "text": "never shown"}, {"type": "com.example.unknown"}]),
+        ),
+        Behaviour::NoEffect,
+    )
+    .await;
+    assert!(
+        settled.record.get("messages").is_none(),
+        "{}",
+        settled.record
+    );
+    assert_eq!(
+        settled.record["interceptors"][0]["failure"]["class"],
+        "invalid-effects"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conflicting_effects_in_one_response_are_invalid_under_either_policy() {
+    for (policy, decision) in [
+        ("fail-open", Decision::Allow),
+        ("fail-closed", Decision::Deny),
+    ] {
+        let backend = FaultBackend::start(vec![effects(
+            json!([{"type": "allow"}, {"type": "deny", "reason": "x"}]),
+        )])
+        .await;
+        let reg = registration(&[Http::new("com.example.a", backend.url()).policy(policy)]);
+        let settled = interceptor(&reg)
+            .await
+            .intercept(&event("evt_conflict"), ALL, None)
+            .await
+            .unwrap();
+        assert_eq!(settled.decision, decision, "{policy}: {}", settled.record);
+        let failure = &settled.record["interceptors"][0]["failure"];
+        assert_eq!(failure["class"], "invalid-effects");
+        assert_eq!(failure["detail"], "conflicting-effects");
+        assert_ne!(
+            settled.decided_by,
+            DecidedBy::BackendDeny,
+            "a deny is never salvaged from an invalid list"
+        );
+    }
+}
