@@ -395,15 +395,7 @@ impl Interceptor {
             Ok(ready) => ready,
             Err(e) => {
                 tracing::error!(error = %e, "could not prepare a component instance");
-                return Ok((
-                    host_settlement(
-                        event,
-                        DecidedBy::EngineFailure,
-                        ENGINE_FAILURE_REASON,
-                        started,
-                    ),
-                    Vec::new(),
-                ));
+                return Ok((engine_failure(event, started), Vec::new()));
             }
         };
         let own_bound = started + self.inner.bound;
@@ -425,27 +417,11 @@ impl Interceptor {
             }
             Ok(Err(trap)) => {
                 tracing::error!(error = %trap, "component trapped");
-                return Ok((
-                    host_settlement(
-                        event,
-                        DecidedBy::EngineFailure,
-                        ENGINE_FAILURE_REASON,
-                        started,
-                    ),
-                    Vec::new(),
-                ));
+                return Ok((engine_failure(event, started), Vec::new()));
             }
             Err(_elapsed) => {
                 tracing::error!("component exceeded its call bound");
-                return Ok((
-                    host_settlement(
-                        event,
-                        DecidedBy::EngineFailure,
-                        ENGINE_FAILURE_REASON,
-                        started,
-                    ),
-                    Vec::new(),
-                ));
+                return Ok((engine_failure(event, started), Vec::new()));
             }
         };
         self.put_ready(ready);
@@ -648,13 +624,18 @@ fn from_component(
             record,
         },
         // A component that cannot produce its own record is not trusted with a decision.
-        Err(_) => host_settlement(
-            event,
-            DecidedBy::EngineFailure,
-            ENGINE_FAILURE_REASON,
-            started,
-        ),
+        Err(_) => engine_failure(event, started),
     }
+}
+
+/// The denial for a component that trapped, overran its bound or could not be prepared.
+fn engine_failure(event: &str, started: Instant) -> Settlement {
+    host_settlement(
+        event,
+        DecidedBy::EngineFailure,
+        ENGINE_FAILURE_REASON,
+        started,
+    )
 }
 
 /// A denial settled by the host itself, with as much event identity as can be read.
