@@ -337,7 +337,11 @@ fn auth_failure(error: AuthError) -> Failure {
         AuthError::Unsupported => "unsupported",
         AuthError::DeadlineExceeded | AuthError::Cancelled => "deadline-exceeded",
     };
-    Failure::new(FailureClass::AuthFailed, Phase::AcquireCredential).with_detail(detail)
+    let phase = match error {
+        AuthError::RefreshFailed => Phase::RefreshCredential,
+        _ => Phase::AcquireCredential,
+    };
+    Failure::new(FailureClass::AuthFailed, phase).with_detail(detail)
 }
 
 fn delivery_failure(error: DeliveryError) -> Failure {

@@ -58,6 +58,8 @@ impl FailureClass {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     AcquireCredential,
+    /// Renewing a credential the host had before (expired, or rejected with a 401).
+    RefreshCredential,
     Connect,
     Send,
     AwaitResponse,
@@ -71,6 +73,7 @@ impl Phase {
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::AcquireCredential => "acquire-credential",
+            Phase::RefreshCredential => "refresh-credential",
             Phase::Connect => "connect",
             Phase::Send => "send",
             Phase::AwaitResponse => "await-response",

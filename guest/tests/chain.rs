@@ -1179,6 +1179,19 @@ fn unauthorized_without_credential_is_auth_failed_without_retry() {
 }
 
 #[test]
+fn failed_refresh_is_auth_failed_in_the_refresh_phase() {
+    let engine = load(vec![interceptor(A, "fail-closed", 750)]);
+    let mut host = FakeHost::new().auth(A, AuthScript::Fails(AuthError::RefreshFailed));
+    let s = run(&engine, &mut host);
+    assert!(host.sent.is_empty());
+    assert_synthetic_deny(&s);
+    assert_eq!(
+        audited(&s, 0)["failure"],
+        json!({"class": "auth-failed", "phase": "refresh-credential", "detail": "refresh-failed"})
+    );
+}
+
+#[test]
 fn unresolved_credential_is_auth_failed_and_nothing_is_sent_under_both_policies() {
     for policy in ["fail-open", "fail-closed"] {
         let engine = load(vec![interceptor(A, policy, 750)]);

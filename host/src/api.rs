@@ -10,12 +10,14 @@
 use crate::audit::AuditLog;
 use crate::bindings::interceptor::{DecidedBy as WitDecidedBy, Decision as WitDecision, Delivery};
 use crate::bindings::Plugin;
+use crate::capabilities::credentials::CredentialProvider;
 use crate::capabilities::http::HttpOptions;
 use crate::capabilities::{Backends, HostState, RetryPolicy};
 use crate::clock;
 use crate::interrupt::Interrupt;
 use crate::runtime::Runtime;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -156,6 +158,10 @@ pub struct Options {
     pub retries: RetryPolicy,
     /// Bound on each observer delivery (default 2 s); the call's budget bounds it too.
     pub observer_timeout: Option<Duration>,
+    /// The harness's own credential sources, by backend id (http backends only). Each
+    /// replaces the registration's binding for its backend; the interceptor never closes
+    /// them.
+    pub credential_providers: HashMap<String, Arc<dyn CredentialProvider>>,
 }
 
 /// An AHP interceptor for one registration.
@@ -235,9 +241,11 @@ impl Interceptor {
             .map_err(BuildError::Setup)?;
         let http = http_options(&options).map_err(BuildError::Setup)?;
         let backends = Arc::new(
-            Backends::from_plan(plan, &http, &options.retries)
+            Backends::from_plan(plan, &http, &options.retries, &options.credential_providers)
                 .map_err(|e| BuildError::Setup(wasmtime::format_err!(e)))?,
         );
+        let mut warnings = warnings;
+        warnings.extend(backends.transport_warnings(options.allow_insecure_http));
         let audit = match &options.audit_path {
             Some(path) => Some(
                 AuditLog::open(path)
@@ -262,7 +270,8 @@ impl Interceptor {
         })
     }
 
-    /// Valid but questionable registration settings, each naming its JSON path.
+    /// Valid but questionable settings: the registration's, each naming its JSON path,
+    /// then the host's (e.g. plain http off loopback), each naming its backend.
     pub fn warnings(&self) -> &[String] {
         &self.inner.warnings
     }
@@ -453,7 +462,7 @@ impl Interceptor {
                 let deadline =
                     tokio::time::Instant::from_std(clock::to_instant(delivery.deadline)).min(bound);
                 let result = tokio::select! {
-                    r = backends.notify(&delivery.backend, &delivery.message, deadline) => r,
+                    r = backends.notify(&delivery.backend, &delivery.message, deadline, &interrupt) => r,
                     () = interrupt.wait() => "interrupted",
                 };
                 (i, result)

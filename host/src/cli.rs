@@ -27,6 +27,8 @@ enum Command {
     Check {
         /// The registration JSON file.
         file: PathBuf,
+        #[command(flatten)]
+        host: HostArgs,
     },
     /// Run one hook call and print its settlement record as one JSON line.
     Intercept {
@@ -133,7 +135,7 @@ pub fn main() -> ExitCode {
     };
     runtime.block_on(async {
         match cli.command {
-            Command::Check { file } => check(&file).await,
+            Command::Check { file, host } => check(&file, &host).await,
             Command::Intercept {
                 registration,
                 event,
@@ -155,12 +157,16 @@ pub fn main() -> ExitCode {
     })
 }
 
-async fn check(file: &PathBuf) -> ExitCode {
+async fn check(file: &PathBuf, host: &HostArgs) -> ExitCode {
     let text = match std::fs::read_to_string(file) {
         Ok(text) => text,
         Err(e) => return fail(&format!("read {}: {e}", file.display())),
     };
-    match Interceptor::new(&text, Options::default()).await {
+    let options = match host.options() {
+        Ok(options) => options,
+        Err(e) => return fail(&e),
+    };
+    match Interceptor::new(&text, options).await {
         Ok(interceptor) => {
             for warning in interceptor.warnings() {
                 eprintln!("warning: {warning}");

@@ -24,7 +24,9 @@ mod tls;
 pub use api::{
     BuildError, CallError, DecidedBy, Decision, HookCall, Interceptor, Options, Settlement,
 };
-pub use capabilities::credentials::Secret;
+pub use capabilities::credentials::{
+    AuthFailure, BoxFuture, CredentialProvider, CredentialRequest, Secret,
+};
 pub use capabilities::RetryPolicy;
 pub use interrupt::Interrupt;
 pub use runtime::EMBEDDED_COMPONENT;

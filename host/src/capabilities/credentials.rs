@@ -2,8 +2,13 @@
 //! handed to the component only as an opaque resource. The secret itself never crosses
 //! the boundary, and every type that holds one prints a redaction.
 
-use crate::bindings::interceptor::AuthPlan;
+use super::oauth::OAuth;
+use crate::bindings::interceptor::{AuthPlan, OauthPlan};
+use crate::interrupt::Interrupt;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use tokio::time::Instant;
 
 /// A secret value. `Debug` and `Display` never show it.
@@ -35,26 +40,103 @@ pub struct Credential {
     pub bearer: Secret,
 }
 
-/// Why a credential could not be had (mapped to the WIT `auth-error`).
+/// Why a credential could not be had (the WIT `auth-error`); also what an injected
+/// [`CredentialProvider`] returns when it fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthFailure {
+    /// A configured reference (`tokenEnv`, `tokenRef`, `clientSecretRef`) has no value.
     Unresolved,
+    /// The first acquisition failed (e.g. discovery or the token endpoint).
+    AcquisitionFailed,
+    /// Renewing a credential that had been issued before failed.
+    RefreshFailed,
+    /// This kind of authentication cannot be done here.
     Unsupported,
+    /// The deadline passed first.
     DeadlineExceeded,
 }
 
-/// Resolves a backend's configured credential reference by `deadline`.
-pub async fn resolve(plan: &AuthPlan, deadline: Instant) -> Result<Secret, AuthFailure> {
-    let lookup = async {
-        match plan {
-            AuthPlan::BearerEnv(name) => from_env(name),
-            AuthPlan::BearerRef(reference) => from_reference(reference).await,
-            AuthPlan::Oauth(_) => Err(AuthFailure::Unsupported),
+/// What an injected [`CredentialProvider`] is asked for.
+#[derive(Clone, Debug)]
+pub struct CredentialRequest {
+    /// The backend id from the registration.
+    pub backend: String,
+    /// The calling subscription's deadline: an answer after it is not used.
+    pub deadline: std::time::Instant,
+    /// Set when the hook call is interrupted or the interceptor shuts down. The host
+    /// stops waiting at once either way; this lets a provider stop its own work.
+    pub cancelled: Interrupt,
+}
+
+/// A boxed future, as [`CredentialProvider::acquire`] returns.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A harness's own source of bearer tokens for one backend, injected through
+/// `Options::credential_providers`. It replaces the registration's binding for that
+/// backend. The interceptor only borrows it: shutdown does not close or drop its state.
+pub trait CredentialProvider: Send + Sync {
+    /// A bearer token for `request.backend`, by `request.deadline`.
+    fn acquire(&self, request: CredentialRequest) -> BoxFuture<'_, Result<Secret, AuthFailure>>;
+
+    /// The backend answered 401 to `token`: it should not be handed out again.
+    fn reject(&self, backend: &str, token: &Secret) {
+        let _ = (backend, token);
+    }
+}
+
+impl fmt::Debug for dyn CredentialProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CredentialProvider")
+    }
+}
+
+/// Where one backend's credential comes from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// `tokenEnv`, `tokenRef`: resolved again at every dispatch.
+    Bearer(AuthPlan),
+    OAuth(OauthPlan, Arc<OAuth>),
+    Provided(Arc<dyn CredentialProvider>),
+}
+
+impl Source {
+    /// The backend's credential, by `deadline`.
+    pub async fn acquire(
+        &self,
+        backend: &str,
+        deadline: Instant,
+        cancelled: &Interrupt,
+    ) -> Result<Secret, AuthFailure> {
+        let lookup = async {
+            match self {
+                Source::Bearer(AuthPlan::BearerEnv(name)) => from_env(name),
+                Source::Bearer(AuthPlan::BearerRef(reference)) => from_reference(reference).await,
+                Source::Bearer(AuthPlan::Oauth(_)) => Err(AuthFailure::Unsupported),
+                Source::OAuth(plan, oauth) => oauth.token(plan, deadline).await,
+                Source::Provided(provider) => {
+                    let request = CredentialRequest {
+                        backend: backend.to_string(),
+                        deadline: deadline.into_std(),
+                        cancelled: cancelled.clone(),
+                    };
+                    provider.acquire(request).await
+                }
+            }
+        };
+        tokio::time::timeout_at(deadline, lookup)
+            .await
+            .unwrap_or(Err(AuthFailure::DeadlineExceeded))
+    }
+
+    /// The backend answered 401 to `token`.
+    pub fn reject(&self, backend: &str, token: &Secret) {
+        match self {
+            // Re-resolved at every dispatch: there is no cache to drop.
+            Source::Bearer(_) => {}
+            Source::OAuth(plan, oauth) => oauth.reject(plan, token),
+            Source::Provided(provider) => provider.reject(backend, token),
         }
-    };
-    tokio::time::timeout_at(deadline, lookup)
-        .await
-        .unwrap_or(Err(AuthFailure::DeadlineExceeded))
+    }
 }
 
 fn from_env(name: &str) -> Result<Secret, AuthFailure> {
@@ -65,7 +147,7 @@ fn from_env(name: &str) -> Result<Secret, AuthFailure> {
 }
 
 /// `file:PATH` (read at every dispatch, so a rotated file is picked up) or `env:NAME`.
-async fn from_reference(reference: &str) -> Result<Secret, AuthFailure> {
+pub(super) async fn from_reference(reference: &str) -> Result<Secret, AuthFailure> {
     if let Some(path) = reference.strip_prefix("file:") {
         let text = tokio::fs::read_to_string(path)
             .await
@@ -79,7 +161,7 @@ async fn from_reference(reference: &str) -> Result<Secret, AuthFailure> {
 }
 
 /// A token fit for an HTTP header: non-empty visible ASCII, no spaces.
-fn usable(token: &str) -> Option<Secret> {
+pub(super) fn usable(token: &str) -> Option<Secret> {
     let ok = !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic());
     ok.then(|| Secret::new(token))
 }

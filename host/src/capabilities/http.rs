@@ -38,6 +38,23 @@ pub struct HttpOptions {
     pub tls: Arc<ClientConfig>,
 }
 
+/// One request for [`HttpBackend::send`].
+pub struct Outgoing<'a> {
+    pub method: Method,
+    pub content_type: Option<&'static str>,
+    /// Marked sensitive, so hyper never logs it.
+    pub authorization: Option<HeaderValue>,
+    pub body: &'a [u8],
+}
+
+/// An `Authorization` header value, marked sensitive. A value that is not a valid header
+/// (it came from a secret store) is refused rather than sent altered.
+pub fn authorization(value: &str) -> Result<HeaderValue, DeliveryError> {
+    let mut value = HeaderValue::from_str(value).map_err(|_| DeliveryError::NotPermitted)?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
 /// One HTTP backend: its parsed URL and its connection pool.
 pub struct HttpBackend {
     uri: Uri,
@@ -95,15 +112,45 @@ impl HttpBackend {
         })
     }
 
-    /// POSTs `body` and returns the reply, all by `deadline`.
+    /// The host, when this backend is plain `http` to something that is not obviously
+    /// loopback (a name other than `localhost`, or a non-loopback address).
+    pub fn insecure_host(&self) -> Option<&str> {
+        let loopback = self.host.eq_ignore_ascii_case("localhost")
+            || self
+                .host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        (!self.tls && !loopback).then_some(self.host.as_str())
+    }
+
+    /// POSTs the JSON `body`, with the bearer token if any, and returns the reply, all by
+    /// `deadline`.
     pub async fn exchange(
         &self,
         body: &[u8],
         bearer: Option<&Secret>,
         deadline: Instant,
     ) -> Result<Reply, DeliveryError> {
-        let body = Bytes::copy_from_slice(body);
-        let mut request = self.request(body.clone(), bearer)?;
+        let authorization = match bearer {
+            Some(token) => Some(authorization(&format!("Bearer {}", token.expose()))?),
+            None => None,
+        };
+        let request = Outgoing {
+            method: Method::POST,
+            content_type: Some("application/json"),
+            authorization,
+            body,
+        };
+        self.send(request, deadline).await
+    }
+
+    /// Sends one request to this URL and returns the reply, all by `deadline`.
+    pub async fn send(
+        &self,
+        outgoing: Outgoing<'_>,
+        deadline: Instant,
+    ) -> Result<Reply, DeliveryError> {
+        let mut request = self.request(outgoing)?;
         let (mut connection, mut reused) = match self.take_idle() {
             // A pooled connection that turns out closed is replaced; nothing was sent on it.
             Some(mut connection) => match timeout_at(deadline, connection.sender.ready()).await {
@@ -160,30 +207,25 @@ impl HttpBackend {
         })
     }
 
-    fn request(
-        &self,
-        body: Bytes,
-        bearer: Option<&Secret>,
-    ) -> Result<Request<Full<Bytes>>, DeliveryError> {
+    fn request(&self, outgoing: Outgoing<'_>) -> Result<Request<Full<Bytes>>, DeliveryError> {
         let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
         let authority = self
             .uri
             .authority()
             .map_or(self.host.as_str(), |a| a.as_str());
         let mut builder = Request::builder()
-            .method(Method::POST)
+            .method(outgoing.method)
             .uri(path)
             .header(HOST, authority)
-            .header(CONTENT_TYPE, "application/json")
-            .header(CONTENT_LENGTH, body.len());
-        if let Some(token) = bearer {
-            let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-                .map_err(|_| DeliveryError::NotPermitted)?;
-            value.set_sensitive(true);
+            .header(CONTENT_LENGTH, outgoing.body.len());
+        if let Some(content_type) = outgoing.content_type {
+            builder = builder.header(CONTENT_TYPE, content_type);
+        }
+        if let Some(value) = outgoing.authorization {
             builder = builder.header(AUTHORIZATION, value);
         }
         builder
-            .body(Full::new(body))
+            .body(Full::new(Bytes::copy_from_slice(outgoing.body)))
             .map_err(|_| DeliveryError::NotPermitted)
     }
 

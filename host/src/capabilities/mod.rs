@@ -4,6 +4,7 @@
 
 pub mod credentials;
 pub mod http;
+pub mod oauth;
 pub mod stdio;
 
 use crate::bindings::credentials::AuthError;
@@ -13,8 +14,9 @@ use crate::bindings::interceptor::{AuthPlan, BackendPlan, TransportPlan};
 use crate::bindings::{credentials as wit_credentials, delivery as wit_delivery, host_types};
 use crate::clock;
 use crate::interrupt::Interrupt;
-use credentials::{AuthFailure, Credential};
+use credentials::{AuthFailure, Credential, CredentialProvider, Source};
 use http::{HttpBackend, HttpOptions};
+use oauth::OAuth;
 use std::collections::HashMap;
 use std::sync::Arc;
 use stdio::StdioBackend;
@@ -33,23 +35,43 @@ pub enum Transport {
 #[derive(Debug)]
 pub struct Backend {
     pub transport: Transport,
-    pub auth: Option<AuthPlan>,
+    /// Where its credential comes from; `None` means it is called without one.
+    pub credentials: Option<Source>,
     /// Retries allowed per exchange after a transient failure (0 = none).
     pub retries: u32,
 }
 
 /// Every backend of one registration, by id; shared by all instances of that registration.
 #[derive(Debug, Default)]
-pub struct Backends(HashMap<String, Backend>);
+pub struct Backends {
+    by_id: HashMap<String, Backend>,
+    /// The OAuth client and token cache all of them share.
+    oauth: Option<Arc<OAuth>>,
+}
+
+/// Injected credential providers, by backend id.
+pub type Providers = HashMap<String, Arc<dyn CredentialProvider>>;
 
 impl Backends {
-    /// Builds the transports the component's plan asks for.
+    /// Builds the transports and credential sources the component's plan asks for. An
+    /// injected provider replaces the registration's binding for its backend.
     pub fn from_plan(
         plan: Vec<BackendPlan>,
         http: &HttpOptions,
         retries: &RetryPolicy,
+        providers: &Providers,
     ) -> Result<Backends, String> {
-        let mut map = HashMap::new();
+        if let Some(unknown) = providers.keys().find(|id| {
+            !plan
+                .iter()
+                .any(|b| &b.id == *id && matches!(b.transport, TransportPlan::Http(_)))
+        }) {
+            return Err(format!(
+                "credential provider for `{unknown}`, which is not an http backend of this registration"
+            ));
+        }
+        let oauth = Arc::new(OAuth::new(http.clone()));
+        let mut by_id = HashMap::new();
         for backend in plan {
             let transport = match &backend.transport {
                 TransportPlan::Http(url) => Transport::Http(
@@ -60,30 +82,44 @@ impl Backends {
                     Transport::Stdio(StdioBackend::new(&backend.id, plan, http.max_body_bytes))
                 }
             };
+            let credentials = match (providers.get(&backend.id), backend.auth) {
+                (Some(provider), _) => Some(Source::Provided(Arc::clone(provider))),
+                (None, Some(AuthPlan::Oauth(plan))) => {
+                    Some(Source::OAuth(plan, Arc::clone(&oauth)))
+                }
+                (None, Some(bearer)) => Some(Source::Bearer(bearer)),
+                (None, None) => None,
+            };
             let retries = retries.for_backend(&backend.id);
-            map.insert(
+            by_id.insert(
                 backend.id,
                 Backend {
                     transport,
-                    auth: backend.auth,
+                    credentials,
                     retries,
                 },
             );
         }
-        Ok(Backends(map))
+        Ok(Backends {
+            by_id,
+            oauth: Some(oauth),
+        })
     }
 
     /// Closes idle connections, and kills every stdio child, then reaps them all within
     /// one shared bound (shutdown). Safe to repeat, also concurrently.
     pub fn close(&self) {
-        for backend in self.0.values() {
+        if let Some(oauth) = &self.oauth {
+            oauth.close();
+        }
+        for backend in self.by_id.values() {
             match &backend.transport {
                 Transport::Http(http) => http.close_idle(),
                 Transport::Stdio(stdio) => stdio.shut_down(),
             }
         }
         let until = std::time::Instant::now() + stdio::SHUTDOWN_BOUND;
-        for (id, backend) in &self.0 {
+        for (id, backend) in &self.by_id {
             if let Transport::Stdio(stdio) = &backend.transport {
                 let remaining = stdio.reap(until);
                 if remaining > 0 {
@@ -93,8 +129,32 @@ impl Backends {
         }
     }
 
+    /// What `ahp check` should say about plain `http` backends off loopback.
+    pub fn transport_warnings(&self, allow_insecure_http: bool) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .by_id
+            .iter()
+            .filter_map(|(id, backend)| match &backend.transport {
+                Transport::Http(http) => http.insecure_host().map(|host| (id, host)),
+                Transport::Stdio(_) => None,
+            })
+            .map(|(id, host)| match allow_insecure_http {
+                true => format!(
+                    "backend `{id}`: plain http to `{host}` is allowed by allow-insecure-http; \
+                     events and credentials travel unencrypted (local development only)"
+                ),
+                false => format!(
+                    "backend `{id}`: plain http to `{host}` will be refused at delivery \
+                     (http is for loopback only; use https)"
+                ),
+            })
+            .collect();
+        warnings.sort();
+        warnings
+    }
+
     pub fn get(&self, id: &str) -> Option<&Backend> {
-        self.0.get(id)
+        self.by_id.get(id)
     }
 
     /// Sends one `hooks/observe` notification by `deadline`, with the backend's
@@ -105,12 +165,13 @@ impl Backends {
         backend: &str,
         message: &[u8],
         deadline: tokio::time::Instant,
+        cancelled: &Interrupt,
     ) -> &'static str {
         let Some(target) = self.get(backend) else {
             return "connection-refused";
         };
-        let bearer = match &target.auth {
-            Some(plan) => match credentials::resolve(plan, deadline).await {
+        let bearer = match &target.credentials {
+            Some(source) => match source.acquire(backend, deadline, cancelled).await {
                 Ok(secret) => Some(secret),
                 Err(_) => return "auth-failed",
             },
@@ -249,25 +310,39 @@ impl wit_credentials::Host for HostState {
         backend: String,
         deadline: u64,
     ) -> wasmtime::Result<Result<Option<Resource<Credential>>, AuthError>> {
-        let Some(plan) = self.backends.get(&backend).and_then(|b| b.auth.clone()) else {
+        let backends = self.backends.clone();
+        let Some(source) = backends.get(&backend).and_then(|b| b.credentials.as_ref()) else {
             return Ok(Ok(None));
         };
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
         let stopped = self.when_stopped();
+        let cancelled = Interrupt::new();
         let resolved = tokio::select! {
-            r = credentials::resolve(&plan, deadline) => r,
-            () = stopped => return Ok(Err(AuthError::Cancelled)),
+            r = source.acquire(&backend, deadline, &cancelled) => r,
+            () = stopped => {
+                cancelled.interrupt();
+                return Ok(Err(AuthError::Cancelled));
+            }
         };
         Ok(match resolved {
             Ok(bearer) => Ok(Some(self.table.push(Credential { backend, bearer })?)),
             Err(AuthFailure::Unresolved) => Err(AuthError::Unresolved),
+            Err(AuthFailure::AcquisitionFailed) => Err(AuthError::AcquisitionFailed),
+            Err(AuthFailure::RefreshFailed) => Err(AuthError::RefreshFailed),
             Err(AuthFailure::Unsupported) => Err(AuthError::Unsupported),
             Err(AuthFailure::DeadlineExceeded) => Err(AuthError::DeadlineExceeded),
         })
     }
 
-    fn reject(&mut self, _credential: Resource<Credential>) -> wasmtime::Result<()> {
-        // Bearer references are re-resolved at every dispatch: there is no cache to drop.
+    fn reject(&mut self, credential: Resource<Credential>) -> wasmtime::Result<()> {
+        let credential = self.table.get(&credential)?;
+        if let Some(source) = self
+            .backends
+            .get(&credential.backend)
+            .and_then(|b| b.credentials.as_ref())
+        {
+            source.reject(&credential.backend, &credential.bearer);
+        }
         Ok(())
     }
 }
@@ -296,7 +371,7 @@ impl wit_delivery::Host for HostState {
             return Ok(Err(DeliveryError::NotPermitted));
         };
         // Never send without the credential an endpoint is configured with.
-        if target.auth.is_some() && bearer.is_none() {
+        if target.credentials.is_some() && bearer.is_none() {
             return Ok(Err(DeliveryError::NotPermitted));
         }
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));

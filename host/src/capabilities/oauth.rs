@@ -1,0 +1,608 @@
+//! OAuth 2.0 client credentials: discovery, token requests and a shared token cache.
+//!
+//! One [`OAuth`] serves every backend of an interceptor. Tokens are cached per (issuer,
+//! resource, client, scopes) and reused until shortly before they expire; past three
+//! quarters of their lifetime a call still gets the cached token and starts a refresh in
+//! the background. Concurrent callers share one acquisition (a "flight"): it runs in its
+//! own task, so a caller that gives up (deadline, interruption) never cancels it for the
+//! others, and each caller waits only until its own deadline.
+//!
+//! Everything is fetched over verified TLS: the issuer's metadata (RFC 8414, then OpenID
+//! Connect discovery, in the MCP 2025-11-25 order), whose `issuer` must equal the
+//! configured one exactly, and the token endpoint it names, which must be `https` and must
+//! support `client_credentials` explicitly. The client secret goes only to that endpoint.
+
+use super::credentials::{from_reference, usable, AuthFailure, Secret};
+use super::http::{authorization, HttpBackend, HttpOptions, Outgoing};
+use crate::bindings::interceptor::OauthPlan;
+use base64::Engine as _;
+use hyper::Method;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+use tokio::time::{timeout_at, Instant};
+
+/// The longest a shared acquisition may run; each caller still waits only until its own
+/// deadline (30 s is the largest `timeoutMs` a harness should support).
+const FLIGHT_BOUND: Duration = Duration::from_secs(30);
+/// How long discovered metadata is trusted before it is fetched again.
+const METADATA_TTL: Duration = Duration::from_secs(3600);
+/// The lifetime assumed for a token whose response has no `expires_in`.
+const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
+/// A token is treated as expired this much early (at most a tenth of its lifetime), so it
+/// does not run out on its way to the backend.
+const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
+
+/// The OAuth client of one interceptor.
+pub struct OAuth {
+    http: HttpOptions,
+    /// One connection pool per metadata or token URL.
+    endpoints: Mutex<HashMap<String, Arc<HttpBackend>>>,
+    metadata: Mutex<HashMap<String, Metadata>>,
+    tokens: Mutex<HashMap<TokenKey, Slot>>,
+}
+
+impl std::fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuth").finish_non_exhaustive()
+    }
+}
+
+/// What a cached token is bound to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct TokenKey {
+    issuer: String,
+    resource: String,
+    client_id: String,
+    /// Sorted and deduplicated.
+    scopes: Vec<String>,
+}
+
+#[derive(Default)]
+struct Slot {
+    token: Option<Token>,
+    /// Whether a token was ever issued for this key: a later failure is a refresh failure.
+    issued_before: bool,
+    flight: Option<Flight>,
+}
+
+struct Flight {
+    outcome: watch::Receiver<Option<Result<Token, AuthFailure>>>,
+    task: AbortHandle,
+}
+
+#[derive(Clone)]
+struct Token {
+    secret: Secret,
+    refresh_at: Instant,
+    expires_at: Instant,
+}
+
+#[derive(Clone)]
+struct Metadata {
+    token_endpoint: String,
+    client_auth: ClientAuth,
+    fetched_at: Instant,
+}
+
+/// How the client authenticates at the token endpoint (RFC 6749 §2.3.1).
+#[derive(Clone, Copy)]
+enum ClientAuth {
+    Basic,
+    Post,
+}
+
+/// Why one acquisition failed; logged (never with a secret), then classified.
+enum Problem {
+    SecretUnresolved,
+    Failed(String),
+}
+
+impl OAuth {
+    pub fn new(http: HttpOptions) -> OAuth {
+        OAuth {
+            http,
+            endpoints: Mutex::default(),
+            metadata: Mutex::default(),
+            tokens: Mutex::default(),
+        }
+    }
+
+    /// A bearer token for `plan`, by `deadline`: the cached one, or this caller's share
+    /// of an acquisition.
+    pub async fn token(
+        self: &Arc<Self>,
+        plan: &OauthPlan,
+        deadline: Instant,
+    ) -> Result<Secret, AuthFailure> {
+        if plan.flow != "client_credentials" {
+            // Interactive flows need a user agent, which a hook call does not have.
+            return Err(AuthFailure::Unsupported);
+        }
+        let key = TokenKey::of(plan);
+        let mut outcome = {
+            let mut tokens = lock(&self.tokens);
+            let slot = tokens.entry(key.clone()).or_default();
+            let now = Instant::now();
+            if let Some(token) = slot.token.clone().filter(|t| now < t.expires_at) {
+                if now >= token.refresh_at && slot.flight.is_none() {
+                    slot.flight = Some(self.start_flight(key, plan, true));
+                }
+                return Ok(token.secret);
+            }
+            let renewing = slot.issued_before;
+            slot.flight
+                .get_or_insert_with(|| self.start_flight(key, plan, renewing))
+                .outcome
+                .clone()
+        };
+        let settled = timeout_at(deadline, outcome.wait_for(Option::is_some))
+            .await
+            .map_err(|_| AuthFailure::DeadlineExceeded)?
+            // The flight was aborted (shutdown).
+            .map_err(|_| AuthFailure::AcquisitionFailed)?;
+        match settled.as_ref() {
+            Some(Ok(token)) => Ok(token.secret.clone()),
+            Some(Err(failure)) => Err(*failure),
+            None => Err(AuthFailure::AcquisitionFailed),
+        }
+    }
+
+    /// The backend answered 401 to `token`: forget it (unless a newer one replaced it), so
+    /// the next call acquires a fresh one.
+    pub fn reject(&self, plan: &OauthPlan, token: &Secret) {
+        let mut tokens = lock(&self.tokens);
+        if let Some(slot) = tokens.get_mut(&TokenKey::of(plan)) {
+            if slot.token.as_ref().is_some_and(|t| &t.secret == token) {
+                slot.token = None;
+            }
+        }
+    }
+
+    /// Aborts every acquisition in flight (shutdown); their waiters fail.
+    pub fn close(&self) {
+        for slot in lock(&self.tokens).values_mut() {
+            if let Some(flight) = slot.flight.take() {
+                flight.task.abort();
+            }
+        }
+    }
+
+    /// Starts the one shared acquisition for `key`. It stores its token in the cache and
+    /// clears itself before publishing the outcome.
+    fn start_flight(self: &Arc<Self>, key: TokenKey, plan: &OauthPlan, renewing: bool) -> Flight {
+        let (publish, outcome) = watch::channel(None);
+        let oauth = Arc::clone(self);
+        let plan = plan.clone();
+        let task = tokio::spawn(async move {
+            let bound = Instant::now() + FLIGHT_BOUND;
+            let fetched = timeout_at(bound, oauth.acquire(&plan, bound))
+                .await
+                .unwrap_or_else(|_| Err(Problem::Failed("timed out".into())));
+            let result = fetched.map_err(|problem| {
+                let why = match &problem {
+                    Problem::SecretUnresolved => "clientSecretRef did not resolve",
+                    Problem::Failed(why) => why.as_str(),
+                };
+                tracing::warn!(issuer = %plan.issuer, client = %plan.client_id, %why, "OAuth token acquisition failed");
+                match (problem, renewing) {
+                    (Problem::SecretUnresolved, _) => AuthFailure::Unresolved,
+                    (_, true) => AuthFailure::RefreshFailed,
+                    (_, false) => AuthFailure::AcquisitionFailed,
+                }
+            });
+            let mut tokens = lock(&oauth.tokens);
+            if let Some(slot) = tokens.get_mut(&key) {
+                slot.flight = None;
+                if let Ok(token) = &result {
+                    slot.token = Some(token.clone());
+                    slot.issued_before = true;
+                }
+            }
+            drop(tokens);
+            let _ = publish.send(Some(result));
+        });
+        Flight {
+            outcome,
+            task: task.abort_handle(),
+        }
+    }
+
+    /// Discovery (cached) and one token request, by `deadline`.
+    async fn acquire(&self, plan: &OauthPlan, deadline: Instant) -> Result<Token, Problem> {
+        let metadata = self.metadata(&plan.issuer, deadline).await?;
+        let secret = match &plan.client_secret_ref {
+            Some(reference) => from_reference(reference)
+                .await
+                .map_err(|_| Problem::SecretUnresolved)?,
+            None => return Err(Problem::SecretUnresolved),
+        };
+        let scopes = TokenKey::of(plan).scopes;
+        let (body, header) = token_request(plan, &scopes, &secret, metadata.client_auth)?;
+        let requested_at = Instant::now();
+        let reply = self
+            .endpoint(&metadata.token_endpoint)?
+            .send(
+                Outgoing {
+                    method: Method::POST,
+                    content_type: Some("application/x-www-form-urlencoded"),
+                    authorization: header,
+                    body: body.as_bytes(),
+                },
+                deadline,
+            )
+            .await
+            .map_err(|e| Problem::Failed(format!("token endpoint: {e:?}")))?;
+        let json: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
+        if reply.status != Some(200) {
+            // The registered `error` code is safe to log; a description might not be.
+            let code: String = json["error"]
+                .as_str()
+                .unwrap_or("none")
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .take(64)
+                .collect();
+            return Err(Problem::Failed(format!(
+                "token endpoint answered HTTP {} (error: {code})",
+                reply.status.unwrap_or(0)
+            )));
+        }
+        token_from(&json, &scopes, requested_at).map_err(|why| Problem::Failed(why.into()))
+    }
+
+    /// The issuer's validated metadata, from the cache or discovered now.
+    async fn metadata(&self, issuer: &str, deadline: Instant) -> Result<Metadata, Problem> {
+        if let Some(known) = lock(&self.metadata).get(issuer) {
+            if known.fetched_at.elapsed() < METADATA_TTL {
+                return Ok(known.clone());
+            }
+        }
+        let mut tried = Vec::new();
+        for url in discovery_urls(issuer).map_err(|why| Problem::Failed(why.into()))? {
+            let reply = self
+                .endpoint(&url)?
+                .send(
+                    Outgoing {
+                        method: Method::GET,
+                        content_type: None,
+                        authorization: None,
+                        body: b"",
+                    },
+                    deadline,
+                )
+                .await
+                .map_err(|e| Problem::Failed(format!("discovery at {url}: {e:?}")))?;
+            if reply.status != Some(200) {
+                tried.push(format!("{url}: HTTP {}", reply.status.unwrap_or(0)));
+                continue;
+            }
+            let metadata = validate_metadata(&reply.body, issuer)
+                .map_err(|why| Problem::Failed(format!("metadata at {url}: {why}")))?;
+            lock(&self.metadata).insert(issuer.to_string(), metadata.clone());
+            return Ok(metadata);
+        }
+        Err(Problem::Failed(format!(
+            "no authorization server metadata ({})",
+            tried.join("; ")
+        )))
+    }
+
+    /// The connection pool for one `https` URL.
+    fn endpoint(&self, url: &str) -> Result<Arc<HttpBackend>, Problem> {
+        let mut endpoints = lock(&self.endpoints);
+        if let Some(endpoint) = endpoints.get(url) {
+            return Ok(Arc::clone(endpoint));
+        }
+        let mut options = self.http.clone();
+        // Never plain http for anything that carries client credentials or tokens.
+        options.allow_insecure_http = false;
+        let endpoint = Arc::new(
+            HttpBackend::new(url, options)
+                .map_err(|why| Problem::Failed(format!("{url}: {why}")))?,
+        );
+        endpoints.insert(url.to_string(), Arc::clone(&endpoint));
+        Ok(endpoint)
+    }
+}
+
+/// The form body and client authentication header of a client credentials request,
+/// bound to the resource (RFC 8707) and asking for exactly the configured scopes.
+fn token_request(
+    plan: &OauthPlan,
+    scopes: &[String],
+    secret: &Secret,
+    client_auth: ClientAuth,
+) -> Result<(String, Option<hyper::header::HeaderValue>), Problem> {
+    let mut form = form_urlencoded::Serializer::new(String::new());
+    form.append_pair("grant_type", "client_credentials");
+    form.append_pair("resource", &plan.resource);
+    if !scopes.is_empty() {
+        form.append_pair("scope", &scopes.join(" "));
+    }
+    let header = match client_auth {
+        ClientAuth::Basic => {
+            let pair = format!(
+                "{}:{}",
+                url_encode(&plan.client_id),
+                url_encode(secret.expose())
+            );
+            let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+            let value = authorization(&format!("Basic {encoded}"))
+                .map_err(|_| Problem::Failed("client credentials are not a valid header".into()))?;
+            Some(value)
+        }
+        ClientAuth::Post => {
+            form.append_pair("client_id", &plan.client_id);
+            form.append_pair("client_secret", secret.expose());
+            None
+        }
+    };
+    Ok((form.finish(), header))
+}
+
+impl TokenKey {
+    fn of(plan: &OauthPlan) -> TokenKey {
+        let mut scopes = plan.scopes.clone();
+        scopes.sort();
+        scopes.dedup();
+        TokenKey {
+            issuer: plan.issuer.clone(),
+            resource: plan.resource.clone(),
+            client_id: plan.client_id.clone(),
+            scopes,
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn url_encode(value: &str) -> String {
+    form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}
+
+/// Where an issuer's metadata may be, in the order MCP 2025-11-25 tries them: RFC 8414
+/// (path inserted after the host), then OpenID Connect (inserted, then appended).
+fn discovery_urls(issuer: &str) -> Result<Vec<String>, &'static str> {
+    let uri: hyper::Uri = issuer.parse().map_err(|_| "issuer is not a URL")?;
+    if uri.scheme_str() != Some("https") {
+        return Err("issuer is not https");
+    }
+    if uri.query().is_some() {
+        return Err("issuer has a query");
+    }
+    let authority = uri.authority().ok_or("issuer has no host")?;
+    let origin = format!("https://{authority}");
+    let path = uri.path().trim_end_matches('/');
+    Ok(if path.is_empty() {
+        vec![
+            format!("{origin}/.well-known/oauth-authorization-server"),
+            format!("{origin}/.well-known/openid-configuration"),
+        ]
+    } else {
+        vec![
+            format!("{origin}/.well-known/oauth-authorization-server{path}"),
+            format!("{origin}/.well-known/openid-configuration{path}"),
+            format!("{origin}{path}/.well-known/openid-configuration"),
+        ]
+    })
+}
+
+/// Checks discovered metadata against the configured issuer and this client's needs.
+fn validate_metadata(body: &[u8], issuer: &str) -> Result<Metadata, &'static str> {
+    let json: Value = serde_json::from_slice(body).map_err(|_| "not JSON")?;
+    if json["issuer"].as_str() != Some(issuer) {
+        return Err("`issuer` differs from the configured issuer");
+    }
+    let token_endpoint = json["token_endpoint"]
+        .as_str()
+        .ok_or("`token_endpoint` is missing")?;
+    if !token_endpoint.starts_with("https://") {
+        return Err("`token_endpoint` is not https");
+    }
+    let grants = json["grant_types_supported"].as_array();
+    if !grants.is_some_and(|g| g.iter().any(|g| g == "client_credentials")) {
+        return Err("`grant_types_supported` does not list client_credentials");
+    }
+    let client_auth = match json["token_endpoint_auth_methods_supported"].as_array() {
+        // RFC 8414's default.
+        None => ClientAuth::Basic,
+        Some(methods) if methods.iter().any(|m| m == "client_secret_basic") => ClientAuth::Basic,
+        Some(methods) if methods.iter().any(|m| m == "client_secret_post") => ClientAuth::Post,
+        Some(_) => return Err("no client_secret_basic or client_secret_post support"),
+    };
+    Ok(Metadata {
+        token_endpoint: token_endpoint.to_string(),
+        client_auth,
+        fetched_at: Instant::now(),
+    })
+}
+
+/// A successful token response (RFC 6749 §5.1), checked.
+fn token_from(
+    json: &Value,
+    requested: &[String],
+    requested_at: Instant,
+) -> Result<Token, &'static str> {
+    let secret = json["access_token"]
+        .as_str()
+        .and_then(usable)
+        .ok_or("`access_token` is missing or not a header-safe string")?;
+    if !json["token_type"]
+        .as_str()
+        .is_some_and(|t| t.eq_ignore_ascii_case("bearer"))
+    {
+        return Err("`token_type` is not Bearer");
+    }
+    let lifetime = match &json["expires_in"] {
+        Value::Null => DEFAULT_LIFETIME,
+        v => Duration::from_secs(
+            v.as_u64()
+                .filter(|s| *s > 0)
+                .ok_or("`expires_in` is not a positive integer")?,
+        ),
+    };
+    if let Some(granted) = json["scope"].as_str() {
+        // Least privilege: a token wider than what was asked for is not used.
+        if !requested.is_empty()
+            && granted
+                .split(' ')
+                .any(|s| !s.is_empty() && !requested.iter().any(|r| r == s))
+        {
+            return Err("granted `scope` exceeds the requested scopes");
+        }
+    }
+    Ok(Token {
+        secret,
+        refresh_at: requested_at + lifetime * 3 / 4,
+        expires_at: requested_at + lifetime - EXPIRY_MARGIN.min(lifetime / 10),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn discovery_follows_the_mcp_order() {
+        assert_eq!(
+            discovery_urls("https://id.example.com").unwrap(),
+            [
+                "https://id.example.com/.well-known/oauth-authorization-server",
+                "https://id.example.com/.well-known/openid-configuration"
+            ]
+        );
+        assert_eq!(
+            discovery_urls("https://id.example.com:8443/tenant/a/").unwrap(),
+            [
+                "https://id.example.com:8443/.well-known/oauth-authorization-server/tenant/a",
+                "https://id.example.com:8443/.well-known/openid-configuration/tenant/a",
+                "https://id.example.com:8443/tenant/a/.well-known/openid-configuration"
+            ]
+        );
+        assert!(discovery_urls("http://id.example.com").is_err());
+        assert!(discovery_urls("https://id.example.com/?x=1").is_err());
+    }
+
+    fn metadata(extra: Value) -> Vec<u8> {
+        let mut m = json!({
+            "issuer": "https://id.example.com",
+            "token_endpoint": "https://id.example.com/token",
+            "grant_types_supported": ["client_credentials"],
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            m[k] = v.clone();
+        }
+        serde_json::to_vec(&m).unwrap()
+    }
+
+    #[test]
+    fn metadata_must_match_the_issuer_exactly_and_support_the_grant() {
+        let ok = validate_metadata(&metadata(json!({})), "https://id.example.com");
+        assert!(matches!(
+            ok,
+            Ok(Metadata {
+                client_auth: ClientAuth::Basic,
+                ..
+            })
+        ));
+        for (extra, why) in [
+            (
+                json!({"issuer": "https://id.example.com/"}),
+                "`issuer` differs",
+            ),
+            (
+                json!({"issuer": "https://ID.example.com"}),
+                "`issuer` differs",
+            ),
+            (
+                json!({"token_endpoint": "http://id.example.com/token"}),
+                "not https",
+            ),
+            (json!({"token_endpoint": null}), "missing"),
+            (
+                json!({"grant_types_supported": ["authorization_code"]}),
+                "client_credentials",
+            ),
+            (json!({"grant_types_supported": null}), "client_credentials"),
+            (
+                json!({"token_endpoint_auth_methods_supported": ["private_key_jwt"]}),
+                "no client_secret",
+            ),
+        ] {
+            let got = validate_metadata(&metadata(extra.clone()), "https://id.example.com");
+            assert!(matches!(got, Err(e) if e.contains(why)), "{extra}");
+        }
+        let post = validate_metadata(
+            &metadata(json!({"token_endpoint_auth_methods_supported": ["client_secret_post"]})),
+            "https://id.example.com",
+        );
+        assert!(matches!(
+            post,
+            Ok(Metadata {
+                client_auth: ClientAuth::Post,
+                ..
+            })
+        ));
+        assert!(validate_metadata(b"<html>", "https://id.example.com").is_err());
+    }
+
+    #[test]
+    fn token_responses_are_checked() {
+        let now = Instant::now();
+        let scopes = ["hooks".to_string()];
+        let token = token_from(
+            &json!({"access_token": "t1", "token_type": "bearer", "expires_in": 100}),
+            &scopes,
+            now,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(token.secret.expose(), "t1");
+        assert_eq!(token.refresh_at - now, Duration::from_secs(75));
+        assert_eq!(token.expires_at - now, Duration::from_secs(90));
+        let unbounded = token_from(
+            &json!({"access_token": "t", "token_type": "Bearer"}),
+            &[],
+            now,
+        );
+        assert!(unbounded.is_ok_and(|t| t.expires_at - now == Duration::from_secs(270)));
+        for bad in [
+            json!({"token_type": "Bearer"}),
+            json!({"access_token": "has space", "token_type": "Bearer"}),
+            json!({"access_token": "t", "token_type": "DPoP"}),
+            json!({"access_token": "t", "token_type": "Bearer", "expires_in": 0}),
+            json!({"access_token": "t", "token_type": "Bearer", "expires_in": "60"}),
+            json!({"access_token": "t", "token_type": "Bearer", "scope": "hooks admin"}),
+        ] {
+            assert!(token_from(&bad, &scopes, now).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_cache_key_ignores_scope_order() {
+        let plan = |scopes: &[&str]| OauthPlan {
+            issuer: "https://id".into(),
+            resource: "r".into(),
+            client_id: "c".into(),
+            flow: "client_credentials".into(),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            client_secret_ref: None,
+        };
+        assert_eq!(
+            TokenKey::of(&plan(&["a", "b"])),
+            TokenKey::of(&plan(&["b", "a", "a"]))
+        );
+        assert_ne!(
+            TokenKey::of(&plan(&["a"])),
+            TokenKey::of(&plan(&["a", "b"]))
+        );
+    }
+}
