@@ -2,4 +2,6 @@
 //! and builders for registrations and events.
 
 pub mod fault_backend;
+pub mod oauth_server;
+pub mod pki;
 pub mod support;

@@ -13,6 +13,8 @@ pub struct Http<'a> {
     pub timeout_ms: u64,
     /// `Some(name)`: bearer token from that environment variable.
     pub token_env: Option<&'a str>,
+    /// Any other `authentication` binding, verbatim (overrides `token_env`).
+    pub authentication: Option<Value>,
 }
 
 impl<'a> Http<'a> {
@@ -24,6 +26,7 @@ impl<'a> Http<'a> {
             policy: "fail-closed",
             timeout_ms: 1_000,
             token_env: None,
+            authentication: None,
         }
     }
 
@@ -39,6 +42,11 @@ impl<'a> Http<'a> {
 
     pub fn token_env(mut self, name: &'a str) -> Self {
         self.token_env = Some(name);
+        self
+    }
+
+    pub fn authentication(mut self, binding: Value) -> Self {
+        self.authentication = Some(binding);
         self
     }
 }
@@ -59,6 +67,9 @@ pub fn registration(backends: &[Http]) -> String {
             });
             if let Some(name) = b.token_env {
                 hook["authentication"] = json!({"type": "bearer", "tokenEnv": name});
+            }
+            if let Some(binding) = &b.authentication {
+                hook["authentication"] = binding.clone();
             }
             hook
         })

@@ -3,56 +3,22 @@
 //! handshake, nothing is sent, and the subscription's policy settles the call.
 
 use ahp_host::{DecidedBy, Decision, Interceptor, Options};
+use ahp_tests::pki::Pki;
 use ahp_tests::support::{event, registration, Http};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use tokio_rustls::rustls::ServerConfig;
-use tokio_rustls::TlsAcceptor;
-
-/// A test CA and a `localhost` certificate it signed.
-struct Pki {
-    ca_pem: String,
-    server_cert: CertificateDer<'static>,
-    server_key: PrivateKeyDer<'static>,
-}
-
-fn pki() -> Pki {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["localhost".to_string()])
-        .unwrap()
-        .signed_by(&key, &ca, &ca_key)
-        .unwrap();
-    Pki {
-        ca_pem: ca.pem(),
-        server_cert: cert.der().clone(),
-        server_key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-    }
-}
 
 /// An HTTPS backend on 127.0.0.1 answering every intercept with no effect; counts the
 /// requests that got through the handshake.
 async fn https_backend(pki: &Pki) -> (u16, Arc<AtomicUsize>) {
-    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-    let config = ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![pki.server_cert.clone()], pki.server_key.clone_key())
-        .unwrap();
-    let acceptor = TlsAcceptor::from(Arc::new(config));
+    let acceptor = pki.acceptor();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let served = Arc::new(AtomicUsize::new(0));
@@ -101,10 +67,9 @@ async fn answer(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_backend_signed_by_a_configured_root_is_trusted() {
-    let pki = pki();
+    let pki = Pki::generate();
     let (port, served) = https_backend(&pki).await;
-    let roots = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(roots.path(), &pki.ca_pem).unwrap();
+    let roots = pki.trust_roots_file();
     let reg = registration(&[Http::new(
         "com.example.tls",
         format!("https://localhost:{port}/hooks"),
@@ -125,7 +90,7 @@ async fn https_backend_signed_by_a_configured_root_is_trusted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn untrusted_certificate_fails_the_handshake_and_sends_nothing() {
-    let pki = pki();
+    let pki = Pki::generate();
     let (port, served) = https_backend(&pki).await;
     for (policy, decision) in [
         ("fail-closed", Decision::Deny),

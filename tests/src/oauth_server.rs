@@ -1,0 +1,303 @@
+//! A loopback OAuth 2.0 authorization server over HTTPS, for the credential tests.
+//!
+//! It serves RFC 8414 metadata (and OpenID Connect discovery), and a client credentials
+//! token endpoint that checks the client's Basic credentials and issues unique,
+//! short-lived tokens. Every request is recorded. What it does can be changed while it
+//! runs: be slow, fail, answer garbage, or claim another issuer.
+
+use crate::pki::Pki;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// The client this server knows.
+pub const CLIENT_ID: &str = "ahp-harness";
+
+/// How the token endpoint answers.
+#[derive(Clone, Debug)]
+pub enum TokenMode {
+    /// Issues a fresh token (when the client authenticated correctly).
+    Issue,
+    /// Waits, then behaves as the inner mode.
+    Slow(Duration, Box<TokenMode>),
+    /// This status with an OAuth error body.
+    Status(u16),
+    /// 200 with a body that is not JSON.
+    Malformed,
+}
+
+/// How discovery answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetadataMode {
+    /// RFC 8414 metadata at `/.well-known/oauth-authorization-server`.
+    Normal,
+    /// Only OpenID Connect discovery is served; the RFC 8414 location is 404.
+    OpenIdOnly,
+    /// Metadata naming a different issuer.
+    WrongIssuer,
+}
+
+/// One token request, as received.
+#[derive(Clone, Debug)]
+pub struct TokenRequest {
+    /// The decoded form fields.
+    pub form: HashMap<String, String>,
+    /// The `Authorization` header, if any.
+    pub authorization: Option<String>,
+    /// When it arrived.
+    pub at: Instant,
+}
+
+struct State {
+    issuer: String,
+    client_secret: String,
+    token_mode: TokenMode,
+    metadata_mode: MetadataMode,
+    expires_in: u64,
+    token_requests: Vec<TokenRequest>,
+    metadata_requests: Vec<String>,
+    issued: Vec<String>,
+}
+
+/// A running authorization server on `127.0.0.1`; dropping it stops it.
+pub struct OAuthServer {
+    issuer: String,
+    state: Arc<Mutex<State>>,
+    accept: JoinHandle<()>,
+}
+
+impl Drop for OAuthServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+impl OAuthServer {
+    /// Starts a server presenting a certificate from `pki`, issuing tokens that live
+    /// `expires_in` seconds to [`CLIENT_ID`] with `client_secret`.
+    pub async fn start(pki: &Pki, client_secret: &str, expires_in: u64) -> OAuthServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("local addr").port();
+        let issuer = format!("https://127.0.0.1:{port}");
+        let state = Arc::new(Mutex::new(State {
+            issuer: issuer.clone(),
+            client_secret: client_secret.to_string(),
+            token_mode: TokenMode::Issue,
+            metadata_mode: MetadataMode::Normal,
+            expires_in,
+            token_requests: Vec::new(),
+            metadata_requests: Vec::new(),
+            issued: Vec::new(),
+        }));
+        let acceptor = pki.acceptor();
+        let shared = state.clone();
+        let accept = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                let state = shared.clone();
+                connections.spawn(async move {
+                    let Ok(tls) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(move |r| serve(state.clone(), r));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        OAuthServer {
+            issuer,
+            state,
+            accept,
+        }
+    }
+
+    /// The issuer identifier, e.g. `https://127.0.0.1:41234`.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// Changes how the token endpoint answers from now on.
+    pub fn set_token_mode(&self, mode: TokenMode) {
+        self.state.lock().unwrap().token_mode = mode;
+    }
+
+    /// Changes how discovery answers from now on.
+    pub fn set_metadata_mode(&self, mode: MetadataMode) {
+        self.state.lock().unwrap().metadata_mode = mode;
+    }
+
+    /// Every token request so far.
+    pub fn token_requests(&self) -> Vec<TokenRequest> {
+        self.state.lock().unwrap().token_requests.clone()
+    }
+
+    /// The path of every discovery request so far.
+    pub fn metadata_requests(&self) -> Vec<String> {
+        self.state.lock().unwrap().metadata_requests.clone()
+    }
+
+    /// Every token issued so far, in order.
+    pub fn issued(&self) -> Vec<String> {
+        self.state.lock().unwrap().issued.clone()
+    }
+
+    /// Waits until `n` tokens have been issued, or `within` passes.
+    pub async fn wait_for_issued(&self, n: usize, within: Duration) -> bool {
+        let until = Instant::now() + within;
+        while Instant::now() < until {
+            if self.issued().len() >= n {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        false
+    }
+}
+
+async fn serve(
+    state: Arc<Mutex<State>>,
+    request: Request<hyper::body::Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let path = request.uri().path().to_string();
+    let authorization = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    Ok(match path.as_str() {
+        "/.well-known/oauth-authorization-server" | "/.well-known/openid-configuration" => {
+            metadata(&state, &path)
+        }
+        "/token" => {
+            let form = form_urlencoded::parse(&body).into_owned().collect();
+            let record = TokenRequest {
+                form,
+                authorization,
+                at: Instant::now(),
+            };
+            let mode = {
+                let mut state = state.lock().unwrap();
+                state.token_requests.push(record.clone());
+                state.token_mode.clone()
+            };
+            token(&state, &record, mode).await
+        }
+        _ => respond(404, "text/plain", "not found".into()),
+    })
+}
+
+fn metadata(state: &Mutex<State>, path: &str) -> Response<Full<Bytes>> {
+    let mut state = state.lock().unwrap();
+    state.metadata_requests.push(path.to_string());
+    if state.metadata_mode == MetadataMode::OpenIdOnly
+        && path == "/.well-known/oauth-authorization-server"
+    {
+        return respond(404, "text/plain", "not found".into());
+    }
+    let issuer = match state.metadata_mode {
+        MetadataMode::WrongIssuer => format!("{}/other", state.issuer),
+        _ => state.issuer.clone(),
+    };
+    let document = json!({
+        "issuer": issuer,
+        "token_endpoint": format!("{}/token", state.issuer),
+        "grant_types_supported": ["client_credentials"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+    });
+    respond(200, "application/json", document.to_string())
+}
+
+async fn token(
+    state: &Mutex<State>,
+    request: &TokenRequest,
+    mut mode: TokenMode,
+) -> Response<Full<Bytes>> {
+    while let TokenMode::Slow(pause, then) = mode {
+        tokio::time::sleep(pause).await;
+        mode = *then;
+    }
+    match mode {
+        TokenMode::Issue => {}
+        TokenMode::Status(status) => {
+            return respond(
+                status,
+                "application/json",
+                oauth_error("temporarily_unavailable"),
+            )
+        }
+        TokenMode::Malformed => {
+            return respond(200, "application/json", "{\"access_token\":".into())
+        }
+        TokenMode::Slow(..) => unreachable!("unwrapped above"),
+    }
+    let mut state = state.lock().unwrap();
+    let expected = basic(CLIENT_ID, &state.client_secret);
+    if request.authorization.as_deref() != Some(expected.as_str()) {
+        return respond(401, "application/json", oauth_error("invalid_client"));
+    }
+    if request.form.get("grant_type").map(String::as_str) != Some("client_credentials") {
+        return respond(
+            400,
+            "application/json",
+            oauth_error("unsupported_grant_type"),
+        );
+    }
+    let token = format!("tok-{}-{:08x}", state.issued.len() + 1, rand_u32());
+    state.issued.push(token.clone());
+    let mut body = json!({
+        "access_token": token,
+        "token_type": "Bearer",
+        "expires_in": state.expires_in,
+    });
+    if let Some(scope) = request.form.get("scope") {
+        body["scope"] = Value::String(scope.clone());
+    }
+    respond(200, "application/json", body.to_string())
+}
+
+/// The `Authorization` value for HTTP Basic client authentication (RFC 6749 §2.3.1).
+pub fn basic(client_id: &str, secret: &str) -> String {
+    use base64::Engine as _;
+    let encode = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let pair = format!("{}:{}", encode(client_id), encode(secret));
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    )
+}
+
+fn oauth_error(code: &str) -> String {
+    json!({"error": code}).to_string()
+}
+
+fn rand_u32() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(Instant::now().elapsed().as_nanos());
+    hasher.finish() as u32
+}
+
+fn respond(status: u16, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(Full::new(Bytes::from(body)))
+        .expect("valid response")
+}

@@ -1,0 +1,56 @@
+//! A test certificate authority made at test time, and a TLS acceptor for loopback
+//! servers that present a certificate it signed (for `localhost` and `127.0.0.1`).
+
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use std::sync::Arc;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::TlsAcceptor;
+
+/// A fresh CA and a server certificate it signed.
+pub struct Pki {
+    /// The CA certificate, PEM: what a client is told to trust.
+    pub ca_pem: String,
+    server_cert: CertificateDer<'static>,
+    server_key: PrivateKeyDer<'static>,
+}
+
+impl Pki {
+    /// Generates the CA and a certificate for `localhost` and `127.0.0.1`.
+    pub fn generate() -> Pki {
+        let ca_key = KeyPair::generate().expect("generate CA key");
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = ca_params.self_signed(&ca_key).expect("self-sign CA");
+        let key = KeyPair::generate().expect("generate server key");
+        let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+        let cert = CertificateParams::new(names)
+            .expect("server params")
+            .signed_by(&key, &ca, &ca_key)
+            .expect("sign server certificate");
+        Pki {
+            ca_pem: ca.pem(),
+            server_cert: cert.der().clone(),
+            server_key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        }
+    }
+
+    /// Writes the CA certificate to a temporary file, for `Options::trust_roots`.
+    pub fn trust_roots_file(&self) -> tempfile::NamedTempFile {
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        std::fs::write(file.path(), &self.ca_pem).expect("write trust roots");
+        file
+    }
+
+    /// A TLS acceptor presenting the server certificate.
+    pub fn acceptor(&self) -> TlsAcceptor {
+        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("protocol versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![self.server_cert.clone()], self.server_key.clone_key())
+            .expect("server certificate");
+        TlsAcceptor::from(Arc::new(config))
+    }
+}

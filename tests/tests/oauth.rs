@@ -1,0 +1,384 @@
+//! OAuth 2.0 client credentials against a loopback HTTPS authorization server: discovery,
+//! one token request for many calls, single flight, refresh before expiry, everything
+//! inside the subscription's deadline, one re-acquisition after a 401, and never a
+//! request without the credential.
+
+use ahp_host::{DecidedBy, Decision, Interceptor, Interrupt, Options, Settlement};
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use ahp_tests::oauth_server::{basic, MetadataMode, OAuthServer, TokenMode, CLIENT_ID};
+use ahp_tests::pki::Pki;
+use ahp_tests::support::{event, registration, Http};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use tempfile::NamedTempFile;
+
+const BACKEND: &str = "com.example.oauth";
+const RESOURCE: &str = "https://policy.example.com/hooks";
+const CLIENT_SECRET: &str = "cs-7d41e0b9-never-log-me";
+
+/// An authorization server, a client secret file, trust roots, and an AHP backend.
+struct Fixture {
+    server: OAuthServer,
+    backend: FaultBackend,
+    secret_file: NamedTempFile,
+    roots: NamedTempFile,
+}
+
+impl Fixture {
+    async fn start(expires_in: u64, script: Vec<Behaviour>) -> Fixture {
+        let pki = Pki::generate();
+        let server = OAuthServer::start(&pki, CLIENT_SECRET, expires_in).await;
+        let secret_file = NamedTempFile::new().unwrap();
+        std::fs::write(secret_file.path(), format!("{CLIENT_SECRET}\n")).unwrap();
+        Fixture {
+            server,
+            backend: FaultBackend::start(script).await,
+            secret_file,
+            roots: pki.trust_roots_file(),
+        }
+    }
+
+    fn binding(&self) -> Value {
+        json!({
+            "type": "oauth", "issuer": self.server.issuer(), "resource": RESOURCE,
+            "clientId": CLIENT_ID, "flow": "client_credentials", "scopes": ["hooks.decide"],
+            "clientSecretRef": format!("file:{}", self.secret_file.path().display())
+        })
+    }
+
+    async fn interceptor(&self, policy: &str, timeout_ms: u64) -> Interceptor {
+        let reg = registration(&[Http::new(BACKEND, self.backend.url())
+            .policy(policy)
+            .timeout_ms(timeout_ms)
+            .authentication(self.binding())]);
+        let options = Options {
+            trust_roots: Some(self.roots.path().to_path_buf()),
+            ..Options::default()
+        };
+        Interceptor::new(&reg, options)
+            .await
+            .expect("valid registration")
+    }
+
+    /// The bearer token on each request the backend received.
+    fn bearers(&self) -> Vec<String> {
+        self.backend
+            .requests()
+            .iter()
+            .map(|r| {
+                let values = r.header_values("authorization");
+                assert_eq!(values.len(), 1, "exactly one Authorization header");
+                values[0]
+                    .strip_prefix("Bearer ")
+                    .expect("a bearer token")
+                    .to_string()
+            })
+            .collect()
+    }
+}
+
+async fn call(interceptor: &Interceptor, id: &str) -> Settlement {
+    interceptor
+        .intercept(&event(id), &["deny"], None)
+        .await
+        .unwrap()
+}
+
+fn failure(settlement: &Settlement) -> Value {
+    settlement.record["interceptors"][0]["failure"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_token_request_serves_many_calls() {
+    let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+    let interceptor = fx.interceptor("fail-closed", 2_000).await;
+    for i in 0..5 {
+        let s = call(&interceptor, &format!("evt_reuse_{i}")).await;
+        assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    }
+    let concurrent: Vec<_> = (0..5)
+        .map(|i| {
+            let interceptor = interceptor.clone();
+            tokio::spawn(async move { call(&interceptor, &format!("evt_reuse_c{i}")).await })
+        })
+        .collect();
+    for task in concurrent {
+        assert_eq!(task.await.unwrap().decision, Decision::Allow);
+    }
+    let requests = fx.server.token_requests();
+    assert_eq!(requests.len(), 1, "one token for ten calls");
+    let token = &fx.server.issued()[0];
+    assert_eq!(fx.bearers(), vec![token.clone(); 10]);
+    // The request: client credentials, bound to the resource, only the configured scope,
+    // the secret only in the Basic header.
+    let form = &requests[0].form;
+    assert_eq!(form["grant_type"], "client_credentials");
+    assert_eq!(form["resource"], RESOURCE);
+    assert_eq!(form["scope"], "hooks.decide");
+    assert!(!form.contains_key("client_secret"));
+    assert_eq!(
+        requests[0].authorization.as_deref(),
+        Some(basic(CLIENT_ID, CLIENT_SECRET).as_str())
+    );
+    assert_eq!(
+        fx.server.metadata_requests(),
+        ["/.well-known/oauth-authorization-server"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openid_configuration_is_the_fallback_for_discovery() {
+    let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+    fx.server.set_metadata_mode(MetadataMode::OpenIdOnly);
+    let interceptor = fx.interceptor("fail-closed", 2_000).await;
+    let s = call(&interceptor, "evt_oidc").await;
+    assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    assert_eq!(
+        fx.server.metadata_requests(),
+        [
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/openid-configuration"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_share_one_acquisition() {
+    let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+    fx.server.set_token_mode(TokenMode::Slow(
+        Duration::from_millis(300),
+        Box::new(TokenMode::Issue),
+    ));
+    let interceptor = fx.interceptor("fail-closed", 3_000).await;
+    let calls: Vec<_> = (0..8)
+        .map(|i| {
+            let interceptor = interceptor.clone();
+            tokio::spawn(async move { call(&interceptor, &format!("evt_flight_{i}")).await })
+        })
+        .collect();
+    for task in calls {
+        let s = task.await.unwrap();
+        assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    }
+    assert_eq!(fx.server.token_requests().len(), 1, "single flight");
+    assert_eq!(fx.bearers().len(), 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_one_waiter_leaves_the_shared_acquisition_to_the_others() {
+    let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+    fx.server.set_token_mode(TokenMode::Slow(
+        Duration::from_millis(400),
+        Box::new(TokenMode::Issue),
+    ));
+    let interceptor = fx.interceptor("fail-open", 3_000).await;
+    let interrupt = Interrupt::new();
+    let cancelled = {
+        let (interceptor, interrupt) = (interceptor.clone(), interrupt.clone());
+        tokio::spawn(async move {
+            interceptor
+                .intercept_with(&event("evt_cancelled"), &["deny"], None, &interrupt)
+                .await
+                .unwrap()
+        })
+    };
+    let other = {
+        let interceptor = interceptor.clone();
+        tokio::spawn(async move { call(&interceptor, "evt_other").await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    interrupt.interrupt();
+    let cancelled = cancelled.await.unwrap();
+    assert_eq!(cancelled.decision, Decision::Deny, "{}", cancelled.record);
+    assert_eq!(cancelled.decided_by, DecidedBy::Interrupted);
+    let other = other.await.unwrap();
+    assert_eq!(other.decision, Decision::Allow, "{}", other.record);
+    assert_eq!(fx.server.token_requests().len(), 1);
+    let sent = fx.backend.requests();
+    assert_eq!(sent.len(), 1, "the cancelled call never sends");
+    assert_eq!(sent[0].json()["params"]["event"]["id"], "evt_other");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_is_refreshed_in_the_background_before_it_expires() {
+    // Lifetime 2 s: refreshed after 1.5 s, treated as expired after 1.8 s.
+    let fx = Fixture::start(2, vec![Behaviour::NoEffect]).await;
+    let interceptor = fx.interceptor("fail-closed", 2_000).await;
+    assert_eq!(call(&interceptor, "evt_r1").await.decision, Decision::Allow);
+    let first = fx.server.token_requests()[0].at;
+    tokio::time::sleep_until((first + Duration::from_millis(1_600)).into()).await;
+    // Still valid: used at once, and a refresh starts behind it.
+    assert_eq!(call(&interceptor, "evt_r2").await.decision, Decision::Allow);
+    assert!(fx.server.wait_for_issued(2, Duration::from_secs(2)).await);
+    assert_eq!(call(&interceptor, "evt_r3").await.decision, Decision::Allow);
+    let issued = fx.server.issued();
+    assert_eq!(
+        fx.bearers(),
+        [issued[0].clone(), issued[0].clone(), issued[1].clone()]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_token_is_replaced_on_demand_and_a_failed_refresh_is_its_own_phase() {
+    // Lifetime 1 s: expired after 0.9 s.
+    let fx = Fixture::start(1, vec![Behaviour::NoEffect]).await;
+    let interceptor = fx.interceptor("fail-closed", 2_000).await;
+    assert_eq!(call(&interceptor, "evt_e1").await.decision, Decision::Allow);
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(call(&interceptor, "evt_e2").await.decision, Decision::Allow);
+    let issued = fx.server.issued();
+    assert_eq!(fx.bearers(), issued, "the expired token is never sent");
+    assert_eq!(issued.len(), 2);
+
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    fx.server.set_token_mode(TokenMode::Status(503));
+    let s = call(&interceptor, "evt_e3").await;
+    assert_eq!(s.decided_by, DecidedBy::SyntheticDeny, "{}", s.record);
+    assert_eq!(
+        failure(&s),
+        json!({"class": "auth-failed", "phase": "refresh-credential", "detail": "refresh-failed"})
+    );
+    assert_eq!(
+        fx.backend.requests().len(),
+        2,
+        "nothing sent after the failure"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_token_endpoint_settles_at_the_deadline_under_both_policies() {
+    for (policy, decision) in [
+        ("fail-closed", Decision::Deny),
+        ("fail-open", Decision::Allow),
+    ] {
+        let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+        fx.server.set_token_mode(TokenMode::Slow(
+            Duration::from_secs(5),
+            Box::new(TokenMode::Issue),
+        ));
+        let interceptor = fx.interceptor(policy, 300).await;
+        let started = Instant::now();
+        let s = call(&interceptor, "evt_slow_token").await;
+        let took = started.elapsed();
+        assert_eq!(s.decision, decision, "{policy}: {}", s.record);
+        assert_eq!(
+            failure(&s),
+            json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "deadline-exceeded"}),
+            "{policy}"
+        );
+        assert!(
+            took >= Duration::from_millis(290) && took < Duration::from_secs(2),
+            "{policy}: settled after {took:?}"
+        );
+        assert!(fx.backend.requests().is_empty(), "{policy}: nothing sent");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_discovery_or_token_endpoint_is_auth_failed_and_sends_nothing() {
+    let cases: [(&str, Option<MetadataMode>, Option<TokenMode>); 4] = [
+        ("mismatched issuer", Some(MetadataMode::WrongIssuer), None),
+        ("token endpoint 500", None, Some(TokenMode::Status(500))),
+        ("token endpoint 400", None, Some(TokenMode::Status(400))),
+        ("malformed token response", None, Some(TokenMode::Malformed)),
+    ];
+    for (name, metadata, token) in cases {
+        let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+        if let Some(mode) = metadata {
+            fx.server.set_metadata_mode(mode);
+        }
+        if let Some(mode) = token {
+            fx.server.set_token_mode(mode);
+        }
+        let interceptor = fx.interceptor("fail-closed", 2_000).await;
+        let s = call(&interceptor, "evt_bad_as").await;
+        assert_eq!(
+            s.decided_by,
+            DecidedBy::SyntheticDeny,
+            "{name}: {}",
+            s.record
+        );
+        assert_eq!(
+            failure(&s),
+            json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"}),
+            "{name}"
+        );
+        assert!(fx.backend.requests().is_empty(), "{name}: nothing sent");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_client_secret_is_auth_failed() {
+    let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+    std::fs::write(fx.secret_file.path(), "not-the-secret").unwrap();
+    let interceptor = fx.interceptor("fail-open", 2_000).await;
+    let s = call(&interceptor, "evt_bad_secret").await;
+    assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    assert_eq!(failure(&s)["class"], "auth-failed");
+    assert!(fx.server.issued().is_empty());
+    assert!(fx.backend.requests().is_empty());
+}
+
+fn unauthorized() -> Behaviour {
+    Behaviour::Reply {
+        status: 401,
+        content_type: Some("application/json".into()),
+        body: br#"{"jsonrpc":"2.0","id":$ID$,"error":{"code":-32001,"message":"unauthorized"}}"#
+            .to_vec(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_drops_the_token_and_one_fresh_token_resends_the_same_bytes() {
+    let fx = Fixture::start(3600, vec![unauthorized(), Behaviour::NoEffect]).await;
+    let interceptor = fx.interceptor("fail-closed", 2_000).await;
+    let s = call(&interceptor, "evt_401_once").await;
+    assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    let issued = fx.server.issued();
+    assert_eq!(issued.len(), 2, "one re-acquisition");
+    assert_eq!(fx.bearers(), issued);
+    let sent = fx.backend.requests();
+    assert_eq!(sent[0].body, sent[1].body, "the same bytes");
+    // The fresh token is cached for the next call.
+    assert_eq!(
+        call(&interceptor, "evt_401_next").await.decision,
+        Decision::Allow
+    );
+    assert_eq!(fx.server.issued().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_401s_are_auth_failed_and_no_request_goes_without_a_token() {
+    let fx = Fixture::start(3600, vec![unauthorized()]).await;
+    let interceptor = fx.interceptor("fail-closed", 2_000).await;
+    let s = call(&interceptor, "evt_401_twice").await;
+    assert_eq!(s.decided_by, DecidedBy::SyntheticDeny, "{}", s.record);
+    assert_eq!(failure(&s)["class"], "auth-failed");
+    assert_eq!(failure(&s)["httpStatus"], 401);
+    assert_eq!(
+        fx.backend.requests().len(),
+        2,
+        "never more than one re-acquisition"
+    );
+    assert_eq!(fx.bearers(), fx.server.issued());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unresolvable_client_secret_is_unresolved_and_contacts_no_token_endpoint() {
+    let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+    let mut binding = fx.binding();
+    binding["clientSecretRef"] = json!("env:AHP_E2E_OAUTH_SECRET_UNSET");
+    let reg = registration(&[Http::new(BACKEND, fx.backend.url()).authentication(binding)]);
+    let options = Options {
+        trust_roots: Some(fx.roots.path().to_path_buf()),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+    let s = call(&interceptor, "evt_no_secret").await;
+    assert_eq!(
+        failure(&s),
+        json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "unresolved"})
+    );
+    assert!(fx.server.token_requests().is_empty());
+    assert!(fx.backend.requests().is_empty());
+}
