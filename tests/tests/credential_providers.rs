@@ -1,0 +1,255 @@
+//! Credential providers injected by the harness: they replace the registration's binding
+//! for their backend, get the subscription's deadline and a cancellation signal, hear
+//! about 401s, and stay the caller's: shutting an interceptor down leaves them usable.
+
+use ahp_host::{
+    AuthFailure, BoxFuture, CredentialProvider, CredentialRequest, DecidedBy, Decision,
+    Interceptor, Interrupt, Options, Secret,
+};
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use ahp_tests::support::{event, registration, Http};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const BACKEND: &str = "com.example.provided";
+
+/// What the test provider does when asked.
+#[derive(Clone, Copy)]
+enum Answer {
+    /// `tok-provided-<n>`, counting acquisitions.
+    Token,
+    Fail,
+    /// Never answers, but notices cancellation.
+    Hang,
+}
+
+#[derive(Default)]
+struct Log {
+    requests: Vec<(String, std::time::Instant)>,
+    rejected: Vec<String>,
+}
+
+struct TestProvider {
+    answer: Answer,
+    log: Mutex<Log>,
+    saw_cancellation: Arc<AtomicBool>,
+}
+
+impl TestProvider {
+    fn new(answer: Answer) -> Arc<TestProvider> {
+        Arc::new(TestProvider {
+            answer,
+            log: Mutex::default(),
+            saw_cancellation: Arc::default(),
+        })
+    }
+}
+
+impl CredentialProvider for TestProvider {
+    fn acquire(&self, request: CredentialRequest) -> BoxFuture<'_, Result<Secret, AuthFailure>> {
+        Box::pin(async move {
+            let n = {
+                let mut log = self.log.lock().unwrap();
+                log.requests
+                    .push((request.backend.clone(), request.deadline));
+                log.requests.len()
+            };
+            match self.answer {
+                Answer::Token => Ok(Secret::new(format!("tok-provided-{n}"))),
+                Answer::Fail => Err(AuthFailure::AcquisitionFailed),
+                Answer::Hang => {
+                    // A real provider would hand the signal to shared work that outlives
+                    // this future (the host drops it); this one hands it to a watcher.
+                    let (cancelled, seen) = (request.cancelled, self.saw_cancellation.clone());
+                    tokio::spawn(async move {
+                        cancelled.wait().await;
+                        seen.store(true, Ordering::SeqCst);
+                    });
+                    std::future::pending().await
+                }
+            }
+        })
+    }
+
+    fn reject(&self, backend: &str, token: &Secret) {
+        assert_eq!(backend, BACKEND);
+        let mut log = self.log.lock().unwrap();
+        log.rejected.push(token.expose().to_string());
+    }
+}
+
+/// A registration whose bearer binding cannot resolve, so only the provider can help.
+fn registration_for(backend: &FaultBackend, timeout_ms: u64) -> String {
+    registration(&[Http::new(BACKEND, backend.url())
+        .timeout_ms(timeout_ms)
+        .token_env("AHP_E2E_PROVIDER_UNSET")])
+}
+
+async fn interceptor_with(
+    backend: &FaultBackend,
+    provider: Arc<TestProvider>,
+    timeout_ms: u64,
+) -> Interceptor {
+    let mut providers: HashMap<String, Arc<dyn CredentialProvider>> = HashMap::new();
+    providers.insert(BACKEND.into(), provider);
+    let options = Options {
+        credential_providers: providers,
+        ..Options::default()
+    };
+    Interceptor::new(&registration_for(backend, timeout_ms), options)
+        .await
+        .expect("valid registration")
+}
+
+fn bearers(backend: &FaultBackend) -> Vec<String> {
+    backend
+        .requests()
+        .iter()
+        .map(|r| r.header_values("authorization").join(","))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_replaces_the_binding_and_gets_the_subscription_deadline() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let provider = TestProvider::new(Answer::Token);
+    let interceptor = interceptor_with(&backend, provider.clone(), 1_500).await;
+    let started = Instant::now();
+    let s = interceptor
+        .intercept(&event("evt_provided"), &["deny"], None)
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    assert_eq!(bearers(&backend), ["Bearer tok-provided-1"]);
+    let log = provider.log.lock().unwrap();
+    let (asked_for, deadline) = &log.requests[0];
+    assert_eq!(asked_for, BACKEND);
+    // The subscription starts a little after the call does.
+    let timeout = Duration::from_millis(1_500);
+    let budget = deadline.duration_since(started);
+    assert!(
+        budget >= timeout && budget <= timeout + took,
+        "deadline {budget:?} after the call started, which took {took:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_provider_is_auth_failed_and_nothing_is_sent() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let interceptor = interceptor_with(&backend, TestProvider::new(Answer::Fail), 1_000).await;
+    let s = interceptor
+        .intercept(&event("evt_provider_fails"), &["deny"], None)
+        .await
+        .unwrap();
+    assert_eq!(s.decided_by, DecidedBy::SyntheticDeny);
+    assert_eq!(
+        s.record["interceptors"][0]["failure"],
+        json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"})
+    );
+    assert!(backend.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_provider_ends_at_the_deadline_and_sees_interruption() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let provider = TestProvider::new(Answer::Hang);
+    let interceptor = interceptor_with(&backend, provider.clone(), 300).await;
+    let started = Instant::now();
+    let s = interceptor
+        .intercept(&event("evt_provider_slow"), &["deny"], None)
+        .await
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(
+        s.record["interceptors"][0]["failure"]["detail"],
+        "deadline-exceeded"
+    );
+
+    let interrupt = Interrupt::new();
+    let trigger = interrupt.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        trigger.interrupt();
+    });
+    let s = interceptor
+        .intercept_with(&event("evt_provider_cut"), &["deny"], None, &interrupt)
+        .await
+        .unwrap();
+    assert_eq!(s.decided_by, DecidedBy::Interrupted, "{}", s.record);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(provider.saw_cancellation.load(Ordering::SeqCst));
+    assert!(backend.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_is_reported_to_the_provider_before_one_fresh_acquisition() {
+    let unauthorized = Behaviour::Reply {
+        status: 401,
+        content_type: None,
+        body: Vec::new(),
+    };
+    let backend = FaultBackend::start(vec![unauthorized, Behaviour::NoEffect]).await;
+    let provider = TestProvider::new(Answer::Token);
+    let interceptor = interceptor_with(&backend, provider.clone(), 1_000).await;
+    let s = interceptor
+        .intercept(&event("evt_provider_401"), &["deny"], None)
+        .await
+        .unwrap();
+    assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    assert_eq!(
+        bearers(&backend),
+        ["Bearer tok-provided-1", "Bearer tok-provided-2"]
+    );
+    assert_eq!(provider.log.lock().unwrap().rejected, ["tok-provided-1"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_leaves_an_injected_provider_to_its_owner() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let provider = TestProvider::new(Answer::Token);
+    let first = interceptor_with(&backend, provider.clone(), 1_000).await;
+    first
+        .intercept(&event("evt_before_shutdown"), &["deny"], None)
+        .await
+        .unwrap();
+    first.shutdown();
+    drop(first);
+    assert_eq!(
+        Arc::strong_count(&provider),
+        1,
+        "the interceptor let go of it"
+    );
+    let second = interceptor_with(&backend, provider.clone(), 1_000).await;
+    let s = second
+        .intercept(&event("evt_after_shutdown"), &["deny"], None)
+        .await
+        .unwrap();
+    assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    assert_eq!(
+        bearers(&backend),
+        ["Bearer tok-provided-1", "Bearer tok-provided-2"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_for_an_unknown_backend_is_refused_at_build() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let mut providers: HashMap<String, Arc<dyn CredentialProvider>> = HashMap::new();
+    providers.insert(
+        "com.example.nobody".into(),
+        TestProvider::new(Answer::Token),
+    );
+    let options = Options {
+        credential_providers: providers,
+        ..Options::default()
+    };
+    let error = Interceptor::new(&registration_for(&backend, 1_000), options)
+        .await
+        .err()
+        .expect("refused");
+    assert!(error.to_string().contains("com.example.nobody"), "{error}");
+}
