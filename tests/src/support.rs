@@ -77,6 +77,13 @@ pub fn registration(backends: &[Http]) -> String {
     json!({"protocolVersion": "draft", "hooks": hooks}).to_string()
 }
 
+/// `AHP_LOG` for everything at trace level except Cranelift's code generator. Those
+/// targets only log the compilation of the embedded component, which happens before any
+/// credential is resolved and cannot contain one; left on, they print about 1.7 GB per
+/// run (some 25 s each).
+pub const TRACE_FILTER: &str =
+    "trace,cranelift_codegen=off,cranelift_frontend=off,wasmtime_internal_cranelift=off";
+
 /// A valid `tool.before` event with the given id.
 pub fn event(id: &str) -> String {
     json!({

@@ -5,7 +5,7 @@
 
 use ahp_host::{DecidedBy, Decision, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{ahp_binary, event, interceptor, registration, Http};
+use ahp_tests::support::{ahp_binary, event, interceptor, registration, Http, TRACE_FILTER};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -349,12 +349,6 @@ async fn missing_token_ref_file_fails_without_sending() {
     );
     assert_eq!(backend.connections(), 0);
 }
-
-/// Everything at trace level except Cranelift's code generator. Those targets only log the
-/// compilation of the embedded component, which happens before any credential is resolved
-/// and cannot contain one; left on, they print about 1.7 GB per run (some 25 s each).
-const TRACE_FILTER: &str =
-    "trace,cranelift_codegen=off,cranelift_frontend=off,wasmtime_internal_cranelift=off";
 
 /// The CLI at trace level never prints the token, nor writes it to the audit file —
 /// neither on success nor after a 401 and its resend.

@@ -4,7 +4,7 @@
 
 use ahp_host::{DecidedBy, Decision, Interceptor, Options};
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{event, registration, Http};
+use ahp_tests::support::{ahp_binary, event, registration, Http};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
@@ -139,4 +139,44 @@ async fn plain_http_to_a_non_loopback_host_is_not_permitted() {
     let failure = &settled.record["interceptors"][0]["failure"];
     assert_eq!(failure["class"], "connection-refused");
     assert_eq!(failure["detail"], "not-permitted");
+}
+
+/// `ahp check` names every plain-http backend off loopback: refused by default, and
+/// flagged as unencrypted when `--allow-insecure-http` lets it through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_warns_about_plain_http_off_loopback() {
+    let ahp = tokio::task::spawn_blocking(ahp_binary)
+        .await
+        .expect("locate the ahp binary");
+    let dir = tempfile::tempdir().unwrap();
+    let reg_file = dir.path().join("registration.json");
+    let reg = registration(&[
+        Http::new("com.example.remote", "http://policy.example.com/hooks"),
+        Http::new("com.example.local", "http://127.0.0.1:9/hooks"),
+        Http::new("com.example.named", "http://localhost:9/hooks"),
+        Http::new("com.example.tls", "https://policy.example.com/hooks"),
+    ]);
+    std::fs::write(&reg_file, reg).unwrap();
+    for (flag, expected) in [
+        (None, "will be refused at delivery"),
+        (Some("--allow-insecure-http"), "travel unencrypted"),
+    ] {
+        let mut command = tokio::process::Command::new(ahp);
+        command.arg("check").arg(&reg_file).args(flag);
+        let output = command.output().await.expect("run ahp check");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        let warnings: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("warning:"))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{flag:?}: {stderr}");
+        assert!(
+            warnings[0].contains("`com.example.remote`")
+                && warnings[0].contains("`policy.example.com`")
+                && warnings[0].contains(expected),
+            "{flag:?}: {}",
+            warnings[0]
+        );
+    }
 }

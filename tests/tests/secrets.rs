@@ -1,0 +1,163 @@
+//! No secret ever leaves the host: across successful calls, 401s and failing token
+//! endpoints, the `ahp` CLI at trace level prints no client secret, bearer token, issued
+//! access token or Basic credential, on stdout, stderr or in the audit file.
+
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use ahp_tests::oauth_server::{basic, OAuthServer, TokenMode, CLIENT_ID};
+use ahp_tests::pki::Pki;
+use ahp_tests::support::{ahp_binary, event, registration, Http, TRACE_FILTER};
+use serde_json::json;
+
+const CLIENT_SECRET: &str = "cs-secret-3a9f71c2";
+const BEARER_TOKEN: &str = "bearer-secret-8e2d40b7";
+
+struct Scenario {
+    name: &'static str,
+    oauth_backend: Behaviour,
+    token_mode: TokenMode,
+    client_secret: &'static str,
+    exit: i32,
+    /// Access tokens the server issues in this scenario.
+    issued: usize,
+    /// A line that must be in the log, so the search covers the interesting path.
+    logged: &'static str,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_secret_in_any_output_or_audit_line() {
+    let unauthorized = Behaviour::Reply {
+        status: 401,
+        content_type: None,
+        body: Vec::new(),
+    };
+    let scenarios = [
+        Scenario {
+            name: "both allow",
+            oauth_backend: Behaviour::NoEffect,
+            token_mode: TokenMode::Issue,
+            client_secret: CLIENT_SECRET,
+            exit: 0,
+            issued: 1,
+            logged: "ahp.hook_call",
+        },
+        Scenario {
+            name: "401 twice",
+            oauth_backend: unauthorized,
+            token_mode: TokenMode::Issue,
+            client_secret: CLIENT_SECRET,
+            exit: 2,
+            issued: 2,
+            logged: "ahp.hook_call",
+        },
+        Scenario {
+            name: "token endpoint 400",
+            oauth_backend: Behaviour::NoEffect,
+            token_mode: TokenMode::Status(400),
+            client_secret: CLIENT_SECRET,
+            exit: 2,
+            issued: 0,
+            logged: "OAuth token acquisition failed",
+        },
+        Scenario {
+            name: "wrong client secret",
+            oauth_backend: Behaviour::NoEffect,
+            token_mode: TokenMode::Issue,
+            client_secret: "cs-wrong-secret-51be07d3",
+            exit: 2,
+            issued: 0,
+            logged: "invalid_client",
+        },
+    ];
+    let ahp = tokio::task::spawn_blocking(ahp_binary)
+        .await
+        .expect("locate the ahp binary");
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::generate();
+    let roots = pki.trust_roots_file();
+    let event_file = dir.path().join("event.json");
+    std::fs::write(&event_file, event("evt_secrets")).unwrap();
+    let bearer_file = dir.path().join("bearer-token");
+    std::fs::write(&bearer_file, BEARER_TOKEN).unwrap();
+
+    for (i, scenario) in scenarios.into_iter().enumerate() {
+        let server = OAuthServer::start(&pki, CLIENT_SECRET, 3600).await;
+        server.set_token_mode(scenario.token_mode.clone());
+        let secret_file = dir.path().join(format!("client-secret-{i}"));
+        std::fs::write(&secret_file, scenario.client_secret).unwrap();
+        let oauth_backend = FaultBackend::start(vec![scenario.oauth_backend.clone()]).await;
+        let bearer_backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+        let reg = registration(&[
+            Http::new("com.example.bearer", bearer_backend.url()).authentication(json!({
+                "type": "bearer", "tokenRef": format!("file:{}", bearer_file.display())
+            })),
+            Http::new("com.example.oauth", oauth_backend.url()).authentication(json!({
+                "type": "oauth", "issuer": server.issuer(), "resource": "https://policy.example.com",
+                "clientId": CLIENT_ID, "flow": "client_credentials",
+                "clientSecretRef": format!("file:{}", secret_file.display())
+            })),
+        ]);
+        let reg_file = dir.path().join(format!("registration-{i}.json"));
+        std::fs::write(&reg_file, reg).unwrap();
+        let audit = dir.path().join(format!("audit-{i}.jsonl"));
+        let output = tokio::process::Command::new(ahp)
+            .arg("intercept")
+            .arg("--registration")
+            .arg(&reg_file)
+            .arg("--event")
+            .arg(&event_file)
+            .arg("--audit")
+            .arg(&audit)
+            .arg("--trust-roots")
+            .arg(roots.path())
+            .env("AHP_LOG", TRACE_FILTER)
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("run ahp intercept");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let name = scenario.name;
+        assert_eq!(
+            output.status.code(),
+            Some(scenario.exit),
+            "{name}: {stdout}\n{stderr}"
+        );
+        assert!(stderr.contains(scenario.logged), "{name}: {stderr}");
+
+        // Every secret of this scenario, including the ones the server made up.
+        let mut secrets = vec![
+            CLIENT_SECRET.to_string(),
+            scenario.client_secret.to_string(),
+            BEARER_TOKEN.to_string(),
+            basic(CLIENT_ID, scenario.client_secret)["Basic ".len()..].to_string(),
+        ];
+        secrets.extend(server.issued());
+        let audited = std::fs::read_to_string(&audit).expect("audit written");
+        for (what, text) in [
+            ("stdout", &*stdout),
+            ("stderr", &*stderr),
+            ("audit", &audited),
+        ] {
+            for secret in &secrets {
+                let leaked: Vec<&str> = text
+                    .lines()
+                    .filter(|l| l.contains(secret.as_str()))
+                    .collect();
+                assert!(leaked.is_empty(), "{name}: a secret in {what}: {leaked:?}");
+            }
+        }
+
+        // The secrets really were used, so their absence above means something.
+        let sent_bearer = bearer_backend.requests();
+        assert_eq!(
+            sent_bearer[0].header_values("authorization"),
+            [format!("Bearer {BEARER_TOKEN}")],
+            "{name}"
+        );
+        assert!(
+            !server.token_requests().is_empty(),
+            "{name}: the token endpoint was asked"
+        );
+        assert_eq!(server.issued().len(), scenario.issued, "{name}");
+    }
+}
