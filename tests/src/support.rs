@@ -177,3 +177,13 @@ pub fn ahp_binary() -> &'static Path {
         binary
     })
 }
+
+/// Median and p99 of `samples`, in µs (sorts them), for the benches.
+pub fn median_p99_us(samples: &mut [std::time::Duration]) -> (f64, f64) {
+    samples.sort();
+    let us = |d: std::time::Duration| d.as_secs_f64() * 1e6;
+    (
+        us(samples[samples.len() / 2]),
+        us(samples[samples.len() * 99 / 100]),
+    )
+}
