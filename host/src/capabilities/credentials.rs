@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use tokio::time::Instant;
 
-/// A secret value. `Debug` and `Display` never show it.
+/// A secret value. `Debug` prints a redaction, and there is no `Display`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 
@@ -164,4 +164,28 @@ pub(super) async fn from_reference(reference: &str) -> Result<Secret, AuthFailur
 pub(super) fn usable(token: &str) -> Option<Secret> {
     let ok = !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic());
     ok.then(|| Secret::new(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_a_secret() {
+        let credential = Credential {
+            backend: "com.example.a".into(),
+            bearer: Secret::new("tok-visible-if-leaked"),
+        };
+        let printed = format!("{credential:?} {:?}", credential.bearer);
+        assert!(!printed.contains("tok-visible-if-leaked"), "{printed}");
+        assert!(printed.contains("redacted"));
+    }
+
+    #[test]
+    fn only_header_safe_tokens_are_usable() {
+        assert!(usable("abc.DEF-123_~+/=").is_some());
+        for bad in ["", "two words", "line\nbreak", "tab\t", "é"] {
+            assert!(usable(bad).is_none(), "{bad:?}");
+        }
+    }
 }
