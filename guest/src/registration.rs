@@ -420,6 +420,12 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
     let flow = a.need(c, "flow", |c, v, p| choice(c, v, p, &flows).and(v.as_str()));
     let scopes = a.opt(c, "scopes", strings);
     let secret_ref = a.opt(c, "clientSecretRef", non_empty);
+    if flow == Some("client_credentials") && !a.has("clientSecretRef") {
+        c.warn(
+            path,
+            "client_credentials without clientSecretRef cannot authenticate: every call will be auth-failed",
+        );
+    }
     Some(Auth::OAuth(OAuth {
         issuer: issuer?,
         resource: resource?.to_owned(),
@@ -1175,6 +1181,16 @@ mod tests {
             ("client_credentials", &["s".into()][..])
         );
         assert_eq!(got.client_secret_ref.as_deref(), Some("v"));
+        assert!(reg.warnings.is_empty(), "{:#?}", reg.warnings);
+        let secretless = accepted(&[("$a", oauth), ("$a/clientSecretRef", "")]);
+        assert!(
+            secretless
+                .warnings
+                .iter()
+                .any(|w| w.path == expand("$a") && w.rule.contains("clientSecretRef")),
+            "{:#?}",
+            secretless.warnings
+        );
         let problems = rejected_at(
             &[("$a", r#"{"type": "oauth", "issuer": "http://id"}"#)],
             "$a/issuer",

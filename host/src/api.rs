@@ -245,7 +245,7 @@ impl Interceptor {
                 .map_err(|e| BuildError::Setup(wasmtime::format_err!(e)))?,
         );
         let mut warnings = warnings;
-        warnings.extend(backends.transport_warnings(options.allow_insecure_http));
+        warnings.extend(backends.warnings(options.allow_insecure_http));
         let audit = match &options.audit_path {
             Some(path) => Some(
                 AuditLog::open(path)

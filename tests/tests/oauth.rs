@@ -382,3 +382,30 @@ async fn an_unresolvable_client_secret_is_unresolved_and_contacts_no_token_endpo
     assert!(fx.server.token_requests().is_empty());
     assert!(fx.backend.requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interactive_flow_is_unsupported_and_says_so_up_front() {
+    let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+    let mut binding = fx.binding();
+    binding["flow"] = json!("authorization_code_pkce");
+    let reg = registration(&[Http::new(BACKEND, fx.backend.url())
+        .policy("fail-open")
+        .authentication(binding)]);
+    let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
+    assert!(
+        interceptor
+            .warnings()
+            .iter()
+            .any(|w| w.contains(BACKEND) && w.contains("authorization_code_pkce")),
+        "{:?}",
+        interceptor.warnings()
+    );
+    let s = call(&interceptor, "evt_pkce").await;
+    assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    assert_eq!(failure(&s)["detail"], "unsupported");
+    assert!(fx.server.token_requests().is_empty());
+    assert!(
+        fx.backend.requests().is_empty(),
+        "no unauthenticated fallback"
+    );
+}

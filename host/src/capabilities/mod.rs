@@ -129,26 +129,35 @@ impl Backends {
         }
     }
 
-    /// What `ahp check` should say about plain `http` backends off loopback.
-    pub fn transport_warnings(&self, allow_insecure_http: bool) -> Vec<String> {
-        let mut warnings: Vec<String> = self
-            .by_id
-            .iter()
-            .filter_map(|(id, backend)| match &backend.transport {
-                Transport::Http(http) => http.insecure_host().map(|host| (id, host)),
-                Transport::Stdio(_) => None,
-            })
-            .map(|(id, host)| match allow_insecure_http {
-                true => format!(
-                    "backend `{id}`: plain http to `{host}` is allowed by allow-insecure-http; \
-                     events and credentials travel unencrypted (local development only)"
-                ),
-                false => format!(
-                    "backend `{id}`: plain http to `{host}` will be refused at delivery \
-                     (http is for loopback only; use https)"
-                ),
-            })
-            .collect();
+    /// What `ahp check` should say about how backends are reached: plain `http` off
+    /// loopback, and credentials this host cannot obtain.
+    pub fn warnings(&self, allow_insecure_http: bool) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (id, backend) in &self.by_id {
+            if let Transport::Http(http) = &backend.transport {
+                if let Some(host) = http.insecure_host() {
+                    warnings.push(match allow_insecure_http {
+                        true => format!(
+                            "backend `{id}`: plain http to `{host}` is allowed by allow-insecure-http; \
+                             events and credentials travel unencrypted (local development only)"
+                        ),
+                        false => format!(
+                            "backend `{id}`: plain http to `{host}` will be refused at delivery \
+                             (http is for loopback only; use https)"
+                        ),
+                    });
+                }
+            }
+            if let Some(Source::OAuth(plan, _)) = &backend.credentials {
+                if plan.flow != "client_credentials" {
+                    warnings.push(format!(
+                        "backend `{id}`: OAuth flow `{}` needs a user agent this host does not \
+                         have; every call is auth-failed unless a credential provider is injected",
+                        plan.flow
+                    ));
+                }
+            }
+        }
         warnings.sort();
         warnings
     }
