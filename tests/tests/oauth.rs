@@ -409,3 +409,29 @@ async fn an_interactive_flow_is_unsupported_and_says_so_up_front() {
         "no unauthenticated fallback"
     );
 }
+
+/// Conformance F13: the time spent acquiring the token counts against the same deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_acquisition_time_counts_against_the_exchange_deadline() {
+    let slow_backend = Behaviour::Delay(Duration::from_millis(200), Box::new(Behaviour::NoEffect));
+    let fx = Fixture::start(3600, vec![slow_backend]).await;
+    fx.server.set_token_mode(TokenMode::Slow(
+        Duration::from_millis(400),
+        Box::new(TokenMode::Issue),
+    ));
+    let interceptor = fx.interceptor("fail-closed", 500).await;
+    let started = Instant::now();
+    let s = call(&interceptor, "evt_f13").await;
+    let took = started.elapsed();
+    assert_eq!(s.decided_by, DecidedBy::SyntheticDeny, "{}", s.record);
+    assert_eq!(failure(&s)["class"], "deadline-exceeded");
+    assert_eq!(
+        fx.backend.requests().len(),
+        1,
+        "sent with the token in time"
+    );
+    assert!(
+        took >= Duration::from_millis(490) && took < Duration::from_millis(600),
+        "settled after {took:?}, not 600 ms"
+    );
+}
