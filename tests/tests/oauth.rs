@@ -201,12 +201,12 @@ async fn cancelling_one_waiter_leaves_the_shared_acquisition_to_the_others() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_is_refreshed_in_the_background_before_it_expires() {
-    // Lifetime 2 s: refreshed after 1.5 s, treated as expired after 1.8 s.
-    let fx = Fixture::start(2, vec![Behaviour::NoEffect]).await;
+    // Lifetime 4 s: refreshed after 3 s, treated as expired after 3.6 s.
+    let fx = Fixture::start(4, vec![Behaviour::NoEffect]).await;
     let interceptor = fx.interceptor("fail-closed", 2_000).await;
     assert_eq!(call(&interceptor, "evt_r1").await.decision, Decision::Allow);
     let first = fx.server.token_requests()[0].at;
-    tokio::time::sleep_until((first + Duration::from_millis(1_600)).into()).await;
+    tokio::time::sleep_until((first + Duration::from_millis(3_100)).into()).await;
     // Still valid: used at once, and a refresh starts behind it.
     assert_eq!(call(&interceptor, "evt_r2").await.decision, Decision::Allow);
     assert!(fx.server.wait_for_issued(2, Duration::from_secs(2)).await);
