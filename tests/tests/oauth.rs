@@ -435,3 +435,27 @@ async fn token_acquisition_time_counts_against_the_exchange_deadline() {
         "settled after {took:?}, not 600 ms"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_background_refresh_keeps_the_valid_token_and_backs_off() {
+    let fx = Fixture::start(4, vec![Behaviour::NoEffect]).await;
+    let interceptor = fx.interceptor("fail-closed", 2_000).await;
+    assert_eq!(call(&interceptor, "evt_b1").await.decision, Decision::Allow);
+    let first = fx.server.token_requests()[0].at;
+    fx.server.set_token_mode(TokenMode::Status(500));
+    tokio::time::sleep_until((first + Duration::from_millis(3_100)).into()).await;
+    assert_eq!(call(&interceptor, "evt_b2").await.decision, Decision::Allow);
+    let until = Instant::now() + Duration::from_secs(2);
+    while fx.server.token_requests().len() < 2 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(call(&interceptor, "evt_b3").await.decision, Decision::Allow);
+    assert_eq!(
+        fx.server.token_requests().len(),
+        2,
+        "one failed refresh, not one per call"
+    );
+    let issued = fx.server.issued();
+    assert_eq!(fx.bearers(), vec![issued[0].clone(); 3]);
+}

@@ -197,9 +197,19 @@ impl OAuth {
             let mut tokens = lock(&oauth.tokens);
             if let Some(slot) = tokens.get_mut(&key) {
                 slot.flight = None;
-                if let Ok(token) = &result {
-                    slot.token = Some(token.clone());
-                    slot.issued_before = true;
+                match (&result, &mut slot.token) {
+                    (Ok(token), slot_token) => {
+                        *slot_token = Some(token.clone());
+                        slot.issued_before = true;
+                    }
+                    // A failed background refresh: keep the valid token, and try again
+                    // halfway to its expiry rather than on the very next call.
+                    (Err(_), Some(current)) => {
+                        let now = Instant::now();
+                        current.refresh_at =
+                            now + current.expires_at.saturating_duration_since(now) / 2;
+                    }
+                    (Err(_), None) => {}
                 }
             }
             drop(tokens);
