@@ -14,7 +14,10 @@ fn main() {
         .expect("host/ lives in the workspace")
         .to_path_buf();
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    // The root manifest holds the `guest` profile, and the lock file its dependencies.
     for watched in [
+        "Cargo.toml",
+        "Cargo.lock",
         "guest/src",
         "guest/Cargo.toml",
         "wit",

@@ -10,6 +10,7 @@
 //! as they came, so extensions survive. Every problem is collected, not just the first,
 //! so whoever wired up the harness can fix the event in one go.
 
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -69,15 +70,28 @@ impl Event {
 
     /// The event as sent to one subscription: `native` removed unless include_native.
     /// The provider payload may hold anything, so it leaves only when local policy says so.
-    pub fn to_wire(&self, include_native: bool) -> Value {
-        // Rebuilt rather than `remove`d so member order survives either serde_json map.
-        let object = self
+    /// A view that serializes straight from the parsed event, copying nothing.
+    pub fn to_wire(&self, include_native: bool) -> WireEvent<'_> {
+        WireEvent {
+            object: &self.object,
+            include_native,
+        }
+    }
+}
+
+/// An [`Event`] as one subscription receives it (see [`Event::to_wire`]).
+pub struct WireEvent<'a> {
+    object: &'a Map<String, Value>,
+    include_native: bool,
+}
+
+impl Serialize for WireEvent<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let members = self
             .object
             .iter()
-            .filter(|(key, _)| include_native || key.as_str() != "native")
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect();
-        Value::Object(object)
+            .filter(|(key, _)| self.include_native || key.as_str() != "native");
+        serializer.collect_map(members)
     }
 }
 
@@ -745,8 +759,9 @@ mod tests {
         if let Some(object) = without.as_object_mut() {
             object.remove("native");
         }
-        assert_eq!(event.to_wire(false), without);
-        assert_eq!(event.to_wire(true), source);
+        let wire = |include_native| serde_json::to_value(event.to_wire(include_native)).unwrap();
+        assert_eq!(wire(false), without);
+        assert_eq!(wire(true), source);
     }
 
     #[test]

@@ -6,9 +6,9 @@
 //! content) by construction, not by care (failure-semantics.md, "Duplicate delivery and
 //! retries").
 
-use crate::event::Event;
+use crate::event::{Event, WireEvent};
 use crate::response::EffectKind;
-use serde_json::{json, Value};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 /// The protocol snapshot this crate speaks on the wire.
@@ -22,10 +22,10 @@ pub struct Message {
 }
 
 impl Message {
-    fn encode(value: &Value) -> Message {
-        // Serializing a `Value` cannot fail, and serde_json never emits a raw newline,
-        // so the same bytes are also a valid stdio frame.
-        let bytes = serde_json::to_vec(value).unwrap_or_default();
+    fn encode(request: &Request<'_>) -> Message {
+        // Serializing borrowed strings and `Value`s cannot fail, and serde_json never
+        // emits a raw newline, so the same bytes are also a valid stdio frame.
+        let bytes = serde_json::to_vec(request).unwrap_or_default();
         let sha256 = hex(&Sha256::digest(&bytes));
         Message { bytes, sha256 }
     }
@@ -41,32 +41,60 @@ impl Message {
     }
 }
 
+/// A JSON-RPC request or notification, serialized straight from borrowed parts.
+#[derive(Serialize)]
+struct Request<'a> {
+    jsonrpc: &'static str,
+    /// Absent for a notification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    method: &'static str,
+    params: Params<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Params<'a> {
+    protocol_version: &'static str,
+    event: WireEvent<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capabilities: Option<Capabilities>,
+}
+
+#[derive(Serialize)]
+struct Capabilities {
+    effects: Vec<&'static str>,
+}
+
 /// `hooks/intercept` for one subscription: JSON-RPC id == event id, and the effects the
 /// embedding harness can enforce for this event as `capabilities.effects`.
 pub fn intercept(event: &Event, include_native: bool, effects: &[EffectKind]) -> Message {
-    let effects: Vec<&str> = effects.iter().map(|e| e.as_str()).collect();
-    Message::encode(&json!({
-        "jsonrpc": "2.0",
-        "id": event.id,
-        "method": "hooks/intercept",
-        "params": {
-            "protocolVersion": PROTOCOL_VERSION,
-            "event": event.to_wire(include_native),
-            "capabilities": {"effects": effects},
+    Message::encode(&Request {
+        jsonrpc: "2.0",
+        id: Some(&event.id),
+        method: "hooks/intercept",
+        params: Params {
+            protocol_version: PROTOCOL_VERSION,
+            event: event.to_wire(include_native),
+            capabilities: Some(Capabilities {
+                effects: effects.iter().map(|e| e.as_str()).collect(),
+            }),
         },
-    }))
+    })
 }
 
 /// `hooks/observe`: a notification, so it has no JSON-RPC id.
 pub fn observe(event: &Event, include_native: bool) -> Message {
-    Message::encode(&json!({
-        "jsonrpc": "2.0",
-        "method": "hooks/observe",
-        "params": {
-            "protocolVersion": PROTOCOL_VERSION,
-            "event": event.to_wire(include_native),
+    Message::encode(&Request {
+        jsonrpc: "2.0",
+        id: None,
+        method: "hooks/observe",
+        params: Params {
+            protocol_version: PROTOCOL_VERSION,
+            event: event.to_wire(include_native),
+            capabilities: None,
         },
-    }))
+    })
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -82,6 +110,7 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
     const EVENT: &str = r#"{"id":"evt_1","source":"urn:uuid:5b7de29e-a9e0-41a8-bf26-d94b05f0656d",
         "type":"tool.before","time":"2026-08-24T08:51:14Z","session":{"id":"sess_1"},
