@@ -1,5 +1,6 @@
-//! Builds a workspace crate as a `wasm32-wasip2` component from a build script. Shared by
-//! `host/build.rs` (the real component) and `tests/build.rs` (test-only components).
+//! Nested cargo builds from a build script: a workspace crate as a `wasm32-wasip2`
+//! component, or another crate's binary. Shared by `host/build.rs` (the real component)
+//! and `tests/build.rs` (test-only components, the Rust SDK peer).
 //!
 //! A nested cargo needs care (BUILD-NOTES.md trap 10): its own target dir, none of the
 //! outer build's flags or wrappers, and failures forwarded as warnings plus an error.
@@ -13,22 +14,39 @@ const TARGET: &str = "wasm32-wasip2";
 pub fn build_component(workspace: &Path, package: &str) -> PathBuf {
     ensure_target();
     let target_dir = workspace.join("target").join("guest-build");
+    let mut cmd = nested_cargo(workspace);
+    cmd.args([
+        "build",
+        "--package",
+        package,
+        "--lib",
+        "--profile",
+        "guest",
+        "--target",
+        TARGET,
+    ])
+    .arg("--target-dir")
+    .arg(&target_dir);
+    run(cmd, &format!("building {package} for {TARGET}"));
+    let file = format!("{}.wasm", package.replace('-', "_"));
+    target_dir.join(TARGET).join("guest").join(file)
+}
+
+/// A cargo command in `dir` that inherits nothing of the outer build: none of its flags,
+/// wrappers, target or jobserver, and none of the variables cargo sets for this build
+/// script, which would leak into the nested build's scripts and fingerprints.
+pub fn nested_cargo(dir: &Path) -> Command {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(workspace)
-        .args([
-            "build",
-            "--package",
-            package,
-            "--lib",
-            "--profile",
-            "guest",
-            "--target",
-            TARGET,
-        ])
-        .arg("--target-dir")
-        .arg(&target_dir);
-    for var in [
+    cmd.current_dir(dir);
+    const SET_FOR_BUILD_SCRIPTS: [&str; 5] = [
+        "CARGO_PKG_",
+        "CARGO_CFG_",
+        "CARGO_FEATURE_",
+        "CARGO_MANIFEST_",
+        "DEP_",
+    ];
+    const OUTER_BUILD: [&str; 17] = [
         "CARGO_ENCODED_RUSTFLAGS",
         "RUSTFLAGS",
         "CARGO_BUILD_RUSTFLAGS",
@@ -38,18 +56,35 @@ pub fn build_component(workspace: &Path, package: &str) -> PathBuf {
         "CARGO_BUILD_TARGET",
         "CARGO_MAKEFLAGS",
         "CARGO_PRIMARY_PACKAGE",
-    ] {
-        cmd.env_remove(var);
+        "OUT_DIR",
+        "TARGET",
+        "HOST",
+        "NUM_JOBS",
+        "OPT_LEVEL",
+        "DEBUG",
+        "PROFILE",
+        "RUSTC_LINKER",
+    ];
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if SET_FOR_BUILD_SCRIPTS.iter().any(|p| name.starts_with(p))
+            || OUTER_BUILD.contains(&name.as_ref())
+        {
+            cmd.env_remove(name.as_ref());
+        }
     }
-    let output = cmd.output().expect("run cargo for a guest component");
+    cmd
+}
+
+/// Runs a nested build; on failure, forwards its stderr as warnings and fails the build.
+pub fn run(mut cmd: Command, what: &str) {
+    let output = cmd.output().expect("run a nested cargo");
     if !output.status.success() {
         for line in String::from_utf8_lossy(&output.stderr).lines() {
             println!("cargo:warning={line}");
         }
-        panic!("building {package} for {TARGET} failed (see warnings above)");
+        panic!("{what} failed (see warnings above)");
     }
-    let file = format!("{}.wasm", package.replace('-', "_"));
-    target_dir.join(TARGET).join("guest").join(file)
 }
 
 /// Installs the wasm32-wasip2 standard library when rustup is present and it is missing,

@@ -9,7 +9,6 @@
 mod guest_build;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn main() {
     let manifest_dir =
@@ -43,9 +42,7 @@ fn main() {
 /// Its target directory is `<outer target dir>/rust-sdk-peer`, found from `OUT_DIR`
 /// (`<target>[/<triple>]/<profile>/build/<package>-<hash>/out`), so it follows
 /// `CARGO_TARGET_DIR` / `--target-dir` and a cached target directory keeps the SDK's
-/// ~1 min build. As for the guest (`host/guest_build.rs`), the nested cargo gets none
-/// of the outer build's flags, wrappers, target or jobserver, nor the variables cargo sets
-/// for this build script: they would leak into the peer's build scripts and fingerprints.
+/// ~1 min build.
 fn build_rust_sdk_peer(crate_dir: &Path) -> PathBuf {
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let target_dir = out_dir
@@ -53,61 +50,18 @@ fn build_rust_sdk_peer(crate_dir: &Path) -> PathBuf {
         .nth(4)
         .expect("OUT_DIR is <target>/<profile>/build/<package>/out")
         .join("rust-sdk-peer");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(crate_dir)
-        .args([
-            "build",
-            "--locked",
-            "--bin",
-            "rust-sdk-peer",
-            "--manifest-path",
-        ])
-        .arg(crate_dir.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target_dir);
-    for (name, _) in std::env::vars_os() {
-        let name = name.to_string_lossy();
-        let set_for_this_script = [
-            "CARGO_PKG_",
-            "CARGO_CFG_",
-            "CARGO_FEATURE_",
-            "CARGO_MANIFEST_",
-            "DEP_",
-        ]
-        .iter()
-        .any(|prefix| name.starts_with(prefix))
-            || [
-                "CARGO_ENCODED_RUSTFLAGS",
-                "RUSTFLAGS",
-                "CARGO_BUILD_RUSTFLAGS",
-                "RUSTC_WORKSPACE_WRAPPER",
-                "RUSTC_WRAPPER",
-                "CARGO_TARGET_DIR",
-                "CARGO_BUILD_TARGET",
-                "CARGO_MAKEFLAGS",
-                "CARGO_PRIMARY_PACKAGE",
-                "OUT_DIR",
-                "TARGET",
-                "HOST",
-                "NUM_JOBS",
-                "OPT_LEVEL",
-                "DEBUG",
-                "PROFILE",
-                "RUSTC_LINKER",
-            ]
-            .contains(&name.as_ref());
-        if set_for_this_script {
-            cmd.env_remove(name.as_ref());
-        }
-    }
-    let output = cmd.output().expect("run cargo for the Rust SDK peer");
-    if !output.status.success() {
-        for line in String::from_utf8_lossy(&output.stderr).lines() {
-            println!("cargo:warning={line}");
-        }
-        panic!("building tests/rust-sdk-peer failed (see warnings above)");
-    }
+    let mut cmd = guest_build::nested_cargo(crate_dir);
+    cmd.args([
+        "build",
+        "--locked",
+        "--bin",
+        "rust-sdk-peer",
+        "--manifest-path",
+    ])
+    .arg(crate_dir.join("Cargo.toml"))
+    .arg("--target-dir")
+    .arg(&target_dir);
+    guest_build::run(cmd, "building tests/rust-sdk-peer");
     target_dir
         .join("debug")
         .join(format!("rust-sdk-peer{}", std::env::consts::EXE_SUFFIX))
