@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ahp_host::{DecidedBy, Decision, Interceptor};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, interceptor, registration, Http};
+use ahp_tests::support::{event, interceptor, median_p99_us, registration, Http};
 use serde_json::json;
 
 const STDIO_BACKEND: &str = env!("CARGO_BIN_EXE_stdio_backend");
@@ -67,8 +67,8 @@ async fn main() {
     stdio.shutdown();
     assert_eq!(backend.connections(), 1, "one keep-alive HTTP connection");
 
-    let (http_med, http_p99) = stats(&mut http_times);
-    let (stdio_med, stdio_p99) = stats(&mut stdio_times);
+    let (http_med, http_p99) = median_p99_us(&mut http_times);
+    let (stdio_med, stdio_p99) = median_p99_us(&mut stdio_times);
     println!("{n} calls each after {warmup} warm-up calls each, interleaved, no-effect replies");
     println!("{:<34} {:>10} {:>10}", "", "median µs", "p99 µs");
     println!(
@@ -108,14 +108,4 @@ async fn timed(hooks: &Interceptor, id: String) -> Duration {
         settled.record
     );
     elapsed
-}
-
-/// Median and p99 in µs.
-fn stats(samples: &mut [Duration]) -> (f64, f64) {
-    samples.sort();
-    let us = |d: Duration| d.as_secs_f64() * 1e6;
-    (
-        us(samples[samples.len() / 2]),
-        us(samples[samples.len() * 99 / 100]),
-    )
 }
