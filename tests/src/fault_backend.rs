@@ -83,6 +83,19 @@ pub enum Behaviour {
     Oversized(usize),
 }
 
+impl Behaviour {
+    /// HTTP 401 with a JSON-RPC error body: the backend refuses the credential.
+    pub fn unauthorized() -> Behaviour {
+        Behaviour::Reply {
+            status: 401,
+            content_type: Some("application/json".into()),
+            body:
+                br#"{"jsonrpc":"2.0","id":$ID$,"error":{"code":-32001,"message":"unauthorized"}}"#
+                    .to_vec(),
+        }
+    }
+}
+
 /// One request the backend fully received.
 #[derive(Clone, Debug)]
 pub struct Recorded {

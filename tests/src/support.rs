@@ -77,11 +77,32 @@ pub fn registration(backends: &[Http]) -> String {
     json!({"protocolVersion": "draft", "hooks": hooks}).to_string()
 }
 
+/// `ahp intercept --registration R --event E --audit A`, logging at trace level, killed if
+/// the test drops it; add host options and environment, then run it.
+pub fn traced_intercept_command(
+    registration: &Path,
+    event: &Path,
+    audit: &Path,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(ahp_binary());
+    command
+        .arg("intercept")
+        .arg("--registration")
+        .arg(registration)
+        .arg("--event")
+        .arg(event)
+        .arg("--audit")
+        .arg(audit)
+        .env("AHP_LOG", TRACE_FILTER)
+        .kill_on_drop(true);
+    command
+}
+
 /// `AHP_LOG` for everything at trace level except Cranelift's code generator. Those
 /// targets only log the compilation of the embedded component, which happens before any
 /// credential is resolved and cannot contain one; left on, they print about 1.7 GB per
 /// run (some 25 s each).
-pub const TRACE_FILTER: &str =
+const TRACE_FILTER: &str =
     "trace,cranelift_codegen=off,cranelift_frontend=off,wasmtime_internal_cranelift=off";
 
 /// A valid `tool.before` event with the given id.

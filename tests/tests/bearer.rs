@@ -5,7 +5,9 @@
 
 use ahp_host::{DecidedBy, Decision, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{ahp_binary, event, interceptor, registration, Http, TRACE_FILTER};
+use ahp_tests::support::{
+    ahp_binary, event, interceptor, registration, traced_intercept_command, Http,
+};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -59,15 +61,6 @@ fn token_ref_registration(url: &str, reference: &str, policy: &str, timeout_ms: 
         }]
     })
     .to_string()
-}
-
-fn unauthorized() -> Behaviour {
-    Behaviour::Reply {
-        status: 401,
-        content_type: Some("application/json".into()),
-        body: br#"{"jsonrpc":"2.0","id":$ID$,"error":{"code":-32001,"message":"unauthorized"}}"#
-            .to_vec(),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,7 +157,7 @@ async fn unauthorized_is_retried_once_with_the_same_body_then_auth_failed() {
     let name = "AHP_E2E_BEARER_401";
     let token = "tok-401-8e2d77";
     std::env::set_var(name, token);
-    let backend = FaultBackend::start(vec![unauthorized()]).await;
+    let backend = FaultBackend::start(vec![Behaviour::unauthorized()]).await;
     let reg = registration(&[Http::new(BACKEND, backend.url())
         .policy("fail-closed")
         .token_env(name)]);
@@ -223,7 +216,10 @@ async fn unauthorized_re_resolves_a_rotated_token_ref() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let file = dir.path().join("token");
     std::fs::write(&file, "tok-stale-41aa\n").unwrap();
-    let late_401 = Behaviour::Delay(Duration::from_millis(300), Box::new(unauthorized()));
+    let late_401 = Behaviour::Delay(
+        Duration::from_millis(300),
+        Box::new(Behaviour::unauthorized()),
+    );
     let backend = FaultBackend::start(vec![late_401, Behaviour::NoEffect]).await;
     let reg = token_ref_registration(
         &backend.url(),
@@ -356,7 +352,8 @@ async fn missing_token_ref_file_fails_without_sending() {
 async fn cli_never_prints_or_audits_the_token() {
     let name = "AHP_E2E_BEARER_CLI";
     let token = "tok-cli-secret-c0ffee42";
-    let ahp = tokio::task::spawn_blocking(ahp_binary)
+    // Found (or built) off the async runtime before the first command needs it.
+    tokio::task::spawn_blocking(ahp_binary)
         .await
         .expect("locate the ahp binary");
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -365,7 +362,7 @@ async fn cli_never_prints_or_audits_the_token() {
 
     for (behaviour, expected_exit, expected_decision) in [
         (Behaviour::NoEffect, 0, "allow"),
-        (unauthorized(), 2, "deny"),
+        (Behaviour::unauthorized(), 2, "deny"),
     ] {
         let backend = FaultBackend::start(vec![behaviour]).await;
         let reg_file = dir
@@ -377,17 +374,8 @@ async fn cli_never_prints_or_audits_the_token() {
             .token_env(name)]);
         std::fs::write(&reg_file, reg).unwrap();
 
-        let output = tokio::process::Command::new(ahp)
-            .arg("intercept")
-            .arg("--registration")
-            .arg(&reg_file)
-            .arg("--event")
-            .arg(&event_file)
-            .arg("--audit")
-            .arg(&audit)
-            .env("AHP_LOG", TRACE_FILTER)
+        let output = traced_intercept_command(&reg_file, &event_file, &audit)
             .env(name, token)
-            .kill_on_drop(true)
             .output()
             .await
             .expect("run ahp intercept");

@@ -4,7 +4,7 @@
 
 use ahp_host::{
     AuthFailure, BoxFuture, CredentialProvider, CredentialRequest, DecidedBy, Decision,
-    Interceptor, Interrupt, Options, Secret,
+    Interceptor, Interrupt, Options, Secret, Settlement,
 };
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{event, registration, Http};
@@ -104,6 +104,13 @@ async fn interceptor_with(
         .expect("valid registration")
 }
 
+async fn call(interceptor: &Interceptor, event_id: &str) -> Settlement {
+    interceptor
+        .intercept(&event(event_id), &["deny"], None)
+        .await
+        .expect("a valid event settles")
+}
+
 fn bearers(backend: &FaultBackend) -> Vec<String> {
     backend
         .requests()
@@ -118,10 +125,7 @@ async fn a_provider_replaces_the_binding_and_gets_the_subscription_deadline() {
     let provider = TestProvider::new(Answer::Token);
     let interceptor = interceptor_with(&backend, provider.clone(), 1_500).await;
     let started = Instant::now();
-    let s = interceptor
-        .intercept(&event("evt_provided"), &["deny"], None)
-        .await
-        .unwrap();
+    let s = call(&interceptor, "evt_provided").await;
     let took = started.elapsed();
     assert_eq!(s.decision, Decision::Allow, "{}", s.record);
     assert_eq!(bearers(&backend), ["Bearer tok-provided-1"]);
@@ -141,10 +145,7 @@ async fn a_provider_replaces_the_binding_and_gets_the_subscription_deadline() {
 async fn a_failing_provider_is_auth_failed_and_nothing_is_sent() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let interceptor = interceptor_with(&backend, TestProvider::new(Answer::Fail), 1_000).await;
-    let s = interceptor
-        .intercept(&event("evt_provider_fails"), &["deny"], None)
-        .await
-        .unwrap();
+    let s = call(&interceptor, "evt_provider_fails").await;
     assert_eq!(s.decided_by, DecidedBy::SyntheticDeny);
     assert_eq!(
         s.record["interceptors"][0]["failure"],
@@ -159,10 +160,7 @@ async fn a_hanging_provider_ends_at_the_deadline_and_sees_interruption() {
     let provider = TestProvider::new(Answer::Hang);
     let interceptor = interceptor_with(&backend, provider.clone(), 300).await;
     let started = Instant::now();
-    let s = interceptor
-        .intercept(&event("evt_provider_slow"), &["deny"], None)
-        .await
-        .unwrap();
+    let s = call(&interceptor, "evt_provider_slow").await;
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(
         s.record["interceptors"][0]["failure"]["detail"],
@@ -195,10 +193,7 @@ async fn a_401_is_reported_to_the_provider_before_one_fresh_acquisition() {
     let backend = FaultBackend::start(vec![unauthorized, Behaviour::NoEffect]).await;
     let provider = TestProvider::new(Answer::Token);
     let interceptor = interceptor_with(&backend, provider.clone(), 1_000).await;
-    let s = interceptor
-        .intercept(&event("evt_provider_401"), &["deny"], None)
-        .await
-        .unwrap();
+    let s = call(&interceptor, "evt_provider_401").await;
     assert_eq!(s.decision, Decision::Allow, "{}", s.record);
     assert_eq!(
         bearers(&backend),
@@ -212,10 +207,7 @@ async fn shutdown_leaves_an_injected_provider_to_its_owner() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let provider = TestProvider::new(Answer::Token);
     let first = interceptor_with(&backend, provider.clone(), 1_000).await;
-    first
-        .intercept(&event("evt_before_shutdown"), &["deny"], None)
-        .await
-        .unwrap();
+    call(&first, "evt_before_shutdown").await;
     first.shutdown();
     drop(first);
     assert_eq!(
@@ -224,10 +216,7 @@ async fn shutdown_leaves_an_injected_provider_to_its_owner() {
         "the interceptor let go of it"
     );
     let second = interceptor_with(&backend, provider.clone(), 1_000).await;
-    let s = second
-        .intercept(&event("evt_after_shutdown"), &["deny"], None)
-        .await
-        .unwrap();
+    let s = call(&second, "evt_after_shutdown").await;
     assert_eq!(s.decision, Decision::Allow, "{}", s.record);
     assert_eq!(
         bearers(&backend),

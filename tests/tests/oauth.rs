@@ -319,18 +319,9 @@ async fn wrong_client_secret_is_auth_failed() {
     assert!(fx.backend.requests().is_empty());
 }
 
-fn unauthorized() -> Behaviour {
-    Behaviour::Reply {
-        status: 401,
-        content_type: Some("application/json".into()),
-        body: br#"{"jsonrpc":"2.0","id":$ID$,"error":{"code":-32001,"message":"unauthorized"}}"#
-            .to_vec(),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_401_drops_the_token_and_one_fresh_token_resends_the_same_bytes() {
-    let fx = Fixture::start(3600, vec![unauthorized(), Behaviour::NoEffect]).await;
+    let fx = Fixture::start(3600, vec![Behaviour::unauthorized(), Behaviour::NoEffect]).await;
     let interceptor = fx.interceptor("fail-closed", 2_000).await;
     let s = call(&interceptor, "evt_401_once").await;
     assert_eq!(s.decision, Decision::Allow, "{}", s.record);
@@ -349,7 +340,7 @@ async fn a_401_drops_the_token_and_one_fresh_token_resends_the_same_bytes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_401s_are_auth_failed_and_no_request_goes_without_a_token() {
-    let fx = Fixture::start(3600, vec![unauthorized()]).await;
+    let fx = Fixture::start(3600, vec![Behaviour::unauthorized()]).await;
     let interceptor = fx.interceptor("fail-closed", 2_000).await;
     let s = call(&interceptor, "evt_401_twice").await;
     assert_eq!(s.decided_by, DecidedBy::SyntheticDeny, "{}", s.record);

@@ -5,7 +5,7 @@
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::oauth_server::{basic, OAuthServer, TokenMode, CLIENT_ID};
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{ahp_binary, event, registration, Http, TRACE_FILTER};
+use ahp_tests::support::{ahp_binary, event, registration, traced_intercept_command, Http};
 use serde_json::json;
 
 const CLIENT_SECRET: &str = "cs-secret-3a9f71c2";
@@ -68,7 +68,8 @@ async fn no_secret_in_any_output_or_audit_line() {
             logged: "invalid_client",
         },
     ];
-    let ahp = tokio::task::spawn_blocking(ahp_binary)
+    // Found (or built) off the async runtime before the first command needs it.
+    tokio::task::spawn_blocking(ahp_binary)
         .await
         .expect("locate the ahp binary");
     let dir = tempfile::tempdir().unwrap();
@@ -99,18 +100,9 @@ async fn no_secret_in_any_output_or_audit_line() {
         let reg_file = dir.path().join(format!("registration-{i}.json"));
         std::fs::write(&reg_file, reg).unwrap();
         let audit = dir.path().join(format!("audit-{i}.jsonl"));
-        let output = tokio::process::Command::new(ahp)
-            .arg("intercept")
-            .arg("--registration")
-            .arg(&reg_file)
-            .arg("--event")
-            .arg(&event_file)
-            .arg("--audit")
-            .arg(&audit)
+        let output = traced_intercept_command(&reg_file, &event_file, &audit)
             .arg("--trust-roots")
             .arg(roots.path())
-            .env("AHP_LOG", TRACE_FILTER)
-            .kill_on_drop(true)
             .output()
             .await
             .expect("run ahp intercept");
