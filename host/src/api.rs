@@ -149,8 +149,10 @@ pub struct Options {
     pub audit_path: Option<PathBuf>,
     /// Cap on a backend's response body; default 1 MiB.
     pub max_body_bytes: Option<usize>,
-    /// Allow plain `http` to non-loopback hosts (local development only).
-    pub allow_insecure_http: bool,
+    /// Backend ids allowed plain `http` to non-loopback hosts (local development only:
+    /// events and credentials travel unencrypted). Each must be an http backend of the
+    /// registration; `warnings()` names each.
+    pub allow_insecure_http: Vec<String>,
     /// A PEM file of extra trust roots for `https` backends.
     pub trust_roots: Option<PathBuf>,
     /// Retries after transient failures (refused, reset, lost, 502–504, JSON-RPC
@@ -241,11 +243,11 @@ impl Interceptor {
             .map_err(BuildError::Setup)?;
         let http = http_options(&options).map_err(BuildError::Setup)?;
         let backends = Arc::new(
-            Backends::from_plan(plan, &http, &options.retries, &options.credential_providers)
+            Backends::from_plan(plan, &options, &http)
                 .map_err(|e| BuildError::Setup(wasmtime::format_err!(e)))?,
         );
         let mut warnings = warnings;
-        warnings.extend(backends.warnings(options.allow_insecure_http));
+        warnings.extend(backends.warnings());
         let audit = match &options.audit_path {
             Some(path) => Some(
                 AuditLog::open(path)
@@ -602,7 +604,7 @@ impl Drop for HookCall {
 fn http_options(options: &Options) -> wasmtime::Result<HttpOptions> {
     Ok(HttpOptions {
         max_body_bytes: options.max_body_bytes.unwrap_or(1 << 20),
-        allow_insecure_http: options.allow_insecure_http,
+        allow_insecure_http: false,
         tls: Arc::new(crate::tls::client_config(options.trust_roots.as_deref())?),
     })
 }

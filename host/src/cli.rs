@@ -76,9 +76,10 @@ struct HostArgs {
     /// Extra trust roots (PEM) for https backends.
     #[arg(long)]
     trust_roots: Option<PathBuf>,
-    /// Allow plain http to non-loopback hosts (local development only).
-    #[arg(long)]
-    allow_insecure_http: bool,
+    /// Allow plain http to a non-loopback host for these backend ids (comma separated;
+    /// local development only).
+    #[arg(long, value_name = "BACKEND_ID", value_delimiter = ',')]
+    allow_insecure_http: Vec<String>,
     /// Retries per exchange after a transient failure, inside the original deadline.
     #[arg(long, default_value_t = 0)]
     retries: u32,
@@ -96,7 +97,7 @@ impl HostArgs {
         Ok(Options {
             component,
             trust_roots: self.trust_roots.clone(),
-            allow_insecure_http: self.allow_insecure_http,
+            allow_insecure_http: self.allow_insecure_http.clone(),
             retries: crate::RetryPolicy {
                 default: self.retries,
                 ..Default::default()

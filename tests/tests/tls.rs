@@ -142,7 +142,8 @@ async fn plain_http_to_a_non_loopback_host_is_not_permitted() {
 }
 
 /// `ahp check` names every plain-http backend off loopback: refused by default, and
-/// flagged as unencrypted when `--allow-insecure-http` lets it through.
+/// flagged as unencrypted when `--allow-insecure-http ID` lets it through; an id that is
+/// not an http backend of the registration is an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_warns_about_plain_http_off_loopback() {
     let ahp = tokio::task::spawn_blocking(ahp_binary)
@@ -159,7 +160,10 @@ async fn check_warns_about_plain_http_off_loopback() {
     std::fs::write(&reg_file, reg).unwrap();
     for (flag, expected) in [
         (None, "will be refused at delivery"),
-        (Some("--allow-insecure-http"), "travel unencrypted"),
+        (
+            Some("--allow-insecure-http=com.example.remote"),
+            "travel unencrypted",
+        ),
     ] {
         let mut command = tokio::process::Command::new(ahp);
         command.arg("check").arg(&reg_file).args(flag);
@@ -179,4 +183,14 @@ async fn check_warns_about_plain_http_off_loopback() {
             warnings[0]
         );
     }
+    let unknown = tokio::process::Command::new(ahp)
+        .arg("check")
+        .arg(&reg_file)
+        .arg("--allow-insecure-http=com.example.nobody")
+        .output()
+        .await
+        .expect("run ahp check");
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert_eq!(unknown.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("`com.example.nobody`"), "{stderr}");
 }

@@ -32,7 +32,8 @@ const MAX_IDLE: usize = 8;
 pub struct HttpOptions {
     /// The largest response body read; a larger one is `response-too-large`.
     pub max_body_bytes: usize,
-    /// Allow plain `http` to non-loopback addresses (local development only).
+    /// Allow plain `http` to non-loopback addresses (local development only; set per
+    /// backend).
     pub allow_insecure_http: bool,
     /// TLS settings for `https` backends.
     pub tls: Arc<ClientConfig>,
@@ -121,6 +122,11 @@ impl HttpBackend {
                 .parse::<std::net::IpAddr>()
                 .is_ok_and(|ip| ip.is_loopback());
         (!self.tls && !loopback).then_some(self.host.as_str())
+    }
+
+    /// Whether plain `http` may go to a non-loopback address.
+    pub fn allows_insecure_http(&self) -> bool {
+        self.options.allow_insecure_http
     }
 
     /// POSTs the JSON `body`, with the bearer token if any, and returns the reply, all by

@@ -7,6 +7,7 @@ pub mod http;
 pub mod oauth;
 pub mod stdio;
 
+use crate::api::Options;
 use crate::bindings::credentials::AuthError;
 use crate::bindings::delivery::Reply;
 use crate::bindings::host_types::DeliveryError;
@@ -14,7 +15,7 @@ use crate::bindings::interceptor::{AuthPlan, BackendPlan, TransportPlan};
 use crate::bindings::{credentials as wit_credentials, delivery as wit_delivery, host_types};
 use crate::clock;
 use crate::interrupt::Interrupt;
-use credentials::{AuthFailure, Credential, CredentialProvider, Source};
+use credentials::{AuthFailure, Credential, Source};
 use http::{HttpBackend, HttpOptions};
 use oauth::OAuth;
 use std::collections::HashMap;
@@ -49,40 +50,46 @@ pub struct Backends {
     oauth: Option<Arc<OAuth>>,
 }
 
-/// Injected credential providers, by backend id.
-pub type Providers = HashMap<String, Arc<dyn CredentialProvider>>;
-
 impl Backends {
     /// Builds the transports and credential sources the component's plan asks for. An
-    /// injected provider replaces the registration's binding for its backend.
+    /// injected provider replaces the registration's binding for its backend. Every
+    /// backend id the options name must be an http backend of the plan.
     pub fn from_plan(
         plan: Vec<BackendPlan>,
+        options: &Options,
         http: &HttpOptions,
-        retries: &RetryPolicy,
-        providers: &Providers,
     ) -> Result<Backends, String> {
-        if let Some(unknown) = providers.keys().find(|id| {
-            !plan
-                .iter()
-                .any(|b| &b.id == *id && matches!(b.transport, TransportPlan::Http(_)))
-        }) {
+        let is_http = |id: &str| {
+            plan.iter()
+                .any(|b| b.id == id && matches!(b.transport, TransportPlan::Http(_)))
+        };
+        if let Some(unknown) = options.credential_providers.keys().find(|id| !is_http(id)) {
             return Err(format!(
                 "credential provider for `{unknown}`, which is not an http backend of this registration"
+            ));
+        }
+        if let Some(unknown) = options.allow_insecure_http.iter().find(|id| !is_http(id)) {
+            return Err(format!(
+                "allow-insecure-http names `{unknown}`, which is not an http backend of this registration"
             ));
         }
         let oauth = Arc::new(OAuth::new(http.clone()));
         let mut by_id = HashMap::new();
         for backend in plan {
             let transport = match &backend.transport {
-                TransportPlan::Http(url) => Transport::Http(
-                    HttpBackend::new(url, http.clone())
-                        .map_err(|e| format!("backend {}: {e}", backend.id))?,
-                ),
+                TransportPlan::Http(url) => {
+                    let mut http = http.clone();
+                    http.allow_insecure_http = options.allow_insecure_http.contains(&backend.id);
+                    Transport::Http(
+                        HttpBackend::new(url, http)
+                            .map_err(|e| format!("backend {}: {e}", backend.id))?,
+                    )
+                }
                 TransportPlan::Stdio(plan) => {
                     Transport::Stdio(StdioBackend::new(&backend.id, plan, http.max_body_bytes))
                 }
             };
-            let credentials = match (providers.get(&backend.id), backend.auth) {
+            let credentials = match (options.credential_providers.get(&backend.id), backend.auth) {
                 (Some(provider), _) => Some(Source::Provided(Arc::clone(provider))),
                 (None, Some(AuthPlan::Oauth(plan))) => {
                     Some(Source::OAuth(plan, Arc::clone(&oauth)))
@@ -90,7 +97,7 @@ impl Backends {
                 (None, Some(bearer)) => Some(Source::Bearer(bearer)),
                 (None, None) => None,
             };
-            let retries = retries.for_backend(&backend.id);
+            let retries = options.retries.for_backend(&backend.id);
             by_id.insert(
                 backend.id,
                 Backend {
@@ -131,12 +138,12 @@ impl Backends {
 
     /// What `ahp check` should say about how backends are reached: plain `http` off
     /// loopback, and credentials this host cannot obtain.
-    pub fn warnings(&self, allow_insecure_http: bool) -> Vec<String> {
+    pub fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         for (id, backend) in &self.by_id {
             if let Transport::Http(http) = &backend.transport {
                 if let Some(host) = http.insecure_host() {
-                    warnings.push(match allow_insecure_http {
+                    warnings.push(match http.allows_insecure_http() {
                         true => format!(
                             "backend `{id}`: plain http to `{host}` is allowed by allow-insecure-http; \
                              events and credentials travel unencrypted (local development only)"
