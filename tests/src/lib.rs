@@ -3,5 +3,6 @@
 
 pub mod fault_backend;
 pub mod oauth_server;
+pub mod peers;
 pub mod pki;
 pub mod support;

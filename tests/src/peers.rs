@@ -1,0 +1,364 @@
+//! The interop contract every official-SDK peer backend must meet, shared by
+//! `interop_rust` and `interop_python`.
+//!
+//! A [`Peer`] says how to start one peer (program, leading arguments) and how it denies;
+//! the scenarios here (one per behaviour, named like the tests that run them) drive the
+//! real component and host against it over HTTP, with and without bearer auth, and over
+//! stdio in both lifecycles, and assert the decision, `decidedBy`, the interceptor outcome
+//! and the failure class. Each test file keeps only what is specific to its peer: how the
+//! process is found and launched, and what it reports about itself (the HTTP scenarios
+//! return the still running [`HttpPeer`] for that).
+//!
+//! Every peer implements the same policy: deny a `tool.before` whose Bash command contains
+//! `rm -rf`, with the peer's own reason; otherwise no effect. Its HTTP mode prints
+//! `PORT <n>` as its first stdout line and refuses a request without
+//! `Authorization: Bearer <token>` when `AHP_PEER_TOKEN` is set.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use ahp_host::{DecidedBy, Decision, Interceptor, Settlement};
+use serde_json::{json, Value};
+
+use crate::support::{event, interceptor, registration, Http};
+
+/// The reason of the synthetic deny a fail-closed failure settles as.
+const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
+/// Generous: an interpreter starts in ~700 ms, and a per-event child starts a process on
+/// every call.
+const TIMEOUT_MS: u64 = 5_000;
+/// How long a peer may take to announce its port, or to exit once its stdin is closed.
+const PEER_WAIT: Duration = Duration::from_secs(30);
+
+/// A peer backend built on an official AHP SDK.
+#[derive(Clone, Debug)]
+pub struct Peer {
+    /// For messages, e.g. `rust peer`.
+    pub name: &'static str,
+    /// Short tag for the event ids, variable names and tokens of its tests, e.g. `rs`.
+    pub tag: &'static str,
+    /// The hook id in its registrations.
+    pub id: &'static str,
+    /// The reason it gives when it denies.
+    pub deny_reason: &'static str,
+    /// The program to run; the mode (`http` or `stdio`) follows `args`.
+    pub program: String,
+    pub args: Vec<String>,
+}
+
+impl Peer {
+    /// Starts the peer in HTTP mode (requiring `token` as a bearer token when given) and
+    /// waits for its `PORT <n>` line.
+    fn start_http(&self, token: Option<&str>) -> HttpPeer {
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .arg("http")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .env_remove("AHP_PEER_TOKEN");
+        if let Some(token) = token {
+            command.env("AHP_PEER_TOKEN", token);
+        }
+        let name = self.name;
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("the {name} starts: {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stdin = child.stdin.take();
+        let (port_tx, port_rx) = mpsc::channel();
+        let (lines_tx, lines) = mpsc::channel();
+        // Guard from here on, so a failed start still kills the process.
+        let mut peer = HttpPeer {
+            name,
+            child,
+            stdin,
+            port: 0,
+            lines,
+        };
+        // Reads to EOF, so the peer never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let _ = port_tx.send(lines.next());
+            let _ = lines_tx.send(lines.map_while(Result::ok).collect::<Vec<_>>());
+        });
+        let line = port_rx
+            .recv_timeout(PEER_WAIT)
+            .unwrap_or_else(|_| panic!("the {name} announced its port in time"))
+            .unwrap_or_else(|| panic!("the {name} printed a line"))
+            .unwrap_or_else(|e| panic!("the {name}'s stdout is readable: {e}"));
+        peer.port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("expected `PORT <n>` from the {name}, got {line:?}"));
+        peer
+    }
+
+    /// [`Peer::start_http`] off the async runtime.
+    async fn serve_http(&self, token: Option<&str>) -> HttpPeer {
+        let peer = self.clone();
+        let token = token.map(str::to_owned);
+        tokio::task::spawn_blocking(move || peer.start_http(token.as_deref()))
+            .await
+            .expect("the peer start task completed")
+    }
+
+    /// One HTTP hook on `server`, fail-closed, with the peer's id.
+    fn http<'a>(&'a self, server: &HttpPeer) -> Http<'a> {
+        Http::new(self.id, server.url()).timeout_ms(TIMEOUT_MS)
+    }
+
+    /// One stdio hook running the peer in `lifecycle`, fail-closed.
+    fn stdio_registration(&self, lifecycle: &str) -> String {
+        let mut args = self.args.clone();
+        args.push("stdio".to_owned());
+        json!({
+            "protocolVersion": "draft",
+            "hooks": [{
+                "id": self.id,
+                "transport": {
+                    "type": "stdio",
+                    "command": self.program,
+                    "args": args,
+                    "lifecycle": lifecycle
+                },
+                "subscriptions": [{
+                    "events": ["tool.before"], "mode": "intercept",
+                    "timeoutMs": TIMEOUT_MS, "failurePolicy": "fail-closed",
+                    "content": {"default": "metadata"}
+                }]
+            }]
+        })
+        .to_string()
+    }
+
+    /// The id of this peer's event `name`, e.g. `evt_rs_http_allow`.
+    fn event_id(&self, name: &str) -> String {
+        format!("evt_{}_{name}", self.tag)
+    }
+
+    /// The peer explicitly denied, with its own reason.
+    fn assert_denied(&self, settled: &Settlement, case: &str) {
+        let deny = (
+            Decision::Deny,
+            DecidedBy::BackendDeny,
+            Some(self.deny_reason),
+        );
+        assert_answered(settled, deny, "backend-deny", "deny", case);
+    }
+}
+
+/// A peer serving HTTP in a child process; killed and reaped on drop.
+pub struct HttpPeer {
+    name: &'static str,
+    child: Child,
+    /// Closing it tells a peer that watches its stdin to exit.
+    stdin: Option<ChildStdin>,
+    port: u16,
+    /// Every stdout line after the port line, sent once stdout reaches EOF.
+    lines: mpsc::Receiver<Vec<String>>,
+}
+
+impl HttpPeer {
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/hooks", self.port)
+    }
+
+    /// Closes the peer's stdin and returns every line it printed after `PORT <n>`, once it
+    /// has exited. Only for a peer that exits when its stdin closes.
+    pub fn finish(mut self) -> Vec<String> {
+        drop(self.stdin.take());
+        let name = self.name;
+        self.lines
+            .recv_timeout(PEER_WAIT)
+            .unwrap_or_else(|_| panic!("the {name} exited once its stdin closed"))
+    }
+}
+
+impl Drop for HttpPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A `tool.before` event whose Bash command is `command`.
+///
+/// It carries `harness`, which both SDKs require (and `support::event` omits): the peers
+/// validate every request against the draft `tool-before.schema.json` bundled with the
+/// SDK, and answer an event without it with JSON-RPC error -32602.
+fn tool_event(id: &str, command: &str) -> String {
+    let mut value: Value = serde_json::from_str(&event(id)).expect("support::event is JSON");
+    value["tool"]["input"]["command"] = json!(command);
+    value["harness"] = json!({"name": "ahp-e2e", "version": "0.1.0"});
+    value.to_string()
+}
+
+/// Intercepts [`tool_event`]`(id, command)` with a harness that can enforce `deny`.
+async fn call(hooks: &Interceptor, id: &str, command: &str) -> Settlement {
+    hooks
+        .intercept(&tool_event(id, command), &["deny"], None)
+        .await
+        .expect("a valid event settles")
+}
+
+/// The single interceptor entry of a settlement record.
+fn only_interceptor(settled: &Settlement) -> &Value {
+    let interceptors = settled.record["interceptors"]
+        .as_array()
+        .expect("interceptors is an array");
+    assert_eq!(
+        interceptors.len(),
+        1,
+        "one interceptor in {}",
+        settled.record
+    );
+    &interceptors[0]
+}
+
+/// How a call settled: decision, who decided it, reason.
+fn verdict(settled: &Settlement) -> (Decision, DecidedBy, Option<&str>) {
+    (
+        settled.decision,
+        settled.decided_by,
+        settled.reason.as_deref(),
+    )
+}
+
+/// The peer answered, without failure: the call settled as `expected`, which the record
+/// names `decided_by`, and the interceptor's outcome is `outcome`.
+fn assert_answered(
+    settled: &Settlement,
+    expected: (Decision, DecidedBy, Option<&str>),
+    decided_by: &str,
+    outcome: &str,
+    case: &str,
+) {
+    let record = &settled.record;
+    assert_eq!(verdict(settled), expected, "{case}: {record}");
+    assert_eq!(record["decidedBy"], json!(decided_by), "{case}: {record}");
+    let entry = only_interceptor(settled);
+    assert_eq!(entry["outcome"], json!(outcome), "{case}: {record}");
+    assert_eq!(entry.get("failure"), None, "{case}: {record}");
+}
+
+/// The peer answered without objection.
+fn assert_allowed(settled: &Settlement, case: &str) {
+    let allow = (Decision::Allow, DecidedBy::NoObjection, None);
+    assert_answered(settled, allow, "no-objection", "no-effect", case);
+}
+
+/// `token` appears nowhere in the record.
+fn assert_token_absent(settled: &Settlement, token: &str) {
+    assert!(
+        !settled.record.to_string().contains(token),
+        "token in the record: {}",
+        settled.record
+    );
+}
+
+/// Over HTTP, an allowed command settles as no objection. Returns the running peer.
+pub async fn http_allow_is_no_objection(peer: &Peer) -> HttpPeer {
+    let server = peer.serve_http(None).await;
+    let hooks = interceptor(&registration(&[peer.http(&server)])).await;
+    let settled = call(&hooks, &peer.event_id("http_allow"), "make test").await;
+    hooks.shutdown();
+    assert_allowed(&settled, "http allow");
+    server
+}
+
+/// Over HTTP, the peer's deny settles as a backend deny with its reason. Returns the
+/// running peer.
+pub async fn http_deny_is_a_backend_deny_with_the_peer_reason(peer: &Peer) -> HttpPeer {
+    let server = peer.serve_http(None).await;
+    let hooks = interceptor(&registration(&[peer.http(&server)])).await;
+    let settled = call(&hooks, &peer.event_id("http_deny"), "rm -rf /").await;
+    hooks.shutdown();
+    peer.assert_denied(&settled, "http deny");
+    server
+}
+
+/// With the bearer token the peer requires, it allows and denies as without auth, and
+/// the token stays out of the records. Returns the running peer (two calls).
+pub async fn http_bearer_token_is_accepted(peer: &Peer) -> HttpPeer {
+    let name = format!("AHP_E2E_{}_BEARER_ACCEPTED", peer.tag.to_uppercase());
+    let token = format!("tok-{}-accepted-5e21c7", peer.tag);
+    std::env::set_var(&name, &token);
+    let server = peer.serve_http(Some(&token)).await;
+    let hooks = interceptor(&registration(&[peer.http(&server).token_env(&name)])).await;
+    let allowed = call(&hooks, &peer.event_id("bearer_allow"), "make test").await;
+    let denied = call(&hooks, &peer.event_id("bearer_deny"), "rm -rf /").await;
+    hooks.shutdown();
+    assert_allowed(&allowed, "bearer allow");
+    peer.assert_denied(&denied, "bearer deny");
+    for settled in [&allowed, &denied] {
+        assert_token_absent(settled, &token);
+    }
+    server
+}
+
+/// A bearer token the peer refuses (HTTP 401) is `auth-failed` in the await-response
+/// phase and, fail-closed, a synthetic deny; the token stays out of the record. Returns
+/// the running peer.
+pub async fn http_wrong_bearer_token_is_auth_failed_and_fails_closed(peer: &Peer) -> HttpPeer {
+    let name = format!("AHP_E2E_{}_BEARER_REJECTED", peer.tag.to_uppercase());
+    let token = format!("tok-{}-wrong-9f03b4", peer.tag);
+    std::env::set_var(&name, &token);
+    let server = peer
+        .serve_http(Some(&format!("tok-{}-right-18ad6e", peer.tag)))
+        .await;
+    let hooks = interceptor(&registration(&[peer
+        .http(&server)
+        .policy("fail-closed")
+        .token_env(&name)]))
+    .await;
+    // A command the peer would allow: any deny comes from the rejected credential.
+    let settled = call(&hooks, &peer.event_id("bearer_wrong"), "make test").await;
+    hooks.shutdown();
+    let record = &settled.record;
+    let synthetic = (
+        Decision::Deny,
+        DecidedBy::SyntheticDeny,
+        Some(SYNTHETIC_REASON),
+    );
+    assert_eq!(verdict(&settled), synthetic, "{record}");
+    assert_eq!(record["decidedBy"], json!("synthetic-deny"), "{record}");
+    let entry = only_interceptor(&settled);
+    assert_eq!(entry["outcome"], json!("failed-closed"), "{record}");
+    assert_eq!(
+        entry["failure"],
+        json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
+        "{record}"
+    );
+    assert_token_absent(&settled, &token);
+    server
+}
+
+/// A persistent stdio peer allows and denies, and keeps answering after a deny. The first
+/// call starts the process and must already be a valid allow.
+pub async fn stdio_persistent_allows_and_denies(peer: &Peer) {
+    let hooks = interceptor(&peer.stdio_registration("persistent")).await;
+    let warm = call(&hooks, &peer.event_id("persistent_warm"), "true").await;
+    let allowed = call(&hooks, &peer.event_id("persistent_allow"), "make test").await;
+    let denied = call(&hooks, &peer.event_id("persistent_deny"), "rm -rf /").await;
+    let after = call(&hooks, &peer.event_id("persistent_after"), "ls").await;
+    hooks.shutdown();
+    assert_allowed(&warm, "persistent warm-up");
+    assert_allowed(&allowed, "persistent allow");
+    peer.assert_denied(&denied, "persistent deny");
+    assert_allowed(&after, "persistent allow after a deny");
+}
+
+/// A per-event stdio peer (a process per call) allows and denies.
+pub async fn stdio_per_event_allows_and_denies(peer: &Peer) {
+    let hooks = interceptor(&peer.stdio_registration("per_event")).await;
+    let allowed = call(&hooks, &peer.event_id("per_event_allow"), "make test").await;
+    let denied = call(&hooks, &peer.event_id("per_event_deny"), "rm -rf /").await;
+    hooks.shutdown();
+    assert_allowed(&allowed, "per_event allow");
+    peer.assert_denied(&denied, "per_event deny");
+}
