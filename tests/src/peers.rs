@@ -22,7 +22,7 @@ use std::time::Duration;
 use ahp_host::{DecidedBy, Decision, Interceptor, Settlement};
 use serde_json::{json, Value};
 
-use crate::support::{event, interceptor, registration, Http};
+use crate::support::{event, interceptor, only_interceptor, registration, Http};
 
 /// The reason of the synthetic deny a fail-closed failure settles as.
 const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
@@ -207,19 +207,6 @@ async fn call(hooks: &Interceptor, id: &str, command: &str) -> Settlement {
 }
 
 /// The single interceptor entry of a settlement record.
-fn only_interceptor(settled: &Settlement) -> &Value {
-    let interceptors = settled.record["interceptors"]
-        .as_array()
-        .expect("interceptors is an array");
-    assert_eq!(
-        interceptors.len(),
-        1,
-        "one interceptor in {}",
-        settled.record
-    );
-    &interceptors[0]
-}
-
 /// How a call settled: decision, who decided it, reason.
 fn verdict(settled: &Settlement) -> (Decision, DecidedBy, Option<&str>) {
     (
@@ -241,7 +228,7 @@ fn assert_answered(
     let record = &settled.record;
     assert_eq!(verdict(settled), expected, "{case}: {record}");
     assert_eq!(record["decidedBy"], json!(decided_by), "{case}: {record}");
-    let entry = only_interceptor(settled);
+    let entry = only_interceptor(&settled.record);
     assert_eq!(entry["outcome"], json!(outcome), "{case}: {record}");
     assert_eq!(entry.get("failure"), None, "{case}: {record}");
 }
@@ -327,7 +314,7 @@ pub async fn http_wrong_bearer_token_is_auth_failed_and_fails_closed(peer: &Peer
     );
     assert_eq!(verdict(&settled), synthetic, "{record}");
     assert_eq!(record["decidedBy"], json!("synthetic-deny"), "{record}");
-    let entry = only_interceptor(&settled);
+    let entry = only_interceptor(&settled.record);
     assert_eq!(entry["outcome"], json!("failed-closed"), "{record}");
     assert_eq!(
         entry["failure"],

@@ -105,6 +105,15 @@ pub fn traced_intercept_command(
 const TRACE_FILTER: &str =
     "trace,cranelift_codegen=off,cranelift_frontend=off,wasmtime_internal_cranelift=off";
 
+/// The audit entry of the one interceptor in `record` (asserts there is exactly one).
+pub fn only_interceptor(record: &Value) -> &Value {
+    let interceptors = record["interceptors"]
+        .as_array()
+        .expect("interceptors is an array");
+    assert_eq!(interceptors.len(), 1, "one interceptor in {record}");
+    &interceptors[0]
+}
+
 /// A valid `tool.before` event with the given id.
 pub fn event(id: &str) -> String {
     json!({

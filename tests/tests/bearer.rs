@@ -6,7 +6,7 @@
 use ahp_host::{DecidedBy, Decision, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    ahp_binary, event, interceptor, registration, traced_intercept_command, Http,
+    ahp_binary, event, interceptor, only_interceptor, registration, traced_intercept_command, Http,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -19,14 +19,6 @@ async fn call(interceptor: &ahp_host::Interceptor, id: &str) -> Settlement {
         .intercept(&event(id), &["deny"], None)
         .await
         .expect("a valid event settles")
-}
-
-fn only_interceptor(record: &Value) -> &Value {
-    let interceptors = record["interceptors"]
-        .as_array()
-        .expect("interceptors is an array");
-    assert_eq!(interceptors.len(), 1, "one interceptor in {record}");
-    &interceptors[0]
 }
 
 /// The secret appears nowhere in what the harness may show or store.

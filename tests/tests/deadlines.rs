@@ -7,7 +7,7 @@
 
 use ahp_host::{DecidedBy, Decision, Interceptor, Options, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, interceptor, registration, Http};
+use ahp_tests::support::{event, interceptor, only_interceptor, registration, Http};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -31,14 +31,6 @@ async fn timed(
 }
 
 /// The single interceptor entry of a settlement record.
-fn only_interceptor(record: &Value) -> &Value {
-    let interceptors = record["interceptors"]
-        .as_array()
-        .expect("interceptors is an array");
-    assert_eq!(interceptors.len(), 1, "one interceptor in {record}");
-    &interceptors[0]
-}
-
 /// `elapsed` lies in `[deadline, deadline + SLACK)`.
 fn assert_within(elapsed: Duration, deadline_ms: u64, case: &str) {
     let deadline = Duration::from_millis(deadline_ms);

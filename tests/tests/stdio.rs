@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ahp_host::{DecidedBy, Decision, Interceptor, Interrupt, Settlement};
-use ahp_tests::support::{event, interceptor};
+use ahp_tests::support::{event, interceptor, only_interceptor};
 use serde_json::{json, Value};
 use tokio::sync::RwLock;
 
@@ -142,23 +142,10 @@ async fn one_call(
 }
 
 /// The single interceptor entry of a settlement record.
-fn only_interceptor(settled: &Settlement) -> &Value {
-    let interceptors = settled.record["interceptors"]
-        .as_array()
-        .expect("interceptors is an array");
-    assert_eq!(
-        interceptors.len(),
-        1,
-        "one interceptor in {}",
-        settled.record
-    );
-    &interceptors[0]
-}
-
 /// The call failed operationally with `class` and settled as `policy` says; returns the
 /// failure object of the record.
 fn assert_failed<'s>(settled: &'s Settlement, policy: &str, class: &str, case: &str) -> &'s Value {
-    let entry = only_interceptor(settled);
+    let entry = only_interceptor(&settled.record);
     let record = &settled.record;
     assert_eq!(entry["failure"]["class"], json!(class), "{case}: {record}");
     assert_eq!(entry["policy"], json!(policy), "{case}: {record}");
@@ -275,7 +262,7 @@ async fn eventually(within: Duration, mut condition: impl FnMut() -> bool) -> bo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_settles_as_no_objection_in_both_lifecycles() {
     every_case("allow", 2_000, |settled, _, case, _, log| {
-        let entry = only_interceptor(settled);
+        let entry = only_interceptor(&settled.record);
         assert_eq!(
             (settled.decision, settled.decided_by),
             (Decision::Allow, DecidedBy::NoObjection),
@@ -310,7 +297,7 @@ async fn deny_is_an_explicit_backend_deny_in_both_lifecycles() {
         );
         assert_eq!(settled.record["decidedBy"], json!("backend-deny"), "{case}");
         assert_eq!(
-            only_interceptor(settled)["outcome"],
+            only_interceptor(&settled.record)["outcome"],
             json!("deny"),
             "{case}"
         );
