@@ -9,16 +9,13 @@ use ahp_host::{Decision, Interceptor, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::oauth_server::{OAuthServer, CLIENT_ID};
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{event, median_p99_us, registration, Http};
+use ahp_tests::support::{bench_count, event, median_p99_us, registration, Http};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let n: usize = std::env::args()
-        .filter_map(|a| a.parse().ok())
-        .next()
-        .unwrap_or(2_000);
+    let n = bench_count(2_000);
     let pki = Pki::generate();
     let roots = pki.trust_roots_file();
     let server = OAuthServer::start(&pki, "bench-secret", 3600).await;

@@ -5,15 +5,12 @@
 //! `cargo bench -p ahp-tests --bench overshoot` (optionally `-- N`)
 
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, interceptor, registration, Http};
+use ahp_tests::support::{bench_count, event, interceptor, registration, Http};
 use std::time::{Duration, Instant};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let n: usize = std::env::args()
-        .filter_map(|a| a.parse().ok())
-        .next()
-        .unwrap_or(20);
+    let n = bench_count(20);
     println!("deadline overshoot (settlement time − timeoutMs), {n} calls per case, fail-closed");
     println!(
         "{:<12} {:>10} {:>14} {:>11}",

@@ -14,17 +14,14 @@ use std::time::{Duration, Instant};
 
 use ahp_host::{DecidedBy, Decision, Interceptor};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, interceptor, median_p99_us, registration, Http};
+use ahp_tests::support::{bench_count, event, interceptor, median_p99_us, registration, Http};
 use serde_json::json;
 
 const STDIO_BACKEND: &str = env!("CARGO_BIN_EXE_stdio_backend");
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let n: usize = std::env::args()
-        .filter_map(|a| a.parse().ok())
-        .next()
-        .unwrap_or(2_000);
+    let n = bench_count(2_000);
     let warmup = (n / 10).max(50);
 
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;

@@ -208,6 +208,14 @@ pub fn ahp_binary() -> &'static Path {
     })
 }
 
+/// The first number among a bench's arguments (`cargo bench ... -- N`), or `default`.
+pub fn bench_count(default: usize) -> usize {
+    std::env::args()
+        .filter_map(|a| a.parse().ok())
+        .next()
+        .unwrap_or(default)
+}
+
 /// Median and p99 of `samples`, in µs (sorts them), for the benches.
 pub fn median_p99_us(samples: &mut [std::time::Duration]) -> (f64, f64) {
     samples.sort();
