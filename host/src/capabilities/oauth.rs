@@ -32,6 +32,8 @@ const FLIGHT_BOUND: Duration = Duration::from_secs(30);
 const METADATA_TTL: Duration = Duration::from_secs(3600);
 /// The lifetime assumed for a token whose response has no `expires_in`.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
+/// The longest a token is kept, whatever its `expires_in` says.
+const MAX_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 /// A token is treated as expired this much early (at most a tenth of its lifetime), so it
 /// does not run out on its way to the backend.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
@@ -128,10 +130,16 @@ impl OAuth {
             let slot = tokens.entry(key.clone()).or_default();
             let now = Instant::now();
             if let Some(token) = slot.token.clone().filter(|t| now < t.expires_at) {
-                if now >= token.refresh_at && slot.flight.is_none() {
+                let idle = slot.flight.as_ref().is_none_or(|f| f.task.is_finished());
+                if now >= token.refresh_at && idle {
                     slot.flight = Some(self.start_flight(key, plan, true));
                 }
                 return Ok(token.secret);
+            }
+            // A flight whose task ended without clearing itself (it cannot, short of a
+            // bug) must not block every later caller.
+            if slot.flight.as_ref().is_some_and(|f| f.task.is_finished()) {
+                slot.flight = None;
             }
             let renewing = slot.issued_before;
             slot.flight
@@ -457,7 +465,8 @@ fn token_from(
             v.as_u64()
                 .filter(|s| *s > 0)
                 .ok_or("`expires_in` is not a positive integer")?,
-        ),
+        )
+        .min(MAX_LIFETIME),
     };
     if let Some(granted) = json["scope"].as_str() {
         // Least privilege: a token wider than what was asked for is not used.
@@ -584,6 +593,9 @@ mod tests {
             now,
         );
         assert!(unbounded.is_ok_and(|t| t.expires_at - now == Duration::from_secs(270)));
+        let forever = json!({"access_token": "t", "token_type": "Bearer", "expires_in": u64::MAX});
+        let capped = token_from(&forever, &[], now).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(capped.expires_at - now, MAX_LIFETIME - EXPIRY_MARGIN);
         for bad in [
             json!({"token_type": "Bearer"}),
             json!({"access_token": "has space", "token_type": "Bearer"}),
