@@ -74,6 +74,32 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// A harness's own source of bearer tokens for one backend, injected through
 /// `Options::credential_providers`. It replaces the registration's binding for that
 /// backend. The interceptor only borrows it: shutdown does not close or drop its state.
+///
+/// ```no_run
+/// use ahp_host::{AuthFailure, BoxFuture, CredentialProvider, CredentialRequest};
+/// use ahp_host::{Interceptor, Options, Secret};
+/// use std::sync::Arc;
+///
+/// /// Tokens from the harness's own vault client.
+/// struct Vault;
+///
+/// impl CredentialProvider for Vault {
+///     fn acquire(&self, request: CredentialRequest) -> BoxFuture<'_, Result<Secret, AuthFailure>> {
+///         Box::pin(async move {
+///             // Fetch for `request.backend`, finishing before `request.deadline`.
+///             let token = std::env::var("VAULT_TOKEN").map_err(|_| AuthFailure::Unresolved)?;
+///             Ok(Secret::new(token))
+///         })
+///     }
+/// }
+///
+/// # async fn build(registration: &str) -> Result<(), ahp_host::BuildError> {
+/// let mut options = Options::default();
+/// let vault: Arc<dyn CredentialProvider> = Arc::new(Vault);
+/// options.credential_providers.insert("com.example.policy".into(), vault);
+/// let interceptor = Interceptor::new(registration, options).await?;
+/// # Ok(()) }
+/// ```
 pub trait CredentialProvider: Send + Sync {
     /// A bearer token for `request.backend`, by `request.deadline`.
     fn acquire(&self, request: CredentialRequest) -> BoxFuture<'_, Result<Secret, AuthFailure>>;
