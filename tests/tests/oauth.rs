@@ -462,3 +462,20 @@ async fn a_failed_background_refresh_keeps_the_valid_token_and_backs_off() {
     let issued = fx.server.issued();
     assert_eq!(fx.bearers(), vec![issued[0].clone(); 3]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_token_request_rediscovers_the_metadata_next_time() {
+    let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+    fx.server.set_token_mode(TokenMode::Status(503));
+    let interceptor = fx.interceptor("fail-closed", 2_000).await;
+    let failed = call(&interceptor, "evt_rediscover_1").await;
+    assert_eq!(failure(&failed)["class"], "auth-failed");
+    fx.server.set_token_mode(TokenMode::Issue);
+    let s = call(&interceptor, "evt_rediscover_2").await;
+    assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    assert_eq!(
+        fx.server.metadata_requests(),
+        ["/.well-known/oauth-authorization-server"; 2]
+    );
+    assert_eq!(fx.server.token_requests().len(), 2);
+}

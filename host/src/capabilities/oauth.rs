@@ -229,9 +229,25 @@ impl OAuth {
         }
     }
 
-    /// Discovery (cached) and one token request, by `deadline`.
+    /// Discovery (cached) and one token request, by `deadline`. A failed token request
+    /// forgets the metadata, so the next acquisition discovers again (the server may
+    /// have moved its token endpoint).
     async fn acquire(&self, plan: &OauthPlan, deadline: Instant) -> Result<Token, Problem> {
         let metadata = self.metadata(&plan.issuer, deadline).await?;
+        let token = self.request_token(plan, &metadata, deadline).await;
+        if matches!(token, Err(Problem::Failed(_))) {
+            lock(&self.metadata).remove(&plan.issuer);
+        }
+        token
+    }
+
+    /// One client credentials token request to the discovered endpoint.
+    async fn request_token(
+        &self,
+        plan: &OauthPlan,
+        metadata: &Metadata,
+        deadline: Instant,
+    ) -> Result<Token, Problem> {
         let secret = match &plan.client_secret_ref {
             Some(reference) => from_reference(reference)
                 .await
