@@ -1,0 +1,117 @@
+//! No leaked file descriptors: every pipe to a stdio backend child, across persistent
+//! children, their restarts after a timeout or garbage, per-event children and a launch
+//! failure, is closed once the interceptor is shut down and dropped.
+//!
+//! Its own test binary with a single test, so no other test opens descriptors in this
+//! process while it counts them.
+
+use ahp_host::Decision;
+use ahp_tests::support::{event, interceptor};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+const BACKEND: &str = env!("CARGO_BIN_EXE_stdio_backend");
+
+/// The open descriptors of this process, by number (Linux).
+fn open_fds() -> Vec<String> {
+    let mut fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd is readable")
+        .map(|entry| {
+            let entry = entry.expect("a directory entry");
+            let target = std::fs::read_link(entry.path())
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
+            format!("{} -> {target}", entry.file_name().to_string_lossy())
+        })
+        .collect();
+    fds.sort();
+    fds
+}
+
+fn hook(id: &str, args: &[&str], lifecycle: &str, timeout_ms: u64) -> serde_json::Value {
+    json!({
+        "id": id,
+        "transport": {"type": "stdio", "command": BACKEND, "args": args, "lifecycle": lifecycle},
+        "subscriptions": [{
+            "events": ["tool.before"], "mode": "intercept",
+            "timeoutMs": timeout_ms, "failurePolicy": "fail-open",
+            "content": {"default": "metadata"}
+        }]
+    })
+}
+
+/// Every way a stdio backend comes and goes, in one registration.
+fn registration() -> String {
+    json!({"protocolVersion": "draft", "hooks": [
+        hook("com.example.persistent", &["no-effect"], "persistent", 2_000),
+        hook("com.example.slow", &["sleep:1000"], "persistent", 200),
+        hook("com.example.garbage", &["garbage"], "persistent", 2_000),
+        hook("com.example.per-event", &["no-effect"], "per_event", 2_000),
+        hook("com.example.exits", &["exit-mid"], "per_event", 2_000),
+        {
+            "id": "com.example.missing",
+            "transport": {"type": "stdio", "command": "/nonexistent/backend", "lifecycle": "persistent"},
+            "subscriptions": [{
+                "events": ["tool.before"], "mode": "intercept",
+                "timeoutMs": 2_000, "failurePolicy": "fail-open",
+                "content": {"default": "metadata"}
+            }]
+        }
+    ]})
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_leaves_no_descriptor_open() {
+    // The first interceptor warms up what lives for the whole process (the engine, the
+    // embedded component, the epoch ticker), so the baseline below is steady.
+    let warm = interceptor(&registration()).await;
+    warm.intercept(&event("evt_fd_warm"), &["deny"], None)
+        .await
+        .unwrap();
+    warm.shutdown();
+    drop(warm);
+    let before = open_fds();
+
+    let hooks = interceptor(&registration()).await;
+    for i in 0..3 {
+        let settled = hooks
+            .intercept(&event(&format!("evt_fd_{i}")), &["deny"], None)
+            .await
+            .unwrap();
+        assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+        let classes: Vec<_> = settled.record["interceptors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["failure"]["class"].clone())
+            .collect();
+        assert_eq!(
+            classes,
+            [
+                json!(null),
+                json!("deadline-exceeded"),
+                json!("malformed-json"),
+                json!(null),
+                json!("abnormal-exit"),
+                json!("launch-failed")
+            ],
+            "every path ran: {}",
+            settled.record
+        );
+    }
+    let during = open_fds().len();
+    assert!(
+        during > before.len(),
+        "the persistent children hold pipes while they run"
+    );
+    hooks.shutdown();
+    drop(hooks);
+
+    // Pipes close as the reaped children's handles drop; give that a moment.
+    let until = Instant::now() + Duration::from_secs(2);
+    while open_fds() != before && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(open_fds(), before, "descriptors left open after shutdown");
+}
