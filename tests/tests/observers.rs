@@ -2,7 +2,7 @@
 //! matching observer, exactly or by `family.*` / `*`; HTTP success is 202/204 with no
 //! body; every failure is recorded and bounded by the observer deadline and the budget.
 
-use ahp_host::{Interceptor, Options};
+use ahp_host::{Interceptor, Options, RetryPolicy};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -22,8 +22,17 @@ fn tool_after(id: &str) -> String {
 
 /// Observes `event` and returns the record and how long the observe call took.
 async fn observe(hooks: Vec<Value>, event: &str, budget: Option<Duration>) -> (Value, Duration) {
+    observe_with(Options::default(), hooks, event, budget).await
+}
+
+async fn observe_with(
+    options: Options,
+    hooks: Vec<Value>,
+    event: &str,
+    budget: Option<Duration>,
+) -> (Value, Duration) {
     let reg = json!({"protocolVersion": "draft", "hooks": hooks}).to_string();
-    let interceptor = Interceptor::new(&reg, Options::default())
+    let interceptor = Interceptor::new(&reg, options)
         .await
         .expect("valid registration");
     let started = Instant::now();
@@ -118,6 +127,42 @@ async fn observer_failures_are_recorded_and_bounded() {
         elapsed < Duration::from_millis(300 + 200),
         "observers ran past the budget: {elapsed:?}"
     );
+}
+
+/// With retries enabled, a transient observer failure is retried with the same bytes;
+/// without, it is recorded as it happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transient_observer_failure_is_retried_with_the_same_bytes_when_enabled() {
+    for (retries, result, sent) in [(0, "connection-reset", 1), (2, "delivered", 3)] {
+        let bad_gateway = Behaviour::Reply {
+            status: 502,
+            content_type: None,
+            body: Vec::new(),
+        };
+        let flaky = FaultBackend::start(vec![Behaviour::Reset, bad_gateway, no_content()]).await;
+        let options = Options {
+            retries: RetryPolicy {
+                default: retries,
+                ..RetryPolicy::default()
+            },
+            ..Options::default()
+        };
+        let (record, _) = observe_with(
+            options,
+            vec![observer("com.example.flaky", &flaky.url(), &["tool.after"])],
+            &tool_after("evt_obs_retry"),
+            None,
+        )
+        .await;
+        assert_eq!(
+            record["observers"],
+            json!([{"backend": "com.example.flaky", "result": result}]),
+            "retries {retries}"
+        );
+        let bodies: Vec<Vec<u8>> = flaky.requests().into_iter().map(|r| r.body).collect();
+        assert_eq!(bodies.len(), sent, "retries {retries}");
+        assert!(bodies.iter().all(|b| b == &bodies[0]), "the same bytes");
+    }
 }
 
 /// The decision is handed out before the call's owned observer deliveries run; completion

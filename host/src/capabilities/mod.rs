@@ -175,7 +175,9 @@ impl Backends {
 
     /// Sends one `hooks/observe` notification by `deadline`, with the backend's
     /// credential if it has one (never without it). Returns `"delivered"` or the failure
-    /// class; an observer's failure never changes a decision.
+    /// class; an observer's failure never changes a decision. A transient failure
+    /// (refused, reset, lost, HTTP 502–504) is retried with the same bytes as often as the
+    /// backend's retry policy allows, and only when the backoff ends before the deadline.
     pub async fn notify(
         &self,
         backend: &str,
@@ -193,24 +195,47 @@ impl Backends {
             },
             None => None,
         };
-        let sent = match &target.transport {
-            Transport::Http(http) => http.exchange(message, bearer.as_ref(), deadline).await,
-            // No status on stdio: a notification written in full is delivered.
-            Transport::Stdio(stdio) => {
-                return match stdio.exchange(message, deadline).await {
-                    Ok(_) => "delivered",
-                    Err(e) => failure_class(&e),
-                }
+        let mut attempt = 0;
+        loop {
+            let (result, transient) = notify_once(target, message, bearer.as_ref(), deadline).await;
+            attempt += 1;
+            let wake = tokio::time::Instant::now() + backoff(attempt);
+            if !transient || attempt > target.retries || wake >= deadline {
+                return result;
             }
-        };
-        match sent {
-            // Observe success is 202 or 204 with no body.
-            Ok(reply) if matches!(reply.status, Some(202 | 204)) && reply.body.is_empty() => {
-                "delivered"
-            }
-            Ok(_) => "http-status",
-            Err(e) => failure_class(&e),
+            tokio::time::sleep_until(wake).await;
         }
+    }
+}
+
+/// One attempt at an observe notification: its result, and whether it may be retried.
+async fn notify_once(
+    target: &Backend,
+    message: &[u8],
+    bearer: Option<&credentials::Secret>,
+    deadline: tokio::time::Instant,
+) -> (&'static str, bool) {
+    let sent = match &target.transport {
+        Transport::Http(http) => http.exchange(message, bearer, deadline).await,
+        // No status on stdio: a notification written in full is delivered.
+        Transport::Stdio(stdio) => stdio.exchange(message, deadline).await,
+    };
+    match sent {
+        Ok(reply) => match reply.status {
+            None => ("delivered", false),
+            // Observe success is 202 or 204 with no body.
+            Some(202 | 204) if reply.body.is_empty() => ("delivered", false),
+            Some(status) => ("http-status", (502..=504).contains(&status)),
+        },
+        Err(e) => (
+            failure_class(&e),
+            matches!(
+                e,
+                DeliveryError::ConnectionRefused
+                    | DeliveryError::ConnectionReset
+                    | DeliveryError::ConnectionLost
+            ),
+        ),
     }
 }
 
