@@ -160,6 +160,9 @@ pub struct Options {
     pub retries: RetryPolicy,
     /// Bound on each observer delivery (default 2 s); the call's budget bounds it too.
     pub observer_timeout: Option<Duration>,
+    /// Names of host environment variables passed to every stdio backend besides `PATH`
+    /// (their environment is otherwise empty).
+    pub stdio_env: Vec<String>,
     /// The harness's own credential sources, by backend id (http backends only). Each
     /// replaces the registration's binding for its backend; the interceptor never closes
     /// them.

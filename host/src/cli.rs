@@ -80,6 +80,9 @@ struct HostArgs {
     /// local development only).
     #[arg(long, value_name = "BACKEND_ID", value_delimiter = ',')]
     allow_insecure_http: Vec<String>,
+    /// Host environment variables passed to stdio backends besides PATH (comma separated).
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    stdio_env: Vec<String>,
     /// Retries per exchange after a transient failure, inside the original deadline.
     #[arg(long, default_value_t = 0)]
     retries: u32,
@@ -98,6 +101,7 @@ impl HostArgs {
             component,
             trust_roots: self.trust_roots.clone(),
             allow_insecure_http: self.allow_insecure_http.clone(),
+            stdio_env: self.stdio_env.clone(),
             retries: crate::RetryPolicy {
                 default: self.retries,
                 ..Default::default()

@@ -605,6 +605,32 @@ async fn the_backend_runs_without_a_shell_with_only_path_and_its_cwd() {
     assert!(!workdir.path().join("pwned").exists() && !dir.path().join("pwned").exists());
 }
 
+/// The host configuration may name more variables to pass on; nothing else leaks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_named_host_variables_reach_a_stdio_backend() {
+    let _shared = PROCESSES.read().await;
+    std::env::set_var("AHP_E2E_STDIO_PASSED", "1");
+    std::env::set_var("AHP_E2E_STDIO_KEPT_BACK", "1");
+    let log = Log::new();
+    let reg = registration(vec![hook(
+        ID,
+        BACKEND,
+        &["allow", &log.arg()],
+        "per_event",
+        "fail-closed",
+        2_000,
+    )]);
+    let options = ahp_host::Options {
+        stdio_env: vec!["AHP_E2E_STDIO_PASSED".into(), "AHP_E2E_STDIO_UNSET".into()],
+        ..ahp_host::Options::default()
+    };
+    let hooks = Interceptor::new(&reg, options).await.unwrap();
+    let (settled, _) = timed(&hooks, "evt_stdio_env").await;
+    hooks.shutdown();
+    assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+    assert_eq!(log.values("env"), ["AHP_E2E_STDIO_PASSED,PATH"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_calls_on_a_persistent_backend_are_served_one_at_a_time() {
     let _shared = PROCESSES.read().await;

@@ -85,9 +85,12 @@ impl Backends {
                             .map_err(|e| format!("backend {}: {e}", backend.id))?,
                     )
                 }
-                TransportPlan::Stdio(plan) => {
-                    Transport::Stdio(StdioBackend::new(&backend.id, plan, http.max_body_bytes))
-                }
+                TransportPlan::Stdio(plan) => Transport::Stdio(StdioBackend::new(
+                    &backend.id,
+                    plan,
+                    &options.stdio_env,
+                    http.max_body_bytes,
+                )),
             };
             let credentials = match (options.credential_providers.get(&backend.id), backend.auth) {
                 (Some(provider), _) => Some(Source::Provided(Arc::clone(provider))),

@@ -56,6 +56,8 @@ pub struct StdioBackend {
     command: String,
     args: Vec<String>,
     cwd: Option<String>,
+    /// Host environment variables passed on, besides `PATH` (host configuration).
+    env: Vec<String>,
     per_event: bool,
     /// The longest reply line accepted; a longer one is `response-too-large`.
     max_line: usize,
@@ -86,12 +88,13 @@ struct Session {
 
 impl StdioBackend {
     /// Prepares backend `id`; nothing is started until the first delivery.
-    pub fn new(id: &str, plan: &StdioPlan, max_line: usize) -> StdioBackend {
+    pub fn new(id: &str, plan: &StdioPlan, env: &[String], max_line: usize) -> StdioBackend {
         StdioBackend {
             id: id.to_string(),
             command: plan.command.clone(),
             args: plan.args.clone(),
             cwd: plan.cwd.clone(),
+            env: env.to_vec(),
             per_event: plan.per_event,
             max_line,
             session: tokio::sync::Mutex::new(None),
@@ -393,9 +396,12 @@ impl Children {
             })
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        // The smallest practical environment: PATH alone, so a bare command name resolves.
-        if let Some(path) = std::env::var_os("PATH") {
-            command.env("PATH", path);
+        // The smallest practical environment: PATH, so a bare command name resolves, and
+        // what the host configuration names, with their values at spawn time.
+        for name in std::iter::once("PATH").chain(backend.env.iter().map(String::as_str)) {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
         }
         if let Some(cwd) = &backend.cwd {
             command.current_dir(cwd);
