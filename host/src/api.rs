@@ -566,12 +566,17 @@ impl HookCall {
         let observers = std::mem::take(&mut self.observers);
         let inner = &self.interceptor.inner;
         let stopped = self.interrupt.is_set() || inner.closing.is_set();
-        if !observers.is_empty() && !stopped {
-            let results = self
-                .interceptor
-                .deliver_observers(observers, &self.interrupt)
-                .instrument(self.span.clone())
-                .await;
+        if !observers.is_empty() {
+            // Interruption or shutdown before completion: none is started.
+            let results = match stopped {
+                true => vec!["not-sent"; observers.len()],
+                false => {
+                    self.interceptor
+                        .deliver_observers(observers, &self.interrupt)
+                        .instrument(self.span.clone())
+                        .await
+                }
+            };
             if let Some(settlement) = self.settlement.as_mut() {
                 if let Some(entries) = settlement.record["observers"].as_array_mut() {
                     for (entry, result) in entries.iter_mut().zip(results) {

@@ -2,8 +2,9 @@
 //! matching observer, exactly or by `family.*` / `*`; HTTP success is 202/204 with no
 //! body; every failure is recorded and bounded by the observer deadline and the budget.
 
-use ahp_host::{Interceptor, Options, RetryPolicy};
+use ahp_host::{DecidedBy, Decision, Interceptor, Interrupt, Options, RetryPolicy};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use ahp_tests::support::{event, registration, Http};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -169,8 +170,6 @@ async fn a_transient_observer_failure_is_retried_with_the_same_bytes_when_enable
 /// waits for them (each bounded) and only then writes the audit record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_observer_never_delays_the_decision() {
-    use ahp_host::{DecidedBy, Decision, Interrupt};
-    use ahp_tests::support::{event, registration, Http};
     let denier = FaultBackend::start(vec![Behaviour::Deny("no".into())]).await;
     let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
     let audit = tempfile::NamedTempFile::new().unwrap();
@@ -235,5 +234,58 @@ async fn a_hanging_observer_never_delays_the_decision() {
         lines,
         vec![settled.record.clone()],
         "one audit record, with the observer result"
+    );
+}
+
+/// Interruption cancels the call's owned observer deliveries: before completion none is
+/// started, during it the pending ones end at once. The decision stays as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interruption_cancels_owned_observer_deliveries_and_starts_none() {
+    let denier = FaultBackend::start(vec![Behaviour::Deny("no".into())]).await;
+    let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let reg = registration(&[
+        Http::new("com.example.denier", denier.url()),
+        Http::new("com.example.hang", hanging.url()),
+    ]);
+    let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
+
+    let before = Interrupt::new();
+    let call = interceptor
+        .settle(&event("evt_obs_cut_1"), &["deny"], None, &before)
+        .await
+        .unwrap();
+    before.interrupt();
+    let settled = call.complete().await;
+    assert_eq!(settled.decided_by, DecidedBy::BackendDeny);
+    assert_eq!(settled.record["observers"][0]["result"], "not-sent");
+    assert!(
+        !hanging
+            .wait_for_requests(1, Duration::from_millis(200))
+            .await
+    );
+
+    let during = Interrupt::new();
+    let call = interceptor
+        .settle(&event("evt_obs_cut_2"), &["deny"], None, &during)
+        .await
+        .unwrap();
+    let trigger = during.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        trigger.interrupt();
+    });
+    let started = Instant::now();
+    let settled = call.complete().await;
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "the default 2 s bound ran: {took:?}"
+    );
+    assert_eq!(settled.decided_by, DecidedBy::BackendDeny);
+    assert_eq!(settled.record["observers"][0]["result"], "interrupted");
+    assert!(
+        hanging
+            .wait_for_requests(1, Duration::from_millis(200))
+            .await
     );
 }
