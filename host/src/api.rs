@@ -12,7 +12,7 @@ use crate::bindings::interceptor::{DecidedBy as WitDecidedBy, Decision as WitDec
 use crate::bindings::Plugin;
 use crate::capabilities::credentials::CredentialProvider;
 use crate::capabilities::http::HttpOptions;
-use crate::capabilities::{Backends, HostState, RetryPolicy};
+use crate::capabilities::{Backends, HostState, ObserverResult, RetryPolicy};
 use crate::clock;
 use crate::interrupt::Interrupt;
 use crate::runtime::Runtime;
@@ -302,39 +302,31 @@ impl Interceptor {
             let s = host_settlement(event, DecidedBy::Shutdown, SHUTDOWN_REASON, Instant::now());
             return Err(CallError::ShutDown(Box::new(s)));
         }
-        let mut ready = match self.take_ready().await {
-            Ok(ready) => ready,
-            Err(e) => {
-                return Err(CallError::InvalidInput(vec![format!(
-                    "component unavailable: {e}"
-                )]))
-            }
-        };
         let limit = Instant::now()
             + budget
                 .unwrap_or(self.inner.bound)
                 .min(Duration::from_secs(5))
             + GRACE;
-        ready.store.data_mut().cpu_deadline = limit;
-        ready.store.set_epoch_deadline(1);
         let budget_ns = budget.map(|b| clock::to_nanos(Instant::now() + b));
-        let engine_api = ready.plugin.ahp_interceptor_interceptor().engine();
-        let call = engine_api.call_observe(&mut ready.store, ready.engine, event, budget_ns);
-        let deliveries = match tokio::time::timeout_at(limit.into(), call).await {
-            Ok(Ok(Ok(deliveries))) => deliveries,
-            Ok(Ok(Err(problems))) => {
-                self.put_ready(ready);
-                return Err(CallError::InvalidInput(problems));
-            }
-            _ => return Ok(json!({"observers": [], "engineFailure": true})),
+        let prepared = self
+            .in_component(limit, &Interrupt::new(), async |ready: &mut Ready| {
+                let engine_api = ready.plugin.ahp_interceptor_interceptor().engine();
+                engine_api
+                    .call_observe(&mut ready.store, ready.engine, event, budget_ns)
+                    .await
+            })
+            .await;
+        let deliveries = match prepared {
+            Some(Ok(deliveries)) => deliveries,
+            Some(Err(problems)) => return Err(CallError::InvalidInput(problems)),
+            None => return Ok(json!({"observers": [], "engineFailure": true})),
         };
-        self.put_ready(ready);
         let backends: Vec<String> = deliveries.iter().map(|d| d.backend.clone()).collect();
         let results = self.deliver_observers(deliveries, &Interrupt::new()).await;
         let entries: Vec<Value> = backends
             .into_iter()
             .zip(results)
-            .map(|(backend, result)| json!({"backend": backend, "result": result}))
+            .map(|(backend, result)| json!({"backend": backend, "result": result.as_str()}))
             .collect();
         Ok(json!({"observers": entries}))
     }
@@ -405,41 +397,23 @@ impl Interceptor {
         interrupt: &Interrupt,
         started: Instant,
     ) -> Result<(Settlement, Vec<Delivery>), CallError> {
-        let mut ready = match self.take_ready().await {
-            Ok(ready) => ready,
-            Err(e) => {
-                tracing::error!(error = %e, "could not prepare a component instance");
-                return Ok((engine_failure(event, started), Vec::new()));
-            }
-        };
         let own_bound = started + self.inner.bound;
         let limit = budget_at.map_or(own_bound, |b| b.min(own_bound)) + GRACE;
-        ready.store.data_mut().cpu_deadline = limit;
-        ready.store.data_mut().interrupt = interrupt.clone();
-        ready.store.set_epoch_deadline(1);
         let effects: Vec<String> = effects.iter().map(|e| e.to_string()).collect();
         let budget_ns = budget_at.map(clock::to_nanos);
-        let engine_api = ready.plugin.ahp_interceptor_interceptor().engine();
-        let call =
-            engine_api.call_intercept(&mut ready.store, ready.engine, event, &effects, budget_ns);
-        let outcome = tokio::time::timeout_at(limit.into(), call).await;
-        let settled = match outcome {
-            Ok(Ok(Ok(settled))) => settled,
-            Ok(Ok(Err(problems))) => {
-                self.put_ready(ready);
-                return Err(CallError::InvalidInput(problems));
-            }
-            Ok(Err(trap)) => {
-                tracing::error!(error = %trap, "component trapped");
-                return Ok((engine_failure(event, started), Vec::new()));
-            }
-            Err(_elapsed) => {
-                tracing::error!("component exceeded its call bound");
-                return Ok((engine_failure(event, started), Vec::new()));
-            }
+        let settled = self
+            .in_component(limit, interrupt, async |ready: &mut Ready| {
+                let engine_api = ready.plugin.ahp_interceptor_interceptor().engine();
+                engine_api
+                    .call_intercept(&mut ready.store, ready.engine, event, &effects, budget_ns)
+                    .await
+            })
+            .await;
+        let mut settled = match settled {
+            Some(Ok(settled)) => settled,
+            Some(Err(problems)) => return Err(CallError::InvalidInput(problems)),
+            None => return Ok((engine_failure(event, started), Vec::new())),
         };
-        self.put_ready(ready);
-        let mut settled = settled;
         let observers = std::mem::take(&mut settled.observers);
         let mut settlement = from_component(settled, event, started);
         if settlement.decided_by == DecidedBy::Interrupted && self.inner.closing.is_set() {
@@ -450,13 +424,49 @@ impl Interceptor {
         Ok((settlement, observers))
     }
 
+    /// Runs `call` on a ready instance, with `interrupt` as the call's signal and the
+    /// component's CPU (epochs) and wall time bounded by `limit`. The instance goes back
+    /// to the pool only after a normal return. `None` is an engine failure (no instance,
+    /// a trap, or the bound overrun), already logged: never permission.
+    async fn in_component<T>(
+        &self,
+        limit: Instant,
+        interrupt: &Interrupt,
+        call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T>,
+    ) -> Option<T> {
+        let mut ready = match self.take_ready().await {
+            Ok(ready) => ready,
+            Err(e) => {
+                tracing::error!(error = %e, "could not prepare a component instance");
+                return None;
+            }
+        };
+        ready.store.data_mut().cpu_deadline = limit;
+        ready.store.data_mut().interrupt = interrupt.clone();
+        ready.store.set_epoch_deadline(1);
+        match tokio::time::timeout_at(limit.into(), call(&mut ready)).await {
+            Ok(Ok(value)) => {
+                self.put_ready(ready);
+                Some(value)
+            }
+            Ok(Err(trap)) => {
+                tracing::error!(error = %trap, "component trapped");
+                None
+            }
+            Err(_elapsed) => {
+                tracing::error!("component exceeded its call bound");
+                None
+            }
+        }
+    }
+
     /// Sends the call's observe notifications concurrently, each bounded by its own
     /// deadline; interruption cancels them. Results are in the order given.
     async fn deliver_observers(
         &self,
         deliveries: Vec<Delivery>,
         interrupt: &Interrupt,
-    ) -> Vec<&'static str> {
+    ) -> Vec<ObserverResult> {
         let mut tasks = tokio::task::JoinSet::new();
         let count = deliveries.len();
         for (i, delivery) in deliveries.into_iter().enumerate() {
@@ -468,12 +478,12 @@ impl Interceptor {
                     tokio::time::Instant::from_std(clock::to_instant(delivery.deadline)).min(bound);
                 let result = tokio::select! {
                     r = backends.notify(&delivery.backend, &delivery.message, deadline, &interrupt) => r,
-                    () = interrupt.wait() => "interrupted",
+                    () = interrupt.wait() => ObserverResult::Interrupted,
                 };
                 (i, result)
             });
         }
-        let mut results = vec!["interrupted"; count];
+        let mut results = vec![ObserverResult::Interrupted; count];
         while let Some(joined) = tasks.join_next().await {
             if let Ok((i, result)) = joined {
                 results[i] = result;
@@ -566,31 +576,30 @@ impl HookCall {
         let observers = std::mem::take(&mut self.observers);
         let inner = &self.interceptor.inner;
         let stopped = self.interrupt.is_set() || inner.closing.is_set();
-        if !observers.is_empty() {
-            // Interruption or shutdown before completion: none is started.
-            let results = match stopped {
-                true => vec!["not-sent"; observers.len()],
-                false => {
-                    self.interceptor
-                        .deliver_observers(observers, &self.interrupt)
-                        .instrument(self.span.clone())
-                        .await
-                }
-            };
-            if let Some(settlement) = self.settlement.as_mut() {
-                if let Some(entries) = settlement.record["observers"].as_array_mut() {
-                    for (entry, result) in entries.iter_mut().zip(results) {
-                        entry["result"] = result.into();
-                    }
-                }
+        // Interruption or shutdown before completion: none is started.
+        let results = match stopped || observers.is_empty() {
+            true => vec![ObserverResult::NotSent; observers.len()],
+            false => {
+                self.interceptor
+                    .deliver_observers(observers, &self.interrupt)
+                    .instrument(self.span.clone())
+                    .await
+            }
+        };
+        self.finish(&results)
+            .expect("present until completed or dropped")
+    }
+
+    /// Records each observer's result and writes the audit record, once.
+    fn finish(&mut self, results: &[ObserverResult]) -> Option<Settlement> {
+        let mut settlement = self.settlement.take()?;
+        if let Some(entries) = settlement.record["observers"].as_array_mut() {
+            for (entry, result) in entries.iter_mut().zip(results) {
+                entry["result"] = result.as_str().into();
             }
         }
-        let settlement = self
-            .settlement
-            .take()
-            .expect("present until completed or dropped");
         self.interceptor.write_audit(&settlement.record);
-        settlement
+        Some(settlement)
     }
 }
 
@@ -598,14 +607,8 @@ impl Drop for HookCall {
     /// A call dropped before completion still leaves its audit record; its observers
     /// were never sent and are recorded so.
     fn drop(&mut self) {
-        if let Some(mut settlement) = self.settlement.take() {
-            if let Some(entries) = settlement.record["observers"].as_array_mut() {
-                for entry in entries.iter_mut() {
-                    entry["result"] = "not-sent".into();
-                }
-            }
-            self.interceptor.write_audit(&settlement.record);
-        }
+        let not_sent = vec![ObserverResult::NotSent; self.observers.len()];
+        self.finish(&not_sent);
     }
 }
 

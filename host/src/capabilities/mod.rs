@@ -177,36 +177,103 @@ impl Backends {
     }
 
     /// Sends one `hooks/observe` notification by `deadline`, with the backend's
-    /// credential if it has one (never without it). Returns `"delivered"` or the failure
-    /// class; an observer's failure never changes a decision. A transient failure
-    /// (refused, reset, lost, HTTP 502–504) is retried with the same bytes as often as the
-    /// backend's retry policy allows, and only when the backoff ends before the deadline.
+    /// credential if it has one (never without it); an observer's failure never changes
+    /// a decision. A transient failure (refused, reset, lost, HTTP 502–504) is retried
+    /// with the same bytes as the backend's retry policy allows.
     pub async fn notify(
         &self,
         backend: &str,
         message: &[u8],
         deadline: tokio::time::Instant,
         cancelled: &Interrupt,
-    ) -> &'static str {
+    ) -> ObserverResult {
         let Some(target) = self.get(backend) else {
-            return "connection-refused";
+            return ObserverResult::ConnectionRefused;
         };
         let bearer = match &target.credentials {
             Some(source) => match source.acquire(backend, deadline, cancelled).await {
                 Ok(secret) => Some(secret),
-                Err(_) => return "auth-failed",
+                Err(_) => return ObserverResult::AuthFailed,
             },
             None => None,
         };
         let mut attempt = 0;
         loop {
-            let (result, transient) = notify_once(target, message, bearer.as_ref(), deadline).await;
             attempt += 1;
-            let wake = tokio::time::Instant::now() + backoff(attempt);
-            if !transient || attempt > target.retries || wake >= deadline {
+            let (result, transient) = notify_once(target, message, bearer.as_ref(), deadline).await;
+            if !transient || !target.wait_to_retry(attempt, deadline).await {
                 return result;
             }
-            tokio::time::sleep_until(wake).await;
+        }
+    }
+}
+
+impl Backend {
+    /// Waits the backoff before retry number `attempt`, and says whether to make it: only
+    /// while the retry policy allows one more, and only if the wait ends before
+    /// `deadline` (a retry that could not start in time is no retry).
+    async fn wait_to_retry(&self, attempt: u32, deadline: tokio::time::Instant) -> bool {
+        let wake = tokio::time::Instant::now() + backoff(attempt);
+        if attempt > self.retries || wake >= deadline {
+            return false;
+        }
+        tokio::time::sleep_until(wake).await;
+        true
+    }
+}
+
+/// How one observer delivery ended. Its audit word ([`ObserverResult::as_str`]) uses the
+/// failure classes of intercept deliveries where they apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObserverResult {
+    Delivered,
+    /// Never started: the call was interrupted, shut down or dropped before completion.
+    NotSent,
+    Interrupted,
+    AuthFailed,
+    DeadlineExceeded,
+    ConnectionRefused,
+    ConnectionReset,
+    ConnectionLost,
+    /// Any status but 202/204 with no body, or garbled HTTP.
+    HttpStatus,
+    LaunchFailed,
+    AbnormalExit,
+    /// The reply was over the size cap.
+    MalformedJson,
+}
+
+impl ObserverResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObserverResult::Delivered => "delivered",
+            ObserverResult::NotSent => "not-sent",
+            ObserverResult::Interrupted => "interrupted",
+            ObserverResult::AuthFailed => "auth-failed",
+            ObserverResult::DeadlineExceeded => "deadline-exceeded",
+            ObserverResult::ConnectionRefused => "connection-refused",
+            ObserverResult::ConnectionReset => "connection-reset",
+            ObserverResult::ConnectionLost => "connection-lost",
+            ObserverResult::HttpStatus => "http-status",
+            ObserverResult::LaunchFailed => "launch-failed",
+            ObserverResult::AbnormalExit => "abnormal-exit",
+            ObserverResult::MalformedJson => "malformed-json",
+        }
+    }
+
+    fn of(error: &DeliveryError) -> ObserverResult {
+        match error {
+            DeliveryError::DeadlineExceeded(_) => ObserverResult::DeadlineExceeded,
+            DeliveryError::Cancelled => ObserverResult::Interrupted,
+            DeliveryError::ConnectionRefused
+            | DeliveryError::TlsFailed
+            | DeliveryError::NotPermitted => ObserverResult::ConnectionRefused,
+            DeliveryError::ConnectionReset => ObserverResult::ConnectionReset,
+            DeliveryError::ConnectionLost => ObserverResult::ConnectionLost,
+            DeliveryError::MalformedHttp => ObserverResult::HttpStatus,
+            DeliveryError::LaunchFailed => ObserverResult::LaunchFailed,
+            DeliveryError::AbnormalExit(_) => ObserverResult::AbnormalExit,
+            DeliveryError::ResponseTooLarge => ObserverResult::MalformedJson,
         }
     }
 }
@@ -217,7 +284,7 @@ async fn notify_once(
     message: &[u8],
     bearer: Option<&credentials::Secret>,
     deadline: tokio::time::Instant,
-) -> (&'static str, bool) {
+) -> (ObserverResult, bool) {
     let sent = match &target.transport {
         Transport::Http(http) => http.exchange(message, bearer, deadline).await,
         // No status on stdio: a notification written in full is delivered.
@@ -225,13 +292,13 @@ async fn notify_once(
     };
     match sent {
         Ok(reply) => match reply.status {
-            None => ("delivered", false),
+            None => (ObserverResult::Delivered, false),
             // Observe success is 202 or 204 with no body.
-            Some(202 | 204) if reply.body.is_empty() => ("delivered", false),
-            Some(status) => ("http-status", (502..=504).contains(&status)),
+            Some(202 | 204) if reply.body.is_empty() => (ObserverResult::Delivered, false),
+            Some(status) => (ObserverResult::HttpStatus, (502..=504).contains(&status)),
         },
         Err(e) => (
-            failure_class(&e),
+            ObserverResult::of(&e),
             matches!(
                 e,
                 DeliveryError::ConnectionRefused
@@ -239,23 +306,6 @@ async fn notify_once(
                     | DeliveryError::ConnectionLost
             ),
         ),
-    }
-}
-
-/// The audit class of a transport failure outside the component (observer deliveries).
-fn failure_class(error: &DeliveryError) -> &'static str {
-    match error {
-        DeliveryError::DeadlineExceeded(_) => "deadline-exceeded",
-        DeliveryError::Cancelled => "interrupted",
-        DeliveryError::ConnectionRefused
-        | DeliveryError::TlsFailed
-        | DeliveryError::NotPermitted => "connection-refused",
-        DeliveryError::ConnectionReset => "connection-reset",
-        DeliveryError::ConnectionLost => "connection-lost",
-        DeliveryError::MalformedHttp => "http-status",
-        DeliveryError::LaunchFailed => "launch-failed",
-        DeliveryError::AbnormalExit(_) => "abnormal-exit",
-        DeliveryError::ResponseTooLarge => "malformed-json",
     }
 }
 
@@ -442,18 +492,17 @@ impl wit_delivery::Host for HostState {
         attempt: u32,
         deadline: u64,
     ) -> wasmtime::Result<bool> {
-        let allowed = self.backends.get(&backend).map_or(0, |b| b.retries);
-        if attempt > allowed || self.stopped() {
+        let backends = self.backends.clone();
+        let Some(target) = backends.get(&backend) else {
+            return Ok(false);
+        };
+        if self.stopped() {
             return Ok(false);
         }
-        let wake = tokio::time::Instant::now() + backoff(attempt);
-        // Never sleep past the deadline: a retry that could not start in time is no retry.
-        if wake >= tokio::time::Instant::from_std(clock::to_instant(deadline)) {
-            return Ok(false);
-        }
+        let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
         let stopped = self.when_stopped();
         Ok(tokio::select! {
-            () = tokio::time::sleep_until(wake) => true,
+            retry = target.wait_to_retry(attempt, deadline) => retry,
             () = stopped => false,
         })
     }
