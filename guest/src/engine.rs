@@ -4,7 +4,7 @@
 //! field, because the call could not be made, not a decision.
 
 use crate::chain::{self, Call, OBSERVER_TIMEOUT_MS};
-use crate::event::Event;
+use crate::event::{Event, EventProblem};
 use crate::host_api::{Host, Instant, NANOS_PER_MS};
 use crate::registration::{self, Mode, Registration};
 use crate::response::EffectKind;
@@ -61,12 +61,7 @@ impl Engine {
         budget: Option<Instant>,
     ) -> Result<Settlement, Vec<String>> {
         let effects = parse_effects(effects)?;
-        let event = Event::parse_tool_before(event).map_err(|problems| {
-            problems
-                .iter()
-                .map(|p| format!("event{p}"))
-                .collect::<Vec<_>>()
-        })?;
+        let event = Event::parse_tool_before(event).map_err(event_problems)?;
         let call = Call {
             registration: &self.registration,
             event: &event,
@@ -84,12 +79,7 @@ impl Engine {
         event: &str,
         budget: Option<Instant>,
     ) -> Result<Vec<ObserverDelivery>, Vec<String>> {
-        let event = Event::parse_any(event).map_err(|problems| {
-            problems
-                .iter()
-                .map(|p| format!("event{p}"))
-                .collect::<Vec<_>>()
-        })?;
+        let event = Event::parse_any(event).map_err(event_problems)?;
         let own = now.saturating_add(OBSERVER_TIMEOUT_MS * NANOS_PER_MS);
         let deadline = budget.map_or(own, |b| b.min(own));
         let mut deliveries = Vec::new();
@@ -111,6 +101,11 @@ impl Engine {
         }
         Ok(deliveries)
     }
+}
+
+/// Event problems as caller errors, each path prefixed with `event`.
+fn event_problems(problems: Vec<EventProblem>) -> Vec<String> {
+    problems.iter().map(|p| format!("event{p}")).collect()
 }
 
 /// The effects the harness can enforce: known names, deny among them, no repeats.
