@@ -1,8 +1,19 @@
-//! Small builders shared by the end-to-end tests: registrations, events, components.
+//! Small builders shared by the end-to-end tests: registrations, events, components, one
+//! measured call, and the assertions every contract file makes about a settled call.
 
+use crate::fault_backend::FaultBackend;
+use ahp_host::{DecidedBy, Decision, Interceptor, Settlement};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The reason of every synthetic deny: generic, never backend text.
+pub const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
+
+/// Scheduling slack allowed beyond a deadline or bound before a call must have settled
+/// (a correctness bound, not a benchmark).
+pub const SLACK: Duration = Duration::from_millis(150);
 
 /// One HTTP interceptor in a test registration.
 #[derive(Clone, Debug)]
@@ -48,6 +59,11 @@ impl<'a> Http<'a> {
     pub fn authentication(mut self, binding: Value) -> Self {
         self.authentication = Some(binding);
         self
+    }
+
+    /// A bearer token read from `reference` (`file:PATH` or `env:NAME`) at every dispatch.
+    pub fn token_ref(self, reference: &str) -> Self {
+        self.authentication(json!({"type": "bearer", "tokenRef": reference}))
     }
 }
 
@@ -114,6 +130,149 @@ pub fn only_interceptor(record: &Value) -> &Value {
     &interceptors[0]
 }
 
+/// The `attempts` of an interceptor's audit entry, in order.
+pub fn attempts(entry: &Value) -> &[Value] {
+    entry["attempts"].as_array().expect("attempts is an array")
+}
+
+/// The `result` of each attempt of an interceptor's audit entry, in order.
+pub fn attempt_results(entry: &Value) -> Vec<&str> {
+    attempts(entry)
+        .iter()
+        .map(|a| a["result"].as_str().expect("each attempt has a result"))
+        .collect()
+}
+
+/// One call with the `tool.before` event `id`, deny the only effect the harness enforces.
+pub async fn call(interceptor: &Interceptor, id: &str) -> Settlement {
+    timed_call(interceptor, id, None).await.0
+}
+
+/// [`call`] within an optional hook-call `budget`, measured from start to settlement.
+pub async fn timed_call(
+    interceptor: &Interceptor,
+    id: &str,
+    budget: Option<Duration>,
+) -> (Settlement, Duration) {
+    let started = Instant::now();
+    let settled = interceptor
+        .intercept(&event(id), &["deny"], budget)
+        .await
+        .expect("a valid event settles");
+    (settled, started.elapsed())
+}
+
+/// The call settled as `decision`, by `decided_by`, with `reason`, and its record says the
+/// same (`"reason": null` when `reason` is `None`).
+pub fn assert_settled(
+    settled: &Settlement,
+    decision: Decision,
+    decided_by: DecidedBy,
+    reason: Option<&str>,
+) {
+    assert_settled_in("settled", settled, decision, decided_by, reason);
+}
+
+fn assert_settled_in(
+    case: &str,
+    settled: &Settlement,
+    decision: Decision,
+    decided_by: DecidedBy,
+    reason: Option<&str>,
+) {
+    let record = &settled.record;
+    assert_eq!(
+        (
+            settled.decision,
+            settled.decided_by,
+            settled.reason.as_deref()
+        ),
+        (decision, decided_by, reason),
+        "{case}: {record}"
+    );
+    let decision = match decision {
+        Decision::Allow => "allow",
+        Decision::Ask => "ask",
+        Decision::Deny => "deny",
+    };
+    assert_eq!(record["decision"], json!(decision), "{case}: {record}");
+    assert_eq!(
+        record["decidedBy"],
+        json!(decided_by.as_str()),
+        "{case}: {record}"
+    );
+    assert_eq!(record["reason"], json!(reason), "{case}: {record}");
+}
+
+/// The one interceptor failed operationally with `class`, and the call settled as its
+/// `policy` says: fail-open allows with no objection and no reason (outcome
+/// `failed-open`), fail-closed is a synthetic deny (outcome `failed-closed`). Returns the
+/// entry's `failure` object, for the phase and details.
+pub fn assert_failed<'s>(
+    settled: &'s Settlement,
+    policy: &str,
+    class: &str,
+    case: &str,
+) -> &'s Value {
+    let record = &settled.record;
+    let entry = only_interceptor(record);
+    assert_eq!(entry["failure"]["class"], json!(class), "{case}: {record}");
+    assert_eq!(entry["policy"], json!(policy), "{case}: {record}");
+    let (decision, decided_by, reason, outcome) = match policy {
+        "fail-open" => (Decision::Allow, DecidedBy::NoObjection, None, "failed-open"),
+        "fail-closed" => (
+            Decision::Deny,
+            DecidedBy::SyntheticDeny,
+            Some(SYNTHETIC_REASON),
+            "failed-closed",
+        ),
+        other => panic!("{case}: unknown policy {other}"),
+    };
+    assert_settled_in(case, settled, decision, decided_by, reason);
+    assert_eq!(entry["outcome"], json!(outcome), "{case}: {record}");
+    &entry["failure"]
+}
+
+/// The call settled at `deadline`: no earlier, and before `deadline` + [`SLACK`].
+pub fn assert_settled_at(elapsed: Duration, deadline: Duration, case: &str) {
+    println!("{case}: settled in {elapsed:?} (deadline {deadline:?})");
+    assert!(
+        elapsed >= deadline,
+        "{case}: settled in {elapsed:?}, before the {deadline:?} deadline"
+    );
+    assert_settled_by(elapsed, deadline, case);
+}
+
+/// The call settled by `deadline`: before `deadline` + [`SLACK`].
+pub fn assert_settled_by(elapsed: Duration, deadline: Duration, case: &str) {
+    assert!(
+        elapsed < deadline + SLACK,
+        "{case}: settled in {elapsed:?}, later than {deadline:?} + {SLACK:?}"
+    );
+}
+
+/// Nothing reached `backend`, not even a connection, after waiting 200 ms for a wrongly
+/// sent request to arrive.
+pub async fn assert_nothing_sent(backend: &FaultBackend) {
+    assert!(
+        !backend
+            .wait_for_requests(1, Duration::from_millis(200))
+            .await,
+        "a request arrived"
+    );
+    assert_eq!(backend.requests().len(), 0);
+    assert_eq!(backend.connections(), 0, "not even a connection");
+}
+
+/// The records of an audit log, one JSON value per line.
+pub fn audit_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("the audit log exists")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each audit line is JSON"))
+        .collect()
+}
+
 /// A valid `tool.before` event with the given id.
 pub fn event(id: &str) -> String {
     json!({
@@ -136,8 +295,8 @@ pub fn runaway_component() -> Vec<u8> {
 }
 
 /// Builds an interceptor with the embedded component and default options.
-pub async fn interceptor(registration: &str) -> ahp_host::Interceptor {
-    ahp_host::Interceptor::new(registration, ahp_host::Options::default())
+pub async fn interceptor(registration: &str) -> Interceptor {
+    Interceptor::new(registration, ahp_host::Options::default())
         .await
         .expect("valid test registration")
 }

@@ -6,20 +6,13 @@
 use ahp_host::{DecidedBy, Decision, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    ahp_binary, event, interceptor, only_interceptor, registration, traced_intercept_command, Http,
+    ahp_binary, assert_failed, assert_nothing_sent, assert_settled, attempt_results, audit_lines,
+    call, event, interceptor, only_interceptor, registration, traced_intercept_command, Http,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
 const BACKEND: &str = "com.example.policy";
-
-async fn call(interceptor: &ahp_host::Interceptor, id: &str) -> Settlement {
-    interceptor
-        .intercept(&event(id), &["deny"], None)
-        .await
-        .expect("a valid event settles")
-}
 
 /// The secret appears nowhere in what the harness may show or store.
 fn assert_no_secret(settled: &Settlement, secret: &str) {
@@ -37,22 +30,27 @@ fn assert_no_secret(settled: &Settlement, secret: &str) {
     );
 }
 
-/// A registration with one bearer `tokenRef` backend, written by hand.
-fn token_ref_registration(url: &str, reference: &str, policy: &str, timeout_ms: u64) -> String {
-    json!({
-        "protocolVersion": "draft",
-        "hooks": [{
-            "id": BACKEND,
-            "transport": {"type": "http", "url": url},
-            "authentication": {"type": "bearer", "tokenRef": reference},
-            "subscriptions": [{
-                "events": ["tool.before"], "mode": "intercept",
-                "timeoutMs": timeout_ms, "failurePolicy": policy,
-                "content": {"default": "metadata"}
-            }]
-        }]
-    })
-    .to_string()
+/// `backend` received one request per token, in order, each carrying exactly one
+/// `Authorization` header: that token as a bearer credential.
+fn assert_bearer_tokens(backend: &FaultBackend, tokens: &[&str]) {
+    let requests = backend.requests();
+    let sent: Vec<Vec<&str>> = requests
+        .iter()
+        .map(|request| request.header_values("authorization"))
+        .collect();
+    let expected: Vec<Vec<String>> = tokens
+        .iter()
+        .map(|token| vec![format!("Bearer {token}")])
+        .collect();
+    assert_eq!(sent, expected);
+}
+
+/// A fail-closed registration with one backend whose bearer token is read from `file`.
+fn token_file_registration(url: String, file: &std::path::Path, timeout_ms: u64) -> String {
+    let reference = format!("file:{}", file.display());
+    registration(&[Http::new(BACKEND, url)
+        .timeout_ms(timeout_ms)
+        .token_ref(&reference)])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,20 +63,12 @@ async fn token_env_is_sent_as_exactly_one_bearer_header() {
     let interceptor = interceptor(&reg).await;
 
     let settled = call(&interceptor, "evt_env").await;
-    assert_eq!(
-        (settled.decision, settled.decided_by),
-        (Decision::Allow, DecidedBy::NoObjection)
-    );
+    assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
     assert_eq!(
         only_interceptor(&settled.record)["outcome"],
         json!("no-effect")
     );
-    let requests = backend.requests();
-    assert_eq!(requests.len(), 1);
-    assert_eq!(
-        requests[0].header_values("authorization"),
-        [format!("Bearer {token}")]
-    );
+    assert_bearer_tokens(&backend, &[token]);
     assert_no_secret(&settled, token);
 }
 
@@ -92,45 +82,9 @@ async fn unset_env_case(policy: &str, name: &str) {
     let interceptor = interceptor(&reg).await;
 
     let settled = call(&interceptor, "evt_unset").await;
-    let entry = only_interceptor(&settled.record);
-    assert_eq!(entry["failure"]["class"], json!("auth-failed"));
-    assert_eq!(entry["failure"]["phase"], json!("acquire-credential"));
-    match policy {
-        "fail-open" => {
-            assert_eq!(
-                (
-                    settled.decision,
-                    settled.decided_by,
-                    settled.reason.as_deref()
-                ),
-                (Decision::Allow, DecidedBy::NoObjection, None)
-            );
-            assert_eq!(entry["outcome"], json!("failed-open"));
-        }
-        _ => {
-            assert_eq!(
-                (
-                    settled.decision,
-                    settled.decided_by,
-                    settled.reason.as_deref()
-                ),
-                (
-                    Decision::Deny,
-                    DecidedBy::SyntheticDeny,
-                    Some(SYNTHETIC_REASON)
-                )
-            );
-            assert_eq!(entry["outcome"], json!("failed-closed"));
-        }
-    }
-    // Give a wrongly sent request time to arrive before asserting there was none.
-    assert!(
-        !backend
-            .wait_for_requests(1, Duration::from_millis(200))
-            .await
-    );
-    assert_eq!(backend.requests().len(), 0);
-    assert_eq!(backend.connections(), 0, "not even a connection");
+    let failure = assert_failed(&settled, policy, "auth-failed", name);
+    assert_eq!(failure["phase"], json!("acquire-credential"));
+    assert_nothing_sent(&backend).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,49 +110,27 @@ async fn unauthorized_is_retried_once_with_the_same_body_then_auth_failed() {
     let interceptor = interceptor(&reg).await;
 
     let settled = call(&interceptor, "evt_401").await;
+    let failure = assert_failed(&settled, "fail-closed", "auth-failed", "401");
     assert_eq!(
-        (
-            settled.decision,
-            settled.decided_by,
-            settled.reason.as_deref()
-        ),
-        (
-            Decision::Deny,
-            DecidedBy::SyntheticDeny,
-            Some(SYNTHETIC_REASON)
-        )
-    );
-    let entry = only_interceptor(&settled.record);
-    assert_eq!(entry["outcome"], json!("failed-closed"));
-    assert_eq!(
-        entry["failure"],
+        *failure,
         json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401})
     );
-    let results: Vec<&Value> = entry["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| &a["result"])
-        .collect();
-    assert_eq!(results, [&json!("unauthorized"), &json!("unauthorized")]);
+    assert_eq!(
+        attempt_results(only_interceptor(&settled.record)),
+        ["unauthorized", "unauthorized"]
+    );
     // No third attempt arrives later either.
     assert!(
         !backend
             .wait_for_requests(3, Duration::from_millis(200))
             .await
     );
+    assert_bearer_tokens(&backend, &[token, token]);
     let requests = backend.requests();
-    assert_eq!(requests.len(), 2);
     assert_eq!(
         requests[0].body, requests[1].body,
         "the resend is byte-identical"
     );
-    for request in &requests {
-        assert_eq!(
-            request.header_values("authorization"),
-            [format!("Bearer {token}")]
-        );
-    }
     assert_no_secret(&settled, token);
 }
 
@@ -213,12 +145,7 @@ async fn unauthorized_re_resolves_a_rotated_token_ref() {
         Box::new(Behaviour::unauthorized()),
     );
     let backend = FaultBackend::start(vec![late_401, Behaviour::NoEffect]).await;
-    let reg = token_ref_registration(
-        &backend.url(),
-        &format!("file:{}", file.display()),
-        "fail-closed",
-        3_000,
-    );
+    let reg = token_file_registration(backend.url(), &file, 3_000);
     let interceptor = interceptor(&reg).await;
 
     let pending = tokio::spawn({
@@ -229,29 +156,12 @@ async fn unauthorized_re_resolves_a_rotated_token_ref() {
     std::fs::write(&file, "tok-fresh-93bb\n").unwrap();
     let settled = pending.await.expect("the call task");
 
-    assert_eq!(
-        (settled.decision, settled.decided_by),
-        (Decision::Allow, DecidedBy::NoObjection)
-    );
+    assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
     let entry = only_interceptor(&settled.record);
     assert_eq!(entry["outcome"], json!("no-effect"));
-    let results: Vec<&Value> = entry["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| &a["result"])
-        .collect();
-    assert_eq!(results, [&json!("unauthorized"), &json!("accepted")]);
+    assert_eq!(attempt_results(entry), ["unauthorized", "accepted"]);
+    assert_bearer_tokens(&backend, &["tok-stale-41aa", "tok-fresh-93bb"]);
     let requests = backend.requests();
-    assert_eq!(requests.len(), 2);
-    assert_eq!(
-        requests[0].header_values("authorization"),
-        ["Bearer tok-stale-41aa"]
-    );
-    assert_eq!(
-        requests[1].header_values("authorization"),
-        ["Bearer tok-fresh-93bb"]
-    );
     assert_eq!(requests[0].body, requests[1].body);
     assert_no_secret(&settled, "tok-stale-41aa");
     assert_no_secret(&settled, "tok-fresh-93bb");
@@ -264,36 +174,16 @@ async fn token_ref_file_is_sent_and_rotation_is_picked_up() {
     let file = dir.path().join("token");
     std::fs::write(&file, "tok-file-one-77c1\n").unwrap();
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let reg = token_ref_registration(
-        &backend.url(),
-        &format!("file:{}", file.display()),
-        "fail-closed",
-        1_000,
-    );
+    let reg = token_file_registration(backend.url(), &file, 1_000);
     let interceptor = interceptor(&reg).await;
 
     let first = call(&interceptor, "evt_file_1").await;
-    assert_eq!(
-        (first.decision, first.decided_by),
-        (Decision::Allow, DecidedBy::NoObjection)
-    );
+    assert_settled(&first, Decision::Allow, DecidedBy::NoObjection, None);
     std::fs::write(&file, "tok-file-two-0d3e").unwrap();
     let second = call(&interceptor, "evt_file_2").await;
-    assert_eq!(
-        (second.decision, second.decided_by),
-        (Decision::Allow, DecidedBy::NoObjection)
-    );
+    assert_settled(&second, Decision::Allow, DecidedBy::NoObjection, None);
 
-    let requests = backend.requests();
-    assert_eq!(requests.len(), 2);
-    assert_eq!(
-        requests[0].header_values("authorization"),
-        ["Bearer tok-file-one-77c1"]
-    );
-    assert_eq!(
-        requests[1].header_values("authorization"),
-        ["Bearer tok-file-two-0d3e"]
-    );
+    assert_bearer_tokens(&backend, &["tok-file-one-77c1", "tok-file-two-0d3e"]);
     for settled in [&first, &second] {
         assert_no_secret(settled, "tok-file-one-77c1");
         assert_no_secret(settled, "tok-file-two-0d3e");
@@ -306,36 +196,13 @@ async fn missing_token_ref_file_fails_without_sending() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let missing = dir.path().join("absent");
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let reg = token_ref_registration(
-        &backend.url(),
-        &format!("file:{}", missing.display()),
-        "fail-closed",
-        1_000,
-    );
+    let reg = token_file_registration(backend.url(), &missing, 1_000);
     let interceptor = interceptor(&reg).await;
 
     let settled = call(&interceptor, "evt_file_missing").await;
-    assert_eq!(
-        (
-            settled.decision,
-            settled.decided_by,
-            settled.reason.as_deref()
-        ),
-        (
-            Decision::Deny,
-            DecidedBy::SyntheticDeny,
-            Some(SYNTHETIC_REASON)
-        )
-    );
-    let entry = only_interceptor(&settled.record);
-    assert_eq!(entry["failure"]["class"], json!("auth-failed"));
-    assert_eq!(entry["failure"]["phase"], json!("acquire-credential"));
-    assert!(
-        !backend
-            .wait_for_requests(1, Duration::from_millis(200))
-            .await
-    );
-    assert_eq!(backend.connections(), 0);
+    let failure = assert_failed(&settled, "fail-closed", "auth-failed", "missing file");
+    assert_eq!(failure["phase"], json!("acquire-credential"));
+    assert_nothing_sent(&backend).await;
 }
 
 /// The CLI at trace level never prints the token, nor writes it to the audit file —
@@ -401,20 +268,10 @@ async fn cli_never_prints_or_audits_the_token() {
             !audited.contains(token),
             "token in the audit file: {audited}"
         );
-        let audited: Vec<Value> = audited
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(audited, [record]);
+        assert_eq!(audit_lines(&audit), [record]);
 
         // The token really was sent, so its absence above means something.
-        let requests = backend.requests();
-        assert_eq!(requests.len(), if expected_exit == 0 { 1 } else { 2 });
-        for request in &requests {
-            assert_eq!(
-                request.header_values("authorization"),
-                [format!("Bearer {token}")]
-            );
-        }
+        let sends = if expected_exit == 0 { 1 } else { 2 };
+        assert_bearer_tokens(&backend, &vec![token; sends]);
     }
 }

@@ -2,16 +2,20 @@
 //! settles as a denial recorded `interrupted` (never allow, even under fail-open), and
 //! nothing is revived by a reply that comes later.
 
-use ahp_host::{DecidedBy, Decision, Interceptor, Interrupt, Options};
+use ahp_host::{DecidedBy, Decision, Interceptor, Interrupt, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, registration, Http};
+use ahp_tests::support::{
+    assert_failed, assert_nothing_sent, assert_settled, assert_settled_at, assert_settled_by, call,
+    event, interceptor, only_interceptor, registration, timed_call, Http,
+};
+use serde_json::json;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-async fn interrupt_after(
-    hooks: &Interceptor,
-    event: &str,
-    after: Duration,
-) -> (ahp_host::Settlement, Duration) {
+const INTERRUPTED_REASON: &str = "Policy evaluation was interrupted.";
+
+/// Call `id`, interrupted `after` it starts; returns the settlement and how long it took.
+async fn interrupt_after(hooks: &Interceptor, id: &str, after: Duration) -> (Settlement, Duration) {
     let interrupt = Interrupt::new();
     let trigger = interrupt.clone();
     tokio::spawn(async move {
@@ -20,10 +24,39 @@ async fn interrupt_after(
     });
     let started = Instant::now();
     let settled = hooks
-        .intercept_with(event, &["deny"], None, &interrupt)
+        .intercept_with(&event(id), &["deny"], None, &interrupt)
         .await
-        .unwrap();
+        .expect("a valid event settles");
     (settled, started.elapsed())
+}
+
+fn assert_interrupted(settled: &Settlement) {
+    assert_settled(
+        settled,
+        Decision::Deny,
+        DecidedBy::Interrupted,
+        Some(INTERRUPTED_REASON),
+    );
+}
+
+/// A FIFO with no writer in `dir`: reading the token blocks, a real slow credential
+/// provider. Writing it later releases every reader blocked on it.
+fn blocking_token_file(dir: &Path) -> PathBuf {
+    let fifo = dir.join("token");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success());
+    fifo
+}
+
+/// One backend whose bearer token is read from the FIFO `fifo`.
+fn fifo_registration(url: String, fifo: &Path, policy: &str, timeout_ms: u64) -> String {
+    registration(&[Http::new("com.example.authed", url)
+        .policy(policy)
+        .timeout_ms(timeout_ms)
+        .token_ref(&format!("file:{}", fifo.display()))])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -32,104 +65,47 @@ async fn interrupting_a_pending_delivery_denies_at_once_even_under_fail_open() {
     let reg = registration(&[Http::new("com.example.slow", backend.url())
         .policy("fail-open")
         .timeout_ms(5_000)]);
-    let hooks = Interceptor::new(&reg, Options::default()).await.unwrap();
-    let (settled, elapsed) =
-        interrupt_after(&hooks, &event("evt_int_1"), Duration::from_millis(100)).await;
-    assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
-    assert_eq!(settled.decided_by, DecidedBy::Interrupted);
-    assert_eq!(settled.record["decidedBy"], "interrupted");
-    assert_eq!(settled.record["interceptors"][0]["outcome"], "interrupted");
-    assert!(
-        elapsed < Duration::from_millis(100 + 150),
-        "took {elapsed:?}"
-    );
+    let hooks = interceptor(&reg).await;
+    let interrupted_at = Duration::from_millis(100);
+    let (settled, elapsed) = interrupt_after(&hooks, "evt_int_1", interrupted_at).await;
+    assert_interrupted(&settled);
+    assert_eq!(only_interceptor(&settled.record)["outcome"], "interrupted");
+    assert_settled_by(elapsed, interrupted_at, "interrupted delivery");
     assert_eq!(backend.requests().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupting_a_slow_credential_acquisition_sends_nothing() {
-    // A FIFO with no writer: reading the token blocks, a real slow credential provider.
-    let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("token");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fifo = blocking_token_file(dir.path());
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let reg = serde_json::json!({
-        "protocolVersion": "draft",
-        "hooks": [{"id": "com.example.authed", "transport": {"type": "http", "url": backend.url()},
-            "authentication": {"type": "bearer", "tokenRef": format!("file:{}", fifo.display())},
-            "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 5_000,
-                "failurePolicy": "fail-open", "content": {"default": "metadata"}}]}]
-    })
-    .to_string();
-    let hooks = Interceptor::new(&reg, Options::default()).await.unwrap();
-    let (settled, elapsed) =
-        interrupt_after(&hooks, &event("evt_int_2"), Duration::from_millis(100)).await;
-    assert_eq!(
-        settled.decided_by,
-        DecidedBy::Interrupted,
-        "{}",
-        settled.record
-    );
-    assert_eq!(settled.decision, Decision::Deny);
-    assert!(
-        elapsed < Duration::from_millis(100 + 150),
-        "took {elapsed:?}"
-    );
-    assert_eq!(
-        backend.requests().len(),
-        0,
-        "nothing is sent without the credential"
-    );
-    // Release the blocked reader so its thread ends.
-    std::fs::write(&fifo, "late-token").unwrap();
+    let hooks = interceptor(&fifo_registration(backend.url(), &fifo, "fail-open", 5_000)).await;
+    let interrupted_at = Duration::from_millis(100);
+    let (settled, elapsed) = interrupt_after(&hooks, "evt_int_2", interrupted_at).await;
+    assert_interrupted(&settled);
+    assert_settled_by(elapsed, interrupted_at, "interrupted acquisition");
+    // Release the blocked reader, so the token arrives after all: the abandoned
+    // acquisition must still send nothing.
+    std::fs::write(&fifo, "late-token").expect("write the token to the FIFO");
+    assert_nothing_sent(&backend).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_credential_settles_at_the_deadline_under_the_policy() {
-    let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("token");
-    assert!(std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fifo = blocking_token_file(dir.path());
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    for (policy, decision) in [
-        ("fail-open", Decision::Allow),
-        ("fail-closed", Decision::Deny),
-    ] {
-        let reg = serde_json::json!({
-            "protocolVersion": "draft",
-            "hooks": [{"id": "com.example.authed", "transport": {"type": "http", "url": backend.url()},
-                "authentication": {"type": "bearer", "tokenRef": format!("file:{}", fifo.display())},
-                "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 200,
-                    "failurePolicy": policy, "content": {"default": "metadata"}}]}]
-        })
-        .to_string();
-        let hooks = Interceptor::new(&reg, Options::default()).await.unwrap();
-        let started = Instant::now();
-        let settled = hooks
-            .intercept(&event("evt_int_3"), &["deny"], None)
-            .await
-            .unwrap();
-        let elapsed = started.elapsed();
-        assert_eq!(settled.decision, decision, "{policy}: {}", settled.record);
-        let failure = &settled.record["interceptors"][0]["failure"];
-        assert_eq!(failure["class"], "auth-failed");
-        assert_eq!(failure["phase"], "acquire-credential");
-        assert!(
-            elapsed >= Duration::from_millis(200) && elapsed < Duration::from_millis(200 + 150),
-            "{elapsed:?}"
-        );
+    for policy in ["fail-open", "fail-closed"] {
+        let hooks = interceptor(&fifo_registration(backend.url(), &fifo, policy, 200)).await;
+        let (settled, elapsed) = timed_call(&hooks, "evt_int_3", None).await;
+        let failure = assert_failed(&settled, policy, "auth-failed", policy);
+        assert_eq!(failure["phase"], json!("acquire-credential"), "{policy}");
+        assert_settled_at(elapsed, Duration::from_millis(200), policy);
     }
-    assert_eq!(backend.requests().len(), 0);
-    // Release the blocked readers so their threads end: one writer wakes every reader
-    // waiting to open the FIFO.
-    std::fs::write(&fifo, "late-token").unwrap();
+    // Release the blocked readers: one writer wakes every reader waiting to open the
+    // FIFO. The token arrives after both deadlines and must not be sent.
+    std::fs::write(&fifo, "late-token").expect("write the token to the FIFO");
+    assert_nothing_sent(&backend).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,18 +116,12 @@ async fn interrupting_one_call_leaves_a_concurrent_call_alone() {
     )])
     .await;
     let reg = registration(&[Http::new("com.example.shared", backend.url()).timeout_ms(2_000)]);
-    let hooks = Interceptor::new(&reg, Options::default()).await.unwrap();
+    let hooks = interceptor(&reg).await;
     let other = hooks.clone();
-    let untouched = tokio::spawn(async move {
-        other
-            .intercept(&event("evt_int_5"), &["deny"], None)
-            .await
-            .unwrap()
-    });
-    let (interrupted, _) =
-        interrupt_after(&hooks, &event("evt_int_4"), Duration::from_millis(50)).await;
-    assert_eq!(interrupted.decided_by, DecidedBy::Interrupted);
-    let settled = untouched.await.unwrap();
-    assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
-    assert_eq!(settled.decided_by, DecidedBy::NoObjection);
+    let untouched = tokio::spawn(async move { call(&other, "evt_int_5").await });
+    let (interrupted, _) = interrupt_after(&hooks, "evt_int_4", Duration::from_millis(50)).await;
+    assert_interrupted(&interrupted);
+    let settled = untouched.await.expect("the concurrent call task");
+    assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
+    assert_eq!(only_interceptor(&settled.record)["outcome"], "no-effect");
 }

@@ -4,12 +4,16 @@
 
 use ahp_host::{DecidedBy, Decision, Interceptor, Options, RetryPolicy};
 use ahp_tests::fault_backend::{refused_url, Behaviour, FaultBackend};
-use ahp_tests::support::{event, registration, Http};
-use std::time::{Duration, Instant};
+use ahp_tests::support::{
+    assert_failed, assert_settled, assert_settled_by, attempt_results, attempts, call, interceptor,
+    only_interceptor, registration, timed_call, Http,
+};
+use std::time::Duration;
 
 const ID: &str = "com.example.flaky";
 
-async fn with_retries(reg: &str, retries: u32) -> Interceptor {
+/// An interceptor for `backend` with `retries` retries per exchange configured.
+async fn with_retries(backend: Http<'_>, retries: u32) -> Interceptor {
     let options = Options {
         retries: RetryPolicy {
             default: retries,
@@ -17,166 +21,127 @@ async fn with_retries(reg: &str, retries: u32) -> Interceptor {
         },
         ..Options::default()
     };
-    Interceptor::new(reg, options)
+    Interceptor::new(&registration(&[backend]), options)
         .await
         .expect("valid registration")
 }
 
-fn attempts(record: &serde_json::Value) -> Vec<serde_json::Value> {
-    record["interceptors"][0]["attempts"]
-        .as_array()
-        .expect("attempts")
-        .clone()
+/// An HTTP response with `status`, no content type and no body.
+fn bare_status(status: u16) -> Behaviour {
+    Behaviour::Reply {
+        status,
+        content_type: None,
+        body: Vec::new(),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_then_success_is_retried_with_identical_bytes() {
     let backend = FaultBackend::start(vec![Behaviour::Reset, Behaviour::NoEffect]).await;
-    let hooks = with_retries(&registration(&[Http::new(ID, backend.url())]), 2).await;
-    let settled = hooks
-        .intercept(&event("evt_retry_1"), &["deny"], None)
-        .await
-        .unwrap();
-    assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+    let hooks = with_retries(Http::new(ID, backend.url()), 2).await;
+    let settled = call(&hooks, "evt_retry_1").await;
+    assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
     let requests = backend.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(
         requests[0].body, requests[1].body,
         "a retry resends the exact bytes"
     );
-    let attempts = attempts(&settled.record);
-    assert_eq!(attempts.len(), 2);
-    assert_eq!(attempts[0]["result"], "connection-reset");
-    assert_eq!(attempts[1]["result"], "accepted");
+    let entry = only_interceptor(&settled.record);
+    assert_eq!(attempt_results(entry), ["connection-reset", "accepted"]);
+    let attempts = attempts(entry);
     assert_eq!(attempts[0]["requestSha256"], attempts[1]["requestSha256"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unavailable_statuses_are_retried_until_the_configured_limit() {
-    let unavailable = Behaviour::Reply {
-        status: 503,
-        content_type: None,
-        body: Vec::new(),
-    };
-    let backend = FaultBackend::start(vec![unavailable]).await;
-    let hooks = with_retries(&registration(&[Http::new(ID, backend.url())]), 2).await;
-    let settled = hooks
-        .intercept(&event("evt_retry_2"), &["deny"], None)
-        .await
-        .unwrap();
-    assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
+    let backend = FaultBackend::start(vec![bare_status(503)]).await;
+    let hooks = with_retries(Http::new(ID, backend.url()), 2).await;
+    let settled = call(&hooks, "evt_retry_2").await;
+    let failure = assert_failed(&settled, "fail-closed", "http-status", "503");
+    assert_eq!(failure["httpStatus"], 503);
     assert_eq!(backend.requests().len(), 3, "one attempt and two retries");
     let bodies: Vec<_> = backend.requests().into_iter().map(|r| r.body).collect();
     assert!(bodies.windows(2).all(|w| w[0] == w[1]));
-    assert_eq!(
-        settled.record["interceptors"][0]["failure"]["httpStatus"],
-        503
-    );
 }
 
+/// Options::default(): the host configuration enables no retries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_retry_without_configuration() {
     let backend = FaultBackend::start(vec![Behaviour::Reset, Behaviour::NoEffect]).await;
-    let hooks = with_retries(&registration(&[Http::new(ID, backend.url())]), 0).await;
-    let settled = hooks
-        .intercept(&event("evt_retry_3"), &["deny"], None)
-        .await
-        .unwrap();
-    assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
+    let hooks = interceptor(&registration(&[Http::new(ID, backend.url())])).await;
+    let settled = call(&hooks, "evt_retry_3").await;
+    assert_failed(&settled, "fail-closed", "connection-reset", "reset");
     assert_eq!(backend.requests().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_empty_success_and_rejected_content_are_never_retried() {
+    // Each reply, what it settles as, and what its one attempt records.
     let script = [
-        Behaviour::Deny("no".into()),
-        Behaviour::NoEffect,
-        Behaviour::Reply {
-            status: 200,
-            content_type: Some("application/json".into()),
-            body: b"{oops".to_vec(),
-        },
-        Behaviour::Reply {
-            status: 500,
-            content_type: None,
-            body: Vec::new(),
-        },
+        (
+            Behaviour::Deny("no".into()),
+            DecidedBy::BackendDeny,
+            "accepted",
+        ),
+        (Behaviour::NoEffect, DecidedBy::NoObjection, "accepted"),
+        (
+            Behaviour::Reply {
+                status: 200,
+                content_type: Some("application/json".into()),
+                body: b"{oops".to_vec(),
+            },
+            DecidedBy::SyntheticDeny,
+            "malformed-json",
+        ),
+        // A status rejected as such, not "temporarily unavailable" (502 to 504).
+        (bare_status(500), DecidedBy::SyntheticDeny, "http-status"),
     ];
-    for behaviour in script {
+    for (behaviour, decided_by, result) in script {
         let backend = FaultBackend::start(vec![behaviour.clone(), Behaviour::NoEffect]).await;
-        let hooks = with_retries(&registration(&[Http::new(ID, backend.url())]), 5).await;
-        hooks
-            .intercept(&event("evt_retry_4"), &["deny"], None)
-            .await
-            .unwrap();
+        let hooks = with_retries(Http::new(ID, backend.url()), 5).await;
+        let settled = call(&hooks, "evt_retry_4").await;
+        assert_eq!(settled.decided_by, decided_by, "{behaviour:?}");
+        let entry = only_interceptor(&settled.record);
+        assert_eq!(attempt_results(entry), [result], "{behaviour:?}");
         assert_eq!(backend.requests().len(), 1, "retried after {behaviour:?}");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_stop_at_the_original_deadline() {
-    let reg = registration(&[Http::new(ID, refused_url()).timeout_ms(200)]);
-    let hooks = with_retries(&reg, 1_000).await;
-    let started = Instant::now();
-    let settled = hooks
-        .intercept(&event("evt_retry_5"), &["deny"], None)
-        .await
-        .unwrap();
-    let elapsed = started.elapsed();
-    assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
-    let attempts = attempts(&settled.record);
+    let hooks = with_retries(Http::new(ID, refused_url()).timeout_ms(200), 1_000).await;
+    let (settled, elapsed) = timed_call(&hooks, "evt_retry_5", None).await;
+    let results = attempt_results(only_interceptor(&settled.record));
     // Every attempt but the last was refused; the last was refused too, or met the
     // deadline while connecting (a retry may start with only a little time left).
-    let (last, earlier) = attempts.split_last().expect("at least one attempt");
+    let (last, earlier) = results.split_last().expect("at least one attempt");
     assert!(
-        earlier.iter().all(|a| a["result"] == "connection-refused"),
-        "{attempts:?}"
+        earlier.iter().all(|&r| r == "connection-refused"),
+        "{results:?}"
     );
     assert!(
-        matches!(
-            last["result"].as_str(),
-            Some("connection-refused" | "deadline-exceeded")
-        ),
+        matches!(*last, "connection-refused" | "deadline-exceeded"),
         "{last}"
     );
-    assert_eq!(
-        settled.record["interceptors"][0]["failure"]["class"],
-        last["result"]
-    );
-    assert!(attempts.len() > 2, "refusals are retried: {attempts:?}");
-    assert!(
-        attempts.len() < 1_000,
-        "retries are bounded by the deadline"
-    );
-    assert!(
-        elapsed < Duration::from_millis(200 + 150),
-        "took {elapsed:?}"
-    );
+    assert_failed(&settled, "fail-closed", last, "refused");
+    assert!(results.len() > 2, "refusals are retried: {results:?}");
+    assert!(results.len() < 1_000, "retries are bounded by the deadline");
+    assert_settled_by(elapsed, Duration::from_millis(200), "refused");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_inside_a_budget_stop_at_the_budget() {
-    let reg = registration(&[Http::new(ID, refused_url())
+    let backend = Http::new(ID, refused_url())
         .timeout_ms(5_000)
-        .policy("fail-open")]);
-    let hooks = with_retries(&reg, 1_000).await;
-    let started = Instant::now();
-    let settled = hooks
-        .intercept(
-            &event("evt_retry_6"),
-            &["deny"],
-            Some(Duration::from_millis(150)),
-        )
-        .await
-        .unwrap();
-    assert!(
-        started.elapsed() < Duration::from_millis(150 + 150),
-        "took {:?}",
-        started.elapsed()
-    );
+        .policy("fail-open");
+    let hooks = with_retries(backend, 1_000).await;
+    let budget = Duration::from_millis(150);
+    let (settled, elapsed) = timed_call(&hooks, "evt_retry_6", Some(budget)).await;
+    assert_settled_by(elapsed, budget, "budget");
     // The retries ran out of budget: whatever the last attempt saw, the call was cut short
     // by the budget or settled by the failure, never allowed by running past it.
-    assert!(attempts(&settled.record).len() > 1);
+    assert!(attempts(only_interceptor(&settled.record)).len() > 1);
     assert!(
         matches!(
             settled.decided_by,
