@@ -65,35 +65,37 @@ async fn panicking_component_is_denied_as_engine_failure_at_once() {
     assert_settled_at_once(elapsed, "panic");
 }
 
-/// Three calls in a row on one runaway interceptor (ids `{prefix}_1` to `_3`): each is an
-/// engine failure, settled in a time `timing` accepts.
-async fn three_calls_in_a_row(backend_id: &str, prefix: &str, timing: fn(Duration, &str)) {
-    let interceptor = runaway(backend_id).await;
-    for n in 1..=3 {
-        let id = format!("{prefix}_{n}");
-        let (settled, elapsed) = timed_call(&interceptor, &id, None).await;
-        assert_engine_failure(&settled, &id);
-        timing(elapsed, &id);
-    }
-}
-
 /// An aborted instance is not reused; the next calls get a fresh one and fail the same way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interceptor_stays_usable_after_a_runaway_call() {
-    three_calls_in_a_row("com.example.spin", "evt_again", |elapsed, case| {
-        assert_settled_at(elapsed, BOUND, case)
-    })
-    .await;
+    let interceptor = runaway("com.example.spin").await;
+    for n in 1..=3 {
+        let id = format!("evt_again_{n}");
+        let (settled, elapsed) = timed_call(&interceptor, &id, None).await;
+        assert_engine_failure(&settled, &id);
+        assert_settled_at(elapsed, BOUND, &id);
+    }
 }
 
+/// After a trap the next call still reaches the component: an event that makes it spin
+/// instead of panic runs until the bound, which only a live instance can do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interceptor_stays_usable_after_a_panicking_call() {
-    three_calls_in_a_row(
-        "com.example.panic",
-        "evt_panic_again",
-        assert_settled_at_once,
-    )
-    .await;
+    let interceptor = runaway("com.example.panic").await;
+    for (id, timing) in [
+        (
+            "evt_panic_first",
+            assert_settled_at_once as fn(Duration, &str),
+        ),
+        ("evt_spin_after_panic", |elapsed, case| {
+            assert_settled_at(elapsed, BOUND, case)
+        }),
+        ("evt_panic_again", assert_settled_at_once),
+    ] {
+        let (settled, elapsed) = timed_call(&interceptor, id, None).await;
+        assert_engine_failure(&settled, id);
+        timing(elapsed, id);
+    }
 }
 
 /// Four spinning calls at once, on two worker threads: every one is cut off at its bound.

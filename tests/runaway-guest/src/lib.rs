@@ -1,6 +1,6 @@
 //! A hostile component for the host's tests: it implements `ahp:interceptor` but never
-//! settles. A registration containing "panic" makes `intercept` panic (a trap); anything
-//! else makes it spin forever. The host must turn both into an `engine-failure` denial
+//! settles. A registration containing "panic" makes `intercept` panic (a trap), except for
+//! an event containing "spin"; anything else makes it spin forever. The host must turn both into an `engine-failure` denial
 //! within the call's bound.
 
 #[cfg(target_family = "wasm")]
@@ -46,11 +46,11 @@ mod component {
 
         fn intercept(
             &self,
-            _event: String,
+            event: String,
             _effects: Vec<String>,
             _budget: Option<u64>,
         ) -> Result<Settlement, Vec<String>> {
-            if self.panics {
+            if self.panics && !event.contains("spin") {
                 panic!("the component failed");
             }
             spin()
