@@ -14,17 +14,20 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ahp_host::{DecidedBy, Decision, Interceptor, Interrupt, Settlement};
-use ahp_tests::support::{event, interceptor, only_interceptor};
+use ahp_host::{DecidedBy, Decision, Interceptor, Interrupt, Options, RetryPolicy, Settlement};
+use ahp_tests::support::{
+    assert_failed, assert_settled, assert_settled_at, assert_settled_by, call, event, interceptor,
+    only_interceptor, timed_call,
+};
 use serde_json::{json, Value};
 use tokio::sync::RwLock;
 
 const BACKEND: &str = env!("CARGO_BIN_EXE_stdio_backend");
 const BACKEND_NAME: &str = "stdio_backend";
 const ID: &str = "com.example.stdio";
-const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
-/// Scheduling slack allowed beyond a deadline before the call must have settled.
-const SLACK: Duration = Duration::from_millis(150);
+/// How soon a failure the backend shows at once (a bad line, an exit, a failed launch)
+/// must settle: well before any timeout these tests configure.
+const AT_ONCE: Duration = Duration::from_millis(500);
 const LIFECYCLES: [&str; 2] = ["persistent", "per_event"];
 const POLICIES: [&str; 2] = ["fail-open", "fail-closed"];
 
@@ -32,18 +35,12 @@ const POLICIES: [&str; 2] = ["fail-open", "fail-closed"];
 /// the children it counts in `/proc` are its own.
 static PROCESSES: RwLock<()> = RwLock::const_new(());
 
-/// One stdio hook with a `tool.before` intercept subscription.
-fn hook(
-    id: &str,
-    command: &str,
-    args: &[&str],
-    lifecycle: &str,
-    policy: &str,
-    timeout_ms: u64,
-) -> Value {
+/// One hook running this test's backend with `args`, with a `tool.before` intercept
+/// subscription.
+fn hook(id: &str, args: &[&str], lifecycle: &str, policy: &str, timeout_ms: u64) -> Value {
     json!({
         "id": id,
-        "transport": {"type": "stdio", "command": command, "args": args, "lifecycle": lifecycle},
+        "transport": {"type": "stdio", "command": BACKEND, "args": args, "lifecycle": lifecycle},
         "subscriptions": [{
             "events": ["tool.before"], "mode": "intercept",
             "timeoutMs": timeout_ms, "failurePolicy": policy,
@@ -56,20 +53,54 @@ fn registration(hooks: Vec<Value>) -> String {
     json!({"protocolVersion": "draft", "hooks": hooks}).to_string()
 }
 
+/// An interceptor with these hooks, in order, and default options.
+async fn start(hooks: Vec<Value>) -> Interceptor {
+    interceptor(&registration(hooks)).await
+}
+
+/// An interceptor whose one hook (`ID`) runs the backend in `mode`, logging to the
+/// returned log.
+async fn logged(mode: &str, lifecycle: &str, policy: &str, timeout_ms: u64) -> (Log, Interceptor) {
+    logged_with(Options::default(), mode, lifecycle, policy, timeout_ms).await
+}
+
+/// [`logged`], under these host options.
+async fn logged_with(
+    options: Options,
+    mode: &str,
+    lifecycle: &str,
+    policy: &str,
+    timeout_ms: u64,
+) -> (Log, Interceptor) {
+    let log = Log::new();
+    let hook = hook(ID, &[mode, &log.arg()], lifecycle, policy, timeout_ms);
+    let hooks = Interceptor::new(&registration(vec![hook]), options)
+        .await
+        .expect("valid test registration");
+    (log, hooks)
+}
+
 /// A log file for the backend, in its own temporary directory.
 struct Log {
     dir: tempfile::TempDir,
+    name: &'static str,
 }
 
 impl Log {
     fn new() -> Log {
+        Log::named("backend.log")
+    }
+
+    /// A log file called `name`, taken literally.
+    fn named(name: &'static str) -> Log {
         Log {
             dir: tempfile::tempdir().expect("a temporary directory"),
+            name,
         }
     }
 
     fn path(&self) -> PathBuf {
-        self.dir.path().join("backend.log")
+        self.dir.path().join(self.name)
     }
 
     fn arg(&self) -> String {
@@ -101,6 +132,11 @@ impl Log {
             .collect()
     }
 
+    /// The PID of the process started last.
+    fn last_pid(&self) -> u32 {
+        *self.pids().last().expect("a backend was started")
+    }
+
     /// Waits until the backends logged `n` received messages; returns them.
     async fn received(&self, n: usize) -> Vec<String> {
         let until = Instant::now() + Duration::from_secs(2);
@@ -114,92 +150,112 @@ impl Log {
     }
 }
 
-/// One call to a built interceptor, measured.
-async fn timed(hooks: &Interceptor, id: &str) -> (Settlement, Duration) {
-    let started = Instant::now();
-    let settled = hooks
-        .intercept(&event(id), &["deny"], None)
-        .await
-        .expect("a valid event settles");
-    (settled, started.elapsed())
-}
-
-/// One call against a fresh single-backend interceptor, which is shut down afterwards.
-async fn one_call(
-    args: &[&str],
-    lifecycle: &str,
-    policy: &str,
-    timeout_ms: u64,
-) -> (Settlement, Duration) {
-    let hooks = interceptor(&registration(vec![hook(
-        ID, BACKEND, args, lifecycle, policy, timeout_ms,
-    )]))
-    .await;
-    let case = format!("evt_{}_{lifecycle}_{policy}", args[0].replace(':', "_"));
-    let result = timed(&hooks, &case).await;
+/// One call to `hooks`, measured, after which `hooks` is shut down.
+async fn only_call(hooks: Interceptor, id: &str) -> (Settlement, Duration) {
+    let result = timed_call(&hooks, id, None).await;
     hooks.shutdown();
     result
 }
 
-/// The single interceptor entry of a settlement record.
-/// The call failed operationally with `class` and settled as `policy` says; returns the
-/// failure object of the record.
-fn assert_failed<'s>(settled: &'s Settlement, policy: &str, class: &str, case: &str) -> &'s Value {
-    let entry = only_interceptor(&settled.record);
+/// Calls `hooks` with event `id` and asserts its one backend answered with no effects.
+async fn call_no_effect(hooks: &Interceptor, id: &str) {
+    assert_no_effect(&call(hooks, id).await, id);
+}
+
+/// The one backend answered without effects: allowed with no objection, no reason, no
+/// failure.
+fn assert_no_effect(settled: &Settlement, case: &str) {
+    assert_settled(settled, Decision::Allow, DecidedBy::NoObjection, None);
     let record = &settled.record;
-    assert_eq!(entry["failure"]["class"], json!(class), "{case}: {record}");
-    assert_eq!(entry["policy"], json!(policy), "{case}: {record}");
-    match policy {
-        "fail-open" => {
-            assert_eq!(
-                (
-                    settled.decision,
-                    settled.decided_by,
-                    settled.reason.as_deref()
-                ),
-                (Decision::Allow, DecidedBy::NoObjection, None),
-                "{case}: {record}"
-            );
-            assert_eq!(entry["outcome"], json!("failed-open"), "{case}");
-        }
-        "fail-closed" => {
-            assert_eq!(
-                (
-                    settled.decision,
-                    settled.decided_by,
-                    settled.reason.as_deref()
-                ),
-                (
-                    Decision::Deny,
-                    DecidedBy::SyntheticDeny,
-                    Some(SYNTHETIC_REASON)
-                ),
-                "{case}: {record}"
-            );
-            assert_eq!(entry["outcome"], json!("failed-closed"), "{case}");
-        }
-        other => panic!("unknown policy {other}"),
-    }
-    &entry["failure"]
+    let entry = only_interceptor(record);
+    assert_eq!(entry["outcome"], json!("no-effect"), "{case}: {record}");
+    assert_eq!(entry.get("failure"), None, "{case}: {record}");
+}
+
+/// [`assert_failed`], reported at once instead of by waiting out the deadline.
+fn assert_failed_at_once<'s>(
+    settled: &'s Settlement,
+    elapsed: Duration,
+    policy: &str,
+    class: &str,
+    case: &str,
+) -> &'s Value {
+    let failure = assert_failed(settled, policy, class, case);
+    assert!(elapsed < AT_ONCE, "{case}: waited {elapsed:?}");
+    failure
+}
+
+/// `n` backend processes have been started so far, and the last one is already reaped.
+fn assert_nth_process_reaped(log: &Log, n: usize, case: &str) {
+    let pids = log.pids();
+    assert_eq!(pids.len(), n, "{case}: {:?}", log.lines());
+    assert!(
+        !exists(pids[n - 1]),
+        "{case}: process {} was not reaped",
+        pids[n - 1]
+    );
+}
+
+/// Every lifecycle × policy pair.
+fn every_lifecycle_and_policy() -> impl Iterator<Item = (&'static str, &'static str)> {
+    LIFECYCLES
+        .into_iter()
+        .flat_map(|lifecycle| POLICIES.map(|policy| (lifecycle, policy)))
+}
+
+/// One call of [`every_case`], against a fresh backend that was shut down afterwards.
+struct Case {
+    /// `mode lifecycle policy`, for messages.
+    name: String,
+    policy: &'static str,
+    settled: Settlement,
+    elapsed: Duration,
+    log: Log,
 }
 
 /// Runs `check` for every lifecycle × policy against a backend in `mode`.
-async fn every_case<F>(mode: &str, timeout_ms: u64, check: F)
-where
-    F: Fn(&Settlement, Duration, &str, &str, &Log),
-{
+async fn every_case(mode: &str, timeout_ms: u64, check: impl Fn(&Case)) {
+    every_case_with(Options::default(), mode, timeout_ms, check).await;
+}
+
+/// [`every_case`], under these host options.
+async fn every_case_with(options: Options, mode: &str, timeout_ms: u64, check: impl Fn(&Case)) {
     let _shared = PROCESSES.read().await;
-    for lifecycle in LIFECYCLES {
-        for policy in POLICIES {
-            let log = Log::new();
-            let log_arg = log.arg();
-            let (settled, elapsed) =
-                one_call(&[mode, &log_arg], lifecycle, policy, timeout_ms).await;
-            let case = format!("{mode} {lifecycle} {policy}");
-            println!("{case}: settled in {elapsed:?}");
-            check(&settled, elapsed, &case, policy, &log);
-        }
+    for (lifecycle, policy) in every_lifecycle_and_policy() {
+        let (log, hooks) = logged_with(options.clone(), mode, lifecycle, policy, timeout_ms).await;
+        let id = format!("evt_{}_{lifecycle}_{policy}", mode.replace(':', "_"));
+        let (settled, elapsed) = only_call(hooks, &id).await;
+        let name = format!("{mode} {lifecycle} {policy}");
+        println!("{name}: settled in {elapsed:?}");
+        check(&Case {
+            name,
+            policy,
+            settled,
+            elapsed,
+            log,
+        });
     }
+}
+
+/// Two calls to a persistent backend in `mode` both fail with `class`; each one kills and
+/// reaps its process before it returns, and the next call starts a new one.
+async fn assert_replaced_after_each_failure(
+    mode: &str,
+    policy: &str,
+    timeout_ms: u64,
+    class: &str,
+) {
+    let (log, hooks) = logged(mode, "persistent", policy, timeout_ms).await;
+    for n in 1..=2 {
+        let case = format!("{mode} call {n}");
+        let id = format!("evt_{}_{n}", mode.replace(':', "_"));
+        assert_failed(&call(&hooks, &id).await, policy, class, &case);
+        // Killed and reaped before the call returned, not just marked.
+        assert_nth_process_reaped(&log, n, &case);
+    }
+    let distinct: BTreeSet<u32> = log.pids().into_iter().collect();
+    assert_eq!(distinct.len(), 2, "{mode}: {:?}", log.lines());
+    hooks.shutdown();
 }
 
 /// The `(pid, state)` of every live or zombie child of this process running the backend.
@@ -261,102 +317,74 @@ async fn eventually(within: Duration, mut condition: impl FnMut() -> bool) -> bo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_settles_as_no_objection_in_both_lifecycles() {
-    every_case("allow", 2_000, |settled, _, case, _, log| {
-        let entry = only_interceptor(&settled.record);
-        assert_eq!(
-            (settled.decision, settled.decided_by),
-            (Decision::Allow, DecidedBy::NoObjection),
-            "{case}: {}",
-            settled.record
-        );
-        assert_eq!(entry["outcome"], json!("no-effect"), "{case}");
-        assert_eq!(entry.get("failure"), None, "{case}");
+    every_case("allow", 2_000, |c| {
+        assert_no_effect(&c.settled, &c.name);
         // One process got exactly one message; its stderr (the PID) did not disturb it.
-        assert_eq!(log.pids().len(), 1, "{case}: {:?}", log.lines());
-        assert_eq!(log.values("recv"), ["hooks/intercept"], "{case}");
+        assert_eq!(c.log.pids().len(), 1, "{}: {:?}", c.name, c.log.lines());
+        assert_eq!(c.log.values("recv"), ["hooks/intercept"], "{}", c.name);
     })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_is_an_explicit_backend_deny_in_both_lifecycles() {
-    every_case("deny", 2_000, |settled, _, case, _, _| {
-        assert_eq!(
-            (
-                settled.decision,
-                settled.decided_by,
-                settled.reason.as_deref()
-            ),
-            (
-                Decision::Deny,
-                DecidedBy::BackendDeny,
-                Some("stdio says no")
-            ),
-            "{case}: {}",
-            settled.record
+    every_case("deny", 2_000, |c| {
+        assert_settled(
+            &c.settled,
+            Decision::Deny,
+            DecidedBy::BackendDeny,
+            Some("stdio says no"),
         );
-        assert_eq!(settled.record["decidedBy"], json!("backend-deny"), "{case}");
-        assert_eq!(
-            only_interceptor(&settled.record)["outcome"],
-            json!("deny"),
-            "{case}"
-        );
+        let entry = only_interceptor(&c.settled.record);
+        assert_eq!(entry["outcome"], json!("deny"), "{}", c.name);
     })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sleeping_past_the_timeout_is_deadline_exceeded_within_the_slack() {
-    every_case("sleep:2000", 300, |settled, elapsed, case, policy, _| {
-        let failure = assert_failed(settled, policy, "deadline-exceeded", case);
-        assert_eq!(failure["phase"], json!("await-response"), "{case}");
-        let deadline = Duration::from_millis(300);
-        assert!(
-            elapsed >= deadline,
-            "{case}: settled in {elapsed:?}, before the deadline"
-        );
-        assert!(
-            elapsed < deadline + SLACK,
-            "{case}: settled in {elapsed:?}, after {deadline:?} + {SLACK:?}"
-        );
+    const TIMEOUT_MS: u64 = 300;
+    let deadline = Duration::from_millis(TIMEOUT_MS);
+    every_case("sleep:2000", TIMEOUT_MS, |c| {
+        let failure = assert_failed(&c.settled, c.policy, "deadline-exceeded", &c.name);
+        assert_eq!(failure["phase"], json!("await-response"), "{}", c.name);
+        assert_settled_at(c.elapsed, deadline, &c.name);
     })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_is_malformed_json_at_once() {
-    every_case("garbage", 2_000, |settled, elapsed, case, policy, _| {
-        assert_failed(settled, policy, "malformed-json", case);
-        assert!(
-            elapsed < Duration::from_millis(500),
-            "{case}: waited {elapsed:?}"
-        );
+    every_case("garbage", 2_000, |c| {
+        assert_failed_at_once(&c.settled, c.elapsed, c.policy, "malformed-json", &c.name);
     })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_id_is_id_mismatch_at_once() {
-    every_case("wrong-id", 2_000, |settled, elapsed, case, policy, _| {
-        assert_failed(settled, policy, "id-mismatch", case);
-        assert!(
-            elapsed < Duration::from_millis(500),
-            "{case}: waited {elapsed:?} of a 2 s timeout"
-        );
+    every_case("wrong-id", 2_000, |c| {
+        assert_failed_at_once(&c.settled, c.elapsed, c.policy, "id-mismatch", &c.name);
     })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exiting_mid_exchange_is_abnormal_exit() {
-    every_case("exit-mid", 2_000, |settled, elapsed, case, policy, log| {
-        assert_failed(settled, policy, "abnormal-exit", case);
-        assert!(
-            elapsed < Duration::from_millis(500),
-            "{case}: waited {elapsed:?}"
-        );
-        // abnormal-exit is not transient: not retried, so one process only.
-        assert_eq!(log.pids().len(), 1, "{case}");
+    // Retries enabled, so that "not retried" below is the host's and guest's choice and
+    // not just the default configuration's.
+    let retrying = Options {
+        retries: RetryPolicy {
+            default: 2,
+            ..RetryPolicy::default()
+        },
+        ..Options::default()
+    };
+    every_case_with(retrying, "exit-mid", 2_000, |c| {
+        assert_failed_at_once(&c.settled, c.elapsed, c.policy, "abnormal-exit", &c.name);
+        // abnormal-exit is not transient (unlike connection-lost): not retried, so one
+        // process only.
+        assert_eq!(c.log.pids().len(), 1, "{}: {:?}", c.name, c.log.lines());
     })
     .await;
 }
@@ -368,41 +396,24 @@ async fn exiting_mid_exchange_is_abnormal_exit() {
 async fn a_nonzero_exit_after_a_valid_line_fails_only_per_event() {
     let _shared = PROCESSES.read().await;
     for policy in POLICIES {
-        let (settled, _) = one_call(&["reply-then-exit"], "per_event", policy, 2_000).await;
-        assert_failed(
-            &settled,
-            policy,
-            "abnormal-exit",
-            &format!("per_event {policy}"),
-        );
+        let (_log, hooks) = logged("reply-then-exit", "per_event", policy, 2_000).await;
+        let (settled, _) = only_call(hooks, &format!("evt_reply_then_exit_{policy}")).await;
+        let case = format!("per_event {policy}");
+        assert_failed(&settled, policy, "abnormal-exit", &case);
     }
-    let log = Log::new();
-    let hooks = interceptor(&registration(vec![hook(
-        ID,
-        BACKEND,
-        &["reply-then-exit", &log.arg()],
-        "persistent",
-        "fail-closed",
-        2_000,
-    )]))
-    .await;
+    let (log, hooks) = logged("reply-then-exit", "persistent", "fail-closed", 2_000).await;
     for n in 1..=2 {
-        let (settled, _) = timed(&hooks, &format!("evt_reply_then_exit_{n}")).await;
-        assert_eq!(
-            settled.decision,
-            Decision::Allow,
-            "call {n}: {}",
-            settled.record
-        );
+        call_no_effect(&hooks, &format!("evt_reply_then_exit_{n}")).await;
         // Let the process finish exiting (a zombie until the next use reaps it), so the
         // next call finds it gone instead of racing its exit.
-        let pid = *log.pids().last().expect("a backend was started");
+        let pid = log.last_pid();
         assert!(
             eventually(Duration::from_secs(2), || matches!(
                 state(pid),
                 None | Some('Z')
             ))
-            .await
+            .await,
+            "call {n}: the backend {pid} did not exit after its reply"
         );
     }
     assert_eq!(log.pids().len(), 2, "{:?}", log.lines());
@@ -411,60 +422,31 @@ async fn a_nonzero_exit_after_a_valid_line_fails_only_per_event() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_line_over_the_cap_is_response_too_large() {
-    every_case("huge", 2_000, |settled, _, case, policy, _| {
-        let failure = assert_failed(settled, policy, "malformed-json", case);
-        assert_eq!(failure["detail"], json!("response-too-large"), "{case}");
+    every_case("huge", 2_000, |c| {
+        let failure = assert_failed(&c.settled, c.policy, "malformed-json", &c.name);
+        assert_eq!(failure["detail"], json!("response-too-large"), "{}", c.name);
     })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_command_is_launch_failed() {
-    for lifecycle in LIFECYCLES {
-        for policy in POLICIES {
-            let hooks = interceptor(&registration(vec![hook(
-                ID,
-                "/nonexistent/backend",
-                &[],
-                lifecycle,
-                policy,
-                1_000,
-            )]))
-            .await;
-            let (settled, elapsed) = timed(&hooks, "evt_missing").await;
-            hooks.shutdown();
-            let case = format!("missing {lifecycle} {policy}");
-            let failure = assert_failed(&settled, policy, "launch-failed", &case);
-            assert_eq!(failure["phase"], json!("connect"), "{case}");
-            assert!(
-                elapsed < Duration::from_millis(500),
-                "{case}: waited {elapsed:?}"
-            );
-        }
+    for (lifecycle, policy) in every_lifecycle_and_policy() {
+        let mut missing = hook(ID, &[], lifecycle, policy, 1_000);
+        missing["transport"]["command"] = json!("/nonexistent/backend");
+        let (settled, elapsed) = only_call(start(vec![missing]).await, "evt_missing").await;
+        let case = format!("missing {lifecycle} {policy}");
+        let failure = assert_failed_at_once(&settled, elapsed, policy, "launch-failed", &case);
+        assert_eq!(failure["phase"], json!("connect"), "{case}");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persistent_backend_serves_sequential_calls_with_one_process() {
     let _shared = PROCESSES.read().await;
-    let log = Log::new();
-    let hooks = interceptor(&registration(vec![hook(
-        ID,
-        BACKEND,
-        &["count", &log.arg()],
-        "persistent",
-        "fail-closed",
-        2_000,
-    )]))
-    .await;
+    let (log, hooks) = logged("count", "persistent", "fail-closed", 2_000).await;
     for n in 1..=3 {
-        let (settled, _) = timed(&hooks, &format!("evt_reuse_{n}")).await;
-        assert_eq!(
-            settled.decision,
-            Decision::Allow,
-            "call {n}: {}",
-            settled.record
-        );
+        call_no_effect(&hooks, &format!("evt_reuse_{n}")).await;
     }
     let pids = log.pids();
     assert_eq!(
@@ -484,86 +466,25 @@ async fn a_persistent_backend_serves_sequential_calls_with_one_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persistent_backend_is_replaced_after_a_timeout() {
     let _shared = PROCESSES.read().await;
-    let log = Log::new();
-    let hooks = interceptor(&registration(vec![hook(
-        ID,
-        BACKEND,
-        &["sleep:2000", &log.arg()],
-        "persistent",
-        "fail-open",
-        300,
-    )]))
-    .await;
-    let (first, _) = timed(&hooks, "evt_timeout_1").await;
-    assert_failed(&first, "fail-open", "deadline-exceeded", "first call");
-    let pids = log.pids();
-    assert_eq!(pids.len(), 1);
-    // Killed and reaped before the call returned, not just marked.
-    assert!(
-        !exists(pids[0]),
-        "the timed-out backend {} is still there",
-        pids[0]
-    );
-    let (second, _) = timed(&hooks, "evt_timeout_2").await;
-    assert_failed(&second, "fail-open", "deadline-exceeded", "second call");
-    let pids = log.pids();
-    assert_eq!(pids.len(), 2, "{:?}", log.lines());
-    assert_ne!(pids[0], pids[1]);
-    hooks.shutdown();
+    assert_replaced_after_each_failure("sleep:2000", "fail-open", 300, "deadline-exceeded").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persistent_backend_is_replaced_after_output_it_cannot_attribute() {
     let _shared = PROCESSES.read().await;
     for (mode, class) in [("garbage", "malformed-json"), ("wrong-id", "id-mismatch")] {
-        let log = Log::new();
-        let hooks = interceptor(&registration(vec![hook(
-            ID,
-            BACKEND,
-            &[mode, &log.arg()],
-            "persistent",
-            "fail-closed",
-            2_000,
-        )]))
-        .await;
-        for n in 1..=2 {
-            let (settled, _) = timed(&hooks, &format!("evt_{mode}_{n}")).await;
-            assert_failed(&settled, "fail-closed", class, &format!("{mode} call {n}"));
-        }
-        let pids: BTreeSet<u32> = log.pids().into_iter().collect();
-        assert_eq!(pids.len(), 2, "{mode}: {:?}", log.lines());
-        assert!(
-            pids.iter().all(|&pid| !exists(pid)),
-            "{mode}: a replaced backend is still there"
-        );
-        hooks.shutdown();
+        assert_replaced_after_each_failure(mode, "fail-closed", 2_000, class).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_event_starts_and_reaps_one_process_per_message() {
     let _shared = PROCESSES.read().await;
-    let log = Log::new();
-    let hooks = interceptor(&registration(vec![hook(
-        ID,
-        BACKEND,
-        &["count", &log.arg()],
-        "per_event",
-        "fail-closed",
-        2_000,
-    )]))
-    .await;
+    let (log, hooks) = logged("count", "per_event", "fail-closed", 2_000).await;
     for n in 1..=3 {
-        let (settled, _) = timed(&hooks, &format!("evt_per_event_{n}")).await;
-        assert_eq!(
-            settled.decision,
-            Decision::Allow,
-            "call {n}: {}",
-            settled.record
-        );
-        let pids = log.pids();
-        assert_eq!(pids.len(), n, "{:?}", log.lines());
-        assert!(!exists(pids[n - 1]), "call {n}: its process was not reaped");
+        let id = format!("evt_per_event_{n}");
+        call_no_effect(&hooks, &id).await;
+        assert_nth_process_reaped(&log, n, &id);
     }
     let distinct: BTreeSet<u32> = log.pids().into_iter().collect();
     assert_eq!(distinct.len(), 3);
@@ -577,32 +498,29 @@ async fn the_backend_runs_without_a_shell_with_only_path_and_its_cwd() {
     let _shared = PROCESSES.read().await;
     let workdir = tempfile::tempdir().expect("a temporary directory");
     // A shell would split this path, expand `$HOME` and run `touch`.
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let log_path = dir.path().join("log; touch pwned $HOME");
-    let log_arg = log_path.to_str().expect("UTF-8 path");
+    let log = Log::named("log; touch pwned $HOME");
     let mut backend = hook(
         ID,
-        BACKEND,
-        &["allow", log_arg],
+        &["allow", &log.arg()],
         "per_event",
         "fail-closed",
         2_000,
     );
     backend["transport"]["cwd"] = json!(workdir.path());
-    let hooks = interceptor(&registration(vec![backend])).await;
-    let (settled, _) = timed(&hooks, "evt_no_shell").await;
-    hooks.shutdown();
-    assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
-    let text = std::fs::read_to_string(&log_path).expect("the log has the literal name");
-    let values = |key: &str| -> Vec<String> {
-        text.lines()
-            .filter_map(|l| l.strip_prefix(&format!("{key} ")).map(str::to_owned))
-            .collect()
-    };
-    assert_eq!(values("env"), ["PATH"], "the environment is not minimal");
+    let (settled, _) = only_call(start(vec![backend]).await, "evt_no_shell").await;
+    assert_no_effect(&settled, "evt_no_shell");
+    assert!(
+        log.path().exists(),
+        "the log does not have the literal name"
+    );
+    assert_eq!(
+        log.values("env"),
+        ["PATH"],
+        "the environment is not minimal"
+    );
     let cwd = std::fs::canonicalize(workdir.path()).expect("canonical path");
-    assert_eq!(values("cwd"), [cwd.display().to_string()]);
-    assert!(!workdir.path().join("pwned").exists() && !dir.path().join("pwned").exists());
+    assert_eq!(log.values("cwd"), [cwd.display().to_string()]);
+    assert!(!workdir.path().join("pwned").exists() && !log.dir.path().join("pwned").exists());
 }
 
 /// The host configuration may name more variables to pass on; nothing else leaks.
@@ -611,49 +529,34 @@ async fn only_the_named_host_variables_reach_a_stdio_backend() {
     let _shared = PROCESSES.read().await;
     std::env::set_var("AHP_E2E_STDIO_PASSED", "1");
     std::env::set_var("AHP_E2E_STDIO_KEPT_BACK", "1");
-    let log = Log::new();
-    let reg = registration(vec![hook(
-        ID,
-        BACKEND,
-        &["allow", &log.arg()],
-        "per_event",
-        "fail-closed",
-        2_000,
-    )]);
-    let options = ahp_host::Options {
+    let options = Options {
         stdio_env: vec!["AHP_E2E_STDIO_PASSED".into(), "AHP_E2E_STDIO_UNSET".into()],
-        ..ahp_host::Options::default()
+        ..Options::default()
     };
-    let hooks = Interceptor::new(&reg, options).await.unwrap();
-    let (settled, _) = timed(&hooks, "evt_stdio_env").await;
-    hooks.shutdown();
-    assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+    let (log, hooks) = logged_with(options, "allow", "per_event", "fail-closed", 2_000).await;
+    let (settled, _) = only_call(hooks, "evt_stdio_env").await;
+    assert_no_effect(&settled, "evt_stdio_env");
     assert_eq!(log.values("env"), ["AHP_E2E_STDIO_PASSED,PATH"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_calls_on_a_persistent_backend_are_served_one_at_a_time() {
     let _shared = PROCESSES.read().await;
-    let log = Log::new();
-    let hooks = interceptor(&registration(vec![hook(
-        ID,
-        BACKEND,
-        &["sleep:100", &log.arg()],
-        "persistent",
-        "fail-closed",
-        2_000,
-    )]))
-    .await;
+    let (log, hooks) = logged("sleep:100", "persistent", "fail-closed", 2_000).await;
     let started = Instant::now();
     let mut calls = tokio::task::JoinSet::new();
     for n in 0..4 {
         let hooks = hooks.clone();
-        calls.spawn(async move { timed(&hooks, &format!("evt_concurrent_{n}")).await });
+        calls.spawn(async move {
+            let id = format!("evt_concurrent_{n}");
+            let (settled, elapsed) = timed_call(&hooks, &id, None).await;
+            (id, settled, elapsed)
+        });
     }
     while let Some(joined) = calls.join_next().await {
-        let (settled, elapsed) = joined.expect("the call task completed");
-        println!("concurrent call settled in {elapsed:?}");
-        assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+        let (id, settled, elapsed) = joined.expect("the call task completed");
+        println!("{id} settled in {elapsed:?}");
+        assert_no_effect(&settled, &id);
     }
     let elapsed = started.elapsed();
     println!("4 concurrent calls of 100 ms each took {elapsed:?}");
@@ -668,16 +571,7 @@ async fn concurrent_calls_on_a_persistent_backend_are_served_one_at_a_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_exchange_kills_the_persistent_backend_and_the_next_call_replaces_it() {
     let _shared = PROCESSES.read().await;
-    let log = Log::new();
-    let hooks = interceptor(&registration(vec![hook(
-        ID,
-        BACKEND,
-        &["sleep:2000", &log.arg()],
-        "persistent",
-        "fail-open",
-        5_000,
-    )]))
-    .await;
+    let (log, hooks) = logged("sleep:2000", "persistent", "fail-open", 5_000).await;
     for n in 1..=2 {
         let interrupt = Interrupt::new();
         let trigger = interrupt.clone();
@@ -703,11 +597,8 @@ async fn an_interrupted_exchange_kills_the_persistent_backend_and_the_next_call_
             "{}",
             settled.record
         );
-        assert!(
-            elapsed < Duration::from_millis(200) + SLACK,
-            "call {n}: {elapsed:?}"
-        );
-        let pid = *log.pids().last().expect("a backend was started");
+        assert_settled_by(elapsed, Duration::from_millis(200), &format!("call {n}"));
+        let pid = log.last_pid();
         assert!(
             eventually(Duration::from_secs(1), || !exists(pid)).await,
             "call {n}: the interrupted backend {pid} kept running"
@@ -723,26 +614,18 @@ async fn short_circuit_observe_is_delivered_over_stdio() {
     let _shared = PROCESSES.read().await;
     for lifecycle in LIFECYCLES {
         let log = Log::new();
-        let hooks = interceptor(&registration(vec![
+        let hooks = start(vec![
             hook(
                 "com.example.first",
-                BACKEND,
                 &["deny"],
                 "persistent",
                 "fail-closed",
                 2_000,
             ),
-            hook(
-                ID,
-                BACKEND,
-                &["allow", &log.arg()],
-                lifecycle,
-                "fail-closed",
-                2_000,
-            ),
-        ]))
+            hook(ID, &["allow", &log.arg()], lifecycle, "fail-closed", 2_000),
+        ])
         .await;
-        let (settled, _) = timed(&hooks, &format!("evt_observe_{lifecycle}")).await;
+        let settled = call(&hooks, &format!("evt_observe_{lifecycle}")).await;
         assert_eq!(
             settled.decided_by,
             DecidedBy::BackendDeny,
@@ -775,28 +658,20 @@ async fn shutdown_kills_and_reaps_every_backend_process() {
             .filter(|(pid, _)| !before.contains(pid))
             .collect()
     };
-    let hooks = interceptor(&registration(vec![
+    let hooks = start(vec![
         hook(
             "com.example.first",
-            BACKEND,
             &["stubborn"],
             "persistent",
             "fail-closed",
             2_000,
         ),
-        hook(
-            ID,
-            BACKEND,
-            &["sleep:5000"],
-            "per_event",
-            "fail-open",
-            10_000,
-        ),
-    ]))
+        hook(ID, &["sleep:5000"], "per_event", "fail-open", 10_000),
+    ])
     .await;
     let call = {
         let hooks = hooks.clone();
-        tokio::spawn(async move { timed(&hooks, "evt_shutdown").await })
+        tokio::spawn(async move { timed_call(&hooks, "evt_shutdown", None).await })
     };
     // The persistent backend is idle after answering (and would outlive its stdin
     // closing); the per-event one is mid-exchange.
