@@ -527,16 +527,18 @@ async fn the_backend_runs_without_a_shell_with_only_path_and_its_cwd() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_named_host_variables_reach_a_stdio_backend() {
     let _shared = PROCESSES.read().await;
-    std::env::set_var("AHP_E2E_STDIO_PASSED", "1");
-    std::env::set_var("AHP_E2E_STDIO_KEPT_BACK", "1");
+    // Cargo sets both for every test process, so no test has to change the environment
+    // while others spawn children.
+    let (passed, kept_back) = ("CARGO_MANIFEST_DIR", "CARGO_PKG_NAME");
+    assert!(std::env::var_os(passed).is_some() && std::env::var_os(kept_back).is_some());
     let options = Options {
-        stdio_env: vec!["AHP_E2E_STDIO_PASSED".into(), "AHP_E2E_STDIO_UNSET".into()],
+        stdio_env: vec![passed.into(), "AHP_E2E_STDIO_UNSET".into()],
         ..Options::default()
     };
     let (log, hooks) = logged_with(options, "allow", "per_event", "fail-closed", 2_000).await;
     let (settled, _) = only_call(hooks, "evt_stdio_env").await;
     assert_no_effect(&settled, "evt_stdio_env");
-    assert_eq!(log.values("env"), ["AHP_E2E_STDIO_PASSED,PATH"]);
+    assert_eq!(log.values("env"), [format!("{passed},PATH")]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
