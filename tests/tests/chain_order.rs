@@ -11,16 +11,17 @@ use std::time::Duration;
 
 use ahp_host::{DecidedBy, Decision, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend, Recorded};
-use ahp_tests::support::{event, interceptor, registration, Http};
+use ahp_tests::support::{call, event, interceptor, registration, Http, SYNTHETIC_REASON};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
 const NATIVE_MARKER: &str = "NATIVE-PROVIDER-PAYLOAD-91c2";
 /// Deliberately not in alphabetical order: the chain follows the registration, not ids.
 const A: &str = "com.example.zeta";
 const B: &str = "com.example.alpha";
 const C: &str = "com.example.mid";
+/// How long a backend of the order test waits before it answers.
+const ANSWER_DELAY: Duration = Duration::from_millis(100);
 
 /// Lowercase hex SHA-256.
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -37,33 +38,43 @@ fn event_with_native(id: &str) -> String {
     value.to_string()
 }
 
-/// The requests that were `hooks/intercept` calls.
-fn intercepts(backend: &FaultBackend) -> Vec<Recorded> {
+/// Registers `chain` in order and settles one event with a `native` payload, declaring
+/// only `deny`.
+async fn settle(chain: &[Http<'_>], event_id: &str) -> Settlement {
+    interceptor(&registration(chain))
+        .await
+        .intercept(&event_with_native(event_id), &["deny"], None)
+        .await
+        .expect("the call is made")
+}
+
+/// The requests whose JSON-RPC method is `method`.
+fn requests_with_method(backend: &FaultBackend, method: &str) -> Vec<Recorded> {
     backend
         .requests()
         .into_iter()
-        .filter(|r| r.json()["method"] == "hooks/intercept")
+        .filter(|r| r.json()["method"] == method)
+        .collect()
+}
+
+/// The requests that were `hooks/intercept` calls.
+fn intercepts(backend: &FaultBackend) -> Vec<Recorded> {
+    requests_with_method(backend, "hooks/intercept")
+}
+
+/// `field` of every entry of the record's `list` (`interceptors` or `observers`), in order.
+fn each(settled: &Settlement, list: &str, field: &str) -> Vec<String> {
+    settled.record[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list} is an array"))
+        .iter()
+        .map(|i| i[field].as_str().unwrap_or("<none>").to_owned())
         .collect()
 }
 
 /// The `outcome` of every interceptor in the record, in order.
 fn outcomes(settled: &Settlement) -> Vec<String> {
-    settled.record["interceptors"]
-        .as_array()
-        .expect("interceptors is an array")
-        .iter()
-        .map(|i| i["outcome"].as_str().unwrap_or("<none>").to_owned())
-        .collect()
-}
-
-/// The `backend` of every interceptor in the record, in order.
-fn record_backends(settled: &Settlement) -> Vec<String> {
-    settled.record["interceptors"]
-        .as_array()
-        .expect("interceptors is an array")
-        .iter()
-        .map(|i| i["backend"].as_str().unwrap_or("<none>").to_owned())
-        .collect()
+    each(settled, "interceptors", "outcome")
 }
 
 /// Every intercept request on the wire is well formed for `event_id`, and its exact bytes
@@ -126,31 +137,36 @@ fn assert_wire_matches_record(backends: &[&FaultBackend], settled: &Settlement, 
 /// registration order, and the record lists them in that order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_interceptor_is_called_once_in_registration_order() {
-    let a = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let b = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    // A and B answer only after `ANSWER_DELAY`, so a call that did not wait for the
+    // previous answer would arrive within it.
+    let slow = Behaviour::Delay(ANSWER_DELAY, Box::new(Behaviour::NoEffect));
+    let a = FaultBackend::start(vec![slow.clone()]).await;
+    let b = FaultBackend::start(vec![slow]).await;
     let c = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let hooks = interceptor(&registration(&[
+    let chain = [
         Http::new(A, a.url()),
         Http::new(B, b.url()),
         Http::new(C, c.url()),
-    ]))
-    .await;
-    let settled = hooks
-        .intercept(&event_with_native("evt_order"), &["deny"], None)
-        .await
-        .expect("the call is made");
+    ];
+    let settled = settle(&chain, "evt_order").await;
 
     assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
     assert_eq!(settled.decided_by, DecidedBy::NoObjection);
     assert_eq!(settled.reason, None);
     assert_eq!(outcomes(&settled), ["no-effect", "no-effect", "no-effect"]);
-    assert_eq!(record_backends(&settled), [A, B, C]);
+    assert_eq!(each(&settled, "interceptors", "backend"), [A, B, C]);
     assert_eq!(settled.record["observers"], json!([]));
     let counts = [a.requests().len(), b.requests().len(), c.requests().len()];
     assert_eq!(counts, [1, 1, 1], "each interceptor exactly once");
     let (at_a, at_b, at_c) = (a.requests()[0].at, b.requests()[0].at, c.requests()[0].at);
-    assert!(at_a < at_b, "B was called before A finished being called");
-    assert!(at_b < at_c, "C was called before B finished being called");
+    assert!(
+        at_b >= at_a + ANSWER_DELAY,
+        "B was called before A answered"
+    );
+    assert!(
+        at_c >= at_b + ANSWER_DELAY,
+        "C was called before B answered"
+    );
     assert_wire_matches_record(&[&a, &b, &c], &settled, "evt_order");
     // The three subscriptions are configured alike, so they were sent identical bytes.
     let shas: Vec<&Value> = settled.record["interceptors"]
@@ -170,23 +186,19 @@ async fn a_deny_short_circuits_the_rest_of_the_chain() {
     let a = FaultBackend::start(vec![Behaviour::Deny("A forbids this.".into())]).await;
     let b = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let c = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let hooks = interceptor(&registration(&[
+    let chain = [
         Http::new(A, a.url()),
         Http::new(B, b.url()).policy("fail-open"),
         Http::new(C, c.url()),
-    ]))
-    .await;
-    let settled = hooks
-        .intercept(&event_with_native("evt_deny"), &["deny"], None)
-        .await
-        .expect("the call is made");
+    ];
+    let settled = settle(&chain, "evt_deny").await;
 
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
     assert_eq!(settled.decided_by, DecidedBy::BackendDeny);
     assert_eq!(settled.reason.as_deref(), Some("A forbids this."));
     assert_eq!(settled.record["decidedBy"], "backend-deny");
     assert_eq!(outcomes(&settled), ["deny", "not-reached", "not-reached"]);
-    assert_eq!(record_backends(&settled), [A, B, C]);
+    assert_eq!(each(&settled, "interceptors", "backend"), [A, B, C]);
     assert_eq!(a.requests().len(), 1);
     assert_eq!(
         intercepts(&b).len(),
@@ -209,11 +221,7 @@ async fn a_deny_short_circuits_the_rest_of_the_chain() {
     // completes. B and C answer 200 with a JSON body, which is not observe success
     // (202/204, no body): recorded as `http-status`, and the decision is unchanged.
     for (backend, entry) in [(&b, 1), (&c, 2)] {
-        let observes: Vec<_> = backend
-            .requests()
-            .into_iter()
-            .filter(|r| r.json()["method"] == "hooks/observe")
-            .collect();
+        let observes = requests_with_method(backend, "hooks/observe");
         assert_eq!(observes.len(), 1, "one short-circuit observe each");
         assert!(
             observes[0].json().get("id").is_none(),
@@ -267,15 +275,11 @@ async fn a_deny_short_circuits_the_rest_of_the_chain() {
 async fn a_fail_open_failure_then_a_deny_is_a_backend_deny() {
     let a = FaultBackend::start(vec![Behaviour::Reset]).await;
     let b = FaultBackend::start(vec![Behaviour::Deny("B forbids this.".into())]).await;
-    let hooks = interceptor(&registration(&[
+    let chain = [
         Http::new(A, a.url()).policy("fail-open"),
         Http::new(B, b.url()),
-    ]))
-    .await;
-    let settled = hooks
-        .intercept(&event_with_native("evt_open_then_deny"), &["deny"], None)
-        .await
-        .expect("the call is made");
+    ];
+    let settled = settle(&chain, "evt_open_then_deny").await;
 
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
     assert_eq!(settled.decided_by, DecidedBy::BackendDeny);
@@ -300,15 +304,11 @@ async fn a_fail_open_failure_then_a_deny_is_a_backend_deny() {
 async fn a_fail_closed_failure_stops_the_chain() {
     let a = FaultBackend::start(vec![Behaviour::Reset]).await;
     let b = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let hooks = interceptor(&registration(&[
+    let chain = [
         Http::new(A, a.url()).policy("fail-closed"),
         Http::new(B, b.url()).policy("fail-open"),
-    ]))
-    .await;
-    let settled = hooks
-        .intercept(&event_with_native("evt_closed"), &["deny"], None)
-        .await
-        .expect("the call is made");
+    ];
+    let settled = settle(&chain, "evt_closed").await;
 
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
     assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
@@ -325,13 +325,7 @@ async fn a_fail_closed_failure_stops_the_chain() {
         0,
         "B was asked to decide after A failed closed"
     );
-    let observers: Vec<&Value> = settled.record["observers"]
-        .as_array()
-        .expect("observers is an array")
-        .iter()
-        .map(|o| &o["backend"])
-        .collect();
-    assert_eq!(observers, [&json!(B)]);
+    assert_eq!(each(&settled, "observers", "backend"), [B]);
     assert_wire_matches_record(&[&a, &b], &settled, "evt_closed");
 }
 
@@ -343,10 +337,7 @@ async fn sequential_calls_reuse_one_connection() {
     let hooks = interceptor(&registration(&[Http::new(A, backend.url())])).await;
     let ids: Vec<String> = (1..=5).map(|n| format!("evt_keepalive_{n}")).collect();
     for id in &ids {
-        let settled = hooks
-            .intercept(&event(id), &["deny"], None)
-            .await
-            .expect("the call is made");
+        let settled = call(&hooks, id).await;
         assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
         assert_eq!(outcomes(&settled), ["no-effect"]);
         let last = backend.requests().pop().expect("a request was sent");

@@ -3,40 +3,42 @@
 //! accepted earlier answer survives a later fail-open failure, and conflicting effects in
 //! one response reject that response.
 
-use ahp_host::{DecidedBy, Decision};
+use ahp_host::{DecidedBy, Decision, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{event, interceptor, registration, Http};
 use serde_json::json;
+use Behaviour::Effects;
 
 const ALL: &[&str] = &["deny", "ask", "allow", "message"];
 
-fn effects(value: serde_json::Value) -> Behaviour {
-    Behaviour::Effects(value)
-}
-
-/// Runs A then B (both fail-open) and returns the settlement.
-async fn chain(a: Behaviour, b: Behaviour) -> ahp_host::Settlement {
-    let (first, second) = (
-        FaultBackend::start(vec![a]).await,
-        FaultBackend::start(vec![b]).await,
-    );
-    let reg = registration(&[
-        Http::new("com.example.a", first.url()).policy("fail-open"),
-        Http::new("com.example.b", second.url()).policy("fail-open"),
-    ]);
-    interceptor(&reg)
+/// Registers `hooks` in order and settles event `event_id`, declaring every effect.
+async fn settle(hooks: &[Http<'_>], event_id: &str) -> Settlement {
+    interceptor(&registration(hooks))
         .await
-        .intercept(&event("evt_comp"), ALL, None)
+        .intercept(&event(event_id), ALL, None)
         .await
         .expect("call")
 }
 
+/// Runs A then B (both fail-open) and returns the settlement.
+async fn chain(a: Behaviour, b: Behaviour) -> Settlement {
+    let (first, second) = (
+        FaultBackend::start(vec![a]).await,
+        FaultBackend::start(vec![b]).await,
+    );
+    let hooks = [
+        Http::new("com.example.a", first.url()).policy("fail-open"),
+        Http::new("com.example.b", second.url()).policy("fail-open"),
+    ];
+    settle(&hooks, "evt_comp").await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn composition_table() {
-    let allow = || effects(json!([{"type": "allow"}]));
-    let ask = || effects(json!([{"type": "ask"}]));
+    let allow = || Effects(json!([{"type": "allow"}]));
+    let ask = || Effects(json!([{"type": "ask"}]));
     let deny = || Behaviour::Deny("B says no".into());
-    let message = |text: &str| effects(json!([{"type": "message", "text": text}]));
+    let message = |text: &str| Effects(json!([{"type": "message", "text": text}]));
     let cases: Vec<(&str, Behaviour, Behaviour, Decision, DecidedBy)> = vec![
         (
             "allow then deny",
@@ -107,7 +109,7 @@ async fn composition_table() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn accepted_messages_are_recorded_and_a_rejected_response_shows_none() {
     let settled = chain(
-        effects(json!([{"type": "message", "text": "from A"}])),
+        Effects(json!([{"type": "message", "text": "from A"}])),
         Behaviour::NoEffect,
     )
     .await;
@@ -115,7 +117,7 @@ async fn accepted_messages_are_recorded_and_a_rejected_response_shows_none() {
     // A message followed by an unknown effect: the whole response is rejected, the
     // message is never shown.
     let settled = chain(
-        effects(
+        Effects(
             json!([{"type": "message", "text": "never shown"}, {"type": "com.example.unknown"}]),
         ),
         Behaviour::NoEffect,
@@ -134,20 +136,16 @@ async fn accepted_messages_are_recorded_and_a_rejected_response_shows_none() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conflicting_effects_in_one_response_are_invalid_under_either_policy() {
-    for (policy, decision) in [
-        ("fail-open", Decision::Allow),
-        ("fail-closed", Decision::Deny),
+    for (policy, decision, decided_by) in [
+        ("fail-open", Decision::Allow, DecidedBy::NoObjection),
+        ("fail-closed", Decision::Deny, DecidedBy::SyntheticDeny),
     ] {
-        let backend = FaultBackend::start(vec![effects(
+        let backend = FaultBackend::start(vec![Effects(
             json!([{"type": "allow"}, {"type": "deny", "reason": "x"}]),
         )])
         .await;
-        let reg = registration(&[Http::new("com.example.a", backend.url()).policy(policy)]);
-        let settled = interceptor(&reg)
-            .await
-            .intercept(&event("evt_conflict"), ALL, None)
-            .await
-            .unwrap();
+        let hook = Http::new("com.example.a", backend.url()).policy(policy);
+        let settled = settle(&[hook], "evt_conflict").await;
         assert_eq!(settled.decision, decision, "{policy}: {}", settled.record);
         let failure = &settled.record["interceptors"][0]["failure"];
         assert_eq!(failure["class"], "invalid-effects");
@@ -156,6 +154,11 @@ async fn conflicting_effects_in_one_response_are_invalid_under_either_policy() {
             settled.decided_by,
             DecidedBy::BackendDeny,
             "a deny is never salvaged from an invalid list"
+        );
+        assert_eq!(
+            settled.decided_by, decided_by,
+            "{policy}: {}",
+            settled.record
         );
     }
 }

@@ -16,13 +16,11 @@ use std::sync::Arc;
 
 use ahp_host::{DecidedBy, Decision, Settlement};
 use ahp_tests::fault_backend::{refused_url, Behaviour, FaultBackend, Recorded};
-use ahp_tests::support::{event, interceptor, registration, Http};
+use ahp_tests::support::{call, event, interceptor, registration, Http, SYNTHETIC_REASON};
 use serde_json::{json, Map, Value};
 
 /// Put in every scripted body and error message; must never leave the backend exchange.
 const MARKER: &str = "BACKEND-SECRET-DETAIL-7f3a";
-/// The generic fail-closed reason (failure-semantics.md, "Synthetic denial").
-const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
 const FAULTY: &str = "com.example.faulty";
 const HEALTHY: &str = "com.example.healthy";
 const TIMEOUT_MS: u64 = 1_000;
@@ -442,6 +440,18 @@ fn table(redirect_target: &str) -> Vec<Case> {
     ]
 }
 
+/// The faulty interceptor, then the healthy one, both under `policy`.
+fn faulty_then_healthy(faulty_url: &str, healthy_url: &str, policy: &str) -> String {
+    registration(&[
+        Http::new(FAULTY, faulty_url)
+            .policy(policy)
+            .timeout_ms(TIMEOUT_MS),
+        Http::new(HEALTHY, healthy_url)
+            .policy(policy)
+            .timeout_ms(TIMEOUT_MS),
+    ])
+}
+
 /// The requests that were `hooks/intercept` calls (as opposed to observe notifications).
 fn intercepts(backend: &FaultBackend) -> Vec<Recorded> {
     backend
@@ -449,6 +459,32 @@ fn intercepts(backend: &FaultBackend) -> Vec<Recorded> {
         .into_iter()
         .filter(|r| r.json()["method"] == "hooks/intercept")
         .collect()
+}
+
+// Expected settlements: the host's value with the record's word for it.
+const DENY: (Decision, &str) = (Decision::Deny, "deny");
+const ALLOW: (Decision, &str) = (Decision::Allow, "allow");
+const SYNTHETIC_DENY: (DecidedBy, &str) = (DecidedBy::SyntheticDeny, "synthetic-deny");
+const NO_OBJECTION: (DecidedBy, &str) = (DecidedBy::NoObjection, "no-objection");
+const BACKEND_DENY: (DecidedBy, &str) = (DecidedBy::BackendDeny, "backend-deny");
+
+/// The settlement and its record both hold the expected decision, decider and reason.
+/// (Unlike `support::assert_settled`, the record's words are spelled out here, not taken
+/// from the host's `DecidedBy::as_str`, and every message names the case.)
+fn assert_case_settled(
+    context: &str,
+    settled: &Settlement,
+    (decision, decision_word): (Decision, &str),
+    (decided_by, decided_by_word): (DecidedBy, &str),
+    reason: Option<&str>,
+) {
+    let record = &settled.record;
+    assert_eq!(settled.decision, decision, "{context}: {record}");
+    assert_eq!(settled.decided_by, decided_by, "{context}: {record}");
+    assert_eq!(settled.reason.as_deref(), reason, "{context}: {record}");
+    assert_eq!(record["decision"], decision_word, "{context}: {record}");
+    assert_eq!(record["decidedBy"], decided_by_word, "{context}: {record}");
+    assert_eq!(record["reason"], json!(reason), "{context}: {record}");
 }
 
 /// The record never holds the marker, a backend URL, or a backend address.
@@ -471,17 +507,21 @@ fn assert_no_leaks(context: &str, settled: &Settlement, forbidden: &[String]) {
     }
 }
 
-/// Addresses that must never appear in a record: `http://127.0.0.1:PORT/hooks`,
-/// `127.0.0.1` and `:PORT`.
-fn address_needles(url: &str) -> Vec<String> {
-    let port = url
-        .trim_start_matches("http://127.0.0.1:")
-        .trim_end_matches("/hooks");
-    assert!(
-        port.parse::<u16>().is_ok(),
-        "unexpected backend URL shape: {url}"
-    );
-    vec![url.to_owned(), "127.0.0.1".into(), format!(":{port}")]
+/// Addresses that must never appear in a record: for each `http://127.0.0.1:PORT/hooks`
+/// of `urls`, the URL, `127.0.0.1` and `:PORT`.
+fn address_needles(urls: &[&str]) -> Vec<String> {
+    let mut needles = Vec::new();
+    for url in urls {
+        let port = url
+            .trim_start_matches("http://127.0.0.1:")
+            .trim_end_matches("/hooks");
+        assert!(
+            port.parse::<u16>().is_ok(),
+            "unexpected backend URL shape: {url}"
+        );
+        needles.extend([url.to_string(), "127.0.0.1".into(), format!(":{port}")]);
+    }
+    needles
 }
 
 /// Runs one case under one policy and checks everything about it. Counts an allow under
@@ -502,15 +542,7 @@ async fn run_case(
         Fault::Refused => (None, refused_url()),
     };
     let healthy = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let reg = registration(&[
-        Http::new(FAULTY, faulty_url.clone())
-            .policy(policy)
-            .timeout_ms(TIMEOUT_MS),
-        Http::new(HEALTHY, healthy.url())
-            .policy(policy)
-            .timeout_ms(TIMEOUT_MS),
-    ]);
-    let hooks = interceptor(&reg).await;
+    let hooks = interceptor(&faulty_then_healthy(&faulty_url, &healthy.url(), policy)).await;
     let event_id = format!("evt_{}_{policy}", case.name);
     let settled = hooks
         .intercept(&event(&event_id), case.effects, None)
@@ -573,26 +605,18 @@ async fn run_case(
         None => assert_eq!(attempts.len(), 1, "{context}: {record}"),
     }
 
-    let mut needles = address_needles(&faulty_url);
-    needles.extend(address_needles(&healthy.url()));
+    let mut needles = address_needles(&[&faulty_url, &healthy.url()]);
     needles.extend(redirect_needles);
     assert_no_leaks(&context, &settled, &needles);
 
     if policy == "fail-closed" {
-        assert_eq!(settled.decision, Decision::Deny, "{context}: {record}");
-        assert_eq!(
-            settled.decided_by,
-            DecidedBy::SyntheticDeny,
-            "{context}: {record}"
-        );
-        assert_eq!(
-            settled.reason.as_deref(),
+        assert_case_settled(
+            &context,
+            &settled,
+            DENY,
+            SYNTHETIC_DENY,
             Some(SYNTHETIC_REASON),
-            "{context}"
         );
-        assert_eq!(record["decision"], "deny", "{context}: {record}");
-        assert_eq!(record["decidedBy"], "synthetic-deny", "{context}: {record}");
-        assert_eq!(record["reason"], SYNTHETIC_REASON, "{context}: {record}");
         assert_eq!(first["outcome"], "failed-closed", "{context}: {record}");
         assert_eq!(second["outcome"], "not-reached", "{context}: {record}");
         assert_eq!(second.get("failure"), None, "{context}: {record}");
@@ -614,16 +638,7 @@ async fn run_case(
             .unwrap_or_default();
         assert_eq!(observers, [&json!(HEALTHY)], "{context}: {record}");
     } else {
-        assert_eq!(settled.decision, Decision::Allow, "{context}: {record}");
-        assert_eq!(
-            settled.decided_by,
-            DecidedBy::NoObjection,
-            "{context}: {record}"
-        );
-        assert_eq!(settled.reason, None, "{context}");
-        assert_eq!(record["decision"], "allow", "{context}: {record}");
-        assert_eq!(record["decidedBy"], "no-objection", "{context}: {record}");
-        assert_eq!(record["reason"], Value::Null, "{context}: {record}");
+        assert_case_settled(&context, &settled, ALLOW, NO_OBJECTION, None);
         assert_eq!(first["outcome"], "failed-open", "{context}: {record}");
         assert_eq!(second["outcome"], "no-effect", "{context}: {record}");
         assert_eq!(
@@ -641,7 +656,7 @@ async fn run_case(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_http_failure_class_under_both_policies() {
     let redirect_target = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let redirect_needles = address_needles(&redirect_target.url());
+    let redirect_needles = address_needles(&[&redirect_target.url()]);
     let closed_allows = Arc::new(AtomicUsize::new(0));
     let cases = table(&redirect_target.url());
     let mut failed = Vec::new();
@@ -728,31 +743,11 @@ async fn explicit_deny_is_the_backends_reason_under_both_policies() {
         let reason = format!("Writes to /etc are blocked ({policy}).");
         let denier = FaultBackend::start(vec![Behaviour::Deny(reason.clone())]).await;
         let healthy = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-        let reg = registration(&[
-            Http::new(FAULTY, denier.url())
-                .policy(policy)
-                .timeout_ms(TIMEOUT_MS),
-            Http::new(HEALTHY, healthy.url())
-                .policy(policy)
-                .timeout_ms(TIMEOUT_MS),
-        ]);
-        let hooks = interceptor(&reg).await;
+        let hooks = interceptor(&faulty_then_healthy(&denier.url(), &healthy.url(), policy)).await;
         let event_id = format!("evt_explicit_{policy}");
-        let settled = hooks
-            .intercept(&event(&event_id), DENY_ONLY, None)
-            .await
-            .expect("the call is made");
+        let settled = call(&hooks, &event_id).await;
         let record = &settled.record;
-        assert_eq!(settled.decision, Decision::Deny, "{policy}: {record}");
-        assert_eq!(
-            settled.decided_by,
-            DecidedBy::BackendDeny,
-            "{policy}: {record}"
-        );
-        assert_eq!(settled.reason.as_deref(), Some(reason.as_str()), "{policy}");
-        assert_eq!(record["decision"], "deny", "{policy}: {record}");
-        assert_eq!(record["decidedBy"], "backend-deny", "{policy}: {record}");
-        assert_eq!(record["reason"], json!(reason), "{policy}: {record}");
+        assert_case_settled(policy, &settled, DENY, BACKEND_DENY, Some(&reason));
         let first = &record["interceptors"][0];
         assert_eq!(first["backend"], FAULTY, "{policy}: {record}");
         assert_eq!(first["outcome"], "deny", "{policy}: {record}");
@@ -770,8 +765,7 @@ async fn explicit_deny_is_the_backends_reason_under_both_policies() {
         // A deny is never retried, and stops the chain.
         assert_eq!(denier.requests().len(), 1, "{policy}");
         assert_eq!(intercepts(&healthy).len(), 0, "{policy}");
-        let mut needles = address_needles(&denier.url());
-        needles.extend(address_needles(&healthy.url()));
+        let needles = address_needles(&[&denier.url(), &healthy.url()]);
         assert_no_leaks(policy, &settled, &needles);
     }
 }

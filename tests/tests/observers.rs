@@ -4,7 +4,9 @@
 
 use ahp_host::{DecidedBy, Decision, Interceptor, Interrupt, Options, RetryPolicy};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, registration, Http};
+use ahp_tests::support::{
+    assert_nothing_sent, audit_lines, event, interceptor, registration, Http,
+};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -44,25 +46,34 @@ async fn observe_with(
     (record, started.elapsed())
 }
 
-fn no_content() -> Behaviour {
+/// A reply with `status`, no content type and no body.
+fn empty_reply(status: u16) -> Behaviour {
     Behaviour::Reply {
-        status: 204,
+        status,
         content_type: None,
         body: Vec::new(),
     }
 }
 
+/// A denying interceptor, then one that never answers: the deny short-circuits the
+/// second, which becomes an observer of the call that hangs. Returns the denier, the
+/// hanging backend and the registration.
+async fn deny_then_hang() -> (FaultBackend, FaultBackend, String) {
+    let denier = FaultBackend::start(vec![Behaviour::Deny("no".into())]).await;
+    let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let reg = registration(&[
+        Http::new("com.example.denier", denier.url()),
+        Http::new("com.example.hang", hanging.url()),
+    ]);
+    (denier, hanging, reg)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn matching_observers_get_one_notification_each() {
-    let exact = FaultBackend::start(vec![no_content()]).await;
-    let family = FaultBackend::start(vec![Behaviour::Reply {
-        status: 202,
-        content_type: None,
-        body: Vec::new(),
-    }])
-    .await;
-    let any = FaultBackend::start(vec![no_content()]).await;
-    let other = FaultBackend::start(vec![no_content()]).await;
+    let exact = FaultBackend::start(vec![empty_reply(204)]).await;
+    let family = FaultBackend::start(vec![empty_reply(202)]).await;
+    let any = FaultBackend::start(vec![empty_reply(204)]).await;
+    let other = FaultBackend::start(vec![empty_reply(204)]).await;
     let (record, _) = observe(
         vec![
             observer("com.example.exact", &exact.url(), &["tool.after"]),
@@ -135,12 +146,8 @@ async fn observer_failures_are_recorded_and_bounded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transient_observer_failure_is_retried_with_the_same_bytes_when_enabled() {
     for (retries, result, sent) in [(0, "connection-reset", 1), (2, "delivered", 3)] {
-        let bad_gateway = Behaviour::Reply {
-            status: 502,
-            content_type: None,
-            body: Vec::new(),
-        };
-        let flaky = FaultBackend::start(vec![Behaviour::Reset, bad_gateway, no_content()]).await;
+        let script = vec![Behaviour::Reset, empty_reply(502), empty_reply(204)];
+        let flaky = FaultBackend::start(script).await;
         let options = Options {
             retries: RetryPolicy {
                 default: retries,
@@ -170,18 +177,13 @@ async fn a_transient_observer_failure_is_retried_with_the_same_bytes_when_enable
 /// waits for them (each bounded) and only then writes the audit record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hanging_observer_never_delays_the_decision() {
-    let denier = FaultBackend::start(vec![Behaviour::Deny("no".into())]).await;
-    let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let (_denier, _hanging, reg) = deny_then_hang().await;
     let audit = tempfile::NamedTempFile::new().unwrap();
     let options = Options {
         observer_timeout: Some(Duration::from_millis(300)),
         audit_path: Some(audit.path().to_path_buf()),
         ..Options::default()
     };
-    let reg = registration(&[
-        Http::new("com.example.denier", denier.url()),
-        Http::new("com.example.hang", hanging.url()),
-    ]);
     let interceptor = Interceptor::new(&reg, options).await.unwrap();
 
     let started = Instant::now();
@@ -225,13 +227,8 @@ async fn a_hanging_observer_never_delays_the_decision() {
         settled.record["observers"][0]["result"],
         "deadline-exceeded"
     );
-    let lines: Vec<Value> = std::fs::read_to_string(audit.path())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(
-        lines,
+        audit_lines(audit.path()),
         vec![settled.record.clone()],
         "one audit record, with the observer result"
     );
@@ -241,16 +238,11 @@ async fn a_hanging_observer_never_delays_the_decision() {
 /// started, during it the pending ones end at once. The decision stays as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interruption_cancels_owned_observer_deliveries_and_starts_none() {
-    let denier = FaultBackend::start(vec![Behaviour::Deny("no".into())]).await;
-    let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
-    let reg = registration(&[
-        Http::new("com.example.denier", denier.url()),
-        Http::new("com.example.hang", hanging.url()),
-    ]);
-    let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
+    let (_denier, hanging, reg) = deny_then_hang().await;
+    let hooks = interceptor(&reg).await;
 
     let before = Interrupt::new();
-    let call = interceptor
+    let call = hooks
         .settle(&event("evt_obs_cut_1"), &["deny"], None, &before)
         .await
         .unwrap();
@@ -258,14 +250,10 @@ async fn interruption_cancels_owned_observer_deliveries_and_starts_none() {
     let settled = call.complete().await;
     assert_eq!(settled.decided_by, DecidedBy::BackendDeny);
     assert_eq!(settled.record["observers"][0]["result"], "not-sent");
-    assert!(
-        !hanging
-            .wait_for_requests(1, Duration::from_millis(200))
-            .await
-    );
+    assert_nothing_sent(&hanging).await;
 
     let during = Interrupt::new();
-    let call = interceptor
+    let call = hooks
         .settle(&event("evt_obs_cut_2"), &["deny"], None, &during)
         .await
         .unwrap();

@@ -3,14 +3,18 @@
 
 use ahp_host::{BuildError, Interceptor, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{ahp_binary, event, registration, Http};
+use ahp_tests::support::{
+    ahp_binary, assert_nothing_sent, event, only_interceptor, registration, Http,
+};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use tokio::io::AsyncWriteExt;
 
 /// The literal token of `literal-token.invalid.json`; no problem text may echo it.
 const LITERAL_TOKEN: &str = "do-not-store-literal-tokens";
+/// The interceptor id of the CLI tests' registrations.
+const HOOK_ID: &str = "com.example.policy";
 
 fn fixtures_dir() -> PathBuf {
     PathBuf::from(concat!(
@@ -104,8 +108,28 @@ async fn literal_token_is_rejected_at_its_path_without_echoing_it() {
     );
 }
 
+/// How one `ahp` run ended: its exit code and both output streams.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// Asserts the exit code, showing both streams when it is wrong.
+    fn assert_exit(&self, code: i32) {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "stdout: {}\nstderr: {}",
+            self.stdout,
+            self.stderr
+        );
+    }
+}
+
 /// Runs `ahp` with `args`, feeding `stdin` if given.
-async fn ahp(args: &[&str], stdin: Option<&str>) -> Output {
+async fn ahp(args: &[&str], stdin: Option<&str>) -> Run {
     let binary = tokio::task::spawn_blocking(ahp_binary)
         .await
         .expect("locate the ahp binary");
@@ -129,7 +153,43 @@ async fn ahp(args: &[&str], stdin: Option<&str>) -> Output {
             .expect("write the event to ahp");
         drop(pipe);
     }
-    child.wait_with_output().await.expect("wait for ahp")
+    let output = child.wait_with_output().await.expect("wait for ahp");
+    Run {
+        code: output.status.code(),
+        stdout: text(&output.stdout),
+        stderr: text(&output.stderr),
+    }
+}
+
+/// Where `ahp intercept` reads its event.
+enum EventFrom<'a> {
+    /// `--event -`, the event written to its stdin.
+    Stdin(&'a str),
+    /// `--event FILE`, the event written to a file first.
+    File(&'a str),
+}
+
+/// Runs `ahp intercept` with `hook` as the only interceptor of its registration file.
+async fn ahp_intercept(hook: Http<'_>, event: EventFrom<'_>) -> Run {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg_file = dir.path().join("registration.json");
+    std::fs::write(&reg_file, registration(&[hook])).expect("write the registration");
+    let event_file = dir.path().join("event.json");
+    let (event_arg, stdin) = match event {
+        EventFrom::Stdin(event) => ("-", Some(event)),
+        EventFrom::File(event) => {
+            std::fs::write(&event_file, event).expect("write the event");
+            (event_file.to_str().unwrap(), None)
+        }
+    };
+    let args = [
+        "intercept",
+        "--registration",
+        reg_file.to_str().unwrap(),
+        "--event",
+        event_arg,
+    ];
+    ahp(&args, stdin).await
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -152,28 +212,18 @@ fn one_json_line(stdout: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_check_accepts_the_portable_fixture() {
     let file = fixtures_dir().join("portable.valid.json");
-    let output = ahp(&["check", file.to_str().unwrap()], None).await;
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    assert_eq!(stdout, format!("{}: valid\n", file.display()));
+    let run = ahp(&["check", file.to_str().unwrap()], None).await;
+    run.assert_exit(0);
+    assert_eq!(run.stdout, format!("{}: valid\n", file.display()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_check_rejects_empty_hooks_with_problems_on_stderr() {
     let file = fixtures_dir().join("empty-hooks.invalid.json");
-    let output = ahp(&["check", file.to_str().unwrap()], None).await;
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    assert_eq!(stdout, "", "nothing on stdout");
-    let problems: Vec<&str> = stderr.lines().collect();
+    let run = ahp(&["check", file.to_str().unwrap()], None).await;
+    run.assert_exit(1);
+    assert_eq!(run.stdout, "", "nothing on stdout");
+    let problems: Vec<&str> = run.stderr.lines().collect();
     assert!(!problems.is_empty(), "problems on stderr");
     for problem in &problems {
         assert!(
@@ -190,71 +240,33 @@ async fn cli_check_rejects_empty_hooks_with_problems_on_stderr() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_intercept_rejects_an_invalid_event_with_exit_1() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let reg_file = dir.path().join("registration.json");
-    std::fs::write(
-        &reg_file,
-        registration(&[Http::new("com.example.policy", backend.url())]),
-    )
-    .unwrap();
     let mut bad: Value = serde_json::from_str(&event("evt_bad")).unwrap();
     bad["tool"]["input"] = json!("make test");
 
-    let args = [
-        "intercept",
-        "--registration",
-        reg_file.to_str().unwrap(),
-        "--event",
-        "-",
-    ];
-    let output = ahp(&args, Some(&bad.to_string())).await;
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    assert_eq!(stdout, "", "no settlement for an invalid event");
+    let hook = Http::new(HOOK_ID, backend.url());
+    let run = ahp_intercept(hook, EventFrom::Stdin(&bad.to_string())).await;
+    run.assert_exit(1);
+    assert_eq!(run.stdout, "", "no settlement for an invalid event");
     assert!(
-        stderr
+        run.stderr
             .lines()
             .any(|l| l.starts_with("error: ") && l.contains("tool")),
-        "stderr: {stderr}"
+        "stderr: {}",
+        run.stderr
     );
-    assert_eq!(
-        backend.requests().len(),
-        0,
-        "nothing is sent for an invalid event"
-    );
+    // Nothing is sent for an invalid event: no request, not even a connection.
+    assert_nothing_sent(&backend).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_intercept_denies_a_fail_closed_blackhole_with_exit_2() {
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let reg_file = dir.path().join("registration.json");
-    let reg = registration(&[Http::new("com.example.policy", backend.url())
+    let hook = Http::new(HOOK_ID, backend.url())
         .policy("fail-closed")
-        .timeout_ms(100)]);
-    std::fs::write(&reg_file, reg).unwrap();
-    let event_file = dir.path().join("event.json");
-    std::fs::write(&event_file, event("evt_cli_blackhole")).unwrap();
-
-    let args = [
-        "intercept",
-        "--registration",
-        reg_file.to_str().unwrap(),
-        "--event",
-        event_file.to_str().unwrap(),
-    ];
-    let output = ahp(&args, None).await;
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    let record = one_json_line(&stdout);
+        .timeout_ms(100);
+    let run = ahp_intercept(hook, EventFrom::File(&event("evt_cli_blackhole"))).await;
+    run.assert_exit(2);
+    let record = one_json_line(&run.stdout);
     assert_eq!(record["decision"], json!("deny"));
     assert_eq!(record["decidedBy"], json!("synthetic-deny"));
     assert_eq!(
@@ -262,7 +274,7 @@ async fn cli_intercept_denies_a_fail_closed_blackhole_with_exit_2() {
         json!("Required policy backend unavailable.")
     );
     assert_eq!(record["event"]["id"], json!("evt_cli_blackhole"));
-    let entry = &record["interceptors"][0];
+    let entry = only_interceptor(&record);
     assert_eq!(entry["outcome"], json!("failed-closed"));
     assert_eq!(
         entry["failure"],
@@ -274,34 +286,15 @@ async fn cli_intercept_denies_a_fail_closed_blackhole_with_exit_2() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_intercept_allows_no_effect_with_exit_0() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let reg_file = dir.path().join("registration.json");
-    std::fs::write(
-        &reg_file,
-        registration(&[Http::new("com.example.policy", backend.url())]),
-    )
-    .unwrap();
-
-    let args = [
-        "intercept",
-        "--registration",
-        reg_file.to_str().unwrap(),
-        "--event",
-        "-",
-    ];
-    let output = ahp(&args, Some(&event("evt_cli_allow"))).await;
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {stderr}"
-    );
-    let record = one_json_line(&stdout);
+    let hook = Http::new(HOOK_ID, backend.url());
+    let run = ahp_intercept(hook, EventFrom::Stdin(&event("evt_cli_allow"))).await;
+    run.assert_exit(0);
+    let record = one_json_line(&run.stdout);
     assert_eq!(record["decision"], json!("allow"));
     assert_eq!(record["decidedBy"], json!("no-objection"));
     assert_eq!(record["reason"], Value::Null);
     assert_eq!(record["event"]["id"], json!("evt_cli_allow"));
-    assert_eq!(record["interceptors"][0]["outcome"], json!("no-effect"));
+    assert_eq!(only_interceptor(&record)["outcome"], json!("no-effect"));
     let requests = backend.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].json()["id"], json!("evt_cli_allow"));
