@@ -172,6 +172,14 @@ impl FaultBackend {
         self.addr
     }
 
+    /// The requests whose JSON-RPC `method` is `method` (e.g. `hooks/intercept`).
+    pub fn requests_with_method(&self, method: &str) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.json()["method"] == method)
+            .collect()
+    }
+
     /// Every request fully received so far, in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.state().requests.clone()

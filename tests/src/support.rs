@@ -114,6 +114,19 @@ pub fn traced_intercept_command(
     command
 }
 
+/// `stdout` is exactly one line holding one JSON object.
+pub fn one_json_line(stdout: &str) -> Value {
+    assert!(
+        stdout.ends_with('\n'),
+        "stdout ends with a newline: {stdout:?}"
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "exactly one line: {stdout:?}");
+    let record: Value = serde_json::from_str(lines[0]).expect("the line is JSON");
+    assert!(record.is_object(), "a JSON object: {record}");
+    record
+}
+
 /// `AHP_LOG` for everything at trace level except Cranelift's code generator. Those
 /// targets only log the compilation of the embedded component, which happens before any
 /// credential is resolved and cannot contain one; left on, they print about 1.7 GB per
@@ -196,11 +209,20 @@ fn assert_settled_in(
         Decision::Deny => "deny",
     };
     assert_eq!(record["decision"], json!(decision), "{case}: {record}");
-    assert_eq!(
-        record["decidedBy"],
-        json!(decided_by.as_str()),
-        "{case}: {record}"
-    );
+    // The audit words spelled out here, not taken from `DecidedBy::as_str`, which is what
+    // the host itself writes them with.
+    let decided_by = match decided_by {
+        DecidedBy::NoObjection => "no-objection",
+        DecidedBy::BackendDeny => "backend-deny",
+        DecidedBy::BackendAsk => "backend-ask",
+        DecidedBy::SyntheticDeny => "synthetic-deny",
+        DecidedBy::Interrupted => "interrupted",
+        DecidedBy::BudgetExpired => "budget-expired",
+        DecidedBy::EngineFailure => "engine-failure",
+        DecidedBy::Shutdown => "shutdown",
+        other => panic!("{case}: no audit word known for {other:?}"),
+    };
+    assert_eq!(record["decidedBy"], json!(decided_by), "{case}: {record}");
     assert_eq!(record["reason"], json!(reason), "{case}: {record}");
 }
 

@@ -7,9 +7,10 @@ use ahp_host::{DecidedBy, Decision, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     ahp_binary, assert_failed, assert_nothing_sent, assert_settled, attempt_results, audit_lines,
-    call, event, interceptor, only_interceptor, registration, traced_intercept_command, Http,
+    call, event, interceptor, one_json_line, only_interceptor, registration,
+    traced_intercept_command, Http,
 };
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
 
 const BACKEND: &str = "com.example.policy";
@@ -259,9 +260,7 @@ async fn cli_never_prints_or_audits_the_token() {
             "the host's own spans are logged"
         );
 
-        let lines: Vec<&str> = stdout.lines().collect();
-        assert_eq!(lines.len(), 1, "one JSON line: {stdout}");
-        let record: Value = serde_json::from_str(lines[0]).expect("stdout is JSON");
+        let record = one_json_line(&stdout);
         assert_eq!(record["decision"], json!(expected_decision));
         let audited = std::fs::read_to_string(&audit).expect("the audit file was written");
         assert!(

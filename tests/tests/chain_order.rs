@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use ahp_host::{DecidedBy, Decision, Settlement};
-use ahp_tests::fault_backend::{Behaviour, FaultBackend, Recorded};
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{call, event, interceptor, registration, Http, SYNTHETIC_REASON};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -48,20 +48,6 @@ async fn settle(chain: &[Http<'_>], event_id: &str) -> Settlement {
         .expect("the call is made")
 }
 
-/// The requests whose JSON-RPC method is `method`.
-fn requests_with_method(backend: &FaultBackend, method: &str) -> Vec<Recorded> {
-    backend
-        .requests()
-        .into_iter()
-        .filter(|r| r.json()["method"] == method)
-        .collect()
-}
-
-/// The requests that were `hooks/intercept` calls.
-fn intercepts(backend: &FaultBackend) -> Vec<Recorded> {
-    requests_with_method(backend, "hooks/intercept")
-}
-
 /// `field` of every entry of the record's `list` (`interceptors` or `observers`), in order.
 fn each(settled: &Settlement, list: &str, field: &str) -> Vec<String> {
     settled.record[list]
@@ -85,7 +71,7 @@ fn assert_wire_matches_record(backends: &[&FaultBackend], settled: &Settlement, 
         .expect("interceptors is an array");
     assert_eq!(interceptors.len(), backends.len(), "{}", settled.record);
     for (i, (backend, entry)) in backends.iter().zip(interceptors).enumerate() {
-        let requests = intercepts(backend);
+        let requests = backend.requests_with_method("hooks/intercept");
         if entry["outcome"] == "not-reached" {
             assert!(
                 requests.is_empty(),
@@ -201,12 +187,12 @@ async fn a_deny_short_circuits_the_rest_of_the_chain() {
     assert_eq!(each(&settled, "interceptors", "backend"), [A, B, C]);
     assert_eq!(a.requests().len(), 1);
     assert_eq!(
-        intercepts(&b).len(),
+        b.requests_with_method("hooks/intercept").len(),
         0,
         "B was asked to decide after A denied"
     );
     assert_eq!(
-        intercepts(&c).len(),
+        c.requests_with_method("hooks/intercept").len(),
         0,
         "C was asked to decide after A denied"
     );
@@ -221,7 +207,7 @@ async fn a_deny_short_circuits_the_rest_of_the_chain() {
     // completes. B and C answer 200 with a JSON body, which is not observe success
     // (202/204, no body): recorded as `http-status`, and the decision is unchanged.
     for (backend, entry) in [(&b, 1), (&c, 2)] {
-        let observes = requests_with_method(backend, "hooks/observe");
+        let observes = backend.requests_with_method("hooks/observe");
         assert_eq!(observes.len(), 1, "one short-circuit observe each");
         assert!(
             observes[0].json().get("id").is_none(),
@@ -321,7 +307,7 @@ async fn a_fail_closed_failure_stops_the_chain() {
     );
     assert_eq!(a.requests().len(), 1);
     assert_eq!(
-        intercepts(&b).len(),
+        b.requests_with_method("hooks/intercept").len(),
         0,
         "B was asked to decide after A failed closed"
     );

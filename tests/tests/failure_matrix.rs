@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ahp_host::{DecidedBy, Decision, Settlement};
-use ahp_tests::fault_backend::{refused_url, Behaviour, FaultBackend, Recorded};
+use ahp_tests::fault_backend::{refused_url, Behaviour, FaultBackend};
 use ahp_tests::support::{call, event, interceptor, registration, Http, SYNTHETIC_REASON};
 use serde_json::{json, Map, Value};
 
@@ -452,15 +452,6 @@ fn faulty_then_healthy(faulty_url: &str, healthy_url: &str, policy: &str) -> Str
     ])
 }
 
-/// The requests that were `hooks/intercept` calls (as opposed to observe notifications).
-fn intercepts(backend: &FaultBackend) -> Vec<Recorded> {
-    backend
-        .requests()
-        .into_iter()
-        .filter(|r| r.json()["method"] == "hooks/intercept")
-        .collect()
-}
-
 // Expected settlements: the host's value with the record's word for it.
 const DENY: (Decision, &str) = (Decision::Deny, "deny");
 const ALLOW: (Decision, &str) = (Decision::Allow, "allow");
@@ -625,7 +616,7 @@ async fn run_case(
         // as a best-effort observer (a `hooks/observe` notification, if the host delivers
         // one, is not an intercept and is allowed here).
         assert_eq!(
-            intercepts(&healthy).len(),
+            healthy.requests_with_method("hooks/intercept").len(),
             0,
             "{context}: the chain went on after a fail-closed failure"
         );
@@ -646,7 +637,11 @@ async fn run_case(
             1,
             "{context}: fail-open must go on to the next interceptor exactly once"
         );
-        assert_eq!(intercepts(&healthy).len(), 1, "{context}");
+        assert_eq!(
+            healthy.requests_with_method("hooks/intercept").len(),
+            1,
+            "{context}"
+        );
         assert_eq!(record["observers"], json!([]), "{context}: {record}");
     }
 }
@@ -764,7 +759,11 @@ async fn explicit_deny_is_the_backends_reason_under_both_policies() {
         );
         // A deny is never retried, and stops the chain.
         assert_eq!(denier.requests().len(), 1, "{policy}");
-        assert_eq!(intercepts(&healthy).len(), 0, "{policy}");
+        assert_eq!(
+            healthy.requests_with_method("hooks/intercept").len(),
+            0,
+            "{policy}"
+        );
         let needles = address_needles(&[&denier.url(), &healthy.url()]);
         assert_no_leaks(policy, &settled, &needles);
     }

@@ -4,7 +4,7 @@
 use ahp_host::{BuildError, Interceptor, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    ahp_binary, assert_nothing_sent, event, only_interceptor, registration, Http,
+    ahp_binary, assert_nothing_sent, event, one_json_line, only_interceptor, registration, Http,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -194,19 +194,6 @@ async fn ahp_intercept(hook: Http<'_>, event: EventFrom<'_>) -> Run {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).expect("UTF-8 output")
-}
-
-/// `stdout` is exactly one line holding one JSON object.
-fn one_json_line(stdout: &str) -> Value {
-    assert!(
-        stdout.ends_with('\n'),
-        "stdout ends with a newline: {stdout:?}"
-    );
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 1, "exactly one line: {stdout:?}");
-    let record: Value = serde_json::from_str(lines[0]).expect("the line is JSON");
-    assert!(record.is_object(), "a JSON object: {record}");
-    record
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
