@@ -13,7 +13,7 @@ const TARGET: &str = "wasm32-wasip2";
 /// Builds `package` with the `guest` profile and returns the path of its component.
 pub fn build_component(workspace: &Path, package: &str) -> PathBuf {
     ensure_target();
-    let target_dir = workspace.join("target").join("guest-build");
+    let target_dir = outer_target_dir().join("guest-build");
     let mut cmd = nested_cargo(workspace);
     cmd.args([
         "build",
@@ -30,6 +30,26 @@ pub fn build_component(workspace: &Path, package: &str) -> PathBuf {
     run(cmd, &format!("building {package} for {TARGET}"));
     let file = format!("{}.wasm", package.replace('-', "_"));
     target_dir.join(TARGET).join("guest").join(file)
+}
+
+/// The outer build's target directory, found from `OUT_DIR`
+/// (`<target>[/<triple>]/<profile>/build/<package>-<hash>/out`), so nested builds follow
+/// `CARGO_TARGET_DIR` / `--target-dir` and a shared or cached target directory keeps them.
+pub fn outer_target_dir() -> PathBuf {
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let mut dir = out_dir.as_path();
+    // Up to `<target>`: the first ancestor holding a `CACHEDIR.TAG` (cargo writes one).
+    while let Some(parent) = dir.parent() {
+        if parent.join("CACHEDIR.TAG").exists() {
+            return parent.to_path_buf();
+        }
+        dir = parent;
+    }
+    out_dir
+        .ancestors()
+        .nth(4)
+        .expect("OUT_DIR is <target>/<profile>/build/<package>/out")
+        .to_path_buf()
 }
 
 /// A cargo command in `dir` that inherits nothing of the outer build: none of its flags,

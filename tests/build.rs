@@ -39,17 +39,10 @@ fn main() {
 /// Builds the Rust SDK peer (dev profile, `--locked`) with a nested cargo and returns the
 /// path of its binary.
 ///
-/// Its target directory is `<outer target dir>/rust-sdk-peer`, found from `OUT_DIR`
-/// (`<target>[/<triple>]/<profile>/build/<package>-<hash>/out`), so it follows
-/// `CARGO_TARGET_DIR` / `--target-dir` and a cached target directory keeps the SDK's
-/// ~1 min build.
+/// Its target directory is `<outer target dir>/rust-sdk-peer`, so a shared or cached
+/// target directory keeps the SDK's ~1 min build.
 fn build_rust_sdk_peer(crate_dir: &Path) -> PathBuf {
-    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let target_dir = out_dir
-        .ancestors()
-        .nth(4)
-        .expect("OUT_DIR is <target>/<profile>/build/<package>/out")
-        .join("rust-sdk-peer");
+    let target_dir = guest_build::outer_target_dir().join("rust-sdk-peer");
     let mut cmd = guest_build::nested_cargo(crate_dir);
     cmd.args([
         "build",

@@ -734,7 +734,7 @@ mod tests {
 
     const FIXTURES: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/spec/upstream/fixtures/draft/registration"
+        "/../tests/upstream/fixtures/draft/registration"
     );
     /// Where each invalid fixture is wrong. Unlisted new fixtures must still be rejected.
     const OFFENDING: &[(&str, &str)] = &[

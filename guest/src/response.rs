@@ -340,7 +340,7 @@ mod tests {
         ($path:literal) => {
             include_str!(concat!(
                 env!("CARGO_MANIFEST_DIR"),
-                "/../../shared/spec/upstream/fixtures/draft/",
+                "/../tests/upstream/fixtures/draft/",
                 $path
             ))
         };

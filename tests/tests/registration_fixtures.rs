@@ -19,7 +19,7 @@ const HOOK_ID: &str = "com.example.policy";
 fn fixtures_dir() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/spec/upstream/fixtures/draft/registration"
+        "/upstream/fixtures/draft/registration"
     ))
 }
 
