@@ -45,7 +45,7 @@ impl Host for Instant0 {
 fn main() {
     let engine = Engine::load(REGISTRATION).expect("valid registration");
     let mut host = Instant0(std::time::Instant::now());
-    let effects = vec!["deny".to_string()];
+    let effects = [ahp_interceptor::effect::EffectKind::Deny];
     let n = 20_000;
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
@@ -53,7 +53,7 @@ fn main() {
         let settled = engine
             .intercept(&mut host, EVENT, &effects, None)
             .expect("valid call");
-        let audit = settled.audit().to_string();
+        let audit = serde_json::to_string(&settled.record()).expect("a record serializes");
         samples.push(t.elapsed());
         assert!(audit.contains("no-objection"));
     }

@@ -8,21 +8,17 @@
 //! interrupted or out-of-budget call is a denial, never permission. After a stop, the
 //! matching interceptors that were never called get the event as a best-effort observe.
 
+use crate::effect::{Effect, EffectKind};
 use crate::event::Event;
-use crate::failure::{Failure, FailureClass, Phase};
 use crate::host_api::{AuthError, DeliveryError, Host, Instant, IoPhase, NANOS_PER_MS};
-use crate::registration::{
-    Backend, FailurePolicy, Mode, Registration, Subscription, INTERCEPTABLE_EVENTS,
-};
-use crate::response::{self, Effect, EffectKind};
-use crate::settlement::{
-    Attempt, DecidedBy, Decision, EventRef, InterceptorRecord, ObserverDelivery, Outcome,
-    Settlement, BUDGET_REASON, INTERRUPTED_REASON, SYNTHETIC_REASON,
-};
+use crate::registration::{Backend, Mode, Registration, Subscription, INTERCEPTABLE_EVENTS};
+use crate::response;
+use crate::settlement::{ObserverDelivery, Settlement};
 use crate::wire::{self, Message};
-
-/// How long a best-effort observe notification may take, at most.
-pub const OBSERVER_TIMEOUT_MS: u64 = 2_000;
+use ahp_vocab::{
+    AttemptEntry, AttemptResult, DecidedBy, Decision, Detail, EventRef, Failure, FailureClass,
+    FailurePolicy, InterceptorEntry, Outcome, Phase, OBSERVER_TIMEOUT_MS,
+};
 
 /// One hook call's inputs, already validated.
 pub struct Call<'a> {
@@ -53,6 +49,16 @@ enum Ending {
 struct Stop {
     decided_by: DecidedBy,
     reason: String,
+}
+
+impl Stop {
+    /// A stop nobody explained: the generic reason of `decided_by`.
+    fn synthetic(decided_by: DecidedBy) -> Stop {
+        Stop {
+            decided_by,
+            reason: decided_by.generic_reason().unwrap_or_default().into(),
+        }
+    }
 }
 
 /// Runs the chain and settles the call.
@@ -105,11 +111,11 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                 records.push(record(target, outcome, None, attempts, sha));
             }
             Ending::Interrupted => {
-                stop = Some(interrupted());
+                stop = Some(Stop::synthetic(DecidedBy::Interrupted));
                 records.push(record(target, Outcome::Interrupted, None, attempts, sha));
             }
-            Ending::Failed(failure) if budget_binds && is_deadline(&failure) => {
-                stop = Some(budget_expired());
+            Ending::Failed(failure) if budget_binds && failure.is_deadline() => {
+                stop = Some(Stop::synthetic(DecidedBy::BudgetExpired));
                 records.push(record(
                     target,
                     Outcome::BudgetExpired,
@@ -122,10 +128,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                 let outcome = match target.policy {
                     FailurePolicy::FailOpen => Outcome::FailedOpen,
                     FailurePolicy::FailClosed => {
-                        stop = Some(Stop {
-                            decided_by: DecidedBy::SyntheticDeny,
-                            reason: SYNTHETIC_REASON.into(),
-                        });
+                        stop = Some(Stop::synthetic(DecidedBy::SyntheticDeny));
                         Outcome::FailedClosed
                     }
                 };
@@ -138,7 +141,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     // synthetic outcome; only an explicit deny already accepted stands as it is.
     let was_interrupted = !targets.is_empty() && host.interrupted();
     if was_interrupted && !matches!(&stop, Some(s) if s.decided_by == DecidedBy::BackendDeny) {
-        stop = Some(interrupted());
+        stop = Some(Stop::synthetic(DecidedBy::Interrupted));
     }
     let observers = match &stop {
         // An interrupted call starts no new best-effort observations.
@@ -164,8 +167,8 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         reason,
         messages,
         event: EventRef {
-            id: call.event.id.clone(),
-            event_type: call.event.event_type.clone(),
+            id: Some(call.event.id.clone()),
+            event_type: Some(call.event.event_type.clone()),
             session: call.event.session_id.clone(),
             call: call.event.call_id.clone(),
         },
@@ -202,10 +205,10 @@ fn matching_interceptors<'a>(registration: &'a Registration, event_type: &str) -
 /// Whether the call may start another interceptor: not once interrupted or out of budget.
 fn admission_stop<H: Host>(host: &H, budget: Option<Instant>) -> Option<Stop> {
     if host.interrupted() {
-        return Some(interrupted());
+        return Some(Stop::synthetic(DecidedBy::Interrupted));
     }
     match budget {
-        Some(b) if host.now() >= b => Some(budget_expired()),
+        Some(b) if host.now() >= b => Some(Stop::synthetic(DecidedBy::BudgetExpired)),
         _ => None,
     }
 }
@@ -220,7 +223,7 @@ fn evaluate<H: Host>(
     message: &Message,
     deadline: Instant,
     call: &Call,
-) -> (Ending, Vec<Attempt>) {
+) -> (Ending, Vec<AttemptEntry>) {
     let mut attempts = Vec::new();
     let mut reacquired = false;
     loop {
@@ -228,23 +231,22 @@ fn evaluate<H: Host>(
         let result = attempt(host, backend, message, deadline, call);
         let n = attempts.len() as u32 + 1;
         let label = match &result {
-            AttemptResult::Ended(Ending::Accepted(_)) => "accepted",
-            AttemptResult::Ended(Ending::Interrupted) => "interrupted",
-            AttemptResult::Ended(Ending::Failed(f)) => f.class.as_str(),
-            AttemptResult::Unauthorized { .. } => "unauthorized",
+            Tried::Ended(Ending::Accepted(_)) => AttemptResult::Accepted,
+            Tried::Ended(Ending::Interrupted) => AttemptResult::Interrupted,
+            Tried::Ended(Ending::Failed(f)) => AttemptResult::Failed(f.class),
+            Tried::Unauthorized { .. } => AttemptResult::Unauthorized,
         };
         let elapsed_ms = host.now().saturating_sub(begun) / NANOS_PER_MS;
-        attempts.push(Attempt {
+        attempts.push(AttemptEntry {
             n,
             elapsed_ms,
             result: label,
+            request_sha256: Some(message.sha256().to_string()),
         });
         match result {
             // A transient failure may be retried with the same bytes, only while the
             // original deadline remains and only as the host's configuration allows.
-            AttemptResult::Ended(Ending::Failed(f))
-                if f.is_transient() && host.now() < deadline =>
-            {
+            Tried::Ended(Ending::Failed(f)) if f.is_transient() && host.now() < deadline => {
                 if host.retry_after(&backend.id, n, deadline) && !host.interrupted() {
                     continue;
                 }
@@ -253,8 +255,8 @@ fn evaluate<H: Host>(
                 }
                 return (Ending::Failed(f), attempts);
             }
-            AttemptResult::Ended(ending) => return (ending, attempts),
-            AttemptResult::Unauthorized { had_credential } => {
+            Tried::Ended(ending) => return (ending, attempts),
+            Tried::Unauthorized { had_credential } => {
                 if host.interrupted() {
                     return (Ending::Interrupted, attempts);
                 }
@@ -270,7 +272,7 @@ fn evaluate<H: Host>(
     }
 }
 
-enum AttemptResult {
+enum Tried {
     Ended(Ending),
     /// HTTP 401: the credential (if any) was rejected and dropped from the host's cache.
     Unauthorized {
@@ -284,8 +286,8 @@ fn attempt<H: Host>(
     message: &Message,
     deadline: Instant,
     call: &Call,
-) -> AttemptResult {
-    use AttemptResult::Ended;
+) -> Tried {
+    use Tried::Ended;
     if host.now() >= deadline {
         return Ended(Ending::Failed(Failure::new(
             FailureClass::DeadlineExceeded,
@@ -319,7 +321,7 @@ fn attempt<H: Host>(
         if let Some(c) = &credential {
             host.reject(c);
         }
-        return AttemptResult::Unauthorized {
+        return Tried::Unauthorized {
             had_credential: credential.is_some(),
         };
     }
@@ -331,11 +333,11 @@ fn attempt<H: Host>(
 
 fn auth_failure(error: AuthError) -> Failure {
     let detail = match error {
-        AuthError::Unresolved => "unresolved",
-        AuthError::AcquisitionFailed => "acquisition-failed",
-        AuthError::RefreshFailed => "refresh-failed",
-        AuthError::Unsupported => "unsupported",
-        AuthError::DeadlineExceeded | AuthError::Cancelled => "deadline-exceeded",
+        AuthError::Unresolved => Detail::Unresolved,
+        AuthError::AcquisitionFailed => Detail::AcquisitionFailed,
+        AuthError::RefreshFailed => Detail::RefreshFailed,
+        AuthError::Unsupported => Detail::Unsupported,
+        AuthError::DeadlineExceeded | AuthError::Cancelled => Detail::DeadlineExceeded,
     };
     let phase = match error {
         AuthError::RefreshFailed => Phase::RefreshCredential,
@@ -359,11 +361,11 @@ fn delivery_failure(error: DeliveryError) -> Failure {
             Failure::new(FailureClass::ConnectionLost, Phase::AwaitResponse)
         }
         DeliveryError::TlsFailed => {
-            Failure::new(FailureClass::ConnectionRefused, Phase::Connect).with_detail("tls")
+            Failure::new(FailureClass::ConnectionRefused, Phase::Connect).with_detail(Detail::Tls)
         }
         DeliveryError::MalformedHttp => {
             Failure::new(FailureClass::HttpStatus, Phase::AwaitResponse)
-                .with_detail("malformed-http")
+                .with_detail(Detail::MalformedHttp)
         }
         DeliveryError::LaunchFailed => Failure::new(FailureClass::LaunchFailed, Phase::Connect),
         DeliveryError::AbnormalExit(_) => {
@@ -371,11 +373,11 @@ fn delivery_failure(error: DeliveryError) -> Failure {
         }
         DeliveryError::ResponseTooLarge => {
             Failure::new(FailureClass::MalformedJson, Phase::ReadResponse)
-                .with_detail("response-too-large")
+                .with_detail(Detail::ResponseTooLarge)
         }
         DeliveryError::NotPermitted => {
             Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
-                .with_detail("not-permitted")
+                .with_detail(Detail::NotPermitted)
         }
         // Handled by the caller as interruption; kept total for the compiler.
         DeliveryError::Cancelled => {
@@ -393,36 +395,14 @@ fn io_phase(phase: IoPhase) -> Phase {
     }
 }
 
-/// Failures that mean "the clock ran out" rather than "the backend misbehaved".
-fn is_deadline(failure: &Failure) -> bool {
-    matches!(
-        failure.class,
-        FailureClass::DeadlineExceeded | FailureClass::LateResponse
-    ) || failure.detail == Some("deadline-exceeded")
-}
-
-fn interrupted() -> Stop {
-    Stop {
-        decided_by: DecidedBy::Interrupted,
-        reason: INTERRUPTED_REASON.into(),
-    }
-}
-
-fn budget_expired() -> Stop {
-    Stop {
-        decided_by: DecidedBy::BudgetExpired,
-        reason: BUDGET_REASON.into(),
-    }
-}
-
 fn record(
     target: &Target,
     outcome: Outcome,
     failure: Option<Failure>,
-    attempts: Vec<Attempt>,
+    attempts: Vec<AttemptEntry>,
     request_sha256: Option<String>,
-) -> InterceptorRecord {
-    InterceptorRecord {
+) -> InterceptorEntry {
+    InterceptorEntry {
         backend: target.backend.id.clone(),
         subscription: target.subscription.index,
         policy: target.policy,

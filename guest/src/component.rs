@@ -1,10 +1,10 @@
 //! The WebAssembly glue: WIT types in, protocol modules, WIT types out. No behaviour.
 
+use crate::effect::EffectKind as Kind;
 use crate::engine::Engine;
 use crate::host_api::{self, AuthError, DeliveryError, Host, Instant, IoPhase, Reply};
-use crate::settlement::{
-    DecidedBy as Decided, Decision as Dec, ObserverDelivery, Settlement as Settled,
-};
+use crate::settlement::{ObserverDelivery, Settlement as Settled};
+use ahp_vocab::{DecidedBy as Decided, Decision as Dec, Problem as Broken};
 
 wit_bindgen::generate!({ path: "../wit", world: "plugin" });
 
@@ -12,8 +12,8 @@ use ahp::interceptor::credentials::{self as wit_credentials, Credential};
 use ahp::interceptor::delivery as wit_delivery;
 use ahp::interceptor::host_types::{DeliveryError as WitDeliveryError, IoPhase as WitIoPhase};
 use exports::ahp::interceptor::interceptor::{
-    AuthPlan, BackendPlan, DecidedBy, Decision, Delivery, Guest, GuestEngine, OauthPlan,
-    Settlement, StdioPlan, TransportPlan,
+    AuthPlan, BackendPlan, DecidedBy, Decision, Delivery, EffectKind, Guest, GuestEngine,
+    OauthFlow, OauthPlan, Problem, Settlement, StdioPlan, TransportPlan,
 };
 
 struct Component;
@@ -30,10 +30,12 @@ struct EngineResource(Engine);
 impl GuestEngine for EngineResource {
     fn load(
         registration: String,
-    ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<String>> {
-        Engine::load(&registration).map(|engine| {
-            exports::ahp::interceptor::interceptor::Engine::new(EngineResource(engine))
-        })
+    ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<Problem>> {
+        Engine::load(&registration)
+            .map(|engine| {
+                exports::ahp::interceptor::interceptor::Engine::new(EngineResource(engine))
+            })
+            .map_err(problems)
     }
 
     fn plan(&self) -> Vec<BackendPlan> {
@@ -45,8 +47,8 @@ impl GuestEngine for EngineResource {
             .collect()
     }
 
-    fn warnings(&self) -> Vec<String> {
-        self.0.warnings()
+    fn warnings(&self) -> Vec<Problem> {
+        problems(self.0.warnings().to_vec())
     }
 
     fn bound_ms(&self) -> u64 {
@@ -56,12 +58,14 @@ impl GuestEngine for EngineResource {
     fn intercept(
         &self,
         event: String,
-        effects: Vec<String>,
+        effects: Vec<EffectKind>,
         budget: Option<Instant>,
-    ) -> Result<Settlement, Vec<String>> {
+    ) -> Result<Settlement, Vec<Problem>> {
+        let effects: Vec<Kind> = effects.into_iter().map(effect_kind).collect();
         let settled = self
             .0
-            .intercept(&mut ComponentHost, &event, &effects, budget)?;
+            .intercept(&mut ComponentHost, &event, &effects, budget)
+            .map_err(problems)?;
         Ok(settlement(settled))
     }
 
@@ -69,8 +73,11 @@ impl GuestEngine for EngineResource {
         &self,
         event: String,
         budget: Option<Instant>,
-    ) -> Result<Vec<Delivery>, Vec<String>> {
-        let deliveries = self.0.observe(ComponentHost.now(), &event, budget)?;
+    ) -> Result<Vec<Delivery>, Vec<Problem>> {
+        let deliveries = self
+            .0
+            .observe(ComponentHost.now(), &event, budget)
+            .map_err(problems)?;
         Ok(deliveries.into_iter().map(delivery).collect())
     }
 }
@@ -98,7 +105,10 @@ fn backend_plan(backend: &crate::registration::Backend) -> BackendPlan {
             issuer: o.issuer.clone(),
             resource: o.resource.clone(),
             client_id: o.client_id.clone(),
-            flow: o.flow.clone(),
+            flow: match o.flow.as_str() {
+                "client_credentials" => OauthFlow::ClientCredentials,
+                _ => OauthFlow::AuthorizationCodePkce,
+            },
             scopes: o.scopes.clone(),
             client_secret_ref: o.client_secret_ref.clone(),
         }),
@@ -110,8 +120,33 @@ fn backend_plan(backend: &crate::registration::Backend) -> BackendPlan {
     }
 }
 
+fn problems(problems: Vec<Broken>) -> Vec<Problem> {
+    problems
+        .into_iter()
+        .map(|p| Problem {
+            path: p.path,
+            rule: p.rule,
+        })
+        .collect()
+}
+
+fn effect_kind(kind: EffectKind) -> Kind {
+    match kind {
+        EffectKind::Deny => Kind::Deny,
+        EffectKind::Allow => Kind::Allow,
+        EffectKind::Ask => Kind::Ask,
+        EffectKind::Message => Kind::Message,
+        EffectKind::Modify => Kind::Modify,
+        EffectKind::Flow => Kind::Flow,
+        EffectKind::Return => Kind::Return,
+        EffectKind::Inject => Kind::Inject,
+    }
+}
+
 fn settlement(s: Settled) -> Settlement {
-    let audit = s.audit().to_string();
+    // A record that does not serialize cannot happen (plain data); were it to, an empty
+    // audit makes the host settle the call as an engine failure, never as permission.
+    let audit = serde_json::to_string(&s.record()).unwrap_or_default();
     Settlement {
         decision: match s.decision {
             Dec::Allow => Decision::Allow,
@@ -125,6 +160,10 @@ fn settlement(s: Settled) -> Settlement {
             Decided::SyntheticDeny => DecidedBy::SyntheticDeny,
             Decided::Interrupted => DecidedBy::Interrupted,
             Decided::BudgetExpired => DecidedBy::BudgetExpired,
+            Decided::EngineFailure => DecidedBy::EngineFailure,
+            Decided::Shutdown => DecidedBy::Shutdown,
+            // A word this build of the component does not know cannot be its own decision.
+            _ => DecidedBy::EngineFailure,
         },
         reason: s.reason,
         audit,

@@ -3,13 +3,14 @@
 //! text, the effects it can enforce) are validated here; a bad one is an error naming the
 //! field, because the call could not be made, not a decision.
 
-use crate::chain::{self, Call, OBSERVER_TIMEOUT_MS};
+use crate::chain::{self, Call};
+use crate::effect::{self, EffectKind};
 use crate::event::{Event, EventProblem};
 use crate::host_api::{Host, Instant, NANOS_PER_MS};
 use crate::registration::{self, Mode, Registration};
-use crate::response::EffectKind;
 use crate::settlement::{ObserverDelivery, Settlement};
 use crate::wire;
+use ahp_vocab::{Problem, OBSERVER_TIMEOUT_MS};
 
 /// A validated registration, ready for hook calls.
 #[derive(Clone, Debug)]
@@ -19,19 +20,13 @@ pub struct Engine {
 
 impl Engine {
     /// Parses and validates a registration document; every problem is reported.
-    pub fn load(text: &str) -> Result<Engine, Vec<String>> {
-        registration::parse(text)
-            .map(|registration| Engine { registration })
-            .map_err(|problems| problems.iter().map(ToString::to_string).collect())
+    pub fn load(text: &str) -> Result<Engine, Vec<Problem>> {
+        registration::parse(text).map(|registration| Engine { registration })
     }
 
     /// Valid but questionable settings, each naming its JSON path.
-    pub fn warnings(&self) -> Vec<String> {
-        self.registration
-            .warnings
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+    pub fn warnings(&self) -> &[Problem] {
+        &self.registration.warnings
     }
 
     pub fn registration(&self) -> &Registration {
@@ -57,9 +52,9 @@ impl Engine {
         &self,
         host: &mut H,
         event: &str,
-        effects: &[String],
+        effects: &[EffectKind],
         budget: Option<Instant>,
-    ) -> Result<Settlement, Vec<String>> {
+    ) -> Result<Settlement, Vec<Problem>> {
         let effects = parse_effects(effects)?;
         let event = Event::parse_tool_before(event).map_err(event_problems)?;
         let call = Call {
@@ -78,7 +73,7 @@ impl Engine {
         now: Instant,
         event: &str,
         budget: Option<Instant>,
-    ) -> Result<Vec<ObserverDelivery>, Vec<String>> {
+    ) -> Result<Vec<ObserverDelivery>, Vec<Problem>> {
         let event = Event::parse_any(event).map_err(event_problems)?;
         let own = now.saturating_add(OBSERVER_TIMEOUT_MS * NANOS_PER_MS);
         let deadline = budget.map_or(own, |b| b.min(own));
@@ -104,29 +99,39 @@ impl Engine {
 }
 
 /// Event problems as caller errors, each path prefixed with `event`.
-fn event_problems(problems: Vec<EventProblem>) -> Vec<String> {
-    problems.iter().map(|p| format!("event{p}")).collect()
+fn event_problems(problems: Vec<EventProblem>) -> Vec<Problem> {
+    problems
+        .into_iter()
+        .map(|p| Problem::new(format!("event{}", p.path), p.rule))
+        .collect()
 }
 
-/// The effects the harness can enforce: known names, deny among them, no repeats.
-fn parse_effects(names: &[String]) -> Result<Vec<EffectKind>, Vec<String>> {
-    let mut kinds = Vec::new();
+/// The effects the harness can enforce: ones this crate can decode, deny among them, no
+/// repeats.
+fn parse_effects(kinds: &[EffectKind]) -> Result<Vec<EffectKind>, Vec<Problem>> {
+    let mut accepted = Vec::new();
     let mut problems = Vec::new();
-    for (i, name) in names.iter().enumerate() {
-        match EffectKind::parse(name) {
-            Some(kind) if !kinds.contains(&kind) => kinds.push(kind),
-            Some(_) => problems.push(format!("effects[{i}]: \"{name}\" is listed twice")),
-            None => problems.push(format!(
-                "effects[{i}]: unknown or unenforceable effect \"{name}\" (known: deny, allow, ask, message)"
-            )),
+    for (i, &kind) in kinds.iter().enumerate() {
+        let path = format!("effects[{i}]");
+        if accepted.contains(&kind) {
+            problems.push(Problem::new(path, format!("\"{kind}\" is listed twice")));
+        } else if !effect::is_decodable(kind) {
+            problems.push(Problem::new(
+                path,
+                format!("effect \"{kind}\" cannot be enforced by this component yet (known: deny, allow, ask, message)"),
+            ));
+        } else {
+            accepted.push(kind);
         }
     }
-    if !kinds.contains(&EffectKind::Deny) {
-        problems
-            .push("effects: must include \"deny\" (every tool.before interceptor can deny)".into());
+    if !accepted.contains(&EffectKind::Deny) {
+        problems.push(Problem::new(
+            "effects",
+            "must include \"deny\" (every tool.before interceptor can deny)",
+        ));
     }
     if problems.is_empty() {
-        Ok(kinds)
+        Ok(accepted)
     } else {
         Err(problems)
     }

@@ -2,20 +2,23 @@
 //!
 //! This crate is all of the protocol: registration rules ([`registration`]), event
 //! checks ([`event`]), JSON-RPC encoding done once ([`wire`]), strict response decoding
-//! ([`response`]), the serial intercept chain with its failure policy ([`chain`]) and the
-//! settlement/audit record ([`settlement`]). It does no I/O of its own: it reaches the
+//! ([`response`]) of the effects it knows ([`effect`]), the serial intercept chain with
+//! its failure policy ([`chain`]) and the settlement/audit record ([`settlement`]). Its
+//! words and the record's types are shared with the host through [`vocab`]. It does no I/O of its own: it reaches the
 //! world through the [`host_api::Host`] trait, which the WebAssembly build adapts to the
 //! component's imports (`wit/interceptor.wit`) and native tests fake.
 
 pub mod chain;
+pub mod effect;
 pub mod engine;
 pub mod event;
-pub mod failure;
 pub mod host_api;
 pub mod registration;
 pub mod response;
 pub mod settlement;
 pub mod wire;
+
+pub use ahp_vocab as vocab;
 
 #[cfg(target_family = "wasm")]
 mod component;

@@ -11,7 +11,6 @@
 //! fields only, never values.
 
 use serde_json::{Map, Value};
-use std::fmt;
 
 /// Events an intercept subscription may select (digest §6 rule 6).
 pub const INTERCEPTABLE_EVENTS: &[&str] = &[
@@ -144,22 +143,7 @@ pub enum Mode {
     Observe,
 }
 
-/// What an operational failure of an interceptor does (there is no default).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FailurePolicy {
-    FailOpen,
-    FailClosed,
-}
-
-impl FailurePolicy {
-    /// The registration spelling, also used in audit records.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailurePolicy::FailOpen => "fail-open",
-            FailurePolicy::FailClosed => "fail-closed",
-        }
-    }
-}
+pub use ahp_vocab::FailurePolicy;
 
 /// One entry of `events`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -187,33 +171,7 @@ impl EventPattern {
     }
 }
 
-/// One broken (or, in `warnings`, questionable) field: where, and which rule.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
-    /// JSON Pointer to the field; `""` for the document root.
-    pub path: String,
-    pub rule: String,
-}
-
-impl Problem {
-    fn new(path: &str, rule: impl Into<String>) -> Self {
-        Problem {
-            path: path.into(),
-            rule: rule.into(),
-        }
-    }
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = if self.path.is_empty() {
-            "/"
-        } else {
-            &self.path
-        };
-        write!(f, "{path}: {}", self.rule)
-    }
-}
+pub use ahp_vocab::Problem;
 
 /// Parses and validates a registration document. Any problem rejects the whole document.
 pub fn parse(text: &str) -> Result<Registration, Vec<Problem>> {

@@ -12,92 +12,11 @@
 //! only ever holds this module's fixed vocabulary: a backend's error message, error data
 //! or rejected effect text never reaches the audit or the model.
 
-use crate::failure::{Failure, FailureClass, Phase};
+use crate::effect::{self, Effect, EffectKind};
 use crate::host_api::Reply;
+use ahp_vocab::{Detail, Failure, FailureClass, Phase, PROTOCOL_VERSION};
 use crate::registration::is_reverse_dns;
 use serde_json::{Map, Value};
-
-/// The only `protocolVersion` this harness speaks; versions must match exactly.
-const PROTOCOL_VERSION: &str = "draft";
-
-/// Effect types the protocol defines but this crate cannot decode or enforce. A backend
-/// sending one was not offered it, so it is unadvertised rather than unknown.
-const UNDECODABLE_EFFECTS: [&str; 4] = ["modify", "return", "flow", "inject"];
-
-/// Effects this crate can decode. The harness declares which it can enforce.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EffectKind {
-    Deny,
-    Allow,
-    Ask,
-    Message,
-}
-
-impl EffectKind {
-    /// The kind named by an effect `type` (or a `capabilities.effects` entry).
-    pub fn parse(name: &str) -> Option<EffectKind> {
-        match name {
-            "deny" => Some(EffectKind::Deny),
-            "allow" => Some(EffectKind::Allow),
-            "ask" => Some(EffectKind::Ask),
-            "message" => Some(EffectKind::Message),
-            _ => None,
-        }
-    }
-
-    /// The wire name, as in `type` and `capabilities.effects`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EffectKind::Deny => "deny",
-            EffectKind::Allow => "allow",
-            EffectKind::Ask => "ask",
-            EffectKind::Message => "message",
-        }
-    }
-
-    /// Every member the effect schema allows (effect.schema.json, deny-effect.schema.json).
-    fn fields(self) -> &'static [&'static str] {
-        match self {
-            EffectKind::Deny => &["type", "reason", "code", "extensions"],
-            EffectKind::Allow | EffectKind::Ask => &["type"],
-            EffectKind::Message => &["type", "text"],
-        }
-    }
-
-    /// Deny, allow and ask decide the operation; at most one may appear per response.
-    fn is_decision(self) -> bool {
-        !matches!(self, EffectKind::Message)
-    }
-}
-
-/// One accepted effect.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Effect {
-    /// Do not execute. `code` is a reverse-DNS policy code.
-    Deny {
-        reason: String,
-        code: Option<String>,
-    },
-    /// No objection that may suppress an ordinary host prompt; never overrides policy.
-    Allow,
-    /// Require approval. The current effect schema gives `ask` no members besides
-    /// `type`, so `reason` is always `None` when decoded.
-    Ask { reason: Option<String> },
-    /// A user-facing message.
-    Message { text: String },
-}
-
-impl Effect {
-    /// The kind of this effect.
-    pub fn kind(&self) -> EffectKind {
-        match self {
-            Effect::Deny { .. } => EffectKind::Deny,
-            Effect::Allow => EffectKind::Allow,
-            Effect::Ask { .. } => EffectKind::Ask,
-            Effect::Message { .. } => EffectKind::Message,
-        }
-    }
-}
 
 /// Decodes one reply to the request whose JSON-RPC id is `expected_id` (the event id, a JSON string),
 /// accepting it only if every part is valid. Err = exactly one Failure (class + phase Parse or Accept).
@@ -121,11 +40,11 @@ fn parse_failure(class: FailureClass) -> Failure {
     Failure::new(class, Phase::Parse)
 }
 
-fn malformed(detail: &'static str) -> Failure {
+fn malformed(detail: Detail) -> Failure {
     parse_failure(FailureClass::MalformedJsonrpc).with_detail(detail)
 }
 
-fn invalid(detail: &'static str) -> Failure {
+fn invalid(detail: Detail) -> Failure {
     Failure::new(FailureClass::InvalidEffects, Phase::Accept).with_detail(detail)
 }
 
@@ -148,7 +67,7 @@ fn check_http(reply: &Reply) -> Result<(), Failure> {
         .as_deref()
         .is_some_and(is_json_media_type)
     {
-        return Err(failure.with_detail("content-type"));
+        return Err(failure.with_detail(Detail::ContentType));
     }
     Ok(())
 }
@@ -190,21 +109,21 @@ fn parse_body(body: &[u8]) -> Result<Value, Failure> {
 fn check_envelope(message: &Value) -> Result<&Map<String, Value>, Failure> {
     let response = match message {
         Value::Object(response) => response,
-        Value::Array(_) => return Err(malformed("batch")),
-        _ => return Err(malformed("not-object")),
+        Value::Array(_) => return Err(malformed(Detail::Batch)),
+        _ => return Err(malformed(Detail::NotObject)),
     };
     if response.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(malformed("jsonrpc-version"));
+        return Err(malformed(Detail::JsonrpcVersion));
     }
     if response.contains_key("method") {
-        return Err(malformed("not-a-response"));
+        return Err(malformed(Detail::NotAResponse));
     }
     match (
         response.contains_key("result"),
         response.contains_key("error"),
     ) {
-        (true, true) => Err(malformed("result-and-error")),
-        (false, false) => Err(malformed("no-result-or-error")),
+        (true, true) => Err(malformed(Detail::ResultAndError)),
+        (false, false) => Err(malformed(Detail::NoResultOrError)),
         _ => Ok(response),
     }
 }
@@ -217,7 +136,7 @@ fn check_id(response: &Map<String, Value>, expected_id: &str) -> Result<(), Fail
         Some(Value::String(id)) if id == expected_id => Ok(()),
         Some(Value::Null) if response.contains_key("error") => Ok(()),
         Some(_) => Err(parse_failure(FailureClass::IdMismatch)),
-        None => Err(malformed("id-missing")),
+        None => Err(malformed(Detail::IdMissing)),
     }
 }
 
@@ -227,7 +146,7 @@ fn classify_error(error: &Value) -> Failure {
     let code = error.get("code").and_then(Value::as_i64);
     let has_message = error.get("message").is_some_and(Value::is_string);
     let (Some(code), true) = (code, has_message) else {
-        return malformed("error-object");
+        return malformed(Detail::ErrorObject);
     };
     let class = match code {
         -32001 => FailureClass::UnsupportedVersion,
@@ -241,18 +160,18 @@ fn classify_error(error: &Value) -> Failure {
 /// `manifest` (discovery and interception payloads are never mixed).
 fn check_result(result: Option<&Value>) -> Result<&Value, Failure> {
     let Some(Value::Object(result)) = result else {
-        return Err(malformed("result-not-object"));
+        return Err(malformed(Detail::ResultNotObject));
     };
     let missing = |field| parse_failure(FailureClass::MissingResultFields).with_detail(field);
     let version = result
         .get("protocolVersion")
-        .ok_or(missing("protocolVersion"))?;
+        .ok_or(missing(Detail::ProtocolVersion))?;
     if version.as_str() != Some(PROTOCOL_VERSION) {
         return Err(parse_failure(FailureClass::UnsupportedVersion));
     }
-    let effects = result.get("effects").ok_or(missing("effects"))?;
+    let effects = result.get("effects").ok_or(missing(Detail::Effects))?;
     if result.contains_key("manifest") {
-        return Err(malformed("manifest-in-result"));
+        return Err(malformed(Detail::ManifestInResult));
     }
     Ok(effects)
 }
@@ -262,15 +181,15 @@ fn check_result(result: Option<&Value>) -> Result<&Value, Failure> {
 /// question (DESIGN §5).
 fn accept_effects(effects: &Value, advertised: &[EffectKind]) -> Result<Vec<Effect>, Failure> {
     let Value::Array(members) = effects else {
-        return Err(invalid("malformed-effect"));
+        return Err(invalid(Detail::MalformedEffect));
     };
     let effects = members
         .iter()
         .map(|member| decode_effect(member, advertised))
         .collect::<Result<Vec<_>, _>>()?;
-    let decisions = effects.iter().filter(|e| e.kind().is_decision()).count();
+    let decisions = effects.iter().filter(|e| effect::is_decision(e.kind())).count();
     if decisions > 1 {
-        return Err(invalid("conflicting-effects"));
+        return Err(invalid(Detail::ConflictingEffects));
     }
     Ok(effects)
 }
@@ -278,23 +197,22 @@ fn accept_effects(effects: &Value, advertised: &[EffectKind]) -> Result<Vec<Effe
 /// One effect: a type we know and offered, only the schema's members, each well-formed.
 fn decode_effect(member: &Value, advertised: &[EffectKind]) -> Result<Effect, Failure> {
     let Some(effect) = member.as_object() else {
-        return Err(invalid("malformed-effect"));
+        return Err(invalid(Detail::MalformedEffect));
     };
     let Some(name) = effect.get("type").and_then(Value::as_str) else {
-        return Err(invalid("malformed-effect"));
+        return Err(invalid(Detail::MalformedEffect));
     };
     let kind = match EffectKind::parse(name) {
-        Some(kind) if advertised.contains(&kind) => kind,
-        Some(_) => return Err(invalid("unadvertised-effect")),
-        None if UNDECODABLE_EFFECTS.contains(&name) => return Err(invalid("unadvertised-effect")),
+        Some(kind) if advertised.contains(&kind) && effect::is_decodable(kind) => kind,
+        Some(_) => return Err(invalid(Detail::UnadvertisedEffect)),
         // Includes reverse-DNS experimental effects: this crate never advertises any.
-        None => return Err(invalid("unknown-effect")),
+        None => return Err(invalid(Detail::UnknownEffect)),
     };
     if effect
         .keys()
-        .any(|key| !kind.fields().contains(&key.as_str()))
+        .any(|key| !effect::fields(kind).contains(&key.as_str()))
     {
-        return Err(invalid("unknown-effect-field"));
+        return Err(invalid(Detail::UnknownEffectField));
     }
     let decoded = match kind {
         EffectKind::Deny => decode_deny(effect),
@@ -308,8 +226,9 @@ fn decode_effect(member: &Value, advertised: &[EffectKind]) -> Result<Effect, Fa
                     text: text.to_owned(),
                 })
         }
+        EffectKind::Modify | EffectKind::Flow | EffectKind::Return | EffectKind::Inject => None,
     };
-    decoded.ok_or(invalid("malformed-effect"))
+    decoded.ok_or(invalid(Detail::MalformedEffect))
 }
 
 /// `{type, reason: non-empty string, code?: reverse-DNS, extensions?: reverse-DNS keys}`
@@ -399,7 +318,8 @@ mod tests {
         Failure::new(class, Phase::Parse)
     }
 
-    fn assert_effects_rejected(effects: Value, detail: &'static str) {
+    fn assert_effects_rejected(effects: Value, detail: &str) {
+        let detail = Detail::parse(detail).expect("a detail word");
         assert_eq!(decode_http(&success(effects)), Err(invalid(detail)));
     }
 
@@ -437,7 +357,7 @@ mod tests {
         let (reply, id) = fixture_reply(fixture!("http/error-response-result.invalid.json"), true);
         assert_eq!(
             decode(&reply, &id, &ALL),
-            Err(malformed("result-and-error"))
+            Err(malformed(Detail::ResultAndError))
         );
     }
 
@@ -451,7 +371,7 @@ mod tests {
     #[test]
     fn upstream_atomic_unknown_rejects_the_preceding_message_too() {
         let (reply, id) = fixture_reply(fixture!("http/atomic-unknown.invalid.json"), true);
-        assert_eq!(decode(&reply, &id, &ALL), Err(invalid("unknown-effect")));
+        assert_eq!(decode(&reply, &id, &ALL), Err(invalid(Detail::UnknownEffect)));
     }
 
     #[test]
@@ -474,7 +394,7 @@ mod tests {
         let (reply, id) = fixture_reply(text, false);
         assert_eq!(
             decode(&reply, &id, &ALL),
-            Err(invalid("conflicting-effects"))
+            Err(invalid(Detail::ConflictingEffects))
         );
     }
 
@@ -534,7 +454,7 @@ mod tests {
                 decode(&reply, "evt_1", &ALL),
                 Err(parse(HttpStatus)
                     .with_http_status(200)
-                    .with_detail("content-type")),
+                    .with_detail(Detail::ContentType)),
                 "{content_type:?}"
             );
         }
@@ -589,13 +509,13 @@ mod tests {
     #[test]
     fn batch_is_malformed_jsonrpc() {
         let body = format!("[{}]", success(json!([])));
-        assert_eq!(decode_http(&body), Err(malformed("batch")));
+        assert_eq!(decode_http(&body), Err(malformed(Detail::Batch)));
     }
 
     #[test]
     fn non_object_is_malformed_jsonrpc() {
         for body in ["42", "\"evt_1\"", "null", "true"] {
-            assert_eq!(decode_http(body), Err(malformed("not-object")));
+            assert_eq!(decode_http(body), Err(malformed(Detail::NotObject)));
         }
     }
 
@@ -609,7 +529,7 @@ mod tests {
             }
             assert_eq!(
                 decode_http(&body.to_string()),
-                Err(malformed("jsonrpc-version"))
+                Err(malformed(Detail::JsonrpcVersion))
             );
         }
     }
@@ -619,7 +539,7 @@ mod tests {
         let body = json!({"jsonrpc": "2.0", "id": "evt_1"});
         assert_eq!(
             decode_http(&body.to_string()),
-            Err(malformed("no-result-or-error"))
+            Err(malformed(Detail::NoResultOrError))
         );
     }
 
@@ -629,7 +549,7 @@ mod tests {
                           "params": {}});
         assert_eq!(
             decode_http(&body.to_string()),
-            Err(malformed("not-a-response"))
+            Err(malformed(Detail::NotAResponse))
         );
     }
 
@@ -664,7 +584,7 @@ mod tests {
     fn missing_id_is_malformed_jsonrpc() {
         let body = json!({"jsonrpc": "2.0",
                           "result": {"protocolVersion": "draft", "effects": []}});
-        assert_eq!(decode_http(&body.to_string()), Err(malformed("id-missing")));
+        assert_eq!(decode_http(&body.to_string()), Err(malformed(Detail::IdMissing)));
     }
 
     #[test]
@@ -724,7 +644,7 @@ mod tests {
             json!({"code": -32003}),
             json!({"code": -32003, "message": 5}),
         ] {
-            assert_eq!(error_reply(error), Err(malformed("error-object")));
+            assert_eq!(error_reply(error), Err(malformed(Detail::ErrorObject)));
         }
     }
 
@@ -737,7 +657,7 @@ mod tests {
     #[test]
     fn non_object_result_is_malformed_jsonrpc() {
         for result in [json!([]), json!(null), json!("draft")] {
-            assert_eq!(result_reply(result), Err(malformed("result-not-object")));
+            assert_eq!(result_reply(result), Err(malformed(Detail::ResultNotObject)));
         }
     }
 
@@ -745,7 +665,7 @@ mod tests {
     fn missing_protocol_version_is_missing_result_fields() {
         assert_eq!(
             result_reply(json!({"effects": []})),
-            Err(parse(MissingResultFields).with_detail("protocolVersion"))
+            Err(parse(MissingResultFields).with_detail(Detail::ProtocolVersion))
         );
     }
 
@@ -763,7 +683,7 @@ mod tests {
     fn missing_effects_is_missing_result_fields() {
         assert_eq!(
             result_reply(json!({"protocolVersion": "draft"})),
-            Err(parse(MissingResultFields).with_detail("effects"))
+            Err(parse(MissingResultFields).with_detail(Detail::Effects))
         );
     }
 
@@ -771,7 +691,7 @@ mod tests {
     fn manifest_in_result_is_malformed_jsonrpc() {
         assert_eq!(
             result_reply(json!({"protocolVersion": "draft", "effects": [], "manifest": {}})),
-            Err(malformed("manifest-in-result"))
+            Err(malformed(Detail::ManifestInResult))
         );
     }
 
@@ -807,7 +727,7 @@ mod tests {
 
     #[test]
     fn protocol_effects_this_crate_cannot_decode_are_unadvertised() {
-        for name in UNDECODABLE_EFFECTS {
+        for name in ["modify", "return", "flow", "inject"] {
             assert_effects_rejected(json!([{"type": name}]), "unadvertised-effect");
         }
     }
@@ -817,12 +737,12 @@ mod tests {
         let body = success(json!([{"type": "allow"}]));
         assert_eq!(
             decode(&http(body), "evt_1", &[EffectKind::Deny]),
-            Err(invalid("unadvertised-effect"))
+            Err(invalid(Detail::UnadvertisedEffect))
         );
         let body = success(json!([{"type": "deny", "reason": "r"}]));
         assert_eq!(
             decode(&http(body), "evt_1", &[]),
-            Err(invalid("unadvertised-effect"))
+            Err(invalid(Detail::UnadvertisedEffect))
         );
     }
 
@@ -937,10 +857,9 @@ mod tests {
     }
 
     #[test]
-    fn effect_kind_names_round_trip() {
-        for kind in ALL {
-            assert_eq!(EffectKind::parse(kind.as_str()), Some(kind));
+    fn only_decodable_effects_can_be_accepted() {
+        for kind in EffectKind::ALL.iter().copied() {
+            assert_eq!(effect::is_decodable(kind), ALL.contains(&kind), "{kind}");
         }
-        assert_eq!(EffectKind::parse("modify"), None);
     }
 }

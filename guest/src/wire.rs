@@ -7,12 +7,11 @@
 //! retries").
 
 use crate::event::{Event, WireEvent};
-use crate::response::EffectKind;
+use crate::effect::EffectKind;
+use ahp_vocab::PROTOCOL_VERSION;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-/// The protocol snapshot this crate speaks on the wire.
-pub const PROTOCOL_VERSION: &str = "draft";
 
 /// An encoded message. Immutable once built.
 #[derive(Clone, Debug, PartialEq, Eq)]

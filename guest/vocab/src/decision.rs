@@ -1,0 +1,84 @@
+//! What a hook call decided, who decided it, and what each interceptor contributed.
+
+words! {
+    /// The settled outcome of one hook call.
+    pub enum Decision {
+        /// "No AHP objection": never a grant beyond the harness's own permissions.
+        Allow = "allow",
+        /// Ask the user (only when the harness declared it can enforce `ask`).
+        Ask = "ask",
+        /// Do not proceed.
+        Deny = "deny",
+    }
+}
+
+words! {
+    /// Who settled a call. Tells an explicit backend denial apart from every synthetic
+    /// one, and budget expiry apart from interruption. The component settles the first
+    /// six; the host settles `engine-failure` and `shutdown` when the component could not
+    /// finish (and `interrupted` when it could not even start).
+    #[non_exhaustive]
+    pub enum DecidedBy {
+        /// Every interceptor answered without objection (or failed open).
+        NoObjection = "no-objection",
+        /// A backend explicitly denied; its reason is shown.
+        BackendDeny = "backend-deny",
+        /// A backend asked for approval.
+        BackendAsk = "backend-ask",
+        /// A fail-closed subscription failed operationally: a generic local denial.
+        SyntheticDeny = "synthetic-deny",
+        /// The embedding harness interrupted the call.
+        Interrupted = "interrupted",
+        /// The enclosing hook-call budget ran out.
+        BudgetExpired = "budget-expired",
+        /// The component trapped, overran its bound, or the host failed around it.
+        EngineFailure = "engine-failure",
+        /// The interceptor was shut down before or during the call.
+        Shutdown = "shutdown",
+    }
+}
+
+impl DecidedBy {
+    /// The generic reason shown to the model for a denial nobody explained: synthetic
+    /// denials never carry network details, backend text or secrets
+    /// (failure-semantics.md, "Synthetic denial"). `None` for backend decisions.
+    pub fn generic_reason(self) -> Option<&'static str> {
+        match self {
+            DecidedBy::SyntheticDeny => Some("Required policy backend unavailable."),
+            DecidedBy::Interrupted => Some("Policy evaluation was interrupted."),
+            DecidedBy::BudgetExpired => {
+                Some("Policy evaluation did not finish within the hook call budget.")
+            }
+            DecidedBy::EngineFailure => Some("Policy evaluation failed."),
+            DecidedBy::Shutdown => Some("The policy interceptor is shut down."),
+            DecidedBy::NoObjection | DecidedBy::BackendDeny | DecidedBy::BackendAsk => None,
+        }
+    }
+}
+
+words! {
+    /// What one intercept subscription contributed to the call.
+    pub enum Outcome {
+        NoEffect = "no-effect",
+        Allow = "allow",
+        Ask = "ask",
+        Deny = "deny",
+        FailedOpen = "failed-open",
+        FailedClosed = "failed-closed",
+        /// The chain stopped before this interceptor was called.
+        NotReached = "not-reached",
+        Interrupted = "interrupted",
+        BudgetExpired = "budget-expired",
+    }
+}
+
+words! {
+    /// What an operational failure of an intercept subscription does. There is no
+    /// default: every intercept subscription names one (AHP-FAIL-001).
+    pub enum FailurePolicy {
+        /// Continue unchanged after an operational failure.
+        FailOpen = "fail-open",
+        /// Deny the operation after an operational failure.
+        FailClosed = "fail-closed",
+    }
+}

@@ -1,0 +1,34 @@
+//! One vocabulary for the component and its host.
+//!
+//! Every word of the protocol that crosses the boundary or lands in the audit record is
+//! defined here once: the decision, who decided it, what each interceptor contributed,
+//! the failure taxonomy, and the record itself (DESIGN.md §4). The component writes the
+//! record with these types; the host reads it back into the same types and builds its
+//! own records (engine failure, shutdown, observer results) with them. A new word is one
+//! new variant, and the compiler finds every place that must handle it.
+
+#[macro_use]
+mod words;
+mod decision;
+mod effect;
+mod failure;
+mod problem;
+mod record;
+
+pub use decision::{DecidedBy, Decision, FailurePolicy, Outcome};
+pub use effect::EffectKind;
+pub use failure::{Detail, Failure, FailureClass, Phase};
+pub use problem::Problem;
+pub use record::{
+    AttemptEntry, AttemptResult, EventRef, InterceptorEntry, ObserverEntry, ObserverKind,
+    ObserverResult, Record,
+};
+
+/// The wire `protocolVersion` both official SDKs speak, and the only registration
+/// `protocolVersion` accepted (DESIGN.md §5).
+pub const PROTOCOL_VERSION: &str = "draft";
+
+/// How long one best-effort observe notification may take, at most, in milliseconds.
+/// The component stamps it into each prepared delivery's deadline; the host bounds its
+/// own observer deliveries by it unless configured shorter.
+pub const OBSERVER_TIMEOUT_MS: u64 = 2_000;

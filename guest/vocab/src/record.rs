@@ -1,0 +1,305 @@
+//! The settlement record: one JSON object per hook call (DESIGN.md §4). The CLI prints
+//! exactly this, and the audit log holds exactly this.
+
+use crate::{DecidedBy, Decision, Failure, FailureClass, FailurePolicy, Outcome};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The record of one hook call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    pub event: EventRef,
+    pub decision: Decision,
+    pub decided_by: DecidedBy,
+    /// Shown to the model: the backend's own reason for an explicit deny, or the generic
+    /// reason of a synthetic one; never transport details.
+    pub reason: Option<String>,
+    /// `message` effects accepted from backends, in chain order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<String>,
+    pub elapsed_ms: u64,
+    pub interceptors: Vec<InterceptorEntry>,
+    pub observers: Vec<ObserverEntry>,
+}
+
+impl Record {
+    /// A denial the host settles itself (engine failure, shutdown), with the generic
+    /// reason of `decided_by` and no interceptor ever called.
+    pub fn host_denial(event: EventRef, decided_by: DecidedBy, elapsed_ms: u64) -> Record {
+        Record {
+            event,
+            decision: Decision::Deny,
+            decided_by,
+            reason: decided_by.generic_reason().map(str::to_string),
+            messages: Vec::new(),
+            elapsed_ms,
+            interceptors: Vec::new(),
+            observers: Vec::new(),
+        }
+    }
+}
+
+/// Identity of the event a record is about. Every field is optional: a record the host
+/// settles for an event it could not parse carries what could be read.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventRef {
+    pub id: Option<String>,
+    #[serde(rename = "type")]
+    pub event_type: Option<String>,
+    pub session: Option<String>,
+    pub call: Option<String>,
+}
+
+impl EventRef {
+    /// As much identity as can be read from event text that may be invalid: the record
+    /// of a call that failed before or around the component still names its event.
+    pub fn read(event: &str) -> EventRef {
+        let event: serde_json::Value = serde_json::from_str(event).unwrap_or_default();
+        let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
+        EventRef {
+            id: text(&event["id"]),
+            event_type: text(&event["type"]),
+            session: text(&event["session"]["id"]),
+            call: text(&event["call"]["id"]),
+        }
+    }
+}
+
+/// The audit entry of one matching intercept subscription.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InterceptorEntry {
+    pub backend: String,
+    /// Position within its backend's `subscriptions` (the local subscription id).
+    pub subscription: usize,
+    pub policy: FailurePolicy,
+    pub timeout_ms: u64,
+    pub outcome: Outcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+    pub attempts: Vec<AttemptEntry>,
+    /// SHA-256 of the exact request bytes; absent when no request was encoded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_sha256: Option<String>,
+}
+
+/// One delivery attempt of an intercept request. Every retry resends the same bytes, so
+/// each attempt names the same `requestSha256`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptEntry {
+    pub n: u32,
+    pub elapsed_ms: u64,
+    pub result: AttemptResult,
+    pub request_sha256: Option<String>,
+}
+
+/// How one attempt ended: accepted, a 401, interrupted, or a failure class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptResult {
+    Accepted,
+    /// HTTP 401: the credential was dropped; one re-acquisition may follow.
+    Unauthorized,
+    Interrupted,
+    Failed(FailureClass),
+}
+
+/// Why an observe notification was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObserverKind {
+    /// A matching interceptor that a deny or fail-closed stop kept from being called
+    /// gets the event as a best-effort observe (digest §6.1).
+    ShortCircuit,
+}
+
+/// One best-effort observe notification owned by the hook call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObserverEntry {
+    pub backend: String,
+    pub kind: ObserverKind,
+    pub request_sha256: String,
+    /// Set by the host once the delivery ended; absent in the component's own record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ObserverResult>,
+}
+
+/// How one observer delivery ended. Failures use the intercept failure classes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObserverResult {
+    Delivered,
+    /// Never started: the call was interrupted, shut down or dropped before completion.
+    NotSent,
+    Interrupted,
+    Failed(FailureClass),
+}
+
+/// `words!`-like spelling for the two result enums that embed a failure class.
+macro_rules! spelled_with_class {
+    ($name:ident { $($variant:ident = $word:literal),* }) => {
+        impl $name {
+            /// The word the audit records: its own, or the failure class.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $word, )*
+                    $name::Failed(class) => class.as_str(),
+                }
+            }
+
+            /// The result spelled `word`, if any.
+            pub fn parse(word: &str) -> Option<$name> {
+                match word {
+                    $( $word => Some($name::$variant), )*
+                    _ => FailureClass::parse(word).map($name::Failed),
+                }
+            }
+        }
+
+        impl core::fmt::Display for $name {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let word = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                $name::parse(&word).ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        concat!("unknown ", stringify!($name), " `{}`"),
+                        word
+                    ))
+                })
+            }
+        }
+    };
+}
+
+spelled_with_class!(AttemptResult {
+    Accepted = "accepted",
+    Unauthorized = "unauthorized",
+    Interrupted = "interrupted"
+});
+spelled_with_class!(ObserverResult {
+    Delivered = "delivered",
+    NotSent = "not-sent",
+    Interrupted = "interrupted"
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Detail, Phase};
+    use serde_json::json;
+
+    fn sample() -> Record {
+        Record {
+            event: EventRef {
+                id: Some("evt_1".into()),
+                event_type: Some("tool.before".into()),
+                session: Some("sess_1".into()),
+                call: None,
+            },
+            decision: Decision::Deny,
+            decided_by: DecidedBy::SyntheticDeny,
+            reason: DecidedBy::SyntheticDeny.generic_reason().map(Into::into),
+            messages: Vec::new(),
+            elapsed_ms: 751,
+            interceptors: vec![InterceptorEntry {
+                backend: "com.example.policy".into(),
+                subscription: 0,
+                policy: FailurePolicy::FailClosed,
+                timeout_ms: 750,
+                outcome: Outcome::FailedClosed,
+                failure: Some(
+                    Failure::new(FailureClass::AuthFailed, Phase::AcquireCredential)
+                        .with_detail(Detail::DeadlineExceeded),
+                ),
+                attempts: vec![AttemptEntry {
+                    n: 1,
+                    elapsed_ms: 750,
+                    result: AttemptResult::Failed(FailureClass::AuthFailed),
+                    request_sha256: Some("ab".into()),
+                }],
+                request_sha256: Some("ab".into()),
+            }],
+            observers: vec![ObserverEntry {
+                backend: "com.example.audit".into(),
+                kind: ObserverKind::ShortCircuit,
+                request_sha256: "cd".into(),
+                result: Some(ObserverResult::Failed(FailureClass::ConnectionRefused)),
+            }],
+        }
+    }
+
+    #[test]
+    fn the_record_has_the_documented_shape() {
+        assert_eq!(
+            serde_json::to_value(sample()).unwrap(),
+            json!({
+                "event": {"id": "evt_1", "type": "tool.before", "session": "sess_1", "call": null},
+                "decision": "deny",
+                "decidedBy": "synthetic-deny",
+                "reason": "Required policy backend unavailable.",
+                "elapsedMs": 751,
+                "interceptors": [{
+                    "backend": "com.example.policy", "subscription": 0,
+                    "policy": "fail-closed", "timeoutMs": 750, "outcome": "failed-closed",
+                    "failure": {"class": "auth-failed", "phase": "acquire-credential",
+                                "detail": "deadline-exceeded"},
+                    "attempts": [{"n": 1, "elapsedMs": 750, "result": "auth-failed",
+                                  "requestSha256": "ab"}],
+                    "requestSha256": "ab"
+                }],
+                "observers": [{"backend": "com.example.audit", "kind": "short-circuit",
+                               "requestSha256": "cd", "result": "connection-refused"}]
+            })
+        );
+    }
+
+    #[test]
+    fn the_record_reads_back_as_written() {
+        let text = serde_json::to_string(&sample()).unwrap();
+        assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), sample());
+    }
+
+    #[test]
+    fn unknown_words_are_refused_when_reading_a_record() {
+        let mut value = serde_json::to_value(sample()).unwrap();
+        value["interceptors"][0]["attempts"][0]["result"] = "maybe".into();
+        let error = serde_json::from_value::<Record>(value).unwrap_err();
+        assert!(error.to_string().contains("unknown AttemptResult `maybe`"), "{error}");
+    }
+
+    #[test]
+    fn event_identity_is_read_from_whatever_parses() {
+        let full = r#"{"id":"e","type":"tool.before","session":{"id":"s"},"call":{"id":"c"}}"#;
+        assert_eq!(
+            EventRef::read(full),
+            EventRef {
+                id: Some("e".into()),
+                event_type: Some("tool.before".into()),
+                session: Some("s".into()),
+                call: Some("c".into()),
+            }
+        );
+        let odd = r#"{"id":7,"type":"tool.before","session":"flat"}"#;
+        let read = EventRef::read(odd);
+        assert_eq!((read.id, read.event_type), (None, Some("tool.before".into())));
+        assert_eq!(EventRef::read("not json"), EventRef::default());
+    }
+
+    #[test]
+    fn host_denials_carry_the_generic_reason() {
+        let r = Record::host_denial(EventRef::default(), DecidedBy::EngineFailure, 3);
+        assert_eq!(r.decision, Decision::Deny);
+        assert_eq!(r.reason.as_deref(), Some("Policy evaluation failed."));
+    }
+}
