@@ -15,6 +15,7 @@ pub mod host_api;
 pub mod registration;
 pub mod response;
 pub mod settlement;
+mod syntax;
 pub mod wire;
 
 #[cfg(target_family = "wasm")]

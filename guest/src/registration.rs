@@ -10,8 +10,12 @@
 //! Values inside an `authentication` object may be secrets, so problems about them name
 //! fields only, never values.
 
+use crate::syntax::{is_env_name, is_http_url};
 use serde_json::{Map, Value};
 use std::fmt;
+
+/// `response` still reaches the reverse-DNS predicate through this module.
+pub(crate) use crate::syntax::is_reverse_dns;
 
 /// Events an intercept subscription may select (digest §6 rule 6).
 pub const INTERCEPTABLE_EVENTS: &[&str] = &[
@@ -689,42 +693,6 @@ fn type_name(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// `^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][A-Za-z0-9_-]*$` (backend ids, extension keys,
-/// effect codes).
-pub(crate) fn is_reverse_dns(s: &str) -> bool {
-    let label = |l: &str| {
-        let mut chars = l.chars();
-        chars.next().is_some_and(|ch| ch.is_ascii_alphabetic())
-            && chars.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
-    };
-    s.contains('.') && s.split('.').all(label)
-}
-
-/// `^[A-Za-z_][A-Za-z0-9_]*$`
-fn is_env_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .is_some_and(|ch| ch.is_ascii_alphabetic() || ch == '_')
-        && chars.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
-}
-
-/// An absolute `http(s)://` URL with a non-empty host and no whitespace.
-fn is_http_url(url: &str, https_only: bool) -> bool {
-    let rest = match (url.strip_prefix("https://"), url.strip_prefix("http://")) {
-        (Some(rest), _) => rest,
-        (None, Some(rest)) if !https_only => rest,
-        _ => return false,
-    };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_port = authority.rsplit('@').next().unwrap_or_default();
-    let host = match host_port.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => host_port.split(':').next().unwrap_or_default(),
-    };
-    !host.is_empty() && !url.chars().any(|ch| ch.is_whitespace() || ch.is_control())
 }
 
 #[cfg(test)]
