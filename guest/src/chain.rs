@@ -11,9 +11,7 @@
 use crate::event::Event;
 use crate::failure::{Failure, FailureClass, Phase};
 use crate::host_api::{AuthError, DeliveryError, Host, Instant, IoPhase, NANOS_PER_MS};
-use crate::registration::{
-    Backend, FailurePolicy, Mode, Registration, Subscription, INTERCEPTABLE_EVENTS,
-};
+use crate::registration::{Backend, FailurePolicy, Interceptor as Target, Registration};
 use crate::response::{self, Effect, EffectKind};
 use crate::settlement::{
     Attempt, DecidedBy, Decision, EventRef, InterceptorRecord, ObserverDelivery, Outcome,
@@ -34,14 +32,6 @@ pub struct Call<'a> {
     pub budget: Option<Instant>,
 }
 
-/// An intercept subscription that matches the event.
-struct Target<'a> {
-    backend: &'a Backend,
-    subscription: &'a Subscription,
-    timeout_ms: u64,
-    policy: FailurePolicy,
-}
-
 /// How one interceptor's evaluation ended.
 enum Ending {
     Accepted(Vec<Effect>),
@@ -58,7 +48,10 @@ struct Stop {
 /// Runs the chain and settles the call.
 pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     let started = host.now();
-    let targets = matching_interceptors(call.registration, &call.event.event_type);
+    let targets: Vec<_> = call
+        .registration
+        .intercepts(&call.event.event_type)
+        .collect();
     let mut records = Vec::with_capacity(targets.len());
     let mut stop: Option<Stop> = None;
     let mut ask = false;
@@ -173,30 +166,6 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         interceptors: records,
         observers,
     }
-}
-
-/// Intercept subscriptions whose events match, in registration order. Wildcards cover
-/// only interceptable boundaries.
-fn matching_interceptors<'a>(registration: &'a Registration, event_type: &str) -> Vec<Target<'a>> {
-    if !INTERCEPTABLE_EVENTS.contains(&event_type) {
-        return Vec::new();
-    }
-    let mut targets = Vec::new();
-    for backend in &registration.backends {
-        for subscription in &backend.subscriptions {
-            if let Mode::Intercept { timeout_ms, policy } = subscription.mode {
-                if subscription.events.iter().any(|p| p.matches(event_type)) {
-                    targets.push(Target {
-                        backend,
-                        subscription,
-                        timeout_ms,
-                        policy,
-                    });
-                }
-            }
-        }
-    }
-    targets
 }
 
 /// Whether the call may start another interceptor: not once interrupted or out of budget.
