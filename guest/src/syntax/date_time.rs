@@ -126,15 +126,11 @@ pub(crate) mod examples {
 mod tests {
     use super::examples::{DATE_TIMES, NOT_DATE_TIMES};
     use super::*;
+    use crate::syntax::assert_shape;
 
     #[test]
     fn date_times_follow_rfc_3339_with_real_field_ranges() {
-        for good in DATE_TIMES {
-            assert!(is_date_time(good), "{good:?} rejected");
-        }
-        for bad in NOT_DATE_TIMES {
-            assert!(!is_date_time(bad), "{bad:?} accepted");
-        }
+        assert_shape(is_date_time, DATE_TIMES, NOT_DATE_TIMES);
     }
 
     #[test]

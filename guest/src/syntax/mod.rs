@@ -14,6 +14,17 @@ pub(crate) use date_time::is_date_time;
 pub(crate) use name::{is_env_name, is_reverse_dns};
 pub(crate) use uri::{is_absolute_uri, is_http_url};
 
+/// Asserts that `is` accepts every string of `good` and rejects every one of `bad`.
+#[cfg(test)]
+fn assert_shape(is: impl Fn(&str) -> bool, good: &[&str], bad: &[&str]) {
+    for text in good {
+        assert!(is(text), "{text:?} rejected");
+    }
+    for text in bad {
+        assert!(!is(text), "{text:?} accepted");
+    }
+}
+
 /// Strings each predicate must accept and reject. Shared with the event tests, which
 /// prove that every one of these reaches (or stays out of) the event's problem list.
 #[cfg(test)]

@@ -27,20 +27,19 @@ pub(crate) fn is_env_name(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::syntax::assert_shape;
 
     #[test]
     fn reverse_dns_names_are_two_or_more_labels_starting_with_a_letter() {
-        for good in [
+        let good = [
             "com.example",
             "com.example.local_review",
             "tool.before",
             "Com.Example2.a-b",
             "com.example-",
             "a.b_",
-        ] {
-            assert!(is_reverse_dns(good), "{good:?} rejected");
-        }
-        for bad in [
+        ];
+        let bad = [
             "",
             ".",
             "policy",
@@ -55,18 +54,14 @@ mod tests {
             "com.ex ample",
             "com.ex*",
             "com.exämple",
-        ] {
-            assert!(!is_reverse_dns(bad), "{bad:?} accepted");
-        }
+        ];
+        assert_shape(is_reverse_dns, &good, &bad);
     }
 
     #[test]
     fn env_names_start_with_a_letter_or_underscore() {
-        for good in ["AHP_TOKEN", "_X", "a", "A1_B", "_"] {
-            assert!(is_env_name(good), "{good:?} rejected");
-        }
-        for bad in ["", "1BAD", "A-B", "A B", "A.B", "TOKÉN", "A="] {
-            assert!(!is_env_name(bad), "{bad:?} accepted");
-        }
+        let good = ["AHP_TOKEN", "_X", "a", "A1_B", "_"];
+        let bad = ["", "1BAD", "A-B", "A B", "A.B", "TOKÉN", "A="];
+        assert_shape(is_env_name, &good, &bad);
     }
 }

@@ -169,29 +169,23 @@ pub(crate) mod examples {
 mod tests {
     use super::examples::{ABSOLUTE_URIS, NOT_ABSOLUTE_URIS};
     use super::*;
+    use crate::syntax::assert_shape;
 
     #[test]
     fn absolute_uris_follow_rfc_3986_strictly() {
-        for good in ABSOLUTE_URIS {
-            assert!(is_absolute_uri(good), "{good:?} rejected");
-        }
-        for bad in NOT_ABSOLUTE_URIS {
-            assert!(!is_absolute_uri(bad), "{bad:?} accepted");
-        }
+        assert_shape(is_absolute_uri, ABSOLUTE_URIS, NOT_ABSOLUTE_URIS);
     }
 
     #[test]
     fn http_urls_need_a_lowercase_http_scheme_and_a_host() {
-        for good in [
+        let good = [
             "http://[::1]:8080/h?q",
             "https://policy.example.com/hooks",
             "https://u:p@policy.example.com",
             "http://localhost:9/",
             "https://policy.example.com#frag",
-        ] {
-            assert!(is_http_url(good, false), "{good:?} rejected");
-        }
-        for bad in [
+        ];
+        let bad = [
             "ftp://x.example",
             "https://",
             "https:// x.example",
@@ -202,15 +196,17 @@ mod tests {
             "HTTPS://policy.example.com/",
             "https://policy.example.com/\n",
             "https://policy.example.com/\u{0}",
-        ] {
-            assert!(!is_http_url(bad, false), "{bad:?} accepted");
-        }
+        ];
+        assert_shape(|url| is_http_url(url, false), &good, &bad);
     }
 
     #[test]
     fn https_only_refuses_plain_http() {
-        assert!(is_http_url("https://id.example.com", true));
-        assert!(!is_http_url("http://id.example.com", true));
-        assert!(!is_http_url("http://id", true));
+        let https = |url: &str| is_http_url(url, true);
+        assert_shape(
+            https,
+            &["https://id.example.com"],
+            &["http://id.example.com", "http://id"],
+        );
     }
 }
