@@ -11,7 +11,7 @@
 use crate::effect::{Effect, EffectKind};
 use crate::event::Event;
 use crate::host_api::{AuthError, DeliveryError, Host, Instant, IoPhase, NANOS_PER_MS};
-use crate::registration::{Backend, Mode, Registration, Subscription, INTERCEPTABLE_EVENTS};
+use crate::registration::{Backend, Interceptor as Target, Registration};
 use crate::response;
 use crate::settlement::{ObserverDelivery, Settlement};
 use crate::wire::{self, Message};
@@ -28,14 +28,6 @@ pub struct Call<'a> {
     pub effects: &'a [EffectKind],
     /// The enclosing deadline of the whole hook call, if the host set one.
     pub budget: Option<Instant>,
-}
-
-/// An intercept subscription that matches the event.
-struct Target<'a> {
-    backend: &'a Backend,
-    subscription: &'a Subscription,
-    timeout_ms: u64,
-    policy: FailurePolicy,
 }
 
 /// How one interceptor's evaluation ended.
@@ -64,7 +56,10 @@ impl Stop {
 /// Runs the chain and settles the call.
 pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     let started = host.now();
-    let targets = matching_interceptors(call.registration, &call.event.event_type);
+    let targets: Vec<_> = call
+        .registration
+        .intercepts(&call.event.event_type)
+        .collect();
     let mut records = Vec::with_capacity(targets.len());
     let mut stop: Option<Stop> = None;
     let mut ask = false;
@@ -176,30 +171,6 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         interceptors: records,
         observers,
     }
-}
-
-/// Intercept subscriptions whose events match, in registration order. Wildcards cover
-/// only interceptable boundaries.
-fn matching_interceptors<'a>(registration: &'a Registration, event_type: &str) -> Vec<Target<'a>> {
-    if !INTERCEPTABLE_EVENTS.contains(&event_type) {
-        return Vec::new();
-    }
-    let mut targets = Vec::new();
-    for backend in &registration.backends {
-        for subscription in &backend.subscriptions {
-            if let Mode::Intercept { timeout_ms, policy } = subscription.mode {
-                if subscription.events.iter().any(|p| p.matches(event_type)) {
-                    targets.push(Target {
-                        backend,
-                        subscription,
-                        timeout_ms,
-                        policy,
-                    });
-                }
-            }
-        }
-    }
-    targets
 }
 
 /// Whether the call may start another interceptor: not once interrupted or out of budget.

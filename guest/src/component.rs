@@ -4,7 +4,7 @@ use crate::effect::EffectKind as Kind;
 use crate::engine::Engine;
 use crate::host_api::{self, AuthError, DeliveryError, Host, Instant, IoPhase, Reply};
 use crate::settlement::{ObserverDelivery, Settlement as Settled};
-use ahp_vocab::{DecidedBy as Decided, Decision as Dec, Problem as Broken};
+use ahp_vocab::{DecidedBy as Decided, Decision as Dec, OAuthFlow, Problem as Broken};
 
 wit_bindgen::generate!({ path: "../wit", world: "plugin" });
 
@@ -105,9 +105,9 @@ fn backend_plan(backend: &crate::registration::Backend) -> BackendPlan {
             issuer: o.issuer.clone(),
             resource: o.resource.clone(),
             client_id: o.client_id.clone(),
-            flow: match o.flow.as_str() {
-                "client_credentials" => OauthFlow::ClientCredentials,
-                _ => OauthFlow::AuthorizationCodePkce,
+            flow: match o.flow {
+                OAuthFlow::ClientCredentials => OauthFlow::ClientCredentials,
+                OAuthFlow::AuthorizationCodePkce => OauthFlow::AuthorizationCodePkce,
             },
             scopes: o.scopes.clone(),
             client_secret_ref: o.client_secret_ref.clone(),

@@ -77,23 +77,15 @@ impl Engine {
         let event = Event::parse_any(event).map_err(event_problems)?;
         let own = now.saturating_add(OBSERVER_TIMEOUT_MS * NANOS_PER_MS);
         let deadline = budget.map_or(own, |b| b.min(own));
-        let mut deliveries = Vec::new();
-        for backend in &self.registration.backends {
-            for subscription in &backend.subscriptions {
-                let observes = matches!(subscription.mode, Mode::Observe)
-                    && subscription
-                        .events
-                        .iter()
-                        .any(|p| p.matches(&event.event_type));
-                if observes {
-                    deliveries.push(ObserverDelivery {
-                        backend: backend.id.clone(),
-                        message: wire::observe(&event, subscription.include_native),
-                        deadline,
-                    });
-                }
-            }
-        }
+        let deliveries = self
+            .registration
+            .observers(&event.event_type)
+            .map(|(backend, subscription)| ObserverDelivery {
+                backend: backend.id.clone(),
+                message: wire::observe(&event, subscription.include_native),
+                deadline,
+            })
+            .collect();
         Ok(deliveries)
     }
 }

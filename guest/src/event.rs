@@ -10,6 +10,7 @@
 //! as they came, so extensions survive. Every problem is collected, not just the first,
 //! so whoever wired up the harness can fix the event in one go.
 
+use crate::syntax::{is_absolute_uri, is_date_time};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -259,170 +260,10 @@ fn required_object<'a>(
     }
 }
 
-/// RFC 3986 `URI`: `scheme ":" hier-part [ "?" query ] [ "#" fragment ]`. Strict on
-/// purpose (fixture `source-malformed.invalid`): no spaces, controls, non-ASCII or bad
-/// percent-escapes anywhere.
-fn is_absolute_uri(text: &str) -> bool {
-    let Some((scheme, rest)) = text.split_once(':') else {
-        return false;
-    };
-    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
-    let (hier, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let path = match hier.strip_prefix("//") {
-        Some(after) => {
-            let (authority, path) = after.split_once('/').unwrap_or((after, ""));
-            if !is_authority(authority) {
-                return false;
-            }
-            path
-        }
-        None => hier,
-    };
-    is_scheme(scheme)
-        && is_encoded(path, |b| is_pchar(b) || b == b'/')
-        && is_encoded(query, |b| is_pchar(b) || b == b'/' || b == b'?')
-        && is_encoded(fragment, |b| is_pchar(b) || b == b'/' || b == b'?')
-}
-
-/// `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`
-fn is_scheme(scheme: &str) -> bool {
-    let mut bytes = scheme.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
-}
-
-/// `authority = [ userinfo "@" ] host [ ":" port ]`; an IP literal is checked for its
-/// character set only.
-fn is_authority(authority: &str) -> bool {
-    let (userinfo, host_port) = authority.split_once('@').unwrap_or(("", authority));
-    let (host_ok, port) = match host_port.strip_prefix('[') {
-        Some(literal) => {
-            let Some((inside, after)) = literal.split_once(']') else {
-                return false;
-            };
-            let inside_ok = !inside.is_empty()
-                && inside
-                    .bytes()
-                    .all(|b| is_unreserved(b) || is_sub_delim(b) || b == b':');
-            match after.strip_prefix(':') {
-                Some(port) => (inside_ok, port),
-                None => (inside_ok && after.is_empty(), ""),
-            }
-        }
-        None => {
-            let (host, port) = host_port.split_once(':').unwrap_or((host_port, ""));
-            (
-                is_encoded(host, |b| is_unreserved(b) || is_sub_delim(b)),
-                port,
-            )
-        }
-    };
-    host_ok
-        && port.bytes().all(|b| b.is_ascii_digit())
-        && is_encoded(userinfo, |b| {
-            is_unreserved(b) || is_sub_delim(b) || b == b':'
-        })
-}
-
-/// Every byte is `allowed` or part of a well-formed `"%" HEXDIG HEXDIG`.
-fn is_encoded(text: &str, allowed: impl Fn(u8) -> bool) -> bool {
-    let mut bytes = text.bytes();
-    while let Some(b) = bytes.next() {
-        let ok = if b == b'%' {
-            bytes.next().is_some_and(|h| h.is_ascii_hexdigit())
-                && bytes.next().is_some_and(|h| h.is_ascii_hexdigit())
-        } else {
-            allowed(b)
-        };
-        if !ok {
-            return false;
-        }
-    }
-    true
-}
-
-fn is_unreserved(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"-._~".contains(&b)
-}
-
-fn is_sub_delim(b: u8) -> bool {
-    b"!$&'()*+,;=".contains(&b)
-}
-
-/// `pchar` minus `pct-encoded`, which [`is_encoded`] handles.
-fn is_pchar(b: u8) -> bool {
-    is_unreserved(b) || is_sub_delim(b) || b == b':' || b == b'@'
-}
-
-/// RFC 3339 `date-time`: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)` with real field ranges
-/// (a leap second, `:60`, is allowed). The compact ISO 8601 form is not RFC 3339.
-fn is_date_time(text: &str) -> bool {
-    let b = text.as_bytes();
-    let field = |from: usize, len: usize| b.get(from..from + len).and_then(number);
-    let separators = [(4, b'-'), (7, b'-'), (13, b':'), (16, b':')];
-    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) = (
-        field(0, 4),
-        field(5, 2),
-        field(8, 2),
-        field(11, 2),
-        field(14, 2),
-        field(17, 2),
-    ) else {
-        return false;
-    };
-    separators.iter().all(|&(at, sep)| b.get(at) == Some(&sep))
-        && matches!(b.get(10), Some(b'T' | b't'))
-        && (1..=12).contains(&month)
-        && (1..=days_in_month(year, month)).contains(&day)
-        && hour <= 23
-        && minute <= 59
-        && second <= 60
-        && is_fraction_and_offset(b.get(19..).unwrap_or_default())
-}
-
-/// `[ "." 1*DIGIT ] ( "Z" / ( "+" / "-" ) HH ":" MM )`
-fn is_fraction_and_offset(rest: &[u8]) -> bool {
-    let offset = match rest.strip_prefix(b".") {
-        Some(fraction) => {
-            let digits = fraction.iter().take_while(|b| b.is_ascii_digit()).count();
-            if digits == 0 {
-                return false;
-            }
-            fraction.get(digits..).unwrap_or_default()
-        }
-        None => rest,
-    };
-    match offset {
-        [b'Z' | b'z'] => true,
-        [b'+' | b'-', h0, h1, b':', m0, m1] => {
-            number(&[*h0, *h1]).is_some_and(|h| h <= 23)
-                && number(&[*m0, *m1]).is_some_and(|m| m <= 59)
-        }
-        _ => false,
-    }
-}
-
-/// The value of an all-ASCII-digit slice.
-fn number(digits: &[u8]) -> Option<u32> {
-    digits.iter().try_fold(0u32, |n, &b| {
-        b.is_ascii_digit().then(|| n * 10 + u32::from(b - b'0'))
-    })
-}
-
-fn days_in_month(year: u32, month: u32) -> u32 {
-    match month {
-        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => {
-            29
-        }
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::syntax::examples::{ABSOLUTE_URIS, DATE_TIMES, NOT_ABSOLUTE_URIS, NOT_DATE_TIMES};
     use serde_json::json;
 
     macro_rules! fixture {
@@ -543,29 +384,10 @@ mod tests {
     #[test]
     fn source_must_be_an_absolute_uri() {
         only_problem(&with("/source", None), "/source");
-        for bad in [
-            "",
-            "harness/runtime/42",
-            "1http://harness.example/",
-            "https://harness.example/%zz",
-            "https://harness.example/%4",
-            "https://harness.example/a b",
-            "https://harness.example/\u{7f}",
-            "https://harness.example/caf\u{e9}",
-            "https://harness.example:80x/",
-            "https://[::1/",
-            "urn:a#b#c",
-        ] {
+        for bad in NOT_ABSOLUTE_URIS {
             only_problem(&with("/source", Some(json!(bad))), "/source");
         }
-        for good in [
-            "urn:uuid:0d6c4b9e-6f1e-4a39-9a3c-2f4f5b8e7d10",
-            "https://harness.example/runtime/42",
-            "https://user:pw@harness.example:8443/a%2Fb?q=1&r=/x#frag",
-            "http://[::1]:8080/",
-            "file:///var/run/harness",
-            "urn:test:harness",
-        ] {
+        for good in ABSOLUTE_URIS {
             assert_eq!(
                 problems(&with("/source", Some(json!(good)))),
                 vec![],
@@ -590,34 +412,10 @@ mod tests {
     #[test]
     fn time_must_be_rfc3339_with_real_field_ranges() {
         only_problem(&with("/time", None), "/time");
-        for bad in [
-            "20260101T000000Z",
-            "2026-01-01",
-            "2026-01-01 00:00:00Z",
-            "2026-01-01T00:00:00",
-            "2026-01-01T00:00:00.Z",
-            "2026-01-01T00:00:00+0100",
-            "2026-13-01T00:00:00Z",
-            "2026-00-01T00:00:00Z",
-            "2026-02-30T00:00:00Z",
-            "2025-02-29T00:00:00Z",
-            "2026-04-31T00:00:00Z",
-            "2026-01-01T24:00:00Z",
-            "2026-01-01T00:60:00Z",
-            "2026-01-01T00:00:61Z",
-            "2026-01-01T00:00:00+24:00",
-            "2026-01-01T00:00:00-01:60",
-            "+026-01-01T00:00:00Z",
-            "2026-01-01T00:00:00Zjunk",
-        ] {
+        for bad in NOT_DATE_TIMES {
             only_problem(&with("/time", Some(json!(bad))), "/time");
         }
-        for good in [
-            "2026-09-01T10:00:00Z",
-            "2024-02-29T23:59:60z",
-            "2026-09-01t10:00:00.123456-07:30",
-            "2026-12-31T23:59:59+14:00",
-        ] {
+        for good in DATE_TIMES {
             assert_eq!(
                 problems(&with("/time", Some(json!(good)))),
                 vec![],

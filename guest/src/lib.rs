@@ -16,6 +16,7 @@ pub mod host_api;
 pub mod registration;
 pub mod response;
 pub mod settlement;
+mod syntax;
 pub mod wire;
 
 pub use ahp_vocab as vocab;

@@ -15,7 +15,7 @@
 use crate::effect::{self, Effect, EffectKind};
 use crate::host_api::Reply;
 use ahp_vocab::{Detail, Failure, FailureClass, Phase, PROTOCOL_VERSION};
-use crate::registration::is_reverse_dns;
+use crate::syntax::is_reverse_dns;
 use serde_json::{Map, Value};
 
 /// Decodes one reply to the request whose JSON-RPC id is `expected_id` (the event id, a JSON string),

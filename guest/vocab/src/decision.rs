@@ -82,3 +82,13 @@ words! {
         FailClosed = "fail-closed",
     }
 }
+
+words! {
+    /// How the host obtains an OAuth 2.0 access token for a backend.
+    pub enum OAuthFlow {
+        /// Needs a user agent; a host without one refuses it.
+        AuthorizationCodePkce = "authorization_code_pkce",
+        /// A machine-to-machine token from the issuer's token endpoint.
+        ClientCredentials = "client_credentials",
+    }
+}

@@ -15,7 +15,7 @@ mod failure;
 mod problem;
 mod record;
 
-pub use decision::{DecidedBy, Decision, FailurePolicy, Outcome};
+pub use decision::{DecidedBy, Decision, FailurePolicy, OAuthFlow, Outcome};
 pub use effect::EffectKind;
 pub use failure::{Detail, Failure, FailureClass, Phase};
 pub use problem::Problem;

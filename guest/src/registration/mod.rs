@@ -1,0 +1,164 @@
+//! Portable registration documents (digest §6): parse, validate, and hand back typed
+//! backends and subscriptions.
+//!
+//! The harness must reject an invalid or ambiguous registration before using it, and
+//! must never skip part of one silently (§6 rules 10–11). So [`parse`] does not stop at
+//! the first mistake: it walks the whole document and returns every [`Problem`], each
+//! naming the JSON Pointer of the offending field, so an operator can fix them all in one
+//! go. Unknown fields are ignored with a warning; they never change dispatch or auth.
+//!
+//! Values inside an `authentication` object may be secrets, so problems about them name
+//! fields only, never values.
+//!
+//! This module holds the typed result and [`parse`]; `problems` is the collector that
+//! lets a check keep going after a mistake, `rules` says what each field must be, and
+//! `dispatch` answers which subscriptions receive an event (§6.1).
+
+mod dispatch;
+mod problems;
+mod rules;
+#[cfg(test)]
+mod tests;
+
+pub use dispatch::Interceptor;
+pub use problems::Problem;
+
+use problems::Checker;
+use serde_json::Value;
+
+/// Events an intercept subscription may select (digest §6 rule 6).
+pub const INTERCEPTABLE_EVENTS: &[&str] = &[
+    "tool.before",
+    "tool.after",
+    "session.start",
+    "config.change.before",
+    "turn.start",
+    "turn.finish.before",
+    "model.request.before",
+    "model.response.after",
+    "model.switch.before",
+    "tool.permission.request",
+    "tool.batch.after",
+    "context.compact.before",
+    "context.compact.after",
+    "task.change.before",
+    "user.elicitation.request",
+    "user.elicitation.result",
+    "user.message.inbound",
+    "user.message.outbound",
+    "workspace.change.before",
+];
+
+/// Parses and validates a registration document. Any problem rejects the whole document;
+/// every problem found is returned, not just the first.
+pub fn parse(text: &str) -> Result<Registration, Vec<Problem>> {
+    let root: Value = serde_json::from_str(text)
+        .map_err(|e| vec![Problem::new("", format!("not valid JSON: {e}"))])?;
+    let mut c = Checker::default();
+    let backends = rules::document(&mut c, &root);
+    let (backends, warnings) = c.finish(backends)?;
+    Ok(Registration { backends, warnings })
+}
+
+/// A validated registration: backends in document order (the chain order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registration {
+    pub backends: Vec<Backend>,
+    /// Accepted oddities: unknown fields, timeouts outside the supported range.
+    pub warnings: Vec<Problem>,
+}
+
+impl Registration {
+    /// The backend with this id, if any (ids are unique).
+    pub fn backend(&self, id: &str) -> Option<&Backend> {
+        self.backends.iter().find(|b| b.id == id)
+    }
+}
+
+/// One entry of `hooks`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Backend {
+    /// Reverse-DNS, unique in the document: how the host and the audit name it.
+    pub id: String,
+    pub transport: Transport,
+    /// `None`: the backend is called without credentials.
+    pub auth: Option<Auth>,
+    /// In document order; a subscription's position is its local id.
+    pub subscriptions: Vec<Subscription>,
+}
+
+/// How the host reaches a backend: exactly one per backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Http {
+        url: String,
+    },
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        cwd: Option<String>,
+        lifecycle: Lifecycle,
+    },
+}
+
+/// Whether a stdio backend is one long-lived process or one process per event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lifecycle {
+    Persistent,
+    PerEvent,
+}
+
+/// A portable credential binding. Only references to secrets, never secrets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Auth {
+    /// Bearer token read from this environment variable.
+    BearerEnv(String),
+    /// Bearer token resolved by the host's credential store under this reference.
+    BearerRef(String),
+    OAuth(OAuth),
+}
+
+/// An OAuth binding; the host acquires and refreshes the token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OAuth {
+    pub issuer: String,
+    pub resource: String,
+    pub client_id: String,
+    /// `authorization_code_pkce` or `client_credentials`.
+    pub flow: OAuthFlow,
+    pub scopes: Vec<String>,
+    pub client_secret_ref: Option<String>,
+}
+
+/// One entry of a backend's `subscriptions`: which events, and how they are delivered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Subscription {
+    /// Position within its backend's `subscriptions` array (the local subscription id).
+    pub index: usize,
+    pub events: Vec<EventPattern>,
+    pub mode: Mode,
+    pub include_native: bool,
+}
+
+/// Intercept (the backend may decide, under a deadline and a policy) or observe (it is
+/// told, and nothing waits for it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Intercept {
+        timeout_ms: u64,
+        policy: FailurePolicy,
+    },
+    Observe,
+}
+
+pub use ahp_vocab::{FailurePolicy, OAuthFlow};
+
+/// One entry of `events`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum EventPattern {
+    Exact(String),
+    /// `model.*` is stored as `Family("model")`.
+    Family(String),
+    /// `*`.
+    Any,
+}

@@ -1,0 +1,336 @@
+//! The registration rules (digest §6): what each field of the document must be.
+//!
+//! One function per object of the document, top-down: document, backend, transport,
+//! authentication, subscription and the parts of a subscription. Each checks every field
+//! it owns and returns `None` only after recording why (see `problems`); shape checks on
+//! single strings are the pure predicates of [`crate::syntax`]. Rule numbers refer to
+//! the digest's list in §6.
+
+use super::problems::{
+    at, boolean, choice, each, non_empty, non_empty_array, string, strings, type_name, Checker,
+    Node,
+};
+use super::{
+    Auth, Backend, EventPattern, FailurePolicy, Lifecycle, Mode, OAuth, OAuthFlow, Subscription,
+    Transport,
+    INTERCEPTABLE_EVENTS,
+};
+use crate::syntax::{is_env_name, is_http_url, is_reverse_dns};
+use serde_json::Value;
+
+/// Keys that would hold a credential in the clear. A registration names where a secret
+/// lives (`tokenEnv`, `tokenRef`, `clientSecretRef`), never the secret itself.
+pub(super) const LITERAL_SECRET_KEYS: &str =
+    "token bearerToken value secret clientSecret password accessToken";
+
+/// Known fields (space-separated): anything else is ignored with a warning (§6 rule 11).
+const BACKEND_FIELDS: &str = "id transport authentication subscriptions contentReceiver";
+const OAUTH_FIELDS: &str = "type issuer resource clientId flow scopes clientSecretRef";
+const SUBSCRIPTION_FIELDS: &str = "id events mode timeoutMs failurePolicy content \
+    includeNative upload filters scope disableable";
+const LITERAL_SECRET_RULE: &str = "literal secrets are not allowed; use tokenEnv or tokenRef";
+
+/// Timeouts outside this range are accepted but are likely a mistake.
+const SUPPORTED_TIMEOUT_MS: std::ops::RangeInclusive<u64> = 100..=30_000;
+
+/// The whole document: the supported version and a non-empty, ordered `hooks` array.
+pub(super) fn document(c: &mut Checker, root: &Value) -> Option<Vec<Backend>> {
+    let doc = Node::new(c, root, "")?;
+    doc.warn_unknown(c, "protocolVersion hooks");
+    doc.need(c, "protocolVersion", |c, v, p| match v.as_str() {
+        Some("draft") => Some(()),
+        Some(_) => c.fail(p, "only \"draft\" is supported"),
+        None => c.fail(p, format!("must be \"draft\", found {}", type_name(v))),
+    });
+    let hooks = doc.need(c, "hooks", non_empty_array)?;
+    let mut ids = Vec::new();
+    each(c, hooks, "/hooks", |c, _, v, p| backend(c, v, p, &mut ids))
+}
+
+/// One backend: identity, transport, optional credentials and its subscriptions.
+fn backend(c: &mut Checker, v: &Value, path: &str, ids: &mut Vec<String>) -> Option<Backend> {
+    let b = Node::new(c, v, path)?;
+    b.warn_unknown(c, BACKEND_FIELDS);
+    if b.has("contentReceiver") {
+        c.problem(&b.at("contentReceiver"), "is not supported (no alias)");
+    }
+    let id = b.need(c, "id", |c, v, p| match string(c, v, p)? {
+        id if !is_reverse_dns(id) => c.fail(p, "must be a reverse-DNS name like com.example.hooks"),
+        id if ids.iter().any(|seen| seen == id) => {
+            c.fail(p, "repeats the id of an earlier backend")
+        }
+        id => {
+            ids.push(id.to_owned());
+            Some(id.to_owned())
+        }
+    });
+    let transport = b.need(c, "transport", transport);
+    let stdio = v.pointer("/transport/type").and_then(Value::as_str) == Some("stdio");
+    let auth = b.opt(c, "authentication", |c, v, p| {
+        if stdio {
+            c.problem(p, "is only allowed with the http transport");
+        }
+        authentication(c, v, p)
+    });
+    let subscriptions = b.need(c, "subscriptions", |c, v, p| {
+        let items = non_empty_array(c, v, p)?;
+        each(c, items, p, |c, i, v, p| subscription(c, v, p, i))
+    });
+    Some(Backend {
+        id: id?,
+        transport: transport?,
+        auth: auth?,
+        subscriptions: subscriptions?,
+    })
+}
+
+/// Exactly one transport: `http` (a URL) or `stdio` (a command and its lifecycle).
+fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
+    let t = Node::new(c, v, path)?;
+    let kinds = [("http", true), ("stdio", false)];
+    if t.need(c, "type", |c, v, p| choice(c, v, p, &kinds))? {
+        t.warn_unknown(c, "type url");
+        let url = t.need(c, "url", |c, v, p| match string(c, v, p)? {
+            url if is_http_url(url, false) => Some(url.to_owned()),
+            _ => c.fail(p, "must be an absolute http(s) URL with a host"),
+        });
+        return Some(Transport::Http { url: url? });
+    }
+    t.warn_unknown(c, "type command args cwd lifecycle");
+    let command = t.need(c, "command", non_empty);
+    let args = t.opt(c, "args", strings);
+    let cwd = t.opt(c, "cwd", string);
+    let lifecycles = [
+        ("persistent", Lifecycle::Persistent),
+        ("per_event", Lifecycle::PerEvent),
+    ];
+    let lifecycle = t.need(c, "lifecycle", |c, v, p| choice(c, v, p, &lifecycles));
+    Some(Transport::Stdio {
+        command: command?.to_owned(),
+        args: args?.unwrap_or_default(),
+        cwd: cwd?.map(str::to_owned),
+        lifecycle: lifecycle?,
+    })
+}
+
+/// A portable credential binding: `bearer` or `oauth` (AHP-AUTH-001). Problems here
+/// name fields only: any value may be a secret.
+fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
+    reject_literal_secrets(c, v, path);
+    let a = Node::new(c, v, path)?;
+    let bearer = a.need(c, "type", |c, v, p| match string(c, v, p)? {
+        "bearer" => Some(true),
+        "oauth" => Some(false),
+        _ => c.fail(p, "is not portable (AHP-AUTH-001): use bearer or oauth"),
+    })?;
+    if bearer {
+        a.warn_unknown(c, &format!("type tokenEnv tokenRef {LITERAL_SECRET_KEYS}"));
+        return match (a.has("tokenEnv"), a.has("tokenRef")) {
+            (true, true) => c.fail(path, "bearer takes one of tokenEnv or tokenRef, not both"),
+            (false, false) => c.fail(path, "bearer needs tokenEnv or tokenRef"),
+            (true, false) => a.need(c, "tokenEnv", |c, v, p| match string(c, v, p)? {
+                name if is_env_name(name) => Some(Auth::BearerEnv(name.to_owned())),
+                _ => c.fail(p, "must be an environment variable name"),
+            }),
+            (false, true) => a
+                .need(c, "tokenRef", non_empty)
+                .map(|r| Auth::BearerRef(r.into())),
+        };
+    }
+    a.warn_unknown(c, &format!("{OAUTH_FIELDS} {LITERAL_SECRET_KEYS}"));
+    let issuer = a.need(c, "issuer", |c, v, p| match string(c, v, p)? {
+        url if is_http_url(url, true) => Some(url.to_owned()),
+        _ => c.fail(p, "must be an https:// URL"),
+    });
+    let resource = a.need(c, "resource", non_empty);
+    let client_id = a.need(c, "clientId", non_empty);
+    let flow = a.need(c, "flow", |c, v, p| choice(c, v, p, &words(OAuthFlow::ALL, OAuthFlow::as_str)));
+    let scopes = a.opt(c, "scopes", strings);
+    let secret_ref = a.opt(c, "clientSecretRef", non_empty);
+    if flow == Some(OAuthFlow::ClientCredentials) && !a.has("clientSecretRef") {
+        c.warn(
+            path,
+            "client_credentials without clientSecretRef cannot authenticate: every call will be auth-failed",
+        );
+    }
+    Some(Auth::OAuth(OAuth {
+        issuer: issuer?,
+        resource: resource?.to_owned(),
+        client_id: client_id?.to_owned(),
+        flow: flow?,
+        scopes: scopes?.unwrap_or_default(),
+        client_secret_ref: secret_ref?.map(str::to_owned),
+    }))
+}
+
+/// Flags every literal-secret key, at any depth, without ever reading its value.
+fn reject_literal_secrets(c: &mut Checker, v: &Value, path: &str) {
+    match v {
+        Value::Object(obj) => {
+            for (key, inner) in obj {
+                let inner_path = at(path, key);
+                if LITERAL_SECRET_KEYS
+                    .split_whitespace()
+                    .any(|secret| secret == key)
+                {
+                    c.problem(&inner_path, LITERAL_SECRET_RULE);
+                }
+                reject_literal_secrets(c, inner, &inner_path);
+            }
+        }
+        Value::Array(items) => {
+            for (i, inner) in items.iter().enumerate() {
+                reject_literal_secrets(c, inner, &format!("{path}/{i}"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An intercept or observe subscription, with the fields both kinds share.
+fn subscription(c: &mut Checker, v: &Value, path: &str, index: usize) -> Option<Subscription> {
+    let s = Node::new(c, v, path)?;
+    s.warn_unknown(c, SUBSCRIPTION_FIELDS);
+    let events = s.need(c, "events", events);
+    let modes = [("intercept", true), ("observe", false)];
+    let mode = match s.need(c, "mode", |c, v, p| choice(c, v, p, &modes)) {
+        Some(true) => {
+            require_interceptable(c, events.iter().flatten(), &s.at("events"));
+            intercept_mode(c, &s)
+        }
+        Some(false) => {
+            for key in ["timeoutMs", "failurePolicy"] {
+                if s.has(key) {
+                    c.problem(&s.at(key), "is not allowed on an observe subscription");
+                }
+            }
+            Some(Mode::Observe)
+        }
+        None => None,
+    };
+    let content = s.need(c, "content", content);
+    let include_native = s.opt(c, "includeNative", boolean);
+    let id = s.opt(c, "id", string);
+    let filters = s.opt(c, "filters", filters);
+    let upload = s.opt(c, "upload", upload);
+    managed_scope(c, &s);
+    content.and(id).and(filters).and(upload)?;
+    Some(Subscription {
+        index,
+        events: events?.into_iter().collect::<Option<_>>()?,
+        mode: mode?,
+        include_native: include_native?.unwrap_or(false),
+    })
+}
+
+/// `events`: non-empty and unique. Positions are kept (`None` for a bad entry) so the
+/// interceptable check can still name its own offenders.
+fn events(c: &mut Checker, v: &Value, path: &str) -> Option<Vec<Option<EventPattern>>> {
+    let items = non_empty_array(c, v, path)?;
+    let patterns = items.iter().enumerate().map(|(i, item)| {
+        let item_path = format!("{path}/{i}");
+        let text = string(c, item, &item_path)?;
+        if items.iter().take(i).any(|earlier| earlier == item) {
+            return c.fail(&item_path, "repeats an earlier event");
+        }
+        event_pattern(text).map_or_else(|rule| c.fail(&item_path, rule), Some)
+    });
+    Some(patterns.collect())
+}
+
+/// Wildcards are a whole family (`model.*`) or everything (`*`); nothing else (§6 rule 7).
+fn event_pattern(text: &str) -> Result<EventPattern, &'static str> {
+    if text == "*" {
+        return Ok(EventPattern::Any);
+    }
+    if let Some(family) = text.strip_suffix(".*") {
+        let mut chars = family.chars();
+        let lowercase_word = chars.next().is_some_and(|ch| ch.is_ascii_lowercase())
+            && chars.all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit());
+        if !lowercase_word {
+            return Err("a family wildcard is a lowercase family name and .*");
+        }
+        return Ok(EventPattern::Family(family.to_owned()));
+    }
+    match text {
+        _ if text.contains('*') => Err("wildcards must be a whole family (family.*) or *"),
+        _ if is_reverse_dns(text) => Ok(EventPattern::Exact(text.to_owned())),
+        _ => Err("must be a dotted event name like tool.before"),
+    }
+}
+
+/// An intercept subscription may select only interceptable events, and a family
+/// wildcard must reach at least one (§6 rule 6). `turn.end` is observe-only.
+fn require_interceptable<'e>(
+    c: &mut Checker,
+    events: impl Iterator<Item = &'e Option<EventPattern>>,
+    path: &str,
+) {
+    for (i, pattern) in events.enumerate() {
+        let Some(pattern) = pattern else { continue };
+        if !INTERCEPTABLE_EVENTS.iter().any(|e| pattern.matches(e)) {
+            c.problem(&format!("{path}/{i}"), "selects no interceptable event");
+        }
+    }
+}
+
+/// `timeoutMs` and `failurePolicy` are both required: there is no default policy.
+fn intercept_mode(c: &mut Checker, s: &Node) -> Option<Mode> {
+    let timeout_ms = s.need(c, "timeoutMs", |c, v, p| match v.as_u64() {
+        Some(ms @ 1..) => {
+            if !SUPPORTED_TIMEOUT_MS.contains(&ms) {
+                c.warn(p, "supported range is 100..30000 ms");
+            }
+            Some(ms)
+        }
+        _ => c.fail(p, "must be a positive integer (milliseconds)"),
+    });
+    let policies = words(FailurePolicy::ALL, FailurePolicy::as_str);
+    let policy = s.need(c, "failurePolicy", |c, v, p| choice(c, v, p, &policies));
+    Some(Mode::Intercept {
+        timeout_ms: timeout_ms?,
+        policy: policy?,
+    })
+}
+
+/// Content selection: a required `default`, and every category is body|metadata|omit.
+fn content(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
+    let n = Node::new(c, v, path)?;
+    let selections = [("body", ()), ("metadata", ()), ("omit", ())];
+    let checked: Vec<_> = n
+        .entries()
+        .map(|(key, v)| choice(c, v, &n.at(key), &selections))
+        .collect();
+    let default = n.need(c, "default", |_, _, _| Some(()));
+    checked.into_iter().collect::<Option<()>>().and(default)
+}
+
+/// Managed policy must not be user-disableable: fail rather than silently degrade.
+fn managed_scope(c: &mut Checker, s: &Node) {
+    let scopes = [("managed", true), ("project", false), ("user", false)];
+    let managed = s.opt(c, "scope", |c, v, p| choice(c, v, p, &scopes));
+    let disableable = s.opt(c, "disableable", boolean);
+    if managed == Some(Some(true)) && matches!(disableable, Some(None | Some(true))) {
+        c.problem(&s.at("disableable"), "must be false for scope \"managed\"");
+    }
+}
+
+/// Filters are optimisation hints only (never a reason to drop a call): types only.
+fn filters(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
+    let f = Node::new(c, v, path)?;
+    f.warn_unknown(c, "toolKinds paths");
+    let tool_kinds = f.opt(c, "toolKinds", strings);
+    tool_kinds.and(f.opt(c, "paths", strings)).map(drop)
+}
+
+/// Content upload is not implemented here, but its credentials still get checked.
+fn upload(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
+    let u = Node::new(c, v, path)?;
+    c.warn(path, "content upload is not supported here and is ignored");
+    u.opt(c, "auth", authentication).map(drop)
+}
+
+/// A closed word list as the `(spelling, value)` options of [`choice`].
+fn words<T: Copy>(all: &[T], spell: fn(T) -> &'static str) -> Vec<(&'static str, T)> {
+    all.iter().map(|&w| (spell(w), w)).collect()
+}

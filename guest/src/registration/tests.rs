@@ -1,0 +1,491 @@
+//! The parse contract: the upstream registration fixtures, the registration conformance
+//! checks (`r1_`..`r16_` are R1..R16 of `conformance-checks.md`) and the rules between
+//! them. Most tests edit one field of a valid document and check that the problem (or
+//! warning) names that field's JSON Pointer.
+
+use super::rules::LITERAL_SECRET_KEYS;
+use super::*;
+use serde_json::{json, Value};
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/upstream/fixtures/draft/registration"
+);
+/// Where each invalid fixture is wrong. Unlisted new fixtures must still be rejected.
+const OFFENDING: &[(&str, &str)] = &[
+    (
+        "content-default-missing",
+        "/hooks/0/subscriptions/0/content/default",
+    ),
+    ("empty-hooks", "/hooks"),
+    (
+        "intercept-content-missing",
+        "/hooks/0/subscriptions/0/content",
+    ),
+    (
+        "intercept-observation-event",
+        "/hooks/0/subscriptions/0/events/0",
+    ),
+    ("literal-token", "/hooks/0/authentication/token"),
+    ("mtls", "/hooks/0/authentication/type"),
+    (
+        "observe-content-missing",
+        "/hooks/1/subscriptions/1/content",
+    ),
+    (
+        "observe-policy-fields",
+        "/hooks/0/subscriptions/0/failurePolicy",
+    ),
+    ("workload", "/hooks/0/authentication/type"),
+];
+
+/// A valid document: an http bearer backend with one intercept subscription (`$i`),
+/// then a stdio backend with one observe subscription (`$o`).
+fn base() -> Value {
+    json!({ "protocolVersion": "draft", "hooks": [
+        { "id": "com.example.policy",
+          "transport": { "type": "http", "url": "https://policy.example.com/hooks" },
+          "authentication": { "type": "bearer", "tokenEnv": "AHP_TOKEN" },
+          "subscriptions": [{ "events": ["tool.before"], "mode": "intercept",
+              "timeoutMs": 750, "failurePolicy": "fail-closed",
+              "content": { "default": "metadata" } }] },
+        { "id": "com.example.local",
+          "transport": { "type": "stdio", "command": "review", "lifecycle": "per_event" },
+          "subscriptions": [{ "events": ["*"], "mode": "observe",
+              "content": { "default": "omit" } }] }
+    ]})
+}
+
+/// Test pointers may say `$i`, `$o` (see [`base`]) and `$a` (the first backend's auth).
+fn expand(pointer: &str) -> String {
+    let auth = "/hooks/0/authentication";
+    let (intercept, observe) = ("/hooks/0/subscriptions/0", "/hooks/1/subscriptions/0");
+    pointer
+        .replace("$i", intercept)
+        .replace("$o", observe)
+        .replace("$a", auth)
+}
+
+/// [`base`] with each `(pointer, JSON text)` set, or removed when the text is empty.
+fn edited(edits: &[(&str, &str)]) -> String {
+    let mut doc = base();
+    for (pointer, text) in edits {
+        let pointer = expand(pointer);
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        let value = serde_json::from_str(text).ok();
+        match (doc.pointer_mut(parent).unwrap(), value) {
+            (Value::Object(obj), Some(value)) => drop(obj.insert(key.into(), value)),
+            (Value::Object(obj), None) => drop(obj.remove(key)),
+            (Value::Array(items), Some(value)) => items[key.parse::<usize>().unwrap()] = value,
+            _ => panic!("cannot edit {pointer}"),
+        }
+    }
+    doc.to_string()
+}
+
+fn accepted(edits: &[(&str, &str)]) -> Registration {
+    parse(&edited(edits)).unwrap_or_else(|p| panic!("{edits:?} rejected: {p:#?}"))
+}
+
+fn rejected_at(edits: &[(&str, &str)], path: &str) -> Vec<Problem> {
+    let problems = parse(&edited(edits)).expect_err(&format!("{edits:?} accepted"));
+    let path = expand(path);
+    assert!(
+        problems.iter().any(|p| p.path == path),
+        "{edits:?}: want {path}, got {problems:#?}"
+    );
+    problems
+}
+
+/// Each case sets one field and must be rejected with a problem at the given path.
+fn rejects(cases: &[(&str, &str, &str)]) {
+    for (pointer, text, path) in cases {
+        rejected_at(&[(pointer, text)], path);
+    }
+}
+
+#[test]
+fn every_fixture_is_accepted_iff_it_is_named_valid() {
+    let mut count = 0;
+    for entry in std::fs::read_dir(FIXTURES).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let text = std::fs::read_to_string(format!("{FIXTURES}/{name}")).unwrap();
+        count += 1;
+        if name.ends_with(".valid.json") {
+            parse(&text).unwrap_or_else(|p| panic!("{name} rejected: {p:#?}"));
+        } else if let Some(stem) = name.strip_suffix(".invalid.json") {
+            let problems = parse(&text).expect_err(&name);
+            if let Some((_, path)) = OFFENDING.iter().find(|(s, _)| *s == stem) {
+                assert!(
+                    problems.iter().any(|p| p.path == *path),
+                    "{name}: {problems:#?}"
+                );
+            }
+            let echoed = |p: &Problem| p.to_string().contains("do-not-store-literal-tokens");
+            assert!(!problems.iter().any(echoed), "{name} echoes a secret");
+        }
+    }
+    assert!(count > 0, "no fixtures found in {FIXTURES}");
+}
+
+#[test]
+fn r1_portable_fixture_keeps_two_backends_and_three_subscriptions_in_order() {
+    let text = std::fs::read_to_string(format!("{FIXTURES}/portable.valid.json")).unwrap();
+    let reg = parse(&text).unwrap();
+    let sub = |index, event: &str, mode| Subscription {
+        index,
+        events: vec![EventPattern::Exact(event.into())],
+        mode,
+        include_native: false,
+    };
+    let intercept = |timeout_ms, policy| Mode::Intercept { timeout_ms, policy };
+    let policy = Backend {
+        id: "com.example.policy".into(),
+        transport: Transport::Http {
+            url: "https://policy.example.com/agent-hooks".into(),
+        },
+        auth: Some(Auth::BearerEnv("AHP_POLICY_TOKEN".into())),
+        subscriptions: vec![sub(
+            0,
+            "tool.before",
+            intercept(750, FailurePolicy::FailClosed),
+        )],
+    };
+    let review = Backend {
+        id: "com.example.local_review".into(),
+        transport: Transport::Stdio {
+            command: "/usr/local/bin/local-review".into(),
+            args: vec!["serve".into()],
+            cwd: None,
+            lifecycle: Lifecycle::Persistent,
+        },
+        auth: None,
+        subscriptions: vec![
+            sub(0, "tool.before", intercept(500, FailurePolicy::FailOpen)),
+            sub(1, "tool.after", Mode::Observe),
+        ],
+    };
+    assert_eq!(
+        reg,
+        Registration {
+            backends: vec![policy, review.clone()],
+            warnings: vec![]
+        }
+    );
+    assert_eq!(reg.backend("com.example.local_review"), Some(&review));
+    assert_eq!(FailurePolicy::FailOpen.as_str(), "fail-open");
+}
+
+#[test]
+fn text_that_is_not_a_json_object_is_one_problem_at_the_root() {
+    let problems = parse("{\"hooks\": [").unwrap_err();
+    assert_eq!(problems.len(), 1);
+    assert_eq!(
+        (
+            problems[0].path.as_str(),
+            problems[0].to_string().contains("line 1")
+        ),
+        ("", true)
+    );
+    assert_eq!(
+        parse("[]").unwrap_err()[0].to_string(),
+        "/: must be an object, found an array"
+    );
+}
+
+#[test]
+fn r2_r3_protocol_version_is_draft_and_hooks_are_a_non_empty_array() {
+    rejects(&[
+        ("/protocolVersion", r#""1.0""#, "/protocolVersion"),
+        ("/protocolVersion", "1", "/protocolVersion"),
+        ("/protocolVersion", "", "/protocolVersion"),
+        ("/hooks", "[]", "/hooks"),
+        ("/hooks", "{}", "/hooks"),
+        ("/hooks", "", "/hooks"),
+    ]);
+}
+
+#[test]
+fn r4_r5_intercept_needs_a_failure_policy_and_a_positive_integer_timeout() {
+    rejects(&[
+        ("$i/failurePolicy", "", "$i/failurePolicy"),
+        ("$i/failurePolicy", r#""fail-soft""#, "$i/failurePolicy"),
+        ("$i/timeoutMs", "", "$i/timeoutMs"),
+        ("$i/timeoutMs", "0", "$i/timeoutMs"),
+        ("$i/timeoutMs", "-5", "$i/timeoutMs"),
+        ("$i/timeoutMs", "1.5", "$i/timeoutMs"),
+        ("$i/timeoutMs", r#""500""#, "$i/timeoutMs"),
+    ]);
+}
+
+#[test]
+fn timeout_outside_the_supported_range_is_accepted_with_a_warning() {
+    for ms in [1, 60_000] {
+        let reg = accepted(&[("$i/timeoutMs", &ms.to_string())]);
+        let policy = FailurePolicy::FailClosed;
+        assert_eq!(
+            reg.backends[0].subscriptions[0].mode,
+            Mode::Intercept {
+                timeout_ms: ms,
+                policy
+            }
+        );
+        let warned =
+            |w: &Problem| w.path == expand("$i/timeoutMs") && w.rule.contains("100..30000");
+        assert!(reg.warnings.iter().any(warned), "{:#?}", reg.warnings);
+    }
+}
+
+#[test]
+fn r6_observe_must_not_carry_policy_fields() {
+    rejects(&[
+        ("$o/timeoutMs", "100", "$o/timeoutMs"),
+        ("$o/failurePolicy", r#""fail-open""#, "$o/failurePolicy"),
+    ]);
+}
+
+#[test]
+fn r7_r11_intercept_selects_only_interceptable_events() {
+    rejects(&[
+        ("$i/events", r#"["tool.before", "turn.end"]"#, "$i/events/1"),
+        ("$i/events", r#"["file.*"]"#, "$i/events/0"),
+        ("$i/events", r#"["com.example.custom"]"#, "$i/events/0"),
+    ]);
+    let reg = accepted(&[("$i/events", r#"["model.*", "*"]"#)]);
+    let want = vec![EventPattern::Family("model".into()), EventPattern::Any];
+    assert_eq!(reg.backends[0].subscriptions[0].events, want);
+    accepted(&[("$o/events", r#"["turn.end", "file.*"]"#)]);
+}
+
+#[test]
+fn r8_every_subscription_needs_content_with_a_valid_default() {
+    rejects(&[
+        ("$i/content", "", "$i/content"),
+        ("$o/content", r#"{"text": "body"}"#, "$o/content/default"),
+        ("$i/content/text", r#""full""#, "$i/content/text"),
+        ("$i/content/default", "null", "$i/content/default"),
+    ]);
+    accepted(&[("$o/content/x-custom", r#""body""#)]);
+}
+
+#[test]
+fn r9_non_portable_authentication_types_are_rejected() {
+    for kind in ["mtls", "workload", "basic"] {
+        let auth = json!({"type": kind, "credentialRef": "x"}).to_string();
+        let problems = rejected_at(&[("$a", &auth)], "$a/type");
+        assert!(problems.iter().any(|p| p.rule.contains("AHP-AUTH-001")));
+    }
+}
+
+#[test]
+fn r10_literal_secrets_are_rejected_and_never_echoed() {
+    let marker = "SECRET-VALUE-42";
+    for key in LITERAL_SECRET_KEYS.split_whitespace() {
+        let path = format!("$a/{key}");
+        let problems = rejected_at(&[(&path, &format!("{marker:?}"))], &path);
+        assert!(problems.iter().all(|p| !p.to_string().contains(marker)));
+    }
+    let nested = json!({"type": marker, "tokenEnv": marker, "x": [{"password": marker}]});
+    let problems = rejected_at(&[("$a", &nested.to_string())], "$a/x/0/password");
+    assert!(
+        problems
+            .iter()
+            .all(|p| !format!("{p}{p:?}").contains(marker)),
+        "{problems:#?}"
+    );
+}
+
+#[test]
+fn r12_wildcards_are_a_whole_family_or_star_and_events_are_unique() {
+    for pattern in [
+        "tool.be*",
+        "*.before",
+        "**",
+        "Tool.*",
+        "tool.before.*",
+        "tool",
+        "",
+    ] {
+        rejected_at(&[("$i/events/0", &format!("{pattern:?}"))], "$i/events/0");
+    }
+    rejects(&[
+        (
+            "$i/events",
+            r#"["tool.before", "tool.before"]"#,
+            "$i/events/1",
+        ),
+        ("$i/events", "[]", "$i/events"),
+    ]);
+}
+
+#[test]
+fn r13_backend_ids_are_reverse_dns_and_unique() {
+    rejects(&[
+        ("/hooks/0/id", r#""policy""#, "/hooks/0/id"),
+        ("/hooks/0/id", r#""1com.example""#, "/hooks/0/id"),
+        ("/hooks/0/id", r#""com..example""#, "/hooks/0/id"),
+        ("/hooks/0/id", "7", "/hooks/0/id"),
+        ("/hooks/1/id", r#""com.example.policy""#, "/hooks/1/id"),
+    ]);
+}
+
+#[test]
+fn r14_stdio_auth_two_bearer_sources_and_content_receiver_are_rejected() {
+    rejects(&[
+        (
+            "/hooks/1/authentication",
+            r#"{"type": "bearer", "tokenRef": "vault:p"}"#,
+            "/hooks/1/authentication",
+        ),
+        ("$a/tokenRef", r#""vault:p""#, "$a"),
+        ("$a/tokenEnv", "", "$a"),
+        ("$a/tokenEnv", r#""1BAD""#, "$a/tokenEnv"),
+        (
+            "/hooks/0/contentReceiver",
+            r#"{"url": "https://r.example.com"}"#,
+            "/hooks/0/contentReceiver",
+        ),
+    ]);
+}
+
+#[test]
+fn r15_unknown_fields_are_ignored_with_a_warning() {
+    let paths = [
+        "/x-root",
+        "/hooks/0/x-backend",
+        "/hooks/0/transport/x-t",
+        "$i/x-sub",
+    ];
+    let edits: Vec<_> = paths.iter().map(|p| (*p, r#"{"anything": 1}"#)).collect();
+    let reg = accepted(&edits);
+    assert_eq!(reg.backends, accepted(&[]).backends);
+    for path in paths.map(expand) {
+        assert!(
+            reg.warnings.iter().any(|w| w.path == path),
+            "{path}: {:#?}",
+            reg.warnings
+        );
+    }
+}
+
+#[test]
+fn r16_managed_scope_requires_disableable_false() {
+    let managed = ("$i/scope", r#""managed""#);
+    rejected_at(&[managed], "$i/disableable");
+    rejected_at(&[managed, ("$i/disableable", "true")], "$i/disableable");
+    accepted(&[managed, ("$i/disableable", "false")]);
+    rejected_at(&[("$i/scope", r#""global""#)], "$i/scope");
+}
+
+#[test]
+fn transports_are_checked() {
+    for url in [
+        "ftp://x.example",
+        "https://",
+        "https:// x.example",
+        "/hooks",
+        "https://:80/",
+    ] {
+        rejected_at(
+            &[("/hooks/0/transport/url", &format!("{url:?}"))],
+            "/hooks/0/transport/url",
+        );
+    }
+    accepted(&[("/hooks/0/transport/url", r#""http://[::1]:8080/h?q""#)]);
+    rejects(&[
+        (
+            "/hooks/1/transport/lifecycle",
+            "",
+            "/hooks/1/transport/lifecycle",
+        ),
+        (
+            "/hooks/1/transport/command",
+            r#""""#,
+            "/hooks/1/transport/command",
+        ),
+        (
+            "/hooks/1/transport/args",
+            r#"["ok", 1]"#,
+            "/hooks/1/transport/args/1",
+        ),
+        (
+            "/hooks/1/transport/type",
+            r#""ws""#,
+            "/hooks/1/transport/type",
+        ),
+    ]);
+}
+
+#[test]
+fn oauth_bindings_are_parsed_and_checked() {
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "r",
+        "clientId": "c", "flow": "client_credentials", "scopes": ["s"],
+        "clientSecretRef": "v"}"#;
+    let reg = accepted(&[("$a", oauth)]);
+    let Some(Auth::OAuth(got)) = &reg.backends[0].auth else {
+        panic!("{reg:?}")
+    };
+    assert_eq!(
+        (got.flow, got.scopes.as_slice()),
+        (OAuthFlow::ClientCredentials, &["s".into()][..])
+    );
+    assert_eq!(got.client_secret_ref.as_deref(), Some("v"));
+    assert!(reg.warnings.is_empty(), "{:#?}", reg.warnings);
+    let secretless = accepted(&[("$a", oauth), ("$a/clientSecretRef", "")]);
+    assert!(
+        secretless
+            .warnings
+            .iter()
+            .any(|w| w.path == expand("$a") && w.rule.contains("clientSecretRef")),
+        "{:#?}",
+        secretless.warnings
+    );
+    let problems = rejected_at(
+        &[("$a", r#"{"type": "oauth", "issuer": "http://id"}"#)],
+        "$a/issuer",
+    );
+    for missing in ["resource", "clientId", "flow"].map(|k| expand(&format!("$a/{k}"))) {
+        assert!(problems.iter().any(|p| p.path == missing), "{missing}");
+    }
+    rejected_at(&[("$a", oauth), ("$a/flow", r#""implicit""#)], "$a/flow");
+}
+
+#[test]
+fn shared_subscription_fields_are_type_checked() {
+    rejects(&[
+        ("$o/includeNative", r#""yes""#, "$o/includeNative"),
+        (
+            "$o/filters",
+            r#"{"toolKinds": [1]}"#,
+            "$o/filters/toolKinds/0",
+        ),
+        (
+            "$o/upload",
+            r#"{"auth": {"type": "bearer", "token": "t"}}"#,
+            "$o/upload/auth/token",
+        ),
+        ("$o/id", "3", "$o/id"),
+    ]);
+    assert!(accepted(&[("$o/includeNative", "true")]).backends[1].subscriptions[0].include_native);
+}
+
+#[test]
+fn all_problems_are_collected_and_odd_shapes_never_panic() {
+    let edits = [
+        ("/protocolVersion", "2"),
+        ("/hooks/0/id", "7"),
+        ("$i/timeoutMs", "0"),
+        ("$o/content", ""),
+    ];
+    let problems = parse(&edited(&edits)).unwrap_err();
+    let paths: Vec<_> = problems.iter().map(|p| p.path.clone()).collect();
+    assert_eq!(paths, edits.map(|(pointer, _)| expand(pointer)));
+    let odd = r#"null 1 "x" [] {} [{}] -1.5 {"type":[]} {"type":"oauth"}"#;
+    let slots =
+        "/hooks /hooks/0 /hooks/0/transport $a /hooks/0/subscriptions $i $i/events $i/content";
+    for slot in slots.split(' ') {
+        for value in odd.split(' ') {
+            let _ = parse(&edited(&[(slot, value)]));
+        }
+    }
+}

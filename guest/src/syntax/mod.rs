@@ -1,0 +1,34 @@
+//! Pure syntax predicates: does this string have the right shape?
+//!
+//! Registration and event checks both need to know whether a string is an RFC 3986 URI,
+//! an RFC 3339 date-time or a reverse-DNS name. Those answers depend on the string alone,
+//! never on where it sits in a document, so they live here, apart from the rules that
+//! decide which field must have which shape and what to say when it does not. Each
+//! predicate is total (any `&str`, no panics) and allocation-free.
+
+mod date_time;
+mod name;
+mod uri;
+
+pub(crate) use date_time::is_date_time;
+pub(crate) use name::{is_env_name, is_reverse_dns};
+pub(crate) use uri::{is_absolute_uri, is_http_url};
+
+/// Asserts that `is` accepts every string of `good` and rejects every one of `bad`.
+#[cfg(test)]
+fn assert_shape(is: impl Fn(&str) -> bool, good: &[&str], bad: &[&str]) {
+    for text in good {
+        assert!(is(text), "{text:?} rejected");
+    }
+    for text in bad {
+        assert!(!is(text), "{text:?} accepted");
+    }
+}
+
+/// Strings each predicate must accept and reject. Shared with the event tests, which
+/// prove that every one of these reaches (or stays out of) the event's problem list.
+#[cfg(test)]
+pub(crate) mod examples {
+    pub(crate) use super::date_time::examples::{DATE_TIMES, NOT_DATE_TIMES};
+    pub(crate) use super::uri::examples::{ABSOLUTE_URIS, NOT_ABSOLUTE_URIS};
+}

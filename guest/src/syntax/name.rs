@@ -1,0 +1,67 @@
+//! Names: reverse-DNS identifiers and environment-variable names.
+
+/// A reverse-DNS name, the registration schema's
+/// `^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][A-Za-z0-9_-]*$`: two or more dot-separated
+/// labels, each starting with an ASCII letter. Used for backend ids, dotted event names,
+/// extension keys and effect codes, so a name from one vendor cannot collide with
+/// another's. Note the pattern, unlike DNS, lets a label end in `-` or `_`.
+pub(crate) fn is_reverse_dns(s: &str) -> bool {
+    let label = |l: &str| {
+        let mut chars = l.chars();
+        chars.next().is_some_and(|ch| ch.is_ascii_alphabetic())
+            && chars.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
+    };
+    s.contains('.') && s.split('.').all(label)
+}
+
+/// A portable environment-variable name, `^[A-Za-z_][A-Za-z0-9_]*$` (POSIX.1-2017 §8.1,
+/// relaxed to either case), the shape of a bearer `tokenEnv`.
+pub(crate) fn is_env_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|ch| ch.is_ascii_alphabetic() || ch == '_')
+        && chars.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::assert_shape;
+
+    #[test]
+    fn reverse_dns_names_are_two_or_more_labels_starting_with_a_letter() {
+        let good = [
+            "com.example",
+            "com.example.local_review",
+            "tool.before",
+            "Com.Example2.a-b",
+            "com.example-",
+            "a.b_",
+        ];
+        let bad = [
+            "",
+            ".",
+            "policy",
+            "com..example",
+            ".com.example",
+            "com.example.",
+            "1com.example",
+            "com.1example",
+            "-com.example",
+            "com.-example",
+            "_com.example",
+            "com.ex ample",
+            "com.ex*",
+            "com.exämple",
+        ];
+        assert_shape(is_reverse_dns, &good, &bad);
+    }
+
+    #[test]
+    fn env_names_start_with_a_letter_or_underscore() {
+        let good = ["AHP_TOKEN", "_X", "a", "A1_B", "_"];
+        let bad = ["", "1BAD", "A-B", "A B", "A.B", "TOKÉN", "A="];
+        assert_shape(is_env_name, &good, &bad);
+    }
+}

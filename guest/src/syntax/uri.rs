@@ -1,0 +1,212 @@
+//! URIs: the strict RFC 3986 absolute-URI grammar for an event's `source`, and the
+//! narrower `^https?://` shape a registration asks of a backend URL.
+
+/// RFC 3986 §4.3 absolute `URI`: `scheme ":" hier-part [ "?" query ] [ "#" fragment ]`.
+/// Strict on purpose (fixture `source-malformed.invalid`): no spaces, controls, non-ASCII
+/// or bad percent-escapes anywhere, because a backend deciding on `source` must see the
+/// same string the harness vouched for, with no room for two readings.
+pub(crate) fn is_absolute_uri(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once(':') else {
+        return false;
+    };
+    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    let (hier, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let path = match hier.strip_prefix("//") {
+        Some(after) => {
+            let (authority, path) = after.split_once('/').unwrap_or((after, ""));
+            if !is_authority(authority) {
+                return false;
+            }
+            path
+        }
+        None => hier,
+    };
+    is_scheme(scheme)
+        && is_encoded(path, |b| is_pchar(b) || b == b'/')
+        && is_encoded(query, |b| is_pchar(b) || b == b'/' || b == b'?')
+        && is_encoded(fragment, |b| is_pchar(b) || b == b'/' || b == b'?')
+}
+
+/// A registration's `transport.url` (or, with `https_only`, an OAuth `issuer`): the
+/// schema's `^https?://` with a non-empty host, and no whitespace or control characters.
+/// Not a full RFC 3986 check: it asks what dispatch depends on (a scheme to speak and a
+/// host to reach) and leaves the rest of the URL to the HTTP client that connects to it.
+/// The scheme is matched as written, in lowercase, as the schema's pattern does.
+pub(crate) fn is_http_url(url: &str, https_only: bool) -> bool {
+    let rest = match (url.strip_prefix("https://"), url.strip_prefix("http://")) {
+        (Some(rest), _) => rest,
+        (None, Some(rest)) if !https_only => rest,
+        _ => return false,
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host_port.split(':').next().unwrap_or_default(),
+    };
+    !host.is_empty() && !url.chars().any(|ch| ch.is_whitespace() || ch.is_control())
+}
+
+/// RFC 3986 §3.1 `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`
+fn is_scheme(scheme: &str) -> bool {
+    let mut bytes = scheme.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+}
+
+/// RFC 3986 §3.2 `authority = [ userinfo "@" ] host [ ":" port ]`; an IP literal is
+/// checked for its character set only.
+fn is_authority(authority: &str) -> bool {
+    let (userinfo, host_port) = authority.split_once('@').unwrap_or(("", authority));
+    let (host_ok, port) = match host_port.strip_prefix('[') {
+        Some(literal) => {
+            let Some((inside, after)) = literal.split_once(']') else {
+                return false;
+            };
+            let inside_ok = !inside.is_empty()
+                && inside
+                    .bytes()
+                    .all(|b| is_unreserved(b) || is_sub_delim(b) || b == b':');
+            match after.strip_prefix(':') {
+                Some(port) => (inside_ok, port),
+                None => (inside_ok && after.is_empty(), ""),
+            }
+        }
+        None => {
+            let (host, port) = host_port.split_once(':').unwrap_or((host_port, ""));
+            (
+                is_encoded(host, |b| is_unreserved(b) || is_sub_delim(b)),
+                port,
+            )
+        }
+    };
+    host_ok
+        && port.bytes().all(|b| b.is_ascii_digit())
+        && is_encoded(userinfo, |b| {
+            is_unreserved(b) || is_sub_delim(b) || b == b':'
+        })
+}
+
+/// Every byte is `allowed` or part of a well-formed RFC 3986 §2.1
+/// `pct-encoded = "%" HEXDIG HEXDIG`.
+fn is_encoded(text: &str, allowed: impl Fn(u8) -> bool) -> bool {
+    let mut bytes = text.bytes();
+    while let Some(b) = bytes.next() {
+        let ok = if b == b'%' {
+            bytes.next().is_some_and(|h| h.is_ascii_hexdigit())
+                && bytes.next().is_some_and(|h| h.is_ascii_hexdigit())
+        } else {
+            allowed(b)
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// RFC 3986 §2.3 `unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~"`
+fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~".contains(&b)
+}
+
+/// RFC 3986 §2.2 `sub-delims`
+fn is_sub_delim(b: u8) -> bool {
+    b"!$&'()*+,;=".contains(&b)
+}
+
+/// RFC 3986 §3.3 `pchar` minus `pct-encoded`, which [`is_encoded`] handles.
+fn is_pchar(b: u8) -> bool {
+    is_unreserved(b) || is_sub_delim(b) || b == b':' || b == b'@'
+}
+
+#[cfg(test)]
+pub(crate) mod examples {
+    pub(crate) const ABSOLUTE_URIS: &[&str] = &[
+        "urn:uuid:0d6c4b9e-6f1e-4a39-9a3c-2f4f5b8e7d10",
+        "https://harness.example/runtime/42",
+        "https://user:pw@harness.example:8443/a%2Fb?q=1&r=/x#frag",
+        "http://[::1]:8080/",
+        "file:///var/run/harness",
+        "urn:test:harness",
+        // Boundaries: an empty hier-part, an empty port, lowercase hex, an escape in the
+        // host, `?` and `/` inside query and fragment, a scheme using `+ - .`.
+        "a:",
+        "https://harness.example:/",
+        "https://harness.example/%2f%c3%a9",
+        "https://h%41rness.example/",
+        "https://harness.example/?a?b/c#d?e/f",
+        "git+ssh.v-2://harness.example/repo",
+        "mailto:ops@harness.example",
+    ];
+
+    pub(crate) const NOT_ABSOLUTE_URIS: &[&str] = &[
+        "",
+        "harness/runtime/42",
+        "1http://harness.example/",
+        "https://harness.example/%zz",
+        "https://harness.example/%4",
+        "https://harness.example/a b",
+        "https://harness.example/\u{7f}",
+        "https://harness.example/caf\u{e9}",
+        "https://harness.example:80x/",
+        "https://[::1/",
+        "urn:a#b#c",
+        // Boundaries: a lone `%` at the end, a half-hex escape, no scheme, a scheme with
+        // a space, an empty or trailing-junk IP literal, a space in userinfo or query.
+        "https://harness.example/%",
+        "https://harness.example/%4g",
+        ":harness",
+        "ht tp://harness.example/",
+        "http://[]/",
+        "http://[::1]x/",
+        "https://us er@harness.example/",
+        "https://harness.example/?q=a b",
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::examples::{ABSOLUTE_URIS, NOT_ABSOLUTE_URIS};
+    use super::*;
+    use crate::syntax::assert_shape;
+
+    #[test]
+    fn absolute_uris_follow_rfc_3986_strictly() {
+        assert_shape(is_absolute_uri, ABSOLUTE_URIS, NOT_ABSOLUTE_URIS);
+    }
+
+    #[test]
+    fn http_urls_need_a_lowercase_http_scheme_and_a_host() {
+        let good = [
+            "http://[::1]:8080/h?q",
+            "https://policy.example.com/hooks",
+            "https://u:p@policy.example.com",
+            "http://localhost:9/",
+            "https://policy.example.com#frag",
+        ];
+        let bad = [
+            "ftp://x.example",
+            "https://",
+            "https:// x.example",
+            "/hooks",
+            "https://:80/",
+            "https://u@/",
+            "https://[]/",
+            "HTTPS://policy.example.com/",
+            "https://policy.example.com/\n",
+            "https://policy.example.com/\u{0}",
+        ];
+        assert_shape(|url| is_http_url(url, false), &good, &bad);
+    }
+
+    #[test]
+    fn https_only_refuses_plain_http() {
+        let https = |url: &str| is_http_url(url, true);
+        assert_shape(
+            https,
+            &["https://id.example.com"],
+            &["http://id.example.com", "http://id"],
+        );
+    }
+}
