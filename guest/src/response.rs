@@ -14,8 +14,8 @@
 
 use crate::effect::{self, Effect, EffectKind};
 use crate::host_api::Reply;
-use ahp_vocab::{Detail, Failure, FailureClass, Phase, PROTOCOL_VERSION};
 use crate::syntax::is_reverse_dns;
+use ahp_vocab::{Detail, Failure, FailureClass, Phase, PROTOCOL_VERSION};
 use serde_json::{Map, Value};
 
 /// Decodes one reply to the request whose JSON-RPC id is `expected_id` (the event id, a JSON string),
@@ -187,7 +187,10 @@ fn accept_effects(effects: &Value, advertised: &[EffectKind]) -> Result<Vec<Effe
         .iter()
         .map(|member| decode_effect(member, advertised))
         .collect::<Result<Vec<_>, _>>()?;
-    let decisions = effects.iter().filter(|e| effect::is_decision(e.kind())).count();
+    let decisions = effects
+        .iter()
+        .filter(|e| effect::is_decision(e.kind()))
+        .count();
     if decisions > 1 {
         return Err(invalid(Detail::ConflictingEffects));
     }
@@ -371,7 +374,10 @@ mod tests {
     #[test]
     fn upstream_atomic_unknown_rejects_the_preceding_message_too() {
         let (reply, id) = fixture_reply(fixture!("http/atomic-unknown.invalid.json"), true);
-        assert_eq!(decode(&reply, &id, &ALL), Err(invalid(Detail::UnknownEffect)));
+        assert_eq!(
+            decode(&reply, &id, &ALL),
+            Err(invalid(Detail::UnknownEffect))
+        );
     }
 
     #[test]
@@ -584,7 +590,10 @@ mod tests {
     fn missing_id_is_malformed_jsonrpc() {
         let body = json!({"jsonrpc": "2.0",
                           "result": {"protocolVersion": "draft", "effects": []}});
-        assert_eq!(decode_http(&body.to_string()), Err(malformed(Detail::IdMissing)));
+        assert_eq!(
+            decode_http(&body.to_string()),
+            Err(malformed(Detail::IdMissing))
+        );
     }
 
     #[test]
@@ -657,7 +666,10 @@ mod tests {
     #[test]
     fn non_object_result_is_malformed_jsonrpc() {
         for result in [json!([]), json!(null), json!("draft")] {
-            assert_eq!(result_reply(result), Err(malformed(Detail::ResultNotObject)));
+            assert_eq!(
+                result_reply(result),
+                Err(malformed(Detail::ResultNotObject))
+            );
         }
     }
 

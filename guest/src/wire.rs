@@ -6,12 +6,11 @@
 //! content) by construction, not by care (failure-semantics.md, "Duplicate delivery and
 //! retries").
 
-use crate::event::{Event, WireEvent};
 use crate::effect::EffectKind;
+use crate::event::{Event, WireEvent};
 use ahp_vocab::PROTOCOL_VERSION;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-
 
 /// An encoded message. Immutable once built.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,11 +7,11 @@
 //! and the exchange returns `DeadlineExceeded(AwaitResponse)`. Every call the fake gets is
 //! recorded, so tests can assert what was and was not sent.
 
+use ahp_interceptor::effect::EffectKind;
 use ahp_interceptor::engine::Engine;
 use ahp_interceptor::host_api::{
     AuthError, DeliveryError, Host, Instant, IoPhase, Reply, NANOS_PER_MS,
 };
-use ahp_interceptor::effect::EffectKind;
 use ahp_interceptor::settlement::Settlement;
 use ahp_interceptor::vocab::{DecidedBy, Decision, Outcome};
 use serde_json::{json, Value};

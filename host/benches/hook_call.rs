@@ -3,6 +3,7 @@
 //!
 //! `cargo bench -p ahp-host --bench hook_call` (optionally `-- N` for N calls each).
 
+use ahp_host::EffectKind;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
@@ -67,11 +68,17 @@ async fn main() {
         let _ = resp.into_body().collect().await.unwrap();
         let raw_t = t.elapsed();
         let t = Instant::now();
-        let settled = interceptor.intercept(EVENT, &["deny"], None).await.unwrap();
+        let settled = interceptor
+            .intercept(EVENT, &[EffectKind::Deny], None)
+            .await
+            .unwrap();
         let hook_t = t.elapsed();
         assert_eq!(settled.decision, ahp_host::Decision::Allow);
         let t = Instant::now();
-        let settled = idle.intercept(EVENT, &["deny"], None).await.unwrap();
+        let settled = idle
+            .intercept(EVENT, &[EffectKind::Deny], None)
+            .await
+            .unwrap();
         let alone_t = t.elapsed();
         assert!(settled.record["interceptors"]
             .as_array()

@@ -8,15 +8,20 @@
 //! recorded as `engine-failure`: interception that did not complete is never permission.
 
 use crate::audit::AuditLog;
-use crate::bindings::interceptor::{DecidedBy as WitDecidedBy, Decision as WitDecision, Delivery};
+use crate::bindings::interceptor::{
+    self as wit, DecidedBy as WitDecidedBy, Decision as WitDecision, Delivery,
+};
 use crate::bindings::Plugin;
 use crate::capabilities::credentials::CredentialProvider;
 use crate::capabilities::http::HttpOptions;
-use crate::capabilities::{Backends, HostState, ObserverResult, RetryPolicy};
+use crate::capabilities::{Backends, HostState, RetryPolicy};
 use crate::clock;
+use crate::error::Error;
 use crate::interrupt::Interrupt;
 use crate::runtime::Runtime;
-use serde_json::{json, Value};
+use ahp_vocab::{
+    DecidedBy, Decision, EffectKind, EventRef, ObserverResult, Problem, Record, OBSERVER_TIMEOUT_MS,
+};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,59 +37,6 @@ use wasmtime::Store;
 /// engine failure (50 ms did, seen at 528 ms for a 300 ms timeout); a runaway component
 /// is still cut off by then.
 const GRACE: Duration = Duration::from_millis(250);
-/// The reason given when the component itself failed.
-const ENGINE_FAILURE_REASON: &str = "Policy evaluation failed.";
-/// The reason given for a call made after shutdown.
-const SHUTDOWN_REASON: &str = "The policy interceptor is shut down.";
-
-/// The settled outcome of one hook call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Decision {
-    /// No AHP objection. Never a grant beyond the harness's own permissions.
-    Allow,
-    /// Ask the user (only when the harness declared it can enforce `ask`).
-    Ask,
-    /// Do not run the tool.
-    Deny,
-}
-
-/// Who settled a call; distinguishes an explicit backend denial from every synthetic one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum DecidedBy {
-    /// Every interceptor answered without objection (or failed open).
-    NoObjection,
-    /// A backend explicitly denied; its reason is shown.
-    BackendDeny,
-    /// A backend asked for approval.
-    BackendAsk,
-    /// A fail-closed subscription failed operationally: a generic local denial.
-    SyntheticDeny,
-    /// The embedding harness interrupted the call.
-    Interrupted,
-    /// The enclosing hook-call budget ran out.
-    BudgetExpired,
-    /// The component trapped, overran its bound, or the host failed around it.
-    EngineFailure,
-    /// The interceptor was shut down before the call.
-    Shutdown,
-}
-
-impl DecidedBy {
-    /// The audit name, e.g. `"synthetic-deny"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DecidedBy::NoObjection => "no-objection",
-            DecidedBy::BackendDeny => "backend-deny",
-            DecidedBy::BackendAsk => "backend-ask",
-            DecidedBy::SyntheticDeny => "synthetic-deny",
-            DecidedBy::Interrupted => "interrupted",
-            DecidedBy::BudgetExpired => "budget-expired",
-            DecidedBy::EngineFailure => "engine-failure",
-            DecidedBy::Shutdown => "shutdown",
-        }
-    }
-}
 
 /// A settled hook call: the decision, who made it, the reason to show, and the audit record.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,53 +47,47 @@ pub struct Settlement {
     pub decided_by: DecidedBy,
     /// The backend's reason for an explicit deny, or a generic local reason.
     pub reason: Option<String>,
-    /// The settlement record (DESIGN.md §4), exactly as written to the audit log.
-    pub record: Value,
+    /// The settlement record (DESIGN.md §4), exactly as written to the audit log:
+    /// every interceptor's outcome, failure class and attempts, messages, observers.
+    pub record: Record,
 }
 
-/// Why an interceptor could not be built.
-#[derive(Debug)]
-pub enum BuildError {
-    /// The registration is invalid; every problem, each naming its JSON path.
-    Registration(Vec<String>),
-    /// The component, the audit log or a backend could not be set up.
-    Setup(wasmtime::Error),
-}
-
-impl std::fmt::Display for BuildError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BuildError::Registration(problems) => {
-                write!(f, "invalid registration: {}", problems.join("; "))
-            }
-            BuildError::Setup(e) => write!(f, "setup failed: {e:#}"),
+impl Settlement {
+    /// A settlement is its record: the top-level fields are the record's own.
+    fn of(record: Record) -> Settlement {
+        Settlement {
+            decision: record.decision,
+            decided_by: record.decided_by,
+            reason: record.reason.clone(),
+            record,
         }
+    }
+
+    /// The record as one JSON line, as the CLI prints it and the audit log stores it.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.record).unwrap_or_default()
     }
 }
 
-impl std::error::Error for BuildError {}
-
-/// Why a call could not be made at all (no decision was reached).
-#[derive(Debug, PartialEq)]
-pub enum CallError {
-    /// The event or effects list is invalid; every problem, each naming the field.
-    InvalidInput(Vec<String>),
-    /// The interceptor was shut down; the call settles locally as a denial.
-    ShutDown(Box<Settlement>),
+/// How one observe notification of [`Interceptor::observe`] ended.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ObserverReport {
+    /// The backend it was sent to.
+    pub backend: String,
+    /// Delivered, or why not.
+    pub result: ObserverResult,
 }
 
-impl std::fmt::Display for CallError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CallError::InvalidInput(problems) => {
-                write!(f, "invalid input: {}", problems.join("; "))
-            }
-            CallError::ShutDown(_) => f.write_str("the interceptor is shut down"),
-        }
-    }
+/// What [`Interceptor::observe`] did: one report per matching observe subscription.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Observed {
+    /// In registration order.
+    pub observers: Vec<ObserverReport>,
+    /// The component failed while preparing the notifications: none was sent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub engine_failure: bool,
 }
-
-impl std::error::Error for CallError {}
 
 /// Host configuration (everything a registration does not say).
 #[derive(Clone, Debug, Default)]
@@ -176,11 +122,11 @@ pub struct Options {
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use ahp_host::{Decision, Interceptor, Options};
+/// use ahp_host::{Decision, EffectKind, Interceptor, Options};
 /// let registration = std::fs::read_to_string("registration.json")?;
 /// let interceptor = Interceptor::new(&registration, Options::default()).await?;
 /// let event = std::fs::read_to_string("tool-before.json")?;
-/// let settled = interceptor.intercept(&event, &["deny"], None).await?;
+/// let settled = interceptor.intercept(&event, &[EffectKind::Deny], None).await?;
 /// if settled.decision == Decision::Deny {
 ///     println!("blocked: {}", settled.reason.unwrap_or_default());
 /// }
@@ -216,10 +162,10 @@ struct Ready {
 
 impl Interceptor {
     /// Validates `registration` inside the component and prepares its backends.
-    pub async fn new(registration: &str, options: Options) -> Result<Interceptor, BuildError> {
+    pub async fn new(registration: &str, options: Options) -> Result<Interceptor, Error> {
         let runtime = match &options.component {
-            Some(bytes) => Arc::new(Runtime::new(bytes).map_err(BuildError::Setup)?),
-            None => Runtime::embedded().map_err(BuildError::Setup)?,
+            Some(bytes) => Arc::new(Runtime::new(bytes).map_err(Error::setup)?),
+            None => Runtime::embedded().map_err(Error::setup)?,
         };
         // A probe instance validates the registration and tells which backends to serve.
         let (mut store, plugin) = runtime
@@ -228,37 +174,38 @@ impl Interceptor {
                 Interrupt::new(),
             ))
             .await
-            .map_err(BuildError::Setup)?;
+            .map_err(Error::setup)?;
         let engine_api = plugin.ahp_interceptor_interceptor().engine();
         let engine = engine_api
             .call_load(&mut store, registration)
             .await
-            .map_err(BuildError::Setup)?
-            .map_err(BuildError::Registration)?;
+            .map_err(Error::setup)?
+            .map_err(|problems| Error::registration(from_wit(problems)))?;
         let plan = engine_api
             .call_plan(&mut store, engine)
             .await
-            .map_err(BuildError::Setup)?;
+            .map_err(Error::setup)?;
         let warnings = engine_api
             .call_warnings(&mut store, engine)
             .await
-            .map_err(BuildError::Setup)?;
+            .map_err(Error::setup)?;
         let bound_ms = engine_api
             .call_bound_ms(&mut store, engine)
             .await
-            .map_err(BuildError::Setup)?;
-        let http = http_options(&options).map_err(BuildError::Setup)?;
+            .map_err(Error::setup)?;
+        let http = http_options(&options).map_err(Error::setup)?;
         let backends = Arc::new(
             Backends::from_plan(plan, &options, &http)
-                .map_err(|e| BuildError::Setup(wasmtime::format_err!(e)))?,
+                .map_err(|e| Error::setup(wasmtime::format_err!(e)))?,
         );
-        let mut warnings = warnings;
+        let mut warnings: Vec<String> =
+            from_wit(warnings).iter().map(ToString::to_string).collect();
         warnings.extend(backends.warnings());
         let audit = match &options.audit_path {
             Some(path) => Some(
                 AuditLog::open(path)
                     .with_context(|| format!("open audit log {}", path.display()))
-                    .map_err(BuildError::Setup)?,
+                    .map_err(Error::setup)?,
             ),
             None => None,
         };
@@ -273,7 +220,9 @@ impl Interceptor {
                 audit,
                 shut_down: AtomicBool::new(false),
                 closing: Interrupt::new(),
-                observer_timeout: options.observer_timeout.unwrap_or(Duration::from_secs(2)),
+                observer_timeout: options
+                    .observer_timeout
+                    .unwrap_or(Duration::from_millis(OBSERVER_TIMEOUT_MS)),
             }),
         })
     }
@@ -289,21 +238,24 @@ impl Interceptor {
     pub async fn intercept(
         &self,
         event: &str,
-        effects: &[&str],
+        effects: &[EffectKind],
         budget: Option<Duration>,
-    ) -> Result<Settlement, CallError> {
+    ) -> Result<Settlement, Error> {
         self.intercept_with(event, effects, budget, &Interrupt::new())
             .await
     }
 
     /// Sends `hooks/observe` for a non-decision event (e.g. `tool.after`) to every
     /// matching observe subscription, concurrently, each bounded by its observer deadline
-    /// and `budget`. Returns one `{"backend", "result"}` entry per delivery; an observer's
-    /// failure is recorded, never raised.
-    pub async fn observe(&self, event: &str, budget: Option<Duration>) -> Result<Value, CallError> {
+    /// and `budget`. Reports one result per delivery; an observer's failure is recorded,
+    /// never raised.
+    pub async fn observe(&self, event: &str, budget: Option<Duration>) -> Result<Observed, Error> {
         if self.inner.shut_down.load(Ordering::SeqCst) {
-            let s = host_settlement(event, DecidedBy::Shutdown, SHUTDOWN_REASON, Instant::now());
-            return Err(CallError::ShutDown(Box::new(s)));
+            return Err(Error::shut_down(host_settlement(
+                event,
+                DecidedBy::Shutdown,
+                Instant::now(),
+            )));
         }
         let limit = Instant::now()
             + budget
@@ -321,27 +273,35 @@ impl Interceptor {
             .await;
         let deliveries = match prepared {
             Some(Ok(deliveries)) => deliveries,
-            Some(Err(problems)) => return Err(CallError::InvalidInput(problems)),
-            None => return Ok(json!({"observers": [], "engineFailure": true})),
+            Some(Err(problems)) => return Err(Error::invalid_input(from_wit(problems))),
+            None => {
+                return Ok(Observed {
+                    observers: Vec::new(),
+                    engine_failure: true,
+                })
+            }
         };
         let backends: Vec<String> = deliveries.iter().map(|d| d.backend.clone()).collect();
         let results = self.deliver_observers(deliveries, &Interrupt::new()).await;
-        let entries: Vec<Value> = backends
+        let observers = backends
             .into_iter()
             .zip(results)
-            .map(|(backend, result)| json!({"backend": backend, "result": result.as_str()}))
+            .map(|(backend, result)| ObserverReport { backend, result })
             .collect();
-        Ok(json!({"observers": entries}))
+        Ok(Observed {
+            observers,
+            engine_failure: false,
+        })
     }
 
     /// As [`Interceptor::intercept`], interruptible through `interrupt`.
     pub async fn intercept_with(
         &self,
         event: &str,
-        effects: &[&str],
+        effects: &[EffectKind],
         budget: Option<Duration>,
         interrupt: &Interrupt,
-    ) -> Result<Settlement, CallError> {
+    ) -> Result<Settlement, Error> {
         Ok(self
             .settle(event, effects, budget, interrupt)
             .await?
@@ -357,10 +317,10 @@ impl Interceptor {
     pub async fn settle(
         &self,
         event: &str,
-        effects: &[&str],
+        effects: &[EffectKind],
         budget: Option<Duration>,
         interrupt: &Interrupt,
-    ) -> Result<HookCall, CallError> {
+    ) -> Result<HookCall, Error> {
         let started = Instant::now();
         let span = tracing::info_span!(
             "ahp.hook_call",
@@ -369,8 +329,11 @@ impl Interceptor {
         );
         let (settlement, observers) = async {
             if self.inner.shut_down.load(Ordering::SeqCst) {
-                let s = host_settlement(event, DecidedBy::Shutdown, SHUTDOWN_REASON, started);
-                return Err(CallError::ShutDown(Box::new(s)));
+                return Err(Error::shut_down(host_settlement(
+                    event,
+                    DecidedBy::Shutdown,
+                    started,
+                )));
             }
             let budget_at = budget.map(|b| started + b);
             self.run(event, effects, budget_at, interrupt, started)
@@ -378,8 +341,8 @@ impl Interceptor {
         }
         .instrument(span.clone())
         .await?;
-        if let Some(id) = settlement.record["event"]["id"].as_str() {
-            span.record("event_id", id);
+        if let Some(id) = &settlement.record.event.id {
+            span.record("event_id", id.as_str());
         }
         span.record("decided_by", settlement.decided_by.as_str());
         tracing::info!(parent: &span, decision = ?settlement.decision, "settled");
@@ -395,14 +358,14 @@ impl Interceptor {
     async fn run(
         &self,
         event: &str,
-        effects: &[&str],
+        effects: &[EffectKind],
         budget_at: Option<Instant>,
         interrupt: &Interrupt,
         started: Instant,
-    ) -> Result<(Settlement, Vec<Delivery>), CallError> {
+    ) -> Result<(Settlement, Vec<Delivery>), Error> {
         let own_bound = started + self.inner.bound;
         let limit = budget_at.map_or(own_bound, |b| b.min(own_bound)) + GRACE;
-        let effects: Vec<String> = effects.iter().map(|e| e.to_string()).collect();
+        let effects: Vec<wit::EffectKind> = effects.iter().copied().map(to_wit).collect();
         let budget_ns = budget_at.map(clock::to_nanos);
         let settled = self
             .in_component(limit, interrupt, async |ready: &mut Ready| {
@@ -414,15 +377,15 @@ impl Interceptor {
             .await;
         let mut settled = match settled {
             Some(Ok(settled)) => settled,
-            Some(Err(problems)) => return Err(CallError::InvalidInput(problems)),
+            Some(Err(problems)) => return Err(Error::invalid_input(from_wit(problems))),
             None => return Ok((engine_failure(event, started), Vec::new())),
         };
         let observers = std::mem::take(&mut settled.observers);
         let mut settlement = from_component(settled, event, started);
         if settlement.decided_by == DecidedBy::Interrupted && self.inner.closing.is_set() {
             // Interrupted by our own shutdown, not by the harness: say so in the audit.
-            settlement.decided_by = DecidedBy::Shutdown;
-            settlement.record["decidedBy"] = DecidedBy::Shutdown.as_str().into();
+            settlement.record.decided_by = DecidedBy::Shutdown;
+            settlement = Settlement::of(settlement.record);
         }
         Ok((settlement, observers))
     }
@@ -495,7 +458,7 @@ impl Interceptor {
         results
     }
 
-    fn write_audit(&self, record: &Value) {
+    fn write_audit(&self, record: &Record) {
         if let Some(audit) = &self.inner.audit {
             if let Err(e) = audit.append(record) {
                 tracing::error!(path = %audit.path().display(), error = %e, "audit append failed");
@@ -522,6 +485,8 @@ impl Interceptor {
             .call_load(&mut store, &self.inner.registration)
             .await?
             .map_err(|problems| {
+                let problems: Vec<String> =
+                    from_wit(problems).iter().map(ToString::to_string).collect();
                 wasmtime::format_err!("registration rejected on reload: {}", problems.join("; "))
             })?;
         Ok(Ready {
@@ -596,10 +561,8 @@ impl HookCall {
     /// Records each observer's result and writes the audit record, once.
     fn finish(&mut self, results: &[ObserverResult]) -> Option<Settlement> {
         let mut settlement = self.settlement.take()?;
-        if let Some(entries) = settlement.record["observers"].as_array_mut() {
-            for (entry, result) in entries.iter_mut().zip(results) {
-                entry["result"] = result.as_str().into();
-            }
+        for (entry, result) in settlement.record.observers.iter_mut().zip(results) {
+            entry.result = Some(*result);
         }
         self.interceptor.write_audit(&settlement.record);
         Some(settlement)
@@ -623,11 +586,9 @@ fn http_options(options: &Options) -> wasmtime::Result<HttpOptions> {
     })
 }
 
-fn from_component(
-    s: crate::bindings::interceptor::Settlement,
-    event: &str,
-    started: Instant,
-) -> Settlement {
+/// The component's settlement, read into the shared record type. A component whose
+/// record does not parse, or contradicts its own decision, is not trusted with one.
+fn from_component(s: wit::Settlement, event: &str, started: Instant) -> Settlement {
     let decision = match s.decision {
         WitDecision::Allow => Decision::Allow,
         WitDecision::Ask => Decision::Ask,
@@ -640,56 +601,56 @@ fn from_component(
         WitDecidedBy::SyntheticDeny => DecidedBy::SyntheticDeny,
         WitDecidedBy::Interrupted => DecidedBy::Interrupted,
         WitDecidedBy::BudgetExpired => DecidedBy::BudgetExpired,
+        WitDecidedBy::EngineFailure => DecidedBy::EngineFailure,
+        WitDecidedBy::Shutdown => DecidedBy::Shutdown,
     };
-    match serde_json::from_str::<Value>(&s.audit) {
-        Ok(record) => Settlement {
-            decision,
-            decided_by,
-            reason: s.reason,
-            record,
-        },
-        // A component that cannot produce its own record is not trusted with a decision.
-        Err(_) => engine_failure(event, started),
+    match serde_json::from_str::<Record>(&s.audit) {
+        Ok(record)
+            if record.decision == decision
+                && record.decided_by == decided_by
+                && record.reason == s.reason =>
+        {
+            Settlement::of(record)
+        }
+        _ => {
+            tracing::error!("the component's settlement record is unreadable or inconsistent");
+            engine_failure(event, started)
+        }
     }
 }
 
 /// The denial for a component that trapped, overran its bound or could not be prepared.
 fn engine_failure(event: &str, started: Instant) -> Settlement {
-    host_settlement(
-        event,
-        DecidedBy::EngineFailure,
-        ENGINE_FAILURE_REASON,
-        started,
-    )
+    host_settlement(event, DecidedBy::EngineFailure, started)
 }
 
 /// A denial settled by the host itself, with as much event identity as can be read.
-fn host_settlement(
-    event: &str,
-    decided_by: DecidedBy,
-    reason: &str,
-    started: Instant,
-) -> Settlement {
-    let parsed: Value = serde_json::from_str(event).unwrap_or(Value::Null);
-    let text = |v: &Value| v.as_str().map(str::to_string);
-    let record = json!({
-        "event": {
-            "id": text(&parsed["id"]),
-            "type": text(&parsed["type"]),
-            "session": text(&parsed["session"]["id"]),
-            "call": text(&parsed["call"]["id"]),
-        },
-        "decision": "deny",
-        "decidedBy": decided_by.as_str(),
-        "reason": reason,
-        "elapsedMs": started.elapsed().as_millis() as u64,
-        "interceptors": [],
-        "observers": [],
-    });
-    Settlement {
-        decision: Decision::Deny,
+fn host_settlement(event: &str, decided_by: DecidedBy, started: Instant) -> Settlement {
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    Settlement::of(Record::host_denial(
+        EventRef::read(event),
         decided_by,
-        reason: Some(reason.to_string()),
-        record,
+        elapsed_ms,
+    ))
+}
+
+/// Problems as the component reports them, in the shared type.
+fn from_wit(problems: Vec<wit::Problem>) -> Vec<Problem> {
+    problems
+        .into_iter()
+        .map(|p| Problem::new(p.path, p.rule))
+        .collect()
+}
+
+fn to_wit(kind: EffectKind) -> wit::EffectKind {
+    match kind {
+        EffectKind::Deny => wit::EffectKind::Deny,
+        EffectKind::Allow => wit::EffectKind::Allow,
+        EffectKind::Ask => wit::EffectKind::Ask,
+        EffectKind::Message => wit::EffectKind::Message,
+        EffectKind::Modify => wit::EffectKind::Modify,
+        EffectKind::Flow => wit::EffectKind::Flow,
+        EffectKind::Return => wit::EffectKind::Return,
+        EffectKind::Inject => wit::EffectKind::Inject,
     }
 }

@@ -29,7 +29,7 @@ impl AuditLog {
     }
 
     /// Appends one record as a line and syncs it.
-    pub fn append(&self, record: &serde_json::Value) -> std::io::Result<()> {
+    pub fn append(&self, record: &ahp_vocab::Record) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(record)?;
         line.push(b'\n');
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());

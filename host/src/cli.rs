@@ -3,7 +3,7 @@
 //! Exit codes of `ahp intercept`: 0 = allow, 2 = deny, 3 = ask, 1 = the call could not be
 //! made (bad registration, bad event, usage). A denial is never exit 0.
 
-use crate::{demo, BuildError, CallError, Decision, Interceptor, Interrupt, Options};
+use crate::{demo, Decision, EffectKind, Error, Interceptor, Interrupt, Options};
 use clap::{Parser, Subcommand};
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -39,8 +39,8 @@ enum Command {
         #[arg(long)]
         event: String,
         /// Effects this harness can enforce, comma separated (must include deny).
-        #[arg(long, value_delimiter = ',', default_value = "deny")]
-        effects: Vec<String>,
+        #[arg(long, value_delimiter = ',', default_value = "deny", value_parser = effect_kind)]
+        effects: Vec<EffectKind>,
         /// Budget for the whole hook call, in milliseconds.
         #[arg(long)]
         budget_ms: Option<u64>,
@@ -186,7 +186,7 @@ async fn check(file: &PathBuf, host: &HostArgs) -> ExitCode {
 async fn intercept(
     registration: &PathBuf,
     event: &str,
-    effects: &[String],
+    effects: &[EffectKind],
     budget_ms: Option<u64>,
     audit: Option<PathBuf>,
     host: &HostArgs,
@@ -208,7 +208,6 @@ async fn intercept(
         Ok(interceptor) => interceptor,
         Err(e) => return build_failure(e),
     };
-    let effects: Vec<&str> = effects.iter().map(String::as_str).collect();
     let interrupt = Interrupt::new();
     let on_signal = interrupt.clone();
     let watcher = tokio::spawn(async move {
@@ -218,7 +217,7 @@ async fn intercept(
     let result = interceptor
         .intercept_with(
             &event,
-            &effects,
+            effects,
             budget_ms.map(Duration::from_millis),
             &interrupt,
         )
@@ -227,23 +226,20 @@ async fn intercept(
     interceptor.shutdown();
     match result {
         Ok(settled) => {
-            println!("{}", settled.record);
+            println!("{}", settled.to_json());
             match settled.decision {
                 Decision::Allow => ExitCode::SUCCESS,
                 Decision::Deny => ExitCode::from(2),
                 Decision::Ask => ExitCode::from(3),
             }
         }
-        Err(CallError::InvalidInput(problems)) => {
-            for problem in problems {
-                eprintln!("error: {problem}");
+        Err(e) => match e.shutdown_settlement() {
+            Some(settled) => {
+                println!("{}", settled.to_json());
+                ExitCode::from(2)
             }
-            ExitCode::from(1)
-        }
-        Err(CallError::ShutDown(settled)) => {
-            println!("{}", settled.record);
-            ExitCode::from(2)
-        }
+            None => call_failure(&e),
+        },
     }
 }
 
@@ -263,17 +259,11 @@ async fn observe(registration: &PathBuf, event: &str, host: &HostArgs) -> ExitCo
     let result = interceptor.observe(&event, None).await;
     interceptor.shutdown();
     match result {
-        Ok(record) => {
-            println!("{record}");
+        Ok(observed) => {
+            println!("{}", serde_json::to_string(&observed).unwrap_or_default());
             ExitCode::SUCCESS
         }
-        Err(CallError::InvalidInput(problems)) => {
-            for problem in problems {
-                eprintln!("error: {problem}");
-            }
-            ExitCode::from(1)
-        }
-        Err(CallError::ShutDown(_)) => fail("the interceptor is shut down"),
+        Err(e) => call_failure(&e),
     }
 }
 
@@ -308,16 +298,28 @@ fn read_event(source: &str) -> Result<String, String> {
     }
 }
 
-fn build_failure(error: BuildError) -> ExitCode {
-    match error {
-        BuildError::Registration(problems) => {
-            for problem in problems {
-                eprintln!("error: {problem}");
-            }
-            ExitCode::from(1)
-        }
-        BuildError::Setup(e) => fail(&format!("{e:#}")),
+/// Exit 1 with every problem of the registration on stderr, each on its own line.
+fn build_failure(error: Error) -> ExitCode {
+    call_failure(&error)
+}
+
+/// Exit 1 with every problem (or the one failure) on stderr.
+fn call_failure(error: &Error) -> ExitCode {
+    if error.problems().is_empty() {
+        return fail(&error.to_string());
     }
+    for problem in error.problems() {
+        eprintln!("error: {problem}");
+    }
+    ExitCode::from(1)
+}
+
+/// An `--effects` word.
+fn effect_kind(word: &str) -> Result<EffectKind, String> {
+    EffectKind::parse(word).ok_or_else(|| {
+        let known: Vec<&str> = EffectKind::ALL.iter().map(|k| k.as_str()).collect();
+        format!("unknown effect `{word}` (known: {})", known.join(", "))
+    })
 }
 
 fn fail(message: &str) -> ExitCode {

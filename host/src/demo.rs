@@ -5,7 +5,7 @@
 //! timeout under fail-open, a timeout under fail-closed, and a malformed reply. Prints a
 //! table of decisions and why, and leaves the audit log in a temporary file.
 
-use crate::{Interceptor, Options};
+use crate::{EffectKind, Interceptor, Options, Record};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
@@ -109,7 +109,7 @@ pub async fn run(options: Options) -> ExitCode {
         };
         let started = Instant::now();
         let settled = interceptor
-            .intercept(&event(i, scenario), &["deny"], None)
+            .intercept(&event(i, scenario), &[EffectKind::Deny], None)
             .await;
         let ms = started.elapsed().as_millis();
         interceptor.shutdown();
@@ -119,8 +119,8 @@ pub async fn run(options: Options) -> ExitCode {
                 i + 1,
                 scenario.title,
                 scenario.tool,
-                format!("{:?}", s.decision).to_lowercase(),
-                s.decided_by.as_str(),
+                s.decision,
+                s.decided_by,
                 ms,
                 why(&s.record)
             ),
@@ -170,15 +170,14 @@ fn event(i: usize, s: &Scenario) -> String {
 }
 
 /// One line on why the call settled as it did, from the audit record.
-fn why(record: &Value) -> String {
-    let interceptor = &record["interceptors"][0];
-    let failure = &interceptor["failure"];
-    match (failure["class"].as_str(), record["reason"].as_str()) {
-        (Some(class), _) => format!(
+fn why(record: &Record) -> String {
+    let interceptor = record.interceptors.first();
+    match (interceptor.and_then(|i| i.failure.as_ref()), &record.reason) {
+        (Some(failure), _) => format!(
             "{} in {} ({})",
-            class,
-            failure["phase"].as_str().unwrap_or("?"),
-            interceptor["outcome"].as_str().unwrap_or("?")
+            failure.class,
+            failure.phase,
+            interceptor.map_or("?", |i| i.outcome.as_str())
         ),
         (None, Some(reason)) => format!("backend: {reason}"),
         (None, None) => "backend raised no objection".into(),

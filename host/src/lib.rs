@@ -17,16 +17,18 @@ pub mod cli;
 mod clock;
 /// The built-in policy backend and script of `ahp demo`.
 pub mod demo;
+mod error;
 mod interrupt;
 mod runtime;
 mod tls;
 
-pub use api::{
-    BuildError, CallError, DecidedBy, Decision, HookCall, Interceptor, Options, Settlement,
-};
+pub use ahp_vocab as vocab;
+pub use ahp_vocab::{DecidedBy, Decision, EffectKind, FailureClass, Problem, Record};
+pub use api::{HookCall, Interceptor, Observed, ObserverReport, Options, Settlement};
 pub use capabilities::credentials::{
     AuthFailure, BoxFuture, CredentialProvider, CredentialRequest, Secret,
 };
 pub use capabilities::RetryPolicy;
+pub use error::Error;
 pub use interrupt::Interrupt;
 pub use runtime::EMBEDDED_COMPONENT;

@@ -5,7 +5,7 @@
 //!
 //! `cargo bench -p ahp-tests --bench auth_overhead` (optionally `-- N`, default 2000)
 
-use ahp_host::{Decision, Interceptor, Options};
+use ahp_host::{Decision, EffectKind, Interceptor, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::oauth_server::{OAuthServer, CLIENT_ID};
 use ahp_tests::pki::Pki;
@@ -78,7 +78,7 @@ async fn main() {
 async fn call(interceptor: &Interceptor, i: usize) -> Duration {
     let started = Instant::now();
     let settled = interceptor
-        .intercept(&event(&format!("evt_{i}")), &["deny"], None)
+        .intercept(&event(&format!("evt_{i}")), &[EffectKind::Deny], None)
         .await
         .expect("call");
     let took = started.elapsed();

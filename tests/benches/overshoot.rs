@@ -4,8 +4,9 @@
 //!
 //! `cargo bench -p ahp-tests --bench overshoot` (optionally `-- N`)
 
+use ahp_host::EffectKind;
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{bench_count, event, interceptor, registration, Http};
+use ahp_tests::support::{bench_count, event, interceptor, record_json, registration, Http};
 use std::time::{Duration, Instant};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -31,12 +32,12 @@ async fn main() {
             for i in 0..n {
                 let started = Instant::now();
                 let settled = hooks
-                    .intercept(&event(&format!("evt_{i}")), &["deny"], None)
+                    .intercept(&event(&format!("evt_{i}")), &[EffectKind::Deny], None)
                     .await
                     .expect("call");
                 let elapsed = started.elapsed();
                 assert_eq!(
-                    settled.record["interceptors"][0]["failure"]["class"],
+                    record_json(&settled)["interceptors"][0]["failure"]["class"],
                     "deadline-exceeded"
                 );
                 overshoot.push(elapsed.as_secs_f64() * 1e3 - timeout_ms as f64);

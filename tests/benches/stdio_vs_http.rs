@@ -12,9 +12,11 @@
 
 use std::time::{Duration, Instant};
 
-use ahp_host::{DecidedBy, Decision, Interceptor};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{bench_count, event, interceptor, median_p99_us, registration, Http};
+use ahp_tests::support::{
+    bench_count, event, interceptor, median_p99_us, record_json, registration, Http,
+};
 use serde_json::json;
 
 const STDIO_BACKEND: &str = env!("CARGO_BIN_EXE_stdio_backend");
@@ -89,7 +91,7 @@ async fn timed(hooks: &Interceptor, id: String) -> Duration {
     let event = event(&id);
     let started = Instant::now();
     let settled = hooks
-        .intercept(&event, &["deny"], None)
+        .intercept(&event, &[EffectKind::Deny], None)
         .await
         .expect("a valid event settles");
     let elapsed = started.elapsed();
@@ -100,7 +102,8 @@ async fn timed(hooks: &Interceptor, id: String) -> Duration {
         settled.record
     );
     assert_eq!(
-        settled.record["interceptors"][0]["outcome"], "no-effect",
+        record_json(&settled)["interceptors"][0]["outcome"],
+        "no-effect",
         "{}",
         settled.record
     );

@@ -19,10 +19,10 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use ahp_host::{DecidedBy, Decision, Interceptor, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Settlement};
 use serde_json::{json, Value};
 
-use crate::support::{event, interceptor, only_interceptor, registration, Http};
+use crate::support::{event, interceptor, only_interceptor, record_json, registration, Http};
 
 /// The reason of the synthetic deny a fail-closed failure settles as.
 const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
@@ -201,7 +201,7 @@ fn tool_event(id: &str, command: &str) -> String {
 /// Intercepts [`tool_event`]`(id, command)` with a harness that can enforce `deny`.
 async fn call(hooks: &Interceptor, id: &str, command: &str) -> Settlement {
     hooks
-        .intercept(&tool_event(id, command), &["deny"], None)
+        .intercept(&tool_event(id, command), &[EffectKind::Deny], None)
         .await
         .expect("a valid event settles")
 }
@@ -225,10 +225,10 @@ fn assert_answered(
     outcome: &str,
     case: &str,
 ) {
-    let record = &settled.record;
+    let record = &record_json(&settled);
     assert_eq!(verdict(settled), expected, "{case}: {record}");
     assert_eq!(record["decidedBy"], json!(decided_by), "{case}: {record}");
-    let entry = only_interceptor(&settled.record);
+    let entry = only_interceptor(record);
     assert_eq!(entry["outcome"], json!(outcome), "{case}: {record}");
     assert_eq!(entry.get("failure"), None, "{case}: {record}");
 }
@@ -306,7 +306,7 @@ pub async fn http_wrong_bearer_token_is_auth_failed_and_fails_closed(peer: &Peer
     // A command the peer would allow: any deny comes from the rejected credential.
     let settled = call(&hooks, &peer.event_id("bearer_wrong"), "make test").await;
     hooks.shutdown();
-    let record = &settled.record;
+    let record = &record_json(&settled);
     let synthetic = (
         Decision::Deny,
         DecidedBy::SyntheticDeny,
@@ -314,7 +314,7 @@ pub async fn http_wrong_bearer_token_is_auth_failed_and_fails_closed(peer: &Peer
     );
     assert_eq!(verdict(&settled), synthetic, "{record}");
     assert_eq!(record["decidedBy"], json!("synthetic-deny"), "{record}");
-    let entry = only_interceptor(&settled.record);
+    let entry = only_interceptor(record);
     assert_eq!(entry["outcome"], json!("failed-closed"), "{record}");
     assert_eq!(
         entry["failure"],

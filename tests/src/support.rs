@@ -2,7 +2,7 @@
 //! measured call, and the assertions every contract file makes about a settled call.
 
 use crate::fault_backend::FaultBackend;
-use ahp_host::{DecidedBy, Decision, Interceptor, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Settlement};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -169,10 +169,16 @@ pub async fn timed_call(
 ) -> (Settlement, Duration) {
     let started = Instant::now();
     let settled = interceptor
-        .intercept(&event(id), &["deny"], budget)
+        .intercept(&event(id), &[EffectKind::Deny], budget)
         .await
         .expect("a valid event settles");
     (settled, started.elapsed())
+}
+
+/// The settlement's audit record as JSON: what the CLI prints and the audit log stores,
+/// so the tests check the record's wire form, not only its Rust type.
+pub fn record_json(settled: &Settlement) -> Value {
+    serde_json::to_value(&settled.record).expect("a record serializes")
 }
 
 /// The call settled as `decision`, by `decided_by`, with `reason`, and its record says the
@@ -193,7 +199,7 @@ fn assert_settled_in(
     decided_by: DecidedBy,
     reason: Option<&str>,
 ) {
-    let record = &settled.record;
+    let record = &record_json(&settled);
     assert_eq!(
         (
             settled.decision,
@@ -230,13 +236,8 @@ fn assert_settled_in(
 /// `policy` says: fail-open allows with no objection and no reason (outcome
 /// `failed-open`), fail-closed is a synthetic deny (outcome `failed-closed`). Returns the
 /// entry's `failure` object, for the phase and details.
-pub fn assert_failed<'s>(
-    settled: &'s Settlement,
-    policy: &str,
-    class: &str,
-    case: &str,
-) -> &'s Value {
-    let record = &settled.record;
+pub fn assert_failed(settled: &Settlement, policy: &str, class: &str, case: &str) -> Value {
+    let record = &record_json(&settled);
     let entry = only_interceptor(record);
     assert_eq!(entry["failure"]["class"], json!(class), "{case}: {record}");
     assert_eq!(entry["policy"], json!(policy), "{case}: {record}");
@@ -252,7 +253,7 @@ pub fn assert_failed<'s>(
     };
     assert_settled_in(case, settled, decision, decided_by, reason);
     assert_eq!(entry["outcome"], json!(outcome), "{case}: {record}");
-    &entry["failure"]
+    entry["failure"].clone()
 }
 
 /// The call settled at `deadline`: no earlier, and before `deadline` + [`SLACK`].

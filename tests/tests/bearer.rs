@@ -7,7 +7,7 @@ use ahp_host::{DecidedBy, Decision, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     ahp_binary, assert_failed, assert_nothing_sent, assert_settled, attempt_results, audit_lines,
-    call, event, interceptor, one_json_line, only_interceptor, registration,
+    call, event, interceptor, one_json_line, only_interceptor, record_json, registration,
     traced_intercept_command, Http,
 };
 use serde_json::json;
@@ -66,7 +66,7 @@ async fn token_env_is_sent_as_exactly_one_bearer_header() {
     let settled = call(&interceptor, "evt_env").await;
     assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
     assert_eq!(
-        only_interceptor(&settled.record)["outcome"],
+        only_interceptor(&record_json(&settled))["outcome"],
         json!("no-effect")
     );
     assert_bearer_tokens(&backend, &[token]);
@@ -113,11 +113,11 @@ async fn unauthorized_is_retried_once_with_the_same_body_then_auth_failed() {
     let settled = call(&interceptor, "evt_401").await;
     let failure = assert_failed(&settled, "fail-closed", "auth-failed", "401");
     assert_eq!(
-        *failure,
+        failure,
         json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401})
     );
     assert_eq!(
-        attempt_results(only_interceptor(&settled.record)),
+        attempt_results(only_interceptor(&record_json(&settled))),
         ["unauthorized", "unauthorized"]
     );
     // No third attempt arrives later either.
@@ -158,7 +158,8 @@ async fn unauthorized_re_resolves_a_rotated_token_ref() {
     let settled = pending.await.expect("the call task");
 
     assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
-    let entry = only_interceptor(&settled.record);
+    let record = record_json(&settled);
+    let entry = only_interceptor(&record);
     assert_eq!(entry["outcome"], json!("no-effect"));
     assert_eq!(attempt_results(entry), ["unauthorized", "accepted"]);
     assert_bearer_tokens(&backend, &["tok-stale-41aa", "tok-fresh-93bb"]);

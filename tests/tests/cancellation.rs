@@ -2,11 +2,11 @@
 //! settles as a denial recorded `interrupted` (never allow, even under fail-open), and
 //! nothing is revived by a reply that comes later.
 
-use ahp_host::{DecidedBy, Decision, Interceptor, Interrupt, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_failed, assert_nothing_sent, assert_settled, assert_settled_at, assert_settled_by, call,
-    event, interceptor, only_interceptor, registration, timed_call, Http,
+    event, interceptor, only_interceptor, record_json, registration, timed_call, Http,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -24,7 +24,7 @@ async fn interrupt_after(hooks: &Interceptor, id: &str, after: Duration) -> (Set
     });
     let started = Instant::now();
     let settled = hooks
-        .intercept_with(&event(id), &["deny"], None, &interrupt)
+        .intercept_with(&event(id), &[EffectKind::Deny], None, &interrupt)
         .await
         .expect("a valid event settles");
     (settled, started.elapsed())
@@ -69,7 +69,10 @@ async fn interrupting_a_pending_delivery_denies_at_once_even_under_fail_open() {
     let interrupted_at = Duration::from_millis(100);
     let (settled, elapsed) = interrupt_after(&hooks, "evt_int_1", interrupted_at).await;
     assert_interrupted(&settled);
-    assert_eq!(only_interceptor(&settled.record)["outcome"], "interrupted");
+    assert_eq!(
+        only_interceptor(&record_json(&settled))["outcome"],
+        "interrupted"
+    );
     assert_settled_by(elapsed, interrupted_at, "interrupted delivery");
     assert_eq!(backend.requests().len(), 1);
 }
@@ -123,5 +126,8 @@ async fn interrupting_one_call_leaves_a_concurrent_call_alone() {
     assert_interrupted(&interrupted);
     let settled = untouched.await.expect("the concurrent call task");
     assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
-    assert_eq!(only_interceptor(&settled.record)["outcome"], "no-effect");
+    assert_eq!(
+        only_interceptor(&record_json(&settled))["outcome"],
+        "no-effect"
+    );
 }

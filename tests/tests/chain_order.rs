@@ -9,9 +9,11 @@
 
 use std::time::Duration;
 
-use ahp_host::{DecidedBy, Decision, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{call, event, interceptor, registration, Http, SYNTHETIC_REASON};
+use ahp_tests::support::{
+    call, event, interceptor, record_json, registration, Http, SYNTHETIC_REASON,
+};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -43,14 +45,14 @@ fn event_with_native(id: &str) -> String {
 async fn settle(chain: &[Http<'_>], event_id: &str) -> Settlement {
     interceptor(&registration(chain))
         .await
-        .intercept(&event_with_native(event_id), &["deny"], None)
+        .intercept(&event_with_native(event_id), &[EffectKind::Deny], None)
         .await
         .expect("the call is made")
 }
 
 /// `field` of every entry of the record's `list` (`interceptors` or `observers`), in order.
 fn each(settled: &Settlement, list: &str, field: &str) -> Vec<String> {
-    settled.record[list]
+    record_json(&settled)[list]
         .as_array()
         .unwrap_or_else(|| panic!("{list} is an array"))
         .iter()
@@ -66,7 +68,8 @@ fn outcomes(settled: &Settlement) -> Vec<String> {
 /// Every intercept request on the wire is well formed for `event_id`, and its exact bytes
 /// hash to `requestSha256` of the interceptor at the same position in the record.
 fn assert_wire_matches_record(backends: &[&FaultBackend], settled: &Settlement, event_id: &str) {
-    let interceptors = settled.record["interceptors"]
+    let record = record_json(&settled);
+    let interceptors = record["interceptors"]
         .as_array()
         .expect("interceptors is an array");
     assert_eq!(interceptors.len(), backends.len(), "{}", settled.record);
@@ -141,7 +144,7 @@ async fn every_interceptor_is_called_once_in_registration_order() {
     assert_eq!(settled.reason, None);
     assert_eq!(outcomes(&settled), ["no-effect", "no-effect", "no-effect"]);
     assert_eq!(each(&settled, "interceptors", "backend"), [A, B, C]);
-    assert_eq!(settled.record["observers"], json!([]));
+    assert_eq!(record_json(&settled)["observers"], json!([]));
     let counts = [a.requests().len(), b.requests().len(), c.requests().len()];
     assert_eq!(counts, [1, 1, 1], "each interceptor exactly once");
     let (at_a, at_b, at_c) = (a.requests()[0].at, b.requests()[0].at, c.requests()[0].at);
@@ -155,7 +158,8 @@ async fn every_interceptor_is_called_once_in_registration_order() {
     );
     assert_wire_matches_record(&[&a, &b, &c], &settled, "evt_order");
     // The three subscriptions are configured alike, so they were sent identical bytes.
-    let shas: Vec<&Value> = settled.record["interceptors"]
+    let record = record_json(&settled);
+    let shas: Vec<&Value> = record["interceptors"]
         .as_array()
         .unwrap()
         .iter()
@@ -182,7 +186,7 @@ async fn a_deny_short_circuits_the_rest_of_the_chain() {
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
     assert_eq!(settled.decided_by, DecidedBy::BackendDeny);
     assert_eq!(settled.reason.as_deref(), Some("A forbids this."));
-    assert_eq!(settled.record["decidedBy"], "backend-deny");
+    assert_eq!(record_json(&settled)["decidedBy"], "backend-deny");
     assert_eq!(outcomes(&settled), ["deny", "not-reached", "not-reached"]);
     assert_eq!(each(&settled, "interceptors", "backend"), [A, B, C]);
     assert_eq!(a.requests().len(), 1);
@@ -196,7 +200,7 @@ async fn a_deny_short_circuits_the_rest_of_the_chain() {
         0,
         "C was asked to decide after A denied"
     );
-    for skipped in &settled.record["interceptors"].as_array().unwrap()[1..] {
+    for skipped in &record_json(&settled)["interceptors"].as_array().unwrap()[1..] {
         assert_eq!(skipped["attempts"], json!([]), "{skipped}");
         assert_eq!(skipped.get("failure"), None, "{skipped}");
     }
@@ -215,15 +219,16 @@ async fn a_deny_short_circuits_the_rest_of_the_chain() {
         );
         let sha = sha256_hex(&observes[0].body);
         assert_eq!(
-            settled.record["observers"][entry - 1]["requestSha256"],
+            record_json(&settled)["observers"][entry - 1]["requestSha256"],
             json!(sha)
         );
         assert_eq!(
-            settled.record["observers"][entry - 1]["result"],
+            record_json(&settled)["observers"][entry - 1]["result"],
             "http-status"
         );
     }
-    let observers = settled.record["observers"]
+    let record = record_json(&settled);
+    let observers = record["observers"]
         .as_array()
         .expect("observers is an array");
     let listed: Vec<(&Value, &Value)> = observers
@@ -251,7 +256,7 @@ async fn a_deny_short_circuits_the_rest_of_the_chain() {
     // A notification is not the intercept request.
     assert_ne!(
         json!(observe_sha),
-        settled.record["interceptors"][0]["requestSha256"]
+        record_json(&settled)["interceptors"][0]["requestSha256"]
     );
 }
 
@@ -270,17 +275,20 @@ async fn a_fail_open_failure_then_a_deny_is_a_backend_deny() {
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
     assert_eq!(settled.decided_by, DecidedBy::BackendDeny);
     assert_eq!(settled.reason.as_deref(), Some("B forbids this."));
-    assert_eq!(settled.record["decidedBy"], "backend-deny");
-    assert_eq!(settled.record["reason"], "B forbids this.");
+    assert_eq!(record_json(&settled)["decidedBy"], "backend-deny");
+    assert_eq!(record_json(&settled)["reason"], "B forbids this.");
     assert_eq!(outcomes(&settled), ["failed-open", "deny"]);
-    let first = &settled.record["interceptors"][0];
+    let first = &record_json(&settled)["interceptors"][0];
     assert_eq!(first["failure"]["class"], "connection-reset", "{first}");
     assert_eq!(first["policy"], "fail-open");
-    assert_eq!(settled.record["interceptors"][1].get("failure"), None);
+    assert_eq!(
+        record_json(&settled)["interceptors"][1].get("failure"),
+        None
+    );
     assert_eq!(a.requests().len(), 1);
     assert_eq!(b.requests().len(), 1);
     assert!(a.requests()[0].at < b.requests()[0].at);
-    assert_eq!(settled.record["observers"], json!([]));
+    assert_eq!(record_json(&settled)["observers"], json!([]));
     assert_wire_matches_record(&[&a, &b], &settled, "evt_open_then_deny");
 }
 
@@ -299,10 +307,10 @@ async fn a_fail_closed_failure_stops_the_chain() {
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
     assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
     assert_eq!(settled.reason.as_deref(), Some(SYNTHETIC_REASON));
-    assert_eq!(settled.record["decidedBy"], "synthetic-deny");
+    assert_eq!(record_json(&settled)["decidedBy"], "synthetic-deny");
     assert_eq!(outcomes(&settled), ["failed-closed", "not-reached"]);
     assert_eq!(
-        settled.record["interceptors"][0]["failure"]["class"],
+        record_json(&settled)["interceptors"][0]["failure"]["class"],
         "connection-reset"
     );
     assert_eq!(a.requests().len(), 1);
@@ -329,7 +337,7 @@ async fn sequential_calls_reuse_one_connection() {
         let last = backend.requests().pop().expect("a request was sent");
         assert_eq!(
             sha256_hex(&last.body),
-            settled.record["interceptors"][0]["requestSha256"]
+            record_json(&settled)["interceptors"][0]["requestSha256"]
                 .as_str()
                 .expect("requestSha256"),
         );

@@ -3,13 +3,18 @@
 //! accepted earlier answer survives a later fail-open failure, and conflicting effects in
 //! one response reject that response.
 
-use ahp_host::{DecidedBy, Decision, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, interceptor, registration, Http};
+use ahp_tests::support::{event, interceptor, record_json, registration, Http};
 use serde_json::json;
 use Behaviour::Effects;
 
-const ALL: &[&str] = &["deny", "ask", "allow", "message"];
+const ALL: &[EffectKind] = &[
+    EffectKind::Deny,
+    EffectKind::Ask,
+    EffectKind::Allow,
+    EffectKind::Message,
+];
 
 /// Registers `hooks` in order and settles event `event_id`, declaring every effect.
 async fn settle(hooks: &[Http<'_>], event_id: &str) -> Settlement {
@@ -99,7 +104,7 @@ async fn composition_table() {
             settled.record
         );
         assert_eq!(
-            settled.record["decision"],
+            record_json(&settled)["decision"],
             json!(format!("{decision:?}").to_lowercase()),
             "{name}"
         );
@@ -113,7 +118,7 @@ async fn accepted_messages_are_recorded_and_a_rejected_response_shows_none() {
         Behaviour::NoEffect,
     )
     .await;
-    assert_eq!(settled.record["messages"], json!(["from A"]));
+    assert_eq!(record_json(&settled)["messages"], json!(["from A"]));
     // A message followed by an unknown effect: the whole response is rejected, the
     // message is never shown.
     let settled = chain(
@@ -124,12 +129,12 @@ async fn accepted_messages_are_recorded_and_a_rejected_response_shows_none() {
     )
     .await;
     assert!(
-        settled.record.get("messages").is_none(),
+        record_json(&settled).get("messages").is_none(),
         "{}",
         settled.record
     );
     assert_eq!(
-        settled.record["interceptors"][0]["failure"]["class"],
+        record_json(&settled)["interceptors"][0]["failure"]["class"],
         "invalid-effects"
     );
 }
@@ -147,7 +152,7 @@ async fn conflicting_effects_in_one_response_are_invalid_under_either_policy() {
         let hook = Http::new("com.example.a", backend.url()).policy(policy);
         let settled = settle(&[hook], "evt_conflict").await;
         assert_eq!(settled.decision, decision, "{policy}: {}", settled.record);
-        let failure = &settled.record["interceptors"][0]["failure"];
+        let failure = &record_json(&settled)["interceptors"][0]["failure"];
         assert_eq!(failure["class"], "invalid-effects");
         assert_eq!(failure["detail"], "conflicting-effects");
         assert_ne!(

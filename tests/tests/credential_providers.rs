@@ -3,11 +3,11 @@
 //! about 401s, and stay the caller's: shutting an interceptor down leaves them usable.
 
 use ahp_host::{
-    AuthFailure, BoxFuture, CredentialProvider, CredentialRequest, DecidedBy, Decision,
+    AuthFailure, BoxFuture, CredentialProvider, CredentialRequest, DecidedBy, Decision, EffectKind,
     Interceptor, Interrupt, Options, Secret, Settlement,
 };
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, registration, Http};
+use ahp_tests::support::{event, record_json, registration, Http};
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -106,7 +106,7 @@ async fn interceptor_with(
 
 async fn call(interceptor: &Interceptor, event_id: &str) -> Settlement {
     interceptor
-        .intercept(&event(event_id), &["deny"], None)
+        .intercept(&event(event_id), &[EffectKind::Deny], None)
         .await
         .expect("a valid event settles")
 }
@@ -148,7 +148,7 @@ async fn a_failing_provider_is_auth_failed_and_nothing_is_sent() {
     let s = call(&interceptor, "evt_provider_fails").await;
     assert_eq!(s.decided_by, DecidedBy::SyntheticDeny);
     assert_eq!(
-        s.record["interceptors"][0]["failure"],
+        record_json(&s)["interceptors"][0]["failure"],
         json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"})
     );
     assert!(backend.requests().is_empty());
@@ -163,7 +163,7 @@ async fn a_hanging_provider_ends_at_the_deadline_and_sees_interruption() {
     let s = call(&interceptor, "evt_provider_slow").await;
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(
-        s.record["interceptors"][0]["failure"]["detail"],
+        record_json(&s)["interceptors"][0]["failure"]["detail"],
         "deadline-exceeded"
     );
 
@@ -174,7 +174,12 @@ async fn a_hanging_provider_ends_at_the_deadline_and_sees_interruption() {
         trigger.interrupt();
     });
     let s = interceptor
-        .intercept_with(&event("evt_provider_cut"), &["deny"], None, &interrupt)
+        .intercept_with(
+            &event("evt_provider_cut"),
+            &[EffectKind::Deny],
+            None,
+            &interrupt,
+        )
         .await
         .unwrap();
     assert_eq!(s.decided_by, DecidedBy::Interrupted, "{}", s.record);

@@ -9,7 +9,7 @@ use ahp_host::{DecidedBy, Decision, Interceptor, Options, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_failed, assert_settled, assert_settled_at, attempts, audit_lines, interceptor,
-    only_interceptor, registration, timed_call, Http,
+    only_interceptor, record_json, registration, timed_call, Http,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -27,10 +27,10 @@ fn assert_deadline_failure(
 ) {
     let failure = assert_failed(settled, policy, "deadline-exceeded", id);
     assert_eq!(
-        *failure,
+        failure,
         json!({"class": "deadline-exceeded", "phase": phase})
     );
-    let record = &settled.record;
+    let record = &record_json(&settled);
     let entry = only_interceptor(record);
     assert_eq!(record["event"]["id"], json!(id));
     assert_eq!(entry["backend"], json!(BACKEND));
@@ -122,7 +122,7 @@ async fn slow_reply_exceeds_the_deadline_and_is_never_revived() {
     let lines = audit_lines(&audit);
     assert_eq!(
         lines,
-        vec![first.record.clone()],
+        vec![record_json(&first)],
         "the audit log holds the one settled record"
     );
     assert_eq!(backend.requests().len(), 1);
@@ -130,16 +130,17 @@ async fn slow_reply_exceeds_the_deadline_and_is_never_revived() {
     let (second, elapsed) = timed_call(&interceptor, "evt_slow_2", None).await;
     println!("after the late reply: settled in {elapsed:?}");
     assert_settled(&second, Decision::Allow, DecidedBy::NoObjection, None);
-    let entry = only_interceptor(&second.record);
+    let record = record_json(&second);
+    let entry = only_interceptor(&record);
     assert_eq!(entry["outcome"], json!("no-effect"));
     assert_eq!(entry.get("failure"), None, "no failure in {entry}");
-    assert_eq!(second.record["event"]["id"], json!("evt_slow_2"));
+    assert_eq!(record_json(&second)["event"]["id"], json!("evt_slow_2"));
     let requests = backend.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(requests[1].json()["id"], json!("evt_slow_2"));
     assert_eq!(
         audit_lines(&audit),
-        vec![first.record.clone(), second.record.clone()]
+        vec![record_json(&first), record_json(&second)]
     );
 }
 
@@ -180,7 +181,8 @@ async fn budget_shorter_than_the_timeout_denies_even_under_fail_open() {
         DecidedBy::BudgetExpired,
         Some(BUDGET_REASON),
     );
-    let entry = only_interceptor(&settled.record);
+    let record = record_json(&settled);
+    let entry = only_interceptor(&record);
     assert_eq!(entry["outcome"], json!("budget-expired"));
     assert_eq!(entry["policy"], json!("fail-open"));
     assert_eq!(

@@ -4,7 +4,8 @@
 
 use ahp_host::{DecidedBy, Decision, Interceptor, Options, Settlement};
 use ahp_tests::support::{
-    assert_settled, assert_settled_at, registration, runaway_component, timed_call, Http, SLACK,
+    assert_settled, assert_settled_at, record_json, registration, runaway_component, timed_call,
+    Http, SLACK,
 };
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -35,7 +36,7 @@ fn assert_engine_failure(settled: &Settlement, id: &str) {
         DecidedBy::EngineFailure,
         Some(ENGINE_FAILURE_REASON),
     );
-    let record = &settled.record;
+    let record = &record_json(&settled);
     assert_eq!(
         record["event"],
         json!({"id": id, "type": "tool.before", "session": "sess_e2e", "call": format!("call_{id}")})

@@ -14,9 +14,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use ahp_host::{DecidedBy, Decision, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Settlement};
 use ahp_tests::fault_backend::{refused_url, Behaviour, FaultBackend};
-use ahp_tests::support::{call, event, interceptor, registration, Http, SYNTHETIC_REASON};
+use ahp_tests::support::{
+    call, event, interceptor, record_json, registration, Http, SYNTHETIC_REASON,
+};
 use serde_json::{json, Map, Value};
 
 /// Put in every scripted body and error message; must never leave the backend exchange.
@@ -25,7 +27,7 @@ const FAULTY: &str = "com.example.faulty";
 const HEALTHY: &str = "com.example.healthy";
 const TIMEOUT_MS: u64 = 1_000;
 const POLICIES: [&str; 2] = ["fail-closed", "fail-open"];
-const DENY_ONLY: &[&str] = &["deny"];
+const DENY_ONLY: &[EffectKind] = &[EffectKind::Deny];
 const JSON: &str = "application/json";
 const HTTP_STATUS: &str = "http-status";
 const MALFORMED_JSONRPC: &str = "malformed-jsonrpc";
@@ -51,7 +53,7 @@ struct Case {
     name: &'static str,
     script: Fault,
     /// What the harness declares it can enforce.
-    effects: &'static [&'static str],
+    effects: &'static [EffectKind],
     class: &'static str,
     /// Every case pins the phase as well as the class.
     phase: &'static str,
@@ -98,7 +100,7 @@ impl Case {
         self
     }
 
-    fn effects(mut self, effects: &'static [&'static str]) -> Case {
+    fn effects(mut self, effects: &'static [EffectKind]) -> Case {
         self.effects = effects;
         self
     }
@@ -377,7 +379,7 @@ fn table(redirect_target: &str) -> Vec<Case> {
             INVALID_EFFECTS,
             ACCEPT,
         )
-        .effects(&["deny", "allow"])
+        .effects(&[EffectKind::Deny, EffectKind::Allow])
         .detail("conflicting-effects"),
         Case::new(
             "deny-unknown-field",
@@ -393,7 +395,7 @@ fn table(redirect_target: &str) -> Vec<Case> {
             INVALID_EFFECTS,
             ACCEPT,
         )
-        .effects(&["deny", "message"])
+        .effects(&[EffectKind::Deny, EffectKind::Message])
         .detail("unknown-effect"),
         // --- transport ---
         Case::fault(
@@ -469,7 +471,7 @@ fn assert_case_settled(
     (decided_by, decided_by_word): (DecidedBy, &str),
     reason: Option<&str>,
 ) {
-    let record = &settled.record;
+    let record = &record_json(&settled);
     assert_eq!(settled.decision, decision, "{context}: {record}");
     assert_eq!(settled.decided_by, decided_by, "{context}: {record}");
     assert_eq!(settled.reason.as_deref(), reason, "{context}: {record}");
@@ -542,7 +544,7 @@ async fn run_case(
     if policy == "fail-closed" && settled.decision == Decision::Allow {
         closed_allows.fetch_add(1, Ordering::SeqCst);
     }
-    let record = &settled.record;
+    let record = &record_json(&settled);
     let first = &record["interceptors"][0];
     let second = &record["interceptors"][1];
 
@@ -741,7 +743,7 @@ async fn explicit_deny_is_the_backends_reason_under_both_policies() {
         let hooks = interceptor(&faulty_then_healthy(&denier.url(), &healthy.url(), policy)).await;
         let event_id = format!("evt_explicit_{policy}");
         let settled = call(&hooks, &event_id).await;
-        let record = &settled.record;
+        let record = &record_json(&settled);
         assert_case_settled(policy, &settled, DENY, BACKEND_DENY, Some(&reason));
         let first = &record["interceptors"][0];
         assert_eq!(first["backend"], FAULTY, "{policy}: {record}");

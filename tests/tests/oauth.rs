@@ -3,11 +3,11 @@
 //! inside the subscription's deadline, one re-acquisition after a 401, and never a
 //! request without the credential.
 
-use ahp_host::{DecidedBy, Decision, Interceptor, Interrupt, Options, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::oauth_server::{basic, MetadataMode, OAuthServer, TokenMode, CLIENT_ID};
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{event, registration, Http};
+use ahp_tests::support::{event, record_json, registration, Http};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tempfile::NamedTempFile;
@@ -79,13 +79,13 @@ impl Fixture {
 
 async fn call(interceptor: &Interceptor, id: &str) -> Settlement {
     interceptor
-        .intercept(&event(id), &["deny"], None)
+        .intercept(&event(id), &[EffectKind::Deny], None)
         .await
         .unwrap()
 }
 
 fn failure(settlement: &Settlement) -> Value {
-    settlement.record["interceptors"][0]["failure"].clone()
+    record_json(&settlement)["interceptors"][0]["failure"].clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -177,7 +177,12 @@ async fn cancelling_one_waiter_leaves_the_shared_acquisition_to_the_others() {
         let (interceptor, interrupt) = (interceptor.clone(), interrupt.clone());
         tokio::spawn(async move {
             interceptor
-                .intercept_with(&event("evt_cancelled"), &["deny"], None, &interrupt)
+                .intercept_with(
+                    &event("evt_cancelled"),
+                    &[EffectKind::Deny],
+                    None,
+                    &interrupt,
+                )
                 .await
                 .unwrap()
         })

@@ -1,7 +1,7 @@
 //! The upstream registration fixtures through the real component, and the `ahp` CLI's
 //! exit codes and output for `check` and `intercept`.
 
-use ahp_host::{BuildError, Interceptor, Options};
+use ahp_host::{Interceptor, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     ahp_binary, assert_nothing_sent, event, one_json_line, only_interceptor, registration, Http,
@@ -62,7 +62,8 @@ async fn every_fixture_is_accepted_iff_named_valid() {
             (true, Ok(_)) => {}
             (true, Err(e)) => failures.push(format!("{name}: rejected: {e}")),
             (false, Ok(_)) => failures.push(format!("{name}: accepted")),
-            (false, Err(BuildError::Registration(problems))) => {
+            (false, Err(e)) if e.is_registration() => {
+                let problems: Vec<String> = e.problems().iter().map(ToString::to_string).collect();
                 if problems.is_empty() {
                     failures.push(format!("{name}: rejected without problems"));
                 }
@@ -92,7 +93,11 @@ async fn every_fixture_is_accepted_iff_named_valid() {
 async fn literal_token_is_rejected_at_its_path_without_echoing_it() {
     let text = std::fs::read_to_string(fixtures_dir().join("literal-token.invalid.json")).unwrap();
     let problems = match Interceptor::new(&text, Options::default()).await {
-        Err(BuildError::Registration(problems)) => problems,
+        Err(e) if e.is_registration() => e
+            .problems()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
         Err(e) => panic!("not a registration error: {e}"),
         Ok(_) => panic!("a literal token was accepted"),
     };

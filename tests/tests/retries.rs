@@ -6,7 +6,7 @@ use ahp_host::{DecidedBy, Decision, Interceptor, Options, RetryPolicy};
 use ahp_tests::fault_backend::{refused_url, Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_failed, assert_settled, assert_settled_by, attempt_results, attempts, call, interceptor,
-    only_interceptor, registration, timed_call, Http,
+    only_interceptor, record_json, registration, timed_call, Http,
 };
 use std::time::Duration;
 
@@ -47,7 +47,8 @@ async fn a_reset_then_success_is_retried_with_identical_bytes() {
         requests[0].body, requests[1].body,
         "a retry resends the exact bytes"
     );
-    let entry = only_interceptor(&settled.record);
+    let record = record_json(&settled);
+    let entry = only_interceptor(&record);
     assert_eq!(attempt_results(entry), ["connection-reset", "accepted"]);
     let attempts = attempts(entry);
     assert_eq!(attempts[0]["requestSha256"], attempts[1]["requestSha256"]);
@@ -102,7 +103,8 @@ async fn deny_empty_success_and_rejected_content_are_never_retried() {
         let hooks = with_retries(Http::new(ID, backend.url()), 5).await;
         let settled = call(&hooks, "evt_retry_4").await;
         assert_eq!(settled.decided_by, decided_by, "{behaviour:?}");
-        let entry = only_interceptor(&settled.record);
+        let record = record_json(&settled);
+        let entry = only_interceptor(&record);
         assert_eq!(attempt_results(entry), [result], "{behaviour:?}");
         assert_eq!(backend.requests().len(), 1, "retried after {behaviour:?}");
     }
@@ -112,7 +114,8 @@ async fn deny_empty_success_and_rejected_content_are_never_retried() {
 async fn retries_stop_at_the_original_deadline() {
     let hooks = with_retries(Http::new(ID, refused_url()).timeout_ms(200), 1_000).await;
     let (settled, elapsed) = timed_call(&hooks, "evt_retry_5", None).await;
-    let results = attempt_results(only_interceptor(&settled.record));
+    let record = record_json(&settled);
+    let results = attempt_results(only_interceptor(&record));
     // Every attempt but the last was refused; the last was refused too, or met the
     // deadline while connecting (a retry may start with only a little time left).
     let (last, earlier) = results.split_last().expect("at least one attempt");
@@ -141,7 +144,7 @@ async fn retries_inside_a_budget_stop_at_the_budget() {
     assert_settled_by(elapsed, budget, "budget");
     // The retries ran out of budget: whatever the last attempt saw, the call was cut short
     // by the budget or settled by the failure, never allowed by running past it.
-    assert!(attempts(only_interceptor(&settled.record)).len() > 1);
+    assert!(attempts(only_interceptor(&record_json(&settled))).len() > 1);
     assert!(
         matches!(
             settled.decided_by,

@@ -2,9 +2,9 @@
 //! in-flight calls end as denials, repeated and concurrent shutdown is safe, and the
 //! interceptor's connections are released.
 
-use ahp_host::{CallError, DecidedBy, Decision, Interceptor, Options};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, registration, Http};
+use ahp_tests::support::{event, record_json, registration, Http};
 use std::time::{Duration, Instant};
 
 fn fd_targets() -> Vec<String> {
@@ -38,7 +38,7 @@ async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
         )
         .await
         .unwrap();
-        warm.intercept(&event("evt_sd_0"), &["deny"], None)
+        warm.intercept(&event("evt_sd_0"), &[EffectKind::Deny], None)
             .await
             .unwrap();
         warm.shutdown();
@@ -62,7 +62,11 @@ async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
     // An in-flight call: the first backend answers, the second never does.
     let in_flight = {
         let hooks = hooks.clone();
-        tokio::spawn(async move { hooks.intercept(&event("evt_sd_1"), &["deny"], None).await })
+        tokio::spawn(async move {
+            hooks
+                .intercept(&event("evt_sd_1"), &[EffectKind::Deny], None)
+                .await
+        })
     };
     assert!(stuck.wait_for_requests(1, Duration::from_secs(5)).await);
     let started = Instant::now();
@@ -87,14 +91,19 @@ async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
     );
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
     assert_eq!(settled.decided_by, DecidedBy::Shutdown);
-    assert_eq!(settled.record["decidedBy"], "shutdown");
+    assert_eq!(record_json(&settled)["decidedBy"], "shutdown");
 
     // Admission has stopped: a later call fails locally, as a denial, sending nothing.
     let requests_before = quiet.requests().len();
-    match hooks.intercept(&event("evt_sd_2"), &["deny"], None).await {
-        Err(CallError::ShutDown(settled)) => {
+    match hooks
+        .intercept(&event("evt_sd_2"), &[EffectKind::Deny], None)
+        .await
+    {
+        Err(e) if e.is_shut_down() => {
+            let settled = e.shutdown_settlement().expect("the local shutdown denial");
             assert_eq!(settled.decision, Decision::Deny);
             assert_eq!(settled.decided_by, DecidedBy::Shutdown);
+            assert!(e.problems().is_empty());
         }
         other => panic!("a call after shutdown must fail locally, got {other:?}"),
     }

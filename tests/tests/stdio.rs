@@ -14,10 +14,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ahp_host::{DecidedBy, Decision, Interceptor, Interrupt, Options, RetryPolicy, Settlement};
+use ahp_host::{
+    DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, RetryPolicy, Settlement,
+};
 use ahp_tests::support::{
     assert_failed, assert_settled, assert_settled_at, assert_settled_by, call, event, interceptor,
-    only_interceptor, timed_call,
+    only_interceptor, record_json, timed_call,
 };
 use serde_json::{json, Value};
 use tokio::sync::RwLock;
@@ -166,20 +168,20 @@ async fn call_no_effect(hooks: &Interceptor, id: &str) {
 /// failure.
 fn assert_no_effect(settled: &Settlement, case: &str) {
     assert_settled(settled, Decision::Allow, DecidedBy::NoObjection, None);
-    let record = &settled.record;
+    let record = &record_json(&settled);
     let entry = only_interceptor(record);
     assert_eq!(entry["outcome"], json!("no-effect"), "{case}: {record}");
     assert_eq!(entry.get("failure"), None, "{case}: {record}");
 }
 
 /// [`assert_failed`], reported at once instead of by waiting out the deadline.
-fn assert_failed_at_once<'s>(
-    settled: &'s Settlement,
+fn assert_failed_at_once(
+    settled: &Settlement,
     elapsed: Duration,
     policy: &str,
     class: &str,
     case: &str,
-) -> &'s Value {
+) -> Value {
     let failure = assert_failed(settled, policy, class, case);
     assert!(elapsed < AT_ONCE, "{case}: waited {elapsed:?}");
     failure
@@ -335,8 +337,13 @@ async fn deny_is_an_explicit_backend_deny_in_both_lifecycles() {
             DecidedBy::BackendDeny,
             Some("stdio says no"),
         );
-        let entry = only_interceptor(&c.settled.record);
-        assert_eq!(entry["outcome"], json!("deny"), "{}", c.name);
+        let record = record_json(&c.settled);
+        assert_eq!(
+            only_interceptor(&record)["outcome"],
+            json!("deny"),
+            "{}",
+            c.name
+        );
     })
     .await;
 }
@@ -585,7 +592,7 @@ async fn an_interrupted_exchange_kills_the_persistent_backend_and_the_next_call_
         let settled = hooks
             .intercept_with(
                 &event(&format!("evt_interrupted_{n}")),
-                &["deny"],
+                &[EffectKind::Deny],
                 None,
                 &interrupt,
             )
@@ -634,7 +641,7 @@ async fn short_circuit_observe_is_delivered_over_stdio() {
             "{}",
             settled.record
         );
-        let observers = &settled.record["observers"];
+        let observers = &record_json(&settled)["observers"];
         assert_eq!(
             observers[0]["backend"],
             json!(ID),

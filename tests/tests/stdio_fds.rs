@@ -5,8 +5,8 @@
 //! Its own test binary with a single test, so no other test opens descriptors in this
 //! process while it counts them.
 
-use ahp_host::Decision;
-use ahp_tests::support::{event, interceptor};
+use ahp_host::{Decision, EffectKind};
+use ahp_tests::support::{event, interceptor, record_json};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -66,7 +66,7 @@ async fn shutdown_leaves_no_descriptor_open() {
     // The first interceptor warms up what lives for the whole process (the engine, the
     // embedded component, the epoch ticker), so the baseline below is steady.
     let warm = interceptor(&registration()).await;
-    warm.intercept(&event("evt_fd_warm"), &["deny"], None)
+    warm.intercept(&event("evt_fd_warm"), &[EffectKind::Deny], None)
         .await
         .unwrap();
     warm.shutdown();
@@ -76,11 +76,12 @@ async fn shutdown_leaves_no_descriptor_open() {
     let hooks = interceptor(&registration()).await;
     for i in 0..3 {
         let settled = hooks
-            .intercept(&event(&format!("evt_fd_{i}")), &["deny"], None)
+            .intercept(&event(&format!("evt_fd_{i}")), &[EffectKind::Deny], None)
             .await
             .unwrap();
         assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
-        let classes: Vec<_> = settled.record["interceptors"]
+        let record = record_json(&settled);
+        let classes: Vec<_> = record["interceptors"]
             .as_array()
             .unwrap()
             .iter()

@@ -2,9 +2,9 @@
 //! an explicitly configured trust-roots file; an untrusted certificate fails the TLS
 //! handshake, nothing is sent, and the subscription's policy settles the call.
 
-use ahp_host::{DecidedBy, Decision, Interceptor, Options};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options};
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{ahp_binary, event, registration, Http};
+use ahp_tests::support::{ahp_binary, event, record_json, registration, Http};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
@@ -80,11 +80,14 @@ async fn https_backend_signed_by_a_configured_root_is_trusted() {
     };
     let interceptor = Interceptor::new(&reg, options).await.unwrap();
     let settled = interceptor
-        .intercept(&event("evt_tls_ok"), &["deny"], None)
+        .intercept(&event("evt_tls_ok"), &[EffectKind::Deny], None)
         .await
         .unwrap();
     assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
-    assert_eq!(settled.record["interceptors"][0]["outcome"], "no-effect");
+    assert_eq!(
+        record_json(&settled)["interceptors"][0]["outcome"],
+        "no-effect"
+    );
     assert_eq!(served.load(Ordering::SeqCst), 1);
 }
 
@@ -103,14 +106,14 @@ async fn untrusted_certificate_fails_the_handshake_and_sends_nothing() {
         .policy(policy)]);
         let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
         let settled = interceptor
-            .intercept(&event("evt_tls_bad"), &["deny"], None)
+            .intercept(&event("evt_tls_bad"), &[EffectKind::Deny], None)
             .await
             .unwrap();
         assert_eq!(settled.decision, decision, "{policy}: {}", settled.record);
         if decision == Decision::Deny {
             assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
         }
-        let failure = &settled.record["interceptors"][0]["failure"];
+        let failure = &record_json(&settled)["interceptors"][0]["failure"];
         assert_eq!(
             failure["class"], "connection-refused",
             "{policy}: {}",
@@ -132,11 +135,11 @@ async fn plain_http_to_a_non_loopback_host_is_not_permitted() {
     let reg = registration(&[Http::new("com.example.remote", "http://0.0.0.0:9/hooks")]);
     let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
     let settled = interceptor
-        .intercept(&event("evt_plain"), &["deny"], None)
+        .intercept(&event("evt_plain"), &[EffectKind::Deny], None)
         .await
         .unwrap();
     assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
-    let failure = &settled.record["interceptors"][0]["failure"];
+    let failure = &record_json(&settled)["interceptors"][0]["failure"];
     assert_eq!(failure["class"], "connection-refused");
     assert_eq!(failure["detail"], "not-permitted");
 }

@@ -12,8 +12,7 @@ use super::problems::{
 };
 use super::{
     Auth, Backend, EventPattern, FailurePolicy, Lifecycle, Mode, OAuth, OAuthFlow, Subscription,
-    Transport,
-    INTERCEPTABLE_EVENTS,
+    Transport, INTERCEPTABLE_EVENTS,
 };
 use crate::syntax::{is_env_name, is_http_url, is_reverse_dns};
 use serde_json::Value;
@@ -144,7 +143,9 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
     });
     let resource = a.need(c, "resource", non_empty);
     let client_id = a.need(c, "clientId", non_empty);
-    let flow = a.need(c, "flow", |c, v, p| choice(c, v, p, &words(OAuthFlow::ALL, OAuthFlow::as_str)));
+    let flow = a.need(c, "flow", |c, v, p| {
+        choice(c, v, p, &words(OAuthFlow::ALL, OAuthFlow::as_str))
+    });
     let scopes = a.opt(c, "scopes", strings);
     let secret_ref = a.opt(c, "clientSecretRef", non_empty);
     if flow == Some(OAuthFlow::ClientCredentials) && !a.has("clientSecretRef") {

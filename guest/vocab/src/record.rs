@@ -39,6 +39,14 @@ impl Record {
     }
 }
 
+impl std::fmt::Display for Record {
+    /// The record as one JSON line, as the CLI prints it and the audit log stores it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let line = serde_json::to_string(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(&line)
+    }
+}
+
 /// Identity of the event a record is about. Every field is optional: a record the host
 /// settles for an event it could not parse carries what could be read.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,7 +166,7 @@ macro_rules! spelled_with_class {
 
         impl core::fmt::Display for $name {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                f.write_str(self.as_str())
+                f.pad(self.as_str())
             }
         }
 
@@ -275,7 +283,10 @@ mod tests {
         let mut value = serde_json::to_value(sample()).unwrap();
         value["interceptors"][0]["attempts"][0]["result"] = "maybe".into();
         let error = serde_json::from_value::<Record>(value).unwrap_err();
-        assert!(error.to_string().contains("unknown AttemptResult `maybe`"), "{error}");
+        assert!(
+            error.to_string().contains("unknown AttemptResult `maybe`"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -292,7 +303,10 @@ mod tests {
         );
         let odd = r#"{"id":7,"type":"tool.before","session":"flat"}"#;
         let read = EventRef::read(odd);
-        assert_eq!((read.id, read.event_type), (None, Some("tool.before".into())));
+        assert_eq!(
+            (read.id, read.event_type),
+            (None, Some("tool.before".into()))
+        );
         assert_eq!(EventRef::read("not json"), EventRef::default());
     }
 

@@ -93,7 +93,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///     }
 /// }
 ///
-/// # async fn build(registration: &str) -> Result<(), ahp_host::BuildError> {
+/// # async fn build(registration: &str) -> Result<(), ahp_host::Error> {
 /// let mut options = Options::default();
 /// let vault: Arc<dyn CredentialProvider> = Arc::new(Vault);
 /// options.credential_providers.insert("com.example.policy".into(), vault);

@@ -11,10 +11,11 @@ use crate::api::Options;
 use crate::bindings::credentials::AuthError;
 use crate::bindings::delivery::Reply;
 use crate::bindings::host_types::DeliveryError;
-use crate::bindings::interceptor::{AuthPlan, BackendPlan, TransportPlan};
+use crate::bindings::interceptor::{AuthPlan, BackendPlan, OauthFlow, TransportPlan};
 use crate::bindings::{credentials as wit_credentials, delivery as wit_delivery, host_types};
 use crate::clock;
 use crate::interrupt::Interrupt;
+use ahp_vocab::{Detail, Failure, FailureClass, OAuthFlow, ObserverResult, Phase};
 use credentials::{AuthFailure, Credential, Source};
 use http::{HttpBackend, HttpOptions};
 use oauth::OAuth;
@@ -159,11 +160,11 @@ impl Backends {
                 }
             }
             if let Some(Source::OAuth(plan, _)) = &backend.credentials {
-                if plan.flow != "client_credentials" {
+                if plan.flow != OauthFlow::ClientCredentials {
                     warnings.push(format!(
                         "backend `{id}`: OAuth flow `{}` needs a user agent this host does not \
                          have; every call is auth-failed unless a credential provider is injected",
-                        plan.flow
+                        OAuthFlow::AuthorizationCodePkce
                     ));
                 }
             }
@@ -188,12 +189,12 @@ impl Backends {
         cancelled: &Interrupt,
     ) -> ObserverResult {
         let Some(target) = self.get(backend) else {
-            return ObserverResult::ConnectionRefused;
+            return ObserverResult::Failed(FailureClass::ConnectionRefused);
         };
         let bearer = match &target.credentials {
             Some(source) => match source.acquire(backend, deadline, cancelled).await {
                 Ok(secret) => Some(secret),
-                Err(_) => return ObserverResult::AuthFailed,
+                Err(_) => return ObserverResult::Failed(FailureClass::AuthFailed),
             },
             None => None,
         };
@@ -222,60 +223,36 @@ impl Backend {
     }
 }
 
-/// How one observer delivery ended. Its audit word ([`ObserverResult::as_str`]) uses the
-/// failure classes of intercept deliveries where they apply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ObserverResult {
-    Delivered,
-    /// Never started: the call was interrupted, shut down or dropped before completion.
-    NotSent,
-    Interrupted,
-    AuthFailed,
-    DeadlineExceeded,
-    ConnectionRefused,
-    ConnectionReset,
-    ConnectionLost,
-    /// Any status but 202/204 with no body, or garbled HTTP.
-    HttpStatus,
-    LaunchFailed,
-    AbnormalExit,
-    /// The reply was over the size cap.
-    MalformedJson,
-}
-
-impl ObserverResult {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ObserverResult::Delivered => "delivered",
-            ObserverResult::NotSent => "not-sent",
-            ObserverResult::Interrupted => "interrupted",
-            ObserverResult::AuthFailed => "auth-failed",
-            ObserverResult::DeadlineExceeded => "deadline-exceeded",
-            ObserverResult::ConnectionRefused => "connection-refused",
-            ObserverResult::ConnectionReset => "connection-reset",
-            ObserverResult::ConnectionLost => "connection-lost",
-            ObserverResult::HttpStatus => "http-status",
-            ObserverResult::LaunchFailed => "launch-failed",
-            ObserverResult::AbnormalExit => "abnormal-exit",
-            ObserverResult::MalformedJson => "malformed-json",
+/// How an observer delivery failed, in the intercept failure classes, and whether that
+/// failure is transient (the one rule, [`Failure::is_transient`]).
+fn observer_failure(error: &DeliveryError) -> Failure {
+    let (class, phase) = match error {
+        DeliveryError::DeadlineExceeded(_) => {
+            (FailureClass::DeadlineExceeded, Phase::AwaitResponse)
         }
-    }
-
-    fn of(error: &DeliveryError) -> ObserverResult {
-        match error {
-            DeliveryError::DeadlineExceeded(_) => ObserverResult::DeadlineExceeded,
-            DeliveryError::Cancelled => ObserverResult::Interrupted,
-            DeliveryError::ConnectionRefused
-            | DeliveryError::TlsFailed
-            | DeliveryError::NotPermitted => ObserverResult::ConnectionRefused,
-            DeliveryError::ConnectionReset => ObserverResult::ConnectionReset,
-            DeliveryError::ConnectionLost => ObserverResult::ConnectionLost,
-            DeliveryError::MalformedHttp => ObserverResult::HttpStatus,
-            DeliveryError::LaunchFailed => ObserverResult::LaunchFailed,
-            DeliveryError::AbnormalExit(_) => ObserverResult::AbnormalExit,
-            DeliveryError::ResponseTooLarge => ObserverResult::MalformedJson,
+        DeliveryError::Cancelled => {
+            return Failure::new(FailureClass::DeadlineExceeded, Phase::AwaitResponse)
         }
-    }
+        DeliveryError::ConnectionRefused => (FailureClass::ConnectionRefused, Phase::Connect),
+        DeliveryError::TlsFailed => {
+            return Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
+                .with_detail(Detail::Tls)
+        }
+        DeliveryError::NotPermitted => {
+            return Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
+                .with_detail(Detail::NotPermitted)
+        }
+        DeliveryError::ConnectionReset => (FailureClass::ConnectionReset, Phase::AwaitResponse),
+        DeliveryError::ConnectionLost => (FailureClass::ConnectionLost, Phase::AwaitResponse),
+        DeliveryError::MalformedHttp => {
+            return Failure::new(FailureClass::HttpStatus, Phase::AwaitResponse)
+                .with_detail(Detail::MalformedHttp)
+        }
+        DeliveryError::LaunchFailed => (FailureClass::LaunchFailed, Phase::Connect),
+        DeliveryError::AbnormalExit(_) => (FailureClass::AbnormalExit, Phase::AwaitResponse),
+        DeliveryError::ResponseTooLarge => (FailureClass::MalformedJson, Phase::ReadResponse),
+    };
+    Failure::new(class, phase)
 }
 
 /// One attempt at an observe notification: its result, and whether it may be retried.
@@ -290,23 +267,21 @@ async fn notify_once(
         // No status on stdio: a notification written in full is delivered.
         Transport::Stdio(stdio) => stdio.exchange(message, deadline).await,
     };
-    match sent {
+    let failure = match sent {
         Ok(reply) => match reply.status {
-            None => (ObserverResult::Delivered, false),
+            None => return (ObserverResult::Delivered, false),
             // Observe success is 202 or 204 with no body.
-            Some(202 | 204) if reply.body.is_empty() => (ObserverResult::Delivered, false),
-            Some(status) => (ObserverResult::HttpStatus, (502..=504).contains(&status)),
+            Some(202 | 204) if reply.body.is_empty() => return (ObserverResult::Delivered, false),
+            Some(status) => Failure::new(FailureClass::HttpStatus, Phase::AwaitResponse)
+                .with_http_status(status),
         },
-        Err(e) => (
-            ObserverResult::of(&e),
-            matches!(
-                e,
-                DeliveryError::ConnectionRefused
-                    | DeliveryError::ConnectionReset
-                    | DeliveryError::ConnectionLost
-            ),
-        ),
-    }
+        Err(DeliveryError::Cancelled) => return (ObserverResult::Interrupted, false),
+        Err(e) => observer_failure(&e),
+    };
+    (
+        ObserverResult::Failed(failure.class),
+        failure.is_transient(),
+    )
 }
 
 /// Retries after transient failures, from the host configuration (off by default).

@@ -14,7 +14,7 @@
 
 use super::credentials::{from_reference, usable, AuthFailure, Secret};
 use super::http::{authorization, HttpBackend, HttpOptions, Outgoing};
-use crate::bindings::interceptor::OauthPlan;
+use crate::bindings::interceptor::{OauthFlow, OauthPlan};
 use base64::Engine as _;
 use hyper::Method;
 use serde_json::Value;
@@ -120,7 +120,7 @@ impl OAuth {
         plan: &OauthPlan,
         deadline: Instant,
     ) -> Result<Secret, AuthFailure> {
-        if plan.flow != "client_credentials" {
+        if plan.flow != OauthFlow::ClientCredentials {
             // Interactive flows need a user agent, which a hook call does not have.
             return Err(AuthFailure::Unsupported);
         }
@@ -630,7 +630,7 @@ mod tests {
             issuer: "https://id".into(),
             resource: "r".into(),
             client_id: "c".into(),
-            flow: "client_credentials".into(),
+            flow: OauthFlow::ClientCredentials,
             scopes: scopes.iter().map(|s| s.to_string()).collect(),
             client_secret_ref: None,
         };

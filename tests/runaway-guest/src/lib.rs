@@ -8,7 +8,7 @@ mod component {
     wit_bindgen::generate!({ path: "../../wit", world: "plugin" });
 
     use exports::ahp::interceptor::interceptor::{
-        BackendPlan, Delivery, Guest, GuestEngine, Settlement,
+        BackendPlan, Delivery, EffectKind, Guest, GuestEngine, Problem, Settlement,
     };
 
     struct Component;
@@ -25,14 +25,14 @@ mod component {
     impl GuestEngine for Runaway {
         fn load(
             registration: String,
-        ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<String>> {
+        ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<Problem>> {
             let panics = registration.contains("panic");
             Ok(exports::ahp::interceptor::interceptor::Engine::new(
                 Runaway { panics },
             ))
         }
 
-        fn warnings(&self) -> Vec<String> {
+        fn warnings(&self) -> Vec<Problem> {
             Vec::new()
         }
 
@@ -47,9 +47,9 @@ mod component {
         fn intercept(
             &self,
             event: String,
-            _effects: Vec<String>,
+            _effects: Vec<EffectKind>,
             _budget: Option<u64>,
-        ) -> Result<Settlement, Vec<String>> {
+        ) -> Result<Settlement, Vec<Problem>> {
             if self.panics && !event.contains("spin") {
                 panic!("the component failed");
             }
@@ -60,7 +60,7 @@ mod component {
             &self,
             _event: String,
             _budget: Option<u64>,
-        ) -> Result<Vec<Delivery>, Vec<String>> {
+        ) -> Result<Vec<Delivery>, Vec<Problem>> {
             spin()
         }
     }
