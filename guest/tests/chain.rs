@@ -386,7 +386,7 @@ fn rpc_error(code: i64) -> Reply {
 
 /// The audit entry of the `i`-th interceptor.
 fn audited(settlement: &Settlement, i: usize) -> Value {
-    audit(&settlement)["interceptors"][i].clone()
+    audit(settlement)["interceptors"][i].clone()
 }
 
 fn failure_class(settlement: &Settlement, i: usize) -> Value {
@@ -401,7 +401,7 @@ fn assert_synthetic_deny(settlement: &Settlement) {
     assert_eq!(settlement.decision, Decision::Deny);
     assert_eq!(settlement.decided_by, DecidedBy::SyntheticDeny);
     assert_eq!(settlement.reason.as_deref(), Some(SYNTHETIC_REASON));
-    let audit = audit(&settlement);
+    let audit = audit(settlement);
     assert_eq!(audit["decision"], "deny");
     assert_eq!(audit["decidedBy"], "synthetic-deny");
     assert_eq!(audit["reason"], "Required policy backend unavailable.");
@@ -411,7 +411,7 @@ fn assert_no_objection(settlement: &Settlement) {
     assert_eq!(settlement.decision, Decision::Allow);
     assert_eq!(settlement.decided_by, DecidedBy::NoObjection);
     assert_eq!(settlement.reason, None);
-    assert_eq!(audit(&settlement)["decidedBy"], "no-objection");
+    assert_eq!(audit(settlement)["decidedBy"], "no-objection");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -814,7 +814,7 @@ fn assert_no_backend_text(case: &Case, settlement: &Settlement) {
         "{}: backend text in reason",
         case.name
     );
-    let audit = audit(&settlement).to_string();
+    let audit = audit(settlement).to_string();
     assert!(
         !audit.contains(SECRET),
         "{}: backend text in audit {audit}",

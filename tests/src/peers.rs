@@ -225,7 +225,7 @@ fn assert_answered(
     outcome: &str,
     case: &str,
 ) {
-    let record = &record_json(&settled);
+    let record = &record_json(settled);
     assert_eq!(verdict(settled), expected, "{case}: {record}");
     assert_eq!(record["decidedBy"], json!(decided_by), "{case}: {record}");
     let entry = only_interceptor(record);

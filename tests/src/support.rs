@@ -199,7 +199,7 @@ fn assert_settled_in(
     decided_by: DecidedBy,
     reason: Option<&str>,
 ) {
-    let record = &record_json(&settled);
+    let record = &record_json(settled);
     assert_eq!(
         (
             settled.decision,
@@ -237,7 +237,7 @@ fn assert_settled_in(
 /// `failed-open`), fail-closed is a synthetic deny (outcome `failed-closed`). Returns the
 /// entry's `failure` object, for the phase and details.
 pub fn assert_failed(settled: &Settlement, policy: &str, class: &str, case: &str) -> Value {
-    let record = &record_json(&settled);
+    let record = &record_json(settled);
     let entry = only_interceptor(record);
     assert_eq!(entry["failure"]["class"], json!(class), "{case}: {record}");
     assert_eq!(entry["policy"], json!(policy), "{case}: {record}");

@@ -52,7 +52,7 @@ async fn settle(chain: &[Http<'_>], event_id: &str) -> Settlement {
 
 /// `field` of every entry of the record's `list` (`interceptors` or `observers`), in order.
 fn each(settled: &Settlement, list: &str, field: &str) -> Vec<String> {
-    record_json(&settled)[list]
+    record_json(settled)[list]
         .as_array()
         .unwrap_or_else(|| panic!("{list} is an array"))
         .iter()
@@ -68,7 +68,7 @@ fn outcomes(settled: &Settlement) -> Vec<String> {
 /// Every intercept request on the wire is well formed for `event_id`, and its exact bytes
 /// hash to `requestSha256` of the interceptor at the same position in the record.
 fn assert_wire_matches_record(backends: &[&FaultBackend], settled: &Settlement, event_id: &str) {
-    let record = record_json(&settled);
+    let record = record_json(settled);
     let interceptors = record["interceptors"]
         .as_array()
         .expect("interceptors is an array");

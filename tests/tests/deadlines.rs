@@ -30,7 +30,7 @@ fn assert_deadline_failure(
         failure,
         json!({"class": "deadline-exceeded", "phase": phase})
     );
-    let record = &record_json(&settled);
+    let record = &record_json(settled);
     let entry = only_interceptor(record);
     assert_eq!(record["event"]["id"], json!(id));
     assert_eq!(entry["backend"], json!(BACKEND));

@@ -36,7 +36,7 @@ fn assert_engine_failure(settled: &Settlement, id: &str) {
         DecidedBy::EngineFailure,
         Some(ENGINE_FAILURE_REASON),
     );
-    let record = &record_json(&settled);
+    let record = &record_json(settled);
     assert_eq!(
         record["event"],
         json!({"id": id, "type": "tool.before", "session": "sess_e2e", "call": format!("call_{id}")})

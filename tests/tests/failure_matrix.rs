@@ -471,7 +471,7 @@ fn assert_case_settled(
     (decided_by, decided_by_word): (DecidedBy, &str),
     reason: Option<&str>,
 ) {
-    let record = &record_json(&settled);
+    let record = &record_json(settled);
     assert_eq!(settled.decision, decision, "{context}: {record}");
     assert_eq!(settled.decided_by, decided_by, "{context}: {record}");
     assert_eq!(settled.reason.as_deref(), reason, "{context}: {record}");

@@ -85,7 +85,7 @@ async fn call(interceptor: &Interceptor, id: &str) -> Settlement {
 }
 
 fn failure(settlement: &Settlement) -> Value {
-    record_json(&settlement)["interceptors"][0]["failure"].clone()
+    record_json(settlement)["interceptors"][0]["failure"].clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

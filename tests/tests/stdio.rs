@@ -168,7 +168,7 @@ async fn call_no_effect(hooks: &Interceptor, id: &str) {
 /// failure.
 fn assert_no_effect(settled: &Settlement, case: &str) {
     assert_settled(settled, Decision::Allow, DecidedBy::NoObjection, None);
-    let record = &record_json(&settled);
+    let record = &record_json(settled);
     let entry = only_interceptor(record);
     assert_eq!(entry["outcome"], json!("no-effect"), "{case}: {record}");
     assert_eq!(entry.get("failure"), None, "{case}: {record}");
