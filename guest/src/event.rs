@@ -10,6 +10,7 @@
 //! as they came, so extensions survive. Every problem is collected, not just the first,
 //! so whoever wired up the harness can fix the event in one go.
 
+use crate::json;
 use crate::syntax::{is_absolute_uri, is_date_time};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -130,18 +131,19 @@ impl Problems {
     }
 }
 
-/// The root must be a JSON object; nothing else can be checked otherwise.
+/// The root must be a JSON object; nothing else can be checked otherwise. A member
+/// named twice is refused: the backend and the harness could each read a different one.
 fn parse_object(text: &str) -> Result<Map<String, Value>, Vec<EventProblem>> {
-    let root = |rule: &str| {
-        vec![EventProblem {
-            path: String::new(),
-            rule: rule.to_owned(),
-        }]
-    };
-    match serde_json::from_str::<Value>(text) {
+    let problem = |path: String, rule: String| vec![EventProblem { path, rule }];
+    let root = |rule: &str| problem(String::new(), rule.to_owned());
+    match json::parse(text) {
         Ok(Value::Object(object)) => Ok(object),
         Ok(_) => Err(root("must be a JSON object")),
-        Err(_) => Err(root("must be valid JSON")),
+        Err(json::Error::Duplicate(repeat)) => Err(problem(
+            repeat.pointer,
+            format!("duplicate member `{}`", repeat.member),
+        )),
+        Err(json::Error::Syntax(_)) => Err(root("must be valid JSON")),
     }
 }
 
@@ -367,6 +369,44 @@ mod tests {
             let problems = Event::parse_tool_before(text).expect_err(text);
             assert_eq!(problems.len(), 1);
             assert_eq!(problems.first().map(|p| p.path.as_str()), Some(""));
+        }
+    }
+
+    /// A member named twice, at any depth, is one problem at its pointer, for both
+    /// parsers: a backend reading the other occurrence would judge another call.
+    #[test]
+    fn a_member_named_twice_is_one_problem_at_its_pointer() {
+        let extended = with("/extensions/com.example", Some(json!([{"k": 1}]))).to_string();
+        for (member, repeat, path) in [
+            (r#""type":"tool.before""#, r#""type":"tool.after""#, "/type"),
+            (r#""name":"Bash""#, r#""name":"Read""#, "/tool/name"),
+            (
+                r#""command":"git push --force""#,
+                r#""command":"true""#,
+                "/tool/input/command",
+            ),
+            (r#"{"k":1}"#, r#""k":2"#, "/extensions/com.example/0/k"),
+        ] {
+            assert_eq!(
+                extended.matches(member).count(),
+                1,
+                "{member} is not unique"
+            );
+            let text = match member.strip_suffix('}') {
+                Some(open) => extended.replace(member, &format!("{open},{repeat}}}")),
+                None => extended.replace(member, &format!("{member},{repeat}")),
+            };
+            let name = path.rsplit('/').next().unwrap_or_default();
+            let expected = vec![EventProblem {
+                path: path.to_owned(),
+                rule: format!("duplicate member `{name}`"),
+            }];
+            assert_eq!(
+                Event::parse_tool_before(&text),
+                Err(expected.clone()),
+                "{text}"
+            );
+            assert_eq!(Event::parse_any(&text), Err(expected), "{text}");
         }
     }
 

@@ -1,7 +1,7 @@
 //! The Agent Hooks Protocol (AHP) interception logic, harness side.
 //!
 //! This crate is all of the protocol: registration rules ([`registration`]), event
-//! checks ([`event`]), JSON-RPC encoding done once ([`wire`]), strict response decoding
+//! checks ([`event`]), all three read as strict JSON ([`json`]: no repeated names), JSON-RPC encoding done once ([`wire`]), strict response decoding
 //! ([`response`]) of the effects it knows ([`effect`]), the serial intercept chain with
 //! its failure policy ([`chain`]) and the settlement/audit record ([`settlement`]). Its
 //! words and the record's types are shared with the host through [`vocab`]. It does no I/O of its own: it reaches the
@@ -13,6 +13,7 @@ pub mod effect;
 pub mod engine;
 pub mod event;
 pub mod host_api;
+pub mod json;
 pub mod registration;
 pub mod response;
 pub mod settlement;

@@ -14,6 +14,7 @@
 
 use crate::effect::{self, Effect, EffectKind};
 use crate::host_api::Reply;
+use crate::json;
 use crate::syntax::is_reverse_dns;
 use ahp_vocab::{Detail, Failure, FailureClass, Phase, PROTOCOL_VERSION};
 use serde_json::{Map, Value};
@@ -98,10 +99,17 @@ fn is_json_media_type(content_type: &str) -> bool {
         })
 }
 
-/// AHP messages are UTF-8 JSON; an empty body is not JSON.
+/// AHP messages are UTF-8 JSON; an empty body is not JSON. A member named twice at any
+/// depth is malformed too: keeping either one would let the backend say two things.
 fn parse_body(body: &[u8]) -> Result<Value, Failure> {
     let text = std::str::from_utf8(body).map_err(|_| parse_failure(FailureClass::MalformedUtf8))?;
-    serde_json::from_str(text).map_err(|_| parse_failure(FailureClass::MalformedJson))
+    json::parse(text).map_err(|error| {
+        let failure = parse_failure(FailureClass::MalformedJson);
+        match error {
+            json::Error::Duplicate(_) => failure.with_detail(Detail::DuplicateKey),
+            json::Error::Syntax(_) => failure,
+        }
+    })
 }
 
 /// One JSON-RPC 2.0 response object: no batch (AHP-RPC-002), not a request, and exactly
@@ -507,6 +515,54 @@ mod tests {
     fn non_json_and_empty_bodies_are_malformed_json() {
         for body in ["", "   ", "{", "not json", "{\"jsonrpc\":\"2.0\"} trailing"] {
             assert_eq!(decode_http(body), Err(parse(MalformedJson)), "{body:?}");
+        }
+    }
+
+    /// A member named twice at any depth is malformed JSON over either transport, even
+    /// where every occurrence would be valid on its own: which one a reader keeps is
+    /// exactly what a backend must not get to choose.
+    #[test]
+    fn a_member_named_twice_is_malformed_json() {
+        let deny = r#"{"type":"deny","reason":"no"}"#;
+        let result =
+            |effects: &str| format!(r#"{{"protocolVersion":"draft","effects":[{effects}]}}"#);
+        let reply = |members: &str| format!(r#"{{"jsonrpc":"2.0","id":"evt_1",{members}}}"#);
+        for body in [
+            reply(&format!(
+                r#""result":{},"result":{}"#,
+                result(deny),
+                result("")
+            )),
+            reply(&format!(r#""result":{},"id":"evt_1""#, result(""))),
+            reply(&format!(
+                r#""result":{{"protocolVersion":"draft","effects":[],"effects":[{deny}]}}"#
+            )),
+            reply(&format!(
+                r#""result":{}"#,
+                result(r#"{"type":"deny","reason":"no","reason":"ok"}"#)
+            )),
+            reply(&format!(
+                r#""result":{}"#,
+                result(&format!(
+                    r#"{deny},{{"type":"message","message":"a","message":"b"}}"#
+                ))
+            )),
+            reply(&format!(
+                r#""result":{},"extensions":{{"x":[{{"y":1,"y":1}}]}}"#,
+                result("")
+            )),
+        ] {
+            let expected = Err(parse(MalformedJson).with_detail(Detail::DuplicateKey));
+            assert_eq!(
+                decode(&http(body.as_str()), "evt_1", &ALL),
+                expected,
+                "{body}"
+            );
+            assert_eq!(
+                decode(&stdio(body.as_str()), "evt_1", &ALL),
+                expected,
+                "{body}"
+            );
         }
     }
 

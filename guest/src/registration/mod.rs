@@ -23,8 +23,8 @@ mod tests;
 pub use dispatch::Interceptor;
 pub use problems::Problem;
 
+use crate::json;
 use problems::Checker;
-use serde_json::Value;
 
 /// Events an intercept subscription may select (digest §6 rule 6).
 pub const INTERCEPTABLE_EVENTS: &[&str] = &[
@@ -52,8 +52,15 @@ pub const INTERCEPTABLE_EVENTS: &[&str] = &[
 /// Parses and validates a registration document. Any problem rejects the whole document;
 /// every problem found is returned, not just the first.
 pub fn parse(text: &str) -> Result<Registration, Vec<Problem>> {
-    let root: Value = serde_json::from_str(text)
-        .map_err(|e| vec![Problem::new("", format!("not valid JSON: {e}"))])?;
+    let root = json::parse(text).map_err(|error| {
+        vec![match error {
+            json::Error::Duplicate(repeat) => Problem::new(
+                repeat.pointer,
+                format!("duplicate member `{}`", repeat.member),
+            ),
+            json::Error::Syntax(e) => Problem::new("", format!("not valid JSON: {e}")),
+        }]
+    })?;
     let mut c = Checker::default();
     let backends = rules::document(&mut c, &root);
     let (backends, warnings) = c.finish(backends)?;

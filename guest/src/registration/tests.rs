@@ -193,6 +193,56 @@ fn text_that_is_not_a_json_object_is_one_problem_at_the_root() {
     );
 }
 
+/// A member named twice, at any depth, is one problem at its pointer: reading either
+/// occurrence would let the document say two things (here: fail-closed and fail-open).
+#[test]
+fn a_member_named_twice_is_one_problem_at_its_pointer() {
+    let valid = base().to_string();
+    for (member, repeat, path) in [
+        (
+            r#""protocolVersion":"draft""#,
+            r#""protocolVersion":"draft""#,
+            "/protocolVersion",
+        ),
+        (
+            r#""id":"com.example.policy""#,
+            r#""id":"com.example.other""#,
+            "/hooks/0/id",
+        ),
+        (
+            r#""type":"http""#,
+            r#""type":"stdio""#,
+            "/hooks/0/transport/type",
+        ),
+        (
+            r#""failurePolicy":"fail-closed""#,
+            r#""failurePolicy":"fail-open""#,
+            "$i/failurePolicy",
+        ),
+        (
+            r#""default":"omit""#,
+            r#""default":"full""#,
+            "$o/content/default",
+        ),
+    ] {
+        assert_eq!(
+            valid.matches(member).count(),
+            1,
+            "{member} is not unique in base()"
+        );
+        let text = valid.replace(member, &format!("{member},{repeat}"));
+        let name = member.split('"').nth(1).unwrap_or_default();
+        assert_eq!(
+            parse(&text),
+            Err(vec![Problem::new(
+                expand(path),
+                format!("duplicate member `{name}`")
+            )]),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn r2_r3_protocol_version_is_draft_and_hooks_are_a_non_empty_array() {
     rejects(&[

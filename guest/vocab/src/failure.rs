@@ -66,6 +66,9 @@ words! {
         ResponseTooLarge = "response-too-large",
         NotPermitted = "not-permitted",
         ContentType = "content-type",
+        // JSON text.
+        /// An object names a member twice (malformed-json): no reading of it is trusted.
+        DuplicateKey = "duplicate-key",
         // JSON-RPC envelope.
         Batch = "batch",
         NotObject = "not-object",

@@ -1,0 +1,274 @@
+//! Strict JSON text → [`serde_json::Value`]: an object that names a member twice is
+//! rejected, at any depth.
+//!
+//! RFC 8259 leaves repeated names to the reader, and serde_json's `Value` keeps the last
+//! one. Every input this crate reads (registration, event, backend reply) is a security
+//! decision, and two readers that resolve a repeat differently see two different
+//! documents: a reply with `"result"` twice could be a deny to one and an allow to
+//! another. So a repeat is never resolved; it is an error naming the JSON Pointer of the
+//! repeated member.
+//!
+//! Everything else is serde_json's own reading, unchanged: the same grammar, numbers and
+//! escapes, its nesting limit of 128, nothing but whitespace after the value. Names are
+//! compared after unescaping (`"a"` and `"\u0061"` are the same name).
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::map::{Entry, Map};
+use serde_json::{Number, Value};
+use std::fmt;
+
+/// Why a text is not strict JSON.
+#[derive(Debug)]
+pub enum Error {
+    /// Not JSON at all, as serde_json reads it.
+    Syntax(serde_json::Error),
+    /// Well-formed, but an object names a member twice.
+    Duplicate(Duplicate),
+}
+
+/// A member whose name appears more than once in its object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Duplicate {
+    /// JSON Pointer (RFC 6901) of the repeated member, e.g. `/result/effects/0/type`.
+    pub pointer: String,
+    /// Its name, unescaped.
+    pub member: String,
+}
+
+/// Parses one JSON text, rejecting repeated member names at any depth.
+pub fn parse(text: &str) -> Result<Value, Error> {
+    let mut found = None;
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let parsed = Strict { found: &mut found }
+        .deserialize(&mut reader)
+        .and_then(|value| reader.end().map(|()| value));
+    match (parsed, found) {
+        (_, Some(found)) => Err(Error::Duplicate(found.into_duplicate())),
+        (Ok(value), None) => Ok(value),
+        (Err(error), None) => Err(Error::Syntax(error)),
+    }
+}
+
+/// A repeat found deep inside the text. The pointer is assembled while the error travels
+/// back up, one segment per level, so a text without repeats costs no path bookkeeping.
+struct Found {
+    member: String,
+    /// Escaped pointer segments, innermost first.
+    segments: Vec<String>,
+}
+
+impl Found {
+    fn into_duplicate(self) -> Duplicate {
+        let pointer = self
+            .segments
+            .iter()
+            .rev()
+            .map(|s| format!("/{s}"))
+            .collect();
+        Duplicate {
+            pointer,
+            member: self.member,
+        }
+    }
+}
+
+/// Reads one value, noting in `found` the repeat that made it fail, if one did.
+struct Strict<'f> {
+    found: &'f mut Option<Found>,
+}
+
+impl Strict<'_> {
+    /// The reader for a child value, sharing this one's note.
+    fn child(&mut self) -> Strict<'_> {
+        Strict {
+            found: &mut *self.found,
+        }
+    }
+
+    /// A child's error, passed up: if the child failed on a repeat, its segment is
+    /// added to the pointer.
+    fn up<E>(&mut self, segment: impl FnOnce() -> String, error: E) -> E {
+        if let Some(found) = self.found.as_mut() {
+            found.segments.push(segment());
+        }
+        error
+    }
+}
+
+/// A member name as one pointer segment (RFC 6901 §3).
+fn segment(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+impl<'de> DeserializeSeed<'de> for Strict<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Value, D::Error> {
+        reader.deserialize_any(self)
+    }
+}
+
+/// Builds the same `Value`s as serde_json's own visitor, except for objects.
+impl<'de> Visitor<'de> for Strict<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut items: A) -> Result<Value, A::Error> {
+        let mut array = Vec::new();
+        while let Some(item) = items
+            .next_element_seed(self.child())
+            .map_err(|e| self.up(|| array.len().to_string(), e))?
+        {
+            array.push(item);
+        }
+        Ok(Value::Array(array))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut members: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(name) = members.next_key::<String>()? {
+            let value = members
+                .next_value_seed(self.child())
+                .map_err(|e| self.up(|| segment(&name), e))?;
+            match object.entry(name) {
+                Entry::Vacant(slot) => drop(slot.insert(value)),
+                Entry::Occupied(first) => {
+                    let member = first.key().clone();
+                    *self.found = Some(Found {
+                        segments: vec![segment(&member)],
+                        member,
+                    });
+                    return Err(de::Error::custom("duplicate member"));
+                }
+            }
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn duplicate(text: &str) -> Duplicate {
+        match parse(text) {
+            Err(Error::Duplicate(found)) => found,
+            other => panic!("{text}: expected a duplicate, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_repeat_is_named_by_its_pointer_at_every_depth() {
+        for (text, pointer, member) in [
+            (r#"{"a":1,"a":2}"#, "/a", "a"),
+            (r#"{"a":1,"b":{"c":true,"c":false}}"#, "/b/c", "c"),
+            (r#"[0,{"x":[{"y":1},{"y":1,"y":1}]}]"#, "/1/x/1/y", "y"),
+            (
+                r#"{"result":{"effects":[{"type":"deny","type":"allow"}]}}"#,
+                "/result/effects/0/type",
+                "type",
+            ),
+            (r#"{"a/b":{"~":0,"~":0}}"#, "/a~1b/~0", "~"),
+            (r#"{"":0,"":1}"#, "/", ""),
+        ] {
+            let found = duplicate(text);
+            assert_eq!(found.pointer, pointer, "{text}");
+            assert_eq!(found.member, member, "{text}");
+        }
+    }
+
+    #[test]
+    fn names_are_compared_unescaped() {
+        assert_eq!(duplicate(r#"{"a":1,"\u0061":2}"#).pointer, "/a");
+        assert_eq!(duplicate(r#"{"é":1,"\u00e9":2}"#).pointer, "/é");
+    }
+
+    #[test]
+    fn the_same_name_in_different_objects_is_no_repeat() {
+        let text = r#"{"a":{"a":{"a":1}},"b":[{"a":1},{"a":2}]}"#;
+        let strict = parse(text).expect("no object repeats a name");
+        assert_eq!(strict, serde_json::from_str::<Value>(text).unwrap());
+    }
+
+    /// Apart from repeats, strict reading is serde_json's reading: same values, same
+    /// rejections (grammar, numbers, escapes, trailing text, nesting limit).
+    #[test]
+    fn otherwise_it_reads_exactly_as_serde_json() {
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let texts = [
+            r#"{"n":[0,-0,1.5,-1e-7,1E300,18446744073709551615,-9223372036854775808,12345678901234567890123]}"#.to_owned(),
+            r#"{"s":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"}"#.to_owned(),
+            r#"{"s":"\ud800"}"#.to_owned(),
+            "1E400".to_owned(),
+            r#"[null,true,false,"",{},[]]"#.to_owned(),
+            " \n\t{} \r\n".to_owned(),
+            "{} {}".to_owned(),
+            "{},".to_owned(),
+            "[1,]".to_owned(),
+            r#"{"a":1,}"#.to_owned(),
+            "01".to_owned(),
+            "NaN".to_owned(),
+            "'a'".to_owned(),
+            "\"\u{1}\"".to_owned(),
+            String::new(),
+            nested(127),
+            nested(128),
+            nested(129),
+            format!(r#"{}1{}"#, r#"{"a":"#.repeat(128), "}".repeat(128)),
+            format!(r#"{}1{}"#, r#"{"a":"#.repeat(129), "}".repeat(129)),
+        ];
+        for text in &texts {
+            let strict = parse(text).map_err(|e| match e {
+                Error::Syntax(e) => e.to_string(),
+                Error::Duplicate(d) => panic!("{text}: no repeat, got {d:?}"),
+            });
+            let lenient = serde_json::from_str::<Value>(text).map_err(|e| e.to_string());
+            assert_eq!(
+                strict.is_ok(),
+                lenient.is_ok(),
+                "{text}: {strict:?} / {lenient:?}"
+            );
+            if let (Ok(strict), Ok(lenient)) = (strict, lenient) {
+                assert_eq!(strict, lenient, "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_syntax_error_after_a_repeat_free_prefix_is_a_syntax_error() {
+        for text in [r#"{"a":1,"b":"#, r#"{"a":{"b":1}"#, r#"[{"a":1},{"a":"#] {
+            assert!(matches!(parse(text), Err(Error::Syntax(_))), "{text}");
+        }
+    }
+}
