@@ -1,14 +1,16 @@
-//! `ahp check`, `ahp intercept` and `ahp demo`.
+//! `ahp check`, `ahp intercept`, `ahp observe`, `ahp demo` and `ahp precompile`.
 //!
 //! Exit codes of `ahp intercept`: 0 = allow, 2 = deny, 3 = ask, 1 = the call could not be
 //! made (bad registration, bad event, usage). A denial is never exit 0.
 
+use crate::compile_cache::{self, Source};
+use crate::runtime::{Runtime, EMBEDDED_COMPONENT};
 use crate::{demo, Decision, EffectKind, Error, Interceptor, Interrupt, Options};
 use clap::{Parser, Subcommand};
 use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Parser)]
 #[command(
@@ -65,6 +67,14 @@ enum Command {
     Demo {
         #[command(flatten)]
         host: HostArgs,
+    },
+    /// Compile the component into the on-disk cache (AHP_CACHE_DIR, else
+    /// XDG_CACHE_HOME/ahp-interceptor, else ~/.cache/ahp-interceptor) so later processes
+    /// start without compiling; print the cache file's path and the time it took.
+    Precompile {
+        /// Compile this component instead of the embedded one.
+        #[arg(long)]
+        component: Option<PathBuf>,
     },
 }
 
@@ -158,8 +168,42 @@ pub fn main() -> ExitCode {
                 Ok(options) => demo::run(options).await,
                 Err(e) => fail(&e),
             },
+            Command::Precompile { component } => precompile(component.as_deref()),
         }
     })
+}
+
+/// Warms the compile cache; exit 1 when nothing could be cached.
+fn precompile(component: Option<&std::path::Path>) -> ExitCode {
+    let bytes = match component {
+        Some(path) => match std::fs::read(path) {
+            Ok(bytes) => std::borrow::Cow::Owned(bytes),
+            Err(e) => return fail(&format!("read component {}: {e}", path.display())),
+        },
+        None => std::borrow::Cow::Borrowed(EMBEDDED_COMPONENT),
+    };
+    let started = Instant::now();
+    let (runtime, outcome) = compile_cache::observed(|| Runtime::new(&bytes));
+    let ms = started.elapsed().as_millis();
+    if let Err(e) = runtime {
+        return fail(&format!("{e:#}"));
+    }
+    let Some((source, Some(path))) = outcome else {
+        return fail("no cache directory: set AHP_CACHE_DIR, XDG_CACHE_HOME or HOME");
+    };
+    let done = match source {
+        Source::Cache => "already cached: loaded",
+        Source::Stored => "compiled and stored",
+        Source::Uncached => {
+            return fail(&format!(
+                "compiled in {ms} ms but could not write {} (AHP_LOG=debug says why)",
+                path.display()
+            ))
+        }
+    };
+    println!("{}", path.display());
+    println!("{done} in {ms} ms");
+    ExitCode::SUCCESS
 }
 
 async fn check(file: &PathBuf, host: &HostArgs) -> ExitCode {

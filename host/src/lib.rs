@@ -15,6 +15,7 @@ mod capabilities;
 /// The `ahp` command line.
 pub mod cli;
 mod clock;
+pub mod compile_cache;
 /// The built-in policy backend and script of `ahp demo`.
 pub mod demo;
 mod error;

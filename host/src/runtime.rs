@@ -56,8 +56,8 @@ impl Runtime {
             .max_memory_size(256 << 20);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
         let engine = Engine::new(&config)?;
-        let component =
-            Component::new(&engine, component).context("compile the interceptor component")?;
+        let component: Component = crate::compile_cache::load(&engine, component)
+            .context("compile the interceptor component")?;
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         bindings::host_types::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;

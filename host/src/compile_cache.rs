@@ -1,0 +1,249 @@
+//! The compiled component, cached on disk across processes.
+//!
+//! A command-hook harness starts one `ahp` process per tool call, and compiling the
+//! component with Cranelift costs each of them some 200 ms. The first process stores the
+//! compiled code; later ones load it in a few milliseconds.
+//!
+//! One file per key, `<key>.cwasm`, where the key is the sha256 of the component's bytes
+//! and of [`Engine::precompile_compatibility_hash`] (the compiler's target and flags, the
+//! engine's tunables and wasm features, and — with wasmtime's default module-version
+//! strategy — the wasmtime version), so another component, engine configuration or
+//! wasmtime release never finds this file. Its content is [`MAGIC`], the key again, the
+//! sha256 of the serialized code, then the code as [`Component::serialize`] wrote it.
+//!
+//! Every problem with the cache — no usable directory, a missing, truncated, corrupt or
+//! foreign file, a full disk — falls back to compiling (and replacing the file when
+//! possible), logged at debug level: never an error, never a wrong load.
+
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::hash::{Hash, Hasher};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+/// First bytes of a cache file; a new layout or key derivation gets a new magic.
+const MAGIC: &[u8; 8] = b"ahp-cc1\n";
+
+/// Bytes before the serialized code: magic, key, sha256 of the code.
+const HEADER_LEN: usize = MAGIC.len() + 32 + 32;
+
+/// Where a component came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Loaded from a verified cache file.
+    Cache,
+    /// Compiled, and the cache file written.
+    Stored,
+    /// Compiled; nothing could be cached (the reason was logged at debug level).
+    Uncached,
+}
+
+/// A loaded component and how it was obtained.
+pub struct Loaded {
+    /// The component, ready to link.
+    pub component: Component,
+    /// Where it came from.
+    pub source: Source,
+    /// Its cache file (`None` without a usable cache directory).
+    pub path: Option<PathBuf>,
+}
+
+/// The component for `component_bytes`, from the cache in [`cache_dir`] when it holds a
+/// verified copy, else compiled (and stored there).
+pub fn load(engine: &Engine, component_bytes: &[u8]) -> wasmtime::Result<Component> {
+    let loaded = match cache_dir() {
+        Some(dir) => load_in(engine, component_bytes, &dir)?,
+        None => {
+            tracing::debug!("no cache directory (AHP_CACHE_DIR, XDG_CACHE_HOME, HOME); compiling");
+            Loaded {
+                component: Component::new(engine, component_bytes)?,
+                source: Source::Uncached,
+                path: None,
+            }
+        }
+    };
+    LAST.with(|last| *last.borrow_mut() = Some((loaded.source, loaded.path.clone())));
+    Ok(loaded.component)
+}
+
+thread_local! {
+    /// The outcome of this thread's latest [`load`], for [`observed`].
+    static LAST: std::cell::RefCell<Option<(Source, Option<PathBuf>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` and returns what the [`load`] it made on this thread did, if it made one:
+/// how `ahp precompile` learns the file path without its own engine configuration.
+pub(crate) fn observed<T>(f: impl FnOnce() -> T) -> (T, Option<(Source, Option<PathBuf>)>) {
+    LAST.with(|last| last.borrow_mut().take());
+    let value = f();
+    (value, LAST.with(|last| last.borrow_mut().take()))
+}
+
+/// [`load`] with the cache in `dir` (created, mode 0700, if missing), whatever the
+/// environment says.
+pub fn load_in(engine: &Engine, component_bytes: &[u8], dir: &Path) -> wasmtime::Result<Loaded> {
+    let key = key(engine, component_bytes);
+    let path = dir.join(format!("{}.cwasm", hex(&key)));
+    match read_verified(&path, &key) {
+        // SAFETY: `code` is exactly what `Component::serialize` wrote into this file:
+        // `read_verified` read it in one go from one open file owned by this user and
+        // writable by nobody else, checked that its header names this component and
+        // engine (the key), and that the code's sha256 matches the one stored beside it.
+        // A truncated, corrupt, foreign or misplaced file fails one of those checks, and
+        // wasmtime checks its own header (version, target, configuration) as well. The
+        // bytes are in memory, so nothing can change them between the check and the load.
+        Ok(code) => match unsafe { Component::deserialize(engine, &code) } {
+            Ok(component) => {
+                tracing::debug!(path = %path.display(), "compiled component: cache hit");
+                return Ok(Loaded {
+                    component,
+                    source: Source::Cache,
+                    path: Some(path),
+                });
+            }
+            Err(e) => tracing::debug!(path = %path.display(), error = %e,
+                "compiled component: cache file rejected by wasmtime; compiling"),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            tracing::debug!(path = %path.display(), "compiled component: cache miss; compiling");
+        }
+        Err(e) => tracing::debug!(path = %path.display(), error = %e,
+            "compiled component: cache file unusable; compiling"),
+    }
+    let component = Component::new(engine, component_bytes)?;
+    let source = match component
+        .serialize()
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|code| store(dir, &path, &key, &code))
+    {
+        Ok(()) => {
+            tracing::debug!(path = %path.display(), "compiled component: stored");
+            Source::Stored
+        }
+        Err(e) => {
+            tracing::debug!(path = %path.display(), error = %e,
+                "compiled component: could not store; continuing uncached");
+            Source::Uncached
+        }
+    };
+    Ok(Loaded {
+        component,
+        source,
+        path: Some(path),
+    })
+}
+
+/// `$AHP_CACHE_DIR`, else `$XDG_CACHE_HOME/ahp-interceptor`, else
+/// `$HOME/.cache/ahp-interceptor`; relative or empty values are ignored (XDG says so for
+/// its variable, and a cache relative to wherever the harness runs would scatter files).
+pub fn cache_dir() -> Option<PathBuf> {
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    absolute("AHP_CACHE_DIR")
+        .or_else(|| absolute("XDG_CACHE_HOME").map(|dir| dir.join("ahp-interceptor")))
+        .or_else(|| absolute("HOME").map(|dir| dir.join(".cache").join("ahp-interceptor")))
+}
+
+/// sha256 of the component's bytes and the engine's compatibility hash.
+fn key(engine: &Engine, component_bytes: &[u8]) -> [u8; 32] {
+    let mut hasher = Sha256Hasher(Sha256::new());
+    hasher.0.update(Sha256::digest(component_bytes));
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    hasher.0.finalize().into()
+}
+
+/// Feeds [`Hash`] output into sha256: a stable digest where `DefaultHasher`'s is only 64
+/// bits and unspecified across Rust releases.
+struct Sha256Hasher(Sha256);
+
+impl Hasher for Sha256Hasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// Unused: the digest is read with `finalize`.
+    fn finish(&self) -> u64 {
+        0
+    }
+}
+
+/// The serialized code in `path`, if the file is ours and intact for `key`.
+fn read_verified(path: &Path, key: &[u8; 32]) -> std::io::Result<Vec<u8>> {
+    let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
+    let mut file = File::open(path)?;
+    trusted(&file)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    if bytes.len() < HEADER_LEN || !bytes.starts_with(MAGIC) {
+        return Err(invalid("not an ahp cache file"));
+    }
+    let (header, code) = bytes.split_at(HEADER_LEN);
+    let (stored_key, stored_digest) = header[MAGIC.len()..].split_at(32);
+    if stored_key != key {
+        return Err(invalid("cached for another component or engine"));
+    }
+    if stored_digest != Sha256::digest(code).as_slice() {
+        return Err(invalid("checksum mismatch (truncated or corrupt)"));
+    }
+    Ok(code.to_vec())
+}
+
+/// Only this user can have written the open file (checked on the handle, not the path).
+#[cfg(unix)]
+fn trusted(file: &File) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = file.metadata()?;
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of ours.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me || meta.mode() & 0o022 != 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "cache file owned by another user or writable by others",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn trusted(_file: &File) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Writes the cache file atomically: a private temporary file in `dir`, renamed over
+/// `path`, so a reader sees the old file or the whole new one. Not synced: a crash may
+/// leave a torn file, which the checksum rejects and the next process replaces.
+fn store(dir: &Path, path: &Path, key: &[u8; 32], code: &[u8]) -> std::io::Result<()> {
+    create_private_dir(dir)?;
+    // tempfile creates the file with mode 0600.
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    file.write_all(MAGIC)?;
+    file.write_all(key)?;
+    file.write_all(&Sha256::digest(code))?;
+    file.write_all(code)?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
