@@ -137,7 +137,9 @@ impl Contract {
             post.to_string().as_bytes(),
         )
         .await;
-        assert_eq!((after.code, after.stdout.trim()), (0, ""), "{after:?}");
+        // Observed only: nothing to answer (Cursor always answers, with `{}`).
+        assert_eq!(after.code, 0, "{after:?}");
+        assert!(["", "{}"].contains(&after.stdout.trim()), "{after:?}");
         let requests = backend.requests_with_method("hooks/intercept");
         assert_eq!(requests.len(), 1, "one intercept");
         let params = requests[0].json()["params"].clone();
