@@ -5,7 +5,7 @@
 
 use crate::compile_cache::{self, Source};
 use crate::runtime::{Runtime, EMBEDDED_COMPONENT};
-use crate::{demo, Decision, EffectKind, Error, Interceptor, Interrupt, Options};
+use crate::{demo, hook, Decision, EffectKind, Error, Interceptor, Interrupt, Options};
 use clap::{Parser, Subcommand};
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -63,6 +63,8 @@ enum Command {
         #[command(flatten)]
         host: HostArgs,
     },
+    /// Answer one agent-harness hook: its payload on stdin, its answer on stdout.
+    Hook(HookArgs),
     /// Run scripted tool calls through the real component against a built-in backend.
     Demo {
         #[command(flatten)]
@@ -75,6 +77,53 @@ enum Command {
         /// Compile this component instead of the embedded one.
         #[arg(long)]
         component: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+struct HookArgs {
+    #[command(subcommand)]
+    install: Option<HookInstall>,
+    /// claude-code, codex, gemini, cursor or copilot.
+    #[arg(value_parser = harness, required = true)]
+    harness: Option<hook::Harness>,
+    /// The registration JSON file.
+    #[arg(long, required = true)]
+    registration: Option<PathBuf>,
+    /// Append each settlement record to this JSONL audit file.
+    #[arg(long)]
+    audit: Option<PathBuf>,
+    /// Budget of the whole hook process, start to answer, in milliseconds; keep it below
+    /// the harness's hook timeout (`ahp hook install` does).
+    #[arg(long, default_value_t = hook::DEFAULT_BUDGET_MS)]
+    budget_ms: u64,
+    /// The native event name, for payloads that name none (Copilot).
+    #[arg(long)]
+    event: Option<String>,
+    /// The events' `source` URI (default: a stable URN of this installation).
+    #[arg(long)]
+    source: Option<String>,
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+#[derive(Subcommand)]
+enum HookInstall {
+    /// Print the harness's settings snippet for `ahp hook` (absolute paths, no secrets).
+    Install {
+        /// claude-code, codex, gemini, cursor or copilot.
+        #[arg(value_parser = harness)]
+        harness: hook::Harness,
+        /// The registration JSON file.
+        #[arg(long)]
+        registration: PathBuf,
+        /// Append each settlement record to this JSONL audit file.
+        #[arg(long)]
+        audit: Option<PathBuf>,
+        /// Budget of each hook process in milliseconds.
+        #[arg(long)]
+        budget_ms: Option<u64>,
     },
 }
 
@@ -164,6 +213,7 @@ pub fn main() -> ExitCode {
                 event,
                 host,
             } => observe(&registration, &event, &host).await,
+            Command::Hook(args) => hook_command(args).await,
             Command::Demo { host } => match host.options() {
                 Ok(options) => demo::run(options).await,
                 Err(e) => fail(&e),
@@ -309,6 +359,58 @@ async fn observe(registration: &PathBuf, event: &str, host: &HostArgs) -> ExitCo
         }
         Err(e) => call_failure(&e),
     }
+}
+
+async fn hook_command(args: HookArgs) -> ExitCode {
+    if let Some(HookInstall::Install {
+        harness,
+        registration,
+        audit,
+        budget_ms,
+    }) = args.install
+    {
+        let request = hook::Install {
+            harness,
+            registration,
+            audit,
+            budget_ms,
+        };
+        return match hook::install(&request) {
+            Ok(snippet) => {
+                eprintln!("# for {}", harness.settings_file());
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&snippet).unwrap_or_default()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        };
+    }
+    let (Some(harness), Some(registration)) = (args.harness, args.registration) else {
+        return fail("a harness and --registration are required");
+    };
+    let mut options = args.host.options();
+    if let Ok(options) = &mut options {
+        options.audit_path = args.audit;
+    }
+    hook::run(hook::Request {
+        harness,
+        registration,
+        event: args.event,
+        budget: Duration::from_millis(args.budget_ms),
+        source: args.source,
+        options,
+    })
+    .await
+}
+
+/// A `hook` harness name.
+fn harness(name: &str) -> Result<hook::Harness, String> {
+    hook::Harness::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = hook::Harness::ALL.iter().map(|h| h.name()).collect();
+        format!("unknown harness `{name}` (known: {})", known.join(", "))
+    })
 }
 
 /// SIGINT or SIGTERM.

@@ -19,6 +19,8 @@ pub mod compile_cache;
 /// The built-in policy backend and script of `ahp demo`.
 pub mod demo;
 mod error;
+/// `ahp hook HARNESS`: adapters for agent harnesses' command hooks.
+pub mod hook;
 mod interrupt;
 mod runtime;
 mod tls;

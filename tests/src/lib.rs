@@ -2,6 +2,7 @@
 //! and builders for registrations and events.
 
 pub mod fault_backend;
+pub mod hook;
 pub mod oauth_server;
 pub mod peers;
 pub mod pki;

@@ -1,0 +1,64 @@
+//! OpenAI Codex CLI (developers.openai.com/codex/hooks): Claude-shaped payloads and
+//! `hooks.json`, timeout in seconds.
+//!
+//! Codex treats `ask` (and `continue`, `stopReason`, `suppressOutput`) as a failed hook
+//! and runs the tool, and applies `updatedInput` only with `allow` — a grant. So the only
+//! effect it really enforces before a tool runs is deny.
+
+use super::install::Snippet;
+use super::{AhpEvent, Answer, EventSpec, Verdict};
+use crate::{Decision, EffectKind as E};
+use serde_json::{json, Value};
+
+/// The mapped events and what Codex enforces at each.
+pub const EVENTS: &[EventSpec] = &[
+    EventSpec {
+        native: "PreToolUse",
+        ahp: AhpEvent::ToolBefore,
+        enforces: &[E::Deny],
+    },
+    EventSpec {
+        native: "PostToolUse",
+        ahp: AhpEvent::ToolAfter,
+        enforces: &[E::Deny],
+    },
+    EventSpec {
+        native: "UserPromptSubmit",
+        ahp: AhpEvent::TurnStart,
+        enforces: &[E::Deny],
+    },
+    EventSpec {
+        native: "Stop",
+        ahp: AhpEvent::TurnFinishBefore,
+        enforces: &[E::Deny],
+    },
+    EventSpec {
+        native: "SessionStart",
+        ahp: AhpEvent::SessionStart,
+        enforces: &[],
+    },
+];
+
+/// The settings file the snippet belongs in.
+pub const SETTINGS_FILE: &str = "~/.codex/hooks.json";
+
+/// A denial as Claude Code writes it; anything else is no answer at all (an `ask` would
+/// count as a failed hook and run the tool, so it can only be a denial here).
+pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
+    if spec.ahp != AhpEvent::ToolBefore {
+        return super::outside_tool_before(verdict);
+    }
+    match verdict.decision {
+        Decision::Allow => Answer::silent(),
+        Decision::Deny | Decision::Ask => Answer::json(json!({"hookSpecificOutput": {
+            "hookEventName": spec.native,
+            "permissionDecision": "deny",
+            "permissionDecisionReason": verdict.reason(),
+        }})),
+    }
+}
+
+/// `hooks.json`: every mapped event (hooks must then be trusted once in `/hooks`).
+pub fn snippet(snippet: &Snippet) -> Value {
+    super::claude_code::claude_shaped(snippet, EVENTS, snippet.timeout_secs(), None)
+}

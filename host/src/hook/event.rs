@@ -1,0 +1,213 @@
+//! The AHP event built from a harness payload: envelope, identities and tool fields.
+//!
+//! Identities are derived, never random: the source is a hash of the installation, a
+//! missing call id a hash of what identifies the call (so the same call gets the same id
+//! in its `tool.before` and `tool.after`, and on every retry), and the event id adds the
+//! creation time and process to that.
+
+use super::{AhpEvent, EventSpec, Harness, Payload};
+use serde_json::{json, Map, Value};
+use sha2::{Digest as _, Sha256};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The `path` of every tool event: the harness's native tool path.
+const TOOL_PATH: &str = "native";
+
+/// The AHP event for `payload`, carrying the whole provider payload in `native` (the
+/// component removes it unless the subscription sets `includeNative`).
+pub fn build(
+    harness: Harness,
+    spec: &EventSpec,
+    payload: &Payload,
+    source: &str,
+    native: Map<String, Value>,
+) -> Value {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut session = json!({"id": payload.session_id});
+    if let Some(cwd) = &payload.cwd {
+        session["cwd"] = json!(cwd);
+    }
+    let mut event = json!({
+        "source": source,
+        "type": spec.ahp.as_str(),
+        "time": rfc3339(now.as_secs()),
+        "session": session,
+        "native": {"provider": harness.name(), "eventName": spec.native, "payload": native},
+    });
+    let mut identity = vec![
+        harness.name().to_string(),
+        payload.session_id.clone(),
+        spec.native.to_string(),
+    ];
+    if let Some((name, input)) = &payload.tool {
+        let call = match &payload.call_id {
+            Some(id) => json!({"id": id}),
+            None => {
+                json!({"id": synthesized_call_id(&payload.session_id, name, input), "synthesized": true})
+            }
+        };
+        identity.push(call["id"].as_str().unwrap_or_default().to_string());
+        event["call"] = call;
+        event["tool"] = tool(name, input);
+        event["path"] = json!(TOOL_PATH);
+    }
+    match spec.ahp {
+        AhpEvent::ToolAfter => {
+            // The harnesses run these hooks after a successful call only.
+            event["outcome"] = json!("ok");
+            event["execution"] = json!({"status": "executed"});
+            event["items"] = json!([]);
+        }
+        AhpEvent::SessionStart => {
+            event["harness"] = json!({"name": harness.name()});
+            if let Some(trigger) = &payload.trigger {
+                event["trigger"] = json!(trigger);
+            }
+        }
+        AhpEvent::SessionEnd => {
+            event["outcome"] = json!("unknown");
+            event["reason"] = json!(payload.reason.as_deref().unwrap_or("unknown"));
+        }
+        AhpEvent::TurnStart => {
+            // The prompt itself travels only in `native`, which policy must enable.
+            event["items"] = json!([]);
+            event["gaps"] = json!([{"path": "/items", "reason": "the prompt is only in native"}]);
+        }
+        AhpEvent::ToolBefore | AhpEvent::TurnFinishBefore | AhpEvent::ContextCompactBefore => {}
+    }
+    identity.push(now.as_nanos().to_string());
+    identity.push(std::process::id().to_string());
+    event["id"] = json!(format!("evt_{}", digest(&identity)));
+    event
+}
+
+/// `tool`: the native name verbatim, the parsed input, the origin (MCP tools by the
+/// `mcp__server__tool` naming convention) and a behaviour hint.
+fn tool(name: &str, input: &Map<String, Value>) -> Value {
+    let mut tool = json!({"name": name, "input": input, "kind": kind(name), "origin": "native"});
+    if let Some((server, tool_name)) = name
+        .strip_prefix("mcp__")
+        .and_then(|rest| rest.split_once("__"))
+    {
+        tool["origin"] = json!("mcp");
+        tool["mcp"] = json!({
+            "server": {"id": server},
+            "toolName": tool_name,
+            "provenance": "inferred",
+            "connection": {"gaps": [{"path": "/transport", "reason": "the harness does not say"}]},
+        });
+    }
+    tool
+}
+
+/// The `tool.kind` hint for a native tool name (Claude Code's names, which Codex,
+/// Cursor and Copilot mostly share; Gemini's own names where they differ).
+fn kind(name: &str) -> &'static str {
+    if name.starts_with("mcp__") {
+        return "mcp";
+    }
+    match name {
+        "Bash" | "Shell" | "shell" | "run_shell_command" | "bash" => "shell",
+        "Read" | "read_file" | "view" => "file_read",
+        "Write" | "write_file" | "create" => "file_write",
+        "Edit" | "MultiEdit" | "replace" | "apply_patch" | "edit" => "file_edit",
+        "Grep" | "Glob" | "search_file_content" | "glob" | "grep" => "search",
+        "WebFetch" | "WebSearch" | "web_fetch" | "google_web_search" => "fetch",
+        "Task" | "Agent" => "task",
+        _ => "other",
+    }
+}
+
+/// A stable call id for a harness without tool-use ids: the same session, tool and input
+/// give the same id.
+fn synthesized_call_id(session: &str, name: &str, input: &Map<String, Value>) -> String {
+    let input = Value::Object(input.clone()).to_string();
+    format!(
+        "call_{}",
+        digest(&[session.to_string(), name.to_string(), input])
+    )
+}
+
+/// The default `source`: a URN stable for one harness installation (the harness and the
+/// absolute registration path), revealing neither.
+pub fn installation_source(harness: Harness, registration: &Path) -> String {
+    let path = std::path::absolute(registration).unwrap_or_else(|_| registration.to_path_buf());
+    let hash = digest(&[harness.name().to_string(), path.display().to_string()]);
+    format!("urn:ahp:hook:{}:{hash}", harness.name())
+}
+
+/// The first 16 bytes of SHA-256 over `parts` (length-prefixed), in hex.
+fn digest(parts: &[String]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part.as_bytes());
+    }
+    hasher.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `secs` since the Unix epoch as an RFC 3339 UTC date-time.
+fn rfc3339(secs: u64) -> String {
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_796_083_199), "2026-11-30T23:59:59Z");
+    }
+
+    #[test]
+    fn kinds_follow_the_hints() {
+        assert_eq!(kind("Bash"), "shell");
+        assert_eq!(kind("Edit"), "file_edit");
+        assert_eq!(kind("Glob"), "search");
+        assert_eq!(kind("mcp__github__create_issue"), "mcp");
+        assert_eq!(kind("Frobnicate"), "other");
+    }
+
+    #[test]
+    fn an_mcp_tool_has_an_inferred_descriptor() {
+        let tool = tool("mcp__github__create_issue", &Map::new());
+        assert_eq!(tool["origin"], "mcp");
+        assert_eq!(tool["mcp"]["server"]["id"], "github");
+        assert_eq!(tool["mcp"]["toolName"], "create_issue");
+    }
+
+    #[test]
+    fn synthesized_call_ids_are_stable_and_distinct() {
+        let input = json!({"command": "ls"});
+        let input = input.as_object().unwrap();
+        let a = synthesized_call_id("s", "Bash", input);
+        assert_eq!(a, synthesized_call_id("s", "Bash", input));
+        assert_ne!(a, synthesized_call_id("s2", "Bash", input));
+        assert_ne!(a, synthesized_call_id("s", "Bash", &Map::new()));
+    }
+}

@@ -1,0 +1,115 @@
+//! Gemini CLI (google-gemini/gemini-cli docs/hooks/reference.md): `settings.json`, hook
+//! timeout in milliseconds, snake_case payloads without a tool-use id.
+//!
+//! Before a tool runs Gemini enforces a denial (`decision: deny`) and replaced arguments
+//! (`hookSpecificOutput.tool_input`); it has no ask.
+
+use super::claude_code::{optional_string, required_object, required_string};
+use super::install::Snippet;
+use super::{AhpEvent, Answer, EventSpec, Payload, Verdict};
+use crate::{Decision, EffectKind as E};
+use serde_json::{json, Map, Value};
+
+/// The mapped events and what Gemini CLI enforces at each.
+pub const EVENTS: &[EventSpec] = &[
+    EventSpec {
+        native: "BeforeTool",
+        ahp: AhpEvent::ToolBefore,
+        enforces: &[E::Deny, E::Modify],
+    },
+    EventSpec {
+        native: "AfterTool",
+        ahp: AhpEvent::ToolAfter,
+        enforces: &[E::Deny],
+    },
+    EventSpec {
+        native: "BeforeAgent",
+        ahp: AhpEvent::TurnStart,
+        enforces: &[E::Deny],
+    },
+    EventSpec {
+        native: "SessionStart",
+        ahp: AhpEvent::SessionStart,
+        enforces: &[],
+    },
+    EventSpec {
+        native: "SessionEnd",
+        ahp: AhpEvent::SessionEnd,
+        enforces: &[],
+    },
+    EventSpec {
+        native: "PreCompress",
+        ahp: AhpEvent::ContextCompactBefore,
+        enforces: &[],
+    },
+];
+
+/// The settings file the snippet belongs in.
+pub const SETTINGS_FILE: &str = ".gemini/settings.json";
+
+/// `session_id`, `cwd`, and for tool events `tool_name` and `tool_input`.
+pub fn read(payload: &Map<String, Value>, event: &str) -> Result<Payload, String> {
+    let tool = match event {
+        "BeforeTool" | "AfterTool" => Some((
+            required_string(payload, "tool_name")?,
+            required_object(payload, "tool_input")?,
+        )),
+        _ => None,
+    };
+    Ok(Payload {
+        session_id: required_string(payload, "session_id")?,
+        cwd: optional_string(payload, "cwd")?,
+        call_id: None,
+        trigger: optional_string(payload, "source")?,
+        reason: optional_string(payload, "reason")?,
+        tool,
+    })
+}
+
+/// `BeforeTool`: a denial, replaced arguments, or nothing. Gemini has no ask, so an
+/// ask can only be a denial.
+pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
+    if spec.ahp != AhpEvent::ToolBefore {
+        return super::outside_tool_before(verdict);
+    }
+    match (verdict.decision, &verdict.input) {
+        (Decision::Deny | Decision::Ask, _) => {
+            Answer::json(json!({"decision": "deny", "reason": verdict.reason()}))
+        }
+        (Decision::Allow, Some(input)) => {
+            Answer::json(json!({"hookSpecificOutput": {"tool_input": input}}))
+        }
+        (Decision::Allow, None) => Answer::silent(),
+    }
+}
+
+/// `settings.json` hooks; Gemini's `timeout` is in milliseconds.
+pub fn snippet(snippet: &Snippet) -> Value {
+    super::claude_code::claude_shaped(snippet, EVENTS, snippet.timeout_ms, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hook::tests::verdict;
+
+    #[test]
+    fn replaced_arguments_go_in_tool_input() {
+        let mut modified = verdict(Decision::Allow, None);
+        modified.input = json!({"path": "/tmp/x"}).as_object().cloned();
+        let answer = answer(&EVENTS[0], &modified);
+        assert_eq!(
+            answer.stdout,
+            "{\"hookSpecificOutput\":{\"tool_input\":{\"path\":\"/tmp/x\"}}}\n"
+        );
+    }
+
+    #[test]
+    fn an_ask_is_a_denial() {
+        let answer = answer(&EVENTS[0], &verdict(Decision::Ask, None));
+        assert!(
+            answer.stdout.contains("\"decision\":\"deny\""),
+            "{answer:?}"
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! `ahp hook install HARNESS`: the harness's settings snippet that puts `ahp hook` in
+//! front of its hook events.
+//!
+//! Paths are absolute (the harness runs hooks from wherever the session is) and the
+//! snippet names files, never their contents: no secret ever lands in a harness's
+//! settings. The harness's timeout is the hook's budget plus headroom for process start,
+//! so the budget settles the call and the harness's own timeout never fires first.
+
+use super::{Harness, DEFAULT_BUDGET_MS};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Headroom between the hook's budget and the harness's timeout: process start, the
+/// watchdog's grace, writing the answer.
+const HEADROOM_MS: u64 = 5_000;
+
+/// What `ahp hook install` is asked for.
+pub struct Install {
+    /// Whose settings.
+    pub harness: Harness,
+    /// The registration file (must exist).
+    pub registration: PathBuf,
+    /// An audit log file for every call.
+    pub audit: Option<PathBuf>,
+    /// The hook's budget; `None` for the default.
+    pub budget_ms: Option<u64>,
+}
+
+/// What one harness's snippet is built from.
+pub struct Snippet {
+    program: String,
+    arguments: Vec<String>,
+    /// The harness's timeout for the hook.
+    pub timeout_ms: u64,
+}
+
+impl Snippet {
+    /// The hook's command line, naming `event` for harnesses whose payload does not.
+    pub fn command(&self, event: Option<&str>) -> String {
+        let mut words = vec![self.program.clone()];
+        words.extend(self.arguments.iter().cloned());
+        if let Some(event) = event {
+            words.extend(["--event".to_string(), event.to_string()]);
+        }
+        words
+            .iter()
+            .map(|word| shell_quote(word))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The timeout in whole seconds, rounded up.
+    pub fn timeout_secs(&self) -> u64 {
+        self.timeout_ms.div_ceil(1_000)
+    }
+}
+
+/// The snippet for `request`, as the JSON the harness's settings file takes.
+pub fn install(request: &Install) -> Result<Value, String> {
+    let program = std::env::current_exe().map_err(|e| format!("locate the ahp binary: {e}"))?;
+    let registration = absolute(&request.registration, true)?;
+    let budget_ms = request.budget_ms.unwrap_or(DEFAULT_BUDGET_MS);
+    let mut arguments = vec![
+        "hook".to_string(),
+        request.harness.name().to_string(),
+        "--registration".to_string(),
+        registration,
+        "--budget-ms".to_string(),
+        budget_ms.to_string(),
+    ];
+    if let Some(audit) = &request.audit {
+        arguments.extend(["--audit".to_string(), absolute(audit, false)?]);
+    }
+    let snippet = Snippet {
+        program: program.display().to_string(),
+        arguments,
+        timeout_ms: budget_ms + HEADROOM_MS,
+    };
+    Ok(match request.harness {
+        Harness::ClaudeCode => super::claude_code::snippet(&snippet),
+        Harness::Codex => super::codex::snippet(&snippet),
+        Harness::Gemini => super::gemini::snippet(&snippet),
+        Harness::Cursor => super::cursor::snippet(&snippet),
+        Harness::Copilot => super::copilot::snippet(&snippet),
+    })
+}
+
+/// `path` made absolute; `existing` ones resolved through symlinks (and must exist).
+fn absolute(path: &Path, existing: bool) -> Result<String, String> {
+    let resolved = match existing {
+        true => std::fs::canonicalize(path),
+        false => std::path::absolute(path),
+    };
+    resolved
+        .map(|p| p.display().to_string())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// `word` as one POSIX shell word: as is when it is plainly safe, else single-quoted.
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-=:,+@".contains(c));
+    match plain {
+        true => word.to_string(),
+        false => format!("'{}'", word.replace('\'', r"'\''")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_are_quoted_only_when_needed() {
+        assert_eq!(shell_quote("/usr/bin/ahp"), "/usr/bin/ahp");
+        assert_eq!(shell_quote("/my dir/it's"), r"'/my dir/it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn the_timeout_leaves_headroom_and_rounds_up() {
+        let snippet = Snippet {
+            program: "ahp".into(),
+            arguments: Vec::new(),
+            timeout_ms: 10_001,
+        };
+        assert_eq!(snippet.timeout_secs(), 11);
+        assert_eq!(
+            snippet.command(Some("preToolUse")),
+            "ahp --event preToolUse"
+        );
+    }
+}

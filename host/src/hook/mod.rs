@@ -1,0 +1,597 @@
+//! `ahp hook HARNESS`: an AHP interceptor in front of an agent harness's command hooks.
+//!
+//! The harness starts one process per hook event and writes its own JSON payload on stdin;
+//! this module reads it, maps it to the AHP event, asks the interceptor and answers in the
+//! harness's own format. Every harness fails open on a hook that crashes, times out or
+//! prints something unexpected, so the adapter never leaves that to chance: every error
+//! before a decision — a payload that is not the harness's, an unreadable or invalid
+//! registration, a component failure, a panic, the whole process running past its budget —
+//! is answered as a denial in the harness's format, with a generic reason (the details go
+//! to stderr).
+//!
+//! Each harness module says three things as data and small functions: which native events
+//! map to which AHP events and which effects the harness enforces at each
+//! ([`EventSpec`]), how to read its payload into a [`Payload`], and how to write a
+//! [`Verdict`] as its answer. `mod.rs` is the flow shared by all of them.
+
+mod claude_code;
+mod codex;
+mod copilot;
+mod cursor;
+mod event;
+mod gemini;
+mod install;
+
+pub use install::{install, Install};
+
+use crate::{DecidedBy, Decision, EffectKind, Interceptor, Options, Settlement};
+use serde_json::{Map, Value};
+use std::io::{Read as _, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// The default budget of one hook process, from its start to its answer.
+pub const DEFAULT_BUDGET_MS: u64 = 10_000;
+
+/// How long past its budget the process may run before the watchdog answers a denial.
+/// The call itself settles inside the budget; this covers a stuck step around it.
+const WATCHDOG_GRACE: Duration = Duration::from_millis(1_000);
+
+/// The largest payload read from stdin; a harness sends one small JSON object.
+const MAX_PAYLOAD_BYTES: u64 = 16 << 20;
+
+/// The reason of every denial the adapter makes itself: generic, never the details.
+fn generic_reason() -> &'static str {
+    DecidedBy::EngineFailure
+        .generic_reason()
+        .unwrap_or("Policy evaluation failed.")
+}
+
+/// The harnesses with an adapter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Harness {
+    /// Anthropic Claude Code.
+    ClaudeCode,
+    /// OpenAI Codex CLI.
+    Codex,
+    /// Google Gemini CLI.
+    Gemini,
+    /// Cursor.
+    Cursor,
+    /// GitHub Copilot CLI.
+    Copilot,
+}
+
+impl Harness {
+    /// Every harness, in the order of the README.
+    pub const ALL: [Harness; 5] = [
+        Harness::ClaudeCode,
+        Harness::Codex,
+        Harness::Gemini,
+        Harness::Cursor,
+        Harness::Copilot,
+    ];
+
+    /// The command-line name, also the `native.provider` of its events.
+    pub fn name(self) -> &'static str {
+        match self {
+            Harness::ClaudeCode => "claude-code",
+            Harness::Codex => "codex",
+            Harness::Gemini => "gemini",
+            Harness::Cursor => "cursor",
+            Harness::Copilot => "copilot",
+        }
+    }
+
+    /// The harness called `name` on the command line.
+    pub fn parse(name: &str) -> Option<Harness> {
+        Harness::ALL.into_iter().find(|h| h.name() == name)
+    }
+
+    /// The native events this adapter maps, with what the harness enforces at each.
+    pub fn events(self) -> &'static [EventSpec] {
+        match self {
+            Harness::ClaudeCode => claude_code::EVENTS,
+            Harness::Codex => codex::EVENTS,
+            Harness::Gemini => gemini::EVENTS,
+            Harness::Cursor => cursor::EVENTS,
+            Harness::Copilot => copilot::EVENTS,
+        }
+    }
+
+    fn read(self, payload: &Map<String, Value>, event: &str) -> Result<Payload, String> {
+        match self {
+            // Codex sends Claude Code's payload shape.
+            Harness::ClaudeCode | Harness::Codex => claude_code::read(payload, event),
+            Harness::Gemini => gemini::read(payload, event),
+            Harness::Cursor => cursor::read(payload, event),
+            Harness::Copilot => copilot::read(payload, event),
+        }
+    }
+
+    /// `verdict` written as this harness's answer to `spec`'s event.
+    fn answer(self, spec: &EventSpec, verdict: &Verdict) -> Answer {
+        match self {
+            Harness::ClaudeCode => claude_code::answer(spec, verdict),
+            Harness::Codex => codex::answer(spec, verdict),
+            Harness::Gemini => gemini::answer(spec, verdict),
+            Harness::Cursor => cursor::answer(spec, verdict),
+            Harness::Copilot => copilot::answer(spec, verdict),
+        }
+    }
+
+    /// The file its [`install`] snippet belongs in.
+    pub fn settings_file(self) -> &'static str {
+        match self {
+            Harness::ClaudeCode => claude_code::SETTINGS_FILE,
+            Harness::Codex => codex::SETTINGS_FILE,
+            Harness::Gemini => gemini::SETTINGS_FILE,
+            Harness::Cursor => cursor::SETTINGS_FILE,
+            Harness::Copilot => copilot::SETTINGS_FILE,
+        }
+    }
+
+    /// The name of the native event in `payload`, or the one the command line names
+    /// (Copilot sends none); both present and different is not this harness's payload.
+    fn event_name(
+        self,
+        payload: &Map<String, Value>,
+        flag: Option<&str>,
+    ) -> Result<String, String> {
+        let field = match self {
+            Harness::Copilot => payload
+                .get("hookEventName")
+                .or(payload.get("hook_event_name")),
+            _ => payload.get("hook_event_name"),
+        };
+        match (field, flag) {
+            (Some(Value::String(name)), Some(flag)) if name != flag => Err(format!(
+                "the payload is a {name} event, the command line says {flag}"
+            )),
+            (Some(Value::String(name)), _) => Ok(name.clone()),
+            (Some(_), _) => Err("hook_event_name must be a string".into()),
+            (None, Some(flag)) => Ok(flag.to_string()),
+            (None, None) => Err("the payload names no hook event (hook_event_name)".into()),
+        }
+    }
+}
+
+/// The answer outside `tool.before` while the component only observes those events: a
+/// denial (the adapter's own, after a failure) is exit 2 with the reason, the one block
+/// every harness honours on every event; anything else is no answer.
+fn outside_tool_before(verdict: &Verdict) -> Answer {
+    match verdict.decision {
+        Decision::Deny => Answer::blocked(verdict.reason()),
+        Decision::Allow | Decision::Ask => Answer::silent(),
+    }
+}
+
+/// The AHP events the adapters produce. Spelled here until the component's event list
+/// reaches the shared vocabulary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AhpEvent {
+    /// Before a tool runs: the one event the component intercepts today.
+    ToolBefore,
+    /// After a tool ran.
+    ToolAfter,
+    /// A user prompt starts a turn.
+    TurnStart,
+    /// The agent is about to end its turn.
+    TurnFinishBefore,
+    /// A session starts or resumes.
+    SessionStart,
+    /// A session ends.
+    SessionEnd,
+    /// The context is about to be compacted.
+    ContextCompactBefore,
+}
+
+impl AhpEvent {
+    /// The event `type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AhpEvent::ToolBefore => "tool.before",
+            AhpEvent::ToolAfter => "tool.after",
+            AhpEvent::TurnStart => "turn.start",
+            AhpEvent::TurnFinishBefore => "turn.finish.before",
+            AhpEvent::SessionStart => "session.start",
+            AhpEvent::SessionEnd => "session.end",
+            AhpEvent::ContextCompactBefore => "context.compact.before",
+        }
+    }
+}
+
+/// One native hook event of a harness: the AHP event it becomes and the effects the
+/// harness really enforces there (its capability declaration for that event).
+#[derive(Debug, PartialEq, Eq)]
+pub struct EventSpec {
+    /// The harness's event name, e.g. `PreToolUse`.
+    pub native: &'static str,
+    /// The AHP event it maps to.
+    pub ahp: AhpEvent,
+    /// What the harness enforces at this event (before a tool: always deny).
+    pub enforces: &'static [EffectKind],
+}
+
+impl EventSpec {
+    /// The effects advertised to backends today: what the harness enforces and the
+    /// component can also decode. A backend is never offered an effect either would drop.
+    pub fn advertised(&self) -> Vec<EffectKind> {
+        self.enforces
+            .iter()
+            .copied()
+            .filter(|kind| COMPONENT_DECODES.contains(kind))
+            .collect()
+    }
+}
+
+/// The effects the embedded component decodes (its `effect::is_decodable`). `allow` is
+/// among them but never advertised by an adapter: an AHP allow is "no objection", and no
+/// harness has a word for that which is not also a grant.
+const COMPONENT_DECODES: &[EffectKind] = &[EffectKind::Deny, EffectKind::Ask, EffectKind::Message];
+
+/// A harness payload read into the fields every AHP event is built from.
+#[derive(Debug, Default, PartialEq)]
+pub struct Payload {
+    /// The native session (or conversation) id.
+    pub session_id: String,
+    /// The working directory, when the harness says.
+    pub cwd: Option<String>,
+    /// Tool events: the native tool name and its parsed input.
+    pub tool: Option<(String, Map<String, Value>)>,
+    /// The harness's tool-use id, when it has one.
+    pub call_id: Option<String>,
+    /// `session.start`: why the session started, in the harness's words.
+    pub trigger: Option<String>,
+    /// `session.end`: why it ended, in the harness's words.
+    pub reason: Option<String>,
+}
+
+/// What the adapter tells the harness, before formatting.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// Deny, ask, or no objection (never a grant).
+    pub decision: Decision,
+    /// The reason to show: the backend's for an explicit deny, else a generic one.
+    pub reason: Option<String>,
+    /// Accepted `message` effects, in chain order.
+    pub messages: Vec<String>,
+    /// A replacement tool input (a `modify` effect); the component cannot settle one
+    /// yet, so only unit tests build it.
+    pub input: Option<Map<String, Value>>,
+}
+
+impl Verdict {
+    fn of(settlement: &Settlement) -> Verdict {
+        Verdict {
+            decision: settlement.decision,
+            reason: settlement.reason.clone(),
+            messages: settlement.record.messages.clone(),
+            input: None,
+        }
+    }
+
+    /// The adapter's own denial after a failure.
+    fn failed() -> Verdict {
+        Verdict {
+            decision: Decision::Deny,
+            reason: Some(generic_reason().to_string()),
+            messages: Vec::new(),
+            input: None,
+        }
+    }
+
+    fn no_objection() -> Verdict {
+        Verdict {
+            decision: Decision::Allow,
+            reason: None,
+            messages: Vec::new(),
+            input: None,
+        }
+    }
+
+    /// The reason to show, generic when nobody gave one.
+    fn reason(&self) -> &str {
+        self.reason.as_deref().unwrap_or(generic_reason())
+    }
+
+    /// The messages as one text, `None` when there are none.
+    fn message_text(&self) -> Option<String> {
+        (!self.messages.is_empty()).then(|| self.messages.join("\n"))
+    }
+}
+
+/// One answer to the harness: stdout, lines for stderr, the exit code.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// Written to stdout as is (empty: nothing).
+    pub stdout: String,
+    /// Written to stderr, one line each.
+    pub stderr: Vec<String>,
+    /// The process exit code.
+    pub exit: u8,
+}
+
+impl Answer {
+    /// Exit 0 with nothing on stdout: the harness goes on under its own permissions.
+    fn silent() -> Answer {
+        Answer {
+            stdout: String::new(),
+            stderr: Vec::new(),
+            exit: 0,
+        }
+    }
+
+    /// Exit 0 with one JSON object on stdout.
+    fn json(value: Value) -> Answer {
+        Answer {
+            stdout: format!("{value}\n"),
+            stderr: Vec::new(),
+            exit: 0,
+        }
+    }
+
+    /// Exit 2 with the reason on stderr: the block every harness honours on every event.
+    fn blocked(reason: &str) -> Answer {
+        Answer {
+            stdout: String::new(),
+            stderr: vec![reason.to_string()],
+            exit: 2,
+        }
+    }
+
+    /// Writes the answer; returns the exit code.
+    fn write(self) -> i32 {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(self.stdout.as_bytes());
+        let _ = out.flush();
+        for line in &self.stderr {
+            eprintln!("{line}");
+        }
+        i32::from(self.exit)
+    }
+}
+
+/// One `ahp hook HARNESS` invocation.
+pub struct Request {
+    /// Whose payload and answer format.
+    pub harness: Harness,
+    /// The registration JSON file.
+    pub registration: PathBuf,
+    /// The native event name, for harnesses whose payload names none (Copilot).
+    pub event: Option<String>,
+    /// The whole process's budget, from start to answer.
+    pub budget: Duration,
+    /// The `source` URI of the events; by default a stable URN of this installation.
+    pub source: Option<String>,
+    /// Host options, or why they could not be built (answered as a denial).
+    pub options: Result<Options, String>,
+}
+
+/// Why a call ended without a decision: logged on stderr, answered as a denial.
+struct Failure {
+    /// The native event, when the payload was read that far.
+    spec: Option<&'static EventSpec>,
+    detail: String,
+}
+
+/// Runs one hook call and answers the harness; see the module documentation.
+pub async fn run(request: Request) -> ExitCode {
+    let started = Instant::now();
+    let deadline = started + request.budget;
+    let harness = request.harness;
+    let flow = tokio::spawn(async move {
+        let payload = tokio::task::spawn_blocking(read_payload)
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|read| read)
+            .map_err(|detail| Failure { spec: None, detail })?;
+        decide(&request, &payload, deadline).await
+    });
+    let outcome = match tokio::time::timeout_at((deadline + WATCHDOG_GRACE).into(), flow).await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(join)) => Err(Failure {
+            spec: None,
+            detail: format!("the hook call failed: {join}"),
+        }),
+        Err(_) => Err(Failure {
+            spec: None,
+            detail: "the hook call ran past its budget".into(),
+        }),
+    };
+    let (spec, verdict, detail) = match outcome {
+        Ok((spec, verdict)) => (Some(spec), verdict, None),
+        Err(failure) => (failure.spec, Verdict::failed(), Some(failure.detail)),
+    };
+    let mut answer = formatted(harness, spec, &verdict);
+    if let Some(detail) = detail {
+        answer.stderr.insert(0, format!("error: {detail}"));
+    }
+    // Exit at once: a harness that never closes stdin leaves the blocking read behind,
+    // and the runtime would wait for it forever on the way out.
+    std::process::exit(answer.write())
+}
+
+/// The payload on stdin, up to [`MAX_PAYLOAD_BYTES`].
+fn read_payload() -> Result<Vec<u8>, String> {
+    let mut payload = Vec::new();
+    std::io::stdin()
+        .take(MAX_PAYLOAD_BYTES)
+        .read_to_end(&mut payload)
+        .map_err(|e| format!("read the payload from stdin: {e}"))?;
+    Ok(payload)
+}
+
+/// `verdict` in the harness's format; a denial by exit 2 if formatting itself panics or
+/// the event is unknown (every harness honours exit 2 as a block).
+fn formatted(harness: Harness, spec: Option<&EventSpec>, verdict: &Verdict) -> Answer {
+    let Some(spec) = spec else {
+        return harness_deny_everywhere(harness, verdict);
+    };
+    std::panic::catch_unwind(|| harness.answer(spec, verdict))
+        .unwrap_or_else(|_| Answer::blocked(generic_reason()))
+}
+
+/// The denial for a payload whose event is unknown: exit 2 with the reason, which every
+/// harness reads as a block on every event (Claude Code then ignores stdout).
+fn harness_deny_everywhere(harness: Harness, verdict: &Verdict) -> Answer {
+    let mut answer = Answer::blocked(verdict.reason());
+    if harness == Harness::Copilot {
+        // Sources disagree whether Copilot reads exit 2; it also gets its JSON denial.
+        answer.stdout = copilot::tool_answer(verdict).stdout;
+    }
+    answer
+}
+
+/// Reads the payload, maps it, asks the interceptor and returns its verdict.
+async fn decide(
+    request: &Request,
+    payload: &[u8],
+    deadline: Instant,
+) -> Result<(&'static EventSpec, Verdict), Failure> {
+    let fail = |spec, detail: String| Failure { spec, detail };
+    let object = match serde_json::from_slice::<Value>(payload) {
+        Ok(Value::Object(object)) => object,
+        Ok(_) => return Err(fail(None, "the payload is not a JSON object".into())),
+        Err(e) => return Err(fail(None, format!("the payload is not JSON: {e}"))),
+    };
+    let harness = request.harness;
+    let name = harness
+        .event_name(&object, request.event.as_deref())
+        .map_err(|e| fail(None, e))?;
+    let spec = harness
+        .events()
+        .iter()
+        .find(|spec| spec.native == name)
+        .ok_or_else(|| {
+            fail(
+                None,
+                format!("{} has no mapped hook event {name}", harness.name()),
+            )
+        })?;
+    let read = harness.read(&object, &name).map_err(|e| {
+        fail(
+            Some(spec),
+            format!("not a {} {name} payload: {e}", harness.name()),
+        )
+    })?;
+    let source = match &request.source {
+        Some(source) => source.clone(),
+        None => event::installation_source(harness, &request.registration),
+    };
+    let event = event::build(harness, spec, &read, &source, object).to_string();
+    let registration = std::fs::read_to_string(&request.registration).map_err(|e| {
+        fail(
+            Some(spec),
+            format!("read {}: {e}", request.registration.display()),
+        )
+    })?;
+    let options = request.options.clone().map_err(|e| fail(Some(spec), e))?;
+    let interceptor = Interceptor::new(&registration, options)
+        .await
+        .map_err(|e| fail(Some(spec), describe(&e)))?;
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    let verdict = if spec.ahp == AhpEvent::ToolBefore {
+        let settled = interceptor
+            .intercept(&event, &spec.advertised(), Some(remaining))
+            .await;
+        match settled {
+            Ok(settled) => Ok(Verdict::of(&settled)),
+            Err(e) => match e.shutdown_settlement() {
+                Some(settled) => Ok(Verdict::of(settled)),
+                None => Err(describe(&e)),
+            },
+        }
+    } else {
+        // The component intercepts tool.before only, so every other event is observed.
+        match interceptor.observe(&event, Some(remaining)).await {
+            Ok(observed) if observed.engine_failure => {
+                Err("the component failed preparing the notifications".into())
+            }
+            Ok(_) => Ok(Verdict::no_objection()),
+            Err(e) => Err(describe(&e)),
+        }
+    };
+    interceptor.shutdown();
+    verdict.map(|v| (spec, v)).map_err(|e| fail(Some(spec), e))
+}
+
+/// An error with every problem it names.
+fn describe(error: &crate::Error) -> String {
+    match error.problems() {
+        [] => error.to_string(),
+        problems => {
+            let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            format!("{error}: {}", problems.join("; "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advertised_effects_are_enforced_decodable_and_never_a_grant() {
+        for harness in Harness::ALL {
+            for spec in harness.events() {
+                let advertised = spec.advertised();
+                if spec.ahp == AhpEvent::ToolBefore {
+                    assert!(advertised.contains(&EffectKind::Deny), "{spec:?}");
+                }
+                assert!(!advertised.contains(&EffectKind::Allow), "{spec:?}");
+                assert!(!advertised.contains(&EffectKind::Modify), "{spec:?}");
+                assert!(
+                    advertised.iter().all(|k| spec.enforces.contains(k)),
+                    "{spec:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn harness_names_round_trip() {
+        for harness in Harness::ALL {
+            assert_eq!(Harness::parse(harness.name()), Some(harness));
+        }
+        assert_eq!(Harness::parse("claude"), None);
+    }
+
+    #[test]
+    fn a_deny_outside_tool_before_is_exit_2_with_the_reason() {
+        let answer = outside_tool_before(&Verdict::failed());
+        assert_eq!(answer.exit, 2);
+        assert_eq!(answer.stderr, vec![generic_reason().to_string()]);
+        assert_eq!(
+            outside_tool_before(&Verdict::no_objection()),
+            Answer::silent()
+        );
+    }
+
+    #[test]
+    fn every_harness_denies_before_a_tool_and_never_writes_allow_but_cursor() {
+        for harness in Harness::ALL {
+            let spec = &harness.events()[0];
+            assert_eq!(spec.ahp, AhpEvent::ToolBefore, "{harness:?}");
+            let denied = harness.answer(spec, &verdict(Decision::Deny, Some("because")));
+            assert!(denied.stdout.contains("because"), "{harness:?}: {denied:?}");
+            let silent = harness.answer(spec, &Verdict::no_objection());
+            assert_eq!(
+                silent.stdout.contains("allow"),
+                harness == Harness::Cursor,
+                "{harness:?}: {silent:?}"
+            );
+        }
+    }
+
+    /// A verdict as a settlement would give it.
+    pub fn verdict(decision: Decision, reason: Option<&str>) -> Verdict {
+        Verdict {
+            decision,
+            reason: reason.map(str::to_string),
+            messages: Vec::new(),
+            input: None,
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! The shared scenarios of the `ahp hook HARNESS` contract files: each file describes its
+//! harness's payload samples and answer format in a [`Contract`], and runs these against
+//! the real `ahp` binary and the fault backend.
+
+use crate::fault_backend::{Behaviour, FaultBackend};
+use crate::support::{ahp_binary, registration, runaway_component, Http, SYNTHETIC_REASON};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// The reason of every denial the adapter makes itself.
+pub const FAILED_REASON: &str = "Policy evaluation failed.";
+
+/// How one harness's hook contract looks.
+pub struct Contract {
+    /// The `ahp hook` harness name.
+    pub harness: &'static str,
+    /// A pre-tool payload (a `Bash`-like call) and the extra arguments it needs.
+    pub pre_tool: (Value, &'static [&'static str]),
+    /// A post-tool payload for the same call.
+    pub post_tool: (Value, &'static [&'static str]),
+    /// The native tool name, input and session id in `pre_tool`.
+    pub tool: (&'static str, Value, &'static str),
+    /// The harness's tool-use id in `pre_tool`; `None`: it has none, the id is synthesized.
+    pub call_id: Option<&'static str>,
+    /// The effects advertised before a tool runs.
+    pub advertised: &'static [&'static str],
+    /// Asserts the answer is this harness's denial with `reason`.
+    pub assert_deny: fn(&Ran, &str),
+    /// Asserts the answer is "no objection" (never a grant the harness would read as one).
+    pub assert_no_objection: fn(&Ran),
+    /// Asserts the answer is this harness's ask; `None`: the harness has no ask.
+    pub assert_ask: Option<fn(&Ran)>,
+}
+
+/// One finished `ahp hook` process.
+#[derive(Debug)]
+pub struct Ran {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl Ran {
+    /// stdout as one JSON value.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+}
+
+/// Runs `ahp hook HARNESS --registration R ARGS` with `stdin`.
+pub async fn run_hook(harness: &str, registration: &Path, args: &[&str], stdin: &[u8]) -> Ran {
+    use tokio::io::AsyncWriteExt as _;
+    let mut child = tokio::process::Command::new(ahp_binary())
+        .arg("hook")
+        .arg(harness)
+        .arg("--registration")
+        .arg(registration)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start ahp hook");
+    let mut input = child.stdin.take().expect("stdin is piped");
+    input.write_all(stdin).await.expect("write the payload");
+    drop(input);
+    let output = child.wait_with_output().await.expect("ahp hook finishes");
+    Ran {
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        code: output.status.code().expect("exited, not killed"),
+    }
+}
+
+/// A registration file in `dir`: one interceptor on tool.before at `backend`, with
+/// `policy` and a 300 ms timeout, plus an observer of every other event at the same URL.
+pub fn write_registration(dir: &Path, url: &str, policy: &str, include_native: bool) -> PathBuf {
+    let mut document: Value =
+        serde_json::from_str(&registration(&[Http::new("com.example.policy", url)
+            .policy(policy)
+            .timeout_ms(300)]))
+        .expect("a JSON registration");
+    let subscriptions = document["hooks"][0]["subscriptions"]
+        .as_array_mut()
+        .expect("subscriptions");
+    subscriptions[0]["includeNative"] = json!(include_native);
+    subscriptions.push(json!({
+        "events": ["tool.after", "turn.*", "session.*"], "mode": "observe",
+        "content": {"default": "metadata"}
+    }));
+    let path = dir.join("registration.json");
+    std::fs::write(&path, document.to_string()).expect("write the registration");
+    path
+}
+
+impl Contract {
+    /// Runs the pre-tool payload against a backend behaving as `script` under `policy`.
+    async fn pre_tool_with(&self, script: Vec<Behaviour>, policy: &str) -> (Ran, FaultBackend) {
+        let backend = FaultBackend::start(script).await;
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let registration = write_registration(dir.path(), &backend.url(), policy, false);
+        let (payload, args) = &self.pre_tool;
+        let ran = run_hook(
+            self.harness,
+            &registration,
+            args,
+            payload.to_string().as_bytes(),
+        )
+        .await;
+        (ran, backend)
+    }
+
+    /// The pre-tool event reaches the backend as a valid tool.before with the native
+    /// name, the parsed input, the session, the call id (synthesized and marked when the
+    /// harness has none), the kind and a stable URN source, without `native`; the
+    /// post-tool event is observed as tool.after of the same call.
+    pub async fn mapping(&self) {
+        let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let registration = write_registration(dir.path(), &backend.url(), "fail-closed", false);
+        let (payload, args) = &self.pre_tool;
+        let ran = run_hook(
+            self.harness,
+            &registration,
+            args,
+            payload.to_string().as_bytes(),
+        )
+        .await;
+        (self.assert_no_objection)(&ran);
+        let (post, post_args) = &self.post_tool;
+        let after = run_hook(
+            self.harness,
+            &registration,
+            post_args,
+            post.to_string().as_bytes(),
+        )
+        .await;
+        // Observed only: nothing to answer (Cursor always answers, with `{}`).
+        assert_eq!(after.code, 0, "{after:?}");
+        assert!(["", "{}"].contains(&after.stdout.trim()), "{after:?}");
+        let requests = backend.requests_with_method("hooks/intercept");
+        assert_eq!(requests.len(), 1, "one intercept");
+        let params = requests[0].json()["params"].clone();
+        let event = &params["event"];
+        let (name, input, session) = &self.tool;
+        assert_eq!(event["type"], "tool.before", "{event}");
+        assert_eq!(event["tool"]["name"], *name, "{event}");
+        assert_eq!(event["tool"]["input"], *input, "{event}");
+        assert_eq!(event["tool"]["kind"], "shell", "{event}");
+        assert_eq!(event["session"]["id"], *session, "{event}");
+        assert_eq!(event["path"], "native", "{event}");
+        assert!(
+            event.get("native").is_none(),
+            "native without includeNative: {event}"
+        );
+        let source = event["source"].as_str().expect("a source");
+        assert!(
+            source.starts_with(&format!("urn:ahp:hook:{}:", self.harness)),
+            "{source}"
+        );
+        match self.call_id {
+            Some(id) => assert_eq!(event["call"], json!({"id": id}), "{event}"),
+            None => assert_eq!(event["call"]["synthesized"], true, "{event}"),
+        }
+        assert_eq!(params["capabilities"]["effects"], json!(self.advertised));
+        let observed = backend.requests_with_method("hooks/observe");
+        assert_eq!(observed.len(), 1, "one observe");
+        let after_event = &observed[0].json()["params"]["event"];
+        assert_eq!(after_event["type"], "tool.after", "{after_event}");
+        assert_eq!(after_event["call"]["id"], event["call"]["id"], "same call");
+        assert_eq!(after_event["source"], event["source"], "same source");
+        assert_ne!(after_event["id"], event["id"], "distinct events");
+    }
+
+    /// With `includeNative` the provider payload goes along, untouched.
+    pub async fn native_with_include_native(&self) {
+        let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let registration = write_registration(dir.path(), &backend.url(), "fail-closed", true);
+        let (payload, args) = &self.pre_tool;
+        run_hook(
+            self.harness,
+            &registration,
+            args,
+            payload.to_string().as_bytes(),
+        )
+        .await;
+        let event = backend.requests()[0].json()["params"]["event"].clone();
+        assert_eq!(event["native"]["provider"], self.harness, "{event}");
+        assert_eq!(event["native"]["payload"], *payload, "{event}");
+    }
+
+    /// A backend's deny is the harness's denial with the backend's reason.
+    pub async fn deny(&self) {
+        let (ran, _backend) = self
+            .pre_tool_with(
+                vec![Behaviour::Deny("force push is forbidden".into())],
+                "fail-open",
+            )
+            .await;
+        (self.assert_deny)(&ran, "force push is forbidden");
+    }
+
+    /// A backend's ask is the harness's ask; behind a harness without one, `ask` was
+    /// never advertised, so the reply is unadvertised: a fail-closed denial.
+    pub async fn ask(&self) {
+        let (ran, _backend) = self
+            .pre_tool_with(
+                vec![Behaviour::Effects(json!([{"type": "ask"}]))],
+                "fail-closed",
+            )
+            .await;
+        match self.assert_ask {
+            Some(assert_ask) => assert_ask(&ran),
+            None => (self.assert_deny)(&ran, SYNTHETIC_REASON),
+        }
+    }
+
+    /// No effects: no objection, never a grant.
+    pub async fn no_objection(&self) {
+        let (ran, _backend) = self
+            .pre_tool_with(vec![Behaviour::NoEffect], "fail-closed")
+            .await;
+        (self.assert_no_objection)(&ran);
+    }
+
+    /// A backend that never answers: fail-open goes on, fail-closed denies generically.
+    pub async fn timeout_under_both_policies(&self) {
+        let (open, _b) = self
+            .pre_tool_with(vec![Behaviour::Blackhole], "fail-open")
+            .await;
+        (self.assert_no_objection)(&open);
+        let (closed, _b) = self
+            .pre_tool_with(vec![Behaviour::Blackhole], "fail-closed")
+            .await;
+        (self.assert_deny)(&closed, SYNTHETIC_REASON);
+    }
+
+    /// A reply that is not JSON-RPC: fail-open goes on, fail-closed denies generically.
+    pub async fn malformed_reply_under_both_policies(&self) {
+        let garbage = || Behaviour::Reply {
+            status: 200,
+            content_type: Some("application/json".into()),
+            body: b"{not json".to_vec(),
+        };
+        let (open, _b) = self.pre_tool_with(vec![garbage()], "fail-open").await;
+        (self.assert_no_objection)(&open);
+        let (closed, _b) = self.pre_tool_with(vec![garbage()], "fail-closed").await;
+        (self.assert_deny)(&closed, SYNTHETIC_REASON);
+    }
+
+    /// Garbage on stdin, and a payload of the wrong shape, are denied (exit 2 with the
+    /// generic reason, which every harness reads as a block), details on stderr.
+    pub async fn garbage_on_stdin(&self) {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let registration =
+            write_registration(dir.path(), "http://127.0.0.1:9/hooks", "fail-open", false);
+        let (_, args) = &self.pre_tool;
+        let ran = run_hook(self.harness, &registration, args, b"\x00not json{").await;
+        assert_eq!(ran.code, 2, "{ran:?}");
+        assert!(
+            ran.stderr.contains("not JSON"),
+            "details on stderr: {ran:?}"
+        );
+        assert!(ran.stderr.trim_end().ends_with(FAILED_REASON), "{ran:?}");
+        let (mut payload, args) = self.pre_tool.clone();
+        for key in ["tool_input", "toolArgs"] {
+            if let Some(object) = payload.as_object_mut() {
+                if object.contains_key(key) {
+                    object.insert(key.into(), json!(42));
+                }
+            }
+        }
+        let wrong = run_hook(
+            self.harness,
+            &registration,
+            args,
+            payload.to_string().as_bytes(),
+        )
+        .await;
+        (self.assert_deny)(&wrong, FAILED_REASON);
+        assert!(
+            wrong.stderr.contains("must be"),
+            "names the field: {wrong:?}"
+        );
+    }
+
+    /// A missing registration is the harness's denial, generic, the path on stderr.
+    pub async fn missing_registration(&self) {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let missing = dir.path().join("absent.json");
+        let (payload, args) = &self.pre_tool;
+        let ran = run_hook(self.harness, &missing, args, payload.to_string().as_bytes()).await;
+        (self.assert_deny)(&ran, FAILED_REASON);
+        assert!(ran.stderr.contains("absent.json"), "{ran:?}");
+    }
+
+    /// A component that traps is the harness's denial.
+    pub async fn component_trap(&self) {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let registration = dir.path().join("panic.json");
+        std::fs::write(&registration, r#"{"panic": true}"#).expect("write");
+        let component = dir.path().join("runaway.wasm");
+        std::fs::write(&component, runaway_component()).expect("write the component");
+        let (payload, args) = &self.pre_tool;
+        let mut all: Vec<&str> = args.to_vec();
+        let component = component.display().to_string();
+        all.extend(["--component", &component]);
+        let ran = run_hook(
+            self.harness,
+            &registration,
+            &all,
+            payload.to_string().as_bytes(),
+        )
+        .await;
+        (self.assert_deny)(&ran, FAILED_REASON);
+    }
+}
+
+/// One `#[tokio::test]` per scenario of [`Contract`] for the contract built by `$contract`.
+#[macro_export]
+macro_rules! hook_contract_tests {
+    ($contract:expr) => {
+        $crate::hook_contract_tests!(@each $contract;
+            mapping, native_with_include_native, deny, ask, no_objection,
+            timeout_under_both_policies, malformed_reply_under_both_policies,
+            garbage_on_stdin, missing_registration, component_trap);
+    };
+    (@each $contract:expr; $($scenario:ident),*) => {
+        $(
+            #[tokio::test]
+            async fn $scenario() {
+                $contract.$scenario().await;
+            }
+        )*
+    };
+}

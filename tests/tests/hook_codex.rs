@@ -1,0 +1,51 @@
+//! `ahp hook codex`: Codex CLI's Claude-shaped payloads (developers.openai.com/codex/hooks,
+//! with `model` and `turn_id`); deny only — an `ask` would count as a failed hook and run
+//! the tool, so it is never advertised.
+
+use ahp_tests::hook::{Contract, Ran};
+use serde_json::json;
+
+fn contract() -> Contract {
+    let common = json!({
+        "session_id": "019a-codex", "transcript_path": null, "cwd": "/repo",
+        "permission_mode": "default", "model": "gpt-5-codex", "turn_id": "turn-7",
+        "tool_name": "Bash", "tool_input": {"command": ["bash", "-lc", "rm -rf build"]},
+        "tool_use_id": "call_Codex1"
+    });
+    let mut pre = common.clone();
+    pre["hook_event_name"] = json!("PreToolUse");
+    let mut post = common;
+    post["hook_event_name"] = json!("PostToolUse");
+    post["tool_response"] = json!("done");
+    Contract {
+        harness: "codex",
+        pre_tool: (pre, &[]),
+        post_tool: (post, &[]),
+        tool: (
+            "Bash",
+            json!({"command": ["bash", "-lc", "rm -rf build"]}),
+            "019a-codex",
+        ),
+        call_id: Some("call_Codex1"),
+        advertised: &["deny"],
+        assert_deny,
+        assert_no_objection,
+        assert_ask: None,
+    }
+}
+
+fn assert_deny(ran: &Ran, reason: &str) {
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(
+        ran.json(),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "permissionDecision": "deny", "permissionDecisionReason": reason}}),
+        "{ran:?}"
+    );
+}
+
+fn assert_no_objection(ran: &Ran) {
+    assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
+}
+
+ahp_tests::hook_contract_tests!(contract());
