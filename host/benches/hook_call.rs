@@ -80,10 +80,7 @@ async fn main() {
             .await
             .unwrap();
         let alone_t = t.elapsed();
-        assert!(settled.record["interceptors"]
-            .as_array()
-            .unwrap()
-            .is_empty());
+        assert!(settled.record.interceptors.is_empty());
         if !warmup {
             raw.push(raw_t);
             hook.push(hook_t);
