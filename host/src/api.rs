@@ -1,122 +1,38 @@
-//! The public API for embedders: build an [`Interceptor`] from a registration, then ask it
-//! about each tool call.
+//! The owned client: an [`Interceptor`] for one registration, and the [`HookCall`] of
+//! each tool call.
 //!
-//! A call takes a ready component instance from a pool (the registration was parsed once,
-//! when the instance was made), bounds the component's CPU and the whole call by the
-//! call's legitimate length plus a small grace, and settles. Anything that goes wrong
-//! around the component — a trap, an epoch expiry, a host error — settles as a denial
-//! recorded as `engine-failure`: interception that did not complete is never permission.
+//! A call runs in a pooled component instance (see `pool`), bounded by the call's
+//! legitimate length plus a small grace, and settles. Anything that goes wrong around
+//! the component — a trap, an epoch expiry, a host error — settles as a denial recorded
+//! as `engine-failure`: interception that did not complete is never permission.
 
 use crate::audit::AuditLog;
-use crate::bindings::interceptor::{
-    self as wit, DecidedBy as WitDecidedBy, Decision as WitDecision, Delivery,
-};
-use crate::bindings::Plugin;
-use crate::capabilities::credentials::CredentialProvider;
-use crate::capabilities::http::HttpOptions;
-use crate::capabilities::{Backends, HostState, RetryPolicy};
+use crate::backends::{self, Backends};
+use crate::bindings::interceptor::{self as wit, Delivery};
 use crate::clock;
+use crate::convert::{from_wit, to_wit};
 use crate::error::Error;
 use crate::interrupt::Interrupt;
+use crate::observe::deliver_observers;
+use crate::options::Options;
+use crate::pool::{Pool, Ready};
 use crate::runtime::Runtime;
-use ahp_vocab::{
-    DecidedBy, Decision, EffectKind, EventRef, ObserverResult, Problem, Record, OBSERVER_TIMEOUT_MS,
+use crate::settlement::{
+    engine_failure, from_component, host_settlement, Observed, ObserverReport, Settlement,
 };
-use std::collections::HashMap;
-use std::path::PathBuf;
+use crate::state::HostState;
+use ahp_vocab::{DecidedBy, EffectKind, ObserverResult, Record, OBSERVER_TIMEOUT_MS};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::Instrument as _;
-use wasmtime::component::ResourceAny;
 use wasmtime::error::Context as _;
-use wasmtime::Store;
 
 /// Time the component gets after its last deadline to settle and return. Generous
 /// enough that a loaded 2-core machine does not turn a late but honest settlement into an
 /// engine failure (50 ms did, seen at 528 ms for a 300 ms timeout); a runaway component
 /// is still cut off by then.
 const GRACE: Duration = Duration::from_millis(250);
-
-/// A settled hook call: the decision, who made it, the reason to show, and the audit record.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Settlement {
-    /// What the harness must do.
-    pub decision: Decision,
-    /// Who decided, as recorded in the audit.
-    pub decided_by: DecidedBy,
-    /// The backend's reason for an explicit deny, or a generic local reason.
-    pub reason: Option<String>,
-    /// The settlement record (DESIGN.md §4), exactly as written to the audit log:
-    /// every interceptor's outcome, failure class and attempts, messages, observers.
-    pub record: Record,
-}
-
-impl Settlement {
-    /// A settlement is its record: the top-level fields are the record's own.
-    fn of(record: Record) -> Settlement {
-        Settlement {
-            decision: record.decision,
-            decided_by: record.decided_by,
-            reason: record.reason.clone(),
-            record,
-        }
-    }
-
-    /// The record as one JSON line, as the CLI prints it and the audit log stores it.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(&self.record).unwrap_or_default()
-    }
-}
-
-/// How one observe notification of [`Interceptor::observe`] ended.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct ObserverReport {
-    /// The backend it was sent to.
-    pub backend: String,
-    /// Delivered, or why not.
-    pub result: ObserverResult,
-}
-
-/// What [`Interceptor::observe`] did: one report per matching observe subscription.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Observed {
-    /// In registration order.
-    pub observers: Vec<ObserverReport>,
-    /// The component failed while preparing the notifications: none was sent.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub engine_failure: bool,
-}
-
-/// Host configuration (everything a registration does not say).
-#[derive(Clone, Debug, Default)]
-pub struct Options {
-    /// Another build of the component instead of the embedded one.
-    pub component: Option<Vec<u8>>,
-    /// Append each settlement record to this JSONL file (synced).
-    pub audit_path: Option<PathBuf>,
-    /// Cap on a backend's response body; default 1 MiB.
-    pub max_body_bytes: Option<usize>,
-    /// Backend ids allowed plain `http` to non-loopback hosts (local development only:
-    /// events and credentials travel unencrypted). Each must be an http backend of the
-    /// registration; `warnings()` names each.
-    pub allow_insecure_http: Vec<String>,
-    /// A PEM file of extra trust roots for `https` backends.
-    pub trust_roots: Option<PathBuf>,
-    /// Retries after transient failures (refused, reset, lost, 502–504, JSON-RPC
-    /// -32003), always inside the original deadline and with the same bytes. Off by default.
-    pub retries: RetryPolicy,
-    /// Bound on each observer delivery (default 2 s); the call's budget bounds it too.
-    pub observer_timeout: Option<Duration>,
-    /// Names of host environment variables passed to every stdio backend besides `PATH`
-    /// (their environment is otherwise empty).
-    pub stdio_env: Vec<String>,
-    /// The harness's own credential sources, by backend id (http backends only). Each
-    /// replaces the registration's binding for its backend; the interceptor never closes
-    /// them.
-    pub credential_providers: HashMap<String, Arc<dyn CredentialProvider>>,
-}
 
 /// An AHP interceptor for one registration.
 ///
@@ -139,25 +55,16 @@ pub struct Interceptor {
 }
 
 struct Inner {
-    runtime: Arc<Runtime>,
-    registration: String,
     warnings: Vec<String>,
     backends: Arc<Backends>,
     bound: Duration,
-    pool: Mutex<Vec<Ready>>,
-    audit: Option<AuditLog>,
+    pool: Pool,
+    audit: Option<Arc<AuditLog>>,
     shut_down: AtomicBool,
     /// Set by shutdown: every in-flight call ends (as a `shutdown` denial).
     closing: Interrupt,
     /// The longest one observer delivery may take (the component's own bound is 2 s).
     observer_timeout: Duration,
-}
-
-/// An instance whose engine resource already holds the loaded registration.
-struct Ready {
-    store: Store<HostState>,
-    plugin: Plugin,
-    engine: ResourceAny,
 }
 
 impl Interceptor {
@@ -193,33 +100,37 @@ impl Interceptor {
             .call_bound_ms(&mut store, engine)
             .await
             .map_err(Error::setup)?;
-        let http = http_options(&options).map_err(Error::setup)?;
+        let config = options.backend_config().map_err(Error::setup)?;
         let backends = Arc::new(
-            Backends::from_plan(plan, &options, &http)
-                .map_err(|e| Error::setup(wasmtime::format_err!(e)))?,
+            Backends::new(plan, &config).map_err(|e| Error::setup(wasmtime::format_err!(e)))?,
         );
         let mut warnings: Vec<String> =
             from_wit(warnings).iter().map(ToString::to_string).collect();
         warnings.extend(backends.warnings());
         let audit = match &options.audit_path {
-            Some(path) => Some(
+            Some(path) => Some(Arc::new(
                 AuditLog::open(path)
                     .with_context(|| format!("open audit log {}", path.display()))
                     .map_err(Error::setup)?,
-            ),
+            )),
             None => None,
         };
+        let closing = Interrupt::new();
+        let pool = Pool::new(
+            runtime,
+            registration.to_string(),
+            backends.clone(),
+            closing.clone(),
+        );
         Ok(Interceptor {
             inner: Arc::new(Inner {
-                runtime,
-                registration: registration.to_string(),
                 warnings,
                 backends,
                 bound: Duration::from_millis(bound_ms),
-                pool: Mutex::new(Vec::new()),
+                pool,
                 audit,
                 shut_down: AtomicBool::new(false),
-                closing: Interrupt::new(),
+                closing,
                 observer_timeout: options
                     .observer_timeout
                     .unwrap_or(Duration::from_millis(OBSERVER_TIMEOUT_MS)),
@@ -264,6 +175,8 @@ impl Interceptor {
             + GRACE;
         let budget_ns = budget.map(|b| clock::to_nanos(Instant::now() + b));
         let prepared = self
+            .inner
+            .pool
             .in_component(limit, &Interrupt::new(), async |ready: &mut Ready| {
                 let engine_api = ready.plugin.ahp_interceptor_interceptor().engine();
                 engine_api
@@ -368,6 +281,8 @@ impl Interceptor {
         let effects: Vec<wit::EffectKind> = effects.iter().copied().map(to_wit).collect();
         let budget_ns = budget_at.map(clock::to_nanos);
         let settled = self
+            .inner
+            .pool
             .in_component(limit, interrupt, async |ready: &mut Ready| {
                 let engine_api = ready.plugin.ahp_interceptor_interceptor().engine();
                 engine_api
@@ -390,133 +305,53 @@ impl Interceptor {
         Ok((settlement, observers))
     }
 
-    /// Runs `call` on a ready instance, with `interrupt` as the call's signal and the
-    /// component's CPU (epochs) and wall time bounded by `limit`. The instance goes back
-    /// to the pool only after a normal return. `None` is an engine failure (no instance,
-    /// a trap, or the bound overrun), already logged: never permission.
-    async fn in_component<T>(
-        &self,
-        limit: Instant,
-        interrupt: &Interrupt,
-        call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T>,
-    ) -> Option<T> {
-        let mut ready = match self.take_ready().await {
-            Ok(ready) => ready,
-            Err(e) => {
-                tracing::error!(error = %e, "could not prepare a component instance");
-                return None;
-            }
-        };
-        ready.store.data_mut().cpu_deadline = limit;
-        ready.store.data_mut().interrupt = interrupt.clone();
-        ready.store.set_epoch_deadline(1);
-        match tokio::time::timeout_at(limit.into(), call(&mut ready)).await {
-            Ok(Ok(value)) => {
-                self.put_ready(ready);
-                Some(value)
-            }
-            Ok(Err(trap)) => {
-                tracing::error!(error = %trap, "component trapped");
-                None
-            }
-            Err(_elapsed) => {
-                tracing::error!("component exceeded its call bound");
-                None
-            }
-        }
-    }
-
-    /// Sends the call's observe notifications concurrently, each bounded by its own
-    /// deadline; interruption cancels them. Results are in the order given.
+    /// Sends the call's observe notifications, each bounded; see `observe`.
     async fn deliver_observers(
         &self,
         deliveries: Vec<Delivery>,
         interrupt: &Interrupt,
     ) -> Vec<ObserverResult> {
-        let mut tasks = tokio::task::JoinSet::new();
-        let count = deliveries.len();
-        for (i, delivery) in deliveries.into_iter().enumerate() {
-            let backends = self.inner.backends.clone();
-            let interrupt = interrupt.clone();
-            let bound = tokio::time::Instant::now() + self.inner.observer_timeout;
-            tasks.spawn(async move {
-                let deadline =
-                    tokio::time::Instant::from_std(clock::to_instant(delivery.deadline)).min(bound);
-                let result = tokio::select! {
-                    r = backends.notify(&delivery.backend, &delivery.message, deadline, &interrupt) => r,
-                    () = interrupt.wait() => ObserverResult::Interrupted,
-                };
-                (i, result)
-            });
-        }
-        let mut results = vec![ObserverResult::Interrupted; count];
-        while let Some(joined) = tasks.join_next().await {
-            if let Ok((i, result)) = joined {
-                results[i] = result;
-            }
-        }
-        results
+        let inner = &self.inner;
+        deliver_observers(
+            &inner.backends,
+            deliveries,
+            inner.observer_timeout,
+            interrupt,
+        )
+        .await
     }
 
-    fn write_audit(&self, record: &Record) {
-        if let Some(audit) = &self.inner.audit {
-            if let Err(e) = audit.append(record) {
-                tracing::error!(path = %audit.path().display(), error = %e, "audit append failed");
+    /// Appends `record` to the audit log, synced, on a blocking thread: done when this
+    /// returns, without stalling the async workers on the `fsync`.
+    async fn write_audit(&self, record: &Record) {
+        if let Some(audit) = self.inner.audit.clone() {
+            let record = record.clone();
+            let written = tokio::task::spawn_blocking(move || append(&audit, &record)).await;
+            if let Err(e) = written {
+                tracing::error!(error = %e, "audit append failed");
             }
         }
     }
 
-    async fn take_ready(&self) -> wasmtime::Result<Ready> {
-        if let Some(ready) = self
-            .inner
-            .pool
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop()
-        {
-            return Ok(ready);
-        }
-        let state = HostState::new(self.inner.backends.clone(), self.inner.closing.clone());
-        let (mut store, plugin) = self.inner.runtime.instantiate(state).await?;
-        store.data_mut().cpu_deadline = std::time::Instant::now() + Duration::from_secs(5);
-        let engine = plugin
-            .ahp_interceptor_interceptor()
-            .engine()
-            .call_load(&mut store, &self.inner.registration)
-            .await?
-            .map_err(|problems| {
-                let problems: Vec<String> =
-                    from_wit(problems).iter().map(ToString::to_string).collect();
-                wasmtime::format_err!("registration rejected on reload: {}", problems.join("; "))
-            })?;
-        Ok(Ready {
-            store,
-            plugin,
-            engine,
-        })
-    }
-
-    /// Returns an instance whose call completed normally; aborted ones are dropped.
-    fn put_ready(&self, ready: Ready) {
-        if !self.inner.shut_down.load(Ordering::SeqCst) {
-            self.inner
-                .pool
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(ready);
+    /// As [`Interceptor::write_audit`], for a call dropped before completion, where
+    /// there is nothing to await: see [`blocking`].
+    fn write_audit_detached(&self, record: Record) {
+        if let Some(audit) = self.inner.audit.clone() {
+            blocking(move || append(&audit, &record));
         }
     }
 
-    /// Stops admission of new calls and releases owned I/O. Safe to call repeatedly.
+    /// Stops admission of new calls and releases owned I/O: kills stdio children and
+    /// reaps them (bounded, without stalling the async workers; see [`blocking`]). Safe
+    /// to call repeatedly, also concurrently.
     pub fn shutdown(&self) {
         self.inner.shut_down.store(true, Ordering::SeqCst);
         self.inner.closing.interrupt();
-        self.inner
-            .pool
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        self.inner.pool.close();
         self.inner.backends.close();
+        // Reaping the killed stdio children waits (bounded): not on an async worker.
+        let killed = self.inner.backends.killed();
+        blocking(move || backends::reap(killed));
     }
 }
 
@@ -554,17 +389,19 @@ impl HookCall {
                     .await
             }
         };
-        self.finish(&results)
-            .expect("present until completed or dropped")
+        let settlement = self
+            .finish(&results)
+            .expect("present until completed or dropped");
+        self.interceptor.write_audit(&settlement.record).await;
+        settlement
     }
 
-    /// Records each observer's result and writes the audit record, once.
+    /// Records each observer's result in the settlement, once.
     fn finish(&mut self, results: &[ObserverResult]) -> Option<Settlement> {
         let mut settlement = self.settlement.take()?;
         for (entry, result) in settlement.record.observers.iter_mut().zip(results) {
             entry.result = Some(*result);
         }
-        self.interceptor.write_audit(&settlement.record);
         Some(settlement)
     }
 }
@@ -574,83 +411,32 @@ impl Drop for HookCall {
     /// were never sent and are recorded so.
     fn drop(&mut self) {
         let not_sent = vec![ObserverResult::NotSent; self.observers.len()];
-        self.finish(&not_sent);
-    }
-}
-
-fn http_options(options: &Options) -> wasmtime::Result<HttpOptions> {
-    Ok(HttpOptions {
-        max_body_bytes: options.max_body_bytes.unwrap_or(1 << 20),
-        allow_insecure_http: false,
-        tls: Arc::new(crate::tls::client_config(options.trust_roots.as_deref())?),
-    })
-}
-
-/// The component's settlement, read into the shared record type. A component whose
-/// record does not parse, or contradicts its own decision, is not trusted with one.
-fn from_component(s: wit::Settlement, event: &str, started: Instant) -> Settlement {
-    let decision = match s.decision {
-        WitDecision::Allow => Decision::Allow,
-        WitDecision::Ask => Decision::Ask,
-        WitDecision::Deny => Decision::Deny,
-    };
-    let decided_by = match s.decided_by {
-        WitDecidedBy::NoObjection => DecidedBy::NoObjection,
-        WitDecidedBy::BackendDeny => DecidedBy::BackendDeny,
-        WitDecidedBy::BackendAsk => DecidedBy::BackendAsk,
-        WitDecidedBy::SyntheticDeny => DecidedBy::SyntheticDeny,
-        WitDecidedBy::Interrupted => DecidedBy::Interrupted,
-        WitDecidedBy::BudgetExpired => DecidedBy::BudgetExpired,
-        WitDecidedBy::EngineFailure => DecidedBy::EngineFailure,
-        WitDecidedBy::Shutdown => DecidedBy::Shutdown,
-    };
-    match serde_json::from_str::<Record>(&s.audit) {
-        Ok(record)
-            if record.decision == decision
-                && record.decided_by == decided_by
-                && record.reason == s.reason =>
-        {
-            Settlement::of(record)
-        }
-        _ => {
-            tracing::error!("the component's settlement record is unreadable or inconsistent");
-            engine_failure(event, started)
+        if let Some(settlement) = self.finish(&not_sent) {
+            self.interceptor.write_audit_detached(settlement.record);
         }
     }
 }
 
-/// The denial for a component that trapped, overran its bound or could not be prepared.
-fn engine_failure(event: &str, started: Instant) -> Settlement {
-    host_settlement(event, DecidedBy::EngineFailure, started)
+/// Runs blocking `work` (an `fsync`, reaping children) from a synchronous function
+/// without stalling the async workers. On a multi-threaded runtime it runs in place
+/// after the worker hands its other tasks off, so it is done when this returns; with no
+/// runtime it simply runs. A current-thread runtime has no other worker to hand off to:
+/// there `work` goes to the blocking pool and finishes after this returns.
+fn blocking(work: impl FnOnce() + Send + 'static) {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::CurrentThread => {
+            drop(runtime.spawn_blocking(work));
+        }
+        Ok(_) => tokio::task::block_in_place(work),
+        Err(_) => work(),
+    }
 }
 
-/// A denial settled by the host itself, with as much event identity as can be read.
-fn host_settlement(event: &str, decided_by: DecidedBy, started: Instant) -> Settlement {
-    let elapsed_ms = started.elapsed().as_millis() as u64;
-    Settlement::of(Record::host_denial(
-        EventRef::read(event),
-        decided_by,
-        elapsed_ms,
-    ))
-}
-
-/// Problems as the component reports them, in the shared type.
-fn from_wit(problems: Vec<wit::Problem>) -> Vec<Problem> {
-    problems
-        .into_iter()
-        .map(|p| Problem::new(p.path, p.rule))
-        .collect()
-}
-
-fn to_wit(kind: EffectKind) -> wit::EffectKind {
-    match kind {
-        EffectKind::Deny => wit::EffectKind::Deny,
-        EffectKind::Allow => wit::EffectKind::Allow,
-        EffectKind::Ask => wit::EffectKind::Ask,
-        EffectKind::Message => wit::EffectKind::Message,
-        EffectKind::Modify => wit::EffectKind::Modify,
-        EffectKind::Flow => wit::EffectKind::Flow,
-        EffectKind::Return => wit::EffectKind::Return,
-        EffectKind::Inject => wit::EffectKind::Inject,
+/// Appends one record to the audit log, blocking until it is synced; a failure is logged
+/// (the decision stands either way).
+fn append(audit: &AuditLog, record: &Record) {
+    if let Err(e) = audit.append(record) {
+        tracing::error!(path = %audit.path().display(), error = %e, "audit append failed");
     }
 }

@@ -11,7 +11,7 @@ wasmtime::component::bindgen!({
     },
     exports: { default: async },
     with: {
-        "ahp:interceptor/credentials.credential": crate::capabilities::credentials::Credential,
+        "ahp:interceptor/credentials.credential": crate::types::Credential,
     },
 });
 

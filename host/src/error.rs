@@ -1,7 +1,7 @@
 //! The one error type of the public API, in the manner of hyper's: opaque, with
 //! predicates to ask what went wrong and accessors for what a caller can act on.
 
-use crate::api::Settlement;
+use crate::settlement::Settlement;
 use ahp_vocab::Problem;
 use std::fmt;
 

@@ -5,33 +5,54 @@
 //! credentials that never enter the sandbox — and exposes a small API for harnesses:
 //! build an [`Interceptor`] from a registration, [`Interceptor::intercept`] each tool
 //! call, [`Interceptor::shutdown`] at the end.
+//!
+//! Layout, in the manner of wasmtime's wasi-http: `bindings` (generated only), `types`
+//! (resource state the bindings name), `state` (the store's data), one `*_impl` module per
+//! imported WIT interface, the transports and credential sources in `capabilities`, the
+//! backend registry (`backends`), `retry`, `observe`, the instance `pool`, and the owned
+//! client (`api`).
 #![warn(missing_docs)]
 
 mod api;
 /// The durable JSONL audit log.
 pub mod audit;
+mod backends;
 mod bindings;
 mod capabilities;
 /// The `ahp` command line.
 pub mod cli;
 mod clock;
 pub mod compile_cache;
+mod convert;
+mod credentials_impl;
+mod delivery_impl;
 /// The built-in policy backend and script of `ahp demo`.
 pub mod demo;
 mod error;
 /// `ahp hook HARNESS`: adapters for agent harnesses' command hooks.
 pub mod hook;
+mod host_types_impl;
 mod interrupt;
+mod observe;
+mod options;
+mod pool;
+mod retry;
 mod runtime;
+mod settlement;
+mod state;
 mod tls;
+mod types;
 
 pub use ahp_vocab as vocab;
 pub use ahp_vocab::{DecidedBy, Decision, EffectKind, FailureClass, Problem, Record};
-pub use api::{HookCall, Interceptor, Observed, ObserverReport, Options, Settlement};
+pub use api::{HookCall, Interceptor};
 pub use capabilities::credentials::{
-    AuthFailure, BoxFuture, CredentialProvider, CredentialRequest, Secret,
+    AuthFailure, BoxFuture, CredentialProvider, CredentialRequest,
 };
-pub use capabilities::RetryPolicy;
 pub use error::Error;
 pub use interrupt::Interrupt;
+pub use options::Options;
+pub use retry::RetryPolicy;
 pub use runtime::EMBEDDED_COMPONENT;
+pub use settlement::{Observed, ObserverReport, Settlement};
+pub use types::Secret;

@@ -7,7 +7,7 @@
 //! in between so the host's outer timeout can also fire.
 
 use crate::bindings::{self, PluginPre};
-use crate::capabilities::HostState;
+use crate::state::HostState;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
@@ -56,8 +56,7 @@ impl Runtime {
             .max_memory_size(256 << 20);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
         let engine = Engine::new(&config)?;
-        let component: Component = crate::compile_cache::load(&engine, component)
-            .context("compile the interceptor component")?;
+        let component = compile(&engine, component)?;
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         bindings::host_types::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
@@ -98,6 +97,12 @@ impl Drop for Runtime {
             ticker.stop();
         }
     }
+}
+
+/// Compiles `bytes` (a `.wasm` component) for `engine`: the one place the component is
+/// compiled.
+fn compile(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
+    crate::compile_cache::load(engine, bytes).context("compile the interceptor component")
 }
 
 /// The one thread that advances an Engine's epoch.

@@ -5,40 +5,12 @@
 use super::oauth::OAuth;
 use crate::bindings::interceptor::{AuthPlan, OauthPlan};
 use crate::interrupt::Interrupt;
+use crate::types::Secret;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::time::Instant;
-
-/// A secret value. `Debug` prints a redaction, and there is no `Display`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret value.
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    /// The value, for the one place that must send it: the Authorization header.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret([redacted])")
-    }
-}
-
-/// The host side of the WIT `credential` resource: whose it is, and the token.
-#[derive(Debug)]
-pub struct Credential {
-    pub backend: String,
-    pub bearer: Secret,
-}
 
 /// Why a credential could not be had (the WIT `auth-error`); also what an injected
 /// [`CredentialProvider`] returns when it fails.
@@ -195,17 +167,6 @@ pub(super) fn usable(token: &str) -> Option<Secret> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn debug_output_never_shows_a_secret() {
-        let credential = Credential {
-            backend: "com.example.a".into(),
-            bearer: Secret::new("tok-visible-if-leaked"),
-        };
-        let printed = format!("{credential:?} {:?}", credential.bearer);
-        assert!(!printed.contains("tok-visible-if-leaked"), "{printed}");
-        assert!(printed.contains("redacted"));
-    }
 
     #[test]
     fn only_header_safe_tokens_are_usable() {

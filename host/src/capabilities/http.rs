@@ -7,9 +7,9 @@
 //! allowed only to loopback unless the host configuration says otherwise, and `https` is
 //! verified by rustls.
 
-use super::credentials::Secret;
 use crate::bindings::delivery::Reply;
 use crate::bindings::host_types::{DeliveryError, IoPhase};
+use crate::types::Secret;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;

@@ -12,9 +12,10 @@
 //! configured one exactly, and the token endpoint it names, which must be `https` and must
 //! support `client_credentials` explicitly. The client secret goes only to that endpoint.
 
-use super::credentials::{from_reference, usable, AuthFailure, Secret};
+use super::credentials::{from_reference, usable, AuthFailure};
 use super::http::{authorization, HttpBackend, HttpOptions, Outgoing};
 use crate::bindings::interceptor::{OauthFlow, OauthPlan};
+use crate::types::Secret;
 use base64::Engine as _;
 use hyper::Method;
 use serde_json::Value;

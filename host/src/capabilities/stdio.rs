@@ -295,12 +295,22 @@ impl StdioBackend {
         }
     }
 
-    /// Reaps the children [`StdioBackend::shut_down`] killed, blocking until they are all
-    /// gone or `until`; returns how many remain.
+    /// The children [`StdioBackend::shut_down`] killed, to reap without holding the
+    /// backend (and what it owns) while waiting.
+    pub fn killed(&self) -> Killed {
+        Killed(self.children.clone())
+    }
+}
+
+/// Killed children of one stdio backend, still to be reaped.
+pub struct Killed(Arc<Children>);
+
+impl Killed {
+    /// Reaps them, blocking until they are all gone or `until`; returns how many remain.
     pub fn reap(&self, until: std::time::Instant) -> usize {
         let mut pause = Duration::from_millis(1);
         loop {
-            let remaining = self.children.sweep();
+            let remaining = self.0.sweep();
             let now = std::time::Instant::now();
             if remaining == 0 || now >= until {
                 return remaining;

@@ -1,0 +1,196 @@
+//! The backend registry: every backend of one registration, by id, with how it is reached
+//! and where its credential comes from. Built once per interceptor from the component's
+//! plan and the host's [`BackendConfig`], then shared by all of its instances.
+
+use crate::bindings::interceptor::{AuthPlan, BackendPlan, OauthFlow, TransportPlan};
+use crate::capabilities::credentials::{CredentialProvider, Source};
+use crate::capabilities::http::{HttpBackend, HttpOptions};
+use crate::capabilities::oauth::OAuth;
+use crate::capabilities::stdio::{self, StdioBackend};
+use crate::retry::RetryPolicy;
+use ahp_vocab::OAuthFlow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What the host says about reaching backends (the registration says the rest).
+#[derive(Clone, Debug)]
+pub struct BackendConfig {
+    /// How http backends are reached (body cap, TLS); per-backend insecure http is below.
+    pub http: HttpOptions,
+    /// Backend ids allowed plain `http` to non-loopback hosts.
+    pub allow_insecure_http: Vec<String>,
+    /// Host environment variables passed to every stdio backend besides `PATH`.
+    pub stdio_env: Vec<String>,
+    /// Retries after transient failures.
+    pub retries: RetryPolicy,
+    /// The harness's own credential sources, by backend id.
+    pub credential_providers: HashMap<String, Arc<dyn CredentialProvider>>,
+}
+
+/// How a backend is reached.
+#[derive(Debug)]
+pub enum Transport {
+    Http(HttpBackend),
+    /// A child process, persistent or one per event.
+    Stdio(StdioBackend),
+}
+
+/// One registered backend, as the host serves it.
+#[derive(Debug)]
+pub struct Backend {
+    pub transport: Transport,
+    /// Where its credential comes from; `None` means it is called without one.
+    pub credentials: Option<Source>,
+    /// Retries allowed per exchange after a transient failure (0 = none).
+    pub retries: u32,
+}
+
+/// Every backend of one registration, by id; shared by all instances of that registration.
+#[derive(Debug, Default)]
+pub struct Backends {
+    by_id: HashMap<String, Backend>,
+    /// The OAuth client and token cache all of them share.
+    oauth: Option<Arc<OAuth>>,
+}
+
+impl Backends {
+    /// Builds the transports and credential sources the component's plan asks for. An
+    /// injected provider replaces the registration's binding for its backend. Every
+    /// backend id the configuration names must be an http backend of the plan.
+    pub fn new(plan: Vec<BackendPlan>, config: &BackendConfig) -> Result<Backends, String> {
+        let is_http = |id: &str| {
+            plan.iter()
+                .any(|b| b.id == id && matches!(b.transport, TransportPlan::Http(_)))
+        };
+        if let Some(unknown) = config.credential_providers.keys().find(|id| !is_http(id)) {
+            return Err(format!(
+                "credential provider for `{unknown}`, which is not an http backend of this registration"
+            ));
+        }
+        if let Some(unknown) = config.allow_insecure_http.iter().find(|id| !is_http(id)) {
+            return Err(format!(
+                "allow-insecure-http names `{unknown}`, which is not an http backend of this registration"
+            ));
+        }
+        let oauth = Arc::new(OAuth::new(config.http.clone()));
+        let mut by_id = HashMap::new();
+        for backend in plan {
+            let transport = match &backend.transport {
+                TransportPlan::Http(url) => {
+                    let mut http = config.http.clone();
+                    http.allow_insecure_http = config.allow_insecure_http.contains(&backend.id);
+                    Transport::Http(
+                        HttpBackend::new(url, http)
+                            .map_err(|e| format!("backend {}: {e}", backend.id))?,
+                    )
+                }
+                TransportPlan::Stdio(plan) => Transport::Stdio(StdioBackend::new(
+                    &backend.id,
+                    plan,
+                    &config.stdio_env,
+                    config.http.max_body_bytes,
+                )),
+            };
+            let credentials = match (config.credential_providers.get(&backend.id), backend.auth) {
+                (Some(provider), _) => Some(Source::Provided(Arc::clone(provider))),
+                (None, Some(AuthPlan::Oauth(plan))) => {
+                    Some(Source::OAuth(plan, Arc::clone(&oauth)))
+                }
+                (None, Some(bearer)) => Some(Source::Bearer(bearer)),
+                (None, None) => None,
+            };
+            let retries = config.retries.for_backend(&backend.id);
+            by_id.insert(
+                backend.id,
+                Backend {
+                    transport,
+                    credentials,
+                    retries,
+                },
+            );
+        }
+        Ok(Backends {
+            by_id,
+            oauth: Some(oauth),
+        })
+    }
+
+    /// Closes idle connections and kills every stdio child (shutdown); never blocks.
+    /// [`reap`] then waits for the children. Safe to repeat, also concurrently.
+    pub fn close(&self) {
+        if let Some(oauth) = &self.oauth {
+            oauth.close();
+        }
+        for backend in self.by_id.values() {
+            match &backend.transport {
+                Transport::Http(http) => http.close_idle(),
+                Transport::Stdio(stdio) => stdio.shut_down(),
+            }
+        }
+    }
+
+    /// The stdio children [`Backends::close`] killed, to reap with [`reap`] on a blocking
+    /// thread. Holds only the children: the rest of the registry (credential providers
+    /// among it) is released as soon as the interceptor is.
+    pub fn killed(&self) -> Vec<(String, stdio::Killed)> {
+        self.by_id
+            .iter()
+            .filter_map(|(id, backend)| match &backend.transport {
+                Transport::Stdio(stdio) => Some((id.clone(), stdio.killed())),
+                Transport::Http(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// Reaps killed stdio children, all within one shared bound. Blocks the thread (up to
+/// [`stdio::SHUTDOWN_BOUND`]): keep it off async workers.
+pub fn reap(killed: Vec<(String, stdio::Killed)>) {
+    let until = std::time::Instant::now() + stdio::SHUTDOWN_BOUND;
+    for (id, children) in killed {
+        let remaining = children.reap(until);
+        if remaining > 0 {
+            tracing::warn!(backend = %id, remaining, "stdio backend processes not reaped at shutdown");
+        }
+    }
+}
+
+impl Backends {
+    /// What `ahp check` should say about how backends are reached: plain `http` off
+    /// loopback, and credentials this host cannot obtain.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (id, backend) in &self.by_id {
+            if let Transport::Http(http) = &backend.transport {
+                if let Some(host) = http.insecure_host() {
+                    warnings.push(match http.allows_insecure_http() {
+                        true => format!(
+                            "backend `{id}`: plain http to `{host}` is allowed by allow-insecure-http; \
+                             events and credentials travel unencrypted (local development only)"
+                        ),
+                        false => format!(
+                            "backend `{id}`: plain http to `{host}` will be refused at delivery \
+                             (http is for loopback only; use https)"
+                        ),
+                    });
+                }
+            }
+            if let Some(Source::OAuth(plan, _)) = &backend.credentials {
+                if plan.flow != OauthFlow::ClientCredentials {
+                    warnings.push(format!(
+                        "backend `{id}`: OAuth flow `{}` needs a user agent this host does not \
+                         have; every call is auth-failed unless a credential provider is injected",
+                        OAuthFlow::AuthorizationCodePkce
+                    ));
+                }
+            }
+        }
+        warnings.sort();
+        warnings
+    }
+
+    /// The backend registered as `id`.
+    pub fn get(&self, id: &str) -> Option<&Backend> {
+        self.by_id.get(id)
+    }
+}

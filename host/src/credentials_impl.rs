@@ -1,0 +1,67 @@
+//! `ahp:interceptor/credentials`: a backend's credential, resolved by the host inside the
+//! caller's deadline and handed to the component only as an opaque resource.
+
+use crate::bindings::credentials::{self as wit, AuthError};
+use crate::capabilities::credentials::AuthFailure;
+use crate::clock;
+use crate::interrupt::Interrupt;
+use crate::state::HostState;
+use crate::types::Credential;
+use wasmtime::component::Resource;
+
+impl wit::HostCredential for HostState {
+    fn drop(&mut self, credential: Resource<Credential>) -> wasmtime::Result<()> {
+        self.table.delete(credential)?;
+        Ok(())
+    }
+}
+
+impl wit::Host for HostState {
+    async fn acquire(
+        &mut self,
+        backend: String,
+        deadline: u64,
+    ) -> wasmtime::Result<Result<Option<Resource<Credential>>, AuthError>> {
+        let backends = self.backends.clone();
+        let Some(source) = backends.get(&backend).and_then(|b| b.credentials.as_ref()) else {
+            return Ok(Ok(None));
+        };
+        let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
+        let stopped = self.when_stopped();
+        let cancelled = Interrupt::new();
+        let resolved = tokio::select! {
+            r = source.acquire(&backend, deadline, &cancelled) => r,
+            () = stopped => {
+                cancelled.interrupt();
+                return Ok(Err(AuthError::Cancelled));
+            }
+        };
+        Ok(match resolved {
+            Ok(bearer) => Ok(Some(self.table.push(Credential { backend, bearer })?)),
+            Err(failure) => Err(auth_error(failure)),
+        })
+    }
+
+    fn reject(&mut self, credential: Resource<Credential>) -> wasmtime::Result<()> {
+        let credential = self.table.get(&credential)?;
+        if let Some(source) = self
+            .backends
+            .get(&credential.backend)
+            .and_then(|b| b.credentials.as_ref())
+        {
+            source.reject(&credential.backend, &credential.bearer);
+        }
+        Ok(())
+    }
+}
+
+/// A credential failure as the WIT `auth-error`.
+fn auth_error(failure: AuthFailure) -> AuthError {
+    match failure {
+        AuthFailure::Unresolved => AuthError::Unresolved,
+        AuthFailure::AcquisitionFailed => AuthError::AcquisitionFailed,
+        AuthFailure::RefreshFailed => AuthError::RefreshFailed,
+        AuthFailure::Unsupported => AuthError::Unsupported,
+        AuthFailure::DeadlineExceeded => AuthError::DeadlineExceeded,
+    }
+}

@@ -1,0 +1,79 @@
+//! `ahp:interceptor/delivery`: one exchange with a registered backend, inside the
+//! deadline the component passed; everything a backend or the network can do wrong is a
+//! WIT `delivery-error`, and only host bugs trap.
+
+use crate::backends::Transport;
+use crate::bindings::delivery::{self as wit, Reply};
+use crate::bindings::host_types::DeliveryError;
+use crate::clock;
+use crate::retry::wait_to_retry;
+use crate::state::HostState;
+use crate::types::Credential;
+use wasmtime::component::Resource;
+
+impl wit::Host for HostState {
+    async fn exchange(
+        &mut self,
+        backend: String,
+        message: Vec<u8>,
+        credential: Option<Resource<Credential>>,
+        deadline: u64,
+    ) -> wasmtime::Result<Result<Reply, DeliveryError>> {
+        let bearer = match &credential {
+            Some(handle) => {
+                let credential = self.table.get(handle)?;
+                // A credential is only ever sent to the backend it was acquired for.
+                if credential.backend != backend {
+                    return Ok(Err(DeliveryError::NotPermitted));
+                }
+                Some(credential.bearer.clone())
+            }
+            None => None,
+        };
+        let backends = self.backends.clone();
+        let Some(target) = backends.get(&backend) else {
+            return Ok(Err(DeliveryError::NotPermitted));
+        };
+        // Never send without the credential an endpoint is configured with.
+        if target.credentials.is_some() && bearer.is_none() {
+            return Ok(Err(DeliveryError::NotPermitted));
+        }
+        let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
+        let stopped = self.when_stopped();
+        let exchange = async {
+            match &target.transport {
+                Transport::Http(http) => http.exchange(&message, bearer.as_ref(), deadline).await,
+                Transport::Stdio(stdio) => stdio.exchange(&message, deadline).await,
+            }
+        };
+        Ok(tokio::select! {
+            r = exchange => r,
+            () = stopped => Err(DeliveryError::Cancelled),
+        })
+    }
+
+    fn interrupted(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.stopped())
+    }
+
+    async fn retry_after(
+        &mut self,
+        backend: String,
+        attempt: u32,
+        deadline: u64,
+    ) -> wasmtime::Result<bool> {
+        let backends = self.backends.clone();
+        let Some(target) = backends.get(&backend) else {
+            return Ok(false);
+        };
+        if self.stopped() {
+            return Ok(false);
+        }
+        let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
+        let stopped = self.when_stopped();
+        Ok(tokio::select! {
+            retry = wait_to_retry(target.retries, attempt, deadline) => retry,
+            () = stopped => false,
+        })
+    }
+}

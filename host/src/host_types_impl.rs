@@ -1,0 +1,6 @@
+//! `ahp:interceptor/host-types`: types only, nothing to implement.
+
+use crate::bindings::host_types;
+use crate::state::HostState;
+
+impl host_types::Host for HostState {}

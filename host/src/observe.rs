@@ -1,0 +1,138 @@
+//! Observer delivery: `hooks/observe` notifications, sent concurrently, each bounded by
+//! its own deadline. An observer's failure is recorded, never raised, and never changes
+//! a decision.
+
+use crate::backends::{Backend, Backends, Transport};
+use crate::bindings::host_types::DeliveryError;
+use crate::bindings::interceptor::Delivery;
+use crate::clock;
+use crate::interrupt::Interrupt;
+use crate::retry::wait_to_retry;
+use crate::types::Secret;
+use ahp_vocab::{Detail, Failure, FailureClass, ObserverResult, Phase};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Sends the call's observe notifications concurrently, each bounded by its own
+/// deadline and by `timeout`; interruption cancels them. Results are in the order given.
+pub(crate) async fn deliver_observers(
+    backends: &Arc<Backends>,
+    deliveries: Vec<Delivery>,
+    timeout: Duration,
+    interrupt: &Interrupt,
+) -> Vec<ObserverResult> {
+    let mut tasks = tokio::task::JoinSet::new();
+    let count = deliveries.len();
+    for (i, delivery) in deliveries.into_iter().enumerate() {
+        let backends = backends.clone();
+        let interrupt = interrupt.clone();
+        let bound = Instant::now() + timeout;
+        tasks.spawn(async move {
+            let deadline = Instant::from_std(clock::to_instant(delivery.deadline)).min(bound);
+            let result = tokio::select! {
+                r = notify(&backends, &delivery.backend, &delivery.message, deadline, &interrupt) => r,
+                () = interrupt.wait() => ObserverResult::Interrupted,
+            };
+            (i, result)
+        });
+    }
+    let mut results = vec![ObserverResult::Interrupted; count];
+    while let Some(joined) = tasks.join_next().await {
+        if let Ok((i, result)) = joined {
+            results[i] = result;
+        }
+    }
+    results
+}
+
+/// Sends one `hooks/observe` notification by `deadline`, with the backend's credential
+/// if it has one (never without it). A transient failure (refused, reset, lost, HTTP
+/// 502–504) is retried with the same bytes as the backend's retry policy allows.
+pub(crate) async fn notify(
+    backends: &Backends,
+    backend: &str,
+    message: &[u8],
+    deadline: Instant,
+    cancelled: &Interrupt,
+) -> ObserverResult {
+    let Some(target) = backends.get(backend) else {
+        return ObserverResult::Failed(FailureClass::ConnectionRefused);
+    };
+    let bearer = match &target.credentials {
+        Some(source) => match source.acquire(backend, deadline, cancelled).await {
+            Ok(secret) => Some(secret),
+            Err(_) => return ObserverResult::Failed(FailureClass::AuthFailed),
+        },
+        None => None,
+    };
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let (result, transient) = notify_once(target, message, bearer.as_ref(), deadline).await;
+        if !transient || !wait_to_retry(target.retries, attempt, deadline).await {
+            return result;
+        }
+    }
+}
+
+/// One attempt at an observe notification: its result, and whether it may be retried.
+async fn notify_once(
+    target: &Backend,
+    message: &[u8],
+    bearer: Option<&Secret>,
+    deadline: Instant,
+) -> (ObserverResult, bool) {
+    let sent = match &target.transport {
+        Transport::Http(http) => http.exchange(message, bearer, deadline).await,
+        // No status on stdio: a notification written in full is delivered.
+        Transport::Stdio(stdio) => stdio.exchange(message, deadline).await,
+    };
+    let failure = match sent {
+        Ok(reply) => match reply.status {
+            None => return (ObserverResult::Delivered, false),
+            // Observe success is 202 or 204 with no body.
+            Some(202 | 204) if reply.body.is_empty() => return (ObserverResult::Delivered, false),
+            Some(status) => Failure::new(FailureClass::HttpStatus, Phase::AwaitResponse)
+                .with_http_status(status),
+        },
+        Err(DeliveryError::Cancelled) => return (ObserverResult::Interrupted, false),
+        Err(e) => observer_failure(&e),
+    };
+    (
+        ObserverResult::Failed(failure.class),
+        failure.is_transient(),
+    )
+}
+
+/// How an observer delivery failed, in the intercept failure classes, and whether that
+/// failure is transient (the one rule, [`Failure::is_transient`]).
+fn observer_failure(error: &DeliveryError) -> Failure {
+    let (class, phase) = match error {
+        DeliveryError::DeadlineExceeded(_) => {
+            (FailureClass::DeadlineExceeded, Phase::AwaitResponse)
+        }
+        DeliveryError::Cancelled => {
+            return Failure::new(FailureClass::DeadlineExceeded, Phase::AwaitResponse)
+        }
+        DeliveryError::ConnectionRefused => (FailureClass::ConnectionRefused, Phase::Connect),
+        DeliveryError::TlsFailed => {
+            return Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
+                .with_detail(Detail::Tls)
+        }
+        DeliveryError::NotPermitted => {
+            return Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
+                .with_detail(Detail::NotPermitted)
+        }
+        DeliveryError::ConnectionReset => (FailureClass::ConnectionReset, Phase::AwaitResponse),
+        DeliveryError::ConnectionLost => (FailureClass::ConnectionLost, Phase::AwaitResponse),
+        DeliveryError::MalformedHttp => {
+            return Failure::new(FailureClass::HttpStatus, Phase::AwaitResponse)
+                .with_detail(Detail::MalformedHttp)
+        }
+        DeliveryError::LaunchFailed => (FailureClass::LaunchFailed, Phase::Connect),
+        DeliveryError::AbnormalExit(_) => (FailureClass::AbnormalExit, Phase::AwaitResponse),
+        DeliveryError::ResponseTooLarge => (FailureClass::MalformedJson, Phase::ReadResponse),
+    };
+    Failure::new(class, phase)
+}

@@ -1,0 +1,94 @@
+//! What a hook call hands back: the [`Settlement`] (decision, who made it, reason, audit
+//! record) and, for non-decision events, [`Observed`]. The component writes the record;
+//! the host writes one only for denials it settles itself (engine failure, shutdown).
+
+use crate::bindings::interceptor as wit;
+use crate::convert;
+use ahp_vocab::{DecidedBy, Decision, EventRef, ObserverResult, Record};
+use std::time::Instant;
+
+/// A settled hook call: the decision, who made it, the reason to show, and the audit record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settlement {
+    /// What the harness must do.
+    pub decision: Decision,
+    /// Who decided, as recorded in the audit.
+    pub decided_by: DecidedBy,
+    /// The backend's reason for an explicit deny, or a generic local reason.
+    pub reason: Option<String>,
+    /// The settlement record (DESIGN.md §4), exactly as written to the audit log:
+    /// every interceptor's outcome, failure class and attempts, messages, observers.
+    pub record: Record,
+}
+
+impl Settlement {
+    /// A settlement is its record: the top-level fields are the record's own.
+    pub(crate) fn of(record: Record) -> Settlement {
+        Settlement {
+            decision: record.decision,
+            decided_by: record.decided_by,
+            reason: record.reason.clone(),
+            record,
+        }
+    }
+
+    /// The record as one JSON line, as the CLI prints it and the audit log stores it.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.record).unwrap_or_default()
+    }
+}
+
+/// How one observe notification of [`crate::Interceptor::observe`] ended.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ObserverReport {
+    /// The backend it was sent to.
+    pub backend: String,
+    /// Delivered, or why not.
+    pub result: ObserverResult,
+}
+
+/// What [`crate::Interceptor::observe`] did: one report per matching observe subscription.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Observed {
+    /// In registration order.
+    pub observers: Vec<ObserverReport>,
+    /// The component failed while preparing the notifications: none was sent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub engine_failure: bool,
+}
+
+/// The component's settlement, read into the shared record type. A component whose
+/// record does not parse, or contradicts its own decision, is not trusted with one.
+pub(crate) fn from_component(s: wit::Settlement, event: &str, started: Instant) -> Settlement {
+    let decision = convert::decision(s.decision);
+    let decided_by = convert::decided_by(s.decided_by);
+    match serde_json::from_str::<Record>(&s.audit) {
+        Ok(record)
+            if record.decision == decision
+                && record.decided_by == decided_by
+                && record.reason == s.reason =>
+        {
+            Settlement::of(record)
+        }
+        _ => {
+            tracing::error!("the component's settlement record is unreadable or inconsistent");
+            engine_failure(event, started)
+        }
+    }
+}
+
+/// The denial for a component that trapped, overran its bound or could not be prepared.
+pub(crate) fn engine_failure(event: &str, started: Instant) -> Settlement {
+    host_settlement(event, DecidedBy::EngineFailure, started)
+}
+
+/// A denial settled by the host itself, with as much event identity as can be read.
+pub(crate) fn host_settlement(event: &str, decided_by: DecidedBy, started: Instant) -> Settlement {
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    Settlement::of(Record::host_denial(
+        EventRef::read(event),
+        decided_by,
+        elapsed_ms,
+    ))
+}

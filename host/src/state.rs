@@ -1,0 +1,64 @@
+//! The data of one component instance's store: what the capability impls
+//! (`credentials_impl`, `delivery_impl`, `host_types_impl`) serve the component from.
+
+use crate::backends::Backends;
+use crate::clock;
+use crate::interrupt::Interrupt;
+use std::sync::Arc;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// The data of one component instance's store.
+pub struct HostState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) backends: Arc<Backends>,
+    /// The interruption signal of the hook call currently running in this instance.
+    pub(crate) interrupt: Interrupt,
+    /// Set when the interceptor shuts down: ends every in-flight call.
+    pub(crate) shutdown: Interrupt,
+    /// When the component's CPU time for the current call runs out (epoch check).
+    pub(crate) cpu_deadline: std::time::Instant,
+}
+
+impl HostState {
+    /// A store's data serving `backends`; `shutdown` ends every call in it when set.
+    pub(crate) fn new(backends: Arc<Backends>, shutdown: Interrupt) -> HostState {
+        let wasi = wasmtime_wasi::WasiCtxBuilder::new()
+            .monotonic_clock(clock::SharedMonotonicClock)
+            .build();
+        HostState {
+            wasi,
+            table: ResourceTable::new(),
+            backends,
+            interrupt: Interrupt::new(),
+            shutdown,
+            cpu_deadline: std::time::Instant::now(),
+        }
+    }
+
+    /// Whether the call was interrupted or the interceptor is shutting down.
+    pub(crate) fn stopped(&self) -> bool {
+        self.interrupt.is_set() || self.shutdown.is_set()
+    }
+
+    /// Resolves when the call is interrupted or the interceptor shuts down.
+    pub(crate) fn when_stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (call, shutdown) = (self.interrupt.clone(), self.shutdown.clone());
+        async move {
+            tokio::select! {
+                () = call.wait() => {}
+                () = shutdown.wait() => {}
+            }
+        }
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
