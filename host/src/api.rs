@@ -78,7 +78,7 @@ impl Interceptor {
     }
 
     /// The interceptor of `registration` on `runtime` (see [`InterceptorBuilder`]).
-    pub(crate) async fn start(
+    async fn start(
         runtime: Arc<Runtime>,
         registration: &str,
         options: Options,
@@ -367,6 +367,14 @@ impl Interceptor {
         // Reaping the killed stdio children waits (bounded): not on an async worker.
         let killed = self.inner.backends.killed();
         blocking(move || backends::reap(killed));
+    }
+}
+
+impl InterceptorBuilder {
+    /// Validates `registration` inside the component and prepares its backends.
+    pub async fn build(self, registration: &str) -> Result<Interceptor, Error> {
+        let (runtime, options) = self.into_parts()?;
+        Interceptor::start(runtime, registration, options).await
     }
 }
 

@@ -1,4 +1,4 @@
-//! The middle layer: an [`Interceptor`] on an existing `Engine` (or a default one), with
+//! The middle layer: an [`crate::Interceptor`] on an existing `Engine` (or a default one), with
 //! a `Component` compiled for it or precompiled bytes.
 //!
 //! ```no_run
@@ -21,7 +21,6 @@
 //! # let _ = interceptor; Ok(()) }
 //! ```
 
-use crate::api::Interceptor;
 use crate::error::Error;
 use crate::linker::check_engine;
 use crate::options::Options;
@@ -30,7 +29,7 @@ use std::sync::Arc;
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-/// Builds an [`Interceptor`] on the embedder's wasmtime pieces.
+/// Builds an [`crate::Interceptor`] on the embedder's wasmtime pieces.
 #[derive(Default)]
 pub struct InterceptorBuilder {
     engine: Option<Engine>,
@@ -90,10 +89,11 @@ impl InterceptorBuilder {
         self
     }
 
-    /// Validates `registration` inside the component and prepares its backends.
-    pub async fn build(self, registration: &str) -> Result<Interceptor, Error> {
+    /// The linked component and the options, for `build` (in `api`, the layer above,
+    /// so that this module does not depend on it).
+    pub(crate) fn into_parts(self) -> Result<(Arc<Runtime>, Options), Error> {
         let runtime = self.runtime().map_err(Error::setup)?;
-        Interceptor::start(runtime, registration, self.options).await
+        Ok((runtime, self.options))
     }
 
     fn runtime(&self) -> wasmtime::Result<Arc<Runtime>> {
