@@ -9,6 +9,7 @@
 use crate::audit::AuditLog;
 use crate::backends::{self, Backends};
 use crate::bindings::interceptor::{self as wit, Delivery};
+use crate::builder::InterceptorBuilder;
 use crate::clock;
 use crate::convert::{from_wit, to_wit};
 use crate::error::Error;
@@ -70,10 +71,18 @@ struct Inner {
 impl Interceptor {
     /// Validates `registration` inside the component and prepares its backends.
     pub async fn new(registration: &str, options: Options) -> Result<Interceptor, Error> {
-        let runtime = match &options.component {
-            Some(bytes) => Arc::new(Runtime::new(bytes).map_err(Error::setup)?),
-            None => Runtime::embedded().map_err(Error::setup)?,
-        };
+        InterceptorBuilder::new()
+            .options(options)
+            .build(registration)
+            .await
+    }
+
+    /// The interceptor of `registration` on `runtime` (see [`InterceptorBuilder`]).
+    async fn start(
+        runtime: Arc<Runtime>,
+        registration: &str,
+        options: Options,
+    ) -> Result<Interceptor, Error> {
         // A probe instance validates the registration and tells which backends to serve.
         let (mut store, plugin) = runtime
             .instantiate(HostState::new(
@@ -136,6 +145,12 @@ impl Interceptor {
                     .unwrap_or(Duration::from_millis(OBSERVER_TIMEOUT_MS)),
             }),
         })
+    }
+
+    /// The data for a store of the embedder's own (see `add_to_linker`): serves this
+    /// interceptor's backends, and ends its calls when the interceptor shuts down.
+    pub fn host_state(&self) -> HostState {
+        HostState::new(self.inner.backends.clone(), self.inner.closing.clone())
     }
 
     /// Valid but questionable settings: the registration's, each naming its JSON path,
@@ -352,6 +367,14 @@ impl Interceptor {
         // Reaping the killed stdio children waits (bounded): not on an async worker.
         let killed = self.inner.backends.killed();
         blocking(move || backends::reap(killed));
+    }
+}
+
+impl InterceptorBuilder {
+    /// Validates `registration` inside the component and prepares its backends.
+    pub async fn build(self, registration: &str) -> Result<Interceptor, Error> {
+        let (runtime, options) = self.into_parts()?;
+        Interceptor::start(runtime, registration, options).await
     }
 }
 

@@ -17,9 +17,12 @@ mod api;
 /// The durable JSONL audit log.
 pub mod audit;
 mod backends;
+#[allow(missing_docs)]
 mod bindings;
+mod builder;
 mod capabilities;
 /// The `ahp` command line.
+#[cfg(feature = "cli")]
 pub mod cli;
 mod clock;
 pub mod compile_cache;
@@ -27,12 +30,15 @@ mod convert;
 mod credentials_impl;
 mod delivery_impl;
 /// The built-in policy backend and script of `ahp demo`.
+#[cfg(feature = "cli")]
 pub mod demo;
 mod error;
 /// `ahp hook HARNESS`: adapters for agent harnesses' command hooks.
+#[cfg(feature = "cli")]
 pub mod hook;
 mod host_types_impl;
 mod interrupt;
+mod linker;
 mod observe;
 mod options;
 mod pool;
@@ -46,13 +52,21 @@ mod types;
 pub use ahp_vocab as vocab;
 pub use ahp_vocab::{DecidedBy, Decision, EffectKind, FailureClass, Problem, Record};
 pub use api::{HookCall, Interceptor};
+pub use bindings::{Plugin, PluginPre};
+pub use builder::InterceptorBuilder;
 pub use capabilities::credentials::{
     AuthFailure, BoxFuture, CredentialProvider, CredentialRequest,
 };
 pub use error::Error;
 pub use interrupt::Interrupt;
+pub use linker::{add_to_linker, check_engine, AhpView};
 pub use options::Options;
 pub use retry::RetryPolicy;
-pub use runtime::EMBEDDED_COMPONENT;
+pub use runtime::{bound_cpu, EpochTicker, Epochs, EMBEDDED_COMPONENT};
 pub use settlement::{Observed, ObserverReport, Settlement};
+pub use state::HostState;
 pub use types::Secret;
+/// The wasmtime this crate is built with: use its types to share an `Engine`.
+pub use wasmtime;
+/// The wasmtime-wasi this crate is built with.
+pub use wasmtime_wasi;

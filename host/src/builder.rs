@@ -1,0 +1,127 @@
+//! The middle layer: an [`crate::Interceptor`] on an existing `Engine` (or a default one), with
+//! a `Component` compiled for it or precompiled bytes.
+//!
+//! ```no_run
+//! use ahp_host::wasmtime::component::Component;
+//! use ahp_host::wasmtime::{Config, Engine};
+//! use ahp_host::{Epochs, InterceptorBuilder, Options};
+//!
+//! # async fn demo(registration: &str) -> Result<(), Box<dyn std::error::Error>> {
+//! let mut config = Config::new();
+//! config.epoch_interruption(true);
+//! let engine = Engine::new(&config)?;
+//! let component = Component::new(&engine, ahp_host::EMBEDDED_COMPONENT)?;
+//! let interceptor = InterceptorBuilder::new()
+//!     .engine(&engine)
+//!     .component(component)
+//!     .options(Options::default())
+//!     .epochs(Epochs::Ticker)
+//!     .build(registration)
+//!     .await?;
+//! # let _ = interceptor; Ok(()) }
+//! ```
+
+use crate::error::Error;
+use crate::linker::check_engine;
+use crate::options::Options;
+use crate::runtime::{compile, default_engine, Epochs, Runtime, EMBEDDED_COMPONENT};
+use std::sync::Arc;
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+/// Builds an [`crate::Interceptor`] on the embedder's wasmtime pieces.
+#[derive(Default)]
+pub struct InterceptorBuilder {
+    engine: Option<Engine>,
+    component: Option<Code>,
+    options: Options,
+    epochs: Epochs,
+}
+
+/// The component as given to the builder.
+enum Code {
+    Compiled(Component),
+    /// Output of `Engine::precompile_component`, trusted by the caller.
+    Precompiled(Vec<u8>),
+}
+
+impl InterceptorBuilder {
+    /// The embedded component on this crate's default Engine, default options.
+    pub fn new() -> InterceptorBuilder {
+        InterceptorBuilder::default()
+    }
+
+    /// Run on `engine`, which must have `Config::epoch_interruption(true)`.
+    pub fn engine(mut self, engine: &Engine) -> InterceptorBuilder {
+        self.engine = Some(engine.clone());
+        self
+    }
+
+    /// This component, compiled for the builder's Engine.
+    pub fn component(mut self, component: Component) -> InterceptorBuilder {
+        self.component = Some(Code::Compiled(component));
+        self
+    }
+
+    /// The component precompiled (`Engine::precompile_component`) for an Engine
+    /// configured like the builder's, loaded with `Component::deserialize` at build.
+    ///
+    /// # Safety
+    ///
+    /// As for `Component::deserialize`: `bytes` must come from
+    /// `Engine::precompile_component` (or `Component::serialize`) of this same wasmtime
+    /// version, and must not have been altered since: wasmtime checks the version and
+    /// the Engine's settings, but runs the machine code in them as is.
+    pub unsafe fn precompiled(mut self, bytes: Vec<u8>) -> InterceptorBuilder {
+        self.component = Some(Code::Precompiled(bytes));
+        self
+    }
+
+    /// Host configuration; its `component` is used only when none was given here.
+    pub fn options(mut self, options: Options) -> InterceptorBuilder {
+        self.options = options;
+        self
+    }
+
+    /// Who advances the Engine's epoch (default: a shared ticker thread per Engine).
+    pub fn epochs(mut self, epochs: Epochs) -> InterceptorBuilder {
+        self.epochs = epochs;
+        self
+    }
+
+    /// The linked component and the options, for `build` (in `api`, the layer above,
+    /// so that this module does not depend on it).
+    pub(crate) fn into_parts(self) -> Result<(Arc<Runtime>, Options), Error> {
+        let runtime = self.runtime().map_err(Error::setup)?;
+        Ok((runtime, self.options))
+    }
+
+    fn runtime(&self) -> wasmtime::Result<Arc<Runtime>> {
+        let default = self.engine.is_none() && self.component.is_none();
+        if default && self.options.component.is_none() && self.epochs == Epochs::Ticker {
+            return Runtime::embedded();
+        }
+        let engine = match &self.engine {
+            Some(engine) => engine.clone(),
+            None => default_engine()?,
+        };
+        check_engine(&engine)?;
+        let component = match &self.component {
+            Some(Code::Compiled(component)) => component.clone(),
+            // SAFETY: the caller of `precompiled` vouched for these bytes.
+            Some(Code::Precompiled(bytes)) => unsafe { Component::deserialize(&engine, bytes)? },
+            None => compile(
+                &engine,
+                self.options
+                    .component
+                    .as_deref()
+                    .unwrap_or(EMBEDDED_COMPONENT),
+            )?,
+        };
+        Ok(Arc::new(Runtime::with_component(
+            &engine,
+            &component,
+            self.epochs,
+        )?))
+    }
+}

@@ -1,0 +1,103 @@
+//! The linker level, in the manner of wasmtime-wasi: the embedder owns the `Engine`, the
+//! `Linker<T>` and the `Store<T>`, and this crate adds the component's imports over a
+//! view of the embedder's store data ([`AhpView`]).
+//!
+//! ```no_run
+//! use ahp_host::wasmtime::component::{Component, Linker};
+//! use ahp_host::wasmtime::{Config, Engine, Store};
+//! use ahp_host::wasmtime_wasi::{WasiCtxView, WasiView};
+//! use ahp_host::{AhpView, HostState, Interceptor};
+//!
+//! struct MyData {
+//!     ahp: HostState,
+//! }
+//! impl AhpView for MyData {
+//!     fn ahp(&mut self) -> &mut HostState {
+//!         &mut self.ahp
+//!     }
+//! }
+//! // The component's WASI (its clock above all) must be the host state's.
+//! impl WasiView for MyData {
+//!     fn ctx(&mut self) -> WasiCtxView<'_> {
+//!         self.ahp.ctx()
+//!     }
+//! }
+//!
+//! # async fn demo(interceptor: Interceptor) -> ahp_host::wasmtime::Result<()> {
+//! let mut config = Config::new();
+//! config.epoch_interruption(true);
+//! let engine = Engine::new(&config)?;
+//! let component = Component::new(&engine, ahp_host::EMBEDDED_COMPONENT)?;
+//! let mut linker = Linker::<MyData>::new(&engine);
+//! ahp_host::add_to_linker(&mut linker, |t: &mut MyData| t.ahp())?;
+//! let pre = ahp_host::PluginPre::new(linker.instantiate_pre(&component)?)?;
+//! let mut store = Store::new(&engine, MyData { ahp: interceptor.host_state() });
+//! ahp_host::bound_cpu(&mut store);
+//! let plugin = pre.instantiate_async(&mut store).await?;
+//! # let _ = plugin; Ok(()) }
+//! ```
+
+use crate::bindings;
+use crate::state::HostState;
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::Engine;
+use wasmtime_wasi::WasiView;
+
+/// Store data that holds the component's [`HostState`].
+pub trait AhpView: Send {
+    /// The component's host state in this store.
+    fn ahp(&mut self) -> &mut HostState;
+}
+
+impl AhpView for HostState {
+    fn ahp(&mut self) -> &mut HostState {
+        self
+    }
+}
+
+/// Adds every import of the component to `linker`: wasmtime-wasi p2 (async), then
+/// `host-types`, `credentials` and `delivery` served from the [`HostState`] that `get`
+/// finds in the store data. Fails, naming the setting, if the Engine cannot bound the
+/// component's CPU (see [`check_engine`]).
+pub fn add_to_linker<T: WasiView + Send + 'static>(
+    linker: &mut Linker<T>,
+    get: fn(&mut T) -> &mut HostState,
+) -> wasmtime::Result<()> {
+    check_engine(linker.engine())?;
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    bindings::host_types::add_to_linker::<T, HasSelf<HostState>>(linker, get)?;
+    bindings::credentials::add_to_linker::<T, HasSelf<HostState>>(linker, get)?;
+    bindings::delivery::add_to_linker::<T, HasSelf<HostState>>(linker, get)?;
+    Ok(())
+}
+
+/// Whether `engine` can run the component safely: it needs `Config::epoch_interruption
+/// (true)`, without which a spinning component could never be cut off. (Async support
+/// is always on in wasmtime 48.) wasmtime 48 has no accessor for the setting; the
+/// Engine's `Config` lists every tunable that was set in its `Debug` output, which is
+/// what is read here.
+pub fn check_engine(engine: &Engine) -> wasmtime::Result<()> {
+    let config = format!("{:?}", engine.config());
+    if !config.contains("epoch_interruption: true") {
+        wasmtime::bail!(
+            "the Engine lacks `Config::epoch_interruption(true)`, which bounds the \
+             interceptor component's CPU; enable it on the Engine's Config"
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_engine_without_epochs_is_refused_by_name() {
+        let plain = Engine::new(&wasmtime::Config::new()).unwrap();
+        let error = check_engine(&plain).unwrap_err().to_string();
+        assert!(error.contains("epoch_interruption"), "{error}");
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        check_engine(&Engine::new(&config).unwrap()).unwrap();
+    }
+}
