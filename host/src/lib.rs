@@ -15,9 +15,13 @@ mod capabilities;
 /// The `ahp` command line.
 pub mod cli;
 mod clock;
+mod component_cache;
+/// `ahp component push|export` and `--component oci://…`.
+pub mod component_cmd;
 /// The built-in policy backend and script of `ahp demo`.
 pub mod demo;
 mod interrupt;
+mod oci;
 mod runtime;
 mod tls;
 
@@ -29,4 +33,4 @@ pub use capabilities::credentials::{
 };
 pub use capabilities::RetryPolicy;
 pub use interrupt::Interrupt;
-pub use runtime::EMBEDDED_COMPONENT;
+pub use runtime::{EMBEDDED_COMPONENT, EMBEDDED_WIT_PACKAGE};
