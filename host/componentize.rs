@@ -41,8 +41,8 @@ pub fn componentize(module: &[u8], metadata: &Metadata) -> Result<Vec<u8>, Strin
         .map_err(|e| format!("encode the component: {e:#}"))?;
     let mut add = AddMetadata::default();
     add.name = AddMetadataField::Set(metadata.name.clone());
-    add.version = AddMetadataField::Set(Version::new(&metadata.version));
-    add.description = AddMetadataField::Set(Description::new(&metadata.description));
+    add.version = AddMetadataField::Set(Version::new(metadata.version.clone()));
+    add.description = AddMetadataField::Set(Description::new(metadata.description.clone()));
     add.licenses = AddMetadataField::Set(
         Licenses::new(&metadata.license).map_err(|e| format!("licence: {e:#}"))?,
     );
@@ -52,7 +52,7 @@ pub fn componentize(module: &[u8], metadata: &Metadata) -> Result<Vec<u8>, Strin
     add.homepage = AddMetadataField::Set(
         Homepage::new(&metadata.homepage).map_err(|e| format!("homepage URL: {e:#}"))?,
     );
-    add.revision = AddMetadataField::Set(Revision::new(&metadata.revision));
+    add.revision = AddMetadataField::Set(Revision::new(metadata.revision.clone()));
     add.to_wasm(&component)
         .map_err(|e| format!("add metadata: {e:#}"))
 }
@@ -64,5 +64,8 @@ pub fn encode_wit_package(wit_dir: &Path) -> Result<Vec<u8>, String> {
     let (package, _) = resolve
         .push_dir(wit_dir)
         .map_err(|e| format!("parse {}: {e:#}", wit_dir.display()))?;
-    wit_component::encode(&resolve, package).map_err(|e| format!("encode the WIT package: {e:#}"))
+    // Plain (not canonicalized) interface names: what every decoder, older ones included,
+    // reads.
+    wit_component::encode(&resolve, package, false)
+        .map_err(|e| format!("encode the WIT package: {e:#}"))
 }

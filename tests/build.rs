@@ -5,9 +5,12 @@
 //!   its own workspace and lock file, so the SDK's serde_json features never reach this
 //!   workspace's crates.
 
+// Shared with host/build.rs, which also encodes the WIT package and watches the revision.
 #[path = "../host/componentize.rs"]
+#[allow(dead_code)]
 mod componentize;
 #[path = "../host/guest_build.rs"]
+#[allow(dead_code)]
 mod guest_build;
 
 use std::path::{Path, PathBuf};

@@ -13,6 +13,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
 use wasmtime::error::Context as _;
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
@@ -64,7 +65,12 @@ impl Runtime {
         let component =
             Component::new(&engine, component).context("compile the interceptor component")?;
         let mut linker: Linker<HostState> = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        // The component's only WASI import is the monotonic clock (host/componentize.rs
+        // says why), backed by the clock every deadline is measured on.
+        wasmtime_wasi::p2::bindings::clocks::monotonic_clock::add_to_linker::<HostState, WasiClocks>(
+            &mut linker,
+            |s| s.clocks(),
+        )?;
         bindings::host_types::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
         bindings::credentials::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
         bindings::delivery::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;

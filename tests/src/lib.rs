@@ -5,4 +5,5 @@ pub mod fault_backend;
 pub mod oauth_server;
 pub mod peers;
 pub mod pki;
+pub mod registry;
 pub mod support;
