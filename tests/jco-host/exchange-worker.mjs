@@ -11,6 +11,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { MAX_BODY, writeResult } from './shared-result.mjs';
 
+parentPort.postMessage('ready');
+
 parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
   let settled = false;
   const settle = (meta, bytes = new Uint8Array()) => {

@@ -11,6 +11,7 @@
 // `delivery` (HTTP only, plain http to loopback only, no retries, never interrupted).
 
 import { Worker } from 'node:worker_threads';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -57,7 +58,9 @@ const credentials = {
   reject(_credential) {},
 };
 
+// Started and ready before any hook call, so no deadline pays for the worker's start-up.
 const worker = new Worker(new URL('./exchange-worker.mjs', import.meta.url));
+await once(worker, 'message');
 worker.unref();
 
 const delivery = {
