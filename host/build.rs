@@ -45,8 +45,8 @@ fn main() {
         ),
     };
     write(&out_dir.join("ahp_interceptor.wasm"), &component);
-    let wit = componentize::encode_wit_package(&workspace.join("wit"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let wit =
+        componentize::encode_wit_package(&workspace.join("wit")).unwrap_or_else(|e| panic!("{e}"));
     write(&out_dir.join("ahp_interceptor.wit.wasm"), &wit);
 }
 

@@ -44,8 +44,7 @@ fn main() {
     );
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let wasm = out_dir.join("ahp_runaway_guest.wasm");
-    std::fs::write(&wasm, component)
-        .unwrap_or_else(|e| panic!("write {}: {e}", wasm.display()));
+    std::fs::write(&wasm, component).unwrap_or_else(|e| panic!("write {}: {e}", wasm.display()));
     println!("cargo:rustc-env=RUNAWAY_COMPONENT={}", wasm.display());
     let peer = build_rust_sdk_peer(&manifest_dir.join("rust-sdk-peer"));
     println!("cargo:rustc-env=RUST_SDK_PEER={}", peer.display());

@@ -3,7 +3,9 @@
 //! Exit codes of `ahp intercept`: 0 = allow, 2 = deny, 3 = ask, 1 = the call could not be
 //! made (bad registration, bad event, usage). A denial is never exit 0.
 
-use crate::{component_cmd, demo, BuildError, CallError, Decision, Interceptor, Interrupt, Options};
+use crate::{
+    component_cmd, demo, BuildError, CallError, Decision, Interceptor, Interrupt, Options,
+};
 use clap::{Parser, Subcommand};
 use std::io::Read as _;
 use std::path::PathBuf;

@@ -25,9 +25,9 @@ pub fn sha256_digest(bytes: &[u8]) -> String {
 
 /// The hex part of a well-formed `sha256:` digest.
 pub fn sha256_hex(digest: &str) -> Option<&str> {
-    digest
-        .strip_prefix("sha256:")
-        .filter(|hex| hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    digest.strip_prefix("sha256:").filter(|hex| {
+        hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
 }
 
 /// A cache rooted at one directory.
@@ -69,7 +69,8 @@ impl ComponentCache {
     pub fn put(&self, bytes: &[u8]) -> Result<String, String> {
         let digest = sha256_digest(bytes);
         let hex = sha256_hex(&digest).expect("sha256_digest is well formed");
-        let failed = |e: std::io::Error| format!("write the component cache {}: {e}", self.blobs.display());
+        let failed =
+            |e: std::io::Error| format!("write the component cache {}: {e}", self.blobs.display());
         std::fs::create_dir_all(&self.blobs).map_err(failed)?;
         let mut file = tempfile::NamedTempFile::new_in(&self.blobs).map_err(failed)?;
         file.write_all(bytes).map_err(failed)?;

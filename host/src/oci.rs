@@ -8,9 +8,9 @@
 //! description, licences, source, revision, url), which is what registries display.
 //!
 //! Trust: a reference pinned with `@sha256:…` names the exact manifest, and the manifest
-//! names the exact layer by its digest. Both are checked here on every pull, from the
-//! registry or from the cache, before a byte of the component can run; a mismatch is an
-//! error, never a fallback. An unpinned reference (a tag) is fetched from the registry
+//! names the exact layer by its digest. oci-client checks both as it downloads, and this
+//! module checks them again on every pull, from the registry or from the cache, before a
+//! byte of the component can run; a mismatch is an error, never a fallback. An unpinned reference (a tag) is fetched from the registry
 //! every time, since tags move; only its layer may come from the cache.
 //!
 //! Transport: plain `http` only to a loopback registry (`localhost`, `127.0.0.0/8`,
@@ -92,7 +92,12 @@ pub async fn push(reference: &Reference, component: Vec<u8>) -> Result<Pushed, S
     let manifest_digest = client
         .fetch_manifest_digest(reference, &auth)
         .await
-        .map_err(|e| format!("read back the manifest digest of {}: {e}", reference.whole()))?;
+        .map_err(|e| {
+            format!(
+                "read back the manifest digest of {}: {e}",
+                reference.whole()
+            )
+        })?;
     Ok(Pushed {
         pinned: format!("{}@{manifest_digest}", reference.whole()),
         manifest_digest,
@@ -158,8 +163,8 @@ pub async fn pull(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u
 
 /// The one `application/wasm` layer of a wasm artifact manifest.
 fn component_layer(manifest: &[u8]) -> Result<oci_client::manifest::OciDescriptor, String> {
-    let manifest: OciImageManifest = serde_json::from_slice(manifest)
-        .map_err(|e| format!("not an OCI image manifest: {e}"))?;
+    let manifest: OciImageManifest =
+        serde_json::from_slice(manifest).map_err(|e| format!("not an OCI image manifest: {e}"))?;
     if manifest.config.media_type != WASM_MANIFEST_CONFIG_MEDIA_TYPE {
         return Err(format!(
             "not a wasm artifact: config media type {:?}, expected {WASM_MANIFEST_CONFIG_MEDIA_TYPE}",
@@ -167,7 +172,10 @@ fn component_layer(manifest: &[u8]) -> Result<oci_client::manifest::OciDescripto
         ));
     }
     let [layer] = <[_; 1]>::try_from(manifest.layers).map_err(|layers: Vec<_>| {
-        format!("a wasm artifact has exactly one layer, this one has {}", layers.len())
+        format!(
+            "a wasm artifact has exactly one layer, this one has {}",
+            layers.len()
+        )
     })?;
     if layer.media_type != WASM_LAYER_MEDIA_TYPE {
         return Err(format!(
@@ -191,12 +199,30 @@ fn annotations(component: &[u8]) -> Result<BTreeMap<String, String>, String> {
     let m = payload.metadata();
     let fields = [
         ("org.opencontainers.image.title", m.name.clone()),
-        ("org.opencontainers.image.version", m.version.as_ref().map(|v| v.to_string())),
-        ("org.opencontainers.image.description", m.description.as_ref().map(|v| v.to_string())),
-        ("org.opencontainers.image.licenses", m.licenses.as_ref().map(|v| v.to_string())),
-        ("org.opencontainers.image.source", m.source.as_ref().map(|v| v.to_string())),
-        ("org.opencontainers.image.revision", m.revision.as_ref().map(|v| v.to_string())),
-        ("org.opencontainers.image.url", m.homepage.as_ref().map(|v| v.to_string())),
+        (
+            "org.opencontainers.image.version",
+            m.version.as_ref().map(|v| v.to_string()),
+        ),
+        (
+            "org.opencontainers.image.description",
+            m.description.as_ref().map(|v| v.to_string()),
+        ),
+        (
+            "org.opencontainers.image.licenses",
+            m.licenses.as_ref().map(|v| v.to_string()),
+        ),
+        (
+            "org.opencontainers.image.source",
+            m.source.as_ref().map(|v| v.to_string()),
+        ),
+        (
+            "org.opencontainers.image.revision",
+            m.revision.as_ref().map(|v| v.to_string()),
+        ),
+        (
+            "org.opencontainers.image.url",
+            m.homepage.as_ref().map(|v| v.to_string()),
+        ),
     ];
     Ok(fields
         .into_iter()
@@ -250,17 +276,32 @@ mod tests {
 
     #[test]
     fn only_loopback_registries_are_loopback() {
-        for registry in ["127.0.0.1:5000", "localhost:5000", "[::1]:5000", "127.1.2.3", "LOCALHOST"] {
+        for registry in [
+            "127.0.0.1:5000",
+            "localhost:5000",
+            "[::1]:5000",
+            "127.1.2.3",
+            "LOCALHOST",
+        ] {
             assert!(is_loopback(registry), "{registry}");
         }
-        for registry in ["ghcr.io", "10.0.0.1:5000", "localhost.example.com", "[::2]:5000", "127.0.0.1.nip.io"] {
+        for registry in [
+            "ghcr.io",
+            "10.0.0.1:5000",
+            "localhost.example.com",
+            "[::2]:5000",
+            "127.0.0.1.nip.io",
+        ] {
             assert!(!is_loopback(registry), "{registry}");
         }
     }
 
     #[test]
     fn references_name_a_registry_and_only_sha256_digests() {
-        let pinned = format!("oci://127.0.0.1:5000/ahp/interceptor@sha256:{}", "a".repeat(64));
+        let pinned = format!(
+            "oci://127.0.0.1:5000/ahp/interceptor@sha256:{}",
+            "a".repeat(64)
+        );
         let reference = parse_reference(&pinned).unwrap();
         assert_eq!(reference.registry(), "127.0.0.1:5000");
         assert_eq!(reference.repository(), "ahp/interceptor");

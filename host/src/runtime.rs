@@ -13,11 +13,11 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
 use wasmtime::error::Context as _;
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
 };
+use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
 
 /// The component this crate was built with.
 pub const EMBEDDED_COMPONENT: &[u8] =

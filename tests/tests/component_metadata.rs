@@ -11,10 +11,22 @@ fn the_component_carries_name_version_licence_source_homepage_and_revision() {
     let m = payload.metadata();
     let text = |field: Option<String>| field.unwrap_or_else(|| "(missing)".into());
     assert_eq!(m.name.as_deref(), Some("ahp-interceptor"));
-    assert_eq!(text(m.version.as_ref().map(|v| v.to_string())), env!("CARGO_PKG_VERSION"));
-    assert_eq!(text(m.licenses.as_ref().map(|v| v.to_string())), "Apache-2.0");
-    assert_eq!(text(m.source.as_ref().map(|v| v.to_string())), env!("CARGO_PKG_REPOSITORY"));
-    assert_eq!(text(m.homepage.as_ref().map(|v| v.to_string())), env!("CARGO_PKG_HOMEPAGE"));
+    assert_eq!(
+        text(m.version.as_ref().map(|v| v.to_string())),
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(
+        text(m.licenses.as_ref().map(|v| v.to_string())),
+        "Apache-2.0"
+    );
+    assert_eq!(
+        text(m.source.as_ref().map(|v| v.to_string())),
+        env!("CARGO_PKG_REPOSITORY")
+    );
+    assert_eq!(
+        text(m.homepage.as_ref().map(|v| v.to_string())),
+        env!("CARGO_PKG_HOMEPAGE")
+    );
     assert_eq!(
         text(m.description.as_ref().map(|v| v.to_string())),
         "Agent Hooks Protocol interception logic, built as a WebAssembly component"
@@ -42,7 +54,10 @@ fn the_component_imports_only_the_clock_and_the_ahp_interfaces() {
     };
     let world = &resolve.worlds[world];
     let names = |items: Vec<&wit_parser::WorldKey>| -> Vec<String> {
-        let mut names: Vec<String> = items.into_iter().map(|k| resolve.name_world_key(k)).collect();
+        let mut names: Vec<String> = items
+            .into_iter()
+            .map(|k| resolve.name_world_key(k))
+            .collect();
         names.sort();
         names
     };
@@ -51,11 +66,7 @@ fn the_component_imports_only_the_clock_and_the_ahp_interfaces() {
         .iter()
         .map(|name| name.split('@').next().unwrap_or(name))
         .collect();
-    assert_eq!(
-        unversioned,
-        IMPORTS,
-        "imports: {imports:?}"
-    );
+    assert_eq!(unversioned, IMPORTS, "imports: {imports:?}");
     assert_eq!(
         names(world.exports.keys().collect()),
         ["ahp:interceptor/interceptor@0.1.0"]
@@ -82,5 +93,8 @@ fn the_contract_is_published_as_the_wit_package_ahp_interceptor_0_1_0() {
     assert!(package.worlds.contains_key("plugin"), "world plugin");
     let mut interfaces: Vec<&str> = package.interfaces.keys().map(String::as_str).collect();
     interfaces.sort();
-    assert_eq!(interfaces, ["credentials", "delivery", "host-types", "interceptor"]);
+    assert_eq!(
+        interfaces,
+        ["credentials", "delivery", "host-types", "interceptor"]
+    );
 }

@@ -43,7 +43,13 @@ fn transpiled() -> &'static Path {
             .arg(&wasm)
             .arg("-o")
             .arg(&out)
-            .args(["--instantiation", "async", "--name", "ahp_interceptor", "--quiet"])
+            .args([
+                "--instantiation",
+                "async",
+                "--name",
+                "ahp_interceptor",
+                "--quiet",
+            ])
             .output()
             .unwrap_or_else(|e| panic!("cannot run `node` ({e}): install Node.js 20 or later"));
         assert!(
@@ -95,7 +101,9 @@ fn one_backend(backend: &FaultBackend, policy: &str, timeout_ms: u64) -> String 
 
 /// The audit entry of the one interceptor.
 fn entry(settled: &Value) -> &Value {
-    let interceptors = settled["audit"]["interceptors"].as_array().expect("interceptors");
+    let interceptors = settled["audit"]["interceptors"]
+        .as_array()
+        .expect("interceptors");
     assert_eq!(interceptors.len(), 1, "{settled}");
     &interceptors[0]
 }
@@ -103,13 +111,20 @@ fn entry(settled: &Value) -> &Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_allows_when_the_backend_has_no_objection() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let settled = call(&one_backend(&backend, "fail-closed", 2000), "evt_node_allow").await;
+    let settled = call(
+        &one_backend(&backend, "fail-closed", 2000),
+        "evt_node_allow",
+    )
+    .await;
     assert_eq!(settled["decision"], json!("allow"), "{settled}");
     assert_eq!(settled["decidedBy"], json!("no-objection"));
     assert_eq!(entry(&settled)["outcome"], json!("no-effect"));
     let sent = backend.requests_with_method("hooks/intercept");
     assert_eq!(sent.len(), 1);
-    assert_eq!(sent[0].json()["params"]["event"]["id"], json!("evt_node_allow"));
+    assert_eq!(
+        sent[0].json()["params"]["event"]["id"],
+        json!("evt_node_allow")
+    );
     assert_eq!(sent[0].header_values("content-type"), ["application/json"]);
 }
 
@@ -168,11 +183,19 @@ async fn node_fails_a_malformed_reply_closed() {
         body: b"{\"jsonrpc\":\"2.0\",\"id\":$ID$,\"result\":".to_vec(),
     }])
     .await;
-    let settled = call(&one_backend(&backend, "fail-closed", 2000), "evt_node_malformed").await;
+    let settled = call(
+        &one_backend(&backend, "fail-closed", 2000),
+        "evt_node_malformed",
+    )
+    .await;
     assert_eq!(settled["decision"], json!("deny"), "{settled}");
     assert_eq!(settled["decidedBy"], json!("synthetic-deny"));
     assert_eq!(settled["reason"], json!(SYNTHETIC_REASON));
     let entry = entry(&settled);
     assert_eq!(entry["outcome"], json!("failed-closed"));
-    assert_eq!(entry["failure"]["class"], json!("malformed-json"), "{settled}");
+    assert_eq!(
+        entry["failure"]["class"],
+        json!("malformed-json"),
+        "{settled}"
+    );
 }

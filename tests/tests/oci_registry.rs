@@ -49,7 +49,8 @@ impl Case {
     async fn new() -> Case {
         let backend = FaultBackend::start(vec![Behaviour::Deny("pulled and ran".into())]).await;
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let reg = registration(&[Http::new("com.example.policy", backend.url()).policy("fail-closed")]);
+        let reg =
+            registration(&[Http::new("com.example.policy", backend.url()).policy("fail-closed")]);
         std::fs::write(dir.path().join("registration.json"), reg).expect("write registration");
         std::fs::write(dir.path().join("event.json"), event("evt_oci")).expect("write event");
         Case { backend, dir }
@@ -83,16 +84,25 @@ impl Case {
         let record = one_json_line(&String::from_utf8_lossy(&output.stdout));
         assert_eq!(record["decidedBy"], json!("backend-deny"), "{record}");
         assert_eq!(record["reason"], json!("pulled and ran"), "{record}");
-        assert_eq!(self.backend.requests_with_method("hooks/intercept").len(), calls);
+        assert_eq!(
+            self.backend.requests_with_method("hooks/intercept").len(),
+            calls
+        );
     }
 
     /// Refused with exit 1 and `expected` in the error; no hook call was made.
     fn assert_refused(&self, output: &Output, expected: &str) {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "stderr: {stderr}");
-        assert!(stderr.contains(expected), "{expected:?} in stderr: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{expected:?} in stderr: {stderr}"
+        );
         assert!(output.stdout.is_empty(), "no settlement printed");
-        assert!(self.backend.requests().is_empty(), "nothing ran, nothing was sent");
+        assert!(
+            self.backend.requests().is_empty(),
+            "nothing ran, nothing was sent"
+        );
     }
 }
 
@@ -102,33 +112,64 @@ fn push_stores_a_cncf_wasm_artifact_carrying_the_components_metadata() {
     let pushed = push(&registry);
     let component_digest = sha256(EMBEDDED_COMPONENT);
     assert_eq!(pushed["componentDigest"], json!(component_digest));
-    let manifest_digest = pushed["manifestDigest"].as_str().expect("a manifest digest");
+    let manifest_digest = pushed["manifestDigest"]
+        .as_str()
+        .expect("a manifest digest");
     assert_eq!(
         pushed["reference"],
-        json!(format!("oci://{}/{REPOSITORY}:{TAG}@{manifest_digest}", registry.host()))
+        json!(format!(
+            "oci://{}/{REPOSITORY}:{TAG}@{manifest_digest}",
+            registry.host()
+        ))
     );
 
     let manifest: Value =
         serde_json::from_slice(&registry.blob(manifest_digest)).expect("the manifest is JSON");
-    assert_eq!(manifest["mediaType"], json!("application/vnd.oci.image.manifest.v1+json"));
-    assert_eq!(manifest["config"]["mediaType"], json!("application/vnd.wasm.config.v0+json"));
+    assert_eq!(
+        manifest["mediaType"],
+        json!("application/vnd.oci.image.manifest.v1+json")
+    );
+    assert_eq!(
+        manifest["config"]["mediaType"],
+        json!("application/vnd.wasm.config.v0+json")
+    );
     assert_eq!(
         manifest["layers"],
         json!([{"mediaType": "application/wasm", "digest": component_digest,
                 "size": EMBEDDED_COMPONENT.len()}])
     );
     let annotations = &manifest["annotations"];
-    assert_eq!(annotations["org.opencontainers.image.title"], json!("ahp-interceptor"));
-    assert_eq!(annotations["org.opencontainers.image.version"], json!(env!("CARGO_PKG_VERSION")));
-    assert_eq!(annotations["org.opencontainers.image.licenses"], json!("Apache-2.0"));
-    assert_eq!(annotations["org.opencontainers.image.source"], json!(env!("CARGO_PKG_REPOSITORY")));
-    assert_eq!(annotations["org.opencontainers.image.url"], json!(env!("CARGO_PKG_HOMEPAGE")));
+    assert_eq!(
+        annotations["org.opencontainers.image.title"],
+        json!("ahp-interceptor")
+    );
+    assert_eq!(
+        annotations["org.opencontainers.image.version"],
+        json!(env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(
+        annotations["org.opencontainers.image.licenses"],
+        json!("Apache-2.0")
+    );
+    assert_eq!(
+        annotations["org.opencontainers.image.source"],
+        json!(env!("CARGO_PKG_REPOSITORY"))
+    );
+    assert_eq!(
+        annotations["org.opencontainers.image.url"],
+        json!(env!("CARGO_PKG_HOMEPAGE"))
+    );
     for key in ["description", "revision"] {
         let value = &annotations[format!("org.opencontainers.image.{key}")];
-        assert!(value.as_str().is_some_and(|v| !v.is_empty()), "{key}: {manifest}");
+        assert!(
+            value.as_str().is_some_and(|v| !v.is_empty()),
+            "{key}: {manifest}"
+        );
     }
 
-    let config_digest = manifest["config"]["digest"].as_str().expect("a config digest");
+    let config_digest = manifest["config"]["digest"]
+        .as_str()
+        .expect("a config digest");
     let config: Value =
         serde_json::from_slice(&registry.blob(config_digest)).expect("the config is JSON");
     assert_eq!(config["architecture"], json!("wasm"));
@@ -139,12 +180,21 @@ fn push_stores_a_cncf_wasm_artifact_carrying_the_components_metadata() {
         json!(["ahp:interceptor/interceptor@0.1.0"])
     );
     let imports = config["component"]["imports"].as_array().expect("imports");
-    assert!(imports.contains(&json!("ahp:interceptor/delivery@0.1.0")), "{config}");
     assert!(
-        imports.iter().all(|i| !i.as_str().unwrap_or_default().starts_with("wasi:cli")),
+        imports.contains(&json!("ahp:interceptor/delivery@0.1.0")),
+        "{config}"
+    );
+    assert!(
+        imports
+            .iter()
+            .all(|i| !i.as_str().unwrap_or_default().starts_with("wasi:cli")),
         "no wasi:cli import: {config}"
     );
-    assert_eq!(registry.blob(&component_digest), EMBEDDED_COMPONENT, "the layer is the component");
+    assert_eq!(
+        registry.blob(&component_digest),
+        EMBEDDED_COMPONENT,
+        "the layer is the component"
+    );
 
     let again = push(&registry);
     assert_eq!(
@@ -156,15 +206,23 @@ fn push_stores_a_cncf_wasm_artifact_carrying_the_components_metadata() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pinned_reference_is_pulled_verified_run_and_then_served_from_the_cache() {
     let registry = Registry::start();
-    let pinned = push(&registry)["reference"].as_str().expect("reference").to_string();
+    let pinned = push(&registry)["reference"]
+        .as_str()
+        .expect("reference")
+        .to_string();
     let case = Case::new().await;
     let cache = tempfile::tempdir().expect("a cache directory");
 
     let first = case.intercept(&pinned, cache.path()).await;
     case.assert_ran(&first, 1);
     let cached = cache.path().join("oci/blobs/sha256");
-    let hex = sha256(EMBEDDED_COMPONENT).trim_start_matches("sha256:").to_string();
-    assert_eq!(std::fs::read(cached.join(hex)).expect("cached"), EMBEDDED_COMPONENT);
+    let hex = sha256(EMBEDDED_COMPONENT)
+        .trim_start_matches("sha256:")
+        .to_string();
+    assert_eq!(
+        std::fs::read(cached.join(hex)).expect("cached"),
+        EMBEDDED_COMPONENT
+    );
 
     drop(registry);
     let offline = case.intercept(&pinned, cache.path()).await;
@@ -200,10 +258,16 @@ async fn a_wrong_digest_is_refused_and_nothing_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_component_swapped_in_the_registrys_storage_is_refused() {
     let registry = Registry::start();
-    let pinned = push(&registry)["reference"].as_str().expect("reference").to_string();
+    let pinned = push(&registry)["reference"]
+        .as_str()
+        .expect("reference")
+        .to_string();
     // A real, valid component, but not the one the manifest names.
-    std::fs::write(registry.blob_path(&sha256(EMBEDDED_COMPONENT)), runaway_component())
-        .expect("tamper with the stored layer");
+    std::fs::write(
+        registry.blob_path(&sha256(EMBEDDED_COMPONENT)),
+        runaway_component(),
+    )
+    .expect("tamper with the stored layer");
     let case = Case::new().await;
     let cache = tempfile::tempdir().expect("a cache directory");
     let output = case.intercept(&pinned, cache.path()).await;
@@ -229,20 +293,32 @@ async fn a_manifest_altered_in_the_registrys_storage_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupted_cache_entry_is_never_run() {
     let registry = Registry::start();
-    let pinned = push(&registry)["reference"].as_str().expect("reference").to_string();
+    let pinned = push(&registry)["reference"]
+        .as_str()
+        .expect("reference")
+        .to_string();
     let case = Case::new().await;
     let cache = tempfile::tempdir().expect("a cache directory");
     case.assert_ran(&case.intercept(&pinned, cache.path()).await, 1);
-    let hex = sha256(EMBEDDED_COMPONENT).trim_start_matches("sha256:").to_string();
-    std::fs::write(cache.path().join("oci/blobs/sha256").join(hex), runaway_component())
-        .expect("corrupt the cached component");
+    let hex = sha256(EMBEDDED_COMPONENT)
+        .trim_start_matches("sha256:")
+        .to_string();
+    std::fs::write(
+        cache.path().join("oci/blobs/sha256").join(hex),
+        runaway_component(),
+    )
+    .expect("corrupt the cached component");
     // The corrupt entry is a miss; with the registry gone there is nothing else to run.
     drop(registry);
     let output = case.intercept(&pinned, cache.path()).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "stderr: {stderr}");
     assert!(stderr.contains("pull the component"), "{stderr}");
-    assert_eq!(case.backend.requests().len(), 1, "only the first, verified call ran");
+    assert_eq!(
+        case.backend.requests().len(),
+        1,
+        "only the first, verified call ran"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -251,8 +327,14 @@ async fn a_malformed_reference_is_a_usage_error() {
     let cache = tempfile::tempdir().expect("a cache directory");
     for (source, expected) in [
         ("oci://interceptor", "name the registry"),
-        ("oci://127.0.0.1:1/ahp/interceptor@sha256:abc", "invalid OCI reference"),
-        ("oci://127.0.0.1:1/ahp/interceptor@md5:abc", "invalid OCI reference"),
+        (
+            "oci://127.0.0.1:1/ahp/interceptor@sha256:abc",
+            "invalid OCI reference",
+        ),
+        (
+            "oci://127.0.0.1:1/ahp/interceptor@md5:abc",
+            "invalid OCI reference",
+        ),
         ("oci://127.0.0.1:1/ahp/Interceptor", "invalid OCI reference"),
     ] {
         let output = case.intercept(source, cache.path()).await;

@@ -24,7 +24,13 @@ fn sha256(bytes: &[u8]) -> String {
 /// ignored ones such as target directories), copied to `to`.
 fn copy_sources(workspace: &Path, to: &Path) -> PathBuf {
     let listed = std::process::Command::new("git")
-        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
         .current_dir(workspace)
         .output()
         .expect("run git ls-files (the test copies the checkout's files)");
@@ -43,7 +49,9 @@ fn copy_sources(workspace: &Path, to: &Path) -> PathBuf {
 
 #[test]
 fn two_clean_builds_in_different_directories_give_the_same_component() {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace");
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace");
     // Both copies are outside any git checkout: they get the revision the embedded
     // component got, as a source archive's build would (AHP_REVISION).
     let revision = guest_build::revision(workspace);
