@@ -9,7 +9,6 @@ use ahp_tests::registry::Registry;
 use ahp_tests::support::{ahp_binary, event, one_json_line, registration, runaway_component, Http};
 use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};
-use std::path::Path;
 use std::process::Output;
 
 const REPOSITORY: &str = "ahp/interceptor";
@@ -30,6 +29,18 @@ fn push(registry: &Registry) -> Value {
     one_json_line(&String::from_utf8_lossy(&output.stdout))
 }
 
+/// A registry holding the pushed embedded component, the push's JSON, and a case.
+async fn pushed() -> (Registry, Value, Case) {
+    let registry = Registry::start();
+    let pushed = push(&registry);
+    (registry, pushed, Case::new().await)
+}
+
+/// The pinned `oci://…@sha256:…` reference a push printed.
+fn pinned(pushed: &Value) -> String {
+    pushed["reference"].as_str().expect("reference").to_string()
+}
+
 fn assert_success(output: &Output, what: &str) {
     assert!(
         output.status.success(),
@@ -43,6 +54,8 @@ fn assert_success(output: &Output, what: &str) {
 struct Case {
     backend: FaultBackend,
     dir: tempfile::TempDir,
+    /// The component cache of this case (`AHP_CACHE_DIR`).
+    cache: tempfile::TempDir,
 }
 
 impl Case {
@@ -53,11 +66,16 @@ impl Case {
             registration(&[Http::new("com.example.policy", backend.url()).policy("fail-closed")]);
         std::fs::write(dir.path().join("registration.json"), reg).expect("write registration");
         std::fs::write(dir.path().join("event.json"), event("evt_oci")).expect("write event");
-        Case { backend, dir }
+        let cache = tempfile::tempdir().expect("a cache directory");
+        Case {
+            backend,
+            dir,
+            cache,
+        }
     }
 
-    /// Runs `ahp intercept --component SOURCE` with `cache` as the component cache.
-    async fn intercept(&self, source: &str, cache: &Path) -> Output {
+    /// Runs `ahp intercept --component SOURCE` with this case's component cache.
+    async fn intercept(&self, source: &str) -> Output {
         tokio::process::Command::new(ahp_binary())
             .arg("intercept")
             .arg("--registration")
@@ -66,11 +84,18 @@ impl Case {
             .arg(self.dir.path().join("event.json"))
             .arg("--component")
             .arg(source)
-            .env("AHP_CACHE_DIR", cache)
+            .env("AHP_CACHE_DIR", self.cache.path())
             .kill_on_drop(true)
             .output()
             .await
             .expect("run ahp intercept")
+    }
+
+    /// Where the cache keeps the embedded component (named by its sha256).
+    fn cached_component(&self) -> std::path::PathBuf {
+        let digest = sha256(EMBEDDED_COMPONENT);
+        let hex = digest.trim_start_matches("sha256:");
+        self.cache.path().join("oci/blobs/sha256").join(hex)
     }
 
     /// The call ran the pulled component: the backend's denial came back (exit 2).
@@ -205,126 +230,70 @@ fn push_stores_a_cncf_wasm_artifact_carrying_the_components_metadata() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pinned_reference_is_pulled_verified_run_and_then_served_from_the_cache() {
-    let registry = Registry::start();
-    let pinned = push(&registry)["reference"]
-        .as_str()
-        .expect("reference")
-        .to_string();
-    let case = Case::new().await;
-    let cache = tempfile::tempdir().expect("a cache directory");
-
-    let first = case.intercept(&pinned, cache.path()).await;
-    case.assert_ran(&first, 1);
-    let cached = cache.path().join("oci/blobs/sha256");
-    let hex = sha256(EMBEDDED_COMPONENT)
-        .trim_start_matches("sha256:")
-        .to_string();
+    let (registry, pushed, case) = pushed().await;
+    case.assert_ran(&case.intercept(&pinned(&pushed)).await, 1);
     assert_eq!(
-        std::fs::read(cached.join(hex)).expect("cached"),
+        std::fs::read(case.cached_component()).expect("cached"),
         EMBEDDED_COMPONENT
     );
-
     drop(registry);
-    let offline = case.intercept(&pinned, cache.path()).await;
-    case.assert_ran(&offline, 2);
+    case.assert_ran(&case.intercept(&pinned(&pushed)).await, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tag_is_pulled_from_the_registry_and_run() {
-    let registry = Registry::start();
-    push(&registry);
-    let case = Case::new().await;
-    let cache = tempfile::tempdir().expect("a cache directory");
+    let (registry, _, case) = pushed().await;
     let tagged = format!("oci://{}/{REPOSITORY}:{TAG}", registry.host());
-    let output = case.intercept(&tagged, cache.path()).await;
-    case.assert_ran(&output, 1);
+    case.assert_ran(&case.intercept(&tagged).await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_digest_is_refused_and_nothing_runs() {
-    let registry = Registry::start();
-    push(&registry);
-    let case = Case::new().await;
-    let cache = tempfile::tempdir().expect("a cache directory");
-    let wrong = format!(
-        "oci://{}/{REPOSITORY}@{}",
-        registry.host(),
-        sha256(b"some other manifest")
-    );
-    let output = case.intercept(&wrong, cache.path()).await;
-    case.assert_refused(&output, "pull the manifest");
+    let (registry, _, case) = pushed().await;
+    let other = sha256(b"some other manifest");
+    let wrong = format!("oci://{}/{REPOSITORY}@{other}", registry.host());
+    case.assert_refused(&case.intercept(&wrong).await, "pull the manifest");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_component_swapped_in_the_registrys_storage_is_refused() {
-    let registry = Registry::start();
-    let pinned = push(&registry)["reference"]
-        .as_str()
-        .expect("reference")
-        .to_string();
+    let (registry, pushed, case) = pushed().await;
     // A real, valid component, but not the one the manifest names.
-    std::fs::write(
-        registry.blob_path(&sha256(EMBEDDED_COMPONENT)),
-        runaway_component(),
-    )
-    .expect("tamper with the stored layer");
-    let case = Case::new().await;
-    let cache = tempfile::tempdir().expect("a cache directory");
-    let output = case.intercept(&pinned, cache.path()).await;
-    case.assert_refused(&output, "Invalid digest");
+    let layer = registry.blob_path(&sha256(EMBEDDED_COMPONENT));
+    std::fs::write(layer, runaway_component()).expect("tamper with the stored layer");
+    case.assert_refused(&case.intercept(&pinned(&pushed)).await, "Invalid digest");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manifest_altered_in_the_registrys_storage_is_refused() {
-    let registry = Registry::start();
-    let pushed = push(&registry);
-    let pinned = pushed["reference"].as_str().expect("reference").to_string();
-    let manifest_path = registry.blob_path(pushed["manifestDigest"].as_str().expect("digest"));
-    let altered = String::from_utf8(std::fs::read(&manifest_path).expect("manifest"))
+    let (registry, pushed, case) = pushed().await;
+    let manifest = registry.blob_path(pushed["manifestDigest"].as_str().expect("digest"));
+    let altered = String::from_utf8(std::fs::read(&manifest).expect("manifest"))
         .expect("UTF-8 manifest")
         .replace("Apache-2.0", "Apache-2.1");
-    std::fs::write(&manifest_path, altered).expect("tamper with the stored manifest");
-    let case = Case::new().await;
-    let cache = tempfile::tempdir().expect("a cache directory");
-    let output = case.intercept(&pinned, cache.path()).await;
-    case.assert_refused(&output, "Invalid digest");
+    std::fs::write(&manifest, altered).expect("tamper with the stored manifest");
+    case.assert_refused(&case.intercept(&pinned(&pushed)).await, "Invalid digest");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupted_cache_entry_is_never_run() {
-    let registry = Registry::start();
-    let pinned = push(&registry)["reference"]
-        .as_str()
-        .expect("reference")
-        .to_string();
-    let case = Case::new().await;
-    let cache = tempfile::tempdir().expect("a cache directory");
-    case.assert_ran(&case.intercept(&pinned, cache.path()).await, 1);
-    let hex = sha256(EMBEDDED_COMPONENT)
-        .trim_start_matches("sha256:")
-        .to_string();
-    std::fs::write(
-        cache.path().join("oci/blobs/sha256").join(hex),
-        runaway_component(),
-    )
-    .expect("corrupt the cached component");
+    let (registry, pushed, case) = pushed().await;
+    case.assert_ran(&case.intercept(&pinned(&pushed)).await, 1);
+    std::fs::write(case.cached_component(), runaway_component())
+        .expect("corrupt the cached component");
     // The corrupt entry is a miss; with the registry gone there is nothing else to run.
     drop(registry);
-    let output = case.intercept(&pinned, cache.path()).await;
+    let output = case.intercept(&pinned(&pushed)).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "stderr: {stderr}");
     assert!(stderr.contains("pull the component"), "{stderr}");
-    assert_eq!(
-        case.backend.requests().len(),
-        1,
-        "only the first, verified call ran"
-    );
+    let calls = case.backend.requests().len();
+    assert_eq!(calls, 1, "only the first, verified call ran");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_reference_is_a_usage_error() {
     let case = Case::new().await;
-    let cache = tempfile::tempdir().expect("a cache directory");
     for (source, expected) in [
         ("oci://interceptor", "name the registry"),
         (
@@ -337,7 +306,7 @@ async fn a_malformed_reference_is_a_usage_error() {
         ),
         ("oci://127.0.0.1:1/ahp/Interceptor", "invalid OCI reference"),
     ] {
-        let output = case.intercept(source, cache.path()).await;
+        let output = case.intercept(source).await;
         case.assert_refused(&output, expected);
     }
 }
