@@ -1,10 +1,12 @@
-//! Builds the guest crate as a WebAssembly component and puts it in OUT_DIR, so the
-//! `ahp` binary and the library embed the component bytes and work alone.
+//! Builds the guest crate as a WebAssembly component and encodes the WIT package, both
+//! into OUT_DIR, so the `ahp` binary and the library embed them and work alone.
 
+#[path = "componentize.rs"]
+mod componentize;
 #[path = "guest_build.rs"]
 mod guest_build;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn main() {
     let manifest_dir =
@@ -14,7 +16,8 @@ fn main() {
         .expect("host/ lives in the workspace")
         .to_path_buf();
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    // The root manifest holds the `guest` profile, and the lock file its dependencies.
+    // The root manifest holds the `guest` profile and the metadata, the lock file the
+    // guest's dependencies.
     for watched in [
         "Cargo.toml",
         "Cargo.lock",
@@ -22,19 +25,31 @@ fn main() {
         "guest/Cargo.toml",
         "wit",
         "host/guest_build.rs",
+        "host/componentize.rs",
     ] {
         println!(
             "cargo:rerun-if-changed={}",
             workspace.join(watched).display()
         );
     }
+    guest_build::watch_revision(&workspace);
     println!("cargo:rerun-if-env-changed=AHP_COMPONENT");
-    let wasm = match std::env::var("AHP_COMPONENT") {
+    let component = match std::env::var("AHP_COMPONENT") {
         // A prebuilt component (e.g. from a release pipeline) instead of building here.
-        Ok(path) => PathBuf::from(path),
-        Err(_) => guest_build::build_component(&workspace, "ahp-interceptor"),
+        Ok(path) => std::fs::read(&path).unwrap_or_else(|e| panic!("read {path}: {e}")),
+        Err(_) => guest_build::build_component(
+            &workspace,
+            "ahp-interceptor",
+            &guest_build::outer_target_dir().join("guest-build"),
+            &guest_build::revision(&workspace),
+        ),
     };
-    let dest = out_dir.join("ahp_interceptor.wasm");
-    std::fs::copy(&wasm, &dest)
-        .unwrap_or_else(|e| panic!("copy {} to {}: {e}", wasm.display(), dest.display()));
+    write(&out_dir.join("ahp_interceptor.wasm"), &component);
+    let wit =
+        componentize::encode_wit_package(&workspace.join("wit")).unwrap_or_else(|e| panic!("{e}"));
+    write(&out_dir.join("ahp_interceptor.wit.wasm"), &wit);
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    std::fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }

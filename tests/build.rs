@@ -5,7 +5,12 @@
 //!   its own workspace and lock file, so the SDK's serde_json features never reach this
 //!   workspace's crates.
 
+// Shared with host/build.rs, which also encodes the WIT package and watches the revision.
+#[path = "../host/componentize.rs"]
+#[allow(dead_code)]
+mod componentize;
 #[path = "../host/guest_build.rs"]
+#[allow(dead_code)]
 mod guest_build;
 
 use std::path::{Path, PathBuf};
@@ -21,6 +26,7 @@ fn main() {
         "tests/runaway-guest",
         "wit",
         "host/guest_build.rs",
+        "host/componentize.rs",
         "tests/rust-sdk-peer/Cargo.toml",
         "tests/rust-sdk-peer/Cargo.lock",
         "tests/rust-sdk-peer/src",
@@ -30,7 +36,15 @@ fn main() {
             workspace.join(watched).display()
         );
     }
-    let wasm = guest_build::build_component(&workspace, "ahp-runaway-guest");
+    let component = guest_build::build_component(
+        &workspace,
+        "ahp-runaway-guest",
+        &guest_build::outer_target_dir().join("guest-build"),
+        "unknown",
+    );
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let wasm = out_dir.join("ahp_runaway_guest.wasm");
+    std::fs::write(&wasm, component).unwrap_or_else(|e| panic!("write {}: {e}", wasm.display()));
     println!("cargo:rustc-env=RUNAWAY_COMPONENT={}", wasm.display());
     let peer = build_rust_sdk_peer(&manifest_dir.join("rust-sdk-peer"));
     println!("cargo:rustc-env=RUST_SDK_PEER={}", peer.display());

@@ -1,11 +1,12 @@
-//! `ahp check`, `ahp intercept`, `ahp observe`, `ahp demo` and `ahp precompile`.
+//! `ahp check`, `ahp intercept`, `ahp observe`, `ahp hook`, `ahp demo`, `ahp precompile`
+//! and `ahp component`.
 //!
 //! Exit codes of `ahp intercept`: 0 = allow, 2 = deny, 3 = ask, 1 = the call could not be
 //! made (bad registration, bad event, usage). A denial is never exit 0.
 
 use crate::compile_cache::{self, Source};
 use crate::runtime::{Runtime, EMBEDDED_COMPONENT};
-use crate::{demo, hook, Decision, EffectKind, Error, Interceptor, Interrupt, Options};
+use crate::{component_cmd, demo, hook, Decision, EffectKind, Error, Interceptor, Interrupt, Options};
 use clap::{Parser, Subcommand};
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -78,6 +79,11 @@ enum Command {
         #[arg(long)]
         component: Option<PathBuf>,
     },
+    /// Distribute the component: push it to an OCI registry, export it with its WIT.
+    Component {
+        #[command(subcommand)]
+        command: component_cmd::ComponentCommand,
+    },
 }
 
 #[derive(clap::Args)]
@@ -129,9 +135,10 @@ enum HookInstall {
 
 #[derive(clap::Args)]
 struct HostArgs {
-    /// Load this component instead of the embedded one.
+    /// Load this component instead of the embedded one: a path, or oci://REF[@sha256:…]
+    /// (pulled from a registry, verified by digest, cached).
     #[arg(long)]
-    component: Option<PathBuf>,
+    component: Option<String>,
     /// Extra trust roots (PEM) for https backends.
     #[arg(long)]
     trust_roots: Option<PathBuf>,
@@ -148,12 +155,9 @@ struct HostArgs {
 }
 
 impl HostArgs {
-    fn options(&self) -> Result<Options, String> {
+    async fn options(&self) -> Result<Options, String> {
         let component = match &self.component {
-            Some(path) => Some(
-                std::fs::read(path)
-                    .map_err(|e| format!("read component {}: {e}", path.display()))?,
-            ),
+            Some(source) => Some(component_cmd::load(source).await?),
             None => None,
         };
         Ok(Options {
@@ -214,11 +218,12 @@ pub fn main() -> ExitCode {
                 host,
             } => observe(&registration, &event, &host).await,
             Command::Hook(args) => hook_command(args).await,
-            Command::Demo { host } => match host.options() {
+            Command::Demo { host } => match host.options().await {
                 Ok(options) => demo::run(options).await,
                 Err(e) => fail(&e),
             },
             Command::Precompile { component } => precompile(component.as_deref()),
+            Command::Component { command } => component_cmd::run(command).await,
         }
     })
 }
@@ -261,7 +266,7 @@ async fn check(file: &PathBuf, host: &HostArgs) -> ExitCode {
         Ok(text) => text,
         Err(e) => return fail(&format!("read {}: {e}", file.display())),
     };
-    let options = match host.options() {
+    let options = match host.options().await {
         Ok(options) => options,
         Err(e) => return fail(&e),
     };
@@ -293,7 +298,7 @@ async fn intercept(
         Ok(text) => text,
         Err(e) => return fail(&e),
     };
-    let mut options = match host.options() {
+    let mut options = match host.options().await {
         Ok(options) => options,
         Err(e) => return fail(&e),
     };
@@ -342,7 +347,7 @@ async fn observe(registration: &PathBuf, event: &str, host: &HostArgs) -> ExitCo
         Ok(text) => text,
         Err(e) => return fail(&format!("read {}: {e}", registration.display())),
     };
-    let (event, options) = match (read_event(event), host.options()) {
+    let (event, options) = match (read_event(event), host.options().await) {
         (Ok(event), Ok(options)) => (event, options),
         (Err(e), _) | (_, Err(e)) => return fail(&e),
     };
@@ -390,7 +395,7 @@ async fn hook_command(args: HookArgs) -> ExitCode {
     let (Some(harness), Some(registration)) = (args.harness, args.registration) else {
         return fail("a harness and --registration are required");
     };
-    let mut options = args.host.options();
+    let mut options = args.host.options().await;
     if let Ok(options) = &mut options {
         options.audit_path = args.audit;
     }

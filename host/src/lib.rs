@@ -29,6 +29,11 @@ pub mod compile_cache;
 mod convert;
 mod credentials_impl;
 mod delivery_impl;
+#[cfg(feature = "cli")]
+mod component_cache;
+/// `ahp component push|export` and `--component oci://…`.
+#[cfg(feature = "cli")]
+pub mod component_cmd;
 /// The built-in policy backend and script of `ahp demo`.
 #[cfg(feature = "cli")]
 pub mod demo;
@@ -43,6 +48,8 @@ mod observe;
 mod options;
 mod pool;
 mod retry;
+#[cfg(feature = "cli")]
+mod oci;
 mod runtime;
 mod settlement;
 mod state;
@@ -70,3 +77,4 @@ pub use types::Secret;
 pub use wasmtime;
 /// The wasmtime-wasi this crate is built with.
 pub use wasmtime_wasi;
+pub use runtime::EMBEDDED_WIT_PACKAGE;

@@ -41,6 +41,7 @@ use crate::bindings;
 use crate::state::HostState;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::Engine;
+use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
 use wasmtime_wasi::WasiView;
 
 /// Store data that holds the component's [`HostState`].
@@ -64,7 +65,12 @@ pub fn add_to_linker<T: WasiView + Send + 'static>(
     get: fn(&mut T) -> &mut HostState,
 ) -> wasmtime::Result<()> {
     check_engine(linker.engine())?;
-    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    // The component's only WASI import is the monotonic clock (host/componentize.rs says
+    // why), backed by the one clock every deadline is measured on.
+    wasmtime_wasi::p2::bindings::clocks::monotonic_clock::add_to_linker::<T, WasiClocks>(
+        linker,
+        |t| t.clocks(),
+    )?;
     bindings::host_types::add_to_linker::<T, HasSelf<HostState>>(linker, get)?;
     bindings::credentials::add_to_linker::<T, HasSelf<HostState>>(linker, get)?;
     bindings::delivery::add_to_linker::<T, HasSelf<HostState>>(linker, get)?;

@@ -19,9 +19,15 @@ use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
 };
 
+
 /// The component this crate was built with.
 pub const EMBEDDED_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/ahp_interceptor.wasm"));
+
+/// The WIT package the component implements, `ahp:interceptor@0.1.0`, encoded as a
+/// binary WIT package (`wit/` at build time).
+pub const EMBEDDED_WIT_PACKAGE: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/ahp_interceptor.wit.wasm"));
 
 /// How often the epoch advances; the granularity of guest CPU enforcement.
 const TICK: Duration = Duration::from_millis(1);

@@ -6,4 +6,5 @@ pub mod hook;
 pub mod oauth_server;
 pub mod peers;
 pub mod pki;
+pub mod registry;
 pub mod support;

@@ -1,0 +1,115 @@
+//! A content-addressed store for pulled components and their manifests.
+//!
+//! Every file is named by the sha256 of its bytes (`blobs/sha256/HEX`, as in an OCI image
+//! layout) and checked against its name on every read, so a corrupted or tampered entry
+//! is a miss, never a component that runs. Writes go to a temporary file in the same
+//! directory and are renamed into place, so a reader never sees half a file and two
+//! processes pulling the same digest cannot interleave.
+//!
+//! Where: `$AHP_CACHE_DIR`, else the user's cache directory (`$XDG_CACHE_HOME/ahp`,
+//! `~/.cache/ahp` on Linux).
+
+use sha2::{Digest as _, Sha256};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// `sha256:` followed by 64 lowercase hex digits: the only digests this cache accepts.
+pub fn sha256_digest(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for byte in hash {
+        hex.push_str(&format!("{byte:02x}"));
+    }
+    format!("sha256:{hex}")
+}
+
+/// The hex part of a well-formed `sha256:` digest.
+pub fn sha256_hex(digest: &str) -> Option<&str> {
+    digest.strip_prefix("sha256:").filter(|hex| {
+        hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
+/// A cache rooted at one directory.
+pub struct ComponentCache {
+    blobs: PathBuf,
+}
+
+impl ComponentCache {
+    /// The cache of this user (`$AHP_CACHE_DIR`, else the platform cache directory).
+    pub fn for_user() -> Result<ComponentCache, String> {
+        let root = match std::env::var_os("AHP_CACHE_DIR") {
+            Some(dir) => PathBuf::from(dir),
+            None => dirs::cache_dir()
+                .ok_or("no cache directory for this user: set AHP_CACHE_DIR")?
+                .join("ahp"),
+        };
+        Ok(ComponentCache::at(&root))
+    }
+
+    /// A cache under `root`.
+    pub fn at(root: &Path) -> ComponentCache {
+        ComponentCache {
+            blobs: root.join("oci").join("blobs").join("sha256"),
+        }
+    }
+
+    /// The bytes stored under `digest`, if present and intact.
+    pub fn get(&self, digest: &str) -> Option<Vec<u8>> {
+        let bytes = std::fs::read(self.blobs.join(sha256_hex(digest)?)).ok()?;
+        if sha256_digest(&bytes) == digest {
+            Some(bytes)
+        } else {
+            tracing::warn!(digest, "cached blob does not match its digest; ignoring it");
+            None
+        }
+    }
+
+    /// Stores `bytes` under their own digest, atomically; returns that digest.
+    pub fn put(&self, bytes: &[u8]) -> Result<String, String> {
+        let digest = sha256_digest(bytes);
+        let hex = sha256_hex(&digest).expect("sha256_digest is well formed");
+        let failed =
+            |e: std::io::Error| format!("write the component cache {}: {e}", self.blobs.display());
+        std::fs::create_dir_all(&self.blobs).map_err(failed)?;
+        let mut file = tempfile::NamedTempFile::new_in(&self.blobs).map_err(failed)?;
+        file.write_all(bytes).map_err(failed)?;
+        file.as_file().sync_all().map_err(failed)?;
+        file.persist(self.blobs.join(hex))
+            .map_err(|e| failed(e.error))?;
+        Ok(digest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_blob_reads_back_under_its_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        let digest = cache.put(b"component bytes").unwrap();
+        assert_eq!(digest, sha256_digest(b"component bytes"));
+        assert_eq!(cache.get(&digest).as_deref(), Some(&b"component bytes"[..]));
+    }
+
+    #[test]
+    fn a_tampered_entry_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        let digest = cache.put(b"component bytes").unwrap();
+        let file = cache.blobs.join(sha256_hex(&digest).unwrap());
+        std::fs::write(&file, b"other bytes").unwrap();
+        assert_eq!(cache.get(&digest), None);
+    }
+
+    #[test]
+    fn malformed_digests_are_never_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        for digest in ["sha256:../../etc/passwd", "sha512:00", "sha256:ABC", ""] {
+            assert_eq!(cache.get(digest), None, "{digest}");
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! `ahp component push|export`, and where `--component` finds a component: a file, or
+//! an `oci://` reference pulled from a registry, verified by digest and cached.
+
+use crate::component_cache::ComponentCache;
+use crate::oci;
+use crate::runtime::{EMBEDDED_COMPONENT, EMBEDDED_WIT_PACKAGE};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// File names of `ahp component export`.
+const COMPONENT_FILE: &str = "ahp_interceptor.wasm";
+const WIT_PACKAGE_FILE: &str = "ahp_interceptor.wit.wasm";
+
+/// Distribution of the component.
+#[derive(clap::Subcommand)]
+pub enum ComponentCommand {
+    /// Push a component to an OCI registry (CNCF wasm artifact: config
+    /// application/vnd.wasm.config.v0+json, one application/wasm layer) and print its
+    /// reference pinned by digest as JSON.
+    Push {
+        /// REGISTRY/REPOSITORY:TAG, with or without oci:// (plain http only to loopback).
+        reference: String,
+        /// The component to push (a path or oci://REF); default: the embedded one.
+        #[arg(long)]
+        component: Option<String>,
+    },
+    /// Write the embedded component (ahp_interceptor.wasm) and the WIT package it
+    /// implements, ahp:interceptor@0.1.0 (ahp_interceptor.wit.wasm), into DIR.
+    Export {
+        /// The directory to write into (created if missing).
+        dir: PathBuf,
+    },
+}
+
+/// Runs one `ahp component` command.
+pub async fn run(command: ComponentCommand) -> ExitCode {
+    let result = match command {
+        ComponentCommand::Push {
+            reference,
+            component,
+        } => push(&reference, component.as_deref()).await,
+        ComponentCommand::Export { dir } => export(&dir),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The component `--component SOURCE` names: `oci://REF[@sha256:…]` is pulled (verified
+/// by digest, through the user's cache), anything else is read as a file.
+pub async fn load(source: &str) -> Result<Vec<u8>, String> {
+    if source.starts_with(oci::SCHEME) {
+        let reference = oci::parse_reference(source)?;
+        oci::pull(&reference, &ComponentCache::for_user()?).await
+    } else {
+        std::fs::read(source).map_err(|e| format!("read component {source}: {e}"))
+    }
+}
+
+async fn push(reference: &str, component: Option<&str>) -> Result<(), String> {
+    let reference = oci::parse_reference(reference)?;
+    let bytes = match component {
+        Some(source) => load(source).await?,
+        None => EMBEDDED_COMPONENT.to_vec(),
+    };
+    let pushed = oci::push(&reference, bytes).await?;
+    println!(
+        "{}",
+        serde_json::json!({
+            "reference": format!("{}{}", oci::SCHEME, pushed.pinned),
+            "manifestDigest": pushed.manifest_digest,
+            "componentDigest": pushed.component_digest,
+        })
+    );
+    Ok(())
+}
+
+fn export(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    for (name, bytes) in [
+        (COMPONENT_FILE, EMBEDDED_COMPONENT),
+        (WIT_PACKAGE_FILE, EMBEDDED_WIT_PACKAGE),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| format!("write {}: {e}", path.display()))?;
+        println!("{}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,341 @@
+//! The component as a CNCF wasm OCI artifact: push it to a registry, and pull it back
+//! verified by digest.
+//!
+//! Layout (the CNCF TAG Runtime "Wasm OCI Artifact" format, built by `oci-wasm`): an OCI
+//! image manifest whose config is `application/vnd.wasm.config.v0+json` (the component's
+//! imports and exports) and whose one layer is the component, `application/wasm`. The
+//! manifest's annotations repeat the metadata embedded in the component (title, version,
+//! description, licences, source, revision, url), which is what registries display.
+//!
+//! Trust: a reference pinned with `@sha256:…` names the exact manifest, and the manifest
+//! names the exact layer by its digest. oci-client checks both as it downloads, and this
+//! module checks them again on every pull, from the registry or from the cache, before a
+//! byte of the component can run; a mismatch is an error, never a fallback. An unpinned reference (a tag) is fetched from the registry
+//! every time, since tags move; only its layer may come from the cache.
+//!
+//! Transport: plain `http` only to a loopback registry (`localhost`, `127.0.0.0/8`,
+//! `[::1]`), which is spoken to over plain http; every other registry over `https`,
+//! verified by rustls (ring) against the platform's roots. Credentials, if any, come from
+//! `AHP_REGISTRY_USERNAME` / `AHP_REGISTRY_PASSWORD` and are never printed.
+
+use crate::component_cache::{sha256_digest, sha256_hex, ComponentCache};
+use futures_util::StreamExt as _;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::manifest::{OciImageManifest, OCI_IMAGE_MEDIA_TYPE};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use oci_wasm::{WasmClient, WasmConfig, WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// How `--component` names a component in a registry.
+pub const SCHEME: &str = "oci://";
+
+/// The largest component a pull accepts (the real one is about 300 KB).
+const MAX_COMPONENT_BYTES: u64 = 64 << 20;
+
+/// The largest manifest a pull accepts.
+const MAX_MANIFEST_BYTES: usize = 64 << 10;
+
+/// What a push stored.
+pub struct Pushed {
+    /// The reference pinned to the manifest: `REGISTRY/REPO:TAG@sha256:…`.
+    pub pinned: String,
+    /// Digest of the manifest (what `@sha256:…` in a reference names).
+    pub manifest_digest: String,
+    /// Digest of the component itself (the layer).
+    pub component_digest: String,
+}
+
+/// Parses `REGISTRY/REPOSITORY[:TAG][@sha256:HEX]`, with or without `oci://` in front.
+pub fn parse_reference(text: &str) -> Result<Reference, String> {
+    let bare = text.strip_prefix(SCHEME).unwrap_or(text);
+    let reference: Reference = bare
+        .parse()
+        .map_err(|e| format!("invalid OCI reference {text:?}: {e}"))?;
+    if let Some(digest) = reference.digest() {
+        if sha256_hex(digest).is_none() {
+            return Err(format!(
+                "invalid OCI reference {text:?}: the digest must be sha256: and 64 lowercase hex digits"
+            ));
+        }
+    }
+    if !bare.contains('/') {
+        return Err(format!(
+            "invalid OCI reference {text:?}: name the registry, e.g. 127.0.0.1:5000/ahp/interceptor:0.1.0"
+        ));
+    }
+    Ok(reference)
+}
+
+/// Pushes `component` to `reference` (which must name a tag, not a digest).
+pub async fn push(reference: &Reference, component: Vec<u8>) -> Result<Pushed, String> {
+    if reference.digest().is_some() {
+        return Err(format!(
+            "push to a tag, not a digest: {}",
+            reference.whole()
+        ));
+    }
+    let annotations = annotations(&component)?;
+    let component_digest = sha256_digest(&component);
+    let (mut config, layer) = WasmConfig::from_raw_component(component, None)
+        .map_err(|e| format!("not a WebAssembly component: {e:#}"))?;
+    // A fixed creation time: pushing the same component gives the same manifest digest.
+    config.created = chrono::DateTime::UNIX_EPOCH;
+    let client = WasmClient::new(client(reference)?);
+    let auth = auth();
+    client
+        .push(reference, &auth, layer, config, Some(annotations))
+        .await
+        .map_err(|e| format!("push to {}: {e:#}", reference.whole()))?;
+    let manifest_digest = client
+        .fetch_manifest_digest(reference, &auth)
+        .await
+        .map_err(|e| {
+            format!(
+                "read back the manifest digest of {}: {e}",
+                reference.whole()
+            )
+        })?;
+    Ok(Pushed {
+        pinned: format!("{}@{manifest_digest}", reference.whole()),
+        manifest_digest,
+        component_digest,
+    })
+}
+
+/// Pulls the component `reference` names, verified by digest, through `cache`.
+pub async fn pull(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>, String> {
+    let whole = reference.whole();
+    let client = client(reference)?;
+    let auth = auth();
+    let cached_manifest = reference.digest().and_then(|digest| cache.get(digest));
+    let manifest_bytes = match cached_manifest {
+        Some(bytes) => bytes,
+        None => {
+            let (bytes, _) = client
+                .pull_manifest_raw(reference, &auth, &[OCI_IMAGE_MEDIA_TYPE])
+                .await
+                .map_err(|e| format!("pull the manifest of {whole}: {e}"))?;
+            if bytes.len() > MAX_MANIFEST_BYTES {
+                return Err(format!("the manifest of {whole} is larger than 64 KiB"));
+            }
+            bytes.to_vec()
+        }
+    };
+    let manifest_digest = sha256_digest(&manifest_bytes);
+    if let Some(pinned) = reference.digest() {
+        if manifest_digest != pinned {
+            return Err(format!(
+                "digest mismatch for {whole}: the registry's manifest is {manifest_digest}"
+            ));
+        }
+    }
+    cache.put(&manifest_bytes)?;
+    let layer = component_layer(&manifest_bytes).map_err(|e| format!("{whole}: {e}"))?;
+    if let Some(bytes) = cache.get(&layer.digest) {
+        return Ok(bytes);
+    }
+    let mut stream = client
+        .pull_blob_stream(reference, &layer)
+        .await
+        .map_err(|e| format!("pull the component of {whole}: {e}"))?
+        .stream;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| format!("pull the component of {whole}: {e}"))?;
+        if (bytes.len() + chunk.len()) as u64 > MAX_COMPONENT_BYTES {
+            return Err(format!("the component of {whole} is larger than 64 MiB"));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let actual = sha256_digest(&bytes);
+    if actual != layer.digest {
+        return Err(format!(
+            "digest mismatch for the component of {whole}: expected {}, got {actual}",
+            layer.digest
+        ));
+    }
+    cache.put(&bytes)?;
+    Ok(bytes)
+}
+
+/// The one `application/wasm` layer of a wasm artifact manifest.
+fn component_layer(manifest: &[u8]) -> Result<oci_client::manifest::OciDescriptor, String> {
+    let manifest: OciImageManifest =
+        serde_json::from_slice(manifest).map_err(|e| format!("not an OCI image manifest: {e}"))?;
+    if manifest.config.media_type != WASM_MANIFEST_CONFIG_MEDIA_TYPE {
+        return Err(format!(
+            "not a wasm artifact: config media type {:?}, expected {WASM_MANIFEST_CONFIG_MEDIA_TYPE}",
+            manifest.config.media_type
+        ));
+    }
+    let [layer] = <[_; 1]>::try_from(manifest.layers).map_err(|layers: Vec<_>| {
+        format!(
+            "a wasm artifact has exactly one layer, this one has {}",
+            layers.len()
+        )
+    })?;
+    if layer.media_type != WASM_LAYER_MEDIA_TYPE {
+        return Err(format!(
+            "layer media type {:?}, expected {WASM_LAYER_MEDIA_TYPE}",
+            layer.media_type
+        ));
+    }
+    if sha256_hex(&layer.digest).is_none() {
+        return Err(format!("layer digest {:?} is not sha256", layer.digest));
+    }
+    if !(0..=MAX_COMPONENT_BYTES as i64).contains(&layer.size) {
+        return Err(format!("layer size {} is out of range", layer.size));
+    }
+    Ok(layer)
+}
+
+/// The OCI manifest annotations for the metadata embedded in `component`.
+fn annotations(component: &[u8]) -> Result<BTreeMap<String, String>, String> {
+    let payload = wasm_metadata::Payload::from_binary(component)
+        .map_err(|e| format!("not a WebAssembly binary: {e:#}"))?;
+    let m = payload.metadata();
+    let fields = [
+        ("org.opencontainers.image.title", m.name.clone()),
+        (
+            "org.opencontainers.image.version",
+            m.version.as_ref().map(|v| v.to_string()),
+        ),
+        (
+            "org.opencontainers.image.description",
+            m.description.as_ref().map(|v| v.to_string()),
+        ),
+        (
+            "org.opencontainers.image.licenses",
+            m.licenses.as_ref().map(|v| v.to_string()),
+        ),
+        (
+            "org.opencontainers.image.source",
+            m.source.as_ref().map(|v| v.to_string()),
+        ),
+        (
+            "org.opencontainers.image.revision",
+            m.revision.as_ref().map(|v| v.to_string()),
+        ),
+        (
+            "org.opencontainers.image.url",
+            m.homepage.as_ref().map(|v| v.to_string()),
+        ),
+    ];
+    Ok(fields
+        .into_iter()
+        .filter_map(|(key, value)| Some((key.to_string(), value?)))
+        .collect())
+}
+
+/// A client that speaks plain http to a loopback registry and https to any other.
+fn client(reference: &Reference) -> Result<Client, String> {
+    // reqwest is built without a TLS provider of its own: use ring, like the rest of the
+    // host. An embedder's earlier choice stands (install_default then fails, harmlessly).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let registry = reference.resolve_registry().to_string();
+    let protocol = if is_loopback(&registry) {
+        ClientProtocol::HttpsExcept(vec![registry])
+    } else {
+        ClientProtocol::Https
+    };
+    let config = ClientConfig {
+        protocol,
+        connect_timeout: Some(Duration::from_secs(10)),
+        read_timeout: Some(Duration::from_secs(60)),
+        ..ClientConfig::default()
+    };
+    Client::try_from(config).map_err(|e| format!("set up the registry client: {e}"))
+}
+
+/// True for `localhost`, `127.0.0.0/8` and `::1`, with or without a port.
+fn is_loopback(registry: &str) -> bool {
+    let host = match registry.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => registry.split(':').next().unwrap_or_default(),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+fn auth() -> RegistryAuth {
+    match (
+        std::env::var("AHP_REGISTRY_USERNAME"),
+        std::env::var("AHP_REGISTRY_PASSWORD"),
+    ) {
+        (Ok(user), Ok(password)) => RegistryAuth::Basic(user, password),
+        _ => RegistryAuth::Anonymous,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_registries_are_loopback() {
+        for registry in [
+            "127.0.0.1:5000",
+            "localhost:5000",
+            "[::1]:5000",
+            "127.1.2.3",
+            "LOCALHOST",
+        ] {
+            assert!(is_loopback(registry), "{registry}");
+        }
+        for registry in [
+            "ghcr.io",
+            "10.0.0.1:5000",
+            "localhost.example.com",
+            "[::2]:5000",
+            "127.0.0.1.nip.io",
+        ] {
+            assert!(!is_loopback(registry), "{registry}");
+        }
+    }
+
+    #[test]
+    fn references_name_a_registry_and_only_sha256_digests() {
+        let pinned = format!(
+            "oci://127.0.0.1:5000/ahp/interceptor@sha256:{}",
+            "a".repeat(64)
+        );
+        let reference = parse_reference(&pinned).unwrap();
+        assert_eq!(reference.registry(), "127.0.0.1:5000");
+        assert_eq!(reference.repository(), "ahp/interceptor");
+        assert!(parse_reference("127.0.0.1:5000/ahp/interceptor:0.1.0").is_ok());
+        for bad in [
+            "oci://interceptor",
+            "oci://127.0.0.1:5000/ahp/interceptor@sha256:abc",
+            "oci://127.0.0.1:5000/ahp/Interceptor:0.1.0",
+            "oci://",
+        ] {
+            assert!(parse_reference(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_manifest_must_be_a_wasm_artifact_with_one_layer() {
+        let layer = format!(
+            r#"{{"mediaType":"application/wasm","digest":"sha256:{}","size":3}}"#,
+            "b".repeat(64)
+        );
+        let manifest = |config_type: &str, layers: &str| {
+            format!(
+                r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",
+                "config":{{"mediaType":"{config_type}","digest":"sha256:{}","size":2}},
+                "layers":[{layers}]}}"#,
+                "c".repeat(64)
+            )
+        };
+        let good = manifest(WASM_MANIFEST_CONFIG_MEDIA_TYPE, &layer);
+        assert_eq!(component_layer(good.as_bytes()).unwrap().size, 3);
+        let image = manifest("application/vnd.oci.image.config.v1+json", &layer);
+        assert!(component_layer(image.as_bytes()).is_err());
+        let two = manifest(WASM_MANIFEST_CONFIG_MEDIA_TYPE, &format!("{layer},{layer}"));
+        assert!(component_layer(two.as_bytes()).is_err());
+        assert!(component_layer(b"not json").is_err());
+    }
+}

@@ -1,0 +1,72 @@
+// The I/O half of the JS host: one HTTP exchange per message, on a worker thread.
+//
+// The component's imports are synchronous, so the main thread cannot await a response;
+// it posts the exchange here and blocks in Atomics.wait on a SharedArrayBuffer that this
+// worker fills. Every phase (connect, send, wait, body) is inside the one absolute
+// deadline, an instant of process.hrtime (the same monotonic clock the component reads
+// through wasi:clocks/monotonic-clock on the main thread).
+
+import { parentPort } from 'node:worker_threads';
+import http from 'node:http';
+import https from 'node:https';
+import { MAX_BODY, writeResult } from './shared-result.mjs';
+
+parentPort.postMessage('ready');
+
+parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
+  let settled = false;
+  const settle = (meta, bytes = new Uint8Array()) => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    writeResult(shared, meta, bytes);
+  };
+  const remainingMs = Number(deadline - process.hrtime.bigint()) / 1e6;
+  let phase = 'connect';
+  const timer = setTimeout(() => {
+    settle({ error: 'deadline-exceeded', phase });
+    request.destroy();
+  }, Math.max(0, remainingMs));
+  const target = new URL(url);
+  const request = (target.protocol === 'https:' ? https : http).request(target, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json', 'content-length': body.length },
+    agent: false,
+  });
+  request.on('socket', (socket) => socket.once('connect', () => { phase = 'send'; }));
+  request.on('finish', () => { phase = 'await-response'; });
+  request.on('response', (response) => {
+    phase = 'read-response';
+    const chunks = [];
+    let length = 0;
+    response.on('data', (chunk) => {
+      length += chunk.length;
+      if (length > MAX_BODY) {
+        settle({ error: 'response-too-large' });
+        request.destroy();
+      } else {
+        chunks.push(chunk);
+      }
+    });
+    response.on('end', () => settle(
+      { status: response.statusCode, contentType: response.headers['content-type'] },
+      Buffer.concat(chunks),
+    ));
+    response.on('aborted', () => settle({ error: 'connection-lost' }));
+    response.on('error', () => settle({ error: 'connection-lost' }));
+  });
+  request.on('error', (error) => settle({ error: classify(error) }));
+  request.end(body);
+});
+
+/// A Node socket or parser error as a WIT delivery-error tag.
+function classify(error) {
+  if (error.code === 'ECONNREFUSED') return 'connection-refused';
+  // Node reports a peer that closed before answering as ECONNRESET "socket hang up".
+  if (error.code === 'ECONNRESET') {
+    return error.message === 'socket hang up' ? 'connection-lost' : 'connection-reset';
+  }
+  if (typeof error.code === 'string' && error.code.startsWith('HPE_')) return 'malformed-http';
+  if (typeof error.code === 'string' && error.code.startsWith('ERR_TLS')) return 'tls-failed';
+  return 'connection-lost';
+}

@@ -1,0 +1,312 @@
+//! Distribution through a real OCI registry (issue 13), Debian's `docker-registry` on
+//! loopback: `ahp component push` stores the component as a CNCF wasm artifact, and
+//! `--component oci://…` pulls it, verified by digest, and from the cache afterwards. A
+//! wrong digest, a tampered registry or a corrupted cache is refused before anything runs.
+
+use ahp_host::EMBEDDED_COMPONENT;
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use ahp_tests::registry::Registry;
+use ahp_tests::support::{ahp_binary, event, one_json_line, registration, runaway_component, Http};
+use serde_json::{json, Value};
+use sha2::{Digest as _, Sha256};
+use std::process::Output;
+
+const REPOSITORY: &str = "ahp/interceptor";
+const TAG: &str = "0.1.0";
+
+fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{:x}", Sha256::digest(bytes))
+}
+
+/// `ahp component push HOST/ahp/interceptor:0.1.0` of the embedded component; its JSON.
+fn push(registry: &Registry) -> Value {
+    let output = std::process::Command::new(ahp_binary())
+        .args(["component", "push"])
+        .arg(format!("{}/{REPOSITORY}:{TAG}", registry.host()))
+        .output()
+        .expect("run ahp component push");
+    assert_success(&output, "ahp component push");
+    one_json_line(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// A registry holding the pushed embedded component, the push's JSON, and a case.
+async fn pushed() -> (Registry, Value, Case) {
+    let registry = Registry::start();
+    let pushed = push(&registry);
+    (registry, pushed, Case::new().await)
+}
+
+/// The pinned `oci://…@sha256:…` reference a push printed.
+fn pinned(pushed: &Value) -> String {
+    pushed["reference"].as_str().expect("reference").to_string()
+}
+
+fn assert_success(output: &Output, what: &str) {
+    assert!(
+        output.status.success(),
+        "{what} failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A denying backend, and `ahp intercept` with `--component SOURCE` against it.
+struct Case {
+    backend: FaultBackend,
+    dir: tempfile::TempDir,
+    /// The component cache of this case (`AHP_CACHE_DIR`).
+    cache: tempfile::TempDir,
+}
+
+impl Case {
+    async fn new() -> Case {
+        let backend = FaultBackend::start(vec![Behaviour::Deny("pulled and ran".into())]).await;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let reg =
+            registration(&[Http::new("com.example.policy", backend.url()).policy("fail-closed")]);
+        std::fs::write(dir.path().join("registration.json"), reg).expect("write registration");
+        std::fs::write(dir.path().join("event.json"), event("evt_oci")).expect("write event");
+        let cache = tempfile::tempdir().expect("a cache directory");
+        Case {
+            backend,
+            dir,
+            cache,
+        }
+    }
+
+    /// Runs `ahp intercept --component SOURCE` with this case's component cache.
+    async fn intercept(&self, source: &str) -> Output {
+        tokio::process::Command::new(ahp_binary())
+            .arg("intercept")
+            .arg("--registration")
+            .arg(self.dir.path().join("registration.json"))
+            .arg("--event")
+            .arg(self.dir.path().join("event.json"))
+            .arg("--component")
+            .arg(source)
+            .env("AHP_CACHE_DIR", self.cache.path())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("run ahp intercept")
+    }
+
+    /// Where the cache keeps the embedded component (named by its sha256).
+    fn cached_component(&self) -> std::path::PathBuf {
+        let digest = sha256(EMBEDDED_COMPONENT);
+        let hex = digest.trim_start_matches("sha256:");
+        self.cache.path().join("oci/blobs/sha256").join(hex)
+    }
+
+    /// The call ran the pulled component: the backend's denial came back (exit 2).
+    fn assert_ran(&self, output: &Output, calls: usize) {
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "stderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let record = one_json_line(&String::from_utf8_lossy(&output.stdout));
+        assert_eq!(record["decidedBy"], json!("backend-deny"), "{record}");
+        assert_eq!(record["reason"], json!("pulled and ran"), "{record}");
+        assert_eq!(
+            self.backend.requests_with_method("hooks/intercept").len(),
+            calls
+        );
+    }
+
+    /// Refused with exit 1 and `expected` in the error; no hook call was made.
+    fn assert_refused(&self, output: &Output, expected: &str) {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "stderr: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{expected:?} in stderr: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "no settlement printed");
+        assert!(
+            self.backend.requests().is_empty(),
+            "nothing ran, nothing was sent"
+        );
+    }
+}
+
+#[test]
+fn push_stores_a_cncf_wasm_artifact_carrying_the_components_metadata() {
+    let registry = Registry::start();
+    let pushed = push(&registry);
+    let component_digest = sha256(EMBEDDED_COMPONENT);
+    assert_eq!(pushed["componentDigest"], json!(component_digest));
+    let manifest_digest = pushed["manifestDigest"]
+        .as_str()
+        .expect("a manifest digest");
+    assert_eq!(
+        pushed["reference"],
+        json!(format!(
+            "oci://{}/{REPOSITORY}:{TAG}@{manifest_digest}",
+            registry.host()
+        ))
+    );
+
+    let manifest: Value =
+        serde_json::from_slice(&registry.blob(manifest_digest)).expect("the manifest is JSON");
+    assert_eq!(
+        manifest["mediaType"],
+        json!("application/vnd.oci.image.manifest.v1+json")
+    );
+    assert_eq!(
+        manifest["config"]["mediaType"],
+        json!("application/vnd.wasm.config.v0+json")
+    );
+    assert_eq!(
+        manifest["layers"],
+        json!([{"mediaType": "application/wasm", "digest": component_digest,
+                "size": EMBEDDED_COMPONENT.len()}])
+    );
+    let annotations = &manifest["annotations"];
+    assert_eq!(
+        annotations["org.opencontainers.image.title"],
+        json!("ahp-interceptor")
+    );
+    assert_eq!(
+        annotations["org.opencontainers.image.version"],
+        json!(env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(
+        annotations["org.opencontainers.image.licenses"],
+        json!("Apache-2.0")
+    );
+    assert_eq!(
+        annotations["org.opencontainers.image.source"],
+        json!(env!("CARGO_PKG_REPOSITORY"))
+    );
+    assert_eq!(
+        annotations["org.opencontainers.image.url"],
+        json!(env!("CARGO_PKG_HOMEPAGE"))
+    );
+    for key in ["description", "revision"] {
+        let value = &annotations[format!("org.opencontainers.image.{key}")];
+        assert!(
+            value.as_str().is_some_and(|v| !v.is_empty()),
+            "{key}: {manifest}"
+        );
+    }
+
+    let config_digest = manifest["config"]["digest"]
+        .as_str()
+        .expect("a config digest");
+    let config: Value =
+        serde_json::from_slice(&registry.blob(config_digest)).expect("the config is JSON");
+    assert_eq!(config["architecture"], json!("wasm"));
+    assert_eq!(config["os"], json!("wasip2"));
+    assert_eq!(config["layerDigests"], json!([component_digest]));
+    assert_eq!(
+        config["component"]["exports"],
+        json!(["ahp:interceptor/interceptor@0.1.0"])
+    );
+    let imports = config["component"]["imports"].as_array().expect("imports");
+    assert!(
+        imports.contains(&json!("ahp:interceptor/delivery@0.1.0")),
+        "{config}"
+    );
+    assert!(
+        imports
+            .iter()
+            .all(|i| !i.as_str().unwrap_or_default().starts_with("wasi:cli")),
+        "no wasi:cli import: {config}"
+    );
+    assert_eq!(
+        registry.blob(&component_digest),
+        EMBEDDED_COMPONENT,
+        "the layer is the component"
+    );
+
+    let again = push(&registry);
+    assert_eq!(
+        again["manifestDigest"], pushed["manifestDigest"],
+        "pushing the same component again gives the same manifest"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pinned_reference_is_pulled_verified_run_and_then_served_from_the_cache() {
+    let (registry, pushed, case) = pushed().await;
+    case.assert_ran(&case.intercept(&pinned(&pushed)).await, 1);
+    assert_eq!(
+        std::fs::read(case.cached_component()).expect("cached"),
+        EMBEDDED_COMPONENT
+    );
+    drop(registry);
+    case.assert_ran(&case.intercept(&pinned(&pushed)).await, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tag_is_pulled_from_the_registry_and_run() {
+    let (registry, _, case) = pushed().await;
+    let tagged = format!("oci://{}/{REPOSITORY}:{TAG}", registry.host());
+    case.assert_ran(&case.intercept(&tagged).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_digest_is_refused_and_nothing_runs() {
+    let (registry, _, case) = pushed().await;
+    let other = sha256(b"some other manifest");
+    let wrong = format!("oci://{}/{REPOSITORY}@{other}", registry.host());
+    case.assert_refused(&case.intercept(&wrong).await, "pull the manifest");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_swapped_in_the_registrys_storage_is_refused() {
+    let (registry, pushed, case) = pushed().await;
+    // A real, valid component, but not the one the manifest names.
+    let layer = registry.blob_path(&sha256(EMBEDDED_COMPONENT));
+    std::fs::write(layer, runaway_component()).expect("tamper with the stored layer");
+    case.assert_refused(&case.intercept(&pinned(&pushed)).await, "Invalid digest");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manifest_altered_in_the_registrys_storage_is_refused() {
+    let (registry, pushed, case) = pushed().await;
+    let manifest = registry.blob_path(pushed["manifestDigest"].as_str().expect("digest"));
+    let altered = String::from_utf8(std::fs::read(&manifest).expect("manifest"))
+        .expect("UTF-8 manifest")
+        .replace("Apache-2.0", "Apache-2.1");
+    std::fs::write(&manifest, altered).expect("tamper with the stored manifest");
+    case.assert_refused(&case.intercept(&pinned(&pushed)).await, "Invalid digest");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupted_cache_entry_is_never_run() {
+    let (registry, pushed, case) = pushed().await;
+    case.assert_ran(&case.intercept(&pinned(&pushed)).await, 1);
+    std::fs::write(case.cached_component(), runaway_component())
+        .expect("corrupt the cached component");
+    // The corrupt entry is a miss; with the registry gone there is nothing else to run.
+    drop(registry);
+    let output = case.intercept(&pinned(&pushed)).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("pull the component"), "{stderr}");
+    let calls = case.backend.requests().len();
+    assert_eq!(calls, 1, "only the first, verified call ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_reference_is_a_usage_error() {
+    let case = Case::new().await;
+    for (source, expected) in [
+        ("oci://interceptor", "name the registry"),
+        (
+            "oci://127.0.0.1:1/ahp/interceptor@sha256:abc",
+            "invalid OCI reference",
+        ),
+        (
+            "oci://127.0.0.1:1/ahp/interceptor@md5:abc",
+            "invalid OCI reference",
+        ),
+        ("oci://127.0.0.1:1/ahp/Interceptor", "invalid OCI reference"),
+    ] {
+        let output = case.intercept(source).await;
+        case.assert_refused(&output, expected);
+    }
+}
