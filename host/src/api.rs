@@ -16,6 +16,7 @@ use crate::capabilities::credentials::CredentialProvider;
 use crate::capabilities::http::HttpOptions;
 use crate::capabilities::{Backends, HostState, RetryPolicy};
 use crate::clock;
+use crate::declaration::{self, Declaration};
 use crate::error::Error;
 use crate::interrupt::Interrupt;
 use crate::runtime::Runtime;
@@ -116,6 +117,10 @@ pub struct Options {
     /// replaces the registration's binding for its backend; the interceptor never closes
     /// them.
     pub credential_providers: HashMap<String, Arc<dyn CredentialProvider>>,
+    /// What the harness intercepts and enforces, per event (default: every interceptable
+    /// event with every effect it allows). A registration intercepting an undeclared
+    /// event is refused at load.
+    pub declaration: Declaration,
 }
 
 /// An AHP interceptor for one registration.
@@ -141,6 +146,8 @@ pub struct Interceptor {
 struct Inner {
     runtime: Arc<Runtime>,
     registration: String,
+    /// The declaration the registration was loaded with, for every later instance.
+    declaration: Vec<wit::EventCapability>,
     warnings: Vec<String>,
     backends: Arc<Backends>,
     bound: Duration,
@@ -176,8 +183,13 @@ impl Interceptor {
             .await
             .map_err(Error::setup)?;
         let engine_api = plugin.ahp_interceptor_interceptor().engine();
+        let everything = engine_api
+            .call_interceptable(&mut store)
+            .await
+            .map_err(Error::setup)?;
+        let declaration = options.declaration.resolve(everything);
         let engine = engine_api
-            .call_load(&mut store, registration)
+            .call_load(&mut store, registration, &declaration)
             .await
             .map_err(Error::setup)?
             .map_err(|problems| Error::registration(from_wit(problems)))?;
@@ -213,6 +225,7 @@ impl Interceptor {
             inner: Arc::new(Inner {
                 runtime,
                 registration: registration.to_string(),
+                declaration,
                 warnings,
                 backends,
                 bound: Duration::from_millis(bound_ms),
@@ -233,8 +246,9 @@ impl Interceptor {
         &self.inner.warnings
     }
 
-    /// Settles one `tool.before` event. `effects` are what the harness can enforce
-    /// (must include `"deny"`); `budget` bounds the whole call.
+    /// Settles one event of a declared interceptable type. `effects` narrows the event's
+    /// declaration for this call (empty: as declared; `"deny"` must stay where declared);
+    /// `budget` bounds the whole call.
     pub async fn intercept(
         &self,
         event: &str,
@@ -365,7 +379,8 @@ impl Interceptor {
     ) -> Result<(Settlement, Vec<Delivery>), Error> {
         let own_bound = started + self.inner.bound;
         let limit = budget_at.map_or(own_bound, |b| b.min(own_bound)) + GRACE;
-        let effects: Vec<wit::EffectKind> = effects.iter().copied().map(to_wit).collect();
+        let effects: Vec<wit::EffectKind> =
+            effects.iter().copied().map(declaration::effect).collect();
         let budget_ns = budget_at.map(clock::to_nanos);
         let settled = self
             .in_component(limit, interrupt, async |ready: &mut Ready| {
@@ -482,7 +497,11 @@ impl Interceptor {
         let engine = plugin
             .ahp_interceptor_interceptor()
             .engine()
-            .call_load(&mut store, &self.inner.registration)
+            .call_load(
+                &mut store,
+                &self.inner.registration,
+                &self.inner.declaration,
+            )
             .await?
             .map_err(|problems| {
                 let problems: Vec<String> =
@@ -640,17 +659,4 @@ fn from_wit(problems: Vec<wit::Problem>) -> Vec<Problem> {
         .into_iter()
         .map(|p| Problem::new(p.path, p.rule))
         .collect()
-}
-
-fn to_wit(kind: EffectKind) -> wit::EffectKind {
-    match kind {
-        EffectKind::Deny => wit::EffectKind::Deny,
-        EffectKind::Allow => wit::EffectKind::Allow,
-        EffectKind::Ask => wit::EffectKind::Ask,
-        EffectKind::Message => wit::EffectKind::Message,
-        EffectKind::Modify => wit::EffectKind::Modify,
-        EffectKind::Flow => wit::EffectKind::Flow,
-        EffectKind::Return => wit::EffectKind::Return,
-        EffectKind::Inject => wit::EffectKind::Inject,
-    }
 }

@@ -15,6 +15,7 @@ mod capabilities;
 /// The `ahp` command line.
 pub mod cli;
 mod clock;
+mod declaration;
 /// The built-in policy backend and script of `ahp demo`.
 pub mod demo;
 mod error;
@@ -29,6 +30,7 @@ pub use capabilities::credentials::{
     AuthFailure, BoxFuture, CredentialProvider, CredentialRequest, Secret,
 };
 pub use capabilities::RetryPolicy;
+pub use declaration::Declaration;
 pub use error::Error;
 pub use interrupt::Interrupt;
 pub use runtime::EMBEDDED_COMPONENT;
