@@ -8,24 +8,29 @@
 //! interrupted or out-of-budget call is a denial, never permission. After a stop, the
 //! matching interceptors that were never called get the event as a best-effort observe.
 
-use crate::effect::{Effect, EffectKind};
+use crate::effect::{self, Effect};
 use crate::event::Event;
+use crate::events::Rules;
 use crate::host_api::{AuthError, DeliveryError, Host, Instant, IoPhase, NANOS_PER_MS};
 use crate::registration::{Backend, Interceptor as Target, Registration};
 use crate::response;
 use crate::settlement::{ObserverDelivery, Settlement};
 use crate::wire::{self, Message};
 use ahp_vocab::{
-    AttemptEntry, AttemptResult, DecidedBy, Decision, Detail, EventRef, Failure, FailureClass,
-    FailurePolicy, InterceptorEntry, Outcome, Phase, OBSERVER_TIMEOUT_MS,
+    AttemptEntry, AttemptResult, DecidedBy, Decision, Detail, Enforce, EventCapability, EventRef,
+    Failure, FailureClass, FailurePolicy, Flow, FlowOperation, Injection, InterceptorEntry,
+    ObserverKind, Outcome, Phase,
 };
 
 /// One hook call's inputs, already validated.
 pub struct Call<'a> {
     pub registration: &'a Registration,
     pub event: &'a Event,
-    /// What the embedding harness can enforce for this event; always includes deny.
-    pub effects: &'a [EffectKind],
+    /// What the protocol allows for this event.
+    pub rules: &'static Rules,
+    /// What the embedding harness enforces for this event: its declaration narrowed by
+    /// the call, sent as `params.capabilities`.
+    pub capability: &'a EventCapability,
     /// The enclosing deadline of the whole hook call, if the host set one.
     pub budget: Option<Instant>,
 }
@@ -65,12 +70,15 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     let mut ask = false;
     let mut messages = Vec::new();
     let mut uncalled = Vec::new();
+    // The accepted effective event: each later interceptor is sent this, encoded once.
+    let mut effective = call.event.clone();
+    let mut enforce = Enforce::default();
 
     for target in &targets {
-        if stop.is_none() {
+        if stop.is_none() && !flow_stopped(&enforce) {
             stop = admission_stop(host, call.budget);
         }
-        if stop.is_some() {
+        if stop.is_some() || flow_stopped(&enforce) {
             records.push(record(target, Outcome::NotReached, None, Vec::new(), None));
             uncalled.push(target);
             continue;
@@ -79,9 +87,32 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         let own_deadline = now.saturating_add(target.timeout_ms.saturating_mul(NANOS_PER_MS));
         let deadline = call.budget.map_or(own_deadline, |b| b.min(own_deadline));
         let budget_binds = call.budget.is_some_and(|b| b < own_deadline);
-        let message = wire::intercept(call.event, target.subscription.include_native, call.effects);
+        let message = wire::intercept(
+            &effective,
+            target.subscription.include_native,
+            call.capability,
+        );
         let (ending, attempts) = evaluate(host, target.backend, &message, deadline, call);
         let sha = Some(message.sha256().to_string());
+        // Modifications are applied to a copy: a response whose merge does not fit is
+        // rejected whole, so nothing of it is published.
+        let ending = match ending {
+            Ending::Accepted(effects) => match modified(&effective, call.rules, &effects) {
+                Some(changed) => {
+                    if let Some(event) = changed {
+                        effective = event;
+                        // A later change to the operation invalidates an earlier result.
+                        enforce.returned = None;
+                    }
+                    Ending::Accepted(effects)
+                }
+                None => Ending::Failed(
+                    Failure::new(FailureClass::InvalidEffects, Phase::Accept)
+                        .with_detail(Detail::MalformedEffect),
+                ),
+            },
+            other => other,
+        };
 
         match ending {
             Ending::Accepted(effects) => {
@@ -101,7 +132,18 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                         }
                         Effect::Allow => outcome = Outcome::Allow,
                         Effect::Message { text } => messages.push(text),
+                        Effect::Modify { .. } => {}
+                        Effect::Return { value } => enforce.returned = Some(value),
+                        Effect::Inject { deliver_at, value } => {
+                            enforce.injections.push(Injection { deliver_at, value })
+                        }
+                        Effect::Flow { operation, text } => {
+                            settle_flow(&mut enforce.flow, operation, text)
+                        }
                     }
+                }
+                if stop.is_none() && flow_stopped(&enforce) {
+                    outcome = Outcome::Stop;
                 }
                 records.push(record(target, outcome, None, attempts, sha));
             }
@@ -138,29 +180,70 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     if was_interrupted && !matches!(&stop, Some(s) if s.decided_by == DecidedBy::BackendDeny) {
         stop = Some(Stop::synthetic(DecidedBy::Interrupted));
     }
-    let observers = match &stop {
-        // An interrupted call starts no new best-effort observations.
-        _ if was_interrupted => Vec::new(),
-        Some(s)
-            if matches!(
-                s.decided_by,
-                DecidedBy::BackendDeny | DecidedBy::SyntheticDeny
-            ) =>
-        {
-            short_circuit_observers(host.now(), &uncalled, call)
-        }
-        _ => Vec::new(),
+    let short_circuited = match &stop {
+        Some(s) => matches!(
+            s.decided_by,
+            DecidedBy::BackendDeny | DecidedBy::SyntheticDeny
+        ),
+        None => flow_stopped(&enforce),
     };
     let (decision, decided_by, reason) = match stop {
         Some(s) => (Decision::Deny, s.decided_by, Some(s.reason)),
         None if ask => (Decision::Ask, DecidedBy::BackendAsk, None),
         None => (Decision::Allow, DecidedBy::NoObjection, None),
     };
+    let now = host.now();
+    let out_of_budget = call.budget.is_some_and(|b| now >= b);
+    let mut observers = Vec::new();
+    // An interrupted or expired call starts no new best-effort observations.
+    if !was_interrupted && !out_of_budget {
+        if short_circuited {
+            observers.extend(uncalled.iter().map(|t| {
+                observer(
+                    now,
+                    call.budget,
+                    ObserverKind::ShortCircuit,
+                    t.backend,
+                    t.subscription.include_native,
+                    &effective,
+                )
+            }));
+        }
+        observers.extend(call.registration.observers(&call.event.event_type).map(
+            |(backend, subscription)| {
+                observer(
+                    now,
+                    call.budget,
+                    ObserverKind::Owned,
+                    backend,
+                    subscription.include_native,
+                    &effective,
+                )
+            },
+        ));
+    }
+    if matches!(
+        decided_by,
+        DecidedBy::Interrupted | DecidedBy::BudgetExpired
+    ) {
+        // Staged effects never revive interrupted or expired work.
+        enforce = Enforce::default();
+    }
+    if let Some((target, pointer)) = call.rules.modify {
+        if effective != *call.event {
+            if let Some(value) = effective.value_at(pointer) {
+                enforce
+                    .effective
+                    .insert(target.as_str().to_owned(), value.clone());
+            }
+        }
+    }
     Settlement {
         decision,
         decided_by,
         reason,
         messages,
+        enforce,
         event: EventRef {
             id: Some(call.event.id.clone()),
             event_type: Some(call.event.event_type.clone()),
@@ -170,6 +253,71 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         elapsed_ns: host.now().saturating_sub(started),
         interceptors: records,
         observers,
+    }
+}
+
+/// Whether an accepted `flow` stop ended decision-making.
+fn flow_stopped(enforce: &Enforce) -> bool {
+    enforce
+        .flow
+        .as_ref()
+        .is_some_and(|f| f.operation == FlowOperation::Stop)
+}
+
+/// Stop beats continue: a continue never replaces a stop, a stop replaces a continue.
+fn settle_flow(flow: &mut Option<Flow>, operation: FlowOperation, text: Option<String>) {
+    if flow
+        .as_ref()
+        .is_some_and(|f| f.operation == FlowOperation::Stop)
+    {
+        return;
+    }
+    let (reason, instruction) = match operation {
+        FlowOperation::Stop => (text, None),
+        FlowOperation::Continue => (None, text),
+    };
+    *flow = Some(Flow {
+        operation,
+        reason,
+        instruction,
+    });
+}
+
+/// The effective event after one response's modifications, in order: `Some(None)` when
+/// it has none, `None` when a merge does not fit the current value (the response is then
+/// rejected whole).
+fn modified(event: &Event, rules: &Rules, effects: &[Effect]) -> Option<Option<Event>> {
+    let Some((_, pointer)) = rules.modify else {
+        return Some(None);
+    };
+    let mut current: Option<Event> = None;
+    for effect in effects {
+        if let Effect::Modify {
+            operation, value, ..
+        } = effect
+        {
+            let base = current.as_ref().unwrap_or(event);
+            let next = effect::apply(base.value_at(pointer), *operation, value)?;
+            current = Some(base.with_value(pointer, next));
+        }
+    }
+    Some(current)
+}
+
+/// One best-effort observe of `event`, bounded by the observer timeout and the budget.
+pub(crate) fn observer(
+    now: Instant,
+    budget: Option<Instant>,
+    kind: ObserverKind,
+    backend: &Backend,
+    include_native: bool,
+    event: &Event,
+) -> ObserverDelivery {
+    ObserverDelivery {
+        backend: backend.id.clone(),
+        kind,
+        message: wire::observe(event, include_native),
+        deadline: crate::settlement::observer_deadline(now, budget),
     }
 }
 
@@ -275,7 +423,7 @@ fn attempt<H: Host>(
         Err(DeliveryError::Cancelled) => return Ended(Ending::Interrupted),
         Err(e) => return Ended(Ending::Failed(delivery_failure(e))),
     };
-    let decoded = response::decode(&reply, &call.event.id, call.effects);
+    let decoded = response::decode(&reply, &call.event.id, call.capability);
     // Re-check cancellation and the original deadline immediately before acting on the
     // reply: one that is complete only after the deadline never revives the call, and a
     // late 401 does not trigger a re-acquisition.
@@ -383,23 +531,4 @@ fn record(
         attempts,
         request_sha256,
     }
-}
-
-/// After a deny or fail-closed stop, every matching interceptor that was never called
-/// gets the same event as a best-effort observe (digest §6.1), never twice.
-fn short_circuit_observers(
-    now: Instant,
-    uncalled: &[&Target],
-    call: &Call,
-) -> Vec<ObserverDelivery> {
-    let own = now.saturating_add(OBSERVER_TIMEOUT_MS * NANOS_PER_MS);
-    let deadline = call.budget.map_or(own, |b| b.min(own));
-    uncalled
-        .iter()
-        .map(|t| ObserverDelivery {
-            backend: t.backend.id.clone(),
-            message: wire::observe(call.event, t.subscription.include_native),
-            deadline,
-        })
-        .collect()
 }

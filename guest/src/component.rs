@@ -4,7 +4,11 @@ use crate::effect::EffectKind as Kind;
 use crate::engine::Engine;
 use crate::host_api::{self, AuthError, DeliveryError, Host, Instant, IoPhase, Reply};
 use crate::settlement::{ObserverDelivery, Settlement as Settled};
-use ahp_vocab::{DecidedBy as Decided, Decision as Dec, OAuthFlow, Problem as Broken};
+use ahp_vocab::{
+    DecidedBy as Decided, Decision as Dec, DeliverAt as At, EventCapability as Declared,
+    FlowCapability as FlowDeclared, FlowOperation as FlowOp, InterceptableEvent,
+    ModifyCapability as ModifyDeclared, ModifyTarget as Target, OAuthFlow, Problem as Broken,
+};
 
 wit_bindgen::generate!({ path: "../wit", world: "plugin" });
 
@@ -12,8 +16,9 @@ use ahp::interceptor::credentials::{self as wit_credentials, Credential};
 use ahp::interceptor::delivery as wit_delivery;
 use ahp::interceptor::host_types::{DeliveryError as WitDeliveryError, IoPhase as WitIoPhase};
 use exports::ahp::interceptor::interceptor::{
-    AuthPlan, BackendPlan, DecidedBy, Decision, Delivery, EffectKind, Guest, GuestEngine,
-    OauthFlow, OauthPlan, Problem, Settlement, StdioPlan, TransportPlan,
+    AuthPlan, BackendPlan, DecidedBy, Decision, DeliverAt, Delivery, EffectKind, EventCapability,
+    FlowCapability, FlowOperation, Guest, GuestEngine, ModifyCapability, ModifyTarget, OauthFlow,
+    OauthPlan, Problem, Settlement, StdioPlan, TransportPlan,
 };
 
 struct Component;
@@ -28,10 +33,24 @@ impl Guest for Component {
 struct EngineResource(Engine);
 
 impl GuestEngine for EngineResource {
+    fn interceptable() -> Vec<EventCapability> {
+        crate::events::full_declaration()
+            .into_iter()
+            .map(to_wit_capability)
+            .collect()
+    }
+
     fn load(
         registration: String,
+        declaration: Vec<EventCapability>,
     ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<Problem>> {
-        Engine::load(&registration)
+        let declaration = declaration
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| from_wit_capability(i, c))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|p| problems(vec![p]))?;
+        Engine::load_declared(&registration, declaration)
             .map(|engine| {
                 exports::ahp::interceptor::interceptor::Engine::new(EngineResource(engine))
             })
@@ -140,6 +159,110 @@ fn effect_kind(kind: EffectKind) -> Kind {
         EffectKind::Flow => Kind::Flow,
         EffectKind::Return => Kind::Return,
         EffectKind::Inject => Kind::Inject,
+    }
+}
+
+/// The WIT names events by their protocol word; an unknown one is a problem naming it.
+fn from_wit_capability(i: usize, c: EventCapability) -> Result<Declared, Broken> {
+    let event = InterceptableEvent::parse(&c.event).ok_or_else(|| {
+        Broken::new(
+            format!("declaration[{i}]/event"),
+            format!("\"{}\" is not an interceptable event", c.event),
+        )
+    })?;
+    Ok(Declared {
+        event,
+        effects: c.effects.into_iter().map(effect_kind).collect(),
+        modify: c.modify.map(|m| ModifyDeclared {
+            target: match m.target {
+                ModifyTarget::Input => Target::Input,
+                ModifyTarget::Output => Target::Output,
+                ModifyTarget::Prompt => Target::Prompt,
+                ModifyTarget::Request => Target::Request,
+                ModifyTarget::Response => Target::Response,
+                ModifyTarget::Content => Target::Content,
+                ModifyTarget::Instructions => Target::Instructions,
+                ModifyTarget::Summary => Target::Summary,
+                ModifyTarget::Workspace => Target::Workspace,
+            },
+            replace: m.replace,
+            merge: m.merge,
+        }),
+        flow: c.flow.map(|f| FlowDeclared {
+            operations: f
+                .operations
+                .into_iter()
+                .map(|op| match op {
+                    FlowOperation::Stop => FlowOp::Stop,
+                    FlowOperation::Continue => FlowOp::Continue,
+                })
+                .collect(),
+            remaining_continuations: f.remaining_continuations,
+            continuation_count: f.continuation_count,
+        }),
+        inject: c
+            .inject
+            .into_iter()
+            .map(|at| match at {
+                DeliverAt::Now => At::Now,
+                DeliverAt::NextTurn => At::NextTurn,
+            })
+            .collect(),
+    })
+}
+
+fn to_wit_capability(c: Declared) -> EventCapability {
+    EventCapability {
+        event: c.event.as_str().to_owned(),
+        effects: c.effects.into_iter().map(to_wit_effect).collect(),
+        modify: c.modify.map(|m| ModifyCapability {
+            target: match m.target {
+                Target::Input => ModifyTarget::Input,
+                Target::Output => ModifyTarget::Output,
+                Target::Prompt => ModifyTarget::Prompt,
+                Target::Request => ModifyTarget::Request,
+                Target::Response => ModifyTarget::Response,
+                Target::Content => ModifyTarget::Content,
+                Target::Instructions => ModifyTarget::Instructions,
+                Target::Summary => ModifyTarget::Summary,
+                Target::Workspace => ModifyTarget::Workspace,
+            },
+            replace: m.replace,
+            merge: m.merge,
+        }),
+        flow: c.flow.map(|f| FlowCapability {
+            operations: f
+                .operations
+                .into_iter()
+                .map(|op| match op {
+                    FlowOp::Stop => FlowOperation::Stop,
+                    FlowOp::Continue => FlowOperation::Continue,
+                })
+                .collect(),
+            remaining_continuations: f.remaining_continuations,
+            continuation_count: f.continuation_count,
+        }),
+        inject: c
+            .inject
+            .into_iter()
+            .map(|at| match at {
+                At::Now => DeliverAt::Now,
+                At::NextTurn => DeliverAt::NextTurn,
+            })
+            .collect(),
+    }
+}
+
+fn to_wit_effect(kind: Kind) -> EffectKind {
+    match kind {
+        Kind::Deny => EffectKind::Deny,
+        Kind::Allow => EffectKind::Allow,
+        Kind::Ask => EffectKind::Ask,
+        Kind::Message => EffectKind::Message,
+        Kind::Modify => EffectKind::Modify,
+        Kind::Flow => EffectKind::Flow,
+        Kind::Return => EffectKind::Return,
+        Kind::Inject => EffectKind::Inject,
     }
 }
 

@@ -1,10 +1,12 @@
-//! The effects this crate can decode and enforce, and what the effect schema allows in
-//! each (effect.schema.json, deny-effect.schema.json).
+//! The effects a backend may return and what the effect schema allows in each
+//! (effect.schema.json, deny-effect.schema.json), and how a `modify` changes its target.
 //!
-//! The word list itself is [`ahp_vocab::EffectKind`]; this module says which of those
-//! words the component understands today and what an accepted one carries.
+//! The word lists are in [`ahp_vocab`]; which effects an event allows is the table in
+//! [`crate::events`]; this module says what an accepted effect carries.
 
 pub use ahp_vocab::EffectKind;
+use ahp_vocab::{DeliverAt, FlowOperation, ModifyOperation, ModifyTarget};
+use serde_json::Value;
 
 /// One accepted effect.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +23,21 @@ pub enum Effect {
     Ask { reason: Option<String> },
     /// A user-facing message.
     Message { text: String },
+    /// Change the event's one modifiable value.
+    Modify {
+        target: ModifyTarget,
+        operation: ModifyOperation,
+        value: Value,
+    },
+    /// `flow`: stop (with a reason) or continue (with an optional instruction).
+    Flow {
+        operation: FlowOperation,
+        text: Option<String>,
+    },
+    /// A supplied result instead of the original execution.
+    Return { value: Value },
+    /// Canonical messages appended to the context.
+    Inject { deliver_at: DeliverAt, value: Value },
 }
 
 impl Effect {
@@ -31,17 +48,12 @@ impl Effect {
             Effect::Allow => EffectKind::Allow,
             Effect::Ask { .. } => EffectKind::Ask,
             Effect::Message { .. } => EffectKind::Message,
+            Effect::Modify { .. } => EffectKind::Modify,
+            Effect::Flow { .. } => EffectKind::Flow,
+            Effect::Return { .. } => EffectKind::Return,
+            Effect::Inject { .. } => EffectKind::Inject,
         }
     }
-}
-
-/// Whether this crate can decode and enforce effects of `kind`. A harness may only
-/// advertise these; a backend sending another was never offered it.
-pub fn is_decodable(kind: EffectKind) -> bool {
-    matches!(
-        kind,
-        EffectKind::Deny | EffectKind::Allow | EffectKind::Ask | EffectKind::Message
-    )
 }
 
 /// Every member the effect schema allows in an effect of `kind`.
@@ -50,11 +62,103 @@ pub fn fields(kind: EffectKind) -> &'static [&'static str] {
         EffectKind::Deny => &["type", "reason", "code", "extensions"],
         EffectKind::Allow | EffectKind::Ask => &["type"],
         EffectKind::Message => &["type", "text"],
-        EffectKind::Modify | EffectKind::Flow | EffectKind::Return | EffectKind::Inject => &[],
+        EffectKind::Modify => &["type", "target", "operation", "value"],
+        EffectKind::Flow => &["type", "operation", "reason", "instruction"],
+        EffectKind::Return => &["type", "value"],
+        EffectKind::Inject => &["type", "target", "operation", "deliverAt", "value"],
     }
 }
 
-/// Deny, allow and ask decide the operation; at most one may appear per response.
+/// Deny, allow and ask decide the operation; one response may hold one decision
+/// (repeated, it is still one), never two that disagree.
 pub fn is_decision(kind: EffectKind) -> bool {
     matches!(kind, EffectKind::Deny | EffectKind::Allow | EffectKind::Ask)
+}
+
+/// Whether `value` has the shape `target` takes (effect.schema.json): objects for
+/// input and workspace, an object or messages for content, lists otherwise.
+pub fn fits(target: ModifyTarget, value: &Value) -> bool {
+    match target {
+        ModifyTarget::Input | ModifyTarget::Workspace => value.is_object(),
+        ModifyTarget::Content => value.is_object() || is_list_of_objects(value),
+        _ => is_list_of_objects(value),
+    }
+}
+
+fn is_list_of_objects(value: &Value) -> bool {
+    value
+        .as_array()
+        .is_some_and(|items| items.iter().all(Value::is_object))
+}
+
+/// The target's value after one modification: replace substitutes; merge merges objects
+/// shallowly (a `null` member is a literal value, nested values are replaced whole) and
+/// appends lists in order. `None` when a merge meets a value of another shape.
+pub fn apply(current: Option<&Value>, operation: ModifyOperation, value: &Value) -> Option<Value> {
+    match (operation, current) {
+        (ModifyOperation::Replace, _) | (ModifyOperation::Merge, None) => Some(value.clone()),
+        (ModifyOperation::Merge, Some(Value::Object(base))) => {
+            let mut merged = base.clone();
+            for (key, member) in value.as_object()? {
+                merged.insert(key.clone(), member.clone());
+            }
+            Some(Value::Object(merged))
+        }
+        (ModifyOperation::Merge, Some(Value::Array(base))) => {
+            let mut merged = base.clone();
+            merged.extend(value.as_array()?.iter().cloned());
+            Some(Value::Array(merged))
+        }
+        (ModifyOperation::Merge, Some(_)) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_is_shallow_with_null_as_a_literal() {
+        let base = json!({"command": "rm -rf /", "cwd": "/", "env": {"A": "1"}});
+        let merged = apply(
+            Some(&base),
+            ModifyOperation::Merge,
+            &json!({"command": "ls", "cwd": null, "env": {"B": "2"}}),
+        );
+        assert_eq!(
+            merged,
+            Some(json!({"command": "ls", "cwd": null, "env": {"B": "2"}}))
+        );
+        let replaced = apply(Some(&base), ModifyOperation::Replace, &json!({"x": 1}));
+        assert_eq!(replaced, Some(json!({"x": 1})));
+    }
+
+    #[test]
+    fn merge_appends_lists_and_refuses_mixed_shapes() {
+        let merged = apply(
+            Some(&json!([{"a": 1}])),
+            ModifyOperation::Merge,
+            &json!([{"b": 2}]),
+        );
+        assert_eq!(merged, Some(json!([{"a": 1}, {"b": 2}])));
+        assert_eq!(
+            apply(Some(&json!([])), ModifyOperation::Merge, &json!({})),
+            None
+        );
+        assert_eq!(
+            apply(Some(&json!("x")), ModifyOperation::Merge, &json!({})),
+            None
+        );
+    }
+
+    #[test]
+    fn each_target_takes_its_shape() {
+        assert!(fits(ModifyTarget::Input, &json!({})));
+        assert!(!fits(ModifyTarget::Input, &json!([])));
+        assert!(fits(ModifyTarget::Output, &json!([{"id": "m"}])));
+        assert!(!fits(ModifyTarget::Output, &json!({"text": "x"})));
+        assert!(fits(ModifyTarget::Content, &json!({"answer": 1})));
+        assert!(!fits(ModifyTarget::Prompt, &json!(["text"])));
+    }
 }

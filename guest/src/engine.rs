@@ -4,24 +4,93 @@
 //! field, because the call could not be made, not a decision.
 
 use crate::chain::{self, Call};
-use crate::effect::{self, EffectKind};
+use crate::effect::EffectKind;
 use crate::event::{Event, EventProblem};
-use crate::host_api::{Host, Instant, NANOS_PER_MS};
-use crate::registration::{self, Mode, Registration};
+use crate::events;
+use crate::host_api::{Host, Instant};
+use crate::registration::{self, EventPattern, Mode, Registration};
 use crate::settlement::{ObserverDelivery, Settlement};
-use crate::wire;
-use ahp_vocab::{Problem, OBSERVER_TIMEOUT_MS};
+use ahp_vocab::{EventCapability, ObserverKind, Problem};
 
-/// A validated registration, ready for hook calls.
+/// A validated registration and the harness's declaration, ready for hook calls.
 #[derive(Clone, Debug)]
 pub struct Engine {
     registration: Registration,
+    /// What the embedding harness intercepts, per event, and enforces there.
+    declaration: Vec<EventCapability>,
 }
 
 impl Engine {
-    /// Parses and validates a registration document; every problem is reported.
+    /// Loads a registration for a harness that intercepts every interceptable event with
+    /// every effect each allows ([`events::full_declaration`]).
     pub fn load(text: &str) -> Result<Engine, Vec<Problem>> {
-        registration::parse(text).map(|registration| Engine { registration })
+        Engine::load_declared(text, events::full_declaration())
+    }
+
+    /// Parses and validates a registration document for a harness that declares
+    /// `declaration`; every problem is reported. The declaration must stay within what
+    /// each event allows, and an intercept subscription may select only declared events:
+    /// an undeclared exact event, or a wildcard reaching none, is refused here, never
+    /// skipped at call time (§6 rules 6 and 10).
+    pub fn load_declared(
+        text: &str,
+        declaration: Vec<EventCapability>,
+    ) -> Result<Engine, Vec<Problem>> {
+        let mut problems = Vec::new();
+        for (i, capability) in declaration.iter().enumerate() {
+            let at = format!("declaration[{i}]");
+            if declaration[..i].iter().any(|c| c.event == capability.event) {
+                problems.push(Problem::new(
+                    &at,
+                    format!("{} is declared twice", capability.event),
+                ));
+            }
+            problems.extend(events::check(capability, &at));
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let registration = registration::parse(text)?;
+        let declared = |name: &str| declaration.iter().any(|c| c.event.as_str() == name);
+        for (b, backend) in registration.backends.iter().enumerate() {
+            for subscription in &backend.subscriptions {
+                if subscription.mode == Mode::Observe {
+                    continue;
+                }
+                for (i, pattern) in subscription.events.iter().enumerate() {
+                    let path =
+                        format!("/hooks/{b}/subscriptions/{}/events/{i}", subscription.index);
+                    match pattern {
+                        EventPattern::Exact(name) if !declared(name) => {
+                            problems.push(Problem::new(
+                                path,
+                                format!("\"{name}\" is not declared interceptable by this harness"),
+                            ))
+                        }
+                        EventPattern::Exact(_) => {}
+                        wildcard => {
+                            if !declaration
+                                .iter()
+                                .any(|c| wildcard.matches(c.event.as_str()))
+                            {
+                                problems.push(Problem::new(
+                                    path,
+                                    "selects no event this harness declares interceptable",
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(Engine {
+                registration,
+                declaration,
+            })
+        } else {
+            Err(problems)
+        }
     }
 
     /// Valid but questionable settings, each naming its JSON path.
@@ -47,7 +116,10 @@ impl Engine {
         total
     }
 
-    /// Runs the intercept chain for one `tool.before` event.
+    /// Runs the intercept chain for one event of a declared interceptable type. `effects`
+    /// narrows that event's declaration for this call (empty: as declared); the request's
+    /// `params.capabilities` is the result. The call's own observe subscriptions are
+    /// prepared as owned observers of the settlement.
     pub fn intercept<H: Host>(
         &self,
         host: &mut H,
@@ -55,12 +127,22 @@ impl Engine {
         effects: &[EffectKind],
         budget: Option<Instant>,
     ) -> Result<Settlement, Vec<Problem>> {
-        let effects = parse_effects(effects)?;
-        let event = Event::parse_tool_before(event).map_err(event_problems)?;
+        let (event, rules) = Event::parse_intercepted(event).map_err(event_problems)?;
+        let Some(declared) = self.declaration.iter().find(|c| c.event == rules.event) else {
+            return Err(vec![Problem::new(
+                "event/type",
+                format!(
+                    "\"{}\" is not declared interceptable by this harness",
+                    rules.event
+                ),
+            )]);
+        };
+        let capability = events::narrow(declared, effects)?;
         let call = Call {
             registration: &self.registration,
             event: &event,
-            effects: &effects,
+            rules,
+            capability: &capability,
             budget,
         };
         Ok(chain::run(host, &call))
@@ -75,15 +157,12 @@ impl Engine {
         budget: Option<Instant>,
     ) -> Result<Vec<ObserverDelivery>, Vec<Problem>> {
         let event = Event::parse_any(event).map_err(event_problems)?;
-        let own = now.saturating_add(OBSERVER_TIMEOUT_MS * NANOS_PER_MS);
-        let deadline = budget.map_or(own, |b| b.min(own));
         let deliveries = self
             .registration
             .observers(&event.event_type)
-            .map(|(backend, subscription)| ObserverDelivery {
-                backend: backend.id.clone(),
-                message: wire::observe(&event, subscription.include_native),
-                deadline,
+            .map(|(backend, subscription)| {
+                let native = subscription.include_native;
+                chain::observer(now, budget, ObserverKind::Owned, backend, native, &event)
             })
             .collect();
         Ok(deliveries)
@@ -96,35 +175,4 @@ fn event_problems(problems: Vec<EventProblem>) -> Vec<Problem> {
         .into_iter()
         .map(|p| Problem::new(format!("event{}", p.path), p.rule))
         .collect()
-}
-
-/// The effects the harness can enforce: ones this crate can decode, deny among them, no
-/// repeats.
-fn parse_effects(kinds: &[EffectKind]) -> Result<Vec<EffectKind>, Vec<Problem>> {
-    let mut accepted = Vec::new();
-    let mut problems = Vec::new();
-    for (i, &kind) in kinds.iter().enumerate() {
-        let path = format!("effects[{i}]");
-        if accepted.contains(&kind) {
-            problems.push(Problem::new(path, format!("\"{kind}\" is listed twice")));
-        } else if !effect::is_decodable(kind) {
-            problems.push(Problem::new(
-                path,
-                format!("effect \"{kind}\" cannot be enforced by this component yet (known: deny, allow, ask, message)"),
-            ));
-        } else {
-            accepted.push(kind);
-        }
-    }
-    if !accepted.contains(&EffectKind::Deny) {
-        problems.push(Problem::new(
-            "effects",
-            "must include \"deny\" (every tool.before interceptor can deny)",
-        ));
-    }
-    if problems.is_empty() {
-        Ok(accepted)
-    } else {
-        Err(problems)
-    }
 }

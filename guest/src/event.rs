@@ -10,6 +10,7 @@
 //! as they came, so extensions survive. Every problem is collected, not just the first,
 //! so whoever wired up the harness can fix the event in one go.
 
+use crate::events::{self, Payload, Rules};
 use crate::json;
 use crate::syntax::{is_absolute_uri, is_date_time};
 use serde::{Serialize, Serializer};
@@ -59,6 +60,63 @@ impl Event {
         check_envelope(&object, &mut problems);
         check_tool_before(&object, &mut problems);
         problems.into_result(object)
+    }
+
+    /// An event for interception: the envelope, then the payload rules of its type
+    /// (tool-before and tool-after schemas in full, the digest's required members for
+    /// the others). A type that is not interceptable is a problem at `/type`.
+    pub fn parse_intercepted(text: &str) -> Result<(Event, &'static Rules), Vec<EventProblem>> {
+        let object = parse_object(text)?;
+        let mut problems = Problems::default();
+        check_envelope(&object, &mut problems);
+        let name = object
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let rules = events::named(name);
+        match rules.map(|r| r.payload) {
+            Some(Payload::ToolBefore) => check_tool_before(&object, &mut problems),
+            Some(Payload::ToolAfter) => check_tool_after(&object, &mut problems),
+            Some(Payload::Required(members)) => {
+                for member in members {
+                    if !object.contains_key(*member) {
+                        problems.add(format!("/{member}"), &format!("is required on {name}"));
+                    }
+                }
+            }
+            None if name.is_empty() => {}
+            None => problems.add("/type", "must be an interceptable event"),
+        }
+        let event = problems.into_result(object)?;
+        // The type is known and interceptable whenever there is no problem.
+        Ok((event, rules.unwrap_or(&events::TABLE[0])))
+    }
+
+    /// The value at `pointer` (a JSON Pointer into the event), if present.
+    pub fn value_at(&self, pointer: &str) -> Option<&Value> {
+        let mut parts = pointer.split('/').skip(1);
+        let mut value = self.object.get(parts.next()?)?;
+        for part in parts {
+            value = value.get(part)?;
+        }
+        Some(value)
+    }
+
+    /// This event with the member at `pointer` set to `value` (its parents must exist):
+    /// the effective event after an accepted modification. Identities are untouched.
+    pub fn with_value(&self, pointer: &str, value: Value) -> Event {
+        let mut root = Value::Object(self.object.clone());
+        let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
+        if let Some(parent) = root.pointer_mut(parent).and_then(Value::as_object_mut) {
+            parent.insert(key.to_owned(), value);
+        }
+        let Value::Object(object) = root else {
+            return self.clone();
+        };
+        Event {
+            object,
+            ..self.clone()
+        }
     }
 
     /// Any event (for observe): envelope rules only (id, source, type, time; session.id if
@@ -191,6 +249,73 @@ fn check_tool_before(event: &Map<String, Value>, problems: &mut Problems) {
         if event.contains_key(field) {
             problems.add(format!("/{field}"), "must not appear on tool.before");
         }
+    }
+}
+
+/// Outcomes of a resolved call (tool-after.schema.json).
+const OUTCOMES: [&str; 5] = ["ok", "error", "denied", "cancelled", "timeout"];
+/// Why a call was skipped (execution-event.schema.json).
+const SKIP_REASONS: [&str; 5] = ["supplied_result", "policy", "cancelled", "timeout", "other"];
+
+/// The `tool.after` payload (tool-after.schema.json): the one resolved-call boundary.
+fn check_tool_after(event: &Map<String, Value>, problems: &mut Problems) {
+    if let Some(call) = required_object(event, "", "call", problems) {
+        required_string(call, "/call", "id", problems);
+    }
+    if let Some(tool) = required_object(event, "", "tool", problems) {
+        check_tool(tool, problems);
+    }
+    required_string(event, "", "path", problems);
+    match event.get("items") {
+        Some(Value::Array(_)) => {}
+        Some(_) => problems.add("/items", "must be an array"),
+        None => problems.add("/items", "is required"),
+    }
+    let outcome = required_string(event, "", "outcome", problems);
+    if outcome.is_some_and(|o| !OUTCOMES.contains(&o)) {
+        problems.add(
+            "/outcome",
+            "must be ok, error, denied, cancelled or timeout",
+        );
+    }
+    match (outcome, event.contains_key("error")) {
+        (Some("error"), false) => problems.add("/error", "is required when outcome is \"error\""),
+        (Some(o), true) if o != "error" => {
+            problems.add("/error", "is only allowed when outcome is \"error\"")
+        }
+        _ => {}
+    }
+    let Some(execution) = required_object(event, "", "execution", problems) else {
+        return;
+    };
+    match required_string(execution, "/execution", "status", problems) {
+        Some("executed") if outcome == Some("denied") => problems.add(
+            "/execution/status",
+            "must be \"skipped\" when outcome is \"denied\"",
+        ),
+        Some("executed") => {}
+        Some("skipped") => {
+            let reason = required_string(execution, "/execution", "reason", problems);
+            if reason.is_some_and(|r| !SKIP_REASONS.contains(&r)) {
+                problems.add(
+                    "/execution/reason",
+                    "must be supplied_result, policy, cancelled, timeout or other",
+                );
+            }
+            if outcome == Some("denied") && reason.is_some_and(|r| r != "policy") {
+                problems.add(
+                    "/execution/reason",
+                    "must be \"policy\" when outcome is \"denied\"",
+                );
+            }
+            for field in ["durationMs", "fileChanges"] {
+                if event.contains_key(field) {
+                    problems.add(format!("/{field}"), "must not appear on a skipped call");
+                }
+            }
+        }
+        Some(_) => problems.add("/execution/status", "must be \"executed\" or \"skipped\""),
+        None => {}
     }
 }
 

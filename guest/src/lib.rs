@@ -12,6 +12,7 @@ pub mod chain;
 pub mod effect;
 pub mod engine;
 pub mod event;
+pub mod events;
 pub mod host_api;
 pub mod json;
 pub mod registration;

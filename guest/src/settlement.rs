@@ -9,13 +9,23 @@
 use crate::host_api::{Instant, NANOS_PER_MS};
 use crate::wire::Message;
 use ahp_vocab::{
-    DecidedBy, Decision, EventRef, InterceptorEntry, ObserverEntry, ObserverKind, Record,
+    DecidedBy, Decision, Enforce, EventRef, InterceptorEntry, ObserverEntry, ObserverKind, Record,
+    OBSERVER_TIMEOUT_MS,
 };
+
+/// When an observe notification prepared at `now` must be done: the observer timeout,
+/// or the call's budget if that ends first.
+pub fn observer_deadline(now: Instant, budget: Option<Instant>) -> Instant {
+    let own = now.saturating_add(OBSERVER_TIMEOUT_MS * NANOS_PER_MS);
+    budget.map_or(own, |b| b.min(own))
+}
 
 /// A prepared `hooks/observe` notification owned by the hook call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObserverDelivery {
     pub backend: String,
+    /// Why it is sent: a short-circuited interceptor, or an observer of the call's event.
+    pub kind: ObserverKind,
     pub message: Message,
     pub deadline: Instant,
 }
@@ -27,6 +37,9 @@ pub struct Settlement {
     pub decided_by: DecidedBy,
     pub reason: Option<String>,
     pub messages: Vec<String>,
+    /// What the harness must apply besides the decision (effective values, a returned
+    /// value, injections, flow).
+    pub enforce: Enforce,
     pub event: EventRef,
     pub elapsed_ns: u64,
     pub interceptors: Vec<InterceptorEntry>,
@@ -43,6 +56,7 @@ impl Settlement {
             decided_by: self.decided_by,
             reason: self.reason.clone(),
             messages: self.messages.clone(),
+            enforce: self.enforce.clone(),
             elapsed_ms: self.elapsed_ns / NANOS_PER_MS,
             interceptors: self.interceptors.clone(),
             observers: self
@@ -50,7 +64,7 @@ impl Settlement {
                 .iter()
                 .map(|o| ObserverEntry {
                     backend: o.backend.clone(),
-                    kind: ObserverKind::ShortCircuit,
+                    kind: o.kind,
                     request_sha256: o.message.sha256().to_string(),
                     result: None,
                 })

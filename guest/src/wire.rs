@@ -6,10 +6,10 @@
 //! content) by construction, not by care (failure-semantics.md, "Duplicate delivery and
 //! retries").
 
-use crate::effect::EffectKind;
 use crate::event::{Event, WireEvent};
-use ahp_vocab::PROTOCOL_VERSION;
+use ahp_vocab::{EventCapability, FlowCapability, PROTOCOL_VERSION};
 use serde::Serialize;
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 /// An encoded message. Immutable once built.
@@ -56,17 +56,40 @@ struct Params<'a> {
     protocol_version: &'static str,
     event: WireEvent<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    capabilities: Option<Capabilities>,
+    capabilities: Option<Capabilities<'a>>,
 }
 
+/// `params.capabilities` (capabilities.schema.json): the call's narrowed declaration,
+/// each effect's option block present exactly when the effect is.
 #[derive(Serialize)]
-struct Capabilities {
+struct Capabilities<'a> {
     effects: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    modify: Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flow: Option<&'a FlowCapability>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inject: Option<Value>,
 }
 
-/// `hooks/intercept` for one subscription: JSON-RPC id == event id, and the effects the
-/// embedding harness can enforce for this event as `capabilities.effects`.
-pub fn intercept(event: &Event, include_native: bool, effects: &[EffectKind]) -> Message {
+impl<'a> Capabilities<'a> {
+    fn of(capability: &'a EventCapability) -> Capabilities<'a> {
+        Capabilities {
+            effects: capability.effects.iter().map(|e| e.as_str()).collect(),
+            modify: capability.modify.map(|m| {
+                let ops = json!({"replace": m.replace, "merge": m.merge});
+                Map::from_iter([(m.target.as_str().to_owned(), ops)])
+            }),
+            flow: capability.flow.as_ref(),
+            inject: (!capability.inject.is_empty())
+                .then(|| json!({"context": {"append": true, "deliverAt": capability.inject}})),
+        }
+    }
+}
+
+/// `hooks/intercept` for one subscription: JSON-RPC id == event id, and what the
+/// embedding harness enforces for this event as `capabilities`.
+pub fn intercept(event: &Event, include_native: bool, capability: &EventCapability) -> Message {
     Message::encode(&Request {
         jsonrpc: "2.0",
         id: Some(&event.id),
@@ -74,9 +97,7 @@ pub fn intercept(event: &Event, include_native: bool, effects: &[EffectKind]) ->
         params: Params {
             protocol_version: PROTOCOL_VERSION,
             event: event.to_wire(include_native),
-            capabilities: Some(Capabilities {
-                effects: effects.iter().map(|e| e.as_str()).collect(),
-            }),
+            capabilities: Some(Capabilities::of(capability)),
         },
     })
 }
@@ -108,7 +129,7 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Value};
+    use crate::effect::EffectKind;
 
     const EVENT: &str = r#"{"id":"evt_1","source":"urn:uuid:5b7de29e-a9e0-41a8-bf26-d94b05f0656d",
         "type":"tool.before","time":"2026-08-24T08:51:14Z","session":{"id":"sess_1"},
@@ -119,9 +140,30 @@ mod tests {
         Event::parse_tool_before(EVENT).expect("valid event")
     }
 
+    /// tool.before's capability advertising only `effects`.
+    fn only(effects: &[EffectKind]) -> EventCapability {
+        let full = crate::events::full(ahp_vocab::InterceptableEvent::ToolBefore);
+        crate::events::narrow(&full, effects).expect("a narrowing")
+    }
+
+    #[test]
+    fn capabilities_carry_each_advertised_effects_options() {
+        let full = crate::events::full(ahp_vocab::InterceptableEvent::ToolBefore);
+        let v: Value = serde_json::from_slice(intercept(&event(), false, &full).bytes()).unwrap();
+        assert_eq!(
+            v["params"]["capabilities"],
+            json!({
+                "effects": ["deny", "allow", "ask", "modify", "inject", "flow", "return", "message"],
+                "modify": {"input": {"replace": true, "merge": true}},
+                "flow": {"operations": ["stop"]},
+                "inject": {"context": {"append": true, "deliverAt": ["now", "next_turn"]}},
+            })
+        );
+    }
+
     #[test]
     fn intercept_request_correlates_id_with_event_id_and_advertises_effects() {
-        let msg = intercept(&event(), false, &[EffectKind::Deny, EffectKind::Ask]);
+        let msg = intercept(&event(), false, &only(&[EffectKind::Deny, EffectKind::Ask]));
         let v: Value = serde_json::from_slice(msg.bytes()).unwrap();
         assert_eq!(v["jsonrpc"], "2.0");
         assert_eq!(v["method"], "hooks/intercept");
@@ -137,18 +179,19 @@ mod tests {
     #[test]
     fn native_payload_is_sent_only_when_enabled() {
         let without: Value =
-            serde_json::from_slice(intercept(&event(), false, &[EffectKind::Deny]).bytes())
+            serde_json::from_slice(intercept(&event(), false, &only(&[EffectKind::Deny])).bytes())
                 .unwrap();
         assert!(without["params"]["event"].get("native").is_none());
         let with: Value =
-            serde_json::from_slice(intercept(&event(), true, &[EffectKind::Deny]).bytes()).unwrap();
+            serde_json::from_slice(intercept(&event(), true, &only(&[EffectKind::Deny])).bytes())
+                .unwrap();
         assert_eq!(with["params"]["event"]["native"]["raw"], "provider payload");
     }
 
     #[test]
     fn encoding_is_deterministic_single_line_and_hashed() {
-        let a = intercept(&event(), false, &[EffectKind::Deny]);
-        let b = intercept(&event(), false, &[EffectKind::Deny]);
+        let a = intercept(&event(), false, &only(&[EffectKind::Deny]));
+        let b = intercept(&event(), false, &only(&[EffectKind::Deny]));
         assert_eq!(a, b);
         assert!(
             !a.bytes().contains(&b'\n'),

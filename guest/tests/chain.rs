@@ -13,7 +13,10 @@ use ahp_interceptor::host_api::{
     AuthError, DeliveryError, Host, Instant, IoPhase, Reply, NANOS_PER_MS,
 };
 use ahp_interceptor::settlement::Settlement;
-use ahp_interceptor::vocab::{DecidedBy, Decision, Outcome};
+use ahp_interceptor::vocab::{
+    DecidedBy, Decision, EventCapability, FlowCapability, FlowOperation, InterceptableEvent,
+    ModifyCapability, ModifyTarget, ObserverKind, Outcome,
+};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 
@@ -1341,9 +1344,11 @@ fn deny_turns_uncalled_interceptors_into_observe_notifications() {
     assert!(host.sent_to(B).is_empty());
     assert_eq!(
         s.observers.len(),
-        1,
-        "only the uncalled interceptor, not A, not the observer"
+        2,
+        "the uncalled interceptor, not A, and the call's own observer"
     );
+    assert_eq!(s.observers[1].backend, C);
+    assert_eq!(s.observers[1].kind, ObserverKind::Owned);
     let observer = &s.observers[0];
     assert_eq!(observer.backend, B);
     let notification: Value = serde_json::from_slice(observer.message.bytes()).unwrap();
@@ -1523,12 +1528,12 @@ fn effects_without_deny_are_rejected_naming_the_field() {
 }
 
 #[test]
-fn unknown_effect_name_is_rejected_naming_the_field() {
-    let (problems, host) = intercept_error(&event(), &["deny", "modify"]);
+fn an_effect_the_event_does_not_declare_is_rejected_naming_the_field() {
+    let (problems, host) = intercept_error(&event(), &["deny", "deny"]);
     assert!(
         problems
             .iter()
-            .any(|p| p.starts_with("effects[1]") && p.contains("modify")),
+            .any(|p| p.starts_with("effects[1]") && p.contains("twice")),
         "{problems:?}"
     );
     assert!(host.sent.is_empty());
@@ -1674,4 +1679,406 @@ fn interruption_during_backoff_ends_the_call_as_interrupted() {
 /// The settlement's audit record as JSON, as the host writes it.
 fn audit(settlement: &Settlement) -> Value {
     serde_json::to_value(settlement.record()).expect("a record serializes")
+}
+
+// ---------------------------------------------------------------------------------------
+// Every interceptable event, the capability handshake, the effect vocabulary
+// ---------------------------------------------------------------------------------------
+
+/// A valid `tool.after` (the upstream observe fixture's event) with id `evt_1`.
+fn tool_after() -> Value {
+    let text =
+        include_str!("../../tests/upstream/fixtures/draft/http/observe-tool-after.valid.json");
+    let mut event = serde_json::from_str::<Value>(text).unwrap()["params"]["event"].clone();
+    event["id"] = json!(EVENT_ID);
+    event["tool"]["output"] = json!([{"id": "out1", "role": "tool", "parts": []}]);
+    event
+}
+
+fn registration(hooks: Vec<Value>) -> String {
+    json!({"protocolVersion": "draft", "hooks": hooks}).to_string()
+}
+
+fn declared(events: &[InterceptableEvent]) -> Vec<EventCapability> {
+    events
+        .iter()
+        .map(|&e| ahp_interceptor::events::full(e))
+        .collect()
+}
+
+fn settle(engine: &Engine, host: &mut FakeHost, event: &Value) -> Settlement {
+    engine
+        .intercept(host, &event.to_string(), &[], None)
+        .expect("valid call")
+}
+
+#[test]
+fn an_undeclared_exact_event_is_refused_at_load_naming_its_path() {
+    let hooks = vec![backend(
+        A,
+        vec![intercept_sub(
+            &["tool.before", "model.request.before"],
+            "fail-closed",
+            500,
+        )],
+    )];
+    let problems = Engine::load_declared(
+        &registration(hooks),
+        declared(&[InterceptableEvent::ToolBefore]),
+    )
+    .expect_err("model.request.before is not declared");
+    let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        problems,
+        ["/hooks/0/subscriptions/0/events/1: \"model.request.before\" is not declared interceptable by this harness"]
+    );
+}
+
+#[test]
+fn a_wildcard_covers_only_declared_events() {
+    let hooks = vec![backend(A, vec![intercept_sub(&["*"], "fail-closed", 500)])];
+    let engine = Engine::load_declared(
+        &registration(hooks.clone()),
+        declared(&[InterceptableEvent::ToolBefore]),
+    )
+    .expect("the wildcard reaches tool.before");
+    let mut host = FakeHost::new();
+    let problems = engine
+        .intercept(&mut host, &tool_after().to_string(), &[], None)
+        .expect_err("tool.after is not declared");
+    assert_eq!(problems[0].path, "event/type");
+    assert!(host.sent.is_empty());
+    let family = vec![backend(
+        A,
+        vec![intercept_sub(&["model.*"], "fail-closed", 500)],
+    )];
+    let problems = Engine::load_declared(
+        &registration(family),
+        declared(&[InterceptableEvent::ToolBefore]),
+    )
+    .expect_err("model.* reaches nothing declared");
+    assert_eq!(problems[0].path, "/hooks/0/subscriptions/0/events/0");
+}
+
+#[test]
+fn params_capabilities_are_exactly_the_declaration_narrowed_by_the_call() {
+    let mut capability = ahp_interceptor::events::full(InterceptableEvent::ToolAfter);
+    capability.modify = Some(ModifyCapability {
+        target: ModifyTarget::Output,
+        replace: true,
+        merge: false,
+    });
+    let hooks = vec![backend(
+        A,
+        vec![intercept_sub(&["tool.after"], "fail-closed", 500)],
+    )];
+    let engine = Engine::load_declared(&registration(hooks), vec![capability]).expect("valid");
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(no_effect()))
+        .on(A, Step::reply(no_effect()));
+    settle(&engine, &mut host, &tool_after());
+    assert_eq!(
+        host.sent[0].json()["params"]["capabilities"],
+        json!({"effects": ["modify", "inject", "flow", "message"],
+               "modify": {"output": {"replace": true, "merge": false}},
+               "flow": {"operations": ["stop"]},
+               "inject": {"context": {"append": true, "deliverAt": ["now", "next_turn"]}}})
+    );
+    engine
+        .intercept(
+            &mut host,
+            &tool_after().to_string(),
+            &[EffectKind::Message],
+            None,
+        )
+        .expect("narrower");
+    assert_eq!(
+        host.sent[1].json()["params"]["capabilities"],
+        json!({"effects": ["message"]})
+    );
+}
+
+#[test]
+fn a_deny_on_tool_after_is_unadvertised_and_rejected_whole() {
+    let hooks = vec![backend(
+        A,
+        vec![intercept_sub(&["tool.after"], "fail-open", 500)],
+    )];
+    let engine = Engine::load(&registration(hooks)).expect("valid");
+    let reply = effects(json!([{"type": "message", "text": "m"}, {"type": "deny", "reason": "r"}]));
+    let mut host = FakeHost::new().on(A, Step::reply(reply));
+    let s = settle(&engine, &mut host, &tool_after());
+    assert_eq!(s.decision, Decision::Allow);
+    assert_eq!(outcomes(&s), [Outcome::FailedOpen]);
+    assert_eq!(failure_class(&s, 0), "invalid-effects");
+    assert!(
+        s.messages.is_empty(),
+        "nothing of a rejected response is published"
+    );
+}
+
+#[test]
+fn fail_closed_on_an_event_without_deny_still_denies() {
+    let hooks = vec![backend(
+        A,
+        vec![intercept_sub(&["tool.after"], "fail-closed", 500)],
+    )];
+    let engine = Engine::load(&registration(hooks)).expect("valid");
+    let mut host = FakeHost::new().on(A, Step::fail(DeliveryError::ConnectionRefused));
+    let s = settle(&engine, &mut host, &tool_after());
+    assert_synthetic_deny(&s);
+}
+
+#[test]
+fn two_denies_under_fail_open_are_a_deny() {
+    let engine = load(vec![interceptor(A, "fail-open", 500)]);
+    let reply = effects(json!([{"type": "deny", "reason": "a"}, {"type": "deny", "reason": "b"}]));
+    let mut host = FakeHost::new().on(A, Step::reply(reply));
+    let s = run(&engine, &mut host);
+    assert_eq!(
+        (s.decision, s.decided_by),
+        (Decision::Deny, DecidedBy::BackendDeny)
+    );
+    assert_eq!(s.reason.as_deref(), Some("a"));
+}
+
+#[test]
+fn allow_with_deny_in_one_response_is_invalid_effects() {
+    let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+    let reply = effects(json!([{"type": "allow"}, {"type": "deny", "reason": "r"}]));
+    let mut host = FakeHost::new().on(A, Step::reply(reply));
+    let s = run(&engine, &mut host);
+    assert_synthetic_deny(&s);
+    assert_eq!(failure_class(&s, 0), "invalid-effects");
+}
+
+fn modify_input(operation: &str, value: Value) -> Reply {
+    effects(json!([{"type": "modify", "target": "input", "operation": operation, "value": value}]))
+}
+
+#[test]
+fn modify_chains_and_survives_a_later_fail_open_failure() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+        interceptor(C, "fail-open", 500),
+    ]);
+    let mut host = FakeHost::new()
+        .on(
+            A,
+            Step::reply(modify_input("merge", json!({"command": "ls", "cwd": null}))),
+        )
+        .on(B, Step::reply(modify_input("merge", json!({"extra": 1}))))
+        .on(C, Step::fail(DeliveryError::ConnectionReset));
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    let b_saw = &host.sent_to(B)[0].json()["params"]["event"]["tool"]["input"];
+    assert_eq!(
+        *b_saw,
+        json!({"command": "ls", "cwd": null}),
+        "B sees A's effective input"
+    );
+    let c_saw = &host.sent_to(C)[0].json()["params"]["event"]["tool"]["input"];
+    assert_eq!(*c_saw, json!({"command": "ls", "cwd": null, "extra": 1}));
+    assert_eq!(
+        outcomes(&s),
+        [Outcome::NoEffect, Outcome::NoEffect, Outcome::FailedOpen]
+    );
+    assert_eq!(
+        audit(&s)["effective"]["input"],
+        json!({"command": "ls", "cwd": null, "extra": 1})
+    );
+    assert_eq!(
+        audit(&s)["event"]["id"],
+        EVENT_ID,
+        "identity kept across modifications"
+    );
+}
+
+#[test]
+fn a_modify_outside_the_advertised_target_or_operation_is_rejected() {
+    let mut capability = ahp_interceptor::events::full(InterceptableEvent::ToolBefore);
+    capability.modify = Some(ModifyCapability {
+        target: ModifyTarget::Input,
+        replace: true,
+        merge: false,
+    });
+    let engine = Engine::load_declared(
+        &registration(vec![interceptor(A, "fail-open", 500)]),
+        vec![capability],
+    )
+    .expect("valid");
+    for (reply, detail) in [
+        (
+            modify_input("merge", json!({"a": 1})),
+            "unadvertised-effect",
+        ),
+        (
+            effects(
+                json!([{"type": "modify", "target": "output", "operation": "replace", "value": []}]),
+            ),
+            "unadvertised-effect",
+        ),
+        (
+            modify_input("replace", json!(["not an object"])),
+            "malformed-effect",
+        ),
+        (
+            effects(
+                json!([{"type": "modify", "target": "parts", "operation": "replace", "value": []}]),
+            ),
+            "malformed-effect",
+        ),
+    ] {
+        let mut host = FakeHost::new().on(A, Step::reply(reply));
+        let s = engine
+            .intercept(&mut host, &event(), &[], None)
+            .expect("valid");
+        assert_eq!(audited(&s, 0)["failure"]["detail"], detail);
+        assert!(audit(&s).get("effective").is_none());
+    }
+}
+
+#[test]
+fn flow_stop_beats_continue_and_inject_is_recorded() {
+    let hooks = vec![
+        backend(A, vec![intercept_sub(&["tool.after"], "fail-closed", 500)]),
+        backend(B, vec![intercept_sub(&["tool.after"], "fail-closed", 500)]),
+    ];
+    let mut capability = ahp_interceptor::events::full(InterceptableEvent::ToolAfter);
+    capability.flow = Some(FlowCapability {
+        operations: vec![FlowOperation::Stop, FlowOperation::Continue],
+        remaining_continuations: Some(1),
+        continuation_count: Some(0),
+    });
+    let engine = Engine::load_declared(&registration(hooks), vec![capability]).expect("valid");
+    let text = include_str!("../../tests/upstream/fixtures/draft/http/flow-inject.valid.json");
+    let mut reply: Value = serde_json::from_str(text).unwrap();
+    reply["id"] = json!(EVENT_ID);
+    let mut host = FakeHost::new().on(A, Step::reply(json_reply(reply)));
+    let s = settle(&engine, &mut host, &tool_after());
+    assert!(
+        host.sent_to(B).is_empty(),
+        "a flow stop ends decision-making"
+    );
+    assert_eq!(outcomes(&s), [Outcome::Stop, Outcome::NotReached]);
+    let record = audit(&s);
+    assert_eq!(
+        record["flow"],
+        json!({"operation": "stop", "reason": "Budget reached."})
+    );
+    assert_eq!(record["injections"][0]["deliverAt"], "next_turn");
+    assert_eq!(s.observers.len(), 1, "B gets the short-circuit observe");
+}
+
+#[test]
+fn tool_before_cannot_continue_and_inject_must_append() {
+    let engine = load(vec![interceptor(A, "fail-open", 500)]);
+    for (name, detail) in [
+        ("continue-no-instruction.valid.json", "unadvertised-effect"),
+        ("inject-wrong-operation.invalid.json", "malformed-effect"),
+        ("stop-no-reason.invalid.json", "malformed-effect"),
+        ("flow-no-operation.invalid.json", "malformed-effect"),
+    ] {
+        let path = format!(
+            "{}/../tests/upstream/fixtures/draft/http/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut reply: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        reply["id"] = json!(EVENT_ID);
+        let mut host = FakeHost::new().on(A, Step::reply(json_reply(reply)));
+        let s = engine
+            .intercept(&mut host, &event(), &[], None)
+            .expect("valid");
+        assert_eq!(audited(&s, 0)["failure"]["detail"], detail, "{name}");
+        assert!(s.messages.is_empty(), "{name}: nothing is published");
+    }
+}
+
+#[test]
+fn a_returned_value_is_recorded_and_a_later_modify_invalidates_it() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+    ]);
+    let returned = effects(json!([{"type": "return", "value": {"stdout": "cached"}}]));
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(returned.clone()))
+        .on(B, Step::reply(no_effect()));
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    assert_eq!(audit(&s)["returned"], json!({"stdout": "cached"}));
+    let mut host = FakeHost::new().on(A, Step::reply(returned)).on(
+        B,
+        Step::reply(modify_input("replace", json!({"command": "true"}))),
+    );
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    assert!(audit(&s).get("returned").is_none());
+}
+
+#[test]
+fn session_start_intercepts_with_inject_and_message_only() {
+    let hooks = vec![backend(
+        A,
+        vec![intercept_sub(&["session.start"], "fail-open", 500)],
+    )];
+    let engine = Engine::load(&registration(hooks)).expect("valid");
+    let text =
+        include_str!("../../tests/upstream/fixtures/draft/http/observe-session-start.valid.json");
+    let event = serde_json::from_str::<Value>(text).unwrap()["params"]["event"].clone();
+    let id = event["id"].as_str().unwrap().to_owned();
+    let reply = json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft",
+        "effects": [{"type": "message", "text": "hi"}]}});
+    let mut host = FakeHost::new().on(A, Step::reply(json_reply(reply)));
+    let s = settle(&engine, &mut host, &event);
+    assert_eq!(s.messages, ["hi"]);
+    assert_eq!(
+        host.sent[0].json()["params"]["capabilities"]["effects"],
+        json!(["inject", "message"])
+    );
+    let mut missing = event.clone();
+    missing.as_object_mut().unwrap().remove("trigger");
+    let problems = engine
+        .intercept(&mut host, &missing.to_string(), &[], None)
+        .expect_err("trigger");
+    assert_eq!(problems[0].path, "event/trigger");
+}
+
+#[test]
+fn observers_of_the_calls_own_event_are_owned_and_skipped_when_interrupted() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        backend(B, vec![observe_sub(&["tool.*"])]),
+        backend(C, vec![observe_sub(&["tool.after"])]),
+    ]);
+    let mut host = FakeHost::new().on(
+        A,
+        Step::reply(modify_input("replace", json!({"command": "ls"}))),
+    );
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    assert_eq!(s.observers.len(), 1);
+    assert_eq!(
+        (s.observers[0].backend.as_str(), s.observers[0].kind),
+        (B, ObserverKind::Owned)
+    );
+    let sent: Value = serde_json::from_slice(s.observers[0].message.bytes()).unwrap();
+    assert_eq!(
+        sent["params"]["event"]["tool"]["input"],
+        json!({"command": "ls"}),
+        "effective content only"
+    );
+    assert_eq!(audit(&s)["observers"][0]["kind"], "owned");
+    let mut host = FakeHost::new().on(A, Step::reply(no_effect()).then_interrupt());
+    let s = run(&engine, &mut host);
+    assert!(
+        s.observers.is_empty(),
+        "interruption starts no owned observer"
+    );
 }

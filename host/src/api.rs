@@ -92,8 +92,13 @@ impl Interceptor {
             .await
             .map_err(Error::setup)?;
         let engine_api = plugin.ahp_interceptor_interceptor().engine();
+        let everything = engine_api
+            .call_interceptable(&mut store)
+            .await
+            .map_err(Error::setup)?;
+        let declaration = options.declaration.resolve(everything);
         let engine = engine_api
-            .call_load(&mut store, registration)
+            .call_load(&mut store, registration, &declaration)
             .await
             .map_err(Error::setup)?
             .map_err(|problems| Error::registration(from_wit(problems)))?;
@@ -128,6 +133,7 @@ impl Interceptor {
         let pool = Pool::new(
             runtime,
             registration.to_string(),
+            declaration,
             backends.clone(),
             closing.clone(),
         );
@@ -159,8 +165,9 @@ impl Interceptor {
         &self.inner.warnings
     }
 
-    /// Settles one `tool.before` event. `effects` are what the harness can enforce
-    /// (must include `"deny"`); `budget` bounds the whole call.
+    /// Settles one event of a declared interceptable type. `effects` narrows the event's
+    /// declaration for this call (empty: as declared; `deny` must stay where declared);
+    /// `budget` bounds the whole call.
     pub async fn intercept(
         &self,
         event: &str,

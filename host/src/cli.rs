@@ -6,7 +6,11 @@
 
 use crate::compile_cache::{self, Source};
 use crate::runtime::{Runtime, EMBEDDED_COMPONENT};
-use crate::{component_cmd, demo, hook, Decision, EffectKind, Error, Interceptor, Interrupt, Options};
+use crate::vocab::InterceptableEvent;
+use crate::{
+    component_cmd, demo, hook, Decision, Declaration, EffectKind, Error, Interceptor, Interrupt,
+    Options,
+};
 use clap::{Parser, Subcommand};
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -38,11 +42,12 @@ enum Command {
         /// The registration JSON file.
         #[arg(long)]
         registration: PathBuf,
-        /// The tool.before event JSON file, or - for standard input.
+        /// The event JSON file (any interceptable event), or - for standard input.
         #[arg(long)]
         event: String,
-        /// Effects this harness can enforce, comma separated (must include deny).
-        #[arg(long, value_delimiter = ',', default_value = "deny", value_parser = effect_kind)]
+        /// Effects this harness can enforce for the event, comma separated: narrows what
+        /// is declared (must keep deny where the event has it). Default: as declared.
+        #[arg(long, value_delimiter = ',', value_parser = effect_kind)]
         effects: Vec<EffectKind>,
         /// Budget for the whole hook call, in milliseconds.
         #[arg(long)]
@@ -152,6 +157,11 @@ struct HostArgs {
     /// Retries per exchange after a transient failure, inside the original deadline.
     #[arg(long, default_value_t = 0)]
     retries: u32,
+    /// Events this harness can intercept, comma separated, each with every effect it
+    /// allows (default: every interceptable event). An intercept subscription on any
+    /// other event is refused at load.
+    #[arg(long, value_name = "EVENT", value_delimiter = ',', value_parser = interceptable_event)]
+    interceptable: Option<Vec<InterceptableEvent>>,
 }
 
 impl HostArgs {
@@ -168,6 +178,10 @@ impl HostArgs {
             retries: crate::RetryPolicy {
                 default: self.retries,
                 ..Default::default()
+            },
+            declaration: match &self.interceptable {
+                Some(events) => Declaration::Events(events.clone()),
+                None => Declaration::Everything,
             },
             ..Options::default()
         })
@@ -470,6 +484,17 @@ fn effect_kind(word: &str) -> Result<EffectKind, String> {
     EffectKind::parse(word).ok_or_else(|| {
         let known: Vec<&str> = EffectKind::ALL.iter().map(|k| k.as_str()).collect();
         format!("unknown effect `{word}` (known: {})", known.join(", "))
+    })
+}
+
+/// An `--interceptable` word.
+fn interceptable_event(word: &str) -> Result<InterceptableEvent, String> {
+    InterceptableEvent::parse(word).ok_or_else(|| {
+        let known: Vec<&str> = InterceptableEvent::ALL.iter().map(|e| e.as_str()).collect();
+        format!(
+            "`{word}` is not an interceptable event (known: {})",
+            known.join(", ")
+        )
     })
 }
 

@@ -26,14 +26,15 @@ mod capabilities;
 pub mod cli;
 mod clock;
 pub mod compile_cache;
-mod convert;
-mod credentials_impl;
-mod delivery_impl;
 #[cfg(feature = "cli")]
 mod component_cache;
 /// `ahp component push|export` and `--component oci://…`.
 #[cfg(feature = "cli")]
 pub mod component_cmd;
+mod convert;
+mod credentials_impl;
+mod declaration;
+mod delivery_impl;
 /// The built-in policy backend and script of `ahp demo`.
 #[cfg(feature = "cli")]
 pub mod demo;
@@ -45,11 +46,11 @@ mod host_types_impl;
 mod interrupt;
 mod linker;
 mod observe;
+#[cfg(feature = "cli")]
+mod oci;
 mod options;
 mod pool;
 mod retry;
-#[cfg(feature = "cli")]
-mod oci;
 mod runtime;
 mod settlement;
 mod state;
@@ -64,11 +65,13 @@ pub use builder::InterceptorBuilder;
 pub use capabilities::credentials::{
     AuthFailure, BoxFuture, CredentialProvider, CredentialRequest,
 };
+pub use declaration::Declaration;
 pub use error::Error;
 pub use interrupt::Interrupt;
 pub use linker::{add_to_linker, check_engine, AhpView};
 pub use options::Options;
 pub use retry::RetryPolicy;
+pub use runtime::EMBEDDED_WIT_PACKAGE;
 pub use runtime::{bound_cpu, EpochTicker, Epochs, EMBEDDED_COMPONENT};
 pub use settlement::{Observed, ObserverReport, Settlement};
 pub use state::HostState;
@@ -77,4 +80,3 @@ pub use types::Secret;
 pub use wasmtime;
 /// The wasmtime-wasi this crate is built with.
 pub use wasmtime_wasi;
-pub use runtime::EMBEDDED_WIT_PACKAGE;

@@ -3,6 +3,7 @@
 use crate::backends::BackendConfig;
 use crate::capabilities::credentials::CredentialProvider;
 use crate::capabilities::http::HttpOptions;
+use crate::declaration::Declaration;
 use crate::retry::RetryPolicy;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -36,6 +37,10 @@ pub struct Options {
     /// replaces the registration's binding for its backend; the interceptor never closes
     /// them.
     pub credential_providers: HashMap<String, Arc<dyn CredentialProvider>>,
+    /// What the harness intercepts and enforces, per event (default: every interceptable
+    /// event with every effect it allows). A registration intercepting an undeclared
+    /// event is refused at load.
+    pub declaration: Declaration,
 }
 
 impl Options {

@@ -7,7 +7,7 @@
 //! caller settles as a denial.
 
 use crate::backends::Backends;
-use crate::bindings::Plugin;
+use crate::bindings::{interceptor as wit, Plugin};
 use crate::convert::from_wit;
 use crate::interrupt::Interrupt;
 use crate::runtime::Runtime;
@@ -28,6 +28,8 @@ pub(crate) struct Ready {
 pub(crate) struct Pool {
     runtime: Arc<Runtime>,
     registration: String,
+    /// The declaration the registration was loaded with, for every later instance.
+    declaration: Vec<wit::EventCapability>,
     backends: Arc<Backends>,
     /// Set by shutdown: ends every call in every instance.
     closing: Interrupt,
@@ -45,12 +47,14 @@ impl Pool {
     pub fn new(
         runtime: Arc<Runtime>,
         registration: String,
+        declaration: Vec<wit::EventCapability>,
         backends: Arc<Backends>,
         closing: Interrupt,
     ) -> Pool {
         Pool {
             runtime,
             registration,
+            declaration,
             backends,
             closing,
             idle: Mutex::default(),
@@ -116,7 +120,7 @@ impl Pool {
         let engine = plugin
             .ahp_interceptor_interceptor()
             .engine()
-            .call_load(&mut store, &self.registration)
+            .call_load(&mut store, &self.registration, &self.declaration)
             .await?
             .map_err(|problems| {
                 let problems: Vec<String> =

@@ -19,7 +19,6 @@ use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
 };
 
-
 /// The component this crate was built with.
 pub const EMBEDDED_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/ahp_interceptor.wasm"));

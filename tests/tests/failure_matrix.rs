@@ -8,6 +8,12 @@
 //! body carries [`MARKER`], which must never reach a reason or the audit record, and the
 //! record must never name a backend address.
 //!
+//! The matrix runs for three interceptable events: `tool.before` (the whole table),
+//! and `tool.after` and `session.start`, which have no deny yet are denied when a
+//! fail-closed interceptor fails. For those two, the table's rows about effects a
+//! tool.before harness advertises are replaced by rows about their own: a `deny` on
+//! tool.after and a `modify` on session.start are unadvertised.
+//!
 //! Deadlines are not exercised here (every timeout is 1000 ms and nothing waits on it);
 //! they have tests of their own.
 
@@ -27,6 +33,7 @@ const FAULTY: &str = "com.example.faulty";
 const HEALTHY: &str = "com.example.healthy";
 const TIMEOUT_MS: u64 = 1_000;
 const POLICIES: [&str; 2] = ["fail-closed", "fail-open"];
+const EVENTS: [&str; 3] = ["tool.before", "tool.after", "session.start"];
 const DENY_ONLY: &[EffectKind] = &[EffectKind::Deny];
 const JSON: &str = "application/json";
 const HTTP_STATUS: &str = "http-status";
@@ -442,6 +449,74 @@ fn table(redirect_target: &str) -> Vec<Case> {
     ]
 }
 
+/// The faulty interceptor, then the healthy one, both under `policy`, intercepting
+/// `event_type`.
+fn faulty_then_healthy_on(
+    faulty_url: &str,
+    healthy_url: &str,
+    policy: &str,
+    event_type: &str,
+) -> String {
+    let mut document: Value =
+        serde_json::from_str(&faulty_then_healthy(faulty_url, healthy_url, policy))
+            .expect("a registration is JSON");
+    for hook in document["hooks"].as_array_mut().into_iter().flatten() {
+        hook["subscriptions"][0]["events"] = json!([event_type]);
+    }
+    document.to_string()
+}
+
+/// A valid event of `event_type` with id `id`: the support tool.before, or the upstream
+/// observe fixture's tool.after or session.start.
+fn event_of(event_type: &str, id: &str) -> String {
+    let fixture = match event_type {
+        "tool.before" => return event(id),
+        "tool.after" => {
+            include_str!("../upstream/fixtures/draft/http/observe-tool-after.valid.json")
+        }
+        _ => include_str!("../upstream/fixtures/draft/http/observe-session-start.valid.json"),
+    };
+    let mut event =
+        serde_json::from_str::<Value>(fixture).expect("fixture is JSON")["params"]["event"].clone();
+    event["id"] = json!(id);
+    event.to_string()
+}
+
+/// The rows that stand for `event_type`: the whole table for tool.before; for the others,
+/// every row not about effects (those assume tool.before's advertisement), plus one about
+/// an effect the event does not have. The harness advertises what it declared.
+fn rows(event_type: &str, redirect_target: &str) -> Vec<Case> {
+    if event_type == "tool.before" {
+        return table(redirect_target);
+    }
+    let mut rows: Vec<Case> = table(redirect_target)
+        .into_iter()
+        .filter(|c| c.class != INVALID_EFFECTS)
+        .map(|c| c.effects(&[]))
+        .collect();
+    let foreign = match event_type {
+        "tool.after" => Case::new(
+            "deny-on-tool-after",
+            Behaviour::Effects(
+                json!([{"type": "message", "text": MARKER}, {"type": "deny", "reason": MARKER}]),
+            ),
+            INVALID_EFFECTS,
+            ACCEPT,
+        ),
+        _ => Case::new(
+            "modify-on-session-start",
+            Behaviour::Effects(
+                json!([{"type": "modify", "target": "input", "operation": "replace",
+                            "value": {"note": MARKER}}]),
+            ),
+            INVALID_EFFECTS,
+            ACCEPT,
+        ),
+    };
+    rows.push(foreign.effects(&[]).detail("unadvertised-effect"));
+    rows
+}
+
 /// The faulty interceptor, then the healthy one, both under `policy`.
 fn faulty_then_healthy(faulty_url: &str, healthy_url: &str, policy: &str) -> String {
     registration(&[
@@ -521,11 +596,12 @@ fn address_needles(urls: &[&str]) -> Vec<String> {
 /// fail-closed in `closed_allows` before asserting, so the tally survives a failed case.
 async fn run_case(
     case: Case,
+    event_type: &'static str,
     policy: &'static str,
     redirect_needles: Vec<String>,
     closed_allows: Arc<AtomicUsize>,
 ) {
-    let context = format!("{} / {policy}", case.name);
+    let context = format!("{} / {event_type} / {policy}", case.name);
     let (faulty, faulty_url) = match &case.script {
         Fault::Serve(behaviour) => {
             let backend = FaultBackend::start(vec![behaviour.clone()]).await;
@@ -535,10 +611,11 @@ async fn run_case(
         Fault::Refused => (None, refused_url()),
     };
     let healthy = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let hooks = interceptor(&faulty_then_healthy(&faulty_url, &healthy.url(), policy)).await;
-    let event_id = format!("evt_{}_{policy}", case.name);
+    let document = faulty_then_healthy_on(&faulty_url, &healthy.url(), policy, event_type);
+    let hooks = interceptor(&document).await;
+    let event_id = format!("evt_{}_{event_type}_{policy}", case.name);
     let settled = hooks
-        .intercept(&event(&event_id), case.effects, None)
+        .intercept(&event_of(event_type, &event_id), case.effects, None)
         .await
         .unwrap_or_else(|e| panic!("{context}: the call could not be made: {e}"));
     if policy == "fail-closed" && settled.decision == Decision::Allow {
@@ -554,6 +631,7 @@ async fn run_case(
         json!(event_id),
         "{context}: {record}"
     );
+    assert_eq!(record["event"]["type"], event_type, "{context}: {record}");
     assert_eq!(
         record["interceptors"].as_array().map(Vec::len),
         Some(2),
@@ -651,28 +729,33 @@ async fn run_case(
 /// The whole table under both policies. Every case runs even if an earlier one fails;
 /// the failures are listed at the end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_http_failure_class_under_both_policies() {
+async fn every_http_failure_class_under_both_policies_for_each_event() {
     let redirect_target = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let redirect_needles = address_needles(&[&redirect_target.url()]);
     let closed_allows = Arc::new(AtomicUsize::new(0));
-    let cases = table(&redirect_target.url());
     let mut failed = Vec::new();
     let mut ran = 0;
-    for case in &cases {
-        for policy in POLICIES {
-            let run = tokio::spawn(run_case(
-                case.clone(),
-                policy,
-                redirect_needles.clone(),
-                closed_allows.clone(),
-            ));
-            ran += 1;
-            if run.await.is_err() {
-                failed.push(format!("{} / {policy}", case.name));
+    let mut expected = 0;
+    for event_type in EVENTS {
+        let cases = rows(event_type, &redirect_target.url());
+        expected += cases.len() * 2;
+        for case in &cases {
+            for policy in POLICIES {
+                let run = tokio::spawn(run_case(
+                    case.clone(),
+                    event_type,
+                    policy,
+                    redirect_needles.clone(),
+                    closed_allows.clone(),
+                ));
+                ran += 1;
+                if run.await.is_err() {
+                    failed.push(format!("{} / {event_type} / {policy}", case.name));
+                }
             }
         }
     }
-    assert_eq!(ran, cases.len() * 2);
+    assert_eq!(ran, expected);
     assert_eq!(
         redirect_target.requests().len(),
         0,

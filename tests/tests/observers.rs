@@ -286,3 +286,114 @@ async fn interruption_cancels_owned_observer_deliveries_and_starts_none() {
             .await
     );
 }
+
+/// An interceptor on tool.before, and three observe subscriptions on the same event: one
+/// that hangs, one nobody listens for, one answering 500.
+async fn owned_observers() -> (Vec<FaultBackend>, String) {
+    let healthy = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let failing = FaultBackend::start(vec![empty_reply(500)]).await;
+    let mut reg: Value = serde_json::from_str(&registration(&[Http::new(
+        "com.example.policy",
+        healthy.url(),
+    )]))
+    .unwrap();
+    let hooks = reg["hooks"].as_array_mut().unwrap();
+    hooks.push(observer(
+        "com.example.hang",
+        &hanging.url(),
+        &["tool.before"],
+    ));
+    hooks.push(observer(
+        "com.example.refused",
+        &ahp_tests::fault_backend::refused_url(),
+        &["tool.*"],
+    ));
+    hooks.push(observer("com.example.failing", &failing.url(), &["*"]));
+    (vec![healthy, hanging, failing], reg.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observers_of_the_calls_own_event_are_owned_by_the_hook_call() {
+    let (backends, reg) = owned_observers().await;
+    let options = Options {
+        observer_timeout: Some(Duration::from_millis(300)),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+    let call = interceptor
+        .settle(
+            &event("evt_owned_1"),
+            &[EffectKind::Deny],
+            None,
+            &Interrupt::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(call.settlement().decision, Decision::Allow);
+    for observer in &backends[1..] {
+        assert_eq!(
+            observer.requests().len(),
+            0,
+            "the decision is handed out first"
+        );
+    }
+    let settled = call.complete().await;
+    let record = record_json(&settled);
+    let observers: Vec<(Value, Value, Value)> = record["observers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["backend"].clone(), o["kind"].clone(), o["result"].clone()))
+        .collect();
+    assert_eq!(
+        observers,
+        [
+            (
+                json!("com.example.hang"),
+                json!("owned"),
+                json!("deadline-exceeded")
+            ),
+            (
+                json!("com.example.refused"),
+                json!("owned"),
+                json!("connection-refused")
+            ),
+            (
+                json!("com.example.failing"),
+                json!("owned"),
+                json!("http-status")
+            ),
+        ]
+    );
+    assert_eq!(
+        settled.decision,
+        Decision::Allow,
+        "observers never change the decision"
+    );
+    let notification = backends[2].requests()[0].json();
+    assert_eq!(notification["method"], "hooks/observe");
+    assert_eq!(notification["params"]["event"]["id"], "evt_owned_1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interruption_cancels_the_owned_observers() {
+    let (backends, reg) = owned_observers().await;
+    let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
+    let interrupt = Interrupt::new();
+    let call = interceptor
+        .settle(&event("evt_owned_2"), &[EffectKind::Deny], None, &interrupt)
+        .await
+        .unwrap();
+    interrupt.interrupt();
+    let settled = call.complete().await;
+    let record = record_json(&settled);
+    for entry in record["observers"].as_array().unwrap() {
+        assert_eq!(entry["kind"], "owned", "{record}");
+        assert_eq!(entry["result"], "not-sent", "{record}");
+    }
+    assert_eq!(record["observers"].as_array().unwrap().len(), 3);
+    for observer in &backends[1..] {
+        assert_eq!(observer.requests().len(), 0);
+    }
+}

@@ -6,7 +6,7 @@
 //! its patterns match, and order is document order (backends, then their
 //! subscriptions), which is the chain order. So the rule is written once, here.
 
-use super::INTERCEPTABLE_EVENTS;
+use super::is_interceptable;
 use super::{Backend, EventPattern, FailurePolicy, Mode, Registration, Subscription};
 
 /// An intercept subscription selected for one event, with its mode's settings unpacked
@@ -62,7 +62,7 @@ impl Subscription {
     /// Whether this subscription receives `event_type`. An intercept subscription only
     /// ever selects interceptable events, even through a wildcard (§6.1).
     pub fn selects(&self, event_type: &str) -> bool {
-        let interceptable = INTERCEPTABLE_EVENTS.contains(&event_type);
+        let interceptable = is_interceptable(event_type);
         (interceptable || self.mode == Mode::Observe)
             && self.events.iter().any(|p| p.matches(event_type))
     }

@@ -26,28 +26,11 @@ pub use problems::Problem;
 use crate::json;
 use problems::Checker;
 
-/// Events an intercept subscription may select (digest §6 rule 6).
-pub const INTERCEPTABLE_EVENTS: &[&str] = &[
-    "tool.before",
-    "tool.after",
-    "session.start",
-    "config.change.before",
-    "turn.start",
-    "turn.finish.before",
-    "model.request.before",
-    "model.response.after",
-    "model.switch.before",
-    "tool.permission.request",
-    "tool.batch.after",
-    "context.compact.before",
-    "context.compact.after",
-    "task.change.before",
-    "user.elicitation.request",
-    "user.elicitation.result",
-    "user.message.inbound",
-    "user.message.outbound",
-    "workspace.change.before",
-];
+/// Whether an intercept subscription may select `event_type` (digest §6 rule 6): the
+/// events of the one table, [`crate::events::TABLE`].
+pub fn is_interceptable(event_type: &str) -> bool {
+    crate::events::named(event_type).is_some()
+}
 
 /// Parses and validates a registration document. Any problem rejects the whole document;
 /// every problem found is returned, not just the first.

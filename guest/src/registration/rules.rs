@@ -12,7 +12,7 @@ use super::problems::{
 };
 use super::{
     Auth, Backend, EventPattern, FailurePolicy, Lifecycle, Mode, OAuth, OAuthFlow, Subscription,
-    Transport, INTERCEPTABLE_EVENTS,
+    Transport,
 };
 use crate::syntax::{is_env_name, is_http_url, is_reverse_dns};
 use serde_json::Value;
@@ -269,7 +269,10 @@ fn require_interceptable<'e>(
 ) {
     for (i, pattern) in events.enumerate() {
         let Some(pattern) = pattern else { continue };
-        if !INTERCEPTABLE_EVENTS.iter().any(|e| pattern.matches(e)) {
+        if !crate::events::TABLE
+            .iter()
+            .any(|r| pattern.matches(r.event.as_str()))
+        {
             c.problem(&format!("{path}/{i}"), "selects no interceptable event");
         }
     }

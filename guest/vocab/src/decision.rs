@@ -63,6 +63,8 @@ words! {
         Allow = "allow",
         Ask = "ask",
         Deny = "deny",
+        /// An accepted `flow` stop ended decision-making here.
+        Stop = "stop",
         FailedOpen = "failed-open",
         FailedClosed = "failed-closed",
         /// The chain stopped before this interceptor was called.

@@ -9,19 +9,24 @@
 
 #[macro_use]
 mod words;
+mod capability;
 mod decision;
 mod effect;
 mod failure;
 mod problem;
 mod record;
 
+pub use capability::{
+    DeliverAt, EventCapability, FlowCapability, FlowOperation, InterceptableEvent,
+    ModifyCapability, ModifyOperation, ModifyTarget,
+};
 pub use decision::{DecidedBy, Decision, FailurePolicy, OAuthFlow, Outcome};
 pub use effect::EffectKind;
 pub use failure::{Detail, Failure, FailureClass, Phase};
 pub use problem::Problem;
 pub use record::{
-    AttemptEntry, AttemptResult, EventRef, InterceptorEntry, ObserverEntry, ObserverKind,
-    ObserverResult, Record,
+    AttemptEntry, AttemptResult, Enforce, EventRef, Flow, Injection, InterceptorEntry,
+    ObserverEntry, ObserverKind, ObserverResult, Record,
 };
 
 /// The wire `protocolVersion` both official SDKs speak, and the only registration

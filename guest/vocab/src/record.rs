@@ -1,7 +1,9 @@
 //! The settlement record: one JSON object per hook call (DESIGN.md §4). The CLI prints
 //! exactly this, and the audit log holds exactly this.
 
-use crate::{DecidedBy, Decision, Failure, FailureClass, FailurePolicy, Outcome};
+use crate::{
+    DecidedBy, Decision, DeliverAt, Failure, FailureClass, FailurePolicy, FlowOperation, Outcome,
+};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The record of one hook call.
@@ -17,9 +19,52 @@ pub struct Record {
     /// `message` effects accepted from backends, in chain order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub messages: Vec<String>,
+    /// What the harness must enforce besides the decision, all from accepted effects.
+    #[serde(flatten)]
+    pub enforce: Enforce,
     pub elapsed_ms: u64,
     pub interceptors: Vec<InterceptorEntry>,
     pub observers: Vec<ObserverEntry>,
+}
+
+/// The accepted `modify`, `return`, `inject` and `flow` effects of a call, composed in
+/// chain order: what the harness must apply. Every member is absent when empty, so a
+/// call without such effects has the record it always had.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Enforce {
+    /// The accepted effective value of each modified target, keyed by the target word
+    /// (`effective.input`): what the operation must use instead of the original.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub effective: serde_json::Map<String, serde_json::Value>,
+    /// A supplied result: the original execution is skipped, policy still applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returned: Option<serde_json::Value>,
+    /// Context to append, in chain order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub injections: Vec<Injection>,
+    /// The settled flow operation, when a backend asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Flow>,
+}
+
+/// One accepted `inject`: canonical messages appended to the context.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Injection {
+    pub deliver_at: DeliverAt,
+    pub value: serde_json::Value,
+}
+
+/// The settled `flow`: stop (with the backend's reason) beats continue.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flow {
+    pub operation: FlowOperation,
+    /// A stop's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// A continue's instruction, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<String>,
 }
 
 impl Record {
@@ -32,6 +77,7 @@ impl Record {
             decided_by,
             reason: decided_by.generic_reason().map(str::to_string),
             messages: Vec::new(),
+            enforce: Enforce::default(),
             elapsed_ms,
             interceptors: Vec::new(),
             observers: Vec::new(),
@@ -119,6 +165,9 @@ pub enum ObserverKind {
     /// A matching interceptor that a deny or fail-closed stop kept from being called
     /// gets the event as a best-effort observe (digest §6.1).
     ShortCircuit,
+    /// An observe subscription matching the hook call's own event, sent by the call
+    /// after its decision is handed out (digest §8, delivery ownership).
+    Owned,
 }
 
 /// One best-effort observe notification owned by the hook call.
@@ -219,6 +268,7 @@ mod tests {
             decided_by: DecidedBy::SyntheticDeny,
             reason: DecidedBy::SyntheticDeny.generic_reason().map(Into::into),
             messages: Vec::new(),
+            enforce: Enforce::default(),
             elapsed_ms: 751,
             interceptors: vec![InterceptorEntry {
                 backend: "com.example.policy".into(),

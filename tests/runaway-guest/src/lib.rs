@@ -8,7 +8,7 @@ mod component {
     wit_bindgen::generate!({ path: "../../wit", world: "plugin" });
 
     use exports::ahp::interceptor::interceptor::{
-        BackendPlan, Delivery, EffectKind, Guest, GuestEngine, Problem, Settlement,
+        BackendPlan, Delivery, EffectKind, EventCapability, Guest, GuestEngine, Problem, Settlement,
     };
 
     struct Component;
@@ -23,8 +23,13 @@ mod component {
     }
 
     impl GuestEngine for Runaway {
+        fn interceptable() -> Vec<EventCapability> {
+            Vec::new()
+        }
+
         fn load(
             registration: String,
+            _declaration: Vec<EventCapability>,
         ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<Problem>> {
             let panics = registration.contains("panic");
             Ok(exports::ahp::interceptor::interceptor::Engine::new(
