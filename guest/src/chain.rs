@@ -8,10 +8,11 @@
 //! interrupted or out-of-budget call is a denial, never permission. After a stop, the
 //! matching interceptors that were never called get the event as a best-effort observe.
 
+use crate::deadline::{elapsed_ms, Deadline};
 use crate::effect::{self, Effect};
 use crate::event::Event;
 use crate::events::Rules;
-use crate::host_api::{AuthError, DeliveryError, Host, Instant, IoPhase, NANOS_PER_MS};
+use crate::host_api::{AuthError, DeliveryError, Host, Instant, IoPhase};
 use crate::registration::{Backend, Interceptor as Target, Registration};
 use crate::response;
 use crate::settlement::{ObserverDelivery, Settlement};
@@ -84,9 +85,8 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             continue;
         }
         let now = host.now();
-        let own_deadline = now.saturating_add(target.timeout_ms.saturating_mul(NANOS_PER_MS));
-        let deadline = call.budget.map_or(own_deadline, |b| b.min(own_deadline));
-        let budget_binds = call.budget.is_some_and(|b| b < own_deadline);
+        let bound = Deadline::within(now, target.timeout_ms, call.budget);
+        let (deadline, budget_binds) = (bound.at(), bound.budget_binds());
         let message = wire::intercept(
             &effective,
             target.subscription.include_native,
@@ -355,7 +355,7 @@ fn evaluate<H: Host>(
             Tried::Ended(Ending::Failed(f)) => AttemptResult::Failed(f.class),
             Tried::Unauthorized { .. } => AttemptResult::Unauthorized,
         };
-        let elapsed_ms = host.now().saturating_sub(begun) / NANOS_PER_MS;
+        let elapsed_ms = elapsed_ms(begun, host.now());
         attempts.push(AttemptEntry {
             n,
             elapsed_ms,

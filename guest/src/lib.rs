@@ -9,6 +9,7 @@
 //! component's imports (`wit/interceptor.wit`) and native tests fake.
 
 pub mod chain;
+pub mod deadline;
 pub mod effect;
 pub mod engine;
 pub mod event;

@@ -685,12 +685,12 @@ mod tests {
         ] {
             let expected = Err(parse(MalformedJson).with_detail(Detail::DuplicateKey));
             assert_eq!(
-                decode(&http(body.as_str()), "evt_1", &ALL),
+                decode(&http(body.as_str()), "evt_1", &all()),
                 expected,
                 "{body}"
             );
             assert_eq!(
-                decode(&stdio(body.as_str()), "evt_1", &ALL),
+                decode(&stdio(body.as_str()), "evt_1", &all()),
                 expected,
                 "{body}"
             );

@@ -6,7 +6,8 @@
 //! expiry apart from interruption. It never holds a secret, and the `reason` never holds
 //! transport details or backend error text.
 
-use crate::host_api::{Instant, NANOS_PER_MS};
+use crate::deadline::{elapsed_ms, Deadline};
+use crate::host_api::Instant;
 use crate::wire::Message;
 use ahp_vocab::{
     DecidedBy, Decision, Enforce, EventRef, InterceptorEntry, ObserverEntry, ObserverKind, Record,
@@ -16,8 +17,7 @@ use ahp_vocab::{
 /// When an observe notification prepared at `now` must be done: the observer timeout,
 /// or the call's budget if that ends first.
 pub fn observer_deadline(now: Instant, budget: Option<Instant>) -> Instant {
-    let own = now.saturating_add(OBSERVER_TIMEOUT_MS * NANOS_PER_MS);
-    budget.map_or(own, |b| b.min(own))
+    Deadline::within(now, OBSERVER_TIMEOUT_MS, budget).at()
 }
 
 /// A prepared `hooks/observe` notification owned by the hook call.
@@ -57,7 +57,7 @@ impl Settlement {
             reason: self.reason.clone(),
             messages: self.messages.clone(),
             enforce: self.enforce.clone(),
-            elapsed_ms: self.elapsed_ns / NANOS_PER_MS,
+            elapsed_ms: elapsed_ms(0, self.elapsed_ns),
             interceptors: self.interceptors.clone(),
             observers: self
                 .observers
