@@ -111,12 +111,16 @@ const exports = await instantiate(
 const { Engine } = exports.interceptor;
 
 function problems(error) {
-  return Array.isArray(error?.payload) ? error.payload : [String(error)];
+  // Problems are `{path, rule}` records (`problem` in the WIT).
+  return Array.isArray(error?.payload)
+    ? error.payload.map((p) => `${p.path || '/'}: ${p.rule}`)
+    : [String(error)];
 }
 
 let engine;
 try {
-  engine = Engine.load(readFileSync(registrationPath, 'utf8'));
+  // This host declares everything the component can intercept (the capability handshake).
+  engine = Engine.load(readFileSync(registrationPath, 'utf8'), Engine.interceptable());
 } catch (error) {
   for (const problem of problems(error)) console.error(`error: ${problem}`);
   process.exit(1);
