@@ -7,10 +7,10 @@
 
 use ahp_host::{
     BoxFuture, DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, RetryPolicy,
-    Settlement, Transport, TransportError, TransportReply, TransportRequest,
+    Transport, TransportError, TransportReply, TransportRequest,
 };
 use ahp_tests::support::{
-    assert_failed, assert_settled, assert_settled_at, event, only_interceptor, record_json,
+    assert_failed, assert_settled, assert_settled_at, call, event, only_interceptor, record_json,
     registration, Http,
 };
 use serde_json::{json, Value};
@@ -118,13 +118,6 @@ async fn interceptor_with(
     Interceptor::new(&reg, options)
         .await
         .expect("valid registration")
-}
-
-async fn call(interceptor: &Interceptor, event_id: &str) -> Settlement {
-    interceptor
-        .intercept(&event(event_id), &[EffectKind::Deny], None)
-        .await
-        .expect("a valid event settles")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
