@@ -339,6 +339,7 @@ impl Interceptor {
             deliveries,
             inner.observer_timeout,
             interrupt,
+            &inner.closing,
         )
         .await
     }
@@ -367,13 +368,31 @@ impl Interceptor {
     /// reaps them (bounded, without stalling the async workers; see [`blocking`]). Safe
     /// to call repeatedly, also concurrently.
     pub fn shutdown(&self) {
+        let killed = self.close();
+        // Reaping the killed stdio children waits (bounded): not on an async worker.
+        blocking(move || backends::reap(killed));
+    }
+
+    /// As [`Interceptor::shutdown`], for async callers: reaps the stdio children on the
+    /// blocking pool and returns once they are reaped (or the bound passed), blocking no
+    /// async worker on any runtime flavour. Safe to call repeatedly, also concurrently.
+    pub async fn shutdown_async(&self) {
+        let killed = self.close();
+        if let Err(e) = tokio::task::spawn_blocking(move || backends::reap(killed)).await {
+            tracing::error!(error = %e, "reaping stdio backends failed");
+        }
+    }
+
+    /// The non-blocking part of shutdown: stops admission, ends in-flight calls and
+    /// their observer deliveries, closes connection pools (the OAuth ones too) and kills
+    /// the stdio children; returns them to reap. Injected transports and credential
+    /// providers are the caller's and stay untouched.
+    fn close(&self) -> Vec<(String, crate::capabilities::stdio::Killed)> {
         self.inner.shut_down.store(true, Ordering::SeqCst);
         self.inner.closing.interrupt();
         self.inner.pool.close();
         self.inner.backends.close();
-        // Reaping the killed stdio children waits (bounded): not on an async worker.
-        let killed = self.inner.backends.killed();
-        blocking(move || backends::reap(killed));
+        self.inner.backends.killed()
     }
 }
 

@@ -2,12 +2,17 @@
 //! and where its credential comes from. Built once per interceptor from the component's
 //! plan and the host's [`BackendConfig`], then shared by all of its instances.
 
+use crate::bindings::delivery::Reply;
+use crate::bindings::host_types::DeliveryError;
 use crate::bindings::interceptor::{AuthPlan, BackendPlan, OauthFlow, TransportPlan};
 use crate::capabilities::credentials::{CredentialProvider, Source};
 use crate::capabilities::http::{HttpBackend, HttpOptions};
 use crate::capabilities::oauth::OAuth;
 use crate::capabilities::stdio::{self, StdioBackend};
+use crate::capabilities::transport::{self, TransportRequest};
+use crate::interrupt::Interrupt;
 use crate::retry::RetryPolicy;
+use crate::types::Secret;
 use ahp_vocab::OAuthFlow;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,6 +30,8 @@ pub struct BackendConfig {
     pub retries: RetryPolicy,
     /// The harness's own credential sources, by backend id.
     pub credential_providers: HashMap<String, Arc<dyn CredentialProvider>>,
+    /// The harness's own transports, by backend id.
+    pub transports: HashMap<String, Arc<dyn transport::Transport>>,
 }
 
 /// How a backend is reached.
@@ -33,6 +40,8 @@ pub enum Transport {
     Http(HttpBackend),
     /// A child process, persistent or one per event.
     Stdio(StdioBackend),
+    /// The embedder's own (`Options::transports`): borrowed, never closed.
+    Injected(Arc<dyn transport::Transport>),
 }
 
 /// One registered backend, as the host serves it.
@@ -72,11 +81,18 @@ impl Backends {
                 "allow-insecure-http names `{unknown}`, which is not an http backend of this registration"
             ));
         }
+        let is_backend = |id: &str| plan.iter().any(|b| b.id == id);
+        if let Some(unknown) = config.transports.keys().find(|id| !is_backend(id)) {
+            return Err(format!(
+                "transport for `{unknown}`, which is not a backend of this registration"
+            ));
+        }
         let oauth = Arc::new(OAuth::new(config.http.clone()));
         let mut by_id = HashMap::new();
         for backend in plan {
-            let transport = match &backend.transport {
-                TransportPlan::Http(url) => {
+            let transport = match (config.transports.get(&backend.id), &backend.transport) {
+                (Some(injected), _) => Transport::Injected(Arc::clone(injected)),
+                (None, TransportPlan::Http(url)) => {
                     let mut http = config.http.clone();
                     http.allow_insecure_http = config.allow_insecure_http.contains(&backend.id);
                     Transport::Http(
@@ -84,7 +100,7 @@ impl Backends {
                             .map_err(|e| format!("backend {}: {e}", backend.id))?,
                     )
                 }
-                TransportPlan::Stdio(plan) => Transport::Stdio(StdioBackend::new(
+                (None, TransportPlan::Stdio(plan)) => Transport::Stdio(StdioBackend::new(
                     &backend.id,
                     plan,
                     &config.stdio_env,
@@ -125,6 +141,7 @@ impl Backends {
             match &backend.transport {
                 Transport::Http(http) => http.close_idle(),
                 Transport::Stdio(stdio) => stdio.shut_down(),
+                Transport::Injected(_) => {}
             }
         }
     }
@@ -137,9 +154,38 @@ impl Backends {
             .iter()
             .filter_map(|(id, backend)| match &backend.transport {
                 Transport::Stdio(stdio) => Some((id.clone(), stdio.killed())),
-                Transport::Http(_) => None,
+                Transport::Http(_) | Transport::Injected(_) => None,
             })
             .collect()
+    }
+}
+
+impl Backend {
+    /// One exchange carrying exactly `message`, by `deadline`, over this backend's
+    /// transport; `cancelled` tells an injected transport to stop its own work.
+    pub async fn exchange(
+        &self,
+        id: &str,
+        message: &[u8],
+        bearer: Option<&Secret>,
+        deadline: tokio::time::Instant,
+        cancelled: &Interrupt,
+    ) -> Result<Reply, DeliveryError> {
+        match &self.transport {
+            Transport::Http(http) => http.exchange(message, bearer, deadline).await,
+            // No status on stdio: a message written in full and answered is delivered.
+            Transport::Stdio(stdio) => stdio.exchange(message, deadline).await,
+            Transport::Injected(injected) => {
+                let request = TransportRequest {
+                    backend: id,
+                    message,
+                    credential: bearer,
+                    deadline: deadline.into_std(),
+                    cancelled,
+                };
+                transport::exchange(injected.as_ref(), request).await
+            }
+        }
     }
 }
 

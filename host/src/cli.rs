@@ -369,12 +369,25 @@ async fn observe(registration: &PathBuf, event: &str, host: &HostArgs) -> ExitCo
         Ok(interceptor) => interceptor,
         Err(e) => return build_failure(e),
     };
+    // A signal shuts the interceptor down: the deliveries end as `interrupted` and the
+    // stdio children are killed and reaped before the process exits, never orphaned.
+    let signalled = Interrupt::new();
+    let (on_signal, closing) = (signalled.clone(), interceptor.clone());
+    let watcher = tokio::spawn(async move {
+        wait_for_signal().await;
+        on_signal.interrupt();
+        closing.shutdown_async().await;
+    });
     let result = interceptor.observe(&event, None).await;
-    interceptor.shutdown();
+    watcher.abort();
+    interceptor.shutdown_async().await;
     match result {
         Ok(observed) => {
             println!("{}", serde_json::to_string(&observed).unwrap_or_default());
-            ExitCode::SUCCESS
+            match signalled.is_set() {
+                true => fail("interrupted by a signal: observers not all delivered"),
+                false => ExitCode::SUCCESS,
+            }
         }
         Err(e) => call_failure(&e),
     }

@@ -2,10 +2,10 @@
 //! deadline the component passed; everything a backend or the network can do wrong is a
 //! WIT `delivery-error`, and only host bugs trap.
 
-use crate::backends::Transport;
 use crate::bindings::delivery::{self as wit, Reply};
 use crate::bindings::host_types::DeliveryError;
 use crate::clock;
+use crate::interrupt::Interrupt;
 use crate::retry::wait_to_retry;
 use crate::state::HostState;
 use crate::types::Credential;
@@ -40,15 +40,14 @@ impl wit::Host for HostState {
         }
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
         let stopped = self.when_stopped();
-        let exchange = async {
-            match &target.transport {
-                Transport::Http(http) => http.exchange(&message, bearer.as_ref(), deadline).await,
-                Transport::Stdio(stdio) => stdio.exchange(&message, deadline).await,
-            }
-        };
+        let cancelled = Interrupt::new();
+        let exchange = target.exchange(&backend, &message, bearer.as_ref(), deadline, &cancelled);
         Ok(tokio::select! {
             r = exchange => r,
-            () = stopped => Err(DeliveryError::Cancelled),
+            () = stopped => {
+                cancelled.interrupt();
+                Err(DeliveryError::Cancelled)
+            }
         })
     }
 

@@ -65,6 +65,7 @@ pub use builder::InterceptorBuilder;
 pub use capabilities::credentials::{
     AuthFailure, BoxFuture, CredentialProvider, CredentialRequest,
 };
+pub use capabilities::transport::{Transport, TransportError, TransportReply, TransportRequest};
 pub use declaration::Declaration;
 pub use error::Error;
 pub use interrupt::Interrupt;

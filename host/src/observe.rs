@@ -2,38 +2,44 @@
 //! its own deadline. An observer's failure is recorded, never raised, and never changes
 //! a decision.
 
-use crate::backends::{Backend, Backends, Transport};
+use crate::backends::Backends;
+use crate::bindings::delivery::Reply;
 use crate::bindings::host_types::DeliveryError;
 use crate::bindings::interceptor::Delivery;
 use crate::clock;
 use crate::interrupt::Interrupt;
 use crate::retry::wait_to_retry;
-use crate::types::Secret;
 use ahp_vocab::{Detail, Failure, FailureClass, ObserverResult, Phase};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
 /// Sends the call's observe notifications concurrently, each bounded by its own
-/// deadline and by `timeout`; interruption cancels them. Results are in the order given.
+/// deadline and by `timeout`; the call's interruption and the interceptor's shutdown
+/// (`closing`) cancel them. Results are in the order given.
 pub(crate) async fn deliver_observers(
     backends: &Arc<Backends>,
     deliveries: Vec<Delivery>,
     timeout: Duration,
     interrupt: &Interrupt,
+    closing: &Interrupt,
 ) -> Vec<ObserverResult> {
     let mut tasks = tokio::task::JoinSet::new();
     let count = deliveries.len();
     for (i, delivery) in deliveries.into_iter().enumerate() {
         let backends = backends.clone();
-        let interrupt = interrupt.clone();
+        let (interrupt, closing) = (interrupt.clone(), closing.clone());
         let bound = Instant::now() + timeout;
         tasks.spawn(async move {
             let deadline = Instant::from_std(clock::to_instant(delivery.deadline)).min(bound);
+            let cancelled = Interrupt::new();
             let result = tokio::select! {
-                r = notify(&backends, &delivery.backend, &delivery.message, deadline, &interrupt) => r,
+                r = notify(&backends, &delivery.backend, &delivery.message, deadline, &cancelled) => r,
                 () = interrupt.wait() => ObserverResult::Interrupted,
+                () = closing.wait() => ObserverResult::Interrupted,
             };
+            // Tells an injected provider or transport to stop its own work.
+            cancelled.interrupt();
             (i, result)
         });
     }
@@ -69,25 +75,18 @@ pub(crate) async fn notify(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let (result, transient) = notify_once(target, message, bearer.as_ref(), deadline).await;
+        let sent = target
+            .exchange(backend, message, bearer.as_ref(), deadline, cancelled)
+            .await;
+        let (result, transient) = classify(sent);
         if !transient || !wait_to_retry(target.retries, attempt, deadline).await {
             return result;
         }
     }
 }
 
-/// One attempt at an observe notification: its result, and whether it may be retried.
-async fn notify_once(
-    target: &Backend,
-    message: &[u8],
-    bearer: Option<&Secret>,
-    deadline: Instant,
-) -> (ObserverResult, bool) {
-    let sent = match &target.transport {
-        Transport::Http(http) => http.exchange(message, bearer, deadline).await,
-        // No status on stdio: a notification written in full is delivered.
-        Transport::Stdio(stdio) => stdio.exchange(message, deadline).await,
-    };
+/// The result of one attempt at an observe notification, and whether it may be retried.
+fn classify(sent: Result<Reply, DeliveryError>) -> (ObserverResult, bool) {
     let failure = match sent {
         Ok(reply) => match reply.status {
             None => return (ObserverResult::Delivered, false),

@@ -3,6 +3,7 @@
 use crate::backends::BackendConfig;
 use crate::capabilities::credentials::CredentialProvider;
 use crate::capabilities::http::HttpOptions;
+use crate::capabilities::transport::Transport;
 use crate::declaration::Declaration;
 use crate::retry::RetryPolicy;
 use std::collections::HashMap;
@@ -37,6 +38,11 @@ pub struct Options {
     /// replaces the registration's binding for its backend; the interceptor never closes
     /// them.
     pub credential_providers: HashMap<String, Arc<dyn CredentialProvider>>,
+    /// The harness's own transports, by backend id (any backend of the registration).
+    /// Each replaces that backend's `http` or `stdio` binding; deadlines, cancellation,
+    /// retries, policy and audit apply as to any backend, and the interceptor never
+    /// closes them.
+    pub transports: HashMap<String, Arc<dyn Transport>>,
     /// What the harness intercepts and enforces, per event (default: every interceptable
     /// event with every effect it allows). A registration intercepting an undeclared
     /// event is refused at load.
@@ -56,6 +62,7 @@ impl Options {
             stdio_env: self.stdio_env.clone(),
             retries: self.retries.clone(),
             credential_providers: self.credential_providers.clone(),
+            transports: self.transports.clone(),
         })
     }
 }

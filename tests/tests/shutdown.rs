@@ -1,10 +1,12 @@
 //! Shutdown: admission stops (later calls fail locally with a `shutdown` denial),
 //! in-flight calls end as denials, repeated and concurrent shutdown is safe, and the
-//! interceptor's connections are released.
+//! interceptor's connections are released; shutdown also cancels the owned observer
+//! deliveries in flight, and `ahp observe` shuts down on a signal, leaving no child.
 
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, record_json, registration, Http};
+use ahp_tests::support::{ahp_binary, event, record_json, registration, Http};
+use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 fn fd_targets() -> Vec<String> {
@@ -123,4 +125,130 @@ async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
         fds_before,
         fd_targets()
     );
+}
+
+/// An owned observer delivery hanging on a blackhole ends as `interrupted` when the
+/// interceptor shuts down during `HookCall::complete`, instead of running to its 2 s
+/// bound (`deadline-exceeded`); the decision handed out before is unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_cancels_owned_observer_deliveries_in_flight() {
+    let policy = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let mut reg: Value = serde_json::from_str(&registration(&[Http::new(
+        "com.example.policy",
+        policy.url(),
+    )]))
+    .unwrap();
+    reg["hooks"].as_array_mut().unwrap().push(json!({
+        "id": "com.example.hang", "transport": {"type": "http", "url": hanging.url()},
+        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                           "content": {"default": "metadata"}}]
+    }));
+    let hooks = Interceptor::new(&reg.to_string(), Options::default())
+        .await
+        .unwrap();
+    let call = hooks
+        .settle(
+            &event("evt_sd_obs"),
+            &[EffectKind::Deny],
+            None,
+            &Interrupt::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(call.settlement().decision, Decision::Allow);
+    let completing = tokio::spawn(call.complete());
+    assert!(hanging.wait_for_requests(1, Duration::from_secs(5)).await);
+    hooks.shutdown_async().await;
+    let settled = tokio::time::timeout(Duration::from_secs(10), completing)
+        .await
+        .expect("completion ends once shut down")
+        .unwrap();
+    let record = record_json(&settled);
+    assert_eq!(
+        record["observers"][0]["backend"], "com.example.hang",
+        "{record}"
+    );
+    assert_eq!(record["observers"][0]["result"], "interrupted", "{record}");
+    assert_eq!(settled.decision, Decision::Allow, "{record}");
+}
+
+/// `ahp observe` sent SIGTERM while its per-event stdio observer is still running (that
+/// backend ignores its input closing and sleeps): the CLI shuts down, exits 1 on its own
+/// (not killed by the signal), and the child is gone, not orphaned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ahp_observe_on_sigterm_kills_and_reaps_its_stdio_children() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("backend.log");
+    let reg = json!({"protocolVersion": "draft", "hooks": [{
+        "id": "com.example.sleepy",
+        "transport": {"type": "stdio", "command": env!("CARGO_BIN_EXE_stdio_backend"),
+                      "args": ["stubborn", log.to_str().unwrap()], "lifecycle": "per_event"},
+        "subscriptions": [{"events": ["tool.after"], "mode": "observe",
+                           "content": {"default": "metadata"}}]
+    }]});
+    let reg_path = dir.path().join("registration.json");
+    std::fs::write(&reg_path, reg.to_string()).unwrap();
+    let event_path = dir.path().join("event.json");
+    let after = json!({"id": "evt_sd_sig", "source": "urn:ahp:test", "type": "tool.after",
+        "time": "2026-11-30T12:00:01Z", "session": {"id": "sess_sd"}, "call": {"id": "call_sd"},
+        "path": "native", "tool": {"name": "Bash", "input": {"command": "ls"}, "origin": "native"},
+        "outcome": "ok", "execution": {"status": "executed"}, "items": []});
+    std::fs::write(&event_path, after.to_string()).unwrap();
+    let mut ahp = tokio::process::Command::new(ahp_binary())
+        .arg("observe")
+        .arg("--registration")
+        .arg(&reg_path)
+        .arg("--event")
+        .arg(&event_path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let child_pid = wait_for_pid(&log)
+        .await
+        .expect("the observer backend started");
+    // The delivery is in flight: the backend has the notification and keeps running.
+    assert!(alive(child_pid));
+    let ahp_pid = ahp.id().unwrap().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &ahp_pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = tokio::time::timeout(Duration::from_secs(10), ahp.wait())
+        .await
+        .expect("ahp observe exits after SIGTERM")
+        .unwrap();
+    assert_eq!(status.signal(), None, "handled, not killed by the signal");
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        !alive(child_pid),
+        "stdio child {child_pid} outlived ahp observe"
+    );
+}
+
+/// The pid the stdio backend logs when it starts, polled for up to 10 s.
+async fn wait_for_pid(log: &std::path::Path) -> Option<u32> {
+    for _ in 0..1000 {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(pid) = text.lines().find_map(|l| l.strip_prefix("pid ")) {
+            return pid.parse().ok();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
+}
+
+/// Whether `pid` runs (a zombie awaiting its reaper does not count).
+fn alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    state != Some("Z")
 }

@@ -1,8 +1,9 @@
 //! How the host reaches backends and obtains their credentials: the transports (`http`,
-//! `stdio`) and the credential sources (`credentials`, `oauth`). The WIT impls that serve
+//! `stdio`, injected `transport`) and the credential sources (`credentials`, `oauth`). The WIT impls that serve
 //! them to the component are `credentials_impl` and `delivery_impl`.
 
 pub mod credentials;
 pub mod http;
 pub mod oauth;
 pub mod stdio;
+pub mod transport;

@@ -171,8 +171,12 @@ impl OAuth {
         }
     }
 
-    /// Aborts every acquisition in flight (shutdown); their waiters fail.
+    /// Aborts every acquisition in flight and closes the idle connections to metadata
+    /// and token endpoints (shutdown); their waiters fail.
     pub fn close(&self) {
+        for endpoint in lock(&self.endpoints).values() {
+            endpoint.close_idle();
+        }
         for slot in lock(&self.tokens).values_mut() {
             if let Some(flight) = slot.flight.take() {
                 flight.task.abort();

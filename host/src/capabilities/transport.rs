@@ -1,0 +1,146 @@
+//! Injected transports: an embedder's own delivery for one backend id, in place of the
+//! registration's `http` or `stdio` binding. The host still owns everything around the
+//! exchange — the absolute deadline (it stops waiting at it), cancellation, retries with
+//! the same bytes, policy and audit — and only borrows the transport: shutdown never
+//! closes it, and dropping the interceptor drops only the host's `Arc`.
+
+use super::credentials::BoxFuture;
+use crate::bindings::delivery::Reply;
+use crate::bindings::host_types::{DeliveryError, IoPhase};
+use crate::interrupt::Interrupt;
+use crate::types::Secret;
+use std::fmt;
+
+/// One exchange an injected [`Transport`] is asked to carry.
+#[derive(Clone, Copy, Debug)]
+pub struct TransportRequest<'a> {
+    /// The backend id from the registration.
+    pub backend: &'a str,
+    /// The JSON-RPC message, exactly as encoded once by the component (a retry carries
+    /// the same bytes).
+    pub message: &'a [u8],
+    /// The backend's credential, if it has one (it never goes anywhere else).
+    pub credential: Option<&'a Secret>,
+    /// The subscription's absolute deadline: the host stops waiting at it.
+    pub deadline: std::time::Instant,
+    /// Set when the hook call is interrupted or the interceptor shuts down. The host
+    /// stops waiting at once either way; this lets a transport stop its own work.
+    pub cancelled: &'a Interrupt,
+}
+
+/// What the backend answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TransportReply {
+    /// The HTTP status, for transports that have one (`None`: like stdio, the body is
+    /// the whole answer).
+    pub status: Option<u16>,
+    /// The reply's media type, if the transport has one.
+    pub content_type: Option<String>,
+    /// The reply body: one JSON-RPC response (empty for an acknowledged notification).
+    pub body: Vec<u8>,
+}
+
+/// Why an exchange failed: the WIT `delivery-error` classes an embedder's transport can
+/// report. Each settles under the subscription's failure policy like the built-in
+/// transports' failures; the transient ones (refused, reset, lost) are retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransportError {
+    /// The deadline passed (the host also enforces it, as `await-response`).
+    DeadlineExceeded,
+    /// The transport noticed cancellation and stopped.
+    Cancelled,
+    /// Nobody took the message; nothing was sent.
+    ConnectionRefused,
+    /// The peer reset the channel mid-exchange.
+    ConnectionReset,
+    /// The peer went away before a complete reply.
+    ConnectionLost,
+    /// A backend process could not be started.
+    LaunchFailed,
+    /// A backend process exited, with its status if it had one.
+    AbnormalExit(Option<i32>),
+    /// A secure channel could not be set up; nothing was sent.
+    TlsFailed,
+    /// The reply was not valid framing for the transport.
+    Malformed,
+    /// The reply was larger than the transport accepts.
+    ResponseTooLarge,
+    /// The transport refuses this delivery.
+    NotPermitted,
+}
+
+/// An embedder's own delivery for one backend, injected through `Options::transports`.
+///
+/// ```no_run
+/// use ahp_host::{BoxFuture, Interceptor, Options, Transport, TransportError};
+/// use ahp_host::{TransportReply, TransportRequest};
+/// use std::sync::Arc;
+///
+/// /// A policy engine in the harness's own process.
+/// struct InProcess;
+///
+/// impl Transport for InProcess {
+///     fn exchange<'a>(
+///         &'a self,
+///         request: TransportRequest<'a>,
+///     ) -> BoxFuture<'a, Result<TransportReply, TransportError>> {
+///         Box::pin(async move {
+///             let _ = request.message; // decide, by `request.deadline`
+///             Err(TransportError::ConnectionRefused)
+///         })
+///     }
+/// }
+///
+/// # async fn build(registration: &str) -> Result<(), ahp_host::Error> {
+/// let mut options = Options::default();
+/// let engine: Arc<dyn Transport> = Arc::new(InProcess);
+/// options.transports.insert("com.example.policy".into(), engine);
+/// let interceptor = Interceptor::new(registration, options).await?;
+/// # Ok(()) }
+/// ```
+pub trait Transport: Send + Sync {
+    /// Carries `request.message` to the backend and returns its reply.
+    fn exchange<'a>(
+        &'a self,
+        request: TransportRequest<'a>,
+    ) -> BoxFuture<'a, Result<TransportReply, TransportError>>;
+}
+
+impl fmt::Debug for dyn Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Transport")
+    }
+}
+
+/// One exchange through `transport`, bounded by `deadline` whatever the transport does.
+pub(crate) async fn exchange(
+    transport: &dyn Transport,
+    request: TransportRequest<'_>,
+) -> Result<Reply, DeliveryError> {
+    let deadline = tokio::time::Instant::from_std(request.deadline);
+    match tokio::time::timeout_at(deadline, transport.exchange(request)).await {
+        Ok(Ok(reply)) => Ok(Reply {
+            status: reply.status,
+            content_type: reply.content_type,
+            body: reply.body,
+        }),
+        Ok(Err(e)) => Err(to_wit(e)),
+        Err(_) => Err(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse)),
+    }
+}
+
+fn to_wit(error: TransportError) -> DeliveryError {
+    match error {
+        TransportError::DeadlineExceeded => DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse),
+        TransportError::Cancelled => DeliveryError::Cancelled,
+        TransportError::ConnectionRefused => DeliveryError::ConnectionRefused,
+        TransportError::ConnectionReset => DeliveryError::ConnectionReset,
+        TransportError::ConnectionLost => DeliveryError::ConnectionLost,
+        TransportError::LaunchFailed => DeliveryError::LaunchFailed,
+        TransportError::AbnormalExit(status) => DeliveryError::AbnormalExit(status),
+        TransportError::TlsFailed => DeliveryError::TlsFailed,
+        TransportError::Malformed => DeliveryError::MalformedHttp,
+        TransportError::ResponseTooLarge => DeliveryError::ResponseTooLarge,
+        TransportError::NotPermitted => DeliveryError::NotPermitted,
+    }
+}

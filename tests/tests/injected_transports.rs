@@ -1,0 +1,285 @@
+//! Transports injected by the harness (`Options::transports`): an in-process policy
+//! engine replaces a backend's binding, and the host's failure semantics hold around it
+//! as around any backend — its deadline (enforced by the host even when the transport
+//! never returns), its failure classes under the subscription's policy, retries with the
+//! identical bytes, interruption — while the transport stays the caller's: shutdown
+//! leaves it usable and dropping the interceptor lets go of it.
+
+use ahp_host::{
+    BoxFuture, DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, RetryPolicy,
+    Transport, TransportError, TransportReply, TransportRequest,
+};
+use ahp_tests::support::{
+    assert_failed, assert_settled, assert_settled_at, call, event, only_interceptor, record_json,
+    registration, Http,
+};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const BACKEND: &str = "com.example.in-process";
+/// Never dialled: the injected transport replaces this binding.
+const UNUSED_URL: &str = "http://127.0.0.1:9/never";
+const POLICIES: [&str; 2] = ["fail-open", "fail-closed"];
+
+/// What the in-process engine does with each request, in turn (the last one repeats).
+#[derive(Clone, Copy, Debug)]
+enum Answer {
+    Allow,
+    Deny,
+    /// Never answers, but notices cancellation.
+    Hang,
+    /// Fails as `connection-reset`.
+    Reset,
+}
+
+struct Engine {
+    answers: Vec<Answer>,
+    /// Every message it was given, byte for byte, with its deadline.
+    seen: Mutex<Vec<(Vec<u8>, std::time::Instant)>>,
+    saw_cancellation: Arc<AtomicBool>,
+}
+
+impl Engine {
+    fn new(answers: &[Answer]) -> Arc<Engine> {
+        Arc::new(Engine {
+            answers: answers.to_vec(),
+            seen: Mutex::default(),
+            saw_cancellation: Arc::default(),
+        })
+    }
+
+    fn messages(&self) -> Vec<Vec<u8>> {
+        let seen = self.seen.lock().unwrap();
+        seen.iter().map(|(m, _)| m.clone()).collect()
+    }
+}
+
+impl Transport for Engine {
+    fn exchange<'a>(
+        &'a self,
+        request: TransportRequest<'a>,
+    ) -> BoxFuture<'a, Result<TransportReply, TransportError>> {
+        Box::pin(async move {
+            assert_eq!(request.backend, BACKEND);
+            let n = {
+                let mut seen = self.seen.lock().unwrap();
+                seen.push((request.message.to_vec(), request.deadline));
+                seen.len()
+            };
+            let answer = self.answers[(n - 1).min(self.answers.len() - 1)];
+            let message: Value = serde_json::from_slice(request.message).expect("JSON-RPC");
+            let effects = match answer {
+                Answer::Allow => json!([]),
+                Answer::Deny => json!([{"type": "deny", "reason": "in-process says no"}]),
+                Answer::Reset => return Err(TransportError::ConnectionReset),
+                Answer::Hang => {
+                    let (cancelled, seen) =
+                        (request.cancelled.clone(), self.saw_cancellation.clone());
+                    tokio::spawn(async move {
+                        cancelled.wait().await;
+                        seen.store(true, Ordering::SeqCst);
+                    });
+                    return std::future::pending().await;
+                }
+            };
+            let reply = json!({"jsonrpc": "2.0", "id": message["id"],
+                               "result": {"protocolVersion": "draft", "effects": effects}});
+            Ok(TransportReply {
+                status: Some(200),
+                content_type: Some("application/json".into()),
+                body: reply.to_string().into_bytes(),
+            })
+        })
+    }
+}
+
+async fn interceptor_with(
+    engine: &Arc<Engine>,
+    policy: &str,
+    timeout_ms: u64,
+    retries: u32,
+) -> Interceptor {
+    let mut transports: HashMap<String, Arc<dyn Transport>> = HashMap::new();
+    transports.insert(BACKEND.into(), engine.clone());
+    let options = Options {
+        transports,
+        retries: RetryPolicy {
+            default: retries,
+            ..Default::default()
+        },
+        ..Options::default()
+    };
+    let reg = registration(&[Http::new(BACKEND, UNUSED_URL)
+        .policy(policy)
+        .timeout_ms(timeout_ms)]);
+    Interceptor::new(&reg, options)
+        .await
+        .expect("valid registration")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_engine_allows_and_denies() {
+    let engine = Engine::new(&[Answer::Allow, Answer::Deny]);
+    let hooks = interceptor_with(&engine, "fail-closed", 1_000, 0).await;
+    let allowed = call(&hooks, "evt_inproc_allow").await;
+    assert_settled(&allowed, Decision::Allow, DecidedBy::NoObjection, None);
+    let denied = call(&hooks, "evt_inproc_deny").await;
+    assert_settled(
+        &denied,
+        Decision::Deny,
+        DecidedBy::BackendDeny,
+        Some("in-process says no"),
+    );
+    let messages = engine.messages();
+    assert_eq!(messages.len(), 2);
+    let first: Value = serde_json::from_slice(&messages[0]).unwrap();
+    assert_eq!(first["method"], "hooks/intercept");
+    assert_eq!(first["params"]["event"]["id"], "evt_inproc_allow");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_transport_is_deadline_exceeded_at_the_deadline_under_both_policies() {
+    for policy in POLICIES {
+        let engine = Engine::new(&[Answer::Hang]);
+        let hooks = interceptor_with(&engine, policy, 300, 0).await;
+        let started = Instant::now();
+        let settled = call(&hooks, &format!("evt_inproc_hang_{policy}")).await;
+        assert_settled_at(started.elapsed(), Duration::from_millis(300), policy);
+        let failure = assert_failed(&settled, policy, "deadline-exceeded", policy);
+        assert_eq!(failure["phase"], "await-response", "{policy}: {failure}");
+        // The transport was told the subscription's deadline, which starts a little
+        // after the call does.
+        let (_, deadline) = engine.seen.lock().unwrap()[0];
+        let told = deadline.duration_since(started);
+        let timeout = Duration::from_millis(300);
+        assert!(
+            told >= timeout && told <= started.elapsed(),
+            "{policy}: deadline {told:?} after the call started"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_is_retried_with_identical_bytes_when_retries_are_on() {
+    for policy in POLICIES {
+        let engine = Engine::new(&[Answer::Reset]);
+        let hooks = interceptor_with(&engine, policy, 1_000, 0).await;
+        let settled = call(&hooks, &format!("evt_inproc_reset_{policy}")).await;
+        assert_failed(&settled, policy, "connection-reset", policy);
+        assert_eq!(
+            engine.messages().len(),
+            1,
+            "{policy}: no retries configured"
+        );
+    }
+    let engine = Engine::new(&[Answer::Reset, Answer::Allow]);
+    let hooks = interceptor_with(&engine, "fail-closed", 1_000, 2).await;
+    let settled = call(&hooks, "evt_inproc_retry").await;
+    assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
+    let messages = engine.messages();
+    assert_eq!(messages.len(), 2, "one attempt and one retry");
+    assert_eq!(messages[0], messages[1], "a retry resends the same bytes");
+    let record = record_json(&settled);
+    let attempts = only_interceptor(&record)["attempts"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(attempts, 2, "{record}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interruption_cancels_the_exchange_and_tells_the_transport() {
+    let engine = Engine::new(&[Answer::Hang]);
+    let hooks = interceptor_with(&engine, "fail-open", 10_000, 0).await;
+    let interrupt = Interrupt::new();
+    let trigger = interrupt.clone();
+    let calling = {
+        let hooks = hooks.clone();
+        tokio::spawn(async move {
+            hooks
+                .intercept_with(
+                    &event("evt_inproc_cut"),
+                    &[EffectKind::Deny],
+                    None,
+                    &interrupt,
+                )
+                .await
+        })
+    };
+    while engine.messages().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    trigger.interrupt();
+    let settled = calling.await.unwrap().unwrap();
+    assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
+    assert_eq!(settled.decided_by, DecidedBy::Interrupted);
+    let until = Instant::now() + Duration::from_secs(2);
+    while !engine.saw_cancellation.load(Ordering::SeqCst) && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(engine.saw_cancellation.load(Ordering::SeqCst));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_leaves_an_injected_transport_to_its_owner() {
+    let engine = Engine::new(&[Answer::Allow]);
+    let first = interceptor_with(&engine, "fail-closed", 1_000, 0).await;
+    call(&first, "evt_inproc_before_shutdown").await;
+    first.shutdown_async().await;
+    drop(first);
+    assert_eq!(
+        Arc::strong_count(&engine),
+        1,
+        "the interceptor let go of it"
+    );
+    let second = interceptor_with(&engine, "fail-closed", 1_000, 0).await;
+    let settled = call(&second, "evt_inproc_after_shutdown").await;
+    assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
+    assert_eq!(engine.messages().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transport_for_an_unknown_backend_is_refused_at_build() {
+    let mut transports: HashMap<String, Arc<dyn Transport>> = HashMap::new();
+    transports.insert("com.example.nobody".into(), Engine::new(&[Answer::Allow]));
+    let options = Options {
+        transports,
+        ..Options::default()
+    };
+    let reg = registration(&[Http::new(BACKEND, UNUSED_URL)]);
+    let error = Interceptor::new(&reg, options)
+        .await
+        .err()
+        .expect("refused");
+    assert!(error.to_string().contains("com.example.nobody"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transport_may_replace_a_stdio_binding() {
+    let engine = Engine::new(&[Answer::Deny]);
+    let mut transports: HashMap<String, Arc<dyn Transport>> = HashMap::new();
+    transports.insert(BACKEND.into(), engine.clone());
+    let options = Options {
+        transports,
+        ..Options::default()
+    };
+    // A command that does not exist: launching it would be `launch-failed`.
+    let reg = json!({"protocolVersion": "draft", "hooks": [{
+        "id": BACKEND,
+        "transport": {"type": "stdio", "command": "/nonexistent/ahp-backend", "lifecycle": "persistent"},
+        "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 1000,
+                           "failurePolicy": "fail-open", "content": {"default": "metadata"}}]
+    }]});
+    let hooks = Interceptor::new(&reg.to_string(), options).await.unwrap();
+    let settled = call(&hooks, "evt_inproc_stdio").await;
+    assert_settled(
+        &settled,
+        Decision::Deny,
+        DecidedBy::BackendDeny,
+        Some("in-process says no"),
+    );
+    assert_eq!(engine.messages().len(), 1);
+}
