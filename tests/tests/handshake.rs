@@ -79,8 +79,7 @@ async fn params_capabilities_are_the_declaration_narrowed_by_the_call() {
     let error = hooks
         .intercept(&tool_after("evt_hs_3"), &[EffectKind::Deny], None)
         .await
-        .err()
-        .expect("deny is not declared for tool.after");
+        .expect_err("deny is not declared for tool.after");
     assert_eq!(error.problems()[0].path, "effects[0]");
     let sent: Vec<Value> = backend
         .requests()
