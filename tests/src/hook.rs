@@ -11,6 +11,9 @@ use std::time::Duration;
 /// The reason of every denial the adapter makes itself.
 pub const FAILED_REASON: &str = "Policy evaluation failed.";
 
+/// The reason of a fail-closed denial when the call's budget ran out first.
+pub const BUDGET_REASON: &str = "Policy evaluation did not finish within the hook call budget.";
+
 /// How one harness's hook contract looks.
 pub struct Contract {
     /// The `ahp hook` harness name.
@@ -435,7 +438,9 @@ impl Contract {
         )
         .await
         .expect("the watchdog answers");
-        (self.assert_deny)(&ran, FAILED_REASON);
+        // The event is still unknown: exit 2 with the reason, every harness's block.
+        assert_eq!(ran.code, 2, "{ran:?}");
+        assert!(ran.stderr.trim_end().ends_with(FAILED_REASON), "{ran:?}");
         assert!(ran.stderr.contains("past its budget"), "{ran:?}");
     }
 
@@ -461,7 +466,7 @@ impl Contract {
         )
         .await
         .expect("the budget holds");
-        (self.assert_deny)(&ran, SYNTHETIC_REASON);
+        (self.assert_deny)(&ran, BUDGET_REASON);
     }
 
     /// A component that traps is the harness's denial.
