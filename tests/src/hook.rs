@@ -193,7 +193,7 @@ impl Contract {
             post.to_string().as_bytes(),
         )
         .await;
-        // Observed only: nothing to answer (Cursor always answers, with `{}`).
+        // No interceptor of tool.after: nothing to answer (Cursor always answers, `{}`).
         assert_eq!(after.code, 0, "{after:?}");
         assert!(["", "{}"].contains(&after.stdout.trim()), "{after:?}");
         let requests = backend.requests_with_method("hooks/intercept");
@@ -422,22 +422,28 @@ impl Contract {
         );
     }
 
-    /// A harness that never closes stdin: the watchdog answers the harness's denial
-    /// once the budget and its grace are over, and the process exits.
-    pub async fn watchdog_on_open_stdin(&self) {
-        let dir = tempfile::tempdir().expect("a temp dir");
-        let registration =
-            write_registration(dir.path(), "http://127.0.0.1:9/hooks", "fail-open", false);
+    /// The pre-tool payload under a 300 ms budget, stdin closed or left open; it must
+    /// answer within the budget, the watchdog's grace and [`SLACK`].
+    async fn pre_tool_within_budget(&self, registration: &Path, close: bool) -> Ran {
         let (payload, args) = &self.pre_tool;
         let mut all: Vec<&str> = args.to_vec();
         all.extend(["--budget-ms", "300"]);
         let stdin = payload.to_string();
-        let ran = tokio::time::timeout(
+        tokio::time::timeout(
             Duration::from_millis(300) + Duration::from_secs(1) + SLACK,
-            run_hook_with(self.harness, &registration, &all, stdin.as_bytes(), false),
+            run_hook_with(self.harness, registration, &all, stdin.as_bytes(), close),
         )
         .await
-        .expect("the watchdog answers");
+        .expect("the process answers within its budget")
+    }
+
+    /// A harness that never closes stdin: the watchdog answers a denial once the budget
+    /// and its grace are over, and the process exits.
+    pub async fn watchdog_on_open_stdin(&self) {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let registration =
+            write_registration(dir.path(), "http://127.0.0.1:9/hooks", "fail-open", false);
+        let ran = self.pre_tool_within_budget(&registration, false).await;
         // The event is still unknown: exit 2 with the reason, every harness's block.
         assert_eq!(ran.code, 2, "{ran:?}");
         assert!(ran.stderr.trim_end().ends_with(FAILED_REASON), "{ran:?}");
@@ -456,16 +462,7 @@ impl Contract {
             &["tool.before"],
             60_000,
         );
-        let (payload, args) = &self.pre_tool;
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend(["--budget-ms", "300"]);
-        let stdin = payload.to_string();
-        let ran = tokio::time::timeout(
-            Duration::from_millis(300) + Duration::from_secs(1) + SLACK,
-            run_hook(self.harness, &registration, &all, stdin.as_bytes()),
-        )
-        .await
-        .expect("the budget holds");
+        let ran = self.pre_tool_within_budget(&registration, true).await;
         (self.assert_deny)(&ran, BUDGET_REASON);
     }
 
