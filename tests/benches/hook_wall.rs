@@ -6,8 +6,9 @@
 //!
 //! `cargo bench -p ahp-tests --bench hook_wall` (optionally `-- N`)
 //!
-//! Whatever makes each `ahp` process start faster (a compile cache for the component)
-//! shows up here as it is: the bench measures the process, not a model of it.
+//! Each `ahp` process reads the component's compiled code from the compile cache, which
+//! the bench points at a fresh temp dir (`AHP_CACHE_DIR`) and warms with its first run,
+//! so the figures are of warm processes; the bench measures the process, not a model of it.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -17,8 +18,20 @@ use ahp_tests::hook::{run_hook, write_registration};
 use ahp_tests::support::{bench_count, median_p99_us};
 use serde_json::json;
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
+fn main() {
+    let cache = tempfile::tempdir().expect("a temp dir for the compile cache");
+    // Set before the runtime starts, while this is the process's only thread; every
+    // `ahp` process the bench starts inherits it.
+    std::env::set_var("AHP_CACHE_DIR", cache.path());
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(bench());
+}
+
+async fn bench() {
     let n = bench_count(100);
     let warmup = (n / 10).max(3);
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
@@ -30,7 +43,8 @@ async fn main() {
         "tool_input": {"command": "make test"}, "tool_use_id": "toolu_bench"
     })
     .to_string();
-    // The request the adapter sends, captured once, replayed by curl.
+    // The request the adapter sends, captured once, replayed by curl; this run also
+    // fills the compile cache.
     let first = run_hook("claude-code", &registration, &[], payload.as_bytes()).await;
     assert_eq!((first.code, first.stdout.as_str()), (0, ""), "{first:?}");
     let request = backend.requests()[0].body.clone();

@@ -6,9 +6,13 @@ use crate::fault_backend::{Behaviour, FaultBackend};
 use crate::support::{ahp_binary, registration, runaway_component, Http, SYNTHETIC_REASON};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The reason of every denial the adapter makes itself.
 pub const FAILED_REASON: &str = "Policy evaluation failed.";
+
+/// The reason of a fail-closed denial when the call's budget ran out first.
+pub const BUDGET_REASON: &str = "Policy evaluation did not finish within the hook call budget.";
 
 /// How one harness's hook contract looks.
 pub struct Contract {
@@ -30,6 +34,21 @@ pub struct Contract {
     pub assert_no_objection: fn(&Ran),
     /// Asserts the answer is this harness's ask; `None`: the harness has no ask.
     pub assert_ask: Option<fn(&Ran)>,
+    /// Native events besides the tool call that the harness blocks, so the adapter
+    /// intercepts them.
+    pub intercepted: Vec<Intercepted>,
+}
+
+/// A native event other than `tool.before` that the adapter intercepts.
+pub struct Intercepted {
+    /// The payload and the extra arguments it needs.
+    pub payload: (Value, &'static [&'static str]),
+    /// The AHP event it becomes.
+    pub event: &'static str,
+    /// The effects advertised there.
+    pub advertised: &'static [&'static str],
+    /// Asserts the answer is the harness's block at this event with `reason`.
+    pub assert_block: fn(&Ran, &str),
 }
 
 /// One finished `ahp hook` process.
@@ -50,6 +69,18 @@ impl Ran {
 
 /// Runs `ahp hook HARNESS --registration R ARGS` with `stdin`.
 pub async fn run_hook(harness: &str, registration: &Path, args: &[&str], stdin: &[u8]) -> Ran {
+    run_hook_with(harness, registration, args, stdin, true).await
+}
+
+/// As [`run_hook`]; with `close` false stdin stays open until the process has answered,
+/// as a harness that never closes it would leave it.
+pub async fn run_hook_with(
+    harness: &str,
+    registration: &Path,
+    args: &[&str],
+    stdin: &[u8],
+    close: bool,
+) -> Ran {
     use tokio::io::AsyncWriteExt as _;
     let mut child = tokio::process::Command::new(ahp_binary())
         .arg("hook")
@@ -65,8 +96,9 @@ pub async fn run_hook(harness: &str, registration: &Path, args: &[&str], stdin: 
         .expect("start ahp hook");
     let mut input = child.stdin.take().expect("stdin is piped");
     input.write_all(stdin).await.expect("write the payload");
-    drop(input);
+    let held = (!close).then_some(input);
     let output = child.wait_with_output().await.expect("ahp hook finishes");
+    drop(held);
     Ran {
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -94,6 +126,30 @@ pub fn write_registration(dir: &Path, url: &str, policy: &str, include_native: b
     std::fs::write(&path, document.to_string()).expect("write the registration");
     path
 }
+
+/// A registration file in `dir` with one fail-`policy` interceptor of `events` at
+/// `url`, under `timeout_ms`.
+pub fn write_intercepting(
+    dir: &Path,
+    url: &str,
+    policy: &str,
+    events: &[&str],
+    timeout_ms: u64,
+) -> PathBuf {
+    let mut document: Value =
+        serde_json::from_str(&registration(&[Http::new("com.example.policy", url)
+            .policy(policy)
+            .timeout_ms(timeout_ms)]))
+        .expect("a JSON registration");
+    document["hooks"][0]["subscriptions"][0]["events"] = json!(events);
+    let path = dir.join("intercepting.json");
+    std::fs::write(&path, document.to_string()).expect("write the registration");
+    path
+}
+
+/// The slack a test allows a process past its budget and the watchdog's grace: far
+/// more than it needs, so only a process that ignores its budget gets there.
+const SLACK: Duration = Duration::from_secs(10);
 
 impl Contract {
     /// Runs the pre-tool payload against a backend behaving as `script` under `policy`.
@@ -137,7 +193,7 @@ impl Contract {
             post.to_string().as_bytes(),
         )
         .await;
-        // Observed only: nothing to answer (Cursor always answers, with `{}`).
+        // No interceptor of tool.after: nothing to answer (Cursor always answers, `{}`).
         assert_eq!(after.code, 0, "{after:?}");
         assert!(["", "{}"].contains(&after.stdout.trim()), "{after:?}");
         let requests = backend.requests_with_method("hooks/intercept");
@@ -297,6 +353,119 @@ impl Contract {
         assert!(ran.stderr.contains("absent.json"), "{ran:?}");
     }
 
+    /// Each intercepted non-tool event reaches the backend as an intercept of its AHP
+    /// type with the harness's effects for it; a backend that never answers under
+    /// fail-closed is the harness's block there, and a deny (where advertised) is the
+    /// block with the backend's reason.
+    pub async fn intercepted_events(&self) {
+        for intercepted in &self.intercepted {
+            let (payload, args) = &intercepted.payload;
+            let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+            let dir = tempfile::tempdir().expect("a temp dir");
+            let registration = write_intercepting(
+                dir.path(),
+                &backend.url(),
+                "fail-closed",
+                &[intercepted.event],
+                300,
+            );
+            let stdin = payload.to_string();
+            let ran = run_hook(self.harness, &registration, args, stdin.as_bytes()).await;
+            (intercepted.assert_block)(&ran, SYNTHETIC_REASON);
+            let requests = backend.requests_with_method("hooks/intercept");
+            assert_eq!(requests.len(), 1, "{}: one intercept", intercepted.event);
+            let params = requests[0].json()["params"].clone();
+            assert_eq!(params["event"]["type"], intercepted.event, "{params}");
+            assert_eq!(
+                params["capabilities"]["effects"],
+                json!(intercepted.advertised)
+            );
+            if intercepted.advertised.contains(&"deny") {
+                let backend =
+                    FaultBackend::start(vec![Behaviour::Deny("not this prompt".into())]).await;
+                let registration = write_intercepting(
+                    dir.path(),
+                    &backend.url(),
+                    "fail-open",
+                    &[intercepted.event],
+                    300,
+                );
+                let ran = run_hook(self.harness, &registration, args, stdin.as_bytes()).await;
+                (intercepted.assert_block)(&ran, "not this prompt");
+            }
+        }
+    }
+
+    /// A registration intercepting an event the harness cannot enforce anything on is
+    /// refused at load: the harness's denial, the refusal on stderr.
+    pub async fn undeclared_event_refused(&self) {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let registration = write_intercepting(
+            dir.path(),
+            "http://127.0.0.1:9/hooks",
+            "fail-open",
+            &["tool.before", "model.request.before"],
+            300,
+        );
+        let (payload, args) = &self.pre_tool;
+        let ran = run_hook(
+            self.harness,
+            &registration,
+            args,
+            payload.to_string().as_bytes(),
+        )
+        .await;
+        (self.assert_deny)(&ran, FAILED_REASON);
+        assert!(
+            ran.stderr.contains("model.request.before"),
+            "names the event: {ran:?}"
+        );
+    }
+
+    /// The pre-tool payload under a 300 ms budget, stdin closed or left open; it must
+    /// answer within the budget, the watchdog's grace and [`SLACK`].
+    async fn pre_tool_within_budget(&self, registration: &Path, close: bool) -> Ran {
+        let (payload, args) = &self.pre_tool;
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--budget-ms", "300"]);
+        let stdin = payload.to_string();
+        tokio::time::timeout(
+            Duration::from_millis(300) + Duration::from_secs(1) + SLACK,
+            run_hook_with(self.harness, registration, &all, stdin.as_bytes(), close),
+        )
+        .await
+        .expect("the process answers within its budget")
+    }
+
+    /// A harness that never closes stdin: the watchdog answers a denial once the budget
+    /// and its grace are over, and the process exits.
+    pub async fn watchdog_on_open_stdin(&self) {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let registration =
+            write_registration(dir.path(), "http://127.0.0.1:9/hooks", "fail-open", false);
+        let ran = self.pre_tool_within_budget(&registration, false).await;
+        // The event is still unknown: exit 2 with the reason, every harness's block.
+        assert_eq!(ran.code, 2, "{ran:?}");
+        assert!(ran.stderr.trim_end().ends_with(FAILED_REASON), "{ran:?}");
+        assert!(ran.stderr.contains("past its budget"), "{ran:?}");
+    }
+
+    /// A backend that never answers under a subscription timeout longer than the
+    /// process's budget: the budget wins and the call is the harness's denial.
+    pub async fn budget_bounds_a_silent_backend(&self) {
+        let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let registration = write_intercepting(
+            dir.path(),
+            &backend.url(),
+            "fail-closed",
+            &["tool.before"],
+            60_000,
+        );
+        let ran = self.pre_tool_within_budget(&registration, true).await;
+        (self.assert_deny)(&ran, BUDGET_REASON);
+    }
+
     /// A component that traps is the harness's denial.
     pub async fn component_trap(&self) {
         let dir = tempfile::tempdir().expect("a temp dir");
@@ -326,7 +495,8 @@ macro_rules! hook_contract_tests {
         $crate::hook_contract_tests!(@each $contract;
             mapping, native_with_include_native, deny, ask, no_objection,
             timeout_under_both_policies, malformed_reply_under_both_policies,
-            garbage_on_stdin, missing_registration, component_trap);
+            garbage_on_stdin, missing_registration, component_trap, intercepted_events,
+            undeclared_event_refused, watchdog_on_open_stdin, budget_bounds_a_silent_backend);
     };
     (@each $contract:expr; $($scenario:ident),*) => {
         $(

@@ -2,7 +2,7 @@
 //! with `model` and `turn_id`); deny only — an `ask` would count as a failed hook and run
 //! the tool, so it is never advertised.
 
-use ahp_tests::hook::{Contract, Ran};
+use ahp_tests::hook::{Contract, Intercepted, Ran};
 use serde_json::json;
 
 fn contract() -> Contract {
@@ -31,6 +31,17 @@ fn contract() -> Contract {
         assert_deny,
         assert_no_objection,
         assert_ask: None,
+        intercepted: vec![Intercepted {
+            payload: (
+                json!({"session_id": "019a-codex", "cwd": "/repo", "model": "gpt-5-codex",
+                    "turn_id": "turn-8", "hook_event_name": "UserPromptSubmit",
+                    "prompt": "delete the branch"}),
+                &[],
+            ),
+            event: "turn.start",
+            advertised: &["deny"],
+            assert_block,
+        }],
     }
 }
 
@@ -46,6 +57,16 @@ fn assert_deny(ran: &Ran, reason: &str) {
 
 fn assert_no_objection(ran: &Ran) {
     assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
+}
+
+/// Before a prompt Codex blocks with `decision: block`.
+fn assert_block(ran: &Ran, reason: &str) {
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(
+        ran.json(),
+        json!({"decision": "block", "reason": reason}),
+        "{ran:?}"
+    );
 }
 
 ahp_tests::hook_contract_tests!(contract());

@@ -2,7 +2,7 @@
 //! which name no event (the command line does) and encode `toolArgs` as a JSON string;
 //! a denial is its JSON and exit 2.
 
-use ahp_tests::hook::{Contract, Ran};
+use ahp_tests::hook::{run_hook, Contract, Ran};
 use serde_json::json;
 
 fn contract() -> Contract {
@@ -22,6 +22,7 @@ fn contract() -> Contract {
         assert_deny,
         assert_no_objection,
         assert_ask: Some(assert_ask),
+        intercepted: vec![],
     }
 }
 
@@ -42,6 +43,38 @@ fn assert_no_objection(ran: &Ran) {
 fn assert_ask(ran: &Ran) {
     assert_eq!(ran.code, 0, "{ran:?}");
     assert_eq!(ran.json()["permissionDecision"], "ask", "{ran:?}");
+}
+
+/// A payload that names no event, run without `--event`: the harness's denial, naming
+/// what is missing; with `hookEventName` in the payload no flag is needed.
+#[tokio::test]
+async fn a_payload_without_an_event_needs_the_flag() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_registration(
+        dir.path(),
+        "http://127.0.0.1:9/hooks",
+        "fail-open",
+        false,
+    );
+    let (payload, _) = contract().pre_tool;
+    let ran = run_hook(
+        "copilot",
+        &registration,
+        &[],
+        payload.to_string().as_bytes(),
+    )
+    .await;
+    assert_deny_everywhere(&ran);
+    assert!(ran.stderr.contains("names no hook event"), "{ran:?}");
+    let mut named = payload;
+    named["hookEventName"] = json!("sessionEnd");
+    let ran = run_hook("copilot", &registration, &[], named.to_string().as_bytes()).await;
+    assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
+}
+
+/// A denial before the event is known: Copilot's JSON denial and exit 2.
+fn assert_deny_everywhere(ran: &Ran) {
+    assert_deny(ran, ahp_tests::hook::FAILED_REASON);
 }
 
 ahp_tests::hook_contract_tests!(contract());

@@ -2,7 +2,7 @@
 //! keyed by `conversation_id`; `permission` answers, always JSON (with `failClosed` an
 //! empty answer is refused), no ask on preToolUse.
 
-use ahp_tests::hook::{Contract, Ran};
+use ahp_tests::hook::{Contract, Intercepted, Ran};
 use serde_json::json;
 
 fn contract() -> Contract {
@@ -27,6 +27,17 @@ fn contract() -> Contract {
         assert_deny,
         assert_no_objection,
         assert_ask: None,
+        intercepted: vec![Intercepted {
+            payload: (
+                json!({"conversation_id": "conv-9", "generation_id": "gen-1",
+                    "hook_event_name": "beforeSubmitPrompt", "workspace_roots": ["/repo"],
+                    "prompt": "ship it"}),
+                &[],
+            ),
+            event: "turn.start",
+            advertised: &["deny"],
+            assert_block,
+        }],
     }
 }
 
@@ -42,6 +53,16 @@ fn assert_deny(ran: &Ran, reason: &str) {
 fn assert_no_objection(ran: &Ran) {
     assert_eq!(ran.code, 0, "{ran:?}");
     assert_eq!(ran.json(), json!({"permission": "allow"}), "{ran:?}");
+}
+
+/// Before a prompt Cursor blocks with `continue: false`.
+fn assert_block(ran: &Ran, reason: &str) {
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(
+        ran.json(),
+        json!({"continue": false, "user_message": reason}),
+        "{ran:?}"
+    );
 }
 
 ahp_tests::hook_contract_tests!(contract());

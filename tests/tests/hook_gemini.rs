@@ -1,7 +1,7 @@
 //! `ahp hook gemini`: Gemini CLI's BeforeTool/AfterTool payloads (gemini-cli
 //! docs/hooks/reference.md), which carry no tool-use id; denial as `decision: deny`.
 
-use ahp_tests::hook::{Contract, Ran};
+use ahp_tests::hook::{Contract, Intercepted, Ran};
 use serde_json::json;
 
 fn contract() -> Contract {
@@ -30,6 +30,17 @@ fn contract() -> Contract {
         assert_deny,
         assert_no_objection,
         assert_ask: None,
+        intercepted: vec![Intercepted {
+            payload: (
+                json!({"session_id": "gem-1", "cwd": "/repo", "transcript_path": "/t.json",
+                    "hook_event_name": "BeforeAgent", "timestamp": "2026-11-30T12:00:00Z",
+                    "prompt": "push to main"}),
+                &[],
+            ),
+            event: "turn.start",
+            advertised: &["deny"],
+            assert_block,
+        }],
     }
 }
 
@@ -44,6 +55,16 @@ fn assert_deny(ran: &Ran, reason: &str) {
 
 fn assert_no_objection(ran: &Ran) {
     assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
+}
+
+/// Before the agent takes a prompt Gemini blocks with `decision: deny`.
+fn assert_block(ran: &Ran, reason: &str) {
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(
+        ran.json(),
+        json!({"decision": "deny", "reason": reason}),
+        "{ran:?}"
+    );
 }
 
 ahp_tests::hook_contract_tests!(contract());

@@ -5,6 +5,10 @@
 //! model (`additionalContext`) before a tool runs. Its `allow` skips its own permission
 //! prompt, so the adapter never writes it: no objection is an empty answer, and a
 //! replaced input goes out with `ask`, so the user sees what will run.
+//!
+//! After a tool, before a prompt and before stopping it blocks with `decision: block`
+//! (the tool already ran; the prompt is erased; the agent goes on), takes context in
+//! `additionalContext`, and stops the agent with `continue: false` on any event.
 
 use super::install::Snippet;
 use super::{AhpEvent, Answer, EventSpec, Payload, Verdict};
@@ -21,17 +25,17 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         native: "PostToolUse",
         ahp: AhpEvent::ToolAfter,
-        enforces: &[E::Deny, E::Message],
+        enforces: &[E::Flow, E::Message],
     },
     EventSpec {
         native: "UserPromptSubmit",
         ahp: AhpEvent::TurnStart,
-        enforces: &[E::Deny, E::Message],
+        enforces: &[E::Deny, E::Flow, E::Message],
     },
     EventSpec {
         native: "Stop",
         ahp: AhpEvent::TurnFinishBefore,
-        enforces: &[E::Deny],
+        enforces: &[E::Flow],
     },
     EventSpec {
         native: "SessionStart",
@@ -73,10 +77,10 @@ pub fn read(payload: &Map<String, Value>, event: &str) -> Result<Payload, String
     })
 }
 
-/// The answer to `PreToolUse`, or the common one for the other events.
+/// The answer to `PreToolUse`, or [`after_tool_before`] for the other events.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     if spec.ahp != AhpEvent::ToolBefore {
-        return super::outside_tool_before(verdict);
+        return after_tool_before(spec, verdict);
     }
     let mut output = json!({"hookEventName": spec.native});
     let decision = match (verdict.decision, &verdict.input) {
@@ -99,6 +103,35 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     match output.as_object().map(Map::len) {
         Some(1) => Answer::silent(),
         _ => Answer::json(json!({"hookSpecificOutput": output})),
+    }
+}
+
+/// Every event but `PreToolUse`: a denial is `decision: block` where Claude Code blocks
+/// (after a tool, before a prompt or a stop) and `continue: false` at `SessionStart`,
+/// whose only block is to stop; a flow stop is `continue: false`; messages go to
+/// `additionalContext`. The events it enforces nothing at answer by exit code.
+fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
+    let blocks = matches!(
+        spec.ahp,
+        AhpEvent::ToolAfter | AhpEvent::TurnStart | AhpEvent::TurnFinishBefore
+    );
+    let stop = |reason: &str| Answer::json(json!({"continue": false, "stopReason": reason}));
+    match (verdict.decision, &verdict.stop) {
+        (Decision::Deny, _) if blocks => {
+            Answer::json(json!({"decision": "block", "reason": verdict.reason()}))
+        }
+        (Decision::Deny, _) if spec.ahp == AhpEvent::SessionStart => stop(verdict.reason()),
+        (Decision::Deny, _) => super::exit_code_answer(verdict),
+        (_, Some(reason)) => stop(reason.as_deref().unwrap_or(super::generic_reason())),
+        _ => match verdict.message_text() {
+            Some(text) if spec.enforces.contains(&E::Message) => {
+                Answer::json(json!({"hookSpecificOutput": {
+                    "hookEventName": spec.native,
+                    "additionalContext": text,
+                }}))
+            }
+            _ => Answer::silent(),
+        },
     }
 }
 
@@ -194,6 +227,50 @@ mod tests {
         let out = output(&answer(pre(), &noted));
         assert_eq!(out["additionalContext"], "one\ntwo");
         assert!(out.get("permissionDecision").is_none(), "{out}");
+    }
+
+    fn spec(native: &str) -> &'static EventSpec {
+        EVENTS.iter().find(|s| s.native == native).expect("mapped")
+    }
+
+    fn json_of(answer: &Answer) -> Value {
+        assert_eq!(answer.exit, 0, "{answer:?}");
+        serde_json::from_str(&answer.stdout).expect("JSON")
+    }
+
+    #[test]
+    fn a_denial_after_a_tool_before_a_prompt_or_a_stop_is_decision_block() {
+        for native in ["PostToolUse", "UserPromptSubmit", "Stop"] {
+            let out = json_of(&answer(spec(native), &verdict(Decision::Deny, Some("no"))));
+            assert_eq!(
+                out,
+                json!({"decision": "block", "reason": "no"}),
+                "{native}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_denial_at_session_start_stops_and_a_flow_stop_stops_anywhere() {
+        let out = json_of(&answer(
+            spec("SessionStart"),
+            &verdict(Decision::Deny, Some("no")),
+        ));
+        assert_eq!(out, json!({"continue": false, "stopReason": "no"}));
+        let mut stopped = verdict(Decision::Allow, None);
+        stopped.stop = Some(Some("enough".into()));
+        let out = json_of(&answer(spec("Stop"), &stopped));
+        assert_eq!(out, json!({"continue": false, "stopReason": "enough"}));
+    }
+
+    #[test]
+    fn messages_after_a_tool_are_additional_context() {
+        let mut noted = verdict(Decision::Allow, None);
+        noted.messages = vec!["mind the output".into()];
+        let out = output(&answer(spec("PostToolUse"), &noted));
+        assert_eq!(out["hookEventName"], "PostToolUse");
+        assert_eq!(out["additionalContext"], "mind the output");
+        assert_eq!(answer(spec("Stop"), &noted), Answer::silent());
     }
 
     #[test]

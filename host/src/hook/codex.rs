@@ -3,7 +3,10 @@
 //!
 //! Codex treats `ask` (and `continue`, `stopReason`, `suppressOutput`) as a failed hook
 //! and runs the tool, and applies `updatedInput` only with `allow` — a grant. So the only
-//! effect it really enforces before a tool runs is deny.
+//! effect it really enforces before a tool runs is deny. Before a prompt it blocks with
+//! `decision: block`. After a tool and before a stop its block is no AHP effect there
+//! (the protocol has no deny at `tool.after` or `turn.finish.before`, and Codex ignores
+//! `continue`), so those are only observed.
 
 use super::install::Snippet;
 use super::{AhpEvent, Answer, EventSpec, Verdict};
@@ -20,7 +23,7 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         native: "PostToolUse",
         ahp: AhpEvent::ToolAfter,
-        enforces: &[E::Deny],
+        enforces: &[],
     },
     EventSpec {
         native: "UserPromptSubmit",
@@ -30,7 +33,7 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         native: "Stop",
         ahp: AhpEvent::TurnFinishBefore,
-        enforces: &[E::Deny],
+        enforces: &[],
     },
     EventSpec {
         native: "SessionStart",
@@ -45,8 +48,12 @@ pub const SETTINGS_FILE: &str = "~/.codex/hooks.json";
 /// A denial as Claude Code writes it; anything else is no answer at all (an `ask` would
 /// count as a failed hook and run the tool, so it can only be a denial here).
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
-    if spec.ahp != AhpEvent::ToolBefore {
-        return super::outside_tool_before(verdict);
+    match (spec.ahp, verdict.decision) {
+        (AhpEvent::ToolBefore, _) => {}
+        (AhpEvent::TurnStart, Decision::Deny) => {
+            return Answer::json(json!({"decision": "block", "reason": verdict.reason()}))
+        }
+        _ => return super::exit_code_answer(verdict),
     }
     match verdict.decision {
         Decision::Allow => Answer::silent(),

@@ -88,7 +88,7 @@ fn tool(payload: &Map<String, Value>) -> Result<(String, Map<String, Value>), St
 /// `preToolUse`: deny (JSON and exit 2), ask, replaced arguments, context, or nothing.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     if spec.ahp != AhpEvent::ToolBefore {
-        return super::outside_tool_before(verdict);
+        return super::exit_code_answer(verdict);
     }
     tool_answer(verdict)
 }

@@ -90,7 +90,7 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
             Answer::json(json!({"continue": false, "user_message": verdict.reason()}))
         }
         AhpEvent::TurnStart => Answer::json(json!({"continue": true})),
-        _ if denied => super::outside_tool_before(verdict),
+        _ if denied => super::exit_code_answer(verdict),
         _ => Answer::json(json!({})),
     }
 }

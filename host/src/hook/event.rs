@@ -63,9 +63,15 @@ pub fn build(
         }
         AhpEvent::SessionStart => {
             event["harness"] = json!({"name": harness.name()});
-            if let Some(trigger) = &payload.trigger {
-                event["trigger"] = json!(trigger);
-            }
+            event["trigger"] = json!(payload.trigger.as_deref().unwrap_or("unknown"));
+            // The harnesses say nothing of these at session start.
+            event["permissionMode"] = json!("unknown");
+            event["manifest"] = json!({});
+            event["items"] = json!([]);
+            event["gaps"] = json!([
+                {"path": "/permissionMode", "reason": "the harness does not say"},
+                {"path": "/manifest", "reason": "the harness does not say"},
+            ]);
         }
         AhpEvent::SessionEnd => {
             event["outcome"] = json!("unknown");

@@ -2,7 +2,9 @@
 //! timeout in milliseconds, snake_case payloads without a tool-use id.
 //!
 //! Before a tool runs Gemini enforces a denial (`decision: deny`) and replaced arguments
-//! (`hookSpecificOutput.tool_input`); it has no ask.
+//! (`hookSpecificOutput.tool_input`); it has no ask. Before the agent takes a prompt it
+//! blocks with the same `decision: deny`. After a tool its block is no AHP effect there
+//! (the protocol has no deny at `tool.after`), so that event is only observed.
 
 use super::claude_code::{optional_string, required_object, required_string};
 use super::install::Snippet;
@@ -20,7 +22,7 @@ pub const EVENTS: &[EventSpec] = &[
     EventSpec {
         native: "AfterTool",
         ahp: AhpEvent::ToolAfter,
-        enforces: &[E::Deny],
+        enforces: &[],
     },
     EventSpec {
         native: "BeforeAgent",
@@ -69,8 +71,12 @@ pub fn read(payload: &Map<String, Value>, event: &str) -> Result<Payload, String
 /// `BeforeTool`: a denial, replaced arguments, or nothing. Gemini has no ask, so an
 /// ask can only be a denial.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
-    if spec.ahp != AhpEvent::ToolBefore {
-        return super::outside_tool_before(verdict);
+    match (spec.ahp, verdict.decision) {
+        (AhpEvent::ToolBefore, _) => {}
+        (AhpEvent::TurnStart, Decision::Deny) => {
+            return Answer::json(json!({"decision": "deny", "reason": verdict.reason()}))
+        }
+        _ => return super::exit_code_answer(verdict),
     }
     match (verdict.decision, &verdict.input) {
         (Decision::Deny | Decision::Ask, _) => {

@@ -12,7 +12,11 @@
 //! Each harness module says three things as data and small functions: which native events
 //! map to which AHP events and which effects the harness enforces at each
 //! ([`EventSpec`]), how to read its payload into a [`Payload`], and how to write a
-//! [`Verdict`] as its answer. `mod.rs` is the flow shared by all of them.
+//! [`Verdict`] as its answer. `mod.rs` is the flow shared by all of them. An event where
+//! the harness enforces something is intercepted, and the harness's capability
+//! declaration (those events with those effects) is loaded with the registration, so a
+//! subscription intercepting anything else is refused at load — a denial; an event
+//! where it enforces nothing is only observed.
 
 mod claude_code;
 mod codex;
@@ -24,7 +28,8 @@ mod install;
 
 pub use install::{install, Install};
 
-use crate::{DecidedBy, Decision, EffectKind, Interceptor, Options, Settlement};
+use crate::vocab::{EventCapability, FlowCapability, FlowOperation, InterceptableEvent};
+use crate::{DecidedBy, Decision, Declaration, EffectKind, Interceptor, Options, Settlement};
 use serde_json::{Map, Value};
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
@@ -121,6 +126,17 @@ impl Harness {
         }
     }
 
+    /// The harness's capability declaration: every intercepted event with the effects
+    /// advertised there.
+    pub fn declaration(self) -> Declaration {
+        Declaration::Exactly(
+            self.events()
+                .iter()
+                .filter_map(EventSpec::capability)
+                .collect(),
+        )
+    }
+
     /// The file its [`install`] snippet belongs in.
     pub fn settings_file(self) -> &'static str {
         match self {
@@ -157,10 +173,10 @@ impl Harness {
     }
 }
 
-/// The answer outside `tool.before` while the component only observes those events: a
-/// denial (the adapter's own, after a failure) is exit 2 with the reason, the one block
-/// every harness honours on every event; anything else is no answer.
-fn outside_tool_before(verdict: &Verdict) -> Answer {
+/// The answer where the harness has no better word: a denial (the adapter's own, after a
+/// failure, or a fail-closed one) is exit 2 with the reason, the one block every harness
+/// honours on every event; anything else is no answer.
+fn exit_code_answer(verdict: &Verdict) -> Answer {
     match verdict.decision {
         Decision::Deny => Answer::blocked(verdict.reason()),
         Decision::Allow | Decision::Ask => Answer::silent(),
@@ -171,7 +187,7 @@ fn outside_tool_before(verdict: &Verdict) -> Answer {
 /// reaches the shared vocabulary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AhpEvent {
-    /// Before a tool runs: the one event the component intercepts today.
+    /// Before a tool runs.
     ToolBefore,
     /// After a tool ran.
     ToolAfter,
@@ -200,6 +216,11 @@ impl AhpEvent {
             AhpEvent::ContextCompactBefore => "context.compact.before",
         }
     }
+
+    /// The event as an interceptable one, when the protocol lets it be intercepted.
+    pub fn interceptable(self) -> Option<InterceptableEvent> {
+        InterceptableEvent::parse(self.as_str())
+    }
 }
 
 /// One native hook event of a harness: the AHP event it becomes and the effects the
@@ -210,26 +231,51 @@ pub struct EventSpec {
     pub native: &'static str,
     /// The AHP event it maps to.
     pub ahp: AhpEvent,
-    /// What the harness enforces at this event (before a tool: always deny).
+    /// The AHP effects the harness really enforces at this event, among those the
+    /// protocol allows there (before a tool: always deny). `flow` means stop only.
     pub enforces: &'static [EffectKind],
 }
 
 impl EventSpec {
-    /// The effects advertised to backends today: what the harness enforces and the
-    /// component can also decode. A backend is never offered an effect either would drop.
+    /// The effects advertised to backends: what the harness enforces and the adapter
+    /// can also write. A backend is never offered an effect either would drop.
     pub fn advertised(&self) -> Vec<EffectKind> {
         self.enforces
             .iter()
             .copied()
-            .filter(|kind| COMPONENT_DECODES.contains(kind))
+            .filter(|kind| ADAPTER_WRITES.contains(kind))
             .collect()
+    }
+
+    /// This event's entry in the harness's declaration; `None` (observed only) when the
+    /// harness enforces nothing here or the protocol does not intercept the event.
+    fn capability(&self) -> Option<EventCapability> {
+        let effects = self.advertised();
+        let event = self.ahp.interceptable().filter(|_| !effects.is_empty())?;
+        let flow = effects.contains(&EffectKind::Flow).then(|| FlowCapability {
+            operations: vec![FlowOperation::Stop],
+            remaining_continuations: None,
+            continuation_count: None,
+        });
+        Some(EventCapability {
+            event,
+            effects,
+            modify: None,
+            flow,
+            inject: Vec::new(),
+        })
     }
 }
 
-/// The effects the embedded component decodes (its `effect::is_decodable`). `allow` is
-/// among them but never advertised by an adapter: an AHP allow is "no objection", and no
-/// harness has a word for that which is not also a grant.
-const COMPONENT_DECODES: &[EffectKind] = &[EffectKind::Deny, EffectKind::Ask, EffectKind::Message];
+/// The effects a [`Verdict`] carries to the harness. `allow` is never advertised by an
+/// adapter: an AHP allow is "no objection", and no harness has a word for that which is
+/// not also a grant; `modify` waits for the adapters to write the effective value.
+const ADAPTER_WRITES: &[EffectKind] = &[
+    EffectKind::Deny,
+    EffectKind::Ask,
+    EffectKind::Message,
+    EffectKind::Flow,
+];
 
 /// A harness payload read into the fields every AHP event is built from.
 #[derive(Debug, Default, PartialEq)]
@@ -257,9 +303,11 @@ pub struct Verdict {
     pub reason: Option<String>,
     /// Accepted `message` effects, in chain order.
     pub messages: Vec<String>,
-    /// A replacement tool input (a `modify` effect); the component cannot settle one
-    /// yet, so only unit tests build it.
+    /// A replacement tool input (a `modify` effect); not advertised yet, so only unit
+    /// tests build it.
     pub input: Option<Map<String, Value>>,
+    /// A settled `flow` stop: the agent should stop, with the backend's reason if any.
+    pub stop: Option<Option<String>>,
 }
 
 impl Verdict {
@@ -269,6 +317,13 @@ impl Verdict {
             reason: settlement.reason.clone(),
             messages: settlement.record.messages.clone(),
             input: None,
+            stop: settlement
+                .record
+                .enforce
+                .flow
+                .as_ref()
+                .filter(|flow| flow.operation == FlowOperation::Stop)
+                .map(|flow| flow.reason.clone()),
         }
     }
 
@@ -279,6 +334,7 @@ impl Verdict {
             reason: Some(generic_reason().to_string()),
             messages: Vec::new(),
             input: None,
+            stop: None,
         }
     }
 
@@ -288,6 +344,7 @@ impl Verdict {
             reason: None,
             messages: Vec::new(),
             input: None,
+            stop: None,
         }
     }
 
@@ -487,12 +544,13 @@ async fn decide(
             format!("read {}: {e}", request.registration.display()),
         )
     })?;
-    let options = request.options.clone().map_err(|e| fail(Some(spec), e))?;
+    let mut options = request.options.clone().map_err(|e| fail(Some(spec), e))?;
+    options.declaration = harness.declaration();
     let interceptor = Interceptor::new(&registration, options)
         .await
         .map_err(|e| fail(Some(spec), describe(&e)))?;
     let remaining = deadline.saturating_duration_since(Instant::now());
-    let verdict = if spec.ahp == AhpEvent::ToolBefore {
+    let verdict = if spec.capability().is_some() {
         let settled = interceptor
             .intercept(&event, &spec.advertised(), Some(remaining))
             .await;
@@ -504,7 +562,7 @@ async fn decide(
             },
         }
     } else {
-        // The component intercepts tool.before only, so every other event is observed.
+        // The harness enforces nothing here: the event is only observed.
         match interceptor.observe(&event, Some(remaining)).await {
             Ok(observed) if observed.engine_failure => {
                 Err("the component failed preparing the notifications".into())
@@ -559,14 +617,11 @@ mod tests {
     }
 
     #[test]
-    fn a_deny_outside_tool_before_is_exit_2_with_the_reason() {
-        let answer = outside_tool_before(&Verdict::failed());
+    fn a_deny_without_a_better_word_is_exit_2_with_the_reason() {
+        let answer = exit_code_answer(&Verdict::failed());
         assert_eq!(answer.exit, 2);
         assert_eq!(answer.stderr, vec![generic_reason().to_string()]);
-        assert_eq!(
-            outside_tool_before(&Verdict::no_objection()),
-            Answer::silent()
-        );
+        assert_eq!(exit_code_answer(&Verdict::no_objection()), Answer::silent());
     }
 
     #[test]
@@ -592,6 +647,7 @@ mod tests {
             reason: reason.map(str::to_string),
             messages: Vec::new(),
             input: None,
+            stop: None,
         }
     }
 }
