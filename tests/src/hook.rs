@@ -59,6 +59,26 @@ pub struct Ran {
     pub code: i32,
 }
 
+/// Compiles the component into the user's cache once (`ahp precompile`), so a timed
+/// scenario measures the hook's budget, not the first process's Cranelift compile.
+fn warm_compile_cache() {
+    static WARM: std::sync::Once = std::sync::Once::new();
+    WARM.call_once(|| {
+        let status = std::process::Command::new(ahp_binary())
+            .arg("precompile")
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("run ahp precompile");
+        assert!(status.success(), "ahp precompile failed: {status}");
+    });
+}
+
+/// The answer of a harness whose "no objection" is silence: exit 0, nothing on stdout
+/// (never an `allow` that would skip the harness's own permission prompt).
+pub fn assert_silent_no_objection(ran: &Ran) {
+    assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
+}
+
 impl Ran {
     /// stdout as one JSON value.
     pub fn json(&self) -> Value {
@@ -152,19 +172,24 @@ pub fn write_intercepting(
 const SLACK: Duration = Duration::from_secs(10);
 
 impl Contract {
+    /// Runs `ahp hook` for this harness with `payload` on stdin.
+    async fn run(&self, registration: &Path, args: &[&str], payload: &Value) -> Ran {
+        run_hook(
+            self.harness,
+            registration,
+            args,
+            payload.to_string().as_bytes(),
+        )
+        .await
+    }
+
     /// Runs the pre-tool payload against a backend behaving as `script` under `policy`.
     async fn pre_tool_with(&self, script: Vec<Behaviour>, policy: &str) -> (Ran, FaultBackend) {
         let backend = FaultBackend::start(script).await;
         let dir = tempfile::tempdir().expect("a temp dir");
         let registration = write_registration(dir.path(), &backend.url(), policy, false);
         let (payload, args) = &self.pre_tool;
-        let ran = run_hook(
-            self.harness,
-            &registration,
-            args,
-            payload.to_string().as_bytes(),
-        )
-        .await;
+        let ran = self.run(&registration, args, payload).await;
         (ran, backend)
     }
 
@@ -177,22 +202,10 @@ impl Contract {
         let dir = tempfile::tempdir().expect("a temp dir");
         let registration = write_registration(dir.path(), &backend.url(), "fail-closed", false);
         let (payload, args) = &self.pre_tool;
-        let ran = run_hook(
-            self.harness,
-            &registration,
-            args,
-            payload.to_string().as_bytes(),
-        )
-        .await;
+        let ran = self.run(&registration, args, payload).await;
         (self.assert_no_objection)(&ran);
         let (post, post_args) = &self.post_tool;
-        let after = run_hook(
-            self.harness,
-            &registration,
-            post_args,
-            post.to_string().as_bytes(),
-        )
-        .await;
+        let after = self.run(&registration, post_args, post).await;
         // No interceptor of tool.after: nothing to answer (Cursor always answers, `{}`).
         assert_eq!(after.code, 0, "{after:?}");
         assert!(["", "{}"].contains(&after.stdout.trim()), "{after:?}");
@@ -236,13 +249,7 @@ impl Contract {
         let dir = tempfile::tempdir().expect("a temp dir");
         let registration = write_registration(dir.path(), &backend.url(), "fail-closed", true);
         let (payload, args) = &self.pre_tool;
-        run_hook(
-            self.harness,
-            &registration,
-            args,
-            payload.to_string().as_bytes(),
-        )
-        .await;
+        self.run(&registration, args, payload).await;
         let event = backend.requests()[0].json()["params"]["event"].clone();
         assert_eq!(event["native"]["provider"], self.harness, "{event}");
         assert_eq!(event["native"]["payload"], *payload, "{event}");
@@ -329,13 +336,7 @@ impl Contract {
                 }
             }
         }
-        let wrong = run_hook(
-            self.harness,
-            &registration,
-            args,
-            payload.to_string().as_bytes(),
-        )
-        .await;
+        let wrong = self.run(&registration, args, &payload).await;
         (self.assert_deny)(&wrong, FAILED_REASON);
         assert!(
             wrong.stderr.contains("must be"),
@@ -348,7 +349,7 @@ impl Contract {
         let dir = tempfile::tempdir().expect("a temp dir");
         let missing = dir.path().join("absent.json");
         let (payload, args) = &self.pre_tool;
-        let ran = run_hook(self.harness, &missing, args, payload.to_string().as_bytes()).await;
+        let ran = self.run(&missing, args, payload).await;
         (self.assert_deny)(&ran, FAILED_REASON);
         assert!(ran.stderr.contains("absent.json"), "{ran:?}");
     }
@@ -408,13 +409,7 @@ impl Contract {
             300,
         );
         let (payload, args) = &self.pre_tool;
-        let ran = run_hook(
-            self.harness,
-            &registration,
-            args,
-            payload.to_string().as_bytes(),
-        )
-        .await;
+        let ran = self.run(&registration, args, payload).await;
         (self.assert_deny)(&ran, FAILED_REASON);
         assert!(
             ran.stderr.contains("model.request.before"),
@@ -425,6 +420,7 @@ impl Contract {
     /// The pre-tool payload under a 300 ms budget, stdin closed or left open; it must
     /// answer within the budget, the watchdog's grace and [`SLACK`].
     async fn pre_tool_within_budget(&self, registration: &Path, close: bool) -> Ran {
+        warm_compile_cache();
         let (payload, args) = &self.pre_tool;
         let mut all: Vec<&str> = args.to_vec();
         all.extend(["--budget-ms", "300"]);
@@ -477,13 +473,7 @@ impl Contract {
         let mut all: Vec<&str> = args.to_vec();
         let component = component.display().to_string();
         all.extend(["--component", &component]);
-        let ran = run_hook(
-            self.harness,
-            &registration,
-            &all,
-            payload.to_string().as_bytes(),
-        )
-        .await;
+        let ran = self.run(&registration, &all, payload).await;
         (self.assert_deny)(&ran, FAILED_REASON);
     }
 }

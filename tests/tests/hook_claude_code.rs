@@ -2,7 +2,7 @@
 //! code.claude.com/docs/en/hooks) through the real binary; answers in
 //! `hookSpecificOutput`, never `permissionDecision: "allow"`.
 
-use ahp_tests::hook::{Contract, Intercepted, Ran};
+use ahp_tests::hook::{assert_silent_no_objection, Contract, Intercepted, Ran};
 use serde_json::json;
 
 fn contract() -> Contract {
@@ -29,7 +29,7 @@ fn contract() -> Contract {
         call_id: Some("toolu_01ABC"),
         advertised: &["deny", "ask", "message"],
         assert_deny,
-        assert_no_objection,
+        assert_no_objection: assert_silent_no_objection,
         assert_ask: Some(assert_ask),
         intercepted: vec![
             Intercepted {
@@ -78,14 +78,6 @@ fn assert_deny(ran: &Ran, reason: &str) {
         json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
             "permissionDecision": "deny", "permissionDecisionReason": reason}}),
         "{ran:?}"
-    );
-}
-
-fn assert_no_objection(ran: &Ran) {
-    assert_eq!(
-        (ran.code, ran.stdout.as_str()),
-        (0, ""),
-        "no answer, no grant: {ran:?}"
     );
 }
 

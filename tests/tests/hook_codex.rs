@@ -2,7 +2,7 @@
 //! with `model` and `turn_id`); deny only — an `ask` would count as a failed hook and run
 //! the tool, so it is never advertised.
 
-use ahp_tests::hook::{Contract, Intercepted, Ran};
+use ahp_tests::hook::{assert_silent_no_objection, Contract, Intercepted, Ran};
 use serde_json::json;
 
 fn contract() -> Contract {
@@ -29,7 +29,7 @@ fn contract() -> Contract {
         call_id: Some("call_Codex1"),
         advertised: &["deny"],
         assert_deny,
-        assert_no_objection,
+        assert_no_objection: assert_silent_no_objection,
         assert_ask: None,
         intercepted: vec![Intercepted {
             payload: (
@@ -53,10 +53,6 @@ fn assert_deny(ran: &Ran, reason: &str) {
             "permissionDecision": "deny", "permissionDecisionReason": reason}}),
         "{ran:?}"
     );
-}
-
-fn assert_no_objection(ran: &Ran) {
-    assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
 }
 
 /// Before a prompt Codex blocks with `decision: block`.

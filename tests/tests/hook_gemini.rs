@@ -1,7 +1,7 @@
 //! `ahp hook gemini`: Gemini CLI's BeforeTool/AfterTool payloads (gemini-cli
 //! docs/hooks/reference.md), which carry no tool-use id; denial as `decision: deny`.
 
-use ahp_tests::hook::{Contract, Intercepted, Ran};
+use ahp_tests::hook::{assert_silent_no_objection, Contract, Intercepted, Ran};
 use serde_json::json;
 
 fn contract() -> Contract {
@@ -28,7 +28,7 @@ fn contract() -> Contract {
         call_id: None,
         advertised: &["deny"],
         assert_deny,
-        assert_no_objection,
+        assert_no_objection: assert_silent_no_objection,
         assert_ask: None,
         intercepted: vec![Intercepted {
             payload: (
@@ -51,10 +51,6 @@ fn assert_deny(ran: &Ran, reason: &str) {
         json!({"decision": "deny", "reason": reason}),
         "{ran:?}"
     );
-}
-
-fn assert_no_objection(ran: &Ran) {
-    assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
 }
 
 /// Before the agent takes a prompt Gemini blocks with `decision: deny`.
