@@ -3,8 +3,9 @@
 //! Matching intercept subscriptions run one after another in registration order. Each
 //! gets one absolute deadline, `min(start + timeoutMs, budget)`, that covers credential
 //! acquisition, delivery, parsing and acceptance; nothing resets it. An accepted deny
-//! stops the chain; an operational failure is settled by the subscription's own policy:
-//! fail-open records it and moves on, fail-closed stops with a synthetic denial. An
+//! or an accepted flow stop ends the chain as a deny; an operational failure is settled
+//! by the subscription's own policy: fail-open records it and moves on, fail-closed
+//! stops with a synthetic denial. An
 //! interrupted or out-of-budget call is a denial, never permission. After a stop, the
 //! matching interceptors that were never called get the event as a best-effort observe.
 
@@ -76,10 +77,10 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     let mut enforce = Enforce::default();
 
     for target in &targets {
-        if stop.is_none() && !flow_stopped(&enforce) {
+        if stop.is_none() {
             stop = admission_stop(host, call.budget);
         }
-        if stop.is_some() || flow_stopped(&enforce) {
+        if stop.is_some() {
             records.push(record(target, Outcome::NotReached, None, Vec::new(), None));
             uncalled.push(target);
             continue;
@@ -142,8 +143,18 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                         }
                     }
                 }
-                if stop.is_none() && flow_stopped(&enforce) {
-                    outcome = Outcome::Stop;
+                // An accepted stop ends decision-making and settles as the backend's
+                // denial (its reason shown): a harness reading only the decision must
+                // not proceed, on every event, whether or not the event has `deny`.
+                // The audit keeps it apart from a deny: outcome `stop`, `flow` kept.
+                if stop.is_none() {
+                    if let Some(reason) = stopped(&enforce) {
+                        outcome = Outcome::Stop;
+                        stop = Some(Stop {
+                            decided_by: DecidedBy::BackendDeny,
+                            reason,
+                        });
+                    }
                 }
                 records.push(record(target, outcome, None, attempts, sha));
             }
@@ -180,13 +191,12 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     if was_interrupted && !matches!(&stop, Some(s) if s.decided_by == DecidedBy::BackendDeny) {
         stop = Some(Stop::synthetic(DecidedBy::Interrupted));
     }
-    let short_circuited = match &stop {
-        Some(s) => matches!(
+    let short_circuited = stop.as_ref().is_some_and(|s| {
+        matches!(
             s.decided_by,
             DecidedBy::BackendDeny | DecidedBy::SyntheticDeny
-        ),
-        None => flow_stopped(&enforce),
-    };
+        )
+    });
     let (decision, decided_by, reason) = match stop {
         Some(s) => (Decision::Deny, s.decided_by, Some(s.reason)),
         None if ask => (Decision::Ask, DecidedBy::BackendAsk, None),
@@ -256,12 +266,14 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     }
 }
 
-/// Whether an accepted `flow` stop ended decision-making.
-fn flow_stopped(enforce: &Enforce) -> bool {
+/// The reason of an accepted `flow` stop, if one ended decision-making (the effect
+/// schema requires a non-empty reason on every stop).
+fn stopped(enforce: &Enforce) -> Option<String> {
     enforce
         .flow
         .as_ref()
-        .is_some_and(|f| f.operation == FlowOperation::Stop)
+        .filter(|f| f.operation == FlowOperation::Stop)
+        .map(|f| f.reason.clone().unwrap_or_default())
 }
 
 /// Stop beats continue: a continue never replaces a stop, a stop replaces a continue.

@@ -138,6 +138,9 @@ impl Engine {
             )]);
         };
         let capability = events::narrow(declared, effects)?;
+        if let Some(problem) = event.missing_target(rules, &capability) {
+            return Err(event_problems(vec![problem]));
+        }
         let call = Call {
             registration: &self.registration,
             event: &event,

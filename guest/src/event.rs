@@ -10,9 +10,11 @@
 //! as they came, so extensions survive. Every problem is collected, not just the first,
 //! so whoever wired up the harness can fix the event in one go.
 
-use crate::events::{self, Payload, Rules};
+use crate::effect::EffectKind;
+use crate::events::{self, Payload, Rules, Shape};
 use crate::json;
 use crate::syntax::{is_absolute_uri, is_date_time};
+use ahp_vocab::EventCapability;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -63,8 +65,8 @@ impl Event {
     }
 
     /// An event for interception: the envelope, then the payload rules of its type
-    /// (tool-before and tool-after schemas in full, the digest's required members for
-    /// the others). A type that is not interceptable is a problem at `/type`.
+    /// (tool-before and tool-after schemas in full, the required members of the
+    /// upstream catalogue schemas for the others, see [`events::TABLE`]). A type that is not interceptable is a problem at `/type`.
     pub fn parse_intercepted(text: &str) -> Result<(Event, &'static Rules), Vec<EventProblem>> {
         let object = parse_object(text)?;
         let mut problems = Problems::default();
@@ -77,13 +79,7 @@ impl Event {
         match rules.map(|r| r.payload) {
             Some(Payload::ToolBefore) => check_tool_before(&object, &mut problems),
             Some(Payload::ToolAfter) => check_tool_after(&object, &mut problems),
-            Some(Payload::Required(members)) => {
-                for member in members {
-                    if !object.contains_key(*member) {
-                        problems.add(format!("/{member}"), &format!("is required on {name}"));
-                    }
-                }
-            }
+            Some(Payload::Members(members)) => check_members(&object, name, members, &mut problems),
             None if name.is_empty() => {}
             None => problems.add("/type", "must be an interceptable event"),
         }
@@ -92,14 +88,27 @@ impl Event {
         Ok((event, rules.unwrap_or(&events::TABLE[0])))
     }
 
+    /// A problem when `capability` advertises modify but the event lacks the target's
+    /// value: the harness would offer a backend to change something it did not send,
+    /// and could not check or apply the change. Targets optional on the event
+    /// (`/tool/output`, `/instructions`, `/elicitation/result`) are then required.
+    pub fn missing_target(
+        &self,
+        rules: &Rules,
+        capability: &EventCapability,
+    ) -> Option<EventProblem> {
+        let (target, pointer) = rules
+            .modify
+            .filter(|_| capability.has(EffectKind::Modify))?;
+        self.value_at(pointer).is_none().then(|| EventProblem {
+            path: pointer.to_owned(),
+            rule: format!("is required when modify of \"{target}\" is advertised"),
+        })
+    }
+
     /// The value at `pointer` (a JSON Pointer into the event), if present.
     pub fn value_at(&self, pointer: &str) -> Option<&Value> {
-        let mut parts = pointer.split('/').skip(1);
-        let mut value = self.object.get(parts.next()?)?;
-        for part in parts {
-            value = value.get(part)?;
-        }
-        Some(value)
+        member_at(&self.object, pointer)
     }
 
     /// This event with the member at `pointer` set to `value` (its parents must exist):
@@ -250,6 +259,58 @@ fn check_tool_before(event: &Map<String, Value>, problems: &mut Problems) {
             problems.add(format!("/{field}"), "must not appear on tool.before");
         }
     }
+}
+
+/// Each required member of a catalogue event, at its pointer, with its JSON type. A
+/// member whose parent is missing or of another type is not reported again: the parent
+/// is, and fixing it is the first step.
+fn check_members(
+    event: &Map<String, Value>,
+    name: &str,
+    members: &[(&str, Shape)],
+    problems: &mut Problems,
+) {
+    for &(pointer, shape) in members {
+        let (parent, _) = pointer.rsplit_once('/').unwrap_or_default();
+        if !parent.is_empty() && !member_at(event, parent).is_some_and(Value::is_object) {
+            continue;
+        }
+        let Some(value) = member_at(event, pointer) else {
+            problems.add(pointer, &format!("is required on {name}"));
+            continue;
+        };
+        // The envelope's own checks (`session`) may have named it already.
+        if problems.0.iter().any(|p| p.path == pointer) {
+            continue;
+        }
+        let rule = match shape {
+            Shape::Object | Shape::Tool if !value.is_object() => "must be an object",
+            Shape::Array if !value.is_array() => "must be an array",
+            Shape::Text if !value.as_str().is_some_and(|t| !t.is_empty()) => {
+                "must be a non-empty string"
+            }
+            Shape::Bool if !value.is_boolean() => "must be true or false",
+            Shape::Count if !value.is_u64() => "must be a non-negative integer",
+            Shape::Tool => {
+                if let Some(tool) = value.as_object() {
+                    check_tool(tool, problems);
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        problems.add(pointer, rule);
+    }
+}
+
+/// The member at `pointer` (a JSON Pointer of plain member names) of `object`.
+fn member_at<'a>(object: &'a Map<String, Value>, pointer: &str) -> Option<&'a Value> {
+    let mut parts = pointer.split('/').skip(1);
+    let mut value = object.get(parts.next()?)?;
+    for part in parts {
+        value = value.get(part)?;
+    }
+    Some(value)
 }
 
 /// Outcomes of a resolved call (tool-after.schema.json).
@@ -419,7 +480,11 @@ mod tests {
 
     /// `valid()` with `value` written at `pointer` (`None` removes the member).
     fn with(pointer: &str, value: Option<Value>) -> Value {
-        let mut event = valid();
+        edited(valid(), pointer, value)
+    }
+
+    /// `event` with `value` written at `pointer` (`None` removes the member).
+    fn edited(mut event: Value, pointer: &str, value: Option<Value>) -> Value {
         let (parent, key) = pointer.rsplit_once('/').expect("pointer has a parent");
         let parent = event
             .pointer_mut(parent)
@@ -447,6 +512,189 @@ mod tests {
         let (at, rule) = found.into_iter().next().unwrap_or_default();
         assert_eq!(at, path);
         rule
+    }
+
+    /// The example event of `name` (tests/src/valid_events.json, shared with the
+    /// end-to-end tests), completed with an envelope.
+    fn example(name: &str) -> Value {
+        let examples: Value = serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/src/valid_events.json"
+        )))
+        .expect("the examples are JSON");
+        let mut event = examples[name].clone();
+        event["id"] = json!("evt_example");
+        event["source"] = json!("urn:ahp:test");
+        event["type"] = json!(name);
+        event["time"] = json!("2026-11-30T12:00:00Z");
+        event["session"] = json!({"id": "sess_example"});
+        event
+    }
+
+    /// The problems `parse_intercepted` reports, as (path, rule) pairs.
+    fn intercepted_problems(event: &Value) -> Vec<(String, String)> {
+        match Event::parse_intercepted(&event.to_string()) {
+            Ok(_) => Vec::new(),
+            Err(problems) => problems.into_iter().map(|p| (p.path, p.rule)).collect(),
+        }
+    }
+
+    #[test]
+    fn the_example_of_every_interceptable_event_is_valid() {
+        for rules in events::TABLE {
+            let name = rules.event.as_str();
+            let (event, found) = Event::parse_intercepted(&example(name).to_string())
+                .unwrap_or_else(|p| {
+                    panic!(
+                        "{name}: {:?}",
+                        p.iter().map(|p| p.to_string()).collect::<Vec<_>>()
+                    )
+                });
+            assert_eq!(
+                (event.event_type.as_str(), found.event),
+                (name, rules.event)
+            );
+            if let Some((target, pointer)) = rules.modify {
+                assert!(
+                    event.value_at(pointer).is_some(),
+                    "{name}: the example has no {target} at {pointer}"
+                );
+            }
+        }
+    }
+
+    /// Each required member of each catalogue event: missing, it is the one problem,
+    /// named at its pointer; of the wrong JSON type, likewise.
+    #[test]
+    fn each_required_member_of_a_catalogue_event_is_named_when_missing_or_mistyped() {
+        let mut checked = 0;
+        for rules in events::TABLE {
+            let name = rules.event.as_str();
+            let Payload::Members(members) = rules.payload else {
+                continue;
+            };
+            for &(pointer, shape) in members {
+                let missing = edited(example(name), pointer, None);
+                assert_eq!(
+                    intercepted_problems(&missing),
+                    [(pointer.to_owned(), format!("is required on {name}"))],
+                    "{name} without {pointer}"
+                );
+                let (wrong, rule) = match shape {
+                    Shape::Object | Shape::Tool => (json!([]), "must be an object"),
+                    Shape::Array => (json!({}), "must be an array"),
+                    Shape::Text => (json!(""), "must be a non-empty string"),
+                    Shape::Bool => (json!("yes"), "must be true or false"),
+                    Shape::Count => (json!(-1), "must be a non-negative integer"),
+                };
+                let mistyped = edited(example(name), pointer, Some(wrong));
+                assert_eq!(
+                    intercepted_problems(&mistyped),
+                    [(pointer.to_owned(), rule.to_owned())],
+                    "{name} with a mistyped {pointer}"
+                );
+                checked += 1;
+            }
+        }
+        assert_eq!(
+            checked, 81,
+            "the members of session.start and the 16 catalogue events"
+        );
+    }
+
+    /// Advertising modify offers the target's value to backends: it must be there.
+    /// Without modify in the call, an event may leave an optional target out.
+    #[test]
+    fn a_modify_target_the_event_lacks_is_named_when_modify_is_advertised() {
+        let mut checked = Vec::new();
+        for rules in events::TABLE {
+            let Some((_, pointer)) = rules.modify else {
+                continue;
+            };
+            let name = rules.event.as_str();
+            let complete = Event::parse_intercepted(&example(name).to_string())
+                .expect("valid")
+                .0;
+            let full = events::full(rules.event);
+            assert_eq!(complete.missing_target(rules, &full), None, "{name}");
+            let lacking = edited(example(name), pointer, None);
+            let problems = intercepted_problems(&lacking);
+            if !problems.is_empty() {
+                // A target the event requires anyway is named by the payload check.
+                assert_eq!(problems[0].0, pointer, "{name}");
+                continue;
+            }
+            let event = Event::parse_intercepted(&lacking.to_string())
+                .expect("valid")
+                .0;
+            let problem = event.missing_target(rules, &full).expect("named");
+            assert_eq!(problem.path, pointer, "{name}");
+            assert!(problem.rule.contains("modify"), "{name}: {problem}");
+            let without_modify = events::narrow(
+                &full,
+                &full
+                    .effects
+                    .iter()
+                    .copied()
+                    .filter(|&k| k != EffectKind::Modify)
+                    .collect::<Vec<_>>(),
+            )
+            .expect("narrower");
+            assert_eq!(event.missing_target(rules, &without_modify), None, "{name}");
+            checked.push(name);
+        }
+        assert_eq!(
+            checked,
+            [
+                "tool.after",
+                "context.compact.before",
+                "user.elicitation.result"
+            ],
+            "the events whose target is optional"
+        );
+    }
+
+    #[test]
+    fn a_permission_request_checks_its_tool_as_tool_before_does() {
+        let name = "tool.permission.request";
+        let encoded = edited(
+            example(name),
+            "/tool/input",
+            Some(json!("{\"command\":\"ls\"}")),
+        );
+        assert_eq!(
+            intercepted_problems(&encoded),
+            [(
+                "/tool/input".to_owned(),
+                "must be a JSON object, not an encoded string".to_owned()
+            )]
+        );
+        let no_call_id = edited(example(name), "/call/id", None);
+        assert_eq!(
+            intercepted_problems(&no_call_id),
+            [("/call/id".to_owned(), format!("is required on {name}"))]
+        );
+    }
+
+    #[test]
+    fn upstream_catalogue_fixtures_are_valid_interceptable_events() {
+        for text in [
+            fixture!("http/model-response-input-target.invalid.json"),
+            fixture!("http/task-return-capability.invalid.json"),
+        ] {
+            // Invalid for their capabilities only; the events themselves are complete.
+            let event = fixture_event(text);
+            assert_eq!(intercepted_problems(&event), [], "{event}");
+        }
+        let mut event = fixture_event(fixture!("http/task-return-capability.invalid.json"));
+        event["task"].as_object_mut().map(|task| task.remove("id"));
+        assert_eq!(
+            intercepted_problems(&event),
+            [(
+                "/task/id".to_owned(),
+                "is required on task.change.before".to_owned()
+            )]
+        );
     }
 
     #[test]

@@ -20,9 +20,23 @@ pub enum Payload {
     ToolBefore,
     /// tool-after.schema.json, in full.
     ToolAfter,
-    /// Only these members are required (the digest's list; the catalogue schemas are not
-    /// among the upstream files this project carries).
-    Required(&'static [&'static str]),
+    /// Each member required, with its JSON type, parents before children: the event's
+    /// `required` lists in the upstream catalogue schemas (see [`TABLE`]).
+    Members(&'static [(&'static str, Shape)]),
+}
+
+/// The JSON type a required member must have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Object,
+    Array,
+    /// A non-empty string.
+    Text,
+    Bool,
+    /// A non-negative integer.
+    Count,
+    /// A `tool` descriptor, checked as on tool.before (name, parsed input, origin).
+    Tool,
 }
 
 /// What one interceptable event allows.
@@ -46,61 +60,147 @@ impl Rules {
 
 const STOP: &[FlowOperation] = &[FlowOperation::Stop];
 const STOP_CONTINUE: &[FlowOperation] = &[FlowOperation::Stop, FlowOperation::Continue];
-const NONE: Payload = Payload::Required(&[]);
 
-/// One row per interceptable event, in capabilities.schema.json order. Where a target
-/// lives in a catalogue event is not in the carried schemas: such targets are taken to
-/// be the event member of the same name.
+use Shape::{Array, Bool, Count, Object, Text, Tool};
+
+/// One row per interceptable event, in capabilities.schema.json order.
+///
+/// **Required members.** tool.before and tool.after follow their carried schemas.
+/// session.start follows the digest (§14). The other sixteen follow the `required`
+/// lists of the upstream catalogue schemas, which this project does not carry
+/// (`SKIPPED.txt`): `execution-event.schema.json@62fc780` (turn.*, model.*,
+/// tool.permission.request, tool.batch.after, context.compact.*),
+/// `interaction-event.schema.json@2b5da58` (config.change.before, user.*) and
+/// `task-workspace-event.schema.json@8f91ac4` (task.change.before,
+/// workspace.change.before). The carried fixtures agree where they show one
+/// (`model-response-input-target.invalid.json` is a complete model.response.after,
+/// `task-return-capability.invalid.json` a complete task.change.before). Only presence
+/// and JSON type are checked; enumerated words and canonical content items are not.
+///
+/// **Modify targets.** Input and output are the tool's (`/tool/input`,
+/// `/tool/output`). The others are located from the same upstream files, none of which
+/// the project carries either:
+/// - prompt (turn.start), request (model.request.before) and response
+///   (turn.finish.before, model.response.after) are canonical message lists
+///   (effect.schema.json), and those events carry their messages in `items` alone: the
+///   carried `model-response-input-target.invalid.json` has the response only there,
+///   and upstream `model-response-intercept-modify.valid.json` modifies `response` on
+///   exactly that event. So all four live at `/items`.
+/// - instructions and summary are text-part lists at `/instructions` and `/summary`
+///   (upstream `context.compact.before-inline.valid.json`,
+///   `context.compact.after-inline.valid.json`); `/instructions` is optional on the
+///   event, so it is required only when modify is declared.
+/// - prompt at user.message.inbound and content at user.message.outbound are the
+///   message lists at `/message/messages` (interaction-event.schema.json).
+/// - **Assumed:** content at user.elicitation.result is the MCP answer at
+///   `/elicitation/result` (optional there, so required when modify is declared);
+///   upstream carries it as a text part holding serialized JSON while effect.schema.json
+///   makes the modify value an object, and nothing says how the two meet.
+/// - **Assumed:** workspace at workspace.change.before is the proposed change
+///   `/workspace/change` (an object of `cwd`/`workspaceRoots`, as effect.schema.json's
+///   object value); `/workspace` itself also holds `kind`, which a modify could not
+///   replace without making the event invalid.
 pub const TABLE: &[Rules] = &[
     rules(
         E::SessionStart,
         &[Inject, Message],
         None,
         &[],
-        Payload::Required(&[
-            "session",
-            "trigger",
-            "harness",
-            "permissionMode",
-            "manifest",
-            "items",
+        Payload::Members(&[
+            ("/session", Object),
+            ("/trigger", Text),
+            ("/harness", Object),
+            ("/permissionMode", Text),
+            ("/manifest", Object),
+            ("/items", Array),
         ]),
     ),
-    rules(E::ConfigChangeBefore, &[Deny, Message], None, &[], NONE),
+    rules(
+        E::ConfigChangeBefore,
+        &[Deny, Message],
+        None,
+        &[],
+        Payload::Members(&[
+            ("/change", Object),
+            ("/change/source", Text),
+            ("/change/scope", Text),
+            ("/change/settings", Array),
+            ("/change/summary", Text),
+        ]),
+    ),
     rules(
         E::TurnStart,
         &[Deny, Modify, Inject, Flow, Message],
-        Some((T::Prompt, "/prompt")),
+        Some((T::Prompt, "/items")),
         STOP,
-        NONE,
+        Payload::Members(&[
+            ("/turn", Object),
+            ("/turn/id", Text),
+            ("/trigger", Text),
+            ("/items", Array),
+        ]),
     ),
     rules(
         E::TurnFinishBefore,
         &[Modify, Flow, Message],
-        Some((T::Response, "/response")),
+        Some((T::Response, "/items")),
         STOP_CONTINUE,
-        NONE,
+        Payload::Members(&[
+            ("/turn", Object),
+            ("/turn/id", Text),
+            ("/outcome", Text),
+            ("/continuationCount", Count),
+            ("/items", Array),
+        ]),
     ),
     rules(
         E::ModelRequestBefore,
         &[Deny, Modify, Inject, Return, Flow, Message],
-        Some((T::Request, "/request")),
+        Some((T::Request, "/items")),
         STOP,
-        NONE,
+        Payload::Members(&[
+            ("/model", Object),
+            ("/model/id", Text),
+            ("/model/provider", Text),
+            ("/attempt", Object),
+            ("/attempt/id", Text),
+            ("/attempt/number", Count),
+            ("/params", Object),
+            ("/items", Array),
+        ]),
     ),
     rules(
         E::ModelResponseAfter,
         &[Modify, Flow, Message],
-        Some((T::Response, "/response")),
+        Some((T::Response, "/items")),
         STOP,
-        NONE,
+        Payload::Members(&[
+            ("/model", Object),
+            ("/model/id", Text),
+            ("/model/provider", Text),
+            ("/attempt", Object),
+            ("/attempt/id", Text),
+            ("/attempt/number", Count),
+            ("/execution", Object),
+            ("/execution/status", Text),
+            ("/items", Array),
+            ("/finishReason", Text),
+        ]),
     ),
     rules(
         E::ModelSwitchBefore,
         &[Deny, Flow, Message],
         None,
         STOP,
-        NONE,
+        Payload::Members(&[
+            ("/current", Object),
+            ("/current/id", Text),
+            ("/current/provider", Text),
+            ("/proposed", Object),
+            ("/proposed/id", Text),
+            ("/proposed/provider", Text),
+            ("/reason", Text),
+        ]),
     ),
     rules(
         E::ToolBefore,
@@ -121,64 +221,110 @@ pub const TABLE: &[Rules] = &[
         &[Allow, Deny, Modify, Flow, Message],
         Some((T::Input, "/tool/input")),
         STOP,
-        NONE,
+        // The invocation identity tool.before and tool.after share (digest §3.3).
+        Payload::Members(&[
+            ("/call", Object),
+            ("/call/id", Text),
+            ("/tool", Tool),
+            ("/path", Text),
+            ("/suggestions", Array),
+            ("/sandboxBypass", Bool),
+        ]),
     ),
     rules(
         E::ToolBatchAfter,
         &[Flow, Inject, Message],
         None,
         STOP,
-        NONE,
+        Payload::Members(&[("/batch", Object), ("/batch/id", Text), ("/calls", Array)]),
     ),
     rules(
         E::ContextCompactBefore,
         &[Deny, Modify, Return, Inject, Message],
         Some((T::Instructions, "/instructions")),
         &[],
-        NONE,
+        Payload::Members(&[("/trigger", Text), ("/items", Array)]),
     ),
     rules(
         E::ContextCompactAfter,
         &[Inject, Modify, Message],
         Some((T::Summary, "/summary")),
         &[],
-        NONE,
+        Payload::Members(&[
+            ("/summary", Array),
+            ("/removed", Array),
+            ("/execution", Object),
+            ("/execution/status", Text),
+        ]),
     ),
-    rules(E::TaskChangeBefore, &[Deny, Message], None, &[], NONE),
+    rules(
+        E::TaskChangeBefore,
+        &[Deny, Message],
+        None,
+        &[],
+        Payload::Members(&[
+            ("/task", Object),
+            ("/task/id", Text),
+            ("/task/operation", Text),
+            ("/task/change", Object),
+        ]),
+    ),
     rules(
         E::UserElicitationRequest,
         &[Deny, Return, Message],
         None,
         &[],
-        NONE,
+        Payload::Members(&[
+            ("/elicitation", Object),
+            ("/elicitation/server", Text),
+            ("/elicitation/mode", Text),
+        ]),
     ),
     rules(
         E::UserElicitationResult,
         &[Modify, Message],
-        Some((T::Content, "/content")),
+        Some((T::Content, "/elicitation/result")),
         &[],
-        NONE,
+        Payload::Members(&[
+            ("/elicitation", Object),
+            ("/elicitation/server", Text),
+            ("/elicitation/mode", Text),
+            ("/elicitation/action", Text),
+        ]),
     ),
     rules(
         E::UserMessageInbound,
         &[Deny, Modify, Message],
-        Some((T::Prompt, "/prompt")),
+        Some((T::Prompt, "/message/messages")),
         &[],
-        NONE,
+        Payload::Members(&[
+            ("/message", Object),
+            ("/message/channel", Text),
+            ("/message/sender", Text),
+            ("/message/messages", Array),
+        ]),
     ),
     rules(
         E::UserMessageOutbound,
         &[Deny, Modify, Message],
-        Some((T::Content, "/content")),
+        Some((T::Content, "/message/messages")),
         &[],
-        NONE,
+        Payload::Members(&[
+            ("/message", Object),
+            ("/message/channel", Text),
+            ("/message/messages", Array),
+        ]),
     ),
     rules(
         E::WorkspaceChangeBefore,
         &[Deny, Modify, Message],
-        Some((T::Workspace, "/workspace")),
+        Some((T::Workspace, "/workspace/change")),
         &[],
-        NONE,
+        Payload::Members(&[
+            ("/workspace", Object),
+            ("/workspace/kind", Text),
+            ("/workspace/change", Object),
+        ]),
     ),
 ];
 

@@ -1963,6 +1963,15 @@ fn flow_stop_beats_continue_and_inject_is_recorded() {
         "a flow stop ends decision-making"
     );
     assert_eq!(outcomes(&s), [Outcome::Stop, Outcome::NotReached]);
+    // A stop is not a way around the decision: the harness must not proceed.
+    assert_eq!(
+        (s.decision, s.decided_by, s.reason.as_deref()),
+        (
+            Decision::Deny,
+            DecidedBy::BackendDeny,
+            Some("Budget reached.")
+        )
+    );
     let record = audit(&s);
     assert_eq!(
         record["flow"],
