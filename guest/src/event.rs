@@ -687,7 +687,9 @@ mod tests {
             assert_eq!(intercepted_problems(&event), [], "{event}");
         }
         let mut event = fixture_event(fixture!("http/task-return-capability.invalid.json"));
-        event["task"].as_object_mut().map(|task| task.remove("id"));
+        if let Some(task) = event["task"].as_object_mut() {
+            task.remove("id");
+        }
         assert_eq!(
             intercepted_problems(&event),
             [(

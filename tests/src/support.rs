@@ -69,6 +69,11 @@ impl<'a> Http<'a> {
 
 /// A registration with the given interceptors on `tool.before`, in order.
 pub fn registration(backends: &[Http]) -> String {
+    registration_on(backends, &["tool.before"])
+}
+
+/// A registration with the given interceptors, in order, each intercepting `events`.
+pub fn registration_on(backends: &[Http], events: &[&str]) -> String {
     let hooks: Vec<Value> = backends
         .iter()
         .map(|b| {
@@ -76,7 +81,7 @@ pub fn registration(backends: &[Http]) -> String {
                 "id": b.id,
                 "transport": {"type": "http", "url": b.url},
                 "subscriptions": [{
-                    "events": ["tool.before"], "mode": "intercept",
+                    "events": events, "mode": "intercept",
                     "timeoutMs": b.timeout_ms, "failurePolicy": b.policy,
                     "content": {"default": "metadata"}
                 }]
@@ -309,6 +314,26 @@ pub fn event(id: &str) -> String {
         "path": "native"
     })
     .to_string()
+}
+
+/// A valid event of the interceptable type `event_type` with the given id: the example
+/// of `valid_events.json` (shared with the component's unit tests), which holds every
+/// member the type requires and the value of its modify target, in an envelope.
+pub fn valid_event(event_type: &str, id: &str) -> String {
+    static EXAMPLES: OnceLock<Value> = OnceLock::new();
+    let examples = EXAMPLES.get_or_init(|| {
+        serde_json::from_str(include_str!("valid_events.json")).expect("the examples are JSON")
+    });
+    let mut event = examples
+        .get(event_type)
+        .unwrap_or_else(|| panic!("no example of {event_type}"))
+        .clone();
+    event["id"] = json!(id);
+    event["source"] = json!("urn:uuid:5b7de29e-a9e0-41a8-bf26-d94b05f0656d");
+    event["type"] = json!(event_type);
+    event["time"] = json!("2026-11-30T12:00:00Z");
+    event["session"] = json!({"id": "sess_e2e"});
+    event.to_string()
 }
 
 /// The hostile test component (`tests/runaway-guest`): spins or panics in `intercept`.

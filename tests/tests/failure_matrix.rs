@@ -23,7 +23,7 @@ use std::sync::Arc;
 use ahp_host::{DecidedBy, Decision, EffectKind, Settlement};
 use ahp_tests::fault_backend::{refused_url, Behaviour, FaultBackend};
 use ahp_tests::support::{
-    call, event, interceptor, record_json, registration, Http, SYNTHETIC_REASON,
+    call, interceptor, record_json, registration_on, valid_event, Http, SYNTHETIC_REASON,
 };
 use serde_json::{json, Map, Value};
 
@@ -457,29 +457,17 @@ fn faulty_then_healthy_on(
     policy: &str,
     event_type: &str,
 ) -> String {
-    let mut document: Value =
-        serde_json::from_str(&faulty_then_healthy(faulty_url, healthy_url, policy))
-            .expect("a registration is JSON");
-    for hook in document["hooks"].as_array_mut().into_iter().flatten() {
-        hook["subscriptions"][0]["events"] = json!([event_type]);
-    }
-    document.to_string()
-}
-
-/// A valid event of `event_type` with id `id`: the support tool.before, or the upstream
-/// observe fixture's tool.after or session.start.
-fn event_of(event_type: &str, id: &str) -> String {
-    let fixture = match event_type {
-        "tool.before" => return event(id),
-        "tool.after" => {
-            include_str!("../upstream/fixtures/draft/http/observe-tool-after.valid.json")
-        }
-        _ => include_str!("../upstream/fixtures/draft/http/observe-session-start.valid.json"),
-    };
-    let mut event =
-        serde_json::from_str::<Value>(fixture).expect("fixture is JSON")["params"]["event"].clone();
-    event["id"] = json!(id);
-    event.to_string()
+    registration_on(
+        &[
+            Http::new(FAULTY, faulty_url)
+                .policy(policy)
+                .timeout_ms(TIMEOUT_MS),
+            Http::new(HEALTHY, healthy_url)
+                .policy(policy)
+                .timeout_ms(TIMEOUT_MS),
+        ],
+        &[event_type],
+    )
 }
 
 /// The rows that stand for `event_type`: the whole table for tool.before; for the others,
@@ -519,14 +507,7 @@ fn rows(event_type: &str, redirect_target: &str) -> Vec<Case> {
 
 /// The faulty interceptor, then the healthy one, both under `policy`.
 fn faulty_then_healthy(faulty_url: &str, healthy_url: &str, policy: &str) -> String {
-    registration(&[
-        Http::new(FAULTY, faulty_url)
-            .policy(policy)
-            .timeout_ms(TIMEOUT_MS),
-        Http::new(HEALTHY, healthy_url)
-            .policy(policy)
-            .timeout_ms(TIMEOUT_MS),
-    ])
+    faulty_then_healthy_on(faulty_url, healthy_url, policy, "tool.before")
 }
 
 // Expected settlements: the host's value with the record's word for it.
@@ -615,7 +596,7 @@ async fn run_case(
     let hooks = interceptor(&document).await;
     let event_id = format!("evt_{}_{event_type}_{policy}", case.name);
     let settled = hooks
-        .intercept(&event_of(event_type, &event_id), case.effects, None)
+        .intercept(&valid_event(event_type, &event_id), case.effects, None)
         .await
         .unwrap_or_else(|e| panic!("{context}: the call could not be made: {e}"));
     if policy == "fail-closed" && settled.decision == Decision::Allow {

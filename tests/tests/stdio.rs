@@ -19,7 +19,7 @@ use ahp_host::{
 };
 use ahp_tests::support::{
     assert_failed, assert_settled, assert_settled_at, assert_settled_by, call, event, interceptor,
-    only_interceptor, record_json, timed_call,
+    only_interceptor, record_json, timed_call, valid_event,
 };
 use serde_json::{json, Value};
 use tokio::sync::RwLock;
@@ -40,11 +40,23 @@ static PROCESSES: RwLock<()> = RwLock::const_new(());
 /// One hook running this test's backend with `args`, with a `tool.before` intercept
 /// subscription.
 fn hook(id: &str, args: &[&str], lifecycle: &str, policy: &str, timeout_ms: u64) -> Value {
+    hook_on("tool.before", id, args, lifecycle, policy, timeout_ms)
+}
+
+/// [`hook`], intercepting `event_type` instead.
+fn hook_on(
+    event_type: &str,
+    id: &str,
+    args: &[&str],
+    lifecycle: &str,
+    policy: &str,
+    timeout_ms: u64,
+) -> Value {
     json!({
         "id": id,
         "transport": {"type": "stdio", "command": BACKEND, "args": args, "lifecycle": lifecycle},
         "subscriptions": [{
-            "events": ["tool.before"], "mode": "intercept",
+            "events": [event_type], "mode": "intercept",
             "timeoutMs": timeout_ms, "failurePolicy": policy,
             "content": {"default": "metadata"}
         }]
@@ -445,6 +457,36 @@ async fn a_missing_command_is_launch_failed() {
         let case = format!("missing {lifecycle} {policy}");
         let failure = assert_failed_at_once(&settled, elapsed, policy, "launch-failed", &case);
         assert_eq!(failure["phase"], json!("connect"), "{case}");
+    }
+}
+
+/// The two stdio-only failure classes complete the failure matrix of tool.after and
+/// session.start (failure_matrix.rs has every HTTP class for them): a failed launch and
+/// an exit mid-exchange are settled by the policy on events without deny too, with
+/// fail-closed denying them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn launch_failed_and_abnormal_exit_on_tool_after_and_session_start() {
+    let _shared = PROCESSES.read().await;
+    for event_type in ["tool.after", "session.start"] {
+        for (lifecycle, policy) in every_lifecycle_and_policy() {
+            let log = Log::new();
+            let mut missing = hook_on(event_type, ID, &[], lifecycle, policy, 1_000);
+            missing["transport"]["command"] = json!("/nonexistent/backend");
+            let exiting = hook_on(event_type, ID, &["exit-mid", &log.arg()], lifecycle, policy, 2_000);
+            for (hook, class) in [(missing, "launch-failed"), (exiting, "abnormal-exit")] {
+                let case = format!("{class} {event_type} {lifecycle} {policy}");
+                let hooks = start(vec![hook]).await;
+                let id = format!("evt_{}", case.replace([' ', '.', '-'], "_"));
+                let settled = hooks
+                    .intercept(&valid_event(event_type, &id), &[], None)
+                    .await
+                    .unwrap_or_else(|e| panic!("{case}: {e}"));
+                hooks.shutdown();
+                assert_failed(&settled, policy, class, &case);
+                assert_eq!(record_json(&settled)["event"]["type"], json!(event_type), "{case}");
+            }
+            assert_eq!(log.pids().len(), 1, "{event_type}: one exiting process");
+        }
     }
 }
 
