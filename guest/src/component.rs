@@ -101,10 +101,7 @@ impl GuestEngine for EngineResource {
     ) -> Result<Vec<Delivery>, Vec<Problem>> {
         // A start in the future would extend the observers' deadlines.
         let started = started.min(ComponentHost.now());
-        let deliveries = self
-            .0
-            .observe(started, &event, budget)
-            .map_err(problems)?;
+        let deliveries = self.0.observe(started, &event, budget).map_err(problems)?;
         Ok(deliveries.into_iter().map(delivery).collect())
     }
 }

@@ -193,7 +193,14 @@ impl Engine {
             .observers(&event.event_type)
             .map(|(backend, subscription)| {
                 let native = subscription.include_native;
-                chain::observer(started, budget, ObserverKind::Owned, backend, native, &event)
+                chain::observer(
+                    started,
+                    budget,
+                    ObserverKind::Owned,
+                    backend,
+                    native,
+                    &event,
+                )
             })
             .collect();
         Ok(deliveries)

@@ -47,7 +47,11 @@ fn registration(url: &str, policy: &str, subscriptions: &[(&str, u64)]) -> Strin
 }
 
 /// An interceptor of at most `max_instances` instances, auditing to `audit` if given.
-async fn interceptor(registration: &str, max_instances: usize, audit: Option<&Path>) -> Interceptor {
+async fn interceptor(
+    registration: &str,
+    max_instances: usize,
+    audit: Option<&Path>,
+) -> Interceptor {
     let options = Options {
         max_instances: Some(max_instances),
         audit_path: audit.map(Path::to_path_buf),
@@ -69,7 +73,9 @@ fn session_start(id: &str) -> String {
 
 /// The event id of an intercept request body.
 fn event_id(request: &Value) -> &str {
-    request["params"]["event"]["id"].as_str().unwrap_or_default()
+    request["params"]["event"]["id"]
+        .as_str()
+        .unwrap_or_default()
 }
 
 /// The backend's own answer to event `id`: every third call is denied.
@@ -83,13 +89,19 @@ fn backend_answer(id: &str) -> Behaviour {
 /// The call settled as `answer` says the backend answered.
 fn assert_backend_decided(settled: &Settlement, answer: &Behaviour, case: &str) {
     match answer {
-        Behaviour::Deny(reason) => {
-            assert_settled(settled, Decision::Deny, DecidedBy::BackendDeny, Some(reason.as_str()))
-        }
+        Behaviour::Deny(reason) => assert_settled(
+            settled,
+            Decision::Deny,
+            DecidedBy::BackendDeny,
+            Some(reason.as_str()),
+        ),
         _ => assert_settled(settled, Decision::Allow, DecidedBy::NoObjection, None),
     }
     let record = record_json(settled);
-    assert!(only_interceptor(&record)["failure"].is_null(), "{case}: {record}");
+    assert!(
+        only_interceptor(&record)["failure"].is_null(),
+        "{case}: {record}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,7 +135,11 @@ async fn more_concurrent_calls_than_instances_wait_and_get_the_backends_decision
         assert_backend_decided(&settled, &backend_answer(&id), &id);
     }
     assert_eq!(engine_failures, 0);
-    assert_eq!(backend.requests().len(), CALLS, "every call reached the backend once");
+    assert_eq!(
+        backend.requests().len(),
+        CALLS,
+        "every call reached the backend once"
+    );
     interceptor.shutdown_async().await;
 }
 
@@ -144,7 +160,9 @@ async fn a_first_deadline_that_runs_out_in_the_queue_is_settled_by_its_policy_wi
             let interceptor = interceptor.clone();
             tokio::spawn(async move {
                 let event = event("evt_holder");
-                interceptor.intercept(&event, &[EffectKind::Deny], None).await
+                interceptor
+                    .intercept(&event, &[EffectKind::Deny], None)
+                    .await
             })
         };
         assert!(backend.wait_for_requests(1, Duration::from_secs(5)).await);
@@ -155,7 +173,10 @@ async fn a_first_deadline_that_runs_out_in_the_queue_is_settled_by_its_policy_wi
             .await
             .expect("a valid event settles");
         let failure = assert_failed(&queued, policy, "deadline-exceeded", &id);
-        assert_eq!(failure, json!({"class": "deadline-exceeded", "phase": "queue"}));
+        assert_eq!(
+            failure,
+            json!({"class": "deadline-exceeded", "phase": "queue"})
+        );
         let record = record_json(&queued);
         let entry = only_interceptor(&record);
         assert_eq!(entry["attempts"], json!([]), "nothing was sent: {record}");
@@ -202,7 +223,10 @@ async fn a_first_deadline_that_runs_out_in_the_queue_is_settled_by_its_policy_wi
             "only the holder reached the backend"
         );
 
-        let held = holder.await.expect("the holder completes").expect("settles");
+        let held = holder
+            .await
+            .expect("the holder completes")
+            .expect("settles");
         assert_failed(&held, policy, "deadline-exceeded", "holder");
         interceptor.shutdown_async().await;
     }
@@ -365,7 +389,11 @@ async fn chaos_every_decision_matches_its_class_and_policy_and_nothing_leaks() {
     let chooser_faults = faults.clone();
     let backend = FaultBackend::choosing(move |request| {
         let id = event_id(request);
-        let n: usize = id.rsplit('_').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        let n: usize = id
+            .rsplit('_')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
         match chaos_case(n, &chooser_faults) {
             Some(Fault::Serve(behaviour, _)) => behaviour(),
             Some(Fault::Deadline) => Behaviour::Blackhole,
@@ -407,7 +435,9 @@ async fn chaos_every_decision_matches_its_class_and_policy_and_nothing_leaks() {
                     lane.refused
                         .intercept(&event(&id), &[EffectKind::Deny], None)
                 }
-                _ => lane.backend.intercept(&event(&id), &[EffectKind::Deny], None),
+                _ => lane
+                    .backend
+                    .intercept(&event(&id), &[EffectKind::Deny], None),
             }
             .await
             .expect("a valid event settles");
@@ -426,7 +456,10 @@ async fn chaos_every_decision_matches_its_class_and_policy_and_nothing_leaks() {
     let mut audited: HashMap<String, usize> = HashMap::new();
     for entry in std::fs::read_dir(dir.path()).expect("the audit directory") {
         for record in audit_lines(&entry.expect("an audit file").path()) {
-            let id = record["event"]["id"].as_str().expect("an event id").to_owned();
+            let id = record["event"]["id"]
+                .as_str()
+                .expect("an event id")
+                .to_owned();
             *audited.entry(id).or_default() += 1;
         }
     }
@@ -441,7 +474,10 @@ async fn chaos_every_decision_matches_its_class_and_policy_and_nothing_leaks() {
     drop(lanes);
     drop(backend);
     let after = fds_return_to(baseline).await;
-    assert!(after <= baseline, "descriptors leaked: {after} open, {baseline} before");
+    assert!(
+        after <= baseline,
+        "descriptors leaked: {after} open, {baseline} before"
+    );
 }
 
 /// Call `id` under `policy` settled as its case says: the backend's answer, or the
