@@ -967,20 +967,6 @@ fn credential_acquisition_time_counts_against_the_same_deadline() {
     );
 }
 
-#[test]
-fn each_interceptor_gets_its_own_deadline_from_when_it_starts() {
-    let engine = load(vec![
-        interceptor(A, "fail-open", 750),
-        interceptor(B, "fail-open", 200),
-    ]);
-    let mut host = FakeHost::new()
-        .on(A, Step::reply(no_effect()).taking(40))
-        .on(B, Step::reply(no_effect()));
-    run(&engine, &mut host);
-    assert_eq!(host.sent_to(A)[0].deadline, T0 + ms(750));
-    assert_eq!(host.sent_to(B)[0].deadline, T0 + ms(40) + ms(200));
-}
-
 /// Runs one call that began at `started` (before it waited for an instance).
 fn run_queued(engine: &Engine, host: &mut FakeHost, started: Instant) -> Settlement {
     let kinds = [EffectKind::Deny, EffectKind::Allow];
@@ -990,19 +976,22 @@ fn run_queued(engine: &Engine, host: &mut FakeHost, started: Instant) -> Settlem
 }
 
 #[test]
-fn a_wait_for_an_instance_counts_against_the_first_deadline_only() {
-    let engine = load(vec![
-        interceptor(A, "fail-open", 750),
-        interceptor(B, "fail-open", 200),
-    ]);
-    // The call began 300 ms before it reached an instance.
-    let mut host = FakeHost::new()
-        .on(A, Step::reply(no_effect()).taking(40))
-        .on(B, Step::reply(no_effect()));
-    let s = run_queued(&engine, &mut host, T0 - ms(300));
-    assert_eq!(host.sent_to(A)[0].deadline, T0 - ms(300) + ms(750));
-    assert_eq!(host.sent_to(B)[0].deadline, T0 + ms(40) + ms(200));
-    assert_eq!(s.elapsed_ns, ms(300) + ms(40) + ms(1));
+fn each_interceptor_gets_its_own_deadline_from_when_it_starts_the_first_from_the_call() {
+    // The call began `waited` ms before it reached an instance: the wait counts against
+    // the first deadline only.
+    for waited in [0, 300] {
+        let engine = load(vec![
+            interceptor(A, "fail-open", 750),
+            interceptor(B, "fail-open", 200),
+        ]);
+        let mut host = FakeHost::new()
+            .on(A, Step::reply(no_effect()).taking(40))
+            .on(B, Step::reply(no_effect()));
+        let s = run_queued(&engine, &mut host, T0 - ms(waited));
+        assert_eq!(host.sent_to(A)[0].deadline, T0 - ms(waited) + ms(750));
+        assert_eq!(host.sent_to(B)[0].deadline, T0 + ms(40) + ms(200));
+        assert_eq!(s.elapsed_ns, ms(waited) + ms(40) + ms(1));
+    }
 }
 
 #[test]

@@ -235,7 +235,7 @@ async fn a_first_deadline_that_runs_out_in_the_queue_is_settled_by_its_policy_wi
 /// One kind of fault the chaos backend injects, and the failure class it must settle as.
 #[derive(Clone, Copy, Debug)]
 enum Fault {
-    /// Never answers: `deadline-exceeded`, on a `session.start` call (100 ms timeout).
+    /// Answers too late: `deadline-exceeded`, on a `session.start` call (100 ms timeout).
     Deadline,
     /// Nothing listens: `connection-refused`, through an interceptor of its own.
     Refused,
@@ -396,7 +396,10 @@ async fn chaos_every_decision_matches_its_class_and_policy_and_nothing_leaks() {
             .unwrap_or(0);
         match chaos_case(n, &chooser_faults) {
             Some(Fault::Serve(behaviour, _)) => behaviour(),
-            Some(Fault::Deadline) => Behaviour::Blackhole,
+            // Answers long after the 100 ms deadline (and then finds the connection gone).
+            Some(Fault::Deadline) => {
+                Behaviour::Delay(Duration::from_millis(400), Box::new(Behaviour::NoEffect))
+            }
             _ => backend_answer(id),
         }
     })
@@ -429,18 +432,15 @@ async fn chaos_every_decision_matches_its_class_and_policy_and_nothing_leaks() {
             let lane = &lanes[policy];
             let id = format!("evt_chaos_{policy}_{n}");
             let case = chaos_case(n, &faults);
-            let settled = match case {
-                Some(Fault::Deadline) => lane.backend.intercept(&session_start(&id), &[], None),
-                Some(Fault::Refused) => {
-                    lane.refused
-                        .intercept(&event(&id), &[EffectKind::Deny], None)
-                }
-                _ => lane
-                    .backend
-                    .intercept(&event(&id), &[EffectKind::Deny], None),
-            }
-            .await
-            .expect("a valid event settles");
+            let (target, text, effects): (_, _, &[EffectKind]) = match case {
+                Some(Fault::Deadline) => (&lane.backend, session_start(&id), &[]),
+                Some(Fault::Refused) => (&lane.refused, event(&id), &[EffectKind::Deny]),
+                _ => (&lane.backend, event(&id), &[EffectKind::Deny]),
+            };
+            let settled = target
+                .intercept(&text, effects, None)
+                .await
+                .expect("a valid event settles");
             drop(permit);
             check_chaos_call(&settled, &id, policy, case);
             id
@@ -503,6 +503,7 @@ fn check_chaos_call(settled: &Settlement, id: &str, policy: &str, case: Option<F
 
 #[tokio::test]
 async fn fewer_than_two_instances_is_refused_naming_the_option() {
+    let _serial = SERIAL.lock().await;
     let reg = registration(&refused_url(), "fail-closed", &[("tool.before", 1_000)]);
     for max_instances in [0, 1] {
         let options = Options {
