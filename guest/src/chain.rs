@@ -2,7 +2,9 @@
 //!
 //! Matching intercept subscriptions run one after another in registration order. Each
 //! gets one absolute deadline, `min(start + timeoutMs, budget)`, that covers credential
-//! acquisition, delivery, parsing and acceptance; nothing resets it. An accepted deny
+//! acquisition, delivery, parsing and acceptance; nothing resets it. The first one's
+//! start is the call's own: a wait for a component instance counts against it, and a
+//! deadline that wait used up fails with phase `queue`, nothing sent. An accepted deny
 //! or an accepted flow stop ends the chain as a deny; an operational failure is settled
 //! by the subscription's own policy: fail-open records it and moves on, fail-closed
 //! stops with a synthetic denial. An
@@ -35,6 +37,8 @@ pub struct Call<'a> {
     pub capability: &'a EventCapability,
     /// The enclosing deadline of the whole hook call, if the host set one.
     pub budget: Option<Instant>,
+    /// When the hook call began, before any wait for an instance (never later than now).
+    pub started: Instant,
 }
 
 /// How one interceptor's evaluation ended.
@@ -62,7 +66,8 @@ impl Stop {
 
 /// Runs the chain and settles the call.
 pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
-    let started = host.now();
+    // A start in the future would extend the first deadline: never later than now.
+    let started = call.started.min(host.now());
     let targets: Vec<_> = call
         .registration
         .intercepts(&call.event.event_type)
@@ -76,7 +81,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     let mut effective = call.event.clone();
     let mut enforce = Enforce::default();
 
-    for target in &targets {
+    for (i, target) in targets.iter().enumerate() {
         if stop.is_none() {
             stop = admission_stop(host, call.budget);
         }
@@ -85,16 +90,23 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             uncalled.push(target);
             continue;
         }
-        let now = host.now();
-        let bound = Deadline::within(now, target.timeout_ms, call.budget);
+        // The first interceptor's clock started with the call, the others' when they start.
+        let from = if i == 0 { started } else { host.now() };
+        let bound = Deadline::within(from, target.timeout_ms, call.budget);
         let (deadline, budget_binds) = (bound.at(), bound.budget_binds());
-        let message = wire::intercept(
-            &effective,
-            target.subscription.include_native,
-            call.capability,
-        );
-        let (ending, attempts) = evaluate(host, target.backend, &message, deadline, call);
-        let sha = Some(message.sha256().to_string());
+        let (ending, attempts, sha) = if host.now() >= deadline {
+            // The call's wait for an instance used the deadline up: nothing is sent.
+            let failure = Failure::new(FailureClass::DeadlineExceeded, Phase::Queue);
+            (Ending::Failed(failure), Vec::new(), None)
+        } else {
+            let message = wire::intercept(
+                &effective,
+                target.subscription.include_native,
+                call.capability,
+            );
+            let (ending, attempts) = evaluate(host, target.backend, &message, deadline, call);
+            (ending, attempts, Some(message.sha256().to_string()))
+        };
         // Modifications are applied to a copy: a response whose merge does not fit is
         // rejected whole, so nothing of it is published.
         let ending = match ending {

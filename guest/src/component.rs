@@ -74,16 +74,21 @@ impl GuestEngine for EngineResource {
         self.0.bound_ms()
     }
 
+    fn first_timeouts(&self) -> Vec<(String, u64)> {
+        self.0.first_timeouts()
+    }
+
     fn intercept(
         &self,
         event: String,
         effects: Vec<EffectKind>,
         budget: Option<Instant>,
+        started: Instant,
     ) -> Result<Settlement, Vec<Problem>> {
         let effects: Vec<Kind> = effects.into_iter().map(effect_kind).collect();
         let settled = self
             .0
-            .intercept(&mut ComponentHost, &event, &effects, budget)
+            .intercept_since(&mut ComponentHost, &event, &effects, budget, started)
             .map_err(problems)?;
         Ok(settlement(settled))
     }
@@ -92,11 +97,11 @@ impl GuestEngine for EngineResource {
         &self,
         event: String,
         budget: Option<Instant>,
+        started: Instant,
     ) -> Result<Vec<Delivery>, Vec<Problem>> {
-        let deliveries = self
-            .0
-            .observe(ComponentHost.now(), &event, budget)
-            .map_err(problems)?;
+        // A start in the future would extend the observers' deadlines.
+        let started = started.min(ComponentHost.now());
+        let deliveries = self.0.observe(started, &event, budget).map_err(problems)?;
         Ok(deliveries.into_iter().map(delivery).collect())
     }
 }

@@ -116,6 +116,19 @@ impl Engine {
         total
     }
 
+    /// Per declared event that some intercept subscription selects, the first
+    /// interceptor's `timeoutMs`: how long a call of that event may wait for an instance
+    /// before its first deadline is used up.
+    pub fn first_timeouts(&self) -> Vec<(String, u64)> {
+        self.declaration
+            .iter()
+            .filter_map(|c| {
+                let first = self.registration.intercepts(c.event.as_str()).next()?;
+                Some((c.event.as_str().to_owned(), first.timeout_ms))
+            })
+            .collect()
+    }
+
     /// Runs the intercept chain for one event of a declared interceptable type. `effects`
     /// narrows that event's declaration for this call (empty: as declared); the request's
     /// `params.capabilities` is the result. The call's own observe subscriptions are
@@ -126,6 +139,22 @@ impl Engine {
         event: &str,
         effects: &[EffectKind],
         budget: Option<Instant>,
+    ) -> Result<Settlement, Vec<Problem>> {
+        let now = host.now();
+        self.intercept_since(host, event, effects, budget, now)
+    }
+
+    /// As [`Engine::intercept`], for a call that began at `started` and waited for this
+    /// instance since: the wait counts against the first interceptor's deadline (and the
+    /// budget, already absolute), so a deadline it used up settles by that
+    /// subscription's policy with phase `queue`, before any I/O.
+    pub fn intercept_since<H: Host>(
+        &self,
+        host: &mut H,
+        event: &str,
+        effects: &[EffectKind],
+        budget: Option<Instant>,
+        started: Instant,
     ) -> Result<Settlement, Vec<Problem>> {
         let (event, rules) = Event::parse_intercepted(event).map_err(event_problems)?;
         let Some(declared) = self.declaration.iter().find(|c| c.event == rules.event) else {
@@ -147,15 +176,17 @@ impl Engine {
             rules,
             capability: &capability,
             budget,
+            started,
         };
         Ok(chain::run(host, &call))
     }
 
     /// One notification per observe subscription matching the event, in registration
-    /// order, each bounded by the observer timeout and the budget.
+    /// order, each bounded by the observer timeout from `started` (when the call began,
+    /// before any wait for an instance) and by the budget.
     pub fn observe(
         &self,
-        now: Instant,
+        started: Instant,
         event: &str,
         budget: Option<Instant>,
     ) -> Result<Vec<ObserverDelivery>, Vec<Problem>> {
@@ -165,7 +196,14 @@ impl Engine {
             .observers(&event.event_type)
             .map(|(backend, subscription)| {
                 let native = subscription.include_native;
-                chain::observer(now, budget, ObserverKind::Owned, backend, native, &event)
+                chain::observer(
+                    started,
+                    budget,
+                    ObserverKind::Owned,
+                    backend,
+                    native,
+                    &event,
+                )
             })
             .collect();
         Ok(deliveries)

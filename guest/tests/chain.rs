@@ -967,18 +967,84 @@ fn credential_acquisition_time_counts_against_the_same_deadline() {
     );
 }
 
+/// Runs one call that began at `started` (before it waited for an instance).
+fn run_queued(engine: &Engine, host: &mut FakeHost, started: Instant) -> Settlement {
+    let kinds = [EffectKind::Deny, EffectKind::Allow];
+    engine
+        .intercept_since(host, &event(), &kinds, None, started)
+        .expect("valid call")
+}
+
 #[test]
-fn each_interceptor_gets_its_own_deadline_from_when_it_starts() {
+fn each_interceptor_gets_its_own_deadline_from_when_it_starts_the_first_from_the_call() {
+    // The call began `waited` ms before it reached an instance: the wait counts against
+    // the first deadline only.
+    for waited in [0, 300] {
+        let engine = load(vec![
+            interceptor(A, "fail-open", 750),
+            interceptor(B, "fail-open", 200),
+        ]);
+        let mut host = FakeHost::new()
+            .on(A, Step::reply(no_effect()).taking(40))
+            .on(B, Step::reply(no_effect()));
+        let s = run_queued(&engine, &mut host, T0 - ms(waited));
+        assert_eq!(host.sent_to(A)[0].deadline, T0 - ms(waited) + ms(750));
+        assert_eq!(host.sent_to(B)[0].deadline, T0 + ms(40) + ms(200));
+        assert_eq!(s.elapsed_ns, ms(waited) + ms(40) + ms(1));
+    }
+}
+
+#[test]
+fn a_first_deadline_used_up_in_the_queue_is_settled_by_its_policy_with_phase_queue() {
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![
+            interceptor(A, policy, 500),
+            interceptor(B, "fail-open", 200),
+        ]);
+        let mut host = FakeHost::new().on(B, Step::reply(no_effect()));
+        let s = run_queued(&engine, &mut host, T0 - ms(500));
+        assert!(host.sent_to(A).is_empty(), "{policy}: nothing is sent to A");
+        assert!(host.acquired.iter().all(|(b, _)| b != A), "{policy}");
+        let entry = audited(&s, 0);
+        assert_eq!(entry["failure"]["class"], "deadline-exceeded", "{policy}");
+        assert_eq!(entry["failure"]["phase"], "queue", "{policy}");
+        assert_eq!(entry["attempts"].as_array().map_or(0, Vec::len), 0);
+        assert!(entry.get("requestSha256").is_none(), "{policy}: {entry}");
+        match policy {
+            "fail-open" => {
+                assert_no_objection(&s);
+                assert_eq!(outcomes(&s), [Outcome::FailedOpen, Outcome::NoEffect]);
+                // The next interceptor's clock starts when it starts.
+                assert_eq!(host.sent_to(B)[0].deadline, T0 + ms(200));
+            }
+            _ => {
+                assert_synthetic_deny(&s);
+                assert_eq!(outcomes(&s), [Outcome::FailedClosed, Outcome::NotReached]);
+                assert!(host.sent_to(B).is_empty());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_start_in_the_future_never_extends_the_deadline() {
+    let engine = load(vec![interceptor(A, "fail-closed", 750)]);
+    let mut host = FakeHost::new().on(A, Step::reply(no_effect()));
+    run_queued(&engine, &mut host, T0 + ms(10_000));
+    assert_eq!(host.sent[0].deadline, T0 + ms(750));
+}
+
+#[test]
+fn first_timeouts_name_the_first_interceptor_of_each_selected_event() {
     let engine = load(vec![
-        interceptor(A, "fail-open", 750),
-        interceptor(B, "fail-open", 200),
+        backend(A, vec![observe_sub(&["tool.after"])]),
+        interceptor(B, "fail-open", 300),
+        backend(C, vec![intercept_sub(&["tool.*"], "fail-closed", 900)]),
     ]);
-    let mut host = FakeHost::new()
-        .on(A, Step::reply(no_effect()).taking(40))
-        .on(B, Step::reply(no_effect()));
-    run(&engine, &mut host);
-    assert_eq!(host.sent_to(A)[0].deadline, T0 + ms(750));
-    assert_eq!(host.sent_to(B)[0].deadline, T0 + ms(40) + ms(200));
+    let timeouts: HashMap<String, u64> = engine.first_timeouts().into_iter().collect();
+    assert_eq!(timeouts.get("tool.before"), Some(&300));
+    assert_eq!(timeouts.get("tool.after"), Some(&900));
+    assert_eq!(timeouts.get("session.start"), None);
 }
 
 #[test]

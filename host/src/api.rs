@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::interrupt::Interrupt;
 use crate::observe::deliver_observers;
 use crate::options::Options;
-use crate::pool::{Pool, Ready};
+use crate::pool::{Admission, Pool, Ready};
 use crate::runtime::Runtime;
 use crate::settlement::{
     engine_failure, from_component, host_settlement, Observed, ObserverReport, Settlement,
@@ -114,6 +114,11 @@ impl Interceptor {
             .call_bound_ms(&mut store, engine)
             .await
             .map_err(Error::setup)?;
+        let first_timeouts = engine_api
+            .call_first_timeouts(&mut store, engine)
+            .await
+            .map_err(Error::setup)?;
+        let instances = options.instances().map_err(Error::setup)?;
         let config = options.backend_config().map_err(Error::setup)?;
         let backends = Arc::new(
             Backends::new(plan, &config).map_err(|e| Error::setup(wasmtime::format_err!(e)))?,
@@ -136,6 +141,8 @@ impl Interceptor {
             declaration,
             backends.clone(),
             closing.clone(),
+            instances,
+            first_timeouts,
         );
         Ok(Interceptor {
             inner: Arc::new(Inner {
@@ -190,21 +197,28 @@ impl Interceptor {
                 Instant::now(),
             )));
         }
-        let limit = Instant::now()
+        let started = Instant::now();
+        let limit = started
             + budget
                 .unwrap_or(self.inner.bound)
                 .min(Duration::from_secs(5))
             + GRACE;
-        let budget_ns = budget.map(|b| clock::to_nanos(Instant::now() + b));
+        let budget_ns = budget.map(|b| clock::to_nanos(started + b));
+        let started_ns = clock::to_nanos(started);
         let prepared = self
             .inner
             .pool
-            .in_component(limit, &Interrupt::new(), async |ready: &mut Ready| {
-                let engine_api = ready.plugin.ahp_interceptor_interceptor().engine();
-                engine_api
-                    .call_observe(&mut ready.store, ready.engine, event, budget_ns)
-                    .await
-            })
+            .in_component(
+                Admission::NoIo,
+                limit,
+                &Interrupt::new(),
+                async |ready: &mut Ready| {
+                    let engine_api = ready.plugin.ahp_interceptor_interceptor().engine();
+                    engine_api
+                        .call_observe(&mut ready.store, ready.engine, event, budget_ns, started_ns)
+                        .await
+                },
+            )
             .await;
         let deliveries = match prepared {
             Some(Ok(deliveries)) => deliveries,
@@ -302,13 +316,26 @@ impl Interceptor {
         let limit = budget_at.map_or(own_bound, |b| b.min(own_bound)) + GRACE;
         let effects: Vec<wit::EffectKind> = effects.iter().copied().map(to_wit).collect();
         let budget_ns = budget_at.map(clock::to_nanos);
+        let started_ns = clock::to_nanos(started);
+        let admission = Admission::Intercept {
+            event,
+            started,
+            budget: budget_at,
+        };
         let settled = self
             .inner
             .pool
-            .in_component(limit, interrupt, async |ready: &mut Ready| {
+            .in_component(admission, limit, interrupt, async |ready: &mut Ready| {
                 let engine_api = ready.plugin.ahp_interceptor_interceptor().engine();
                 engine_api
-                    .call_intercept(&mut ready.store, ready.engine, event, &effects, budget_ns)
+                    .call_intercept(
+                        &mut ready.store,
+                        ready.engine,
+                        event,
+                        &effects,
+                        budget_ns,
+                        started_ns,
+                    )
                     .await
             })
             .await;

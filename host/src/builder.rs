@@ -51,7 +51,12 @@ impl InterceptorBuilder {
         InterceptorBuilder::default()
     }
 
-    /// Run on `engine`, which must have `Config::epoch_interruption(true)`.
+    /// Run on `engine`, which must have `Config::epoch_interruption(true)`. With the
+    /// pooling allocator, its `total_component_instances` must cover
+    /// [`Options::max_instances`] (default 512) of every interceptor on it, plus the
+    /// embedder's own instances: a call beyond the Engine's capacity fails to
+    /// instantiate and settles as `engine-failure`, while one beyond `max_instances`
+    /// waits its turn.
     pub fn engine(mut self, engine: &Engine) -> InterceptorBuilder {
         self.engine = Some(engine.clone());
         self

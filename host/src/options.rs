@@ -11,6 +11,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The default Engine's `total_component_instances` (`runtime::default_engine`): the
+/// default for [`Options::max_instances`].
+pub const DEFAULT_MAX_INSTANCES: usize = 512;
+
 /// Host configuration (everything a registration does not say).
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -47,9 +51,31 @@ pub struct Options {
     /// event with every effect it allows). A registration intercepting an undeclared
     /// event is refused at load.
     pub declaration: Declaration,
+    /// The most component instances this interceptor keeps at once, idle or busy
+    /// (default [`DEFAULT_MAX_INSTANCES`], the default Engine's capacity; at least 2).
+    /// Calls beyond it wait in order, and the wait counts against each call's first
+    /// deadline and its budget: a call whose time runs out waiting is settled by its
+    /// subscription's policy (`deadline-exceeded`, phase `queue`) on one of a few
+    /// instances held back for that (1 per 16, at least 1), never as an engine
+    /// failure. With an Engine of your own, or several interceptors on one Engine, the
+    /// sum of their `max_instances` plus your own instances must stay within the
+    /// Engine's pooling limit (`PoolingAllocationConfig::total_component_instances`),
+    /// or an instantiation can fail, which settles as `engine-failure`.
+    pub max_instances: Option<usize>,
 }
 
 impl Options {
+    /// [`Options::max_instances`], checked.
+    pub(crate) fn instances(&self) -> wasmtime::Result<usize> {
+        match self.max_instances.unwrap_or(DEFAULT_MAX_INSTANCES) {
+            n if n >= 2 => Ok(n),
+            n => Err(wasmtime::format_err!(
+                "max_instances must be at least 2 (one for calls, one held back to settle \
+                 calls whose time ran out waiting), got {n}"
+            )),
+        }
+    }
+
     /// The part of the options that says how backends are reached.
     pub(crate) fn backend_config(&self) -> wasmtime::Result<BackendConfig> {
         Ok(BackendConfig {

@@ -1,10 +1,30 @@
-//! The instance pool and the guarded component call.
+//! The instance pool, its admission queue, and the guarded component call.
 //!
 //! A call takes a ready instance (the registration was loaded once, when the instance
 //! was made), bounds the component's CPU (epochs) and wall time, and returns the
 //! instance to the pool only after a normal return: an instance that trapped or overran
 //! its bound is dropped, never reused. Every failure here is an engine failure, which the
 //! caller settles as a denial.
+//!
+//! Backpressure: at most `max_instances` instances of a pool exist at once (idle or
+//! busy), so the Engine's pooling allocator is never asked for more than it has.
+//! Calls beyond that wait, first come first served (tokio's semaphores are fair), in
+//! two lanes:
+//! - the main lane, all but a few permits: a call waits there until an instance frees
+//!   up or its first deadline passes (`started` + the first interceptor's `timeoutMs`,
+//!   or the budget), or it is interrupted;
+//! - the settle lane, a few permits held back for calls whose time ran out while they
+//!   waited. The component is told when the call started, finds the first deadline (or
+//!   the budget) used up, and settles by the subscription's own policy — `deadline-exceeded`
+//!   in phase `queue`, or `budget-expired` — before any I/O: it never waits behind
+//!   calls doing I/O. Calls that start no I/O in the component at all (observe, an event
+//!   no intercept subscription selects, an event the component will reject) use it too.
+//!   A settle-lane call does I/O only when a fail-open first interceptor ran out in the
+//!   queue and a later interceptor follows, which gets its own full timeout.
+//!
+//! The queue has no length bound of its own: every waiter leaves the main lane by its
+//! first deadline, so its length is bounded by the arrival rate times the longest first
+//! `timeoutMs`, and each waiter holds no instance, only its future.
 
 use crate::backends::Backends;
 use crate::bindings::{interceptor as wit, Plugin};
@@ -12,10 +32,29 @@ use crate::convert::from_wit;
 use crate::interrupt::Interrupt;
 use crate::runtime::Runtime;
 use crate::state::HostState;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmtime::component::ResourceAny;
 use wasmtime::Store;
+
+/// How long a call from the settle lane may run at least: it has no I/O left to do, only
+/// the settlement, however late it got its instance.
+const SETTLE_BOUND: Duration = Duration::from_millis(250);
+
+/// How a call waits for an instance when none is free.
+pub(crate) enum Admission<'a> {
+    /// An intercept call that began at `started`: it waits for the main lane until its
+    /// first deadline, `started` + the first timeout of `event`'s type, or `budget`.
+    Intercept {
+        event: &'a str,
+        started: Instant,
+        budget: Option<Instant>,
+    },
+    /// Starts no I/O in the component (observe): the settle lane at once.
+    NoIo,
+}
 
 /// An instance whose engine resource already holds the loaded registration.
 pub(crate) struct Ready {
@@ -34,6 +73,12 @@ pub(crate) struct Pool {
     /// Set by shutdown: ends every call in every instance.
     closing: Interrupt,
     idle: Mutex<Idle>,
+    /// Per event type, the first interceptor's timeout (`engine.first-timeouts`).
+    first_timeouts: HashMap<String, Duration>,
+    /// Instances for calls with time left; a permit per live instance.
+    main: Semaphore,
+    /// Instances held back for settling calls whose time ran out in the queue.
+    settle: Semaphore,
 }
 
 #[derive(Default)]
@@ -44,13 +89,18 @@ struct Idle {
 }
 
 impl Pool {
+    /// A pool of at most `instances` (at least 2) live instances, `first_timeouts` as
+    /// the component gave them.
     pub fn new(
         runtime: Arc<Runtime>,
         registration: String,
         declaration: Vec<wit::EventCapability>,
         backends: Arc<Backends>,
         closing: Interrupt,
+        instances: usize,
+        first_timeouts: Vec<(String, u64)>,
     ) -> Pool {
+        let settle = (instances / 16).max(1);
         Pool {
             runtime,
             registration,
@@ -58,19 +108,36 @@ impl Pool {
             backends,
             closing,
             idle: Mutex::default(),
+            first_timeouts: first_timeouts
+                .into_iter()
+                .map(|(event, ms)| (event, Duration::from_millis(ms)))
+                .collect(),
+            main: Semaphore::new(instances - settle),
+            settle: Semaphore::new(settle),
         }
     }
 
-    /// Runs `call` on a ready instance, with `interrupt` as the call's signal and the
-    /// component's CPU (epochs) and wall time bounded by `limit`. The instance goes back
-    /// to the pool only after a normal return. `None` is an engine failure (no instance,
-    /// a trap, or the bound overrun), already logged: never permission.
+    /// Runs `call` on a ready instance once `admission` lets it have one, with
+    /// `interrupt` as the call's signal and the component's CPU (epochs) and wall time
+    /// bounded by `limit` (at least [`SETTLE_BOUND`] from when a settle-lane call gets
+    /// its instance). The instance goes back to the pool only after a normal return.
+    /// `None` is an engine failure (no instance, a trap, or the bound overrun), already
+    /// logged: never permission.
     pub async fn in_component<T>(
         &self,
+        admission: Admission<'_>,
         limit: Instant,
         interrupt: &Interrupt,
         call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T>,
     ) -> Option<T> {
+        let Some((_permit, settling)) = self.admit(admission, interrupt).await else {
+            tracing::error!("the instance semaphores are closed");
+            return None;
+        };
+        let limit = match settling {
+            true => limit.max(Instant::now() + SETTLE_BOUND),
+            false => limit,
+        };
         let mut ready = match self.take().await {
             Ok(ready) => ready,
             Err(e) => {
@@ -95,6 +162,55 @@ impl Pool {
                 None
             }
         }
+    }
+
+    /// A permit for one live instance: a free one of the main lane at once, else the
+    /// first in the main lane's queue until the call's first deadline passes or it is
+    /// interrupted, then the first of either lane. Says whether the call came by the
+    /// settle lane (its time ran out, or it has no I/O to do). `None` only if a
+    /// semaphore were closed, which nothing does.
+    async fn admit(
+        &self,
+        admission: Admission<'_>,
+        interrupt: &Interrupt,
+    ) -> Option<(SemaphorePermit<'_>, bool)> {
+        if let Ok(permit) = self.main.try_acquire() {
+            return Some((permit, false));
+        }
+        if let Some(until) = self.first_deadline(&admission) {
+            tokio::select! {
+                acquired = self.main.acquire() => {
+                    if let Ok(permit) = acquired {
+                        return Some((permit, false));
+                    }
+                }
+                () = tokio::time::sleep_until(until.into()) => {}
+                () = interrupt.wait() => {}
+                () = self.closing.wait() => {}
+            }
+        }
+        let acquired = tokio::select! {
+            acquired = self.settle.acquire() => acquired,
+            acquired = self.main.acquire() => acquired,
+        };
+        acquired.ok().map(|permit| (permit, true))
+    }
+
+    /// When a waiting intercept call's first deadline passes; `None` when it starts no
+    /// I/O (no intercept subscription selects its event type, or the event has no
+    /// readable type and the component will reject it).
+    fn first_deadline(&self, admission: &Admission) -> Option<Instant> {
+        let Admission::Intercept {
+            event,
+            started,
+            budget,
+        } = admission
+        else {
+            return None;
+        };
+        let first = *self.first_timeouts.get(&event_type(event)?)?;
+        let own = *started + first;
+        Some(budget.map_or(own, |b| b.min(own)))
     }
 
     /// Drops every idle instance and keeps none from now on (shutdown).
@@ -140,5 +256,33 @@ impl Pool {
         if !idle.closed {
             idle.ready.push(ready);
         }
+    }
+}
+
+/// The `type` member of an event, read leniently: only to know how long the call may
+/// wait for an instance. The component reads the event strictly and has the last word.
+fn event_type(event: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Typed {
+        #[serde(rename = "type")]
+        event_type: String,
+    }
+    serde_json::from_str::<Typed>(event)
+        .ok()
+        .map(|t| t.event_type)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event_type;
+
+    #[test]
+    fn the_event_type_is_read_leniently_and_only_the_type() {
+        let event = r#"{"id":"e","type":"tool.before","tool":{"type":"x"}}"#;
+        assert_eq!(event_type(event).as_deref(), Some("tool.before"));
+        assert_eq!(event_type(r#"{"type":7}"#), None);
+        assert_eq!(event_type("not json"), None);
+        // Two types: the component rejects the event; the host does not guess.
+        assert_eq!(event_type(r#"{"type":"a","type":"b"}"#), None);
     }
 }

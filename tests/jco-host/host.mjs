@@ -128,7 +128,7 @@ try {
 for (const plan of engine.plan()) plans.set(plan.id, plan);
 
 try {
-  const settled = engine.intercept(readFileSync(eventPath, 'utf8'), effectsArg.split(','), undefined);
+  const settled = engine.intercept(readFileSync(eventPath, 'utf8'), effectsArg.split(','), undefined, now());
   console.log(JSON.stringify({
     decision: settled.decision,
     decidedBy: settled.decidedBy,

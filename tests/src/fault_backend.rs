@@ -143,6 +143,20 @@ impl FaultBackend {
             "a FaultBackend needs at least one behaviour"
         );
         script.iter().for_each(check_trickles);
+        FaultBackend::serve(Script::Sequence(script)).await
+    }
+
+    /// Binds `127.0.0.1:0` and answers each request as `choose` says from its JSON body
+    /// (e.g. by event id): for concurrent calls, whose requests arrive in no fixed order.
+    /// [`Behaviour::AcceptNoRead`] is decided before any request is read, so here it acts
+    /// as [`Behaviour::Blackhole`].
+    pub async fn choosing(
+        choose: impl Fn(&Value) -> Behaviour + Send + Sync + 'static,
+    ) -> FaultBackend {
+        FaultBackend::serve(Script::PerRequest(Box::new(choose))).await
+    }
+
+    async fn serve(script: Script) -> FaultBackend {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a loopback port");
@@ -217,9 +231,17 @@ pub fn refused_url() -> String {
     format!("http://{addr}/hooks")
 }
 
+/// What the backend does with each request.
+enum Script {
+    /// The i-th request gets the i-th behaviour (the last one repeats).
+    Sequence(Vec<Behaviour>),
+    /// Each request gets what this function says of its JSON body.
+    PerRequest(Box<dyn Fn(&Value) -> Behaviour + Send + Sync>),
+}
+
 /// State shared by the accept loop, the connection tasks and the test.
 struct Shared {
-    script: Vec<Behaviour>,
+    script: Script,
     state: Mutex<State>,
     /// Number of recorded requests, for [`FaultBackend::wait_for_requests`].
     received: watch::Sender<usize>,
@@ -238,21 +260,20 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn slot(&self, index: usize) -> &Behaviour {
-        &self.script[index.min(self.script.len() - 1)]
-    }
-
     /// Counts a new connection; true if it takes an `AcceptNoRead` slot and must not be read.
     fn accept(&self) -> bool {
         let mut state = self.state();
         state.connections += 1;
-        let unread = matches!(self.slot(state.next), Behaviour::AcceptNoRead);
+        let Script::Sequence(script) = &self.script else {
+            return false;
+        };
+        let unread = matches!(slot(script, state.next), Behaviour::AcceptNoRead);
         state.next += usize::from(unread);
         unread
     }
 
     /// Records a request, then hands out the behaviour of its slot.
-    fn record(&self, message: &Message) -> &Behaviour {
+    fn record(&self, message: &Message) -> Behaviour {
         let mut state = self.state();
         state.requests.push(Recorded {
             method: message.start.first().cloned().unwrap_or_default(),
@@ -263,8 +284,19 @@ impl Shared {
         });
         self.received.send_replace(state.requests.len());
         state.next += 1;
-        self.slot(state.next - 1)
+        match &self.script {
+            Script::Sequence(script) => slot(script, state.next - 1).clone(),
+            Script::PerRequest(choose) => {
+                let body = serde_json::from_slice(&message.body).unwrap_or(Value::Null);
+                choose(&body)
+            }
+        }
     }
+}
+
+/// The behaviour of request (or unread connection) number `index`.
+fn slot(script: &[Behaviour], index: usize) -> &Behaviour {
+    &script[index.min(script.len() - 1)]
 }
 
 fn check_trickles(behaviour: &Behaviour) {
@@ -319,7 +351,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>, unread: bool) {
             .any(|token| token.trim().eq_ignore_ascii_case("close"));
         let id = rpc_id(&message.body);
         let behaviour = shared.record(&message);
-        match act(&mut stream, behaviour, &id, close).await {
+        match act(&mut stream, &behaviour, &id, close).await {
             Ok(true) if !close => {}
             Ok(_) => return,
             Err(e) => return eprintln!("fault_backend: connection ended: {e}"),

@@ -36,6 +36,10 @@ words! {
     /// Where in one exchange the failure happened.
     #[non_exhaustive]
     pub enum Phase {
+        /// Waiting for a free component instance, before any delivery started: the wait
+        /// counts against the first interceptor's deadline (failure-semantics.md,
+        /// "Queue waits … consume that same remaining call budget").
+        Queue = "queue",
         AcquireCredential = "acquire-credential",
         /// Renewing a credential the host had before (expired, or rejected with a 401).
         RefreshCredential = "refresh-credential",

@@ -49,11 +49,16 @@ mod component {
             100
         }
 
+        fn first_timeouts(&self) -> Vec<(String, u64)> {
+            Vec::new()
+        }
+
         fn intercept(
             &self,
             event: String,
             _effects: Vec<EffectKind>,
             _budget: Option<u64>,
+            _started: u64,
         ) -> Result<Settlement, Vec<Problem>> {
             if self.panics && !event.contains("spin") {
                 panic!("the component failed");
@@ -65,6 +70,7 @@ mod component {
             &self,
             _event: String,
             _budget: Option<u64>,
+            _started: u64,
         ) -> Result<Vec<Delivery>, Vec<Problem>> {
             spin()
         }

@@ -1,0 +1,520 @@
+//! Backpressure (issue 11 item 5, failure-semantics.md "Enclosing operation budgets"):
+//! more concurrent calls than component instances wait, in order, and the wait counts
+//! against each call's first deadline and its budget. A call whose time runs out in the
+//! queue is settled by its subscription's own policy (`deadline-exceeded`, phase `queue`)
+//! or as budget expiry, never as an engine failure; nothing of it is sent.
+//!
+//! The tests run one at a time (`SERIAL`): the chaos run counts the process's open file
+//! descriptors, which a concurrent test would disturb.
+
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, Settlement};
+use ahp_tests::fault_backend::{refused_url, Behaviour, FaultBackend};
+use ahp_tests::support::{
+    assert_failed, assert_settled, audit_lines, event, only_interceptor, record_json,
+    SYNTHETIC_REASON,
+};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Mutex, Semaphore};
+use tokio::task::JoinSet;
+
+static SERIAL: Mutex<()> = Mutex::const_new(());
+
+const BACKEND: &str = "com.example.policy";
+const POLICIES: [&str; 2] = ["fail-open", "fail-closed"];
+const DENY_REASON: &str = "denied by the chaos backend";
+const BUDGET_REASON: &str = "Policy evaluation did not finish within the hook call budget.";
+const INTERRUPTED_REASON: &str = "Policy evaluation was interrupted.";
+
+/// A registration of one http backend at `url` with an intercept subscription per
+/// `(event type, timeoutMs)`, all under `policy`.
+fn registration(url: &str, policy: &str, subscriptions: &[(&str, u64)]) -> String {
+    let subscriptions: Vec<Value> = subscriptions
+        .iter()
+        .map(|(event, timeout_ms)| {
+            json!({"events": [event], "mode": "intercept", "timeoutMs": timeout_ms,
+                   "failurePolicy": policy, "content": {"default": "metadata"}})
+        })
+        .collect();
+    json!({"protocolVersion": "draft", "hooks": [{
+        "id": BACKEND, "transport": {"type": "http", "url": url},
+        "subscriptions": subscriptions
+    }]})
+    .to_string()
+}
+
+/// An interceptor of at most `max_instances` instances, auditing to `audit` if given.
+async fn interceptor(
+    registration: &str,
+    max_instances: usize,
+    audit: Option<&Path>,
+) -> Interceptor {
+    let options = Options {
+        max_instances: Some(max_instances),
+        audit_path: audit.map(Path::to_path_buf),
+        ..Options::default()
+    };
+    Interceptor::new(registration, options)
+        .await
+        .expect("valid test registration")
+}
+
+/// A valid `session.start` event with id `id` (the upstream fixture's).
+fn session_start(id: &str) -> String {
+    let fixture = include_str!("../upstream/fixtures/draft/http/observe-session-start.valid.json");
+    let mut event =
+        serde_json::from_str::<Value>(fixture).expect("fixture is JSON")["params"]["event"].clone();
+    event["id"] = json!(id);
+    event.to_string()
+}
+
+/// The event id of an intercept request body.
+fn event_id(request: &Value) -> &str {
+    request["params"]["event"]["id"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+/// The backend's own answer to event `id`: every third call is denied.
+fn backend_answer(id: &str) -> Behaviour {
+    match id.bytes().map(u64::from).sum::<u64>() % 3 {
+        0 => Behaviour::Deny(DENY_REASON.into()),
+        _ => Behaviour::NoEffect,
+    }
+}
+
+/// The call settled as `answer` says the backend answered.
+fn assert_backend_decided(settled: &Settlement, answer: &Behaviour, case: &str) {
+    match answer {
+        Behaviour::Deny(reason) => assert_settled(
+            settled,
+            Decision::Deny,
+            DecidedBy::BackendDeny,
+            Some(reason.as_str()),
+        ),
+        _ => assert_settled(settled, Decision::Allow, DecidedBy::NoObjection, None),
+    }
+    let record = record_json(settled);
+    assert!(
+        only_interceptor(&record)["failure"].is_null(),
+        "{case}: {record}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_concurrent_calls_than_instances_wait_and_get_the_backends_decisions() {
+    let _serial = SERIAL.lock().await;
+    const CALLS: usize = 2_000;
+    let backend = FaultBackend::choosing(|request| {
+        let answer = backend_answer(event_id(request));
+        Behaviour::Delay(Duration::from_millis(250), Box::new(answer))
+    })
+    .await;
+    // 2,000 calls of 250 ms on 128 instances: about 4 s of queueing, inside the timeout.
+    let reg = registration(&backend.url(), "fail-closed", &[("tool.before", 20_000)]);
+    let interceptor = interceptor(&reg, 128, None).await;
+    let mut calls = JoinSet::new();
+    for n in 0..CALLS {
+        let interceptor = interceptor.clone();
+        calls.spawn(async move {
+            let id = format!("evt_wide_{n}");
+            let settled = interceptor
+                .intercept(&event(&id), &[EffectKind::Deny], None)
+                .await
+                .expect("a valid event settles");
+            (id, settled)
+        });
+    }
+    let mut engine_failures = 0;
+    while let Some(joined) = calls.join_next().await {
+        let (id, settled) = joined.expect("a call task completes");
+        engine_failures += usize::from(settled.decided_by == DecidedBy::EngineFailure);
+        assert_backend_decided(&settled, &backend_answer(&id), &id);
+    }
+    assert_eq!(engine_failures, 0);
+    assert_eq!(
+        backend.requests().len(),
+        CALLS,
+        "every call reached the backend once"
+    );
+    interceptor.shutdown_async().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_deadline_that_runs_out_in_the_queue_is_settled_by_its_policy_with_phase_queue() {
+    let _serial = SERIAL.lock().await;
+    for policy in POLICIES {
+        // tool.before holds the only call instance for 1 s; session.start's first deadline
+        // is 200 ms, so a session.start call behind it runs out of time in the queue.
+        let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+        let reg = registration(
+            &backend.url(),
+            policy,
+            &[("tool.before", 1_000), ("session.start", 200)],
+        );
+        let interceptor = interceptor(&reg, 2, None).await;
+        let holder = {
+            let interceptor = interceptor.clone();
+            tokio::spawn(async move {
+                let event = event("evt_holder");
+                interceptor
+                    .intercept(&event, &[EffectKind::Deny], None)
+                    .await
+            })
+        };
+        assert!(backend.wait_for_requests(1, Duration::from_secs(5)).await);
+
+        let id = format!("evt_queued_{policy}");
+        let queued = interceptor
+            .intercept(&session_start(&id), &[], None)
+            .await
+            .expect("a valid event settles");
+        let failure = assert_failed(&queued, policy, "deadline-exceeded", &id);
+        assert_eq!(
+            failure,
+            json!({"class": "deadline-exceeded", "phase": "queue"})
+        );
+        let record = record_json(&queued);
+        let entry = only_interceptor(&record);
+        assert_eq!(entry["attempts"], json!([]), "nothing was sent: {record}");
+        assert!(entry.get("requestSha256").is_none(), "{record}");
+        if policy == "fail-closed" {
+            assert_eq!(queued.reason.as_deref(), Some(SYNTHETIC_REASON));
+        }
+
+        // A budget that runs out in the queue is budget expiry, nothing sent either.
+        let id = format!("evt_budget_{policy}");
+        let budget = Some(Duration::from_millis(100));
+        let expired = interceptor
+            .intercept(&session_start(&id), &[], budget)
+            .await
+            .expect("a valid event settles");
+        assert_settled(
+            &expired,
+            Decision::Deny,
+            DecidedBy::BudgetExpired,
+            Some(BUDGET_REASON),
+        );
+
+        // An interruption ends the wait at once: interrupted, never permission.
+        let interrupt = Interrupt::new();
+        let trigger = interrupt.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            trigger.interrupt();
+        });
+        let id = format!("evt_interrupted_{policy}");
+        let interrupted = interceptor
+            .intercept_with(&session_start(&id), &[], None, &interrupt)
+            .await
+            .expect("a valid event settles");
+        assert_settled(
+            &interrupted,
+            Decision::Deny,
+            DecidedBy::Interrupted,
+            Some(INTERRUPTED_REASON),
+        );
+        assert_eq!(
+            backend.requests().len(),
+            1,
+            "only the holder reached the backend"
+        );
+
+        let held = holder
+            .await
+            .expect("the holder completes")
+            .expect("settles");
+        assert_failed(&held, policy, "deadline-exceeded", "holder");
+        interceptor.shutdown_async().await;
+    }
+}
+
+/// One kind of fault the chaos backend injects, and the failure class it must settle as.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// Answers too late: `deadline-exceeded`, on a `session.start` call (100 ms timeout).
+    Deadline,
+    /// Nothing listens: `connection-refused`, through an interceptor of its own.
+    Refused,
+    /// A scripted misbehaviour of the backend.
+    Serve(fn() -> Behaviour, &'static str),
+}
+
+/// A JSON-RPC response body template with this `result`.
+fn result_body(result: Value) -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": "$ID$", "result": result})
+        .to_string()
+        .replace(r#""$ID$""#, "$ID$")
+        .into_bytes()
+}
+
+/// A JSON-RPC error response body template with this code.
+fn error_body(code: i64) -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": "$ID$", "error": {"code": code, "message": "no"}})
+        .to_string()
+        .replace(r#""$ID$""#, "$ID$")
+        .into_bytes()
+}
+
+fn json200(body: Vec<u8>) -> Behaviour {
+    Behaviour::Reply {
+        status: 200,
+        content_type: Some("application/json".into()),
+        body,
+    }
+}
+
+/// Every failure class an HTTP backend can produce (as in `failure_matrix.rs`), one
+/// injection each. `late-response` needs a reply that completes after the deadline yet
+/// reaches the component, which the host's own deadline enforcement prevents from a
+/// loopback backend; `launch-failed` and `abnormal-exit` are stdio's.
+fn faults() -> Vec<Fault> {
+    vec![
+        Fault::Deadline,
+        Fault::Refused,
+        Fault::Serve(|| Behaviour::Reset, "connection-reset"),
+        Fault::Serve(|| Behaviour::Close, "connection-lost"),
+        Fault::Serve(
+            || Behaviour::Reply {
+                status: 500,
+                content_type: Some("application/json".into()),
+                body: error_body(-32603),
+            },
+            "http-status",
+        ),
+        Fault::Serve(
+            || Behaviour::Reply {
+                status: 401,
+                content_type: Some("application/json".into()),
+                body: b"{}".to_vec(),
+            },
+            "auth-failed",
+        ),
+        Fault::Serve(
+            || json200(b"{\"jsonrpc\":\"2.0\",\"id\":$ID$,\"result\":\"\xff\xfe\"}".to_vec()),
+            "malformed-utf8",
+        ),
+        Fault::Serve(|| json200(b"{\"jsonrpc\":".to_vec()), "malformed-json"),
+        Fault::Serve(
+            || {
+                let result = r#"{"protocolVersion":"draft","effects":[]}"#;
+                json200(format!(r#"{{"jsonrpc":"1.0","id":$ID$,"result":{result}}}"#).into_bytes())
+            },
+            "malformed-jsonrpc",
+        ),
+        Fault::Serve(
+            || {
+                json200(
+                    json!({"jsonrpc": "2.0", "id": "evt_someone_else", "result":
+                           {"protocolVersion": "draft", "effects": []}})
+                    .to_string()
+                    .into_bytes(),
+                )
+            },
+            "id-mismatch",
+        ),
+        Fault::Serve(|| json200(error_body(-32003)), "jsonrpc-error"),
+        Fault::Serve(|| json200(error_body(-32001)), "unsupported-version"),
+        Fault::Serve(|| json200(error_body(-32002)), "unsupported-event"),
+        Fault::Serve(
+            || json200(result_body(json!({"protocolVersion": "draft"}))),
+            "missing-result-fields",
+        ),
+        Fault::Serve(
+            || Behaviour::Effects(json!([{"type": "com.example.unknown"}])),
+            "invalid-effects",
+        ),
+    ]
+}
+
+/// What call `n` of the chaos run meets: one in five a fault, taking turns through every
+/// class; the others the backend's own answer.
+fn chaos_case(n: usize, faults: &[Fault]) -> Option<Fault> {
+    (n % 5 == 0).then(|| faults[(n / 5) % faults.len()])
+}
+
+/// The number of open file descriptors of this process.
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd lists the open descriptors")
+        .count()
+}
+
+/// Waits (bounded) until the open descriptors are back to `baseline` or fewer: closed
+/// connections are released by tasks that finish after the call that dropped them.
+async fn fds_return_to(baseline: usize) -> usize {
+    for _ in 0..500 {
+        if open_fds() <= baseline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    open_fds()
+}
+
+/// The interceptors of one policy in the chaos run.
+struct Lane {
+    /// Tool calls (answers and scripted faults) and the session.start deadline calls.
+    backend: Interceptor,
+    refused: Interceptor,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chaos_every_decision_matches_its_class_and_policy_and_nothing_leaks() {
+    let _serial = SERIAL.lock().await;
+    const CALLS: usize = 10_000;
+    const CONCURRENCY: usize = 64;
+    let dir = tempfile::tempdir_in("/dev/shm")
+        .or_else(|_| tempfile::tempdir())
+        .expect("a temporary directory");
+
+    // Warm up what lives for the whole process (the compiled component, the TLS roots),
+    // then take the baseline.
+    {
+        let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+        let reg = registration(&backend.url(), "fail-closed", &[("tool.before", 1_000)]);
+        let warm = interceptor(&reg, 2, None).await;
+        warm.intercept(&event("evt_warm"), &[EffectKind::Deny], None)
+            .await
+            .expect("settles");
+        warm.shutdown_async().await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let baseline = open_fds();
+
+    let faults = Arc::new(faults());
+    let chooser_faults = faults.clone();
+    let backend = FaultBackend::choosing(move |request| {
+        let id = event_id(request);
+        let n: usize = id
+            .rsplit('_')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        match chaos_case(n, &chooser_faults) {
+            Some(Fault::Serve(behaviour, _)) => behaviour(),
+            // Answers long after the 100 ms deadline (and then finds the connection gone).
+            Some(Fault::Deadline) => {
+                Behaviour::Delay(Duration::from_millis(400), Box::new(Behaviour::NoEffect))
+            }
+            _ => backend_answer(id),
+        }
+    })
+    .await;
+    let mut lanes = HashMap::new();
+    for policy in POLICIES {
+        let audit = |name: &str| dir.path().join(format!("{policy}-{name}.jsonl"));
+        let reg = registration(
+            &backend.url(),
+            policy,
+            &[("tool.before", 5_000), ("session.start", 100)],
+        );
+        let refused = registration(&refused_url(), policy, &[("tool.before", 5_000)]);
+        let lane = Lane {
+            // Fewer instances than the calls in flight: the queue is in use throughout.
+            backend: interceptor(&reg, 16, Some(&audit("backend"))).await,
+            refused: interceptor(&refused, 4, Some(&audit("refused"))).await,
+        };
+        lanes.insert(policy, lane);
+    }
+    let lanes = Arc::new(lanes);
+
+    let admission = Arc::new(Semaphore::new(CONCURRENCY));
+    let mut calls = JoinSet::new();
+    for n in 0..CALLS {
+        let permit = admission.clone().acquire_owned().await.expect("open");
+        let (lanes, faults) = (lanes.clone(), faults.clone());
+        calls.spawn(async move {
+            let policy = POLICIES[n % 2];
+            let lane = &lanes[policy];
+            let id = format!("evt_chaos_{policy}_{n}");
+            let case = chaos_case(n, &faults);
+            let (target, text, effects): (_, _, &[EffectKind]) = match case {
+                Some(Fault::Deadline) => (&lane.backend, session_start(&id), &[]),
+                Some(Fault::Refused) => (&lane.refused, event(&id), &[EffectKind::Deny]),
+                _ => (&lane.backend, event(&id), &[EffectKind::Deny]),
+            };
+            let settled = target
+                .intercept(&text, effects, None)
+                .await
+                .expect("a valid event settles");
+            drop(permit);
+            check_chaos_call(&settled, &id, policy, case);
+            id
+        });
+    }
+    let mut settled_ids = Vec::with_capacity(CALLS);
+    while let Some(joined) = calls.join_next().await {
+        settled_ids.push(joined.expect("each call settles as its class and policy say"));
+    }
+    assert_eq!(settled_ids.len(), CALLS);
+
+    // Exactly one audit record per call, each the call's.
+    let mut audited: HashMap<String, usize> = HashMap::new();
+    for entry in std::fs::read_dir(dir.path()).expect("the audit directory") {
+        for record in audit_lines(&entry.expect("an audit file").path()) {
+            let id = record["event"]["id"]
+                .as_str()
+                .expect("an event id")
+                .to_owned();
+            *audited.entry(id).or_default() += 1;
+        }
+    }
+    assert_eq!(audited.len(), CALLS, "a record for every call");
+    assert!(audited.values().all(|&n| n == 1), "one record per call");
+    assert!(settled_ids.iter().all(|id| audited.contains_key(id)));
+
+    for lane in lanes.values() {
+        lane.backend.shutdown_async().await;
+        lane.refused.shutdown_async().await;
+    }
+    drop(lanes);
+    drop(backend);
+    let after = fds_return_to(baseline).await;
+    assert!(
+        after <= baseline,
+        "descriptors leaked: {after} open, {baseline} before"
+    );
+}
+
+/// Call `id` under `policy` settled as its case says: the backend's answer, or the
+/// failure class settled by the policy.
+fn check_chaos_call(settled: &Settlement, id: &str, policy: &str, case: Option<Fault>) {
+    assert_ne!(settled.decided_by, DecidedBy::EngineFailure, "{id}");
+    let class = match case {
+        None => return assert_backend_decided(settled, &backend_answer(id), id),
+        Some(Fault::Deadline) => "deadline-exceeded",
+        Some(Fault::Refused) => "connection-refused",
+        Some(Fault::Serve(_, class)) => class,
+    };
+    let failure = assert_failed(settled, policy, class, id);
+    if matches!(case, Some(Fault::Deadline)) {
+        // Out of time at the backend, or already in the queue (then nothing was sent).
+        let phase = failure["phase"].as_str().unwrap_or_default();
+        assert!(
+            ["await-response", "queue"].contains(&phase),
+            "{id}: {failure}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn fewer_than_two_instances_is_refused_naming_the_option() {
+    let _serial = SERIAL.lock().await;
+    let reg = registration(&refused_url(), "fail-closed", &[("tool.before", 1_000)]);
+    for max_instances in [0, 1] {
+        let options = Options {
+            max_instances: Some(max_instances),
+            ..Options::default()
+        };
+        let error = Interceptor::new(&reg, options)
+            .await
+            .err()
+            .expect("refused");
+        assert!(error.is_setup(), "{error}");
+        assert!(error.to_string().contains("max_instances"), "{error}");
+    }
+}
