@@ -84,6 +84,7 @@ impl Interceptor {
         options: Options,
     ) -> Result<Interceptor, Error> {
         // A probe instance validates the registration and tells which backends to serve.
+        let ticking = runtime.ticking();
         let (mut store, plugin) = runtime
             .instantiate(HostState::new(
                 Arc::new(Backends::default()),
@@ -114,6 +115,7 @@ impl Interceptor {
             .call_bound_ms(&mut store, engine)
             .await
             .map_err(Error::setup)?;
+        drop(ticking);
         let config = options.backend_config().map_err(Error::setup)?;
         let backends = Arc::new(
             Backends::new(plan, &config).map_err(|e| Error::setup(wasmtime::format_err!(e)))?,

@@ -71,6 +71,7 @@ impl Pool {
         interrupt: &Interrupt,
         call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T>,
     ) -> Option<T> {
+        let _ticking = self.runtime.ticking();
         let mut ready = match self.take().await {
             Ok(ready) => ready,
             Err(e) => {
