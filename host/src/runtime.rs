@@ -298,4 +298,29 @@ mod tests {
             &EpochTicker::for_engine(&b).thread
         ));
     }
+
+    /// A ticker parked for lack of demand wakes for the next call: a spinning guest
+    /// that starts after a long idle stretch is still cut off at the next tick.
+    #[test]
+    fn a_parked_ticker_wakes_for_a_call() {
+        let engine = default_engine().unwrap();
+        let ticker = TickerThread::for_engine(&engine);
+        let module =
+            wasmtime::Module::new(&engine, r#"(module (func (export "spin") (loop br 0)))"#)
+                .unwrap();
+        // Idle well past the linger: the thread has parked.
+        std::thread::sleep(TICK * (LINGER_TICKS + 50));
+        let _call = ticker.demand();
+        let mut store = Store::new(&engine, ());
+        store.set_epoch_deadline(1);
+        let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
+        let spin = instance
+            .get_typed_func::<(), ()>(&mut store, "spin")
+            .unwrap();
+        let trap = spin.call(&mut store, ()).unwrap_err();
+        assert_eq!(
+            trap.downcast_ref::<wasmtime::Trap>(),
+            Some(&wasmtime::Trap::Interrupt)
+        );
+    }
 }

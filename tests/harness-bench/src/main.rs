@@ -98,17 +98,20 @@ async fn run(n: usize, addr: SocketAddr) {
     }
     println!("current-thread harness, backend on its own thread, loopback; {n} calls per row, interleaved");
     println!("{:<40} {:>10} {:>10}", "", "median µs", "p99 µs");
-    let stats: Vec<(&str, (f64, f64))> = rows
+    let figures: Vec<(&str, (f64, f64))> = rows
         .iter_mut()
         .map(|(name, row)| (*name, stats(row)))
         .collect();
-    for (name, (med, p99)) in &stats {
+    for (name, (med, p99)) in &figures {
         println!("{name:<40} {med:>10.1} {p99:>10.1}");
     }
-    let (_, (raw_med, raw_p99)) = stats[0];
-    for (name, (med, p99)) in &stats[1..] {
-        let name = format!("ratio to raw: {}", name.split(' ').next().unwrap_or(name));
-        println!("{name:<40} {:>10.2} {:>10.2}", med / raw_med, p99 / raw_p99);
+    let (_, (raw_med, raw_p99)) = figures[0];
+    for (name, (med, p99)) in &figures[1..] {
+        println!(
+            "ratio to raw: {name:<26} {:>10.2} {:>10.2}",
+            med / raw_med,
+            p99 / raw_p99
+        );
     }
 
     let per_round = n.max(CONCURRENCY);
