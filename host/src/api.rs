@@ -84,6 +84,7 @@ impl Interceptor {
         options: Options,
     ) -> Result<Interceptor, Error> {
         // A probe instance validates the registration and tells which backends to serve.
+        let ticking = runtime.ticking();
         let (mut store, plugin) = runtime
             .instantiate(HostState::new(
                 Arc::new(Backends::default()),
@@ -119,6 +120,7 @@ impl Interceptor {
             .await
             .map_err(Error::setup)?;
         let instances = options.instances().map_err(Error::setup)?;
+        drop(ticking);
         let config = options.backend_config().map_err(Error::setup)?;
         let backends = Arc::new(
             Backends::new(plan, &config).map_err(|e| Error::setup(wasmtime::format_err!(e)))?,

@@ -138,6 +138,7 @@ impl Pool {
             true => limit.max(Instant::now() + SETTLE_BOUND),
             false => limit,
         };
+        let _ticking = self.runtime.ticking();
         let mut ready = match self.take().await {
             Ok(ready) => ready,
             Err(e) => {

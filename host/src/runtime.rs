@@ -9,7 +9,7 @@
 use crate::bindings::{Plugin, PluginPre};
 use crate::linker::{add_to_linker, AhpView};
 use crate::state::HostState;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -34,7 +34,8 @@ const TICK: Duration = Duration::from_millis(1);
 /// Who advances the Engine's epoch, which bounds the component's CPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Epochs {
-    /// This crate: one shared [`EpochTicker`] thread per Engine, every millisecond.
+    /// This crate: one shared ticker thread per Engine, every millisecond while a call
+    /// is in the component (parked when the Engine is idle).
     #[default]
     Ticker,
     /// The embedder already calls `Engine::increment_epoch` regularly (about every
@@ -46,8 +47,9 @@ pub enum Epochs {
 pub struct Runtime {
     engine: Engine,
     pre: PluginPre<HostState>,
-    /// Keeps the Engine's ticker running while this runtime lives.
-    _ticker: Option<Arc<EpochTicker>>,
+    /// The Engine's ticker, which ticks while a call of this runtime is in the component
+    /// ([`Runtime::ticking`]); `None` when the embedder advances the epoch.
+    ticker: Option<Arc<TickerThread>>,
 }
 
 impl Runtime {
@@ -79,14 +81,20 @@ impl Runtime {
         add_to_linker(&mut linker, |s| s)?;
         let pre = PluginPre::new(linker.instantiate_pre(component)?)?;
         let ticker = match epochs {
-            Epochs::Ticker => Some(EpochTicker::for_engine(engine)),
+            Epochs::Ticker => Some(TickerThread::for_engine(engine)),
             Epochs::External => None,
         };
         Ok(Runtime {
             engine: engine.clone(),
             pre,
-            _ticker: ticker,
+            ticker,
         })
+    }
+
+    /// Keeps the epoch advancing while the result lives: hold it over every stretch in
+    /// which this runtime's component code may run (instantiation and calls).
+    pub(crate) fn ticking(&self) -> Option<Demand<'_>> {
+        self.ticker.as_deref().map(TickerThread::demand)
     }
 
     /// A new instance with its own store; CPU-bounded from the first instruction.
@@ -115,10 +123,16 @@ pub fn bound_cpu<T: AhpView + 'static>(store: &mut Store<T>) {
     });
 }
 
-/// This crate's Engine: epoch interruption and the pooling allocator.
+/// This crate's Engine: epoch interruption, the pooling allocator, no component-model
+/// concurrency.
 pub fn default_engine() -> wasmtime::Result<Engine> {
     let mut config = Config::new();
     config.epoch_interruption(true);
+    // The component uses no component-model async: without concurrency support,
+    // `call_async` runs the call straight on a fiber instead of through wasmtime's
+    // task machinery (`run_concurrent`, a host task per import call), about 5 µs of the
+    // ~30 µs a call spends in the component (tests/harness-bench, host/benches).
+    config.concurrency_support(false);
     let mut pooling = PoolingAllocationConfig::default();
     pooling
         .total_component_instances(512)
@@ -136,19 +150,61 @@ pub(crate) fn compile(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Compone
     crate::compile_cache::load(engine, bytes).context("compile the interceptor component")
 }
 
-/// The one thread that advances an Engine's epoch, shared by everything on that Engine;
-/// it stops when the last holder drops it.
+/// How long the ticker goes on after the last call left the component before it parks:
+/// a stream of calls never waits for it to wake, an idle process is never woken by it.
+const LINGER_TICKS: u32 = 100;
+
+/// A hold on an Engine's ticker thread: while any [`EpochTicker`] of an Engine lives, its
+/// epoch advances every millisecond. Every holder on the same Engine shares one thread.
 pub struct EpochTicker {
-    engine: Engine,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    thread: Arc<TickerThread>,
 }
 
 impl EpochTicker {
-    /// The ticker of `engine`, started on first use; every caller for the same Engine
-    /// shares one thread.
+    /// A hold on the ticker of `engine`, started on first use; every holder for the same
+    /// Engine shares one thread, which ticks as long as any hold lives.
     pub fn for_engine(engine: &Engine) -> Arc<EpochTicker> {
-        static TICKERS: Mutex<Vec<Weak<EpochTicker>>> = Mutex::new(Vec::new());
+        let thread = TickerThread::for_engine(engine);
+        thread.enter();
+        Arc::new(EpochTicker { thread })
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.thread.leave();
+    }
+}
+
+/// The one thread that advances an Engine's epoch. It ticks while it has demand — the
+/// calls in the component (see [`Runtime::ticking`]) and every [`EpochTicker`] —
+/// and for [`LINGER_TICKS`] after, then parks until demand returns. It stops when the
+/// last user drops it.
+pub(crate) struct TickerThread {
+    engine: Engine,
+    state: Arc<TickerState>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct TickerState {
+    /// Calls in the component plus live [`EpochTicker`] holds.
+    demand: AtomicUsize,
+    stop: AtomicBool,
+}
+
+/// One unit of a [`TickerThread`]'s demand, released on drop.
+pub(crate) struct Demand<'a>(&'a TickerThread);
+
+impl Drop for Demand<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
+
+impl TickerThread {
+    fn for_engine(engine: &Engine) -> Arc<TickerThread> {
+        static TICKERS: Mutex<Vec<Weak<TickerThread>>> = Mutex::new(Vec::new());
         let mut tickers = TICKERS.lock().unwrap_or_else(|p| p.into_inner());
         tickers.retain(|t| t.strong_count() > 0);
         if let Some(ticker) = tickers
@@ -158,36 +214,67 @@ impl EpochTicker {
         {
             return ticker;
         }
-        let ticker = Arc::new(EpochTicker::start(engine.clone()));
+        let ticker = Arc::new(TickerThread::start(engine.clone()));
         tickers.push(Arc::downgrade(&ticker));
         ticker
     }
 
-    fn start(engine: Engine) -> EpochTicker {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+    fn start(engine: Engine) -> TickerThread {
+        let state = Arc::new(TickerState::default());
+        let shared = state.clone();
         let ticking = engine.clone();
         let thread = std::thread::Builder::new()
             .name("ahp-epoch-ticker".into())
             .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
+                let mut idle = 0;
+                while !shared.stop.load(Ordering::SeqCst) {
+                    if shared.demand.load(Ordering::SeqCst) > 0 {
+                        idle = 0;
+                    } else if idle < LINGER_TICKS {
+                        idle += 1;
+                    } else {
+                        // `enter` unparks after raising demand, so a call that arrives
+                        // between the check and here makes `park` return at once.
+                        std::thread::park();
+                        idle = 0;
+                        continue;
+                    }
                     std::thread::sleep(TICK);
                     ticking.increment_epoch();
                 }
             })
             .expect("spawn the epoch ticker thread");
-        EpochTicker {
+        TickerThread {
             engine,
-            stop,
+            state,
             thread: Some(thread),
         }
     }
+
+    /// Ticks until the returned demand is dropped (and a moment after).
+    pub(crate) fn demand(&self) -> Demand<'_> {
+        self.enter();
+        Demand(self)
+    }
+
+    fn enter(&self) {
+        if self.state.demand.fetch_add(1, Ordering::SeqCst) == 0 {
+            if let Some(thread) = &self.thread {
+                thread.thread().unpark();
+            }
+        }
+    }
+
+    fn leave(&self) {
+        self.state.demand.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
-impl Drop for EpochTicker {
+impl Drop for TickerThread {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.state.stop.store(true, Ordering::SeqCst);
         if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
             let _ = thread.join();
         }
     }
@@ -202,7 +289,38 @@ mod tests {
         let a = default_engine().unwrap();
         let b = default_engine().unwrap();
         let first = EpochTicker::for_engine(&a);
-        assert!(Arc::ptr_eq(&first, &EpochTicker::for_engine(&a.clone())));
-        assert!(!Arc::ptr_eq(&first, &EpochTicker::for_engine(&b)));
+        assert!(Arc::ptr_eq(
+            &first.thread,
+            &EpochTicker::for_engine(&a.clone()).thread
+        ));
+        assert!(!Arc::ptr_eq(
+            &first.thread,
+            &EpochTicker::for_engine(&b).thread
+        ));
+    }
+
+    /// A ticker parked for lack of demand wakes for the next call: a spinning guest
+    /// that starts after a long idle stretch is still cut off at the next tick.
+    #[test]
+    fn a_parked_ticker_wakes_for_a_call() {
+        let engine = default_engine().unwrap();
+        let ticker = TickerThread::for_engine(&engine);
+        let module =
+            wasmtime::Module::new(&engine, r#"(module (func (export "spin") (loop br 0)))"#)
+                .unwrap();
+        // Idle well past the linger: the thread has parked.
+        std::thread::sleep(TICK * (LINGER_TICKS + 50));
+        let _call = ticker.demand();
+        let mut store = Store::new(&engine, ());
+        store.set_epoch_deadline(1);
+        let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
+        let spin = instance
+            .get_typed_func::<(), ()>(&mut store, "spin")
+            .unwrap();
+        let trap = spin.call(&mut store, ()).unwrap_err();
+        assert_eq!(
+            trap.downcast_ref::<wasmtime::Trap>(),
+            Some(&wasmtime::Trap::Interrupt)
+        );
     }
 }
