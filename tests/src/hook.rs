@@ -247,7 +247,10 @@ impl Contract {
     /// reply is invalid-effects, settled by the subscription's policy — a generic denial
     /// under fail-closed, no objection under fail-open — and audited as such.
     async fn unadvertised(&self, effects: &Value) {
-        for (policy, outcome) in [("fail-closed", "failed-closed"), ("fail-open", "failed-open")] {
+        for (policy, outcome) in [
+            ("fail-closed", "failed-closed"),
+            ("fail-open", "failed-open"),
+        ] {
             let script = vec![Behaviour::Effects(effects.clone())];
             let (ran, _backend, record) = self.pre_tool_audited(script, policy).await;
             match policy {
@@ -307,12 +310,20 @@ impl Contract {
             .advertised
             .contains(&"modify")
             .then(|| json!({"input": {"replace": true, "merge": true}}));
-        assert_eq!(capabilities.get("modify"), modify.as_ref(), "{capabilities}");
+        assert_eq!(
+            capabilities.get("modify"),
+            modify.as_ref(),
+            "{capabilities}"
+        );
         let inject = self
             .advertised
             .contains(&"inject")
             .then(|| json!({"context": {"append": true, "deliverAt": ["now"]}}));
-        assert_eq!(capabilities.get("inject"), inject.as_ref(), "{capabilities}");
+        assert_eq!(
+            capabilities.get("inject"),
+            inject.as_ref(),
+            "{capabilities}"
+        );
         let observed = backend.requests_with_method("hooks/observe");
         assert_eq!(observed.len(), 1, "one observe");
         let after_event = &observed[0].json()["params"]["event"];
@@ -377,8 +388,16 @@ impl Contract {
         merged["command"] = json!("echo safe");
         merged["timeout"] = json!(5);
         let cases = [
-            ("merge", json!({"command": "echo safe", "timeout": 5}), merged),
-            ("replace", json!({"path": "/tmp/x"}), json!({"path": "/tmp/x"})),
+            (
+                "merge",
+                json!({"command": "echo safe", "timeout": 5}),
+                merged,
+            ),
+            (
+                "replace",
+                json!({"path": "/tmp/x"}),
+                json!({"path": "/tmp/x"}),
+            ),
         ];
         for (operation, value, effective) in cases {
             let effects = json!([{"type": "modify", "target": "input",
@@ -405,7 +424,10 @@ impl Contract {
         let text = json!({"id": "m1-t", "kind": "text", "mediaType": "text/plain",
             "selection": "body", "text": "the repo is frozen"});
         let cases = [
-            (json!({"type": "message", "text": "policy note"}), "policy note"),
+            (
+                json!({"type": "message", "text": "policy note"}),
+                "policy note",
+            ),
             (injected(text), "the repo is frozen"),
         ];
         for (effect, shown) in cases {

@@ -26,14 +26,22 @@ pub const EVENTS: &[EventSpec] = &[
         AhpEvent::ToolBefore,
         &[E::Deny, E::Ask, E::Modify, E::Inject, E::Message],
     ),
-    on("PostToolUse", AhpEvent::ToolAfter, &[E::Inject, E::Flow, E::Message]),
+    on(
+        "PostToolUse",
+        AhpEvent::ToolAfter,
+        &[E::Inject, E::Flow, E::Message],
+    ),
     on(
         "UserPromptSubmit",
         AhpEvent::TurnStart,
         &[E::Deny, E::Inject, E::Flow, E::Message],
     ),
     on("Stop", AhpEvent::TurnFinishBefore, &[E::Flow]),
-    on("SessionStart", AhpEvent::SessionStart, &[E::Inject, E::Message]),
+    on(
+        "SessionStart",
+        AhpEvent::SessionStart,
+        &[E::Inject, E::Message],
+    ),
     on("SessionEnd", AhpEvent::SessionEnd, &[]),
     on("PreCompact", AhpEvent::ContextCompactBefore, &[]),
 ];
@@ -103,7 +111,12 @@ fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
         Decision::Deny if spec.ahp == AhpEvent::SessionStart => stop(verdict.reason()),
         Decision::Deny => super::exit_code_answer(verdict),
         Decision::Allow | Decision::Ask => match verdict.context_text() {
-            Some(text) if spec.enforces.iter().any(|e| matches!(e, E::Message | E::Inject)) => {
+            Some(text)
+                if spec
+                    .enforces
+                    .iter()
+                    .any(|e| matches!(e, E::Message | E::Inject)) =>
+            {
                 Answer::json(json!({"hookSpecificOutput": {
                     "hookEventName": spec.native,
                     "additionalContext": text,

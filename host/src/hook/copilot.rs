@@ -68,7 +68,10 @@ pub fn tool_answer(verdict: &Verdict) -> Answer {
         }
         Decision::Ask => {
             output.insert("permissionDecision".into(), json!("ask"));
-            output.insert("permissionDecisionReason".into(), json!(verdict.ask_reason()));
+            output.insert(
+                "permissionDecisionReason".into(),
+                json!(verdict.ask_reason()),
+            );
         }
         Decision::Allow => {}
     }

@@ -61,7 +61,8 @@ fn generic_reason() -> &'static str {
 const ASK_REASON: &str = "A policy backend asks for approval of this call.";
 
 /// The reason shown with the `ask` a replaced input goes out with.
-const MODIFIED_REASON: &str = "A policy backend changed this call's input; approve the changed call.";
+const MODIFIED_REASON: &str =
+    "A policy backend changed this call's input; approve the changed call.";
 
 /// The harnesses with an adapter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -294,11 +295,13 @@ impl EventSpec {
             continuation_count: None,
         });
         // The adapter writes the whole effective input, so both operations hold.
-        let modify = effects.contains(&EffectKind::Modify).then_some(ModifyCapability {
-            target: ModifyTarget::Input,
-            replace: true,
-            merge: true,
-        });
+        let modify = effects
+            .contains(&EffectKind::Modify)
+            .then_some(ModifyCapability {
+                target: ModifyTarget::Input,
+                replace: true,
+                merge: true,
+            });
         // Every harness context field takes text for the model at once.
         let inject = match effects.contains(&EffectKind::Inject) {
             true => vec![DeliverAt::Now],

@@ -151,11 +151,17 @@ mod tests {
     fn copilot_takes_either_form_and_decodes_tool_args() {
         let camel = json!({"sessionId": "s", "toolName": "bash", "toolArgs": "{\"a\":1}"});
         let read_camel = read_as(Harness::Copilot, camel).unwrap();
-        assert_eq!(read_camel.tool, Some(("bash".into(), json!({"a": 1}).as_object().cloned().unwrap())));
+        assert_eq!(
+            read_camel.tool,
+            Some(("bash".into(), json!({"a": 1}).as_object().cloned().unwrap()))
+        );
         let snake = json!({"session_id": "s", "tool_name": "bash", "tool_input": {"a": 1}});
         assert_eq!(read_as(Harness::Copilot, snake).unwrap(), read_camel);
-        let error = read_as(Harness::Copilot, json!({"toolName": "bash", "toolArgs": "{}"}))
-            .unwrap_err();
+        let error = read_as(
+            Harness::Copilot,
+            json!({"toolName": "bash", "toolArgs": "{}"}),
+        )
+        .unwrap_err();
         assert_eq!(error, "sessionId is required");
     }
 
@@ -163,6 +169,9 @@ mod tests {
     fn cursor_falls_back_to_the_first_workspace_root() {
         let payload = json!({"conversation_id": "c", "tool_name": "Shell", "tool_input": {},
             "workspace_roots": ["/w1", "/w2"]});
-        assert_eq!(read_as(Harness::Cursor, payload).unwrap().cwd.as_deref(), Some("/w1"));
+        assert_eq!(
+            read_as(Harness::Cursor, payload).unwrap().cwd.as_deref(),
+            Some("/w1")
+        );
     }
 }
