@@ -14,6 +14,33 @@ pub const FAILED_REASON: &str = "Policy evaluation failed.";
 /// The reason of a fail-closed denial when the call's budget ran out first.
 pub const BUDGET_REASON: &str = "Policy evaluation did not finish within the hook call budget.";
 
+/// The reason of the `ask` a replaced input goes out with, where the harness has no
+/// way to apply it without a decision.
+pub const MODIFIED_REASON: &str =
+    "A policy backend changed this call's input; approve the changed call.";
+
+/// The payloads of one tool call before and after it runs: `common` with the event
+/// name under `event_key` (`pre` / `post`) and, after, `response` under its key.
+pub fn tool_payloads(
+    common: Value,
+    event_key: &str,
+    (pre, post): (&str, &str),
+    response: (&str, Value),
+) -> (Value, Value) {
+    let mut before = common.clone();
+    before[event_key] = json!(pre);
+    let mut after = common;
+    after[event_key] = json!(post);
+    after[response.0] = response.1;
+    (before, after)
+}
+
+/// Asserts the process exited `code` with exactly `expected` as JSON on stdout.
+pub fn assert_json(ran: &Ran, code: i32, expected: Value) {
+    assert_eq!(ran.code, code, "{ran:?}");
+    assert_eq!(ran.json(), expected, "{ran:?}");
+}
+
 /// How one harness's hook contract looks.
 pub struct Contract {
     /// The `ahp hook` harness name.
@@ -34,6 +61,12 @@ pub struct Contract {
     pub assert_no_objection: fn(&Ran),
     /// Asserts the answer is this harness's ask; `None`: the harness has no ask.
     pub assert_ask: Option<fn(&Ran)>,
+    /// Asserts the answer runs the tool with this input instead; `None`: the harness
+    /// cannot apply a changed input without a grant, so `modify` is not advertised.
+    pub assert_modified: Option<fn(&Ran, &Value)>,
+    /// Asserts the answer puts this text in the harness's context field; `None`: the
+    /// harness has none before a tool, so neither `message` nor `inject` is advertised.
+    pub assert_context: Option<fn(&Ran, &str)>,
     /// Native events besides the tool call that the harness blocks, so the adapter
     /// intercepts them.
     pub intercepted: Vec<Intercepted>,
@@ -185,12 +218,50 @@ impl Contract {
 
     /// Runs the pre-tool payload against a backend behaving as `script` under `policy`.
     async fn pre_tool_with(&self, script: Vec<Behaviour>, policy: &str) -> (Ran, FaultBackend) {
+        let (ran, backend, _record) = self.pre_tool_audited(script, policy).await;
+        (ran, backend)
+    }
+
+    /// As [`Contract::pre_tool_with`], with the settlement record from `--audit`.
+    async fn pre_tool_audited(
+        &self,
+        script: Vec<Behaviour>,
+        policy: &str,
+    ) -> (Ran, FaultBackend, Option<Value>) {
         let backend = FaultBackend::start(script).await;
         let dir = tempfile::tempdir().expect("a temp dir");
         let registration = write_registration(dir.path(), &backend.url(), policy, false);
+        let audit = dir.path().join("audit.jsonl");
         let (payload, args) = &self.pre_tool;
-        let ran = self.run(&registration, args, payload).await;
-        (ran, backend)
+        let mut all: Vec<&str> = args.to_vec();
+        let audit_arg = audit.display().to_string();
+        all.extend(["--audit", &audit_arg]);
+        let ran = self.run(&registration, &all, payload).await;
+        let record = std::fs::read_to_string(&audit).ok().map(|text| {
+            serde_json::from_str(text.lines().next().expect("one record")).expect("a JSON record")
+        });
+        (ran, backend, record)
+    }
+
+    /// `effects` from the backend behind a harness that does not advertise them: the
+    /// reply is invalid-effects, settled by the subscription's policy — a generic denial
+    /// under fail-closed, no objection under fail-open — and audited as such.
+    async fn unadvertised(&self, effects: &Value) {
+        for (policy, outcome) in [
+            ("fail-closed", "failed-closed"),
+            ("fail-open", "failed-open"),
+        ] {
+            let script = vec![Behaviour::Effects(effects.clone())];
+            let (ran, _backend, record) = self.pre_tool_audited(script, policy).await;
+            match policy {
+                "fail-closed" => (self.assert_deny)(&ran, SYNTHETIC_REASON),
+                _ => (self.assert_no_objection)(&ran),
+            }
+            let record = record.expect("the settlement is audited");
+            let entry = &record["interceptors"][0];
+            assert_eq!(entry["outcome"], outcome, "{record}");
+            assert_eq!(entry["failure"]["class"], "invalid-effects", "{record}");
+        }
     }
 
     /// The pre-tool event reaches the backend as a valid tool.before with the native
@@ -233,7 +304,26 @@ impl Contract {
             Some(id) => assert_eq!(event["call"], json!({"id": id}), "{event}"),
             None => assert_eq!(event["call"]["synthesized"], true, "{event}"),
         }
-        assert_eq!(params["capabilities"]["effects"], json!(self.advertised));
+        let capabilities = &params["capabilities"];
+        assert_eq!(capabilities["effects"], json!(self.advertised));
+        let modify = self
+            .advertised
+            .contains(&"modify")
+            .then(|| json!({"input": {"replace": true, "merge": true}}));
+        assert_eq!(
+            capabilities.get("modify"),
+            modify.as_ref(),
+            "{capabilities}"
+        );
+        let inject = self
+            .advertised
+            .contains(&"inject")
+            .then(|| json!({"context": {"append": true, "deliverAt": ["now"]}}));
+        assert_eq!(
+            capabilities.get("inject"),
+            inject.as_ref(),
+            "{capabilities}"
+        );
         let observed = backend.requests_with_method("hooks/observe");
         assert_eq!(observed.len(), 1, "one observe");
         let after_event = &observed[0].json()["params"]["event"];
@@ -287,6 +377,78 @@ impl Contract {
             .pre_tool_with(vec![Behaviour::NoEffect], "fail-closed")
             .await;
         (self.assert_no_objection)(&ran);
+    }
+
+    /// A backend's `modify` of the input reaches the harness as the whole effective
+    /// input, merged into the original or replacing it; behind a harness that cannot
+    /// apply it, it is unadvertised.
+    pub async fn modify_merge_and_replace(&self) {
+        let (_, original, _) = &self.tool;
+        let mut merged = original.clone();
+        merged["command"] = json!("echo safe");
+        merged["timeout"] = json!(5);
+        let cases = [
+            (
+                "merge",
+                json!({"command": "echo safe", "timeout": 5}),
+                merged,
+            ),
+            (
+                "replace",
+                json!({"path": "/tmp/x"}),
+                json!({"path": "/tmp/x"}),
+            ),
+        ];
+        for (operation, value, effective) in cases {
+            let effects = json!([{"type": "modify", "target": "input",
+                "operation": operation, "value": value}]);
+            match self.assert_modified {
+                Some(assert_modified) => {
+                    let script = vec![Behaviour::Effects(effects)];
+                    let (ran, _backend) = self.pre_tool_with(script, "fail-closed").await;
+                    assert_modified(&ran, &effective);
+                }
+                None => self.unadvertised(&effects).await,
+            }
+        }
+    }
+
+    /// A backend's `message`, and its `inject` of text, reach the harness's context
+    /// field; behind a harness without one each is unadvertised. Injected content the
+    /// field cannot carry (not text) is the adapter's own denial, never dropped.
+    pub async fn message_and_inject(&self) {
+        let injected = |part: Value| {
+            json!({"type": "inject", "target": "context", "operation": "append",
+                "deliverAt": "now", "value": [{"id": "m1", "role": "system", "parts": [part]}]})
+        };
+        let text = json!({"id": "m1-t", "kind": "text", "mediaType": "text/plain",
+            "selection": "body", "text": "the repo is frozen"});
+        let cases = [
+            (
+                json!({"type": "message", "text": "policy note"}),
+                "policy note",
+            ),
+            (injected(text), "the repo is frozen"),
+        ];
+        for (effect, shown) in cases {
+            let kind = effect["type"].as_str().expect("a type");
+            match self.assert_context {
+                Some(assert_context) if self.advertised.contains(&kind) => {
+                    let script = vec![Behaviour::Effects(json!([effect]))];
+                    let (ran, _backend) = self.pre_tool_with(script, "fail-closed").await;
+                    assert_context(&ran, shown);
+                }
+                _ => self.unadvertised(&json!([effect])).await,
+            }
+        }
+        if self.advertised.contains(&"inject") {
+            let image = json!({"id": "m1-i", "kind": "image", "mediaType": "image/png",
+                "selection": "body", "uri": "https://example.com/x.png"});
+            let script = vec![Behaviour::Effects(json!([injected(image)]))];
+            let (ran, _backend) = self.pre_tool_with(script, "fail-open").await;
+            (self.assert_deny)(&ran, FAILED_REASON);
+            assert!(ran.stderr.contains("other than text"), "{ran:?}");
+        }
     }
 
     /// A backend that never answers: fail-open goes on, fail-closed denies generically.
@@ -484,6 +646,7 @@ macro_rules! hook_contract_tests {
     ($contract:expr) => {
         $crate::hook_contract_tests!(@each $contract;
             mapping, native_with_include_native, deny, ask, no_objection,
+            modify_merge_and_replace, message_and_inject,
             timeout_under_both_policies, malformed_reply_under_both_policies,
             garbage_on_stdin, missing_registration, component_trap, intercepted_events,
             undeclared_event_refused, watchdog_on_open_stdin, budget_bounds_a_silent_backend);

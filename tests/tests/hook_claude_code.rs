@@ -2,8 +2,11 @@
 //! code.claude.com/docs/en/hooks) through the real binary; answers in
 //! `hookSpecificOutput`, never `permissionDecision: "allow"`.
 
-use ahp_tests::hook::{assert_silent_no_objection, Contract, Intercepted, Ran};
-use serde_json::json;
+use ahp_tests::hook::{
+    assert_json, assert_silent_no_objection, tool_payloads, Contract, Intercepted, Ran,
+    MODIFIED_REASON,
+};
+use serde_json::{json, Value};
 
 fn contract() -> Contract {
     let common = json!({
@@ -12,11 +15,15 @@ fn contract() -> Contract {
         "tool_name": "Bash", "tool_input": {"command": "git push --force", "description": "Push"},
         "tool_use_id": "toolu_01ABC", "prompt_id": "p1", "some_future_field": {"x": 1}
     });
-    let mut pre = common.clone();
-    pre["hook_event_name"] = json!("PreToolUse");
-    let mut post = common;
-    post["hook_event_name"] = json!("PostToolUse");
-    post["tool_response"] = json!({"stdout": "", "stderr": "", "interrupted": false});
+    let (pre, post) = tool_payloads(
+        common,
+        "hook_event_name",
+        ("PreToolUse", "PostToolUse"),
+        (
+            "tool_response",
+            json!({"stdout": "", "stderr": "", "interrupted": false}),
+        ),
+    );
     Contract {
         harness: "claude-code",
         pre_tool: (pre, &[]),
@@ -27,10 +34,12 @@ fn contract() -> Contract {
             "abc123",
         ),
         call_id: Some("toolu_01ABC"),
-        advertised: &["deny", "ask", "message"],
+        advertised: &["deny", "ask", "modify", "inject", "message"],
         assert_deny,
         assert_no_objection: assert_silent_no_objection,
         assert_ask: Some(assert_ask),
+        assert_modified: Some(assert_modified),
+        assert_context: Some(assert_context),
         intercepted: vec![
             Intercepted {
                 payload: (
@@ -43,7 +52,7 @@ fn contract() -> Contract {
                     &[],
                 ),
                 event: "tool.after",
-                advertised: &["flow", "message"],
+                advertised: &["inject", "flow", "message"],
                 assert_block,
             },
             Intercepted {
@@ -52,7 +61,7 @@ fn contract() -> Contract {
                     &[],
                 ),
                 event: "turn.start",
-                advertised: &["deny", "flow", "message"],
+                advertised: &["deny", "inject", "flow", "message"],
                 assert_block,
             },
             Intercepted {
@@ -64,20 +73,23 @@ fn contract() -> Contract {
             Intercepted {
                 payload: (native("SessionStart", json!({"source": "startup"})), &[]),
                 event: "session.start",
-                advertised: &["message"],
+                advertised: &["inject", "message"],
                 assert_block: assert_stopped,
             },
         ],
     }
 }
 
+/// `output` as PreToolUse's `hookSpecificOutput`, on exit 0 (JSON is read only then).
+fn assert_pre_tool(ran: &Ran, mut output: Value) {
+    output["hookEventName"] = json!("PreToolUse");
+    assert_json(ran, 0, json!({"hookSpecificOutput": output}));
+}
+
 fn assert_deny(ran: &Ran, reason: &str) {
-    assert_eq!(ran.code, 0, "JSON is read only on exit 0: {ran:?}");
-    assert_eq!(
-        ran.json(),
-        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
-            "permissionDecision": "deny", "permissionDecisionReason": reason}}),
-        "{ran:?}"
+    assert_pre_tool(
+        ran,
+        json!({"permissionDecision": "deny", "permissionDecisionReason": reason}),
     );
 }
 
@@ -88,8 +100,23 @@ fn assert_ask(ran: &Ran) {
     assert_eq!(output["hookEventName"], "PreToolUse", "{ran:?}");
 }
 
+/// The changed input in `updatedInput`, with `ask` (never `allow`, a grant): the user
+/// approves the call that will really run.
+fn assert_modified(ran: &Ran, input: &Value) {
+    assert_pre_tool(
+        ran,
+        json!({"permissionDecision": "ask", "permissionDecisionReason": MODIFIED_REASON,
+            "updatedInput": input}),
+    );
+}
+
+/// Context for the model in `additionalContext`, with no decision.
+fn assert_context(ran: &Ran, text: &str) {
+    assert_pre_tool(ran, json!({"additionalContext": text}));
+}
+
 /// A Claude Code payload of `event` with the common fields and `extra`.
-fn native(event: &str, extra: serde_json::Value) -> serde_json::Value {
+fn native(event: &str, extra: Value) -> Value {
     let mut payload = json!({"session_id": "abc123", "cwd": "/repo",
         "transcript_path": "/t.jsonl", "hook_event_name": event});
     for (key, value) in extra.as_object().expect("an object") {
@@ -100,22 +127,12 @@ fn native(event: &str, extra: serde_json::Value) -> serde_json::Value {
 
 /// After a tool, before a prompt or a stop Claude Code blocks with `decision: block`.
 fn assert_block(ran: &Ran, reason: &str) {
-    assert_eq!(ran.code, 0, "JSON is read only on exit 0: {ran:?}");
-    assert_eq!(
-        ran.json(),
-        json!({"decision": "block", "reason": reason}),
-        "{ran:?}"
-    );
+    assert_json(ran, 0, json!({"decision": "block", "reason": reason}));
 }
 
 /// At SessionStart the only block is stopping the agent.
 fn assert_stopped(ran: &Ran, reason: &str) {
-    assert_eq!(ran.code, 0, "{ran:?}");
-    assert_eq!(
-        ran.json(),
-        json!({"continue": false, "stopReason": reason}),
-        "{ran:?}"
-    );
+    assert_json(ran, 0, json!({"continue": false, "stopReason": reason}));
 }
 
 ahp_tests::hook_contract_tests!(contract());

@@ -1,8 +1,11 @@
 //! `ahp hook codex`: Codex CLI's Claude-shaped payloads (developers.openai.com/codex/hooks,
 //! with `model` and `turn_id`); deny only — an `ask` would count as a failed hook and run
-//! the tool, so it is never advertised.
+//! the tool, and `updatedInput` applies only with `allow`, a grant, so neither is
+//! advertised.
 
-use ahp_tests::hook::{assert_silent_no_objection, Contract, Intercepted, Ran};
+use ahp_tests::hook::{
+    assert_json, assert_silent_no_objection, tool_payloads, Contract, Intercepted, Ran,
+};
 use serde_json::json;
 
 fn contract() -> Contract {
@@ -12,11 +15,12 @@ fn contract() -> Contract {
         "tool_name": "Bash", "tool_input": {"command": ["bash", "-lc", "rm -rf build"]},
         "tool_use_id": "call_Codex1"
     });
-    let mut pre = common.clone();
-    pre["hook_event_name"] = json!("PreToolUse");
-    let mut post = common;
-    post["hook_event_name"] = json!("PostToolUse");
-    post["tool_response"] = json!("done");
+    let (pre, post) = tool_payloads(
+        common,
+        "hook_event_name",
+        ("PreToolUse", "PostToolUse"),
+        ("tool_response", json!("done")),
+    );
     Contract {
         harness: "codex",
         pre_tool: (pre, &[]),
@@ -31,6 +35,8 @@ fn contract() -> Contract {
         assert_deny,
         assert_no_objection: assert_silent_no_objection,
         assert_ask: None,
+        assert_modified: None,
+        assert_context: None,
         intercepted: vec![Intercepted {
             payload: (
                 json!({"session_id": "019a-codex", "cwd": "/repo", "model": "gpt-5-codex",
@@ -46,23 +52,14 @@ fn contract() -> Contract {
 }
 
 fn assert_deny(ran: &Ran, reason: &str) {
-    assert_eq!(ran.code, 0, "{ran:?}");
-    assert_eq!(
-        ran.json(),
-        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
-            "permissionDecision": "deny", "permissionDecisionReason": reason}}),
-        "{ran:?}"
-    );
+    let output = json!({"hookEventName": "PreToolUse",
+        "permissionDecision": "deny", "permissionDecisionReason": reason});
+    assert_json(ran, 0, json!({"hookSpecificOutput": output}));
 }
 
 /// Before a prompt Codex blocks with `decision: block`.
 fn assert_block(ran: &Ran, reason: &str) {
-    assert_eq!(ran.code, 0, "{ran:?}");
-    assert_eq!(
-        ran.json(),
-        json!({"decision": "block", "reason": reason}),
-        "{ran:?}"
-    );
+    assert_json(ran, 0, json!({"decision": "block", "reason": reason}));
 }
 
 ahp_tests::hook_contract_tests!(contract());

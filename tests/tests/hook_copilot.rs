@@ -2,8 +2,8 @@
 //! which name no event (the command line does) and encode `toolArgs` as a JSON string;
 //! a denial is its JSON and exit 2.
 
-use ahp_tests::hook::{assert_silent_no_objection, run_hook, Contract, Ran};
-use serde_json::json;
+use ahp_tests::hook::{assert_json, assert_silent_no_objection, run_hook, Contract, Ran};
+use serde_json::{json, Value};
 
 fn contract() -> Contract {
     let common = json!({
@@ -18,22 +18,30 @@ fn contract() -> Contract {
         post_tool: (post, &["--event", "postToolUse"]),
         tool: ("bash", json!({"command": "git reset --hard"}), "cop-5"),
         call_id: None,
-        advertised: &["deny", "ask", "message"],
+        advertised: &["deny", "ask", "modify", "inject", "message"],
         assert_deny,
         assert_no_objection: assert_silent_no_objection,
         assert_ask: Some(assert_ask),
+        assert_modified: Some(assert_modified),
+        assert_context: Some(assert_context),
         intercepted: vec![],
     }
 }
 
 fn assert_deny(ran: &Ran, reason: &str) {
-    assert_eq!(ran.code, 2, "{ran:?}");
-    assert_eq!(
-        ran.json(),
-        json!({"permissionDecision": "deny", "permissionDecisionReason": reason}),
-        "{ran:?}"
-    );
+    let denial = json!({"permissionDecision": "deny", "permissionDecisionReason": reason});
+    assert_json(ran, 2, denial);
     assert!(ran.stderr.trim_end().ends_with(reason), "{ran:?}");
+}
+
+/// The changed arguments in `modifiedArgs`, with no decision (never a grant).
+fn assert_modified(ran: &Ran, input: &Value) {
+    assert_json(ran, 0, json!({"modifiedArgs": input}));
+}
+
+/// Context in `additionalContext`, with no decision.
+fn assert_context(ran: &Ran, text: &str) {
+    assert_json(ran, 0, json!({"additionalContext": text}));
 }
 
 fn assert_ask(ran: &Ran) {

@@ -1,8 +1,8 @@
 //! `ahp hook cursor`: Cursor's preToolUse/postToolUse payloads (cursor.com/docs/hooks),
-//! keyed by `conversation_id`; `permission` answers, always JSON (with `failClosed` an
-//! empty answer is refused), no ask on preToolUse.
+//! keyed by `conversation_id`; `permission: "deny"` to block, always JSON, and no
+//! objection as `{}` — never `permission: "allow"`, a grant; no ask on preToolUse.
 
-use ahp_tests::hook::{Contract, Intercepted, Ran};
+use ahp_tests::hook::{assert_json, tool_payloads, Contract, Intercepted, Ran};
 use serde_json::json;
 
 fn contract() -> Contract {
@@ -12,11 +12,12 @@ fn contract() -> Contract {
         "transcript_path": null, "cwd": "/repo",
         "tool_name": "Shell", "tool_input": {"command": "npm publish"}, "tool_use_id": "tool_c1"
     });
-    let mut pre = common.clone();
-    pre["hook_event_name"] = json!("preToolUse");
-    let mut post = common;
-    post["hook_event_name"] = json!("postToolUse");
-    post["tool_output"] = json!("published");
+    let (pre, post) = tool_payloads(
+        common,
+        "hook_event_name",
+        ("preToolUse", "postToolUse"),
+        ("tool_output", json!("published")),
+    );
     Contract {
         harness: "cursor",
         pre_tool: (pre, &[]),
@@ -27,6 +28,8 @@ fn contract() -> Contract {
         assert_deny,
         assert_no_objection,
         assert_ask: None,
+        assert_modified: None,
+        assert_context: None,
         intercepted: vec![Intercepted {
             payload: (
                 json!({"conversation_id": "conv-9", "generation_id": "gen-1",
@@ -42,27 +45,21 @@ fn contract() -> Contract {
 }
 
 fn assert_deny(ran: &Ran, reason: &str) {
-    assert_eq!(ran.code, 0, "{ran:?}");
-    assert_eq!(
-        ran.json(),
+    assert_json(
+        ran,
+        0,
         json!({"permission": "deny", "user_message": reason, "agent_message": reason}),
-        "{ran:?}"
     );
 }
 
+/// Valid JSON (so `failClosed` does not count it a failed hook) that names no permission.
 fn assert_no_objection(ran: &Ran) {
-    assert_eq!(ran.code, 0, "{ran:?}");
-    assert_eq!(ran.json(), json!({"permission": "allow"}), "{ran:?}");
+    assert_json(ran, 0, json!({}));
 }
 
 /// Before a prompt Cursor blocks with `continue: false`.
 fn assert_block(ran: &Ran, reason: &str) {
-    assert_eq!(ran.code, 0, "{ran:?}");
-    assert_eq!(
-        ran.json(),
-        json!({"continue": false, "user_message": reason}),
-        "{ran:?}"
-    );
+    assert_json(ran, 0, json!({"continue": false, "user_message": reason}));
 }
 
 ahp_tests::hook_contract_tests!(contract());

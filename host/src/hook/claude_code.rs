@@ -4,78 +4,60 @@
 //! Claude Code enforces deny, ask, a replaced input (`updatedInput`) and context for the
 //! model (`additionalContext`) before a tool runs. Its `allow` skips its own permission
 //! prompt, so the adapter never writes it: no objection is an empty answer, and a
-//! replaced input goes out with `ask`, so the user sees what will run.
+//! replaced input (the settlement's effective input, merges already applied) goes out
+//! with `ask`, so the user sees what will run. Messages and injected context (text
+//! parts, delivered now) both go to `additionalContext`.
 //!
 //! After a tool, before a prompt and before stopping it blocks with `decision: block`
 //! (the tool already ran; the prompt is erased; the agent goes on), takes context in
-//! `additionalContext`, and stops the agent with `continue: false` on any event.
+//! `additionalContext` (not before a stop), and stops the agent with `continue: false`
+//! on any event.
 
 use super::install::Snippet;
-use super::{AhpEvent, Answer, EventSpec, Payload, Verdict};
+use super::payload::{Fields, SNAKE_TOOL};
+use super::{on, AhpEvent, Answer, EventSpec, Verdict};
 use crate::{Decision, EffectKind as E};
 use serde_json::{json, Map, Value};
 
 /// The mapped events and what Claude Code enforces at each.
 pub const EVENTS: &[EventSpec] = &[
-    EventSpec {
-        native: "PreToolUse",
-        ahp: AhpEvent::ToolBefore,
-        enforces: &[E::Deny, E::Ask, E::Modify, E::Message],
-    },
-    EventSpec {
-        native: "PostToolUse",
-        ahp: AhpEvent::ToolAfter,
-        enforces: &[E::Flow, E::Message],
-    },
-    EventSpec {
-        native: "UserPromptSubmit",
-        ahp: AhpEvent::TurnStart,
-        enforces: &[E::Deny, E::Flow, E::Message],
-    },
-    EventSpec {
-        native: "Stop",
-        ahp: AhpEvent::TurnFinishBefore,
-        enforces: &[E::Flow],
-    },
-    EventSpec {
-        native: "SessionStart",
-        ahp: AhpEvent::SessionStart,
-        enforces: &[E::Message],
-    },
-    EventSpec {
-        native: "SessionEnd",
-        ahp: AhpEvent::SessionEnd,
-        enforces: &[],
-    },
-    EventSpec {
-        native: "PreCompact",
-        ahp: AhpEvent::ContextCompactBefore,
-        enforces: &[],
-    },
+    on(
+        "PreToolUse",
+        AhpEvent::ToolBefore,
+        &[E::Deny, E::Ask, E::Modify, E::Inject, E::Message],
+    ),
+    on(
+        "PostToolUse",
+        AhpEvent::ToolAfter,
+        &[E::Inject, E::Flow, E::Message],
+    ),
+    on(
+        "UserPromptSubmit",
+        AhpEvent::TurnStart,
+        &[E::Deny, E::Inject, E::Flow, E::Message],
+    ),
+    on("Stop", AhpEvent::TurnFinishBefore, &[E::Flow]),
+    on(
+        "SessionStart",
+        AhpEvent::SessionStart,
+        &[E::Inject, E::Message],
+    ),
+    on("SessionEnd", AhpEvent::SessionEnd, &[]),
+    on("PreCompact", AhpEvent::ContextCompactBefore, &[]),
 ];
 
 /// The settings file the snippet belongs in.
 pub const SETTINGS_FILE: &str = ".claude/settings.json";
 
-/// Reads a Claude-shaped payload (also Codex's): `session_id`, `cwd`, and for tool events
-/// `tool_name`, `tool_input` (an object) and `tool_use_id`.
-pub fn read(payload: &Map<String, Value>, event: &str) -> Result<Payload, String> {
-    let tool = match event {
-        "PreToolUse" | "PostToolUse" => Some((
-            required_string(payload, "tool_name")?,
-            required_object(payload, "tool_input")?,
-        )),
-        _ => None,
-    };
-    Ok(Payload {
-        session_id: required_string(payload, "session_id")?,
-        cwd: optional_string(payload, "cwd")?,
-        call_id: optional_string(payload, "tool_use_id")?,
-        trigger: optional_string(payload, "source")?,
-        reason: optional_string(payload, "reason")?,
-        tool,
-    })
-}
+/// Claude-shaped payloads (also Codex's): `session_id`, `cwd`, `source` at session
+/// start, and for tool events `tool_name`, `tool_input` (an object) and `tool_use_id`.
+pub const FIELDS: Fields = Fields {
+    session: &["session_id"],
+    tool: &[SNAKE_TOOL],
+    call_id: Some("tool_use_id"),
+    trigger: Some("source"),
+    roots_for_cwd: false,
+};
 
 /// The answer to `PreToolUse`, or [`after_tool_before`] for the other events.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
@@ -84,19 +66,20 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     }
     let mut output = json!({"hookEventName": spec.native});
     let decision = match (verdict.decision, &verdict.input) {
-        (Decision::Deny, _) => Some("deny"),
-        (Decision::Ask, _) | (Decision::Allow, Some(_)) => Some("ask"),
+        (Decision::Deny, _) => Some(("deny", verdict.reason())),
+        (Decision::Ask, _) => Some(("ask", verdict.ask_reason())),
+        (Decision::Allow, Some(_)) => Some(("ask", super::MODIFIED_REASON)),
         (Decision::Allow, None) => None,
     };
-    if let Some(decision) = decision {
+    if let Some((decision, reason)) = decision {
         output["permissionDecision"] = json!(decision);
-        output["permissionDecisionReason"] = json!(verdict.reason());
+        output["permissionDecisionReason"] = json!(reason);
     }
     if verdict.decision != Decision::Deny {
         if let Some(input) = &verdict.input {
             output["updatedInput"] = json!(input);
         }
-        if let Some(text) = verdict.message_text() {
+        if let Some(text) = verdict.context_text() {
             output["additionalContext"] = json!(text);
         }
     }
@@ -106,25 +89,34 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     }
 }
 
-/// Every event but `PreToolUse`: a denial is `decision: block` where Claude Code blocks
-/// (after a tool, before a prompt or a stop) and `continue: false` at `SessionStart`,
-/// whose only block is to stop; a flow stop is `continue: false`; messages go to
-/// `additionalContext`. The events it enforces nothing at answer by exit code.
+/// Every event but `PreToolUse`. A flow stop is read first: `continue: false`, on any
+/// event, whether the settlement also denies or not. A denial is then `decision: block`
+/// where Claude Code blocks (after a tool, before a prompt or a stop) and `continue:
+/// false` at `SessionStart`, whose only block is to stop; messages and injected context
+/// go to `additionalContext` where advertised. The events it enforces nothing at answer
+/// by exit code.
 fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
+    let stop = |reason: &str| Answer::json(json!({"continue": false, "stopReason": reason}));
+    if let Some(reason) = &verdict.stop {
+        return stop(reason.as_deref().unwrap_or(verdict.reason()));
+    }
     let blocks = matches!(
         spec.ahp,
         AhpEvent::ToolAfter | AhpEvent::TurnStart | AhpEvent::TurnFinishBefore
     );
-    let stop = |reason: &str| Answer::json(json!({"continue": false, "stopReason": reason}));
-    match (verdict.decision, &verdict.stop) {
-        (Decision::Deny, _) if blocks => {
+    match verdict.decision {
+        Decision::Deny if blocks => {
             Answer::json(json!({"decision": "block", "reason": verdict.reason()}))
         }
-        (Decision::Deny, _) if spec.ahp == AhpEvent::SessionStart => stop(verdict.reason()),
-        (Decision::Deny, _) => super::exit_code_answer(verdict),
-        (_, Some(reason)) => stop(reason.as_deref().unwrap_or(super::generic_reason())),
-        _ => match verdict.message_text() {
-            Some(text) if spec.enforces.contains(&E::Message) => {
+        Decision::Deny if spec.ahp == AhpEvent::SessionStart => stop(verdict.reason()),
+        Decision::Deny => super::exit_code_answer(verdict),
+        Decision::Allow | Decision::Ask => match verdict.context_text() {
+            Some(text)
+                if spec
+                    .enforces
+                    .iter()
+                    .any(|e| matches!(e, E::Message | E::Inject)) =>
+            {
                 Answer::json(json!({"hookSpecificOutput": {
                     "hookEventName": spec.native,
                     "additionalContext": text,
@@ -167,32 +159,6 @@ pub fn claude_shaped(
         hooks.insert(spec.native.to_string(), json!([group]));
     }
     json!({"hooks": hooks})
-}
-
-/// `key` must be a non-empty string.
-pub fn required_string(payload: &Map<String, Value>, key: &str) -> Result<String, String> {
-    optional_string(payload, key)?.ok_or_else(|| format!("{key} is required"))
-}
-
-/// `key`, when present, must be a non-empty string.
-pub fn optional_string(payload: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match payload.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) if !text.is_empty() => Ok(Some(text.clone())),
-        Some(_) => Err(format!("{key} must be a non-empty string")),
-    }
-}
-
-/// `key` must be a JSON object (a parsed tool input).
-pub fn required_object(
-    payload: &Map<String, Value>,
-    key: &str,
-) -> Result<Map<String, Value>, String> {
-    match payload.get(key) {
-        Some(Value::Object(object)) => Ok(object.clone()),
-        Some(_) => Err(format!("{key} must be a JSON object")),
-        None => Err(format!("{key} is required")),
-    }
 }
 
 #[cfg(test)]
@@ -261,6 +227,21 @@ mod tests {
         stopped.stop = Some(Some("enough".into()));
         let out = json_of(&answer(spec("Stop"), &stopped));
         assert_eq!(out, json!({"continue": false, "stopReason": "enough"}));
+        // A stop the settlement also records as a denial is still a stop, not a block.
+        stopped.decision = Decision::Deny;
+        let out = json_of(&answer(spec("UserPromptSubmit"), &stopped));
+        assert_eq!(out, json!({"continue": false, "stopReason": "enough"}));
+    }
+
+    #[test]
+    fn injected_context_joins_the_messages_and_an_ask_has_its_own_reason() {
+        let mut noted = verdict(Decision::Ask, None);
+        noted.messages = vec!["note".into()];
+        noted.context = vec!["context".into()];
+        let out = output(&answer(pre(), &noted));
+        assert_eq!(out["additionalContext"], "note\ncontext");
+        assert_eq!(out["permissionDecision"], "ask");
+        assert_eq!(out["permissionDecisionReason"], crate::hook::ASK_REASON);
     }
 
     #[test]

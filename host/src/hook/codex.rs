@@ -9,37 +9,17 @@
 //! `continue`), so those are only observed.
 
 use super::install::Snippet;
-use super::{AhpEvent, Answer, EventSpec, Verdict};
+use super::{on, AhpEvent, Answer, EventSpec, Verdict};
 use crate::{Decision, EffectKind as E};
 use serde_json::{json, Value};
 
 /// The mapped events and what Codex enforces at each.
 pub const EVENTS: &[EventSpec] = &[
-    EventSpec {
-        native: "PreToolUse",
-        ahp: AhpEvent::ToolBefore,
-        enforces: &[E::Deny],
-    },
-    EventSpec {
-        native: "PostToolUse",
-        ahp: AhpEvent::ToolAfter,
-        enforces: &[],
-    },
-    EventSpec {
-        native: "UserPromptSubmit",
-        ahp: AhpEvent::TurnStart,
-        enforces: &[E::Deny],
-    },
-    EventSpec {
-        native: "Stop",
-        ahp: AhpEvent::TurnFinishBefore,
-        enforces: &[],
-    },
-    EventSpec {
-        native: "SessionStart",
-        ahp: AhpEvent::SessionStart,
-        enforces: &[],
-    },
+    on("PreToolUse", AhpEvent::ToolBefore, &[E::Deny]),
+    on("PostToolUse", AhpEvent::ToolAfter, &[]),
+    on("UserPromptSubmit", AhpEvent::TurnStart, &[E::Deny]),
+    on("Stop", AhpEvent::TurnFinishBefore, &[]),
+    on("SessionStart", AhpEvent::SessionStart, &[]),
 ];
 
 /// The settings file the snippet belongs in.

@@ -6,84 +6,46 @@
 //! and context (`additionalContext`). Sources disagree on whether it reads exit codes,
 //! so a denial is written both ways: the JSON and exit 2 with the reason.
 
-use super::claude_code::{optional_string, required_object};
 use super::install::Snippet;
-use super::{AhpEvent, Answer, EventSpec, Payload, Verdict};
+use super::payload::{Fields, ToolFields, SNAKE_TOOL};
+use super::{on, AhpEvent, Answer, EventSpec, Verdict};
 use crate::{Decision, EffectKind as E};
 use serde_json::{json, Map, Value};
 
 /// The mapped events and what Copilot CLI enforces at each.
 pub const EVENTS: &[EventSpec] = &[
-    EventSpec {
-        native: "preToolUse",
-        ahp: AhpEvent::ToolBefore,
-        enforces: &[E::Deny, E::Ask, E::Modify, E::Message],
-    },
-    EventSpec {
-        native: "postToolUse",
-        ahp: AhpEvent::ToolAfter,
-        enforces: &[],
-    },
-    EventSpec {
-        native: "userPromptSubmitted",
-        ahp: AhpEvent::TurnStart,
-        enforces: &[],
-    },
-    EventSpec {
-        native: "sessionStart",
-        ahp: AhpEvent::SessionStart,
-        enforces: &[],
-    },
-    EventSpec {
-        native: "sessionEnd",
-        ahp: AhpEvent::SessionEnd,
-        enforces: &[],
-    },
+    on(
+        "preToolUse",
+        AhpEvent::ToolBefore,
+        &[E::Deny, E::Ask, E::Modify, E::Inject, E::Message],
+    ),
+    on("postToolUse", AhpEvent::ToolAfter, &[]),
+    on("userPromptSubmitted", AhpEvent::TurnStart, &[]),
+    on("sessionStart", AhpEvent::SessionStart, &[]),
+    on("sessionEnd", AhpEvent::SessionEnd, &[]),
 ];
 
 /// The settings file the snippet belongs in.
 pub const SETTINGS_FILE: &str = ".github/hooks/ahp.json";
 
 /// `sessionId`, `cwd`, and for tool events `toolName` with `toolArgs` (a JSON-encoded
-/// object), or the snake_case `tool_name` / `tool_input` of Copilot's Claude-compatible
-/// form.
-pub fn read(payload: &Map<String, Value>, event: &str) -> Result<Payload, String> {
-    let tool = match event {
-        "preToolUse" | "postToolUse" => Some(tool(payload)?),
-        _ => None,
-    };
-    let session_id = match optional_string(payload, "sessionId")? {
-        Some(id) => id,
-        None => optional_string(payload, "session_id")?.ok_or("sessionId is required")?,
-    };
-    Ok(Payload {
-        session_id,
-        cwd: optional_string(payload, "cwd")?,
-        call_id: None,
-        trigger: optional_string(payload, "source")?,
-        reason: optional_string(payload, "reason")?,
-        tool,
-    })
-}
-
-fn tool(payload: &Map<String, Value>) -> Result<(String, Map<String, Value>), String> {
-    let Some(name) = optional_string(payload, "toolName")? else {
-        let name = optional_string(payload, "tool_name")?.ok_or("toolName is required")?;
-        return Ok((name, required_object(payload, "tool_input")?));
-    };
-    let input = match payload.get("toolArgs") {
-        Some(Value::String(encoded)) => match serde_json::from_str::<Value>(encoded) {
-            Ok(Value::Object(input)) => input,
-            Ok(_) => return Err("toolArgs must encode a JSON object".into()),
-            Err(e) => return Err(format!("toolArgs is not JSON: {e}")),
+/// object), or the snake_case `session_id`, `tool_name` / `tool_input` of Copilot's
+/// Claude-compatible form.
+pub const FIELDS: Fields = Fields {
+    session: &["sessionId", "session_id"],
+    tool: &[
+        ToolFields {
+            name: "toolName",
+            input: "toolArgs",
+            // The SDK hands over an object; it is taken as it is.
+            encoded: true,
         },
-        // The SDK hands over an object; accept it as it is.
-        Some(Value::Object(input)) => input.clone(),
-        Some(_) => return Err("toolArgs must be a JSON-encoded object".into()),
-        None => return Err("toolArgs is required".into()),
-    };
-    Ok((name, input))
-}
+        SNAKE_TOOL,
+    ],
+    call_id: None,
+    trigger: Some("source"),
+    roots_for_cwd: false,
+};
 
 /// `preToolUse`: deny (JSON and exit 2), ask, replaced arguments, context, or nothing.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
@@ -106,14 +68,17 @@ pub fn tool_answer(verdict: &Verdict) -> Answer {
         }
         Decision::Ask => {
             output.insert("permissionDecision".into(), json!("ask"));
-            output.insert("permissionDecisionReason".into(), json!(verdict.reason()));
+            output.insert(
+                "permissionDecisionReason".into(),
+                json!(verdict.ask_reason()),
+            );
         }
         Decision::Allow => {}
     }
     if let Some(input) = &verdict.input {
         output.insert("modifiedArgs".into(), json!(input));
     }
-    if let Some(text) = verdict.message_text() {
+    if let Some(text) = verdict.context_text() {
         output.insert("additionalContext".into(), json!(text));
     }
     match output.is_empty() {
@@ -156,7 +121,8 @@ mod tests {
     #[test]
     fn tool_args_must_encode_an_object() {
         let payload = json!({"sessionId": "s", "toolName": "bash", "toolArgs": "[1]"});
-        let error = read(payload.as_object().unwrap(), "preToolUse").unwrap_err();
-        assert!(error.contains("toolArgs"), "{error}");
+        let object = payload.as_object().unwrap();
+        let error = crate::hook::payload::read(&FIELDS, object, &EVENTS[0]).unwrap_err();
+        assert_eq!(error, "toolArgs must encode a JSON object");
     }
 }

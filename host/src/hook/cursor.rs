@@ -2,78 +2,43 @@
 //! `conversation_id`, answers in `permission`.
 //!
 //! Cursor's `preToolUse` enforces allow and deny only (`ask` is for
-//! `beforeShellExecution` / `beforeMCPExecution`). With `failClosed: true` a permission
-//! hook that prints nothing is refused, so no objection must be written as Cursor's one
-//! non-denial word there, `allow`; it grants nothing beyond Cursor's own approvals, which
-//! `preToolUse` does not replace.
+//! `beforeShellExecution` / `beforeMCPExecution`). Its `permission: "allow"` is a word
+//! of permission, and the contract does not say it leaves Cursor's own approvals in
+//! place, so the adapter never writes it: no objection is `{}` — valid JSON, so
+//! `failClosed: true` does not read it as a failed hook, and no `permission`, so it
+//! grants nothing. Cursor does not document what it does with a permission hook's
+//! answer without `permission`; should it refuse it, every call is blocked, never
+//! granted. `updated_input` and `agent_message` are not advertised: the contract does
+//! not say Cursor applies them without `permission: "allow"`, the grant.
 
-use super::claude_code::{optional_string, required_object, required_string};
 use super::install::Snippet;
-use super::{AhpEvent, Answer, EventSpec, Payload, Verdict};
+use super::payload::{Fields, SNAKE_TOOL};
+use super::{on, AhpEvent, Answer, EventSpec, Verdict};
 use crate::{Decision, EffectKind as E};
 use serde_json::{json, Map, Value};
 
 /// The mapped events and what Cursor enforces at each.
 pub const EVENTS: &[EventSpec] = &[
-    EventSpec {
-        native: "preToolUse",
-        ahp: AhpEvent::ToolBefore,
-        enforces: &[E::Deny],
-    },
-    EventSpec {
-        native: "postToolUse",
-        ahp: AhpEvent::ToolAfter,
-        enforces: &[],
-    },
-    EventSpec {
-        native: "beforeSubmitPrompt",
-        ahp: AhpEvent::TurnStart,
-        enforces: &[E::Deny],
-    },
-    EventSpec {
-        native: "stop",
-        ahp: AhpEvent::TurnFinishBefore,
-        enforces: &[],
-    },
-    EventSpec {
-        native: "sessionStart",
-        ahp: AhpEvent::SessionStart,
-        enforces: &[],
-    },
-    EventSpec {
-        native: "sessionEnd",
-        ahp: AhpEvent::SessionEnd,
-        enforces: &[],
-    },
+    on("preToolUse", AhpEvent::ToolBefore, &[E::Deny]),
+    on("postToolUse", AhpEvent::ToolAfter, &[]),
+    on("beforeSubmitPrompt", AhpEvent::TurnStart, &[E::Deny]),
+    on("stop", AhpEvent::TurnFinishBefore, &[]),
+    on("sessionStart", AhpEvent::SessionStart, &[]),
+    on("sessionEnd", AhpEvent::SessionEnd, &[]),
 ];
 
 /// The settings file the snippet belongs in.
 pub const SETTINGS_FILE: &str = ".cursor/hooks.json";
 
-/// `conversation_id` as the session, `cwd` (else the first workspace root), and for tool
-/// events `tool_name`, `tool_input` and `tool_use_id`.
-pub fn read(payload: &Map<String, Value>, event: &str) -> Result<Payload, String> {
-    let tool = match event {
-        "preToolUse" | "postToolUse" => Some((
-            required_string(payload, "tool_name")?,
-            required_object(payload, "tool_input")?,
-        )),
-        _ => None,
-    };
-    let first_root = payload
-        .get("workspace_roots")
-        .and_then(|roots| roots.get(0))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    Ok(Payload {
-        session_id: required_string(payload, "conversation_id")?,
-        cwd: optional_string(payload, "cwd")?.or(first_root),
-        call_id: optional_string(payload, "tool_use_id")?,
-        trigger: None,
-        reason: optional_string(payload, "reason")?,
-        tool,
-    })
-}
+/// `conversation_id` as the session, `cwd` (else the first workspace root), and for
+/// tool events `tool_name`, `tool_input` and `tool_use_id`.
+pub const FIELDS: Fields = Fields {
+    session: &["conversation_id"],
+    tool: &[SNAKE_TOOL],
+    call_id: Some("tool_use_id"),
+    trigger: None,
+    roots_for_cwd: true,
+};
 
 /// Always a JSON answer: `permission` before a tool, `continue` before a prompt, `{}`
 /// elsewhere, and exit 2 for a denial Cursor cannot otherwise express.
@@ -85,7 +50,6 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
             "user_message": verdict.reason(),
             "agent_message": verdict.reason(),
         })),
-        AhpEvent::ToolBefore => Answer::json(json!({"permission": "allow"})),
         AhpEvent::TurnStart if denied => {
             Answer::json(json!({"continue": false, "user_message": verdict.reason()}))
         }

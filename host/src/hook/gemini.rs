@@ -6,67 +6,34 @@
 //! blocks with the same `decision: deny`. After a tool its block is no AHP effect there
 //! (the protocol has no deny at `tool.after`), so that event is only observed.
 
-use super::claude_code::{optional_string, required_object, required_string};
 use super::install::Snippet;
-use super::{AhpEvent, Answer, EventSpec, Payload, Verdict};
+use super::payload::{Fields, SNAKE_TOOL};
+use super::{on, AhpEvent, Answer, EventSpec, Verdict};
 use crate::{Decision, EffectKind as E};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// The mapped events and what Gemini CLI enforces at each.
 pub const EVENTS: &[EventSpec] = &[
-    EventSpec {
-        native: "BeforeTool",
-        ahp: AhpEvent::ToolBefore,
-        enforces: &[E::Deny, E::Modify],
-    },
-    EventSpec {
-        native: "AfterTool",
-        ahp: AhpEvent::ToolAfter,
-        enforces: &[],
-    },
-    EventSpec {
-        native: "BeforeAgent",
-        ahp: AhpEvent::TurnStart,
-        enforces: &[E::Deny],
-    },
-    EventSpec {
-        native: "SessionStart",
-        ahp: AhpEvent::SessionStart,
-        enforces: &[],
-    },
-    EventSpec {
-        native: "SessionEnd",
-        ahp: AhpEvent::SessionEnd,
-        enforces: &[],
-    },
-    EventSpec {
-        native: "PreCompress",
-        ahp: AhpEvent::ContextCompactBefore,
-        enforces: &[],
-    },
+    on("BeforeTool", AhpEvent::ToolBefore, &[E::Deny, E::Modify]),
+    on("AfterTool", AhpEvent::ToolAfter, &[]),
+    on("BeforeAgent", AhpEvent::TurnStart, &[E::Deny]),
+    on("SessionStart", AhpEvent::SessionStart, &[]),
+    on("SessionEnd", AhpEvent::SessionEnd, &[]),
+    on("PreCompress", AhpEvent::ContextCompactBefore, &[]),
 ];
 
 /// The settings file the snippet belongs in.
 pub const SETTINGS_FILE: &str = ".gemini/settings.json";
 
-/// `session_id`, `cwd`, and for tool events `tool_name` and `tool_input`.
-pub fn read(payload: &Map<String, Value>, event: &str) -> Result<Payload, String> {
-    let tool = match event {
-        "BeforeTool" | "AfterTool" => Some((
-            required_string(payload, "tool_name")?,
-            required_object(payload, "tool_input")?,
-        )),
-        _ => None,
-    };
-    Ok(Payload {
-        session_id: required_string(payload, "session_id")?,
-        cwd: optional_string(payload, "cwd")?,
-        call_id: None,
-        trigger: optional_string(payload, "source")?,
-        reason: optional_string(payload, "reason")?,
-        tool,
-    })
-}
+/// `session_id`, `cwd`, `source` at session start, and for tool events `tool_name` and
+/// `tool_input`; Gemini has no tool-use id.
+pub const FIELDS: Fields = Fields {
+    session: &["session_id"],
+    tool: &[SNAKE_TOOL],
+    call_id: None,
+    trigger: Some("source"),
+    roots_for_cwd: false,
+};
 
 /// `BeforeTool`: a denial, replaced arguments, or nothing. Gemini has no ask, so an
 /// ask can only be a denial.

@@ -25,10 +25,14 @@ mod cursor;
 mod event;
 mod gemini;
 mod install;
+mod payload;
 
 pub use install::{install, Install};
 
-use crate::vocab::{EventCapability, FlowCapability, FlowOperation, InterceptableEvent};
+use crate::vocab::{
+    DeliverAt, EventCapability, FlowCapability, FlowOperation, InterceptableEvent,
+    ModifyCapability, ModifyTarget,
+};
 use crate::{DecidedBy, Decision, Declaration, EffectKind, Interceptor, Options, Settlement};
 use serde_json::{Map, Value};
 use std::io::{Read as _, Write as _};
@@ -52,6 +56,13 @@ fn generic_reason() -> &'static str {
         .generic_reason()
         .unwrap_or("Policy evaluation failed.")
 }
+
+/// The reason shown with an `ask` whose backend gave none (the effect carries no text).
+const ASK_REASON: &str = "A policy backend asks for approval of this call.";
+
+/// The reason shown with the `ask` a replaced input goes out with.
+const MODIFIED_REASON: &str =
+    "A policy backend changed this call's input; approve the changed call.";
 
 /// The harnesses with an adapter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,13 +116,14 @@ impl Harness {
         }
     }
 
-    fn read(self, payload: &Map<String, Value>, event: &str) -> Result<Payload, String> {
+    /// Where its payloads keep the fields an AHP event is built from.
+    fn fields(self) -> &'static payload::Fields {
         match self {
             // Codex sends Claude Code's payload shape.
-            Harness::ClaudeCode | Harness::Codex => claude_code::read(payload, event),
-            Harness::Gemini => gemini::read(payload, event),
-            Harness::Cursor => cursor::read(payload, event),
-            Harness::Copilot => copilot::read(payload, event),
+            Harness::ClaudeCode | Harness::Codex => &claude_code::FIELDS,
+            Harness::Gemini => &gemini::FIELDS,
+            Harness::Cursor => &cursor::FIELDS,
+            Harness::Copilot => &copilot::FIELDS,
         }
     }
 
@@ -236,6 +248,15 @@ pub struct EventSpec {
     pub enforces: &'static [EffectKind],
 }
 
+/// The [`EventSpec`] of `native`: it becomes `ahp`, where the harness enforces `enforces`.
+const fn on(native: &'static str, ahp: AhpEvent, enforces: &'static [EffectKind]) -> EventSpec {
+    EventSpec {
+        native,
+        ahp,
+        enforces,
+    }
+}
+
 impl EventSpec {
     /// The effects advertised to backends: what the harness enforces and the adapter
     /// can also write. A backend is never offered an effect either would drop.
@@ -243,8 +264,24 @@ impl EventSpec {
         self.enforces
             .iter()
             .copied()
-            .filter(|kind| ADAPTER_WRITES.contains(kind))
+            .filter(|&kind| self.adapter_writes(kind))
             .collect()
+    }
+
+    /// Whether a [`Verdict`] carries effects of `kind` to the harness here. `allow` is
+    /// never advertised: an AHP allow is "no objection", and no harness has a word for
+    /// that which is not also a grant. `return` has no harness word. `modify` is
+    /// written for a tool's input only (the settlement's `effective.input`).
+    fn adapter_writes(&self, kind: EffectKind) -> bool {
+        match kind {
+            EffectKind::Deny
+            | EffectKind::Ask
+            | EffectKind::Message
+            | EffectKind::Flow
+            | EffectKind::Inject => true,
+            EffectKind::Modify => self.ahp == AhpEvent::ToolBefore,
+            EffectKind::Allow | EffectKind::Return => false,
+        }
     }
 
     /// This event's entry in the harness's declaration; `None` (observed only) when the
@@ -257,25 +294,28 @@ impl EventSpec {
             remaining_continuations: None,
             continuation_count: None,
         });
+        // The adapter writes the whole effective input, so both operations hold.
+        let modify = effects
+            .contains(&EffectKind::Modify)
+            .then_some(ModifyCapability {
+                target: ModifyTarget::Input,
+                replace: true,
+                merge: true,
+            });
+        // Every harness context field takes text for the model at once.
+        let inject = match effects.contains(&EffectKind::Inject) {
+            true => vec![DeliverAt::Now],
+            false => Vec::new(),
+        };
         Some(EventCapability {
             event,
             effects,
-            modify: None,
+            modify,
             flow,
-            inject: Vec::new(),
+            inject,
         })
     }
 }
-
-/// The effects a [`Verdict`] carries to the harness. `allow` is never advertised by an
-/// adapter: an AHP allow is "no objection", and no harness has a word for that which is
-/// not also a grant; `modify` waits for the adapters to write the effective value.
-const ADAPTER_WRITES: &[EffectKind] = &[
-    EffectKind::Deny,
-    EffectKind::Ask,
-    EffectKind::Message,
-    EffectKind::Flow,
-];
 
 /// A harness payload read into the fields every AHP event is built from.
 #[derive(Debug, Default, PartialEq)]
@@ -294,7 +334,8 @@ pub struct Payload {
     pub reason: Option<String>,
 }
 
-/// What the adapter tells the harness, before formatting.
+/// What the adapter tells the harness, before formatting, read from the typed
+/// settlement: the decision, its reason, and what `record.enforce` says to apply.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
     /// Deny, ask, or no objection (never a grant).
@@ -303,28 +344,42 @@ pub struct Verdict {
     pub reason: Option<String>,
     /// Accepted `message` effects, in chain order.
     pub messages: Vec<String>,
-    /// A replacement tool input (a `modify` effect); not advertised yet, so only unit
-    /// tests build it.
+    /// The text of accepted `inject` effects (context for the model), in chain order.
+    pub context: Vec<String>,
+    /// The effective tool input after accepted `modify` effects (merges applied).
     pub input: Option<Map<String, Value>>,
     /// A settled `flow` stop: the agent should stop, with the backend's reason if any.
     pub stop: Option<Option<String>>,
 }
 
 impl Verdict {
-    fn of(settlement: &Settlement) -> Verdict {
-        Verdict {
+    /// The settlement's verdict; an accepted effect the adapter cannot write (an input
+    /// that is no object, injected content that is not text) is an error, answered as
+    /// a denial, never dropped.
+    fn of(settlement: &Settlement) -> Result<Verdict, String> {
+        let enforce = &settlement.record.enforce;
+        let input = match enforce.effective.get(ModifyTarget::Input.as_str()) {
+            None => None,
+            Some(Value::Object(input)) => Some(input.clone()),
+            Some(_) => return Err("the effective tool input is not a JSON object".into()),
+        };
+        let context = enforce
+            .injections
+            .iter()
+            .map(|injection| injected_text(&injection.value))
+            .collect::<Result<_, _>>()?;
+        Ok(Verdict {
             decision: settlement.decision,
             reason: settlement.reason.clone(),
             messages: settlement.record.messages.clone(),
-            input: None,
-            stop: settlement
-                .record
-                .enforce
+            context,
+            input,
+            stop: enforce
                 .flow
                 .as_ref()
                 .filter(|flow| flow.operation == FlowOperation::Stop)
                 .map(|flow| flow.reason.clone()),
-        }
+        })
     }
 
     /// The adapter's own denial after a failure.
@@ -332,9 +387,7 @@ impl Verdict {
         Verdict {
             decision: Decision::Deny,
             reason: Some(generic_reason().to_string()),
-            messages: Vec::new(),
-            input: None,
-            stop: None,
+            ..Verdict::no_objection()
         }
     }
 
@@ -343,6 +396,7 @@ impl Verdict {
             decision: Decision::Allow,
             reason: None,
             messages: Vec::new(),
+            context: Vec::new(),
             input: None,
             stop: None,
         }
@@ -353,10 +407,40 @@ impl Verdict {
         self.reason.as_deref().unwrap_or(generic_reason())
     }
 
-    /// The messages as one text, `None` when there are none.
-    fn message_text(&self) -> Option<String> {
-        (!self.messages.is_empty()).then(|| self.messages.join("\n"))
+    /// The reason to show with an ask.
+    fn ask_reason(&self) -> &str {
+        self.reason.as_deref().unwrap_or(ASK_REASON)
     }
+
+    /// The messages and then the injected context as one text, `None` when there is
+    /// neither: the harnesses' one context field carries both.
+    fn context_text(&self) -> Option<String> {
+        let all: Vec<&str> = self
+            .messages
+            .iter()
+            .chain(&self.context)
+            .map(String::as_str)
+            .collect();
+        (!all.is_empty()).then(|| all.join("\n"))
+    }
+}
+
+/// The text of one injection's canonical messages (`[{id, role, parts: [{kind: "text",
+/// text}]}]`), parts joined by newlines; any other part cannot go into a harness's
+/// context text.
+fn injected_text(messages: &Value) -> Result<String, String> {
+    let unwritable = || "an accepted inject carries content other than text parts".to_string();
+    let mut texts = Vec::new();
+    for message in messages.as_array().ok_or_else(unwritable)? {
+        let parts = message.get("parts").and_then(Value::as_array);
+        for part in parts.ok_or_else(unwritable)? {
+            match (part.get("kind").and_then(Value::as_str), part.get("text")) {
+                (Some("text"), Some(Value::String(text))) => texts.push(text.as_str()),
+                _ => return Err(unwritable()),
+            }
+        }
+    }
+    Ok(texts.join("\n"))
 }
 
 /// One answer to the harness: stdout, lines for stderr, the exit code.
@@ -527,7 +611,7 @@ async fn decide(
                 format!("{} has no mapped hook event {name}", harness.name()),
             )
         })?;
-    let read = harness.read(&object, &name).map_err(|e| {
+    let read = payload::read(harness.fields(), &object, spec).map_err(|e| {
         fail(
             Some(spec),
             format!("not a {} {name} payload: {e}", harness.name()),
@@ -555,9 +639,9 @@ async fn decide(
             .intercept(&event, &spec.advertised(), Some(remaining))
             .await;
         match settled {
-            Ok(settled) => Ok(Verdict::of(&settled)),
+            Ok(settled) => Verdict::of(&settled),
             Err(e) => match e.shutdown_settlement() {
-                Some(settled) => Ok(Verdict::of(settled)),
+                Some(settled) => Verdict::of(settled),
                 None => Err(describe(&e)),
             },
         }
@@ -599,7 +683,10 @@ mod tests {
                     assert!(advertised.contains(&EffectKind::Deny), "{spec:?}");
                 }
                 assert!(!advertised.contains(&EffectKind::Allow), "{spec:?}");
-                assert!(!advertised.contains(&EffectKind::Modify), "{spec:?}");
+                if spec.ahp != AhpEvent::ToolBefore {
+                    assert!(!advertised.contains(&EffectKind::Modify), "{spec:?}");
+                }
+                assert!(!advertised.contains(&EffectKind::Return), "{spec:?}");
                 assert!(
                     advertised.iter().all(|k| spec.enforces.contains(k)),
                     "{spec:?}"
@@ -625,18 +712,14 @@ mod tests {
     }
 
     #[test]
-    fn every_harness_denies_before_a_tool_and_never_writes_allow_but_cursor() {
+    fn every_harness_denies_before_a_tool_and_never_writes_allow() {
         for harness in Harness::ALL {
             let spec = &harness.events()[0];
             assert_eq!(spec.ahp, AhpEvent::ToolBefore, "{harness:?}");
             let denied = harness.answer(spec, &verdict(Decision::Deny, Some("because")));
             assert!(denied.stdout.contains("because"), "{harness:?}: {denied:?}");
             let silent = harness.answer(spec, &Verdict::no_objection());
-            assert_eq!(
-                silent.stdout.contains("allow"),
-                harness == Harness::Cursor,
-                "{harness:?}: {silent:?}"
-            );
+            assert!(!silent.stdout.contains("allow"), "{harness:?}: {silent:?}");
         }
     }
 
@@ -645,9 +728,7 @@ mod tests {
         Verdict {
             decision,
             reason: reason.map(str::to_string),
-            messages: Vec::new(),
-            input: None,
-            stop: None,
+            ..Verdict::no_objection()
         }
     }
 }

@@ -1,0 +1,177 @@
+//! The one reader of every harness's payload: each harness says in a [`Fields`] table
+//! where it keeps the session, the tool call and the rest, and [`read`] reads them all
+//! the same way, with an error that names the field.
+
+use super::{AhpEvent, EventSpec, Payload};
+use serde_json::{Map, Value};
+
+/// Where one harness keeps the fields every AHP event is built from.
+pub struct Fields {
+    /// The session (or conversation) id's member, then its alternatives: the first one
+    /// present is read; none present is an error naming the first.
+    pub session: &'static [&'static str],
+    /// The tool call's members, then its alternatives, chosen by the name member.
+    pub tool: &'static [ToolFields],
+    /// The harness's tool-use id, if it has one.
+    pub call_id: Option<&'static str>,
+    /// Why a session started, if the harness says.
+    pub trigger: Option<&'static str>,
+    /// Without `cwd`, the first of the `workspace_roots` is the working directory.
+    pub roots_for_cwd: bool,
+}
+
+/// One form of a tool call in a payload.
+pub struct ToolFields {
+    /// The native tool name's member.
+    pub name: &'static str,
+    /// The tool input's member.
+    pub input: &'static str,
+    /// The input may also come as a string that encodes the JSON object.
+    pub encoded: bool,
+}
+
+/// The tool call as most harnesses send it: `tool_name` and a `tool_input` object.
+pub const SNAKE_TOOL: ToolFields = ToolFields {
+    name: "tool_name",
+    input: "tool_input",
+    encoded: false,
+};
+
+/// Reads `payload` for `spec`'s event as `fields` says; tool events must carry a tool.
+pub fn read(
+    fields: &Fields,
+    payload: &Map<String, Value>,
+    spec: &EventSpec,
+) -> Result<Payload, String> {
+    let tool = match spec.ahp {
+        AhpEvent::ToolBefore | AhpEvent::ToolAfter => Some(tool(fields.tool, payload)?),
+        _ => None,
+    };
+    let session_id = first_string(payload, fields.session)?;
+    let first_root = || {
+        payload
+            .get("workspace_roots")
+            .and_then(|roots| roots.get(0))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let cwd = match optional_string(payload, "cwd")? {
+        None if fields.roots_for_cwd => first_root(),
+        cwd => cwd,
+    };
+    let optional = |key: Option<&str>| match key {
+        Some(key) => optional_string(payload, key),
+        None => Ok(None),
+    };
+    Ok(Payload {
+        session_id,
+        cwd,
+        call_id: optional(fields.call_id)?,
+        trigger: optional(fields.trigger)?,
+        reason: optional_string(payload, "reason")?,
+        tool,
+    })
+}
+
+/// The first of `keys` present, a non-empty string; none present names the first.
+fn first_string(payload: &Map<String, Value>, keys: &[&str]) -> Result<String, String> {
+    for key in keys {
+        if let Some(text) = optional_string(payload, key)? {
+            return Ok(text);
+        }
+    }
+    Err(format!("{} is required", keys.first().unwrap_or(&"the id")))
+}
+
+/// The tool call in the first form whose name member is present.
+fn tool(
+    forms: &[ToolFields],
+    payload: &Map<String, Value>,
+) -> Result<(String, Map<String, Value>), String> {
+    for form in forms {
+        if let Some(name) = optional_string(payload, form.name)? {
+            return Ok((name, input(payload, form)?));
+        }
+    }
+    let first = forms.first().map_or("tool_name", |form| form.name);
+    Err(format!("{first} is required"))
+}
+
+/// The tool input: an object, or where the form allows, a string encoding one.
+fn input(payload: &Map<String, Value>, form: &ToolFields) -> Result<Map<String, Value>, String> {
+    let key = form.input;
+    match payload.get(key) {
+        Some(Value::Object(object)) => Ok(object.clone()),
+        Some(Value::String(encoded)) if form.encoded => {
+            match serde_json::from_str::<Value>(encoded) {
+                Ok(Value::Object(input)) => Ok(input),
+                Ok(_) => Err(format!("{key} must encode a JSON object")),
+                Err(e) => Err(format!("{key} is not JSON: {e}")),
+            }
+        }
+        Some(_) if form.encoded => Err(format!("{key} must be a JSON-encoded object")),
+        Some(_) => Err(format!("{key} must be a JSON object")),
+        None => Err(format!("{key} is required")),
+    }
+}
+
+/// `key`, when present, must be a non-empty string.
+fn optional_string(payload: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match payload.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if !text.is_empty() => Ok(Some(text.clone())),
+        Some(_) => Err(format!("{key} must be a non-empty string")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hook::Harness;
+    use serde_json::json;
+
+    fn read_as(harness: Harness, payload: Value) -> Result<Payload, String> {
+        let spec = &harness.events()[0];
+        read(harness.fields(), payload.as_object().unwrap(), spec)
+    }
+
+    #[test]
+    fn a_missing_or_mistyped_field_is_named() {
+        let error = read_as(Harness::ClaudeCode, json!({"tool_name": "Bash"})).unwrap_err();
+        assert_eq!(error, "tool_input is required");
+        let payload = json!({"session_id": 7, "tool_name": "Bash", "tool_input": {}});
+        let error = read_as(Harness::Gemini, payload).unwrap_err();
+        assert_eq!(error, "session_id must be a non-empty string");
+        let payload = json!({"tool_name": "Bash", "tool_input": "{}"});
+        let error = read_as(Harness::Cursor, payload).unwrap_err();
+        assert_eq!(error, "tool_input must be a JSON object");
+    }
+
+    #[test]
+    fn copilot_takes_either_form_and_decodes_tool_args() {
+        let camel = json!({"sessionId": "s", "toolName": "bash", "toolArgs": "{\"a\":1}"});
+        let read_camel = read_as(Harness::Copilot, camel).unwrap();
+        assert_eq!(
+            read_camel.tool,
+            Some(("bash".into(), json!({"a": 1}).as_object().cloned().unwrap()))
+        );
+        let snake = json!({"session_id": "s", "tool_name": "bash", "tool_input": {"a": 1}});
+        assert_eq!(read_as(Harness::Copilot, snake).unwrap(), read_camel);
+        let error = read_as(
+            Harness::Copilot,
+            json!({"toolName": "bash", "toolArgs": "{}"}),
+        )
+        .unwrap_err();
+        assert_eq!(error, "sessionId is required");
+    }
+
+    #[test]
+    fn cursor_falls_back_to_the_first_workspace_root() {
+        let payload = json!({"conversation_id": "c", "tool_name": "Shell", "tool_input": {},
+            "workspace_roots": ["/w1", "/w2"]});
+        assert_eq!(
+            read_as(Harness::Cursor, payload).unwrap().cwd.as_deref(),
+            Some("/w1")
+        );
+    }
+}
