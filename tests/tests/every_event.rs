@@ -150,6 +150,20 @@ fn assert_decided(s: &Settled, decision: Decision, decided_by: DecidedBy, reason
     );
 }
 
+/// An operational failure settled by `policy`: the generic synthetic deny under
+/// fail-closed, no objection under fail-open.
+fn assert_settled_by_policy(s: &Settled, policy: &str) {
+    match policy {
+        "fail-closed" => assert_decided(
+            s,
+            Decision::Deny,
+            DecidedBy::SyntheticDeny,
+            Some(SYNTHETIC_REASON),
+        ),
+        _ => assert_decided(s, Decision::Allow, DecidedBy::NoObjection, None),
+    }
+}
+
 #[test]
 fn the_upstream_schema_lists_the_nineteen_interceptable_events() {
     let mut upstream: Vec<String> = events().into_iter().map(|e| e.name).collect();
@@ -272,15 +286,7 @@ async fn a_deadline_is_settled_by_the_policy_on_every_event() {
         let all = each_event(&hooks, policy, |_| true, |e| e.effects(&[])).await;
         assert_eq!(all.len(), 19);
         for s in &all {
-            match policy {
-                "fail-closed" => assert_decided(
-                    s,
-                    Decision::Deny,
-                    DecidedBy::SyntheticDeny,
-                    Some(SYNTHETIC_REASON),
-                ),
-                _ => assert_decided(s, Decision::Allow, DecidedBy::NoObjection, None),
-            }
+            assert_settled_by_policy(s, policy);
             let entry = &s.record["interceptors"][0];
             assert_eq!(entry["failure"]["class"], "deadline-exceeded", "{}", s.case);
             let outcome = match policy {
@@ -311,15 +317,7 @@ async fn an_unadvertised_effect_is_invalid_effects_on_every_event() {
         .await;
         assert_eq!(all.len(), 19);
         for s in &all {
-            match policy {
-                "fail-closed" => assert_decided(
-                    s,
-                    Decision::Deny,
-                    DecidedBy::SyntheticDeny,
-                    Some(SYNTHETIC_REASON),
-                ),
-                _ => assert_decided(s, Decision::Allow, DecidedBy::NoObjection, None),
-            }
+            assert_settled_by_policy(s, policy);
             let entry = &s.record["interceptors"][0];
             assert_eq!(
                 entry["failure"],
