@@ -112,8 +112,8 @@ async fn each_event(
         let hooks = hooks.clone();
         let id = format!("evt_{label}_{}", event.name.replace('.', "_"));
         let advertised = effects(&event);
+        let case = format!("{label} / {}", event.name);
         calls.push(tokio::spawn(async move {
-            let case = format!("{label} / {}", event.name);
             let settled = hooks
                 .intercept(&valid_event(&event.name, &id), &advertised, None)
                 .await
@@ -150,6 +150,20 @@ fn assert_decided(s: &Settled, decision: Decision, decided_by: DecidedBy, reason
     );
 }
 
+/// An operational failure settled by `policy`: the generic synthetic deny under
+/// fail-closed, no objection under fail-open.
+fn assert_settled_by_policy(s: &Settled, policy: &str) {
+    match policy {
+        "fail-closed" => assert_decided(
+            s,
+            Decision::Deny,
+            DecidedBy::SyntheticDeny,
+            Some(SYNTHETIC_REASON),
+        ),
+        _ => assert_decided(s, Decision::Allow, DecidedBy::NoObjection, None),
+    }
+}
+
 #[test]
 fn the_upstream_schema_lists_the_nineteen_interceptable_events() {
     let mut upstream: Vec<String> = events().into_iter().map(|e| e.name).collect();
@@ -166,13 +180,23 @@ fn the_upstream_schema_lists_the_nineteen_interceptable_events() {
 async fn every_event_is_intercepted_with_exactly_its_advertised_effects() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let hooks = every_event_on(&backend.url(), "fail-closed").await;
-    let all = each_event(&hooks, "plain", |_| true, |e| e.effects(&[EffectKind::Message])).await;
+    let all = each_event(
+        &hooks,
+        "plain",
+        |_| true,
+        |e| e.effects(&[EffectKind::Message]),
+    )
+    .await;
     assert_eq!(all.len(), 19);
     let requests = backend.requests_with_method("hooks/intercept");
     assert_eq!(requests.len(), 19);
     for s in &all {
         assert_decided(s, Decision::Allow, DecidedBy::NoObjection, None);
-        assert_eq!(s.record["interceptors"][0]["outcome"], "no-effect", "{}", s.case);
+        assert_eq!(
+            s.record["interceptors"][0]["outcome"], "no-effect",
+            "{}",
+            s.case
+        );
         let request = requests
             .iter()
             .map(|r| r.json())
@@ -187,7 +211,12 @@ async fn every_event_is_intercepted_with_exactly_its_advertised_effects() {
             .iter()
             .map(|k| k.as_str())
             .collect();
-        assert_eq!(sent["capabilities"], json!({"effects": words}), "{}", s.case);
+        assert_eq!(
+            sent["capabilities"],
+            json!({"effects": words}),
+            "{}",
+            s.case
+        );
     }
     hooks.shutdown();
 }
@@ -202,7 +231,12 @@ async fn a_backend_deny_denies_every_event_that_has_deny() {
         let hooks = every_event_on(&backend.url(), policy).await;
         let has_deny = |e: &Event| e.has(EffectKind::Deny);
         for s in each_event(&hooks, policy, has_deny, |e| e.effects(&[])).await {
-            assert_decided(&s, Decision::Deny, DecidedBy::BackendDeny, Some(DENY_REASON));
+            assert_decided(
+                &s,
+                Decision::Deny,
+                DecidedBy::BackendDeny,
+                Some(DENY_REASON),
+            );
             assert_eq!(s.record["interceptors"][0]["outcome"], "deny", "{}", s.case);
             denied += 1;
         }
@@ -252,15 +286,7 @@ async fn a_deadline_is_settled_by_the_policy_on_every_event() {
         let all = each_event(&hooks, policy, |_| true, |e| e.effects(&[])).await;
         assert_eq!(all.len(), 19);
         for s in &all {
-            match policy {
-                "fail-closed" => assert_decided(
-                    s,
-                    Decision::Deny,
-                    DecidedBy::SyntheticDeny,
-                    Some(SYNTHETIC_REASON),
-                ),
-                _ => assert_decided(s, Decision::Allow, DecidedBy::NoObjection, None),
-            }
+            assert_settled_by_policy(s, policy);
             let entry = &s.record["interceptors"][0];
             assert_eq!(entry["failure"]["class"], "deadline-exceeded", "{}", s.case);
             let outcome = match policy {
@@ -282,21 +308,16 @@ async fn an_unadvertised_effect_is_invalid_effects_on_every_event() {
     let backend = FaultBackend::start(vec![Behaviour::Effects(answer)]).await;
     for policy in POLICIES {
         let hooks = every_event_on(&backend.url(), policy).await;
-        let all = each_event(&hooks, policy, |_| true, |e| {
-            e.effects(&[EffectKind::Message])
-        })
+        let all = each_event(
+            &hooks,
+            policy,
+            |_| true,
+            |e| e.effects(&[EffectKind::Message]),
+        )
         .await;
         assert_eq!(all.len(), 19);
         for s in &all {
-            match policy {
-                "fail-closed" => assert_decided(
-                    s,
-                    Decision::Deny,
-                    DecidedBy::SyntheticDeny,
-                    Some(SYNTHETIC_REASON),
-                ),
-                _ => assert_decided(s, Decision::Allow, DecidedBy::NoObjection, None),
-            }
+            assert_settled_by_policy(s, policy);
             let entry = &s.record["interceptors"][0];
             assert_eq!(
                 entry["failure"],

@@ -472,7 +472,14 @@ async fn launch_failed_and_abnormal_exit_on_tool_after_and_session_start() {
             let log = Log::new();
             let mut missing = hook_on(event_type, ID, &[], lifecycle, policy, 1_000);
             missing["transport"]["command"] = json!("/nonexistent/backend");
-            let exiting = hook_on(event_type, ID, &["exit-mid", &log.arg()], lifecycle, policy, 2_000);
+            let exiting = hook_on(
+                event_type,
+                ID,
+                &["exit-mid", &log.arg()],
+                lifecycle,
+                policy,
+                2_000,
+            );
             for (hook, class) in [(missing, "launch-failed"), (exiting, "abnormal-exit")] {
                 let case = format!("{class} {event_type} {lifecycle} {policy}");
                 let hooks = start(vec![hook]).await;
@@ -483,7 +490,11 @@ async fn launch_failed_and_abnormal_exit_on_tool_after_and_session_start() {
                     .unwrap_or_else(|e| panic!("{case}: {e}"));
                 hooks.shutdown();
                 assert_failed(&settled, policy, class, &case);
-                assert_eq!(record_json(&settled)["event"]["type"], json!(event_type), "{case}");
+                assert_eq!(
+                    record_json(&settled)["event"]["type"],
+                    json!(event_type),
+                    "{case}"
+                );
             }
             assert_eq!(log.pids().len(), 1, "{event_type}: one exiting process");
         }
