@@ -134,8 +134,9 @@ pub fn default_engine() -> wasmtime::Result<Engine> {
     // ~30 µs a call spends in the component (tests/harness-bench, host/benches).
     config.concurrency_support(false);
     let mut pooling = PoolingAllocationConfig::default();
+    // One interceptor's pool at its default size fills it; more wait (pool.rs).
     pooling
-        .total_component_instances(512)
+        .total_component_instances(crate::options::DEFAULT_MAX_INSTANCES as u32)
         .total_core_instances(2048)
         .total_memories(1024)
         .total_tables(2048)

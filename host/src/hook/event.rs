@@ -78,15 +78,35 @@ pub fn build(
             event["reason"] = json!(payload.reason.as_deref().unwrap_or("unknown"));
         }
         AhpEvent::TurnStart => {
+            event["trigger"] = json!("user");
             // The prompt itself travels only in `native`, which policy must enable.
             event["items"] = json!([]);
             event["gaps"] = json!([{"path": "/items", "reason": "the prompt is only in native"}]);
         }
-        AhpEvent::ToolBefore | AhpEvent::TurnFinishBefore | AhpEvent::ContextCompactBefore => {}
+        AhpEvent::TurnFinishBefore => {
+            event["outcome"] = json!("completed");
+            event["continuationCount"] = json!(0);
+            event["items"] = json!([]);
+            event["gaps"] = json!([
+                {"path": "/continuationCount", "reason": "the harness does not say"},
+                {"path": "/items", "reason": "the response is only in native"},
+            ]);
+        }
+        AhpEvent::ContextCompactBefore => {
+            event["trigger"] = json!(payload.trigger.as_deref().unwrap_or("unknown"));
+            event["items"] = json!([]);
+            event["gaps"] = json!([{"path": "/items", "reason": "the harness does not say"}]);
+        }
+        AhpEvent::ToolBefore => {}
     }
     identity.push(now.as_nanos().to_string());
     identity.push(std::process::id().to_string());
-    event["id"] = json!(format!("evt_{}", digest(&identity)));
+    let id = digest(&identity);
+    if matches!(spec.ahp, AhpEvent::TurnStart | AhpEvent::TurnFinishBefore) {
+        // One process sees one hook of a turn: its id cannot be the harness's.
+        event["turn"] = json!({"id": format!("turn_{id}"), "synthesized": true});
+    }
+    event["id"] = json!(format!("evt_{id}"));
     event
 }
 
