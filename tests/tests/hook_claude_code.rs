@@ -68,7 +68,7 @@ fn contract() -> Contract {
                 payload: (native("Stop", json!({"stop_hook_active": false})), &[]),
                 event: "turn.finish.before",
                 advertised: &["flow"],
-                assert_block,
+                assert_block: assert_stopped,
             },
             Intercepted {
                 payload: (native("SessionStart", json!({"source": "startup"})), &[]),

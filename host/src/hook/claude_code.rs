@@ -8,8 +8,9 @@
 //! with `ask`, so the user sees what will run. Messages and injected context (text
 //! parts, delivered now) both go to `additionalContext`.
 //!
-//! After a tool, before a prompt and before stopping it blocks with `decision: block`
-//! (the tool already ran; the prompt is erased; the agent goes on), takes context in
+//! After a tool and before a prompt it blocks with `decision: block` (the tool already
+//! ran; the prompt is erased); before stopping, a block would make the agent go on, so a
+//! denial there stops it. It takes context in
 //! `additionalContext` (not before a stop), and stops the agent with `continue: false`
 //! on any event.
 
@@ -91,8 +92,8 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
 
 /// Every event but `PreToolUse`. A flow stop is read first: `continue: false`, on any
 /// event, whether the settlement also denies or not. A denial is then `decision: block`
-/// where Claude Code blocks (after a tool, before a prompt or a stop) and `continue:
-/// false` at `SessionStart`, whose only block is to stop; messages and injected context
+/// where Claude Code blocks (after a tool, before a prompt) and `continue: false` at
+/// `SessionStart` and `Stop`, where a block would not hold the agent; messages and injected context
 /// go to `additionalContext` where advertised. The events it enforces nothing at answer
 /// by exit code.
 fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
@@ -100,15 +101,18 @@ fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
     if let Some(reason) = &verdict.stop {
         return stop(reason.as_deref().unwrap_or(verdict.reason()));
     }
-    let blocks = matches!(
+    let blocks = matches!(spec.ahp, AhpEvent::ToolAfter | AhpEvent::TurnStart);
+    // At `Stop`, `decision: block` would make the agent go on working: a denial there
+    // (fail-closed, there is no deny effect) stops the agent instead.
+    let stops = matches!(
         spec.ahp,
-        AhpEvent::ToolAfter | AhpEvent::TurnStart | AhpEvent::TurnFinishBefore
+        AhpEvent::SessionStart | AhpEvent::TurnFinishBefore
     );
     match verdict.decision {
         Decision::Deny if blocks => {
             Answer::json(json!({"decision": "block", "reason": verdict.reason()}))
         }
-        Decision::Deny if spec.ahp == AhpEvent::SessionStart => stop(verdict.reason()),
+        Decision::Deny if stops => stop(verdict.reason()),
         Decision::Deny => super::exit_code_answer(verdict),
         Decision::Allow | Decision::Ask => match verdict.context_text() {
             Some(text)
@@ -205,8 +209,8 @@ mod tests {
     }
 
     #[test]
-    fn a_denial_after_a_tool_before_a_prompt_or_a_stop_is_decision_block() {
-        for native in ["PostToolUse", "UserPromptSubmit", "Stop"] {
+    fn a_denial_after_a_tool_or_before_a_prompt_is_decision_block() {
+        for native in ["PostToolUse", "UserPromptSubmit"] {
             let out = json_of(&answer(spec(native), &verdict(Decision::Deny, Some("no"))));
             assert_eq!(
                 out,
@@ -222,6 +226,8 @@ mod tests {
             spec("SessionStart"),
             &verdict(Decision::Deny, Some("no")),
         ));
+        assert_eq!(out, json!({"continue": false, "stopReason": "no"}));
+        let out = json_of(&answer(spec("Stop"), &verdict(Decision::Deny, Some("no"))));
         assert_eq!(out, json!({"continue": false, "stopReason": "no"}));
         let mut stopped = verdict(Decision::Allow, None);
         stopped.stop = Some(Some("enough".into()));
