@@ -286,7 +286,7 @@ fn check_members(
         let rule = match shape {
             Shape::Object | Shape::Tool if !value.is_object() => "must be an object",
             Shape::Array if !value.is_array() => "must be an array",
-            Shape::Text if !value.as_str().is_some_and(|t| !t.is_empty()) => {
+            Shape::Text if value.as_str().is_none_or(|t| t.is_empty()) => {
                 "must be a non-empty string"
             }
             Shape::Bool if !value.is_boolean() => "must be true or false",

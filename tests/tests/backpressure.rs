@@ -333,7 +333,7 @@ fn faults() -> Vec<Fault> {
 /// What call `n` of the chaos run meets: one in five a fault, taking turns through every
 /// class; the others the backend's own answer.
 fn chaos_case(n: usize, faults: &[Fault]) -> Option<Fault> {
-    (n % 5 == 0).then(|| faults[(n / 5) % faults.len()])
+    n.is_multiple_of(5).then(|| faults[(n / 5) % faults.len()])
 }
 
 /// The number of open file descriptors of this process.
