@@ -3,26 +3,19 @@
 //! throughput at concurrency 8 (decisions/s), raw and hook rounds alternating.
 //!
 //! `cargo bench -p ahp-host --bench hook_call` (optionally `-- N` for N calls each).
-//! The current-thread harness setup is `tests/harness-bench`.
+//! The current-thread harness setup is `tests/harness-bench`; the pieces both share are
+//! in `loopback/`.
+
+mod loopback;
 
 use ahp_host::EffectKind;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::SendRequest;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
-use serde_json::{json, Value};
-use std::convert::Infallible;
+use loopback::{
+    connect, first_body, hook, hook_throughput, median, post, raw_throughput, registration, stats,
+    CONCURRENCY, EVENT, THROUGHPUT_ROUNDS,
+};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, TcpStream};
-
-/// Concurrent callers in the throughput rounds.
-const CONCURRENCY: usize = 8;
-/// Throughput rounds per row, alternating raw and hook.
-const THROUGHPUT_ROUNDS: usize = 5;
-
-const EVENT: &str = r#"{"id":"evt_bench","source":"urn:ahp:bench","type":"tool.before","time":"2026-11-30T12:00:00Z","session":{"id":"sess_bench"},"call":{"id":"call_bench"},"tool":{"name":"Bash","input":{"command":"ls -la /tmp"},"origin":"native"},"path":"native"}"#;
+use std::time::Instant;
+use tokio::net::TcpListener;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -32,13 +25,7 @@ async fn main() {
         .unwrap_or(5_000);
     let addr = serve().await;
     let url = format!("http://{addr}/hooks");
-    let registration = json!({
-        "protocolVersion": "draft",
-        "hooks": [{"id": "dev.ahp.bench", "transport": {"type": "http", "url": url},
-            "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 1000,
-                "failurePolicy": "fail-closed", "content": {"default": "metadata"}}]}]
-    })
-    .to_string();
+    let registration = registration(&url);
     let interceptor = ahp_host::Interceptor::new(&registration, ahp_host::Options::default())
         .await
         .expect("build the interceptor");
@@ -49,16 +36,13 @@ async fn main() {
         .await
         .expect("build the idle interceptor");
 
-    // The exact bytes the component sends, for the raw POST.
-    let request_body = json!({"jsonrpc": "2.0", "id": "evt_bench", "method": "hooks/intercept",
-        "params": {"protocolVersion": "draft", "event": serde_json::from_str::<Value>(EVENT).unwrap(),
-                   "capabilities": {"effects": ["deny"]}}})
-    .to_string();
-    let request_body = Bytes::from(request_body);
+    // The first call goes through the component, so the raw row sends its exact bytes.
+    hook(&interceptor).await;
+    let request_body = first_body();
     let mut sender = connect(addr).await;
 
     let mut raw = Vec::with_capacity(n);
-    let mut hook = Vec::with_capacity(n);
+    let mut hooked = Vec::with_capacity(n);
     let mut alone = Vec::with_capacity(n);
     for round in 0..(n + n / 10) {
         let warmup = round < n / 10;
@@ -66,7 +50,7 @@ async fn main() {
         post(&mut sender, addr, request_body.clone()).await;
         let raw_t = t.elapsed();
         let t = Instant::now();
-        call(&interceptor).await;
+        hook(&interceptor).await;
         let hook_t = t.elapsed();
         let t = Instant::now();
         let settled = idle
@@ -77,12 +61,12 @@ async fn main() {
         assert!(settled.record.interceptors.is_empty());
         if !warmup {
             raw.push(raw_t);
-            hook.push(hook_t);
+            hooked.push(hook_t);
             alone.push(alone_t);
         }
     }
     let (raw_med, raw_p99) = stats(&mut raw);
-    let (hook_med, hook_p99) = stats(&mut hook);
+    let (hook_med, hook_p99) = stats(&mut hooked);
     let (alone_med, alone_p99) = stats(&mut alone);
     println!("{n} calls each, interleaved, one keep-alive connection each, loopback");
     println!("{:<34} {:>10} {:>10}", "", "median µs", "p99 µs");
@@ -131,121 +115,9 @@ async fn main() {
     interceptor.shutdown();
 }
 
-async fn call(interceptor: &ahp_host::Interceptor) {
-    let settled = interceptor
-        .intercept(EVENT, &[EffectKind::Deny], None)
-        .await
-        .unwrap();
-    assert_eq!(settled.decision, ahp_host::Decision::Allow);
-}
-
-/// `total` decisions by [`CONCURRENCY`] concurrent callers of one interceptor, per second.
-async fn hook_throughput(interceptor: &ahp_host::Interceptor, total: usize) -> f64 {
-    let t = Instant::now();
-    let mut callers = tokio::task::JoinSet::new();
-    for _ in 0..CONCURRENCY {
-        let interceptor = interceptor.clone();
-        callers.spawn(async move {
-            for _ in 0..total / CONCURRENCY {
-                call(&interceptor).await;
-            }
-        });
-    }
-    callers.join_all().await;
-    (total / CONCURRENCY * CONCURRENCY) as f64 / t.elapsed().as_secs_f64()
-}
-
-/// As [`hook_throughput`], raw POSTs, one keep-alive connection per caller.
-async fn raw_throughput(
-    connections: &mut Vec<SendRequest<Full<Bytes>>>,
-    addr: SocketAddr,
-    body: &Bytes,
-    total: usize,
-) -> f64 {
-    let t = Instant::now();
-    let mut callers = tokio::task::JoinSet::new();
-    for mut sender in connections.drain(..) {
-        let body = body.clone();
-        callers.spawn(async move {
-            for _ in 0..total / CONCURRENCY {
-                post(&mut sender, addr, body.clone()).await;
-            }
-            sender
-        });
-    }
-    connections.extend(callers.join_all().await);
-    (total / CONCURRENCY * CONCURRENCY) as f64 / t.elapsed().as_secs_f64()
-}
-
-async fn connect(addr: SocketAddr) -> SendRequest<Full<Bytes>> {
-    let stream = TcpStream::connect(addr).await.unwrap();
-    stream.set_nodelay(true).unwrap();
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    sender
-}
-
-async fn post(sender: &mut SendRequest<Full<Bytes>>, addr: SocketAddr, body: Bytes) {
-    let request = Request::post("/hooks")
-        .header("content-type", "application/json")
-        .header("host", addr.to_string())
-        .body(Full::new(body))
-        .unwrap();
-    sender.ready().await.unwrap();
-    let response = sender.send_request(request).await.unwrap();
-    let _ = response.into_body().collect().await.unwrap();
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn stats(samples: &mut [Duration]) -> (f64, f64) {
-    samples.sort();
-    let us = |d: Duration| d.as_secs_f64() * 1e6;
-    (
-        us(samples[samples.len() / 2]),
-        us(samples[samples.len() * 99 / 100]),
-    )
-}
-
 async fn serve() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let _ = stream.set_nodelay(true);
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(answer);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    tokio::spawn(loopback::serve(listener));
     addr
-}
-
-async fn answer(
-    request: Request<hyper::body::Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let id = serde_json::from_slice::<Value>(&body)
-        .map(|v| v["id"].clone())
-        .unwrap_or(Value::Null);
-    let reply =
-        json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}});
-    let mut response = Response::new(Full::new(Bytes::from(reply.to_string())));
-    response
-        .headers_mut()
-        .insert("content-type", "application/json".parse().unwrap());
-    Ok(response)
 }

@@ -134,9 +134,10 @@ impl Pool {
             tracing::error!("the instance semaphores are closed");
             return None;
         };
-        let limit = match settling {
-            true => limit.max(Instant::now() + SETTLE_BOUND),
-            false => limit,
+        let limit = if settling {
+            limit.max(Instant::now() + SETTLE_BOUND)
+        } else {
+            limit
         };
         let _ticking = self.runtime.ticking();
         let mut ready = match self.take().await {

@@ -13,28 +13,19 @@
 //! `cargo run --release --locked --manifest-path tests/harness-bench/Cargo.toml
 //! [--features sdk] -- [N]` (N calls per row, default 3000).
 
-use ahp_host::{Decision, EffectKind, Interceptor, Options};
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::SendRequest;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
-use serde_json::{json, Value};
-use std::convert::Infallible;
+// The loopback backend, raw POST, hook call and figures, shared with
+// `host/benches/hook_call.rs`.
+#[path = "../../../host/benches/loopback/mod.rs"]
+mod loopback;
+
+use ahp_host::{Interceptor, Options};
+use loopback::{
+    connect, first_body, hook, hook_throughput, median, post, raw_throughput, registration, stats,
+    CONCURRENCY, THROUGHPUT_ROUNDS,
+};
 use std::net::SocketAddr;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, TcpStream};
-
-const EVENT: &str = r#"{"id":"evt_bench","source":"urn:ahp:bench","type":"tool.before","time":"2026-11-30T12:00:00Z","session":{"id":"sess_bench"},"call":{"id":"call_bench"},"tool":{"name":"Bash","input":{"command":"ls -la /tmp"},"origin":"native"},"path":"native"}"#;
-
-/// The first request body the backend received: the component's, for the raw row.
-static FIRST_BODY: OnceLock<Bytes> = OnceLock::new();
-
-/// Concurrent callers in the throughput rounds.
-const CONCURRENCY: usize = 8;
-/// Throughput rounds per row, alternating raw and hook.
-const THROUGHPUT_ROUNDS: usize = 5;
+use tokio::net::TcpListener;
 
 fn main() {
     let n: usize = std::env::args()
@@ -51,22 +42,13 @@ fn main() {
 
 async fn run(n: usize, addr: SocketAddr) {
     let url = format!("http://{addr}/hooks");
-    let registration = json!({
-        "protocolVersion": "draft",
-        "hooks": [{"id": "dev.ahp.bench", "transport": {"type": "http", "url": url},
-            "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 1000,
-                "failurePolicy": "fail-closed", "content": {"default": "metadata"}}]}]
-    })
-    .to_string();
+    let registration = registration(&url);
     let interceptor = Interceptor::new(&registration, Options::default())
         .await
         .expect("build the interceptor");
     // The first call goes through the component, so the raw row sends its exact bytes.
     hook(&interceptor).await;
-    let body = FIRST_BODY
-        .get()
-        .expect("the backend saw the hook call")
-        .clone();
+    let body = first_body();
     let mut raw = connect(addr).await;
     #[cfg(feature = "sdk")]
     let sdk = sdk_row::client(addr, &url).await;
@@ -139,85 +121,10 @@ async fn run(n: usize, addr: SocketAddr) {
     interceptor.shutdown_async().await;
 }
 
-async fn hook(interceptor: &Interceptor) {
-    let settled = interceptor
-        .intercept(EVENT, &[EffectKind::Deny], None)
-        .await
-        .expect("the hook call settles");
-    assert_eq!(settled.decision, Decision::Allow);
-}
-
-/// `total` decisions through `interceptor` by [`CONCURRENCY`] concurrent callers, per
-/// second.
-async fn hook_throughput(interceptor: &Interceptor, total: usize) -> f64 {
-    let t = Instant::now();
-    let mut callers = tokio::task::JoinSet::new();
-    for _ in 0..CONCURRENCY {
-        let interceptor = interceptor.clone();
-        callers.spawn(async move {
-            for _ in 0..total / CONCURRENCY {
-                hook(&interceptor).await;
-            }
-        });
-    }
-    callers.join_all().await;
-    (total / CONCURRENCY * CONCURRENCY) as f64 / t.elapsed().as_secs_f64()
-}
-
-/// As [`hook_throughput`], raw POSTs, one keep-alive connection per caller.
-async fn raw_throughput(
-    connections: &mut Vec<SendRequest<Full<Bytes>>>,
-    addr: SocketAddr,
-    body: &Bytes,
-    total: usize,
-) -> f64 {
-    let t = Instant::now();
-    let mut callers = tokio::task::JoinSet::new();
-    for mut sender in connections.drain(..) {
-        let body = body.clone();
-        callers.spawn(async move {
-            for _ in 0..total / CONCURRENCY {
-                post(&mut sender, addr, body.clone()).await;
-            }
-            sender
-        });
-    }
-    connections.extend(callers.join_all().await);
-    (total / CONCURRENCY * CONCURRENCY) as f64 / t.elapsed().as_secs_f64()
-}
-
-async fn connect(addr: SocketAddr) -> SendRequest<Full<Bytes>> {
-    let stream = TcpStream::connect(addr).await.expect("connect");
-    stream.set_nodelay(true).expect("nodelay");
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .expect("handshake");
-    tokio::spawn(conn);
-    sender
-}
-
-/// One POST of `body`; the status and the body of the answer.
-async fn post(
-    sender: &mut SendRequest<Full<Bytes>>,
-    addr: SocketAddr,
-    body: Bytes,
-) -> (u16, Vec<u8>) {
-    let request = Request::post("/hooks")
-        .header("content-type", "application/json")
-        .header("host", addr.to_string())
-        .body(Full::new(body))
-        .expect("request");
-    sender.ready().await.expect("connection ready");
-    let response = sender.send_request(request).await.expect("response");
-    let status = response.status().as_u16();
-    let body = response.into_body().collect().await.expect("body");
-    (status, body.to_bytes().to_vec())
-}
-
 /// The Rust SDK row: its harness client, over the same kind of connection as the raw row.
 #[cfg(feature = "sdk")]
 mod sdk_row {
-    use super::{connect, post, EVENT};
+    use crate::loopback::{connect, post, EVENT};
     use agenthooksprotocol::adapters::http_hook::HttpHook;
     use agenthooksprotocol::client::{Client, FailurePolicy, Subscription, ToolContext};
     use agenthooksprotocol::transport::{self as sdk, TransportError};
@@ -292,20 +199,6 @@ mod sdk_row {
     }
 }
 
-fn stats(samples: &mut [Duration]) -> (f64, f64) {
-    samples.sort();
-    let us = |d: Duration| d.as_secs_f64() * 1e6;
-    (
-        us(samples[samples.len() / 2]),
-        us(samples[samples.len() * 99 / 100]),
-    )
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 /// Serves the backend on its own OS thread and runtime; returns its address.
 fn backend_thread() -> SocketAddr {
     let (tx, rx) = std::sync::mpsc::channel();
@@ -320,40 +213,9 @@ fn backend_thread() -> SocketAddr {
                     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
                     tx.send(listener.local_addr().expect("address"))
                         .expect("report the address");
-                    while let Ok((stream, _)) = listener.accept().await {
-                        let _ = stream.set_nodelay(true);
-                        tokio::spawn(async move {
-                            let service = hyper::service::service_fn(answer);
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), service)
-                                .await;
-                        });
-                    }
+                    loopback::serve(listener).await;
                 });
         })
         .expect("spawn the backend thread");
     rx.recv().expect("the backend's address")
-}
-
-/// No objection, echoing the request's id.
-async fn answer(
-    request: Request<hyper::body::Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let _ = FIRST_BODY.set(body.clone());
-    let id = serde_json::from_slice::<Value>(&body)
-        .map(|v| v["id"].clone())
-        .unwrap_or(Value::Null);
-    let reply =
-        json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}});
-    let mut response = Response::new(Full::new(Bytes::from(reply.to_string())));
-    response
-        .headers_mut()
-        .insert("content-type", "application/json".parse().expect("header"));
-    Ok(response)
 }

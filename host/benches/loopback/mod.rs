@@ -1,0 +1,176 @@
+//! The loopback pieces both hook-call benches share: `host/benches/hook_call.rs` (a
+//! multi-thread runtime) and `tests/harness-bench` (an independent current-thread
+//! harness, which takes this file by `#[path]`). One backend answering no objection, the
+//! raw keep-alive POST that is the floor, the hook call, throughput at [`CONCURRENCY`],
+//! and the figures.
+
+use ahp_host::{Decision, EffectKind, Interceptor};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+
+pub const EVENT: &str = r#"{"id":"evt_bench","source":"urn:ahp:bench","type":"tool.before","time":"2026-11-30T12:00:00Z","session":{"id":"sess_bench"},"call":{"id":"call_bench"},"tool":{"name":"Bash","input":{"command":"ls -la /tmp"},"origin":"native"},"path":"native"}"#;
+
+/// Concurrent callers in the throughput rounds.
+pub const CONCURRENCY: usize = 8;
+/// Throughput rounds per row, alternating raw and hook.
+pub const THROUGHPUT_ROUNDS: usize = 5;
+
+/// The first request body the backend received: the component's own bytes, which the
+/// raw row then sends.
+static FIRST_BODY: OnceLock<Bytes> = OnceLock::new();
+
+/// One fail-closed `tool.before` intercept subscription to `url`.
+pub fn registration(url: &str) -> String {
+    json!({
+        "protocolVersion": "draft",
+        "hooks": [{"id": "dev.ahp.bench", "transport": {"type": "http", "url": url},
+            "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 1000,
+                "failurePolicy": "fail-closed", "content": {"default": "metadata"}}]}]
+    })
+    .to_string()
+}
+
+/// The bytes of the first request the backend received (after a first hook call).
+pub fn first_body() -> Bytes {
+    FIRST_BODY
+        .get()
+        .expect("the backend saw the hook call")
+        .clone()
+}
+
+/// One hook call, which the backend's no objection settles as allow.
+pub async fn hook(interceptor: &Interceptor) {
+    let settled = interceptor
+        .intercept(EVENT, &[EffectKind::Deny], None)
+        .await
+        .expect("the hook call settles");
+    assert_eq!(settled.decision, Decision::Allow);
+}
+
+/// `total` decisions through `interceptor` by [`CONCURRENCY`] concurrent callers, per
+/// second.
+pub async fn hook_throughput(interceptor: &Interceptor, total: usize) -> f64 {
+    let t = Instant::now();
+    let mut callers = tokio::task::JoinSet::new();
+    for _ in 0..CONCURRENCY {
+        let interceptor = interceptor.clone();
+        callers.spawn(async move {
+            for _ in 0..total / CONCURRENCY {
+                hook(&interceptor).await;
+            }
+        });
+    }
+    callers.join_all().await;
+    (total / CONCURRENCY * CONCURRENCY) as f64 / t.elapsed().as_secs_f64()
+}
+
+/// As [`hook_throughput`], raw POSTs, one keep-alive connection per caller.
+pub async fn raw_throughput(
+    connections: &mut Vec<SendRequest<Full<Bytes>>>,
+    addr: SocketAddr,
+    body: &Bytes,
+    total: usize,
+) -> f64 {
+    let t = Instant::now();
+    let mut callers = tokio::task::JoinSet::new();
+    for mut sender in connections.drain(..) {
+        let body = body.clone();
+        callers.spawn(async move {
+            for _ in 0..total / CONCURRENCY {
+                post(&mut sender, addr, body.clone()).await;
+            }
+            sender
+        });
+    }
+    connections.extend(callers.join_all().await);
+    (total / CONCURRENCY * CONCURRENCY) as f64 / t.elapsed().as_secs_f64()
+}
+
+/// A keep-alive HTTP/1 connection to `addr`, without Nagle's delay.
+pub async fn connect(addr: SocketAddr) -> SendRequest<Full<Bytes>> {
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    stream.set_nodelay(true).expect("nodelay");
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .expect("handshake");
+    tokio::spawn(conn);
+    sender
+}
+
+/// One POST of `body`; the status and the body of the answer.
+pub async fn post(
+    sender: &mut SendRequest<Full<Bytes>>,
+    addr: SocketAddr,
+    body: Bytes,
+) -> (u16, Vec<u8>) {
+    let request = Request::post("/hooks")
+        .header("content-type", "application/json")
+        .header("host", addr.to_string())
+        .body(Full::new(body))
+        .expect("request");
+    sender.ready().await.expect("connection ready");
+    let response = sender.send_request(request).await.expect("response");
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.expect("body");
+    (status, body.to_bytes().to_vec())
+}
+
+/// Median and p99 of `samples`, in µs.
+pub fn stats(samples: &mut [Duration]) -> (f64, f64) {
+    samples.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    (
+        us(samples[samples.len() / 2]),
+        us(samples[samples.len() * 99 / 100]),
+    )
+}
+
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Serves the backend on `listener` until the runtime ends.
+pub async fn serve(listener: TcpListener) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let _ = stream.set_nodelay(true);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(answer);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// No objection, echoing the request's id.
+async fn answer(
+    request: Request<hyper::body::Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let _ = FIRST_BODY.set(body.clone());
+    let id = serde_json::from_slice::<Value>(&body)
+        .map(|v| v["id"].clone())
+        .unwrap_or(Value::Null);
+    let reply =
+        json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}});
+    let mut response = Response::new(Full::new(Bytes::from(reply.to_string())));
+    response
+        .headers_mut()
+        .insert("content-type", "application/json".parse().expect("header"));
+    Ok(response)
+}
