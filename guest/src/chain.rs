@@ -25,6 +25,7 @@ use ahp_vocab::{
     Failure, FailureClass, FailurePolicy, Flow, FlowOperation, Injection, InterceptorEntry,
     ObserverKind, Outcome, Phase,
 };
+use std::borrow::Cow;
 
 /// One hook call's inputs, already validated.
 pub struct Call<'a> {
@@ -78,7 +79,8 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     let mut messages = Vec::new();
     let mut uncalled = Vec::new();
     // The accepted effective event: each later interceptor is sent this, encoded once.
-    let mut effective = call.event.clone();
+    // Borrowed until a modification is accepted: most calls never copy the event.
+    let mut effective = Cow::Borrowed(call.event);
     let mut enforce = Enforce::default();
 
     for (i, target) in targets.iter().enumerate() {
@@ -113,7 +115,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             Ending::Accepted(effects) => match modified(&effective, call.rules, &effects) {
                 Some(changed) => {
                     if let Some(event) = changed {
-                        effective = event;
+                        effective = Cow::Owned(event);
                         // A later change to the operation invalidates an earlier result.
                         enforce.returned = None;
                     }
@@ -252,7 +254,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         enforce = Enforce::default();
     }
     if let Some((target, pointer)) = call.rules.modify {
-        if effective != *call.event {
+        if matches!(&effective, Cow::Owned(changed) if changed != call.event) {
             if let Some(value) = effective.value_at(pointer) {
                 enforce
                     .effective

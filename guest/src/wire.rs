@@ -23,7 +23,7 @@ impl Message {
     fn encode(request: &Request<'_>) -> Message {
         // Serializing borrowed strings and `Value`s cannot fail, and serde_json never
         // emits a raw newline, so the same bytes are also a valid stdio frame.
-        let bytes = serde_json::to_vec(request).unwrap_or_default();
+        let bytes = crate::json::encode(request);
         let sha256 = hex(&Sha256::digest(&bytes));
         Message { bytes, sha256 }
     }
