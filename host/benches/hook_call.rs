@@ -6,6 +6,7 @@
 //! The current-thread harness setup is `tests/harness-bench`; the pieces both share are
 //! in `loopback/`.
 
+#[allow(dead_code)] // shared by the benches; this one uses a part
 mod loopback;
 
 use ahp_host::EffectKind;

@@ -1,6 +1,7 @@
-//! The loopback pieces both hook-call benches share: `host/benches/hook_call.rs` (a
-//! multi-thread runtime) and `tests/harness-bench` (an independent current-thread
-//! harness, which takes this file by `#[path]`). One backend answering no objection, the
+//! The loopback pieces the hook-call benches share: `host/benches/hook_call.rs` (a
+//! multi-thread runtime), `host/benches/call_cost.rs` (instruction counts) and
+//! `tests/harness-bench` (an independent current-thread harness, which takes this file
+//! by `#[path]`); each uses a part. One backend answering no objection, the
 //! raw keep-alive POST that is the floor, the hook call, throughput at [`CONCURRENCY`],
 //! and the figures.
 
@@ -137,6 +138,28 @@ pub fn stats(samples: &mut [Duration]) -> (f64, f64) {
 pub fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+/// Serves the backend on its own OS thread and runtime, as an independent policy server
+/// would be; returns its address.
+pub fn backend_thread() -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("backend".into())
+        .spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("build the backend runtime")
+                .block_on(async move {
+                    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+                    tx.send(listener.local_addr().expect("address"))
+                        .expect("report the address");
+                    serve(listener).await;
+                });
+        })
+        .expect("spawn the backend thread");
+    rx.recv().expect("the backend's address")
 }
 
 /// Serves the backend on `listener` until the runtime ends.

@@ -20,12 +20,11 @@ mod loopback;
 
 use ahp_host::{Interceptor, Options};
 use loopback::{
-    connect, first_body, hook, hook_throughput, median, post, raw_throughput, registration, stats,
-    CONCURRENCY, THROUGHPUT_ROUNDS,
+    backend_thread, connect, first_body, hook, hook_throughput, median, post, raw_throughput,
+    registration, stats, CONCURRENCY, THROUGHPUT_ROUNDS,
 };
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
 
 fn main() {
     let n: usize = std::env::args()
@@ -143,6 +142,12 @@ mod sdk_row {
         let mut context: Value = serde_json::from_str(EVENT).expect("event");
         let object = context.as_object_mut().expect("an object");
         object.remove("type");
+        // The SDK's bundled draft schemas require the harness's identity on tool.before,
+        // and it checks its own request against them before sending.
+        object.insert(
+            "harness".into(),
+            json!({"name": "ahp-harness-bench", "version": "0.1.0"}),
+        );
         object["tool"]
             .as_object_mut()
             .expect("tool")
@@ -197,25 +202,4 @@ mod sdk_row {
             })
         }
     }
-}
-
-/// Serves the backend on its own OS thread and runtime; returns its address.
-fn backend_thread() -> SocketAddr {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("backend".into())
-        .spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("build the backend runtime")
-                .block_on(async move {
-                    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-                    tx.send(listener.local_addr().expect("address"))
-                        .expect("report the address");
-                    loopback::serve(listener).await;
-                });
-        })
-        .expect("spawn the backend thread");
-    rx.recv().expect("the backend's address")
 }
