@@ -7,9 +7,9 @@
 //! deadline that wait used up fails with phase `queue`, nothing sent. An accepted deny
 //! or an accepted flow stop ends the chain as a deny; an operational failure is settled
 //! by the subscription's own policy: fail-open records it and moves on, fail-closed
-//! stops with a synthetic denial. An
-//! interrupted or out-of-budget call is a denial, never permission. After a stop, the
-//! matching interceptors that were never called get the event as a best-effort observe.
+//! stops with a synthetic denial. An interrupted or out-of-budget call is a denial,
+//! never permission. After a stop, the matching interceptors that were never called get
+//! the event as a best-effort observe.
 
 use crate::deadline::{elapsed_ms, Deadline};
 use crate::effect::{self, Effect};

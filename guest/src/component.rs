@@ -278,7 +278,7 @@ fn to_wit_effect(kind: Kind) -> EffectKind {
 fn settlement(s: Settled) -> Settlement {
     // A record that does not serialize cannot happen (plain data); were it to, an empty
     // audit makes the host settle the call as an engine failure, never as permission.
-    let audit = String::from_utf8(crate::json::encode(&s.record())).unwrap_or_default();
+    let audit = serde_json::to_string(&s.record()).unwrap_or_default();
     Settlement {
         decision: match s.decision {
             Dec::Allow => Decision::Allow,

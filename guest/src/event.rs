@@ -66,7 +66,8 @@ impl Event {
 
     /// An event for interception: the envelope, then the payload rules of its type
     /// (tool-before and tool-after schemas in full, the required members of the
-    /// upstream catalogue schemas for the others, see [`events::TABLE`]). A type that is not interceptable is a problem at `/type`.
+    /// upstream catalogue schemas for the others, see [`events::TABLE`]). A type that is
+    /// not interceptable is a problem at `/type`.
     pub fn parse_intercepted(text: &str) -> Result<(Event, &'static Rules), Vec<EventProblem>> {
         let object = parse_object(text)?;
         let mut problems = Problems::default();

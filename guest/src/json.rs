@@ -17,19 +17,6 @@ use serde_json::map::{Entry, Map};
 use serde_json::{Number, Value};
 use std::fmt;
 
-/// The bytes a JSON encoder starts with: a request or a record of one hook call fits, so
-/// the encoder does not grow (and copy) its buffer as it goes.
-const ENCODE_CAPACITY: usize = 1024;
-
-/// `value` as compact JSON; empty if it does not serialize, which plain data cannot do.
-pub fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(ENCODE_CAPACITY);
-    match serde_json::to_writer(&mut bytes, value) {
-        Ok(()) => bytes,
-        Err(_) => Vec::new(),
-    }
-}
-
 /// Why a text is not strict JSON.
 #[derive(Debug)]
 pub enum Error {

@@ -12,6 +12,10 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
+/// The buffer a request is encoded into: one hook call's request fits, so the encoder
+/// does not grow (and copy) it as it goes.
+const REQUEST_CAPACITY: usize = 1024;
+
 /// An encoded message. Immutable once built.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message {
@@ -23,7 +27,10 @@ impl Message {
     fn encode(request: &Request<'_>) -> Message {
         // Serializing borrowed strings and `Value`s cannot fail, and serde_json never
         // emits a raw newline, so the same bytes are also a valid stdio frame.
-        let bytes = crate::json::encode(request);
+        let mut bytes = Vec::with_capacity(REQUEST_CAPACITY);
+        if serde_json::to_writer(&mut bytes, request).is_err() {
+            bytes.clear();
+        }
         let sha256 = hex(&Sha256::digest(&bytes));
         Message { bytes, sha256 }
     }

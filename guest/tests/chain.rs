@@ -1962,6 +1962,21 @@ fn modify_chains_and_survives_a_later_fail_open_failure() {
     );
 }
 
+/// A modification that leaves the input as it came is accepted and changes nothing: the
+/// audit names no effective input, so the harness runs the call it sent.
+#[test]
+fn a_modify_to_the_same_input_records_no_effective_input() {
+    let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+    let same = modify_input("replace", json!({"command": "rm -rf build"}));
+    let mut host = FakeHost::new().on(A, Step::reply(same));
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    assert_eq!(s.decision, Decision::Allow);
+    assert_eq!(outcomes(&s), [Outcome::NoEffect]);
+    assert!(audit(&s).get("effective").is_none(), "{}", audit(&s));
+}
+
 #[test]
 fn a_modify_outside_the_advertised_target_or_operation_is_rejected() {
     let mut capability = ahp_interceptor::events::full(InterceptableEvent::ToolBefore);

@@ -10,8 +10,9 @@
 //! Instructions per decision, both threads: run the built binary (the path cargo prints)
 //! under `valgrind --tool=callgrind --smc-check=all-non-file` with N and with 2N; the
 //! difference of the two totals over N. `--perfmap` has wasmtime write
-//! `/tmp/perf-PID.map`, which names the component's functions in the JIT addresses
-//! callgrind reports. The Engine uses wasmtime's on-demand allocator, because valgrind
+//! `/tmp/perf-PID.map`, which maps the JIT addresses callgrind reports to the
+//! component's functions; with `strip = true` in the root Cargo.toml's `[profile.guest]`
+//! they are numbers (`wasm[0]::function[191]`), with `strip = false` their Rust names. The Engine uses wasmtime's on-demand allocator, because valgrind
 //! cannot reserve the pooling allocator's address space; the component's code is the
 //! same.
 
@@ -46,11 +47,13 @@ async fn main() {
     for _ in 0..1_000 {
         loopback::hook(&interceptor).await;
     }
-    let body = loopback::first_body();
     let mut connections = Vec::new();
-    for _ in 0..loopback::CONCURRENCY {
-        connections.push(loopback::connect(addr).await);
+    if mode == "raw" {
+        for _ in 0..loopback::CONCURRENCY {
+            connections.push(loopback::connect(addr).await);
+        }
     }
+    let body = loopback::first_body();
     let before = thread_cpu_seconds();
     let rate = match mode.as_str() {
         "hook" => loopback::hook_throughput(&interceptor, n).await,
