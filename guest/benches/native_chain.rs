@@ -40,6 +40,11 @@ impl Host for Instant0 {
     fn retry_after(&mut self, _: &str, _: u32, _: Instant) -> bool {
         false
     }
+
+    fn sha256(&self, bytes: &[u8]) -> String {
+        use sha2::Digest;
+        format!("{:x}", sha2::Sha256::digest(bytes))
+    }
 }
 
 fn main() {

@@ -105,6 +105,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                 &effective,
                 target.subscription.include_native,
                 call.capability,
+                |bytes| host.sha256(bytes),
             );
             let (ending, attempts) = evaluate(host, target.backend, &message, deadline, call);
             (ending, attempts, Some(message.sha256().to_string()))
@@ -224,6 +225,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         if short_circuited {
             observers.extend(uncalled.iter().map(|t| {
                 observer(
+                    host,
                     now,
                     call.budget,
                     ObserverKind::ShortCircuit,
@@ -236,6 +238,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         observers.extend(call.registration.observers(&call.event.event_type).map(
             |(backend, subscription)| {
                 observer(
+                    host,
                     now,
                     call.budget,
                     ObserverKind::Owned,
@@ -331,7 +334,8 @@ fn modified(event: &Event, rules: &Rules, effects: &[Effect]) -> Option<Option<E
 }
 
 /// One best-effort observe of `event`, bounded by the observer timeout and the budget.
-pub(crate) fn observer(
+pub(crate) fn observer<H: Host>(
+    host: &H,
     now: Instant,
     budget: Option<Instant>,
     kind: ObserverKind,
@@ -342,7 +346,7 @@ pub(crate) fn observer(
     ObserverDelivery {
         backend: backend.id.clone(),
         kind,
-        message: wire::observe(event, include_native),
+        message: wire::observe(event, include_native, |bytes| host.sha256(bytes)),
         deadline: crate::settlement::observer_deadline(now, budget),
     }
 }

@@ -105,7 +105,10 @@ impl GuestEngine for EngineResource {
     ) -> Result<Vec<Delivery>, Vec<Problem>> {
         // A start in the future would extend the observers' deadlines.
         let started = started.min(ComponentHost.now());
-        let deliveries = self.0.observe(started, &event, budget).map_err(problems)?;
+        let deliveries = self
+            .0
+            .observe(&ComponentHost, started, &event, budget)
+            .map_err(problems)?;
         Ok(deliveries.into_iter().map(delivery).collect())
     }
 }
@@ -381,5 +384,9 @@ impl Host for ComponentHost {
 
     fn retry_after(&mut self, backend: &str, attempt: u32, deadline: Instant) -> bool {
         wit_delivery::retry_after(backend, attempt, deadline)
+    }
+
+    fn sha256(&self, bytes: &[u8]) -> String {
+        wit_delivery::sha256(bytes)
     }
 }

@@ -184,8 +184,9 @@ impl Engine {
     /// One notification per observe subscription matching the event, in registration
     /// order, each bounded by the observer timeout from `started` (when the call began,
     /// before any wait for an instance) and by the budget.
-    pub fn observe(
+    pub fn observe<H: Host>(
         &self,
+        host: &H,
         started: Instant,
         event: &str,
         budget: Option<Instant>,
@@ -197,6 +198,7 @@ impl Engine {
             .map(|(backend, subscription)| {
                 let native = subscription.include_native;
                 chain::observer(
+                    host,
                     started,
                     budget,
                     ObserverKind::Owned,

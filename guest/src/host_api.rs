@@ -87,4 +87,9 @@ pub trait Host {
     /// Waits the host's backoff before retry number `attempt` (1 = first retry) of an
     /// exchange with `backend`; false when no retry may happen before `deadline`.
     fn retry_after(&mut self, backend: &str, attempt: u32, deadline: Instant) -> bool;
+
+    /// Lowercase hex SHA-256 of `bytes`, for the audit record. The host hashes because
+    /// wasm has no SHA instructions: in the component, hashing a request cost as much as
+    /// encoding it.
+    fn sha256(&self, bytes: &[u8]) -> String;
 }

@@ -10,7 +10,6 @@ use crate::event::{Event, WireEvent};
 use ahp_vocab::{EventCapability, FlowCapability, PROTOCOL_VERSION};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 /// The buffer a request is encoded into: one hook call's request fits, so the encoder
 /// does not grow (and copy) it as it goes.
@@ -24,14 +23,15 @@ pub struct Message {
 }
 
 impl Message {
-    fn encode(request: &Request<'_>) -> Message {
+    /// `sha256` is [`crate::host_api::Host::sha256`]: the host hashes.
+    fn encode(request: &Request<'_>, sha256: impl FnOnce(&[u8]) -> String) -> Message {
         // Serializing borrowed strings and `Value`s cannot fail, and serde_json never
         // emits a raw newline, so the same bytes are also a valid stdio frame.
         let mut bytes = Vec::with_capacity(REQUEST_CAPACITY);
         if serde_json::to_writer(&mut bytes, request).is_err() {
             bytes.clear();
         }
-        let sha256 = hex(&Sha256::digest(&bytes));
+        let sha256 = sha256(&bytes);
         Message { bytes, sha256 }
     }
 
@@ -96,47 +96,58 @@ impl<'a> Capabilities<'a> {
 
 /// `hooks/intercept` for one subscription: JSON-RPC id == event id, and what the
 /// embedding harness enforces for this event as `capabilities`.
-pub fn intercept(event: &Event, include_native: bool, capability: &EventCapability) -> Message {
-    Message::encode(&Request {
-        jsonrpc: "2.0",
-        id: Some(&event.id),
-        method: "hooks/intercept",
-        params: Params {
-            protocol_version: PROTOCOL_VERSION,
-            event: event.to_wire(include_native),
-            capabilities: Some(Capabilities::of(capability)),
+pub fn intercept(
+    event: &Event,
+    include_native: bool,
+    capability: &EventCapability,
+    sha256: impl FnOnce(&[u8]) -> String,
+) -> Message {
+    Message::encode(
+        &Request {
+            jsonrpc: "2.0",
+            id: Some(&event.id),
+            method: "hooks/intercept",
+            params: Params {
+                protocol_version: PROTOCOL_VERSION,
+                event: event.to_wire(include_native),
+                capabilities: Some(Capabilities::of(capability)),
+            },
         },
-    })
+        sha256,
+    )
 }
 
 /// `hooks/observe`: a notification, so it has no JSON-RPC id.
-pub fn observe(event: &Event, include_native: bool) -> Message {
-    Message::encode(&Request {
-        jsonrpc: "2.0",
-        id: None,
-        method: "hooks/observe",
-        params: Params {
-            protocol_version: PROTOCOL_VERSION,
-            event: event.to_wire(include_native),
-            capabilities: None,
+pub fn observe(
+    event: &Event,
+    include_native: bool,
+    sha256: impl FnOnce(&[u8]) -> String,
+) -> Message {
+    Message::encode(
+        &Request {
+            jsonrpc: "2.0",
+            id: None,
+            method: "hooks/observe",
+            params: Params {
+                protocol_version: PROTOCOL_VERSION,
+                event: event.to_wire(include_native),
+                capabilities: None,
+            },
         },
-    })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    out
+        sha256,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::effect::EffectKind;
+    use sha2::{Digest, Sha256};
+
+    /// What a host's `sha256` returns.
+    fn sha256(bytes: &[u8]) -> String {
+        format!("{:x}", Sha256::digest(bytes))
+    }
 
     const EVENT: &str = r#"{"id":"evt_1","source":"urn:uuid:5b7de29e-a9e0-41a8-bf26-d94b05f0656d",
         "type":"tool.before","time":"2026-08-24T08:51:14Z","session":{"id":"sess_1"},
@@ -156,7 +167,8 @@ mod tests {
     #[test]
     fn capabilities_carry_each_advertised_effects_options() {
         let full = crate::events::full(ahp_vocab::InterceptableEvent::ToolBefore);
-        let v: Value = serde_json::from_slice(intercept(&event(), false, &full).bytes()).unwrap();
+        let v: Value =
+            serde_json::from_slice(intercept(&event(), false, &full, sha256).bytes()).unwrap();
         assert_eq!(
             v["params"]["capabilities"],
             json!({
@@ -170,7 +182,12 @@ mod tests {
 
     #[test]
     fn intercept_request_correlates_id_with_event_id_and_advertises_effects() {
-        let msg = intercept(&event(), false, &only(&[EffectKind::Deny, EffectKind::Ask]));
+        let msg = intercept(
+            &event(),
+            false,
+            &only(&[EffectKind::Deny, EffectKind::Ask]),
+            sha256,
+        );
         let v: Value = serde_json::from_slice(msg.bytes()).unwrap();
         assert_eq!(v["jsonrpc"], "2.0");
         assert_eq!(v["method"], "hooks/intercept");
@@ -185,32 +202,34 @@ mod tests {
 
     #[test]
     fn native_payload_is_sent_only_when_enabled() {
-        let without: Value =
-            serde_json::from_slice(intercept(&event(), false, &only(&[EffectKind::Deny])).bytes())
-                .unwrap();
+        let without: Value = serde_json::from_slice(
+            intercept(&event(), false, &only(&[EffectKind::Deny]), sha256).bytes(),
+        )
+        .unwrap();
         assert!(without["params"]["event"].get("native").is_none());
-        let with: Value =
-            serde_json::from_slice(intercept(&event(), true, &only(&[EffectKind::Deny])).bytes())
-                .unwrap();
+        let with: Value = serde_json::from_slice(
+            intercept(&event(), true, &only(&[EffectKind::Deny]), sha256).bytes(),
+        )
+        .unwrap();
         assert_eq!(with["params"]["event"]["native"]["raw"], "provider payload");
     }
 
     #[test]
     fn encoding_is_deterministic_single_line_and_hashed() {
-        let a = intercept(&event(), false, &only(&[EffectKind::Deny]));
-        let b = intercept(&event(), false, &only(&[EffectKind::Deny]));
+        let a = intercept(&event(), false, &only(&[EffectKind::Deny]), sha256);
+        let b = intercept(&event(), false, &only(&[EffectKind::Deny]), sha256);
         assert_eq!(a, b);
         assert!(
             !a.bytes().contains(&b'\n'),
             "a stdio frame must be one line"
         );
         assert_eq!(a.sha256().len(), 64);
-        assert_eq!(a.sha256(), hex(&Sha256::digest(a.bytes())));
+        assert_eq!(a.sha256(), sha256(a.bytes()));
     }
 
     #[test]
     fn observe_is_a_notification_without_id() {
-        let v: Value = serde_json::from_slice(observe(&event(), false).bytes()).unwrap();
+        let v: Value = serde_json::from_slice(observe(&event(), false, sha256).bytes()).unwrap();
         assert_eq!(v["method"], "hooks/observe");
         assert!(v.get("id").is_none());
         assert_eq!(v["params"]["protocolVersion"], "draft");

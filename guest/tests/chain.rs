@@ -252,6 +252,11 @@ impl Host for FakeHost {
         self.now += ms(self.backoff_ms);
         true
     }
+
+    fn sha256(&self, bytes: &[u8]) -> String {
+        use sha2::Digest;
+        format!("{:x}", sha2::Sha256::digest(bytes))
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1496,7 +1501,9 @@ fn observe_only_backend_never_receives_intercept() {
     assert!(host.sent.is_empty() && host.acquired.is_empty());
     assert!(s.interceptors.is_empty());
     assert_no_objection(&s);
-    let deliveries = engine.observe(T0, &event(), None).expect("valid event");
+    let deliveries = engine
+        .observe(&FakeHost::new(), T0, &event(), None)
+        .expect("valid event");
     let observed: Vec<&str> = deliveries.iter().map(|d| d.backend.as_str()).collect();
     assert_eq!(observed, [A, B]);
     for delivery in &deliveries {

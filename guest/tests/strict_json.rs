@@ -76,6 +76,11 @@ impl Host for FakeHost {
     fn retry_after(&mut self, _backend: &str, _attempt: u32, _deadline: Instant) -> bool {
         false
     }
+
+    fn sha256(&self, bytes: &[u8]) -> String {
+        use sha2::Digest;
+        format!("{:x}", sha2::Sha256::digest(bytes))
+    }
 }
 
 /// `hooks` of two http backends, each with one `tool.before` intercept subscription.

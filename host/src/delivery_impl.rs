@@ -9,6 +9,7 @@ use crate::interrupt::Interrupt;
 use crate::retry::wait_to_retry;
 use crate::state::HostState;
 use crate::types::Credential;
+use sha2::{Digest, Sha256};
 use wasmtime::component::Resource;
 
 impl wit::Host for HostState {
@@ -53,6 +54,10 @@ impl wit::Host for HostState {
 
     fn interrupted(&mut self) -> wasmtime::Result<bool> {
         Ok(self.stopped())
+    }
+
+    fn sha256(&mut self, message: Vec<u8>) -> wasmtime::Result<String> {
+        Ok(format!("{:x}", Sha256::digest(&message)))
     }
 
     async fn retry_after(

@@ -8,8 +8,10 @@
 //
 // It implements every import the component has, as README "Hosting the component
 // elsewhere" documents them: the monotonic clock, `credentials` (none and bearer-env) and
-// `delivery` (HTTP only, plain http to loopback only, no retries, never interrupted).
+// `delivery` (HTTP only, plain http to loopback only, no retries, never interrupted;
+// `sha256` by node:crypto).
 
+import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -80,6 +82,7 @@ const delivery = {
   },
   interrupted() { return false; },
   retryAfter(_backend, _attempt, _deadline) { return false; },
+  sha256(message) { return createHash('sha256').update(message).digest('hex'); },
 };
 
 /// The backend's http(s) URL, if the plan has one this host may reach: https anywhere,
