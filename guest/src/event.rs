@@ -19,8 +19,9 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// A validated event. Keeps the whole JSON object so it can be re-encoded faithfully.
-#[derive(Clone, Debug, PartialEq)]
+/// A validated event. Keeps the whole JSON object so it can be re-encoded faithfully,
+/// and the harness's own text so that, unchanged, it can be sent as it came.
+#[derive(Clone, Debug)]
 pub struct Event {
     /// `id`: the event identity, also the JSON-RPC id of an intercept request.
     pub id: String,
@@ -31,6 +32,19 @@ pub struct Event {
     /// `call.id`, when the event has a (string) call identity.
     pub call_id: Option<String>,
     object: Map<String, Value>,
+    /// The harness's text of `object`, when it is one line: a backend is sent the
+    /// document that was checked, byte for byte (the strict reader refused repeated
+    /// members, so no reader can see another one in it), without the cost of encoding it
+    /// again. A stdio frame is one line, so a text with a line break is re-encoded.
+    /// Gone once a modification changes the event.
+    text: Option<String>,
+}
+
+/// Two events are the same when their documents are: the text is only how one came.
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        self.object == other.object
+    }
 }
 
 /// One broken rule: where (a JSON Pointer into the event) and what.
@@ -61,7 +75,7 @@ impl Event {
         let mut problems = Problems::default();
         check_envelope(&object, &mut problems);
         check_tool_before(&object, &mut problems);
-        problems.into_result(object)
+        problems.into_result(object, text)
     }
 
     /// An event for interception: the envelope, then the payload rules of its type
@@ -84,7 +98,7 @@ impl Event {
             None if name.is_empty() => {}
             None => problems.add("/type", "must be an interceptable event"),
         }
-        let event = problems.into_result(object)?;
+        let event = problems.into_result(object, text)?;
         // The type is known and interceptable whenever there is no problem.
         Ok((event, rules.unwrap_or(&events::TABLE[0])))
     }
@@ -125,6 +139,7 @@ impl Event {
         };
         Event {
             object,
+            text: None,
             ..self.clone()
         }
     }
@@ -135,22 +150,32 @@ impl Event {
         let object = parse_object(text)?;
         let mut problems = Problems::default();
         check_envelope(&object, &mut problems);
-        problems.into_result(object)
+        problems.into_result(object, text)
     }
 
-    /// The event as sent to one subscription: `native` removed unless include_native.
-    /// The provider payload may hold anything, so it leaves only when local policy says so.
-    /// A view that serializes straight from the parsed event, copying nothing.
-    pub fn to_wire(&self, include_native: bool) -> WireEvent<'_> {
-        WireEvent {
-            object: &self.object,
-            include_native,
+    /// Appends the event as sent to one subscription: `native` removed unless
+    /// `include_native` (the provider payload may hold anything, so it leaves only when
+    /// local policy says so). The harness's text when it can go as it came, else the
+    /// parsed document encoded (one line).
+    pub fn write_wire(&self, include_native: bool, out: &mut Vec<u8>) {
+        match &self.text {
+            Some(text) if include_native || !self.object.contains_key("native") => {
+                out.extend_from_slice(text.as_bytes())
+            }
+            _ => {
+                let wire = WireEvent {
+                    object: &self.object,
+                    include_native,
+                };
+                // Writing a `Map` of `Value`s to a `Vec` cannot fail.
+                let _ = serde_json::to_writer(out, &wire);
+            }
         }
     }
 }
 
-/// An [`Event`] as one subscription receives it (see [`Event::to_wire`]).
-pub struct WireEvent<'a> {
+/// The parsed event re-encoded for one subscription (see [`Event::write_wire`]).
+struct WireEvent<'a> {
     object: &'a Map<String, Value>,
     include_native: bool,
 }
@@ -177,7 +202,11 @@ impl Problems {
         });
     }
 
-    fn into_result(self, object: Map<String, Value>) -> Result<Event, Vec<EventProblem>> {
+    fn into_result(
+        self,
+        object: Map<String, Value>,
+        source: &str,
+    ) -> Result<Event, Vec<EventProblem>> {
         if !self.0.is_empty() {
             return Err(self.0);
         }
@@ -195,6 +224,7 @@ impl Problems {
             session_id: text(member("session"), "id"),
             call_id: text(member("call"), "id"),
             object,
+            text: one_line(source).map(str::to_owned),
         })
     }
 }
@@ -213,6 +243,13 @@ fn parse_object(text: &str) -> Result<Map<String, Value>, Vec<EventProblem>> {
         )),
         Err(json::Error::Syntax(_)) => Err(root("must be valid JSON")),
     }
+}
+
+/// `text` without the whitespace around it, if it has no line break (JSON strings
+/// cannot hold a raw one, so any is whitespace between tokens).
+fn one_line(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
+    (!bytes.contains(&b'\n') && !bytes.contains(&b'\r')).then(|| text.trim())
 }
 
 /// Rules every event shares (event.schema.json envelope).
@@ -960,8 +997,15 @@ mod tests {
         );
     }
 
+    /// The event as [`Event::write_wire`] writes it.
+    fn wire(event: &Event, include_native: bool) -> String {
+        let mut out = Vec::new();
+        event.write_wire(include_native, &mut out);
+        String::from_utf8(out).expect("UTF-8")
+    }
+
     #[test]
-    fn to_wire_drops_native_unless_included_and_keeps_unknown_fields() {
+    fn the_wire_event_drops_native_unless_included_and_keeps_unknown_fields() {
         let mut source = valid();
         if let Some(object) = source.as_object_mut() {
             object.insert("native".into(), json!({"hook_event_name": "PreToolUse"}));
@@ -973,9 +1017,52 @@ mod tests {
         if let Some(object) = without.as_object_mut() {
             object.remove("native");
         }
-        let wire = |include_native| serde_json::to_value(event.to_wire(include_native)).unwrap();
-        assert_eq!(wire(false), without);
-        assert_eq!(wire(true), source);
+        let read = |text: String| serde_json::from_str::<Value>(&text).expect("JSON");
+        assert_eq!(read(wire(&event, false)), without);
+        assert_eq!(read(wire(&event, true)), source);
+    }
+
+    #[test]
+    fn a_one_line_event_goes_as_the_harness_wrote_it() {
+        // Member order, spacing, an escaped name and a number's spelling: all kept.
+        let text = valid()
+            .to_string()
+            .replacen('{', r#"{ "z.ext" : 1.50E1 , "\u0061" : "x" ,"#, 1);
+        let event = Event::parse_tool_before(&format!("  {text}\t")).expect("valid");
+        assert_eq!(wire(&event, false), text);
+        assert_eq!(wire(&event, true), text);
+    }
+
+    #[test]
+    fn an_event_with_line_breaks_or_a_native_payload_to_drop_is_encoded_again() {
+        let pretty = serde_json::to_string_pretty(&valid()).unwrap();
+        let event = Event::parse_tool_before(&pretty.replace('\n', "\r\n")).expect("valid");
+        assert_eq!(
+            wire(&event, false),
+            valid().to_string(),
+            "one line, re-encoded"
+        );
+
+        let mut source = valid();
+        source["native"] = json!({"raw": "provider payload"});
+        let text = source.to_string().replacen('{', "{ ", 1);
+        let event = Event::parse_tool_before(&text).expect("valid");
+        assert_eq!(wire(&event, true), text, "kept with native when it is sent");
+        let without: Value = serde_json::from_str(&wire(&event, false)).unwrap();
+        assert_eq!(without.get("native"), None);
+        assert_eq!(without["id"], source["id"]);
+    }
+
+    #[test]
+    fn a_modified_event_is_encoded_from_its_document() {
+        let text = valid().to_string().replacen('{', "{ ", 1);
+        let event = Event::parse_tool_before(&text).expect("valid");
+        let changed = event.with_value("/tool/input", json!({"command": "pwd"}));
+        let sent: Value = serde_json::from_str(&wire(&changed, false)).unwrap();
+        assert_eq!(sent["tool"]["input"], json!({"command": "pwd"}));
+        assert_ne!(wire(&changed, false), text);
+        assert_eq!(changed, changed.clone(), "the text is not part of equality");
+        assert_ne!(changed, event);
     }
 
     #[test]

@@ -6,10 +6,9 @@
 //! content) by construction, not by care (failure-semantics.md, "Duplicate delivery and
 //! retries").
 
-use crate::event::{Event, WireEvent};
-use ahp_vocab::{EventCapability, FlowCapability, PROTOCOL_VERSION};
-use serde::Serialize;
-use serde_json::{json, Map, Value};
+use crate::event::Event;
+use ahp_vocab::{DeliverAt, EventCapability, ModifyCapability, PROTOCOL_VERSION};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 /// The buffer a request is encoded into: one hook call's request fits, so the encoder
 /// does not grow (and copy) it as it goes.
@@ -23,14 +22,37 @@ pub struct Message {
 }
 
 impl Message {
-    /// `sha256` is [`crate::host_api::Host::sha256`]: the host hashes.
-    fn encode(request: &Request<'_>, sha256: impl FnOnce(&[u8]) -> String) -> Message {
-        // Serializing borrowed strings and `Value`s cannot fail, and serde_json never
-        // emits a raw newline, so the same bytes are also a valid stdio frame.
+    /// `{"jsonrpc":"2.0","id":…,"method":…,"params":{"protocolVersion":…,"event":…,
+    /// "capabilities":…}}`, `id` and `capabilities` only when given. Written part by
+    /// part so that the event can go as the harness wrote it (see [`Event::write_wire`]).
+    /// Every part is one line, so the message is also a valid stdio frame. `sha256` is
+    /// [`crate::host_api::Host::sha256`]: the host hashes.
+    fn encode(
+        id: Option<&str>,
+        method: &str,
+        event: (&Event, bool),
+        capabilities: Option<Capabilities<'_>>,
+        sha256: impl FnOnce(&[u8]) -> String,
+    ) -> Message {
         let mut bytes = Vec::with_capacity(REQUEST_CAPACITY);
-        if serde_json::to_writer(&mut bytes, request).is_err() {
-            bytes.clear();
+        bytes.extend_from_slice(br#"{"jsonrpc":"2.0","#);
+        if let Some(id) = id {
+            bytes.extend_from_slice(br#""id":"#);
+            write_json(&mut bytes, id);
+            bytes.push(b',');
         }
+        bytes.extend_from_slice(br#""method":"#);
+        write_json(&mut bytes, method);
+        bytes.extend_from_slice(br#","params":{"protocolVersion":"#);
+        write_json(&mut bytes, PROTOCOL_VERSION);
+        bytes.extend_from_slice(br#","event":"#);
+        let (event, include_native) = event;
+        event.write_wire(include_native, &mut bytes);
+        if let Some(capabilities) = capabilities {
+            bytes.extend_from_slice(br#","capabilities":"#);
+            write_json(&mut bytes, &capabilities);
+        }
+        bytes.extend_from_slice(b"}}");
         let sha256 = sha256(&bytes);
         Message { bytes, sha256 }
     }
@@ -46,51 +68,74 @@ impl Message {
     }
 }
 
-/// A JSON-RPC request or notification, serialized straight from borrowed parts.
-#[derive(Serialize)]
-struct Request<'a> {
-    jsonrpc: &'static str,
-    /// Absent for a notification.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    id: Option<&'a str>,
-    method: &'static str,
-    params: Params<'a>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Params<'a> {
-    protocol_version: &'static str,
-    event: WireEvent<'a>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    capabilities: Option<Capabilities<'a>>,
+/// Appends `value` as compact JSON. Strings, words and the declaration's blocks cannot
+/// fail to serialize into a `Vec`.
+fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
+    let _ = serde_json::to_writer(out, value);
 }
 
 /// `params.capabilities` (capabilities.schema.json): the call's narrowed declaration,
-/// each effect's option block present exactly when the effect is.
-#[derive(Serialize)]
-struct Capabilities<'a> {
-    effects: Vec<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    modify: Option<Map<String, Value>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    flow: Option<&'a FlowCapability>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    inject: Option<Value>,
+/// each effect's option block present exactly when the effect is. Serialized straight
+/// from the declaration.
+struct Capabilities<'a>(&'a EventCapability);
+
+impl Serialize for Capabilities<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let capability = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        let effects: Vec<&str> = capability.effects.iter().map(|e| e.as_str()).collect();
+        map.serialize_entry("effects", &effects)?;
+        if let Some(modify) = &capability.modify {
+            map.serialize_entry("modify", &Modify(modify))?;
+        }
+        if let Some(flow) = &capability.flow {
+            map.serialize_entry("flow", flow)?;
+        }
+        if !capability.inject.is_empty() {
+            map.serialize_entry("inject", &Inject(&capability.inject))?;
+        }
+        map.end()
+    }
 }
 
-impl<'a> Capabilities<'a> {
-    fn of(capability: &'a EventCapability) -> Capabilities<'a> {
-        Capabilities {
-            effects: capability.effects.iter().map(|e| e.as_str()).collect(),
-            modify: capability.modify.map(|m| {
-                let ops = json!({"replace": m.replace, "merge": m.merge});
-                Map::from_iter([(m.target.as_str().to_owned(), ops)])
-            }),
-            flow: capability.flow.as_ref(),
-            inject: (!capability.inject.is_empty())
-                .then(|| json!({"context": {"append": true, "deliverAt": capability.inject}})),
+/// `{"<target>":{"merge":…,"replace":…}}`.
+struct Modify<'a>(&'a ModifyCapability);
+
+impl Serialize for Modify<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Operations {
+            merge: bool,
+            replace: bool,
         }
+        let mut map = serializer.serialize_map(Some(1))?;
+        let operations = Operations {
+            merge: self.0.merge,
+            replace: self.0.replace,
+        };
+        map.serialize_entry(self.0.target.as_str(), &operations)?;
+        map.end()
+    }
+}
+
+/// `{"context":{"append":true,"deliverAt":[…]}}`: context append is the only injection.
+struct Inject<'a>(&'a [DeliverAt]);
+
+impl Serialize for Inject<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Context<'a> {
+            append: bool,
+            deliver_at: &'a [DeliverAt],
+        }
+        let mut map = serializer.serialize_map(Some(1))?;
+        let context = Context {
+            append: true,
+            deliver_at: self.0,
+        };
+        map.serialize_entry("context", &context)?;
+        map.end()
     }
 }
 
@@ -103,16 +148,10 @@ pub fn intercept(
     sha256: impl FnOnce(&[u8]) -> String,
 ) -> Message {
     Message::encode(
-        &Request {
-            jsonrpc: "2.0",
-            id: Some(&event.id),
-            method: "hooks/intercept",
-            params: Params {
-                protocol_version: PROTOCOL_VERSION,
-                event: event.to_wire(include_native),
-                capabilities: Some(Capabilities::of(capability)),
-            },
-        },
+        Some(&event.id),
+        "hooks/intercept",
+        (event, include_native),
+        Some(Capabilities(capability)),
         sha256,
     )
 }
@@ -123,25 +162,14 @@ pub fn observe(
     include_native: bool,
     sha256: impl FnOnce(&[u8]) -> String,
 ) -> Message {
-    Message::encode(
-        &Request {
-            jsonrpc: "2.0",
-            id: None,
-            method: "hooks/observe",
-            params: Params {
-                protocol_version: PROTOCOL_VERSION,
-                event: event.to_wire(include_native),
-                capabilities: None,
-            },
-        },
-        sha256,
-    )
+    Message::encode(None, "hooks/observe", (event, include_native), None, sha256)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::effect::EffectKind;
+    use serde_json::{json, Value};
     use sha2::{Digest, Sha256};
 
     /// What a host's `sha256` returns.
@@ -225,6 +253,22 @@ mod tests {
         );
         assert_eq!(a.sha256().len(), 64);
         assert_eq!(a.sha256(), sha256(a.bytes()));
+    }
+
+    #[test]
+    fn the_envelope_is_written_around_the_events_own_text() {
+        let text = r#"{"id":"e\"1","source":"urn:x","type":"tool.before","time":"2026-08-24T08:51:14Z","session":{"id":"s"},"call":{"id":"c"},"tool":{"name":"Bash","input":{},"origin":"native"},"path":"native"}"#;
+        let event = Event::parse_tool_before(text).expect("valid event");
+        let sent = intercept(&event, false, &only(&[EffectKind::Deny]), sha256);
+        let expected = format!(
+            r#"{{"jsonrpc":"2.0","id":"e\"1","method":"hooks/intercept","params":{{"protocolVersion":"draft","event":{text},"capabilities":{{"effects":["deny"]}}}}}}"#
+        );
+        assert_eq!(String::from_utf8_lossy(sent.bytes()), expected);
+        let notification = observe(&event, false, sha256);
+        let expected = format!(
+            r#"{{"jsonrpc":"2.0","method":"hooks/observe","params":{{"protocolVersion":"draft","event":{text}}}}}"#
+        );
+        assert_eq!(String::from_utf8_lossy(notification.bytes()), expected);
     }
 
     #[test]
