@@ -21,13 +21,17 @@ use exports::ahp::interceptor::interceptor::{
     OauthPlan, Problem, Settlement, StdioPlan, TransportPlan,
 };
 
+use crate::size_classes::SizeClasses;
+
 struct Component;
 
 export!(Component);
 
-/// See the `talc` entry in Cargo.toml. The component is single-threaded (no `atomics`).
+/// Free lists of small blocks (see [`crate::size_classes`]) in front of talc (see its
+/// entry in Cargo.toml). The component is single-threaded (no `atomics`).
 #[global_allocator]
-static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+static ALLOCATOR: SizeClasses<talc::wasm::WasmDynamicTalc> =
+    SizeClasses::new(talc::wasm::new_wasm_dynamic_allocator());
 
 impl Guest for Component {
     type Engine = EngineResource;

@@ -245,11 +245,26 @@ fn parse_object(text: &str) -> Result<Map<String, Value>, Vec<EventProblem>> {
     }
 }
 
-/// `text` without the whitespace around it, if it has no line break (JSON strings
-/// cannot hold a raw one, so any is whitespace between tokens).
+/// `text` (JSON) without the whitespace around it, if it has no line break.
 fn one_line(text: &str) -> Option<&str> {
-    let bytes = text.as_bytes();
-    (!bytes.contains(&b'\n') && !bytes.contains(&b'\r')).then(|| text.trim())
+    (!has_line_break(text.as_bytes())).then(|| text.trim())
+}
+
+/// Whether JSON text holds an LF or CR, looked for eight bytes at a time: a JSON string
+/// cannot hold a raw control character, so the only bytes below 0x0E in JSON text are
+/// whitespace (tab, LF, CR), and a word with none of them needs no closer look.
+fn has_line_break(json: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH_BITS: u64 = ONES << 7;
+    let is_break = |b: &u8| *b == b'\n' || *b == b'\r';
+    let mut words = json.chunks_exact(8);
+    let found = words.by_ref().any(|word| {
+        let w = u64::from_ne_bytes(word.try_into().unwrap_or_default());
+        // Non-zero exactly when some byte of `w` is below 0x0E.
+        let below = w.wrapping_sub(ONES * 0x0E) & !w & HIGH_BITS;
+        below != 0 && word.iter().any(is_break)
+    });
+    found || words.remainder().iter().any(is_break)
 }
 
 /// Rules every event shares (event.schema.json envelope).
@@ -1051,6 +1066,26 @@ mod tests {
         let without: Value = serde_json::from_str(&wire(&event, false)).unwrap();
         assert_eq!(without.get("native"), None);
         assert_eq!(without["id"], source["id"]);
+    }
+
+    #[test]
+    fn a_line_break_is_found_at_every_offset() {
+        for len in 0..20 {
+            let mut text = vec![b' '; len];
+            assert!(!has_line_break(&text));
+            for at in 0..len {
+                for byte in [b'\n', b'\r', b'\t', 0x0B, 0x0E, 0x8A, 0xFF] {
+                    text[at] = byte;
+                    let expected = byte == b'\n' || byte == b'\r';
+                    assert_eq!(
+                        has_line_break(&text),
+                        expected,
+                        "{byte:#x} at {at} of {len}"
+                    );
+                }
+                text[at] = b' ';
+            }
+        }
     }
 
     #[test]

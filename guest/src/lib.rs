@@ -19,6 +19,7 @@ pub mod json;
 pub mod registration;
 pub mod response;
 pub mod settlement;
+pub mod size_classes;
 mod syntax;
 pub mod wire;
 
