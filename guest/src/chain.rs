@@ -66,9 +66,13 @@ impl Stop {
 }
 
 /// Runs the chain and settles the call.
+///
+/// The clock is read where a decision needs the time, and a reading serves every
+/// decision made at that moment: each read is a call out of the component.
 pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
+    let mut now = host.now();
     // A start in the future would extend the first deadline: never later than now.
-    let started = call.started.min(host.now());
+    let started = call.started.min(now);
     let targets: Vec<_> = call
         .registration
         .intercepts(&call.event.event_type)
@@ -93,10 +97,13 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             continue;
         }
         // The first interceptor's clock started with the call, the others' when they start.
-        let from = if i == 0 { started } else { host.now() };
+        if i > 0 {
+            now = host.now();
+        }
+        let from = if i == 0 { started } else { now };
         let bound = Deadline::within(from, target.timeout_ms, call.budget);
         let (deadline, budget_binds) = (bound.at(), bound.budget_binds());
-        let (ending, attempts, sha) = if host.now() >= deadline {
+        let (ending, attempts, sha) = if now >= deadline {
             // The call's wait for an instance used the deadline up: nothing is sent.
             let failure = Failure::new(FailureClass::DeadlineExceeded, Phase::Queue);
             (Ending::Failed(failure), Vec::new(), None)
@@ -107,7 +114,8 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                 call.capability,
                 |bytes| host.sha256(bytes),
             );
-            let (ending, attempts) = evaluate(host, target.backend, &message, deadline, call);
+            let (ending, attempts) =
+                evaluate(host, target.backend, &message, (now, deadline), call);
             (ending, attempts, Some(message.sha256().to_string()))
         };
         // Modifications are applied to a copy: a response whose merge does not fit is
@@ -277,7 +285,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             session: call.event.session_id.clone(),
             call: call.event.call_id.clone(),
         },
-        elapsed_ns: host.now().saturating_sub(started),
+        elapsed_ns: now.saturating_sub(started),
         interceptors: records,
         observers,
     }
@@ -366,18 +374,22 @@ fn admission_stop<H: Host>(host: &H, budget: Option<Instant>) -> Option<Stop> {
 /// sending the same bytes and all inside the one deadline: at most one re-acquisition
 /// after a 401, and retries after transient failures as the host allows. Never a retry
 /// after an accepted answer (deny or empty) or a response rejected for its content.
+/// `(now, deadline)`: the first attempt begins at `now`, a reading just taken.
 fn evaluate<H: Host>(
     host: &mut H,
     backend: &Backend,
     message: &Message,
-    deadline: Instant,
+    (now, deadline): (Instant, Instant),
     call: &Call,
 ) -> (Ending, Vec<AttemptEntry>) {
     let mut attempts = Vec::new();
     let mut reacquired = false;
+    let mut begun = now;
     loop {
-        let begun = host.now();
-        let result = attempt(host, backend, message, deadline, call);
+        if !attempts.is_empty() {
+            begun = host.now();
+        }
+        let (result, ended) = attempt(host, backend, message, (begun, deadline), call);
         let n = attempts.len() as u32 + 1;
         let label = match &result {
             Tried::Ended(Ending::Accepted(_)) => AttemptResult::Accepted,
@@ -385,7 +397,7 @@ fn evaluate<H: Host>(
             Tried::Ended(Ending::Failed(f)) => AttemptResult::Failed(f.class),
             Tried::Unauthorized { .. } => AttemptResult::Unauthorized,
         };
-        let elapsed_ms = elapsed_ms(begun, host.now());
+        let elapsed_ms = elapsed_ms(begun, ended);
         attempts.push(AttemptEntry {
             n,
             elapsed_ms,
@@ -395,7 +407,7 @@ fn evaluate<H: Host>(
         match result {
             // A transient failure may be retried with the same bytes, only while the
             // original deadline remains and only as the host's configuration allows.
-            Tried::Ended(Ending::Failed(f)) if f.is_transient() && host.now() < deadline => {
+            Tried::Ended(Ending::Failed(f)) if f.is_transient() && ended < deadline => {
                 if host.retry_after(&backend.id, n, deadline) && !host.interrupted() {
                     continue;
                 }
@@ -409,7 +421,7 @@ fn evaluate<H: Host>(
                 if host.interrupted() {
                     return (Ending::Interrupted, attempts);
                 }
-                if had_credential && !reacquired && host.now() < deadline {
+                if had_credential && !reacquired && ended < deadline {
                     reacquired = true;
                     continue;
                 }
@@ -429,55 +441,56 @@ enum Tried {
     },
 }
 
+/// One attempt, begun at `begun` (a reading just taken). Returns how it went and when
+/// it ended, a reading the caller reuses.
 fn attempt<H: Host>(
     host: &mut H,
     backend: &Backend,
     message: &Message,
-    deadline: Instant,
+    (begun, deadline): (Instant, Instant),
     call: &Call,
-) -> Tried {
+) -> (Tried, Instant) {
     use Tried::Ended;
-    if host.now() >= deadline {
-        return Ended(Ending::Failed(Failure::new(
-            FailureClass::DeadlineExceeded,
-            Phase::AcquireCredential,
-        )));
+    if begun >= deadline {
+        let failure = Failure::new(FailureClass::DeadlineExceeded, Phase::AcquireCredential);
+        return (Ended(Ending::Failed(failure)), begun);
     }
     let credential = match host.acquire(&backend.id, deadline) {
         Ok(credential) => credential,
-        Err(AuthError::Cancelled) => return Ended(Ending::Interrupted),
-        Err(e) => return Ended(Ending::Failed(auth_failure(e))),
+        Err(AuthError::Cancelled) => return (Ended(Ending::Interrupted), host.now()),
+        Err(e) => return (Ended(Ending::Failed(auth_failure(e))), host.now()),
     };
     let reply = match host.exchange(&backend.id, message.bytes(), credential.as_ref(), deadline) {
         Ok(reply) => reply,
-        Err(DeliveryError::Cancelled) => return Ended(Ending::Interrupted),
-        Err(e) => return Ended(Ending::Failed(delivery_failure(e))),
+        Err(DeliveryError::Cancelled) => return (Ended(Ending::Interrupted), host.now()),
+        Err(e) => return (Ended(Ending::Failed(delivery_failure(e))), host.now()),
     };
     let decoded = response::decode(&reply, &call.event.id, call.capability);
     // Re-check cancellation and the original deadline immediately before acting on the
     // reply: one that is complete only after the deadline never revives the call, and a
     // late 401 does not trigger a re-acquisition.
+    let ended = host.now();
     if host.interrupted() {
-        return Ended(Ending::Interrupted);
+        return (Ended(Ending::Interrupted), ended);
     }
-    if host.now() >= deadline {
-        return Ended(Ending::Failed(Failure::new(
-            FailureClass::LateResponse,
-            Phase::Accept,
-        )));
+    if ended >= deadline {
+        let failure = Failure::new(FailureClass::LateResponse, Phase::Accept);
+        return (Ended(Ending::Failed(failure)), ended);
     }
     if reply.status == Some(401) {
         if let Some(c) = &credential {
             host.reject(c);
         }
-        return Tried::Unauthorized {
+        let unauthorized = Tried::Unauthorized {
             had_credential: credential.is_some(),
         };
+        return (unauthorized, ended);
     }
-    Ended(match decoded {
+    let ending = match decoded {
         Ok(effects) => Ending::Accepted(effects),
         Err(failure) => Ending::Failed(failure),
-    })
+    };
+    (Ended(ending), ended)
 }
 
 fn auth_failure(error: AuthError) -> Failure {
