@@ -1,6 +1,7 @@
 //! `ahp:interceptor/delivery`: one exchange with a registered backend, inside the
 //! deadline the component passed; everything a backend or the network can do wrong is a
-//! WIT `delivery-error`, and only host bugs trap.
+//! WIT `delivery-error`, and only host bugs trap. Also the SHA-256 of each request for
+//! the audit record, which the host's SHA instructions compute far faster than wasm can.
 
 use crate::bindings::delivery::{self as wit, Reply};
 use crate::bindings::host_types::DeliveryError;
