@@ -145,6 +145,65 @@ mod tests {
     }
 
     #[test]
+    fn random_allocations_never_overlap_or_lose_their_contents() {
+        let classes = SizeClasses::new(System);
+        // xorshift64: a fixed sequence, so a failure replays.
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // Each live block is filled with its own tag byte, checked before it goes.
+        let mut live: Vec<(*mut u8, Layout, u8)> = Vec::new();
+        let check = |(ptr, layout, tag): &(*mut u8, Layout, u8)| {
+            for i in 0..layout.size() {
+                assert_eq!(unsafe { ptr.add(i).read() }, *tag, "block {ptr:?} byte {i}");
+            }
+        };
+        for step in 0..20_000_u32 {
+            let roll = next();
+            let size = 1 + (roll >> 8) as usize % if roll % 5 == 0 { 2000 } else { 600 };
+            let align = 1 << ((roll >> 40) % 6);
+            let tag = step as u8;
+            match roll % 3 {
+                0 if !live.is_empty() => {
+                    let block = live.swap_remove((roll >> 20) as usize % live.len());
+                    check(&block);
+                    unsafe { classes.dealloc(block.0, block.1) };
+                }
+                1 if !live.is_empty() => {
+                    let at = (roll >> 20) as usize % live.len();
+                    let (ptr, layout, old_tag) = live[at];
+                    check(&live[at]);
+                    let grown = unsafe { classes.realloc(ptr, layout, size) };
+                    assert!(!grown.is_null());
+                    let kept = layout.size().min(size);
+                    for i in 0..kept {
+                        assert_eq!(unsafe { grown.add(i).read() }, old_tag, "realloc byte {i}");
+                    }
+                    let layout = Layout::from_size_align(size, layout.align()).unwrap();
+                    unsafe { grown.write_bytes(tag, size) };
+                    live[at] = (grown, layout, tag);
+                }
+                _ => {
+                    let layout = Layout::from_size_align(size, align).unwrap();
+                    let ptr = unsafe { classes.alloc(layout) };
+                    assert!(!ptr.is_null());
+                    assert_eq!(ptr as usize % align, 0, "alignment {align}");
+                    unsafe { ptr.write_bytes(tag, size) };
+                    live.push((ptr, layout, tag));
+                }
+            }
+        }
+        for block in live {
+            check(&block);
+            unsafe { classes.dealloc(block.0, block.1) };
+        }
+    }
+
+    #[test]
     fn realloc_keeps_the_contents_across_classes_and_out_of_them() {
         let classes = SizeClasses::new(System);
         unsafe {
