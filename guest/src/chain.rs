@@ -70,9 +70,9 @@ impl Stop {
 /// The clock is read where a decision needs the time, and a reading serves every
 /// decision made at that moment: each read is a call out of the component.
 pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
-    let mut now = host.now();
+    let called = host.now();
     // A start in the future would extend the first deadline: never later than now.
-    let started = call.started.min(now);
+    let started = call.started.min(called);
     let targets: Vec<_> = call
         .registration
         .intercepts(&call.event.event_type)
@@ -97,9 +97,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             continue;
         }
         // The first interceptor's clock started with the call, the others' when they start.
-        if i > 0 {
-            now = host.now();
-        }
+        let now = if i == 0 { called } else { host.now() };
         let from = if i == 0 { started } else { now };
         let bound = Deadline::within(from, target.timeout_ms, call.budget);
         let (deadline, budget_binds) = (bound.at(), bound.budget_binds());
@@ -114,8 +112,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                 call.capability,
                 |bytes| host.sha256(bytes),
             );
-            let (ending, attempts) =
-                evaluate(host, target.backend, &message, (now, deadline), call);
+            let (ending, attempts) = evaluate(host, target.backend, &message, now, deadline, call);
             (ending, attempts, Some(message.sha256().to_string()))
         };
         // Modifications are applied to a copy: a response whose merge does not fit is
@@ -374,22 +371,20 @@ fn admission_stop<H: Host>(host: &H, budget: Option<Instant>) -> Option<Stop> {
 /// sending the same bytes and all inside the one deadline: at most one re-acquisition
 /// after a 401, and retries after transient failures as the host allows. Never a retry
 /// after an accepted answer (deny or empty) or a response rejected for its content.
-/// `(now, deadline)`: the first attempt begins at `now`, a reading just taken.
+/// The first attempt begins at `now`, a reading just taken.
 fn evaluate<H: Host>(
     host: &mut H,
     backend: &Backend,
     message: &Message,
-    (now, deadline): (Instant, Instant),
+    now: Instant,
+    deadline: Instant,
     call: &Call,
 ) -> (Ending, Vec<AttemptEntry>) {
     let mut attempts = Vec::new();
     let mut reacquired = false;
-    let mut begun = now;
     loop {
-        if !attempts.is_empty() {
-            begun = host.now();
-        }
-        let (result, ended) = attempt(host, backend, message, (begun, deadline), call);
+        let begun = if attempts.is_empty() { now } else { host.now() };
+        let (result, ended) = attempt(host, backend, message, begun, deadline, call);
         let n = attempts.len() as u32 + 1;
         let label = match &result {
             Tried::Ended(Ending::Accepted(_)) => AttemptResult::Accepted,
@@ -447,7 +442,8 @@ fn attempt<H: Host>(
     host: &mut H,
     backend: &Backend,
     message: &Message,
-    (begun, deadline): (Instant, Instant),
+    begun: Instant,
+    deadline: Instant,
     call: &Call,
 ) -> (Tried, Instant) {
     use Tried::Ended;

@@ -30,7 +30,8 @@ impl Message {
     fn encode(
         id: Option<&str>,
         method: &str,
-        event: (&Event, bool),
+        event: &Event,
+        include_native: bool,
         capabilities: Option<Capabilities<'_>>,
         sha256: impl FnOnce(&[u8]) -> String,
     ) -> Message {
@@ -46,7 +47,6 @@ impl Message {
         bytes.extend_from_slice(br#","params":{"protocolVersion":"#);
         write_json(&mut bytes, PROTOCOL_VERSION);
         bytes.extend_from_slice(br#","event":"#);
-        let (event, include_native) = event;
         event.write_wire(include_native, &mut bytes);
         if let Some(capabilities) = capabilities {
             bytes.extend_from_slice(br#","capabilities":"#);
@@ -150,7 +150,8 @@ pub fn intercept(
     Message::encode(
         Some(&event.id),
         "hooks/intercept",
-        (event, include_native),
+        event,
+        include_native,
         Some(Capabilities(capability)),
         sha256,
     )
@@ -162,7 +163,7 @@ pub fn observe(
     include_native: bool,
     sha256: impl FnOnce(&[u8]) -> String,
 ) -> Message {
-    Message::encode(None, "hooks/observe", (event, include_native), None, sha256)
+    Message::encode(None, "hooks/observe", event, include_native, None, sha256)
 }
 
 #[cfg(test)]

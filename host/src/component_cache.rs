@@ -15,12 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// `sha256:` followed by 64 lowercase hex digits: the only digests this cache accepts.
 pub fn sha256_digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for byte in hash {
-        hex.push_str(&format!("{byte:02x}"));
-    }
-    format!("sha256:{hex}")
+    format!("sha256:{:x}", Sha256::digest(bytes))
 }
 
 /// The hex part of a well-formed `sha256:` digest.
@@ -91,6 +86,10 @@ mod tests {
         let cache = ComponentCache::at(dir.path());
         let digest = cache.put(b"component bytes").unwrap();
         assert_eq!(digest, sha256_digest(b"component bytes"));
+        assert_eq!(
+            sha256_digest(b""),
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
         assert_eq!(cache.get(&digest).as_deref(), Some(&b"component bytes"[..]));
     }
 
