@@ -283,16 +283,14 @@ fn to_wit_effect(kind: Kind) -> EffectKind {
 }
 
 fn settlement(s: Settled) -> Settlement {
-    // A record that does not serialize cannot happen (plain data); were it to, an empty
-    // audit makes the host settle the call as an engine failure, never as permission.
-    let audit = serde_json::to_string(&s.record()).unwrap_or_default();
+    let (record, observers) = s.into_record();
     Settlement {
-        decision: match s.decision {
+        decision: match record.decision {
             Dec::Allow => Decision::Allow,
             Dec::Ask => Decision::Ask,
             Dec::Deny => Decision::Deny,
         },
-        decided_by: match s.decided_by {
+        decided_by: match record.decided_by {
             Decided::NoObjection => DecidedBy::NoObjection,
             Decided::BackendDeny => DecidedBy::BackendDeny,
             Decided::BackendAsk => DecidedBy::BackendAsk,
@@ -304,9 +302,22 @@ fn settlement(s: Settled) -> Settlement {
             // A word this build of the component does not know cannot be its own decision.
             _ => DecidedBy::EngineFailure,
         },
-        reason: s.reason,
-        audit,
-        observers: s.observers.into_iter().map(delivery).collect(),
+        audit: audit_text(&record),
+        reason: record.reason,
+        observers: observers.into_iter().map(delivery).collect(),
+    }
+}
+
+/// The record as JSON, written into a buffer a call's record fits in (so it is not
+/// grown and copied on the way). A record that does not serialize cannot happen (plain
+/// data); were it to, an empty audit makes the host settle the call as an engine
+/// failure, never as permission.
+fn audit_text(record: &ahp_vocab::Record) -> String {
+    const RECORD_CAPACITY: usize = 1024;
+    let mut text = Vec::with_capacity(RECORD_CAPACITY);
+    match serde_json::to_writer(&mut text, record) {
+        Ok(()) => String::from_utf8(text).unwrap_or_default(),
+        Err(_) => String::new(),
     }
 }
 

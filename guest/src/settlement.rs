@@ -50,25 +50,33 @@ impl Settlement {
     /// The audit record. Observer entries name each prepared delivery; the host adds
     /// their results once it has sent them.
     pub fn record(&self) -> Record {
-        Record {
-            event: self.event.clone(),
+        self.clone().into_record().0
+    }
+
+    /// The audit record and the prepared observer deliveries it names, moved out
+    /// rather than copied: the component hands both over at the end of every call.
+    pub fn into_record(self) -> (Record, Vec<ObserverDelivery>) {
+        let observers = self
+            .observers
+            .iter()
+            .map(|o| ObserverEntry {
+                backend: o.backend.clone(),
+                kind: o.kind,
+                request_sha256: o.message.sha256().to_string(),
+                result: None,
+            })
+            .collect();
+        let record = Record {
+            event: self.event,
             decision: self.decision,
             decided_by: self.decided_by,
-            reason: self.reason.clone(),
-            messages: self.messages.clone(),
-            enforce: self.enforce.clone(),
+            reason: self.reason,
+            messages: self.messages,
+            enforce: self.enforce,
             elapsed_ms: elapsed_ms(0, self.elapsed_ns),
-            interceptors: self.interceptors.clone(),
-            observers: self
-                .observers
-                .iter()
-                .map(|o| ObserverEntry {
-                    backend: o.backend.clone(),
-                    kind: o.kind,
-                    request_sha256: o.message.sha256().to_string(),
-                    result: None,
-                })
-                .collect(),
-        }
+            interceptors: self.interceptors,
+            observers,
+        };
+        (record, self.observers)
     }
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The record of one hook call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "RecordText")]
 pub struct Record {
     pub event: EventRef,
     pub decision: Decision,
@@ -25,6 +25,52 @@ pub struct Record {
     pub elapsed_ms: u64,
     pub interceptors: Vec<InterceptorEntry>,
     pub observers: Vec<ObserverEntry>,
+}
+
+/// A [`Record`] as read: [`Enforce`]'s members at the top level, named one by one.
+/// `#[serde(flatten)]` reads through a buffered copy of the whole record, which made
+/// reading the record back the host's largest cost in a hook call; this reads it once.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RecordText {
+    event: EventRef,
+    decision: Decision,
+    decided_by: DecidedBy,
+    reason: Option<String>,
+    #[serde(default)]
+    messages: Vec<String>,
+    #[serde(default)]
+    effective: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    returned: Option<serde_json::Value>,
+    #[serde(default)]
+    injections: Vec<Injection>,
+    #[serde(default)]
+    flow: Option<Flow>,
+    elapsed_ms: u64,
+    interceptors: Vec<InterceptorEntry>,
+    observers: Vec<ObserverEntry>,
+}
+
+impl From<RecordText> for Record {
+    fn from(text: RecordText) -> Record {
+        Record {
+            event: text.event,
+            decision: text.decision,
+            decided_by: text.decided_by,
+            reason: text.reason,
+            messages: text.messages,
+            enforce: Enforce {
+                effective: text.effective,
+                returned: text.returned,
+                injections: text.injections,
+                flow: text.flow,
+            },
+            elapsed_ms: text.elapsed_ms,
+            interceptors: text.interceptors,
+            observers: text.observers,
+        }
+    }
 }
 
 /// The accepted `modify`, `return`, `inject` and `flow` effects of a call, composed in
@@ -326,6 +372,35 @@ mod tests {
     fn the_record_reads_back_as_written() {
         let text = serde_json::to_string(&sample()).unwrap();
         assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), sample());
+    }
+
+    /// The members of [`Enforce`] stand at the top level of the record and read back
+    /// into it (fails if one is missed by the reading).
+    #[test]
+    fn enforced_effects_read_back_from_the_top_level() {
+        let mut record = sample();
+        record.enforce = Enforce {
+            effective: json!({"input": {"command": "ls"}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+            returned: Some(json!({"ok": true})),
+            injections: vec![Injection {
+                deliver_at: DeliverAt::NextTurn,
+                value: json!([{"role": "user", "content": "hi"}]),
+            }],
+            flow: Some(Flow {
+                operation: FlowOperation::Stop,
+                reason: Some("done".into()),
+                instruction: None,
+            }),
+        };
+        let value = serde_json::to_value(&record).unwrap();
+        for member in ["effective", "returned", "injections", "flow"] {
+            assert!(value.get(member).is_some(), "{member} at the top level");
+        }
+        let text = value.to_string();
+        assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), record);
     }
 
     #[test]

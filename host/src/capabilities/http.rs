@@ -59,6 +59,10 @@ pub fn authorization(value: &str) -> Result<HeaderValue, DeliveryError> {
 /// One HTTP backend: its parsed URL and its connection pool.
 pub struct HttpBackend {
     uri: Uri,
+    /// What every request carries, parsed once: the request target (path and query) and
+    /// the `Host` header.
+    target: Uri,
+    authority: HeaderValue,
     host: String,
     port: u16,
     tls: bool,
@@ -103,8 +107,18 @@ impl HttpBackend {
             .trim_matches(['[', ']'])
             .to_string();
         let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        let target = uri
+            .path_and_query()
+            .map_or(Ok(Uri::from_static("/")), |p| p.as_str().parse())
+            .map_err(|e| format!("invalid URL path: {e}"))?;
+        let authority = uri
+            .authority()
+            .map_or(HeaderValue::from_str(&host), |a| HeaderValue::from_str(a.as_str()))
+            .map_err(|e| format!("invalid URL host: {e}"))?;
         Ok(HttpBackend {
             uri,
+            target,
+            authority,
             host,
             port,
             tls,
@@ -156,15 +170,17 @@ impl HttpBackend {
         outgoing: Outgoing<'_>,
         deadline: Instant,
     ) -> Result<Reply, DeliveryError> {
-        let mut request = self.request(outgoing)?;
+        let mut request = self.request(outgoing);
+        // Connecting is boxed: its state (DNS, TLS) is large, and a kept-alive connection
+        // should not pay for moving it with every exchange.
         let (mut connection, mut reused) = match self.take_idle() {
             // A pooled connection that turns out closed is replaced; nothing was sent on it.
             Some(mut connection) => match timeout_at(deadline, connection.sender.ready()).await {
                 Ok(Ok(())) => (connection, true),
-                Ok(Err(_)) => (self.connect(deadline).await?, false),
+                Ok(Err(_)) => (Box::pin(self.connect(deadline)).await?, false),
                 Err(_) => return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect)),
             },
-            None => (self.connect(deadline).await?, false),
+            None => (Box::pin(self.connect(deadline)).await?, false),
         };
         let response = loop {
             let sent = timeout_at(deadline, connection.sender.try_send_request(request))
@@ -177,7 +193,7 @@ impl HttpBackend {
                 Err(mut e) if reused => match e.take_message() {
                     Some(unsent) => {
                         request = unsent;
-                        connection = self.connect(deadline).await?;
+                        connection = Box::pin(self.connect(deadline)).await?;
                         reused = false;
                     }
                     None => return Err(classify(e.error())),
@@ -213,26 +229,22 @@ impl HttpBackend {
         })
     }
 
-    fn request(&self, outgoing: Outgoing<'_>) -> Result<Request<Full<Bytes>>, DeliveryError> {
-        let path = self.uri.path_and_query().map_or("/", |p| p.as_str());
-        let authority = self
-            .uri
-            .authority()
-            .map_or(self.host.as_str(), |a| a.as_str());
-        let mut builder = Request::builder()
-            .method(outgoing.method)
-            .uri(path)
-            .header(HOST, authority)
-            .header(CONTENT_LENGTH, outgoing.body.len());
+    /// The request, from parts checked when the backend was made: nothing is parsed
+    /// again per call.
+    fn request(&self, outgoing: Outgoing<'_>) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(Bytes::copy_from_slice(outgoing.body)));
+        *request.method_mut() = outgoing.method;
+        *request.uri_mut() = self.target.clone();
+        let headers = request.headers_mut();
+        headers.insert(HOST, self.authority.clone());
+        headers.insert(CONTENT_LENGTH, HeaderValue::from(outgoing.body.len()));
         if let Some(content_type) = outgoing.content_type {
-            builder = builder.header(CONTENT_TYPE, content_type);
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
         }
         if let Some(value) = outgoing.authorization {
-            builder = builder.header(AUTHORIZATION, value);
+            headers.insert(AUTHORIZATION, value);
         }
-        builder
-            .body(Full::new(Bytes::copy_from_slice(outgoing.body)))
-            .map_err(|_| DeliveryError::NotPermitted)
+        request
     }
 
     fn take_idle(&self) -> Option<Connection> {
