@@ -5,17 +5,27 @@
 //! `cargo bench -p ahp-host --bench hook_call` (optionally `-- N` for N calls each).
 //! The current-thread harness setup is `tests/harness-bench`; the pieces both share are
 //! in `loopback/`.
+//!
+//! Rows, one of each per round, in this order:
+//! - a raw POST right after the previous round's component calls (the floor the ratio
+//!   has always been taken against);
+//! - a raw POST right after that one: the floor with nothing else run in between;
+//! - the hook call;
+//! - the same hook call with the backend as an in-process transport that answers at
+//!   once: the component and host with the network taken out;
+//! - a component call that no interceptor matches: validation, settlement and the record.
 
 #[allow(dead_code)] // shared by the benches; this one uses a part
 mod loopback;
 
-use ahp_host::EffectKind;
+use ahp_host::{EffectKind, Interceptor, Options, Transport};
 use loopback::{
     connect, first_body, hook, hook_throughput, median, post, raw_throughput, registration, stats,
-    CONCURRENCY, EVENT, THROUGHPUT_ROUNDS,
+    NoObjection, CONCURRENCY, EVENT, THROUGHPUT_ROUNDS,
 };
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -27,13 +37,19 @@ async fn main() {
     let addr = serve().await;
     let url = format!("http://{addr}/hooks");
     let registration = registration(&url);
-    let interceptor = ahp_host::Interceptor::new(&registration, ahp_host::Options::default())
+    let interceptor = Interceptor::new(&registration, Options::default())
         .await
         .expect("build the interceptor");
+    let mut in_process = Options::default();
+    let answer: Arc<dyn Transport> = Arc::new(NoObjection);
+    in_process.transports.insert("dev.ahp.bench".into(), answer);
+    let in_process = Interceptor::new(&registration, in_process)
+        .await
+        .expect("build the in-process interceptor");
     // The same component and event with no matching interceptor: the cost of the
     // component call alone (validation, settlement, audit record), no I/O.
     let idle_registration = registration.replace("\"tool.before\"", "\"session.start\"");
-    let idle = ahp_host::Interceptor::new(&idle_registration, ahp_host::Options::default())
+    let idle = Interceptor::new(&idle_registration, Options::default())
         .await
         .expect("build the idle interceptor");
 
@@ -42,53 +58,55 @@ async fn main() {
     let request_body = first_body();
     let mut sender = connect(addr).await;
 
-    let mut raw = Vec::with_capacity(n);
-    let mut hooked = Vec::with_capacity(n);
-    let mut alone = Vec::with_capacity(n);
+    let names = [
+        "raw POST, after component calls",
+        "raw POST, after a raw POST",
+        "hook call through the component",
+        "hook call, in-process transport",
+        "component call, no interceptor",
+    ];
+    let mut rows: Vec<Vec<Duration>> = names.iter().map(|_| Vec::with_capacity(n)).collect();
     for round in 0..(n + n / 10) {
-        let warmup = round < n / 10;
-        let t = Instant::now();
-        post(&mut sender, addr, request_body.clone()).await;
-        let raw_t = t.elapsed();
+        let mut times = Vec::with_capacity(names.len());
+        for _ in 0..2 {
+            let t = Instant::now();
+            post(&mut sender, addr, request_body.clone()).await;
+            times.push(t.elapsed());
+        }
         let t = Instant::now();
         hook(&interceptor).await;
-        let hook_t = t.elapsed();
+        times.push(t.elapsed());
+        let t = Instant::now();
+        hook(&in_process).await;
+        times.push(t.elapsed());
         let t = Instant::now();
         let settled = idle
             .intercept(EVENT, &[EffectKind::Deny], None)
             .await
             .unwrap();
-        let alone_t = t.elapsed();
+        times.push(t.elapsed());
         assert!(settled.record.interceptors.is_empty());
-        if !warmup {
-            raw.push(raw_t);
-            hooked.push(hook_t);
-            alone.push(alone_t);
+        if round >= n / 10 {
+            for (row, t) in rows.iter_mut().zip(times) {
+                row.push(t);
+            }
         }
     }
-    let (raw_med, raw_p99) = stats(&mut raw);
-    let (hook_med, hook_p99) = stats(&mut hooked);
-    let (alone_med, alone_p99) = stats(&mut alone);
+    let figures: Vec<(f64, f64)> = rows.iter_mut().map(|row| stats(row)).collect();
     println!("{n} calls each, interleaved, one keep-alive connection each, loopback");
     println!("{:<34} {:>10} {:>10}", "", "median µs", "p99 µs");
-    println!(
-        "{:<34} {:>10.1} {:>10.1}",
-        "raw keep-alive POST (hyper)", raw_med, raw_p99
-    );
-    println!(
-        "{:<34} {:>10.1} {:>10.1}",
-        "hook call through the component", hook_med, hook_p99
-    );
-    println!(
-        "{:<34} {:>10.2} {:>10.2}",
-        "ratio",
-        hook_med / raw_med,
-        hook_p99 / raw_p99
-    );
-    println!(
-        "{:<34} {:>10.1} {:>10.1}",
-        "component call, no interceptor", alone_med, alone_p99
-    );
+    for (name, (med, p99)) in names.iter().zip(&figures) {
+        println!("{name:<34} {med:>10.1} {p99:>10.1}");
+    }
+    let hook_row = figures[2];
+    for (floor, (med, p99)) in names.iter().zip(&figures).take(2) {
+        println!(
+            "ratio to {:<25} {:>10.2} {:>10.2}",
+            floor.trim_start_matches("raw POST, "),
+            hook_row.0 / med,
+            hook_row.1 / p99
+        );
+    }
 
     let per_round = n.max(CONCURRENCY);
     let mut connections = Vec::new();

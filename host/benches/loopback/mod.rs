@@ -1,11 +1,13 @@
 //! The loopback pieces the hook-call benches share: `host/benches/hook_call.rs` (a
 //! multi-thread runtime), `host/benches/call_cost.rs` (instruction counts) and
 //! `tests/harness-bench` (an independent current-thread harness, which takes this file
-//! by `#[path]`); each uses a part. One backend answering no objection, the
-//! raw keep-alive POST that is the floor, the hook call, throughput at [`CONCURRENCY`],
-//! and the figures.
+//! by `#[path]`), `host/benches/after_component.rs`; each uses a part. One backend
+//! answering no objection (over loopback HTTP, or in process as an injected transport),
+//! the raw keep-alive POST that is the floor, the hook call, throughput at
+//! [`CONCURRENCY`], and the figures.
 
-use ahp_host::{Decision, EffectKind, Interceptor};
+use ahp_host::{BoxFuture, Decision, EffectKind, Interceptor};
+use ahp_host::{Transport, TransportError, TransportReply, TransportRequest};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
@@ -186,14 +188,38 @@ async fn answer(
         .map(|b| b.to_bytes())
         .unwrap_or_default();
     let _ = FIRST_BODY.set(body.clone());
-    let id = serde_json::from_slice::<Value>(&body)
-        .map(|v| v["id"].clone())
-        .unwrap_or(Value::Null);
-    let reply =
-        json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}});
-    let mut response = Response::new(Full::new(Bytes::from(reply.to_string())));
+    let mut response = Response::new(Full::new(Bytes::from(no_objection(&body))));
     response
         .headers_mut()
         .insert("content-type", "application/json".parse().expect("header"));
     Ok(response)
+}
+
+/// The JSON-RPC answer of no objection to `request`, with its id.
+fn no_objection(request: &[u8]) -> String {
+    let id = serde_json::from_slice::<Value>(request)
+        .map(|v| v["id"].clone())
+        .unwrap_or(Value::Null);
+    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}})
+        .to_string()
+}
+
+/// The backend in the harness's own process, as an injected transport: it answers no
+/// objection at once, so a hook call through it is the component and host without the
+/// network.
+pub struct NoObjection;
+
+impl Transport for NoObjection {
+    fn exchange<'a>(
+        &'a self,
+        request: TransportRequest<'a>,
+    ) -> BoxFuture<'a, Result<TransportReply, TransportError>> {
+        Box::pin(async move {
+            Ok(TransportReply {
+                status: Some(200),
+                content_type: Some("application/json".into()),
+                body: no_objection(request.message).into_bytes(),
+            })
+        })
+    }
 }

@@ -113,7 +113,9 @@ impl HttpBackend {
             .map_err(|e| format!("invalid URL path: {e}"))?;
         let authority = uri
             .authority()
-            .map_or(HeaderValue::from_str(&host), |a| HeaderValue::from_str(a.as_str()))
+            .map_or(HeaderValue::from_str(&host), |a| {
+                HeaderValue::from_str(a.as_str())
+            })
             .map_err(|e| format!("invalid URL host: {e}"))?;
         Ok(HttpBackend {
             uri,
