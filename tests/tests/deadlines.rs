@@ -144,6 +144,40 @@ async fn slow_reply_exceeds_the_deadline_and_is_never_revived() {
     );
 }
 
+/// A kept-alive connection carries each call's own deadline: the second call, on the
+/// connection the first one used, long after the first call's deadline has passed, still
+/// gets its full timeout (not none, not the first call's), and the slow reply it abandons
+/// is never read into a later call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_alive_connection_holds_each_call_to_its_own_deadline() {
+    let slow = Behaviour::Delay(Duration::from_millis(600), Box::new(Behaviour::NoEffect));
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect, slow, Behaviour::NoEffect]).await;
+    let reg = registration(&[Http::new(BACKEND, backend.url())
+        .policy("fail-closed")
+        .timeout_ms(200)]);
+    let interceptor = interceptor(&reg).await;
+
+    let (first, _) = timed_call(&interceptor, "evt_kept_1", None).await;
+    assert_settled(&first, Decision::Allow, DecidedBy::NoObjection, None);
+    // Past the first call's deadline, with its connection idle in the pool.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let (second, elapsed) = timed_call(&interceptor, "evt_kept_2", None).await;
+    assert_eq!(
+        backend.connections(),
+        1,
+        "the second call reused the connection"
+    );
+    assert_deadline_failure(&second, "evt_kept_2", "fail-closed", 200, "await-response");
+    assert_settled_at(elapsed, Duration::from_millis(200), "reused connection");
+
+    let (third, _) = timed_call(&interceptor, "evt_kept_3", None).await;
+    assert_settled(&third, Decision::Allow, DecidedBy::NoObjection, None);
+    let requests = backend.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2].json()["id"], json!("evt_kept_3"));
+}
+
 /// The head arrives at once but the body takes seconds: the deadline hits while reading it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trickling_body_exceeds_the_deadline_while_reading() {

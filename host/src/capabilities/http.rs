@@ -16,10 +16,12 @@ use hyper::client::conn::http1::SendRequest;
 use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use tokio::net::TcpStream;
-use tokio::time::{timeout_at, Instant};
+use tokio::time::{sleep_until, timeout_at, Instant, Sleep};
 use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_rustls::rustls::ClientConfig;
 use tokio_rustls::TlsConnector;
@@ -70,12 +72,27 @@ pub struct HttpBackend {
     idle: Mutex<Vec<Connection>>,
 }
 
-/// One HTTP/1.1 connection: the request handle and the task driving the socket. Dropping
-/// it aborts the task and closes the socket, so an exchange abandoned at its deadline or
-/// by interruption never leaves a connection waiting for a reply nobody will read.
+/// One HTTP/1.1 connection: the request handle, the task driving the socket, and the
+/// timer of its exchange's deadline. Dropping it aborts the task and closes the socket,
+/// so an exchange abandoned at its deadline or by interruption never leaves a connection
+/// waiting for a reply nobody will read.
 struct Connection {
     sender: SendRequest<Full<Bytes>>,
     driver: tokio::task::JoinHandle<()>,
+    /// Stays armed between exchanges and is moved to each new deadline. A fresh timer
+    /// per exchange finds tokio's timer wheel empty and wakes the runtime's driver to
+    /// re-arm it: an eventfd write and a spurious wake-up per call (another worker's, on a
+    /// multi-thread runtime). Moving a pending timer later wakes nothing.
+    timer: Pin<Box<Sleep>>,
+}
+
+/// `work`, or `None` if `timer` fires first; `work` is polled first, as `timeout_at` does.
+async fn within<T>(timer: Pin<&mut Sleep>, work: impl Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        biased;
+        done = work => Some(done),
+        () = timer => None,
+    }
 }
 
 impl Drop for Connection {
@@ -177,17 +194,21 @@ impl HttpBackend {
         // should not pay for moving it with every exchange.
         let (mut connection, mut reused) = match self.take_idle() {
             // A pooled connection that turns out closed is replaced; nothing was sent on it.
-            Some(mut connection) => match timeout_at(deadline, connection.sender.ready()).await {
-                Ok(Ok(())) => (connection, true),
-                Ok(Err(_)) => (Box::pin(self.connect(deadline)).await?, false),
-                Err(_) => return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect)),
-            },
+            Some(mut connection) => {
+                connection.timer.as_mut().reset(deadline);
+                match within(connection.timer.as_mut(), connection.sender.ready()).await {
+                    Some(Ok(())) => (connection, true),
+                    Some(Err(_)) => (Box::pin(self.connect(deadline)).await?, false),
+                    None => return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect)),
+                }
+            }
             None => (Box::pin(self.connect(deadline)).await?, false),
         };
         let response = loop {
-            let sent = timeout_at(deadline, connection.sender.try_send_request(request))
+            let sending = connection.sender.try_send_request(request);
+            let sent = within(connection.timer.as_mut(), sending)
                 .await
-                .map_err(|_| DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse))?;
+                .ok_or(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse))?;
             match sent {
                 Ok(response) => break response,
                 // A pooled connection the server had already closed: the request never left,
@@ -217,12 +238,10 @@ impl HttpBackend {
         if declared.is_some_and(|n| n > self.options.max_body_bytes as u64) {
             return Err(DeliveryError::ResponseTooLarge);
         }
-        let body = timeout_at(
-            deadline,
-            read_capped(response.into_body(), self.options.max_body_bytes),
-        )
-        .await
-        .map_err(|_| DeliveryError::DeadlineExceeded(IoPhase::ReadResponse))??;
+        let reading = read_capped(response.into_body(), self.options.max_body_bytes);
+        let body = within(connection.timer.as_mut(), reading)
+            .await
+            .ok_or(DeliveryError::DeadlineExceeded(IoPhase::ReadResponse))??;
         self.put_idle(connection);
         Ok(Reply {
             status: Some(status),
@@ -296,9 +315,9 @@ impl HttpBackend {
                         std::io::ErrorKind::InvalidData => DeliveryError::TlsFailed,
                         _ => io_error(&e),
                     })?;
-                handshake(tls).await
+                handshake(tls, deadline).await
             } else {
-                handshake(stream).await
+                handshake(stream, deadline).await
             }
         };
         timeout_at(deadline, connect)
@@ -318,7 +337,7 @@ async fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, DeliveryError> {
     Err(last)
 }
 
-async fn handshake<S>(io: S) -> Result<Connection, DeliveryError>
+async fn handshake<S>(io: S, deadline: Instant) -> Result<Connection, DeliveryError>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
@@ -328,7 +347,11 @@ where
     let driver = tokio::spawn(async move {
         let _ = connection.await;
     });
-    Ok(Connection { sender, driver })
+    Ok(Connection {
+        sender,
+        driver,
+        timer: Box::pin(sleep_until(deadline)),
+    })
 }
 
 async fn read_capped(
