@@ -14,11 +14,10 @@
 #[allow(dead_code)] // shared by the benches; this one uses a part
 mod loopback;
 
-use ahp_host::{EffectKind, Interceptor, Options, Transport};
+use ahp_host::EffectKind;
 use loopback::{
-    backend_thread, connect, first_body, hook, post, registration, stats, NoObjection, EVENT,
+    backend_thread, connect, first_body, hook, post, registration, stats, Interceptors, EVENT,
 };
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Bytes written, one per cache line, in the eviction row.
@@ -34,21 +33,11 @@ async fn main() {
         .unwrap_or(3_000);
     let addr = backend_thread();
     let registration = registration(&format!("http://{addr}/hooks"));
-    let interceptor = Interceptor::new(&registration, Options::default())
-        .await
-        .expect("build the interceptor");
-    let mut options = Options::default();
-    let answer: Arc<dyn Transport> = Arc::new(NoObjection);
-    options.transports.insert("dev.ahp.bench".into(), answer);
-    let in_process = Interceptor::new(&registration, options)
-        .await
-        .expect("build the in-process interceptor");
-    let idle = Interceptor::new(
-        &registration.replace("\"tool.before\"", "\"session.start\""),
-        Options::default(),
-    )
-    .await
-    .expect("build the idle interceptor");
+    let Interceptors {
+        network: interceptor,
+        in_process,
+        idle,
+    } = Interceptors::new(&registration).await;
     hook(&interceptor).await;
     let body = first_body();
     let mut sender = connect(addr).await;

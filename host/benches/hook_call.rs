@@ -18,13 +18,12 @@
 #[allow(dead_code)] // shared by the benches; this one uses a part
 mod loopback;
 
-use ahp_host::{EffectKind, Interceptor, Options, Transport};
+use ahp_host::EffectKind;
 use loopback::{
     connect, first_body, hook, hook_throughput, median, post, raw_throughput, registration, stats,
-    NoObjection, CONCURRENCY, EVENT, THROUGHPUT_ROUNDS,
+    Interceptors, CONCURRENCY, EVENT, THROUGHPUT_ROUNDS,
 };
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
@@ -37,21 +36,11 @@ async fn main() {
     let addr = serve().await;
     let url = format!("http://{addr}/hooks");
     let registration = registration(&url);
-    let interceptor = Interceptor::new(&registration, Options::default())
-        .await
-        .expect("build the interceptor");
-    let mut in_process = Options::default();
-    let answer: Arc<dyn Transport> = Arc::new(NoObjection);
-    in_process.transports.insert("dev.ahp.bench".into(), answer);
-    let in_process = Interceptor::new(&registration, in_process)
-        .await
-        .expect("build the in-process interceptor");
-    // The same component and event with no matching interceptor: the cost of the
-    // component call alone (validation, settlement, audit record), no I/O.
-    let idle_registration = registration.replace("\"tool.before\"", "\"session.start\"");
-    let idle = Interceptor::new(&idle_registration, Options::default())
-        .await
-        .expect("build the idle interceptor");
+    let Interceptors {
+        network: interceptor,
+        in_process,
+        idle,
+    } = Interceptors::new(&registration).await;
 
     // The first call goes through the component, so the raw row sends its exact bytes.
     hook(&interceptor).await;

@@ -76,6 +76,7 @@ thread_local! {
 
 /// Runs `f` and returns what the [`load`] it made on this thread did, if it made one:
 /// how `ahp precompile` learns the file path without its own engine configuration.
+#[cfg(feature = "cli")]
 pub(crate) fn observed<T>(f: impl FnOnce() -> T) -> (T, Option<(Source, Option<PathBuf>)>) {
     LAST.with(|last| last.borrow_mut().take());
     let value = f();

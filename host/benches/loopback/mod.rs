@@ -6,7 +6,7 @@
 //! the raw keep-alive POST that is the floor, the hook call, throughput at
 //! [`CONCURRENCY`], and the figures.
 
-use ahp_host::{BoxFuture, Decision, EffectKind, Interceptor};
+use ahp_host::{BoxFuture, Decision, EffectKind, Interceptor, Options};
 use ahp_host::{Transport, TransportError, TransportReply, TransportRequest};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -16,7 +16,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -40,6 +40,34 @@ pub fn registration(url: &str) -> String {
                 "failurePolicy": "fail-closed", "content": {"default": "metadata"}}]}]
     })
     .to_string()
+}
+
+/// The three interceptors of `registration` the latency benches compare: to its backend
+/// over the network, to the same backend id in process ([`NoObjection`]), and one that no
+/// interceptor matches (a component call alone: validation, settlement, audit record).
+pub struct Interceptors {
+    pub network: Interceptor,
+    pub in_process: Interceptor,
+    pub idle: Interceptor,
+}
+
+impl Interceptors {
+    pub async fn new(registration: &str) -> Interceptors {
+        let mut options = Options::default();
+        let answer: Arc<dyn Transport> = Arc::new(NoObjection);
+        options.transports.insert("dev.ahp.bench".into(), answer);
+        let idle = registration.replace("\"tool.before\"", "\"session.start\"");
+        let build = async |registration: &str, options| {
+            Interceptor::new(registration, options)
+                .await
+                .expect("build the interceptor")
+        };
+        Interceptors {
+            network: build(registration, Options::default()).await,
+            in_process: build(registration, options).await,
+            idle: build(&idle, Options::default()).await,
+        }
+    }
 }
 
 /// The bytes of the first request the backend received (after a first hook call).

@@ -15,6 +15,7 @@
 
 // The loopback backend, raw POST, hook call and figures, shared with
 // `host/benches/hook_call.rs`.
+#[allow(dead_code)] // shared by the benches; this one uses a part
 #[path = "../../../host/benches/loopback/mod.rs"]
 mod loopback;
 
