@@ -5,8 +5,10 @@
 //! at concurrency 8 from a current-thread harness against a loopback backend on its own
 //! thread (as `tests/harness-bench`), after 1,000 warm-up hook calls, and prints the
 //! harness thread's CPU time per decision, and what the host's SHA-256 of the request
-//! costs natively (see [`host_sha256_cost`]). MODE is `hook` (through the component) or
-//! `raw` (keep-alive POSTs of the component's own request bytes).
+//! costs natively (see [`host_sha256_cost`]). MODE is `hook` (through the component),
+//! `in-process` (the same, the backend an injected transport that answers at once: the
+//! component and host without the network) or `raw` (keep-alive POSTs of the component's
+//! own request bytes).
 //!
 //! Instructions per decision, both threads: run the built binary (the path cargo prints)
 //! under `valgrind --tool=callgrind --smc-check=all-non-file` with N and with 2N; the
@@ -21,15 +23,19 @@
 mod loopback;
 
 use ahp_host::wasmtime::{Config, Engine, ProfilingStrategy};
-use ahp_host::InterceptorBuilder;
+use ahp_host::{InterceptorBuilder, Options, Transport};
+use std::sync::Arc;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mode = args.iter().find(|a| *a == "hook" || *a == "raw").cloned();
+    let mode = args
+        .iter()
+        .find(|a| ["hook", "in-process", "raw"].contains(&a.as_str()))
+        .cloned();
     let n = args.iter().filter_map(|a| a.parse::<usize>().ok()).next();
     let (Some(mode), Some(n)) = (mode, n) else {
-        eprintln!("usage: call_cost hook|raw N [--perfmap]");
+        eprintln!("usage: call_cost hook|in-process|raw N [--perfmap]");
         std::process::exit(2);
     };
     let mut config = Config::new();
@@ -40,8 +46,14 @@ async fn main() {
     }
     let engine = Engine::new(&config).expect("an Engine");
     let addr = loopback::backend_thread();
+    let mut options = Options::default();
+    if mode == "in-process" {
+        let answer: Arc<dyn Transport> = Arc::new(loopback::NoObjection);
+        options.transports.insert("dev.ahp.bench".into(), answer);
+    }
     let interceptor = InterceptorBuilder::new()
         .engine(&engine)
+        .options(options)
         .build(&loopback::registration(&format!("http://{addr}/hooks")))
         .await
         .expect("build the interceptor");
@@ -58,8 +70,8 @@ async fn main() {
     println!("{}", host_sha256_cost(&body));
     let before = thread_cpu_seconds();
     let rate = match mode.as_str() {
-        "hook" => loopback::hook_throughput(&interceptor, n).await,
-        _ => loopback::raw_throughput(&mut connections, addr, &body, n).await,
+        "raw" => loopback::raw_throughput(&mut connections, addr, &body, n).await,
+        _ => loopback::hook_throughput(&interceptor, n).await,
     };
     let cpu_us = (thread_cpu_seconds() - before) / n as f64 * 1e6;
     println!("{mode}: {n} decisions, {rate:.0}/s, harness thread CPU {cpu_us:.1} µs per decision");

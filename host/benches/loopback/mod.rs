@@ -27,8 +27,8 @@ pub const CONCURRENCY: usize = 8;
 /// Throughput rounds per row, alternating raw and hook.
 pub const THROUGHPUT_ROUNDS: usize = 5;
 
-/// The first request body the backend received: the component's own bytes, which the
-/// raw row then sends.
+/// The first request body a backend received, over HTTP or in process: the component's
+/// own bytes, which the raw row then sends.
 static FIRST_BODY: OnceLock<Bytes> = OnceLock::new();
 
 /// One fail-closed `tool.before` intercept subscription to `url`.
@@ -243,6 +243,7 @@ impl Transport for NoObjection {
         request: TransportRequest<'a>,
     ) -> BoxFuture<'a, Result<TransportReply, TransportError>> {
         Box::pin(async move {
+            let _ = FIRST_BODY.set(Bytes::copy_from_slice(request.message));
             Ok(TransportReply {
                 status: Some(200),
                 content_type: Some("application/json".into()),
