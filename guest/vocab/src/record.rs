@@ -28,8 +28,8 @@ pub struct Record {
 }
 
 /// A [`Record`] as read: [`Enforce`]'s members at the top level, named one by one.
-/// `#[serde(flatten)]` reads through a buffered copy of the whole record, which made
-/// reading the record back the host's largest cost in a hook call; this reads it once.
+/// `#[serde(flatten)]` would read the whole record into a generic buffered tree first and
+/// then read the fields from that; the host reads a record back on every hook call.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RecordText {
