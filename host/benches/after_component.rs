@@ -16,7 +16,7 @@ mod loopback;
 
 use ahp_host::EffectKind;
 use loopback::{
-    backend_thread, connect, first_body, hook, post, registration, stats, Interceptors, EVENT,
+    backend_thread, connect, first_body, hook, post, registration, timed, Interceptors, Rows, EVENT,
 };
 use std::time::{Duration, Instant};
 
@@ -34,26 +34,27 @@ async fn main() {
     let addr = backend_thread();
     let registration = registration(&format!("http://{addr}/hooks"));
     let Interceptors {
-        network: interceptor,
+        network: _,
         in_process,
         idle,
     } = Interceptors::new(&registration).await;
-    hook(&interceptor).await;
     let body = first_body();
     let mut sender = connect(addr).await;
     let mut lines = vec![0u8; EVICTED];
 
-    let names = [
-        "after a raw POST",
-        "after spinning 10 µs",
-        "after evicting 512 KiB",
-        "after a component call",
-        "after an in-process hook call",
-    ];
-    let mut rows: Vec<Vec<Duration>> = names.iter().map(|_| Vec::with_capacity(n)).collect();
-    for round in 0..(n + n / 10) {
-        let mut times = Vec::with_capacity(names.len());
-        for before in 0..names.len() {
+    let mut rows = Rows::new(
+        vec![
+            "after a raw POST",
+            "after spinning 10 µs",
+            "after evicting 512 KiB",
+            "after a component call",
+            "after an in-process hook call",
+        ],
+        n,
+    );
+    while rows.more() {
+        let mut times = Vec::new();
+        for before in 0..5 {
             match before {
                 0 => drop(post(&mut sender, addr, body.clone()).await),
                 1 => {
@@ -69,20 +70,11 @@ async fn main() {
                 3 => drop(idle.intercept(EVENT, &[EffectKind::Deny], None).await),
                 _ => hook(&in_process).await,
             }
-            let t = Instant::now();
-            post(&mut sender, addr, body.clone()).await;
-            times.push(t.elapsed());
+            times.push(timed(post(&mut sender, addr, body.clone())).await.1);
         }
-        if round >= n / 10 {
-            for (row, t) in rows.iter_mut().zip(times) {
-                row.push(t);
-            }
-        }
+        rows.record(times);
     }
-    println!("the same raw POST, current-thread harness, backend on its own thread; {n} rounds");
-    println!("{:<32} {:>10} {:>10}", "raw POST", "median µs", "p99 µs");
-    for (name, row) in names.iter().zip(rows.iter_mut()) {
-        let (med, p99) = stats(row);
-        println!("{name:<32} {med:>10.1} {p99:>10.1}");
-    }
+    rows.report(&format!(
+        "the same raw POST, current-thread harness, backend on its own thread; {n} rounds"
+    ));
 }

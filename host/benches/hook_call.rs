@@ -20,11 +20,10 @@ mod loopback;
 
 use ahp_host::EffectKind;
 use loopback::{
-    connect, first_body, hook, hook_throughput, median, post, raw_throughput, registration, stats,
-    Interceptors, CONCURRENCY, EVENT, THROUGHPUT_ROUNDS,
+    connect, first_body, hook, hook_throughput, median, post, raw_throughput, registration, timed,
+    Interceptors, Rows, CONCURRENCY, EVENT, THROUGHPUT_ROUNDS,
 };
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -41,59 +40,43 @@ async fn main() {
         in_process,
         idle,
     } = Interceptors::new(&registration).await;
-
-    // The first call goes through the component, so the raw row sends its exact bytes.
-    hook(&interceptor).await;
     let request_body = first_body();
     let mut sender = connect(addr).await;
 
-    let names = [
-        "raw POST, after component calls",
-        "raw POST, after a raw POST",
-        "hook call through the component",
-        "hook call, in-process transport",
-        "component call, no interceptor",
-    ];
-    let mut rows: Vec<Vec<Duration>> = names.iter().map(|_| Vec::with_capacity(n)).collect();
-    for round in 0..(n + n / 10) {
-        let mut times = Vec::with_capacity(names.len());
+    let mut rows = Rows::new(
+        vec![
+            "raw POST, after component calls",
+            "raw POST, after a raw POST",
+            "hook call through the component",
+            "hook call, in-process transport",
+            "component call, no interceptor",
+        ],
+        n,
+    );
+    while rows.more() {
+        let mut times = Vec::new();
         for _ in 0..2 {
-            let t = Instant::now();
-            post(&mut sender, addr, request_body.clone()).await;
-            times.push(t.elapsed());
+            times.push(timed(post(&mut sender, addr, request_body.clone())).await.1);
         }
-        let t = Instant::now();
-        hook(&interceptor).await;
-        times.push(t.elapsed());
-        let t = Instant::now();
-        hook(&in_process).await;
-        times.push(t.elapsed());
-        let t = Instant::now();
-        let settled = idle
-            .intercept(EVENT, &[EffectKind::Deny], None)
-            .await
-            .unwrap();
-        times.push(t.elapsed());
-        assert!(settled.record.interceptors.is_empty());
-        if round >= n / 10 {
-            for (row, t) in rows.iter_mut().zip(times) {
-                row.push(t);
-            }
-        }
+        times.push(timed(hook(&interceptor)).await.1);
+        times.push(timed(hook(&in_process)).await.1);
+        let (settled, t) = timed(idle.intercept(EVENT, &[EffectKind::Deny], None)).await;
+        assert!(settled.unwrap().record.interceptors.is_empty());
+        times.push(t);
+        rows.record(times);
     }
-    let figures: Vec<(f64, f64)> = rows.iter_mut().map(|row| stats(row)).collect();
-    println!("{n} calls each, interleaved, one keep-alive connection each, loopback");
-    println!("{:<34} {:>10} {:>10}", "", "median µs", "p99 µs");
-    for (name, (med, p99)) in names.iter().zip(&figures) {
-        println!("{name:<34} {med:>10.1} {p99:>10.1}");
-    }
-    let hook_row = figures[2];
-    for (floor, (med, p99)) in names.iter().zip(&figures).take(2) {
+    let figures = rows.report(&format!(
+        "{n} calls each, interleaved, one keep-alive connection each, loopback"
+    ));
+    let (hook_med, hook_p99) = figures[2];
+    for (floor, (med, p99)) in ["after component calls", "after a raw POST"]
+        .iter()
+        .zip(&figures)
+    {
         println!(
-            "ratio to {:<25} {:>10.2} {:>10.2}",
-            floor.trim_start_matches("raw POST, "),
-            hook_row.0 / med,
-            hook_row.1 / p99
+            "ratio to the floor {floor:<22} {:>10.2} {:>10.2}",
+            hook_med / med,
+            hook_p99 / p99
         );
     }
 

@@ -29,7 +29,8 @@ pub struct Record {
 
 /// A [`Record`] as read: [`Enforce`]'s members at the top level, named one by one.
 /// `#[serde(flatten)]` would read the whole record into a generic buffered tree first and
-/// then read the fields from that; the host reads a record back on every hook call.
+/// then read the fields from that; the host reads a record back on every hook call. The
+/// compiler keeps the two lists in step: `From` names every field of both.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RecordText {

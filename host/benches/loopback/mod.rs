@@ -15,6 +15,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -52,6 +53,8 @@ pub struct Interceptors {
 }
 
 impl Interceptors {
+    /// The three interceptors of `registration`, after one hook call over the network so
+    /// that [`first_body`] holds the component's request bytes.
     pub async fn new(registration: &str) -> Interceptors {
         let mut options = Options::default();
         let answer: Arc<dyn Transport> = Arc::new(NoObjection);
@@ -62,11 +65,13 @@ impl Interceptors {
                 .await
                 .expect("build the interceptor")
         };
-        Interceptors {
+        let interceptors = Interceptors {
             network: build(registration, Options::default()).await,
             in_process: build(registration, options).await,
             idle: build(&idle, Options::default()).await,
-        }
+        };
+        hook(&interceptors.network).await;
+        interceptors
     }
 }
 
@@ -155,14 +160,65 @@ pub async fn post(
     (status, body.to_bytes().to_vec())
 }
 
-/// Median and p99 of `samples`, in µs.
-pub fn stats(samples: &mut [Duration]) -> (f64, f64) {
-    samples.sort();
-    let us = |d: Duration| d.as_secs_f64() * 1e6;
-    (
-        us(samples[samples.len() / 2]),
-        us(samples[samples.len() * 99 / 100]),
-    )
+/// Latency rows timed one each per round, interleaved so that every row sees the same
+/// machine; the first tenth of the rounds warms up and is not kept.
+pub struct Rows {
+    names: Vec<&'static str>,
+    warm_up: usize,
+    kept: usize,
+    rounds: usize,
+    samples: Vec<Vec<Duration>>,
+}
+
+impl Rows {
+    /// Rows named `names`, `kept` rounds each after the warm-up.
+    pub fn new(names: Vec<&'static str>, kept: usize) -> Rows {
+        let samples = names.iter().map(|_| Vec::with_capacity(kept)).collect();
+        Rows {
+            names,
+            warm_up: kept / 10,
+            kept,
+            rounds: 0,
+            samples,
+        }
+    }
+
+    /// Whether another round is due.
+    pub fn more(&self) -> bool {
+        self.rounds < self.warm_up + self.kept
+    }
+
+    /// One round's times, one per row, in the rows' order.
+    pub fn record(&mut self, times: Vec<Duration>) {
+        if self.rounds >= self.warm_up {
+            for (row, t) in self.samples.iter_mut().zip(times) {
+                row.push(t);
+            }
+        }
+        self.rounds += 1;
+    }
+
+    /// Prints each row's median and p99 under `title`; returns them, in µs.
+    pub fn report(mut self, title: &str) -> Vec<(f64, f64)> {
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        println!("{title}");
+        println!("{:<40} {:>10} {:>10}", "", "median µs", "p99 µs");
+        let mut figures = Vec::new();
+        for (name, row) in self.names.iter().zip(&mut self.samples) {
+            row.sort();
+            let (med, p99) = (us(row[row.len() / 2]), us(row[row.len() * 99 / 100]));
+            println!("{name:<40} {med:>10.1} {p99:>10.1}");
+            figures.push((med, p99));
+        }
+        figures
+    }
+}
+
+/// `work`'s output and how long it took.
+pub async fn timed<T>(work: impl Future<Output = T>) -> (T, Duration) {
+    let t = Instant::now();
+    let done = work.await;
+    (done, t.elapsed())
 }
 
 pub fn median(values: &mut [f64]) -> f64 {

@@ -22,10 +22,9 @@ mod loopback;
 use ahp_host::{Interceptor, Options};
 use loopback::{
     backend_thread, connect, first_body, hook, hook_throughput, median, post, raw_throughput,
-    registration, stats, CONCURRENCY, THROUGHPUT_ROUNDS,
+    registration, timed, Rows, CONCURRENCY, THROUGHPUT_ROUNDS,
 };
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
 
 fn main() {
     let n: usize = std::env::args()
@@ -53,42 +52,32 @@ async fn run(n: usize, addr: SocketAddr) {
     #[cfg(feature = "sdk")]
     let sdk = sdk_row::client(addr, &url).await;
 
-    let mut rows: Vec<(&str, Vec<Duration>)> = vec![
-        ("raw keep-alive POST (hyper)", Vec::new()),
-        ("hook call through the component", Vec::new()),
+    #[allow(unused_mut)] // the SDK row is a feature
+    let mut names = vec![
+        "raw keep-alive POST (hyper)",
+        "hook call through the component",
     ];
     #[cfg(feature = "sdk")]
-    rows.push(("Rust SDK harness client (0.10.1)", Vec::new()));
-    for round in 0..(n + n / 10) {
-        let t = Instant::now();
-        post(&mut raw, addr, body.clone()).await;
-        let mut times = vec![t.elapsed()];
-        let t = Instant::now();
-        hook(&interceptor).await;
-        times.push(t.elapsed());
+    names.push("Rust SDK harness client (0.10.1)");
+    let mut rows = Rows::new(names, n);
+    while rows.more() {
+        #[allow(unused_mut)] // the SDK row is a feature
+        let mut times = vec![
+            timed(post(&mut raw, addr, body.clone())).await.1,
+            timed(hook(&interceptor)).await.1,
+        ];
         #[cfg(feature = "sdk")]
-        {
-            let t = Instant::now();
-            sdk_row::call(&sdk).await;
-            times.push(t.elapsed());
-        }
-        if round >= n / 10 {
-            for ((_, row), t) in rows.iter_mut().zip(times) {
-                row.push(t);
-            }
-        }
+        times.push(timed(sdk_row::call(&sdk)).await.1);
+        rows.record(times);
     }
-    println!("current-thread harness, backend on its own thread, loopback; {n} calls per row, interleaved");
-    println!("{:<40} {:>10} {:>10}", "", "median µs", "p99 µs");
-    let figures: Vec<(&str, (f64, f64))> = rows
-        .iter_mut()
-        .map(|(name, row)| (*name, stats(row)))
-        .collect();
-    for (name, (med, p99)) in &figures {
-        println!("{name:<40} {med:>10.1} {p99:>10.1}");
-    }
-    let (_, (raw_med, raw_p99)) = figures[0];
-    for (name, (med, p99)) in &figures[1..] {
+    let figures = rows.report(&format!(
+        "current-thread harness, backend on its own thread, loopback; {n} calls per row, interleaved"
+    ));
+    let (raw_med, raw_p99) = figures[0];
+    for (name, (med, p99)) in ["hook call through the component", "Rust SDK harness client"]
+        .iter()
+        .zip(&figures[1..])
+    {
         println!(
             "ratio to raw: {name:<26} {:>10.2} {:>10.2}",
             med / raw_med,
