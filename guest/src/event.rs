@@ -12,15 +12,18 @@
 
 use crate::effect::EffectKind;
 use crate::events::{self, Payload, Rules, Shape};
-use crate::json;
+use crate::json::{self, Node, Object};
 use crate::syntax::{is_absolute_uri, is_date_time};
 use ahp_vocab::EventCapability;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::cell::OnceCell;
 use std::fmt;
 
-/// A validated event. Keeps the whole JSON object so it can be re-encoded faithfully,
-/// and the harness's own text so that, unchanged, it can be sent as it came.
+/// A validated event. Keeps the harness's own text so that, unchanged, it can be sent as
+/// it came; its values are read from that text only when a member's value is needed (a
+/// modification, or an encoding without `native`): the checks look at a tree that
+/// borrows the text, and most calls need nothing more.
 #[derive(Clone, Debug)]
 pub struct Event {
     /// `id`: the event identity, also the JSON-RPC id of an intercept request.
@@ -31,19 +34,28 @@ pub struct Event {
     pub session_id: Option<String>,
     /// `call.id`, when the event has a (string) call identity.
     pub call_id: Option<String>,
-    object: Map<String, Value>,
-    /// The harness's text of `object`, when it is one line: a backend is sent the
-    /// document that was checked, byte for byte (the strict reader refused repeated
-    /// members, so no reader can see another one in it), without the cost of encoding it
-    /// again. A stdio frame is one line, so a text with a line break is re-encoded.
-    /// Gone once a modification changes the event.
+    /// The harness's text, without the whitespace around it. When it is one line, a
+    /// backend is sent the document that was checked, byte for byte (the strict reader
+    /// refused repeated members, so no reader can see another one in it), without the
+    /// cost of encoding it again. Gone once a modification changes the event.
     text: Option<String>,
+    /// Whether `text` has no line break: a stdio frame is one line, so a text with one
+    /// is encoded again.
+    one_line: bool,
+    /// Whether the document has a top-level `native` member (a subscription that does
+    /// not include it is sent the document encoded without it).
+    native: bool,
+    /// Whether the document holds the value its type's modify effect targets.
+    holds_modify_target: bool,
+    /// The document as values: read from `text` the first time a value is needed, or
+    /// the modified document.
+    document: OnceCell<Map<String, Value>>,
 }
 
 /// Two events are the same when their documents are: the text is only how one came.
 impl PartialEq for Event {
     fn eq(&self, other: &Event) -> bool {
-        self.object == other.object
+        self.document() == other.document()
     }
 }
 
@@ -75,7 +87,7 @@ impl Event {
         let mut problems = Problems::default();
         check_envelope(&object, &mut problems);
         check_tool_before(&object, &mut problems);
-        problems.into_result(object, text)
+        problems.into_result(&object, text)
     }
 
     /// An event for interception: the envelope, then the payload rules of its type
@@ -88,7 +100,7 @@ impl Event {
         check_envelope(&object, &mut problems);
         let name = object
             .get("type")
-            .and_then(Value::as_str)
+            .and_then(Node::as_str)
             .unwrap_or_default();
         let rules = events::named(name);
         match rules.map(|r| r.payload) {
@@ -98,7 +110,7 @@ impl Event {
             None if name.is_empty() => {}
             None => problems.add("/type", "must be an interceptable event"),
         }
-        let event = problems.into_result(object, text)?;
+        let event = problems.into_result(&object, text)?;
         // The type is known and interceptable whenever there is no problem.
         Ok((event, rules.unwrap_or(&events::TABLE[0])))
     }
@@ -107,6 +119,7 @@ impl Event {
     /// value: the harness would offer a backend to change something it did not send,
     /// and could not check or apply the change. Targets optional on the event
     /// (`/tool/output`, `/instructions`, `/elicitation/result`) are then required.
+    /// `rules` are the event's own, as [`Event::parse_intercepted`] found them.
     pub fn missing_target(
         &self,
         rules: &Rules,
@@ -115,32 +128,51 @@ impl Event {
         let (target, pointer) = rules
             .modify
             .filter(|_| capability.has(EffectKind::Modify))?;
-        self.value_at(pointer).is_none().then(|| EventProblem {
+        (!self.holds_modify_target).then(|| EventProblem {
             path: pointer.to_owned(),
             rule: format!("is required when modify of \"{target}\" is advertised"),
         })
     }
 
-    /// The value at `pointer` (a JSON Pointer into the event), if present.
+    /// The value at `pointer` (a JSON Pointer of member names into the event), if present.
     pub fn value_at(&self, pointer: &str) -> Option<&Value> {
-        member_at(&self.object, pointer)
+        let path = pointer.strip_prefix('/')?;
+        let (first, rest) = path.find('/').map_or((path, ""), |at| path.split_at(at));
+        self.document().get(first)?.pointer(rest)
+    }
+
+    /// The document as values, read from the harness's text the first time.
+    fn document(&self) -> &Map<String, Value> {
+        self.document.get_or_init(|| {
+            // The text was read strictly already: reading it again cannot fail.
+            match self.text.as_deref().map(json::parse) {
+                Some(Ok(Value::Object(object))) => object,
+                _ => Map::new(),
+            }
+        })
     }
 
     /// This event with the member at `pointer` set to `value` (its parents must exist):
     /// the effective event after an accepted modification. Identities are untouched.
     pub fn with_value(&self, pointer: &str, value: Value) -> Event {
-        let mut root = Value::Object(self.object.clone());
+        let mut root = Value::Object(self.document().clone());
         let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
         if let Some(parent) = root.pointer_mut(parent).and_then(Value::as_object_mut) {
             parent.insert(key.to_owned(), value);
         }
-        let Value::Object(object) = root else {
+        let Value::Object(document) = root else {
             return self.clone();
         };
         Event {
-            object,
+            id: self.id.clone(),
+            event_type: self.event_type.clone(),
+            session_id: self.session_id.clone(),
+            call_id: self.call_id.clone(),
             text: None,
-            ..self.clone()
+            one_line: false,
+            native: document.contains_key("native"),
+            holds_modify_target: self.holds_modify_target,
+            document: OnceCell::from(document),
         }
     }
 
@@ -150,7 +182,7 @@ impl Event {
         let object = parse_object(text)?;
         let mut problems = Problems::default();
         check_envelope(&object, &mut problems);
-        problems.into_result(object, text)
+        problems.into_result(&object, text)
     }
 
     /// Appends the event as sent to one subscription: `native` removed unless
@@ -159,12 +191,12 @@ impl Event {
     /// parsed document encoded (one line).
     pub fn write_wire(&self, include_native: bool, out: &mut Vec<u8>) {
         match &self.text {
-            Some(text) if include_native || !self.object.contains_key("native") => {
+            Some(text) if self.one_line && (include_native || !self.native) => {
                 out.extend_from_slice(text.as_bytes())
             }
             _ => {
                 let wire = WireEvent {
-                    object: &self.object,
+                    object: self.document(),
                     include_native,
                 };
                 // Writing a `Map` of `Value`s to a `Vec` cannot fail.
@@ -202,40 +234,44 @@ impl Problems {
         });
     }
 
-    fn into_result(
-        self,
-        object: Map<String, Value>,
-        source: &str,
-    ) -> Result<Event, Vec<EventProblem>> {
+    fn into_result(self, object: &Object, source: &str) -> Result<Event, Vec<EventProblem>> {
         if !self.0.is_empty() {
             return Err(self.0);
         }
-        let text = |parent: Option<&Map<String, Value>>, key: &str| {
+        let text = |parent: Option<&Object>, key: &str| {
             parent
                 .and_then(|parent| parent.get(key))
-                .and_then(Value::as_str)
+                .and_then(Node::as_str)
                 .filter(|text| !text.is_empty())
                 .map(str::to_owned)
         };
-        let member = |key: &str| object.get(key).and_then(Value::as_object);
+        let member = |key: &str| object.get(key).and_then(Node::as_object);
+        let event_type = text(Some(object), "type").unwrap_or_default();
+        let holds_modify_target = events::named(&event_type)
+            .and_then(|rules| rules.modify)
+            .is_some_and(|(_, pointer)| member_at(object, pointer).is_some());
+        let source = source.trim();
         Ok(Event {
-            id: text(Some(&object), "id").unwrap_or_default(),
-            event_type: text(Some(&object), "type").unwrap_or_default(),
+            id: text(Some(object), "id").unwrap_or_default(),
+            event_type,
             session_id: text(member("session"), "id"),
             call_id: text(member("call"), "id"),
-            object,
-            text: one_line(source).map(str::to_owned),
+            text: Some(source.to_owned()),
+            one_line: !has_line_break(source.as_bytes()),
+            native: object.contains_key("native"),
+            holds_modify_target,
+            document: OnceCell::new(),
         })
     }
 }
 
 /// The root must be a JSON object; nothing else can be checked otherwise. A member
 /// named twice is refused: the backend and the harness could each read a different one.
-fn parse_object(text: &str) -> Result<Map<String, Value>, Vec<EventProblem>> {
+fn parse_object(text: &str) -> Result<Object<'_>, Vec<EventProblem>> {
     let problem = |path: String, rule: String| vec![EventProblem { path, rule }];
     let root = |rule: &str| problem(String::new(), rule.to_owned());
-    match json::parse(text) {
-        Ok(Value::Object(object)) => Ok(object),
+    match json::read(text) {
+        Ok(Node::Object(object)) => Ok(object),
         Ok(_) => Err(root("must be a JSON object")),
         Err(json::Error::Duplicate(repeat)) => Err(problem(
             repeat.pointer,
@@ -243,11 +279,6 @@ fn parse_object(text: &str) -> Result<Map<String, Value>, Vec<EventProblem>> {
         )),
         Err(json::Error::Syntax(_)) => Err(root("must be valid JSON")),
     }
-}
-
-/// `text` (JSON) without the whitespace around it, if it has no line break.
-fn one_line(text: &str) -> Option<&str> {
-    (!has_line_break(text.as_bytes())).then(|| text.trim())
 }
 
 /// Whether JSON text holds an LF or CR, looked for eight bytes at a time: a JSON string
@@ -268,7 +299,7 @@ fn has_line_break(json: &[u8]) -> bool {
 }
 
 /// Rules every event shares (event.schema.json envelope).
-fn check_envelope(event: &Map<String, Value>, problems: &mut Problems) {
+fn check_envelope(event: &Object, problems: &mut Problems) {
     required_string(event, "", "id", problems);
     if let Some(source) = required_string(event, "", "source", problems) {
         if !is_absolute_uri(source) {
@@ -289,8 +320,8 @@ fn check_envelope(event: &Map<String, Value>, problems: &mut Problems) {
 }
 
 /// The `tool.before` payload (tool-before.schema.json, AHP-TB-001).
-fn check_tool_before(event: &Map<String, Value>, problems: &mut Problems) {
-    if let Some(kind) = event.get("type").and_then(Value::as_str) {
+fn check_tool_before(event: &Object, problems: &mut Problems) {
+    if let Some(kind) = event.get("type").and_then(Node::as_str) {
         if !kind.is_empty() && kind != "tool.before" {
             problems.add("/type", "must be \"tool.before\"");
         }
@@ -317,15 +348,10 @@ fn check_tool_before(event: &Map<String, Value>, problems: &mut Problems) {
 /// Each required member of a catalogue event, at its pointer, with its JSON type. A
 /// member whose parent is missing or of another type is not reported again: the parent
 /// is, and fixing it is the first step.
-fn check_members(
-    event: &Map<String, Value>,
-    name: &str,
-    members: &[(&str, Shape)],
-    problems: &mut Problems,
-) {
+fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems: &mut Problems) {
     for &(pointer, shape) in members {
         let (parent, _) = pointer.rsplit_once('/').unwrap_or_default();
-        if !parent.is_empty() && !member_at(event, parent).is_some_and(Value::is_object) {
+        if !parent.is_empty() && !member_at(event, parent).is_some_and(Node::is_object) {
             continue;
         }
         let Some(value) = member_at(event, pointer) else {
@@ -357,7 +383,7 @@ fn check_members(
 }
 
 /// The member at `pointer` (a JSON Pointer of plain member names) of `object`.
-fn member_at<'a>(object: &'a Map<String, Value>, pointer: &str) -> Option<&'a Value> {
+fn member_at<'n, 'a>(object: &'n Object<'a>, pointer: &str) -> Option<&'n Node<'a>> {
     let mut parts = pointer.split('/').skip(1);
     let mut value = object.get(parts.next()?)?;
     for part in parts {
@@ -372,7 +398,7 @@ const OUTCOMES: [&str; 5] = ["ok", "error", "denied", "cancelled", "timeout"];
 const SKIP_REASONS: [&str; 5] = ["supplied_result", "policy", "cancelled", "timeout", "other"];
 
 /// The `tool.after` payload (tool-after.schema.json): the one resolved-call boundary.
-fn check_tool_after(event: &Map<String, Value>, problems: &mut Problems) {
+fn check_tool_after(event: &Object, problems: &mut Problems) {
     if let Some(call) = required_object(event, "", "call", problems) {
         required_string(call, "/call", "id", problems);
     }
@@ -381,7 +407,7 @@ fn check_tool_after(event: &Map<String, Value>, problems: &mut Problems) {
     }
     required_string(event, "", "path", problems);
     match event.get("items") {
-        Some(Value::Array(_)) => {}
+        Some(Node::Array(_)) => {}
         Some(_) => problems.add("/items", "must be an array"),
         None => problems.add("/items", "is required"),
     }
@@ -434,12 +460,12 @@ fn check_tool_after(event: &Map<String, Value>, problems: &mut Problems) {
 }
 
 /// `tool`: name, parsed input, and an origin that agrees with the MCP descriptor.
-fn check_tool(tool: &Map<String, Value>, problems: &mut Problems) {
+fn check_tool(tool: &Object, problems: &mut Problems) {
     required_string(tool, "/tool", "name", problems);
     match tool.get("input") {
-        Some(Value::Object(_)) => {}
+        Some(Node::Object(_)) => {}
         // A backend matching on `input.command` must never have to guess at an encoding.
-        Some(Value::String(_)) => problems.add(
+        Some(Node::Text(_)) => problems.add(
             "/tool/input",
             "must be a JSON object, not an encoded string",
         ),
@@ -452,7 +478,7 @@ fn check_tool(tool: &Map<String, Value>, problems: &mut Problems) {
             problems.add("/tool/mcp", "must be absent when origin is \"native\"")
         }
         Some("mcp") => match mcp {
-            Some(Value::Object(_)) => {}
+            Some(Node::Object(_)) => {}
             Some(_) => problems.add("/tool/mcp", "must be an object"),
             None => problems.add("/tool/mcp", "is required when origin is \"mcp\""),
         },
@@ -463,13 +489,13 @@ fn check_tool(tool: &Map<String, Value>, problems: &mut Problems) {
 
 /// `parent/key` must be a non-empty string; returns it when it is.
 fn required_string<'a>(
-    parent: &'a Map<String, Value>,
+    parent: &'a Object,
     at: &str,
     key: &str,
     problems: &mut Problems,
 ) -> Option<&'a str> {
     match parent.get(key) {
-        Some(Value::String(text)) if !text.is_empty() => Some(text),
+        Some(Node::Text(text)) if !text.is_empty() => Some(text),
         Some(_) => {
             problems.add(format!("{at}/{key}"), "must be a non-empty string");
             None
@@ -483,13 +509,13 @@ fn required_string<'a>(
 
 /// `parent/key` must be an object; returns it when it is.
 fn required_object<'a>(
-    parent: &'a Map<String, Value>,
+    parent: &'a Object,
     at: &str,
     key: &str,
     problems: &mut Problems,
-) -> Option<&'a Map<String, Value>> {
+) -> Option<&'a Object<'a>> {
     match parent.get(key) {
-        Some(Value::Object(object)) => Some(object),
+        Some(Node::Object(object)) => Some(object),
         Some(_) => {
             problems.add(format!("{at}/{key}"), "must be an object");
             None

@@ -1,5 +1,5 @@
-//! Strict JSON text → [`serde_json::Value`]: an object that names a member twice is
-//! rejected, at any depth.
+//! Strict JSON text → a tree: an object that names a member twice is rejected, at any
+//! depth.
 //!
 //! RFC 8259 leaves repeated names to the reader, and serde_json's `Value` keeps the last
 //! one. Every input this crate reads (registration, event, backend reply) is a security
@@ -11,10 +11,14 @@
 //! Everything else is serde_json's own reading, unchanged: the same grammar, numbers and
 //! escapes, its nesting limit of 128, nothing but whitespace after the value. Names are
 //! compared after unescaping (`"a"` and `"\u0061"` are the same name).
+//!
+//! [`read`] gives a [`Node`] tree that borrows from the text, for checks that only look
+//! (the event of every hook call); [`parse`] gives a `Value` that owns everything.
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::map::{Entry, Map};
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
+use std::collections::BTreeSet;
 use std::fmt;
 
 /// Why a text is not strict JSON.
@@ -35,8 +39,98 @@ pub struct Duplicate {
     pub member: String,
 }
 
+/// One JSON value read by [`read`]. A string or name without escapes borrows its text,
+/// so reading a document allocates little more than its arrays and objects.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node<'a> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    Text(Cow<'a, str>),
+    Array(Vec<Node<'a>>),
+    Object(Object<'a>),
+}
+
+/// An object's members in text order, each name once.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Object<'a>(Vec<(Cow<'a, str>, Node<'a>)>);
+
+impl<'a> Object<'a> {
+    /// The member named `name`.
+    pub fn get(&self, name: &str) -> Option<&Node<'a>> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, value)| value)
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+}
+
+impl<'a> Node<'a> {
+    /// The member named `name`, if this is an object.
+    pub fn get(&self, name: &str) -> Option<&Node<'a>> {
+        self.as_object()?.get(name)
+    }
+
+    pub fn as_object(&self) -> Option<&Object<'a>> {
+        match self {
+            Node::Object(object) => Some(object),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Node::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    pub fn is_object(&self) -> bool {
+        matches!(self, Node::Object(_))
+    }
+
+    pub fn is_array(&self) -> bool {
+        matches!(self, Node::Array(_))
+    }
+
+    pub fn is_boolean(&self) -> bool {
+        matches!(self, Node::Bool(_))
+    }
+
+    pub fn is_u64(&self) -> bool {
+        matches!(self, Node::Number(n) if n.is_u64())
+    }
+
+    /// The same document as an owned `Value`.
+    pub fn into_value(self) -> Value {
+        match self {
+            Node::Null => Value::Null,
+            Node::Bool(b) => Value::Bool(b),
+            Node::Number(n) => Value::Number(n),
+            Node::Text(text) => Value::String(text.into_owned()),
+            Node::Array(items) => Value::Array(items.into_iter().map(Node::into_value).collect()),
+            Node::Object(Object(members)) => Value::Object(
+                members
+                    .into_iter()
+                    .map(|(name, value)| (name.into_owned(), value.into_value()))
+                    .collect::<Map<_, _>>(),
+            ),
+        }
+    }
+}
+
 /// Parses one JSON text, rejecting repeated member names at any depth.
 pub fn parse(text: &str) -> Result<Value, Error> {
+    read(text).map(Node::into_value)
+}
+
+/// Reads one JSON text into a tree borrowing from it, rejecting repeated member names at
+/// any depth.
+pub fn read(text: &str) -> Result<Node<'_>, Error> {
     let mut found = None;
     let mut reader = serde_json::Deserializer::from_str(text);
     let parsed = Strict { found: &mut found }
@@ -101,50 +195,58 @@ fn segment(name: &str) -> String {
 }
 
 impl<'de> DeserializeSeed<'de> for Strict<'_> {
-    type Value = Value;
+    type Value = Node<'de>;
 
-    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Value, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Node<'de>, D::Error> {
         reader.deserialize_any(self)
     }
 }
 
-/// Builds the same `Value`s as serde_json's own visitor, except for objects.
+/// Up to this many members, a name is looked for among the earlier ones one by one;
+/// a larger object keeps a set, so a huge object costs no quadratic time.
+const SCANNED_MEMBERS: usize = 16;
+
+/// Builds the values serde_json's own visitor builds, as [`Node`]s.
 impl<'de> Visitor<'de> for Strict<'_> {
-    type Value = Value;
+    type Value = Node<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_unit<E>(self) -> Result<Node<'de>, E> {
+        Ok(Node::Null)
     }
 
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
+    fn visit_bool<E>(self, v: bool) -> Result<Node<'de>, E> {
+        Ok(Node::Bool(v))
     }
 
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
+    fn visit_i64<E>(self, v: i64) -> Result<Node<'de>, E> {
+        Ok(Node::Number(v.into()))
     }
 
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
+    fn visit_u64<E>(self, v: u64) -> Result<Node<'de>, E> {
+        Ok(Node::Number(v.into()))
     }
 
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    fn visit_f64<E>(self, v: f64) -> Result<Node<'de>, E> {
+        Ok(Number::from_f64(v).map_or(Node::Null, Node::Number))
     }
 
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Node<'de>, E> {
+        Ok(Node::Text(Cow::Borrowed(v)))
     }
 
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
+    fn visit_str<E>(self, v: &str) -> Result<Node<'de>, E> {
+        Ok(Node::Text(Cow::Owned(v.to_owned())))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(mut self, mut items: A) -> Result<Value, A::Error> {
+    fn visit_string<E>(self, v: String) -> Result<Node<'de>, E> {
+        Ok(Node::Text(Cow::Owned(v)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut items: A) -> Result<Node<'de>, A::Error> {
         let mut array = Vec::new();
         while let Some(item) = items
             .next_element_seed(self.child())
@@ -152,28 +254,65 @@ impl<'de> Visitor<'de> for Strict<'_> {
         {
             array.push(item);
         }
-        Ok(Value::Array(array))
+        Ok(Node::Array(array))
     }
 
-    fn visit_map<A: MapAccess<'de>>(mut self, mut members: A) -> Result<Value, A::Error> {
-        let mut object = Map::new();
-        while let Some(name) = members.next_key::<String>()? {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut members: A) -> Result<Node<'de>, A::Error> {
+        let mut object = Vec::new();
+        let mut names: Option<BTreeSet<Cow<'de, str>>> = None;
+        while let Some(name) = members.next_key_seed(Name)? {
             let value = members
                 .next_value_seed(self.child())
                 .map_err(|e| self.up(|| segment(&name), e))?;
-            match object.entry(name) {
-                Entry::Vacant(slot) => drop(slot.insert(value)),
-                Entry::Occupied(first) => {
-                    let member = first.key().clone();
-                    *self.found = Some(Found {
-                        segments: vec![segment(&member)],
-                        member,
-                    });
-                    return Err(de::Error::custom("duplicate member"));
-                }
+            let repeated = match &mut names {
+                Some(names) => !names.insert(name.clone()),
+                None => object.iter().any(|(earlier, _)| *earlier == name),
+            };
+            if repeated {
+                let member = name.into_owned();
+                *self.found = Some(Found {
+                    segments: vec![segment(&member)],
+                    member,
+                });
+                return Err(de::Error::custom("duplicate member"));
+            }
+            object.push((name, value));
+            if names.is_none() && object.len() == SCANNED_MEMBERS {
+                names = Some(object.iter().map(|(name, _)| name.clone()).collect());
             }
         }
-        Ok(Value::Object(object))
+        Ok(Node::Object(Object(object)))
+    }
+}
+
+/// Reads a member name, borrowing it when it has no escapes.
+struct Name;
+
+impl<'de> DeserializeSeed<'de> for Name {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Cow<'de, str>, D::Error> {
+        reader.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Name {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v))
     }
 }
 
@@ -212,6 +351,43 @@ mod tests {
     fn names_are_compared_unescaped() {
         assert_eq!(duplicate(r#"{"a":1,"\u0061":2}"#).pointer, "/a");
         assert_eq!(duplicate(r#"{"é":1,"\u00e9":2}"#).pointer, "/é");
+    }
+
+    #[test]
+    fn a_repeat_in_a_large_object_is_found() {
+        let members: Vec<String> = (0..40).map(|i| format!(r#""m{i}":{i}"#)).collect();
+        let text = format!("{{{}}}", members.join(","));
+        let read = parse(&text).expect("no repeat");
+        assert_eq!(read, serde_json::from_str::<Value>(&text).unwrap());
+        for repeat in [0, 15, 16, 39] {
+            let repeated = format!(r#"{{"x":{{{},"m{repeat}":true}}}}"#, members.join(","));
+            assert_eq!(duplicate(&repeated).pointer, format!("/x/m{repeat}"));
+        }
+    }
+
+    #[test]
+    fn a_read_tree_borrows_what_has_no_escapes() {
+        let text = r#"{"plain":"text","\u0065scaped":"line\n"}"#;
+        let Ok(Node::Object(Object(members))) = read(text) else {
+            panic!("an object");
+        };
+        let borrowed = |c: &Cow<str>| matches!(c, Cow::Borrowed(_));
+        let Node::Text(plain) = &members[0].1 else {
+            panic!("a string");
+        };
+        let Node::Text(escaped) = &members[1].1 else {
+            panic!("a string");
+        };
+        assert_eq!(
+            (borrowed(&members[0].0), borrowed(plain)),
+            (true, true),
+            "plain name and value"
+        );
+        assert_eq!(
+            (members[1].0.as_ref(), escaped.as_ref()),
+            ("escaped", "line\n")
+        );
+        assert!(!borrowed(&members[1].0) && !borrowed(escaped));
     }
 
     #[test]
