@@ -67,6 +67,11 @@ impl<'a> Object<'a> {
     pub fn contains_key(&self, name: &str) -> bool {
         self.get(name).is_some()
     }
+
+    /// The member names, in text order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(name, _)| name.as_ref())
+    }
 }
 
 impl<'a> Node<'a> {
@@ -82,11 +87,29 @@ impl<'a> Node<'a> {
         }
     }
 
+    pub fn as_array(&self) -> Option<&[Node<'a>]> {
+        match self {
+            Node::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Node::Number(n) => n.as_i64(),
+            _ => None,
+        }
+    }
+
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Node::Text(text) => Some(text),
             _ => None,
         }
+    }
+
+    pub fn is_string(&self) -> bool {
+        matches!(self, Node::Text(_))
     }
 
     pub fn is_object(&self) -> bool {

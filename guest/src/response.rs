@@ -14,13 +14,13 @@
 
 use crate::effect::{self, Effect, EffectKind};
 use crate::host_api::Reply;
-use crate::json;
+use crate::json::{self, Node, Object};
 use crate::syntax::is_reverse_dns;
 use ahp_vocab::{
     DeliverAt, Detail, EventCapability, Failure, FailureClass, FlowOperation, ModifyOperation,
     ModifyTarget, Phase, PROTOCOL_VERSION,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Decodes one reply to the request whose JSON-RPC id is `expected_id` (the event id, a JSON string),
 /// accepting it only if every part is valid. Err = exactly one Failure (class + phase Parse or Accept).
@@ -104,9 +104,9 @@ fn is_json_media_type(content_type: &str) -> bool {
 
 /// AHP messages are UTF-8 JSON; an empty body is not JSON. A member named twice at any
 /// depth is malformed too: keeping either one would let the backend say two things.
-fn parse_body(body: &[u8]) -> Result<Value, Failure> {
+fn parse_body(body: &[u8]) -> Result<Node<'_>, Failure> {
     let text = std::str::from_utf8(body).map_err(|_| parse_failure(FailureClass::MalformedUtf8))?;
-    json::parse(text).map_err(|error| {
+    json::read(text).map_err(|error| {
         let failure = parse_failure(FailureClass::MalformedJson);
         match error {
             json::Error::Duplicate(_) => failure.with_detail(Detail::DuplicateKey),
@@ -117,13 +117,13 @@ fn parse_body(body: &[u8]) -> Result<Value, Failure> {
 
 /// One JSON-RPC 2.0 response object: no batch (AHP-RPC-002), not a request, and exactly
 /// one of `result` and `error`.
-fn check_envelope(message: &Value) -> Result<&Map<String, Value>, Failure> {
+fn check_envelope<'m, 'a>(message: &'m Node<'a>) -> Result<&'m Object<'a>, Failure> {
     let response = match message {
-        Value::Object(response) => response,
-        Value::Array(_) => return Err(malformed(Detail::Batch)),
+        Node::Object(response) => response,
+        Node::Array(_) => return Err(malformed(Detail::Batch)),
         _ => return Err(malformed(Detail::NotObject)),
     };
-    if response.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if response.get("jsonrpc").and_then(Node::as_str) != Some("2.0") {
         return Err(malformed(Detail::JsonrpcVersion));
     }
     if response.contains_key("method") {
@@ -142,10 +142,10 @@ fn check_envelope(message: &Value) -> Result<&Map<String, Value>, Failure> {
 /// The id must be the request's id, exactly: the string `expected_id`, never a number
 /// that looks like it. Only an error may carry `null`, since a backend that could not
 /// parse the request cannot know its id (JSON-RPC 2.0 §5).
-fn check_id(response: &Map<String, Value>, expected_id: &str) -> Result<(), Failure> {
+fn check_id(response: &Object, expected_id: &str) -> Result<(), Failure> {
     match response.get("id") {
-        Some(Value::String(id)) if id == expected_id => Ok(()),
-        Some(Value::Null) if response.contains_key("error") => Ok(()),
+        Some(Node::Text(id)) if id == expected_id => Ok(()),
+        Some(Node::Null) if response.contains_key("error") => Ok(()),
         Some(_) => Err(parse_failure(FailureClass::IdMismatch)),
         None => Err(malformed(Detail::IdMissing)),
     }
@@ -153,9 +153,9 @@ fn check_id(response: &Map<String, Value>, expected_id: &str) -> Result<(), Fail
 
 /// Any JSON-RPC error is an operational failure; the reserved AHP codes get their own
 /// class. Only the numeric code is kept: `message` and `data` are backend text.
-fn classify_error(error: &Value) -> Failure {
-    let code = error.get("code").and_then(Value::as_i64);
-    let has_message = error.get("message").is_some_and(Value::is_string);
+fn classify_error(error: &Node) -> Failure {
+    let code = error.get("code").and_then(Node::as_i64);
+    let has_message = error.get("message").is_some_and(Node::is_string);
     let (Some(code), true) = (code, has_message) else {
         return malformed(Detail::ErrorObject);
     };
@@ -169,8 +169,8 @@ fn classify_error(error: &Value) -> Failure {
 
 /// The success `result`: our protocol version, an `effects` member, and no discovery
 /// `manifest` (discovery and interception payloads are never mixed).
-fn check_result(result: Option<&Value>) -> Result<&Value, Failure> {
-    let Some(Value::Object(result)) = result else {
+fn check_result<'m, 'a>(result: Option<&'m Node<'a>>) -> Result<&'m Node<'a>, Failure> {
+    let Some(Node::Object(result)) = result else {
         return Err(malformed(Detail::ResultNotObject));
     };
     let missing = |field| parse_failure(FailureClass::MissingResultFields).with_detail(field);
@@ -191,8 +191,8 @@ fn check_result(result: Option<&Value>) -> Result<&Value, Failure> {
 /// rejects the whole list. Decisions that disagree (allow with deny, ask with allow)
 /// and two supplied results are conflicts, not precedence questions; a decision
 /// repeated is one decision (DEC-001: two valid denies are a deny), kept once.
-fn accept_effects(effects: &Value, advertised: &EventCapability) -> Result<Vec<Effect>, Failure> {
-    let Value::Array(members) = effects else {
+fn accept_effects(effects: &Node, advertised: &EventCapability) -> Result<Vec<Effect>, Failure> {
+    let Node::Array(members) = effects else {
         return Err(invalid(Detail::MalformedEffect));
     };
     let decoded = members
@@ -225,11 +225,11 @@ fn accept_effects(effects: &Value, advertised: &EventCapability) -> Result<Vec<E
 /// One effect: a type we know and offered, only the schema's members, each well-formed
 /// and within the advertised options (modify target and operation, flow operation,
 /// delivery time).
-fn decode_effect(member: &Value, advertised: &EventCapability) -> Result<Effect, Failure> {
+fn decode_effect(member: &Node, advertised: &EventCapability) -> Result<Effect, Failure> {
     let Some(effect) = member.as_object() else {
         return Err(invalid(Detail::MalformedEffect));
     };
-    let Some(name) = effect.get("type").and_then(Value::as_str) else {
+    let Some(name) = effect.get("type").and_then(Node::as_str) else {
         return Err(invalid(Detail::MalformedEffect));
     };
     let kind = match EffectKind::parse(name) {
@@ -240,11 +240,11 @@ fn decode_effect(member: &Value, advertised: &EventCapability) -> Result<Effect,
     };
     if effect
         .keys()
-        .any(|key| !effect::fields(kind).contains(&key.as_str()))
+        .any(|key| !effect::fields(kind).contains(&key))
     {
         return Err(invalid(Detail::UnknownEffectField));
     }
-    let text = |key: &str| effect.get(key).and_then(Value::as_str);
+    let text = |key: &str| effect.get(key).and_then(Node::as_str);
     let decoded = match kind {
         EffectKind::Deny => decode_deny(effect),
         EffectKind::Allow => Some(Effect::Allow),
@@ -255,7 +255,7 @@ fn decode_effect(member: &Value, advertised: &EventCapability) -> Result<Effect,
         EffectKind::Modify => return decode_modify(effect, advertised),
         EffectKind::Flow => return decode_flow(effect, advertised),
         EffectKind::Return => effect.get("value").map(|value| Effect::Return {
-            value: value.clone(),
+            value: value.clone().into_value(),
         }),
         EffectKind::Inject => return decode_inject(effect, advertised),
     };
@@ -264,13 +264,13 @@ fn decode_effect(member: &Value, advertised: &EventCapability) -> Result<Effect,
 
 /// The protocol word at `key`, or a malformed effect.
 fn word<T>(
-    effect: &Map<String, Value>,
+    effect: &Object,
     key: &str,
     parse: fn(&str) -> Option<T>,
 ) -> Result<T, Failure> {
     effect
         .get(key)
-        .and_then(Value::as_str)
+        .and_then(Node::as_str)
         .and_then(parse)
         .ok_or(invalid(Detail::MalformedEffect))
 }
@@ -285,13 +285,14 @@ fn offered(offered: bool) -> Result<(), Failure> {
 /// `{type, target, operation: replace|merge, value}`, the target being the one the
 /// event advertises with this operation, the value of the target's shape.
 fn decode_modify(
-    effect: &Map<String, Value>,
+    effect: &Object,
     advertised: &EventCapability,
 ) -> Result<Effect, Failure> {
     let target = word(effect, "target", ModifyTarget::parse)?;
     let operation = word(effect, "operation", ModifyOperation::parse)?;
     let value = effect
         .get("value")
+        .map(|v| v.clone().into_value())
         .filter(|v| effect::fits(target, v))
         .ok_or(invalid(Detail::MalformedEffect))?;
     offered(
@@ -302,14 +303,14 @@ fn decode_modify(
     Ok(Effect::Modify {
         target,
         operation,
-        value: value.clone(),
+        value,
     })
 }
 
 /// `{type, operation: stop, reason}` or `{type, operation: continue, instruction?}`,
 /// each non-empty, the operation advertised.
 fn decode_flow(
-    effect: &Map<String, Value>,
+    effect: &Object,
     advertised: &EventCapability,
 ) -> Result<Effect, Failure> {
     let operation = word(effect, "operation", FlowOperation::parse)?;
@@ -318,7 +319,7 @@ fn decode_flow(
         FlowOperation::Continue => ("instruction", "reason"),
     };
     let text = match effect.get(needed) {
-        Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
+        Some(Node::Text(text)) if !text.is_empty() => Some(text.to_string()),
         None if operation == FlowOperation::Continue => None,
         _ => return Err(invalid(Detail::MalformedEffect)),
     };
@@ -337,15 +338,15 @@ fn decode_flow(
 /// `{type, target: context, operation: append, deliverAt, value: messages}`, the
 /// delivery time advertised.
 fn decode_inject(
-    effect: &Map<String, Value>,
+    effect: &Object,
     advertised: &EventCapability,
 ) -> Result<Effect, Failure> {
-    let in_context = effect.get("target").and_then(Value::as_str) == Some("context");
-    let appends = effect.get("operation").and_then(Value::as_str) == Some("append");
+    let in_context = effect.get("target").and_then(Node::as_str) == Some("context");
+    let appends = effect.get("operation").and_then(Node::as_str) == Some("append");
     let deliver_at = word(effect, "deliverAt", DeliverAt::parse)?;
     let value = effect.get("value").filter(|v| {
         v.as_array()
-            .is_some_and(|items| items.iter().all(Value::is_object))
+            .is_some_and(|items| items.iter().all(Node::is_object))
     });
     let (true, true, Some(value)) = (in_context, appends, value) else {
         return Err(invalid(Detail::MalformedEffect));
@@ -353,12 +354,12 @@ fn decode_inject(
     offered(advertised.inject.contains(&deliver_at))?;
     Ok(Effect::Inject {
         deliver_at,
-        value: value.clone(),
+        value: value.clone().into_value(),
     })
 }
 
 /// `{type, reason: non-empty string, code?: reverse-DNS, extensions?: reverse-DNS keys}`
-fn decode_deny(effect: &Map<String, Value>) -> Option<Effect> {
+fn decode_deny(effect: &Object) -> Option<Effect> {
     let reason = effect.get("reason")?.as_str().filter(|r| !r.is_empty())?;
     let code = match effect.get("code") {
         Some(code) => Some(code.as_str().filter(|c| is_reverse_dns(c))?),
@@ -367,7 +368,7 @@ fn decode_deny(effect: &Map<String, Value>) -> Option<Effect> {
     if let Some(extensions) = effect.get("extensions") {
         extensions
             .as_object()
-            .filter(|e| e.keys().all(|key| is_reverse_dns(key)))?;
+            .filter(|e| e.keys().all(is_reverse_dns))?;
     }
     Some(Effect::Deny {
         reason: reason.to_owned(),
