@@ -263,11 +263,7 @@ fn decode_effect(member: &Node, advertised: &EventCapability) -> Result<Effect, 
 }
 
 /// The protocol word at `key`, or a malformed effect.
-fn word<T>(
-    effect: &Object,
-    key: &str,
-    parse: fn(&str) -> Option<T>,
-) -> Result<T, Failure> {
+fn word<T>(effect: &Object, key: &str, parse: fn(&str) -> Option<T>) -> Result<T, Failure> {
     effect
         .get(key)
         .and_then(Node::as_str)
@@ -284,10 +280,7 @@ fn offered(offered: bool) -> Result<(), Failure> {
 
 /// `{type, target, operation: replace|merge, value}`, the target being the one the
 /// event advertises with this operation, the value of the target's shape.
-fn decode_modify(
-    effect: &Object,
-    advertised: &EventCapability,
-) -> Result<Effect, Failure> {
+fn decode_modify(effect: &Object, advertised: &EventCapability) -> Result<Effect, Failure> {
     let target = word(effect, "target", ModifyTarget::parse)?;
     let operation = word(effect, "operation", ModifyOperation::parse)?;
     let value = effect
@@ -309,10 +302,7 @@ fn decode_modify(
 
 /// `{type, operation: stop, reason}` or `{type, operation: continue, instruction?}`,
 /// each non-empty, the operation advertised.
-fn decode_flow(
-    effect: &Object,
-    advertised: &EventCapability,
-) -> Result<Effect, Failure> {
+fn decode_flow(effect: &Object, advertised: &EventCapability) -> Result<Effect, Failure> {
     let operation = word(effect, "operation", FlowOperation::parse)?;
     let (needed, forbidden) = match operation {
         FlowOperation::Stop => ("reason", "instruction"),
@@ -337,10 +327,7 @@ fn decode_flow(
 
 /// `{type, target: context, operation: append, deliverAt, value: messages}`, the
 /// delivery time advertised.
-fn decode_inject(
-    effect: &Object,
-    advertised: &EventCapability,
-) -> Result<Effect, Failure> {
+fn decode_inject(effect: &Object, advertised: &EventCapability) -> Result<Effect, Failure> {
     let in_context = effect.get("target").and_then(Node::as_str) == Some("context");
     let appends = effect.get("operation").and_then(Node::as_str) == Some("append");
     let deliver_at = word(effect, "deliverAt", DeliverAt::parse)?;
