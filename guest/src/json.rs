@@ -41,7 +41,7 @@ pub struct Duplicate {
 
 /// One JSON value read by [`read`]. A string or name without escapes borrows its text,
 /// so reading a document allocates little more than its arrays and objects.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum Node<'a> {
     Null,
     Bool(bool),
@@ -52,7 +52,7 @@ pub enum Node<'a> {
 }
 
 /// An object's members in text order, each name once.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Object<'a>(Vec<(Cow<'a, str>, Node<'a>)>);
 
 impl<'a> Object<'a> {
