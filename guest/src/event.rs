@@ -37,11 +37,9 @@ pub struct Event {
     /// The harness's text, without the whitespace around it. When it is one line, a
     /// backend is sent the document that was checked, byte for byte (the strict reader
     /// refused repeated members, so no reader can see another one in it), without the
-    /// cost of encoding it again. Gone once a modification changes the event.
+    /// cost of encoding it again; a stdio frame is one line, so a text with a line break
+    /// is encoded again. Gone once a modification changes the event.
     text: Option<String>,
-    /// Whether `text` has no line break: a stdio frame is one line, so a text with one
-    /// is encoded again.
-    one_line: bool,
     /// Whether the document has a top-level `native` member (a subscription that does
     /// not include it is sent the document encoded without it).
     native: bool,
@@ -169,7 +167,6 @@ impl Event {
             session_id: self.session_id.clone(),
             call_id: self.call_id.clone(),
             text: None,
-            one_line: false,
             native: document.contains_key("native"),
             holds_modify_target: self.holds_modify_target,
             document: OnceCell::from(document),
@@ -191,7 +188,7 @@ impl Event {
     /// parsed document encoded (one line).
     pub fn write_wire(&self, include_native: bool, out: &mut Vec<u8>) {
         match &self.text {
-            Some(text) if self.one_line && (include_native || !self.native) => {
+            Some(text) if !has_line_break(text.as_bytes()) && (include_native || !self.native) => {
                 out.extend_from_slice(text.as_bytes())
             }
             _ => {
@@ -257,7 +254,6 @@ impl Problems {
             session_id: text(member("session"), "id"),
             call_id: text(member("call"), "id"),
             text: Some(source.to_owned()),
-            one_line: !has_line_break(source.as_bytes()),
             native: object.contains_key("native"),
             holds_modify_target,
             document: OnceCell::new(),

@@ -20,8 +20,8 @@ mod loopback;
 
 use ahp_host::EffectKind;
 use loopback::{
-    connect, first_body, hook, hook_throughput, median, post, raw_throughput, registration, timed,
-    Interceptors, Rows, CONCURRENCY, EVENT, THROUGHPUT_ROUNDS,
+    connect, first_body, hook, post, print_ratio, registration, throughput, timed, Interceptors,
+    Rows, CONCURRENCY, EVENT,
 };
 use std::net::SocketAddr;
 use tokio::net::TcpListener;
@@ -68,41 +68,13 @@ async fn main() {
     let figures = rows.report(&format!(
         "{n} calls each, interleaved, one keep-alive connection each, loopback"
     ));
-    let (hook_med, hook_p99) = figures[2];
-    for (floor, (med, p99)) in ["after component calls", "after a raw POST"]
+    for (floor, figure) in ["after component calls", "after a raw POST"]
         .iter()
         .zip(&figures)
     {
-        println!(
-            "ratio to the floor {floor:<22} {:>10.2} {:>10.2}",
-            hook_med / med,
-            hook_p99 / p99
-        );
+        print_ratio(&format!("ratio to the floor {floor}"), figures[2], *figure);
     }
-
-    let per_round = n.max(CONCURRENCY);
-    let mut connections = Vec::new();
-    for _ in 0..CONCURRENCY {
-        connections.push(connect(addr).await);
-    }
-    let (mut raw_rates, mut hook_rates) = (Vec::new(), Vec::new());
-    for _ in 0..THROUGHPUT_ROUNDS {
-        raw_rates.push(raw_throughput(&mut connections, addr, &request_body, per_round).await);
-        hook_rates.push(hook_throughput(&interceptor, per_round).await);
-    }
-    println!(
-        "throughput at concurrency {CONCURRENCY}, {per_round} per round, median of {THROUGHPUT_ROUNDS} alternating rounds"
-    );
-    println!(
-        "{:<34} {:>10.0}",
-        "raw keep-alive POST, requests/s",
-        median(&mut raw_rates)
-    );
-    println!(
-        "{:<34} {:>10.0}",
-        "hook calls, decisions/s",
-        median(&mut hook_rates)
-    );
+    throughput(&interceptor, addr, &request_body, n.max(CONCURRENCY)).await;
     interceptor.shutdown();
 }
 

@@ -26,7 +26,7 @@ pub const EVENT: &str = r#"{"id":"evt_bench","source":"urn:ahp:bench","type":"to
 /// Concurrent callers in the throughput rounds.
 pub const CONCURRENCY: usize = 8;
 /// Throughput rounds per row, alternating raw and hook.
-pub const THROUGHPUT_ROUNDS: usize = 5;
+const THROUGHPUT_ROUNDS: usize = 5;
 
 /// The first request body a backend received, over HTTP or in process: the component's
 /// own bytes, which the raw row then sends.
@@ -214,6 +214,42 @@ impl Rows {
     }
 }
 
+/// Prints `row`'s median and p99 as ratios to `floor`'s (each a pair from
+/// [`Rows::report`]), under `label`.
+pub fn print_ratio(label: &str, row: (f64, f64), floor: (f64, f64)) {
+    println!(
+        "{label:<40} {:>10.2} {:>10.2}",
+        row.0 / floor.0,
+        row.1 / floor.1
+    );
+}
+
+/// Throughput at [`CONCURRENCY`]: [`THROUGHPUT_ROUNDS`] rounds of `per_round` raw POSTs of
+/// `body` to `addr` and as many hook calls through `interceptor`, alternating; prints the
+/// median rate of each.
+pub async fn throughput(
+    interceptor: &Interceptor,
+    addr: SocketAddr,
+    body: &Bytes,
+    per_round: usize,
+) {
+    let mut connections = Vec::new();
+    for _ in 0..CONCURRENCY {
+        connections.push(connect(addr).await);
+    }
+    let (mut raw_rates, mut hook_rates) = (Vec::new(), Vec::new());
+    for _ in 0..THROUGHPUT_ROUNDS {
+        raw_rates.push(raw_throughput(&mut connections, addr, body, per_round).await);
+        hook_rates.push(hook_throughput(interceptor, per_round).await);
+    }
+    println!(
+        "throughput at concurrency {CONCURRENCY}, {per_round} per round, median of {THROUGHPUT_ROUNDS} alternating rounds"
+    );
+    let rate = |name: &str, rates: &mut [f64]| println!("{name:<40} {:>10.0}", median(rates));
+    rate("raw keep-alive POST, requests/s", &mut raw_rates);
+    rate("hook calls, decisions/s", &mut hook_rates);
+}
+
 /// `work`'s output and how long it took.
 pub async fn timed<T>(work: impl Future<Output = T>) -> (T, Duration) {
     let t = Instant::now();
@@ -221,7 +257,7 @@ pub async fn timed<T>(work: impl Future<Output = T>) -> (T, Duration) {
     (done, t.elapsed())
 }
 
-pub fn median(values: &mut [f64]) -> f64 {
+fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }

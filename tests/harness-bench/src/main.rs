@@ -21,8 +21,8 @@ mod loopback;
 
 use ahp_host::{Interceptor, Options};
 use loopback::{
-    backend_thread, connect, first_body, hook, hook_throughput, median, post, raw_throughput,
-    registration, timed, Rows, CONCURRENCY, THROUGHPUT_ROUNDS,
+    backend_thread, connect, first_body, hook, post, print_ratio, registration, throughput, timed,
+    Rows, CONCURRENCY,
 };
 use std::net::SocketAddr;
 
@@ -73,40 +73,13 @@ async fn run(n: usize, addr: SocketAddr) {
     let figures = rows.report(&format!(
         "current-thread harness, backend on its own thread, loopback; {n} calls per row, interleaved"
     ));
-    let (raw_med, raw_p99) = figures[0];
-    for (name, (med, p99)) in ["hook call through the component", "Rust SDK harness client"]
+    for (name, figure) in ["hook call through the component", "Rust SDK harness client"]
         .iter()
         .zip(&figures[1..])
     {
-        println!(
-            "ratio to raw: {name:<26} {:>10.2} {:>10.2}",
-            med / raw_med,
-            p99 / raw_p99
-        );
+        print_ratio(&format!("ratio to raw: {name}"), *figure, figures[0]);
     }
-
-    let per_round = n.max(CONCURRENCY);
-    let mut raw_rates = Vec::new();
-    let mut hook_rates = Vec::new();
-    let mut connections = Vec::new();
-    for _ in 0..CONCURRENCY {
-        connections.push(connect(addr).await);
-    }
-    for _ in 0..THROUGHPUT_ROUNDS {
-        raw_rates.push(raw_throughput(&mut connections, addr, &body, per_round).await);
-        hook_rates.push(hook_throughput(&interceptor, per_round).await);
-    }
-    println!("throughput at concurrency {CONCURRENCY}, {per_round} decisions per round, median of {THROUGHPUT_ROUNDS} alternating rounds");
-    println!(
-        "{:<40} {:>10.0}",
-        "raw keep-alive POST, requests/s",
-        median(&mut raw_rates)
-    );
-    println!(
-        "{:<40} {:>10.0}",
-        "hook calls, decisions/s",
-        median(&mut hook_rates)
-    );
+    throughput(&interceptor, addr, &body, n.max(CONCURRENCY)).await;
     interceptor.shutdown_async().await;
 }
 
