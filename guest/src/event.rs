@@ -529,16 +529,6 @@ mod tests {
     use crate::syntax::examples::{ABSOLUTE_URIS, DATE_TIMES, NOT_ABSOLUTE_URIS, NOT_DATE_TIMES};
     use serde_json::json;
 
-    macro_rules! fixture {
-        ($path:literal) => {
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../tests/upstream/fixtures/draft/",
-                $path
-            ))
-        };
-    }
-
     /// `params.event` of a fixture message.
     fn fixture_event(text: &str) -> Value {
         let message: Value = serde_json::from_str(text).expect("fixture is JSON");

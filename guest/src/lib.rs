@@ -8,6 +8,19 @@
 //! world through the [`host_api::Host`] trait, which the WebAssembly build adapts to the
 //! component's imports (`wit/interceptor.wit`) and native tests fake.
 
+/// The text of an upstream draft fixture (`tests/upstream/fixtures/draft/PATH`), for the
+/// unit tests that check the readers against them.
+#[cfg(test)]
+macro_rules! fixture {
+    ($path:literal) => {
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/upstream/fixtures/draft/",
+            $path
+        ))
+    };
+}
+
 pub mod chain;
 pub mod deadline;
 pub mod effect;

@@ -370,16 +370,6 @@ mod tests {
     use serde_json::json;
     use FailureClass::*;
 
-    macro_rules! fixture {
-        ($path:literal) => {
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../tests/upstream/fixtures/draft/",
-                $path
-            ))
-        };
-    }
-
     /// `event`'s whole capability: every effect it allows, with every option.
     fn full(event: InterceptableEvent) -> EventCapability {
         crate::events::full(event)
