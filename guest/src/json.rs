@@ -129,17 +129,17 @@ impl<'a> Node<'a> {
     }
 
     /// The same document as an owned `Value`.
-    pub fn into_value(self) -> Value {
+    pub fn to_value(&self) -> Value {
         match self {
             Node::Null => Value::Null,
-            Node::Bool(b) => Value::Bool(b),
-            Node::Number(n) => Value::Number(n),
-            Node::Text(text) => Value::String(text.into_owned()),
-            Node::Array(items) => Value::Array(items.into_iter().map(Node::into_value).collect()),
+            Node::Bool(b) => Value::Bool(*b),
+            Node::Number(n) => Value::Number(n.clone()),
+            Node::Text(text) => Value::String(text.to_string()),
+            Node::Array(items) => Value::Array(items.iter().map(Node::to_value).collect()),
             Node::Object(Object(members)) => Value::Object(
                 members
-                    .into_iter()
-                    .map(|(name, value)| (name.into_owned(), value.into_value()))
+                    .iter()
+                    .map(|(name, value)| (name.to_string(), value.to_value()))
                     .collect::<Map<_, _>>(),
             ),
         }
@@ -148,7 +148,7 @@ impl<'a> Node<'a> {
 
 /// Parses one JSON text, rejecting repeated member names at any depth.
 pub fn parse(text: &str) -> Result<Value, Error> {
-    read(text).map(Node::into_value)
+    read(text).map(|node| node.to_value())
 }
 
 /// Reads one JSON text into a tree borrowing from it, rejecting repeated member names at

@@ -255,7 +255,7 @@ fn decode_effect(member: &Node, advertised: &EventCapability) -> Result<Effect, 
         EffectKind::Modify => return decode_modify(effect, advertised),
         EffectKind::Flow => return decode_flow(effect, advertised),
         EffectKind::Return => effect.get("value").map(|value| Effect::Return {
-            value: value.clone().into_value(),
+            value: value.to_value(),
         }),
         EffectKind::Inject => return decode_inject(effect, advertised),
     };
@@ -285,7 +285,7 @@ fn decode_modify(effect: &Object, advertised: &EventCapability) -> Result<Effect
     let operation = word(effect, "operation", ModifyOperation::parse)?;
     let value = effect
         .get("value")
-        .map(|v| v.clone().into_value())
+        .map(Node::to_value)
         .filter(|v| effect::fits(target, v))
         .ok_or(invalid(Detail::MalformedEffect))?;
     offered(
@@ -341,7 +341,7 @@ fn decode_inject(effect: &Object, advertised: &EventCapability) -> Result<Effect
     offered(advertised.inject.contains(&deliver_at))?;
     Ok(Effect::Inject {
         deliver_at,
-        value: value.clone().into_value(),
+        value: value.to_value(),
     })
 }
 
