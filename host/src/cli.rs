@@ -446,7 +446,7 @@ fn harness(name: &str) -> Result<hook::Harness, String> {
 }
 
 /// SIGINT or SIGTERM.
-async fn wait_for_signal() {
+pub(crate) async fn wait_for_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

@@ -1,7 +1,8 @@
 //! Shutdown: admission stops (later calls fail locally with a `shutdown` denial),
 //! in-flight calls end as denials, repeated and concurrent shutdown is safe, and the
 //! interceptor's connections are released; shutdown also cancels the owned observer
-//! deliveries in flight, and `ahp observe` shuts down on a signal, leaving no child.
+//! deliveries in flight, and `ahp observe` and `ahp hook` shut down on a signal, leaving
+//! no child; the hook answers its harness with a denial first.
 
 use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
@@ -228,6 +229,95 @@ async fn ahp_observe_on_sigterm_kills_and_reaps_its_stdio_children() {
         !alive(child_pid),
         "stdio child {child_pid} outlived ahp observe"
     );
+}
+
+/// `ahp hook codex` sent SIGTERM while its stdio interceptor holds the request (that
+/// backend sleeps a minute before answering and reads nothing meanwhile): the call ends as
+/// `interrupted` although the subscription fails open, Codex gets its denial on stdout
+/// from a process that exited on its own, the audit log has the record, and the backend
+/// is killed and reaped, not orphaned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ahp_hook_on_sigterm_answers_a_denial_and_reaps_its_stdio_backend() {
+    use std::os::unix::process::ExitStatusExt as _;
+    use tokio::io::AsyncWriteExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("backend.log");
+    let audit = dir.path().join("audit.jsonl");
+    let reg = json!({"protocolVersion": "draft", "hooks": [{
+        "id": "com.example.slow",
+        "transport": {"type": "stdio", "command": env!("CARGO_BIN_EXE_stdio_backend"),
+                      "args": ["sleep:60000", log.to_str().unwrap()], "lifecycle": "per_event"},
+        "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 30000,
+                           "failurePolicy": "fail-open", "content": {"default": "metadata"}}]
+    }]});
+    let reg_path = dir.path().join("registration.json");
+    std::fs::write(&reg_path, reg.to_string()).unwrap();
+    let payload = json!({"session_id": "s-sig", "cwd": "/repo", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "rm -rf build"}, "tool_use_id": "call_sig"});
+    let mut ahp = tokio::process::Command::new(ahp_binary())
+        .args(["hook", "codex", "--registration"])
+        .arg(&reg_path)
+        .arg("--audit")
+        .arg(&audit)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = ahp.stdin.take().unwrap();
+    stdin
+        .write_all(payload.to_string().as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let child_pid = wait_for_pid(&log).await.expect("the backend started");
+    assert!(
+        wait_for_line(&log, "recv hooks/intercept").await,
+        "the request reached the backend"
+    );
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &ahp.id().unwrap().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = tokio::time::timeout(Duration::from_secs(10), ahp.wait_with_output())
+        .await
+        .expect("ahp hook answers after SIGTERM")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.signal(),
+        None,
+        "handled, not killed: {stderr}"
+    );
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let answer: Value = serde_json::from_str(&stdout).expect("a JSON answer");
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+    let line = std::fs::read_to_string(&audit).expect("the audit log");
+    let record: Value = serde_json::from_str(line.trim()).expect("one record");
+    assert_eq!(record["decision"], "deny", "{record}");
+    assert_eq!(record["decidedBy"], "interrupted", "{record}");
+    assert!(
+        !alive(child_pid),
+        "stdio backend {child_pid} outlived ahp hook"
+    );
+}
+
+/// Whether `line` appears in the file at `log` within 10 s.
+async fn wait_for_line(log: &std::path::Path, line: &str) -> bool {
+    for _ in 0..1000 {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.lines().any(|l| l == line) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
 }
 
 /// The pid the stdio backend logs when it starts, polled for up to 10 s.

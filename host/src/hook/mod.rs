@@ -7,7 +7,9 @@
 //! before a decision — a payload that is not the harness's, an unreadable or invalid
 //! registration, a component failure, a panic, the whole process running past its budget —
 //! is answered as a denial in the harness's format, with a generic reason (the details go
-//! to stderr).
+//! to stderr). So is SIGINT or SIGTERM: the call is interrupted (`decidedBy:
+//! "interrupted"` in the audit), its stdio backends are killed and reaped, and the
+//! process answers before it exits.
 //!
 //! Each harness module says three things as data and small functions: which native events
 //! map to which AHP events and which effects the harness enforces at each
@@ -33,7 +35,9 @@ use crate::vocab::{
     DeliverAt, EventCapability, FlowCapability, FlowOperation, InterceptableEvent,
     ModifyCapability, ModifyTarget,
 };
-use crate::{DecidedBy, Decision, Declaration, EffectKind, Interceptor, Options, Settlement};
+use crate::{
+    DecidedBy, Decision, Declaration, EffectKind, Interceptor, Interrupt, Options, Settlement,
+};
 use serde_json::{Map, Value};
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
@@ -46,6 +50,11 @@ pub const DEFAULT_BUDGET_MS: u64 = 10_000;
 /// How long past its budget the process may run before the watchdog answers a denial.
 /// The call itself settles inside the budget; this covers a stuck step around it.
 const WATCHDOG_GRACE: Duration = Duration::from_millis(1_000);
+
+/// How long after SIGINT or SIGTERM the process may still take to answer. An
+/// interrupted call settles at once; this covers a step that cannot see the signal
+/// (reading stdin, compiling the component).
+const SIGNAL_GRACE: Duration = Duration::from_millis(500);
 
 /// The largest payload read from stdin; a harness sends one small JSON object.
 const MAX_PAYLOAD_BYTES: u64 = 16 << 20;
@@ -522,19 +531,34 @@ pub async fn run(request: Request) -> ExitCode {
     let started = Instant::now();
     let deadline = started + request.budget;
     let harness = request.harness;
-    let flow = tokio::spawn(async move {
+    let interrupt = Interrupt::new();
+    let signalled = interrupt.clone();
+    let mut flow = tokio::spawn(async move {
         let payload = tokio::task::spawn_blocking(read_payload)
             .await
             .map_err(|e| e.to_string())
             .and_then(|read| read)
             .map_err(|detail| Failure { spec: None, detail })?;
-        decide(&request, &payload, deadline).await
+        decide(&request, &payload, deadline, &signalled).await
     });
-    let outcome = match tokio::time::timeout_at((deadline + WATCHDOG_GRACE).into(), flow).await {
+    let watchdog = deadline + WATCHDOG_GRACE;
+    let joined = tokio::select! {
+        joined = tokio::time::timeout_at(watchdog.into(), &mut flow) => joined,
+        () = crate::cli::wait_for_signal() => {
+            interrupt.interrupt();
+            let bound = watchdog.min(Instant::now() + SIGNAL_GRACE);
+            tokio::time::timeout_at(bound.into(), &mut flow).await
+        }
+    };
+    let outcome = match joined {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(join)) => Err(Failure {
             spec: None,
             detail: format!("the hook call failed: {join}"),
+        }),
+        Err(_) if interrupt.is_set() => Err(Failure {
+            spec: None,
+            detail: "interrupted by a signal".into(),
         }),
         Err(_) => Err(Failure {
             spec: None,
@@ -585,11 +609,13 @@ fn harness_deny_everywhere(harness: Harness, verdict: &Verdict) -> Answer {
     answer
 }
 
-/// Reads the payload, maps it, asks the interceptor and returns its verdict.
+/// Reads the payload, maps it, asks the interceptor and returns its verdict; `interrupt`
+/// (a signal) ends the call as interrupted.
 async fn decide(
     request: &Request,
     payload: &[u8],
     deadline: Instant,
+    interrupt: &Interrupt,
 ) -> Result<(&'static EventSpec, Verdict), Failure> {
     let fail = |spec, detail: String| Failure { spec, detail };
     let object = match serde_json::from_slice::<Value>(payload) {
@@ -636,7 +662,7 @@ async fn decide(
     let remaining = deadline.saturating_duration_since(Instant::now());
     let verdict = if spec.capability().is_some() {
         let settled = interceptor
-            .intercept(&event, &spec.advertised(), Some(remaining))
+            .intercept_with(&event, &spec.advertised(), Some(remaining), interrupt)
             .await;
         match settled {
             Ok(settled) => Verdict::of(&settled),
@@ -646,8 +672,16 @@ async fn decide(
             },
         }
     } else {
-        // The harness enforces nothing here: the event is only observed.
-        match interceptor.observe(&event, Some(remaining)).await {
+        // The harness enforces nothing here: the event is only observed. A signal drops
+        // the deliveries (their stdio children are killed, reaped below).
+        let observed = tokio::select! {
+            observed = interceptor.observe(&event, Some(remaining)) => observed,
+            () = interrupt.wait() => {
+                interceptor.shutdown_async().await;
+                return Err(fail(Some(spec), "interrupted by a signal".into()));
+            }
+        };
+        match observed {
             Ok(observed) if observed.engine_failure => {
                 Err("the component failed preparing the notifications".into())
             }
@@ -655,7 +689,7 @@ async fn decide(
             Err(e) => Err(describe(&e)),
         }
     };
-    interceptor.shutdown();
+    interceptor.shutdown_async().await;
     verdict.map(|v| (spec, v)).map_err(|e| fail(Some(spec), e))
 }
 
