@@ -26,15 +26,21 @@ impl wit::Host for HostState {
         let Some(source) = backends.get(&backend).and_then(|b| b.credentials.as_ref()) else {
             return Ok(Ok(None));
         };
+        // A stopped call starts no acquisition (which may send a client secret), and
+        // stopping wins whenever both are ready.
+        if self.stopped() {
+            return Ok(Err(AuthError::Cancelled));
+        }
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
         let stopped = self.when_stopped();
         let cancelled = Interrupt::new();
         let resolved = tokio::select! {
-            r = source.acquire(&backend, deadline, &cancelled) => r,
+            biased;
             () = stopped => {
                 cancelled.interrupt();
                 return Ok(Err(AuthError::Cancelled));
             }
+            r = source.acquire(&backend, deadline, &cancelled) => r,
         };
         Ok(match resolved {
             Ok(bearer) => Ok(Some(self.table.push(Credential { backend, bearer })?)),

@@ -40,16 +40,29 @@ impl wit::Host for HostState {
         if target.credentials.is_some() && bearer.is_none() {
             return Ok(Err(DeliveryError::NotPermitted));
         }
+        // A stopped call sends nothing: checked before the exchange starts, and first
+        // whenever both are ready (an exchange whose write is ready at once would
+        // otherwise win half the races).
+        if self.stopped() {
+            return Ok(Err(DeliveryError::Cancelled));
+        }
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
         let stopped = self.when_stopped();
         let cancelled = Interrupt::new();
         let exchange = target.exchange(&backend, &message, bearer.as_ref(), deadline, &cancelled);
-        Ok(tokio::select! {
-            r = exchange => r,
+        let delivered = tokio::select! {
+            biased;
             () = stopped => {
                 cancelled.interrupt();
                 Err(DeliveryError::Cancelled)
             }
+            r = exchange => r,
+        };
+        Ok(match delivered {
+            // Cancellation belongs to the call and the interceptor: a transport that
+            // stops on its own (its owner closed it) has failed, under the policy.
+            Err(DeliveryError::Cancelled) if !self.stopped() => Err(DeliveryError::ConnectionLost),
+            other => other,
         })
     }
 

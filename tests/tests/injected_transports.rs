@@ -33,6 +33,8 @@ enum Answer {
     Hang,
     /// Fails as `connection-reset`.
     Reset,
+    /// Says it was cancelled, though nobody cancelled it (its owner closed it).
+    Closed,
 }
 
 struct Engine {
@@ -75,6 +77,7 @@ impl Transport for Engine {
                 Answer::Allow => json!([]),
                 Answer::Deny => json!([{"type": "deny", "reason": "in-process says no"}]),
                 Answer::Reset => return Err(TransportError::ConnectionReset),
+                Answer::Closed => return Err(TransportError::Cancelled),
                 Answer::Hang => {
                     let (cancelled, seen) =
                         (request.cancelled.clone(), self.saw_cancellation.clone());
@@ -188,6 +191,18 @@ async fn a_reset_is_retried_with_identical_bytes_when_retries_are_on() {
         .unwrap()
         .len();
     assert_eq!(attempts, 2, "{record}");
+}
+
+/// Only the call's interruption or shutdown is `interrupted`: a transport that reports
+/// cancellation on its own has failed, and the subscription's policy settles it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transport_cancelled_by_its_owner_is_a_failure_under_the_policy() {
+    for policy in POLICIES {
+        let engine = Engine::new(&[Answer::Closed]);
+        let hooks = interceptor_with(&engine, policy, 1_000, 0).await;
+        let settled = call(&hooks, &format!("evt_inproc_closed_{policy}")).await;
+        assert_failed(&settled, policy, "connection-lost", policy);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

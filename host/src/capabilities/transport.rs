@@ -47,7 +47,9 @@ pub struct TransportReply {
 pub enum TransportError {
     /// The deadline passed (the host also enforces it, as `await-response`).
     DeadlineExceeded,
-    /// The transport noticed cancellation and stopped.
+    /// The transport noticed cancellation and stopped. Only the host's signal
+    /// ([`TransportRequest::cancelled`]) makes this an interruption; returned while the
+    /// call goes on, it is a failure like [`TransportError::ConnectionLost`].
     Cancelled,
     /// Nobody took the message; nothing was sent.
     ConnectionRefused,
