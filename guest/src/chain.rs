@@ -16,7 +16,7 @@ use crate::effect::{self, Effect};
 use crate::event::Event;
 use crate::events::Rules;
 use crate::host_api::{AuthError, DeliveryError, Host, Instant, IoPhase};
-use crate::registration::{Backend, Interceptor as Target, Registration};
+use crate::registration::{Backend, Interceptor as Target, Registration, View};
 use crate::response;
 use crate::settlement::{ObserverDelivery, Settlement};
 use crate::wire::{self, Message};
@@ -108,7 +108,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         } else {
             let message = wire::intercept(
                 &effective,
-                target.subscription.include_native,
+                &target.subscription.view,
                 call.capability,
                 |bytes| host.sha256(bytes),
             );
@@ -235,7 +235,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                     call.budget,
                     ObserverKind::ShortCircuit,
                     t.backend,
-                    t.subscription.include_native,
+                    &t.subscription.view,
                     &effective,
                 )
             }));
@@ -248,7 +248,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                     call.budget,
                     ObserverKind::Owned,
                     backend,
-                    subscription.include_native,
+                    &subscription.view,
                     &effective,
                 )
             },
@@ -345,13 +345,13 @@ pub(crate) fn observer<H: Host>(
     budget: Option<Instant>,
     kind: ObserverKind,
     backend: &Backend,
-    include_native: bool,
+    view: &View,
     event: &Event,
 ) -> ObserverDelivery {
     ObserverDelivery {
         backend: backend.id.clone(),
         kind,
-        message: wire::observe(event, include_native, |bytes| host.sha256(bytes)),
+        message: wire::observe(event, view, |bytes| host.sha256(bytes)),
         deadline: crate::settlement::observer_deadline(now, budget),
     }
 }

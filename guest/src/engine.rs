@@ -196,14 +196,13 @@ impl Engine {
             .registration
             .observers(&event.event_type)
             .map(|(backend, subscription)| {
-                let native = subscription.include_native;
                 chain::observer(
                     host,
                     started,
                     budget,
                     ObserverKind::Owned,
                     backend,
-                    native,
+                    &subscription.view,
                     &event,
                 )
             })

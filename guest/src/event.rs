@@ -10,9 +10,11 @@
 //! as they came, so extensions survive. Every problem is collected, not just the first,
 //! so whoever wired up the harness can fix the event in one go.
 
+use crate::content;
 use crate::effect::EffectKind;
 use crate::events::{self, Payload, Rules, Shape};
 use crate::json::{self, Node, Object};
+use crate::registration::View;
 use crate::syntax::{is_absolute_uri, is_date_time};
 use ahp_vocab::EventCapability;
 use serde::{Serialize, Serializer};
@@ -45,6 +47,9 @@ pub struct Event {
     native: bool,
     /// Whether the document holds the value its type's modify effect targets.
     holds_modify_target: bool,
+    /// Whether the document may hold content parts (see [`crate::content`]): only then
+    /// can a subscription's selection change what its backend is sent.
+    holds_parts: bool,
     /// The document as values: read from `text` the first time a value is needed, or
     /// the modified document.
     document: OnceCell<Map<String, Value>>,
@@ -169,6 +174,8 @@ impl Event {
             text: None,
             native: document.contains_key("native"),
             holds_modify_target: self.holds_modify_target,
+            // A modification may bring parts of its own; projecting finds them if so.
+            holds_parts: true,
             document: OnceCell::from(document),
         }
     }
@@ -182,18 +189,26 @@ impl Event {
         problems.into_result(&object, text)
     }
 
-    /// Appends the event as sent to one subscription: `native` removed unless
-    /// `include_native` (the provider payload may hold anything, so it leaves only when
-    /// local policy says so). The harness's text when it can go as it came, else the
-    /// parsed document encoded (one line).
-    pub fn write_wire(&self, include_native: bool, out: &mut Vec<u8>) {
-        match &self.text {
-            Some(text) if !has_line_break(text.as_bytes()) && (include_native || !self.native) => {
+    /// Appends the event as sent to one subscription (its [`View`]): `native` removed
+    /// unless included (the provider payload may hold anything, so it leaves only when
+    /// local policy says so), and every content part lowered to the subscription's
+    /// selection. The harness's text when it can go as it came, else the document
+    /// encoded (one line).
+    pub fn write_wire(&self, view: &View, out: &mut Vec<u8>) {
+        let projected = match self.holds_parts && !view.content.is_all_body() {
+            true => view.content.project(self.document()),
+            false => None,
+        };
+        let include_native = view.include_native;
+        match (&self.text, &projected) {
+            (Some(text), None)
+                if !has_line_break(text.as_bytes()) && (include_native || !self.native) =>
+            {
                 out.extend_from_slice(text.as_bytes())
             }
             _ => {
                 let wire = WireEvent {
-                    object: self.document(),
+                    object: projected.as_ref().unwrap_or_else(|| self.document()),
                     include_native,
                 };
                 // Writing a `Map` of `Value`s to a `Vec` cannot fail.
@@ -256,6 +271,7 @@ impl Problems {
             text: Some(source.to_owned()),
             native: object.contains_key("native"),
             holds_modify_target,
+            holds_parts: content::holds_parts(object),
             document: OnceCell::new(),
         })
     }
@@ -1026,8 +1042,15 @@ mod tests {
 
     /// The event as [`Event::write_wire`] writes it.
     fn wire(event: &Event, include_native: bool) -> String {
+        let content = crate::content::Content::all(crate::content::Selection::Body);
         let mut out = Vec::new();
-        event.write_wire(include_native, &mut out);
+        event.write_wire(
+            &View {
+                include_native,
+                content,
+            },
+            &mut out,
+        );
         String::from_utf8(out).expect("UTF-8")
     }
 

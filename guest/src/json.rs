@@ -72,6 +72,11 @@ impl<'a> Object<'a> {
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.0.iter().map(|(name, _)| name.as_ref())
     }
+
+    /// The members, in text order.
+    pub fn members(&self) -> impl Iterator<Item = (&str, &Node<'a>)> {
+        self.0.iter().map(|(name, value)| (name.as_ref(), value))
+    }
 }
 
 impl<'a> Node<'a> {

@@ -22,6 +22,7 @@ macro_rules! fixture {
 }
 
 pub mod chain;
+pub mod content;
 pub mod deadline;
 pub mod effect;
 pub mod engine;

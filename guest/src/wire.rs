@@ -7,6 +7,7 @@
 //! retries").
 
 use crate::event::Event;
+use crate::registration::View;
 use ahp_vocab::{DeliverAt, EventCapability, ModifyCapability, PROTOCOL_VERSION};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
@@ -31,7 +32,7 @@ impl Message {
         id: Option<&str>,
         method: &str,
         event: &Event,
-        include_native: bool,
+        view: &View,
         capabilities: Option<Capabilities<'_>>,
         sha256: impl FnOnce(&[u8]) -> String,
     ) -> Message {
@@ -47,7 +48,7 @@ impl Message {
         bytes.extend_from_slice(br#","params":{"protocolVersion":"#);
         write_json(&mut bytes, PROTOCOL_VERSION);
         bytes.extend_from_slice(br#","event":"#);
-        event.write_wire(include_native, &mut bytes);
+        event.write_wire(view, &mut bytes);
         if let Some(capabilities) = capabilities {
             bytes.extend_from_slice(br#","capabilities":"#);
             write_json(&mut bytes, &capabilities);
@@ -143,7 +144,7 @@ impl Serialize for Inject<'_> {
 /// embedding harness enforces for this event as `capabilities`.
 pub fn intercept(
     event: &Event,
-    include_native: bool,
+    view: &View,
     capability: &EventCapability,
     sha256: impl FnOnce(&[u8]) -> String,
 ) -> Message {
@@ -151,27 +152,32 @@ pub fn intercept(
         Some(&event.id),
         "hooks/intercept",
         event,
-        include_native,
+        view,
         Some(Capabilities(capability)),
         sha256,
     )
 }
 
 /// `hooks/observe`: a notification, so it has no JSON-RPC id.
-pub fn observe(
-    event: &Event,
-    include_native: bool,
-    sha256: impl FnOnce(&[u8]) -> String,
-) -> Message {
-    Message::encode(None, "hooks/observe", event, include_native, None, sha256)
+pub fn observe(event: &Event, view: &View, sha256: impl FnOnce(&[u8]) -> String) -> Message {
+    Message::encode(None, "hooks/observe", event, view, None, sha256)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::content::{Content, Selection};
     use crate::effect::EffectKind;
     use serde_json::{json, Value};
     use sha2::{Digest, Sha256};
+
+    /// What one subscription sees: every part's description, `native` if included.
+    fn view(include_native: bool) -> View {
+        View {
+            include_native,
+            content: Content::all(Selection::Metadata),
+        }
+    }
 
     /// What a host's `sha256` returns.
     fn sha256(bytes: &[u8]) -> String {
@@ -197,7 +203,8 @@ mod tests {
     fn capabilities_carry_each_advertised_effects_options() {
         let full = crate::events::full(ahp_vocab::InterceptableEvent::ToolBefore);
         let v: Value =
-            serde_json::from_slice(intercept(&event(), false, &full, sha256).bytes()).unwrap();
+            serde_json::from_slice(intercept(&event(), &view(false), &full, sha256).bytes())
+                .unwrap();
         assert_eq!(
             v["params"]["capabilities"],
             json!({
@@ -213,7 +220,7 @@ mod tests {
     fn intercept_request_correlates_id_with_event_id_and_advertises_effects() {
         let msg = intercept(
             &event(),
-            false,
+            &view(false),
             &only(&[EffectKind::Deny, EffectKind::Ask]),
             sha256,
         );
@@ -232,12 +239,12 @@ mod tests {
     #[test]
     fn native_payload_is_sent_only_when_enabled() {
         let without: Value = serde_json::from_slice(
-            intercept(&event(), false, &only(&[EffectKind::Deny]), sha256).bytes(),
+            intercept(&event(), &view(false), &only(&[EffectKind::Deny]), sha256).bytes(),
         )
         .unwrap();
         assert!(without["params"]["event"].get("native").is_none());
         let with: Value = serde_json::from_slice(
-            intercept(&event(), true, &only(&[EffectKind::Deny]), sha256).bytes(),
+            intercept(&event(), &view(true), &only(&[EffectKind::Deny]), sha256).bytes(),
         )
         .unwrap();
         assert_eq!(with["params"]["event"]["native"]["raw"], "provider payload");
@@ -245,8 +252,8 @@ mod tests {
 
     #[test]
     fn encoding_is_deterministic_single_line_and_hashed() {
-        let a = intercept(&event(), false, &only(&[EffectKind::Deny]), sha256);
-        let b = intercept(&event(), false, &only(&[EffectKind::Deny]), sha256);
+        let a = intercept(&event(), &view(false), &only(&[EffectKind::Deny]), sha256);
+        let b = intercept(&event(), &view(false), &only(&[EffectKind::Deny]), sha256);
         assert_eq!(a, b);
         assert!(
             !a.bytes().contains(&b'\n'),
@@ -260,12 +267,12 @@ mod tests {
     fn the_envelope_is_written_around_the_events_own_text() {
         let text = r#"{"id":"e\"1","source":"urn:x","type":"tool.before","time":"2026-08-24T08:51:14Z","session":{"id":"s"},"call":{"id":"c"},"tool":{"name":"Bash","input":{},"origin":"native"},"path":"native"}"#;
         let event = Event::parse_tool_before(text).expect("valid event");
-        let sent = intercept(&event, false, &only(&[EffectKind::Deny]), sha256);
+        let sent = intercept(&event, &view(false), &only(&[EffectKind::Deny]), sha256);
         let expected = format!(
             r#"{{"jsonrpc":"2.0","id":"e\"1","method":"hooks/intercept","params":{{"protocolVersion":"draft","event":{text},"capabilities":{{"effects":["deny"]}}}}}}"#
         );
         assert_eq!(String::from_utf8_lossy(sent.bytes()), expected);
-        let notification = observe(&event, false, sha256);
+        let notification = observe(&event, &view(false), sha256);
         let expected = format!(
             r#"{{"jsonrpc":"2.0","method":"hooks/observe","params":{{"protocolVersion":"draft","event":{text}}}}}"#
         );
@@ -274,7 +281,8 @@ mod tests {
 
     #[test]
     fn observe_is_a_notification_without_id() {
-        let v: Value = serde_json::from_slice(observe(&event(), false, sha256).bytes()).unwrap();
+        let v: Value =
+            serde_json::from_slice(observe(&event(), &view(false), sha256).bytes()).unwrap();
         assert_eq!(v["method"], "hooks/observe");
         assert!(v.get("id").is_none());
         assert_eq!(v["params"]["protocolVersion"], "draft");

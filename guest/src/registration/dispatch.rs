@@ -87,7 +87,8 @@ impl EventPattern {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registration::parse;
+    use crate::content::{Content, Selection};
+    use crate::registration::{parse, View};
 
     #[test]
     fn patterns_match_purely_and_subscriptions_filter_by_mode() {
@@ -105,7 +106,10 @@ mod tests {
             index: 0,
             events: vec![EventPattern::Any],
             mode,
-            include_native: false,
+            view: View {
+                include_native: false,
+                content: Content::all(Selection::Omit),
+            },
         };
         assert!(sub.selects("tool.before") && !sub.selects("turn.end"));
         assert!(Subscription {

@@ -23,6 +23,7 @@ mod tests;
 pub use dispatch::Interceptor;
 pub use problems::Problem;
 
+use crate::content::Content;
 use crate::json;
 use problems::Checker;
 
@@ -127,7 +128,17 @@ pub struct Subscription {
     pub index: usize,
     pub events: Vec<EventPattern>,
     pub mode: Mode,
+    /// What its backend is sent of each event.
+    pub view: View,
+}
+
+/// What one subscription's backend is sent of an event: `native` only where the
+/// registration includes it (`includeNative`), and each content part only as far as its
+/// `content` selection allows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
     pub include_native: bool,
+    pub content: Content,
 }
 
 /// Intercept (the backend may decide, under a deadline and a policy) or observe (it is

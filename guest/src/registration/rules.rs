@@ -12,8 +12,9 @@ use super::problems::{
 };
 use super::{
     Auth, Backend, EventPattern, FailurePolicy, Lifecycle, Mode, OAuth, OAuthFlow, Subscription,
-    Transport,
+    Transport, View,
 };
+use crate::content::{Content, Selection};
 use crate::syntax::{is_env_name, is_http_url, is_reverse_dns};
 use serde_json::Value;
 
@@ -215,12 +216,15 @@ fn subscription(c: &mut Checker, v: &Value, path: &str, index: usize) -> Option<
     let filters = s.opt(c, "filters", filters);
     let upload = s.opt(c, "upload", upload);
     managed_scope(c, &s);
-    content.and(id).and(filters).and(upload)?;
+    id.and(filters).and(upload)?;
     Some(Subscription {
         index,
         events: events?.into_iter().collect::<Option<_>>()?,
         mode: mode?,
-        include_native: include_native?.unwrap_or(false),
+        view: View {
+            include_native: include_native?.unwrap_or(false),
+            content: content?,
+        },
     })
 }
 
@@ -297,16 +301,28 @@ fn intercept_mode(c: &mut Checker, s: &Node) -> Option<Mode> {
     })
 }
 
-/// Content selection: a required `default`, and every category is body|metadata|omit.
-fn content(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
+/// Content selection: a required `default`, and every category is body|metadata|omit
+/// (any category name is allowed; one not named takes the default).
+fn content(c: &mut Checker, v: &Value, path: &str) -> Option<Content> {
     let n = Node::new(c, v, path)?;
-    let selections = [("body", ()), ("metadata", ()), ("omit", ())];
+    let selections = [
+        ("body", Selection::Body),
+        ("metadata", Selection::Metadata),
+        ("omit", Selection::Omit),
+    ];
     let checked: Vec<_> = n
         .entries()
-        .map(|(key, v)| choice(c, v, &n.at(key), &selections))
+        .map(|(key, v)| choice(c, v, &n.at(key), &selections).map(|s| (key.clone(), s)))
         .collect();
-    let default = n.need(c, "default", |_, _, _| Some(()));
-    checked.into_iter().collect::<Option<()>>().and(default)
+    let present = n.need(c, "default", |_, _, _| Some(()));
+    let mut categories = checked.into_iter().collect::<Option<Vec<_>>>()?;
+    present?;
+    let at = categories.iter().position(|(name, _)| name == "default")?;
+    let (_, default) = categories.remove(at);
+    Some(Content {
+        default,
+        categories,
+    })
 }
 
 /// Managed policy must not be user-disableable: fail rather than silently degrade.

@@ -5,6 +5,7 @@
 
 use super::rules::LITERAL_SECRET_KEYS;
 use super::*;
+use crate::content::Selection;
 use serde_json::{json, Value};
 
 const FIXTURES: &str = concat!(
@@ -136,7 +137,10 @@ fn r1_portable_fixture_keeps_two_backends_and_three_subscriptions_in_order() {
         index,
         events: vec![EventPattern::Exact(event.into())],
         mode,
-        include_native: false,
+        view: View {
+            include_native: false,
+            content: Content::all(Selection::Metadata),
+        },
     };
     let intercept = |timeout_ms, policy| Mode::Intercept { timeout_ms, policy };
     let policy = Backend {
@@ -516,7 +520,11 @@ fn shared_subscription_fields_are_type_checked() {
         ),
         ("$o/id", "3", "$o/id"),
     ]);
-    assert!(accepted(&[("$o/includeNative", "true")]).backends[1].subscriptions[0].include_native);
+    assert!(
+        accepted(&[("$o/includeNative", "true")]).backends[1].subscriptions[0]
+            .view
+            .include_native
+    );
 }
 
 #[test]

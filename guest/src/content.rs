@@ -1,0 +1,370 @@
+//! Content selection (AHP-CONTENT-002): what one subscription may see of the content parts
+//! of an event.
+//!
+//! A registration gives each subscription a `content` selection, `body`, `metadata` or
+//! `omit` per category with a required default, and each backend is sent the event with
+//! every part lowered to its own subscription's selection. A part never rises: a
+//! selection limits what a backend sees and grants nothing. A part lowered to `metadata`
+//! keeps its description (id, kind, media type, category, size, hash) without `text`,
+//! `body` or `gap`; one lowered to `omit` keeps only what names it (the schema allows a
+//! stub or no part; a stub keeps the message's shape and ids).
+//!
+//! A part is an object with a string `id` and `mediaType`, a `kind` of `text` or
+//! `attachment` and a string `selection` (content-item.schema.json). It may sit in any
+//! content slot (`items`, `message.messages`, `instructions`, a single part, an effect's
+//! value), so every member of the event is searched, except two the selection does not
+//! govern: `native`, which goes only where the registration includes it, and the tool's
+//! `input`, the arguments the policy decides on.
+
+use crate::json::{Node, Object};
+use serde_json::{Map, Value};
+
+/// How much of a part a backend sees, least first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Selection {
+    Omit,
+    Metadata,
+    Body,
+}
+
+impl Selection {
+    /// The registration's and the part's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Selection::Omit => "omit",
+            Selection::Metadata => "metadata",
+            Selection::Body => "body",
+        }
+    }
+
+    fn parse(word: &str) -> Option<Selection> {
+        [Selection::Omit, Selection::Metadata, Selection::Body]
+            .into_iter()
+            .find(|s| s.as_str() == word)
+    }
+}
+
+/// A subscription's `content`: a selection per named category, the default for others.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Content {
+    pub default: Selection,
+    pub categories: Vec<(String, Selection)>,
+}
+
+/// The members a part loses at each selection below `body`.
+const WITHOUT_BODY: [&str; 3] = ["text", "body", "gap"];
+const WITHOUT_DESCRIPTION: [&str; 2] = ["size", "sha256"];
+
+impl Content {
+    /// `selection` for every category.
+    pub fn all(selection: Selection) -> Content {
+        Content {
+            default: selection,
+            categories: Vec::new(),
+        }
+    }
+
+    /// Every part as the harness sent it: nothing to lower.
+    pub fn is_all_body(&self) -> bool {
+        self.default == Selection::Body
+            && self.categories.iter().all(|(_, s)| *s == Selection::Body)
+    }
+
+    /// `document` with every part lowered to this selection; `None` when no part changes.
+    pub fn project(&self, document: &Map<String, Value>) -> Option<Map<String, Value>> {
+        let mut projected = document.clone();
+        let mut changed = false;
+        for (key, value) in projected.iter_mut() {
+            match (key.as_str(), value) {
+                ("native", _) => {}
+                ("tool", Value::Object(tool)) => {
+                    for (_, value) in tool.iter_mut().filter(|(key, _)| *key != "input") {
+                        changed |= self.lower_within(value);
+                    }
+                }
+                (_, value) => changed |= self.lower_within(value),
+            }
+        }
+        changed.then_some(projected)
+    }
+
+    /// Lowers every part in `value`; whether anything changed.
+    fn lower_within(&self, value: &mut Value) -> bool {
+        match value {
+            Value::Object(object)
+                if is_part(
+                    object.get("id"),
+                    object.get("kind"),
+                    object.get("mediaType"),
+                    object.get("selection"),
+                ) =>
+            {
+                self.lower(object)
+            }
+            Value::Object(object) => object
+                .values_mut()
+                .fold(false, |changed, v| self.lower_within(v) | changed),
+            Value::Array(items) => items
+                .iter_mut()
+                .fold(false, |changed, v| self.lower_within(v) | changed),
+            _ => false,
+        }
+    }
+
+    /// Lowers one part to the smaller of its own selection and this one for its category.
+    fn lower(&self, part: &mut Map<String, Value>) -> bool {
+        let own = part
+            .get("selection")
+            .and_then(Value::as_str)
+            .and_then(Selection::parse)
+            // A word the schema does not know claims nothing: it is lowered like a body.
+            .unwrap_or(Selection::Body);
+        let allowed = self.for_category(&category(part));
+        let to = own.min(allowed);
+        if to == Selection::Body {
+            return false;
+        }
+        let mut removed: Vec<&str> = WITHOUT_BODY.to_vec();
+        if to == Selection::Omit {
+            removed.extend(WITHOUT_DESCRIPTION);
+        }
+        let mut changed = removed
+            .iter()
+            .fold(false, |changed, key| part.remove(*key).is_some() | changed);
+        if part.get("selection").and_then(Value::as_str) != Some(to.as_str()) {
+            part.insert("selection".into(), Value::from(to.as_str()));
+            changed = true;
+        }
+        changed
+    }
+
+    fn for_category(&self, category: &str) -> Selection {
+        self.categories
+            .iter()
+            .find(|(name, _)| name == category)
+            .map_or(self.default, |(_, s)| *s)
+    }
+}
+
+/// Whether an object with these members is a content part.
+fn is_part<V: Member>(
+    id: Option<&V>,
+    kind: Option<&V>,
+    media_type: Option<&V>,
+    selection: Option<&V>,
+) -> bool {
+    let kind = kind.and_then(Member::text);
+    matches!(kind, Some("text" | "attachment"))
+        && [id, media_type, selection]
+            .iter()
+            .all(|m| m.and_then(|m| m.text()).is_some())
+}
+
+/// A part's category: its own `category`, else text, or by media type for an attachment.
+fn category(part: &Map<String, Value>) -> String {
+    if let Some(named) = part.get("category").and_then(Value::as_str) {
+        return named.to_owned();
+    }
+    if part.get("kind").and_then(Value::as_str) == Some("text") {
+        return "text".into();
+    }
+    let media_type = part
+        .get("mediaType")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let family = media_type.split('/').next().unwrap_or_default();
+    match family.to_ascii_lowercase().as_str() {
+        "image" => "images",
+        "audio" => "audio",
+        "video" => "video",
+        _ => "files",
+    }
+    .into()
+}
+
+/// Whether the checked event holds any part a selection could lower: read once, from the
+/// tree the checks read, so that an event without parts is never projected.
+pub fn holds_parts(event: &Object) -> bool {
+    event.members().any(|(key, node)| match (key, node) {
+        ("native", _) => false,
+        ("tool", Node::Object(tool)) => tool
+            .members()
+            .any(|(key, node)| key != "input" && node_holds_parts(node)),
+        (_, node) => node_holds_parts(node),
+    })
+}
+
+fn node_holds_parts(node: &Node) -> bool {
+    match node {
+        Node::Object(object) => {
+            is_part(
+                object.get("id"),
+                object.get("kind"),
+                object.get("mediaType"),
+                object.get("selection"),
+            ) || object.members().any(|(_, node)| node_holds_parts(node))
+        }
+        Node::Array(items) => items.iter().any(node_holds_parts),
+        _ => false,
+    }
+}
+
+/// A member's string value, in either tree.
+trait Member {
+    fn text(&self) -> Option<&str>;
+}
+
+impl Member for Value {
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+}
+
+impl Member for Node<'_> {
+    fn text(&self) -> Option<&str> {
+        self.as_str()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn content(default: Selection, categories: &[(&str, Selection)]) -> Content {
+        Content {
+            default,
+            categories: categories
+                .iter()
+                .map(|(n, s)| (n.to_string(), *s))
+                .collect(),
+        }
+    }
+
+    fn text_part(id: &str, selection: &str) -> Value {
+        json!({"id": id, "kind": "text", "mediaType": "text/plain", "selection": selection,
+               "text": "secret words", "size": 12})
+    }
+
+    fn document(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    fn holds(value: &Value) -> bool {
+        let text = value.to_string();
+        match crate::json::read(&text).unwrap() {
+            Node::Object(object) => holds_parts(&object),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn metadata_drops_the_text_and_keeps_the_description() {
+        let event = document(json!({"id": "e", "items": [
+            {"id": "m1", "role": "user", "parts": [text_part("p1", "body")]}]}));
+        let projected = content(Selection::Metadata, &[]).project(&event).unwrap();
+        assert_eq!(
+            projected["items"][0]["parts"][0],
+            json!({"id": "p1", "kind": "text", "mediaType": "text/plain",
+                   "selection": "metadata", "size": 12})
+        );
+        assert_eq!(projected["items"][0]["role"], "user");
+    }
+
+    #[test]
+    fn omit_keeps_only_what_names_the_part() {
+        let event = document(json!({"summary": [text_part("p1", "body")]}));
+        let projected = content(Selection::Omit, &[]).project(&event).unwrap();
+        assert_eq!(
+            projected["summary"][0],
+            json!({"id": "p1", "kind": "text", "mediaType": "text/plain", "selection": "omit"})
+        );
+    }
+
+    #[test]
+    fn a_part_never_rises_and_body_changes_nothing() {
+        let clean = document(json!({"items": [{"id": "p", "kind": "text",
+            "mediaType": "text/plain", "selection": "metadata"}]}));
+        let body = content(Selection::Body, &[]);
+        assert!(body.is_all_body());
+        assert!(!content(Selection::Body, &[("images", Selection::Omit)]).is_all_body());
+        assert_eq!(body.project(&clean), None);
+        assert_eq!(content(Selection::Metadata, &[]).project(&clean), None);
+        // A metadata part that carries its text anyway loses it, even where body is allowed.
+        let leaky = document(json!({"items": [text_part("p", "metadata")]}));
+        let projected = body.project(&leaky).unwrap();
+        assert_eq!(projected["items"][0]["selection"], "metadata");
+        assert!(projected["items"][0].get("text").is_none());
+        assert_eq!(projected["items"][0]["size"], 12);
+    }
+
+    #[test]
+    fn the_category_is_named_or_taken_from_kind_and_media_type() {
+        let parts = json!([
+            {"id": "t", "kind": "text", "mediaType": "text/plain", "selection": "body", "text": "a"},
+            {"id": "r", "kind": "text", "mediaType": "text/plain", "selection": "body",
+             "category": "reasoning", "text": "b"},
+            {"id": "i", "kind": "attachment", "mediaType": "image/png", "selection": "body",
+             "body": {"ref": "r1"}},
+            {"id": "f", "kind": "attachment", "mediaType": "application/pdf", "selection": "body",
+             "body": {"ref": "r2"}},
+            {"id": "u", "kind": "text", "mediaType": "text/plain", "selection": "body",
+             "category": "tool_result", "text": "c"}
+        ]);
+        let event = document(json!({"items": [{"id": "m", "role": "assistant", "parts": parts}]}));
+        let selection = content(
+            Selection::Omit,
+            &[
+                ("text", Selection::Body),
+                ("reasoning", Selection::Metadata),
+                ("images", Selection::Body),
+            ],
+        );
+        let projected = selection.project(&event).unwrap();
+        let selections: Vec<&str> = projected["items"][0]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["selection"].as_str().unwrap())
+            .collect();
+        // The unknown category `tool_result` takes the default.
+        assert_eq!(selections, ["body", "metadata", "body", "omit", "omit"]);
+        assert_eq!(projected["items"][0]["parts"][0]["text"], "a");
+        assert_eq!(projected["items"][0]["parts"][2]["body"]["ref"], "r1");
+        assert!(projected["items"][0]["parts"][1].get("text").is_none());
+    }
+
+    #[test]
+    fn native_and_the_tool_input_are_not_searched() {
+        let event = json!({"tool": {"name": "x", "input": {"p": text_part("p1", "body")}},
+                           "native": {"p": text_part("p2", "body")}});
+        assert!(!holds(&event));
+        assert_eq!(
+            content(Selection::Omit, &[]).project(&document(event)),
+            None
+        );
+        let with_output = json!({"tool": {"name": "x", "output": [text_part("p3", "body")]}});
+        assert!(holds(&with_output));
+        let projected = content(Selection::Omit, &[])
+            .project(&document(with_output))
+            .unwrap();
+        assert_eq!(projected["tool"]["output"][0]["selection"], "omit");
+    }
+
+    #[test]
+    fn an_object_missing_a_part_member_is_not_a_part() {
+        for missing in ["id", "kind", "mediaType", "selection"] {
+            let mut part = text_part("p", "body");
+            part.as_object_mut().unwrap().remove(missing);
+            let event = json!({"items": [part]});
+            assert!(!holds(&event), "{missing}");
+            assert_eq!(
+                content(Selection::Omit, &[]).project(&document(event)),
+                None
+            );
+        }
+        assert!(holds(
+            &json!({"deep": [{"nested": text_part("p", "body")}]})
+        ));
+    }
+}
