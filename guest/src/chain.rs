@@ -258,10 +258,11 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         decided_by,
         DecidedBy::Interrupted | DecidedBy::BudgetExpired
     ) {
-        // Staged effects never revive interrupted or expired work.
+        // Staged effects never revive interrupted or expired work: no effective value,
+        // injection, return or message of an earlier reply is handed on.
         enforce = Enforce::default();
-    }
-    if let Some((target, pointer)) = call.rules.modify {
+        messages.clear();
+    } else if let Some((target, pointer)) = call.rules.modify {
         if matches!(&effective, Cow::Owned(changed) if changed != call.event) {
             if let Some(value) = effective.value_at(pointer) {
                 enforce

@@ -1335,6 +1335,32 @@ fn interruption_after_the_reply_but_before_acceptance_denies_even_a_no_effect_re
     }
 }
 
+/// An accepted modification and message are staged, not published: interrupted later,
+/// the call hands on neither (failure-semantics.md: staged effects never revive
+/// interrupted work).
+#[test]
+fn interruption_drops_an_earlier_accepted_modification_and_message() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+    ]);
+    let staged = effects(json!([
+        {"type": "modify", "target": "input", "operation": "replace", "value": {"command": "ls"}},
+        {"type": "message", "text": "staged words"}
+    ]));
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(staged))
+        .on(B, Step::reply(no_effect()).then_interrupt());
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    assert_eq!(s.decided_by, DecidedBy::Interrupted);
+    assert_eq!(outcomes(&s), [Outcome::NoEffect, Outcome::Interrupted]);
+    let record = audit(&s);
+    assert!(record.get("effective").is_none(), "{record}");
+    assert!(!record.to_string().contains("staged words"), "{record}");
+}
+
 #[test]
 fn interruption_overrides_an_already_accepted_approval() {
     let engine = load(vec![
