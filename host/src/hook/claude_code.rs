@@ -113,7 +113,7 @@ fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
             Answer::json(json!({"decision": "block", "reason": verdict.reason()}))
         }
         Decision::Deny if stops => stop(verdict.reason()),
-        Decision::Deny => super::exit_code_answer(verdict),
+        Decision::Deny => super::exit_code_answer(spec, verdict),
         Decision::Allow | Decision::Ask => match verdict.context_text() {
             Some(text)
                 if spec
@@ -131,7 +131,9 @@ fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
     }
 }
 
-/// `.claude/settings.json` hooks: every mapped event, blocking when the hook fails.
+/// `.claude/settings.json` hooks: every mapped event, blocking when the hook fails,
+/// except at `Stop`: blocking a stop keeps the agent working, so a hook that fails there
+/// lets the agent stop.
 pub fn snippet(snippet: &Snippet) -> Value {
     claude_shaped(
         snippet,
@@ -153,7 +155,10 @@ pub fn claude_shaped(
     for spec in events {
         let mut hook =
             json!({"type": "command", "command": snippet.command(None), "timeout": timeout});
-        if let Some((key, value)) = &extra {
+        if let Some((key, value)) = extra
+            .as_ref()
+            .filter(|_| spec.ahp != AhpEvent::TurnFinishBefore)
+        {
             hook[*key] = value.clone();
         }
         let mut group = json!({"hooks": [hook]});

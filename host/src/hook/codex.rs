@@ -33,7 +33,7 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
         (AhpEvent::TurnStart, Decision::Deny) => {
             return Answer::json(json!({"decision": "block", "reason": verdict.reason()}))
         }
-        _ => return super::exit_code_answer(verdict),
+        _ => return super::exit_code_answer(spec, verdict),
     }
     match verdict.decision {
         Decision::Allow => Answer::silent(),

@@ -50,7 +50,7 @@ pub const FIELDS: Fields = Fields {
 /// `preToolUse`: deny (JSON and exit 2), ask, replaced arguments, context, or nothing.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     if spec.ahp != AhpEvent::ToolBefore {
-        return super::exit_code_answer(verdict);
+        return super::exit_code_answer(spec, verdict);
     }
     tool_answer(verdict)
 }

@@ -54,7 +54,9 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
             Answer::json(json!({"continue": false, "user_message": verdict.reason()}))
         }
         AhpEvent::TurnStart => Answer::json(json!({"continue": true})),
-        _ if denied => super::exit_code_answer(verdict),
+        // Exit 2 at `stop` would keep the agent working: there a denial is `{}` too.
+        AhpEvent::TurnFinishBefore => Answer::json(json!({})),
+        _ if denied => super::exit_code_answer(spec, verdict),
         _ => Answer::json(json!({})),
     }
 }

@@ -43,7 +43,7 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
         (AhpEvent::TurnStart, Decision::Deny) => {
             return Answer::json(json!({"decision": "deny", "reason": verdict.reason()}))
         }
-        _ => return super::exit_code_answer(verdict),
+        _ => return super::exit_code_answer(spec, verdict),
     }
     match (verdict.decision, &verdict.input) {
         (Decision::Deny | Decision::Ask, _) => {

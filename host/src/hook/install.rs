@@ -132,4 +132,21 @@ mod tests {
             "ahp --event preToolUse"
         );
     }
+
+    /// Claude Code blocks where the hook fails, but not at `Stop`, where blocking would
+    /// keep the agent working.
+    #[test]
+    fn claude_code_blocks_on_failure_except_before_a_stop() {
+        let snippet = Snippet {
+            program: "ahp".into(),
+            arguments: Vec::new(),
+            timeout_ms: 15_000,
+        };
+        let hooks = super::super::claude_code::snippet(&snippet)["hooks"].clone();
+        let on_failure = |event: &str| hooks[event][0]["hooks"][0]["onFailure"].clone();
+        assert_eq!(on_failure("PreToolUse"), "block");
+        assert_eq!(on_failure("UserPromptSubmit"), "block");
+        assert!(on_failure("Stop").is_null(), "{hooks}");
+        assert_eq!(hooks["Stop"][0]["hooks"][0]["type"], "command");
+    }
 }

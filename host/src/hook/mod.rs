@@ -196,11 +196,15 @@ impl Harness {
 
 /// The answer where the harness has no better word: a denial (the adapter's own, after a
 /// failure, or a fail-closed one) is exit 2 with the reason, the one block every harness
-/// honours on every event; anything else is no answer.
-fn exit_code_answer(verdict: &Verdict) -> Answer {
+/// honours on every event; anything else is no answer. Except before the agent stops
+/// (`turn.finish.before`): there exit 2 blocks the stop and keeps the agent working, the
+/// opposite of a denial, so a denial is no answer and the agent stops as it meant to.
+fn exit_code_answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     match verdict.decision {
-        Decision::Deny => Answer::blocked(verdict.reason()),
-        Decision::Allow | Decision::Ask => Answer::silent(),
+        Decision::Deny if spec.ahp != AhpEvent::TurnFinishBefore => {
+            Answer::blocked(verdict.reason())
+        }
+        _ => Answer::silent(),
     }
 }
 
@@ -739,10 +743,33 @@ mod tests {
 
     #[test]
     fn a_deny_without_a_better_word_is_exit_2_with_the_reason() {
-        let answer = exit_code_answer(&Verdict::failed());
+        let after = Harness::Codex
+            .events()
+            .iter()
+            .find(|s| s.native == "PostToolUse");
+        let after = after.expect("mapped");
+        let answer = exit_code_answer(after, &Verdict::failed());
         assert_eq!(answer.exit, 2);
         assert_eq!(answer.stderr, vec![generic_reason().to_string()]);
-        assert_eq!(exit_code_answer(&Verdict::no_objection()), Answer::silent());
+        assert_eq!(
+            exit_code_answer(after, &Verdict::no_objection()),
+            Answer::silent()
+        );
+    }
+
+    /// Exit 2 before a stop would keep the agent working: no harness gets it there.
+    #[test]
+    fn no_denial_before_a_stop_keeps_the_agent_working() {
+        for harness in Harness::ALL {
+            for spec in harness.events() {
+                if spec.ahp != AhpEvent::TurnFinishBefore {
+                    continue;
+                }
+                let answer = harness.answer(spec, &Verdict::failed());
+                assert_ne!(answer.exit, 2, "{harness:?} {spec:?}");
+                assert!(!answer.stdout.contains("block"), "{harness:?}: {answer:?}");
+            }
+        }
     }
 
     #[test]
