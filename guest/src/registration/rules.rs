@@ -15,13 +15,18 @@ use super::{
     Transport, View,
 };
 use crate::content::{Content, Selection};
-use crate::syntax::{is_env_name, is_http_url, is_reverse_dns};
+use crate::syntax::{has_userinfo, is_env_name, is_http_url, is_reverse_dns};
 use serde_json::Value;
 
 /// Keys that would hold a credential in the clear. A registration names where a secret
 /// lives (`tokenEnv`, `tokenRef`, `clientSecretRef`), never the secret itself.
 pub(super) const LITERAL_SECRET_KEYS: &str =
     "token bearerToken value secret clientSecret password accessToken";
+
+/// A URL with `user:password@`: a literal secret, refused like any other (its value is
+/// never echoed).
+const USERINFO: &str =
+    "must not carry user info (user:password@): credentials belong in `authentication`";
 
 /// Known fields (space-separated): anything else is ignored with a warning (§6 rule 11).
 const BACKEND_FIELDS: &str = "id transport authentication subscriptions contentReceiver";
@@ -91,6 +96,7 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
     if t.need(c, "type", |c, v, p| choice(c, v, p, &kinds))? {
         t.warn_unknown(c, "type url");
         let url = t.need(c, "url", |c, v, p| match string(c, v, p)? {
+            url if has_userinfo(url) => c.fail(p, USERINFO),
             url if is_http_url(url, false) => Some(url.to_owned()),
             _ => c.fail(p, "must be an absolute http(s) URL with a host"),
         });
@@ -139,6 +145,7 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
     }
     a.warn_unknown(c, &format!("{OAUTH_FIELDS} {LITERAL_SECRET_KEYS}"));
     let issuer = a.need(c, "issuer", |c, v, p| match string(c, v, p)? {
+        url if has_userinfo(url) => c.fail(p, USERINFO),
         url if is_http_url(url, true) => Some(url.to_owned()),
         _ => c.fail(p, "must be an https:// URL"),
     });

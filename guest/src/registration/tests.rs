@@ -349,6 +349,41 @@ fn r10_literal_secrets_are_rejected_and_never_echoed() {
     );
 }
 
+/// A URL's user info is a literal secret too: refused, and never echoed.
+#[test]
+fn r10_credentials_in_a_url_are_rejected_and_never_echoed() {
+    let marker = "SECRET-VALUE-42";
+    let oauth = json!({"type": "oauth", "issuer": format!("https://u:{marker}@idp.example"),
+        "resource": "https://policy.example.com", "clientId": "c",
+        "flow": "client_credentials", "clientSecretRef": "ref"});
+    for (pointer, text, path) in [
+        (
+            "/hooks/0/transport/url",
+            format!("\"https://user:{marker}@policy.example.com/hooks\""),
+            "/hooks/0/transport/url",
+        ),
+        (
+            "/hooks/0/transport/url",
+            format!("\"http://{marker}@127.0.0.1:9/\""),
+            "/hooks/0/transport/url",
+        ),
+        ("$a", oauth.to_string(), "$a/issuer"),
+    ] {
+        let problems = rejected_at(&[(pointer, &text)], path);
+        assert!(
+            problems
+                .iter()
+                .all(|p| !format!("{p}{p:?}").contains(marker)),
+            "{problems:#?}"
+        );
+    }
+    // An `@` after the authority is not user info.
+    accepted(&[(
+        "/hooks/0/transport/url",
+        r#""https://policy.example.com/hooks/@team?by=a@b""#,
+    )]);
+}
+
 #[test]
 fn r12_wildcards_are_a_whole_family_or_star_and_events_are_unique() {
     for pattern in [

@@ -47,6 +47,15 @@ pub(crate) fn is_http_url(url: &str, https_only: bool) -> bool {
     !host.is_empty() && !url.chars().any(|ch| ch.is_whitespace() || ch.is_control())
 }
 
+/// Whether a URL's authority carries user info (`user:password@host`): a credential
+/// written into the registration, which would also travel in every `Host` header and
+/// log line.
+pub(crate) fn has_userinfo(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    authority.contains('@')
+}
+
 /// RFC 3986 §3.1 `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`
 fn is_scheme(scheme: &str) -> bool {
     let mut bytes = scheme.bytes();
