@@ -3,7 +3,7 @@
 //! plan and the host's [`BackendConfig`], then shared by all of its instances.
 
 use crate::bindings::delivery::Reply;
-use crate::bindings::host_types::DeliveryError;
+use crate::bindings::host_types::{DeliveryError, IoPhase};
 use crate::bindings::interceptor::{AuthPlan, BackendPlan, OauthFlow, TransportPlan};
 use crate::capabilities::credentials::{CredentialProvider, Source};
 use crate::capabilities::http::{HttpBackend, HttpOptions};
@@ -162,7 +162,9 @@ impl Backends {
 
 impl Backend {
     /// One exchange carrying exactly `message`, by `deadline`, over this backend's
-    /// transport; `cancelled` tells an injected transport to stop its own work.
+    /// transport; `cancelled` tells an injected transport to stop its own work. Nothing
+    /// is sent once `deadline` has passed (a delivery started late, such as an owned
+    /// observer completed after its bound): a ready pipe would otherwise take it at once.
     pub async fn exchange(
         &self,
         id: &str,
@@ -171,6 +173,9 @@ impl Backend {
         deadline: tokio::time::Instant,
         cancelled: &Interrupt,
     ) -> Result<Reply, DeliveryError> {
+        if tokio::time::Instant::now() >= deadline {
+            return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect));
+        }
         match &self.transport {
             Transport::Http(http) => http.exchange(message, bearer, deadline).await,
             // No status on stdio: a message written in full and answered is delivered.

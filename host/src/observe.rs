@@ -33,10 +33,13 @@ pub(crate) async fn deliver_observers(
         tasks.spawn(async move {
             let deadline = Instant::from_std(clock::to_instant(delivery.deadline)).min(bound);
             let cancelled = Interrupt::new();
+            // An interrupted call or a closed interceptor sends nothing more: checked
+            // first, also when the notification could go at once.
             let result = tokio::select! {
-                r = notify(&backends, &delivery.backend, &delivery.message, deadline, &cancelled) => r,
+                biased;
                 () = interrupt.wait() => ObserverResult::Interrupted,
                 () = closing.wait() => ObserverResult::Interrupted,
+                r = notify(&backends, &delivery.backend, &delivery.message, deadline, &cancelled) => r,
             };
             // Tells an injected provider or transport to stop its own work.
             cancelled.interrupt();

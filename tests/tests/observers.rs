@@ -397,3 +397,56 @@ async fn interruption_cancels_the_owned_observers() {
         assert_eq!(observer.requests().len(), 0);
     }
 }
+
+/// An owned observer whose deadline passed before the call completed is sent nothing,
+/// even over a persistent stdio backend, already running, whose pipe would take the line
+/// at once: it is `deadline-exceeded`, and the backend sees only the first call's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_completed_after_its_deadline_sends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("observer.log");
+    let policy = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let mut reg: Value = serde_json::from_str(&registration(&[Http::new(
+        "com.example.policy",
+        policy.url(),
+    )]))
+    .unwrap();
+    reg["hooks"].as_array_mut().unwrap().push(json!({
+        "id": "com.example.late",
+        "transport": {"type": "stdio", "command": env!("CARGO_BIN_EXE_stdio_backend"),
+                      "args": ["no-effect", log.to_str().unwrap()], "lifecycle": "persistent"},
+        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                           "content": {"default": "metadata"}}]
+    }));
+    let hooks = Interceptor::new(&reg.to_string(), Options::default())
+        .await
+        .unwrap();
+    let settle = |id: &'static str| {
+        let hooks = hooks.clone();
+        async move {
+            hooks
+                .settle(&event(id), &[EffectKind::Deny], None, &Interrupt::new())
+                .await
+                .unwrap()
+        }
+    };
+    let on_time = record_json(&settle("evt_on_time").await.complete().await);
+    assert_eq!(on_time["observers"][0]["result"], "delivered", "{on_time}");
+    let late = settle("evt_late_obs").await;
+    assert_eq!(late.settlement().decision, Decision::Allow);
+    // Past the observer's 2 s deadline, counted from the settlement.
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let record = record_json(&late.complete().await);
+    assert_eq!(
+        record["observers"][0]["result"], "deadline-exceeded",
+        "{record}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    let received = logged
+        .lines()
+        .filter(|l| *l == "recv hooks/observe")
+        .count();
+    assert_eq!(received, 1, "the backend was sent {logged:?}");
+    hooks.shutdown_async().await;
+}
