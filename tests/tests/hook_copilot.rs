@@ -76,6 +76,32 @@ async fn a_payload_without_an_event_needs_the_flag() {
     assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
 }
 
+/// Copilot's Claude-compatible form: the PascalCase event name with snake_case fields is
+/// the same event (here the backend is down and the subscription fails open: no
+/// objection, where an unknown event would be a denial).
+#[tokio::test]
+async fn the_pascal_case_form_is_the_same_event() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_registration(
+        dir.path(),
+        "http://127.0.0.1:9/hooks",
+        "fail-open",
+        false,
+    );
+    let payload = json!({"session_id": "cop-6", "hook_event_name": "PreToolUse",
+        "tool_name": "bash", "tool_input": {"command": "ls"}});
+    for flag in [&[][..], &["--event", "preToolUse"][..]] {
+        let ran = run_hook(
+            "copilot",
+            &registration,
+            flag,
+            payload.to_string().as_bytes(),
+        )
+        .await;
+        assert_silent_no_objection(&ran);
+    }
+}
+
 /// A denial before the event is known: Copilot's JSON denial and exit 2.
 fn assert_deny_everywhere(ran: &Ran) {
     assert_deny(ran, ahp_tests::hook::FAILED_REASON);

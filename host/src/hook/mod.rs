@@ -176,21 +176,28 @@ impl Harness {
         payload: &Map<String, Value>,
         flag: Option<&str>,
     ) -> Result<String, String> {
-        let field = match self {
-            Harness::Copilot => payload
-                .get("hookEventName")
-                .or(payload.get("hook_event_name")),
-            _ => payload.get("hook_event_name"),
+        let keys: &[&str] = match self {
+            Harness::Copilot => &["hookEventName", "hook_event_name"],
+            _ => &["hook_event_name"],
         };
+        let field = keys
+            .iter()
+            .find_map(|key| payload.get(*key).map(|value| (key, value)));
         match (field, flag) {
-            (Some(Value::String(name)), Some(flag)) if name != flag => Err(format!(
-                "the payload is a {name} event, the command line says {flag}"
-            )),
-            (Some(Value::String(name)), _) => Ok(name.clone()),
-            (Some(_), _) => Err("hook_event_name must be a string".into()),
+            (Some((_, Value::String(name))), Some(flag)) if !self.same_event(name, flag) => Err(
+                format!("the payload is a {name} event, the command line says {flag}"),
+            ),
+            (Some((_, Value::String(name))), _) => Ok(name.clone()),
+            (Some((key, _)), _) => Err(format!("{key} must be a string")),
             (None, Some(flag)) => Ok(flag.to_string()),
             (None, None) => Err("the payload names no hook event (hook_event_name)".into()),
         }
+    }
+
+    /// Whether two spellings name the same native event: exactly, or for Copilot in
+    /// either case (its Claude-compatible form names `preToolUse` `PreToolUse`).
+    fn same_event(self, a: &str, b: &str) -> bool {
+        a == b || (self == Harness::Copilot && a.eq_ignore_ascii_case(b))
     }
 }
 
@@ -634,7 +641,7 @@ async fn decide(
     let spec = harness
         .events()
         .iter()
-        .find(|spec| spec.native == name)
+        .find(|spec| harness.same_event(spec.native, &name))
         .ok_or_else(|| {
             fail(
                 None,
@@ -731,6 +738,24 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_mistyped_event_name_is_named_as_it_was_sent() {
+        let payload = |key: &str| serde_json::json!({key: 5}).as_object().cloned().unwrap();
+        let named = |harness: Harness, key| harness.event_name(&payload(key), None).unwrap_err();
+        assert_eq!(
+            named(Harness::Copilot, "hookEventName"),
+            "hookEventName must be a string"
+        );
+        assert_eq!(
+            named(Harness::Copilot, "hook_event_name"),
+            "hook_event_name must be a string"
+        );
+        assert_eq!(
+            named(Harness::Codex, "hook_event_name"),
+            "hook_event_name must be a string"
+        );
     }
 
     #[test]
