@@ -16,11 +16,9 @@ use crate::error::Error;
 use crate::interrupt::Interrupt;
 use crate::observe::deliver_observers;
 use crate::options::Options;
-use crate::pool::{Admission, Pool, Ready};
+use crate::pool::{Admission, Pool, Ready, Unserved};
 use crate::runtime::Runtime;
-use crate::settlement::{
-    engine_failure, from_component, host_settlement, Observed, ObserverReport, Settlement,
-};
+use crate::settlement::{from_component, host_settlement, Observed, ObserverReport, Settlement};
 use crate::state::HostState;
 use ahp_vocab::{DecidedBy, EffectKind, ObserverResult, Record, OBSERVER_TIMEOUT_MS};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -223,9 +221,13 @@ impl Interceptor {
             )
             .await;
         let deliveries = match prepared {
-            Some(Ok(deliveries)) => deliveries,
-            Some(Err(problems)) => return Err(Error::invalid_input(from_wit(problems))),
-            None => {
+            Ok(Ok(deliveries)) => deliveries,
+            Ok(Err(problems)) => return Err(Error::invalid_input(from_wit(problems))),
+            Err(Unserved::ShutDown) => {
+                let denial = host_settlement(event, DecidedBy::Shutdown, started);
+                return Err(Error::shut_down(denial));
+            }
+            Err(_) => {
                 return Ok(Observed {
                     observers: Vec::new(),
                     engine_failure: true,
@@ -342,9 +344,17 @@ impl Interceptor {
             })
             .await;
         let mut settled = match settled {
-            Some(Ok(settled)) => settled,
-            Some(Err(problems)) => return Err(Error::invalid_input(from_wit(problems))),
-            None => return Ok((engine_failure(event, started), Vec::new())),
+            Ok(Ok(settled)) => settled,
+            Ok(Err(problems)) => return Err(Error::invalid_input(from_wit(problems))),
+            Err(unserved) => {
+                let decided_by = match unserved {
+                    Unserved::EngineFailure => DecidedBy::EngineFailure,
+                    Unserved::Interrupted => DecidedBy::Interrupted,
+                    Unserved::BudgetExpired => DecidedBy::BudgetExpired,
+                    Unserved::ShutDown => DecidedBy::Shutdown,
+                };
+                return Ok((host_settlement(event, decided_by, started), Vec::new()));
+            }
         };
         let observers = std::mem::take(&mut settled.observers);
         let mut settlement = from_component(settled, event, started);

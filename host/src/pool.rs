@@ -20,7 +20,10 @@
 //!   calls doing I/O. Calls that start no I/O in the component at all (observe, an event
 //!   no intercept subscription selects, an event the component will reject) use it too.
 //!   A settle-lane call does I/O only when a fail-open first interceptor ran out in the
-//!   queue and a later interceptor follows, which gets its own full timeout.
+//!   queue and a later interceptor follows, which gets its own full timeout. So the
+//!   settle lane can be busy too: a call waiting there that is interrupted, whose budget
+//!   runs out, or whose interceptor shuts down, stops waiting and is settled by the host
+//!   (`interrupted`, `budget-expired`, `shutdown`), never as an engine failure.
 //!
 //! The queue has no length bound of its own: every waiter leaves the main lane by its
 //! first deadline, so its length is bounded by the arrival rate times the longest first
@@ -54,6 +57,19 @@ pub(crate) enum Admission<'a> {
     },
     /// Starts no I/O in the component (observe): the settle lane at once.
     NoIo,
+}
+
+/// Why a call got no instance and was not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unserved {
+    /// No instance could be made, or the component trapped or overran its bound (logged).
+    EngineFailure,
+    /// Interrupted while it waited for an instance.
+    Interrupted,
+    /// Its budget ran out while it waited.
+    BudgetExpired,
+    /// The interceptor shut down while it waited.
+    ShutDown,
 }
 
 /// An instance whose engine resource already holds the loaded registration.
@@ -121,19 +137,15 @@ impl Pool {
     /// `interrupt` as the call's signal and the component's CPU (epochs) and wall time
     /// bounded by `limit` (at least [`SETTLE_BOUND`] from when a settle-lane call gets
     /// its instance). The instance goes back to the pool only after a normal return.
-    /// `None` is an engine failure (no instance, a trap, or the bound overrun), already
-    /// logged: never permission.
+    /// Every [`Unserved`] is a denial for the caller to settle: never permission.
     pub async fn in_component<T>(
         &self,
         admission: Admission<'_>,
         limit: Instant,
         interrupt: &Interrupt,
         call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T>,
-    ) -> Option<T> {
-        let Some((_permit, settling)) = self.admit(admission, interrupt).await else {
-            tracing::error!("the instance semaphores are closed");
-            return None;
-        };
+    ) -> Result<T, Unserved> {
+        let (_permit, settling) = self.admit(admission, interrupt).await?;
         let limit = if settling {
             limit.max(Instant::now() + SETTLE_BOUND)
         } else {
@@ -144,7 +156,7 @@ impl Pool {
             Ok(ready) => ready,
             Err(e) => {
                 tracing::error!(error = %e, "could not prepare a component instance");
-                return None;
+                return Err(Unserved::EngineFailure);
             }
         };
         ready.store.data_mut().cpu_deadline = limit;
@@ -153,37 +165,38 @@ impl Pool {
         match tokio::time::timeout_at(limit.into(), call(&mut ready)).await {
             Ok(Ok(value)) => {
                 self.put(ready);
-                Some(value)
+                Ok(value)
             }
             Ok(Err(trap)) => {
                 tracing::error!(error = %trap, "component trapped");
-                None
+                Err(Unserved::EngineFailure)
             }
             Err(_elapsed) => {
                 tracing::error!("component exceeded its call bound");
-                None
+                Err(Unserved::EngineFailure)
             }
         }
     }
 
     /// A permit for one live instance: a free one of the main lane at once, else the
     /// first in the main lane's queue until the call's first deadline passes or it is
-    /// interrupted, then the first of either lane. Says whether the call came by the
-    /// settle lane (its time ran out, or it has no I/O to do). `None` only if a
-    /// semaphore were closed, which nothing does.
+    /// interrupted, then the first of either lane, with the component to settle the call
+    /// whenever an instance is free. Says whether the call came by the settle lane (its
+    /// time ran out, or it has no I/O to do). Waiting there ends with the call's
+    /// interruption, its budget or shutdown, for the caller to settle without one.
     async fn admit(
         &self,
         admission: Admission<'_>,
         interrupt: &Interrupt,
-    ) -> Option<(SemaphorePermit<'_>, bool)> {
+    ) -> Result<(SemaphorePermit<'_>, bool), Unserved> {
         if let Ok(permit) = self.main.try_acquire() {
-            return Some((permit, false));
+            return Ok((permit, false));
         }
         if let Some(until) = self.first_deadline(&admission) {
             tokio::select! {
                 acquired = self.main.acquire() => {
                     if let Ok(permit) = acquired {
-                        return Some((permit, false));
+                        return Ok((permit, false));
                     }
                 }
                 () = tokio::time::sleep_until(until.into()) => {}
@@ -191,11 +204,32 @@ impl Pool {
                 () = self.closing.wait() => {}
             }
         }
+        let budget = match admission {
+            Admission::Intercept { budget, .. } => budget,
+            Admission::NoIo => None,
+        };
+        let out_of_budget = async {
+            match budget {
+                Some(budget) => tokio::time::sleep_until(budget.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        // A free instance comes first: the component then settles the call itself.
         let acquired = tokio::select! {
+            biased;
             acquired = self.settle.acquire() => acquired,
             acquired = self.main.acquire() => acquired,
+            () = interrupt.wait() => return Err(Unserved::Interrupted),
+            () = self.closing.wait() => return Err(Unserved::ShutDown),
+            () = out_of_budget => return Err(Unserved::BudgetExpired),
         };
-        acquired.ok().map(|permit| (permit, true))
+        match acquired {
+            Ok(permit) => Ok((permit, true)),
+            Err(_closed) => {
+                tracing::error!("the instance semaphores are closed");
+                Err(Unserved::EngineFailure)
+            }
+        }
     }
 
     /// When a waiting intercept call's first deadline passes; `None` when it starts no

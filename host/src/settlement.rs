@@ -78,8 +78,8 @@ pub(crate) fn from_component(s: wit::Settlement, event: &str, started: Instant) 
     }
 }
 
-/// The denial for a component that trapped, overran its bound or could not be prepared.
-pub(crate) fn engine_failure(event: &str, started: Instant) -> Settlement {
+/// The denial for a component whose settlement cannot be trusted.
+fn engine_failure(event: &str, started: Instant) -> Settlement {
     host_settlement(event, DecidedBy::EngineFailure, started)
 }
 

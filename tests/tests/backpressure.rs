@@ -232,6 +232,97 @@ async fn a_first_deadline_that_runs_out_in_the_queue_is_settled_by_its_policy_wi
     }
 }
 
+/// The settle lane busy too: a call whose first deadline ran out in the queue, failed
+/// open, is waiting on a later interceptor with the one settle-lane instance, and the
+/// call instance is held. Another call waiting there still ends at once when it is
+/// interrupted, when its budget runs out, or at shutdown: the host settles it, and
+/// nothing of it is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_for_a_busy_settle_lane_ends_with_its_interruption_budget_or_shutdown() {
+    let _serial = SERIAL.lock().await;
+    let first = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let later = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let subscription = |event: &str, timeout_ms: u64| {
+        json!({"events": [event], "mode": "intercept", "timeoutMs": timeout_ms,
+               "failurePolicy": "fail-open", "content": {"default": "metadata"}})
+    };
+    let reg = json!({"protocolVersion": "draft", "hooks": [
+        {"id": BACKEND, "transport": {"type": "http", "url": first.url()},
+         "subscriptions": [subscription("tool.before", 10_000), subscription("session.start", 200)]},
+        {"id": "com.example.later", "transport": {"type": "http", "url": later.url()},
+         "subscriptions": [subscription("session.start", 10_000)]}
+    ]});
+    // Two instances: one for calls, one held back to settle.
+    let interceptor = interceptor(&reg.to_string(), 2, None).await;
+    let spawn = |event: String| {
+        let interceptor = interceptor.clone();
+        tokio::spawn(async move { interceptor.intercept(&event, &[], None).await })
+    };
+    let holder = spawn(event("evt_call_lane"));
+    assert!(first.wait_for_requests(1, Duration::from_secs(5)).await);
+    let settler = spawn(session_start("evt_settle_lane"));
+    assert!(later.wait_for_requests(1, Duration::from_secs(5)).await);
+
+    let interrupt = Interrupt::new();
+    let trigger = interrupt.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        trigger.interrupt();
+    });
+    let started = std::time::Instant::now();
+    let interrupted = interceptor
+        .intercept_with(&session_start("evt_waits_1"), &[], None, &interrupt)
+        .await
+        .expect("settles");
+    assert_settled(
+        &interrupted,
+        Decision::Deny,
+        DecidedBy::Interrupted,
+        Some(INTERRUPTED_REASON),
+    );
+    let budget = Duration::from_millis(600);
+    let expired = interceptor
+        .intercept(&session_start("evt_waits_2"), &[], Some(budget))
+        .await
+        .expect("settles");
+    assert_settled(
+        &expired,
+        Decision::Deny,
+        DecidedBy::BudgetExpired,
+        Some(BUDGET_REASON),
+    );
+    // Both ended long before either instance came free (10 s).
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "waited {:?}",
+        started.elapsed()
+    );
+    let waiting = spawn(session_start("evt_waits_3"));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    interceptor.shutdown_async().await;
+    let shut = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("shutdown ends the wait")
+        .expect("the task completes")
+        .expect("settles");
+    assert_eq!(
+        (shut.decision, shut.decided_by),
+        (Decision::Deny, DecidedBy::Shutdown)
+    );
+    // The holder's request, and the settler's to its later interceptor (its first ran
+    // out in the queue): none of the waiting calls sent anything.
+    assert_eq!(first.requests().len(), 1);
+    assert_eq!(later.requests().len(), 1);
+    for held in [holder, settler] {
+        let settled = held.await.expect("completes").expect("settles");
+        assert_eq!(
+            settled.decision,
+            Decision::Deny,
+            "shutdown is never permission"
+        );
+    }
+}
+
 /// One kind of fault the chaos backend injects, and the failure class it must settle as.
 #[derive(Clone, Copy, Debug)]
 enum Fault {
