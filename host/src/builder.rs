@@ -108,6 +108,12 @@ impl InterceptorBuilder {
         }
         let engine = match &self.engine {
             Some(engine) => engine.clone(),
+            // Nobody else holds this Engine, so nobody could advance its epoch: the
+            // component's CPU would be unbounded.
+            None if self.epochs == Epochs::External => wasmtime::bail!(
+                "`Epochs::External` needs the embedder's own Engine (`InterceptorBuilder::engine`), \
+                 whose epoch it advances"
+            ),
             None => default_engine()?,
         };
         check_engine(&engine)?;
@@ -128,5 +134,30 @@ impl InterceptorBuilder {
             &component,
             self.epochs,
         )?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A default Engine is the builder's own: nobody could advance its epoch.
+    #[test]
+    fn external_epochs_need_the_embedders_engine() {
+        let error = InterceptorBuilder::new()
+            .epochs(Epochs::External)
+            .into_parts()
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(error.contains("InterceptorBuilder::engine"), "{error}");
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).unwrap();
+        let built = InterceptorBuilder::new()
+            .engine(&engine)
+            .epochs(Epochs::External)
+            .into_parts();
+        assert!(built.is_ok());
     }
 }

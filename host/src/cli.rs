@@ -422,10 +422,13 @@ async fn hook_command(args: HookArgs) -> ExitCode {
     let (Some(harness), Some(registration)) = (args.harness, args.registration) else {
         return fail("a harness and --registration are required");
     };
-    let mut options = args.host.options().await;
-    if let Ok(options) = &mut options {
-        options.audit_path = args.audit;
-    }
+    let (host, audit) = (args.host, args.audit);
+    // Built inside the hook's budget: loading the component may pull it from a registry.
+    let options = Box::pin(async move {
+        let mut options = host.options().await?;
+        options.audit_path = audit;
+        Ok(options)
+    });
     hook::run(hook::Request {
         harness,
         registration,

@@ -88,6 +88,16 @@ pub(crate) fn observed<T>(f: impl FnOnce() -> T) -> (T, Option<(Source, Option<P
 pub fn load_in(engine: &Engine, component_bytes: &[u8], dir: &Path) -> wasmtime::Result<Loaded> {
     let key = key(engine, component_bytes);
     let path = dir.join(format!("{}.cwasm", hex(&key)));
+    if let Err(e) = private_dir(dir) {
+        // Another user could plant or swap files there: neither read nor write it.
+        tracing::debug!(path = %dir.display(), error = %e,
+            "compiled component: cache directory not private; compiling uncached");
+        return Ok(Loaded {
+            component: Component::new(engine, component_bytes)?,
+            source: Source::Uncached,
+            path: None,
+        });
+    }
     match read_verified(&path, &key) {
         // SAFETY: `code` is exactly what `Component::serialize` wrote into this file:
         // `read_verified` read it in one go from one open file owned by this user and
@@ -174,10 +184,12 @@ impl Hasher for Sha256Hasher {
     }
 }
 
-/// The serialized code in `path`, if the file is ours and intact for `key`.
+/// The serialized code in `path`, if the file is ours and intact for `key`. Opened
+/// without following a symbolic link and without waiting on a FIFO; then it must be a
+/// regular file with no other name.
 fn read_verified(path: &Path, key: &[u8; 32]) -> std::io::Result<Vec<u8>> {
     let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
-    let mut file = File::open(path)?;
+    let mut file = open_no_follow(path)?;
     trusted(&file)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)?;
@@ -195,24 +207,67 @@ fn read_verified(path: &Path, key: &[u8; 32]) -> std::io::Result<Vec<u8>> {
     Ok(code.to_vec())
 }
 
-/// Only this user can have written the open file (checked on the handle, not the path).
+#[cfg(unix)]
+fn open_no_follow(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_no_follow(path: &Path) -> std::io::Result<File> {
+    File::open(path)
+}
+
+/// Only this user can have written the open file (checked on the handle, not the path):
+/// a regular file, owned by this user, writable by nobody else, with no second name
+/// (a hard link another user made to it would let them pick what is loaded).
 #[cfg(unix)]
 fn trusted(file: &File) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
     let meta = file.metadata()?;
+    if !meta.is_file() || meta.nlink() != 1 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "cache entry is not a regular file with one name",
+        ));
+    }
+    owned_privately(&meta, "cache file")
+}
+
+#[cfg(not(unix))]
+fn trusted(_file: &File) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// The cache directory, if it exists, is this user's and writable by nobody else.
+#[cfg(unix)]
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => owned_privately(&meta, "cache directory"),
+        // A missing directory is created private; anything else fails to store.
+        _ => Ok(()),
+    }
+}
+
+#[cfg(not(unix))]
+fn private_dir(_dir: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+#[cfg(unix)]
+fn owned_privately(meta: &std::fs::Metadata, what: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
     // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of ours.
     let me = unsafe { libc::geteuid() };
     if meta.uid() != me || meta.mode() & 0o022 != 0 {
         return Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
-            "cache file owned by another user or writable by others",
+            format!("{what} owned by another user or writable by others"),
         ));
     }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-fn trusted(_file: &File) -> std::io::Result<()> {
     Ok(())
 }
 

@@ -21,6 +21,7 @@ const MISS: &str = "compiled component: cache miss";
 const REJECTED: &str = "compiled component: cache file unusable";
 const STORED: &str = "compiled component: stored";
 const NOT_STORED: &str = "could not store; continuing uncached";
+const NOT_PRIVATE: &str = "cache directory not private; compiling uncached";
 
 /// A denying backend and the registration and event files pointing at it.
 struct Setup {
@@ -232,6 +233,60 @@ async fn a_file_others_could_have_written_is_not_loaded() {
     assert!(log.contains(STORED), "{log}");
     let meta = std::fs::metadata(&file).expect("the replacement");
     assert_eq!(meta.mode() & 0o777, 0o600, "replaced by a private file");
+}
+
+/// Plants, at the second path, something that leads to the first.
+type Plant = fn(&Path, &Path);
+
+/// A symbolic link, a second hard link or a FIFO at the cache file's name is neither
+/// followed, loaded nor waited on: the process compiles, and replaces it with its own file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_or_fifo_at_the_cache_files_name_is_not_loaded() {
+    let setup = Setup::new().await;
+    let elsewhere = tempfile::tempdir().expect("a cache directory");
+    let (original, _) = precompile(elsewhere.path(), None).await;
+    let name = original.file_name().expect("a file name").to_owned();
+    let plants: [(&str, Plant); 3] = [
+        ("symlink", |original, at| {
+            std::os::unix::fs::symlink(original, at).expect("symlink")
+        }),
+        ("hard link", |original, at| {
+            std::fs::hard_link(original, at).expect("hard link")
+        }),
+        ("fifo", |_, at| {
+            let made = std::process::Command::new("mkfifo").arg(at).status();
+            assert!(made.expect("run mkfifo").success());
+        }),
+    ];
+    for (case, plant) in plants {
+        let cache = tempfile::tempdir().expect("a cache directory");
+        let at = cache.path().join(&name);
+        plant(&original, &at);
+        let log =
+            tokio::time::timeout(Duration::from_secs(60), setup.intercept(cache.path(), case))
+                .await
+                .unwrap_or_else(|_| panic!("{case}: the process waited on the cache file"));
+        assert!(log.contains(REJECTED), "{case}: {log}");
+        assert!(log.contains(STORED), "{case}: {log}");
+        let meta = std::fs::symlink_metadata(&at).expect("the replacement");
+        assert!(meta.is_file() && meta.nlink() == 1, "{case}: not replaced");
+    }
+}
+
+/// A cache directory others can write to is neither read nor written: they could plant
+/// or swap files in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_directory_others_can_write_is_not_used() {
+    let setup = Setup::new().await;
+    let cache = tempfile::tempdir().expect("a cache directory");
+    let (file, _) = precompile(cache.path(), None).await;
+    std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o777))
+        .expect("chmod the cache directory");
+    let stored = std::fs::read(&file).expect("the cache file");
+    let log = setup.intercept(cache.path(), "shared directory").await;
+    assert!(log.contains(NOT_PRIVATE), "{log}");
+    assert!(!log.contains(HIT) && !log.contains(STORED), "{log}");
+    assert_eq!(std::fs::read(&file).expect("the cache file"), stored);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -63,3 +63,39 @@ fn assert_block(ran: &Ran, reason: &str) {
 }
 
 ahp_tests::hook_contract_tests!(contract());
+
+/// Pulling the component from a registry happens inside the hook's budget: a registry
+/// that never answers cannot hold the tool call past it, and the answer is a denial.
+#[tokio::test]
+async fn a_registry_that_never_answers_is_bounded_by_the_budget() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    let registry = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_registration(
+        dir.path(),
+        "http://127.0.0.1:9/hooks",
+        "fail-open",
+        false,
+    );
+    let component = format!("oci://{}/ahp/interceptor:0.1", registry.addr());
+    let (payload, _) = contract().pre_tool;
+    let started = std::time::Instant::now();
+    let ran = ahp_tests::hook::run_hook(
+        "codex",
+        &registration,
+        &["--component", &component, "--budget-ms", "1000"],
+        payload.to_string().as_bytes(),
+    )
+    .await;
+    // The watchdog's denial, the block every harness honours: exit 2 with the reason.
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(ran.stderr.contains("ran past its budget"), "{ran:?}");
+    let reason = ahp_tests::hook::FAILED_REASON;
+    assert!(ran.stderr.trim_end().ends_with(reason), "{ran:?}");
+    // The budget and the watchdog's second, not the registry client's 60 s read timeout.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{ran:?}"
+    );
+    assert!(registry.connections() > 0, "the pull was tried");
+}

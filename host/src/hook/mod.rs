@@ -526,8 +526,9 @@ pub struct Request {
     pub budget: Duration,
     /// The `source` URI of the events; by default a stable URN of this installation.
     pub source: Option<String>,
-    /// Host options, or why they could not be built (answered as a denial).
-    pub options: Result<Options, String>,
+    /// Builds the host options, or says why it could not (answered as a denial). Run
+    /// inside the budget: it may pull the component from a registry.
+    pub options: crate::BoxFuture<'static, Result<Options, String>>,
 }
 
 /// Why a call ended without a decision: logged on stderr, answered as a denial.
@@ -550,7 +551,7 @@ pub async fn run(request: Request) -> ExitCode {
             .map_err(|e| e.to_string())
             .and_then(|read| read)
             .map_err(|detail| Failure { spec: None, detail })?;
-        decide(&request, &payload, deadline, &signalled).await
+        decide(request, &payload, deadline, &signalled).await
     });
     let watchdog = deadline + WATCHDOG_GRACE;
     let joined = tokio::select! {
@@ -623,7 +624,7 @@ fn harness_deny_everywhere(harness: Harness, verdict: &Verdict) -> Answer {
 /// Reads the payload, maps it, asks the interceptor and returns its verdict; `interrupt`
 /// (a signal) ends the call as interrupted.
 async fn decide(
-    request: &Request,
+    request: Request,
     payload: &[u8],
     deadline: Instant,
     interrupt: &Interrupt,
@@ -665,7 +666,7 @@ async fn decide(
             format!("read {}: {e}", request.registration.display()),
         )
     })?;
-    let mut options = request.options.clone().map_err(|e| fail(Some(spec), e))?;
+    let mut options = request.options.await.map_err(|e| fail(Some(spec), e))?;
     options.declaration = harness.declaration();
     let interceptor = Interceptor::new(&registration, options)
         .await
