@@ -170,6 +170,140 @@ fn category(part: &Map<String, Value>) -> String {
     .into()
 }
 
+/// The roles a canonical message may have.
+const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
+
+/// Whether `value` is a list of canonical messages (content-item.schema.json
+/// `messages`): what a backend's `inject`, and its `modify` of a message list, must be.
+pub fn is_messages(value: &Value) -> bool {
+    value
+        .as_array()
+        .is_some_and(|items| items.iter().all(is_message))
+}
+
+/// Whether `value` is a list of text parts (`textParts`): what a `modify` of
+/// `instructions` or `summary` must be.
+pub fn is_text_parts(value: &Value) -> bool {
+    value.as_array().is_some_and(|parts| {
+        parts
+            .iter()
+            .all(|part| is_valid_part(part) && part["kind"] == "text")
+    })
+}
+
+/// `{id, role, parts, synthesized?}`, nothing else.
+fn is_message(value: &Value) -> bool {
+    let Some(message) = value.as_object() else {
+        return false;
+    };
+    message
+        .keys()
+        .all(|key| ["id", "role", "parts", "synthesized"].contains(&key.as_str()))
+        && non_empty(message.get("id"))
+        && message
+            .get("role")
+            .and_then(Value::as_str)
+            .is_some_and(|role| ROLES.contains(&role))
+        && message
+            .get("parts")
+            .and_then(Value::as_array)
+            .is_some_and(|parts| parts.iter().all(is_valid_part))
+        && message.get("synthesized").is_none_or(Value::is_boolean)
+}
+
+/// One of the schema's eight part shapes: a text or attachment part whose `selection`
+/// decides what it carries — a body part its `text` (text) or `body` reference
+/// (attachment), or a `gap` saying why not; a metadata or omitted part neither, only
+/// an optional size and hash.
+fn is_valid_part(value: &Value) -> bool {
+    let Some(part) = value.as_object() else {
+        return false;
+    };
+    let kind = part.get("kind").and_then(Value::as_str);
+    let media_type = part.get("mediaType").and_then(Value::as_str);
+    let typed = match (kind, media_type) {
+        (Some("text"), Some(media_type)) => media_type == "text/plain",
+        (Some("attachment"), Some(media_type)) => is_attachment_media_type(media_type),
+        _ => false,
+    };
+    let selection = part
+        .get("selection")
+        .and_then(Value::as_str)
+        .and_then(Selection::parse);
+    let carried: &[&str] = match (selection, kind) {
+        (Some(Selection::Body), _) if part.contains_key("gap") => &["gap", "size", "sha256"],
+        (Some(Selection::Body), Some("text")) => &["text"],
+        (Some(Selection::Body), _) => &["body"],
+        (Some(_), _) => &["size", "sha256"],
+        (None, _) => return false,
+    };
+    let known = [
+        "id",
+        "kind",
+        "mediaType",
+        "selection",
+        "category",
+        "synthesized",
+    ];
+    typed
+        && part
+            .keys()
+            .all(|key| known.contains(&key.as_str()) || carried.contains(&key.as_str()))
+        && non_empty(part.get("id"))
+        && part.get("category").is_none_or(|c| non_empty(Some(c)))
+        && part.get("synthesized").is_none_or(Value::is_boolean)
+        && part.get("size").is_none_or(Value::is_u64)
+        && part.get("sha256").is_none_or(is_sha256)
+        && match carried {
+            ["text"] => part.get("text").is_some_and(Value::is_string),
+            ["body"] => part.get("body").is_some_and(is_reference),
+            ["gap", ..] => part.get("gap").is_some_and(is_gap),
+            _ => true,
+        }
+}
+
+/// An attachment's media type: never text, never JSON (those go inline as text).
+fn is_attachment_media_type(media_type: &str) -> bool {
+    let lower = media_type.to_ascii_lowercase();
+    let essence = lower.split(';').next().unwrap_or_default().trim();
+    let subtype = essence.split_once('/').map_or("", |(_, subtype)| subtype);
+    !media_type.is_empty()
+        && !lower.starts_with("text/")
+        && subtype != "json"
+        && !subtype.ends_with("+json")
+}
+
+/// `{ref}`: a receiver-allocated reference, nothing else.
+fn is_reference(value: &Value) -> bool {
+    value
+        .as_object()
+        .is_some_and(|r| r.len() == 1 && non_empty(r.get("ref")))
+}
+
+/// `{reason, path?}`, each non-empty.
+fn is_gap(value: &Value) -> bool {
+    value.as_object().is_some_and(|gap| {
+        gap.keys().all(|key| key == "reason" || key == "path")
+            && non_empty(gap.get("reason"))
+            && gap.get("path").is_none_or(|p| non_empty(Some(p)))
+    })
+}
+
+fn is_sha256(value: &Value) -> bool {
+    value.as_str().is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+fn non_empty(value: Option<&Value>) -> bool {
+    value
+        .and_then(Value::as_str)
+        .is_some_and(|text| !text.is_empty())
+}
+
 /// Whether the checked event holds any part a selection could lower: read once, from the
 /// tree the checks read, so that an event without parts is never projected.
 pub fn holds_parts(event: &Object) -> bool {
@@ -333,5 +467,98 @@ mod tests {
         assert!(holds(
             &json!({"deep": [{"nested": text_part("p", "body")}]})
         ));
+    }
+
+    fn part(members: Value) -> Value {
+        let mut part = json!({"id": "p", "kind": "text", "mediaType": "text/plain"});
+        part.as_object_mut()
+            .unwrap()
+            .extend(members.as_object().cloned().unwrap());
+        part
+    }
+
+    fn message(parts: Value) -> Value {
+        json!([{"id": "m", "role": "assistant", "parts": parts}])
+    }
+
+    #[test]
+    fn messages_and_parts_take_the_schemas_shapes() {
+        let hash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let image = |members: Value| {
+            let mut p = json!({"id": "p", "kind": "attachment", "mediaType": "image/png"});
+            p.as_object_mut()
+                .unwrap()
+                .extend(members.as_object().cloned().unwrap());
+            p
+        };
+        let valid = [
+            part(json!({"selection": "body", "text": "x", "category": "reasoning"})),
+            part(
+                json!({"selection": "body", "gap": {"reason": "too large", "path": "/x"},
+                        "size": 9, "sha256": hash}),
+            ),
+            part(json!({"selection": "metadata", "size": 1, "sha256": hash, "synthesized": true})),
+            part(json!({"selection": "omit"})),
+            image(json!({"selection": "body", "body": {"ref": "r1"}})),
+            image(json!({"selection": "body", "gap": {"reason": "not uploaded"}})),
+            image(json!({"selection": "metadata", "size": 4})),
+            image(json!({"selection": "omit", "sha256": hash})),
+        ];
+        for p in &valid {
+            assert!(is_messages(&message(json!([p]))), "{p}");
+        }
+        assert!(is_text_parts(&json!(valid[..4])));
+        assert!(
+            !is_text_parts(&json!([valid[4]])),
+            "an attachment is no text part"
+        );
+        let invalid = [
+            part(json!({"selection": "metadata", "text": "leak"})),
+            part(json!({"selection": "omit", "text": "leak"})),
+            part(json!({"selection": "body", "gap": {"reason": "r"}, "text": "leak"})),
+            part(json!({"selection": "metadata", "body": {"ref": "r"}})),
+            part(json!({"selection": "body", "text": "x", "size": 1})),
+            part(json!({"selection": "body", "text": "x", "role": "user"})),
+            part(json!({"selection": "body", "text": 7})),
+            part(json!({"selection": "body"})),
+            part(json!({"selection": "full", "text": "x"})),
+            part(json!({"selection": "metadata", "sha256": format!("{hash}\n")})),
+            part(json!({"selection": "metadata", "sha256": hash.to_uppercase()})),
+            part(json!({"selection": "metadata", "size": -1})),
+            part(json!({"selection": "metadata", "synthesized": "true"})),
+            part(json!({"selection": "body", "gap": {"reason": ""}})),
+            part(json!({"selection": "body", "text": "x", "mediaType": "text/markdown"})),
+            image(json!({"selection": "body", "body": {"ref": "r", "size": 1}})),
+            image(json!({"selection": "body", "body": {"ref": ""}})),
+            image(json!({"selection": "omit", "mediaType": "application/json"})),
+            image(json!({"selection": "omit", "mediaType": "application/ld+json; charset=utf-8"})),
+            image(json!({"selection": "omit", "mediaType": "Text/plain"})),
+        ];
+        for p in &invalid {
+            assert!(!is_messages(&message(json!([p]))), "{p}");
+        }
+        let p = &valid[0];
+        for bad in [
+            json!([p]),
+            json!([{"id": "m", "role": "robot", "parts": [p]}]),
+            json!([{"id": "", "role": "user", "parts": [p]}]),
+            json!([{"id": "m", "role": "user"}]),
+            json!([{"id": "m", "role": "user", "parts": [p], "parent": "x"}]),
+            json!({"id": "m", "role": "user", "parts": [p]}),
+        ] {
+            assert!(!is_messages(&bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_upstream_messages_are_messages() {
+        let inject: Value = serde_json::from_str(fixture!("http/flow-inject.valid.json")).unwrap();
+        assert!(is_messages(&inject["result"]["effects"][1]["value"]));
+        let identities: Value =
+            serde_json::from_str(fixture!("http/synthesized-identities.valid.json")).unwrap();
+        assert!(is_messages(&identities["params"]["event"]["items"]));
+        let strings: Value =
+            serde_json::from_str(fixture!("http/synthesized-items-string.invalid.json")).unwrap();
+        assert!(!is_messages(&strings["params"]["event"]["items"]));
     }
 }

@@ -4,6 +4,7 @@
 //! The word lists are in [`ahp_vocab`]; which effects an event allows is the table in
 //! [`crate::events`]; this module says what an accepted effect carries.
 
+use crate::content;
 pub use ahp_vocab::EffectKind;
 use ahp_vocab::{DeliverAt, FlowOperation, ModifyOperation, ModifyTarget};
 use serde_json::Value;
@@ -75,20 +76,19 @@ pub fn is_decision(kind: EffectKind) -> bool {
     matches!(kind, EffectKind::Deny | EffectKind::Allow | EffectKind::Ask)
 }
 
-/// Whether `value` has the shape `target` takes (effect.schema.json): objects for
-/// input and workspace, an object or messages for content, lists otherwise.
+/// Whether `value` has the shape `target` takes (effect.schema.json): an object for
+/// input and workspace, form answers (an object) or canonical messages for content,
+/// text parts for instructions and summary, canonical messages otherwise.
 pub fn fits(target: ModifyTarget, value: &Value) -> bool {
     match target {
         ModifyTarget::Input | ModifyTarget::Workspace => value.is_object(),
-        ModifyTarget::Content => value.is_object() || is_list_of_objects(value),
-        _ => is_list_of_objects(value),
+        ModifyTarget::Content => value.is_object() || content::is_messages(value),
+        ModifyTarget::Instructions | ModifyTarget::Summary => content::is_text_parts(value),
+        ModifyTarget::Output
+        | ModifyTarget::Prompt
+        | ModifyTarget::Request
+        | ModifyTarget::Response => content::is_messages(value),
     }
-}
-
-fn is_list_of_objects(value: &Value) -> bool {
-    value
-        .as_array()
-        .is_some_and(|items| items.iter().all(Value::is_object))
 }
 
 /// The target's value after one modification: replace substitutes; merge merges objects
@@ -156,9 +156,20 @@ mod tests {
     fn each_target_takes_its_shape() {
         assert!(fits(ModifyTarget::Input, &json!({})));
         assert!(!fits(ModifyTarget::Input, &json!([])));
-        assert!(fits(ModifyTarget::Output, &json!([{"id": "m"}])));
+        let part = json!({"id": "p", "kind": "text", "mediaType": "text/plain",
+                          "selection": "body", "text": "x"});
+        let message = json!({"id": "m", "role": "tool", "parts": [part]});
+        assert!(fits(ModifyTarget::Output, &json!([message])));
+        assert!(!fits(ModifyTarget::Output, &json!([{"id": "m"}])));
+        assert!(
+            !fits(ModifyTarget::Output, &json!([part])),
+            "bare parts are no messages"
+        );
         assert!(!fits(ModifyTarget::Output, &json!({"text": "x"})));
         assert!(fits(ModifyTarget::Content, &json!({"answer": 1})));
+        assert!(fits(ModifyTarget::Content, &json!([message])));
+        assert!(fits(ModifyTarget::Instructions, &json!([part])));
+        assert!(!fits(ModifyTarget::Summary, &json!([message])));
         assert!(!fits(ModifyTarget::Prompt, &json!(["text"])));
     }
 }

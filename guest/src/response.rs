@@ -12,6 +12,7 @@
 //! only ever holds this module's fixed vocabulary: a backend's error message, error data
 //! or rejected effect text never reaches the audit or the model.
 
+use crate::content;
 use crate::effect::{self, Effect, EffectKind};
 use crate::host_api::Reply;
 use crate::json::{self, Node, Object};
@@ -331,18 +332,15 @@ fn decode_inject(effect: &Object, advertised: &EventCapability) -> Result<Effect
     let in_context = effect.get("target").and_then(Node::as_str) == Some("context");
     let appends = effect.get("operation").and_then(Node::as_str) == Some("append");
     let deliver_at = word(effect, "deliverAt", DeliverAt::parse)?;
-    let value = effect.get("value").filter(|v| {
-        v.as_array()
-            .is_some_and(|items| items.iter().all(Node::is_object))
-    });
+    let value = effect
+        .get("value")
+        .map(Node::to_value)
+        .filter(content::is_messages);
     let (true, true, Some(value)) = (in_context, appends, value) else {
         return Err(invalid(Detail::MalformedEffect));
     };
     offered(advertised.inject.contains(&deliver_at))?;
-    Ok(Effect::Inject {
-        deliver_at,
-        value: value.to_value(),
-    })
+    Ok(Effect::Inject { deliver_at, value })
 }
 
 /// `{type, reason: non-empty string, code?: reverse-DNS, extensions?: reverse-DNS keys}`

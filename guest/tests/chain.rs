@@ -1951,6 +1951,39 @@ fn allow_with_deny_in_one_response_is_invalid_effects() {
     assert_eq!(failure_class(&s, 0), "invalid-effects");
 }
 
+/// A backend's injected context must be canonical messages (content-item.schema.json):
+/// an empty object or a bare part is rejected with the whole reply, by policy.
+#[test]
+fn an_injected_value_off_the_message_schema_is_rejected_whole() {
+    let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+    let bare_part = json!({"id": "p", "kind": "text", "mediaType": "text/plain",
+                           "selection": "body", "text": "bare"});
+    for value in [json!([{}]), json!([bare_part])] {
+        let reply = effects(json!([
+            {"type": "deny", "reason": "kept only with a valid reply"},
+            {"type": "inject", "target": "context", "operation": "append",
+             "deliverAt": "now", "value": value}
+        ]));
+        let mut host = FakeHost::new().on(A, Step::reply(reply));
+        let s = intercept_with(&engine, &mut host, &event(), &["deny", "inject"], None);
+        assert_synthetic_deny(&s);
+        assert_eq!(failure_class(&s, 0), "invalid-effects", "{value}");
+        let failure = &audited(&s, 0)["failure"];
+        assert_eq!(failure["detail"], "malformed-effect", "{value}: {failure}");
+    }
+    // The same reply with canonical messages is accepted: the deny stands.
+    let message = json!([{"id": "m", "role": "system", "parts": [{"id": "p", "kind": "text",
+        "mediaType": "text/plain", "selection": "body", "text": "context"}]}]);
+    let reply = effects(json!([
+        {"type": "deny", "reason": "kept only with a valid reply"},
+        {"type": "inject", "target": "context", "operation": "append",
+         "deliverAt": "now", "value": message}
+    ]));
+    let mut host = FakeHost::new().on(A, Step::reply(reply));
+    let s = intercept_with(&engine, &mut host, &event(), &["deny", "inject"], None);
+    assert_eq!(s.decided_by, DecidedBy::BackendDeny);
+}
+
 fn modify_input(operation: &str, value: Value) -> Reply {
     effects(json!([{"type": "modify", "target": "input", "operation": operation, "value": value}]))
 }

@@ -442,8 +442,9 @@ impl Contract {
             }
         }
         if self.advertised.contains(&"inject") {
-            let image = json!({"id": "m1-i", "kind": "image", "mediaType": "image/png",
-                "selection": "body", "uri": "https://example.com/x.png"});
+            // A valid attachment, which the harness has no way to show the agent.
+            let image = json!({"id": "m1-i", "kind": "attachment", "mediaType": "image/png",
+                "selection": "body", "body": {"ref": "blob-1"}});
             let script = vec![Behaviour::Effects(json!([injected(image)]))];
             let (ran, _backend) = self.pre_tool_with(script, "fail-open").await;
             (self.assert_deny)(&ran, FAILED_REASON);
