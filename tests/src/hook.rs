@@ -159,6 +159,15 @@ pub async fn run_hook_with(
     }
 }
 
+/// A registration file in a temporary directory of its own (kept while the `TempDir`
+/// lives) whose interceptor fails open at a backend nothing listens on: a call that
+/// reaches the interceptor gets no objection, one that does not is denied.
+pub fn unreachable_registration() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = write_registration(dir.path(), "http://127.0.0.1:9/hooks", "fail-open", false);
+    (dir, path)
+}
+
 /// A registration file in `dir`: one interceptor on tool.before at `backend`, with
 /// `policy` and a 300 ms timeout, plus an observer of every other event at the same URL.
 pub fn write_registration(dir: &Path, url: &str, policy: &str, include_native: bool) -> PathBuf {

@@ -70,13 +70,7 @@ ahp_tests::hook_contract_tests!(contract());
 async fn a_registry_that_never_answers_is_bounded_by_the_budget() {
     use ahp_tests::fault_backend::{Behaviour, FaultBackend};
     let registry = FaultBackend::start(vec![Behaviour::Blackhole]).await;
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let registration = ahp_tests::hook::write_registration(
-        dir.path(),
-        "http://127.0.0.1:9/hooks",
-        "fail-open",
-        false,
-    );
+    let (_dir, registration) = ahp_tests::hook::unreachable_registration();
     let component = format!("oci://{}/ahp/interceptor:0.1", registry.addr());
     let (payload, _) = contract().pre_tool;
     let started = std::time::Instant::now();
@@ -92,9 +86,10 @@ async fn a_registry_that_never_answers_is_bounded_by_the_budget() {
     assert!(ran.stderr.contains("ran past its budget"), "{ran:?}");
     let reason = ahp_tests::hook::FAILED_REASON;
     assert!(ran.stderr.trim_end().ends_with(reason), "{ran:?}");
-    // The budget and the watchdog's second, not the registry client's 60 s read timeout.
+    // The budget and the watchdog's second (and a first compile of the component, on a
+    // busy machine), not the registry client's 60 s read timeout.
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(10),
+        started.elapsed() < std::time::Duration::from_secs(30),
         "{ran:?}"
     );
     assert!(registry.connections() > 0, "the pull was tried");

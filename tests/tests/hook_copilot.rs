@@ -53,13 +53,7 @@ fn assert_ask(ran: &Ran) {
 /// what is missing; with `hookEventName` in the payload no flag is needed.
 #[tokio::test]
 async fn a_payload_without_an_event_needs_the_flag() {
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let registration = ahp_tests::hook::write_registration(
-        dir.path(),
-        "http://127.0.0.1:9/hooks",
-        "fail-open",
-        false,
-    );
+    let (_dir, registration) = ahp_tests::hook::unreachable_registration();
     let (payload, _) = contract().pre_tool;
     let ran = run_hook(
         "copilot",
@@ -81,13 +75,7 @@ async fn a_payload_without_an_event_needs_the_flag() {
 /// objection, where an unknown event would be a denial).
 #[tokio::test]
 async fn the_pascal_case_form_is_the_same_event() {
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let registration = ahp_tests::hook::write_registration(
-        dir.path(),
-        "http://127.0.0.1:9/hooks",
-        "fail-open",
-        false,
-    );
+    let (_dir, registration) = ahp_tests::hook::unreachable_registration();
     let payload = json!({"session_id": "cop-6", "hook_event_name": "PreToolUse",
         "tool_name": "bash", "tool_input": {"command": "ls"}});
     for flag in [&[][..], &["--event", "preToolUse"][..]] {
