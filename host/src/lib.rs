@@ -69,7 +69,7 @@ pub use capabilities::transport::{Transport, TransportError, TransportReply, Tra
 pub use declaration::Declaration;
 pub use error::Error;
 pub use interrupt::Interrupt;
-pub use linker::{add_to_linker, check_engine, AhpView};
+pub use linker::{add_to_linker, check_engine, component_instant, AhpView};
 pub use options::{Options, DEFAULT_MAX_INSTANCES};
 pub use retry::RetryPolicy;
 pub use runtime::EMBEDDED_WIT_PACKAGE;

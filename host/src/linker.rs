@@ -23,10 +23,16 @@
 //!     }
 //! }
 //!
-//! # async fn demo(interceptor: Interceptor) -> ahp_host::wasmtime::Result<()> {
+//! # async fn demo(
+//! #     interceptor: Interceptor,
+//! #     registration: &str,
+//! #     event: &str,
+//! # ) -> ahp_host::wasmtime::Result<()> {
+//! # use std::time::{Duration, Instant};
 //! let mut config = Config::new();
 //! config.epoch_interruption(true);
 //! let engine = Engine::new(&config)?;
+//! let _ticker = ahp_host::EpochTicker::for_engine(&engine);
 //! let component = Component::new(&engine, ahp_host::EMBEDDED_COMPONENT)?;
 //! let mut linker = Linker::<MyData>::new(&engine);
 //! ahp_host::add_to_linker(&mut linker, |t: &mut MyData| t.ahp())?;
@@ -34,7 +40,24 @@
 //! let mut store = Store::new(&engine, MyData { ahp: interceptor.host_state() });
 //! ahp_host::bound_cpu(&mut store);
 //! let plugin = pre.instantiate_async(&mut store).await?;
-//! # let _ = plugin; Ok(()) }
+//! let api = plugin.ahp_interceptor_interceptor().engine();
+//! let declaration = api.call_interceptable(&mut store).await?;
+//! let loaded = api
+//!     .call_load(&mut store, registration, &declaration)
+//!     .await?
+//!     .map_err(|_| ahp_host::wasmtime::format_err!("registration rejected"))?;
+//! // Before each call: its CPU bound and its interruption signal.
+//! let interrupt = ahp_host::Interrupt::new();
+//! store.data_mut().ahp.begin_call(Instant::now() + Duration::from_secs(5), &interrupt);
+//! let started = ahp_host::component_instant(Instant::now());
+//! let settled = api
+//!     .call_intercept(&mut store, loaded, event, &[], None, started)
+//!     .await?
+//!     .map_err(|_| ahp_host::wasmtime::format_err!("event rejected"))?;
+//! // The WIT settlement: its `audit` is the record, one JSON object; a trap (an `Err`
+//! // above) is a denial, never permission. Its owned `observers` are yours to deliver.
+//! let record: ahp_host::Record = serde_json::from_str(&settled.audit)?;
+//! # let _ = record; Ok(()) }
 //! ```
 
 use crate::bindings;
@@ -43,6 +66,13 @@ use wasmtime::component::{HasSelf, Linker};
 use wasmtime::Engine;
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
 use wasmtime_wasi::WasiView;
+
+/// `at` as the component's `instant` (WIT `host-types.instant`): nanoseconds on the one
+/// monotonic clock the component and the host share, for `engine.intercept`'s `started`
+/// and `budget`.
+pub fn component_instant(at: std::time::Instant) -> u64 {
+    crate::clock::to_nanos(at)
+}
 
 /// Store data that holds the component's [`HostState`].
 pub trait AhpView: Send {

@@ -159,8 +159,7 @@ impl Pool {
                 return Err(Unserved::EngineFailure);
             }
         };
-        ready.store.data_mut().cpu_deadline = limit;
-        ready.store.data_mut().interrupt = interrupt.clone();
+        ready.store.data_mut().begin_call(limit, interrupt);
         ready.store.set_epoch_deadline(1);
         match tokio::time::timeout_at(limit.into(), call(&mut ready)).await {
             Ok(Ok(value)) => {

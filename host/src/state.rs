@@ -37,6 +37,15 @@ impl HostState {
         }
     }
 
+    /// Prepares this store for its next export call: the component's CPU is bounded until
+    /// `cpu_deadline` (the epoch callback of [`crate::bound_cpu`] checks it), and
+    /// `interrupt` is the call's signal, which ends its pending requests. Every call
+    /// needs it: a store's first bound, set by `bound_cpu`, lasts 5 s.
+    pub fn begin_call(&mut self, cpu_deadline: std::time::Instant, interrupt: &Interrupt) {
+        self.cpu_deadline = cpu_deadline;
+        self.interrupt = interrupt.clone();
+    }
+
     /// Whether the call was interrupted or the interceptor is shutting down.
     pub(crate) fn stopped(&self) -> bool {
         self.interrupt.is_set() || self.shutdown.is_set()

@@ -1,0 +1,140 @@
+//! The linker level (issue 11 item 1) run end to end, as an embedder with its own Engine,
+//! Linker and Store uses it: the component's imports added to the embedder's `Linker`,
+//! the registration loaded through the generated bindings, each call prepared with
+//! `HostState::begin_call` (its CPU bound and its interruption), and the settlement's
+//! audit record read as the component wrote it.
+
+use ahp_host::wasmtime::component::{Component, Linker, ResourceAny};
+use ahp_host::wasmtime::{Config, Engine, Store};
+use ahp_host::wasmtime_wasi::{WasiCtxView, WasiView};
+use ahp_host::{AhpView, EpochTicker, HostState, Interceptor, Interrupt, Options, Plugin};
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use ahp_tests::support::{event, registration, runaway_component, Http};
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+const REASON: &str = "the linker level asked the backend";
+
+/// The embedder's store data, holding the component's host state among its own.
+struct MyData {
+    ahp: HostState,
+}
+
+impl AhpView for MyData {
+    fn ahp(&mut self) -> &mut HostState {
+        &mut self.ahp
+    }
+}
+
+impl WasiView for MyData {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        self.ahp.ctx()
+    }
+}
+
+/// One intercept call on `store`, prepared with `cpu_deadline` and `interrupt`.
+async fn intercept(
+    store: &mut Store<MyData>,
+    plugin: &Plugin,
+    engine: ResourceAny,
+    cpu_deadline: Instant,
+    interrupt: &Interrupt,
+) -> ahp_host::wasmtime::Result<Value> {
+    store.data_mut().ahp().begin_call(cpu_deadline, interrupt);
+    let started = ahp_host::component_instant(Instant::now());
+    let api = plugin.ahp_interceptor_interceptor().engine();
+    let settled = api
+        .call_intercept(
+            &mut *store,
+            engine,
+            &event("evt_linker"),
+            &[],
+            None,
+            started,
+        )
+        .await?
+        .expect("a valid event");
+    Ok(serde_json::from_str(&settled.audit).expect("the audit record is JSON"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_component_runs_in_the_embedders_engine_and_store() {
+    let backend = FaultBackend::start(vec![Behaviour::Deny(REASON.into())]).await;
+    let registration = registration(&[Http::new("dev.ahp.linker", backend.url())]);
+    // The interceptor provides the backends the component's imports deliver to.
+    let interceptor = Interceptor::new(&registration, Options::default())
+        .await
+        .expect("valid registration");
+
+    let mut config = Config::new();
+    config.epoch_interruption(true);
+    let engine = Engine::new(&config).unwrap();
+    let _ticker = EpochTicker::for_engine(&engine);
+    let component = Component::new(&engine, ahp_host::EMBEDDED_COMPONENT).unwrap();
+    let mut linker = Linker::<MyData>::new(&engine);
+    ahp_host::add_to_linker(&mut linker, |t: &mut MyData| t.ahp()).unwrap();
+    let pre = ahp_host::PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
+    let data = MyData {
+        ahp: interceptor.host_state(),
+    };
+    let mut store = Store::new(&engine, data);
+    ahp_host::bound_cpu(&mut store);
+    let plugin = pre.instantiate_async(&mut store).await.unwrap();
+    let api = plugin.ahp_interceptor_interceptor().engine();
+    let declaration = api.call_interceptable(&mut store).await.unwrap();
+    let loaded = api
+        .call_load(&mut store, &registration, &declaration)
+        .await
+        .unwrap()
+        .expect("the registration loads");
+
+    // The backend's own denial, through the embedder's store.
+    let bound = || Instant::now() + Duration::from_secs(5);
+    let record = intercept(&mut store, &plugin, loaded, bound(), &Interrupt::new())
+        .await
+        .unwrap();
+    assert_eq!(record["decidedBy"], "backend-deny", "{record}");
+    assert_eq!(record["reason"], REASON, "{record}");
+
+    // `begin_call` hands each call its own signal: one already interrupted is denied
+    // as interrupted, nothing sent.
+    let interrupted = Interrupt::new();
+    interrupted.interrupt();
+    let record = intercept(&mut store, &plugin, loaded, bound(), &interrupted)
+        .await
+        .unwrap();
+    assert_eq!(record["decidedBy"], "interrupted", "{record}");
+    assert_eq!(backend.requests().len(), 1);
+
+    // And its CPU bound: a component that spins (tests/runaway-guest) is stopped at the
+    // call's own bound, not at the 5 s `bound_cpu` first gave the store — a trap, which
+    // the embedder settles as a denial, never as permission.
+    let runaway = Component::new(&engine, runaway_component()).unwrap();
+    let pre = ahp_host::PluginPre::new(linker.instantiate_pre(&runaway).unwrap()).unwrap();
+    let data = MyData {
+        ahp: interceptor.host_state(),
+    };
+    let mut store = Store::new(&engine, data);
+    ahp_host::bound_cpu(&mut store);
+    let plugin = pre.instantiate_async(&mut store).await.unwrap();
+    let api = plugin.ahp_interceptor_interceptor().engine();
+    let spinning = api
+        .call_load(&mut store, "{}", &[])
+        .await
+        .unwrap()
+        .expect("the runaway loads anything");
+    let bound = Duration::from_millis(300);
+    let started = Instant::now();
+    let trapped = intercept(
+        &mut store,
+        &plugin,
+        spinning,
+        started + bound,
+        &Interrupt::new(),
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(trapped.is_err(), "{trapped:?}");
+    assert!(took >= bound && took < Duration::from_secs(3), "{took:?}");
+    interceptor.shutdown_async().await;
+}
