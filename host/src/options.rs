@@ -51,16 +51,19 @@ pub struct Options {
     /// event with every effect it allows). A registration intercepting an undeclared
     /// event is refused at load.
     pub declaration: Declaration,
-    /// The most component instances this interceptor keeps at once, idle or busy
-    /// (default [`DEFAULT_MAX_INSTANCES`], the default Engine's capacity; at least 2).
+    /// The most component instances this interceptor has at once, idle or busy
+    /// (default [`DEFAULT_MAX_INSTANCES`], the default Engine's capacity; at least 2);
+    /// of those it keeps at most 32 idle, giving the others' slots back to the Engine.
     /// Calls beyond it wait in order, and the wait counts against each call's first
     /// deadline and its budget: a call whose time runs out waiting is settled by its
     /// subscription's policy (`deadline-exceeded`, phase `queue`) on one of a few
     /// instances held back for that (1 per 16, at least 1), never as an engine
-    /// failure. With an Engine of your own, or several interceptors on one Engine, the
-    /// sum of their `max_instances` plus your own instances must stay within the
-    /// Engine's pooling limit (`PoolingAllocationConfig::total_component_instances`),
-    /// or an instantiation can fail, which settles as `engine-failure`.
+    /// failure. With an Engine of your own, or several interceptors on one Engine (every
+    /// default `Interceptor` of a process shares the default one), instances in use at
+    /// the same moment beyond the Engine's pooling limit
+    /// (`PoolingAllocationConfig::total_component_instances`) fail to instantiate, which
+    /// settles as `engine-failure`: keep the sum of their `max_instances` plus your own
+    /// instances within it where their bursts can coincide.
     pub max_instances: Option<usize>,
 }
 

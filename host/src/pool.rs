@@ -42,6 +42,14 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmtime::component::ResourceAny;
 use wasmtime::Store;
 
+/// The most idle instances a pool keeps. The Engine's instance slots are shared by every
+/// interceptor on it (the default Engine's by every default `Interceptor` of the
+/// process), and each idle instance holds one, and its memory: kept without a bound, the
+/// instances one burst needed would make another interceptor's calls fail to
+/// instantiate afterwards. A call finding none idle makes one (instantiating and loading
+/// the registration), so under a steady load the idle list stays short anyway.
+const IDLE_KEPT: usize = 32;
+
 /// How long a call from the settle lane may run at least: it has no I/O left to do, only
 /// the settlement, however late it got its instance.
 const SETTLE_BOUND: Duration = Duration::from_millis(250);
@@ -285,10 +293,12 @@ impl Pool {
         })
     }
 
-    /// Returns an instance whose call completed normally, unless the pool is closed.
+    /// Returns an instance whose call completed normally, unless the pool is closed or
+    /// already keeps [`IDLE_KEPT`] idle ones: the instance is then dropped, which gives its
+    /// slot back to the Engine.
     fn put(&self, ready: Ready) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if !idle.closed {
+        if !idle.closed && idle.ready.len() < IDLE_KEPT {
             idle.ready.push(ready);
         }
     }
