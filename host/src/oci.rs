@@ -98,6 +98,16 @@ pub async fn push(reference: &Reference, component: Vec<u8>) -> Result<Pushed, S
                 reference.whole()
             )
         })?;
+    // The tag's digest is the registry's answer, read after the push: only once the
+    // manifest it names is read and found to carry this component is it ours to print
+    // (another push to the same tag may have come in between).
+    let pinned = parse_reference(&format!("{}@{manifest_digest}", reference.whole()))?;
+    let (manifest, _) = self::client(reference)?
+        .pull_manifest_raw(&pinned, &auth, &[OCI_IMAGE_MEDIA_TYPE])
+        .await
+        .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
+    holds_component(&manifest, &manifest_digest, &component_digest)
+        .map_err(|e| format!("{}: {e}", reference.whole()))?;
     Ok(Pushed {
         pinned: format!("{}@{manifest_digest}", reference.whole()),
         manifest_digest,
@@ -159,6 +169,26 @@ pub async fn pull(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u
     }
     cache.put(&bytes)?;
     Ok(bytes)
+}
+
+/// Whether `manifest` is the one `manifest_digest` names and its layer is the component
+/// `component_digest` names.
+fn holds_component(
+    manifest: &[u8],
+    manifest_digest: &str,
+    component_digest: &str,
+) -> Result<(), String> {
+    if sha256_digest(manifest) != manifest_digest {
+        return Err(format!("the registry's manifest is not {manifest_digest}"));
+    }
+    let layer = component_layer(manifest)?;
+    if layer.digest != component_digest {
+        return Err(format!(
+            "the tag now names another component ({}); push again",
+            layer.digest
+        ));
+    }
+    Ok(())
 }
 
 /// The one `application/wasm` layer of a wasm artifact manifest.
@@ -337,5 +367,28 @@ mod tests {
         let two = manifest(WASM_MANIFEST_CONFIG_MEDIA_TYPE, &format!("{layer},{layer}"));
         assert!(component_layer(two.as_bytes()).is_err());
         assert!(component_layer(b"not json").is_err());
+    }
+
+    /// A push prints its pinned reference only for the manifest that carries its own
+    /// component: not for another push's, nor for bytes that are not the digest's.
+    #[test]
+    fn a_pushed_manifest_must_carry_the_pushed_component() {
+        let manifest = |layer_hex: String| {
+            format!(
+                r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",
+                "config":{{"mediaType":"{WASM_MANIFEST_CONFIG_MEDIA_TYPE}","digest":"sha256:{}","size":2}},
+                "layers":[{{"mediaType":"application/wasm","digest":"sha256:{layer_hex}","size":3}}]}}"#,
+                "c".repeat(64)
+            )
+        };
+        let ours = format!("sha256:{}", "a".repeat(64));
+        let mine = manifest("a".repeat(64));
+        let digest = sha256_digest(mine.as_bytes());
+        assert!(holds_component(mine.as_bytes(), &digest, &ours).is_ok());
+        let theirs = manifest("b".repeat(64));
+        let their_digest = sha256_digest(theirs.as_bytes());
+        let error = holds_component(theirs.as_bytes(), &their_digest, &ours).unwrap_err();
+        assert!(error.contains("another component"), "{error}");
+        assert!(holds_component(theirs.as_bytes(), &digest, &ours).is_err());
     }
 }
