@@ -6,8 +6,10 @@
 //! directory and are renamed into place, so a reader never sees half a file and two
 //! processes pulling the same digest cannot interleave.
 //!
-//! Where: `$AHP_CACHE_DIR`, else the user's cache directory (`$XDG_CACHE_HOME/ahp`,
-//! `~/.cache/ahp` on Linux).
+//! Where: under the compiled component's cache directory
+//! ([`crate::compile_cache::cache_dir`]: `$AHP_CACHE_DIR`, else
+//! `$XDG_CACHE_HOME/ahp-interceptor`, else `~/.cache/ahp-interceptor`; relative or empty
+//! values are ignored), in `oci/blobs/sha256`.
 
 use sha2::{Digest as _, Sha256};
 use std::io::Write as _;
@@ -31,14 +33,10 @@ pub struct ComponentCache {
 }
 
 impl ComponentCache {
-    /// The cache of this user (`$AHP_CACHE_DIR`, else the platform cache directory).
+    /// The cache of this user, beside the compiled component's.
     pub fn for_user() -> Result<ComponentCache, String> {
-        let root = match std::env::var_os("AHP_CACHE_DIR") {
-            Some(dir) => PathBuf::from(dir),
-            None => dirs::cache_dir()
-                .ok_or("no cache directory for this user: set AHP_CACHE_DIR")?
-                .join("ahp"),
-        };
+        let root = crate::compile_cache::cache_dir()
+            .ok_or("no cache directory for this user: set AHP_CACHE_DIR to an absolute path")?;
         Ok(ComponentCache::at(&root))
     }
 

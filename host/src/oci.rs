@@ -142,7 +142,7 @@ pub async fn pull(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u
             ));
         }
     }
-    cache.put(&manifest_bytes)?;
+    keep(cache, &manifest_bytes);
     let layer = component_layer(&manifest_bytes).map_err(|e| format!("{whole}: {e}"))?;
     if let Some(bytes) = cache.get(&layer.digest) {
         return Ok(bytes);
@@ -167,8 +167,16 @@ pub async fn pull(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u
             layer.digest
         ));
     }
-    cache.put(&bytes)?;
+    keep(cache, &bytes);
     Ok(bytes)
+}
+
+/// Stores verified bytes in the cache if it can: a cache that cannot be written (a
+/// read-only home) costs the next process a pull, never this one its component.
+fn keep(cache: &ComponentCache, bytes: &[u8]) {
+    if let Err(e) = cache.put(bytes) {
+        tracing::debug!(error = %e, "could not cache a pulled blob; continuing uncached");
+    }
 }
 
 /// Whether `manifest` is the one `manifest_digest` names and its layer is the component

@@ -240,6 +240,16 @@ async fn a_pinned_reference_is_pulled_verified_run_and_then_served_from_the_cach
     case.assert_ran(&case.intercept(&pinned(&pushed)).await, 2);
 }
 
+/// A cache that cannot be written costs only the caching: the verified pull still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unwritable_cache_still_runs_the_pulled_component() {
+    let (_registry, pushed, case) = pushed().await;
+    // A file where the cache's `oci` directory would go: unwritable even for root.
+    std::fs::write(case.cache.path().join("oci"), b"not a directory").expect("write a file");
+    case.assert_ran(&case.intercept(&pinned(&pushed)).await, 1);
+    assert!(!case.cached_component().exists());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tag_is_pulled_from_the_registry_and_run() {
     let (registry, _, case) = pushed().await;
