@@ -455,6 +455,15 @@ pub fn check(capability: &EventCapability, at: &str) -> Vec<Problem> {
                     "continue needs remainingContinuations and continuationCount".into(),
                 );
             }
+            // AHP-CAP-001: advertise only what can be enforced, allowance included.
+            if f.operations.contains(&FlowOperation::Continue)
+                && f.remaining_continuations == Some(0)
+            {
+                add(
+                    format!("{at}/flow/remainingContinuations"),
+                    "is 0: with no continuation left, \"continue\" cannot be declared".into(),
+                );
+            }
         }
         (None, false) => {}
     }
@@ -624,6 +633,20 @@ mod tests {
             1,
             "tool.before cannot continue"
         );
+        let mut stopping = full(E::TurnFinishBefore);
+        stopping.flow = Some(FlowCapability {
+            operations: vec![FlowOperation::Stop, FlowOperation::Continue],
+            remaining_continuations: Some(1),
+            continuation_count: Some(2),
+        });
+        assert!(
+            check(&stopping, "d").is_empty(),
+            "{:?}",
+            check(&stopping, "d")
+        );
+        stopping.flow.as_mut().unwrap().remaining_continuations = Some(0);
+        let paths: Vec<String> = check(&stopping, "d").into_iter().map(|p| p.path).collect();
+        assert_eq!(paths, ["d/flow/remainingContinuations"]);
     }
 
     #[test]
