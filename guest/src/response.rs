@@ -185,6 +185,10 @@ fn check_result<'m, 'a>(result: Option<&'m Node<'a>>) -> Result<&'m Node<'a>, Fa
     if result.contains_key("manifest") {
         return Err(malformed(Detail::ManifestInResult));
     }
+    // Known fields are validated (AHP-CORE-003): extensions.schema.json.
+    if result.get("extensions").is_some_and(|e| !is_extensions(e)) {
+        return Err(malformed(Detail::ResultExtensions));
+    }
     Ok(effects)
 }
 
@@ -343,6 +347,13 @@ fn decode_inject(effect: &Object, advertised: &EventCapability) -> Result<Effect
     Ok(Effect::Inject { deliver_at, value })
 }
 
+/// An `extensions` object (extensions.schema.json): reverse-DNS names, any values.
+fn is_extensions(extensions: &Node) -> bool {
+    extensions
+        .as_object()
+        .is_some_and(|e| e.keys().all(is_reverse_dns))
+}
+
 /// `{type, reason: non-empty string, code?: reverse-DNS, extensions?: reverse-DNS keys}`
 fn decode_deny(effect: &Object) -> Option<Effect> {
     let reason = effect.get("reason")?.as_str().filter(|r| !r.is_empty())?;
@@ -350,10 +361,8 @@ fn decode_deny(effect: &Object) -> Option<Effect> {
         Some(code) => Some(code.as_str().filter(|c| is_reverse_dns(c))?),
         None => None,
     };
-    if let Some(extensions) = effect.get("extensions") {
-        extensions
-            .as_object()
-            .filter(|e| e.keys().all(is_reverse_dns))?;
+    if effect.get("extensions").is_some_and(|e| !is_extensions(e)) {
+        return None;
     }
     Some(Effect::Deny {
         reason: reason.to_owned(),
@@ -871,10 +880,19 @@ mod tests {
     }
 
     #[test]
-    fn unknown_result_fields_and_extensions_are_ignored() {
+    fn unknown_result_fields_are_ignored_and_extensions_checked() {
         let result = json!({"protocolVersion": "draft", "effects": [], "future": 1,
                             "extensions": {"com.example.trace": {"id": 3}}});
         assert_eq!(result_reply(result), Ok(vec![]));
+        for extensions in [json!("x"), json!({"trace": 1}), json!([])] {
+            let result = json!({"protocolVersion": "draft", "effects": [],
+                                "extensions": extensions});
+            assert_eq!(
+                result_reply(result),
+                Err(malformed(Detail::ResultExtensions)),
+                "{extensions}"
+            );
+        }
     }
 
     // --- 7. effects ---

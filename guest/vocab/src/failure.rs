@@ -84,6 +84,8 @@ words! {
         ErrorObject = "error-object",
         ResultNotObject = "result-not-object",
         ManifestInResult = "manifest-in-result",
+        /// `result.extensions` that is not an object of reverse-DNS names.
+        ResultExtensions = "result-extensions",
         // Missing result fields: the field's own name.
         ProtocolVersion = "protocolVersion",
         Effects = "effects",
