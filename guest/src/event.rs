@@ -329,6 +329,27 @@ fn check_envelope(event: &Object, problems: &mut Problems) {
             required_string(session, "/session", "id", problems);
         }
     }
+    if event.contains_key("parentEventId") {
+        required_string(event, "", "parentEventId", problems);
+    }
+}
+
+/// `call`: `{id, synthesized?}` and nothing else (tool-before/after schemas).
+fn check_call(event: &Object, problems: &mut Problems) {
+    let Some(call) = required_object(event, "", "call", problems) else {
+        return;
+    };
+    required_string(call, "/call", "id", problems);
+    if call.get("synthesized").is_some_and(|s| !s.is_boolean()) {
+        problems.add("/call/synthesized", "must be true or false");
+    }
+    for key in call
+        .keys()
+        .filter(|key| !["id", "synthesized"].contains(key))
+    {
+        let key = key.replace('~', "~0").replace('/', "~1");
+        problems.add(format!("/call/{key}"), "is not a member of call");
+    }
 }
 
 /// The `tool.before` payload (tool-before.schema.json, AHP-TB-001).
@@ -343,9 +364,7 @@ fn check_tool_before(event: &Object, problems: &mut Problems) {
     if !event.contains_key("session") {
         problems.add("/session", "is required");
     }
-    if let Some(call) = required_object(event, "", "call", problems) {
-        required_string(call, "/call", "id", problems);
-    }
+    check_call(event, problems);
     if let Some(tool) = required_object(event, "", "tool", problems) {
         check_tool(tool, problems);
     }
@@ -411,10 +430,9 @@ const SKIP_REASONS: [&str; 5] = ["supplied_result", "policy", "cancelled", "time
 
 /// The `tool.after` payload (tool-after.schema.json): the one resolved-call boundary.
 fn check_tool_after(event: &Object, problems: &mut Problems) {
-    if let Some(call) = required_object(event, "", "call", problems) {
-        required_string(call, "/call", "id", problems);
-    }
-    if let Some(tool) = required_object(event, "", "tool", problems) {
+    check_call(event, problems);
+    let tool = required_object(event, "", "tool", problems);
+    if let Some(tool) = tool {
         check_tool(tool, problems);
     }
     required_string(event, "", "path", problems);
@@ -430,12 +448,27 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
             "must be ok, error, denied, cancelled or timeout",
         );
     }
-    match (outcome, event.contains_key("error")) {
-        (Some("error"), false) => problems.add("/error", "is required when outcome is \"error\""),
-        (Some(o), true) if o != "error" => {
+    match (outcome, event.get("error")) {
+        (Some("error"), None) => problems.add("/error", "is required when outcome is \"error\""),
+        (Some(o), Some(_)) if o != "error" => {
             problems.add("/error", "is only allowed when outcome is \"error\"")
         }
+        (_, Some(Node::Object(error))) => {
+            required_string(error, "/error", "message", problems);
+        }
+        (_, Some(_)) => problems.add("/error", "must be an object"),
         _ => {}
+    }
+    // The result: canonical messages, and none for a call that did not run to an end.
+    if let Some(output) = tool.and_then(|tool| tool.get("output")) {
+        if matches!(outcome, Some("denied" | "cancelled" | "timeout")) {
+            problems.add(
+                "/tool/output",
+                "must be absent when the call was denied, cancelled or timed out",
+            );
+        } else if !content::is_messages(&output.to_value()) {
+            problems.add("/tool/output", "must be a list of canonical messages");
+        }
     }
     let Some(execution) = required_object(event, "", "execution", problems) else {
         return;
@@ -776,6 +809,58 @@ mod tests {
             [(
                 "/task/id".to_owned(),
                 "is required on task.change.before".to_owned()
+            )]
+        );
+    }
+
+    /// The upstream event fixtures that break a rule of the call, the envelope or the
+    /// tool.after payload are refused at the member they break; the valid one is not.
+    #[test]
+    fn upstream_invalid_events_are_refused_at_their_member() {
+        let cases = [
+            (
+                fixture!("http/synthesized-call-string.invalid.json"),
+                "/call/synthesized",
+            ),
+            (fixture!("http/parent-empty.invalid.json"), "/parentEventId"),
+            (
+                fixture!("http/observe-tool-error-message-missing.invalid.json"),
+                "/error/message",
+            ),
+            (
+                fixture!("http/observe-tool-error-output.invalid.json"),
+                "/tool/output",
+            ),
+        ];
+        for (text, path) in cases {
+            let event = fixture_event(text);
+            let problems = intercepted_problems(&event);
+            assert!(
+                problems.iter().any(|(p, _)| p == path),
+                "{path}: {problems:?}"
+            );
+        }
+        let valid = fixture_event(fixture!("http/observe-tool-error.valid.json"));
+        assert_eq!(intercepted_problems(&valid), []);
+        let mut denied = valid;
+        denied["outcome"] = json!("denied");
+        denied["execution"] = json!({"status": "skipped", "reason": "policy"});
+        denied.as_object_mut().unwrap().remove("error");
+        denied["tool"]["output"] = json!([]);
+        assert_eq!(
+            intercepted_problems(&denied),
+            [(
+                "/tool/output".to_owned(),
+                "must be absent when the call was denied, cancelled or timed out".to_owned()
+            )]
+        );
+        let mut extra = fixture_event(fixture!("http/observe-tool-after.valid.json"));
+        extra["call"]["parent"] = json!("c0");
+        assert_eq!(
+            intercepted_problems(&extra),
+            [(
+                "/call/parent".to_owned(),
+                "is not a member of call".to_owned()
             )]
         );
     }
