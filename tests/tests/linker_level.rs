@@ -32,6 +32,25 @@ impl WasiView for MyData {
     }
 }
 
+/// `component` instantiated through `linker` in a store of the embedder's, serving
+/// `interceptor`'s backends, its CPU bounded from the first instruction.
+async fn instantiate(
+    linker: &Linker<MyData>,
+    component: &[u8],
+    interceptor: &Interceptor,
+) -> (Store<MyData>, Plugin) {
+    let engine = linker.engine();
+    let component = Component::new(engine, component).unwrap();
+    let pre = ahp_host::PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
+    let data = MyData {
+        ahp: interceptor.host_state(),
+    };
+    let mut store = Store::new(engine, data);
+    ahp_host::bound_cpu(&mut store);
+    let plugin = pre.instantiate_async(&mut store).await.unwrap();
+    (store, plugin)
+}
+
 /// One intercept call on `store`, prepared with `cpu_deadline` and `interrupt`.
 async fn intercept(
     store: &mut Store<MyData>,
@@ -70,16 +89,10 @@ async fn the_component_runs_in_the_embedders_engine_and_store() {
     config.epoch_interruption(true);
     let engine = Engine::new(&config).unwrap();
     let _ticker = EpochTicker::for_engine(&engine);
-    let component = Component::new(&engine, ahp_host::EMBEDDED_COMPONENT).unwrap();
     let mut linker = Linker::<MyData>::new(&engine);
     ahp_host::add_to_linker(&mut linker, |t: &mut MyData| t.ahp()).unwrap();
-    let pre = ahp_host::PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
-    let data = MyData {
-        ahp: interceptor.host_state(),
-    };
-    let mut store = Store::new(&engine, data);
-    ahp_host::bound_cpu(&mut store);
-    let plugin = pre.instantiate_async(&mut store).await.unwrap();
+    let (mut store, plugin) =
+        instantiate(&linker, ahp_host::EMBEDDED_COMPONENT, &interceptor).await;
     let api = plugin.ahp_interceptor_interceptor().engine();
     let declaration = api.call_interceptable(&mut store).await.unwrap();
     let loaded = api
@@ -109,14 +122,7 @@ async fn the_component_runs_in_the_embedders_engine_and_store() {
     // And its CPU bound: a component that spins (tests/runaway-guest) is stopped at the
     // call's own bound, not at the 5 s `bound_cpu` first gave the store — a trap, which
     // the embedder settles as a denial, never as permission.
-    let runaway = Component::new(&engine, runaway_component()).unwrap();
-    let pre = ahp_host::PluginPre::new(linker.instantiate_pre(&runaway).unwrap()).unwrap();
-    let data = MyData {
-        ahp: interceptor.host_state(),
-    };
-    let mut store = Store::new(&engine, data);
-    ahp_host::bound_cpu(&mut store);
-    let plugin = pre.instantiate_async(&mut store).await.unwrap();
+    let (mut store, plugin) = instantiate(&linker, &runaway_component(), &interceptor).await;
     let api = plugin.ahp_interceptor_interceptor().engine();
     let spinning = api
         .call_load(&mut store, "{}", &[])
