@@ -15,7 +15,7 @@ use crate::effect::EffectKind;
 use crate::events::{self, Payload, Rules, Shape};
 use crate::json::{self, Node, Object};
 use crate::registration::View;
-use crate::syntax::{is_absolute_uri, is_date_time};
+use crate::syntax::{has_userinfo, is_absolute_uri, is_date_time};
 use ahp_vocab::EventCapability;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -523,12 +523,58 @@ fn check_tool(tool: &Object, problems: &mut Problems) {
             problems.add("/tool/mcp", "must be absent when origin is \"native\"")
         }
         Some("mcp") => match mcp {
-            Some(Node::Object(_)) => {}
+            Some(Node::Object(mcp)) => check_mcp(mcp, problems),
             Some(_) => problems.add("/tool/mcp", "must be an object"),
             None => problems.add("/tool/mcp", "is required when origin is \"mcp\""),
         },
         Some("native") | None => {}
         Some(_) => problems.add("/tool/origin", "must be \"native\" or \"mcp\""),
+    }
+}
+
+/// The MCP descriptor (digest §3): `{server: {id}, toolName, provenance: runtime|inferred,
+/// connection}`, self-contained. Where a server of a known transport is, is disclosed or
+/// named in `connection.gaps` (`url` for http and sse, `command` for stdio); an
+/// extension transport's location, or an undisclosed transport (itself a gap), is the
+/// harness's own business. It never carries credentials.
+fn check_mcp(mcp: &Object, problems: &mut Problems) {
+    if let Some(server) = required_object(mcp, "/tool/mcp", "server", problems) {
+        required_string(server, "/tool/mcp/server", "id", problems);
+    }
+    required_string(mcp, "/tool/mcp", "toolName", problems);
+    let provenance = required_string(mcp, "/tool/mcp", "provenance", problems);
+    if provenance.is_some_and(|p| !["runtime", "inferred"].contains(&p)) {
+        problems.add("/tool/mcp/provenance", "must be runtime or inferred");
+    }
+    let Some(connection) = required_object(mcp, "/tool/mcp", "connection", problems) else {
+        return;
+    };
+    let at = "/tool/mcp/connection";
+    let location = match connection.get("transport").and_then(Node::as_str) {
+        Some("http" | "sse") => "url",
+        Some("stdio") => "command",
+        _ => return,
+    };
+    // A gap's path names the member, with or without a leading `/`.
+    let names_location = |gap: &Node| {
+        let path = gap.get("path").and_then(Node::as_str).unwrap_or_default();
+        path.strip_prefix('/').unwrap_or(path) == location
+    };
+    let in_gaps = connection
+        .get("gaps")
+        .and_then(Node::as_array)
+        .is_some_and(|gaps| gaps.iter().any(names_location));
+    match connection.get(location) {
+        Some(Node::Text(url)) if location == "url" && has_userinfo(url) => problems.add(
+            format!("{at}/url"),
+            "must not carry credentials (user info)",
+        ),
+        Some(_) => {}
+        None if in_gaps => {}
+        None => problems.add(
+            format!("{at}/{location}"),
+            "is required, or a gap naming it when it is not disclosed",
+        ),
     }
 }
 
@@ -862,6 +908,45 @@ mod tests {
                 "/call/parent".to_owned(),
                 "is not a member of call".to_owned()
             )]
+        );
+    }
+
+    /// An MCP server's location is disclosed or named as a gap (upstream fixtures).
+    #[test]
+    fn an_mcp_descriptor_discloses_its_location_or_names_the_gap() {
+        for text in [
+            fixture!("http/mcp-http-gap.valid.json"),
+            fixture!("http/mcp-stdio-gap.valid.json"),
+            fixture!("http/mcp-unix-gap.valid.json"),
+        ] {
+            let event = fixture_event(text).to_string();
+            assert!(Event::parse_tool_before(&event).is_ok(), "{event}");
+        }
+        for (text, path) in [
+            (
+                fixture!("http/mcp-http-location-missing.invalid.json"),
+                "/tool/mcp/connection/url",
+            ),
+            (
+                fixture!("http/mcp-stdio-location-missing.invalid.json"),
+                "/tool/mcp/connection/command",
+            ),
+        ] {
+            let event = fixture_event(text).to_string();
+            let problems = Event::parse_tool_before(&event).expect_err("no location");
+            assert_eq!(problems[0].path, path, "{problems:?}");
+        }
+        let mut event = fixture_event(fixture!("http/mcp-http-gap.valid.json"));
+        let connection = &mut event["tool"]["mcp"]["connection"];
+        connection["url"] = json!("https://user:secret@mcp.example/");
+        let problems = Event::parse_tool_before(&event.to_string()).expect_err("credentials");
+        assert_eq!(problems[0].path, "/tool/mcp/connection/url");
+        assert!(!problems[0].rule.contains("secret"));
+        event["tool"]["mcp"]["provenance"] = json!("guessed");
+        let problems = Event::parse_tool_before(&event.to_string()).expect_err("provenance");
+        assert!(
+            problems.iter().any(|p| p.path == "/tool/mcp/provenance"),
+            "{problems:?}"
         );
     }
 
