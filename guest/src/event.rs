@@ -106,10 +106,8 @@ impl Event {
             .and_then(Node::as_str)
             .unwrap_or_default();
         let rules = events::named(name);
-        match rules.map(|r| r.payload) {
-            Some(Payload::ToolBefore) => check_tool_before(&object, &mut problems),
-            Some(Payload::ToolAfter) => check_tool_after(&object, &mut problems),
-            Some(Payload::Members(members)) => check_members(&object, name, members, &mut problems),
+        match rules {
+            Some(rules) => check_payload(&object, name, rules, &mut problems),
             None if name.is_empty() => {}
             None => problems.add("/type", "must be an interceptable event"),
         }
@@ -180,12 +178,21 @@ impl Event {
         }
     }
 
-    /// Any event (for observe): envelope rules only (id, source, type, time; session.id if
-    /// session present). Event-specific payloads are the emitter's business.
+    /// Any event (for observe): the envelope rules (id, source, type, time; session.id if
+    /// session present), and the payload rules of an interceptable type, which observers
+    /// are owed as much as interceptors. The payload of a type observed only is the
+    /// emitter's business.
     pub fn parse_any(text: &str) -> Result<Event, Vec<EventProblem>> {
         let object = parse_object(text)?;
         let mut problems = Problems::default();
         check_envelope(&object, &mut problems);
+        let name = object
+            .get("type")
+            .and_then(Node::as_str)
+            .unwrap_or_default();
+        if let Some(rules) = events::named(name) {
+            check_payload(&object, name, rules, &mut problems);
+        }
         problems.into_result(&object, text)
     }
 
@@ -274,6 +281,15 @@ impl Problems {
             holds_parts: content::holds_parts(object),
             document: OnceCell::new(),
         })
+    }
+}
+
+/// The payload rules of the interceptable type `name` (its row in [`events::TABLE`]).
+fn check_payload(object: &Object, name: &str, rules: &Rules, problems: &mut Problems) {
+    match rules.payload {
+        Payload::ToolBefore => check_tool_before(object, problems),
+        Payload::ToolAfter => check_tool_after(object, problems),
+        Payload::Members(members) => check_members(object, name, members, problems),
     }
 }
 
@@ -1189,25 +1205,43 @@ mod tests {
     }
 
     #[test]
-    fn parse_any_checks_the_envelope_only() {
+    fn parse_any_checks_the_envelope_and_an_interceptable_payload() {
         let after = fixture_event(fixture!("http/observe-tool-after.valid.json"));
         let event = Event::parse_any(&after.to_string()).expect("tool.after is a valid event");
         assert_eq!(event.event_type, "tool.after");
         assert_eq!(event.call_id.as_deref(), Some("call_observe_456"));
+        // Observers are owed the payload rules of an interceptable type too.
+        for (text, path) in [
+            (
+                fixture!("http/observe-tool-after-input-missing.invalid.json"),
+                "/tool/input",
+            ),
+            (
+                fixture!("http/observe-tool-after-error.invalid.json"),
+                "/error",
+            ),
+        ] {
+            let problems = Event::parse_any(&fixture_event(text).to_string()).expect_err(path);
+            assert!(
+                problems.iter().any(|p| p.path == path),
+                "{path}: {problems:?}"
+            );
+        }
 
-        let no_session = with("/session", None);
-        let event = Event::parse_any(&no_session.to_string()).expect("session is optional");
+        // A type observed only: the envelope alone, where a session is optional.
+        let mut ended = with("/session", None);
+        ended["type"] = json!("turn.end");
+        let event = Event::parse_any(&ended.to_string()).expect("session is optional");
         assert_eq!(event.session_id, None);
-
-        let problems = Event::parse_any(&with("/session/id", None).to_string())
-            .expect_err("a session needs an id");
+        ended["session"] = json!({});
+        let problems = Event::parse_any(&ended.to_string()).expect_err("a session needs an id");
         assert_eq!(
             problems.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
             ["/session/id: is required"]
         );
-        assert!(
-            Event::parse_any(&with("/time", Some(json!("20260101T000000Z"))).to_string()).is_err()
-        );
+        ended["session"] = json!({"id": "s"});
+        ended["time"] = json!("20260101T000000Z");
+        assert!(Event::parse_any(&ended.to_string()).is_err());
     }
 
     /// The event as [`Event::write_wire`] writes it.
