@@ -1956,16 +1956,20 @@ fn allow_with_deny_in_one_response_is_invalid_effects() {
 #[test]
 fn an_injected_value_off_the_message_schema_is_rejected_whole() {
     let engine = load(vec![interceptor(A, "fail-closed", 500)]);
-    let bare_part = json!({"id": "p", "kind": "text", "mediaType": "text/plain",
-                           "selection": "body", "text": "bare"});
-    for value in [json!([{}]), json!([bare_part])] {
+    // A deny that stands only if the inject beside it is valid.
+    let settle = |value: &Value| {
         let reply = effects(json!([
             {"type": "deny", "reason": "kept only with a valid reply"},
             {"type": "inject", "target": "context", "operation": "append",
              "deliverAt": "now", "value": value}
         ]));
         let mut host = FakeHost::new().on(A, Step::reply(reply));
-        let s = intercept_with(&engine, &mut host, &event(), &["deny", "inject"], None);
+        intercept_with(&engine, &mut host, &event(), &["deny", "inject"], None)
+    };
+    let bare_part = json!({"id": "p", "kind": "text", "mediaType": "text/plain",
+                           "selection": "body", "text": "bare"});
+    for value in [json!([{}]), json!([bare_part])] {
+        let s = settle(&value);
         assert_synthetic_deny(&s);
         assert_eq!(failure_class(&s, 0), "invalid-effects", "{value}");
         let failure = &audited(&s, 0)["failure"];
@@ -1974,14 +1978,7 @@ fn an_injected_value_off_the_message_schema_is_rejected_whole() {
     // The same reply with canonical messages is accepted: the deny stands.
     let message = json!([{"id": "m", "role": "system", "parts": [{"id": "p", "kind": "text",
         "mediaType": "text/plain", "selection": "body", "text": "context"}]}]);
-    let reply = effects(json!([
-        {"type": "deny", "reason": "kept only with a valid reply"},
-        {"type": "inject", "target": "context", "operation": "append",
-         "deliverAt": "now", "value": message}
-    ]));
-    let mut host = FakeHost::new().on(A, Step::reply(reply));
-    let s = intercept_with(&engine, &mut host, &event(), &["deny", "inject"], None);
-    assert_eq!(s.decided_by, DecidedBy::BackendDeny);
+    assert_eq!(settle(&message).decided_by, DecidedBy::BackendDeny);
 }
 
 fn modify_input(operation: &str, value: Value) -> Reply {

@@ -159,13 +159,14 @@ pub async fn run_hook_with(
     }
 }
 
-/// A registration file in a temporary directory of its own (kept while the `TempDir`
-/// lives) whose interceptor fails open at a backend nothing listens on: a call that
-/// reaches the interceptor gets no objection, one that does not is denied.
-pub fn unreachable_registration() -> (tempfile::TempDir, PathBuf) {
+/// Runs `ahp hook HARNESS ARGS` with `payload` against a registration whose interceptor
+/// fails open at a backend nothing listens on: a call that reaches the interceptor gets
+/// no objection, one that does not is denied.
+pub async fn run_unreachable(harness: &str, args: &[&str], payload: &Value) -> Ran {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let path = write_registration(dir.path(), "http://127.0.0.1:9/hooks", "fail-open", false);
-    (dir, path)
+    let registration =
+        write_registration(dir.path(), "http://127.0.0.1:9/hooks", "fail-open", false);
+    run_hook(harness, &registration, args, payload.to_string().as_bytes()).await
 }
 
 /// A registration file in `dir`: one interceptor on tool.before at `backend`, with

@@ -142,16 +142,9 @@ ahp_tests::hook_contract_tests!(contract());
 /// is down: no objection, where an invalid event would be a denial).
 #[tokio::test]
 async fn an_mcp_tool_reaches_the_interceptor() {
-    let (_dir, registration) = ahp_tests::hook::unreachable_registration();
     let payload = json!({"session_id": "abc123", "cwd": "/repo", "hook_event_name": "PreToolUse",
         "tool_name": "mcp__github__create_issue", "tool_input": {"title": "t"},
         "tool_use_id": "toolu_mcp"});
-    let ran = ahp_tests::hook::run_hook(
-        "claude-code",
-        &registration,
-        &[],
-        payload.to_string().as_bytes(),
-    )
-    .await;
+    let ran = ahp_tests::hook::run_unreachable("claude-code", &[], &payload).await;
     assert_silent_no_objection(&ran);
 }

@@ -70,17 +70,11 @@ ahp_tests::hook_contract_tests!(contract());
 async fn a_registry_that_never_answers_is_bounded_by_the_budget() {
     use ahp_tests::fault_backend::{Behaviour, FaultBackend};
     let registry = FaultBackend::start(vec![Behaviour::Blackhole]).await;
-    let (_dir, registration) = ahp_tests::hook::unreachable_registration();
     let component = format!("oci://{}/ahp/interceptor:0.1", registry.addr());
     let (payload, _) = contract().pre_tool;
     let started = std::time::Instant::now();
-    let ran = ahp_tests::hook::run_hook(
-        "codex",
-        &registration,
-        &["--component", &component, "--budget-ms", "1000"],
-        payload.to_string().as_bytes(),
-    )
-    .await;
+    let args = ["--component", &component, "--budget-ms", "1000"];
+    let ran = ahp_tests::hook::run_unreachable("codex", &args, &payload).await;
     // The watchdog's denial, the block every harness honours: exit 2 with the reason.
     assert_eq!(ran.code, 2, "{ran:?}");
     assert!(ran.stderr.contains("ran past its budget"), "{ran:?}");

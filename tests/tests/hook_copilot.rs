@@ -2,7 +2,7 @@
 //! which name no event (the command line does) and encode `toolArgs` as a JSON string;
 //! a denial is its JSON and exit 2.
 
-use ahp_tests::hook::{assert_json, assert_silent_no_objection, run_hook, Contract, Ran};
+use ahp_tests::hook::{assert_json, assert_silent_no_objection, run_unreachable, Contract, Ran};
 use serde_json::{json, Value};
 
 fn contract() -> Contract {
@@ -53,20 +53,13 @@ fn assert_ask(ran: &Ran) {
 /// what is missing; with `hookEventName` in the payload no flag is needed.
 #[tokio::test]
 async fn a_payload_without_an_event_needs_the_flag() {
-    let (_dir, registration) = ahp_tests::hook::unreachable_registration();
     let (payload, _) = contract().pre_tool;
-    let ran = run_hook(
-        "copilot",
-        &registration,
-        &[],
-        payload.to_string().as_bytes(),
-    )
-    .await;
+    let ran = run_unreachable("copilot", &[], &payload).await;
     assert_deny_everywhere(&ran);
     assert!(ran.stderr.contains("names no hook event"), "{ran:?}");
     let mut named = payload;
     named["hookEventName"] = json!("sessionEnd");
-    let ran = run_hook("copilot", &registration, &[], named.to_string().as_bytes()).await;
+    let ran = run_unreachable("copilot", &[], &named).await;
     assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
 }
 
@@ -75,18 +68,10 @@ async fn a_payload_without_an_event_needs_the_flag() {
 /// objection, where an unknown event would be a denial).
 #[tokio::test]
 async fn the_pascal_case_form_is_the_same_event() {
-    let (_dir, registration) = ahp_tests::hook::unreachable_registration();
     let payload = json!({"session_id": "cop-6", "hook_event_name": "PreToolUse",
         "tool_name": "bash", "tool_input": {"command": "ls"}});
     for flag in [&[][..], &["--event", "preToolUse"][..]] {
-        let ran = run_hook(
-            "copilot",
-            &registration,
-            flag,
-            payload.to_string().as_bytes(),
-        )
-        .await;
-        assert_silent_no_objection(&ran);
+        assert_silent_no_objection(&run_unreachable("copilot", flag, &payload).await);
     }
 }
 

@@ -7,7 +7,7 @@
 
 use ahp_host::{
     BoxFuture, DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, RetryPolicy,
-    Transport, TransportError, TransportReply, TransportRequest,
+    Settlement, Transport, TransportError, TransportReply, TransportRequest,
 };
 use ahp_tests::support::{
     assert_failed, assert_settled, assert_settled_at, call, event, only_interceptor, record_json,
@@ -123,6 +123,14 @@ async fn interceptor_with(
         .expect("valid registration")
 }
 
+/// One call, under `policy` and without retries, to an engine that answers `answer`.
+async fn one_call(answer: Answer, policy: &str) -> (Arc<Engine>, Settlement) {
+    let engine = Engine::new(&[answer]);
+    let hooks = interceptor_with(&engine, policy, 1_000, 0).await;
+    let settled = call(&hooks, &format!("evt_inproc_{answer:?}_{policy}")).await;
+    (engine, settled)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_in_process_engine_allows_and_denies() {
     let engine = Engine::new(&[Answer::Allow, Answer::Deny]);
@@ -168,9 +176,7 @@ async fn a_hanging_transport_is_deadline_exceeded_at_the_deadline_under_both_pol
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_is_retried_with_identical_bytes_when_retries_are_on() {
     for policy in POLICIES {
-        let engine = Engine::new(&[Answer::Reset]);
-        let hooks = interceptor_with(&engine, policy, 1_000, 0).await;
-        let settled = call(&hooks, &format!("evt_inproc_reset_{policy}")).await;
+        let (engine, settled) = one_call(Answer::Reset, policy).await;
         assert_failed(&settled, policy, "connection-reset", policy);
         assert_eq!(
             engine.messages().len(),
@@ -198,9 +204,7 @@ async fn a_reset_is_retried_with_identical_bytes_when_retries_are_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transport_cancelled_by_its_owner_is_a_failure_under_the_policy() {
     for policy in POLICIES {
-        let engine = Engine::new(&[Answer::Closed]);
-        let hooks = interceptor_with(&engine, policy, 1_000, 0).await;
-        let settled = call(&hooks, &format!("evt_inproc_closed_{policy}")).await;
+        let (_engine, settled) = one_call(Answer::Closed, policy).await;
         assert_failed(&settled, policy, "connection-lost", policy);
     }
 }
