@@ -15,7 +15,7 @@ use crate::deadline::{elapsed_ms, Deadline};
 use crate::effect::{self, Effect};
 use crate::event::Event;
 use crate::events::Rules;
-use crate::host_api::{AuthError, DeliveryError, Host, Instant, IoPhase};
+use crate::host_api::{AuthError, DeliveryError, Host, Instant};
 use crate::registration::{Backend, Interceptor as Target, Registration, View};
 use crate::response;
 use crate::settlement::{ObserverDelivery, Settlement};
@@ -460,7 +460,7 @@ fn attempt<H: Host>(
     let reply = match host.exchange(&backend.id, message.bytes(), credential.as_ref(), deadline) {
         Ok(reply) => reply,
         Err(DeliveryError::Cancelled) => return (Ended(Ending::Interrupted), host.now()),
-        Err(e) => return (Ended(Ending::Failed(delivery_failure(e))), host.now()),
+        Err(e) => return (Ended(Ending::Failed(e.failure())), host.now()),
     };
     let decoded = response::decode(&reply, &call.event.id, call.capability);
     // Re-check cancellation and the original deadline immediately before acting on the
@@ -503,55 +503,6 @@ fn auth_failure(error: AuthError) -> Failure {
         _ => Phase::AcquireCredential,
     };
     Failure::new(FailureClass::AuthFailed, phase).with_detail(detail)
-}
-
-fn delivery_failure(error: DeliveryError) -> Failure {
-    match error {
-        DeliveryError::DeadlineExceeded(phase) => {
-            Failure::new(FailureClass::DeadlineExceeded, io_phase(phase))
-        }
-        DeliveryError::ConnectionRefused => {
-            Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
-        }
-        DeliveryError::ConnectionReset => {
-            Failure::new(FailureClass::ConnectionReset, Phase::AwaitResponse)
-        }
-        DeliveryError::ConnectionLost => {
-            Failure::new(FailureClass::ConnectionLost, Phase::AwaitResponse)
-        }
-        DeliveryError::TlsFailed => {
-            Failure::new(FailureClass::ConnectionRefused, Phase::Connect).with_detail(Detail::Tls)
-        }
-        DeliveryError::MalformedHttp => {
-            Failure::new(FailureClass::HttpStatus, Phase::AwaitResponse)
-                .with_detail(Detail::MalformedHttp)
-        }
-        DeliveryError::LaunchFailed => Failure::new(FailureClass::LaunchFailed, Phase::Connect),
-        DeliveryError::AbnormalExit(_) => {
-            Failure::new(FailureClass::AbnormalExit, Phase::AwaitResponse)
-        }
-        DeliveryError::ResponseTooLarge => {
-            Failure::new(FailureClass::MalformedJson, Phase::ReadResponse)
-                .with_detail(Detail::ResponseTooLarge)
-        }
-        DeliveryError::NotPermitted => {
-            Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
-                .with_detail(Detail::NotPermitted)
-        }
-        // Handled by the caller as interruption; kept total for the compiler.
-        DeliveryError::Cancelled => {
-            Failure::new(FailureClass::DeadlineExceeded, Phase::AwaitResponse)
-        }
-    }
-}
-
-fn io_phase(phase: IoPhase) -> Phase {
-    match phase {
-        IoPhase::Connect => Phase::Connect,
-        IoPhase::Send => Phase::Send,
-        IoPhase::AwaitResponse => Phase::AwaitResponse,
-        IoPhase::ReadResponse => Phase::ReadResponse,
-    }
 }
 
 fn record(

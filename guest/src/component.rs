@@ -382,10 +382,12 @@ impl Host for ComponentHost {
                 }
                 WitDeliveryError::Cancelled => DeliveryError::Cancelled,
                 WitDeliveryError::ConnectionRefused => DeliveryError::ConnectionRefused,
+                WitDeliveryError::UnresolvedHost => DeliveryError::UnresolvedHost,
                 WitDeliveryError::ConnectionReset => DeliveryError::ConnectionReset,
                 WitDeliveryError::ConnectionLost => DeliveryError::ConnectionLost,
                 WitDeliveryError::TlsFailed => DeliveryError::TlsFailed,
                 WitDeliveryError::MalformedHttp => DeliveryError::MalformedHttp,
+                WitDeliveryError::MalformedFraming => DeliveryError::MalformedFraming,
                 WitDeliveryError::LaunchFailed => DeliveryError::LaunchFailed,
                 WitDeliveryError::AbnormalExit(code) => DeliveryError::AbnormalExit(code),
                 WitDeliveryError::ResponseTooLarge => DeliveryError::ResponseTooLarge,

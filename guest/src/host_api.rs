@@ -10,30 +10,9 @@ pub type Instant = u64;
 /// Nanoseconds in one millisecond.
 pub const NANOS_PER_MS: u64 = 1_000_000;
 
-/// Where an exchange was when its deadline passed (mirrors the WIT `io-phase`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IoPhase {
-    Connect,
-    Send,
-    AwaitResponse,
-    ReadResponse,
-}
-
-/// A transport failure as the host classified it (mirrors the WIT `delivery-error`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeliveryError {
-    DeadlineExceeded(IoPhase),
-    Cancelled,
-    ConnectionRefused,
-    ConnectionReset,
-    ConnectionLost,
-    TlsFailed,
-    MalformedHttp,
-    LaunchFailed,
-    AbnormalExit(Option<i32>),
-    ResponseTooLarge,
-    NotPermitted,
-}
+/// How a delivery failed, and where its deadline passed: the shared words (`ahp-vocab`),
+/// which also classify them.
+pub use ahp_vocab::{DeliveryError, IoPhase};
 
 /// A credential failure as the host classified it (mirrors the WIT `auth-error`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

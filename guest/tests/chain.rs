@@ -617,6 +617,16 @@ fn operational_failures() -> Vec<Case> {
             "connection-lost",
         ),
         case("malformed http", Step::fail(MalformedHttp), "http-status"),
+        case(
+            "malformed framing",
+            Step::fail(MalformedFraming),
+            "malformed-json",
+        ),
+        case(
+            "unresolved host",
+            Step::fail(UnresolvedHost),
+            "connection-refused",
+        ),
         case("tls failed", Step::fail(TlsFailed), "connection-refused"),
         case("launch failed", Step::fail(LaunchFailed), "launch-failed"),
         case(

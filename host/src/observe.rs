@@ -9,7 +9,7 @@ use crate::bindings::interceptor::Delivery;
 use crate::clock;
 use crate::interrupt::Interrupt;
 use crate::retry::wait_to_retry;
-use ahp_vocab::{Detail, Failure, FailureClass, ObserverResult, Phase};
+use ahp_vocab::{Failure, FailureClass, ObserverResult, Phase};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -99,42 +99,10 @@ fn classify(sent: Result<Reply, DeliveryError>) -> (ObserverResult, bool) {
                 .with_http_status(status),
         },
         Err(DeliveryError::Cancelled) => return (ObserverResult::Interrupted, false),
-        Err(e) => observer_failure(&e),
+        Err(e) => crate::convert::delivery_error(e).failure(),
     };
     (
         ObserverResult::Failed(failure.class),
         failure.is_transient(),
     )
-}
-
-/// How an observer delivery failed, in the intercept failure classes, and whether that
-/// failure is transient (the one rule, [`Failure::is_transient`]).
-fn observer_failure(error: &DeliveryError) -> Failure {
-    let (class, phase) = match error {
-        DeliveryError::DeadlineExceeded(_) => {
-            (FailureClass::DeadlineExceeded, Phase::AwaitResponse)
-        }
-        DeliveryError::Cancelled => {
-            return Failure::new(FailureClass::DeadlineExceeded, Phase::AwaitResponse)
-        }
-        DeliveryError::ConnectionRefused => (FailureClass::ConnectionRefused, Phase::Connect),
-        DeliveryError::TlsFailed => {
-            return Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
-                .with_detail(Detail::Tls)
-        }
-        DeliveryError::NotPermitted => {
-            return Failure::new(FailureClass::ConnectionRefused, Phase::Connect)
-                .with_detail(Detail::NotPermitted)
-        }
-        DeliveryError::ConnectionReset => (FailureClass::ConnectionReset, Phase::AwaitResponse),
-        DeliveryError::ConnectionLost => (FailureClass::ConnectionLost, Phase::AwaitResponse),
-        DeliveryError::MalformedHttp => {
-            return Failure::new(FailureClass::HttpStatus, Phase::AwaitResponse)
-                .with_detail(Detail::MalformedHttp)
-        }
-        DeliveryError::LaunchFailed => (FailureClass::LaunchFailed, Phase::Connect),
-        DeliveryError::AbnormalExit(_) => (FailureClass::AbnormalExit, Phase::AwaitResponse),
-        DeliveryError::ResponseTooLarge => (FailureClass::MalformedJson, Phase::ReadResponse),
-    };
-    Failure::new(class, phase)
 }

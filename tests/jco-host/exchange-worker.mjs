@@ -61,7 +61,11 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
 
 /// A Node socket or parser error as a WIT delivery-error tag.
 function classify(error) {
-  if (error.code === 'ECONNREFUSED') return 'connection-refused';
+  // Nothing was sent: refused, or no route to the address.
+  if (['ECONNREFUSED', 'ENETUNREACH', 'EHOSTUNREACH'].includes(error.code)) {
+    return 'connection-refused';
+  }
+  if (['ENOTFOUND', 'EAI_AGAIN'].includes(error.code)) return 'unresolved-host';
   // Node reports a peer that closed before answering as ECONNRESET "socket hang up".
   if (error.code === 'ECONNRESET') {
     return error.message === 'socket hang up' ? 'connection-lost' : 'connection-reset';

@@ -50,8 +50,9 @@ const READ: &str = "read-response";
 enum Fault {
     /// A `FaultBackend` serving this behaviour to every request.
     Serve(Behaviour),
-    /// Nothing listens at the URL: the connection is refused.
-    Refused,
+    /// No backend at all: the URL this gives is dialled and nothing takes the
+    /// connection.
+    Dial(fn() -> String),
 }
 
 /// One row of the matrix: a fault and the exact failure the audit must record for it.
@@ -407,7 +408,23 @@ fn table(redirect_target: &str) -> Vec<Case> {
         // --- transport ---
         Case::fault(
             "connection-refused",
-            Fault::Refused,
+            Fault::Dial(refused_url),
+            "connection-refused",
+            "connect",
+        ),
+        // `.invalid` never resolves (RFC 6761).
+        Case::fault(
+            "unresolved-host",
+            Fault::Dial(|| "https://ahp-backend.invalid/hooks".into()),
+            "connection-refused",
+            "connect",
+        )
+        .detail("unresolved-host"),
+        // Linux refuses a TCP connection to a multicast address (ENETUNREACH) whatever
+        // its routes: no route, so nothing was sent.
+        Case::fault(
+            "no-route",
+            Fault::Dial(|| "https://224.0.0.1:9/hooks".into()),
             "connection-refused",
             "connect",
         ),
@@ -556,19 +573,20 @@ fn assert_no_leaks(context: &str, settled: &Settlement, forbidden: &[String]) {
     }
 }
 
-/// Addresses that must never appear in a record: for each `http://127.0.0.1:PORT/hooks`
-/// of `urls`, the URL, `127.0.0.1` and `:PORT`.
+/// Addresses that must never appear in a record: for each of `urls`, the URL, its host
+/// and its `:PORT`.
 fn address_needles(urls: &[&str]) -> Vec<String> {
     let mut needles = Vec::new();
     for url in urls {
-        let port = url
-            .trim_start_matches("http://127.0.0.1:")
-            .trim_end_matches("/hooks");
-        assert!(
-            port.parse::<u16>().is_ok(),
-            "unexpected backend URL shape: {url}"
-        );
-        needles.extend([url.to_string(), "127.0.0.1".into(), format!(":{port}")]);
+        let authority = url
+            .split_once("://")
+            .and_then(|(_, rest)| rest.split('/').next())
+            .unwrap_or_else(|| panic!("unexpected backend URL shape: {url}"));
+        let (host, port) = authority.split_once(':').unwrap_or((authority, ""));
+        needles.extend([url.to_string(), host.to_string()]);
+        if !port.is_empty() {
+            needles.push(format!(":{port}"));
+        }
     }
     needles
 }
@@ -589,7 +607,7 @@ async fn run_case(
             let url = backend.url();
             (Some(backend), url)
         }
-        Fault::Refused => (None, refused_url()),
+        Fault::Dial(url) => (None, url()),
     };
     let healthy = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let document = faulty_then_healthy_on(&faulty_url, &healthy.url(), policy, event_type);

@@ -35,6 +35,8 @@ enum Answer {
     Reset,
     /// Says it was cancelled, though nobody cancelled it (its owner closed it).
     Closed,
+    /// Got a reply it could not unframe.
+    Garbled,
 }
 
 struct Engine {
@@ -78,6 +80,7 @@ impl Transport for Engine {
                 Answer::Deny => json!([{"type": "deny", "reason": "in-process says no"}]),
                 Answer::Reset => return Err(TransportError::ConnectionReset),
                 Answer::Closed => return Err(TransportError::Cancelled),
+                Answer::Garbled => return Err(TransportError::Malformed),
                 Answer::Hang => {
                     let (cancelled, seen) =
                         (request.cancelled.clone(), self.saw_cancellation.clone());
@@ -206,6 +209,18 @@ async fn a_transport_cancelled_by_its_owner_is_a_failure_under_the_policy() {
     for policy in POLICIES {
         let (_engine, settled) = one_call(Answer::Closed, policy).await;
         assert_failed(&settled, policy, "connection-lost", policy);
+    }
+}
+
+/// A reply the transport could not unframe held no JSON text: `malformed-json`, detail
+/// `malformed-framing`, whatever the transport is (not a garbled HTTP answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_garbled_reply_is_malformed_framing_under_the_policy() {
+    for policy in POLICIES {
+        let (_engine, settled) = one_call(Answer::Garbled, policy).await;
+        let failure = assert_failed(&settled, policy, "malformed-json", policy);
+        assert_eq!(failure["detail"], "malformed-framing", "{policy}");
+        assert_eq!(failure["phase"], "read-response", "{policy}");
     }
 }
 

@@ -66,7 +66,12 @@ words! {
         DeadlineExceeded = "deadline-exceeded",
         // Transport.
         Tls = "tls",
+        /// The backend's host name did not resolve (connection-refused).
+        UnresolvedHost = "unresolved-host",
         MalformedHttp = "malformed-http",
+        /// An injected transport's reply was not valid framing for its channel
+        /// (malformed-json: no JSON text could be had from it).
+        MalformedFraming = "malformed-framing",
         ResponseTooLarge = "response-too-large",
         NotPermitted = "not-permitted",
         ContentType = "content-type",

@@ -11,6 +11,7 @@
 mod words;
 mod capability;
 mod decision;
+mod delivery;
 mod effect;
 mod failure;
 mod problem;
@@ -21,6 +22,7 @@ pub use capability::{
     ModifyCapability, ModifyOperation, ModifyTarget,
 };
 pub use decision::{DecidedBy, Decision, FailurePolicy, OAuthFlow, Outcome};
+pub use delivery::{DeliveryError, IoPhase};
 pub use effect::EffectKind;
 pub use failure::{Detail, Failure, FailureClass, Phase};
 pub use problem::Problem;

@@ -297,7 +297,7 @@ impl HttpBackend {
         let connect = async {
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((self.host.as_str(), self.port))
                 .await
-                .map_err(|_| DeliveryError::ConnectionRefused)?
+                .map_err(|_| DeliveryError::UnresolvedHost)?
                 .collect();
             let plain_ok = self.tls || self.options.allow_insecure_http;
             if addrs.is_empty() || (!plain_ok && !addrs.iter().all(|a| a.ip().is_loopback())) {
@@ -326,15 +326,15 @@ impl HttpBackend {
     }
 }
 
+/// The first address that takes the connection. Whatever stops a connection being made
+/// (refused, no route, the network down) means nothing was sent: `connection-refused`.
 async fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, DeliveryError> {
-    let mut last = DeliveryError::ConnectionRefused;
     for addr in addrs {
-        match TcpStream::connect(addr).await {
-            Ok(stream) => return Ok(stream),
-            Err(e) => last = io_error(&e),
+        if let Ok(stream) = TcpStream::connect(addr).await {
+            return Ok(stream);
         }
     }
-    Err(last)
+    Err(DeliveryError::ConnectionRefused)
 }
 
 async fn handshake<S>(io: S, deadline: Instant) -> Result<Connection, DeliveryError>

@@ -51,7 +51,8 @@ pub enum TransportError {
     /// ([`TransportRequest::cancelled`]) makes this an interruption; returned while the
     /// call goes on, it is a failure like [`TransportError::ConnectionLost`].
     Cancelled,
-    /// Nobody took the message; nothing was sent.
+    /// Nobody took the message (refused, no route, a name that did not resolve);
+    /// nothing was sent.
     ConnectionRefused,
     /// The peer reset the channel mid-exchange.
     ConnectionReset,
@@ -63,7 +64,8 @@ pub enum TransportError {
     AbnormalExit(Option<i32>),
     /// A secure channel could not be set up; nothing was sent.
     TlsFailed,
-    /// The reply was not valid framing for the transport.
+    /// The reply was not valid framing for the transport (recorded as `malformed-json`,
+    /// detail `malformed-framing`: no JSON text could be had from it).
     Malformed,
     /// The reply was larger than the transport accepts.
     ResponseTooLarge,
@@ -141,7 +143,7 @@ fn to_wit(error: TransportError) -> DeliveryError {
         TransportError::LaunchFailed => DeliveryError::LaunchFailed,
         TransportError::AbnormalExit(status) => DeliveryError::AbnormalExit(status),
         TransportError::TlsFailed => DeliveryError::TlsFailed,
-        TransportError::Malformed => DeliveryError::MalformedHttp,
+        TransportError::Malformed => DeliveryError::MalformedFraming,
         TransportError::ResponseTooLarge => DeliveryError::ResponseTooLarge,
         TransportError::NotPermitted => DeliveryError::NotPermitted,
     }
