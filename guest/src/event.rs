@@ -180,8 +180,8 @@ impl Event {
 
     /// Any event (for observe): the envelope rules (id, source, type, time; session.id if
     /// session present), and the payload rules of an interceptable type, which observers
-    /// are owed as much as interceptors. The payload of a type observed only is the
-    /// emitter's business.
+    /// are owed as much as interceptors, or of a type observed only whose rules are
+    /// known ([`events::OBSERVED`]). A type outside the catalogue is refused.
     pub fn parse_any(text: &str) -> Result<Event, Vec<EventProblem>> {
         let object = parse_object(text)?;
         let mut problems = Problems::default();
@@ -192,6 +192,10 @@ impl Event {
             .unwrap_or_default();
         if let Some(rules) = events::named(name) {
             check_payload(&object, name, rules, &mut problems);
+        } else if let Some(members) = events::observed(name) {
+            check_members(&object, name, members, &mut problems);
+        } else if !name.is_empty() && !events::CATALOGUE.contains(&name) {
+            problems.add("/type", "must be an event type of the catalogue");
         }
         problems.into_result(&object, text)
     }
@@ -401,6 +405,12 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
         if !parent.is_empty() && !member_at(event, parent).is_some_and(Node::is_object) {
             continue;
         }
+        if shape == Shape::Absent {
+            if member_at(event, pointer).is_some() {
+                problems.add(pointer, &format!("must not be present on {name}"));
+            }
+            continue;
+        }
         let Some(value) = member_at(event, pointer) else {
             problems.add(pointer, &format!("is required on {name}"));
             continue;
@@ -417,6 +427,10 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             }
             Shape::Bool if !value.is_boolean() => "must be true or false",
             Shape::Count if !value.is_u64() => "must be a non-negative integer",
+            Shape::Word(words) if !value.as_str().is_some_and(|w| words.contains(&w)) => {
+                problems.add(pointer, &format!("must be one of {}", words.join(", ")));
+                continue;
+            }
             Shape::Tool => {
                 if let Some(tool) = value.as_object() {
                     check_tool(tool, problems);
@@ -750,32 +764,47 @@ mod tests {
                 continue;
             };
             for &(pointer, shape) in members {
-                let missing = edited(example(name), pointer, None);
-                assert_eq!(
-                    intercepted_problems(&missing),
-                    [(pointer.to_owned(), format!("is required on {name}"))],
-                    "{name} without {pointer}"
-                );
-                let (wrong, rule) = match shape {
-                    Shape::Object | Shape::Tool => (json!([]), "must be an object"),
-                    Shape::Array => (json!({}), "must be an array"),
-                    Shape::Text => (json!(""), "must be a non-empty string"),
-                    Shape::Bool => (json!("yes"), "must be true or false"),
-                    Shape::Count => (json!(-1), "must be a non-negative integer"),
-                };
+                let (wrong, rule) = mistake(name, shape);
+                if shape != Shape::Absent {
+                    let missing = edited(example(name), pointer, None);
+                    assert_eq!(
+                        intercepted_problems(&missing),
+                        [(pointer.to_owned(), format!("is required on {name}"))],
+                        "{name} without {pointer}"
+                    );
+                }
                 let mistyped = edited(example(name), pointer, Some(wrong));
                 assert_eq!(
                     intercepted_problems(&mistyped),
-                    [(pointer.to_owned(), rule.to_owned())],
+                    [(pointer.to_owned(), rule)],
                     "{name} with a mistyped {pointer}"
                 );
                 checked += 1;
             }
         }
         assert_eq!(
-            checked, 81,
+            checked, 83,
             "the members of session.start and the 16 catalogue events"
         );
+    }
+
+    /// A value `shape` refuses, and the rule that names it.
+    fn mistake(name: &str, shape: Shape) -> (Value, String) {
+        let (value, rule) = match shape {
+            Shape::Object | Shape::Tool => (json!([]), "must be an object"),
+            Shape::Array => (json!({}), "must be an array"),
+            Shape::Text => (json!(""), "must be a non-empty string"),
+            Shape::Bool => (json!("yes"), "must be true or false"),
+            Shape::Count => (json!(-1), "must be a non-negative integer"),
+            Shape::Word(words) => {
+                return (
+                    json!("other"),
+                    format!("must be one of {}", words.join(", ")),
+                )
+            }
+            Shape::Absent => return (json!({}), format!("must not be present on {name}")),
+        };
+        (value, rule.to_owned())
     }
 
     /// Advertising modify offers the target's value to backends: it must be there.
@@ -1202,6 +1231,89 @@ mod tests {
         }
         let paths: Vec<String> = problems(&event).into_iter().map(|(p, _)| p).collect();
         assert_eq!(paths, ["/time", "/tool/input", "/path", "/outcome"]);
+    }
+
+    fn observed_problems(event: &Value) -> Vec<(String, String)> {
+        match Event::parse_any(&event.to_string()) {
+            Ok(_) => Vec::new(),
+            Err(problems) => problems.into_iter().map(|p| (p.path, p.rule)).collect(),
+        }
+    }
+
+    /// The upstream observe fixtures: each valid one is accepted as it is, each invalid
+    /// one refused at the one member it breaks.
+    #[test]
+    fn upstream_observe_fixtures_are_accepted_iff_valid() {
+        for text in [
+            fixture!("http/catalogue-hook.failure.valid.json"),
+            fixture!("http/observe-session-end.valid.json"),
+            fixture!("http/execution-skipped-cancelled.valid.json"),
+            fixture!("http/execution-skipped-other.valid.json"),
+            fixture!("http/execution-skipped-policy.valid.json"),
+            fixture!("http/execution-skipped-timeout.valid.json"),
+            fixture!("http/execution-supplied-tool-error.valid.json"),
+        ] {
+            let event = fixture_event(text);
+            assert_eq!(observed_problems(&event), [], "{event}");
+        }
+        for (text, path, rule) in [
+            (
+                fixture!("http/observe-session-end-outcome.invalid.json"),
+                "/outcome",
+                "must be one of completed, cancelled, error, unknown",
+            ),
+            (
+                fixture!("http/observe-session-start-tool.invalid.json"),
+                "/tool",
+                "must not be present on session.start",
+            ),
+            (
+                fixture!("http/observe-unknown-event.invalid.json"),
+                "/type",
+                "must be an event type of the catalogue",
+            ),
+        ] {
+            assert_eq!(
+                observed_problems(&fixture_event(text)),
+                [(path.to_owned(), rule.to_owned())]
+            );
+        }
+    }
+
+    /// Each member of a type observed only whose rules are known: missing, it is the one
+    /// problem, named at its pointer; of the wrong shape, likewise.
+    #[test]
+    fn each_member_of_a_known_observed_type_is_named_when_missing_or_mistyped() {
+        let examples = [
+            fixture_event(fixture!("http/observe-session-end.valid.json")),
+            fixture_event(fixture!("http/catalogue-hook.failure.valid.json")),
+        ];
+        let mut checked = 0;
+        for (name, members) in events::OBSERVED {
+            let example = examples
+                .iter()
+                .find(|e| e["type"] == *name)
+                .unwrap_or_else(|| panic!("no example of {name}"));
+            for &(pointer, shape) in *members {
+                let (wrong, rule) = mistake(name, shape);
+                if shape != Shape::Absent {
+                    let missing = edited(example.clone(), pointer, None);
+                    assert_eq!(
+                        observed_problems(&missing),
+                        [(pointer.to_owned(), format!("is required on {name}"))],
+                        "{name} without {pointer}"
+                    );
+                }
+                let mistyped = edited(example.clone(), pointer, Some(wrong));
+                assert_eq!(
+                    observed_problems(&mistyped),
+                    [(pointer.to_owned(), rule)],
+                    "{name} with a mistyped {pointer}"
+                );
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 9, "the members of session.end and hook.failure");
     }
 
     #[test]

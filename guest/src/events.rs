@@ -37,6 +37,10 @@ pub enum Shape {
     Count,
     /// A `tool` descriptor, checked as on tool.before (name, parsed input, origin).
     Tool,
+    /// A string, one of these words.
+    Word(&'static [&'static str]),
+    /// Not present: the member belongs to other events.
+    Absent,
 }
 
 /// What one interceptable event allows.
@@ -61,7 +65,7 @@ impl Rules {
 const STOP: &[FlowOperation] = &[FlowOperation::Stop];
 const STOP_CONTINUE: &[FlowOperation] = &[FlowOperation::Stop, FlowOperation::Continue];
 
-use Shape::{Array, Bool, Count, Object, Text, Tool};
+use Shape::{Absent, Array, Bool, Count, Object, Text, Tool, Word};
 
 /// One row per interceptable event, in capabilities.schema.json order.
 ///
@@ -113,6 +117,10 @@ pub const TABLE: &[Rules] = &[
             ("/permissionMode", Text),
             ("/manifest", Object),
             ("/items", Array),
+            // Upstream session-start.schema.json: `not` any of tool, outcome
+            // (`observe-session-start-tool.invalid.json`).
+            ("/tool", Absent),
+            ("/outcome", Absent),
         ]),
     ),
     rules(
@@ -328,6 +336,82 @@ pub const TABLE: &[Rules] = &[
     ),
 ];
 
+/// Every event type there is (event.schema.json `oneOf`), interceptable or observed
+/// only. Any other type is unsupported semantics, not an event to pass on (digest §13,
+/// `observe-unknown-event.invalid.json`).
+pub const CATALOGUE: [&str; 32] = [
+    "tool.before",
+    "tool.after",
+    "session.start",
+    "session.end",
+    "config.change.before",
+    "config.change.after",
+    "turn.start",
+    "turn.finish.before",
+    "turn.end",
+    "turn.progress",
+    "model.request.before",
+    "model.response.after",
+    "model.error",
+    "model.switch.before",
+    "model.switch.after",
+    "tool.permission.request",
+    "tool.permission.resolved",
+    "tool.progress",
+    "tool.batch.after",
+    "context.compact.before",
+    "context.compact.after",
+    "task.change.before",
+    "task.change.after",
+    "user.attention",
+    "user.elicitation.request",
+    "user.elicitation.result",
+    "user.message.inbound",
+    "user.message.outbound",
+    "workspace.change.before",
+    "workspace.change.after",
+    "file.changed",
+    "hook.failure",
+];
+
+/// The payload rules of the types observed only whose members this project knows:
+/// session.end from its carried schema (session-end.schema.json) and hook.failure from
+/// the digest (§14). The others' schemas are not carried (`SKIPPED.txt`), so they get
+/// the envelope rules alone.
+pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
+    (
+        "session.end",
+        &[
+            ("/session", Object),
+            ("/outcome", Word(SESSION_OUTCOMES)),
+            ("/reason", Text),
+            ("/tool", Absent),
+        ],
+    ),
+    (
+        "hook.failure",
+        &[
+            ("/failure", Object),
+            ("/failure/backendId", Text),
+            ("/failure/reason", Text),
+            ("/failure/policy", Word(&["fail-open", "fail-closed"])),
+            ("/parentEventId", Text),
+        ],
+    ),
+];
+
+/// How a session ended (session-end.schema.json `outcome`).
+const SESSION_OUTCOMES: &[&str] = &["completed", "cancelled", "error", "unknown"];
+
+/// The payload rules of `name` if it is a type observed only and this project knows
+/// them ([`OBSERVED`]).
+pub fn observed(name: &str) -> Option<&'static [(&'static str, Shape)]> {
+    OBSERVED
+        .iter()
+        .find(|(observed, _)| *observed == name)
+        .map(|(_, members)| *members)
+}
+
 const fn rules(
     event: E,
     effects: &'static [EffectKind],
@@ -538,6 +622,66 @@ mod tests {
         "/../tests/upstream/schema/draft/capabilities.schema.json"
     ));
 
+    fn schema(name: &str) -> Value {
+        let path = format!(
+            "{}/../tests/upstream/schema/draft/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        serde_json::from_str(&text).expect("schema is JSON")
+    }
+
+    #[test]
+    fn the_catalogue_is_the_upstream_event_union() {
+        let union = schema("event.schema.json");
+        let upstream: Vec<String> = union["oneOf"]
+            .as_array()
+            .expect("oneOf")
+            .iter()
+            .filter_map(|r| r["$ref"].as_str())
+            .map(|r| match r.split_once("#/$defs/") {
+                Some((_, name)) => name.to_owned(),
+                None => r.trim_end_matches(".schema.json").replacen('-', ".", 1),
+            })
+            .collect();
+        assert_eq!(CATALOGUE.to_vec(), upstream);
+        for event in E::ALL {
+            assert!(CATALOGUE.contains(&event.as_str()), "{event}");
+        }
+        for (name, _) in OBSERVED {
+            assert!(CATALOGUE.contains(name) && named(name).is_none(), "{name}");
+        }
+    }
+
+    #[test]
+    fn session_end_rules_are_its_schema() {
+        let schema = schema("session-end.schema.json");
+        let envelope = ["id", "source", "type", "time"];
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .expect("required")
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|m| !envelope.contains(m))
+            .collect();
+        let members = observed("session.end").expect("session.end has rules");
+        let ours: Vec<&str> = members
+            .iter()
+            .filter(|(_, shape)| *shape != Absent)
+            .map(|(pointer, _)| &pointer[1..])
+            .collect();
+        assert_eq!(ours, required);
+        let outcomes: Vec<&str> = schema["properties"]["outcome"]["enum"]
+            .as_array()
+            .expect("outcome enum")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(SESSION_OUTCOMES.to_vec(), outcomes);
+        assert_eq!(schema["not"]["required"], serde_json::json!(["tool"]));
+        assert!(members.contains(&("/tool", Absent)));
+    }
+
     #[test]
     fn the_table_is_the_upstream_schema() {
         let schema: Value = serde_json::from_str(SCHEMA).expect("schema is JSON");
@@ -647,6 +791,37 @@ mod tests {
         stopping.flow.as_mut().unwrap().remaining_continuations = Some(0);
         let paths: Vec<String> = check(&stopping, "d").into_iter().map(|p| p.path).collect();
         assert_eq!(paths, ["d/flow/remainingContinuations"]);
+    }
+
+    /// Conformance T6: tool.before never advertises `continue`; the upstream request
+    /// that does (`tool-before-continue-capability.invalid.json`) is refused as a
+    /// declaration, at the operation.
+    #[test]
+    fn upstream_tool_before_continue_capability_is_refused() {
+        let fixture: Value = serde_json::from_str(fixture!(
+            "http/tool-before-continue-capability.invalid.json"
+        ))
+        .expect("fixture is JSON");
+        let mut declared = fixture["params"]["capabilities"].clone();
+        declared["event"] = fixture["params"]["event"]["type"].clone();
+        let capability: EventCapability =
+            serde_json::from_value(declared).expect("the fixture's capabilities");
+        let problems = check(&capability, "d");
+        let found: Vec<(&str, &str)> = problems
+            .iter()
+            .map(|p| (p.path.as_str(), p.rule.as_str()))
+            .collect();
+        // It also lacks deny, which tool.before must enforce (CAP-002).
+        assert_eq!(
+            found,
+            [
+                (
+                    "d/effects",
+                    "must include \"deny\" (tool.before can be denied)"
+                ),
+                ("d/flow/operations/0", "tool.before cannot \"continue\"")
+            ]
+        );
     }
 
     #[test]

@@ -2245,3 +2245,127 @@ fn observers_of_the_calls_own_event_are_owned_and_skipped_when_interrupted() {
         "interruption starts no owned observer"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// The upstream fixtures that show what a harness must refuse or never send
+// ---------------------------------------------------------------------------------------
+
+/// An upstream fixture, read whole.
+fn upstream(name: &str) -> Value {
+    let path = format!(
+        "{}/../tests/upstream/fixtures/draft/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Conformance C3 and C4: a modify of a target the event does not have, a modify with an
+/// extra `path`, and a tool output given as an object are each refused as a whole (the
+/// staged value is not the effective one) and settled by the subscription's policy.
+#[test]
+fn upstream_invalid_modify_responses_are_refused_and_settled_by_policy() {
+    let turn_start = {
+        let text = include_str!("../../tests/src/valid_events.json");
+        let mut event = serde_json::from_str::<Value>(text).unwrap()["turn.start"].clone();
+        event["id"] = json!(EVENT_ID);
+        event["source"] = json!("urn:ahp:test");
+        event["type"] = json!("turn.start");
+        event["time"] = json!("2026-11-30T12:00:00Z");
+        event
+    };
+    let cases = [
+        (
+            "http/modify-invalid-target.invalid.json",
+            &turn_start,
+            "malformed-effect",
+        ),
+        (
+            "http/modify-invalid-path.invalid.json",
+            &turn_start,
+            "unknown-effect-field",
+        ),
+        (
+            "http/contextual-tool-output-object.invalid.json",
+            &tool_after(),
+            "malformed-effect",
+        ),
+    ];
+    for (name, event, detail) in cases {
+        let event_type = event["type"].as_str().unwrap();
+        for policy in ["fail-open", "fail-closed"] {
+            let hooks = vec![backend(A, vec![intercept_sub(&[event_type], policy, 500)])];
+            let kind = InterceptableEvent::parse(event_type).unwrap();
+            let engine =
+                Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid");
+            let mut reply = upstream(name);
+            reply["id"] = json!(EVENT_ID);
+            let mut host = FakeHost::new().on(A, Step::reply(json_reply(reply)));
+            let s = settle(&engine, &mut host, event);
+            let entry = audited(&s, 0);
+            assert_eq!(entry["failure"]["class"], "invalid-effects", "{name}");
+            assert_eq!(entry["failure"]["detail"], detail, "{name}");
+            assert!(
+                audit(&s).get("effective").is_none(),
+                "{name}: {}",
+                audit(&s)
+            );
+            let expected = match policy {
+                "fail-open" => (Decision::Allow, DecidedBy::NoObjection),
+                _ => (Decision::Deny, DecidedBy::SyntheticDeny),
+            };
+            assert_eq!((s.decision, s.decided_by), expected, "{name} / {policy}");
+        }
+    }
+}
+
+/// Conformance T4, T5, S1 and O8, against the events of the upstream negative
+/// fixtures: the request's id is its event's id (not `intercept-request-id-mismatch`'s
+/// outer id), it advertises the harness's effects (`intercept-request-effects-missing`
+/// has none), it is one line (`intercept-request-multiline`), and an observe
+/// notification has no id (`observe-with-id`).
+#[test]
+fn requests_never_take_the_shape_of_the_upstream_negative_fixtures() {
+    let engine = load(vec![
+        interceptor(A, "fail-closed", 500),
+        backend(B, vec![observe_sub(&["session.start"])]),
+    ]);
+    for name in [
+        "http/intercept-request-id-mismatch.invalid.json",
+        "http/intercept-request-effects-missing.invalid.json",
+        "stdio/intercept-request-multiline.invalid.jsonl",
+    ] {
+        let fixture = upstream(name);
+        let event = &fixture["params"]["event"];
+        let reply = json!({"jsonrpc": "2.0", "id": event["id"],
+                           "result": {"protocolVersion": "draft", "effects": []}});
+        let mut host = FakeHost::new().on(A, Step::reply(json_reply(reply)));
+        let s = intercept_with(&engine, &mut host, &event.to_string(), &["deny"], None);
+        assert_eq!(s.decision, Decision::Allow, "{name}");
+        let sent = host.sent_to(A);
+        assert_eq!(sent.len(), 1, "{name}");
+        assert!(!sent[0].message.contains(&b'\n'), "{name}: one line");
+        let request = sent[0].json();
+        assert_eq!(request["id"], event["id"], "{name}");
+        assert_eq!(
+            request["params"]["capabilities"]["effects"],
+            json!(["deny"])
+        );
+    }
+    assert_ne!(
+        upstream("http/intercept-request-id-mismatch.invalid.json")["id"],
+        upstream("http/intercept-request-id-mismatch.invalid.json")["params"]["event"]["id"],
+        "the fixture's defect"
+    );
+
+    let fixture = upstream("http/observe-with-id.invalid.json");
+    assert!(fixture.get("id").is_some(), "the fixture's defect");
+    let event = fixture["params"]["event"].to_string();
+    let deliveries = engine
+        .observe(&FakeHost::new(), T0, &event, None)
+        .expect("a valid session.start");
+    assert_eq!(deliveries.len(), 1);
+    let notification: Value = serde_json::from_slice(deliveries[0].message.bytes()).unwrap();
+    assert_eq!(notification["method"], "hooks/observe");
+    assert!(notification.get("id").is_none(), "{notification}");
+}
