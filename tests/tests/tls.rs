@@ -129,6 +129,46 @@ async fn untrusted_certificate_fails_the_handshake_and_sends_nothing() {
     );
 }
 
+/// A peer that takes the connection and then hangs up in the handshake, by closing or by
+/// resetting: the request was never sent, so the failure is the TLS one, in `connect`
+/// (not a connection reset or lost while awaiting a response).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_hanging_up_in_the_handshake_is_a_tls_failure_with_nothing_sent() {
+    for reset in [false, true] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                // Read the ClientHello, then hang up.
+                let mut hello = [0u8; 512];
+                let _ = tokio::io::AsyncReadExt::read(&mut stream, &mut hello).await;
+                if reset {
+                    let _ = stream.set_linger(Some(std::time::Duration::ZERO));
+                }
+                drop(stream);
+            }
+        });
+        let reg = registration(&[Http::new(
+            "com.example.tls",
+            format!("https://localhost:{port}/hooks"),
+        )
+        .policy("fail-open")]);
+        let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
+        let settled = interceptor
+            .intercept(&event("evt_tls_hangup"), &[EffectKind::Deny], None)
+            .await
+            .unwrap();
+        assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+        let failure = &record_json(&settled)["interceptors"][0]["failure"];
+        assert_eq!(
+            *failure,
+            json!({"class": "connection-refused", "phase": "connect", "detail": "tls"}),
+            "reset {reset}: {}",
+            settled.record
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_http_to_a_non_loopback_host_is_not_permitted() {
     // 0.0.0.0 is not a loopback address (and would still stay on this machine).

@@ -308,13 +308,12 @@ impl HttpBackend {
             if self.tls {
                 let name = ServerName::try_from(self.host.clone())
                     .map_err(|_| DeliveryError::NotPermitted)?;
+                // Whatever ends the handshake (a certificate, no common protocol, the peer
+                // hanging up), the request was not sent.
                 let tls = TlsConnector::from(self.options.tls.clone())
                     .connect(name, stream)
                     .await
-                    .map_err(|e| match e.kind() {
-                        std::io::ErrorKind::InvalidData => DeliveryError::TlsFailed,
-                        _ => io_error(&e),
-                    })?;
+                    .map_err(|_| DeliveryError::TlsFailed)?;
                 handshake(tls, deadline).await
             } else {
                 handshake(stream, deadline).await
