@@ -143,7 +143,7 @@ async fn a_peer_hanging_up_in_the_handshake_is_a_tls_failure_with_nothing_sent()
                 let mut hello = [0u8; 512];
                 let _ = tokio::io::AsyncReadExt::read(&mut stream, &mut hello).await;
                 if reset {
-                    let _ = stream.set_linger(Some(std::time::Duration::ZERO));
+                    let _ = stream.set_zero_linger();
                 }
                 drop(stream);
             }
