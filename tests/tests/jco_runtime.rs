@@ -199,3 +199,26 @@ async fn node_fails_a_malformed_reply_closed() {
         "{settled}"
     );
 }
+
+/// What stops a connection being made is classified as in the Rust host: a refused
+/// port and a missing route are `connection-refused` in `connect`, a name that does not
+/// resolve has detail `unresolved-host`; each settled by the policy (fail-open here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_classifies_a_connection_never_made_as_the_rust_host_does() {
+    let refused = ahp_tests::fault_backend::refused_url();
+    let cases = [
+        (refused.as_str(), None),
+        ("https://224.0.0.1:9/hooks", None),
+        ("https://ahp-backend.invalid/hooks", Some("unresolved-host")),
+    ];
+    for (i, (url, detail)) in cases.into_iter().enumerate() {
+        let reg = registration(&[Http::new(BACKEND, url).policy("fail-open").timeout_ms(5000)]);
+        let settled = call(&reg, &format!("evt_node_unconnected_{i}")).await;
+        assert_eq!(settled["decision"], json!("allow"), "{url}: {settled}");
+        let mut expected = json!({"class": "connection-refused", "phase": "connect"});
+        if let Some(detail) = detail {
+            expected["detail"] = json!(detail);
+        }
+        assert_eq!(entry(&settled)["failure"], expected, "{url}: {settled}");
+    }
+}
