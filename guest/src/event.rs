@@ -396,9 +396,9 @@ fn check_tool_before(event: &Object, problems: &mut Problems) {
     }
 }
 
-/// Each required member of a catalogue event, at its pointer, with its JSON type. A
-/// member whose parent is missing or of another type is not reported again: the parent
-/// is, and fixing it is the first step.
+/// Each member of an event's rules, at its pointer, with its shape: present with its
+/// JSON type or word, or absent. A member whose parent is missing or of another type is
+/// not reported again: the parent is, and fixing it is the first step.
 fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems: &mut Problems) {
     for &(pointer, shape) in members {
         let (parent, _) = pointer.rsplit_once('/').unwrap_or_default();

@@ -20,12 +20,14 @@ pub enum Payload {
     ToolBefore,
     /// tool-after.schema.json, in full.
     ToolAfter,
-    /// Each member required, with its JSON type, parents before children: the event's
-    /// `required` lists in the upstream catalogue schemas (see [`TABLE`]).
+    /// Each member with its shape, parents before children: required with its JSON type
+    /// (the event's `required` lists in the upstream catalogue schemas, see [`TABLE`]),
+    /// or one of a list of words, or absent.
     Members(&'static [(&'static str, Shape)]),
 }
 
-/// The JSON type a required member must have.
+/// What a member of an event must be: present with a JSON type or one of some words, or
+/// absent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
     Object,
@@ -117,8 +119,9 @@ pub const TABLE: &[Rules] = &[
             ("/permissionMode", Text),
             ("/manifest", Object),
             ("/items", Array),
-            // Upstream session-start.schema.json: `not` any of tool, outcome
-            // (`observe-session-start-tool.invalid.json`).
+            // Upstream session-start.schema.json (not carried, `SKIPPED.txt`): `not` any
+            // of tool, outcome; the carried `observe-session-start-tool.invalid.json`
+            // shows the first.
             ("/tool", Absent),
             ("/outcome", Absent),
         ]),

@@ -33,7 +33,20 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
     headers: { ...headers, 'content-type': 'application/json', 'content-length': body.length },
     agent: false,
   });
-  request.on('socket', (socket) => socket.once('connect', () => { phase = 'send'; }));
+  // Over https the request can go out only once the handshake is done.
+  const tls = target.protocol === 'https:';
+  let connected = false;
+  let secured = false;
+  request.on('socket', (socket) => {
+    socket.once('connect', () => {
+      connected = true;
+      if (!tls) phase = 'send';
+    });
+    socket.once('secureConnect', () => {
+      secured = true;
+      phase = 'send';
+    });
+  });
   request.on('finish', () => { phase = 'await-response'; });
   request.on('response', (response) => {
     phase = 'read-response';
@@ -55,12 +68,18 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
     response.on('aborted', () => settle({ error: 'connection-lost' }));
     response.on('error', () => settle({ error: 'connection-lost' }));
   });
-  request.on('error', (error) => settle({ error: classify(error) }));
+  request.on('error', (error) => settle({ error: classify(error, tls && connected && !secured) }));
   request.end(body);
 });
 
-/// A Node socket or parser error as a WIT delivery-error tag.
-function classify(error) {
+/// Errors of a peer that went away.
+const HANG_UPS = ['ECONNRESET', 'EPIPE', 'ECONNABORTED'];
+
+/// A Node socket, TLS or parser error as a WIT delivery-error tag. In the TLS handshake
+/// nothing was sent: a hang-up is a refusal, anything else (a certificate, no common
+/// protocol) the TLS failure, as in the Rust host.
+function classify(error, inHandshake) {
+  if (inHandshake) return HANG_UPS.includes(error.code) ? 'connection-refused' : 'tls-failed';
   // Nothing was sent: refused, or no route to the address.
   if (['ECONNREFUSED', 'ENETUNREACH', 'EHOSTUNREACH'].includes(error.code)) {
     return 'connection-refused';

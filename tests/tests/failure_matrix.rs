@@ -421,10 +421,11 @@ fn table(redirect_target: &str) -> Vec<Case> {
         )
         .detail("unresolved-host"),
         // Linux refuses a TCP connection to a multicast address (ENETUNREACH) whatever
-        // its routes: no route, so nothing was sent.
+        // its routes: no route, so nothing was sent. (A port of five digits, so that its
+        // `:PORT` needle cannot match an `elapsedMs` in the record.)
         Case::fault(
             "no-route",
-            Fault::Dial(|| "https://224.0.0.1:9/hooks".into()),
+            Fault::Dial(|| "https://224.0.0.1:45678/hooks".into()),
             "connection-refused",
             "connect",
         ),

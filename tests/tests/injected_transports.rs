@@ -37,6 +37,8 @@ enum Answer {
     Closed,
     /// Got a reply it could not unframe.
     Garbled,
+    /// Could not resolve the backend's name.
+    Unresolved,
 }
 
 struct Engine {
@@ -81,6 +83,7 @@ impl Transport for Engine {
                 Answer::Reset => return Err(TransportError::ConnectionReset),
                 Answer::Closed => return Err(TransportError::Cancelled),
                 Answer::Garbled => return Err(TransportError::Malformed),
+                Answer::Unresolved => return Err(TransportError::UnresolvedHost),
                 Answer::Hang => {
                     let (cancelled, seen) =
                         (request.cancelled.clone(), self.saw_cancellation.clone());
@@ -222,6 +225,26 @@ async fn a_garbled_reply_is_malformed_framing_under_the_policy() {
         assert_eq!(failure["detail"], "malformed-framing", "{policy}");
         assert_eq!(failure["phase"], "read-response", "{policy}");
     }
+}
+
+/// A name that did not resolve: `connection-refused` with its own detail, settled by the
+/// policy, and retried with the same bytes when retries are on (a resolver may say "try
+/// again").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unresolved_name_is_refused_with_its_detail_and_retried() {
+    for policy in POLICIES {
+        let (_engine, settled) = one_call(Answer::Unresolved, policy).await;
+        let failure = assert_failed(&settled, policy, "connection-refused", policy);
+        assert_eq!(failure["detail"], "unresolved-host", "{policy}");
+        assert_eq!(failure["phase"], "connect", "{policy}");
+    }
+    let engine = Engine::new(&[Answer::Unresolved, Answer::Allow]);
+    let hooks = interceptor_with(&engine, "fail-closed", 1_000, 1).await;
+    let settled = call(&hooks, "evt_inproc_resolve_again").await;
+    assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
+    let messages = engine.messages();
+    assert_eq!(messages.len(), 2, "one attempt and one retry");
+    assert_eq!(messages[0], messages[1], "a retry resends the same bytes");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

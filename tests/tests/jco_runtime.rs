@@ -212,13 +212,48 @@ async fn node_classifies_a_connection_never_made_as_the_rust_host_does() {
         ("https://ahp-backend.invalid/hooks", Some("unresolved-host")),
     ];
     for (i, (url, detail)) in cases.into_iter().enumerate() {
-        let reg = registration(&[Http::new(BACKEND, url).policy("fail-open").timeout_ms(5000)]);
-        let settled = call(&reg, &format!("evt_node_unconnected_{i}")).await;
-        assert_eq!(settled["decision"], json!("allow"), "{url}: {settled}");
-        let mut expected = json!({"class": "connection-refused", "phase": "connect"});
-        if let Some(detail) = detail {
-            expected["detail"] = json!(detail);
+        assert_never_connected(url, &format!("evt_node_unconnected_{i}"), detail).await;
+    }
+}
+
+/// One fail-open call to `url`, which takes no request: allowed, its failure
+/// `connection-refused` in `connect`, with `detail` if any.
+async fn assert_never_connected(url: &str, id: &str, detail: Option<&str>) {
+    let reg = registration(&[Http::new(BACKEND, url).policy("fail-open").timeout_ms(5000)]);
+    let settled = call(&reg, id).await;
+    assert_eq!(settled["decision"], json!("allow"), "{url}: {settled}");
+    let mut expected = json!({"class": "connection-refused", "phase": "connect"});
+    if let Some(detail) = detail {
+        expected["detail"] = json!(detail);
+    }
+    assert_eq!(entry(&settled)["failure"], expected, "{url}: {settled}");
+}
+
+/// The TLS handshake's failures are classified as in the Rust host: a peer that hangs up
+/// in it is `connection-refused`, a certificate Node does not trust is the TLS failure
+/// (detail `tls`); both in `connect`, nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_classifies_tls_failures_as_the_rust_host_does() {
+    let hang_up = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hang_up_port = hang_up.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = hang_up.accept().await {
+            let mut hello = [0u8; 512];
+            let _ = tokio::io::AsyncReadExt::read(&mut stream, &mut hello).await;
         }
-        assert_eq!(entry(&settled)["failure"], expected, "{url}: {settled}");
+    });
+    let pki = ahp_tests::pki::Pki::generate();
+    let acceptor = pki.acceptor();
+    let untrusted = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let untrusted_port = untrusted.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = untrusted.accept().await {
+            let _ = acceptor.accept(stream).await;
+        }
+    });
+    let cases = [(hang_up_port, None), (untrusted_port, Some("tls"))];
+    for (i, (port, detail)) in cases.into_iter().enumerate() {
+        let url = format!("https://localhost:{port}/hooks");
+        assert_never_connected(&url, &format!("evt_node_tls_{i}"), detail).await;
     }
 }

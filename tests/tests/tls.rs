@@ -2,7 +2,7 @@
 //! an explicitly configured trust-roots file; an untrusted certificate fails the TLS
 //! handshake, nothing is sent, and the subscription's policy settles the call.
 
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options, RetryPolicy};
 use ahp_tests::pki::Pki;
 use ahp_tests::support::{ahp_binary, event, record_json, registration, Http};
 use bytes::Bytes;
@@ -130,15 +130,20 @@ async fn untrusted_certificate_fails_the_handshake_and_sends_nothing() {
 }
 
 /// A peer that takes the connection and then hangs up in the handshake, by closing or by
-/// resetting: the request was never sent, so the failure is the TLS one, in `connect`
-/// (not a connection reset or lost while awaiting a response).
+/// resetting: the request was never sent, so nobody took it, `connection-refused` in
+/// `connect` (not a connection reset or lost while awaiting a response), retried like a
+/// refusal when retries are on (not a certificate's TLS failure, which retrying cannot
+/// mend).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_peer_hanging_up_in_the_handshake_is_a_tls_failure_with_nothing_sent() {
+async fn a_peer_hanging_up_in_the_handshake_is_refused_with_nothing_sent() {
     for reset in [false, true] {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
                 // Read the ClientHello, then hang up.
                 let mut hello = [0u8; 512];
                 let _ = tokio::io::AsyncReadExt::read(&mut stream, &mut hello).await;
@@ -153,19 +158,29 @@ async fn a_peer_hanging_up_in_the_handshake_is_a_tls_failure_with_nothing_sent()
             format!("https://localhost:{port}/hooks"),
         )
         .policy("fail-open")]);
-        let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
+        let options = Options {
+            retries: RetryPolicy {
+                default: 1,
+                ..Default::default()
+            },
+            ..Options::default()
+        };
+        let interceptor = Interceptor::new(&reg, options).await.unwrap();
         let settled = interceptor
             .intercept(&event("evt_tls_hangup"), &[EffectKind::Deny], None)
             .await
             .unwrap();
         assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
-        let failure = &record_json(&settled)["interceptors"][0]["failure"];
+        let record = record_json(&settled);
+        let entry = &record["interceptors"][0];
         assert_eq!(
-            *failure,
-            json!({"class": "connection-refused", "phase": "connect", "detail": "tls"}),
-            "reset {reset}: {}",
-            settled.record
+            entry["failure"],
+            json!({"class": "connection-refused", "phase": "connect"}),
+            "reset {reset}: {record}"
         );
+        let attempts = entry["attempts"].as_array().map(Vec::len);
+        assert_eq!(attempts, Some(2), "reset {reset}: retried once: {record}");
+        assert_eq!(accepted.load(Ordering::SeqCst), 2, "reset {reset}");
     }
 }
 

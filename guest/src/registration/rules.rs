@@ -245,7 +245,16 @@ fn events(c: &mut Checker, v: &Value, path: &str) -> Option<Vec<Option<EventPatt
         if items.iter().take(i).any(|earlier| earlier == item) {
             return c.fail(&item_path, "repeats an earlier event");
         }
-        event_pattern(text).map_or_else(|rule| c.fail(&item_path, rule), Some)
+        let pattern = event_pattern(text).map_or_else(|rule| c.fail(&item_path, rule), Some)?;
+        // Observed events must be of the catalogue (`Event::parse_any`): such a
+        // subscription would never be delivered. An intercept one is refused anyway.
+        if !crate::events::CATALOGUE.iter().any(|t| pattern.matches(t)) {
+            c.warn(
+                &item_path,
+                "selects no event type of the catalogue: never delivered",
+            );
+        }
+        Some(pattern)
     });
     Some(patterns.collect())
 }

@@ -308,7 +308,19 @@ fn r7_r11_intercept_selects_only_interceptable_events() {
     let reg = accepted(&[("$i/events", r#"["model.*", "*"]"#)]);
     let want = vec![EventPattern::Family("model".into()), EventPattern::Any];
     assert_eq!(reg.backends[0].subscriptions[0].events, want);
-    accepted(&[("$o/events", r#"["turn.end", "file.*"]"#)]);
+    let reg = accepted(&[("$o/events", r#"["turn.end", "file.*"]"#)]);
+    assert!(reg.warnings.is_empty(), "{:#?}", reg.warnings);
+}
+
+#[test]
+fn an_observe_subscription_outside_the_catalogue_is_accepted_with_a_warning() {
+    let reg = accepted(&[(
+        "$o/events",
+        r#"["turn.end", "com.example.custom", "acme.*"]"#,
+    )]);
+    let warned: Vec<&str> = reg.warnings.iter().map(|w| w.path.as_str()).collect();
+    assert_eq!(warned, [expand("$o/events/1"), expand("$o/events/2")]);
+    assert!(reg.warnings[0].rule.contains("never delivered"));
 }
 
 #[test]

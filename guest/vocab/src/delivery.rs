@@ -121,8 +121,9 @@ mod tests {
             read(DeliveryError::DeadlineExceeded(IoPhase::Send)),
             (FailureClass::DeadlineExceeded, Phase::Send, None)
         );
-        // A name that does not resolve is no reason to retry inside the deadline.
-        assert!(!DeliveryError::UnresolvedHost.failure().is_transient());
+        // A resolver may answer "try again": retried like a refusal, unlike a TLS failure.
+        assert!(DeliveryError::UnresolvedHost.failure().is_transient());
         assert!(DeliveryError::ConnectionRefused.failure().is_transient());
+        assert!(!DeliveryError::TlsFailed.failure().is_transient());
     }
 }

@@ -150,9 +150,13 @@ impl Failure {
     /// and observer notifications alike.
     pub fn is_transient(&self) -> bool {
         match self.class {
+            // A name that did not resolve may resolve on a second asking (a resolver's
+            // "try again"); a refusal by policy or a certificate cannot change.
             FailureClass::ConnectionRefused
             | FailureClass::ConnectionReset
-            | FailureClass::ConnectionLost => self.detail.is_none(),
+            | FailureClass::ConnectionLost => {
+                matches!(self.detail, None | Some(Detail::UnresolvedHost))
+            }
             FailureClass::HttpStatus => matches!(self.http_status, Some(502..=504)),
             FailureClass::JsonrpcError => self.rpc_code == Some(-32003),
             _ => false,

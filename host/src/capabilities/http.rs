@@ -308,12 +308,16 @@ impl HttpBackend {
             if self.tls {
                 let name = ServerName::try_from(self.host.clone())
                     .map_err(|_| DeliveryError::NotPermitted)?;
-                // Whatever ends the handshake (a certificate, no common protocol, the peer
-                // hanging up), the request was not sent.
+                // Whatever ends the handshake, the request was not sent: a certificate or
+                // no common protocol is the TLS failure (not retried), the peer hanging
+                // up a refusal (retried like one).
                 let tls = TlsConnector::from(self.options.tls.clone())
                     .connect(name, stream)
                     .await
-                    .map_err(|_| DeliveryError::TlsFailed)?;
+                    .map_err(|e| match e.kind() {
+                        std::io::ErrorKind::InvalidData => DeliveryError::TlsFailed,
+                        _ => DeliveryError::ConnectionRefused,
+                    })?;
                 handshake(tls, deadline).await
             } else {
                 handshake(stream, deadline).await

@@ -51,9 +51,10 @@ pub enum TransportError {
     /// ([`TransportRequest::cancelled`]) makes this an interruption; returned while the
     /// call goes on, it is a failure like [`TransportError::ConnectionLost`].
     Cancelled,
-    /// Nobody took the message (refused, no route, a name that did not resolve);
-    /// nothing was sent.
+    /// Nobody took the message (refused, no route); nothing was sent.
     ConnectionRefused,
+    /// The backend's name did not resolve; nothing was sent.
+    UnresolvedHost,
     /// The peer reset the channel mid-exchange.
     ConnectionReset,
     /// The peer went away before a complete reply.
@@ -138,6 +139,7 @@ fn to_wit(error: TransportError) -> DeliveryError {
         TransportError::DeadlineExceeded => DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse),
         TransportError::Cancelled => DeliveryError::Cancelled,
         TransportError::ConnectionRefused => DeliveryError::ConnectionRefused,
+        TransportError::UnresolvedHost => DeliveryError::UnresolvedHost,
         TransportError::ConnectionReset => DeliveryError::ConnectionReset,
         TransportError::ConnectionLost => DeliveryError::ConnectionLost,
         TransportError::LaunchFailed => DeliveryError::LaunchFailed,
