@@ -22,6 +22,8 @@ enum Answer {
     /// `tok-provided-<n>`, counting acquisitions.
     Token,
     Fail,
+    /// A token unfit for a header: empty, or with a line break.
+    Unusable(&'static str),
     /// Never answers, but notices cancellation.
     Hang,
 }
@@ -60,6 +62,7 @@ impl CredentialProvider for TestProvider {
             match self.answer {
                 Answer::Token => Ok(Secret::new(format!("tok-provided-{n}"))),
                 Answer::Fail => Err(AuthFailure::AcquisitionFailed),
+                Answer::Unusable(token) => Ok(Secret::new(token)),
                 Answer::Hang => {
                     // A real provider would hand the signal to shared work that outlives
                     // this future (the host drops it); this one hands it to a watcher.
@@ -152,6 +155,26 @@ async fn a_failing_provider_is_auth_failed_and_nothing_is_sent() {
         json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"})
     );
     assert!(backend.requests().is_empty());
+}
+
+/// A provider's token is held to the rule of every other source: an empty one would go
+/// out as no credential at all (fail-open is no unauthenticated fallback), one with a line
+/// break could not be a header. Either fails acquisition; nothing is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_provided_token_is_auth_failed_and_nothing_is_sent() {
+    for token in ["", "tok\nen"] {
+        let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+        let provider = TestProvider::new(Answer::Unusable(token));
+        let interceptor = interceptor_with(&backend, provider, 1_000).await;
+        let s = call(&interceptor, "evt_provider_unusable").await;
+        assert_eq!(s.decided_by, DecidedBy::SyntheticDeny, "{token:?}");
+        assert_eq!(
+            record_json(&s)["interceptors"][0]["failure"],
+            json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"}),
+            "{token:?}"
+        );
+        assert!(backend.requests().is_empty(), "{token:?}: sent");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -785,3 +785,44 @@ async fn shutdown_kills_and_reaps_every_backend_process() {
         settled.record
     );
 }
+
+/// A backend started through a wrapper (here a shell that starts a helper process and
+/// then becomes the backend, as `npx` or `uv run` start the real server): a deadline
+/// kills what the backend started too, in both lifecycles, not only the process the host
+/// spawned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_kills_what_the_backend_started_too() {
+    for lifecycle in LIFECYCLES {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let pid_file = dir.path().join("helper.pid");
+        let script = format!(
+            "sleep 300 & echo $! > '{}'; exec '{BACKEND}' sleep:10000",
+            pid_file.display()
+        );
+        let hook = json!({
+            "id": ID,
+            "transport": {"type": "stdio", "command": "/bin/sh", "args": ["-c", script],
+                          "lifecycle": lifecycle},
+            "subscriptions": [{"events": ["tool.before"], "mode": "intercept",
+                               "timeoutMs": 300, "failurePolicy": "fail-open",
+                               "content": {"default": "metadata"}}]
+        });
+        let hooks = start(vec![hook]).await;
+        let settled = call(&hooks, &format!("evt_wrapped_{lifecycle}")).await;
+        assert_failed(&settled, "fail-open", "deadline-exceeded", lifecycle);
+        let helper: u32 = std::fs::read_to_string(&pid_file)
+            .expect("the wrapper wrote its helper's pid")
+            .trim()
+            .parse()
+            .expect("a pid");
+        let gone = eventually(Duration::from_secs(2), || {
+            state(helper).is_none_or(|s| s == 'Z')
+        })
+        .await;
+        hooks.shutdown();
+        assert!(
+            gone,
+            "{lifecycle}: the backend's helper {helper} outlived the deadline"
+        );
+    }
+}

@@ -117,7 +117,10 @@ impl Source {
                         deadline: deadline.into_std(),
                         cancelled: cancelled.clone(),
                     };
-                    provider.acquire(request).await
+                    // A provider's token is held to the same rule as every other source:
+                    // an empty one would go out as no credential at all.
+                    let token = provider.acquire(request).await?;
+                    usable(token.expose()).ok_or(AuthFailure::AcquisitionFailed)
                 }
             }
         };

@@ -405,6 +405,9 @@ impl Children {
                 Stdio::null()
             })
             .stderr(Stdio::piped())
+            // Its own process group, so that a kill reaches what it started too (a
+            // wrapper such as `npx`, `uv run` or a shell script starts the real server).
+            .process_group(0)
             .kill_on_drop(true);
         // The smallest practical environment: PATH, so a bare command name resolves, and
         // what the host configuration names, with their values at spawn time.
@@ -483,9 +486,18 @@ impl Process {
         self.child.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Sends SIGKILL; a no-op once it has exited.
+    /// Sends SIGKILL to the child's process group, then to the child; a no-op once it
+    /// has exited. The group is signalled only while the child has not been reaped: its id
+    /// is then still the group's, and can name no other process's group.
     fn kill(&self) {
-        let _ = self.lock().start_kill();
+        let mut child = self.lock();
+        if let (Some(pid), Ok(None)) = (self.pid, child.try_wait()) {
+            if let Ok(group) = i32::try_from(pid) {
+                // SAFETY: kill(2) only sends a signal; it touches no memory of ours.
+                unsafe { libc::kill(-group, libc::SIGKILL) };
+            }
+        }
+        let _ = child.start_kill();
     }
 
     /// `Some(exit code)` once exited (and reaped), the code `None` if a signal ended it;
