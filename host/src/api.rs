@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::interrupt::Interrupt;
 use crate::observe::deliver_observers;
 use crate::options::Options;
-use crate::pool::{Admission, Pool, Ready, Unserved};
+use crate::pool::{Admission, Limit, Pool, Ready, Unserved};
 use crate::runtime::Runtime;
 use crate::settlement::{from_component, host_settlement, Observed, ObserverReport, Settlement};
 use crate::state::HostState;
@@ -26,12 +26,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::Instrument as _;
 use wasmtime::error::Context as _;
-
-/// Time the component gets after its last deadline to settle and return. Generous
-/// enough that a loaded 2-core machine does not turn a late but honest settlement into an
-/// engine failure (50 ms did, seen at 528 ms for a 300 ms timeout); a runaway component
-/// is still cut off by then.
-const GRACE: Duration = Duration::from_millis(250);
 
 /// An AHP interceptor for one registration.
 ///
@@ -198,11 +192,12 @@ impl Interceptor {
             )));
         }
         let started = Instant::now();
-        let limit = started
-            + budget
+        let limit = Limit {
+            bound: budget
                 .unwrap_or(self.inner.bound)
-                .min(Duration::from_secs(5))
-            + GRACE;
+                .min(Duration::from_secs(5)),
+            budget: None,
+        };
         let budget_ns = budget.map(|b| clock::to_nanos(started + b));
         let started_ns = clock::to_nanos(started);
         let prepared = self
@@ -316,8 +311,10 @@ impl Interceptor {
         interrupt: &Interrupt,
         started: Instant,
     ) -> Result<(Settlement, Vec<Delivery>), Error> {
-        let own_bound = started + self.inner.bound;
-        let limit = budget_at.map_or(own_bound, |b| b.min(own_bound)) + GRACE;
+        let limit = Limit {
+            bound: self.inner.bound,
+            budget: budget_at,
+        };
         let effects: Vec<wit::EffectKind> = effects.iter().copied().map(to_wit).collect();
         let budget_ns = budget_at.map(clock::to_nanos);
         let started_ns = clock::to_nanos(started);

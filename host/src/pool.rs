@@ -54,6 +54,31 @@ const IDLE_KEPT: usize = 32;
 /// the settlement, however late it got its instance.
 const SETTLE_BOUND: Duration = Duration::from_millis(250);
 
+/// Time the component gets after its last deadline to settle and return. Generous
+/// enough that a loaded 2-core machine does not turn a late but honest settlement into an
+/// engine failure (50 ms did, seen at 528 ms for a 300 ms timeout); a runaway component
+/// is still cut off by then.
+const GRACE: Duration = Duration::from_millis(250);
+
+/// How long the component may run (CPU and wall time) once a call has its instance.
+pub(crate) struct Limit {
+    /// The longest a call may legitimately run (`engine.bound-ms`, the sum of the
+    /// chain's timeouts). It counts from when the call gets its instance: the first
+    /// interceptor's deadline runs from the call's start, every later one's from its own
+    /// start, so a call that waited in the queue may still run `bound` after it.
+    pub bound: Duration,
+    /// The call's budget, which nothing outlasts.
+    pub budget: Option<Instant>,
+}
+
+impl Limit {
+    /// The limit of a call that got its instance at `admitted`.
+    fn from(&self, admitted: Instant) -> Instant {
+        let own = admitted + self.bound;
+        self.budget.map_or(own, |budget| budget.min(own)) + GRACE
+    }
+}
+
 /// How a call waits for an instance when none is free.
 pub(crate) enum Admission<'a> {
     /// An intercept call that began at `started`: it waits for the main lane until its
@@ -143,21 +168,21 @@ impl Pool {
 
     /// Runs `call` on a ready instance once `admission` lets it have one, with
     /// `interrupt` as the call's signal and the component's CPU (epochs) and wall time
-    /// bounded by `limit` (at least [`SETTLE_BOUND`] from when a settle-lane call gets
-    /// its instance). The instance goes back to the pool only after a normal return.
-    /// Every [`Unserved`] is a denial for the caller to settle: never permission.
+    /// bounded by `limit` from then (at least [`SETTLE_BOUND`] for a settle-lane call).
+    /// The instance goes back to the pool only after a normal return. Every [`Unserved`]
+    /// is a denial for the caller to settle: never permission.
     pub async fn in_component<T>(
         &self,
         admission: Admission<'_>,
-        limit: Instant,
+        limit: Limit,
         interrupt: &Interrupt,
         call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T>,
     ) -> Result<T, Unserved> {
         let (_permit, settling) = self.admit(admission, interrupt).await?;
-        let limit = if settling {
-            limit.max(Instant::now() + SETTLE_BOUND)
-        } else {
-            limit
+        let admitted = Instant::now();
+        let limit = match settling {
+            true => limit.from(admitted).max(admitted + SETTLE_BOUND),
+            false => limit.from(admitted),
         };
         let _ticking = self.runtime.ticking();
         let mut ready = match self.take().await {

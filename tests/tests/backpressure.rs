@@ -237,6 +237,55 @@ async fn a_first_deadline_that_runs_out_in_the_queue_is_settled_by_its_policy_wi
 /// call instance is held. Another call waiting there still ends at once when it is
 /// interrupted, when its budget runs out, or at shutdown: the host settles it, and
 /// nothing of it is sent.
+/// A call that got its instance late, its first interceptor's deadline spent in the
+/// queue, still gives each later interceptor its own full timeout, as the component
+/// counts them: the host lets the component run that long after the call got its
+/// instance, so the later backend's in-time answer decides, never an engine failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_admitted_late_gives_later_interceptors_their_full_timeouts() {
+    let _serial = SERIAL.lock().await;
+    let first = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let slow = Behaviour::Delay(Duration::from_millis(900), Box::new(Behaviour::NoEffect));
+    let later = FaultBackend::start(vec![slow]).await;
+    let hook = |id: &str, url: String, timeout_ms: u64| {
+        json!({"id": id, "transport": {"type": "http", "url": url},
+               "subscriptions": [{"events": ["tool.before"], "mode": "intercept",
+                                  "timeoutMs": timeout_ms, "failurePolicy": "fail-open",
+                                  "content": {"default": "metadata"}}]})
+    };
+    let reg = json!({"protocolVersion": "draft", "hooks": [
+        hook("com.example.first", first.url(), 100),
+        hook("com.example.later", later.url(), 1_000),
+    ]})
+    .to_string();
+    // One instance for calls with time left, one held back to settle: six calls queue.
+    let interceptor = interceptor(&reg, 2, None).await;
+    let mut calls = JoinSet::new();
+    for i in 0..6 {
+        let interceptor = interceptor.clone();
+        calls.spawn(async move {
+            let event = event(&format!("evt_admitted_late_{i}"));
+            interceptor
+                .intercept(&event, &[EffectKind::Deny], None)
+                .await
+        });
+    }
+    let mut settled = 0;
+    while let Some(joined) = calls.join_next().await {
+        let call = joined
+            .expect("the call's task")
+            .expect("a valid event settles");
+        assert_settled(&call, Decision::Allow, DecidedBy::NoObjection, None);
+        let record = record_json(&call);
+        assert_eq!(
+            record["interceptors"][1]["outcome"], "no-effect",
+            "{record}"
+        );
+        settled += 1;
+    }
+    assert_eq!(settled, 6);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_waiting_for_a_busy_settle_lane_ends_with_its_interruption_budget_or_shutdown() {
     let _serial = SERIAL.lock().await;
