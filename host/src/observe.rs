@@ -68,19 +68,40 @@ pub(crate) async fn notify(
     let Some(target) = backends.get(backend) else {
         return ObserverResult::Failed(FailureClass::ConnectionRefused);
     };
-    let bearer = match &target.credentials {
+    let acquire = async || match &target.credentials {
         Some(source) => match source.acquire(backend, deadline, cancelled).await {
-            Ok(secret) => Some(secret),
-            Err(_) => return ObserverResult::Failed(FailureClass::AuthFailed),
+            Ok(secret) => Ok(Some(secret)),
+            Err(_) => Err(ObserverResult::Failed(FailureClass::AuthFailed)),
         },
-        None => None,
+        None => Ok(None),
     };
+    let mut bearer = match acquire().await {
+        Ok(bearer) => bearer,
+        Err(failed) => return failed,
+    };
+    let mut reacquired = false;
     let mut attempt = 0;
     loop {
         attempt += 1;
         let sent = target
             .exchange(backend, message, bearer.as_ref(), deadline, cancelled)
             .await;
+        if matches!(&sent, Ok(reply) if reply.status == Some(401)) {
+            // As for an interceptor: the rejected token leaves any cache, and one fresh
+            // token may resend the same bytes; a second 401 (or none to send) fails.
+            if let (Some(source), Some(token)) = (&target.credentials, &bearer) {
+                source.reject(backend, token);
+            }
+            if reacquired || bearer.is_none() {
+                return ObserverResult::Failed(FailureClass::AuthFailed);
+            }
+            reacquired = true;
+            bearer = match acquire().await {
+                Ok(bearer) => bearer,
+                Err(failed) => return failed,
+            };
+            continue;
+        }
         let (result, transient) = classify(sent);
         if !transient || !wait_to_retry(target.retries, attempt, deadline).await {
             return result;

@@ -371,6 +371,68 @@ async fn two_401s_are_auth_failed_and_no_request_goes_without_a_token() {
     assert_eq!(fx.bearers(), fx.server.issued());
 }
 
+/// An observer's 401 is handled as an interceptor's: the token leaves the cache, one
+/// fresh token resends the same bytes, and a second 401 is `auth-failed`; a later
+/// notification does not go out with the revoked token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observers_401_drops_the_token_and_one_fresh_token_resends_the_same_bytes() {
+    let accepted = Behaviour::Reply {
+        status: 202,
+        content_type: None,
+        body: Vec::new(),
+    };
+    let script = vec![
+        Behaviour::unauthorized(),
+        accepted.clone(),
+        Behaviour::unauthorized(),
+    ];
+    let fx = Fixture::start(3600, script).await;
+    let reg = json!({"protocolVersion": "draft", "hooks": [{
+        "id": BACKEND, "transport": {"type": "http", "url": fx.backend.url()},
+        "authentication": fx.binding(),
+        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                           "content": {"default": "metadata"}}]
+    }]})
+    .to_string();
+    let options = Options {
+        trust_roots: Some(fx.roots.path().to_path_buf()),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options)
+        .await
+        .expect("valid registration");
+    let results = async |id: &str| -> Vec<String> {
+        let observed = interceptor
+            .observe(&event(id), None)
+            .await
+            .expect("valid event");
+        observed
+            .observers
+            .iter()
+            .map(|o| o.result.as_str().to_owned())
+            .collect()
+    };
+    assert_eq!(results("evt_observed_401_once").await, ["delivered"]);
+    let issued = fx.server.issued();
+    assert_eq!(issued.len(), 2, "one re-acquisition");
+    assert_eq!(fx.bearers(), issued);
+    let sent = fx.backend.requests();
+    assert_eq!(sent[0].body, sent[1].body, "the same bytes");
+
+    // The next notification meets a 401 and then another (the script's last repeats).
+    assert_eq!(results("evt_observed_401_twice").await, ["auth-failed"]);
+    let issued = fx.server.issued();
+    assert_eq!(
+        issued.len(),
+        3,
+        "each 401'd token replaced once, never twice"
+    );
+    // The second notification went out with the token the first one got, then its
+    // replacement.
+    let expected = [&issued[0], &issued[1], &issued[1], &issued[2]].map(String::clone);
+    assert_eq!(fx.bearers(), expected);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unresolvable_client_secret_is_unresolved_and_contacts_no_token_endpoint() {
     let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
