@@ -439,6 +439,20 @@ async fn a_nonzero_exit_after_a_valid_line_fails_only_per_event() {
     hooks.shutdown();
 }
 
+/// A per-event backend that writes more after its reply line (against the binding)
+/// still exits 0, and its reply decides: what follows the reply is read and thrown away,
+/// never left to meet a closed pipe, which would fail or kill the backend depending on
+/// when it wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_after_the_reply_is_discarded_and_the_reply_decides_per_event() {
+    let _shared = PROCESSES.read().await;
+    for policy in POLICIES {
+        let (_log, hooks) = logged("reply-then-chatter", "per_event", policy, 2_000).await;
+        let (settled, _) = only_call(hooks, &format!("evt_chatter_{policy}")).await;
+        assert_no_effect(&settled, &format!("per_event {policy}"));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_line_over_the_cap_is_response_too_large() {
     every_case("huge", 2_000, |c| {

@@ -272,9 +272,17 @@ impl StdioBackend {
             Ok(Err(LineError::Closed)) => reader.take_partial(),
             Ok(Ok(line)) => Some(line),
         };
-        // At most one line is read; anything the process writes after it is not.
-        drop(reader);
-        let Some(code) = process.wait_exit(deadline).await else {
+        // At most one line is the reply. What the process writes after it is read and
+        // thrown away until it exits: a write into a closed pipe would kill it (or fail
+        // it), and whether a finished exchange counted would depend on timing.
+        let exited = process.wait_exit(deadline);
+        let discarded = reader.discard();
+        tokio::pin!(exited, discarded);
+        let exit = tokio::select! {
+            exit = &mut exited => exit,
+            () = &mut discarded => exited.await,
+        };
+        let Some(code) = exit else {
             return Err(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse));
         };
         match (code, line) {
@@ -616,6 +624,19 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     /// The bytes read after the last newline, if any.
     fn take_partial(&mut self) -> Option<Vec<u8>> {
         Some(std::mem::take(&mut self.partial)).filter(|p| !p.is_empty())
+    }
+
+    /// Reads and drops everything up to the end of the stream (or a read error).
+    async fn discard(&mut self) {
+        loop {
+            match self.inner.fill_buf().await {
+                Ok([]) | Err(_) => return,
+                Ok(chunk) => {
+                    let read = chunk.len();
+                    self.inner.consume(read);
+                }
+            }
+        }
     }
 }
 

@@ -11,6 +11,8 @@
 //! - `wrong-id`: a no-effect reply whose id is `"wrong-<id>"`.
 //! - `exit-mid`: reads the request and exits with status 3 without replying.
 //! - `reply-then-exit`: no effects, then exits with status 1.
+//! - `reply-then-chatter`: no effects, then 100 ms later a line that is not protocol
+//!   (against the binding, which a per-event harness must survive), then exits 0.
 //! - `huge`: a valid no-effect reply padded with spaces to 2 MiB on one line.
 //! - `stubborn`: no effects, but at EOF on stdin it does not exit (it sleeps a minute),
 //!   like a backend that ignores its input closing: only a kill ends it.
@@ -70,9 +72,8 @@ fn main() {
             continue;
         };
         let reply = match mode.as_str() {
-            "allow" | "no-effect" | "count" | "stubborn" | "reply-then-exit" => {
-                result(&id, json!([]))
-            }
+            "allow" | "no-effect" | "count" | "stubborn" | "reply-then-exit"
+            | "reply-then-chatter" => result(&id, json!([])),
             "deny" => result(&id, json!([{"type": "deny", "reason": "stdio says no"}])),
             "garbage" => "not json".to_owned(),
             "wrong-id" => result(
@@ -95,6 +96,13 @@ fn main() {
             .unwrap_or_else(|e| fail(&format!("write stdout: {e}")));
         if mode == "reply-then-exit" {
             std::process::exit(1);
+        }
+        if mode == "reply-then-chatter" {
+            std::thread::sleep(Duration::from_millis(100));
+            writeln!(stdout, "trailing output")
+                .and_then(|()| stdout.flush())
+                .unwrap_or_else(|e| fail(&format!("write stdout: {e}")));
+            std::process::exit(0);
         }
     }
     if mode == "stubborn" {
