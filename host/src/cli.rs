@@ -49,8 +49,8 @@ enum Command {
         /// is declared (must keep deny where the event has it). Default: as declared.
         #[arg(long, value_delimiter = ',', value_parser = effect_kind)]
         effects: Vec<EffectKind>,
-        /// Budget for the whole hook call, in milliseconds.
-        #[arg(long)]
+        /// Budget for the whole hook call, in milliseconds (1 to 3,600,000).
+        #[arg(long, value_parser = budget_ms)]
         budget_ms: Option<u64>,
         /// Append the settlement record to this JSONL audit file.
         #[arg(long)]
@@ -107,7 +107,7 @@ struct HookArgs {
     audit: Option<PathBuf>,
     /// Budget of the whole hook process, start to answer, in milliseconds; keep it below
     /// the harness's hook timeout (`ahp hook install` does).
-    #[arg(long, default_value_t = hook::DEFAULT_BUDGET_MS)]
+    #[arg(long, default_value_t = hook::DEFAULT_BUDGET_MS, value_parser = budget_ms)]
     budget_ms: u64,
     /// The native event name, for payloads that name none (Copilot).
     #[arg(long)]
@@ -132,8 +132,8 @@ enum HookInstall {
         /// Append each settlement record to this JSONL audit file.
         #[arg(long)]
         audit: Option<PathBuf>,
-        /// Budget of each hook process in milliseconds.
-        #[arg(long)]
+        /// Budget of each hook process in milliseconds (1 to 3,600,000).
+        #[arg(long, value_parser = budget_ms)]
         budget_ms: Option<u64>,
     },
 }
@@ -446,6 +446,21 @@ fn harness(name: &str) -> Result<hook::Harness, String> {
         let known: Vec<&str> = hook::Harness::ALL.iter().map(|h| h.name()).collect();
         format!("unknown harness `{name}` (known: {})", known.join(", "))
     })
+}
+
+/// The longest `--budget-ms`: an hour. A hook call is on the agent's critical path, and a
+/// larger value would only overflow the clock arithmetic or the harness timeout derived
+/// from it.
+const MAX_BUDGET_MS: u64 = 3_600_000;
+
+/// A `--budget-ms` value: a whole number of milliseconds from 1 to [`MAX_BUDGET_MS`].
+fn budget_ms(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(ms @ 1..=MAX_BUDGET_MS) => Ok(ms),
+        _ => Err(format!(
+            "`{text}` is not a budget: a whole number of milliseconds from 1 to {MAX_BUDGET_MS}"
+        )),
+    }
 }
 
 /// SIGINT or SIGTERM.

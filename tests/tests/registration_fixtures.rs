@@ -291,3 +291,56 @@ async fn cli_intercept_allows_no_effect_with_exit_0() {
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].json()["id"], json!("evt_cli_allow"));
 }
+
+/// `--budget-ms` takes 1 ms to an hour, on every command that has it: zero or a number
+/// that would overflow the clock (or the harness timeout derived from it) is a usage
+/// error naming the flag, before anything runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_budget_is_bounded_on_every_command() {
+    let portable = fixtures_dir().join("portable.valid.json");
+    let registration = portable.to_str().expect("a UTF-8 path");
+    let commands: [&[&str]; 3] = [
+        &["intercept", "--registration", registration, "--event", "-"],
+        &["hook", "claude-code", "--registration", registration],
+        &[
+            "hook",
+            "install",
+            "claude-code",
+            "--registration",
+            registration,
+        ],
+    ];
+    for command in commands {
+        for budget in ["0", "3600001", "18446744073709551615"] {
+            let mut args = command.to_vec();
+            args.extend(["--budget-ms", budget]);
+            let run = ahp(&args, None).await;
+            run.assert_exit(2);
+            assert!(
+                run.stderr.contains("--budget-ms") && run.stderr.contains("1 to 3600000"),
+                "{args:?}: {}",
+                run.stderr
+            );
+            assert!(run.stdout.is_empty(), "{args:?}: {}", run.stdout);
+        }
+    }
+    let run = ahp(
+        &[
+            "hook",
+            "install",
+            "claude-code",
+            "--registration",
+            registration,
+            "--budget-ms",
+            "3600000",
+        ],
+        None,
+    )
+    .await;
+    run.assert_exit(0);
+    assert!(
+        run.stdout.contains("3605"),
+        "the harness timeout: {}",
+        run.stdout
+    );
+}

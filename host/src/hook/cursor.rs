@@ -61,16 +61,20 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     }
 }
 
-/// `.cursor/hooks.json`: every mapped event, each failing closed.
+/// `.cursor/hooks.json`: every mapped event, each failing closed but `stop`: a failure
+/// there must not keep the agent working (as the Claude Code snippet leaves `onFailure`
+/// off `Stop`), and Cursor does not say what failing closed means at a stop.
 pub fn snippet(snippet: &Snippet) -> Value {
     let hooks: Map<String, Value> = EVENTS
         .iter()
         .map(|spec| {
-            let hook = json!({
+            let mut hook = json!({
                 "command": snippet.command(None),
                 "timeout": snippet.timeout_secs(),
-                "failClosed": true,
             });
+            if spec.ahp != AhpEvent::TurnFinishBefore {
+                hook["failClosed"] = json!(true);
+            }
             (spec.native.to_string(), json!([hook]))
         })
         .collect();

@@ -149,4 +149,20 @@ mod tests {
         assert!(on_failure("Stop").is_null(), "{hooks}");
         assert_eq!(hooks["Stop"][0]["hooks"][0]["type"], "command");
     }
+
+    /// Cursor likewise: every hook fails closed but `stop`.
+    #[test]
+    fn cursor_fails_closed_except_at_a_stop() {
+        let snippet = Snippet {
+            program: "ahp".into(),
+            arguments: Vec::new(),
+            timeout_ms: 15_000,
+        };
+        let hooks = super::super::cursor::snippet(&snippet)["hooks"].clone();
+        let fails_closed = |event: &str| hooks[event][0]["failClosed"].clone();
+        assert_eq!(fails_closed("preToolUse"), true);
+        assert_eq!(fails_closed("beforeSubmitPrompt"), true);
+        assert!(fails_closed("stop").is_null(), "{hooks}");
+        assert_eq!(hooks["stop"][0]["timeout"], 15);
+    }
 }
