@@ -150,6 +150,28 @@ mod tests {
         assert_eq!(hooks["Stop"][0]["hooks"][0]["type"], "command");
     }
 
+    /// Each harness gets the timeout in its own unit: Gemini in milliseconds, the others
+    /// in seconds; Copilot's command names its event (its payloads do not).
+    #[test]
+    fn each_harness_gets_its_timeout_in_its_own_unit() {
+        let snippet = Snippet {
+            program: "ahp".into(),
+            arguments: Vec::new(),
+            timeout_ms: 15_000,
+        };
+        let gemini = super::super::gemini::snippet(&snippet);
+        assert_eq!(
+            gemini["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"],
+            15_000
+        );
+        let codex = super::super::codex::snippet(&snippet);
+        assert_eq!(codex["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 15);
+        let copilot = super::super::copilot::snippet(&snippet);
+        let pre = &copilot["hooks"]["preToolUse"][0];
+        assert_eq!(pre["timeoutSec"], 15);
+        assert_eq!(pre["bash"], "ahp --event preToolUse");
+    }
+
     /// Cursor likewise: every hook fails closed but `stop`.
     #[test]
     fn cursor_fails_closed_except_at_a_stop() {
