@@ -43,13 +43,21 @@ impl AuditLog {
         &self.path
     }
 
-    /// Appends one record as a line and syncs it.
+    /// Appends one record as a line and syncs it. Other processes appending to the same
+    /// file wait on its lock, and a write cut short (a full disk, a file-size limit) is
+    /// cut back off, so no line is ever torn or glued to a fragment.
     pub fn append(&self, record: &ahp_vocab::Record) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(record)?;
         line.push(b'\n');
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        file.write_all(&line)?;
-        file.sync_data()
+        file.lock()?;
+        let end = file.metadata()?.len();
+        let appended = file.write_all(&line).and_then(|()| file.sync_data());
+        if appended.is_err() {
+            let _ = file.set_len(end);
+        }
+        let _ = file.unlock();
+        appended
     }
 }
 

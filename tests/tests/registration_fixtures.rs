@@ -344,3 +344,74 @@ async fn cli_budget_is_bounded_on_every_command() {
         run.stdout
     );
 }
+
+/// An audit write cut short (here by a file-size limit, as a full disk would) leaves no
+/// fragment: the next record, from another process, starts on a line of its own, and
+/// every line of the log still parses.
+#[test]
+fn a_cut_short_audit_write_leaves_no_fragment() {
+    use std::os::unix::process::CommandExt as _;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = dir.path().join("registration.json");
+    let refused = ahp_tests::fault_backend::refused_url();
+    let hook = Http::new(HOOK_ID, refused.as_str()).policy("fail-open");
+    std::fs::write(&reg, registration(&[hook])).expect("write the registration");
+    let event_file = dir.path().join("event.json");
+    std::fs::write(&event_file, event("evt_audit_cut")).expect("write the event");
+    let audit = dir.path().join("audit.jsonl");
+    // The limit applies to every file the process writes, wasmtime's in-memory images of
+    // the component too: an earlier record of 8 MiB puts it well above those.
+    let earlier = format!("{}\n", json!({"earlier": "x".repeat(8 << 20)}));
+    std::fs::write(&audit, &earlier).expect("an earlier record");
+    let args = [
+        "intercept",
+        "--registration",
+        reg.to_str().unwrap(),
+        "--event",
+        event_file.to_str().unwrap(),
+        "--audit",
+        audit.to_str().unwrap(),
+    ];
+    let limit = earlier.len() as libc::rlim_t + 40;
+    let mut capped = std::process::Command::new(ahp_binary());
+    capped
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        capped.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let cap = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            match libc::setrlimit(libc::RLIMIT_FSIZE, &cap) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let status = capped.status().expect("run ahp with a capped file size");
+    assert!(status.success(), "the decision stands: {status}");
+    let after = std::fs::read(&audit).unwrap();
+    assert!(
+        after == earlier.as_bytes(),
+        "the cut-short record was not taken back off: {} bytes, ending {:?}",
+        after.len(),
+        String::from_utf8_lossy(&after[after.len().saturating_sub(60)..])
+    );
+    let full = std::process::Command::new(ahp_binary())
+        .args(args)
+        .stdout(Stdio::null())
+        .status()
+        .expect("run ahp");
+    assert!(full.success());
+    let log = std::fs::read_to_string(&audit).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2, "a record per line");
+    for line in lines {
+        let start: String = line.chars().take(60).collect();
+        serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {start}…"));
+    }
+}
