@@ -112,6 +112,15 @@ fn shell_quote(word: &str) -> String {
 mod tests {
     use super::*;
 
+    /// `ahp` with no arguments and a 15 s timeout.
+    fn plain_snippet() -> Snippet {
+        Snippet {
+            program: "ahp".into(),
+            arguments: Vec::new(),
+            timeout_ms: 15_000,
+        }
+    }
+
     #[test]
     fn shell_words_are_quoted_only_when_needed() {
         assert_eq!(shell_quote("/usr/bin/ahp"), "/usr/bin/ahp");
@@ -137,11 +146,7 @@ mod tests {
     /// keep the agent working.
     #[test]
     fn claude_code_blocks_on_failure_except_before_a_stop() {
-        let snippet = Snippet {
-            program: "ahp".into(),
-            arguments: Vec::new(),
-            timeout_ms: 15_000,
-        };
+        let snippet = plain_snippet();
         let hooks = super::super::claude_code::snippet(&snippet)["hooks"].clone();
         let on_failure = |event: &str| hooks[event][0]["hooks"][0]["onFailure"].clone();
         assert_eq!(on_failure("PreToolUse"), "block");
@@ -154,11 +159,7 @@ mod tests {
     /// in seconds; Copilot's command names its event (its payloads do not).
     #[test]
     fn each_harness_gets_its_timeout_in_its_own_unit() {
-        let snippet = Snippet {
-            program: "ahp".into(),
-            arguments: Vec::new(),
-            timeout_ms: 15_000,
-        };
+        let snippet = plain_snippet();
         let gemini = super::super::gemini::snippet(&snippet);
         assert_eq!(
             gemini["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"],
@@ -175,11 +176,7 @@ mod tests {
     /// Cursor likewise: every hook fails closed but `stop`.
     #[test]
     fn cursor_fails_closed_except_at_a_stop() {
-        let snippet = Snippet {
-            program: "ahp".into(),
-            arguments: Vec::new(),
-            timeout_ms: 15_000,
-        };
+        let snippet = plain_snippet();
         let hooks = super::super::cursor::snippet(&snippet)["hooks"].clone();
         let fails_closed = |event: &str| hooks[event][0]["failClosed"].clone();
         assert_eq!(fails_closed("preToolUse"), true);
