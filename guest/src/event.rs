@@ -688,11 +688,17 @@ mod tests {
     }
 
     /// The problems `parse_tool_before` reports, as (path, rule) pairs.
+    /// The problems of a reading as `(path, rule)` pairs; none when it was accepted.
+    fn pairs<T>(read: Result<T, Vec<EventProblem>>) -> Vec<(String, String)> {
+        read.err()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| (p.path, p.rule))
+            .collect()
+    }
+
     fn problems(event: &Value) -> Vec<(String, String)> {
-        match Event::parse_tool_before(&event.to_string()) {
-            Ok(_) => Vec::new(),
-            Err(problems) => problems.into_iter().map(|p| (p.path, p.rule)).collect(),
-        }
+        pairs(Event::parse_tool_before(&event.to_string()))
     }
 
     /// Asserts `event` fails with exactly one problem, at `path`, and returns its rule.
@@ -723,10 +729,7 @@ mod tests {
 
     /// The problems `parse_intercepted` reports, as (path, rule) pairs.
     fn intercepted_problems(event: &Value) -> Vec<(String, String)> {
-        match Event::parse_intercepted(&event.to_string()) {
-            Ok(_) => Vec::new(),
-            Err(problems) => problems.into_iter().map(|p| (p.path, p.rule)).collect(),
-        }
+        pairs(Event::parse_intercepted(&event.to_string()))
     }
 
     #[test]
@@ -1234,10 +1237,7 @@ mod tests {
     }
 
     fn observed_problems(event: &Value) -> Vec<(String, String)> {
-        match Event::parse_any(&event.to_string()) {
-            Ok(_) => Vec::new(),
-            Err(problems) => problems.into_iter().map(|p| (p.path, p.rule)).collect(),
-        }
+        pairs(Event::parse_any(&event.to_string()))
     }
 
     /// The upstream observe fixtures: each valid one is accepted as it is, each invalid

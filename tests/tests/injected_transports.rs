@@ -137,6 +137,17 @@ async fn one_call(answer: Answer, policy: &str) -> (Arc<Engine>, Settlement) {
     (engine, settled)
 }
 
+/// Under each policy, one call to an engine that answers `answer` settles by that
+/// policy with exactly `failure` recorded.
+async fn assert_fails_as(answer: Answer, failure: &Value) {
+    for policy in POLICIES {
+        let (_engine, settled) = one_call(answer, policy).await;
+        let class = failure["class"].as_str().expect("a failure class");
+        let recorded = assert_failed(&settled, policy, class, policy);
+        assert_eq!(&recorded, failure, "{policy}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_in_process_engine_allows_and_denies() {
     let engine = Engine::new(&[Answer::Allow, Answer::Deny]);
@@ -209,22 +220,17 @@ async fn a_reset_is_retried_with_identical_bytes_when_retries_are_on() {
 /// cancellation on its own has failed, and the subscription's policy settles it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transport_cancelled_by_its_owner_is_a_failure_under_the_policy() {
-    for policy in POLICIES {
-        let (_engine, settled) = one_call(Answer::Closed, policy).await;
-        assert_failed(&settled, policy, "connection-lost", policy);
-    }
+    let lost = json!({"class": "connection-lost", "phase": "await-response"});
+    assert_fails_as(Answer::Closed, &lost).await;
 }
 
 /// A reply the transport could not unframe held no JSON text: `malformed-json`, detail
 /// `malformed-framing`, whatever the transport is (not a garbled HTTP answer).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_garbled_reply_is_malformed_framing_under_the_policy() {
-    for policy in POLICIES {
-        let (_engine, settled) = one_call(Answer::Garbled, policy).await;
-        let failure = assert_failed(&settled, policy, "malformed-json", policy);
-        assert_eq!(failure["detail"], "malformed-framing", "{policy}");
-        assert_eq!(failure["phase"], "read-response", "{policy}");
-    }
+    let framing = json!({"class": "malformed-json", "phase": "read-response",
+                         "detail": "malformed-framing"});
+    assert_fails_as(Answer::Garbled, &framing).await;
 }
 
 /// A name that did not resolve: `connection-refused` with its own detail, settled by the
@@ -232,12 +238,9 @@ async fn a_garbled_reply_is_malformed_framing_under_the_policy() {
 /// again").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unresolved_name_is_refused_with_its_detail_and_retried() {
-    for policy in POLICIES {
-        let (_engine, settled) = one_call(Answer::Unresolved, policy).await;
-        let failure = assert_failed(&settled, policy, "connection-refused", policy);
-        assert_eq!(failure["detail"], "unresolved-host", "{policy}");
-        assert_eq!(failure["phase"], "connect", "{policy}");
-    }
+    let unresolved = json!({"class": "connection-refused", "phase": "connect",
+                            "detail": "unresolved-host"});
+    assert_fails_as(Answer::Unresolved, &unresolved).await;
     let engine = Engine::new(&[Answer::Unresolved, Answer::Allow]);
     let hooks = interceptor_with(&engine, "fail-closed", 1_000, 1).await;
     let settled = call(&hooks, "evt_inproc_resolve_again").await;
