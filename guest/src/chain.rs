@@ -138,10 +138,12 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         match ending {
             Ending::Accepted(effects) => {
                 let mut outcome = Outcome::NoEffect;
+                let mut deny_code = None;
                 for effect in effects {
                     match effect {
-                        Effect::Deny { reason, .. } => {
+                        Effect::Deny { reason, code } => {
                             outcome = Outcome::Deny;
+                            deny_code = code;
                             stop = Some(Stop {
                                 decided_by: DecidedBy::BackendDeny,
                                 reason,
@@ -176,7 +178,9 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                         });
                     }
                 }
-                records.push(record(target, outcome, None, attempts, sha));
+                let mut entry = record(target, outcome, None, attempts, sha);
+                entry.code = deny_code;
+                records.push(entry);
             }
             Ending::Interrupted => {
                 stop = Some(Stop::synthetic(DecidedBy::Interrupted));
@@ -262,6 +266,15 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         // injection, return or message of an earlier reply is handed on.
         enforce = Enforce::default();
         messages.clear();
+    } else if decision == Decision::Deny {
+        // "Deny, stop or fail-closed stop a candidate from getting around the settled
+        // decision" (composition): the operation does not run, so no supplied result,
+        // effective value or `continue` is handed on. Accepted messages and injections
+        // stay: they tell the user and the model about the denial.
+        enforce.returned = None;
+        enforce
+            .flow
+            .take_if(|f| f.operation == FlowOperation::Continue);
     } else if let Some((target, pointer)) = call.rules.modify {
         if matches!(&effective, Cow::Owned(changed) if changed != call.event) {
             if let Some(value) = effective.value_at(pointer) {
@@ -455,12 +468,12 @@ fn attempt<H: Host>(
     let credential = match host.acquire(&backend.id, deadline) {
         Ok(credential) => credential,
         Err(AuthError::Cancelled) => return (Ended(Ending::Interrupted), host.now()),
-        Err(e) => return (Ended(Ending::Failed(auth_failure(e))), host.now()),
+        Err(e) => return failed_by(host, auth_failure(e), deadline),
     };
     let reply = match host.exchange(&backend.id, message.bytes(), credential.as_ref(), deadline) {
         Ok(reply) => reply,
         Err(DeliveryError::Cancelled) => return (Ended(Ending::Interrupted), host.now()),
-        Err(e) => return (Ended(Ending::Failed(e.failure())), host.now()),
+        Err(e) => return failed_by(host, e.failure(), deadline),
     };
     let decoded = response::decode(&reply, &call.event.id, call.capability);
     // Re-check cancellation and the original deadline immediately before acting on the
@@ -488,6 +501,19 @@ fn attempt<H: Host>(
         Err(failure) => Ending::Failed(failure),
     };
     (Ended(ending), ended)
+}
+
+/// An attempt that failed, read when the host reported it: a failure reported at or
+/// after the deadline is the deadline's, whatever broke (the host enforces the deadline;
+/// this does not rely on it), so a binding budget settles it as expired, not by policy.
+fn failed_by<H: Host>(host: &H, failure: Failure, deadline: Instant) -> (Tried, Instant) {
+    let ended = host.now();
+    let failure = if ended >= deadline && !failure.is_deadline() {
+        Failure::new(FailureClass::DeadlineExceeded, failure.phase)
+    } else {
+        failure
+    };
+    (Tried::Ended(Ending::Failed(failure)), ended)
 }
 
 fn auth_failure(error: AuthError) -> Failure {
@@ -518,6 +544,7 @@ fn record(
         policy: target.policy,
         timeout_ms: target.timeout_ms,
         outcome,
+        code: None,
         failure,
         attempts,
         request_sha256,

@@ -6,7 +6,7 @@
 
 use crate::content;
 pub use ahp_vocab::EffectKind;
-use ahp_vocab::{DeliverAt, FlowOperation, ModifyOperation, ModifyTarget};
+use ahp_vocab::{DeliverAt, FlowOperation, InterceptableEvent, ModifyOperation, ModifyTarget};
 use serde_json::Value;
 
 /// One accepted effect.
@@ -76,13 +76,19 @@ pub fn is_decision(kind: EffectKind) -> bool {
     matches!(kind, EffectKind::Deny | EffectKind::Allow | EffectKind::Ask)
 }
 
-/// Whether `value` has the shape `target` takes (effect.schema.json): an object for
-/// input and workspace, form answers (an object) or canonical messages for content,
-/// text parts for instructions and summary, canonical messages otherwise.
-pub fn fits(target: ModifyTarget, value: &Value) -> bool {
+/// Whether `value` has the shape `target` takes at `event` (effect.schema.json): an
+/// object for input and workspace, text parts for instructions and summary, canonical
+/// messages otherwise. `content` is the one target whose shape is the boundary's: the
+/// MCP answer object at `user.elicitation.result`, canonical messages at
+/// `user.message.outbound` ("the host MUST validate the boundary-specific target
+/// contract").
+pub fn fits(target: ModifyTarget, event: InterceptableEvent, value: &Value) -> bool {
     match target {
         ModifyTarget::Input | ModifyTarget::Workspace => value.is_object(),
-        ModifyTarget::Content => value.is_object() || content::is_messages(value),
+        ModifyTarget::Content if event == InterceptableEvent::UserElicitationResult => {
+            value.is_object()
+        }
+        ModifyTarget::Content => content::is_messages(value),
         ModifyTarget::Instructions | ModifyTarget::Summary => content::is_text_parts(value),
         ModifyTarget::Output
         | ModifyTarget::Prompt
@@ -154,22 +160,27 @@ mod tests {
 
     #[test]
     fn each_target_takes_its_shape() {
-        assert!(fits(ModifyTarget::Input, &json!({})));
-        assert!(!fits(ModifyTarget::Input, &json!([])));
+        use InterceptableEvent::{ToolBefore, UserElicitationResult, UserMessageOutbound};
+        use ModifyTarget::{Content, Input, Instructions, Output, Prompt, Summary};
         let part = json!({"id": "p", "kind": "text", "mediaType": "text/plain",
                           "selection": "body", "text": "x"});
         let message = json!({"id": "m", "role": "tool", "parts": [part]});
-        assert!(fits(ModifyTarget::Output, &json!([message])));
-        assert!(!fits(ModifyTarget::Output, &json!([{"id": "m"}])));
+        assert!(fits(Input, ToolBefore, &json!({})));
+        assert!(!fits(Input, ToolBefore, &json!([])));
+        assert!(fits(Output, ToolBefore, &json!([message])));
+        assert!(!fits(Output, ToolBefore, &json!([{"id": "m"}])));
         assert!(
-            !fits(ModifyTarget::Output, &json!([part])),
+            !fits(Output, ToolBefore, &json!([part])),
             "bare parts are no messages"
         );
-        assert!(!fits(ModifyTarget::Output, &json!({"text": "x"})));
-        assert!(fits(ModifyTarget::Content, &json!({"answer": 1})));
-        assert!(fits(ModifyTarget::Content, &json!([message])));
-        assert!(fits(ModifyTarget::Instructions, &json!([part])));
-        assert!(!fits(ModifyTarget::Summary, &json!([message])));
-        assert!(!fits(ModifyTarget::Prompt, &json!(["text"])));
+        assert!(!fits(Output, ToolBefore, &json!({"text": "x"})));
+        // content is the boundary's own: an answer object, or the outbound messages.
+        assert!(fits(Content, UserElicitationResult, &json!({"answer": 1})));
+        assert!(!fits(Content, UserElicitationResult, &json!([message])));
+        assert!(fits(Content, UserMessageOutbound, &json!([message])));
+        assert!(!fits(Content, UserMessageOutbound, &json!({"answer": 1})));
+        assert!(fits(Instructions, ToolBefore, &json!([part])));
+        assert!(!fits(Summary, ToolBefore, &json!([message])));
+        assert!(!fits(Prompt, ToolBefore, &json!(["text"])));
     }
 }

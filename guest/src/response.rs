@@ -195,7 +195,9 @@ fn check_result<'m, 'a>(result: Option<&'m Node<'a>>) -> Result<&'m Node<'a>, Fa
 /// Decodes every member, then checks them against each other. The first bad member
 /// rejects the whole list. Decisions that disagree (allow with deny, ask with allow)
 /// and two supplied results are conflicts, not precedence questions; a decision
-/// repeated is one decision (DEC-001: two valid denies are a deny), kept once.
+/// repeated is one decision (DEC-001: two valid denies are a deny), kept once. Flow
+/// stop with continue is not a conflict: stop beats it, in one reply as in the chain
+/// (upstream `flow-inject.valid`).
 fn accept_effects(effects: &Node, advertised: &EventCapability) -> Result<Vec<Effect>, Failure> {
     let Node::Array(members) = effects else {
         return Err(invalid(Detail::MalformedEffect));
@@ -291,7 +293,7 @@ fn decode_modify(effect: &Object, advertised: &EventCapability) -> Result<Effect
     let value = effect
         .get("value")
         .map(Node::to_value)
-        .filter(|v| effect::fits(target, v))
+        .filter(|v| effect::fits(target, advertised.event, v))
         .ok_or(invalid(Detail::MalformedEffect))?;
     offered(
         advertised

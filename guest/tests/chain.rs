@@ -2250,6 +2250,18 @@ fn observers_of_the_calls_own_event_are_owned_and_skipped_when_interrupted() {
 // The upstream fixtures that show what a harness must refuse or never send
 // ---------------------------------------------------------------------------------------
 
+/// A valid event of `event_type` (the payloads of tests/src/valid_events.json) with id
+/// `evt_1`.
+fn catalogue_event(event_type: &str) -> Value {
+    let text = include_str!("../../tests/src/valid_events.json");
+    let mut event = serde_json::from_str::<Value>(text).unwrap()[event_type].clone();
+    event["id"] = json!(EVENT_ID);
+    event["source"] = json!("urn:ahp:test");
+    event["type"] = json!(event_type);
+    event["time"] = json!("2026-11-30T12:00:00Z");
+    event
+}
+
 /// An upstream fixture, read whole.
 fn upstream(name: &str) -> Value {
     let path = format!(
@@ -2265,15 +2277,7 @@ fn upstream(name: &str) -> Value {
 /// staged value is not the effective one) and settled by the subscription's policy.
 #[test]
 fn upstream_invalid_modify_responses_are_refused_and_settled_by_policy() {
-    let turn_start = {
-        let text = include_str!("../../tests/src/valid_events.json");
-        let mut event = serde_json::from_str::<Value>(text).unwrap()["turn.start"].clone();
-        event["id"] = json!(EVENT_ID);
-        event["source"] = json!("urn:ahp:test");
-        event["type"] = json!("turn.start");
-        event["time"] = json!("2026-11-30T12:00:00Z");
-        event
-    };
+    let turn_start = catalogue_event("turn.start");
     let cases = [
         (
             "http/modify-invalid-target.invalid.json",
@@ -2371,4 +2375,149 @@ fn requests_never_take_the_shape_of_the_upstream_negative_fixtures() {
     let notification: Value = serde_json::from_slice(deliveries[0].message.bytes()).unwrap();
     assert_eq!(notification["method"], "hooks/observe");
     assert!(notification.get("id").is_none(), "{notification}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Composition: what a deny leaves behind, conflicts within one reply, the record
+// ---------------------------------------------------------------------------------------
+
+/// effect.schema.json on `content`: "Canonical messages at user.message.outbound; MCP
+/// answer object at user.elicitation.result. The host MUST validate the
+/// boundary-specific target contract." A value of the other boundary's shape is a
+/// malformed effect, settled by policy; the right shape is the effective content.
+#[test]
+fn a_content_modify_must_have_its_own_boundarys_shape() {
+    let message = json!([{"id": "m1", "role": "assistant", "parts": [{"id": "p1",
+        "kind": "text", "mediaType": "text/plain", "selection": "body", "text": "Hello."}]}]);
+    let answer = json!({"name": "x"});
+    for (event_type, wrong, right) in [
+        ("user.message.outbound", &answer, &message),
+        ("user.elicitation.result", &message, &answer),
+    ] {
+        let kind = InterceptableEvent::parse(event_type).unwrap();
+        let hooks = vec![backend(
+            A,
+            vec![intercept_sub(&[event_type], "fail-closed", 500)],
+        )];
+        let engine = Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid");
+        let content = |value: &Value| {
+            effects(
+                json!([{"type": "modify", "target": "content", "operation": "replace",
+                "value": value}]),
+            )
+        };
+        let mut host = FakeHost::new().on(A, Step::reply(content(wrong)));
+        let s = settle(&engine, &mut host, &catalogue_event(event_type));
+        assert_eq!(
+            (s.decision, s.decided_by),
+            (Decision::Deny, DecidedBy::SyntheticDeny),
+            "{event_type}"
+        );
+        assert_eq!(audited(&s, 0)["failure"]["detail"], "malformed-effect");
+        assert!(audit(&s).get("effective").is_none(), "{}", audit(&s));
+
+        let mut host = FakeHost::new().on(A, Step::reply(content(right)));
+        let s = settle(&engine, &mut host, &catalogue_event(event_type));
+        assert_eq!(s.decision, Decision::Allow, "{event_type}");
+        assert_eq!(audit(&s)["effective"]["content"], *right, "{event_type}");
+    }
+}
+
+/// Digest §4.4: "Deny, stop or fail-closed stop a candidate from getting around the
+/// settled decision." A supplied result accepted before a fail-closed failure, or in the
+/// denying reply itself, is not handed on with the deny; the accepted message is.
+#[test]
+fn a_deny_hands_on_no_supplied_result() {
+    let returned = json!({"type": "return", "value": {"stdout": "cached"}});
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-closed", 500),
+    ]);
+    let mut host = FakeHost::new()
+        .on(
+            A,
+            Step::reply(effects(json!([returned, {"type": "message", "text": "m"}]))),
+        )
+        .on(B, Step::fail(DeliveryError::ConnectionRefused));
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    assert_eq!(s.decided_by, DecidedBy::SyntheticDeny);
+    assert_eq!(outcomes(&s), [Outcome::NoEffect, Outcome::FailedClosed]);
+    assert!(audit(&s).get("returned").is_none(), "{}", audit(&s));
+    assert_eq!(s.messages, ["m"]);
+
+    let engine = load(vec![interceptor(A, "fail-open", 500)]);
+    let both = effects(json!([{"type": "deny", "reason": "no"}, returned]));
+    let mut host = FakeHost::new().on(A, Step::reply(both));
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    assert_eq!(s.decided_by, DecidedBy::BackendDeny);
+    assert!(audit(&s).get("returned").is_none(), "{}", audit(&s));
+}
+
+/// A `tool.after` engine whose harness offers flow stop and continue.
+fn tool_after_with_continue(hooks: Vec<Value>) -> Engine {
+    let mut capability = ahp_interceptor::events::full(InterceptableEvent::ToolAfter);
+    capability.flow = Some(FlowCapability {
+        operations: vec![FlowOperation::Stop, FlowOperation::Continue],
+        remaining_continuations: Some(1),
+        continuation_count: Some(0),
+    });
+    Engine::load_declared(&registration(hooks), vec![capability]).expect("valid")
+}
+
+/// A `continue` accepted before a fail-closed failure does not survive into the deny:
+/// the record never says both "deny" and "continue".
+#[test]
+fn a_deny_hands_on_no_continue() {
+    let engine = tool_after_with_continue(vec![
+        backend(A, vec![intercept_sub(&["tool.after"], "fail-open", 500)]),
+        backend(B, vec![intercept_sub(&["tool.after"], "fail-closed", 500)]),
+    ]);
+    let go_on = json!([{"type": "flow", "operation": "continue", "instruction": "go on"}]);
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(effects(go_on)))
+        .on(B, Step::fail(DeliveryError::ConnectionRefused));
+    let s = settle(&engine, &mut host, &tool_after());
+    assert_eq!(s.decided_by, DecidedBy::SyntheticDeny);
+    assert!(audit(&s).get("flow").is_none(), "{}", audit(&s));
+}
+
+/// Conformance T9: "Audit: explicit denial with backend, subscription, code."
+#[test]
+fn a_denys_policy_code_is_in_its_interceptors_record() {
+    let engine = load(vec![interceptor(A, "fail-open", 500)]);
+    let coded = json!([{"type": "deny", "reason": "r", "code": "com.example.policy.rm_build"}]);
+    let mut host = FakeHost::new().on(A, Step::reply(effects(coded)));
+    let s = run(&engine, &mut host);
+    assert_eq!(audited(&s, 0)["code"], "com.example.policy.rm_build");
+    let mut host = FakeHost::new().on(A, Step::reply(deny("r")));
+    let s = run(&engine, &mut host);
+    assert!(audited(&s, 0).get("code").is_none(), "{}", audit(&s));
+}
+
+/// A failure the host reports only after the deadline came too late to be the outcome:
+/// under a binding budget it settles as the budget's expiry, as a late reply does, not
+/// by a fail-open policy.
+#[test]
+fn a_failure_reported_after_the_deadline_is_the_deadlines() {
+    let engine = load(vec![interceptor(A, "fail-open", 500)]);
+    for step in [
+        Step::fail(DeliveryError::ConnectionLost).taking(400),
+        Step::reply(no_effect()).taking(400),
+    ] {
+        let mut host = FakeHost::new().on(A, step);
+        let s = run_with_budget(&engine, &mut host, T0 + ms(300));
+        assert_eq!(s.decided_by, DecidedBy::BudgetExpired, "{}", audit(&s));
+    }
+    let mut host = FakeHost::new().on(A, Step::fail(DeliveryError::ConnectionLost).taking(600));
+    let s = run(&engine, &mut host);
+    assert_eq!(audited(&s, 0)["failure"]["class"], "deadline-exceeded");
+    assert_eq!(
+        s.decision,
+        Decision::Allow,
+        "fail-open: the deadline's own policy"
+    );
 }

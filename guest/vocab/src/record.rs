@@ -176,6 +176,9 @@ pub struct InterceptorEntry {
     pub policy: FailurePolicy,
     pub timeout_ms: u64,
     pub outcome: Outcome,
+    /// The reverse-DNS policy code of the backend's `deny`, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
     pub attempts: Vec<AttemptEntry>,
