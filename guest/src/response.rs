@@ -54,7 +54,9 @@ fn invalid(detail: Detail) -> Failure {
 }
 
 /// HTTP success is exactly 200 with a JSON body (DESIGN §5): a 202/204 carries no
-/// decision, and redirects are never followed. stdio replies have no status and skip this.
+/// decision, redirects are never followed, and a 200 with an empty body is no answer
+/// (conformance F5 counts it a non-success status). stdio replies have no status and
+/// skip this.
 fn check_http(reply: &Reply) -> Result<(), Failure> {
     let Some(status) = reply.status else {
         return Ok(());
@@ -66,6 +68,9 @@ fn check_http(reply: &Reply) -> Result<(), Failure> {
             Some(code) => failure.with_rpc_code(code),
             None => failure,
         });
+    }
+    if reply.body.is_empty() {
+        return Err(failure.with_detail(Detail::EmptyBody));
     }
     if !reply
         .content_type
@@ -589,6 +594,20 @@ mod tests {
     }
 
     #[test]
+    fn a_200_with_an_empty_body_is_a_status_failure() {
+        let reply = Reply {
+            body: Vec::new(),
+            ..http(success(json!([])))
+        };
+        assert_eq!(
+            decode(&reply, "evt_1", &all()),
+            Err(parse(HttpStatus)
+                .with_http_status(200)
+                .with_detail(Detail::EmptyBody))
+        );
+    }
+
+    #[test]
     fn json_media_types_with_parameters_and_any_case_are_accepted() {
         for content_type in [
             "application/json",
@@ -630,10 +649,17 @@ mod tests {
     }
 
     #[test]
-    fn non_json_and_empty_bodies_are_malformed_json() {
-        for body in ["", "   ", "{", "not json", "{\"jsonrpc\":\"2.0\"} trailing"] {
+    fn non_json_and_blank_bodies_are_malformed_json() {
+        for body in ["   ", "{", "not json", "{\"jsonrpc\":\"2.0\"} trailing"] {
             assert_eq!(decode_http(body), Err(parse(MalformedJson)), "{body:?}");
         }
+        // Over stdio (no status) an empty line is no JSON either.
+        let empty = Reply {
+            status: None,
+            content_type: None,
+            body: Vec::new(),
+        };
+        assert_eq!(decode(&empty, "evt_1", &all()), Err(parse(MalformedJson)));
     }
 
     /// A member named twice at any depth is malformed JSON over either transport, even

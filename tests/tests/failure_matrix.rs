@@ -301,7 +301,9 @@ fn table(redirect_target: &str) -> Vec<Case> {
             "malformed-json",
             PARSE,
         ),
-        Case::new("empty-body", json200(Vec::new()), "malformed-json", PARSE),
+        Case::new("empty-body", json200(Vec::new()), HTTP_STATUS, PARSE)
+            .status(200)
+            .detail("empty-body"),
         // --- JSON-RPC envelope ---
         Case::new("batch", json200(batch), MALFORMED_JSONRPC, PARSE).detail("batch"),
         Case::new("jsonrpc-1.0", json200(jsonrpc_1), MALFORMED_JSONRPC, PARSE)

@@ -75,6 +75,8 @@ words! {
         ResponseTooLarge = "response-too-large",
         NotPermitted = "not-permitted",
         ContentType = "content-type",
+        /// A 200 whose body is empty (http-status): no answer at all.
+        EmptyBody = "empty-body",
         // JSON text.
         /// An object names a member twice (malformed-json): no reading of it is trusted.
         DuplicateKey = "duplicate-key",

@@ -326,6 +326,7 @@ mod tests {
                 policy: FailurePolicy::FailClosed,
                 timeout_ms: 750,
                 outcome: Outcome::FailedClosed,
+                code: None,
                 failure: Some(
                     Failure::new(FailureClass::AuthFailed, Phase::AcquireCredential)
                         .with_detail(Detail::DeadlineExceeded),
