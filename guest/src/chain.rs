@@ -139,7 +139,11 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             Ending::Accepted(effects) => {
                 let mut outcome = Outcome::NoEffect;
                 let mut deny_code = None;
+                let mut kinds = Vec::new();
                 for effect in effects {
+                    if !kinds.contains(&effect.kind()) {
+                        kinds.push(effect.kind());
+                    }
                     match effect {
                         Effect::Deny { reason, code } => {
                             outcome = Outcome::Deny;
@@ -180,6 +184,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                 }
                 let mut entry = record(target, outcome, None, attempts, sha);
                 entry.code = deny_code;
+                entry.effects = kinds;
                 records.push(entry);
             }
             Ending::Interrupted => {
@@ -545,6 +550,7 @@ fn record(
         timeout_ms: target.timeout_ms,
         outcome,
         code: None,
+        effects: Vec::new(),
         failure,
         attempts,
         request_sha256,

@@ -2024,6 +2024,10 @@ fn modify_chains_and_survives_a_later_fail_open_failure() {
         outcomes(&s),
         [Outcome::NoEffect, Outcome::NoEffect, Outcome::FailedOpen]
     );
+    // The outcome is the decision; the record still names who changed the call.
+    assert_eq!(audited(&s, 0)["effects"], json!(["modify"]));
+    assert_eq!(audited(&s, 1)["effects"], json!(["modify"]));
+    assert!(audited(&s, 2).get("effects").is_none());
     assert_eq!(
         audit(&s)["effective"]["input"],
         json!({"command": "ls", "cwd": null, "extra": 1})
@@ -2182,6 +2186,11 @@ fn a_returned_value_is_recorded_and_a_later_modify_invalidates_it() {
         .intercept(&mut host, &event(), &[], None)
         .expect("valid");
     assert!(audit(&s).get("returned").is_none());
+    assert_eq!(
+        audited(&s, 0)["effects"],
+        json!(["return"]),
+        "the invalidated result's backend is still named"
+    );
 }
 
 #[test]

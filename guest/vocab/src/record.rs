@@ -2,7 +2,8 @@
 //! exactly this, and the audit log holds exactly this.
 
 use crate::{
-    DecidedBy, Decision, DeliverAt, Failure, FailureClass, FailurePolicy, FlowOperation, Outcome,
+    DecidedBy, Decision, DeliverAt, EffectKind, Failure, FailureClass, FailurePolicy,
+    FlowOperation, Outcome,
 };
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -179,6 +180,10 @@ pub struct InterceptorEntry {
     /// The reverse-DNS policy code of the backend's `deny`, when it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// The kinds of the effects accepted from this interceptor, each once, in reply
+    /// order: who modified, returned or injected, which `outcome` alone does not say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub effects: Vec<EffectKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
     pub attempts: Vec<AttemptEntry>,
@@ -327,6 +332,7 @@ mod tests {
                 timeout_ms: 750,
                 outcome: Outcome::FailedClosed,
                 code: None,
+                effects: Vec::new(),
                 failure: Some(
                     Failure::new(FailureClass::AuthFailed, Phase::AcquireCredential)
                         .with_detail(Detail::DeadlineExceeded),
