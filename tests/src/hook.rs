@@ -210,6 +210,19 @@ pub fn write_intercepting(
     path
 }
 
+/// Runs `ahp hook HARNESS ARGS` with `payload` under a 300 ms budget, its component
+/// pulled from a registry that accepts and never answers: the payload is read and its
+/// event known, then the call outlives its budget and only the watchdog answers.
+pub async fn run_past_budget(harness: &str, args: &[&str], payload: &Value) -> Ran {
+    let registry = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let component = format!("oci://{}/ahp/interceptor:0.1", registry.addr());
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--budget-ms", "300", "--component", &component]);
+    let ran = run_unreachable(harness, &all, payload).await;
+    assert!(registry.connections() > 0, "the pull was tried: {ran:?}");
+    ran
+}
+
 /// The slack a test allows a process past its budget and the watchdog's grace: far
 /// more than it needs, so only a process that ignores its budget gets there.
 const SLACK: Duration = Duration::from_secs(10);
@@ -635,6 +648,20 @@ impl Contract {
         (self.assert_deny)(&ran, BUDGET_REASON);
     }
 
+    /// A call that outlives its budget after the payload named its event is answered in
+    /// that event's terms: the harness's denial before a tool, its block at each
+    /// intercepted event — at a stop never exit 2, which would keep the agent working.
+    pub async fn past_the_budget_after_the_event_is_known(&self) {
+        let (payload, args) = &self.pre_tool;
+        let ran = run_past_budget(self.harness, args, payload).await;
+        (self.assert_deny)(&ran, FAILED_REASON);
+        for intercepted in &self.intercepted {
+            let (payload, args) = &intercepted.payload;
+            let ran = run_past_budget(self.harness, args, payload).await;
+            (intercepted.assert_block)(&ran, FAILED_REASON);
+        }
+    }
+
     /// A component that traps is the harness's denial.
     pub async fn component_trap(&self) {
         let dir = tempfile::tempdir().expect("a temp dir");
@@ -660,7 +687,8 @@ macro_rules! hook_contract_tests {
             modify_merge_and_replace, message_and_inject,
             timeout_under_both_policies, malformed_reply_under_both_policies,
             garbage_on_stdin, missing_registration, component_trap, intercepted_events,
-            undeclared_event_refused, watchdog_on_open_stdin, budget_bounds_a_silent_backend);
+            undeclared_event_refused, watchdog_on_open_stdin, budget_bounds_a_silent_backend,
+            past_the_budget_after_the_event_is_known);
     };
     (@each $contract:expr; $($scenario:ident),*) => {
         $(

@@ -42,6 +42,7 @@ use serde_json::{Map, Value};
 use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The default budget of one hook process, from its start to its answer.
@@ -531,13 +532,6 @@ pub struct Request {
     pub options: crate::BoxFuture<'static, Result<Options, String>>,
 }
 
-/// Why a call ended without a decision: logged on stderr, answered as a denial.
-struct Failure {
-    /// The native event, when the payload was read that far.
-    spec: Option<&'static EventSpec>,
-    detail: String,
-}
-
 /// Runs one hook call and answers the harness; see the module documentation.
 pub async fn run(request: Request) -> ExitCode {
     let started = Instant::now();
@@ -545,13 +539,17 @@ pub async fn run(request: Request) -> ExitCode {
     let harness = request.harness;
     let interrupt = Interrupt::new();
     let signalled = interrupt.clone();
+    // The payload's event once it is known: whatever ends the call after that (the
+    // watchdog, a signal, a panic), the answer is that event's, not one for an unknown
+    // event — exit 2 would keep the agent working at a stop.
+    let mapped = Arc::new(OnceLock::new());
+    let known = Arc::clone(&mapped);
     let mut flow = tokio::spawn(async move {
         let payload = tokio::task::spawn_blocking(read_payload)
             .await
             .map_err(|e| e.to_string())
-            .and_then(|read| read)
-            .map_err(|detail| Failure { spec: None, detail })?;
-        decide(request, &payload, deadline, &signalled).await
+            .and_then(|read| read)?;
+        decide(request, &payload, deadline, &signalled, &known).await
     });
     let watchdog = deadline + WATCHDOG_GRACE;
     let joined = tokio::select! {
@@ -563,25 +561,16 @@ pub async fn run(request: Request) -> ExitCode {
         }
     };
     let outcome = match joined {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(join)) => Err(Failure {
-            spec: None,
-            detail: format!("the hook call failed: {join}"),
-        }),
-        Err(_) if interrupt.is_set() => Err(Failure {
-            spec: None,
-            detail: "interrupted by a signal".into(),
-        }),
-        Err(_) => Err(Failure {
-            spec: None,
-            detail: "the hook call ran past its budget".into(),
-        }),
+        Ok(Ok(decided)) => decided,
+        Ok(Err(join)) => Err(format!("the hook call failed: {join}")),
+        Err(_) if interrupt.is_set() => Err("interrupted by a signal".to_string()),
+        Err(_) => Err("the hook call ran past its budget".to_string()),
     };
-    let (spec, verdict, detail) = match outcome {
-        Ok((spec, verdict)) => (Some(spec), verdict, None),
-        Err(failure) => (failure.spec, Verdict::failed(), Some(failure.detail)),
+    let (verdict, detail) = match outcome {
+        Ok(verdict) => (verdict, None),
+        Err(detail) => (Verdict::failed(), Some(detail)),
     };
-    let mut answer = formatted(harness, spec, &verdict);
+    let mut answer = formatted(harness, mapped.get().copied(), &verdict);
     if let Some(detail) = detail {
         answer.stderr.insert(0, format!("error: {detail}"));
     }
@@ -621,56 +610,43 @@ fn harness_deny_everywhere(harness: Harness, verdict: &Verdict) -> Answer {
     answer
 }
 
-/// Reads the payload, maps it, asks the interceptor and returns its verdict; `interrupt`
-/// (a signal) ends the call as interrupted.
+/// Maps the payload (its event into `mapped`, as soon as it is known), asks the
+/// interceptor and returns its verdict; `interrupt` (a signal) ends the call as
+/// interrupted.
 async fn decide(
     request: Request,
     payload: &[u8],
     deadline: Instant,
     interrupt: &Interrupt,
-) -> Result<(&'static EventSpec, Verdict), Failure> {
-    let fail = |spec, detail: String| Failure { spec, detail };
+    mapped: &OnceLock<&'static EventSpec>,
+) -> Result<Verdict, String> {
     let object = match serde_json::from_slice::<Value>(payload) {
         Ok(Value::Object(object)) => object,
-        Ok(_) => return Err(fail(None, "the payload is not a JSON object".into())),
-        Err(e) => return Err(fail(None, format!("the payload is not JSON: {e}"))),
+        Ok(_) => return Err("the payload is not a JSON object".into()),
+        Err(e) => return Err(format!("the payload is not JSON: {e}")),
     };
     let harness = request.harness;
-    let name = harness
-        .event_name(&object, request.event.as_deref())
-        .map_err(|e| fail(None, e))?;
+    let name = harness.event_name(&object, request.event.as_deref())?;
     let spec = harness
         .events()
         .iter()
         .find(|spec| harness.same_event(spec.native, &name))
-        .ok_or_else(|| {
-            fail(
-                None,
-                format!("{} has no mapped hook event {name}", harness.name()),
-            )
-        })?;
-    let read = payload::read(harness.fields(), &object, spec).map_err(|e| {
-        fail(
-            Some(spec),
-            format!("not a {} {name} payload: {e}", harness.name()),
-        )
-    })?;
+        .ok_or_else(|| format!("{} has no mapped hook event {name}", harness.name()))?;
+    let spec = *mapped.get_or_init(|| spec);
+    let read = payload::read(harness.fields(), &object, spec)
+        .map_err(|e| format!("not a {} {name} payload: {e}", harness.name()))?;
     let source = match &request.source {
         Some(source) => source.clone(),
         None => event::installation_source(harness, &request.registration),
     };
     let event = event::build(harness, spec, &read, &source, object).to_string();
-    let registration = std::fs::read_to_string(&request.registration).map_err(|e| {
-        fail(
-            Some(spec),
-            format!("read {}: {e}", request.registration.display()),
-        )
-    })?;
-    let mut options = request.options.await.map_err(|e| fail(Some(spec), e))?;
+    let registration = std::fs::read_to_string(&request.registration)
+        .map_err(|e| format!("read {}: {e}", request.registration.display()))?;
+    let mut options = request.options.await?;
     options.declaration = harness.declaration();
     let interceptor = Interceptor::new(&registration, options)
         .await
-        .map_err(|e| fail(Some(spec), describe(&e)))?;
+        .map_err(|e| describe(&e))?;
     let remaining = deadline.saturating_duration_since(Instant::now());
     let verdict = if spec.capability().is_some() {
         let settled = interceptor
@@ -690,7 +666,7 @@ async fn decide(
             observed = interceptor.observe(&event, Some(remaining)) => observed,
             () = interrupt.wait() => {
                 interceptor.shutdown_async().await;
-                return Err(fail(Some(spec), "interrupted by a signal".into()));
+                return Err("interrupted by a signal".into());
             }
         };
         match observed {
@@ -702,7 +678,7 @@ async fn decide(
         }
     };
     interceptor.shutdown_async().await;
-    verdict.map(|v| (spec, v)).map_err(|e| fail(Some(spec), e))
+    verdict
 }
 
 /// An error with every problem it names.
