@@ -227,6 +227,11 @@ fn component_layer(manifest: &[u8]) -> Result<oci_client::manifest::OciDescripto
     if !(0..=MAX_COMPONENT_BYTES as i64).contains(&layer.size) {
         return Err(format!("layer size {} is out of range", layer.size));
     }
+    // oci-client fetches a layer's `urls` when the registry's blob request fails: from any
+    // host, over plain http too, past this module's transport rule.
+    if layer.urls.is_some() {
+        return Err("the layer has `urls`: a component comes only from its registry".into());
+    }
     Ok(layer)
 }
 
@@ -375,6 +380,22 @@ mod tests {
         let two = manifest(WASM_MANIFEST_CONFIG_MEDIA_TYPE, &format!("{layer},{layer}"));
         assert!(component_layer(two.as_bytes()).is_err());
         assert!(component_layer(b"not json").is_err());
+    }
+
+    /// A layer's `urls` would let oci-client fetch the component from anywhere, over plain
+    /// http, when the registry's blob request fails.
+    #[test]
+    fn a_layer_with_download_urls_is_refused() {
+        let manifest = format!(
+            r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",
+            "config":{{"mediaType":"{WASM_MANIFEST_CONFIG_MEDIA_TYPE}","digest":"sha256:{}","size":2}},
+            "layers":[{{"mediaType":"application/wasm","digest":"sha256:{}","size":3,
+            "urls":["http://203.0.113.7/component.wasm"]}}]}}"#,
+            "c".repeat(64),
+            "b".repeat(64)
+        );
+        let error = component_layer(manifest.as_bytes()).unwrap_err();
+        assert!(error.contains("`urls`"), "{error}");
     }
 
     /// A push prints its pinned reference only for the manifest that carries its own
