@@ -137,6 +137,11 @@ impl StdioBackend {
         let mut slot = timeout_at(deadline, self.session.lock())
             .await
             .map_err(|_| DeliveryError::DeadlineExceeded(IoPhase::Connect))?;
+        // `timeout_at` polls the lock before its timer: a lock handed over in the poll in
+        // which the deadline passed is still acquired, and nothing may be sent after it.
+        if Instant::now() >= deadline {
+            return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect));
+        }
         let stale = slot
             .as_ref()
             .is_some_and(|s| s.busy || s.process.exited().is_some());
@@ -149,9 +154,6 @@ impl StdioBackend {
         let session = match &mut *slot {
             Some(session) => session,
             None => {
-                if Instant::now() >= deadline {
-                    return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect));
-                }
                 let (process, stdin, stdout) = self.children.spawn(self, true)?;
                 let stdout = stdout.ok_or(DeliveryError::LaunchFailed)?;
                 slot.insert(Session {
@@ -664,5 +666,74 @@ async fn drain_stderr(backend: String, pid: Option<u32>, stderr: ChildStderr) {
     }
     if !line.is_empty() {
         log(&line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REQUEST: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tool.before"}"#;
+
+    /// A persistent backend that answers every line it reads with the reply to id 1.
+    fn answering_backend() -> StdioBackend {
+        let script =
+            r#"while IFS= read -r line; do echo '{"jsonrpc":"2.0","id":1,"result":{}}'; done"#;
+        let plan = StdioPlan {
+            command: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: None,
+            per_event: false,
+        };
+        StdioBackend::new("policy", &plan, &[], 64 * 1024)
+    }
+
+    #[tokio::test]
+    async fn a_lock_handed_over_after_the_deadline_sends_nothing() {
+        let backend = answering_backend();
+        let far = Instant::now() + Duration::from_secs(10);
+        backend
+            .exchange(REQUEST, far)
+            .await
+            .expect("the first exchange");
+        let child = backend
+            .session
+            .lock()
+            .await
+            .as_ref()
+            .map(|s| s.process.clone());
+        let child = child.expect("a persistent session");
+
+        // Another exchange holds the session while this one's deadline passes; the lock is
+        // handed over in the same poll that would see the deadline.
+        let held = backend.session.lock().await;
+        let mut waiting =
+            Box::pin(backend.exchange(REQUEST, Instant::now() + Duration::from_millis(20)));
+        tokio::select! {
+            biased;
+            result = &mut waiting => panic!("the exchange ended while the lock was held: {result:?}"),
+            () = std::future::ready(()) => {}
+        }
+        std::thread::sleep(Duration::from_millis(40));
+        drop(held);
+        let result = waiting.await;
+
+        assert!(
+            matches!(
+                result,
+                Err(DeliveryError::DeadlineExceeded(IoPhase::Connect))
+            ),
+            "{result:?}"
+        );
+        // Nothing was written, so the healthy child was neither confused nor killed.
+        let slot = backend.session.lock().await;
+        let session = slot.as_ref().expect("the session is kept");
+        assert!(Arc::ptr_eq(&session.process, &child) && !session.busy);
+        assert!(session.process.exited().is_none());
+        drop(slot);
+        backend.shut_down();
+        backend
+            .killed()
+            .reap(std::time::Instant::now() + SHUTDOWN_BOUND);
     }
 }
