@@ -5,7 +5,6 @@
 //! ```no_run
 //! use ahp_host::wasmtime::component::{Component, Linker};
 //! use ahp_host::wasmtime::{Config, Engine, Store};
-//! use ahp_host::wasmtime_wasi::{WasiCtxView, WasiView};
 //! use ahp_host::{AhpView, HostState, Interceptor};
 //!
 //! struct MyData {
@@ -14,12 +13,6 @@
 //! impl AhpView for MyData {
 //!     fn ahp(&mut self) -> &mut HostState {
 //!         &mut self.ahp
-//!     }
-//! }
-//! // The component's WASI (its clock above all) must be the host state's.
-//! impl WasiView for MyData {
-//!     fn ctx(&mut self) -> WasiCtxView<'_> {
-//!         self.ahp.ctx()
 //!     }
 //! }
 //!
@@ -35,7 +28,7 @@
 //! let _ticker = ahp_host::EpochTicker::for_engine(&engine);
 //! let component = Component::new(&engine, ahp_host::EMBEDDED_COMPONENT)?;
 //! let mut linker = Linker::<MyData>::new(&engine);
-//! ahp_host::add_to_linker(&mut linker, |t: &mut MyData| t.ahp())?;
+//! ahp_host::add_to_linker(&mut linker)?;
 //! let pre = ahp_host::PluginPre::new(linker.instantiate_pre(&component)?)?;
 //! let mut store = Store::new(&engine, MyData { ahp: interceptor.host_state() });
 //! ahp_host::bound_cpu(&mut store);
@@ -65,7 +58,6 @@ use crate::state::HostState;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::Engine;
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
-use wasmtime_wasi::WasiView;
 
 /// `at` as the component's `instant` (WIT `host-types.instant`): nanoseconds on the one
 /// monotonic clock the component and the host share, for `engine.intercept`'s `started`
@@ -86,35 +78,32 @@ impl AhpView for HostState {
     }
 }
 
-/// Adds every import of the component to `linker`: wasmtime-wasi p2 (async), then
-/// `host-types`, `credentials` and `delivery` served from the [`HostState`] that `get`
-/// finds in the store data. Fails, naming the setting, if the Engine cannot bound the
-/// component's CPU (see [`check_engine`]).
-pub fn add_to_linker<T: WasiView + Send + 'static>(
-    linker: &mut Linker<T>,
-    get: fn(&mut T) -> &mut HostState,
-) -> wasmtime::Result<()> {
+/// Adds every import of the component to `linker`, each served from the [`HostState`]
+/// the store data's [`AhpView`] gives: the monotonic clock (wasmtime-wasi p2), then
+/// `host-types`, `credentials` and `delivery`. The clock is the host state's, never the
+/// store data's own WASI context: every deadline and `started` is a reading of that one
+/// clock, and another (one counting from a different origin) would make the component
+/// see its first deadline spent before anything was sent. Fails, naming the setting, if
+/// the Engine cannot bound the component's CPU (see [`check_engine`]).
+pub fn add_to_linker<T: AhpView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     check_engine(linker.engine())?;
     // The component's only WASI import is the monotonic clock (host/componentize.rs says
-    // why), backed by the one clock every deadline is measured on.
+    // why).
     wasmtime_wasi::p2::bindings::clocks::monotonic_clock::add_to_linker::<T, WasiClocks>(
         linker,
-        |t| t.clocks(),
+        |t| t.ahp().clocks(),
     )?;
-    bindings::host_types::add_to_linker::<T, HasSelf<HostState>>(linker, get)?;
-    bindings::credentials::add_to_linker::<T, HasSelf<HostState>>(linker, get)?;
-    bindings::delivery::add_to_linker::<T, HasSelf<HostState>>(linker, get)?;
+    bindings::host_types::add_to_linker::<T, HasSelf<HostState>>(linker, T::ahp)?;
+    bindings::credentials::add_to_linker::<T, HasSelf<HostState>>(linker, T::ahp)?;
+    bindings::delivery::add_to_linker::<T, HasSelf<HostState>>(linker, T::ahp)?;
     Ok(())
 }
 
 /// Whether `engine` can run the component safely: it needs `Config::epoch_interruption
 /// (true)`, without which a spinning component could never be cut off. (Async support
-/// is always on in wasmtime 48.) wasmtime 48 has no accessor for the setting; the
-/// Engine's `Config` lists every tunable that was set in its `Debug` output, which is
-/// what is read here.
+/// is always on in wasmtime 48.)
 pub fn check_engine(engine: &Engine) -> wasmtime::Result<()> {
-    let config = format!("{:?}", engine.config());
-    if !config.contains("epoch_interruption: true") {
+    if !engine.get_epoch_interruption() {
         wasmtime::bail!(
             "the Engine lacks `Config::epoch_interruption(true)`, which bounds the \
              interceptor component's CPU; enable it on the Engine's Config"

@@ -78,7 +78,7 @@ impl Runtime {
         epochs: Epochs,
     ) -> wasmtime::Result<Runtime> {
         let mut linker: Linker<HostState> = Linker::new(engine);
-        add_to_linker(&mut linker, |s| s)?;
+        add_to_linker(&mut linker)?;
         let pre = PluginPre::new(linker.instantiate_pre(component)?)?;
         let ticker = match epochs {
             Epochs::Ticker => Some(TickerThread::for_engine(engine)),

@@ -4,9 +4,10 @@
 //! `HostState::begin_call` (its CPU bound and its interruption), and the settlement's
 //! audit record read as the component wrote it.
 
+use ahp_host::wasmtime::component::ResourceTable;
 use ahp_host::wasmtime::component::{Component, Linker, ResourceAny};
 use ahp_host::wasmtime::{Config, Engine, Store};
-use ahp_host::wasmtime_wasi::{WasiCtxView, WasiView};
+use ahp_host::wasmtime_wasi::{HostMonotonicClock, WasiCtx, WasiCtxView, WasiView};
 use ahp_host::{AhpView, EpochTicker, HostState, Interceptor, Interrupt, Options, Plugin};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{event, registration, runaway_component, Http};
@@ -15,9 +16,12 @@ use std::time::{Duration, Instant};
 
 const REASON: &str = "the linker level asked the backend";
 
-/// The embedder's store data, holding the component's host state among its own.
+/// The embedder's store data, holding the component's host state among its own: here
+/// also a WASI context of the embedder's, whose clock must never be the component's.
 struct MyData {
     ahp: HostState,
+    wasi: WasiCtx,
+    table: ResourceTable,
 }
 
 impl AhpView for MyData {
@@ -28,7 +32,23 @@ impl AhpView for MyData {
 
 impl WasiView for MyData {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        self.ahp.ctx()
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// A monotonic clock hours ahead of the host state's: a component reading it would see
+/// its first deadline spent before anything was sent.
+struct HoursAhead;
+
+impl HostMonotonicClock for HoursAhead {
+    fn resolution(&self) -> u64 {
+        1
+    }
+    fn now(&self) -> u64 {
+        ahp_host::component_instant(Instant::now()) + 3_600 * 1_000_000_000
     }
 }
 
@@ -44,6 +64,10 @@ async fn instantiate(
     let pre = ahp_host::PluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
     let data = MyData {
         ahp: interceptor.host_state(),
+        wasi: ahp_host::wasmtime_wasi::WasiCtxBuilder::new()
+            .monotonic_clock(HoursAhead)
+            .build(),
+        table: ResourceTable::new(),
     };
     let mut store = Store::new(engine, data);
     ahp_host::bound_cpu(&mut store);
@@ -90,7 +114,7 @@ async fn the_component_runs_in_the_embedders_engine_and_store() {
     let engine = Engine::new(&config).unwrap();
     let _ticker = EpochTicker::for_engine(&engine);
     let mut linker = Linker::<MyData>::new(&engine);
-    ahp_host::add_to_linker(&mut linker, |t: &mut MyData| t.ahp()).unwrap();
+    ahp_host::add_to_linker(&mut linker).unwrap();
     let (mut store, plugin) =
         instantiate(&linker, ahp_host::EMBEDDED_COMPONENT, &interceptor).await;
     let api = plugin.ahp_interceptor_interceptor().engine();
@@ -101,7 +125,8 @@ async fn the_component_runs_in_the_embedders_engine_and_store() {
         .unwrap()
         .expect("the registration loads");
 
-    // The backend's own denial, through the embedder's store.
+    // The backend's own denial, through the embedder's store: the component measured
+    // its deadline on the host state's clock, not on the embedder's WASI clock.
     let bound = || Instant::now() + Duration::from_secs(5);
     let record = intercept(&mut store, &plugin, loaded, bound(), &Interrupt::new())
         .await
