@@ -198,7 +198,10 @@ impl Interceptor {
                 .min(Duration::from_secs(5)),
             budget: None,
         };
-        let budget_ns = budget.map(|b| clock::to_nanos(started + b));
+        // A budget past the end of time (`Duration::MAX`) bounds nothing.
+        let budget_ns = budget
+            .and_then(|b| started.checked_add(b))
+            .map(clock::to_nanos);
         let started_ns = clock::to_nanos(started);
         let prepared = self
             .inner
@@ -283,7 +286,8 @@ impl Interceptor {
                     started,
                 )));
             }
-            let budget_at = budget.map(|b| started + b);
+            // A budget past the end of time (`Duration::MAX`) bounds nothing.
+            let budget_at = budget.and_then(|b| started.checked_add(b));
             self.run(event, effects, budget_at, interrupt, started)
                 .await
         }

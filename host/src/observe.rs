@@ -29,9 +29,11 @@ pub(crate) async fn deliver_observers(
     for (i, delivery) in deliveries.into_iter().enumerate() {
         let backends = backends.clone();
         let (interrupt, closing) = (interrupt.clone(), closing.clone());
-        let bound = Instant::now() + timeout;
+        // A timeout past the end of time (`Duration::MAX`) leaves the component's bound.
+        let bound = Instant::now().checked_add(timeout);
         tasks.spawn(async move {
-            let deadline = Instant::from_std(clock::to_instant(delivery.deadline)).min(bound);
+            let deadline = Instant::from_std(clock::to_instant(delivery.deadline));
+            let deadline = bound.map_or(deadline, |bound| deadline.min(bound));
             let cancelled = Interrupt::new();
             // An interrupted call or a closed interceptor sends nothing more: checked
             // first, also when the notification could go at once.

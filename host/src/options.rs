@@ -14,6 +14,9 @@ use std::time::Duration;
 /// The default Engine's `total_component_instances` (`runtime::default_engine`): the
 /// default for [`Options::max_instances`].
 pub const DEFAULT_MAX_INSTANCES: usize = 512;
+/// The most [`Options::max_instances`] may say: far beyond any Engine's pool, and within
+/// what a semaphore can count.
+pub const MAX_INSTANCES: usize = 1 << 20;
 
 /// Host configuration (everything a registration does not say).
 #[derive(Clone, Debug, Default)]
@@ -71,10 +74,13 @@ impl Options {
     /// [`Options::max_instances`], checked.
     pub(crate) fn instances(&self) -> wasmtime::Result<usize> {
         match self.max_instances.unwrap_or(DEFAULT_MAX_INSTANCES) {
-            n if n >= 2 => Ok(n),
-            n => Err(wasmtime::format_err!(
+            n if (2..=MAX_INSTANCES).contains(&n) => Ok(n),
+            n if n < 2 => Err(wasmtime::format_err!(
                 "max_instances must be at least 2 (one for calls, one held back to settle \
                  calls whose time ran out waiting), got {n}"
+            )),
+            n => Err(wasmtime::format_err!(
+                "max_instances must be at most {MAX_INSTANCES}, got {n}"
             )),
         }
     }
@@ -93,5 +99,29 @@ impl Options {
             credential_providers: self.credential_providers.clone(),
             transports: self.transports.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_instances_is_bounded_on_both_sides_by_name() {
+        for (n, ok) in [
+            (1, false),
+            (2, true),
+            (MAX_INSTANCES, true),
+            (usize::MAX, false),
+        ] {
+            let options = Options {
+                max_instances: Some(n),
+                ..Options::default()
+            };
+            match options.instances() {
+                Ok(got) => assert!(ok && got == n, "{n}"),
+                Err(e) => assert!(!ok && e.to_string().contains("max_instances"), "{n}: {e}"),
+            }
+        }
     }
 }

@@ -59,7 +59,7 @@ pub struct Observed {
 }
 
 /// The component's settlement, read into the shared record type. A component whose
-/// record does not parse, or contradicts its own decision, is not trusted with one.
+/// record does not parse, or contradicts itself, is not trusted with one.
 pub(crate) fn from_component(s: wit::Settlement, event: &str, started: Instant) -> Settlement {
     let decision = convert::decision(s.decision);
     let decided_by = convert::decided_by(s.decided_by);
@@ -67,7 +67,8 @@ pub(crate) fn from_component(s: wit::Settlement, event: &str, started: Instant) 
         Ok(record)
             if record.decision == decision
                 && record.decided_by == decided_by
-                && record.reason == s.reason =>
+                && record.reason == s.reason
+                && consistent(&record) =>
         {
             Settlement::of(record)
         }
@@ -76,6 +77,16 @@ pub(crate) fn from_component(s: wit::Settlement, event: &str, started: Instant) 
             engine_failure(event, started)
         }
     }
+}
+
+/// Whether a record's decision is the one its `decidedBy` settles as, and, if it lets
+/// the operation go on, no interceptor in it ended the call in a denial: a component
+/// saying "allow, interrupted" or "allow" over a fail-closed failure has gone wrong, and
+/// its mistake must never be permission.
+fn consistent(record: &Record) -> bool {
+    record.decided_by.decision() == record.decision
+        && (record.decision == Decision::Deny
+            || !record.interceptors.iter().any(|i| i.outcome.denies()))
 }
 
 /// The denial for a component whose settlement cannot be trusted.
@@ -91,4 +102,76 @@ pub(crate) fn host_settlement(event: &str, decided_by: DecidedBy, started: Insta
         decided_by,
         elapsed_ms,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ahp_vocab::{FailurePolicy, InterceptorEntry, Outcome};
+
+    /// `record` handed over by the component, its WIT fields agreeing with it.
+    fn handed_over(record: &Record) -> Settlement {
+        let decision = match record.decision {
+            Decision::Allow => wit::Decision::Allow,
+            Decision::Ask => wit::Decision::Ask,
+            Decision::Deny => wit::Decision::Deny,
+        };
+        let decided_by = match record.decided_by {
+            DecidedBy::NoObjection => wit::DecidedBy::NoObjection,
+            DecidedBy::Interrupted => wit::DecidedBy::Interrupted,
+            other => panic!("not used here: {other:?}"),
+        };
+        let settlement = wit::Settlement {
+            decision,
+            decided_by,
+            reason: record.reason.clone(),
+            audit: serde_json::to_string(record).unwrap(),
+            observers: Vec::new(),
+        };
+        from_component(settlement, "{}", Instant::now())
+    }
+
+    fn allowed() -> Record {
+        let mut record = Record::host_denial(EventRef::read("{}"), DecidedBy::NoObjection, 0);
+        (record.decision, record.reason) = (Decision::Allow, None);
+        record
+    }
+
+    #[test]
+    fn a_self_consistent_allow_is_trusted() {
+        assert_eq!(handed_over(&allowed()).decision, Decision::Allow);
+    }
+
+    #[test]
+    fn an_allow_that_says_interrupted_is_an_engine_failure() {
+        let mut record = allowed();
+        record.decided_by = DecidedBy::Interrupted;
+        let settled = handed_over(&record);
+        assert_eq!(
+            (settled.decision, settled.decided_by),
+            (Decision::Deny, DecidedBy::EngineFailure)
+        );
+    }
+
+    #[test]
+    fn an_allow_over_a_fail_closed_failure_is_an_engine_failure() {
+        let mut record = allowed();
+        record.interceptors.push(InterceptorEntry {
+            backend: "com.example.policy".into(),
+            subscription: 0,
+            policy: FailurePolicy::FailClosed,
+            timeout_ms: 500,
+            outcome: Outcome::FailedClosed,
+            code: None,
+            effects: Vec::new(),
+            failure: None,
+            attempts: Vec::new(),
+            request_sha256: None,
+        });
+        let settled = handed_over(&record);
+        assert_eq!(
+            (settled.decision, settled.decided_by),
+            (Decision::Deny, DecidedBy::EngineFailure)
+        );
+    }
 }

@@ -256,3 +256,28 @@ async fn slow_connect_settles_at_the_deadline_in_the_connect_phase() {
         deadline_case(url.clone(), policy, 200, "connect", &id).await;
     }
 }
+
+/// `Duration::MAX` is a natural way to say "no budget": it bounds nothing (the
+/// registration's timeouts still do), where adding it to the start once panicked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_past_the_end_of_time_bounds_nothing() {
+    let backend = FaultBackend::start(vec![Behaviour::Deny("no".into())]).await;
+    let interceptor = interceptor(&registration(&[Http::new(BACKEND, backend.url())])).await;
+    let settled = interceptor
+        .intercept(
+            &ahp_tests::support::event("evt_budget_max"),
+            &[ahp_host::EffectKind::Deny],
+            Some(Duration::MAX),
+        )
+        .await
+        .expect("a settlement");
+    assert_eq!(settled.decided_by, DecidedBy::BackendDeny);
+    let observed = interceptor
+        .observe(
+            &ahp_tests::support::event("evt_budget_max_2"),
+            Some(Duration::MAX),
+        )
+        .await
+        .expect("observed");
+    assert!(!observed.engine_failure, "{observed:?}");
+}

@@ -376,6 +376,43 @@ async fn observers_of_the_calls_own_event_are_owned_by_the_hook_call() {
     assert_eq!(notification["params"]["event"]["id"], "evt_owned_1");
 }
 
+/// An observer timeout of `Duration::MAX` ("no bound of my own") leaves each delivery to
+/// the component's bound (the registration's timeout), where adding it to now once
+/// panicked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_timeout_past_the_end_of_time_leaves_the_components_bound() {
+    let (_backends, reg) = owned_observers().await;
+    let options = Options {
+        observer_timeout: Some(Duration::MAX),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+    let call = interceptor
+        .settle(
+            &event("evt_owned_max"),
+            &[EffectKind::Deny],
+            None,
+            &Interrupt::new(),
+        )
+        .await
+        .unwrap();
+    let record = record_json(&call.complete().await);
+    let results: Vec<&Value> = record["observers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| &o["result"])
+        .collect();
+    assert_eq!(
+        results,
+        [
+            &json!("deadline-exceeded"),
+            &json!("connection-refused"),
+            &json!("http-status")
+        ]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interruption_cancels_the_owned_observers() {
     let (backends, reg) = owned_observers().await;

@@ -54,6 +54,16 @@ impl DecidedBy {
             DecidedBy::NoObjection | DecidedBy::BackendDeny | DecidedBy::BackendAsk => None,
         }
     }
+
+    /// The one decision this settles as: no objection allows, a backend's ask asks,
+    /// everything else denies. A settlement saying otherwise is not to be trusted.
+    pub fn decision(self) -> Decision {
+        match self {
+            DecidedBy::NoObjection => Decision::Allow,
+            DecidedBy::BackendAsk => Decision::Ask,
+            _ => Decision::Deny,
+        }
+    }
 }
 
 words! {
@@ -71,6 +81,21 @@ words! {
         NotReached = "not-reached",
         Interrupted = "interrupted",
         BudgetExpired = "budget-expired",
+    }
+}
+
+impl Outcome {
+    /// Whether this interceptor's outcome ends its call in a denial: a settlement that
+    /// allows or asks can hold none of these.
+    pub fn denies(self) -> bool {
+        matches!(
+            self,
+            Outcome::Deny
+                | Outcome::Stop
+                | Outcome::FailedClosed
+                | Outcome::Interrupted
+                | Outcome::BudgetExpired
+        )
     }
 }
 
