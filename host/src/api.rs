@@ -199,15 +199,14 @@ impl Interceptor {
             budget: None,
         };
         // A budget past the end of time (`Duration::MAX`) bounds nothing.
-        let budget_ns = budget
-            .and_then(|b| started.checked_add(b))
-            .map(clock::to_nanos);
+        let budget_at = budget.and_then(|b| started.checked_add(b));
+        let budget_ns = budget_at.map(clock::to_nanos);
         let started_ns = clock::to_nanos(started);
         let prepared = self
             .inner
             .pool
             .in_component(
-                Admission::NoIo,
+                Admission::NoIo { budget: budget_at },
                 limit,
                 &Interrupt::new(),
                 async |ready: &mut Ready| {
@@ -225,10 +224,18 @@ impl Interceptor {
                 let denial = host_settlement(event, DecidedBy::Shutdown, started);
                 return Err(Error::shut_down(denial));
             }
+            Err(Unserved::BudgetExpired) => {
+                return Ok(Observed {
+                    observers: Vec::new(),
+                    engine_failure: false,
+                    budget_expired: true,
+                })
+            }
             Err(_) => {
                 return Ok(Observed {
                     observers: Vec::new(),
                     engine_failure: true,
+                    budget_expired: false,
                 })
             }
         };
@@ -242,6 +249,7 @@ impl Interceptor {
         Ok(Observed {
             observers,
             engine_failure: false,
+            budget_expired: false,
         })
     }
 

@@ -88,8 +88,9 @@ pub(crate) enum Admission<'a> {
         started: Instant,
         budget: Option<Instant>,
     },
-    /// Starts no I/O in the component (observe): the settle lane at once.
-    NoIo,
+    /// Starts no I/O in the component (observe): the settle lane at once, waiting there
+    /// no longer than `budget`.
+    NoIo { budget: Option<Instant> },
 }
 
 /// Why a call got no instance and was not run.
@@ -236,10 +237,7 @@ impl Pool {
                 () = self.closing.wait() => {}
             }
         }
-        let budget = match admission {
-            Admission::Intercept { budget, .. } => budget,
-            Admission::NoIo => None,
-        };
+        let (Admission::Intercept { budget, .. } | Admission::NoIo { budget }) = admission;
         let out_of_budget = async {
             match budget {
                 Some(budget) => tokio::time::sleep_until(budget.into()).await,

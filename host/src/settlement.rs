@@ -56,6 +56,9 @@ pub struct Observed {
     /// The component failed while preparing the notifications: none was sent.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub engine_failure: bool,
+    /// The budget ran out while the call waited for an instance: none was sent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub budget_expired: bool,
 }
 
 /// The component's settlement, read into the shared record type. A component whose

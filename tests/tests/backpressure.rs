@@ -340,7 +340,16 @@ async fn a_call_waiting_for_a_busy_settle_lane_ends_with_its_interruption_budget
         DecidedBy::BudgetExpired,
         Some(BUDGET_REASON),
     );
-    // Both ended long before either instance came free (10 s).
+    // An observe call waits in the same lane, and no longer than its own budget.
+    let observed = interceptor
+        .observe(&session_start("evt_waits_observe"), Some(budget))
+        .await
+        .expect("observed");
+    assert!(
+        observed.budget_expired && observed.observers.is_empty() && !observed.engine_failure,
+        "{observed:?}"
+    );
+    // All three ended long before either instance came free (10 s).
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "waited {:?}",
