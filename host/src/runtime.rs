@@ -35,7 +35,9 @@ const TICK: Duration = Duration::from_millis(1);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Epochs {
     /// This crate: one shared ticker thread per Engine, every millisecond while a call
-    /// is in the component (parked when the Engine is idle).
+    /// is in the component (parked when the Engine is idle). The epoch is the Engine's:
+    /// stores of your own on it whose epoch deadlines assume a slower tick of yours see
+    /// it advance faster while a call runs; drive the epoch yourself (`External`) then.
     #[default]
     Ticker,
     /// The embedder already calls `Engine::increment_epoch` regularly (about every

@@ -76,7 +76,9 @@ pub trait CredentialProvider: Send + Sync {
     /// A bearer token for `request.backend`, by `request.deadline`.
     fn acquire(&self, request: CredentialRequest) -> BoxFuture<'_, Result<Secret, AuthFailure>>;
 
-    /// The backend answered 401 to `token`: it should not be handed out again.
+    /// The backend answered 401 to `token`: it should not be handed out again. Called
+    /// from inside the component's call, synchronously and with no deadline around it:
+    /// mark the token and return, never wait here (do any I/O in the next `acquire`).
     fn reject(&self, backend: &str, token: &Secret) {
         let _ = (backend, token);
     }
