@@ -223,6 +223,20 @@ pub async fn run_past_budget(harness: &str, args: &[&str], payload: &Value) -> R
     ran
 }
 
+/// Runs `ahp hook HARNESS ARGS` with `payload` on the hostile component: its `intercept`
+/// traps, its `observe` spins until the host ends it (bounded by a 2 s budget).
+pub async fn run_runaway(harness: &str, args: &[&str], payload: &Value) -> Ran {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = dir.path().join("panic.json");
+    std::fs::write(&registration, r#"{"panic": true}"#).expect("write");
+    let component = dir.path().join("runaway.wasm");
+    std::fs::write(&component, runaway_component()).expect("write the component");
+    let component = component.display().to_string();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--component", &component, "--budget-ms", "2000"]);
+    run_hook(harness, &registration, &all, payload.to_string().as_bytes()).await
+}
+
 /// The slack a test allows a process past its budget and the watchdog's grace: far
 /// more than it needs, so only a process that ignores its budget gets there.
 const SLACK: Duration = Duration::from_secs(10);
@@ -664,16 +678,8 @@ impl Contract {
 
     /// A component that traps is the harness's denial.
     pub async fn component_trap(&self) {
-        let dir = tempfile::tempdir().expect("a temp dir");
-        let registration = dir.path().join("panic.json");
-        std::fs::write(&registration, r#"{"panic": true}"#).expect("write");
-        let component = dir.path().join("runaway.wasm");
-        std::fs::write(&component, runaway_component()).expect("write the component");
         let (payload, args) = &self.pre_tool;
-        let mut all: Vec<&str> = args.to_vec();
-        let component = component.display().to_string();
-        all.extend(["--component", &component]);
-        let ran = self.run(&registration, &all, payload).await;
+        let ran = run_runaway(self.harness, args, payload).await;
         (self.assert_deny)(&ran, FAILED_REASON);
     }
 }

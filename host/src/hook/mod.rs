@@ -9,7 +9,8 @@
 //! is answered as a denial in the harness's format, with a generic reason (the details go
 //! to stderr). So is SIGINT or SIGTERM: the call is interrupted (`decidedBy:
 //! "interrupted"` in the audit), its stdio backends are killed and reaped, and the
-//! process answers before it exits.
+//! process answers before it exits. At an event that is only observed nothing is
+//! decided, so a failure there is logged and answered as no objection.
 //!
 //! Each harness module says three things as data and small functions: which native events
 //! map to which AHP events and which effects the harness enforces at each
@@ -403,6 +404,18 @@ impl Verdict {
         })
     }
 
+    /// The verdict after a failure at `spec`'s event: the adapter's denial, except at an
+    /// event that is only observed. Nothing is decided there: observation fails open and
+    /// a failure never changes the settled decision (failure semantics), so the harness
+    /// gets its neutral answer — an exit 2 there is no denial but, say, Gemini's
+    /// `AfterTool` replacing the tool's result with the reason.
+    fn after_failure(spec: Option<&EventSpec>) -> Verdict {
+        match spec {
+            Some(spec) if spec.capability().is_none() => Verdict::no_objection(),
+            _ => Verdict::failed(),
+        }
+    }
+
     /// The adapter's own denial after a failure.
     fn failed() -> Verdict {
         Verdict {
@@ -566,11 +579,12 @@ pub async fn run(request: Request) -> ExitCode {
         Err(_) if interrupt.is_set() => Err("interrupted by a signal".to_string()),
         Err(_) => Err("the hook call ran past its budget".to_string()),
     };
+    let spec = mapped.get().copied();
     let (verdict, detail) = match outcome {
         Ok(verdict) => (verdict, None),
-        Err(detail) => (Verdict::failed(), Some(detail)),
+        Err(detail) => (Verdict::after_failure(spec), Some(detail)),
     };
-    let mut answer = formatted(harness, mapped.get().copied(), &verdict);
+    let mut answer = formatted(harness, spec, &verdict);
     if let Some(detail) = detail {
         answer.stderr.insert(0, format!("error: {detail}"));
     }
