@@ -189,8 +189,7 @@ impl Hasher for Sha256Hasher {
 /// regular file with no other name.
 fn read_verified(path: &Path, key: &[u8; 32]) -> std::io::Result<Vec<u8>> {
     let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
-    let mut file = open_no_follow(path)?;
-    trusted(&file)?;
+    let mut file = open_private(path)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)?;
     if bytes.len() < HEADER_LEN || !bytes.starts_with(MAGIC) {
@@ -205,6 +204,15 @@ fn read_verified(path: &Path, key: &[u8; 32]) -> std::io::Result<Vec<u8>> {
         return Err(invalid("checksum mismatch (truncated or corrupt)"));
     }
     Ok(code.to_vec())
+}
+
+/// `path` opened for reading if only this user can have written it: not through a
+/// symbolic link, without waiting on a FIFO, then [`trusted`]. Also how the OCI
+/// component cache reads its blobs.
+pub(crate) fn open_private(path: &Path) -> std::io::Result<File> {
+    let file = open_no_follow(path)?;
+    trusted(&file)?;
+    Ok(file)
 }
 
 #[cfg(unix)]
@@ -286,8 +294,11 @@ fn store(dir: &Path, path: &Path, key: &[u8; 32], code: &[u8]) -> std::io::Resul
     Ok(())
 }
 
+/// Creates `dir` and any missing parents with mode 0700, whatever the umask: a directory
+/// others can write to is one [`load_in`] refuses. Also where the OCI component cache
+/// makes its directories.
 #[cfg(unix)]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt as _;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -296,7 +307,7 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
 

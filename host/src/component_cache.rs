@@ -9,10 +9,11 @@
 //! Where: under the compiled component's cache directory
 //! ([`crate::compile_cache::cache_dir`]: `$AHP_CACHE_DIR`, else
 //! `$XDG_CACHE_HOME/ahp-interceptor`, else `~/.cache/ahp-interceptor`; relative or empty
-//! values are ignored), in `oci/blobs/sha256`.
+//! values are ignored), in `oci/blobs/sha256`; every directory it creates is private (0700),
+//! as the compiled component's cache requires of its own.
 
 use sha2::{Digest as _, Sha256};
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
 /// `sha256:` followed by 64 lowercase hex digits: the only digests this cache accepts.
@@ -47,9 +48,30 @@ impl ComponentCache {
         }
     }
 
-    /// The bytes stored under `digest`, if present and intact.
-    pub fn get(&self, digest: &str) -> Option<Vec<u8>> {
-        let bytes = std::fs::read(self.blobs.join(sha256_hex(digest)?)).ok()?;
+    /// The bytes stored under `digest`, if present, intact and at most `max_bytes` long.
+    /// Read like the compiled component's cache files
+    /// ([`crate::compile_cache::open_private`]): a symbolic link, a FIFO, a file with a
+    /// second name or one others could have written is a miss, never followed or waited
+    /// on, and reading stops past `max_bytes`.
+    pub fn get(&self, digest: &str, max_bytes: u64) -> Option<Vec<u8>> {
+        let path = self.blobs.join(sha256_hex(digest)?);
+        let mut bytes = Vec::new();
+        let read = crate::compile_cache::open_private(&path).and_then(|file| {
+            file.take(max_bytes.saturating_add(1))
+                .read_to_end(&mut bytes)
+        });
+        match read {
+            Ok(_) if bytes.len() as u64 > max_bytes => {
+                tracing::warn!(digest, max_bytes, "cached blob is too large; ignoring it");
+                return None;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!(digest, error = %e, "cached blob unusable; ignoring it");
+                return None;
+            }
+        }
         if sha256_digest(&bytes) == digest {
             Some(bytes)
         } else {
@@ -64,7 +86,7 @@ impl ComponentCache {
         let hex = sha256_hex(&digest).expect("sha256_digest is well formed");
         let failed =
             |e: std::io::Error| format!("write the component cache {}: {e}", self.blobs.display());
-        std::fs::create_dir_all(&self.blobs).map_err(failed)?;
+        crate::compile_cache::create_private_dir(&self.blobs).map_err(failed)?;
         let mut file = tempfile::NamedTempFile::new_in(&self.blobs).map_err(failed)?;
         file.write_all(bytes).map_err(failed)?;
         file.as_file().sync_all().map_err(failed)?;
@@ -88,7 +110,10 @@ mod tests {
             sha256_digest(b""),
             "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
-        assert_eq!(cache.get(&digest).as_deref(), Some(&b"component bytes"[..]));
+        assert_eq!(
+            cache.get(&digest, 15).as_deref(),
+            Some(&b"component bytes"[..])
+        );
     }
 
     #[test]
@@ -98,7 +123,23 @@ mod tests {
         let digest = cache.put(b"component bytes").unwrap();
         let file = cache.blobs.join(sha256_hex(&digest).unwrap());
         std::fs::write(&file, b"other bytes").unwrap();
-        assert_eq!(cache.get(&digest), None);
+        assert_eq!(cache.get(&digest, 1024), None);
+    }
+
+    /// A symbolic link is not followed, even to the right bytes: the cache directory may
+    /// be one the compiled component's cache refused, and the link could lead anywhere.
+    #[cfg(unix)]
+    #[test]
+    fn a_symbolic_link_or_an_oversized_entry_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        let digest = cache.put(b"component bytes").unwrap();
+        assert_eq!(cache.get(&digest, 14), None, "one byte over the bound");
+        let file = cache.blobs.join(sha256_hex(&digest).unwrap());
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::rename(&file, &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
+        assert_eq!(cache.get(&digest, 1024), None);
     }
 
     #[test]
@@ -106,7 +147,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = ComponentCache::at(dir.path());
         for digest in ["sha256:../../etc/passwd", "sha512:00", "sha256:ABC", ""] {
-            assert_eq!(cache.get(digest), None, "{digest}");
+            assert_eq!(cache.get(digest, 1024), None, "{digest}");
         }
     }
 }

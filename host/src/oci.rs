@@ -120,7 +120,9 @@ pub async fn pull(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u
     let whole = reference.whole();
     let client = client(reference)?;
     let auth = auth();
-    let cached_manifest = reference.digest().and_then(|digest| cache.get(digest));
+    let cached_manifest = reference
+        .digest()
+        .and_then(|digest| cache.get(digest, MAX_MANIFEST_BYTES as u64));
     let manifest_bytes = match cached_manifest {
         Some(bytes) => bytes,
         None => {
@@ -144,7 +146,8 @@ pub async fn pull(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u
     }
     keep(cache, &manifest_bytes);
     let layer = component_layer(&manifest_bytes).map_err(|e| format!("{whole}: {e}"))?;
-    if let Some(bytes) = cache.get(&layer.digest) {
+    // component_layer checked that the size is 0 to MAX_COMPONENT_BYTES.
+    if let Some(bytes) = cache.get(&layer.digest, layer.size as u64) {
         return Ok(bytes);
     }
     let mut stream = client

@@ -9,7 +9,9 @@ use ahp_tests::registry::Registry;
 use ahp_tests::support::{ahp_binary, event, one_json_line, registration, runaway_component, Http};
 use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};
+use std::os::unix::fs::MetadataExt as _;
 use std::process::Output;
+use std::time::Duration;
 
 const REPOSITORY: &str = "ahp/interceptor";
 const TAG: &str = "0.1.0";
@@ -76,7 +78,16 @@ impl Case {
 
     /// Runs `ahp intercept --component SOURCE` with this case's component cache.
     async fn intercept(&self, source: &str) -> Output {
-        tokio::process::Command::new(ahp_binary())
+        self.intercept_command(source)
+            .output()
+            .await
+            .expect("run ahp intercept")
+    }
+
+    /// The `ahp intercept --component SOURCE` of [`Case::intercept`], to adjust.
+    fn intercept_command(&self, source: &str) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(ahp_binary());
+        command
             .arg("intercept")
             .arg("--registration")
             .arg(self.dir.path().join("registration.json"))
@@ -85,10 +96,8 @@ impl Case {
             .arg("--component")
             .arg(source)
             .env("AHP_CACHE_DIR", self.cache.path())
-            .kill_on_drop(true)
-            .output()
-            .await
-            .expect("run ahp intercept")
+            .kill_on_drop(true);
+        command
     }
 
     /// Where the cache keeps the embedded component (named by its sha256).
@@ -248,6 +257,75 @@ async fn an_unwritable_cache_still_runs_the_pulled_component() {
     std::fs::write(case.cache.path().join("oci"), b"not a directory").expect("write a file");
     case.assert_ran(&case.intercept(&pinned(&pushed)).await, 1);
     assert!(!case.cached_component().exists());
+}
+
+/// The directories a pull creates are private (0700) under a umask of 002 too: the
+/// compiled component's cache refuses a directory others can write to, so a shared one
+/// would leave every later process compiling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_directories_a_pull_creates_are_private_whatever_the_umask() {
+    let (_registry, pushed, case) = pushed().await;
+    let cache = case.cache.path().join("made-by-the-pull");
+    let mut command = case.intercept_command(&pinned(&pushed));
+    command.env("AHP_CACHE_DIR", &cache);
+    // SAFETY: umask is async-signal-safe, the only call between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::umask(0o002);
+            Ok(())
+        });
+    }
+    case.assert_ran(&command.output().await.expect("run ahp intercept"), 1);
+    let mut dir = cache.clone();
+    for below in ["", "oci", "blobs", "sha256"] {
+        dir.push(below);
+        let mode = std::fs::metadata(&dir).expect("created").mode() & 0o777;
+        assert_eq!(format!("{mode:o}"), "700", "{}", dir.display());
+    }
+    let compiled = std::fs::read_dir(&cache)
+        .expect("the cache directory")
+        .filter_map(|entry| entry.ok())
+        .any(|entry| entry.path().extension().is_some_and(|ext| ext == "cwasm"));
+    assert!(
+        compiled,
+        "the compiled component's cache used the directory"
+    );
+}
+
+/// A FIFO or a symbolic link where a cached blob should be is a miss: the FIFO is not
+/// waited on (the registry serves the component instead), the link is not read through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_or_a_symbolic_link_in_place_of_a_cached_blob_is_a_miss() {
+    let (registry, pushed, case) = pushed().await;
+    case.assert_ran(&case.intercept(&pinned(&pushed)).await, 1);
+    let blob = case.cached_component();
+    std::fs::remove_file(&blob).expect("remove the cached component");
+    let made = std::process::Command::new("mkfifo").arg(&blob).status();
+    assert!(made.expect("run mkfifo").success());
+    let output = tokio::time::timeout(Duration::from_secs(60), case.intercept(&pinned(&pushed)))
+        .await
+        .expect("the pull waited on a FIFO in the cache");
+    case.assert_ran(&output, 2);
+    let replaced = std::fs::symlink_metadata(&blob).expect("the cached component");
+    assert!(
+        replaced.is_file(),
+        "the FIFO replaced by the pulled component"
+    );
+
+    // A link to the right bytes is not followed either: with the registry gone, nothing runs.
+    let elsewhere = case.dir.path().join("component.wasm");
+    std::fs::rename(&blob, &elsewhere).expect("move the cached component");
+    std::os::unix::fs::symlink(&elsewhere, &blob).expect("symlink");
+    drop(registry);
+    let output = case.intercept(&pinned(&pushed)).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("pull the component"), "{stderr}");
+    assert_eq!(
+        case.backend.requests().len(),
+        2,
+        "the link's target never ran"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
