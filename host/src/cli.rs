@@ -244,6 +244,16 @@ pub fn main() -> ExitCode {
 
 /// Warms the compile cache; exit 1 when nothing could be cached.
 fn precompile(component: Option<&std::path::Path>) -> ExitCode {
+    let Some(dir) = compile_cache::cache_dir() else {
+        return fail("no cache directory: set AHP_CACHE_DIR, XDG_CACHE_HOME or HOME");
+    };
+    // The compile would succeed and cache nothing: say which directory, and why.
+    if let Err(e) = compile_cache::private_dir(&dir) {
+        return fail(&format!(
+            "{}: {e}: not used (chmod go-w it, or set AHP_CACHE_DIR)",
+            dir.display()
+        ));
+    }
     let bytes = match component {
         Some(path) => match std::fs::read(path) {
             Ok(bytes) => std::borrow::Cow::Owned(bytes),
@@ -258,7 +268,10 @@ fn precompile(component: Option<&std::path::Path>) -> ExitCode {
         return fail(&format!("{e:#}"));
     }
     let Some((source, Some(path))) = outcome else {
-        return fail("no cache directory: set AHP_CACHE_DIR, XDG_CACHE_HOME or HOME");
+        return fail(&format!(
+            "cache directory {} not used (AHP_LOG=debug says why)",
+            dir.display()
+        ));
     };
     let done = match source {
         Source::Cache => "already cached: loaded",

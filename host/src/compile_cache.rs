@@ -252,7 +252,7 @@ fn trusted(_file: &File) -> std::io::Result<()> {
 
 /// The cache directory, if it exists, is this user's and writable by nobody else.
 #[cfg(unix)]
-fn private_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
     match std::fs::metadata(dir) {
         Ok(meta) if meta.is_dir() => owned_privately(&meta, "cache directory"),
         // A missing directory is created private; anything else fails to store.
@@ -261,7 +261,7 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 #[cfg(not(unix))]
-fn private_dir(_dir: &Path) -> std::io::Result<()> {
+pub(crate) fn private_dir(_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
@@ -270,13 +270,20 @@ fn owned_privately(meta: &std::fs::Metadata, what: &str) -> std::io::Result<()> 
     use std::os::unix::fs::MetadataExt as _;
     // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of ours.
     let me = unsafe { libc::geteuid() };
-    if meta.uid() != me || meta.mode() & 0o022 != 0 {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            format!("{what} owned by another user or writable by others"),
-        ));
-    }
-    Ok(())
+    let why = if meta.uid() != me {
+        format!("is owned by another user (uid {}, not {me})", meta.uid())
+    } else if meta.mode() & 0o022 != 0 {
+        format!(
+            "is writable by group or others (mode {:04o})",
+            meta.mode() & 0o7777
+        )
+    } else {
+        return Ok(());
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        format!("{what} {why}"),
+    ))
 }
 
 /// Writes the cache file atomically: a private temporary file in `dir`, renamed over

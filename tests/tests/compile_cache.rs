@@ -289,6 +289,33 @@ async fn a_cache_directory_others_can_write_is_not_used() {
     assert_eq!(std::fs::read(&file).expect("the cache file"), stored);
 }
 
+/// `ahp precompile` names the directory it refuses and says why, rather than that there
+/// is none.
+#[test]
+fn precompile_names_a_cache_directory_others_can_write_and_why() {
+    let cache = tempfile::tempdir().expect("a cache directory");
+    std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o777))
+        .expect("chmod the cache directory");
+    let output = std::process::Command::new(ahp_binary())
+        .arg("precompile")
+        .env("AHP_CACHE_DIR", cache.path())
+        .output()
+        .expect("run ahp precompile");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let expected = format!(
+        "error: {}: cache directory is writable by group or others (mode 0777)",
+        cache.path().display()
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(cache.path())
+            .expect("the directory")
+            .count(),
+        0
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unusable_cache_directory_compiles_without_caching() {
     let setup = Setup::new().await;
