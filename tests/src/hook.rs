@@ -134,8 +134,14 @@ pub async fn run_hook_with(
     stdin: &[u8],
     close: bool,
 ) -> Ran {
-    use tokio::io::AsyncWriteExt as _;
-    let mut child = tokio::process::Command::new(ahp_binary())
+    run_command(hook_command(harness, registration, args), stdin, close).await
+}
+
+/// The `ahp hook HARNESS --registration R ARGS` process, its stdio piped (a test may
+/// point stdout or stderr elsewhere).
+pub fn hook_command(harness: &str, registration: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(ahp_binary());
+    command
         .arg("hook")
         .arg(harness)
         .arg("--registration")
@@ -144,9 +150,14 @@ pub async fn run_hook_with(
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start ahp hook");
+        .kill_on_drop(true);
+    command
+}
+
+/// Runs `command` with `stdin`, left open until it has answered unless `close`.
+pub async fn run_command(mut command: tokio::process::Command, stdin: &[u8], close: bool) -> Ran {
+    use tokio::io::AsyncWriteExt as _;
+    let mut child = command.spawn().expect("start ahp hook");
     let mut input = child.stdin.take().expect("stdin is piped");
     input.write_all(stdin).await.expect("write the payload");
     let held = (!close).then_some(input);
@@ -676,6 +687,26 @@ impl Contract {
         }
     }
 
+    /// A denial stdout cannot take (a full device) would reach the harness as silence,
+    /// no objection: it goes out as exit 2 with the reason instead. A stderr that cannot
+    /// take the reason leaves the exit code as it is.
+    pub async fn unwritable_answer(&self) {
+        let backend = FaultBackend::start(vec![Behaviour::Deny("not this".into())]).await;
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let registration = write_registration(dir.path(), &backend.url(), "fail-open", false);
+        let full = || std::fs::File::create("/dev/full").expect("open /dev/full");
+        let (payload, args) = &self.pre_tool;
+        let mut command = hook_command(self.harness, &registration, args);
+        command.stdout(full());
+        let ran = run_command(command, payload.to_string().as_bytes(), true).await;
+        assert_eq!(ran.code, 2, "{ran:?}");
+        assert!(ran.stderr.trim_end().ends_with(FAILED_REASON), "{ran:?}");
+        let mut command = hook_command(self.harness, &registration, args);
+        command.stderr(full());
+        let ran = run_command(command, b"not json", true).await;
+        assert_eq!(ran.code, 2, "{ran:?}");
+    }
+
     /// A component that traps is the harness's denial.
     pub async fn component_trap(&self) {
         let (payload, args) = &self.pre_tool;
@@ -694,7 +725,7 @@ macro_rules! hook_contract_tests {
             timeout_under_both_policies, malformed_reply_under_both_policies,
             garbage_on_stdin, missing_registration, component_trap, intercepted_events,
             undeclared_event_refused, watchdog_on_open_stdin, budget_bounds_a_silent_backend,
-            past_the_budget_after_the_event_is_known);
+            past_the_budget_after_the_event_is_known, unwritable_answer);
     };
     (@each $contract:expr; $($scenario:ident),*) => {
         $(

@@ -516,15 +516,29 @@ impl Answer {
         }
     }
 
-    /// Writes the answer; returns the exit code.
-    fn write(self) -> i32 {
+    /// Writes the answer and returns its exit code. An answer stdout cannot take (a
+    /// closed pipe, a full disk) is lost, and the harness would read the silence as no
+    /// objection: then `unwritten`, whose stdout is empty, is given instead. stderr is
+    /// best effort: one that cannot be written must not turn the answer into a panic.
+    fn write(self, unwritten: Answer) -> i32 {
         let mut out = std::io::stdout().lock();
-        let _ = out.write_all(self.stdout.as_bytes());
-        let _ = out.flush();
-        for line in &self.stderr {
-            eprintln!("{line}");
+        let answer = match out
+            .write_all(self.stdout.as_bytes())
+            .and_then(|()| out.flush())
+        {
+            Ok(()) => self,
+            Err(e) => {
+                let mut unwritten = unwritten;
+                let line = format!("error: write the answer to stdout: {e}");
+                unwritten.stderr.insert(0, line);
+                unwritten
+            }
+        };
+        let mut err = std::io::stderr().lock();
+        for line in &answer.stderr {
+            let _ = writeln!(err, "{line}");
         }
-        i32::from(self.exit)
+        i32::from(answer.exit)
     }
 }
 
@@ -590,7 +604,19 @@ pub async fn run(request: Request) -> ExitCode {
     }
     // Exit at once: a harness that never closes stdin leaves the blocking read behind,
     // and the runtime would wait for it forever on the way out.
-    std::process::exit(answer.write())
+    std::process::exit(answer.write(unwritten(spec, &verdict)))
+}
+
+/// The answer when `verdict`'s cannot be written to stdout. No objection loses nothing:
+/// silence says the same. Anything else becomes the adapter's denial by exit code,
+/// which needs no stdout — and which before a stop is no answer, as it would keep the
+/// agent working.
+fn unwritten(spec: Option<&EventSpec>, verdict: &Verdict) -> Answer {
+    match spec {
+        _ if *verdict == Verdict::no_objection() => Answer::silent(),
+        Some(spec) => exit_code_answer(spec, &Verdict::failed()),
+        None => Answer::blocked(generic_reason()),
+    }
 }
 
 /// The payload on stdin, up to [`MAX_PAYLOAD_BYTES`].
