@@ -18,12 +18,13 @@ fn contract() -> Contract {
         post_tool: (post, &["--event", "postToolUse"]),
         tool: ("bash", json!({"command": "git reset --hard"}), "cop-5"),
         call_id: None,
-        advertised: &["deny", "ask", "modify", "inject", "message"],
+        // Copilot's answer has no context field: no `inject`, no `message`.
+        advertised: &["deny", "ask", "modify"],
         assert_deny,
         assert_no_objection: assert_silent_no_objection,
         assert_ask: Some(assert_ask),
         assert_modified: Some(assert_modified),
-        assert_context: Some(assert_context),
+        assert_context: None,
         intercepted: vec![],
     }
 }
@@ -37,11 +38,6 @@ fn assert_deny(ran: &Ran, reason: &str) {
 /// The changed arguments in `modifiedArgs`, with no decision (never a grant).
 fn assert_modified(ran: &Ran, input: &Value) {
     assert_json(ran, 0, json!({"modifiedArgs": input}));
-}
-
-/// Context in `additionalContext`, with no decision.
-fn assert_context(ran: &Ran, text: &str) {
-    assert_json(ran, 0, json!({"additionalContext": text}));
 }
 
 fn assert_ask(ran: &Ran) {

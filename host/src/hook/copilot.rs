@@ -2,9 +2,10 @@
 //! `timeoutSec`, camelCase payloads that name no event and encode `toolArgs` as a JSON
 //! string.
 //!
-//! Before a tool runs Copilot enforces deny, ask, replaced arguments (`modifiedArgs`)
-//! and context (`additionalContext`). Sources disagree on whether it reads exit codes,
-//! so a denial is written both ways: the JSON and exit 2 with the reason.
+//! Before a tool runs Copilot enforces deny, ask and replaced arguments (`modifiedArgs`):
+//! its answer has no field for context, so neither `message` nor `inject` is advertised.
+//! Sources disagree on whether it reads exit codes, so a denial is written both ways:
+//! the JSON and exit 2 with the reason.
 
 use super::install::Snippet;
 use super::payload::{Fields, ToolFields, SNAKE_TOOL};
@@ -17,7 +18,7 @@ pub const EVENTS: &[EventSpec] = &[
     on(
         "preToolUse",
         AhpEvent::ToolBefore,
-        &[E::Deny, E::Ask, E::Modify, E::Inject, E::Message],
+        &[E::Deny, E::Ask, E::Modify],
     ),
     on("postToolUse", AhpEvent::ToolAfter, &[]),
     on("userPromptSubmitted", AhpEvent::TurnStart, &[]),
@@ -47,7 +48,7 @@ pub const FIELDS: Fields = Fields {
     roots_for_cwd: false,
 };
 
-/// `preToolUse`: deny (JSON and exit 2), ask, replaced arguments, context, or nothing.
+/// `preToolUse`: deny (JSON and exit 2), ask, replaced arguments, or nothing.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     if spec.ahp != AhpEvent::ToolBefore {
         return super::exit_code_answer(spec, verdict);
@@ -77,9 +78,6 @@ pub fn tool_answer(verdict: &Verdict) -> Answer {
     }
     if let Some(input) = &verdict.input {
         output.insert("modifiedArgs".into(), json!(input));
-    }
-    if let Some(text) = verdict.context_text() {
-        output.insert("additionalContext".into(), json!(text));
     }
     match output.is_empty() {
         true => Answer::silent(),
