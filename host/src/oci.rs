@@ -124,6 +124,7 @@ pub async fn pull(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u
         .digest()
         .and_then(|digest| cache.get(digest, MAX_MANIFEST_BYTES as u64));
     let manifest_bytes = match cached_manifest {
+        // The cache checked that these bytes hash to the pinned digest.
         Some(bytes) => bytes,
         None => {
             let (bytes, _) = client
@@ -133,18 +134,20 @@ pub async fn pull(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u
             if bytes.len() > MAX_MANIFEST_BYTES {
                 return Err(format!("the manifest of {whole} is larger than 64 KiB"));
             }
+            let manifest_digest = sha256_digest(&bytes);
+            if reference
+                .digest()
+                .is_some_and(|pinned| manifest_digest != pinned)
+            {
+                return Err(format!(
+                    "digest mismatch for {whole}: the registry's manifest is {manifest_digest}"
+                ));
+            }
+            // Only what was fetched is stored: a manifest read from the cache stays as it is.
+            keep(cache, &bytes);
             bytes.to_vec()
         }
     };
-    let manifest_digest = sha256_digest(&manifest_bytes);
-    if let Some(pinned) = reference.digest() {
-        if manifest_digest != pinned {
-            return Err(format!(
-                "digest mismatch for {whole}: the registry's manifest is {manifest_digest}"
-            ));
-        }
-    }
-    keep(cache, &manifest_bytes);
     let layer = component_layer(&manifest_bytes).map_err(|e| format!("{whole}: {e}"))?;
     // component_layer checked that the size is 0 to MAX_COMPONENT_BYTES.
     if let Some(bytes) = cache.get(&layer.digest, layer.size as u64) {

@@ -102,7 +102,11 @@ impl Case {
 
     /// Where the cache keeps the embedded component (named by its sha256).
     fn cached_component(&self) -> std::path::PathBuf {
-        let digest = sha256(EMBEDDED_COMPONENT);
+        self.cached(&sha256(EMBEDDED_COMPONENT))
+    }
+
+    /// Where the cache keeps the blob with `digest`.
+    fn cached(&self, digest: &str) -> std::path::PathBuf {
         let hex = digest.trim_start_matches("sha256:");
         self.cache.path().join("oci/blobs/sha256").join(hex)
     }
@@ -247,6 +251,28 @@ async fn a_pinned_reference_is_pulled_verified_run_and_then_served_from_the_cach
     );
     drop(registry);
     case.assert_ran(&case.intercept(&pinned(&pushed)).await, 2);
+}
+
+/// A second pull of a pinned reference reads the manifest and the component from the
+/// cache and writes neither again (each pull used to replace and sync the manifest).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_served_from_the_cache_does_not_rewrite_it() {
+    let (_registry, pushed, case) = pushed().await;
+    case.assert_ran(&case.intercept(&pinned(&pushed)).await, 1);
+    let files = [
+        case.cached(pushed["manifestDigest"].as_str().expect("digest")),
+        case.cached_component(),
+    ];
+    let stat = |file: &std::path::PathBuf| {
+        let meta = std::fs::metadata(file).expect("cached");
+        (meta.ino(), meta.mtime(), meta.mtime_nsec())
+    };
+    let before: Vec<_> = files.iter().map(stat).collect();
+    // Let a rewrite show in the modification time even on a coarse-grained filesystem.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    case.assert_ran(&case.intercept(&pinned(&pushed)).await, 2);
+    let after: Vec<_> = files.iter().map(stat).collect();
+    assert_eq!(after, before, "not rewritten");
 }
 
 /// A cache that cannot be written costs only the caching: the verified pull still runs.
