@@ -35,8 +35,16 @@ pub const SCHEME: &str = "oci://";
 /// The largest component a pull accepts (the real one is about 300 KB).
 const MAX_COMPONENT_BYTES: u64 = 64 << 20;
 
-/// The largest manifest a pull accepts.
+/// The largest manifest a pull accepts. Checked once oci-client has read the whole body
+/// (`pull_manifest_raw` has no bounded read); [`PULL_DEADLINE`] bounds how long it reads.
 const MAX_MANIFEST_BYTES: usize = 64 << 10;
+
+/// The longest a pull may take, manifest and component together. The client's read
+/// timeout bounds each read, not the pull: a registry that trickles a byte now and then
+/// would hold it for ever. `ahp hook` pulls inside its budget, which ends it sooner;
+/// `ahp intercept`, `check`, `observe` and `demo` load the component before their hook
+/// call (and its budget) begins, like compiling it, so this is their bound.
+const PULL_DEADLINE: Duration = Duration::from_secs(60);
 
 /// What a push stored.
 pub struct Pushed {
@@ -115,8 +123,30 @@ pub async fn push(reference: &Reference, component: Vec<u8>) -> Result<Pushed, S
     })
 }
 
-/// Pulls the component `reference` names, verified by digest, through `cache`.
+/// Pulls the component `reference` names, verified by digest, through `cache`, within
+/// [`PULL_DEADLINE`].
 pub async fn pull(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>, String> {
+    pull_within(reference, cache, PULL_DEADLINE).await
+}
+
+/// [`pull`] with another deadline.
+async fn pull_within(
+    reference: &Reference,
+    cache: &ComponentCache,
+    deadline: Duration,
+) -> Result<Vec<u8>, String> {
+    tokio::time::timeout(deadline, fetch(reference, cache))
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "pull {}: not done within {deadline:?} (the registry is slow or not answering)",
+                reference.whole()
+            ))
+        })
+}
+
+/// [`pull`] without a deadline.
+async fn fetch(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>, String> {
     let whole = reference.whole();
     let client = client(reference)?;
     let auth = auth();
@@ -402,6 +432,38 @@ mod tests {
         );
         let error = component_layer(manifest.as_bytes()).unwrap_err();
         assert!(error.contains("`urls`"), "{error}");
+    }
+
+    /// A registry that trickles its answer, a byte every 100 ms, keeps every read within
+    /// the client's read timeout: only the pull's own deadline ends it.
+    #[tokio::test]
+    async fn a_registry_that_trickles_is_stopped_by_the_pulls_deadline() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let _ = stream.read(&mut [0; 4096]).await;
+                    let head = "HTTP/1.1 200 OK\r\nContent-Length: 65536\r\n\r\n";
+                    let mut answer = stream.write_all(head.as_bytes()).await;
+                    while answer.is_ok() {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        answer = stream.write_all(b" ").await;
+                    }
+                });
+            }
+        });
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        let pull = pull_within(&reference, &cache, Duration::from_millis(500));
+        // A guard against hanging, far above the deadline under test.
+        let error = tokio::time::timeout(Duration::from_secs(20), pull)
+            .await
+            .expect("the pull's deadline ended it")
+            .unwrap_err();
+        assert!(error.contains("not done within 500ms"), "{error}");
     }
 
     /// A push prints its pinned reference only for the manifest that carries its own
