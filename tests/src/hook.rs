@@ -64,6 +64,9 @@ pub struct Contract {
     /// Asserts the answer runs the tool with this input instead; `None`: the harness
     /// cannot apply a changed input without a grant, so `modify` is not advertised.
     pub assert_modified: Option<fn(&Ran, &Value)>,
+    /// The `modify` operations advertised on the input (`merge`, `replace`); the others
+    /// are unadvertised.
+    pub modify_operations: &'static [&'static str],
     /// Asserts the answer puts this text in the harness's context field; `None`: the
     /// harness has none before a tool, so neither `message` nor `inject` is advertised.
     pub assert_context: Option<fn(&Ran, &str)>,
@@ -354,10 +357,11 @@ impl Contract {
         }
         let capabilities = &params["capabilities"];
         assert_eq!(capabilities["effects"], json!(self.advertised));
-        let modify = self
-            .advertised
-            .contains(&"modify")
-            .then(|| json!({"input": {"replace": true, "merge": true}}));
+        let operations = self.modify_operations;
+        let modify = self.advertised.contains(&"modify").then(|| {
+            json!({"input": {"replace": operations.contains(&"replace"),
+                "merge": operations.contains(&"merge")}})
+        });
         assert_eq!(
             capabilities.get("modify"),
             modify.as_ref(),
@@ -429,7 +433,7 @@ impl Contract {
 
     /// A backend's `modify` of the input reaches the harness as the whole effective
     /// input, merged into the original or replacing it; behind a harness that cannot
-    /// apply it, it is unadvertised.
+    /// apply the operation, it is unadvertised.
     pub async fn modify_merge_and_replace(&self) {
         let (_, original, _) = &self.tool;
         let mut merged = original.clone();
@@ -451,12 +455,12 @@ impl Contract {
             let effects = json!([{"type": "modify", "target": "input",
                 "operation": operation, "value": value}]);
             match self.assert_modified {
-                Some(assert_modified) => {
+                Some(assert_modified) if self.modify_operations.contains(&operation) => {
                     let script = vec![Behaviour::Effects(effects)];
                     let (ran, _backend) = self.pre_tool_with(script, "fail-closed").await;
                     assert_modified(&ran, &effective);
                 }
-                None => self.unadvertised(&effects).await,
+                _ => self.unadvertised(&effects).await,
             }
         }
     }

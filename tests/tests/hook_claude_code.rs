@@ -39,6 +39,7 @@ fn contract() -> Contract {
         assert_no_objection: assert_silent_no_objection,
         assert_ask: Some(assert_ask),
         assert_modified: Some(assert_modified),
+        modify_operations: &["merge", "replace"],
         assert_context: Some(assert_context),
         intercepted: vec![
             Intercepted {

@@ -36,6 +36,7 @@ fn contract() -> Contract {
         assert_no_objection: assert_silent_no_objection,
         assert_ask: None,
         assert_modified: None,
+        modify_operations: &[],
         assert_context: None,
         intercepted: vec![Intercepted {
             payload: (

@@ -35,6 +35,8 @@ fn contract() -> Contract {
         assert_no_objection: assert_silent_no_objection,
         assert_ask: None,
         assert_modified: Some(assert_modified),
+        // Gemini merges `tool_input` into the model's arguments: no replace.
+        modify_operations: &["merge"],
         assert_context: None,
         intercepted: vec![Intercepted {
             payload: (

@@ -1,8 +1,11 @@
 //! Gemini CLI (google-gemini/gemini-cli docs/hooks/reference.md): `settings.json`, hook
 //! timeout in milliseconds, snake_case payloads without a tool-use id.
 //!
-//! Before a tool runs Gemini enforces a denial (`decision: deny`) and replaced arguments
-//! (`hookSpecificOutput.tool_input`); it has no ask. Before the agent takes a prompt it
+//! Before a tool runs Gemini enforces a denial (`decision: deny`) and changed arguments
+//! (`hookSpecificOutput.tool_input`); it has no ask. Its hooks reference says that
+//! object "merges with and overrides" the model's arguments: a key the adapter leaves
+//! out survives, so a `modify` that replaces the input cannot be carried, and only
+//! merge is advertised. Before the agent takes a prompt it
 //! blocks with the same `decision: deny`. After a tool its block is no AHP effect there
 //! (the protocol has no deny at `tool.after`), so that event is only observed.
 
@@ -14,7 +17,8 @@ use serde_json::{json, Value};
 
 /// The mapped events and what Gemini CLI enforces at each.
 pub const EVENTS: &[EventSpec] = &[
-    on("BeforeTool", AhpEvent::ToolBefore, &[E::Deny, E::Modify]),
+    // Gemini merges `tool_input` into the model's arguments: merge only, no replace.
+    on("BeforeTool", AhpEvent::ToolBefore, &[E::Deny, E::Modify]).merging_input(),
     on("AfterTool", AhpEvent::ToolAfter, &[]),
     on("BeforeAgent", AhpEvent::TurnStart, &[E::Deny]),
     on("SessionStart", AhpEvent::SessionStart, &[]),
@@ -75,6 +79,13 @@ mod tests {
             answer.stdout,
             "{\"hookSpecificOutput\":{\"tool_input\":{\"path\":\"/tmp/x\"}}}\n"
         );
+    }
+
+    #[test]
+    fn tool_input_is_merged_never_replaced() {
+        let capability = EVENTS[0].capability().expect("BeforeTool is intercepted");
+        let modify = capability.modify.expect("modify is advertised");
+        assert!(modify.merge && !modify.replace, "{modify:?}");
     }
 
     #[test]

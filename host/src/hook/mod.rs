@@ -268,18 +268,32 @@ pub struct EventSpec {
     /// The AHP effects the harness really enforces at this event, among those the
     /// protocol allows there (before a tool: always deny). `flow` means stop only.
     pub enforces: &'static [EffectKind],
+    /// Whether a `modify` may replace the tool input whole: the harness runs the input
+    /// the adapter writes as it is, rather than merging it into the model's arguments.
+    pub replaces_input: bool,
 }
 
-/// The [`EventSpec`] of `native`: it becomes `ahp`, where the harness enforces `enforces`.
+/// The [`EventSpec`] of `native`: it becomes `ahp`, where the harness enforces `enforces`
+/// (a modified input as written).
 const fn on(native: &'static str, ahp: AhpEvent, enforces: &'static [EffectKind]) -> EventSpec {
     EventSpec {
         native,
         ahp,
         enforces,
+        replaces_input: true,
     }
 }
 
 impl EventSpec {
+    /// This event where the harness merges the input the adapter writes into the
+    /// model's arguments: a key a replace drops would survive, so only merge holds.
+    const fn merging_input(self) -> EventSpec {
+        EventSpec {
+            replaces_input: false,
+            ..self
+        }
+    }
+
     /// The effects advertised to backends: what the harness enforces and the adapter
     /// can also write. A backend is never offered an effect either would drop.
     pub fn advertised(&self) -> Vec<EffectKind> {
@@ -316,12 +330,13 @@ impl EventSpec {
             remaining_continuations: None,
             continuation_count: None,
         });
-        // The adapter writes the whole effective input, so both operations hold.
+        // The adapter writes the whole effective input, so merge always holds, and
+        // replace where the harness runs that input as written.
         let modify = effects
             .contains(&EffectKind::Modify)
             .then_some(ModifyCapability {
                 target: ModifyTarget::Input,
-                replace: true,
+                replace: self.replaces_input,
                 merge: true,
             });
         // Every harness context field takes text for the model at once.
