@@ -136,13 +136,13 @@ fn kind(name: &str) -> &'static str {
         return "mcp";
     }
     match name {
-        "Bash" | "Shell" | "shell" | "run_shell_command" | "bash" => "shell",
+        "Bash" | "Shell" | "shell" | "run_shell_command" | "bash" | "powershell" => "shell",
         "Read" | "read_file" | "view" => "file_read",
         "Write" | "write_file" | "create" => "file_write",
         "Edit" | "MultiEdit" | "replace" | "apply_patch" | "edit" => "file_edit",
         "Grep" | "Glob" | "search_file_content" | "glob" | "grep" => "search",
         "WebFetch" | "WebSearch" | "web_fetch" | "google_web_search" => "fetch",
-        "Task" | "Agent" => "task",
+        "Task" | "Agent" | "task" => "task",
         _ => "other",
     }
 }
@@ -217,6 +217,14 @@ mod tests {
         assert_eq!(kind("Glob"), "search");
         assert_eq!(kind("mcp__github__create_issue"), "mcp");
         assert_eq!(kind("Frobnicate"), "other");
+    }
+
+    /// Copilot's lowercase spellings: `powershell` is a shell as `bash` is, `task` a
+    /// subagent as `Task` is.
+    #[test]
+    fn powershell_and_lowercase_task_have_their_kinds() {
+        assert_eq!(kind("powershell"), "shell");
+        assert_eq!(kind("task"), "task");
     }
 
     #[test]
