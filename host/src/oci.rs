@@ -26,6 +26,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use oci_wasm::{WasmClient, WasmConfig, WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE};
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -59,22 +60,30 @@ pub struct Pushed {
 /// Parses `REGISTRY/REPOSITORY[:TAG][@sha256:HEX]`, with or without `oci://` in front.
 pub fn parse_reference(text: &str) -> Result<Reference, String> {
     let bare = text.strip_prefix(SCHEME).unwrap_or(text);
-    let reference: Reference = bare
-        .parse()
-        .map_err(|e| format!("invalid OCI reference {text:?}: {e}"))?;
-    if let Some(digest) = reference.digest() {
-        if sha256_hex(digest).is_none() {
-            return Err(format!(
-                "invalid OCI reference {text:?}: the digest must be sha256: and 64 lowercase hex digits"
-            ));
-        }
+    // A reference's only `@` begins its digest. Any other may be `user:password@`, so the
+    // text is not repeated.
+    if bare
+        .split_once('@')
+        .is_some_and(|(_, digest)| sha256_hex(digest).is_none())
+    {
+        return Err(
+            "invalid OCI reference (not shown: it may hold a password): an `@` may \
+             only begin the digest, sha256: and 64 lowercase hex digits; registry credentials \
+             come from AHP_REGISTRY_USERNAME and AHP_REGISTRY_PASSWORD"
+                .into(),
+        );
     }
-    if !bare.contains('/') {
+    // oci-spec's rule: the first component is the registry only if it looks like a host;
+    // otherwise the reference means Docker Hub, which must be named like any other.
+    let registry = bare.split_once('/').map(|(first, _)| first);
+    if !registry.is_some_and(|r| r.contains('.') || r.contains(':') || r == "localhost") {
         return Err(format!(
-            "invalid OCI reference {text:?}: name the registry, e.g. 127.0.0.1:5000/ahp/interceptor:0.1.0"
+            "invalid OCI reference {text:?}: name the registry (a host with a `.` or a port, \
+             or localhost), e.g. 127.0.0.1:5000/ahp/interceptor:0.1.0"
         ));
     }
-    Ok(reference)
+    bare.parse()
+        .map_err(|e| format!("invalid OCI reference {text:?}: {e}"))
 }
 
 /// Pushes `component` to `reference` (which must name a tag, not a digest).
@@ -92,7 +101,7 @@ pub async fn push(reference: &Reference, component: Vec<u8>) -> Result<Pushed, S
     // A fixed creation time: pushing the same component gives the same manifest digest.
     config.created = chrono::DateTime::UNIX_EPOCH;
     let client = WasmClient::new(client(reference)?);
-    let auth = auth();
+    let auth = auth()?;
     client
         .push(reference, &auth, layer, config, Some(annotations))
         .await
@@ -149,7 +158,7 @@ async fn pull_within(
 async fn fetch(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>, String> {
     let whole = reference.whole();
     let client = client(reference)?;
-    let auth = auth();
+    let auth = auth()?;
     let cached_manifest = reference
         .digest()
         .and_then(|digest| cache.get(digest, MAX_MANIFEST_BYTES as u64));
@@ -339,13 +348,34 @@ fn is_loopback(registry: &str) -> bool {
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-fn auth() -> RegistryAuth {
-    match (
-        std::env::var("AHP_REGISTRY_USERNAME"),
-        std::env::var("AHP_REGISTRY_PASSWORD"),
-    ) {
-        (Ok(user), Ok(password)) => RegistryAuth::Basic(user, password),
-        _ => RegistryAuth::Anonymous,
+const USERNAME: &str = "AHP_REGISTRY_USERNAME";
+const PASSWORD: &str = "AHP_REGISTRY_PASSWORD";
+
+/// HTTP Basic credentials from [`USERNAME`] and [`PASSWORD`], or anonymous access when
+/// neither is set.
+fn auth() -> Result<RegistryAuth, String> {
+    auth_from(std::env::var_os(USERNAME), std::env::var_os(PASSWORD))
+}
+
+/// Both or neither: one alone is a mistake to report, not a reason to go anonymous. The
+/// values are never part of an error.
+fn auth_from(
+    username: Option<OsString>,
+    password: Option<OsString>,
+) -> Result<RegistryAuth, String> {
+    let text = |name: &str, value: OsString| {
+        value
+            .into_string()
+            .map_err(|_| format!("{name} is not valid UTF-8"))
+    };
+    match (username, password) {
+        (Some(username), Some(password)) => Ok(RegistryAuth::Basic(
+            text(USERNAME, username)?,
+            text(PASSWORD, password)?,
+        )),
+        (None, None) => Ok(RegistryAuth::Anonymous),
+        (Some(_), None) => Err(format!("{USERNAME} is set but {PASSWORD} is not: set both")),
+        (None, Some(_)) => Err(format!("{PASSWORD} is set but {USERNAME} is not: set both")),
     }
 }
 
@@ -385,6 +415,8 @@ mod tests {
         assert_eq!(reference.registry(), "127.0.0.1:5000");
         assert_eq!(reference.repository(), "ahp/interceptor");
         assert!(parse_reference("127.0.0.1:5000/ahp/interceptor:0.1.0").is_ok());
+        assert!(parse_reference("localhost/ahp/interceptor:1").is_ok());
+        assert!(parse_reference("ghcr.io/ahp/interceptor:1").is_ok());
         for bad in [
             "oci://interceptor",
             "oci://127.0.0.1:5000/ahp/interceptor@sha256:abc",
@@ -392,6 +424,65 @@ mod tests {
             "oci://",
         ] {
             assert!(parse_reference(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// `ahp/interceptor:1` would mean Docker Hub: the first component must be a host.
+    #[test]
+    fn a_reference_without_a_registry_host_is_refused() {
+        for bad in [
+            "oci://ahp/interceptor:1",
+            "ahp/interceptor",
+            "LOCALHOST/ahp/i:1",
+        ] {
+            let error = parse_reference(bad).unwrap_err();
+            assert!(error.contains("name the registry"), "{bad}: {error}");
+        }
+    }
+
+    /// Credentials written into a reference are refused and never repeated.
+    #[test]
+    fn a_reference_with_user_and_password_is_refused_without_echoing_them() {
+        let digest = format!("@sha256:{}", "a".repeat(64));
+        for bad in [
+            "oci://user:s3cret-marker@127.0.0.1:5000/ahp/interceptor:1".to_string(),
+            "user:s3cret-marker@ghcr.io/ahp/interceptor".to_string(),
+            format!("oci://user:s3cret-marker@ghcr.io/ahp/interceptor{digest}"),
+            "oci://user:s3/cret-marker@ghcr.io/ahp/interceptor".to_string(),
+            "oci://user:s3cret-marker@ghcr.io".to_string(),
+        ] {
+            let error = parse_reference(&bad).unwrap_err();
+            assert!(!error.contains("cret-marker"), "{bad}: {error}");
+            assert!(error.contains("AHP_REGISTRY_PASSWORD"), "{bad}: {error}");
+        }
+    }
+
+    /// One variable alone, or a value that is not UTF-8, is an error naming the variable,
+    /// not anonymous access; no value is ever part of it.
+    #[test]
+    fn registry_credentials_are_both_or_neither() {
+        let set = |value: &str| Some(OsString::from(value));
+        assert_eq!(auth_from(None, None), Ok(RegistryAuth::Anonymous));
+        assert_eq!(
+            auth_from(set("user"), set("s3cret")),
+            Ok(RegistryAuth::Basic("user".into(), "s3cret".into()))
+        );
+        assert_eq!(
+            auth_from(set("user"), None),
+            Err("AHP_REGISTRY_USERNAME is set but AHP_REGISTRY_PASSWORD is not: set both".into())
+        );
+        assert_eq!(
+            auth_from(None, set("s3cret")),
+            Err("AHP_REGISTRY_PASSWORD is set but AHP_REGISTRY_USERNAME is not: set both".into())
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStringExt as _;
+            let not_utf8 = Some(OsString::from_vec(b"s3cret\xff".to_vec()));
+            assert_eq!(
+                auth_from(set("user"), not_utf8),
+                Err("AHP_REGISTRY_PASSWORD is not valid UTF-8".into())
+            );
         }
     }
 
