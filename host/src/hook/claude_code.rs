@@ -51,12 +51,14 @@ pub const EVENTS: &[EventSpec] = &[
 pub const SETTINGS_FILE: &str = ".claude/settings.json";
 
 /// Claude-shaped payloads (also Codex's): `session_id`, `cwd`, `source` at session
-/// start, and for tool events `tool_name`, `tool_input` (an object) and `tool_use_id`.
+/// start, `trigger` before a compaction, and for tool events `tool_name`, `tool_input`
+/// (an object) and `tool_use_id`.
 pub const FIELDS: Fields = Fields {
     session: &["session_id"],
     tool: &[SNAKE_TOOL],
     call_id: Some("tool_use_id"),
-    trigger: Some("source"),
+    start_trigger: Some("source"),
+    compact_trigger: Some("trigger"),
     roots_for_cwd: false,
 };
 

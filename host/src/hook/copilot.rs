@@ -44,7 +44,9 @@ pub const FIELDS: Fields = Fields {
         SNAKE_TOOL,
     ],
     call_id: None,
-    trigger: Some("source"),
+    start_trigger: Some("source"),
+    // Copilot has no compaction event.
+    compact_trigger: None,
     roots_for_cwd: false,
 };
 

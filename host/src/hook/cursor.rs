@@ -36,7 +36,8 @@ pub const FIELDS: Fields = Fields {
     session: &["conversation_id"],
     tool: &[SNAKE_TOOL],
     call_id: Some("tool_use_id"),
-    trigger: None,
+    start_trigger: None,
+    compact_trigger: None,
     roots_for_cwd: true,
 };
 

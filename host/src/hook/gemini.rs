@@ -29,13 +29,14 @@ pub const EVENTS: &[EventSpec] = &[
 /// The settings file the snippet belongs in.
 pub const SETTINGS_FILE: &str = ".gemini/settings.json";
 
-/// `session_id`, `cwd`, `source` at session start, and for tool events `tool_name` and
-/// `tool_input`; Gemini has no tool-use id.
+/// `session_id`, `cwd`, `source` at session start, `trigger` before a compression, and
+/// for tool events `tool_name` and `tool_input`; Gemini has no tool-use id.
 pub const FIELDS: Fields = Fields {
     session: &["session_id"],
     tool: &[SNAKE_TOOL],
     call_id: None,
-    trigger: Some("source"),
+    start_trigger: Some("source"),
+    compact_trigger: Some("trigger"),
     roots_for_cwd: false,
 };
 

@@ -365,7 +365,8 @@ pub struct Payload {
     pub tool: Option<(String, Map<String, Value>)>,
     /// The harness's tool-use id, when it has one.
     pub call_id: Option<String>,
-    /// `session.start`: why the session started, in the harness's words.
+    /// `session.start`: why the session started; `context.compact.before`: what set
+    /// the compaction off; in the harness's words.
     pub trigger: Option<String>,
     /// `session.end`: why it ended, in the harness's words.
     pub reason: Option<String>,

@@ -14,8 +14,10 @@ pub struct Fields {
     pub tool: &'static [ToolFields],
     /// The harness's tool-use id, if it has one.
     pub call_id: Option<&'static str>,
-    /// Why a session started, if the harness says.
-    pub trigger: Option<&'static str>,
+    /// Why a session started (`session.start`), if the harness says.
+    pub start_trigger: Option<&'static str>,
+    /// What set off a compaction (`context.compact.before`), if the harness says.
+    pub compact_trigger: Option<&'static str>,
     /// Without `cwd`, the first of the `workspace_roots` is the working directory.
     pub roots_for_cwd: bool,
 }
@@ -63,11 +65,16 @@ pub fn read(
         Some(key) => optional_string(payload, key),
         None => Ok(None),
     };
+    let trigger = match spec.ahp {
+        AhpEvent::SessionStart => fields.start_trigger,
+        AhpEvent::ContextCompactBefore => fields.compact_trigger,
+        _ => None,
+    };
     Ok(Payload {
         session_id,
         cwd,
         call_id: optional(fields.call_id)?,
-        trigger: optional(fields.trigger)?,
+        trigger: optional(trigger)?,
         reason: optional_string(payload, "reason")?,
         tool,
     })
@@ -163,6 +170,29 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(error, "sessionId is required");
+    }
+
+    /// A session start says why in `source`, a compaction (Claude Code's `PreCompact`,
+    /// Gemini's `PreCompress`) what set it off in `trigger`.
+    #[test]
+    fn the_trigger_is_read_from_each_event_s_own_field() {
+        let cases = [
+            (Harness::ClaudeCode, "SessionStart", "source", "resume"),
+            (Harness::ClaudeCode, "PreCompact", "trigger", "auto"),
+            (Harness::Gemini, "SessionStart", "source", "startup"),
+            (Harness::Gemini, "PreCompress", "trigger", "manual"),
+        ];
+        for (harness, native, key, trigger) in cases {
+            let spec = harness.events().iter().find(|s| s.native == native);
+            let spec = spec.expect("mapped");
+            let payload = json!({"session_id": "s", "hook_event_name": native, key: trigger});
+            let read = read(harness.fields(), payload.as_object().unwrap(), spec).unwrap();
+            assert_eq!(
+                read.trigger.as_deref(),
+                Some(trigger),
+                "{harness:?} {native}"
+            );
+        }
     }
 
     #[test]
