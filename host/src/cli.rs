@@ -80,9 +80,10 @@ enum Command {
     /// XDG_CACHE_HOME/ahp-interceptor, else ~/.cache/ahp-interceptor) so later processes
     /// start without compiling; print the cache file's path and the time it took.
     Precompile {
-        /// Compile this component instead of the embedded one.
+        /// Compile this component instead of the embedded one: a path, or
+        /// oci://REF[@sha256:…] (pulled from a registry, verified by digest, cached).
         #[arg(long)]
-        component: Option<PathBuf>,
+        component: Option<String>,
     },
     /// Distribute the component: push it to an OCI registry, export it with its WIT.
     Component {
@@ -236,14 +237,14 @@ pub fn main() -> ExitCode {
                 Ok(options) => demo::run(options).await,
                 Err(e) => fail(&e),
             },
-            Command::Precompile { component } => precompile(component.as_deref()),
+            Command::Precompile { component } => precompile(component.as_deref()).await,
             Command::Component { command } => component_cmd::run(command).await,
         }
     })
 }
 
 /// Warms the compile cache; exit 1 when nothing could be cached.
-fn precompile(component: Option<&std::path::Path>) -> ExitCode {
+async fn precompile(component: Option<&str>) -> ExitCode {
     let Some(dir) = compile_cache::cache_dir() else {
         return fail("no cache directory: set AHP_CACHE_DIR, XDG_CACHE_HOME or HOME");
     };
@@ -255,9 +256,9 @@ fn precompile(component: Option<&std::path::Path>) -> ExitCode {
         ));
     }
     let bytes = match component {
-        Some(path) => match std::fs::read(path) {
+        Some(source) => match component_cmd::load(source).await {
             Ok(bytes) => std::borrow::Cow::Owned(bytes),
-            Err(e) => return fail(&format!("read component {}: {e}", path.display())),
+            Err(e) => return fail(&e),
         },
         None => std::borrow::Cow::Borrowed(EMBEDDED_COMPONENT),
     };

@@ -43,8 +43,8 @@ const MAX_MANIFEST_BYTES: usize = 64 << 10;
 /// The longest a pull may take, manifest and component together. The client's read
 /// timeout bounds each read, not the pull: a registry that trickles a byte now and then
 /// would hold it for ever. `ahp hook` pulls inside its budget, which ends it sooner;
-/// `ahp intercept`, `check`, `observe` and `demo` load the component before their hook
-/// call (and its budget) begins, like compiling it, so this is their bound.
+/// `ahp intercept`, `check`, `observe`, `demo` and `precompile` load the component before
+/// any hook call (and its budget) begins, like compiling it, so this is their bound.
 const PULL_DEADLINE: Duration = Duration::from_secs(60);
 
 /// What a push stored.

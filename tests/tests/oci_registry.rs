@@ -354,6 +354,43 @@ async fn a_fifo_or_a_symbolic_link_in_place_of_a_cached_blob_is_a_miss() {
     );
 }
 
+/// `ahp precompile --component oci://…` pulls like every command that takes
+/// `--component`, and a later `ahp intercept` of the same reference finds both the
+/// component and its compiled code in the cache, with the registry gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn precompile_pulls_an_oci_component_and_warms_both_caches() {
+    let (registry, pushed, case) = pushed().await;
+    let output = tokio::process::Command::new(ahp_binary())
+        .args(["precompile", "--component", &pinned(&pushed)])
+        .env("AHP_CACHE_DIR", case.cache.path())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("run ahp precompile");
+    assert_success(&output, "ahp precompile");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut lines = stdout.lines();
+    let compiled = std::path::PathBuf::from(lines.next().expect("the path line"));
+    assert!(
+        compiled.starts_with(case.cache.path()) && compiled.is_file(),
+        "{stdout}"
+    );
+    let summary = lines.next().expect("the summary line");
+    assert!(summary.starts_with("compiled and stored in "), "{stdout}");
+    assert_eq!(
+        std::fs::read(case.cached_component()).expect("cached"),
+        EMBEDDED_COMPONENT
+    );
+
+    drop(registry);
+    let mut intercept = case.intercept_command(&pinned(&pushed));
+    intercept.env("AHP_LOG", "ahp_host::compile_cache=debug");
+    let output = intercept.output().await.expect("run ahp intercept");
+    case.assert_ran(&output, 1);
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("compiled component: cache hit"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tag_is_pulled_from_the_registry_and_run() {
     let (registry, _, case) = pushed().await;
