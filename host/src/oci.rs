@@ -16,7 +16,8 @@
 //! Transport: plain `http` only to a loopback registry (`localhost`, `127.0.0.0/8`,
 //! `[::1]`), which is spoken to over plain http; every other registry over `https`,
 //! verified by rustls (ring) against the platform's roots. Credentials, if any, come from
-//! `AHP_REGISTRY_USERNAME` / `AHP_REGISTRY_PASSWORD` and are never printed.
+//! `AHP_REGISTRY_USERNAME` / `AHP_REGISTRY_PASSWORD`, go only to the registry
+//! `AHP_REGISTRY_HOST` names, and are never printed.
 
 use crate::component_cache::{sha256_digest, sha256_hex, ComponentCache};
 use futures_util::StreamExt as _;
@@ -101,7 +102,7 @@ pub async fn push(reference: &Reference, component: Vec<u8>) -> Result<Pushed, S
     // A fixed creation time: pushing the same component gives the same manifest digest.
     config.created = chrono::DateTime::UNIX_EPOCH;
     let client = WasmClient::new(client(reference)?);
-    let auth = auth()?;
+    let auth = auth(reference)?;
     client
         .push(reference, &auth, layer, config, Some(annotations))
         .await
@@ -158,7 +159,7 @@ async fn pull_within(
 async fn fetch(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>, String> {
     let whole = reference.whole();
     let client = client(reference)?;
-    let auth = auth()?;
+    let auth = auth(reference)?;
     let cached_manifest = reference
         .digest()
         .and_then(|digest| cache.get(digest, MAX_MANIFEST_BYTES as u64));
@@ -350,33 +351,57 @@ fn is_loopback(registry: &str) -> bool {
 
 const USERNAME: &str = "AHP_REGISTRY_USERNAME";
 const PASSWORD: &str = "AHP_REGISTRY_PASSWORD";
+/// The registry (`host[:port]`) the credentials are for, and the only one they go to.
+const HOST: &str = "AHP_REGISTRY_HOST";
 
-/// HTTP Basic credentials from [`USERNAME`] and [`PASSWORD`], or anonymous access when
-/// neither is set.
-fn auth() -> Result<RegistryAuth, String> {
-    auth_from(std::env::var_os(USERNAME), std::env::var_os(PASSWORD))
+/// The credentials for `reference`'s registry: HTTP Basic from [`USERNAME`] and
+/// [`PASSWORD`] when [`HOST`] names that registry, anonymous access otherwise.
+fn auth(reference: &Reference) -> Result<RegistryAuth, String> {
+    auth_from(
+        reference.registry(),
+        std::env::var_os(USERNAME),
+        std::env::var_os(PASSWORD),
+        std::env::var_os(HOST),
+    )
 }
 
-/// Both or neither: one alone is a mistake to report, not a reason to go anonymous. The
-/// values are never part of an error.
+/// Both or neither, and bound to the one registry [`HOST`] names: one alone is a mistake
+/// to report, not a reason to go anonymous, and credentials named for no registry would
+/// go to whichever one a reference (or a copied hook configuration) names. The values
+/// are never part of an error.
 fn auth_from(
+    registry: &str,
     username: Option<OsString>,
     password: Option<OsString>,
+    host: Option<OsString>,
 ) -> Result<RegistryAuth, String> {
     let text = |name: &str, value: OsString| {
         value
             .into_string()
             .map_err(|_| format!("{name} is not valid UTF-8"))
     };
-    match (username, password) {
-        (Some(username), Some(password)) => Ok(RegistryAuth::Basic(
-            text(USERNAME, username)?,
-            text(PASSWORD, password)?,
-        )),
-        (None, None) => Ok(RegistryAuth::Anonymous),
-        (Some(_), None) => Err(format!("{USERNAME} is set but {PASSWORD} is not: set both")),
-        (None, Some(_)) => Err(format!("{PASSWORD} is set but {USERNAME} is not: set both")),
+    let (username, password) = match (username, password) {
+        (Some(username), Some(password)) => (username, password),
+        (None, None) => return Ok(RegistryAuth::Anonymous),
+        (Some(_), None) => {
+            return Err(format!("{USERNAME} is set but {PASSWORD} is not: set both"))
+        }
+        (None, Some(_)) => {
+            return Err(format!("{PASSWORD} is set but {USERNAME} is not: set both"))
+        }
+    };
+    let Some(host) = host else {
+        return Err(format!(
+            "{USERNAME} and {PASSWORD} are set but {HOST} is not: name the registry they are for"
+        ));
+    };
+    if !text(HOST, host)?.eq_ignore_ascii_case(registry) {
+        return Ok(RegistryAuth::Anonymous);
     }
+    Ok(RegistryAuth::Basic(
+        text(USERNAME, username)?,
+        text(PASSWORD, password)?,
+    ))
 }
 
 #[cfg(test)]
@@ -462,17 +487,19 @@ mod tests {
     #[test]
     fn registry_credentials_are_both_or_neither() {
         let set = |value: &str| Some(OsString::from(value));
-        assert_eq!(auth_from(None, None), Ok(RegistryAuth::Anonymous));
+        let host = set("ghcr.io");
+        let auth = |user, password| auth_from("ghcr.io", user, password, host.clone());
+        assert_eq!(auth(None, None), Ok(RegistryAuth::Anonymous));
         assert_eq!(
-            auth_from(set("user"), set("s3cret")),
+            auth(set("user"), set("s3cret")),
             Ok(RegistryAuth::Basic("user".into(), "s3cret".into()))
         );
         assert_eq!(
-            auth_from(set("user"), None),
+            auth(set("user"), None),
             Err("AHP_REGISTRY_USERNAME is set but AHP_REGISTRY_PASSWORD is not: set both".into())
         );
         assert_eq!(
-            auth_from(None, set("s3cret")),
+            auth(None, set("s3cret")),
             Err("AHP_REGISTRY_PASSWORD is set but AHP_REGISTRY_USERNAME is not: set both".into())
         );
         #[cfg(unix)]
@@ -480,10 +507,36 @@ mod tests {
             use std::os::unix::ffi::OsStringExt as _;
             let not_utf8 = Some(OsString::from_vec(b"s3cret\xff".to_vec()));
             assert_eq!(
-                auth_from(set("user"), not_utf8),
+                auth(set("user"), not_utf8),
                 Err("AHP_REGISTRY_PASSWORD is not valid UTF-8".into())
             );
         }
+    }
+
+    /// Credentials go only to the registry AHP_REGISTRY_HOST names: another registry (a
+    /// reference pointing elsewhere, and then the token service it names) gets anonymous
+    /// requests, and credentials named for no registry are an error.
+    #[test]
+    fn registry_credentials_go_only_to_the_registry_they_name() {
+        let set = |value: &str| Some(OsString::from(value));
+        let basic = Ok(RegistryAuth::Basic("user".into(), "s3cret".into()));
+        let (user, password) = (set("user"), set("s3cret"));
+        let auth = |registry, host| auth_from(registry, user.clone(), password.clone(), host);
+        assert_eq!(auth("GHCR.io", set("ghcr.io")), basic);
+        assert_eq!(auth("127.0.0.1:5000", set("127.0.0.1:5000")), basic);
+        assert_eq!(
+            auth("evil.example", set("ghcr.io")),
+            Ok(RegistryAuth::Anonymous)
+        );
+        assert_eq!(
+            auth("127.0.0.1:5001", set("127.0.0.1:5000")),
+            Ok(RegistryAuth::Anonymous)
+        );
+        let unnamed = auth("ghcr.io", None).unwrap_err();
+        assert!(
+            unnamed.contains("AHP_REGISTRY_HOST") && !unnamed.contains("s3cret"),
+            "{unnamed}"
+        );
     }
 
     #[test]
