@@ -141,7 +141,8 @@ pub async fn run_hook_with(
 }
 
 /// The `ahp hook HARNESS --registration R ARGS` process, its stdio piped (a test may
-/// point stdout or stderr elsewhere).
+/// point stdout or stderr elsewhere), with the operator's log on (`AHP_LOG=warn`): a
+/// failure's details are on stderr even where the answer keeps them from the model.
 pub fn hook_command(harness: &str, registration: &Path, args: &[&str]) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(ahp_binary());
     command
@@ -153,6 +154,7 @@ pub fn hook_command(harness: &str, registration: &Path, args: &[&str]) -> tokio:
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
+        .env("AHP_LOG", "warn")
         .kill_on_drop(true);
     command
 }

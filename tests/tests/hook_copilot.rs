@@ -2,7 +2,10 @@
 //! which name no event (the command line does) and encode `toolArgs` as a JSON string;
 //! a denial is its JSON and exit 2.
 
-use ahp_tests::hook::{assert_json, assert_silent_no_objection, run_unreachable, Contract, Ran};
+use ahp_tests::hook::{
+    assert_json, assert_silent_no_objection, hook_command, run_command, run_unreachable,
+    write_registration, Contract, Ran, FAILED_REASON,
+};
 use serde_json::{json, Value};
 
 fn contract() -> Contract {
@@ -78,3 +81,32 @@ fn assert_deny_everywhere(ran: &Ran) {
 }
 
 ahp_tests::hook_contract_tests!(contract());
+
+/// Copilot's denial is exit 2, whose stderr the harness shows the model: a failure's
+/// details (here the registry's address) stay out of it, the generic reason alone, and
+/// are logged for an operator who asks (`AHP_LOG=warn`).
+#[tokio::test]
+async fn failure_details_never_reach_the_model() {
+    let quiet = run_with_closed_registry(None).await;
+    assert_deny(&quiet, FAILED_REASON);
+    assert_eq!(quiet.stderr, format!("{FAILED_REASON}\n"), "{quiet:?}");
+    let logged = run_with_closed_registry(Some("warn")).await;
+    assert_deny(&logged, FAILED_REASON);
+    assert!(logged.stderr.contains("127.0.0.1:9"), "{logged:?}");
+}
+
+/// The pre-tool payload with the component pulled from a closed port, `AHP_LOG` as given.
+async fn run_with_closed_registry(log: Option<&str>) -> Ran {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration =
+        write_registration(dir.path(), "http://127.0.0.1:9/hooks", "fail-open", false);
+    let (payload, args) = contract().pre_tool;
+    let mut all = args.to_vec();
+    all.extend(["--component", "oci://127.0.0.1:9/ahp/interceptor:0.1"]);
+    let mut command = hook_command("copilot", &registration, &all);
+    match log {
+        Some(level) => command.env("AHP_LOG", level),
+        None => command.env_remove("AHP_LOG"),
+    };
+    run_command(command, payload.to_string().as_bytes(), true).await
+}

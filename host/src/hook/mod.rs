@@ -7,7 +7,7 @@
 //! before a decision — a payload that is not the harness's, an unreadable or invalid
 //! registration, a component failure, a panic, the whole process running past its budget —
 //! is answered as a denial in the harness's format, with a generic reason (the details go
-//! to stderr). So is SIGINT or SIGTERM: the call is interrupted (`decidedBy:
+//! to stderr, or to the log where the harness shows stderr to the model). So is SIGINT or SIGTERM: the call is interrupted (`decidedBy:
 //! "interrupted"` in the audit), its stdio backends are killed and reaped, and the
 //! process answers before it exits. At an event that is only observed nothing is
 //! decided, so a failure there is logged and answered as no objection.
@@ -534,9 +534,15 @@ impl Answer {
 
     /// Writes the answer and returns its exit code. An answer stdout cannot take (a
     /// closed pipe, a full disk) is lost, and the harness would read the silence as no
-    /// objection: then `unwritten`, whose stdout is empty, is given instead. stderr is
-    /// best effort: one that cannot be written must not turn the answer into a panic.
-    fn write(self, unwritten: Answer) -> i32 {
+    /// objection: then `unwritten`, whose stdout is empty, is given instead.
+    ///
+    /// `detail` (what went wrong) is for the operator. On exit 2 the harness shows
+    /// stderr to the model, which should see the generic reason only — no network
+    /// details or stack traces (failure semantics) — so there the detail is logged at
+    /// warn, shown when `AHP_LOG` asks for it; on any other answer it goes to stderr.
+    /// stderr is best effort: one that cannot be written must not become a panic.
+    fn write(self, unwritten: Answer, detail: Option<String>) -> i32 {
+        let mut details: Vec<String> = detail.into_iter().collect();
         let mut out = std::io::stdout().lock();
         let answer = match out
             .write_all(self.stdout.as_bytes())
@@ -544,14 +550,21 @@ impl Answer {
         {
             Ok(()) => self,
             Err(e) => {
-                let mut unwritten = unwritten;
-                let line = format!("error: write the answer to stdout: {e}");
-                unwritten.stderr.insert(0, line);
+                details.push(format!("write the answer to stdout: {e}"));
                 unwritten
             }
         };
+        let mut lines = Vec::new();
+        for detail in details {
+            match answer.exit {
+                // The log writes to stderr too, and its subscriber reports a failed
+                // write with eprintln!, which panics: the exit code must survive that.
+                2 => drop(std::panic::catch_unwind(|| tracing::warn!("{detail}"))),
+                _ => lines.push(format!("error: {detail}")),
+            }
+        }
         let mut err = std::io::stderr().lock();
-        for line in &answer.stderr {
+        for line in lines.iter().chain(&answer.stderr) {
             let _ = writeln!(err, "{line}");
         }
         i32::from(answer.exit)
@@ -614,13 +627,10 @@ pub async fn run(request: Request) -> ExitCode {
         Ok(verdict) => (verdict, None),
         Err(detail) => (Verdict::after_failure(spec), Some(detail)),
     };
-    let mut answer = formatted(harness, spec, &verdict);
-    if let Some(detail) = detail {
-        answer.stderr.insert(0, format!("error: {detail}"));
-    }
+    let answer = formatted(harness, spec, &verdict);
     // Exit at once: a harness that never closes stdin leaves the blocking read behind,
     // and the runtime would wait for it forever on the way out.
-    std::process::exit(answer.write(unwritten(spec, &verdict)))
+    std::process::exit(answer.write(unwritten(spec, &verdict), detail))
 }
 
 /// The answer when `verdict`'s cannot be written to stdout. No objection loses nothing:
