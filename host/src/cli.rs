@@ -194,7 +194,13 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // The compiler's own trace logs (gigabytes while compiling the component) are never
     // what an operator wants from AHP_LOG; keep them at warnings.
-    let mut filter = tracing_subscriber::EnvFilter::from_env("AHP_LOG");
+    // `ahp hook`'s stderr may be what the model reads (an exit-2 answer shows it): there
+    // nothing is logged, an engine error's backtrace included, unless the operator asks.
+    let quiet = matches!(cli.command, Command::Hook(_)) && std::env::var_os("AHP_LOG").is_none();
+    let mut filter = match quiet {
+        true => tracing_subscriber::EnvFilter::new("off"),
+        false => tracing_subscriber::EnvFilter::from_env("AHP_LOG"),
+    };
     for noisy in [
         "cranelift_codegen",
         "cranelift_frontend",
@@ -208,6 +214,9 @@ pub fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // A log line that cannot be written (stderr closed or full) is lost, never a
+        // panic that would change a hook's exit code.
+        .log_internal_errors(false)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -7,6 +7,7 @@ use ahp_tests::hook::{
     write_registration, Contract, Ran, FAILED_REASON,
 };
 use serde_json::{json, Value};
+use std::path::Path;
 
 fn contract() -> Contract {
     let common = json!({
@@ -95,15 +96,34 @@ async fn failure_details_never_reach_the_model() {
     assert!(logged.stderr.contains("127.0.0.1:9"), "{logged:?}");
 }
 
+/// A component that traps is an engine failure, logged with the trap's backtrace: with
+/// no `AHP_LOG`, none of it is on stderr, which the model reads on an exit-2 answer.
+#[tokio::test]
+async fn a_trapping_component_shows_the_model_only_the_reason() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let component = dir.path().join("runaway.wasm");
+    std::fs::write(&component, ahp_tests::support::runaway_component()).expect("write");
+    let registration = dir.path().join("panic.json");
+    std::fs::write(&registration, r#"{"panic": true}"#).expect("write");
+    let ran = run_failing(&registration, component.to_str().expect("a path"), None).await;
+    assert_deny(&ran, FAILED_REASON);
+    assert_eq!(ran.stderr, format!("{FAILED_REASON}\n"), "{ran:?}");
+}
+
 /// The pre-tool payload with the component pulled from a closed port, `AHP_LOG` as given.
 async fn run_with_closed_registry(log: Option<&str>) -> Ran {
     let dir = tempfile::tempdir().expect("a temp dir");
     let registration =
         write_registration(dir.path(), "http://127.0.0.1:9/hooks", "fail-open", false);
+    run_failing(&registration, "oci://127.0.0.1:9/ahp/interceptor:0.1", log).await
+}
+
+/// The pre-tool payload on `component` with `registration`, `AHP_LOG` as given.
+async fn run_failing(registration: &Path, component: &str, log: Option<&str>) -> Ran {
     let (payload, args) = contract().pre_tool;
     let mut all = args.to_vec();
-    all.extend(["--component", "oci://127.0.0.1:9/ahp/interceptor:0.1"]);
-    let mut command = hook_command("copilot", &registration, &all);
+    all.extend(["--component", component]);
+    let mut command = hook_command("copilot", registration, &all);
     match log {
         Some(level) => command.env("AHP_LOG", level),
         None => command.env_remove("AHP_LOG"),

@@ -557,9 +557,7 @@ impl Answer {
         let mut lines = Vec::new();
         for detail in details {
             match answer.exit {
-                // The log writes to stderr too, and its subscriber reports a failed
-                // write with eprintln!, which panics: the exit code must survive that.
-                2 => drop(std::panic::catch_unwind(|| tracing::warn!("{detail}"))),
+                2 => tracing::warn!("{detail}"),
                 _ => lines.push(format!("error: {detail}")),
             }
         }
