@@ -412,10 +412,16 @@ fn evaluate<H: Host>(
             Tried::Unauthorized { .. } => AttemptResult::Unauthorized,
         };
         let elapsed_ms = elapsed_ms(begun, ended);
+        let (http_status, rpc_code) = match &result {
+            Tried::Ended(Ending::Failed(f)) => (f.http_status, f.rpc_code),
+            _ => (None, None),
+        };
         attempts.push(AttemptEntry {
             n,
             elapsed_ms,
             result: label,
+            http_status,
+            rpc_code,
             request_sha256: Some(message.sha256().to_string()),
         });
         match result {

@@ -1735,6 +1735,33 @@ fn transient_statuses_and_backend_unavailable_are_retried() {
     }
 }
 
+/// Each attempt keeps its own status and JSON-RPC code: a 503 retried into a reset is
+/// still on record as a 503.
+#[test]
+fn each_attempt_keeps_its_own_status_and_code() {
+    let engine = one_backend("fail-open", 1_000);
+    let unavailable = Reply {
+        status: Some(503),
+        ..rpc_error(-32003)
+    };
+    let mut host = FakeHost::new()
+        .retries(1, 5)
+        .on(A, Step::reply(unavailable))
+        .on(A, Step::fail(DeliveryError::ConnectionReset));
+    let settled = run(&engine, &mut host);
+    let attempts = &audit(&settled)["interceptors"][0]["attempts"];
+    assert_eq!(
+        (
+            &attempts[0]["result"],
+            &attempts[0]["httpStatus"],
+            &attempts[0]["rpcCode"]
+        ),
+        (&json!("http-status"), &json!(503), &json!(-32003))
+    );
+    assert_eq!(attempts[1]["result"], "connection-reset");
+    assert!(attempts[1].get("httpStatus").is_none(), "{attempts}");
+}
+
 #[test]
 fn deny_empty_success_and_rejected_content_are_never_retried() {
     let replies = [

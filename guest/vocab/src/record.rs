@@ -200,6 +200,12 @@ pub struct AttemptEntry {
     pub n: u32,
     pub elapsed_ms: u64,
     pub result: AttemptResult,
+    /// A failed attempt's HTTP status and JSON-RPC error code (local diagnostics, as in
+    /// [`Failure`]): an earlier attempt's would otherwise be lost to the last one's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc_code: Option<i64>,
     pub request_sha256: Option<String>,
 }
 
@@ -341,6 +347,8 @@ mod tests {
                     n: 1,
                     elapsed_ms: 750,
                     result: AttemptResult::Failed(FailureClass::AuthFailed),
+                    http_status: None,
+                    rpc_code: None,
                     request_sha256: Some("ab".into()),
                 }],
                 request_sha256: Some("ab".into()),
