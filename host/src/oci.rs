@@ -48,6 +48,10 @@ const MAX_MANIFEST_BYTES: usize = 64 << 10;
 /// any hook call (and its budget) begins, like compiling it, so this is their bound.
 const PULL_DEADLINE: Duration = Duration::from_secs(60);
 
+/// The longest a push may take, upload and read-back together: for the same reason as
+/// [`PULL_DEADLINE`], longer since it uploads.
+const PUSH_DEADLINE: Duration = Duration::from_secs(300);
+
 /// What a push stored.
 pub struct Pushed {
     /// The reference pinned to the manifest: `REGISTRY/REPO:TAG@sha256:…`.
@@ -89,6 +93,27 @@ pub fn parse_reference(text: &str) -> Result<Reference, String> {
 
 /// Pushes `component` to `reference` (which must name a tag, not a digest).
 pub async fn push(reference: &Reference, component: Vec<u8>) -> Result<Pushed, String> {
+    push_within(reference, component, PUSH_DEADLINE).await
+}
+
+/// [`push`] with another deadline.
+async fn push_within(
+    reference: &Reference,
+    component: Vec<u8>,
+    deadline: Duration,
+) -> Result<Pushed, String> {
+    tokio::time::timeout(deadline, store(reference, component))
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "push to {}: not done within {deadline:?} (the registry is slow or not answering)",
+                reference.whole()
+            ))
+        })
+}
+
+/// [`push`] without a deadline.
+async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, String> {
     if reference.digest().is_some() {
         return Err(format!(
             "push to a tag, not a digest: {}",
@@ -582,6 +607,46 @@ mod tests {
     /// the client's read timeout: only the pull's own deadline ends it.
     #[tokio::test]
     async fn a_registry_that_trickles_is_stopped_by_the_pulls_deadline() {
+        let addr = trickling_registry().await;
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        let pull = pull_within(&reference, &cache, Duration::from_millis(500));
+        // A guard against hanging, far above the deadline under test.
+        let error = tokio::time::timeout(Duration::from_secs(20), pull)
+            .await
+            .expect("the pull's deadline ended it")
+            .unwrap_err();
+        assert!(error.contains("not done within 500ms"), "{error}");
+    }
+
+    /// A registry that takes the request and never answers holds a push only until its
+    /// deadline (the client's read timeout alone would wait 60 s per read).
+    #[tokio::test]
+    async fn a_registry_that_never_answers_is_stopped_by_the_pushs_deadline() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let component = crate::EMBEDDED_COMPONENT.to_vec();
+        let push = push_within(&reference, component, Duration::from_millis(500));
+        // A guard against hanging, far above the deadline under test.
+        let error = tokio::time::timeout(Duration::from_secs(20), push)
+            .await
+            .expect("the push's deadline ended it")
+            .err()
+            .expect("no push");
+        assert!(error.contains("not done within 500ms"), "{error}");
+    }
+
+    /// A loopback "registry" that answers every request with a 64 KiB body, one byte
+    /// every 100 ms: each read is quick, the whole never ends.
+    async fn trickling_registry() -> std::net::SocketAddr {
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -598,16 +663,7 @@ mod tests {
                 });
             }
         });
-        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let cache = ComponentCache::at(dir.path());
-        let pull = pull_within(&reference, &cache, Duration::from_millis(500));
-        // A guard against hanging, far above the deadline under test.
-        let error = tokio::time::timeout(Duration::from_secs(20), pull)
-            .await
-            .expect("the pull's deadline ended it")
-            .unwrap_err();
-        assert!(error.contains("not done within 500ms"), "{error}");
+        addr
     }
 
     /// A push prints its pinned reference only for the manifest that carries its own
