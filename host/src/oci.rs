@@ -93,23 +93,8 @@ pub fn parse_reference(text: &str) -> Result<Reference, String> {
 
 /// Pushes `component` to `reference` (which must name a tag, not a digest).
 pub async fn push(reference: &Reference, component: Vec<u8>) -> Result<Pushed, String> {
-    push_within(reference, component, PUSH_DEADLINE).await
-}
-
-/// [`push`] with another deadline.
-async fn push_within(
-    reference: &Reference,
-    component: Vec<u8>,
-    deadline: Duration,
-) -> Result<Pushed, String> {
-    tokio::time::timeout(deadline, store(reference, component))
-        .await
-        .unwrap_or_else(|_| {
-            Err(format!(
-                "push to {}: not done within {deadline:?} (the registry is slow or not answering)",
-                reference.whole()
-            ))
-        })
+    let doing = format!("push to {}", reference.whole());
+    within(PUSH_DEADLINE, &doing, store(reference, component)).await
 }
 
 /// [`push`] without a deadline.
@@ -161,21 +146,21 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
 /// Pulls the component `reference` names, verified by digest, through `cache`, within
 /// [`PULL_DEADLINE`].
 pub async fn pull(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>, String> {
-    pull_within(reference, cache, PULL_DEADLINE).await
+    let doing = format!("pull {}", reference.whole());
+    within(PULL_DEADLINE, &doing, fetch(reference, cache)).await
 }
 
-/// [`pull`] with another deadline.
-async fn pull_within(
-    reference: &Reference,
-    cache: &ComponentCache,
+/// `work` (`doing`, for the error) ended by `deadline` if it has not ended by then.
+async fn within<T>(
     deadline: Duration,
-) -> Result<Vec<u8>, String> {
-    tokio::time::timeout(deadline, fetch(reference, cache))
+    doing: &str,
+    work: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    tokio::time::timeout(deadline, work)
         .await
         .unwrap_or_else(|_| {
             Err(format!(
-                "pull {}: not done within {deadline:?} (the registry is slow or not answering)",
-                reference.whole()
+                "{doing}: not done within {deadline:?} (the registry is slow or not answering)"
             ))
         })
 }
@@ -611,7 +596,11 @@ mod tests {
         let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let cache = ComponentCache::at(dir.path());
-        let pull = pull_within(&reference, &cache, Duration::from_millis(500));
+        let pull = within(
+            Duration::from_millis(500),
+            "pull",
+            fetch(&reference, &cache),
+        );
         // A guard against hanging, far above the deadline under test.
         let error = tokio::time::timeout(Duration::from_secs(20), pull)
             .await
@@ -634,7 +623,11 @@ mod tests {
         });
         let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
         let component = crate::EMBEDDED_COMPONENT.to_vec();
-        let push = push_within(&reference, component, Duration::from_millis(500));
+        let push = within(
+            Duration::from_millis(500),
+            "push",
+            store(&reference, component),
+        );
         // A guard against hanging, far above the deadline under test.
         let error = tokio::time::timeout(Duration::from_secs(20), push)
             .await

@@ -2,7 +2,9 @@
 //! matching observer, exactly or by `family.*` / `*`; HTTP success is 202/204 with no
 //! body; every failure is recorded and bounded by the observer deadline and the budget.
 
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, RetryPolicy};
+use ahp_host::{
+    DecidedBy, Decision, EffectKind, HookCall, Interceptor, Interrupt, Options, RetryPolicy,
+};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_nothing_sent, audit_lines, event, interceptor, record_json, registration, Http,
@@ -313,23 +315,24 @@ async fn owned_observers() -> (Vec<FaultBackend>, String) {
     (vec![healthy, hanging, failing], reg.to_string())
 }
 
+/// The hook call `id` on `reg`, settled and its owned observers not yet sent, with
+/// `observer_timeout`.
+async fn owned_call(reg: &str, observer_timeout: Duration, id: &str) -> HookCall {
+    let options = Options {
+        observer_timeout: Some(observer_timeout),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(reg, options).await.unwrap();
+    interceptor
+        .settle(&event(id), &[EffectKind::Deny], None, &Interrupt::new())
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observers_of_the_calls_own_event_are_owned_by_the_hook_call() {
     let (backends, reg) = owned_observers().await;
-    let options = Options {
-        observer_timeout: Some(Duration::from_millis(300)),
-        ..Options::default()
-    };
-    let interceptor = Interceptor::new(&reg, options).await.unwrap();
-    let call = interceptor
-        .settle(
-            &event("evt_owned_1"),
-            &[EffectKind::Deny],
-            None,
-            &Interrupt::new(),
-        )
-        .await
-        .unwrap();
+    let call = owned_call(&reg, Duration::from_millis(300), "evt_owned_1").await;
     assert_eq!(call.settlement().decision, Decision::Allow);
     for observer in &backends[1..] {
         assert_eq!(
@@ -382,20 +385,7 @@ async fn observers_of_the_calls_own_event_are_owned_by_the_hook_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_observer_timeout_past_the_end_of_time_leaves_the_components_bound() {
     let (_backends, reg) = owned_observers().await;
-    let options = Options {
-        observer_timeout: Some(Duration::MAX),
-        ..Options::default()
-    };
-    let interceptor = Interceptor::new(&reg, options).await.unwrap();
-    let call = interceptor
-        .settle(
-            &event("evt_owned_max"),
-            &[EffectKind::Deny],
-            None,
-            &Interrupt::new(),
-        )
-        .await
-        .unwrap();
+    let call = owned_call(&reg, Duration::MAX, "evt_owned_max").await;
     let record = record_json(&call.complete().await);
     let results: Vec<&Value> = record["observers"]
         .as_array()
