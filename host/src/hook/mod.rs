@@ -7,9 +7,10 @@
 //! before a decision — a payload that is not the harness's, an unreadable or invalid
 //! registration, a component failure, a panic, the whole process running past its budget —
 //! is answered as a denial in the harness's format, with a generic reason (the details go
-//! to stderr, or to the log where the harness shows stderr to the model). So is SIGINT or SIGTERM: the call is interrupted (`decidedBy:
-//! "interrupted"` in the audit), its stdio backends are killed and reaped, and the
-//! process answers before it exits. At an event that is only observed nothing is
+//! to stderr; where the harness shows stderr to the model, to the log instead, written
+//! only when `AHP_LOG` is set). So is SIGINT or SIGTERM: the call is interrupted
+//! (`decidedBy: "interrupted"` in the audit), its stdio backends are killed and reaped,
+//! and the process answers before it exits. At an event that is only observed nothing is
 //! decided, so a failure there is logged and answered as no objection.
 //!
 //! Each harness module says three things as data and small functions: which native events
