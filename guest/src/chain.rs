@@ -401,6 +401,9 @@ fn evaluate<H: Host>(
 ) -> (Ending, Vec<AttemptEntry>) {
     let mut attempts = Vec::new();
     let mut reacquired = false;
+    // Retries after transient failures, counted apart from attempts: the resend after a
+    // 401 is not one of the retries the host's configuration grants.
+    let mut retries = 0;
     loop {
         let begun = if attempts.is_empty() { now } else { host.now() };
         let (result, ended) = attempt(host, backend, message, begun, deadline, call);
@@ -428,7 +431,8 @@ fn evaluate<H: Host>(
             // A transient failure may be retried with the same bytes, only while the
             // original deadline remains and only as the host's configuration allows.
             Tried::Ended(Ending::Failed(f)) if f.is_transient() && ended < deadline => {
-                if host.retry_after(&backend.id, n, deadline) && !host.interrupted() {
+                retries += 1;
+                if host.retry_after(&backend.id, retries, deadline) && !host.interrupted() {
                     continue;
                 }
                 if host.interrupted() {

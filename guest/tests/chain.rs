@@ -1239,6 +1239,25 @@ fn unauthorized_with_credential_rejects_reacquires_and_resends_identical_bytes()
 }
 
 #[test]
+fn the_resend_after_a_401_is_not_one_of_the_retries() {
+    let engine = load(vec![interceptor(A, "fail-closed", 750)]);
+    let mut host = FakeHost::new()
+        .retries(1, 0)
+        .auth(A, AuthScript::Token)
+        .on(A, Step::reply(unauthorized()))
+        .on(A, Step::fail(DeliveryError::ConnectionReset))
+        .on(A, Step::reply(deny("after one retry")));
+    let s = run(&engine, &mut host);
+    assert_eq!(s.reason.as_deref(), Some("after one retry"));
+    assert_eq!(host.sent.len(), 3);
+    assert_eq!(
+        host.retry_asks,
+        [(A.to_string(), 1, T0 + ms(750))],
+        "the first retry after a transient failure is retry number 1"
+    );
+}
+
+#[test]
 fn second_unauthorized_is_auth_failed_after_exactly_two_exchanges() {
     for (policy, decision) in [
         ("fail-closed", Decision::Deny),
