@@ -8,9 +8,12 @@
 //! another. So a repeat is never resolved; it is an error naming the JSON Pointer of the
 //! repeated member.
 //!
-//! Everything else is serde_json's own reading, unchanged: the same grammar, numbers and
-//! escapes, its nesting limit of 128, nothing but whitespace after the value. Names are
-//! compared after unescaping (`"a"` and `"\u0061"` are the same name).
+//! Everything else is serde_json's own reading, unchanged: the same grammar and escapes,
+//! its nesting limit of 128, nothing but whitespace after the value. Names are compared
+//! after unescaping (`"a"` and `"\u0061"` are the same name). Numbers are read correctly
+//! rounded, because the workspace turns on serde_json's `float_roundtrip`: its default
+//! reading is faster but can miss by one unit (0.9210986675838745 became
+//! 0.9210986675838744), and a backend's modify value would reach the tool changed.
 //!
 //! [`read`] gives a [`Node`] tree that borrows from the text, for checks that only look
 //! (the event of every hook call); [`parse`] gives a `Value` that owns everything.
@@ -466,6 +469,24 @@ mod tests {
             if let (Ok(strict), Ok(lenient)) = (strict, lenient) {
                 assert_eq!(strict, lenient, "{text}");
             }
+        }
+    }
+
+    /// Every number is the double nearest its text, as Rust's own `f64` parser (correctly
+    /// rounded) reads it: serde_json does so only with `float_roundtrip`.
+    #[test]
+    fn numbers_are_read_correctly_rounded() {
+        for text in [
+            "0.9210986675838745",
+            "0.1",
+            "2.2250738585072011e-308",
+            "1.7976931348623157e308",
+            "4.9406564584124654e-324",
+            "9007199254740993.0",
+            "-0.000000000000000000000000000000000000001234567890123456789",
+        ] {
+            let read = parse(text).expect("a number");
+            assert_eq!(read.as_f64(), text.parse::<f64>().ok(), "{text}");
         }
     }
 

@@ -1098,6 +1098,28 @@ mod tests {
         assert_effects_rejected(Value::Array(effects), "conflicting-effects");
     }
 
+    /// A backend's number reaches the tool as the backend wrote it: serde_json's
+    /// default float reading is not correctly rounded (it read this one as
+    /// ...744), so the workspace enables `float_roundtrip`.
+    #[test]
+    fn a_modify_value_keeps_every_digit_of_its_numbers() {
+        let text = r#"{"type":"modify","target":"input","operation":"replace",
+            "value":{"threshold":0.9210986675838745,"limit":1e-7}}"#;
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":"evt_1","result":{{"protocolVersion":"draft","effects":[{text}]}}}}"#
+        );
+        let Ok(effects) = decode_http(&body) else {
+            panic!("{body}")
+        };
+        let [Effect::Modify { value, .. }] = effects.as_slice() else {
+            panic!("{effects:?}")
+        };
+        assert_eq!(
+            value.to_string(),
+            r#"{"limit":1e-7,"threshold":0.9210986675838745}"#
+        );
+    }
+
     #[test]
     fn a_decision_with_messages_is_not_a_conflict() {
         let effects = json!([{"type": "message", "text": "a"},
