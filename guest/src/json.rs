@@ -102,9 +102,11 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// This number as an `i64`, read the JSON Schema way ([`integer`]: `-32003.0` is
+    /// -32003).
     pub fn as_i64(&self) -> Option<i64> {
         match self {
-            Node::Number(n) => n.as_i64(),
+            Node::Number(n) => integer(n),
             _ => None,
         }
     }
@@ -132,8 +134,10 @@ impl<'a> Node<'a> {
         matches!(self, Node::Bool(_))
     }
 
+    /// Whether this is a non-negative integer, read the JSON Schema way ([`integer`]:
+    /// `3.0` is one).
     pub fn is_u64(&self) -> bool {
-        matches!(self, Node::Number(n) if n.is_u64())
+        matches!(self, Node::Number(n) if integer::<u64>(n).is_some())
     }
 
     /// The same document as an owned `Value`.
@@ -151,6 +155,31 @@ impl<'a> Node<'a> {
                     .collect::<Map<_, _>>(),
             ),
         }
+    }
+}
+
+/// `n` as an integer of type `T`, read as JSON Schema reads `"type": "integer"`: any
+/// number with a zero fractional part (2020-12 Validation §6.1.1), so `750`, `750.0` and
+/// `7.5e2` are all 750. serde_json keeps the last two as floats, which its own `as_u64`
+/// and `as_i64` refuse: a `timeoutMs` the schema accepts would be refused, and a JSON-RPC
+/// error coded `-32003.0` taken for a malformed error object. Every integer field of a
+/// registration, an event or a reply is read through this. `None` for a fraction, or a
+/// value outside `T`.
+pub fn integer<T: TryFrom<i64> + TryFrom<u64>>(n: &Number) -> Option<T> {
+    if let Some(i) = n.as_i64() {
+        return T::try_from(i).ok();
+    }
+    if let Some(u) = n.as_u64() {
+        return T::try_from(u).ok();
+    }
+    let f = n.as_f64().filter(|f| f.fract() == 0.0)?;
+    // In [-2^63, 0) and [0, 2^64) the casts are exact; beyond, no `T` here holds it.
+    if (i64::MIN as f64..0.0).contains(&f) {
+        T::try_from(f as i64).ok()
+    } else if (0.0..2f64.powi(64)).contains(&f) {
+        T::try_from(f as u64).ok()
+    } else {
+        None
     }
 }
 
@@ -488,6 +517,48 @@ mod tests {
             let read = parse(text).expect("a number");
             assert_eq!(read.as_f64(), text.parse::<f64>().ok(), "{text}");
         }
+    }
+
+    /// A number with a zero fraction is an integer, whichever way it is written; one
+    /// with a fraction, or outside the type, is not.
+    #[test]
+    fn integers_are_read_the_json_schema_way() {
+        let number = |text: &str| match parse(text) {
+            Ok(Value::Number(n)) => n,
+            other => panic!("{text}: {other:?}"),
+        };
+        for (text, want) in [
+            ("750", Some(750)),
+            ("750.0", Some(750)),
+            ("7.5e2", Some(750)),
+            ("1e3", Some(1000)),
+            ("1E+3", Some(1000)),
+            ("-0.0", Some(0)),
+            ("18446744073709551615", Some(u64::MAX)),
+            ("1.5", None),
+            ("7.5e-1", None),
+            ("-1", None),
+            ("-1.0", None),
+            ("1.8446744073709552e19", None),
+            ("1e300", None),
+        ] {
+            assert_eq!(integer::<u64>(&number(text)), want, "{text}");
+        }
+        for (text, want) in [
+            ("-32003", Some(-32003)),
+            ("-32003.0", Some(-32003)),
+            ("-3.2003e4", Some(-32003)),
+            ("-9223372036854775808.0", Some(i64::MIN)),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("9223372036854775808", None),
+            ("-32003.5", None),
+            ("-1e19", None),
+        ] {
+            assert_eq!(integer::<i64>(&number(text)), want, "{text}");
+        }
+        let read = |text| read(text).expect("JSON");
+        assert!(read("3.0").is_u64() && read("3").is_u64() && !read("3.5").is_u64());
+        assert_eq!(read("-32003.0").as_i64(), Some(-32003));
     }
 
     #[test]

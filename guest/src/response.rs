@@ -85,7 +85,8 @@ fn check_http(reply: &Reply) -> Result<(), Failure> {
 /// `error.code` of a JSON-RPC error body, if the body is one.
 fn error_code(body: &[u8]) -> Option<i64> {
     let message: Value = serde_json::from_slice(body).ok()?;
-    message.get("error")?.get("code")?.as_i64()
+    let code = message.get("error")?.get("code")?.as_number()?;
+    json::integer(code)
 }
 
 /// `application/json` or `application/<name>+json`, any case, parameters allowed.
@@ -847,6 +848,39 @@ mod tests {
             assert_eq!(failure, parse(JsonrpcError).with_rpc_code(code));
             assert!(!format!("{failure:?}").contains("SECRET"));
         }
+    }
+
+    /// JSON has one number type: `-32003.0` is the integer -32003 (JSON Schema counts any
+    /// number with a zero fraction), so it is that error, not a malformed error object.
+    #[test]
+    fn an_error_code_written_with_a_zero_fraction_is_that_code() {
+        for (code, class, rpc) in [
+            (json!(-32003.0), JsonrpcError, -32003),
+            (json!(-32001.0), UnsupportedVersion, -32001),
+            (
+                serde_json::from_str("-3.2002e4").unwrap(),
+                UnsupportedEvent,
+                -32002,
+            ),
+        ] {
+            assert_eq!(
+                error_reply(json!({"code": code, "message": "m"})),
+                Err(parse(class).with_rpc_code(rpc)),
+                "{code}"
+            );
+        }
+        let body = json!({"jsonrpc": "2.0", "id": "evt_1",
+                          "error": {"code": -32003.0, "message": "busy"}});
+        let reply = Reply {
+            status: Some(503),
+            ..http(body.to_string())
+        };
+        assert_eq!(
+            decode(&reply, "evt_1", &all()),
+            Err(parse(HttpStatus)
+                .with_http_status(503)
+                .with_rpc_code(-32003))
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ use super::{
     Transport, View,
 };
 use crate::content::{Content, Selection};
+use crate::json;
 use crate::syntax::{has_userinfo, is_env_name, is_http_url, is_reverse_dns};
 use serde_json::Value;
 
@@ -300,7 +301,7 @@ fn require_interceptable<'e>(
 
 /// `timeoutMs` and `failurePolicy` are both required: there is no default policy.
 fn intercept_mode(c: &mut Checker, s: &Node) -> Option<Mode> {
-    let timeout_ms = s.need(c, "timeoutMs", |c, v, p| match v.as_u64() {
+    let timeout_ms = s.need(c, "timeoutMs", |c, v, p| match count(v) {
         Some(ms @ 1..) => {
             if !SUPPORTED_TIMEOUT_MS.contains(&ms) {
                 c.warn(p, "supported range is 100..30000 ms");
@@ -364,6 +365,11 @@ fn upload(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
     let u = Node::new(c, v, path)?;
     c.warn(path, "content upload is not supported here and is ignored");
     u.opt(c, "auth", authentication).map(drop)
+}
+
+/// A non-negative integer, as JSON Schema reads one: `750.0` and `7.5e2` are 750.
+fn count(v: &Value) -> Option<u64> {
+    v.as_number().and_then(json::integer)
 }
 
 /// A closed word list as the `(spelling, value)` options of [`choice`].

@@ -272,6 +272,29 @@ fn r4_r5_intercept_needs_a_failure_policy_and_a_positive_integer_timeout() {
     ]);
 }
 
+/// JSON Schema's `integer` is any number with a zero fraction: `750.0` and `1e3` are
+/// timeouts like `750` and `1000`.
+#[test]
+fn r5_a_timeout_written_with_a_zero_fraction_or_an_exponent_is_an_integer() {
+    for (text, ms) in [("750.0", 750), ("1e3", 1000), ("2.5e2", 250)] {
+        let reg = accepted(&[("$i/timeoutMs", text)]);
+        let policy = FailurePolicy::FailClosed;
+        assert_eq!(
+            reg.backends[0].subscriptions[0].mode,
+            Mode::Intercept {
+                timeout_ms: ms,
+                policy
+            },
+            "{text}"
+        );
+    }
+    rejects(&[
+        ("$i/timeoutMs", "0.0", "$i/timeoutMs"),
+        ("$i/timeoutMs", "7.5e-1", "$i/timeoutMs"),
+        ("$i/timeoutMs", "1e20", "$i/timeoutMs"),
+    ]);
+}
+
 #[test]
 fn timeout_outside_the_supported_range_is_accepted_with_a_warning() {
     for ms in [1, 60_000] {
