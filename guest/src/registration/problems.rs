@@ -145,6 +145,24 @@ pub(super) fn strings(c: &mut Checker, v: &Value, path: &str) -> Option<Vec<Stri
     })
 }
 
+/// An array of distinct, non-empty strings: the schema's `uniqueItems` over items of
+/// `minLength: 1` (`scopes`, `filters.toolKinds`, `filters.paths`). An empty scope or a
+/// repeated kind is a mistake to report, not a value to pass on. Each offender is named
+/// at its own index; the message never repeats the value.
+pub(super) fn distinct_names(c: &mut Checker, v: &Value, path: &str) -> Option<Vec<String>> {
+    let found = type_name(v);
+    let items = v
+        .as_array()
+        .or_else(|| c.fail(path, format!("must be an array, found {found}")))?;
+    each(c, items, path, |c, i, v, p| {
+        let name = non_empty(c, v, p)?;
+        if items[..i].contains(v) {
+            return c.fail(p, "repeats an earlier item");
+        }
+        Some(name.to_owned())
+    })
+}
+
 /// Checks every item (never stopping at the first bad one); `None` if any was bad.
 pub(super) fn each<'a, T>(
     c: &mut Checker,

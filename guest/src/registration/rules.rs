@@ -7,8 +7,8 @@
 //! the digest's list in §6.
 
 use super::problems::{
-    at, boolean, choice, each, non_empty, non_empty_array, string, strings, type_name, Checker,
-    Node,
+    at, boolean, choice, distinct_names, each, non_empty, non_empty_array, string, strings,
+    type_name, Checker, Node,
 };
 use super::{
     Auth, Backend, EventPattern, FailurePolicy, Lifecycle, Mode, OAuth, OAuthFlow, Subscription,
@@ -155,7 +155,7 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
     let flow = a.need(c, "flow", |c, v, p| {
         choice(c, v, p, &words(OAuthFlow::ALL, OAuthFlow::as_str))
     });
-    let scopes = a.opt(c, "scopes", strings);
+    let scopes = a.opt(c, "scopes", distinct_names);
     let secret_ref = a.opt(c, "clientSecretRef", non_empty);
     if flow == Some(OAuthFlow::ClientCredentials) && !a.has("clientSecretRef") {
         c.warn(
@@ -356,8 +356,8 @@ fn managed_scope(c: &mut Checker, s: &Node) {
 fn filters(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
     let f = Node::new(c, v, path)?;
     f.warn_unknown(c, "toolKinds paths");
-    let tool_kinds = f.opt(c, "toolKinds", strings);
-    tool_kinds.and(f.opt(c, "paths", strings)).map(drop)
+    let tool_kinds = f.opt(c, "toolKinds", distinct_names);
+    tool_kinds.and(f.opt(c, "paths", distinct_names)).map(drop)
 }
 
 /// Content upload is not implemented here, but its credentials still get checked.

@@ -597,6 +597,45 @@ fn shared_subscription_fields_are_type_checked() {
     );
 }
 
+/// `scopes`, `filters.toolKinds` and `filters.paths` are sets of non-empty names
+/// (`uniqueItems`, `minLength: 1`); a stdio command's `args` may repeat and be empty.
+#[test]
+fn name_lists_are_distinct_and_non_empty() {
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "r",
+        "clientId": "c", "flow": "client_credentials", "clientSecretRef": "v"}"#;
+    let problems = rejected_at(
+        &[("$a", oauth), ("$a/scopes", r#"["", "a", "a"]"#)],
+        "$a/scopes/0",
+    );
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(paths, [expand("$a/scopes/0"), expand("$a/scopes/2")]);
+    rejects(&[
+        (
+            "$o/filters",
+            r#"{"toolKinds": [""]}"#,
+            "$o/filters/toolKinds/0",
+        ),
+        (
+            "$i/filters",
+            r#"{"toolKinds": ["shell"], "paths": ["src", "src"]}"#,
+            "$i/filters/paths/1",
+        ),
+    ]);
+    let reg = accepted(&[
+        ("$a", oauth),
+        ("$a/scopes", r#"["a", "b"]"#),
+        (
+            "$o/filters",
+            r#"{"toolKinds": ["shell", "mcp"], "paths": ["src"]}"#,
+        ),
+        ("/hooks/1/transport/args", r#"["", "x", "x"]"#),
+    ]);
+    let Some(Auth::OAuth(got)) = &reg.backends[0].auth else {
+        panic!("{reg:?}")
+    };
+    assert_eq!(got.scopes, ["a", "b"]);
+}
+
 #[test]
 fn all_problems_are_collected_and_odd_shapes_never_panic() {
     let edits = [
