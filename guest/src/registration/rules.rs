@@ -16,7 +16,7 @@ use super::{
 };
 use crate::content::{Content, Selection};
 use crate::json;
-use crate::syntax::{has_userinfo, is_env_name, is_http_url, is_reverse_dns};
+use crate::syntax::{has_userinfo, is_env_name, is_http_url, is_loopback_http_url, is_reverse_dns};
 use serde_json::Value;
 
 /// Keys that would hold a credential in the clear. A registration names where a secret
@@ -360,11 +360,34 @@ fn filters(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
     tool_kinds.and(f.opt(c, "paths", distinct_names)).map(drop)
 }
 
-/// Content upload is not implemented here, but its credentials still get checked.
+/// Content upload is not implemented here and is ignored with a warning, but only once
+/// it is well-formed (content-upload.schema.json): an endpoint, a timeout and a size
+/// bound are required, and its credentials are checked like any other binding. A
+/// malformed one is refused, as the schema refuses it: ignoring it would hide a mistake
+/// that breaks the same registration in a harness that does upload.
 fn upload(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
     let u = Node::new(c, v, path)?;
+    u.warn_unknown(c, "endpoint auth timeoutMs maxBytes");
+    let endpoint = u.need(c, "endpoint", |c, v, p| match string(c, v, p)? {
+        url if has_userinfo(url) => c.fail(p, USERINFO),
+        url if is_http_url(url, true) || is_loopback_http_url(url) => Some(()),
+        _ => c.fail(
+            p,
+            "must be an https:// URL (http:// only to localhost, 127.x.x.x or [::1])",
+        ),
+    });
+    let timeout_ms = u.need(c, "timeoutMs", |c, v, p| match count(v) {
+        Some(1..) => Some(()),
+        _ => c.fail(p, "must be a positive integer (milliseconds)"),
+    });
+    let max_bytes = u.need(c, "maxBytes", |c, v, p| match count(v) {
+        Some(_) => Some(()),
+        None => c.fail(p, "must be a non-negative integer (bytes)"),
+    });
+    let auth = u.opt(c, "auth", authentication);
+    endpoint.and(timeout_ms).and(max_bytes).and(auth)?;
     c.warn(path, "content upload is not supported here and is ignored");
-    u.opt(c, "auth", authentication).map(drop)
+    Some(())
 }
 
 /// A non-negative integer, as JSON Schema reads one: `750.0` and `7.5e2` are 750.

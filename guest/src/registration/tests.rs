@@ -636,6 +636,42 @@ fn name_lists_are_distinct_and_non_empty() {
     assert_eq!(got.scopes, ["a", "b"]);
 }
 
+/// An upload is ignored with a warning only once it is well-formed: endpoint, timeoutMs
+/// and maxBytes are required (content-upload.schema.json), and each is checked.
+#[test]
+fn a_malformed_upload_is_a_problem_and_a_well_formed_one_a_warning() {
+    let problems = rejected_at(&[("$o/upload", "{}")], "$o/upload/endpoint");
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    let want = ["endpoint", "timeoutMs", "maxBytes"].map(|k| expand(&format!("$o/upload/{k}")));
+    assert_eq!(paths, want);
+    let upload = r#"{"endpoint": "https://upload.example.com/up", "timeoutMs": 500,
+        "maxBytes": 0}"#;
+    for (field, value) in [
+        ("endpoint", r#""http://upload.example.com/up""#),
+        ("endpoint", r#""https://u:p@upload.example.com/up""#),
+        ("endpoint", "7"),
+        ("timeoutMs", "0"),
+        ("timeoutMs", "1.5"),
+        ("maxBytes", "-1"),
+        ("maxBytes", r#""10""#),
+    ] {
+        let path = format!("$o/upload/{field}");
+        rejected_at(&[("$o/upload", upload), (&path, value)], &path);
+    }
+    for (field, value) in [
+        ("endpoint", r#""http://127.0.0.1:8080/up""#),
+        ("timeoutMs", "500.0"),
+        ("maxBytes", "1e6"),
+        ("auth", r#"{"type": "bearer", "tokenEnv": "UPLOAD_TOKEN"}"#),
+    ] {
+        let path = format!("$o/upload/{field}");
+        let reg = accepted(&[("$o/upload", upload), (&path, value)]);
+        let warned =
+            |w: &Problem| w.path == expand("$o/upload") && w.rule.contains("not supported");
+        assert!(reg.warnings.iter().any(warned), "{:#?}", reg.warnings);
+    }
+}
+
 #[test]
 fn all_problems_are_collected_and_odd_shapes_never_panic() {
     let edits = [

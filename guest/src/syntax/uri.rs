@@ -47,6 +47,34 @@ pub(crate) fn is_http_url(url: &str, https_only: bool) -> bool {
     !host.is_empty() && !url.chars().any(|ch| ch.is_whitespace() || ch.is_control())
 }
 
+/// The plain-http exception of an upload `endpoint` (content-upload.schema.json): `http://`,
+/// then `localhost`, `127.` and three more groups of 1–3 digits, or `[::1]`, an optional
+/// `:port` of digits, then the end or one of `/ ? #`. Loopback only, for local tests:
+/// anything else must be https.
+pub(crate) fn is_loopback_http_url(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let (host, port) = match authority.strip_prefix("[::1]") {
+        Some(port) => ("[::1]", port),
+        None => authority.split_at(authority.find(':').unwrap_or(authority.len())),
+    };
+    let digits = |s: &str, most: usize| {
+        (1..=most).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit())
+    };
+    let loopback_v4 = host.strip_prefix("127.").is_some_and(|groups| {
+        groups.split('.').count() == 3 && groups.split('.').all(|g| digits(g, 3))
+    });
+    let port_ok = port.is_empty()
+        || port
+            .strip_prefix(':')
+            .is_some_and(|p| digits(p, usize::MAX));
+    (host == "localhost" || host == "[::1]" || loopback_v4)
+        && port_ok
+        && !url.chars().any(|ch| ch.is_whitespace() || ch.is_control())
+}
+
 /// Whether a URL's authority carries user info (`user:password@host`): a credential
 /// written into the registration, which would also travel in every `Host` header and
 /// log line.
@@ -207,6 +235,34 @@ mod tests {
             "https://policy.example.com/\u{0}",
         ];
         assert_shape(|url| is_http_url(url, false), &good, &bad);
+    }
+
+    #[test]
+    fn plain_http_uploads_reach_loopback_only() {
+        let good = [
+            "http://localhost",
+            "http://localhost:8080/up",
+            "http://127.0.0.1/up?x#y",
+            "http://127.255.0.12:9",
+            "http://[::1]:9/up",
+            "http://[::1]",
+            "http://localhost?q",
+        ];
+        let bad = [
+            "https://localhost/",
+            "http://upload.example/up",
+            "http://localhost.example/",
+            "http://127.0.0.1.example/",
+            "http://localhost@upload.example/",
+            "http://127.0.0/",
+            "http://127.0.0.1234/",
+            "http://localhost:/",
+            "http://localhost:8x/",
+            "http://[::2]/",
+            "HTTP://localhost/",
+            "http://localhost/ up",
+        ];
+        assert_shape(is_loopback_http_url, &good, &bad);
     }
 
     #[test]
