@@ -7,9 +7,16 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+/// The clock's zero: a day before its first use, so an instant an embedder took before
+/// that use (a hook call's arrival, then its wait for an instance) keeps its distance
+/// from later ones instead of all of it reading as zero.
 fn origin() -> Instant {
     static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    *ORIGIN.get_or_init(Instant::now)
+    *ORIGIN.get_or_init(|| {
+        let now = Instant::now();
+        now.checked_sub(Duration::from_secs(24 * 60 * 60))
+            .unwrap_or(now)
+    })
 }
 
 /// Now, as a boundary instant (nanoseconds since the process's clock origin).
