@@ -15,9 +15,16 @@
 //! value), so every member of the event is searched, except two the selection does not
 //! govern: `native`, which goes only where the registration includes it, and the tool's
 //! `input`, the arguments the policy decides on.
+//!
+//! Lowering can only hide what it finds, so the content slots of an event are checked
+//! against their shapes ([`Holds`]) before anything is sent: a part without a
+//! `selection`, or content in a member the schema does not name, would otherwise pass
+//! every selection untouched. A part is lowered by what it keeps, not by what it loses,
+//! so a member no schema names never outlives a lowering either.
 
 use crate::json::{Node, Object};
 use serde_json::{Map, Value};
+use std::fmt;
 
 /// How much of a part a backend sees, least first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -51,9 +58,19 @@ pub struct Content {
     pub categories: Vec<(String, Selection)>,
 }
 
-/// The members a part loses at each selection below `body`.
-const WITHOUT_BODY: [&str; 3] = ["text", "body", "gap"];
-const WITHOUT_DESCRIPTION: [&str; 2] = ["size", "sha256"];
+/// The members that name a part: all that a part lowered to `omit` keeps.
+const NAMING: [&str; 6] = [
+    "id",
+    "kind",
+    "mediaType",
+    "selection",
+    "category",
+    "synthesized",
+];
+/// What a part lowered to `metadata` keeps besides: its size and hash.
+const SIZE_AND_HASH: [&str; 2] = ["size", "sha256"];
+/// What only a `body` part may carry: its content, or why it is missing.
+const BODY: [&str; 3] = ["text", "body", "gap"];
 
 impl Content {
     /// `selection` for every category.
@@ -117,13 +134,14 @@ impl Content {
         if to == Selection::Body {
             return false;
         }
-        let mut removed: Vec<&str> = WITHOUT_BODY.to_vec();
-        if to == Selection::Omit {
-            removed.extend(WITHOUT_DESCRIPTION);
-        }
-        let mut changed = removed
-            .iter()
-            .fold(false, |changed, key| part.remove(*key).is_some() | changed);
+        // What stays is named, never what goes: a member no schema names (a part in a
+        // slot the event checks could not reach) goes too, whatever it holds.
+        let keeps = |key: &str| {
+            NAMING.contains(&key) || (to == Selection::Metadata && SIZE_AND_HASH.contains(&key))
+        };
+        let members = part.len();
+        part.retain(|key, _| keeps(key));
+        let mut changed = part.len() != members;
         if part.get("selection").and_then(Value::as_str) != Some(to.as_str()) {
             part.insert("selection".into(), Value::from(to.as_str()));
             changed = true;
@@ -173,93 +191,245 @@ fn category(part: &Map<String, Value>) -> String {
 /// The roles a canonical message may have.
 const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
 
+/// What a content slot of an event or effect holds (content-item.schema.json). Each
+/// shape is closed: a member the schema does not name is a flaw, so no content can ride
+/// in a member the selection does not know to lower, and every part names the selection
+/// it was prepared for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holds {
+    /// `messages`: canonical messages `{id, role, parts, synthesized?}`.
+    Messages,
+    /// `textParts`: a list of text parts.
+    TextParts,
+    /// `textPart`: one text part.
+    TextPart,
+    /// The schema's root: one part, text or attachment.
+    Part,
+    /// A list of messages or parts: the `items` of an event whose schema this project
+    /// does not carry, which upstream types either as model-visible messages or as the
+    /// schema's root parts. Either shape is closed, so either keeps content where the
+    /// selection finds it.
+    Items,
+}
+
+/// Where a value breaks its content shape: a JSON Pointer below the value, and the rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flaw {
+    pub at: String,
+    pub rule: &'static str,
+}
+
+impl Flaw {
+    fn new(at: &str, rule: &'static str) -> Flaw {
+        Flaw {
+            at: at.to_owned(),
+            rule,
+        }
+    }
+
+    /// This flaw seen from the value that holds it at `step` (a member name or index).
+    fn under(self, step: impl fmt::Display) -> Flaw {
+        let step = step.to_string().replace('~', "~0").replace('/', "~1");
+        Flaw {
+            at: format!("/{step}{}", self.at),
+            rule: self.rule,
+        }
+    }
+}
+
+impl Holds {
+    /// Every flaw of `value` in this shape, at most one per part or message: the first,
+    /// as the rest of a broken part may only follow from it.
+    pub fn flaws(self, value: &Value) -> Vec<Flaw> {
+        match self {
+            Holds::Messages => each(value, "must be an array of canonical messages", message),
+            Holds::TextParts => each(value, "must be an array of text parts", text_part),
+            Holds::TextPart => text_part(value),
+            Holds::Part => part(value, &["text", "attachment"]),
+            Holds::Items => each(value, "must be an array of messages or parts", item),
+        }
+    }
+}
+
 /// Whether `value` is a list of canonical messages (content-item.schema.json
 /// `messages`): what a backend's `inject`, and its `modify` of a message list, must be.
 pub fn is_messages(value: &Value) -> bool {
-    value
-        .as_array()
-        .is_some_and(|items| items.iter().all(is_message))
+    Holds::Messages.flaws(value).is_empty()
 }
 
 /// Whether `value` is a list of text parts (`textParts`): what a `modify` of
 /// `instructions` or `summary` must be.
 pub fn is_text_parts(value: &Value) -> bool {
-    value.as_array().is_some_and(|parts| {
-        parts
-            .iter()
-            .all(|part| is_valid_part(part) && part["kind"] == "text")
-    })
+    Holds::TextParts.flaws(value).is_empty()
 }
 
-/// `{id, role, parts, synthesized?}`, nothing else.
-fn is_message(value: &Value) -> bool {
-    let Some(message) = value.as_object() else {
-        return false;
+/// The flaws of each entry of the list `value`, at its index.
+fn each(value: &Value, rule: &'static str, entry: fn(&Value) -> Vec<Flaw>) -> Vec<Flaw> {
+    let Some(entries) = value.as_array() else {
+        return vec![Flaw::new("", rule)];
     };
-    message
-        .keys()
-        .all(|key| ["id", "role", "parts", "synthesized"].contains(&key.as_str()))
-        && non_empty(message.get("id"))
-        && message
-            .get("role")
-            .and_then(Value::as_str)
-            .is_some_and(|role| ROLES.contains(&role))
-        && message
-            .get("parts")
-            .and_then(Value::as_array)
-            .is_some_and(|parts| parts.iter().all(is_valid_part))
-        && message.get("synthesized").is_none_or(Value::is_boolean)
+    let indexed = entries.iter().enumerate();
+    indexed
+        .flat_map(|(i, value)| entry(value).into_iter().map(move |f| f.under(i)))
+        .collect()
 }
 
-/// One of the schema's eight part shapes: a text or attachment part whose `selection`
-/// decides what it carries — a body part its `text` (text) or `body` reference
-/// (attachment), or a `gap` saying why not; a metadata or omitted part neither, only
-/// an optional size and hash.
-fn is_valid_part(value: &Value) -> bool {
+/// An entry of [`Holds::Items`]: a message when it has a role or parts, else a part.
+fn item(value: &Value) -> Vec<Flaw> {
+    match value.as_object() {
+        Some(o) if o.contains_key("role") || o.contains_key("parts") => message(value),
+        Some(_) => part(value, &["text", "attachment"]),
+        None => vec![Flaw::new("", "must be a message or a part")],
+    }
+}
+
+fn text_part(value: &Value) -> Vec<Flaw> {
+    part(value, &["text"])
+}
+
+/// `{id, role, parts, synthesized?}`, nothing else; each part one of the schema's.
+fn message(value: &Value) -> Vec<Flaw> {
+    let Some(message) = value.as_object() else {
+        return vec![Flaw::new("", "must be a message {id, role, parts}")];
+    };
+    let known = ["id", "role", "parts", "synthesized"];
+    let first = unknown(message, &known, "is not a member of a message")
+        .or_else(|| required_text(message, "id"))
+        .or_else(|| match message.get("role").map(Value::as_str) {
+            None => Some(Flaw::new("/role", "is required")),
+            Some(Some(role)) if ROLES.contains(&role) => None,
+            Some(_) => Some(Flaw::new(
+                "/role",
+                "must be system, developer, user, assistant or tool",
+            )),
+        })
+        .or_else(|| boolean(message, "synthesized"));
+    if let Some(flaw) = first {
+        return vec![flaw];
+    }
+    let parts = message.get("parts").unwrap_or(&Value::Null);
+    let rule = "must be an array of parts";
+    let flaws = each(parts, rule, |p| part(p, &["text", "attachment"]));
+    flaws.into_iter().map(|f| f.under("parts")).collect()
+}
+
+/// One of the schema's eight part shapes, of one of `kinds`: a text or attachment part
+/// whose `selection` decides what it carries — a body part its `text` (text) or `body`
+/// reference with an optional size and hash (attachment), or a `gap` saying why not; a
+/// metadata or omitted part neither, only an optional size and hash.
+fn part(value: &Value, kinds: &[&str]) -> Vec<Flaw> {
+    part_flaw(value, kinds).into_iter().collect()
+}
+
+fn part_flaw(value: &Value, kinds: &[&str]) -> Option<Flaw> {
     let Some(part) = value.as_object() else {
-        return false;
+        return Some(Flaw::new("", "must be a part object"));
     };
     let kind = part.get("kind").and_then(Value::as_str);
-    let media_type = part.get("mediaType").and_then(Value::as_str);
-    let typed = match (kind, media_type) {
-        (Some("text"), Some(media_type)) => media_type == "text/plain",
-        (Some("attachment"), Some(media_type)) => is_attachment_media_type(media_type),
-        _ => false,
+    let Some(kind) = kind.filter(|kind| kinds.contains(kind)) else {
+        return Some(Flaw::new(
+            "/kind",
+            match kinds {
+                ["text"] => "must be \"text\"",
+                _ => "must be \"text\" or \"attachment\"",
+            },
+        ));
     };
-    let selection = part
-        .get("selection")
-        .and_then(Value::as_str)
-        .and_then(Selection::parse);
+    let selection = part.get("selection");
+    let Some(selection) = selection.and_then(Value::as_str).and_then(Selection::parse) else {
+        let rule = match selection {
+            None => "is required",
+            Some(_) => "must be body, metadata or omit",
+        };
+        return Some(Flaw::new("/selection", rule));
+    };
     let carried: &[&str] = match (selection, kind) {
-        (Some(Selection::Body), _) if part.contains_key("gap") => &["gap", "size", "sha256"],
-        (Some(Selection::Body), Some("text")) => &["text"],
-        (Some(Selection::Body), _) => &["body"],
-        (Some(_), _) => &["size", "sha256"],
-        (None, _) => return false,
+        (Selection::Body, _) if part.contains_key("gap") => &["gap", "size", "sha256"],
+        (Selection::Body, "text") => &["text"],
+        (Selection::Body, _) => &["body", "size", "sha256"],
+        _ => &["size", "sha256"],
     };
-    let known = [
-        "id",
-        "kind",
-        "mediaType",
-        "selection",
-        "category",
-        "synthesized",
-    ];
-    typed
-        && part
-            .keys()
-            .all(|key| known.contains(&key.as_str()) || carried.contains(&key.as_str()))
-        && non_empty(part.get("id"))
-        && part.get("category").is_none_or(|c| non_empty(Some(c)))
-        && part.get("synthesized").is_none_or(Value::is_boolean)
-        && part.get("size").is_none_or(Value::is_u64)
-        && part.get("sha256").is_none_or(is_sha256)
-        && match carried {
-            ["text"] => part.get("text").is_some_and(Value::is_string),
-            ["body"] => part.get("body").is_some_and(is_reference),
-            ["gap", ..] => part.get("gap").is_some_and(is_gap),
-            _ => true,
-        }
+    let named = |key: &str| NAMING.contains(&key) || carried.contains(&key);
+    if let Some(key) = part.keys().find(|key| !named(key)) {
+        let key = key.as_str();
+        let rule = match BODY.contains(&key) || SIZE_AND_HASH.contains(&key) {
+            true => "is not allowed with this part's selection",
+            false => "is not a member of a part",
+        };
+        return Some(Flaw::new("", rule).under(key));
+    }
+    required_text(part, "id")
+        .or_else(|| media_type_flaw(part, kind))
+        .or_else(|| optional_text(part, "category"))
+        .or_else(|| boolean(part, "synthesized"))
+        .or_else(|| {
+            let size = part.get("size");
+            let bad = size.is_some_and(|size| !size.is_u64());
+            bad.then(|| Flaw::new("/size", "must be a non-negative integer"))
+        })
+        .or_else(|| {
+            let bad = part.get("sha256").is_some_and(|hash| !is_sha256(hash));
+            bad.then(|| Flaw::new("/sha256", "must be 64 lowercase hexadecimal digits"))
+        })
+        .or_else(|| match carried {
+            ["text"] => match part.get("text") {
+                Some(Value::String(_)) => None,
+                Some(_) => Some(Flaw::new("/text", "must be a string")),
+                None => Some(Flaw::new("/text", "is required with selection \"body\"")),
+            },
+            ["body", ..] => (!part.get("body").is_some_and(is_reference))
+                .then(|| Flaw::new("/body", "must be {ref} with a non-empty ref")),
+            ["gap", ..] => (!part.get("gap").is_some_and(is_gap))
+                .then(|| Flaw::new("/gap", "must be {reason, path?}, each non-empty")),
+            _ => None,
+        })
+}
+
+/// A text part's media type is `text/plain`; an attachment's neither text nor JSON
+/// (those go inline as text).
+fn media_type_flaw(part: &Map<String, Value>, kind: &str) -> Option<Flaw> {
+    let Some(media_type) = part.get("mediaType") else {
+        return Some(Flaw::new("/mediaType", "is required"));
+    };
+    let media_type = media_type.as_str().unwrap_or_default();
+    match kind {
+        "text" if media_type != "text/plain" => Some(Flaw::new(
+            "/mediaType",
+            "must be \"text/plain\" for a text part",
+        )),
+        "attachment" if !is_attachment_media_type(media_type) => Some(Flaw::new(
+            "/mediaType",
+            "must be a media type neither text nor JSON for an attachment",
+        )),
+        _ => None,
+    }
+}
+
+/// The first member of `object` not among `known`.
+fn unknown(object: &Map<String, Value>, known: &[&str], rule: &'static str) -> Option<Flaw> {
+    let key = object.keys().find(|key| !known.contains(&key.as_str()))?;
+    Some(Flaw::new("", rule).under(key))
+}
+
+fn required_text(object: &Map<String, Value>, key: &'static str) -> Option<Flaw> {
+    match object.get(key) {
+        None => Some(Flaw::new("", "is required").under(key)),
+        value => optional_text_value(value, key),
+    }
+}
+
+fn optional_text(object: &Map<String, Value>, key: &'static str) -> Option<Flaw> {
+    optional_text_value(object.get(key), key)
+}
+
+fn optional_text_value(value: Option<&Value>, key: &'static str) -> Option<Flaw> {
+    let bad = value.is_some_and(|v| !non_empty(Some(v)));
+    bad.then(|| Flaw::new("", "must be a non-empty string").under(key))
+}
+
+fn boolean(object: &Map<String, Value>, key: &'static str) -> Option<Flaw> {
+    let bad = object.get(key).is_some_and(|v| !v.is_boolean());
+    bad.then(|| Flaw::new("", "must be true or false").under(key))
 }
 
 /// An attachment's media type: never text, never JSON (those go inline as text).
@@ -500,6 +670,7 @@ mod tests {
             part(json!({"selection": "metadata", "size": 1, "sha256": hash, "synthesized": true})),
             part(json!({"selection": "omit"})),
             image(json!({"selection": "body", "body": {"ref": "r1"}})),
+            image(json!({"selection": "body", "body": {"ref": "r1"}, "size": 4, "sha256": hash})),
             image(json!({"selection": "body", "gap": {"reason": "not uploaded"}})),
             image(json!({"selection": "metadata", "size": 4})),
             image(json!({"selection": "omit", "sha256": hash})),
@@ -548,6 +719,99 @@ mod tests {
         ] {
             assert!(!is_messages(&bad), "{bad}");
         }
+    }
+
+    /// A part no check reached (here in an extension) keeps, once lowered, only the
+    /// members that name it: an unnamed member holding content goes with the body.
+    #[test]
+    fn a_lowered_part_keeps_only_what_names_it() {
+        let mut leaky = text_part("p", "body");
+        leaky["preview"] = json!("secret words");
+        leaky["sha256"] = json!("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+        let event = document(json!({"com.example.notes": [leaky]}));
+        let metadata = content(Selection::Metadata, &[]).project(&event).unwrap();
+        assert_eq!(
+            metadata["com.example.notes"][0],
+            json!({"id": "p", "kind": "text", "mediaType": "text/plain", "selection": "metadata",
+                   "size": 12,
+                   "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"})
+        );
+        let omitted = content(Selection::Omit, &[]).project(&event).unwrap();
+        assert_eq!(
+            omitted["com.example.notes"][0],
+            json!({"id": "p", "kind": "text", "mediaType": "text/plain", "selection": "omit"})
+        );
+    }
+
+    fn flaws(holds: Holds, value: Value) -> Vec<(String, &'static str)> {
+        holds
+            .flaws(&value)
+            .into_iter()
+            .map(|f| (f.at, f.rule))
+            .collect()
+    }
+
+    /// Each flaw is named at its own pointer below the slot, one per broken part or
+    /// message, every broken one named.
+    #[test]
+    fn a_flaw_is_named_at_its_pointer() {
+        let ok = part(json!({"selection": "omit"}));
+        let no_selection = part(json!({"text": "x"}));
+        let extra = part(json!({"selection": "omit", "a/b~c": 1}));
+        assert_eq!(
+            flaws(
+                Holds::Messages,
+                json!([{"id": "m", "role": "user", "parts": [ok, no_selection, extra]},
+                       {"id": "m2", "role": "robot", "parts": [no_selection]},
+                       "m3"])
+            ),
+            [
+                ("/0/parts/1/selection".to_owned(), "is required"),
+                ("/0/parts/2/a~1b~0c".to_owned(), "is not a member of a part"),
+                (
+                    "/1/role".to_owned(),
+                    "must be system, developer, user, assistant or tool"
+                ),
+                ("/2".to_owned(), "must be a message {id, role, parts}"),
+            ]
+        );
+        assert_eq!(
+            flaws(Holds::Messages, json!({})),
+            [(String::new(), "must be an array of canonical messages")]
+        );
+        // Items are messages or parts: a role or parts makes a message.
+        assert_eq!(
+            flaws(
+                Holds::Items,
+                json!([ok, {"id": "m", "role": "user", "parts": [no_selection]},
+                       {"id": "m", "parts": []}])
+            ),
+            [
+                ("/1/parts/0/selection".to_owned(), "is required"),
+                ("/2/role".to_owned(), "is required"),
+            ]
+        );
+        let image = json!({"id": "i", "kind": "attachment", "mediaType": "image/png",
+                           "selection": "omit"});
+        assert_eq!(flaws(Holds::Part, image.clone()), []);
+        assert_eq!(
+            flaws(Holds::TextPart, image),
+            [("/kind".to_owned(), "must be \"text\"")]
+        );
+        assert_eq!(
+            flaws(Holds::TextPart, part(json!({"selection": "body"}))),
+            [("/text".to_owned(), "is required with selection \"body\"")]
+        );
+        assert_eq!(
+            flaws(
+                Holds::Part,
+                part(json!({"selection": "body", "text": "x", "mediaType": 7}))
+            ),
+            [(
+                "/mediaType".to_owned(),
+                "must be \"text/plain\" for a text part"
+            )]
+        );
     }
 
     #[test]

@@ -90,6 +90,7 @@ impl Event {
         let mut problems = Problems::default();
         check_envelope(&object, &mut problems);
         check_tool_before(&object, &mut problems);
+        check_content(&object, &mut problems);
         problems.into_result(&object, text)
     }
 
@@ -111,6 +112,7 @@ impl Event {
             None if name.is_empty() => {}
             None => problems.add("/type", "must be an interceptable event"),
         }
+        check_content(&object, &mut problems);
         let event = problems.into_result(&object, text)?;
         // The type is known and interceptable whenever there is no problem.
         Ok((event, rules.unwrap_or(&events::TABLE[0])))
@@ -197,6 +199,7 @@ impl Event {
         } else if !name.is_empty() && !events::CATALOGUE.contains(&name) {
             problems.add("/type", "must be an event type of the catalogue");
         }
+        check_content(&object, &mut problems);
         problems.into_result(&object, text)
     }
 
@@ -443,6 +446,53 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
     }
 }
 
+/// Each content slot of the event's type holds its shape ([`events::content`]) wherever
+/// it is present, each flaw named at its own pointer. A slot a payload rule named already
+/// (of the wrong type, say) is not named again.
+fn check_content(event: &Object, problems: &mut Problems) {
+    let name = event.get("type").and_then(Node::as_str).unwrap_or_default();
+    for &(pointer, holds) in events::content(name) {
+        for (at, slot) in members_at(event, pointer) {
+            if problems.0.iter().any(|p| p.path == at) {
+                continue;
+            }
+            for flaw in holds.flaws(&slot.to_value()) {
+                problems.add(format!("{at}{}", flaw.at), flaw.rule);
+            }
+        }
+    }
+}
+
+/// The members at `pointer` (member names, and `*` for each entry of an array) of
+/// `object`, each with its own pointer.
+fn members_at<'n, 'a>(object: &'n Object<'a>, pointer: &str) -> Vec<(String, &'n Node<'a>)> {
+    let mut steps = pointer.split('/').skip(1);
+    let first = steps.next().unwrap_or_default();
+    let mut found: Vec<(String, &Node)> = object
+        .get(first)
+        .map(|node| (format!("/{first}"), node))
+        .into_iter()
+        .collect();
+    for step in steps {
+        found = found
+            .into_iter()
+            .flat_map(|(at, node)| match (step, node) {
+                ("*", Node::Array(entries)) => entries
+                    .iter()
+                    .enumerate()
+                    .map(|(i, entry)| (format!("{at}/{i}"), entry))
+                    .collect(),
+                _ => node
+                    .get(step)
+                    .map(|member| (format!("{at}/{step}"), member))
+                    .into_iter()
+                    .collect::<Vec<_>>(),
+            })
+            .collect();
+    }
+    found
+}
+
 /// The member at `pointer` (a JSON Pointer of plain member names) of `object`.
 fn member_at<'n, 'a>(object: &'n Object<'a>, pointer: &str) -> Option<&'n Node<'a>> {
     let mut parts = pointer.split('/').skip(1);
@@ -489,16 +539,14 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
         (_, Some(_)) => problems.add("/error", "must be an object"),
         _ => {}
     }
-    // The result: canonical messages, and none for a call that did not run to an end.
-    if let Some(output) = tool.and_then(|tool| tool.get("output")) {
-        if matches!(outcome, Some("denied" | "cancelled" | "timeout")) {
-            problems.add(
-                "/tool/output",
-                "must be absent when the call was denied, cancelled or timed out",
-            );
-        } else if !content::is_messages(&output.to_value()) {
-            problems.add("/tool/output", "must be a list of canonical messages");
-        }
+    // The result (canonical messages, see `check_content`): none for a call that did
+    // not run to an end.
+    let output = tool.is_some_and(|tool| tool.contains_key("output"));
+    if output && matches!(outcome, Some("denied" | "cancelled" | "timeout")) {
+        problems.add(
+            "/tool/output",
+            "must be absent when the call was denied, cancelled or timed out",
+        );
     }
     let Some(execution) = required_object(event, "", "execution", problems) else {
         return;
@@ -651,6 +699,7 @@ fn required_object<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::content::Holds;
     use crate::syntax::examples::{ABSOLUTE_URIS, DATE_TIMES, NOT_ABSOLUTE_URIS, NOT_DATE_TIMES};
     use serde_json::json;
 
@@ -886,14 +935,24 @@ mod tests {
 
     #[test]
     fn upstream_catalogue_fixtures_are_valid_interceptable_events() {
-        for text in [
-            fixture!("http/model-response-input-target.invalid.json"),
-            fixture!("http/task-return-capability.invalid.json"),
-        ] {
-            // Invalid for their capabilities only; the events themselves are complete.
-            let event = fixture_event(text);
-            assert_eq!(intercepted_problems(&event), [], "{event}");
-        }
+        // Invalid for their capabilities only; the events themselves are complete.
+        let event = fixture_event(fixture!("http/task-return-capability.invalid.json"));
+        assert_eq!(intercepted_problems(&event), [], "{event}");
+        // This one (62fc780) predates canonical messages: its response is a flat item of
+        // then, refused now at the first member no message has. As a message, the event
+        // is complete.
+        let mut event = fixture_event(fixture!("http/model-response-input-target.invalid.json"));
+        assert_eq!(
+            intercepted_problems(&event),
+            [(
+                "/items/0/kind".to_owned(),
+                "is not a member of a message".to_owned()
+            )]
+        );
+        event["items"] = json!([{"id": "assistant1", "role": "assistant", "parts": [
+            {"id": "assistant1-text", "kind": "text", "mediaType": "text/plain",
+             "selection": "metadata"}]}]);
+        assert_eq!(intercepted_problems(&event), [], "{event}");
         let mut event = fixture_event(fixture!("http/task-return-capability.invalid.json"));
         if let Some(task) = event["task"].as_object_mut() {
             task.remove("id");
@@ -905,6 +964,108 @@ mod tests {
                 "is required on task.change.before".to_owned()
             )]
         );
+    }
+
+    /// A text part that names no selection: no subscription's selection would find it,
+    /// so every backend would be sent its text.
+    fn unselected_part() -> Value {
+        json!({"id": "p1", "kind": "text", "mediaType": "text/plain", "text": "password=hunter2"})
+    }
+
+    /// The upstream `items` whose `synthesized` flags are strings are refused as an event,
+    /// intercepted or observed, at the message's flag (its parts wait for it).
+    #[test]
+    fn upstream_items_with_string_flags_are_refused_as_an_event() {
+        let event = fixture_event(fixture!("http/synthesized-items-string.invalid.json"));
+        let expected = [(
+            "/items/0/synthesized".to_owned(),
+            "must be true or false".to_owned(),
+        )];
+        assert_eq!(intercepted_problems(&event), expected);
+        assert_eq!(observed_problems(&event), expected);
+        let valid = fixture_event(fixture!("http/synthesized-identities.valid.json"));
+        assert_eq!(intercepted_problems(&valid), []);
+    }
+
+    /// A message list whose part names no selection is refused at the part, whichever
+    /// parser reads it: sent on, it would reach an `omit` subscription byte for byte.
+    #[test]
+    fn a_part_without_a_selection_is_refused_where_it_would_have_leaked() {
+        let mut event = fixture_event(fixture!("http/observe-tool-after.valid.json"));
+        event["items"] = json!([{"id": "m1", "role": "tool", "parts": [unselected_part()]}]);
+        let expected = [(
+            "/items/0/parts/0/selection".to_owned(),
+            "is required".to_owned(),
+        )];
+        assert_eq!(intercepted_problems(&event), expected);
+        assert_eq!(observed_problems(&event), expected);
+        // Each other way a part could hide from a selection is refused too.
+        for (member, value, rule) in [
+            ("selection", json!(1), "must be body, metadata or omit"),
+            (
+                "kind",
+                json!("reasoning"),
+                "must be \"text\" or \"attachment\"",
+            ),
+            (
+                "preview",
+                json!("password=hunter2"),
+                "is not a member of a part",
+            ),
+        ] {
+            let mut part = unselected_part();
+            part["selection"] = json!("metadata");
+            part.as_object_mut().unwrap().remove("text");
+            part[member] = value;
+            event["items"][0]["parts"] = json!([part]);
+            assert_eq!(
+                intercepted_problems(&event),
+                [(format!("/items/0/parts/0/{member}"), rule.to_owned())]
+            );
+        }
+        let mut part = unselected_part();
+        part["selection"] = json!("omit");
+        part.as_object_mut().unwrap().remove("mediaType");
+        event["items"][0]["parts"] = json!([part]);
+        assert_eq!(
+            intercepted_problems(&event),
+            [(
+                "/items/0/parts/0/text".to_owned(),
+                "is not allowed with this part's selection".to_owned()
+            )]
+        );
+    }
+
+    /// Every content slot of every interceptable event refuses the part no selection would
+    /// find, at the part's own pointer; the slot's shape is the table's.
+    #[test]
+    fn every_content_slot_refuses_a_part_without_a_selection() {
+        let mut checked = 0;
+        for rules in events::TABLE {
+            let name = rules.event.as_str();
+            for &(pointer, holds) in events::content(name) {
+                let message = json!({"id": "m1", "role": "user", "parts": [unselected_part()]});
+                let (value, below) = match holds {
+                    Holds::Messages => (json!([message]), "/0/parts/0"),
+                    Holds::Items => (json!([unselected_part()]), "/0"),
+                    Holds::TextParts => (json!([unselected_part()]), "/0"),
+                    Holds::TextPart | Holds::Part => (unselected_part(), ""),
+                };
+                let mut event = example(name);
+                let at = pointer.replace('*', "0");
+                if let Some(list) = pointer.split("/*").next().filter(|_| pointer.contains('*')) {
+                    event[&list[1..]] = json!([{"path": "a.txt", "change": "modified"}]);
+                }
+                event = edited(event, &at, Some(value));
+                assert_eq!(
+                    intercepted_problems(&event),
+                    [(format!("{at}{below}/selection"), "is required".to_owned())],
+                    "{name} {pointer}"
+                );
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 28, "the content slots of the interceptable events");
     }
 
     /// The upstream event fixtures that break a rule of the call, the envelope or the

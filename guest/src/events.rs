@@ -7,6 +7,7 @@
 //! event gets. `tests::the_table_is_the_upstream_schema` reads the schema itself, so the
 //! table cannot drift from it.
 
+use crate::content::Holds;
 use crate::effect::EffectKind::{self, *};
 use ahp_vocab::{
     DeliverAt, EventCapability, FlowCapability, FlowOperation, InterceptableEvent as E,
@@ -79,9 +80,11 @@ use Shape::{Absent, Array, Bool, Count, Object, Text, Tool, Word};
 /// `interaction-event.schema.json@2b5da58` (config.change.before, user.*) and
 /// `task-workspace-event.schema.json@8f91ac4` (task.change.before,
 /// workspace.change.before). The carried fixtures agree where they show one
-/// (`model-response-input-target.invalid.json` is a complete model.response.after,
-/// `task-return-capability.invalid.json` a complete task.change.before). Only presence
-/// and JSON type are checked; enumerated words and canonical content items are not.
+/// (`model-response-input-target.invalid.json` is a complete model.response.after but
+/// for its item, which predates canonical messages; `task-return-capability.invalid.json`
+/// a complete task.change.before). Only presence and JSON type are checked here;
+/// enumerated words are not, and content slots are checked by their shapes
+/// ([`content`]).
 ///
 /// **Modify targets.** Input and output are the tool's (`/tool/input`,
 /// `/tool/output`). The others are located from the same upstream files, none of which
@@ -405,6 +408,60 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
 
 /// How a session ended (session-end.schema.json `outcome`).
 const SESSION_OUTCOMES: &[&str] = &["completed", "cancelled", "error", "unknown"];
+
+/// Where an event of type `name` carries content, and in which shape: checked wherever
+/// present, as a selection can lower only the parts it finds (see [`crate::content`]).
+/// A `*` step is each entry of an array.
+///
+/// The model-visible `items` of the events whose modify targets them are canonical
+/// messages, and so are tool.after's (the carried `synthesized-identities.valid.json`
+/// and `synthesized-items-string.invalid.json`) and the user messages
+/// (interaction-event.schema.json@2b5da58, which also makes an elicitation's request and
+/// result and an attention's message and title text parts). A file snapshot is one part
+/// (execution-event and task-workspace-event `fileChange`), compaction instructions and
+/// summary text parts (see [`TABLE`]). Any other event's `items` is messages or parts
+/// ([`Holds::Items`]): the schemas carried or read type them as one or the other.
+pub fn content(name: &str) -> &'static [(&'static str, Holds)] {
+    match name {
+        "tool.after" => &[
+            ("/items", Holds::Messages),
+            ("/tool/output", Holds::Messages),
+            ("/fileChanges/*/before", Holds::Part),
+            ("/fileChanges/*/after", Holds::Part),
+        ],
+        "turn.start" | "turn.finish.before" | "model.request.before" | "model.response.after" => {
+            &[("/items", Holds::Messages)]
+        }
+        "user.message.inbound" | "user.message.outbound" => &[
+            ("/items", Holds::Items),
+            ("/message/messages", Holds::Messages),
+        ],
+        "context.compact.before" => &[
+            ("/items", Holds::Items),
+            ("/instructions", Holds::TextParts),
+        ],
+        "context.compact.after" => &[("/items", Holds::Items), ("/summary", Holds::TextParts)],
+        "user.elicitation.request" => &[
+            ("/items", Holds::Items),
+            ("/elicitation/request", Holds::TextPart),
+        ],
+        "user.elicitation.result" => &[
+            ("/items", Holds::Items),
+            ("/elicitation/result", Holds::TextPart),
+        ],
+        "user.attention" => &[
+            ("/items", Holds::Items),
+            ("/attention/message", Holds::TextParts),
+            ("/attention/title", Holds::TextParts),
+        ],
+        "file.changed" => &[
+            ("/items", Holds::Items),
+            ("/changes/*/before", Holds::Part),
+            ("/changes/*/after", Holds::Part),
+        ],
+        _ => &[("/items", Holds::Items)],
+    }
+}
 
 /// The payload rules of `name` if it is a type observed only and this project knows
 /// them ([`OBSERVED`]).
