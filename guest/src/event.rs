@@ -17,6 +17,7 @@ use crate::json::{self, Node, Object};
 use crate::registration::View;
 use crate::syntax::{has_userinfo, is_absolute_uri, is_date_time};
 use ahp_vocab::EventCapability;
+use serde::ser::SerializeMap as _;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::cell::OnceCell;
@@ -42,8 +43,9 @@ pub struct Event {
     /// cost of encoding it again; a stdio frame is one line, so a text with a line break
     /// is encoded again. Gone once a modification changes the event.
     text: Option<String>,
-    /// Whether the document has a top-level `native` member (a subscription that does
-    /// not include it is sent the document encoded without it).
+    /// Whether the document has a `native` member where the schemas allow one (at the
+    /// top, or in `error`): a subscription that does not include it is sent the document
+    /// encoded without it.
     native: bool,
     /// Whether the document holds the value its type's modify effect targets.
     holds_modify_target: bool,
@@ -172,7 +174,11 @@ impl Event {
             session_id: self.session_id.clone(),
             call_id: self.call_id.clone(),
             text: None,
-            native: document.contains_key("native"),
+            native: document.contains_key("native")
+                || document
+                    .get("error")
+                    .and_then(|e| e.get("native"))
+                    .is_some(),
             holds_modify_target: self.holds_modify_target,
             // A modification may bring parts of its own; projecting finds them if so.
             holds_parts: true,
@@ -203,9 +209,9 @@ impl Event {
         problems.into_result(&object, text)
     }
 
-    /// Appends the event as sent to one subscription (its [`View`]): `native` removed
-    /// unless included (the provider payload may hold anything, so it leaves only when
-    /// local policy says so), and every content part lowered to the subscription's
+    /// Appends the event as sent to one subscription (its [`View`]): every `native`
+    /// removed unless included (the provider payload may hold anything, so it leaves only
+    /// when local policy says so), and every content part lowered to the subscription's
     /// selection. The harness's text when it can go as it came, else the document
     /// encoded (one line).
     pub fn write_wire(&self, view: &View, out: &mut Vec<u8>) {
@@ -239,12 +245,32 @@ struct WireEvent<'a> {
 }
 
 impl Serialize for WireEvent<'_> {
+    /// Without `native` unless included, wherever the schemas allow one: the event's own,
+    /// and the one of its `error` (execution-event.schema.json `$defs/error`).
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let members = self
-            .object
-            .iter()
-            .filter(|(key, _)| self.include_native || key.as_str() != "native");
-        serializer.collect_map(members)
+        if self.include_native {
+            return serializer.collect_map(self.object);
+        }
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.object {
+            match (key.as_str(), value) {
+                ("native", _) => {}
+                ("error", Value::Object(error)) => {
+                    map.serialize_entry(key, &WithoutNative(error))?
+                }
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
+/// An object encoded without its `native` member.
+struct WithoutNative<'a>(&'a Map<String, Value>);
+
+impl Serialize for WithoutNative<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().filter(|(key, _)| key.as_str() != "native"))
     }
 }
 
@@ -283,7 +309,8 @@ impl Problems {
             session_id: text(member("session"), "id"),
             call_id: text(member("call"), "id"),
             text: Some(source.to_owned()),
-            native: object.contains_key("native"),
+            native: object.contains_key("native")
+                || object.get("error").and_then(|e| e.get("native")).is_some(),
             holds_modify_target,
             holds_parts: content::holds_parts(object),
             document: OnceCell::new(),
@@ -1547,6 +1574,40 @@ mod tests {
         let read = |text: String| serde_json::from_str::<Value>(&text).expect("JSON");
         assert_eq!(read(wire(&event, false)), without);
         assert_eq!(read(wire(&event, true)), source);
+    }
+
+    /// The provider payload a tool error carries (`error.native`) leaves, like the
+    /// event's own, only where the subscription includes native data.
+    #[test]
+    fn the_native_payload_of_an_error_leaves_only_when_included() {
+        let mut source = fixture_event(fixture!("http/observe-tool-error.valid.json"));
+        source["error"]["native"] = json!({"stderr": "token=hunter2"});
+        let text = source.to_string();
+        let event = Event::parse_any(&text).expect("valid");
+        assert_eq!(wire(&event, true), text, "sent as it came with native");
+        let sent: Value = serde_json::from_str(&wire(&event, false)).unwrap();
+        let mut without = source.clone();
+        without["error"].as_object_mut().unwrap().remove("native");
+        assert_eq!(sent, without);
+        assert!(!wire(&event, false).contains("hunter2"));
+        // Projected for a selection below body, the same.
+        let mut view = View {
+            include_native: false,
+            content: crate::content::Content::all(crate::content::Selection::Omit),
+        };
+        let mut out = Vec::new();
+        source["items"] = json!([{"id": "m", "role": "tool", "parts": [{"id": "p",
+            "kind": "text", "mediaType": "text/plain", "selection": "body", "text": "x"}]}]);
+        let event = Event::parse_any(&source.to_string()).expect("valid");
+        event.write_wire(&view, &mut out);
+        let sent: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(sent["error"], without["error"]);
+        assert_eq!(sent["items"][0]["parts"][0]["selection"], "omit");
+        view.include_native = true;
+        out.clear();
+        event.write_wire(&view, &mut out);
+        let sent: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(sent["error"], source["error"]);
     }
 
     #[test]
