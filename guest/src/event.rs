@@ -15,7 +15,7 @@ use crate::effect::EffectKind;
 use crate::events::{self, Payload, Rules, Shape};
 use crate::json::{self, Node, Object};
 use crate::registration::View;
-use crate::syntax::{has_userinfo, is_absolute_uri, is_date_time};
+use crate::syntax::{has_userinfo, is_absolute_uri, is_date_time, is_extensions};
 use ahp_vocab::EventCapability;
 use serde::ser::SerializeMap as _;
 use serde::{Serialize, Serializer};
@@ -381,6 +381,14 @@ fn check_envelope(event: &Object, problems: &mut Problems) {
     }
     if event.contains_key("parentEventId") {
         required_string(event, "", "parentEventId", problems);
+    }
+    // Known fields are validated (AHP-CORE-003): an extension named outside reverse DNS
+    // could take another vendor's meaning.
+    if event.get("extensions").is_some_and(|e| !is_extensions(e)) {
+        problems.add(
+            "/extensions",
+            "must be an object whose member names are reverse-DNS (AHP-EXT-001)",
+        );
     }
 }
 
@@ -1270,6 +1278,30 @@ mod tests {
             );
             assert_eq!(Event::parse_any(&text), Err(expected), "{text}");
         }
+    }
+
+    /// `extensions` (extensions.schema.json): an object of reverse-DNS names, on any
+    /// event; the same check replies get.
+    #[test]
+    fn extensions_must_be_an_object_of_reverse_dns_names() {
+        let rule = "must be an object whose member names are reverse-DNS (AHP-EXT-001)";
+        for bad in [
+            json!({"trace": 1}),
+            json!("x"),
+            json!([]),
+            json!({"com.ex": 1, "x": 2}),
+        ] {
+            let event = with("/extensions", Some(bad.clone()));
+            assert_eq!(only_problem(&event, "/extensions"), rule, "{bad}");
+            let mut after = fixture_event(fixture!("http/observe-tool-after.valid.json"));
+            after["extensions"] = bad;
+            assert_eq!(
+                observed_problems(&after),
+                [("/extensions".to_owned(), rule.to_owned())]
+            );
+        }
+        let good = json!({"com.example.trace": {"id": 3}, "org.x-y.z_": [1]});
+        assert_eq!(problems(&with("/extensions", Some(good))), []);
     }
 
     #[test]

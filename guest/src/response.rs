@@ -16,7 +16,7 @@ use crate::content;
 use crate::effect::{self, Effect, EffectKind};
 use crate::host_api::Reply;
 use crate::json::{self, Node, Object};
-use crate::syntax::is_reverse_dns;
+use crate::syntax::{is_extensions, is_reverse_dns};
 use ahp_vocab::{
     DeliverAt, Detail, EventCapability, Failure, FailureClass, FlowOperation, ModifyOperation,
     ModifyTarget, Phase, PROTOCOL_VERSION,
@@ -360,13 +360,6 @@ fn decode_inject(effect: &Object, advertised: &EventCapability) -> Result<Effect
     };
     offered(advertised.inject.contains(&deliver_at))?;
     Ok(Effect::Inject { deliver_at, value })
-}
-
-/// An `extensions` object (extensions.schema.json): reverse-DNS names, any values.
-fn is_extensions(extensions: &Node) -> bool {
-    extensions
-        .as_object()
-        .is_some_and(|e| e.keys().all(is_reverse_dns))
 }
 
 /// `{type, reason: non-empty string, code?: reverse-DNS, extensions?: reverse-DNS keys}`

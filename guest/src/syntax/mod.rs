@@ -4,14 +4,15 @@
 //! an RFC 3339 date-time or a reverse-DNS name. Those answers depend on the string alone,
 //! never on where it sits in a document, so they live here, apart from the rules that
 //! decide which field must have which shape and what to say when it does not. Each
-//! predicate is total (any `&str`, no panics) and allocation-free.
+//! predicate is total (any `&str`, no panics) and allocation-free; one reads a JSON
+//! value, whose member names are its strings (an `extensions` object).
 
 mod date_time;
 mod name;
 mod uri;
 
 pub(crate) use date_time::is_date_time;
-pub(crate) use name::{is_env_name, is_reverse_dns};
+pub(crate) use name::{is_env_name, is_extensions, is_reverse_dns};
 pub(crate) use uri::{has_userinfo, is_absolute_uri, is_http_url, is_loopback_http_url};
 
 /// Asserts that `is` accepts every string of `good` and rejects every one of `bad`.

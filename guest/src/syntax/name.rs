@@ -1,4 +1,7 @@
-//! Names: reverse-DNS identifiers and environment-variable names.
+//! Names: reverse-DNS identifiers (and the extension objects keyed by them) and
+//! environment-variable names.
+
+use crate::json::Node;
 
 /// A reverse-DNS name, the registration schema's
 /// `^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][A-Za-z0-9_-]*$`: two or more dot-separated
@@ -12,6 +15,15 @@ pub(crate) fn is_reverse_dns(s: &str) -> bool {
             && chars.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
     };
     s.contains('.') && s.split('.').all(label)
+}
+
+/// An `extensions` object (extensions.schema.json, AHP-EXT-001): an object whose member
+/// names are reverse-DNS, so one vendor's extension cannot take another's name; its
+/// values are any JSON. Events and replies carry the same one.
+pub(crate) fn is_extensions(extensions: &Node) -> bool {
+    extensions
+        .as_object()
+        .is_some_and(|e| e.keys().all(is_reverse_dns))
 }
 
 /// A portable environment-variable name, `^[A-Za-z_][A-Za-z0-9_]*$` (POSIX.1-2017 §8.1,
