@@ -405,8 +405,7 @@ fn check_call(event: &Object, problems: &mut Problems) {
         .keys()
         .filter(|key| !["id", "synthesized"].contains(key))
     {
-        let key = key.replace('~', "~0").replace('/', "~1");
-        problems.add(format!("/call/{key}"), "is not a member of call");
+        problems.add(format!("/call/{}", step(key)), "is not a member of call");
     }
 }
 
@@ -568,9 +567,7 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
         (Some(o), Some(_)) if o != "error" => {
             problems.add("/error", "is only allowed when outcome is \"error\"")
         }
-        (_, Some(Node::Object(error))) => {
-            required_string(error, "/error", "message", problems);
-        }
+        (_, Some(Node::Object(error))) => check_error(error, problems),
         (_, Some(_)) => problems.add("/error", "must be an object"),
         _ => {}
     }
@@ -615,6 +612,32 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
         Some(_) => problems.add("/execution/status", "must be \"executed\" or \"skipped\""),
         None => {}
     }
+}
+
+/// `error` (execution-event.schema.json `$defs/error`): `{message, class, code?,
+/// status?, native?}` and nothing else; `class` is what a backend tells failures apart
+/// by, and a member the schema does not name could carry what `native` may not.
+fn check_error(error: &Object, problems: &mut Problems) {
+    required_string(error, "/error", "message", problems);
+    required_string(error, "/error", "class", problems);
+    if error.contains_key("code") {
+        required_string(error, "/error", "code", problems);
+    }
+    match error.get("status") {
+        None => {}
+        Some(Node::Number(n)) if n.is_i64() || n.is_u64() => {}
+        Some(Node::Text(status)) if !status.is_empty() => {}
+        Some(_) => problems.add("/error/status", "must be a non-empty string or an integer"),
+    }
+    let known = ["message", "class", "code", "status", "native"];
+    for key in error.keys().filter(|key| !known.contains(key)) {
+        problems.add(format!("/error/{}", step(key)), "is not a member of error");
+    }
+}
+
+/// A member name as one step of a JSON Pointer (RFC 6901 escapes).
+fn step(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }
 
 /// `tool`: name, parsed input, and an origin that agrees with the MCP descriptor.
@@ -1153,6 +1176,46 @@ mod tests {
                 "is not a member of call".to_owned()
             )]
         );
+    }
+
+    /// A tool error (execution-event `$defs/error`) needs its message and class, and
+    /// holds nothing the schema does not name.
+    #[test]
+    fn a_tool_error_needs_a_message_and_a_class_and_nothing_else() {
+        let valid = fixture_event(fixture!("http/observe-tool-error.valid.json"));
+        let mut full = valid.clone();
+        full["error"] = json!({"message": "m", "class": "tool", "code": "ENOENT",
+                               "status": 404, "native": {"errno": 2}});
+        assert_eq!(intercepted_problems(&full), []);
+        full["error"]["status"] = json!("not_found");
+        assert_eq!(intercepted_problems(&full), []);
+        for (member, value, rule) in [
+            ("class", None, "is required"),
+            ("class", Some(json!("")), "must be a non-empty string"),
+            ("code", Some(json!(2)), "must be a non-empty string"),
+            (
+                "status",
+                Some(json!(4.5)),
+                "must be a non-empty string or an integer",
+            ),
+            (
+                "status",
+                Some(json!("")),
+                "must be a non-empty string or an integer",
+            ),
+            (
+                "stack",
+                Some(json!("at secret.rs:1")),
+                "is not a member of error",
+            ),
+        ] {
+            let event = edited(valid.clone(), &format!("/error/{member}"), value);
+            assert_eq!(
+                intercepted_problems(&event),
+                [(format!("/error/{member}"), rule.to_owned())],
+                "{member}"
+            );
+        }
     }
 
     /// An MCP server's location is disclosed or named as a gap (upstream fixtures).
