@@ -187,6 +187,8 @@ pub async fn run_unreachable(harness: &str, args: &[&str], payload: &Value) -> R
 
 /// A registration file in `dir`: one interceptor on tool.before at `backend`, with
 /// `policy` and a 300 ms timeout, plus an observer of every other event at the same URL.
+/// With `include_native` the interceptor selects `body` for every category too: native
+/// data beside a lowering selection is refused at load.
 pub fn write_registration(dir: &Path, url: &str, policy: &str, include_native: bool) -> PathBuf {
     let mut document: Value =
         serde_json::from_str(&registration(&[Http::new("com.example.policy", url)
@@ -197,6 +199,9 @@ pub fn write_registration(dir: &Path, url: &str, policy: &str, include_native: b
         .as_array_mut()
         .expect("subscriptions");
     subscriptions[0]["includeNative"] = json!(include_native);
+    if include_native {
+        subscriptions[0]["content"] = json!({"default": "body"});
+    }
     subscriptions.push(json!({
         "events": ["tool.after", "turn.*", "session.*"], "mode": "observe",
         "content": {"default": "metadata"}
@@ -387,7 +392,8 @@ impl Contract {
         assert_ne!(after_event["id"], event["id"], "distinct events");
     }
 
-    /// With `includeNative` the provider payload goes along, untouched.
+    /// With `includeNative` (and `body` for every category, which it requires) the
+    /// provider payload goes along, untouched.
     pub async fn native_with_include_native(&self) {
         let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
         let dir = tempfile::tempdir().expect("a temp dir");

@@ -220,6 +220,9 @@ fn subscription(c: &mut Checker, v: &Value, path: &str, index: usize) -> Option<
     };
     let content = s.need(c, "content", content);
     let include_native = s.opt(c, "includeNative", boolean);
+    if let (Some(Some(true)), Some(content)) = (include_native, &content) {
+        native_with_whole_content(c, content, &s.at("includeNative"));
+    }
     let id = s.opt(c, "id", string);
     let filters = s.opt(c, "filters", filters);
     let upload = s.opt(c, "upload", upload);
@@ -340,6 +343,35 @@ fn content(c: &mut Checker, v: &Value, path: &str) -> Option<Content> {
         default,
         categories,
     })
+}
+
+/// `native` is the provider's payload, opaque and sent verbatim: the prompt, the tool's
+/// output and every attachment are in it as the provider wrote them. Content selection
+/// lowers parts, never `native`, so `includeNative` beside a selection below `body`
+/// would send what that selection withholds (common.schema.json `native`: native data
+/// cannot bypass content selection). It is refused rather than `native` being dropped:
+/// a backend that asked for it must not silently get less.
+fn native_with_whole_content(c: &mut Checker, content: &Content, path: &str) {
+    let lowered: Vec<&str> = std::iter::once(("default", content.default))
+        .chain(
+            content
+                .categories
+                .iter()
+                .map(|(name, s)| (name.as_str(), *s)),
+        )
+        .filter(|(_, selection)| *selection != Selection::Body)
+        .map(|(name, _)| name)
+        .collect();
+    if !lowered.is_empty() {
+        c.problem(
+            path,
+            format!(
+                "needs content \"body\" for every category (lowered here: {}): native data is \
+                 opaque and would carry what content selection lowers",
+                lowered.join(", ")
+            ),
+        );
+    }
 }
 
 /// Managed policy must not be user-disableable: fail rather than silently degrade.

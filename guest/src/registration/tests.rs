@@ -590,11 +590,43 @@ fn shared_subscription_fields_are_type_checked() {
         ),
         ("$o/id", "3", "$o/id"),
     ]);
+    let native = [
+        ("$o/includeNative", "true"),
+        ("$o/content", r#"{"default": "body"}"#),
+    ];
     assert!(
-        accepted(&[("$o/includeNative", "true")]).backends[1].subscriptions[0]
+        accepted(&native).backends[1].subscriptions[0]
             .view
             .include_native
     );
+}
+
+/// `native` is the provider's whole payload, sent verbatim: beside a selection below
+/// `body` it would carry what content selection lowers, so the pair is refused, at
+/// `includeNative`, naming the lowered categories (the default and any named one).
+#[test]
+fn include_native_needs_body_for_every_category() {
+    for (content, lowered) in [
+        (r#"{"default": "omit"}"#, "default"),
+        (r#"{"default": "metadata", "text": "body"}"#, "default"),
+        (
+            r#"{"default": "body", "images": "metadata", "x-custom": "omit"}"#,
+            "images, x-custom",
+        ),
+    ] {
+        let edits = [("$o/includeNative", "true"), ("$o/content", content)];
+        let problems = rejected_at(&edits, "$o/includeNative");
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(
+            problems[0]
+                .rule
+                .contains(&format!("(lowered here: {lowered})")),
+            "{problems:#?}"
+        );
+    }
+    let whole = r#"{"default": "body", "text": "body", "images": "body"}"#;
+    accepted(&[("$i/includeNative", "true"), ("$i/content", whole)]);
+    accepted(&[("$i/includeNative", "false")]);
 }
 
 /// `scopes`, `filters.toolKinds` and `filters.paths` are sets of non-empty names
