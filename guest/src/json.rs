@@ -9,11 +9,12 @@
 //! repeated member.
 //!
 //! Everything else is serde_json's own reading, unchanged: the same grammar and escapes,
-//! its nesting limit of 128, nothing but whitespace after the value. Names are compared
-//! after unescaping (`"a"` and `"\u0061"` are the same name). Numbers are read correctly
-//! rounded, because the workspace turns on serde_json's `float_roundtrip`: its default
-//! reading is faster but can miss by one unit (0.9210986675838745 became
-//! 0.9210986675838744), and a backend's modify value would reach the tool changed.
+//! its nesting limit (127 levels of arrays and objects; the 128th is refused), nothing
+//! but whitespace after the value. Names are compared after unescaping (`"a"` and
+//! `"\u0061"` are the same name). Numbers are read correctly rounded, because the
+//! workspace turns on serde_json's `float_roundtrip`: its default reading is faster but
+//! can miss by one unit (0.9210986675838745 became 0.9210986675838744), and a backend's
+//! modify value would reach the tool changed.
 //!
 //! [`read`] gives a [`Node`] tree that borrows from the text, for checks that only look
 //! (the event of every hook call); [`parse`] gives a `Value` that owns everything.
@@ -484,6 +485,8 @@ mod tests {
             format!(r#"{}1{}"#, r#"{"a":"#.repeat(128), "}".repeat(128)),
             format!(r#"{}1{}"#, r#"{"a":"#.repeat(129), "}".repeat(129)),
         ];
+        // The limit the module's doc states: 127 levels, not 128.
+        assert!(parse(&nested(127)).is_ok() && parse(&nested(128)).is_err());
         for text in &texts {
             let strict = parse(text).map_err(|e| match e {
                 Error::Syntax(e) => e.to_string(),

@@ -1,9 +1,10 @@
 //! RFC 3339 §5.6 `date-time`, the shape of an event's `time`.
 
 /// RFC 3339 `date-time`: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)` with real field ranges:
-/// days per month with Gregorian leap years, and a leap second (`:60`). `T` and `Z` may
-/// be lowercase (RFC 3339 §5.6 note). The compact ISO 8601 form (`20260101T000000Z`) and
-/// a missing offset are not RFC 3339, so a reader could not place the instant.
+/// days per month with Gregorian leap years, and a leap second (`:60`) only where one can
+/// fall. `T` and `Z` may be lowercase (RFC 3339 §5.6 note). The compact ISO 8601 form
+/// (`20260101T000000Z`) and a missing offset are not RFC 3339, so a reader could not
+/// place the instant.
 pub(crate) fn is_date_time(text: &str) -> bool {
     let b = text.as_bytes();
     let field = |from: usize, len: usize| b.get(from..from + len).and_then(number);
@@ -18,35 +19,48 @@ pub(crate) fn is_date_time(text: &str) -> bool {
     ) else {
         return false;
     };
+    let Some(offset) = fraction_and_offset(b.get(19..).unwrap_or_default()) else {
+        return false;
+    };
     separators.iter().all(|&(at, sep)| b.get(at) == Some(&sep))
         && matches!(b.get(10), Some(b'T' | b't'))
         && (1..=12).contains(&month)
         && (1..=days_in_month(year, month)).contains(&day)
         && hour <= 23
         && minute <= 59
-        && second <= 60
-        && is_fraction_and_offset(b.get(19..).unwrap_or_default())
+        && (second <= 59 || (second == 60 && is_last_utc_minute(hour, minute, offset)))
 }
 
-/// `time-secfrac time-offset`: `[ "." 1*DIGIT ] ( "Z" / ( "+" / "-" ) HH ":" MM )`
-fn is_fraction_and_offset(rest: &[u8]) -> bool {
+/// RFC 3339 §5.7: a leap second is added at the end of a UTC day, and "in time zones
+/// other than Z, the leap second point is shifted by the zone offset". So `:60` is only
+/// ever seen in the minute that is 23:59 UTC: `23:59:60Z`, `15:59:60-08:00`.
+fn is_last_utc_minute(hour: u32, minute: u32, offset_minutes: i32) -> bool {
+    let local = (hour * 60 + minute) as i32;
+    (local - offset_minutes).rem_euclid(24 * 60) == 23 * 60 + 59
+}
+
+/// `time-secfrac time-offset`: `[ "." 1*DIGIT ] ( "Z" / ( "+" / "-" ) HH ":" MM )`, giving
+/// the offset east of UTC in minutes.
+fn fraction_and_offset(rest: &[u8]) -> Option<i32> {
     let offset = match rest.strip_prefix(b".") {
         Some(fraction) => {
             let digits = fraction.iter().take_while(|b| b.is_ascii_digit()).count();
             if digits == 0 {
-                return false;
+                return None;
             }
             fraction.get(digits..).unwrap_or_default()
         }
         None => rest,
     };
     match offset {
-        [b'Z' | b'z'] => true,
-        [b'+' | b'-', h0, h1, b':', m0, m1] => {
-            number(&[*h0, *h1]).is_some_and(|h| h <= 23)
-                && number(&[*m0, *m1]).is_some_and(|m| m <= 59)
+        [b'Z' | b'z'] => Some(0),
+        [sign @ (b'+' | b'-'), h0, h1, b':', m0, m1] => {
+            let hours = number(&[*h0, *h1]).filter(|h| *h <= 23)?;
+            let minutes = number(&[*m0, *m1]).filter(|m| *m <= 59)?;
+            let east = (hours * 60 + minutes) as i32;
+            Some(if *sign == b'-' { -east } else { east })
         }
-        _ => false,
+        _ => None,
     }
 }
 
@@ -87,6 +101,11 @@ pub(crate) mod examples {
         "2026-01-01T00:00:00-00:00",
         "2026-01-01T00:00:00+23:59",
         "2026-01-01T00:00:00.0Z",
+        // Leap seconds, in the minute that is 23:59 UTC wherever the offset puts it
+        // (RFC 3339 §5.8's own example, and one that is local tomorrow).
+        "2016-12-31T23:59:60.5Z",
+        "1990-12-31T15:59:60-08:00",
+        "2017-01-01T01:29:60+01:30",
     ];
 
     pub(crate) const NOT_DATE_TIMES: &[&str] = &[
@@ -104,6 +123,11 @@ pub(crate) mod examples {
         "2026-01-01T24:00:00Z",
         "2026-01-01T00:60:00Z",
         "2026-01-01T00:00:61Z",
+        // A leap second outside the last UTC minute of a day.
+        "2026-01-01T10:00:60Z",
+        "2026-06-30T23:58:60Z",
+        "1990-12-31T23:59:60-08:00",
+        "2016-12-31T23:59:60+00:01",
         "2026-01-01T00:00:00+24:00",
         "2026-01-01T00:00:00-01:60",
         "+026-01-01T00:00:00Z",

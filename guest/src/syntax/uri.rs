@@ -1,7 +1,9 @@
-//! URIs: the strict RFC 3986 absolute-URI grammar for an event's `source`, and the
-//! narrower `^https?://` shape a registration asks of a backend URL.
+//! URIs: the strict RFC 3986 `URI` grammar for an event's `source`, and the narrower
+//! `^https?://` shapes a registration asks of a backend, issuer or upload URL.
 
-/// RFC 3986 §4.3 absolute `URI`: `scheme ":" hier-part [ "?" query ] [ "#" fragment ]`.
+/// RFC 3986 §3 `URI`: `scheme ":" hier-part [ "?" query ] [ "#" fragment ]`, what the
+/// schema's `"format": "uri"` asks. Absolute in that it has a scheme (never a relative
+/// reference), but a fragment is allowed: §4.3's `absolute-URI` would refuse one.
 /// Strict on purpose (fixture `source-malformed.invalid`): no spaces, controls, non-ASCII
 /// or bad percent-escapes anywhere, because a backend deciding on `source` must see the
 /// same string the harness vouched for, with no room for two readings.
