@@ -22,7 +22,7 @@
 //! every selection untouched. A part is lowered by what it keeps, not by what it loses,
 //! so a member no schema names never outlives a lowering either.
 
-use crate::json::{Node, Object};
+use crate::json::{self, Node, Object};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -364,7 +364,9 @@ fn part_flaw(value: &Value, kinds: &[&str]) -> Option<Flaw> {
         .or_else(|| boolean(part, "synthesized"))
         .or_else(|| {
             let size = part.get("size");
-            let bad = size.is_some_and(|size| !size.is_u64());
+            // `4.0` is a size: JSON Schema's integer is any number with a zero fraction.
+            let count = |size: &Value| size.as_number().and_then(json::integer::<u64>);
+            let bad = size.is_some_and(|size| count(size).is_none());
             bad.then(|| Flaw::new("/size", "must be a non-negative integer"))
         })
         .or_else(|| {
@@ -674,6 +676,7 @@ mod tests {
             image(json!({"selection": "body", "gap": {"reason": "not uploaded"}})),
             image(json!({"selection": "metadata", "size": 4})),
             image(json!({"selection": "omit", "sha256": hash})),
+            image(json!({"selection": "metadata", "size": 4.0})),
         ];
         for p in &valid {
             assert!(is_messages(&message(json!([p]))), "{p}");
@@ -704,6 +707,7 @@ mod tests {
             image(json!({"selection": "omit", "mediaType": "application/json"})),
             image(json!({"selection": "omit", "mediaType": "application/ld+json; charset=utf-8"})),
             image(json!({"selection": "omit", "mediaType": "Text/plain"})),
+            image(json!({"selection": "metadata", "size": 4.5})),
         ];
         for p in &invalid {
             assert!(!is_messages(&message(json!([p]))), "{p}");
