@@ -160,7 +160,7 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
     if flow == Some(OAuthFlow::ClientCredentials) && !a.has("clientSecretRef") {
         c.warn(
             path,
-            "client_credentials without clientSecretRef cannot authenticate: every call will be auth-failed",
+            "client_credentials without clientSecretRef cannot authenticate: every call will be auth-failed unless the host injects a credential provider for this backend",
         );
     }
     Some(Auth::OAuth(OAuth {
