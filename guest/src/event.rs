@@ -15,7 +15,7 @@ use crate::effect::EffectKind;
 use crate::events::{self, Payload, Rules, Shape};
 use crate::json::{self, Node, Object};
 use crate::registration::View;
-use crate::syntax::{has_userinfo, is_absolute_uri, is_date_time, is_extensions};
+use crate::syntax::{has_userinfo, is_absolute_uri, is_date_time, is_extensions, is_http_url};
 use ahp_vocab::EventCapability;
 use serde::ser::SerializeMap as _;
 use serde::{Serialize, Serializer};
@@ -401,12 +401,7 @@ fn check_call(event: &Object, problems: &mut Problems) {
     if call.get("synthesized").is_some_and(|s| !s.is_boolean()) {
         problems.add("/call/synthesized", "must be true or false");
     }
-    for key in call
-        .keys()
-        .filter(|key| !["id", "synthesized"].contains(key))
-    {
-        problems.add(format!("/call/{}", step(key)), "is not a member of call");
-    }
+    closed(call, "/call", &["id", "synthesized"], "call", problems);
 }
 
 /// The `tool.before` payload (tool-before.schema.json, AHP-TB-001).
@@ -630,9 +625,7 @@ fn check_error(error: &Object, problems: &mut Problems) {
         Some(_) => problems.add("/error/status", "must be a non-empty string or an integer"),
     }
     let known = ["message", "class", "code", "status", "native"];
-    for key in error.keys().filter(|key| !known.contains(key)) {
-        problems.add(format!("/error/{}", step(key)), "is not a member of error");
-    }
+    closed(error, "/error", &known, "error", problems);
 }
 
 /// A member name as one step of a JSON Pointer (RFC 6901 escapes).
@@ -668,49 +661,135 @@ fn check_tool(tool: &Object, problems: &mut Problems) {
     }
 }
 
-/// The MCP descriptor (digest §3): `{server: {id}, toolName, provenance: runtime|inferred,
-/// connection}`, self-contained. Where a server of a known transport is, is disclosed or
-/// named in `connection.gaps` (`url` for http and sse, `command` for stdio); an
-/// extension transport's location, or an undisclosed transport (itself a gap), is the
-/// harness's own business. It never carries credentials.
+/// The MCP descriptor (digest §3, execution-event.schema.json `$defs/mcp`):
+/// `{server: {id, name?}, toolName, provenance: runtime|inferred, connection}`,
+/// self-contained and closed. It never carries credentials.
 fn check_mcp(mcp: &Object, problems: &mut Problems) {
-    if let Some(server) = required_object(mcp, "/tool/mcp", "server", problems) {
+    let at = "/tool/mcp";
+    if let Some(server) = required_object(mcp, at, "server", problems) {
         required_string(server, "/tool/mcp/server", "id", problems);
+        if server.contains_key("name") {
+            required_string(server, "/tool/mcp/server", "name", problems);
+        }
+        closed(
+            server,
+            "/tool/mcp/server",
+            &["id", "name"],
+            "server",
+            problems,
+        );
     }
-    required_string(mcp, "/tool/mcp", "toolName", problems);
-    let provenance = required_string(mcp, "/tool/mcp", "provenance", problems);
+    required_string(mcp, at, "toolName", problems);
+    let provenance = required_string(mcp, at, "provenance", problems);
     if provenance.is_some_and(|p| !["runtime", "inferred"].contains(&p)) {
         problems.add("/tool/mcp/provenance", "must be runtime or inferred");
     }
-    let Some(connection) = required_object(mcp, "/tool/mcp", "connection", problems) else {
+    let known = ["server", "toolName", "provenance", "connection"];
+    closed(mcp, at, &known, "an MCP descriptor", problems);
+    if let Some(connection) = required_object(mcp, at, "connection", problems) {
+        check_connection(connection, problems);
+    }
+}
+
+/// Where an MCP server is, by its transport: the members that say it (`$defs/mcp`
+/// `connection`). Unknown for a transport that is neither known nor an extension.
+fn location(transport: &str) -> Option<&'static [&'static str]> {
+    match transport {
+        "http" | "sse" => Some(&["url"]),
+        "stdio" => Some(&["command", "args", "cwd"]),
+        _ if transport.len() > 1 && transport.starts_with('_') => Some(&["addressForm", "address"]),
+        _ => None,
+    }
+}
+
+/// `connection`: a transport, and each member of its location disclosed or named by a
+/// gap whose path is exactly that member, so a backend can tell a server it was not
+/// told about from one that has no such member. Nothing else: a member the schema does
+/// not name could carry what the descriptor must not (a token in a header, say).
+fn check_connection(connection: &Object, problems: &mut Problems) {
+    let at = "/tool/mcp/connection";
+    let gaps = check_gaps(connection, at, problems);
+    if let Some(entries) = connection.get("gaps").and_then(Node::as_array) {
+        if entries.is_empty() {
+            problems.add(format!("{at}/gaps"), "must name at least one gap");
+        }
+        for (i, gap) in entries.iter().enumerate() {
+            if let Some(gap) = gap.as_object() {
+                let gap_at = format!("{at}/gaps/{i}");
+                closed(gap, &gap_at, &["path", "reason"], "a gap", problems);
+            }
+        }
+    }
+    let Some(transport) = required_string(connection, at, "transport", problems) else {
         return;
     };
-    let at = "/tool/mcp/connection";
-    let location = match connection.get("transport").and_then(Node::as_str) {
-        Some("http" | "sse") => "url",
-        Some("stdio") => "command",
-        _ => return,
+    let Some(members) = location(transport) else {
+        problems.add(
+            format!("{at}/transport"),
+            "must be http, sse, stdio or an extension name starting with \"_\"",
+        );
+        return;
     };
-    // A gap's path names the member, with or without a leading `/`.
-    let names_location = |gap: &Node| {
-        let path = gap.get("path").and_then(Node::as_str).unwrap_or_default();
-        path.strip_prefix('/').unwrap_or(path) == location
+    for &member in members {
+        let rule = match (member, connection.get(member)) {
+            (_, None) if gaps.contains(&member) => continue,
+            (_, None) => "is required, or a gap naming it when it is not disclosed",
+            ("url", Some(Node::Text(url))) if has_userinfo(url) => {
+                "must not carry credentials (user info)"
+            }
+            ("url", Some(Node::Text(url))) if is_absolute_uri(url) && is_http_url(url, false) => {
+                continue
+            }
+            ("url", Some(_)) => "must be an http or https URL",
+            ("args", Some(Node::Array(args))) if args.iter().all(Node::is_string) => continue,
+            ("args", Some(_)) => "must be an array of strings",
+            (_, Some(Node::Text(text))) if !text.is_empty() => continue,
+            (_, Some(_)) => "must be a non-empty string",
+        };
+        problems.add(format!("{at}/{member}"), rule);
+    }
+    let known: Vec<&str> = ["transport", "gaps"]
+        .iter()
+        .chain(members)
+        .copied()
+        .collect();
+    closed(connection, at, &known, "this connection", problems);
+}
+
+/// `parent.gaps`, where present: each `{path, reason}`, non-empty strings. The paths
+/// of the well-formed ones.
+fn check_gaps<'a>(parent: &'a Object, at: &str, problems: &mut Problems) -> Vec<&'a str> {
+    let Some(gaps) = parent.get("gaps") else {
+        return Vec::new();
     };
-    let in_gaps = connection
-        .get("gaps")
-        .and_then(Node::as_array)
-        .is_some_and(|gaps| gaps.iter().any(names_location));
-    match connection.get(location) {
-        Some(Node::Text(url)) if location == "url" && has_userinfo(url) => problems.add(
-            format!("{at}/url"),
-            "must not carry credentials (user info)",
-        ),
-        Some(_) => {}
-        None if in_gaps => {}
-        None => problems.add(
-            format!("{at}/{location}"),
-            "is required, or a gap naming it when it is not disclosed",
-        ),
+    let Some(gaps) = gaps.as_array() else {
+        problems.add(format!("{at}/gaps"), "must be an array");
+        return Vec::new();
+    };
+    let mut paths = Vec::new();
+    for (i, gap) in gaps.iter().enumerate() {
+        let gap_at = format!("{at}/gaps/{i}");
+        let Some(gap) = gap.as_object() else {
+            problems.add(gap_at, "must be an object {path, reason}");
+            continue;
+        };
+        let path = required_string(gap, &gap_at, "path", problems);
+        let reason = required_string(gap, &gap_at, "reason", problems);
+        if let (Some(path), Some(_)) = (path, reason) {
+            paths.push(path);
+        }
+    }
+    paths
+}
+
+/// Each member of `object` (at `at`) not among `known` is a problem: a closed object
+/// (`additionalProperties: false`), named `what` in the rule.
+fn closed(object: &Object, at: &str, known: &[&str], what: &str, problems: &mut Problems) {
+    for key in object.keys().filter(|key| !known.contains(key)) {
+        problems.add(
+            format!("{at}/{}", step(key)),
+            &format!("is not a member of {what}"),
+        );
     }
 }
 
@@ -1254,6 +1333,114 @@ mod tests {
         assert!(
             problems.iter().any(|p| p.path == "/tool/mcp/provenance"),
             "{problems:?}"
+        );
+    }
+
+    /// Each transport's location (execution-event `$defs/mcp` `connection`): every
+    /// member disclosed with its shape or named by a gap of exactly its name, and nothing
+    /// the schema does not name.
+    #[test]
+    fn an_mcp_connection_discloses_or_names_each_member_of_its_transport() {
+        let at = "/tool/mcp/connection";
+        let stdio = fixture_event(fixture!("http/mcp-stdio-gap.valid.json"));
+        let gap = |path: &str| json!({"path": path, "reason": "not disclosed"});
+        let required = "is required, or a gap naming it when it is not disclosed";
+        let cases = [
+            (
+                json!({"gaps": [gap("url")]}),
+                vec![("/transport", "is required")],
+            ),
+            (
+                json!({"transport": "ftp", "url": "ftp://x"}),
+                vec![(
+                    "/transport",
+                    "must be http, sse, stdio or an extension name starting with \"_\"",
+                )],
+            ),
+            (
+                json!({"transport": "stdio", "gaps": [gap("command")]}),
+                vec![("/args", required), ("/cwd", required)],
+            ),
+            (
+                json!({"transport": "stdio", "command": "srv", "args": ["-v", 1], "cwd": ""}),
+                vec![
+                    ("/args", "must be an array of strings"),
+                    ("/cwd", "must be a non-empty string"),
+                ],
+            ),
+            (
+                json!({"transport": "_unix"}),
+                vec![("/addressForm", required), ("/address", required)],
+            ),
+            (
+                json!({"transport": "http", "url": 7}),
+                vec![("/url", "must be an http or https URL")],
+            ),
+            (
+                json!({"transport": "sse", "url": "ftp://mcp.example/"}),
+                vec![("/url", "must be an http or https URL")],
+            ),
+            (
+                json!({"transport": "http", "gaps": [gap("/url")]}),
+                vec![("/url", required)],
+            ),
+            (
+                json!({"transport": "http", "url": "https://mcp.example/",
+                       "headers": {"Authorization": "Bearer t"}}),
+                vec![("/headers", "is not a member of this connection")],
+            ),
+            (
+                json!({"transport": "http", "url": "https://mcp.example/", "gaps": []}),
+                vec![("/gaps", "must name at least one gap")],
+            ),
+            (
+                json!({"transport": "http", "gaps": [{"path": "url"}]}),
+                vec![("/gaps/0/reason", "is required"), ("/url", required)],
+            ),
+            (
+                json!({"transport": "http", "gaps": [{"path": "url", "reason": "r", "x": 1}]}),
+                vec![("/gaps/0/x", "is not a member of a gap")],
+            ),
+        ];
+        for (connection, expected) in cases {
+            let event = edited(
+                stdio.clone(),
+                "/tool/mcp/connection",
+                Some(connection.clone()),
+            );
+            let expected: Vec<(String, String)> = expected
+                .into_iter()
+                .map(|(path, rule)| (format!("{at}{path}"), rule.to_owned()))
+                .collect();
+            assert_eq!(problems(&event), expected, "{connection}");
+        }
+        for connection in [
+            json!({"transport": "_unix", "addressForm": "path", "address": "/run/mcp.sock"}),
+            json!({"transport": "stdio", "command": "srv", "args": [], "cwd": "/repo"}),
+            json!({"transport": "sse", "url": "http://localhost:8080/sse"}),
+        ] {
+            let event = edited(
+                stdio.clone(),
+                "/tool/mcp/connection",
+                Some(connection.clone()),
+            );
+            assert_eq!(problems(&event), [], "{connection}");
+        }
+        let mut event = stdio.clone();
+        event["tool"]["mcp"]["server"]["name"] = json!(3);
+        event["tool"]["mcp"]["auth"] = json!("token");
+        assert_eq!(
+            problems(&event),
+            [
+                (
+                    "/tool/mcp/server/name".to_owned(),
+                    "must be a non-empty string".to_owned()
+                ),
+                (
+                    "/tool/mcp/auth".to_owned(),
+                    "is not a member of an MCP descriptor".to_owned()
+                )
+            ]
         );
     }
 

@@ -110,8 +110,15 @@ pub fn build(
     event
 }
 
+/// The transport of an MCP server the harness does not name: an extension word
+/// (`^_.+`, execution-event.schema.json `$defs/mcp`), since a connection must name one.
+const UNDISCLOSED_TRANSPORT: &str = "_undisclosed";
+
 /// `tool`: the native name verbatim, the parsed input, the origin (MCP tools by the
-/// `mcp__server__tool` naming convention) and a behaviour hint.
+/// `mcp__server__tool` naming convention) and a behaviour hint. The harnesses say
+/// nothing of an MCP server's connection, so its transport is [`UNDISCLOSED_TRANSPORT`]
+/// and every member of that transport's location a gap: valid, and plain that nothing
+/// is known.
 fn tool(name: &str, input: &Map<String, Value>) -> Value {
     let mut tool = json!({"name": name, "input": input, "kind": kind(name), "origin": "native"});
     if let Some((server, tool_name)) = name
@@ -123,7 +130,14 @@ fn tool(name: &str, input: &Map<String, Value>) -> Value {
             "server": {"id": server},
             "toolName": tool_name,
             "provenance": "inferred",
-            "connection": {"gaps": [{"path": "/transport", "reason": "the harness does not say"}]},
+            "connection": {
+                "transport": UNDISCLOSED_TRANSPORT,
+                "gaps": [
+                    {"path": "transport", "reason": "the harness does not say; _undisclosed stands for it"},
+                    {"path": "addressForm", "reason": "the harness does not say"},
+                    {"path": "address", "reason": "the harness does not say"},
+                ],
+            },
         });
     }
     tool
@@ -233,6 +247,16 @@ mod tests {
         assert_eq!(tool["origin"], "mcp");
         assert_eq!(tool["mcp"]["server"]["id"], "github");
         assert_eq!(tool["mcp"]["toolName"], "create_issue");
+        // A transport is required; the undisclosed one names its location as gaps.
+        let connection = &tool["mcp"]["connection"];
+        assert_eq!(connection["transport"], "_undisclosed");
+        let gaps: Vec<&str> = connection["gaps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|gap| gap["path"].as_str())
+            .collect();
+        assert_eq!(gaps, ["transport", "addressForm", "address"]);
     }
 
     #[test]
