@@ -92,6 +92,7 @@ impl Event {
         let mut problems = Problems::default();
         check_envelope(&object, &mut problems);
         check_tool_before(&object, &mut problems);
+        check_lineage(&object, &mut problems);
         check_content(&object, &mut problems);
         problems.into_result(&object, text)
     }
@@ -114,6 +115,7 @@ impl Event {
             None if name.is_empty() => {}
             None => problems.add("/type", "must be an interceptable event"),
         }
+        check_lineage(&object, &mut problems);
         check_content(&object, &mut problems);
         let event = problems.into_result(&object, text)?;
         // The type is known and interceptable whenever there is no problem.
@@ -205,6 +207,7 @@ impl Event {
         } else if !name.is_empty() && !events::CATALOGUE.contains(&name) {
             problems.add("/type", "must be an event type of the catalogue");
         }
+        check_lineage(&object, &mut problems);
         check_content(&object, &mut problems);
         problems.into_result(&object, text)
     }
@@ -376,7 +379,7 @@ fn check_envelope(event: &Object, problems: &mut Problems) {
     }
     if event.contains_key("session") {
         if let Some(session) = required_object(event, "", "session", problems) {
-            required_string(session, "/session", "id", problems);
+            check_session(session, problems);
         }
     }
     if event.contains_key("parentEventId") {
@@ -392,15 +395,59 @@ fn check_envelope(event: &Object, problems: &mut Problems) {
     }
 }
 
+/// `session` (common.schema.json): `{id, cwd?, workspaceRoots?, model?, agent?: {id,
+/// type?}, synthesized?}`.
+fn check_session(session: &Object, problems: &mut Problems) {
+    let at = "/session";
+    required_string(session, at, "id", problems);
+    for key in ["cwd", "model"] {
+        if session.get(key).is_some_and(|value| !value.is_string()) {
+            problems.add(format!("{at}/{key}"), "must be a string");
+        }
+    }
+    let roots = session.get("workspaceRoots");
+    if roots.is_some_and(|r| !r.as_array().is_some_and(|r| r.iter().all(Node::is_string))) {
+        problems.add("/session/workspaceRoots", "must be an array of strings");
+    }
+    if session.contains_key("agent") {
+        if let Some(agent) = required_object(session, at, "agent", problems) {
+            required_string(agent, "/session/agent", "id", problems);
+            if agent.get("type").is_some_and(|kind| !kind.is_string()) {
+                problems.add("/session/agent/type", "must be a string");
+            }
+        }
+    }
+    optional_bool(session, at, "synthesized", problems);
+}
+
+/// The lineage members any event may carry (digest §3.2, each event schema): `turn`
+/// `{id, synthesized?}`, `gaps` of `{path, reason}` and `synthesized`. Checked after
+/// the payload rules, which name `turn` where an event requires it, and never naming a
+/// member twice.
+fn check_lineage(event: &Object, problems: &mut Problems) {
+    let mut found = Problems::default();
+    if event.contains_key("turn") {
+        if let Some(turn) = required_object(event, "", "turn", &mut found) {
+            required_string(turn, "/turn", "id", &mut found);
+            optional_bool(turn, "/turn", "synthesized", &mut found);
+        }
+    }
+    check_gaps(event, "", &mut found);
+    optional_bool(event, "", "synthesized", &mut found);
+    for problem in found.0 {
+        if !problems.0.iter().any(|p| p.path == problem.path) {
+            problems.0.push(problem);
+        }
+    }
+}
+
 /// `call`: `{id, synthesized?}` and nothing else (tool-before/after schemas).
 fn check_call(event: &Object, problems: &mut Problems) {
     let Some(call) = required_object(event, "", "call", problems) else {
         return;
     };
     required_string(call, "/call", "id", problems);
-    if call.get("synthesized").is_some_and(|s| !s.is_boolean()) {
-        problems.add("/call/synthesized", "must be true or false");
-    }
+    optional_bool(call, "/call", "synthesized", problems);
     closed(call, "/call", &["id", "synthesized"], "call", problems);
 }
 
@@ -459,6 +506,9 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             }
             Shape::Bool if !value.is_boolean() => "must be true or false",
             Shape::Count if !value.is_u64() => "must be a non-negative integer",
+            Shape::Ordinal if !value.is_u64() || value.as_i64() == Some(0) => {
+                "must be a positive integer"
+            }
             Shape::Word(words) if !value.as_str().is_some_and(|w| words.contains(&w)) => {
                 problems.add(pointer, &format!("must be one of {}", words.join(", ")));
                 continue;
@@ -575,6 +625,10 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
             "must be absent when the call was denied, cancelled or timed out",
         );
     }
+    let duration = event.get("durationMs");
+    if duration.is_some_and(|d| !matches!(d, Node::Number(ms) if ms.as_f64() >= Some(0.0))) {
+        problems.add("/durationMs", "must be a non-negative number");
+    }
     let Some(execution) = required_object(event, "", "execution", problems) else {
         return;
     };
@@ -620,7 +674,7 @@ fn check_error(error: &Object, problems: &mut Problems) {
     }
     match error.get("status") {
         None => {}
-        Some(Node::Number(n)) if n.is_i64() || n.is_u64() => {}
+        Some(status) if status.as_i64().is_some() || status.is_u64() => {}
         Some(Node::Text(status)) if !status.is_empty() => {}
         Some(_) => problems.add("/error/status", "must be a non-empty string or an integer"),
     }
@@ -636,6 +690,9 @@ fn step(key: &str) -> String {
 /// `tool`: name, parsed input, and an origin that agrees with the MCP descriptor.
 fn check_tool(tool: &Object, problems: &mut Problems) {
     required_string(tool, "/tool", "name", problems);
+    if tool.contains_key("kind") {
+        required_string(tool, "/tool", "kind", problems);
+    }
     match tool.get("input") {
         Some(Node::Object(_)) => {}
         // A backend matching on `input.command` must never have to guess at an encoding.
@@ -790,6 +847,13 @@ fn closed(object: &Object, at: &str, known: &[&str], what: &str, problems: &mut 
             format!("{at}/{}", step(key)),
             &format!("is not a member of {what}"),
         );
+    }
+}
+
+/// `parent/key`, where present, must be true or false.
+fn optional_bool(parent: &Object, at: &str, key: &str, problems: &mut Problems) {
+    if parent.get(key).is_some_and(|value| !value.is_boolean()) {
+        problems.add(format!("{at}/{key}"), "must be true or false");
     }
 }
 
@@ -985,6 +1049,7 @@ mod tests {
             Shape::Text => (json!(""), "must be a non-empty string"),
             Shape::Bool => (json!("yes"), "must be true or false"),
             Shape::Count => (json!(-1), "must be a non-negative integer"),
+            Shape::Ordinal => (json!(0), "must be a positive integer"),
             Shape::Word(words) => {
                 return (
                     json!("other"),
@@ -1750,6 +1815,136 @@ mod tests {
         }
     }
 
+    /// The upstream task.change.after that lacks its task id, with one.
+    fn task_change_after() -> Value {
+        let mut event = fixture_event(fixture!("http/task-id-missing.invalid.json"));
+        event["task"]["id"] = json!("task1");
+        event
+    }
+
+    /// A task change made needs its task id as one proposed does (upstream
+    /// `task-id-missing.invalid.json`); with it, the event is valid.
+    #[test]
+    fn upstream_task_change_after_without_its_id_is_refused() {
+        let event = fixture_event(fixture!("http/task-id-missing.invalid.json"));
+        assert_eq!(
+            observed_problems(&event),
+            [(
+                "/task/id".to_owned(),
+                "is required on task.change.after".to_owned()
+            )]
+        );
+        assert_eq!(observed_problems(&task_change_after()), []);
+    }
+
+    /// The lineage members any event may carry, and the session's optional members,
+    /// keep their schema shapes; so do a tool's kind, a call's duration and a model
+    /// attempt's number (from one).
+    #[test]
+    fn lineage_session_and_payload_members_keep_their_shapes() {
+        let after = || fixture_event(fixture!("http/observe-tool-after.valid.json"));
+        let object = "must be an object";
+        let boolean = "must be true or false";
+        let text = "must be a non-empty string";
+        let number = "must be a non-negative number";
+        for (pointer, value, path, rule) in [
+            (
+                "/turn",
+                json!({"synthesized": true}),
+                "/turn/id",
+                "is required",
+            ),
+            ("/turn", json!({"id": ""}), "/turn/id", text),
+            ("/turn", json!("turn1"), "/turn", object),
+            (
+                "/turn",
+                json!({"id": "t", "synthesized": "yes"}),
+                "/turn/synthesized",
+                boolean,
+            ),
+            (
+                "/gaps",
+                json!([{"path": "/items"}]),
+                "/gaps/0/reason",
+                "is required",
+            ),
+            (
+                "/gaps",
+                json!([{"reason": "r"}]),
+                "/gaps/0/path",
+                "is required",
+            ),
+            (
+                "/gaps",
+                json!(["items"]),
+                "/gaps/0",
+                "must be an object {path, reason}",
+            ),
+            ("/gaps", json!({}), "/gaps", "must be an array"),
+            ("/synthesized", json!("true"), "/synthesized", boolean),
+            (
+                "/session/agent",
+                json!({"type": "primary"}),
+                "/session/agent/id",
+                "is required",
+            ),
+            ("/session/agent", json!("agent1"), "/session/agent", object),
+            ("/session/cwd", json!(1), "/session/cwd", "must be a string"),
+            (
+                "/session/workspaceRoots",
+                json!(["/repo", 2]),
+                "/session/workspaceRoots",
+                "must be an array of strings",
+            ),
+            (
+                "/session/synthesized",
+                json!(1),
+                "/session/synthesized",
+                boolean,
+            ),
+            ("/tool/kind", json!(""), "/tool/kind", text),
+            ("/durationMs", json!(-1), "/durationMs", number),
+            ("/durationMs", json!("5"), "/durationMs", number),
+        ] {
+            let event = edited(after(), pointer, Some(value.clone()));
+            assert_eq!(
+                intercepted_problems(&event),
+                [(path.to_owned(), rule.to_owned())],
+                "{pointer} {value}"
+            );
+        }
+        let mut good = after();
+        good["turn"] = json!({"id": "t", "synthesized": true});
+        good["gaps"] = json!([{"path": "/items", "reason": "not exposed"}]);
+        good["synthesized"] = json!(false);
+        good["session"] = json!({"id": "s", "cwd": "/repo", "workspaceRoots": ["/repo"],
+            "model": "m", "agent": {"id": "a", "type": "primary"}, "synthesized": true});
+        good["tool"]["kind"] = json!("file_read");
+        good["durationMs"] = json!(12.5);
+        assert_eq!(intercepted_problems(&good), []);
+        // A turn an event requires is named once, by the payload rule.
+        let turn = edited(example("turn.start"), "/turn/id", None);
+        assert_eq!(
+            intercepted_problems(&turn),
+            [(
+                "/turn/id".to_owned(),
+                "is required on turn.start".to_owned()
+            )]
+        );
+        let attempt = edited(
+            example("model.request.before"),
+            "/attempt/number",
+            Some(json!(0)),
+        );
+        assert_eq!(
+            intercepted_problems(&attempt),
+            [(
+                "/attempt/number".to_owned(),
+                "must be a positive integer".to_owned()
+            )]
+        );
+    }
+
     /// Each member of a type observed only whose rules are known: missing, it is the one
     /// problem, named at its pointer; of the wrong shape, likewise.
     #[test]
@@ -1757,6 +1952,7 @@ mod tests {
         let examples = [
             fixture_event(fixture!("http/observe-session-end.valid.json")),
             fixture_event(fixture!("http/catalogue-hook.failure.valid.json")),
+            task_change_after(),
         ];
         let mut checked = 0;
         for (name, members) in events::OBSERVED {
@@ -1783,7 +1979,10 @@ mod tests {
                 checked += 1;
             }
         }
-        assert_eq!(checked, 9, "the members of session.end and hook.failure");
+        assert_eq!(
+            checked, 13,
+            "the members of session.end, hook.failure and task.change.after"
+        );
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub enum Shape {
     Bool,
     /// A non-negative integer.
     Count,
+    /// A positive integer: a count from one (an attempt's number).
+    Ordinal,
     /// A `tool` descriptor, checked as on tool.before (name, parsed input, origin).
     Tool,
     /// A string, one of these words.
@@ -68,7 +70,7 @@ impl Rules {
 const STOP: &[FlowOperation] = &[FlowOperation::Stop];
 const STOP_CONTINUE: &[FlowOperation] = &[FlowOperation::Stop, FlowOperation::Continue];
 
-use Shape::{Absent, Array, Bool, Count, Object, Text, Tool, Word};
+use Shape::{Absent, Array, Bool, Count, Object, Ordinal, Text, Tool, Word};
 
 /// One row per interceptable event, in capabilities.schema.json order.
 ///
@@ -178,7 +180,7 @@ pub const TABLE: &[Rules] = &[
             ("/model/provider", Text),
             ("/attempt", Object),
             ("/attempt/id", Text),
-            ("/attempt/number", Count),
+            ("/attempt/number", Ordinal),
             ("/params", Object),
             ("/items", Array),
         ]),
@@ -194,7 +196,7 @@ pub const TABLE: &[Rules] = &[
             ("/model/provider", Text),
             ("/attempt", Object),
             ("/attempt/id", Text),
-            ("/attempt/number", Count),
+            ("/attempt/number", Ordinal),
             ("/execution", Object),
             ("/execution/status", Text),
             ("/items", Array),
@@ -276,12 +278,7 @@ pub const TABLE: &[Rules] = &[
         &[Deny, Message],
         None,
         &[],
-        Payload::Members(&[
-            ("/task", Object),
-            ("/task/id", Text),
-            ("/task/operation", Text),
-            ("/task/change", Object),
-        ]),
+        Payload::Members(TASK_CHANGE),
     ),
     rules(
         E::UserElicitationRequest,
@@ -342,6 +339,15 @@ pub const TABLE: &[Rules] = &[
     ),
 ];
 
+/// The members of a task change, proposed or made (task-workspace-event.schema.json
+/// `task`).
+const TASK_CHANGE: &[(&str, Shape)] = &[
+    ("/task", Object),
+    ("/task/id", Text),
+    ("/task/operation", Word(&["create", "update", "remove"])),
+    ("/task/change", Object),
+];
+
 /// Every event type there is (event.schema.json `oneOf`), interceptable or observed
 /// only. Any other type is unsupported semantics, not an event to pass on (digest §13,
 /// `observe-unknown-event.invalid.json`).
@@ -381,9 +387,11 @@ pub const CATALOGUE: [&str; 32] = [
 ];
 
 /// The payload rules of the types observed only whose members this project knows:
-/// session.end from its carried schema (session-end.schema.json) and hook.failure from
-/// the digest (§14). The others' schemas are not carried (`SKIPPED.txt`), so they get
-/// the envelope rules alone.
+/// session.end from its carried schema (session-end.schema.json), hook.failure from
+/// the digest (§14) and task.change.after from the schema task.change.before's row
+/// follows (`task-workspace-event.schema.json@8f91ac4`; the carried
+/// `task-id-missing.invalid.json` lacks its task id). The others' schemas are not
+/// carried (`SKIPPED.txt`), so they get the envelope rules alone.
 pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "session.end",
@@ -404,6 +412,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             ("/parentEventId", Text),
         ],
     ),
+    ("task.change.after", TASK_CHANGE),
 ];
 
 /// How a session ended (session-end.schema.json `outcome`).
