@@ -1815,6 +1815,65 @@ mod tests {
         }
     }
 
+    /// Every upstream message that carries an event, read as the harness's event: a valid
+    /// fixture's is accepted, an invalid one's refused, unless what the fixture breaks
+    /// lies outside its event (listed with why). A fixture added upstream is read here
+    /// without anyone naming it.
+    #[test]
+    fn every_upstream_event_is_accepted_iff_its_fixture_is_valid() {
+        const BROKEN_OUTSIDE_THE_EVENT: &[(&str, &str)] = &[
+            (
+                "intercept-request-effects-missing.invalid.json",
+                "params.effects",
+            ),
+            (
+                "intercept-request-id-mismatch.invalid.json",
+                "the JSON-RPC id",
+            ),
+            ("observe-with-id.invalid.json", "a notification with an id"),
+            ("task-return-capability.invalid.json", "params.effects"),
+            (
+                "tool-before-continue-capability.invalid.json",
+                "params.effects",
+            ),
+        ];
+        // Stale upstream: its event predates the newer draft (tests/tests/upstream_copies.rs).
+        const STALE: &[&str] = &["intercept-request.valid.json"];
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/upstream/fixtures/draft/http"
+        );
+        let mut read = 0;
+        for entry in std::fs::read_dir(dir).expect("the upstream fixtures") {
+            let path = entry.expect("a directory entry").path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&path).expect("a fixture");
+            let message: Value = serde_json::from_str(&text).expect("fixture is JSON");
+            let Some(event) = message.pointer("/params/event") else {
+                continue;
+            };
+            read += 1;
+            let problems = match message["method"].as_str() {
+                Some("hooks/intercept") => intercepted_problems(event),
+                Some("hooks/observe") => observed_problems(event),
+                other => panic!("{name}: an event under method {other:?}"),
+            };
+            let outside = BROKEN_OUTSIDE_THE_EVENT.iter().any(|(n, _)| *n == name);
+            let valid = name.ends_with(".valid.json");
+            if STALE.contains(&name.as_str()) {
+                assert!(!problems.is_empty(), "{name} is listed stale but accepted");
+            } else if valid || outside {
+                assert_eq!(problems, [], "{name}");
+            } else {
+                assert!(
+                    !problems.is_empty(),
+                    "{name}: an invalid event was accepted"
+                );
+            }
+        }
+        assert!(read >= 37, "only {read} fixtures carry an event");
+    }
+
     /// The upstream task.change.after that lacks its task id, with one.
     fn task_change_after() -> Value {
         let mut event = fixture_event(fixture!("http/task-id-missing.invalid.json"));
