@@ -1,14 +1,15 @@
 // The I/O half of the JS host: one HTTP exchange per message, on a worker thread.
 //
-// The component's imports are synchronous, so the main thread cannot await a response;
-// it posts the exchange here and blocks in Atomics.wait on a SharedArrayBuffer that this
-// worker fills. Every phase (connect, send, wait, body) is inside the one absolute
-// deadline, an instant of process.hrtime (the same monotonic clock the component reads
-// through wasi:clocks/monotonic-clock on the main thread).
+// The component's imports are synchronous, so the component's thread cannot await a
+// response; it posts the exchange here and blocks in Atomics.wait on a SharedArrayBuffer
+// that this worker fills. Every phase (connect, send, wait, body) is inside the one
+// absolute deadline, an instant of process.hrtime (the same monotonic clock the component
+// reads through wasi:clocks/monotonic-clock on its thread).
 
 import { parentPort } from 'node:worker_threads';
 import http from 'node:http';
 import https from 'node:https';
+import { atDeadline } from './deadline.mjs';
 import { MAX_BODY, writeResult } from './shared-result.mjs';
 
 parentPort.postMessage('ready');
@@ -18,15 +19,14 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
   const settle = (meta, bytes = new Uint8Array()) => {
     if (settled) return;
     settled = true;
-    clearTimeout(timer);
+    cancelTimer();
     writeResult(shared, meta, bytes);
   };
-  const remainingMs = Number(deadline - process.hrtime.bigint()) / 1e6;
   let phase = 'connect';
-  const timer = setTimeout(() => {
+  const cancelTimer = atDeadline(deadline, () => {
     settle({ error: 'deadline-exceeded', phase });
     request.destroy();
-  }, Math.max(0, remainingMs));
+  });
   const target = new URL(url);
   const request = (target.protocol === 'https:' ? https : http).request(target, {
     method: 'POST',

@@ -3,142 +3,88 @@
 //   node host.mjs TRANSPILED.js REGISTRATION.json EVENT.json [EFFECTS]
 //
 // TRANSPILED.js is the output of `jco transpile ahp_interceptor.wasm --instantiation async`.
-// Runs one hook call and prints {"decision","decidedBy","reason","audit"} as one JSON line
-// (exit 0); a registration or event the component refuses prints the problems (exit 1).
+// Runs one hook call and prints {"decision","decidedBy","reason","audit"} as one JSON line,
+// exiting as `ahp intercept` does: 0 allow, 2 deny, 3 ask. A registration or event the
+// component refuses prints the problems (exit 1).
 //
-// It implements every import the component has, as README "Hosting the component
-// elsewhere" documents them: the monotonic clock, `credentials` (none and bearer-env) and
-// `delivery` (HTTP only, plain http to loopback only, no retries, never interrupted;
-// `sha256` by node:crypto).
+// The component runs on a worker thread (component-worker.mjs, with the imports), as its
+// calls block: this thread stays free to end a call that traps, throws or runs past the
+// component's bound-ms, and denies it as `engine-failure`, never an allow.
 
-import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
-import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { newResultBuffer, waitResult } from './shared-result.mjs';
+import { atDeadline } from './deadline.mjs';
 
 const [transpiled, registrationPath, eventPath, effectsArg = 'deny'] = process.argv.slice(2);
 if (!transpiled || !registrationPath || !eventPath) {
   console.error('usage: node host.mjs TRANSPILED.js REGISTRATION.json EVENT.json [EFFECTS]');
   process.exit(1);
 }
+const begun = process.hrtime.bigint();
+const event = readFileSync(eventPath, 'utf8');
 
-/// Time past an exchange's deadline that the main thread waits for the worker's own
-/// deadline-exceeded before it gives up on it.
-const GRACE_MS = 20;
+/// Time the call gets past its bound-ms to settle and return: ahp-host's (pool.rs GRACE),
+/// so that a loaded machine's late but honest settlement is not cut off.
+const GRACE_NS = 250_000_000n;
 
-// The one monotonic clock: nanoseconds of process.hrtime, shared with the worker thread.
-const now = () => process.hrtime.bigint();
+const EXIT_CODES = { allow: 0, deny: 2, ask: 3 };
 
-/// An err(...) for a `result` import: jco returns the thrown object's payload.
-function fail(variant) {
-  throw { payload: variant };
+function print(settled) {
+  console.log(JSON.stringify(settled));
+  process.exit(EXIT_CODES[settled.decision]);
 }
 
-/// What the component's plan says each backend is; filled after `load`.
-const plans = new Map();
-
-class Credential {
-  #token;
-  constructor(token) { this.#token = token; }
-  authorization() { return `Bearer ${this.#token}`; }
+/// The denial for a call that did not complete, its record the one `ahp intercept`
+/// prints for an engine failure (`Record::host_denial`).
+function engineFailure(why) {
+  console.error(`error: ${why}`);
+  const reason = 'Policy evaluation failed.';
+  const elapsedMs = Number((process.hrtime.bigint() - begun) / 1_000_000n);
+  const audit = {
+    event: eventRef(event),
+    decision: 'deny',
+    decidedBy: 'engine-failure',
+    reason,
+    elapsedMs,
+    interceptors: [],
+    observers: [],
+  };
+  print({ decision: 'deny', decidedBy: 'engine-failure', reason, audit });
 }
 
-const credentials = {
-  Credential,
-  acquire(backend, deadline) {
-    if (now() >= deadline) fail({ tag: 'deadline-exceeded' });
-    const auth = plans.get(backend)?.auth;
-    if (auth === undefined) return undefined;
-    if (auth.tag !== 'bearer-env') fail({ tag: 'unsupported' });
-    const token = process.env[auth.val];
-    if (!token) fail({ tag: 'unresolved' });
-    return new Credential(token);
+/// As much identity as the event text gives, read as `EventRef::read` reads it.
+function eventRef(text) {
+  let value = null;
+  try { value = JSON.parse(text); } catch { /* not JSON: no identity */ }
+  const string = (v) => (typeof v === 'string' ? v : null);
+  return {
+    id: string(value?.id),
+    type: string(value?.type),
+    session: string(value?.session?.id),
+    call: string(value?.call?.id),
+  };
+}
+
+const component = new Worker(new URL('./component-worker.mjs', import.meta.url), {
+  workerData: {
+    transpiled,
+    registration: readFileSync(registrationPath, 'utf8'),
+    event,
+    effects: effectsArg.split(','),
   },
-  reject(_credential) {},
-};
-
-// Started and ready before any hook call, so no deadline pays for the worker's start-up.
-const worker = new Worker(new URL('./exchange-worker.mjs', import.meta.url));
-await once(worker, 'message');
-worker.unref();
-
-const delivery = {
-  exchange(backend, message, credential, deadline) {
-    const url = httpUrl(backend);
-    if (url === undefined) fail({ tag: 'not-permitted' });
-    if (now() >= deadline) fail({ tag: 'deadline-exceeded', val: 'connect' });
-    const headers = credential ? { authorization: credential.authorization() } : {};
-    const shared = newResultBuffer();
-    worker.postMessage({ url, body: message, headers, deadline, shared });
-    const waitMs = Math.max(0, Number(deadline - now()) / 1e6) + GRACE_MS;
-    const result = waitResult(shared, waitMs);
-    if (result === null) fail({ tag: 'deadline-exceeded', val: 'await-response' });
-    const { meta, body } = result;
-    if (meta.error) fail(meta.phase ? { tag: meta.error, val: meta.phase } : { tag: meta.error });
-    return { status: meta.status, contentType: meta.contentType, body };
-  },
-  interrupted() { return false; },
-  retryAfter(_backend, _attempt, _deadline) { return false; },
-  sha256(message) { return createHash('sha256').update(message).digest('hex'); },
-};
-
-/// The backend's http(s) URL, if the plan has one this host may reach: https anywhere,
-/// plain http only on loopback.
-function httpUrl(backend) {
-  const transport = plans.get(backend)?.transport;
-  if (transport?.tag !== 'http') return undefined;
-  const url = new URL(transport.val);
-  if (url.protocol === 'https:') return url.href;
-  const loopback = url.hostname === 'localhost' || url.hostname === '[::1]'
-    || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
-  return url.protocol === 'http:' && loopback ? url.href : undefined;
-}
-
-// The component imports only `now` of this interface.
-const monotonicClock = { now };
-
-const { instantiate } = await import(pathToFileURL(transpiled).href);
-const dir = dirname(transpiled);
-const exports = await instantiate(
-  (path) => WebAssembly.compile(readFileSync(join(dir, path))),
-  {
-    'wasi:clocks/monotonic-clock': monotonicClock,
-    'ahp:interceptor/credentials': credentials,
-    'ahp:interceptor/delivery': delivery,
-    'ahp:interceptor/host-types': {},
-  },
-);
-const { Engine } = exports.interceptor;
-
-function problems(error) {
-  // Problems are `{path, rule}` records (`problem` in the WIT).
-  return Array.isArray(error?.payload)
-    ? error.payload.map((p) => `${p.path || '/'}: ${p.rule}`)
-    : [String(error)];
-}
-
-let engine;
-try {
-  // This host declares everything the component can intercept (the capability handshake).
-  engine = Engine.load(readFileSync(registrationPath, 'utf8'), Engine.interceptable());
-} catch (error) {
-  for (const problem of problems(error)) console.error(`error: ${problem}`);
-  process.exit(1);
-}
-for (const plan of engine.plan()) plans.set(plan.id, plan);
-
-try {
-  const settled = engine.intercept(readFileSync(eventPath, 'utf8'), effectsArg.split(','), undefined, now());
-  console.log(JSON.stringify({
-    decision: settled.decision,
-    decidedBy: settled.decidedBy,
-    reason: settled.reason ?? null,
-    audit: JSON.parse(settled.audit),
-  }));
-} catch (error) {
-  for (const problem of problems(error)) console.error(`error: ${problem}`);
-  process.exit(1);
-}
+});
+component.on('message', (message) => {
+  if (message.settled) {
+    print(message.settled);
+  } else if (message.refused) {
+    for (const problem of message.refused) console.error(`error: ${problem}`);
+    process.exit(1);
+  } else {
+    // The call began at `started`: bound it as ahp-host does, by bound-ms plus a grace.
+    const limit = message.started + message.boundMs * 1_000_000n + GRACE_NS;
+    atDeadline(limit, () => engineFailure(`the call ran past its bound of ${message.boundMs} ms`));
+  }
+});
+// An exception out of the component thread: a trap, or anything else but a refusal.
+component.on('error', (error) => engineFailure(error));
+component.on('exit', () => engineFailure('the component thread ended without a settlement'));

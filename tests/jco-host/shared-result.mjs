@@ -1,11 +1,15 @@
-// The result of one exchange as the worker hands it to the blocked main thread: a
+// The result of one exchange as the worker hands it to the blocked component thread: a
 // SharedArrayBuffer of [state, meta length, body length, 0] as i32, then the meta JSON
 // (status and content type, or an error tag and phase), then the body bytes.
 
 /// The largest response body the host reads; more is `response-too-large`.
 export const MAX_BODY = 1 << 20;
 const HEADER = 16;
-const META = 4096;
+/// Room for the meta JSON. Its one backend-chosen part is the content type, which Node's
+/// 16 KiB header cap bounds (a longer head is HPE_HEADER_OVERFLOW, `malformed-http`), so
+/// this is four times that; writeResult still checks, as a Node run with a larger cap
+/// could pass more.
+const META = 1 << 16;
 
 export function newResultBuffer() {
   return new SharedArrayBuffer(HEADER + META + MAX_BODY);
@@ -13,7 +17,13 @@ export function newResultBuffer() {
 
 export function writeResult(shared, meta, body) {
   const header = new Int32Array(shared, 0, 4);
-  const metaBytes = new TextEncoder().encode(JSON.stringify(meta));
+  let metaBytes = new TextEncoder().encode(JSON.stringify(meta));
+  // Past its room the meta would run into the body: a head larger than the host reads,
+  // as Node itself classifies one.
+  if (metaBytes.length > META) {
+    metaBytes = new TextEncoder().encode(JSON.stringify({ error: 'malformed-http' }));
+    body = new Uint8Array();
+  }
   const bytes = new Uint8Array(shared, HEADER);
   bytes.set(metaBytes, 0);
   bytes.set(body, META);

@@ -1,16 +1,20 @@
 //! A second runtime (issue 13): the same component under Node.js through jco, hosted by
 //! `tests/jco-host/host.mjs`, a JS implementation of the documented imports (README,
-//! "Hosting the component elsewhere"), against the fault-injecting loopback backend.
+//! "Hosting the component elsewhere"), against the fault-injecting loopback backend, and
+//! on the hostile test component (`tests/runaway-guest`) for what the host must bound.
 //!
 //! Needs `node` and `npm ci --prefix tests/jco-host` (the README's test command runs it);
 //! without them these tests fail and say so.
 
 use ahp_host::EMBEDDED_COMPONENT;
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, one_json_line, registration, Http, SLACK, SYNTHETIC_REASON};
+use ahp_tests::support::{
+    event, one_json_line, registration, runaway_component, Http, SLACK, SYNTHETIC_REASON,
+};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 const BACKEND: &str = "com.example.policy";
 
@@ -22,75 +26,108 @@ fn node() -> std::process::Command {
     std::process::Command::new("node")
 }
 
-/// The embedded component transpiled once per test binary by
-/// `jco transpile ahp_interceptor.wasm -o out --instantiation async`; the entry module.
+/// `wasm` transpiled by `jco transpile ahp_interceptor.wasm -o out --instantiation
+/// async`: the directory, and the entry module in it.
+fn transpile(wasm: &[u8]) -> (tempfile::TempDir, PathBuf) {
+    let jco = jco_host_dir().join("node_modules/@bytecodealliance/jco/dist/jco.js");
+    assert!(
+        jco.exists(),
+        "jco is not installed at {}: run `npm ci --prefix tests/jco-host`",
+        jco.display()
+    );
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let component = dir.path().join("ahp_interceptor.wasm");
+    std::fs::write(&component, wasm).expect("write the component");
+    let out = dir.path().join("out");
+    let output = node()
+        .arg(&jco)
+        .arg("transpile")
+        .arg(&component)
+        .arg("-o")
+        .arg(&out)
+        .args([
+            "--instantiation",
+            "async",
+            "--name",
+            "ahp_interceptor",
+            "--quiet",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `node` ({e}): install Node.js 20 or later"));
+    assert!(
+        output.status.success(),
+        "jco transpile failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The generated module is ESM; Node needs to be told so.
+    std::fs::write(out.join("package.json"), r#"{"type":"module"}"#).expect("package.json");
+    let entry = out.join("ahp_interceptor.js");
+    (dir, entry)
+}
+
+/// The embedded component, transpiled once per test binary; the entry module.
 fn transpiled() -> &'static Path {
     static OUT: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    &OUT.get_or_init(|| {
-        let jco = jco_host_dir().join("node_modules/@bytecodealliance/jco/dist/jco.js");
-        assert!(
-            jco.exists(),
-            "jco is not installed at {}: run `npm ci --prefix tests/jco-host`",
-            jco.display()
-        );
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let wasm = dir.path().join("ahp_interceptor.wasm");
-        std::fs::write(&wasm, EMBEDDED_COMPONENT).expect("write the component");
-        let out = dir.path().join("out");
-        let output = node()
-            .arg(&jco)
-            .arg("transpile")
-            .arg(&wasm)
-            .arg("-o")
-            .arg(&out)
-            .args([
-                "--instantiation",
-                "async",
-                "--name",
-                "ahp_interceptor",
-                "--quiet",
-            ])
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run `node` ({e}): install Node.js 20 or later"));
-        assert!(
-            output.status.success(),
-            "jco transpile failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        // The generated module is ESM; Node needs to be told so.
-        std::fs::write(out.join("package.json"), r#"{"type":"module"}"#).expect("package.json");
-        let entry = out.join("ahp_interceptor.js");
-        (dir, entry)
-    })
-    .1
+    &OUT.get_or_init(|| transpile(EMBEDDED_COMPONENT)).1
 }
+
+/// The hostile component (`tests/runaway-guest`: its `intercept` traps or spins),
+/// transpiled once per test binary; the entry module.
+fn runaway() -> &'static Path {
+    static OUT: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &OUT.get_or_init(|| transpile(&runaway_component())).1
+}
+
+/// Far longer than any call here takes: a host that hangs fails its test instead of
+/// holding the test run.
+const HOST_LIMIT: Duration = Duration::from_secs(30);
 
 /// One hook call for event `id` through the JS host; its printed settlement.
 async fn call(registration: &str, id: &str) -> Value {
+    call_on(transpiled(), registration, id).await
+}
+
+/// One hook call for event `id` through the JS host on the transpiled component `entry`;
+/// its printed settlement, after checking that the exit code is the decision's.
+async fn call_on(entry: &Path, registration: &str, id: &str) -> Value {
+    let output = run_host(entry, registration, id).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Exit 1 is a refusal (no settlement), or the host itself failed.
+    assert!(
+        matches!(output.status.code(), Some(0 | 2 | 3)),
+        "host.mjs failed ({}): {stderr}",
+        output.status
+    );
+    let settled = one_json_line(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(settled["audit"]["event"]["id"], json!(id), "{settled}");
+    let code = match settled["decision"].as_str() {
+        Some("allow") => 0,
+        Some("deny") => 2,
+        _ => 3,
+    };
+    assert_eq!(output.status.code(), Some(code), "{settled} {stderr}");
+    settled
+}
+
+/// Runs `node host.mjs` for event `id` on the transpiled component `entry`, killed past
+/// [`HOST_LIMIT`].
+async fn run_host(entry: &Path, registration: &str, id: &str) -> std::process::Output {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let reg = dir.path().join("registration.json");
     let evt = dir.path().join("event.json");
     std::fs::write(&reg, registration).expect("write registration");
     std::fs::write(&evt, event(id)).expect("write event");
-    let entry = transpiled();
-    let output = tokio::process::Command::new("node")
+    let running = tokio::process::Command::new("node")
         .arg(jco_host_dir().join("host.mjs"))
         .arg(entry)
         .arg(&reg)
         .arg(&evt)
         .kill_on_drop(true)
-        .output()
+        .output();
+    tokio::time::timeout(HOST_LIMIT, running)
         .await
-        .expect("run node");
-    assert!(
-        output.status.success(),
-        "host.mjs failed ({}): {}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let settled = one_json_line(&String::from_utf8_lossy(&output.stdout));
-    assert_eq!(settled["audit"]["event"]["id"], json!(id), "{settled}");
-    settled
+        .unwrap_or_else(|_| panic!("host.mjs still running after {HOST_LIMIT:?}: killed"))
+        .expect("run node")
 }
 
 fn one_backend(backend: &FaultBackend, policy: &str, timeout_ms: u64) -> String {
@@ -256,4 +293,126 @@ async fn node_classifies_tls_failures_as_the_rust_host_does() {
         let url = format!("https://localhost:{port}/hooks");
         assert_never_connected(&url, &format!("evt_node_tls_{i}"), detail).await;
     }
+}
+
+/// A timeout longer than a Node timer can wait (2^31-1 ms; a longer delay fires after
+/// 1 ms) still runs to its deadline, and so does the call's bound (their sum): the
+/// backend's deny, 100 ms late, decides. An exchange given up at once would fail open, as
+/// an allow; a bound that fired at once would be an engine failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_waits_for_a_backend_under_a_timeout_longer_than_a_node_timer() {
+    let slow_deny = Behaviour::Delay(
+        Duration::from_millis(100),
+        Box::new(Behaviour::Deny("late but in time".into())),
+    );
+    let backend = FaultBackend::start(vec![slow_deny]).await;
+    let reg = one_backend(&backend, "fail-open", 3_000_000_000);
+    let settled = call(&reg, "evt_node_long_timeout").await;
+    assert_eq!(settled["decision"], json!("deny"), "{settled}");
+    assert_eq!(settled["decidedBy"], json!("backend-deny"));
+    assert_eq!(settled["reason"], json!("late but in time"));
+}
+
+/// The timer behind every host-side deadline fires only once its instant has passed.
+/// Node's timers count whole milliseconds and fire up to ~2 ms early: trusted as they
+/// are, a silent backend's call would settle before its deadline (and the timeout tests
+/// above would fail at random).
+#[test]
+fn the_node_hosts_deadline_timer_never_fires_early() {
+    let script = r#"
+        const { pathToFileURL } = await import('node:url');
+        const { atDeadline } = await import(pathToFileURL(process.argv[1]).href);
+        let early = 0;
+        for (let i = 0; i < 100; i++) {
+          // 0.1 ms to 3.1 ms ahead, at fractions of a millisecond.
+          const deadline = process.hrtime.bigint() + BigInt(100_000 + i * 30_303);
+          await new Promise((done) => atDeadline(deadline, () => {
+            if (process.hrtime.bigint() < deadline) early += 1;
+            done();
+          }));
+        }
+        console.log(early);
+    "#;
+    let module = jco_host_dir().join("deadline.mjs");
+    let output = node()
+        .args(["--input-type=module", "-e", script])
+        .arg(&module)
+        .output()
+        .expect("run node");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let early = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(early.trim(), "0", "fired early, of 100");
+}
+
+/// A reply whose Content-Type is ~5000 characters is read as it is, and its deny decides,
+/// as in the Rust host: the result the exchange worker hands over has room for any head
+/// Node accepts, so a backend's header never runs into the body and breaks it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_reads_a_reply_with_a_long_content_type() {
+    let deny = r#"{"type":"deny","reason":"long type"}"#;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":$ID$,"result":{{"protocolVersion":"draft","effects":[{deny}]}}}}"#
+    );
+    let backend = FaultBackend::start(vec![Behaviour::Reply {
+        status: 200,
+        content_type: Some(format!("application/json; x={}", "a".repeat(5000))),
+        body: body.into_bytes(),
+    }])
+    .await;
+    let reg = one_backend(&backend, "fail-open", 2000);
+    let settled = call(&reg, "evt_node_long_type").await;
+    assert_eq!(settled["decision"], json!("deny"), "{settled}");
+    assert_eq!(settled["decidedBy"], json!("backend-deny"));
+    assert_eq!(settled["reason"], json!("long type"));
+}
+
+/// The engine-failure denial `ahp intercept` prints when the component could not
+/// finish: no interceptor in it, the generic reason.
+fn assert_engine_failure(settled: &Value) {
+    assert_eq!(settled["decision"], json!("deny"), "{settled}");
+    assert_eq!(settled["decidedBy"], json!("engine-failure"));
+    assert_eq!(settled["reason"], json!("Policy evaluation failed."));
+    let audit = &settled["audit"];
+    assert_eq!(audit["decidedBy"], json!("engine-failure"), "{settled}");
+    assert_eq!(audit["event"]["type"], json!("tool.before"));
+    assert_eq!(audit["interceptors"], json!([]));
+}
+
+/// A registration the component refuses is still exit 1 with its problems, and no
+/// settlement: only what is not the component's own refusal is an engine failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_refuses_an_invalid_registration_with_its_problems() {
+    let output = run_host(transpiled(), r#"{"hooks": []}"#, "evt_node_refused").await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(output.stdout.is_empty(), "no settlement");
+    assert!(stderr.contains("error: /protocolVersion: "), "{stderr}");
+}
+
+/// A component that traps in `intercept` (the runaway guest panics: a wasm
+/// `unreachable`) is denied as an engine failure, exit 2, never a refusal (exit 1) that
+/// a harness would let pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_denies_a_trapping_component_as_an_engine_failure() {
+    let settled = call_on(runaway(), r#"{"panic": true}"#, "evt_node_trap").await;
+    assert_engine_failure(&settled);
+}
+
+/// A component that spins in `intercept` is stopped past its bound-ms (100 for the
+/// runaway guest) plus the 250 ms grace, and denied as an engine failure: the host does
+/// not wait for it forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_stops_a_spinning_component_at_its_bound() {
+    let began = std::time::Instant::now();
+    let settled = call_on(runaway(), "{}", "evt_node_spin").await;
+    assert_engine_failure(&settled);
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "ended after {:?}, its bound 350 ms",
+        began.elapsed()
+    );
 }

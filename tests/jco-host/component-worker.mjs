@@ -1,0 +1,140 @@
+// The component's thread of the JS host (host.mjs starts it): loads the component, runs
+// the one hook call and posts the outcome to the main thread, which stays free to stop a
+// call that does not come back.
+//
+// It implements every import the component has, as README "Hosting the component
+// elsewhere" documents them: the monotonic clock, `credentials` (none and bearer-env) and
+// `delivery` (HTTP only, plain http to loopback only, no retries, never interrupted;
+// `sha256` by node:crypto).
+
+import { createHash } from 'node:crypto';
+import { Worker, parentPort, workerData } from 'node:worker_threads';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { newResultBuffer, waitResult } from './shared-result.mjs';
+
+const { transpiled, registration, event, effects } = workerData;
+
+/// Time past an exchange's deadline that this thread waits for the exchange worker's own
+/// deadline-exceeded before it gives up on it.
+const GRACE_MS = 20;
+
+// The one monotonic clock: nanoseconds of process.hrtime, the same on every thread.
+const now = () => process.hrtime.bigint();
+
+/// An err(...) for a `result` import: jco returns the thrown object's payload.
+function fail(variant) {
+  throw { payload: variant };
+}
+
+/// What the component's plan says each backend is; filled after `load`.
+const plans = new Map();
+
+class Credential {
+  #token;
+  constructor(backend, token) {
+    this.backend = backend;
+    this.#token = token;
+  }
+  authorization() { return `Bearer ${this.#token}`; }
+}
+
+const credentials = {
+  Credential,
+  acquire(backend, deadline) {
+    if (now() >= deadline) fail({ tag: 'deadline-exceeded' });
+    const auth = plans.get(backend)?.auth;
+    if (auth === undefined) return undefined;
+    if (auth.tag !== 'bearer-env') fail({ tag: 'unsupported' });
+    const token = process.env[auth.val];
+    if (!token) fail({ tag: 'unresolved' });
+    return new Credential(backend, token);
+  },
+  reject(_credential) {},
+};
+
+// Started and ready before any hook call, so no deadline pays for the worker's start-up.
+const worker = new Worker(new URL('./exchange-worker.mjs', import.meta.url));
+await once(worker, 'message');
+worker.unref();
+
+const delivery = {
+  exchange(backend, message, credential, deadline) {
+    const url = httpUrl(backend);
+    if (url === undefined) fail({ tag: 'not-permitted' });
+    // A credential goes only to the backend it was acquired for, and a backend configured
+    // with one never gets a request without it (fail-open is no unauthenticated fallback).
+    if (credential && credential.backend !== backend) fail({ tag: 'not-permitted' });
+    if (!credential && plans.get(backend).auth !== undefined) fail({ tag: 'not-permitted' });
+    if (now() >= deadline) fail({ tag: 'deadline-exceeded', val: 'connect' });
+    const headers = credential ? { authorization: credential.authorization() } : {};
+    const shared = newResultBuffer();
+    worker.postMessage({ url, body: message, headers, deadline, shared });
+    const waitMs = Math.max(0, Number(deadline - now()) / 1e6) + GRACE_MS;
+    const result = waitResult(shared, waitMs);
+    if (result === null) fail({ tag: 'deadline-exceeded', val: 'await-response' });
+    const { meta, body } = result;
+    if (meta.error) fail(meta.phase ? { tag: meta.error, val: meta.phase } : { tag: meta.error });
+    return { status: meta.status, contentType: meta.contentType, body };
+  },
+  interrupted() { return false; },
+  retryAfter(_backend, _attempt, _deadline) { return false; },
+  sha256(message) { return createHash('sha256').update(message).digest('hex'); },
+};
+
+/// The backend's http(s) URL, if the plan has one this host may reach: https anywhere,
+/// plain http only on loopback.
+function httpUrl(backend) {
+  const transport = plans.get(backend)?.transport;
+  if (transport?.tag !== 'http') return undefined;
+  const url = new URL(transport.val);
+  if (url.protocol === 'https:') return url.href;
+  const loopback = url.hostname === 'localhost' || url.hostname === '[::1]'
+    || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
+  return url.protocol === 'http:' && loopback ? url.href : undefined;
+}
+
+// The component imports only `now` of this interface.
+const monotonicClock = { now };
+
+const { instantiate } = await import(pathToFileURL(transpiled).href);
+const dir = dirname(transpiled);
+const exports = await instantiate(
+  (path) => WebAssembly.compile(readFileSync(join(dir, path))),
+  {
+    'wasi:clocks/monotonic-clock': monotonicClock,
+    'ahp:interceptor/credentials': credentials,
+    'ahp:interceptor/delivery': delivery,
+    'ahp:interceptor/host-types': {},
+  },
+);
+const { Engine } = exports.interceptor;
+
+/// Loads the registration and runs the call; its settlement, as host.mjs prints it.
+function run() {
+  // This host declares everything the component can intercept (the capability handshake).
+  const engine = Engine.load(registration, Engine.interceptable());
+  for (const plan of engine.plan()) plans.set(plan.id, plan);
+  const started = now();
+  // From here the main thread bounds the call by the component's own bound-ms.
+  parentPort.postMessage({ started, boundMs: engine.boundMs() });
+  const settled = engine.intercept(event, effects, undefined, started);
+  return {
+    decision: settled.decision,
+    decidedBy: settled.decidedBy,
+    reason: settled.reason ?? null,
+    audit: JSON.parse(settled.audit),
+  };
+}
+
+try {
+  parentPort.postMessage({ settled: run() });
+} catch (error) {
+  // The component's own refusal of the registration or event is an err with its
+  // problems, `{path, rule}` records. Anything else (a trap, a record that does not
+  // parse, a host bug) goes on to the main thread, which denies it as engine-failure.
+  if (!Array.isArray(error?.payload)) throw error;
+  parentPort.postMessage({ refused: error.payload.map((p) => `${p.path || '/'}: ${p.rule}`) });
+}
