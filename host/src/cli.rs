@@ -2,7 +2,8 @@
 //! and `ahp component`.
 //!
 //! Exit codes of `ahp intercept`: 0 = allow, 2 = deny, 3 = ask, 1 = the call could not be
-//! made (bad registration, bad event, usage). A denial is never exit 0.
+//! made (bad registration, bad event, usage). A denial is never exit 0. A usage error is
+//! exit 1 on every command but a harness's `ahp hook HARNESS` (see [`usage_error`]).
 
 use crate::compile_cache::{self, Source};
 use crate::runtime::{Runtime, EMBEDDED_COMPONENT};
@@ -191,7 +192,10 @@ impl HostArgs {
 
 /// Runs the CLI with the process's arguments.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     // The compiler's own trace logs (gigabytes while compiling the component) are never
     // what an operator wants from AHP_LOG; keep them at warnings.
     // `ahp hook`'s stderr may be what the model reads (an exit-2 answer shows it): there
@@ -250,6 +254,25 @@ pub fn main() -> ExitCode {
             Command::Component { command } => component_cmd::run(command).await,
         }
     })
+}
+
+/// A command line clap could not parse: printed as clap prints it. `--help` and
+/// `--version` are exit 0. A usage error is exit 1, "the call could not be made", except
+/// under `ahp hook HARNESS`, which a harness runs: there it is exit 2, the one answer every
+/// harness reads as a block (anything else is a failed hook, which the harness ignores and
+/// so fails open), as the hook module answers any other error before a decision.
+/// `ahp hook install` is run by a person and exits 1 like the rest.
+fn usage_error(error: &clap::Error) -> ExitCode {
+    let _ = error.print();
+    if !error.use_stderr() {
+        return ExitCode::SUCCESS;
+    }
+    let arg = |i| std::env::args_os().nth(i);
+    let harness_call = arg(1).is_some_and(|a| a == "hook") && arg(2).is_none_or(|a| a != "install");
+    match harness_call {
+        true => ExitCode::from(2),
+        false => ExitCode::from(1),
+    }
 }
 
 /// Warms the compile cache; exit 1 when nothing could be cached.

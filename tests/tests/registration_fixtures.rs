@@ -294,28 +294,36 @@ async fn cli_intercept_allows_no_effect_with_exit_0() {
 
 /// `--budget-ms` takes 1 ms to an hour, on every command that has it: zero or a number
 /// that would overflow the clock (or the harness timeout derived from it) is a usage
-/// error naming the flag, before anything runs.
+/// error naming the flag, before anything runs: exit 1 ("the call could not be made",
+/// never 2, a denial), except under `ahp hook HARNESS`, whose harness reads only exit 2
+/// as a block. A missing required flag is the same usage error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_budget_is_bounded_on_every_command() {
     let portable = fixtures_dir().join("portable.valid.json");
     let registration = portable.to_str().expect("a UTF-8 path");
-    let commands: [&[&str]; 3] = [
-        &["intercept", "--registration", registration, "--event", "-"],
-        &["hook", "claude-code", "--registration", registration],
-        &[
-            "hook",
-            "install",
-            "claude-code",
-            "--registration",
-            registration,
-        ],
+    let commands: [(&[&str], i32); 3] = [
+        (
+            &["intercept", "--registration", registration, "--event", "-"],
+            1,
+        ),
+        (&["hook", "claude-code", "--registration", registration], 2),
+        (
+            &[
+                "hook",
+                "install",
+                "claude-code",
+                "--registration",
+                registration,
+            ],
+            1,
+        ),
     ];
-    for command in commands {
+    for (command, code) in commands {
         for budget in ["0", "3600001", "18446744073709551615"] {
             let mut args = command.to_vec();
             args.extend(["--budget-ms", budget]);
             let run = ahp(&args, None).await;
-            run.assert_exit(2);
+            run.assert_exit(code);
             assert!(
                 run.stderr.contains("--budget-ms") && run.stderr.contains("1 to 3600000"),
                 "{args:?}: {}",
@@ -324,6 +332,10 @@ async fn cli_budget_is_bounded_on_every_command() {
             assert!(run.stdout.is_empty(), "{args:?}: {}", run.stdout);
         }
     }
+    let run = ahp(&["intercept", "--registration", registration], None).await;
+    run.assert_exit(1);
+    assert!(run.stderr.contains("--event"), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
     let run = ahp(
         &[
             "hook",
