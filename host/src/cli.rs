@@ -13,8 +13,8 @@ use crate::{
     Options,
 };
 use clap::{Parser, Subcommand};
-use std::io::Read as _;
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -321,10 +321,10 @@ async fn precompile(component: Option<&str>) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-async fn check(file: &PathBuf, host: &HostArgs) -> ExitCode {
-    let text = match std::fs::read_to_string(file) {
+async fn check(file: &Path, host: &HostArgs) -> ExitCode {
+    let text = match read_file("registration", file) {
         Ok(text) => text,
-        Err(e) => return fail(&format!("read {}: {e}", file.display())),
+        Err(e) => return fail(&e),
     };
     let options = match host.options().await {
         Ok(options) => options,
@@ -343,16 +343,16 @@ async fn check(file: &PathBuf, host: &HostArgs) -> ExitCode {
 }
 
 async fn intercept(
-    registration: &PathBuf,
+    registration: &Path,
     event: &str,
     effects: &[EffectKind],
     budget_ms: Option<u64>,
     audit: Option<PathBuf>,
     host: &HostArgs,
 ) -> ExitCode {
-    let registration = match std::fs::read_to_string(registration) {
+    let registration = match read_file("--registration", registration) {
         Ok(text) => text,
-        Err(e) => return fail(&format!("read {}: {e}", registration.display())),
+        Err(e) => return fail(&e),
     };
     let event = match read_event(event) {
         Ok(text) => text,
@@ -402,10 +402,10 @@ async fn intercept(
     }
 }
 
-async fn observe(registration: &PathBuf, event: &str, host: &HostArgs) -> ExitCode {
-    let registration = match std::fs::read_to_string(registration) {
+async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode {
+    let registration = match read_file("--registration", registration) {
         Ok(text) => text,
-        Err(e) => return fail(&format!("read {}: {e}", registration.display())),
+        Err(e) => return fail(&e),
     };
     let (event, options) = match (read_event(event), host.options().await) {
         (Ok(event), Ok(options)) => (event, options),
@@ -528,16 +528,38 @@ pub(crate) async fn wait_for_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// The `--event` text: a file, or standard input for `-`.
 fn read_event(source: &str) -> Result<String, String> {
-    if source == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| format!("read the event from stdin: {e}"))?;
-        Ok(text)
-    } else {
-        std::fs::read_to_string(source).map_err(|e| format!("read {source}: {e}"))
+    match source {
+        "-" => read_bounded(std::io::stdin().lock(), "--event -"),
+        path => read_file("--event", Path::new(path)),
     }
+}
+
+/// The text of the file `path`, given by `flag`; see [`read_bounded`].
+fn read_file(flag: &str, path: &Path) -> Result<String, String> {
+    let what = format!("{flag} {}", path.display());
+    let file = std::fs::File::open(path).map_err(|e| format!("{what}: {e}"))?;
+    read_bounded(file, &what)
+}
+
+/// All of `input` as UTF-8 text, up to the hook payload's bound
+/// ([`hook::MAX_PAYLOAD_BYTES`]): an event or a registration is one small JSON document,
+/// and reading on without a bound (`--event /dev/zero`) would end only when memory does.
+/// Errors start with `what`, the flag and its value.
+fn read_bounded(input: impl Read, what: &str) -> Result<String, String> {
+    let mut bytes = Vec::new();
+    input
+        .take(hook::MAX_PAYLOAD_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{what}: {e}"))?;
+    if bytes.len() as u64 > hook::MAX_PAYLOAD_BYTES {
+        return Err(format!(
+            "{what}: larger than {} MiB",
+            hook::MAX_PAYLOAD_BYTES >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("{what}: not UTF-8: {e}"))
 }
 
 /// Exit 1 with every problem of the registration on stderr, each on its own line.

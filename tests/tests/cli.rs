@@ -2,9 +2,12 @@
 //! reads (events, registrations, trust roots, host options), the exit codes of `observe`
 //! and `demo`, and logs fit for a file.
 
-use ahp_tests::support::ahp_binary;
+use ahp_tests::support::{ahp_binary, event};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+/// The largest event or registration the CLI reads: the hook payload's bound, 16 MiB.
+const MAX_INPUT_BYTES: u64 = 16 << 20;
 
 /// How one `ahp` run ended.
 struct Run {
@@ -95,4 +98,64 @@ fn a_usage_error_is_exit_1_and_a_block_only_under_a_harness_hook() {
         run.assert_exit(0, &format!("{args:?}"));
         assert!(!run.stdout.is_empty(), "{args:?}: printed on stdout");
     }
+}
+
+/// An event or registration larger than the bound is refused by its flag, exit 1, before
+/// anything runs: read without a bound, `--event /dev/zero` would fill memory, and a
+/// 40 MiB event ended as an engine failure (exit 2) with a backtrace.
+#[test]
+fn an_event_or_registration_over_16_mib_is_refused_naming_the_flag() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let big = dir.path().join("big.json");
+    let file = std::fs::File::create(&big).expect("create the file");
+    file.set_len(MAX_INPUT_BYTES + 1).expect("a sparse file");
+    let at_bound = dir.path().join("at-bound.json");
+    let file = std::fs::File::create(&at_bound).expect("create the file");
+    file.set_len(MAX_INPUT_BYTES).expect("a sparse file");
+    let ev = dir.path().join("event.json");
+    std::fs::write(&ev, event("evt_cli_big")).expect("write the event");
+    let reg = portable();
+    let (reg, ev, big) = (path(&reg), path(&ev), path(&big));
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["intercept", "--registration", reg, "--event", big],
+            "--event",
+        ),
+        (
+            &["intercept", "--registration", big, "--event", ev],
+            "--registration",
+        ),
+        (
+            &["observe", "--registration", reg, "--event", big],
+            "--event",
+        ),
+        (
+            &["observe", "--registration", big, "--event", ev],
+            "--registration",
+        ),
+        (&["check", big], "registration"),
+    ];
+    for (args, flag) in cases {
+        let run = ahp(args, &[]);
+        run.assert_exit(1, &format!("{args:?}"));
+        assert_eq!(
+            run.stderr,
+            format!("error: {flag} {big}: larger than 16 MiB\n"),
+            "{args:?}"
+        );
+        assert!(run.stdout.is_empty(), "{args:?}: {}", run.stdout);
+    }
+    // At the bound it is read, and refused for what it is (16 MiB of NUL is no event).
+    let run = ahp(
+        &[
+            "intercept",
+            "--registration",
+            reg,
+            "--event",
+            path(&at_bound),
+        ],
+        &[],
+    );
+    run.assert_exit(1, "an event of exactly 16 MiB");
+    assert!(!run.stderr.contains("larger than"), "{}", run.stderr);
 }

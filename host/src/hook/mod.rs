@@ -59,8 +59,9 @@ const WATCHDOG_GRACE: Duration = Duration::from_millis(1_000);
 /// (reading stdin, compiling the component).
 const SIGNAL_GRACE: Duration = Duration::from_millis(500);
 
-/// The largest payload read from stdin; a harness sends one small JSON object.
-const MAX_PAYLOAD_BYTES: u64 = 16 << 20;
+/// The largest payload read from stdin; a harness sends one small JSON object. Also the
+/// bound on the CLI's event and registration reads.
+pub(crate) const MAX_PAYLOAD_BYTES: u64 = 16 << 20;
 
 /// The reason of every denial the adapter makes itself: generic, never the details.
 fn generic_reason() -> &'static str {
