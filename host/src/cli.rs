@@ -13,7 +13,7 @@ use crate::{
     Options,
 };
 use clap::{Parser, Subcommand};
-use std::io::Read;
+use std::io::{IsTerminal as _, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -168,6 +168,23 @@ struct HostArgs {
 
 impl HostArgs {
     async fn options(&self) -> Result<Options, String> {
+        // Read here too, so that the error names the flag: a file without a certificate
+        // would otherwise pass `check` and fail every https call as a TLS failure.
+        if let Some(path) = &self.trust_roots {
+            crate::tls::read_trust_roots(path).map_err(|e| format!("--trust-roots {e}"))?;
+        }
+        if let Some(events) = &self.interceptable {
+            if let Some(twice) = events
+                .iter()
+                .enumerate()
+                .find_map(|(i, e)| events[..i].contains(e).then_some(e))
+            {
+                return Err(format!(
+                    "--interceptable: {} is given twice",
+                    twice.as_str()
+                ));
+            }
+        }
         let component = match &self.component {
             Some(source) => Some(component_cmd::load(source).await?),
             None => None,
@@ -187,6 +204,24 @@ impl HostArgs {
             },
             ..Options::default()
         })
+    }
+
+    /// Host options that are accepted but will not do what they say: each `--stdio-env`
+    /// name unset in this environment (stdio backends start without it). Names only,
+    /// never a value.
+    fn warnings(&self) -> Vec<String> {
+        self.stdio_env
+            .iter()
+            .filter(|name| std::env::var_os(name).is_none())
+            .map(|name| format!("--stdio-env {name}: not set; stdio backends start without it"))
+            .collect()
+    }
+
+    /// [`HostArgs::warnings`] on stderr.
+    fn warn(&self) {
+        for warning in self.warnings() {
+            eprintln!("warning: {warning}");
+        }
     }
 }
 
@@ -218,6 +253,8 @@ pub fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never in a file or a pipe.
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         // A log line that cannot be written (stderr closed or full) is lost, never a
         // panic that would change a hook's exit code.
         .log_internal_errors(false)
@@ -247,7 +284,10 @@ pub fn main() -> ExitCode {
             } => observe(&registration, &event, &host).await,
             Command::Hook(args) => hook_command(args).await,
             Command::Demo { host } => match host.options().await {
-                Ok(options) => demo::run(options).await,
+                Ok(options) => {
+                    host.warn();
+                    demo::run(options).await
+                }
                 Err(e) => fail(&e),
             },
             Command::Precompile { component } => precompile(component.as_deref()).await,
@@ -330,6 +370,7 @@ async fn check(file: &Path, host: &HostArgs) -> ExitCode {
         Ok(options) => options,
         Err(e) => return fail(&e),
     };
+    host.warn();
     match Interceptor::new(&text, options).await {
         Ok(interceptor) => {
             for warning in interceptor.warnings() {
@@ -362,6 +403,7 @@ async fn intercept(
         Ok(options) => options,
         Err(e) => return fail(&e),
     };
+    host.warn();
     options.audit_path = audit;
     let interceptor = match Interceptor::new(&registration, options).await {
         Ok(interceptor) => interceptor,
@@ -411,6 +453,7 @@ async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode 
         (Ok(event), Ok(options)) => (event, options),
         (Err(e), _) | (_, Err(e)) => return fail(&e),
     };
+    host.warn();
     let interceptor = match Interceptor::new(&registration, options).await {
         Ok(interceptor) => interceptor,
         Err(e) => return build_failure(e),
@@ -469,6 +512,10 @@ async fn hook_command(args: HookArgs) -> ExitCode {
         return fail("a harness and --registration are required");
     };
     let (host, audit) = (args.host, args.audit);
+    // Not on stderr, which the model may read: in the log, written only with AHP_LOG.
+    for warning in host.warnings() {
+        tracing::warn!("{warning}");
+    }
     // Built inside the hook's budget: loading the component may pull it from a registry.
     let options = Box::pin(async move {
         let mut options = host.options().await?;

@@ -2,6 +2,7 @@
 //! reads (events, registrations, trust roots, host options), the exit codes of `observe`
 //! and `demo`, and logs fit for a file.
 
+use ahp_tests::pki::Pki;
 use ahp_tests::support::{ahp_binary, event};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -100,6 +101,38 @@ fn a_usage_error_is_exit_1_and_a_block_only_under_a_harness_hook() {
     }
 }
 
+/// A trust-roots file holding no PEM certificate (DER bytes, a private key, nothing) is
+/// refused by the flag and the file; accepted, it would make every https call fail its
+/// handshake while `check` said the setup was valid.
+#[test]
+fn trust_roots_without_a_pem_certificate_are_refused_naming_the_flag() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let key = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n";
+    let reg = portable();
+    for (name, content) in [
+        ("ca.der", &[0x30, 0x82, 0x01, 0x0a, 0x02, 0x82][..]),
+        ("key.pem", key.as_bytes()),
+        ("empty.pem", b""),
+    ] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, content).expect("write the file");
+        let run = ahp(&["check", path(&reg), "--trust-roots", path(&file)], &[]);
+        run.assert_exit(1, name);
+        assert_eq!(
+            run.stderr,
+            format!(
+                "error: --trust-roots {}: no PEM certificate found\n",
+                file.display()
+            )
+        );
+        assert!(run.stdout.is_empty(), "{name}: {}", run.stdout);
+    }
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, Pki::generate().ca_pem).expect("write the CA");
+    let run = ahp(&["check", path(&reg), "--trust-roots", path(&ca)], &[]);
+    run.assert_exit(0, "a PEM CA certificate");
+}
+
 /// An event or registration larger than the bound is refused by its flag, exit 1, before
 /// anything runs: read without a bound, `--event /dev/zero` would fill memory, and a
 /// 40 MiB event ended as an engine failure (exit 2) with a backtrace.
@@ -158,4 +191,63 @@ fn an_event_or_registration_over_16_mib_is_refused_naming_the_flag() {
     );
     run.assert_exit(1, "an event of exactly 16 MiB");
     assert!(!run.stderr.contains("larger than"), "{}", run.stderr);
+}
+
+/// `--interceptable` naming an event twice is refused by the flag, not as the
+/// anonymous `declaration[1]` the component would report.
+#[test]
+fn interceptable_naming_an_event_twice_is_refused_naming_the_flag() {
+    let reg = portable();
+    let run = ahp(
+        &[
+            "check",
+            path(&reg),
+            "--interceptable",
+            "tool.before,tool.before",
+        ],
+        &[],
+    );
+    run.assert_exit(1, "tool.before twice");
+    assert_eq!(
+        run.stderr,
+        "error: --interceptable: tool.before is given twice\n"
+    );
+}
+
+/// A `--stdio-env` name unset in the environment is warned about by name (a stdio
+/// backend would start without it); a set one is passed silently, its value never shown.
+#[test]
+fn stdio_env_naming_an_unset_variable_is_warned_about() {
+    let reg = portable();
+    let args = [
+        "check",
+        path(&reg),
+        "--stdio-env",
+        "AHP_CLI_TEST_UNSET,AHP_CLI_TEST_SET",
+    ];
+    let mut command = Command::new(ahp_binary());
+    command
+        .args(args)
+        .env_remove("AHP_LOG")
+        .env_remove("AHP_CLI_TEST_UNSET")
+        .env("AHP_CLI_TEST_SET", "value-never-shown");
+    let output = command.output().expect("run ahp");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning: --stdio-env AHP_CLI_TEST_UNSET: not set"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("AHP_CLI_TEST_SET"), "{stderr}");
+    assert!(!stderr.contains("value-never-shown"), "{stderr}");
+}
+
+/// Logs written to a pipe or a file carry no terminal colour codes.
+#[test]
+fn logs_to_a_pipe_have_no_colour_codes() {
+    let reg = portable();
+    let run = ahp(&["check", path(&reg)], &[("AHP_LOG", "ahp_host=debug")]);
+    run.assert_exit(0, "check with AHP_LOG=ahp_host=debug");
+    assert!(run.stderr.contains("DEBUG"), "some log: {}", run.stderr);
+    assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
 }
