@@ -473,6 +473,15 @@ async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode 
     match result {
         Ok(observed) => {
             println!("{}", serde_json::to_string(&observed).unwrap_or_default());
+            // An observer's own failure is its result above and exit 0: observation is best
+            // effort. Nothing sent at all (the component failed, or time ran out before it
+            // could prepare the notifications) is this command failing: exit 1.
+            if observed.engine_failure {
+                return fail("the component failed: no observer was sent the event");
+            }
+            if observed.budget_expired {
+                return fail("the budget ran out: no observer was sent the event");
+            }
             match signalled.is_set() {
                 true => fail("interrupted by a signal: observers not all delivered"),
                 false => ExitCode::SUCCESS,

@@ -2,8 +2,10 @@
 //! reads (events, registrations, trust roots, host options), the exit codes of `observe`
 //! and `demo`, and logs fit for a file.
 
+use ahp_tests::fault_backend::refused_url;
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{ahp_binary, event};
+use ahp_tests::support::{ahp_binary, event, valid_event};
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -191,6 +193,51 @@ fn an_event_or_registration_over_16_mib_is_refused_naming_the_flag() {
     );
     run.assert_exit(1, "an event of exactly 16 MiB");
     assert!(!run.stderr.contains("larger than"), "{}", run.stderr);
+}
+
+/// `ahp observe` whose component failed sent nothing: exit 1, with `engineFailure` in its
+/// output. An observer that could not be reached is a result, and exit 0: observation is
+/// best effort.
+#[test]
+fn observe_exits_1_only_when_nothing_could_be_sent() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let ev = dir.path().join("event.json");
+    std::fs::write(&ev, valid_event("tool.after", "evt_cli_observe")).expect("write the event");
+    let reg = dir.path().join("registration.json");
+    let observer = json!({"protocolVersion": "draft", "hooks": [{
+        "id": "com.example.observer",
+        "transport": {"type": "http", "url": refused_url()},
+        "subscriptions": [{"events": ["tool.after"], "mode": "observe",
+                           "content": {"default": "metadata"}}]
+    }]});
+    std::fs::write(&reg, observer.to_string()).expect("write the registration");
+    let observe = [
+        "observe",
+        "--registration",
+        path(&reg),
+        "--event",
+        path(&ev),
+    ];
+
+    let run = ahp(&observe, &[]);
+    run.assert_exit(0, "an observer refusing the connection");
+    let observed: Value = serde_json::from_str(run.stdout.trim()).expect("one JSON line");
+    assert_eq!(
+        observed,
+        json!({"observers": [{"backend": "com.example.observer", "result": "connection-refused"}]})
+    );
+
+    let mut failing = observe.to_vec();
+    failing.extend(["--component", env!("RUNAWAY_COMPONENT")]);
+    let run = ahp(&failing, &[]);
+    run.assert_exit(1, "a component that spins in observe");
+    let observed: Value = serde_json::from_str(run.stdout.trim()).expect("one JSON line");
+    assert_eq!(observed["engineFailure"], Value::Bool(true), "{observed}");
+    assert!(
+        run.stderr.contains("no observer was sent the event"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// `--interceptable` naming an event twice is refused by the flag, not as the
