@@ -3,9 +3,10 @@
 //! Starts a small policy backend on 127.0.0.1 (a random port; no network needed), then
 //! runs scripted tool calls through the real component: an allow, an explicit deny, a
 //! timeout under fail-open, a timeout under fail-closed, and a malformed reply. Prints a
-//! table of decisions and why, and leaves the audit log in a temporary file.
+//! table of decisions and why, and leaves the audit log in a temporary file. Each call has
+//! the settlement it must reach; one that settles otherwise is named, and the demo exits 1.
 
-use crate::{EffectKind, Interceptor, Options, Record};
+use crate::{DecidedBy, Decision, EffectKind, Interceptor, Options, Record, Settlement};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
@@ -13,6 +14,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -28,6 +30,8 @@ struct Scenario {
     timeout_ms: u64,
     tool: &'static str,
     input: Value,
+    /// How the call must settle.
+    expected: (Decision, DecidedBy),
 }
 
 fn scenarios() -> Vec<Scenario> {
@@ -39,6 +43,7 @@ fn scenarios() -> Vec<Scenario> {
             timeout_ms: 500,
             tool: "Read",
             input: json!({"path": "README.md"}),
+            expected: (Decision::Allow, DecidedBy::NoObjection),
         },
         Scenario {
             title: "explicit deny",
@@ -47,6 +52,7 @@ fn scenarios() -> Vec<Scenario> {
             timeout_ms: 500,
             tool: "Bash",
             input: json!({"command": "rm -rf /"}),
+            expected: (Decision::Deny, DecidedBy::BackendDeny),
         },
         Scenario {
             title: "timeout, fail-open",
@@ -55,6 +61,7 @@ fn scenarios() -> Vec<Scenario> {
             timeout_ms: 300,
             tool: "Bash",
             input: json!({"command": "ls"}),
+            expected: (Decision::Allow, DecidedBy::NoObjection),
         },
         Scenario {
             title: "timeout, fail-closed",
@@ -63,6 +70,7 @@ fn scenarios() -> Vec<Scenario> {
             timeout_ms: 300,
             tool: "Bash",
             input: json!({"command": "ls"}),
+            expected: (Decision::Deny, DecidedBy::SyntheticDeny),
         },
         Scenario {
             title: "malformed reply",
@@ -71,6 +79,7 @@ fn scenarios() -> Vec<Scenario> {
             timeout_ms: 500,
             tool: "Write",
             input: json!({"path": "notes.txt"}),
+            expected: (Decision::Deny, DecidedBy::SyntheticDeny),
         },
     ]
 }
@@ -84,12 +93,14 @@ pub async fn run(options: Options) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let audit_dir = std::env::temp_dir().join(format!("ahp-demo-{}", std::process::id()));
+    let audit_dir = match audit_dir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("error: create the demo's audit directory: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let audit_path = audit_dir.join("audit.jsonl");
-    if let Err(e) = std::fs::create_dir_all(&audit_dir) {
-        eprintln!("error: create {}: {e}", audit_dir.display());
-        return ExitCode::from(1);
-    }
     println!("policy backend: http://{addr}/  (built in, loopback only)\n");
     println!(
         "{:<3} {:<22} {:<6} {:<7} {:<15} {:>6}  why",
@@ -114,16 +125,22 @@ pub async fn run(options: Options) -> ExitCode {
         let ms = started.elapsed().as_millis();
         interceptor.shutdown();
         match settled {
-            Ok(s) => println!(
-                "{:<3} {:<22} {:<6} {:<7} {:<15} {:>6}  {}",
-                i + 1,
-                scenario.title,
-                scenario.tool,
-                s.decision,
-                s.decided_by,
-                ms,
-                why(&s.record)
-            ),
+            Ok(s) => {
+                println!(
+                    "{:<3} {:<22} {:<6} {:<7} {:<15} {:>6}  {}",
+                    i + 1,
+                    scenario.title,
+                    scenario.tool,
+                    s.decision,
+                    s.decided_by,
+                    ms,
+                    why(&s.record)
+                );
+                if let Some(mismatch) = unexpected(scenario, &s) {
+                    ok = false;
+                    eprintln!("error: scenario {} {mismatch}", i + 1);
+                }
+            }
             Err(e) => {
                 ok = false;
                 println!("{:<3} {:<22} error: {e}", i + 1, scenario.title);
@@ -137,6 +154,32 @@ pub async fn run(options: Options) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// A new directory for the audit log, private to the user: created under a random name
+/// (never one that already exists, nor a link someone planted at a predictable name), and
+/// kept after the process so that the log it prints can be read.
+fn audit_dir() -> std::io::Result<PathBuf> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("ahp-demo-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        builder.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    Ok(builder.tempdir()?.keep())
+}
+
+/// How `settled` differs from what `scenario` expects, if it does.
+fn unexpected(scenario: &Scenario, settled: &Settlement) -> Option<String> {
+    let (decision, decided_by) = scenario.expected;
+    if (settled.decision, settled.decided_by) == (decision, decided_by) {
+        return None;
+    }
+    Some(format!(
+        "({}) settled as {} by {}, expected {decision} by {decided_by}",
+        scenario.title, settled.decision, settled.decided_by
+    ))
 }
 
 fn registration(addr: SocketAddr, s: &Scenario) -> String {

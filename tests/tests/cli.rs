@@ -240,6 +240,51 @@ fn observe_exits_1_only_when_nothing_could_be_sent() {
     );
 }
 
+/// `ahp demo` exits 0 only when every scripted call settled as scripted. With a component
+/// that settles every call as an engine failure, it names the first scenario that
+/// differed and exits 1. Its audit directory is a new one, private to the user.
+#[test]
+fn demo_exits_1_naming_a_scenario_that_settled_otherwise() {
+    let run = ahp(&["demo"], &[]);
+    run.assert_exit(0, "the demo with the embedded component");
+    let audit = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("audit log: "))
+        .map(PathBuf::from)
+        .expect("the audit log's path");
+    let dir = audit.parent().expect("the audit directory");
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    assert!(name.starts_with("ahp-demo-"), "{}", dir.display());
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(dir)
+        .expect("the directory")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700, "{}", dir.display());
+    let records = std::fs::read_to_string(&audit).expect("the audit log");
+    assert_eq!(records.lines().count(), 5, "{records}");
+    let _ = std::fs::remove_dir_all(dir);
+
+    let run = ahp(&["demo", "--component", env!("RUNAWAY_COMPONENT")], &[]);
+    run.assert_exit(1, "the demo with a component that never settles");
+    assert!(
+        run.stderr.contains(
+            "error: scenario 1 (allow) settled as deny by engine-failure, \
+             expected allow by no-objection"
+        ),
+        "{}",
+        run.stderr
+    );
+    if let Some(audit) = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("audit log: "))
+    {
+        let _ = std::fs::remove_dir_all(Path::new(audit).parent().expect("a directory"));
+    }
+}
+
 /// `--interceptable` naming an event twice is refused by the flag, not as the
 /// anonymous `declaration[1]` the component would report.
 #[test]
