@@ -593,28 +593,16 @@ fn read_event(source: &str) -> Result<String, String> {
 }
 
 /// The text of the file `path`, given by `flag`; see [`read_bounded`].
-fn read_file(flag: &str, path: &Path) -> Result<String, String> {
+pub(crate) fn read_file(flag: &str, path: &Path) -> Result<String, String> {
     let what = format!("{flag} {}", path.display());
     let file = std::fs::File::open(path).map_err(|e| format!("{what}: {e}"))?;
     read_bounded(file, &what)
 }
 
-/// All of `input` as UTF-8 text, up to the hook payload's bound
-/// ([`hook::MAX_PAYLOAD_BYTES`]): an event or a registration is one small JSON document,
-/// and reading on without a bound (`--event /dev/zero`) would end only when memory does.
-/// Errors start with `what`, the flag and its value.
+/// All of `input` as UTF-8 text, up to [`hook::MAX_PAYLOAD_BYTES`]
+/// ([`hook::read_bounded`]). Errors start with `what`, the flag and its value.
 fn read_bounded(input: impl Read, what: &str) -> Result<String, String> {
-    let mut bytes = Vec::new();
-    input
-        .take(hook::MAX_PAYLOAD_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{what}: {e}"))?;
-    if bytes.len() as u64 > hook::MAX_PAYLOAD_BYTES {
-        return Err(format!(
-            "{what}: larger than {} MiB",
-            hook::MAX_PAYLOAD_BYTES >> 20
-        ));
-    }
+    let bytes = hook::read_bounded(input, what)?;
     String::from_utf8(bytes).map_err(|e| format!("{what}: not UTF-8: {e}"))
 }
 

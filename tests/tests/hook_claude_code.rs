@@ -149,3 +149,55 @@ async fn an_mcp_tool_reaches_the_interceptor() {
     let ran = ahp_tests::hook::run_unreachable("claude-code", &[], &payload).await;
     assert_silent_no_objection(&ran);
 }
+
+/// A registration is read up to the payload's bound: `/dev/zero` in its place is refused
+/// at once, naming it (in the operator's log), where reading on ended only when memory or
+/// the watchdog did. The call is denied with the generic reason.
+#[tokio::test]
+async fn a_registration_past_the_bound_is_refused_naming_it() {
+    let (payload, _) = contract().pre_tool;
+    let command = ahp_tests::hook::hook_command("claude-code", "/dev/zero".as_ref(), &[]);
+    let ran = ahp_tests::hook::run_command(command, payload.to_string().as_bytes(), true).await;
+    assert_deny(&ran, ahp_tests::hook::FAILED_REASON);
+    assert!(
+        ran.stderr
+            .contains("--registration /dev/zero: larger than 16 MiB"),
+        "{ran:?}"
+    );
+}
+
+/// A payload past the bound is refused as too large, not read cut off at the bound and
+/// then reported as broken JSON; no event is known, so the answer is exit 2.
+#[tokio::test]
+async fn a_payload_past_the_bound_is_refused_as_too_large() {
+    use tokio::io::AsyncWriteExt as _;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_registration(
+        dir.path(),
+        "http://127.0.0.1:9/hooks",
+        "fail-open",
+        false,
+    );
+    let mut child = ahp_tests::hook::hook_command("claude-code", &registration, &[])
+        .spawn()
+        .expect("start ahp hook");
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    // Whitespace, then more: the hook stops reading at the bound, so the write may fail.
+    let writing = tokio::spawn(async move {
+        let chunk = vec![b' '; 1 << 20];
+        for _ in 0..17 {
+            if stdin.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+        let _ = stdin.write_all(b"{}").await;
+    });
+    let output = child.wait_with_output().await.expect("ahp hook finishes");
+    writing.abort();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the payload on stdin: larger than 16 MiB"),
+        "{stderr}"
+    );
+}

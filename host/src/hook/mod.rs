@@ -41,7 +41,7 @@ use crate::{
     DecidedBy, Decision, Declaration, EffectKind, Interceptor, Interrupt, Options, Settlement,
 };
 use serde_json::{Map, Value};
-use std::io::{Read as _, Write as _};
+use std::io::{Read, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
@@ -645,14 +645,28 @@ fn unwritten(spec: Option<&EventSpec>, verdict: &Verdict) -> Answer {
     }
 }
 
-/// The payload on stdin, up to [`MAX_PAYLOAD_BYTES`].
+/// The payload on stdin; see [`read_bounded`].
 fn read_payload() -> Result<Vec<u8>, String> {
-    let mut payload = Vec::new();
-    std::io::stdin()
-        .take(MAX_PAYLOAD_BYTES)
-        .read_to_end(&mut payload)
-        .map_err(|e| format!("read the payload from stdin: {e}"))?;
-    Ok(payload)
+    read_bounded(std::io::stdin().lock(), "the payload on stdin")
+}
+
+/// All of `input`, up to [`MAX_PAYLOAD_BYTES`]: a payload, an event or a registration is
+/// one small JSON document, and reading on without a bound (`/dev/zero`) would end only
+/// when memory does; one cut off at the bound would be misreported as broken JSON.
+/// Errors start with `what`.
+pub(crate) fn read_bounded(input: impl Read, what: &str) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    input
+        .take(MAX_PAYLOAD_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{what}: {e}"))?;
+    if bytes.len() as u64 > MAX_PAYLOAD_BYTES {
+        return Err(format!(
+            "{what}: larger than {} MiB",
+            MAX_PAYLOAD_BYTES >> 20
+        ));
+    }
+    Ok(bytes)
 }
 
 /// `verdict` in the harness's format; a denial by exit 2 if formatting itself panics or
@@ -706,8 +720,7 @@ async fn decide(
         None => event::installation_source(harness, &request.registration),
     };
     let event = event::build(harness, spec, &read, &source, object).to_string();
-    let registration = std::fs::read_to_string(&request.registration)
-        .map_err(|e| format!("read {}: {e}", request.registration.display()))?;
+    let registration = crate::cli::read_file("--registration", &request.registration)?;
     let mut options = request.options.await?;
     options.declaration = harness.declaration();
     let interceptor = Interceptor::new(&registration, options)
