@@ -518,7 +518,10 @@ async fn hook_command(args: HookArgs) -> ExitCode {
         };
     }
     let (Some(harness), Some(registration)) = (args.harness, args.registration) else {
-        return fail("a harness and --registration are required");
+        // clap requires both; were it ever to let one through, a harness reads exit 2
+        // as the block every usage error under it is (see `usage_error`).
+        eprintln!("error: a harness and --registration are required");
+        return ExitCode::from(2);
     };
     let (host, audit) = (args.host, args.audit);
     // Not on stderr, which the model may read: in the log, written only with AHP_LOG.
