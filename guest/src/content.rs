@@ -9,18 +9,29 @@
 //! `body` or `gap`; one lowered to `omit` keeps only what names it (the schema allows a
 //! stub or no part; a stub keeps the message's shape and ids).
 //!
-//! A part is an object with a string `id` and `mediaType`, a `kind` of `text` or
-//! `attachment` and a string `selection` (content-item.schema.json). It may sit in any
-//! content slot (`items`, `message.messages`, `instructions`, a single part, an effect's
-//! value), so every member of the event is searched, except two the selection does not
-//! govern: `native`, which goes only where the registration includes it, and the tool's
+//! A part is an object with a `kind` of `text` or `attachment`, a string `id` and
+//! `mediaType` and a `selection` (content-item.schema.json). It may sit in any content
+//! slot (`items`, `message.messages`, `instructions`, a single part, an effect's value),
+//! so every member of the event is searched, except two the selection does not govern:
+//! `native`, which goes only where the registration includes it, and the tool's
 //! `input`, the arguments the policy decides on.
 //!
-//! Lowering can only hide what it finds, so the content slots of an event are checked
-//! against their shapes ([`Holds`]) before anything is sent: a part without a
-//! `selection`, or content in a member the schema does not name, would otherwise pass
-//! every selection untouched. A part is lowered by what it keeps, not by what it loses,
-//! so a member no schema names never outlives a lowering either.
+//! Two guards keep a part from passing a selection untouched:
+//! - The content slots of an event ([`crate::events::content`]) are checked against
+//!   their shapes ([`Holds`]) before anything is sent, and so are the closed objects
+//!   around them (`tool`, a file change), so every part there names its selection and
+//!   carries nothing the schema does not name.
+//! - What an event leaves open cannot be checked that way: an `extensions` value may be
+//!   any JSON, the envelope keeps members it does not know, some objects are open
+//!   (`params`, a permission suggestion) and an event observed only is checked no
+//!   further than its known rules (its `tool`, say). There, any object whose `kind` is
+//!   `text` or `attachment` is lowered as a part, whatever else it has or lacks; one
+//!   without a selection claims none, and is lowered to the subscription's. A part is
+//!   lowered by what it keeps, not by what it loses, so a member no schema names never
+//!   outlives a lowering.
+//!
+//! What is neither a part nor in one (a bare string in an extension, say) is no content
+//! to a selection: the harness puts content in parts.
 
 use crate::json::{self, Node, Object};
 use serde_json::{Map, Value};
@@ -127,7 +138,8 @@ impl Content {
             .get("selection")
             .and_then(Value::as_str)
             .and_then(Selection::parse)
-            // A word the schema does not know claims nothing: it is lowered like a body.
+            // No selection, or a word the schema does not know, claims nothing: it is
+            // lowered like a body.
             .unwrap_or(Selection::Body);
         let allowed = self.for_category(&category(part));
         let to = own.min(allowed);
@@ -157,13 +169,16 @@ impl Content {
     }
 }
 
-/// Whether an object is a content part, given its string members by name: `kind` is read
-/// first, which rules out almost every other object at once.
+/// Whether an object is lowered as a content part, given its string members by name:
+/// whether its `kind` is a part's. Nothing else is asked, so that a part no check
+/// reached (in an extension, or a member the envelope does not know) is lowered even
+/// without its `selection`, `id` or `mediaType`: refusing such an event instead would
+/// refuse valid ones, as an extension may hold any JSON. An object that only shares the
+/// word is lowered too, which hides from a subscription that asked for less than body
+/// what it may not have needed hidden, and never shows it more. It costs nothing more:
+/// the walks that look for parts are the ones there were.
 fn is_part<'a>(text: impl Fn(&str) -> Option<&'a str>) -> bool {
     matches!(text("kind"), Some("text" | "attachment"))
-        && ["id", "mediaType", "selection"]
-            .iter()
-            .all(|key| text(key).is_some())
 }
 
 /// A part's category: its own `category`, else text, or by media type for an attachment.
@@ -199,6 +214,8 @@ const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
 pub enum Holds {
     /// `messages`: canonical messages `{id, role, parts, synthesized?}`.
     Messages,
+    /// One canonical message: a progress event's model-visible item.
+    Message,
     /// `textParts`: a list of text parts.
     TextParts,
     /// `textPart`: one text part.
@@ -243,6 +260,7 @@ impl Holds {
     pub fn flaws(self, value: &Value) -> Vec<Flaw> {
         match self {
             Holds::Messages => each(value, "must be an array of canonical messages", message),
+            Holds::Message => message(value),
             Holds::TextParts => each(value, "must be an array of text parts", text_part),
             Holds::TextPart => text_part(value),
             Holds::Part => part(value, &["text", "attachment"]),
@@ -624,18 +642,40 @@ mod tests {
         assert_eq!(projected["tool"]["output"][0]["selection"], "omit");
     }
 
+    /// An object whose kind is a part's is lowered wherever no check reached it (here
+    /// members the envelope does not know), though it lacks a member every part has:
+    /// the part a harness forgot to select is the one that must not reach every backend.
     #[test]
-    fn an_object_missing_a_part_member_is_not_a_part() {
-        for missing in ["id", "kind", "mediaType", "selection"] {
+    fn an_object_of_a_part_kind_is_lowered_whatever_it_lacks() {
+        for missing in ["id", "mediaType", "selection"] {
             let mut part = text_part("p", "body");
             part.as_object_mut().unwrap().remove(missing);
-            let event = json!({"items": [part]});
-            assert!(!holds(&event), "{missing}");
-            assert_eq!(
-                content(Selection::Omit, &[]).project(&document(event)),
-                None
-            );
+            let event = json!({"transcript": [part]});
+            assert!(holds(&event), "{missing}");
+            let projected = content(Selection::Omit, &[])
+                .project(&document(event))
+                .unwrap();
+            let lowered = &projected["transcript"][0];
+            assert_eq!(lowered["selection"], "omit", "{missing}");
+            assert!(lowered.get("text").is_none(), "{missing}");
+            assert!(lowered.get("size").is_none(), "{missing}");
         }
+        let attachment = json!({"kind": "attachment", "body": {"ref": "r1"}});
+        let event = document(json!({"extensions": {"com.example.files": [attachment]}}));
+        let projected = content(Selection::Metadata, &[]).project(&event).unwrap();
+        assert_eq!(
+            projected["extensions"]["com.example.files"][0],
+            json!({"kind": "attachment", "selection": "metadata"})
+        );
+        // Without a part's kind an object is no part; its members are searched.
+        let mut unkinded = text_part("p", "body");
+        unkinded.as_object_mut().unwrap().remove("kind");
+        let event = json!({"transcript": [unkinded]});
+        assert!(!holds(&event));
+        assert_eq!(
+            content(Selection::Omit, &[]).project(&document(event)),
+            None
+        );
         assert!(holds(
             &json!({"deep": [{"nested": text_part("p", "body")}]})
         ));

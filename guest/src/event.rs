@@ -465,7 +465,7 @@ fn check_tool_before(event: &Object, problems: &mut Problems) {
     }
     check_call(event, problems);
     if let Some(tool) = required_object(event, "", "tool", problems) {
-        check_tool(tool, problems);
+        check_tool(tool, TOOL_BEFORE_RUNNING, problems);
     }
     required_string(event, "", "path", problems);
     for field in AFTER_ONLY_FIELDS {
@@ -515,7 +515,7 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             }
             Shape::Tool => {
                 if let Some(tool) = value.as_object() {
-                    check_tool(tool, problems);
+                    check_tool(tool, TOOL_BEFORE_RUNNING, problems);
                 }
                 continue;
             }
@@ -531,6 +531,14 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
 fn check_content(event: &Object, problems: &mut Problems) {
     let name = event.get("type").and_then(Node::as_str).unwrap_or_default();
     for &(pointer, holds) in events::content(name) {
+        // A list of slots (`/fileChanges/*/before`) that is no list would hide them all.
+        if let Some((list, _)) = pointer.split_once("/*") {
+            for (at, node) in members_at(event, list) {
+                if !node.is_array() && !problems.0.iter().any(|p| p.path == at) {
+                    problems.add(at, "must be an array");
+                }
+            }
+        }
         for (at, slot) in members_at(event, pointer) {
             if problems.0.iter().any(|p| p.path == at) {
                 continue;
@@ -592,7 +600,7 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
     check_call(event, problems);
     let tool = required_object(event, "", "tool", problems);
     if let Some(tool) = tool {
-        check_tool(tool, problems);
+        check_tool(tool, TOOL_AFTER_RUNNING, problems);
     }
     required_string(event, "", "path", problems);
     match event.get("items") {
@@ -624,6 +632,11 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
             "/tool/output",
             "must be absent when the call was denied, cancelled or timed out",
         );
+    }
+    if let Some(Node::Array(changes)) = event.get("fileChanges") {
+        for (i, change) in changes.iter().enumerate() {
+            check_file_change(change, &format!("/fileChanges/{i}"), problems);
+        }
     }
     let duration = event.get("durationMs");
     if duration.is_some_and(|d| !matches!(d, Node::Number(ms) if ms.as_f64() >= Some(0.0))) {
@@ -663,6 +676,43 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
     }
 }
 
+/// What a file change may be (execution-event.schema.json@62fc780 `$defs/fileChange`).
+const FILE_CHANGES: [&str; 4] = ["created", "modified", "deleted", "moved"];
+
+/// One of tool.after's `fileChanges` (`$defs/fileChange`): `{path, change,
+/// previousPath?, before?, after?}` and nothing else, as its snapshots are the only
+/// content in it the selection lowers (`before` and `after`, checked as parts by
+/// `check_content`). A moved file names where it was; a created one has no `before`,
+/// a deleted one no `after`.
+fn check_file_change(change: &Node, at: &str, problems: &mut Problems) {
+    let Some(change) = change.as_object() else {
+        problems.add(at, "must be an object {path, change}");
+        return;
+    };
+    required_string(change, at, "path", problems);
+    let word = required_string(change, at, "change", problems);
+    if word.is_some_and(|w| !FILE_CHANGES.contains(&w)) {
+        problems.add(
+            format!("{at}/change"),
+            "must be created, modified, deleted or moved",
+        );
+    }
+    if change.contains_key("previousPath") || word == Some("moved") {
+        required_string(change, at, "previousPath", problems);
+    }
+    match word {
+        Some("created") if change.contains_key("before") => {
+            problems.add(format!("{at}/before"), "must be absent when created")
+        }
+        Some("deleted") if change.contains_key("after") => {
+            problems.add(format!("{at}/after"), "must be absent when deleted")
+        }
+        _ => {}
+    }
+    let known = ["path", "change", "previousPath", "before", "after"];
+    closed(change, at, &known, "a file change", problems);
+}
+
 /// `error` (execution-event.schema.json `$defs/error`): `{message, class, code?,
 /// status?, native?}` and nothing else; `class` is what a backend tells failures apart
 /// by, and a member the schema does not name could carry what `native` may not.
@@ -687,8 +737,20 @@ fn step(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-/// `tool`: name, parsed input, and an origin that agrees with the MCP descriptor.
-fn check_tool(tool: &Object, problems: &mut Problems) {
+/// The members of a `tool` that has not run (execution-event.schema.json@62fc780
+/// `$defs/tool`, closed): at tool.before and tool.permission.request.
+const TOOL_BEFORE_RUNNING: &[&str] = &["name", "kind", "input", "origin", "mcp"];
+/// The members of a `tool` that has run: those, and its `output`, which that
+/// `$defs/tool` lacks but tool-after.schema.json's conditions name (absent unless the
+/// call ran to an end) and effect.schema.json's `output` target modifies (canonical
+/// messages, see [`events::TABLE`]).
+const TOOL_AFTER_RUNNING: &[&str] = &["name", "kind", "input", "origin", "mcp", "output"];
+
+/// `tool`: name, parsed input, an origin that agrees with the MCP descriptor, and no
+/// member but `known`. The schema closes it, and it must stay closed here: lowering
+/// reaches only the content slots the event's checks cover, so a member no slot names
+/// (a `transcript` of parts, say) would take its content to every subscription.
+fn check_tool(tool: &Object, known: &[&str], problems: &mut Problems) {
     required_string(tool, "/tool", "name", problems);
     if tool.contains_key("kind") {
         required_string(tool, "/tool", "kind", problems);
@@ -716,6 +778,7 @@ fn check_tool(tool: &Object, problems: &mut Problems) {
         Some("native") | None => {}
         Some(_) => problems.add("/tool/origin", "must be \"native\" or \"mcp\""),
     }
+    closed(tool, "/tool", known, "tool", problems);
 }
 
 /// The MCP descriptor (digest §3, execution-event.schema.json `$defs/mcp`):
@@ -1249,6 +1312,7 @@ mod tests {
                 let message = json!({"id": "m1", "role": "user", "parts": [unselected_part()]});
                 let (value, below) = match holds {
                     Holds::Messages => (json!([message]), "/0/parts/0"),
+                    Holds::Message => (message, "/parts/0"),
                     Holds::Items => (json!([unselected_part()]), "/0"),
                     Holds::TextParts => (json!([unselected_part()]), "/0"),
                     Holds::TextPart | Holds::Part => (unselected_part(), ""),
@@ -1268,6 +1332,174 @@ mod tests {
             }
         }
         assert_eq!(checked, 28, "the content slots of the interceptable events");
+    }
+
+    /// A tool is closed: a member its schema does not name is refused wherever a tool is
+    /// checked, as a part in it would reach no lowering. `output` is a member only once
+    /// the tool has run.
+    #[test]
+    fn a_tool_holds_only_the_members_of_its_schema() {
+        let transcript = json!([{"id": "p", "kind": "text", "mediaType": "text/plain",
+                                 "text": "AWS_SECRET=x"}]);
+        let expected = [(
+            "/tool/transcript".to_owned(),
+            "is not a member of tool".to_owned(),
+        )];
+        let before = with("/tool/transcript", Some(transcript.clone()));
+        assert_eq!(problems(&before), expected);
+        assert_eq!(intercepted_problems(&before), expected);
+        assert_eq!(observed_problems(&before), expected);
+        for name in ["tool.after", "tool.permission.request"] {
+            let event = edited(example(name), "/tool/transcript", Some(transcript.clone()));
+            assert_eq!(intercepted_problems(&event), expected, "{name}");
+        }
+        let output = json!([{"id": "m", "role": "tool", "parts": []}]);
+        assert_eq!(
+            problems(&with("/tool/output", Some(output.clone()))),
+            [(
+                "/tool/output".to_owned(),
+                "is not a member of tool".to_owned()
+            )]
+        );
+        let request = edited(
+            example("tool.permission.request"),
+            "/tool/output",
+            Some(output.clone()),
+        );
+        assert_eq!(
+            intercepted_problems(&request),
+            [(
+                "/tool/output".to_owned(),
+                "is not a member of tool".to_owned()
+            )]
+        );
+        let after = edited(example("tool.after"), "/tool/output", Some(output));
+        assert_eq!(intercepted_problems(&after), []);
+    }
+
+    /// tool.after's file changes are a list of closed `{path, change, previousPath?,
+    /// before?, after?}`: a member the schema does not name, or a list that is none, would
+    /// hide its snapshots from every check.
+    #[test]
+    fn file_changes_are_a_list_of_closed_file_changes() {
+        let secret = json!({"id": "p", "kind": "text", "mediaType": "text/plain",
+                            "text": "AWS_SECRET=x"});
+        let event = |changes: Value| edited(example("tool.after"), "/fileChanges", Some(changes));
+        let change = json!({"path": "a.txt", "change": "modified", "diff": [secret]});
+        assert_eq!(
+            intercepted_problems(&event(json!([change]))),
+            [(
+                "/fileChanges/0/diff".to_owned(),
+                "is not a member of a file change".to_owned()
+            )]
+        );
+        let keyed = json!({"a.txt": {"path": "a.txt", "change": "modified", "after": secret}});
+        assert_eq!(
+            intercepted_problems(&event(keyed)),
+            [("/fileChanges".to_owned(), "must be an array".to_owned())]
+        );
+        let body = json!({"id": "p", "kind": "text", "mediaType": "text/plain",
+                          "selection": "body", "text": "x"});
+        let valid = json!([
+            {"path": "a.txt", "change": "modified", "before": body, "after": body},
+            {"path": "b.txt", "change": "created", "after": body},
+            {"path": "c.txt", "change": "deleted", "before": body},
+            {"path": "d.txt", "change": "moved", "previousPath": "e.txt"}
+        ]);
+        assert_eq!(intercepted_problems(&event(valid)), []);
+        let invalid = json!([
+            "a.txt",
+            {"change": "renamed"},
+            {"path": "b.txt", "change": "created", "before": body},
+            {"path": "c.txt", "change": "deleted", "after": body},
+            {"path": "d.txt", "change": "moved"}
+        ]);
+        let found: Vec<String> = intercepted_problems(&event(invalid))
+            .into_iter()
+            .map(|(at, rule)| format!("{at}: {rule}"))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "/fileChanges/0: must be an object {path, change}",
+                "/fileChanges/1/path: is required",
+                "/fileChanges/1/change: must be created, modified, deleted or moved",
+                "/fileChanges/2/before: must be absent when created",
+                "/fileChanges/3/after: must be absent when deleted",
+                "/fileChanges/4/previousPath: is required",
+            ]
+        );
+        // Each entry of file.changed's list is checked where it is one; a list that is
+        // none is refused there too.
+        let mut changed = example("tool.after");
+        changed["type"] = json!("file.changed");
+        changed["changes"] = json!({"a.txt": {"after": secret}});
+        assert_eq!(
+            observed_problems(&changed),
+            [("/changes".to_owned(), "must be an array".to_owned())]
+        );
+    }
+
+    /// The model-visible item of a progress event (tool.progress `partialOutput`,
+    /// turn.progress `delta`) is one canonical message, checked as one: its part that
+    /// names no selection is refused at the part.
+    #[test]
+    fn a_progress_events_model_visible_item_is_a_checked_message() {
+        let message = |part: Value| json!({"id": "m1", "role": "tool", "parts": [part]});
+        let selected = json!({"id": "p1", "kind": "text", "mediaType": "text/plain",
+                              "selection": "omit"});
+        for (name, member) in [
+            ("tool.progress", "partialOutput"),
+            ("turn.progress", "delta"),
+        ] {
+            let mut event = example("tool.after");
+            event["type"] = json!(name);
+            event[member] = message(unselected_part());
+            assert_eq!(
+                observed_problems(&event),
+                [(
+                    format!("/{member}/parts/0/selection"),
+                    "is required".to_owned()
+                )],
+                "{name}"
+            );
+            event[member] = json!([message(selected.clone())]);
+            assert_eq!(
+                observed_problems(&event),
+                [(
+                    format!("/{member}"),
+                    "must be a message {id, role, parts}".to_owned()
+                )],
+                "{name}"
+            );
+            event[member] = message(selected.clone());
+            assert_eq!(observed_problems(&event), [], "{name}");
+        }
+    }
+
+    /// Where the envelope is open (an extension, a member it does not know), a part that
+    /// names no selection is not refused, as such a member may hold any JSON; it is lowered
+    /// to each subscription's selection, and a subscription that omits content is sent no
+    /// text of it.
+    #[test]
+    fn a_part_no_check_reaches_is_lowered_without_a_selection() {
+        let mut event = valid();
+        event["transcript"] = json!([unselected_part()]);
+        event["extensions"] = json!({"com.example.notes": {"last": unselected_part()}});
+        let event = Event::parse_tool_before(&event.to_string()).expect("an open member");
+        let view = View {
+            include_native: false,
+            content: content::Content::all(content::Selection::Omit),
+        };
+        let mut out = Vec::new();
+        event.write_wire(&view, &mut out);
+        let sent = String::from_utf8(out).unwrap();
+        assert!(!sent.contains("hunter2"), "{sent}");
+        let sent: Value = serde_json::from_str(&sent).unwrap();
+        let omitted = json!({"id": "p1", "kind": "text", "mediaType": "text/plain",
+                             "selection": "omit"});
+        assert_eq!(sent["transcript"][0], omitted);
+        assert_eq!(sent["extensions"]["com.example.notes"]["last"], omitted);
     }
 
     /// The upstream event fixtures that break a rule of the call, the envelope or the

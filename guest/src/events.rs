@@ -428,8 +428,11 @@ const SESSION_OUTCOMES: &[&str] = &["completed", "cancelled", "error", "unknown"
 /// (interaction-event.schema.json@2b5da58, which also makes an elicitation's request and
 /// result and an attention's message and title text parts). A file snapshot is one part
 /// (execution-event and task-workspace-event `fileChange`), compaction instructions and
-/// summary text parts (see [`TABLE`]). Any other event's `items` is messages or parts
-/// ([`Holds::Items`]): the schemas carried or read type them as one or the other.
+/// summary text parts (see [`TABLE`]). A progress event's model-visible item, tool.progress
+/// `partialOutput` and turn.progress `delta` (execution-event.schema.json@62fc780, one
+/// `modelVisibleItem` each), is one canonical message, as model-visible `items` are.
+/// Any other event's `items` is messages or parts ([`Holds::Items`]): the schemas
+/// carried or read type them as one or the other.
 pub fn content(name: &str) -> &'static [(&'static str, Holds)] {
     match name {
         "tool.after" => &[
@@ -463,6 +466,8 @@ pub fn content(name: &str) -> &'static [(&'static str, Holds)] {
             ("/attention/message", Holds::TextParts),
             ("/attention/title", Holds::TextParts),
         ],
+        "tool.progress" => &[("/items", Holds::Items), ("/partialOutput", Holds::Message)],
+        "turn.progress" => &[("/items", Holds::Items), ("/delta", Holds::Message)],
         "file.changed" => &[
             ("/items", Holds::Items),
             ("/changes/*/before", Holds::Part),
