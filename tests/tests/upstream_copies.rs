@@ -64,11 +64,6 @@ const UNTESTED: &[(&str, &str)] = &[
         "fixtures/draft/http/continue-no-instruction.invalid.json",
         "stale: `instruction` became optional, and its `.valid` sibling holds the same effects",
     ),
-    (
-        "fixtures/draft/http/intercept-request.valid.json",
-        "stale (digest §19.5): `tool.callId` and no `call`, `path` or `origin`, so invalid \
-         under the carried tool-before schema",
-    ),
 ];
 
 /// Whether `text` names the file `name` in a string: after a `"` or a `/`, before a
