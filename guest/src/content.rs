@@ -246,7 +246,7 @@ impl Flaw {
 
     /// This flaw seen from the value that holds it at `step` (a member name or index).
     fn under(self, step: impl fmt::Display) -> Flaw {
-        let step = step.to_string().replace('~', "~0").replace('/', "~1");
+        let step = crate::json::segment(&step.to_string());
         Flaw {
             at: format!("/{step}{}", self.at),
             rule: self.rule,

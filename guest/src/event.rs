@@ -732,11 +732,6 @@ fn check_error(error: &Object, problems: &mut Problems) {
     closed(error, "/error", &known, "error", problems);
 }
 
-/// A member name as one step of a JSON Pointer (RFC 6901 escapes).
-fn step(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
 /// The members of a `tool` that has not run (execution-event.schema.json@62fc780
 /// `$defs/tool`, closed): at tool.before and tool.permission.request.
 const TOOL_BEFORE_RUNNING: &[&str] = &["name", "kind", "input", "origin", "mcp"];
@@ -907,7 +902,7 @@ fn check_gaps<'a>(parent: &'a Object, at: &str, problems: &mut Problems) -> Vec<
 fn closed(object: &Object, at: &str, known: &[&str], what: &str, problems: &mut Problems) {
     for key in object.keys().filter(|key| !known.contains(key)) {
         problems.add(
-            format!("{at}/{}", step(key)),
+            format!("{at}/{}", crate::json::segment(key)),
             &format!("is not a member of {what}"),
         );
     }

@@ -250,8 +250,9 @@ impl Strict<'_> {
     }
 }
 
-/// A member name as one pointer segment (RFC 6901 §3).
-fn segment(name: &str) -> String {
+/// A member name as one JSON Pointer segment (RFC 6901 §3): `~` and `/` escaped. The one
+/// escaping every problem's pointer uses.
+pub(crate) fn segment(name: &str) -> String {
     name.replace('~', "~0").replace('/', "~1")
 }
 

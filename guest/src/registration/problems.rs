@@ -197,7 +197,7 @@ pub(super) fn choice<T: Copy>(
 
 /// Appends one JSON Pointer segment, escaped per RFC 6901.
 pub(super) fn at(path: &str, key: &str) -> String {
-    format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"))
+    format!("{path}/{}", crate::json::segment(key))
 }
 
 pub(super) fn type_name(v: &Value) -> &'static str {
