@@ -154,9 +154,10 @@ pub(super) fn distinct_names(c: &mut Checker, v: &Value, path: &str) -> Option<V
     let items = v
         .as_array()
         .or_else(|| c.fail(path, format!("must be an array, found {found}")))?;
-    each(c, items, path, |c, i, v, p| {
+    let mut seen = std::collections::BTreeSet::new();
+    each(c, items, path, |c, _, v, p| {
         let name = non_empty(c, v, p)?;
-        if items[..i].contains(v) {
+        if !seen.insert(name) {
             return c.fail(p, "repeats an earlier item");
         }
         Some(name.to_owned())
