@@ -590,21 +590,21 @@ pub(crate) async fn wait_for_signal() {
 /// The `--event` text: a file, or standard input for `-`.
 fn read_event(source: &str) -> Result<String, String> {
     match source {
-        "-" => read_bounded(std::io::stdin().lock(), "--event -"),
+        "-" => read_text(std::io::stdin().lock(), "--event -"),
         path => read_file("--event", Path::new(path)),
     }
 }
 
-/// The text of the file `path`, given by `flag`; see [`read_bounded`].
+/// The text of the file `path`, given by `flag`; see [`read_text`].
 pub(crate) fn read_file(flag: &str, path: &Path) -> Result<String, String> {
     let what = format!("{flag} {}", path.display());
     let file = std::fs::File::open(path).map_err(|e| format!("{what}: {e}"))?;
-    read_bounded(file, &what)
+    read_text(file, &what)
 }
 
 /// All of `input` as UTF-8 text, up to [`hook::MAX_PAYLOAD_BYTES`]
 /// ([`hook::read_bounded`]). Errors start with `what`, the flag and its value.
-fn read_bounded(input: impl Read, what: &str) -> Result<String, String> {
+fn read_text(input: impl Read, what: &str) -> Result<String, String> {
     let bytes = hook::read_bounded(input, what)?;
     String::from_utf8(bytes).map_err(|e| format!("{what}: not UTF-8: {e}"))
 }
