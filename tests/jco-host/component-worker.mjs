@@ -99,6 +99,8 @@ function httpUrl(backend) {
 // The component imports only `now` of this interface.
 const monotonicClock = { now };
 
+// From here the main thread bounds loading as ahp-host does (5 s from instantiation).
+parentPort.postMessage({ loading: now() });
 const { instantiate } = await import(pathToFileURL(transpiled).href);
 const dir = dirname(transpiled);
 const exports = await instantiate(

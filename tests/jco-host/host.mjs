@@ -27,6 +27,10 @@ const event = readFileSync(eventPath, 'utf8');
 /// so that a loaded machine's late but honest settlement is not cut off.
 const GRACE_NS = 250_000_000n;
 
+/// Instantiating the component and loading the registration: ahp-host bounds them at
+/// 5 s (runtime.rs `bound_cpu`), so a component that spins there is stopped too.
+const LOAD_NS = 5_000_000_000n;
+
 const EXIT_CODES = { allow: 0, deny: 2, ask: 3 };
 
 function print(settled) {
@@ -73,14 +77,19 @@ const component = new Worker(new URL('./component-worker.mjs', import.meta.url),
     effects: effectsArg.split(','),
   },
 });
+let cancelLoadBound = () => {};
 component.on('message', (message) => {
-  if (message.settled) {
+  if (message.loading !== undefined) {
+    cancelLoadBound = atDeadline(message.loading + LOAD_NS + GRACE_NS, () =>
+      engineFailure('loading the component and the registration took longer than 5 s'));
+  } else if (message.settled) {
     print(message.settled);
   } else if (message.refused) {
     for (const problem of message.refused) console.error(`error: ${problem}`);
     process.exit(1);
   } else {
     // The call began at `started`: bound it as ahp-host does, by bound-ms plus a grace.
+    cancelLoadBound();
     const limit = message.started + message.boundMs * 1_000_000n + GRACE_NS;
     atDeadline(limit, () => engineFailure(`the call ran past its bound of ${message.boundMs} ms`));
   }

@@ -131,3 +131,31 @@ async fn concurrent_runaway_calls_all_settle_within_the_bound() {
         "4 concurrent calls took {all:?}"
     );
 }
+
+/// A component that spins while it loads the registration is stopped by the 5 s that
+/// instantiation and loading get (`bound_cpu`): building the interceptor fails as a
+/// setup error, never hangs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_that_spins_while_it_loads_fails_to_build_at_its_bound() {
+    let reg = registration(&[Http::new(
+        "com.example.spin-on-load",
+        "http://127.0.0.1:9/hooks",
+    )]);
+    let options = Options {
+        component: Some(runaway_component()),
+        ..Options::default()
+    };
+    let began = Instant::now();
+    let built = tokio::time::timeout(Duration::from_secs(30), Interceptor::new(&reg, options))
+        .await
+        .expect("loading is bounded");
+    let elapsed = began.elapsed();
+    let error = built
+        .err()
+        .expect("a component that never loads builds nothing");
+    assert!(error.is_setup(), "{error}");
+    assert!(
+        elapsed >= Duration::from_secs(5) && elapsed < Duration::from_secs(15),
+        "failed after {elapsed:?}, its bound 5 s"
+    );
+}

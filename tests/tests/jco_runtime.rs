@@ -103,7 +103,8 @@ async fn call_on(entry: &Path, registration: &str, id: &str) -> Value {
     let code = match settled["decision"].as_str() {
         Some("allow") => 0,
         Some("deny") => 2,
-        _ => 3,
+        Some("ask") => 3,
+        other => panic!("no decision: {other:?} in {settled}"),
     };
     assert_eq!(output.status.code(), Some(code), "{settled} {stderr}");
     settled
@@ -400,6 +401,21 @@ async fn node_refuses_an_invalid_registration_with_its_problems() {
 async fn node_denies_a_trapping_component_as_an_engine_failure() {
     let settled = call_on(runaway(), r#"{"panic": true}"#, "evt_node_trap").await;
     assert_engine_failure(&settled);
+}
+
+/// A component that spins while it loads the registration is stopped past the 5 s that
+/// ahp-host gives loading, plus the grace, and denied as an engine failure: before the
+/// call has begun there is no bound-ms to stop it by.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_stops_a_component_that_spins_while_it_loads() {
+    let began = std::time::Instant::now();
+    let settled = call_on(runaway(), r#"{"spin-on-load": true}"#, "evt_node_load").await;
+    assert_engine_failure(&settled);
+    let elapsed = began.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(5_250) && elapsed < Duration::from_secs(20),
+        "ended after {elapsed:?}, its bound 5.25 s"
+    );
 }
 
 /// A component that spins in `intercept` is stopped past its bound-ms (100 for the

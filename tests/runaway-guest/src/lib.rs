@@ -1,6 +1,7 @@
 //! A hostile component for the host's tests: it implements `ahp:interceptor` but never
 //! settles. A registration containing "panic" makes `intercept` panic (a trap), except for
-//! an event containing "spin"; anything else makes it spin forever. The host must turn both into an `engine-failure` denial
+//! an event containing "spin"; anything else makes it spin forever. A registration
+//! containing "spin-on-load" makes `load` itself spin, before any call. The host must turn both into an `engine-failure` denial
 //! within the call's bound.
 
 #[cfg(target_family = "wasm")]
@@ -31,6 +32,9 @@ mod component {
             registration: String,
             _declaration: Vec<EventCapability>,
         ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<Problem>> {
+            if registration.contains("spin-on-load") {
+                spin()
+            }
             let panics = registration.contains("panic");
             Ok(exports::ahp::interceptor::interceptor::Engine::new(
                 Runaway { panics },
