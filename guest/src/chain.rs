@@ -408,17 +408,15 @@ fn evaluate<H: Host>(
         let begun = if attempts.is_empty() { now } else { host.now() };
         let (result, ended) = attempt(host, backend, message, begun, deadline, call);
         let n = attempts.len() as u32 + 1;
-        let label = match &result {
-            Tried::Ended(Ending::Accepted(_)) => AttemptResult::Accepted,
-            Tried::Ended(Ending::Interrupted) => AttemptResult::Interrupted,
-            Tried::Ended(Ending::Failed(f)) => AttemptResult::Failed(f.class),
-            Tried::Unauthorized { .. } => AttemptResult::Unauthorized,
+        let (label, http_status, rpc_code) = match &result {
+            Tried::Ended(Ending::Accepted(_)) => (AttemptResult::Accepted, None, None),
+            Tried::Ended(Ending::Interrupted) => (AttemptResult::Interrupted, None, None),
+            Tried::Ended(Ending::Failed(f)) => {
+                (AttemptResult::Failed(f.class), f.http_status, f.rpc_code)
+            }
+            Tried::Unauthorized { .. } => (AttemptResult::Unauthorized, None, None),
         };
         let elapsed_ms = elapsed_ms(begun, ended);
-        let (http_status, rpc_code) = match &result {
-            Tried::Ended(Ending::Failed(f)) => (f.http_status, f.rpc_code),
-            _ => (None, None),
-        };
         attempts.push(AttemptEntry {
             n,
             elapsed_ms,

@@ -175,8 +175,7 @@ impl Content {
 /// without its `selection`, `id` or `mediaType`: refusing such an event instead would
 /// refuse valid ones, as an extension may hold any JSON. An object that only shares the
 /// word is lowered too, which hides from a subscription that asked for less than body
-/// what it may not have needed hidden, and never shows it more. It costs nothing more:
-/// the walks that look for parts are the ones there were.
+/// what it may not have needed hidden, and never shows it more.
 fn is_part<'a>(text: impl Fn(&str) -> Option<&'a str>) -> bool {
     matches!(text("kind"), Some("text" | "attachment"))
 }
@@ -383,8 +382,7 @@ fn part_flaw(value: &Value, kinds: &[&str]) -> Option<Flaw> {
         .or_else(|| {
             let size = part.get("size");
             // `4.0` is a size: JSON Schema's integer is any number with a zero fraction.
-            let count = |size: &Value| size.as_number().and_then(json::integer::<u64>);
-            let bad = size.is_some_and(|size| count(size).is_none());
+            let bad = size.is_some_and(|size| json::integer_value::<u64>(size).is_none());
             bad.then(|| Flaw::new("/size", "must be a non-negative integer"))
         })
         .or_else(|| {

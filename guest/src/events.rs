@@ -84,9 +84,10 @@ use Shape::{Absent, Array, Bool, Count, Object, Ordinal, Text, Tool, Word};
 /// workspace.change.before). The carried fixtures agree where they show one
 /// (`model-response-input-target.invalid.json` is a complete model.response.after but
 /// for its item, which predates canonical messages; `task-return-capability.invalid.json`
-/// a complete task.change.before). Only presence and JSON type are checked here;
-/// enumerated words are not, and content slots are checked by their shapes
-/// ([`content`]).
+/// a complete task.change.before). Presence and JSON type are checked here, and the few
+/// closed words and ranges the rows name (`Word`: a task change's operation; `Ordinal`:
+/// a model attempt's number); other enumerated words are not, and content slots are
+/// checked by their shapes ([`content`]).
 ///
 /// **Modify targets.** Input and output are the tool's (`/tool/input`,
 /// `/tool/output`). The others are located from the same upstream files, none of which

@@ -184,6 +184,11 @@ pub fn integer<T: TryFrom<i64> + TryFrom<u64>>(n: &Number) -> Option<T> {
     }
 }
 
+/// `v` as an integer of type `T` ([`integer`]); `None` for anything but such a number.
+pub fn integer_value<T: TryFrom<i64> + TryFrom<u64>>(v: &Value) -> Option<T> {
+    v.as_number().and_then(integer)
+}
+
 /// Parses one JSON text, rejecting repeated member names at any depth.
 pub fn parse(text: &str) -> Result<Value, Error> {
     read(text).map(|node| node.to_value())

@@ -85,8 +85,7 @@ fn check_http(reply: &Reply) -> Result<(), Failure> {
 /// `error.code` of a JSON-RPC error body, if the body is one.
 fn error_code(body: &[u8]) -> Option<i64> {
     let message: Value = serde_json::from_slice(body).ok()?;
-    let code = message.get("error")?.get("code")?.as_number()?;
-    json::integer(code)
+    json::integer_value(message.get("error")?.get("code")?)
 }
 
 /// `application/json` or `application/<name>+json`, any case, parameters allowed.
@@ -207,9 +206,7 @@ fn check_result<'m, 'a>(result: Option<&'m Node<'a>>) -> Result<&'m Node<'a>, Fa
 ///
 /// Since any second kind of decision is a conflict, a list holds at most one kind of
 /// decision: remembering that kind (and whether a result was supplied) is all the
-/// checking needs, one step per member however long the list. Looking back through the
-/// accepted effects instead cost a reply of 18,000 messages and 30,000 allows (1 MiB)
-/// about 1.6e9 steps.
+/// checking needs, one step per member however long the list.
 fn accept_effects(effects: &Node, advertised: &EventCapability) -> Result<Vec<Effect>, Failure> {
     let Node::Array(members) = effects else {
         return Err(invalid(Detail::MalformedEffect));

@@ -1779,6 +1779,7 @@ fn each_attempt_keeps_its_own_status_and_code() {
     );
     assert_eq!(attempts[1]["result"], "connection-reset");
     assert!(attempts[1].get("httpStatus").is_none(), "{attempts}");
+    assert!(attempts[1].get("rpcCode").is_none(), "{attempts}");
 }
 
 #[test]

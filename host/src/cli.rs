@@ -168,8 +168,8 @@ struct HostArgs {
 
 impl HostArgs {
     async fn options(&self) -> Result<Options, String> {
-        // Read here too, so that the error names the flag: a file without a certificate
-        // would otherwise pass `check` and fail every https call as a TLS failure.
+        // Read here first, though the library refuses the same file as a setup error: so
+        // the error names the flag, and comes before the component is compiled.
         if let Some(path) = &self.trust_roots {
             crate::tls::read_trust_roots(path).map_err(|e| format!("--trust-roots {e}"))?;
         }

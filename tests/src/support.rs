@@ -415,6 +415,37 @@ pub fn ahp_binary() -> &'static Path {
     })
 }
 
+/// How one `ahp` run ended: its exit code and both output streams (UTF-8, as everything
+/// `ahp` writes is).
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn of(output: std::process::Output) -> Run {
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("UTF-8 output");
+        Run {
+            code: output.status.code(),
+            stdout: text(output.stdout),
+            stderr: text(output.stderr),
+        }
+    }
+
+    /// Asserts the exit code, showing `case` and both streams when it is wrong.
+    pub fn assert_exit(&self, code: i32, case: &str) {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "{case}\nstdout: {}\nstderr: {}",
+            self.stdout,
+            self.stderr
+        );
+    }
+}
+
 /// The first number among a bench's arguments (`cargo bench ... -- N`), or `default`.
 pub fn bench_count(default: usize) -> usize {
     std::env::args()

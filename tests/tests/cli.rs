@@ -4,33 +4,13 @@
 
 use ahp_tests::fault_backend::refused_url;
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{ahp_binary, event, valid_event};
+use ahp_tests::support::{ahp_binary, event, valid_event, Run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The largest event or registration the CLI reads: the hook payload's bound, 16 MiB.
 const MAX_INPUT_BYTES: u64 = 16 << 20;
-
-/// How one `ahp` run ended.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    /// Asserts the exit code, showing both streams when it is wrong.
-    fn assert_exit(&self, code: i32, case: &str) {
-        assert_eq!(
-            self.code,
-            Some(code),
-            "{case}\nstdout: {}\nstderr: {}",
-            self.stdout,
-            self.stderr
-        );
-    }
-}
 
 /// Runs `ahp` with `args`, stdin empty and `AHP_LOG` unset; `env` is set on top.
 fn ahp(args: &[&str], env: &[(&str, &str)]) -> Run {
@@ -40,12 +20,7 @@ fn ahp(args: &[&str], env: &[(&str, &str)]) -> Run {
         .env_remove("AHP_LOG")
         .envs(env.iter().copied())
         .stdin(Stdio::null());
-    let output = command.output().expect("run ahp");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Run::of(command.output().expect("run ahp"))
 }
 
 /// The upstream fixture of a valid registration (it sends nothing at load).
@@ -323,9 +298,9 @@ fn stdio_env_naming_an_unset_variable_is_warned_about() {
         .env_remove("AHP_LOG")
         .env_remove("AHP_CLI_TEST_UNSET")
         .env("AHP_CLI_TEST_SET", "value-never-shown");
-    let output = command.output().expect("run ahp");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let run = Run::of(command.output().expect("run ahp"));
+    run.assert_exit(0, "check with one --stdio-env name unset");
+    let stderr = &run.stderr;
     assert!(
         stderr.contains("warning: --stdio-env AHP_CLI_TEST_UNSET: not set"),
         "{stderr}"

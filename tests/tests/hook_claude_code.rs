@@ -139,8 +139,9 @@ fn assert_stopped(ran: &Ran, reason: &str) {
 ahp_tests::hook_contract_tests!(contract());
 
 /// An MCP tool (`mcp__server__tool`) gets an inferred MCP descriptor whose connection
-/// names its location only as gaps: a valid event, which reaches the interceptor (here failing open at a backend that
-/// is down: no objection, where an invalid event would be a denial).
+/// names its location only as gaps: a valid event, which reaches the interceptor (here
+/// failing open at a backend that is down: no objection, where an invalid event would
+/// be a denial).
 #[tokio::test]
 async fn an_mcp_tool_reaches_the_interceptor() {
     let payload = json!({"session_id": "abc123", "cwd": "/repo", "hook_event_name": "PreToolUse",

@@ -104,6 +104,8 @@ async fn intercept(
 async fn the_component_runs_in_the_embedders_engine_and_store() {
     // An embedder's hook call arrives before anything in this process has read the
     // shared clock; the time it then waits (here for its backend to start) still counts.
+    // This must stay the clock's first use in this test binary (its only test), or it
+    // would pass whatever the clock's zero.
     let arrived = Instant::now();
     std::thread::sleep(Duration::from_millis(20));
     let waited = ahp_host::component_instant(Instant::now())

@@ -304,14 +304,16 @@ fn require_interceptable<'e>(
 
 /// `timeoutMs` and `failurePolicy` are both required: there is no default policy.
 fn intercept_mode(c: &mut Checker, s: &Node) -> Option<Mode> {
-    let timeout_ms = s.need(c, "timeoutMs", |c, v, p| match count(v) {
-        Some(ms @ 1..) => {
-            if !SUPPORTED_TIMEOUT_MS.contains(&ms) {
-                c.warn(p, "supported range is 100..30000 ms");
+    let timeout_ms = s.need(c, "timeoutMs", |c, v, p| {
+        match json::integer_value::<u64>(v) {
+            Some(ms @ 1..) => {
+                if !SUPPORTED_TIMEOUT_MS.contains(&ms) {
+                    c.warn(p, "supported range is 100..30000 ms");
+                }
+                Some(ms)
             }
-            Some(ms)
+            _ => c.fail(p, "must be a positive integer (milliseconds)"),
         }
-        _ => c.fail(p, "must be a positive integer (milliseconds)"),
     });
     let policies = words(FailurePolicy::ALL, FailurePolicy::as_str);
     let policy = s.need(c, "failurePolicy", |c, v, p| choice(c, v, p, &policies));
@@ -408,23 +410,22 @@ fn upload(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
             "must be an https:// URL (http:// only to localhost, 127.x.x.x or [::1])",
         ),
     });
-    let timeout_ms = u.need(c, "timeoutMs", |c, v, p| match count(v) {
-        Some(1..) => Some(()),
-        _ => c.fail(p, "must be a positive integer (milliseconds)"),
+    let timeout_ms = u.need(c, "timeoutMs", |c, v, p| {
+        match json::integer_value::<u64>(v) {
+            Some(1..) => Some(()),
+            _ => c.fail(p, "must be a positive integer (milliseconds)"),
+        }
     });
-    let max_bytes = u.need(c, "maxBytes", |c, v, p| match count(v) {
-        Some(_) => Some(()),
-        None => c.fail(p, "must be a non-negative integer (bytes)"),
+    let max_bytes = u.need(c, "maxBytes", |c, v, p| {
+        match json::integer_value::<u64>(v) {
+            Some(_) => Some(()),
+            None => c.fail(p, "must be a non-negative integer (bytes)"),
+        }
     });
     let auth = u.opt(c, "auth", authentication);
     endpoint.and(timeout_ms).and(max_bytes).and(auth)?;
     c.warn(path, "content upload is not supported here and is ignored");
     Some(())
-}
-
-/// A non-negative integer, as JSON Schema reads one: `750.0` and `7.5e2` are 750.
-fn count(v: &Value) -> Option<u64> {
-    v.as_number().and_then(json::integer)
 }
 
 /// A closed word list as the `(spelling, value)` options of [`choice`].

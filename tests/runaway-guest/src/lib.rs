@@ -1,8 +1,9 @@
 //! A hostile component for the host's tests: it implements `ahp:interceptor` but never
 //! settles. A registration containing "panic" makes `intercept` panic (a trap), except for
 //! an event containing "spin"; anything else makes it spin forever. A registration
-//! containing "spin-on-load" makes `load` itself spin, before any call. The host must turn both into an `engine-failure` denial
-//! within the call's bound.
+//! containing "spin-on-load" makes `load` itself spin, before any call. The host must
+//! turn each into an `engine-failure` denial (or, in `load`, a setup error) within its
+//! bound.
 
 #[cfg(target_family = "wasm")]
 mod component {
