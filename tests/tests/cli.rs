@@ -4,7 +4,7 @@
 
 use ahp_tests::fault_backend::refused_url;
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{ahp_binary, event, valid_event, Run};
+use ahp_tests::support::{ahp_binary, event, one_json_line, valid_event, Run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -196,7 +196,7 @@ fn observe_exits_1_only_when_nothing_could_be_sent() {
 
     let run = ahp(&observe, &[]);
     run.assert_exit(0, "an observer refusing the connection");
-    let observed: Value = serde_json::from_str(run.stdout.trim()).expect("one JSON line");
+    let observed = one_json_line(&run.stdout);
     assert_eq!(
         observed,
         json!({"observers": [{"backend": "com.example.observer", "result": "connection-refused"}]})
@@ -206,7 +206,7 @@ fn observe_exits_1_only_when_nothing_could_be_sent() {
     failing.extend(["--component", env!("RUNAWAY_COMPONENT")]);
     let run = ahp(&failing, &[]);
     run.assert_exit(1, "a component that spins in observe");
-    let observed: Value = serde_json::from_str(run.stdout.trim()).expect("one JSON line");
+    let observed = one_json_line(&run.stdout);
     assert_eq!(observed["engineFailure"], Value::Bool(true), "{observed}");
     assert!(
         run.stderr.contains("no observer was sent the event"),
