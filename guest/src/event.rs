@@ -379,9 +379,7 @@ fn check_envelope(event: &Object, problems: &mut Problems) {
             check_session(session, problems);
         }
     }
-    if event.contains_key("parentEventId") {
-        required_string(event, "", "parentEventId", problems);
-    }
+    optional_string(event, "", "parentEventId", problems);
     // Known fields are validated (AHP-CORE-003): an extension named outside reverse DNS
     // could take another vendor's meaning.
     if event.get("extensions").is_some_and(|e| !is_extensions(e)) {
@@ -716,9 +714,7 @@ fn check_file_change(change: &Node, at: &str, problems: &mut Problems) {
 fn check_error(error: &Object, problems: &mut Problems) {
     required_string(error, "/error", "message", problems);
     required_string(error, "/error", "class", problems);
-    if error.contains_key("code") {
-        required_string(error, "/error", "code", problems);
-    }
+    optional_string(error, "/error", "code", problems);
     match error.get("status") {
         None => {}
         Some(status) if status.as_i64().is_some() || status.is_u64() => {}
@@ -744,9 +740,7 @@ const TOOL_AFTER_RUNNING: &[&str] = &["name", "kind", "input", "origin", "mcp", 
 /// (a `transcript` of parts, say) would take its content to every subscription.
 fn check_tool(tool: &Object, known: &[&str], problems: &mut Problems) {
     required_string(tool, "/tool", "name", problems);
-    if tool.contains_key("kind") {
-        required_string(tool, "/tool", "kind", problems);
-    }
+    optional_string(tool, "/tool", "kind", problems);
     match tool.get("input") {
         Some(Node::Object(_)) => {}
         // A backend matching on `input.command` must never have to guess at an encoding.
@@ -780,9 +774,7 @@ fn check_mcp(mcp: &Object, problems: &mut Problems) {
     let at = "/tool/mcp";
     if let Some(server) = required_object(mcp, at, "server", problems) {
         required_string(server, "/tool/mcp/server", "id", problems);
-        if server.contains_key("name") {
-            required_string(server, "/tool/mcp/server", "name", problems);
-        }
+        optional_string(server, "/tool/mcp/server", "name", problems);
         closed(
             server,
             "/tool/mcp/server",
@@ -909,6 +901,13 @@ fn closed(object: &Object, at: &str, known: &[&str], what: &str, problems: &mut 
 fn optional_bool(parent: &Object, at: &str, key: &str, problems: &mut Problems) {
     if parent.get(key).is_some_and(|value| !value.is_boolean()) {
         problems.add(format!("{at}/{key}"), "must be true or false");
+    }
+}
+
+/// `parent/key`, where present, must be a non-empty string.
+fn optional_string(parent: &Object, at: &str, key: &str, problems: &mut Problems) {
+    if parent.contains_key(key) {
+        required_string(parent, at, key, problems);
     }
 }
 
