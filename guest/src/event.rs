@@ -286,6 +286,11 @@ impl Problems {
         });
     }
 
+    /// Whether a problem found so far is at `path`.
+    fn names(&self, path: &str) -> bool {
+        self.0.iter().any(|p| p.path == path)
+    }
+
     fn into_result(self, object: &Object, source: &str) -> Result<Event, Vec<EventProblem>> {
         if !self.0.is_empty() {
             return Err(self.0);
@@ -430,7 +435,7 @@ fn check_lineage(event: &Object, problems: &mut Problems) {
     check_gaps(event, "", &mut found);
     optional_bool(event, "", "synthesized", &mut found);
     for problem in found.0 {
-        if !problems.0.iter().any(|p| p.path == problem.path) {
+        if !problems.names(&problem.path) {
             problems.0.push(problem);
         }
     }
@@ -490,7 +495,7 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             continue;
         };
         // The envelope's own checks (`session`) may have named it already.
-        if problems.0.iter().any(|p| p.path == pointer) {
+        if problems.names(pointer) {
             continue;
         }
         let rule = match shape {
@@ -529,13 +534,13 @@ fn check_content(event: &Object, problems: &mut Problems) {
         // A list of slots (`/fileChanges/*/before`) that is no list would hide them all.
         if let Some((list, _)) = pointer.split_once("/*") {
             for (at, node) in members_at(event, list) {
-                if !node.is_array() && !problems.0.iter().any(|p| p.path == at) {
+                if !node.is_array() && !problems.names(&at) {
                     problems.add(at, "must be an array");
                 }
             }
         }
         for (at, slot) in members_at(event, pointer) {
-            if problems.0.iter().any(|p| p.path == at) {
+            if problems.names(&at) {
                 continue;
             }
             for flaw in holds.flaws(&slot.to_value()) {
