@@ -88,13 +88,9 @@ const AFTER_ONLY_FIELDS: [&str; 4] = ["outcome", "execution", "durationMs", "fil
 impl Event {
     /// A `tool.before` event: envelope + call/tool/path rules.
     pub fn parse_tool_before(text: &str) -> Result<Event, Vec<EventProblem>> {
-        let object = parse_object(text)?;
-        let mut problems = Problems::default();
-        check_envelope(&object, &mut problems);
-        check_tool_before(&object, &mut problems);
-        check_lineage(&object, &mut problems);
-        check_content(&object, &mut problems);
-        problems.into_result(&object, text)
+        parse_checked(text, |object, _, problems| {
+            check_tool_before(object, problems)
+        })
     }
 
     /// An event for interception: the envelope, then the payload rules of its type
@@ -102,22 +98,15 @@ impl Event {
     /// upstream catalogue schemas for the others, see [`events::TABLE`]). A type that is
     /// not interceptable is a problem at `/type`.
     pub fn parse_intercepted(text: &str) -> Result<(Event, &'static Rules), Vec<EventProblem>> {
-        let object = parse_object(text)?;
-        let mut problems = Problems::default();
-        check_envelope(&object, &mut problems);
-        let name = object
-            .get("type")
-            .and_then(Node::as_str)
-            .unwrap_or_default();
-        let rules = events::named(name);
-        match rules {
-            Some(rules) => check_payload(&object, name, rules, &mut problems),
-            None if name.is_empty() => {}
-            None => problems.add("/type", "must be an interceptable event"),
-        }
-        check_lineage(&object, &mut problems);
-        check_content(&object, &mut problems);
-        let event = problems.into_result(&object, text)?;
+        let mut rules = None;
+        let event = parse_checked(text, |object, name, problems| {
+            rules = events::named(name);
+            match rules {
+                Some(rules) => check_payload(object, name, rules, problems),
+                None if name.is_empty() => {}
+                None => problems.add("/type", "must be an interceptable event"),
+            }
+        })?;
         // The type is known and interceptable whenever there is no problem.
         Ok((event, rules.unwrap_or(&events::TABLE[0])))
     }
@@ -190,23 +179,15 @@ impl Event {
     /// are owed as much as interceptors, or of a type observed only whose rules are
     /// known ([`events::OBSERVED`]). A type outside the catalogue is refused.
     pub fn parse_any(text: &str) -> Result<Event, Vec<EventProblem>> {
-        let object = parse_object(text)?;
-        let mut problems = Problems::default();
-        check_envelope(&object, &mut problems);
-        let name = object
-            .get("type")
-            .and_then(Node::as_str)
-            .unwrap_or_default();
-        if let Some(rules) = events::named(name) {
-            check_payload(&object, name, rules, &mut problems);
-        } else if let Some(members) = events::observed(name) {
-            check_members(&object, name, members, &mut problems);
-        } else if !name.is_empty() && !events::CATALOGUE.contains(&name) {
-            problems.add("/type", "must be an event type of the catalogue");
-        }
-        check_lineage(&object, &mut problems);
-        check_content(&object, &mut problems);
-        problems.into_result(&object, text)
+        parse_checked(text, |object, name, problems| {
+            if let Some(rules) = events::named(name) {
+                check_payload(object, name, rules, problems);
+            } else if let Some(members) = events::observed(name) {
+                check_members(object, name, members, problems);
+            } else if !name.is_empty() && !events::CATALOGUE.contains(&name) {
+                problems.add("/type", "must be an event type of the catalogue");
+            }
+        })
     }
 
     /// Appends the event as sent to one subscription (its [`View`]): every `native`
@@ -321,6 +302,27 @@ impl Problems {
             document: OnceCell::new(),
         })
     }
+}
+
+/// The checks every parser shares, around the payload rules it names: the envelope
+/// first, then `payload` (given the event's `type`, empty when it has none), then the
+/// lineage and content checks, which leave alone what the payload rules named. The
+/// event, or every problem found.
+fn parse_checked(
+    text: &str,
+    payload: impl FnOnce(&Object, &str, &mut Problems),
+) -> Result<Event, Vec<EventProblem>> {
+    let object = parse_object(text)?;
+    let mut problems = Problems::default();
+    check_envelope(&object, &mut problems);
+    let name = object
+        .get("type")
+        .and_then(Node::as_str)
+        .unwrap_or_default();
+    payload(&object, name, &mut problems);
+    check_lineage(&object, &mut problems);
+    check_content(&object, &mut problems);
+    problems.into_result(&object, text)
 }
 
 /// The payload rules of the interceptable type `name` (its row in [`events::TABLE`]).
