@@ -40,8 +40,7 @@ pub(crate) fn is_http_url(url: &str, https_only: bool) -> bool {
         (None, Some(rest)) if !https_only => rest,
         _ => return false,
     };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let host_port = authority(rest).rsplit('@').next().unwrap_or_default();
     let host = match host_port.strip_prefix('[') {
         Some(v6) => v6.split(']').next().unwrap_or_default(),
         None => host_port.split(':').next().unwrap_or_default(),
@@ -57,7 +56,7 @@ pub(crate) fn is_loopback_http_url(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://") else {
         return false;
     };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority(rest);
     let (host, port) = match authority.strip_prefix("[::1]") {
         Some(port) => ("[::1]", port),
         None => authority.split_at(authority.find(':').unwrap_or(authority.len())),
@@ -82,8 +81,13 @@ pub(crate) fn is_loopback_http_url(url: &str) -> bool {
 /// log line.
 pub(crate) fn has_userinfo(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    authority.contains('@')
+    authority(rest).contains('@')
+}
+
+/// The authority at the start of `rest`, the text after a URL's `//` (RFC 3986 §3.2:
+/// it ends at the first `/`, `?` or `#`, or with the text).
+fn authority(rest: &str) -> &str {
+    rest.split(['/', '?', '#']).next().unwrap_or_default()
 }
 
 /// RFC 3986 §3.1 `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`
