@@ -443,14 +443,16 @@ fn check_lineage(event: &Object, problems: &mut Problems) {
     }
 }
 
-/// `call`: `{id, synthesized?}` and nothing else (tool-before/after schemas).
-fn check_call(event: &Object, problems: &mut Problems) {
-    let Some(call) = required_object(event, "", "call", problems) else {
+/// `parent.call` (at `at`): `{id, synthesized?}` and nothing else (tool-before/after
+/// schemas, and each of tool.batch.after's `calls`).
+fn check_call(parent: &Object, at: &str, problems: &mut Problems) {
+    let Some(call) = required_object(parent, at, "call", problems) else {
         return;
     };
-    required_string(call, "/call", "id", problems);
-    optional_bool(call, "/call", "synthesized", problems);
-    closed(call, "/call", &["id", "synthesized"], "call", problems);
+    let at = format!("{at}/call");
+    required_string(call, &at, "id", problems);
+    optional_bool(call, &at, "synthesized", problems);
+    closed(call, &at, &["id", "synthesized"], "call", problems);
 }
 
 /// The `tool.before` payload (tool-before.schema.json, AHP-TB-001).
@@ -465,9 +467,9 @@ fn check_tool_before(event: &Object, problems: &mut Problems) {
     if !event.contains_key("session") {
         problems.add("/session", "is required");
     }
-    check_call(event, problems);
+    check_call(event, "", problems);
     if let Some(tool) = required_object(event, "", "tool", problems) {
-        check_tool(tool, TOOL_BEFORE_RUNNING, problems);
+        check_tool(tool, "/tool", TOOL, problems);
     }
     required_string(event, "", "path", problems);
     for field in AFTER_ONLY_FIELDS {
@@ -502,7 +504,7 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
         }
         let rule = match shape {
             Shape::Object | Shape::Tool if !value.is_object() => "must be an object",
-            Shape::Array if !value.is_array() => "must be an array",
+            Shape::Array | Shape::ResolvedCalls if !value.is_array() => "must be an array",
             Shape::Text if value.as_str().is_none_or(|t| t.is_empty()) => {
                 "must be a non-empty string"
             }
@@ -517,7 +519,13 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             }
             Shape::Tool => {
                 if let Some(tool) = value.as_object() {
-                    check_tool(tool, TOOL_BEFORE_RUNNING, problems);
+                    check_tool(tool, pointer, TOOL, problems);
+                }
+                continue;
+            }
+            Shape::ResolvedCalls => {
+                if let Some(calls) = value.as_array() {
+                    check_resolved_calls(calls, pointer, problems);
                 }
                 continue;
             }
@@ -599,10 +607,10 @@ const SKIP_REASONS: [&str; 5] = ["supplied_result", "policy", "cancelled", "time
 
 /// The `tool.after` payload (tool-after.schema.json): the one resolved-call boundary.
 fn check_tool_after(event: &Object, problems: &mut Problems) {
-    check_call(event, problems);
+    check_call(event, "", problems);
     let tool = required_object(event, "", "tool", problems);
     if let Some(tool) = tool {
-        check_tool(tool, TOOL_AFTER_RUNNING, problems);
+        check_tool(tool, "/tool", TOOL_WITH_OUTPUT, problems);
     }
     required_string(event, "", "path", problems);
     match event.get("items") {
@@ -610,13 +618,7 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
         Some(_) => problems.add("/items", "must be an array"),
         None => problems.add("/items", "is required"),
     }
-    let outcome = required_string(event, "", "outcome", problems);
-    if outcome.is_some_and(|o| !OUTCOMES.contains(&o)) {
-        problems.add(
-            "/outcome",
-            "must be ok, error, denied, cancelled or timeout",
-        );
-    }
+    let outcome = check_outcome(event, "", problems);
     match (outcome, event.get("error")) {
         (Some("error"), None) => problems.add("/error", "is required when outcome is \"error\""),
         (Some(o), Some(_)) if o != "error" => {
@@ -644,37 +646,100 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
     if duration.is_some_and(|d| !matches!(d, Node::Number(ms) if ms.as_f64() >= Some(0.0))) {
         problems.add("/durationMs", "must be a non-negative number");
     }
-    let Some(execution) = required_object(event, "", "execution", problems) else {
-        return;
-    };
-    match required_string(execution, "/execution", "status", problems) {
+    if check_execution(event, "", outcome, problems) == Some("skipped") {
+        for field in ["durationMs", "fileChanges"] {
+            if event.contains_key(field) {
+                problems.add(format!("/{field}"), "must not appear on a skipped call");
+            }
+        }
+    }
+}
+
+/// `parent.outcome` (at `at`), one of [`OUTCOMES`]; returns it when it is a non-empty
+/// string, one of them or not.
+fn check_outcome<'a>(parent: &'a Object, at: &str, problems: &mut Problems) -> Option<&'a str> {
+    let outcome = required_string(parent, at, "outcome", problems);
+    if outcome.is_some_and(|o| !OUTCOMES.contains(&o)) {
+        problems.add(
+            format!("{at}/outcome"),
+            "must be ok, error, denied, cancelled or timeout",
+        );
+    }
+    outcome
+}
+
+/// `parent.execution` (at `at`, `$defs/execution`): executed, or skipped for one of
+/// [`SKIP_REASONS`]; skipped by policy when `outcome` is denied. Returns its status
+/// when it is one of the two.
+fn check_execution(
+    parent: &Object,
+    at: &str,
+    outcome: Option<&str>,
+    problems: &mut Problems,
+) -> Option<&'static str> {
+    let execution = required_object(parent, at, "execution", problems)?;
+    let at = format!("{at}/execution");
+    match required_string(execution, &at, "status", problems) {
         Some("executed") if outcome == Some("denied") => problems.add(
-            "/execution/status",
+            format!("{at}/status"),
             "must be \"skipped\" when outcome is \"denied\"",
         ),
-        Some("executed") => {}
+        Some("executed") => return Some("executed"),
         Some("skipped") => {
-            let reason = required_string(execution, "/execution", "reason", problems);
+            let reason = required_string(execution, &at, "reason", problems);
             if reason.is_some_and(|r| !SKIP_REASONS.contains(&r)) {
                 problems.add(
-                    "/execution/reason",
+                    format!("{at}/reason"),
                     "must be supplied_result, policy, cancelled, timeout or other",
                 );
             }
             if outcome == Some("denied") && reason.is_some_and(|r| r != "policy") {
                 problems.add(
-                    "/execution/reason",
+                    format!("{at}/reason"),
                     "must be \"policy\" when outcome is \"denied\"",
                 );
             }
-            for field in ["durationMs", "fileChanges"] {
-                if event.contains_key(field) {
-                    problems.add(format!("/{field}"), "must not appear on a skipped call");
-                }
-            }
+            return Some("skipped");
         }
-        Some(_) => problems.add("/execution/status", "must be \"executed\" or \"skipped\""),
+        Some(_) => problems.add(
+            format!("{at}/status"),
+            "must be \"executed\" or \"skipped\"",
+        ),
         None => {}
+    }
+    None
+}
+
+/// The members of one of tool.batch.after's `calls` (execution-event.schema.json@62fc780,
+/// closed).
+const RESOLVED_CALL: &[&str] = &["call", "tool", "path", "batch", "outcome", "execution"];
+
+/// tool.batch.after's `calls` (at `at`; execution-event.schema.json@62fc780, `minItems`
+/// 1): each a resolved call `{call, tool, path, batch?, outcome, execution}` and nothing
+/// else, its call, tool (`$defs/tool`, which has no `output`), outcome and execution
+/// checked as tool.after's own. A member the schema does not name could carry content
+/// no check reaches, as in a tool.
+fn check_resolved_calls(calls: &[Node], at: &str, problems: &mut Problems) {
+    if calls.is_empty() {
+        problems.add(at, "must name at least one call");
+    }
+    for (i, call) in calls.iter().enumerate() {
+        let at = format!("{at}/{i}");
+        let Some(call) = call.as_object() else {
+            problems.add(
+                at,
+                "must be an object {call, tool, path, outcome, execution}",
+            );
+            continue;
+        };
+        check_call(call, &at, problems);
+        if let Some(tool) = required_object(call, &at, "tool", problems) {
+            check_tool(tool, &format!("{at}/tool"), TOOL, problems);
+        }
+        required_string(call, &at, "path", problems);
+        let outcome = check_outcome(call, &at, problems);
+        check_execution(call, &at, outcome, problems);
+        closed(call, &at, RESOLVED_CALL, "a resolved call", problems);
     }
 }
 
@@ -732,73 +797,70 @@ fn check_error(error: &Object, problems: &mut Problems) {
     closed(error, "/error", &known, "error", problems);
 }
 
-/// The members of a `tool` that has not run (execution-event.schema.json@62fc780
-/// `$defs/tool`, closed): at tool.before and tool.permission.request.
-const TOOL_BEFORE_RUNNING: &[&str] = &["name", "kind", "input", "origin", "mcp"];
-/// The members of a `tool` that has run: those, and its `output`, which that
+/// The members of a `tool` (execution-event.schema.json@62fc780 `$defs/tool`, closed):
+/// at tool.before, tool.permission.request, tool.permission.resolved, tool.progress
+/// and in each of tool.batch.after's `calls`.
+const TOOL: &[&str] = &["name", "kind", "input", "origin", "mcp"];
+/// The members of the `tool` of tool.after: those, and its `output`, which that
 /// `$defs/tool` lacks but tool-after.schema.json's conditions name (absent unless the
 /// call ran to an end) and effect.schema.json's `output` target modifies (canonical
 /// messages, see [`events::TABLE`]).
-const TOOL_AFTER_RUNNING: &[&str] = &["name", "kind", "input", "origin", "mcp", "output"];
+const TOOL_WITH_OUTPUT: &[&str] = &["name", "kind", "input", "origin", "mcp", "output"];
 
-/// `tool`: name, parsed input, an origin that agrees with the MCP descriptor, and no
-/// member but `known`. The schema closes it, and it must stay closed here: lowering
-/// reaches only the content slots the event's checks cover, so a member no slot names
-/// (a `transcript` of parts, say) would take its content to every subscription.
-fn check_tool(tool: &Object, known: &[&str], problems: &mut Problems) {
-    required_string(tool, "/tool", "name", problems);
-    optional_string(tool, "/tool", "kind", problems);
+/// `tool` (at `at`): name, parsed input, an origin that agrees with the MCP descriptor,
+/// and no member but `known`. The schema closes it, and it must stay closed here:
+/// lowering reaches only the content slots the event's checks cover, so a member no
+/// slot names (a `transcript` of parts, say) would take its content to every
+/// subscription.
+fn check_tool(tool: &Object, at: &str, known: &[&str], problems: &mut Problems) {
+    required_string(tool, at, "name", problems);
+    optional_string(tool, at, "kind", problems);
     match tool.get("input") {
         Some(Node::Object(_)) => {}
         // A backend matching on `input.command` must never have to guess at an encoding.
         Some(Node::Text(_)) => problems.add(
-            "/tool/input",
+            format!("{at}/input"),
             "must be a JSON object, not an encoded string",
         ),
-        Some(_) => problems.add("/tool/input", "must be a JSON object"),
-        None => problems.add("/tool/input", "is required"),
+        Some(_) => problems.add(format!("{at}/input"), "must be a JSON object"),
+        None => problems.add(format!("{at}/input"), "is required"),
     }
     let mcp = tool.get("mcp");
-    match required_string(tool, "/tool", "origin", problems) {
+    let mcp_at = format!("{at}/mcp");
+    match required_string(tool, at, "origin", problems) {
         Some("native") if mcp.is_some() => {
-            problems.add("/tool/mcp", "must be absent when origin is \"native\"")
+            problems.add(mcp_at, "must be absent when origin is \"native\"")
         }
         Some("mcp") => match mcp {
-            Some(Node::Object(mcp)) => check_mcp(mcp, problems),
-            Some(_) => problems.add("/tool/mcp", "must be an object"),
-            None => problems.add("/tool/mcp", "is required when origin is \"mcp\""),
+            Some(Node::Object(mcp)) => check_mcp(mcp, &mcp_at, problems),
+            Some(_) => problems.add(mcp_at, "must be an object"),
+            None => problems.add(mcp_at, "is required when origin is \"mcp\""),
         },
         Some("native") | None => {}
-        Some(_) => problems.add("/tool/origin", "must be \"native\" or \"mcp\""),
+        Some(_) => problems.add(format!("{at}/origin"), "must be \"native\" or \"mcp\""),
     }
-    closed(tool, "/tool", known, "tool", problems);
+    closed(tool, at, known, "tool", problems);
 }
 
-/// The MCP descriptor (digest §3, execution-event.schema.json `$defs/mcp`):
+/// The MCP descriptor (at `at`; digest §3, execution-event.schema.json `$defs/mcp`):
 /// `{server: {id, name?}, toolName, provenance: runtime|inferred, connection}`,
 /// self-contained and closed. It never carries credentials.
-fn check_mcp(mcp: &Object, problems: &mut Problems) {
-    let at = "/tool/mcp";
+fn check_mcp(mcp: &Object, at: &str, problems: &mut Problems) {
     if let Some(server) = required_object(mcp, at, "server", problems) {
-        required_string(server, "/tool/mcp/server", "id", problems);
-        optional_string(server, "/tool/mcp/server", "name", problems);
-        closed(
-            server,
-            "/tool/mcp/server",
-            &["id", "name"],
-            "server",
-            problems,
-        );
+        let server_at = format!("{at}/server");
+        required_string(server, &server_at, "id", problems);
+        optional_string(server, &server_at, "name", problems);
+        closed(server, &server_at, &["id", "name"], "server", problems);
     }
     required_string(mcp, at, "toolName", problems);
     let provenance = required_string(mcp, at, "provenance", problems);
     if provenance.is_some_and(|p| !["runtime", "inferred"].contains(&p)) {
-        problems.add("/tool/mcp/provenance", "must be runtime or inferred");
+        problems.add(format!("{at}/provenance"), "must be runtime or inferred");
     }
     let known = ["server", "toolName", "provenance", "connection"];
     closed(mcp, at, &known, "an MCP descriptor", problems);
     if let Some(connection) = required_object(mcp, at, "connection", problems) {
-        check_connection(connection, problems);
+        check_connection(connection, &format!("{at}/connection"), problems);
     }
 }
 
@@ -817,8 +879,7 @@ fn location(transport: &str) -> Option<&'static [&'static str]> {
 /// gap whose path is exactly that member, so a backend can tell a server it was not
 /// told about from one that has no such member. Nothing else: a member the schema does
 /// not name could carry what the descriptor must not (a token in a header, say).
-fn check_connection(connection: &Object, problems: &mut Problems) {
-    let at = "/tool/mcp/connection";
+fn check_connection(connection: &Object, at: &str, problems: &mut Problems) {
     let gaps = check_gaps(connection, at, problems);
     if let Some(entries) = connection.get("gaps").and_then(Node::as_array) {
         if entries.is_empty() {
@@ -1106,7 +1167,7 @@ mod tests {
     fn mistake(name: &str, shape: Shape) -> (Value, String) {
         let (value, rule) = match shape {
             Shape::Object | Shape::Tool => (json!([]), "must be an object"),
-            Shape::Array => (json!({}), "must be an array"),
+            Shape::Array | Shape::ResolvedCalls => (json!({}), "must be an array"),
             Shape::Text => (json!(""), "must be a non-empty string"),
             Shape::Bool => (json!("yes"), "must be true or false"),
             Shape::Count => (json!(-1), "must be a non-negative integer"),
@@ -1440,18 +1501,28 @@ mod tests {
 
     /// The model-visible item of a progress event (tool.progress `partialOutput`,
     /// turn.progress `delta`) is one canonical message, checked as one: its part that
-    /// names no selection is refused at the part.
+    /// names no selection is refused at the part. On tool.progress, whose rules require
+    /// the member as an object, a list there is named as no object.
     #[test]
     fn a_progress_events_model_visible_item_is_a_checked_message() {
         let message = |part: Value| json!({"id": "m1", "role": "tool", "parts": [part]});
         let selected = json!({"id": "p1", "kind": "text", "mediaType": "text/plain",
                               "selection": "omit"});
-        for (name, member) in [
-            ("tool.progress", "partialOutput"),
-            ("turn.progress", "delta"),
+        let mut turn_progress = example("tool.after");
+        turn_progress["type"] = json!("turn.progress");
+        for (mut event, member, not_one) in [
+            (
+                tool_observed("tool.progress"),
+                "partialOutput",
+                "must be an object",
+            ),
+            (
+                turn_progress,
+                "delta",
+                "must be a message {id, role, parts}",
+            ),
         ] {
-            let mut event = example("tool.after");
-            event["type"] = json!(name);
+            let name = event["type"].clone();
             event[member] = message(unselected_part());
             assert_eq!(
                 observed_problems(&event),
@@ -1464,10 +1535,7 @@ mod tests {
             event[member] = json!([message(selected.clone())]);
             assert_eq!(
                 observed_problems(&event),
-                [(
-                    format!("/{member}"),
-                    "must be a message {id, role, parts}".to_owned()
-                )],
+                [(format!("/{member}"), not_one.to_owned())],
                 "{name}"
             );
             event[member] = message(selected.clone());
@@ -2298,6 +2366,8 @@ mod tests {
             fixture_event(fixture!("http/observe-session-end.valid.json")),
             fixture_event(fixture!("http/catalogue-hook.failure.valid.json")),
             task_change_after(),
+            tool_observed("tool.permission.resolved"),
+            tool_observed("tool.progress"),
         ];
         let mut checked = 0;
         for (name, members) in events::OBSERVED {
@@ -2325,8 +2395,219 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 13,
-            "the members of session.end, hook.failure and task.change.after"
+            checked, 27,
+            "the members of session.end, hook.failure, task.change.after, \
+             tool.permission.resolved and tool.progress"
+        );
+    }
+
+    /// A valid event of `name`, tool.permission.resolved or tool.progress, observed only
+    /// (execution-event.schema.json@62fc780): the call, tool and path of the example
+    /// permission request, and what `name` requires besides.
+    fn tool_observed(name: &str) -> Value {
+        let mut event = example("tool.permission.request");
+        event["type"] = json!(name);
+        if let Some(members) = event.as_object_mut() {
+            members.remove("suggestions");
+            members.remove("sandboxBypass");
+        }
+        match name {
+            "tool.permission.resolved" => {
+                event["decision"] = json!("deny");
+                event["decidedBy"] = json!("hook");
+            }
+            _ => {
+                event["partialOutput"] = json!({"id": "m1", "role": "tool", "parts": [
+                    {"id": "p1", "kind": "text", "mediaType": "text/plain",
+                     "selection": "body", "text": "building"}]});
+                event["backgrounded"] = json!(false);
+            }
+        }
+        event
+    }
+
+    /// The tool of a permission resolved and of a call's progress is the `$defs/tool`
+    /// tool.before has, checked as there: a parsed input, a descriptor where the origin
+    /// is MCP, no member the schema does not name (no `output` either).
+    #[test]
+    fn a_resolved_permission_and_a_progress_check_their_tool_as_tool_before_does() {
+        for name in ["tool.permission.resolved", "tool.progress"] {
+            assert_eq!(observed_problems(&tool_observed(name)), [], "{name}");
+            for (pointer, value, rule) in [
+                (
+                    "/tool/input",
+                    json!("{\"command\":\"ls\"}"),
+                    "must be a JSON object, not an encoded string",
+                ),
+                ("/tool/name", json!(""), "must be a non-empty string"),
+                ("/tool/output", json!([]), "is not a member of tool"),
+            ] {
+                let event = edited(tool_observed(name), pointer, Some(value));
+                assert_eq!(
+                    observed_problems(&event),
+                    [(pointer.to_owned(), rule.to_owned())],
+                    "{name} {pointer}"
+                );
+            }
+            let mcp = edited(tool_observed(name), "/tool/origin", Some(json!("mcp")));
+            assert_eq!(
+                observed_problems(&mcp),
+                [(
+                    "/tool/mcp".to_owned(),
+                    "is required when origin is \"mcp\"".to_owned()
+                )],
+                "{name}"
+            );
+        }
+    }
+
+    /// What execution-event.schema.json@62fc780 says of the members of a permission
+    /// resolved (`decision` allow or deny, `decidedBy` one of five) and of a call's
+    /// progress (`backgrounded` a boolean, no `outcome` or `execution`), named with the
+    /// schema's words and not only with whatever the table says.
+    #[test]
+    fn a_resolved_permission_and_a_progress_hold_the_words_and_types_of_their_schema() {
+        for (name, pointer, value, rule) in [
+            (
+                "tool.permission.resolved",
+                "/decision",
+                json!("ask"),
+                "must be one of allow, deny",
+            ),
+            (
+                "tool.permission.resolved",
+                "/decidedBy",
+                json!("harness"),
+                "must be one of user, policy, hook, auto, classifier",
+            ),
+            (
+                "tool.progress",
+                "/backgrounded",
+                json!("no"),
+                "must be true or false",
+            ),
+            (
+                "tool.progress",
+                "/outcome",
+                json!("ok"),
+                "must not be present on tool.progress",
+            ),
+            (
+                "tool.progress",
+                "/execution",
+                json!({"status": "executed"}),
+                "must not be present on tool.progress",
+            ),
+        ] {
+            let event = edited(tool_observed(name), pointer, Some(value));
+            assert_eq!(
+                observed_problems(&event),
+                [(pointer.to_owned(), rule.to_owned())],
+                "{name} {pointer}"
+            );
+        }
+        for decided_by in ["user", "policy", "hook", "auto", "classifier"] {
+            let mut event = tool_observed("tool.permission.resolved");
+            event["decision"] = json!("allow");
+            event["decidedBy"] = json!(decided_by);
+            assert_eq!(observed_problems(&event), [], "{decided_by}");
+        }
+    }
+
+    /// Each of tool.batch.after's `calls` is a resolved call (execution-event.schema.json
+    /// @62fc780): `{call, tool, path, batch?, outcome, execution}` and nothing else, its
+    /// call, tool, outcome and execution checked as tool.after's, each flaw named at its
+    /// own pointer; the list names at least one.
+    #[test]
+    fn each_of_a_batchs_calls_is_a_closed_resolved_call() {
+        let batch = |calls: Value| edited(example("tool.batch.after"), "/calls", Some(calls));
+        let call = || example("tool.batch.after")["calls"][0].clone();
+        let with_call =
+            |pointer: &str, value: Option<Value>| batch(json!([edited(call(), pointer, value)]));
+        let mut denied = call();
+        denied["outcome"] = json!("denied");
+        denied["execution"] = json!({"status": "skipped", "reason": "policy"});
+        denied["batch"] = json!({"id": "batch1", "callIds": ["call1", "call2"]});
+        assert_eq!(intercepted_problems(&batch(json!([call(), denied]))), []);
+        let cases = [
+            (batch(json!([])), "/calls", "must name at least one call"),
+            (
+                batch(json!(["call1"])),
+                "/calls/0",
+                "must be an object {call, tool, path, outcome, execution}",
+            ),
+            (
+                with_call("/call/id", None),
+                "/calls/0/call/id",
+                "is required",
+            ),
+            (
+                with_call("/call/parent", Some(json!("c0"))),
+                "/calls/0/call/parent",
+                "is not a member of call",
+            ),
+            (with_call("/tool", None), "/calls/0/tool", "is required"),
+            (
+                with_call("/tool/input", Some(json!("{\"command\":\"ls\"}"))),
+                "/calls/0/tool/input",
+                "must be a JSON object, not an encoded string",
+            ),
+            (
+                with_call("/tool/output", Some(json!([]))),
+                "/calls/0/tool/output",
+                "is not a member of tool",
+            ),
+            (
+                with_call("/tool/origin", Some(json!("mcp"))),
+                "/calls/0/tool/mcp",
+                "is required when origin is \"mcp\"",
+            ),
+            (
+                with_call("/path", Some(json!(""))),
+                "/calls/0/path",
+                "must be a non-empty string",
+            ),
+            (
+                with_call("/outcome", Some(json!("done"))),
+                "/calls/0/outcome",
+                "must be ok, error, denied, cancelled or timeout",
+            ),
+            (
+                with_call("/execution", None),
+                "/calls/0/execution",
+                "is required",
+            ),
+            (
+                with_call("/outcome", Some(json!("denied"))),
+                "/calls/0/execution/status",
+                "must be \"skipped\" when outcome is \"denied\"",
+            ),
+            (
+                with_call(
+                    "/execution",
+                    Some(json!({"status": "skipped", "reason": "later"})),
+                ),
+                "/calls/0/execution/reason",
+                "must be supplied_result, policy, cancelled, timeout or other",
+            ),
+            (
+                with_call("/items", Some(json!([unselected_part()]))),
+                "/calls/0/items",
+                "is not a member of a resolved call",
+            ),
+        ];
+        for (event, path, rule) in cases {
+            assert_eq!(
+                intercepted_problems(&event),
+                [(path.to_owned(), rule.to_owned())],
+                "{path}"
+            );
+        }
+        // A second call is checked as the first is.
+        let second = batch(json!([call(), edited(call(), "/path", None)]));
+        assert_eq!(
+            intercepted_problems(&second),
+            [("/calls/1/path".to_owned(), "is required".to_owned())]
         );
     }
 

@@ -42,6 +42,10 @@ pub enum Shape {
     Ordinal,
     /// A `tool` descriptor, checked as on tool.before (name, parsed input, origin).
     Tool,
+    /// tool.batch.after's `calls`: a non-empty list of resolved calls, each `{call, tool,
+    /// path, batch?, outcome, execution}` and nothing else, checked as tool.after checks
+    /// its own (execution-event.schema.json@62fc780).
+    ResolvedCalls,
     /// A string, one of these words.
     Word(&'static [&'static str]),
     /// Not present: the member belongs to other events.
@@ -70,7 +74,7 @@ impl Rules {
 const STOP: &[FlowOperation] = &[FlowOperation::Stop];
 const STOP_CONTINUE: &[FlowOperation] = &[FlowOperation::Stop, FlowOperation::Continue];
 
-use Shape::{Absent, Array, Bool, Count, Object, Ordinal, Text, Tool, Word};
+use Shape::{Absent, Array, Bool, Count, Object, Ordinal, ResolvedCalls, Text, Tool, Word};
 
 /// One row per interceptable event, in capabilities.schema.json order.
 ///
@@ -87,7 +91,8 @@ use Shape::{Absent, Array, Bool, Count, Object, Ordinal, Text, Tool, Word};
 /// a complete task.change.before). Presence and JSON type are checked here, and the few
 /// closed words and ranges the rows name (`Word`: a task change's operation; `Ordinal`:
 /// a model attempt's number); other enumerated words are not, and content slots are
-/// checked by their shapes ([`content`]).
+/// checked by their shapes ([`content`]). tool.batch.after's `calls` are checked each
+/// in full, as tool.after's own call ([`Shape::ResolvedCalls`]).
 ///
 /// **Modify targets.** Input and output are the tool's (`/tool/input`,
 /// `/tool/output`). The others are located from the same upstream files, none of which
@@ -253,7 +258,11 @@ pub const TABLE: &[Rules] = &[
         &[Flow, Inject, Message],
         None,
         STOP,
-        Payload::Members(&[("/batch", Object), ("/batch/id", Text), ("/calls", Array)]),
+        Payload::Members(&[
+            ("/batch", Object),
+            ("/batch/id", Text),
+            ("/calls", ResolvedCalls),
+        ]),
     ),
     rules(
         E::ContextCompactBefore,
@@ -389,10 +398,13 @@ pub const CATALOGUE: [&str; 32] = [
 
 /// The payload rules of the types observed only whose members this project knows:
 /// session.end from its carried schema (session-end.schema.json), hook.failure from
-/// the digest (§14) and task.change.after from the schema task.change.before's row
+/// the digest (§14), task.change.after from the schema task.change.before's row
 /// follows (`task-workspace-event.schema.json@8f91ac4`; the carried
-/// `task-id-missing.invalid.json` lacks its task id). The others' schemas are not
-/// carried (`SKIPPED.txt`), so they get the envelope rules alone.
+/// `task-id-missing.invalid.json` lacks its task id), and tool.permission.resolved and
+/// tool.progress from their `required` lists, words and `not` in
+/// `execution-event.schema.json@62fc780` (not carried; tool.permission.request's row
+/// follows the same file). The others' schemas are not carried (`SKIPPED.txt`), so they
+/// get the envelope rules alone.
 pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "session.end",
@@ -414,6 +426,34 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
         ],
     ),
     ("task.change.after", TASK_CHANGE),
+    (
+        "tool.permission.resolved",
+        &[
+            ("/call", Object),
+            ("/call/id", Text),
+            ("/tool", Tool),
+            ("/path", Text),
+            ("/decision", Word(&["allow", "deny"])),
+            (
+                "/decidedBy",
+                Word(&["user", "policy", "hook", "auto", "classifier"]),
+            ),
+        ],
+    ),
+    (
+        "tool.progress",
+        &[
+            ("/call", Object),
+            ("/call/id", Text),
+            ("/tool", Tool),
+            ("/path", Text),
+            // One canonical message, checked as such by its content slot ([`content`]).
+            ("/partialOutput", Object),
+            ("/backgrounded", Bool),
+            ("/outcome", Absent),
+            ("/execution", Absent),
+        ],
+    ),
 ];
 
 /// How a session ended (session-end.schema.json `outcome`).
