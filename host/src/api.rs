@@ -77,6 +77,11 @@ impl Interceptor {
     ) -> Result<Interceptor, Error> {
         // A probe instance validates the registration and tells which backends to serve.
         let ticking = runtime.ticking();
+        // It holds one of the Engine's slots like any instance, given back after its store.
+        let _slot = match runtime.slots() {
+            Some(slots) => Some(slots.for_setup().await.map_err(Error::setup)?),
+            None => None,
+        };
         let (mut store, plugin) = runtime
             .instantiate(HostState::new(
                 Arc::new(Backends::default()),

@@ -129,11 +129,11 @@ impl InterceptorBuilder {
                     .unwrap_or(EMBEDDED_COMPONENT),
             )?,
         };
-        Ok(Arc::new(Runtime::with_component(
-            &engine,
-            &component,
-            self.epochs,
-        )?))
+        let runtime = Runtime::with_component(&engine, &component, self.epochs)?;
+        Ok(Arc::new(match self.engine {
+            Some(_) => runtime,
+            None => runtime.on_default_engine(),
+        }))
     }
 }
 

@@ -9,8 +9,8 @@
 //! Layout, in the manner of wasmtime's wasi-http: `bindings` (generated only), `types`
 //! (resource state the bindings name), `state` (the store's data), one `*_impl` module per
 //! imported WIT interface, the transports and credential sources in `capabilities`, the
-//! backend registry (`backends`), `retry`, `observe`, the instance `pool`, and the owned
-//! client (`api`).
+//! backend registry (`backends`), `retry`, `observe`, the instance `pool` (waiting
+//! in `lanes`, sharing the Engine's `slots`), and the owned client (`api`).
 #![warn(missing_docs)]
 
 mod api;
@@ -44,6 +44,7 @@ mod error;
 pub mod hook;
 mod host_types_impl;
 mod interrupt;
+mod lanes;
 mod linker;
 mod observe;
 #[cfg(feature = "cli")]
@@ -53,6 +54,7 @@ mod pool;
 mod retry;
 mod runtime;
 mod settlement;
+mod slots;
 mod state;
 mod tls;
 mod types;

@@ -61,12 +61,13 @@ pub struct Options {
     /// deadline and its budget: a call whose time runs out waiting is settled by its
     /// subscription's policy (`deadline-exceeded`, phase `queue`) on one of a few
     /// instances held back for that (1 per 16, at least 1), never as an engine
-    /// failure. With an Engine of your own, or several interceptors on one Engine (every
-    /// default `Interceptor` of a process shares the default one), instances in use at
-    /// the same moment beyond the Engine's pooling limit
-    /// (`PoolingAllocationConfig::total_component_instances`) fail to instantiate, which
-    /// settles as `engine-failure`: keep the sum of their `max_instances` plus your own
-    /// instances within it where their bursts can coincide.
+    /// failure. Interceptors on an Engine this crate made (every default `Interceptor`
+    /// of a process shares the default one) also share its instance slots and wait for
+    /// them the same way. On an Engine of your own, instances in use at the same moment
+    /// beyond its pooling limit (`PoolingAllocationConfig::total_component_instances`)
+    /// fail to instantiate, which settles as `engine-failure`: keep the sum of its
+    /// interceptors' `max_instances` plus your own instances within it where their
+    /// bursts can coincide.
     pub max_instances: Option<usize>,
 }
 

@@ -7,23 +7,21 @@
 //! caller settles as a denial.
 //!
 //! Backpressure: at most `max_instances` instances of a pool exist at once (idle or
-//! busy), so the Engine's pooling allocator is never asked for more than it has.
-//! Calls beyond that wait, first come first served (tokio's semaphores are fair), in
-//! two lanes:
-//! - the main lane, all but a few permits: a call waits there until an instance frees
-//!   up or its first deadline passes (`started` + the first interceptor's `timeoutMs`,
-//!   or the budget), or it is interrupted;
-//! - the settle lane, a few permits held back for calls whose time ran out while they
-//!   waited. The component is told when the call started, finds the first deadline (or
-//!   the budget) used up, and settles by the subscription's own policy — `deadline-exceeded`
-//!   in phase `queue`, or `budget-expired` — before any I/O: it never waits behind
-//!   calls doing I/O. Calls that start no I/O in the component at all (observe, an event
-//!   no intercept subscription selects, an event the component will reject) use it too.
-//!   A settle-lane call does I/O only when a fail-open first interceptor ran out in the
-//!   queue and a later interceptor follows, which gets its own full timeout. So the
-//!   settle lane can be busy too: a call waiting there that is interrupted, whose budget
-//!   runs out, or whose interceptor shuts down, stops waiting and is settled by the host
-//!   (`interrupted`, `budget-expired`, `shutdown`), never as an engine failure.
+//! busy). Calls beyond that wait, first come first served, in the two lanes of `lanes`:
+//! the main lane until the call's first deadline (`started` + the first interceptor's
+//! `timeoutMs`, or the budget), then the settle lane, a few instances held back for
+//! calls whose time ran out while they waited. The component is told when the call
+//! started, finds the first deadline (or the budget) used up, and settles by the
+//! subscription's own policy — `deadline-exceeded` in phase `queue`, or
+//! `budget-expired` — before any I/O: it never waits behind calls doing I/O. Calls that
+//! start no I/O in the component at all (observe, an event no intercept subscription
+//! selects, an event the component will reject) use the settle lane too. A settle-lane
+//! call does I/O only when a fail-open first interceptor ran out in the queue and a later
+//! interceptor follows, which gets its own full timeout.
+//!
+//! On this crate's own Engine, a new instance also needs one of the Engine's slots, which
+//! every pool on it shares (`slots`): waited for the same way, so that several
+//! interceptors together never ask the pooling allocator for more than it has.
 //!
 //! The queue has no length bound of its own: every waiter leaves the main lane by its
 //! first deadline, so its length is bounded by the arrival rate times the longest first
@@ -33,21 +31,22 @@ use crate::backends::Backends;
 use crate::bindings::{interceptor as wit, Plugin};
 use crate::convert::from_wit;
 use crate::interrupt::Interrupt;
+use crate::lanes::{Lanes, Wait};
 use crate::runtime::Runtime;
+use crate::slots::Slot;
 use crate::state::HostState;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
-use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmtime::component::ResourceAny;
 use wasmtime::Store;
 
-/// The most idle instances a pool keeps. The Engine's instance slots are shared by every
-/// interceptor on it (the default Engine's by every default `Interceptor` of the
-/// process), and each idle instance holds one, and its memory: kept without a bound, the
-/// instances one burst needed would make another interceptor's calls fail to
-/// instantiate afterwards. A call finding none idle makes one (instantiating and loading
-/// the registration), so under a steady load the idle list stays short anyway.
+/// The most idle instances a pool keeps. Each holds one of the Engine's instance slots,
+/// shared by every interceptor on it, and its memory: on an Engine of the embedder's,
+/// whose slots this crate does not track, idle instances kept without a bound after one
+/// burst would make another interceptor's calls fail to instantiate. A call finding none
+/// idle makes one (instantiating and loading the registration), so under a steady load
+/// the idle list stays short anyway.
 const IDLE_KEPT: usize = 32;
 
 /// How long a call from the settle lane may run at least: it has no I/O left to do, only
@@ -111,6 +110,9 @@ pub(crate) struct Ready {
     pub store: Store<HostState>,
     pub plugin: Plugin,
     pub engine: ResourceAny,
+    /// Its slot of the Engine, if the runtime tracks them. Last: fields drop in order,
+    /// and the slot may be given to another call only once the store has freed it.
+    slot: Option<Slot>,
 }
 
 /// Ready instances of one registration.
@@ -122,20 +124,20 @@ pub(crate) struct Pool {
     backends: Arc<Backends>,
     /// Set by shutdown: ends every call in every instance.
     closing: Interrupt,
-    idle: Mutex<Idle>,
+    /// Shared with the runtime's slots, which may evict from it.
+    idle: Arc<Mutex<Idle>>,
     /// Per event type, the first interceptor's timeout (`engine.first-timeouts`).
     first_timeouts: HashMap<String, Duration>,
-    /// Instances for calls with time left; a permit per live instance.
-    main: Semaphore,
-    /// Instances held back for settling calls whose time ran out in the queue.
-    settle: Semaphore,
+    /// A permit per call in an instance.
+    lanes: Lanes,
 }
 
+/// The instances of a pool that no call is using.
 #[derive(Default)]
-struct Idle {
+pub(crate) struct Idle {
     /// Once closed, no instance is kept.
     closed: bool,
-    ready: Vec<Ready>,
+    pub ready: Vec<Ready>,
 }
 
 impl Pool {
@@ -150,20 +152,22 @@ impl Pool {
         instances: usize,
         first_timeouts: Vec<(String, u64)>,
     ) -> Pool {
-        let settle = (instances / 16).max(1);
+        let idle = Arc::default();
+        if let Some(slots) = runtime.slots() {
+            slots.register(Arc::downgrade(&idle));
+        }
         Pool {
             runtime,
             registration,
             declaration,
             backends,
             closing,
-            idle: Mutex::default(),
+            idle,
             first_timeouts: first_timeouts
                 .into_iter()
                 .map(|(event, ms)| (event, Duration::from_millis(ms)))
                 .collect(),
-            main: Semaphore::new(instances - settle),
-            settle: Semaphore::new(settle),
+            lanes: Lanes::new(instances),
         }
     }
 
@@ -179,19 +183,46 @@ impl Pool {
         interrupt: &Interrupt,
         call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T>,
     ) -> Result<T, Unserved> {
-        let (_permit, settling) = self.admit(admission, interrupt).await?;
+        let (Admission::Intercept { budget, .. } | Admission::NoIo { budget }) = &admission;
+        let wait = Wait {
+            first_deadline: self.first_deadline(&admission),
+            budget: *budget,
+            interrupt,
+            closing: &self.closing,
+        };
+        let admitted = self.lanes.admit(&wait).await?;
+        let (_permit, mut settling) = (admitted.permit, admitted.settling);
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .ready
+            .pop();
+        // A new instance needs one of the Engine's slots, where the runtime tracks them.
+        let slot = match (&idle, self.runtime.slots()) {
+            (None, Some(slots)) => {
+                let wait = if settling { wait.settling() } else { wait };
+                let slot = slots.admit(&wait).await?;
+                settling |= !slot.keepable;
+                Some(slot)
+            }
+            _ => None,
+        };
         let admitted = Instant::now();
         let limit = match settling {
             true => limit.from(admitted).max(admitted + SETTLE_BOUND),
             false => limit.from(admitted),
         };
         let _ticking = self.runtime.ticking();
-        let mut ready = match self.take().await {
-            Ok(ready) => ready,
-            Err(e) => {
-                tracing::error!(error = %e, "could not prepare a component instance");
-                return Err(Unserved::EngineFailure);
-            }
+        let mut ready = match idle {
+            Some(ready) => ready,
+            None => match self.make(slot).await {
+                Ok(ready) => ready,
+                Err(e) => {
+                    tracing::error!(error = %e, "could not prepare a component instance");
+                    return Err(Unserved::EngineFailure);
+                }
+            },
         };
         ready.store.data_mut().begin_call(limit, interrupt);
         ready.store.set_epoch_deadline(1);
@@ -206,57 +237,6 @@ impl Pool {
             }
             Err(_elapsed) => {
                 tracing::error!("component exceeded its call bound");
-                Err(Unserved::EngineFailure)
-            }
-        }
-    }
-
-    /// A permit for one live instance: a free one of the main lane at once, else the
-    /// first in the main lane's queue until the call's first deadline passes or it is
-    /// interrupted, then the first of either lane, with the component to settle the call
-    /// whenever an instance is free. Says whether the call came by the settle lane (its
-    /// time ran out, or it has no I/O to do). Waiting there ends with the call's
-    /// interruption, its budget or shutdown, for the caller to settle without one.
-    async fn admit(
-        &self,
-        admission: Admission<'_>,
-        interrupt: &Interrupt,
-    ) -> Result<(SemaphorePermit<'_>, bool), Unserved> {
-        if let Ok(permit) = self.main.try_acquire() {
-            return Ok((permit, false));
-        }
-        if let Some(until) = self.first_deadline(&admission) {
-            tokio::select! {
-                acquired = self.main.acquire() => {
-                    if let Ok(permit) = acquired {
-                        return Ok((permit, false));
-                    }
-                }
-                () = tokio::time::sleep_until(until.into()) => {}
-                () = interrupt.wait() => {}
-                () = self.closing.wait() => {}
-            }
-        }
-        let (Admission::Intercept { budget, .. } | Admission::NoIo { budget }) = admission;
-        let out_of_budget = async {
-            match budget {
-                Some(budget) => tokio::time::sleep_until(budget.into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        // A free instance comes first: the component then settles the call itself.
-        let acquired = tokio::select! {
-            biased;
-            acquired = self.settle.acquire() => acquired,
-            acquired = self.main.acquire() => acquired,
-            () = interrupt.wait() => return Err(Unserved::Interrupted),
-            () = self.closing.wait() => return Err(Unserved::ShutDown),
-            () = out_of_budget => return Err(Unserved::BudgetExpired),
-        };
-        match acquired {
-            Ok(permit) => Ok((permit, true)),
-            Err(_closed) => {
-                tracing::error!("the instance semaphores are closed");
                 Err(Unserved::EngineFailure)
             }
         }
@@ -281,21 +261,14 @@ impl Pool {
 
     /// Drops every idle instance and keeps none from now on (shutdown).
     pub fn close(&self) {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         idle.closed = true;
         idle.ready.clear();
     }
 
-    async fn take(&self) -> wasmtime::Result<Ready> {
-        if let Some(ready) = self
-            .idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .ready
-            .pop()
-        {
-            return Ok(ready);
-        }
+    /// A new instance on `slot` (none when the runtime does not track slots), with the
+    /// registration loaded.
+    async fn make(&self, slot: Option<Slot>) -> wasmtime::Result<Ready> {
         let state = HostState::new(self.backends.clone(), self.closing.clone());
         let (mut store, plugin) = self.runtime.instantiate(state).await?;
         store.data_mut().cpu_deadline = Instant::now() + Duration::from_secs(5);
@@ -313,15 +286,21 @@ impl Pool {
             store,
             plugin,
             engine,
+            slot,
         })
     }
 
-    /// Returns an instance whose call completed normally, unless the pool is closed or
-    /// already keeps [`IDLE_KEPT`] idle ones: the instance is then dropped, which gives its
-    /// slot back to the Engine.
+    /// Returns an instance whose call completed normally, unless the pool is closed,
+    /// already keeps [`IDLE_KEPT`] idle ones, or the instance's slot is wanted by a
+    /// waiting call or came by the settle path (see `slots`): the instance is then
+    /// dropped, which gives its slot back to the Engine.
     fn put(&self, ready: Ready) {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if !idle.closed && idle.ready.len() < IDLE_KEPT {
+        let keepable = ready.slot.as_ref().is_none_or(|slot| slot.keepable);
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        // Read under the lock: a call that starts waiting for a slot after this finds the
+        // instance on the list (`Slots::admit` evicts after counting itself).
+        let wanted = self.runtime.slots().is_some_and(|slots| slots.wanted());
+        if !idle.closed && idle.ready.len() < IDLE_KEPT && keepable && !wanted {
             idle.ready.push(ready);
         }
     }

@@ -8,6 +8,8 @@
 
 use crate::bindings::{Plugin, PluginPre};
 use crate::linker::{add_to_linker, AhpView};
+use crate::options::DEFAULT_MAX_INSTANCES;
+use crate::slots::Slots;
 use crate::state::HostState;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -27,6 +29,10 @@ pub const EMBEDDED_COMPONENT: &[u8] =
 /// binary WIT package (`wit/` at build time).
 pub const EMBEDDED_WIT_PACKAGE: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/ahp_interceptor.wit.wasm"));
+
+/// The default Engine's component-instance slots: as many as one interceptor's pool has
+/// by default.
+const DEFAULT_ENGINE_INSTANCES: usize = DEFAULT_MAX_INSTANCES;
 
 /// How often the epoch advances; the granularity of guest CPU enforcement.
 const TICK: Duration = Duration::from_millis(1);
@@ -52,6 +58,9 @@ pub struct Runtime {
     /// The Engine's ticker, which ticks while a call of this runtime is in the component
     /// ([`Runtime::ticking`]); `None` when the embedder advances the epoch.
     ticker: Option<Arc<TickerThread>>,
+    /// The Engine's instance slots, shared by every pool of this runtime; `None` on an
+    /// Engine of the embedder's, whose capacity this crate does not know.
+    slots: Option<Slots>,
 }
 
 impl Runtime {
@@ -70,7 +79,16 @@ impl Runtime {
     pub fn new(component: &[u8]) -> wasmtime::Result<Runtime> {
         let engine = default_engine()?;
         let component = compile(&engine, component)?;
-        Runtime::with_component(&engine, &component, Epochs::Ticker)
+        Ok(Runtime::with_component(&engine, &component, Epochs::Ticker)?.on_default_engine())
+    }
+
+    /// This runtime, its Engine made by [`default_engine`] for it: the runtime tracks the
+    /// Engine's instance slots, whose number it knows.
+    pub(crate) fn on_default_engine(self) -> Runtime {
+        Runtime {
+            slots: Some(Slots::new(DEFAULT_ENGINE_INSTANCES)),
+            ..self
+        }
     }
 
     /// Links `component`, compiled for `engine`, with every import.
@@ -90,6 +108,7 @@ impl Runtime {
             engine: engine.clone(),
             pre,
             ticker,
+            slots: None,
         })
     }
 
@@ -97,6 +116,11 @@ impl Runtime {
     /// which this runtime's component code may run (instantiation and calls).
     pub(crate) fn ticking(&self) -> Option<Demand<'_>> {
         self.ticker.as_deref().map(TickerThread::demand)
+    }
+
+    /// The Engine's instance slots, if this crate made the Engine and so knows them.
+    pub(crate) fn slots(&self) -> Option<&Slots> {
+        self.slots.as_ref()
     }
 
     /// A new instance with its own store; CPU-bounded from the first instruction.
@@ -136,9 +160,9 @@ pub fn default_engine() -> wasmtime::Result<Engine> {
     // ~30 µs a call spends in the component (tests/harness-bench, host/benches).
     config.concurrency_support(false);
     let mut pooling = PoolingAllocationConfig::default();
-    // One interceptor's pool at its default size fills it; more wait (pool.rs).
+    // One interceptor's pool at its default size fills it; beyond, calls wait (slots.rs).
     pooling
-        .total_component_instances(crate::options::DEFAULT_MAX_INSTANCES as u32)
+        .total_component_instances(DEFAULT_ENGINE_INSTANCES as u32)
         .total_core_instances(2048)
         .total_memories(1024)
         .total_tables(2048)

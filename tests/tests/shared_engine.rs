@@ -1,70 +1,206 @@
-//! Interceptors on one Engine share its instance slots: every default `Interceptor` of a
-//! process runs on the default Engine (512 slots). A burst on one interceptor leaves only
-//! a few idle instances behind, so another interceptor's calls still get instances
-//! afterwards instead of failing to instantiate (an `engine-failure` denial).
+//! Interceptors sharing one Engine: every default `Interceptor` of a process runs on the
+//! default Engine, whose pooling allocator has 512 component-instance slots. Together
+//! they never ask it for more: a call beyond its capacity waits for a slot (in order,
+//! the wait counted against its first deadline), idle instances of other interceptors
+//! are given up for it, and a wait that outlasts the call's first deadline is settled
+//! by its subscription's own policy in phase `queue`. Never an engine failure.
 //!
-//! A test binary of its own: it fills the process's default Engine.
+//! Each test fills the Engine, so they run one at a time (`SERIAL`), in a process of
+//! their own (this file).
 
-use ahp_host::{DecidedBy, EffectKind, Interceptor, Options, DEFAULT_MAX_INSTANCES};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, registration, Http};
+use ahp_tests::support::{
+    assert_failed, assert_settled, event, only_interceptor, record_json, registration, valid_event,
+    Http,
+};
+use serde_json::json;
 use std::time::Duration;
+use tokio::sync::Mutex;
 use tokio::task::JoinSet;
 
-/// `calls` concurrent calls on `interceptor`; how each was decided.
-async fn burst(interceptor: &Interceptor, name: &str, calls: usize) -> Vec<DecidedBy> {
-    let mut running = JoinSet::new();
+static SERIAL: Mutex<()> = Mutex::const_new(());
+
+/// The default Engine's component-instance slots (`ahp_host::DEFAULT_MAX_INSTANCES`).
+const ENGINE_SLOTS: usize = ahp_host::DEFAULT_MAX_INSTANCES;
+
+/// An interceptor on the default Engine with at most `max_instances` instances.
+async fn interceptor(registration: &str, max_instances: usize) -> Interceptor {
+    let options = Options {
+        max_instances: Some(max_instances),
+        ..Options::default()
+    };
+    Interceptor::new(registration, options)
+        .await
+        .expect("valid test registration")
+}
+
+/// Starts `calls` concurrent `tool.before` calls on `interceptor`, ids `evt_{tag}_{n}`.
+fn spawn_calls(set: &mut JoinSet<Settlement>, interceptor: &Interceptor, tag: &str, calls: usize) {
     for n in 0..calls {
         let interceptor = interceptor.clone();
-        let id = format!("evt_{name}_{n}");
-        running.spawn(async move {
-            let settled = interceptor
+        let id = format!("evt_{tag}_{n}");
+        set.spawn(async move {
+            interceptor
                 .intercept(&event(&id), &[EffectKind::Deny], None)
                 .await
-                .expect("a valid event settles");
-            settled.decided_by
+                .expect("a valid event settles")
         });
     }
-    let mut decided = Vec::new();
-    while let Some(joined) = running.join_next().await {
-        decided.push(joined.expect("a call task completes"));
+}
+
+/// Every call of `set` got the backend's own answer (no objection), none an engine
+/// failure; returns how many there were.
+async fn all_answered_by_the_backend(set: &mut JoinSet<Settlement>) -> usize {
+    let mut engine_failures = 0;
+    let mut settled = 0;
+    while let Some(joined) = set.join_next().await {
+        let call = joined.expect("a call task completes");
+        engine_failures += usize::from(call.decided_by == DecidedBy::EngineFailure);
+        if call.decided_by != DecidedBy::EngineFailure {
+            assert_settled(&call, Decision::Allow, DecidedBy::NoObjection, None);
+        }
+        settled += 1;
     }
-    decided
+    assert_eq!(engine_failures, 0, "of {settled} calls");
+    settled
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_interceptors_bursting_past_the_engines_slots_wait_for_them() {
+    let _serial = SERIAL.lock().await;
+    let slow = Behaviour::Delay(Duration::from_millis(500), Box::new(Behaviour::NoEffect));
+    let backend = FaultBackend::start(vec![slow]).await;
+    let reg = registration(&[Http::new("com.example.policy", backend.url()).timeout_ms(20_000)]);
+    // 400 instances each, 800 wanted at once from 512 slots: each within its own
+    // `max_instances`, together beyond the Engine.
+    let first = interceptor(&reg, 400).await;
+    let second = interceptor(&reg, 400).await;
+    let mut calls = JoinSet::new();
+    spawn_calls(&mut calls, &first, "first", 400);
+    spawn_calls(&mut calls, &second, "second", 400);
+    assert_eq!(all_answered_by_the_backend(&mut calls).await, 800);
+    assert_eq!(
+        backend.requests().len(),
+        800,
+        "each call reached the backend once"
+    );
+    first.shutdown_async().await;
+    second.shutdown_async().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_on_one_interceptor_leaves_instances_for_another() {
-    let slow = || Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect));
-    let first = FaultBackend::start(vec![slow()]).await;
-    let second = FaultBackend::start(vec![slow()]).await;
-    let interceptor = |id: &'static str, url: String| async move {
-        let reg = registration(&[Http::new(id, url).timeout_ms(20_000)]);
-        Interceptor::new(&reg, Options::default())
-            .await
-            .expect("valid registration")
-    };
-    let busy = interceptor("com.example.busy", first.url()).await;
-    let other = interceptor("com.example.other", second.url()).await;
-
+    let _serial = SERIAL.lock().await;
+    let slow = Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect));
+    let backend = FaultBackend::start(vec![slow]).await;
+    let reg = registration(&[Http::new("com.example.policy", backend.url()).timeout_ms(20_000)]);
+    let busy = interceptor(&reg, ENGINE_SLOTS).await;
+    let other = interceptor(&reg, ENGINE_SLOTS).await;
     // As many calls as the Engine has slots: the busy interceptor makes every instance
-    // its call lane allows, all at once.
-    let decided = burst(&busy, "busy", DEFAULT_MAX_INSTANCES).await;
-    assert!(
-        decided.iter().all(|d| *d == DecidedBy::NoObjection),
-        "{decided:?}"
-    );
-
-    // Then the other interceptor needs more instances than it has.
-    let decided = burst(&other, "other", 64).await;
-    let failed = decided
-        .iter()
-        .filter(|d| **d == DecidedBy::EngineFailure)
-        .count();
-    assert_eq!(failed, 0, "{decided:?}");
-    assert!(
-        decided.iter().all(|d| *d == DecidedBy::NoObjection),
-        "{decided:?}"
-    );
+    // its call lane allows, all at once. Then the other needs more than it has.
+    let mut calls = JoinSet::new();
+    spawn_calls(&mut calls, &busy, "busy", ENGINE_SLOTS);
+    all_answered_by_the_backend(&mut calls).await;
+    spawn_calls(&mut calls, &other, "other", 64);
+    assert_eq!(all_answered_by_the_backend(&mut calls).await, 64);
     busy.shutdown_async().await;
     other.shutdown_async().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_instances_of_other_interceptors_give_up_their_slots() {
+    let _serial = SERIAL.lock().await;
+    let slow = Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect));
+    let backend = FaultBackend::start(vec![slow]).await;
+    let reg = registration(&[Http::new("com.example.policy", backend.url()).timeout_ms(20_000)]);
+    // Sixteen interceptors, each keeping the 32 instances of its burst idle afterwards:
+    // every slot of the Engine is held by an idle instance.
+    let mut keepers = Vec::new();
+    let mut calls = JoinSet::new();
+    for n in 0..ENGINE_SLOTS / 32 {
+        let keeper = interceptor(&reg, 64).await;
+        spawn_calls(&mut calls, &keeper, &format!("keeper{n}"), 32);
+        keepers.push(keeper);
+    }
+    all_answered_by_the_backend(&mut calls).await;
+    // Another interceptor can still be made (its set-up needs an instance), and its
+    // calls run.
+    let late = interceptor(&reg, 64).await;
+    spawn_calls(&mut calls, &late, "late", 40);
+    assert_eq!(all_answered_by_the_backend(&mut calls).await, 40);
+    for interceptor in keepers.iter().chain([&late]) {
+        interceptor.shutdown_async().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_for_the_engine_past_the_first_deadline_is_settled_by_policy_in_phase_queue() {
+    let _serial = SERIAL.lock().await;
+    let holders_backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let holding = registration(&[Http::new("com.example.holder", holders_backend.url())
+        .timeout_ms(10_000)
+        .policy("fail-open")]);
+    // Two interceptors of 256 instances each hold every slot of the Engine for calls
+    // with time left (and wait for the rest): each within its own `max_instances`.
+    let holders = [
+        interceptor(&holding, 256).await,
+        interceptor(&holding, 256).await,
+    ];
+    let mut held = JoinSet::new();
+    for (n, holder) in holders.iter().enumerate() {
+        spawn_calls(&mut held, holder, &format!("holder{n}"), 256);
+    }
+    let in_flight = ENGINE_SLOTS - ENGINE_SLOTS / 16;
+    assert!(
+        holders_backend
+            .wait_for_requests(in_flight, Duration::from_secs(10))
+            .await,
+        "the holders' calls fill the Engine"
+    );
+
+    for policy in ["fail-open", "fail-closed"] {
+        let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+        let reg = registration(&[Http::new("com.example.policy", backend.url())
+            .timeout_ms(200)
+            .policy(policy)]);
+        // Its set-up probe needs an instance too: it gets one of the slots held back.
+        let queued = interceptor(&reg, 8).await;
+        let id = format!("evt_engine_queue_{policy}");
+        let settled = queued
+            .intercept(&event(&id), &[EffectKind::Deny], None)
+            .await
+            .expect("a valid event settles");
+        let failure = assert_failed(&settled, policy, "deadline-exceeded", &id);
+        assert_eq!(
+            failure,
+            json!({"class": "deadline-exceeded", "phase": "queue"})
+        );
+        let record = record_json(&settled);
+        assert_eq!(only_interceptor(&record)["attempts"], json!([]), "{record}");
+        assert!(backend.requests().is_empty(), "nothing was sent: {record}");
+        // An observe-only event, with no deadline to wait for, is served at once.
+        let observed = queued
+            .observe(
+                &valid_event("session.start", &format!("evt_obs_{policy}")),
+                None,
+            )
+            .await
+            .expect("observed");
+        assert!(!observed.engine_failure, "{observed:?}");
+        queued.shutdown_async().await;
+    }
+
+    for holder in &holders {
+        holder.shutdown_async().await;
+    }
+    while let Some(joined) = held.join_next().await {
+        let call = joined.expect("a holder's call completes");
+        assert_ne!(
+            call.decided_by,
+            DecidedBy::EngineFailure,
+            "{:?}",
+            record_json(&call)
+        );
+    }
 }
