@@ -81,7 +81,7 @@ use Shape::{Absent, Array, Bool, Count, Object, Ordinal, ResolvedCalls, Text, To
 /// **Required members.** tool.before and tool.after follow their carried schemas.
 /// session.start follows the digest (§14). The other sixteen follow the `required`
 /// lists of the upstream catalogue schemas, which this project does not carry
-/// (`SKIPPED.txt`): `execution-event.schema.json@62fc780` (turn.*, model.*,
+/// (`tests/upstream/MANIFEST.tsv` lists what it does): `execution-event.schema.json@62fc780` (turn.*, model.*,
 /// tool.permission.request, tool.batch.after, context.compact.*),
 /// `interaction-event.schema.json@2b5da58` (config.change.before, user.*) and
 /// `task-workspace-event.schema.json@8f91ac4` (task.change.before,
@@ -130,7 +130,7 @@ pub const TABLE: &[Rules] = &[
             ("/permissionMode", Text),
             ("/manifest", Object),
             ("/items", Array),
-            // Upstream session-start.schema.json (not carried, `SKIPPED.txt`): `not` any
+            // Upstream session-start.schema.json (not carried): `not` any
             // of tool, outcome; the carried `observe-session-start-tool.invalid.json`
             // shows the first.
             ("/tool", Absent),
@@ -403,7 +403,7 @@ pub const CATALOGUE: [&str; 32] = [
 /// `task-id-missing.invalid.json` lacks its task id), and tool.permission.resolved and
 /// tool.progress from their `required` lists, words and `not` in
 /// `execution-event.schema.json@62fc780` (not carried; tool.permission.request's row
-/// follows the same file). The others' schemas are not carried (`SKIPPED.txt`), so they
+/// follows the same file). The others' schemas are not carried either, so they
 /// get the envelope rules alone.
 pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
