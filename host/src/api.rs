@@ -14,9 +14,10 @@ use crate::clock;
 use crate::convert::{from_wit, to_wit};
 use crate::error::Error;
 use crate::interrupt::Interrupt;
+use crate::lanes::Unserved;
 use crate::observe::deliver_observers;
 use crate::options::Options;
-use crate::pool::{Admission, Limit, Pool, Ready, Unserved};
+use crate::pool::{Admission, Limit, Pool, Ready};
 use crate::runtime::Runtime;
 use crate::settlement::{from_component, host_settlement, Observed, ObserverReport, Settlement};
 use crate::state::HostState;
@@ -76,12 +77,12 @@ impl Interceptor {
         options: Options,
     ) -> Result<Interceptor, Error> {
         // A probe instance validates the registration and tells which backends to serve.
-        let ticking = runtime.ticking();
-        // It holds one of the Engine's slots like any instance, given back after its store.
-        let _slot = match runtime.slots() {
+        // It holds one of the Engine's slots like any instance.
+        let slot = match runtime.slots() {
             Some(slots) => Some(slots.for_setup().await.map_err(Error::setup)?),
             None => None,
         };
+        let ticking = runtime.ticking();
         let (mut store, plugin) = runtime
             .instantiate(HostState::new(
                 Arc::new(Backends::default()),
@@ -117,7 +118,9 @@ impl Interceptor {
             .await
             .map_err(Error::setup)?;
         let instances = options.instances().map_err(Error::setup)?;
-        drop(ticking);
+        drop((store, plugin, ticking));
+        // Given back once the store is gone, which frees the Engine's slot.
+        drop(slot);
         let config = options.backend_config().map_err(Error::setup)?;
         let backends = Arc::new(
             Backends::new(plan, &config).map_err(|e| Error::setup(wasmtime::format_err!(e)))?,

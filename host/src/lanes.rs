@@ -14,13 +14,25 @@
 //! tokio's semaphores are fair: permits go to waiters first come, first served.
 
 use crate::interrupt::Interrupt;
-use crate::pool::Unserved;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// One permit in every this many is held back for the settle lane (at least one).
 const SETTLE_SHARE: usize = 16;
+
+/// Why a call got no instance and was not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unserved {
+    /// No instance could be made, or the component trapped or overran its bound (logged).
+    EngineFailure,
+    /// Interrupted while it waited for an instance.
+    Interrupted,
+    /// Its budget ran out while it waited.
+    BudgetExpired,
+    /// The interceptor shut down while it waited.
+    ShutDown,
+}
 
 /// A capacity of `main` + `settle` permits.
 pub(crate) struct Lanes {

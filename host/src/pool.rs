@@ -3,8 +3,9 @@
 //! A call takes a ready instance (the registration was loaded once, when the instance
 //! was made), bounds the component's CPU (epochs) and wall time, and returns the
 //! instance to the pool only after a normal return: an instance that trapped or overran
-//! its bound is dropped, never reused. Every failure here is an engine failure, which the
-//! caller settles as a denial.
+//! its bound is dropped, never reused. A trap, an overrun or an instance that cannot be
+//! made is an engine failure; a wait for an instance that ends first (interruption,
+//! budget, shutdown) is settled by the host as such. Either way, a denial.
 //!
 //! Backpressure: at most `max_instances` instances of a pool exist at once (idle or
 //! busy). Calls beyond that wait, first come first served, in the two lanes of `lanes`:
@@ -31,7 +32,7 @@ use crate::backends::Backends;
 use crate::bindings::{interceptor as wit, Plugin};
 use crate::convert::from_wit;
 use crate::interrupt::Interrupt;
-use crate::lanes::{Lanes, Wait};
+use crate::lanes::{Lanes, Unserved, Wait};
 use crate::runtime::Runtime;
 use crate::slots::Slot;
 use crate::state::HostState;
@@ -41,12 +42,13 @@ use std::time::{Duration, Instant};
 use wasmtime::component::ResourceAny;
 use wasmtime::Store;
 
-/// The most idle instances a pool keeps. Each holds one of the Engine's instance slots,
-/// shared by every interceptor on it, and its memory: on an Engine of the embedder's,
+/// The most idle instances a pool keeps. Each holds its memory and one of the Engine's
+/// instance slots, shared by every interceptor on it: on an Engine of the embedder's,
 /// whose slots this crate does not track, idle instances kept without a bound after one
-/// burst would make another interceptor's calls fail to instantiate. A call finding none
-/// idle makes one (instantiating and loading the registration), so under a steady load
-/// the idle list stays short anyway.
+/// burst would make another interceptor's calls fail to instantiate; on this crate's own,
+/// they would be evicted then, but hold their memory until. A call finding none idle
+/// makes one (instantiating and loading the registration), so under a steady load the
+/// idle list stays short anyway.
 const IDLE_KEPT: usize = 32;
 
 /// How long a call from the settle lane may run at least: it has no I/O left to do, only
@@ -92,19 +94,6 @@ pub(crate) enum Admission<'a> {
     NoIo { budget: Option<Instant> },
 }
 
-/// Why a call got no instance and was not run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Unserved {
-    /// No instance could be made, or the component trapped or overran its bound (logged).
-    EngineFailure,
-    /// Interrupted while it waited for an instance.
-    Interrupted,
-    /// Its budget ran out while it waited.
-    BudgetExpired,
-    /// The interceptor shut down while it waited.
-    ShutDown,
-}
-
 /// An instance whose engine resource already holds the loaded registration.
 pub(crate) struct Ready {
     pub store: Store<HostState>,
@@ -137,7 +126,14 @@ pub(crate) struct Pool {
 pub(crate) struct Idle {
     /// Once closed, no instance is kept.
     closed: bool,
-    pub ready: Vec<Ready>,
+    ready: Vec<Ready>,
+}
+
+impl Idle {
+    /// One of the idle instances, the last returned.
+    pub fn take_one(&mut self) -> Option<Ready> {
+        self.ready.pop()
+    }
 }
 
 impl Pool {
@@ -196,14 +192,13 @@ impl Pool {
             .idle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .ready
-            .pop();
+            .take_one();
         // A new instance needs one of the Engine's slots, where the runtime tracks them.
         let slot = match (&idle, self.runtime.slots()) {
             (None, Some(slots)) => {
                 let wait = if settling { wait.settling() } else { wait };
                 let slot = slots.admit(&wait).await?;
-                settling |= !slot.keepable;
+                settling |= slot.settling;
                 Some(slot)
             }
             _ => None,
@@ -261,9 +256,13 @@ impl Pool {
 
     /// Drops every idle instance and keeps none from now on (shutdown).
     pub fn close(&self) {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        idle.closed = true;
-        idle.ready.clear();
+        let dropped = {
+            let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            idle.closed = true;
+            std::mem::take(&mut idle.ready)
+        };
+        // Out of the lock, which eviction may be waiting for.
+        drop(dropped);
     }
 
     /// A new instance on `slot` (none when the runtime does not track slots), with the
@@ -295,7 +294,7 @@ impl Pool {
     /// waiting call or came by the settle path (see `slots`): the instance is then
     /// dropped, which gives its slot back to the Engine.
     fn put(&self, ready: Ready) {
-        let keepable = ready.slot.as_ref().is_none_or(|slot| slot.keepable);
+        let keepable = ready.slot.as_ref().is_none_or(|slot| !slot.settling);
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         // Read under the lock: a call that starts waiting for a slot after this finds the
         // instance on the list (`Slots::admit` evicts after counting itself).

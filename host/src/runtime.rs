@@ -30,10 +30,6 @@ pub const EMBEDDED_COMPONENT: &[u8] =
 pub const EMBEDDED_WIT_PACKAGE: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/ahp_interceptor.wit.wasm"));
 
-/// The default Engine's component-instance slots: as many as one interceptor's pool has
-/// by default.
-const DEFAULT_ENGINE_INSTANCES: usize = DEFAULT_MAX_INSTANCES;
-
 /// How often the epoch advances; the granularity of guest CPU enforcement.
 const TICK: Duration = Duration::from_millis(1);
 
@@ -86,7 +82,7 @@ impl Runtime {
     /// Engine's instance slots, whose number it knows.
     pub(crate) fn on_default_engine(self) -> Runtime {
         Runtime {
-            slots: Some(Slots::new(DEFAULT_ENGINE_INSTANCES)),
+            slots: Some(Slots::new(DEFAULT_MAX_INSTANCES)),
             ..self
         }
     }
@@ -162,7 +158,7 @@ pub fn default_engine() -> wasmtime::Result<Engine> {
     let mut pooling = PoolingAllocationConfig::default();
     // One interceptor's pool at its default size fills it; beyond, calls wait (slots.rs).
     pooling
-        .total_component_instances(DEFAULT_ENGINE_INSTANCES as u32)
+        .total_component_instances(DEFAULT_MAX_INSTANCES as u32)
         .total_core_instances(2048)
         .total_memories(1024)
         .total_tables(2048)

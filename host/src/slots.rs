@@ -14,14 +14,17 @@
 //!    call's first deadline and budget like the wait for the pool's own instances.
 //!
 //! While any call waits here, no pool keeps an instance idle: each one returned frees its
-//! slot at once. An instance made on a slot of the settle path is never kept idle either,
-//! so idle instances hold main-lane slots only, and evicting one serves any waiter.
+//! slot at once, for the first waiter. Simple and never leaves a waiter behind an idle
+//! instance, at a price only while the Engine is full: returned instances are made anew
+//! rather than reused (instantiation and the registration's load) until nobody waits. An
+//! instance made on a slot of the settle path is never kept idle either, so idle
+//! instances hold main-lane slots only, and evicting one serves any waiter.
 
 use crate::interrupt::Interrupt;
-use crate::lanes::{Lanes, Wait};
-use crate::pool::{Idle, Unserved};
+use crate::lanes::{Lanes, Unserved, Wait};
+use crate::pool::Idle;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use tokio::sync::OwnedSemaphorePermit;
 
 /// The instance slots of one Engine.
@@ -37,8 +40,8 @@ pub(crate) struct Slots {
 /// be dropped after the instance's store (whose drop frees the allocator's slot).
 pub(crate) struct Slot {
     _permit: OwnedSemaphorePermit,
-    /// Whether the instance may be kept idle (its slot came by the main lane).
-    pub keepable: bool,
+    /// It came by the settle path (see `lanes`): its instance is not kept idle.
+    pub settling: bool,
 }
 
 impl Slots {
@@ -66,33 +69,37 @@ impl Slots {
 
     /// A slot for a new instance of a call waiting as `wait` says (see the module).
     pub async fn admit(&self, wait: &Wait<'_>) -> Result<Slot, Unserved> {
-        if let Some(permit) = self.lanes.try_main() {
-            return Ok(Slot {
+        let free = || {
+            let permit = self.lanes.try_main()?;
+            Some(Slot {
                 _permit: permit,
-                keepable: true,
-            });
+                settling: false,
+            })
+        };
+        if let Some(slot) = free() {
+            return Ok(slot);
         }
         // Counted before evicting: an instance returned after this is dropped, not kept,
         // and one returned before is on an idle list for `evict_one` to find.
         self.waiting.fetch_add(1, Ordering::SeqCst);
         let _waiting = Waiting(&self.waiting);
         while self.evict_one() {
-            if let Some(permit) = self.lanes.try_main() {
-                return Ok(Slot {
-                    _permit: permit,
-                    keepable: true,
-                });
+            if let Some(slot) = free() {
+                return Ok(slot);
             }
         }
         let admitted = self.lanes.admit(wait).await?;
         Ok(Slot {
             _permit: admitted.permit,
-            keepable: !admitted.settling,
+            settling: admitted.settling,
         })
     }
 
-    /// A slot for an instance outside any call (an interceptor's set-up probe): it waits
-    /// as long as it takes, behind the calls already waiting.
+    /// A slot for an instance outside any call (an interceptor's set-up probe). It frees
+    /// an idle instance if it must, then takes the first free slot of either lane (the
+    /// probe does no I/O and is short, like a settling call); with none free it waits as
+    /// long as the calls holding them run, which their own bounds limit. Dropping the
+    /// future ends the wait.
     pub async fn for_setup(&self) -> wasmtime::Result<Slot> {
         let never = Interrupt::new();
         let wait = Wait {
@@ -108,16 +115,19 @@ impl Slots {
 
     /// Drops one idle instance of some pool on the Engine; false when none is idle.
     fn evict_one(&self) -> bool {
-        let evicted = self
+        // The pools are held outside the registry's lock: dropping the last hold on a
+        // pool drops its idle instances, not to be done under a lock.
+        let pools: Vec<Arc<Mutex<Idle>>> = self
             .pools
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .filter_map(Weak::upgrade)
-            .find_map(|pool| {
-                let mut idle = pool.lock().unwrap_or_else(PoisonError::into_inner);
-                idle.ready.pop()
-            });
+            .collect();
+        let evicted = pools.iter().find_map(|pool| {
+            let mut idle = pool.lock().unwrap_or_else(PoisonError::into_inner);
+            idle.take_one()
+        });
         // Dropped here, out of the locks: its store, then its slot.
         evicted.is_some()
     }

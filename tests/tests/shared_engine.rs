@@ -139,7 +139,7 @@ async fn a_wait_for_the_engine_past_the_first_deadline_is_settled_by_policy_in_p
     let _serial = SERIAL.lock().await;
     let holders_backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
     let holding = registration(&[Http::new("com.example.holder", holders_backend.url())
-        .timeout_ms(10_000)
+        .timeout_ms(30_000)
         .policy("fail-open")]);
     // Two interceptors of 256 instances each hold every slot of the Engine for calls
     // with time left (and wait for the rest): each within its own `max_instances`.
