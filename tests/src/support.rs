@@ -1,6 +1,7 @@
 //! Small builders shared by the end-to-end tests: registrations, events, components, one
 //! measured call, and the assertions every contract file makes about a settled call.
 
+use crate::fault_backend::Behaviour;
 use crate::fault_backend::FaultBackend;
 use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Settlement};
 use serde_json::{json, Value};
@@ -340,6 +341,75 @@ pub fn valid_event(event_type: &str, id: &str) -> String {
 pub fn runaway_component() -> Vec<u8> {
     std::fs::read(env!("RUNAWAY_COMPONENT"))
         .expect("the runaway component was built by tests/build.rs")
+}
+
+/// The variable the runaway component's cross-credential mode reads `com.example.a`'s
+/// bearer token from (`CROSS_TOKEN_ENV` in `tests/runaway-guest`).
+pub const CROSS_TOKEN_ENV: &str = "AHP_TEST_CROSS_TOKEN";
+
+/// `com.example.a`'s token in the cross-credential mode: looks like a secret, and must
+/// reach no other backend and no audit record.
+pub const CROSS_TOKEN: &str = "tok-cross-7d41e0b9c2f8";
+
+/// The loopback backends of the runaway component's cross-credential mode: `a`, whose
+/// bearer token is [`CROSS_TOKEN_ENV`], `b`, without authentication, and `report`, which
+/// hears what the host answered to each delivery the component must not be granted.
+pub struct CrossCredential {
+    pub a: FaultBackend,
+    pub b: FaultBackend,
+    pub report: FaultBackend,
+}
+
+impl CrossCredential {
+    /// Three backends that would each have no objection.
+    pub async fn start() -> CrossCredential {
+        CrossCredential {
+            a: FaultBackend::start(vec![Behaviour::NoEffect]).await,
+            b: FaultBackend::start(vec![Behaviour::NoEffect]).await,
+            report: FaultBackend::start(vec![Behaviour::NoEffect]).await,
+        }
+    }
+
+    /// The registration text that selects the mode (the runaway component parses no JSON).
+    pub fn registration(&self) -> String {
+        let (a, b, report) = (self.a.url(), self.b.url(), self.report.url());
+        format!("cross-credential {a} {b} {report}")
+    }
+
+    /// Neither `a` nor `b` got a request, nor even a connection (so `b` never saw `a`'s
+    /// token, and `a` was never called without it), and the component heard
+    /// `not-permitted` for each of the three deliveries, not a trap or another error.
+    pub async fn assert_every_delivery_refused(&self) {
+        for (id, backend) in [("com.example.a", &self.a), ("com.example.b", &self.b)] {
+            let sent: Vec<usize> = backend
+                .requests()
+                .iter()
+                .map(|r| r.header_values("authorization").len())
+                .collect();
+            assert!(
+                sent.is_empty(),
+                "{id} got requests, with this many Authorization headers each: {sent:?}"
+            );
+            assert_eq!(backend.connections(), 0, "{id}: not even a connection");
+        }
+        assert!(
+            self.report
+                .wait_for_requests(1, Duration::from_secs(5))
+                .await,
+            "the component reported what the host answered"
+        );
+        let reports = self.report.requests();
+        assert_eq!(reports.len(), 1, "one report");
+        assert_eq!(
+            reports[0].json(),
+            json!({
+                "cross-credential": "not-permitted",
+                "unauthenticated": "not-permitted",
+                "unknown-backend": "not-permitted",
+            })
+        );
+        assert!(reports[0].header_values("authorization").is_empty());
+    }
 }
 
 /// Builds an interceptor with the embedded component and default options.

@@ -1,7 +1,8 @@
 //! A second runtime (issue 13): the same component under Node.js through jco, hosted by
 //! `tests/jco-host/host.mjs`, a JS implementation of the documented imports (README,
 //! "Hosting the component elsewhere"), against the fault-injecting loopback backend, and
-//! on the hostile test component (`tests/runaway-guest`) for what the host must bound.
+//! on the hostile test component (`tests/runaway-guest`) for what the host must bound or
+//! refuse.
 //!
 //! Needs `node` and `npm ci --prefix tests/jco-host` (the README's test command runs it);
 //! without them these tests fail and say so.
@@ -9,7 +10,8 @@
 use ahp_host::EMBEDDED_COMPONENT;
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    event, one_json_line, registration, runaway_component, Http, SLACK, SYNTHETIC_REASON,
+    event, one_json_line, registration, runaway_component, CrossCredential, Http, CROSS_TOKEN,
+    CROSS_TOKEN_ENV, SLACK, SYNTHETIC_REASON,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -90,7 +92,12 @@ async fn call(registration: &str, id: &str) -> Value {
 /// One hook call for event `id` through the JS host on the transpiled component `entry`;
 /// its printed settlement, after checking that the exit code is the decision's.
 async fn call_on(entry: &Path, registration: &str, id: &str) -> Value {
-    let output = run_host(entry, registration, id).await;
+    call_with_env(entry, registration, id, &[]).await
+}
+
+/// [`call_on`], with these variables added to the host's environment.
+async fn call_with_env(entry: &Path, registration: &str, id: &str, env: &[(&str, &str)]) -> Value {
+    let output = run_host(entry, registration, id, env).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     // Exit 1 is a refusal (no settlement), or the host itself failed.
     assert!(
@@ -110,9 +117,14 @@ async fn call_on(entry: &Path, registration: &str, id: &str) -> Value {
     settled
 }
 
-/// Runs `node host.mjs` for event `id` on the transpiled component `entry`, killed past
-/// [`HOST_LIMIT`].
-async fn run_host(entry: &Path, registration: &str, id: &str) -> std::process::Output {
+/// Runs `node host.mjs` for event `id` on the transpiled component `entry`, with `env`
+/// added to its environment, killed past [`HOST_LIMIT`].
+async fn run_host(
+    entry: &Path,
+    registration: &str,
+    id: &str,
+    env: &[(&str, &str)],
+) -> std::process::Output {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let reg = dir.path().join("registration.json");
     let evt = dir.path().join("event.json");
@@ -123,6 +135,7 @@ async fn run_host(entry: &Path, registration: &str, id: &str) -> std::process::O
         .arg(entry)
         .arg(&reg)
         .arg(&evt)
+        .envs(env.iter().copied())
         .kill_on_drop(true)
         .output();
     tokio::time::timeout(HOST_LIMIT, running)
@@ -387,7 +400,7 @@ fn assert_engine_failure(settled: &Value) {
 /// settlement: only what is not the component's own refusal is an engine failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_refuses_an_invalid_registration_with_its_problems() {
-    let output = run_host(transpiled(), r#"{"hooks": []}"#, "evt_node_refused").await;
+    let output = run_host(transpiled(), r#"{"hooks": []}"#, "evt_node_refused", &[]).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(output.stdout.is_empty(), "no settlement");
@@ -401,6 +414,22 @@ async fn node_refuses_an_invalid_registration_with_its_problems() {
 async fn node_denies_a_trapping_component_as_an_engine_failure() {
     let settled = call_on(runaway(), r#"{"panic": true}"#, "evt_node_trap").await;
     assert_engine_failure(&settled);
+}
+
+/// The JS host's own checks in `delivery.exchange`, as ahp-host's (`hostile_delivery.rs`):
+/// the runaway guest's cross-credential mode asks to send `com.example.a`'s credential to
+/// `com.example.b`, to call `com.example.a` without it, and to call a backend not in the
+/// plan. Each is refused as `not-permitted`, nothing reaches either backend, and the
+/// trap that follows is denied as an engine failure whose record holds no token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_refuses_every_delivery_a_component_must_not_make() {
+    let backends = CrossCredential::start().await;
+    let token = [(CROSS_TOKEN_ENV, CROSS_TOKEN)];
+    let reg = backends.registration();
+    let settled = call_with_env(runaway(), &reg, "evt_node_cross", &token).await;
+    assert_engine_failure(&settled);
+    backends.assert_every_delivery_refused().await;
+    assert!(!settled.to_string().contains(CROSS_TOKEN), "{settled}");
 }
 
 /// A component that spins while it loads the registration is stopped past the 5 s that

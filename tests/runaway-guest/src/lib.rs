@@ -4,13 +4,29 @@
 //! containing "spin-on-load" makes `load` itself spin, before any call. The host must
 //! turn each into an `engine-failure` denial (or, in `load`, a setup error) within its
 //! bound.
+//!
+//! A registration `cross-credential URL_A URL_B URL_REPORT` (three http URLs) instead
+//! makes `intercept` ask the host for deliveries it must refuse: the credential of
+//! backend `com.example.a` (a bearer token from [`CROSS_TOKEN_ENV`]) sent to
+//! `com.example.b`, `com.example.a` called without its credential, and a backend that is
+//! not in the plan. It then sends what came back to `com.example.report` (no auth) as one
+//! JSON object, `{"cross-credential": …, "unauthenticated": …, "unknown-backend": …}`,
+//! each `"not-permitted"` when the host refused as it must, and panics.
+
+/// The environment variable `com.example.a`'s bearer token is read from in the
+/// cross-credential mode.
+pub const CROSS_TOKEN_ENV: &str = "AHP_TEST_CROSS_TOKEN";
 
 #[cfg(target_family = "wasm")]
 mod component {
     wit_bindgen::generate!({ path: "../../wit", world: "plugin" });
 
+    use crate::CROSS_TOKEN_ENV;
+    use ahp::interceptor::delivery::{self, Reply};
+    use ahp::interceptor::{credentials, host_types::DeliveryError};
     use exports::ahp::interceptor::interceptor::{
-        BackendPlan, Delivery, EffectKind, EventCapability, Guest, GuestEngine, Problem, Settlement,
+        AuthPlan, BackendPlan, Delivery, EffectKind, EventCapability, Guest, GuestEngine, Problem,
+        Settlement, TransportPlan,
     };
 
     struct Component;
@@ -20,9 +36,29 @@ mod component {
         type Engine = Runaway;
     }
 
-    struct Runaway {
-        panics: bool,
+    enum Runaway {
+        /// Spins in every call.
+        Spins,
+        /// Panics in `intercept`, except for an event containing "spin".
+        Panics,
+        /// Asks for the deliveries the host must refuse, reports, then panics.
+        CrossCredential(Urls),
     }
+
+    /// The http URLs of the cross-credential mode's backends.
+    struct Urls {
+        a: String,
+        b: String,
+        report: String,
+    }
+
+    const A: &str = "com.example.a";
+    const B: &str = "com.example.b";
+    const REPORT: &str = "com.example.report";
+    const UNKNOWN: &str = "com.example.unknown";
+
+    /// How long the cross-credential mode's call may take, and its deadline from `started`.
+    const CROSS_BOUND_MS: u64 = 2_000;
 
     impl GuestEngine for Runaway {
         fn interceptable() -> Vec<EventCapability> {
@@ -33,13 +69,16 @@ mod component {
             registration: String,
             _declaration: Vec<EventCapability>,
         ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<Problem>> {
-            if registration.contains("spin-on-load") {
+            let runaway = if let Some(urls) = registration.strip_prefix("cross-credential ") {
+                Runaway::CrossCredential(urls.parse()?)
+            } else if registration.contains("spin-on-load") {
                 spin()
-            }
-            let panics = registration.contains("panic");
-            Ok(exports::ahp::interceptor::interceptor::Engine::new(
-                Runaway { panics },
-            ))
+            } else if registration.contains("panic") {
+                Runaway::Panics
+            } else {
+                Runaway::Spins
+            };
+            Ok(exports::ahp::interceptor::interceptor::Engine::new(runaway))
         }
 
         fn warnings(&self) -> Vec<Problem> {
@@ -47,11 +86,30 @@ mod component {
         }
 
         fn plan(&self) -> Vec<BackendPlan> {
-            Vec::new()
+            let Runaway::CrossCredential(urls) = self else {
+                return Vec::new();
+            };
+            let http = |id: &str, url: &str, auth| BackendPlan {
+                id: id.to_string(),
+                transport: TransportPlan::Http(url.to_string()),
+                auth,
+            };
+            vec![
+                http(
+                    A,
+                    &urls.a,
+                    Some(AuthPlan::BearerEnv(CROSS_TOKEN_ENV.to_string())),
+                ),
+                http(B, &urls.b, None),
+                http(REPORT, &urls.report, None),
+            ]
         }
 
         fn bound_ms(&self) -> u64 {
-            100
+            match self {
+                Runaway::CrossCredential(_) => CROSS_BOUND_MS,
+                Runaway::Spins | Runaway::Panics => 100,
+            }
         }
 
         fn first_timeouts(&self) -> Vec<(String, u64)> {
@@ -63,12 +121,19 @@ mod component {
             event: String,
             _effects: Vec<EffectKind>,
             _budget: Option<u64>,
-            _started: u64,
+            started: u64,
         ) -> Result<Settlement, Vec<Problem>> {
-            if self.panics && !event.contains("spin") {
-                panic!("the component failed");
+            match self {
+                Runaway::CrossCredential(_) => {
+                    let deadline = started.saturating_add(CROSS_BOUND_MS * 1_000_000);
+                    let report = misuse_delivery(event.as_bytes(), deadline);
+                    // What came back goes to the test, which cannot see the guest's panic.
+                    let _ = delivery::exchange(REPORT, report.as_bytes(), None, deadline);
+                    panic!("the component misused its delivery imports: {report}");
+                }
+                Runaway::Panics if !event.contains("spin") => panic!("the component failed"),
+                Runaway::Panics | Runaway::Spins => spin(),
             }
-            spin()
         }
 
         fn observe(
@@ -78,6 +143,56 @@ mod component {
             _started: u64,
         ) -> Result<Vec<Delivery>, Vec<Problem>> {
             spin()
+        }
+    }
+
+    impl std::str::FromStr for Urls {
+        type Err = Vec<Problem>;
+
+        fn from_str(urls: &str) -> Result<Urls, Vec<Problem>> {
+            match urls.split_whitespace().collect::<Vec<_>>()[..] {
+                [a, b, report] => Ok(Urls {
+                    a: a.to_string(),
+                    b: b.to_string(),
+                    report: report.to_string(),
+                }),
+                _ => Err(vec![Problem {
+                    path: String::new(),
+                    rule: "cross-credential takes three http URLs: A, B and the report's".into(),
+                }]),
+            }
+        }
+    }
+
+    /// Asks for the three deliveries the host must refuse, carrying `message`; what came
+    /// back for each, as one JSON object.
+    fn misuse_delivery(message: &[u8], deadline: u64) -> String {
+        let cross = match credentials::acquire(A, deadline) {
+            Ok(Some(credential)) => {
+                outcome(delivery::exchange(B, message, Some(&credential), deadline))
+            }
+            Ok(None) => format!("no credential for {A}"),
+            Err(e) => format!("acquiring the credential for {A}: {e:?}"),
+        };
+        let unauthenticated = outcome(delivery::exchange(A, message, None, deadline));
+        let unknown = outcome(delivery::exchange(UNKNOWN, message, None, deadline));
+        let fields: Vec<String> = [
+            ("cross-credential", cross),
+            ("unauthenticated", unauthenticated),
+            ("unknown-backend", unknown),
+        ]
+        .iter()
+        .map(|(case, outcome)| format!(r#""{case}":"{outcome}""#))
+        .collect();
+        format!("{{{}}}", fields.join(","))
+    }
+
+    /// One exchange's result, in words: the WIT's for a refusal.
+    fn outcome(result: Result<Reply, DeliveryError>) -> String {
+        match result {
+            Ok(reply) => format!("delivered (status {:?})", reply.status),
+            Err(DeliveryError::NotPermitted) => "not-permitted".to_string(),
+            Err(other) => format!("{other:?}"),
         }
     }
 

@@ -1,0 +1,47 @@
+//! The checks `delivery.exchange` makes on the component's behalf, which an honest
+//! component never trips: a credential is sent only to the backend it was acquired for,
+//! a backend configured with one is never called without it, and a backend that is not
+//! in the plan is never called. The hostile test component (`tests/runaway-guest`, in its
+//! cross-credential mode) asks for all three, reports what the host answered, and traps.
+//! The jco host's side of the same contract is in `jco_runtime.rs`.
+
+use ahp_host::{DecidedBy, Decision, Interceptor, Options};
+use ahp_tests::support::{
+    assert_settled, call, runaway_component, CrossCredential, CROSS_TOKEN, CROSS_TOKEN_ENV,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_refuses_every_delivery_a_component_must_not_make() {
+    std::env::set_var(CROSS_TOKEN_ENV, CROSS_TOKEN);
+    let backends = CrossCredential::start().await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let audit = dir.path().join("audit.jsonl");
+    let options = Options {
+        component: Some(runaway_component()),
+        audit_path: Some(audit.clone()),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&backends.registration(), options)
+        .await
+        .expect("the runaway component loads its cross-credential mode");
+
+    let settled = call(&interceptor, "evt_cross").await;
+    assert_settled(
+        &settled,
+        Decision::Deny,
+        DecidedBy::EngineFailure,
+        Some("Policy evaluation failed."),
+    );
+    backends.assert_every_delivery_refused().await;
+    let record = settled.record.to_string();
+    assert!(
+        !record.contains(CROSS_TOKEN),
+        "token in the record: {record}"
+    );
+    let log = std::fs::read_to_string(&audit).expect("the audit log exists");
+    assert!(
+        log.contains("evt_cross"),
+        "the call is in the audit log: {log}"
+    );
+    assert!(!log.contains(CROSS_TOKEN), "token in the audit log: {log}");
+}
