@@ -61,7 +61,8 @@ pub struct Contract {
     pub assert_no_objection: fn(&Ran),
     /// Asserts the answer is this harness's ask; `None`: the harness has no ask.
     pub assert_ask: Option<fn(&Ran)>,
-    /// Asserts the answer runs the tool with this input instead; `None`: the harness
+    /// Asserts the answer runs the tool with this input instead, with no grant: where
+    /// the harness needs a decision to apply it, that is `ask`; `None`: the harness
     /// cannot apply a changed input without a grant, so `modify` is not advertised.
     pub assert_modified: Option<fn(&Ran, &Value)>,
     /// The `modify` operations advertised on the input (`merge`, `replace`); the others

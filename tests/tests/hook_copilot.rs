@@ -4,7 +4,7 @@
 
 use ahp_tests::hook::{
     assert_json, assert_silent_no_objection, hook_command, run_command, run_unreachable,
-    write_registration, Contract, Ran, FAILED_REASON,
+    write_registration, Contract, Ran, FAILED_REASON, MODIFIED_REASON,
 };
 use serde_json::{json, Value};
 use std::path::Path;
@@ -28,7 +28,8 @@ fn contract() -> Contract {
         assert_no_objection: assert_silent_no_objection,
         assert_ask: Some(assert_ask),
         assert_modified: Some(assert_modified),
-        modify_operations: &["merge", "replace"],
+        // Copilot may merge `modifiedArgs` into the model's arguments: merge only.
+        modify_operations: &["merge"],
         assert_context: None,
         intercepted: vec![],
     }
@@ -40,9 +41,16 @@ fn assert_deny(ran: &Ran, reason: &str) {
     assert!(ran.stderr.trim_end().ends_with(reason), "{ran:?}");
 }
 
-/// The changed arguments in `modifiedArgs`, with no decision (never a grant).
+/// The changed arguments in `modifiedArgs`, with `ask` (never `allow`, a grant, and
+/// never without a decision, which the contract does not say Copilot applies): the user
+/// approves the call that will really run.
 fn assert_modified(ran: &Ran, input: &Value) {
-    assert_json(ran, 0, json!({"modifiedArgs": input}));
+    assert_json(
+        ran,
+        0,
+        json!({"permissionDecision": "ask", "permissionDecisionReason": MODIFIED_REASON,
+            "modifiedArgs": input}),
+    );
 }
 
 fn assert_ask(ran: &Ran) {

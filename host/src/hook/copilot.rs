@@ -2,10 +2,20 @@
 //! `timeoutSec`, camelCase payloads that name no event and encode `toolArgs` as a JSON
 //! string.
 //!
-//! Before a tool runs Copilot enforces deny, ask and replaced arguments (`modifiedArgs`):
+//! Before a tool runs Copilot enforces deny, ask and changed arguments (`modifiedArgs`):
 //! its answer has no field for context, so neither `message` nor `inject` is advertised.
 //! Sources disagree on whether it reads exit codes, so a denial is written both ways:
 //! the JSON and exit 2 with the reason.
+//!
+//! The contract gives `modifiedArgs` only as a field of the answer beside
+//! `permissionDecision`: it does not say Copilot applies it without a decision, nor
+//! whether it replaces the model's arguments or merges into them. So changed arguments
+//! go out with `ask` (the user approves the call that will run, as behind Claude Code),
+//! never `allow`, a grant; and only a merge is advertised. The adapter writes the whole
+//! effective input, and an AHP merge (shallow, `null` a value) never takes a key out of
+//! it: replaced by it, or merged into key by key, the model's arguments become the same
+//! object. A key a replace drops would survive a merging Copilot, so replace is not
+//! offered.
 
 use super::install::Snippet;
 use super::payload::{Fields, ToolFields, SNAKE_TOOL};
@@ -15,11 +25,13 @@ use serde_json::{json, Map, Value};
 
 /// The mapped events and what Copilot CLI enforces at each.
 pub const EVENTS: &[EventSpec] = &[
+    // Copilot may merge `modifiedArgs` into the model's arguments: merge only.
     on(
         "preToolUse",
         AhpEvent::ToolBefore,
         &[E::Deny, E::Ask, E::Modify],
-    ),
+    )
+    .merging_input(),
     on("postToolUse", AhpEvent::ToolAfter, &[]),
     on("userPromptSubmitted", AhpEvent::TurnStart, &[]),
     on("sessionStart", AhpEvent::SessionStart, &[]),
@@ -50,7 +62,8 @@ pub const FIELDS: Fields = Fields {
     roots_for_cwd: false,
 };
 
-/// `preToolUse`: deny (JSON and exit 2), ask, replaced arguments, or nothing.
+/// `preToolUse`: deny (JSON and exit 2), ask (with changed arguments, if any), or
+/// nothing.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     if spec.ahp != AhpEvent::ToolBefore {
         return super::exit_code_answer(spec, verdict);
@@ -79,6 +92,15 @@ pub fn tool_answer(verdict: &Verdict) -> Answer {
         Decision::Allow => {}
     }
     if let Some(input) = &verdict.input {
+        // Changed arguments never go out without a decision, which is then `ask`: the
+        // user sees the call that will run.
+        if output.is_empty() {
+            output.insert("permissionDecision".into(), json!("ask"));
+            output.insert(
+                "permissionDecisionReason".into(),
+                json!(super::MODIFIED_REASON),
+            );
+        }
         output.insert("modifiedArgs".into(), json!(input));
     }
     match output.is_empty() {
@@ -110,12 +132,32 @@ mod tests {
     use crate::hook::tests::verdict;
 
     #[test]
-    fn replaced_arguments_go_in_modified_args_without_a_grant() {
+    fn changed_arguments_go_in_modified_args_with_ask_never_a_grant() {
         let mut modified = verdict(Decision::Allow, None);
         modified.input = json!({"command": "ls"}).as_object().cloned();
         let answer = tool_answer(&modified);
         assert_eq!(answer.exit, 0);
-        assert_eq!(answer.stdout, "{\"modifiedArgs\":{\"command\":\"ls\"}}\n");
+        let out: Value = serde_json::from_str(&answer.stdout).expect("JSON");
+        assert_eq!(
+            out,
+            json!({"permissionDecision": "ask",
+                "permissionDecisionReason": crate::hook::MODIFIED_REASON,
+                "modifiedArgs": {"command": "ls"}})
+        );
+        // A backend's own ask keeps its reason.
+        modified.decision = Decision::Ask;
+        modified.reason = Some("check the path".into());
+        let out: Value = serde_json::from_str(&tool_answer(&modified).stdout).expect("JSON");
+        assert_eq!(out["permissionDecision"], "ask");
+        assert_eq!(out["permissionDecisionReason"], "check the path");
+        assert_eq!(out["modifiedArgs"], json!({"command": "ls"}));
+    }
+
+    #[test]
+    fn modified_args_are_merged_never_replaced() {
+        let capability = EVENTS[0].capability().expect("preToolUse is intercepted");
+        let modify = capability.modify.expect("modify is advertised");
+        assert!(modify.merge && !modify.replace, "{modify:?}");
     }
 
     #[test]
