@@ -14,7 +14,7 @@
 //! `additionalContext` (not before a stop), and stops the agent with `continue: false`
 //! on any event.
 
-use super::install::Snippet;
+use super::install::{fails_closed, Snippet};
 use super::payload::{Fields, SNAKE_TOOL};
 use super::{on, AhpEvent, Answer, EventSpec, Verdict};
 use crate::{Decision, EffectKind as E};
@@ -133,9 +133,9 @@ fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
     }
 }
 
-/// `.claude/settings.json` hooks: every mapped event, blocking when the hook fails,
-/// except at `Stop`: blocking a stop keeps the agent working, so a hook that fails there
-/// lets the agent stop.
+/// `.claude/settings.json` hooks: every mapped event, blocking when the hook fails where
+/// [`fails_closed`] says: at the intercepted events but `Stop` (blocking a stop keeps the
+/// agent working, so a hook that fails there lets the agent stop).
 pub fn snippet(snippet: &Snippet) -> Value {
     claude_shaped(
         snippet,
@@ -145,8 +145,9 @@ pub fn snippet(snippet: &Snippet) -> Value {
     )
 }
 
-/// The `hooks` object Claude Code and Codex share: per event one matcher group (tool
-/// events match every tool) with one command hook.
+/// The `hooks` object Claude Code, Codex and Gemini share: per event one matcher group
+/// (tool events match every tool) with one command hook; `extra`, the harness's
+/// fail-closed flag, goes on the hooks [`fails_closed`] names.
 pub fn claude_shaped(
     snippet: &Snippet,
     events: &[EventSpec],
@@ -157,10 +158,7 @@ pub fn claude_shaped(
     for spec in events {
         let mut hook =
             json!({"type": "command", "command": snippet.command(None), "timeout": timeout});
-        if let Some((key, value)) = extra
-            .as_ref()
-            .filter(|_| spec.ahp != AhpEvent::TurnFinishBefore)
-        {
+        if let Some((key, value)) = extra.as_ref().filter(|_| fails_closed(spec)) {
             hook[*key] = value.clone();
         }
         let mut group = json!({"hooks": [hook]});

@@ -6,7 +6,7 @@
 //! settings. The harness's timeout is the hook's budget plus headroom for process start,
 //! so the budget settles the call and the harness's own timeout never fires first.
 
-use super::{Harness, DEFAULT_BUDGET_MS};
+use super::{AhpEvent, EventSpec, Harness, DEFAULT_BUDGET_MS};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -53,6 +53,14 @@ impl Snippet {
     pub fn timeout_secs(&self) -> u64 {
         self.timeout_ms.div_ceil(1_000)
     }
+}
+
+/// Whether `spec`'s hook gets the harness's fail-closed flag (Claude Code's `onFailure:
+/// "block"`, Cursor's `failClosed`): only at an intercepted event. At an observed one
+/// nothing is decided, so a hook that fails there (a binary that is gone) must not block
+/// it; and never before a stop, where a block keeps the agent working.
+pub fn fails_closed(spec: &EventSpec) -> bool {
+    spec.capability().is_some() && spec.ahp != AhpEvent::TurnFinishBefore
 }
 
 /// The snippet for `request`, as the JSON the harness's settings file takes.
@@ -142,17 +150,26 @@ mod tests {
         );
     }
 
-    /// Claude Code blocks where the hook fails, but not at `Stop`, where blocking would
-    /// keep the agent working.
+    /// Claude Code blocks where the hook fails at an intercepted event, but not at
+    /// `Stop`, where blocking would keep the agent working, nor at an event only
+    /// observed, where a missing binary would block it for nothing.
     #[test]
-    fn claude_code_blocks_on_failure_except_before_a_stop() {
+    fn claude_code_blocks_on_failure_only_where_it_intercepts_but_a_stop() {
         let snippet = plain_snippet();
         let hooks = super::super::claude_code::snippet(&snippet)["hooks"].clone();
         let on_failure = |event: &str| hooks[event][0]["hooks"][0]["onFailure"].clone();
-        assert_eq!(on_failure("PreToolUse"), "block");
-        assert_eq!(on_failure("UserPromptSubmit"), "block");
-        assert!(on_failure("Stop").is_null(), "{hooks}");
-        assert_eq!(hooks["Stop"][0]["hooks"][0]["type"], "command");
+        for event in [
+            "PreToolUse",
+            "PostToolUse",
+            "UserPromptSubmit",
+            "SessionStart",
+        ] {
+            assert_eq!(on_failure(event), "block", "{event}: {hooks}");
+        }
+        for event in ["Stop", "SessionEnd", "PreCompact"] {
+            assert!(on_failure(event).is_null(), "{event}: {hooks}");
+            assert_eq!(hooks[event][0]["hooks"][0]["type"], "command", "{event}");
+        }
     }
 
     /// Each harness gets the timeout in its own unit: Gemini in milliseconds, the others
@@ -173,15 +190,18 @@ mod tests {
         assert_eq!(pre["bash"], "ahp --event preToolUse");
     }
 
-    /// Cursor likewise: every hook fails closed but `stop`.
+    /// Cursor likewise: only the intercepted events' hooks fail closed; `stop`, after a
+    /// tool and the session events are only observed.
     #[test]
-    fn cursor_fails_closed_except_at_a_stop() {
+    fn cursor_fails_closed_only_where_it_intercepts() {
         let snippet = plain_snippet();
         let hooks = super::super::cursor::snippet(&snippet)["hooks"].clone();
         let fails_closed = |event: &str| hooks[event][0]["failClosed"].clone();
         assert_eq!(fails_closed("preToolUse"), true);
         assert_eq!(fails_closed("beforeSubmitPrompt"), true);
-        assert!(fails_closed("stop").is_null(), "{hooks}");
-        assert_eq!(hooks["stop"][0]["timeout"], 15);
+        for event in ["postToolUse", "stop", "sessionStart", "sessionEnd"] {
+            assert!(fails_closed(event).is_null(), "{event}: {hooks}");
+            assert_eq!(hooks[event][0]["timeout"], 15, "{event}");
+        }
     }
 }
