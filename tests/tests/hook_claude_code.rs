@@ -202,3 +202,63 @@ async fn a_payload_past_the_bound_is_refused_as_too_large() {
         "{stderr}"
     );
 }
+
+/// Runs `ahp hook claude-code` with `stdin` against a backend that is down under
+/// fail-open (a call that reached the interceptor would be no objection), with an
+/// operator's log file; returns the run and the log (empty if none was written).
+async fn run_logged(stdin: &[u8]) -> (Ran, String) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_registration(
+        dir.path(),
+        "http://127.0.0.1:9/hooks",
+        "fail-open",
+        false,
+    );
+    let log = dir.path().join("ahp.log");
+    let mut command = ahp_tests::hook::hook_command("claude-code", &registration, &[]);
+    command.env("AHP_LOG_FILE", &log);
+    let ran = ahp_tests::hook::run_command(command, stdin, true).await;
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    (ran, logged)
+}
+
+/// Claude Code's block when no event is known: exit 2, stdout empty (ignored on exit 2)
+/// and stderr, which the model reads, ending with the generic reason; `detail` is for
+/// the operator (in the log, or on stderr before it).
+fn assert_blocked_before_the_event((ran, logged): &(Ran, String), detail: &str) {
+    assert_eq!((ran.code, ran.stdout.as_str()), (2, ""), "{ran:?}");
+    assert!(
+        ran.stderr
+            .trim_end()
+            .ends_with(ahp_tests::hook::FAILED_REASON),
+        "{ran:?}"
+    );
+    assert!(
+        logged.contains(detail) || ran.stderr.contains(detail),
+        "{ran:?}, log: {logged}"
+    );
+}
+
+/// A hook event the adapter does not map (`Notification`, which Claude Code sends but
+/// the snippet never installs) is refused before the interceptor: Claude Code's block,
+/// naming the event.
+#[tokio::test]
+async fn an_unmapped_hook_event_is_blocked_naming_it() {
+    let payload = native(
+        "Notification",
+        json!({"message": "Claude needs your input"}),
+    );
+    let ran = run_logged(payload.to_string().as_bytes()).await;
+    assert_blocked_before_the_event(&ran, "claude-code has no mapped hook event Notification");
+}
+
+/// A payload that is not UTF-8 (a 0xff byte inside a string) is not JSON: Claude Code's
+/// block, the error naming where the bad byte is (line 1, column 15).
+#[tokio::test]
+async fn a_payload_with_invalid_utf8_is_blocked_naming_the_position() {
+    let ran = run_logged(b"{\"tool_name\":\"\xff\"}").await;
+    assert_blocked_before_the_event(
+        &ran,
+        "the payload is not JSON: invalid unicode code point at line 1 column 15",
+    );
+}
