@@ -20,6 +20,7 @@ use ahp_vocab::EventCapability;
 use serde::ser::SerializeMap as _;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::fmt;
 
@@ -449,7 +450,11 @@ fn check_call(parent: &Object, at: &str, problems: &mut Problems) {
     let Some(call) = required_object(parent, at, "call", problems) else {
         return;
     };
-    let at = format!("{at}/call");
+    // The event's own call (every tool call) needs no formatting.
+    let at = match at {
+        "" => Cow::Borrowed("/call"),
+        _ => Cow::Owned(format!("{at}/call")),
+    };
     required_string(call, &at, "id", problems);
     optional_bool(call, &at, "synthesized", problems);
     closed(call, &at, &["id", "synthesized"], "call", problems);
@@ -826,15 +831,16 @@ fn check_tool(tool: &Object, at: &str, known: &[&str], problems: &mut Problems) 
         None => problems.add(format!("{at}/input"), "is required"),
     }
     let mcp = tool.get("mcp");
-    let mcp_at = format!("{at}/mcp");
+    // Formatted only where it is used: this runs on every tool call.
+    let mcp_at = || format!("{at}/mcp");
     match required_string(tool, at, "origin", problems) {
         Some("native") if mcp.is_some() => {
-            problems.add(mcp_at, "must be absent when origin is \"native\"")
+            problems.add(mcp_at(), "must be absent when origin is \"native\"")
         }
         Some("mcp") => match mcp {
-            Some(Node::Object(mcp)) => check_mcp(mcp, &mcp_at, problems),
-            Some(_) => problems.add(mcp_at, "must be an object"),
-            None => problems.add(mcp_at, "is required when origin is \"mcp\""),
+            Some(Node::Object(mcp)) => check_mcp(mcp, &mcp_at(), problems),
+            Some(_) => problems.add(mcp_at(), "must be an object"),
+            None => problems.add(mcp_at(), "is required when origin is \"mcp\""),
         },
         Some("native") | None => {}
         Some(_) => problems.add(format!("{at}/origin"), "must be \"native\" or \"mcp\""),

@@ -32,7 +32,7 @@ use crate::backends::Backends;
 use crate::bindings::{interceptor as wit, Plugin};
 use crate::convert::from_wit;
 use crate::interrupt::Interrupt;
-use crate::lanes::{Lanes, Unserved, Wait};
+use crate::lanes::{Admitted, Lanes, Unserved, Wait};
 use crate::runtime::Runtime;
 use crate::slots::Slot;
 use crate::state::HostState;
@@ -180,13 +180,20 @@ impl Pool {
         call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T>,
     ) -> Result<T, Unserved> {
         let (Admission::Intercept { budget, .. } | Admission::NoIo { budget }) = &admission;
-        let wait = Wait {
+        // Only for a call that has to wait: the first deadline reads the event's type.
+        let wait = || Wait {
             first_deadline: self.first_deadline(&admission),
             budget: *budget,
             interrupt,
             closing: &self.closing,
         };
-        let admitted = self.lanes.admit(&wait).await?;
+        let admitted = match self.lanes.try_main() {
+            Some(permit) => Admitted {
+                permit,
+                settling: false,
+            },
+            None => self.lanes.admit(&wait()).await?,
+        };
         let (_permit, mut settling) = (admitted.permit, admitted.settling);
         let idle = self
             .idle
@@ -196,7 +203,7 @@ impl Pool {
         // A new instance needs one of the Engine's slots, where the runtime tracks them.
         let slot = match (&idle, self.runtime.slots()) {
             (None, Some(slots)) => {
-                let wait = if settling { wait.settling() } else { wait };
+                let wait = if settling { wait().settling() } else { wait() };
                 let slot = slots.admit(&wait).await?;
                 settling |= slot.settling;
                 Some(slot)
