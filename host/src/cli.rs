@@ -70,7 +70,8 @@ enum Command {
         #[command(flatten)]
         host: HostArgs,
     },
-    /// Answer one agent-harness hook: its payload on stdin, its answer on stdout.
+    /// Answer one agent-harness hook: its payload on stdin, its answer on stdout, its
+    /// log only in the file AHP_LOG_FILE.
     Hook(HookArgs),
     /// Run scripted tool calls through the real component against a built-in backend.
     Demo {
@@ -231,34 +232,7 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
-    // The compiler's own trace logs (gigabytes while compiling the component) are never
-    // what an operator wants from AHP_LOG; keep them at warnings.
-    // `ahp hook`'s stderr may be what the model reads (an exit-2 answer shows it): there
-    // nothing is logged, an engine error's backtrace included, unless the operator asks.
-    let quiet = matches!(cli.command, Command::Hook(_)) && std::env::var_os("AHP_LOG").is_none();
-    let mut filter = match quiet {
-        true => tracing_subscriber::EnvFilter::new("off"),
-        false => tracing_subscriber::EnvFilter::from_env("AHP_LOG"),
-    };
-    for noisy in [
-        "cranelift_codegen",
-        "cranelift_frontend",
-        "wasmtime_internal_cranelift",
-        "regalloc2",
-    ] {
-        if let Ok(directive) = format!("{noisy}=warn").parse() {
-            filter = filter.add_directive(directive);
-        }
-    }
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour codes only for a person at a terminal, never in a file or a pipe.
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
-        // A log line that cannot be written (stderr closed or full) is lost, never a
-        // panic that would change a hook's exit code.
-        .log_internal_errors(false)
-        .init();
+    init_logging(matches!(cli.command, Command::Hook(_)));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -294,6 +268,90 @@ pub fn main() -> ExitCode {
             Command::Component { command } => component_cmd::run(command).await,
         }
     })
+}
+
+/// Sets up the log: the filter is `AHP_LOG` (errors only when unset), the lines go to
+/// stderr — except under `ahp hook` (`hook`), whose stderr a harness may show the model
+/// (an exit-2 answer): there they go to the file `AHP_LOG_FILE` names ([`hook_log_file`]),
+/// else nowhere, an engine error's backtrace included.
+fn init_logging(hook: bool) {
+    use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    let (writer, ansi) = match hook {
+        true => match hook_log_file() {
+            Some(file) => (Some(BoxMakeWriter::new(std::sync::Arc::new(file))), false),
+            None => (None, false),
+        },
+        // Colour codes only for a person at a terminal, never in a file or a pipe.
+        false => (
+            Some(BoxMakeWriter::new(std::io::stderr)),
+            std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        ),
+    };
+    let mut filter = match writer {
+        Some(_) => tracing_subscriber::EnvFilter::from_env("AHP_LOG"),
+        None => tracing_subscriber::EnvFilter::new("off"),
+    };
+    // The compiler's own trace logs (gigabytes while compiling the component) are never
+    // what an operator wants from AHP_LOG; keep them at warnings.
+    for noisy in [
+        "cranelift_codegen",
+        "cranelift_frontend",
+        "wasmtime_internal_cranelift",
+        "regalloc2",
+    ] {
+        if let Ok(directive) = format!("{noisy}=warn").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer.unwrap_or_else(|| BoxMakeWriter::new(std::io::sink)))
+        .with_ansi(ansi)
+        // A log line that cannot be written (stderr closed or full, a full disk) is lost,
+        // never a panic that would change a hook's exit code.
+        .log_internal_errors(false)
+        .init();
+}
+
+/// The log file of `ahp hook`: `AHP_LOG_FILE`, appended (one write per line, so hook
+/// processes running side by side do not mix their lines), created private (0600 on
+/// unix). `None` — no logging, never a failed hook call — when it is unset or cannot be
+/// opened, and when it is this process's stdout or stderr (`/dev/stderr`): the answer,
+/// and what the model may read.
+fn hook_log_file() -> Option<std::fs::File> {
+    let path = std::env::var_os("AHP_LOG_FILE").filter(|path| !path.is_empty())?;
+    let mut options = std::fs::OpenOptions::new();
+    options.append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // Non-blocking: opening a FIFO nobody reads would otherwise wait, the hook with
+        // it, until the harness's timeout reads the silence as no objection.
+        options.mode(0o600).custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).ok()?;
+    (!is_stdout_or_stderr(&file)).then_some(file)
+}
+
+/// Whether `file` is the file this process's stdout or stderr is open on.
+#[cfg(unix)]
+fn is_stdout_or_stderr(file: &std::fs::File) -> bool {
+    use std::os::fd::AsFd as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let id = |metadata: std::fs::Metadata| (metadata.dev(), metadata.ino());
+    let Ok(log) = file.metadata().map(id) else {
+        return true;
+    };
+    let of = |fd: std::os::fd::BorrowedFd<'_>| {
+        let stream = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        stream.metadata().ok().map(id)
+    };
+    [of(std::io::stdout().as_fd()), of(std::io::stderr().as_fd())].contains(&Some(log))
+}
+
+#[cfg(not(unix))]
+fn is_stdout_or_stderr(_file: &std::fs::File) -> bool {
+    false
 }
 
 /// A command line clap could not parse: printed as clap prints it. `--help` and
@@ -524,7 +582,7 @@ async fn hook_command(args: HookArgs) -> ExitCode {
         return ExitCode::from(2);
     };
     let (host, audit) = (args.host, args.audit);
-    // Not on stderr, which the model may read: in the log, written only with AHP_LOG.
+    // Not on stderr, which the model may read: in the log (`AHP_LOG_FILE`).
     for warning in host.warnings() {
         tracing::warn!("{warning}");
     }

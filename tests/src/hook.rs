@@ -94,6 +94,8 @@ pub struct Ran {
     pub stdout: String,
     pub stderr: String,
     pub code: i32,
+    /// What it wrote to its log file (`AHP_LOG_FILE`).
+    pub log: String,
 }
 
 /// Compiles the component into the user's cache once (`ahp precompile`), so a timed
@@ -108,6 +110,17 @@ fn warm_compile_cache() {
             .expect("run ahp precompile");
         assert!(status.success(), "ahp precompile failed: {status}");
     });
+}
+
+/// Asserts stderr, which a harness shows the model on exit 2, holds what the answer
+/// writes there and nothing else: on exit 2 `reason`, else nothing — never a log line or
+/// a failure's details, which go to the log file.
+pub fn assert_stderr_is_the_answer(ran: &Ran, reason: &str) {
+    let answer = match ran.code {
+        2 => format!("{reason}\n"),
+        _ => String::new(),
+    };
+    assert_eq!(ran.stderr, answer, "{ran:?}");
 }
 
 /// The answer of a harness whose "no objection" is silence: exit 0, nothing on stdout
@@ -142,9 +155,18 @@ pub async fn run_hook_with(
 }
 
 /// The `ahp hook HARNESS --registration R ARGS` process, its stdio piped (a test may
-/// point stdout or stderr elsewhere), with the operator's log on (`AHP_LOG=warn`): a
-/// failure's details are on stderr even where the answer keeps them from the model.
+/// point stdout or stderr elsewhere), with the operator's log on (`AHP_LOG=warn`) in a
+/// new file of its own (`AHP_LOG_FILE`, see [`log_of`]): a failure's details are there,
+/// never on stderr, which a harness shows the model.
 pub fn hook_command(harness: &str, registration: &Path, args: &[&str]) -> tokio::process::Command {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let log = std::env::temp_dir().join(format!("ahp-hook-{}-{n}.log", std::process::id()));
+    // Left by an earlier process of the same id: the hook appends, so start afresh.
+    let _ = std::fs::remove_file(&log);
+    if let Ok(mut made) = MADE_LOGS.lock() {
+        made.push(log.clone());
+    }
     let mut command = tokio::process::Command::new(ahp_binary());
     command
         .arg("hook")
@@ -156,8 +178,31 @@ pub fn hook_command(harness: &str, registration: &Path, args: &[&str]) -> tokio:
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .env("AHP_LOG", "warn")
+        .env("AHP_LOG_FILE", log)
         .kill_on_drop(true);
     command
+}
+
+/// The log files [`hook_command`] named, removed once [`log_of`] has read them.
+static MADE_LOGS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// What the finished `command` wrote to its `AHP_LOG_FILE` (empty without one). A file
+/// [`hook_command`] named is removed; one the test named is left to it.
+pub fn log_of(command: &tokio::process::Command) -> String {
+    let path = command
+        .as_std()
+        .get_envs()
+        .find_map(|(name, value)| (name == "AHP_LOG_FILE").then_some(value)?);
+    let Some(path) = path.map(PathBuf::from) else {
+        return String::new();
+    };
+    let log = std::fs::read_to_string(&path).unwrap_or_default();
+    if let Ok(mut made) = MADE_LOGS.lock() {
+        if let Some(i) = made.iter().position(|p| *p == path) {
+            let _ = std::fs::remove_file(made.swap_remove(i));
+        }
+    }
+    log
 }
 
 /// Runs `command` with `stdin`, left open until it has answered unless `close`.
@@ -173,6 +218,7 @@ pub async fn run_command(mut command: tokio::process::Command, stdin: &[u8], clo
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         code: output.status.code().expect("exited, not killed"),
+        log: log_of(&command),
     }
 }
 
@@ -509,7 +555,8 @@ impl Contract {
             let script = vec![Behaviour::Effects(json!([injected(image)]))];
             let (ran, _backend) = self.pre_tool_with(script, "fail-open").await;
             (self.assert_deny)(&ran, FAILED_REASON);
-            assert!(ran.stderr.contains("other than text"), "{ran:?}");
+            assert_stderr_is_the_answer(&ran, FAILED_REASON);
+            assert!(ran.log.contains("other than text"), "{ran:?}");
         }
     }
 
@@ -539,7 +586,7 @@ impl Contract {
     }
 
     /// Garbage on stdin, and a payload of the wrong shape, are denied (exit 2 with the
-    /// generic reason, which every harness reads as a block), details on stderr.
+    /// generic reason, which every harness reads as a block), details in the log.
     pub async fn garbage_on_stdin(&self) {
         let dir = tempfile::tempdir().expect("a temp dir");
         let registration =
@@ -547,11 +594,8 @@ impl Contract {
         let (_, args) = &self.pre_tool;
         let ran = run_hook(self.harness, &registration, args, b"\x00not json{").await;
         assert_eq!(ran.code, 2, "{ran:?}");
-        assert!(
-            ran.stderr.contains("not JSON"),
-            "details on stderr: {ran:?}"
-        );
-        assert!(ran.stderr.trim_end().ends_with(FAILED_REASON), "{ran:?}");
+        assert!(ran.log.contains("not JSON"), "details in the log: {ran:?}");
+        assert_eq!(ran.stderr, format!("{FAILED_REASON}\n"), "{ran:?}");
         let (mut payload, args) = self.pre_tool.clone();
         for key in ["tool_input", "toolArgs"] {
             if let Some(object) = payload.as_object_mut() {
@@ -562,20 +606,19 @@ impl Contract {
         }
         let wrong = self.run(&registration, args, &payload).await;
         (self.assert_deny)(&wrong, FAILED_REASON);
-        assert!(
-            wrong.stderr.contains("must be"),
-            "names the field: {wrong:?}"
-        );
+        assert_stderr_is_the_answer(&wrong, FAILED_REASON);
+        assert!(wrong.log.contains("must be"), "names the field: {wrong:?}");
     }
 
-    /// A missing registration is the harness's denial, generic, the path on stderr.
+    /// A missing registration is the harness's denial, generic, the path in the log.
     pub async fn missing_registration(&self) {
         let dir = tempfile::tempdir().expect("a temp dir");
         let missing = dir.path().join("absent.json");
         let (payload, args) = &self.pre_tool;
         let ran = self.run(&missing, args, payload).await;
         (self.assert_deny)(&ran, FAILED_REASON);
-        assert!(ran.stderr.contains("absent.json"), "{ran:?}");
+        assert_stderr_is_the_answer(&ran, FAILED_REASON);
+        assert!(ran.log.contains("absent.json"), "{ran:?}");
     }
 
     /// Each intercepted non-tool event reaches the backend as an intercept of its AHP
@@ -622,7 +665,7 @@ impl Contract {
     }
 
     /// A registration intercepting an event the harness cannot enforce anything on is
-    /// refused at load: the harness's denial, the refusal on stderr.
+    /// refused at load: the harness's denial, the refusal in the log.
     pub async fn undeclared_event_refused(&self) {
         let dir = tempfile::tempdir().expect("a temp dir");
         let registration = write_intercepting(
@@ -635,8 +678,9 @@ impl Contract {
         let (payload, args) = &self.pre_tool;
         let ran = self.run(&registration, args, payload).await;
         (self.assert_deny)(&ran, FAILED_REASON);
+        assert_stderr_is_the_answer(&ran, FAILED_REASON);
         assert!(
-            ran.stderr.contains("model.request.before"),
+            ran.log.contains("model.request.before"),
             "names the event: {ran:?}"
         );
     }
@@ -666,8 +710,8 @@ impl Contract {
         let ran = self.pre_tool_within_budget(&registration, false).await;
         // The event is still unknown: exit 2 with the reason, every harness's block.
         assert_eq!(ran.code, 2, "{ran:?}");
-        assert!(ran.stderr.trim_end().ends_with(FAILED_REASON), "{ran:?}");
-        assert!(ran.stderr.contains("past its budget"), "{ran:?}");
+        assert_eq!(ran.stderr, format!("{FAILED_REASON}\n"), "{ran:?}");
+        assert!(ran.log.contains("past its budget"), "{ran:?}");
     }
 
     /// A backend that never answers under a subscription timeout longer than the
@@ -713,11 +757,35 @@ impl Contract {
         command.stdout(full());
         let ran = run_command(command, payload.to_string().as_bytes(), true).await;
         assert_eq!(ran.code, 2, "{ran:?}");
-        assert!(ran.stderr.trim_end().ends_with(FAILED_REASON), "{ran:?}");
+        assert_eq!(ran.stderr, format!("{FAILED_REASON}\n"), "{ran:?}");
+        assert!(ran.log.contains("write the answer to stdout"), "{ran:?}");
         let mut command = hook_command(self.harness, &registration, args);
         command.stderr(full());
         let ran = run_command(command, b"not json", true).await;
         assert_eq!(ran.code, 2, "{ran:?}");
+    }
+
+    /// With every log line on (`AHP_LOG=debug`) and a fail-closed backend that refuses the
+    /// connection, the denial's stderr holds what the harness contract writes (on exit 2
+    /// the reason) and nothing else — no log line, not the backend's address — and the
+    /// log lines are in `AHP_LOG_FILE`.
+    pub async fn logs_go_to_the_log_file_never_to_stderr(&self) {
+        let url = crate::fault_backend::refused_url();
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let registration = write_registration(dir.path(), &url, "fail-closed", false);
+        let (payload, args) = &self.pre_tool;
+        let mut command = hook_command(self.harness, &registration, args);
+        command.env("AHP_LOG", "debug");
+        let ran = run_command(command, payload.to_string().as_bytes(), true).await;
+        (self.assert_deny)(&ran, SYNTHETIC_REASON);
+        assert_stderr_is_the_answer(&ran, SYNTHETIC_REASON);
+        let address = url.trim_start_matches("http://").trim_end_matches("/hooks");
+        for shown in [&ran.stdout, &ran.stderr] {
+            assert!(!shown.contains(address), "{ran:?}");
+        }
+        for line in [" DEBUG ", " INFO ", "settled"] {
+            assert!(ran.log.contains(line), "{line:?} in the log: {ran:?}");
+        }
     }
 
     /// A component that traps is the harness's denial.
@@ -738,7 +806,8 @@ macro_rules! hook_contract_tests {
             timeout_under_both_policies, malformed_reply_under_both_policies,
             garbage_on_stdin, missing_registration, component_trap, intercepted_events,
             undeclared_event_refused, watchdog_on_open_stdin, budget_bounds_a_silent_backend,
-            past_the_budget_after_the_event_is_known, unwritable_answer);
+            past_the_budget_after_the_event_is_known, unwritable_answer,
+            logs_go_to_the_log_file_never_to_stderr);
     };
     (@each $contract:expr; $($scenario:ident),*) => {
         $(

@@ -318,3 +318,54 @@ fn logs_to_a_pipe_have_no_colour_codes() {
     assert!(run.stderr.contains("DEBUG"), "some log: {}", run.stderr);
     assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
 }
+
+/// Under `ahp hook`, whose stderr a harness shows the model on exit 2, log lines — the
+/// `--stdio-env` warning, a failure's details — go to the file `AHP_LOG_FILE` names,
+/// created private (0600), and stderr holds the harness's answer alone; a log file that
+/// is the process's stderr, or cannot be opened, is no log, never a failed hook call.
+#[test]
+fn hook_logs_go_to_the_log_file_never_to_stderr() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let reg = portable();
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let log = dir.path().join("hook.log");
+    let args = [
+        "hook",
+        "codex",
+        "--registration",
+        path(&reg),
+        "--stdio-env",
+        "AHP_CLI_TEST_UNSET",
+    ];
+    let reason = format!("{}\n", ahp_tests::hook::FAILED_REASON);
+    for (file, logged) in [
+        (path(&log), true),
+        ("/dev/stderr", false),
+        (path(dir.path()), false),
+    ] {
+        let mut command = Command::new(ahp_binary());
+        command
+            .args(args)
+            .env("AHP_LOG", "warn")
+            .env("AHP_LOG_FILE", file)
+            .env_remove("AHP_CLI_TEST_UNSET")
+            .stdin(Stdio::null());
+        // No payload: the call is refused before the interceptor, as exit 2.
+        let run = Run::of(command.output().expect("run ahp hook"));
+        run.assert_exit(2, file);
+        assert_eq!(run.stderr, reason, "{file}");
+        if logged {
+            let text = std::fs::read_to_string(&log).expect("the log file");
+            assert!(
+                text.contains("--stdio-env AHP_CLI_TEST_UNSET: not set"),
+                "{text}"
+            );
+            assert!(text.contains("the payload is not JSON"), "{text}");
+            let mode = std::fs::metadata(&log)
+                .expect("the log file")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        }
+    }
+}

@@ -78,7 +78,7 @@ async fn a_registry_that_never_answers_is_bounded_by_the_budget() {
     let ran = ahp_tests::hook::run_unreachable("codex", &args, &payload).await;
     // The watchdog's denial, in Codex's terms: the event was known by then.
     assert_deny(&ran, ahp_tests::hook::FAILED_REASON);
-    assert!(ran.stderr.contains("ran past its budget"), "{ran:?}");
+    assert!(ran.log.contains("ran past its budget"), "{ran:?}");
     // The budget and the watchdog's second (and a first compile of the component, on a
     // busy machine), not the registry client's 60 s read timeout.
     assert!(

@@ -65,7 +65,7 @@ async fn a_payload_without_an_event_needs_the_flag() {
     let (payload, _) = contract().pre_tool;
     let ran = run_unreachable("copilot", &[], &payload).await;
     assert_deny_everywhere(&ran);
-    assert!(ran.stderr.contains("names no hook event"), "{ran:?}");
+    assert!(ran.log.contains("names no hook event"), "{ran:?}");
     let mut named = payload;
     named["hookEventName"] = json!("sessionEnd");
     let ran = run_unreachable("copilot", &[], &named).await;
@@ -93,7 +93,7 @@ ahp_tests::hook_contract_tests!(contract());
 
 /// Copilot's denial is exit 2, whose stderr the harness shows the model: a failure's
 /// details (here the registry's address) stay out of it, the generic reason alone, and
-/// are logged for an operator who asks (`AHP_LOG=warn`).
+/// are logged for an operator who asks (`AHP_LOG=warn`), in `AHP_LOG_FILE`.
 #[tokio::test]
 async fn failure_details_never_reach_the_model() {
     let quiet = run_with_closed_registry(None).await;
@@ -101,7 +101,8 @@ async fn failure_details_never_reach_the_model() {
     assert_eq!(quiet.stderr, format!("{FAILED_REASON}\n"), "{quiet:?}");
     let logged = run_with_closed_registry(Some("warn")).await;
     assert_deny(&logged, FAILED_REASON);
-    assert!(logged.stderr.contains("127.0.0.1:9"), "{logged:?}");
+    assert_eq!(logged.stderr, format!("{FAILED_REASON}\n"), "{logged:?}");
+    assert!(logged.log.contains("127.0.0.1:9"), "{logged:?}");
 }
 
 /// A component that traps is an engine failure, logged with the trap's backtrace: with

@@ -6,9 +6,10 @@
 //! prints something unexpected, so the adapter never leaves that to chance: every error
 //! before a decision — a payload that is not the harness's, an unreadable or invalid
 //! registration, a component failure, a panic, the whole process running past its budget —
-//! is answered as a denial in the harness's format, with a generic reason (the details go
-//! to stderr; where the harness shows stderr to the model, to the log instead, written
-//! only when `AHP_LOG` is set). So is SIGINT or SIGTERM: the call is interrupted
+//! is answered as a denial in the harness's format, with a generic reason. The details go
+//! to the log, never to stderr, which a harness shows the model on exit 2: stderr holds
+//! the answer's own lines alone, and the log is the file `AHP_LOG_FILE` names (see
+//! `cli`), else nowhere. So is SIGINT or SIGTERM: the call is interrupted
 //! (`decidedBy: "interrupted"` in the audit), its stdio backends are killed and reaped,
 //! and the process answers before it exits. At an event that is only observed nothing is
 //! decided, so a failure there is logged and answered as no objection.
@@ -538,13 +539,12 @@ impl Answer {
     /// closed pipe, a full disk) is lost, and the harness would read the silence as no
     /// objection: then `unwritten`, whose stdout is empty, is given instead.
     ///
-    /// `detail` (what went wrong) is for the operator. On exit 2 the harness shows
-    /// stderr to the model, which should see the generic reason only — no network
-    /// details or stack traces (failure semantics) — so there the detail is logged at
-    /// warn, shown when `AHP_LOG` asks for it; on any other answer it goes to stderr.
-    /// stderr is best effort: one that cannot be written must not become a panic.
+    /// stderr holds the answer's own lines and nothing else: a harness shows it to the
+    /// model on exit 2, and the model should see the generic reason only — no network
+    /// details or stack traces (failure semantics). `detail` (what went wrong) is for the
+    /// operator: it goes to the log (`AHP_LOG_FILE`). stderr is best effort: one that
+    /// cannot be written must not become a panic.
     fn write(self, unwritten: Answer, detail: Option<String>) -> i32 {
-        let mut details: Vec<String> = detail.into_iter().collect();
         let mut out = std::io::stdout().lock();
         let answer = match out
             .write_all(self.stdout.as_bytes())
@@ -552,19 +552,15 @@ impl Answer {
         {
             Ok(()) => self,
             Err(e) => {
-                details.push(format!("write the answer to stdout: {e}"));
+                tracing::error!("write the answer to stdout: {e}");
                 unwritten
             }
         };
-        let mut lines = Vec::new();
-        for detail in details {
-            match answer.exit {
-                2 => tracing::warn!("{detail}"),
-                _ => lines.push(format!("error: {detail}")),
-            }
+        if let Some(detail) = detail {
+            tracing::error!("{detail}");
         }
         let mut err = std::io::stderr().lock();
-        for line in lines.iter().chain(&answer.stderr) {
+        for line in &answer.stderr {
             let _ = writeln!(err, "{line}");
         }
         i32::from(answer.exit)
