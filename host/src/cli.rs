@@ -232,7 +232,11 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
-    init_logging(matches!(cli.command, Command::Hook(_)));
+    let harness_call = matches!(cli.command, Command::Hook(_));
+    init_logging(harness_call);
+    if harness_call {
+        log_panics();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -352,6 +356,23 @@ fn is_stdout_or_stderr(file: &std::fs::File) -> bool {
 #[cfg(not(unix))]
 fn is_stdout_or_stderr(_file: &std::fs::File) -> bool {
     false
+}
+
+/// Under `ahp hook`, a panic's message (and its backtrace, with `RUST_BACKTRACE`) goes to
+/// the log, not to stderr as Rust's default hook writes it: the model may read stderr.
+/// The panic itself is answered as the harness's block (see [`hook::run`]).
+fn log_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let thread = std::thread::current();
+        let thread = thread.name().unwrap_or("<unnamed>");
+        let backtrace = std::backtrace::Backtrace::capture();
+        match backtrace.status() {
+            std::backtrace::BacktraceStatus::Captured => {
+                tracing::error!("thread '{thread}' {info}\nstack backtrace:\n{backtrace}")
+            }
+            _ => tracing::error!("thread '{thread}' {info}"),
+        }
+    }));
 }
 
 /// A command line clap could not parse: printed as clap prints it. `--help` and

@@ -9,10 +9,11 @@
 //! is answered as a denial in the harness's format, with a generic reason. The details go
 //! to the log, never to stderr, which a harness shows the model on exit 2: stderr holds
 //! the answer's own lines alone, and the log is the file `AHP_LOG_FILE` names (see
-//! `cli`), else nowhere. So is SIGINT or SIGTERM: the call is interrupted
-//! (`decidedBy: "interrupted"` in the audit), its stdio backends are killed and reaped,
-//! and the process answers before it exits. At an event that is only observed nothing is
-//! decided, so a failure there is logged and answered as no objection.
+//! `cli`), else nowhere; a panic's message too. So is SIGINT or SIGTERM: the call is
+//! interrupted (`decidedBy: "interrupted"` in the audit), its stdio backends are killed
+//! and reaped, and the process answers before it exits. At an event that is only
+//! observed nothing is decided, so a failure there is logged and answered as no
+//! objection.
 //!
 //! Each harness module says three things as data and small functions: which native events
 //! map to which AHP events and which effects the harness enforces at each
@@ -586,22 +587,44 @@ pub struct Request {
 
 /// Runs one hook call and answers the harness; see the module documentation.
 pub async fn run(request: Request) -> ExitCode {
-    let started = Instant::now();
-    let deadline = started + request.budget;
+    let deadline = Instant::now() + request.budget;
     let harness = request.harness;
-    let interrupt = Interrupt::new();
-    let signalled = interrupt.clone();
     // The payload's event once it is known: whatever ends the call after that (the
     // watchdog, a signal, a panic), the answer is that event's, not one for an unknown
     // event — exit 2 would keep the agent working at a stop.
     let mapped = Arc::new(OnceLock::new());
-    let known = Arc::clone(&mapped);
+    // In a task of its own, so a panic anywhere in the call (the payload, the
+    // interceptor, the watchdog) is an error answered below, never a crash.
+    let outcome = tokio::spawn(settle(request, deadline, Arc::clone(&mapped)))
+        .await
+        .unwrap_or_else(|join| Err(format!("the hook call failed: {join}")));
+    let spec = mapped.get().copied();
+    let (verdict, detail) = match outcome {
+        Ok(verdict) => (verdict, None),
+        Err(detail) => (Verdict::after_failure(spec), Some(detail)),
+    };
+    let answer = formatted(harness, spec, &verdict);
+    // Exit at once: a harness that never closes stdin leaves the blocking read behind,
+    // and the runtime would wait for it forever on the way out.
+    std::process::exit(answer.write(unwritten(spec, &verdict), detail))
+}
+
+/// Reads the payload and decides, bounded by `deadline` and its watchdog's grace; SIGINT
+/// or SIGTERM interrupts the call. The payload's event goes into `mapped` as soon as it
+/// is known.
+async fn settle(
+    request: Request,
+    deadline: Instant,
+    mapped: Arc<OnceLock<&'static EventSpec>>,
+) -> Result<Verdict, String> {
+    let interrupt = Interrupt::new();
+    let signalled = interrupt.clone();
     let mut flow = tokio::spawn(async move {
         let payload = tokio::task::spawn_blocking(read_payload)
             .await
             .map_err(|e| e.to_string())
             .and_then(|read| read)?;
-        decide(request, &payload, deadline, &signalled, &known).await
+        decide(request, &payload, deadline, &signalled, &mapped).await
     });
     let watchdog = deadline + WATCHDOG_GRACE;
     let joined = tokio::select! {
@@ -612,21 +635,12 @@ pub async fn run(request: Request) -> ExitCode {
             tokio::time::timeout_at(bound.into(), &mut flow).await
         }
     };
-    let outcome = match joined {
+    match joined {
         Ok(Ok(decided)) => decided,
         Ok(Err(join)) => Err(format!("the hook call failed: {join}")),
         Err(_) if interrupt.is_set() => Err("interrupted by a signal".to_string()),
         Err(_) => Err("the hook call ran past its budget".to_string()),
-    };
-    let spec = mapped.get().copied();
-    let (verdict, detail) = match outcome {
-        Ok(verdict) => (verdict, None),
-        Err(detail) => (Verdict::after_failure(spec), Some(detail)),
-    };
-    let answer = formatted(harness, spec, &verdict);
-    // Exit at once: a harness that never closes stdin leaves the blocking read behind,
-    // and the runtime would wait for it forever on the way out.
-    std::process::exit(answer.write(unwritten(spec, &verdict), detail))
+    }
 }
 
 /// The answer when `verdict`'s cannot be written to stdout. No objection loses nothing:
