@@ -490,8 +490,9 @@ async fn intercept(
     };
     let interrupt = Interrupt::new();
     let on_signal = interrupt.clone();
+    let mut signals = Signals::listen();
     let watcher = tokio::spawn(async move {
-        wait_for_signal().await;
+        signals.recv().await;
         on_signal.interrupt();
     });
     let result = interceptor
@@ -541,8 +542,9 @@ async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode 
     // stdio children are killed and reaped before the process exits, never orphaned.
     let signalled = Interrupt::new();
     let (on_signal, closing) = (signalled.clone(), interceptor.clone());
+    let mut signals = Signals::listen();
     let watcher = tokio::spawn(async move {
-        wait_for_signal().await;
+        signals.recv().await;
         on_signal.interrupt();
         closing.shutdown_async().await;
     });
@@ -647,23 +649,67 @@ fn budget_ms(text: &str) -> Result<u64, String> {
     }
 }
 
-/// SIGINT or SIGTERM.
-pub(crate) async fn wait_for_signal() {
+/// The signals that end a call, each the same: SIGINT, SIGTERM and SIGHUP (the terminal
+/// or the session that started the process went away). Each is caught from
+/// [`Signals::listen`] on: one that arrives before [`Signals::recv`] is waited on is kept
+/// for it, and does not end the process — which a harness would read as a crashed hook,
+/// and fail open. One way for every command that watches for them.
+pub struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let (Ok(mut int), Ok(mut term)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
+    streams: Vec<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    /// Starts catching the signals; must be called inside the Tokio runtime.
+    pub fn listen() -> Signals {
+        #[cfg(unix)]
+        let signals = {
+            use tokio::signal::unix::{signal, SignalKind};
+            let kinds = [
+                ("SIGINT", SignalKind::interrupt()),
+                ("SIGTERM", SignalKind::terminate()),
+                ("SIGHUP", SignalKind::hangup()),
+            ];
+            let streams = kinds
+                .into_iter()
+                .filter_map(|(name, kind)| match signal(kind) {
+                    Ok(stream) => Some(stream),
+                    Err(e) => {
+                        tracing::error!("cannot catch {name}: {e}");
+                        None
+                    }
+                })
+                .collect();
+            Signals { streams }
+        };
+        #[cfg(not(unix))]
+        let signals = Signals {};
+        signals
+    }
+
+    /// Waits for the first of the signals (since [`Signals::listen`]).
+    #[cfg(unix)]
+    pub async fn recv(&mut self) {
+        std::future::poll_fn(|cx| {
+            let caught = self
+                .streams
+                .iter_mut()
+                .any(|stream| stream.poll_recv(cx).is_ready());
+            match caught {
+                true => std::task::Poll::Ready(()),
+                false => std::task::Poll::Pending,
             }
-            return;
+        })
+        .await
+    }
+
+    /// Waits for Ctrl-C; an error is no signal.
+    #[cfg(not(unix))]
+    pub async fn recv(&mut self) {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
         }
     }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// The `--event` text: a file, or standard input for `-`.

@@ -97,3 +97,67 @@ async fn past_the_budget_at_a_stop_lets_the_agent_stop() {
     let ran = ahp_tests::hook::run_past_budget("codex", &[], &payload).await;
     assert_silent_no_objection(&ran);
 }
+
+/// SIGHUP (the terminal or session that started Codex went away) while the backend holds
+/// the request is SIGTERM's answer: the call is interrupted although its subscription
+/// fails open, and Codex gets its denial from a process that exited on its own — killed
+/// by the signal, Codex would read a crashed hook and run the tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_is_answered_with_a_denial() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    use std::os::unix::process::ExitStatusExt as _;
+    use tokio::io::AsyncWriteExt as _;
+    let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_intercepting(
+        dir.path(),
+        &backend.url(),
+        "fail-open",
+        &["tool.before"],
+        30_000,
+    );
+    let audit = dir.path().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let args = ["--audit", &audit_arg, "--budget-ms", "60000"];
+    let mut command = ahp_tests::hook::hook_command("codex", &registration, &args);
+    let mut hook = command.spawn().expect("start ahp hook");
+    let mut stdin = hook.stdin.take().expect("stdin is piped");
+    let (payload, _) = contract().pre_tool;
+    let payload = payload.to_string();
+    stdin.write_all(payload.as_bytes()).await.expect("write");
+    drop(stdin);
+    let asked = async {
+        while backend.requests().is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), asked)
+        .await
+        .expect("the request reached the backend");
+    let pid = hook.id().expect("running").to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+    let output = tokio::time::timeout(std::time::Duration::from_secs(10), hook.wait_with_output())
+        .await
+        .expect("ahp hook answers after SIGHUP")
+        .expect("ahp hook finishes");
+    let ran = Ran {
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        code: output.status.code().unwrap_or(-1),
+        log: ahp_tests::hook::log_of(&command),
+    };
+    assert_eq!(output.status.signal(), None, "handled, not killed: {ran:?}");
+    let answer = ran.json();
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{ran:?}"
+    );
+    let record = std::fs::read_to_string(&audit).expect("the audit log");
+    let record: serde_json::Value = serde_json::from_str(record.trim()).expect("one record");
+    assert_eq!(record["decidedBy"], "interrupted", "{record}");
+}

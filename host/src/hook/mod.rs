@@ -9,11 +9,11 @@
 //! is answered as a denial in the harness's format, with a generic reason. The details go
 //! to the log, never to stderr, which a harness shows the model on exit 2: stderr holds
 //! the answer's own lines alone, and the log is the file `AHP_LOG_FILE` names (see
-//! `cli`), else nowhere; a panic's message too. So is SIGINT or SIGTERM: the call is
-//! interrupted (`decidedBy: "interrupted"` in the audit), its stdio backends are killed
-//! and reaped, and the process answers before it exits. At an event that is only
-//! observed nothing is decided, so a failure there is logged and answered as no
-//! objection.
+//! `cli`), else nowhere; a panic's message too. So is SIGINT, SIGTERM or SIGHUP, caught
+//! from the start: the call is interrupted (`decidedBy: "interrupted"` in the audit), its
+//! stdio backends are killed and reaped, and the process answers before it exits. At an
+//! event that is only observed nothing is decided, so a failure there is logged and
+//! answered as no objection.
 //!
 //! Each harness module says three things as data and small functions: which native events
 //! map to which AHP events and which effects the harness enforces at each
@@ -56,7 +56,7 @@ pub const DEFAULT_BUDGET_MS: u64 = 10_000;
 /// The call itself settles inside the budget; this covers a stuck step around it.
 const WATCHDOG_GRACE: Duration = Duration::from_millis(1_000);
 
-/// How long after SIGINT or SIGTERM the process may still take to answer. An
+/// How long after SIGINT, SIGTERM or SIGHUP the process may still take to answer. An
 /// interrupted call settles at once; this covers a step that cannot see the signal
 /// (reading stdin, compiling the component).
 const SIGNAL_GRACE: Duration = Duration::from_millis(500);
@@ -587,6 +587,10 @@ pub struct Request {
 
 /// Runs one hook call and answers the harness; see the module documentation.
 pub async fn run(request: Request) -> ExitCode {
+    // First of all, before stdin is read or the interceptor built: from here on SIGINT,
+    // SIGTERM or SIGHUP is the harness's block, no longer the end of the process, which
+    // the harness would read as a crashed hook and fail open.
+    let signals = crate::cli::Signals::listen();
     let deadline = Instant::now() + request.budget;
     let harness = request.harness;
     // The payload's event once it is known: whatever ends the call after that (the
@@ -595,7 +599,7 @@ pub async fn run(request: Request) -> ExitCode {
     let mapped = Arc::new(OnceLock::new());
     // In a task of its own, so a panic anywhere in the call (the payload, the
     // interceptor, the watchdog) is an error answered below, never a crash.
-    let outcome = tokio::spawn(settle(request, deadline, Arc::clone(&mapped)))
+    let outcome = tokio::spawn(settle(request, deadline, signals, Arc::clone(&mapped)))
         .await
         .unwrap_or_else(|join| Err(format!("the hook call failed: {join}")));
     let spec = mapped.get().copied();
@@ -609,12 +613,13 @@ pub async fn run(request: Request) -> ExitCode {
     std::process::exit(answer.write(unwritten(spec, &verdict), detail))
 }
 
-/// Reads the payload and decides, bounded by `deadline` and its watchdog's grace; SIGINT
-/// or SIGTERM interrupts the call. The payload's event goes into `mapped` as soon as it
-/// is known.
+/// Reads the payload and decides, bounded by `deadline` and its watchdog's grace; the
+/// first of `signals` interrupts the call. The payload's event goes into `mapped` as
+/// soon as it is known.
 async fn settle(
     request: Request,
     deadline: Instant,
+    mut signals: crate::cli::Signals,
     mapped: Arc<OnceLock<&'static EventSpec>>,
 ) -> Result<Verdict, String> {
     let interrupt = Interrupt::new();
@@ -629,7 +634,7 @@ async fn settle(
     let watchdog = deadline + WATCHDOG_GRACE;
     let joined = tokio::select! {
         joined = tokio::time::timeout_at(watchdog.into(), &mut flow) => joined,
-        () = crate::cli::wait_for_signal() => {
+        () = signals.recv() => {
             interrupt.interrupt();
             let bound = watchdog.min(Instant::now() + SIGNAL_GRACE);
             tokio::time::timeout_at(bound.into(), &mut flow).await
