@@ -654,14 +654,14 @@ fn budget_ms(text: &str) -> Result<u64, String> {
 /// [`Signals::listen`] on: one that arrives before [`Signals::recv`] is waited on is kept
 /// for it, and does not end the process — which a harness would read as a crashed hook,
 /// and fail open. One way for every command that watches for them.
-pub struct Signals {
+pub(crate) struct Signals {
     #[cfg(unix)]
     streams: Vec<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
     /// Starts catching the signals; must be called inside the Tokio runtime.
-    pub fn listen() -> Signals {
+    pub(crate) fn listen() -> Signals {
         #[cfg(unix)]
         let signals = {
             use tokio::signal::unix::{signal, SignalKind};
@@ -689,7 +689,7 @@ impl Signals {
 
     /// Waits for the first of the signals (since [`Signals::listen`]).
     #[cfg(unix)]
-    pub async fn recv(&mut self) {
+    pub(crate) async fn recv(&mut self) {
         std::future::poll_fn(|cx| {
             let caught = self
                 .streams
@@ -705,7 +705,7 @@ impl Signals {
 
     /// Waits for Ctrl-C; an error is no signal.
     #[cfg(not(unix))]
-    pub async fn recv(&mut self) {
+    pub(crate) async fn recv(&mut self) {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }

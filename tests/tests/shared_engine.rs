@@ -35,6 +35,15 @@ async fn interceptor(registration: &str, max_instances: usize) -> Interceptor {
         .expect("valid test registration")
 }
 
+/// A backend answering no objection after `delay`, and a registration of it with a
+/// timeout far beyond any queueing here (20 s).
+async fn slow_backend(delay: Duration) -> (FaultBackend, String) {
+    let slow = Behaviour::Delay(delay, Box::new(Behaviour::NoEffect));
+    let backend = FaultBackend::start(vec![slow]).await;
+    let reg = registration(&[Http::new("com.example.policy", backend.url()).timeout_ms(20_000)]);
+    (backend, reg)
+}
+
 /// Starts `calls` concurrent `tool.before` calls on `interceptor`, ids `evt_{tag}_{n}`.
 fn spawn_calls(set: &mut JoinSet<Settlement>, interceptor: &Interceptor, tag: &str, calls: usize) {
     for n in 0..calls {
@@ -69,9 +78,7 @@ async fn all_answered_by_the_backend(set: &mut JoinSet<Settlement>) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_interceptors_bursting_past_the_engines_slots_wait_for_them() {
     let _serial = SERIAL.lock().await;
-    let slow = Behaviour::Delay(Duration::from_millis(500), Box::new(Behaviour::NoEffect));
-    let backend = FaultBackend::start(vec![slow]).await;
-    let reg = registration(&[Http::new("com.example.policy", backend.url()).timeout_ms(20_000)]);
+    let (backend, reg) = slow_backend(Duration::from_millis(500)).await;
     // 400 instances each, 800 wanted at once from 512 slots: each within its own
     // `max_instances`, together beyond the Engine.
     let first = interceptor(&reg, 400).await;
@@ -92,9 +99,7 @@ async fn two_interceptors_bursting_past_the_engines_slots_wait_for_them() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_on_one_interceptor_leaves_instances_for_another() {
     let _serial = SERIAL.lock().await;
-    let slow = Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect));
-    let backend = FaultBackend::start(vec![slow]).await;
-    let reg = registration(&[Http::new("com.example.policy", backend.url()).timeout_ms(20_000)]);
+    let (_backend, reg) = slow_backend(Duration::from_millis(300)).await;
     let busy = interceptor(&reg, ENGINE_SLOTS).await;
     let other = interceptor(&reg, ENGINE_SLOTS).await;
     // As many calls as the Engine has slots: the busy interceptor makes every instance
@@ -111,9 +116,7 @@ async fn a_burst_on_one_interceptor_leaves_instances_for_another() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_instances_of_other_interceptors_give_up_their_slots() {
     let _serial = SERIAL.lock().await;
-    let slow = Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect));
-    let backend = FaultBackend::start(vec![slow]).await;
-    let reg = registration(&[Http::new("com.example.policy", backend.url()).timeout_ms(20_000)]);
+    let (_backend, reg) = slow_backend(Duration::from_millis(300)).await;
     // Sixteen interceptors, each keeping the 32 instances of its burst idle afterwards:
     // every slot of the Engine is held by an idle instance.
     let mut keepers = Vec::new();
