@@ -232,17 +232,42 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
-    let harness_call = matches!(cli.command, Command::Hook(_));
-    init_logging(harness_call);
-    if harness_call {
-        log_panics();
+    // Under `ahp hook HARNESS` (not `install`, which a person runs), every way out is the
+    // harness's answer: a crash or exit 1 is a failed hook, and the tool runs.
+    let harness = match &cli.command {
+        Command::Hook(args) if args.install.is_none() => args.harness,
+        _ => None,
+    };
+    init_logging(harness.is_some());
+    let Some(harness) = harness else {
+        return run(cli);
+    };
+    log_panics();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+        Ok(code) => code,
+        // The panic hook has logged the message.
+        Err(_) => hook::answer_failure(harness, "the hook process panicked"),
     }
+}
+
+/// Runs the parsed command line on a new async runtime.
+fn run(cli: Cli) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
-        Err(e) => return fail(&format!("start the async runtime: {e}")),
+        Err(e) => {
+            let detail = format!("start the async runtime: {e}");
+            return match &cli.command {
+                Command::Hook(HookArgs {
+                    install: None,
+                    harness: Some(harness),
+                    ..
+                }) => hook::answer_failure(*harness, &detail),
+                _ => fail(&detail),
+            };
+        }
     };
     runtime.block_on(async {
         match cli.command {
@@ -291,9 +316,15 @@ fn init_logging(hook: bool) {
             std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
         ),
     };
-    let mut filter = match writer {
-        Some(_) => tracing_subscriber::EnvFilter::from_env("AHP_LOG"),
-        None => tracing_subscriber::EnvFilter::new("off"),
+    let mut filter = match (writer.is_some(), hook) {
+        (false, _) => tracing_subscriber::EnvFilter::new("off"),
+        (true, false) => tracing_subscriber::EnvFilter::from_env("AHP_LOG"),
+        // Read strictly: the lenient reading prints the directives it ignores to stderr.
+        (true, true) => tracing_subscriber::EnvFilter::builder()
+            .with_default_directive(tracing_subscriber::filter::LevelFilter::ERROR.into())
+            .with_env_var("AHP_LOG")
+            .from_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
     };
     // The compiler's own trace logs (gigabytes while compiling the component) are never
     // what an operator wants from AHP_LOG; keep them at warnings.

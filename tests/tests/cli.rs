@@ -368,4 +368,16 @@ fn hook_logs_go_to_the_log_file_never_to_stderr() {
             assert_eq!(mode & 0o777, 0o600, "{mode:o}");
         }
     }
+    // A filter that does not parse: errors only, and the directive it ignored is said
+    // nowhere (tracing-subscriber's lenient reading prints it to stderr).
+    let mut command = Command::new(ahp_binary());
+    command
+        .args(args)
+        .env("AHP_LOG", "ahp_host=loud")
+        .env("AHP_LOG_FILE", path(&log))
+        .env_remove("AHP_CLI_TEST_UNSET")
+        .stdin(Stdio::null());
+    let run = Run::of(command.output().expect("run ahp hook"));
+    run.assert_exit(2, "a malformed AHP_LOG");
+    assert_eq!(run.stderr, reason, "a malformed AHP_LOG");
 }

@@ -9,11 +9,11 @@
 //! is answered as a denial in the harness's format, with a generic reason. The details go
 //! to the log, never to stderr, which a harness shows the model on exit 2: stderr holds
 //! the answer's own lines alone, and the log is the file `AHP_LOG_FILE` names (see
-//! `cli`), else nowhere; a panic's message too. So is SIGINT, SIGTERM or SIGHUP, caught
-//! from the start: the call is interrupted (`decidedBy: "interrupted"` in the audit), its
-//! stdio backends are killed and reaped, and the process answers before it exits. At an
-//! event that is only observed nothing is decided, so a failure there is logged and
-//! answered as no objection.
+//! `cli`), else nowhere; a panic's message too. SIGINT, SIGTERM or SIGHUP, caught from
+//! the start of [`run`] (before stdin is read), interrupts the call (`decidedBy:
+//! "interrupted"` in the audit): its stdio backends are killed and reaped, and the process
+//! answers with the same denial before it exits. At an event that is only observed
+//! nothing is decided, so a failure there is logged and answered as no objection.
 //!
 //! Each harness module says three things as data and small functions: which native events
 //! map to which AHP events and which effects the harness enforces at each
@@ -566,6 +566,17 @@ impl Answer {
         }
         i32::from(answer.exit)
     }
+}
+
+/// The answer of a process that failed around the call, before any payload was read or
+/// after [`run`] could not answer (the async runtime did not start, a panic outside the
+/// call's task): `harness`'s block for an unknown event, the detail in the log. Never a
+/// crash exit, which a harness reads as a failed hook and runs the tool.
+pub fn answer_failure(harness: Harness, detail: &str) -> ExitCode {
+    let verdict = Verdict::after_failure(None);
+    let answer = formatted(harness, None, &verdict);
+    let code = answer.write(unwritten(None, &verdict), Some(detail.to_string()));
+    ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 
 /// One `ahp hook HARNESS` invocation.
