@@ -684,7 +684,8 @@ fn budget_ms(text: &str) -> Result<u64, String> {
 /// or the session that started the process went away). Each is caught from
 /// [`Signals::listen`] on: one that arrives before [`Signals::recv`] is waited on is kept
 /// for it, and does not end the process — which a harness would read as a crashed hook,
-/// and fail open. One way for every command that watches for them.
+/// and fail open. One way for every command that watches for them. (Elsewhere than
+/// unix: Ctrl-C alone, caught from when it is first awaited.)
 pub(crate) struct Signals {
     #[cfg(unix)]
     streams: Vec<tokio::signal::unix::Signal>,
@@ -725,7 +726,7 @@ impl Signals {
             let caught = self
                 .streams
                 .iter_mut()
-                .any(|stream| stream.poll_recv(cx).is_ready());
+                .any(|stream| stream.poll_recv(cx) == std::task::Poll::Ready(Some(())));
             match caught {
                 true => std::task::Poll::Ready(()),
                 false => std::task::Poll::Pending,

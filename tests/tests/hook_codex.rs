@@ -161,3 +161,70 @@ async fn sighup_is_answered_with_a_denial() {
     let record: serde_json::Value = serde_json::from_str(record.trim()).expect("one record");
     assert_eq!(record["decidedBy"], "interrupted", "{record}");
 }
+
+/// A signal while the payload is still being read (the harness has not closed stdin) is
+/// answered too: the signals are caught from the start of the hook call, so the process
+/// answers the block for an event it does not know yet (exit 2, the generic reason),
+/// never dies by the signal, which Codex would read as a crashed hook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_before_the_payload_is_read_is_answered_with_a_block() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_registration(
+        dir.path(),
+        "http://127.0.0.1:9/hooks",
+        "fail-open",
+        false,
+    );
+    let mut command = ahp_tests::hook::hook_command("codex", &registration, &[]);
+    let mut hook = command.spawn().expect("start ahp hook");
+    // Held open and never written: the hook waits in its read of stdin.
+    let _stdin = hook.stdin.take().expect("stdin is piped");
+    let pid = hook.id().expect("running");
+    let reading = async {
+        while !reads_stdin(pid) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), reading)
+        .await
+        .expect("ahp hook reads its stdin");
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+    let output = tokio::time::timeout(std::time::Duration::from_secs(10), hook.wait_with_output())
+        .await
+        .expect("ahp hook answers after SIGTERM")
+        .expect("ahp hook finishes");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.signal(),
+        None,
+        "handled, not killed: {stderr}"
+    );
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty(), "{output:?}");
+    assert_eq!(stderr, format!("{}\n", ahp_tests::hook::FAILED_REASON));
+}
+
+/// Whether a thread of process `pid` is blocked in `read(0, …)`: the first two fields of
+/// `/proc/PID/task/TID/syscall` are the system call's number (0 is `read` on x86-64 and
+/// `read` is 63 on aarch64) and its first argument, the descriptor.
+fn reads_stdin(pid: u32) -> bool {
+    let read = if cfg!(target_arch = "aarch64") {
+        "63"
+    } else {
+        "0"
+    };
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        std::fs::read_to_string(task.path().join("syscall")).is_ok_and(|line| {
+            let mut fields = line.split_whitespace();
+            fields.next() == Some(read) && fields.next() == Some("0x0")
+        })
+    })
+}
