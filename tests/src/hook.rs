@@ -232,6 +232,13 @@ pub async fn run_unreachable(harness: &str, args: &[&str], payload: &Value) -> R
     run_hook(harness, &registration, args, payload.to_string().as_bytes()).await
 }
 
+/// A [`write_registration`] whose backend is down (nothing listens on port 9), under
+/// fail-open: a call that reached the interceptor would be no objection, so a block
+/// comes from the adapter itself.
+pub fn write_unreachable(dir: &Path) -> PathBuf {
+    write_registration(dir, "http://127.0.0.1:9/hooks", "fail-open", false)
+}
+
 /// A registration file in `dir`: one interceptor on tool.before at `backend`, with
 /// `policy` and a 300 ms timeout, plus an observer of every other event at the same URL.
 /// With `include_native` the interceptor selects `body` for every category too: native

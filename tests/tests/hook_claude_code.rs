@@ -173,12 +173,7 @@ async fn a_registration_past_the_bound_is_refused_naming_it() {
 async fn a_payload_past_the_bound_is_refused_as_too_large() {
     use tokio::io::AsyncWriteExt as _;
     let dir = tempfile::tempdir().expect("a temp dir");
-    let registration = ahp_tests::hook::write_registration(
-        dir.path(),
-        "http://127.0.0.1:9/hooks",
-        "fail-open",
-        false,
-    );
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
     let mut command = ahp_tests::hook::hook_command("claude-code", &registration, &[]);
     let mut child = command.spawn().expect("start ahp hook");
     let mut stdin = child.stdin.take().expect("stdin is piped");
@@ -208,12 +203,7 @@ async fn a_payload_past_the_bound_is_refused_as_too_large() {
 /// operator's log file; returns the run and the log (empty if none was written).
 async fn run_logged(stdin: &[u8]) -> (Ran, String) {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let registration = ahp_tests::hook::write_registration(
-        dir.path(),
-        "http://127.0.0.1:9/hooks",
-        "fail-open",
-        false,
-    );
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
     let log = dir.path().join("ahp.log");
     let mut command = ahp_tests::hook::hook_command("claude-code", &registration, &[]);
     command.env("AHP_LOG_FILE", &log);

@@ -170,12 +170,7 @@ async fn sighup_is_answered_with_a_denial() {
 async fn a_signal_before_the_payload_is_read_is_answered_with_a_block() {
     use std::os::unix::process::ExitStatusExt as _;
     let dir = tempfile::tempdir().expect("a temp dir");
-    let registration = ahp_tests::hook::write_registration(
-        dir.path(),
-        "http://127.0.0.1:9/hooks",
-        "fail-open",
-        false,
-    );
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
     let mut command = ahp_tests::hook::hook_command("codex", &registration, &[]);
     let mut hook = command.spawn().expect("start ahp hook");
     // Held open and never written: the hook waits in its read of stdin.

@@ -4,7 +4,7 @@
 
 use ahp_tests::hook::{
     assert_json, assert_silent_no_objection, hook_command, run_command, run_unreachable,
-    write_registration, Contract, Ran, FAILED_REASON, MODIFIED_REASON,
+    write_unreachable, Contract, Ran, FAILED_REASON, MODIFIED_REASON,
 };
 use serde_json::{json, Value};
 use std::path::Path;
@@ -122,8 +122,7 @@ async fn a_trapping_component_shows_the_model_only_the_reason() {
 /// The pre-tool payload with the component pulled from a closed port, `AHP_LOG` as given.
 async fn run_with_closed_registry(log: Option<&str>) -> Ran {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let registration =
-        write_registration(dir.path(), "http://127.0.0.1:9/hooks", "fail-open", false);
+    let registration = write_unreachable(dir.path());
     run_failing(&registration, "oci://127.0.0.1:9/ahp/interceptor:0.1", log).await
 }
 
