@@ -651,7 +651,7 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
     if duration.is_some_and(|d| !matches!(d, Node::Number(ms) if ms.as_f64() >= Some(0.0))) {
         problems.add("/durationMs", "must be a non-negative number");
     }
-    if check_execution(event, "", outcome, problems) == Some("skipped") {
+    if check_execution(event, "", outcome, problems) {
         for field in ["durationMs", "fileChanges"] {
             if event.contains_key(field) {
                 problems.add(format!("/{field}"), "must not appear on a skipped call");
@@ -674,22 +674,23 @@ fn check_outcome<'a>(parent: &'a Object, at: &str, problems: &mut Problems) -> O
 }
 
 /// `parent.execution` (at `at`, `$defs/execution`): executed, or skipped for one of
-/// [`SKIP_REASONS`]; skipped by policy when `outcome` is denied. Returns its status
-/// when it is one of the two.
+/// [`SKIP_REASONS`]; skipped by policy when `outcome` is denied. Says whether the call
+/// was skipped.
 fn check_execution(
     parent: &Object,
     at: &str,
     outcome: Option<&str>,
     problems: &mut Problems,
-) -> Option<&'static str> {
-    let execution = required_object(parent, at, "execution", problems)?;
+) -> bool {
+    let Some(execution) = required_object(parent, at, "execution", problems) else {
+        return false;
+    };
     let at = format!("{at}/execution");
     match required_string(execution, &at, "status", problems) {
         Some("executed") if outcome == Some("denied") => problems.add(
             format!("{at}/status"),
             "must be \"skipped\" when outcome is \"denied\"",
         ),
-        Some("executed") => return Some("executed"),
         Some("skipped") => {
             let reason = required_string(execution, &at, "reason", problems);
             if reason.is_some_and(|r| !SKIP_REASONS.contains(&r)) {
@@ -704,15 +705,16 @@ fn check_execution(
                     "must be \"policy\" when outcome is \"denied\"",
                 );
             }
-            return Some("skipped");
+            return true;
         }
+        Some("executed") => {}
         Some(_) => problems.add(
             format!("{at}/status"),
             "must be \"executed\" or \"skipped\"",
         ),
         None => {}
     }
-    None
+    false
 }
 
 /// The members of one of tool.batch.after's `calls` (execution-event.schema.json@62fc780,

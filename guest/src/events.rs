@@ -81,8 +81,9 @@ use Shape::{Absent, Array, Bool, Count, Object, Ordinal, ResolvedCalls, Text, To
 /// **Required members.** tool.before and tool.after follow their carried schemas.
 /// session.start follows the digest (§14). The other sixteen follow the `required`
 /// lists of the upstream catalogue schemas, which this project does not carry
-/// (`tests/upstream/MANIFEST.tsv` lists what it does): `execution-event.schema.json@62fc780` (turn.*, model.*,
-/// tool.permission.request, tool.batch.after, context.compact.*),
+/// (`tests/upstream/MANIFEST.tsv` lists what it does):
+/// `execution-event.schema.json@62fc780` (turn.*, model.*, tool.permission.request,
+/// tool.batch.after, context.compact.*),
 /// `interaction-event.schema.json@2b5da58` (config.change.before, user.*) and
 /// `task-workspace-event.schema.json@8f91ac4` (task.change.before,
 /// workspace.change.before). The carried fixtures agree where they show one
@@ -130,9 +131,9 @@ pub const TABLE: &[Rules] = &[
             ("/permissionMode", Text),
             ("/manifest", Object),
             ("/items", Array),
-            // Upstream session-start.schema.json (not carried): `not` any
-            // of tool, outcome; the carried `observe-session-start-tool.invalid.json`
-            // shows the first.
+            // Upstream session-start.schema.json (not carried): `not` any of tool,
+            // outcome; the carried `observe-session-start-tool.invalid.json` shows the
+            // first.
             ("/tool", Absent),
             ("/outcome", Absent),
         ]),
@@ -447,7 +448,8 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             ("/call/id", Text),
             ("/tool", Tool),
             ("/path", Text),
-            // One canonical message, checked as such by its content slot ([`content`]).
+            // One canonical message: an object here, then checked as a message by its
+            // content slot ([`content`]).
             ("/partialOutput", Object),
             ("/backgrounded", Bool),
             ("/outcome", Absent),

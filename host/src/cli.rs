@@ -240,18 +240,19 @@ pub fn main() -> ExitCode {
     };
     init_logging(harness.is_some());
     let Some(harness) = harness else {
-        return run(cli);
+        return run(cli, None);
     };
     log_panics();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli, Some(harness)))) {
         Ok(code) => code,
         // The panic hook has logged the message.
         Err(_) => hook::answer_failure(harness, "the hook process panicked"),
     }
 }
 
-/// Runs the parsed command line on a new async runtime.
-fn run(cli: Cli) -> ExitCode {
+/// Runs the parsed command line on a new async runtime; `harness`, the harness of
+/// `ahp hook HARNESS`, answers a runtime that cannot start.
+fn run(cli: Cli, harness: Option<hook::Harness>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -259,13 +260,9 @@ fn run(cli: Cli) -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => {
             let detail = format!("start the async runtime: {e}");
-            return match &cli.command {
-                Command::Hook(HookArgs {
-                    install: None,
-                    harness: Some(harness),
-                    ..
-                }) => hook::answer_failure(*harness, &detail),
-                _ => fail(&detail),
+            return match harness {
+                Some(harness) => hook::answer_failure(harness, &detail),
+                None => fail(&detail),
             };
         }
     };
@@ -305,26 +302,31 @@ fn run(cli: Cli) -> ExitCode {
 /// else nowhere, an engine error's backtrace included.
 fn init_logging(hook: bool) {
     use tracing_subscriber::fmt::writer::BoxMakeWriter;
-    let (writer, ansi) = match hook {
-        true => match hook_log_file() {
-            Some(file) => (Some(BoxMakeWriter::new(std::sync::Arc::new(file))), false),
-            None => (None, false),
-        },
-        // Colour codes only for a person at a terminal, never in a file or a pipe.
-        false => (
-            Some(BoxMakeWriter::new(std::io::stderr)),
+    use tracing_subscriber::EnvFilter;
+    let (writer, mut filter, ansi) = if !hook {
+        (
+            BoxMakeWriter::new(std::io::stderr),
+            EnvFilter::from_env("AHP_LOG"),
+            // Colour codes only for a person at a terminal, never in a file or a pipe.
             std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
-        ),
-    };
-    let mut filter = match (writer.is_some(), hook) {
-        (false, _) => tracing_subscriber::EnvFilter::new("off"),
-        (true, false) => tracing_subscriber::EnvFilter::from_env("AHP_LOG"),
-        // Read strictly: the lenient reading prints the directives it ignores to stderr.
-        (true, true) => tracing_subscriber::EnvFilter::builder()
-            .with_default_directive(tracing_subscriber::filter::LevelFilter::ERROR.into())
-            .with_env_var("AHP_LOG")
-            .from_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+        )
+    } else if let Some(file) = hook_log_file() {
+        (
+            BoxMakeWriter::new(std::sync::Arc::new(file)),
+            // Read strictly: the lenient reading prints the directives it ignores to stderr.
+            EnvFilter::builder()
+                .with_default_directive(tracing_subscriber::filter::LevelFilter::ERROR.into())
+                .with_env_var("AHP_LOG")
+                .from_env()
+                .unwrap_or_else(|_| EnvFilter::new("error")),
+            false,
+        )
+    } else {
+        (
+            BoxMakeWriter::new(std::io::sink),
+            EnvFilter::new("off"),
+            false,
+        )
     };
     // The compiler's own trace logs (gigabytes while compiling the component) are never
     // what an operator wants from AHP_LOG; keep them at warnings.
@@ -340,7 +342,7 @@ fn init_logging(hook: bool) {
     }
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(writer.unwrap_or_else(|| BoxMakeWriter::new(std::io::sink)))
+        .with_writer(writer)
         .with_ansi(ansi)
         // A log line that cannot be written (stderr closed or full, a full disk) is lost,
         // never a panic that would change a hook's exit code.

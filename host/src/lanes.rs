@@ -41,7 +41,6 @@ pub(crate) struct Lanes {
 }
 
 /// What ends a call's wait for a permit.
-#[derive(Clone, Copy)]
 pub(crate) struct Wait<'a> {
     /// Until when the call waits in the main lane; `None`: it goes to either lane at once.
     pub first_deadline: Option<Instant>,
@@ -81,20 +80,23 @@ impl Lanes {
     }
 
     /// A free main-lane permit, if there is one and nobody waits before this call.
-    pub fn try_main(&self) -> Option<OwnedSemaphorePermit> {
-        self.main.clone().try_acquire_owned().ok()
+    pub fn try_main(&self) -> Option<Admitted> {
+        let permit = self.main.clone().try_acquire_owned().ok()?;
+        Some(Admitted {
+            permit,
+            settling: false,
+        })
     }
 
     /// A permit: a free one of the main lane at once, else the first in the main lane's
-    /// queue until `wait`'s first deadline passes (or it is interrupted), then the first
-    /// of either lane, the settle lane first.
-    pub async fn admit(&self, wait: &Wait<'_>) -> Result<Admitted, Unserved> {
-        if let Some(permit) = self.try_main() {
-            return Ok(Admitted {
-                permit,
-                settling: false,
-            });
+    /// queue until the first deadline passes (or it is interrupted), then the first of
+    /// either lane, the settle lane first. `wait` says until when, asked only for a call
+    /// that has to wait (a pool's first deadline reads the event).
+    pub async fn admit<'w>(&self, wait: impl FnOnce() -> Wait<'w>) -> Result<Admitted, Unserved> {
+        if let Some(admitted) = self.try_main() {
+            return Ok(admitted);
         }
+        let wait = wait();
         if let Some(until) = wait.first_deadline {
             tokio::select! {
                 acquired = self.main.clone().acquire_owned() => {

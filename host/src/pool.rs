@@ -187,14 +187,10 @@ impl Pool {
             interrupt,
             closing: &self.closing,
         };
-        let admitted = match self.lanes.try_main() {
-            Some(permit) => Admitted {
-                permit,
-                settling: false,
-            },
-            None => self.lanes.admit(&wait()).await?,
-        };
-        let (_permit, mut settling) = (admitted.permit, admitted.settling);
+        let Admitted {
+            permit: _permit,
+            mut settling,
+        } = self.lanes.admit(wait).await?;
         let idle = self
             .idle
             .lock()
@@ -203,9 +199,10 @@ impl Pool {
         // A new instance needs one of the Engine's slots, where the runtime tracks them.
         let slot = match (&idle, self.runtime.slots()) {
             (None, Some(slots)) => {
-                let wait = if settling { wait().settling() } else { wait() };
-                let slot = slots.admit(&wait).await?;
-                settling |= slot.settling;
+                let slot = slots
+                    .admit(|| if settling { wait().settling() } else { wait() })
+                    .await?;
+                settling |= slot.0.settling;
                 Some(slot)
             }
             _ => None,
@@ -301,7 +298,7 @@ impl Pool {
     /// waiting call or came by the settle path (see `slots`): the instance is then
     /// dropped, which gives its slot back to the Engine.
     fn put(&self, ready: Ready) {
-        let keepable = ready.slot.as_ref().is_none_or(|slot| !slot.settling);
+        let keepable = ready.slot.as_ref().is_none_or(|slot| !slot.0.settling);
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         // Read under the lock: a call that starts waiting for a slot after this finds the
         // instance on the list (`Slots::admit` evicts after counting itself).

@@ -21,11 +21,10 @@
 //! instances hold main-lane slots only, and evicting one serves any waiter.
 
 use crate::interrupt::Interrupt;
-use crate::lanes::{Lanes, Unserved, Wait};
+use crate::lanes::{Admitted, Lanes, Unserved, Wait};
 use crate::pool::Idle;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use tokio::sync::OwnedSemaphorePermit;
 
 /// The instance slots of one Engine.
 pub(crate) struct Slots {
@@ -37,12 +36,9 @@ pub(crate) struct Slots {
 }
 
 /// One slot of the Engine, held by one live instance; given back when dropped, so it must
-/// be dropped after the instance's store (whose drop frees the allocator's slot).
-pub(crate) struct Slot {
-    _permit: OwnedSemaphorePermit,
-    /// It came by the settle path (see `lanes`): its instance is not kept idle.
-    pub settling: bool,
-}
+/// be dropped after the instance's store (whose drop frees the allocator's slot). A slot
+/// that came by the settle path (`lanes`) is not kept idle.
+pub(crate) struct Slot(pub Admitted);
 
 impl Slots {
     /// The slots of an Engine whose pooling allocator has `capacity` component instances.
@@ -68,31 +64,20 @@ impl Slots {
     }
 
     /// A slot for a new instance of a call waiting as `wait` says (see the module).
-    pub async fn admit(&self, wait: &Wait<'_>) -> Result<Slot, Unserved> {
-        let free = || {
-            let permit = self.lanes.try_main()?;
-            Some(Slot {
-                _permit: permit,
-                settling: false,
-            })
-        };
-        if let Some(slot) = free() {
-            return Ok(slot);
+    pub async fn admit<'w>(&self, wait: impl FnOnce() -> Wait<'w>) -> Result<Slot, Unserved> {
+        if let Some(admitted) = self.lanes.try_main() {
+            return Ok(Slot(admitted));
         }
         // Counted before evicting: an instance returned after this is dropped, not kept,
         // and one returned before is on an idle list for `evict_one` to find.
         self.waiting.fetch_add(1, Ordering::SeqCst);
         let _waiting = Waiting(&self.waiting);
         while self.evict_one() {
-            if let Some(slot) = free() {
-                return Ok(slot);
+            if let Some(admitted) = self.lanes.try_main() {
+                return Ok(Slot(admitted));
             }
         }
-        let admitted = self.lanes.admit(wait).await?;
-        Ok(Slot {
-            _permit: admitted.permit,
-            settling: admitted.settling,
-        })
+        self.lanes.admit(wait).await.map(Slot)
     }
 
     /// A slot for an instance outside any call (an interceptor's set-up probe). It frees
@@ -102,13 +87,13 @@ impl Slots {
     /// future ends the wait.
     pub async fn for_setup(&self) -> wasmtime::Result<Slot> {
         let never = Interrupt::new();
-        let wait = Wait {
+        let wait = || Wait {
             first_deadline: None,
             budget: None,
             interrupt: &never,
             closing: &never,
         };
-        self.admit(&wait)
+        self.admit(wait)
             .await
             .map_err(|unserved| wasmtime::format_err!("no instance slot: {unserved:?}"))
     }

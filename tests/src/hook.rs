@@ -130,6 +130,16 @@ pub fn assert_silent_no_objection(ran: &Ran) {
 }
 
 impl Ran {
+    /// What `command`, an `ahp hook` run, printed and exited with, and its log.
+    pub fn of(output: &std::process::Output, command: &tokio::process::Command) -> Ran {
+        Ran {
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            code: output.status.code().expect("exited, not killed"),
+            log: log_of(command),
+        }
+    }
+
     /// stdout as one JSON value.
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout)
@@ -214,12 +224,34 @@ pub async fn run_command(mut command: tokio::process::Command, stdin: &[u8], clo
     let held = (!close).then_some(input);
     let output = child.wait_with_output().await.expect("ahp hook finishes");
     drop(held);
-    Ran {
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        code: output.status.code().expect("exited, not killed"),
-        log: log_of(&command),
-    }
+    Ran::of(&output, &command)
+}
+
+/// Sends `signal` (`TERM`, `HUP`, …) to a running `ahp hook` and waits (10 s at most) for
+/// its answer, which it must give itself: killed by the signal, it would be a crashed
+/// hook to the harness, which runs the tool.
+pub async fn answer_after_signal(
+    hook: tokio::process::Child,
+    signal: &str,
+) -> std::process::Output {
+    use std::os::unix::process::ExitStatusExt as _;
+    let pid = hook.id().expect("running").to_string();
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+    let output = tokio::time::timeout(std::time::Duration::from_secs(10), hook.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("ahp hook answers after SIG{signal}"))
+        .expect("ahp hook finishes");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.signal(),
+        None,
+        "handled, not killed: {stderr}"
+    );
+    output
 }
 
 /// Runs `ahp hook HARNESS ARGS` with `payload` against a registration whose interceptor
@@ -227,8 +259,7 @@ pub async fn run_command(mut command: tokio::process::Command, stdin: &[u8], clo
 /// no objection, one that does not is denied.
 pub async fn run_unreachable(harness: &str, args: &[&str], payload: &Value) -> Ran {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let registration =
-        write_registration(dir.path(), "http://127.0.0.1:9/hooks", "fail-open", false);
+    let registration = write_unreachable(dir.path());
     run_hook(harness, &registration, args, payload.to_string().as_bytes()).await
 }
 

@@ -280,6 +280,22 @@ pub fn assert_settled_by(elapsed: Duration, deadline: Duration, case: &str) {
     );
 }
 
+/// The call's first deadline ran out while it waited for a component instance: its one
+/// interceptor failed as `deadline-exceeded` in phase `queue`, settled by `policy` (see
+/// [`assert_failed`]), and nothing was sent.
+pub fn assert_settled_in_queue(settled: &Settlement, policy: &str, case: &str) {
+    let failure = assert_failed(settled, policy, "deadline-exceeded", case);
+    assert_eq!(
+        failure,
+        json!({"class": "deadline-exceeded", "phase": "queue"}),
+        "{case}"
+    );
+    let record = record_json(settled);
+    let entry = only_interceptor(&record);
+    assert_eq!(entry["attempts"], json!([]), "nothing was sent: {record}");
+    assert!(entry.get("requestSha256").is_none(), "{record}");
+}
+
 /// Nothing reached `backend`, not even a connection, after waiting 200 ms for a wrongly
 /// sent request to arrive.
 pub async fn assert_nothing_sent(backend: &FaultBackend) {
@@ -344,8 +360,8 @@ pub fn runaway_component() -> Vec<u8> {
 }
 
 /// The variable the runaway component's cross-credential mode reads `com.example.a`'s
-/// bearer token from (`CROSS_TOKEN_ENV` in `tests/runaway-guest`).
-pub const CROSS_TOKEN_ENV: &str = "AHP_TEST_CROSS_TOKEN";
+/// bearer token from.
+pub use ahp_runaway_guest::CROSS_TOKEN_ENV;
 
 /// `com.example.a`'s token in the cross-credential mode: looks like a secret, and must
 /// reach no other backend and no audit record.
@@ -380,18 +396,8 @@ impl CrossCredential {
     /// token, and `a` was never called without it), and the component heard
     /// `not-permitted` for each of the three deliveries, not a trap or another error.
     pub async fn assert_every_delivery_refused(&self) {
-        for (id, backend) in [("com.example.a", &self.a), ("com.example.b", &self.b)] {
-            let sent: Vec<usize> = backend
-                .requests()
-                .iter()
-                .map(|r| r.header_values("authorization").len())
-                .collect();
-            assert!(
-                sent.is_empty(),
-                "{id} got requests, with this many Authorization headers each: {sent:?}"
-            );
-            assert_eq!(backend.connections(), 0, "{id}: not even a connection");
-        }
+        assert_nothing_sent(&self.a).await;
+        assert_nothing_sent(&self.b).await;
         assert!(
             self.report
                 .wait_for_requests(1, Duration::from_secs(5))

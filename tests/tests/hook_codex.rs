@@ -105,7 +105,6 @@ async fn past_the_budget_at_a_stop_lets_the_agent_stop() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_is_answered_with_a_denial() {
     use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-    use std::os::unix::process::ExitStatusExt as _;
     use tokio::io::AsyncWriteExt as _;
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
     let dir = tempfile::tempdir().expect("a temp dir");
@@ -126,31 +125,14 @@ async fn sighup_is_answered_with_a_denial() {
     let payload = payload.to_string();
     stdin.write_all(payload.as_bytes()).await.expect("write");
     drop(stdin);
-    let asked = async {
-        while backend.requests().is_empty() {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(30), asked)
-        .await
-        .expect("the request reached the backend");
-    let pid = hook.id().expect("running").to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-HUP", &pid])
-        .status()
-        .expect("run kill");
-    assert!(sent.success());
-    let output = tokio::time::timeout(std::time::Duration::from_secs(10), hook.wait_with_output())
-        .await
-        .expect("ahp hook answers after SIGHUP")
-        .expect("ahp hook finishes");
-    let ran = Ran {
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        code: output.status.code().unwrap_or(-1),
-        log: ahp_tests::hook::log_of(&command),
-    };
-    assert_eq!(output.status.signal(), None, "handled, not killed: {ran:?}");
+    assert!(
+        backend
+            .wait_for_requests(1, std::time::Duration::from_secs(30))
+            .await,
+        "the request reached the backend"
+    );
+    let output = ahp_tests::hook::answer_after_signal(hook, "HUP").await;
+    let ran = Ran::of(&output, &command);
     let answer = ran.json();
     assert_eq!(ran.code, 0, "{ran:?}");
     assert_eq!(
@@ -168,7 +150,6 @@ async fn sighup_is_answered_with_a_denial() {
 /// never dies by the signal, which Codex would read as a crashed hook.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_before_the_payload_is_read_is_answered_with_a_block() {
-    use std::os::unix::process::ExitStatusExt as _;
     let dir = tempfile::tempdir().expect("a temp dir");
     let registration = ahp_tests::hook::write_unreachable(dir.path());
     let mut command = ahp_tests::hook::hook_command("codex", &registration, &[]);
@@ -184,21 +165,8 @@ async fn a_signal_before_the_payload_is_read_is_answered_with_a_block() {
     tokio::time::timeout(std::time::Duration::from_secs(30), reading)
         .await
         .expect("ahp hook reads its stdin");
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(sent.success());
-    let output = tokio::time::timeout(std::time::Duration::from_secs(10), hook.wait_with_output())
-        .await
-        .expect("ahp hook answers after SIGTERM")
-        .expect("ahp hook finishes");
+    let output = ahp_tests::hook::answer_after_signal(hook, "TERM").await;
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.signal(),
-        None,
-        "handled, not killed: {stderr}"
-    );
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(output.stdout.is_empty(), "{output:?}");
     assert_eq!(stderr, format!("{}\n", ahp_tests::hook::FAILED_REASON));

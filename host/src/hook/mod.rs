@@ -573,10 +573,19 @@ impl Answer {
 /// call's task): `harness`'s block for an unknown event, the detail in the log. Never a
 /// crash exit, which a harness reads as a failed hook and runs the tool.
 pub fn answer_failure(harness: Harness, detail: &str) -> ExitCode {
-    let verdict = Verdict::after_failure(None);
-    let answer = formatted(harness, None, &verdict);
-    let code = answer.write(unwritten(None, &verdict), Some(detail.to_string()));
+    let code = answer(harness, None, Err(detail.to_string()));
     ExitCode::from(u8::try_from(code).unwrap_or(2))
+}
+
+/// Writes `harness`'s answer to the call's `outcome` at the event `spec` (`None`: not
+/// known), a failure as [`Verdict::after_failure`] there; returns the exit code.
+fn answer(harness: Harness, spec: Option<&EventSpec>, outcome: Result<Verdict, String>) -> i32 {
+    let (verdict, detail) = match outcome {
+        Ok(verdict) => (verdict, None),
+        Err(detail) => (Verdict::after_failure(spec), Some(detail)),
+    };
+    let answer = formatted(harness, spec, &verdict);
+    answer.write(unwritten(spec, &verdict), detail)
 }
 
 /// One `ahp hook HARNESS` invocation.
@@ -613,15 +622,9 @@ pub async fn run(request: Request) -> ExitCode {
     let outcome = tokio::spawn(settle(request, deadline, signals, Arc::clone(&mapped)))
         .await
         .unwrap_or_else(|join| Err(format!("the hook call failed: {join}")));
-    let spec = mapped.get().copied();
-    let (verdict, detail) = match outcome {
-        Ok(verdict) => (verdict, None),
-        Err(detail) => (Verdict::after_failure(spec), Some(detail)),
-    };
-    let answer = formatted(harness, spec, &verdict);
     // Exit at once: a harness that never closes stdin leaves the blocking read behind,
     // and the runtime would wait for it forever on the way out.
-    std::process::exit(answer.write(unwritten(spec, &verdict), detail))
+    std::process::exit(answer(harness, mapped.get().copied(), outcome))
 }
 
 /// Reads the payload and decides, bounded by `deadline` and its watchdog's grace; the
