@@ -444,20 +444,59 @@ fn check_lineage(event: &Object, problems: &mut Problems) {
     }
 }
 
-/// `parent.call` (at `at`): `{id, synthesized?}` and nothing else (tool-before/after
-/// schemas, and each of tool.batch.after's `calls`).
+/// `parent.call` (at `at`): `{id, synthesized?}` and nothing else, and the batch the
+/// call belongs to, `parent.batch`, where there is one ([`check_batch`]). Every schema
+/// with a call gives it both: tool-before/after schemas, and in
+/// execution-event.schema.json@62fc780 tool.permission.request,
+/// tool.permission.resolved, tool.progress and each of tool.batch.after's `calls`.
 fn check_call(parent: &Object, at: &str, problems: &mut Problems) {
-    let Some(call) = required_object(parent, at, "call", problems) else {
+    if let Some(call) = required_object(parent, at, "call", problems) {
+        // The event's own call (every tool call) needs no formatting.
+        let at = match at {
+            "" => Cow::Borrowed("/call"),
+            _ => Cow::Owned(format!("{at}/call")),
+        };
+        required_string(call, &at, "id", problems);
+        optional_bool(call, &at, "synthesized", problems);
+        closed(call, &at, &["id", "synthesized"], "call", problems);
+    }
+    if parent.contains_key("batch") {
+        check_batch(parent, at, problems);
+    }
+}
+
+/// `parent.batch` (at `at`; execution-event.schema.json@62fc780 `$defs/batch`, closed):
+/// `{id, callIds, synthesized?}`, `callIds` naming at least one call, each once
+/// (`minItems` 1, `uniqueItems`), by a non-empty string.
+fn check_batch(parent: &Object, at: &str, problems: &mut Problems) {
+    let Some(batch) = required_object(parent, at, "batch", problems) else {
         return;
     };
-    // The event's own call (every tool call) needs no formatting.
-    let at = match at {
-        "" => Cow::Borrowed("/call"),
-        _ => Cow::Owned(format!("{at}/call")),
-    };
-    required_string(call, &at, "id", problems);
-    optional_bool(call, &at, "synthesized", problems);
-    closed(call, &at, &["id", "synthesized"], "call", problems);
+    let at = format!("{at}/batch");
+    required_string(batch, &at, "id", problems);
+    let ids_at = format!("{at}/callIds");
+    match batch.get("callIds") {
+        Some(Node::Array(ids)) if ids.is_empty() => {
+            problems.add(ids_at, "must name at least one call")
+        }
+        Some(Node::Array(ids)) => {
+            for (i, id) in ids.iter().enumerate() {
+                let rule = match id.as_str().filter(|id| !id.is_empty()) {
+                    None => "must be a non-empty string",
+                    Some(id) if ids[..i].iter().any(|seen| seen.as_str() == Some(id)) => {
+                        "is listed twice"
+                    }
+                    Some(_) => continue,
+                };
+                problems.add(format!("{ids_at}/{i}"), rule);
+            }
+        }
+        Some(_) => problems.add(ids_at, "must be an array of call ids"),
+        None => problems.add(ids_at, "is required"),
+    }
+    optional_bool(batch, &at, "synthesized", problems);
+    let known = ["id", "callIds", "synthesized"];
+    closed(batch, &at, &known, "batch", problems);
 }
 
 /// The `tool.before` payload (tool-before.schema.json, AHP-TB-001).
@@ -509,7 +548,9 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
         }
         let rule = match shape {
             Shape::Object | Shape::Tool if !value.is_object() => "must be an object",
-            Shape::Array | Shape::ResolvedCalls if !value.is_array() => "must be an array",
+            Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles if !value.is_array() => {
+                "must be an array"
+            }
             Shape::Text if value.as_str().is_none_or(|t| t.is_empty()) => {
                 "must be a non-empty string"
             }
@@ -534,6 +575,19 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
                 }
                 continue;
             }
+            Shape::ChangedFiles => {
+                if let Some(changes) = value.as_array() {
+                    check_changed_files(changes, pointer, problems);
+                }
+                continue;
+            }
+            // The rows name the event's own call, whose parent is the event.
+            Shape::Call => {
+                check_call(event, "", problems);
+                continue;
+            }
+            // A message's shape is its content slot's to name ([`check_content`]).
+            Shape::Message => continue,
             _ => continue,
         };
         problems.add(pointer, rule);
@@ -723,9 +777,9 @@ const RESOLVED_CALL: &[&str] = &["call", "tool", "path", "batch", "outcome", "ex
 
 /// tool.batch.after's `calls` (at `at`; execution-event.schema.json@62fc780, `minItems`
 /// 1): each a resolved call `{call, tool, path, batch?, outcome, execution}` and nothing
-/// else, its call, tool (`$defs/tool`, which has no `output`), outcome and execution
-/// checked as tool.after's own. A member the schema does not name could carry content
-/// no check reaches, as in a tool.
+/// else, its call and batch, tool (`$defs/tool`, which has no `output`), outcome and
+/// execution checked as tool.after's own. A member the schema does not name could carry
+/// content no check reaches, as in a tool.
 fn check_resolved_calls(calls: &[Node], at: &str, problems: &mut Problems) {
     if calls.is_empty() {
         problems.add(at, "must name at least one call");
@@ -785,6 +839,42 @@ fn check_file_change(change: &Node, at: &str, problems: &mut Problems) {
     }
     let known = ["path", "change", "previousPath", "before", "after"];
     closed(change, at, &known, "a file change", problems);
+}
+
+/// What file.changed says a change did (task-workspace-event.schema.json@8f91ac4).
+const FILE_OPERATIONS: [&str; 3] = ["create", "update", "remove"];
+
+/// file.changed's `changes` (at `at`; task-workspace-event.schema.json@8f91ac4
+/// `$defs/file.changed`, `minItems` 1): each `{path, operation, agentCaused, before?,
+/// after?}` and nothing else, its snapshots checked as parts by `check_content`. Not
+/// tool.after's `fileChanges` ([`check_file_change`]): this schema has its own words,
+/// and ties no snapshot to the operation.
+fn check_changed_files(changes: &[Node], at: &str, problems: &mut Problems) {
+    if changes.is_empty() {
+        problems.add(at, "must name at least one change");
+    }
+    for (i, change) in changes.iter().enumerate() {
+        let at = format!("{at}/{i}");
+        let Some(change) = change.as_object() else {
+            problems.add(at, "must be an object {path, operation, agentCaused}");
+            continue;
+        };
+        required_string(change, &at, "path", problems);
+        let operation = required_string(change, &at, "operation", problems);
+        if operation.is_some_and(|o| !FILE_OPERATIONS.contains(&o)) {
+            problems.add(
+                format!("{at}/operation"),
+                "must be create, update or remove",
+            );
+        }
+        match change.get("agentCaused") {
+            Some(caused) if caused.is_boolean() => {}
+            Some(_) => problems.add(format!("{at}/agentCaused"), "must be true or false"),
+            None => problems.add(format!("{at}/agentCaused"), "is required"),
+        }
+        let known = ["path", "operation", "agentCaused", "before", "after"];
+        closed(change, &at, &known, "a file change", problems);
+    }
 }
 
 /// `error` (execution-event.schema.json `$defs/error`): `{message, class, code?,
@@ -1166,7 +1256,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 83,
+            checked, 82,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1174,8 +1264,11 @@ mod tests {
     /// A value `shape` refuses, and the rule that names it.
     fn mistake(name: &str, shape: Shape) -> (Value, String) {
         let (value, rule) = match shape {
-            Shape::Object | Shape::Tool => (json!([]), "must be an object"),
-            Shape::Array | Shape::ResolvedCalls => (json!({}), "must be an array"),
+            Shape::Object | Shape::Tool | Shape::Call => (json!([]), "must be an object"),
+            Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles => {
+                (json!({}), "must be an array")
+            }
+            Shape::Message => (json!([]), "must be a message {id, role, parts}"),
             Shape::Text => (json!(""), "must be a non-empty string"),
             Shape::Bool => (json!("yes"), "must be true or false"),
             Shape::Count => (json!(-1), "must be a non-negative integer"),
@@ -1261,7 +1354,7 @@ mod tests {
         let no_call_id = edited(example(name), "/call/id", None);
         assert_eq!(
             intercepted_problems(&no_call_id),
-            [("/call/id".to_owned(), format!("is required on {name}"))]
+            [("/call/id".to_owned(), "is required".to_owned())]
         );
     }
 
@@ -1508,9 +1601,9 @@ mod tests {
     }
 
     /// The model-visible item of a progress event (tool.progress `partialOutput`,
-    /// turn.progress `delta`) is one canonical message, checked as one: its part that
-    /// names no selection is refused at the part. On tool.progress, whose rules require
-    /// the member as an object, a list there is named as no object.
+    /// turn.progress `delta`; execution-event.schema.json@62fc780 `modelVisibleItem`) is
+    /// one canonical message, checked as one: its part that names no selection is
+    /// refused at the part, and a list of messages there is named as not one message.
     #[test]
     fn a_progress_events_model_visible_item_is_a_checked_message() {
         let message = |part: Value| json!({"id": "m1", "role": "tool", "parts": [part]});
@@ -1518,17 +1611,10 @@ mod tests {
                               "selection": "omit"});
         let mut turn_progress = example("tool.after");
         turn_progress["type"] = json!("turn.progress");
-        for (mut event, member, not_one) in [
-            (
-                tool_observed("tool.progress"),
-                "partialOutput",
-                "must be an object",
-            ),
-            (
-                turn_progress,
-                "delta",
-                "must be a message {id, role, parts}",
-            ),
+        let not_one = "must be a message {id, role, parts}";
+        for (mut event, member) in [
+            (tool_observed("tool.progress"), "partialOutput"),
+            (turn_progress, "delta"),
         ] {
             let name = event["type"].clone();
             event[member] = message(unselected_part());
@@ -2376,6 +2462,7 @@ mod tests {
             task_change_after(),
             tool_observed("tool.permission.resolved"),
             tool_observed("tool.progress"),
+            file_changed(),
         ];
         let mut checked = 0;
         for (name, members) in events::OBSERVED {
@@ -2403,9 +2490,9 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 27,
+            checked, 26,
             "the members of session.end, hook.failure, task.change.after, \
-             tool.permission.resolved and tool.progress"
+             tool.permission.resolved, tool.progress and file.changed"
         );
     }
 
@@ -2616,6 +2703,167 @@ mod tests {
         assert_eq!(
             intercepted_problems(&second),
             [("/calls/1/path".to_owned(), "is required".to_owned())]
+        );
+    }
+
+    /// The call of a permission asked or resolved and of a call's progress is the one
+    /// tool.before has (execution-event.schema.json@62fc780: `{id, synthesized?}`,
+    /// `additionalProperties: false`), checked by the same rule: a member the schema does
+    /// not name, or a flag that is no boolean, is refused at its pointer.
+    #[test]
+    fn the_call_of_a_permission_or_a_progress_is_closed_as_tool_befores() {
+        for event in [
+            example("tool.permission.request"),
+            tool_observed("tool.permission.resolved"),
+            tool_observed("tool.progress"),
+        ] {
+            let name = event["type"].clone();
+            let flagged = edited(event.clone(), "/call/synthesized", Some(json!(true)));
+            assert_eq!(observed_problems(&flagged), [], "{name}");
+            for (pointer, value, rule) in [
+                ("/call/parent", json!("c0"), "is not a member of call"),
+                ("/call/synthesized", json!("yes"), "must be true or false"),
+                ("/call/id", json!(""), "must be a non-empty string"),
+            ] {
+                let event = edited(event.clone(), pointer, Some(value));
+                assert_eq!(
+                    observed_problems(&event),
+                    [(pointer.to_owned(), rule.to_owned())],
+                    "{name} {pointer}"
+                );
+            }
+        }
+    }
+
+    /// The batch a call belongs to is `$defs/batch` (execution-event.schema.json@62fc780,
+    /// closed) wherever the schemas put one beside a call: tool.before and tool.after,
+    /// tool.permission.request, tool.permission.resolved, tool.progress and each of
+    /// tool.batch.after's calls. `{id, callIds, synthesized?}`, with at least one call id,
+    /// each a non-empty string listed once.
+    #[test]
+    fn a_calls_batch_is_checked_wherever_a_call_is() {
+        let batch = json!({"id": "b1", "callIds": ["call1", "call2"], "synthesized": false});
+        let ids = |ids: Value| edited(batch.clone(), "/callIds", Some(ids));
+        let cases = [
+            (json!("b1"), "", "must be an object"),
+            (edited(batch.clone(), "/id", None), "/id", "is required"),
+            (
+                edited(batch.clone(), "/callIds", None),
+                "/callIds",
+                "is required",
+            ),
+            (
+                ids(json!("call1")),
+                "/callIds",
+                "must be an array of call ids",
+            ),
+            (ids(json!([])), "/callIds", "must name at least one call"),
+            (
+                ids(json!(["call1", ""])),
+                "/callIds/1",
+                "must be a non-empty string",
+            ),
+            (
+                ids(json!(["call1", 2])),
+                "/callIds/1",
+                "must be a non-empty string",
+            ),
+            (
+                ids(json!(["call1", "call2", "call1"])),
+                "/callIds/2",
+                "is listed twice",
+            ),
+            (
+                edited(batch.clone(), "/synthesized", Some(json!("no"))),
+                "/synthesized",
+                "must be true or false",
+            ),
+            (
+                edited(batch.clone(), "/size", Some(json!(2))),
+                "/size",
+                "is not a member of batch",
+            ),
+        ];
+        let places = [
+            (example("tool.before"), "/batch"),
+            (example("tool.after"), "/batch"),
+            (example("tool.permission.request"), "/batch"),
+            (tool_observed("tool.permission.resolved"), "/batch"),
+            (tool_observed("tool.progress"), "/batch"),
+            (example("tool.batch.after"), "/calls/0/batch"),
+        ];
+        for (event, at) in places {
+            let name = event["type"].clone();
+            let holding = |batch: &Value| edited(event.clone(), at, Some(batch.clone()));
+            assert_eq!(observed_problems(&holding(&batch)), [], "{name}");
+            for (batch, inner, rule) in &cases {
+                assert_eq!(
+                    observed_problems(&holding(batch)),
+                    [(format!("{at}{inner}"), rule.to_string())],
+                    "{name} {at}{inner}"
+                );
+            }
+        }
+    }
+
+    /// A valid file.changed (task-workspace-event.schema.json@8f91ac4), with the one
+    /// change of upstream `catalogue-file.changed.valid.json` (not carried).
+    fn file_changed() -> Value {
+        json!({"id": "evt1", "source": "urn:test:harness", "type": "file.changed",
+               "time": "2026-09-15T12:00:00Z",
+               "changes": [{"path": "/workspace/example.txt", "operation": "update",
+                            "agentCaused": true}]})
+    }
+
+    /// Each of file.changed's `changes` is `{path, operation, agentCaused, before?,
+    /// after?}` and nothing else (task-workspace-event.schema.json@8f91ac4, which the
+    /// carried event union reaches through catalogue-event.schema.json), and the list
+    /// names at least one: a member the schema does not name could carry a snapshot no
+    /// check reaches.
+    #[test]
+    fn each_change_of_a_file_changed_is_closed_as_its_schema_says() {
+        let event = |changes: Value| edited(file_changed(), "/changes", Some(changes));
+        assert_eq!(observed_problems(&file_changed()), []);
+        let body = json!({"id": "p", "kind": "text", "mediaType": "text/plain",
+                          "selection": "body", "text": "x"});
+        let valid = json!([
+            {"path": "a.txt", "operation": "create", "agentCaused": true, "after": body},
+            {"path": "b.txt", "operation": "update", "agentCaused": false,
+             "before": body, "after": body},
+            {"path": "c.txt", "operation": "remove", "agentCaused": true, "before": body}
+        ]);
+        assert_eq!(observed_problems(&event(valid)), []);
+        assert_eq!(
+            observed_problems(&event(json!([]))),
+            [(
+                "/changes".to_owned(),
+                "must name at least one change".to_owned()
+            )]
+        );
+        let invalid = json!([
+            "a.txt",
+            {"operation": "create", "agentCaused": true},
+            {"path": "b.txt", "operation": "modified", "agentCaused": true},
+            {"path": "c.txt", "operation": "update"},
+            {"path": "d.txt", "operation": "update", "agentCaused": "yes"},
+            {"path": "e.txt", "operation": "update", "agentCaused": true,
+             "change": "moved", "diff": [unselected_part()]}
+        ]);
+        let found: Vec<String> = observed_problems(&event(invalid))
+            .into_iter()
+            .map(|(at, rule)| format!("{at}: {rule}"))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "/changes/0: must be an object {path, operation, agentCaused}",
+                "/changes/1/path: is required",
+                "/changes/2/operation: must be create, update or remove",
+                "/changes/3/agentCaused: is required",
+                "/changes/4/agentCaused: must be true or false",
+                "/changes/5/change: is not a member of a file change",
+                "/changes/5/diff: is not a member of a file change",
+            ]
         );
     }
 

@@ -42,10 +42,20 @@ pub enum Shape {
     Ordinal,
     /// A `tool` descriptor, checked as on tool.before (name, parsed input, origin).
     Tool,
+    /// The event's own `call` (at `/call`), checked as on tool.before: `{id,
+    /// synthesized?}` and nothing else, and the `batch` the call belongs to where there
+    /// is one (execution-event.schema.json@62fc780 `$defs/batch`).
+    Call,
+    /// One canonical message (content-item.schema.json `$defs/modelVisibleItem`):
+    /// required here, and checked as a message by its content slot ([`content`]).
+    Message,
     /// tool.batch.after's `calls`: a non-empty list of resolved calls, each `{call, tool,
     /// path, batch?, outcome, execution}` and nothing else, checked as tool.after checks
     /// its own (execution-event.schema.json@62fc780).
     ResolvedCalls,
+    /// file.changed's `changes`: a non-empty list of `{path, operation, agentCaused,
+    /// before?, after?}` and nothing else (task-workspace-event.schema.json@8f91ac4).
+    ChangedFiles,
     /// A string, one of these words.
     Word(&'static [&'static str]),
     /// Not present: the member belongs to other events.
@@ -74,7 +84,11 @@ impl Rules {
 const STOP: &[FlowOperation] = &[FlowOperation::Stop];
 const STOP_CONTINUE: &[FlowOperation] = &[FlowOperation::Stop, FlowOperation::Continue];
 
-use Shape::{Absent, Array, Bool, Count, Object, Ordinal, ResolvedCalls, Text, Tool, Word};
+// `Shape::Message` is written out: `Message` is the effect.
+use Shape::{
+    Absent, Array, Bool, Call, ChangedFiles, Count, Object, Ordinal, ResolvedCalls, Text, Tool,
+    Word,
+};
 
 /// One row per interceptable event, in capabilities.schema.json order.
 ///
@@ -246,8 +260,7 @@ pub const TABLE: &[Rules] = &[
         STOP,
         // The invocation identity tool.before and tool.after share (digest §3.3).
         Payload::Members(&[
-            ("/call", Object),
-            ("/call/id", Text),
+            ("/call", Call),
             ("/tool", Tool),
             ("/path", Text),
             ("/suggestions", Array),
@@ -399,8 +412,9 @@ pub const CATALOGUE: [&str; 32] = [
 
 /// The payload rules of the types observed only whose members this project knows:
 /// session.end from its carried schema (session-end.schema.json), hook.failure from
-/// the digest (§14), task.change.after from the schema task.change.before's row
-/// follows (`task-workspace-event.schema.json@8f91ac4`; the carried
+/// the digest (§14), task.change.after and file.changed from the schema
+/// task.change.before's row follows (`task-workspace-event.schema.json@8f91ac4`, which
+/// the carried event union reaches through `catalogue-event.schema.json`; the carried
 /// `task-id-missing.invalid.json` lacks its task id), and tool.permission.resolved and
 /// tool.progress from their `required` lists, words and `not` in
 /// `execution-event.schema.json@62fc780` (not carried; tool.permission.request's row
@@ -430,8 +444,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "tool.permission.resolved",
         &[
-            ("/call", Object),
-            ("/call/id", Text),
+            ("/call", Call),
             ("/tool", Tool),
             ("/path", Text),
             ("/decision", Word(&["allow", "deny"])),
@@ -444,18 +457,16 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "tool.progress",
         &[
-            ("/call", Object),
-            ("/call/id", Text),
+            ("/call", Call),
             ("/tool", Tool),
             ("/path", Text),
-            // One canonical message: an object here, then checked as a message by its
-            // content slot ([`content`]).
-            ("/partialOutput", Object),
+            ("/partialOutput", Shape::Message),
             ("/backgrounded", Bool),
             ("/outcome", Absent),
             ("/execution", Absent),
         ],
     ),
+    ("file.changed", &[("/changes", ChangedFiles)]),
 ];
 
 /// How a session ended (session-end.schema.json `outcome`).
