@@ -9,7 +9,8 @@
 //! by the subscription's own policy: fail-open records it and moves on, fail-closed
 //! stops with a synthetic denial. An interrupted or out-of-budget call is a denial,
 //! never permission. After a stop, the matching interceptors that were never called get
-//! the event as a best-effort observe.
+//! the event as a best-effort observe; a failure settled by policy is reported to the
+//! other backends' `hook.failure` observers (`failure_report`).
 
 use crate::deadline::{elapsed_ms, Deadline};
 use crate::effect::{self, Effect};
@@ -261,6 +262,9 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                     &effective,
                 )
             },
+        ));
+        observers.extend(crate::failure_report::reports(
+            host, call, started, now, &records,
         ));
     }
     if matches!(

@@ -28,6 +28,7 @@ pub mod effect;
 pub mod engine;
 pub mod event;
 pub mod events;
+pub mod failure_report;
 pub mod host_api;
 pub mod json;
 pub mod registration;

@@ -9,6 +9,7 @@
 
 use ahp_interceptor::effect::EffectKind;
 use ahp_interceptor::engine::Engine;
+use ahp_interceptor::event::Event;
 use ahp_interceptor::host_api::{
     AuthError, DeliveryError, Host, Instant, IoPhase, Reply, NANOS_PER_MS,
 };
@@ -1519,6 +1520,160 @@ fn short_circuit_observer_deadline_is_bounded_by_the_budget() {
     let s = run_with_budget(&engine, &mut host, T0 + ms(600));
     assert_eq!(s.observers.len(), 1);
     assert_eq!(s.observers[0].deadline, T0 + ms(600));
+}
+
+// ---------------------------------------------------------------------------------------
+// hook.failure (digest §14, conformance O10)
+// ---------------------------------------------------------------------------------------
+
+/// The `hook.failure` notifications of a settlement, as (backend, event) pairs.
+fn hook_failures(settlement: &Settlement) -> Vec<(String, Value)> {
+    settlement
+        .observers
+        .iter()
+        .filter(|o| o.kind == ObserverKind::HookFailure)
+        .map(|o| {
+            let notification: Value = serde_json::from_slice(o.message.bytes()).unwrap();
+            assert_eq!(notification["method"], "hooks/observe");
+            assert!(notification.get("id").is_none(), "a notification has no id");
+            (o.backend.clone(), notification["params"]["event"].clone())
+        })
+        .collect()
+}
+
+/// A fail-open failure is reported to every other backend observing `hook.failure`
+/// (exactly or by wildcard), never to the one that failed, as a `hook.failure` event the
+/// component's own reading accepts: the parent's source and session, its time plus the
+/// call's elapsed time, the failure's class as the reason, no backend text.
+#[test]
+fn a_fail_open_failure_is_reported_to_the_other_backends_hook_failure_observers() {
+    let engine = load(vec![
+        backend(
+            A,
+            vec![
+                intercept_sub(&["tool.before"], "fail-open", 500),
+                observe_sub(&["hook.failure"]),
+            ],
+        ),
+        backend(B, vec![observe_sub(&["hook.failure"])]),
+        backend(C, vec![observe_sub(&["*"])]),
+    ]);
+    let mut host = FakeHost::new().on(A, Step::reply(rpc_error(-32000)).taking(250));
+    let s = run(&engine, &mut host);
+    assert_no_objection(&s);
+    let reports = hook_failures(&s);
+    let to: Vec<&str> = reports
+        .iter()
+        .map(|(backend, _)| backend.as_str())
+        .collect();
+    assert_eq!(
+        to,
+        [B, C],
+        "the other observers, in registration order; never A"
+    );
+    let event = &reports[0].1;
+    assert_eq!(
+        *event,
+        json!({
+            "id": format!("{EVENT_ID}/hook.failure/0"),
+            "source": "urn:uuid:5b7de29e-a9e0-41a8-bf26-d94b05f0656d",
+            "time": "2026-08-24T08:51:14.250Z",
+            "type": "hook.failure",
+            "session": {"id": "sess_1"},
+            "failure": {"backendId": A, "reason": "jsonrpc-error", "policy": "fail-open"},
+            "parentEventId": EVENT_ID,
+        })
+    );
+    assert_eq!(reports[1].1, *event, "the same event for every observer");
+    assert!(!event.to_string().contains(SECRET));
+    Event::parse_any(&event.to_string()).expect("a valid hook.failure event");
+    // C observes everything: it also gets the call's own event, as an owned observer.
+    let kinds: Vec<_> = s
+        .observers
+        .iter()
+        .map(|o| (o.backend.as_str(), o.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (C, ObserverKind::Owned),
+            (B, ObserverKind::HookFailure),
+            (C, ObserverKind::HookFailure)
+        ]
+    );
+    assert_eq!(audit(&s)["observers"][1]["kind"], "hook-failure");
+    assert_eq!(s.observers[1].deadline, T0 + ms(250) + ms(2_000));
+}
+
+/// Each failure settled by policy is reported once, under its own id, with its own
+/// policy: a fail-open one, then the fail-closed one that stops the chain.
+#[test]
+fn every_failure_settled_by_policy_is_reported_with_its_own_policy() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-closed", 500),
+        backend(C, vec![observe_sub(&["hook.failure"])]),
+    ]);
+    let mut host = FakeHost::new()
+        .on(A, Step::hang())
+        .on(B, Step::fail(DeliveryError::ConnectionRefused));
+    let s = run(&engine, &mut host);
+    assert_synthetic_deny(&s);
+    let reports = hook_failures(&s);
+    let summary: Vec<(String, Value, Value)> = reports
+        .iter()
+        .map(|(to, e)| (to.clone(), e["id"].clone(), e["failure"].clone()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                C.to_string(),
+                json!(format!("{EVENT_ID}/hook.failure/0")),
+                json!({"backendId": A, "reason": "deadline-exceeded", "policy": "fail-open"})
+            ),
+            (
+                C.to_string(),
+                json!(format!("{EVENT_ID}/hook.failure/1")),
+                json!({"backendId": B, "reason": "connection-refused", "policy": "fail-closed"})
+            ),
+        ]
+    );
+    assert_eq!(reports[1].1["time"], "2026-08-24T08:51:14.501Z");
+}
+
+/// Only an operational failure settled by policy is reported: not a backend's deny or
+/// reply, not an interruption, not a budget that ran out (such a call starts no new
+/// observation), and nothing without a `hook.failure` observer.
+#[test]
+fn only_a_failure_settled_by_policy_is_reported() {
+    let observed = |first: Value| {
+        load(vec![
+            first,
+            backend(B, vec![observe_sub(&["hook.failure"])]),
+        ])
+    };
+    let engine = observed(interceptor(A, "fail-closed", 500));
+    for step in [Step::reply(deny("no")), Step::reply(no_effect())] {
+        let s = run(&engine, &mut FakeHost::new().on(A, step));
+        assert_eq!(hook_failures(&s), [], "{:?}", s.decided_by);
+    }
+    let interrupted = Step::fail(DeliveryError::ConnectionLost).then_interrupt();
+    let s = run(&engine, &mut FakeHost::new().on(A, interrupted));
+    assert_eq!(s.decided_by, DecidedBy::Interrupted);
+    assert_eq!(hook_failures(&s), []);
+    let s = run_with_budget(
+        &engine,
+        &mut FakeHost::new().on(A, Step::hang()),
+        T0 + ms(300),
+    );
+    assert_eq!(s.decided_by, DecidedBy::BudgetExpired);
+    assert_eq!(hook_failures(&s), []);
+    let unobserved = load(vec![interceptor(A, "fail-open", 500)]);
+    let failed = Step::fail(DeliveryError::ConnectionRefused);
+    let s = run(&unobserved, &mut FakeHost::new().on(A, failed));
+    assert_eq!(outcomes(&s), [Outcome::FailedOpen]);
+    assert!(s.observers.is_empty());
 }
 
 // ---------------------------------------------------------------------------------------

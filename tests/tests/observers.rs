@@ -477,3 +477,77 @@ async fn an_observer_completed_after_its_deadline_sends_nothing() {
     assert_eq!(received, 1, "the backend was sent {logged:?}");
     hooks.shutdown_async().await;
 }
+
+/// Conformance O10 through the real component and host: a fail-open interceptor that
+/// fails (HTTP 500) is reported as `hook.failure` to another backend observing it, owned
+/// by the hook call like the call's own observers; the failing backend, which observes
+/// `hook.failure` too, is never sent its own failure. The decision stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_failure_is_reported_to_the_other_hook_failure_observers() {
+    let failing = FaultBackend::start(vec![empty_reply(500)]).await;
+    let reporter = FaultBackend::start(vec![empty_reply(202)]).await;
+    let mut reg: Value = serde_json::from_str(&registration(&[Http::new(
+        "com.example.failing",
+        failing.url(),
+    )
+    .policy("fail-open")]))
+    .unwrap();
+    let hooks = reg["hooks"].as_array_mut().unwrap();
+    hooks[0]["subscriptions"].as_array_mut().unwrap().push(
+        json!({"events": ["hook.failure"], "mode": "observe", "content": {"default": "metadata"}}),
+    );
+    hooks.push(observer(
+        "com.example.reporter",
+        &reporter.url(),
+        &["hook.failure"],
+    ));
+    let interceptor = Interceptor::new(&reg.to_string(), Options::default())
+        .await
+        .unwrap();
+    let settled = interceptor
+        .settle(
+            &event("evt_failed"),
+            &[EffectKind::Deny],
+            None,
+            &Interrupt::new(),
+        )
+        .await
+        .unwrap()
+        .complete()
+        .await;
+    assert_eq!(settled.decision, Decision::Allow, "fail-open");
+    let record = record_json(&settled);
+    assert_eq!(record["interceptors"][0]["outcome"], "failed-open");
+    assert_eq!(
+        record["observers"],
+        json!([{"backend": "com.example.reporter", "kind": "hook-failure",
+                "requestSha256": record["observers"][0]["requestSha256"],
+                "result": "delivered"}])
+    );
+    let methods: Vec<Value> = failing
+        .requests()
+        .iter()
+        .map(|r| r.json()["method"].clone())
+        .collect();
+    assert_eq!(methods, [json!("hooks/intercept")], "never its own failure");
+    let notifications = reporter.requests();
+    assert_eq!(notifications.len(), 1);
+    let notification = notifications[0].json();
+    assert_eq!(notification["method"], "hooks/observe");
+    let reported = &notification["params"]["event"];
+    assert_eq!(reported["type"], "hook.failure");
+    assert_eq!(reported["id"], "evt_failed/hook.failure/0");
+    assert_eq!(reported["parentEventId"], "evt_failed");
+    assert_eq!(reported["session"]["id"], "sess_e2e");
+    assert_eq!(
+        reported["failure"],
+        json!({"backendId": "com.example.failing", "reason": "http-status",
+               "policy": "fail-open"})
+    );
+    assert!(
+        reported["time"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("2026-11-30T12:00:") && t.ends_with('Z')),
+        "the parent's time plus the call's: {reported}"
+    );
+}

@@ -84,6 +84,76 @@ fn days_in_month(year: u32, month: u32) -> u32 {
     }
 }
 
+/// The date-time `text` plus `ms` milliseconds, in UTC to the millisecond
+/// (`YYYY-MM-DDTHH:MM:SS.mmmZ`): how the component, which has no wall clock, dates what
+/// happens during a hook call from the harness's own `time`. A fraction finer than a
+/// millisecond is cut off, and a leap second counts as the start of the next one. `None`
+/// when `text` is not a date-time or the result falls outside years 0000 to 9999.
+pub(crate) fn later(text: &str, ms: u64) -> Option<String> {
+    if !is_date_time(text) {
+        return None;
+    }
+    let b = text.as_bytes();
+    let field = |from: usize, len: usize| b.get(from..from + len).and_then(number).map(i64::from);
+    let (year, month, day) = (field(0, 4)?, field(5, 2)?, field(8, 2)?);
+    let (hour, minute, second) = (field(11, 2)?, field(14, 2)?, field(17, 2)?);
+    let rest = b.get(19..).unwrap_or_default();
+    let millis = match rest.strip_prefix(b".") {
+        // Up to three digits, read as thousandths: ".5" is 500.
+        Some(fraction) => (0..3).fold(0, |n, i| {
+            let digit = fraction.get(i).filter(|d| d.is_ascii_digit());
+            n * 10 + digit.map_or(0, |d| i64::from(d - b'0'))
+        }),
+        None => 0,
+    };
+    let east = i64::from(fraction_and_offset(rest)?);
+    let utc_minutes = (days_from_civil(year, month, day) * 24 + hour) * 60 + minute - east;
+    let total =
+        ((utc_minutes * 60 + second) * 1000 + millis).checked_add(i64::try_from(ms).ok()?)?;
+    const DAY_MS: i64 = 86_400_000;
+    let (year, month, day) = civil_from_days(total.div_euclid(DAY_MS));
+    let in_day = total.rem_euclid(DAY_MS);
+    (0..=9999).contains(&year).then(|| {
+        format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+            in_day / 3_600_000,
+            in_day / 60_000 % 60,
+            in_day / 1000 % 60,
+            in_day % 1000
+        )
+    })
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (eras of 400 years, each
+/// 146,097 days, counted from March so that a leap day ends its year).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// The date of a day counted as [`days_from_civil`] counts it.
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let days = days + 719_468;
+    let era = days.div_euclid(146_097);
+    let day_of_era = days - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * from_march + 2) / 5 + 1;
+    let month = if from_march < 10 {
+        from_march + 3
+    } else {
+        from_march - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 #[cfg(test)]
 pub(crate) mod examples {
     pub(crate) const DATE_TIMES: &[&str] = &[
@@ -155,6 +225,62 @@ mod tests {
     #[test]
     fn date_times_follow_rfc_3339_with_real_field_ranges() {
         assert_shape(is_date_time, DATE_TIMES, NOT_DATE_TIMES);
+    }
+
+    #[test]
+    fn a_later_time_is_in_utc_to_the_millisecond() {
+        for (time, ms, expected) in [
+            ("2026-09-01T10:00:00Z", 0, "2026-09-01T10:00:00.000Z"),
+            (
+                "2026-09-01t10:00:00.123456-07:30",
+                1,
+                "2026-09-01T17:30:00.124Z",
+            ),
+            (
+                "2026-12-31T23:59:59.999+14:00",
+                1,
+                "2026-12-31T10:00:00.000Z",
+            ),
+            ("2024-02-28T23:59:59.5Z", 500, "2024-02-29T00:00:00.000Z"),
+            (
+                "2100-02-28T23:00:00Z",
+                3_600_000,
+                "2100-03-01T00:00:00.000Z",
+            ),
+            (
+                "2000-02-28T23:00:00Z",
+                3_600_000,
+                "2000-02-29T00:00:00.000Z",
+            ),
+            ("2016-12-31T23:59:60.5Z", 0, "2017-01-01T00:00:00.500Z"),
+            ("1969-12-31T23:59:59.9Z", 100, "1970-01-01T00:00:00.000Z"),
+            (
+                "0000-03-01T00:00:00Z",
+                86_400_000,
+                "0000-03-02T00:00:00.000Z",
+            ),
+            (
+                "2026-01-01T00:00:00Z",
+                40 * 86_400_000,
+                "2026-02-10T00:00:00.000Z",
+            ),
+        ] {
+            assert_eq!(later(time, ms).as_deref(), Some(expected), "{time} + {ms}");
+        }
+        for time in DATE_TIMES {
+            let later = later(time, 1234).unwrap_or_else(|| panic!("{time}"));
+            assert!(is_date_time(&later), "{time} gave {later}");
+        }
+    }
+
+    #[test]
+    fn no_later_time_outside_the_four_digit_years_or_from_a_non_date_time() {
+        assert_eq!(later("9999-12-31T23:59:59.999Z", 1), None);
+        assert_eq!(later("0000-01-01T00:30:00+01:00", 0), None);
+        assert_eq!(later("2026-01-01T00:00:00Z", u64::MAX), None);
+        for text in NOT_DATE_TIMES {
+            assert_eq!(later(text, 0), None, "{text}");
+        }
     }
 
     #[test]

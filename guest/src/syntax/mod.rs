@@ -5,13 +5,15 @@
 //! never on where it sits in a document, so they live here, apart from the rules that
 //! decide which field must have which shape and what to say when it does not. Each
 //! predicate is total (any `&str`, no panics) and allocation-free; one reads a JSON
-//! value, whose member names are its strings (an `extensions` object).
+//! value, whose member names are its strings (an `extensions` object). One function
+//! computes rather than checks: a date-time some milliseconds later ([`later`]), which
+//! reads the date-time the way its predicate does.
 
 mod date_time;
 mod name;
 mod uri;
 
-pub(crate) use date_time::is_date_time;
+pub(crate) use date_time::{is_date_time, later};
 pub(crate) use name::{is_env_name, is_extensions, is_reverse_dns};
 pub(crate) use uri::{has_userinfo, is_absolute_uri, is_http_url, is_loopback_http_url};
 

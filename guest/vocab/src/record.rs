@@ -229,6 +229,10 @@ pub enum ObserverKind {
     /// An observe subscription matching the hook call's own event, sent by the call
     /// after its decision is handed out (digest §8, delivery ownership).
     Owned,
+    /// A `hook.failure` the call reports to another backend's observe subscription: an
+    /// interceptor's operational failure, settled by its policy (digest §14, conformance
+    /// O10).
+    HookFailure,
 }
 
 /// One best-effort observe notification owned by the hook call.

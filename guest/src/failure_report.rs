@@ -1,0 +1,101 @@
+//! `hook.failure`: an interceptor's operational failure, reported to the other observers
+//! (digest §14, conformance O10).
+//!
+//! When a failure is settled by its subscription's policy (fail-open or fail-closed),
+//! every observe subscription that selects `hook.failure` is sent one, except those of the
+//! backend that failed: the report must reach someone else, so its routing never depends
+//! on the failing backend receiving its own failure. A call interrupted or out of budget
+//! reports nothing, as it starts no other observation. The event is the component's own,
+//! made from the event it failed on (the parent):
+//!
+//! - `id`: the parent's, `/hook.failure/` and the interceptor's place in the chain: one per
+//!   failure, the same bytes on every retry of its delivery;
+//! - `source` and `session`: the parent's (the component speaks for the harness);
+//! - `time`: the parent's plus the time since the hook call began, as the sandbox has no
+//!   wall clock and the parent's time is the harness's;
+//! - `failure.reason`: the failure class (failure-semantics.md's word), never a backend's
+//!   text, an address or an error, like the synthetic denial's reason.
+
+use crate::chain::{observer, Call};
+use crate::deadline::elapsed_ms;
+use crate::event::Event;
+use crate::host_api::{Host, Instant};
+use crate::settlement::ObserverDelivery;
+use ahp_vocab::{InterceptorEntry, ObserverKind, Outcome};
+use serde_json::{json, Value};
+
+/// The event type.
+pub const HOOK_FAILURE: &str = "hook.failure";
+
+/// The `hook.failure` deliveries for the failures settled by policy among `records` (the
+/// chain's, in order), prepared at `now` for a call that began at `started`.
+pub fn reports<H: Host>(
+    host: &H,
+    call: &Call,
+    started: Instant,
+    now: Instant,
+    records: &[InterceptorEntry],
+) -> Vec<ObserverDelivery> {
+    let mut deliveries = Vec::new();
+    for (place, record) in records.iter().enumerate() {
+        if !matches!(record.outcome, Outcome::FailedOpen | Outcome::FailedClosed) {
+            continue;
+        }
+        let mut observers = call
+            .registration
+            .observers(HOOK_FAILURE)
+            .filter(|(backend, _)| backend.id != record.backend)
+            .peekable();
+        if observers.peek().is_none() {
+            continue;
+        }
+        let Some(event) = report(call.event, place, record, elapsed_ms(started, now)) else {
+            continue;
+        };
+        deliveries.extend(observers.map(|(backend, subscription)| {
+            observer(
+                host,
+                now,
+                call.budget,
+                ObserverKind::HookFailure,
+                backend,
+                &subscription.view,
+                &event,
+            )
+        }));
+    }
+    deliveries
+}
+
+/// The `hook.failure` event of the interceptor at `place` in the chain, whose failure is
+/// `record`, `elapsed_ms` after the parent's call began. `None` only if the parent's
+/// time is past what a date-time can say by then, or the event would not pass the
+/// component's own reading, which an observer is owed as much as the harness's events.
+fn report(
+    parent: &Event,
+    place: usize,
+    record: &InterceptorEntry,
+    elapsed_ms: u64,
+) -> Option<Event> {
+    let failure = record.failure.as_ref()?;
+    let time = parent
+        .value_at("/time")
+        .and_then(Value::as_str)
+        .and_then(|time| crate::syntax::later(time, elapsed_ms))?;
+    let mut event = json!({
+        "id": format!("{}/{HOOK_FAILURE}/{place}", parent.id),
+        "source": parent.value_at("/source"),
+        "time": time,
+        "type": HOOK_FAILURE,
+        "failure": {
+            "backendId": record.backend,
+            "reason": failure.class.as_str(),
+            "policy": record.policy.as_str(),
+        },
+        "parentEventId": parent.id,
+    });
+    if let Some(session) = parent.value_at("/session") {
+        event["session"] = session.clone();
+    }
+    Event::parse_any(&event.to_string()).ok()
+}
