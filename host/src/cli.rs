@@ -3,7 +3,8 @@
 //!
 //! Exit codes of `ahp intercept`: 0 = allow, 2 = deny, 3 = ask, 1 = the call could not be
 //! made (bad registration, bad event, usage). A denial is never exit 0. A usage error is
-//! exit 1 on every command but a harness's `ahp hook HARNESS` (see [`usage_error`]).
+//! exit 1 on every command but `ahp hook HARNESS`, where it is that harness's block (see
+//! [`usage_error`]).
 
 use crate::compile_cache::{self, Source};
 use crate::runtime::{Runtime, EMBEDDED_COMPONENT};
@@ -12,7 +13,8 @@ use crate::{
     component_cmd, demo, hook, Decision, Declaration, EffectKind, Error, Interceptor, Interrupt,
     Options,
 };
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
+use std::ffi::OsString;
 use std::io::{IsTerminal as _, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,6 +24,9 @@ use std::time::{Duration, Instant};
 #[command(
     name = "ahp",
     version,
+    // `--version` on every command too: `ahp hook HARNESS --version` is a person asking,
+    // not a usage error to answer as the harness's block.
+    propagate_version = true,
     about = "Agent Hooks Protocol interceptor: ask policy backends before a tool runs"
 )]
 struct Cli {
@@ -72,7 +77,7 @@ enum Command {
     },
     /// Answer one agent-harness hook: its payload on stdin, its answer on stdout, its
     /// log only in the file AHP_LOG_FILE.
-    Hook(HookArgs),
+    Hook(Box<HookArgs>),
     /// Run scripted tool calls through the real component against a built-in backend.
     Demo {
         #[command(flatten)]
@@ -124,7 +129,8 @@ struct HookArgs {
 
 #[derive(Subcommand)]
 enum HookInstall {
-    /// Print the harness's settings snippet for `ahp hook` (absolute paths, no secrets).
+    /// Print the harness's settings snippet for `ahp hook` (absolute paths, no secrets):
+    /// each hook's command carries the options given here.
     Install {
         /// claude-code, codex, gemini, cursor or copilot.
         #[arg(value_parser = harness)]
@@ -138,6 +144,11 @@ enum HookInstall {
         /// Budget of each hook process in milliseconds (1 to 3,600,000).
         #[arg(long, value_parser = budget_ms)]
         budget_ms: Option<u64>,
+        /// The events' `source` URI (default: a stable URN of this installation).
+        #[arg(long)]
+        source: Option<String>,
+        #[command(flatten)]
+        host: HostArgs,
     },
 }
 
@@ -168,9 +179,10 @@ struct HostArgs {
 }
 
 impl HostArgs {
-    async fn options(&self) -> Result<Options, String> {
-        // Read here first, though the library refuses the same file as a setup error: so
-        // the error names the flag, and comes before the component is compiled.
+    /// Refuses what is wrong without loading the component, naming the flag: trust roots
+    /// without a PEM certificate (the library would refuse the same file as a setup error,
+    /// after the component is compiled) and an event given twice to `--interceptable`.
+    fn check(&self) -> Result<(), String> {
         if let Some(path) = &self.trust_roots {
             crate::tls::read_trust_roots(path).map_err(|e| format!("--trust-roots {e}"))?;
         }
@@ -186,6 +198,59 @@ impl HostArgs {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// These options as words of the `ahp hook` command line `ahp hook install` writes,
+    /// checked ([`HostArgs::check`]), options left at their default left out. Paths are
+    /// absolute, files resolved (and so required to exist): a hook runs from the
+    /// harness's working directory, and a registration that needs an option it cannot
+    /// find fails closed on every call.
+    fn hook_arguments(&self) -> Result<Vec<String>, String> {
+        self.check()?;
+        // Every field, so a new host option cannot be forgotten here.
+        let HostArgs {
+            component,
+            trust_roots,
+            allow_insecure_http,
+            stdio_env,
+            retries,
+            interceptable,
+        } = self;
+        let mut words: Vec<String> = Vec::new();
+        let mut add = |flag: &str, value: String| words.extend([flag.to_string(), value]);
+        if let Some(component) = component {
+            let component = match component.starts_with(crate::oci::SCHEME) {
+                true => component.clone(),
+                false => hook::absolute(Path::new(component), true)
+                    .map_err(|e| format!("--component {e}"))?,
+            };
+            add("--component", component);
+        }
+        if let Some(roots) = trust_roots {
+            let roots = hook::absolute(roots, true).map_err(|e| format!("--trust-roots {e}"))?;
+            add("--trust-roots", roots);
+        }
+        if !allow_insecure_http.is_empty() {
+            add("--allow-insecure-http", allow_insecure_http.join(","));
+        }
+        if !stdio_env.is_empty() {
+            add("--stdio-env", stdio_env.join(","));
+        }
+        if *retries != 0 {
+            add("--retries", retries.to_string());
+        }
+        if let Some(events) = interceptable {
+            let events: Vec<&str> = events.iter().map(|e| e.as_str()).collect();
+            add("--interceptable", events.join(","));
+        }
+        Ok(words)
+    }
+
+    async fn options(&self) -> Result<Options, String> {
+        // Checked first: so an error names the flag, and comes before the component is
+        // compiled.
+        self.check()?;
         let component = match &self.component {
             Some(source) => Some(component_cmd::load(source).await?),
             None => None,
@@ -282,7 +347,7 @@ fn run(cli: Cli, harness: Option<hook::Harness>) -> ExitCode {
                 event,
                 host,
             } => observe(&registration, &event, &host).await,
-            Command::Hook(args) => hook_command(args).await,
+            Command::Hook(args) => hook_command(*args).await,
             Command::Demo { host } => match host.options().await {
                 Ok(options) => {
                     host.warn();
@@ -408,23 +473,73 @@ fn log_panics() {
     }));
 }
 
-/// A command line clap could not parse: printed as clap prints it. `--help` and
-/// `--version` are exit 0. A usage error is exit 1, "the call could not be made", except
-/// under `ahp hook HARNESS`, which a harness runs: there it is exit 2, the one answer every
-/// harness reads as a block (anything else is a failed hook, which the harness ignores and
-/// so fails open), as the hook module answers any other error before a decision.
-/// `ahp hook install` is run by a person and exits 1 like the rest.
+/// A command line clap could not parse. `--help` and `--version` print what was asked,
+/// exit 0, wherever they are. A usage error is exit 1, "the call could not be made",
+/// printed as clap prints it — except under `ahp hook HARNESS`, which a harness runs: any
+/// other exit code, and clap's text on stderr (which the model reads on exit 2), is not
+/// the harness's answer, and most harnesses run the tool on a failed hook. There it is
+/// that harness's block for an unknown event, as after any other failure before the
+/// payload is read ([`hook::answer_failure`]), clap's text in the log (`AHP_LOG_FILE`).
+/// An `ahp hook` whose harness is no known one is exit 2 with clap's text, the block the
+/// harnesses that read exit codes share. `ahp hook install` is run by a person and exits
+/// 1 like the rest.
 fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let asked = matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    );
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if !asked {
+        if let Some(harness) = named_harness(&args) {
+            init_logging(true);
+            let detail = format!("the command line: {}", error.render());
+            return hook::answer_failure(harness, detail.trim_end());
+        }
+    }
     let _ = error.print();
-    if !error.use_stderr() {
+    if asked {
         return ExitCode::SUCCESS;
     }
-    let arg = |i| std::env::args_os().nth(i);
-    let harness_call = arg(1).is_some_and(|a| a == "hook") && arg(2).is_none_or(|a| a != "install");
-    match harness_call {
+    let hook_call =
+        args.get(1).is_some_and(|a| a == "hook") && args.get(2).is_none_or(|a| a != "install");
+    match hook_call {
         true => ExitCode::from(2),
         false => ExitCode::from(1),
     }
+}
+
+/// The harness a command line `ahp hook … HARNESS …` names, read without clap's parse,
+/// which failed: its first positional argument after `hook`, the values of `hook`'s
+/// options skipped (clap's definition of `hook` says which take one). `None` when that is
+/// no known harness (`install`, a typo) or the command is not `hook`.
+fn named_harness(args: &[OsString]) -> Option<hook::Harness> {
+    let cli = Cli::command();
+    let hook = cli.find_subcommand("hook")?;
+    let takes_value = |long: &str| {
+        hook.get_arguments()
+            .any(|arg| arg.get_long() == Some(long) && arg.get_action().takes_values())
+    };
+    let mut args = args.iter().skip(1);
+    if args.next()? != "hook" {
+        return None;
+    }
+    let harness = |word: &OsString| hook::Harness::parse(word.to_str()?);
+    while let Some(arg) = args.next() {
+        match arg.to_str() {
+            Some("--") => return args.next().and_then(harness),
+            Some(option) if option.starts_with("--") => {
+                // `--flag VALUE`; `--flag=VALUE` and an unknown flag are one word.
+                if takes_value(&option[2..]) {
+                    args.next();
+                }
+            }
+            // `-h`: no short option takes a value.
+            Some(option) if option.starts_with('-') && option != "-" => {}
+            _ => return harness(arg),
+        }
+    }
+    None
 }
 
 /// Warms the compile cache; exit 1 when nothing could be cached.
@@ -611,13 +726,22 @@ async fn hook_command(args: HookArgs) -> ExitCode {
         registration,
         audit,
         budget_ms,
+        source,
+        host,
     }) = args.install
     {
+        let host_arguments = match host.hook_arguments() {
+            Ok(words) => words,
+            Err(e) => return fail(&e),
+        };
+        host.warn();
         let request = hook::Install {
             harness,
             registration,
             audit,
             budget_ms,
+            source,
+            host_arguments,
         };
         return match hook::install(&request) {
             Ok(snippet) => {
@@ -632,10 +756,16 @@ async fn hook_command(args: HookArgs) -> ExitCode {
         };
     }
     let (Some(harness), Some(registration)) = (args.harness, args.registration) else {
-        // clap requires both; were it ever to let one through, a harness reads exit 2
-        // as the block every usage error under it is (see `usage_error`).
-        eprintln!("error: a harness and --registration are required");
-        return ExitCode::from(2);
+        // clap requires both; were it ever to let one through, it is answered as every
+        // usage error under a harness is (see `usage_error`).
+        let detail = "a harness and --registration are required";
+        return match args.harness {
+            Some(harness) => hook::answer_failure(harness, detail),
+            None => {
+                eprintln!("error: {detail}");
+                ExitCode::from(2)
+            }
+        };
     };
     let (host, audit) = (args.host, args.audit);
     // Not on stderr, which the model may read: in the log (`AHP_LOG_FILE`).
@@ -682,8 +812,9 @@ fn budget_ms(text: &str) -> Result<u64, String> {
     }
 }
 
-/// The signals that end a call, each the same: SIGINT, SIGTERM and SIGHUP (the terminal
-/// or the session that started the process went away). Each is caught from
+/// The signals that end a call, each the same: SIGINT, SIGTERM, SIGHUP (the terminal or
+/// the session that started the process went away) and SIGQUIT (whose default action, a
+/// core dump, a harness would read as a crashed hook too). Each is caught from
 /// [`Signals::listen`] on: one that arrives before [`Signals::recv`] is waited on is kept
 /// for it, and does not end the process — which a harness would read as a crashed hook,
 /// and fail open. One way for every command that watches for them. (Elsewhere than
@@ -703,6 +834,7 @@ impl Signals {
                 ("SIGINT", SignalKind::interrupt()),
                 ("SIGTERM", SignalKind::terminate()),
                 ("SIGHUP", SignalKind::hangup()),
+                ("SIGQUIT", SignalKind::quit()),
             ];
             let streams = kinds
                 .into_iter()

@@ -5,6 +5,7 @@
 use crate::fault_backend::{Behaviour, FaultBackend};
 use crate::support::{ahp_binary, registration, runaway_component, Http, SYNTHETIC_REASON};
 use serde_json::{json, Value};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -74,6 +75,10 @@ pub struct Contract {
     /// Native events besides the tool call that the harness blocks, so the adapter
     /// intercepts them.
     pub intercepted: Vec<Intercepted>,
+    /// Asserts the answer is this harness's block with `reason` where no event is known
+    /// (no payload was read): exit 2 with the reason on stderr, the block every harness
+    /// reads ([`assert_exit_2_block`]), and for a harness that needs more, that too.
+    pub assert_blocked_before_the_event: fn(&Ran, &str),
 }
 
 /// A native event other than `tool.before` that the adapter intercepts.
@@ -129,6 +134,13 @@ pub fn assert_silent_no_objection(ran: &Ran) {
     assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
 }
 
+/// The block by exit code alone: exit 2, nothing on stdout (Claude Code ignores it on
+/// exit 2) and stderr, which the model reads, `reason` alone.
+pub fn assert_exit_2_block(ran: &Ran, reason: &str) {
+    assert_eq!((ran.code, ran.stdout.as_str()), (2, ""), "{ran:?}");
+    assert_eq!(ran.stderr, format!("{reason}\n"), "{ran:?}");
+}
+
 impl Ran {
     /// What `command`, an `ahp hook` run, printed and exited with, and its log.
     pub fn of(output: &std::process::Output, command: &tokio::process::Command) -> Ran {
@@ -168,55 +180,95 @@ pub async fn run_hook_with(
 /// point stdout or stderr elsewhere), with the operator's log on (`AHP_LOG=warn`) in a
 /// new file of its own (`AHP_LOG_FILE`, see [`log_of`]): a failure's details are there,
 /// never on stderr, which a harness shows the model.
-pub fn hook_command(harness: &str, registration: &Path, args: &[&str]) -> tokio::process::Command {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let log = std::env::temp_dir().join(format!("ahp-hook-{}-{n}.log", std::process::id()));
-    // Left by an earlier process of the same id: the hook appends, so start afresh.
-    let _ = std::fs::remove_file(&log);
-    if let Ok(mut made) = MADE_LOGS.lock() {
-        made.push(log.clone());
-    }
-    let mut command = tokio::process::Command::new(ahp_binary());
+pub fn hook_command(harness: &str, registration: &Path, args: &[&str]) -> HookCommand {
+    let mut command = logged(ahp_binary(), ["hook", harness]);
+    command.arg("--registration").arg(registration).args(args);
     command
-        .arg("hook")
-        .arg(harness)
-        .arg("--registration")
-        .arg(registration)
+}
+
+/// `program ARGS` as [`hook_command`] runs `ahp hook`: stdio piped, `AHP_LOG=warn` into a
+/// new log file of its own, removed when the command is dropped.
+pub fn logged(
+    program: impl AsRef<OsStr>,
+    args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+) -> HookCommand {
+    let log = LogFile::new();
+    let mut command = tokio::process::Command::new(program);
+    command
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .env("AHP_LOG", "warn")
-        .env("AHP_LOG_FILE", log)
+        .env("AHP_LOG_FILE", &*log.0)
         .kill_on_drop(true);
-    command
+    HookCommand { command, _log: log }
 }
 
-/// The log files [`hook_command`] named, removed once [`log_of`] has read them.
-static MADE_LOGS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+/// A command of [`hook_command`] or [`logged`] (it derefs to the
+/// [`tokio::process::Command`]) with the log file it names, which goes with it: removed
+/// when this is dropped, whether the test passed, failed an assertion or panicked.
+pub struct HookCommand {
+    command: tokio::process::Command,
+    _log: LogFile,
+}
 
-/// What the finished `command` wrote to its `AHP_LOG_FILE` (empty without one). A file
-/// [`hook_command`] named is removed; one the test named is left to it.
+impl std::ops::Deref for HookCommand {
+    type Target = tokio::process::Command;
+
+    fn deref(&self) -> &tokio::process::Command {
+        &self.command
+    }
+}
+
+impl std::ops::DerefMut for HookCommand {
+    fn deref_mut(&mut self) -> &mut tokio::process::Command {
+        &mut self.command
+    }
+}
+
+/// A new, empty log file in the temporary directory (`ahp-hook-XXXXXX.log`, private),
+/// removed on drop. Dropped while its test panics, it puts its path and what the process
+/// logged in the test's output first, which the failure report shows: the log of a
+/// failing test is not lost with the file.
+struct LogFile(tempfile::TempPath);
+
+impl LogFile {
+    fn new() -> LogFile {
+        let file = tempfile::Builder::new()
+            .prefix("ahp-hook-")
+            .suffix(".log")
+            .tempfile()
+            .expect("a log file in the temporary directory");
+        LogFile(file.into_temp_path())
+    }
+}
+
+impl Drop for LogFile {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(&*self.0).unwrap_or_default();
+            eprintln!(
+                "the ahp hook log {} (now removed):\n{log}",
+                self.0.display()
+            );
+        }
+    }
+}
+
+/// What the finished `command` wrote to its `AHP_LOG_FILE` (empty without one). The file
+/// is left as it is: one [`hook_command`] named goes when the command is dropped.
 pub fn log_of(command: &tokio::process::Command) -> String {
     let path = command
         .as_std()
         .get_envs()
         .find_map(|(name, value)| (name == "AHP_LOG_FILE").then_some(value)?);
-    let Some(path) = path.map(PathBuf::from) else {
-        return String::new();
-    };
-    let log = std::fs::read_to_string(&path).unwrap_or_default();
-    if let Ok(mut made) = MADE_LOGS.lock() {
-        if let Some(i) = made.iter().position(|p| *p == path) {
-            let _ = std::fs::remove_file(made.swap_remove(i));
-        }
-    }
-    log
+    path.and_then(|path| std::fs::read_to_string(path).ok())
+        .unwrap_or_default()
 }
 
 /// Runs `command` with `stdin`, left open until it has answered unless `close`.
-pub async fn run_command(mut command: tokio::process::Command, stdin: &[u8], close: bool) -> Ran {
+pub async fn run_command(mut command: HookCommand, stdin: &[u8], close: bool) -> Ran {
     use tokio::io::AsyncWriteExt as _;
     let mut child = command.spawn().expect("start ahp hook");
     let mut input = child.stdin.take().expect("stdin is piped");
@@ -832,6 +884,221 @@ impl Contract {
         let ran = run_runaway(self.harness, args, payload).await;
         (self.assert_deny)(&ran, FAILED_REASON);
     }
+
+    /// A command line clap cannot parse — an unknown flag after the harness or before it,
+    /// a bad value, an extra word, `--registration` missing — is the harness's block for
+    /// an unknown event, as any other failure before the payload is read: clap's exit 2
+    /// and usage text would be a failed hook to some harnesses, and the text is for the
+    /// operator, in the log, never on stderr, which the model reads.
+    pub async fn usage_error_is_the_block_before_the_event(&self) {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let registration = write_unreachable(dir.path());
+        let registration = registration.to_str().expect("a UTF-8 path");
+        let harness = self.harness;
+        let cases: [(&[&str], &str); 5] = [
+            (
+                &[harness, "--registration", registration, "--no-such-flag"],
+                "unexpected argument '--no-such-flag'",
+            ),
+            (
+                &["--no-such-flag", harness, "--registration", registration],
+                "unexpected argument '--no-such-flag'",
+            ),
+            (
+                &[harness, "--registration", registration, "--budget-ms", "0"],
+                "`0` is not a budget",
+            ),
+            (
+                &[harness, "--registration", registration, "extra"],
+                "'extra'",
+            ),
+            (&[harness], "--registration <REGISTRATION>"),
+        ];
+        for (args, clap_says) in cases {
+            let command = logged(ahp_binary(), ["hook"].iter().chain(args));
+            let ran = run_command(command, b"", true).await;
+            (self.assert_blocked_before_the_event)(&ran, FAILED_REASON);
+            assert_stderr_is_the_answer(&ran, FAILED_REASON);
+            assert!(
+                ran.log.contains("the command line: error: "),
+                "{args:?}: {ran:?}"
+            );
+            assert!(ran.log.contains(clap_says), "{args:?}: {ran:?}");
+        }
+    }
+
+    /// `ahp hook install` takes `ahp hook`'s options for the host and writes them into
+    /// every hook's command, quoted for the POSIX shell the harness runs it with (read
+    /// back here by `sh`, or `bash` for Copilot's `bash` entry) and with every path made
+    /// absolute, given relative to where install ran.
+    pub async fn install_carries_the_host_options(&self) {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let root = std::fs::canonicalize(dir.path()).expect("the temp dir");
+        let files = root.join(AWKWARD_DIR);
+        std::fs::create_dir(&files).expect("a directory");
+        write_unreachable(&files);
+        std::fs::write(files.join("component.wasm"), b"\0asm").expect("write");
+        std::fs::write(files.join("ca.pem"), crate::pki::Pki::generate().ca_pem).expect("write");
+        let relative = |name: &str| format!("{AWKWARD_DIR}/{name}");
+        let absolute = |name: &str| files.join(name).display().to_string();
+        let given = [
+            ("--registration", relative("registration.json")),
+            ("--budget-ms", "2000".to_string()),
+            ("--audit", relative("audit.jsonl")),
+            ("--source", "urn:example:it's \"quoted\" $HOME".to_string()),
+            ("--component", relative("component.wasm")),
+            ("--trust-roots", relative("ca.pem")),
+            (
+                "--allow-insecure-http",
+                "com.example.a,com.example.b".to_string(),
+            ),
+            ("--stdio-env", "AHP_HOOK_TEST_A,AHP_HOOK_TEST_B".to_string()),
+            ("--retries", "2".to_string()),
+            ("--interceptable", "tool.before,turn.start".to_string()),
+        ];
+        let args: Vec<&str> = given
+            .iter()
+            .flat_map(|(flag, value)| [*flag, value.as_str()])
+            .collect();
+        let snippet = install(self.harness, &root, &args);
+        // In the order install writes them.
+        let mut expected: Vec<String> = vec!["hook".into(), self.harness.into()];
+        for (flag, value) in given {
+            let value = match flag {
+                "--registration" => absolute("registration.json"),
+                "--audit" => absolute("audit.jsonl"),
+                "--component" => absolute("component.wasm"),
+                "--trust-roots" => absolute("ca.pem"),
+                _ => value,
+            };
+            expected.extend([flag.to_string(), value]);
+        }
+        let entries = installed_commands(&snippet);
+        assert!(entries.len() > 1, "{snippet}");
+        for (event, shell, command) in entries {
+            let mut words = shell_words(shell, &command);
+            let program = words.remove(0);
+            assert!(Path::new(&program).is_absolute(), "{command}");
+            let mut expected = expected.clone();
+            if shell == "bash" {
+                // Copilot's payloads name no event: its command does.
+                expected.extend(["--event".to_string(), event.clone()]);
+            }
+            assert_eq!(words, expected, "{event}: {command}");
+        }
+    }
+
+    /// The installed pre-tool command, run as the harness runs it (through its shell,
+    /// from another working directory, the payload on stdin), reaches an https backend
+    /// signed by a CA only `--trust-roots`, given relative to where install ran, names:
+    /// the backend's denial. Without the option the handshake fails and the subscription
+    /// fails open: no objection.
+    pub async fn installed_command_runs_with_its_host_options(&self) {
+        warm_compile_cache();
+        let pki = crate::pki::Pki::generate();
+        let reason = "the installed hook says no";
+        let backend = FaultBackend::start(vec![Behaviour::Deny(reason.into())]).await;
+        let port = pki.tls_front(backend.addr()).await;
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let files = dir.path().join(AWKWARD_DIR);
+        std::fs::create_dir(&files).expect("a directory");
+        let url = format!("https://localhost:{port}/hooks");
+        let registration = write_intercepting(&files, &url, "fail-open", &["tool.before"], 10_000);
+        let name = registration.file_name().and_then(OsStr::to_str);
+        let registration = format!("{AWKWARD_DIR}/{}", name.expect("a file name"));
+        std::fs::write(files.join("ca.pem"), &pki.ca_pem).expect("write the CA");
+        let trust_roots = format!("{AWKWARD_DIR}/ca.pem");
+        let args = [
+            "--registration",
+            &registration,
+            "--trust-roots",
+            &trust_roots,
+            "--audit",
+            "audit.jsonl",
+        ];
+        let snippet = install(self.harness, dir.path(), &args);
+        let (payload, pre_args) = &self.pre_tool;
+        let event = payload["hook_event_name"]
+            .as_str()
+            .or_else(|| {
+                pre_args
+                    .windows(2)
+                    .find(|w| w[0] == "--event")
+                    .map(|w| w[1])
+            })
+            .expect("the pre-tool event's name");
+        let (_, shell, line) = installed_commands(&snippet)
+            .into_iter()
+            .find(|(native, _, _)| native == event)
+            .unwrap_or_else(|| panic!("no {event} hook in {snippet}"));
+        let mut command = logged(shell, ["-c", line.as_str()]);
+        command.current_dir("/");
+        let ran = run_command(command, payload.to_string().as_bytes(), true).await;
+        (self.assert_deny)(&ran, reason);
+        let audit = std::fs::read_to_string(dir.path().join("audit.jsonl"));
+        let audit = audit.unwrap_or_else(|e| panic!("the audit log: {e}; {ran:?}"));
+        assert_eq!(audit.lines().count(), 1, "{audit}");
+        assert_eq!(backend.requests_with_method("hooks/intercept").len(), 1);
+    }
+}
+
+/// A directory name a shell word must quote: a space, a quote, a `$`.
+const AWKWARD_DIR: &str = "it's a $dir";
+
+/// The snippet `ahp hook install HARNESS ARGS` prints, run in `cwd`.
+fn install(harness: &str, cwd: &Path, args: &[&str]) -> Value {
+    let output = std::process::Command::new(ahp_binary())
+        .args(["hook", "install", harness])
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("AHP_LOG")
+        .output()
+        .expect("run ahp hook install");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{args:?}: {stderr}");
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("the snippet is not JSON ({e}): {output:?}"))
+}
+
+/// Every hook command of a snippet: its event, the shell that runs it (`bash` for
+/// Copilot's `bash` entry, else `sh`) and the command line.
+fn installed_commands(snippet: &Value) -> Vec<(String, &'static str, String)> {
+    let mut commands = Vec::new();
+    let events = snippet["hooks"].as_object().expect("a hooks object");
+    for (event, entries) in events {
+        for entry in entries.as_array().expect("an array of entries") {
+            // Claude Code, Codex and Gemini nest the hooks in a matcher group.
+            let hooks = match entry.get("hooks") {
+                Some(hooks) => hooks.as_array().expect("an array of hooks").clone(),
+                None => vec![entry.clone()],
+            };
+            for hook in hooks {
+                let (shell, line) = match (&hook["bash"], &hook["command"]) {
+                    (Value::String(line), _) => ("bash", line),
+                    (_, Value::String(line)) => ("sh", line),
+                    _ => panic!("no command in {hook}"),
+                };
+                commands.push((event.clone(), shell, line.clone()));
+            }
+        }
+    }
+    commands
+}
+
+/// The words `shell` makes of `line`, as it would run it.
+fn shell_words(shell: &str, line: &str) -> Vec<String> {
+    let output = std::process::Command::new(shell)
+        .args(["-c", r#"eval "set -- $1"; printf '%s\0' "$@""#, "sh", line])
+        .output()
+        .expect("run the shell");
+    assert!(output.status.success(), "{shell} -c {line}: {output:?}");
+    let words = String::from_utf8(output.stdout).expect("UTF-8 words");
+    words
+        .strip_suffix('\0')
+        .unwrap_or(&words)
+        .split('\0')
+        .map(str::to_string)
+        .collect()
 }
 
 /// One `#[tokio::test]` per scenario of [`Contract`] for the contract built by `$contract`.
@@ -845,7 +1112,9 @@ macro_rules! hook_contract_tests {
             garbage_on_stdin, missing_registration, component_trap, intercepted_events,
             undeclared_event_refused, watchdog_on_open_stdin, budget_bounds_a_silent_backend,
             past_the_budget_after_the_event_is_known, unwritable_answer,
-            logs_go_to_the_log_file_never_to_stderr);
+            logs_go_to_the_log_file_never_to_stderr,
+            usage_error_is_the_block_before_the_event, install_carries_the_host_options,
+            installed_command_runs_with_its_host_options);
     };
     (@each $contract:expr; $($scenario:ident),*) => {
         $(

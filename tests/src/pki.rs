@@ -42,6 +42,33 @@ impl Pki {
         file
     }
 
+    /// An https front for the plain TCP server at `to` (a fault backend): a loopback
+    /// listener presenting the server certificate that relays each connection's
+    /// decrypted bytes to `to` and back. Returns its port; it serves until the runtime
+    /// ends.
+    pub async fn tls_front(&self, to: std::net::SocketAddr) -> u16 {
+        let acceptor = self.acceptor();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the front");
+        let port = listener.local_addr().expect("the front's address").port();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    let Ok(mut plain) = tokio::net::TcpStream::connect(to).await else {
+                        return;
+                    };
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                });
+            }
+        });
+        port
+    }
+
     /// A TLS acceptor presenting the server certificate.
     pub fn acceptor(&self) -> TlsAcceptor {
         let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());

@@ -36,8 +36,9 @@ fn path(p: &Path) -> &str {
 }
 
 /// A usage error is "the call could not be made", exit 1, never 2 (a denial) — except
-/// under `ahp hook HARNESS`, which a harness runs and which must answer it as a block
-/// (exit 2). `--help` and `--version` are exit 0.
+/// under `ahp hook HARNESS`, which a harness runs and which must answer it as the
+/// harness's block (exit 2 and the generic reason: the contract files check each
+/// harness's). `--help` and `--version` are exit 0, under a harness too.
 #[test]
 fn a_usage_error_is_exit_1_and_a_block_only_under_a_harness_hook() {
     let reg = portable();
@@ -70,11 +71,29 @@ fn a_usage_error_is_exit_1_and_a_block_only_under_a_harness_hook() {
     }
     let run = ahp(&["hook", "claude-code"], &[]);
     run.assert_exit(2, "hook without --registration");
-    assert!(run.stderr.contains("--registration"), "{}", run.stderr);
-    for args in [&["--help"][..], &["intercept", "--help"], &["--version"]] {
+    let reason = format!("{}\n", ahp_tests::hook::FAILED_REASON);
+    assert_eq!(run.stderr, reason, "clap's text is not for the model");
+    // A harness name that is no harness's: exit 2 with clap's text, as before.
+    let run = ahp(&["hook", "claud-code", "--registration", reg], &[]);
+    run.assert_exit(2, "hook with an unknown harness");
+    assert!(run.stderr.contains("unknown harness"), "{}", run.stderr);
+    let asked: [(&[&str], &str); 7] = [
+        (&["--help"], "Usage: ahp"),
+        (&["intercept", "--help"], "Usage: ahp intercept"),
+        (&["--version"], "ahp "),
+        (&["hook", "--help"], "Usage: ahp hook"),
+        (&["hook", "claude-code", "--help"], "Usage: ahp hook"),
+        (
+            &["hook", "copilot", "--registration", reg, "-h"],
+            "Usage: ahp hook",
+        ),
+        (&["hook", "codex", "--version"], "ahp-hook "),
+    ];
+    for (args, shown) in asked {
         let run = ahp(args, &[]);
         run.assert_exit(0, &format!("{args:?}"));
-        assert!(!run.stdout.is_empty(), "{args:?}: printed on stdout");
+        assert!(run.stdout.contains(shown), "{args:?}: {}", run.stdout);
+        assert!(run.stderr.is_empty(), "{args:?}: {}", run.stderr);
     }
 }
 

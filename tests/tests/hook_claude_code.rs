@@ -3,8 +3,8 @@
 //! `hookSpecificOutput`, never `permissionDecision: "allow"`.
 
 use ahp_tests::hook::{
-    assert_json, assert_silent_no_objection, tool_payloads, Contract, Intercepted, Ran,
-    MODIFIED_REASON,
+    assert_exit_2_block, assert_json, assert_silent_no_objection, tool_payloads, Contract,
+    Intercepted, Ran, MODIFIED_REASON,
 };
 use serde_json::{json, Value};
 
@@ -78,6 +78,7 @@ fn contract() -> Contract {
                 assert_block: assert_stopped,
             },
         ],
+        assert_blocked_before_the_event: assert_exit_2_block,
     }
 }
 
@@ -216,9 +217,7 @@ async fn run_logged(stdin: &[u8]) -> (Ran, String) {
 /// and stderr, which the model reads, the generic reason alone; `detail` is for the
 /// operator, in the log.
 fn assert_blocked_before_the_event((ran, logged): &(Ran, String), detail: &str) {
-    assert_eq!((ran.code, ran.stdout.as_str()), (2, ""), "{ran:?}");
-    let reason = format!("{}\n", ahp_tests::hook::FAILED_REASON);
-    assert_eq!(ran.stderr, reason, "{ran:?}");
+    assert_exit_2_block(ran, ahp_tests::hook::FAILED_REASON);
     assert!(logged.contains(detail), "{ran:?}, log: {logged}");
 }
 

@@ -4,7 +4,8 @@
 //! advertised.
 
 use ahp_tests::hook::{
-    assert_json, assert_silent_no_objection, tool_payloads, Contract, Intercepted, Ran,
+    assert_exit_2_block, assert_json, assert_silent_no_objection, tool_payloads, Contract,
+    Intercepted, Ran,
 };
 use serde_json::json;
 
@@ -49,6 +50,7 @@ fn contract() -> Contract {
             advertised: &["deny"],
             assert_block,
         }],
+        assert_blocked_before_the_event: assert_exit_2_block,
     }
 }
 
@@ -104,6 +106,20 @@ async fn past_the_budget_at_a_stop_lets_the_agent_stop() {
 /// by the signal, Codex would read a crashed hook and run the tool.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_is_answered_with_a_denial() {
+    a_signal_while_the_backend_holds_the_request_is_a_denial("HUP").await;
+}
+
+/// SIGQUIT (`Ctrl-\` at a terminal) likewise: its default action, a core dump, is a
+/// crashed hook to Codex.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigquit_is_answered_with_a_denial() {
+    a_signal_while_the_backend_holds_the_request_is_a_denial("QUIT").await;
+}
+
+/// Sends `signal` to `ahp hook codex` while a fail-open backend holds its request: the
+/// answer is Codex's denial, from a process that exited on its own, and the audit record
+/// says `interrupted`.
+async fn a_signal_while_the_backend_holds_the_request_is_a_denial(signal: &str) {
     use ahp_tests::fault_backend::{Behaviour, FaultBackend};
     use tokio::io::AsyncWriteExt as _;
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
@@ -131,17 +147,17 @@ async fn sighup_is_answered_with_a_denial() {
             .await,
         "the request reached the backend"
     );
-    let output = ahp_tests::hook::answer_after_signal(hook, "HUP").await;
+    let output = ahp_tests::hook::answer_after_signal(hook, signal).await;
     let ran = Ran::of(&output, &command);
     let answer = ran.json();
-    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(ran.code, 0, "SIG{signal}: {ran:?}");
     assert_eq!(
         answer["hookSpecificOutput"]["permissionDecision"], "deny",
-        "{ran:?}"
+        "SIG{signal}: {ran:?}"
     );
     let record = std::fs::read_to_string(&audit).expect("the audit log");
     let record: serde_json::Value = serde_json::from_str(record.trim()).expect("one record");
-    assert_eq!(record["decidedBy"], "interrupted", "{record}");
+    assert_eq!(record["decidedBy"], "interrupted", "SIG{signal}: {record}");
 }
 
 /// A signal while the payload is still being read (the harness has not closed stdin) is

@@ -32,6 +32,8 @@ fn contract() -> Contract {
         modify_operations: &["merge"],
         assert_context: None,
         intercepted: vec![],
+        // Before the event is known: its JSON denial and exit 2 all the same.
+        assert_blocked_before_the_event: assert_deny,
     }
 }
 

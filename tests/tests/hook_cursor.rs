@@ -2,7 +2,9 @@
 //! keyed by `conversation_id`; `permission: "deny"` to block, always JSON, and no
 //! objection as `{}` — never `permission: "allow"`, a grant; no ask on preToolUse.
 
-use ahp_tests::hook::{assert_json, tool_payloads, Contract, Intercepted, Ran};
+use ahp_tests::hook::{
+    assert_exit_2_block, assert_json, tool_payloads, Contract, Intercepted, Ran,
+};
 use serde_json::json;
 
 fn contract() -> Contract {
@@ -42,6 +44,7 @@ fn contract() -> Contract {
             advertised: &["deny"],
             assert_block,
         }],
+        assert_blocked_before_the_event: assert_exit_2_block,
     }
 }
 

@@ -3,7 +3,8 @@
 //! a changed input in `hookSpecificOutput.tool_input`.
 
 use ahp_tests::hook::{
-    assert_json, assert_silent_no_objection, tool_payloads, Contract, Intercepted, Ran,
+    assert_exit_2_block, assert_json, assert_silent_no_objection, tool_payloads, Contract,
+    Intercepted, Ran,
 };
 use serde_json::{json, Value};
 
@@ -49,6 +50,7 @@ fn contract() -> Contract {
             advertised: &["deny"],
             assert_block: assert_deny,
         }],
+        assert_blocked_before_the_event: assert_exit_2_block,
     }
 }
 

@@ -1,10 +1,13 @@
 //! `ahp hook install HARNESS`: the harness's settings snippet that puts `ahp hook` in
 //! front of its hook events.
 //!
-//! Paths are absolute (the harness runs hooks from wherever the session is) and the
-//! snippet names files, never their contents: no secret ever lands in a harness's
-//! settings. The harness's timeout is the hook's budget plus headroom for process start,
-//! so the budget settles the call and the harness's own timeout never fires first.
+//! Every hook's command carries the options `ahp hook` was given for the host (the
+//! component, trust roots, `--stdio-env`, …), each word quoted for the POSIX shell the
+//! harness runs it with. Paths are absolute (the harness runs hooks from wherever the
+//! session is) and the snippet names files, never their contents: no secret ever lands in
+//! a harness's settings. The harness's timeout is the hook's budget plus headroom for
+//! process start, so the budget settles the call and the harness's own timeout never
+//! fires first.
 
 use super::{AhpEvent, EventSpec, Harness, DEFAULT_BUDGET_MS};
 use serde_json::Value;
@@ -24,6 +27,11 @@ pub struct Install {
     pub audit: Option<PathBuf>,
     /// The hook's budget; `None` for the default.
     pub budget_ms: Option<u64>,
+    /// The events' `source` URI; `None` for the default.
+    pub source: Option<String>,
+    /// More options of `ahp hook` (the host's), as command-line words, in order, paths
+    /// already absolute.
+    pub host_arguments: Vec<String>,
 }
 
 /// What one harness's snippet is built from.
@@ -79,6 +87,10 @@ pub fn install(request: &Install) -> Result<Value, String> {
     if let Some(audit) = &request.audit {
         arguments.extend(["--audit".to_string(), absolute(audit, false)?]);
     }
+    if let Some(source) = &request.source {
+        arguments.extend(["--source".to_string(), source.clone()]);
+    }
+    arguments.extend(request.host_arguments.iter().cloned());
     let snippet = Snippet {
         program: program.display().to_string(),
         arguments,
@@ -94,7 +106,7 @@ pub fn install(request: &Install) -> Result<Value, String> {
 }
 
 /// `path` made absolute; `existing` ones resolved through symlinks (and must exist).
-fn absolute(path: &Path, existing: bool) -> Result<String, String> {
+pub(crate) fn absolute(path: &Path, existing: bool) -> Result<String, String> {
     let resolved = match existing {
         true => std::fs::canonicalize(path),
         false => std::path::absolute(path),

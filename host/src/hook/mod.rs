@@ -9,11 +9,12 @@
 //! is answered as a denial in the harness's format, with a generic reason. The details go
 //! to the log, never to stderr, which a harness shows the model on exit 2: stderr holds
 //! the answer's own lines alone, and the log is the file `AHP_LOG_FILE` names (see
-//! `cli`), else nowhere; a panic's message too. SIGINT, SIGTERM or SIGHUP, caught from
-//! the start of [`run`] (before stdin is read), interrupts the call (`decidedBy:
-//! "interrupted"` in the audit): its stdio backends are killed and reaped, and the process
-//! answers with the same denial before it exits. At an event that is only observed
-//! nothing is decided, so a failure there is logged and answered as no objection.
+//! `cli`), else nowhere; a panic's message too, and a command line that does not parse.
+//! SIGINT, SIGTERM, SIGHUP or SIGQUIT, caught from the start of [`run`] (before stdin is
+//! read), interrupts the call (`decidedBy: "interrupted"` in the audit): its stdio
+//! backends are killed and reaped, and the process answers with the same denial before
+//! it exits. At an event that is only observed nothing is decided, so a failure there is
+//! logged and answered as no objection.
 //!
 //! Each harness module says three things as data and small functions: which native events
 //! map to which AHP events and which effects the harness enforces at each
@@ -33,6 +34,7 @@ mod gemini;
 mod install;
 mod payload;
 
+pub(crate) use install::absolute;
 pub use install::{install, Install};
 
 use crate::vocab::{
@@ -56,9 +58,9 @@ pub const DEFAULT_BUDGET_MS: u64 = 10_000;
 /// The call itself settles inside the budget; this covers a stuck step around it.
 const WATCHDOG_GRACE: Duration = Duration::from_millis(1_000);
 
-/// How long after SIGINT, SIGTERM or SIGHUP the process may still take to answer. An
-/// interrupted call settles at once; this covers a step that cannot see the signal
-/// (reading stdin, compiling the component).
+/// How long after SIGINT, SIGTERM, SIGHUP or SIGQUIT the process may still take to
+/// answer. An interrupted call settles at once; this covers a step that cannot see the
+/// signal (reading stdin, compiling the component).
 const SIGNAL_GRACE: Duration = Duration::from_millis(500);
 
 /// The largest payload read from stdin; a harness sends one small JSON object. Also the
@@ -569,9 +571,10 @@ impl Answer {
 }
 
 /// The answer of a process that failed around the call, before any payload was read or
-/// after [`run`] could not answer (the async runtime did not start, a panic outside the
-/// call's task): `harness`'s block for an unknown event, the detail in the log. Never a
-/// crash exit, which a harness reads as a failed hook and runs the tool.
+/// after [`run`] could not answer (a command line that does not parse, the async runtime
+/// did not start, a panic outside the call's task): `harness`'s block for an unknown
+/// event, the detail in the log. Never a crash exit, which a harness reads as a failed
+/// hook and runs the tool.
 pub fn answer_failure(harness: Harness, detail: &str) -> ExitCode {
     let code = answer(harness, None, Err(detail.to_string()));
     ExitCode::from(u8::try_from(code).unwrap_or(2))
@@ -608,8 +611,8 @@ pub struct Request {
 /// Runs one hook call and answers the harness; see the module documentation.
 pub async fn run(request: Request) -> ExitCode {
     // First of all, before stdin is read or the interceptor built: from here on SIGINT,
-    // SIGTERM or SIGHUP is the harness's block, no longer the end of the process, which
-    // the harness would read as a crashed hook and fail open.
+    // SIGTERM, SIGHUP or SIGQUIT is the harness's block, no longer the end of the process,
+    // which the harness would read as a crashed hook and fail open.
     let signals = crate::cli::Signals::listen();
     let deadline = Instant::now() + request.budget;
     let harness = request.harness;
