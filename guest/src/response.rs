@@ -954,6 +954,23 @@ mod tests {
         }
     }
 
+    /// Conformance B6: unknown members beside `jsonrpc`, `id` and `result` are envelope
+    /// fields too, ignored whatever their value: the reply is accepted as it stands.
+    #[test]
+    fn unknown_top_level_members_are_ignored() {
+        let body = json!({"jsonrpc": "2.0", "id": "evt_1", "x": 1,
+                          "com.example.trace": {"span": [1, 2]}, "meta": null,
+                          "result": {"protocolVersion": "draft",
+                                     "effects": [{"type": "deny", "reason": "r"}]}});
+        let deny = Effect::Deny {
+            reason: "r".into(),
+            code: None,
+        };
+        assert_eq!(decode_http(&body.to_string()), Ok(vec![deny.clone()]));
+        let stdio_reply = stdio(body.to_string());
+        assert_eq!(decode(&stdio_reply, "evt_1", &all()), Ok(vec![deny]));
+    }
+
     // --- 7. effects ---
 
     #[test]

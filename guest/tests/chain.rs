@@ -894,6 +894,27 @@ fn every_operational_failure_fail_open_is_recorded_and_the_chain_continues() {
     }
 }
 
+/// Conformance B6 (CORE-003): an unknown top-level member of a reply's envelope is
+/// ignored, as one in `result` is: the reply is accepted, under either policy.
+#[test]
+fn an_unknown_top_level_member_of_a_reply_is_ignored_under_both_policies() {
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![interceptor(A, policy, 500)]);
+        for (reply, outcome) in [
+            (deny("kept"), Outcome::Deny),
+            (no_effect(), Outcome::NoEffect),
+        ] {
+            let mut body: Value = serde_json::from_slice(&reply.body).unwrap();
+            body["x"] = json!(1);
+            body["com.example.trace"] = json!({"span": [1, 2]});
+            let mut host = FakeHost::new().on(A, Step::reply(json_reply(body)));
+            let s = run(&engine, &mut host);
+            assert_eq!(outcomes(&s), [outcome], "{policy}: {}", audit(&s));
+            assert!(audited(&s, 0).get("failure").is_none(), "{policy}");
+        }
+    }
+}
+
 #[test]
 fn failure_records_the_phase_and_the_status_but_never_the_body() {
     let engine = load(vec![interceptor(A, "fail-closed", 500)]);
@@ -1181,6 +1202,111 @@ fn budget_expired_before_the_call_sends_nothing() {
     assert_eq!(s.decided_by, DecidedBy::BudgetExpired);
     assert_eq!(outcomes(&s), [Outcome::NotReached]);
     assert!(host.sent.is_empty() && host.acquired.is_empty());
+}
+
+/// Conformance F15: an enclosing budget of 1 s; A (`timeoutMs` 800) answers after
+/// 600 ms, so B (`timeoutMs` 800) has what is left of the budget, 400 ms, not its own
+/// 800. If B hangs, the budget expires: a denial that says expiry, never interruption or
+/// cancellation, whatever B's policy.
+#[test]
+fn a_later_interceptor_gets_only_what_remains_of_the_enclosing_budget() {
+    let budget = T0 + ms(1_000);
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![
+            interceptor(A, "fail-open", 800),
+            interceptor(B, policy, 800),
+        ]);
+        let mut host = FakeHost::new()
+            .on(A, Step::reply(no_effect()).taking(600))
+            .on(B, Step::reply(no_effect()));
+        let s = run_with_budget(&engine, &mut host, budget);
+        assert_no_objection(&s);
+        assert_eq!(host.sent_to(A)[0].deadline, T0 + ms(800), "{policy}");
+        assert_eq!(
+            host.sent_to(B)[0].deadline,
+            budget,
+            "{policy}: start + 1000 ms, not B's start (T0 + 600 ms) + 800 ms"
+        );
+        let acquired: Vec<_> = host
+            .acquired
+            .iter()
+            .map(|(b, at)| (b.as_str(), *at))
+            .collect();
+        assert_eq!(acquired, [(A, T0 + ms(800)), (B, budget)], "{policy}");
+
+        let mut host = FakeHost::new()
+            .on(A, Step::reply(no_effect()).taking(600))
+            .on(B, Step::hang());
+        let s = run_with_budget(&engine, &mut host, budget);
+        assert_eq!(host.now, budget, "{policy}: B hangs until the budget ends");
+        assert_eq!(
+            (s.decision, s.decided_by, s.reason.as_deref()),
+            (
+                Decision::Deny,
+                DecidedBy::BudgetExpired,
+                Some(BUDGET_REASON)
+            ),
+            "{policy}"
+        );
+        assert_eq!(outcomes(&s), [Outcome::NoEffect, Outcome::BudgetExpired]);
+        let record = audit(&s);
+        assert_eq!(record["decidedBy"], "budget-expired", "{policy}");
+        let entry = &record["interceptors"][1];
+        assert_eq!(entry["outcome"], "budget-expired", "{policy}");
+        assert_eq!(entry["failure"]["class"], "deadline-exceeded", "{policy}");
+        assert_eq!(entry["attempts"][0]["result"], "deadline-exceeded");
+        assert_eq!(entry["attempts"][0]["elapsedMs"], 400, "{policy}");
+        let text = record.to_string();
+        assert!(
+            !text.contains("interrupt") && !text.contains("cancel"),
+            "{policy}: {record}"
+        );
+    }
+}
+
+/// Conformance F15, retries and phases: however often B's exchange is retried, and
+/// however often it acquires a credential, every attempt of B is bounded by the
+/// enclosing budget, and the final hang settles as its expiry.
+#[test]
+fn no_retry_or_reacquisition_of_a_later_interceptor_outlasts_the_enclosing_budget() {
+    let budget = T0 + ms(1_000);
+    let engine = load(vec![
+        interceptor(A, "fail-open", 800),
+        interceptor(B, "fail-open", 800),
+    ]);
+    // B: a reset at +600 ms, a retry at +770 ms resets too, a retry at +940 ms hangs.
+    let mut host = FakeHost::new()
+        .retries(10, 150)
+        .auth(B, AuthScript::Token)
+        .on(A, Step::reply(no_effect()).taking(600))
+        .on(B, Step::fail(DeliveryError::ConnectionReset).taking(20))
+        .on(B, Step::fail(DeliveryError::ConnectionReset).taking(20))
+        .on(B, Step::hang());
+    let s = run_with_budget(&engine, &mut host, budget);
+    assert_eq!(s.decided_by, DecidedBy::BudgetExpired);
+    assert_eq!(outcomes(&s), [Outcome::NoEffect, Outcome::BudgetExpired]);
+    let deadlines: Vec<Instant> = host.sent_to(B).iter().map(|x| x.deadline).collect();
+    assert_eq!(deadlines, [budget; 3], "every attempt keeps the budget");
+    let asked: Vec<Instant> = host.retry_asks.iter().map(|(_, _, at)| *at).collect();
+    assert_eq!(asked, [budget; 2], "retries are asked within the budget");
+    let acquired: Vec<Instant> = host
+        .acquired
+        .iter()
+        .filter(|(b, _)| b == B)
+        .map(|(_, at)| *at)
+        .collect();
+    assert_eq!(acquired, [budget; 3], "every acquisition keeps the budget");
+    assert_eq!(host.now, budget);
+    let results: Vec<Value> = audited(&s, 1)["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["result"].clone())
+        .collect();
+    assert_eq!(
+        results,
+        ["connection-reset", "connection-reset", "deadline-exceeded"]
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1520,6 +1646,131 @@ fn short_circuit_observer_deadline_is_bounded_by_the_budget() {
     let s = run_with_budget(&engine, &mut host, T0 + ms(600));
     assert_eq!(s.observers.len(), 1);
     assert_eq!(s.observers[0].deadline, T0 + ms(600));
+}
+
+/// Backend A with two `tool.before` intercept subscriptions, then `more`. The second
+/// includes the native payload, the first does not: a notification shows whose view it
+/// was encoded for.
+fn two_interceptors_of_a(more: Vec<Value>) -> Engine {
+    let mut second = intercept_sub(&["tool.before"], "fail-closed", 500);
+    second["includeNative"] = json!(true);
+    let mut subscriptions = vec![intercept_sub(&["tool.before"], "fail-open", 500), second];
+    subscriptions.extend(more);
+    load(vec![backend(A, subscriptions)])
+}
+
+/// A prepared observe notification, checked to be one of the call's own boundary.
+fn observed_event(observer: &ahp_interceptor::settlement::ObserverDelivery) -> Value {
+    let notification: Value = serde_json::from_slice(observer.message.bytes()).unwrap();
+    assert_eq!(notification["method"], "hooks/observe");
+    assert!(notification.get("id").is_none(), "a notification has no id");
+    let event = notification["params"]["event"].clone();
+    assert_eq!(
+        (&event["id"], &event["type"]),
+        (&json!(EVENT_ID), &json!("tool.before"))
+    );
+    event
+}
+
+/// (backend, subscription, outcome) of each interceptor's audit entry.
+fn audited_subscriptions(settlement: &Settlement) -> Vec<(Value, Value, Value)> {
+    let audit = audit(settlement);
+    let entries = audit["interceptors"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    entries
+        .iter()
+        .map(|e| {
+            (
+                e["backend"].clone(),
+                e["subscription"].clone(),
+                e["outcome"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Conformance D3 (REG-002): two interceptors of one backend are two subscriptions. The
+/// first denies: the second is never sent `hooks/intercept` but gets the boundary as one
+/// best-effort `hooks/observe`, encoded for its own subscription; the first gets no
+/// second copy.
+#[test]
+fn a_deny_turns_the_same_backends_later_interceptor_into_one_short_circuit_observe() {
+    let engine = two_interceptors_of_a(vec![]);
+    let mut host = FakeHost::new().on(A, Step::reply(deny("no")));
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decided_by, DecidedBy::BackendDeny);
+    // `run` checks that everything sent is a `hooks/intercept`.
+    assert_eq!(host.sent_to(A).len(), 1, "one intercept, to subscription 0");
+    let kinds: Vec<_> = s
+        .observers
+        .iter()
+        .map(|o| (o.backend.as_str(), o.kind))
+        .collect();
+    assert_eq!(kinds, [(A, ObserverKind::ShortCircuit)]);
+    let event = observed_event(&s.observers[0]);
+    assert_eq!(
+        event["native"]["raw"], "NATIVE-PAYLOAD",
+        "encoded for subscription 1, which includes native"
+    );
+    assert_eq!(
+        audited_subscriptions(&s),
+        [
+            (json!(A), json!(0), json!("deny")),
+            (json!(A), json!(1), json!("not-reached")),
+        ]
+    );
+    assert_eq!(
+        audit(&s)["observers"],
+        json!([{"backend": A, "kind": "short-circuit",
+                "requestSha256": s.observers[0].message.sha256()}])
+    );
+}
+
+/// Conformance D4 (REG-002): D3 plus an observe subscription of the same backend. The
+/// observer still gets the final view: delivery is tracked per subscription, so a
+/// backend already sent a short-circuit observe is sent its own observation too.
+#[test]
+fn a_backends_observe_subscription_is_served_beside_its_short_circuited_interceptor() {
+    let engine = two_interceptors_of_a(vec![observe_sub(&["tool.before"])]);
+    let mut host = FakeHost::new().on(A, Step::reply(deny("no")));
+    let s = run(&engine, &mut host);
+    assert_eq!(host.sent_to(A).len(), 1);
+    let kinds: Vec<_> = s
+        .observers
+        .iter()
+        .map(|o| (o.backend.as_str(), o.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [(A, ObserverKind::ShortCircuit), (A, ObserverKind::Owned)]
+    );
+    // Each is encoded for its own subscription: only subscription 1 includes native.
+    assert!(observed_event(&s.observers[0]).get("native").is_some());
+    assert!(observed_event(&s.observers[1]).get("native").is_none());
+    assert_eq!(
+        audited_subscriptions(&s),
+        [
+            (json!(A), json!(0), json!("deny")),
+            (json!(A), json!(1), json!("not-reached")),
+        ],
+        "an observe subscription is no interceptor"
+    );
+    let audit = audit(&s);
+    let recorded: Vec<(&Value, &Value)> = audit["observers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (&o["backend"], &o["kind"]))
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            (&json!(A), &json!("short-circuit")),
+            (&json!(A), &json!("owned"))
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2457,6 +2708,54 @@ fn observers_of_the_calls_own_event_are_owned_and_skipped_when_interrupted() {
     );
 }
 
+/// Conformance O9: A's modification is accepted, then B fails and is settled fail-open,
+/// once with a modification in a reply rejected whole (an unknown effect beside it), once
+/// with one that arrived too late. The observation carries A's accepted content, never
+/// B's staged content; so does the settlement.
+#[test]
+fn an_observer_is_sent_the_accepted_content_never_a_failed_replys_staged_content() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+        backend(C, vec![observe_sub(&["tool.before"])]),
+    ]);
+    let staged = json!({"type": "modify", "target": "input", "operation": "replace",
+                        "value": {"command": "STAGED-BY-B"}});
+    let rejected = effects(json!([staged.clone(), {"type": "com.example.quarantine"}]));
+    let late = effects(json!([staged]));
+    for (name, step, class) in [
+        ("rejected", Step::reply(rejected), "invalid-effects"),
+        ("late", Step::reply(late).taking(501), "late-response"),
+    ] {
+        let mut host = FakeHost::new()
+            .on(
+                A,
+                Step::reply(modify_input("replace", json!({"command": "ls"}))),
+            )
+            .on(B, step);
+        let s = engine
+            .intercept(&mut host, &event(), &[], None)
+            .expect("valid");
+        let kinds: Vec<_> = s
+            .observers
+            .iter()
+            .map(|o| (o.backend.as_str(), o.kind))
+            .collect();
+        assert_eq!(kinds, [(C, ObserverKind::Owned)], "{name}");
+        assert_eq!(
+            observed_event(&s.observers[0])["tool"]["input"],
+            json!({"command": "ls"}),
+            "{name}: A's accepted content"
+        );
+        let record = audit(&s);
+        assert_eq!(record["effective"]["input"], json!({"command": "ls"}));
+        assert!(!record.to_string().contains("STAGED-BY-B"), "{name}");
+        assert_no_objection(&s);
+        assert_eq!(outcomes(&s), [Outcome::NoEffect, Outcome::FailedOpen]);
+        assert_eq!(failure_class(&s, 1), class, "{name}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The upstream fixtures that show what a harness must refuse or never send
 // ---------------------------------------------------------------------------------------
@@ -2707,6 +3006,58 @@ fn a_denys_policy_code_is_in_its_interceptors_record() {
     let mut host = FakeHost::new().on(A, Step::reply(deny("r")));
     let s = run(&engine, &mut host);
     assert!(audited(&s, 0).get("code").is_none(), "{}", audit(&s));
+}
+
+/// Conformance T9 (DEC-002), a deny from a backend's second subscription: the call is
+/// denied with the backend's reason, and the audit names the explicit denial by backend,
+/// subscription and code, apart from the same backend's first, silent subscription.
+#[test]
+fn a_deny_from_a_backends_second_subscription_is_audited_with_that_subscription_and_code() {
+    let reason = "Deleting build outputs requires review.";
+    let engine = load(vec![backend(
+        A,
+        vec![
+            intercept_sub(&["tool.before"], "fail-open", 500),
+            intercept_sub(&["tool.before"], "fail-closed", 500),
+        ],
+    )]);
+    let coded = json!([{"type": "deny", "reason": reason, "code": "com.example.policy.rm_build"}]);
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(no_effect()))
+        .on(A, Step::reply(effects(coded)));
+    let s = run(&engine, &mut host);
+    assert_eq!(host.sent_to(A).len(), 2, "both subscriptions are asked");
+    assert_eq!(
+        (s.decision, s.decided_by, s.reason.as_deref()),
+        (Decision::Deny, DecidedBy::BackendDeny, Some(reason))
+    );
+    let audit = audit(&s);
+    assert_eq!(
+        (&audit["decidedBy"], &audit["reason"]),
+        (&json!("backend-deny"), &json!(reason))
+    );
+    let denier = &audit["interceptors"][1];
+    assert_eq!(
+        (
+            &denier["backend"],
+            &denier["subscription"],
+            &denier["outcome"],
+            &denier["code"]
+        ),
+        (
+            &json!(A),
+            &json!(1),
+            &json!("deny"),
+            &json!("com.example.policy.rm_build")
+        ),
+        "{audit}"
+    );
+    let silent = &audit["interceptors"][0];
+    assert_eq!(
+        (&silent["subscription"], &silent["outcome"]),
+        (&json!(0), &json!("no-effect"))
+    );
+    assert!(silent.get("code").is_none(), "{audit}");
 }
 
 /// A failure the host reports only after the deadline came too late to be the outcome:
