@@ -4,6 +4,7 @@ use crate::backends::BackendConfig;
 use crate::capabilities::credentials::CredentialProvider;
 use crate::capabilities::http::HttpOptions;
 use crate::capabilities::transport::Transport;
+use crate::capabilities::zone::Zone;
 use crate::declaration::Declaration;
 use crate::retry::RetryPolicy;
 use std::collections::HashMap;
@@ -93,6 +94,7 @@ impl Options {
                 max_body_bytes: self.max_body_bytes.unwrap_or(1 << 20),
                 allow_insecure_http: false,
                 tls: Arc::new(crate::tls::client_config(self.trust_roots.as_deref())?),
+                innermost: Zone::Loopback,
             },
             allow_insecure_http: self.allow_insecure_http.clone(),
             stdio_env: self.stdio_env.clone(),

@@ -13,6 +13,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -58,6 +59,8 @@ pub struct TokenRequest {
 
 struct State {
     issuer: String,
+    /// The `token_endpoint` the metadata names.
+    token_endpoint: String,
     client_secret: String,
     token_mode: TokenMode,
     metadata_mode: MetadataMode,
@@ -67,7 +70,8 @@ struct State {
     issued: Vec<String>,
 }
 
-/// A running authorization server on `127.0.0.1`; dropping it stops it.
+/// A running authorization server (on `127.0.0.1` unless a test asks otherwise);
+/// dropping it stops it.
 pub struct OAuthServer {
     issuer: String,
     state: Arc<Mutex<State>>,
@@ -84,11 +88,35 @@ impl OAuthServer {
     /// Starts a server presenting a certificate from `pki`, issuing tokens that live
     /// `expires_in` seconds to [`CLIENT_ID`] with `client_secret`.
     pub async fn start(pki: &Pki, client_secret: &str, expires_in: u64) -> OAuthServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let loopback = IpAddr::from([127, 0, 0, 1]);
+        OAuthServer::start_split(pki, client_secret, expires_in, loopback, loopback).await
+    }
+
+    /// As [`OAuthServer::start`], listening on every address of this machine, its issuer
+    /// at `issuer` and the token endpoint its metadata names at `token_endpoint` (the
+    /// same server: only the address differs). `pki`'s certificate must name both.
+    pub async fn start_split(
+        pki: &Pki,
+        client_secret: &str,
+        expires_in: u64,
+        issuer: IpAddr,
+        token_endpoint: IpAddr,
+    ) -> OAuthServer {
+        let bound = match (
+            issuer == token_endpoint,
+            issuer.is_ipv4() && token_endpoint.is_ipv4(),
+        ) {
+            (true, _) => SocketAddr::from((issuer, 0)),
+            (false, true) => SocketAddr::from(([0, 0, 0, 0], 0)),
+            (false, false) => SocketAddr::from(([0u16; 8], 0)),
+        };
+        let listener = TcpListener::bind(bound).await.expect("bind");
         let port = listener.local_addr().expect("local addr").port();
-        let issuer = format!("https://127.0.0.1:{port}");
+        let origin = |ip: IpAddr| SocketAddr::from((ip, port));
+        let issuer = format!("https://{}", origin(issuer));
         let state = Arc::new(Mutex::new(State {
             issuer: issuer.clone(),
+            token_endpoint: format!("https://{}/token", origin(token_endpoint)),
             client_secret: client_secret.to_string(),
             token_mode: TokenMode::Issue,
             metadata_mode: MetadataMode::Normal,
@@ -217,7 +245,7 @@ fn metadata(state: &Mutex<State>, path: &str) -> Response<Full<Bytes>> {
     };
     let document = json!({
         "issuer": issuer,
-        "token_endpoint": format!("{}/token", state.issuer),
+        "token_endpoint": state.token_endpoint,
         "grant_types_supported": ["client_credentials"],
         "token_endpoint_auth_methods_supported": ["client_secret_basic"],
     });

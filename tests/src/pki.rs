@@ -1,5 +1,6 @@
 //! A test certificate authority made at test time, and a TLS acceptor for loopback
-//! servers that present a certificate it signed (for `localhost` and `127.0.0.1`).
+//! servers that present a certificate it signed (for `localhost` and `127.0.0.1`, and
+//! other addresses of this machine when a test asks).
 
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 use std::sync::Arc;
@@ -18,12 +19,18 @@ pub struct Pki {
 impl Pki {
     /// Generates the CA and a certificate for `localhost` and `127.0.0.1`.
     pub fn generate() -> Pki {
+        Pki::generate_for(&[])
+    }
+
+    /// Generates the CA and a certificate for `localhost`, `127.0.0.1` and `more`.
+    pub fn generate_for(more: &[std::net::IpAddr]) -> Pki {
         let ca_key = KeyPair::generate().expect("generate CA key");
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         let ca = ca_params.self_signed(&ca_key).expect("self-sign CA");
         let key = KeyPair::generate().expect("generate server key");
-        let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+        let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+        names.extend(more.iter().map(ToString::to_string));
         let cert = CertificateParams::new(names)
             .expect("server params")
             .signed_by(&key, &ca, &ca_key)

@@ -546,3 +546,71 @@ async fn a_failed_token_request_rediscovers_the_metadata_next_time() {
     );
     assert_eq!(fx.server.token_requests().len(), 2);
 }
+
+/// An address of this machine that is not loopback: the source address of a route
+/// towards a documentation address (nothing is sent). Each test that needs one fails,
+/// saying so, on a machine that has none.
+fn non_loopback_address() -> std::net::IpAddr {
+    let routed = |bind: &str, towards: &str| {
+        let socket = std::net::UdpSocket::bind(bind).ok()?;
+        socket.connect(towards).ok()?;
+        Some(socket.local_addr().ok()?.ip()).filter(|ip| !ip.is_loopback())
+    };
+    routed("0.0.0.0:0", "192.0.2.1:9")
+        .or_else(|| routed("[::]:0", "[2001:db8::1]:9"))
+        .expect("this test needs an address of this machine that is not loopback")
+}
+
+/// A fixture whose authorization server's issuer is at `issuer` and whose metadata names
+/// a token endpoint at `token_endpoint` (one server, reachable at both).
+async fn split_fixture(issuer: std::net::IpAddr, token_endpoint: std::net::IpAddr) -> Fixture {
+    let pki = Pki::generate_for(&[issuer, token_endpoint]);
+    let server = OAuthServer::start_split(&pki, CLIENT_SECRET, 3600, issuer, token_endpoint).await;
+    let secret_file = NamedTempFile::new().unwrap();
+    std::fs::write(secret_file.path(), format!("{CLIENT_SECRET}\n")).unwrap();
+    Fixture {
+        server,
+        backend: FaultBackend::start(vec![Behaviour::NoEffect]).await,
+        secret_file,
+        roots: pki.trust_roots_file(),
+    }
+}
+
+/// Destination policy (digest §12, conformance H13): the token endpoint an issuer's
+/// metadata names may lie no further inside the network than the issuer. An issuer on
+/// another address of this machine (private, or global) naming a loopback token endpoint
+/// is refused before any connection: `auth-failed`, the client secret never sent, the
+/// backend never called. An issuer on loopback may name one further out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_endpoint_further_inside_than_its_issuer_is_never_sent_the_secret() {
+    let outside = non_loopback_address();
+    let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
+    let fx = split_fixture(outside, loopback).await;
+    let interceptor = fx.interceptor("fail-closed", 2_000).await;
+    let s = call(&interceptor, "evt_inward").await;
+    assert_eq!(s.decided_by, DecidedBy::SyntheticDeny, "{}", s.record);
+    assert_eq!(
+        failure(&s),
+        json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"})
+    );
+    assert_eq!(
+        fx.server.metadata_requests(),
+        ["/.well-known/oauth-authorization-server"],
+        "discovery at the issuer itself is allowed"
+    );
+    assert!(
+        fx.server.token_requests().is_empty(),
+        "the secret never sent"
+    );
+    assert!(
+        fx.backend.requests().is_empty(),
+        "nothing sent without a token"
+    );
+
+    let fx = split_fixture(loopback, outside).await;
+    let interceptor = fx.interceptor("fail-closed", 2_000).await;
+    let s = call(&interceptor, "evt_outward").await;
+    assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    assert_eq!(fx.server.token_requests().len(), 1);
+    assert_eq!(fx.bearers(), fx.server.issued());
+}

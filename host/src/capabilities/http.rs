@@ -7,6 +7,7 @@
 //! allowed only to loopback unless the host configuration says otherwise, and `https` is
 //! verified by rustls.
 
+use super::zone::Zone;
 use crate::bindings::delivery::Reply;
 use crate::bindings::host_types::{DeliveryError, IoPhase};
 use crate::types::Secret;
@@ -39,6 +40,10 @@ pub struct HttpOptions {
     pub allow_insecure_http: bool,
     /// TLS settings for `https` backends.
     pub tls: Arc<ClientConfig>,
+    /// The innermost zone a connection may reach ([`Zone`]): `Loopback`, anywhere, for
+    /// the URLs of the registration; an OAuth token endpoint, which the issuer named,
+    /// no further inside than the issuer.
+    pub innermost: Zone,
 }
 
 /// One request for [`HttpBackend::send`].
@@ -301,6 +306,14 @@ impl HttpBackend {
                 .collect();
             let plain_ok = self.tls || self.options.allow_insecure_http;
             if addrs.is_empty() || (!plain_ok && !addrs.iter().all(|a| a.ip().is_loopback())) {
+                return Err(DeliveryError::NotPermitted);
+            }
+            // Every address the name gives, not only the first: the next connection may
+            // take another.
+            if addrs
+                .iter()
+                .any(|a| Zone::of(a.ip()) < self.options.innermost)
+            {
                 return Err(DeliveryError::NotPermitted);
             }
             let stream = connect_any(&addrs).await?;

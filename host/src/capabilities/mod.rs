@@ -7,3 +7,4 @@ pub mod http;
 pub mod oauth;
 pub mod stdio;
 pub mod transport;
+pub mod zone;

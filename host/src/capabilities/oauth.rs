@@ -14,6 +14,7 @@
 
 use super::credentials::{from_reference, usable, AuthFailure};
 use super::http::{authorization, HttpBackend, HttpOptions, Outgoing};
+use super::zone::Zone;
 use crate::bindings::interceptor::{OauthFlow, OauthPlan};
 use crate::types::Secret;
 use base64::Engine as _;
@@ -42,8 +43,8 @@ const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 /// The OAuth client of one interceptor.
 pub struct OAuth {
     http: HttpOptions,
-    /// One connection pool per metadata or token URL.
-    endpoints: Mutex<HashMap<String, Arc<HttpBackend>>>,
+    /// One connection pool per metadata or token URL and the innermost zone it may reach.
+    endpoints: Mutex<HashMap<(String, Zone), Arc<HttpBackend>>>,
     metadata: Mutex<HashMap<String, Metadata>>,
     tokens: Mutex<HashMap<TokenKey, Slot>>,
 }
@@ -89,6 +90,9 @@ struct Metadata {
     token_endpoint: String,
     client_auth: ClientAuth,
     fetched_at: Instant,
+    /// Where the issuer lies (the outermost zone its host resolves to): the token
+    /// endpoint it names may lie no further inside ([`Zone`]).
+    issuer_zone: Zone,
 }
 
 /// How the client authenticates at the token endpoint (RFC 6749 §2.3.1).
@@ -263,7 +267,7 @@ impl OAuth {
         let (body, header) = token_request(plan, &scopes, &secret, metadata.client_auth)?;
         let requested_at = Instant::now();
         let reply = self
-            .endpoint(&metadata.token_endpoint)?
+            .endpoint(&metadata.token_endpoint, metadata.issuer_zone)?
             .send(
                 Outgoing {
                     method: Method::POST,
@@ -301,9 +305,12 @@ impl OAuth {
             }
         }
         let mut tried = Vec::new();
-        for url in discovery_urls(issuer).map_err(|why| Problem::Failed(why.into()))? {
+        let urls = discovery_urls(issuer).map_err(|why| Problem::Failed(why.into()))?;
+        let issuer_zone = zone_of_host(issuer, deadline).await?;
+        for url in urls {
+            // The issuer's own host, which the registration named: anywhere.
             let reply = self
-                .endpoint(&url)?
+                .endpoint(&url, Zone::Loopback)?
                 .send(
                     Outgoing {
                         method: Method::GET,
@@ -319,7 +326,7 @@ impl OAuth {
                 tried.push(format!("{url}: HTTP {}", reply.status.unwrap_or(0)));
                 continue;
             }
-            let metadata = validate_metadata(&reply.body, issuer)
+            let metadata = validate_metadata(&reply.body, issuer, issuer_zone)
                 .map_err(|why| Problem::Failed(format!("metadata at {url}: {why}")))?;
             lock(&self.metadata).insert(issuer.to_string(), metadata.clone());
             return Ok(metadata);
@@ -330,20 +337,23 @@ impl OAuth {
         )))
     }
 
-    /// The connection pool for one `https` URL.
-    fn endpoint(&self, url: &str) -> Result<Arc<HttpBackend>, Problem> {
+    /// The connection pool for one `https` URL whose connections may reach no further
+    /// inside than `innermost`.
+    fn endpoint(&self, url: &str, innermost: Zone) -> Result<Arc<HttpBackend>, Problem> {
         let mut endpoints = lock(&self.endpoints);
-        if let Some(endpoint) = endpoints.get(url) {
+        let key = (url.to_string(), innermost);
+        if let Some(endpoint) = endpoints.get(&key) {
             return Ok(Arc::clone(endpoint));
         }
         let mut options = self.http.clone();
         // Never plain http for anything that carries client credentials or tokens.
         options.allow_insecure_http = false;
+        options.innermost = innermost;
         let endpoint = Arc::new(
             HttpBackend::new(url, options)
                 .map_err(|why| Problem::Failed(format!("{url}: {why}")))?,
         );
-        endpoints.insert(url.to_string(), Arc::clone(&endpoint));
+        endpoints.insert(key, Arc::clone(&endpoint));
         Ok(endpoint)
     }
 }
@@ -434,8 +444,30 @@ fn discovery_urls(issuer: &str) -> Result<Vec<String>, &'static str> {
     })
 }
 
+/// The outermost zone the host of `url` resolves to, by `deadline`: where a party at that
+/// URL lies, for the URLs it names ([`Zone`]).
+async fn zone_of_host(url: &str, deadline: Instant) -> Result<Zone, Problem> {
+    let failed = |why: &str| Problem::Failed(format!("{url}: {why}"));
+    let uri: hyper::Uri = url.parse().map_err(|_| failed("not a URL"))?;
+    let host = uri.host().ok_or_else(|| failed("no host"))?;
+    let host = host.trim_matches(['[', ']']).to_string();
+    let port = uri.port_u16().unwrap_or(443);
+    let addresses = timeout_at(deadline, tokio::net::lookup_host((host, port)))
+        .await
+        .map_err(|_| failed("not resolved in time"))?
+        .map_err(|_| failed("does not resolve"))?;
+    addresses
+        .map(|address| Zone::of(address.ip()))
+        .max()
+        .ok_or_else(|| failed("resolves to no address"))
+}
+
 /// Checks discovered metadata against the configured issuer and this client's needs.
-fn validate_metadata(body: &[u8], issuer: &str) -> Result<Metadata, &'static str> {
+fn validate_metadata(
+    body: &[u8],
+    issuer: &str,
+    issuer_zone: Zone,
+) -> Result<Metadata, &'static str> {
     let json: Value = serde_json::from_slice(body).map_err(|_| "not JSON")?;
     if json["issuer"].as_str() != Some(issuer) {
         return Err("`issuer` differs from the configured issuer");
@@ -461,6 +493,7 @@ fn validate_metadata(body: &[u8], issuer: &str) -> Result<Metadata, &'static str
         token_endpoint: token_endpoint.to_string(),
         client_auth,
         fetched_at: Instant::now(),
+        issuer_zone,
     })
 }
 
@@ -546,7 +579,7 @@ mod tests {
 
     #[test]
     fn metadata_must_match_the_issuer_exactly_and_support_the_grant() {
-        let ok = validate_metadata(&metadata(json!({})), "https://id.example.com");
+        let ok = validate_metadata(&metadata(json!({})), "https://id.example.com", Zone::Global);
         assert!(matches!(
             ok,
             Ok(Metadata {
@@ -578,12 +611,17 @@ mod tests {
                 "no client_secret",
             ),
         ] {
-            let got = validate_metadata(&metadata(extra.clone()), "https://id.example.com");
+            let got = validate_metadata(
+                &metadata(extra.clone()),
+                "https://id.example.com",
+                Zone::Global,
+            );
             assert!(matches!(got, Err(e) if e.contains(why)), "{extra}");
         }
         let post = validate_metadata(
             &metadata(json!({"token_endpoint_auth_methods_supported": ["client_secret_post"]})),
             "https://id.example.com",
+            Zone::Global,
         );
         assert!(matches!(
             post,
@@ -592,7 +630,7 @@ mod tests {
                 ..
             })
         ));
-        assert!(validate_metadata(b"<html>", "https://id.example.com").is_err());
+        assert!(validate_metadata(b"<html>", "https://id.example.com", Zone::Global).is_err());
     }
 
     #[test]

@@ -1,0 +1,123 @@
+//! How far inside a network an address lies, for the destination policy of URLs the host
+//! did not choose itself (digest §12: "Apply SSRF and destination policy to every
+//! metadata, registration, authorization and token URL, including DNS resolution").
+//!
+//! An OAuth token endpoint is named by the issuer's metadata, and the client secret goes
+//! to it. An issuer on the internet that names an address inside the host's network
+//! (a private range, link-local, loopback) would have the host send that secret, and a
+//! request, wherever it likes behind the firewall. So a URL another party named may
+//! lie no further inside than the party that named it: a global issuer's token endpoint
+//! must be global, a private one's private or global, a loopback one's anywhere. The
+//! check runs on the addresses a connection is about to use, after resolution, so a name
+//! that resolves differently the second time (DNS rebinding) is caught too.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Where an address lies, innermost first: `Loopback < Private < Global`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Zone {
+    /// This machine: 127.0.0.0/8, ::1 (and IPv4-mapped loopback).
+    Loopback,
+    /// Any other address that is not globally reachable: private and shared ranges,
+    /// link-local, unique-local, unspecified, documentation, benchmarking, reserved,
+    /// broadcast and multicast (the IANA special-purpose registries).
+    Private,
+    /// Globally reachable.
+    Global,
+}
+
+impl Zone {
+    /// The zone of `ip`.
+    pub fn of(ip: IpAddr) -> Zone {
+        match ip {
+            IpAddr::V4(v4) => Zone::of_v4(v4),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => Zone::of_v4(v4),
+                None => Zone::of_v6(v6),
+            },
+        }
+    }
+
+    fn of_v4(ip: Ipv4Addr) -> Zone {
+        let [a, b, c, _] = ip.octets();
+        let special = a == 0 // "this network"
+            || a == 10
+            || (a == 100 && (64..128).contains(&b)) // shared address space (CGNAT)
+            || (a == 169 && b == 254) // link-local
+            || (a == 172 && (16..32).contains(&b))
+            || (a == 192 && b == 0 && (c == 0 || c == 2)) // IETF protocol; TEST-NET-1
+            || (a == 192 && b == 168)
+            || (a == 198 && (b == 18 || b == 19)) // benchmarking
+            || (a == 198 && b == 51 && c == 100) // TEST-NET-2
+            || (a == 203 && b == 0 && c == 113) // TEST-NET-3
+            || a >= 224; // multicast, reserved, broadcast
+        match (ip.is_loopback(), special) {
+            (true, _) => Zone::Loopback,
+            (false, true) => Zone::Private,
+            (false, false) => Zone::Global,
+        }
+    }
+
+    fn of_v6(ip: Ipv6Addr) -> Zone {
+        let first = ip.segments()[0];
+        let special = ip.is_unspecified()
+            || (first & 0xfe00) == 0xfc00 // unique local fc00::/7
+            || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
+            || (first & 0xff00) == 0xff00 // multicast
+            || (first == 0x2001 && ip.segments()[1] == 0x0db8) // documentation
+            || (first == 0x0100 && ip.segments()[1..4] == [0, 0, 0]) // discard-only 100::/64
+            || (first == 0x0064 && ip.segments()[1] == 0xff9b) // NAT64, maps IPv4
+            || first == 0; // IPv4-compatible and other ::/16 forms
+        match (ip.is_loopback(), special) {
+            (true, _) => Zone::Loopback,
+            (false, true) => Zone::Private,
+            (false, false) => Zone::Global,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Zone;
+
+    #[test]
+    fn every_address_falls_in_its_zone() {
+        let cases = [
+            ("127.0.0.1", Zone::Loopback),
+            ("127.255.0.9", Zone::Loopback),
+            ("::1", Zone::Loopback),
+            ("::ffff:127.0.0.1", Zone::Loopback),
+            ("0.0.0.0", Zone::Private),
+            ("10.1.2.3", Zone::Private),
+            ("100.64.0.1", Zone::Private),
+            ("169.254.169.254", Zone::Private),
+            ("172.16.0.1", Zone::Private),
+            ("172.31.255.255", Zone::Private),
+            ("192.0.2.2", Zone::Private),
+            ("192.168.1.1", Zone::Private),
+            ("198.18.0.1", Zone::Private),
+            ("203.0.113.5", Zone::Private),
+            ("224.0.0.1", Zone::Private),
+            ("255.255.255.255", Zone::Private),
+            ("::", Zone::Private),
+            ("fd00::2", Zone::Private),
+            ("fe80::1", Zone::Private),
+            ("ff02::1", Zone::Private),
+            ("2001:db8::1", Zone::Private),
+            ("64:ff9b::a00:1", Zone::Private),
+            ("::ffff:10.0.0.1", Zone::Private),
+            ("8.8.8.8", Zone::Global),
+            ("100.63.255.255", Zone::Global),
+            ("100.128.0.1", Zone::Global),
+            ("172.15.0.1", Zone::Global),
+            ("172.32.0.1", Zone::Global),
+            ("192.0.3.1", Zone::Global),
+            ("2606:4700::1111", Zone::Global),
+            ("::ffff:8.8.8.8", Zone::Global),
+        ];
+        for (address, zone) in cases {
+            assert_eq!(Zone::of(address.parse().unwrap()), zone, "{address}");
+        }
+        assert!(Zone::Loopback < Zone::Private && Zone::Private < Zone::Global);
+    }
+}
