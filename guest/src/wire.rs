@@ -8,8 +8,8 @@
 
 use crate::event::Event;
 use crate::registration::View;
-use ahp_vocab::{DeliverAt, EventCapability, ModifyCapability, PROTOCOL_VERSION};
-use serde::ser::{Serialize, SerializeMap, Serializer};
+use ahp_vocab::{Capabilities, EventCapability, PROTOCOL_VERSION};
+use serde::ser::Serialize;
 
 /// The buffer a request is encoded into: one hook call's request fits, so the encoder
 /// does not grow (and copy) it as it goes.
@@ -73,71 +73,6 @@ impl Message {
 /// fail to serialize into a `Vec`.
 fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
     let _ = serde_json::to_writer(out, value);
-}
-
-/// `params.capabilities` (capabilities.schema.json): the call's narrowed declaration,
-/// each effect's option block present exactly when the effect is. Serialized straight
-/// from the declaration.
-struct Capabilities<'a>(&'a EventCapability);
-
-impl Serialize for Capabilities<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let capability = self.0;
-        let mut map = serializer.serialize_map(None)?;
-        let effects: Vec<&str> = capability.effects.iter().map(|e| e.as_str()).collect();
-        map.serialize_entry("effects", &effects)?;
-        if let Some(modify) = &capability.modify {
-            map.serialize_entry("modify", &Modify(modify))?;
-        }
-        if let Some(flow) = &capability.flow {
-            map.serialize_entry("flow", flow)?;
-        }
-        if !capability.inject.is_empty() {
-            map.serialize_entry("inject", &Inject(&capability.inject))?;
-        }
-        map.end()
-    }
-}
-
-/// `{"<target>":{"merge":…,"replace":…}}`.
-struct Modify<'a>(&'a ModifyCapability);
-
-impl Serialize for Modify<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(serde::Serialize)]
-        struct Operations {
-            merge: bool,
-            replace: bool,
-        }
-        let mut map = serializer.serialize_map(Some(1))?;
-        let operations = Operations {
-            merge: self.0.merge,
-            replace: self.0.replace,
-        };
-        map.serialize_entry(self.0.target.as_str(), &operations)?;
-        map.end()
-    }
-}
-
-/// `{"context":{"append":true,"deliverAt":[…]}}`: context append is the only injection.
-struct Inject<'a>(&'a [DeliverAt]);
-
-impl Serialize for Inject<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(serde::Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Context<'a> {
-            append: bool,
-            deliver_at: &'a [DeliverAt],
-        }
-        let mut map = serializer.serialize_map(Some(1))?;
-        let context = Context {
-            append: true,
-            deliver_at: self.0,
-        };
-        map.serialize_entry("context", &context)?;
-        map.end()
-    }
 }
 
 /// `hooks/intercept` for one subscription: JSON-RPC id == event id, and what the

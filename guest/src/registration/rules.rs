@@ -17,6 +17,7 @@ use super::{
 use crate::content::{Content, Selection};
 use crate::json;
 use crate::syntax::{has_userinfo, is_env_name, is_http_url, is_loopback_http_url, is_reverse_dns};
+use ahp_vocab::SUPPORTED_TIMEOUT_MS;
 use serde_json::Value;
 
 /// Keys that would hold a credential in the clear. A registration names where a secret
@@ -35,9 +36,6 @@ const OAUTH_FIELDS: &str = "type issuer resource clientId flow scopes clientSecr
 const SUBSCRIPTION_FIELDS: &str = "id events mode timeoutMs failurePolicy content \
     includeNative upload filters scope disableable";
 const LITERAL_SECRET_RULE: &str = "literal secrets are not allowed; use tokenEnv or tokenRef";
-
-/// Timeouts outside this range are accepted but are likely a mistake.
-const SUPPORTED_TIMEOUT_MS: std::ops::RangeInclusive<u64> = 100..=30_000;
 
 /// The whole document: the supported version and a non-empty, ordered `hooks` array.
 pub(super) fn document(c: &mut Checker, root: &Value) -> Option<Vec<Backend>> {

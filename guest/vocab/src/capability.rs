@@ -7,6 +7,7 @@
 //! (`ahp_interceptor::events`), not a property of these types.
 
 use crate::EffectKind;
+use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 
 words! {
@@ -131,5 +132,71 @@ impl EventCapability {
     /// Whether effects of `kind` are enforced.
     pub fn has(&self, kind: EffectKind) -> bool {
         self.effects.contains(&kind)
+    }
+}
+
+/// One event's capabilities as the wire spells them (capabilities.schema.json), each
+/// effect's option block present exactly when the effect is, serialized straight from
+/// the declaration: a request's `params.capabilities` (the call's narrowed
+/// declaration), and a manifest's `events[].capabilities`.
+pub struct Capabilities<'a>(pub &'a EventCapability);
+
+impl Serialize for Capabilities<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let capability = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        let effects: Vec<&str> = capability.effects.iter().map(|e| e.as_str()).collect();
+        map.serialize_entry("effects", &effects)?;
+        if let Some(modify) = &capability.modify {
+            map.serialize_entry("modify", &Modify(modify))?;
+        }
+        if let Some(flow) = &capability.flow {
+            map.serialize_entry("flow", flow)?;
+        }
+        if !capability.inject.is_empty() {
+            map.serialize_entry("inject", &Inject(&capability.inject))?;
+        }
+        map.end()
+    }
+}
+
+/// `{"<target>":{"merge":…,"replace":…}}`.
+struct Modify<'a>(&'a ModifyCapability);
+
+impl Serialize for Modify<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Operations {
+            merge: bool,
+            replace: bool,
+        }
+        let mut map = serializer.serialize_map(Some(1))?;
+        let operations = Operations {
+            merge: self.0.merge,
+            replace: self.0.replace,
+        };
+        map.serialize_entry(self.0.target.as_str(), &operations)?;
+        map.end()
+    }
+}
+
+/// `{"context":{"append":true,"deliverAt":[…]}}`: context append is the only injection.
+struct Inject<'a>(&'a [DeliverAt]);
+
+impl Serialize for Inject<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Context<'a> {
+            append: bool,
+            deliver_at: &'a [DeliverAt],
+        }
+        let mut map = serializer.serialize_map(Some(1))?;
+        let context = Context {
+            append: true,
+            deliver_at: self.0,
+        };
+        map.serialize_entry("context", &context)?;
+        map.end()
     }
 }

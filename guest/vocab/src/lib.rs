@@ -18,7 +18,7 @@ mod problem;
 mod record;
 
 pub use capability::{
-    DeliverAt, EventCapability, FlowCapability, FlowOperation, InterceptableEvent,
+    Capabilities, DeliverAt, EventCapability, FlowCapability, FlowOperation, InterceptableEvent,
     ModifyCapability, ModifyOperation, ModifyTarget,
 };
 pub use decision::{DecidedBy, Decision, FailurePolicy, OAuthFlow, Outcome};
@@ -39,3 +39,7 @@ pub const PROTOCOL_VERSION: &str = "draft";
 /// The component stamps it into each prepared delivery's deadline; the host bounds its
 /// own observer deliveries by it unless configured shorter.
 pub const OBSERVER_TIMEOUT_MS: u64 = 2_000;
+
+/// The `timeoutMs` range this interceptor supports: a registration outside it is accepted
+/// with a warning (likely a mistake), and a harness's manifest says it (`limits`).
+pub const SUPPORTED_TIMEOUT_MS: std::ops::RangeInclusive<u64> = 100..=30_000;
