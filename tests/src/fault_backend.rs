@@ -64,6 +64,15 @@ pub enum Behaviour {
     AcceptNoRead,
     /// Reads the request, then resets the connection (`SO_LINGER` 0, then close: RST).
     Reset,
+    /// Sends part of `inner`'s response, waits for it to be taken, then resets the
+    /// connection as [`Behaviour::Reset`] does: a reset mid-response. `inner` must produce
+    /// a response, as for [`Behaviour::Trickle`].
+    ResetMidResponse {
+        /// The response cut short.
+        inner: Box<Behaviour>,
+        /// Where it is cut.
+        cut: Cut,
+    },
     /// Reads the request, then closes cleanly without answering (FIN).
     Close,
     /// Waits, then behaves as the inner behaviour.
@@ -82,6 +91,21 @@ pub enum Behaviour {
     /// response-size caps: the body is valid, only its size is wrong.
     Oversized(usize),
 }
+
+/// How much of a response [`Behaviour::ResetMidResponse`] sends before the reset.
+#[derive(Clone, Copy, Debug)]
+pub enum Cut {
+    /// The first this many bytes of the head, and never all of it: the status line and
+    /// some headers, say.
+    InHead(usize),
+    /// The whole head (with the full `Content-Length`) and the body but its last this
+    /// many bytes.
+    BodyShortBy(usize),
+}
+
+/// How long [`Behaviour::ResetMidResponse`] waits between its last byte and the reset, so
+/// that the bytes reach the client before the RST (which discards what is still unsent).
+const BEFORE_RESET: Duration = Duration::from_millis(50);
 
 impl Behaviour {
     /// HTTP 401 with a JSON-RPC error body: the backend refuses the credential.
@@ -306,6 +330,10 @@ fn check_trickles(behaviour: &Behaviour) {
             response(inner, &Value::Null, false).is_some(),
             "Trickle must wrap NoEffect, Deny, Effects, Reply or Oversized, not {inner:?}"
         ),
+        Behaviour::ResetMidResponse { inner, .. } => assert!(
+            response(inner, &Value::Null, false).is_some(),
+            "ResetMidResponse must wrap NoEffect, Deny, Effects, Reply or Oversized, not {inner:?}"
+        ),
         _ => {}
     }
 }
@@ -403,6 +431,19 @@ async fn act(
         }
         Behaviour::Close => {
             stream.shutdown().await?;
+            Ok(false)
+        }
+        Behaviour::ResetMidResponse { inner, cut } => {
+            let (head, body) = response(inner, id, close)
+                .ok_or_else(|| invalid("ResetMidResponse wraps a behaviour without a response"))?;
+            let sent = match *cut {
+                Cut::InHead(n) => head[..n.min(head.len() - 1)].to_vec(),
+                Cut::BodyShortBy(n) => [&head[..], &body[..body.len().saturating_sub(n)]].concat(),
+            };
+            stream.write_all(&sent).await?;
+            stream.flush().await?;
+            tokio::time::sleep(BEFORE_RESET).await;
+            stream.set_zero_linger()?;
             Ok(false)
         }
         other => {
@@ -716,6 +757,45 @@ mod tests {
             .map(|r| r.json()["id"].clone())
             .collect();
         assert_eq!(ids, [json!(1), json!(2)]);
+    }
+
+    /// A reset mid-response: the bytes before the cut arrive, then ECONNRESET, not EOF.
+    #[tokio::test]
+    async fn reset_mid_response_sends_the_part_before_the_cut_then_resets() {
+        let inner = Box::new(Behaviour::NoEffect);
+        let backend = FaultBackend::start(vec![
+            Behaviour::ResetMidResponse {
+                inner: inner.clone(),
+                cut: Cut::InHead(17),
+            },
+            Behaviour::ResetMidResponse {
+                inner,
+                cut: Cut::BodyShortBy(5),
+            },
+        ])
+        .await;
+        let expected = rpc_result(&json!(1), &json!([]));
+        for (n, part) in [(1, 17), (2, expected.len() - 5)] {
+            let mut stream = send(&backend, &post("1", "")).await;
+            let mut buf = Vec::new();
+            let error = loop {
+                match read_more(&mut stream, &mut buf).await {
+                    Ok(0) => panic!("request {n}: EOF instead of a reset"),
+                    Ok(_) => {}
+                    Err(e) => break e,
+                }
+            };
+            assert_eq!(error.kind(), io::ErrorKind::ConnectionReset, "request {n}");
+            if n == 1 {
+                assert_eq!(buf, b"HTTP/1.1 200 OK\r\n", "request {n}");
+            } else {
+                let head_end = find(&buf, b"\r\n\r\n").expect("the whole head") + 4;
+                let length = format!("Content-Length: {}\r\n", expected.len());
+                assert!(find(&buf[..head_end], length.as_bytes()).is_some());
+                assert_eq!(&buf[head_end..], &expected[..part], "request {n}");
+            }
+        }
+        assert_eq!(backend.requests().len(), 2);
     }
 
     /// A blackhole reads (and records) but never answers; `AcceptNoRead` does not even read,

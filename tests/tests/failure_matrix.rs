@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ahp_host::{DecidedBy, Decision, EffectKind, Settlement};
-use ahp_tests::fault_backend::{refused_url, Behaviour, FaultBackend};
+use ahp_tests::fault_backend::{refused_url, Behaviour, Cut, FaultBackend};
 use ahp_tests::support::{
     call, interceptor, record_json, registration_on, valid_event, Http, SYNTHETIC_REASON,
 };
@@ -202,9 +202,33 @@ fn chunked_over(cap: usize) -> Behaviour {
     Behaviour::RawThenClose(raw)
 }
 
+/// Spaces after a complete reply body that the reset mid-body never sends.
+const UNSENT_PADDING: usize = 16;
+
+/// A 200 whose status line and first header arrive, then a reset (F2: RST mid-response).
+fn reset_in_head(body: &str) -> Behaviour {
+    let status_and_header = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n";
+    Behaviour::ResetMidResponse {
+        inner: Box::new(json200(body)),
+        cut: Cut::InHead(status_and_header.len()),
+    }
+}
+
+/// A 200 whose head and a complete, valid JSON-RPC reply in its body arrive, then a
+/// reset before the padding its `Content-Length` also counts: whatever the host made of
+/// the bytes it got, they are not a response (F2: RST mid-response).
+fn reset_in_body(body: &str) -> Behaviour {
+    let padded = format!("{body}{}", " ".repeat(UNSENT_PADDING));
+    Behaviour::ResetMidResponse {
+        inner: Box::new(json200(padded)),
+        cut: Cut::BodyShortBy(UNSENT_PADDING),
+    }
+}
+
 /// Every HTTP failure case. `redirect_target` is where the 302 points.
 fn table(redirect_target: &str) -> Vec<Case> {
     let valid_deny = with_result(marker_result());
+    let (reset_head, reset_body) = (reset_in_head(&valid_deny), reset_in_body(&valid_deny));
     let mut invalid_utf8 = br#"{"jsonrpc":"2.0","id":$ID$,"result":""#.to_vec();
     invalid_utf8.extend_from_slice(MARKER.as_bytes());
     invalid_utf8.extend_from_slice(b"\xff\xfe\xc3\x28\"}");
@@ -434,6 +458,22 @@ fn table(redirect_target: &str) -> Vec<Case> {
         Case::new(
             "connection-reset",
             Behaviour::Reset,
+            "connection-reset",
+            AWAIT,
+        ),
+        // A reset mid-response is a reset wherever it cuts. The WIT `connection-reset`
+        // carries no phase, so the record says `await-response` even mid-body.
+        Case::new(
+            "connection-reset-in-head",
+            reset_head,
+            "connection-reset",
+            AWAIT,
+        ),
+        // The bytes that did arrive are a valid deny with the marker as its reason: taking
+        // them as the response would deny as the backend and leak the marker.
+        Case::new(
+            "connection-reset-in-body",
+            reset_body,
             "connection-reset",
             AWAIT,
         ),

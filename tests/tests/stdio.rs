@@ -221,6 +221,7 @@ fn every_lifecycle_and_policy() -> impl Iterator<Item = (&'static str, &'static 
 struct Case {
     /// `mode lifecycle policy`, for messages.
     name: String,
+    lifecycle: &'static str,
     policy: &'static str,
     settled: Settlement,
     elapsed: Duration,
@@ -243,6 +244,7 @@ async fn every_case_with(options: Options, mode: &str, timeout_ms: u64, check: i
         println!("{name}: settled in {elapsed:?}");
         check(&Case {
             name,
+            lifecycle,
             policy,
             settled,
             elapsed,
@@ -406,6 +408,57 @@ async fn exiting_mid_exchange_is_abnormal_exit() {
         assert_eq!(c.log.pids().len(), 1, "{}: {:?}", c.name, c.log.lines());
     })
     .await;
+}
+
+/// F2, a stdio pipe closed: a backend that exits 0 without writing a line. Per event,
+/// exit 0 ends an exchange that produced nothing: `connection-lost`. A persistent backend
+/// should never exit, so its exit is `abnormal-exit` whatever the code. Both at once,
+/// not by waiting out the deadline, and the process is reaped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exiting_0_without_a_reply_is_connection_lost_per_event_and_abnormal_exit_persistent() {
+    every_case("exit-silently", 2_000, |c| {
+        let class = match c.lifecycle {
+            "per_event" => "connection-lost",
+            _ => "abnormal-exit",
+        };
+        let failure = assert_failed_at_once(&c.settled, c.elapsed, c.policy, class, &c.name);
+        assert_eq!(failure["phase"], json!("await-response"), "{}", c.name);
+        assert_eq!(c.log.values("recv"), ["hooks/intercept"], "{}", c.name);
+        assert_nth_process_reaped(&c.log, 1, &c.name);
+    })
+    .await;
+}
+
+/// F2, a stdio pipe closed under a running process: the backend closes its stdout
+/// without a reply and goes on running. No reply can come any more, so in both
+/// lifecycles it is `connection-lost` once it has not exited within a short grace, well
+/// before the deadline, and it is killed and reaped before the call returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_stdout_without_a_reply_is_connection_lost_at_once() {
+    every_case("close-stdout", 2_000, |c| {
+        let failure =
+            assert_failed_at_once(&c.settled, c.elapsed, c.policy, "connection-lost", &c.name);
+        assert_eq!(failure["phase"], json!("await-response"), "{}", c.name);
+        assert_eq!(c.log.values("recv"), ["hooks/intercept"], "{}", c.name);
+        assert_nth_process_reaped(&c.log, 1, &c.name);
+    })
+    .await;
+}
+
+/// S4: a reply pretty-printed over several lines is an operational failure. Its first
+/// line, `{`, is the whole frame, which is not JSON: `malformed-json` at once, not a wait
+/// for the rest of the object until the deadline, and never the object pieced together.
+/// A persistent backend whose next lines would be read as the next reply is replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_pretty_printed_over_several_lines_is_malformed_json_at_once() {
+    every_case("pretty", 2_000, |c| {
+        let failure =
+            assert_failed_at_once(&c.settled, c.elapsed, c.policy, "malformed-json", &c.name);
+        assert_eq!(failure["phase"], json!("parse"), "{}", c.name);
+    })
+    .await;
+    let _shared = PROCESSES.read().await;
+    assert_replaced_after_each_failure("pretty", "fail-open", 2_000, "malformed-json").await;
 }
 
 /// Per event, exit 0 is what says the exchange finished: a nonzero exit fails it even
@@ -721,6 +774,99 @@ async fn short_circuit_observe_is_delivered_over_stdio() {
         );
         assert_eq!(log.received(1).await, ["hooks/observe"], "{lifecycle}");
         hooks.shutdown();
+    }
+}
+
+/// A per-event stdio hook observing a call the persistent denier before it decided: the
+/// observer runs `mode`, its delivery is bounded by `observer_timeout`. Returns the
+/// observer's log, the settled call and how long the whole call took.
+async fn observed_by_per_event(
+    mode: &str,
+    policy: &str,
+    observer_timeout: Duration,
+    id: &str,
+) -> (Log, Settlement, Duration) {
+    let log = Log::new();
+    let registration = registration(vec![
+        hook(
+            "com.example.first",
+            &["deny"],
+            "persistent",
+            "fail-closed",
+            2_000,
+        ),
+        hook(ID, &[mode, &log.arg()], "per_event", policy, 2_000),
+    ]);
+    let options = Options {
+        observer_timeout: Some(observer_timeout),
+        ..Options::default()
+    };
+    let hooks = Interceptor::new(&registration, options)
+        .await
+        .expect("valid test registration");
+    let (settled, elapsed) = timed_call(&hooks, id, None).await;
+    hooks.shutdown();
+    (log, settled, elapsed)
+}
+
+/// The call was decided by the persistent denier, whatever happened to its observer,
+/// and the observer's delivery is recorded as `result`.
+fn assert_denied_and_observed(settled: &Settlement, result: &str, case: &str) {
+    assert_settled(
+        settled,
+        Decision::Deny,
+        DecidedBy::BackendDeny,
+        Some("stdio says no"),
+    );
+    let record = record_json(settled);
+    let observers = record["observers"]
+        .as_array()
+        .expect("observers is an array");
+    let observed: Vec<_> = observers
+        .iter()
+        .map(|o| (&o["backend"], &o["kind"], &o["result"]))
+        .collect();
+    assert_eq!(
+        observed,
+        [(&json!(ID), &json!("short-circuit"), &json!(result))],
+        "{case}: {record}"
+    );
+}
+
+/// S7: a per-event observer is not waited on for a response, and its exit status is only
+/// logged. One that reads its notification and exits 3 was still delivered, and the
+/// decision stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_event_observers_nonzero_exit_is_only_logged() {
+    let _shared = PROCESSES.read().await;
+    for policy in POLICIES {
+        let case = format!("exit-3-at-eof {policy}");
+        let id = format!("evt_observer_exit_{policy}");
+        let (log, settled, elapsed) =
+            observed_by_per_event("exit-3-at-eof", policy, Duration::from_secs(2), &id).await;
+        println!("{case}: settled in {elapsed:?}");
+        assert_denied_and_observed(&settled, "delivered", &case);
+        assert!(elapsed < AT_ONCE, "{case}: waited {elapsed:?}");
+        assert_eq!(log.received(1).await, ["hooks/observe"], "{case}");
+        assert_nth_process_reaped(&log, 1, &case);
+    }
+}
+
+/// S7: a per-event observer that never exits holds the call's completion only until its
+/// observer deadline; it is then killed and reaped. Nothing was expected from it but the
+/// notification taken, so it is recorded as delivered, and the decision stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_event_observer_that_never_exits_is_bounded_by_its_deadline() {
+    let _shared = PROCESSES.read().await;
+    let bound = Duration::from_millis(300);
+    for policy in POLICIES {
+        let case = format!("stubborn {policy}");
+        let id = format!("evt_observer_stubborn_{policy}");
+        let (log, settled, elapsed) = observed_by_per_event("stubborn", policy, bound, &id).await;
+        assert_settled_at(elapsed, bound, &case);
+        assert_denied_and_observed(&settled, "delivered", &case);
+        assert_eq!(log.values("recv"), ["hooks/observe"], "{case}");
+        assert_nth_process_reaped(&log, 1, &case);
     }
 }
 

@@ -7,7 +7,8 @@
 //!   lock counts against the waiter's own deadline.
 //! - `per_event`: a fresh child per message: write one line, close stdin, read at most one
 //!   line, reap. Exit 0 only means the exchange finished; a nonzero exit is
-//!   `abnormal-exit` even after a line, and no line with exit 0 is `connection-lost`.
+//!   `abnormal-exit` even after a line, and no line with exit 0 is `connection-lost`,
+//!   as is stdout closed without a line by a child still running after a short grace.
 //!
 //! Every phase (lock wait and spawn, write, read) runs inside the one absolute deadline
 //! the component passed in, and the phase the deadline hit is reported. The host only
@@ -271,8 +272,14 @@ impl StdioBackend {
             Err(_) => return Err(DeliveryError::DeadlineExceeded(reader.phase())),
             Ok(Err(LineError::TooLarge)) => return Err(DeliveryError::ResponseTooLarge),
             // The process writes one message and exits, so EOF also ends that message.
-            Ok(Err(LineError::Closed)) => reader.take_partial(),
-            Ok(Ok(line)) => Some(line),
+            Ok(Err(LineError::Closed)) => match reader.take_partial() {
+                Some(partial) => partial,
+                // Stdout closed with nothing on it: no reply can come, whatever the exit,
+                // so the deadline is not waited out for one (a child still running after
+                // the grace is `connection-lost`, as a persistent one is).
+                None => return Err(ended(process, deadline, false).await),
+            },
+            Ok(Ok(line)) => line,
         };
         // At most one line is the reply. What the process writes after it is read and
         // thrown away until it exits: a write into a closed pipe would kill it (or fail
@@ -287,11 +294,10 @@ impl StdioBackend {
         let Some(code) = exit else {
             return Err(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse));
         };
-        match (code, line) {
-            (Some(0), Some(line)) => Ok(stdio_reply(line)),
-            (Some(0), None) => Err(DeliveryError::ConnectionLost),
+        match code {
+            Some(0) => Ok(stdio_reply(line)),
             // A nonzero exit fails the exchange even after a complete line.
-            (code, _) => Err(DeliveryError::AbnormalExit(code)),
+            code => Err(DeliveryError::AbnormalExit(code)),
         }
     }
 

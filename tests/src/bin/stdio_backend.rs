@@ -10,12 +10,18 @@
 //! - `garbage`: the line `not json`.
 //! - `wrong-id`: a no-effect reply whose id is `"wrong-<id>"`.
 //! - `exit-mid`: reads the request and exits with status 3 without replying.
+//! - `exit-silently`: reads the request and exits with status 0 without replying.
+//! - `close-stdout`: reads the request and closes its stdout without replying, then
+//!   sleeps a minute without exiting: a pipe closed under a running process.
+//! - `pretty`: no effects, the reply pretty-printed over several lines (against the
+//!   binding: the first line, `{`, is not a message).
 //! - `reply-then-exit`: no effects, then exits with status 1.
 //! - `reply-then-chatter`: no effects, then 100 ms later a line that is not protocol
 //!   (against the binding, which a per-event harness must survive), then exits 0.
 //! - `huge`: a valid no-effect reply padded with spaces to 2 MiB on one line.
 //! - `stubborn`: no effects, but at EOF on stdin it does not exit (it sleeps a minute),
 //!   like a backend that ignores its input closing: only a kill ends it.
+//! - `exit-3-at-eof`: no effects, and at EOF on stdin it exits with status 3.
 //!
 //! Notifications (no `id`) get no reply. If `LOG` is given, the process appends to it
 //! `pid <PID>`, `env <NAMES>` (its environment variables' names, sorted, comma-separated)
@@ -25,6 +31,7 @@
 
 use std::fs::OpenOptions;
 use std::io::{BufRead, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -73,7 +80,9 @@ fn main() {
         };
         let reply = match mode.as_str() {
             "allow" | "no-effect" | "count" | "stubborn" | "reply-then-exit"
-            | "reply-then-chatter" => result(&id, json!([])),
+            | "reply-then-chatter" | "exit-3-at-eof" => result(&id, json!([])),
+            "pretty" => serde_json::to_string_pretty(&success(&id, json!([])))
+                .unwrap_or_else(|e| fail(&format!("serialize: {e}"))),
             "deny" => result(&id, json!([{"type": "deny", "reason": "stdio says no"}])),
             "garbage" => "not json".to_owned(),
             "wrong-id" => result(
@@ -81,6 +90,14 @@ fn main() {
                 json!([]),
             ),
             "exit-mid" => std::process::exit(3),
+            "exit-silently" => std::process::exit(0),
+            "close-stdout" => {
+                // SAFETY: fd 1 is this process's stdout, which nothing uses after this:
+                // the owned descriptor is dropped at once, closing the pipe.
+                drop(unsafe { OwnedFd::from_raw_fd(1) });
+                std::thread::sleep(Duration::from_secs(60));
+                std::process::exit(0);
+            }
             "huge" => " ".repeat(2 << 20) + &result(&id, json!([])),
             sleep if sleep.starts_with("sleep:") => {
                 let ms = sleep["sleep:".len()..]
@@ -105,19 +122,25 @@ fn main() {
             std::process::exit(0);
         }
     }
-    if mode == "stubborn" {
-        std::thread::sleep(Duration::from_secs(60));
+    match mode.as_str() {
+        "stubborn" => std::thread::sleep(Duration::from_secs(60)),
+        "exit-3-at-eof" => std::process::exit(3),
+        _ => {}
     }
 }
 
 /// A JSON-RPC success response with these effects, on one line.
 fn result(id: &Value, effects: Value) -> String {
+    success(id, effects).to_string()
+}
+
+/// A JSON-RPC success response with these effects.
+fn success(id: &Value, effects: Value) -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": id,
         "result": {"protocolVersion": "draft", "effects": effects}
     })
-    .to_string()
 }
 
 fn fail(why: &str) -> ! {
