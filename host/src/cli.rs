@@ -18,6 +18,7 @@ use std::ffi::OsString;
 use std::io::{IsTerminal as _, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
@@ -147,8 +148,16 @@ enum HookInstall {
         /// The events' `source` URI (default: a stable URN of this installation).
         #[arg(long)]
         source: Option<String>,
+        // Boxed: the other subcommand is small.
         #[command(flatten)]
-        host: HostArgs,
+        host: Box<HostArgs>,
+    },
+    /// Print the harness's capability manifest, as `hooks/capabilities` answers it: every
+    /// event `ahp hook HARNESS` emits, how, and what it enforces there.
+    Manifest {
+        /// claude-code, codex, gemini, cursor or copilot.
+        #[arg(value_parser = harness)]
+        harness: hook::Harness,
     },
 }
 
@@ -298,26 +307,35 @@ pub fn main() -> ExitCode {
         Err(e) => return usage_error(&e),
     };
     // Under `ahp hook HARNESS` (not `install`, which a person runs), every way out is the
-    // harness's answer: a crash or exit 1 is a failed hook, and the tool runs.
-    let harness = match &cli.command {
-        Command::Hook(args) if args.install.is_none() => args.harness,
+    // harness's answer: a crash or exit 1 is a failed hook, and the tool runs. A denial
+    // answered before the interceptor exists has its record in `--audit` too.
+    let hook_call = match &cli.command {
+        Command::Hook(args) if args.install.is_none() => args.harness.map(|harness| {
+            let failures = hook::FailureAudit::new(args.audit.clone());
+            (harness, Arc::new(failures))
+        }),
         _ => None,
     };
-    init_logging(harness.is_some());
-    let Some(harness) = harness else {
+    init_logging(hook_call.is_some());
+    let Some((harness, failures)) = hook_call else {
         return run(cli, None);
     };
     log_panics();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli, Some(harness)))) {
+    let call = Some((harness, Arc::clone(&failures)));
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli, call))) {
         Ok(code) => code,
         // The panic hook has logged the message.
-        Err(_) => hook::answer_failure(harness, "the hook process panicked"),
+        Err(_) => hook::answer_failure(
+            harness,
+            "the hook process panicked",
+            Some(failures.as_ref()),
+        ),
     }
 }
 
-/// Runs the parsed command line on a new async runtime; `harness`, the harness of
-/// `ahp hook HARNESS`, answers a runtime that cannot start.
-fn run(cli: Cli, harness: Option<hook::Harness>) -> ExitCode {
+/// Runs the parsed command line on a new async runtime; `hook_call`, the harness of
+/// `ahp hook HARNESS` and its failure record, answers a runtime that cannot start.
+fn run(cli: Cli, hook_call: Option<(hook::Harness, Arc<hook::FailureAudit>)>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -325,8 +343,10 @@ fn run(cli: Cli, harness: Option<hook::Harness>) -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => {
             let detail = format!("start the async runtime: {e}");
-            return match harness {
-                Some(harness) => hook::answer_failure(harness, &detail),
+            return match hook_call {
+                Some((harness, failures)) => {
+                    hook::answer_failure(harness, &detail, Some(failures.as_ref()))
+                }
                 None => fail(&detail),
             };
         }
@@ -347,7 +367,7 @@ fn run(cli: Cli, harness: Option<hook::Harness>) -> ExitCode {
                 event,
                 host,
             } => observe(&registration, &event, &host).await,
-            Command::Hook(args) => hook_command(*args).await,
+            Command::Hook(args) => hook_command(*args, hook_call.map(|(_, f)| f)).await,
             Command::Demo { host } => match host.options().await {
                 Ok(options) => {
                     host.warn();
@@ -481,8 +501,8 @@ fn log_panics() {
 /// that harness's block for an unknown event, as after any other failure before the
 /// payload is read ([`hook::answer_failure`]), clap's text in the log (`AHP_LOG_FILE`).
 /// An `ahp hook` whose harness is no known one is exit 2 with clap's text, the block the
-/// harnesses that read exit codes share. `ahp hook install` is run by a person and exits
-/// 1 like the rest.
+/// harnesses that read exit codes share. `ahp hook install` and `ahp hook manifest` are
+/// run by a person and exit 1 like the rest.
 fn usage_error(error: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     let asked = matches!(
@@ -494,15 +514,17 @@ fn usage_error(error: &clap::Error) -> ExitCode {
         if let Some(harness) = named_harness(&args) {
             init_logging(true);
             let detail = format!("the command line: {}", error.render());
-            return hook::answer_failure(harness, detail.trim_end());
+            return hook::answer_failure(harness, detail.trim_end(), None);
         }
     }
     let _ = error.print();
     if asked {
         return ExitCode::SUCCESS;
     }
+    // `ahp hook install` and `ahp hook manifest` are run by a person.
+    let by_a_person = |a: &OsString| a == "install" || a == "manifest";
     let hook_call =
-        args.get(1).is_some_and(|a| a == "hook") && args.get(2).is_none_or(|a| a != "install");
+        args.get(1).is_some_and(|a| a == "hook") && args.get(2).is_none_or(|a| !by_a_person(a));
     match hook_call {
         true => ExitCode::from(2),
         false => ExitCode::from(1),
@@ -720,7 +742,17 @@ async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode 
     }
 }
 
-async fn hook_command(args: HookArgs) -> ExitCode {
+/// `ahp hook install`, or `ahp hook HARNESS` with `failures`, its failure record (made here
+/// if not given).
+async fn hook_command(args: HookArgs, failures: Option<Arc<hook::FailureAudit>>) -> ExitCode {
+    if let Some(HookInstall::Manifest { harness }) = args.install {
+        let capabilities = hook::manifest::capabilities(harness);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&capabilities).unwrap_or_default()
+        );
+        return ExitCode::SUCCESS;
+    }
     if let Some(HookInstall::Install {
         harness,
         registration,
@@ -755,12 +787,14 @@ async fn hook_command(args: HookArgs) -> ExitCode {
             Err(e) => fail(&e),
         };
     }
+    let failures =
+        failures.unwrap_or_else(|| Arc::new(hook::FailureAudit::new(args.audit.clone())));
     let (Some(harness), Some(registration)) = (args.harness, args.registration) else {
         // clap requires both; were it ever to let one through, it is answered as every
         // usage error under a harness is (see `usage_error`).
         let detail = "a harness and --registration are required";
         return match args.harness {
-            Some(harness) => hook::answer_failure(harness, detail),
+            Some(harness) => hook::answer_failure(harness, detail, Some(failures.as_ref())),
             None => {
                 eprintln!("error: {detail}");
                 ExitCode::from(2)
@@ -785,6 +819,7 @@ async fn hook_command(args: HookArgs) -> ExitCode {
         budget: Duration::from_millis(args.budget_ms),
         source: args.source,
         options,
+        failures,
     })
     .await
 }

@@ -7,4 +7,5 @@ pub mod oauth_server;
 pub mod peers;
 pub mod pki;
 pub mod registry;
+pub mod schema;
 pub mod support;

@@ -76,11 +76,28 @@ async fn a_registry_that_never_answers_is_bounded_by_the_budget() {
     let component = format!("oci://{}/ahp/interceptor:0.1", registry.addr());
     let (payload, _) = contract().pre_tool;
     let started = std::time::Instant::now();
-    let args = ["--component", &component, "--budget-ms", "1000"];
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let audit = dir.path().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let args = [
+        "--component",
+        &component,
+        "--budget-ms",
+        "1000",
+        "--audit",
+        &audit_arg,
+    ];
     let ran = ahp_tests::hook::run_unreachable("codex", &args, &payload).await;
     // The watchdog's denial, in Codex's terms: the event was known by then.
     assert_deny(&ran, ahp_tests::hook::FAILED_REASON);
     assert!(ran.log.contains("ran past its budget"), "{ran:?}");
+    // Before the interceptor existed: the adapter's record, by the budget, of the event.
+    let records = ahp_tests::hook::audit_records(&audit);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["decidedBy"], "budget-expired", "{records:?}");
+    assert_eq!(records[0]["reason"], ahp_tests::hook::FAILED_REASON);
+    assert_eq!(records[0]["event"]["call"], "call_Codex1", "{records:?}");
+    assert_eq!(records[0]["event"]["type"], "tool.before", "{records:?}");
     // The budget and the watchdog's second (and a first compile of the component, on a
     // busy machine), not the registry client's 60 s read timeout.
     assert!(
@@ -163,12 +180,16 @@ async fn a_signal_while_the_backend_holds_the_request_is_a_denial(signal: &str) 
 /// A signal while the payload is still being read (the harness has not closed stdin) is
 /// answered too: the signals are caught from the start of the hook call, so the process
 /// answers the block for an event it does not know yet (exit 2, the generic reason),
-/// never dies by the signal, which Codex would read as a crashed hook.
+/// never dies by the signal, which Codex would read as a crashed hook. Its audit record
+/// says `interrupted`, of an event it knows nothing of.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_before_the_payload_is_read_is_answered_with_a_block() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let registration = ahp_tests::hook::write_unreachable(dir.path());
-    let mut command = ahp_tests::hook::hook_command("codex", &registration, &[]);
+    let audit = dir.path().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let args = ["--audit", audit_arg.as_str()];
+    let mut command = ahp_tests::hook::hook_command("codex", &registration, &args);
     let mut hook = command.spawn().expect("start ahp hook");
     // Held open and never written: the hook waits in its read of stdin.
     let _stdin = hook.stdin.take().expect("stdin is piped");
@@ -186,6 +207,12 @@ async fn a_signal_before_the_payload_is_read_is_answered_with_a_block() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(output.stdout.is_empty(), "{output:?}");
     assert_eq!(stderr, format!("{}\n", ahp_tests::hook::FAILED_REASON));
+    let records = ahp_tests::hook::audit_records(&audit);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["decision"], "deny", "{records:?}");
+    assert_eq!(records[0]["decidedBy"], "interrupted", "{records:?}");
+    let unknown = json!({"id": null, "type": null, "session": null, "call": null});
+    assert_eq!(records[0]["event"], unknown, "{records:?}");
 }
 
 /// Whether a thread of process `pid` is blocked in `read(0, …)`: the first two fields of

@@ -3,7 +3,8 @@
 //! Identities are derived, never random: the source is a hash of the installation, a
 //! missing call id a hash of what identifies the call (so the same call gets the same id
 //! in its `tool.before` and `tool.after`, and on every retry), and the event id adds the
-//! creation time and process to that.
+//! creation time and process to that. The `tool.after` of a denied call ([`denied_after`])
+//! takes its `tool.before`'s identities and an id derived from that event's.
 
 use super::{AhpEvent, EventSpec, Harness, Payload};
 use serde_json::{json, Map, Value};
@@ -12,7 +13,7 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The `path` of every tool event: the harness's native tool path.
-const TOOL_PATH: &str = "native";
+pub(super) const TOOL_PATH: &str = "native";
 
 /// The AHP event for `payload`, carrying the whole provider payload in `native` (the
 /// component removes it unless the subscription sets `includeNative`).
@@ -23,9 +24,7 @@ pub fn build(
     source: &str,
     native: Map<String, Value>,
 ) -> Value {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
+    let now = since_epoch();
     let mut session = json!({"id": payload.session_id});
     if let Some(cwd) = &payload.cwd {
         session["cwd"] = json!(cwd);
@@ -64,13 +63,12 @@ pub fn build(
         AhpEvent::SessionStart => {
             event["harness"] = json!({"name": harness.name()});
             event["trigger"] = json!(payload.trigger.as_deref().unwrap_or("unknown"));
-            // The harnesses say nothing of these at session start.
+            // The harnesses say nothing of the permission mode at session start.
             event["permissionMode"] = json!("unknown");
-            event["manifest"] = json!({});
+            event["manifest"] = super::manifest::manifest(harness);
             event["items"] = json!([]);
             event["gaps"] = json!([
                 {"path": "/permissionMode", "reason": "the harness does not say"},
-                {"path": "/manifest", "reason": "the harness does not say"},
             ]);
         }
         AhpEvent::SessionEnd => {
@@ -108,6 +106,36 @@ pub fn build(
     }
     event["id"] = json!(format!("evt_{id}"));
     event
+}
+
+/// The `tool.after` that reports the call of `before`, a `tool.before` built by [`build`],
+/// as denied (conformance O2): the harness never runs a tool it was denied, so it sends no
+/// post-tool hook, and this is the only `tool.after` of that call. The same source,
+/// session, call, tool, path and `native` (the pre-tool payload, still named as the
+/// harness's event it came from), `outcome: "denied"`, skipped by policy, no content; its
+/// own id, derived from `before`'s, so the same denial always has the same id.
+pub fn denied_after(before: &Value) -> Value {
+    let mut after = before.clone();
+    let before_id = before["id"].as_str().unwrap_or_default();
+    let id = digest(&[
+        AhpEvent::ToolAfter.as_str().to_string(),
+        "denied".to_string(),
+        before_id.to_string(),
+    ]);
+    after["id"] = json!(format!("evt_{id}"));
+    after["type"] = json!(AhpEvent::ToolAfter.as_str());
+    after["time"] = json!(rfc3339(since_epoch().as_secs()));
+    after["outcome"] = json!("denied");
+    after["execution"] = json!({"status": "skipped", "reason": "policy"});
+    after["items"] = json!([]);
+    after
+}
+
+/// The time since the Unix epoch (zero for a clock set before it).
+fn since_epoch() -> std::time::Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
 }
 
 /// The transport of an MCP server the harness does not name: an extension word
@@ -257,6 +285,58 @@ mod tests {
             .filter_map(|gap| gap["path"].as_str())
             .collect();
         assert_eq!(gaps, ["transport", "addressForm", "address"]);
+    }
+
+    #[test]
+    fn a_denied_call_s_tool_after_keeps_its_identities() {
+        let harness = Harness::Codex;
+        let spec = &harness.events()[0];
+        let input = json!({"command": "ls"}).as_object().cloned().unwrap();
+        let payload = Payload {
+            session_id: "s".into(),
+            tool: Some(("Bash".into(), input)),
+            ..Payload::default()
+        };
+        let before = build(harness, spec, &payload, "urn:x", Map::new());
+        let after = denied_after(&before);
+        for same in ["source", "session", "call", "tool", "path", "native"] {
+            assert_eq!(after[same], before[same], "{same}");
+        }
+        assert_eq!(after["type"], "tool.after");
+        assert_eq!(after["outcome"], "denied");
+        assert_eq!(
+            after["execution"],
+            json!({"status": "skipped", "reason": "policy"})
+        );
+        assert_eq!(after["items"], json!([]));
+        assert_ne!(after["id"], before["id"]);
+        assert_eq!(after["id"], denied_after(&before)["id"], "stable");
+    }
+
+    /// Every session.start carries its harness's manifest (digest §11: "session.start
+    /// also embeds the manifest"), the one `ahp hook manifest` prints, never an empty one.
+    #[test]
+    fn a_session_start_embeds_its_harness_s_manifest() {
+        for harness in Harness::ALL {
+            let spec = harness
+                .events()
+                .iter()
+                .find(|spec| spec.ahp == AhpEvent::SessionStart)
+                .expect("every harness reports a session start");
+            let payload = Payload {
+                session_id: "s".into(),
+                ..Payload::default()
+            };
+            let event = build(harness, spec, &payload, "urn:x", Map::new());
+            assert_eq!(
+                event["manifest"],
+                super::super::manifest::manifest(harness),
+                "{harness:?}"
+            );
+            assert!(event["manifest"]["events"]
+                .as_array()
+                .is_some_and(|e| !e.is_empty()));
+        }
     }
 
     #[test]

@@ -14,7 +14,12 @@
 //! read), interrupts the call (`decidedBy: "interrupted"` in the audit): its stdio
 //! backends are killed and reaped, and the process answers with the same denial before
 //! it exits. At an event that is only observed nothing is decided, so a failure there is
-//! logged and answered as no objection.
+//! logged and answered as no objection. A denial answered before the interceptor exists
+//! (it writes every record after) is appended to `--audit` by [`FailureAudit`].
+//!
+//! A tool the call denies never runs, so the harness sends no post-tool hook for it: the
+//! adapter observes the denial itself as that call's `tool.after` (`outcome: "denied"`,
+//! conformance O2) once the answer is decided; see [`observe_denial`].
 //!
 //! Each harness module says three things as data and small functions: which native events
 //! map to which AHP events and which effects the harness enforces at each
@@ -30,15 +35,18 @@ mod codex;
 mod copilot;
 mod cursor;
 mod event;
+mod failure_audit;
 mod gemini;
 mod install;
+pub(crate) mod manifest;
 mod payload;
 
+pub use failure_audit::FailureAudit;
 pub(crate) use install::absolute;
 pub use install::{install, Install};
 
 use crate::vocab::{
-    DeliverAt, EventCapability, FlowCapability, FlowOperation, InterceptableEvent,
+    DeliverAt, EventCapability, EventRef, FlowCapability, FlowOperation, InterceptableEvent,
     ModifyCapability, ModifyTarget,
 };
 use crate::{
@@ -573,11 +581,53 @@ impl Answer {
 /// The answer of a process that failed around the call, before any payload was read or
 /// after [`run`] could not answer (a command line that does not parse, the async runtime
 /// did not start, a panic outside the call's task): `harness`'s block for an unknown
-/// event, the detail in the log. Never a crash exit, which a harness reads as a failed
-/// hook and runs the tool.
-pub fn answer_failure(harness: Harness, detail: &str) -> ExitCode {
-    let code = answer(harness, None, Err(detail.to_string()));
+/// event, the detail in the log, its record in `failures`' audit file (none for a command
+/// line that does not parse: its `--audit` is not to be trusted). Never a crash exit,
+/// which a harness reads as a failed hook and runs the tool.
+pub fn answer_failure(harness: Harness, detail: &str, failures: Option<&FailureAudit>) -> ExitCode {
+    let failed = Failed {
+        decided_by: DecidedBy::EngineFailure,
+        detail: detail.to_string(),
+    };
+    let code = answer(harness, None, audited(failures, None, Err(failed)));
     ExitCode::from(u8::try_from(code).unwrap_or(2))
+}
+
+/// A call that ended without a verdict: answered as [`Verdict::after_failure`].
+struct Failed {
+    /// Who its audit record says settled it: `interrupted` (a signal), `budget-expired`
+    /// (the watchdog), else `engine-failure`.
+    decided_by: DecidedBy,
+    /// What went wrong, for the log.
+    detail: String,
+}
+
+impl Failed {
+    /// A failure of the call itself: `engine-failure`.
+    fn engine(detail: String) -> Failed {
+        Failed {
+            decided_by: DecidedBy::EngineFailure,
+            detail,
+        }
+    }
+}
+
+/// `outcome` with its failure's detail alone, once a failure answered as a denial at the
+/// event `spec` (`None`: not known) has its record in `failures` (see [`FailureAudit`]):
+/// the record is written before the answer, as the interceptor writes its own, and
+/// whatever happens to it the answer stays as it was.
+fn audited(
+    failures: Option<&FailureAudit>,
+    spec: Option<&EventSpec>,
+    outcome: Result<Verdict, Failed>,
+) -> Result<Verdict, String> {
+    outcome.map_err(|failed| {
+        let answered = Verdict::after_failure(spec);
+        if let Some(failures) = failures.filter(|_| answered.decision == Decision::Deny) {
+            failures.record(failed.decided_by, answered.reason());
+        }
+        failed.detail
+    })
 }
 
 /// Writes `harness`'s answer to the call's `outcome` at the event `spec` (`None`: not
@@ -606,6 +656,9 @@ pub struct Request {
     /// Builds the host options, or says why it could not (answered as a denial). Run
     /// inside the budget: it may pull the component from a registry.
     pub options: crate::BoxFuture<'static, Result<Options, String>>,
+    /// The audit record of a denial answered before the interceptor exists: the options'
+    /// `audit_path`, for the failures the interceptor cannot record.
+    pub failures: Arc<FailureAudit>,
 }
 
 /// Runs one hook call and answers the harness; see the module documentation.
@@ -616,6 +669,7 @@ pub async fn run(request: Request) -> ExitCode {
     let signals = crate::cli::Signals::listen();
     let deadline = Instant::now() + request.budget;
     let harness = request.harness;
+    let failures = Arc::clone(&request.failures);
     // The payload's event once it is known: whatever ends the call after that (the
     // watchdog, a signal, a panic), the answer is that event's, not one for an unknown
     // event — exit 2 would keep the agent working at a stop.
@@ -624,10 +678,12 @@ pub async fn run(request: Request) -> ExitCode {
     // interceptor, the watchdog) is an error answered below, never a crash.
     let outcome = tokio::spawn(settle(request, deadline, signals, Arc::clone(&mapped)))
         .await
-        .unwrap_or_else(|join| Err(format!("the hook call failed: {join}")));
+        .unwrap_or_else(|join| Err(Failed::engine(format!("the hook call failed: {join}"))));
+    let spec = mapped.get().copied();
+    let outcome = audited(Some(&failures), spec, outcome);
     // Exit at once: a harness that never closes stdin leaves the blocking read behind,
     // and the runtime would wait for it forever on the way out.
-    std::process::exit(answer(harness, mapped.get().copied(), outcome))
+    std::process::exit(answer(harness, spec, outcome))
 }
 
 /// Reads the payload and decides, bounded by `deadline` and its watchdog's grace; the
@@ -638,7 +694,7 @@ async fn settle(
     deadline: Instant,
     mut signals: crate::cli::Signals,
     mapped: Arc<OnceLock<&'static EventSpec>>,
-) -> Result<Verdict, String> {
+) -> Result<Verdict, Failed> {
     let interrupt = Interrupt::new();
     let signalled = interrupt.clone();
     let mut flow = tokio::spawn(async move {
@@ -658,10 +714,16 @@ async fn settle(
         }
     };
     match joined {
-        Ok(Ok(decided)) => decided,
-        Ok(Err(join)) => Err(format!("the hook call failed: {join}")),
-        Err(_) if interrupt.is_set() => Err("interrupted by a signal".to_string()),
-        Err(_) => Err("the hook call ran past its budget".to_string()),
+        Ok(Ok(decided)) => decided.map_err(Failed::engine),
+        Ok(Err(join)) => Err(Failed::engine(format!("the hook call failed: {join}"))),
+        Err(_) if interrupt.is_set() => Err(Failed {
+            decided_by: DecidedBy::Interrupted,
+            detail: "interrupted by a signal".to_string(),
+        }),
+        Err(_) => Err(Failed {
+            decided_by: DecidedBy::BudgetExpired,
+            detail: "the hook call ran past its budget".to_string(),
+        }),
     }
 }
 
@@ -745,31 +807,52 @@ async fn decide(
         .find(|spec| harness.same_event(spec.native, &name))
         .ok_or_else(|| format!("{} has no mapped hook event {name}", harness.name()))?;
     let spec = *mapped.get_or_init(|| spec);
+    let failures = &request.failures;
+    failures.identify(payload::identity(harness.fields(), &object, spec));
     let read = payload::read(harness.fields(), &object, spec)
         .map_err(|e| format!("not a {} {name} payload: {e}", harness.name()))?;
     let source = match &request.source {
         Some(source) => source.clone(),
         None => event::installation_source(harness, &request.registration),
     };
-    let event = event::build(harness, spec, &read, &source, object).to_string();
+    let built = event::build(harness, spec, &read, &source, object);
+    let event = built.to_string();
+    failures.identify(EventRef::read(&event));
     let registration = crate::cli::read_file("--registration", &request.registration)?;
     let mut options = request.options.await?;
     options.declaration = harness.declaration();
     let interceptor = Interceptor::new(&registration, options)
         .await
         .map_err(|e| describe(&e))?;
+    if !failures.hand_over() {
+        // The watchdog or a signal answered (and recorded) the call meanwhile.
+        interceptor.shutdown_async().await;
+        return Err("the call was answered before its interceptor was ready".into());
+    }
     let remaining = deadline.saturating_duration_since(Instant::now());
     let verdict = if spec.capability().is_some() {
         let settled = interceptor
             .intercept_with(&event, &spec.advertised(), Some(remaining), interrupt)
             .await;
-        match settled {
-            Ok(settled) => Verdict::of(&settled),
+        let (verdict, decided_by) = match settled {
+            Ok(settled) => (Verdict::of(&settled), Some(settled.decided_by)),
             Err(e) => match e.shutdown_settlement() {
-                Some(settled) => Verdict::of(settled),
-                None => Err(describe(&e)),
+                Some(settled) => (Verdict::of(settled), Some(settled.decided_by)),
+                None => (Err(describe(&e)), None),
             },
+        };
+        let interrupted = interrupt.is_set()
+            || matches!(
+                decided_by,
+                Some(DecidedBy::Interrupted | DecidedBy::Shutdown)
+            );
+        let denied = verdict
+            .as_ref()
+            .map_or(true, |v| v.decision == Decision::Deny);
+        if spec.ahp == AhpEvent::ToolBefore && denied && !interrupted {
+            observe_denial(&interceptor, &built, deadline, interrupt).await;
         }
+        verdict
     } else {
         // The harness enforces nothing here: the event is only observed. A signal drops
         // the deliveries (their stdio children are killed, reaped below).
@@ -790,6 +873,68 @@ async fn decide(
     };
     interceptor.shutdown_async().await;
     verdict
+}
+
+/// Observes the denial of the tool call `before` (its `tool.before`) as the call's
+/// `tool.after` with `outcome: "denied"`, skipped by policy ([`event::denied_after`];
+/// conformance O2): the harness never runs a denied tool, so it never sends the post-tool
+/// hook that would report it. Sent through the interceptor's `observe` to the observe
+/// subscriptions that select `tool.after` (none: nothing is sent), bounded by what is left
+/// of the budget and each observer's timeout, after the answer is decided; it never
+/// changes the answer, and a failure (a panic too) is logged. `observe` writes no audit
+/// record, nor does this: the denial's record is the `tool.before`'s settlement.
+///
+/// A denial is every `deny` the hook answers with at a `tool.before` once the interceptor
+/// exists, which the harness enforces by not running the tool: a backend's deny, a
+/// fail-closed synthetic one, a budget that ran out (with no budget left nothing is sent),
+/// a settlement the component could not finish (`engine-failure`), and the adapter's own
+/// denial of a settlement it cannot write or a call the interceptor refused. Not an `ask`
+/// (the user may still run the tool) nor no objection; not an interrupted call (a signal,
+/// a shutdown), since interruption starts no new observation; and not a failure before the
+/// interceptor exists, which has nothing to observe through.
+async fn observe_denial(
+    interceptor: &Interceptor,
+    before: &Value,
+    deadline: Instant,
+    interrupt: &Interrupt,
+) {
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    if remaining.is_zero() {
+        tracing::warn!("no budget left to observe the denial as tool.after");
+        return;
+    }
+    let after = event::denied_after(before).to_string();
+    let observing = interceptor.clone();
+    // A task of its own: a panic there is logged, never the call's failure.
+    let mut task = tokio::spawn(async move { observing.observe(&after, Some(remaining)).await });
+    let joined = tokio::select! {
+        joined = tokio::time::timeout_at(deadline.into(), &mut task) => joined,
+        () = interrupt.wait() => {
+            task.abort();
+            tracing::warn!("interrupted: the denial is not observed as tool.after");
+            return;
+        }
+    };
+    let failure = match joined {
+        Err(_) => {
+            task.abort();
+            "it ran past the budget".to_string()
+        }
+        Ok(Err(join)) => join.to_string(),
+        Ok(Ok(Err(e))) => describe(&e),
+        Ok(Ok(Ok(observed))) if observed.engine_failure => {
+            "the component failed preparing the notifications".to_string()
+        }
+        Ok(Ok(Ok(observed))) if observed.budget_expired => "no budget was left".to_string(),
+        Ok(Ok(Ok(observed))) => {
+            tracing::debug!(
+                observers = observed.observers.len(),
+                "the denial observed as tool.after"
+            );
+            return;
+        }
+    };
+    tracing::error!("observe the denial as tool.after: {failure}");
 }
 
 /// An error with every problem it names.

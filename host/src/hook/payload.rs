@@ -3,6 +3,7 @@
 //! the same way, with an error that names the field.
 
 use super::{AhpEvent, EventSpec, Payload};
+use crate::vocab::EventRef;
 use serde_json::{Map, Value};
 
 /// Where one harness keeps the fields every AHP event is built from.
@@ -78,6 +79,23 @@ pub fn read(
         reason: optional_string(payload, "reason")?,
         tool,
     })
+}
+
+/// What identifies `spec`'s event in `payload`, read leniently where [`read`] may fail:
+/// the AHP type, the session id and (at a tool event) the harness's tool-use id, each
+/// when it is a non-empty string. No event id: that is made when the event is built.
+pub fn identity(fields: &Fields, payload: &Map<String, Value>, spec: &EventSpec) -> EventRef {
+    let text = |key: &str| match payload.get(key) {
+        Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
+        _ => None,
+    };
+    let tool_event = matches!(spec.ahp, AhpEvent::ToolBefore | AhpEvent::ToolAfter);
+    EventRef {
+        id: None,
+        event_type: Some(spec.ahp.as_str().to_string()),
+        session: fields.session.iter().find_map(|key| text(key)),
+        call: fields.call_id.filter(|_| tool_event).and_then(text),
+    }
 }
 
 /// The first of `keys` present, a non-empty string; none present names the first.
@@ -193,6 +211,22 @@ mod tests {
                 "{harness:?} {native}"
             );
         }
+    }
+
+    /// A payload [`read`] refuses still names its type, session and tool-use id.
+    #[test]
+    fn the_identity_of_a_refused_payload_is_read_leniently() {
+        let harness = Harness::ClaudeCode;
+        let payload = json!({"session_id": "s", "tool_name": "Bash", "tool_input": 42,
+            "tool_use_id": "toolu_1"});
+        let payload = payload.as_object().unwrap();
+        let spec = &harness.events()[0];
+        assert!(read(harness.fields(), payload, spec).is_err());
+        let known = identity(harness.fields(), payload, spec);
+        assert_eq!(known.event_type.as_deref(), Some("tool.before"));
+        assert_eq!(known.session.as_deref(), Some("s"));
+        assert_eq!(known.call.as_deref(), Some("toolu_1"));
+        assert_eq!(known.id, None);
     }
 
     #[test]

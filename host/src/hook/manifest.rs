@@ -1,0 +1,91 @@
+//! A harness's capability manifest (digest §11, conformance O11): what `ahp hook
+//! HARNESS` emits and enforces, as `hooks/capabilities` answers it. It is embedded in
+//! every `session.start`, and `ahp hook manifest HARNESS` prints it.
+//!
+//! Everything in it is derived from the adapter itself, so it cannot claim more than the
+//! adapter does: the events are the harness's mapped events ([`Harness::events`]), each
+//! intercepted one with the capabilities advertised there (its declaration's entry),
+//! plus the two the interceptor emits for them (a denied call's `tool.after`, and
+//! `hook.failure`). What it cannot say is in `gaps`, never left to mean "unlimited".
+
+use super::{AhpEvent, Harness};
+use ahp_vocab::{Capabilities, PROTOCOL_VERSION, SUPPORTED_TIMEOUT_MS};
+use serde_json::{json, Value};
+
+/// The events the interceptor itself emits under any harness, observe only: the
+/// `tool.after` of a call the hook denied, and a backend's failure.
+const EMITTED: [&str; 2] = ["tool.after", "hook.failure"];
+
+/// `hooks/capabilities`' result for `harness`: `{protocolVersion, manifest}`.
+pub fn capabilities(harness: Harness) -> Value {
+    json!({"protocolVersion": PROTOCOL_VERSION, "manifest": manifest(harness)})
+}
+
+/// The manifest of `harness` (capabilities-response.schema.json `manifest`).
+pub fn manifest(harness: Harness) -> Value {
+    let mut events: Vec<Value> = harness
+        .events()
+        .iter()
+        .map(|spec| match spec.capability() {
+            Some(capability) => json!({
+                "event": spec.ahp.as_str(),
+                "modes": ["observe", "intercept"],
+                "capabilities": Capabilities(&capability),
+            }),
+            None => observed(spec.ahp.as_str()),
+        })
+        .collect();
+    for emitted in EMITTED {
+        if !events.iter().any(|e| e["event"] == emitted) {
+            events.push(observed(emitted));
+        }
+    }
+    // Where `ahp hook install` puts the hooks: the user's own settings, or the project's.
+    let scope = match harness.settings_file().starts_with('~') {
+        true => "user",
+        false => "project",
+    };
+    json!({
+        "events": events,
+        "gaps": [
+            {"path": "contentCategories",
+             "reason": "prompts, responses and tool output reach backends only in `native`"},
+            {"path": "limits.maxUploadBytes", "reason": "content upload is not supported"},
+            {"path": "limits.maxContinuations", "reason": "the harness does not say"},
+            {"path": "session.start.permissionMode", "reason": "the harness does not say"},
+        ],
+        "transports": ["http", "stdio"],
+        "authentication": ["bearer", "oauth"],
+        "toolPaths": [super::event::TOOL_PATH],
+        "contentCategories": [],
+        "limits": {
+            "minTimeoutMs": SUPPORTED_TIMEOUT_MS.start(),
+            "maxTimeoutMs": SUPPORTED_TIMEOUT_MS.end(),
+        },
+        "managedPolicy": {"scopes": [scope], "disableable": true},
+        "correlationIdentityFields": correlation(harness),
+    })
+}
+
+/// An event emitted to observers only: no effects.
+fn observed(event: &str) -> Value {
+    json!({"event": event, "modes": ["observe"], "capabilities": {"effects": []}})
+}
+
+/// The identity fields the events of `harness` carry, for correlating them: every
+/// event's id and source, the session, a tool call's id where there are tool events (the
+/// same in a call's `tool.before` and `tool.after`, synthesized or not), and
+/// `parentEventId` (hook.failure). Not `turn.id`: one hook process sees one event of a
+/// turn, so the id it synthesizes names that event alone.
+fn correlation(harness: Harness) -> Vec<&'static str> {
+    let tools = harness
+        .events()
+        .iter()
+        .any(|spec| matches!(spec.ahp, AhpEvent::ToolBefore | AhpEvent::ToolAfter));
+    let mut fields = vec!["id", "source", "session.id"];
+    if tools {
+        fields.push("call.id");
+    }
+    fields.push("parentEventId");
+    fields
+}
