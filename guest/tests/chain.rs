@@ -393,6 +393,15 @@ fn rpc_error(code: i64) -> Reply {
                       "error": {"code": code, "message": SECRET, "data": {"trace": SECRET}}}))
 }
 
+/// Who each prepared observe notification goes to, and why, in order.
+fn observer_kinds(settlement: &Settlement) -> Vec<(&str, ObserverKind)> {
+    settlement
+        .observers
+        .iter()
+        .map(|o| (o.backend.as_str(), o.kind))
+        .collect()
+}
+
 /// The audit entry of the `i`-th interceptor.
 fn audited(settlement: &Settlement, i: usize) -> Value {
     audit(settlement)["interceptors"][i].clone()
@@ -1703,11 +1712,7 @@ fn a_deny_turns_the_same_backends_later_interceptor_into_one_short_circuit_obser
     assert_eq!(s.decided_by, DecidedBy::BackendDeny);
     // `run` checks that everything sent is a `hooks/intercept`.
     assert_eq!(host.sent_to(A).len(), 1, "one intercept, to subscription 0");
-    let kinds: Vec<_> = s
-        .observers
-        .iter()
-        .map(|o| (o.backend.as_str(), o.kind))
-        .collect();
+    let kinds = observer_kinds(&s);
     assert_eq!(kinds, [(A, ObserverKind::ShortCircuit)]);
     let event = observed_event(&s.observers[0]);
     assert_eq!(
@@ -1737,11 +1742,7 @@ fn a_backends_observe_subscription_is_served_beside_its_short_circuited_intercep
     let mut host = FakeHost::new().on(A, Step::reply(deny("no")));
     let s = run(&engine, &mut host);
     assert_eq!(host.sent_to(A).len(), 1);
-    let kinds: Vec<_> = s
-        .observers
-        .iter()
-        .map(|o| (o.backend.as_str(), o.kind))
-        .collect();
+    let kinds = observer_kinds(&s);
     assert_eq!(
         kinds,
         [(A, ObserverKind::ShortCircuit), (A, ObserverKind::Owned)]
@@ -1839,11 +1840,7 @@ fn a_fail_open_failure_is_reported_to_the_other_backends_hook_failure_observers(
     assert!(!event.to_string().contains(SECRET));
     Event::parse_any(&event.to_string()).expect("a valid hook.failure event");
     // C observes everything: it also gets the call's own event, as an owned observer.
-    let kinds: Vec<_> = s
-        .observers
-        .iter()
-        .map(|o| (o.backend.as_str(), o.kind))
-        .collect();
+    let kinds = observer_kinds(&s);
     assert_eq!(
         kinds,
         [
@@ -2736,11 +2733,7 @@ fn an_observer_is_sent_the_accepted_content_never_a_failed_replys_staged_content
         let s = engine
             .intercept(&mut host, &event(), &[], None)
             .expect("valid");
-        let kinds: Vec<_> = s
-            .observers
-            .iter()
-            .map(|o| (o.backend.as_str(), o.kind))
-            .collect();
+        let kinds = observer_kinds(&s);
         assert_eq!(kinds, [(C, ObserverKind::Owned)], "{name}");
         assert_eq!(
             observed_event(&s.observers[0])["tool"]["input"],
