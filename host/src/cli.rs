@@ -801,17 +801,14 @@ async fn hook_command(args: HookArgs, failures: Option<Arc<hook::FailureAudit>>)
             }
         };
     };
-    let (host, audit) = (args.host, args.audit);
+    let host = args.host;
     // Not on stderr, which the model may read: in the log (`AHP_LOG_FILE`).
     for warning in host.warnings() {
         tracing::warn!("{warning}");
     }
     // Built inside the hook's budget: loading the component may pull it from a registry.
-    let options = Box::pin(async move {
-        let mut options = host.options().await?;
-        options.audit_path = audit;
-        Ok(options)
-    });
+    // No `audit_path`: `failures` writes the call's record (`--audit`).
+    let options = Box::pin(async move { host.options().await });
     hook::run(hook::Request {
         harness,
         registration,

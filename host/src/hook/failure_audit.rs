@@ -1,70 +1,106 @@
-//! The audit record of an `ahp hook` call that failed before its interceptor existed.
+//! The audit record of an `ahp hook` call: exactly one per call answered with a decision,
+//! saying what the harness was told.
 //!
-//! Once the interceptor is built it writes the call's record itself (the settlement, or
-//! the host's own denial for a component failure, an interruption, a shutdown). Before
-//! that nobody would: an unreadable or invalid registration, a component that cannot be
-//! loaded, a payload that is not the harness's, a signal or the watchdog while any of that
-//! is under way, a panic around the call, an async runtime that does not start. Each is
-//! answered as the adapter's denial, and [`FailureAudit`] appends its record to `--audit`,
-//! so an operator auditing every decision sees these too. The record is the one the host
-//! writes when it settles a denial itself ([`Record::host_denial`]): the event as far as it
-//! is known ([`EventRef`]: nothing of a payload that is not JSON; the type, session and
-//! tool-use id of one that names its event; everything once the event is built), who
-//! settled it (`interrupted` after a signal, `budget-expired` after the watchdog, else
-//! `engine-failure`), the reason the harness was shown, no interceptor and no failure
-//! details — those go to the log, as for every other record.
+//! The hook writes it, never the interceptor (built without an audit path): only here is
+//! it known what the harness is answered. Once the call settles, the record is the
+//! settlement's ([`FailureAudit::settled`]), or the adapter's own denial of a settlement
+//! it cannot write. Before that, or instead of it, a failure answered as a denial has the
+//! record the host writes when it settles a denial itself ([`Record::host_denial`],
+//! [`FailureAudit::record`]): an unreadable or invalid registration, a component that
+//! cannot be loaded, a payload that is not the harness's, an event the component refuses,
+//! a signal or the watchdog, a panic around the call, an async runtime that does not
+//! start. It names the event as far as it is known ([`EventRef`]: nothing of a payload
+//! that is not JSON; the type, session and tool-use id of one that names its event;
+//! everything once the event is built), who settled it (`interrupted` after a signal,
+//! `budget-expired` after the watchdog, else `engine-failure`), the reason the harness was
+//! shown, no interceptor and no failure details — those go to the log, as for every other
+//! record.
 //!
-//! At most one record per process, and none once the interceptor has taken over
-//! ([`FailureAudit::hand_over`]): the two never both write for one call. Writing it never
-//! changes the answer or the exit code: a record that cannot be written is logged (in
-//! `AHP_LOG_FILE` only), and a write that has not finished after [`WRITE_GRACE`] is left
-//! behind. A command line clap cannot parse has no audit path to trust: no record.
+//! One record per process: whichever of the two claims the call first writes it, the
+//! other writes none. A failure answered while the settlement's record is being appended
+//! (the watchdog or a signal as the append is under way) waits for that record instead
+//! of writing a second, [`WRITE_GRACE`] at most, as long as its own record would have held
+//! up the answer. Writing never changes the answer or the exit code: a record that cannot
+//! be written is logged (in `AHP_LOG_FILE` only), and a failure's write that has not
+//! finished after [`WRITE_GRACE`] is left behind. An audit file that cannot be opened is
+//! refused once the interceptor is ready ([`FailureAudit::ready`]), which the hook answers
+//! as a denial, so nothing is decided unrecorded. A command line clap cannot parse has no
+//! audit path to trust: no record.
 
 use crate::audit::AuditLog;
 use crate::vocab::EventRef;
 use crate::{DecidedBy, Record};
 use std::path::PathBuf;
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-/// How long writing the record may hold up the answer: a file system that hangs must not
-/// make the hook one the harness times out on, and fails open.
+/// How long writing a failure's record may hold up the answer: a file system that hangs
+/// must not make the hook one the harness times out on, and fails open.
 const WRITE_GRACE: Duration = Duration::from_millis(500);
 
-/// The failure record of one hook process; see the module documentation.
+/// The audit record of one hook process; see the module documentation.
 #[derive(Debug)]
 pub struct FailureAudit {
     /// `--audit`; `None`: nothing to write.
     path: Option<PathBuf>,
-    /// When the process started, for the record's `elapsedMs`.
+    /// When the process started, for a failure record's `elapsedMs`.
     started: Instant,
+    /// `path`, opened once the interceptor is ready.
+    log: OnceLock<Arc<AuditLog>>,
     state: Mutex<State>,
 }
 
-/// Who writes the call's record.
+/// Whether the call's record is written.
 #[derive(Debug)]
 enum State {
-    /// Nobody yet; what is known of the event so far.
+    /// Not yet; what is known of the event so far.
     Open(EventRef),
-    /// The interceptor exists: it writes the call's records.
-    HandedOver,
-    /// This failure's record was written (or tried).
-    Written,
+    /// Its append is under way, or over (written or tried).
+    Claimed(Arc<Append>),
+}
+
+/// One append of the call's record, which tells when it is over.
+#[derive(Debug, Default)]
+struct Append {
+    over: Mutex<bool>,
+    told: Condvar,
+}
+
+impl Append {
+    fn finish(&self) {
+        *self.over.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.told.notify_all();
+    }
+
+    /// Whether the append is over, waiting `grace` at most; logs the wait.
+    fn wait(&self, grace: Duration) -> bool {
+        let over = self.over.lock().unwrap_or_else(PoisonError::into_inner);
+        if *over {
+            return true;
+        }
+        tracing::warn!("the call's audit record is being written: waiting for it");
+        let (over, _) = self
+            .told
+            .wait_timeout_while(over, grace, |over| !*over)
+            .unwrap_or_else(PoisonError::into_inner);
+        *over
+    }
 }
 
 impl FailureAudit {
-    /// The failure record of a hook process started now, appended to `path` (`--audit`)
+    /// The audit record of a hook process started now, appended to `path` (`--audit`)
     /// if there is one.
     pub fn new(path: Option<PathBuf>) -> FailureAudit {
         FailureAudit {
             path,
             started: Instant::now(),
+            log: OnceLock::new(),
             state: Mutex::new(State::Open(EventRef::default())),
         }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// What is now known of the event, replacing what was.
@@ -74,47 +110,91 @@ impl FailureAudit {
         }
     }
 
-    /// The interceptor exists and writes the call's records from here on. `false` when
-    /// this failure's record is written already: the call was answered as a failure, and
-    /// must not go on to a second record.
-    pub(super) fn hand_over(&self) -> bool {
+    /// The interceptor exists: opens `--audit` for the call's record. `Err` when it cannot
+    /// be opened (or is refused), to be answered as a denial: nothing is decided
+    /// unrecorded. `Ok(false)` when the call's record is claimed already: the call was
+    /// answered meanwhile (the watchdog, a signal), and must not go on.
+    pub(super) fn ready(&self) -> Result<bool, String> {
+        if matches!(*self.state(), State::Claimed(_)) {
+            return Ok(false);
+        }
+        if let Some(path) = &self.path {
+            let log = AuditLog::open(path)
+                .map_err(|e| format!("open audit log {}: {e}", path.display()))?;
+            let _ = self.log.set(Arc::new(log));
+        }
+        Ok(true)
+    }
+
+    /// The call's append, if nobody claimed it before: then the event as far as known.
+    fn claim(&self) -> Option<(EventRef, Arc<Append>)> {
         let mut state = self.state();
-        match *state {
-            State::Written => false,
-            _ => {
-                *state = State::HandedOver;
-                true
-            }
+        let State::Open(event) = &mut *state else {
+            return None;
+        };
+        let event = std::mem::take(event);
+        let append = Arc::new(Append::default());
+        *state = State::Claimed(Arc::clone(&append));
+        Some((event, append))
+    }
+
+    /// Appends `record`, the settled call's as the harness is answered, unless the call's
+    /// record is claimed already (the watchdog or a signal answered it meanwhile).
+    /// Returns once it is written, or failed (logged): as the interceptor's own append,
+    /// it holds up the answer, which the watchdog bounds.
+    pub(super) async fn settled(&self, record: Record) {
+        let Some(log) = self.log.get().cloned() else {
+            return;
+        };
+        let Some((_, append)) = self.claim() else {
+            return;
+        };
+        let appended = tokio::task::spawn_blocking(move || {
+            let appended = log.append(&record);
+            append.finish();
+            appended.map_err(|e| format!("{}: {e}", log.path().display()))
+        })
+        .await
+        .unwrap_or_else(|join| Err(join.to_string()));
+        if let Err(e) = appended {
+            tracing::error!("append the call's audit record: {e}");
         }
     }
 
     /// Appends the record of a denial settled by `decided_by` and answered with `reason`,
-    /// unless there is no `--audit`, the interceptor took over, or it was written already.
-    /// Waits [`WRITE_GRACE`] at most; a failure to write goes to the log.
+    /// unless there is no `--audit` or the call's record is claimed already; one being
+    /// appended is waited for instead. Waits [`WRITE_GRACE`] at most; a failure to write
+    /// goes to the log.
     pub(crate) fn record(&self, decided_by: DecidedBy, reason: &str) {
         let Some(path) = self.path.clone() else {
             return;
         };
-        let event = {
-            let mut state = self.state();
-            let State::Open(event) = &mut *state else {
-                return;
+        let Some((event, append)) = self.claim() else {
+            let claimed = match &*self.state() {
+                State::Claimed(append) => Some(Arc::clone(append)),
+                State::Open(_) => None,
             };
-            let event = std::mem::take(event);
-            *state = State::Written;
-            event
+            if claimed.is_some_and(|append| !append.wait(WRITE_GRACE)) {
+                tracing::error!("append the call's audit record: not written in time");
+            }
+            return;
         };
         let elapsed_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut record = Record::host_denial(event, decided_by, elapsed_ms);
         // What the harness was shown.
         record.reason = Some(reason.to_string());
+        let log = self.log.get().cloned();
         let (done, written) = mpsc::channel();
         // A thread of its own, so a hung file system holds up the answer for the grace
         // alone; the process exits from under it.
         let spawned = std::thread::Builder::new()
             .name("ahp-failure-audit".into())
             .spawn(move || {
-                let appended = AuditLog::open(&path).and_then(|log| log.append(&record));
+                let appended = match log {
+                    Some(log) => log.append(&record),
+                    None => AuditLog::open(&path).and_then(|log| log.append(&record)),
+                };
+                append.finish();
                 let _ = done.send(appended.map_err(|e| format!("{}: {e}", path.display())));
             });
         let outcome = match spawned {
@@ -141,6 +221,13 @@ mod tests {
             .collect()
     }
 
+    /// A settlement's record: a backend's deny.
+    fn backend_deny() -> Record {
+        let mut record = Record::host_denial(EventRef::default(), DecidedBy::BackendDeny, 1);
+        record.reason = Some("not this".into());
+        record
+    }
+
     #[test]
     fn one_record_naming_what_is_known() {
         let dir = tempfile::tempdir().unwrap();
@@ -162,16 +249,80 @@ mod tests {
         assert_eq!(record["event"]["session"], "s");
         assert_eq!(record["event"]["id"], serde_json::Value::Null);
         assert_eq!(record["interceptors"], serde_json::json!([]));
-        assert!(!audit.hand_over(), "written: no hand-over after it");
+        assert_eq!(
+            audit.ready(),
+            Ok(false),
+            "written: the call goes no further"
+        );
     }
 
-    #[test]
-    fn nothing_once_the_interceptor_took_over() {
+    /// The watchdog (or a signal, or an event the component refuses) after the
+    /// interceptor is ready and before the call settled: its record, and the settlement
+    /// that comes after it adds none.
+    #[tokio::test]
+    async fn a_failure_after_the_interceptor_is_ready_is_the_record() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let audit = FailureAudit::new(Some(path.clone()));
-        assert!(audit.hand_over());
-        audit.record(DecidedBy::Interrupted, "Policy evaluation failed.");
-        assert!(!path.exists());
+        assert_eq!(audit.ready(), Ok(true));
+        audit.record(DecidedBy::BudgetExpired, "Policy evaluation failed.");
+        audit.settled(backend_deny()).await;
+        let records = lines(&path);
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0]["decidedBy"], "budget-expired");
+    }
+
+    /// The settlement's record first: a failure after it adds none.
+    #[tokio::test]
+    async fn the_settlement_written_first_is_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let audit = FailureAudit::new(Some(path.clone()));
+        assert_eq!(audit.ready(), Ok(true));
+        audit.settled(backend_deny()).await;
+        audit.settled(backend_deny()).await;
+        audit.record(DecidedBy::BudgetExpired, "Policy evaluation failed.");
+        let records = lines(&path);
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0]["decidedBy"], "backend-deny");
+    }
+
+    /// The watchdog while the settlement's record waits for the file's lock (another
+    /// process appending): it waits for that record rather than writing a second.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failure_while_the_settlement_is_written_waits_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let held = std::fs::File::create(&path).unwrap();
+        held.lock().unwrap();
+        let audit = Arc::new(FailureAudit::new(Some(path.clone())));
+        assert_eq!(audit.ready(), Ok(true));
+        let settling = Arc::clone(&audit);
+        let settled = tokio::spawn(async move { settling.settled(backend_deny()).await });
+        while matches!(*audit.state(), State::Open(_)) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let (failing, written) = (Arc::clone(&audit), path.clone());
+        // What the file holds once the watchdog is done, and the process would exit.
+        let watchdog = std::thread::spawn(move || {
+            failing.record(DecidedBy::BudgetExpired, "Policy evaluation failed.");
+            lines(&written)
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        held.unlock().unwrap();
+        let records = watchdog.join().unwrap();
+        settled.await.unwrap();
+        assert_eq!(lines(&path), records);
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0]["decidedBy"], "backend-deny");
+    }
+
+    #[test]
+    fn an_audit_file_that_cannot_be_opened_is_refused_when_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = FailureAudit::new(Some(dir.path().to_path_buf()));
+        let refused = audit.ready().unwrap_err();
+        assert!(refused.starts_with("open audit log"), "{refused}");
+        assert_eq!(FailureAudit::new(None).ready(), Ok(true));
     }
 }

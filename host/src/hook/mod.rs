@@ -14,8 +14,10 @@
 //! read), interrupts the call (`decidedBy: "interrupted"` in the audit): its stdio
 //! backends are killed and reaped, and the process answers with the same denial before
 //! it exits. At an event that is only observed nothing is decided, so a failure there is
-//! logged and answered as no objection. A denial answered before the interceptor exists
-//! (it writes every record after) is appended to `--audit` by [`FailureAudit`].
+//! logged and answered as no objection. Every call answered with a decision has one record
+//! in `--audit`, saying what the harness was told, written by [`FailureAudit`] (the
+//! interceptor writes none): the settlement, the adapter's denial of one it cannot write,
+//! or the denial of a failure, the watchdog or a signal.
 //!
 //! A tool the call denies never runs, so the harness sends no post-tool hook for it: the
 //! adapter observes the denial itself as that call's `tool.after` (`outcome: "denied"`,
@@ -46,11 +48,12 @@ pub(crate) use install::absolute;
 pub use install::{install, Install};
 
 use crate::vocab::{
-    DeliverAt, EventCapability, EventRef, FlowCapability, FlowOperation, InterceptableEvent,
-    ModifyCapability, ModifyTarget,
+    DeliverAt, Enforce, EventCapability, EventRef, FlowCapability, FlowOperation,
+    InterceptableEvent, ModifyCapability, ModifyTarget,
 };
 use crate::{
-    DecidedBy, Decision, Declaration, EffectKind, Interceptor, Interrupt, Options, Settlement,
+    DecidedBy, Decision, Declaration, EffectKind, Interceptor, Interrupt, Options, Record,
+    Settlement,
 };
 use serde_json::{Map, Value};
 use std::io::{Read, Write as _};
@@ -613,9 +616,10 @@ impl Failed {
 }
 
 /// `outcome` with its failure's detail alone, once a failure answered as a denial at the
-/// event `spec` (`None`: not known) has its record in `failures` (see [`FailureAudit`]):
-/// the record is written before the answer, as the interceptor writes its own, and
-/// whatever happens to it the answer stays as it was.
+/// event `spec` (`None`: not known) has its record in `failures` (see [`FailureAudit`];
+/// none when the call's record is written already, one under way is waited for): the
+/// record is written before the answer, as a settlement's is, and whatever happens to it
+/// the answer stays as it was.
 fn audited(
     failures: Option<&FailureAudit>,
     spec: Option<&EventSpec>,
@@ -656,8 +660,8 @@ pub struct Request {
     /// Builds the host options, or says why it could not (answered as a denial). Run
     /// inside the budget: it may pull the component from a registry.
     pub options: crate::BoxFuture<'static, Result<Options, String>>,
-    /// The audit record of a denial answered before the interceptor exists: the options'
-    /// `audit_path`, for the failures the interceptor cannot record.
+    /// The call's audit record, in `--audit`: the interceptor is built without an
+    /// `audit_path` (the options' is ignored), and the hook writes the record itself.
     pub failures: Arc<FailureAudit>,
 }
 
@@ -821,25 +825,39 @@ async fn decide(
     let registration = crate::cli::read_file("--registration", &request.registration)?;
     let mut options = request.options.await?;
     options.declaration = harness.declaration();
+    // The call's one record is written here (`failures`), as the harness is answered.
+    options.audit_path = None;
     let interceptor = Interceptor::new(&registration, options)
         .await
         .map_err(|e| describe(&e))?;
-    if !failures.hand_over() {
-        // The watchdog or a signal answered (and recorded) the call meanwhile.
-        interceptor.shutdown_async().await;
-        return Err("the call was answered before its interceptor was ready".into());
+    match failures.ready() {
+        Ok(true) => {}
+        ready => {
+            interceptor.shutdown_async().await;
+            // `Ok(false)`: the watchdog or a signal answered (and recorded) the call
+            // meanwhile.
+            let answered = "the call was answered before its interceptor was ready";
+            return Err(ready.err().unwrap_or_else(|| answered.to_string()));
+        }
     }
     let remaining = deadline.saturating_duration_since(Instant::now());
-    let verdict = if spec.capability().is_some() {
+    let (verdict, record) = if spec.capability().is_some() {
         let settled = interceptor
             .intercept_with(&event, &spec.advertised(), Some(remaining), interrupt)
             .await;
-        let (verdict, decided_by) = match settled {
-            Ok(settled) => (Verdict::of(&settled), Some(settled.decided_by)),
-            Err(e) => match e.shutdown_settlement() {
-                Some(settled) => (Verdict::of(settled), Some(settled.decided_by)),
-                None => (Err(describe(&e)), None),
-            },
+        let settlement = match &settled {
+            Ok(settled) => Ok(settled),
+            Err(e) => e.shutdown_settlement().ok_or(e),
+        };
+        let decided_by = settlement.as_ref().ok().map(|settled| settled.decided_by);
+        // An event the component refuses has no settlement: its record is the adapter's
+        // denial, written as the failure is answered (`audited`).
+        let (verdict, record) = match settlement {
+            Ok(settled) => {
+                let (verdict, record) = answered(settled);
+                (verdict, Some(record))
+            }
+            Err(e) => (Err(describe(e)), None),
         };
         let interrupted = interrupt.is_set()
             || matches!(
@@ -852,7 +870,7 @@ async fn decide(
         if spec.ahp == AhpEvent::ToolBefore && denied && !interrupted {
             observe_denial(&interceptor, &built, deadline, interrupt).await;
         }
-        verdict
+        (verdict, record)
     } else {
         // The harness enforces nothing here: the event is only observed. A signal drops
         // the deliveries (their stdio children are killed, reaped below).
@@ -863,16 +881,42 @@ async fn decide(
                 return Err("interrupted by a signal".into());
             }
         };
-        match observed {
+        let verdict = match observed {
             Ok(observed) if observed.engine_failure => {
                 Err("the component failed preparing the notifications".into())
             }
             Ok(_) => Ok(Verdict::no_objection()),
             Err(e) => Err(describe(&e)),
-        }
+        };
+        // Nothing is decided: no record.
+        (verdict, None)
     };
     interceptor.shutdown_async().await;
+    // Last, so that what the record says is what the answer will be: the watchdog or a
+    // signal answering before it has their record instead.
+    if let Some(record) = record {
+        failures.settled(record).await;
+    }
     verdict
+}
+
+/// The verdict of `settled` and the record of what the harness is answered: the
+/// settlement's own, or, for an accepted effect the adapter cannot write (answered as its
+/// own denial, see [`Verdict::of`]), that denial — `engine-failure` with the reason
+/// shown, the interceptors as they ended, and nothing applied: no messages, no effects to
+/// enforce. The detail goes to the log with the answer.
+fn answered(settled: &Settlement) -> (Result<Verdict, String>, Record) {
+    let verdict = Verdict::of(settled);
+    let mut record = settled.record.clone();
+    if verdict.is_err() {
+        let denied = Verdict::failed();
+        record.decision = denied.decision;
+        record.decided_by = DecidedBy::EngineFailure;
+        record.reason = denied.reason;
+        record.messages.clear();
+        record.enforce = Enforce::default();
+    }
+    (verdict, record)
 }
 
 /// Observes the denial of the tool call `before` (its `tool.before`) as the call's
