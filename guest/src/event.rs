@@ -586,8 +586,8 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
                 check_call(event, "", problems);
                 continue;
             }
-            // A message's shape is its content slot's to name ([`check_content`]).
-            Shape::Message => continue,
+            // Right as it is; a message's shape is its content slot's to name
+            // ([`check_content`]).
             _ => continue,
         };
         problems.add(pointer, rule);

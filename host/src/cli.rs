@@ -311,31 +311,27 @@ pub fn main() -> ExitCode {
     // answered before the interceptor exists has its record in `--audit` too.
     let hook_call = match &cli.command {
         Command::Hook(args) if args.install.is_none() => args.harness.map(|harness| {
-            let failures = hook::FailureAudit::new(args.audit.clone());
-            (harness, Arc::new(failures))
+            let audit = hook::CallAudit::new(args.audit.clone());
+            (harness, Arc::new(audit))
         }),
         _ => None,
     };
     init_logging(hook_call.is_some());
-    let Some((harness, failures)) = hook_call else {
+    let Some((harness, audit)) = hook_call else {
         return run(cli, None);
     };
     log_panics();
-    let call = Some((harness, Arc::clone(&failures)));
+    let call = Some((harness, Arc::clone(&audit)));
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli, call))) {
         Ok(code) => code,
         // The panic hook has logged the message.
-        Err(_) => hook::answer_failure(
-            harness,
-            "the hook process panicked",
-            Some(failures.as_ref()),
-        ),
+        Err(_) => hook::answer_failure(harness, "the hook process panicked", Some(audit.as_ref())),
     }
 }
 
 /// Runs the parsed command line on a new async runtime; `hook_call`, the harness of
-/// `ahp hook HARNESS` and its failure record, answers a runtime that cannot start.
-fn run(cli: Cli, hook_call: Option<(hook::Harness, Arc<hook::FailureAudit>)>) -> ExitCode {
+/// `ahp hook HARNESS` and its audit record, answers a runtime that cannot start.
+fn run(cli: Cli, hook_call: Option<(hook::Harness, Arc<hook::CallAudit>)>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -344,8 +340,8 @@ fn run(cli: Cli, hook_call: Option<(hook::Harness, Arc<hook::FailureAudit>)>) ->
         Err(e) => {
             let detail = format!("start the async runtime: {e}");
             return match hook_call {
-                Some((harness, failures)) => {
-                    hook::answer_failure(harness, &detail, Some(failures.as_ref()))
+                Some((harness, audit)) => {
+                    hook::answer_failure(harness, &detail, Some(audit.as_ref()))
                 }
                 None => fail(&detail),
             };
@@ -742,9 +738,9 @@ async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode 
     }
 }
 
-/// `ahp hook install`, or `ahp hook HARNESS` with `failures`, its failure record (made here
-/// if not given).
-async fn hook_command(args: HookArgs, failures: Option<Arc<hook::FailureAudit>>) -> ExitCode {
+/// `ahp hook install` or `manifest`, or `ahp hook HARNESS` with `call_audit`, its audit
+/// record (made here if not given).
+async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) -> ExitCode {
     if let Some(HookInstall::Manifest { harness }) = args.install {
         let capabilities = hook::manifest::capabilities(harness);
         println!(
@@ -787,14 +783,14 @@ async fn hook_command(args: HookArgs, failures: Option<Arc<hook::FailureAudit>>)
             Err(e) => fail(&e),
         };
     }
-    let failures =
-        failures.unwrap_or_else(|| Arc::new(hook::FailureAudit::new(args.audit.clone())));
+    let call_audit =
+        call_audit.unwrap_or_else(|| Arc::new(hook::CallAudit::new(args.audit.clone())));
     let (Some(harness), Some(registration)) = (args.harness, args.registration) else {
         // clap requires both; were it ever to let one through, it is answered as every
         // usage error under a harness is (see `usage_error`).
         let detail = "a harness and --registration are required";
         return match args.harness {
-            Some(harness) => hook::answer_failure(harness, detail, Some(failures.as_ref())),
+            Some(harness) => hook::answer_failure(harness, detail, Some(call_audit.as_ref())),
             None => {
                 eprintln!("error: {detail}");
                 ExitCode::from(2)
@@ -807,7 +803,7 @@ async fn hook_command(args: HookArgs, failures: Option<Arc<hook::FailureAudit>>)
         tracing::warn!("{warning}");
     }
     // Built inside the hook's budget: loading the component may pull it from a registry.
-    // No `audit_path`: `failures` writes the call's record (`--audit`).
+    // No `audit_path`: `call_audit` writes the call's record (`--audit`).
     let options = Box::pin(async move { host.options().await });
     hook::run(hook::Request {
         harness,
@@ -816,7 +812,7 @@ async fn hook_command(args: HookArgs, failures: Option<Arc<hook::FailureAudit>>)
         budget: Duration::from_millis(args.budget_ms),
         source: args.source,
         options,
-        failures,
+        audit: call_audit,
     })
     .await
 }

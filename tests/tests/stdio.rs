@@ -421,10 +421,7 @@ async fn exiting_0_without_a_reply_is_connection_lost_per_event_and_abnormal_exi
             "per_event" => "connection-lost",
             _ => "abnormal-exit",
         };
-        let failure = assert_failed_at_once(&c.settled, c.elapsed, c.policy, class, &c.name);
-        assert_eq!(failure["phase"], json!("await-response"), "{}", c.name);
-        assert_eq!(c.log.values("recv"), ["hooks/intercept"], "{}", c.name);
-        assert_nth_process_reaped(&c.log, 1, &c.name);
+        assert_no_reply_at_once(c, class);
     })
     .await;
 }
@@ -436,13 +433,18 @@ async fn exiting_0_without_a_reply_is_connection_lost_per_event_and_abnormal_exi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_stdout_without_a_reply_is_connection_lost_at_once() {
     every_case("close-stdout", 2_000, |c| {
-        let failure =
-            assert_failed_at_once(&c.settled, c.elapsed, c.policy, "connection-lost", &c.name);
-        assert_eq!(failure["phase"], json!("await-response"), "{}", c.name);
-        assert_eq!(c.log.values("recv"), ["hooks/intercept"], "{}", c.name);
-        assert_nth_process_reaped(&c.log, 1, &c.name);
+        assert_no_reply_at_once(c, "connection-lost");
     })
     .await;
+}
+
+/// A backend that got the request and will never reply: failed with `class` while
+/// awaiting the response, at once, its one process reaped.
+fn assert_no_reply_at_once(c: &Case, class: &str) {
+    let failure = assert_failed_at_once(&c.settled, c.elapsed, c.policy, class, &c.name);
+    assert_eq!(failure["phase"], json!("await-response"), "{}", c.name);
+    assert_eq!(c.log.values("recv"), ["hooks/intercept"], "{}", c.name);
+    assert_nth_process_reaped(&c.log, 1, &c.name);
 }
 
 /// S4: a reply pretty-printed over several lines is an operational failure. Its first

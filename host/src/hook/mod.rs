@@ -15,7 +15,7 @@
 //! backends are killed and reaped, and the process answers with the same denial before
 //! it exits. At an event that is only observed nothing is decided, so a failure there is
 //! logged and answered as no objection. Every call answered with a decision has one record
-//! in `--audit`, saying what the harness was told, written by [`FailureAudit`] (the
+//! in `--audit`, saying what the harness was told, written by [`CallAudit`] (the
 //! interceptor writes none): the settlement, the adapter's denial of one it cannot write,
 //! or the denial of a failure, the watchdog or a signal.
 //!
@@ -32,18 +32,18 @@
 //! subscription intercepting anything else is refused at load — a denial; an event
 //! where it enforces nothing is only observed.
 
+mod call_audit;
 mod claude_code;
 mod codex;
 mod copilot;
 mod cursor;
 mod event;
-mod failure_audit;
 mod gemini;
 mod install;
 pub(crate) mod manifest;
 mod payload;
 
-pub use failure_audit::FailureAudit;
+pub use call_audit::CallAudit;
 pub(crate) use install::absolute;
 pub use install::{install, Install};
 
@@ -584,15 +584,12 @@ impl Answer {
 /// The answer of a process that failed around the call, before any payload was read or
 /// after [`run`] could not answer (a command line that does not parse, the async runtime
 /// did not start, a panic outside the call's task): `harness`'s block for an unknown
-/// event, the detail in the log, its record in `failures`' audit file (none for a command
+/// event, the detail in the log, its record in `audit`'s file (none for a command
 /// line that does not parse: its `--audit` is not to be trusted). Never a crash exit,
 /// which a harness reads as a failed hook and runs the tool.
-pub fn answer_failure(harness: Harness, detail: &str, failures: Option<&FailureAudit>) -> ExitCode {
-    let failed = Failed {
-        decided_by: DecidedBy::EngineFailure,
-        detail: detail.to_string(),
-    };
-    let code = answer(harness, None, audited(failures, None, Err(failed)));
+pub fn answer_failure(harness: Harness, detail: &str, audit: Option<&CallAudit>) -> ExitCode {
+    let failed = Failed::engine(detail.to_string());
+    let code = answer(harness, None, audited(audit, None, Err(failed)));
     ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 
@@ -608,27 +605,31 @@ struct Failed {
 impl Failed {
     /// A failure of the call itself: `engine-failure`.
     fn engine(detail: String) -> Failed {
+        Failed::by(DecidedBy::EngineFailure, detail)
+    }
+
+    fn by(decided_by: DecidedBy, detail: impl Into<String>) -> Failed {
         Failed {
-            decided_by: DecidedBy::EngineFailure,
-            detail,
+            decided_by,
+            detail: detail.into(),
         }
     }
 }
 
 /// `outcome` with its failure's detail alone, once a failure answered as a denial at the
-/// event `spec` (`None`: not known) has its record in `failures` (see [`FailureAudit`];
+/// event `spec` (`None`: not known) has its record in `audit` (see [`CallAudit`];
 /// none when the call's record is written already, one under way is waited for): the
 /// record is written before the answer, as a settlement's is, and whatever happens to it
 /// the answer stays as it was.
 fn audited(
-    failures: Option<&FailureAudit>,
+    audit: Option<&CallAudit>,
     spec: Option<&EventSpec>,
     outcome: Result<Verdict, Failed>,
 ) -> Result<Verdict, String> {
     outcome.map_err(|failed| {
         let answered = Verdict::after_failure(spec);
-        if let Some(failures) = failures.filter(|_| answered.decision == Decision::Deny) {
-            failures.record(failed.decided_by, answered.reason());
+        if let Some(audit) = audit.filter(|_| answered.decision == Decision::Deny) {
+            audit.record(failed.decided_by, answered.reason());
         }
         failed.detail
     })
@@ -662,7 +663,7 @@ pub struct Request {
     pub options: crate::BoxFuture<'static, Result<Options, String>>,
     /// The call's audit record, in `--audit`: the interceptor is built without an
     /// `audit_path` (the options' is ignored), and the hook writes the record itself.
-    pub failures: Arc<FailureAudit>,
+    pub audit: Arc<CallAudit>,
 }
 
 /// Runs one hook call and answers the harness; see the module documentation.
@@ -673,7 +674,7 @@ pub async fn run(request: Request) -> ExitCode {
     let signals = crate::cli::Signals::listen();
     let deadline = Instant::now() + request.budget;
     let harness = request.harness;
-    let failures = Arc::clone(&request.failures);
+    let audit = Arc::clone(&request.audit);
     // The payload's event once it is known: whatever ends the call after that (the
     // watchdog, a signal, a panic), the answer is that event's, not one for an unknown
     // event — exit 2 would keep the agent working at a stop.
@@ -684,7 +685,7 @@ pub async fn run(request: Request) -> ExitCode {
         .await
         .unwrap_or_else(|join| Err(Failed::engine(format!("the hook call failed: {join}"))));
     let spec = mapped.get().copied();
-    let outcome = audited(Some(&failures), spec, outcome);
+    let outcome = audited(Some(&audit), spec, outcome);
     // Exit at once: a harness that never closes stdin leaves the blocking read behind,
     // and the runtime would wait for it forever on the way out.
     std::process::exit(answer(harness, spec, outcome))
@@ -720,14 +721,14 @@ async fn settle(
     match joined {
         Ok(Ok(decided)) => decided.map_err(Failed::engine),
         Ok(Err(join)) => Err(Failed::engine(format!("the hook call failed: {join}"))),
-        Err(_) if interrupt.is_set() => Err(Failed {
-            decided_by: DecidedBy::Interrupted,
-            detail: "interrupted by a signal".to_string(),
-        }),
-        Err(_) => Err(Failed {
-            decided_by: DecidedBy::BudgetExpired,
-            detail: "the hook call ran past its budget".to_string(),
-        }),
+        Err(_) if interrupt.is_set() => Err(Failed::by(
+            DecidedBy::Interrupted,
+            "interrupted by a signal",
+        )),
+        Err(_) => Err(Failed::by(
+            DecidedBy::BudgetExpired,
+            "the hook call ran past its budget",
+        )),
     }
 }
 
@@ -811,8 +812,8 @@ async fn decide(
         .find(|spec| harness.same_event(spec.native, &name))
         .ok_or_else(|| format!("{} has no mapped hook event {name}", harness.name()))?;
     let spec = *mapped.get_or_init(|| spec);
-    let failures = &request.failures;
-    failures.identify(payload::identity(harness.fields(), &object, spec));
+    let audit = &request.audit;
+    audit.identify(payload::identity(harness.fields(), &object, spec));
     let read = payload::read(harness.fields(), &object, spec)
         .map_err(|e| format!("not a {} {name} payload: {e}", harness.name()))?;
     let source = match &request.source {
@@ -821,16 +822,16 @@ async fn decide(
     };
     let built = event::build(harness, spec, &read, &source, object);
     let event = built.to_string();
-    failures.identify(EventRef::read(&event));
+    audit.identify(EventRef::read(&event));
     let registration = crate::cli::read_file("--registration", &request.registration)?;
     let mut options = request.options.await?;
     options.declaration = harness.declaration();
-    // The call's one record is written here (`failures`), as the harness is answered.
+    // The call's one record is written here (`audit`), as the harness is answered.
     options.audit_path = None;
     let interceptor = Interceptor::new(&registration, options)
         .await
         .map_err(|e| describe(&e))?;
-    match failures.ready() {
+    match audit.ready() {
         Ok(true) => {}
         ready => {
             interceptor.shutdown_async().await;
@@ -895,7 +896,7 @@ async fn decide(
     // Last, so that what the record says is what the answer will be: the watchdog or a
     // signal answering before it has their record instead.
     if let Some(record) = record {
-        failures.settled(record).await;
+        audit.settled(record).await;
     }
     verdict
 }

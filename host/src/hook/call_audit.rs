@@ -3,10 +3,10 @@
 //!
 //! The hook writes it, never the interceptor (built without an audit path): only here is
 //! it known what the harness is answered. Once the call settles, the record is the
-//! settlement's ([`FailureAudit::settled`]), or the adapter's own denial of a settlement
+//! settlement's ([`CallAudit::settled`]), or the adapter's own denial of a settlement
 //! it cannot write. Before that, or instead of it, a failure answered as a denial has the
 //! record the host writes when it settles a denial itself ([`Record::host_denial`],
-//! [`FailureAudit::record`]): an unreadable or invalid registration, a component that
+//! [`CallAudit::record`]): an unreadable or invalid registration, a component that
 //! cannot be loaded, a payload that is not the harness's, an event the component refuses,
 //! a signal or the watchdog, a panic around the call, an async runtime that does not
 //! start. It names the event as far as it is known ([`EventRef`]: nothing of a payload
@@ -23,7 +23,7 @@
 //! up the answer. Writing never changes the answer or the exit code: a record that cannot
 //! be written is logged (in `AHP_LOG_FILE` only), and a failure's write that has not
 //! finished after [`WRITE_GRACE`] is left behind. An audit file that cannot be opened is
-//! refused once the interceptor is ready ([`FailureAudit::ready`]), which the hook answers
+//! refused once the interceptor is ready ([`CallAudit::ready`]), which the hook answers
 //! as a denial, so nothing is decided unrecorded. A command line clap cannot parse has no
 //! audit path to trust: no record.
 
@@ -40,7 +40,7 @@ const WRITE_GRACE: Duration = Duration::from_millis(500);
 
 /// The audit record of one hook process; see the module documentation.
 #[derive(Debug)]
-pub struct FailureAudit {
+pub struct CallAudit {
     /// `--audit`; `None`: nothing to write.
     path: Option<PathBuf>,
     /// When the process started, for a failure record's `elapsedMs`.
@@ -87,11 +87,11 @@ impl Append {
     }
 }
 
-impl FailureAudit {
+impl CallAudit {
     /// The audit record of a hook process started now, appended to `path` (`--audit`)
     /// if there is one.
-    pub fn new(path: Option<PathBuf>) -> FailureAudit {
-        FailureAudit {
+    pub fn new(path: Option<PathBuf>) -> CallAudit {
+        CallAudit {
             path,
             started: Instant::now(),
             log: OnceLock::new(),
@@ -126,16 +126,17 @@ impl FailureAudit {
         Ok(true)
     }
 
-    /// The call's append, if nobody claimed it before: then the event as far as known.
-    fn claim(&self) -> Option<(EventRef, Arc<Append>)> {
+    /// The call's append and the event as far as known, if nobody claimed it before;
+    /// else the append that claimed it.
+    fn claim(&self) -> Result<(EventRef, Arc<Append>), Arc<Append>> {
         let mut state = self.state();
-        let State::Open(event) = &mut *state else {
-            return None;
+        let event = match &mut *state {
+            State::Open(event) => std::mem::take(event),
+            State::Claimed(append) => return Err(Arc::clone(append)),
         };
-        let event = std::mem::take(event);
         let append = Arc::new(Append::default());
         *state = State::Claimed(Arc::clone(&append));
-        Some((event, append))
+        Ok((event, append))
     }
 
     /// Appends `record`, the settled call's as the harness is answered, unless the call's
@@ -146,7 +147,7 @@ impl FailureAudit {
         let Some(log) = self.log.get().cloned() else {
             return;
         };
-        let Some((_, append)) = self.claim() else {
+        let Ok((_, append)) = self.claim() else {
             return;
         };
         let appended = tokio::task::spawn_blocking(move || {
@@ -169,15 +170,14 @@ impl FailureAudit {
         let Some(path) = self.path.clone() else {
             return;
         };
-        let Some((event, append)) = self.claim() else {
-            let claimed = match &*self.state() {
-                State::Claimed(append) => Some(Arc::clone(append)),
-                State::Open(_) => None,
-            };
-            if claimed.is_some_and(|append| !append.wait(WRITE_GRACE)) {
-                tracing::error!("append the call's audit record: not written in time");
+        let (event, append) = match self.claim() {
+            Ok(claimed) => claimed,
+            Err(claimed) => {
+                if !claimed.wait(WRITE_GRACE) {
+                    tracing::error!("append the call's audit record: not written in time");
+                }
+                return;
             }
-            return;
         };
         let elapsed_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut record = Record::host_denial(event, decided_by, elapsed_ms);
@@ -188,7 +188,7 @@ impl FailureAudit {
         // A thread of its own, so a hung file system holds up the answer for the grace
         // alone; the process exits from under it.
         let spawned = std::thread::Builder::new()
-            .name("ahp-failure-audit".into())
+            .name("ahp-call-audit".into())
             .spawn(move || {
                 let appended = match log {
                     Some(log) => log.append(&record),
@@ -221,6 +221,14 @@ mod tests {
             .collect()
     }
 
+    /// A call's audit writing to `audit.jsonl` in a new directory (kept while held).
+    fn audited_in_temp() -> (tempfile::TempDir, std::path::PathBuf, CallAudit) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let audit = CallAudit::new(Some(path.clone()));
+        (dir, path, audit)
+    }
+
     /// A settlement's record: a backend's deny.
     fn backend_deny() -> Record {
         let mut record = Record::host_denial(EventRef::default(), DecidedBy::BackendDeny, 1);
@@ -230,9 +238,7 @@ mod tests {
 
     #[test]
     fn one_record_naming_what_is_known() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let audit = FailureAudit::new(Some(path.clone()));
+        let (_dir, path, audit) = audited_in_temp();
         audit.identify(EventRef {
             event_type: Some("tool.before".into()),
             session: Some("s".into()),
@@ -261,9 +267,7 @@ mod tests {
     /// that comes after it adds none.
     #[tokio::test]
     async fn a_failure_after_the_interceptor_is_ready_is_the_record() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let audit = FailureAudit::new(Some(path.clone()));
+        let (_dir, path, audit) = audited_in_temp();
         assert_eq!(audit.ready(), Ok(true));
         audit.record(DecidedBy::BudgetExpired, "Policy evaluation failed.");
         audit.settled(backend_deny()).await;
@@ -275,9 +279,7 @@ mod tests {
     /// The settlement's record first: a failure after it adds none.
     #[tokio::test]
     async fn the_settlement_written_first_is_the_record() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let audit = FailureAudit::new(Some(path.clone()));
+        let (_dir, path, audit) = audited_in_temp();
         assert_eq!(audit.ready(), Ok(true));
         audit.settled(backend_deny()).await;
         audit.settled(backend_deny()).await;
@@ -295,7 +297,7 @@ mod tests {
         let path = dir.path().join("audit.jsonl");
         let held = std::fs::File::create(&path).unwrap();
         held.lock().unwrap();
-        let audit = Arc::new(FailureAudit::new(Some(path.clone())));
+        let audit = Arc::new(CallAudit::new(Some(path.clone())));
         assert_eq!(audit.ready(), Ok(true));
         let settling = Arc::clone(&audit);
         let settled = tokio::spawn(async move { settling.settled(backend_deny()).await });
@@ -320,9 +322,9 @@ mod tests {
     #[test]
     fn an_audit_file_that_cannot_be_opened_is_refused_when_ready() {
         let dir = tempfile::tempdir().unwrap();
-        let audit = FailureAudit::new(Some(dir.path().to_path_buf()));
+        let audit = CallAudit::new(Some(dir.path().to_path_buf()));
         let refused = audit.ready().unwrap_err();
         assert!(refused.starts_with("open audit log"), "{refused}");
-        assert_eq!(FailureAudit::new(None).ready(), Ok(true));
+        assert_eq!(CallAudit::new(None).ready(), Ok(true));
     }
 }
