@@ -310,28 +310,45 @@ pub fn main() -> ExitCode {
     // harness's answer: a crash or exit 1 is a failed hook, and the tool runs. A denial
     // answered before the interceptor exists has its record in `--audit` too.
     let hook_call = match &cli.command {
-        Command::Hook(args) if args.install.is_none() => args.harness.map(|harness| {
-            let audit = hook::CallAudit::new(args.audit.clone());
-            (harness, Arc::new(audit))
+        Command::Hook(args) if args.install.is_none() => args.harness.map(|harness| HookCall {
+            harness,
+            event: args.event.clone(),
+            audit: Arc::new(hook::CallAudit::new(args.audit.clone())),
         }),
         _ => None,
     };
     init_logging(hook_call.is_some());
-    let Some((harness, audit)) = hook_call else {
+    let Some(call) = hook_call else {
         return run(cli, None);
     };
     log_panics();
-    let call = Some((harness, Arc::clone(&audit)));
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli, call))) {
-        Ok(code) => code,
-        // The panic hook has logged the message.
-        Err(_) => hook::answer_failure(harness, "the hook process panicked", Some(audit.as_ref())),
+    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run(cli, Some(call.clone()))
+    }));
+    // The panic hook has logged the message.
+    answered.unwrap_or_else(|_| call.failed("the hook process panicked"))
+}
+
+/// An `ahp hook HARNESS` call, as far as a failure around it needs to answer it.
+#[derive(Clone)]
+struct HookCall {
+    harness: hook::Harness,
+    /// Its `--event`.
+    event: Option<String>,
+    audit: Arc<hook::CallAudit>,
+}
+
+impl HookCall {
+    /// The harness's answer to a failure around the call ([`hook::answer_failure`]).
+    fn failed(&self, detail: &str) -> ExitCode {
+        let event = self.event.as_deref();
+        hook::answer_failure(self.harness, event, detail, Some(self.audit.as_ref()))
     }
 }
 
-/// Runs the parsed command line on a new async runtime; `hook_call`, the harness of
-/// `ahp hook HARNESS` and its audit record, answers a runtime that cannot start.
-fn run(cli: Cli, hook_call: Option<(hook::Harness, Arc<hook::CallAudit>)>) -> ExitCode {
+/// Runs the parsed command line on a new async runtime; `hook_call`, an
+/// `ahp hook HARNESS` call, answers a runtime that cannot start.
+fn run(cli: Cli, hook_call: Option<HookCall>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -340,9 +357,7 @@ fn run(cli: Cli, hook_call: Option<(hook::Harness, Arc<hook::CallAudit>)>) -> Ex
         Err(e) => {
             let detail = format!("start the async runtime: {e}");
             return match hook_call {
-                Some((harness, audit)) => {
-                    hook::answer_failure(harness, &detail, Some(audit.as_ref()))
-                }
+                Some(call) => call.failed(&detail),
                 None => fail(&detail),
             };
         }
@@ -363,7 +378,7 @@ fn run(cli: Cli, hook_call: Option<(hook::Harness, Arc<hook::CallAudit>)>) -> Ex
                 event,
                 host,
             } => observe(&registration, &event, &host).await,
-            Command::Hook(args) => hook_command(*args, hook_call.map(|(_, f)| f)).await,
+            Command::Hook(args) => hook_command(*args, hook_call.map(|call| call.audit)).await,
             Command::Demo { host } => match host.options().await {
                 Ok(options) => {
                     host.warn();
@@ -490,12 +505,16 @@ fn log_panics() {
 }
 
 /// A command line clap could not parse. `--help` and `--version` print what was asked,
-/// exit 0, wherever they are. A usage error is exit 1, "the call could not be made",
-/// printed as clap prints it — except under `ahp hook HARNESS`, which a harness runs: any
-/// other exit code, and clap's text on stderr (which the model reads on exit 2), is not
-/// the harness's answer, and most harnesses run the tool on a failed hook. There it is
-/// that harness's block for an unknown event, as after any other failure before the
-/// payload is read ([`hook::answer_failure`]), clap's text in the log (`AHP_LOG_FILE`).
+/// exit 0, wherever they are, except in an `ahp hook HARNESS` with that harness's payload
+/// on stdin, where they are a usage error. A usage error is exit 1, "the call could not
+/// be made", printed as clap prints it — except under `ahp hook HARNESS`, which a harness
+/// runs: any other exit code, and clap's text on stderr (which the model reads on exit
+/// 2), is not the harness's answer, and most harnesses run the tool on a failed hook.
+/// There it is
+/// answered as any other failure before the payload is read ([`hook::answer_failure`]):
+/// at the event of the payload on stdin (a denial before a tool, no objection where
+/// nothing is decided, never a block that keeps the agent working at a stop), else the
+/// harness's block for an unknown event; clap's text goes to the log (`AHP_LOG_FILE`).
 /// An `ahp hook` whose harness is no known one is exit 2 with clap's text, the block the
 /// harnesses that read exit codes share. `ahp hook install` and `ahp hook manifest` are
 /// run by a person and exit 1 like the rest.
@@ -506,11 +525,22 @@ fn usage_error(error: &clap::Error) -> ExitCode {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
     );
     let args: Vec<OsString> = std::env::args_os().collect();
-    if !asked {
-        if let Some(harness) = named_harness(&args) {
+    if let Some(harness) = named_harness(&args) {
+        let event = event_flag(&args);
+        let detail = format!("the command line: {}", error.render());
+        let detail = detail.trim_end();
+        if !asked {
             init_logging(true);
-            let detail = format!("the command line: {}", error.render());
-            return hook::answer_failure(harness, detail.trim_end(), None);
+            return hook::answer_failure(harness, event.as_deref(), detail, None);
+        }
+        // `--help` in a hook's command: a harness sent a payload, and would read the
+        // help text on stdout with exit 0 as no objection. A person asking has none to
+        // send (at a terminal, nothing is read).
+        if !std::io::stdin().is_terminal() {
+            if let Some(found) = hook::unread_event(harness, event.as_deref()) {
+                init_logging(true);
+                return hook::answer_failure_at(harness, Some(found), detail, None);
+            }
         }
     }
     let _ = error.print();
@@ -555,6 +585,26 @@ fn named_harness(args: &[OsString]) -> Option<hook::Harness> {
             // `-h`: no short option takes a value.
             Some(option) if option.starts_with('-') && option != "-" => {}
             _ => return harness(arg),
+        }
+    }
+    None
+}
+
+/// The value of `--event` (`--event NAME` or `--event=NAME`) on a command line clap could
+/// not parse: Copilot's payloads name no event, and the answer to the failure is that
+/// event's.
+fn event_flag(args: &[OsString]) -> Option<String> {
+    let mut args = args.iter().map(|arg| arg.to_str());
+    while let Some(arg) = args.next() {
+        match arg {
+            Some("--") => return None,
+            Some("--event") => return args.next().flatten().map(str::to_string),
+            Some(arg) => {
+                if let Some(name) = arg.strip_prefix("--event=") {
+                    return Some(name.to_string());
+                }
+            }
+            None => {}
         }
     }
     None
@@ -790,7 +840,12 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         // usage error under a harness is (see `usage_error`).
         let detail = "a harness and --registration are required";
         return match args.harness {
-            Some(harness) => hook::answer_failure(harness, detail, Some(call_audit.as_ref())),
+            Some(harness) => hook::answer_failure(
+                harness,
+                args.event.as_deref(),
+                detail,
+                Some(call_audit.as_ref()),
+            ),
             None => {
                 eprintln!("error: {detail}");
                 ExitCode::from(2)

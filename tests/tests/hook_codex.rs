@@ -107,13 +107,15 @@ async fn a_registry_that_never_answers_is_bounded_by_the_budget() {
     assert!(registry.connections() > 0, "the pull was tried");
 }
 
-/// At `Stop` a call past its budget is no answer: exit 2 there would keep the agent
-/// working.
+/// At `Stop` a call past its budget, or a command line that does not parse, is no
+/// answer: exit 2 there would keep the agent working.
 #[tokio::test]
-async fn past_the_budget_at_a_stop_lets_the_agent_stop() {
+async fn a_failure_at_a_stop_lets_the_agent_stop() {
     let payload = json!({"session_id": "019a-codex", "cwd": "/repo", "turn_id": "turn-9",
         "hook_event_name": "Stop", "stop_hook_active": false});
     let ran = ahp_tests::hook::run_past_budget("codex", &[], &payload).await;
+    assert_silent_no_objection(&ran);
+    let ran = ahp_tests::hook::run_with_usage_error("codex", &[], "--no-such-flag", &payload).await;
     assert_silent_no_objection(&ran);
 }
 

@@ -68,11 +68,15 @@ fn assert_block(ran: &Ran, reason: &str) {
 
 ahp_tests::hook_contract_tests!(contract());
 
-/// At `stop` a call past its budget is `{}`: exit 2 there would keep the agent working.
+/// At `stop` a call past its budget, or a command line that does not parse, is `{}`:
+/// exit 2 there would keep the agent working.
 #[tokio::test]
-async fn past_the_budget_at_a_stop_lets_the_agent_stop() {
+async fn a_failure_at_a_stop_lets_the_agent_stop() {
     let payload = json!({"conversation_id": "conv-9", "generation_id": "gen-2",
         "hook_event_name": "stop", "status": "completed", "workspace_roots": ["/repo"]});
     let ran = ahp_tests::hook::run_past_budget("cursor", &[], &payload).await;
+    assert_no_objection(&ran);
+    let ran =
+        ahp_tests::hook::run_with_usage_error("cursor", &[], "--no-such-flag", &payload).await;
     assert_no_objection(&ran);
 }

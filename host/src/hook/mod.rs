@@ -213,6 +213,13 @@ impl Harness {
         }
     }
 
+    /// The mapped native event called `name`.
+    fn spec(self, name: &str) -> Option<&'static EventSpec> {
+        self.events()
+            .iter()
+            .find(|spec| self.same_event(spec.native, name))
+    }
+
     /// Whether two spellings name the same native event: exactly, or for Copilot in
     /// either case (its Claude-compatible form names `preToolUse` `PreToolUse`).
     fn same_event(self, a: &str, b: &str) -> bool {
@@ -581,16 +588,67 @@ impl Answer {
     }
 }
 
-/// The answer of a process that failed around the call, before any payload was read or
-/// after [`run`] could not answer (a command line that does not parse, the async runtime
-/// did not start, a panic outside the call's task): `harness`'s block for an unknown
-/// event, the detail in the log, its record in `audit`'s file (none for a command
-/// line that does not parse: its `--audit` is not to be trusted). Never a crash exit,
-/// which a harness reads as a failed hook and runs the tool.
-pub fn answer_failure(harness: Harness, detail: &str, audit: Option<&CallAudit>) -> ExitCode {
+/// The answer of a process that failed around the call, before [`run`] read the payload
+/// or after it could not answer (a command line that does not parse, the async runtime
+/// did not start, a panic outside the call's task): the failure answered at the event of
+/// the payload still on stdin ([`unread_event`]; `event` is the command line's
+/// `--event`), else `harness`'s block for an unknown event — which at a stop would keep
+/// the agent working forever. The detail goes to the log, the record to `audit`'s file
+/// (none for a command line that does not parse: its `--audit` is not to be trusted).
+/// Never a crash exit, which a harness reads as a failed hook and runs the tool.
+pub fn answer_failure(
+    harness: Harness,
+    event: Option<&str>,
+    detail: &str,
+    audit: Option<&CallAudit>,
+) -> ExitCode {
+    answer_failure_at(harness, unread_event(harness, event), detail, audit)
+}
+
+/// [`answer_failure`] at the event `found` on stdin already ([`unread_event`]).
+pub(crate) fn answer_failure_at(
+    harness: Harness,
+    found: Option<UnreadEvent>,
+    detail: &str,
+    audit: Option<&CallAudit>,
+) -> ExitCode {
+    let (spec, identity) = found.map(|found| (found.spec, found.identity)).unzip();
+    if let (Some(audit), Some(identity)) = (audit, identity) {
+        audit.identify(identity);
+    }
     let failed = Failed::engine(detail.to_string());
-    let code = answer(harness, None, audited(audit, None, Err(failed)));
+    let code = answer(harness, spec, audited(audit, spec, Err(failed)));
     ExitCode::from(u8::try_from(code).unwrap_or(2))
+}
+
+/// How long a process that failed before reading its payload waits for it to learn the
+/// event it answers. A harness writes the payload as it starts the hook, so it is in the
+/// pipe already; one that never closes stdin delays the answer by this much.
+const UNREAD_PAYLOAD_WAIT: Duration = Duration::from_secs(2);
+
+/// The event of a payload read by [`unread_event`].
+pub(crate) struct UnreadEvent {
+    spec: &'static EventSpec,
+    /// What the payload says of the call, for the audit.
+    identity: EventRef,
+}
+
+/// The event of the payload on stdin, read now (bounded as [`read_payload`], and in
+/// time by [`UNREAD_PAYLOAD_WAIT`]); `None` when there is none to read, it is not this
+/// harness's, or it names no event the adapter maps. `event` is the command line's
+/// `--event`, for Copilot.
+pub(crate) fn unread_event(harness: Harness, event: Option<&str>) -> Option<UnreadEvent> {
+    let (sender, read) = std::sync::mpsc::channel();
+    // A thread of its own: stdin may never close, and the process exits past it.
+    std::thread::spawn(move || sender.send(read_payload()));
+    let payload = read.recv_timeout(UNREAD_PAYLOAD_WAIT).ok()?.ok()?;
+    let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(&payload) else {
+        return None;
+    };
+    let name = harness.event_name(&object, event).ok()?;
+    let spec = harness.spec(&name)?;
+    let identity = payload::identity(harness.fields(), &object, spec);
+    Some(UnreadEvent { spec, identity })
 }
 
 /// A call that ended without a verdict: answered as [`Verdict::after_failure`].
@@ -807,9 +865,7 @@ async fn decide(
     let harness = request.harness;
     let name = harness.event_name(&object, request.event.as_deref())?;
     let spec = harness
-        .events()
-        .iter()
-        .find(|spec| harness.same_event(spec.native, &name))
+        .spec(&name)
         .ok_or_else(|| format!("{} has no mapped hook event {name}", harness.name()))?;
     let spec = *mapped.get_or_init(|| spec);
     let audit = &request.audit;
