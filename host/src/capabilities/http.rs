@@ -18,7 +18,7 @@ use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HO
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use tokio::net::TcpStream;
@@ -42,7 +42,8 @@ pub struct HttpOptions {
     pub tls: Arc<ClientConfig>,
     /// The innermost zone a connection may reach ([`Zone`]): `Loopback`, anywhere, for
     /// the URLs of the registration; an OAuth token endpoint, which the issuer named,
-    /// no further inside than the issuer.
+    /// no further inside than the issuer. Resolved addresses further inside are never
+    /// connected to; a name that gives no other is `not-permitted`.
     pub innermost: Zone,
 }
 
@@ -84,6 +85,8 @@ pub struct HttpBackend {
 struct Connection {
     sender: SendRequest<Full<Bytes>>,
     driver: tokio::task::JoinHandle<()>,
+    /// The address at the other end: who answers on this connection.
+    peer: IpAddr,
     /// Stays armed between exchanges and is moved to each new deadline. A fresh timer
     /// per exchange finds tokio's timer wheel empty and wakes the runtime's driver to
     /// re-arm it: an eventfd write and a spurious wake-up per call (another worker's, on a
@@ -185,15 +188,17 @@ impl HttpBackend {
             authorization,
             body,
         };
-        self.send(request, deadline).await
+        let (reply, _) = self.send(request, deadline).await?;
+        Ok(reply)
     }
 
-    /// Sends one request to this URL and returns the reply, all by `deadline`.
+    /// Sends one request to this URL and returns the reply and the address it came from,
+    /// all by `deadline`.
     pub async fn send(
         &self,
         outgoing: Outgoing<'_>,
         deadline: Instant,
-    ) -> Result<Reply, DeliveryError> {
+    ) -> Result<(Reply, IpAddr), DeliveryError> {
         let mut request = self.request(outgoing);
         // Connecting is boxed: its state (DNS, TLS) is large, and a kept-alive connection
         // should not pay for moving it with every exchange.
@@ -247,12 +252,14 @@ impl HttpBackend {
         let body = within(connection.timer.as_mut(), reading)
             .await
             .ok_or(DeliveryError::DeadlineExceeded(IoPhase::ReadResponse))??;
+        let peer = connection.peer;
         self.put_idle(connection);
-        Ok(Reply {
+        let reply = Reply {
             status: Some(status),
             content_type,
             body,
-        })
+        };
+        Ok((reply, peer))
     }
 
     /// The request, from parts checked when the backend was made: nothing is parsed
@@ -308,15 +315,8 @@ impl HttpBackend {
             if addrs.is_empty() || (!plain_ok && !addrs.iter().all(|a| a.ip().is_loopback())) {
                 return Err(DeliveryError::NotPermitted);
             }
-            // Every address the name gives, not only the first: the next connection may
-            // take another.
-            if addrs
-                .iter()
-                .any(|a| Zone::of(a.ip()) < self.options.innermost)
-            {
-                return Err(DeliveryError::NotPermitted);
-            }
-            let stream = connect_any(&addrs).await?;
+            let addrs = within_zone(addrs, self.options.innermost)?;
+            let (stream, peer) = connect_any(&addrs).await?;
             let _ = stream.set_nodelay(true);
             if self.tls {
                 let name = ServerName::try_from(self.host.clone())
@@ -331,9 +331,9 @@ impl HttpBackend {
                         std::io::ErrorKind::InvalidData => DeliveryError::TlsFailed,
                         _ => DeliveryError::ConnectionRefused,
                     })?;
-                handshake(tls, deadline).await
+                handshake(tls, peer, deadline).await
             } else {
-                handshake(stream, deadline).await
+                handshake(stream, peer, deadline).await
             }
         };
         timeout_at(deadline, connect)
@@ -342,18 +342,35 @@ impl HttpBackend {
     }
 }
 
-/// The first address that takes the connection. Whatever stops a connection being made
-/// (refused, no route, the network down) means nothing was sent: `connection-refused`.
-async fn connect_any(addrs: &[SocketAddr]) -> Result<TcpStream, DeliveryError> {
+/// The resolved `addrs` a connection may take: those no further inside than `innermost`
+/// ([`Zone`]), checked on the addresses themselves, after resolution, so a name that
+/// resolves inside the second time (DNS rebinding) reaches nothing there; none left is
+/// `not-permitted`. A host with an address of each kind (a global IPv4 and a
+/// unique-local IPv6) is reached at the one allowed.
+fn within_zone(addrs: Vec<SocketAddr>, innermost: Zone) -> Result<Vec<SocketAddr>, DeliveryError> {
+    let allowed: Vec<SocketAddr> = addrs
+        .into_iter()
+        .filter(|a| Zone::of(a.ip()) >= innermost)
+        .collect();
+    match allowed.is_empty() {
+        true => Err(DeliveryError::NotPermitted),
+        false => Ok(allowed),
+    }
+}
+
+/// The first address that takes the connection, with that address. Whatever stops a
+/// connection being made (refused, no route, the network down) means nothing was sent:
+/// `connection-refused`.
+async fn connect_any(addrs: &[SocketAddr]) -> Result<(TcpStream, IpAddr), DeliveryError> {
     for addr in addrs {
         if let Ok(stream) = TcpStream::connect(addr).await {
-            return Ok(stream);
+            return Ok((stream, addr.ip()));
         }
     }
     Err(DeliveryError::ConnectionRefused)
 }
 
-async fn handshake<S>(io: S, deadline: Instant) -> Result<Connection, DeliveryError>
+async fn handshake<S>(io: S, peer: IpAddr, deadline: Instant) -> Result<Connection, DeliveryError>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
@@ -366,6 +383,7 @@ where
     Ok(Connection {
         sender,
         driver,
+        peer,
         timer: Box::pin(sleep_until(deadline)),
     })
 }
@@ -409,5 +427,39 @@ fn io_error(error: &std::io::Error) -> DeliveryError {
         ErrorKind::ConnectionRefused => DeliveryError::ConnectionRefused,
         ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => DeliveryError::ConnectionReset,
         _ => DeliveryError::ConnectionLost,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addrs(list: &[&str]) -> Vec<SocketAddr> {
+        list.iter().map(|a| a.parse().unwrap()).collect()
+    }
+
+    /// Addresses further inside than allowed are never connected to; the rest of the
+    /// name's addresses still are, and a name with none left is refused.
+    #[test]
+    fn only_addresses_within_the_zone_are_connected_to() {
+        let mixed = addrs(&[
+            "[fd00::5]:443",
+            "8.8.8.8:443",
+            "10.0.0.7:443",
+            "127.0.0.1:443",
+        ]);
+        let global = within_zone(mixed.clone(), Zone::Global).unwrap();
+        assert_eq!(global, addrs(&["8.8.8.8:443"]));
+        let private = within_zone(mixed.clone(), Zone::Private).unwrap();
+        assert_eq!(
+            private,
+            addrs(&["[fd00::5]:443", "8.8.8.8:443", "10.0.0.7:443"])
+        );
+        assert_eq!(within_zone(mixed.clone(), Zone::Loopback).unwrap(), mixed);
+        let inside = addrs(&["10.0.0.7:443", "[::]:443", "0.0.0.0:443"]);
+        assert!(matches!(
+            within_zone(inside, Zone::Global),
+            Err(DeliveryError::NotPermitted)
+        ));
     }
 }

@@ -90,8 +90,8 @@ struct Metadata {
     token_endpoint: String,
     client_auth: ClientAuth,
     fetched_at: Instant,
-    /// Where the issuer lies (the outermost zone its host resolves to): the token
-    /// endpoint it names may lie no further inside ([`Zone`]).
+    /// Where the issuer lies (the zone of the address its metadata came from): the
+    /// token endpoint it names may lie no further inside ([`Zone`]).
     issuer_zone: Zone,
 }
 
@@ -266,7 +266,7 @@ impl OAuth {
         let scopes = TokenKey::of(plan).scopes;
         let (body, header) = token_request(plan, &scopes, &secret, metadata.client_auth)?;
         let requested_at = Instant::now();
-        let reply = self
+        let (reply, _) = self
             .endpoint(&metadata.token_endpoint, metadata.issuer_zone)?
             .send(
                 Outgoing {
@@ -306,10 +306,9 @@ impl OAuth {
         }
         let mut tried = Vec::new();
         let urls = discovery_urls(issuer).map_err(|why| Problem::Failed(why.into()))?;
-        let issuer_zone = zone_of_host(issuer, deadline).await?;
         for url in urls {
             // The issuer's own host, which the registration named: anywhere.
-            let reply = self
+            let (reply, peer) = self
                 .endpoint(&url, Zone::Loopback)?
                 .send(
                     Outgoing {
@@ -326,7 +325,9 @@ impl OAuth {
                 tried.push(format!("{url}: HTTP {}", reply.status.unwrap_or(0)));
                 continue;
             }
-            let metadata = validate_metadata(&reply.body, issuer, issuer_zone)
+            // Where the party that named the token endpoint lies: the address that
+            // answered, not a second lookup of its name, which could say otherwise.
+            let metadata = validate_metadata(&reply.body, issuer, Zone::of(peer))
                 .map_err(|why| Problem::Failed(format!("metadata at {url}: {why}")))?;
             lock(&self.metadata).insert(issuer.to_string(), metadata.clone());
             return Ok(metadata);
@@ -442,24 +443,6 @@ fn discovery_urls(issuer: &str) -> Result<Vec<String>, &'static str> {
             format!("{origin}{path}/.well-known/openid-configuration"),
         ]
     })
-}
-
-/// The outermost zone the host of `url` resolves to, by `deadline`: where a party at that
-/// URL lies, for the URLs it names ([`Zone`]).
-async fn zone_of_host(url: &str, deadline: Instant) -> Result<Zone, Problem> {
-    let failed = |why: &str| Problem::Failed(format!("{url}: {why}"));
-    let uri: hyper::Uri = url.parse().map_err(|_| failed("not a URL"))?;
-    let host = uri.host().ok_or_else(|| failed("no host"))?;
-    let host = host.trim_matches(['[', ']']).to_string();
-    let port = uri.port_u16().unwrap_or(443);
-    let addresses = timeout_at(deadline, tokio::net::lookup_host((host, port)))
-        .await
-        .map_err(|_| failed("not resolved in time"))?
-        .map_err(|_| failed("does not resolve"))?;
-    addresses
-        .map(|address| Zone::of(address.ip()))
-        .max()
-        .ok_or_else(|| failed("resolves to no address"))
 }
 
 /// Checks discovered metadata against the configured issuer and this client's needs.

@@ -7,20 +7,22 @@
 //! (a private range, link-local, loopback) would have the host send that secret, and a
 //! request, wherever it likes behind the firewall. So a URL another party named may
 //! lie no further inside than the party that named it: a global issuer's token endpoint
-//! must be global, a private one's private or global, a loopback one's anywhere. The
-//! check runs on the addresses a connection is about to use, after resolution, so a name
-//! that resolves differently the second time (DNS rebinding) is caught too.
+//! must be global, a private one's private or global, a loopback one's anywhere. Where
+//! the issuer lies is the address its metadata came from; the check runs on the
+//! addresses a connection is about to use, after resolution, so a name that resolves
+//! differently the second time (DNS rebinding) reaches nothing inside.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Where an address lies, innermost first: `Loopback < Private < Global`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Zone {
-    /// This machine: 127.0.0.0/8, ::1 (and IPv4-mapped loopback).
+    /// This machine: 127.0.0.0/8, ::1, and the unspecified 0.0.0.0 and ::, which a
+    /// connection takes to mean this machine (and their IPv4-mapped forms).
     Loopback,
     /// Any other address that is not globally reachable: private and shared ranges,
-    /// link-local, unique-local, unspecified, documentation, benchmarking, reserved,
-    /// broadcast and multicast (the IANA special-purpose registries).
+    /// link-local, site-local, unique-local, documentation, benchmarking, NAT64,
+    /// reserved, broadcast and multicast (the IANA special-purpose registries).
     Private,
     /// Globally reachable.
     Global,
@@ -51,24 +53,26 @@ impl Zone {
             || (a == 198 && b == 51 && c == 100) // TEST-NET-2
             || (a == 203 && b == 0 && c == 113) // TEST-NET-3
             || a >= 224; // multicast, reserved, broadcast
-        match (ip.is_loopback(), special) {
-            (true, _) => Zone::Loopback,
-            (false, true) => Zone::Private,
-            (false, false) => Zone::Global,
-        }
+        Zone::classed(ip.is_loopback() || ip.is_unspecified(), special)
     }
 
     fn of_v6(ip: Ipv6Addr) -> Zone {
         let first = ip.segments()[0];
-        let special = ip.is_unspecified()
-            || (first & 0xfe00) == 0xfc00 // unique local fc00::/7
+        let special = (first & 0xfe00) == 0xfc00 // unique local fc00::/7
             || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
+            || (first & 0xffc0) == 0xfec0 // site-local fec0::/10 (deprecated)
             || (first & 0xff00) == 0xff00 // multicast
             || (first == 0x2001 && ip.segments()[1] == 0x0db8) // documentation
             || (first == 0x0100 && ip.segments()[1..4] == [0, 0, 0]) // discard-only 100::/64
             || (first == 0x0064 && ip.segments()[1] == 0xff9b) // NAT64, maps IPv4
             || first == 0; // IPv4-compatible and other ::/16 forms
-        match (ip.is_loopback(), special) {
+        Zone::classed(ip.is_loopback() || ip.is_unspecified(), special)
+    }
+
+    /// An address of this machine is loopback, whatever else it is; else a special one
+    /// is private.
+    fn classed(this_machine: bool, special: bool) -> Zone {
+        match (this_machine, special) {
             (true, _) => Zone::Loopback,
             (false, true) => Zone::Private,
             (false, false) => Zone::Global,
@@ -87,7 +91,10 @@ mod tests {
             ("127.255.0.9", Zone::Loopback),
             ("::1", Zone::Loopback),
             ("::ffff:127.0.0.1", Zone::Loopback),
-            ("0.0.0.0", Zone::Private),
+            ("0.0.0.0", Zone::Loopback),
+            ("::", Zone::Loopback),
+            ("::ffff:0.0.0.0", Zone::Loopback),
+            ("0.1.2.3", Zone::Private),
             ("10.1.2.3", Zone::Private),
             ("100.64.0.1", Zone::Private),
             ("169.254.169.254", Zone::Private),
@@ -99,7 +106,8 @@ mod tests {
             ("203.0.113.5", Zone::Private),
             ("224.0.0.1", Zone::Private),
             ("255.255.255.255", Zone::Private),
-            ("::", Zone::Private),
+            ("fec0::1", Zone::Private),
+            ("::a00:1", Zone::Private),
             ("fd00::2", Zone::Private),
             ("fe80::1", Zone::Private),
             ("ff02::1", Zone::Private),
