@@ -456,13 +456,18 @@ fn check_call(parent: &Object, at: &str, problems: &mut Problems) {
             "" => Cow::Borrowed("/call"),
             _ => Cow::Owned(format!("{at}/call")),
         };
-        required_string(call, &at, "id", problems);
-        optional_bool(call, &at, "synthesized", problems);
-        closed(call, &at, &["id", "synthesized"], "call", problems);
+        check_identity(call, &at, "call", problems);
     }
     if parent.contains_key("batch") {
         check_batch(parent, at, problems);
     }
+}
+
+/// An identity object `what` (at `at`): `{id, synthesized?}` and nothing else.
+fn check_identity(identity: &Object, at: &str, what: &str, problems: &mut Problems) {
+    required_string(identity, at, "id", problems);
+    optional_bool(identity, at, "synthesized", problems);
+    closed(identity, at, &["id", "synthesized"], what, problems);
 }
 
 /// `parent.batch` (at `at`; execution-event.schema.json@62fc780 `$defs/batch`, closed):
@@ -547,7 +552,9 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             continue;
         }
         let rule = match shape {
-            Shape::Object | Shape::Tool if !value.is_object() => "must be an object",
+            Shape::Object | Shape::Tool | Shape::Identity if !value.is_object() => {
+                "must be an object"
+            }
             Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles if !value.is_array() => {
                 "must be an array"
             }
@@ -566,6 +573,13 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             Shape::Tool => {
                 if let Some(tool) = value.as_object() {
                     check_tool(tool, pointer, TOOL, problems);
+                }
+                continue;
+            }
+            Shape::Identity => {
+                if let Some(identity) = value.as_object() {
+                    let what = pointer.rsplit('/').next().unwrap_or_default();
+                    check_identity(identity, pointer, what, problems);
                 }
                 continue;
             }
@@ -1256,7 +1270,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 82,
+            checked, 81,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1264,7 +1278,9 @@ mod tests {
     /// A value `shape` refuses, and the rule that names it.
     fn mistake(name: &str, shape: Shape) -> (Value, String) {
         let (value, rule) = match shape {
-            Shape::Object | Shape::Tool | Shape::Call => (json!([]), "must be an object"),
+            Shape::Object | Shape::Tool | Shape::Call | Shape::Identity => {
+                (json!([]), "must be an object")
+            }
             Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles => {
                 (json!({}), "must be an array")
             }
@@ -2606,6 +2622,36 @@ mod tests {
             event["decision"] = json!("allow");
             event["decidedBy"] = json!(decided_by);
             assert_eq!(observed_problems(&event), [], "{decided_by}");
+        }
+    }
+
+    /// tool.batch.after's own `batch` is an identity (execution-event.schema.json@62fc780):
+    /// `{id, synthesized?}` and nothing else — not `$defs/batch`, which a call's `batch`
+    /// is, with its `callIds`.
+    #[test]
+    fn a_batch_after_names_its_batch_by_identity_alone() {
+        let with_batch = |batch: Value| edited(example("tool.batch.after"), "/batch", Some(batch));
+        let named = with_batch(json!({"id": "batch1", "synthesized": true}));
+        assert_eq!(intercepted_problems(&named), []);
+        for (batch, pointer, rule) in [
+            (
+                json!({"id": "batch1", "callIds": ["call1"]}),
+                "/batch/callIds",
+                "is not a member of batch",
+            ),
+            (json!({"synthesized": false}), "/batch/id", "is required"),
+            (json!({"id": ""}), "/batch/id", "must be a non-empty string"),
+            (
+                json!({"id": "batch1", "synthesized": "yes"}),
+                "/batch/synthesized",
+                "must be true or false",
+            ),
+        ] {
+            assert_eq!(
+                intercepted_problems(&with_batch(batch.clone())),
+                [(pointer.to_owned(), rule.to_owned())],
+                "{batch}"
+            );
         }
     }
 

@@ -46,6 +46,9 @@ pub enum Shape {
     /// synthesized?}` and nothing else, and the `batch` the call belongs to where there
     /// is one (execution-event.schema.json@62fc780 `$defs/batch`).
     Call,
+    /// An identity object, `{id, synthesized?}` and nothing else (tool.batch.after's
+    /// `batch`, execution-event.schema.json@62fc780).
+    Identity,
     /// One canonical message (content-item.schema.json `$defs/modelVisibleItem`):
     /// required here, and checked as a message by its content slot ([`content`]).
     Message,
@@ -86,8 +89,8 @@ const STOP_CONTINUE: &[FlowOperation] = &[FlowOperation::Stop, FlowOperation::Co
 
 // `Shape::Message` is written out: `Message` is the effect.
 use Shape::{
-    Absent, Array, Bool, Call, ChangedFiles, Count, Object, Ordinal, ResolvedCalls, Text, Tool,
-    Word,
+    Absent, Array, Bool, Call, ChangedFiles, Count, Identity, Object, Ordinal, ResolvedCalls, Text,
+    Tool, Word,
 };
 
 /// One row per interceptable event, in capabilities.schema.json order.
@@ -272,11 +275,7 @@ pub const TABLE: &[Rules] = &[
         &[Flow, Inject, Message],
         None,
         STOP,
-        Payload::Members(&[
-            ("/batch", Object),
-            ("/batch/id", Text),
-            ("/calls", ResolvedCalls),
-        ]),
+        Payload::Members(&[("/batch", Identity), ("/calls", ResolvedCalls)]),
     ),
     rules(
         E::ContextCompactBefore,

@@ -87,7 +87,8 @@ fn days_in_month(year: u32, month: u32) -> u32 {
 /// The date-time `text` plus `ms` milliseconds, in UTC to the millisecond
 /// (`YYYY-MM-DDTHH:MM:SS.mmmZ`): how the component, which has no wall clock, dates what
 /// happens during a hook call from the harness's own `time`. A fraction finer than a
-/// millisecond is cut off, and a leap second counts as the start of the next one. `None`
+/// millisecond is rounded up, so that what happened after `text` is never dated before
+/// it, and a leap second counts as the start of the next one. `None`
 /// when `text` is not a date-time or the result falls outside years 0000 to 9999.
 pub(crate) fn later(text: &str, ms: u64) -> Option<String> {
     if !is_date_time(text) {
@@ -99,11 +100,17 @@ pub(crate) fn later(text: &str, ms: u64) -> Option<String> {
     let (hour, minute, second) = (field(11, 2)?, field(14, 2)?, field(17, 2)?);
     let rest = b.get(19..).unwrap_or_default();
     let millis = match rest.strip_prefix(b".") {
-        // Up to three digits, read as thousandths: ".5" is 500.
-        Some(fraction) => (0..3).fold(0, |n, i| {
-            let digit = fraction.get(i).filter(|d| d.is_ascii_digit());
-            n * 10 + digit.map_or(0, |d| i64::from(d - b'0'))
-        }),
+        // Up to three digits, read as thousandths: ".5" is 500; any finer one that is not
+        // zero adds a thousandth.
+        Some(fraction) => {
+            let digits = fraction.iter().take_while(|d| d.is_ascii_digit());
+            let finer = digits.clone().skip(3).any(|d| *d != b'0');
+            let thousandths = (0..3).fold(0, |n, i| {
+                let digit = fraction.get(i).filter(|d| d.is_ascii_digit());
+                n * 10 + digit.map_or(0, |d| i64::from(d - b'0'))
+            });
+            thousandths + i64::from(finer)
+        }
         None => 0,
     };
     let east = i64::from(fraction_and_offset(rest)?);
@@ -234,7 +241,7 @@ mod tests {
             (
                 "2026-09-01t10:00:00.123456-07:30",
                 1,
-                "2026-09-01T17:30:00.124Z",
+                "2026-09-01T17:30:00.125Z",
             ),
             (
                 "2026-12-31T23:59:59.999+14:00",
@@ -253,6 +260,14 @@ mod tests {
                 "2000-02-29T00:00:00.000Z",
             ),
             ("2016-12-31T23:59:60.5Z", 0, "2017-01-01T00:00:00.500Z"),
+            ("2026-01-01T00:00:00.1231Z", 0, "2026-01-01T00:00:00.124Z"),
+            ("2026-01-01T00:00:00.123000Z", 0, "2026-01-01T00:00:00.123Z"),
+            ("2026-01-01T00:00:59.9999Z", 0, "2026-01-01T00:01:00.000Z"),
+            (
+                "2026-01-01T00:00:00.000000001Z",
+                2,
+                "2026-01-01T00:00:00.003Z",
+            ),
             ("1969-12-31T23:59:59.9Z", 100, "1970-01-01T00:00:00.000Z"),
             (
                 "0000-03-01T00:00:00Z",
