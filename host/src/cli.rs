@@ -122,7 +122,7 @@ struct HookArgs {
     #[arg(long)]
     event: Option<String>,
     /// The events' `source` URI (default: a stable URN of this installation).
-    #[arg(long)]
+    #[arg(long, value_parser = source_uri)]
     source: Option<String>,
     #[command(flatten)]
     host: HostArgs,
@@ -146,7 +146,7 @@ enum HookInstall {
         #[arg(long, value_parser = budget_ms)]
         budget_ms: Option<u64>,
         /// The events' `source` URI (default: a stable URN of this installation).
-        #[arg(long)]
+        #[arg(long, value_parser = source_uri)]
         source: Option<String>,
         // Boxed: the other subcommand is small.
         #[command(flatten)]
@@ -886,6 +886,18 @@ fn harness(name: &str) -> Result<hook::Harness, String> {
 const MAX_BUDGET_MS: u64 = 3_600_000;
 
 /// A `--budget-ms` value: a whole number of milliseconds from 1 to [`MAX_BUDGET_MS`].
+/// `--source`: an RFC 3986 URI, as every event's `source` must be. Refused here, by
+/// `hook install` too, rather than in every hook call, where the component would refuse
+/// each event built with it: a hook that denies every call.
+fn source_uri(text: &str) -> Result<String, String> {
+    match crate::vocab::is_absolute_uri(text) {
+        true => Ok(text.to_string()),
+        false => Err(format!(
+            "`{text}` is not an absolute URI (RFC 3986), as an event's source must be"
+        )),
+    }
+}
+
 fn budget_ms(text: &str) -> Result<u64, String> {
     match text.parse::<u64>() {
         Ok(ms @ 1..=MAX_BUDGET_MS) => Ok(ms),

@@ -97,6 +97,41 @@ fn a_usage_error_is_exit_1_and_a_block_only_under_a_harness_hook() {
     }
 }
 
+/// `--source` must be what an event's `source` must be, an absolute URI: `hook install`
+/// refuses one that is not, naming the flag, rather than print hooks that would deny
+/// every call (the component refuses each event built with it).
+#[test]
+fn hook_install_refuses_a_source_that_is_no_uri() {
+    let reg = portable();
+    for source in ["not a uri", "harness/42", "https://harness.example/%zz"] {
+        let args = [
+            "hook",
+            "install",
+            "claude-code",
+            "--registration",
+            path(&reg),
+            "--source",
+            source,
+        ];
+        let run = ahp(&args, &[]);
+        run.assert_exit(1, source);
+        assert!(run.stdout.is_empty(), "{source}: {}", run.stdout);
+        assert!(run.stderr.contains("--source"), "{source}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("is not an absolute URI (RFC 3986)"),
+            "{source}: {}",
+            run.stderr
+        );
+    }
+    let args = ["hook", "install", "codex", "--registration", path(&reg)];
+    let run = ahp(
+        &[&args[..], &["--source", "urn:example:harness"]].concat(),
+        &[],
+    );
+    run.assert_exit(0, "a URN is a URI");
+    assert!(run.stdout.contains("urn:example:harness"), "{}", run.stdout);
+}
+
 /// A trust-roots file holding no PEM certificate (DER bytes, a private key, nothing) is
 /// refused by the flag and the file; accepted, it would make every https call fail its
 /// handshake while `check` said the setup was valid.

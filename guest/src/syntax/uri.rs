@@ -1,33 +1,8 @@
-//! URIs: the strict RFC 3986 `URI` grammar for an event's `source`, and the narrower
+//! URIs: the strict RFC 3986 `URI` grammar for an event's `source` (defined in
+//! `ahp-vocab`, which the host's `--source` is checked with too), and the narrower
 //! `^https?://` shapes a registration asks of a backend, issuer or upload URL.
 
-/// RFC 3986 §3 `URI`: `scheme ":" hier-part [ "?" query ] [ "#" fragment ]`, what the
-/// schema's `"format": "uri"` asks. Absolute in that it has a scheme (never a relative
-/// reference), but a fragment is allowed: §4.3's `absolute-URI` would refuse one.
-/// Strict on purpose (fixture `source-malformed.invalid`): no spaces, controls, non-ASCII
-/// or bad percent-escapes anywhere, because a backend deciding on `source` must see the
-/// same string the harness vouched for, with no room for two readings.
-pub(crate) fn is_absolute_uri(text: &str) -> bool {
-    let Some((scheme, rest)) = text.split_once(':') else {
-        return false;
-    };
-    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
-    let (hier, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let path = match hier.strip_prefix("//") {
-        Some(after) => {
-            let (authority, path) = after.split_once('/').unwrap_or((after, ""));
-            if !is_authority(authority) {
-                return false;
-            }
-            path
-        }
-        None => hier,
-    };
-    is_scheme(scheme)
-        && is_encoded(path, |b| is_pchar(b) || b == b'/')
-        && is_encoded(query, |b| is_pchar(b) || b == b'/' || b == b'?')
-        && is_encoded(fragment, |b| is_pchar(b) || b == b'/' || b == b'?')
-}
+pub(crate) use ahp_vocab::is_absolute_uri;
 
 /// A registration's `transport.url` (or, with `https_only`, an OAuth `issuer`): the
 /// schema's `^https?://` with a non-empty host, and no whitespace or control characters.
@@ -88,79 +63,6 @@ pub(crate) fn has_userinfo(url: &str) -> bool {
 /// it ends at the first `/`, `?` or `#`, or with the text).
 fn authority(rest: &str) -> &str {
     rest.split(['/', '?', '#']).next().unwrap_or_default()
-}
-
-/// RFC 3986 §3.1 `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`
-fn is_scheme(scheme: &str) -> bool {
-    let mut bytes = scheme.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
-}
-
-/// RFC 3986 §3.2 `authority = [ userinfo "@" ] host [ ":" port ]`; an IP literal is
-/// checked for its character set only.
-fn is_authority(authority: &str) -> bool {
-    let (userinfo, host_port) = authority.split_once('@').unwrap_or(("", authority));
-    let (host_ok, port) = match host_port.strip_prefix('[') {
-        Some(literal) => {
-            let Some((inside, after)) = literal.split_once(']') else {
-                return false;
-            };
-            let inside_ok = !inside.is_empty()
-                && inside
-                    .bytes()
-                    .all(|b| is_unreserved(b) || is_sub_delim(b) || b == b':');
-            match after.strip_prefix(':') {
-                Some(port) => (inside_ok, port),
-                None => (inside_ok && after.is_empty(), ""),
-            }
-        }
-        None => {
-            let (host, port) = host_port.split_once(':').unwrap_or((host_port, ""));
-            (
-                is_encoded(host, |b| is_unreserved(b) || is_sub_delim(b)),
-                port,
-            )
-        }
-    };
-    host_ok
-        && port.bytes().all(|b| b.is_ascii_digit())
-        && is_encoded(userinfo, |b| {
-            is_unreserved(b) || is_sub_delim(b) || b == b':'
-        })
-}
-
-/// Every byte is `allowed` or part of a well-formed RFC 3986 §2.1
-/// `pct-encoded = "%" HEXDIG HEXDIG`.
-fn is_encoded(text: &str, allowed: impl Fn(u8) -> bool) -> bool {
-    let mut bytes = text.bytes();
-    while let Some(b) = bytes.next() {
-        let ok = if b == b'%' {
-            bytes.next().is_some_and(|h| h.is_ascii_hexdigit())
-                && bytes.next().is_some_and(|h| h.is_ascii_hexdigit())
-        } else {
-            allowed(b)
-        };
-        if !ok {
-            return false;
-        }
-    }
-    true
-}
-
-/// RFC 3986 §2.3 `unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~"`
-fn is_unreserved(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"-._~".contains(&b)
-}
-
-/// RFC 3986 §2.2 `sub-delims`
-fn is_sub_delim(b: u8) -> bool {
-    b"!$&'()*+,;=".contains(&b)
-}
-
-/// RFC 3986 §3.3 `pchar` minus `pct-encoded`, which [`is_encoded`] handles.
-fn is_pchar(b: u8) -> bool {
-    is_unreserved(b) || is_sub_delim(b) || b == b':' || b == b'@'
 }
 
 #[cfg(test)]

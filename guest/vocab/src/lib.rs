@@ -16,6 +16,7 @@ mod effect;
 mod failure;
 mod problem;
 mod record;
+mod uri;
 
 pub use capability::{
     Capabilities, DeliverAt, EventCapability, FlowCapability, FlowOperation, InterceptableEvent,
@@ -30,6 +31,7 @@ pub use record::{
     AttemptEntry, AttemptResult, Enforce, EventRef, Flow, Injection, InterceptorEntry,
     ObserverEntry, ObserverKind, ObserverResult, Record,
 };
+pub use uri::is_absolute_uri;
 
 /// The wire `protocolVersion` both official SDKs speak, and the only registration
 /// `protocolVersion` accepted (DESIGN.md §5).

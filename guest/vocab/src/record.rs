@@ -156,7 +156,12 @@ impl EventRef {
     /// As much identity as can be read from event text that may be invalid: the record
     /// of a call that failed before or around the component still names its event.
     pub fn read(event: &str) -> EventRef {
-        let event: serde_json::Value = serde_json::from_str(event).unwrap_or_default();
+        EventRef::of(&serde_json::from_str(event).unwrap_or_default())
+    }
+
+    /// [`EventRef::read`] of an event in hand: nothing to parse, so nothing (a nesting
+    /// deeper than a parser takes) to lose.
+    pub fn of(event: &serde_json::Value) -> EventRef {
         let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
         EventRef {
             id: text(&event["id"]),

@@ -878,7 +878,7 @@ async fn decide(
     };
     let built = event::build(harness, spec, &read, &source, object);
     let event = built.to_string();
-    audit.identify(EventRef::read(&event));
+    audit.identify(EventRef::of(&built));
     let registration = crate::cli::read_file("--registration", &request.registration)?;
     let mut options = request.options.await?;
     options.declaration = harness.declaration();
