@@ -347,7 +347,8 @@ fn parse_object(text: &str) -> Result<Object<'_>, Vec<EventProblem>> {
             repeat.pointer,
             format!("duplicate member `{}`", repeat.member),
         )),
-        Err(json::Error::Syntax(_)) => Err(root("must be valid JSON")),
+        // serde_json says where, and why: a grammar error, or a nesting past its limit.
+        Err(json::Error::Syntax(e)) => Err(root(&format!("must be valid JSON: {e}"))),
     }
 }
 
@@ -1963,6 +1964,19 @@ mod tests {
             assert_eq!(problems.len(), 1);
             assert_eq!(problems.first().map(|p| p.path.as_str()), Some(""));
         }
+        // Why it is not JSON is named: here, nesting past the limit of 127 levels.
+        let deep = with(
+            "/tool/input/deep",
+            Some(serde_json::from_str(&format!("{}{}", "[".repeat(125), "]".repeat(125))).unwrap()),
+        );
+        let problems = Event::parse_tool_before(&deep.to_string()).expect_err("too deep");
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0]
+                .rule
+                .starts_with("must be valid JSON: recursion limit exceeded"),
+            "{problems:?}"
+        );
     }
 
     /// A member named twice, at any depth, is one problem at its pointer, for both
