@@ -510,8 +510,8 @@ fn log_panics() {
 /// be made", printed as clap prints it — except under `ahp hook HARNESS`, which a harness
 /// runs: any other exit code, and clap's text on stderr (which the model reads on exit
 /// 2), is not the harness's answer, and most harnesses run the tool on a failed hook.
-/// There it is
-/// answered as any other failure before the payload is read ([`hook::answer_failure`]):
+/// There it is answered as any other failure before the payload is read
+/// ([`hook::answer_failure`]):
 /// at the event of the payload on stdin (a denial before a tool, no objection where
 /// nothing is decided, never a block that keeps the agent working at a stop), else the
 /// harness's block for an unknown event; clap's text goes to the log (`AHP_LOG_FILE`).
@@ -533,13 +533,14 @@ fn usage_error(error: &clap::Error) -> ExitCode {
             init_logging(true);
             return hook::answer_failure(harness, event.as_deref(), detail, None);
         }
-        // `--help` in a hook's command: a harness sent a payload, and would read the
-        // help text on stdout with exit 0 as no objection. A person asking has none to
-        // send (at a terminal, nothing is read).
+        // `--help` in a hook's command: a harness would read the help text on stdout with
+        // exit 0 as no objection. A person asking sends nothing: at a terminal nothing
+        // is read, and an empty stdin gets the help; anything else is a usage error.
         if !std::io::stdin().is_terminal() {
-            if let Some(found) = hook::unread_event(harness, event.as_deref()) {
+            let unread = hook::read_unread(harness, event.as_deref());
+            if unread != hook::Unread::Nothing {
                 init_logging(true);
-                return hook::answer_failure_at(harness, Some(found), detail, None);
+                return hook::answer_failure_at(harness, unread, detail, None);
             }
         }
     }
@@ -885,7 +886,6 @@ fn harness(name: &str) -> Result<hook::Harness, String> {
 /// from it.
 const MAX_BUDGET_MS: u64 = 3_600_000;
 
-/// A `--budget-ms` value: a whole number of milliseconds from 1 to [`MAX_BUDGET_MS`].
 /// `--source`: an RFC 3986 URI, as every event's `source` must be. Refused here, by
 /// `hook install` too, rather than in every hook call, where the component would refuse
 /// each event built with it: a hook that denies every call.
@@ -898,6 +898,7 @@ fn source_uri(text: &str) -> Result<String, String> {
     }
 }
 
+/// A `--budget-ms` value: a whole number of milliseconds from 1 to [`MAX_BUDGET_MS`].
 fn budget_ms(text: &str) -> Result<u64, String> {
     match text.parse::<u64>() {
         Ok(ms @ 1..=MAX_BUDGET_MS) => Ok(ms),

@@ -38,7 +38,8 @@ fn path(p: &Path) -> &str {
 /// A usage error is "the call could not be made", exit 1, never 2 (a denial) — except
 /// under `ahp hook HARNESS`, which a harness runs and which must answer it as the
 /// harness's block (exit 2 and the generic reason: the contract files check each
-/// harness's). `--help` and `--version` are exit 0, under a harness too.
+/// harness's). `--help` and `--version` are exit 0, under a harness too when stdin holds
+/// nothing (in front of anything else they are a usage error: see the hook contract).
 #[test]
 fn a_usage_error_is_exit_1_and_a_block_only_under_a_harness_hook() {
     let reg = portable();

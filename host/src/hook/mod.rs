@@ -591,7 +591,7 @@ impl Answer {
 /// The answer of a process that failed around the call, before [`run`] read the payload
 /// or after it could not answer (a command line that does not parse, the async runtime
 /// did not start, a panic outside the call's task): the failure answered at the event of
-/// the payload still on stdin ([`unread_event`]; `event` is the command line's
+/// the payload still on stdin ([`read_unread`]; `event` is the command line's
 /// `--event`), else `harness`'s block for an unknown event — which at a stop would keep
 /// the agent working forever. The detail goes to the log, the record to `audit`'s file
 /// (none for a command line that does not parse: its `--audit` is not to be trusted).
@@ -602,20 +602,25 @@ pub fn answer_failure(
     detail: &str,
     audit: Option<&CallAudit>,
 ) -> ExitCode {
-    answer_failure_at(harness, unread_event(harness, event), detail, audit)
+    answer_failure_at(harness, read_unread(harness, event), detail, audit)
 }
 
-/// [`answer_failure`] at the event `found` on stdin already ([`unread_event`]).
+/// [`answer_failure`] with stdin read already ([`read_unread`]).
 pub(crate) fn answer_failure_at(
     harness: Harness,
-    found: Option<UnreadEvent>,
+    unread: Unread,
     detail: &str,
     audit: Option<&CallAudit>,
 ) -> ExitCode {
-    let (spec, identity) = found.map(|found| (found.spec, found.identity)).unzip();
-    if let (Some(audit), Some(identity)) = (audit, identity) {
-        audit.identify(identity);
-    }
+    let spec = match unread {
+        Unread::Event(spec, identity) => {
+            if let Some(audit) = audit {
+                audit.identify(identity);
+            }
+            Some(spec)
+        }
+        Unread::Nothing | Unread::Unknown => None,
+    };
     let failed = Failed::engine(detail.to_string());
     let code = answer(harness, spec, audited(audit, spec, Err(failed)));
     ExitCode::from(u8::try_from(code).unwrap_or(2))
@@ -623,32 +628,53 @@ pub(crate) fn answer_failure_at(
 
 /// How long a process that failed before reading its payload waits for it to learn the
 /// event it answers. A harness writes the payload as it starts the hook, so it is in the
-/// pipe already; one that never closes stdin delays the answer by this much.
+/// pipe already; one that never closes stdin delays the answer by this much. The
+/// process's signal handling is not set up on these paths: a harness's SIGTERM in this
+/// window ends it as a crashed hook (harnesses signal at their own timeout, which
+/// `hook install` sets seconds past the budget).
 const UNREAD_PAYLOAD_WAIT: Duration = Duration::from_secs(2);
 
-/// The event of a payload read by [`unread_event`].
-pub(crate) struct UnreadEvent {
-    spec: &'static EventSpec,
-    /// What the payload says of the call, for the audit.
-    identity: EventRef,
+/// What was on stdin when a process that failed before reading its payload read it
+/// ([`read_unread`]).
+#[derive(Debug, PartialEq)]
+pub(crate) enum Unread {
+    /// Nothing: stdin was empty (or only whitespace) and closed.
+    Nothing,
+    /// A payload of this harness naming an event the adapter maps: that event, with
+    /// what the payload says of the call, for the audit.
+    Event(&'static EventSpec, EventRef),
+    /// Something else, or nothing yet: no event to answer at.
+    Unknown,
 }
 
-/// The event of the payload on stdin, read now (bounded as [`read_payload`], and in
-/// time by [`UNREAD_PAYLOAD_WAIT`]); `None` when there is none to read, it is not this
-/// harness's, or it names no event the adapter maps. `event` is the command line's
-/// `--event`, for Copilot.
-pub(crate) fn unread_event(harness: Harness, event: Option<&str>) -> Option<UnreadEvent> {
+/// Reads the payload on stdin now, bounded as [`read_payload`] is and in time by
+/// [`UNREAD_PAYLOAD_WAIT`]. `event` is the command line's `--event`, for Copilot.
+pub(crate) fn read_unread(harness: Harness, event: Option<&str>) -> Unread {
     let (sender, read) = std::sync::mpsc::channel();
-    // A thread of its own: stdin may never close, and the process exits past it.
-    std::thread::spawn(move || sender.send(read_payload()));
-    let payload = read.recv_timeout(UNREAD_PAYLOAD_WAIT).ok()?.ok()?;
-    let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(&payload) else {
-        return None;
+    // A thread of its own: stdin may never close, and the process exits past it. One
+    // that cannot be made (the limit that may have stopped the async runtime) must not
+    // panic here, on the way to the answer: nothing is read.
+    let reader = std::thread::Builder::new().spawn(move || sender.send(read_payload()));
+    let Ok(Ok(payload)) = reader.map(|_| read.recv_timeout(UNREAD_PAYLOAD_WAIT)) else {
+        return Unread::Unknown;
     };
-    let name = harness.event_name(&object, event).ok()?;
-    let spec = harness.spec(&name)?;
-    let identity = payload::identity(harness.fields(), &object, spec);
-    Some(UnreadEvent { spec, identity })
+    let Ok(payload) = payload else {
+        return Unread::Unknown;
+    };
+    if payload.iter().all(u8::is_ascii_whitespace) {
+        return Unread::Nothing;
+    }
+    let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(&payload) else {
+        return Unread::Unknown;
+    };
+    let Some(spec) = harness
+        .event_name(&object, event)
+        .ok()
+        .and_then(|name| harness.spec(&name))
+    else {
+        return Unread::Unknown;
+    };
+    Unread::Event(spec, payload::identity(harness.fields(), &object, spec))
 }
 
 /// A call that ended without a verdict: answered as [`Verdict::after_failure`].
