@@ -79,6 +79,9 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         .intercepts(&call.event.event_type)
         .collect();
     let mut records = Vec::with_capacity(targets.len());
+    // Each failure settled by policy: its place in `records` and when it was settled, the
+    // time its `hook.failure` report says.
+    let mut settled_failures = Vec::new();
     let mut stop: Option<Stop> = None;
     let mut ask = false;
     let mut messages = Vec::new();
@@ -210,6 +213,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                         Outcome::FailedClosed
                     }
                 };
+                settled_failures.push((records.len(), host.now()));
                 records.push(record(target, outcome, Some(failure), attempts, sha));
             }
         }
@@ -264,7 +268,12 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             },
         ));
         observers.extend(crate::failure_report::reports(
-            host, call, started, now, &records,
+            host,
+            call,
+            started,
+            now,
+            &records,
+            &settled_failures,
         ));
     }
     if matches!(

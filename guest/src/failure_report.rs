@@ -11,8 +11,8 @@
 //! - `id`: the parent's, `/hook.failure/` and the interceptor's place in the chain: one per
 //!   failure, the same bytes on every retry of its delivery;
 //! - `source` and `session`: the parent's (the component speaks for the harness);
-//! - `time`: the parent's plus the time since the hook call began, as the sandbox has no
-//!   wall clock and the parent's time is the harness's;
+//! - `time`: the parent's plus the time from the hook call's start to the failure's
+//!   settlement, as the sandbox has no wall clock and the parent's time is the harness's;
 //! - `failure.reason`: the failure class (failure-semantics.md's word), never a backend's
 //!   text, an address or an error, like the synthetic denial's reason.
 
@@ -21,26 +21,28 @@ use crate::deadline::elapsed_ms;
 use crate::event::Event;
 use crate::host_api::{Host, Instant};
 use crate::settlement::ObserverDelivery;
-use ahp_vocab::{InterceptorEntry, ObserverKind, Outcome};
+use ahp_vocab::{InterceptorEntry, ObserverKind};
 use serde_json::{json, Value};
 
 /// The event type.
 pub const HOOK_FAILURE: &str = "hook.failure";
 
-/// The `hook.failure` deliveries for the failures settled by policy among `records` (the
-/// chain's, in order), prepared at `now` for a call that began at `started`.
+/// The `hook.failure` deliveries for the failures settled by policy, each its place among
+/// `records` (the chain's, in order) and when it was settled, prepared at `now` for a
+/// call that began at `started`.
 pub fn reports<H: Host>(
     host: &H,
     call: &Call,
     started: Instant,
     now: Instant,
     records: &[InterceptorEntry],
+    settled: &[(usize, Instant)],
 ) -> Vec<ObserverDelivery> {
     let mut deliveries = Vec::new();
-    for (place, record) in records.iter().enumerate() {
-        if !matches!(record.outcome, Outcome::FailedOpen | Outcome::FailedClosed) {
+    for &(place, settled_at) in settled {
+        let Some(record) = records.get(place) else {
             continue;
-        }
+        };
         let mut observers = call
             .registration
             .observers(HOOK_FAILURE)
@@ -49,7 +51,8 @@ pub fn reports<H: Host>(
         if observers.peek().is_none() {
             continue;
         }
-        let Some(event) = report(call.event, place, record, elapsed_ms(started, now)) else {
+        let elapsed = elapsed_ms(started, settled_at);
+        let Some(event) = report(call.event, place, record, elapsed) else {
             continue;
         };
         deliveries.extend(observers.map(|(backend, subscription)| {

@@ -1854,7 +1854,9 @@ fn a_fail_open_failure_is_reported_to_the_other_backends_hook_failure_observers(
 }
 
 /// Each failure settled by policy is reported once, under its own id, with its own
-/// policy: a fail-open one, then the fail-closed one that stops the chain.
+/// policy: a fail-open one, then the fail-closed one that stops the chain; each dated
+/// when it was settled (the parent's time plus the time since the call began), not when
+/// the chain ended.
 #[test]
 fn every_failure_settled_by_policy_is_reported_with_its_own_policy() {
     let engine = load(vec![
@@ -1887,7 +1889,11 @@ fn every_failure_settled_by_policy_is_reported_with_its_own_policy() {
             ),
         ]
     );
-    assert_eq!(reports[1].1["time"], "2026-08-24T08:51:14.501Z");
+    let times: Vec<&Value> = reports.iter().map(|(_, event)| &event["time"]).collect();
+    assert_eq!(
+        times,
+        ["2026-08-24T08:51:14.500Z", "2026-08-24T08:51:14.501Z"]
+    );
 }
 
 /// Only an operational failure settled by policy is reported: not a backend's deny or
