@@ -538,7 +538,7 @@ fn usage_error(error: &clap::Error) -> ExitCode {
         // is read, and an empty stdin gets the help; anything else is a usage error.
         if !std::io::stdin().is_terminal() {
             let unread = hook::read_unread(harness, event.as_deref());
-            if unread != hook::Unread::Nothing {
+            if !matches!(unread, hook::Unread::Nothing) {
                 init_logging(true);
                 return hook::answer_failure_at(harness, unread, detail, None);
             }

@@ -31,7 +31,7 @@ use crate::audit::AuditLog;
 use crate::vocab::EventRef;
 use crate::{DecidedBy, Record};
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How long writing a failure's record may hold up the answer: a file system that hangs
@@ -184,26 +184,16 @@ impl CallAudit {
         // What the harness was shown.
         record.reason = Some(reason.to_string());
         let log = self.log.get().cloned();
-        let (done, written) = mpsc::channel();
-        // A thread of its own, so a hung file system holds up the answer for the grace
-        // alone; the process exits from under it.
-        let spawned = std::thread::Builder::new()
-            .name("ahp-call-audit".into())
-            .spawn(move || {
-                let appended = match log {
-                    Some(log) => log.append(&record),
-                    None => AuditLog::open(&path).and_then(|log| log.append(&record)),
-                };
-                append.finish();
-                let _ = done.send(appended.map_err(|e| format!("{}: {e}", path.display())));
-            });
-        let outcome = match spawned {
-            Ok(_) => written
-                .recv_timeout(WRITE_GRACE)
-                .unwrap_or_else(|_| Err("not written in time".to_string())),
-            Err(e) => Err(format!("start its thread: {e}")),
-        };
-        if let Err(e) = outcome {
+        // A hung file system holds up the answer for the grace alone.
+        let outcome = super::bounded("ahp-call-audit", WRITE_GRACE, move || {
+            let appended = match log {
+                Some(log) => log.append(&record),
+                None => AuditLog::open(&path).and_then(|log| log.append(&record)),
+            };
+            append.finish();
+            appended.map_err(|e| format!("{}: {e}", path.display()))
+        });
+        if let Err(e) = outcome.and_then(|appended| appended) {
             tracing::error!("append the failure's audit record: {e}");
         }
     }

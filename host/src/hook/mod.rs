@@ -636,7 +636,7 @@ const UNREAD_PAYLOAD_WAIT: Duration = Duration::from_secs(2);
 
 /// What was on stdin when a process that failed before reading its payload read it
 /// ([`read_unread`]).
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub(crate) enum Unread {
     /// Nothing: stdin was empty (or only whitespace) and closed.
     Nothing,
@@ -650,15 +650,9 @@ pub(crate) enum Unread {
 /// Reads the payload on stdin now, bounded as [`read_payload`] is and in time by
 /// [`UNREAD_PAYLOAD_WAIT`]. `event` is the command line's `--event`, for Copilot.
 pub(crate) fn read_unread(harness: Harness, event: Option<&str>) -> Unread {
-    let (sender, read) = std::sync::mpsc::channel();
-    // A thread of its own: stdin may never close, and the process exits past it. One
-    // that cannot be made (the limit that may have stopped the async runtime) must not
-    // panic here, on the way to the answer: nothing is read.
-    let reader = std::thread::Builder::new().spawn(move || sender.send(read_payload()));
-    let Ok(Ok(payload)) = reader.map(|_| read.recv_timeout(UNREAD_PAYLOAD_WAIT)) else {
-        return Unread::Unknown;
-    };
-    let Ok(payload) = payload else {
+    // Stdin may never close: the process answers and exits past the read.
+    let read = bounded("ahp-read-payload", UNREAD_PAYLOAD_WAIT, read_payload);
+    let Ok(Ok(payload)) = read else {
         return Unread::Unknown;
     };
     if payload.iter().all(u8::is_ascii_whitespace) {
@@ -675,6 +669,26 @@ pub(crate) fn read_unread(harness: Harness, event: Option<&str>) -> Unread {
         return Unread::Unknown;
     };
     Unread::Event(spec, payload::identity(harness.fields(), &object, spec))
+}
+
+/// `work`, a blocking step on the way to an answer (reading stdin that may never close,
+/// writing to a file system that may hang), on a thread of its own and waited for
+/// `bound` at most: it holds up the answer no longer, and the process exits from under
+/// it. `Err` says why there is no result; a thread that cannot be made (the limit that
+/// may have stopped the async runtime) is one, never a panic on the way to the answer.
+fn bounded<T: Send + 'static>(
+    name: &str,
+    bound: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || done.send(work()))
+        .map_err(|e| format!("start its thread: {e}"))?;
+    result
+        .recv_timeout(bound)
+        .map_err(|_| format!("not done within {} ms", bound.as_millis()))
 }
 
 /// A call that ended without a verdict: answered as [`Verdict::after_failure`].
@@ -913,15 +927,15 @@ async fn decide(
     let interceptor = Interceptor::new(&registration, options)
         .await
         .map_err(|e| describe(&e))?;
-    match audit.ready() {
-        Ok(true) => {}
-        ready => {
-            interceptor.shutdown_async().await;
-            // `Ok(false)`: the watchdog or a signal answered (and recorded) the call
-            // meanwhile.
-            let answered = "the call was answered before its interceptor was ready";
-            return Err(ready.err().unwrap_or_else(|| answered.to_string()));
-        }
+    let not_ready = match audit.ready() {
+        Ok(true) => None,
+        // The watchdog or a signal answered (and recorded) the call meanwhile.
+        Ok(false) => Some("the call was answered before its interceptor was ready".into()),
+        Err(e) => Some(e),
+    };
+    if let Some(why) = not_ready {
+        interceptor.shutdown_async().await;
+        return Err(why);
     }
     let remaining = deadline.saturating_duration_since(Instant::now());
     let (verdict, record) = if spec.capability().is_some() {
@@ -1155,6 +1169,20 @@ mod tests {
                 assert!(!answer.stdout.contains("block"), "{harness:?}: {answer:?}");
             }
         }
+    }
+
+    /// A blocking step that outlasts its bound holds the answer up for the bound alone,
+    /// and says so; one within it gives its result.
+    #[test]
+    fn a_bounded_step_is_waited_for_its_bound_at_most() {
+        let bound = Duration::from_millis(100);
+        let started = Instant::now();
+        let stuck = bounded("test-stuck", bound, || {
+            std::thread::sleep(Duration::from_secs(5));
+        });
+        assert_eq!(stuck, Err("not done within 100 ms".to_string()));
+        assert!(started.elapsed() < Duration::from_secs(5), "not waited out");
+        assert_eq!(bounded("test-quick", bound, || 7), Ok(7));
     }
 
     #[test]
