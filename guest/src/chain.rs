@@ -401,9 +401,10 @@ fn admission_stop<H: Host>(host: &H, budget: Option<Instant>) -> Option<Stop> {
 
 /// One interceptor: acquire, exchange, decode, accept. It may take several attempts, all
 /// sending the same bytes and all inside the one deadline: at most one re-acquisition
-/// after a 401, and retries after transient failures as the host allows. Never a retry
-/// after an accepted answer (deny or empty) or a response rejected for its content.
-/// The first attempt begins at `now`, a reading just taken.
+/// after a 401 (for a request sent without a credential, the host's answer to the
+/// backend's challenge, digest §12), and retries after transient failures as the host
+/// allows. Never a retry after an accepted answer (deny or empty) or a response rejected
+/// for its content. The first attempt begins at `now`, a reading just taken.
 fn evaluate<H: Host>(
     host: &mut H,
     backend: &Backend,
@@ -414,30 +415,33 @@ fn evaluate<H: Host>(
 ) -> (Ending, Vec<AttemptEntry>) {
     let mut attempts = Vec::new();
     let mut reacquired = false;
+    // Set for the resend after a 401 to a request that carried no credential.
+    let mut challenged = false;
     // Retries after transient failures, counted apart from attempts: the resend after a
     // 401 is not one of the retries the host's configuration grants.
     let mut retries = 0;
     loop {
         let begun = if attempts.is_empty() { now } else { host.now() };
-        let (result, ended) = attempt(host, backend, message, begun, deadline, call);
-        let n = attempts.len() as u32 + 1;
-        let (label, http_status, rpc_code) = match &result {
-            Tried::Ended(Ending::Accepted(_)) => (AttemptResult::Accepted, None, None),
-            Tried::Ended(Ending::Interrupted) => (AttemptResult::Interrupted, None, None),
+        let (result, ended) = attempt(host, backend, message, begun, deadline, call, challenged);
+        let entry = match &result {
+            Tried::Ended(Ending::Accepted(_)) => Some((AttemptResult::Accepted, None, None)),
+            Tried::Ended(Ending::Interrupted) => Some((AttemptResult::Interrupted, None, None)),
             Tried::Ended(Ending::Failed(f)) => {
-                (AttemptResult::Failed(f.class), f.http_status, f.rpc_code)
+                Some((AttemptResult::Failed(f.class), f.http_status, f.rpc_code))
             }
-            Tried::Unauthorized { .. } => (AttemptResult::Unauthorized, None, None),
+            Tried::Unauthorized { .. } => Some((AttemptResult::Unauthorized, None, None)),
+            Tried::Unanswered => None,
         };
-        let elapsed_ms = elapsed_ms(begun, ended);
-        attempts.push(AttemptEntry {
-            n,
-            elapsed_ms,
-            result: label,
-            http_status,
-            rpc_code,
-            request_sha256: Some(message.sha256().to_string()),
-        });
+        if let Some((label, http_status, rpc_code)) = entry {
+            attempts.push(AttemptEntry {
+                n: attempts.len() as u32 + 1,
+                elapsed_ms: elapsed_ms(begun, ended),
+                result: label,
+                http_status,
+                rpc_code,
+                request_sha256: Some(message.sha256().to_string()),
+            });
+        }
         match result {
             // A transient failure may be retried with the same bytes, only while the
             // original deadline remains and only as the host's configuration allows.
@@ -456,16 +460,22 @@ fn evaluate<H: Host>(
                 if host.interrupted() {
                     return (Ending::Interrupted, attempts);
                 }
-                if had_credential && !reacquired && ended < deadline {
+                if !reacquired && ended < deadline {
                     reacquired = true;
+                    challenged = !had_credential;
                     continue;
                 }
-                let failure = Failure::new(FailureClass::AuthFailed, Phase::AwaitResponse)
-                    .with_http_status(401);
-                return (Ending::Failed(failure), attempts);
+                return (Ending::Failed(unauthorized()), attempts);
             }
+            // Nothing was sent again: the record stays the one of the 401 it answers.
+            Tried::Unanswered => return (Ending::Failed(unauthorized()), attempts),
         }
     }
+}
+
+/// The backend refused the request with a 401 that got no answer.
+fn unauthorized() -> Failure {
+    Failure::new(FailureClass::AuthFailed, Phase::AwaitResponse).with_http_status(401)
 }
 
 enum Tried {
@@ -474,10 +484,14 @@ enum Tried {
     Unauthorized {
         had_credential: bool,
     },
+    /// After a 401 to a request without a credential, the host had none to answer it
+    /// with: nothing was sent again (never the same request unauthenticated twice).
+    Unanswered,
 }
 
-/// One attempt, begun at `begun` (a reading just taken). Returns how it went and when
-/// it ended, a reading the caller reuses.
+/// One attempt, begun at `begun` (a reading just taken); `challenged` when it answers a
+/// 401 to a request that carried no credential. Returns how it went and when it ended, a
+/// reading the caller reuses.
 fn attempt<H: Host>(
     host: &mut H,
     backend: &Backend,
@@ -485,6 +499,7 @@ fn attempt<H: Host>(
     begun: Instant,
     deadline: Instant,
     call: &Call,
+    challenged: bool,
 ) -> (Tried, Instant) {
     use Tried::Ended;
     if begun >= deadline {
@@ -492,6 +507,7 @@ fn attempt<H: Host>(
         return (Ended(Ending::Failed(failure)), begun);
     }
     let credential = match host.acquire(&backend.id, deadline) {
+        Ok(None) if challenged => return (Tried::Unanswered, host.now()),
         Ok(credential) => credential,
         Err(AuthError::Cancelled) => return (Ended(Ending::Interrupted), host.now()),
         Err(e) => return failed_by(host, auth_failure(e), deadline),

@@ -102,6 +102,9 @@ enum AuthScript {
     /// Every acquisition yields a fresh credential (generation 1, 2, …).
     Token,
     Fails(AuthError),
+    /// No credential at first (no binding); once asked again, after the backend's 401,
+    /// as the host's discovery went: a fresh credential, or this error.
+    OnChallenge(Option<AuthError>),
 }
 
 /// One recorded `exchange` call.
@@ -195,10 +198,13 @@ impl Host for FakeHost {
     fn acquire(&mut self, backend: &str, deadline: Instant) -> Result<Option<Cred>, AuthError> {
         self.acquired.push((backend.into(), deadline));
         self.now += ms(self.acquire_takes_ms);
+        let asked_before = self.acquired.iter().filter(|(b, _)| b == backend).count() > 1;
         match self.auth.get(backend) {
             None => Ok(None),
             Some(AuthScript::Fails(e)) => Err(*e),
-            Some(AuthScript::Token) => {
+            Some(AuthScript::OnChallenge(_)) if !asked_before => Ok(None),
+            Some(AuthScript::OnChallenge(Some(e))) => Err(*e),
+            Some(AuthScript::Token) | Some(AuthScript::OnChallenge(None)) => {
                 let generation = self.generations.entry(backend.into()).or_default();
                 *generation += 1;
                 Ok(Some(Cred {
@@ -1423,6 +1429,95 @@ fn unauthorized_without_credential_is_auth_failed_without_retry() {
     assert_eq!(failure_class(&s, 0), "auth-failed");
     assert_eq!(host.sent.len(), 1);
     assert!(host.rejected.is_empty());
+}
+
+#[test]
+fn unauthorized_without_credential_asks_the_host_once_more_and_sends_nothing_without_one() {
+    let engine = load(vec![interceptor(A, "fail-closed", 750)]);
+    let mut host = FakeHost::new().on(A, Step::reply(unauthorized()));
+    let s = run(&engine, &mut host);
+    assert_eq!(
+        host.acquired.len(),
+        2,
+        "the challenge is offered to the host"
+    );
+    assert_eq!(
+        host.sent.len(),
+        1,
+        "never the same request unauthenticated twice"
+    );
+    assert_eq!(
+        audited(&s, 0)["failure"],
+        json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401})
+    );
+    assert_eq!(audited(&s, 0)["attempts"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn a_challenge_the_host_answers_resends_the_same_bytes_once_with_the_credential() {
+    let engine = load(vec![interceptor(A, "fail-closed", 750)]);
+    let mut host = FakeHost::new()
+        .auth(A, AuthScript::OnChallenge(None))
+        .on(A, Step::reply(unauthorized()).taking(20))
+        .on(A, Step::reply(deny("discovered")));
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decided_by, DecidedBy::BackendDeny);
+    assert_eq!(s.reason.as_deref(), Some("discovered"));
+    assert_eq!(host.sent.len(), 2);
+    assert_eq!(host.sent[0].message, host.sent[1].message);
+    assert_eq!(host.sent[0].credential, None);
+    assert_eq!(
+        host.sent[1].credential,
+        Some(Cred {
+            backend: A.into(),
+            generation: 1
+        })
+    );
+    assert_eq!(host.sent[1].deadline, T0 + ms(750));
+    assert!(host.rejected.is_empty(), "no credential was refused");
+    let results: Vec<Value> = audited(&s, 0)["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["result"].clone())
+        .collect();
+    assert_eq!(results, [json!("unauthorized"), json!("accepted")]);
+}
+
+#[test]
+fn a_challenge_is_answered_once_and_a_failed_answer_is_auth_failed_under_policy() {
+    // The discovered credential refused too: no third request.
+    let engine = load(vec![interceptor(A, "fail-open", 750)]);
+    let mut host = FakeHost::new()
+        .auth(A, AuthScript::OnChallenge(None))
+        .on(A, Step::reply(unauthorized()))
+        .on(A, Step::reply(unauthorized()));
+    let s = run(&engine, &mut host);
+    assert_no_objection(&s);
+    assert_eq!(host.sent.len(), 2);
+    assert_eq!(host.rejected.len(), 1);
+    assert_eq!(audited(&s, 0)["failure"]["httpStatus"], 401);
+    // Discovery failing: nothing more is sent, the failure is the acquisition's.
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![interceptor(A, policy, 750)]);
+        let mut host = FakeHost::new()
+            .auth(
+                A,
+                AuthScript::OnChallenge(Some(AuthError::AcquisitionFailed)),
+            )
+            .on(A, Step::reply(unauthorized()));
+        let s = run(&engine, &mut host);
+        assert_eq!(host.sent.len(), 1, "{policy}");
+        assert_eq!(
+            audited(&s, 0)["failure"],
+            json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"}),
+            "{policy}"
+        );
+        match policy {
+            "fail-open" => assert_no_objection(&s),
+            _ => assert_synthetic_deny(&s),
+        }
+    }
 }
 
 #[test]

@@ -6,10 +6,12 @@ use crate::bindings::delivery::Reply;
 use crate::bindings::host_types::{DeliveryError, IoPhase};
 use crate::bindings::interceptor::{AuthPlan, BackendPlan, OauthFlow, TransportPlan};
 use crate::capabilities::credentials::{CredentialProvider, Source};
+use crate::capabilities::discovery::{Discovery, OAuthClient};
 use crate::capabilities::http::{HttpBackend, HttpOptions};
 use crate::capabilities::oauth::OAuth;
 use crate::capabilities::stdio::{self, StdioBackend};
 use crate::capabilities::transport::{self, TransportRequest};
+use crate::capabilities::zone::Zone;
 use crate::interrupt::Interrupt;
 use crate::retry::RetryPolicy;
 use crate::types::Secret;
@@ -32,6 +34,9 @@ pub struct BackendConfig {
     pub credential_providers: HashMap<String, Arc<dyn CredentialProvider>>,
     /// The harness's own transports, by backend id.
     pub transports: HashMap<String, Arc<dyn transport::Transport>>,
+    /// The local trust policy for http backends whose registration names no credential:
+    /// after their 401 challenge, a token from one of these (none: such a 401 fails).
+    pub oauth_clients: Arc<[OAuthClient]>,
 }
 
 /// How a backend is reached.
@@ -113,7 +118,19 @@ impl Backends {
                     Some(Source::OAuth(plan, Arc::clone(&oauth)))
                 }
                 (None, Some(bearer)) => Some(Source::Bearer(bearer)),
-                (None, None) => None,
+                (None, None) => match (&transport, &backend.transport) {
+                    (Transport::Http(_), TransportPlan::Http(url))
+                        if !config.oauth_clients.is_empty() =>
+                    {
+                        Some(Source::Discovered(Arc::new(Discovery::new(
+                            url,
+                            Arc::clone(&config.oauth_clients),
+                            Arc::clone(&oauth),
+                            &config.http,
+                        ))))
+                    }
+                    _ => None,
+                },
             };
             let retries = config.retries.for_backend(&backend.id);
             by_id.insert(
@@ -177,7 +194,15 @@ impl Backend {
             return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect));
         }
         match &self.transport {
-            Transport::Http(http) => http.exchange(message, bearer, deadline).await,
+            Transport::Http(http) => {
+                let received = http.exchange(message, bearer, deadline).await?;
+                if let (Some(Source::Discovered(discovery)), None, Some(401)) =
+                    (&self.credentials, bearer, received.reply.status)
+                {
+                    discovery.challenged(received.challenge.as_deref(), Zone::of(received.peer));
+                }
+                Ok(received.reply)
+            }
             // No status on stdio: a message written in full and answered is delivered.
             Transport::Stdio(stdio) => stdio.exchange(message, deadline).await,
             Transport::Injected(injected) => {

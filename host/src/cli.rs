@@ -177,6 +177,11 @@ struct HostArgs {
     /// Host environment variables passed to stdio backends besides PATH (comma separated).
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     stdio_env: Vec<String>,
+    /// Authorization servers this harness trusts and holds a client at, for http backends
+    /// registered without a credential that answer 401: a JSON file, `[{"issuer",
+    /// "clientId", "clientSecretRef": "file:PATH" or "env:NAME", "scopes"}]`.
+    #[arg(long, value_name = "FILE")]
+    oauth_clients: Option<PathBuf>,
     /// Retries per exchange after a transient failure, inside the original deadline.
     #[arg(long, default_value_t = 0)]
     retries: u32,
@@ -195,6 +200,7 @@ impl HostArgs {
         if let Some(path) = &self.trust_roots {
             crate::tls::read_trust_roots(path).map_err(|e| format!("--trust-roots {e}"))?;
         }
+        self.oauth_clients()?;
         if let Some(events) = &self.interceptable {
             if let Some(twice) = events
                 .iter()
@@ -223,6 +229,7 @@ impl HostArgs {
             trust_roots,
             allow_insecure_http,
             stdio_env,
+            oauth_clients,
             retries,
             interceptable,
         } = self;
@@ -245,6 +252,11 @@ impl HostArgs {
         }
         if !stdio_env.is_empty() {
             add("--stdio-env", stdio_env.join(","));
+        }
+        if let Some(clients) = oauth_clients {
+            let clients =
+                hook::absolute(clients, true).map_err(|e| format!("--oauth-clients {e}"))?;
+            add("--oauth-clients", clients);
         }
         if *retries != 0 {
             add("--retries", retries.to_string());
@@ -269,6 +281,7 @@ impl HostArgs {
             trust_roots: self.trust_roots.clone(),
             allow_insecure_http: self.allow_insecure_http.clone(),
             stdio_env: self.stdio_env.clone(),
+            oauth_clients: self.oauth_clients()?,
             retries: crate::RetryPolicy {
                 default: self.retries,
                 ..Default::default()
@@ -279,6 +292,17 @@ impl HostArgs {
             },
             ..Options::default()
         })
+    }
+
+    /// The clients of `--oauth-clients`, read and checked; none without the flag.
+    fn oauth_clients(&self) -> Result<Vec<crate::OAuthClient>, String> {
+        let Some(path) = &self.oauth_clients else {
+            return Ok(Vec::new());
+        };
+        let at = path.display();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("--oauth-clients {at}: cannot read: {e}"))?;
+        crate::OAuthClient::list_from_json(&text).map_err(|e| format!("--oauth-clients {at}: {e}"))
     }
 
     /// Host options that are accepted but will not do what they say: each `--stdio-env`

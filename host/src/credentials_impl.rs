@@ -43,7 +43,8 @@ impl wit::Host for HostState {
             r = source.acquire(&backend, deadline, &cancelled) => r,
         };
         Ok(match resolved {
-            Ok(bearer) => Ok(Some(self.table.push(Credential { backend, bearer })?)),
+            Ok(Some(bearer)) => Ok(Some(self.table.push(Credential { backend, bearer })?)),
+            Ok(None) => Ok(None),
             Err(failure) => Err(auth_error(failure)),
         })
     }

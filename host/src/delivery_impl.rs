@@ -37,7 +37,7 @@ impl wit::Host for HostState {
             return Ok(Err(DeliveryError::NotPermitted));
         };
         // Never send without the credential an endpoint is configured with.
-        if target.credentials.is_some() && bearer.is_none() {
+        if target.credentials.as_ref().is_some_and(|c| c.required()) && bearer.is_none() {
             return Ok(Err(DeliveryError::NotPermitted));
         }
         // A stopped call sends nothing: checked before the exchange starts, and first

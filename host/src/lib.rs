@@ -67,6 +67,7 @@ pub use builder::InterceptorBuilder;
 pub use capabilities::credentials::{
     AuthFailure, BoxFuture, CredentialProvider, CredentialRequest,
 };
+pub use capabilities::discovery::OAuthClient;
 pub use capabilities::transport::{Transport, TransportError, TransportReply, TransportRequest};
 pub use declaration::Declaration;
 pub use error::Error;

@@ -71,10 +71,10 @@ pub(crate) async fn notify(
         return ObserverResult::Failed(FailureClass::ConnectionRefused);
     };
     let acquire = async || match &target.credentials {
-        Some(source) => match source.acquire(backend, deadline, cancelled).await {
-            Ok(secret) => Ok(Some(secret)),
-            Err(_) => Err(ObserverResult::Failed(FailureClass::AuthFailed)),
-        },
+        Some(source) => source
+            .acquire(backend, deadline, cancelled)
+            .await
+            .map_err(|_| ObserverResult::Failed(FailureClass::AuthFailed)),
         None => Ok(None),
     };
     let mut bearer = match acquire().await {
@@ -89,17 +89,19 @@ pub(crate) async fn notify(
             .exchange(backend, message, bearer.as_ref(), deadline, cancelled)
             .await;
         if matches!(&sent, Ok(reply) if reply.status == Some(401)) {
-            // As for an interceptor: the rejected token leaves any cache, and one fresh
-            // token may resend the same bytes; a second 401 (or none to send) fails.
+            // As for an interceptor: the rejected token leaves any cache, and one token
+            // (a fresh one, or the answer to the challenge of a backend that has no
+            // binding) may resend the same bytes; a second 401, or none to send, fails.
             if let (Some(source), Some(token)) = (&target.credentials, &bearer) {
                 source.reject(backend, token);
             }
-            if reacquired || bearer.is_none() {
+            if reacquired {
                 return ObserverResult::Failed(FailureClass::AuthFailed);
             }
             reacquired = true;
             bearer = match acquire().await {
-                Ok(bearer) => bearer,
+                Ok(Some(bearer)) => Some(bearer),
+                Ok(None) => return ObserverResult::Failed(FailureClass::AuthFailed),
                 Err(failed) => return failed,
             };
             continue;

@@ -2,6 +2,7 @@
 
 use crate::backends::BackendConfig;
 use crate::capabilities::credentials::CredentialProvider;
+use crate::capabilities::discovery::{check_clients, OAuthClient};
 use crate::capabilities::http::HttpOptions;
 use crate::capabilities::transport::Transport;
 use crate::capabilities::zone::Zone;
@@ -51,6 +52,13 @@ pub struct Options {
     /// retries, policy and audit apply as to any backend, and the interceptor never
     /// closes them.
     pub transports: HashMap<String, Arc<dyn Transport>>,
+    /// The local trust policy for http backends whose registration names no credential
+    /// (digest §12): such a backend is called without one, and if it answers 401 with a
+    /// `Bearer` challenge, its protected resource metadata (RFC 9728) is read and a token
+    /// is requested, bound to it, from the first of these clients' issuers it lists; the
+    /// same bytes then go once more with it. Empty (the default): that 401 is
+    /// `auth-failed`. At most one client per issuer.
+    pub oauth_clients: Vec<OAuthClient>,
     /// What the harness intercepts and enforces, per event (default: every interceptable
     /// event with every effect it allows). A registration intercepting an undeclared
     /// event is refused at load.
@@ -89,6 +97,8 @@ impl Options {
 
     /// The part of the options that says how backends are reached.
     pub(crate) fn backend_config(&self) -> wasmtime::Result<BackendConfig> {
+        check_clients(&self.oauth_clients)
+            .map_err(|e| wasmtime::format_err!("oauth_clients{e}"))?;
         Ok(BackendConfig {
             http: HttpOptions {
                 max_body_bytes: self.max_body_bytes.unwrap_or(1 << 20),
@@ -101,6 +111,7 @@ impl Options {
             retries: self.retries.clone(),
             credential_providers: self.credential_providers.clone(),
             transports: self.transports.clone(),
+            oauth_clients: self.oauth_clients.clone().into(),
         })
     }
 }

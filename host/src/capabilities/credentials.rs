@@ -2,6 +2,7 @@
 //! handed to the component only as an opaque resource. The secret itself never crosses
 //! the boundary, and every type that holds one prints a redaction.
 
+use super::discovery::Discovery;
 use super::oauth::OAuth;
 use crate::bindings::interceptor::{AuthPlan, OauthPlan};
 use crate::interrupt::Interrupt;
@@ -97,18 +98,22 @@ pub enum Source {
     Bearer(AuthPlan),
     OAuth(OauthPlan, Arc<OAuth>),
     Provided(Arc<dyn CredentialProvider>),
+    /// No binding: none until the backend's 401 challenge, then discovered.
+    Discovered(Arc<Discovery>),
 }
 
 impl Source {
-    /// The backend's credential, by `deadline`.
+    /// The backend's credential, by `deadline`: `None` only from discovery before the
+    /// backend has challenged (the request goes without one).
     pub async fn acquire(
         &self,
         backend: &str,
         deadline: Instant,
         cancelled: &Interrupt,
-    ) -> Result<Secret, AuthFailure> {
+    ) -> Result<Option<Secret>, AuthFailure> {
         let lookup = async {
             match self {
+                Source::Discovered(discovery) => return discovery.token(deadline).await,
                 Source::Bearer(AuthPlan::BearerEnv(name)) => from_env(name),
                 Source::Bearer(AuthPlan::BearerRef(reference)) => from_reference(reference).await,
                 Source::Bearer(AuthPlan::Oauth(_)) => Err(AuthFailure::Unsupported),
@@ -125,6 +130,7 @@ impl Source {
                     usable(token.expose()).ok_or(AuthFailure::AcquisitionFailed)
                 }
             }
+            .map(Some)
         };
         tokio::time::timeout_at(deadline, lookup)
             .await
@@ -138,7 +144,14 @@ impl Source {
             Source::Bearer(_) => {}
             Source::OAuth(plan, oauth) => oauth.reject(plan, token),
             Source::Provided(provider) => provider.reject(backend, token),
+            Source::Discovered(discovery) => discovery.reject(token),
         }
+    }
+
+    /// Whether every request to the backend must carry the credential: all but a
+    /// backend whose registration names none, which is tried without one first.
+    pub fn required(&self) -> bool {
+        !matches!(self, Source::Discovered(_))
     }
 }
 

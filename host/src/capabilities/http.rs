@@ -14,7 +14,9 @@ use crate::types::Secret;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST};
+use hyper::header::{
+    HeaderValue, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, WWW_AUTHENTICATE,
+};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
 use std::future::Future;
@@ -62,6 +64,15 @@ pub fn authorization(value: &str) -> Result<HeaderValue, DeliveryError> {
     let mut value = HeaderValue::from_str(value).map_err(|_| DeliveryError::NotPermitted)?;
     value.set_sensitive(true);
     Ok(value)
+}
+
+/// What came back from one request.
+pub struct Received {
+    pub reply: Reply,
+    /// The address that answered.
+    pub peer: IpAddr,
+    /// A 401's `WWW-Authenticate` value (the first, if it is a string).
+    pub challenge: Option<String>,
 }
 
 /// One HTTP backend: its parsed URL and its connection pool.
@@ -170,14 +181,14 @@ impl HttpBackend {
         self.options.allow_insecure_http
     }
 
-    /// POSTs the JSON `body`, with the bearer token if any, and returns the reply, all by
-    /// `deadline`.
+    /// POSTs the JSON `body`, with the bearer token if any, and returns what came back,
+    /// all by `deadline`.
     pub async fn exchange(
         &self,
         body: &[u8],
         bearer: Option<&Secret>,
         deadline: Instant,
-    ) -> Result<Reply, DeliveryError> {
+    ) -> Result<Received, DeliveryError> {
         let authorization = match bearer {
             Some(token) => Some(authorization(&format!("Bearer {}", token.expose()))?),
             None => None,
@@ -188,17 +199,15 @@ impl HttpBackend {
             authorization,
             body,
         };
-        let (reply, _) = self.send(request, deadline).await?;
-        Ok(reply)
+        self.send(request, deadline).await
     }
 
-    /// Sends one request to this URL and returns the reply and the address it came from,
-    /// all by `deadline`.
+    /// Sends one request to this URL and returns what came back, all by `deadline`.
     pub async fn send(
         &self,
         outgoing: Outgoing<'_>,
         deadline: Instant,
-    ) -> Result<(Reply, IpAddr), DeliveryError> {
+    ) -> Result<Received, DeliveryError> {
         let mut request = self.request(outgoing);
         // Connecting is boxed: its state (DNS, TLS) is large, and a kept-alive connection
         // should not pay for moving it with every exchange.
@@ -235,6 +244,11 @@ impl HttpBackend {
             }
         };
         let status = response.status().as_u16();
+        let challenge = (status == 401)
+            .then(|| response.headers().get(WWW_AUTHENTICATE))
+            .flatten()
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
@@ -259,7 +273,11 @@ impl HttpBackend {
             content_type,
             body,
         };
-        Ok((reply, peer))
+        Ok(Received {
+            reply,
+            peer,
+            challenge,
+        })
     }
 
     /// The request, from parts checked when the backend was made: nothing is parsed

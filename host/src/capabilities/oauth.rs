@@ -266,7 +266,7 @@ impl OAuth {
         let scopes = TokenKey::of(plan).scopes;
         let (body, header) = token_request(plan, &scopes, &secret, metadata.client_auth)?;
         let requested_at = Instant::now();
-        let (reply, _) = self
+        let reply = self
             .endpoint(&metadata.token_endpoint, metadata.issuer_zone)?
             .send(
                 Outgoing {
@@ -278,7 +278,8 @@ impl OAuth {
                 deadline,
             )
             .await
-            .map_err(|e| Problem::Failed(format!("token endpoint: {e:?}")))?;
+            .map_err(|e| Problem::Failed(format!("token endpoint: {e:?}")))?
+            .reply;
         let json: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
         if reply.status != Some(200) {
             // The registered `error` code is safe to log; a description might not be.
@@ -308,7 +309,7 @@ impl OAuth {
         let urls = discovery_urls(issuer).map_err(|why| Problem::Failed(why.into()))?;
         for url in urls {
             // The issuer's own host, which the registration named: anywhere.
-            let (reply, peer) = self
+            let received = self
                 .endpoint(&url, Zone::Loopback)?
                 .send(
                     Outgoing {
@@ -321,6 +322,7 @@ impl OAuth {
                 )
                 .await
                 .map_err(|e| Problem::Failed(format!("discovery at {url}: {e:?}")))?;
+            let (reply, peer) = (received.reply, received.peer);
             if reply.status != Some(200) {
                 tried.push(format!("{url}: HTTP {}", reply.status.unwrap_or(0)));
                 continue;

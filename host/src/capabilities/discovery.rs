@@ -1,0 +1,635 @@
+//! Answering a backend's 401 when its registration names no credential (digest §12,
+//! conformance H11–H13). The first request goes without one; a 401 carrying a `Bearer`
+//! challenge has the host read the backend's protected resource metadata (RFC 9728: the
+//! challenge's `resource_metadata`, else the path-specific then the root well-known
+//! location), check that it describes this very backend, choose an authorization server
+//! it lists that the local trust policy ([`OAuthClient`]) holds a client registration
+//! at, and get a token bound to the resource (RFC 8707) through the OAuth client, which
+//! resends the same bytes once. The binding learned is kept, so later calls send the
+//! token at once, and read again an hour later.
+//!
+//! The backend chooses only among issuers the harness already trusts: the client secret
+//! goes to nobody the backend names. Metadata is fetched over verified `https` only, from
+//! no further inside the network than the backend that pointed to it ([`Zone`]).
+
+use super::credentials::AuthFailure;
+use super::http::{HttpBackend, HttpOptions, Outgoing};
+use super::oauth::OAuth;
+use super::zone::Zone;
+use crate::bindings::interceptor::{OauthFlow, OauthPlan};
+use crate::types::Secret;
+use hyper::Method;
+use serde::Deserialize;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How long a learned binding is used before the metadata is read again.
+const LEARNED_TTL: Duration = Duration::from_secs(3600);
+/// Where RFC 9728 puts protected resource metadata.
+const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+
+/// A client registration the harness holds at an authorization server it trusts: the
+/// local trust policy by which a backend without a credential in its registration may be
+/// given a token after its 401 challenge. Nothing else is ever sent the client secret.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OAuthClient {
+    /// The issuer identifier, exactly as the server's metadata and a resource's
+    /// `authorization_servers` spell it (`https`).
+    pub issuer: String,
+    /// This harness's client id at that issuer.
+    pub client_id: String,
+    /// Where the client secret is: `file:PATH` or `env:NAME`, never the secret.
+    pub client_secret_ref: String,
+    /// Exactly the scopes asked for (a resource's `scopes_supported` is never taken as
+    /// required); none asks for the server's default.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+impl OAuthClient {
+    /// A JSON array of clients (`[{"issuer", "clientId", "clientSecretRef", "scopes"}]`),
+    /// checked; an error names the entry and the field.
+    pub fn list_from_json(text: &str) -> Result<Vec<OAuthClient>, String> {
+        let entries: Vec<Value> =
+            serde_json::from_str(text).map_err(|e| format!("must be a JSON array: {e}"))?;
+        let clients = entries
+            .into_iter()
+            .enumerate()
+            .map(|(i, entry)| {
+                serde_json::from_value::<OAuthClient>(entry).map_err(|e| format!("[{i}]: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        check_clients(&clients)?;
+        Ok(clients)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let issuer: hyper::Uri = self
+            .issuer
+            .parse()
+            .map_err(|_| "`issuer` is not a URL".to_string())?;
+        if issuer.scheme_str() != Some("https") || issuer.host().is_none() {
+            return Err("`issuer` must be an https URL".into());
+        }
+        if issuer.query().is_some() || self.issuer.contains('#') {
+            return Err("`issuer` must have no query or fragment".into());
+        }
+        if self.client_id.is_empty() {
+            return Err("`clientId` is empty".into());
+        }
+        if !["file:", "env:"]
+            .iter()
+            .any(|scheme| self.client_secret_ref.starts_with(scheme))
+        {
+            return Err("`clientSecretRef` must be `file:PATH` or `env:NAME`".into());
+        }
+        // RFC 6749 §3.3: scope tokens are visible ASCII but `"` and `\`, no spaces.
+        let scope_token = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+        };
+        if let Some(bad) = self.scopes.iter().find(|s| !scope_token(s)) {
+            return Err(format!("`scopes`: {bad:?} is not a scope token"));
+        }
+        Ok(())
+    }
+}
+
+/// Every client checked, and at most one per issuer (which one would a resource get?).
+pub(crate) fn check_clients(clients: &[OAuthClient]) -> Result<(), String> {
+    for (i, client) in clients.iter().enumerate() {
+        client.check().map_err(|e| format!("[{i}]: {e}"))?;
+        if clients[..i].iter().any(|c| c.issuer == client.issuer) {
+            return Err(format!("[{i}]: `issuer` {} is given twice", client.issuer));
+        }
+    }
+    Ok(())
+}
+
+/// A credential source for one backend whose registration names none.
+pub struct Discovery {
+    /// The backend's URL: the resource its metadata must describe.
+    resource: String,
+    clients: Arc<[OAuthClient]>,
+    oauth: Arc<OAuth>,
+    http: HttpOptions,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Discovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Discovery")
+            .field("resource", &self.resource)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone)]
+enum State {
+    /// No challenge yet: requests go without a credential.
+    Open,
+    Challenged(Challenge),
+    /// A binding discovered at `at` from `challenge`.
+    Learned {
+        plan: OauthPlan,
+        challenge: Challenge,
+        at: Instant,
+    },
+}
+
+/// A backend's `Bearer` challenge: where its metadata is, and where the backend lies
+/// (the metadata may lie no further inside).
+#[derive(Clone)]
+struct Challenge {
+    metadata: Option<String>,
+    zone: Zone,
+}
+
+impl Discovery {
+    pub fn new(
+        resource: &str,
+        clients: Arc<[OAuthClient]>,
+        oauth: Arc<OAuth>,
+        http: &HttpOptions,
+    ) -> Discovery {
+        let mut http = http.clone();
+        http.allow_insecure_http = false;
+        Discovery {
+            resource: resource.to_string(),
+            clients,
+            oauth,
+            http,
+            state: Mutex::new(State::Open),
+        }
+    }
+
+    /// The backend, reached at an address in `zone`, answered 401 with this
+    /// `WWW-Authenticate` value to a request without a credential. Only a `Bearer`
+    /// challenge (or none at all, RFC 9728 §5) opens discovery; a binding already
+    /// learned stays.
+    pub fn challenged(&self, www_authenticate: Option<&str>, zone: Zone) {
+        let metadata = match www_authenticate.map(bearer_challenge) {
+            None => None,
+            Some(None) => return,
+            Some(Some(metadata)) => metadata,
+        };
+        let mut state = lock(&self.state);
+        if !matches!(*state, State::Learned { .. }) {
+            *state = State::Challenged(Challenge { metadata, zone });
+        }
+    }
+
+    /// The token for this backend by `deadline`: `None` before any challenge (the
+    /// request goes without one), else the learned binding's, discovering it first if
+    /// need be.
+    pub async fn token(&self, deadline: Instant) -> Result<Option<Secret>, AuthFailure> {
+        let state = lock(&self.state).clone();
+        let plan = match state {
+            State::Open => return Ok(None),
+            State::Learned { plan, at, .. } if at.elapsed() < LEARNED_TTL => plan,
+            State::Learned { challenge, .. } | State::Challenged(challenge) => {
+                let plan = self.discover(&challenge, deadline).await.map_err(|why| {
+                    tracing::warn!(resource = %self.resource, %why, "no credential for the backend's challenge");
+                    AuthFailure::AcquisitionFailed
+                })?;
+                *lock(&self.state) = State::Learned {
+                    plan: plan.clone(),
+                    challenge,
+                    at: Instant::now(),
+                };
+                plan
+            }
+        };
+        self.oauth.token(&plan, deadline).await.map(Some)
+    }
+
+    /// The backend answered 401 to `token`, the learned binding's: the OAuth client's
+    /// cache drops it.
+    pub fn reject(&self, token: &Secret) {
+        if let State::Learned { plan, .. } = &*lock(&self.state) {
+            self.oauth.reject(plan, token);
+        }
+    }
+
+    /// The binding the backend's metadata and the trust policy give, by `deadline`.
+    async fn discover(
+        &self,
+        challenge: &Challenge,
+        deadline: Instant,
+    ) -> Result<OauthPlan, String> {
+        let mut tried = Vec::new();
+        for location in self.locations(challenge)? {
+            let reply = self.fetch(&location.url, challenge.zone, deadline).await?;
+            if reply.status != Some(200) {
+                tried.push(format!(
+                    "{}: HTTP {}",
+                    location.url,
+                    reply.status.unwrap_or(0)
+                ));
+                // The backend's own pointer is authoritative: no guessing past it.
+                if challenge.metadata.is_some() {
+                    break;
+                }
+                continue;
+            }
+            let metadata = ResourceMetadata::read(&reply.body, &location.describes)
+                .map_err(|why| format!("metadata at {}: {why}", location.url))?;
+            // The local trust policy's order, not the resource's, decides.
+            let client = self
+                .clients
+                .iter()
+                .find(|c| metadata.authorization_servers.contains(&c.issuer))
+                .ok_or_else(|| {
+                    format!(
+                        "metadata at {} lists no authorization server this host holds a client at",
+                        location.url
+                    )
+                })?;
+            return Ok(OauthPlan {
+                issuer: client.issuer.clone(),
+                resource: metadata.resource,
+                client_id: client.client_id.clone(),
+                flow: OauthFlow::ClientCredentials,
+                scopes: client.scopes.clone(),
+                client_secret_ref: Some(client.client_secret_ref.clone()),
+            });
+        }
+        Err(format!(
+            "no protected resource metadata ({})",
+            tried.join("; ")
+        ))
+    }
+
+    /// Where to look, in order, and which resource each location must describe.
+    fn locations(&self, challenge: &Challenge) -> Result<Vec<Location>, String> {
+        if let Some(url) = &challenge.metadata {
+            // Advertised with this backend's 401: it must describe the URL requested.
+            return Ok(vec![Location {
+                url: url.clone(),
+                describes: vec![self.resource.clone()],
+            }]);
+        }
+        let uri: hyper::Uri = self
+            .resource
+            .parse()
+            .map_err(|_| "the backend URL does not parse".to_string())?;
+        let authority = uri.authority().ok_or("the backend URL has no host")?;
+        let origin = format!("{}://{authority}", uri.scheme_str().unwrap_or("https"));
+        let path = uri.path().trim_end_matches('/');
+        let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+        let root = Location {
+            url: format!("{origin}{WELL_KNOWN}"),
+            // The root location describes the origin; it may name this URL itself.
+            describes: vec![origin.clone(), format!("{origin}/"), self.resource.clone()],
+        };
+        Ok(match path.is_empty() && query.is_empty() {
+            true => vec![root],
+            false => vec![
+                Location {
+                    url: format!("{origin}{WELL_KNOWN}{path}{query}"),
+                    describes: vec![self.resource.clone()],
+                },
+                root,
+            ],
+        })
+    }
+
+    /// GETs metadata at `url` (`https` only), over a connection to no address further
+    /// inside than `innermost`, by `deadline`.
+    async fn fetch(
+        &self,
+        url: &str,
+        innermost: Zone,
+        deadline: Instant,
+    ) -> Result<crate::bindings::delivery::Reply, String> {
+        if !url.starts_with("https://") {
+            return Err(format!("metadata URL {url} is not https"));
+        }
+        let mut http = self.http.clone();
+        http.innermost = innermost;
+        // A new connection each time: metadata is read once an hour at most, and a
+        // backend naming a new URL with every challenge should leave no pool behind.
+        let endpoint = HttpBackend::new(url, http).map_err(|why| format!("{url}: {why}"))?;
+        let get = Outgoing {
+            method: Method::GET,
+            content_type: None,
+            authorization: None,
+            body: b"",
+        };
+        let received = endpoint
+            .send(get, deadline)
+            .await
+            .map_err(|e| format!("metadata at {url}: {e:?}"))?;
+        Ok(received.reply)
+    }
+}
+
+struct Location {
+    url: String,
+    /// The resource identifiers the metadata found there may name (RFC 9728 §3.3).
+    describes: Vec<String>,
+}
+
+/// Protected resource metadata (RFC 9728 §2), as far as this client uses it.
+#[derive(Debug, PartialEq)]
+struct ResourceMetadata {
+    resource: String,
+    authorization_servers: Vec<String>,
+}
+
+impl ResourceMetadata {
+    /// Reads `body`, whose `resource` must be one of `describes` exactly.
+    fn read(body: &[u8], describes: &[String]) -> Result<ResourceMetadata, &'static str> {
+        let json: Value = serde_json::from_slice(body).map_err(|_| "not JSON")?;
+        let resource = json["resource"]
+            .as_str()
+            .ok_or("`resource` is missing or not a string")?;
+        if !describes.iter().any(|d| d == resource) {
+            return Err("`resource` is not this backend");
+        }
+        let servers = json["authorization_servers"]
+            .as_array()
+            .ok_or("`authorization_servers` is missing or not an array")?
+            .iter()
+            .map(|s| s.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("`authorization_servers` holds a non-string")?;
+        Ok(ResourceMetadata {
+            resource: resource.to_string(),
+            authorization_servers: servers,
+        })
+    }
+}
+
+/// The `Bearer` challenge in a `WWW-Authenticate` value (RFC 9110 §11.6.1): `None` if
+/// there is none, else its `resource_metadata` parameter (RFC 9728 §5.1), if any.
+fn bearer_challenge(header: &str) -> Option<Option<String>> {
+    let mut in_bearer = false;
+    let mut found = false;
+    let mut metadata = None;
+    for item in split_outside_quotes(header) {
+        let item = item.trim();
+        // `scheme [param]` starts a challenge; `name=value` continues one.
+        let (scheme, rest) = match item.split_once(' ') {
+            Some((first, rest)) if !first.contains('=') => (Some(first), rest.trim()),
+            _ if !item.contains('=') && !item.is_empty() => (Some(item), ""),
+            _ => (None, item),
+        };
+        if let Some(scheme) = scheme {
+            in_bearer = scheme.eq_ignore_ascii_case("bearer");
+            found |= in_bearer;
+        }
+        if !in_bearer {
+            continue;
+        }
+        if let Some((name, value)) = rest.split_once('=') {
+            if name.trim().eq_ignore_ascii_case("resource_metadata") {
+                metadata = Some(unquote(value.trim()));
+            }
+        }
+    }
+    found.then_some(metadata)
+}
+
+/// `text` split at commas that are not inside a quoted string.
+fn split_outside_quotes(text: &str) -> Vec<&str> {
+    let (mut parts, mut start, mut quoted, mut escaped) = (Vec::new(), 0, false, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+/// A parameter value: a quoted string without its quotes and escapes, or a token as is.
+fn unquote(value: &str) -> String {
+    let Some(inner) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) else {
+        return value.to_string();
+    };
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        out.push(if c == '\\' {
+            chars.next().unwrap_or('\\')
+        } else {
+            c
+        });
+    }
+    out
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bearer_challenge_and_its_metadata_are_found_among_others() {
+        let cases = [
+            (
+                r#"Bearer resource_metadata="https://r.example/m""#,
+                Some(Some("https://r.example/m")),
+            ),
+            (
+                r#"Basic realm="a, b", Bearer realm="x", resource_metadata="https://r.example/\"q\"", scope="s""#,
+                Some(Some(r#"https://r.example/"q""#)),
+            ),
+            ("bearer", Some(None)),
+            (r#"Bearer realm="x", error="invalid_token""#, Some(None)),
+            (r#"Basic realm="x", resource_metadata="https://evil""#, None),
+            ("Negotiate abc==", None),
+            ("", None),
+        ];
+        for (header, expected) in cases {
+            let got = bearer_challenge(header);
+            assert_eq!(got.as_ref().map(|m| m.as_deref()), expected, "{header}");
+        }
+    }
+
+    #[test]
+    fn metadata_must_describe_this_backend_and_list_servers() {
+        let describes = ["https://r.example/hooks".to_string()];
+        let read = |v: Value| ResourceMetadata::read(v.to_string().as_bytes(), &describes);
+        assert_eq!(
+            read(serde_json::json!({"resource": "https://r.example/hooks",
+                "authorization_servers": ["https://as.example"]})),
+            Ok(ResourceMetadata {
+                resource: "https://r.example/hooks".into(),
+                authorization_servers: vec!["https://as.example".into()],
+            })
+        );
+        for (bad, why) in [
+            (
+                serde_json::json!({"resource": "https://r.example/other", "authorization_servers": []}),
+                "not this backend",
+            ),
+            (
+                serde_json::json!({"resource": "https://r.example/hooks/", "authorization_servers": []}),
+                "not this backend",
+            ),
+            (
+                serde_json::json!({"authorization_servers": []}),
+                "`resource`",
+            ),
+            (
+                serde_json::json!({"resource": "https://r.example/hooks"}),
+                "missing or not an array",
+            ),
+            (
+                serde_json::json!({"resource": "https://r.example/hooks", "authorization_servers": [1]}),
+                "non-string",
+            ),
+        ] {
+            assert!(
+                matches!(read(bad.clone()), Err(e) if e.contains(why)),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            ResourceMetadata::read(b"<html>", &describes),
+            Err("not JSON")
+        );
+    }
+
+    fn discovery(resource: &str) -> Discovery {
+        let http = HttpOptions {
+            max_body_bytes: 1 << 16,
+            allow_insecure_http: false,
+            tls: Arc::new(crate::tls::client_config(None).expect("platform roots")),
+            innermost: Zone::Loopback,
+        };
+        Discovery::new(
+            resource,
+            Arc::from([]),
+            Arc::new(OAuth::new(http.clone())),
+            &http,
+        )
+    }
+
+    #[test]
+    fn well_known_locations_go_path_specific_then_root() {
+        let challenge = Challenge {
+            metadata: None,
+            zone: Zone::Global,
+        };
+        let urls = |resource: &str| -> Vec<(String, Vec<String>)> {
+            discovery(resource)
+                .locations(&challenge)
+                .unwrap()
+                .into_iter()
+                .map(|l| (l.url, l.describes))
+                .collect()
+        };
+        let got = urls("https://r.example:8443/v1/hooks/");
+        assert_eq!(
+            got.iter().map(|(u, _)| u.as_str()).collect::<Vec<_>>(),
+            [
+                "https://r.example:8443/.well-known/oauth-protected-resource/v1/hooks",
+                "https://r.example:8443/.well-known/oauth-protected-resource",
+            ]
+        );
+        assert_eq!(got[0].1, ["https://r.example:8443/v1/hooks/"]);
+        assert!(got[1].1.contains(&"https://r.example:8443".to_string()));
+        assert_eq!(
+            urls("https://r.example")
+                .into_iter()
+                .map(|(u, _)| u)
+                .collect::<Vec<_>>(),
+            ["https://r.example/.well-known/oauth-protected-resource"]
+        );
+        let advertised = Challenge {
+            metadata: Some("https://m.example/prm".into()),
+            zone: Zone::Global,
+        };
+        let only = discovery("https://r.example/hooks")
+            .locations(&advertised)
+            .unwrap();
+        assert_eq!(only.len(), 1);
+        assert_eq!(only[0].url, "https://m.example/prm");
+        assert_eq!(only[0].describes, ["https://r.example/hooks"]);
+    }
+
+    #[test]
+    fn a_challenge_opens_discovery_only_if_it_is_bearer() {
+        let d = discovery("https://r.example/hooks");
+        d.challenged(Some("Basic realm=\"x\""), Zone::Global);
+        assert!(matches!(*lock(&d.state), State::Open));
+        d.challenged(None, Zone::Private);
+        assert!(
+            matches!(&*lock(&d.state), State::Challenged(c) if c.metadata.is_none() && c.zone == Zone::Private)
+        );
+        d.challenged(
+            Some("Bearer resource_metadata=\"https://m/\""),
+            Zone::Global,
+        );
+        assert!(
+            matches!(&*lock(&d.state), State::Challenged(c) if c.metadata.as_deref() == Some("https://m/"))
+        );
+    }
+
+    #[test]
+    fn clients_are_checked_by_entry_and_field() {
+        let ok = r#"[{"issuer": "https://as.example", "clientId": "c",
+                      "clientSecretRef": "env:S", "scopes": ["hooks.decide"]}]"#;
+        assert_eq!(OAuthClient::list_from_json(ok).map(|c| c.len()), Ok(1));
+        for (bad, why) in [
+            (r#"{}"#, "JSON array"),
+            (
+                r#"[{"issuer": "https://as", "clientId": "c"}]"#,
+                "[0]: missing field `clientSecretRef`",
+            ),
+            (
+                r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:S", "extra": 1}]"#,
+                "[0]: unknown field `extra`",
+            ),
+            (
+                r#"[{"issuer": "http://as", "clientId": "c", "clientSecretRef": "env:S"}]"#,
+                "[0]: `issuer` must be an https URL",
+            ),
+            (
+                r#"[{"issuer": "https://as?x", "clientId": "c", "clientSecretRef": "env:S"}]"#,
+                "no query",
+            ),
+            (
+                r#"[{"issuer": "https://as", "clientId": "", "clientSecretRef": "env:S"}]"#,
+                "`clientId` is empty",
+            ),
+            (
+                r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "S"}]"#,
+                "`clientSecretRef`",
+            ),
+            (
+                r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:S", "scopes": ["a b"]}]"#,
+                "`scopes`",
+            ),
+            (
+                r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:S"},
+                 {"issuer": "https://as", "clientId": "d", "clientSecretRef": "env:S"}]"#,
+                "[1]: `issuer` https://as is given twice",
+            ),
+        ] {
+            assert!(
+                matches!(OAuthClient::list_from_json(bad), Err(e) if e.contains(why)),
+                "{bad}"
+            );
+        }
+    }
+}
