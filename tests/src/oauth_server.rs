@@ -4,6 +4,11 @@
 //! token endpoint that checks the client's Basic credentials and issues unique,
 //! short-lived tokens. Every request is recorded. What it does can be changed while it
 //! runs: be slow, fail, answer garbage, or claim another issuer.
+//!
+//! It is also a protected resource for the discovery tests: an AHP endpoint at
+//! [`OAuthServer::resource_url`] that answers a request bearing a token it issued and
+//! challenges any other with a 401 and a configurable `WWW-Authenticate`, and protected
+//! resource metadata (RFC 9728) at whatever paths a test gives it.
 
 use crate::pki::Pki;
 use bytes::Bytes;
@@ -68,6 +73,28 @@ struct State {
     token_requests: Vec<TokenRequest>,
     metadata_requests: Vec<String>,
     issued: Vec<String>,
+    resource: Resource,
+}
+
+/// The protected resource's side.
+#[derive(Default)]
+struct Resource {
+    /// The `WWW-Authenticate` of a 401 (`None`: no such header).
+    challenge: Option<String>,
+    /// Protected resource metadata by path.
+    metadata: HashMap<String, Value>,
+    /// How long a metadata request waits before its answer.
+    metadata_delay: Duration,
+    requests: Vec<ResourceRequest>,
+}
+
+/// One request to the protected resource or its metadata, as received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceRequest {
+    pub method: String,
+    pub path: String,
+    pub authorization: Option<String>,
+    pub body: Vec<u8>,
 }
 
 /// A running authorization server (on `127.0.0.1` unless a test asks otherwise);
@@ -124,6 +151,7 @@ impl OAuthServer {
             token_requests: Vec::new(),
             metadata_requests: Vec::new(),
             issued: Vec::new(),
+            resource: Resource::default(),
         }));
         let acceptor = pki.acceptor();
         let shared = state.clone();
@@ -180,6 +208,32 @@ impl OAuthServer {
         self.state.lock().unwrap().issued.clone()
     }
 
+    /// The protected resource's AHP endpoint: `{issuer}/hooks`.
+    pub fn resource_url(&self) -> String {
+        format!("{}/hooks", self.issuer)
+    }
+
+    /// The `WWW-Authenticate` value the resource's 401 carries from now on.
+    pub fn set_challenge(&self, challenge: Option<&str>) {
+        self.state.lock().unwrap().resource.challenge = challenge.map(str::to_string);
+    }
+
+    /// Serves `document` as protected resource metadata at `path` (200, JSON).
+    pub fn serve_resource_metadata(&self, path: &str, document: Value) {
+        let mut state = self.state.lock().unwrap();
+        state.resource.metadata.insert(path.to_string(), document);
+    }
+
+    /// Makes every metadata request wait `delay` before its answer.
+    pub fn set_resource_metadata_delay(&self, delay: Duration) {
+        self.state.lock().unwrap().resource.metadata_delay = delay;
+    }
+
+    /// Every request to the resource and to its metadata paths so far.
+    pub fn resource_requests(&self) -> Vec<ResourceRequest> {
+        self.state.lock().unwrap().resource.requests.clone()
+    }
+
     /// Waits until `n` tokens have been issued, or `within` passes.
     pub async fn wait_for_issued(&self, n: usize, within: Duration) -> bool {
         let until = Instant::now() + within;
@@ -198,6 +252,7 @@ async fn serve(
     request: Request<hyper::body::Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let path = request.uri().path().to_string();
+    let method = request.method().to_string();
     let authorization = request
         .headers()
         .get("authorization")
@@ -227,8 +282,73 @@ async fn serve(
             };
             token(&state, &record, mode).await
         }
-        _ => respond(404, "text/plain", "not found".into()),
+        "/hooks" => {
+            let record = ResourceRequest {
+                method,
+                path,
+                authorization,
+                body: body.to_vec(),
+            };
+            protected(&state, record)
+        }
+        _ => {
+            let record = ResourceRequest {
+                method,
+                path: path.clone(),
+                authorization,
+                body: body.to_vec(),
+            };
+            let (document, delay) = {
+                let mut state = state.lock().unwrap();
+                state.resource.requests.push(record);
+                let resource = &state.resource;
+                (
+                    resource.metadata.get(&path).cloned(),
+                    resource.metadata_delay,
+                )
+            };
+            tokio::time::sleep(delay).await;
+            match document {
+                Some(document) => respond(200, "application/json", document.to_string()),
+                None => respond(404, "text/plain", "not found".into()),
+            }
+        }
     })
+}
+
+/// The AHP endpoint: a request bearing an issued token is answered (an intercept with no
+/// effect, a notification with 202), any other is challenged.
+fn protected(state: &Mutex<State>, request: ResourceRequest) -> Response<Full<Bytes>> {
+    let mut state = state.lock().unwrap();
+    let bearer = request
+        .authorization
+        .as_deref()
+        .and_then(|a| a.strip_prefix("Bearer "));
+    let authorized = bearer.is_some_and(|token| state.issued.iter().any(|t| t == token));
+    let id = serde_json::from_slice::<Value>(&request.body)
+        .ok()
+        .and_then(|json| json.get("id").cloned());
+    state.resource.requests.push(request);
+    if !authorized {
+        let mut response = Response::builder().status(401);
+        if let Some(challenge) = &state.resource.challenge {
+            response = response.header("www-authenticate", challenge.as_str());
+        }
+        return response
+            .body(Full::new(Bytes::from_static(b"unauthorized")))
+            .expect("valid response");
+    }
+    match id {
+        Some(id) => {
+            let reply = json!({"jsonrpc": "2.0", "id": id,
+                "result": {"protocolVersion": "draft", "effects": []}});
+            respond(200, "application/json", reply.to_string())
+        }
+        None => Response::builder()
+            .status(202)
+            .body(Full::new(Bytes::new()))
+            .expect("valid response"),
+    }
 }
 
 fn metadata(state: &Mutex<State>, path: &str) -> Response<Full<Bytes>> {

@@ -165,6 +165,53 @@ fn trust_roots_without_a_pem_certificate_are_refused_naming_the_flag() {
     run.assert_exit(0, "a PEM CA certificate");
 }
 
+/// `--oauth-clients` is read and checked before anything runs: a file that is missing,
+/// not a list, or has an entry with a bad field is refused by the flag, the entry and the
+/// field; a good one is accepted.
+#[test]
+fn oauth_clients_are_refused_naming_the_flag_the_entry_and_the_field() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = portable();
+    let missing = dir.path().join("missing.json");
+    let run = ahp(
+        &["check", path(&reg), "--oauth-clients", path(&missing)],
+        &[],
+    );
+    run.assert_exit(1, "a missing file");
+    assert!(
+        run.stderr.starts_with(&format!(
+            "error: --oauth-clients {}: cannot read:",
+            missing.display()
+        )),
+        "{}",
+        run.stderr
+    );
+    let client = json!({"issuer": "https://as.example", "clientId": "c",
+                        "clientSecretRef": "env:AHP_CLIENT_SECRET", "scopes": ["hooks"]});
+    let mut unquoted = client.clone();
+    unquoted["clientSecretRef"] = json!("hunter2");
+    for (name, content, error) in [
+        ("object.json", json!(client), "must be a JSON array"),
+        (
+            "ref.json",
+            json!([client, unquoted]),
+            "[1]: `clientSecretRef` must be `file:PATH` or `env:NAME`",
+        ),
+    ] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, content.to_string()).expect("write the file");
+        let run = ahp(&["check", path(&reg), "--oauth-clients", path(&file)], &[]);
+        run.assert_exit(1, name);
+        let expected = format!("error: --oauth-clients {}: {error}", file.display());
+        assert!(run.stderr.starts_with(&expected), "{name}: {}", run.stderr);
+        assert!(!run.stderr.contains("hunter2"), "{name}: no value echoed");
+    }
+    let good = dir.path().join("clients.json");
+    std::fs::write(&good, json!([client]).to_string()).expect("write the file");
+    let run = ahp(&["check", path(&reg), "--oauth-clients", path(&good)], &[]);
+    run.assert_exit(0, "a good trust policy");
+}
+
 /// An event or registration larger than the bound is refused by its flag, exit 1, before
 /// anything runs: read without a bound, `--event /dev/zero` would fill memory, and a
 /// 40 MiB event ended as an engine failure (exit 2) with a backtrace.

@@ -567,6 +567,22 @@ mod tests {
         assert_eq!(only[0].describes, ["https://r.example/hooks"]);
     }
 
+    #[tokio::test]
+    async fn metadata_further_inside_than_the_backend_is_never_fetched() {
+        // A backend on a global address pointing at loopback metadata (H13).
+        let d = discovery("https://r.example/hooks");
+        let inward = Challenge {
+            metadata: Some("https://127.0.0.1:9/prm".into()),
+            zone: Zone::Global,
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let refused = d.discover(&inward, deadline).await;
+        assert!(
+            matches!(&refused, Err(e) if e.contains("NotPermitted")),
+            "{refused:?}"
+        );
+    }
+
     #[test]
     fn a_challenge_opens_discovery_only_if_it_is_bearer() {
         let d = discovery("https://r.example/hooks");

@@ -1,0 +1,430 @@
+//! A backend registered without a credential that answers 401 (digest §12, conformance
+//! H11–H13): the host reads its protected resource metadata, checks it describes this
+//! backend, takes a token bound to it from an authorization server the local trust policy
+//! holds a client at, and resends the same bytes once, all inside the deadline; anything
+//! else is `auth-failed` under the policy, with no secret sent anywhere.
+
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, OAuthClient, Options, Settlement};
+use ahp_tests::oauth_server::{OAuthServer, ResourceRequest, CLIENT_ID};
+use ahp_tests::pki::Pki;
+use ahp_tests::support::{event, record_json, registration, Http, SLACK};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use tempfile::NamedTempFile;
+
+const BACKEND: &str = "com.example.discovered";
+const CLIENT_SECRET: &str = "cs-91c2d7e4-discovery-never-log-me";
+const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+
+/// The authorization server (also the protected resource), a client secret file and
+/// trust roots.
+struct Fixture {
+    server: OAuthServer,
+    secret_file: NamedTempFile,
+    roots: NamedTempFile,
+}
+
+impl Fixture {
+    async fn start() -> Fixture {
+        let pki = Pki::generate();
+        let server = OAuthServer::start(&pki, CLIENT_SECRET, 3600).await;
+        let secret_file = NamedTempFile::new().unwrap();
+        std::fs::write(secret_file.path(), CLIENT_SECRET).unwrap();
+        Fixture {
+            server,
+            secret_file,
+            roots: pki.trust_roots_file(),
+        }
+    }
+
+    /// This harness's client at the server.
+    fn client(&self) -> OAuthClient {
+        OAuthClient {
+            issuer: self.server.issuer().to_string(),
+            client_id: CLIENT_ID.to_string(),
+            client_secret_ref: format!("file:{}", self.secret_file.path().display()),
+            scopes: vec!["hooks.decide".to_string()],
+        }
+    }
+
+    /// Serves metadata for `resource` at `path`, listing `servers`.
+    fn metadata(&self, path: &str, resource: &str, servers: &[&str]) {
+        let document = json!({"resource": resource, "authorization_servers": servers});
+        self.server.serve_resource_metadata(path, document);
+    }
+
+    async fn interceptor(&self, backend: Http<'_>, clients: Vec<OAuthClient>) -> Interceptor {
+        let options = Options {
+            trust_roots: Some(self.roots.path().to_path_buf()),
+            oauth_clients: clients,
+            ..Options::default()
+        };
+        Interceptor::new(&registration(&[backend]), options)
+            .await
+            .expect("valid registration")
+    }
+
+    fn backend(&self, policy: &'static str) -> Http<'static> {
+        Http::new(BACKEND, self.server.resource_url())
+            .policy(policy)
+            .timeout_ms(2_000)
+    }
+
+    /// The requests to the AHP endpoint itself.
+    fn posts(&self) -> Vec<ResourceRequest> {
+        let requests = self.server.resource_requests();
+        requests
+            .into_iter()
+            .filter(|r| r.path == "/hooks")
+            .collect()
+    }
+
+    /// The paths of the metadata requests, in order.
+    fn metadata_reads(&self) -> Vec<String> {
+        let requests = self.server.resource_requests();
+        requests
+            .into_iter()
+            .filter(|r| r.path != "/hooks")
+            .map(|r| r.path)
+            .collect()
+    }
+}
+
+async fn call(interceptor: &Interceptor, id: &str) -> Settlement {
+    interceptor
+        .intercept(&event(id), &[EffectKind::Deny], None)
+        .await
+        .expect("valid event")
+}
+
+fn attempts(settlement: &Settlement) -> Vec<Value> {
+    let record = record_json(settlement);
+    let attempts = record["interceptors"][0]["attempts"].as_array().cloned();
+    attempts
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| a["result"].clone())
+        .collect()
+}
+
+fn failure(settlement: &Settlement) -> Value {
+    record_json(settlement)["interceptors"][0]["failure"].clone()
+}
+
+/// H11: the challenge names the metadata; the token is bound to the backend's URL; the
+/// same bytes go once more; later calls send the learned token at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_challenge_naming_its_metadata_is_answered_with_a_resource_bound_token() {
+    let fx = Fixture::start().await;
+    let resource = fx.server.resource_url();
+    let prm = format!("{}/prm", fx.server.issuer());
+    fx.server.set_challenge(Some(&format!(
+        r#"Bearer realm="hooks", resource_metadata="{prm}""#
+    )));
+    // The resource prefers an issuer this harness has no client at: the local policy picks.
+    fx.metadata(
+        "/prm",
+        &resource,
+        &["https://as.untrusted.example", fx.server.issuer()],
+    );
+    let interceptor = fx
+        .interceptor(fx.backend("fail-closed"), vec![fx.client()])
+        .await;
+
+    let first = call(&interceptor, "evt_discovery_1").await;
+    assert_eq!(first.decision, Decision::Allow, "{}", first.record);
+    assert_eq!(attempts(&first), [json!("unauthorized"), json!("accepted")]);
+    let issued = fx.server.issued();
+    assert_eq!(issued.len(), 1);
+    let posts = fx.posts();
+    assert_eq!(posts.len(), 2);
+    assert_eq!(
+        posts[0].authorization, None,
+        "tried without a credential first"
+    );
+    assert_eq!(
+        posts[1].authorization,
+        Some(format!("Bearer {}", issued[0]))
+    );
+    assert_eq!(posts[0].body, posts[1].body, "the same bytes");
+    assert_eq!(fx.metadata_reads(), ["/prm"]);
+    let token_requests = fx.server.token_requests();
+    assert_eq!(token_requests[0].form["resource"], resource);
+    assert_eq!(token_requests[0].form["scope"], "hooks.decide");
+
+    // Learned: the next call carries the token on its first request.
+    let second = call(&interceptor, "evt_discovery_2").await;
+    assert_eq!(second.decision, Decision::Allow, "{}", second.record);
+    assert_eq!(attempts(&second), [json!("accepted")]);
+    assert_eq!(fx.posts().len(), 3);
+    assert_eq!(fx.posts()[2].authorization, posts[1].authorization);
+    assert_eq!(fx.metadata_reads().len(), 1);
+    assert_eq!(fx.server.token_requests().len(), 1);
+    let audit = format!("{}{}", first.record, second.record);
+    assert!(!audit.contains(CLIENT_SECRET) && !audit.contains(&issued[0]));
+}
+
+/// H12: without `resource_metadata`, the path-specific location, then the root one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_metadata_pointer_the_path_specific_then_the_root_location_is_read() {
+    let fx = Fixture::start().await;
+    fx.server.set_challenge(Some(r#"Bearer realm="hooks""#));
+    // The root location describes the origin.
+    let origin = fx.server.issuer().to_string();
+    fx.metadata(WELL_KNOWN, &origin, &[fx.server.issuer()]);
+    let interceptor = fx
+        .interceptor(fx.backend("fail-closed"), vec![fx.client()])
+        .await;
+    let settled = call(&interceptor, "evt_discovery_root").await;
+    assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+    assert_eq!(
+        fx.metadata_reads(),
+        [format!("{WELL_KNOWN}/hooks"), WELL_KNOWN.to_string()]
+    );
+    assert_eq!(fx.server.token_requests()[0].form["resource"], origin);
+
+    // A 401 with no challenge header at all is looked up the same way.
+    let fx = Fixture::start().await;
+    fx.server.set_challenge(None);
+    let resource = fx.server.resource_url();
+    fx.metadata(
+        &format!("{WELL_KNOWN}/hooks"),
+        &resource,
+        &[fx.server.issuer()],
+    );
+    let interceptor = fx
+        .interceptor(fx.backend("fail-closed"), vec![fx.client()])
+        .await;
+    let settled = call(&interceptor, "evt_discovery_path").await;
+    assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+    assert_eq!(fx.metadata_reads(), [format!("{WELL_KNOWN}/hooks")]);
+    assert_eq!(fx.server.token_requests()[0].form["resource"], resource);
+}
+
+/// H13: metadata for another resource, no trusted issuer, plain-http metadata, a
+/// pointer that leads nowhere or a challenge of another scheme: `auth-failed` under the
+/// policy, no token requested, and the request never sent again without a credential.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere() {
+    enum Case {
+        OtherResource,
+        NoTrustedIssuer,
+        PlainHttpPointer,
+        PointerToNothing,
+        BasicChallenge,
+    }
+    for (case, policy) in [
+        (Case::OtherResource, "fail-closed"),
+        (Case::NoTrustedIssuer, "fail-open"),
+        (Case::PlainHttpPointer, "fail-closed"),
+        (Case::PointerToNothing, "fail-closed"),
+        (Case::BasicChallenge, "fail-closed"),
+    ] {
+        let fx = Fixture::start().await;
+        let resource = fx.server.resource_url();
+        let issuer = fx.server.issuer().to_string();
+        let pointer = |url: &str| format!(r#"Bearer resource_metadata="{url}""#);
+        let (label, challenge) = match case {
+            Case::OtherResource => {
+                fx.metadata("/prm", &format!("{resource}/other"), &[&issuer]);
+                ("other resource", pointer(&format!("{issuer}/prm")))
+            }
+            Case::NoTrustedIssuer => {
+                fx.metadata("/prm", &resource, &["https://as.untrusted.example"]);
+                ("no trusted issuer", pointer(&format!("{issuer}/prm")))
+            }
+            Case::PlainHttpPointer => {
+                fx.metadata("/prm", &resource, &[&issuer]);
+                let plain = issuer.replacen("https://", "http://", 1);
+                ("plain http", pointer(&format!("{plain}/prm")))
+            }
+            Case::PointerToNothing => {
+                // Served at the well-known location, but the pointer is authoritative.
+                fx.metadata(&format!("{WELL_KNOWN}/hooks"), &resource, &[&issuer]);
+                ("pointer to nothing", pointer(&format!("{issuer}/missing")))
+            }
+            Case::BasicChallenge => {
+                fx.metadata(&format!("{WELL_KNOWN}/hooks"), &resource, &[&issuer]);
+                ("basic", r#"Basic realm="hooks""#.to_string())
+            }
+        };
+        fx.server.set_challenge(Some(&challenge));
+        let interceptor = fx.interceptor(fx.backend(policy), vec![fx.client()]).await;
+        let settled = call(&interceptor, "evt_discovery_refused").await;
+        match policy {
+            "fail-open" => assert_eq!(settled.decision, Decision::Allow, "{label}"),
+            _ => {
+                assert_eq!(settled.decision, Decision::Deny, "{label}");
+                assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny, "{label}");
+            }
+        }
+        // A failed discovery is the resend's attempt, which sent nothing (as any failed
+        // acquisition); a challenge the host cannot answer leaves the 401's record alone.
+        let (expected, tried) = match case {
+            Case::BasicChallenge => {
+                assert!(fx.metadata_reads().is_empty(), "{label}: no discovery");
+                (
+                    json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
+                    vec![json!("unauthorized")],
+                )
+            }
+            _ => (
+                json!({"class": "auth-failed", "phase": "acquire-credential",
+                       "detail": "acquisition-failed"}),
+                vec![json!("unauthorized"), json!("auth-failed")],
+            ),
+        };
+        assert_eq!(failure(&settled), expected, "{label}: {}", settled.record);
+        assert!(
+            fx.server.token_requests().is_empty(),
+            "{label}: no token requested"
+        );
+        assert_eq!(
+            fx.posts().len(),
+            1,
+            "{label}: never resent without a credential"
+        );
+        assert_eq!(attempts(&settled), tried, "{label}");
+    }
+}
+
+/// Metadata that never comes: the call settles at its deadline, which discovery counts
+/// against, by policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_runs_inside_the_deadline() {
+    let fx = Fixture::start().await;
+    let resource = fx.server.resource_url();
+    fx.server.set_challenge(Some("Bearer"));
+    fx.metadata(
+        &format!("{WELL_KNOWN}/hooks"),
+        &resource,
+        &[fx.server.issuer()],
+    );
+    fx.server
+        .set_resource_metadata_delay(Duration::from_secs(10));
+    let backend = fx.backend("fail-open").timeout_ms(400);
+    let interceptor = fx.interceptor(backend, vec![fx.client()]).await;
+    let started = Instant::now();
+    let settled = call(&interceptor, "evt_discovery_slow").await;
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(400) + SLACK,
+        "settled after {took:?}"
+    );
+    assert_eq!(settled.decision, Decision::Allow);
+    assert_eq!(
+        failure(&settled)["class"],
+        "deadline-exceeded",
+        "{}",
+        settled.record
+    );
+    assert_eq!(failure(&settled)["phase"], "acquire-credential");
+    assert!(fx.server.token_requests().is_empty());
+    assert_eq!(fx.posts().len(), 1);
+}
+
+/// No trust policy: the 401 is `auth-failed` and nothing is looked up or resent. A
+/// backend whose registration names a credential never discovers another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_client_or_with_a_binding_a_challenge_is_never_followed() {
+    let fx = Fixture::start().await;
+    let resource = fx.server.resource_url();
+    fx.server.set_challenge(Some(
+        r#"Bearer resource_metadata="https://127.0.0.1:1/prm""#,
+    ));
+    fx.metadata(
+        &format!("{WELL_KNOWN}/hooks"),
+        &resource,
+        &[fx.server.issuer()],
+    );
+    let interceptor = fx.interceptor(fx.backend("fail-closed"), Vec::new()).await;
+    let settled = call(&interceptor, "evt_no_policy").await;
+    assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
+    assert_eq!(failure(&settled)["httpStatus"], 401);
+    assert_eq!(fx.posts().len(), 1);
+
+    let bound = fx
+        .backend("fail-closed")
+        .token_ref("env:AHP_E2E_DISCOVERY_TOKEN");
+    std::env::set_var("AHP_E2E_DISCOVERY_TOKEN", "tok-not-issued-by-the-server");
+    fx.server.set_challenge(Some("Bearer"));
+    let interceptor = fx.interceptor(bound, vec![fx.client()]).await;
+    let settled = call(&interceptor, "evt_bound").await;
+    assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
+    assert_eq!(failure(&settled)["httpStatus"], 401);
+    assert!(
+        fx.metadata_reads().is_empty(),
+        "no discovery for a bound backend"
+    );
+    assert!(fx.server.token_requests().is_empty());
+    let posts = fx.posts();
+    assert_eq!(
+        posts.len(),
+        3,
+        "the bound backend: two requests, both with its token"
+    );
+    assert!(posts[1..]
+        .iter()
+        .all(|p| p.authorization.as_deref() == Some("Bearer tok-not-issued-by-the-server")));
+}
+
+/// An observer registered without a credential: its 401 is answered the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observers_challenge_is_answered_too() {
+    let fx = Fixture::start().await;
+    let resource = fx.server.resource_url();
+    fx.server.set_challenge(Some("Bearer"));
+    fx.metadata(
+        &format!("{WELL_KNOWN}/hooks"),
+        &resource,
+        &[fx.server.issuer()],
+    );
+    let reg = json!({"protocolVersion": "draft", "hooks": [{
+        "id": BACKEND, "transport": {"type": "http", "url": resource},
+        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                           "content": {"default": "metadata"}}]
+    }]})
+    .to_string();
+    let options = Options {
+        trust_roots: Some(fx.roots.path().to_path_buf()),
+        oauth_clients: vec![fx.client()],
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options)
+        .await
+        .expect("valid registration");
+    let observed = interceptor
+        .observe(&event("evt_observed_discovery"), None)
+        .await
+        .expect("valid event");
+    let results: Vec<&str> = observed
+        .observers
+        .iter()
+        .map(|o| o.result.as_str())
+        .collect();
+    assert_eq!(results, ["delivered"]);
+    let posts = fx.posts();
+    assert_eq!(posts.len(), 2);
+    assert_eq!(posts[0].body, posts[1].body);
+    assert_eq!(
+        posts[1].authorization,
+        Some(format!("Bearer {}", fx.server.issued()[0]))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_trust_policy_is_refused_at_setup_naming_the_field() {
+    let fx = Fixture::start().await;
+    let mut client = fx.client();
+    client.client_secret_ref = "vault:hooks".into();
+    let options = Options {
+        oauth_clients: vec![client],
+        ..Options::default()
+    };
+    let refused = Interceptor::new(&registration(&[fx.backend("fail-closed")]), options).await;
+    let error = refused.err().expect("refused").to_string();
+    assert!(
+        error.contains("oauth_clients[0]: `clientSecretRef`"),
+        "{error}"
+    );
+}
