@@ -53,6 +53,14 @@ impl Fixture {
         self.server.serve_resource_metadata(path, document);
     }
 
+    /// A bare `Bearer` challenge, and metadata at the path-specific location naming the
+    /// server as the issuer.
+    fn challenge_without_a_pointer(&self) {
+        self.server.set_challenge(Some("Bearer"));
+        let path = format!("{WELL_KNOWN}/hooks");
+        self.metadata(&path, &self.server.resource_url(), &[self.server.issuer()]);
+    }
+
     async fn interceptor(&self, backend: Http<'_>, clients: Vec<OAuthClient>) -> Interceptor {
         let options = Options {
             trust_roots: Some(self.roots.path().to_path_buf()),
@@ -293,13 +301,7 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_runs_inside_the_deadline() {
     let fx = Fixture::start().await;
-    let resource = fx.server.resource_url();
-    fx.server.set_challenge(Some("Bearer"));
-    fx.metadata(
-        &format!("{WELL_KNOWN}/hooks"),
-        &resource,
-        &[fx.server.issuer()],
-    );
+    fx.challenge_without_a_pointer();
     fx.server
         .set_resource_metadata_delay(Duration::from_secs(10));
     let backend = fx.backend("fail-open").timeout_ms(400);
@@ -372,15 +374,9 @@ async fn without_a_client_or_with_a_binding_a_challenge_is_never_followed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_observers_challenge_is_answered_too() {
     let fx = Fixture::start().await;
-    let resource = fx.server.resource_url();
-    fx.server.set_challenge(Some("Bearer"));
-    fx.metadata(
-        &format!("{WELL_KNOWN}/hooks"),
-        &resource,
-        &[fx.server.issuer()],
-    );
+    fx.challenge_without_a_pointer();
     let reg = json!({"protocolVersion": "draft", "hooks": [{
-        "id": BACKEND, "transport": {"type": "http", "url": resource},
+        "id": BACKEND, "transport": {"type": "http", "url": fx.server.resource_url()},
         "subscriptions": [{"events": ["tool.before"], "mode": "observe",
                            "content": {"default": "metadata"}}]
     }]})
