@@ -1485,6 +1485,22 @@ fn a_challenge_the_host_answers_resends_the_same_bytes_once_with_the_credential(
 }
 
 #[test]
+fn a_retry_after_the_answered_challenge_still_carries_a_credential() {
+    let engine = load(vec![interceptor(A, "fail-closed", 750)]);
+    let mut host = FakeHost::new()
+        .retries(1, 0)
+        .auth(A, AuthScript::OnChallenge(None))
+        .on(A, Step::reply(unauthorized()))
+        .on(A, Step::fail(DeliveryError::ConnectionReset))
+        .on(A, Step::reply(deny("after the retry")));
+    let s = run(&engine, &mut host);
+    assert_eq!(s.reason.as_deref(), Some("after the retry"));
+    let credentials: Vec<_> = host.sent.iter().map(|s| s.credential.is_some()).collect();
+    assert_eq!(credentials, [false, true, true]);
+    assert!(host.sent.iter().all(|s| s.message == host.sent[0].message));
+}
+
+#[test]
 fn a_challenge_is_answered_once_and_a_failed_answer_is_auth_failed_under_policy() {
     // The discovered credential refused too: no third request.
     let engine = load(vec![interceptor(A, "fail-open", 750)]);

@@ -155,6 +155,9 @@ impl Backends {
             oauth.close();
         }
         for backend in self.by_id.values() {
+            if let Some(Source::Discovered(discovery)) = &backend.credentials {
+                discovery.close();
+            }
             match &backend.transport {
                 Transport::Http(http) => http.close_idle(),
                 Transport::Stdio(stdio) => stdio.shut_down(),
@@ -196,10 +199,11 @@ impl Backend {
         match &self.transport {
             Transport::Http(http) => {
                 let received = http.exchange(message, bearer, deadline).await?;
-                if let (Some(Source::Discovered(discovery)), None, Some(401)) =
-                    (&self.credentials, bearer, received.reply.status)
+                if let (Some(Source::Discovered(discovery)), Some(401)) =
+                    (&self.credentials, received.reply.status)
                 {
-                    discovery.challenged(received.challenge.as_deref(), Zone::of(received.peer));
+                    let zone = Zone::of(received.peer);
+                    discovery.challenged(received.challenge.as_deref(), zone, bearer.is_some());
                 }
                 Ok(received.reply)
             }

@@ -58,7 +58,8 @@ pub(crate) async fn deliver_observers(
 }
 
 /// Sends one `hooks/observe` notification by `deadline`, with the backend's credential
-/// if it has one (never without it). A transient failure (refused, reset, lost, HTTP
+/// if it has one (never without it, but for a backend registered without one, before its
+/// challenge). A transient failure (refused, reset, lost, HTTP
 /// 502–504) is retried with the same bytes as the backend's retry policy allows.
 pub(crate) async fn notify(
     backends: &Backends,

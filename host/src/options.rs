@@ -54,10 +54,10 @@ pub struct Options {
     pub transports: HashMap<String, Arc<dyn Transport>>,
     /// The local trust policy for http backends whose registration names no credential
     /// (digest §12): such a backend is called without one, and if it answers 401 with a
-    /// `Bearer` challenge, its protected resource metadata (RFC 9728) is read and a token
-    /// is requested, bound to it, from the first of these clients' issuers it lists; the
-    /// same bytes then go once more with it. Empty (the default): that 401 is
-    /// `auth-failed`. At most one client per issuer.
+    /// `Bearer` challenge (or no `WWW-Authenticate`), its protected resource metadata
+    /// (RFC 9728) is read and a token is requested for it from the first of these
+    /// clients' issuers it lists; the same bytes then go once more with it. Empty (the
+    /// default): that 401 is `auth-failed`. At most one client per issuer.
     pub oauth_clients: Vec<OAuthClient>,
     /// What the harness intercepts and enforces, per event (default: every interceptable
     /// event with every effect it allows). A registration intercepting an undeclared

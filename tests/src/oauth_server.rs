@@ -85,6 +85,8 @@ struct Resource {
     metadata: HashMap<String, Value>,
     /// How long a metadata request waits before its answer.
     metadata_delay: Duration,
+    /// The first this many issued tokens are refused.
+    revoked: usize,
     requests: Vec<ResourceRequest>,
 }
 
@@ -229,6 +231,12 @@ impl OAuthServer {
         self.state.lock().unwrap().resource.metadata_delay = delay;
     }
 
+    /// Makes the resource refuse every token issued so far (a later one is accepted).
+    pub fn revoke_issued(&self) {
+        let mut state = self.state.lock().unwrap();
+        state.resource.revoked = state.issued.len();
+    }
+
     /// Every request to the resource and to its metadata paths so far.
     pub fn resource_requests(&self) -> Vec<ResourceRequest> {
         self.state.lock().unwrap().resource.requests.clone()
@@ -324,7 +332,8 @@ fn protected(state: &Mutex<State>, request: ResourceRequest) -> Response<Full<By
         .authorization
         .as_deref()
         .and_then(|a| a.strip_prefix("Bearer "));
-    let authorized = bearer.is_some_and(|token| state.issued.iter().any(|t| t == token));
+    let revoked = state.resource.revoked;
+    let authorized = bearer.is_some_and(|token| state.issued[revoked..].iter().any(|t| t == token));
     let id = serde_json::from_slice::<Value>(&request.body)
         .ok()
         .and_then(|json| json.get("id").cloned());

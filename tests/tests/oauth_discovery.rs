@@ -293,7 +293,92 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
             "{label}: never resent without a credential"
         );
         assert_eq!(attempts(&settled), tried, "{label}");
+        if let Case::BasicChallenge = case {
+            continue;
+        }
+        // A failed discovery pauses: the next call goes without a credential and its
+        // 401 is not followed, so broken metadata costs no lookup per call.
+        let reads = fx.metadata_reads().len();
+        let next = call(&interceptor, "evt_discovery_paused").await;
+        assert_eq!(
+            failure(&next),
+            json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
+            "{label}: {}",
+            next.record
+        );
+        assert_eq!(fx.posts().len(), 2, "{label}");
+        assert_eq!(fx.posts()[1].authorization, None, "{label}");
+        assert_eq!(
+            fx.metadata_reads().len(),
+            reads,
+            "{label}: not looked up again"
+        );
+        assert!(fx.server.token_requests().is_empty(), "{label}");
     }
+}
+
+/// Calls challenged at once share one discovery and one token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_challenged_calls_share_one_discovery() {
+    let fx = Fixture::start().await;
+    fx.challenge_without_a_pointer();
+    // Slow enough that every call is challenged before the first discovery ends.
+    fx.server
+        .set_resource_metadata_delay(Duration::from_millis(500));
+    let interceptor = fx
+        .interceptor(fx.backend("fail-closed"), vec![fx.client()])
+        .await;
+    let calls: Vec<_> = (0..8)
+        .map(|i| {
+            let interceptor = interceptor.clone();
+            tokio::spawn(async move { call(&interceptor, &format!("evt_together_{i}")).await })
+        })
+        .collect();
+    for task in calls {
+        let settled = task.await.expect("the call's task");
+        assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+    }
+    assert_eq!(fx.metadata_reads().len(), 1, "one discovery");
+    assert_eq!(fx.server.token_requests().len(), 1, "one token");
+    let bare = fx
+        .posts()
+        .iter()
+        .filter(|p| p.authorization.is_none())
+        .count();
+    assert!(bare >= 2, "calls were challenged together: {bare}");
+}
+
+/// A learned token refused later: one fresh token resends the same bytes, and the
+/// metadata is read again behind the call (the resource may have moved).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_learned_token_refused_later_is_replaced_and_the_metadata_read_again() {
+    let fx = Fixture::start().await;
+    fx.challenge_without_a_pointer();
+    let interceptor = fx
+        .interceptor(fx.backend("fail-closed"), vec![fx.client()])
+        .await;
+    let first = call(&interceptor, "evt_learned").await;
+    assert_eq!(first.decision, Decision::Allow, "{}", first.record);
+    assert_eq!(fx.metadata_reads().len(), 1);
+    fx.server.revoke_issued();
+    let second = call(&interceptor, "evt_learned_revoked").await;
+    assert_eq!(second.decision, Decision::Allow, "{}", second.record);
+    assert_eq!(
+        attempts(&second),
+        [json!("unauthorized"), json!("accepted")]
+    );
+    let issued = fx.server.issued();
+    assert_eq!(issued.len(), 2);
+    let posts = fx.posts();
+    let bearers: Vec<_> = posts[2..].iter().map(|p| p.authorization.clone()).collect();
+    let bearer = |t: &str| Some(format!("Bearer {t}"));
+    assert_eq!(bearers, [bearer(&issued[0]), bearer(&issued[1])]);
+    assert_eq!(posts[2].body, posts[3].body);
+    let until = Instant::now() + Duration::from_secs(5);
+    while fx.metadata_reads().len() < 2 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(fx.metadata_reads().len(), 2, "read again behind the call");
 }
 
 /// Metadata that never comes: the call settles at its deadline, which discovery counts

@@ -1,16 +1,20 @@
 //! Answering a backend's 401 when its registration names no credential (digest §12,
 //! conformance H11–H13). The first request goes without one; a 401 carrying a `Bearer`
-//! challenge has the host read the backend's protected resource metadata (RFC 9728: the
-//! challenge's `resource_metadata`, else the path-specific then the root well-known
-//! location), check that it describes this very backend, choose an authorization server
-//! it lists that the local trust policy ([`OAuthClient`]) holds a client registration
-//! at, and get a token bound to the resource (RFC 8707) through the OAuth client, which
-//! resends the same bytes once. The binding learned is kept, so later calls send the
-//! token at once, and read again an hour later.
+//! challenge (or none) has the host read the backend's protected resource metadata
+//! (RFC 9728: the challenge's `resource_metadata`, else the path-specific then the root
+//! well-known location), check that it describes this very backend, choose an
+//! authorization server it lists that the local trust policy ([`OAuthClient`]) holds a
+//! client registration at, and get a token requested for the resource (RFC 8707) through
+//! the OAuth client; the component then resends the same bytes once. The binding learned
+//! is kept, so later calls send the token at once; its metadata is read again behind the
+//! calls an hour later, or after a 401 to its token. One call discovers at a time; a
+//! failed discovery pauses discovery for a while, so broken metadata costs no lookup per
+//! call.
 //!
 //! The backend chooses only among issuers the harness already trusts: the client secret
-//! goes to nobody the backend names. Metadata is fetched over verified `https` only, from
-//! no further inside the network than the backend that pointed to it ([`Zone`]).
+//! goes to nobody the backend names. Metadata is fetched over verified `https` only, on
+//! the backend's own host from no further inside the network than the backend ([`Zone`]),
+//! elsewhere only from the internet.
 
 use super::credentials::AuthFailure;
 use super::http::{HttpBackend, HttpOptions, Outgoing};
@@ -23,10 +27,15 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 /// How long a learned binding is used before the metadata is read again.
 const LEARNED_TTL: Duration = Duration::from_secs(3600);
+/// How long a failed discovery (or re-reading) waits before the next try.
+const FAILED_PAUSE: Duration = Duration::from_secs(30);
+/// The longest a background re-reading of a learned binding's metadata may run.
+const REFRESH_BOUND: Duration = Duration::from_secs(30);
 /// Where RFC 9728 puts protected resource metadata.
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
@@ -114,10 +123,17 @@ pub(crate) fn check_clients(clients: &[OAuthClient]) -> Result<(), String> {
 pub struct Discovery {
     /// The backend's URL: the resource its metadata must describe.
     resource: String,
+    /// The backend's host: metadata elsewhere must be on the internet.
+    host: String,
     clients: Arc<[OAuthClient]>,
     oauth: Arc<OAuth>,
     http: HttpOptions,
     state: Mutex<State>,
+    /// Held by the one call discovering a binding the backend does not have yet; the
+    /// others wait for its outcome, each until its own deadline.
+    discovering: tokio::sync::Mutex<()>,
+    /// The background reading of a learned binding's metadata, if one runs.
+    refresh: Mutex<Option<AbortHandle>>,
 }
 
 impl std::fmt::Debug for Discovery {
@@ -130,19 +146,33 @@ impl std::fmt::Debug for Discovery {
 
 #[derive(Clone)]
 enum State {
-    /// No challenge yet: requests go without a credential.
+    /// Requests go without a credential: no challenge yet.
     Open,
     Challenged(Challenge),
-    /// A binding discovered at `at` from `challenge`.
+    /// Discovery after a challenge failed: until `until`, requests go without a
+    /// credential again and a challenge is not followed (its 401 fails the call), so a
+    /// backend whose metadata is broken costs no lookup per call.
+    Failed {
+        until: Instant,
+    },
+    /// A binding discovered from `challenge`, read again once `fresh_until` passes.
     Learned {
         plan: OauthPlan,
         challenge: Challenge,
-        at: Instant,
+        fresh_until: Instant,
     },
 }
 
-/// A backend's `Bearer` challenge: where its metadata is, and where the backend lies
-/// (the metadata may lie no further inside).
+/// What a call does next, by the state.
+enum Next {
+    Bare,
+    Use(OauthPlan),
+    /// Use the binding now and read the metadata again behind the call.
+    Refresh(OauthPlan, Challenge),
+    Discover(Challenge),
+}
+
+/// A backend's `Bearer` challenge: where its metadata is, and where the backend lies.
 #[derive(Clone)]
 struct Challenge {
     metadata: Option<String>,
@@ -160,51 +190,150 @@ impl Discovery {
         http.allow_insecure_http = false;
         Discovery {
             resource: resource.to_string(),
+            host: host_of(resource).unwrap_or_default(),
             clients,
             oauth,
             http,
             state: Mutex::new(State::Open),
+            discovering: tokio::sync::Mutex::new(()),
+            refresh: Mutex::new(None),
         }
     }
 
-    /// The backend, reached at an address in `zone`, answered 401 with this
-    /// `WWW-Authenticate` value to a request without a credential. Only a `Bearer`
-    /// challenge (or none at all, RFC 9728 §5) opens discovery; a binding already
-    /// learned stays.
-    pub fn challenged(&self, www_authenticate: Option<&str>, zone: Zone) {
+    /// The backend, reached at an address in `zone`, answered 401 with these
+    /// `WWW-Authenticate` values (joined) to a request with a token from the learned
+    /// binding (`with_token`) or with none. Only a `Bearer` challenge (or none at all,
+    /// RFC 9728 §5) counts: to a bare request it opens discovery, unless a binding is
+    /// learned already or a failed discovery pauses it; to a learned token it has the
+    /// metadata read again (the resource may have moved to another server).
+    pub fn challenged(&self, www_authenticate: Option<&str>, zone: Zone, with_token: bool) {
         let metadata = match www_authenticate.map(bearer_challenge) {
             None => None,
             Some(None) => return,
             Some(Some(metadata)) => metadata,
         };
+        let challenge = Challenge { metadata, zone };
         let mut state = lock(&self.state);
-        if !matches!(*state, State::Learned { .. }) {
-            *state = State::Challenged(Challenge { metadata, zone });
+        match (&mut *state, with_token) {
+            (State::Open | State::Challenged(_), false) => *state = State::Challenged(challenge),
+            (State::Learned { plan, .. }, true) => {
+                *state = State::Learned {
+                    plan: plan.clone(),
+                    challenge,
+                    fresh_until: Instant::now(),
+                }
+            }
+            _ => {}
         }
     }
 
-    /// The token for this backend by `deadline`: `None` before any challenge (the
-    /// request goes without one), else the learned binding's, discovering it first if
-    /// need be.
-    pub async fn token(&self, deadline: Instant) -> Result<Option<Secret>, AuthFailure> {
-        let state = lock(&self.state).clone();
-        let plan = match state {
-            State::Open => return Ok(None),
-            State::Learned { plan, at, .. } if at.elapsed() < LEARNED_TTL => plan,
-            State::Learned { challenge, .. } | State::Challenged(challenge) => {
-                let plan = self.discover(&challenge, deadline).await.map_err(|why| {
-                    tracing::warn!(resource = %self.resource, %why, "no credential for the backend's challenge");
-                    AuthFailure::AcquisitionFailed
-                })?;
-                *lock(&self.state) = State::Learned {
-                    plan: plan.clone(),
-                    challenge,
-                    at: Instant::now(),
-                };
+    /// The token for this backend by `deadline`: `None` while requests go without one,
+    /// else the learned binding's, discovering it first if there is none yet.
+    pub async fn token(self: &Arc<Self>, deadline: Instant) -> Result<Option<Secret>, AuthFailure> {
+        let plan = match self.next() {
+            Next::Bare => return Ok(None),
+            Next::Use(plan) => plan,
+            Next::Refresh(plan, challenge) => {
+                self.refresh_behind(challenge);
                 plan
+            }
+            Next::Discover(_) => {
+                let _turn = self.discovering.lock().await;
+                // Another call may have settled it meanwhile.
+                match self.next() {
+                    Next::Bare => return Ok(None),
+                    Next::Use(plan) | Next::Refresh(plan, _) => plan,
+                    Next::Discover(challenge) => self.settle(challenge, deadline).await?,
+                }
             }
         };
         self.oauth.token(&plan, deadline).await.map(Some)
+    }
+
+    fn next(&self) -> Next {
+        let now = Instant::now();
+        let mut state = lock(&self.state);
+        match &*state {
+            State::Open => Next::Bare,
+            State::Failed { until } if now < *until => Next::Bare,
+            State::Failed { .. } => {
+                *state = State::Open;
+                Next::Bare
+            }
+            State::Challenged(challenge) => Next::Discover(challenge.clone()),
+            State::Learned {
+                plan, fresh_until, ..
+            } if now < *fresh_until => Next::Use(plan.clone()),
+            State::Learned {
+                plan, challenge, ..
+            } => Next::Refresh(plan.clone(), challenge.clone()),
+        }
+    }
+
+    /// Discovers the binding after a challenge, by `deadline`, and keeps the outcome.
+    async fn settle(
+        &self,
+        challenge: Challenge,
+        deadline: Instant,
+    ) -> Result<OauthPlan, AuthFailure> {
+        let discovered = self.discover(&challenge, deadline).await;
+        let mut state = lock(&self.state);
+        match discovered {
+            Ok(plan) => {
+                *state = State::Learned {
+                    plan: plan.clone(),
+                    challenge,
+                    fresh_until: Instant::now() + LEARNED_TTL,
+                };
+                Ok(plan)
+            }
+            Err(why) => {
+                tracing::warn!(resource = %self.resource, %why, "no credential for the backend's challenge");
+                *state = State::Failed {
+                    until: Instant::now() + FAILED_PAUSE,
+                };
+                Err(AuthFailure::AcquisitionFailed)
+            }
+        }
+    }
+
+    /// Reads a learned binding's metadata again behind the calls, which go on using it;
+    /// if that fails, it is kept and tried again after a pause.
+    fn refresh_behind(self: &Arc<Self>, challenge: Challenge) {
+        let mut refresh = lock(&self.refresh);
+        if refresh.as_ref().is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        let discovery = Arc::clone(self);
+        let task = tokio::spawn(async move {
+            let bound = Instant::now() + REFRESH_BOUND;
+            let discovered = discovery.discover(&challenge, bound).await;
+            let mut state = lock(&discovery.state);
+            let State::Learned {
+                plan, fresh_until, ..
+            } = &mut *state
+            else {
+                return;
+            };
+            match discovered {
+                Ok(fresh) => {
+                    *plan = fresh;
+                    *fresh_until = Instant::now() + LEARNED_TTL;
+                }
+                Err(why) => {
+                    tracing::warn!(resource = %discovery.resource, %why, "reading the backend's metadata again failed; the learned binding stays");
+                    *fresh_until = Instant::now() + FAILED_PAUSE;
+                }
+            }
+        });
+        *refresh = Some(task.abort_handle());
+    }
+
+    /// Stops a background read of the metadata (shutdown).
+    pub fn close(&self) {
+        if let Some(task) = lock(&self.refresh).take() {
+            task.abort();
+        }
     }
 
     /// The backend answered 401 to `token`, the learned binding's: the OAuth client's
@@ -223,7 +352,13 @@ impl Discovery {
     ) -> Result<OauthPlan, String> {
         let mut tried = Vec::new();
         for location in self.locations(challenge)? {
-            let reply = self.fetch(&location.url, challenge.zone, deadline).await?;
+            // Metadata on another host than the backend's must be on the internet: the
+            // backend may not point this host at anything inside its network.
+            let innermost = match host_of(&location.url) == Some(self.host.clone()) {
+                true => challenge.zone,
+                false => Zone::Global,
+            };
+            let reply = self.fetch(&location.url, innermost, deadline).await?;
             if reply.status != Some(200) {
                 tried.push(format!(
                     "{}: HTTP {}",
@@ -279,7 +414,12 @@ impl Discovery {
             .map_err(|_| "the backend URL does not parse".to_string())?;
         let authority = uri.authority().ok_or("the backend URL has no host")?;
         let origin = format!("{}://{authority}", uri.scheme_str().unwrap_or("https"));
-        let path = uri.path().trim_end_matches('/');
+        // RFC 9728 §3.1: only a slash right after the host goes; the rest of the path,
+        // a trailing slash included, follows the well-known suffix as it is.
+        let path = match uri.path() {
+            "/" => "",
+            path => path,
+        };
         let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
         let root = Location {
             url: format!("{origin}{WELL_KNOWN}"),
@@ -373,11 +513,15 @@ fn bearer_challenge(header: &str) -> Option<Option<String>> {
     let mut metadata = None;
     for item in split_outside_quotes(header) {
         let item = item.trim();
-        // `scheme [param]` starts a challenge; `name=value` continues one.
-        let (scheme, rest) = match item.split_once(' ') {
-            Some((first, rest)) if !first.contains('=') => (Some(first), rest.trim()),
-            _ if !item.contains('=') && !item.is_empty() => (Some(item), ""),
-            _ => (None, item),
+        // `name = value` (spaces allowed around `=`) continues a challenge; any other
+        // item starts one: `scheme [param | token68]`.
+        let first_end = item
+            .find(|c: char| c == '=' || c.is_ascii_whitespace())
+            .unwrap_or(item.len());
+        let (first, after) = item.split_at(first_end);
+        let (scheme, rest) = match after.trim_start().starts_with('=') {
+            true => (None, item),
+            false => (Some(first), after.trim()),
         };
         if let Some(scheme) = scheme {
             in_bearer = scheme.eq_ignore_ascii_case("bearer");
@@ -431,6 +575,12 @@ fn unquote(value: &str) -> String {
     out
 }
 
+/// The host of `url`, lowercased, if it parses.
+fn host_of(url: &str) -> Option<String> {
+    let uri: hyper::Uri = url.parse().ok()?;
+    Some(uri.host()?.to_ascii_lowercase())
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
@@ -457,6 +607,13 @@ mod tests {
             (r#"Basic realm="x", resource_metadata="https://evil""#, None),
             ("Negotiate abc==", None),
             ("", None),
+            // Several fields, joined; spaces around `=`; a parameter named like a scheme.
+            (
+                r#"Negotiate, Bearer realm = "x" , resource_metadata = "https://r.example/m""#,
+                Some(Some("https://r.example/m")),
+            ),
+            (r#"Basic bearer = "x", realm="y""#, None),
+            ("Basic realm=\"Z\u{fffd}rich\"", None),
         ];
         for (header, expected) in cases {
             let got = bearer_challenge(header);
@@ -542,7 +699,7 @@ mod tests {
         assert_eq!(
             got.iter().map(|(u, _)| u.as_str()).collect::<Vec<_>>(),
             [
-                "https://r.example:8443/.well-known/oauth-protected-resource/v1/hooks",
+                "https://r.example:8443/.well-known/oauth-protected-resource/v1/hooks/",
                 "https://r.example:8443/.well-known/oauth-protected-resource",
             ]
         );
@@ -569,8 +726,9 @@ mod tests {
 
     #[tokio::test]
     async fn metadata_further_inside_than_the_backend_is_never_fetched() {
-        // A backend on a global address pointing at loopback metadata (H13).
-        let d = discovery("https://r.example/hooks");
+        // A backend on a global address pointing at loopback metadata on its own host
+        // name (H13): a name that resolves inward is refused before any connection.
+        let d = discovery("https://127.0.0.1:9/hooks");
         let inward = Challenge {
             metadata: Some("https://127.0.0.1:9/prm".into()),
             zone: Zone::Global,
@@ -586,18 +744,105 @@ mod tests {
     #[test]
     fn a_challenge_opens_discovery_only_if_it_is_bearer() {
         let d = discovery("https://r.example/hooks");
-        d.challenged(Some("Basic realm=\"x\""), Zone::Global);
-        assert!(matches!(*lock(&d.state), State::Open));
-        d.challenged(None, Zone::Private);
+        d.challenged(Some("Basic realm=\"x\""), Zone::Global, false);
+        assert!(matches!(d.next(), Next::Bare));
+        d.challenged(None, Zone::Private, false);
         assert!(
-            matches!(&*lock(&d.state), State::Challenged(c) if c.metadata.is_none() && c.zone == Zone::Private)
+            matches!(d.next(), Next::Discover(c) if c.metadata.is_none() && c.zone == Zone::Private)
         );
+        let pointer = Some("Bearer resource_metadata=\"https://m/\"");
+        d.challenged(pointer, Zone::Global, false);
+        assert!(
+            matches!(d.next(), Next::Discover(c) if c.metadata.as_deref() == Some("https://m/"))
+        );
+    }
+
+    fn plan() -> OauthPlan {
+        OauthPlan {
+            issuer: "https://as.example".into(),
+            resource: "https://r.example/hooks".into(),
+            client_id: "c".into(),
+            flow: OauthFlow::ClientCredentials,
+            scopes: Vec::new(),
+            client_secret_ref: Some("env:S".into()),
+        }
+    }
+
+    #[test]
+    fn a_failed_discovery_pauses_then_opens_and_a_learned_binding_is_refreshed_behind() {
+        let d = discovery("https://r.example/hooks");
+        let challenge = Challenge {
+            metadata: None,
+            zone: Zone::Global,
+        };
+        // Paused: requests go bare and a challenge is not followed.
+        *lock(&d.state) = State::Failed {
+            until: Instant::now() + Duration::from_secs(30),
+        };
+        d.challenged(Some("Bearer"), Zone::Global, false);
+        assert!(matches!(d.next(), Next::Bare));
+        assert!(matches!(*lock(&d.state), State::Failed { .. }));
+        // The pause over: open again, and the next challenge is followed.
+        *lock(&d.state) = State::Failed {
+            until: Instant::now(),
+        };
+        assert!(matches!(d.next(), Next::Bare));
+        assert!(matches!(*lock(&d.state), State::Open));
+        // A learned binding: a bare request's 401 changes nothing; a 401 to its token
+        // has the metadata read again, behind calls that keep using the binding.
+        *lock(&d.state) = State::Learned {
+            plan: plan(),
+            challenge: challenge.clone(),
+            fresh_until: Instant::now() + LEARNED_TTL,
+        };
+        d.challenged(Some("Bearer"), Zone::Global, false);
+        assert!(matches!(d.next(), Next::Use(p) if p.issuer == plan().issuer));
         d.challenged(
             Some("Bearer resource_metadata=\"https://m/\""),
             Zone::Global,
+            true,
         );
         assert!(
-            matches!(&*lock(&d.state), State::Challenged(c) if c.metadata.as_deref() == Some("https://m/"))
+            matches!(d.next(), Next::Refresh(p, c) if p.issuer == plan().issuer && c.metadata.as_deref() == Some("https://m/"))
+        );
+        // Stale by age too.
+        *lock(&d.state) = State::Learned {
+            plan: plan(),
+            challenge,
+            fresh_until: Instant::now(),
+        };
+        assert!(matches!(d.next(), Next::Refresh(..)));
+    }
+
+    #[tokio::test]
+    async fn metadata_on_another_host_must_be_global_and_https() {
+        // A loopback backend pointing at another host (loopback too, here): refused
+        // before any connection, as a private address would be.
+        let d = discovery("https://127.0.0.1:9/hooks");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for (pointer, why) in [
+            ("https://127.0.0.2:9/prm", "NotPermitted"),
+            ("http://127.0.0.1:9/prm", "is not https"),
+        ] {
+            let challenge = Challenge {
+                metadata: Some(pointer.into()),
+                zone: Zone::Loopback,
+            };
+            let refused = d.discover(&challenge, deadline).await;
+            assert!(
+                matches!(&refused, Err(e) if e.contains(why)),
+                "{pointer}: {refused:?}"
+            );
+        }
+        // Its own host: connected to (nothing listens on port 9).
+        let own = Challenge {
+            metadata: Some("https://127.0.0.1:9/prm".into()),
+            zone: Zone::Loopback,
+        };
+        let refused = d.discover(&own, deadline).await;
+        assert!(
+            matches!(&refused, Err(e) if e.contains("ConnectionRefused")),
+            "{refused:?}"
         );
     }
 

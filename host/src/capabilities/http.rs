@@ -71,8 +71,20 @@ pub struct Received {
     pub reply: Reply,
     /// The address that answered.
     pub peer: IpAddr,
-    /// A 401's `WWW-Authenticate` value (the first, if it is a string).
+    /// A 401's `WWW-Authenticate` fields, joined as one list (RFC 9110 §5.3).
     pub challenge: Option<String>,
+}
+
+/// Every `WWW-Authenticate` field, joined with commas; bytes that are not UTF-8 (a
+/// realm in Latin-1, say) become U+FFFD rather than hiding the field. `None` if there is
+/// no such field.
+fn challenges(headers: &hyper::HeaderMap) -> Option<String> {
+    let fields: Vec<_> = headers
+        .get_all(WWW_AUTHENTICATE)
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()))
+        .collect();
+    (!fields.is_empty()).then(|| fields.join(", "))
 }
 
 /// One HTTP backend: its parsed URL and its connection pool.
@@ -245,10 +257,8 @@ impl HttpBackend {
         };
         let status = response.status().as_u16();
         let challenge = (status == 401)
-            .then(|| response.headers().get(WWW_AUTHENTICATE))
-            .flatten()
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
+            .then(|| challenges(response.headers()))
+            .flatten();
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
