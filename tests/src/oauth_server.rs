@@ -226,6 +226,11 @@ impl OAuthServer {
         state.resource.metadata.insert(path.to_string(), document);
     }
 
+    /// Stops serving protected resource metadata at `path` (404 from now on).
+    pub fn withdraw_resource_metadata(&self, path: &str) {
+        self.state.lock().unwrap().resource.metadata.remove(path);
+    }
+
     /// Makes every metadata request wait `delay` before its answer.
     pub fn set_resource_metadata_delay(&self, delay: Duration) {
         self.state.lock().unwrap().resource.metadata_delay = delay;

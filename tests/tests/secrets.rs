@@ -153,3 +153,81 @@ async fn no_secret_in_any_output_or_audit_line() {
         assert_eq!(server.issued().len(), scenario.issued, "{name}");
     }
 }
+
+/// The same for a backend registered without a credential whose 401 is answered through
+/// `--oauth-clients`: with the right client secret (allowed, the issued token sent) and a
+/// wrong one (refused at the token endpoint).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_secret_in_any_output_or_audit_line_after_discovery() {
+    tokio::task::spawn_blocking(ahp_binary)
+        .await
+        .expect("locate the ahp binary");
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::generate();
+    let roots = pki.trust_roots_file();
+    let event_file = dir.path().join("event.json");
+    std::fs::write(&event_file, event("evt_secrets_discovery")).unwrap();
+    for (i, (client_secret, exit, logged)) in [
+        (CLIENT_SECRET, 0, "ahp.hook_call"),
+        ("cs-wrong-secret-0c61d9a4", 2, "invalid_client"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let server = OAuthServer::start(&pki, CLIENT_SECRET, 3600).await;
+        server.set_challenge(Some("Bearer"));
+        let resource = server.resource_url();
+        let document = json!({"resource": resource, "authorization_servers": [server.issuer()]});
+        server.serve_resource_metadata("/.well-known/oauth-protected-resource/hooks", document);
+        let secret_file = dir.path().join(format!("discovery-secret-{i}"));
+        std::fs::write(&secret_file, client_secret).unwrap();
+        let clients = json!([{"issuer": server.issuer(), "clientId": CLIENT_ID,
+            "clientSecretRef": format!("file:{}", secret_file.display())}]);
+        let clients_file = dir.path().join(format!("clients-{i}.json"));
+        std::fs::write(&clients_file, clients.to_string()).unwrap();
+        let reg_file = dir.path().join(format!("discovery-registration-{i}.json"));
+        std::fs::write(
+            &reg_file,
+            registration(&[Http::new("com.example.open", resource)]),
+        )
+        .unwrap();
+        let audit = dir.path().join(format!("discovery-audit-{i}.jsonl"));
+        let output = traced_intercept_command(&reg_file, &event_file, &audit)
+            .arg("--trust-roots")
+            .arg(roots.path())
+            .arg("--oauth-clients")
+            .arg(&clients_file)
+            .output()
+            .await
+            .expect("run ahp intercept");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(exit), "{i}: {stdout}\n{stderr}");
+        assert!(stderr.contains(logged), "{i}: {stderr}");
+        let mut secrets = vec![
+            CLIENT_SECRET.to_string(),
+            client_secret.to_string(),
+            basic(CLIENT_ID, client_secret)["Basic ".len()..].to_string(),
+        ];
+        secrets.extend(server.issued());
+        let audited = std::fs::read_to_string(&audit).expect("audit written");
+        for (what, text) in [
+            ("stdout", &*stdout),
+            ("stderr", &*stderr),
+            ("audit", &audited),
+        ] {
+            for secret in &secrets {
+                assert!(!text.contains(secret.as_str()), "{i}: a secret in {what}");
+            }
+        }
+        // The secret was used: the token endpoint was asked, and a token it issued went
+        // to the backend.
+        assert_eq!(server.token_requests().len(), 1, "{i}");
+        let bearers = server
+            .resource_requests()
+            .iter()
+            .filter(|r| r.authorization.is_some())
+            .count();
+        assert_eq!(bearers, server.issued().len(), "{i}");
+    }
+}

@@ -155,12 +155,21 @@ enum State {
     Failed {
         until: Instant,
     },
-    /// A binding discovered from `challenge`, read again once `fresh_until` passes.
-    Learned {
-        plan: OauthPlan,
-        challenge: Challenge,
-        fresh_until: Instant,
-    },
+    Learned(Learned),
+}
+
+/// A binding discovered from `challenge`.
+#[derive(Clone)]
+struct Learned {
+    plan: OauthPlan,
+    challenge: Challenge,
+    /// When its metadata is read again.
+    fresh_until: Instant,
+    /// Counts the 401s to its token, so a re-reading started before the latest one does
+    /// not overwrite what that one asked for.
+    generation: u64,
+    /// After a failed re-reading, none before this, whatever the backend says.
+    quiet_until: Instant,
 }
 
 /// What a call does next, by the state.
@@ -168,7 +177,7 @@ enum Next {
     Bare,
     Use(OauthPlan),
     /// Use the binding now and read the metadata again behind the call.
-    Refresh(OauthPlan, Challenge),
+    Refresh(Learned),
     Discover(Challenge),
 }
 
@@ -216,12 +225,10 @@ impl Discovery {
         let mut state = lock(&self.state);
         match (&mut *state, with_token) {
             (State::Open | State::Challenged(_), false) => *state = State::Challenged(challenge),
-            (State::Learned { plan, .. }, true) => {
-                *state = State::Learned {
-                    plan: plan.clone(),
-                    challenge,
-                    fresh_until: Instant::now(),
-                }
+            (State::Learned(learned), true) => {
+                learned.challenge = challenge;
+                learned.generation += 1;
+                learned.fresh_until = learned.quiet_until.max(Instant::now());
             }
             _ => {}
         }
@@ -233,16 +240,14 @@ impl Discovery {
         let plan = match self.next() {
             Next::Bare => return Ok(None),
             Next::Use(plan) => plan,
-            Next::Refresh(plan, challenge) => {
-                self.refresh_behind(challenge);
-                plan
-            }
+            Next::Refresh(learned) => self.refresh_behind(learned),
             Next::Discover(_) => {
                 let _turn = self.discovering.lock().await;
                 // Another call may have settled it meanwhile.
                 match self.next() {
                     Next::Bare => return Ok(None),
-                    Next::Use(plan) | Next::Refresh(plan, _) => plan,
+                    Next::Use(plan) => plan,
+                    Next::Refresh(learned) => self.refresh_behind(learned),
                     Next::Discover(challenge) => self.settle(challenge, deadline).await?,
                 }
             }
@@ -261,72 +266,79 @@ impl Discovery {
                 Next::Bare
             }
             State::Challenged(challenge) => Next::Discover(challenge.clone()),
-            State::Learned {
-                plan, fresh_until, ..
-            } if now < *fresh_until => Next::Use(plan.clone()),
-            State::Learned {
-                plan, challenge, ..
-            } => Next::Refresh(plan.clone(), challenge.clone()),
+            State::Learned(learned) if now < learned.fresh_until => Next::Use(learned.plan.clone()),
+            State::Learned(learned) => Next::Refresh(learned.clone()),
         }
     }
 
-    /// Discovers the binding after a challenge, by `deadline`, and keeps the outcome.
+    /// Discovers the binding after a challenge, by `deadline`, and keeps the outcome. A
+    /// failure that is only this call running out of time leaves the challenge for the
+    /// next call.
     async fn settle(
         &self,
         challenge: Challenge,
         deadline: Instant,
     ) -> Result<OauthPlan, AuthFailure> {
         let discovered = self.discover(&challenge, deadline).await;
+        let now = Instant::now();
         let mut state = lock(&self.state);
         match discovered {
             Ok(plan) => {
-                *state = State::Learned {
+                *state = State::Learned(Learned {
                     plan: plan.clone(),
                     challenge,
-                    fresh_until: Instant::now() + LEARNED_TTL,
-                };
+                    fresh_until: now + LEARNED_TTL,
+                    generation: 0,
+                    quiet_until: now,
+                });
                 Ok(plan)
             }
+            Err(_) if now >= deadline => Err(AuthFailure::DeadlineExceeded),
             Err(why) => {
                 tracing::warn!(resource = %self.resource, %why, "no credential for the backend's challenge");
                 *state = State::Failed {
-                    until: Instant::now() + FAILED_PAUSE,
+                    until: now + FAILED_PAUSE,
                 };
                 Err(AuthFailure::AcquisitionFailed)
             }
         }
     }
 
-    /// Reads a learned binding's metadata again behind the calls, which go on using it;
-    /// if that fails, it is kept and tried again after a pause.
-    fn refresh_behind(self: &Arc<Self>, challenge: Challenge) {
+    /// Reads `learned`'s metadata again behind the calls, which go on using its plan
+    /// (returned); if that fails, the binding is kept and not read again for a while.
+    fn refresh_behind(self: &Arc<Self>, learned: Learned) -> OauthPlan {
         let mut refresh = lock(&self.refresh);
         if refresh.as_ref().is_some_and(|task| !task.is_finished()) {
-            return;
+            return learned.plan;
         }
         let discovery = Arc::clone(self);
+        let plan = learned.plan.clone();
         let task = tokio::spawn(async move {
             let bound = Instant::now() + REFRESH_BOUND;
-            let discovered = discovery.discover(&challenge, bound).await;
+            let discovered = discovery.discover(&learned.challenge, bound).await;
+            let now = Instant::now();
             let mut state = lock(&discovery.state);
-            let State::Learned {
-                plan, fresh_until, ..
-            } = &mut *state
-            else {
+            // A 401 to the token since it began: that one's challenge is read next.
+            let State::Learned(current) = &mut *state else {
                 return;
             };
+            if current.generation != learned.generation {
+                return;
+            }
             match discovered {
                 Ok(fresh) => {
-                    *plan = fresh;
-                    *fresh_until = Instant::now() + LEARNED_TTL;
+                    current.plan = fresh;
+                    current.fresh_until = now + LEARNED_TTL;
                 }
                 Err(why) => {
                     tracing::warn!(resource = %discovery.resource, %why, "reading the backend's metadata again failed; the learned binding stays");
-                    *fresh_until = Instant::now() + FAILED_PAUSE;
+                    current.quiet_until = now + FAILED_PAUSE;
+                    current.fresh_until = current.quiet_until;
                 }
             }
         });
         *refresh = Some(task.abort_handle());
+        plan
     }
 
     /// Stops a background read of the metadata (shutdown).
@@ -339,8 +351,8 @@ impl Discovery {
     /// The backend answered 401 to `token`, the learned binding's: the OAuth client's
     /// cache drops it.
     pub fn reject(&self, token: &Secret) {
-        if let State::Learned { plan, .. } = &*lock(&self.state) {
-            self.oauth.reject(plan, token);
+        if let State::Learned(learned) = &*lock(&self.state) {
+            self.oauth.reject(&learned.plan, token);
         }
     }
 
@@ -513,6 +525,10 @@ fn bearer_challenge(header: &str) -> Option<Option<String>> {
     let mut metadata = None;
     for item in split_outside_quotes(header) {
         let item = item.trim();
+        // RFC 9110 §5.6.1: empty list elements count for nothing.
+        if item.is_empty() {
+            continue;
+        }
         // `name = value` (spaces allowed around `=`) continues a challenge; any other
         // item starts one: `scheme [param | token68]`.
         let first_end = item
@@ -613,6 +629,17 @@ mod tests {
                 Some(Some("https://r.example/m")),
             ),
             (r#"Basic bearer = "x", realm="y""#, None),
+            ("Bearer,", Some(None)),
+            ("Bearer abc==", Some(None)),
+            (
+                r#"Bearer realm="x", , resource_metadata="https://r.example/m""#,
+                Some(Some("https://r.example/m")),
+            ),
+            // RFC 9110 §11.6.1's own example.
+            (
+                r#"Newauth realm="apps", type=1, title="Login to \"apps\"", Basic realm="simple""#,
+                None,
+            ),
             ("Basic realm=\"Z\u{fffd}rich\"", None),
         ];
         for (header, expected) in cases {
@@ -790,28 +817,32 @@ mod tests {
         assert!(matches!(*lock(&d.state), State::Open));
         // A learned binding: a bare request's 401 changes nothing; a 401 to its token
         // has the metadata read again, behind calls that keep using the binding.
-        *lock(&d.state) = State::Learned {
-            plan: plan(),
-            challenge: challenge.clone(),
-            fresh_until: Instant::now() + LEARNED_TTL,
+        let learned = |fresh_until, quiet_until| {
+            State::Learned(Learned {
+                plan: plan(),
+                challenge: challenge.clone(),
+                fresh_until,
+                generation: 0,
+                quiet_until,
+            })
         };
+        let now = Instant::now();
+        *lock(&d.state) = learned(now + LEARNED_TTL, now);
         d.challenged(Some("Bearer"), Zone::Global, false);
         assert!(matches!(d.next(), Next::Use(p) if p.issuer == plan().issuer));
-        d.challenged(
-            Some("Bearer resource_metadata=\"https://m/\""),
-            Zone::Global,
-            true,
-        );
-        assert!(
-            matches!(d.next(), Next::Refresh(p, c) if p.issuer == plan().issuer && c.metadata.as_deref() == Some("https://m/"))
-        );
+        let pointer = Some("Bearer resource_metadata=\"https://m/\"");
+        d.challenged(pointer, Zone::Global, true);
+        assert!(matches!(d.next(), Next::Refresh(l)
+            if l.plan.issuer == plan().issuer
+                && l.challenge.metadata.as_deref() == Some("https://m/")
+                && l.generation == 1));
         // Stale by age too.
-        *lock(&d.state) = State::Learned {
-            plan: plan(),
-            challenge,
-            fresh_until: Instant::now(),
-        };
+        *lock(&d.state) = learned(Instant::now(), now);
         assert!(matches!(d.next(), Next::Refresh(..)));
+        // After a failed re-reading, a 401 to the token waits out the quiet time.
+        *lock(&d.state) = learned(now + LEARNED_TTL, now + Duration::from_secs(30));
+        d.challenged(pointer, Zone::Global, true);
+        assert!(matches!(d.next(), Next::Use(..)));
     }
 
     #[tokio::test]
