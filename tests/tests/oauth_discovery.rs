@@ -78,6 +78,11 @@ impl Fixture {
             .timeout_ms(2_000)
     }
 
+    /// The `Authorization` header of a request bearing the `n`th token issued.
+    fn bearing(&self, n: usize) -> Option<String> {
+        Some(format!("Bearer {}", self.server.issued()[n]))
+    }
+
     /// The requests to the AHP endpoint itself.
     fn posts(&self) -> Vec<ResourceRequest> {
         let requests = self.server.resource_requests();
@@ -150,10 +155,7 @@ async fn a_challenge_naming_its_metadata_is_answered_with_a_resource_bound_token
         posts[0].authorization, None,
         "tried without a credential first"
     );
-    assert_eq!(
-        posts[1].authorization,
-        Some(format!("Bearer {}", issued[0]))
-    );
+    assert_eq!(posts[1].authorization, fx.bearing(0));
     assert_eq!(posts[0].body, posts[1].body, "the same bytes");
     assert_eq!(fx.metadata_reads(), ["/prm"]);
     let token_requests = fx.server.token_requests();
@@ -405,8 +407,7 @@ async fn a_learned_token_refused_later_is_replaced_and_the_metadata_read_again()
     assert_eq!(issued.len(), 2);
     let posts = fx.posts();
     let bearers: Vec<_> = posts[2..].iter().map(|p| p.authorization.clone()).collect();
-    let bearer = |t: &str| Some(format!("Bearer {t}"));
-    assert_eq!(bearers, [bearer(&issued[0]), bearer(&issued[1])]);
+    assert_eq!(bearers, [fx.bearing(0), fx.bearing(1)]);
     assert_eq!(posts[2].body, posts[3].body);
     let until = Instant::now() + Duration::from_secs(5);
     while fx.metadata_reads().len() < 2 && Instant::now() < until {
@@ -452,10 +453,7 @@ async fn discovery_runs_inside_the_deadline() {
     assert_eq!(fx.server.issued().len(), 1);
     let posts = fx.posts();
     assert_eq!(posts.len(), 2);
-    assert_eq!(
-        posts[1].authorization,
-        Some(format!("Bearer {}", fx.server.issued()[0]))
-    );
+    assert_eq!(posts[1].authorization, fx.bearing(0));
 }
 
 /// No trust policy: the 401 is `auth-failed` and nothing is looked up or resent. A
@@ -535,10 +533,7 @@ async fn an_observers_challenge_is_answered_too() {
     let posts = fx.posts();
     assert_eq!(posts.len(), 2);
     assert_eq!(posts[0].body, posts[1].body);
-    assert_eq!(
-        posts[1].authorization,
-        Some(format!("Bearer {}", fx.server.issued()[0]))
-    );
+    assert_eq!(posts[1].authorization, fx.bearing(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

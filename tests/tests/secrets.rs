@@ -68,15 +68,12 @@ async fn no_secret_in_any_output_or_audit_line() {
             logged: "invalid_client",
         },
     ];
-    // Found (or built) off the async runtime before the first command needs it.
-    tokio::task::spawn_blocking(ahp_binary)
-        .await
-        .expect("locate the ahp binary");
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::generate();
-    let roots = pki.trust_roots_file();
-    let event_file = dir.path().join("event.json");
-    std::fs::write(&event_file, event("evt_secrets")).unwrap();
+    let Setup {
+        dir,
+        pki,
+        roots,
+        event_file,
+    } = Setup::new("evt_secrets").await;
     let bearer_file = dir.path().join("bearer-token");
     std::fs::write(&bearer_file, BEARER_TOKEN).unwrap();
 
@@ -124,20 +121,7 @@ async fn no_secret_in_any_output_or_audit_line() {
             basic(CLIENT_ID, scenario.client_secret)["Basic ".len()..].to_string(),
         ];
         secrets.extend(server.issued());
-        let audited = std::fs::read_to_string(&audit).expect("audit written");
-        for (what, text) in [
-            ("stdout", &*stdout),
-            ("stderr", &*stderr),
-            ("audit", &audited),
-        ] {
-            for secret in &secrets {
-                let leaked: Vec<&str> = text
-                    .lines()
-                    .filter(|l| l.contains(secret.as_str()))
-                    .collect();
-                assert!(leaked.is_empty(), "{name}: a secret in {what}: {leaked:?}");
-            }
-        }
+        assert_nothing_leaked(name, &secrets, &output, &audit);
 
         // The secrets really were used, so their absence above means something.
         let sent_bearer = bearer_backend.requests();
@@ -159,14 +143,12 @@ async fn no_secret_in_any_output_or_audit_line() {
 /// wrong one (refused at the token endpoint).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_secret_in_any_output_or_audit_line_after_discovery() {
-    tokio::task::spawn_blocking(ahp_binary)
-        .await
-        .expect("locate the ahp binary");
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::generate();
-    let roots = pki.trust_roots_file();
-    let event_file = dir.path().join("event.json");
-    std::fs::write(&event_file, event("evt_secrets_discovery")).unwrap();
+    let Setup {
+        dir,
+        pki,
+        roots,
+        event_file,
+    } = Setup::new("evt_secrets_discovery").await;
     for (i, (client_secret, exit, logged)) in [
         (CLIENT_SECRET, 0, "ahp.hook_call"),
         ("cs-wrong-secret-0c61d9a4", 2, "invalid_client"),
@@ -210,16 +192,7 @@ async fn no_secret_in_any_output_or_audit_line_after_discovery() {
             basic(CLIENT_ID, client_secret)["Basic ".len()..].to_string(),
         ];
         secrets.extend(server.issued());
-        let audited = std::fs::read_to_string(&audit).expect("audit written");
-        for (what, text) in [
-            ("stdout", &*stdout),
-            ("stderr", &*stderr),
-            ("audit", &audited),
-        ] {
-            for secret in &secrets {
-                assert!(!text.contains(secret.as_str()), "{i}: a secret in {what}");
-            }
-        }
+        assert_nothing_leaked(&format!("discovery {i}"), &secrets, &output, &audit);
         // The secret was used: the token endpoint was asked, and a token it issued went
         // to the backend.
         assert_eq!(server.token_requests().len(), 1, "{i}");
@@ -229,5 +202,59 @@ async fn no_secret_in_any_output_or_audit_line_after_discovery() {
             .filter(|r| r.authorization.is_some())
             .count();
         assert_eq!(bearers, server.issued().len(), "{i}");
+    }
+}
+
+/// What every run needs: a directory, a CA and its trust roots file, and the event file.
+struct Setup {
+    dir: tempfile::TempDir,
+    pki: Pki,
+    roots: tempfile::NamedTempFile,
+    event_file: std::path::PathBuf,
+}
+
+impl Setup {
+    /// Also finds (or builds) the `ahp` binary, off the async runtime, before the first
+    /// command needs it.
+    async fn new(event_id: &str) -> Setup {
+        tokio::task::spawn_blocking(ahp_binary)
+            .await
+            .expect("locate the ahp binary");
+        let dir = tempfile::tempdir().unwrap();
+        let pki = Pki::generate();
+        let roots = pki.trust_roots_file();
+        let event_file = dir.path().join("event.json");
+        std::fs::write(&event_file, event(event_id)).unwrap();
+        Setup {
+            dir,
+            pki,
+            roots,
+            event_file,
+        }
+    }
+}
+
+/// None of `secrets` on any line of the run's stdout, stderr or audit file.
+fn assert_nothing_leaked(
+    name: &str,
+    secrets: &[String],
+    output: &std::process::Output,
+    audit: &std::path::Path,
+) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let audited = std::fs::read_to_string(audit).expect("audit written");
+    for (what, text) in [
+        ("stdout", &*stdout),
+        ("stderr", &*stderr),
+        ("audit", &audited),
+    ] {
+        for secret in secrets {
+            let leaked: Vec<&str> = text
+                .lines()
+                .filter(|l| l.contains(secret.as_str()))
+                .collect();
+            assert!(leaked.is_empty(), "{name}: a secret in {what}: {leaked:?}");
+        }
     }
 }
