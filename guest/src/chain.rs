@@ -503,6 +503,10 @@ fn attempt<H: Host>(
 ) -> (Tried, Instant) {
     use Tried::Ended;
     if begun >= deadline {
+        if challenged {
+            // The 401 came in time; no answer to it could.
+            return (Tried::Unanswered, begun);
+        }
         let failure = Failure::new(FailureClass::DeadlineExceeded, Phase::AcquireCredential);
         return (Ended(Ending::Failed(failure)), begun);
     }

@@ -179,7 +179,7 @@ struct HostArgs {
     stdio_env: Vec<String>,
     /// Authorization servers this harness trusts and holds a client at, for http backends
     /// registered without a credential that answer 401: a JSON file, `[{"issuer",
-    /// "clientId", "clientSecretRef": "file:PATH" or "env:NAME", "scopes"}]`.
+    /// "clientId", "clientSecretRef": "file:/ABSOLUTE/PATH" or "env:NAME", "scopes"}]`.
     #[arg(long, value_name = "FILE")]
     oauth_clients: Option<PathBuf>,
     /// Retries per exchange after a transient failure, inside the original deadline.

@@ -212,8 +212,10 @@ async fn without_a_metadata_pointer_the_path_specific_then_the_root_location_is_
 }
 
 /// H13: metadata for another resource, no trusted issuer, plain-http metadata, a
-/// pointer that leads nowhere or a challenge of another scheme: `auth-failed` under the
-/// policy, no token requested, and the request never sent again without a credential.
+/// pointer that leads nowhere, a token refused to this client, or a challenge of another
+/// scheme: `auth-failed` under the policy, no token (no token request at all but from a
+/// trusted issuer for this very resource), and the request never sent again without a
+/// credential.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere() {
     enum Case {
@@ -221,6 +223,7 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
         NoTrustedIssuer,
         PlainHttpPointer,
         PointerToNothing,
+        WrongClientSecret,
         BasicChallenge,
     }
     for (case, policy) in [
@@ -228,6 +231,7 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
         (Case::NoTrustedIssuer, "fail-open"),
         (Case::PlainHttpPointer, "fail-closed"),
         (Case::PointerToNothing, "fail-closed"),
+        (Case::WrongClientSecret, "fail-closed"),
         (Case::BasicChallenge, "fail-closed"),
     ] {
         let fx = Fixture::start().await;
@@ -253,10 +257,19 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
                 fx.metadata(&format!("{WELL_KNOWN}/hooks"), &resource, &[&issuer]);
                 ("pointer to nothing", pointer(&format!("{issuer}/missing")))
             }
+            Case::WrongClientSecret => {
+                fx.metadata("/prm", &resource, &[&issuer]);
+                std::fs::write(fx.secret_file.path(), "cs-not-this-clients-secret").unwrap();
+                ("wrong client secret", pointer(&format!("{issuer}/prm")))
+            }
             Case::BasicChallenge => {
                 fx.metadata(&format!("{WELL_KNOWN}/hooks"), &resource, &[&issuer]);
                 ("basic", r#"Basic realm="hooks""#.to_string())
             }
+        };
+        let token_requests = match case {
+            Case::WrongClientSecret => 1,
+            _ => 0,
         };
         fx.server.set_challenge(Some(&challenge));
         let interceptor = fx.interceptor(fx.backend(policy), vec![fx.client()]).await;
@@ -285,10 +298,8 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
             ),
         };
         assert_eq!(failure(&settled), expected, "{label}: {}", settled.record);
-        assert!(
-            fx.server.token_requests().is_empty(),
-            "{label}: no token requested"
-        );
+        assert_eq!(fx.server.token_requests().len(), token_requests, "{label}");
+        assert!(fx.server.issued().is_empty(), "{label}: no token issued");
         assert_eq!(
             fx.posts().len(),
             1,
@@ -315,7 +326,7 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
             reads,
             "{label}: not looked up again"
         );
-        assert!(fx.server.token_requests().is_empty(), "{label}");
+        assert_eq!(fx.server.token_requests().len(), token_requests, "{label}");
     }
 }
 
@@ -326,10 +337,9 @@ async fn concurrent_challenged_calls_share_one_discovery() {
     fx.challenge_without_a_pointer();
     // Slow enough that every call is challenged before the first discovery ends.
     fx.server
-        .set_resource_metadata_delay(Duration::from_millis(500));
-    let interceptor = fx
-        .interceptor(fx.backend("fail-closed"), vec![fx.client()])
-        .await;
+        .set_resource_metadata_delay(Duration::from_secs(1));
+    let backend = fx.backend("fail-closed").timeout_ms(5_000);
+    let interceptor = fx.interceptor(backend, vec![fx.client()]).await;
     let calls: Vec<_> = (0..8)
         .map(|i| {
             let interceptor = interceptor.clone();
@@ -417,8 +427,7 @@ async fn a_learned_token_refused_later_is_replaced_and_the_metadata_read_again()
 }
 
 /// Metadata that never comes: the call settles at its deadline, which discovery counts
-/// against, by policy. That call running out of time is no failed discovery: the next
-/// call, the metadata fast again, discovers.
+/// against, by policy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_runs_inside_the_deadline() {
     let fx = Fixture::start().await;
@@ -445,15 +454,17 @@ async fn discovery_runs_inside_the_deadline() {
     assert!(fx.server.token_requests().is_empty());
     assert_eq!(fx.posts().len(), 1);
 
-    fx.server.set_resource_metadata_delay(Duration::ZERO);
-    let next = call(&interceptor, "evt_discovery_fast").await;
-    assert_eq!(failure(&next), Value::Null, "{}", next.record);
-    // Still challenged: the token goes on the call's first request.
-    assert_eq!(attempts(&next), [json!("accepted")]);
-    assert_eq!(fx.server.issued().len(), 1);
-    let posts = fx.posts();
-    assert_eq!(posts.len(), 2);
-    assert_eq!(posts[1].authorization, fx.bearing(0));
+    // The discovery goes on behind the call that gave up: the next call waits for the
+    // same one (again until its own deadline) rather than looking up anew.
+    let next = call(&interceptor, "evt_discovery_joins").await;
+    assert_eq!(
+        failure(&next)["detail"],
+        "deadline-exceeded",
+        "{}",
+        next.record
+    );
+    assert_eq!(fx.metadata_reads().len(), 1, "one lookup for both calls");
+    assert_eq!(fx.posts().len(), 1, "nothing sent bare again");
 }
 
 /// No trust policy: the 401 is `auth-failed` and nothing is looked up or resent. A

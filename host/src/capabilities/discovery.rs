@@ -5,11 +5,14 @@
 //! well-known location), check that it describes this very backend, choose an
 //! authorization server it lists that the local trust policy ([`OAuthClient`]) holds a
 //! client registration at, and get a token requested for the resource (RFC 8707) through
-//! the OAuth client; the component then resends the same bytes once. The binding learned
-//! is kept, so later calls send the token at once; its metadata is read again behind the
-//! calls an hour later, or after a 401 to its token. One call discovers at a time; a
-//! failed discovery pauses discovery for a while, so broken metadata costs no lookup per
-//! call.
+//! the OAuth client; the component then resends the same bytes once.
+//!
+//! That discovery is one task of its own (a "flight"), which every call challenged
+//! meanwhile waits for, each until its own deadline: a call that gives up (deadline,
+//! interruption) does not stop it for the others. Its binding is kept once a token came
+//! with it, so later calls send the token at once, and its metadata is read again behind
+//! the calls an hour later or after a 401 to its token. A flight that fails pauses
+//! discovery for a while, so broken or hanging metadata costs no lookup per call.
 //!
 //! The backend chooses only among issuers the harness already trusts: the client secret
 //! goes to nobody the backend names. Metadata is fetched over verified `https` only, on
@@ -27,15 +30,17 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::task::AbortHandle;
-use tokio::time::Instant;
+use tokio::time::{timeout_at, Instant};
 
 /// How long a learned binding is used before the metadata is read again.
 const LEARNED_TTL: Duration = Duration::from_secs(3600);
 /// How long a failed discovery (or re-reading) waits before the next try.
 const FAILED_PAUSE: Duration = Duration::from_secs(30);
-/// The longest a background re-reading of a learned binding's metadata may run.
-const REFRESH_BOUND: Duration = Duration::from_secs(30);
+/// The longest a discovery (metadata and first token) or a re-reading may run; each call
+/// still waits only until its own deadline.
+const FLIGHT_BOUND: Duration = Duration::from_secs(30);
 /// Where RFC 9728 puts protected resource metadata.
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
@@ -50,7 +55,8 @@ pub struct OAuthClient {
     pub issuer: String,
     /// This harness's client id at that issuer.
     pub client_id: String,
-    /// Where the client secret is: `file:PATH` or `env:NAME`, never the secret.
+    /// Where the client secret is: `file:` and an absolute path, or `env:NAME`; never the
+    /// secret.
     pub client_secret_ref: String,
     /// Exactly the scopes asked for (a resource's `scopes_supported` is never taken as
     /// required); none asks for the server's default.
@@ -89,11 +95,14 @@ impl OAuthClient {
         if self.client_id.is_empty() {
             return Err("`clientId` is empty".into());
         }
-        if !["file:", "env:"]
-            .iter()
-            .any(|scheme| self.client_secret_ref.starts_with(scheme))
-        {
-            return Err("`clientSecretRef` must be `file:PATH` or `env:NAME`".into());
+        match self.client_secret_ref.split_once(':') {
+            // Read from wherever the process runs (a hook, from the harness's directory).
+            Some(("file", path)) if std::path::Path::new(path).is_absolute() => {}
+            Some(("file", _)) => {
+                return Err("`clientSecretRef`: a `file:` path must be absolute".into())
+            }
+            Some(("env", name)) if !name.is_empty() => {}
+            _ => return Err("`clientSecretRef` must be `file:PATH` or `env:NAME`".into()),
         }
         // RFC 6749 §3.3: scope tokens are visible ASCII but `"` and `\`, no spaces.
         let scope_token = |s: &str| {
@@ -129,12 +138,22 @@ pub struct Discovery {
     oauth: Arc<OAuth>,
     http: HttpOptions,
     state: Mutex<State>,
-    /// Held by the one call discovering a binding the backend does not have yet; the
-    /// others wait for its outcome, each until its own deadline.
-    discovering: tokio::sync::Mutex<()>,
-    /// The background reading of a learned binding's metadata, if one runs.
-    refresh: Mutex<Option<AbortHandle>>,
+    tasks: Mutex<Tasks>,
 }
+
+/// The tasks a [`Discovery`] runs on its own, which shutdown stops.
+#[derive(Default)]
+struct Tasks {
+    closed: bool,
+    /// The discovery after a challenge, and what it settled, for the calls that wait.
+    flight: Option<(watch::Receiver<Option<Settled>>, AbortHandle)>,
+    /// The re-reading of a learned binding's metadata.
+    refresh: Option<AbortHandle>,
+}
+
+/// What a discovery flight settled: the binding, with a token in the OAuth client's
+/// cache, or why not.
+type Settled = Result<OauthPlan, AuthFailure>;
 
 impl std::fmt::Debug for Discovery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -204,8 +223,7 @@ impl Discovery {
             oauth,
             http,
             state: Mutex::new(State::Open),
-            discovering: tokio::sync::Mutex::new(()),
-            refresh: Mutex::new(None),
+            tasks: Mutex::default(),
         }
     }
 
@@ -241,15 +259,15 @@ impl Discovery {
             Next::Bare => return Ok(None),
             Next::Use(plan) => plan,
             Next::Refresh(learned) => self.refresh_behind(learned),
-            Next::Discover(_) => {
-                let _turn = self.discovering.lock().await;
-                // Another call may have settled it meanwhile.
-                match self.next() {
-                    Next::Bare => return Ok(None),
-                    Next::Use(plan) => plan,
-                    Next::Refresh(learned) => self.refresh_behind(learned),
-                    Next::Discover(challenge) => self.settle(challenge, deadline).await?,
-                }
+            Next::Discover(challenge) => {
+                let mut settled = self.join_flight(challenge)?;
+                let outcome = timeout_at(deadline, settled.wait_for(Option::is_some))
+                    .await
+                    .map_err(|_| AuthFailure::DeadlineExceeded)?
+                    // The flight was stopped (shutdown).
+                    .map_err(|_| AuthFailure::AcquisitionFailed)?
+                    .clone();
+                outcome.unwrap_or(Err(AuthFailure::AcquisitionFailed))?
             }
         };
         self.oauth.token(&plan, deadline).await.map(Some)
@@ -271,50 +289,80 @@ impl Discovery {
         }
     }
 
-    /// Discovers the binding after a challenge, by `deadline`, and keeps the outcome. A
-    /// failure that is only this call running out of time leaves the challenge for the
-    /// next call.
-    async fn settle(
-        &self,
+    /// What the discovery flight after `challenge` settles, starting it unless one runs.
+    fn join_flight(
+        self: &Arc<Self>,
         challenge: Challenge,
-        deadline: Instant,
-    ) -> Result<OauthPlan, AuthFailure> {
-        let discovered = self.discover(&challenge, deadline).await;
-        let now = Instant::now();
-        let mut state = lock(&self.state);
-        match discovered {
-            Ok(plan) => {
-                *state = State::Learned(Learned {
-                    plan: plan.clone(),
-                    challenge,
-                    fresh_until: now + LEARNED_TTL,
-                    generation: 0,
-                    quiet_until: now,
-                });
-                Ok(plan)
-            }
-            Err(_) if now >= deadline => Err(AuthFailure::DeadlineExceeded),
-            Err(why) => {
-                tracing::warn!(resource = %self.resource, %why, "no credential for the backend's challenge");
-                *state = State::Failed {
-                    until: now + FAILED_PAUSE,
-                };
-                Err(AuthFailure::AcquisitionFailed)
+    ) -> Result<watch::Receiver<Option<Settled>>, AuthFailure> {
+        let mut tasks = lock(&self.tasks);
+        if tasks.closed {
+            return Err(AuthFailure::AcquisitionFailed);
+        }
+        if let Some((settled, task)) = &tasks.flight {
+            if !task.is_finished() {
+                return Ok(settled.clone());
             }
         }
+        let (publish, settled) = watch::channel(None);
+        let discovery = Arc::clone(self);
+        let task = tokio::spawn(async move {
+            let outcome = timeout_at(Instant::now() + FLIGHT_BOUND, discovery.settle(challenge))
+                .await
+                .unwrap_or_else(|_| Err("timed out".to_string()));
+            let now = Instant::now();
+            let settled = match outcome {
+                Ok((plan, challenge)) => {
+                    *lock(&discovery.state) = State::Learned(Learned {
+                        plan: plan.clone(),
+                        challenge,
+                        fresh_until: now + LEARNED_TTL,
+                        generation: 0,
+                        quiet_until: now,
+                    });
+                    Ok(plan)
+                }
+                Err(why) => {
+                    tracing::warn!(resource = %discovery.resource, %why, "no credential for the backend's challenge");
+                    *lock(&discovery.state) = State::Failed {
+                        until: now + FAILED_PAUSE,
+                    };
+                    Err(AuthFailure::AcquisitionFailed)
+                }
+            };
+            let _ = publish.send(Some(settled));
+        });
+        tasks.flight = Some((settled.clone(), task.abort_handle()));
+        Ok(settled)
+    }
+
+    /// Discovers the binding after `challenge` and gets its first token (which the OAuth
+    /// client caches for the calls): a binding without one is not kept.
+    async fn settle(&self, challenge: Challenge) -> Result<(OauthPlan, Challenge), String> {
+        let plan = self
+            .discover(&challenge, Instant::now() + FLIGHT_BOUND)
+            .await?;
+        self.oauth
+            .token(&plan, Instant::now() + FLIGHT_BOUND)
+            .await
+            .map_err(|failure| format!("no token from {}: {failure:?}", plan.issuer))?;
+        Ok((plan, challenge))
     }
 
     /// Reads `learned`'s metadata again behind the calls, which go on using its plan
     /// (returned); if that fails, the binding is kept and not read again for a while.
     fn refresh_behind(self: &Arc<Self>, learned: Learned) -> OauthPlan {
-        let mut refresh = lock(&self.refresh);
-        if refresh.as_ref().is_some_and(|task| !task.is_finished()) {
-            return learned.plan;
+        let plan = learned.plan.clone();
+        let mut tasks = lock(&self.tasks);
+        let running = tasks
+            .refresh
+            .as_ref()
+            .is_some_and(|task| !task.is_finished());
+        if tasks.closed || running {
+            return plan;
         }
         let discovery = Arc::clone(self);
-        let plan = learned.plan.clone();
         let task = tokio::spawn(async move {
-            let bound = Instant::now() + REFRESH_BOUND;
+            let bound = Instant::now() + FLIGHT_BOUND;
             let discovered = discovery.discover(&learned.challenge, bound).await;
             let now = Instant::now();
             let mut state = lock(&discovery.state);
@@ -337,14 +385,20 @@ impl Discovery {
                 }
             }
         });
-        *refresh = Some(task.abort_handle());
+        tasks.refresh = Some(task.abort_handle());
         plan
     }
 
-    /// Stops a background read of the metadata (shutdown).
+    /// Stops the tasks this discovery runs and starts no more (shutdown); calls waiting
+    /// for a flight fail.
     pub fn close(&self) {
-        if let Some(task) = lock(&self.refresh).take() {
-            task.abort();
+        let mut tasks = lock(&self.tasks);
+        tasks.closed = true;
+        if let Some((_, flight)) = tasks.flight.take() {
+            flight.abort();
+        }
+        if let Some(refresh) = tasks.refresh.take() {
+            refresh.abort();
         }
     }
 
@@ -886,6 +940,14 @@ mod tests {
             (
                 r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "S"}]"#,
                 "`clientSecretRef`",
+            ),
+            (
+                r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "file:secret"}]"#,
+                "`clientSecretRef`: a `file:` path must be absolute",
+            ),
+            (
+                r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:"}]"#,
+                "`clientSecretRef` must be",
             ),
             (
                 r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:S", "scopes": ["a b"]}]"#,
