@@ -306,14 +306,33 @@ impl HostArgs {
     }
 
     /// Host options that are accepted but will not do what they say: each `--stdio-env`
-    /// name unset in this environment (stdio backends start without it). Names only,
-    /// never a value.
+    /// name unset in this environment (stdio backends start without it), each
+    /// `--oauth-clients` secret reference that does not resolve now. Names only, never a
+    /// value.
     fn warnings(&self) -> Vec<String> {
-        self.stdio_env
+        let mut warnings: Vec<String> = self
+            .stdio_env
             .iter()
             .filter(|name| std::env::var_os(name).is_none())
             .map(|name| format!("--stdio-env {name}: not set; stdio backends start without it"))
-            .collect()
+            .collect();
+        // Each client whose secret cannot be had now: the challenges it would answer fail.
+        for client in self.oauth_clients().unwrap_or_default() {
+            let reference = &client.client_secret_ref;
+            let missing = match reference.split_once(':') {
+                Some(("env", name)) => std::env::var_os(name).is_none(),
+                Some(("file", path)) => !std::path::Path::new(path).is_file(),
+                _ => false,
+            };
+            if missing {
+                warnings.push(format!(
+                    "--oauth-clients: the secret of the client at {} ({reference}) is not there; \
+                     a challenge it would answer is auth-failed",
+                    client.issuer
+                ));
+            }
+        }
+        warnings
     }
 
     /// [`HostArgs::warnings`] on stderr.

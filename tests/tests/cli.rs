@@ -208,8 +208,24 @@ fn oauth_clients_are_refused_naming_the_flag_the_entry_and_the_field() {
     }
     let good = dir.path().join("clients.json");
     std::fs::write(&good, json!([client]).to_string()).expect("write the file");
-    let run = ahp(&["check", path(&reg), "--oauth-clients", path(&good)], &[]);
+    let secret = [("AHP_CLIENT_SECRET", "cs-never-shown")];
+    let run = ahp(
+        &["check", path(&reg), "--oauth-clients", path(&good)],
+        &secret,
+    );
     run.assert_exit(0, "a good trust policy");
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+    // Its secret unset here: accepted, and warned about by name, never by value.
+    let run = ahp(&["check", path(&reg), "--oauth-clients", path(&good)], &[]);
+    run.assert_exit(0, "a trust policy whose secret is not set");
+    assert!(
+        run.stderr.contains(
+            "warning: --oauth-clients: the secret of the client at https://as.example \
+             (env:AHP_CLIENT_SECRET) is not there"
+        ),
+        "{}",
+        run.stderr
+    );
 }
 
 /// An event or registration larger than the bound is refused by its flag, exit 1, before

@@ -224,6 +224,7 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
         PlainHttpPointer,
         PointerToNothing,
         WrongClientSecret,
+        UnsetClientSecret,
         BasicChallenge,
     }
     for (case, policy) in [
@@ -232,6 +233,7 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
         (Case::PlainHttpPointer, "fail-closed"),
         (Case::PointerToNothing, "fail-closed"),
         (Case::WrongClientSecret, "fail-closed"),
+        (Case::UnsetClientSecret, "fail-open"),
         (Case::BasicChallenge, "fail-closed"),
     ] {
         let fx = Fixture::start().await;
@@ -262,17 +264,25 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
                 std::fs::write(fx.secret_file.path(), "cs-not-this-clients-secret").unwrap();
                 ("wrong client secret", pointer(&format!("{issuer}/prm")))
             }
+            Case::UnsetClientSecret => {
+                fx.metadata("/prm", &resource, &[&issuer]);
+                ("unset client secret", pointer(&format!("{issuer}/prm")))
+            }
             Case::BasicChallenge => {
                 fx.metadata(&format!("{WELL_KNOWN}/hooks"), &resource, &[&issuer]);
                 ("basic", r#"Basic realm="hooks""#.to_string())
             }
         };
+        let mut client = fx.client();
+        if let Case::UnsetClientSecret = case {
+            client.client_secret_ref = "env:AHP_E2E_DISCOVERY_SECRET_UNSET".into();
+        }
         let token_requests = match case {
             Case::WrongClientSecret => 1,
             _ => 0,
         };
         fx.server.set_challenge(Some(&challenge));
-        let interceptor = fx.interceptor(fx.backend(policy), vec![fx.client()]).await;
+        let interceptor = fx.interceptor(fx.backend(policy), vec![client]).await;
         let settled = call(&interceptor, "evt_discovery_refused").await;
         match policy {
             "fail-open" => assert_eq!(settled.decision, Decision::Allow, "{label}"),
@@ -291,6 +301,12 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
                     vec![json!("unauthorized")],
                 )
             }
+            // The token's own failure, as for an `oauth` binding.
+            Case::UnsetClientSecret => (
+                json!({"class": "auth-failed", "phase": "acquire-credential",
+                       "detail": "unresolved"}),
+                vec![json!("unauthorized"), json!("auth-failed")],
+            ),
             _ => (
                 json!({"class": "auth-failed", "phase": "acquire-credential",
                        "detail": "acquisition-failed"}),

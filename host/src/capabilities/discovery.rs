@@ -308,7 +308,7 @@ impl Discovery {
         let task = tokio::spawn(async move {
             let outcome = timeout_at(Instant::now() + FLIGHT_BOUND, discovery.settle(challenge))
                 .await
-                .unwrap_or_else(|_| Err("timed out".to_string()));
+                .unwrap_or_else(|_| Err(("timed out".into(), AuthFailure::AcquisitionFailed)));
             let now = Instant::now();
             let settled = match outcome {
                 Ok((plan, challenge)) => {
@@ -321,12 +321,12 @@ impl Discovery {
                     });
                     Ok(plan)
                 }
-                Err(why) => {
+                Err((why, failure)) => {
                     tracing::warn!(resource = %discovery.resource, %why, "no credential for the backend's challenge");
                     *lock(&discovery.state) = State::Failed {
                         until: now + FAILED_PAUSE,
                     };
-                    Err(AuthFailure::AcquisitionFailed)
+                    Err(failure)
                 }
             };
             let _ = publish.send(Some(settled));
@@ -336,15 +336,19 @@ impl Discovery {
     }
 
     /// Discovers the binding after `challenge` and gets its first token (which the OAuth
-    /// client caches for the calls): a binding without one is not kept.
-    async fn settle(&self, challenge: Challenge) -> Result<(OauthPlan, Challenge), String> {
+    /// client caches for the calls): a binding without one is not kept. A failure says
+    /// why, and how the calls waiting for it fail (a token's failure is theirs).
+    async fn settle(
+        &self,
+        challenge: Challenge,
+    ) -> Result<(OauthPlan, Challenge), (String, AuthFailure)> {
         let plan = self
             .discover(&challenge, Instant::now() + FLIGHT_BOUND)
-            .await?;
-        self.oauth
-            .token(&plan, Instant::now() + FLIGHT_BOUND)
             .await
-            .map_err(|failure| format!("no token from {}: {failure:?}", plan.issuer))?;
+            .map_err(|why| (why, AuthFailure::AcquisitionFailed))?;
+        if let Err(failure) = self.oauth.token(&plan, Instant::now() + FLIGHT_BOUND).await {
+            return Err((format!("no token from {}", plan.issuer), failure));
+        }
         Ok((plan, challenge))
     }
 
