@@ -423,6 +423,8 @@ fn evaluate<H: Host>(
     loop {
         let begun = if attempts.is_empty() { now } else { host.now() };
         let (result, ended) = attempt(host, backend, message, begun, deadline, call, challenged);
+        // Only the resend right after the 401 answers it; a retry after that is a retry.
+        challenged = false;
         let entry = match &result {
             Tried::Ended(Ending::Accepted(_)) => Some((AttemptResult::Accepted, None, None)),
             Tried::Ended(Ending::Interrupted) => Some((AttemptResult::Interrupted, None, None)),

@@ -151,13 +151,17 @@ impl Backends {
     /// Closes idle connections and kills every stdio child (shutdown); never blocks.
     /// [`reap`] then waits for the children. Safe to repeat, also concurrently.
     pub fn close(&self) {
-        if let Some(oauth) = &self.oauth {
-            oauth.close();
-        }
+        // Discoveries first (they ask OAuth for tokens), then OAuth, which starts no
+        // acquisition after it closed.
         for backend in self.by_id.values() {
             if let Some(Source::Discovered(discovery)) = &backend.credentials {
                 discovery.close();
             }
+        }
+        if let Some(oauth) = &self.oauth {
+            oauth.close();
+        }
+        for backend in self.by_id.values() {
             match &backend.transport {
                 Transport::Http(http) => http.close_idle(),
                 Transport::Stdio(stdio) => stdio.shut_down(),

@@ -299,7 +299,10 @@ impl Discovery {
             return Err(AuthFailure::AcquisitionFailed);
         }
         if let Some((settled, task)) = &tasks.flight {
-            if !task.is_finished() {
+            // Running, or ended after this call read the state: its outcome is this
+            // call's too. Only a challenge after it ended starts another.
+            let challenged = matches!(*lock(&self.state), State::Challenged(_));
+            if !task.is_finished() || !challenged {
                 return Ok(settled.clone());
             }
         }
@@ -310,25 +313,34 @@ impl Discovery {
                 .await
                 .unwrap_or_else(|_| Err(("timed out".into(), AuthFailure::AcquisitionFailed)));
             let now = Instant::now();
+            let mut state = lock(&discovery.state);
+            // Nothing but a challenge awaits this outcome (a flight is never replaced
+            // while its state is anything else): never overwrite more.
+            let challenged = matches!(*state, State::Challenged(_));
             let settled = match outcome {
                 Ok((plan, challenge)) => {
-                    *lock(&discovery.state) = State::Learned(Learned {
-                        plan: plan.clone(),
-                        challenge,
-                        fresh_until: now + LEARNED_TTL,
-                        generation: 0,
-                        quiet_until: now,
-                    });
+                    if challenged {
+                        *state = State::Learned(Learned {
+                            plan: plan.clone(),
+                            challenge,
+                            fresh_until: now + LEARNED_TTL,
+                            generation: 0,
+                            quiet_until: now,
+                        });
+                    }
                     Ok(plan)
                 }
                 Err((why, failure)) => {
                     tracing::warn!(resource = %discovery.resource, %why, "no credential for the backend's challenge");
-                    *lock(&discovery.state) = State::Failed {
-                        until: now + FAILED_PAUSE,
-                    };
+                    if challenged {
+                        *state = State::Failed {
+                            until: now + FAILED_PAUSE,
+                        };
+                    }
                     Err(failure)
                 }
             };
+            drop(state);
             let _ = publish.send(Some(settled));
         });
         tasks.flight = Some((settled.clone(), task.abort_handle()));
@@ -884,6 +896,63 @@ mod tests {
         *lock(&d.state) = learned(now + LEARNED_TTL, now + Duration::from_secs(30));
         d.challenged(pointer, Zone::Global, true);
         assert!(matches!(d.next(), Next::Use(..)));
+    }
+
+    #[tokio::test]
+    async fn a_flight_that_ended_serves_calls_that_read_the_state_before_it_did() {
+        let d = Arc::new(discovery("https://r.example/hooks"));
+        let challenge = Challenge {
+            metadata: None,
+            zone: Zone::Global,
+        };
+        // A flight that ended with a binding, as a call that saw `Challenged` just before
+        // finds it.
+        let (publish, settled) = watch::channel(None);
+        publish.send_replace(Some(Ok(plan())));
+        let ended = tokio::spawn(async {});
+        let handle = ended.abort_handle();
+        ended.await.expect("the task");
+        lock(&d.tasks).flight = Some((settled, handle));
+        *lock(&d.state) = State::Learned(Learned {
+            plan: plan(),
+            challenge: challenge.clone(),
+            fresh_until: Instant::now() + LEARNED_TTL,
+            generation: 0,
+            quiet_until: Instant::now(),
+        });
+        let joined = d.join_flight(challenge.clone()).expect("not closed");
+        assert!(matches!(&*joined.borrow(), Some(Ok(p)) if p.issuer == plan().issuer));
+        // Challenged again after it ended: a new flight.
+        *lock(&d.state) = State::Challenged(challenge.clone());
+        let fresh = d.join_flight(challenge).expect("not closed");
+        assert!(fresh.borrow().is_none());
+        d.close();
+    }
+
+    #[tokio::test]
+    async fn after_close_nothing_starts() {
+        let d = Arc::new(discovery("https://r.example/hooks"));
+        let challenge = Challenge {
+            metadata: None,
+            zone: Zone::Global,
+        };
+        d.close();
+        *lock(&d.state) = State::Challenged(challenge.clone());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        assert_eq!(
+            d.token(deadline).await.err(),
+            Some(AuthFailure::AcquisitionFailed)
+        );
+        assert!(lock(&d.tasks).flight.is_none());
+        let learned = Learned {
+            plan: plan(),
+            challenge,
+            fresh_until: Instant::now(),
+            generation: 0,
+            quiet_until: Instant::now(),
+        };
+        d.refresh_behind(learned);
+        assert!(lock(&d.tasks).refresh.is_none());
     }
 
     #[tokio::test]

@@ -21,6 +21,7 @@ use base64::Engine as _;
 use hyper::Method;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -47,6 +48,8 @@ pub struct OAuth {
     endpoints: Mutex<HashMap<(String, Zone), Arc<HttpBackend>>>,
     metadata: Mutex<HashMap<String, Metadata>>,
     tokens: Mutex<HashMap<TokenKey, Slot>>,
+    /// Set at shutdown: no acquisition starts after it.
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for OAuth {
@@ -115,6 +118,7 @@ impl OAuth {
             endpoints: Mutex::default(),
             metadata: Mutex::default(),
             tokens: Mutex::default(),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -128,6 +132,9 @@ impl OAuth {
         if plan.flow != OauthFlow::ClientCredentials {
             // Interactive flows need a user agent, which a hook call does not have.
             return Err(AuthFailure::Unsupported);
+        }
+        if self.closed.load(Ordering::Acquire) {
+            return Err(AuthFailure::AcquisitionFailed);
         }
         let key = TokenKey::of(plan);
         let mut outcome = {
@@ -175,9 +182,11 @@ impl OAuth {
         }
     }
 
-    /// Aborts every acquisition in flight and closes the idle connections to metadata
-    /// and token endpoints (shutdown); their waiters fail.
+    /// Aborts every acquisition in flight, starts none after (a discovery finishing
+    /// late must not send the client secret), and closes the idle connections to
+    /// metadata and token endpoints (shutdown); their waiters fail.
     pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
         for endpoint in lock(&self.endpoints).values() {
             endpoint.close_idle();
         }
@@ -650,6 +659,30 @@ mod tests {
         ] {
             assert!(token_from(&bad, &scopes, now).is_err(), "{bad}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_closed_client_starts_no_acquisition() {
+        let http = HttpOptions {
+            max_body_bytes: 1 << 16,
+            allow_insecure_http: false,
+            tls: Arc::new(crate::tls::client_config(None).expect("platform roots")),
+            innermost: Zone::Loopback,
+        };
+        let oauth = Arc::new(OAuth::new(http));
+        oauth.close();
+        let plan = OauthPlan {
+            issuer: "https://127.0.0.1:9".into(),
+            resource: "r".into(),
+            client_id: "c".into(),
+            flow: OauthFlow::ClientCredentials,
+            scopes: Vec::new(),
+            client_secret_ref: Some("env:PATH".into()),
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let refused = oauth.token(&plan, deadline).await.err();
+        assert_eq!(refused, Some(AuthFailure::AcquisitionFailed));
+        assert!(lock(&oauth.tokens).is_empty(), "no flight was started");
     }
 
     #[test]
