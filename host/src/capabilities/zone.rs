@@ -21,8 +21,10 @@ pub enum Zone {
     /// connection takes to mean this machine (and their IPv4-mapped forms).
     Loopback,
     /// Any other address that is not globally reachable: private and shared ranges,
-    /// link-local, site-local, unique-local, documentation, benchmarking, NAT64,
-    /// reserved, broadcast and multicast (the IANA special-purpose registries).
+    /// link-local, site-local, unique-local, documentation, benchmarking, local-use
+    /// NAT64, reserved, broadcast and multicast (the IANA special-purpose registries).
+    /// An IPv4-mapped address, or one of the well-known NAT64 prefix, is the zone of the
+    /// IPv4 address it stands for.
     Private,
     /// Globally reachable.
     Global,
@@ -33,7 +35,7 @@ impl Zone {
     pub fn of(ip: IpAddr) -> Zone {
         match ip {
             IpAddr::V4(v4) => Zone::of_v4(v4),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped().or_else(|| nat64(v6)) {
                 Some(v4) => Zone::of_v4(v4),
                 None => Zone::of_v6(v6),
             },
@@ -64,7 +66,7 @@ impl Zone {
             || (first & 0xff00) == 0xff00 // multicast
             || (first == 0x2001 && ip.segments()[1] == 0x0db8) // documentation
             || (first == 0x0100 && ip.segments()[1..4] == [0, 0, 0]) // discard-only 100::/64
-            || (first == 0x0064 && ip.segments()[1] == 0xff9b) // NAT64, maps IPv4
+            || (first == 0x0064 && ip.segments()[1] == 0xff9b) // the rest of 64:ff9b::/32, local-use NAT64
             || first == 0; // IPv4-compatible and other ::/16 forms
         Zone::classed(ip.is_loopback() || ip.is_unspecified(), special)
     }
@@ -78,6 +80,15 @@ impl Zone {
             (false, false) => Zone::Global,
         }
     }
+}
+
+/// The IPv4 address a well-known-prefix NAT64 address stands for (64:ff9b::/96, RFC
+/// 6052): where a connection to it ends up, as an IPv6-only network's DNS64 answers for
+/// every IPv4-only host.
+fn nat64(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    let prefix = s[..6] == [0x0064, 0xff9b, 0, 0, 0, 0];
+    prefix.then(|| Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7])))
 }
 
 #[cfg(test)]
@@ -112,7 +123,11 @@ mod tests {
             ("fe80::1", Zone::Private),
             ("ff02::1", Zone::Private),
             ("2001:db8::1", Zone::Private),
+            // NAT64 (RFC 6052): the IPv4 address it stands for; local-use NAT64 private.
             ("64:ff9b::a00:1", Zone::Private),
+            ("64:ff9b::7f00:1", Zone::Loopback),
+            ("64:ff9b::808:808", Zone::Global),
+            ("64:ff9b:1::808:808", Zone::Private),
             ("::ffff:10.0.0.1", Zone::Private),
             ("8.8.8.8", Zone::Global),
             ("100.63.255.255", Zone::Global),
