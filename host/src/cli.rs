@@ -195,12 +195,14 @@ struct HostArgs {
 impl HostArgs {
     /// Refuses what is wrong without loading the component, naming the flag: trust roots
     /// without a PEM certificate (the library would refuse the same file as a setup error,
-    /// after the component is compiled) and an event given twice to `--interceptable`.
-    fn check(&self) -> Result<(), String> {
+    /// after the component is compiled), an `--oauth-clients` file that cannot be read or
+    /// holds a bad client, and an event given twice to `--interceptable`. Returns the
+    /// clients read.
+    fn check(&self) -> Result<Vec<crate::OAuthClient>, String> {
         if let Some(path) = &self.trust_roots {
             crate::tls::read_trust_roots(path).map_err(|e| format!("--trust-roots {e}"))?;
         }
-        self.oauth_clients()?;
+        let clients = self.oauth_clients()?;
         if let Some(events) = &self.interceptable {
             if let Some(twice) = events
                 .iter()
@@ -213,7 +215,7 @@ impl HostArgs {
                 ));
             }
         }
-        Ok(())
+        Ok(clients)
     }
 
     /// These options as words of the `ahp hook` command line `ahp hook install` writes,
@@ -271,7 +273,7 @@ impl HostArgs {
     async fn options(&self) -> Result<Options, String> {
         // Checked first: so an error names the flag, and comes before the component is
         // compiled.
-        self.check()?;
+        let oauth_clients = self.check()?;
         let component = match &self.component {
             Some(source) => Some(component_cmd::load(source).await?),
             None => None,
@@ -281,7 +283,7 @@ impl HostArgs {
             trust_roots: self.trust_roots.clone(),
             allow_insecure_http: self.allow_insecure_http.clone(),
             stdio_env: self.stdio_env.clone(),
-            oauth_clients: self.oauth_clients()?,
+            oauth_clients,
             retries: crate::RetryPolicy {
                 default: self.retries,
                 ..Default::default()
@@ -319,14 +321,9 @@ impl HostArgs {
         // Each client whose secret cannot be had now: the challenges it would answer fail.
         for client in self.oauth_clients().unwrap_or_default() {
             let reference = &client.client_secret_ref;
-            let missing = match reference.split_once(':') {
-                Some(("env", name)) => std::env::var_os(name).is_none(),
-                Some(("file", path)) => !std::path::Path::new(path).is_file(),
-                _ => false,
-            };
-            if missing {
+            if !crate::capabilities::credentials::resolves(reference) {
                 warnings.push(format!(
-                    "--oauth-clients: the secret of the client at {} ({reference}) is not there; \
+                    "--oauth-clients: the secret of the client at {} ({reference}) does not resolve; \
                      a challenge it would answer is auth-failed",
                     client.issuer
                 ));

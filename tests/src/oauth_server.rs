@@ -93,7 +93,6 @@ struct Resource {
 /// One request to the protected resource or its metadata, as received.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResourceRequest {
-    pub method: String,
     pub path: String,
     pub authorization: Option<String>,
     pub body: Vec<u8>,
@@ -265,7 +264,6 @@ async fn serve(
     request: Request<hyper::body::Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let path = request.uri().path().to_string();
-    let method = request.method().to_string();
     let authorization = request
         .headers()
         .get("authorization")
@@ -295,38 +293,37 @@ async fn serve(
             };
             token(&state, &record, mode).await
         }
-        "/hooks" => {
-            let record = ResourceRequest {
-                method,
-                path,
-                authorization,
-                body: body.to_vec(),
-            };
-            protected(&state, record)
-        }
         _ => {
             let record = ResourceRequest {
-                method,
                 path: path.clone(),
                 authorization,
                 body: body.to_vec(),
             };
-            let (document, delay) = {
-                let mut state = state.lock().unwrap();
-                state.resource.requests.push(record);
-                let resource = &state.resource;
-                (
-                    resource.metadata.get(&path).cloned(),
-                    resource.metadata_delay,
-                )
-            };
-            tokio::time::sleep(delay).await;
-            match document {
-                Some(document) => respond(200, "application/json", document.to_string()),
-                None => respond(404, "text/plain", "not found".into()),
+            match path.as_str() {
+                "/hooks" => protected(&state, record),
+                _ => resource_metadata(&state, record).await,
             }
         }
     })
+}
+
+/// Protected resource metadata at the request's path (404 if none is served there),
+/// after the configured delay.
+async fn resource_metadata(
+    state: &Mutex<State>,
+    request: ResourceRequest,
+) -> Response<Full<Bytes>> {
+    let (document, delay) = {
+        let mut state = state.lock().unwrap();
+        let document = state.resource.metadata.get(&request.path).cloned();
+        state.resource.requests.push(request);
+        (document, state.resource.metadata_delay)
+    };
+    tokio::time::sleep(delay).await;
+    match document {
+        Some(document) => respond(200, "application/json", document.to_string()),
+        None => respond(404, "text/plain", "not found".into()),
+    }
 }
 
 /// The AHP endpoint: a request bearing an issued token is answered (an intercept with no

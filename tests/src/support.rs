@@ -162,6 +162,18 @@ pub fn attempt_results(entry: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// The `failure` of the only interceptor's audit entry (`null` if it did not fail).
+pub fn only_failure(settled: &Settlement) -> Value {
+    only_interceptor(&record_json(settled))["failure"].clone()
+}
+
+/// The `result` of each attempt of the only interceptor, in order.
+pub fn only_attempt_results(settled: &Settlement) -> Vec<String> {
+    let record = record_json(settled);
+    let results = attempt_results(only_interceptor(&record));
+    results.into_iter().map(str::to_string).collect()
+}
+
 /// One call with the `tool.before` event `id`, deny the only effect the harness enforces.
 pub async fn call(interceptor: &Interceptor, id: &str) -> Settlement {
     timed_call(interceptor, id, None).await.0

@@ -191,7 +191,7 @@ fn oauth_clients_are_refused_naming_the_flag_the_entry_and_the_field() {
     let mut unquoted = client.clone();
     unquoted["clientSecretRef"] = json!("hunter2");
     for (name, content, error) in [
-        ("object.json", json!(client), "must be a JSON array"),
+        ("object.json", unquoted.clone(), "must be a JSON array"),
         (
             "ref.json",
             json!([client, unquoted]),
@@ -221,7 +221,7 @@ fn oauth_clients_are_refused_naming_the_flag_the_entry_and_the_field() {
     assert!(
         run.stderr.contains(
             "warning: --oauth-clients: the secret of the client at https://as.example \
-             (env:AHP_CLIENT_SECRET) is not there"
+             (env:AHP_CLIENT_SECRET) does not resolve"
         ),
         "{}",
         run.stderr

@@ -3,11 +3,11 @@
 //! inside the subscription's deadline, one re-acquisition after a 401, and never a
 //! request without the credential.
 
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::oauth_server::{basic, MetadataMode, OAuthServer, TokenMode, CLIENT_ID};
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{event, record_json, registration, Http};
+use ahp_tests::support::{call, event, only_failure, registration, Http};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tempfile::NamedTempFile;
@@ -75,17 +75,6 @@ impl Fixture {
             })
             .collect()
     }
-}
-
-async fn call(interceptor: &Interceptor, id: &str) -> Settlement {
-    interceptor
-        .intercept(&event(id), &[EffectKind::Deny], None)
-        .await
-        .unwrap()
-}
-
-fn failure(settlement: &Settlement) -> Value {
-    record_json(settlement)["interceptors"][0]["failure"].clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -252,7 +241,7 @@ async fn an_expired_token_is_replaced_on_demand_and_a_failed_refresh_is_its_own_
     let s = call(&interceptor, "evt_e3").await;
     assert_eq!(s.decided_by, DecidedBy::SyntheticDeny, "{}", s.record);
     assert_eq!(
-        failure(&s),
+        only_failure(&s),
         json!({"class": "auth-failed", "phase": "refresh-credential", "detail": "refresh-failed"})
     );
     assert_eq!(
@@ -279,7 +268,7 @@ async fn a_slow_token_endpoint_settles_at_the_deadline_under_both_policies() {
         let took = started.elapsed();
         assert_eq!(s.decision, decision, "{policy}: {}", s.record);
         assert_eq!(
-            failure(&s),
+            only_failure(&s),
             json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "deadline-exceeded"}),
             "{policy}"
         );
@@ -316,7 +305,7 @@ async fn failing_discovery_or_token_endpoint_is_auth_failed_and_sends_nothing() 
             s.record
         );
         assert_eq!(
-            failure(&s),
+            only_failure(&s),
             json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"}),
             "{name}"
         );
@@ -331,7 +320,7 @@ async fn wrong_client_secret_is_auth_failed() {
     let interceptor = fx.interceptor("fail-open", 2_000).await;
     let s = call(&interceptor, "evt_bad_secret").await;
     assert_eq!(s.decision, Decision::Allow, "{}", s.record);
-    assert_eq!(failure(&s)["class"], "auth-failed");
+    assert_eq!(only_failure(&s)["class"], "auth-failed");
     assert!(fx.server.issued().is_empty());
     assert!(fx.backend.requests().is_empty());
 }
@@ -361,8 +350,8 @@ async fn two_401s_are_auth_failed_and_no_request_goes_without_a_token() {
     let interceptor = fx.interceptor("fail-closed", 2_000).await;
     let s = call(&interceptor, "evt_401_twice").await;
     assert_eq!(s.decided_by, DecidedBy::SyntheticDeny, "{}", s.record);
-    assert_eq!(failure(&s)["class"], "auth-failed");
-    assert_eq!(failure(&s)["httpStatus"], 401);
+    assert_eq!(only_failure(&s)["class"], "auth-failed");
+    assert_eq!(only_failure(&s)["httpStatus"], 401);
     assert_eq!(
         fx.backend.requests().len(),
         2,
@@ -446,7 +435,7 @@ async fn an_unresolvable_client_secret_is_unresolved_and_contacts_no_token_endpo
     let interceptor = Interceptor::new(&reg, options).await.unwrap();
     let s = call(&interceptor, "evt_no_secret").await;
     assert_eq!(
-        failure(&s),
+        only_failure(&s),
         json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "unresolved"})
     );
     assert!(fx.server.token_requests().is_empty());
@@ -472,7 +461,7 @@ async fn an_interactive_flow_is_unsupported_and_says_so_up_front() {
     );
     let s = call(&interceptor, "evt_pkce").await;
     assert_eq!(s.decision, Decision::Allow, "{}", s.record);
-    assert_eq!(failure(&s)["detail"], "unsupported");
+    assert_eq!(only_failure(&s)["detail"], "unsupported");
     assert!(fx.server.token_requests().is_empty());
     assert!(
         fx.backend.requests().is_empty(),
@@ -494,7 +483,7 @@ async fn token_acquisition_time_counts_against_the_exchange_deadline() {
     let s = call(&interceptor, "evt_f13").await;
     let took = started.elapsed();
     assert_eq!(s.decided_by, DecidedBy::SyntheticDeny, "{}", s.record);
-    assert_eq!(failure(&s)["class"], "deadline-exceeded");
+    assert_eq!(only_failure(&s)["class"], "deadline-exceeded");
     assert_eq!(
         fx.backend.requests().len(),
         1,
@@ -536,7 +525,7 @@ async fn a_failed_token_request_rediscovers_the_metadata_next_time() {
     fx.server.set_token_mode(TokenMode::Status(503));
     let interceptor = fx.interceptor("fail-closed", 2_000).await;
     let failed = call(&interceptor, "evt_rediscover_1").await;
-    assert_eq!(failure(&failed)["class"], "auth-failed");
+    assert_eq!(only_failure(&failed)["class"], "auth-failed");
     fx.server.set_token_mode(TokenMode::Issue);
     let s = call(&interceptor, "evt_rediscover_2").await;
     assert_eq!(s.decision, Decision::Allow, "{}", s.record);
@@ -590,7 +579,7 @@ async fn a_token_endpoint_further_inside_than_its_issuer_is_never_sent_the_secre
     let s = call(&interceptor, "evt_inward").await;
     assert_eq!(s.decided_by, DecidedBy::SyntheticDeny, "{}", s.record);
     assert_eq!(
-        failure(&s),
+        only_failure(&s),
         json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"})
     );
     assert_eq!(

@@ -4,11 +4,13 @@
 //! holds a client at, and resends the same bytes once, all inside the deadline; anything
 //! else is `auth-failed` under the policy, with no secret sent anywhere.
 
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, OAuthClient, Options, Settlement};
+use ahp_host::{DecidedBy, Decision, Interceptor, OAuthClient, Options};
 use ahp_tests::oauth_server::{OAuthServer, ResourceRequest, CLIENT_ID};
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{event, record_json, registration, Http, SLACK};
-use serde_json::{json, Value};
+use ahp_tests::support::{
+    call, event, only_attempt_results, only_failure, registration, Http, SLACK,
+};
+use serde_json::json;
 use std::time::{Duration, Instant};
 use tempfile::NamedTempFile;
 
@@ -103,27 +105,6 @@ impl Fixture {
     }
 }
 
-async fn call(interceptor: &Interceptor, id: &str) -> Settlement {
-    interceptor
-        .intercept(&event(id), &[EffectKind::Deny], None)
-        .await
-        .expect("valid event")
-}
-
-fn attempts(settlement: &Settlement) -> Vec<Value> {
-    let record = record_json(settlement);
-    let attempts = record["interceptors"][0]["attempts"].as_array().cloned();
-    attempts
-        .unwrap_or_default()
-        .into_iter()
-        .map(|a| a["result"].clone())
-        .collect()
-}
-
-fn failure(settlement: &Settlement) -> Value {
-    record_json(settlement)["interceptors"][0]["failure"].clone()
-}
-
 /// H11: the challenge names the metadata; the token is bound to the backend's URL; the
 /// same bytes go once more; later calls send the learned token at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -146,7 +127,7 @@ async fn a_challenge_naming_its_metadata_is_answered_with_a_resource_bound_token
 
     let first = call(&interceptor, "evt_discovery_1").await;
     assert_eq!(first.decision, Decision::Allow, "{}", first.record);
-    assert_eq!(attempts(&first), [json!("unauthorized"), json!("accepted")]);
+    assert_eq!(only_attempt_results(&first), ["unauthorized", "accepted"]);
     let issued = fx.server.issued();
     assert_eq!(issued.len(), 1);
     let posts = fx.posts();
@@ -165,7 +146,7 @@ async fn a_challenge_naming_its_metadata_is_answered_with_a_resource_bound_token
     // Learned: the next call carries the token on its first request.
     let second = call(&interceptor, "evt_discovery_2").await;
     assert_eq!(second.decision, Decision::Allow, "{}", second.record);
-    assert_eq!(attempts(&second), [json!("accepted")]);
+    assert_eq!(only_attempt_results(&second), ["accepted"]);
     assert_eq!(fx.posts().len(), 3);
     assert_eq!(fx.posts()[2].authorization, posts[1].authorization);
     assert_eq!(fx.metadata_reads().len(), 1);
@@ -298,22 +279,27 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
                 assert!(fx.metadata_reads().is_empty(), "{label}: no discovery");
                 (
                     json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
-                    vec![json!("unauthorized")],
+                    vec!["unauthorized"],
                 )
             }
             // The token's own failure, as for an `oauth` binding.
             Case::UnsetClientSecret => (
                 json!({"class": "auth-failed", "phase": "acquire-credential",
                        "detail": "unresolved"}),
-                vec![json!("unauthorized"), json!("auth-failed")],
+                vec!["unauthorized", "auth-failed"],
             ),
             _ => (
                 json!({"class": "auth-failed", "phase": "acquire-credential",
                        "detail": "acquisition-failed"}),
-                vec![json!("unauthorized"), json!("auth-failed")],
+                vec!["unauthorized", "auth-failed"],
             ),
         };
-        assert_eq!(failure(&settled), expected, "{label}: {}", settled.record);
+        assert_eq!(
+            only_failure(&settled),
+            expected,
+            "{label}: {}",
+            settled.record
+        );
         assert_eq!(fx.server.token_requests().len(), token_requests, "{label}");
         assert!(fx.server.issued().is_empty(), "{label}: no token issued");
         assert_eq!(
@@ -321,7 +307,7 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
             1,
             "{label}: never resent without a credential"
         );
-        assert_eq!(attempts(&settled), tried, "{label}");
+        assert_eq!(only_attempt_results(&settled), tried, "{label}");
         if let Case::BasicChallenge = case {
             continue;
         }
@@ -330,7 +316,7 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
         let reads = fx.metadata_reads().len();
         let next = call(&interceptor, "evt_discovery_paused").await;
         assert_eq!(
-            failure(&next),
+            only_failure(&next),
             json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
             "{label}: {}",
             next.record
@@ -425,10 +411,7 @@ async fn a_learned_token_refused_later_is_replaced_and_the_metadata_read_again()
     fx.server.revoke_issued();
     let second = call(&interceptor, "evt_learned_revoked").await;
     assert_eq!(second.decision, Decision::Allow, "{}", second.record);
-    assert_eq!(
-        attempts(&second),
-        [json!("unauthorized"), json!("accepted")]
-    );
+    assert_eq!(only_attempt_results(&second), ["unauthorized", "accepted"]);
     let issued = fx.server.issued();
     assert_eq!(issued.len(), 2);
     let posts = fx.posts();
@@ -462,7 +445,7 @@ async fn discovery_runs_inside_the_deadline() {
     assert_eq!(settled.decision, Decision::Allow);
     // As a token endpoint's deadline (oauth.rs).
     assert_eq!(
-        failure(&settled),
+        only_failure(&settled),
         json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "deadline-exceeded"}),
         "{}",
         settled.record
@@ -474,7 +457,7 @@ async fn discovery_runs_inside_the_deadline() {
     // same one (again until its own deadline) rather than looking up anew.
     let next = call(&interceptor, "evt_discovery_joins").await;
     assert_eq!(
-        failure(&next)["detail"],
+        only_failure(&next)["detail"],
         "deadline-exceeded",
         "{}",
         next.record
@@ -500,7 +483,7 @@ async fn without_a_client_or_with_a_binding_a_challenge_is_never_followed() {
     let interceptor = fx.interceptor(fx.backend("fail-closed"), Vec::new()).await;
     let settled = call(&interceptor, "evt_no_policy").await;
     assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
-    assert_eq!(failure(&settled)["httpStatus"], 401);
+    assert_eq!(only_failure(&settled)["httpStatus"], 401);
     assert_eq!(fx.posts().len(), 1);
 
     let bound = fx
@@ -511,7 +494,7 @@ async fn without_a_client_or_with_a_binding_a_challenge_is_never_followed() {
     let interceptor = fx.interceptor(bound, vec![fx.client()]).await;
     let settled = call(&interceptor, "evt_bound").await;
     assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
-    assert_eq!(failure(&settled)["httpStatus"], 401);
+    assert_eq!(only_failure(&settled)["httpStatus"], 401);
     assert!(
         fx.metadata_reads().is_empty(),
         "no discovery for a bound backend"

@@ -176,6 +176,18 @@ pub(super) async fn from_reference(reference: &str) -> Result<Secret, AuthFailur
     Err(AuthFailure::Unsupported)
 }
 
+/// Whether `reference` (`file:PATH` or `env:NAME`) resolves to a usable secret now, as
+/// [`from_reference`] would; for warnings ahead of any call, off the async runtime.
+pub(crate) fn resolves(reference: &str) -> bool {
+    match reference.split_once(':') {
+        Some(("file", path)) => {
+            std::fs::read_to_string(path).is_ok_and(|text| usable(text.trim()).is_some())
+        }
+        Some(("env", name)) => from_env(name).is_ok(),
+        _ => false,
+    }
+}
+
 /// A token fit for an HTTP header: non-empty visible ASCII, no spaces.
 pub(super) fn usable(token: &str) -> Option<Secret> {
     let ok = !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic());

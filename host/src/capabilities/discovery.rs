@@ -21,7 +21,10 @@
 
 use super::credentials::AuthFailure;
 use super::http::{HttpBackend, HttpOptions, Outgoing};
-use super::oauth::OAuth;
+// A learned binding's metadata is trusted as long as an issuer's (`METADATA_TTL`); a
+// discovery (metadata and first token) or a re-reading runs as long as a token
+// acquisition may (`FLIGHT_BOUND`), each call still waiting only until its deadline.
+use super::oauth::{lock, OAuth, FLIGHT_BOUND, METADATA_TTL as LEARNED_TTL};
 use super::zone::Zone;
 use crate::bindings::interceptor::{OauthFlow, OauthPlan};
 use crate::types::Secret;
@@ -34,13 +37,8 @@ use tokio::sync::watch;
 use tokio::task::AbortHandle;
 use tokio::time::{timeout_at, Instant};
 
-/// How long a learned binding is used before the metadata is read again.
-const LEARNED_TTL: Duration = Duration::from_secs(3600);
 /// How long a failed discovery (or re-reading) waits before the next try.
 const FAILED_PAUSE: Duration = Duration::from_secs(30);
-/// The longest a discovery (metadata and first token) or a re-reading may run; each call
-/// still waits only until its own deadline.
-const FLIGHT_BOUND: Duration = Duration::from_secs(30);
 /// Where RFC 9728 puts protected resource metadata.
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
@@ -214,14 +212,13 @@ impl Discovery {
         oauth: Arc<OAuth>,
         http: &HttpOptions,
     ) -> Discovery {
-        let mut http = http.clone();
-        http.allow_insecure_http = false;
         Discovery {
             resource: resource.to_string(),
             host: host_of(resource).unwrap_or_default(),
             clients,
             oauth,
-            http,
+            // `fetch` takes https only.
+            http: http.clone(),
             state: Mutex::new(State::Open),
             tasks: Mutex::default(),
         }
@@ -309,7 +306,8 @@ impl Discovery {
         let (publish, settled) = watch::channel(None);
         let discovery = Arc::clone(self);
         let task = tokio::spawn(async move {
-            let outcome = timeout_at(Instant::now() + FLIGHT_BOUND, discovery.settle(challenge))
+            let bound = Instant::now() + FLIGHT_BOUND;
+            let outcome = timeout_at(bound, discovery.settle(&challenge, bound))
                 .await
                 .unwrap_or_else(|_| Err(("timed out".into(), AuthFailure::AcquisitionFailed)));
             let now = Instant::now();
@@ -318,7 +316,7 @@ impl Discovery {
             // while its state is anything else): never overwrite more.
             let challenged = matches!(*state, State::Challenged(_));
             let settled = match outcome {
-                Ok((plan, challenge)) => {
+                Ok(plan) => {
                     if challenged {
                         *state = State::Learned(Learned {
                             plan: plan.clone(),
@@ -348,20 +346,21 @@ impl Discovery {
     }
 
     /// Discovers the binding after `challenge` and gets its first token (which the OAuth
-    /// client caches for the calls): a binding without one is not kept. A failure says
+    /// client caches for the calls), by `bound`: a binding without one is not kept. A failure says
     /// why, and how the calls waiting for it fail (a token's failure is theirs).
     async fn settle(
         &self,
-        challenge: Challenge,
-    ) -> Result<(OauthPlan, Challenge), (String, AuthFailure)> {
+        challenge: &Challenge,
+        bound: Instant,
+    ) -> Result<OauthPlan, (String, AuthFailure)> {
         let plan = self
-            .discover(&challenge, Instant::now() + FLIGHT_BOUND)
+            .discover(challenge, bound)
             .await
             .map_err(|why| (why, AuthFailure::AcquisitionFailed))?;
-        if let Err(failure) = self.oauth.token(&plan, Instant::now() + FLIGHT_BOUND).await {
+        if let Err(failure) = self.oauth.token(&plan, bound).await {
             return Err((format!("no token from {}", plan.issuer), failure));
         }
-        Ok((plan, challenge))
+        Ok(plan)
     }
 
     /// Reads `learned`'s metadata again behind the calls, which go on using its plan
@@ -436,7 +435,7 @@ impl Discovery {
         for location in self.locations(challenge)? {
             // Metadata on another host than the backend's must be on the internet: the
             // backend may not point this host at anything inside its network.
-            let innermost = match host_of(&location.url) == Some(self.host.clone()) {
+            let innermost = match host_of(&location.url).as_deref() == Some(self.host.as_str()) {
                 true => challenge.zone,
                 false => Zone::Global,
             };
@@ -667,12 +666,6 @@ fn host_of(url: &str) -> Option<String> {
     Some(uri.host()?.to_ascii_lowercase())
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -764,12 +757,8 @@ mod tests {
     }
 
     fn discovery(resource: &str) -> Discovery {
-        let http = HttpOptions {
-            max_body_bytes: 1 << 16,
-            allow_insecure_http: false,
-            tls: Arc::new(crate::tls::client_config(None).expect("platform roots")),
-            innermost: Zone::Loopback,
-        };
+        let config = crate::Options::default().backend_config();
+        let http = config.expect("the default options").http;
         Discovery::new(
             resource,
             Arc::from([]),
@@ -780,10 +769,7 @@ mod tests {
 
     #[test]
     fn well_known_locations_go_path_specific_then_root() {
-        let challenge = Challenge {
-            metadata: None,
-            zone: Zone::Global,
-        };
+        let challenge = bare_challenge();
         let urls = |resource: &str| -> Vec<(String, Vec<String>)> {
             discovery(resource)
                 .locations(&challenge)
@@ -837,6 +823,25 @@ mod tests {
         );
     }
 
+    /// A `Bearer` challenge without a metadata pointer, from a global backend.
+    fn bare_challenge() -> Challenge {
+        Challenge {
+            metadata: None,
+            zone: Zone::Global,
+        }
+    }
+
+    /// The binding of [`plan`], learned from [`bare_challenge`].
+    fn learned(fresh_until: Instant, quiet_until: Instant) -> Learned {
+        Learned {
+            plan: plan(),
+            challenge: bare_challenge(),
+            fresh_until,
+            generation: 0,
+            quiet_until,
+        }
+    }
+
     fn plan() -> OauthPlan {
         OauthPlan {
             issuer: "https://as.example".into(),
@@ -851,10 +856,6 @@ mod tests {
     #[test]
     fn a_failed_discovery_pauses_then_opens_and_a_learned_binding_is_refreshed_behind() {
         let d = discovery("https://r.example/hooks");
-        let challenge = Challenge {
-            metadata: None,
-            zone: Zone::Global,
-        };
         // Paused: requests go bare and a challenge is not followed.
         *lock(&d.state) = State::Failed {
             until: Instant::now() + Duration::from_secs(30),
@@ -870,15 +871,7 @@ mod tests {
         assert!(matches!(*lock(&d.state), State::Open));
         // A learned binding: a bare request's 401 changes nothing; a 401 to its token
         // has the metadata read again, behind calls that keep using the binding.
-        let learned = |fresh_until, quiet_until| {
-            State::Learned(Learned {
-                plan: plan(),
-                challenge: challenge.clone(),
-                fresh_until,
-                generation: 0,
-                quiet_until,
-            })
-        };
+        let learned = |fresh_until, quiet_until| State::Learned(learned(fresh_until, quiet_until));
         let now = Instant::now();
         *lock(&d.state) = learned(now + LEARNED_TTL, now);
         d.challenged(Some("Bearer"), Zone::Global, false);
@@ -901,10 +894,7 @@ mod tests {
     #[tokio::test]
     async fn a_flight_that_ended_serves_calls_that_read_the_state_before_it_did() {
         let d = Arc::new(discovery("https://r.example/hooks"));
-        let challenge = Challenge {
-            metadata: None,
-            zone: Zone::Global,
-        };
+        let challenge = bare_challenge();
         // A flight that ended with a binding, as a call that saw `Challenged` just before
         // finds it.
         let (publish, settled) = watch::channel(None);
@@ -913,13 +903,8 @@ mod tests {
         let handle = ended.abort_handle();
         ended.await.expect("the task");
         lock(&d.tasks).flight = Some((settled, handle));
-        *lock(&d.state) = State::Learned(Learned {
-            plan: plan(),
-            challenge: challenge.clone(),
-            fresh_until: Instant::now() + LEARNED_TTL,
-            generation: 0,
-            quiet_until: Instant::now(),
-        });
+        let now = Instant::now();
+        *lock(&d.state) = State::Learned(learned(now + LEARNED_TTL, now));
         let joined = d.join_flight(challenge.clone()).expect("not closed");
         assert!(matches!(&*joined.borrow(), Some(Ok(p)) if p.issuer == plan().issuer));
         // Challenged again after it ended: a new flight.
@@ -932,10 +917,7 @@ mod tests {
     #[tokio::test]
     async fn after_close_nothing_starts() {
         let d = Arc::new(discovery("https://r.example/hooks"));
-        let challenge = Challenge {
-            metadata: None,
-            zone: Zone::Global,
-        };
+        let challenge = bare_challenge();
         d.close();
         *lock(&d.state) = State::Challenged(challenge.clone());
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -944,14 +926,8 @@ mod tests {
             Some(AuthFailure::AcquisitionFailed)
         );
         assert!(lock(&d.tasks).flight.is_none());
-        let learned = Learned {
-            plan: plan(),
-            challenge,
-            fresh_until: Instant::now(),
-            generation: 0,
-            quiet_until: Instant::now(),
-        };
-        d.refresh_behind(learned);
+        let now = Instant::now();
+        d.refresh_behind(learned(now, now));
         assert!(lock(&d.tasks).refresh.is_none());
     }
 

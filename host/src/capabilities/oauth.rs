@@ -30,9 +30,9 @@ use tokio::time::{timeout_at, Instant};
 
 /// The longest a shared acquisition may run; each caller still waits only until its own
 /// deadline (30 s is the largest `timeoutMs` a harness should support).
-const FLIGHT_BOUND: Duration = Duration::from_secs(30);
+pub(super) const FLIGHT_BOUND: Duration = Duration::from_secs(30);
 /// How long discovered metadata is trusted before it is fetched again.
-const METADATA_TTL: Duration = Duration::from_secs(3600);
+pub(super) const METADATA_TTL: Duration = Duration::from_secs(3600);
 /// The lifetime assumed for a token whose response has no `expires_in`.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
 /// The longest a token is kept, whatever its `expires_in` says.
@@ -419,7 +419,7 @@ impl TokenKey {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -663,12 +663,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_closed_client_starts_no_acquisition() {
-        let http = HttpOptions {
-            max_body_bytes: 1 << 16,
-            allow_insecure_http: false,
-            tls: Arc::new(crate::tls::client_config(None).expect("platform roots")),
-            innermost: Zone::Loopback,
-        };
+        let config = crate::Options::default().backend_config();
+        let http = config.expect("the default options").http;
         let oauth = Arc::new(OAuth::new(http));
         oauth.close();
         let plan = OauthPlan {
