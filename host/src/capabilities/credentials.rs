@@ -177,7 +177,9 @@ pub(super) async fn from_reference(reference: &str) -> Result<Secret, AuthFailur
 }
 
 /// Whether `reference` (`file:PATH` or `env:NAME`) resolves to a usable secret now, as
-/// [`from_reference`] would; for warnings ahead of any call, off the async runtime.
+/// [`from_reference`] would; for the command line's warnings ahead of any call, off the
+/// async runtime.
+#[cfg(feature = "cli")]
 pub(crate) fn resolves(reference: &str) -> bool {
     match reference.split_once(':') {
         Some(("file", path)) => {
