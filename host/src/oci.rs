@@ -24,6 +24,7 @@ use futures_util::StreamExt as _;
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::manifest::{OciImageManifest, OCI_IMAGE_MEDIA_TYPE};
 use oci_client::secrets::RegistryAuth;
+use oci_client::RegistryOperation;
 use oci_client::{Client, Reference};
 use oci_wasm::{WasmClient, WasmConfig, WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE};
 use std::collections::BTreeMap;
@@ -37,8 +38,7 @@ pub const SCHEME: &str = "oci://";
 /// The largest component a pull accepts (the real one is about 300 KB).
 const MAX_COMPONENT_BYTES: u64 = 64 << 20;
 
-/// The largest manifest a pull accepts. Checked once oci-client has read the whole body
-/// (`pull_manifest_raw` has no bounded read); [`PULL_DEADLINE`] bounds how long it reads.
+/// The largest manifest a pull accepts; [`manifest`] reads no further.
 const MAX_MANIFEST_BYTES: usize = 64 << 10;
 
 /// The longest a pull may take, manifest and component together. The client's read
@@ -47,6 +47,11 @@ const MAX_MANIFEST_BYTES: usize = 64 << 10;
 /// `ahp intercept`, `check`, `observe`, `demo` and `precompile` load the component before
 /// any hook call (and its budget) begins, like compiling it, so this is their bound.
 const PULL_DEADLINE: Duration = Duration::from_secs(60);
+
+/// How long a registry may take to accept a connection, and then to send the next bytes
+/// of an answer.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The longest a push may take, upload and read-back together: for the same reason as
 /// [`PULL_DEADLINE`], longer since it uploads.
@@ -130,8 +135,7 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     // manifest it names is read and found to carry this component is it ours to print
     // (another push to the same tag may have come in between).
     let pinned = parse_reference(&format!("{}@{manifest_digest}", reference.whole()))?;
-    let (manifest, _) = self::client(reference)?
-        .pull_manifest_raw(&pinned, &auth, &[OCI_IMAGE_MEDIA_TYPE])
+    let manifest = manifest(&pinned, &auth)
         .await
         .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
     holds_component(&manifest, &manifest_digest, &component_digest)
@@ -168,7 +172,6 @@ async fn within<T>(
 /// [`pull`] without a deadline.
 async fn fetch(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>, String> {
     let whole = reference.whole();
-    let client = client(reference)?;
     let auth = auth(reference)?;
     let cached_manifest = reference
         .digest()
@@ -177,13 +180,9 @@ async fn fetch(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>,
         // The cache checked that these bytes hash to the pinned digest.
         Some(bytes) => bytes,
         None => {
-            let (bytes, _) = client
-                .pull_manifest_raw(reference, &auth, &[OCI_IMAGE_MEDIA_TYPE])
+            let bytes = manifest(reference, &auth)
                 .await
                 .map_err(|e| format!("pull the manifest of {whole}: {e}"))?;
-            if bytes.len() > MAX_MANIFEST_BYTES {
-                return Err(format!("the manifest of {whole} is larger than 64 KiB"));
-            }
             let manifest_digest = sha256_digest(&bytes);
             if reference
                 .digest()
@@ -195,7 +194,7 @@ async fn fetch(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>,
             }
             // Only what was fetched is stored: a manifest read from the cache stays as it is.
             keep(cache, &bytes);
-            bytes.to_vec()
+            bytes
         }
     };
     let layer = component_layer(&manifest_bytes).map_err(|e| format!("{whole}: {e}"))?;
@@ -203,7 +202,7 @@ async fn fetch(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>,
     if let Some(bytes) = cache.get(&layer.digest, layer.size as u64) {
         return Ok(bytes);
     }
-    let mut stream = client
+    let mut stream = client(reference)?
         .pull_blob_stream(reference, &layer)
         .await
         .map_err(|e| format!("pull the component of {whole}: {e}"))?
@@ -329,6 +328,70 @@ fn annotations(component: &[u8]) -> Result<BTreeMap<String, String>, String> {
         .collect())
 }
 
+/// The image manifest `reference` names, at most [`MAX_MANIFEST_BYTES`] of it: read here
+/// rather than by oci-client, whose `pull_manifest_raw` takes in the whole body before
+/// its size can be looked at, so a registry could fill memory with one answer. Only the
+/// authentication is oci-client's (its bearer token exchange, or basic credentials).
+async fn manifest(reference: &Reference, auth: &RegistryAuth) -> Result<Vec<u8>, String> {
+    let token = client(reference)?
+        .auth(reference, auth, RegistryOperation::Pull)
+        .await
+        .map_err(|e| format!("authenticate: {e}"))?;
+    let registry = reference.resolve_registry();
+    let scheme = if is_loopback(registry) {
+        "http"
+    } else {
+        "https"
+    };
+    let name = reference
+        .digest()
+        .unwrap_or_else(|| reference.tag().unwrap_or("latest"));
+    let url = format!(
+        "{scheme}://{registry}/v2/{}/manifests/{name}",
+        reference.repository()
+    );
+    let request = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .read_timeout(READ_TIMEOUT)
+        .build()
+        .map_err(|e| format!("set up the registry client: {e}"))?
+        .get(url)
+        .header(reqwest::header::ACCEPT, OCI_IMAGE_MEDIA_TYPE);
+    let request = match (token, auth) {
+        (Some(token), _) => request.bearer_auth(token),
+        (None, RegistryAuth::Basic(username, password)) => {
+            request.basic_auth(username, Some(password))
+        }
+        (None, _) => request,
+    };
+    let mut response = request
+        .send()
+        .await
+        .map_err(|e| e.without_url().to_string())?;
+    if !response.status().is_success() {
+        return Err(format!("the registry answered {}", response.status()));
+    }
+    let too_large = || "larger than 64 KiB".to_string();
+    if response
+        .content_length()
+        .is_some_and(|length| length > MAX_MANIFEST_BYTES as u64)
+    {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| e.without_url().to_string())?
+    {
+        if bytes.len() + chunk.len() > MAX_MANIFEST_BYTES {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
 /// A client that speaks plain http to a loopback registry and https to any other.
 fn client(reference: &Reference) -> Result<Client, String> {
     // reqwest is built without a TLS provider of its own: use ring, like the rest of the
@@ -342,8 +405,8 @@ fn client(reference: &Reference) -> Result<Client, String> {
     };
     let config = ClientConfig {
         protocol,
-        connect_timeout: Some(Duration::from_secs(10)),
-        read_timeout: Some(Duration::from_secs(60)),
+        connect_timeout: Some(CONNECT_TIMEOUT),
+        read_timeout: Some(READ_TIMEOUT),
         ..ClientConfig::default()
     };
     Client::try_from(config).map_err(|e| format!("set up the registry client: {e}"))
@@ -635,6 +698,190 @@ mod tests {
             .err()
             .expect("no push");
         assert!(error.contains("not done within 500ms"), "{error}");
+    }
+
+    /// A registry that sends a manifest far larger than any is stopped at the bound, with
+    /// its length declared up front (nothing of the body is read) or not (chunked): the
+    /// pull neither holds nor waits for the rest.
+    #[tokio::test]
+    async fn a_flood_of_manifest_is_cut_off_at_its_bound() {
+        for declared in [true, false] {
+            let (addr, written) = flooding_registry(declared).await;
+            let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let cache = ComponentCache::at(dir.path());
+            let pull = within(Duration::from_secs(20), "pull", fetch(&reference, &cache));
+            let error = pull.await.unwrap_err();
+            assert!(error.contains("larger than 64 KiB"), "{error}");
+            // What the registry got out before the pull hung up: socket buffers at most,
+            // never the whole body.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let written = written.load(std::sync::atomic::Ordering::SeqCst);
+            assert!(
+                written < FLOOD_BYTES / 2,
+                "declared {declared}: {written} bytes sent"
+            );
+        }
+    }
+
+    /// The manifest is read with oci-client's authentication: basic credentials where the
+    /// registry challenges `Basic`, its bearer token where it challenges `Bearer`, and
+    /// nothing where it asks for nothing.
+    #[tokio::test]
+    async fn the_manifest_is_read_with_the_registrys_own_authentication() {
+        let basic = RegistryAuth::Basic("reader".into(), "s3cret".into());
+        // base64("reader:s3cret")
+        let basic_header = "authorization: Basic cmVhZGVyOnMzY3JldA==";
+        let addr = answering_registry(move |request, _| match request {
+            r if r.starts_with("GET /v2/ ") => answer(
+                "401 Unauthorized",
+                "WWW-Authenticate: Basic realm=\"r\"\r\n",
+                "",
+            ),
+            r if r.contains(basic_header) => answer("200 OK", "", "{}"),
+            _ => answer("401 Unauthorized", "", ""),
+        })
+        .await;
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        assert_eq!(manifest(&reference, &basic).await.unwrap(), b"{}");
+        let error = manifest(&reference, &RegistryAuth::Anonymous)
+            .await
+            .unwrap_err();
+        assert_eq!(error, "the registry answered 401 Unauthorized");
+
+        let addr = answering_registry(|request, addr| match request {
+            r if r.starts_with("GET /v2/ ") => {
+                let challenge = format!(
+                    "WWW-Authenticate: Bearer realm=\"http://{addr}/token\",service=\"s\"\r\n"
+                );
+                answer("401 Unauthorized", &challenge, "")
+            }
+            r if r.starts_with("GET /token?") => answer("200 OK", "", r#"{"token":"t0k"}"#),
+            r if r.contains("authorization: Bearer t0k") => answer("200 OK", "", "{}"),
+            _ => answer("401 Unauthorized", "", ""),
+        })
+        .await;
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        assert_eq!(
+            manifest(&reference, &RegistryAuth::Anonymous)
+                .await
+                .unwrap(),
+            b"{}"
+        );
+
+        let addr = answering_registry(|request, _| match request {
+            r if r.to_ascii_lowercase().contains("authorization:") => {
+                answer("400 Bad Request", "", "")
+            }
+            r if r.starts_with("GET /v2/ahp/interceptor/manifests/0.1 ") => {
+                answer("200 OK", "", "{}")
+            }
+            _ => answer("404 Not Found", "", ""),
+        })
+        .await;
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        assert_eq!(
+            manifest(&reference, &RegistryAuth::Anonymous)
+                .await
+                .unwrap(),
+            b"{}"
+        );
+    }
+
+    /// An HTTP/1.1 answer with `headers` (each ending in CRLF) and `body`; the connection
+    /// closes after it.
+    fn answer(status: &str, headers: &str, body: &str) -> String {
+        format!(
+            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    /// A loopback "registry" that reads each request's head and sends what `respond`
+    /// makes of it (and of the registry's own address).
+    async fn answering_registry(
+        respond: impl Fn(&str, std::net::SocketAddr) -> String + Send + Sync + 'static,
+    ) -> std::net::SocketAddr {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let respond = std::sync::Arc::new(respond);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let respond = std::sync::Arc::clone(&respond);
+                tokio::spawn(async move {
+                    let mut request = [0; 4096];
+                    let Ok(n) = stream.read(&mut request).await else {
+                        return;
+                    };
+                    let head = String::from_utf8_lossy(&request[..n]).into_owned();
+                    let _ = stream.write_all(respond(&head, addr).as_bytes()).await;
+                });
+            }
+        });
+        addr
+    }
+
+    /// How much manifest [`flooding_registry`] sends.
+    const FLOOD_BYTES: u64 = 256 << 20;
+
+    /// A loopback "registry" that answers `/v2/` (the client's authentication probe) with
+    /// `{}` and every other request with [`FLOOD_BYTES`] of body, its length `declared`
+    /// or chunked; it counts the body bytes it got out.
+    async fn flooding_registry(
+        declared: bool,
+    ) -> (
+        std::net::SocketAddr,
+        std::sync::Arc<std::sync::atomic::AtomicU64>,
+    ) {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let written = std::sync::Arc::new(AtomicU64::new(0));
+        let counted = std::sync::Arc::clone(&written);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let counted = std::sync::Arc::clone(&counted);
+                tokio::spawn(async move {
+                    let mut request = [0; 4096];
+                    let Ok(n) = stream.read(&mut request).await else {
+                        return;
+                    };
+                    if request[..n].starts_with(b"GET /v2/ ") {
+                        let probe = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+                        let _ = stream.write_all(probe.as_bytes()).await;
+                        return;
+                    }
+                    let head = if declared {
+                        format!("HTTP/1.1 200 OK\r\nContent-Length: {FLOOD_BYTES}\r\n\r\n")
+                    } else {
+                        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_string()
+                    };
+                    if stream.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let block = vec![b' '; 64 << 10];
+                    let mut sent = 0;
+                    while sent < FLOOD_BYTES {
+                        let chunk = if declared {
+                            block.clone()
+                        } else {
+                            [format!("{:x}\r\n", block.len()).as_bytes(), &block, b"\r\n"].concat()
+                        };
+                        if stream.write_all(&chunk).await.is_err() {
+                            return;
+                        }
+                        sent += block.len() as u64;
+                        counted.fetch_add(block.len() as u64, Ordering::SeqCst);
+                    }
+                    if !declared {
+                        let _ = stream.write_all(b"0\r\n\r\n").await;
+                    }
+                });
+            }
+        });
+        (addr, written)
     }
 
     /// A loopback "registry" that answers every request with a 64 KiB body, one byte
