@@ -8,10 +8,11 @@
 //! description, licences, source, revision, url), which is what registries display.
 //!
 //! Trust: a reference pinned with `@sha256:…` names the exact manifest, and the manifest
-//! names the exact layer by its digest. oci-client checks both as it downloads, and this
-//! module checks them again on every pull, from the registry or from the cache, before a
-//! byte of the component can run; a mismatch is an error, never a fallback. An unpinned reference (a tag) is fetched from the registry
-//! every time, since tags move; only its layer may come from the cache.
+//! names the exact layer by its digest. This module checks both on every pull, from the
+//! registry or from the cache, before a byte of the component can run (oci-client checks
+//! the layer's as it downloads too); a mismatch is an error, never a fallback. An
+//! unpinned reference (a tag) is fetched from the registry every time, since tags move;
+//! only its layer may come from the cache.
 //!
 //! Transport: plain `http` only to a loopback registry (`localhost`, `127.0.0.0/8`,
 //! `[::1]`), which is spoken to over plain http; every other registry over `https`,
