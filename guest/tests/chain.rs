@@ -19,6 +19,7 @@ use ahp_interceptor::vocab::{
     ModifyCapability, ModifyTarget, ObserverKind, Outcome,
 };
 use serde_json::{json, Value};
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 
 /// The generic reasons, spelled out here so a change to them is a visible test change.
@@ -51,6 +52,9 @@ struct Step {
     takes_ms: u64,
     hangs: bool,
     interrupts: bool,
+    /// Virtual time that passes right after the component's first clock reading once this
+    /// exchange returned: its own work between that reading and the next.
+    lag_ms: u64,
 }
 
 impl Step {
@@ -60,6 +64,7 @@ impl Step {
             takes_ms: 1,
             hangs: false,
             interrupts: false,
+            lag_ms: 0,
         }
     }
 
@@ -69,6 +74,7 @@ impl Step {
             takes_ms: 1,
             hangs: false,
             interrupts: false,
+            lag_ms: 0,
         }
     }
 
@@ -86,6 +92,13 @@ impl Step {
 
     fn taking(mut self, ms: u64) -> Step {
         self.takes_ms = ms;
+        self
+    }
+
+    /// `ms` pass between the component's reading of the clock that ends this exchange and
+    /// its next one: the window in which a deadline can run out before the next attempt.
+    fn then_lag(mut self, ms: u64) -> Step {
+        self.lag_ms = ms;
         self
     }
 
@@ -124,7 +137,11 @@ impl Sent {
 
 #[derive(Debug)]
 struct FakeHost {
-    now: Instant,
+    /// A cell: the component reads the clock through `&self`, and a reading may let time
+    /// pass after it (`lag`).
+    now: Cell<Instant>,
+    /// Added to the clock right after its next reading (see [`Step::then_lag`]).
+    lag: Cell<u64>,
     interrupted: bool,
     acquire_takes_ms: u64,
     auth: HashMap<String, AuthScript>,
@@ -142,7 +159,8 @@ struct FakeHost {
 impl FakeHost {
     fn new() -> FakeHost {
         FakeHost {
-            now: T0,
+            now: Cell::new(T0),
+            lag: Cell::new(0),
             interrupted: false,
             acquire_takes_ms: 0,
             auth: HashMap::new(),
@@ -183,6 +201,11 @@ impl FakeHost {
         self
     }
 
+    /// Virtual time passes.
+    fn pass(&self, duration: u64) {
+        self.now.set(self.now.get() + duration);
+    }
+
     fn sent_to(&self, backend: &str) -> Vec<&Sent> {
         self.sent.iter().filter(|s| s.backend == backend).collect()
     }
@@ -192,12 +215,14 @@ impl Host for FakeHost {
     type Credential = Cred;
 
     fn now(&self) -> Instant {
-        self.now
+        let now = self.now.get();
+        self.now.set(now + self.lag.take());
+        now
     }
 
     fn acquire(&mut self, backend: &str, deadline: Instant) -> Result<Option<Cred>, AuthError> {
         self.acquired.push((backend.into(), deadline));
-        self.now += ms(self.acquire_takes_ms);
+        self.pass(ms(self.acquire_takes_ms));
         let asked_before = self.acquired.iter().filter(|(b, _)| b == backend).count() > 1;
         match self.auth.get(backend) {
             None => Ok(None),
@@ -238,10 +263,11 @@ impl Host for FakeHost {
             .and_then(VecDeque::pop_front)
             .unwrap_or_else(|| panic!("unscripted exchange with {backend}"));
         if step.hangs {
-            self.now = self.now.max(deadline);
+            self.now.set(self.now.get().max(deadline));
         } else {
-            self.now += ms(step.takes_ms);
+            self.pass(ms(step.takes_ms));
         }
+        self.lag.set(ms(step.lag_ms));
         self.interrupted |= step.interrupts;
         step.result
     }
@@ -252,11 +278,13 @@ impl Host for FakeHost {
 
     fn retry_after(&mut self, backend: &str, attempt: u32, deadline: Instant) -> bool {
         self.retry_asks.push((backend.into(), attempt, deadline));
-        if self.interrupted || attempt > self.retries || self.now + ms(self.backoff_ms) >= deadline
+        if self.interrupted
+            || attempt > self.retries
+            || self.now.get() + ms(self.backoff_ms) >= deadline
         {
             return false;
         }
-        self.now += ms(self.backoff_ms);
+        self.pass(ms(self.backoff_ms));
         true
     }
 
@@ -1104,7 +1132,7 @@ fn hang_stops_the_clock_exactly_at_the_deadline() {
     let engine = load(vec![interceptor(A, "fail-closed", 750)]);
     let mut host = FakeHost::new().on(A, Step::hang());
     let s = run(&engine, &mut host);
-    assert_eq!(host.now, T0 + ms(750));
+    assert_eq!(host.now.get(), T0 + ms(750));
     assert_eq!(s.elapsed_ns, ms(750));
     assert_eq!(audit(&s)["elapsedMs"], 750);
 }
@@ -1253,7 +1281,11 @@ fn a_later_interceptor_gets_only_what_remains_of_the_enclosing_budget() {
             .on(A, Step::reply(no_effect()).taking(600))
             .on(B, Step::hang());
         let s = run_with_budget(&engine, &mut host, budget);
-        assert_eq!(host.now, budget, "{policy}: B hangs until the budget ends");
+        assert_eq!(
+            host.now.get(),
+            budget,
+            "{policy}: B hangs until the budget ends"
+        );
         assert_eq!(
             (s.decision, s.decided_by, s.reason.as_deref()),
             (
@@ -1311,7 +1343,7 @@ fn no_retry_or_reacquisition_of_a_later_interceptor_outlasts_the_enclosing_budge
         .map(|(_, at)| *at)
         .collect();
     assert_eq!(acquired, [budget; 3], "every acquisition keeps the budget");
-    assert_eq!(host.now, budget);
+    assert_eq!(host.now.get(), budget);
     let results: Vec<Value> = audited(&s, 1)["attempts"]
         .as_array()
         .unwrap()
@@ -1482,6 +1514,64 @@ fn a_challenge_the_host_answers_resends_the_same_bytes_once_with_the_credential(
         .map(|a| a["result"].clone())
         .collect();
     assert_eq!(results, [json!("unauthorized"), json!("accepted")]);
+}
+
+#[test]
+fn a_challenge_that_leaves_no_time_to_answer_it_is_the_401s_auth_failure() {
+    // The 401 comes in time (740 of 750 ms); the deadline passes before the resend can
+    // begin: nothing more is asked or sent, and the 401 settles under the policy.
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![interceptor(A, policy, 750)]);
+        let mut host = FakeHost::new()
+            .auth(A, AuthScript::OnChallenge(None))
+            .on(A, Step::reply(unauthorized()).taking(740).then_lag(20));
+        let s = run(&engine, &mut host);
+        assert_eq!(host.sent.len(), 1, "{policy}");
+        assert_eq!(
+            host.acquired.len(),
+            1,
+            "{policy}: the challenge is not offered"
+        );
+        assert_eq!(
+            audited(&s, 0)["failure"],
+            json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
+            "{policy}"
+        );
+        let attempts = audited(&s, 0)["attempts"].clone();
+        assert_eq!(attempts.as_array().map(Vec::len), Some(1), "{policy}");
+        assert_eq!(attempts[0]["result"], "unauthorized", "{policy}");
+        match policy {
+            "fail-open" => assert_no_objection(&s),
+            _ => assert_synthetic_deny(&s),
+        }
+    }
+}
+
+#[test]
+fn a_refused_credential_with_no_time_left_to_renew_it_is_the_deadlines() {
+    // The same window after a 401 to a request that carried a credential: the renewal
+    // never begins, and the deadline, not the 401, ends the call.
+    let engine = load(vec![interceptor(A, "fail-open", 750)]);
+    let mut host = FakeHost::new()
+        .auth(A, AuthScript::Token)
+        .on(A, Step::reply(unauthorized()).taking(740).then_lag(20));
+    let s = run(&engine, &mut host);
+    assert_eq!(host.sent.len(), 1);
+    assert_eq!(host.acquired.len(), 1, "no renewal begun past the deadline");
+    assert_eq!(host.rejected.len(), 1, "the refused credential was dropped");
+    assert_no_objection(&s);
+    let record = audited(&s, 0);
+    assert_eq!(
+        record["failure"],
+        json!({"class": "deadline-exceeded", "phase": "acquire-credential"})
+    );
+    let results: Vec<Value> = record["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["result"].clone())
+        .collect();
+    assert_eq!(results, [json!("unauthorized"), json!("deadline-exceeded")]);
 }
 
 #[test]
@@ -2333,7 +2423,7 @@ fn retries_stop_at_the_original_deadline() {
     assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
     // Attempts at +0, +100, +200 ms; a fourth would start at +300 ms, past the deadline.
     assert_eq!(host.sent_to(A).len(), 3);
-    assert!(host.now <= T0 + ms(250));
+    assert!(host.now.get() <= T0 + ms(250));
 }
 
 #[test]
