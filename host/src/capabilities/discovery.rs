@@ -21,10 +21,11 @@
 
 use super::credentials::AuthFailure;
 use super::http::{HttpBackend, HttpOptions, Outgoing};
-// A learned binding's metadata is trusted as long as an issuer's (`METADATA_TTL`); a
-// discovery (metadata and first token) or a re-reading runs as long as a token
-// acquisition may (`FLIGHT_BOUND`), each call still waiting only until its deadline.
-use super::oauth::{lock, OAuth, FLIGHT_BOUND, METADATA_TTL as LEARNED_TTL};
+// A discovery (metadata and first token) is a flight; a re-reading runs as long as one
+// may (`FLIGHT_BOUND`).
+use super::flight::{Flight, Outcome, FLIGHT_BOUND};
+// A learned binding's metadata is trusted as long as an issuer's.
+use super::oauth::{lock, OAuth, METADATA_TTL as LEARNED_TTL};
 use super::zone::Zone;
 use crate::bindings::interceptor::{OauthFlow, OauthPlan};
 use crate::types::Secret;
@@ -33,7 +34,6 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::watch;
 use tokio::task::AbortHandle;
 use tokio::time::{timeout_at, Instant};
 
@@ -144,14 +144,10 @@ pub struct Discovery {
 struct Tasks {
     closed: bool,
     /// The discovery after a challenge, and what it settled, for the calls that wait.
-    flight: Option<(watch::Receiver<Option<Settled>>, AbortHandle)>,
+    flight: Option<Flight<OauthPlan>>,
     /// The re-reading of a learned binding's metadata.
     refresh: Option<AbortHandle>,
 }
-
-/// What a discovery flight settled: the binding, with a token in the OAuth client's
-/// cache, or why not.
-type Settled = Result<OauthPlan, AuthFailure>;
 
 impl std::fmt::Debug for Discovery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -256,16 +252,7 @@ impl Discovery {
             Next::Bare => return Ok(None),
             Next::Use(plan) => plan,
             Next::Refresh(learned) => self.refresh_behind(learned),
-            Next::Discover(challenge) => {
-                let mut settled = self.join_flight(challenge)?;
-                let outcome = timeout_at(deadline, settled.wait_for(Option::is_some))
-                    .await
-                    .map_err(|_| AuthFailure::DeadlineExceeded)?
-                    // The flight was stopped (shutdown).
-                    .map_err(|_| AuthFailure::AcquisitionFailed)?
-                    .clone();
-                outcome.unwrap_or(Err(AuthFailure::AcquisitionFailed))?
-            }
+            Next::Discover(challenge) => self.join_flight(challenge)?.wait(deadline).await?,
         };
         self.oauth.token(&plan, deadline).await.map(Some)
     }
@@ -286,27 +273,26 @@ impl Discovery {
         }
     }
 
-    /// What the discovery flight after `challenge` settles, starting it unless one runs.
+    /// What the discovery flight after `challenge` settles (the binding, with a token in
+    /// the OAuth client's cache, or why not), starting it unless one runs.
     fn join_flight(
         self: &Arc<Self>,
         challenge: Challenge,
-    ) -> Result<watch::Receiver<Option<Settled>>, AuthFailure> {
+    ) -> Result<Outcome<OauthPlan>, AuthFailure> {
         let mut tasks = lock(&self.tasks);
         if tasks.closed {
             return Err(AuthFailure::AcquisitionFailed);
         }
-        if let Some((settled, task)) = &tasks.flight {
+        if let Some(flight) = &tasks.flight {
             // Running, or ended after this call read the state: its outcome is this
             // call's too. Only a challenge after it ended starts another.
             let challenged = matches!(*lock(&self.state), State::Challenged(_));
-            if !task.is_finished() || !challenged {
-                return Ok(settled.clone());
+            if !flight.is_finished() || !challenged {
+                return Ok(flight.outcome());
             }
         }
-        let (publish, settled) = watch::channel(None);
         let discovery = Arc::clone(self);
-        let task = tokio::spawn(async move {
-            let bound = Instant::now() + FLIGHT_BOUND;
+        let flight = Flight::start(|bound| async move {
             let outcome = timeout_at(bound, discovery.settle(&challenge, bound))
                 .await
                 .unwrap_or_else(|_| Err(("timed out".into(), AuthFailure::AcquisitionFailed)));
@@ -339,10 +325,11 @@ impl Discovery {
                 }
             };
             drop(state);
-            let _ = publish.send(Some(settled));
+            settled
         });
-        tasks.flight = Some((settled.clone(), task.abort_handle()));
-        Ok(settled)
+        let outcome = flight.outcome();
+        tasks.flight = Some(flight);
+        Ok(outcome)
     }
 
     /// Discovers the binding after `challenge` and gets its first token (which the OAuth
@@ -409,7 +396,7 @@ impl Discovery {
     pub fn close(&self) {
         let mut tasks = lock(&self.tasks);
         tasks.closed = true;
-        if let Some((_, flight)) = tasks.flight.take() {
+        if let Some(flight) = tasks.flight.take() {
             flight.abort();
         }
         if let Some(refresh) = tasks.refresh.take() {
@@ -897,20 +884,21 @@ mod tests {
         let challenge = bare_challenge();
         // A flight that ended with a binding, as a call that saw `Challenged` just before
         // finds it.
-        let (publish, settled) = watch::channel(None);
-        publish.send_replace(Some(Ok(plan())));
-        let ended = tokio::spawn(async {});
-        let handle = ended.abort_handle();
-        ended.await.expect("the task");
-        lock(&d.tasks).flight = Some((settled, handle));
+        let ended = Flight::start(|_| async { Ok(plan()) });
+        let later = Instant::now() + Duration::from_secs(5);
+        ended.outcome().wait(later).await.expect("it ended");
+        lock(&d.tasks).flight = Some(ended);
         let now = Instant::now();
         *lock(&d.state) = State::Learned(learned(now + LEARNED_TTL, now));
         let joined = d.join_flight(challenge.clone()).expect("not closed");
-        assert!(matches!(&*joined.borrow(), Some(Ok(p)) if p.issuer == plan().issuer));
-        // Challenged again after it ended: a new flight.
+        assert_eq!(joined.wait(now).await.map(|p| p.issuer), Ok(plan().issuer));
+        // Challenged again after it ended: a new flight, not yet ended.
         *lock(&d.state) = State::Challenged(challenge.clone());
         let fresh = d.join_flight(challenge).expect("not closed");
-        assert!(fresh.borrow().is_none());
+        assert_eq!(
+            fresh.wait(Instant::now()).await.err(),
+            Some(AuthFailure::DeadlineExceeded)
+        );
         d.close();
     }
 

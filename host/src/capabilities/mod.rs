@@ -4,6 +4,7 @@
 
 pub mod credentials;
 pub mod discovery;
+mod flight;
 pub mod http;
 pub mod oauth;
 pub mod stdio;

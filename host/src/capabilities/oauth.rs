@@ -3,9 +3,7 @@
 //! One [`OAuth`] serves every backend of an interceptor. Tokens are cached per (issuer,
 //! resource, client, scopes) and reused until shortly before they expire; past three
 //! quarters of their lifetime a call still gets the cached token and starts a refresh in
-//! the background. Concurrent callers share one acquisition (a "flight"): it runs in its
-//! own task, so a caller that gives up (deadline, interruption) never cancels it for the
-//! others, and each caller waits only until its own deadline.
+//! the background. Concurrent callers share one acquisition (a [`Flight`]).
 //!
 //! Everything is fetched over verified TLS: the issuer's metadata (RFC 8414, then OpenID
 //! Connect discovery, in the MCP 2025-11-25 order), whose `issuer` must equal the
@@ -13,6 +11,7 @@
 //! support `client_credentials` explicitly. The client secret goes only to that endpoint.
 
 use super::credentials::{from_reference, usable, AuthFailure};
+use super::flight::Flight;
 use super::http::{authorization, HttpBackend, HttpOptions, Outgoing};
 use super::zone::Zone;
 use crate::bindings::interceptor::{OauthFlow, OauthPlan};
@@ -24,13 +23,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::sync::watch;
-use tokio::task::AbortHandle;
 use tokio::time::{timeout_at, Instant};
 
-/// The longest a shared acquisition may run; each caller still waits only until its own
-/// deadline (30 s is the largest `timeoutMs` a harness should support).
-pub(super) const FLIGHT_BOUND: Duration = Duration::from_secs(30);
 /// How long discovered metadata is trusted before it is fetched again.
 pub(super) const METADATA_TTL: Duration = Duration::from_secs(3600);
 /// The lifetime assumed for a token whose response has no `expires_in`.
@@ -73,12 +67,7 @@ struct Slot {
     token: Option<Token>,
     /// Whether a token was ever issued for this key: a later failure is a refresh failure.
     issued_before: bool,
-    flight: Option<Flight>,
-}
-
-struct Flight {
-    outcome: watch::Receiver<Option<Result<Token, AuthFailure>>>,
-    task: AbortHandle,
+    flight: Option<Flight<Token>>,
 }
 
 #[derive(Clone)]
@@ -137,12 +126,12 @@ impl OAuth {
             return Err(AuthFailure::AcquisitionFailed);
         }
         let key = TokenKey::of(plan);
-        let mut outcome = {
+        let outcome = {
             let mut tokens = lock(&self.tokens);
             let slot = tokens.entry(key.clone()).or_default();
             let now = Instant::now();
             if let Some(token) = slot.token.clone().filter(|t| now < t.expires_at) {
-                let idle = slot.flight.as_ref().is_none_or(|f| f.task.is_finished());
+                let idle = slot.flight.as_ref().is_none_or(Flight::is_finished);
                 if now >= token.refresh_at && idle {
                     slot.flight = Some(self.start_flight(key, plan, true));
                 }
@@ -150,25 +139,15 @@ impl OAuth {
             }
             // A flight whose task ended without clearing itself (it cannot, short of a
             // bug) must not block every later caller.
-            if slot.flight.as_ref().is_some_and(|f| f.task.is_finished()) {
+            if slot.flight.as_ref().is_some_and(Flight::is_finished) {
                 slot.flight = None;
             }
             let renewing = slot.issued_before;
             slot.flight
                 .get_or_insert_with(|| self.start_flight(key, plan, renewing))
-                .outcome
-                .clone()
+                .outcome()
         };
-        let settled = timeout_at(deadline, outcome.wait_for(Option::is_some))
-            .await
-            .map_err(|_| AuthFailure::DeadlineExceeded)?
-            // The flight was aborted (shutdown).
-            .map_err(|_| AuthFailure::AcquisitionFailed)?;
-        match settled.as_ref() {
-            Some(Ok(token)) => Ok(token.secret.clone()),
-            Some(Err(failure)) => Err(*failure),
-            None => Err(AuthFailure::AcquisitionFailed),
-        }
+        outcome.wait(deadline).await.map(|token| token.secret)
     }
 
     /// The backend answered 401 to `token`: forget it (unless a newer one replaced it), so
@@ -192,19 +171,22 @@ impl OAuth {
         }
         for slot in lock(&self.tokens).values_mut() {
             if let Some(flight) = slot.flight.take() {
-                flight.task.abort();
+                flight.abort();
             }
         }
     }
 
     /// Starts the one shared acquisition for `key`. It stores its token in the cache and
     /// clears itself before publishing the outcome.
-    fn start_flight(self: &Arc<Self>, key: TokenKey, plan: &OauthPlan, renewing: bool) -> Flight {
-        let (publish, outcome) = watch::channel(None);
+    fn start_flight(
+        self: &Arc<Self>,
+        key: TokenKey,
+        plan: &OauthPlan,
+        renewing: bool,
+    ) -> Flight<Token> {
         let oauth = Arc::clone(self);
         let plan = plan.clone();
-        let task = tokio::spawn(async move {
-            let bound = Instant::now() + FLIGHT_BOUND;
+        Flight::start(|bound| async move {
             let fetched = timeout_at(bound, oauth.acquire(&plan, bound))
                 .await
                 .unwrap_or_else(|_| Err(Problem::Failed("timed out".into())));
@@ -239,12 +221,8 @@ impl OAuth {
                 }
             }
             drop(tokens);
-            let _ = publish.send(Some(result));
-        });
-        Flight {
-            outcome,
-            task: task.abort_handle(),
-        }
+            result
+        })
     }
 
     /// Discovery (cached) and one token request, by `deadline`. A failed token request
