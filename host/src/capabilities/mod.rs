@@ -1,5 +1,6 @@
 //! How the host reaches backends and obtains their credentials: the transports (`http`,
-//! `stdio`, injected `transport`) and the credential sources (`credentials`, `oauth`, `discovery`). The WIT impls that serve
+//! `stdio`, injected `transport`) and the credential sources (`credentials`, `oauth`,
+//! `discovery`, and the `flight` the last two share). The WIT impls that serve
 //! them to the component are `credentials_impl` and `delivery_impl`.
 
 pub mod credentials;
