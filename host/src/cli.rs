@@ -465,12 +465,14 @@ fn init_logging(hook: bool) {
         )
     };
     // The compiler's own trace logs (gigabytes while compiling the component) are never
-    // what an operator wants from AHP_LOG; keep them at warnings.
+    // what an operator wants from AHP_LOG, and oci-client's debug logs print registry
+    // tokens (a push authenticates through it): keep them at warnings.
     for noisy in [
         "cranelift_codegen",
         "cranelift_frontend",
         "wasmtime_internal_cranelift",
         "regalloc2",
+        "oci_client",
     ] {
         if let Ok(directive) = format!("{noisy}=warn").parse() {
             filter = filter.add_directive(directive);

@@ -51,6 +51,8 @@ mod observe;
 mod oci;
 mod options;
 mod pool;
+#[cfg(feature = "cli")]
+mod registry;
 mod retry;
 mod runtime;
 mod settlement;

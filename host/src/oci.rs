@@ -21,16 +21,16 @@
 //! `AHP_REGISTRY_HOST` names, and are never printed.
 
 use crate::component_cache::{sha256_digest, sha256_hex, ComponentCache};
-use futures_util::StreamExt as _;
+use crate::registry::{
+    install_tls_provider, is_loopback, Registry, CONNECT_TIMEOUT, MAX_MANIFEST_BYTES, READ_TIMEOUT,
+};
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::manifest::{OciImageManifest, OCI_IMAGE_MEDIA_TYPE};
 use oci_client::secrets::RegistryAuth;
-use oci_client::RegistryOperation;
 use oci_client::{Client, Reference};
 use oci_wasm::{WasmClient, WasmConfig, WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::net::IpAddr;
 use std::time::Duration;
 
 /// How `--component` names a component in a registry.
@@ -39,20 +39,12 @@ pub const SCHEME: &str = "oci://";
 /// The largest component a pull accepts (the real one is about 300 KB).
 const MAX_COMPONENT_BYTES: u64 = 64 << 20;
 
-/// The largest manifest a pull accepts; [`manifest`] reads no further.
-const MAX_MANIFEST_BYTES: usize = 64 << 10;
-
 /// The longest a pull may take, manifest and component together. The client's read
 /// timeout bounds each read, not the pull: a registry that trickles a byte now and then
 /// would hold it for ever. `ahp hook` pulls inside its budget, which ends it sooner;
 /// `ahp intercept`, `check`, `observe`, `demo` and `precompile` load the component before
 /// any hook call (and its budget) begins, like compiling it, so this is their bound.
 const PULL_DEADLINE: Duration = Duration::from_secs(60);
-
-/// How long a registry may take to accept a connection, and then to send the next bytes
-/// of an answer.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The longest a push may take, upload and read-back together: for the same reason as
 /// [`PULL_DEADLINE`], longer since it uploads.
@@ -136,9 +128,15 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     // manifest it names is read and found to carry this component is it ours to print
     // (another push to the same tag may have come in between).
     let pinned = parse_reference(&format!("{}@{manifest_digest}", reference.whole()))?;
-    let manifest = manifest(&pinned, &auth)
-        .await
-        .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
+    let manifest = match Registry::open(&pinned, &auth).await {
+        Ok(registry) => {
+            registry
+                .manifest(&manifest_digest, OCI_IMAGE_MEDIA_TYPE)
+                .await
+        }
+        Err(e) => Err(e),
+    }
+    .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
     holds_component(&manifest, &manifest_digest, &component_digest)
         .map_err(|e| format!("{}: {e}", reference.whole()))?;
     Ok(Pushed {
@@ -170,18 +168,34 @@ async fn within<T>(
         })
 }
 
-/// [`pull`] without a deadline.
+/// [`pull`] without a deadline. The registry is asked only for what the cache does not
+/// hold: a pinned reference whose manifest and layer are cached needs no network.
 async fn fetch(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>, String> {
     let whole = reference.whole();
     let auth = auth(reference)?;
+    // For `what` ("the manifest", "the component"), which an error names.
+    let open = |what: &'static str| {
+        let (auth, whole) = (&auth, &whole);
+        async move {
+            Registry::open(reference, auth)
+                .await
+                .map_err(|e| format!("pull {what} of {whole}: {e}"))
+        }
+    };
+    let mut registry = None;
     let cached_manifest = reference
         .digest()
-        .and_then(|digest| cache.get(digest, MAX_MANIFEST_BYTES as u64));
+        .and_then(|digest| cache.get(digest, MAX_MANIFEST_BYTES));
     let manifest_bytes = match cached_manifest {
         // The cache checked that these bytes hash to the pinned digest.
         Some(bytes) => bytes,
         None => {
-            let bytes = manifest(reference, &auth)
+            let name = reference
+                .digest()
+                .unwrap_or_else(|| reference.tag().unwrap_or("latest"));
+            let bytes = registry
+                .insert(open("the manifest").await?)
+                .manifest(name, OCI_IMAGE_MEDIA_TYPE)
                 .await
                 .map_err(|e| format!("pull the manifest of {whole}: {e}"))?;
             let manifest_digest = sha256_digest(&bytes);
@@ -203,19 +217,14 @@ async fn fetch(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>,
     if let Some(bytes) = cache.get(&layer.digest, layer.size as u64) {
         return Ok(bytes);
     }
-    let mut stream = client(reference)?
-        .pull_blob_stream(reference, &layer)
+    let registry = match registry {
+        Some(registry) => registry,
+        None => open("the component").await?,
+    };
+    let bytes = registry
+        .blob(&layer.digest, layer.size as u64)
         .await
-        .map_err(|e| format!("pull the component of {whole}: {e}"))?
-        .stream;
-    let mut bytes = Vec::new();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| format!("pull the component of {whole}: {e}"))?;
-        if (bytes.len() + chunk.len()) as u64 > MAX_COMPONENT_BYTES {
-            return Err(format!("the component of {whole} is larger than 64 MiB"));
-        }
-        bytes.extend_from_slice(&chunk);
-    }
+        .map_err(|e| format!("pull the component of {whole}: {e}"))?;
     let actual = sha256_digest(&bytes);
     if actual != layer.digest {
         return Err(format!(
@@ -329,75 +338,9 @@ fn annotations(component: &[u8]) -> Result<BTreeMap<String, String>, String> {
         .collect())
 }
 
-/// The image manifest `reference` names, at most [`MAX_MANIFEST_BYTES`] of it: read here
-/// rather than by oci-client, whose `pull_manifest_raw` takes in the whole body before
-/// its size can be looked at, so a registry could fill memory with one answer. Only the
-/// authentication is oci-client's (its bearer token exchange, or basic credentials).
-async fn manifest(reference: &Reference, auth: &RegistryAuth) -> Result<Vec<u8>, String> {
-    let token = client(reference)?
-        .auth(reference, auth, RegistryOperation::Pull)
-        .await
-        .map_err(|e| format!("authenticate: {e}"))?;
-    let registry = reference.resolve_registry();
-    let scheme = if is_loopback(registry) {
-        "http"
-    } else {
-        "https"
-    };
-    let name = reference
-        .digest()
-        .unwrap_or_else(|| reference.tag().unwrap_or("latest"));
-    let url = format!(
-        "{scheme}://{registry}/v2/{}/manifests/{name}",
-        reference.repository()
-    );
-    let request = reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .read_timeout(READ_TIMEOUT)
-        .build()
-        .map_err(|e| format!("set up the registry client: {e}"))?
-        .get(url)
-        .header(reqwest::header::ACCEPT, OCI_IMAGE_MEDIA_TYPE);
-    let request = match (token, auth) {
-        (Some(token), _) => request.bearer_auth(token),
-        (None, RegistryAuth::Basic(username, password)) => {
-            request.basic_auth(username, Some(password))
-        }
-        (None, _) => request,
-    };
-    let mut response = request
-        .send()
-        .await
-        .map_err(|e| e.without_url().to_string())?;
-    if !response.status().is_success() {
-        return Err(format!("the registry answered {}", response.status()));
-    }
-    let too_large = || "larger than 64 KiB".to_string();
-    if response
-        .content_length()
-        .is_some_and(|length| length > MAX_MANIFEST_BYTES as u64)
-    {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| e.without_url().to_string())?
-    {
-        if bytes.len() + chunk.len() > MAX_MANIFEST_BYTES {
-            return Err(too_large());
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok(bytes)
-}
-
 /// A client that speaks plain http to a loopback registry and https to any other.
 fn client(reference: &Reference) -> Result<Client, String> {
-    // reqwest is built without a TLS provider of its own: use ring, like the rest of the
-    // host. An embedder's earlier choice stands (install_default then fails, harmlessly).
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    install_tls_provider();
     let registry = reference.resolve_registry().to_string();
     let protocol = if is_loopback(&registry) {
         ClientProtocol::HttpsExcept(vec![registry])
@@ -411,16 +354,6 @@ fn client(reference: &Reference) -> Result<Client, String> {
         ..ClientConfig::default()
     };
     Client::try_from(config).map_err(|e| format!("set up the registry client: {e}"))
-}
-
-/// True for `localhost`, `127.0.0.0/8` and `::1`, with or without a port.
-fn is_loopback(registry: &str) -> bool {
-    let host = match registry.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or_default(),
-        None => registry.split(':').next().unwrap_or_default(),
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 const USERNAME: &str = "AHP_REGISTRY_USERNAME";
@@ -481,28 +414,6 @@ fn auth_from(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_loopback_registries_are_loopback() {
-        for registry in [
-            "127.0.0.1:5000",
-            "localhost:5000",
-            "[::1]:5000",
-            "127.1.2.3",
-            "LOCALHOST",
-        ] {
-            assert!(is_loopback(registry), "{registry}");
-        }
-        for registry in [
-            "ghcr.io",
-            "10.0.0.1:5000",
-            "localhost.example.com",
-            "[::2]:5000",
-            "127.0.0.1.nip.io",
-        ] {
-            assert!(!is_loopback(registry), "{registry}");
-        }
-    }
 
     #[test]
     fn references_name_a_registry_and_only_sha256_digests() {
@@ -713,114 +624,68 @@ mod tests {
             let cache = ComponentCache::at(dir.path());
             let pull = within(Duration::from_secs(20), "pull", fetch(&reference, &cache));
             let error = pull.await.unwrap_err();
-            assert!(error.contains("larger than 64 KiB"), "{error}");
+            assert!(
+                error.contains("the registry's answer is larger than 65536 bytes"),
+                "{error}"
+            );
             // What the registry got out before the pull hung up: socket buffers at most,
             // never the whole body.
             tokio::time::sleep(Duration::from_millis(200)).await;
             let written = written.load(std::sync::atomic::Ordering::SeqCst);
             assert!(
-                written < FLOOD_BYTES / 2,
+                written < 16 << 20,
                 "declared {declared}: {written} bytes sent"
             );
         }
     }
 
-    /// The manifest is read with oci-client's authentication: basic credentials where the
-    /// registry challenges `Basic`, its bearer token where it challenges `Bearer`, and
-    /// nothing where it asks for nothing.
+    /// A registry that wants a token for everything gets it on the component's read too,
+    /// the manifest read from it or from the cache.
     #[tokio::test]
-    async fn the_manifest_is_read_with_the_registrys_own_authentication() {
-        let basic = RegistryAuth::Basic("reader".into(), "s3cret".into());
-        // base64("reader:s3cret")
-        let basic_header = "authorization: Basic cmVhZGVyOnMzY3JldA==";
-        let addr = answering_registry(move |request, _| match request {
-            r if r.starts_with("GET /v2/ ") => answer(
-                "401 Unauthorized",
-                "WWW-Authenticate: Basic realm=\"r\"\r\n",
-                "",
-            ),
-            r if r.contains(basic_header) => answer("200 OK", "", "{}"),
-            _ => answer("401 Unauthorized", "", ""),
-        })
-        .await;
-        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-        assert_eq!(manifest(&reference, &basic).await.unwrap(), b"{}");
-        let error = manifest(&reference, &RegistryAuth::Anonymous)
-            .await
-            .unwrap_err();
-        assert_eq!(error, "the registry answered 401 Unauthorized");
-
-        let addr = answering_registry(|request, addr| match request {
-            r if r.starts_with("GET /v2/ ") => {
-                let challenge = format!(
-                    "WWW-Authenticate: Bearer realm=\"http://{addr}/token\",service=\"s\"\r\n"
-                );
-                answer("401 Unauthorized", &challenge, "")
-            }
-            r if r.starts_with("GET /token?") => answer("200 OK", "", r#"{"token":"t0k"}"#),
-            r if r.contains("authorization: Bearer t0k") => answer("200 OK", "", "{}"),
-            _ => answer("401 Unauthorized", "", ""),
-        })
-        .await;
-        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-        assert_eq!(
-            manifest(&reference, &RegistryAuth::Anonymous)
-                .await
-                .unwrap(),
-            b"{}"
+    async fn the_component_is_read_with_the_registrys_token() {
+        use crate::registry::fake::{answer, answering};
+        let component = b"\0asm component bytes".to_vec();
+        let component_digest = sha256_digest(&component);
+        let manifest = format!(
+            r#"{{"schemaVersion":2,"mediaType":"{OCI_IMAGE_MEDIA_TYPE}",
+            "config":{{"mediaType":"{WASM_MANIFEST_CONFIG_MEDIA_TYPE}","digest":"sha256:{}","size":2}},
+            "layers":[{{"mediaType":"application/wasm","digest":"{component_digest}","size":{}}}]}}"#,
+            "c".repeat(64),
+            component.len()
         );
-
-        let addr = answering_registry(|request, _| match request {
-            r if r.to_ascii_lowercase().contains("authorization:") => {
-                answer("400 Bad Request", "", "")
+        let manifest_digest = sha256_digest(manifest.as_bytes());
+        let (served_manifest, served_component) = (manifest.clone(), component.clone());
+        let blob_path = format!("GET /v2/ahp/interceptor/blobs/{component_digest} ");
+        let addr = answering(move |request, addr| {
+            let authorized = request.contains("authorization: Bearer t0k");
+            match request {
+                r if r.starts_with("GET /v2/ ") => {
+                    let challenge =
+                        format!("WWW-Authenticate: Bearer realm=\"http://{addr}/token\"\r\n");
+                    answer("401 Unauthorized", &challenge, b"")
+                }
+                r if r.starts_with("GET /token?") => answer("200 OK", "", br#"{"token":"t0k"}"#),
+                r if authorized && r.starts_with("GET /v2/ahp/interceptor/manifests/0.1 ") => {
+                    answer("200 OK", "", served_manifest.as_bytes())
+                }
+                r if authorized && r.starts_with(&blob_path) => {
+                    answer("200 OK", "", &served_component)
+                }
+                _ => answer("401 Unauthorized", "", b""),
             }
-            r if r.starts_with("GET /v2/ahp/interceptor/manifests/0.1 ") => {
-                answer("200 OK", "", "{}")
-            }
-            _ => answer("404 Not Found", "", ""),
         })
         .await;
-        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-        assert_eq!(
-            manifest(&reference, &RegistryAuth::Anonymous)
-                .await
-                .unwrap(),
-            b"{}"
-        );
-    }
-
-    /// An HTTP/1.1 answer with `headers` (each ending in CRLF) and `body`; the connection
-    /// closes after it.
-    fn answer(status: &str, headers: &str, body: &str) -> String {
-        format!(
-            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-    }
-
-    /// A loopback "registry" that reads each request's head and sends what `respond`
-    /// makes of it (and of the registry's own address).
-    async fn answering_registry(
-        respond: impl Fn(&str, std::net::SocketAddr) -> String + Send + Sync + 'static,
-    ) -> std::net::SocketAddr {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let respond = std::sync::Arc::new(respond);
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                let respond = std::sync::Arc::clone(&respond);
-                tokio::spawn(async move {
-                    let mut request = [0; 4096];
-                    let Ok(n) = stream.read(&mut request).await else {
-                        return;
-                    };
-                    let head = String::from_utf8_lossy(&request[..n]).into_owned();
-                    let _ = stream.write_all(respond(&head, addr).as_bytes()).await;
-                });
-            }
-        });
-        addr
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        let tagged = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        assert_eq!(fetch(&tagged, &cache).await, Ok(component.clone()));
+        // The manifest in the cache, the component not: the registry is asked for it alone.
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        cache.put(manifest.as_bytes()).unwrap();
+        let pinned =
+            parse_reference(&format!("{addr}/ahp/interceptor:0.1@{manifest_digest}")).unwrap();
+        assert_eq!(fetch(&pinned, &cache).await, Ok(component));
     }
 
     /// How much manifest [`flooding_registry`] sends.

@@ -412,7 +412,10 @@ async fn a_component_swapped_in_the_registrys_storage_is_refused() {
     // A real, valid component, but not the one the manifest names.
     let layer = registry.blob_path(&sha256(EMBEDDED_COMPONENT));
     std::fs::write(layer, runaway_component()).expect("tamper with the stored layer");
-    case.assert_refused(&case.intercept(&pinned(&pushed)).await, "Invalid digest");
+    case.assert_refused(
+        &case.intercept(&pinned(&pushed)).await,
+        "digest mismatch for the component of",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -425,7 +428,7 @@ async fn a_manifest_altered_in_the_registrys_storage_is_refused() {
     std::fs::write(&manifest, altered).expect("tamper with the stored manifest");
     case.assert_refused(
         &case.intercept(&pinned(&pushed)).await,
-        "digest mismatch for",
+        "the registry's manifest is sha256:",
     );
 }
 

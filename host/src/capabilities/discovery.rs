@@ -26,6 +26,7 @@ use super::http::{HttpBackend, HttpOptions, Outgoing};
 use super::flight::{Flight, Outcome, FLIGHT_BOUND};
 // A learned binding's metadata is trusted as long as an issuer's.
 use super::oauth::{lock, OAuth, METADATA_TTL as LEARNED_TTL};
+use super::www_authenticate;
 use super::zone::Zone;
 use crate::bindings::interceptor::{OauthFlow, OauthPlan};
 use crate::types::Secret;
@@ -573,78 +574,17 @@ impl ResourceMetadata {
     }
 }
 
-/// The `Bearer` challenge in a `WWW-Authenticate` value (RFC 9110 §11.6.1): `None` if
-/// there is none, else its `resource_metadata` parameter (RFC 9728 §5.1), if any.
+/// The `Bearer` challenge in a `WWW-Authenticate` value: `None` if there is none, else its
+/// `resource_metadata` parameter (RFC 9728 §5.1), if any.
 fn bearer_challenge(header: &str) -> Option<Option<String>> {
-    let mut in_bearer = false;
-    let mut found = false;
-    let mut metadata = None;
-    for item in split_outside_quotes(header) {
-        let item = item.trim();
-        // RFC 9110 §5.6.1: empty list elements count for nothing.
-        if item.is_empty() {
-            continue;
-        }
-        // `name = value` (spaces allowed around `=`) continues a challenge; any other
-        // item starts one: `scheme [param | token68]`.
-        let first_end = item
-            .find(|c: char| c == '=' || c.is_ascii_whitespace())
-            .unwrap_or(item.len());
-        let (first, after) = item.split_at(first_end);
-        let (scheme, rest) = match after.trim_start().starts_with('=') {
-            true => (None, item),
-            false => (Some(first), after.trim()),
-        };
-        if let Some(scheme) = scheme {
-            in_bearer = scheme.eq_ignore_ascii_case("bearer");
-            found |= in_bearer;
-        }
-        if !in_bearer {
-            continue;
-        }
-        if let Some((name, value)) = rest.split_once('=') {
-            if name.trim().eq_ignore_ascii_case("resource_metadata") {
-                metadata = Some(unquote(value.trim()));
-            }
-        }
-    }
-    found.then_some(metadata)
-}
-
-/// `text` split at commas that are not inside a quoted string.
-fn split_outside_quotes(text: &str) -> Vec<&str> {
-    let (mut parts, mut start, mut quoted, mut escaped) = (Vec::new(), 0, false, false);
-    for (i, c) in text.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if quoted => escaped = true,
-            '"' => quoted = !quoted,
-            ',' if !quoted => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    parts
-}
-
-/// A parameter value: a quoted string without its quotes and escapes, or a token as is.
-fn unquote(value: &str) -> String {
-    let Some(inner) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) else {
-        return value.to_string();
-    };
-    let mut out = String::with_capacity(inner.len());
-    let mut chars = inner.chars();
-    while let Some(c) = chars.next() {
-        out.push(if c == '\\' {
-            chars.next().unwrap_or('\\')
-        } else {
-            c
-        });
-    }
-    out
+    let params = www_authenticate::params(header, "bearer")?;
+    Some(
+        params
+            .into_iter()
+            .rev()
+            .find(|(name, _)| name == "resource_metadata")
+            .map(|(_, value)| value),
+    )
 }
 
 /// The host of `url`, lowercased, if it parses.

@@ -10,4 +10,5 @@ pub mod http;
 pub mod oauth;
 pub mod stdio;
 pub mod transport;
+pub(crate) mod www_authenticate;
 pub mod zone;

@@ -1,0 +1,102 @@
+//! The `WWW-Authenticate` grammar (RFC 9110 §11.6.1): the challenges a server sends with
+//! a 401, each a scheme with parameters. A backend's `Bearer` challenge points at its
+//! protected resource metadata (discovery); an OCI registry's names its token service.
+
+/// The parameters of every challenge of `scheme` (matched without case) in `header`,
+/// in order, each name lowercased and each value unquoted: `None` if no challenge has
+/// that scheme.
+pub(crate) fn params(header: &str, scheme: &str) -> Option<Vec<(String, String)>> {
+    let mut in_scheme = false;
+    let mut found = false;
+    let mut params = Vec::new();
+    for item in split_outside_quotes(header) {
+        let item = item.trim();
+        // RFC 9110 §5.6.1: empty list elements count for nothing.
+        if item.is_empty() {
+            continue;
+        }
+        // `name = value` (spaces allowed around `=`) continues a challenge; any other
+        // item starts one: `scheme [param | token68]`.
+        let first_end = item
+            .find(|c: char| c == '=' || c.is_ascii_whitespace())
+            .unwrap_or(item.len());
+        let (first, after) = item.split_at(first_end);
+        let (starts, rest) = match after.trim_start().starts_with('=') {
+            true => (None, item),
+            false => (Some(first), after.trim()),
+        };
+        if let Some(starts) = starts {
+            in_scheme = starts.eq_ignore_ascii_case(scheme);
+            found |= in_scheme;
+        }
+        if !in_scheme {
+            continue;
+        }
+        if let Some((name, value)) = rest.split_once('=') {
+            params.push((name.trim().to_ascii_lowercase(), unquote(value.trim())));
+        }
+    }
+    found.then_some(params)
+}
+
+/// `text` split at commas that are not inside a quoted string.
+fn split_outside_quotes(text: &str) -> Vec<&str> {
+    let (mut parts, mut start, mut quoted, mut escaped) = (Vec::new(), 0, false, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+/// A parameter value: a quoted string without its quotes and escapes, or a token as is.
+fn unquote(value: &str) -> String {
+    let Some(inner) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) else {
+        return value.to_string();
+    };
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        out.push(if c == '\\' {
+            chars.next().unwrap_or('\\')
+        } else {
+            c
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schemes_parameters_are_read_across_challenges() {
+        let header = r#"Basic realm="a, b", Bearer realm="https://auth.example/token",service = "r.example" , scope="repository:x:pull""#;
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            params(header, "bearer"),
+            Some(pairs(&[
+                ("realm", "https://auth.example/token"),
+                ("service", "r.example"),
+                ("scope", "repository:x:pull"),
+            ]))
+        );
+        assert_eq!(params(header, "BASIC"), Some(pairs(&[("realm", "a, b")])));
+        assert_eq!(params(header, "negotiate"), None);
+        assert_eq!(params("Basic", "basic"), Some(Vec::new()));
+    }
+}

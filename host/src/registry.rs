@@ -1,0 +1,507 @@
+//! An OCI registry's pull side (the distribution API's `/v2/` probe, token exchange,
+//! manifest and blob reads) over this crate's own HTTP client, so that every answer is read
+//! to a bound: a manifest or a token no further than 64 KiB, a blob no further than the
+//! size its manifest states. oci-client reads whole bodies before anything can look at
+//! their size, so a registry (or the token service it names) could fill memory with one
+//! answer; it is left only the push, whose answers are small and come from the registry
+//! being pushed to.
+//!
+//! Authentication as registries do it (the Docker token protocol, which OCI registries
+//! share): the `/v2/` answer's `WWW-Authenticate` says `Bearer realm=… service=…` (a token
+//! for `repository:NAME:pull` from that service, with the basic credentials if there are
+//! any), `Basic` (the credentials go to the registry itself) or nothing (anonymous).
+//! Nothing is sent over plain http but to a loopback host: not the registry, not a
+//! redirect, not the token service.
+
+use crate::capabilities::www_authenticate;
+use base64::Engine as _;
+use oci_client::secrets::RegistryAuth;
+use oci_client::Reference;
+use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION, WWW_AUTHENTICATE};
+use reqwest::{RequestBuilder, StatusCode, Url};
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// The largest manifest, and the largest token-service answer, a pull reads.
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 << 10;
+
+/// How long a registry may take to accept a connection, and then to send the next bytes
+/// of an answer.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One repository of one registry, authenticated for a pull.
+pub(crate) struct Registry {
+    http: reqwest::Client,
+    /// `SCHEME://HOST[:PORT]/v2/REPOSITORY`.
+    repository: String,
+    /// What every read sends, from [`Registry::open`].
+    authorization: Option<HeaderValue>,
+}
+
+impl Registry {
+    /// Asks `reference`'s registry how to authenticate and does so with `auth`.
+    pub async fn open(reference: &Reference, auth: &RegistryAuth) -> Result<Registry, String> {
+        install_tls_provider();
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT)
+            .user_agent(concat!("ahp/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                if attempt.previous().len() >= 10 {
+                    attempt.error("more than 10 redirects")
+                } else if secure(attempt.url()) {
+                    attempt.follow()
+                } else {
+                    attempt.error("a redirect to plain http off loopback")
+                }
+            }))
+            .build()
+            .map_err(|e| format!("set up the registry client: {}", describe(e)))?;
+        let registry = reference.resolve_registry();
+        let scheme = if is_loopback(registry) {
+            "http"
+        } else {
+            "https"
+        };
+        let base = format!("{scheme}://{registry}/v2/");
+        let probe = http
+            .get(&base)
+            .send()
+            .await
+            .map_err(|e| format!("reach the registry: {}", describe(e)))?;
+        let challenge = probe
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        drop(probe);
+        let basic = match auth {
+            RegistryAuth::Basic(user, password) => Some((user.as_str(), password.as_str())),
+            _ => None,
+        };
+        let authorization = match (auth, challenge) {
+            (RegistryAuth::Bearer(token), _) => Some(sensitive(format!("Bearer {token}"))?),
+            (_, Some(challenge)) => {
+                let scheme = |name| www_authenticate::params(&challenge, name);
+                if let Some(params) = scheme("bearer") {
+                    let scope = format!("repository:{}:pull", reference.repository());
+                    let token = token(&http, &params, &scope, basic).await?;
+                    Some(sensitive(format!("Bearer {token}"))?)
+                } else if let (Some(_), Some((user, password))) = (scheme("basic"), basic) {
+                    let pair = base64::engine::general_purpose::STANDARD
+                        .encode(format!("{user}:{password}"));
+                    Some(sensitive(format!("Basic {pair}"))?)
+                } else {
+                    None
+                }
+            }
+            (_, None) => None,
+        };
+        Ok(Registry {
+            http,
+            repository: format!("{base}{}", reference.repository()),
+            authorization,
+        })
+    }
+
+    /// The image manifest `name` (a tag or a digest) names, at most
+    /// [`MAX_MANIFEST_BYTES`] of it.
+    pub async fn manifest(&self, name: &str, media_type: &str) -> Result<Vec<u8>, String> {
+        let request = self
+            .get(&format!("{}/manifests/{name}", self.repository))
+            .header(ACCEPT, media_type);
+        read(request, MAX_MANIFEST_BYTES, "the registry").await
+    }
+
+    /// The blob `digest` names, which its manifest says is `size` bytes: no more is read.
+    pub async fn blob(&self, digest: &str, size: u64) -> Result<Vec<u8>, String> {
+        let request = self.get(&format!("{}/blobs/{digest}", self.repository));
+        read(request, size, "the registry").await
+    }
+
+    fn get(&self, url: &str) -> RequestBuilder {
+        let request = self.http.get(url);
+        match &self.authorization {
+            Some(authorization) => request.header(AUTHORIZATION, authorization.clone()),
+            None => request,
+        }
+    }
+}
+
+/// A token for `scope` from the token service a `Bearer` challenge's `params` name
+/// (`realm`, and `service` if given), asked with the `basic` credentials if any.
+async fn token(
+    http: &reqwest::Client,
+    params: &[(String, String)],
+    scope: &str,
+    basic: Option<(&str, &str)>,
+) -> Result<String, String> {
+    let param = |name: &str| {
+        params
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let realm = param("realm").ok_or("the registry's Bearer challenge names no realm")?;
+    let mut url = Url::parse(realm)
+        .map_err(|_| "the registry's token service (realm) is not a URL".to_string())?;
+    if !secure(&url) {
+        return Err(
+            "the registry's token service (realm) is plain http off loopback: refused".into(),
+        );
+    }
+    url.query_pairs_mut().append_pair("scope", scope);
+    if let Some(service) = param("service") {
+        url.query_pairs_mut().append_pair("service", service);
+    }
+    let request = match basic {
+        Some((user, password)) => http.get(url).basic_auth(user, Some(password)),
+        None => http.get(url),
+    };
+    let answer = read(request, MAX_MANIFEST_BYTES, "the token service").await?;
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        token: Option<String>,
+        access_token: Option<String>,
+    }
+    let answer: Answer = serde_json::from_slice(&answer)
+        .map_err(|_| "the token service's answer is not a token response".to_string())?;
+    answer
+        .token
+        .or(answer.access_token)
+        .filter(|token| !token.is_empty())
+        .ok_or_else(|| "the token service's answer holds no token".to_string())
+}
+
+/// An `Authorization` value, marked sensitive; one with bytes a header cannot carry is
+/// refused without being repeated.
+fn sensitive(authorization: String) -> Result<HeaderValue, String> {
+    let mut value = HeaderValue::try_from(authorization)
+        .map_err(|_| "the registry credentials cannot be sent in a header".to_string())?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// The body of `request`'s `200 OK` answer from `who`, refused once it is larger than
+/// `max` bytes (at once if its declared length is).
+async fn read(request: RequestBuilder, max: u64, who: &str) -> Result<Vec<u8>, String> {
+    let mut response = request.send().await.map_err(describe)?;
+    if response.status() != StatusCode::OK {
+        return Err(format!("{who} answered {}", response.status()));
+    }
+    let too_large = || format!("{who}'s answer is larger than {max} bytes");
+    if response.content_length().is_some_and(|length| length > max) {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(describe)? {
+        if (bytes.len() + chunk.len()) as u64 > max {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// `error` with its causes, without its URL (which the caller names already).
+fn describe(error: reqwest::Error) -> String {
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+/// https, or plain http to a loopback host.
+fn secure(url: &Url) -> bool {
+    match url.scheme() {
+        "https" => true,
+        "http" => url.host_str().is_some_and(is_loopback),
+        _ => false,
+    }
+}
+
+/// True for `localhost`, `127.0.0.0/8` and `::1`, with or without a port and brackets.
+pub(crate) fn is_loopback(registry: &str) -> bool {
+    let host = match registry.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => registry.split(':').next().unwrap_or_default(),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// reqwest is built without a TLS provider of its own: use ring, like the rest of the
+/// host. An embedder's earlier choice stands (install_default then fails, harmlessly).
+pub(crate) fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// A scriptable loopback "registry" for the tests of this module and of `oci`.
+#[cfg(test)]
+pub(crate) mod fake {
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    /// An HTTP/1.1 answer with `headers` (each ending in CRLF) and `body`; the connection
+    /// closes after it.
+    pub fn answer(status: &str, headers: &str, body: &[u8]) -> Vec<u8> {
+        let head = format!(
+            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        [head.as_bytes(), body].concat()
+    }
+
+    /// A loopback "registry" that reads each request's head and sends what `respond`
+    /// makes of it (and of the registry's own address).
+    pub async fn answering(
+        respond: impl Fn(&str, SocketAddr) -> Vec<u8> + Send + Sync + 'static,
+    ) -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let respond = Arc::new(respond);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let respond = Arc::clone(&respond);
+                tokio::spawn(async move {
+                    let mut request = [0; 4096];
+                    let Ok(n) = stream.read(&mut request).await else {
+                        return;
+                    };
+                    let head = String::from_utf8_lossy(&request[..n]).into_owned();
+                    let _ = stream.write_all(&respond(&head, addr)).await;
+                });
+            }
+        });
+        addr
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fake::{answer, answering};
+    use super::*;
+
+    fn reference(addr: std::net::SocketAddr) -> Reference {
+        format!("{addr}/ahp/interceptor:0.1").parse().unwrap()
+    }
+
+    async fn manifest_of(
+        addr: std::net::SocketAddr,
+        auth: &RegistryAuth,
+    ) -> Result<Vec<u8>, String> {
+        Registry::open(&reference(addr), auth)
+            .await?
+            .manifest("0.1", "application/vnd.oci.image.manifest.v1+json")
+            .await
+    }
+
+    /// Basic credentials go to a registry that challenges `Basic`, and to no other.
+    #[tokio::test]
+    async fn basic_credentials_go_where_the_registry_asks_for_them() {
+        let basic = RegistryAuth::Basic("reader".into(), "s3cret".into());
+        // base64("reader:s3cret")
+        let credentials = "authorization: Basic cmVhZGVyOnMzY3JldA==";
+        let addr = answering(move |request, _| match request {
+            r if r.starts_with("GET /v2/ ") => answer(
+                "401 Unauthorized",
+                "WWW-Authenticate: Basic realm=\"r\"\r\n",
+                b"",
+            ),
+            r if r.contains(credentials) => answer("200 OK", "", b"{}"),
+            _ => answer("401 Unauthorized", "", b""),
+        })
+        .await;
+        assert_eq!(manifest_of(addr, &basic).await.unwrap(), b"{}");
+        let error = manifest_of(addr, &RegistryAuth::Anonymous)
+            .await
+            .unwrap_err();
+        assert_eq!(error, "the registry answered 401 Unauthorized");
+        // A registry that asks for nothing gets nothing, credentials or not.
+        let addr = answering(|request, _| match request {
+            r if r.to_ascii_lowercase().contains("authorization:") => {
+                answer("400 Bad Request", "", b"")
+            }
+            r if r.starts_with("GET /v2/ahp/interceptor/manifests/0.1 ") => {
+                answer("200 OK", "", b"{}")
+            }
+            r if r.starts_with("GET /v2/ ") => answer("200 OK", "", b"{}"),
+            _ => answer("404 Not Found", "", b""),
+        })
+        .await;
+        assert_eq!(manifest_of(addr, &basic).await.unwrap(), b"{}");
+        assert_eq!(
+            manifest_of(addr, &RegistryAuth::Anonymous).await.unwrap(),
+            b"{}"
+        );
+    }
+
+    /// A `Bearer` challenge: a pull token for the repository from the service it names
+    /// (asked with the basic credentials, if any), sent with every read.
+    #[tokio::test]
+    async fn a_bearer_challenge_gets_a_pull_token_from_its_service() {
+        let addr = answering(|request, addr| match request {
+            r if r.starts_with("GET /v2/ ") => {
+                let challenge = format!(
+                    "WWW-Authenticate: Bearer realm=\"http://{addr}/token\",service=\"reg\"\r\n"
+                );
+                answer("401 Unauthorized", &challenge, b"")
+            }
+            r if r.starts_with(
+                "GET /token?scope=repository%3Aahp%2Finterceptor%3Apull&service=reg ",
+            ) && r.contains("authorization: Basic cmVhZGVyOnMzY3JldA==") =>
+            {
+                answer("200 OK", "", br#"{"token":"t0k","expires_in":300}"#)
+            }
+            r if r.starts_with("GET /token?") => answer("401 Unauthorized", "", b"no"),
+            r if r.contains("authorization: Bearer t0k") => answer("200 OK", "", b"{}"),
+            _ => answer("401 Unauthorized", "", b""),
+        })
+        .await;
+        let basic = RegistryAuth::Basic("reader".into(), "s3cret".into());
+        assert_eq!(manifest_of(addr, &basic).await.unwrap(), b"{}");
+        // Without credentials the service refuses, in its own words that are not repeated.
+        let error = manifest_of(addr, &RegistryAuth::Anonymous)
+            .await
+            .unwrap_err();
+        assert_eq!(error, "the token service answered 401 Unauthorized");
+    }
+
+    /// The token service is held to what the registry is: no plain http off loopback, a
+    /// bounded answer that must hold a token.
+    #[tokio::test]
+    async fn a_token_service_is_bounded_and_never_plain_http_off_loopback() {
+        let challenged = |realm: String, token_answer: Vec<u8>| {
+            answering(move |request, addr| match request {
+                r if r.starts_with("GET /v2/ ") => {
+                    let realm = realm.replace("ADDR", &addr.to_string());
+                    let challenge = format!("WWW-Authenticate: Bearer realm=\"{realm}\"\r\n");
+                    answer("401 Unauthorized", &challenge, b"")
+                }
+                r if r.starts_with("GET /token?") => token_answer.clone(),
+                _ => answer("401 Unauthorized", "", b""),
+            })
+        };
+        let cases = [
+            (
+                "http://192.0.2.1/token".to_string(),
+                Vec::new(),
+                "the registry's token service (realm) is plain http off loopback: refused",
+            ),
+            (
+                "http://ADDR/token".to_string(),
+                answer("200 OK", "", &vec![b' '; 70_000]),
+                "the token service's answer is larger than 65536 bytes",
+            ),
+            (
+                "http://ADDR/token".to_string(),
+                answer("200 OK", "", br#"{"token":""}"#),
+                "the token service's answer holds no token",
+            ),
+            (
+                "http://ADDR/token".to_string(),
+                answer("200 OK", "", b"<html>"),
+                "the token service's answer is not a token response",
+            ),
+            (
+                "not a url".to_string(),
+                Vec::new(),
+                "the registry's token service (realm) is not a URL",
+            ),
+        ];
+        for (realm, token_answer, expected) in cases {
+            let addr = challenged(realm.clone(), token_answer).await;
+            let error = manifest_of(addr, &RegistryAuth::Anonymous).await.err();
+            assert_eq!(error.as_deref(), Some(expected), "{realm}");
+        }
+    }
+
+    /// An answer is read to its bound and no further, its length declared or not; a
+    /// status other than 200 is refused.
+    #[tokio::test]
+    async fn an_answer_is_read_to_its_bound_and_only_a_200_counts() {
+        let bound = MAX_MANIFEST_BYTES as usize;
+        let chunked = |body: Vec<u8>| {
+            let mut bytes =
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                    .to_vec();
+            bytes.extend(format!("{:x}\r\n", body.len()).as_bytes());
+            bytes.extend(body);
+            bytes.extend(b"\r\n0\r\n\r\n");
+            bytes
+        };
+        let cases = [
+            (answer("200 OK", "", &vec![b' '; bound]), Ok(bound)),
+            (answer("200 OK", "", &vec![b' '; bound + 1]), Err("larger")),
+            (chunked(vec![b' '; bound]), Ok(bound)),
+            (chunked(vec![b' '; bound + 1]), Err("larger")),
+            (answer("204 No Content", "", b""), Err("answered 204")),
+            (
+                answer("206 Partial Content", "", b"{}"),
+                Err("answered 206"),
+            ),
+        ];
+        for (i, (manifest_answer, expected)) in cases.into_iter().enumerate() {
+            let addr = answering(move |request, _| match request {
+                r if r.starts_with("GET /v2/ ") => answer("200 OK", "", b"{}"),
+                _ => manifest_answer.clone(),
+            })
+            .await;
+            let got = manifest_of(addr, &RegistryAuth::Anonymous).await;
+            match expected {
+                Ok(length) => assert_eq!(got.map(|m| m.len()), Ok(length), "case {i}"),
+                Err(part) => assert!(
+                    got.as_ref().is_err_and(|e| e.contains(part)),
+                    "case {i}: {got:?}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn only_loopback_registries_are_loopback() {
+        for registry in [
+            "127.0.0.1:5000",
+            "localhost:5000",
+            "[::1]:5000",
+            "127.1.2.3",
+            "LOCALHOST",
+        ] {
+            assert!(is_loopback(registry), "{registry}");
+        }
+        for registry in [
+            "ghcr.io",
+            "10.0.0.1:5000",
+            "localhost.example.com",
+            "[::2]:5000",
+            "127.0.0.1.nip.io",
+        ] {
+            assert!(!is_loopback(registry), "{registry}");
+        }
+    }
+
+    #[test]
+    fn only_https_or_loopback_http_is_secure() {
+        for url in [
+            "https://r.example/x",
+            "http://127.0.0.1:5000/x",
+            "http://[::1]/x",
+            "http://localhost/x",
+        ] {
+            assert!(secure(&Url::parse(url).unwrap()), "{url}");
+        }
+        for url in [
+            "http://r.example/x",
+            "http://10.0.0.1/x",
+            "ftp://127.0.0.1/x",
+            "http://localhost.example/x",
+        ] {
+            assert!(!secure(&Url::parse(url).unwrap()), "{url}");
+        }
+    }
+}
