@@ -438,6 +438,8 @@ fn run(cli: Cli, hook_call: Option<HookCall>) -> ExitCode {
 /// else nowhere, an engine error's backtrace included.
 fn init_logging(hook: bool) {
     use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
+    use tracing_subscriber::util::SubscriberInitExt as _;
     use tracing_subscriber::EnvFilter;
     let (writer, mut filter, ansi) = if !hook {
         (
@@ -465,27 +467,33 @@ fn init_logging(hook: bool) {
         )
     };
     // The compiler's own trace logs (gigabytes while compiling the component) are never
-    // what an operator wants from AHP_LOG, and oci-client's debug logs print registry
-    // tokens (a push authenticates through it): keep them at warnings.
+    // what an operator wants from AHP_LOG: keep them at warnings.
     for noisy in [
         "cranelift_codegen",
         "cranelift_frontend",
         "wasmtime_internal_cranelift",
         "regalloc2",
-        "oci_client",
     ] {
         if let Ok(directive) = format!("{noisy}=warn").parse() {
             filter = filter.add_directive(directive);
         }
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_ansi(ansi)
         // A log line that cannot be written (stderr closed or full, a full disk) is lost,
         // never a panic that would change a hook's exit code.
         .log_internal_errors(false)
-        .init();
+        .with_filter(filter)
+        .with_filter(tracing_subscriber::filter::filter_fn(keeps_secrets_out));
+    tracing_subscriber::registry().with(layer).init();
+}
+
+/// Whether a log event may be written: not one of oci-client's below warnings, whatever
+/// `AHP_LOG` asks (`oci_client::client=debug` included), since its debug lines print
+/// registry tokens (a push authenticates through it).
+fn keeps_secrets_out(event: &tracing::Metadata<'_>) -> bool {
+    !event.target().starts_with("oci_client") || *event.level() <= tracing::Level::WARN
 }
 
 /// The log file of `ahp hook`: `AHP_LOG_FILE`, appended (one write per line, so hook

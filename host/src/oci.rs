@@ -9,8 +9,8 @@
 //!
 //! Trust: a reference pinned with `@sha256:…` names the exact manifest, and the manifest
 //! names the exact layer by its digest. This module checks both on every pull, from the
-//! registry or from the cache, before a byte of the component can run (oci-client checks
-//! the layer's as it downloads too); a mismatch is an error, never a fallback. An
+//! registry or from the cache, before a byte of the component can run; a mismatch is an
+//! error, never a fallback. An
 //! unpinned reference (a tag) is fetched from the registry every time, since tags move;
 //! only its layer may come from the cache.
 //!
@@ -25,7 +25,7 @@ use crate::registry::{
     install_tls_provider, is_loopback, Registry, CONNECT_TIMEOUT, MAX_MANIFEST_BYTES, READ_TIMEOUT,
 };
 use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::manifest::{OciImageManifest, OCI_IMAGE_MEDIA_TYPE};
+use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use oci_wasm::{WasmClient, WasmConfig, WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE};
@@ -129,11 +129,7 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     // (another push to the same tag may have come in between).
     let pinned = parse_reference(&format!("{}@{manifest_digest}", reference.whole()))?;
     let manifest = match Registry::open(&pinned, &auth).await {
-        Ok(registry) => {
-            registry
-                .manifest(&manifest_digest, OCI_IMAGE_MEDIA_TYPE)
-                .await
-        }
+        Ok(registry) => registry.manifest(&manifest_digest).await,
         Err(e) => Err(e),
     }
     .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
@@ -195,7 +191,7 @@ async fn fetch(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>,
                 .unwrap_or_else(|| reference.tag().unwrap_or("latest"));
             let bytes = registry
                 .insert(open("the manifest").await?)
-                .manifest(name, OCI_IMAGE_MEDIA_TYPE)
+                .manifest(name)
                 .await
                 .map_err(|e| format!("pull the manifest of {whole}: {e}"))?;
             let manifest_digest = sha256_digest(&bytes);
@@ -292,8 +288,8 @@ fn component_layer(manifest: &[u8]) -> Result<oci_client::manifest::OciDescripto
     if !(0..=MAX_COMPONENT_BYTES as i64).contains(&layer.size) {
         return Err(format!("layer size {} is out of range", layer.size));
     }
-    // oci-client fetches a layer's `urls` when the registry's blob request fails: from any
-    // host, over plain http too, past this module's transport rule.
+    // `urls` name other places to download the layer from: any host, over plain http
+    // too, past this module's transport rule.
     if layer.urls.is_some() {
         return Err("the layer has `urls`: a component comes only from its registry".into());
     }
@@ -547,8 +543,8 @@ mod tests {
         assert!(component_layer(b"not json").is_err());
     }
 
-    /// A layer's `urls` would let oci-client fetch the component from anywhere, over plain
-    /// http, when the registry's blob request fails.
+    /// A layer's `urls` would name places to fetch the component from other than its
+    /// registry, over plain http too.
     #[test]
     fn a_layer_with_download_urls_is_refused() {
         let manifest = format!(
@@ -644,6 +640,7 @@ mod tests {
     #[tokio::test]
     async fn the_component_is_read_with_the_registrys_token() {
         use crate::registry::fake::{answer, answering};
+        use oci_client::manifest::OCI_IMAGE_MEDIA_TYPE;
         let component = b"\0asm component bytes".to_vec();
         let component_digest = sha256_digest(&component);
         let manifest = format!(

@@ -10,8 +10,8 @@
 //! share): the `/v2/` answer's `WWW-Authenticate` says `Bearer realm=… service=…` (a token
 //! for `repository:NAME:pull` from that service, with the basic credentials if there are
 //! any), `Basic` (the credentials go to the registry itself) or nothing (anonymous).
-//! Nothing is sent over plain http but to a loopback host: not the registry, not a
-//! redirect, not the token service.
+//! Plain http only for a loopback registry, and then only to loopback hosts, with no proxy
+//! in between: a remote registry's redirects and token service are https.
 
 use crate::capabilities::www_authenticate;
 use base64::Engine as _;
@@ -24,6 +24,13 @@ use std::time::Duration;
 
 /// The largest manifest, and the largest token-service answer, a pull reads.
 pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 << 10;
+
+/// The manifest media types a pull asks for, the wasm artifact's (an OCI image
+/// manifest) first.
+const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, \
+    application/vnd.docker.distribution.manifest.v2+json, \
+    application/vnd.oci.image.index.v1+json, \
+    application/vnd.docker.distribution.manifest.list.v2+json";
 
 /// How long a registry may take to accept a connection, and then to send the next bytes
 /// of an answer.
@@ -43,38 +50,46 @@ impl Registry {
     /// Asks `reference`'s registry how to authenticate and does so with `auth`.
     pub async fn open(reference: &Reference, auth: &RegistryAuth) -> Result<Registry, String> {
         install_tls_provider();
-        let http = reqwest::Client::builder()
+        let registry = reference.resolve_registry();
+        let local = is_loopback(registry);
+        let mut http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(READ_TIMEOUT)
             .user_agent(concat!("ahp/", env!("CARGO_PKG_VERSION")))
-            .redirect(reqwest::redirect::Policy::custom(|attempt| {
-                if attempt.previous().len() >= 10 {
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                // `previous` holds the first URL too.
+                if attempt.previous().len() > 10 {
                     attempt.error("more than 10 redirects")
-                } else if secure(attempt.url()) {
+                } else if secure(attempt.url(), local) {
                     attempt.follow()
                 } else {
-                    attempt.error("a redirect to plain http off loopback")
+                    attempt.error("a redirect to plain http")
                 }
-            }))
+            }));
+        if local {
+            // A proxy from the environment would take the plain http (credentials
+            // included) off the machine.
+            http = http.no_proxy();
+        }
+        let http = http
             .build()
             .map_err(|e| format!("set up the registry client: {}", describe(e)))?;
-        let registry = reference.resolve_registry();
-        let scheme = if is_loopback(registry) {
-            "http"
-        } else {
-            "https"
-        };
+        let scheme = if local { "http" } else { "https" };
         let base = format!("{scheme}://{registry}/v2/");
         let probe = http
             .get(&base)
             .send()
             .await
             .map_err(|e| format!("reach the registry: {}", describe(e)))?;
-        let challenge = probe
+        // Every field: a front end may put its own scheme first.
+        let fields: Vec<_> = probe
             .headers()
-            .get(WWW_AUTHENTICATE)
-            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+            .get_all(WWW_AUTHENTICATE)
+            .iter()
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+            .collect();
         drop(probe);
+        let challenge = (!fields.is_empty()).then(|| fields.join(", "));
         let basic = match auth {
             RegistryAuth::Basic(user, password) => Some((user.as_str(), password.as_str())),
             _ => None,
@@ -85,8 +100,12 @@ impl Registry {
                 let scheme = |name| www_authenticate::params(&challenge, name);
                 if let Some(params) = scheme("bearer") {
                     let scope = format!("repository:{}:pull", reference.repository());
-                    let token = token(&http, &params, &scope, basic).await?;
-                    Some(sensitive(format!("Bearer {token}"))?)
+                    let token = token(&http, &params, &scope, basic, local).await?;
+                    let value = sensitive(format!("Bearer {token}"));
+                    Some(
+                        value
+                            .map_err(|_| "the token service's token cannot be sent in a header")?,
+                    )
                 } else if let (Some(_), Some((user, password))) = (scheme("basic"), basic) {
                     let pair = base64::engine::general_purpose::STANDARD
                         .encode(format!("{user}:{password}"));
@@ -104,12 +123,13 @@ impl Registry {
         })
     }
 
-    /// The image manifest `name` (a tag or a digest) names, at most
-    /// [`MAX_MANIFEST_BYTES`] of it.
-    pub async fn manifest(&self, name: &str, media_type: &str) -> Result<Vec<u8>, String> {
+    /// The manifest `name` (a tag or a digest) names, at most [`MAX_MANIFEST_BYTES`] of
+    /// it. Any kind is accepted, so a registry answers with what it has (an index, a Docker
+    /// manifest) for the caller to refuse by name rather than with a bare 404.
+    pub async fn manifest(&self, name: &str) -> Result<Vec<u8>, String> {
         let request = self
             .get(&format!("{}/manifests/{name}", self.repository))
-            .header(ACCEPT, media_type);
+            .header(ACCEPT, MANIFEST_TYPES);
         read(request, MAX_MANIFEST_BYTES, "the registry").await
     }
 
@@ -135,6 +155,7 @@ async fn token(
     params: &[(String, String)],
     scope: &str,
     basic: Option<(&str, &str)>,
+    local: bool,
 ) -> Result<String, String> {
     let param = |name: &str| {
         params
@@ -145,10 +166,8 @@ async fn token(
     let realm = param("realm").ok_or("the registry's Bearer challenge names no realm")?;
     let mut url = Url::parse(realm)
         .map_err(|_| "the registry's token service (realm) is not a URL".to_string())?;
-    if !secure(&url) {
-        return Err(
-            "the registry's token service (realm) is plain http off loopback: refused".into(),
-        );
+    if !secure(&url, local) {
+        return Err("the registry's token service (realm) is plain http: refused".into());
     }
     url.query_pairs_mut().append_pair("scope", scope);
     if let Some(service) = param("service") {
@@ -166,10 +185,9 @@ async fn token(
     }
     let answer: Answer = serde_json::from_slice(&answer)
         .map_err(|_| "the token service's answer is not a token response".to_string())?;
-    answer
-        .token
-        .or(answer.access_token)
-        .filter(|token| !token.is_empty())
+    let given = |token: Option<String>| token.filter(|token| !token.is_empty());
+    given(answer.token)
+        .or(given(answer.access_token))
         .ok_or_else(|| "the token service's answer holds no token".to_string())
 }
 
@@ -185,16 +203,19 @@ fn sensitive(authorization: String) -> Result<HeaderValue, String> {
 /// The body of `request`'s `200 OK` answer from `who`, refused once it is larger than
 /// `max` bytes (at once if its declared length is).
 async fn read(request: RequestBuilder, max: u64, who: &str) -> Result<Vec<u8>, String> {
-    let mut response = request.send().await.map_err(describe)?;
+    let failed = |e| format!("{who}: {}", describe(e));
+    let mut response = request.send().await.map_err(failed)?;
     if response.status() != StatusCode::OK {
         return Err(format!("{who} answered {}", response.status()));
     }
     let too_large = || format!("{who}'s answer is larger than {max} bytes");
-    if response.content_length().is_some_and(|length| length > max) {
+    let declared = response.content_length();
+    if declared.is_some_and(|length| length > max) {
         return Err(too_large());
     }
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(describe)? {
+    // Room for what is declared (no more than the bound), so the buffer does not double.
+    let mut bytes = Vec::with_capacity(declared.unwrap_or(0) as usize);
+    while let Some(chunk) = response.chunk().await.map_err(failed)? {
         if (bytes.len() + chunk.len()) as u64 > max {
             return Err(too_large());
         }
@@ -215,11 +236,12 @@ fn describe(error: reqwest::Error) -> String {
     text
 }
 
-/// https, or plain http to a loopback host.
-fn secure(url: &Url) -> bool {
+/// https, or plain http to a loopback host when the registry itself is `local` (a remote
+/// registry's pointer to a local port would reach whatever listens there, in clear).
+fn secure(url: &Url, local: bool) -> bool {
     match url.scheme() {
         "https" => true,
-        "http" => url.host_str().is_some_and(is_loopback),
+        "http" => local && url.host_str().is_some_and(is_loopback),
         _ => false,
     }
 }
@@ -269,11 +291,15 @@ pub(crate) mod fake {
             while let Ok((mut stream, _)) = listener.accept().await {
                 let respond = Arc::clone(&respond);
                 tokio::spawn(async move {
-                    let mut request = [0; 4096];
-                    let Ok(n) = stream.read(&mut request).await else {
-                        return;
-                    };
-                    let head = String::from_utf8_lossy(&request[..n]).into_owned();
+                    let mut head = Vec::new();
+                    let mut buffer = [0; 4096];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buffer).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buffer[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&head).into_owned();
                     let _ = stream.write_all(&respond(&head, addr)).await;
                 });
             }
@@ -297,7 +323,7 @@ mod tests {
     ) -> Result<Vec<u8>, String> {
         Registry::open(&reference(addr), auth)
             .await?
-            .manifest("0.1", "application/vnd.oci.image.manifest.v1+json")
+            .manifest("0.1")
             .await
     }
 
@@ -391,7 +417,7 @@ mod tests {
             (
                 "http://192.0.2.1/token".to_string(),
                 Vec::new(),
-                "the registry's token service (realm) is plain http off loopback: refused",
+                "the registry's token service (realm) is plain http: refused",
             ),
             (
                 "http://ADDR/token".to_string(),
@@ -485,23 +511,101 @@ mod tests {
         }
     }
 
+    /// What registries in the wild do: `access_token` alone, a realm with a query of its
+    /// own, the `Bearer` challenge in a second `WWW-Authenticate` field.
+    #[tokio::test]
+    async fn a_token_is_got_the_ways_registries_offer_it() {
+        let addr = answering(|request, addr| match request {
+            r if r.starts_with("GET /v2/ ") => {
+                let challenges = format!(
+                    "WWW-Authenticate: Negotiate\r\n\
+                     WWW-Authenticate: Bearer realm=\"http://{addr}/token?tenant=t1\"\r\n"
+                );
+                answer("401 Unauthorized", &challenges, b"")
+            }
+            r if r.starts_with(
+                "GET /token?tenant=t1&scope=repository%3Aahp%2Finterceptor%3Apull ",
+            ) =>
+            {
+                answer("200 OK", "", br#"{"token":"","access_token":"t0k"}"#)
+            }
+            r if r.contains("authorization: Bearer t0k") => answer("200 OK", "", b"{}"),
+            _ => answer("401 Unauthorized", "", b""),
+        })
+        .await;
+        assert_eq!(
+            manifest_of(addr, &RegistryAuth::Anonymous).await.unwrap(),
+            b"{}"
+        );
+    }
+
+    /// A redirect is followed only where the registry may be reached, and the credentials
+    /// stay with the registry: not to another host (a second port counts as one).
+    #[tokio::test]
+    async fn a_redirect_never_takes_credentials_along_nor_goes_to_plain_http() {
+        let elsewhere =
+            answering(
+                |request, _| match request.to_ascii_lowercase().contains("authorization:") {
+                    true => answer("400 Bad Request", "", b""),
+                    false => answer("200 OK", "", b"{\"elsewhere\":1}"),
+                },
+            )
+            .await;
+        let addr = answering(move |request, _| match request {
+            r if r.starts_with("GET /v2/ ") => answer(
+                "401 Unauthorized",
+                "WWW-Authenticate: Basic realm=\"r\"\r\n",
+                b"",
+            ),
+            r if r.starts_with("GET /v2/ahp/interceptor/manifests/0.1 ") => {
+                let to = format!("Location: http://{elsewhere}/blob\r\n");
+                answer("307 Temporary Redirect", &to, b"")
+            }
+            r if r.starts_with("GET /v2/ahp/interceptor/manifests/far ") => answer(
+                "307 Temporary Redirect",
+                "Location: http://192.0.2.1/blob\r\n",
+                b"",
+            ),
+            _ => answer("404 Not Found", "", b""),
+        })
+        .await;
+        let basic = RegistryAuth::Basic("reader".into(), "s3cret".into());
+        let registry = Registry::open(&reference(addr), &basic).await.unwrap();
+        assert!(
+            registry.authorization.is_some(),
+            "the registry asked for them"
+        );
+        assert_eq!(
+            registry.manifest("0.1").await.unwrap(),
+            b"{\"elsewhere\":1}"
+        );
+        let error = registry.manifest("far").await.unwrap_err();
+        assert!(error.contains("a redirect to plain http"), "{error}");
+    }
+
     #[test]
-    fn only_https_or_loopback_http_is_secure() {
+    fn only_https_or_a_local_registrys_loopback_http_is_secure() {
         for url in [
             "https://r.example/x",
             "http://127.0.0.1:5000/x",
             "http://[::1]/x",
             "http://localhost/x",
         ] {
-            assert!(secure(&Url::parse(url).unwrap()), "{url}");
+            assert!(secure(&Url::parse(url).unwrap(), true), "{url}");
         }
+        // A remote registry's pointer to a local port: https only.
+        assert!(secure(&Url::parse("https://127.0.0.1/x").unwrap(), false));
+        assert!(!secure(
+            &Url::parse("http://127.0.0.1:5000/x").unwrap(),
+            false
+        ));
         for url in [
             "http://r.example/x",
             "http://10.0.0.1/x",
             "ftp://127.0.0.1/x",
             "http://localhost.example/x",
         ] {
-            assert!(!secure(&Url::parse(url).unwrap()), "{url}");
+            assert!(!secure(&Url::parse(url).unwrap(), true), "{url}");
         }
     }
 }

@@ -241,6 +241,29 @@ fn push_stores_a_cncf_wasm_artifact_carrying_the_components_metadata() {
     );
 }
 
+/// oci-client's debug lines print registry tokens: however `AHP_LOG` asks for them, they
+/// are not written, while everything else it asks for is.
+#[test]
+fn oci_clients_debug_lines_never_reach_the_log() {
+    let registry = Registry::start();
+    let output = std::process::Command::new(ahp_binary())
+        .args(["component", "push"])
+        .arg(format!("{}/{REPOSITORY}:{TAG}", registry.host()))
+        .env("AHP_LOG", "debug,oci_client=trace,oci_client::client=trace")
+        .output()
+        .expect("run ahp component push");
+    assert_success(&output, "ahp component push");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(" DEBUG "),
+        "debug lines are written: {stderr}"
+    );
+    for line in stderr.lines() {
+        let quiet = [" DEBUG oci_client", " TRACE oci_client", " INFO oci_client"];
+        assert!(!quiet.iter().any(|q| line.contains(q)), "{line}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pinned_reference_is_pulled_verified_run_and_then_served_from_the_cache() {
     let (registry, pushed, case) = pushed().await;
