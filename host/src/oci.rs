@@ -167,11 +167,19 @@ async fn within<T>(
 /// [`pull`] without a deadline. The registry is asked only for what the cache does not
 /// hold: a pinned reference whose manifest and layer are cached needs no network.
 async fn fetch(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>, String> {
+    fetch_with(reference, cache, &auth(reference)?).await
+}
+
+/// [`fetch`] with `auth` (the tests' own, whatever the environment holds).
+async fn fetch_with(
+    reference: &Reference,
+    cache: &ComponentCache,
+    auth: &RegistryAuth,
+) -> Result<Vec<u8>, String> {
     let whole = reference.whole();
-    let auth = auth(reference)?;
     // For `what` ("the manifest", "the component"), which an error names.
     let open = |what: &'static str| {
-        let (auth, whole) = (&auth, &whole);
+        let whole = &whole;
         async move {
             Registry::open(reference, auth)
                 .await
@@ -570,7 +578,7 @@ mod tests {
         let pull = within(
             Duration::from_millis(500),
             "pull",
-            fetch(&reference, &cache),
+            fetch_with(&reference, &cache, &RegistryAuth::Anonymous),
         );
         // A guard against hanging, far above the deadline under test.
         let error = tokio::time::timeout(Duration::from_secs(20), pull)
@@ -618,7 +626,11 @@ mod tests {
             let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
             let dir = tempfile::tempdir().unwrap();
             let cache = ComponentCache::at(dir.path());
-            let pull = within(Duration::from_secs(20), "pull", fetch(&reference, &cache));
+            let pull = within(
+                Duration::from_secs(20),
+                "pull",
+                fetch_with(&reference, &cache, &RegistryAuth::Anonymous),
+            );
             let error = pull.await.unwrap_err();
             assert!(
                 error.contains("the registry's answer is larger than 65536 bytes"),
@@ -675,14 +687,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = ComponentCache::at(dir.path());
         let tagged = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-        assert_eq!(fetch(&tagged, &cache).await, Ok(component.clone()));
+        assert_eq!(
+            fetch_with(&tagged, &cache, &RegistryAuth::Anonymous).await,
+            Ok(component.clone())
+        );
         // The manifest in the cache, the component not: the registry is asked for it alone.
         let dir = tempfile::tempdir().unwrap();
         let cache = ComponentCache::at(dir.path());
         cache.put(manifest.as_bytes()).unwrap();
         let pinned =
             parse_reference(&format!("{addr}/ahp/interceptor:0.1@{manifest_digest}")).unwrap();
-        assert_eq!(fetch(&pinned, &cache).await, Ok(component));
+        assert_eq!(
+            fetch_with(&pinned, &cache, &RegistryAuth::Anonymous).await,
+            Ok(component)
+        );
     }
 
     /// How much manifest [`flooding_registry`] sends.

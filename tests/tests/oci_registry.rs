@@ -278,6 +278,20 @@ async fn a_pinned_reference_is_pulled_verified_run_and_then_served_from_the_cach
 
 /// A second pull of a pinned reference reads the manifest and the component from the
 /// cache and writes neither again (each pull used to replace and sync the manifest).
+/// A proxy in the environment is not used for a loopback registry: its plain http, and
+/// any credentials, stay on the machine (here the proxy is a closed port).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loopback_registry_is_reached_past_the_environments_proxy() {
+    let (_registry, pushed, case) = pushed().await;
+    let mut command = case.intercept_command(&pinned(&pushed));
+    for proxy in ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
+        command.env(proxy, "http://127.0.0.1:9");
+    }
+    command.env_remove("NO_PROXY").env_remove("no_proxy");
+    let output = command.output().await.expect("run ahp intercept");
+    case.assert_ran(&output, 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pull_served_from_the_cache_does_not_rewrite_it() {
     let (_registry, pushed, case) = pushed().await;
