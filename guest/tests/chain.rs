@@ -459,6 +459,25 @@ fn assert_synthetic_deny(settlement: &Settlement) {
     assert_eq!(audit["reason"], "Required policy backend unavailable.");
 }
 
+/// A failure settled as `policy` says: no objection under fail-open, else the synthetic
+/// denial.
+fn assert_settled_by(policy: &str, settlement: &Settlement) {
+    match policy {
+        "fail-open" => assert_no_objection(settlement),
+        _ => assert_synthetic_deny(settlement),
+    }
+}
+
+/// The `result` of each attempt in the audit record of interceptor `index`.
+fn attempt_results(settlement: &Settlement, index: usize) -> Vec<Value> {
+    audited(settlement, index)["attempts"]
+        .as_array()
+        .expect("attempts")
+        .iter()
+        .map(|a| a["result"].clone())
+        .collect()
+}
+
 fn assert_no_objection(settlement: &Settlement) {
     assert_eq!(settlement.decision, Decision::Allow);
     assert_eq!(settlement.decided_by, DecidedBy::NoObjection);
@@ -1344,12 +1363,7 @@ fn no_retry_or_reacquisition_of_a_later_interceptor_outlasts_the_enclosing_budge
         .collect();
     assert_eq!(acquired, [budget; 3], "every acquisition keeps the budget");
     assert_eq!(host.now.get(), budget);
-    let results: Vec<Value> = audited(&s, 1)["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["result"].clone())
-        .collect();
+    let results = attempt_results(&s, 1);
     assert_eq!(
         results,
         ["connection-reset", "connection-reset", "deadline-exceeded"]
@@ -1507,12 +1521,7 @@ fn a_challenge_the_host_answers_resends_the_same_bytes_once_with_the_credential(
     );
     assert_eq!(host.sent[1].deadline, T0 + ms(750));
     assert!(host.rejected.is_empty(), "no credential was refused");
-    let results: Vec<Value> = audited(&s, 0)["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["result"].clone())
-        .collect();
+    let results = attempt_results(&s, 0);
     assert_eq!(results, [json!("unauthorized"), json!("accepted")]);
 }
 
@@ -1540,10 +1549,7 @@ fn a_challenge_that_leaves_no_time_to_answer_it_is_the_401s_auth_failure() {
         let attempts = audited(&s, 0)["attempts"].clone();
         assert_eq!(attempts.as_array().map(Vec::len), Some(1), "{policy}");
         assert_eq!(attempts[0]["result"], "unauthorized", "{policy}");
-        match policy {
-            "fail-open" => assert_no_objection(&s),
-            _ => assert_synthetic_deny(&s),
-        }
+        assert_settled_by(policy, &s);
     }
 }
 
@@ -1565,12 +1571,7 @@ fn a_refused_credential_with_no_time_left_to_renew_it_is_the_deadlines() {
         record["failure"],
         json!({"class": "deadline-exceeded", "phase": "acquire-credential"})
     );
-    let results: Vec<Value> = record["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["result"].clone())
-        .collect();
+    let results = attempt_results(&s, 0);
     assert_eq!(results, [json!("unauthorized"), json!("deadline-exceeded")]);
 }
 
@@ -1619,10 +1620,7 @@ fn a_challenge_is_answered_once_and_a_failed_answer_is_auth_failed_under_policy(
             json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"}),
             "{policy}"
         );
-        match policy {
-            "fail-open" => assert_no_objection(&s),
-            _ => assert_synthetic_deny(&s),
-        }
+        assert_settled_by(policy, &s);
     }
 }
 
@@ -1651,10 +1649,7 @@ fn unresolved_credential_is_auth_failed_and_nothing_is_sent_under_both_policies(
         );
         assert_eq!(failure_class(&s, 0), "auth-failed");
         assert_eq!(audited(&s, 0)["failure"]["phase"], "acquire-credential");
-        match policy {
-            "fail-open" => assert_no_objection(&s),
-            _ => assert_synthetic_deny(&s),
-        }
+        assert_settled_by(policy, &s);
     }
 }
 
