@@ -1556,23 +1556,37 @@ fn a_challenge_that_leaves_no_time_to_answer_it_is_the_401s_auth_failure() {
 #[test]
 fn a_refused_credential_with_no_time_left_to_renew_it_is_the_deadlines() {
     // The same window after a 401 to a request that carried a credential: the renewal
-    // never begins, and the deadline, not the 401, ends the call.
-    let engine = load(vec![interceptor(A, "fail-open", 750)]);
-    let mut host = FakeHost::new()
-        .auth(A, AuthScript::Token)
-        .on(A, Step::reply(unauthorized()).taking(740).then_lag(20));
-    let s = run(&engine, &mut host);
-    assert_eq!(host.sent.len(), 1);
-    assert_eq!(host.acquired.len(), 1, "no renewal begun past the deadline");
-    assert_eq!(host.rejected.len(), 1, "the refused credential was dropped");
-    assert_no_objection(&s);
-    let record = audited(&s, 0);
-    assert_eq!(
-        record["failure"],
-        json!({"class": "deadline-exceeded", "phase": "acquire-credential"})
-    );
-    let results = attempt_results(&s, 0);
-    assert_eq!(results, [json!("unauthorized"), json!("deadline-exceeded")]);
+    // never begins, and the deadline, not the 401, ends the call, as the policy says.
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![interceptor(A, policy, 750)]);
+        let mut host = FakeHost::new()
+            .auth(A, AuthScript::Token)
+            .on(A, Step::reply(unauthorized()).taking(740).then_lag(20));
+        let s = run(&engine, &mut host);
+        assert_eq!(host.sent.len(), 1, "{policy}");
+        assert_eq!(
+            host.acquired.len(),
+            1,
+            "{policy}: no renewal begun past the deadline"
+        );
+        assert_eq!(
+            host.rejected.len(),
+            1,
+            "{policy}: the refused credential was dropped"
+        );
+        assert_settled_by(policy, &s);
+        assert_eq!(
+            audited(&s, 0)["failure"],
+            json!({"class": "deadline-exceeded", "phase": "acquire-credential"}),
+            "{policy}"
+        );
+        let results = attempt_results(&s, 0);
+        assert_eq!(
+            results,
+            [json!("unauthorized"), json!("deadline-exceeded")],
+            "{policy}"
+        );
+    }
 }
 
 #[test]

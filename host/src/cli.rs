@@ -484,8 +484,10 @@ fn init_logging(hook: bool) {
         // A log line that cannot be written (stderr closed or full, a full disk) is lost,
         // never a panic that would change a hook's exit code.
         .log_internal_errors(false)
-        .with_filter(filter)
-        .with_filter(tracing_subscriber::filter::filter_fn(keeps_secrets_out));
+        .with_filter(tracing_subscriber::filter::filter_fn(keeps_secrets_out))
+        // Outermost, so its level hint stays the subscriber's: `log` records below it
+        // (wasmtime's, cranelift's) are skipped before they reach any filter.
+        .with_filter(filter);
     tracing_subscriber::registry().with(layer).init();
 }
 

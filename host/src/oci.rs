@@ -16,9 +16,11 @@
 //!
 //! Transport: plain `http` only to a loopback registry (`localhost`, `127.0.0.0/8`,
 //! `[::1]`), which is spoken to over plain http; every other registry over `https`,
-//! verified by rustls (ring) against the platform's roots. Credentials, if any, come from
-//! `AHP_REGISTRY_USERNAME` / `AHP_REGISTRY_PASSWORD`, go only to the registry
-//! `AHP_REGISTRY_HOST` names, and are never printed.
+//! verified by rustls (ring) against the platform's roots; no proxy from the environment
+//! for a loopback registry. Credentials, if any, come from `AHP_REGISTRY_USERNAME` /
+//! `AHP_REGISTRY_PASSWORD`, go only to the registry `AHP_REGISTRY_HOST` names (or the
+//! token service its `Bearer` challenge names), and are never printed. A pull is
+//! [`crate::registry`]'s, a push oci-client's.
 
 use crate::component_cache::{sha256_digest, sha256_hex, ComponentCache};
 use crate::registry::{
@@ -342,19 +344,24 @@ fn annotations(component: &[u8]) -> Result<BTreeMap<String, String>, String> {
         .collect())
 }
 
-/// A client that speaks plain http to a loopback registry and https to any other.
+/// A client (for a push) that speaks plain http to a loopback registry and https to any
+/// other.
 fn client(reference: &Reference) -> Result<Client, String> {
     install_tls_provider();
     let registry = reference.resolve_registry().to_string();
-    let protocol = if is_loopback(&registry) {
-        ClientProtocol::HttpsExcept(vec![registry])
-    } else {
-        ClientProtocol::Https
-    };
+    let local = is_loopback(&registry);
     let config = ClientConfig {
-        protocol,
+        protocol: match local {
+            true => ClientProtocol::HttpsExcept(vec![registry]),
+            false => ClientProtocol::Https,
+        },
         connect_timeout: Some(CONNECT_TIMEOUT),
         read_timeout: Some(READ_TIMEOUT),
+        // oci-client has no switch for the environment's proxies, which would take a
+        // loopback registry's plain http (credentials included) off the machine; they are
+        // dropped once a proxy is configured, so one is, that every loopback host bypasses.
+        http_proxy: local.then(|| "http://127.0.0.1:9".to_string()),
+        no_proxy: local.then(|| "localhost,127.0.0.0/8,::1".to_string()),
         ..ClientConfig::default()
     };
     Client::try_from(config).map_err(|e| format!("set up the registry client: {e}"))

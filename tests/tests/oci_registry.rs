@@ -276,22 +276,36 @@ async fn a_pinned_reference_is_pulled_verified_run_and_then_served_from_the_cach
     case.assert_ran(&case.intercept(&pinned(&pushed)).await, 2);
 }
 
-/// A second pull of a pinned reference reads the manifest and the component from the
-/// cache and writes neither again (each pull used to replace and sync the manifest).
-/// A proxy in the environment is not used for a loopback registry: its plain http, and
-/// any credentials, stay on the machine (here the proxy is a closed port).
+/// A proxy in the environment is used neither to push to nor to pull from a loopback
+/// registry: its plain http, and any credentials, stay on the machine (here the proxy is
+/// a closed port).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loopback_registry_is_reached_past_the_environments_proxy() {
-    let (_registry, pushed, case) = pushed().await;
-    let mut command = case.intercept_command(&pinned(&pushed));
+    let registry = Registry::start();
+    let mut push = std::process::Command::new(ahp_binary());
+    push.args(["component", "push"])
+        .arg(format!("{}/{REPOSITORY}:{TAG}", registry.host()));
+    past_a_dead_proxy(&mut push);
+    let output = push.output().expect("run ahp component push");
+    assert_success(&output, "ahp component push behind a proxy");
+    let pushed = one_json_line(&String::from_utf8_lossy(&output.stdout));
+    let case = Case::new().await;
+    let mut pull = case.intercept_command(&pinned(&pushed));
+    past_a_dead_proxy(pull.as_std_mut());
+    let output = pull.output().await.expect("run ahp intercept");
+    case.assert_ran(&output, 1);
+}
+
+/// Every proxy variable at a closed port, and no exceptions.
+fn past_a_dead_proxy(command: &mut std::process::Command) {
     for proxy in ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
         command.env(proxy, "http://127.0.0.1:9");
     }
     command.env_remove("NO_PROXY").env_remove("no_proxy");
-    let output = command.output().await.expect("run ahp intercept");
-    case.assert_ran(&output, 1);
 }
 
+/// A second pull of a pinned reference reads the manifest and the component from the
+/// cache and writes neither again (each pull used to replace and sync the manifest).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pull_served_from_the_cache_does_not_rewrite_it() {
     let (_registry, pushed, case) = pushed().await;

@@ -49,7 +49,7 @@ impl<T: Clone + Send + Sync + 'static> Flight<T> {
         Outcome(self.outcome.0.clone())
     }
 
-    /// Whether the task ended (or was aborted).
+    /// Whether the task ended, or was stopped and dropped.
     pub fn is_finished(&self) -> bool {
         self.task.is_finished()
     }
