@@ -492,8 +492,8 @@ fn init_logging(hook: bool) {
 }
 
 /// Whether a log event may be written: not one of oci-client's below warnings, whatever
-/// `AHP_LOG` asks (`oci_client::client=debug` included), since its debug lines print
-/// registry tokens (a push authenticates through it).
+/// `AHP_LOG` asks (`oci_client::client=debug` included), since its debug lines may print
+/// registry credentials (a push goes through it).
 fn keeps_secrets_out(event: &tracing::Metadata<'_>) -> bool {
     !event.target().starts_with("oci_client") || *event.level() <= tracing::Level::WARN
 }

@@ -19,12 +19,13 @@
 //! verified by rustls (ring) against the platform's roots; no proxy from the environment
 //! for a loopback registry. Credentials, if any, come from `AHP_REGISTRY_USERNAME` /
 //! `AHP_REGISTRY_PASSWORD`, go only to the registry `AHP_REGISTRY_HOST` names (or the
-//! token service its `Bearer` challenge names), and are never printed. A pull is
-//! [`crate::registry`]'s, a push oci-client's.
+//! token service its `Bearer` challenge names), and are never printed. A pull, and a
+//! push's authentication, are [`crate::registry`]'s; a push's uploads oci-client's.
 
 use crate::component_cache::{sha256_digest, sha256_hex, ComponentCache};
 use crate::registry::{
-    install_tls_provider, is_loopback, Registry, CONNECT_TIMEOUT, MAX_MANIFEST_BYTES, READ_TIMEOUT,
+    install_tls_provider, is_loopback, Access, Registry, CONNECT_TIMEOUT, MAX_MANIFEST_BYTES,
+    READ_TIMEOUT,
 };
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::manifest::OciImageManifest;
@@ -112,13 +113,18 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     // A fixed creation time: pushing the same component gives the same manifest digest.
     config.created = chrono::DateTime::UNIX_EPOCH;
     let client = WasmClient::new(client(reference)?);
-    let auth = auth(reference)?;
+    // Authenticated here (a bounded token exchange, basic credentials only where asked
+    // for); oci-client is handed the outcome, a token it uses as it is.
+    let registry = Registry::open(reference, &auth(reference)?, Access::Push)
+        .await
+        .map_err(|e| format!("push to {}: {e}", reference.whole()))?;
+    let auth = registry.credential();
     client
-        .push(reference, &auth, layer, config, Some(annotations))
+        .push(reference, auth, layer, config, Some(annotations))
         .await
         .map_err(|e| format!("push to {}: {e:#}", reference.whole()))?;
     let manifest_digest = client
-        .fetch_manifest_digest(reference, &auth)
+        .fetch_manifest_digest(reference, auth)
         .await
         .map_err(|e| {
             format!(
@@ -130,11 +136,10 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     // manifest it names is read and found to carry this component is it ours to print
     // (another push to the same tag may have come in between).
     let pinned = parse_reference(&format!("{}@{manifest_digest}", reference.whole()))?;
-    let manifest = match Registry::open(&pinned, &auth).await {
-        Ok(registry) => registry.manifest(&manifest_digest).await,
-        Err(e) => Err(e),
-    }
-    .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
+    let manifest = registry
+        .manifest(&manifest_digest)
+        .await
+        .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
     holds_component(&manifest, &manifest_digest, &component_digest)
         .map_err(|e| format!("{}: {e}", reference.whole()))?;
     Ok(Pushed {
@@ -183,7 +188,7 @@ async fn fetch_with(
     let open = |what: &'static str| {
         let whole = &whole;
         async move {
-            Registry::open(reference, auth)
+            Registry::open(reference, auth, Access::Pull)
                 .await
                 .map_err(|e| format!("pull {what} of {whole}: {e}"))
         }

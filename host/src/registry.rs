@@ -1,23 +1,23 @@
-//! An OCI registry's pull side (the distribution API's `/v2/` probe, token exchange,
-//! manifest and blob reads) over this crate's own HTTP client, so that every answer is read
-//! to a bound: a manifest or a token no further than 64 KiB, a blob no further than the
-//! size its manifest states. oci-client reads whole bodies before anything can look at
-//! their size, so a registry (or the token service it names) could fill memory with one
-//! answer; it is left only the push, whose answers are small and come from the registry
-//! being pushed to.
+//! An OCI registry's authentication (the distribution API's `/v2/` probe and token
+//! exchange) and the reads of a pull (manifest and blob) over this crate's own HTTP
+//! client, so that every answer is read to a bound: a manifest or a token no further than
+//! 64 KiB, a blob no further than the size its manifest states. oci-client reads whole
+//! bodies before anything can look at their size, so a registry (or the token service it
+//! names) could fill memory with one answer; it is left only a push's uploads, handed the
+//! credential settled here ([`Registry::credential`]).
 //!
 //! Authentication as registries do it (the Docker token protocol, which OCI registries
 //! share): the `/v2/` answer's `WWW-Authenticate` says `Bearer realm=… service=…` (a token
-//! for `repository:NAME:pull` from that service, with the basic credentials if there are
-//! any), `Basic` (the credentials go to the registry itself) or nothing (anonymous).
+//! for `repository:NAME:pull`, or `pull,push`, from that service, with the basic
+//! credentials if there are any), `Basic` (the credentials go to the registry itself) or
+//! nothing (anonymous).
 //! Plain http only for a loopback registry, and then only to loopback hosts, with no proxy
 //! in between: a remote registry's redirects and token service are https.
 
 use crate::capabilities::www_authenticate;
-use base64::Engine as _;
 use oci_client::secrets::RegistryAuth;
 use oci_client::Reference;
-use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION, WWW_AUTHENTICATE};
+use reqwest::header::{ACCEPT, WWW_AUTHENTICATE};
 use reqwest::{RequestBuilder, StatusCode, Url};
 use std::net::IpAddr;
 use std::time::Duration;
@@ -37,18 +37,31 @@ const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, \
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One repository of one registry, authenticated for a pull.
+/// What a registry is asked for: the scope of the token that answers a `Bearer` challenge.
+#[derive(Clone, Copy)]
+pub(crate) enum Access {
+    Pull,
+    Push,
+}
+
+/// One repository of one registry, authenticated.
 pub(crate) struct Registry {
     http: reqwest::Client,
     /// `SCHEME://HOST[:PORT]/v2/REPOSITORY`.
     repository: String,
-    /// What every read sends, from [`Registry::open`].
-    authorization: Option<HeaderValue>,
+    /// What every request sends, settled by [`Registry::open`]: nothing, the basic
+    /// credentials, or a token.
+    credential: RegistryAuth,
 }
 
 impl Registry {
-    /// Asks `reference`'s registry how to authenticate and does so with `auth`.
-    pub async fn open(reference: &Reference, auth: &RegistryAuth) -> Result<Registry, String> {
+    /// Asks `reference`'s registry how to authenticate and does so with `auth`, for
+    /// `access`.
+    pub async fn open(
+        reference: &Reference,
+        auth: &RegistryAuth,
+        access: Access,
+    ) -> Result<Registry, String> {
         install_tls_provider();
         let registry = reference.resolve_registry();
         let local = is_loopback(registry);
@@ -94,33 +107,37 @@ impl Registry {
             RegistryAuth::Basic(user, password) => Some((user.as_str(), password.as_str())),
             _ => None,
         };
-        let authorization = match (auth, challenge) {
-            (RegistryAuth::Bearer(token), _) => Some(sensitive(format!("Bearer {token}"))?),
+        let credential = match (auth, challenge) {
+            (RegistryAuth::Bearer(_), _) => auth.clone(),
             (_, Some(challenge)) => {
                 let scheme = |name| www_authenticate::params(&challenge, name);
                 if let Some(params) = scheme("bearer") {
-                    let scope = format!("repository:{}:pull", reference.repository());
-                    let token = token(&http, &params, &scope, basic, local).await?;
-                    let value = sensitive(format!("Bearer {token}"));
-                    Some(
-                        value
-                            .map_err(|_| "the token service's token cannot be sent in a header")?,
-                    )
-                } else if let (Some(_), Some((user, password))) = (scheme("basic"), basic) {
-                    let pair = base64::engine::general_purpose::STANDARD
-                        .encode(format!("{user}:{password}"));
-                    Some(sensitive(format!("Basic {pair}"))?)
+                    let actions = match access {
+                        Access::Pull => "pull",
+                        Access::Push => "pull,push",
+                    };
+                    let scope = format!("repository:{}:{actions}", reference.repository());
+                    RegistryAuth::Bearer(token(&http, &params, &scope, basic, local).await?)
+                } else if let (Some(_), Some(_)) = (scheme("basic"), basic) {
+                    auth.clone()
                 } else {
-                    None
+                    RegistryAuth::Anonymous
                 }
             }
-            (_, None) => None,
+            (_, None) => RegistryAuth::Anonymous,
         };
         Ok(Registry {
             http,
             repository: format!("{base}{}", reference.repository()),
-            authorization,
+            credential,
         })
+    }
+
+    /// What [`Registry::open`] settled on, for oci-client to push with: a token (which
+    /// oci-client then uses as it is, asking its service nothing), the basic credentials
+    /// for a registry that asked for them, or nothing.
+    pub fn credential(&self) -> &RegistryAuth {
+        &self.credential
     }
 
     /// The manifest `name` (a tag or a digest) names, at most [`MAX_MANIFEST_BYTES`] of
@@ -140,10 +157,12 @@ impl Registry {
     }
 
     fn get(&self, url: &str) -> RequestBuilder {
+        // reqwest marks both headers sensitive.
         let request = self.http.get(url);
-        match &self.authorization {
-            Some(authorization) => request.header(AUTHORIZATION, authorization.clone()),
-            None => request,
+        match &self.credential {
+            RegistryAuth::Basic(user, password) => request.basic_auth(user, Some(password)),
+            RegistryAuth::Bearer(token) => request.bearer_auth(token),
+            RegistryAuth::Anonymous => request,
         }
     }
 }
@@ -189,15 +208,6 @@ async fn token(
     given(answer.token)
         .or(given(answer.access_token))
         .ok_or_else(|| "the token service's answer holds no token".to_string())
-}
-
-/// An `Authorization` value, marked sensitive; one with bytes a header cannot carry is
-/// refused without being repeated.
-fn sensitive(authorization: String) -> Result<HeaderValue, String> {
-    let mut value = HeaderValue::try_from(authorization)
-        .map_err(|_| "the registry credentials cannot be sent in a header".to_string())?;
-    value.set_sensitive(true);
-    Ok(value)
 }
 
 /// The body of `request`'s `200 OK` answer from `who`, refused once it is larger than
@@ -321,7 +331,7 @@ mod tests {
         addr: std::net::SocketAddr,
         auth: &RegistryAuth,
     ) -> Result<Vec<u8>, String> {
-        Registry::open(&reference(addr), auth)
+        Registry::open(&reference(addr), auth, Access::Pull)
             .await?
             .manifest("0.1")
             .await
@@ -367,10 +377,11 @@ mod tests {
         );
     }
 
-    /// A `Bearer` challenge: a pull token for the repository from the service it names
-    /// (asked with the basic credentials, if any), sent with every read.
+    /// A `Bearer` challenge: a token for the repository and the access (pull, or pull and
+    /// push) from the service it names (asked with the basic credentials, if any), sent
+    /// with every request.
     #[tokio::test]
-    async fn a_bearer_challenge_gets_a_pull_token_from_its_service() {
+    async fn a_bearer_challenge_gets_a_token_for_the_access_from_its_service() {
         let addr = answering(|request, addr| match request {
             r if r.starts_with("GET /v2/ ") => {
                 let challenge = format!(
@@ -384,6 +395,12 @@ mod tests {
             {
                 answer("200 OK", "", br#"{"token":"t0k","expires_in":300}"#)
             }
+            r if r.starts_with(
+                "GET /token?scope=repository%3Aahp%2Finterceptor%3Apull%2Cpush&service=reg ",
+            ) =>
+            {
+                answer("200 OK", "", br#"{"token":"push-t0k"}"#)
+            }
             r if r.starts_with("GET /token?") => answer("401 Unauthorized", "", b"no"),
             r if r.contains("authorization: Bearer t0k") => answer("200 OK", "", b"{}"),
             _ => answer("401 Unauthorized", "", b""),
@@ -391,6 +408,12 @@ mod tests {
         .await;
         let basic = RegistryAuth::Basic("reader".into(), "s3cret".into());
         assert_eq!(manifest_of(addr, &basic).await.unwrap(), b"{}");
+        // For a push, a token for pushing, which oci-client is handed as it is.
+        let pushing = Registry::open(&reference(addr), &basic, Access::Push).await;
+        assert_eq!(
+            pushing.unwrap().credential(),
+            &RegistryAuth::Bearer("push-t0k".into())
+        );
         // Without credentials the service refuses, in its own words that are not repeated.
         let error = manifest_of(addr, &RegistryAuth::Anonymous)
             .await
@@ -570,11 +593,10 @@ mod tests {
         })
         .await;
         let basic = RegistryAuth::Basic("reader".into(), "s3cret".into());
-        let registry = Registry::open(&reference(addr), &basic).await.unwrap();
-        assert!(
-            registry.authorization.is_some(),
-            "the registry asked for them"
-        );
+        let registry = Registry::open(&reference(addr), &basic, Access::Pull)
+            .await
+            .unwrap();
+        assert_eq!(registry.credential(), &basic, "the registry asked for them");
         assert_eq!(
             registry.manifest("0.1").await.unwrap(),
             b"{\"elsewhere\":1}"
