@@ -114,17 +114,18 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     config.created = chrono::DateTime::UNIX_EPOCH;
     let client = WasmClient::new(client(reference)?);
     // Authenticated here (a bounded token exchange, basic credentials only where asked
-    // for); oci-client is handed the outcome, a token it uses as it is.
+    // for); oci-client is handed the outcome: a token after a `Bearer` challenge, which it
+    // uses as it is; otherwise it repeats the `/v2/` probe itself.
     let registry = Registry::open(reference, &auth(reference)?, Access::Push)
         .await
         .map_err(|e| format!("push to {}: {e}", reference.whole()))?;
-    let auth = registry.credential();
+    let credential = registry.credential();
     client
-        .push(reference, auth, layer, config, Some(annotations))
+        .push(reference, credential, layer, config, Some(annotations))
         .await
         .map_err(|e| format!("push to {}: {e:#}", reference.whole()))?;
     let manifest_digest = client
-        .fetch_manifest_digest(reference, auth)
+        .fetch_manifest_digest(reference, credential)
         .await
         .map_err(|e| {
             format!(
@@ -136,10 +137,12 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     // manifest it names is read and found to carry this component is it ours to print
     // (another push to the same tag may have come in between).
     let pinned = parse_reference(&format!("{}@{manifest_digest}", reference.whole()))?;
-    let manifest = registry
-        .manifest(&manifest_digest)
-        .await
-        .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
+    // Authenticated afresh: the push's token may have run out during the upload.
+    let manifest = match Registry::open(&pinned, &auth(reference)?, Access::Pull).await {
+        Ok(registry) => registry.manifest(&manifest_digest).await,
+        Err(e) => Err(e),
+    }
+    .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
     holds_component(&manifest, &manifest_digest, &component_digest)
         .map_err(|e| format!("{}: {e}", reference.whole()))?;
     Ok(Pushed {

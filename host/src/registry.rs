@@ -17,7 +17,7 @@
 use crate::capabilities::www_authenticate;
 use oci_client::secrets::RegistryAuth;
 use oci_client::Reference;
-use reqwest::header::{ACCEPT, WWW_AUTHENTICATE};
+use reqwest::header::{HeaderValue, ACCEPT, WWW_AUTHENTICATE};
 use reqwest::{RequestBuilder, StatusCode, Url};
 use std::net::IpAddr;
 use std::time::Duration;
@@ -205,9 +205,14 @@ async fn token(
     let answer: Answer = serde_json::from_slice(&answer)
         .map_err(|_| "the token service's answer is not a token response".to_string())?;
     let given = |token: Option<String>| token.filter(|token| !token.is_empty());
-    given(answer.token)
+    let token = given(answer.token)
         .or(given(answer.access_token))
-        .ok_or_else(|| "the token service's answer holds no token".to_string())
+        .ok_or("the token service's answer holds no token")?;
+    // Checked here, not repeated: oci-client, handed it for a push, would panic on it.
+    if HeaderValue::try_from(format!("Bearer {token}")).is_err() {
+        return Err("the token service's token cannot be sent in a header".into());
+    }
+    Ok(token)
 }
 
 /// The body of `request`'s `200 OK` answer from `who`, refused once it is larger than
@@ -397,7 +402,7 @@ mod tests {
             }
             r if r.starts_with(
                 "GET /token?scope=repository%3Aahp%2Finterceptor%3Apull%2Cpush&service=reg ",
-            ) =>
+            ) && r.contains("authorization: Basic cmVhZGVyOnMzY3JldA==") =>
             {
                 answer("200 OK", "", br#"{"token":"push-t0k"}"#)
             }
@@ -451,6 +456,11 @@ mod tests {
                 "http://ADDR/token".to_string(),
                 answer("200 OK", "", br#"{"token":""}"#),
                 "the token service's answer holds no token",
+            ),
+            (
+                "http://ADDR/token".to_string(),
+                answer("200 OK", "", br#"{"token":"a\u0001b"}"#),
+                "the token service's token cannot be sent in a header",
             ),
             (
                 "http://ADDR/token".to_string(),
