@@ -603,6 +603,165 @@ mod tests {
         assert!(error.contains("not done within 500ms"), "{error}");
     }
 
+    /// A push to a registry that challenges `Bearer`: one token for pulling and pushing,
+    /// got here and sent by oci-client with every upload and the digest's HEAD (it asks
+    /// the token service nothing itself), and one for pulling to read the manifest back.
+    #[tokio::test]
+    async fn a_push_sends_the_token_got_for_it_with_every_request() {
+        let (addr, seen) = authenticating_push_registry().await;
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let component = crate::EMBEDDED_COMPONENT.to_vec();
+        let pushed = store(&reference, component.clone()).await.unwrap();
+        assert_eq!(pushed.component_digest, sha256_digest(&component));
+        let seen = seen.lock().unwrap();
+        assert_eq!(
+            seen.refused,
+            Vec::<String>::new(),
+            "requests without the token"
+        );
+        let scopes: Vec<&str> = seen.token_requests.iter().map(|r| r.as_str()).collect();
+        assert_eq!(
+            scopes,
+            [
+                "GET /token?scope=repository%3Aahp%2Finterceptor%3Apull%2Cpush&service=reg",
+                "GET /token?scope=repository%3Aahp%2Finterceptor%3Apull&service=reg",
+            ]
+        );
+        assert!(
+            seen.uploads >= 2,
+            "the component and the config were uploaded"
+        );
+    }
+
+    /// What [`authenticating_push_registry`] saw.
+    #[derive(Default)]
+    struct Seen {
+        /// The request lines of token requests (the scope each asked for).
+        token_requests: Vec<String>,
+        /// Request lines that came without the token.
+        refused: Vec<String>,
+        /// Blob uploads finished.
+        uploads: usize,
+        manifest: Vec<u8>,
+    }
+
+    /// A loopback registry that wants a token for everything but `/v2/` and its token
+    /// service, and takes a push (chunked uploads, the manifest, its digest's HEAD, the
+    /// manifest read back by digest).
+    async fn authenticating_push_registry(
+    ) -> (std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Seen>>) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Seen::default()));
+        let shared = std::sync::Arc::clone(&seen);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let seen = std::sync::Arc::clone(&shared);
+                tokio::spawn(async move {
+                    // One request per connection: its head, then its body.
+                    let mut bytes = Vec::new();
+                    let mut buffer = [0; 65536];
+                    let end = loop {
+                        if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break at + 4;
+                        }
+                        match stream.read(&mut buffer).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => bytes.extend_from_slice(&buffer[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&bytes[..end]).to_ascii_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    while bytes.len() < end + length {
+                        match stream.read(&mut buffer).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => bytes.extend_from_slice(&buffer[..n]),
+                        }
+                    }
+                    let body = bytes[end..end + length].to_vec();
+                    let line = String::from_utf8_lossy(&bytes[..end])
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .trim_end_matches(" HTTP/1.1")
+                        .to_string();
+                    let reply = respond(&line, &head, body, addr, &mut seen.lock().unwrap());
+                    let _ = stream.write_all(reply.as_bytes()).await;
+                });
+            }
+        });
+        (addr, seen)
+    }
+
+    /// The answer of [`authenticating_push_registry`] to `line` (`METHOD TARGET`).
+    fn respond(
+        line: &str,
+        head: &str,
+        body: Vec<u8>,
+        addr: std::net::SocketAddr,
+        seen: &mut Seen,
+    ) -> String {
+        let reply = |status: &str, headers: String| {
+            format!("HTTP/1.1 {status}\r\n{headers}Content-Length: 0\r\nConnection: close\r\n\r\n")
+        };
+        const UPLOAD: &str = "/v2/ahp/interceptor/blobs/uploads/u";
+        if line == "GET /v2/" {
+            let realm = format!(
+                "WWW-Authenticate: Bearer realm=\"http://{addr}/token\",service=\"reg\"\r\n"
+            );
+            return reply("401 Unauthorized", realm);
+        }
+        if line.starts_with("GET /token?") {
+            seen.token_requests.push(line.to_string());
+            let token = r#"{"token":"t0k"}"#;
+            return format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{token}",
+                token.len()
+            );
+        }
+        if !head.contains("authorization: bearer t0k\r\n") {
+            seen.refused.push(line.to_string());
+            return reply("401 Unauthorized", String::new());
+        }
+        let digest = sha256_digest(&seen.manifest);
+        match line.split_once(' ').unwrap_or_default() {
+            ("POST", "/v2/ahp/interceptor/blobs/uploads/") | ("PATCH", UPLOAD) => reply(
+                "202 Accepted",
+                format!("Location: {UPLOAD}\r\nRange: 0-0\r\n"),
+            ),
+            ("PUT", target) if target.starts_with(&format!("{UPLOAD}?digest=")) => {
+                seen.uploads += 1;
+                let blob = target.rsplit_once('=').map(|(_, d)| d).unwrap_or_default();
+                reply(
+                    "201 Created",
+                    format!("Location: /v2/ahp/interceptor/blobs/{blob}\r\n"),
+                )
+            }
+            ("PUT", "/v2/ahp/interceptor/manifests/0.1") => {
+                seen.manifest = body;
+                let digest = sha256_digest(&seen.manifest);
+                let at = format!("Location: /v2/ahp/interceptor/manifests/{digest}\r\n");
+                reply("201 Created", at)
+            }
+            ("HEAD", "/v2/ahp/interceptor/manifests/0.1") => {
+                reply("200 OK", format!("Docker-Content-Digest: {digest}\r\n"))
+            }
+            ("GET", target) if target == format!("/v2/ahp/interceptor/manifests/{digest}") => {
+                let manifest = String::from_utf8_lossy(&seen.manifest).into_owned();
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{manifest}",
+                    manifest.len()
+                )
+            }
+            _ => reply("404 Not Found", String::new()),
+        }
+    }
+
     /// A registry that takes the request and never answers holds a push only until its
     /// deadline (the client's read timeout alone would wait 60 s per read).
     #[tokio::test]
