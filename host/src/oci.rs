@@ -10,9 +10,8 @@
 //! Trust: a reference pinned with `@sha256:…` names the exact manifest, and the manifest
 //! names the exact layer by its digest. This module checks both on every pull, from the
 //! registry or from the cache, before a byte of the component can run; a mismatch is an
-//! error, never a fallback. An
-//! unpinned reference (a tag) is fetched from the registry every time, since tags move;
-//! only its layer may come from the cache.
+//! error, never a fallback. An unpinned reference (a tag) is fetched from the registry
+//! every time, since tags move; only its layer may come from the cache.
 //!
 //! Transport: plain `http` only to a loopback registry (`localhost`, `127.0.0.0/8`,
 //! `[::1]`), which is spoken to over plain http; every other registry over `https`,
@@ -113,10 +112,11 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     // A fixed creation time: pushing the same component gives the same manifest digest.
     config.created = chrono::DateTime::UNIX_EPOCH;
     let client = WasmClient::new(client(reference)?);
+    let auth = auth(reference)?;
     // Authenticated here (a bounded token exchange, basic credentials only where asked
     // for); oci-client is handed the outcome: a token after a `Bearer` challenge, which it
     // uses as it is; otherwise it repeats the `/v2/` probe itself.
-    let registry = Registry::open(reference, &auth(reference)?, Access::Push)
+    let registry = Registry::open(reference, &auth, Access::Push)
         .await
         .map_err(|e| format!("push to {}: {e}", reference.whole()))?;
     let credential = registry.credential();
@@ -138,11 +138,13 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     // (another push to the same tag may have come in between).
     let pinned = parse_reference(&format!("{}@{manifest_digest}", reference.whole()))?;
     // Authenticated afresh: the push's token may have run out during the upload.
-    let manifest = match Registry::open(&pinned, &auth(reference)?, Access::Pull).await {
-        Ok(registry) => registry.manifest(&manifest_digest).await,
-        Err(e) => Err(e),
-    }
-    .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
+    let read_back = async {
+        let registry = Registry::open(&pinned, &auth, Access::Pull).await?;
+        registry.manifest(&manifest_digest).await
+    };
+    let manifest = read_back
+        .await
+        .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
     holds_component(&manifest, &manifest_digest, &component_digest)
         .map_err(|e| format!("{}: {e}", reference.whole()))?;
     Ok(Pushed {
@@ -582,19 +584,21 @@ mod tests {
         assert!(error.contains("`urls`"), "{error}");
     }
 
+    /// A pull of `ADDR/ahp/interceptor:0.1` into an empty cache, anonymously, within
+    /// `deadline`.
+    async fn pull_from(addr: std::net::SocketAddr, deadline: Duration) -> Result<Vec<u8>, String> {
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        let pull = fetch_with(&reference, &cache, &RegistryAuth::Anonymous);
+        within(deadline, "pull", pull).await
+    }
+
     /// A registry that trickles its answer, a byte every 100 ms, keeps every read within
     /// the client's read timeout: only the pull's own deadline ends it.
     #[tokio::test]
     async fn a_registry_that_trickles_is_stopped_by_the_pulls_deadline() {
-        let addr = trickling_registry().await;
-        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let cache = ComponentCache::at(dir.path());
-        let pull = within(
-            Duration::from_millis(500),
-            "pull",
-            fetch_with(&reference, &cache, &RegistryAuth::Anonymous),
-        );
+        let pull = pull_from(trickling_registry().await, Duration::from_millis(500));
         // A guard against hanging, far above the deadline under test.
         let error = tokio::time::timeout(Duration::from_secs(20), pull)
             .await
@@ -650,51 +654,15 @@ mod tests {
     /// manifest read back by digest).
     async fn authenticating_push_registry(
     ) -> (std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Seen>>) {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Seen::default()));
         let shared = std::sync::Arc::clone(&seen);
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                let seen = std::sync::Arc::clone(&shared);
-                tokio::spawn(async move {
-                    // One request per connection: its head, then its body.
-                    let mut bytes = Vec::new();
-                    let mut buffer = [0; 65536];
-                    let end = loop {
-                        if let Some(at) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break at + 4;
-                        }
-                        match stream.read(&mut buffer).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => bytes.extend_from_slice(&buffer[..n]),
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&bytes[..end]).to_ascii_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    while bytes.len() < end + length {
-                        match stream.read(&mut buffer).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => bytes.extend_from_slice(&buffer[..n]),
-                        }
-                    }
-                    let body = bytes[end..end + length].to_vec();
-                    let line = String::from_utf8_lossy(&bytes[..end])
-                        .lines()
-                        .next()
-                        .unwrap_or_default()
-                        .trim_end_matches(" HTTP/1.1")
-                        .to_string();
-                    let reply = respond(&line, &head, body, addr, &mut seen.lock().unwrap());
-                    let _ = stream.write_all(reply.as_bytes()).await;
-                });
-            }
-        });
+        let addr = crate::registry::fake::answering_with_body(move |head, body, addr| {
+            let line = head.lines().next().unwrap_or_default();
+            let line = line.trim_end_matches(" HTTP/1.1");
+            let lowercase = head.to_ascii_lowercase();
+            respond(line, &lowercase, body, addr, &mut shared.lock().unwrap()).into_bytes()
+        })
+        .await;
         (addr, seen)
     }
 
@@ -797,15 +765,7 @@ mod tests {
     async fn a_flood_of_manifest_is_cut_off_at_its_bound() {
         for declared in [true, false] {
             let (addr, written) = flooding_registry(declared).await;
-            let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-            let dir = tempfile::tempdir().unwrap();
-            let cache = ComponentCache::at(dir.path());
-            let pull = within(
-                Duration::from_secs(20),
-                "pull",
-                fetch_with(&reference, &cache, &RegistryAuth::Anonymous),
-            );
-            let error = pull.await.unwrap_err();
+            let error = pull_from(addr, Duration::from_secs(20)).await.unwrap_err();
             assert!(
                 error.contains("the registry's answer is larger than 65536 bytes"),
                 "{error}"

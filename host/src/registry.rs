@@ -22,8 +22,11 @@ use reqwest::{RequestBuilder, StatusCode, Url};
 use std::net::IpAddr;
 use std::time::Duration;
 
-/// The largest manifest, and the largest token-service answer, a pull reads.
+/// The largest manifest a pull reads.
 pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 << 10;
+
+/// The largest token-service answer read (a token and a few fields).
+const MAX_TOKEN_ANSWER_BYTES: u64 = 64 << 10;
 
 /// The manifest media types a pull asks for, the wasm artifact's (an OCI image
 /// manifest) first.
@@ -196,7 +199,7 @@ async fn token(
         Some((user, password)) => http.get(url).basic_auth(user, Some(password)),
         None => http.get(url),
     };
-    let answer = read(request, MAX_MANIFEST_BYTES, "the token service").await?;
+    let answer = read(request, MAX_TOKEN_ANSWER_BYTES, "the token service").await?;
     #[derive(serde::Deserialize)]
     struct Answer {
         token: Option<String>,
@@ -294,10 +297,10 @@ pub(crate) mod fake {
         [head.as_bytes(), body].concat()
     }
 
-    /// A loopback "registry" that reads each request's head and sends what `respond`
-    /// makes of it (and of the registry's own address).
-    pub async fn answering(
-        respond: impl Fn(&str, SocketAddr) -> Vec<u8> + Send + Sync + 'static,
+    /// A loopback "registry" that reads each request (one per connection) and sends what
+    /// `respond` makes of its head, its body and the registry's own address.
+    pub async fn answering_with_body(
+        respond: impl Fn(&str, Vec<u8>, SocketAddr) -> Vec<u8> + Send + Sync + 'static,
     ) -> SocketAddr {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -306,20 +309,51 @@ pub(crate) mod fake {
             while let Ok((mut stream, _)) = listener.accept().await {
                 let respond = Arc::clone(&respond);
                 tokio::spawn(async move {
-                    let mut head = Vec::new();
-                    let mut buffer = [0; 4096];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match stream.read(&mut buffer).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buffer[..n]),
-                        }
+                    let mut bytes = Vec::new();
+                    let head_end = |b: &[u8]| b.windows(4).position(|w| w == b"\r\n\r\n");
+                    if !read_until(&mut stream, &mut bytes, |b| head_end(b).is_some()).await {
+                        return;
                     }
-                    let head = String::from_utf8_lossy(&head).into_owned();
-                    let _ = stream.write_all(&respond(&head, addr)).await;
+                    let end = head_end(&bytes).unwrap_or_default() + 4;
+                    let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
+                    let length: usize = head
+                        .to_ascii_lowercase()
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    if !read_until(&mut stream, &mut bytes, |b| b.len() >= end + length).await {
+                        return;
+                    }
+                    let body = bytes[end..end + length].to_vec();
+                    let _ = stream.write_all(&respond(&head, body, addr)).await;
                 });
             }
         });
         addr
+    }
+
+    /// Reads `stream` onto `bytes` until `done` holds; false if the stream ends first.
+    async fn read_until(
+        stream: &mut tokio::net::TcpStream,
+        bytes: &mut Vec<u8>,
+        done: impl Fn(&[u8]) -> bool,
+    ) -> bool {
+        let mut buffer = [0; 65536];
+        while !done(bytes) {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => bytes.extend_from_slice(&buffer[..n]),
+            }
+        }
+        true
+    }
+
+    /// [`answering_with_body`] for a `respond` that needs the head alone.
+    pub async fn answering(
+        respond: impl Fn(&str, SocketAddr) -> Vec<u8> + Send + Sync + 'static,
+    ) -> SocketAddr {
+        answering_with_body(move |head, _, addr| respond(head, addr)).await
     }
 }
 
