@@ -236,6 +236,13 @@ impl HttpBackend {
             None => (Box::pin(self.connect(deadline)).await?, false),
         };
         let response = loop {
+            // Connecting or a pooled connection's readiness may finish in the poll in
+            // which the deadline passes, and a request handed to the connection goes out
+            // at once: nothing is sent past the deadline. The connection stays usable.
+            if Instant::now() >= deadline {
+                self.put_idle(connection);
+                return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect));
+            }
             let sending = connection.sender.try_send_request(request);
             let sent = within(connection.timer.as_mut(), sending)
                 .await
@@ -461,6 +468,59 @@ fn io_error(error: &std::io::Error) -> DeliveryError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    /// A loopback server answering every request on one connection with an empty JSON
+    /// object; returns its URL and how many requests it has read.
+    async fn counting_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+        let requests = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&requests);
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut buffer = vec![0; 64 * 1024];
+            // Each request is small and arrives in one read.
+            while let Ok(1..) = stream.read(&mut buffer).await {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+                if stream.write_all(answer.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+        (url, requests)
+    }
+
+    /// A pooled connection is ready at once even when the deadline has passed: the
+    /// request is not handed to it, and the failure is the connect phase's.
+    #[tokio::test]
+    async fn a_deadline_passed_before_the_send_sends_nothing() {
+        let (url, requests) = counting_server().await;
+        let options = HttpOptions {
+            max_body_bytes: 1 << 20,
+            allow_insecure_http: false,
+            tls: Arc::new(crate::tls::client_config(None).unwrap()),
+            innermost: Zone::Loopback,
+        };
+        let backend = HttpBackend::new(&url, options).unwrap();
+        let far = Instant::now() + Duration::from_secs(10);
+        let first = backend.exchange(b"{}", None, far).await.expect("a reply");
+        assert_eq!(first.reply.body, b"{}");
+
+        let late = backend.exchange(b"{}", None, Instant::now()).await;
+        assert!(
+            matches!(late, Err(DeliveryError::DeadlineExceeded(IoPhase::Connect))),
+            "{:?}",
+            late.err()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // The connection was kept, unused: the next exchange goes out on it.
+        backend.exchange(b"{}", None, far).await.expect("a reply");
+        assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
 
     fn addrs(list: &[&str]) -> Vec<SocketAddr> {
         list.iter().map(|a| a.parse().unwrap()).collect()

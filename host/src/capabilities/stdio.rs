@@ -143,9 +143,12 @@ impl StdioBackend {
         if Instant::now() >= deadline {
             return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect));
         }
+        // Output that arrived since the last reply answers no request of ours: a child
+        // that writes it cannot be trusted with the next (a second copy of its last reply
+        // would be read as this request's).
         let stale = slot
-            .as_ref()
-            .is_some_and(|s| s.busy || s.process.exited().is_some());
+            .as_mut()
+            .is_some_and(|s| s.busy || s.process.exited().is_some() || s.stdout.pending());
         if stale {
             if let Some(old) = slot.take() {
                 tracing::debug!(backend = %self.id, pid = ?old.process.pid, "restarting persistent stdio backend");
@@ -186,6 +189,11 @@ impl StdioBackend {
         id: Option<&Value>,
         deadline: Instant,
     ) -> (Result<Reply, DeliveryError>, bool) {
+        // Restarting a stale child and starting this one took time, and the write below
+        // would complete even past the deadline (`timeout_at` polls it first).
+        if Instant::now() >= deadline {
+            return (Err(DeliveryError::DeadlineExceeded(IoPhase::Connect)), true);
+        }
         match timeout_at(deadline, write_line(&mut session.stdin, message)).await {
             Err(_) => return (Err(DeliveryError::DeadlineExceeded(IoPhase::Send)), false),
             Ok(Err(_)) => return (Err(ended(&session.process, deadline, true).await), false),
@@ -215,7 +223,12 @@ impl StdioBackend {
         if !attributable {
             tracing::debug!(backend = %self.id, "stdio reply is not JSON or not for this request; restarting the backend");
         }
-        (Ok(stdio_reply(line)), attributable)
+        // More than the one reply came at once: the rest answers no request of ours.
+        let alone = session.stdout.buffered().is_empty();
+        if !alone {
+            tracing::debug!(backend = %self.id, "stdio backend wrote more than its reply; restarting the backend");
+        }
+        (Ok(stdio_reply(line)), attributable && alone)
     }
 
     async fn per_event(
@@ -247,6 +260,11 @@ impl StdioBackend {
         message: &[u8],
         deadline: Instant,
     ) -> Result<Reply, DeliveryError> {
+        // Starting the child took time, and the write below would complete even past the
+        // deadline (`timeout_at` polls it first).
+        if Instant::now() >= deadline {
+            return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect));
+        }
         match timeout_at(deadline, write_line(&mut stdin, message)).await {
             Err(_) => return Err(DeliveryError::DeadlineExceeded(IoPhase::Send)),
             Ok(Err(_)) => return Err(ended(process, deadline, false).await),
@@ -503,23 +521,35 @@ impl Process {
     }
 
     /// Sends SIGKILL to the child's process group, then to the child; a no-op once it
-    /// has exited. The group is signalled only while the child has not been reaped: its id
-    /// is then still the group's, and can name no other process's group.
+    /// has been reaped.
     fn kill(&self) {
         let mut child = self.lock();
-        if let (Some(pid), Ok(None)) = (self.pid, child.try_wait()) {
-            if let Ok(group) = i32::try_from(pid) {
-                // SAFETY: kill(2) only sends a signal; it touches no memory of ours.
-                unsafe { libc::kill(-group, libc::SIGKILL) };
-            }
+        // Exited but not reaped, or still running: the group's id is the child's own.
+        if self.pid.is_some_and(exited_unreaped) || matches!(child.try_wait(), Ok(None)) {
+            self.kill_group();
         }
         let _ = child.start_kill();
     }
 
+    /// SIGKILL to every process of the child's group, which includes what a wrapper
+    /// (`npx`, `uv run`, a shell script) started and left running. Only while the child
+    /// is not reaped: its id is then still the group's, and can name no other group.
+    fn kill_group(&self) {
+        if let Some(group) = self.pid.and_then(|pid| i32::try_from(pid).ok()) {
+            // SAFETY: kill(2) only sends a signal; it touches no memory of ours.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
+        }
+    }
+
     /// `Some(exit code)` once exited (and reaped), the code `None` if a signal ended it;
-    /// `None` while it runs.
+    /// `None` while it runs. Before the child is reaped, whatever it left running in its
+    /// group is killed: reaped, its id would no longer be safe to signal.
     fn exited(&self) -> Option<Option<i32>> {
-        match self.lock().try_wait() {
+        let mut child = self.lock();
+        if self.pid.is_some_and(exited_unreaped) {
+            self.kill_group();
+        }
+        match child.try_wait() {
             Ok(status) => status.map(|s| s.code()),
             // It can no longer be waited for: as good as gone.
             Err(_) => Some(None),
@@ -541,6 +571,17 @@ impl Process {
             pause = (pause * 2).min(MAX_POLL);
         }
     }
+}
+
+/// Whether child `pid` has exited, leaving it to be reaped (`WNOWAIT`).
+fn exited_unreaped(pid: u32) -> bool {
+    // SAFETY: a zeroed siginfo_t is a valid value for waitid(2) to fill.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+    // SAFETY: waitid(2) writes only `info`; WNOWAIT leaves the child waitable.
+    let found = unsafe { libc::waitid(libc::P_PID, pid, &mut info, flags) };
+    // SAFETY: waitid filled `info` (si_pid stays 0 when no child has exited).
+    found == 0 && unsafe { info.si_pid() } != 0
 }
 
 /// Kills a child whose exchange future is dropped midway (interruption), and reaps it in
@@ -629,6 +670,22 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         }
     }
 
+    /// What was read past the last line taken, not yet consumed.
+    fn buffered(&self) -> &[u8] {
+        self.inner.buffer()
+    }
+
+    /// Whether anything waits to be read right now: bytes read already, bytes in the pipe,
+    /// or its end. Does not wait.
+    fn pending(&mut self) -> bool {
+        if !self.buffered().is_empty() {
+            return true;
+        }
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        let inner = std::pin::Pin::new(&mut self.inner);
+        tokio::io::AsyncBufRead::poll_fill_buf(inner, &mut context).is_ready()
+    }
+
     /// The bytes read after the last newline, if any.
     fn take_partial(&mut self) -> Option<Vec<u8>> {
         Some(std::mem::take(&mut self.partial)).filter(|p| !p.is_empty())
@@ -692,6 +749,113 @@ mod tests {
             per_event: false,
         };
         StdioBackend::new("policy", &plan, &[], 64 * 1024)
+    }
+
+    /// A persistent backend running `script` (sh), which reads the requests itself.
+    fn scripted_backend(script: &str) -> StdioBackend {
+        let plan = StdioPlan {
+            command: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: None,
+            per_event: false,
+        };
+        StdioBackend::new("policy", &plan, &[], 64 * 1024)
+    }
+
+    /// The child of `backend`'s persistent session, if it has one.
+    async fn session_child(backend: &StdioBackend) -> Option<Arc<Process>> {
+        let slot = backend.session.lock().await;
+        slot.as_ref().map(|s| s.process.clone())
+    }
+
+    fn shut_down(backend: &StdioBackend) {
+        backend.shut_down();
+        backend
+            .killed()
+            .reap(std::time::Instant::now() + SHUTDOWN_BOUND);
+    }
+
+    /// A child that writes its reply twice in one write is not kept: the second copy,
+    /// already read, would be taken as the next request's reply (same id).
+    #[tokio::test]
+    async fn a_reply_written_twice_at_once_retires_the_child() {
+        let reply = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        let backend = scripted_backend(&format!(
+            r#"while IFS= read -r line; do printf '%s\n%s\n' '{reply}' '{reply}'; done"#
+        ));
+        let far = Instant::now() + Duration::from_secs(10);
+        let first = backend.exchange(REQUEST, far).await.expect("the reply");
+        assert_eq!(first.body, reply.as_bytes());
+        assert!(
+            session_child(&backend).await.is_none(),
+            "the child was kept"
+        );
+        let second = backend
+            .exchange(REQUEST, far)
+            .await
+            .expect("a new child's reply");
+        assert_eq!(second.body, reply.as_bytes());
+        shut_down(&backend);
+    }
+
+    /// Output that arrives between two exchanges answers no request: the next exchange
+    /// goes to a new child, never reads it as its reply.
+    #[tokio::test]
+    async fn output_between_exchanges_restarts_the_child() {
+        let backend = scripted_backend(
+            r#"n=0; while IFS= read -r line; do n=$((n+1)); echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"n\":$n}}"; sleep 0.05; echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"late\":$n}}"; done"#,
+        );
+        let far = Instant::now() + Duration::from_secs(10);
+        let first = backend.exchange(REQUEST, far).await.expect("the reply");
+        assert_eq!(first.body, br#"{"jsonrpc":"2.0","id":1,"result":{"n":1}}"#);
+        let first_child = session_child(&backend).await.expect("kept after one line");
+        // The late copy is in the pipe by now.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let second = backend.exchange(REQUEST, far).await.expect("the reply");
+        // A new child's first reply, not the old one's late copy.
+        assert_eq!(second.body, br#"{"jsonrpc":"2.0","id":1,"result":{"n":1}}"#);
+        let second_child = session_child(&backend).await.expect("a session");
+        assert!(
+            !Arc::ptr_eq(&first_child, &second_child),
+            "the child was reused"
+        );
+        assert!(
+            first_child.exited().is_some(),
+            "the old child was not reaped"
+        );
+        shut_down(&backend);
+    }
+
+    /// A wrapper that exits leaves what it started running in its process group (the
+    /// real server of `npx` or `uv run`): reaping the wrapper kills it first.
+    #[tokio::test]
+    async fn what_an_exited_child_left_running_is_killed() {
+        let backend = scripted_backend(
+            r#"IFS= read -r line; sleep 30 & echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"left\":$!}}"; exit 0"#,
+        );
+        let far = Instant::now() + Duration::from_secs(10);
+        let reply = backend.exchange(REQUEST, far).await.expect("the reply");
+        let reply: Value = serde_json::from_slice(&reply.body).expect("JSON");
+        let left = reply["result"]["left"].as_u64().expect("the pid it left");
+        let child = session_child(&backend).await.expect("a session");
+        let exited = child.wait_exit(far).await;
+        assert_eq!(exited, Some(Some(0)), "the wrapper exits");
+        // Dead (gone, or a zombie until its new parent reaps it), not sleeping.
+        let state = || {
+            std::fs::read_to_string(format!("/proc/{left}/stat"))
+                .ok()
+                .and_then(|stat| stat.rsplit(") ").next().map(|rest| rest[..1].to_string()))
+        };
+        let settled = std::time::Instant::now() + Duration::from_secs(5);
+        while state().is_some_and(|s| s != "Z") && std::time::Instant::now() < settled {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            state().is_none_or(|s| s == "Z"),
+            "left running: {:?}",
+            state()
+        );
+        shut_down(&backend);
     }
 
     #[tokio::test]
