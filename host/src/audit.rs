@@ -47,15 +47,29 @@ impl AuditLog {
     /// file wait on its lock, and a write cut short (a full disk, a file-size limit) is
     /// cut back off, so no line is ever torn or glued to a fragment.
     pub fn append(&self, record: &ahp_vocab::Record) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(record)?;
-        line.push(b'\n');
+        self.append_chosen(|| record)
+    }
+
+    /// [`AuditLog::append`] of the record `choose` gives once the file is locked: a
+    /// writer that waited for other processes decides with what is known by then.
+    pub fn append_chosen<'r>(
+        &self,
+        choose: impl FnOnce() -> &'r ahp_vocab::Record,
+    ) -> std::io::Result<()> {
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         file.lock()?;
-        let end = file.metadata()?.len();
-        let appended = file.write_all(&line).and_then(|()| file.sync_data());
-        if appended.is_err() {
-            let _ = file.set_len(end);
-        }
+        let append = || {
+            let mut line = serde_json::to_vec(choose())?;
+            line.push(b'\n');
+            let end = file.metadata()?.len();
+            let appended = file.write_all(&line).and_then(|()| file.sync_data());
+            if appended.is_err() {
+                let _ = file.set_len(end);
+            }
+            appended
+        };
+        let appended = append();
+        // Whatever failed, other writers are not left waiting.
         let _ = file.unlock();
         appended
     }

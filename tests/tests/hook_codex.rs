@@ -217,22 +217,90 @@ async fn a_signal_before_the_payload_is_read_is_answered_with_a_block() {
     assert_eq!(records[0]["event"], unknown, "{records:?}");
 }
 
-/// Whether a thread of process `pid` is blocked in `read(0, …)`: the first two fields of
-/// `/proc/PID/task/TID/syscall` are the system call's number (0 is `read` on x86-64 and
-/// `read` is 63 on aarch64) and its first argument, the descriptor.
+/// A signal after the backend raised no objection, while the call's record waits for the
+/// audit file (another process is appending), overrides it: interruption overrides an
+/// approval not yet answered. Codex gets its denial, and the one record says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_before_no_objection_is_answered_is_a_denial() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    use tokio::io::AsyncWriteExt as _;
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_intercepting(
+        dir.path(),
+        &backend.url(),
+        "fail-open",
+        &["tool.before"],
+        30_000,
+    );
+    let audit = dir.path().join("audit.jsonl");
+    let held = std::fs::File::create(&audit).expect("the audit file");
+    held.lock().expect("its lock");
+    let audit_arg = audit.display().to_string();
+    let args = ["--audit", &audit_arg, "--budget-ms", "60000"];
+    let mut command = ahp_tests::hook::hook_command("codex", &registration, &args);
+    let mut hook = command.spawn().expect("start ahp hook");
+    let mut stdin = hook.stdin.take().expect("stdin is piped");
+    let (payload, _) = contract().pre_tool;
+    stdin
+        .write_all(payload.to_string().as_bytes())
+        .await
+        .expect("write");
+    drop(stdin);
+    let pid = hook.id().expect("running");
+    let waiting = async {
+        while !blocked_in(pid, FLOCK, None) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), waiting)
+        .await
+        .expect("ahp hook waits for the audit file's lock");
+    assert_eq!(backend.requests().len(), 1, "the backend was asked");
+    // The other writer finishes soon after the signal, well within the hook's grace.
+    let other_writer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        held.unlock().expect("unlock");
+    });
+    let output = ahp_tests::hook::answer_after_signal(hook, "TERM").await;
+    other_writer.join().expect("the other writer");
+    let ran = Ran::of(&output, &command);
+    assert_deny(&ran, ahp_tests::hook::FAILED_REASON);
+    let records = ahp_tests::hook::audit_records(&audit);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["decision"], "deny", "{records:?}");
+    assert_eq!(records[0]["decidedBy"], "interrupted", "{records:?}");
+    assert_eq!(records[0]["event"]["call"], "call_Codex1", "{records:?}");
+}
+
+/// `flock(2)`'s number: 73 on x86-64, 32 on aarch64.
+const FLOCK: &str = if cfg!(target_arch = "aarch64") {
+    "32"
+} else {
+    "73"
+};
+
+/// Whether a thread of process `pid` is blocked in `read(0, …)`: `read` is 0 on x86-64
+/// and 63 on aarch64, its first argument the descriptor.
 fn reads_stdin(pid: u32) -> bool {
     let read = if cfg!(target_arch = "aarch64") {
         "63"
     } else {
         "0"
     };
+    blocked_in(pid, read, Some("0x0"))
+}
+
+/// Whether a thread of process `pid` is in system call number `call`, with `first` as
+/// its first argument if given: the first two fields of `/proc/PID/task/TID/syscall`.
+fn blocked_in(pid: u32, call: &str, first: Option<&str>) -> bool {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return false;
     };
     tasks.flatten().any(|task| {
         std::fs::read_to_string(task.path().join("syscall")).is_ok_and(|line| {
             let mut fields = line.split_whitespace();
-            fields.next() == Some(read) && fields.next() == Some("0x0")
+            fields.next() == Some(call) && first.is_none_or(|first| fields.next() == Some(first))
         })
     })
 }

@@ -28,8 +28,9 @@
 //! audit path to trust: no record.
 
 use crate::audit::AuditLog;
+use crate::interrupt::Interrupt;
 use crate::vocab::EventRef;
-use crate::{DecidedBy, Record};
+use crate::{DecidedBy, Decision, Record};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
@@ -48,6 +49,26 @@ pub struct CallAudit {
     /// `path`, opened once the interceptor is ready.
     log: OnceLock<Arc<AuditLog>>,
     state: Mutex<State>,
+}
+
+/// What [`CallAudit::settled`] made of a settlement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Recorded {
+    /// It stands (recorded, unless there is no `--audit` or the call was answered
+    /// already).
+    Settled,
+    /// A signal came first: the call is an interruption (recorded so, with `--audit`).
+    Overridden,
+}
+
+impl Recorded {
+    fn of(overridden: bool) -> Recorded {
+        if overridden {
+            Recorded::Overridden
+        } else {
+            Recorded::Settled
+        }
+    }
 }
 
 /// Whether the call's record is written.
@@ -143,23 +164,55 @@ impl CallAudit {
     /// record is claimed already (the watchdog or a signal answered it meanwhile).
     /// Returns once it is written, or failed (logged): as the interceptor's own append,
     /// it holds up the answer, which the watchdog bounds.
-    pub(super) async fn settled(&self, record: Record) {
+    ///
+    /// `interrupt` set by the time the record is written (once the file is locked)
+    /// overrides a settlement that is not a denial: interruption overrides an approval
+    /// accepted and not yet answered (failure-semantics.md). The record is then the
+    /// interruption's denial, answered with `reason`, and the call must be answered as
+    /// the failure it is ([`Recorded::Overridden`]).
+    pub(super) async fn settled(
+        &self,
+        record: Record,
+        interrupt: &Interrupt,
+        reason: &str,
+    ) -> Recorded {
+        let denies = record.decision == Decision::Deny;
+        let overrides = {
+            let interrupt = interrupt.clone();
+            move || !denies && interrupt.is_set()
+        };
         let Some(log) = self.log.get().cloned() else {
-            return;
+            return Recorded::of(overrides());
         };
         let Ok((_, append)) = self.claim() else {
-            return;
+            return Recorded::Settled;
         };
+        let (started, reason) = (self.started, reason.to_string());
         let appended = tokio::task::spawn_blocking(move || {
-            let appended = log.append(&record);
+            let mut overridden = None;
+            let appended = log.append_chosen(|| {
+                if !overrides() {
+                    return &record;
+                }
+                let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let mut denial =
+                    Record::host_denial(record.event.clone(), DecidedBy::Interrupted, elapsed_ms);
+                denial.reason = Some(reason);
+                overridden.insert(denial)
+            });
             append.finish();
-            appended.map_err(|e| format!("{}: {e}", log.path().display()))
+            let written = appended.map_err(|e| format!("{}: {e}", log.path().display()));
+            (Recorded::of(overridden.is_some()), written)
         })
-        .await
-        .unwrap_or_else(|join| Err(join.to_string()));
-        if let Err(e) = appended {
+        .await;
+        let (recorded, written) = appended.unwrap_or_else(|join| {
+            let recorded = Recorded::of(!denies && interrupt.is_set());
+            (recorded, Err(join.to_string()))
+        });
+        if let Err(e) = written {
             tracing::error!("append the call's audit record: {e}");
         }
+        recorded
     }
 
     /// Appends the record of a denial settled by `decided_by` and answered with `reason`,
@@ -219,6 +272,79 @@ mod tests {
         (dir, path, audit)
     }
 
+    const FAILED: &str = "Policy evaluation failed.";
+
+    /// A settlement's record: no objection to a known call.
+    fn no_objection() -> Record {
+        let event = EventRef {
+            event_type: Some("tool.before".into()),
+            call: Some("call_1".into()),
+            ..EventRef::default()
+        };
+        let mut record = Record::host_denial(event, DecidedBy::NoObjection, 1);
+        record.decision = Decision::Allow;
+        record.reason = None;
+        record
+    }
+
+    /// Writes `record` as the settlement while another process holds the file's lock,
+    /// a signal coming meanwhile; returns what it made of it and the file's records.
+    async fn settled_after_a_signal(record: Record) -> (Recorded, Vec<serde_json::Value>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let held = std::fs::File::create(&path).unwrap();
+        held.lock().unwrap();
+        let audit = Arc::new(CallAudit::new(Some(path.clone())));
+        assert_eq!(audit.ready(), Ok(true));
+        let interrupt = Interrupt::new();
+        let (settling, signalled) = (Arc::clone(&audit), interrupt.clone());
+        let settled =
+            tokio::spawn(async move { settling.settled(record, &signalled, FAILED).await });
+        while matches!(*audit.state(), State::Open(_)) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        interrupt.interrupt();
+        held.unlock().unwrap();
+        let recorded = settled.await.unwrap();
+        (recorded, lines(&path))
+    }
+
+    /// A signal while no objection waits to be written overrides it: the record is the
+    /// interruption's denial of the same call, and the call is answered as one.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_signal_before_no_objection_is_written_overrides_it() {
+        let (recorded, records) = settled_after_a_signal(no_objection()).await;
+        assert_eq!(recorded, Recorded::Overridden);
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0]["decision"], "deny");
+        assert_eq!(records[0]["decidedBy"], "interrupted");
+        assert_eq!(records[0]["reason"], FAILED);
+        assert_eq!(records[0]["event"]["call"], "call_1");
+    }
+
+    /// A denial stands whatever comes after it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_signal_does_not_override_a_denial() {
+        let (recorded, records) = settled_after_a_signal(backend_deny()).await;
+        assert_eq!(recorded, Recorded::Settled);
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0]["decidedBy"], "backend-deny");
+    }
+
+    /// Without `--audit` a signal before the answer still overrides no objection.
+    #[tokio::test]
+    async fn a_signal_overrides_no_objection_without_an_audit_log() {
+        let audit = CallAudit::new(None);
+        assert_eq!(audit.ready(), Ok(true));
+        let interrupt = Interrupt::new();
+        let settled = audit.settled(no_objection(), &interrupt, FAILED).await;
+        assert_eq!(settled, Recorded::Settled);
+        interrupt.interrupt();
+        let settled = audit.settled(no_objection(), &interrupt, FAILED).await;
+        assert_eq!(settled, Recorded::Overridden);
+    }
+
     /// A settlement's record: a backend's deny.
     fn backend_deny() -> Record {
         let mut record = Record::host_denial(EventRef::default(), DecidedBy::BackendDeny, 1);
@@ -260,7 +386,9 @@ mod tests {
         let (_dir, path, audit) = audited_in_temp();
         assert_eq!(audit.ready(), Ok(true));
         audit.record(DecidedBy::BudgetExpired, "Policy evaluation failed.");
-        audit.settled(backend_deny()).await;
+        audit
+            .settled(backend_deny(), &Interrupt::new(), FAILED)
+            .await;
         let records = lines(&path);
         assert_eq!(records.len(), 1, "{records:?}");
         assert_eq!(records[0]["decidedBy"], "budget-expired");
@@ -271,8 +399,12 @@ mod tests {
     async fn the_settlement_written_first_is_the_record() {
         let (_dir, path, audit) = audited_in_temp();
         assert_eq!(audit.ready(), Ok(true));
-        audit.settled(backend_deny()).await;
-        audit.settled(backend_deny()).await;
+        audit
+            .settled(backend_deny(), &Interrupt::new(), FAILED)
+            .await;
+        audit
+            .settled(backend_deny(), &Interrupt::new(), FAILED)
+            .await;
         audit.record(DecidedBy::BudgetExpired, "Policy evaluation failed.");
         let records = lines(&path);
         assert_eq!(records.len(), 1, "{records:?}");
@@ -290,7 +422,11 @@ mod tests {
         let audit = Arc::new(CallAudit::new(Some(path.clone())));
         assert_eq!(audit.ready(), Ok(true));
         let settling = Arc::clone(&audit);
-        let settled = tokio::spawn(async move { settling.settled(backend_deny()).await });
+        let settled = tokio::spawn(async move {
+            settling
+                .settled(backend_deny(), &Interrupt::new(), FAILED)
+                .await
+        });
         while matches!(*audit.state(), State::Open(_)) {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }

@@ -44,6 +44,7 @@ pub(crate) mod manifest;
 mod payload;
 
 pub use call_audit::CallAudit;
+use call_audit::Recorded;
 pub(crate) use install::absolute;
 pub use install::{install, Install};
 
@@ -68,6 +69,9 @@ pub const DEFAULT_BUDGET_MS: u64 = 10_000;
 /// How long past its budget the process may run before the watchdog answers a denial.
 /// The call itself settles inside the budget; this covers a stuck step around it.
 const WATCHDOG_GRACE: Duration = Duration::from_millis(1_000);
+
+/// What the log says of a call a signal ended.
+const INTERRUPTED: &str = "interrupted by a signal";
 
 /// How long after SIGINT, SIGTERM, SIGHUP or SIGQUIT the process may still take to
 /// answer. An interrupted call settles at once; this covers a step that cannot see the
@@ -819,10 +823,7 @@ async fn settle(
     match joined {
         Ok(Ok(decided)) => decided.map_err(Failed::engine),
         Ok(Err(join)) => Err(Failed::engine(format!("the hook call failed: {join}"))),
-        Err(_) if interrupt.is_set() => Err(Failed::by(
-            DecidedBy::Interrupted,
-            "interrupted by a signal",
-        )),
+        Err(_) if interrupt.is_set() => Err(Failed::by(DecidedBy::Interrupted, INTERRUPTED)),
         Err(_) => Err(Failed::by(
             DecidedBy::BudgetExpired,
             "the hook call ran past its budget",
@@ -975,7 +976,7 @@ async fn decide(
             observed = interceptor.observe(&event, Some(remaining)) => observed,
             () = interrupt.wait() => {
                 interceptor.shutdown_async().await;
-                return Err("interrupted by a signal".into());
+                return Err(INTERRUPTED.into());
             }
         };
         let verdict = match observed {
@@ -990,9 +991,13 @@ async fn decide(
     };
     interceptor.shutdown_async().await;
     // Last, so that what the record says is what the answer will be: the watchdog or a
-    // signal answering before it has their record instead.
+    // signal answering before it has their record instead, and a signal by the time it
+    // is written overrides what was settled unless it denies.
     if let Some(record) = record {
-        audit.settled(record).await;
+        let answered = Verdict::after_failure(Some(spec));
+        if audit.settled(record, interrupt, answered.reason()).await == Recorded::Overridden {
+            return Err(INTERRUPTED.into());
+        }
     }
     verdict
 }
