@@ -906,13 +906,17 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         };
     };
     let host = args.host;
-    // Not on stderr, which the model may read: in the log (`AHP_LOG_FILE`).
-    for warning in host.warnings() {
-        tracing::warn!("{warning}");
-    }
-    // Built inside the hook's budget: loading the component may pull it from a registry.
+    // Built inside the hook's budget: loading the component may pull it from a registry,
+    // and reading the OAuth clients' secrets for the warnings may hang (a file on a
+    // mount that went away); past the budget the watchdog answers.
     // No `audit_path`: `call_audit` writes the call's record (`--audit`).
-    let options = Box::pin(async move { host.options().await });
+    let options = Box::pin(async move {
+        // Not on stderr, which the model may read: in the log (`AHP_LOG_FILE`).
+        for warning in host.warnings() {
+            tracing::warn!("{warning}");
+        }
+        host.options().await
+    });
     hook::run(hook::Request {
         harness,
         registration,

@@ -107,6 +107,36 @@ async fn a_registry_that_never_answers_is_bounded_by_the_budget() {
     assert!(registry.connections() > 0, "the pull was tried");
 }
 
+/// Reading an OAuth client's secret for the log's warnings happens inside the budget: a
+/// secret file that never opens (a FIFO nobody writes; a mount that went away) cannot
+/// hold the tool call past it, and the answer is the watchdog's denial.
+#[tokio::test]
+async fn a_secret_that_never_reads_is_bounded_by_the_budget() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let fifo = dir.path().join("secret");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success());
+    let clients = dir.path().join("clients.json");
+    let list = json!([{"issuer": "https://issuer.example", "clientId": "ahp",
+        "clientSecretRef": format!("file:{}", fifo.display()), "scopes": []}]);
+    std::fs::write(&clients, list.to_string()).expect("write the clients");
+    let clients_arg = clients.display().to_string();
+    let args = ["--oauth-clients", &clients_arg, "--budget-ms", "500"];
+    let (payload, _) = contract().pre_tool;
+    // The budget and the watchdog's second (and a first compile of the component, on a
+    // busy machine); without a bound the open never returns.
+    let answered = std::time::Duration::from_secs(30);
+    let running = ahp_tests::hook::run_unreachable("codex", &args, &payload);
+    let ran = tokio::time::timeout(answered, running)
+        .await
+        .expect("ahp hook answers within its budget");
+    assert_deny(&ran, ahp_tests::hook::FAILED_REASON);
+    assert!(ran.log.contains("ran past its budget"), "{ran:?}");
+}
+
 /// At `Stop` a call past its budget, or a command line that does not parse, is no
 /// answer: exit 2 there would keep the agent working.
 #[tokio::test]
