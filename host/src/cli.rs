@@ -312,13 +312,24 @@ impl HostArgs {
     /// `--oauth-clients` secret reference that does not resolve now. Names only, never a
     /// value.
     fn warnings(&self) -> Vec<String> {
-        let mut warnings: Vec<String> = self
-            .stdio_env
+        let mut warnings = self.environment_warnings();
+        warnings.extend(self.secret_warnings());
+        warnings
+    }
+
+    /// Each `--stdio-env` name unset in this environment: read at once.
+    fn environment_warnings(&self) -> Vec<String> {
+        self.stdio_env
             .iter()
             .filter(|name| std::env::var_os(name).is_none())
             .map(|name| format!("--stdio-env {name}: not set; stdio backends start without it"))
-            .collect();
-        // Each client whose secret cannot be had now: the challenges it would answer fail.
+            .collect()
+    }
+
+    /// Each client whose secret cannot be had now: the challenges it would answer fail.
+    /// Reads files, which may hang (a FIFO, a mount gone away).
+    fn secret_warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
         for client in self.oauth_clients().unwrap_or_default() {
             let reference = &client.client_secret_ref;
             if !crate::capabilities::credentials::resolves(reference) {
@@ -906,13 +917,16 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         };
     };
     let host = args.host;
+    // Not on stderr, which the model may read: in the log (`AHP_LOG_FILE`).
+    for warning in host.environment_warnings() {
+        tracing::warn!("{warning}");
+    }
     // Built inside the hook's budget: loading the component may pull it from a registry,
-    // and reading the OAuth clients' secrets for the warnings may hang (a file on a
+    // and reading the OAuth clients' secrets for their warnings may hang (a file on a
     // mount that went away); past the budget the watchdog answers.
     // No `audit_path`: `call_audit` writes the call's record (`--audit`).
     let options = Box::pin(async move {
-        // Not on stderr, which the model may read: in the log (`AHP_LOG_FILE`).
-        for warning in host.warnings() {
+        for warning in host.secret_warnings() {
             tracing::warn!("{warning}");
         }
         host.options().await
