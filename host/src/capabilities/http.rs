@@ -98,7 +98,9 @@ pub struct HttpBackend {
     port: u16,
     tls: bool,
     options: HttpOptions,
-    idle: Mutex<Vec<Connection>>,
+    /// Kept-alive connections; `None` once closed (shutdown): none is kept after, so an
+    /// exchange that ends late leaves no socket behind.
+    idle: Mutex<Option<Vec<Connection>>>,
 }
 
 /// One HTTP/1.1 connection: the request handle, the task driving the socket, and the
@@ -173,7 +175,7 @@ impl HttpBackend {
             port,
             tls,
             options,
-            idle: Mutex::new(Vec::new()),
+            idle: Mutex::new(Some(Vec::new())),
         })
     }
 
@@ -317,6 +319,7 @@ impl HttpBackend {
 
     fn take_idle(&self) -> Option<Connection> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let idle = idle.as_mut()?;
         while let Some(connection) = idle.pop() {
             if !connection.sender.is_closed() {
                 return Some(connection);
@@ -330,14 +333,14 @@ impl HttpBackend {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() < MAX_IDLE {
+        if let Some(idle) = idle.as_mut().filter(|idle| idle.len() < MAX_IDLE) {
             idle.push(connection);
         }
     }
 
-    /// Closes every idle connection.
+    /// Closes every idle connection and keeps none from now on (shutdown).
     pub fn close_idle(&self) {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        *self.idle.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     async fn connect(&self, deadline: Instant) -> Result<Connection, DeliveryError> {
@@ -479,18 +482,47 @@ mod tests {
         let requests = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = Arc::clone(&requests);
         tokio::spawn(async move {
-            let (mut stream, _) = listener.accept().await.unwrap();
-            let mut buffer = vec![0; 64 * 1024];
-            // Each request is small and arrives in one read.
-            while let Ok(1..) = stream.read(&mut buffer).await {
-                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
-                if stream.write_all(answer.as_bytes()).await.is_err() {
-                    return;
-                }
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let counted = Arc::clone(&counted);
+                tokio::spawn(async move {
+                    let mut buffer = vec![0; 64 * 1024];
+                    // Each request is small and arrives in one read.
+                    while let Ok(1..) = stream.read(&mut buffer).await {
+                        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+                        if stream.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
             }
         });
         (url, requests)
+    }
+
+    /// A backend with the options of a registration's URL.
+    fn loopback_backend(url: &str) -> HttpBackend {
+        let options = HttpOptions {
+            max_body_bytes: 1 << 20,
+            allow_insecure_http: false,
+            tls: Arc::new(crate::tls::client_config(None).unwrap()),
+            innermost: Zone::Loopback,
+        };
+        HttpBackend::new(url, options).unwrap()
+    }
+
+    /// Once closed (shutdown), a backend keeps no connection: one an exchange finishes
+    /// with afterwards is closed, not left open in the pool.
+    #[tokio::test]
+    async fn a_closed_backend_keeps_no_connection() {
+        let (url, _) = counting_server().await;
+        let backend = loopback_backend(&url);
+        let far = Instant::now() + Duration::from_secs(10);
+        backend.exchange(b"{}", None, far).await.expect("a reply");
+        assert_eq!(backend.idle.lock().unwrap().as_ref().map(Vec::len), Some(1));
+        backend.close_idle();
+        backend.exchange(b"{}", None, far).await.expect("a reply");
+        assert!(backend.idle.lock().unwrap().is_none());
     }
 
     /// A pooled connection is ready at once even when the deadline has passed: the
@@ -498,13 +530,7 @@ mod tests {
     #[tokio::test]
     async fn a_deadline_passed_before_the_send_sends_nothing() {
         let (url, requests) = counting_server().await;
-        let options = HttpOptions {
-            max_body_bytes: 1 << 20,
-            allow_insecure_http: false,
-            tls: Arc::new(crate::tls::client_config(None).unwrap()),
-            innermost: Zone::Loopback,
-        };
-        let backend = HttpBackend::new(&url, options).unwrap();
+        let backend = loopback_backend(&url);
         let far = Instant::now() + Duration::from_secs(10);
         let first = backend.exchange(b"{}", None, far).await.expect("a reply");
         assert_eq!(first.reply.body, b"{}");
