@@ -603,6 +603,7 @@ fn usage_error(error: &clap::Error) -> ExitCode {
             let unread = hook::read_unread(harness, event.as_deref());
             if !matches!(unread, hook::Unread::Nothing) {
                 init_logging(true);
+                let unread = unread.or_at(harness, event.as_deref());
                 return hook::answer_failure_at(harness, unread, detail, None);
             }
         }

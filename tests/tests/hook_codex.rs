@@ -147,6 +147,17 @@ async fn a_failure_at_a_stop_lets_the_agent_stop() {
     assert_silent_no_objection(&ran);
     let ran = ahp_tests::hook::run_with_usage_error("codex", &[], "--no-such-flag", &payload).await;
     assert_silent_no_objection(&ran);
+    // A payload that cannot be read, at the `Stop` hook `hook install` writes (it names
+    // the event): the stop's answer, not the block for an unknown event.
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
+    let args = ["--event", "Stop"];
+    let ran = ahp_tests::hook::run_hook("codex", &registration, &args, b"{truncated").await;
+    assert_silent_no_objection(&ran);
+    // And a command line that does not parse, with nothing on stdin.
+    let args = ["--event", "Stop", "--no-such-flag"];
+    let ran = ahp_tests::hook::run_hook("codex", &registration, &args, b"").await;
+    assert_silent_no_objection(&ran);
 }
 
 /// SIGHUP (the terminal or session that started Codex went away) while the backend holds

@@ -77,3 +77,19 @@ async fn a_failure_at_an_observed_event_changes_nothing() {
     assert_eq!(ran.stderr, "", "{ran:?}");
     assert!(ran.log.contains("the component failed"), "{ran:?}");
 }
+
+/// A payload that cannot be read at all, at the `AfterTool` hook `hook install` writes
+/// (it names the event on the command line): answered at that event, so nothing changes.
+/// Without the event it would be the block for an unknown event, exit 2, and Gemini would
+/// show the reason in place of the tool's result.
+#[tokio::test]
+async fn an_unreadable_payload_is_answered_at_the_installed_event() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
+    let args = ["--event", "AfterTool"];
+    let ran = ahp_tests::hook::run_hook("gemini", &registration, &args, b"not json").await;
+    assert_silent_no_objection(&ran);
+    assert!(ran.log.contains("the payload is not JSON"), "{ran:?}");
+    let unflagged = ahp_tests::hook::run_hook("gemini", &registration, &[], b"not json").await;
+    ahp_tests::hook::assert_exit_2_block(&unflagged, ahp_tests::hook::FAILED_REASON);
+}

@@ -157,7 +157,7 @@ pub fn claude_shaped(
     let mut hooks = Map::new();
     for spec in events {
         let mut hook =
-            json!({"type": "command", "command": snippet.command(None), "timeout": timeout});
+            json!({"type": "command", "command": snippet.command(spec.native), "timeout": timeout});
         if let Some((key, value)) = extra.as_ref().filter(|_| fails_closed(spec)) {
             hook[*key] = value.clone();
         }

@@ -117,7 +117,7 @@ pub fn snippet(snippet: &Snippet) -> Value {
         .map(|spec| {
             let hook = json!({
                 "type": "command",
-                "bash": snippet.command(Some(spec.native)),
+                "bash": snippet.command(spec.native),
                 "timeoutSec": snippet.timeout_secs(),
             });
             (spec.native.to_string(), json!([hook]))

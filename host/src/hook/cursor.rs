@@ -72,7 +72,7 @@ pub fn snippet(snippet: &Snippet) -> Value {
         .iter()
         .map(|spec| {
             let mut hook = json!({
-                "command": snippet.command(None),
+                "command": snippet.command(spec.native),
                 "timeout": snippet.timeout_secs(),
             });
             if fails_closed(spec) {

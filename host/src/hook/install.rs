@@ -43,13 +43,14 @@ pub struct Snippet {
 }
 
 impl Snippet {
-    /// The hook's command line, naming `event` for harnesses whose payload does not.
-    pub fn command(&self, event: Option<&str>) -> String {
+    /// The hook's command line at the native `event`. Named on the command line for
+    /// every harness, not only those whose payload names none (Copilot): a payload that
+    /// cannot be read is then answered at its event (at an observed one, or before a
+    /// stop, not with a block).
+    pub fn command(&self, event: &str) -> String {
         let mut words = vec![self.program.clone()];
         words.extend(self.arguments.iter().cloned());
-        if let Some(event) = event {
-            words.extend(["--event".to_string(), event.to_string()]);
-        }
+        words.extend(["--event".to_string(), event.to_string()]);
         words
             .iter()
             .map(|word| shell_quote(word))
@@ -156,10 +157,7 @@ mod tests {
             timeout_ms: 10_001,
         };
         assert_eq!(snippet.timeout_secs(), 11);
-        assert_eq!(
-            snippet.command(Some("preToolUse")),
-            "ahp --event preToolUse"
-        );
+        assert_eq!(snippet.command("preToolUse"), "ahp --event preToolUse");
     }
 
     /// Claude Code blocks where the hook fails at an intercepted event, but not at

@@ -595,8 +595,8 @@ impl Answer {
 /// The answer of a process that failed around the call, before [`run`] read the payload
 /// or after it could not answer (a command line that does not parse, the async runtime
 /// did not start, a panic outside the call's task): the failure answered at the event of
-/// the payload still on stdin ([`read_unread`]; `event` is the command line's
-/// `--event`), else `harness`'s block for an unknown event — which at a stop would keep
+/// the payload still on stdin ([`read_unread`]), else at the command line's `--event`
+/// (`event`), else `harness`'s block for an unknown event — which at a stop would keep
 /// the agent working forever. The detail goes to the log, the record to `audit`'s file
 /// (none for a command line that does not parse: its `--audit` is not to be trusted).
 /// Never a crash exit, which a harness reads as a failed hook and runs the tool.
@@ -606,7 +606,8 @@ pub fn answer_failure(
     detail: &str,
     audit: Option<&CallAudit>,
 ) -> ExitCode {
-    answer_failure_at(harness, read_unread(harness, event), detail, audit)
+    let unread = read_unread(harness, event).or_at(harness, event);
+    answer_failure_at(harness, unread, detail, audit)
 }
 
 /// [`answer_failure`] with stdin read already ([`read_unread`]).
@@ -649,6 +650,23 @@ pub(crate) enum Unread {
     Event(&'static EventSpec, EventRef),
     /// Something else, or nothing yet: no event to answer at.
     Unknown,
+}
+
+impl Unread {
+    /// This, or where it names no event the adapter maps, the command line's `event`
+    /// (every installed hook names its own): the failure is answered there.
+    pub(crate) fn or_at(self, harness: Harness, event: Option<&str>) -> Unread {
+        match (self, event.and_then(|name| harness.spec(name))) {
+            (Unread::Nothing | Unread::Unknown, Some(spec)) => {
+                let known = EventRef {
+                    event_type: Some(spec.ahp.as_str().to_string()),
+                    ..EventRef::default()
+                };
+                Unread::Event(spec, known)
+            }
+            (unread, _) => unread,
+        }
+    }
 }
 
 /// Reads the payload on stdin now, bounded as [`read_payload`] is and in time by
@@ -781,6 +799,11 @@ pub async fn run(request: Request) -> ExitCode {
     // watchdog, a signal, a panic), the answer is that event's, not one for an unknown
     // event — exit 2 would keep the agent working at a stop.
     let mapped = Arc::new(OnceLock::new());
+    // Until the payload is read, the command line's event (every installed hook names
+    // its own): a payload that cannot be read is answered there.
+    if let Some(spec) = request.event.as_deref().and_then(|name| harness.spec(name)) {
+        let _ = mapped.set(spec);
+    }
     // In a task of its own, so a panic anywhere in the call (the payload, the
     // interceptor, the watchdog) is an error answered below, never a crash.
     let outcome = tokio::spawn(settle(request, deadline, signals, Arc::clone(&mapped)))
