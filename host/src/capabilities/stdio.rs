@@ -147,7 +147,7 @@ impl StdioBackend {
         // that writes it cannot be trusted with the next (a second copy of its last reply
         // would be read as this request's).
         let stale = slot
-            .as_mut()
+            .as_ref()
             .is_some_and(|s| s.busy || s.process.exited().is_some() || s.stdout.pending());
         if stale {
             if let Some(old) = slot.take() {
@@ -468,7 +468,7 @@ impl Children {
         tracing::debug!(backend = %backend.id, ?pid, "stdio backend started");
         let process = Arc::new(Process {
             pid,
-            child: Mutex::new(child),
+            child: Mutex::new((child, None)),
         });
         registry.live.push(process.clone());
         Ok((process, stdin, stdout))
@@ -512,23 +512,26 @@ impl Children {
 /// One child process. The `Child` is only ever locked for a non-blocking call.
 struct Process {
     pid: Option<u32>,
-    child: Mutex<Child>,
+    /// `Some(exit code)` once reaped (see [`Process::exited`]); locked only for
+    /// non-blocking calls.
+    child: Mutex<(Child, Option<Option<i32>>)>,
 }
 
 impl Process {
-    fn lock(&self) -> MutexGuard<'_, Child> {
+    fn lock(&self) -> MutexGuard<'_, (Child, Option<Option<i32>>)> {
         self.child.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Sends SIGKILL to the child's process group, then to the child; a no-op once it
     /// has been reaped.
     fn kill(&self) {
-        let mut child = self.lock();
-        // Exited but not reaped, or still running: the group's id is the child's own.
-        if self.pid.is_some_and(exited_unreaped) || matches!(child.try_wait(), Ok(None)) {
+        let mut guard = self.lock();
+        let (child, reaped) = &mut *guard;
+        if reaped.is_none() {
+            // Running, or exited and not yet reaped: the group's id is the child's own.
             self.kill_group();
+            let _ = child.start_kill();
         }
-        let _ = child.start_kill();
     }
 
     /// SIGKILL to every process of the child's group, which includes what a wrapper
@@ -543,17 +546,28 @@ impl Process {
 
     /// `Some(exit code)` once exited (and reaped), the code `None` if a signal ended it;
     /// `None` while it runs. Before the child is reaped, whatever it left running in its
-    /// group is killed: reaped, its id would no longer be safe to signal.
+    /// group is killed: reaped, its id would no longer be safe to signal. Reaped once;
+    /// the code is kept.
     fn exited(&self) -> Option<Option<i32>> {
-        let mut child = self.lock();
-        if self.pid.is_some_and(exited_unreaped) {
-            self.kill_group();
+        let mut guard = self.lock();
+        let (child, reaped) = &mut *guard;
+        if let Some(code) = reaped {
+            return Some(*code);
         }
-        match child.try_wait() {
-            Ok(status) => status.map(|s| s.code()),
+        match self.pid.map(exited_unreaped) {
+            Some(Ok(false)) => return None,
+            Some(Ok(true)) => self.kill_group(),
+            // No id, or it cannot be asked: as tokio says.
+            None | Some(Err(())) => {}
+        }
+        let code = match child.try_wait() {
+            Ok(None) => return None,
+            Ok(Some(status)) => status.code(),
             // It can no longer be waited for: as good as gone.
-            Err(_) => Some(None),
-        }
+            Err(_) => None,
+        };
+        *reaped = Some(code);
+        Some(code)
     }
 
     /// Waits for the exit until `until`; `None` if it still runs then.
@@ -573,15 +587,18 @@ impl Process {
     }
 }
 
-/// Whether child `pid` has exited, leaving it to be reaped (`WNOWAIT`).
-fn exited_unreaped(pid: u32) -> bool {
+/// Whether child `pid` has exited, leaving it to be reaped (`WNOWAIT`); `Err` if it
+/// cannot be asked (no such child of ours).
+fn exited_unreaped(pid: u32) -> Result<bool, ()> {
     // SAFETY: a zeroed siginfo_t is a valid value for waitid(2) to fill.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
     // SAFETY: waitid(2) writes only `info`; WNOWAIT leaves the child waitable.
-    let found = unsafe { libc::waitid(libc::P_PID, pid, &mut info, flags) };
-    // SAFETY: waitid filled `info` (si_pid stays 0 when no child has exited).
-    found == 0 && unsafe { info.si_pid() } != 0
+    if unsafe { libc::waitid(libc::P_PID, pid, &mut info, flags) } != 0 {
+        return Err(());
+    }
+    // SAFETY: waitid filled `info` (si_pid stays 0 when the child has not exited).
+    Ok(unsafe { info.si_pid() } != 0)
 }
 
 /// Kills a child whose exchange future is dropped midway (interruption), and reaps it in
@@ -675,17 +692,6 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         self.inner.buffer()
     }
 
-    /// Whether anything waits to be read right now: bytes read already, bytes in the pipe,
-    /// or its end. Does not wait.
-    fn pending(&mut self) -> bool {
-        if !self.buffered().is_empty() {
-            return true;
-        }
-        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
-        let inner = std::pin::Pin::new(&mut self.inner);
-        tokio::io::AsyncBufRead::poll_fill_buf(inner, &mut context).is_ready()
-    }
-
     /// The bytes read after the last newline, if any.
     fn take_partial(&mut self) -> Option<Vec<u8>> {
         Some(std::mem::take(&mut self.partial)).filter(|p| !p.is_empty())
@@ -702,6 +708,26 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 }
             }
         }
+    }
+}
+
+impl LineReader<ChildStdout> {
+    /// Whether anything waits to be read right now: bytes read already, bytes in the pipe,
+    /// or its end. Asks the pipe itself (`poll(2)`, no wait), not the runtime's record of
+    /// its readiness, which may not have seen the bytes yet.
+    fn pending(&self) -> bool {
+        use std::os::fd::AsRawFd as _;
+        if !self.buffered().is_empty() {
+            return true;
+        }
+        let mut pipe = libc::pollfd {
+            fd: self.inner.get_ref().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll(2) reads and writes only `pipe`, one valid pollfd.
+        let ready = unsafe { libc::poll(&mut pipe, 1, 0) };
+        ready != 0
     }
 }
 
@@ -809,8 +835,16 @@ mod tests {
         let first = backend.exchange(REQUEST, far).await.expect("the reply");
         assert_eq!(first.body, br#"{"jsonrpc":"2.0","id":1,"result":{"n":1}}"#);
         let first_child = session_child(&backend).await.expect("kept after one line");
-        // The late copy is in the pipe by now.
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Until the late copy is in the pipe (10 s at most, on a loaded machine).
+        let late = std::time::Instant::now() + Duration::from_secs(10);
+        while std::time::Instant::now() < late {
+            let slot = backend.session.lock().await;
+            if slot.as_ref().is_some_and(|s| s.stdout.pending()) {
+                break;
+            }
+            drop(slot);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let second = backend.exchange(REQUEST, far).await.expect("the reply");
         // A new child's first reply, not the old one's late copy.
         assert_eq!(second.body, br#"{"jsonrpc":"2.0","id":1,"result":{"n":1}}"#);
