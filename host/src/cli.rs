@@ -926,8 +926,12 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
     // and reading the OAuth clients' secrets for their warnings may hang (a file on a
     // mount that went away); past the budget the watchdog answers.
     // No `audit_path`: `call_audit` writes the call's record (`--audit`).
+    let host: Arc<HostArgs> = Arc::from(host);
     let options = Box::pin(async move {
-        for warning in host.secret_warnings() {
+        // Off the runtime's workers: on one CPU there is one, which the watchdog needs.
+        let reading = Arc::clone(&host);
+        let warnings = tokio::task::spawn_blocking(move || reading.secret_warnings()).await;
+        for warning in warnings.unwrap_or_default() {
             tracing::warn!("{warning}");
         }
         host.options().await

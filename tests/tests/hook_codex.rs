@@ -124,17 +124,42 @@ async fn a_secret_that_never_reads_is_bounded_by_the_budget() {
         "clientSecretRef": format!("file:{}", fifo.display()), "scopes": []}]);
     std::fs::write(&clients, list.to_string()).expect("write the clients");
     let clients_arg = clients.display().to_string();
-    let args = ["--oauth-clients", &clients_arg, "--budget-ms", "500"];
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
     let (payload, _) = contract().pre_tool;
-    // The budget and the watchdog's second (and a first compile of the component, on a
-    // busy machine); without a bound the open never returns.
-    let answered = std::time::Duration::from_secs(30);
-    let running = ahp_tests::hook::run_unreachable("codex", &args, &payload);
-    let ran = tokio::time::timeout(answered, running)
-        .await
-        .expect("ahp hook answers within its budget");
-    assert_deny(&ran, ahp_tests::hook::FAILED_REASON);
-    assert!(ran.log.contains("ran past its budget"), "{ran:?}");
+    let payload = payload.to_string();
+    // On one CPU too, where the async runtime has a single worker: the read must not
+    // hold the one the watchdog runs on.
+    for cpus in [None, Some("0")] {
+        let mut command = match cpus {
+            None => ahp_tests::hook::logged(ahp_tests::support::ahp_binary(), ["hook", "codex"]),
+            Some(cpu) => {
+                let program = ahp_tests::support::ahp_binary().as_os_str();
+                let words = [
+                    "-c".as_ref(),
+                    cpu.as_ref(),
+                    program,
+                    "hook".as_ref(),
+                    "codex".as_ref(),
+                ];
+                ahp_tests::hook::logged("taskset", words)
+            }
+        };
+        command.arg("--registration").arg(&registration).args([
+            "--oauth-clients",
+            &clients_arg,
+            "--budget-ms",
+            "500",
+        ]);
+        // The budget and the watchdog's second (and a first compile of the component, on
+        // a busy machine); without a bound the open never returns.
+        let answered = std::time::Duration::from_secs(30);
+        let running = ahp_tests::hook::run_command(command, payload.as_bytes(), true);
+        let ran = tokio::time::timeout(answered, running)
+            .await
+            .unwrap_or_else(|_| panic!("ahp hook answers within its budget on CPUs {cpus:?}"));
+        assert_deny(&ran, ahp_tests::hook::FAILED_REASON);
+        assert!(ran.log.contains("ran past its budget"), "{ran:?}");
+    }
 }
 
 /// At `Stop` a call past its budget, or a command line that does not parse, is no

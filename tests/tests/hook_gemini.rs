@@ -93,3 +93,21 @@ async fn an_unreadable_payload_is_answered_at_the_installed_event() {
     let unflagged = ahp_tests::hook::run_hook("gemini", &registration, &[], b"not json").await;
     ahp_tests::hook::assert_exit_2_block(&unflagged, ahp_tests::hook::FAILED_REASON);
 }
+
+/// A payload naming another event than the command line's (a hook copied under the wrong
+/// key) is answered at neither: the block for an unknown event. Answered at the command
+/// line's `AfterTool`, a `BeforeTool` call would be no objection and run unchecked.
+#[tokio::test]
+async fn a_payload_the_command_line_contradicts_is_blocked() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
+    let (before, _) = contract().pre_tool;
+    let before = before.to_string();
+    for args in [
+        &["--event", "AfterTool"][..],
+        &["--event", "AfterTool", "--no-such-flag"][..],
+    ] {
+        let ran = ahp_tests::hook::run_hook("gemini", &registration, args, before.as_bytes()).await;
+        ahp_tests::hook::assert_exit_2_block(&ran, ahp_tests::hook::FAILED_REASON);
+    }
+}

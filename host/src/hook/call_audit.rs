@@ -20,7 +20,8 @@
 //! other writes none. A failure answered while the settlement's record is being appended
 //! (the watchdog or a signal as the append is under way) waits for that record instead
 //! of writing a second, [`WRITE_GRACE`] at most, as long as its own record would have held
-//! up the answer. Writing never changes the answer or the exit code: a record that cannot
+//! up the answer; if that record was still waiting for the file's lock, it is written as
+//! the failure's denial, what the harness was told. Writing never changes the answer or the exit code: a record that cannot
 //! be written is logged (in `AHP_LOG_FILE` only), and a failure's write that has not
 //! finished after [`WRITE_GRACE`] is left behind. An audit file that cannot be opened is
 //! refused once the interceptor is ready ([`CallAudit::ready`]), which the hook answers
@@ -48,6 +49,10 @@ pub struct CallAudit {
     started: Instant,
     /// `path`, opened once the interceptor is ready.
     log: OnceLock<Arc<AuditLog>>,
+    /// Who settled, and the reason shown, when a failure (the watchdog, a signal) was
+    /// answered while the settlement's record was claimed: if that record is not written
+    /// yet, this denial is written instead, as the harness was told.
+    answered_failure: Arc<OnceLock<(DecidedBy, String)>>,
     state: Mutex<State>,
 }
 
@@ -116,6 +121,7 @@ impl CallAudit {
             path,
             started: Instant::now(),
             log: OnceLock::new(),
+            answered_failure: Arc::default(),
             state: Mutex::new(State::Open(EventRef::default())),
         }
     }
@@ -188,15 +194,17 @@ impl CallAudit {
             return Recorded::Settled;
         };
         let (started, reason) = (self.started, reason.to_string());
+        let answered_failure = Arc::clone(&self.answered_failure);
         let appended = tokio::task::spawn_blocking(move || {
             let mut overridden = None;
             let appended = log.append_chosen(|| {
-                if !overrides() {
-                    return &record;
-                }
+                let (decided_by, reason) = match answered_failure.get() {
+                    Some((decided_by, shown)) => (*decided_by, shown.clone()),
+                    None if overrides() => (DecidedBy::Interrupted, reason),
+                    None => return &record,
+                };
                 let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                let mut denial =
-                    Record::host_denial(record.event.clone(), DecidedBy::Interrupted, elapsed_ms);
+                let mut denial = Record::host_denial(record.event.clone(), decided_by, elapsed_ms);
                 denial.reason = Some(reason);
                 overridden.insert(denial)
             });
@@ -226,6 +234,8 @@ impl CallAudit {
         let (event, append) = match self.claim() {
             Ok(claimed) => claimed,
             Err(claimed) => {
+                // Written instead of the settlement's, if that is not written yet.
+                let _ = self.answered_failure.set((decided_by, reason.to_string()));
                 if !claimed.wait(WRITE_GRACE) {
                     tracing::error!("append the call's audit record: not written in time");
                 }
@@ -412,7 +422,9 @@ mod tests {
     }
 
     /// The watchdog while the settlement's record waits for the file's lock (another
-    /// process appending): it waits for that record rather than writing a second.
+    /// process appending): it waits for that record rather than writing a second, and
+    /// the record is the watchdog's denial, which the harness was told, not the no
+    /// objection it never got.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failure_while_the_settlement_is_written_waits_for_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -424,7 +436,7 @@ mod tests {
         let settling = Arc::clone(&audit);
         let settled = tokio::spawn(async move {
             settling
-                .settled(backend_deny(), &Interrupt::new(), FAILED)
+                .settled(no_objection(), &Interrupt::new(), FAILED)
                 .await
         });
         while matches!(*audit.state(), State::Open(_)) {
@@ -439,10 +451,13 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         held.unlock().unwrap();
         let records = watchdog.join().unwrap();
-        settled.await.unwrap();
+        assert_eq!(settled.await.unwrap(), Recorded::Overridden);
         assert_eq!(lines(&path), records);
         assert_eq!(records.len(), 1, "{records:?}");
-        assert_eq!(records[0]["decidedBy"], "backend-deny");
+        assert_eq!(records[0]["decision"], "deny", "{records:?}");
+        assert_eq!(records[0]["decidedBy"], "budget-expired", "{records:?}");
+        assert_eq!(records[0]["reason"], FAILED, "{records:?}");
+        assert_eq!(records[0]["event"]["call"], "call_1", "{records:?}");
     }
 
     #[test]

@@ -624,7 +624,7 @@ pub(crate) fn answer_failure_at(
             }
             Some(spec)
         }
-        Unread::Nothing | Unread::Unknown => None,
+        Unread::Nothing | Unread::Unreadable | Unread::Unknown => None,
     };
     let failed = Failed::engine(detail.to_string());
     let code = answer(harness, spec, audited(audit, spec, Err(failed)));
@@ -648,16 +648,20 @@ pub(crate) enum Unread {
     /// A payload of this harness naming an event the adapter maps: that event, with
     /// what the payload says of the call, for the audit.
     Event(&'static EventSpec, EventRef),
-    /// Something else, or nothing yet: no event to answer at.
+    /// Nothing that could be read (yet), or not a JSON object.
+    Unreadable,
+    /// A JSON object naming no event the adapter maps (or one the command line
+    /// contradicts): no event to answer at.
     Unknown,
 }
 
 impl Unread {
-    /// This, or where it names no event the adapter maps, the command line's `event`
-    /// (every installed hook names its own): the failure is answered there.
+    /// This, or where nothing could be read as a payload, the command line's `event`
+    /// (every installed hook names its own): the failure is answered there. A payload
+    /// that names another event is not answered at the command line's.
     pub(crate) fn or_at(self, harness: Harness, event: Option<&str>) -> Unread {
         match (self, event.and_then(|name| harness.spec(name))) {
-            (Unread::Nothing | Unread::Unknown, Some(spec)) => {
+            (Unread::Nothing | Unread::Unreadable, Some(spec)) => {
                 let known = EventRef {
                     event_type: Some(spec.ahp.as_str().to_string()),
                     ..EventRef::default()
@@ -675,13 +679,13 @@ pub(crate) fn read_unread(harness: Harness, event: Option<&str>) -> Unread {
     // Stdin may never close: the process answers and exits past the read.
     let read = bounded("ahp-read-payload", UNREAD_PAYLOAD_WAIT, read_payload);
     let Ok(Ok(payload)) = read else {
-        return Unread::Unknown;
+        return Unread::Unreadable;
     };
     if payload.iter().all(u8::is_ascii_whitespace) {
         return Unread::Nothing;
     }
     let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(&payload) else {
-        return Unread::Unknown;
+        return Unread::Unreadable;
     };
     let Some(spec) = harness
         .event_name(&object, event)
@@ -797,19 +801,18 @@ pub async fn run(request: Request) -> ExitCode {
     let audit = Arc::clone(&request.audit);
     // The payload's event once it is known: whatever ends the call after that (the
     // watchdog, a signal, a panic), the answer is that event's, not one for an unknown
-    // event — exit 2 would keep the agent working at a stop.
+    // event — exit 2 would keep the agent working at a stop. `None` once a payload names
+    // no event the adapter can answer at (one the command line contradicts).
     let mapped = Arc::new(OnceLock::new());
-    // Until the payload is read, the command line's event (every installed hook names
-    // its own): a payload that cannot be read is answered there.
-    if let Some(spec) = request.event.as_deref().and_then(|name| harness.spec(name)) {
-        let _ = mapped.set(spec);
-    }
+    // Until then, or for a payload that cannot be read, the command line's event (every
+    // installed hook names its own).
+    let flagged = request.event.as_deref().and_then(|name| harness.spec(name));
     // In a task of its own, so a panic anywhere in the call (the payload, the
     // interceptor, the watchdog) is an error answered below, never a crash.
     let outcome = tokio::spawn(settle(request, deadline, signals, Arc::clone(&mapped)))
         .await
         .unwrap_or_else(|join| Err(Failed::engine(format!("the hook call failed: {join}"))));
-    let spec = mapped.get().copied();
+    let spec = mapped.get().copied().unwrap_or(flagged);
     let outcome = audited(Some(&audit), spec, outcome);
     // Exit at once: a harness that never closes stdin leaves the blocking read behind,
     // and the runtime would wait for it forever on the way out.
@@ -823,7 +826,7 @@ async fn settle(
     request: Request,
     deadline: Instant,
     mut signals: crate::cli::Signals,
-    mapped: Arc<OnceLock<&'static EventSpec>>,
+    mapped: Arc<OnceLock<Option<&'static EventSpec>>>,
 ) -> Result<Verdict, Failed> {
     let interrupt = Interrupt::new();
     let signalled = interrupt.clone();
@@ -919,7 +922,7 @@ async fn decide(
     payload: &[u8],
     deadline: Instant,
     interrupt: &Interrupt,
-    mapped: &OnceLock<&'static EventSpec>,
+    mapped: &OnceLock<Option<&'static EventSpec>>,
 ) -> Result<Verdict, String> {
     let object = match serde_json::from_slice::<Value>(payload) {
         Ok(Value::Object(object)) => object,
@@ -927,11 +930,14 @@ async fn decide(
         Err(e) => return Err(format!("the payload is not JSON: {e}")),
     };
     let harness = request.harness;
-    let name = harness.event_name(&object, request.event.as_deref())?;
-    let spec = harness
-        .spec(&name)
-        .ok_or_else(|| format!("{} has no mapped hook event {name}", harness.name()))?;
-    let spec = *mapped.get_or_init(|| spec);
+    let named = harness.event_name(&object, request.event.as_deref());
+    let found = named.as_ref().ok().and_then(|name| harness.spec(name));
+    // A payload read decides the event: its own, or none (the block for an unknown
+    // event) when it names one the command line contradicts or the adapter does not map.
+    let _ = mapped.set(found);
+    let name = named?;
+    let spec =
+        found.ok_or_else(|| format!("{} has no mapped hook event {name}", harness.name()))?;
     let audit = &request.audit;
     audit.identify(payload::identity(harness.fields(), &object, spec));
     let read = payload::read(harness.fields(), &object, spec)
