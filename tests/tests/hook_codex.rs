@@ -206,26 +206,9 @@ async fn sigquit_is_answered_with_a_denial() {
 /// says `interrupted`.
 async fn a_signal_while_the_backend_holds_the_request_is_a_denial(signal: &str) {
     use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-    use tokio::io::AsyncWriteExt as _;
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let registration = ahp_tests::hook::write_intercepting(
-        dir.path(),
-        &backend.url(),
-        "fail-open",
-        &["tool.before"],
-        30_000,
-    );
-    let audit = dir.path().join("audit.jsonl");
-    let audit_arg = audit.display().to_string();
-    let args = ["--audit", &audit_arg, "--budget-ms", "60000"];
-    let mut command = ahp_tests::hook::hook_command("codex", &registration, &args);
-    let mut hook = command.spawn().expect("start ahp hook");
-    let mut stdin = hook.stdin.take().expect("stdin is piped");
-    let (payload, _) = contract().pre_tool;
-    let payload = payload.to_string();
-    stdin.write_all(payload.as_bytes()).await.expect("write");
-    drop(stdin);
+    let (_dir, registration, audit) = intercepting_fail_open(&backend);
+    let (command, hook) = started_on_the_pre_tool_payload(&registration, &audit).await;
     assert!(
         backend
             .wait_for_requests(1, std::time::Duration::from_secs(30))
@@ -289,30 +272,11 @@ async fn a_signal_before_the_payload_is_read_is_answered_with_a_block() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_before_no_objection_is_answered_is_a_denial() {
     use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-    use tokio::io::AsyncWriteExt as _;
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let registration = ahp_tests::hook::write_intercepting(
-        dir.path(),
-        &backend.url(),
-        "fail-open",
-        &["tool.before"],
-        30_000,
-    );
-    let audit = dir.path().join("audit.jsonl");
+    let (_dir, registration, audit) = intercepting_fail_open(&backend);
     let held = std::fs::File::create(&audit).expect("the audit file");
     held.lock().expect("its lock");
-    let audit_arg = audit.display().to_string();
-    let args = ["--audit", &audit_arg, "--budget-ms", "60000"];
-    let mut command = ahp_tests::hook::hook_command("codex", &registration, &args);
-    let mut hook = command.spawn().expect("start ahp hook");
-    let mut stdin = hook.stdin.take().expect("stdin is piped");
-    let (payload, _) = contract().pre_tool;
-    stdin
-        .write_all(payload.to_string().as_bytes())
-        .await
-        .expect("write");
-    drop(stdin);
+    let (command, hook) = started_on_the_pre_tool_payload(&registration, &audit).await;
     let pid = hook.id().expect("running");
     let waiting = async {
         while !blocked_in(pid, FLOCK, None) {
@@ -337,6 +301,42 @@ async fn a_signal_before_no_objection_is_answered_is_a_denial() {
     assert_eq!(records[0]["decision"], "deny", "{records:?}");
     assert_eq!(records[0]["decidedBy"], "interrupted", "{records:?}");
     assert_eq!(records[0]["event"]["call"], "call_Codex1", "{records:?}");
+}
+
+/// A registration in a new directory (kept while held): `backend` intercepts
+/// `tool.before`, fail-open, 30 s; and where the call's audit goes in it.
+fn intercepting_fail_open(
+    backend: &ahp_tests::fault_backend::FaultBackend,
+) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_intercepting(
+        dir.path(),
+        &backend.url(),
+        "fail-open",
+        &["tool.before"],
+        30_000,
+    );
+    let audit = dir.path().join("audit.jsonl");
+    (dir, registration, audit)
+}
+
+/// `ahp hook codex` with `registration`, auditing to `audit` (a 60 s budget), started on
+/// the pre-tool payload, its stdin closed after it.
+async fn started_on_the_pre_tool_payload(
+    registration: &std::path::Path,
+    audit: &std::path::Path,
+) -> (ahp_tests::hook::HookCommand, tokio::process::Child) {
+    use tokio::io::AsyncWriteExt as _;
+    let audit_arg = audit.display().to_string();
+    let args = ["--audit", &audit_arg, "--budget-ms", "60000"];
+    let mut command = ahp_tests::hook::hook_command("codex", registration, &args);
+    let mut hook = command.spawn().expect("start ahp hook");
+    let mut stdin = hook.stdin.take().expect("stdin is piped");
+    let (payload, _) = contract().pre_tool;
+    let payload = payload.to_string();
+    stdin.write_all(payload.as_bytes()).await.expect("write");
+    drop(stdin);
+    (command, hook)
 }
 
 /// `flock(2)`'s number: 73 on x86-64, 32 on aarch64.

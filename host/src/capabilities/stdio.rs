@@ -766,15 +766,9 @@ mod tests {
 
     /// A persistent backend that answers every line it reads with the reply to id 1.
     fn answering_backend() -> StdioBackend {
-        let script =
-            r#"while IFS= read -r line; do echo '{"jsonrpc":"2.0","id":1,"result":{}}'; done"#;
-        let plan = StdioPlan {
-            command: "sh".into(),
-            args: vec!["-c".into(), script.into()],
-            cwd: None,
-            per_event: false,
-        };
-        StdioBackend::new("policy", &plan, &[], 64 * 1024)
+        scripted_backend(
+            r#"while IFS= read -r line; do echo '{"jsonrpc":"2.0","id":1,"result":{}}'; done"#,
+        )
     }
 
     /// A persistent backend running `script` (sh), which reads the requests itself.

@@ -297,15 +297,25 @@ mod tests {
         record
     }
 
+    /// A ready call's audit whose file another process holds locked (the handle
+    /// returned), in a new directory (kept while held).
+    fn held_by_another_process() -> (
+        tempfile::TempDir,
+        std::path::PathBuf,
+        std::fs::File,
+        Arc<CallAudit>,
+    ) {
+        let (dir, path, audit) = audited_in_temp();
+        let held = std::fs::File::create(&path).unwrap();
+        held.lock().unwrap();
+        assert_eq!(audit.ready(), Ok(true));
+        (dir, path, held, Arc::new(audit))
+    }
+
     /// Writes `record` as the settlement while another process holds the file's lock,
     /// a signal coming meanwhile; returns what it made of it and the file's records.
     async fn settled_after_a_signal(record: Record) -> (Recorded, Vec<serde_json::Value>) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let held = std::fs::File::create(&path).unwrap();
-        held.lock().unwrap();
-        let audit = Arc::new(CallAudit::new(Some(path.clone())));
-        assert_eq!(audit.ready(), Ok(true));
+        let (_dir, path, held, audit) = held_by_another_process();
         let interrupt = Interrupt::new();
         let (settling, signalled) = (Arc::clone(&audit), interrupt.clone());
         let settled =
@@ -427,12 +437,7 @@ mod tests {
     /// objection it never got.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failure_while_the_settlement_is_written_waits_for_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let held = std::fs::File::create(&path).unwrap();
-        held.lock().unwrap();
-        let audit = Arc::new(CallAudit::new(Some(path.clone())));
-        assert_eq!(audit.ready(), Ok(true));
+        let (_dir, path, held, audit) = held_by_another_process();
         let settling = Arc::clone(&audit);
         let settled = tokio::spawn(async move {
             settling
