@@ -400,7 +400,12 @@ impl HookCall {
 /// Runs the parsed command line on a new async runtime; `hook_call`, an
 /// `ahp hook HARNESS` call, answers a runtime that cannot start.
 fn run(cli: Cli, hook_call: Option<HookCall>) -> ExitCode {
+    // Two workers at least, one CPU or many: a step that blocks one (a file on a mount
+    // that went away, a FIFO named as the registration) must leave another to the
+    // budget's watchdog and the signals, or the harness times out and fails open.
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cpus.max(2))
         .enable_all()
         .build()
     {

@@ -113,27 +113,47 @@ async fn a_registry_that_never_answers_is_bounded_by_the_budget() {
 #[tokio::test]
 async fn a_secret_that_never_reads_is_bounded_by_the_budget() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let fifo = dir.path().join("secret");
+    let fifo = never_read(dir.path(), "secret");
+    let clients = dir.path().join("clients.json");
+    let list = json!([{"issuer": "https://issuer.example", "clientId": "ahp",
+        "clientSecretRef": format!("file:{}", fifo.display()), "scopes": []}]);
+    std::fs::write(&clients, list.to_string()).expect("write the clients");
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
+    let clients = clients.display().to_string();
+    answered_by_the_watchdog(&registration, &["--oauth-clients", &clients]).await;
+}
+
+/// A registration that never reads (a FIFO, a mount gone away) is bounded the same way.
+#[tokio::test]
+async fn a_registration_that_never_reads_is_bounded_by_the_budget() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = never_read(dir.path(), "registration.json");
+    answered_by_the_watchdog(&registration, &[]).await;
+}
+
+/// A FIFO called `name` in `dir` that nobody writes: opening it for reading never returns.
+fn never_read(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let fifo = dir.join(name);
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
         .expect("run mkfifo");
     assert!(made.success());
-    let clients = dir.path().join("clients.json");
-    let list = json!([{"issuer": "https://issuer.example", "clientId": "ahp",
-        "clientSecretRef": format!("file:{}", fifo.display()), "scopes": []}]);
-    std::fs::write(&clients, list.to_string()).expect("write the clients");
-    let clients_arg = clients.display().to_string();
-    let registration = ahp_tests::hook::write_unreachable(dir.path());
+    fifo
+}
+
+/// Runs `ahp hook codex` on the pre-tool payload with `registration` and `args` under a
+/// 500 ms budget, on every CPU and on one (`taskset -c 0`, where the async runtime would
+/// have a single worker): a step that blocks must not hold the watchdog, whose denial is
+/// the answer.
+async fn answered_by_the_watchdog(registration: &std::path::Path, args: &[&str]) {
     let (payload, _) = contract().pre_tool;
     let payload = payload.to_string();
-    // On one CPU too, where the async runtime has a single worker: the read must not
-    // hold the one the watchdog runs on.
     for cpus in [None, Some("0")] {
+        let program = ahp_tests::support::ahp_binary().as_os_str();
         let mut command = match cpus {
-            None => ahp_tests::hook::logged(ahp_tests::support::ahp_binary(), ["hook", "codex"]),
+            None => ahp_tests::hook::logged(program, ["hook", "codex"]),
             Some(cpu) => {
-                let program = ahp_tests::support::ahp_binary().as_os_str();
                 let words = [
                     "-c".as_ref(),
                     cpu.as_ref(),
@@ -144,12 +164,11 @@ async fn a_secret_that_never_reads_is_bounded_by_the_budget() {
                 ahp_tests::hook::logged("taskset", words)
             }
         };
-        command.arg("--registration").arg(&registration).args([
-            "--oauth-clients",
-            &clients_arg,
-            "--budget-ms",
-            "500",
-        ]);
+        command
+            .arg("--registration")
+            .arg(registration)
+            .args(args)
+            .args(["--budget-ms", "500"]);
         // The budget and the watchdog's second (and a first compile of the component, on
         // a busy machine); without a bound the open never returns.
         let answered = std::time::Duration::from_secs(30);

@@ -727,7 +727,8 @@ impl LineReader<ChildStdout> {
         };
         // SAFETY: poll(2) reads and writes only `pipe`, one valid pollfd.
         let ready = unsafe { libc::poll(&mut pipe, 1, 0) };
-        ready != 0
+        // Interrupted (EINTR) or failed, it says nothing of the pipe: not pending.
+        ready > 0
     }
 }
 
