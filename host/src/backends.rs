@@ -118,9 +118,11 @@ impl Backends {
                     Some(Source::OAuth(plan, Arc::clone(&oauth)))
                 }
                 (None, Some(bearer)) => Some(Source::Bearer(bearer)),
+                // Discovery for https backends only: a plain-http one would get its token in
+                // the clear, and anyone on the way could have sent the challenge.
                 (None, None) => match (&transport, &backend.transport) {
-                    (Transport::Http(_), TransportPlan::Http(url))
-                        if !config.oauth_clients.is_empty() =>
+                    (Transport::Http(http), TransportPlan::Http(url))
+                        if !config.oauth_clients.is_empty() && http.is_https() =>
                     {
                         Some(Source::Discovered(Arc::new(Discovery::new(
                             url,

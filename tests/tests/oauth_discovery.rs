@@ -562,3 +562,33 @@ async fn a_bad_trust_policy_is_refused_at_setup_naming_the_field() {
         "{error}"
     );
 }
+
+/// A plain-http backend's challenge is never answered with a token: the token would
+/// cross the network in the clear, and anyone on the way could have sent the challenge.
+/// Plain http allowed for events is not consent to minting credentials for it; the call
+/// is `auth-failed` under its policy, and nothing is asked of the authorization server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_http_backend_is_never_sent_a_discovered_token() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    let fx = Fixture::start().await;
+    let prm = format!("{}/prm", fx.server.issuer());
+    let challenge = format!(
+        "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer resource_metadata=\"{prm}\"\r\ncontent-length: 0\r\n\r\n"
+    );
+    let behaviours = vec![
+        Behaviour::RawThenClose(challenge.into_bytes()),
+        Behaviour::NoEffect,
+    ];
+    let backend = FaultBackend::start(behaviours).await;
+    fx.metadata("/prm", &backend.url(), &[fx.server.issuer()]);
+    let http = Http::new(BACKEND, backend.url())
+        .policy("fail-closed")
+        .timeout_ms(2_000);
+    let interceptor = fx.interceptor(http, vec![fx.client()]).await;
+    let settled = call(&interceptor, "evt_plain_http").await;
+    assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
+    assert_eq!(only_attempt_results(&settled), ["unauthorized"]);
+    assert!(fx.server.token_requests().is_empty());
+    assert!(fx.metadata_reads().is_empty());
+    assert_eq!(backend.requests().len(), 1);
+}

@@ -190,6 +190,11 @@ impl HttpBackend {
         (!self.tls && !loopback).then_some(self.host.as_str())
     }
 
+    /// Whether this backend's URL is `https`.
+    pub fn is_https(&self) -> bool {
+        self.tls
+    }
+
     /// Whether plain `http` may go to a non-loopback address.
     pub fn allows_insecure_http(&self) -> bool {
         self.options.allow_insecure_http

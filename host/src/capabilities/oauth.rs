@@ -122,12 +122,15 @@ impl OAuth {
             // Interactive flows need a user agent, which a hook call does not have.
             return Err(AuthFailure::Unsupported);
         }
-        if self.closed.load(Ordering::Acquire) {
-            return Err(AuthFailure::AcquisitionFailed);
-        }
         let key = TokenKey::of(plan);
         let outcome = {
             let mut tokens = lock(&self.tokens);
+            // Under the lock `close` takes after setting `closed`: either this sees it, or
+            // the flight started below is one `close` aborts. Checked before the lock, a
+            // shutdown in between would leave a flight sending the client secret after it.
+            if self.closed.load(Ordering::Acquire) {
+                return Err(AuthFailure::AcquisitionFailed);
+            }
             let slot = tokens.entry(key.clone()).or_default();
             let now = Instant::now();
             if let Some(token) = slot.token.clone().filter(|t| now < t.expires_at) {
