@@ -603,3 +603,40 @@ async fn a_token_endpoint_further_inside_than_its_issuer_is_never_sent_the_secre
     assert_eq!(fx.server.token_requests().len(), 1);
     assert_eq!(fx.bearers(), fx.server.issued());
 }
+
+/// Two bindings alike but for their client secret's reference share no token: the one
+/// whose secret does not resolve is `unresolved`, never served the token the other's
+/// secret got (which secret a shared token came from would depend on who asked first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bindings_with_different_secrets_share_no_token() {
+    let fx = Fixture::start(3600, vec![Behaviour::NoEffect, Behaviour::NoEffect]).await;
+    let mut unresolved = fx.binding();
+    unresolved["clientSecretRef"] = json!("env:AHP_E2E_OAUTH_SECRET_UNSET");
+    let reg = registration(&[
+        Http::new("com.example.first", fx.backend.url()).authentication(fx.binding()),
+        Http::new("com.example.second", fx.backend.url()).authentication(unresolved),
+    ]);
+    let options = Options {
+        trust_roots: Some(fx.roots.path().to_path_buf()),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+    let s = call(&interceptor, "evt_two_secrets").await;
+    assert_eq!(s.decision, Decision::Deny, "{}", s.record);
+    let record = serde_json::to_value(&s.record).expect("a record");
+    assert_eq!(
+        record["interceptors"][0]["outcome"], "no-effect",
+        "{record}"
+    );
+    assert_eq!(
+        record["interceptors"][1]["failure"],
+        json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "unresolved"}),
+        "{record}"
+    );
+    assert_eq!(fx.server.token_requests().len(), 1);
+    assert_eq!(
+        fx.backend.requests().len(),
+        1,
+        "the second backend was sent nothing"
+    );
+}

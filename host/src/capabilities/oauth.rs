@@ -58,6 +58,9 @@ struct TokenKey {
     issuer: String,
     resource: String,
     client_id: String,
+    /// Which secret gets the token: two bindings naming different ones share none (one
+    /// whose secret does not resolve must fail, not borrow the other's token).
+    client_secret_ref: Option<String>,
     /// Sorted and deduplicated.
     scopes: Vec<String>,
 }
@@ -395,6 +398,7 @@ impl TokenKey {
             issuer: plan.issuer.clone(),
             resource: plan.resource.clone(),
             client_id: plan.client_id.clone(),
+            client_secret_ref: plan.client_secret_ref.clone(),
             scopes,
         }
     }
