@@ -437,6 +437,17 @@ pub async fn interceptor(registration: &str) -> Interceptor {
         .expect("valid test registration")
 }
 
+/// Makes a FIFO at `path` (`mkfifo`): opening it for reading blocks until a writer
+/// comes, a file that never reads (a mount gone away, a slow credential).
+pub fn make_fifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status();
+    assert!(
+        made.expect("run mkfifo").success(),
+        "mkfifo {}",
+        path.display()
+    );
+}
+
 /// The `ahp` binary of this build, built on first use.
 ///
 /// `CARGO_BIN_EXE_*` exists only for binaries of the test's own package, and `ahp` belongs

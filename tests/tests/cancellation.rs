@@ -43,11 +43,7 @@ fn assert_interrupted(settled: &Settlement) {
 /// provider. Writing it later releases every reader blocked on it.
 fn blocking_token_file(dir: &Path) -> PathBuf {
     let fifo = dir.join("token");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("run mkfifo");
-    assert!(made.success());
+    ahp_tests::support::make_fifo(&fifo);
     fifo
 }
 

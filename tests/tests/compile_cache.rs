@@ -253,10 +253,7 @@ async fn a_link_or_fifo_at_the_cache_files_name_is_not_loaded() {
         ("hard link", |original, at| {
             std::fs::hard_link(original, at).expect("hard link")
         }),
-        ("fifo", |_, at| {
-            let made = std::process::Command::new("mkfifo").arg(at).status();
-            assert!(made.expect("run mkfifo").success());
-        }),
+        ("fifo", |_, at| ahp_tests::support::make_fifo(at)),
     ];
     for (case, plant) in plants {
         let cache = tempfile::tempdir().expect("a cache directory");

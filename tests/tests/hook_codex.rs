@@ -134,11 +134,7 @@ async fn a_registration_that_never_reads_is_bounded_by_the_budget() {
 /// A FIFO called `name` in `dir` that nobody writes: opening it for reading never returns.
 fn never_read(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
     let fifo = dir.join(name);
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("run mkfifo");
-    assert!(made.success());
+    ahp_tests::support::make_fifo(&fifo);
     fifo
 }
 

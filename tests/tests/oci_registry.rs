@@ -377,8 +377,7 @@ async fn a_fifo_or_a_symbolic_link_in_place_of_a_cached_blob_is_a_miss() {
     case.assert_ran(&case.intercept(&pinned(&pushed)).await, 1);
     let blob = case.cached_component();
     std::fs::remove_file(&blob).expect("remove the cached component");
-    let made = std::process::Command::new("mkfifo").arg(&blob).status();
-    assert!(made.expect("run mkfifo").success());
+    ahp_tests::support::make_fifo(&blob);
     let output = tokio::time::timeout(Duration::from_secs(60), case.intercept(&pinned(&pushed)))
         .await
         .expect("the pull waited on a FIFO in the cache");
