@@ -22,7 +22,10 @@ use hyper_util::rt::TokioIo;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::{sleep_until, timeout_at, Instant, Sleep};
 use tokio_rustls::rustls::pki_types::ServerName;
@@ -112,6 +115,8 @@ struct Connection {
     driver: tokio::task::JoinHandle<()>,
     /// The address at the other end: who answers on this connection.
     peer: IpAddr,
+    /// What the socket has written: the phase a deadline hit while an exchange waited.
+    outflow: Arc<Outflow>,
     /// Stays armed between exchanges and is moved to each new deadline. A fresh timer
     /// per exchange finds tokio's timer wheel empty and wakes the runtime's driver to
     /// re-arm it: an eventfd write and a spurious wake-up per call (another worker's, on a
@@ -250,10 +255,13 @@ impl HttpBackend {
                 self.put_idle(connection);
                 return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect));
             }
+            let written_before = connection.outflow.written();
             let sending = connection.sender.try_send_request(request);
             let sent = within(connection.timer.as_mut(), sending)
                 .await
-                .ok_or(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse))?;
+                .ok_or_else(|| {
+                    DeliveryError::DeadlineExceeded(connection.outflow.phase(written_before))
+                })?;
             match sent {
                 Ok(response) => break response,
                 // A pooled connection the server had already closed: the request never left,
@@ -361,6 +369,11 @@ impl HttpBackend {
             let addrs = within_zone(addrs, self.options.innermost)?;
             let (stream, peer) = connect_any(&addrs).await?;
             let _ = stream.set_nodelay(true);
+            let outflow = Arc::new(Outflow::default());
+            let stream = Metered {
+                io: stream,
+                outflow: Arc::clone(&outflow),
+            };
             if self.tls {
                 let name = ServerName::try_from(self.host.clone())
                     .map_err(|_| DeliveryError::NotPermitted)?;
@@ -374,9 +387,9 @@ impl HttpBackend {
                         std::io::ErrorKind::InvalidData => DeliveryError::TlsFailed,
                         _ => DeliveryError::ConnectionRefused,
                     })?;
-                handshake(tls, peer, deadline).await
+                handshake(tls, peer, outflow, deadline).await
             } else {
-                handshake(stream, peer, deadline).await
+                handshake(stream, peer, outflow, deadline).await
             }
         };
         timeout_at(deadline, connect)
@@ -413,9 +426,14 @@ async fn connect_any(addrs: &[SocketAddr]) -> Result<(TcpStream, IpAddr), Delive
     Err(DeliveryError::ConnectionRefused)
 }
 
-async fn handshake<S>(io: S, peer: IpAddr, deadline: Instant) -> Result<Connection, DeliveryError>
+async fn handshake<S>(
+    io: S,
+    peer: IpAddr,
+    outflow: Arc<Outflow>,
+    deadline: Instant,
+) -> Result<Connection, DeliveryError>
 where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await
@@ -427,8 +445,98 @@ where
         sender,
         driver,
         peer,
+        outflow,
         timer: Box::pin(sleep_until(deadline)),
     })
+}
+
+/// What a connection's socket has written, kept by [`Metered`]: hyper's send future
+/// covers both the request going out and the wait for the answer's head, so this tells
+/// the two apart when the deadline hits.
+#[derive(Default)]
+struct Outflow {
+    /// Bytes the socket has taken.
+    written: AtomicU64,
+    /// The socket's last write could take nothing (its buffer full: the peer not reading).
+    blocked: AtomicBool,
+}
+
+impl Outflow {
+    fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+
+    /// The phase of a deadline that hit after `written_before` bytes had been written
+    /// when the request was handed over: `send` while the request had not started out
+    /// or the socket was refusing the rest of it, `await-response` once all of it went.
+    fn phase(&self, written_before: u64) -> IoPhase {
+        if self.blocked.load(Ordering::Relaxed) || self.written() == written_before {
+            IoPhase::Send
+        } else {
+            IoPhase::AwaitResponse
+        }
+    }
+
+    fn record(&self, write: &Poll<std::io::Result<usize>>) {
+        match write {
+            Poll::Pending => self.blocked.store(true, Ordering::Relaxed),
+            Poll::Ready(Ok(n)) => {
+                self.blocked.store(false, Ordering::Relaxed);
+                self.written.fetch_add(*n as u64, Ordering::Relaxed);
+            }
+            Poll::Ready(Err(_)) => {}
+        }
+    }
+}
+
+/// A socket that keeps its [`Outflow`].
+struct Metered<S> {
+    io: S,
+    outflow: Arc<Outflow>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Metered<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Metered<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let write = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.outflow.record(&write);
+        write
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let write = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.outflow.record(&write);
+        write
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
 }
 
 async fn read_capped(
@@ -551,6 +659,44 @@ mod tests {
         // The connection was kept, unused: the next exchange goes out on it.
         backend.exchange(b"{}", None, far).await.expect("a reply");
         assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    /// A loopback peer that takes connections and, if `reads`, reads everything sent
+    /// without ever answering; otherwise reads nothing at all.
+    async fn silent_peer(reads: bool) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((mut stream, _)) = listener.accept().await {
+                if reads {
+                    tokio::spawn(async move {
+                        let mut sink = tokio::io::sink();
+                        let _ = tokio::io::copy(&mut stream, &mut sink).await;
+                    });
+                } else {
+                    held.push(stream);
+                }
+            }
+        });
+        url
+    }
+
+    /// The deadline of an exchange is reported in the phase it hit: `send` while a peer
+    /// that reads nothing leaves the request unsent (more than the sockets' buffers hold),
+    /// `await-response` once the request went out and no answer came.
+    #[tokio::test]
+    async fn a_deadline_names_whether_the_request_was_still_going_out() {
+        let request = vec![b' '; 64 << 20];
+        for (reads, phase) in [(false, IoPhase::Send), (true, IoPhase::AwaitResponse)] {
+            let backend = loopback_backend(&silent_peer(reads).await);
+            let deadline = Instant::now() + Duration::from_millis(1500);
+            let outcome = backend.exchange(&request, None, deadline).await;
+            match outcome {
+                Err(DeliveryError::DeadlineExceeded(hit)) => assert_eq!(hit, phase),
+                other => panic!("reads {reads}: {:?}", other.err()),
+            }
+        }
     }
 
     fn addrs(list: &[&str]) -> Vec<SocketAddr> {
