@@ -360,7 +360,7 @@ impl Interceptor {
                     .await
             })
             .await;
-        let mut settled = match settled {
+        let settled = match settled {
             Ok(Ok(settled)) => settled,
             Ok(Err(problems)) => return Err(Error::invalid_input(from_wit(problems))),
             Err(unserved) => {
@@ -373,8 +373,7 @@ impl Interceptor {
                 return Ok((host_settlement(event, decided_by, started), Vec::new()));
             }
         };
-        let observers = std::mem::take(&mut settled.observers);
-        let mut settlement = from_component(settled, event, started);
+        let (mut settlement, observers) = from_component(settled, event, started);
         if settlement.decided_by == DecidedBy::Interrupted && self.inner.closing.is_set() {
             // Interrupted by our own shutdown, not by the harness: say so in the audit.
             settlement.record.decided_by = DecidedBy::Shutdown;

@@ -5,6 +5,7 @@
 use crate::bindings::interceptor as wit;
 use crate::convert;
 use ahp_vocab::{DecidedBy, Decision, EventRef, ObserverResult, Record};
+use sha2::{Digest, Sha256};
 use std::time::Instant;
 
 /// A settled hook call: the decision, who made it, the reason to show, and the audit record.
@@ -61,9 +62,15 @@ pub struct Observed {
     pub budget_expired: bool,
 }
 
-/// The component's settlement, read into the shared record type. A component whose
-/// record does not parse, or contradicts itself, is not trusted with one.
-pub(crate) fn from_component(s: wit::Settlement, event: &str, started: Instant) -> Settlement {
+/// The component's settlement, read into the shared record type, with the observe
+/// deliveries it owns. A component whose record does not parse, contradicts itself, or
+/// does not list exactly the deliveries it asks for (backend and request digest, in
+/// order) is not trusted with one: its denial sends nothing on its behalf.
+pub(crate) fn from_component(
+    mut s: wit::Settlement,
+    event: &str,
+    started: Instant,
+) -> (Settlement, Vec<wit::Delivery>) {
     let decision = convert::decision(s.decision);
     let decided_by = convert::decided_by(s.decided_by);
     match serde_json::from_str::<Record>(&s.audit) {
@@ -71,15 +78,29 @@ pub(crate) fn from_component(s: wit::Settlement, event: &str, started: Instant) 
             if record.decision == decision
                 && record.decided_by == decided_by
                 && record.reason == s.reason
-                && consistent(&record) =>
+                && consistent(&record)
+                && lists(&record, &s.observers) =>
         {
-            Settlement::of(record)
+            (Settlement::of(record), std::mem::take(&mut s.observers))
         }
         _ => {
             tracing::error!("the component's settlement record is unreadable or inconsistent");
-            engine_failure(event, started)
+            (engine_failure(event, started), Vec::new())
         }
     }
+}
+
+/// Whether `record` names exactly `deliveries`, in order: the audit says what was sent.
+fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
+    record.observers.len() == deliveries.len()
+        && record
+            .observers
+            .iter()
+            .zip(deliveries)
+            .all(|(entry, delivery)| {
+                entry.backend == delivery.backend
+                    && entry.request_sha256 == format!("{:x}", Sha256::digest(&delivery.message))
+            })
 }
 
 /// Whether a record's decision is the one its `decidedBy` settles as, and, if it lets
@@ -110,10 +131,18 @@ pub(crate) fn host_settlement(event: &str, decided_by: DecidedBy, started: Insta
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ahp_vocab::{FailurePolicy, InterceptorEntry, Outcome};
+    use ahp_vocab::{FailurePolicy, InterceptorEntry, ObserverEntry, ObserverKind, Outcome};
 
     /// `record` handed over by the component, its WIT fields agreeing with it.
     fn handed_over(record: &Record) -> Settlement {
+        handed_over_with(record, Vec::new()).0
+    }
+
+    /// `record` handed over with the observe `deliveries` the component asks for.
+    fn handed_over_with(
+        record: &Record,
+        deliveries: Vec<wit::Delivery>,
+    ) -> (Settlement, Vec<wit::Delivery>) {
         let decision = match record.decision {
             Decision::Allow => wit::Decision::Allow,
             Decision::Ask => wit::Decision::Ask,
@@ -129,7 +158,7 @@ mod tests {
             decided_by,
             reason: record.reason.clone(),
             audit: serde_json::to_string(record).unwrap(),
-            observers: Vec::new(),
+            observers: deliveries,
         };
         from_component(settlement, "{}", Instant::now())
     }
@@ -138,6 +167,59 @@ mod tests {
         let mut record = Record::host_denial(EventRef::read("{}"), DecidedBy::NoObjection, 0);
         (record.decision, record.reason) = (Decision::Allow, None);
         record
+    }
+
+    fn delivery(backend: &str, message: &str) -> wit::Delivery {
+        wit::Delivery {
+            backend: backend.into(),
+            message: message.as_bytes().to_vec(),
+            deadline: 0,
+        }
+    }
+
+    /// An allow whose record lists one observer notification to `backend` of `message`.
+    fn allowed_observing(backend: &str, message: &str) -> Record {
+        let mut record = allowed();
+        record.observers.push(ObserverEntry {
+            backend: backend.into(),
+            kind: ObserverKind::Owned,
+            request_sha256: format!("{:x}", Sha256::digest(message.as_bytes())),
+            result: None,
+        });
+        record
+    }
+
+    /// The deliveries of a trusted settlement are the ones its record lists; any
+    /// disagreement (another backend, other bytes, one more or one fewer) makes the
+    /// settlement untrusted, and an untrusted one sends nothing on the component's behalf.
+    #[test]
+    fn only_the_deliveries_a_record_lists_are_sent() {
+        let record = allowed_observing("com.example.obs", "{\"n\":1}");
+        let (settled, sent) =
+            handed_over_with(&record, vec![delivery("com.example.obs", "{\"n\":1}")]);
+        assert_eq!(settled.decided_by, DecidedBy::NoObjection);
+        assert_eq!(sent.len(), 1);
+
+        let unlisted = [
+            vec![delivery("com.example.other", "{\"n\":1}")],
+            vec![delivery("com.example.obs", "{\"n\":2}")],
+            vec![
+                delivery("com.example.obs", "{\"n\":1}"),
+                delivery("com.example.obs", "{\"n\":1}"),
+            ],
+            Vec::new(),
+        ];
+        for deliveries in unlisted {
+            let (settled, sent) = handed_over_with(&record, deliveries);
+            assert_eq!(
+                (settled.decision, settled.decided_by),
+                (Decision::Deny, DecidedBy::EngineFailure)
+            );
+            assert!(sent.is_empty(), "sent for an untrusted component");
+        }
+        let (settled, sent) = handed_over_with(&allowed(), vec![delivery("com.example.obs", "{}")]);
+        assert_eq!(settled.decided_by, DecidedBy::EngineFailure);
+        assert!(sent.is_empty());
     }
 
     #[test]

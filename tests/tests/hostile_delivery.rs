@@ -4,11 +4,14 @@
 //! in the plan is never called. The hostile test component (`tests/runaway-guest`, in its
 //! cross-credential mode) asks for all three, reports what the host answered, and traps.
 //! The jco host's side of the same contract is in `jco_runtime.rs`.
+//!
+//! And a settlement the host does not trust sends nothing on the component's behalf.
 
 use ahp_host::{DecidedBy, Decision, Interceptor, Options};
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    assert_settled, audit_lines, call, record_json, runaway_component, CrossCredential,
-    CROSS_TOKEN, CROSS_TOKEN_ENV,
+    assert_nothing_sent, assert_settled, audit_lines, call, record_json, runaway_component,
+    CrossCredential, CROSS_TOKEN, CROSS_TOKEN_ENV,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -41,4 +44,30 @@ async fn the_host_refuses_every_delivery_a_component_must_not_make() {
     );
     // The audit log holds that record, and nothing else.
     assert_eq!(audit_lines(&audit), [record_json(&settled)]);
+}
+
+/// A component that allows with a record the host cannot read, asking for an observe
+/// notification: the call is an engine failure, and the notification the untrusted
+/// component asked for is never sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_settlement_sends_no_notification() {
+    let observer = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let options = Options {
+        component: Some(runaway_component()),
+        ..Options::default()
+    };
+    let registration = format!("untrusted-observer {}", observer.url());
+    let interceptor = Interceptor::new(&registration, options)
+        .await
+        .expect("the runaway component loads its untrusted-observer mode");
+
+    let settled = call(&interceptor, "evt_untrusted").await;
+    assert_settled(
+        &settled,
+        Decision::Deny,
+        DecidedBy::EngineFailure,
+        Some("Policy evaluation failed."),
+    );
+    assert!(settled.record.observers.is_empty());
+    assert_nothing_sent(&observer).await;
 }

@@ -12,6 +12,11 @@
 //! not in the plan. It then sends what came back to `com.example.report` (no auth) as one
 //! JSON object, `{"cross-credential": …, "unauthenticated": …, "unknown-backend": …}`,
 //! each `"not-permitted"` when the host refused as it must, and panics.
+//!
+//! A registration `untrusted-observer URL` makes `intercept` settle with an allow whose
+//! audit record does not parse, asking for one observe notification to
+//! `com.example.obs` at URL: the host must deny as an engine failure and send nothing on
+//! the component's behalf.
 
 /// The environment variable `com.example.a`'s bearer token is read from in the
 /// cross-credential mode.
@@ -25,8 +30,8 @@ mod component {
     use ahp::interceptor::delivery::{self, Reply};
     use ahp::interceptor::{credentials, host_types::DeliveryError};
     use exports::ahp::interceptor::interceptor::{
-        AuthPlan, BackendPlan, Delivery, EffectKind, EventCapability, Guest, GuestEngine, Problem,
-        Settlement, TransportPlan,
+        AuthPlan, BackendPlan, DecidedBy, Decision, Delivery, EffectKind, EventCapability, Guest,
+        GuestEngine, Problem, Settlement, TransportPlan,
     };
 
     struct Component;
@@ -43,6 +48,8 @@ mod component {
         Panics,
         /// Asks for the deliveries the host must refuse, reports, then panics.
         CrossCredential(Urls),
+        /// Allows with an unreadable record and one observe notification to this URL.
+        UntrustedObserver(String),
     }
 
     /// The http URLs of the cross-credential mode's backends.
@@ -56,6 +63,7 @@ mod component {
     const B: &str = "com.example.b";
     const REPORT: &str = "com.example.report";
     const UNKNOWN: &str = "com.example.unknown";
+    const OBSERVER: &str = "com.example.obs";
 
     /// How long the cross-credential mode's call may take, and its deadline from `started`.
     const CROSS_BOUND_MS: u64 = 2_000;
@@ -71,6 +79,8 @@ mod component {
         ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<Problem>> {
             let runaway = if let Some(urls) = registration.strip_prefix("cross-credential ") {
                 Runaway::CrossCredential(urls.parse()?)
+            } else if let Some(url) = registration.strip_prefix("untrusted-observer ") {
+                Runaway::UntrustedObserver(url.to_string())
             } else if registration.contains("spin-on-load") {
                 spin()
             } else if registration.contains("panic") {
@@ -86,13 +96,15 @@ mod component {
         }
 
         fn plan(&self) -> Vec<BackendPlan> {
-            let Runaway::CrossCredential(urls) = self else {
-                return Vec::new();
-            };
             let http = |id: &str, url: &str, auth| BackendPlan {
                 id: id.to_string(),
                 transport: TransportPlan::Http(url.to_string()),
                 auth,
+            };
+            let urls = match self {
+                Runaway::CrossCredential(urls) => urls,
+                Runaway::UntrustedObserver(url) => return vec![http(OBSERVER, url, None)],
+                Runaway::Spins | Runaway::Panics => return Vec::new(),
             };
             vec![
                 http(
@@ -107,7 +119,7 @@ mod component {
 
         fn bound_ms(&self) -> u64 {
             match self {
-                Runaway::CrossCredential(_) => CROSS_BOUND_MS,
+                Runaway::CrossCredential(_) | Runaway::UntrustedObserver(_) => CROSS_BOUND_MS,
                 Runaway::Spins | Runaway::Panics => 100,
             }
         }
@@ -131,6 +143,17 @@ mod component {
                     let _ = delivery::exchange(REPORT, report.as_bytes(), None, deadline);
                     panic!("the component misused its delivery imports: {report}");
                 }
+                Runaway::UntrustedObserver(_) => Ok(Settlement {
+                    decision: Decision::Allow,
+                    decided_by: DecidedBy::NoObjection,
+                    reason: None,
+                    audit: "{}".to_string(),
+                    observers: vec![Delivery {
+                        backend: OBSERVER.to_string(),
+                        message: event.into_bytes(),
+                        deadline: started.saturating_add(CROSS_BOUND_MS * 1_000_000),
+                    }],
+                }),
                 Runaway::Panics if !event.contains("spin") => panic!("the component failed"),
                 Runaway::Panics | Runaway::Spins => spin(),
             }
