@@ -134,13 +134,7 @@ impl Content {
 
     /// Lowers one part to the smaller of its own selection and this one for its category.
     fn lower(&self, part: &mut Map<String, Value>) -> bool {
-        let own = part
-            .get("selection")
-            .and_then(Value::as_str)
-            .and_then(Selection::parse)
-            // No selection, or a word the schema does not know, claims nothing: it is
-            // lowered like a body.
-            .unwrap_or(Selection::Body);
+        let own = claimed(|key| part.get(key).and_then(Value::as_str));
         let allowed = self.for_category(&category(part));
         let to = own.min(allowed);
         if to == Selection::Body {
@@ -178,6 +172,15 @@ impl Content {
 /// what it may not have needed hidden, and never shows it more.
 fn is_part<'a>(text: impl Fn(&str) -> Option<&'a str>) -> bool {
     matches!(text("kind"), Some("text" | "attachment"))
+}
+
+/// The selection a part claims, given its string members by name: its own, or body when
+/// it names none or a word the schema does not know (it claims nothing, and is lowered
+/// like a body).
+fn claimed<'a>(text: impl Fn(&str) -> Option<&'a str>) -> Selection {
+    text("selection")
+        .and_then(Selection::parse)
+        .unwrap_or(Selection::Body)
 }
 
 /// A part's category: its own `category`, else text, or by media type for an attachment.
@@ -492,26 +495,34 @@ fn non_empty(value: Option<&Value>) -> bool {
         .is_some_and(|text| !text.is_empty())
 }
 
-/// Whether the checked event holds any part a selection could lower: read once, from the
-/// tree the checks read, so that an event without parts is never projected.
-pub fn holds_parts(event: &Object) -> bool {
-    event.members().any(|(key, node)| match (key, node) {
-        ("native", _) => false,
+/// The least selection a part of the checked event claims, `None` when it holds no part:
+/// read once, from the tree the checks read, so that an event without parts is never
+/// projected, nor, for a subscription that allows body, one whose parts all claim body
+/// (only a part that claims less can change then: it never rises to the subscription's).
+pub fn least_claimed(event: &Object) -> Option<Selection> {
+    let found = event.members().filter_map(|(key, node)| match (key, node) {
+        ("native", _) => None,
         ("tool", Node::Object(tool)) => tool
             .members()
-            .any(|(key, node)| key != "input" && node_holds_parts(node)),
-        (_, node) => node_holds_parts(node),
-    })
+            .filter(|(key, _)| *key != "input")
+            .filter_map(|(_, node)| least_within(node))
+            .min(),
+        (_, node) => least_within(node),
+    });
+    found.min()
 }
 
-fn node_holds_parts(node: &Node) -> bool {
+fn least_within(node: &Node) -> Option<Selection> {
     match node {
         Node::Object(object) => {
-            is_part(|key| object.get(key).and_then(Node::as_str))
-                || object.members().any(|(_, node)| node_holds_parts(node))
+            let text = |key: &str| object.get(key).and_then(Node::as_str);
+            match is_part(text) {
+                true => Some(claimed(text)),
+                false => object.members().filter_map(|(_, n)| least_within(n)).min(),
+            }
         }
-        Node::Array(items) => items.iter().any(node_holds_parts),
-        _ => false,
+        Node::Array(items) => items.iter().filter_map(least_within).min(),
+        _ => None,
     }
 }
 
@@ -542,7 +553,7 @@ mod tests {
     fn holds(value: &Value) -> bool {
         let text = value.to_string();
         match crate::json::read(&text).unwrap() {
-            Node::Object(object) => holds_parts(&object),
+            Node::Object(object) => least_claimed(&object).is_some(),
             _ => unreachable!(),
         }
     }

@@ -10,7 +10,7 @@
 //! as they came, so extensions survive. Every problem is collected, not just the first,
 //! so whoever wired up the harness can fix the event in one go.
 
-use crate::content;
+use crate::content::{self, Selection};
 use crate::effect::EffectKind;
 use crate::events::{self, Payload, Rules, Shape};
 use crate::json::{self, Node, Object};
@@ -50,9 +50,11 @@ pub struct Event {
     native: bool,
     /// Whether the document holds the value its type's modify effect targets.
     holds_modify_target: bool,
-    /// Whether the document may hold content parts (see [`crate::content`]): only then
-    /// can a subscription's selection change what its backend is sent.
-    holds_parts: bool,
+    /// The least selection a content part of the document claims (see
+    /// [`crate::content`]), `None` without parts: only a part can change by a
+    /// subscription's selection, and for one that allows body, only a part that claims
+    /// less (it never rises to the subscription's).
+    least_claimed: Option<Selection>,
     /// The document as values: read from `text` the first time a value is needed, or
     /// the modified document.
     document: OnceCell<Map<String, Value>>,
@@ -169,8 +171,9 @@ impl Event {
             // No modify target holds `native` or `error`: they are as they were.
             native: self.native,
             holds_modify_target: self.holds_modify_target,
-            // A modification may bring parts of its own; projecting finds them if so.
-            holds_parts: true,
+            // A modification may bring parts of its own, of any selection; projecting
+            // finds them if so.
+            least_claimed: Some(Selection::Omit),
             document: OnceCell::from(document),
         }
     }
@@ -194,12 +197,14 @@ impl Event {
     /// Appends the event as sent to one subscription (its [`View`]): every `native`
     /// removed unless included (the provider payload may hold anything, so it leaves only
     /// when local policy says so), and every content part lowered to the subscription's
-    /// selection. The harness's text when it can go as it came, else the document
-    /// encoded (one line).
+    /// selection or its own, the smaller. The harness's text when it can go as it came,
+    /// else the document encoded (one line).
     pub fn write_wire(&self, view: &View, out: &mut Vec<u8>) {
-        let projected = match self.holds_parts && !view.content.is_all_body() {
-            true => view.content.project(self.document()),
-            false => None,
+        let projected = match self.least_claimed {
+            Some(least) if least < Selection::Body || !view.content.is_all_body() => {
+                view.content.project(self.document())
+            }
+            _ => None,
         };
         let include_native = view.include_native;
         match (&self.text, &projected) {
@@ -299,7 +304,7 @@ impl Problems {
             native: object.contains_key("native")
                 || object.get("error").and_then(|e| e.get("native")).is_some(),
             holds_modify_target,
-            holds_parts: content::holds_parts(object),
+            least_claimed: content::least_claimed(object),
             document: OnceCell::new(),
         })
     }
@@ -1677,6 +1682,23 @@ mod tests {
                              "selection": "omit"});
         assert_eq!(sent["transcript"][0], omitted);
         assert_eq!(sent["extensions"]["com.example.notes"]["last"], omitted);
+    }
+
+    /// A part the harness withheld keeps to its own selection for a subscription that
+    /// allows body too: where no check reached it, its text would otherwise go as it came.
+    #[test]
+    fn a_withheld_part_in_an_open_member_loses_its_text_even_for_body() {
+        let mut event = valid();
+        event["extensions"] = json!({"com.example.notes": {"id": "p1", "kind": "text",
+            "mediaType": "text/plain", "selection": "omit", "text": "hunter2"}});
+        let event = Event::parse_tool_before(&event.to_string()).expect("an open member");
+        let sent = wire(&event, false);
+        assert!(!sent.contains("hunter2"), "{sent}");
+        let sent: Value = serde_json::from_str(&sent).unwrap();
+        assert_eq!(
+            sent["extensions"]["com.example.notes"],
+            json!({"id": "p1", "kind": "text", "mediaType": "text/plain", "selection": "omit"})
+        );
     }
 
     /// The upstream event fixtures that break a rule of the call, the envelope or the
