@@ -248,13 +248,20 @@ fn events(c: &mut Checker, v: &Value, path: &str) -> Option<Vec<Option<EventPatt
             return c.fail(&item_path, "repeats an earlier event");
         }
         let pattern = event_pattern(text).map_or_else(|rule| c.fail(&item_path, rule), Some)?;
-        // Observed events must be of the catalogue (`Event::parse_any`): such a
-        // subscription would never be delivered. An intercept one is refused anyway.
-        if !crate::events::CATALOGUE.iter().any(|t| pattern.matches(t)) {
-            c.warn(
+        // A name is one of the catalogue's (registration.schema.json): any other type is
+        // unsupported semantics (digest §13), never an event `Event::parse_any` passes
+        // on. A family wildcard the schema allows may still select none of them; it is
+        // kept, but would never be delivered.
+        let selects = crate::events::CATALOGUE.iter().any(|t| pattern.matches(t));
+        match pattern {
+            EventPattern::Exact(_) if !selects => {
+                return c.fail(&item_path, "must be an event type of the catalogue")
+            }
+            _ if !selects => c.warn(
                 &item_path,
                 "selects no event type of the catalogue: never delivered",
-            );
+            ),
+            _ => {}
         }
         Some(pattern)
     });

@@ -331,14 +331,21 @@ fn r7_r11_intercept_selects_only_interceptable_events() {
     assert!(reg.warnings.is_empty(), "{:#?}", reg.warnings);
 }
 
+/// registration.schema.json `observeSubscription`: each event is a catalogue type or a
+/// wildcard; a name outside the catalogue is unsupported semantics (digest §13). A
+/// family wildcard the schema allows but no catalogue type falls under is only warned
+/// about.
 #[test]
-fn an_observe_subscription_outside_the_catalogue_is_accepted_with_a_warning() {
-    let reg = accepted(&[(
-        "$o/events",
-        r#"["turn.end", "com.example.custom", "acme.*"]"#,
-    )]);
+fn an_observe_subscription_names_a_catalogue_event_or_a_wildcard() {
+    for name in ["com.example.custom", "tool.befor", "acme.thing"] {
+        let events = json!(["turn.end", name]).to_string();
+        let problems = rejected_at(&[("$o/events", &events)], "$o/events/1");
+        assert_eq!(problems.len(), 1, "{name}: {problems:#?}");
+        assert_eq!(problems[0].rule, "must be an event type of the catalogue");
+    }
+    let reg = accepted(&[("$o/events", r#"["turn.end", "hook.failure", "acme.*"]"#)]);
     let warned: Vec<&str> = reg.warnings.iter().map(|w| w.path.as_str()).collect();
-    assert_eq!(warned, [expand("$o/events/1"), expand("$o/events/2")]);
+    assert_eq!(warned, [expand("$o/events/2")]);
     assert!(reg.warnings[0].rule.contains("never delivered"));
 }
 
