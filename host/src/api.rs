@@ -294,7 +294,12 @@ impl Interceptor {
             event_id = tracing::field::Empty,
             decided_by = tracing::field::Empty
         );
-        let (settlement, observers) = async {
+        let abandoned = Abandoned {
+            interceptor: self,
+            event,
+            started,
+        };
+        let settled = async {
             if self.inner.shut_down.load(Ordering::SeqCst) {
                 return Err(Error::shut_down(host_settlement(
                     event,
@@ -308,7 +313,9 @@ impl Interceptor {
                 .await
         }
         .instrument(span.clone())
-        .await?;
+        .await;
+        abandoned.settled();
+        let (settlement, observers) = settled?;
         if let Some(id) = &settlement.record.event.id {
             span.record("event_id", id.as_str());
         }
@@ -518,6 +525,30 @@ impl Drop for HookCall {
         if let Some(settlement) = self.finish(&not_sent) {
             self.interceptor.write_audit_detached(settlement.record);
         }
+    }
+}
+
+/// A hook call not settled yet, recorded as interrupted if its future is dropped first
+/// (a harness's `timeout` or `select!` around the call): backends may have been asked
+/// already, and the audit log still holds one record per call.
+struct Abandoned<'a> {
+    interceptor: &'a Interceptor,
+    event: &'a str,
+    started: Instant,
+}
+
+impl Abandoned<'_> {
+    /// The call settled: its record is the settlement's, not this one.
+    fn settled(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        tracing::warn!("a hook call was dropped before it settled: recorded as interrupted");
+        let dropped = host_settlement(self.event, DecidedBy::Interrupted, self.started);
+        self.interceptor.write_audit_detached(dropped.record);
     }
 }
 

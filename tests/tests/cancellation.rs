@@ -2,11 +2,12 @@
 //! settles as a denial recorded `interrupted` (never allow, even under fail-open), and
 //! nothing is revived by a reply that comes later.
 
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    assert_failed, assert_nothing_sent, assert_settled, assert_settled_at, assert_settled_by, call,
-    event, interceptor, only_interceptor, record_json, registration, timed_call, Http,
+    assert_failed, assert_nothing_sent, assert_settled, assert_settled_at, assert_settled_by,
+    audit_lines, call, event, interceptor, only_interceptor, record_json, registration, timed_call,
+    Http,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -126,4 +127,31 @@ async fn interrupting_one_call_leaves_a_concurrent_call_alone() {
         only_interceptor(&record_json(&settled))["outcome"],
         "no-effect"
     );
+}
+
+/// A call whose future the harness drops before it settles (a `timeout` around
+/// `intercept`) still leaves its one audit record: the backend was asked, and the log
+/// says the call ended interrupted, a denial.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_before_it_settles_is_recorded_interrupted() {
+    let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let reg = registration(&[Http::new("com.example.slow", backend.url()).timeout_ms(5_000)]);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let audit = dir.path().join("audit.jsonl");
+    let options = Options {
+        audit_path: Some(audit.clone()),
+        ..Options::default()
+    };
+    let hooks = Interceptor::new(&reg, options).await.expect("valid");
+    let dropped = event("evt_dropped");
+    let call = hooks.intercept(&dropped, &[EffectKind::Deny], None);
+    let cut = tokio::time::timeout(Duration::from_millis(300), call).await;
+    assert!(cut.is_err(), "the call was still waiting for the backend");
+    assert_eq!(backend.requests().len(), 1);
+
+    let lines = audit_lines(&audit);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["decision"], "deny");
+    assert_eq!(lines[0]["decidedBy"], "interrupted");
+    assert_eq!(lines[0]["event"]["id"], "evt_dropped");
 }
