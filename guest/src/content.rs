@@ -13,8 +13,9 @@
 //! `mediaType` and a `selection` (content-item.schema.json). It may sit in any content
 //! slot (`items`, `message.messages`, `instructions`, a single part, an effect's value),
 //! so every member of the event is searched, except two the selection does not govern:
-//! `native`, which goes only where the registration includes it, and the tool's
-//! `input`, the arguments the policy decides on.
+//! `native`, which goes only where the registration includes it, and a tool's `input`,
+//! the arguments the policy decides on (the event's tool, and each of a batch's calls').
+//! A tool is never lowered as a part: its own `kind` is a free word.
 //!
 //! Two guards keep a part from passing a selection untouched:
 //! - The content slots of an event ([`crate::events::content`]) are checked against
@@ -100,20 +101,37 @@ impl Content {
 
     /// `document` with every part lowered to this selection; `None` when no part changes.
     pub fn project(&self, document: &Map<String, Value>) -> Option<Map<String, Value>> {
+        let batch = is_batch(document.get("type").and_then(Value::as_str));
         let mut projected = document.clone();
-        let mut changed = false;
-        for (key, value) in projected.iter_mut() {
-            match (key.as_str(), value) {
-                ("native", _) => {}
-                ("tool", Value::Object(tool)) => {
-                    for (_, value) in tool.iter_mut().filter(|(key, _)| *key != "input") {
-                        changed |= self.lower_within(value);
-                    }
-                }
-                (_, value) => changed |= self.lower_within(value),
-            }
-        }
+        let changed = projected.iter_mut().fold(false, |changed, (key, value)| {
+            self.lower_member(key, value, batch) | changed
+        });
         changed.then_some(projected)
+    }
+
+    /// Lowers every part in a member of the event (or, `batch` false, of one of a
+    /// batch's calls) but where the selection does not govern: `native` and a tool's
+    /// input, and a tool is searched as one, never lowered as a part.
+    fn lower_member(&self, key: &str, value: &mut Value, batch: bool) -> bool {
+        match (key, value) {
+            ("native", _) => false,
+            ("tool", Value::Object(tool)) => tool
+                .iter_mut()
+                .filter(|(key, _)| *key != "input")
+                .fold(false, |changed, (_, v)| self.lower_within(v) | changed),
+            ("calls", Value::Array(calls)) if batch => {
+                calls.iter_mut().fold(false, |changed, call| {
+                    let lowered = match call {
+                        Value::Object(call) => call.iter_mut().fold(false, |changed, (k, v)| {
+                            self.lower_member(k, v, false) | changed
+                        }),
+                        call => self.lower_within(call),
+                    };
+                    lowered | changed
+                })
+            }
+            (_, value) => self.lower_within(value),
+        }
     }
 
     /// Lowers every part in `value`; whether anything changed.
@@ -172,6 +190,13 @@ impl Content {
 /// what it may not have needed hidden, and never shows it more.
 fn is_part<'a>(text: impl Fn(&str) -> Option<&'a str>) -> bool {
     matches!(text("kind"), Some("text" | "attachment"))
+}
+
+/// Whether an event of this type has a batch's `calls`, each with a tool of its own
+/// (tool.batch.after, execution-event.schema.json@62fc780): elsewhere a member so named
+/// is no call, and is searched as any other.
+fn is_batch(event_type: Option<&str>) -> bool {
+    event_type == Some("tool.batch.after")
 }
 
 /// The selection a part claims, given its string members by name: its own, or body when
@@ -499,17 +524,35 @@ fn non_empty(value: Option<&Value>) -> bool {
 /// read once, from the tree the checks read, so that an event without parts is never
 /// projected, nor, for a subscription that allows body, one whose parts all claim body
 /// (only a part that claims less can change then: it never rises to the subscription's).
+/// Searched as [`Content::project`] searches.
 pub fn least_claimed(event: &Object) -> Option<Selection> {
-    let found = event.members().filter_map(|(key, node)| match (key, node) {
+    let batch = is_batch(event.get("type").and_then(Node::as_str));
+    let found = event
+        .members()
+        .filter_map(|(key, node)| least_in_member(key, node, batch));
+    found.min()
+}
+
+fn least_in_member(key: &str, node: &Node, batch: bool) -> Option<Selection> {
+    match (key, node) {
         ("native", _) => None,
         ("tool", Node::Object(tool)) => tool
             .members()
             .filter(|(key, _)| *key != "input")
             .filter_map(|(_, node)| least_within(node))
             .min(),
+        ("calls", Node::Array(calls)) if batch => {
+            let least_in_call = |call: &Node| match call {
+                Node::Object(call) => call
+                    .members()
+                    .filter_map(|(key, node)| least_in_member(key, node, false))
+                    .min(),
+                call => least_within(call),
+            };
+            calls.iter().filter_map(least_in_call).min()
+        }
         (_, node) => least_within(node),
-    });
-    found.min()
+    }
 }
 
 fn least_within(node: &Node) -> Option<Selection> {
@@ -649,6 +692,17 @@ mod tests {
             .project(&document(with_output))
             .unwrap();
         assert_eq!(projected["tool"]["output"][0]["selection"], "omit");
+        // A batch's calls each have a tool, whatever its own kind.
+        let call = json!({"tool": {"name": "x", "kind": "text",
+                                   "input": {"p": text_part("p4", "body")}}});
+        let batch = json!({"type": "tool.batch.after", "calls": [call]});
+        assert!(!holds(&batch));
+        assert_eq!(
+            content(Selection::Omit, &[]).project(&document(batch)),
+            None
+        );
+        // Elsewhere, `calls` is a member like any other.
+        assert!(holds(&json!({"type": "tool.before", "calls": [call]})));
     }
 
     /// An object whose kind is a part's is lowered wherever no check reached it (here

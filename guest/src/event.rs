@@ -1701,6 +1701,31 @@ mod tests {
         );
     }
 
+    /// A tool's input is the call a policy decides on, not content, wherever the schema
+    /// places a tool: a batched call's too. Nor is a tool a part because its own `kind`
+    /// (a free word) is a part's.
+    #[test]
+    fn a_batched_calls_tool_reaches_a_metadata_subscription_unchanged() {
+        let input = json!({"kind": "text", "text": "rm -rf build"});
+        let kinded = json!({"name": "Write", "kind": "text", "input": {"path": "a"},
+                            "origin": "native"});
+        let mut event = example("tool.batch.after");
+        event["calls"][0]["tool"]["input"] = input;
+        let mut second = event["calls"][0].clone();
+        second["call"]["id"] = json!("call2");
+        second["tool"] = kinded;
+        event["calls"] = json!([event["calls"][0], second]);
+        let (parsed, _) = Event::parse_intercepted(&event.to_string()).expect("valid");
+        let view = View {
+            include_native: false,
+            content: content::Content::all(content::Selection::Metadata),
+        };
+        let mut out = Vec::new();
+        parsed.write_wire(&view, &mut out);
+        let sent: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(sent["calls"], event["calls"]);
+    }
+
     /// The upstream event fixtures that break a rule of the call, the envelope or the
     /// tool.after payload are refused at the member they break; the valid one is not.
     #[test]
