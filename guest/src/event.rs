@@ -1276,7 +1276,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 81,
+            checked, 86,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1356,6 +1356,36 @@ mod tests {
             ],
             "the events whose target is optional"
         );
+    }
+
+    /// execution-event.schema.json@62fc780 `not` any of these: a permission request
+    /// claiming a decision or an outcome, or a proposed switch naming the model it left,
+    /// would claim what has not happened.
+    #[test]
+    fn a_permission_request_and_a_proposed_switch_refuse_what_comes_after_them() {
+        let forbidden = [
+            ("tool.permission.request", "/decision", json!("allow")),
+            ("tool.permission.request", "/decidedBy", json!("user")),
+            ("tool.permission.request", "/outcome", json!("ok")),
+            (
+                "tool.permission.request",
+                "/execution",
+                json!({"status": "executed"}),
+            ),
+            (
+                "model.switch.before",
+                "/previous",
+                json!({"id": "m0", "provider": "p"}),
+            ),
+        ];
+        for (name, pointer, value) in forbidden {
+            let event = edited(example(name), pointer, Some(value));
+            assert_eq!(
+                intercepted_problems(&event),
+                [(pointer.to_owned(), format!("must not be present on {name}"))],
+                "{name} with {pointer}"
+            );
+        }
     }
 
     #[test]

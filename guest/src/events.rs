@@ -240,6 +240,8 @@ pub const TABLE: &[Rules] = &[
             ("/proposed/id", Text),
             ("/proposed/provider", Text),
             ("/reason", Text),
+            // `not` required previous: the model left is model.switch.after's.
+            ("/previous", Absent),
         ]),
     ),
     rules(
@@ -268,6 +270,12 @@ pub const TABLE: &[Rules] = &[
             ("/path", Text),
             ("/suggestions", Array),
             ("/sandboxBypass", Bool),
+            // `not` any of these: the decision is tool.permission.resolved's, the outcome
+            // and execution tool.after's.
+            ("/decision", Absent),
+            ("/decidedBy", Absent),
+            ("/outcome", Absent),
+            ("/execution", Absent),
         ]),
     ),
     rules(
