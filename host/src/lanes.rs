@@ -53,6 +53,22 @@ pub(crate) struct Wait<'a> {
 }
 
 impl<'a> Wait<'a> {
+    /// When the call stops waiting for good, and why: its interruption, shutdown or its
+    /// budget, each for the host to settle.
+    pub async fn ended(&self) -> Unserved {
+        let out_of_budget = async {
+            match self.budget {
+                Some(budget) => tokio::time::sleep_until(budget.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = self.interrupt.wait() => Unserved::Interrupted,
+            () = self.closing.wait() => Unserved::ShutDown,
+            () = out_of_budget => Unserved::BudgetExpired,
+        }
+    }
+
     /// This wait for a call that came by a settle lane: no main-lane wait any more.
     pub fn settling(self) -> Wait<'a> {
         Wait {
@@ -109,20 +125,12 @@ impl Lanes {
                 () = wait.closing.wait() => {}
             }
         }
-        let out_of_budget = async {
-            match wait.budget {
-                Some(budget) => tokio::time::sleep_until(budget.into()).await,
-                None => std::future::pending().await,
-            }
-        };
         // A free permit comes first: the component then settles the call itself.
         let acquired = tokio::select! {
             biased;
             acquired = self.settle.clone().acquire_owned() => acquired,
             acquired = self.main.clone().acquire_owned() => acquired,
-            () = wait.interrupt.wait() => return Err(Unserved::Interrupted),
-            () = wait.closing.wait() => return Err(Unserved::ShutDown),
-            () = out_of_budget => return Err(Unserved::BudgetExpired),
+            ended = wait.ended() => return Err(ended),
         };
         match acquired {
             Ok(permit) => Ok(Admitted {

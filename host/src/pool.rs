@@ -51,8 +51,9 @@ use wasmtime::Store;
 /// idle list stays short anyway.
 const IDLE_KEPT: usize = 32;
 
-/// How long a call from the settle lane may run at least: it has no I/O left to do, only
-/// the settlement, however late it got its instance.
+/// How long a call may run at least once it has its instance: one whose time ran out
+/// while it waited (in a lane, or for its instance to be made) has no I/O left to do,
+/// only the settlement, however late it got its instance.
 const SETTLE_BOUND: Duration = Duration::from_millis(250);
 
 /// Time the component gets after its last deadline to settle and return. Generous
@@ -169,7 +170,8 @@ impl Pool {
 
     /// Runs `call` on a ready instance once `admission` lets it have one, with
     /// `interrupt` as the call's signal and the component's CPU (epochs) and wall time
-    /// bounded by `limit` from then (at least [`SETTLE_BOUND`] for a settle-lane call).
+    /// bounded by `limit` from then (at least [`SETTLE_BOUND`]). Making a new instance
+    /// counts as waiting for one: interruption, shutdown and the budget end it too.
     /// The instance goes back to the pool only after a normal return. Every [`Unserved`]
     /// is a denial for the caller to settle: never permission.
     pub async fn in_component<T>(
@@ -189,7 +191,7 @@ impl Pool {
         };
         let Admitted {
             permit: _permit,
-            mut settling,
+            settling,
         } = self.lanes.admit(wait).await?;
         let idle = self
             .idle
@@ -202,27 +204,31 @@ impl Pool {
                 let slot = slots
                     .admit(|| if settling { wait().settling() } else { wait() })
                     .await?;
-                settling |= slot.0.settling;
                 Some(slot)
             }
             _ => None,
         };
-        let admitted = Instant::now();
-        let limit = match settling {
-            true => limit.from(admitted).max(admitted + SETTLE_BOUND),
-            false => limit.from(admitted),
-        };
         let _ticking = self.runtime.ticking();
         let mut ready = match idle {
             Some(ready) => ready,
-            None => match self.make(slot).await {
-                Ok(ready) => ready,
-                Err(e) => {
+            // Making the instance is waiting for it: it ends as the queue's wait does.
+            None => {
+                let made = tokio::select! {
+                    biased;
+                    made = self.make(slot) => made,
+                    ended = async { wait().ended().await } => return Err(ended),
+                };
+                made.map_err(|e| {
                     tracing::error!(error = %e, "could not prepare a component instance");
-                    return Err(Unserved::EngineFailure);
-                }
-            },
+                    Unserved::EngineFailure
+                })?
+            }
         };
+        // The bound counts from here. A call whose time ran out while it waited (in the
+        // queue, or for its instance to be made) still gets the settle bound, to settle
+        // by its subscription's policy before any I/O.
+        let admitted = Instant::now();
+        let limit = limit.from(admitted).max(admitted + SETTLE_BOUND);
         ready.store.data_mut().begin_call(limit, interrupt);
         ready.store.set_epoch_deadline(1);
         match tokio::time::timeout_at(limit.into(), call(&mut ready)).await {

@@ -2,10 +2,11 @@
 //! settle every call as an `engine-failure` denial within the call's bound (the
 //! component's `bound-ms`, 100 ms, plus the host's 250 ms grace), and stay usable.
 
-use ahp_host::{DecidedBy, Decision, Interceptor, Options, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, Settlement};
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    assert_settled, assert_settled_at, record_json, registration, runaway_component, timed_call,
-    Http, SLACK,
+    assert_settled, assert_settled_at, event, record_json, registration, runaway_component,
+    timed_call, Http, SLACK,
 };
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -157,5 +158,53 @@ async fn a_component_that_spins_while_it_loads_fails_to_build_at_its_bound() {
     assert!(
         elapsed >= Duration::from_secs(5) && elapsed < Duration::from_secs(15),
         "failed after {elapsed:?}, its bound 5 s"
+    );
+}
+
+/// Making an instance for a call (instantiating and loading the registration) is part of
+/// the call's wait for one: the budget and interruption end it there as they end a wait
+/// in the queue, settled by the host, never held until the instance is ready. The
+/// runaway component's `hanging-load` mode waits in `load` for a backend that never
+/// answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn making_an_instance_ends_with_the_budget_or_the_interruption() {
+    let hang = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let options = Options {
+        component: Some(runaway_component()),
+        ..Options::default()
+    };
+    let hooks = Interceptor::new(&format!("hanging-load {}", hang.url()), options)
+        .await
+        .expect("the runaway component loads its hanging-load mode");
+    let budget = Duration::from_millis(200);
+    let calling = timed_call(&hooks, "evt_load_budget", Some(budget));
+    let (settled, elapsed) = tokio::time::timeout(Duration::from_secs(5), calling)
+        .await
+        .expect("the budget ends the wait for the instance");
+    assert_eq!(
+        (settled.decision, settled.decided_by),
+        (Decision::Deny, DecidedBy::BudgetExpired)
+    );
+    assert_settled_at(elapsed, budget, "budget while the instance is made");
+
+    let interrupt = Interrupt::new();
+    let trigger = interrupt.clone();
+    let after = Duration::from_millis(200);
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        trigger.interrupt();
+    });
+    let started = Instant::now();
+    let cut = event("evt_load_cut");
+    let calling = hooks.intercept_with(&cut, &[EffectKind::Deny], None, &interrupt);
+    let settled = tokio::time::timeout(Duration::from_secs(5), calling)
+        .await
+        .expect("interruption ends the wait for the instance")
+        .expect("a valid event");
+    assert_eq!(settled.decided_by, DecidedBy::Interrupted);
+    assert_settled_at(
+        started.elapsed(),
+        after,
+        "interrupted while the instance is made",
     );
 }

@@ -17,6 +17,11 @@
 //! audit record does not parse, asking for one observe notification to
 //! `com.example.obs` at URL: the host must deny as an engine failure and send nothing on
 //! the component's behalf.
+//!
+//! A registration `hanging-load URL` makes `load` ask `com.example.hang` at URL for a
+//! reply with no deadline: refused while the host validates the registration (no
+//! backends yet), it hangs for as long as the backend does when the host makes an
+//! instance for a call. `intercept` spins.
 
 /// The environment variable `com.example.a`'s bearer token is read from in the
 /// cross-credential mode.
@@ -50,6 +55,8 @@ mod component {
         CrossCredential(Urls),
         /// Allows with an unreadable record and one observe notification to this URL.
         UntrustedObserver(String),
+        /// Loaded after a delivery to this URL, which may never answer; then spins.
+        HangingLoad(String),
     }
 
     /// The http URLs of the cross-credential mode's backends.
@@ -64,6 +71,7 @@ mod component {
     const REPORT: &str = "com.example.report";
     const UNKNOWN: &str = "com.example.unknown";
     const OBSERVER: &str = "com.example.obs";
+    const HANG: &str = "com.example.hang";
 
     /// How long the cross-credential mode's call may take, and its deadline from `started`.
     const CROSS_BOUND_MS: u64 = 2_000;
@@ -81,6 +89,10 @@ mod component {
                 Runaway::CrossCredential(urls.parse()?)
             } else if let Some(url) = registration.strip_prefix("untrusted-observer ") {
                 Runaway::UntrustedObserver(url.to_string())
+            } else if let Some(url) = registration.strip_prefix("hanging-load ") {
+                // Whatever comes back, the load goes on: only the wait matters.
+                let _ = delivery::exchange(HANG, b"{}", None, u64::MAX);
+                Runaway::HangingLoad(url.to_string())
             } else if registration.contains("spin-on-load") {
                 spin()
             } else if registration.contains("panic") {
@@ -104,6 +116,7 @@ mod component {
             let urls = match self {
                 Runaway::CrossCredential(urls) => urls,
                 Runaway::UntrustedObserver(url) => return vec![http(OBSERVER, url, None)],
+                Runaway::HangingLoad(url) => return vec![http(HANG, url, None)],
                 Runaway::Spins | Runaway::Panics => return Vec::new(),
             };
             vec![
@@ -120,7 +133,7 @@ mod component {
         fn bound_ms(&self) -> u64 {
             match self {
                 Runaway::CrossCredential(_) | Runaway::UntrustedObserver(_) => CROSS_BOUND_MS,
-                Runaway::Spins | Runaway::Panics => 100,
+                Runaway::Spins | Runaway::Panics | Runaway::HangingLoad(_) => 100,
             }
         }
 
@@ -155,7 +168,7 @@ mod component {
                     }],
                 }),
                 Runaway::Panics if !event.contains("spin") => panic!("the component failed"),
-                Runaway::Panics | Runaway::Spins => spin(),
+                Runaway::Panics | Runaway::Spins | Runaway::HangingLoad(_) => spin(),
             }
         }
 
