@@ -748,8 +748,9 @@ fn check_outcome<'a>(parent: &'a Object, at: &str, problems: &mut Problems) -> O
 }
 
 /// `parent.execution` (at `at`, `$defs/execution`): executed, or skipped for one of
-/// [`SKIP_REASONS`]; skipped by policy when `outcome` is denied. Says whether the call
-/// was skipped.
+/// [`SKIP_REASONS`]; skipped by policy when `outcome` is denied. Each branch is closed:
+/// executed, and skipped for a supplied result, hold nothing more; another skip may say
+/// why in a non-empty `detail`. Says whether the call was skipped.
 fn check_execution(
     parent: &Object,
     at: &str,
@@ -760,13 +761,18 @@ fn check_execution(
         return false;
     };
     let at = format!("{at}/execution");
-    match required_string(execution, &at, "status", problems) {
+    let status = required_string(execution, &at, "status", problems);
+    let reason = match status {
+        Some("skipped") => required_string(execution, &at, "reason", problems),
+        _ => None,
+    };
+    match status {
         Some("executed") if outcome == Some("denied") => problems.add(
             format!("{at}/status"),
             "must be \"skipped\" when outcome is \"denied\"",
         ),
+        Some("executed") | None => {}
         Some("skipped") => {
-            let reason = required_string(execution, &at, "reason", problems);
             if reason.is_some_and(|r| !SKIP_REASONS.contains(&r)) {
                 problems.add(
                     format!("{at}/reason"),
@@ -779,16 +785,28 @@ fn check_execution(
                     "must be \"policy\" when outcome is \"denied\"",
                 );
             }
-            return true;
         }
-        Some("executed") => {}
         Some(_) => problems.add(
             format!("{at}/status"),
             "must be \"executed\" or \"skipped\"",
         ),
-        None => {}
     }
-    false
+    let (known, what): (&[&str], &str) = match (status, reason) {
+        (Some("executed"), _) => (&["status"], "an executed call's execution"),
+        (Some("skipped"), Some("supplied_result")) => {
+            (&["status", "reason"], "a supplied result's execution")
+        }
+        (Some("skipped"), _) => (
+            &["status", "reason", "detail"],
+            "a skipped call's execution",
+        ),
+        _ => (&["status", "reason", "detail"], "an execution"),
+    };
+    if known.contains(&"detail") {
+        optional_string(execution, &at, "detail", problems);
+    }
+    closed(execution, &at, known, what, problems);
+    status == Some("skipped")
 }
 
 /// The members of one of tool.batch.after's `calls` (execution-event.schema.json@62fc780,
@@ -2841,6 +2859,73 @@ mod tests {
             intercepted_problems(&second),
             [("/calls/1/path".to_owned(), "is required".to_owned())]
         );
+    }
+
+    /// An execution is one of the closed branches of execution-event.schema.json@62fc780
+    /// `$defs/execution`: executed, or skipped for a supplied result, both with nothing
+    /// more, or skipped for another reason with an optional non-empty `detail`. So on
+    /// tool.after and on each of a batch's calls.
+    #[test]
+    fn an_execution_holds_only_the_members_of_its_branch() {
+        let skipped = |reason: &str, detail: Value| {
+            let mut execution = json!({"status": "skipped", "reason": reason});
+            execution["detail"] = detail;
+            execution
+        };
+        // tool.after, and tool.batch.after's call, with this execution and outcome.
+        let events = |execution: &Value, outcome: &str| {
+            let mut after = fixture_event(fixture!("http/observe-tool-after.valid.json"));
+            after["outcome"] = json!(outcome);
+            after["execution"] = execution.clone();
+            let mut call = example("tool.batch.after")["calls"][0].clone();
+            call["outcome"] = json!(outcome);
+            call["execution"] = execution.clone();
+            let batch = edited(example("tool.batch.after"), "/calls", Some(json!([call])));
+            [(after, "/execution"), (batch, "/calls/0/execution")]
+        };
+        let skips = [
+            ("policy", "denied"),
+            ("cancelled", "cancelled"),
+            ("timeout", "timeout"),
+            ("other", "cancelled"),
+        ];
+        for (reason, outcome) in skips {
+            for execution in [
+                json!({"status": "skipped", "reason": reason}),
+                skipped(reason, json!("by the user")),
+            ] {
+                for (event, _) in events(&execution, outcome) {
+                    assert_eq!(intercepted_problems(&event), [], "{execution}");
+                }
+            }
+        }
+        let cases = [
+            (
+                json!({"status": "executed", "detail": "ran"}),
+                "ok",
+                "/detail",
+            ),
+            (
+                json!({"status": "executed", "reason": "other"}),
+                "ok",
+                "/reason",
+            ),
+            (skipped("supplied_result", json!("cached")), "ok", "/detail"),
+            (skipped("cancelled", json!("")), "cancelled", "/detail"),
+            (skipped("other", json!(7)), "cancelled", "/detail"),
+            (
+                json!({"status": "skipped", "reason": "timeout", "by": "x"}),
+                "timeout",
+                "/by",
+            ),
+        ];
+        for (execution, outcome, member) in cases {
+            for (event, at) in events(&execution, outcome) {
+                let problems = intercepted_problems(&event);
+                assert_eq!(problems.len(), 1, "{execution}: {problems:?}");
+                assert_eq!(problems[0].0, format!("{at}{member}"), "{execution}");
+            }
+        }
     }
 
     /// The call of a permission asked or resolved and of a call's progress is the one
