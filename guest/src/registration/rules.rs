@@ -317,6 +317,7 @@ fn intercept_mode(c: &mut Checker, s: &Node) -> Option<Mode> {
                 }
                 Some(ms)
             }
+            _ if is_too_large(v) => c.fail(p, too_large("milliseconds")),
             _ => c.fail(p, "must be a positive integer (milliseconds)"),
         }
     });
@@ -418,12 +419,14 @@ fn upload(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
     let timeout_ms = u.need(c, "timeoutMs", |c, v, p| {
         match json::integer_value::<u64>(v) {
             Some(1..) => Some(()),
+            _ if is_too_large(v) => c.fail(p, too_large("milliseconds")),
             _ => c.fail(p, "must be a positive integer (milliseconds)"),
         }
     });
     let max_bytes = u.need(c, "maxBytes", |c, v, p| {
         match json::integer_value::<u64>(v) {
             Some(_) => Some(()),
+            None if is_too_large(v) => c.fail(p, too_large("bytes")),
             None => c.fail(p, "must be a non-negative integer (bytes)"),
         }
     });
@@ -431,6 +434,18 @@ fn upload(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
     endpoint.and(timeout_ms).and(max_bytes).and(auth)?;
     c.warn(path, "content upload is not supported here and is ignored");
     Some(())
+}
+
+/// Whether `v` is a whole number past the largest count held (`u64::MAX`): an integer to
+/// JSON Schema, so refused for its size, not as no integer.
+fn is_too_large(v: &Value) -> bool {
+    v.as_f64()
+        .is_some_and(|f| f.fract() == 0.0 && f >= 2f64.powi(64))
+}
+
+/// The rule for a count of `unit` past the largest held.
+fn too_large(unit: &str) -> String {
+    format!("is too large: at most {} {unit}", u64::MAX)
 }
 
 /// A closed word list as the `(spelling, value)` options of [`choice`].

@@ -298,6 +298,33 @@ fn r5_a_timeout_written_with_a_zero_fraction_or_an_exponent_is_an_integer() {
     ]);
 }
 
+/// A whole number past the largest one held is refused for its size, naming the limit:
+/// it is an integer, so "must be a positive integer" would send its author looking for
+/// the wrong mistake.
+#[test]
+fn a_whole_number_too_large_to_hold_is_refused_as_too_large() {
+    let upload = r#"{"endpoint": "https://upload.example.com/up", "timeoutMs": 500,
+        "maxBytes": 0}"#;
+    let largest = u64::MAX.to_string();
+    for huge in ["1e20", "99999999999999999999", "18446744073709551616"] {
+        for (pointer, unit) in [
+            ("$i/timeoutMs", "milliseconds"),
+            ("$o/upload/timeoutMs", "milliseconds"),
+            ("$o/upload/maxBytes", "bytes"),
+        ] {
+            let problems = rejected_at(&[("$o/upload", upload), (pointer, huge)], pointer);
+            let rule = &problems[0].rule;
+            assert_eq!(problems.len(), 1, "{pointer} = {huge}: {problems:#?}");
+            assert!(rule.contains("too large"), "{pointer} = {huge}: {rule}");
+            assert!(rule.contains(&largest), "{pointer} = {huge}: {rule}");
+            assert!(rule.contains(unit), "{pointer} = {huge}: {rule}");
+        }
+    }
+    let reg = accepted(&[("$i/timeoutMs", &largest)]);
+    assert_eq!(fail_closed_timeout(&reg), u64::MAX);
+    accepted(&[("$o/upload", upload), ("$o/upload/maxBytes", &largest)]);
+}
+
 #[test]
 fn timeout_outside_the_supported_range_is_accepted_with_a_warning() {
     for ms in [1, 60_000] {
