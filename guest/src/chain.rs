@@ -415,16 +415,15 @@ fn evaluate<H: Host>(
 ) -> (Ending, Vec<AttemptEntry>) {
     let mut attempts = Vec::new();
     let mut reacquired = false;
-    // Set for the resend after a 401 to a request that carried no credential.
-    let mut challenged = false;
+    let mut answering = Answering::Nothing;
     // Retries after transient failures, counted apart from attempts: the resend after a
     // 401 is not one of the retries the host's configuration grants.
     let mut retries = 0;
     loop {
         let begun = if attempts.is_empty() { now } else { host.now() };
-        let (result, ended) = attempt(host, backend, message, begun, deadline, call, challenged);
+        let (result, ended) = attempt(host, backend, message, begun, deadline, call, answering);
         // Only the resend right after the 401 answers it; a retry after that is a retry.
-        challenged = false;
+        answering = Answering::Nothing;
         let entry = match &result {
             Tried::Ended(Ending::Accepted(_)) => Some((AttemptResult::Accepted, None, None)),
             Tried::Ended(Ending::Interrupted) => Some((AttemptResult::Interrupted, None, None)),
@@ -464,7 +463,10 @@ fn evaluate<H: Host>(
                 }
                 if !reacquired && ended < deadline {
                     reacquired = true;
-                    challenged = !had_credential;
+                    answering = match had_credential {
+                        true => Answering::Refusal,
+                        false => Answering::Challenge,
+                    };
                     continue;
                 }
                 return (Ending::Failed(unauthorized()), attempts);
@@ -486,14 +488,27 @@ enum Tried {
     Unauthorized {
         had_credential: bool,
     },
-    /// After a 401 to a request without a credential, the host had none to answer it
-    /// with: nothing was sent again (never the same request unauthenticated twice).
+    /// After a 401, the host had no credential to answer it with: nothing was sent
+    /// again, as a resend without one would be an unauthenticated fallback delivery
+    /// (failure-semantics.md), which fail-open does not permit either.
     Unanswered,
 }
 
-/// One attempt, begun at `begun` (a reading just taken); `challenged` when it answers a
-/// 401 to a request that carried no credential. Returns how it went and when it ended, a
-/// reading the caller reuses.
+/// The 401 an attempt answers, if any.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Answering {
+    /// None: a first attempt, or a retry after a transient failure.
+    Nothing,
+    /// A 401 to a request that carried a credential, which the host dropped: it is
+    /// asked for a fresh one.
+    Refusal,
+    /// A 401 to a request that carried none: the host is offered the backend's
+    /// challenge (digest §12).
+    Challenge,
+}
+
+/// One attempt, begun at `begun` (a reading just taken), answering a 401 or not. Returns
+/// how it went and when it ended, a reading the caller reuses.
 fn attempt<H: Host>(
     host: &mut H,
     backend: &Backend,
@@ -501,11 +516,11 @@ fn attempt<H: Host>(
     begun: Instant,
     deadline: Instant,
     call: &Call,
-    challenged: bool,
+    answering: Answering,
 ) -> (Tried, Instant) {
     use Tried::Ended;
     if begun >= deadline {
-        if challenged {
+        if answering == Answering::Challenge {
             // The 401 came in time; no answer to it could.
             return (Tried::Unanswered, begun);
         }
@@ -513,7 +528,8 @@ fn attempt<H: Host>(
         return (Ended(Ending::Failed(failure)), begun);
     }
     let credential = match host.acquire(&backend.id, deadline) {
-        Ok(None) if challenged => return (Tried::Unanswered, host.now()),
+        // A resend after a 401 goes with a credential or not at all.
+        Ok(None) if answering != Answering::Nothing => return (Tried::Unanswered, host.now()),
         Ok(credential) => credential,
         Err(AuthError::Cancelled) => return (Ended(Ending::Interrupted), host.now()),
         Err(e) => return failed_by(host, auth_failure(e), deadline),

@@ -118,6 +118,8 @@ enum AuthScript {
     /// No credential at first (no binding); once asked again, after the backend's 401,
     /// as the host's discovery went: a fresh credential, or this error.
     OnChallenge(Option<AuthError>),
+    /// A credential at first; none once asked again (the binding gone meanwhile).
+    Vanishes,
 }
 
 /// One recorded `exchange` call.
@@ -229,7 +231,8 @@ impl Host for FakeHost {
             Some(AuthScript::Fails(e)) => Err(*e),
             Some(AuthScript::OnChallenge(_)) if !asked_before => Ok(None),
             Some(AuthScript::OnChallenge(Some(e))) => Err(*e),
-            Some(AuthScript::Token) | Some(AuthScript::OnChallenge(None)) => {
+            Some(AuthScript::Vanishes) if asked_before => Ok(None),
+            Some(AuthScript::Token | AuthScript::OnChallenge(None) | AuthScript::Vanishes) => {
                 let generation = self.generations.entry(backend.into()).or_default();
                 *generation += 1;
                 Ok(Some(Cred {
@@ -1497,6 +1500,36 @@ fn unauthorized_without_credential_asks_the_host_once_more_and_sends_nothing_wit
         json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401})
     );
     assert_eq!(audited(&s, 0)["attempts"].as_array().map(Vec::len), Some(1));
+}
+
+/// failure-semantics: fail-open does not permit unauthenticated fallback delivery. A
+/// request refused with its credential is never resent without one, should the host
+/// have none left when asked again: the 401 stands, under either policy.
+#[test]
+fn a_refused_credential_the_host_cannot_renew_is_auth_failed_without_a_second_send() {
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![interceptor(A, policy, 750)]);
+        let mut host = FakeHost::new()
+            .auth(A, AuthScript::Vanishes)
+            .on(A, Step::reply(unauthorized()))
+            .on(A, Step::reply(deny("sent without a credential")));
+        let s = run(&engine, &mut host);
+        assert_eq!(host.sent.len(), 1, "{policy}: exactly one send");
+        assert!(host.sent[0].credential.is_some(), "{policy}");
+        assert_eq!(
+            host.acquired.len(),
+            2,
+            "{policy}: asked again after the 401"
+        );
+        assert_eq!(host.rejected.len(), 1, "{policy}");
+        assert_eq!(
+            audited(&s, 0)["failure"],
+            json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
+            "{policy}"
+        );
+        assert_eq!(attempt_results(&s, 0), [json!("unauthorized")], "{policy}");
+        assert_settled_by(policy, &s);
+    }
 }
 
 #[test]
