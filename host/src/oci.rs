@@ -1,11 +1,12 @@
 //! The component as a CNCF wasm OCI artifact: push it to a registry, and pull it back
 //! verified by digest.
 //!
-//! Layout (the CNCF TAG Runtime "Wasm OCI Artifact" format, built by `oci-wasm`): an OCI
-//! image manifest whose config is `application/vnd.wasm.config.v0+json` (the component's
-//! imports and exports) and whose one layer is the component, `application/wasm`. The
-//! manifest's annotations repeat the metadata embedded in the component (title, version,
-//! description, licences, source, revision, url), which is what registries display.
+//! Layout (the CNCF TAG Runtime "Wasm OCI Artifact" format, its config built by
+//! `oci-wasm`): an OCI image manifest whose config is `application/vnd.wasm.config.v0+json`
+//! (the component's imports and exports) and whose one layer is the component,
+//! `application/wasm`. The manifest's annotations repeat the metadata embedded in the
+//! component (title, version, description, licences, source, revision, url), which is what
+//! registries display.
 //!
 //! Trust: a reference pinned with `@sha256:…` names the exact manifest, and the manifest
 //! names the exact layer by its digest. This module checks both on every pull, from the
@@ -18,19 +19,19 @@
 //! verified by rustls (ring) against the platform's roots; no proxy from the environment
 //! for a loopback registry. Credentials, if any, come from `AHP_REGISTRY_USERNAME` /
 //! `AHP_REGISTRY_PASSWORD`, go only to the registry `AHP_REGISTRY_HOST` names (or the
-//! token service its `Bearer` challenge names), and are never printed. A pull, and a
-//! push's authentication, are [`crate::registry`]'s; a push's uploads oci-client's.
+//! token service its `Bearer` challenge names), and are never printed. A pull and a push
+//! both speak to the registry through [`crate::registry`], which sends a push's blobs only
+//! to upload locations on the registry's own origin.
 
 use crate::component_cache::{sha256_digest, sha256_hex, ComponentCache};
-use crate::registry::{
-    install_tls_provider, is_loopback, Access, Registry, CONNECT_TIMEOUT, MAX_MANIFEST_BYTES,
-    READ_TIMEOUT,
-};
-use oci_client::client::{ClientConfig, ClientProtocol};
+use crate::registry::{Access, Registry, MAX_MANIFEST_BYTES};
 use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
-use oci_wasm::{WasmClient, WasmConfig, WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE};
+use oci_client::Reference;
+use oci_wasm::{
+    ToConfig as _, WasmConfig, WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE,
+    WASM_MANIFEST_MEDIA_TYPE,
+};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::time::Duration;
@@ -105,50 +106,51 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
             reference.whole()
         ));
     }
+    let whole = reference.whole();
     let annotations = annotations(&component)?;
     let component_digest = sha256_digest(&component);
     let (mut config, layer) = WasmConfig::from_raw_component(component, None)
         .map_err(|e| format!("not a WebAssembly component: {e:#}"))?;
     // A fixed creation time: pushing the same component gives the same manifest digest.
     config.created = chrono::DateTime::UNIX_EPOCH;
-    let client = WasmClient::new(client(reference)?);
+    let config = config
+        .to_config()
+        .map_err(|e| format!("the component's OCI config: {e:#}"))?;
+    let mut manifest =
+        OciImageManifest::build(std::slice::from_ref(&layer), &config, Some(annotations));
+    manifest.media_type = Some(WASM_MANIFEST_MEDIA_TYPE.to_string());
+    let config_digest = manifest.config.digest.clone();
+    let manifest = serde_json::to_vec(&manifest).map_err(|e| format!("the OCI manifest: {e}"))?;
+    let manifest_digest = sha256_digest(&manifest);
     let auth = auth(reference)?;
-    // Authenticated here (a bounded token exchange, basic credentials only where asked
-    // for); oci-client is handed the outcome: a token after a `Bearer` challenge, which it
-    // uses as it is; otherwise it repeats the `/v2/` probe itself.
-    let registry = Registry::open(reference, &auth, Access::Push)
-        .await
-        .map_err(|e| format!("push to {}: {e}", reference.whole()))?;
-    let credential = registry.credential();
-    client
-        .push(reference, credential, layer, config, Some(annotations))
-        .await
-        .map_err(|e| format!("push to {}: {e:#}", reference.whole()))?;
-    let manifest_digest = client
-        .fetch_manifest_digest(reference, credential)
-        .await
-        .map_err(|e| {
-            format!(
-                "read back the manifest digest of {}: {e}",
-                reference.whole()
-            )
-        })?;
-    // The tag's digest is the registry's answer, read after the push: only once the
-    // manifest it names is read and found to carry this component is it ours to print
-    // (another push to the same tag may have come in between).
-    let pinned = parse_reference(&format!("{}@{manifest_digest}", reference.whole()))?;
-    // Authenticated afresh: the push's token may have run out during the upload.
+    let tag = reference.tag().unwrap_or("latest");
+    let upload = async {
+        let registry = Registry::open(reference, &auth, Access::Push).await?;
+        registry.push_blob(&component_digest, layer.data).await?;
+        registry.push_blob(&config_digest, config.data).await?;
+        registry
+            .push_manifest(tag, WASM_MANIFEST_MEDIA_TYPE, manifest)
+            .await
+    };
+    upload.await.map_err(|e| format!("push to {whole}: {e}"))?;
+    // The manifest is read back by its digest, with a token of its own (the push's may
+    // have run out during the upload): what the printed reference pins is stored.
+    let pinned = parse_reference(&format!("{whole}@{manifest_digest}"))?;
     let read_back = async {
         let registry = Registry::open(&pinned, &auth, Access::Pull).await?;
         registry.manifest(&manifest_digest).await
     };
-    let manifest = read_back
+    let stored = read_back
         .await
         .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
-    holds_component(&manifest, &manifest_digest, &component_digest)
-        .map_err(|e| format!("{}: {e}", reference.whole()))?;
+    if sha256_digest(&stored) != manifest_digest {
+        return Err(format!(
+            "read back the manifest of {}: the registry's answer is other bytes",
+            pinned.whole()
+        ));
+    }
     Ok(Pushed {
-        pinned: format!("{}@{manifest_digest}", reference.whole()),
+        pinned: format!("{whole}@{manifest_digest}"),
         manifest_digest,
         component_digest,
     })
@@ -260,26 +262,6 @@ fn keep(cache: &ComponentCache, bytes: &[u8]) {
     }
 }
 
-/// Whether `manifest` is the one `manifest_digest` names and its layer is the component
-/// `component_digest` names.
-fn holds_component(
-    manifest: &[u8],
-    manifest_digest: &str,
-    component_digest: &str,
-) -> Result<(), String> {
-    if sha256_digest(manifest) != manifest_digest {
-        return Err(format!("the registry's manifest is not {manifest_digest}"));
-    }
-    let layer = component_layer(manifest)?;
-    if layer.digest != component_digest {
-        return Err(format!(
-            "the tag now names another component ({}); push again",
-            layer.digest
-        ));
-    }
-    Ok(())
-}
-
 /// The one `application/wasm` layer of a wasm artifact manifest.
 fn component_layer(manifest: &[u8]) -> Result<oci_client::manifest::OciDescriptor, String> {
     let manifest: OciImageManifest =
@@ -352,29 +334,6 @@ fn annotations(component: &[u8]) -> Result<BTreeMap<String, String>, String> {
         .into_iter()
         .filter_map(|(key, value)| Some((key.to_string(), value?)))
         .collect())
-}
-
-/// A client (for a push) that speaks plain http to a loopback registry and https to any
-/// other.
-fn client(reference: &Reference) -> Result<Client, String> {
-    install_tls_provider();
-    let registry = reference.resolve_registry().to_string();
-    let local = is_loopback(&registry);
-    let config = ClientConfig {
-        protocol: match local {
-            true => ClientProtocol::HttpsExcept(vec![registry]),
-            false => ClientProtocol::Https,
-        },
-        connect_timeout: Some(CONNECT_TIMEOUT),
-        read_timeout: Some(READ_TIMEOUT),
-        // oci-client has no switch for the environment's proxies, which would take a
-        // loopback registry's plain http (credentials included) off the machine; they are
-        // dropped once a proxy is configured, so one is, that every loopback host bypasses.
-        http_proxy: local.then(|| "http://127.0.0.1:9".to_string()),
-        no_proxy: local.then(|| "localhost,127.0.0.0/8,::1".to_string()),
-        ..ClientConfig::default()
-    };
-    Client::try_from(config).map_err(|e| format!("set up the registry client: {e}"))
 }
 
 const USERNAME: &str = "AHP_REGISTRY_USERNAME";
@@ -608,11 +567,11 @@ mod tests {
     }
 
     /// A push to a registry that challenges `Bearer`: one token for pulling and pushing,
-    /// got here and sent by oci-client with every upload and the digest's HEAD (it asks
-    /// the token service nothing itself), and one for pulling to read the manifest back.
+    /// sent with every request of the push (each blob's HEAD and upload, the manifest), and
+    /// one for pulling to read the manifest back.
     #[tokio::test]
     async fn a_push_sends_the_token_got_for_it_with_every_request() {
-        let (addr, seen) = authenticating_push_registry().await;
+        let (addr, seen) = authenticating_push_registry(|_| UPLOAD.to_string()).await;
         let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
         let component = crate::EMBEDDED_COMPONENT.to_vec();
         let pushed = store(&reference, component.clone()).await.unwrap();
@@ -631,10 +590,69 @@ mod tests {
                 "GET /token?scope=repository%3Aahp%2Finterceptor%3Apull&service=reg",
             ]
         );
-        assert!(
-            seen.uploads >= 2,
+        assert_eq!(
+            seen.blobs.len(),
+            2,
             "the component and the config were uploaded"
         );
+        assert!(seen.blobs.contains(&pushed.component_digest));
+    }
+
+    /// A blob the registry holds already (its HEAD answers 200) is not uploaded again.
+    #[tokio::test]
+    async fn a_blob_the_registry_holds_is_not_uploaded_again() {
+        let (addr, seen) = authenticating_push_registry(|_| UPLOAD.to_string()).await;
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        for _ in 0..2 {
+            let component = crate::EMBEDDED_COMPONENT.to_vec();
+            store(&reference, component).await.unwrap();
+        }
+        assert_eq!(seen.lock().unwrap().blobs.len(), 2);
+    }
+
+    /// An upload location on the registry's own origin is taken, named by its path or as a
+    /// whole URL.
+    #[tokio::test]
+    async fn an_upload_location_on_the_registrys_origin_is_taken_as_a_path_or_a_url() {
+        let locations: [fn(std::net::SocketAddr) -> String; 2] = [
+            |_| UPLOAD.to_string(),
+            |addr| format!("http://{addr}{UPLOAD}"),
+        ];
+        for location in locations {
+            let (addr, seen) = authenticating_push_registry(location).await;
+            let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+            let component = crate::EMBEDDED_COMPONENT.to_vec();
+            let pushed = store(&reference, component).await;
+            let location = location(addr);
+            assert!(pushed.is_ok(), "{location}: {:?}", pushed.err());
+            assert_eq!(seen.lock().unwrap().blobs.len(), 2, "{location}");
+        }
+    }
+
+    /// An upload location on another origin (here another port, in plain http) is refused
+    /// by name before anything goes there: not the registry's token, not the component.
+    #[tokio::test]
+    async fn an_upload_location_off_the_registrys_origin_is_refused_and_sent_nothing() {
+        use crate::registry::fake::{answer, answering};
+        let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let recorded = std::sync::Arc::clone(&heads);
+        let elsewhere = answering(move |head, _| {
+            recorded.lock().unwrap().push(head.to_string());
+            answer("500 Internal Server Error", "", b"")
+        })
+        .await;
+        let location = format!("http://{elsewhere}/upload");
+        let offered = location.clone();
+        let (addr, _) = authenticating_push_registry(move |_| offered.clone()).await;
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let component = crate::EMBEDDED_COMPONENT.to_vec();
+        let error = store(&reference, component).await.err().expect("no push");
+        assert_eq!(
+            *heads.lock().unwrap(),
+            Vec::<String>::new(),
+            "requests to the other origin"
+        );
+        assert!(error.contains(&location), "{error}");
     }
 
     /// What [`authenticating_push_registry`] saw.
@@ -644,15 +662,20 @@ mod tests {
         token_requests: Vec<String>,
         /// Request lines that came without the token.
         refused: Vec<String>,
-        /// Blob uploads finished.
-        uploads: usize,
+        /// The digests of the blobs uploaded.
+        blobs: Vec<String>,
         manifest: Vec<u8>,
     }
 
+    /// Where [`authenticating_push_registry`] takes a blob's upload.
+    const UPLOAD: &str = "/v2/ahp/interceptor/blobs/uploads/u";
+
     /// A loopback registry that wants a token for everything but `/v2/` and its token
-    /// service, and takes a push (chunked uploads, the manifest, its digest's HEAD, the
-    /// manifest read back by digest).
+    /// service, and takes a push (a blob's HEAD, its upload at [`UPLOAD`], the manifest,
+    /// the manifest read back by digest); an upload's start names the `Location` that `location` makes of
+    /// the registry's address.
     async fn authenticating_push_registry(
+        location: impl Fn(std::net::SocketAddr) -> String + Send + Sync + 'static,
     ) -> (std::net::SocketAddr, std::sync::Arc<std::sync::Mutex<Seen>>) {
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Seen::default()));
         let shared = std::sync::Arc::clone(&seen);
@@ -660,24 +683,26 @@ mod tests {
             let line = head.lines().next().unwrap_or_default();
             let line = line.trim_end_matches(" HTTP/1.1");
             let lowercase = head.to_ascii_lowercase();
-            respond(line, &lowercase, body, addr, &mut shared.lock().unwrap()).into_bytes()
+            let seen = &mut shared.lock().unwrap();
+            respond(line, &lowercase, body, addr, &location(addr), seen).into_bytes()
         })
         .await;
         (addr, seen)
     }
 
-    /// The answer of [`authenticating_push_registry`] to `line` (`METHOD TARGET`).
+    /// The answer of [`authenticating_push_registry`] to `line` (`METHOD TARGET`), whose
+    /// uploads start at `location`.
     fn respond(
         line: &str,
         head: &str,
         body: Vec<u8>,
         addr: std::net::SocketAddr,
+        location: &str,
         seen: &mut Seen,
     ) -> String {
         let reply = |status: &str, headers: String| {
             format!("HTTP/1.1 {status}\r\n{headers}Content-Length: 0\r\nConnection: close\r\n\r\n")
         };
-        const UPLOAD: &str = "/v2/ahp/interceptor/blobs/uploads/u";
         if line == "GET /v2/" {
             let realm = format!(
                 "WWW-Authenticate: Bearer realm=\"http://{addr}/token\",service=\"reg\"\r\n"
@@ -698,26 +723,30 @@ mod tests {
         }
         let digest = sha256_digest(&seen.manifest);
         match line.split_once(' ').unwrap_or_default() {
-            ("POST", "/v2/ahp/interceptor/blobs/uploads/") | ("PATCH", UPLOAD) => reply(
+            ("POST", "/v2/ahp/interceptor/blobs/uploads/") => reply(
                 "202 Accepted",
-                format!("Location: {UPLOAD}\r\nRange: 0-0\r\n"),
+                format!("Location: {location}\r\nRange: 0-0\r\n"),
             ),
             ("PUT", target) if target.starts_with(&format!("{UPLOAD}?digest=")) => {
-                seen.uploads += 1;
                 let blob = target.rsplit_once('=').map(|(_, d)| d).unwrap_or_default();
+                seen.blobs.push(blob.replace("%3A", ":"));
                 reply(
                     "201 Created",
                     format!("Location: /v2/ahp/interceptor/blobs/{blob}\r\n"),
                 )
+            }
+            ("HEAD", target)
+                if target
+                    .strip_prefix("/v2/ahp/interceptor/blobs/")
+                    .is_some_and(|blob| seen.blobs.iter().any(|held| held == blob)) =>
+            {
+                reply("200 OK", String::new())
             }
             ("PUT", "/v2/ahp/interceptor/manifests/0.1") => {
                 seen.manifest = body;
                 let digest = sha256_digest(&seen.manifest);
                 let at = format!("Location: /v2/ahp/interceptor/manifests/{digest}\r\n");
                 reply("201 Created", at)
-            }
-            ("HEAD", "/v2/ahp/interceptor/manifests/0.1") => {
-                reply("200 OK", format!("Docker-Content-Digest: {digest}\r\n"))
             }
             ("GET", target) if target == format!("/v2/ahp/interceptor/manifests/{digest}") => {
                 let manifest = String::from_utf8_lossy(&seen.manifest).into_owned();
@@ -919,28 +948,5 @@ mod tests {
             }
         });
         addr
-    }
-
-    /// A push prints its pinned reference only for the manifest that carries its own
-    /// component: not for another push's, nor for bytes that are not the digest's.
-    #[test]
-    fn a_pushed_manifest_must_carry_the_pushed_component() {
-        let manifest = |layer_hex: String| {
-            format!(
-                r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",
-                "config":{{"mediaType":"{WASM_MANIFEST_CONFIG_MEDIA_TYPE}","digest":"sha256:{}","size":2}},
-                "layers":[{{"mediaType":"application/wasm","digest":"sha256:{layer_hex}","size":3}}]}}"#,
-                "c".repeat(64)
-            )
-        };
-        let ours = format!("sha256:{}", "a".repeat(64));
-        let mine = manifest("a".repeat(64));
-        let digest = sha256_digest(mine.as_bytes());
-        assert!(holds_component(mine.as_bytes(), &digest, &ours).is_ok());
-        let theirs = manifest("b".repeat(64));
-        let their_digest = sha256_digest(theirs.as_bytes());
-        let error = holds_component(theirs.as_bytes(), &their_digest, &ours).unwrap_err();
-        assert!(error.contains("another component"), "{error}");
-        assert!(holds_component(theirs.as_bytes(), &digest, &ours).is_err());
     }
 }

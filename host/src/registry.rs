@@ -1,10 +1,10 @@
 //! An OCI registry's authentication (the distribution API's `/v2/` probe and token
-//! exchange) and the reads of a pull (manifest and blob) over this crate's own HTTP
-//! client, so that every answer is read to a bound: a manifest or a token no further than
-//! 64 KiB, a blob no further than the size its manifest states. oci-client reads whole
-//! bodies before anything can look at their size, so a registry (or the token service it
-//! names) could fill memory with one answer; it is left only a push's uploads, handed the
-//! credential settled here ([`Registry::credential`]).
+//! exchange), the reads of a pull (manifest and blob) and the writes of a push, over this
+//! crate's own HTTP client, so that every answer is read to a bound: a manifest or a token
+//! no further than 64 KiB, a blob no further than the size its manifest states. oci-client
+//! reads whole bodies before anything can look at their size, so a registry (or the token
+//! service it names) could fill memory with one answer; and its push sends the credentials
+//! to whatever upload location a registry names, on any host, over plain http too.
 //!
 //! Authentication as registries do it (the Docker token protocol, which OCI registries
 //! share): the `/v2/` answer's `WWW-Authenticate` says `Bearer realm=… service=…` (a token
@@ -12,13 +12,16 @@
 //! credentials if there are any), `Basic` (the credentials go to the registry itself) or
 //! nothing (anonymous).
 //! Plain http only for a loopback registry, and then only to loopback hosts, with no proxy
-//! in between: a remote registry's redirects and token service are https.
+//! in between: a remote registry's redirects and token service are https. A push's upload
+//! locations must be on the registry's own origin, since they get the credentials.
 
 use crate::capabilities::www_authenticate;
 use oci_client::secrets::RegistryAuth;
 use oci_client::Reference;
-use reqwest::header::{HeaderValue, ACCEPT, WWW_AUTHENTICATE};
-use reqwest::{RequestBuilder, StatusCode, Url};
+use reqwest::header::{
+    HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE,
+};
+use reqwest::{Method, RequestBuilder, Response, StatusCode, Url};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -37,8 +40,8 @@ const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, \
 
 /// How long a registry may take to accept a connection, and then to send the next bytes
 /// of an answer.
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(60);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What a registry is asked for: the scope of the token that answers a `Bearer` challenge.
 #[derive(Clone, Copy)]
@@ -51,7 +54,7 @@ pub(crate) enum Access {
 pub(crate) struct Registry {
     http: reqwest::Client,
     /// `SCHEME://HOST[:PORT]/v2/REPOSITORY`.
-    repository: String,
+    repository: Url,
     /// What every request sends, settled by [`Registry::open`]: nothing, the basic
     /// credentials, or a token.
     credential: RegistryAuth,
@@ -92,6 +95,8 @@ impl Registry {
             .map_err(|e| format!("set up the registry client: {}", describe(e)))?;
         let scheme = if local { "http" } else { "https" };
         let base = format!("{scheme}://{registry}/v2/");
+        let repository = Url::parse(&format!("{base}{}", reference.repository()))
+            .map_err(|e| format!("the registry's address: {e}"))?;
         let probe = http
             .get(&base)
             .send()
@@ -131,16 +136,9 @@ impl Registry {
         };
         Ok(Registry {
             http,
-            repository: format!("{base}{}", reference.repository()),
+            repository,
             credential,
         })
-    }
-
-    /// What [`Registry::open`] settled on, for oci-client to push with: a token (which
-    /// oci-client then uses as it is, asking its service nothing), the basic credentials
-    /// for a registry that asked for them, or nothing.
-    pub fn credential(&self) -> &RegistryAuth {
-        &self.credential
     }
 
     /// The manifest `name` (a tag or a digest) names, at most [`MAX_MANIFEST_BYTES`] of
@@ -148,20 +146,65 @@ impl Registry {
     /// manifest) for the caller to refuse by name rather than with a bare 404.
     pub async fn manifest(&self, name: &str) -> Result<Vec<u8>, String> {
         let request = self
-            .get(&format!("{}/manifests/{name}", self.repository))
+            .request(Method::GET, format!("{}/manifests/{name}", self.repository))
             .header(ACCEPT, MANIFEST_TYPES);
         read(request, MAX_MANIFEST_BYTES, "the registry").await
     }
 
     /// The blob `digest` names, which its manifest says is `size` bytes: no more is read.
     pub async fn blob(&self, digest: &str, size: u64) -> Result<Vec<u8>, String> {
-        let request = self.get(&format!("{}/blobs/{digest}", self.repository));
+        let request = self.request(Method::GET, format!("{}/blobs/{digest}", self.repository));
         read(request, size, "the registry").await
     }
 
-    fn get(&self, url: &str) -> RequestBuilder {
+    /// Uploads `blob`, which `digest` names, unless the registry holds it already: in one
+    /// piece, to the upload location the registry names once it is found on the
+    /// registry's own origin (anywhere else would get the credentials).
+    pub async fn push_blob(&self, digest: &str, blob: bytes::Bytes) -> Result<(), String> {
+        let held = self.request(Method::HEAD, format!("{}/blobs/{digest}", self.repository));
+        match send(held).await?.status() {
+            StatusCode::OK => return Ok(()),
+            StatusCode::NOT_FOUND => {}
+            status => return Err(format!("the registry answered {status}")),
+        }
+        // An empty POST, its length stated: some registries want it.
+        let start = self
+            .request(Method::POST, format!("{}/blobs/uploads/", self.repository))
+            .header(CONTENT_LENGTH, 0);
+        let started = expect(start, StatusCode::ACCEPTED).await?;
+        let location = started
+            .headers()
+            .get(LOCATION)
+            .ok_or("the registry's upload answer names no location")?
+            .to_str()
+            .map_err(|_| "the registry's upload location is not text".to_string())?;
+        let mut url = upload_location(&self.repository, started.url(), location)?;
+        url.query_pairs_mut().append_pair("digest", digest);
+        let upload = self
+            .request(Method::PUT, url)
+            .header(CONTENT_TYPE, "application/octet-stream")
+            .body(blob);
+        expect(upload, StatusCode::CREATED).await.map(drop)
+    }
+
+    /// Stores `manifest`, of `media_type`, under `tag`.
+    pub async fn push_manifest(
+        &self,
+        tag: &str,
+        media_type: &str,
+        manifest: Vec<u8>,
+    ) -> Result<(), String> {
+        let put = self
+            .request(Method::PUT, format!("{}/manifests/{tag}", self.repository))
+            .header(CONTENT_TYPE, media_type)
+            .body(manifest);
+        expect(put, StatusCode::CREATED).await.map(drop)
+    }
+
+    /// A request for `url` (on the registry's origin) with the credential.
+    fn request(&self, method: Method, url: impl reqwest::IntoUrl) -> RequestBuilder {
         // reqwest marks both headers sensitive.
-        let request = self.http.get(url);
+        let request = self.http.request(method, url);
         match &self.credential {
             RegistryAuth::Basic(user, password) => request.basic_auth(user, Some(password)),
             RegistryAuth::Bearer(token) => request.bearer_auth(token),
@@ -216,6 +259,40 @@ async fn token(
         return Err("the token service's token cannot be sent in a header".into());
     }
     Ok(token)
+}
+
+/// Where a blob goes: the `location` the registry named in its answer from `answered`
+/// (relative to it, or whole), which must be on the registry's own origin, the origin of
+/// `repository` (scheme, host and port), or nothing is sent there.
+fn upload_location(repository: &Url, answered: &Url, location: &str) -> Result<Url, String> {
+    let url = answered
+        .join(location)
+        .map_err(|_| format!("the registry's upload location {location:?} is not a URL"))?;
+    if url.origin() != repository.origin() {
+        return Err(format!(
+            "the registry's upload location {location:?} is not on the registry's origin \
+             {}: refused, nothing sent there",
+            repository.origin().ascii_serialization()
+        ));
+    }
+    Ok(url)
+}
+
+/// The registry's answer to `request`, its body unread, if it is `status`.
+async fn expect(request: RequestBuilder, status: StatusCode) -> Result<Response, String> {
+    let response = send(request).await?;
+    if response.status() != status {
+        return Err(format!("the registry answered {}", response.status()));
+    }
+    Ok(response)
+}
+
+/// The registry's answer to `request`, whatever its status.
+async fn send(request: RequestBuilder) -> Result<Response, String> {
+    request
+        .send()
+        .await
+        .map_err(|e| format!("the registry: {}", describe(e)))
 }
 
 /// The body of `request`'s `200 OK` answer from `who`, refused once it is larger than
@@ -447,11 +524,11 @@ mod tests {
         .await;
         let basic = RegistryAuth::Basic("reader".into(), "s3cret".into());
         assert_eq!(manifest_of(addr, &basic).await.unwrap(), b"{}");
-        // For a push, a token for pushing, which oci-client is handed as it is.
+        // For a push, a token for pushing.
         let pushing = Registry::open(&reference(addr), &basic, Access::Push).await;
         assert_eq!(
-            pushing.unwrap().credential(),
-            &RegistryAuth::Bearer("push-t0k".into())
+            pushing.unwrap().credential,
+            RegistryAuth::Bearer("push-t0k".into())
         );
         // Without credentials the service refuses, in its own words that are not repeated.
         let error = manifest_of(addr, &RegistryAuth::Anonymous)
@@ -640,13 +717,46 @@ mod tests {
         let registry = Registry::open(&reference(addr), &basic, Access::Pull)
             .await
             .unwrap();
-        assert_eq!(registry.credential(), &basic, "the registry asked for them");
+        assert_eq!(registry.credential, basic, "the registry asked for them");
         assert_eq!(
             registry.manifest("0.1").await.unwrap(),
             b"{\"elsewhere\":1}"
         );
         let error = registry.manifest("far").await.unwrap_err();
         assert!(error.contains("a redirect to plain http"), "{error}");
+    }
+
+    /// An upload location is taken relative to where the registry answered, and only on
+    /// the registry's origin: another scheme, host or port is refused, naming it.
+    #[test]
+    fn an_upload_location_must_be_on_the_registrys_origin() {
+        let repository = Url::parse("https://r.example/v2/ahp/interceptor").unwrap();
+        let answered = Url::parse("https://r.example/v2/ahp/interceptor/blobs/uploads/").unwrap();
+        let taken = |location| upload_location(&repository, &answered, location);
+        for (location, url) in [
+            (
+                "/v2/ahp/interceptor/blobs/uploads/u?_state=s",
+                "https://r.example/v2/ahp/interceptor/blobs/uploads/u?_state=s",
+            ),
+            ("u", "https://r.example/v2/ahp/interceptor/blobs/uploads/u"),
+            ("https://R.example:443/up", "https://r.example/up"),
+        ] {
+            assert_eq!(
+                taken(location).map(String::from),
+                Ok(url.to_string()),
+                "{location}"
+            );
+        }
+        for location in [
+            "http://r.example/up",
+            "https://r.example:8443/up",
+            "https://other.example/up",
+            "//other.example/up",
+            "data:,x",
+        ] {
+            let error = taken(location).unwrap_err();
+            assert!(error.contains(&format!("{location:?}")), "{error}");
+        }
     }
 
     #[test]
