@@ -299,6 +299,8 @@ impl Interceptor {
             event,
             started,
         };
+        // A budget past the end of time (`Duration::MAX`) bounds nothing.
+        let budget_at = budget.and_then(|b| started.checked_add(b));
         let settled = async {
             if self.inner.shut_down.load(Ordering::SeqCst) {
                 return Err(Error::shut_down(host_settlement(
@@ -307,8 +309,6 @@ impl Interceptor {
                     started,
                 )));
             }
-            // A budget past the end of time (`Duration::MAX`) bounds nothing.
-            let budget_at = budget.and_then(|b| started.checked_add(b));
             self.run(event, effects, budget_at, interrupt, started)
                 .await
         }
@@ -326,6 +326,7 @@ impl Interceptor {
             settlement: Some(settlement),
             observers,
             interrupt: interrupt.clone(),
+            budget: budget_at,
             span,
         })
     }
@@ -407,14 +408,27 @@ impl Interceptor {
     }
 
     /// Appends `record` to the audit log, synced, on a blocking thread: done when this
-    /// returns, without stalling the async workers on the `fsync`.
-    async fn write_audit(&self, record: &Record) {
-        if let Some(audit) = self.inner.audit.clone() {
-            let record = record.clone();
-            let written = tokio::task::spawn_blocking(move || append(&audit, &record)).await;
-            if let Err(e) = written {
-                tracing::error!(error = %e, "audit append failed");
-            }
+    /// returns, without stalling the async workers on the `fsync` — unless the call's
+    /// `budget` (with [`AUDIT_GRACE`]) runs out first, waiting for the file's lock
+    /// (another process holding it): the call is not held past its budget, and the
+    /// record is written as soon as the lock is free.
+    async fn write_audit(&self, record: &Record, budget: Option<Instant>) {
+        let Some(audit) = self.inner.audit.clone() else {
+            return;
+        };
+        let record = record.clone();
+        let writing = tokio::task::spawn_blocking(move || append(&audit, &record));
+        let written = match budget {
+            Some(budget) => tokio::time::timeout_at((budget + AUDIT_GRACE).into(), writing).await,
+            None => Ok(writing.await),
+        };
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "audit append failed"),
+            Err(_) => tracing::error!(
+                "the audit record was not written by the call's budget (the audit file \
+                 locked elsewhere?): it is written once the file can be"
+            ),
         }
     }
 
@@ -472,6 +486,8 @@ pub struct HookCall {
     settlement: Option<Settlement>,
     observers: Vec<Delivery>,
     interrupt: Interrupt,
+    /// The call's budget, which writing its record does not outlast.
+    budget: Option<Instant>,
     span: tracing::Span,
 }
 
@@ -503,7 +519,10 @@ impl HookCall {
         let settlement = self
             .finish(&results)
             .expect("present until completed or dropped");
-        self.interceptor.write_audit(&settlement.record).await;
+        let budget = self.budget;
+        self.interceptor
+            .write_audit(&settlement.record, budget)
+            .await;
         settlement
     }
 
@@ -527,6 +546,10 @@ impl Drop for HookCall {
         }
     }
 }
+
+/// How long past its budget a call still waits for its audit record to be synced: a
+/// normal `fsync` takes milliseconds.
+const AUDIT_GRACE: Duration = Duration::from_millis(250);
 
 /// A hook call not settled yet, recorded as interrupted if its future is dropped first
 /// (a harness's `timeout` or `select!` around the call): backends may have been asked

@@ -1,5 +1,8 @@
 //! The durable audit log: one settlement record per line (JSONL), appended and synced to
-//! disk before the hook call returns, so a crash right after a decision cannot lose it.
+//! disk before the hook call completes (`intercept` returns, or `HookCall::complete`
+//! after `settle`, once the owned observers ran), so a crash after the call cannot lose
+//! it. One exception: a call with a budget is not held past it (and a short grace) while
+//! another process holds the file's lock; its record is written once the lock is free.
 //!
 //! Records can hold what a backend changed (a tool's input, a returned value): the file
 //! is created readable by its owner only, never opened through a symbolic link, and must

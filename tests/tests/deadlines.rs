@@ -9,10 +9,10 @@ use ahp_host::{DecidedBy, Decision, Interceptor, Options, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_failed, assert_settled, assert_settled_at, attempts, audit_lines, interceptor,
-    only_interceptor, record_json, registration, timed_call, Http,
+    only_interceptor, record_json, registration, timed_call, Http, SLACK,
 };
 use serde_json::json;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const BACKEND: &str = "com.example.policy";
 const BUDGET_REASON: &str = "Policy evaluation did not finish within the hook call budget.";
@@ -280,4 +280,43 @@ async fn a_budget_past_the_end_of_time_bounds_nothing() {
         .await
         .expect("observed");
     assert!(!observed.engine_failure, "{observed:?}");
+}
+
+/// The budget bounds the whole call, writing its audit record too: while another process
+/// holds the audit file's lock, the call returns its decision at the budget (plus the
+/// record's 250 ms grace), and the record is written once the lock is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_audit_file_does_not_hold_the_call_past_its_budget() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let audit = dir.path().join("audit.jsonl");
+    let options = Options {
+        audit_path: Some(audit.clone()),
+        ..Options::default()
+    };
+    let hooks = Interceptor::new(&registration(&[Http::new(BACKEND, backend.url())]), options)
+        .await
+        .expect("valid");
+    // Another process's hold, as far as this one can tell: a second open file's flock.
+    let holder = std::fs::File::open(&audit).expect("the audit file exists");
+    holder.lock().expect("lock the audit file");
+
+    let budget = Duration::from_millis(300);
+    let calling = timed_call(&hooks, "evt_locked_audit", Some(budget));
+    let (settled, elapsed) = tokio::time::timeout(Duration::from_secs(5), calling)
+        .await
+        .expect("the call returns while the audit file is locked");
+    assert_eq!(settled.decision, Decision::Allow);
+    assert!(
+        elapsed < budget + Duration::from_millis(250) + SLACK,
+        "held {elapsed:?} by the audit file's lock"
+    );
+    assert!(audit_lines(&audit).is_empty());
+
+    holder.unlock().expect("unlock");
+    let waited = Instant::now();
+    while audit_lines(&audit).is_empty() && waited.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(audit_lines(&audit), [record_json(&settled)]);
 }
