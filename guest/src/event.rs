@@ -1294,7 +1294,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 86,
+            checked, 91,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1397,6 +1397,36 @@ mod tests {
             ),
         ];
         for (name, pointer, value) in forbidden {
+            let event = edited(example(name), pointer, Some(value));
+            assert_eq!(
+                intercepted_problems(&event),
+                [(pointer.to_owned(), format!("must not be present on {name}"))],
+                "{name} with {pointer}"
+            );
+        }
+    }
+
+    /// execution-event.schema.json@62fc780 `not` any of these on model.request.before: a
+    /// request claiming its usage, execution, finish reason, latency or error would claim
+    /// what only its response (model.response.after) or failure (model.error) can.
+    #[test]
+    fn a_model_request_refuses_what_its_response_carries() {
+        let name = "model.request.before";
+        let forbidden = [
+            (
+                "/usage",
+                json!({"kind": "amount", "scope": "attempt", "completeness": "complete",
+                       "provenance": "provider", "inputTokens": 3}),
+            ),
+            ("/execution", json!({"status": "executed"})),
+            ("/finishReason", json!("stop")),
+            ("/latencyMs", json!(12)),
+            (
+                "/error",
+                json!({"message": "overloaded", "class": "provider"}),
+            ),
+        ];
+        for (pointer, value) in forbidden {
             let event = edited(example(name), pointer, Some(value));
             assert_eq!(
                 intercepted_problems(&event),

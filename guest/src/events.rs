@@ -207,6 +207,13 @@ pub const TABLE: &[Rules] = &[
             ("/attempt/number", Ordinal),
             ("/params", Object),
             ("/items", Array),
+            // `not` any of these: what the request brought about is model.response.after's
+            // (usage, execution, finish reason, latency) or model.error's.
+            ("/usage", Absent),
+            ("/execution", Absent),
+            ("/finishReason", Absent),
+            ("/latencyMs", Absent),
+            ("/error", Absent),
         ]),
     ),
     rules(
