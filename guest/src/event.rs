@@ -2607,6 +2607,39 @@ mod tests {
         );
     }
 
+    /// A model.switch.after made from the example model.switch.before: the model left
+    /// named `previous`, none proposed.
+    fn switch_after() -> Value {
+        let mut event = example("model.switch.before");
+        event["type"] = json!("model.switch.after");
+        event["previous"] = event["current"].clone();
+        event["current"] = event["proposed"].take();
+        event
+            .as_object_mut()
+            .map(|members| members.remove("proposed"));
+        event
+    }
+
+    /// execution-event.schema.json@62fc780 `not` required proposed on model.switch.after:
+    /// a switch made names the model it left and the one it runs, not one still proposed.
+    /// The type is observed only, so the rule is its row of [`events::OBSERVED`].
+    #[test]
+    fn a_switch_made_refuses_a_proposed_model() {
+        assert_eq!(observed_problems(&switch_after()), []);
+        let proposed = edited(
+            switch_after(),
+            "/proposed",
+            Some(json!({"id": "example-large", "provider": "example"})),
+        );
+        assert_eq!(
+            observed_problems(&proposed),
+            [(
+                "/proposed".to_owned(),
+                "must not be present on model.switch.after".to_owned()
+            )]
+        );
+    }
+
     /// Each member of a type observed only whose rules are known: missing, it is the one
     /// problem, named at its pointer; of the wrong shape, likewise.
     #[test]
@@ -2618,6 +2651,7 @@ mod tests {
             tool_observed("tool.permission.resolved"),
             tool_observed("tool.progress"),
             file_changed(),
+            switch_after(),
         ];
         let mut checked = 0;
         for (name, members) in events::OBSERVED {
@@ -2645,9 +2679,9 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 26,
+            checked, 27,
             "the members of session.end, hook.failure, task.change.after, \
-             tool.permission.resolved, tool.progress and file.changed"
+             tool.permission.resolved, tool.progress, file.changed and model.switch.after"
         );
     }
 

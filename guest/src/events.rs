@@ -432,8 +432,9 @@ pub const CATALOGUE: [&str; 32] = [
 /// `task-id-missing.invalid.json` lacks its task id), and tool.permission.resolved and
 /// tool.progress from their `required` lists, words and `not` in
 /// `execution-event.schema.json@62fc780` (not carried; tool.permission.request's row
-/// follows the same file). The others' schemas are not carried either, so they
-/// get the envelope rules alone.
+/// follows the same file), and model.switch.after from that file's `not` alone (no
+/// `proposed`: a switch made proposes nothing). The others' schemas are not carried
+/// either, so they get the envelope rules alone.
 pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "session.end",
@@ -481,6 +482,8 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
         ],
     ),
     ("file.changed", &[("/changes", ChangedFiles)]),
+    // Only its `not`: the rest of its schema is not checked here.
+    ("model.switch.after", &[("/proposed", Absent)]),
 ];
 
 /// How a session ended (session-end.schema.json `outcome`).
