@@ -558,7 +558,9 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             continue;
         }
         let rule = match shape {
-            Shape::Object | Shape::Tool | Shape::Identity if !value.is_object() => {
+            Shape::Object | Shape::Tool | Shape::Identity | Shape::Execution(_)
+                if !value.is_object() =>
+            {
                 "must be an object"
             }
             Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles if !value.is_array() => {
@@ -604,6 +606,12 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             // The rows name the event's own call, whose parent is the event.
             Shape::Call => {
                 check_call(event, "", problems);
+                continue;
+            }
+            // The rows name the event's own execution, whose parent is the event.
+            Shape::Execution(skips) => {
+                check_execution(event, "", None, problems);
+                check_skip(value, pointer, name, skips, problems);
                 continue;
             }
             // Right as it is; a message's shape is its content slot's to name
@@ -807,6 +815,32 @@ fn check_execution(
     }
     closed(execution, &at, known, what, problems);
     status == Some("skipped")
+}
+
+/// The skip an execution (at `at`, checked by [`check_execution`]) makes is one of
+/// `skips`, the reasons its event allows; none skips at all when there are none
+/// (execution-event.schema.json@62fc780, the `allOf` of model.response.after,
+/// model.error and context.compact.after).
+fn check_skip(execution: &Node, at: &str, name: &str, skips: &[&str], problems: &mut Problems) {
+    if execution.get("status").and_then(Node::as_str) != Some("skipped") {
+        return;
+    }
+    let reason = execution.get("reason").and_then(Node::as_str);
+    match reason {
+        _ if skips.is_empty() => {
+            problems.add(
+                format!("{at}/status"),
+                &format!("must be \"executed\" on {name}"),
+            );
+        }
+        Some(reason) if SKIP_REASONS.contains(&reason) && !skips.contains(&reason) => {
+            problems.add(
+                format!("{at}/reason"),
+                &format!("must be {} on {name}", skips.join(" or ")),
+            );
+        }
+        _ => {}
+    }
 }
 
 /// The members of one of tool.batch.after's `calls` (execution-event.schema.json@62fc780,
@@ -1294,7 +1328,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 91,
+            checked, 89,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1302,7 +1336,7 @@ mod tests {
     /// A value `shape` refuses, and the rule that names it.
     fn mistake(name: &str, shape: Shape) -> (Value, String) {
         let (value, rule) = match shape {
-            Shape::Object | Shape::Tool | Shape::Call | Shape::Identity => {
+            Shape::Object | Shape::Tool | Shape::Call | Shape::Identity | Shape::Execution(_) => {
                 (json!([]), "must be an object")
             }
             Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles => {
@@ -2652,6 +2686,7 @@ mod tests {
             tool_observed("tool.progress"),
             file_changed(),
             switch_after(),
+            model_error(),
         ];
         let mut checked = 0;
         for (name, members) in events::OBSERVED {
@@ -2679,9 +2714,10 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 27,
+            checked, 28,
             "the members of session.end, hook.failure, task.change.after, \
-             tool.permission.resolved, tool.progress, file.changed and model.switch.after"
+             tool.permission.resolved, tool.progress, file.changed, model.switch.after \
+             and model.error"
         );
     }
 
@@ -2988,6 +3024,83 @@ mod tests {
                 let problems = intercepted_problems(&event);
                 assert_eq!(problems.len(), 1, "{execution}: {problems:?}");
                 assert_eq!(problems[0].0, format!("{at}{member}"), "{execution}");
+            }
+        }
+    }
+
+    /// A model.error made from the example model.response.after: the call ran and
+    /// failed, with an error and no finish reason or items.
+    fn model_error() -> Value {
+        let mut event = example("model.response.after");
+        event["type"] = json!("model.error");
+        if let Some(members) = event.as_object_mut() {
+            members.remove("finishReason");
+            members.remove("items");
+        }
+        event["error"] = json!({"message": "overloaded", "class": "provider"});
+        event
+    }
+
+    /// The execution of a model response, a model error and a compaction result is
+    /// execution-event.schema.json@62fc780 `$defs/execution`, each branch closed as on
+    /// tool.after, and narrowed by each event's `allOf`: a response or a compaction skips
+    /// only for a supplied result, and a model error was executed.
+    #[test]
+    fn a_model_call_or_a_compaction_holds_an_execution_of_its_branch() {
+        let events = [
+            example("model.response.after"),
+            example("context.compact.after"),
+            model_error(),
+        ];
+        let supplied = json!({"status": "skipped", "reason": "supplied_result"});
+        for event in events {
+            let name = event["type"].as_str().unwrap_or_default().to_owned();
+            assert_eq!(observed_problems(&event), [], "{name}");
+            let mut cases = vec![
+                (
+                    json!({"status": "executed", "detail": "ran"}),
+                    "/detail",
+                    None,
+                ),
+                (
+                    json!({"status": "executed", "reason": "other"}),
+                    "/reason",
+                    None,
+                ),
+                (json!({"status": "executed", "by": "x"}), "/by", None),
+            ];
+            match name.as_str() {
+                "model.error" => {
+                    let executed = "must be \"executed\" on model.error";
+                    cases.push((supplied.clone(), "/status", Some(executed.to_owned())));
+                    let policy = json!({"status": "skipped", "reason": "policy"});
+                    cases.push((policy, "/status", Some(executed.to_owned())));
+                }
+                _ => {
+                    let event = edited(event.clone(), "/execution", Some(supplied.clone()));
+                    assert_eq!(observed_problems(&event), [], "{name}: {supplied}");
+                    let rule = format!("must be supplied_result on {name}");
+                    for reason in ["policy", "cancelled", "timeout", "other"] {
+                        let skipped = json!({"status": "skipped", "reason": reason});
+                        cases.push((skipped, "/reason", Some(rule.clone())));
+                    }
+                    let cached = json!({"status": "skipped", "reason": "supplied_result",
+                                        "detail": "cached"});
+                    cases.push((cached, "/detail", None));
+                }
+            }
+            for (execution, member, rule) in cases {
+                let event = edited(event.clone(), "/execution", Some(execution.clone()));
+                let problems = observed_problems(&event);
+                assert_eq!(problems.len(), 1, "{name}: {execution}: {problems:?}");
+                assert_eq!(
+                    problems[0].0,
+                    format!("/execution{member}"),
+                    "{name}: {execution}"
+                );
+                if let Some(rule) = rule {
+                    assert_eq!(problems[0].1, rule, "{name}: {execution}");
+                }
             }
         }
     }

@@ -56,6 +56,11 @@ pub enum Shape {
     /// path, batch?, outcome, execution}` and nothing else, checked as tool.after checks
     /// its own (execution-event.schema.json@62fc780).
     ResolvedCalls,
+    /// A model call's or a compaction's `execution` (at `/execution`,
+    /// execution-event.schema.json@62fc780 `$defs/execution`): one of its branches, each
+    /// closed, as tool.after's own is checked; skipped only for one of these reasons (the
+    /// event's `allOf`), never when there are none.
+    Execution(&'static [&'static str]),
     /// file.changed's `changes`: a non-empty list of `{path, operation, agentCaused,
     /// before?, after?}` and nothing else (task-workspace-event.schema.json@8f91ac4).
     ChangedFiles,
@@ -89,8 +94,8 @@ const STOP_CONTINUE: &[FlowOperation] = &[FlowOperation::Stop, FlowOperation::Co
 
 // `Shape::Message` is written out: `Message` is the effect.
 use Shape::{
-    Absent, Array, Bool, Call, ChangedFiles, Count, Identity, Object, Ordinal, ResolvedCalls, Text,
-    Tool, Word,
+    Absent, Array, Bool, Call, ChangedFiles, Count, Execution, Identity, Object, Ordinal,
+    ResolvedCalls, Text, Tool, Word,
 };
 
 /// One row per interceptable event, in capabilities.schema.json order.
@@ -108,7 +113,8 @@ use Shape::{
 /// for its item, which predates canonical messages; `task-return-capability.invalid.json`
 /// a complete task.change.before). Presence and JSON type are checked here, and the few
 /// closed words and ranges the rows name (`Word`: a task change's operation; `Ordinal`:
-/// a model attempt's number); other enumerated words are not, and content slots are
+/// a model attempt's number; `Execution`: a model call's or a compaction's execution);
+/// other enumerated words are not, and content slots are
 /// checked by their shapes ([`content`]). tool.batch.after's `calls` are checked each
 /// in full, as tool.after's own call ([`Shape::ResolvedCalls`]).
 ///
@@ -228,8 +234,7 @@ pub const TABLE: &[Rules] = &[
             ("/attempt", Object),
             ("/attempt/id", Text),
             ("/attempt/number", Ordinal),
-            ("/execution", Object),
-            ("/execution/status", Text),
+            ("/execution", Execution(SUPPLIED)),
             ("/items", Array),
             ("/finishReason", Text),
         ]),
@@ -307,8 +312,7 @@ pub const TABLE: &[Rules] = &[
         Payload::Members(&[
             ("/summary", Array),
             ("/removed", Array),
-            ("/execution", Object),
-            ("/execution/status", Text),
+            ("/execution", Execution(SUPPLIED)),
         ]),
     ),
     rules(
@@ -377,6 +381,10 @@ pub const TABLE: &[Rules] = &[
     ),
 ];
 
+/// How a model response or a compaction result may be skipped: only for a result
+/// supplied in its place (execution-event.schema.json@62fc780, their `allOf`).
+const SUPPLIED: &[&str] = &["supplied_result"];
+
 /// The members of a task change, proposed or made (task-workspace-event.schema.json
 /// `task`).
 const TASK_CHANGE: &[(&str, Shape)] = &[
@@ -432,9 +440,10 @@ pub const CATALOGUE: [&str; 32] = [
 /// `task-id-missing.invalid.json` lacks its task id), and tool.permission.resolved and
 /// tool.progress from their `required` lists, words and `not` in
 /// `execution-event.schema.json@62fc780` (not carried; tool.permission.request's row
-/// follows the same file), and model.switch.after from that file's `not` alone (no
-/// `proposed`: a switch made proposes nothing). The others' schemas are not carried
-/// either, so they get the envelope rules alone.
+/// follows the same file), model.switch.after from that file's `not` alone (no
+/// `proposed`: a switch made proposes nothing) and model.error from its `execution`
+/// alone. The others' schemas are not carried either, so they get the envelope rules
+/// alone.
 pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "session.end",
@@ -484,6 +493,9 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     ("file.changed", &[("/changes", ChangedFiles)]),
     // Only its `not`: the rest of its schema is not checked here.
     ("model.switch.after", &[("/proposed", Absent)]),
+    // Only its execution, which ran (never skipped): the rest of its schema is not
+    // checked here.
+    ("model.error", &[("/execution", Execution(&[]))]),
 ];
 
 /// How a session ended (session-end.schema.json `outcome`).
