@@ -29,7 +29,8 @@
 //!   `text` or `attachment` is lowered as a part, whatever else it has or lacks; one
 //!   without a selection claims none, and is lowered to the subscription's. A part is
 //!   lowered by what it keeps, not by what it loses, so a member no schema names never
-//!   outlives a lowering.
+//!   outlives a lowering; what it keeps is searched as any member, so a part held in
+//!   another (there, one may be) keeps to its own selection, whatever its holder claims.
 //!
 //! What is neither a part nor in one (a bare string in an extension, say) is no content
 //! to a selection: the harness puts content in parts.
@@ -150,27 +151,32 @@ impl Content {
         }
     }
 
-    /// Lowers one part to the smaller of its own selection and this one for its category.
+    /// Lowers one part to the smaller of its own selection and this one for its category,
+    /// and every part in what stays of it.
     fn lower(&self, part: &mut Map<String, Value>) -> bool {
         let own = claimed(|key| part.get(key).and_then(Value::as_str));
         let allowed = self.for_category(&category(part));
         let to = own.min(allowed);
-        if to == Selection::Body {
-            return false;
+        let mut changed = false;
+        if to < Selection::Body {
+            // What stays is named, never what goes: a member no schema names (a part in a
+            // slot the event checks could not reach) goes too, whatever it holds.
+            let keeps = |key: &str| {
+                NAMING.contains(&key) || (to == Selection::Metadata && SIZE_AND_HASH.contains(&key))
+            };
+            let members = part.len();
+            part.retain(|key, _| keeps(key));
+            changed = part.len() != members;
+            if part.get("selection").and_then(Value::as_str) != Some(to.as_str()) {
+                part.insert("selection".into(), Value::from(to.as_str()));
+                changed = true;
+            }
         }
-        // What stays is named, never what goes: a member no schema names (a part in a
-        // slot the event checks could not reach) goes too, whatever it holds.
-        let keeps = |key: &str| {
-            NAMING.contains(&key) || (to == Selection::Metadata && SIZE_AND_HASH.contains(&key))
-        };
-        let members = part.len();
-        part.retain(|key, _| keeps(key));
-        let mut changed = part.len() != members;
-        if part.get("selection").and_then(Value::as_str) != Some(to.as_str()) {
-            part.insert("selection".into(), Value::from(to.as_str()));
-            changed = true;
-        }
-        changed
+        // Where no check reached, a part may hold another in any member, even one that
+        // names it (an extension holds any JSON): that one keeps to its own selection,
+        // though the part that holds it claims more.
+        part.values_mut()
+            .fold(changed, |changed, v| self.lower_within(v) | changed)
     }
 
     fn for_category(&self, category: &str) -> Selection {
@@ -559,10 +565,10 @@ fn least_within(node: &Node) -> Option<Selection> {
     match node {
         Node::Object(object) => {
             let text = |key: &str| object.get(key).and_then(Node::as_str);
-            match is_part(text) {
-                true => Some(claimed(text)),
-                false => object.members().filter_map(|(_, n)| least_within(n)).min(),
-            }
+            // A part's own members are searched too: it may hold a part that claims less.
+            let own = is_part(text).then(|| claimed(text));
+            let within = object.members().filter_map(|(_, n)| least_within(n));
+            within.chain(own).min()
         }
         Node::Array(items) => items.iter().filter_map(least_within).min(),
         _ => None,

@@ -1838,6 +1838,68 @@ mod tests {
         assert_eq!(sent["calls"], event["calls"]);
     }
 
+    /// A part may hold another where no check reaches: an extension holds any JSON
+    /// (extensions.schema.json), so a part that claims body there may carry, under a
+    /// member no schema names or even one that names a part, a part the harness withheld
+    /// (omit or metadata). That part keeps to its own selection for every subscription:
+    /// its text reaches neither one that allows body nor one that allows metadata.
+    /// Where a check reaches (`items`), the nesting is refused instead.
+    #[test]
+    fn a_withheld_part_nested_in_a_body_part_never_reaches_a_subscription() {
+        use content::{Content, Selection};
+        let outer = json!({"id": "p1", "kind": "text", "mediaType": "text/plain",
+                           "selection": "body", "text": "visible"});
+        let views = [
+            Content::all(Selection::Body),
+            Content::all(Selection::Metadata),
+            Content {
+                default: Selection::Metadata,
+                categories: vec![("text".to_owned(), Selection::Body)],
+            },
+        ];
+        for selection in ["omit", "metadata"] {
+            let withheld = json!({"id": "p2", "kind": "text", "mediaType": "text/plain",
+                                  "selection": selection, "text": "hunter2"});
+            for member in ["quoted", "category"] {
+                let mut holder = outer.clone();
+                holder[member] = withheld.clone();
+                let mut event = valid();
+                event["extensions"] = json!({"com.example.notes": holder});
+                let event = Event::parse_tool_before(&event.to_string()).expect("an open member");
+                for content in &views {
+                    let view = View {
+                        include_native: false,
+                        content: content.clone(),
+                    };
+                    let mut out = Vec::new();
+                    event.write_wire(&view, &mut out);
+                    let sent = String::from_utf8(out).unwrap();
+                    assert!(!sent.contains("hunter2"), "{member}, {content:?}: {sent}");
+                }
+                let sent: Value = serde_json::from_str(&wire(&event, false)).unwrap();
+                let notes = &sent["extensions"]["com.example.notes"];
+                assert_eq!(notes["text"], "visible", "the holder claims body: {notes}");
+                assert_eq!(
+                    notes[member],
+                    json!({"id": "p2", "kind": "text", "mediaType": "text/plain",
+                           "selection": selection}),
+                    "{member}"
+                );
+            }
+            let mut holder = outer.clone();
+            holder["quoted"] = withheld;
+            let mut event = valid();
+            event["items"] = json!([holder]);
+            assert_eq!(
+                problems(&event),
+                [(
+                    "/items/0/quoted".to_owned(),
+                    "is not a member of a part".to_owned()
+                )]
+            );
+        }
+    }
+
     /// The upstream event fixtures that break a rule of the call, the envelope or the
     /// tool.after payload are refused at the member they break; the valid one is not.
     #[test]
