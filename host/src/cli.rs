@@ -500,18 +500,10 @@ fn init_logging(hook: bool) {
         // A log line that cannot be written (stderr closed or full, a full disk) is lost,
         // never a panic that would change a hook's exit code.
         .log_internal_errors(false)
-        .with_filter(tracing_subscriber::filter::filter_fn(keeps_secrets_out))
-        // Outermost, so its level hint stays the subscriber's: `log` records below it
-        // (wasmtime's, cranelift's) are skipped before they reach any filter.
+        // Its level hint is the subscriber's: `log` records below it (wasmtime's,
+        // cranelift's) are skipped before they are formatted.
         .with_filter(filter);
     tracing_subscriber::registry().with(layer).init();
-}
-
-/// Whether a log event may be written: not one of oci-client's below warnings, whatever
-/// `AHP_LOG` asks (`oci_client::client=debug` included), since its debug lines may print
-/// registry credentials (a push goes through it).
-fn keeps_secrets_out(event: &tracing::Metadata<'_>) -> bool {
-    !event.target().starts_with("oci_client") || *event.level() <= tracing::Level::WARN
 }
 
 /// The log file of `ahp hook`: `AHP_LOG_FILE`, appended (one write per line, so hook

@@ -254,7 +254,7 @@ async fn token(
     let token = given(answer.token)
         .or(given(answer.access_token))
         .ok_or("the token service's answer holds no token")?;
-    // Checked here, not repeated: oci-client, handed it for a push, would panic on it.
+    // Checked once here, with a clear error: every request would fail on it later.
     if HeaderValue::try_from(format!("Bearer {token}")).is_err() {
         return Err("the token service's token cannot be sent in a header".into());
     }
