@@ -7,6 +7,7 @@
 //! as `engine-failure`: interception that did not complete is never permission.
 
 use crate::audit::AuditLog;
+use crate::audit_queue::AuditQueue;
 use crate::backends::{self, Backends};
 use crate::bindings::interceptor::{self as wit, Delivery};
 use crate::builder::InterceptorBuilder;
@@ -53,7 +54,7 @@ struct Inner {
     backends: Arc<Backends>,
     bound: Duration,
     pool: Pool,
-    audit: Option<Arc<AuditLog>>,
+    audit: Option<AuditQueue>,
     shut_down: AtomicBool,
     /// Set by shutdown: every in-flight call ends (as a `shutdown` denial).
     closing: Interrupt,
@@ -129,11 +130,12 @@ impl Interceptor {
             from_wit(warnings).iter().map(ToString::to_string).collect();
         warnings.extend(backends.warnings());
         let audit = match &options.audit_path {
-            Some(path) => Some(Arc::new(
+            Some(path) => Some(
                 AuditLog::open(path)
+                    .and_then(AuditQueue::start)
                     .with_context(|| format!("open audit log {}", path.display()))
                     .map_err(Error::setup)?,
-            )),
+            ),
             None => None,
         };
         let closing = Interrupt::new();
@@ -407,36 +409,22 @@ impl Interceptor {
         .await
     }
 
-    /// Appends `record` to the audit log, synced, on a blocking thread: done when this
-    /// returns, without stalling the async workers on the `fsync` — unless the call's
-    /// `budget` (with [`AUDIT_GRACE`]) runs out first, waiting for the file's lock
-    /// (another process holding it): the call is not held past its budget, and the
-    /// record is written as soon as the lock is free.
+    /// Appends `record` to the audit log, synced, and returns once it is — unless the
+    /// call's `budget` has passed and [`AUDIT_GRACE`] more (counted from now if later)
+    /// runs out first, waiting for the file's lock (another process holding it): the call
+    /// is not held past its budget, and the record is written as soon as the lock is free.
     async fn write_audit(&self, record: &Record, budget: Option<Instant>) {
-        let Some(audit) = self.inner.audit.clone() else {
-            return;
-        };
-        let record = record.clone();
-        let writing = tokio::task::spawn_blocking(move || append(&audit, &record));
-        let written = match budget {
-            Some(budget) => tokio::time::timeout_at((budget + AUDIT_GRACE).into(), writing).await,
-            None => Ok(writing.await),
-        };
-        match written {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(error = %e, "audit append failed"),
-            Err(_) => tracing::error!(
-                "the audit record was not written by the call's budget (the audit file \
-                 locked elsewhere?): it is written once the file can be"
-            ),
+        if let Some(audit) = &self.inner.audit {
+            let until = budget.and_then(|b| b.max(Instant::now()).checked_add(AUDIT_GRACE));
+            audit.write(record.clone(), until).await;
         }
     }
 
     /// As [`Interceptor::write_audit`], for a call dropped before completion, where
-    /// there is nothing to await: see [`blocking`].
+    /// there is nothing to await: the record is queued.
     fn write_audit_detached(&self, record: Record) {
-        if let Some(audit) = self.inner.audit.clone() {
-            blocking(move || append(&audit, &record));
+        if let Some(audit) = &self.inner.audit {
+            audit.write_detached(record);
         }
     }
 
@@ -575,7 +563,7 @@ impl Drop for Abandoned<'_> {
     }
 }
 
-/// Runs blocking `work` (an `fsync`, reaping children) from a synchronous function
+/// Runs blocking `work` (reaping children) from a synchronous function
 /// without stalling the async workers. On a multi-threaded runtime it runs in place
 /// after the worker hands its other tasks off, so it is done when this returns; with no
 /// runtime it simply runs. A current-thread runtime has no other worker to hand off to:
@@ -588,13 +576,5 @@ fn blocking(work: impl FnOnce() + Send + 'static) {
         }
         Ok(_) => tokio::task::block_in_place(work),
         Err(_) => work(),
-    }
-}
-
-/// Appends one record to the audit log, blocking until it is synced; a failure is logged
-/// (the decision stands either way).
-fn append(audit: &AuditLog, record: &Record) {
-    if let Err(e) = audit.append(record) {
-        tracing::error!(path = %audit.path().display(), error = %e, "audit append failed");
     }
 }

@@ -16,6 +16,7 @@
 mod api;
 /// The durable JSONL audit log.
 pub mod audit;
+mod audit_queue;
 mod backends;
 #[allow(missing_docs)]
 mod bindings;

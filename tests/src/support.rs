@@ -330,6 +330,16 @@ pub fn audit_lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The records of an audit log once it holds `n` (waiting up to 5 s for a record still
+/// being written: a dropped call's, or one that waited for the file's lock).
+pub async fn audit_lines_once(path: &Path, n: usize) -> Vec<Value> {
+    let waited = Instant::now();
+    while audit_lines(path).len() < n && waited.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    audit_lines(path)
+}
+
 /// A valid `tool.before` event with the given id.
 pub fn event(id: &str) -> String {
     json!({

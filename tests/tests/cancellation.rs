@@ -6,8 +6,8 @@ use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options,
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_failed, assert_nothing_sent, assert_settled, assert_settled_at, assert_settled_by,
-    audit_lines, call, event, interceptor, only_interceptor, record_json, registration, timed_call,
-    Http,
+    audit_lines_once, call, event, interceptor, only_interceptor, record_json, registration,
+    timed_call, Http,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -149,7 +149,7 @@ async fn a_call_dropped_before_it_settles_is_recorded_interrupted() {
     assert!(cut.is_err(), "the call was still waiting for the backend");
     assert_eq!(backend.requests().len(), 1);
 
-    let lines = audit_lines(&audit);
+    let lines = audit_lines_once(&audit, 1).await;
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0]["decision"], "deny");
     assert_eq!(lines[0]["decidedBy"], "interrupted");

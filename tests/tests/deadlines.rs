@@ -5,13 +5,14 @@
 //! the call returned no earlier than the deadline and no later than the deadline plus a
 //! generous slack (a correctness bound, not a benchmark).
 
-use ahp_host::{DecidedBy, Decision, Interceptor, Options, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    assert_failed, assert_settled, assert_settled_at, attempts, audit_lines, interceptor,
-    only_interceptor, record_json, registration, timed_call, Http, SLACK,
+    assert_failed, assert_settled, assert_settled_at, attempts, audit_lines, audit_lines_once,
+    event, interceptor, only_interceptor, record_json, registration, timed_call, Http, SLACK,
 };
 use serde_json::json;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const BACKEND: &str = "com.example.policy";
@@ -314,9 +315,120 @@ async fn a_locked_audit_file_does_not_hold_the_call_past_its_budget() {
     assert!(audit_lines(&audit).is_empty());
 
     holder.unlock().expect("unlock");
-    let waited = Instant::now();
-    while audit_lines(&audit).is_empty() && waited.elapsed() < Duration::from_secs(5) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    assert_eq!(audit_lines_once(&audit, 1).await, [record_json(&settled)]);
+}
+
+/// An interceptor writing to `audit` with one interceptor, `backend`, under `policy`.
+async fn audited(audit: &Path, backend: &str, policy: &str) -> Interceptor {
+    let options = Options {
+        audit_path: Some(audit.to_path_buf()),
+        ..Options::default()
+    };
+    let reg = registration(&[Http::new(BACKEND, backend.to_string()).policy(policy)]);
+    Interceptor::new(&reg, options).await.expect("valid")
+}
+
+/// A call completed after its budget (a harness that acted on `settle`'s decision first)
+/// still returns only once its record is synced: the grace counts from the write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_completed_after_its_budget_returns_with_its_record_written() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let audit = dir.path().join("audit.jsonl");
+    let hooks = audited(&audit, &backend.url(), "fail-closed").await;
+    let budget = Some(Duration::from_millis(100));
+    let call = hooks
+        .settle(
+            &event("evt_late_complete"),
+            &[EffectKind::Deny],
+            budget,
+            &Interrupt::new(),
+        )
+        .await
+        .expect("a valid event");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let settled = call.complete().await;
     assert_eq!(audit_lines(&audit), [record_json(&settled)]);
+}
+
+/// A call dropped by the harness while another process holds the audit file's lock
+/// (a `timeout` around `intercept`) lets the harness go on at once; its record,
+/// interrupted, is written once the lock is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_while_the_audit_file_is_locked_holds_nobody() {
+    let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let audit = dir.path().join("audit.jsonl");
+    let hooks = audited(&audit, &backend.url(), "fail-closed").await;
+    let holder = std::fs::File::open(&audit).expect("the audit file exists");
+    holder.lock().expect("lock the audit file");
+
+    let dropped = event("evt_dropped_locked");
+    let started = Instant::now();
+    let cut = tokio::time::timeout(Duration::from_millis(300), async {
+        hooks
+            .intercept(&dropped, &[EffectKind::Deny], Some(Duration::from_secs(5)))
+            .await
+    });
+    let unlock = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(3));
+        holder.unlock().expect("unlock");
+    });
+    assert!(cut.await.is_err(), "the backend never answers");
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < Duration::from_millis(300) + SLACK,
+        "held {elapsed:?}"
+    );
+    unlock.join().expect("the unlocking thread");
+    let lines = audit_lines_once(&audit, 1).await;
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["decidedBy"], "interrupted");
+}
+
+/// Records waiting for a lock another process holds take no thread a name lookup
+/// needs: with two blocking threads in the runtime, interceptors whose calls left their
+/// records waiting do not stop the next one from resolving `localhost` (each connects
+/// anew) and reaching its backend.
+#[test]
+fn records_waiting_for_the_lock_leave_name_lookups_their_threads() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+        let by_name = backend.url().replace("127.0.0.1", "localhost");
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let audit = dir.path().join("audit.jsonl");
+        std::fs::File::create(&audit).expect("the audit file");
+        let holder = std::fs::File::open(&audit).expect("the audit file exists");
+        holder.lock().expect("lock the audit file");
+        let mut kept = Vec::new();
+        for n in 0..4 {
+            let id = format!("evt_waiting_{n}");
+            let budget = Some(Duration::from_millis(100));
+            let calling = async {
+                let hooks = audited(&audit, &by_name, "fail-closed").await;
+                let settled = hooks
+                    .intercept(&event(&id), &[EffectKind::Deny], budget)
+                    .await;
+                (hooks, settled.expect("a valid event"))
+            };
+            let (hooks, settled) = tokio::time::timeout(Duration::from_secs(20), calling)
+                .await
+                .unwrap_or_else(|_| panic!("call {n} hung"));
+            assert_eq!(
+                (settled.decision, settled.decided_by),
+                (Decision::Allow, DecidedBy::NoObjection),
+                "call {n}: {}",
+                record_json(&settled)
+            );
+            kept.push(hooks);
+        }
+        holder.unlock().expect("unlock");
+        assert_eq!(audit_lines_once(&audit, 4).await.len(), 4);
+    });
 }

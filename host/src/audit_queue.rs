@@ -1,0 +1,104 @@
+//! An interceptor's audit records reach its log through one thread of their own, in the
+//! order the calls hand them over. A lock another process holds on the file parks that
+//! thread only — never a call past its budget, never the runtime's blocking pool (which
+//! name lookups share) — and the records queue behind it, in order, until it is free.
+
+use crate::audit::AuditLog;
+use ahp_vocab::Record;
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// How long dropping the queue waits for the records still in it: a process that exits
+/// right after dropping its interceptor keeps them, and one whose log another process
+/// keeps locked is not held for long.
+const DRAIN_BOUND: Duration = Duration::from_secs(2);
+
+/// One record to append, and whom to tell once it is synced.
+struct Queued {
+    record: Record,
+    written: Option<oneshot::Sender<()>>,
+}
+
+/// The queue in front of an audit log's writer thread.
+pub(crate) struct AuditQueue {
+    /// `None` once dropped: the writer ends when the queue is closed and empty.
+    queue: Option<mpsc::Sender<Queued>>,
+    /// Closed by the writer when it ends.
+    drained: Mutex<mpsc::Receiver<()>>,
+}
+
+impl AuditQueue {
+    /// Starts the writer thread of `log`.
+    pub fn start(log: AuditLog) -> std::io::Result<AuditQueue> {
+        let (queue, queued) = mpsc::channel::<Queued>();
+        let (done, drained) = mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("ahp-audit".into())
+            .spawn(move || {
+                for Queued { record, written } in queued {
+                    if let Err(e) = log.append(&record) {
+                        tracing::error!(path = %log.path().display(), error = %e, "audit append failed");
+                    }
+                    if let Some(written) = written {
+                        let _ = written.send(());
+                    }
+                }
+                drop(done);
+            })?;
+        Ok(AuditQueue {
+            queue: Some(queue),
+            drained: Mutex::new(drained),
+        })
+    }
+
+    /// Appends `record`, synced, and returns once it is; or at `until`, if that comes
+    /// first (the file locked elsewhere), leaving it queued, to be written once it can be.
+    pub async fn write(&self, record: Record, until: Option<Instant>) {
+        let (written, synced) = oneshot::channel();
+        self.hand_over(Queued {
+            record,
+            written: Some(written),
+        });
+        let synced = match until {
+            Some(until) => tokio::time::timeout_at(until.into(), synced).await.ok(),
+            None => Some(synced.await),
+        };
+        if synced.is_none() {
+            tracing::error!(
+                "the audit record was not written by the call's budget (the audit file \
+                 locked elsewhere?): it is written once the file can be"
+            );
+        }
+    }
+
+    /// Queues `record` without waiting for it (a call dropped, with nothing to await).
+    pub fn write_detached(&self, record: Record) {
+        self.hand_over(Queued {
+            record,
+            written: None,
+        });
+    }
+
+    fn hand_over(&self, queued: Queued) {
+        let sent = match &self.queue {
+            Some(queue) => queue.send(queued).is_ok(),
+            None => false,
+        };
+        if !sent {
+            tracing::error!("the audit writer has stopped: a record was not written");
+        }
+    }
+}
+
+impl Drop for AuditQueue {
+    /// Closes the queue and waits (up to [`DRAIN_BOUND`]) for what is still in it.
+    fn drop(&mut self) {
+        self.queue = None;
+        let drained = self.drained.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Err(mpsc::RecvTimeoutError::Timeout) = drained.recv_timeout(DRAIN_BOUND) {
+            tracing::error!("audit records still queued when the interceptor was dropped");
+        }
+    }
+}
