@@ -2736,6 +2736,41 @@ mod tests {
         );
     }
 
+    /// execution-event.schema.json@62fc780 `required` on model.switch.after: the model
+    /// left (`previous`) and the one now run (`current`), each `$defs/model` `{id,
+    /// provider}` of non-empty strings, and a non-empty `reason`.
+    #[test]
+    fn a_switch_made_names_the_model_it_left_the_one_it_runs_and_why() {
+        let required = "is required on model.switch.after";
+        let cases = [
+            ("/previous", None, required),
+            (
+                "/previous",
+                Some(json!("example-model")),
+                "must be an object",
+            ),
+            ("/previous/id", None, required),
+            (
+                "/previous/provider",
+                Some(json!("")),
+                "must be a non-empty string",
+            ),
+            ("/current", None, required),
+            ("/current/id", Some(json!(7)), "must be a non-empty string"),
+            ("/current/provider", None, required),
+            ("/reason", None, required),
+            ("/reason", Some(json!("")), "must be a non-empty string"),
+        ];
+        for (pointer, value, rule) in cases {
+            let event = edited(switch_after(), pointer, value.clone());
+            assert_eq!(
+                observed_problems(&event),
+                [(pointer.to_owned(), rule.to_owned())],
+                "{pointer}: {value:?}"
+            );
+        }
+    }
+
     /// Each member of a type observed only whose rules are known: missing, it is the one
     /// problem, named at its pointer; of the wrong shape, likewise.
     #[test]
@@ -2776,7 +2811,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 28,
+            checked, 35,
             "the members of session.end, hook.failure, task.change.after, \
              tool.permission.resolved, tool.progress, file.changed, model.switch.after \
              and model.error"

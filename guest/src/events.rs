@@ -440,9 +440,9 @@ pub const CATALOGUE: [&str; 32] = [
 /// `task-id-missing.invalid.json` lacks its task id), and tool.permission.resolved and
 /// tool.progress from their `required` lists, words and `not` in
 /// `execution-event.schema.json@62fc780` (not carried; tool.permission.request's row
-/// follows the same file), model.switch.after from that file's `not` alone (no
-/// `proposed`: a switch made proposes nothing) and model.error from its `execution`
-/// alone. The others' schemas are not carried either, so they get the envelope rules
+/// follows the same file), model.switch.after from its `required` list and `not` in
+/// that file (no `proposed`: a switch made proposes nothing) and model.error from its
+/// `execution` alone. The others' schemas are not carried either, so they get the envelope rules
 /// alone.
 pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
@@ -491,8 +491,20 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
         ],
     ),
     ("file.changed", &[("/changes", ChangedFiles)]),
-    // Only its `not`: the rest of its schema is not checked here.
-    ("model.switch.after", &[("/proposed", Absent)]),
+    (
+        "model.switch.after",
+        &[
+            ("/previous", Object),
+            ("/previous/id", Text),
+            ("/previous/provider", Text),
+            ("/current", Object),
+            ("/current/id", Text),
+            ("/current/provider", Text),
+            ("/reason", Text),
+            // `not` required proposed: a switch made proposes nothing.
+            ("/proposed", Absent),
+        ],
+    ),
     // Only its execution, which ran (never skipped): the rest of its schema is not
     // checked here.
     ("model.error", &[("/execution", Execution(&[]))]),
