@@ -558,7 +558,7 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             continue;
         }
         let rule = match shape {
-            Shape::Object | Shape::Tool | Shape::Identity | Shape::Execution(_)
+            Shape::Object | Shape::Tool | Shape::Identity | Shape::Execution(_) | Shape::Error
                 if !value.is_object() =>
             {
                 "must be an object"
@@ -612,6 +612,13 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             Shape::Execution(skips) => {
                 check_execution(event, "", None, problems);
                 check_skip(value, pointer, name, skips, problems);
+                continue;
+            }
+            // The rows name the event's own error, at `/error`.
+            Shape::Error => {
+                if let Some(error) = value.as_object() {
+                    check_error(error, problems);
+                }
                 continue;
             }
             // Right as it is; a message's shape is its content slot's to name
@@ -1336,9 +1343,12 @@ mod tests {
     /// A value `shape` refuses, and the rule that names it.
     fn mistake(name: &str, shape: Shape) -> (Value, String) {
         let (value, rule) = match shape {
-            Shape::Object | Shape::Tool | Shape::Call | Shape::Identity | Shape::Execution(_) => {
-                (json!([]), "must be an object")
-            }
+            Shape::Object
+            | Shape::Tool
+            | Shape::Call
+            | Shape::Identity
+            | Shape::Execution(_)
+            | Shape::Error => (json!([]), "must be an object"),
             Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles => {
                 (json!({}), "must be an array")
             }
@@ -2811,7 +2821,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 35,
+            checked, 43,
             "the members of session.end, hook.failure, task.change.after, \
              tool.permission.resolved, tool.progress, file.changed, model.switch.after \
              and model.error"
@@ -3136,6 +3146,59 @@ mod tests {
         }
         event["error"] = json!({"message": "overloaded", "class": "provider"});
         event
+    }
+
+    /// execution-event.schema.json@62fc780 `required` on model.error: the model called
+    /// and the attempt that failed (`$defs/model`, `$defs/attempt`, as on its response),
+    /// and the error (`$defs/error`, closed, as tool.after's own); and `not` required
+    /// finishReason: a call that failed finished for no reason a response gives.
+    #[test]
+    fn a_model_error_names_its_model_attempt_and_error_and_no_finish_reason() {
+        assert_eq!(observed_problems(&model_error()), []);
+        let required = "is required on model.error";
+        let cases = [
+            ("/model", None, required),
+            ("/model", Some(json!("example-model")), "must be an object"),
+            ("/model/id", None, required),
+            (
+                "/model/provider",
+                Some(json!("")),
+                "must be a non-empty string",
+            ),
+            ("/attempt", None, required),
+            ("/attempt/id", Some(json!(1)), "must be a non-empty string"),
+            (
+                "/attempt/number",
+                Some(json!(0)),
+                "must be a positive integer",
+            ),
+            ("/error", None, required),
+            ("/error", Some(json!("overloaded")), "must be an object"),
+            ("/error/class", None, "is required"),
+            (
+                "/error/message",
+                Some(json!("")),
+                "must be a non-empty string",
+            ),
+            (
+                "/error/retryAfter",
+                Some(json!(3)),
+                "is not a member of error",
+            ),
+            (
+                "/finishReason",
+                Some(json!("error")),
+                "must not be present on model.error",
+            ),
+        ];
+        for (pointer, value, rule) in cases {
+            let event = edited(model_error(), pointer, value.clone());
+            assert_eq!(
+                observed_problems(&event),
+                [(pointer.to_owned(), rule.to_owned())],
+                "{pointer}: {value:?}"
+            );
+        }
     }
 
     /// The execution of a model response, a model error and a compaction result is

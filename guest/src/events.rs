@@ -61,6 +61,10 @@ pub enum Shape {
     /// closed, as tool.after's own is checked; skipped only for one of these reasons (the
     /// event's `allOf`), never when there are none.
     Execution(&'static [&'static str]),
+    /// The event's own `error` (at `/error`, execution-event.schema.json@62fc780
+    /// `$defs/error`): `{message, class, code?, status?, native?}` and nothing else,
+    /// checked as tool.after's own.
+    Error,
     /// file.changed's `changes`: a non-empty list of `{path, operation, agentCaused,
     /// before?, after?}` and nothing else (task-workspace-event.schema.json@8f91ac4).
     ChangedFiles,
@@ -94,7 +98,7 @@ const STOP_CONTINUE: &[FlowOperation] = &[FlowOperation::Stop, FlowOperation::Co
 
 // `Shape::Message` is written out: `Message` is the effect.
 use Shape::{
-    Absent, Array, Bool, Call, ChangedFiles, Count, Execution, Identity, Object, Ordinal,
+    Absent, Array, Bool, Call, ChangedFiles, Count, Error, Execution, Identity, Object, Ordinal,
     ResolvedCalls, Text, Tool, Word,
 };
 
@@ -441,8 +445,8 @@ pub const CATALOGUE: [&str; 32] = [
 /// tool.progress from their `required` lists, words and `not` in
 /// `execution-event.schema.json@62fc780` (not carried; tool.permission.request's row
 /// follows the same file), model.switch.after from its `required` list and `not` in
-/// that file (no `proposed`: a switch made proposes nothing) and model.error from its
-/// `execution` alone. The others' schemas are not carried either, so they get the envelope rules
+/// that file (no `proposed`: a switch made proposes nothing), and model.error likewise
+/// (an execution that ran, an error, no finish reason). The others' schemas are not carried either, so they get the envelope rules
 /// alone.
 pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
@@ -505,9 +509,22 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             ("/proposed", Absent),
         ],
     ),
-    // Only its execution, which ran (never skipped): the rest of its schema is not
-    // checked here.
-    ("model.error", &[("/execution", Execution(&[]))]),
+    (
+        "model.error",
+        &[
+            ("/model", Object),
+            ("/model/id", Text),
+            ("/model/provider", Text),
+            ("/attempt", Object),
+            ("/attempt/id", Text),
+            ("/attempt/number", Ordinal),
+            // It ran: never skipped.
+            ("/execution", Execution(&[])),
+            ("/error", Error),
+            // `not` required finishReason: a response finishes, an error does not.
+            ("/finishReason", Absent),
+        ],
+    ),
 ];
 
 /// How a session ended (session-end.schema.json `outcome`).
