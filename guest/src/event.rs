@@ -549,6 +549,16 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             }
             continue;
         }
+        if let Shape::AbsentWhen(condition, word) = shape {
+            let holds = member_at(event, condition).and_then(Node::as_str) == Some(word);
+            if holds && member_at(event, pointer).is_some() {
+                problems.add(
+                    pointer,
+                    &format!("must not be present on {name} when {condition} is \"{word}\""),
+                );
+            }
+            continue;
+        }
         let Some(value) = member_at(event, pointer) else {
             problems.add(pointer, &format!("is required on {name}"));
             continue;
@@ -1316,6 +1326,11 @@ mod tests {
                 continue;
             };
             for &(pointer, shape) in members {
+                // Optional unless another member says otherwise: its own test sets that
+                // member (a_skipped_model_call_reports_no_usage_or_latency).
+                if let Shape::AbsentWhen(..) = shape {
+                    continue;
+                }
                 let (wrong, rule) = mistake(name, shape);
                 if shape != Shape::Absent {
                     let missing = edited(example(name), pointer, None);
@@ -1364,6 +1379,10 @@ mod tests {
                 )
             }
             Shape::Absent => return (json!({}), format!("must not be present on {name}")),
+            Shape::AbsentWhen(condition, word) => {
+                let rule = format!("must not be present on {name} when {condition} is \"{word}\"");
+                return (json!({}), rule);
+            }
         };
         (value, rule.to_owned())
     }
@@ -3263,6 +3282,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// execution-event.schema.json@62fc780, model.response.after's `allOf`: if its
+    /// execution was skipped, `not` any of usage, latencyMs. A response supplied in
+    /// place of the call used no tokens and took no time the call could report.
+    #[test]
+    fn a_skipped_model_call_reports_no_usage_or_latency() {
+        let name = "model.response.after";
+        let usage = json!({"kind": "amount", "scope": "attempt", "completeness": "complete",
+                           "provenance": "provider", "inputTokens": 3});
+        let measured = [("/usage", usage), ("/latencyMs", json!(12))];
+        let supplied = json!({"status": "skipped", "reason": "supplied_result"});
+        for (pointer, value) in measured {
+            let ran = edited(example(name), pointer, Some(value.clone()));
+            assert_eq!(
+                intercepted_problems(&ran),
+                [],
+                "{pointer} of a call that ran"
+            );
+            let skipped = edited(ran, "/execution", Some(supplied.clone()));
+            assert_eq!(
+                intercepted_problems(&skipped),
+                [(
+                    pointer.to_owned(),
+                    format!("must not be present on {name} when /execution/status is \"skipped\"")
+                )],
+                "{pointer} of a skipped call"
+            );
+        }
+        let skipped = edited(example(name), "/execution", Some(supplied));
+        assert_eq!(intercepted_problems(&skipped), []);
     }
 
     /// The call of a permission asked or resolved and of a call's progress is the one

@@ -23,7 +23,7 @@ pub enum Payload {
     ToolAfter,
     /// Each member with its shape, parents before children: required with its JSON type
     /// (the event's `required` lists in the upstream catalogue schemas, see [`TABLE`]),
-    /// or one of a list of words, or absent.
+    /// or one of a list of words, or absent (always, or when another member says so).
     Members(&'static [(&'static str, Shape)]),
 }
 
@@ -72,6 +72,9 @@ pub enum Shape {
     Word(&'static [&'static str]),
     /// Not present: the member belongs to other events.
     Absent,
+    /// Not present when the member at the first pointer is the second word, optional
+    /// otherwise (an `if`/`then` `not` of the event's `allOf`).
+    AbsentWhen(&'static str, &'static str),
 }
 
 /// What one interceptable event allows.
@@ -98,8 +101,8 @@ const STOP_CONTINUE: &[FlowOperation] = &[FlowOperation::Stop, FlowOperation::Co
 
 // `Shape::Message` is written out: `Message` is the effect.
 use Shape::{
-    Absent, Array, Bool, Call, ChangedFiles, Count, Error, Execution, Identity, Object, Ordinal,
-    ResolvedCalls, Text, Tool, Word,
+    Absent, AbsentWhen, Array, Bool, Call, ChangedFiles, Count, Error, Execution, Identity, Object,
+    Ordinal, ResolvedCalls, Text, Tool, Word,
 };
 
 /// One row per interceptable event, in capabilities.schema.json order.
@@ -241,6 +244,10 @@ pub const TABLE: &[Rules] = &[
             ("/execution", Execution(SUPPLIED)),
             ("/items", Array),
             ("/finishReason", Text),
+            // `if` skipped `then` `not` any of these: a result supplied in place of the
+            // call used no tokens and took no time the call could report.
+            ("/usage", AbsentWhen("/execution/status", "skipped")),
+            ("/latencyMs", AbsentWhen("/execution/status", "skipped")),
         ]),
     ),
     rules(
