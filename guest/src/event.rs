@@ -1350,7 +1350,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 89,
+            checked, 90,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -3313,6 +3313,22 @@ mod tests {
         }
         let skipped = edited(example(name), "/execution", Some(supplied));
         assert_eq!(intercepted_problems(&skipped), []);
+    }
+
+    /// execution-event.schema.json@62fc780, model.response.after's `allOf`: `not`
+    /// required error. A call that failed is a model.error, not a response.
+    #[test]
+    fn a_model_response_refuses_an_error() {
+        let name = "model.response.after";
+        let error = json!({"message": "overloaded", "class": "provider"});
+        let event = edited(example(name), "/error", Some(error));
+        assert_eq!(
+            intercepted_problems(&event),
+            [(
+                "/error".to_owned(),
+                format!("must not be present on {name}")
+            )]
+        );
     }
 
     /// The call of a permission asked or resolved and of a call's progress is the one

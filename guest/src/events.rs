@@ -248,6 +248,8 @@ pub const TABLE: &[Rules] = &[
             // call used no tokens and took no time the call could report.
             ("/usage", AbsentWhen("/execution/status", "skipped")),
             ("/latencyMs", AbsentWhen("/execution/status", "skipped")),
+            // `not` required error: a call that failed is model.error's.
+            ("/error", Absent),
         ]),
     ),
     rules(
