@@ -1340,7 +1340,13 @@ mod tests {
                         "{name} without {pointer}"
                     );
                 }
-                let mistyped = edited(example(name), pointer, Some(wrong));
+                // An optional parent (context.compact.before's `tokenCounts`) is given.
+                let mut mistyped = example(name);
+                let (parent, _) = pointer.rsplit_once('/').unwrap_or_default();
+                if !parent.is_empty() && mistyped.pointer(parent).is_none() {
+                    mistyped = edited(mistyped, parent, Some(json!({})));
+                }
+                let mistyped = edited(mistyped, pointer, Some(wrong));
                 assert_eq!(
                     intercepted_problems(&mistyped),
                     [(pointer.to_owned(), rule)],
@@ -1350,7 +1356,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 90,
+            checked, 94,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -3326,6 +3332,39 @@ mod tests {
             intercepted_problems(&event),
             [(
                 "/error".to_owned(),
+                format!("must not be present on {name}")
+            )]
+        );
+    }
+
+    /// execution-event.schema.json@62fc780, context.compact.before's `allOf`: `not` any
+    /// of summary, removed, execution, and a `tokenCounts` without `after`. A compaction
+    /// asked for has no result yet: its summary, what it removed, how it ran and the
+    /// count after it are context.compact.after's.
+    #[test]
+    fn a_compaction_asked_for_refuses_its_result() {
+        let name = "context.compact.before";
+        let result = example("context.compact.after");
+        let forbidden = [
+            ("/summary", result["summary"].clone()),
+            ("/removed", result["removed"].clone()),
+            ("/execution", result["execution"].clone()),
+        ];
+        for (pointer, value) in forbidden {
+            let event = edited(example(name), pointer, Some(value));
+            assert_eq!(
+                intercepted_problems(&event),
+                [(pointer.to_owned(), format!("must not be present on {name}"))],
+                "{name} with {pointer}"
+            );
+        }
+        let counted = edited(example(name), "/tokenCounts", Some(json!({"before": 1200})));
+        assert_eq!(intercepted_problems(&counted), []);
+        let after = edited(counted, "/tokenCounts/after", Some(json!(300)));
+        assert_eq!(
+            intercepted_problems(&after),
+            [(
+                "/tokenCounts/after".to_owned(),
                 format!("must not be present on {name}")
             )]
         );

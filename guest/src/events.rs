@@ -315,7 +315,16 @@ pub const TABLE: &[Rules] = &[
         &[Deny, Modify, Return, Inject, Message],
         Some((T::Instructions, "/instructions")),
         &[],
-        Payload::Members(&[("/trigger", Text), ("/items", Array)]),
+        Payload::Members(&[
+            ("/trigger", Text),
+            ("/items", Array),
+            // `not` any of these: the result (summary, what it removed, how it ran, the
+            // count after it) is context.compact.after's.
+            ("/summary", Absent),
+            ("/removed", Absent),
+            ("/execution", Absent),
+            ("/tokenCounts/after", Absent),
+        ]),
     ),
     rules(
         E::ContextCompactAfter,
