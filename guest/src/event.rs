@@ -2806,6 +2806,33 @@ mod tests {
         }
     }
 
+    /// A turn.end made from the example turn.finish.before: the turn completed.
+    fn turn_end() -> Value {
+        let mut event = example("turn.finish.before");
+        event["type"] = json!("turn.end");
+        event
+    }
+
+    /// execution-event.schema.json@62fc780, turn.end's `allOf`: if its outcome is
+    /// completed, `not` required error. A turn that failed may say why; one that
+    /// completed has no error to report.
+    #[test]
+    fn a_completed_turn_reports_no_error() {
+        assert_eq!(observed_problems(&turn_end()), []);
+        let error = json!({"message": "overloaded", "class": "provider"});
+        let failed = edited(turn_end(), "/outcome", Some(json!("failed")));
+        let failed = edited(failed, "/error", Some(error.clone()));
+        assert_eq!(observed_problems(&failed), []);
+        let completed = edited(turn_end(), "/error", Some(error));
+        assert_eq!(
+            observed_problems(&completed),
+            [(
+                "/error".to_owned(),
+                "must not be present on turn.end when /outcome is \"completed\"".to_owned()
+            )]
+        );
+    }
+
     /// Each member of a type observed only whose rules are known: missing, it is the one
     /// problem, named at its pointer; of the wrong shape, likewise.
     #[test]
@@ -2819,6 +2846,7 @@ mod tests {
             file_changed(),
             switch_after(),
             model_error(),
+            turn_end(),
         ];
         let mut checked = 0;
         for (name, members) in events::OBSERVED {
@@ -2827,6 +2855,11 @@ mod tests {
                 .find(|e| e["type"] == *name)
                 .unwrap_or_else(|| panic!("no example of {name}"));
             for &(pointer, shape) in *members {
+                // Optional unless another member says otherwise: its own test sets that
+                // member (a_completed_turn_reports_no_error).
+                if let Shape::AbsentWhen(..) = shape {
+                    continue;
+                }
                 let (wrong, rule) = mistake(name, shape);
                 if shape != Shape::Absent {
                     let missing = edited(example.clone(), pointer, None);

@@ -463,8 +463,9 @@ pub const CATALOGUE: [&str; 32] = [
 /// tool.progress from their `required` lists, words and `not` in
 /// `execution-event.schema.json@62fc780` (not carried; tool.permission.request's row
 /// follows the same file), model.switch.after from its `required` list and `not` in
-/// that file (no `proposed`: a switch made proposes nothing), and model.error likewise
-/// (an execution that ran, an error, no finish reason). The others' schemas are not carried either, so they get the envelope rules
+/// that file (no `proposed`: a switch made proposes nothing), model.error likewise
+/// (an execution that ran, an error, no finish reason), and turn.end from that file's
+/// `allOf` alone (no `error` when it completed). The others' schemas are not carried either, so they get the envelope rules
 /// alone.
 pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
@@ -542,6 +543,11 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             // `not` required finishReason: a response finishes, an error does not.
             ("/finishReason", Absent),
         ],
+    ),
+    // Only its `allOf`: the rest of its schema is not checked here.
+    (
+        "turn.end",
+        &[("/error", AbsentWhen("/outcome", "completed"))],
     ),
 ];
 
