@@ -568,7 +568,12 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             continue;
         }
         let rule = match shape {
-            Shape::Object | Shape::Tool | Shape::Identity | Shape::Execution(_) | Shape::Error
+            Shape::Object
+            | Shape::Tool
+            | Shape::Identity
+            | Shape::Closed(..)
+            | Shape::Execution(_)
+            | Shape::Error
                 if !value.is_object() =>
             {
                 "must be an object"
@@ -591,6 +596,12 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             Shape::Tool => {
                 if let Some(tool) = value.as_object() {
                     check_tool(tool, pointer, TOOL, problems);
+                }
+                continue;
+            }
+            Shape::Closed(what, known) => {
+                if let Some(object) = value.as_object() {
+                    closed(object, pointer, known, what, problems);
                 }
                 continue;
             }
@@ -1368,6 +1379,7 @@ mod tests {
             | Shape::Tool
             | Shape::Call
             | Shape::Identity
+            | Shape::Closed(..)
             | Shape::Execution(_)
             | Shape::Error => (json!([]), "must be an object"),
             Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles => {
@@ -3368,6 +3380,50 @@ mod tests {
                 format!("must not be present on {name}")
             )]
         );
+    }
+
+    /// execution-event.schema.json@62fc780 `$defs/model` (`{id, provider}`) and
+    /// `$defs/attempt` (`{id, number, synthesized?}`) are closed: on every model.* event
+    /// a member either does not name is refused at its pointer.
+    #[test]
+    fn a_model_and_an_attempt_hold_nothing_the_schema_does_not_name() {
+        let synthesized = edited(
+            example("model.request.before"),
+            "/attempt/synthesized",
+            Some(json!(true)),
+        );
+        assert_eq!(intercepted_problems(&synthesized), []);
+        let intercepted = [
+            ("model.request.before", "/model/version", "model"),
+            ("model.request.before", "/attempt/retry", "attempt"),
+            ("model.response.after", "/model/region", "model"),
+            ("model.response.after", "/attempt/retry", "attempt"),
+            ("model.switch.before", "/current/region", "model"),
+            ("model.switch.before", "/proposed/region", "model"),
+        ];
+        for (name, pointer, what) in intercepted {
+            let event = edited(example(name), pointer, Some(json!("x")));
+            assert_eq!(
+                intercepted_problems(&event),
+                [(pointer.to_owned(), format!("is not a member of {what}"))],
+                "{name} with {pointer}"
+            );
+        }
+        let observed = [
+            (model_error(), "/model/region", "model"),
+            (model_error(), "/attempt/retry", "attempt"),
+            (switch_after(), "/previous/region", "model"),
+            (switch_after(), "/current/region", "model"),
+        ];
+        for (event, pointer, what) in observed {
+            let event = edited(event, pointer, Some(json!("x")));
+            assert_eq!(
+                observed_problems(&event),
+                [(pointer.to_owned(), format!("is not a member of {what}"))],
+                "{} with {pointer}",
+                event["type"]
+            );
+        }
     }
 
     /// execution-event.schema.json@62fc780, context.compact.before's `allOf`: `not` any

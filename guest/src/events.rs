@@ -49,6 +49,9 @@ pub enum Shape {
     /// An identity object, `{id, synthesized?}` and nothing else (tool.batch.after's
     /// `batch`, execution-event.schema.json@62fc780).
     Identity,
+    /// An object of these members and no other (`additionalProperties: false`), named
+    /// by the first word in the rule: each member's own row checks it.
+    Closed(&'static str, &'static [&'static str]),
     /// One canonical message (content-item.schema.json `$defs/modelVisibleItem`):
     /// required here, and checked as a message by its content slot ([`content`]).
     Message,
@@ -105,6 +108,12 @@ use Shape::{
     Ordinal, ResolvedCalls, Text, Tool, Word,
 };
 
+/// A model (execution-event.schema.json@62fc780 `$defs/model`, closed): `{id, provider}`.
+const MODEL: Shape = Shape::Closed("model", &["id", "provider"]);
+/// A model call's attempt (execution-event.schema.json@62fc780 `$defs/attempt`,
+/// closed): `{id, number, synthesized?}`.
+const ATTEMPT: Shape = Shape::Closed("attempt", &["id", "number", "synthesized"]);
+
 /// One row per interceptable event, in capabilities.schema.json order.
 ///
 /// **Required members.** tool.before and tool.after follow their carried schemas.
@@ -120,7 +129,8 @@ use Shape::{
 /// for its item, which predates canonical messages; `task-return-capability.invalid.json`
 /// a complete task.change.before). Presence and JSON type are checked here, and the few
 /// closed words and ranges the rows name (`Word`: a task change's operation; `Ordinal`:
-/// a model attempt's number; `Execution`: a model call's or a compaction's execution);
+/// a model attempt's number; `Execution`: a model call's or a compaction's execution;
+/// `Closed`: a model or an attempt, which names nothing else);
 /// other enumerated words are not, and content slots are
 /// checked by their shapes ([`content`]). tool.batch.after's `calls` are checked each
 /// in full, as tool.after's own call ([`Shape::ResolvedCalls`]).
@@ -212,10 +222,10 @@ pub const TABLE: &[Rules] = &[
         Some((T::Request, "/items")),
         STOP,
         Payload::Members(&[
-            ("/model", Object),
+            ("/model", MODEL),
             ("/model/id", Text),
             ("/model/provider", Text),
-            ("/attempt", Object),
+            ("/attempt", ATTEMPT),
             ("/attempt/id", Text),
             ("/attempt/number", Ordinal),
             ("/params", Object),
@@ -235,10 +245,10 @@ pub const TABLE: &[Rules] = &[
         Some((T::Response, "/items")),
         STOP,
         Payload::Members(&[
-            ("/model", Object),
+            ("/model", MODEL),
             ("/model/id", Text),
             ("/model/provider", Text),
-            ("/attempt", Object),
+            ("/attempt", ATTEMPT),
             ("/attempt/id", Text),
             ("/attempt/number", Ordinal),
             ("/execution", Execution(SUPPLIED)),
@@ -258,10 +268,10 @@ pub const TABLE: &[Rules] = &[
         None,
         STOP,
         Payload::Members(&[
-            ("/current", Object),
+            ("/current", MODEL),
             ("/current/id", Text),
             ("/current/provider", Text),
-            ("/proposed", Object),
+            ("/proposed", MODEL),
             ("/proposed/id", Text),
             ("/proposed/provider", Text),
             ("/reason", Text),
@@ -517,10 +527,10 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "model.switch.after",
         &[
-            ("/previous", Object),
+            ("/previous", MODEL),
             ("/previous/id", Text),
             ("/previous/provider", Text),
-            ("/current", Object),
+            ("/current", MODEL),
             ("/current/id", Text),
             ("/current/provider", Text),
             ("/reason", Text),
@@ -531,10 +541,10 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "model.error",
         &[
-            ("/model", Object),
+            ("/model", MODEL),
             ("/model/id", Text),
             ("/model/provider", Text),
-            ("/attempt", Object),
+            ("/attempt", ATTEMPT),
             ("/attempt/id", Text),
             ("/attempt/number", Ordinal),
             // It ran: never skipped.
