@@ -1790,8 +1790,7 @@ mod tests {
         let message = |part: Value| json!({"id": "m1", "role": "tool", "parts": [part]});
         let selected = json!({"id": "p1", "kind": "text", "mediaType": "text/plain",
                               "selection": "omit"});
-        let mut turn_progress = example("tool.after");
-        turn_progress["type"] = json!("turn.progress");
+        let turn_progress = turn_progress();
         let not_one = "must be a message {id, role, parts}";
         for (mut event, member) in [
             (tool_observed("tool.progress"), "partialOutput"),
@@ -2845,6 +2844,100 @@ mod tests {
         );
     }
 
+    /// A turn.progress made from the example turn.start: the turn's assistant item
+    /// streams its first delta.
+    fn turn_progress() -> Value {
+        let mut event = example("turn.start");
+        event["type"] = json!("turn.progress");
+        if let Some(members) = event.as_object_mut() {
+            members.remove("trigger");
+            members.remove("items");
+        }
+        event["item"] = json!({"id": "a1"});
+        event["delta"] = json!({"id": "a1", "role": "assistant", "parts": [
+            {"id": "a1-text", "kind": "text", "mediaType": "text/plain", "selection": "body",
+             "text": "Do"}
+        ]});
+        event["final"] = json!(false);
+        event
+    }
+
+    /// execution-event.schema.json@62fc780 `required` on turn.end (turn, outcome,
+    /// continuationCount, items) and turn.progress (turn, item, delta, final); a turn and
+    /// an item are `{id, synthesized?}` and nothing else. Both types are observed only.
+    #[test]
+    fn a_turn_ended_or_in_progress_names_its_required_members() {
+        let cases = [
+            (turn_end(), "/turn", None, "is required on turn.end"),
+            (turn_end(), "/outcome", None, "is required on turn.end"),
+            (
+                turn_end(),
+                "/continuationCount",
+                None,
+                "is required on turn.end",
+            ),
+            (turn_end(), "/items", None, "is required on turn.end"),
+            (
+                turn_end(),
+                "/continuationCount",
+                Some(json!(-1)),
+                "must be a non-negative integer",
+            ),
+            (
+                turn_end(),
+                "/turn/index",
+                Some(json!(1)),
+                "is not a member of turn",
+            ),
+            (
+                turn_progress(),
+                "/turn",
+                None,
+                "is required on turn.progress",
+            ),
+            (
+                turn_progress(),
+                "/item",
+                None,
+                "is required on turn.progress",
+            ),
+            (
+                turn_progress(),
+                "/delta",
+                None,
+                "is required on turn.progress",
+            ),
+            (
+                turn_progress(),
+                "/final",
+                None,
+                "is required on turn.progress",
+            ),
+            (
+                turn_progress(),
+                "/final",
+                Some(json!("no")),
+                "must be true or false",
+            ),
+            (
+                turn_progress(),
+                "/item/id",
+                Some(json!("")),
+                "must be a non-empty string",
+            ),
+        ];
+        for (event, pointer, value, rule) in cases {
+            assert_eq!(observed_problems(&event), [], "{}", event["type"]);
+            let event = edited(event, pointer, value.clone());
+            assert_eq!(
+                observed_problems(&event),
+                [(pointer.to_owned(), rule.to_owned())],
+                "{} {pointer}: {value:?}",
+                event["type"]
+            );
+        }
+    }
+
     /// Each member of a type observed only whose rules are known: missing, it is the one
     /// problem, named at its pointer; of the wrong shape, likewise.
     #[test]
@@ -2859,6 +2952,7 @@ mod tests {
             switch_after(),
             model_error(),
             turn_end(),
+            turn_progress(),
         ];
         let mut checked = 0;
         for (name, members) in events::OBSERVED {
@@ -2891,10 +2985,10 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 43,
+            checked, 51,
             "the members of session.end, hook.failure, task.change.after, \
-             tool.permission.resolved, tool.progress, file.changed, model.switch.after \
-             and model.error"
+             tool.permission.resolved, tool.progress, file.changed, model.switch.after, \
+             model.error, turn.end and turn.progress"
         );
     }
 
@@ -3646,7 +3740,7 @@ mod tests {
 
         // A type observed only: the envelope alone, where a session is optional.
         let mut ended = with("/session", None);
-        ended["type"] = json!("turn.end");
+        ended["type"] = json!("config.change.after");
         let event = Event::parse_any(&ended.to_string()).expect("session is optional");
         assert_eq!(event.session_id, None);
         ended["session"] = json!({});

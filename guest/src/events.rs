@@ -474,8 +474,8 @@ pub const CATALOGUE: [&str; 32] = [
 /// `execution-event.schema.json@62fc780` (not carried; tool.permission.request's row
 /// follows the same file), model.switch.after from its `required` list and `not` in
 /// that file (no `proposed`: a switch made proposes nothing), model.error likewise
-/// (an execution that ran, an error, no finish reason), and turn.end from that file's
-/// `allOf` alone (no `error` when it completed). The others' schemas are not carried either, so they get the envelope rules
+/// (an execution that ran, an error, no finish reason), and turn.end and turn.progress
+/// likewise (turn.end's `allOf`: no `error` when it completed). The others' schemas are not carried either, so they get the envelope rules
 /// alone.
 pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
@@ -554,10 +554,26 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             ("/finishReason", Absent),
         ],
     ),
-    // Only its `allOf`: the rest of its schema is not checked here.
     (
         "turn.end",
-        &[("/error", AbsentWhen("/outcome", "completed"))],
+        &[
+            ("/turn", Identity),
+            ("/outcome", Text),
+            ("/continuationCount", Count),
+            ("/items", Array),
+            // `if` completed `then` `not` required error: a turn that completed has no
+            // error to report.
+            ("/error", AbsentWhen("/outcome", "completed")),
+        ],
+    ),
+    (
+        "turn.progress",
+        &[
+            ("/turn", Identity),
+            ("/item", Identity),
+            ("/delta", Shape::Message),
+            ("/final", Bool),
+        ],
     ),
 ];
 
