@@ -3520,6 +3520,41 @@ mod tests {
         }
     }
 
+    /// execution-event.schema.json@62fc780 enumerates these words: turn.start's and
+    /// context.compact.before's `trigger`, turn.finish.before's and turn.end's
+    /// `outcome`. Any other word is refused at its pointer, naming the ones allowed.
+    #[test]
+    fn a_turns_or_a_compactions_word_is_one_the_schema_names() {
+        let outcomes = "must be one of completed, failed, cancelled, max_iterations";
+        let intercepted = [
+            ("turn.start", "/trigger", "continuation", "resume"),
+            ("turn.finish.before", "/outcome", "max_iterations", "done"),
+            ("context.compact.before", "/trigger", "hook", "startup"),
+        ];
+        for (name, pointer, allowed, other) in intercepted {
+            let event = edited(example(name), pointer, Some(json!(allowed)));
+            assert_eq!(intercepted_problems(&event), [], "{name}: {allowed}");
+            let event = edited(example(name), pointer, Some(json!(other)));
+            let rule = match name {
+                "turn.start" => "must be one of user, continuation, hook, external",
+                "turn.finish.before" => outcomes,
+                _ => "must be one of auto, manual, hook",
+            };
+            assert_eq!(
+                intercepted_problems(&event),
+                [(pointer.to_owned(), rule.to_owned())],
+                "{name}: {other}"
+            );
+        }
+        let cancelled = edited(turn_end(), "/outcome", Some(json!("cancelled")));
+        assert_eq!(observed_problems(&cancelled), []);
+        let ended = edited(turn_end(), "/outcome", Some(json!("done")));
+        assert_eq!(
+            observed_problems(&ended),
+            [("/outcome".to_owned(), outcomes.to_owned())]
+        );
+    }
+
     /// execution-event.schema.json@62fc780, context.compact.before's `allOf`: `not` any
     /// of summary, removed, execution, and a `tokenCounts` without `after`. A compaction
     /// asked for has no result yet: its summary, what it removed, how it ran and the

@@ -128,7 +128,8 @@ const ATTEMPT: Shape = Shape::Closed("attempt", &["id", "number", "synthesized"]
 /// (`model-response-input-target.invalid.json` is a complete model.response.after but
 /// for its item, which predates canonical messages; `task-return-capability.invalid.json`
 /// a complete task.change.before). Presence and JSON type are checked here, and the few
-/// closed words and ranges the rows name (`Word`: a task change's operation; `Ordinal`:
+/// closed words and ranges the rows name (`Word`: a task change's operation, a turn's
+/// or a compaction's trigger, a turn's outcome; `Ordinal`:
 /// a model attempt's number; `Execution`: a model call's or a compaction's execution;
 /// `Closed`: a model or an attempt, which names nothing else);
 /// other enumerated words are not, and content slots are
@@ -199,7 +200,10 @@ pub const TABLE: &[Rules] = &[
         Payload::Members(&[
             ("/turn", Object),
             ("/turn/id", Text),
-            ("/trigger", Text),
+            (
+                "/trigger",
+                Word(&["user", "continuation", "hook", "external"]),
+            ),
             ("/items", Array),
         ]),
     ),
@@ -211,7 +215,7 @@ pub const TABLE: &[Rules] = &[
         Payload::Members(&[
             ("/turn", Object),
             ("/turn/id", Text),
-            ("/outcome", Text),
+            ("/outcome", Word(TURN_OUTCOMES)),
             ("/continuationCount", Count),
             ("/items", Array),
         ]),
@@ -326,7 +330,7 @@ pub const TABLE: &[Rules] = &[
         Some((T::Instructions, "/instructions")),
         &[],
         Payload::Members(&[
-            ("/trigger", Text),
+            ("/trigger", Word(&["auto", "manual", "hook"])),
             ("/items", Array),
             // `not` any of these: the result (summary, what it removed, how it ran, the
             // count after it) is context.compact.after's.
@@ -412,6 +416,10 @@ pub const TABLE: &[Rules] = &[
         ]),
     ),
 ];
+
+/// How a turn ends, or is about to (execution-event.schema.json@62fc780
+/// turn.finish.before and turn.end `outcome`).
+const TURN_OUTCOMES: &[&str] = &["completed", "failed", "cancelled", "max_iterations"];
 
 /// How a model response or a compaction result may be skipped: only for a result
 /// supplied in its place (execution-event.schema.json@62fc780, their `allOf`).
@@ -558,7 +566,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
         "turn.end",
         &[
             ("/turn", Identity),
-            ("/outcome", Text),
+            ("/outcome", Word(TURN_OUTCOMES)),
             ("/continuationCount", Count),
             ("/items", Array),
             // `if` completed `then` `not` required error: a turn that completed has no
