@@ -560,7 +560,9 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             continue;
         }
         let Some(value) = member_at(event, pointer) else {
-            problems.add(pointer, &format!("is required on {name}"));
+            if !shape.is_optional() {
+                problems.add(pointer, &format!("is required on {name}"));
+            }
             continue;
         };
         // The envelope's own checks (`session`) may have named it already.
@@ -574,6 +576,7 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             | Shape::Closed(..)
             | Shape::Execution(_)
             | Shape::Error
+            | Shape::Usage(_)
                 if !value.is_object() =>
             {
                 "must be an object"
@@ -596,6 +599,12 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             Shape::Tool => {
                 if let Some(tool) = value.as_object() {
                     check_tool(tool, pointer, TOOL, problems);
+                }
+                continue;
+            }
+            Shape::Usage(form) => {
+                if let Some(usage) = value.as_object() {
+                    check_usage(usage, pointer, form, problems);
                 }
                 continue;
             }
@@ -994,6 +1003,87 @@ fn check_error(error: &Object, problems: &mut Problems) {
     closed(error, "/error", &known, "error", problems);
 }
 
+/// A usage report (at `at`; execution-event.schema.json@62fc780 `$defs/usage`, closed)
+/// of `form`: its kind and scope, how complete it is and where it came from, token
+/// counts (non-negative integers) and a cost (`{amount, currency, basis}`, closed).
+fn check_usage(usage: &Object, at: &str, form: events::Usage, problems: &mut Problems) {
+    for (key, word) in [("kind", form.kind), ("scope", form.scope)] {
+        match usage.get(key) {
+            None => problems.add(format!("{at}/{key}"), "is required"),
+            Some(value) if value.as_str() != Some(word) => {
+                problems.add(format!("{at}/{key}"), &format!("must be \"{word}\""))
+            }
+            Some(_) => {}
+        }
+    }
+    required_word(
+        usage,
+        at,
+        "completeness",
+        &["complete", "partial", "unknown"],
+        problems,
+    );
+    required_word(usage, at, "provenance", form.provenance, problems);
+    for key in TOKEN_COUNTS {
+        if usage.get(key).is_some_and(|count| !count.is_u64()) {
+            problems.add(format!("{at}/{key}"), "must be a non-negative integer");
+        }
+    }
+    if let Some(cost) = usage.get("cost") {
+        let at = format!("{at}/cost");
+        match cost.as_object() {
+            None => problems.add(at, "must be an object"),
+            Some(cost) => check_cost(cost, &at, problems),
+        }
+    }
+    let known = ["kind", "scope", "completeness", "provenance", "cost"];
+    let known: Vec<&str> = known.into_iter().chain(TOKEN_COUNTS).collect();
+    closed(usage, at, &known, "usage", problems);
+}
+
+/// The token counts a usage report may give.
+const TOKEN_COUNTS: [&str; 4] = [
+    "inputTokens",
+    "outputTokens",
+    "cacheReadTokens",
+    "cacheWriteTokens",
+];
+
+/// A usage report's cost (at `at`): a non-negative amount, a currency of three capital
+/// letters (`^[A-Z]{3}$`) and its basis, and nothing else.
+fn check_cost(cost: &Object, at: &str, problems: &mut Problems) {
+    match cost.get("amount") {
+        None => problems.add(format!("{at}/amount"), "is required"),
+        Some(Node::Number(n)) if n.as_f64().is_some_and(|n| n >= 0.0) => {}
+        Some(_) => problems.add(format!("{at}/amount"), "must be a non-negative number"),
+    }
+    match cost.get("currency").map(Node::as_str) {
+        None => problems.add(format!("{at}/currency"), "is required"),
+        Some(Some(c)) if c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()) => {}
+        Some(_) => problems.add(format!("{at}/currency"), "must be three capital letters"),
+    }
+    required_word(
+        cost,
+        at,
+        "basis",
+        &["billed", "reported", "estimated"],
+        problems,
+    );
+    closed(cost, at, &["amount", "currency", "basis"], "cost", problems);
+}
+
+/// `parent/key` must be one of `words`.
+fn required_word(parent: &Object, at: &str, key: &str, words: &[&str], problems: &mut Problems) {
+    match parent.get(key).map(Node::as_str) {
+        None => problems.add(format!("{at}/{key}"), "is required"),
+        Some(Some(word)) if words.contains(&word) => {}
+        Some(_) => problems.add(
+            format!("{at}/{key}"),
+            &format!("must be one of {}", words.join(", ")),
+        ),
+    }
+}
+
 /// The members of a `tool` (execution-event.schema.json@62fc780 `$defs/tool`, closed):
 /// at tool.before, tool.permission.request, tool.permission.resolved, tool.progress
 /// and in each of tool.batch.after's `calls`.
@@ -1343,7 +1433,14 @@ mod tests {
                     continue;
                 }
                 let (wrong, rule) = mistake(name, shape);
-                if shape != Shape::Absent {
+                if shape.is_optional() {
+                    let missing = edited(example(name), pointer, None);
+                    assert_eq!(
+                        intercepted_problems(&missing),
+                        [],
+                        "{name} without {pointer}"
+                    );
+                } else if shape != Shape::Absent {
                     let missing = edited(example(name), pointer, None);
                     assert_eq!(
                         intercepted_problems(&missing),
@@ -1367,7 +1464,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 94,
+            checked, 96,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1381,7 +1478,8 @@ mod tests {
             | Shape::Identity
             | Shape::Closed(..)
             | Shape::Execution(_)
-            | Shape::Error => (json!([]), "must be an object"),
+            | Shape::Error
+            | Shape::Usage(_) => (json!([]), "must be an object"),
             Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles => {
                 (json!({}), "must be an array")
             }
@@ -2967,7 +3065,10 @@ mod tests {
                     continue;
                 }
                 let (wrong, rule) = mistake(name, shape);
-                if shape != Shape::Absent {
+                if shape.is_optional() {
+                    let missing = edited(example.clone(), pointer, None);
+                    assert_eq!(observed_problems(&missing), [], "{name} without {pointer}");
+                } else if shape != Shape::Absent {
                     let missing = edited(example.clone(), pointer, None);
                     assert_eq!(
                         observed_problems(&missing),
@@ -2985,7 +3086,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 51,
+            checked, 53,
             "the members of session.end, hook.failure, task.change.after, \
              tool.permission.resolved, tool.progress, file.changed, model.switch.after, \
              model.error, turn.end and turn.progress"
@@ -3552,6 +3653,129 @@ mod tests {
         assert_eq!(
             observed_problems(&ended),
             [("/outcome".to_owned(), outcomes.to_owned())]
+        );
+    }
+
+    /// execution-event.schema.json@62fc780 `$defs/usage`, closed, in its two forms: a
+    /// model call's (`attemptUsage`: an amount for the attempt, from the provider or an
+    /// estimate) on model.response.after and model.error, a turn's (`turnUsage`: a total
+    /// for the turn) on turn.finish.before and turn.end. Optional, and checked where
+    /// present, each flaw at its pointer.
+    #[test]
+    fn a_usage_report_is_of_its_events_form() {
+        let attempt = json!({"kind": "amount", "scope": "attempt", "completeness": "complete",
+            "provenance": "provider", "inputTokens": 12, "outputTokens": 3,
+            "cacheReadTokens": 0, "cacheWriteTokens": 0,
+            "cost": {"amount": 0.01, "currency": "USD", "basis": "billed"}});
+        let turn = json!({"kind": "total", "scope": "turn", "completeness": "partial",
+            "provenance": "mixed"});
+        let with = |event: Value, usage: &Value| edited(event, "/usage", Some(usage.clone()));
+        let response = with(example("model.response.after"), &attempt);
+        assert_eq!(intercepted_problems(&response), []);
+        let finish = with(example("turn.finish.before"), &turn);
+        assert_eq!(intercepted_problems(&finish), []);
+        assert_eq!(observed_problems(&with(model_error(), &attempt)), []);
+        assert_eq!(observed_problems(&with(turn_end(), &turn)), []);
+        let cases = [
+            (&response, "/usage", Some(json!(12)), "must be an object"),
+            (
+                &response,
+                "/usage/kind",
+                Some(json!("total")),
+                "must be \"amount\"",
+            ),
+            (&response, "/usage/scope", None, "is required"),
+            (
+                &response,
+                "/usage/completeness",
+                Some(json!("exact")),
+                "must be one of complete, partial, unknown",
+            ),
+            (
+                &response,
+                "/usage/provenance",
+                Some(json!("mixed")),
+                "must be one of provider, estimate",
+            ),
+            (
+                &response,
+                "/usage/inputTokens",
+                Some(json!(-1)),
+                "must be a non-negative integer",
+            ),
+            (
+                &response,
+                "/usage/tokens",
+                Some(json!(15)),
+                "is not a member of usage",
+            ),
+            (
+                &response,
+                "/usage/cost/amount",
+                Some(json!(-0.5)),
+                "must be a non-negative number",
+            ),
+            (
+                &response,
+                "/usage/cost/currency",
+                Some(json!("usd")),
+                "must be three capital letters",
+            ),
+            (
+                &response,
+                "/usage/cost/basis",
+                Some(json!("guessed")),
+                "must be one of billed, reported, estimated",
+            ),
+            (&response, "/usage/cost/basis", None, "is required"),
+            (
+                &response,
+                "/usage/cost/discount",
+                Some(json!(0)),
+                "is not a member of cost",
+            ),
+            (
+                &finish,
+                "/usage/kind",
+                Some(json!("amount")),
+                "must be \"total\"",
+            ),
+            (
+                &finish,
+                "/usage/scope",
+                Some(json!("attempt")),
+                "must be \"turn\"",
+            ),
+        ];
+        for (event, pointer, value, rule) in cases {
+            let event = edited(event.clone(), pointer, value.clone());
+            assert_eq!(
+                intercepted_problems(&event),
+                [(pointer.to_owned(), rule.to_owned())],
+                "{} {pointer}: {value:?}",
+                event["type"]
+            );
+        }
+        let provenance = edited(
+            with(model_error(), &attempt),
+            "/usage/provenance",
+            Some(json!("mixed")),
+        );
+        assert_eq!(
+            observed_problems(&provenance),
+            [(
+                "/usage/provenance".to_owned(),
+                "must be one of provider, estimate".to_owned()
+            )]
+        );
+        let kind = edited(
+            with(turn_end(), &turn),
+            "/usage/kind",
+            Some(json!("amount")),
+        );
+        assert_eq!(
+            observed_problems(&kind),
+            [("/usage/kind".to_owned(), "must be \"total\"".to_owned())]
         );
     }
 

@@ -78,7 +78,41 @@ pub enum Shape {
     /// Not present when the member at the first pointer is the second word, optional
     /// otherwise (an `if`/`then` `not` of the event's `allOf`).
     AbsentWhen(&'static str, &'static str),
+    /// Optional: a usage report of this form (execution-event.schema.json@62fc780
+    /// `$defs/usage`, closed), checked where present.
+    Usage(Usage),
 }
+
+impl Shape {
+    /// Whether the member may be left out: its shape is checked only where present.
+    pub fn is_optional(self) -> bool {
+        matches!(self, Shape::AbsentWhen(..) | Shape::Usage(_))
+    }
+}
+
+/// The form of a usage report (execution-event.schema.json@62fc780 `$defs/attemptUsage`
+/// and `$defs/turnUsage`, each `$defs/usage` narrowed): its one kind and scope, and the
+/// provenances it may claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Usage {
+    pub kind: &'static str,
+    pub scope: &'static str,
+    pub provenance: &'static [&'static str],
+}
+
+/// A model call's usage: an amount for the attempt, from the provider or an estimate
+/// (`$defs/attemptUsage`; no `mixed`: one call has one source).
+pub const ATTEMPT_USAGE: Usage = Usage {
+    kind: "amount",
+    scope: "attempt",
+    provenance: &["provider", "estimate"],
+};
+/// A turn's usage: a total for the turn, from any source (`$defs/turnUsage`).
+pub const TURN_USAGE: Usage = Usage {
+    kind: "total",
+    scope: "turn",
+    provenance: &["provider", "estimate", "mixed"],
+};
 
 /// What one interceptable event allows.
 #[derive(Debug)]
@@ -218,6 +252,7 @@ pub const TABLE: &[Rules] = &[
             ("/outcome", Word(TURN_OUTCOMES)),
             ("/continuationCount", Count),
             ("/items", Array),
+            ("/usage", Shape::Usage(TURN_USAGE)),
         ]),
     ),
     rules(
@@ -258,6 +293,7 @@ pub const TABLE: &[Rules] = &[
             ("/execution", Execution(SUPPLIED)),
             ("/items", Array),
             ("/finishReason", Text),
+            ("/usage", Shape::Usage(ATTEMPT_USAGE)),
             // `if` skipped `then` `not` any of these: a result supplied in place of the
             // call used no tokens and took no time the call could report.
             ("/usage", AbsentWhen("/execution/status", "skipped")),
@@ -558,6 +594,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             // It ran: never skipped.
             ("/execution", Execution(&[])),
             ("/error", Error),
+            ("/usage", Shape::Usage(ATTEMPT_USAGE)),
             // `not` required finishReason: a response finishes, an error does not.
             ("/finishReason", Absent),
         ],
@@ -569,6 +606,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             ("/outcome", Word(TURN_OUTCOMES)),
             ("/continuationCount", Count),
             ("/items", Array),
+            ("/usage", Shape::Usage(TURN_USAGE)),
             // `if` completed `then` `not` required error: a turn that completed has no
             // error to report.
             ("/error", AbsentWhen("/outcome", "completed")),
