@@ -589,6 +589,9 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             }
             Shape::Bool if !value.is_boolean() => "must be true or false",
             Shape::Count if !value.is_u64() => "must be a non-negative integer",
+            Shape::Latency if !matches!(value, Node::Number(n) if n.as_f64() >= Some(0.0)) => {
+                "must be a non-negative number"
+            }
             Shape::Ordinal if !value.is_u64() || value.as_i64() == Some(0) => {
                 "must be a positive integer"
             }
@@ -1464,7 +1467,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 96,
+            checked, 97,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1488,6 +1491,7 @@ mod tests {
             Shape::Bool => (json!("yes"), "must be true or false"),
             Shape::Count => (json!(-1), "must be a non-negative integer"),
             Shape::Ordinal => (json!(0), "must be a positive integer"),
+            Shape::Latency => (json!(-1), "must be a non-negative number"),
             Shape::Word(words) => {
                 return (
                     json!("other"),
@@ -3086,7 +3090,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 53,
+            checked, 54,
             "the members of session.end, hook.failure, task.change.after, \
              tool.permission.resolved, tool.progress, file.changed, model.switch.after, \
              model.error, turn.end and turn.progress"
@@ -3777,6 +3781,30 @@ mod tests {
             observed_problems(&kind),
             [("/usage/kind".to_owned(), "must be \"total\"".to_owned())]
         );
+    }
+
+    /// execution-event.schema.json@62fc780 `latencyMs` on model.response.after and
+    /// model.error: optional, a number no less than zero (a fraction of a millisecond
+    /// allowed), refused at its pointer otherwise.
+    #[test]
+    fn a_model_calls_latency_is_a_non_negative_number() {
+        let response = example("model.response.after");
+        for latency in [json!(0), json!(812), json!(12.5)] {
+            let event = edited(response.clone(), "/latencyMs", Some(latency.clone()));
+            assert_eq!(intercepted_problems(&event), [], "{latency}");
+            let event = edited(model_error(), "/latencyMs", Some(latency.clone()));
+            assert_eq!(observed_problems(&event), [], "{latency}");
+        }
+        let rule = [(
+            "/latencyMs".to_owned(),
+            "must be a non-negative number".to_owned(),
+        )];
+        for latency in [json!(-1), json!(-0.5), json!("812"), json!(null)] {
+            let event = edited(response.clone(), "/latencyMs", Some(latency.clone()));
+            assert_eq!(intercepted_problems(&event), rule, "{latency}");
+            let event = edited(model_error(), "/latencyMs", Some(latency.clone()));
+            assert_eq!(observed_problems(&event), rule, "{latency}");
+        }
     }
 
     /// execution-event.schema.json@62fc780, context.compact.before's `allOf`: `not` any

@@ -81,12 +81,18 @@ pub enum Shape {
     /// Optional: a usage report of this form (execution-event.schema.json@62fc780
     /// `$defs/usage`, closed), checked where present.
     Usage(Usage),
+    /// Optional: a number no less than zero (a model call's `latencyMs`), checked where
+    /// present.
+    Latency,
 }
 
 impl Shape {
     /// Whether the member may be left out: its shape is checked only where present.
     pub fn is_optional(self) -> bool {
-        matches!(self, Shape::AbsentWhen(..) | Shape::Usage(_))
+        matches!(
+            self,
+            Shape::AbsentWhen(..) | Shape::Usage(_) | Shape::Latency
+        )
     }
 }
 
@@ -294,6 +300,7 @@ pub const TABLE: &[Rules] = &[
             ("/items", Array),
             ("/finishReason", Text),
             ("/usage", Shape::Usage(ATTEMPT_USAGE)),
+            ("/latencyMs", Shape::Latency),
             // `if` skipped `then` `not` any of these: a result supplied in place of the
             // call used no tokens and took no time the call could report.
             ("/usage", AbsentWhen("/execution/status", "skipped")),
@@ -595,6 +602,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             ("/execution", Execution(&[])),
             ("/error", Error),
             ("/usage", Shape::Usage(ATTEMPT_USAGE)),
+            ("/latencyMs", Shape::Latency),
             // `not` required finishReason: a response finishes, an error does not.
             ("/finishReason", Absent),
         ],
