@@ -581,7 +581,9 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             {
                 "must be an object"
             }
-            Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles if !value.is_array() => {
+            Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles | Shape::Removed
+                if !value.is_array() =>
+            {
                 "must be an array"
             }
             Shape::Text if value.as_str().is_none_or(|t| t.is_empty()) => {
@@ -627,6 +629,19 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             Shape::ResolvedCalls => {
                 if let Some(calls) = value.as_array() {
                     check_resolved_calls(calls, pointer, problems);
+                }
+                continue;
+            }
+            Shape::Removed => {
+                for (i, item) in value.as_array().unwrap_or_default().iter().enumerate() {
+                    let at = format!("{pointer}/{i}");
+                    match item.as_object() {
+                        None => problems.add(at, "must be an object"),
+                        Some(item) => {
+                            required_string(item, &at, "id", problems);
+                            closed(item, &at, &["id"], "a removed item", problems);
+                        }
+                    }
                 }
                 continue;
             }
@@ -1483,7 +1498,7 @@ mod tests {
             | Shape::Execution(_)
             | Shape::Error
             | Shape::Usage(_) => (json!([]), "must be an object"),
-            Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles => {
+            Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles | Shape::Removed => {
                 (json!({}), "must be an array")
             }
             Shape::Message => (json!([]), "must be a message {id, role, parts}"),
@@ -3804,6 +3819,46 @@ mod tests {
             assert_eq!(intercepted_problems(&event), rule, "{latency}");
             let event = edited(model_error(), "/latencyMs", Some(latency.clone()));
             assert_eq!(observed_problems(&event), rule, "{latency}");
+        }
+    }
+
+    /// execution-event.schema.json@62fc780 context.compact.after `removed`: a list,
+    /// possibly empty, of the items the compaction replaces, each `{id}` (a non-empty
+    /// string) and nothing else; each flaw is refused at its entry.
+    #[test]
+    fn a_compaction_names_each_item_it_removed_by_id_alone() {
+        let name = "context.compact.after";
+        let removed = json!([{"id": "m1"}, {"id": "a1"}]);
+        let event = edited(example(name), "/removed", Some(removed));
+        assert_eq!(intercepted_problems(&event), []);
+        let cases = [
+            ("/removed/1", Some(json!("a1")), "must be an object"),
+            ("/removed/1/id", None, "is required"),
+            (
+                "/removed/1/id",
+                Some(json!("")),
+                "must be a non-empty string",
+            ),
+            (
+                "/removed/1/synthesized",
+                Some(json!(true)),
+                "is not a member of a removed item",
+            ),
+        ];
+        for (pointer, value, rule) in cases {
+            let flawed = match pointer {
+                "/removed/1" => {
+                    let mut flawed = event.clone();
+                    flawed["removed"][1] = value.clone().unwrap_or_default();
+                    flawed
+                }
+                _ => edited(event.clone(), pointer, value.clone()),
+            };
+            assert_eq!(
+                intercepted_problems(&flawed),
+                [(pointer.to_owned(), rule.to_owned())],
+                "{pointer}: {value:?}"
+            );
         }
     }
 

@@ -68,6 +68,9 @@ pub enum Shape {
     /// `$defs/error`): `{message, class, code?, status?, native?}` and nothing else,
     /// checked as tool.after's own.
     Error,
+    /// context.compact.after's `removed`: a list, possibly empty, of `{id}` and nothing
+    /// else (execution-event.schema.json@62fc780).
+    Removed,
     /// file.changed's `changes`: a non-empty list of `{path, operation, agentCaused,
     /// before?, after?}` and nothing else (task-workspace-event.schema.json@8f91ac4).
     ChangedFiles,
@@ -390,7 +393,7 @@ pub const TABLE: &[Rules] = &[
         &[],
         Payload::Members(&[
             ("/summary", Array),
-            ("/removed", Array),
+            ("/removed", Shape::Removed),
             ("/execution", Execution(SUPPLIED)),
         ]),
     ),
