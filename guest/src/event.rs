@@ -577,6 +577,7 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             | Shape::Execution(_)
             | Shape::Error
             | Shape::Usage(_)
+            | Shape::TokenCounts
                 if !value.is_object() =>
             {
                 "must be an object"
@@ -629,6 +630,25 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             Shape::ResolvedCalls => {
                 if let Some(calls) = value.as_array() {
                     check_resolved_calls(calls, pointer, problems);
+                }
+                continue;
+            }
+            Shape::TokenCounts => {
+                if let Some(counts) = value.as_object() {
+                    for (key, count) in counts.members() {
+                        let at = format!("{pointer}/{key}");
+                        let counted = ["before", "after"].contains(&key);
+                        if counted && !count.is_u64() && !problems.names(&at) {
+                            problems.add(at, "must be a non-negative integer");
+                        }
+                    }
+                    closed(
+                        counts,
+                        pointer,
+                        &["before", "after"],
+                        "tokenCounts",
+                        problems,
+                    );
                 }
                 continue;
             }
@@ -1482,7 +1502,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 97,
+            checked, 99,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1497,7 +1517,8 @@ mod tests {
             | Shape::Closed(..)
             | Shape::Execution(_)
             | Shape::Error
-            | Shape::Usage(_) => (json!([]), "must be an object"),
+            | Shape::Usage(_)
+            | Shape::TokenCounts => (json!([]), "must be an object"),
             Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles | Shape::Removed => {
                 (json!({}), "must be an array")
             }
@@ -3860,6 +3881,55 @@ mod tests {
                 "{pointer}: {value:?}"
             );
         }
+    }
+
+    /// execution-event.schema.json@62fc780 `$defs/tokenCounts` on context.compact.before
+    /// and context.compact.after: optional, `{before?, after?}`, each a non-negative
+    /// integer, and nothing else; each flaw is refused at its pointer.
+    #[test]
+    fn a_compactions_token_counts_are_non_negative_integers() {
+        let cases = [
+            (json!(12), "/tokenCounts", "must be an object"),
+            (
+                json!({"before": -1}),
+                "/tokenCounts/before",
+                "must be a non-negative integer",
+            ),
+            (
+                json!({"before": 1.5}),
+                "/tokenCounts/before",
+                "must be a non-negative integer",
+            ),
+            (
+                json!({"before": 1200, "saved": 900}),
+                "/tokenCounts/saved",
+                "is not a member of tokenCounts",
+            ),
+        ];
+        for name in ["context.compact.before", "context.compact.after"] {
+            let counted = edited(example(name), "/tokenCounts", Some(json!({"before": 1200})));
+            assert_eq!(intercepted_problems(&counted), [], "{name}");
+            for (counts, pointer, rule) in &cases {
+                let event = edited(example(name), "/tokenCounts", Some(counts.clone()));
+                assert_eq!(
+                    intercepted_problems(&event),
+                    [(pointer.to_string(), rule.to_string())],
+                    "{name} with {counts}"
+                );
+            }
+        }
+        let name = "context.compact.after";
+        let counts = json!({"before": 1200, "after": 300});
+        let both = edited(example(name), "/tokenCounts", Some(counts));
+        assert_eq!(intercepted_problems(&both), []);
+        let after = edited(both, "/tokenCounts/after", Some(json!("300")));
+        assert_eq!(
+            intercepted_problems(&after),
+            [(
+                "/tokenCounts/after".to_owned(),
+                "must be a non-negative integer".to_owned()
+            )]
+        );
     }
 
     /// execution-event.schema.json@62fc780, context.compact.before's `allOf`: `not` any

@@ -87,6 +87,10 @@ pub enum Shape {
     /// Optional: a number no less than zero (a model call's `latencyMs`), checked where
     /// present.
     Latency,
+    /// Optional: a compaction's token counts (execution-event.schema.json@62fc780
+    /// `$defs/tokenCounts`), `{before?, after?}`, each a non-negative integer, and
+    /// nothing else; checked where present.
+    TokenCounts,
 }
 
 impl Shape {
@@ -94,7 +98,7 @@ impl Shape {
     pub fn is_optional(self) -> bool {
         matches!(
             self,
-            Shape::AbsentWhen(..) | Shape::Usage(_) | Shape::Latency
+            Shape::AbsentWhen(..) | Shape::Usage(_) | Shape::Latency | Shape::TokenCounts
         )
     }
 }
@@ -384,6 +388,8 @@ pub const TABLE: &[Rules] = &[
             ("/removed", Absent),
             ("/execution", Absent),
             ("/tokenCounts/after", Absent),
+            // After its `after` row: a count refused as present is not also mistyped.
+            ("/tokenCounts", Shape::TokenCounts),
         ]),
     ),
     rules(
@@ -395,6 +401,7 @@ pub const TABLE: &[Rules] = &[
             ("/summary", Array),
             ("/removed", Shape::Removed),
             ("/execution", Execution(SUPPLIED)),
+            ("/tokenCounts", Shape::TokenCounts),
         ]),
     ),
     rules(
