@@ -1430,6 +1430,33 @@ mod tests {
         pairs(Event::parse_intercepted(&event.to_string()))
     }
 
+    /// Asserts `event`, read by `problems_of` ([`intercepted_problems`] or
+    /// [`observed_problems`]), is refused with one problem: `rule`, at `pointer`.
+    #[track_caller]
+    fn assert_refused(
+        problems_of: fn(&Value) -> Vec<(String, String)>,
+        event: &Value,
+        pointer: &str,
+        rule: &str,
+    ) {
+        assert_eq!(
+            problems_of(event),
+            [(pointer.to_owned(), rule.to_owned())],
+            "{} with {pointer}: {:?}",
+            event["type"],
+            event.pointer(pointer)
+        );
+    }
+
+    /// Asserts the example of `name` with `value` at `pointer` is refused there as a
+    /// member `name` must not have.
+    #[track_caller]
+    fn assert_forbidden_on(name: &str, pointer: &str, value: Value) {
+        let event = edited(example(name), pointer, Some(value));
+        let rule = format!("must not be present on {name}");
+        assert_refused(intercepted_problems, &event, pointer, &rule);
+    }
+
     #[test]
     fn the_example_of_every_interceptable_event_is_valid() {
         for rules in events::TABLE {
@@ -1616,12 +1643,7 @@ mod tests {
             ),
         ];
         for (name, pointer, value) in forbidden {
-            let event = edited(example(name), pointer, Some(value));
-            assert_eq!(
-                intercepted_problems(&event),
-                [(pointer.to_owned(), format!("must not be present on {name}"))],
-                "{name} with {pointer}"
-            );
+            assert_forbidden_on(name, pointer, value);
         }
     }
 
@@ -1646,12 +1668,7 @@ mod tests {
             ),
         ];
         for (pointer, value) in forbidden {
-            let event = edited(example(name), pointer, Some(value));
-            assert_eq!(
-                intercepted_problems(&event),
-                [(pointer.to_owned(), format!("must not be present on {name}"))],
-                "{name} with {pointer}"
-            );
+            assert_forbidden_on(name, pointer, value);
         }
     }
 
@@ -2911,13 +2928,8 @@ mod tests {
             "/proposed",
             Some(json!({"id": "example-large", "provider": "example"})),
         );
-        assert_eq!(
-            observed_problems(&proposed),
-            [(
-                "/proposed".to_owned(),
-                "must not be present on model.switch.after".to_owned()
-            )]
-        );
+        let rule = "must not be present on model.switch.after";
+        assert_refused(observed_problems, &proposed, "/proposed", rule);
     }
 
     /// execution-event.schema.json@62fc780 `required` on model.switch.after: the model
@@ -2946,12 +2958,8 @@ mod tests {
             ("/reason", Some(json!("")), "must be a non-empty string"),
         ];
         for (pointer, value, rule) in cases {
-            let event = edited(switch_after(), pointer, value.clone());
-            assert_eq!(
-                observed_problems(&event),
-                [(pointer.to_owned(), rule.to_owned())],
-                "{pointer}: {value:?}"
-            );
+            let event = edited(switch_after(), pointer, value);
+            assert_refused(observed_problems, &event, pointer, rule);
         }
     }
 
@@ -2973,13 +2981,8 @@ mod tests {
         let failed = edited(failed, "/error", Some(error.clone()));
         assert_eq!(observed_problems(&failed), []);
         let completed = edited(turn_end(), "/error", Some(error));
-        assert_eq!(
-            observed_problems(&completed),
-            [(
-                "/error".to_owned(),
-                "must not be present on turn.end when /outcome is \"completed\"".to_owned()
-            )]
-        );
+        let rule = "must not be present on turn.end when /outcome is \"completed\"";
+        assert_refused(observed_problems, &completed, "/error", rule);
     }
 
     /// A turn.progress made from the example turn.start: the turn's assistant item
@@ -3066,13 +3069,8 @@ mod tests {
         ];
         for (event, pointer, value, rule) in cases {
             assert_eq!(observed_problems(&event), [], "{}", event["type"]);
-            let event = edited(event, pointer, value.clone());
-            assert_eq!(
-                observed_problems(&event),
-                [(pointer.to_owned(), rule.to_owned())],
-                "{} {pointer}: {value:?}",
-                event["type"]
-            );
+            let event = edited(event, pointer, value);
+            assert_refused(observed_problems, &event, pointer, rule);
         }
     }
 
@@ -3497,12 +3495,8 @@ mod tests {
             ),
         ];
         for (pointer, value, rule) in cases {
-            let event = edited(model_error(), pointer, value.clone());
-            assert_eq!(
-                observed_problems(&event),
-                [(pointer.to_owned(), rule.to_owned())],
-                "{pointer}: {value:?}"
-            );
+            let event = edited(model_error(), pointer, value);
+            assert_refused(observed_problems, &event, pointer, rule);
         }
     }
 
@@ -3588,14 +3582,9 @@ mod tests {
                 "{pointer} of a call that ran"
             );
             let skipped = edited(ran, "/execution", Some(supplied.clone()));
-            assert_eq!(
-                intercepted_problems(&skipped),
-                [(
-                    pointer.to_owned(),
-                    format!("must not be present on {name} when /execution/status is \"skipped\"")
-                )],
-                "{pointer} of a skipped call"
-            );
+            let rule =
+                format!("must not be present on {name} when /execution/status is \"skipped\"");
+            assert_refused(intercepted_problems, &skipped, pointer, &rule);
         }
         let skipped = edited(example(name), "/execution", Some(supplied));
         assert_eq!(intercepted_problems(&skipped), []);
@@ -3605,16 +3594,8 @@ mod tests {
     /// required error. A call that failed is a model.error, not a response.
     #[test]
     fn a_model_response_refuses_an_error() {
-        let name = "model.response.after";
         let error = json!({"message": "overloaded", "class": "provider"});
-        let event = edited(example(name), "/error", Some(error));
-        assert_eq!(
-            intercepted_problems(&event),
-            [(
-                "/error".to_owned(),
-                format!("must not be present on {name}")
-            )]
-        );
+        assert_forbidden_on("model.response.after", "/error", error);
     }
 
     /// execution-event.schema.json@62fc780 `$defs/model` (`{id, provider}`) and
@@ -3638,11 +3619,8 @@ mod tests {
         ];
         for (name, pointer, what) in intercepted {
             let event = edited(example(name), pointer, Some(json!("x")));
-            assert_eq!(
-                intercepted_problems(&event),
-                [(pointer.to_owned(), format!("is not a member of {what}"))],
-                "{name} with {pointer}"
-            );
+            let rule = format!("is not a member of {what}");
+            assert_refused(intercepted_problems, &event, pointer, &rule);
         }
         let observed = [
             (model_error(), "/model/region", "model"),
@@ -3652,12 +3630,8 @@ mod tests {
         ];
         for (event, pointer, what) in observed {
             let event = edited(event, pointer, Some(json!("x")));
-            assert_eq!(
-                observed_problems(&event),
-                [(pointer.to_owned(), format!("is not a member of {what}"))],
-                "{} with {pointer}",
-                event["type"]
-            );
+            let rule = format!("is not a member of {what}");
+            assert_refused(observed_problems, &event, pointer, &rule);
         }
     }
 
@@ -3681,19 +3655,12 @@ mod tests {
                 "turn.finish.before" => outcomes,
                 _ => "must be one of auto, manual, hook",
             };
-            assert_eq!(
-                intercepted_problems(&event),
-                [(pointer.to_owned(), rule.to_owned())],
-                "{name}: {other}"
-            );
+            assert_refused(intercepted_problems, &event, pointer, rule);
         }
         let cancelled = edited(turn_end(), "/outcome", Some(json!("cancelled")));
         assert_eq!(observed_problems(&cancelled), []);
         let ended = edited(turn_end(), "/outcome", Some(json!("done")));
-        assert_eq!(
-            observed_problems(&ended),
-            [("/outcome".to_owned(), outcomes.to_owned())]
-        );
+        assert_refused(observed_problems, &ended, "/outcome", outcomes);
     }
 
     /// execution-event.schema.json@62fc780 `$defs/usage`, closed, in its two forms: a
@@ -3788,35 +3755,22 @@ mod tests {
             ),
         ];
         for (event, pointer, value, rule) in cases {
-            let event = edited(event.clone(), pointer, value.clone());
-            assert_eq!(
-                intercepted_problems(&event),
-                [(pointer.to_owned(), rule.to_owned())],
-                "{} {pointer}: {value:?}",
-                event["type"]
-            );
+            let event = edited(event.clone(), pointer, value);
+            assert_refused(intercepted_problems, &event, pointer, rule);
         }
         let provenance = edited(
             with(model_error(), &attempt),
             "/usage/provenance",
             Some(json!("mixed")),
         );
-        assert_eq!(
-            observed_problems(&provenance),
-            [(
-                "/usage/provenance".to_owned(),
-                "must be one of provider, estimate".to_owned()
-            )]
-        );
+        let rule = "must be one of provider, estimate";
+        assert_refused(observed_problems, &provenance, "/usage/provenance", rule);
         let kind = edited(
             with(turn_end(), &turn),
             "/usage/kind",
             Some(json!("amount")),
         );
-        assert_eq!(
-            observed_problems(&kind),
-            [("/usage/kind".to_owned(), "must be \"total\"".to_owned())]
-        );
+        assert_refused(observed_problems, &kind, "/usage/kind", "must be \"total\"");
     }
 
     /// execution-event.schema.json@62fc780 `latencyMs` on model.response.after and
@@ -3831,15 +3785,12 @@ mod tests {
             let event = edited(model_error(), "/latencyMs", Some(latency.clone()));
             assert_eq!(observed_problems(&event), [], "{latency}");
         }
-        let rule = [(
-            "/latencyMs".to_owned(),
-            "must be a non-negative number".to_owned(),
-        )];
+        let rule = "must be a non-negative number";
         for latency in [json!(-1), json!(-0.5), json!("812"), json!(null)] {
             let event = edited(response.clone(), "/latencyMs", Some(latency.clone()));
-            assert_eq!(intercepted_problems(&event), rule, "{latency}");
-            let event = edited(model_error(), "/latencyMs", Some(latency.clone()));
-            assert_eq!(observed_problems(&event), rule, "{latency}");
+            assert_refused(intercepted_problems, &event, "/latencyMs", rule);
+            let event = edited(model_error(), "/latencyMs", Some(latency));
+            assert_refused(observed_problems, &event, "/latencyMs", rule);
         }
     }
 
@@ -3875,11 +3826,7 @@ mod tests {
                 }
                 _ => edited(event.clone(), pointer, value.clone()),
             };
-            assert_eq!(
-                intercepted_problems(&flawed),
-                [(pointer.to_owned(), rule.to_owned())],
-                "{pointer}: {value:?}"
-            );
+            assert_refused(intercepted_problems, &flawed, pointer, rule);
         }
     }
 
@@ -3911,11 +3858,7 @@ mod tests {
             assert_eq!(intercepted_problems(&counted), [], "{name}");
             for (counts, pointer, rule) in &cases {
                 let event = edited(example(name), "/tokenCounts", Some(counts.clone()));
-                assert_eq!(
-                    intercepted_problems(&event),
-                    [(pointer.to_string(), rule.to_string())],
-                    "{name} with {counts}"
-                );
+                assert_refused(intercepted_problems, &event, pointer, rule);
             }
         }
         let name = "context.compact.after";
@@ -3923,13 +3866,8 @@ mod tests {
         let both = edited(example(name), "/tokenCounts", Some(counts));
         assert_eq!(intercepted_problems(&both), []);
         let after = edited(both, "/tokenCounts/after", Some(json!("300")));
-        assert_eq!(
-            intercepted_problems(&after),
-            [(
-                "/tokenCounts/after".to_owned(),
-                "must be a non-negative integer".to_owned()
-            )]
-        );
+        let rule = "must be a non-negative integer";
+        assert_refused(intercepted_problems, &after, "/tokenCounts/after", rule);
     }
 
     /// execution-event.schema.json@62fc780, context.compact.before's `allOf`: `not` any
@@ -3946,23 +3884,13 @@ mod tests {
             ("/execution", result["execution"].clone()),
         ];
         for (pointer, value) in forbidden {
-            let event = edited(example(name), pointer, Some(value));
-            assert_eq!(
-                intercepted_problems(&event),
-                [(pointer.to_owned(), format!("must not be present on {name}"))],
-                "{name} with {pointer}"
-            );
+            assert_forbidden_on(name, pointer, value);
         }
         let counted = edited(example(name), "/tokenCounts", Some(json!({"before": 1200})));
         assert_eq!(intercepted_problems(&counted), []);
         let after = edited(counted, "/tokenCounts/after", Some(json!(300)));
-        assert_eq!(
-            intercepted_problems(&after),
-            [(
-                "/tokenCounts/after".to_owned(),
-                format!("must not be present on {name}")
-            )]
-        );
+        let rule = format!("must not be present on {name}");
+        assert_refused(intercepted_problems, &after, "/tokenCounts/after", &rule);
     }
 
     /// The call of a permission asked or resolved and of a call's progress is the one

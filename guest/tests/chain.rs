@@ -471,6 +471,22 @@ fn assert_settled_by(policy: &str, settlement: &Settlement) {
     }
 }
 
+/// Interceptor 0's one attempt was answered 401 and its call is auth-failed awaiting
+/// the response, settled as `policy` says.
+fn assert_the_401_settles_under(policy: &str, settlement: &Settlement) {
+    assert_eq!(
+        audited(settlement, 0)["failure"],
+        json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
+        "{policy}"
+    );
+    assert_eq!(
+        attempt_results(settlement, 0),
+        [json!("unauthorized")],
+        "{policy}"
+    );
+    assert_settled_by(policy, settlement);
+}
+
 /// The `result` of each attempt in the audit record of interceptor `index`.
 fn attempt_results(settlement: &Settlement, index: usize) -> Vec<Value> {
     audited(settlement, index)["attempts"]
@@ -1522,13 +1538,7 @@ fn a_refused_credential_the_host_cannot_renew_is_auth_failed_without_a_second_se
             "{policy}: asked again after the 401"
         );
         assert_eq!(host.rejected.len(), 1, "{policy}");
-        assert_eq!(
-            audited(&s, 0)["failure"],
-            json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
-            "{policy}"
-        );
-        assert_eq!(attempt_results(&s, 0), [json!("unauthorized")], "{policy}");
-        assert_settled_by(policy, &s);
+        assert_the_401_settles_under(policy, &s);
     }
 }
 
@@ -1582,13 +1592,7 @@ fn a_challenge_that_leaves_no_time_to_answer_it_is_the_401s_auth_failure() {
             1,
             "{policy}: the challenge is not offered"
         );
-        assert_eq!(
-            audited(&s, 0)["failure"],
-            json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
-            "{policy}"
-        );
-        assert_eq!(attempt_results(&s, 0), [json!("unauthorized")], "{policy}");
-        assert_settled_by(policy, &s);
+        assert_the_401_settles_under(policy, &s);
     }
 }
 
