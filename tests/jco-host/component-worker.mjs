@@ -123,16 +123,60 @@ function run() {
   // From here the main thread bounds the call by the component's own bound-ms.
   parentPort.postMessage({ started, boundMs: engine.boundMs() });
   const settled = engine.intercept(event, effects, undefined, started);
+  const audit = record(settled.audit);
+  if (!trusted(settled, audit)) return undefined;
   return {
     decision: settled.decision,
     decidedBy: settled.decidedBy,
     reason: settled.reason ?? null,
-    audit: JSON.parse(settled.audit),
+    audit,
   };
 }
 
+/// The audit text as a record, if it has a record's shape where the checks below read it;
+/// undefined otherwise.
+function record(text) {
+  let value;
+  try { value = JSON.parse(text); } catch { return undefined; }
+  const object = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
+  const objects = (v) => Array.isArray(v) && v.every(object);
+  const ok = object(value) && object(value.event)
+    && typeof value.decision === 'string' && typeof value.decidedBy === 'string'
+    && (value.reason === undefined || value.reason === null || typeof value.reason === 'string')
+    && Number.isSafeInteger(value.elapsedMs) && value.elapsedMs >= 0
+    && objects(value.interceptors) && value.interceptors.every((i) => typeof i.outcome === 'string')
+    && objects(value.observers);
+  return ok ? value : undefined;
+}
+
+/// The decision each `decidedBy` settles as (ahp_vocab `DecidedBy::decision`).
+const DECIDES = { 'no-objection': 'allow', 'backend-ask': 'ask' };
+
+/// Interceptor outcomes that end a call in a denial (ahp_vocab `Outcome::denies`).
+const DENYING = ['deny', 'stop', 'failed-closed', 'interrupted', 'budget-expired'];
+
+/// Whether the component's settlement can be trusted, as ahp-host decides it
+/// (settlement.rs `from_component`): its record agrees with the WIT fields and with itself,
+/// and lists exactly the observe deliveries asked for. A component that says "allow" over
+/// its own denial has gone wrong, and its mistake must never be permission.
+function trusted(settled, audit) {
+  if (audit === undefined) return false;
+  const decision = DECIDES[audit.decidedBy] ?? 'deny';
+  const deliveries = settled.observers;
+  return audit.decision === settled.decision
+    && audit.decidedBy === settled.decidedBy
+    && (audit.reason ?? null) === (settled.reason ?? null)
+    && decision === audit.decision
+    && (decision === 'deny' || !audit.interceptors.some((i) => DENYING.includes(i.outcome)))
+    && audit.observers.length === deliveries.length
+    && audit.observers.every((entry, n) => entry.backend === deliveries[n].backend
+      && entry.requestSha256 === delivery.sha256(deliveries[n].message));
+}
+
 try {
-  parentPort.postMessage({ settled: run() });
+  const settled = run();
+  // An untrusted settlement is the main thread's engine-failure denial.
+  parentPort.postMessage(settled ? { settled } : { untrusted: true });
 } catch (error) {
   // The component's own refusal of the registration or event is an err with its
   // problems, `{path, rule}` records. Anything else (a trap, a record that does not

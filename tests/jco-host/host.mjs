@@ -84,6 +84,8 @@ component.on('message', (message) => {
       engineFailure('loading the component and the registration took longer than 5 s'));
   } else if (message.settled) {
     print(message.settled);
+  } else if (message.untrusted) {
+    engineFailure('the component\'s settlement record is unreadable or inconsistent');
   } else if (message.refused) {
     for (const problem of message.refused) console.error(`error: ${problem}`);
     process.exit(1);

@@ -10,8 +10,8 @@
 use ahp_host::EMBEDDED_COMPONENT;
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    event, one_json_line, registration, runaway_component, CrossCredential, Http, CROSS_TOKEN,
-    CROSS_TOKEN_ENV, SLACK, SYNTHETIC_REASON,
+    assert_nothing_sent, event, one_json_line, registration, runaway_component, CrossCredential,
+    Http, CROSS_TOKEN, CROSS_TOKEN_ENV, SLACK, SYNTHETIC_REASON,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -430,6 +430,21 @@ async fn node_refuses_every_delivery_a_component_must_not_make() {
     assert_engine_failure(&settled);
     backends.assert_every_delivery_refused().await;
     assert!(!settled.to_string().contains(CROSS_TOKEN), "{settled}");
+}
+
+/// A component that allows with a record that is no record (`{}`), asking for an observe
+/// notification it does not list: as ahp-host (`from_component`), Node does not trust
+/// it. The call is an engine failure, exit 2, and the observer gets nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_denies_a_settlement_it_cannot_trust() {
+    let observer = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let reg = format!("untrusted-observer {}", observer.url());
+    let settled = call_on(runaway(), &reg, "evt_node_untrusted").await;
+    assert_engine_failure(&settled);
+    assert_nothing_sent(&observer).await;
+    // A well-formed record that says deny under an allow is no more trusted.
+    let settled = call_on(runaway(), "contradicting-record", "evt_node_contradicting").await;
+    assert_engine_failure(&settled);
 }
 
 /// A component that spins while it loads the registration is stopped past the 5 s that

@@ -18,6 +18,10 @@
 //! `com.example.obs` at URL: the host must deny as an engine failure and send nothing on
 //! the component's behalf.
 //!
+//! A registration `contradicting-record` makes `intercept` settle with an allow
+//! (`no-objection`) whose well-formed record says the call was denied by a backend: the
+//! host must deny as an engine failure.
+//!
 //! A registration `hanging-load URL` makes `load` ask `com.example.hang` at URL for a
 //! reply with no deadline: refused while the host validates the registration (no
 //! backends yet), it hangs for as long as the backend does when the host makes an
@@ -55,6 +59,8 @@ mod component {
         CrossCredential(Urls),
         /// Allows with an unreadable record and one observe notification to this URL.
         UntrustedObserver(String),
+        /// Allows with a record that says deny.
+        ContradictingRecord,
         /// Loaded after a delivery to this URL, which may never answer; then spins.
         HangingLoad(String),
     }
@@ -89,6 +95,8 @@ mod component {
                 Runaway::CrossCredential(urls.parse()?)
             } else if let Some(url) = registration.strip_prefix("untrusted-observer ") {
                 Runaway::UntrustedObserver(url.to_string())
+            } else if registration == "contradicting-record" {
+                Runaway::ContradictingRecord
             } else if let Some(url) = registration.strip_prefix("hanging-load ") {
                 // Whatever comes back, the load goes on: only the wait matters.
                 let _ = delivery::exchange(HANG, b"{}", None, u64::MAX);
@@ -117,7 +125,9 @@ mod component {
                 Runaway::CrossCredential(urls) => urls,
                 Runaway::UntrustedObserver(url) => return vec![http(OBSERVER, url, None)],
                 Runaway::HangingLoad(url) => return vec![http(HANG, url, None)],
-                Runaway::Spins | Runaway::Panics => return Vec::new(),
+                Runaway::Spins | Runaway::Panics | Runaway::ContradictingRecord => {
+                    return Vec::new()
+                }
             };
             vec![
                 http(
@@ -133,7 +143,10 @@ mod component {
         fn bound_ms(&self) -> u64 {
             match self {
                 Runaway::CrossCredential(_) | Runaway::UntrustedObserver(_) => CROSS_BOUND_MS,
-                Runaway::Spins | Runaway::Panics | Runaway::HangingLoad(_) => 100,
+                Runaway::Spins
+                | Runaway::Panics
+                | Runaway::HangingLoad(_)
+                | Runaway::ContradictingRecord => 100,
             }
         }
 
@@ -166,6 +179,18 @@ mod component {
                         message: event.into_bytes(),
                         deadline: started.saturating_add(CROSS_BOUND_MS * 1_000_000),
                     }],
+                }),
+                Runaway::ContradictingRecord => Ok(Settlement {
+                    decision: Decision::Allow,
+                    decided_by: DecidedBy::NoObjection,
+                    reason: None,
+                    audit: concat!(
+                        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+                        r#""decision":"deny","decidedBy":"backend-deny","reason":"No.","#,
+                        r#""elapsedMs":0,"interceptors":[],"observers":[]}"#
+                    )
+                    .to_string(),
+                    observers: Vec::new(),
                 }),
                 Runaway::Panics if !event.contains("spin") => panic!("the component failed"),
                 Runaway::Panics | Runaway::Spins | Runaway::HangingLoad(_) => spin(),
