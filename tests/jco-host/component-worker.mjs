@@ -48,8 +48,10 @@ const credentials = {
     const auth = plans.get(backend)?.auth;
     if (auth === undefined) return undefined;
     if (auth.tag !== 'bearer-env') fail({ tag: 'unsupported' });
-    const token = process.env[auth.val];
-    if (!token) fail({ tag: 'unresolved' });
+    // As ahp-host reads a token (credentials.rs `usable`): trimmed, and non-empty visible
+    // ASCII, or it is no token; one that cannot be an HTTP header must not reach one.
+    const token = process.env[auth.val]?.trim();
+    if (!token || !/^[\x21-\x7e]+$/.test(token)) fail({ tag: 'unresolved' });
     return new Credential(backend, token);
   },
   reject(_credential) {},

@@ -28,11 +28,20 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
     request.destroy();
   });
   const target = new URL(url);
-  const request = (target.protocol === 'https:' ? https : http).request(target, {
-    method: 'POST',
-    headers: { ...headers, 'content-type': 'application/json', 'content-length': body.length },
-    agent: false,
-  });
+  let request;
+  try {
+    request = (target.protocol === 'https:' ? https : http).request(target, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': body.length },
+      agent: false,
+    });
+  } catch {
+    // Node refuses a request it could not write (a header with a control character)
+    // before sending anything; ahp-host refuses such a header as not-permitted (http.rs).
+    // Uncaught, it would end this thread, and every later exchange wait out its deadline.
+    settle({ error: 'not-permitted' });
+    return;
+  }
   // Over https the request can go out only once the handshake is done.
   const tls = target.protocol === 'https:';
   let connected = false;

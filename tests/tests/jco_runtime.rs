@@ -476,3 +476,30 @@ async fn node_stops_a_spinning_component_at_its_bound() {
         began.elapsed()
     );
 }
+
+/// A bearer token with a control character is no token, as ahp-host reads one
+/// (credentials.rs `usable`): A fails open as `auth-failed` without being called, and B's
+/// deny, next in the chain, stands. Node used to throw building A's request, which ended
+/// its exchange thread: B then waited out its deadline and its deny was lost to an allow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_refuses_a_token_that_cannot_be_a_header() {
+    let a = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let b = FaultBackend::start(vec![Behaviour::Deny("no".into())]).await;
+    let reg = registration(&[
+        Http::new("com.example.a", a.url())
+            .policy("fail-open")
+            .timeout_ms(1000)
+            .token_env("AHP_TEST_NODE_BAD_TOKEN"),
+        Http::new("com.example.b", b.url())
+            .policy("fail-open")
+            .timeout_ms(1000),
+    ]);
+    let env = [("AHP_TEST_NODE_BAD_TOKEN", "tok\nen")];
+    let settled = call_with_env(transpiled(), &reg, "evt_node_bad_token", &env).await;
+    assert_eq!(settled["decidedBy"], json!("backend-deny"), "{settled}");
+    assert_eq!(settled["reason"], json!("no"));
+    let failure = &settled["audit"]["interceptors"][0]["failure"];
+    assert_eq!(failure["class"], json!("auth-failed"), "{settled}");
+    assert_eq!(failure["phase"], json!("acquire-credential"), "{settled}");
+    assert_nothing_sent(&a).await;
+}
