@@ -38,22 +38,41 @@ function print(settled) {
   process.exit(EXIT_CODES[settled.decision]);
 }
 
+/// The generic reasons of the host's own denials (ahp_vocab `DecidedBy::generic_reason`).
+const REASONS = {
+  'engine-failure': 'Policy evaluation failed.',
+  interrupted: 'Policy evaluation was interrupted.',
+};
+
 /// The denial for a call that did not complete, its record the one `ahp intercept`
 /// prints for an engine failure (`Record::host_denial`).
 function engineFailure(why) {
+  hostDenial('engine-failure', why);
+}
+
+/// A denial this host settles itself, as `Record::host_denial` writes it.
+function hostDenial(decidedBy, why) {
   console.error(`error: ${why}`);
-  const reason = 'Policy evaluation failed.';
+  const reason = REASONS[decidedBy];
   const elapsedMs = Number((process.hrtime.bigint() - begun) / 1_000_000n);
   const audit = {
     event: eventRef(event),
     decision: 'deny',
-    decidedBy: 'engine-failure',
+    decidedBy,
     reason,
     elapsedMs,
     interceptors: [],
     observers: [],
   };
-  print({ decision: 'deny', decidedBy: 'engine-failure', reason, audit });
+  print({ decision: 'deny', decidedBy, reason, audit });
+}
+
+// A signal ends the call as it ends `ahp intercept` (cli.rs): a denial, `interrupted`.
+// Left to Node, the process would die with nothing printed, which a harness reads as a
+// crash and lets pass. The component is not told (`interrupted()` stays false): it may
+// be blocked in an exchange, and its answer is not waited for.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT']) {
+  process.on(signal, () => hostDenial('interrupted', `interrupted by ${signal}`));
 }
 
 /// As much identity as the event text gives, read as `EventRef::read` reads it.

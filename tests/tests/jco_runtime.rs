@@ -503,3 +503,47 @@ async fn node_refuses_a_token_that_cannot_be_a_header() {
     assert_eq!(failure["phase"], json!("acquire-credential"), "{settled}");
     assert_nothing_sent(&a).await;
 }
+
+/// SIGTERM while a backend is being waited for ends the call as `ahp intercept` ends it:
+/// a printed denial, `interrupted`, exit 2. Node used to die of the signal with nothing
+/// printed, which a harness reads as a crash and lets pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_denies_a_call_a_signal_ends() {
+    let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (reg, evt) = (dir.path().join("reg.json"), dir.path().join("event.json"));
+    std::fs::write(&reg, one_backend(&backend, "fail-open", 5000)).expect("write registration");
+    std::fs::write(&evt, event("evt_node_signal")).expect("write event");
+    let host = tokio::process::Command::new("node")
+        .arg(jco_host_dir().join("host.mjs"))
+        .arg(transpiled())
+        .arg(&reg)
+        .arg(&evt)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run node");
+    assert!(
+        backend.wait_for_requests(1, Duration::from_secs(20)).await,
+        "the backend was never called"
+    );
+    let pid = host.id().expect("still running") as libc::pid_t;
+    // SAFETY: kill(2) on the child this test started and has not yet reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let output = tokio::time::timeout(HOST_LIMIT, host.wait_with_output())
+        .await
+        .expect("host.mjs ended after the signal")
+        .expect("wait for node");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{} {stderr}", output.status);
+    let settled = one_json_line(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(settled["decision"], json!("deny"), "{settled}");
+    assert_eq!(settled["decidedBy"], json!("interrupted"));
+    assert_eq!(
+        settled["reason"],
+        json!("Policy evaluation was interrupted.")
+    );
+    assert_eq!(settled["audit"]["decidedBy"], json!("interrupted"));
+    assert_eq!(settled["audit"]["event"]["id"], json!("evt_node_signal"));
+}
