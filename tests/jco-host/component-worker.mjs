@@ -146,13 +146,17 @@ function record(text) {
     && typeof value.decision === 'string' && typeof value.decidedBy === 'string'
     && (value.reason === undefined || value.reason === null || typeof value.reason === 'string')
     && Number.isSafeInteger(value.elapsedMs) && value.elapsedMs >= 0
-    && objects(value.interceptors) && value.interceptors.every((i) => typeof i.outcome === 'string')
+    && objects(value.interceptors) && value.interceptors.every((i) => OUTCOMES.includes(i.outcome))
     && objects(value.observers);
   return ok ? value : undefined;
 }
 
 /// The decision each `decidedBy` settles as (ahp_vocab `DecidedBy::decision`).
 const DECIDES = { 'no-objection': 'allow', 'backend-ask': 'ask' };
+
+/// Every interceptor outcome (ahp_vocab `Outcome`): a record with another word is no record.
+const OUTCOMES = ['no-effect', 'allow', 'ask', 'deny', 'stop', 'failed-open', 'failed-closed',
+  'not-reached', 'interrupted', 'budget-expired'];
 
 /// Interceptor outcomes that end a call in a denial (ahp_vocab `Outcome::denies`).
 const DENYING = ['deny', 'stop', 'failed-closed', 'interrupted', 'budget-expired'];
