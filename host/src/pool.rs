@@ -37,6 +37,8 @@ use crate::runtime::Runtime;
 use crate::slots::Slot;
 use crate::state::HostState;
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use wasmtime::component::ResourceAny;
@@ -107,6 +109,16 @@ pub(crate) struct Ready {
 
 /// Ready instances of one registration.
 pub(crate) struct Pool {
+    /// Shared with a make that outlives the call that began it.
+    maker: Arc<Maker>,
+    /// Per event type, the first interceptor's timeout (`engine.first-timeouts`).
+    first_timeouts: HashMap<String, Duration>,
+    /// A permit per call in an instance.
+    lanes: Lanes,
+}
+
+/// What makes a pool's instances and keeps the idle ones.
+struct Maker {
     runtime: Arc<Runtime>,
     registration: String,
     /// The declaration the registration was loaded with, for every later instance.
@@ -116,10 +128,6 @@ pub(crate) struct Pool {
     closing: Interrupt,
     /// Shared with the runtime's slots, which may evict from it.
     idle: Arc<Mutex<Idle>>,
-    /// Per event type, the first interceptor's timeout (`engine.first-timeouts`).
-    first_timeouts: HashMap<String, Duration>,
-    /// A permit per call in an instance.
-    lanes: Lanes,
 }
 
 /// The instances of a pool that no call is using.
@@ -154,12 +162,14 @@ impl Pool {
             slots.register(Arc::downgrade(&idle));
         }
         Pool {
-            runtime,
-            registration,
-            declaration,
-            backends,
-            closing,
-            idle,
+            maker: Arc::new(Maker {
+                runtime,
+                registration,
+                declaration,
+                backends,
+                closing,
+                idle,
+            }),
             first_timeouts: first_timeouts
                 .into_iter()
                 .map(|(event, ms)| (event, Duration::from_millis(ms)))
@@ -171,7 +181,8 @@ impl Pool {
     /// Runs `call` on a ready instance once `admission` lets it have one, with
     /// `interrupt` as the call's signal and the component's CPU (epochs) and wall time
     /// bounded by `limit` from then (at least [`SETTLE_BOUND`]). Making a new instance
-    /// counts as waiting for one: interruption, shutdown and the budget end it too.
+    /// counts as waiting for one: interruption, shutdown and the budget end the call's
+    /// wait there too, and the instance is still finished and pooled for the next call.
     /// The instance goes back to the pool only after a normal return. Every [`Unserved`]
     /// is a denial for the caller to settle: never permission.
     pub async fn in_component<T>(
@@ -187,19 +198,20 @@ impl Pool {
             first_deadline: self.first_deadline(&admission),
             budget: *budget,
             interrupt,
-            closing: &self.closing,
+            closing: &self.maker.closing,
         };
         let Admitted {
             permit: _permit,
             settling,
         } = self.lanes.admit(wait).await?;
         let idle = self
+            .maker
             .idle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take_one();
         // A new instance needs one of the Engine's slots, where the runtime tracks them.
-        let slot = match (&idle, self.runtime.slots()) {
+        let slot = match (&idle, self.maker.runtime.slots()) {
             (None, Some(slots)) => {
                 let slot = slots
                     .admit(|| if settling { wait().settling() } else { wait() })
@@ -208,15 +220,19 @@ impl Pool {
             }
             _ => None,
         };
-        let _ticking = self.runtime.ticking();
+        let _ticking = self.maker.runtime.ticking();
         let mut ready = match idle {
             Some(ready) => ready,
             // Making the instance is waiting for it: it ends as the queue's wait does.
             None => {
+                let mut making = Box::pin(Arc::clone(&self.maker).make(slot));
                 let made = tokio::select! {
                     biased;
-                    made = self.make(slot) => made,
-                    ended = async { wait().ended().await } => return Err(ended),
+                    made = &mut making => made,
+                    ended = async { wait().ended().await } => {
+                        self.maker.finish(making);
+                        return Err(ended);
+                    }
                 };
                 made.map_err(|e| {
                     tracing::error!(error = %e, "could not prepare a component instance");
@@ -233,7 +249,7 @@ impl Pool {
         ready.store.set_epoch_deadline(1);
         match tokio::time::timeout_at(limit.into(), call(&mut ready)).await {
             Ok(Ok(value)) => {
-                self.put(ready);
+                self.maker.put(ready);
                 Ok(value)
             }
             Ok(Err(trap)) => {
@@ -267,17 +283,24 @@ impl Pool {
     /// Drops every idle instance and keeps none from now on (shutdown).
     pub fn close(&self) {
         let dropped = {
-            let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut idle = self
+                .maker
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             idle.closed = true;
             std::mem::take(&mut idle.ready)
         };
         // Out of the lock, which eviction may be waiting for.
         drop(dropped);
     }
+}
 
+impl Maker {
     /// A new instance on `slot` (none when the runtime does not track slots), with the
     /// registration loaded.
-    async fn make(&self, slot: Option<Slot>) -> wasmtime::Result<Ready> {
+    async fn make(self: Arc<Self>, slot: Option<Slot>) -> wasmtime::Result<Ready> {
+        let _ticking = self.runtime.ticking();
         let state = HostState::new(self.backends.clone(), self.closing.clone());
         let (mut store, plugin) = self.runtime.instantiate(state).await?;
         store.data_mut().cpu_deadline = Instant::now() + Duration::from_secs(5);
@@ -312,6 +335,25 @@ impl Pool {
         if !idle.closed && idle.ready.len() < IDLE_KEPT && keepable && !wanted {
             idle.ready.push(ready);
         }
+    }
+
+    /// Lets `making`, a make whose call stopped waiting for it, finish on its own and
+    /// leave its instance in the pool: a registration that loads slower than the calls'
+    /// budgets would otherwise never leave one. Shutdown ends it.
+    fn finish(
+        self: &Arc<Self>,
+        making: Pin<Box<impl Future<Output = wasmtime::Result<Ready>> + Send + 'static>>,
+    ) {
+        let maker = Arc::clone(self);
+        tokio::spawn(async move {
+            tokio::select! {
+                made = making => match made {
+                    Ok(ready) => maker.put(ready),
+                    Err(e) => tracing::error!(error = %e, "could not prepare a component instance"),
+                },
+                () = maker.closing.wait() => {}
+            }
+        });
     }
 }
 

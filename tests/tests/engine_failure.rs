@@ -208,3 +208,35 @@ async fn making_an_instance_ends_with_the_budget_or_the_interruption() {
         "interrupted while the instance is made",
     );
 }
+
+/// An instance whose call stopped waiting for it while it was being made is finished
+/// anyway and pooled: the next call takes it instead of making (and loading) another,
+/// so a registration that loads slower than the calls' budgets still leaves one. Here
+/// the runaway component's `hanging-load` mode waits 300 ms on its backend per load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_made_too_late_for_its_call_serves_the_next() {
+    let slow = || Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect));
+    let loads = FaultBackend::start(vec![slow()]).await;
+    let options = Options {
+        component: Some(runaway_component()),
+        ..Options::default()
+    };
+    let hooks = Interceptor::new(&format!("hanging-load {}", loads.url()), options)
+        .await
+        .expect("the runaway component loads its hanging-load mode");
+    let budget = Some(Duration::from_millis(100));
+    let (first, _) = timed_call(&hooks, "evt_made_late", budget).await;
+    assert_eq!(first.decided_by, DecidedBy::BudgetExpired);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        loads.requests().len(),
+        1,
+        "the first call's instance was loaded"
+    );
+
+    // The pooled instance takes the next call (whose component spins: an engine failure
+    // at its bound), and no second load is asked for.
+    let (second, _) = timed_call(&hooks, "evt_made_late_2", None).await;
+    assert_eq!(second.decided_by, DecidedBy::EngineFailure);
+    assert_eq!(loads.requests().len(), 1, "no second instance was made");
+}
