@@ -102,29 +102,29 @@ impl Content {
 
     /// `document` with every part lowered to this selection; `None` when no part changes.
     pub fn project(&self, document: &Map<String, Value>) -> Option<Map<String, Value>> {
-        let batch = is_batch(document.get("type").and_then(Value::as_str));
+        let place = Place::of_event(document.get("type").and_then(Value::as_str));
         let mut projected = document.clone();
         let changed = projected.iter_mut().fold(false, |changed, (key, value)| {
-            self.lower_member(key, value, batch) | changed
+            self.lower_member(key, value, place) | changed
         });
         changed.then_some(projected)
     }
 
-    /// Lowers every part in a member of the event (or, `batch` false, of one of a
-    /// batch's calls) but where the selection does not govern: `native` and a tool's
-    /// input, and a tool is searched as one, never lowered as a part.
-    fn lower_member(&self, key: &str, value: &mut Value, batch: bool) -> bool {
+    /// Lowers every part in a member of the event or of one of a batch's calls (its
+    /// `place`) but where the selection does not govern: `native` and a tool's input,
+    /// and a tool is searched as one, never lowered as a part.
+    fn lower_member(&self, key: &str, value: &mut Value, place: Place) -> bool {
         match (key, value) {
             ("native", _) => false,
-            ("tool", Value::Object(tool)) => tool
+            ("tool", Value::Object(tool)) if place.tool => tool
                 .iter_mut()
                 .filter(|(key, _)| *key != "input")
                 .fold(false, |changed, (_, v)| self.lower_within(v) | changed),
-            ("calls", Value::Array(calls)) if batch => {
+            ("calls", Value::Array(calls)) if place.calls => {
                 calls.iter_mut().fold(false, |changed, call| {
                     let lowered = match call {
                         Value::Object(call) => call.iter_mut().fold(false, |changed, (k, v)| {
-                            self.lower_member(k, v, false) | changed
+                            self.lower_member(k, v, Place::CALL) | changed
                         }),
                         call => self.lower_within(call),
                     };
@@ -198,11 +198,40 @@ fn is_part<'a>(text: impl Fn(&str) -> Option<&'a str>) -> bool {
     matches!(text("kind"), Some("text" | "attachment"))
 }
 
-/// Whether an event of this type has a batch's `calls`, each with a tool of its own
-/// (tool.batch.after, execution-event.schema.json@62fc780): elsewhere a member so named
-/// is no call, and is searched as any other.
-fn is_batch(event_type: Option<&str>) -> bool {
-    event_type == Some("tool.batch.after")
+/// What the names of a member mean where it sits (execution-event.schema.json@62fc780):
+/// elsewhere a member named `tool` is no tool and one named `calls` no calls, and each is
+/// searched as any other.
+#[derive(Clone, Copy)]
+struct Place {
+    /// `tool` is the tool being called, whose input the policy decides on.
+    tool: bool,
+    /// `calls` are a batch's calls, each with a tool of its own.
+    calls: bool,
+}
+
+impl Place {
+    /// Inside one of a batch's calls.
+    const CALL: Place = Place {
+        tool: true,
+        calls: false,
+    };
+
+    /// At the top of an event of this type.
+    fn of_event(event_type: Option<&str>) -> Place {
+        Place {
+            tool: matches!(
+                event_type,
+                Some(
+                    "tool.before"
+                        | "tool.after"
+                        | "tool.permission.request"
+                        | "tool.permission.resolved"
+                        | "tool.progress"
+                )
+            ),
+            calls: event_type == Some("tool.batch.after"),
+        }
+    }
 }
 
 /// The selection a part claims, given its string members by name: its own, or body when
@@ -532,26 +561,26 @@ fn non_empty(value: Option<&Value>) -> bool {
 /// (only a part that claims less can change then: it never rises to the subscription's).
 /// Searched as [`Content::project`] searches.
 pub fn least_claimed(event: &Object) -> Option<Selection> {
-    let batch = is_batch(event.get("type").and_then(Node::as_str));
+    let place = Place::of_event(event.get("type").and_then(Node::as_str));
     let found = event
         .members()
-        .filter_map(|(key, node)| least_in_member(key, node, batch));
+        .filter_map(|(key, node)| least_in_member(key, node, place));
     found.min()
 }
 
-fn least_in_member(key: &str, node: &Node, batch: bool) -> Option<Selection> {
+fn least_in_member(key: &str, node: &Node, place: Place) -> Option<Selection> {
     match (key, node) {
         ("native", _) => None,
-        ("tool", Node::Object(tool)) => tool
+        ("tool", Node::Object(tool)) if place.tool => tool
             .members()
             .filter(|(key, _)| *key != "input")
             .filter_map(|(_, node)| least_within(node))
             .min(),
-        ("calls", Node::Array(calls)) if batch => {
+        ("calls", Node::Array(calls)) if place.calls => {
             let least_in_call = |call: &Node| match call {
                 Node::Object(call) => call
                     .members()
-                    .filter_map(|(key, node)| least_in_member(key, node, false))
+                    .filter_map(|(key, node)| least_in_member(key, node, Place::CALL))
                     .min(),
                 call => least_within(call),
             };
@@ -685,14 +714,16 @@ mod tests {
 
     #[test]
     fn native_and_the_tool_input_are_not_searched() {
-        let event = json!({"tool": {"name": "x", "input": {"p": text_part("p1", "body")}},
+        let event = json!({"type": "tool.before",
+                           "tool": {"name": "x", "input": {"p": text_part("p1", "body")}},
                            "native": {"p": text_part("p2", "body")}});
         assert!(!holds(&event));
         assert_eq!(
             content(Selection::Omit, &[]).project(&document(event)),
             None
         );
-        let with_output = json!({"tool": {"name": "x", "output": [text_part("p3", "body")]}});
+        let with_output = json!({"type": "tool.after",
+                                 "tool": {"name": "x", "output": [text_part("p3", "body")]}});
         assert!(holds(&with_output));
         let projected = content(Selection::Omit, &[])
             .project(&document(with_output))
@@ -709,6 +740,27 @@ mod tests {
         );
         // Elsewhere, `calls` is a member like any other.
         assert!(holds(&json!({"type": "tool.before", "calls": [call]})));
+    }
+
+    /// Only a tool event's `tool` is the tool being called: on another type a member so
+    /// named (the event leaves its members open) is searched as any other, its `input`
+    /// too, so a part the harness withheld there is lowered like one anywhere else.
+    #[test]
+    fn a_tool_member_of_another_event_is_searched_as_any_other() {
+        let tool = json!({"input": {"x": text_part("p9", "omit")}});
+        for event_type in ["model.request.before", "turn.start"] {
+            let event = json!({"type": event_type, "tool": tool});
+            assert!(holds(&event), "{event_type}");
+            for view in [
+                content(Selection::Body, &[]),
+                content(Selection::Metadata, &[]),
+            ] {
+                let projected = view.project(&document(event.clone())).unwrap();
+                let lowered = &projected["tool"]["input"]["x"];
+                assert_eq!(lowered["selection"], "omit", "{event_type}");
+                assert!(lowered.get("text").is_none(), "{event_type}");
+            }
+        }
     }
 
     /// An object whose kind is a part's is lowered wherever no check reached it (here
