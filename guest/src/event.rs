@@ -539,6 +539,10 @@ fn check_tool_before(event: &Object, problems: &mut Problems) {
 /// not reported again: the parent is, and fixing it is the first step.
 fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems: &mut Problems) {
     for &(pointer, shape) in members {
+        let (shape, optional) = match shape {
+            Shape::Optional(inner) => (*inner, true),
+            shape => (shape, shape.is_optional()),
+        };
         let (parent, _) = pointer.rsplit_once('/').unwrap_or_default();
         if !parent.is_empty() && !member_at(event, parent).is_some_and(Node::is_object) {
             continue;
@@ -560,7 +564,7 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             continue;
         }
         let Some(value) = member_at(event, pointer) else {
-            if !shape.is_optional() {
+            if !optional {
                 problems.add(pointer, &format!("is required on {name}"));
             }
             continue;
@@ -1529,7 +1533,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 99,
+            checked, 101,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1555,6 +1559,7 @@ mod tests {
             Shape::Count => (json!(-1), "must be a non-negative integer"),
             Shape::Ordinal => (json!(0), "must be a positive integer"),
             Shape::Latency => (json!(-1), "must be a non-negative number"),
+            Shape::Optional(shape) => return mistake(name, *shape),
             Shape::Word(words) => {
                 return (
                     json!("other"),
@@ -3124,7 +3129,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 54,
+            checked, 55,
             "the members of session.end, hook.failure, task.change.after, \
              tool.permission.resolved, tool.progress, file.changed, model.switch.after, \
              model.error, turn.end and turn.progress"
@@ -3632,6 +3637,33 @@ mod tests {
             let event = edited(event, pointer, Some(json!("x")));
             let rule = format!("is not a member of {what}");
             assert_refused(observed_problems, &event, pointer, &rule);
+        }
+    }
+
+    /// execution-event.schema.json@62fc780 `$defs/attempt`: `synthesized`, where present,
+    /// is a boolean. On every model.* event with an attempt anything else is refused at
+    /// its pointer.
+    #[test]
+    fn an_attempt_says_it_was_synthesized_by_true_or_false() {
+        let events = [
+            ("model.request.before", example("model.request.before")),
+            ("model.response.after", example("model.response.after")),
+            ("model.error", model_error()),
+        ];
+        for (name, event) in events {
+            let problems_of = match name {
+                "model.error" => observed_problems,
+                _ => intercepted_problems,
+            };
+            for flag in [true, false] {
+                let event = edited(event.clone(), "/attempt/synthesized", Some(json!(flag)));
+                assert_eq!(problems_of(&event), [], "{name}: {flag}");
+            }
+            for wrong in [json!("yes"), json!(1), json!(null)] {
+                let event = edited(event.clone(), "/attempt/synthesized", Some(wrong));
+                let rule = "must be true or false";
+                assert_refused(problems_of, &event, "/attempt/synthesized", rule);
+            }
         }
     }
 

@@ -91,6 +91,8 @@ pub enum Shape {
     /// `$defs/tokenCounts`), `{before?, after?}`, each a non-negative integer, and
     /// nothing else; checked where present.
     TokenCounts,
+    /// Optional: this shape, checked where present (an attempt's `synthesized`).
+    Optional(&'static Shape),
 }
 
 impl Shape {
@@ -98,7 +100,11 @@ impl Shape {
     pub fn is_optional(self) -> bool {
         matches!(
             self,
-            Shape::AbsentWhen(..) | Shape::Usage(_) | Shape::Latency | Shape::TokenCounts
+            Shape::AbsentWhen(..)
+                | Shape::Usage(_)
+                | Shape::Latency
+                | Shape::TokenCounts
+                | Shape::Optional(_)
         )
     }
 }
@@ -158,7 +164,7 @@ use Shape::{
 /// A model (execution-event.schema.json@62fc780 `$defs/model`, closed): `{id, provider}`.
 const MODEL: Shape = Shape::Closed("model", &["id", "provider"]);
 /// A model call's attempt (execution-event.schema.json@62fc780 `$defs/attempt`,
-/// closed): `{id, number, synthesized?}`.
+/// closed): `{id, number, synthesized?}`, `synthesized` a boolean where present.
 const ATTEMPT: Shape = Shape::Closed("attempt", &["id", "number", "synthesized"]);
 
 /// One row per interceptable event, in capabilities.schema.json order.
@@ -280,6 +286,7 @@ pub const TABLE: &[Rules] = &[
             ("/attempt", ATTEMPT),
             ("/attempt/id", Text),
             ("/attempt/number", Ordinal),
+            ("/attempt/synthesized", Shape::Optional(&Bool)),
             ("/params", Object),
             ("/items", Array),
             // `not` any of these: what the request brought about is model.response.after's
@@ -303,6 +310,7 @@ pub const TABLE: &[Rules] = &[
             ("/attempt", ATTEMPT),
             ("/attempt/id", Text),
             ("/attempt/number", Ordinal),
+            ("/attempt/synthesized", Shape::Optional(&Bool)),
             ("/execution", Execution(SUPPLIED)),
             ("/items", Array),
             ("/finishReason", Text),
@@ -608,6 +616,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             ("/attempt", ATTEMPT),
             ("/attempt/id", Text),
             ("/attempt/number", Ordinal),
+            ("/attempt/synthesized", Shape::Optional(&Bool)),
             // It ran: never skipped.
             ("/execution", Execution(&[])),
             ("/error", Error),
