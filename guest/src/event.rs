@@ -1533,7 +1533,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 101,
+            checked, 102,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -2990,6 +2990,65 @@ mod tests {
         assert_refused(observed_problems, &completed, "/error", rule);
     }
 
+    /// execution-event.schema.json@62fc780: turn.end's `error`, where present (on a turn
+    /// that did not complete), is `$defs/error`, checked as model.error's own; the
+    /// `lastAssistantItem` of turn.finish.before and turn.end, where present, is `{id,
+    /// synthesized?}` and nothing else. Each flaw is refused at its pointer.
+    #[test]
+    fn a_turns_error_and_last_assistant_item_are_of_their_schema() {
+        let failed = edited(turn_end(), "/outcome", Some(json!("failed")));
+        let errors = [
+            (json!([]), "/error", "must be an object"),
+            (
+                json!({"class": "provider"}),
+                "/error/message",
+                "is required",
+            ),
+            (
+                json!({"message": "overloaded", "class": ""}),
+                "/error/class",
+                "must be a non-empty string",
+            ),
+            (
+                json!({"message": "overloaded", "class": "provider", "retry": true}),
+                "/error/retry",
+                "is not a member of error",
+            ),
+        ];
+        for (error, pointer, rule) in errors {
+            let event = edited(failed.clone(), "/error", Some(error));
+            assert_refused(observed_problems, &event, pointer, rule);
+        }
+        let item = "/lastAssistantItem";
+        let flawed = [
+            (json!("a1"), item, "must be an object"),
+            (json!({}), "/lastAssistantItem/id", "is required"),
+            (
+                json!({"id": "a1", "synthesized": "yes"}),
+                "/lastAssistantItem/synthesized",
+                "must be true or false",
+            ),
+            (
+                json!({"id": "a1", "role": "assistant"}),
+                "/lastAssistantItem/role",
+                "is not a member of lastAssistantItem",
+            ),
+        ];
+        for (value, pointer, rule) in flawed {
+            let event = edited(example("turn.finish.before"), item, Some(value.clone()));
+            assert_refused(intercepted_problems, &event, pointer, rule);
+            let event = edited(turn_end(), item, Some(value));
+            assert_refused(observed_problems, &event, pointer, rule);
+        }
+        let named = json!({"id": "a1", "synthesized": true});
+        let event = edited(example("turn.finish.before"), item, Some(named.clone()));
+        assert_eq!(intercepted_problems(&event), []);
+        assert_eq!(
+            observed_problems(&edited(turn_end(), item, Some(named))),
+            []
+        );
+    }
+
     /// A turn.progress made from the example turn.start: the turn's assistant item
     /// streams its first delta.
     fn turn_progress() -> Value {
@@ -3092,7 +3151,8 @@ mod tests {
             file_changed(),
             switch_after(),
             model_error(),
-            turn_end(),
+            // Failed, so that its error may be present and is checked as one.
+            edited(turn_end(), "/outcome", Some(json!("failed"))),
             turn_progress(),
         ];
         let mut checked = 0;
@@ -3129,7 +3189,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 55,
+            checked, 57,
             "the members of session.end, hook.failure, task.change.after, \
              tool.permission.resolved, tool.progress, file.changed, model.switch.after, \
              model.error, turn.end and turn.progress"

@@ -271,6 +271,7 @@ pub const TABLE: &[Rules] = &[
             ("/outcome", Word(TURN_OUTCOMES)),
             ("/continuationCount", Count),
             ("/items", Array),
+            ("/lastAssistantItem", Shape::Optional(&Identity)),
             ("/usage", Shape::Usage(TURN_USAGE)),
         ]),
     ),
@@ -633,10 +634,14 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             ("/outcome", Word(TURN_OUTCOMES)),
             ("/continuationCount", Count),
             ("/items", Array),
+            ("/lastAssistantItem", Shape::Optional(&Identity)),
             ("/usage", Shape::Usage(TURN_USAGE)),
             // `if` completed `then` `not` required error: a turn that completed has no
             // error to report.
             ("/error", AbsentWhen("/outcome", "completed")),
+            // After its `AbsentWhen` row: an error refused as present is not also
+            // mistyped.
+            ("/error", Shape::Optional(&Error)),
         ],
     ),
     (
