@@ -595,6 +595,10 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
                 "must be a non-empty string"
             }
             Shape::Bool if !value.is_boolean() => "must be true or false",
+            Shape::Count | Shape::Ordinal if value.is_too_large() => {
+                problems.add(pointer, &too_large());
+                continue;
+            }
             Shape::Count if !value.is_u64() => "must be a non-negative integer",
             Shape::Latency if !matches!(value, Node::Number(n) if n.as_f64() >= Some(0.0)) => {
                 "must be a non-negative number"
@@ -643,7 +647,7 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
                         let at = format!("{pointer}/{key}");
                         let counted = ["before", "after"].contains(&key);
                         if counted && !count.is_u64() && !problems.names(&at) {
-                            problems.add(at, "must be a non-negative integer");
+                            problems.add(at, &count_rule(count));
                         }
                     }
                     closed(
@@ -1067,8 +1071,8 @@ fn check_usage(usage: &Object, at: &str, form: events::Usage, problems: &mut Pro
     );
     required_word(usage, at, "provenance", form.provenance, problems);
     for key in TOKEN_COUNTS {
-        if usage.get(key).is_some_and(|count| !count.is_u64()) {
-            problems.add(format!("{at}/{key}"), "must be a non-negative integer");
+        if let Some(count) = usage.get(key).filter(|count| !count.is_u64()) {
+            problems.add(format!("{at}/{key}"), &count_rule(count));
         }
     }
     if let Some(cost) = usage.get("cost") {
@@ -1282,6 +1286,22 @@ fn check_gaps<'a>(parent: &'a Object, at: &str, problems: &mut Problems) -> Vec<
         }
     }
     paths
+}
+
+/// The rule a count that is no `u64` breaks: its size, for a whole number past the
+/// largest held (an integer to the schema), or else its type.
+fn count_rule(count: &Node) -> String {
+    if count.is_too_large() {
+        too_large()
+    } else {
+        "must be a non-negative integer".to_owned()
+    }
+}
+
+/// The rule for a count or an ordinal past the largest held (`u64::MAX`), as a
+/// registration's (`registration::rules`).
+fn too_large() -> String {
+    format!("is too large: at most {}", u64::MAX)
 }
 
 /// Each member of `object` (at `at`) not among `known` is a problem: a closed object
@@ -3723,6 +3743,72 @@ mod tests {
                 let event = edited(event.clone(), "/attempt/synthesized", Some(wrong));
                 let rule = "must be true or false";
                 assert_refused(problems_of, &event, "/attempt/synthesized", rule);
+            }
+        }
+    }
+
+    /// A count or an attempt's number that is a whole number past the largest held
+    /// (`u64::MAX`) is an integer to the schema: refused for its size, at its pointer,
+    /// not as no integer. `u64::MAX` itself is held.
+    #[test]
+    fn a_count_too_large_to_hold_is_refused_as_too_large() {
+        let usage = |tokens: &Value| {
+            json!({"kind": "amount", "scope": "attempt", "completeness": "complete",
+                "provenance": "provider", "inputTokens": tokens})
+        };
+        let turn_usage = |tokens: &Value| {
+            json!({"kind": "total", "scope": "turn", "completeness": "complete",
+                "provenance": "mixed", "outputTokens": tokens})
+        };
+        let rule = format!("is too large: at most {}", u64::MAX);
+        // 2^64 is 18446744073709551616, one past the largest held.
+        for huge in [json!(1e20), json!(2f64.powi(64)), json!(u64::MAX)] {
+            let held = huge.as_u64().is_some();
+            let cases = [
+                (
+                    "model.request.before",
+                    "/attempt/number",
+                    huge.clone(),
+                    "/attempt/number",
+                ),
+                (
+                    "model.response.after",
+                    "/usage",
+                    usage(&huge),
+                    "/usage/inputTokens",
+                ),
+                (
+                    "turn.finish.before",
+                    "/usage",
+                    turn_usage(&huge),
+                    "/usage/outputTokens",
+                ),
+                (
+                    "turn.finish.before",
+                    "/continuationCount",
+                    huge.clone(),
+                    "/continuationCount",
+                ),
+                (
+                    "context.compact.before",
+                    "/tokenCounts",
+                    json!({"before": huge}),
+                    "/tokenCounts/before",
+                ),
+                (
+                    "context.compact.after",
+                    "/tokenCounts",
+                    json!({"after": huge}),
+                    "/tokenCounts/after",
+                ),
+            ];
+            for (name, at, value, pointer) in cases {
+                let event = edited(example(name), at, Some(value));
+                if held {
+                    assert_eq!(intercepted_problems(&event), [], "{name}: {huge}");
+                } else {
+                    assert_refused(intercepted_problems, &event, pointer, &rule);
+                }
             }
         }
     }

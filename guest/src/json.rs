@@ -141,6 +141,11 @@ impl<'a> Node<'a> {
         matches!(self, Node::Number(n) if integer::<u64>(n).is_some())
     }
 
+    /// Whether this is a whole number past the largest count held ([`is_too_large`]).
+    pub fn is_too_large(&self) -> bool {
+        matches!(self, Node::Number(n) if is_too_large(n))
+    }
+
     /// The same document as an owned `Value`.
     pub fn to_value(&self) -> Value {
         match self {
@@ -182,6 +187,15 @@ pub fn integer<T: TryFrom<i64> + TryFrom<u64>>(n: &Number) -> Option<T> {
     } else {
         None
     }
+}
+
+/// Whether `n` is a whole number past the largest count held (`u64::MAX`): an integer to
+/// JSON Schema, so refused for its size, not as no integer. `u64::MAX` itself is held,
+/// though as a float it rounds up to 2^64.
+pub fn is_too_large(n: &Number) -> bool {
+    n.as_u64().is_none()
+        && n.as_f64()
+            .is_some_and(|f| f.fract() == 0.0 && f >= 2f64.powi(64))
 }
 
 /// `v` as an integer of type `T` ([`integer`]); `None` for anything but such a number.

@@ -436,11 +436,9 @@ fn upload(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
     Some(())
 }
 
-/// Whether `v` is a whole number past the largest count held (`u64::MAX`): an integer to
-/// JSON Schema, so refused for its size, not as no integer.
+/// Whether `v` is a whole number past the largest count held ([`json::is_too_large`]).
 fn is_too_large(v: &Value) -> bool {
-    v.as_f64()
-        .is_some_and(|f| f.fract() == 0.0 && f >= 2f64.powi(64))
+    v.as_number().is_some_and(json::is_too_large)
 }
 
 /// The rule for a count of `unit` past the largest held.
