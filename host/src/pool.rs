@@ -41,6 +41,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::component::ResourceAny;
 use wasmtime::Store;
 
@@ -57,6 +58,10 @@ const IDLE_KEPT: usize = 32;
 /// while it waited (in a lane, or for its instance to be made) has no I/O left to do,
 /// only the settlement, however late it got its instance.
 const SETTLE_BOUND: Duration = Duration::from_millis(250);
+
+/// How long a make that no call waits for any more may still take: the 5 s a load's CPU
+/// is bounded by, and as much again for its host calls.
+const MAKE_BOUND: Duration = Duration::from_secs(10);
 
 /// Time the component gets after its last deadline to settle and return. Generous
 /// enough that a loaded 2-core machine does not turn a late but honest settlement into an
@@ -200,10 +205,7 @@ impl Pool {
             interrupt,
             closing: &self.maker.closing,
         };
-        let Admitted {
-            permit: _permit,
-            settling,
-        } = self.lanes.admit(wait).await?;
+        let Admitted { permit, settling } = self.lanes.admit(wait).await?;
         let idle = self
             .maker
             .idle
@@ -230,7 +232,7 @@ impl Pool {
                     biased;
                     made = &mut making => made,
                     ended = async { wait().ended().await } => {
-                        self.maker.finish(making);
+                        self.maker.finish(making, permit);
                         return Err(ended);
                     }
                 };
@@ -339,20 +341,25 @@ impl Maker {
 
     /// Lets `making`, a make whose call stopped waiting for it, finish on its own and
     /// leave its instance in the pool: a registration that loads slower than the calls'
-    /// budgets would otherwise never leave one. Shutdown ends it.
+    /// budgets would otherwise never leave one. It keeps the call's `permit` until then,
+    /// so it still counts against the pool's instances. Shutdown ends it, and so does
+    /// [`MAKE_BOUND`].
     fn finish(
         self: &Arc<Self>,
         making: Pin<Box<impl Future<Output = wasmtime::Result<Ready>> + Send + 'static>>,
+        permit: OwnedSemaphorePermit,
     ) {
         let maker = Arc::clone(self);
         tokio::spawn(async move {
             tokio::select! {
-                made = making => match made {
-                    Ok(ready) => maker.put(ready),
-                    Err(e) => tracing::error!(error = %e, "could not prepare a component instance"),
+                made = tokio::time::timeout(MAKE_BOUND, making) => match made {
+                    Ok(Ok(ready)) => maker.put(ready),
+                    Ok(Err(e)) => tracing::error!(error = %e, "could not prepare a component instance"),
+                    Err(_) => tracing::error!("making a component instance outlasted its bound"),
                 },
                 () = maker.closing.wait() => {}
             }
+            drop(permit);
         });
     }
 }

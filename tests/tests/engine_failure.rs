@@ -240,3 +240,31 @@ async fn an_instance_made_too_late_for_its_call_serves_the_next() {
     assert_eq!(second.decided_by, DecidedBy::EngineFailure);
     assert_eq!(loads.requests().len(), 1, "no second instance was made");
 }
+
+/// Makes that no call waits for any more still count against the interceptor's
+/// `max_instances`: calls arriving faster than a load takes start no more loads than
+/// the pool may hold instances (here 2), the rest wait and end with their budgets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn makes_no_call_waits_for_count_against_the_pools_instances() {
+    let slow = Behaviour::Delay(Duration::from_millis(1000), Box::new(Behaviour::NoEffect));
+    let loads = FaultBackend::start(vec![slow]).await;
+    let options = Options {
+        component: Some(runaway_component()),
+        max_instances: Some(2),
+        ..Options::default()
+    };
+    let hooks = Interceptor::new(&format!("hanging-load {}", loads.url()), options)
+        .await
+        .expect("the runaway component loads its hanging-load mode");
+    for n in 0..6 {
+        let budget = Some(Duration::from_millis(50));
+        let (settled, _) = timed_call(&hooks, &format!("evt_pile_{n}"), budget).await;
+        assert_eq!(settled.decided_by, DecidedBy::BudgetExpired, "call {n}");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        loads.requests().len() <= 2,
+        "{} loads for a pool of 2",
+        loads.requests().len()
+    );
+}
