@@ -71,7 +71,7 @@ impl wit::Host for HostState {
     }
 
     fn sha256(&mut self, message: Vec<u8>) -> wasmtime::Result<String> {
-        Ok(format!("{:x}", Sha256::digest(&message)))
+        Ok(sha256_hex(&message))
     }
 
     async fn retry_after(
@@ -94,4 +94,10 @@ impl wit::Host for HostState {
             () = stopped => false,
         })
     }
+}
+
+/// The 64 lowercase hex digits of `message`'s SHA-256: what the audit records as a
+/// request's `requestSha256`, and what the host checks a settlement's entries against.
+pub(crate) fn sha256_hex(message: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(message))
 }

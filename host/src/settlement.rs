@@ -4,8 +4,8 @@
 
 use crate::bindings::interceptor as wit;
 use crate::convert;
+use crate::delivery_impl::sha256_hex;
 use ahp_vocab::{DecidedBy, Decision, EventRef, ObserverResult, Record};
-use sha2::{Digest, Sha256};
 use std::time::Instant;
 
 /// A settled hook call: the decision, who made it, the reason to show, and the audit record.
@@ -99,7 +99,7 @@ fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
             .zip(deliveries)
             .all(|(entry, delivery)| {
                 entry.backend == delivery.backend
-                    && entry.request_sha256 == format!("{:x}", Sha256::digest(&delivery.message))
+                    && entry.request_sha256 == sha256_hex(&delivery.message)
             })
 }
 
@@ -183,7 +183,7 @@ mod tests {
         record.observers.push(ObserverEntry {
             backend: backend.into(),
             kind: ObserverKind::Owned,
-            request_sha256: format!("{:x}", Sha256::digest(message.as_bytes())),
+            request_sha256: sha256_hex(message.as_bytes()),
             result: None,
         });
         record

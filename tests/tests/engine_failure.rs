@@ -161,6 +161,19 @@ async fn a_component_that_spins_while_it_loads_fails_to_build_at_its_bound() {
     );
 }
 
+/// The runaway component in its `hanging-load` mode, whose `load` waits on `loads` (a
+/// pool of at most `max_instances`, if given).
+async fn hanging_load(loads: &FaultBackend, max_instances: Option<usize>) -> Interceptor {
+    let options = Options {
+        component: Some(runaway_component()),
+        max_instances,
+        ..Options::default()
+    };
+    Interceptor::new(&format!("hanging-load {}", loads.url()), options)
+        .await
+        .expect("the runaway component loads its hanging-load mode")
+}
+
 /// Making an instance for a call (instantiating and loading the registration) is part of
 /// the call's wait for one: the budget and interruption end it there as they end a wait
 /// in the queue, settled by the host, never held until the instance is ready. The
@@ -169,13 +182,7 @@ async fn a_component_that_spins_while_it_loads_fails_to_build_at_its_bound() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn making_an_instance_ends_with_the_budget_or_the_interruption() {
     let hang = FaultBackend::start(vec![Behaviour::Blackhole]).await;
-    let options = Options {
-        component: Some(runaway_component()),
-        ..Options::default()
-    };
-    let hooks = Interceptor::new(&format!("hanging-load {}", hang.url()), options)
-        .await
-        .expect("the runaway component loads its hanging-load mode");
+    let hooks = hanging_load(&hang, None).await;
     let budget = Duration::from_millis(200);
     let calling = timed_call(&hooks, "evt_load_budget", Some(budget));
     let (settled, elapsed) = tokio::time::timeout(Duration::from_secs(5), calling)
@@ -217,13 +224,7 @@ async fn making_an_instance_ends_with_the_budget_or_the_interruption() {
 async fn an_instance_made_too_late_for_its_call_serves_the_next() {
     let slow = || Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect));
     let loads = FaultBackend::start(vec![slow()]).await;
-    let options = Options {
-        component: Some(runaway_component()),
-        ..Options::default()
-    };
-    let hooks = Interceptor::new(&format!("hanging-load {}", loads.url()), options)
-        .await
-        .expect("the runaway component loads its hanging-load mode");
+    let hooks = hanging_load(&loads, None).await;
     let budget = Some(Duration::from_millis(100));
     let (first, _) = timed_call(&hooks, "evt_made_late", budget).await;
     assert_eq!(first.decided_by, DecidedBy::BudgetExpired);
@@ -248,14 +249,7 @@ async fn an_instance_made_too_late_for_its_call_serves_the_next() {
 async fn makes_no_call_waits_for_count_against_the_pools_instances() {
     let slow = Behaviour::Delay(Duration::from_millis(1000), Box::new(Behaviour::NoEffect));
     let loads = FaultBackend::start(vec![slow]).await;
-    let options = Options {
-        component: Some(runaway_component()),
-        max_instances: Some(2),
-        ..Options::default()
-    };
-    let hooks = Interceptor::new(&format!("hanging-load {}", loads.url()), options)
-        .await
-        .expect("the runaway component loads its hanging-load mode");
+    let hooks = hanging_load(&loads, Some(2)).await;
     for n in 0..6 {
         let budget = Some(Duration::from_millis(50));
         let (settled, _) = timed_call(&hooks, &format!("evt_pile_{n}"), budget).await;
