@@ -352,6 +352,9 @@ fn parse_object(text: &str) -> Result<Object<'_>, Vec<EventProblem>> {
             repeat.pointer,
             format!("duplicate member `{}`", repeat.member),
         )),
+        Err(json::Error::Inexact(number)) => {
+            Err(problem(number.pointer, json::Inexact::RULE.to_owned()))
+        }
         // serde_json says where, and why: a grammar error, or a nesting past its limit.
         Err(json::Error::Syntax(e)) => Err(root(&format!("must be valid JSON: {e}"))),
     }

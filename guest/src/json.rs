@@ -16,6 +16,9 @@
 //! can miss by one unit (0.9210986675838745 became 0.9210986675838744), and a backend's
 //! modify value would reach the tool changed.
 //!
+//! A number that would be written back as another number (more digits than a double
+//! holds: `123456789012345678901234567890`) is refused, naming its pointer ([`literal`]).
+//!
 //! [`read`] gives a [`Node`] tree that borrows from the text, for checks that only look
 //! (the event of every hook call); [`parse`] gives a `Value` that owns everything.
 
@@ -25,6 +28,9 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fmt;
 
+mod literal;
+use literal::{writes_back_as, Literals};
+
 /// Why a text is not strict JSON.
 #[derive(Debug)]
 pub enum Error {
@@ -32,6 +38,8 @@ pub enum Error {
     Syntax(serde_json::Error),
     /// Well-formed, but an object names a member twice.
     Duplicate(Duplicate),
+    /// Well-formed, but a number would be written back as another number.
+    Inexact(Inexact),
 }
 
 /// A member whose name appears more than once in its object.
@@ -41,6 +49,20 @@ pub struct Duplicate {
     pub pointer: String,
     /// Its name, unescaped.
     pub member: String,
+}
+
+/// A number whose text no double holds, so that it would be written back changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inexact {
+    /// JSON Pointer (RFC 6901) of the number, e.g. `/tool/input/account`. Its digits
+    /// are not kept: a problem never repeats a value, which could be a secret.
+    pub pointer: String,
+}
+
+impl Inexact {
+    /// The rule the number breaks.
+    pub const RULE: &'static str =
+        "must be a number a double holds exactly: more digits would be passed on changed";
 }
 
 /// One JSON value read by [`read`]. A string or name without escapes borrows its text,
@@ -211,61 +233,86 @@ pub fn parse(text: &str) -> Result<Value, Error> {
 /// Reads one JSON text into a tree borrowing from it, rejecting repeated member names at
 /// any depth.
 pub fn read(text: &str) -> Result<Node<'_>, Error> {
-    let mut found = None;
+    let mut reading = Reading {
+        found: None,
+        numbers: Literals::of(text),
+    };
     let mut reader = serde_json::Deserializer::from_str(text);
-    let parsed = Strict { found: &mut found }
-        .deserialize(&mut reader)
-        .and_then(|value| reader.end().map(|()| value));
-    match (parsed, found) {
-        (_, Some(found)) => Err(Error::Duplicate(found.into_duplicate())),
+    let parsed = Strict {
+        reading: &mut reading,
+    }
+    .deserialize(&mut reader)
+    .and_then(|value| reader.end().map(|()| value));
+    match (parsed, reading.found) {
+        (_, Some(found)) => Err(found.into_error()),
         (Ok(value), None) => Ok(value),
         (Err(error), None) => Err(Error::Syntax(error)),
     }
 }
 
-/// A repeat found deep inside the text. The pointer is assembled while the error travels
-/// back up, one segment per level, so a text without repeats costs no path bookkeeping.
+/// A fault found deep inside the text. The pointer is assembled while the error travels
+/// back up, one segment per level, so a text without faults costs no path bookkeeping.
 struct Found {
-    member: String,
+    fault: Fault,
     /// Escaped pointer segments, innermost first.
     segments: Vec<String>,
 }
 
+enum Fault {
+    /// The repeated member's name.
+    Duplicate(String),
+    /// A number no double holds.
+    Inexact,
+}
+
 impl Found {
-    fn into_duplicate(self) -> Duplicate {
+    fn into_error(self) -> Error {
         let pointer = self
             .segments
             .iter()
             .rev()
             .map(|s| format!("/{s}"))
             .collect();
-        Duplicate {
-            pointer,
-            member: self.member,
+        match self.fault {
+            Fault::Duplicate(member) => Error::Duplicate(Duplicate { pointer, member }),
+            Fault::Inexact => Error::Inexact(Inexact { pointer }),
         }
     }
 }
 
-/// Reads one value, noting in `found` the repeat that made it fail, if one did.
-struct Strict<'f> {
-    found: &'f mut Option<Found>,
+/// What one reading shares across its levels: the fault that made it fail, if one did,
+/// and the numbers read.
+struct Reading<'t> {
+    found: Option<Found>,
+    numbers: Literals<'t>,
 }
 
-impl Strict<'_> {
-    /// The reader for a child value, sharing this one's note.
-    fn child(&mut self) -> Strict<'_> {
+/// Reads one value into its reading's notes.
+struct Strict<'f, 't> {
+    reading: &'f mut Reading<'t>,
+}
+
+impl<'t> Strict<'_, 't> {
+    /// The reader for a child value, sharing this one's notes.
+    fn child(&mut self) -> Strict<'_, 't> {
         Strict {
-            found: &mut *self.found,
+            reading: &mut *self.reading,
         }
     }
 
-    /// A child's error, passed up: if the child failed on a repeat, its segment is
-    /// added to the pointer.
+    /// A child's error, passed up: if the child failed on a fault, its segment is added
+    /// to the pointer.
     fn up<E>(&mut self, segment: impl FnOnce() -> String, error: E) -> E {
-        if let Some(found) = self.found.as_mut() {
+        if let Some(found) = self.reading.found.as_mut() {
             found.segments.push(segment());
         }
         error
+    }
+
+    /// Fails this value on `fault`; its parents add their segments.
+    fn fail<E: de::Error>(self, fault: Fault, segments: Vec<String>) -> E {
+        self.reading.found = Some(Found { fault, segments });
+        E::custom("strict JSON")
     }
 }
 
@@ -275,7 +322,7 @@ pub(crate) fn segment(name: &str) -> String {
     name.replace('~', "~0").replace('/', "~1")
 }
 
-impl<'de> DeserializeSeed<'de> for Strict<'_> {
+impl<'de> DeserializeSeed<'de> for Strict<'_, '_> {
     type Value = Node<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Node<'de>, D::Error> {
@@ -288,7 +335,7 @@ impl<'de> DeserializeSeed<'de> for Strict<'_> {
 const SCANNED_MEMBERS: usize = 16;
 
 /// Builds the values serde_json's own visitor builds, as [`Node`]s.
-impl<'de> Visitor<'de> for Strict<'_> {
+impl<'de> Visitor<'de> for Strict<'_, '_> {
     type Value = Node<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -304,14 +351,23 @@ impl<'de> Visitor<'de> for Strict<'_> {
     }
 
     fn visit_i64<E>(self, v: i64) -> Result<Node<'de>, E> {
+        self.reading.numbers.read += 1;
         Ok(Node::Number(v.into()))
     }
 
     fn visit_u64<E>(self, v: u64) -> Result<Node<'de>, E> {
+        self.reading.numbers.read += 1;
         Ok(Node::Number(v.into()))
     }
 
-    fn visit_f64<E>(self, v: f64) -> Result<Node<'de>, E> {
+    /// A double, kept only if it is written back as its text said ([`literal`]).
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node<'de>, E> {
+        let numbers = &mut self.reading.numbers;
+        let literal = numbers.nth(numbers.read).unwrap_or_default();
+        numbers.read += 1;
+        if !writes_back_as(literal, v) {
+            return Err(self.fail(Fault::Inexact, Vec::new()));
+        }
         Ok(Number::from_f64(v).map_or(Node::Null, Node::Number))
     }
 
@@ -351,11 +407,8 @@ impl<'de> Visitor<'de> for Strict<'_> {
             };
             if repeated {
                 let member = name.into_owned();
-                *self.found = Some(Found {
-                    segments: vec![segment(&member)],
-                    member,
-                });
-                return Err(de::Error::custom("duplicate member"));
+                let segments = vec![segment(&member)];
+                return Err(self.fail(Fault::Duplicate(member), segments));
             }
             object.push((name, value));
             if names.is_none() && object.len() == SCANNED_MEMBERS {
@@ -484,7 +537,7 @@ mod tests {
     fn otherwise_it_reads_exactly_as_serde_json() {
         let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
         let texts = [
-            r#"{"n":[0,-0,1.5,-1e-7,1E300,18446744073709551615,-9223372036854775808,12345678901234567890123]}"#.to_owned(),
+            r#"{"n":[0,-0,1.5,-1e-7,1E300,18446744073709551615,-9223372036854775808]}"#.to_owned(),
             r#"{"s":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"}"#.to_owned(),
             r#"{"s":"\ud800"}"#.to_owned(),
             "1E400".to_owned(),
@@ -511,6 +564,7 @@ mod tests {
             let strict = parse(text).map_err(|e| match e {
                 Error::Syntax(e) => e.to_string(),
                 Error::Duplicate(d) => panic!("{text}: no repeat, got {d:?}"),
+                Error::Inexact(n) => panic!("{text}: every number held, got {n:?}"),
             });
             let lenient = serde_json::from_str::<Value>(text).map_err(|e| e.to_string());
             assert_eq!(
@@ -531,11 +585,10 @@ mod tests {
         for text in [
             "0.9210986675838745",
             "0.1",
-            "2.2250738585072011e-308",
+            "2.225073858507201e-308",
             "1.7976931348623157e308",
-            "4.9406564584124654e-324",
-            "9007199254740993.0",
-            "-0.000000000000000000000000000000000000001234567890123456789",
+            "5e-324",
+            "-0.0000000000000000000000000000000000000012345678901234567",
         ] {
             let read = parse(text).expect("a number");
             assert_eq!(read.as_f64(), text.parse::<f64>().ok(), "{text}");
@@ -571,7 +624,7 @@ mod tests {
             ("-32003", Some(-32003)),
             ("-32003.0", Some(-32003)),
             ("-3.2003e4", Some(-32003)),
-            ("-9223372036854775808.0", Some(i64::MIN)),
+            ("-9.223372036854776e18", Some(i64::MIN)),
             ("9223372036854775807", Some(i64::MAX)),
             ("9223372036854775808", None),
             ("-32003.5", None),
@@ -582,6 +635,38 @@ mod tests {
         let read = |text| read(text).expect("JSON");
         assert!(read("3.0").is_u64() && read("3").is_u64() && !read("3.5").is_u64());
         assert_eq!(read("-32003.0").as_i64(), Some(-32003));
+    }
+
+    /// A number with more digits than a double holds would be written back as another
+    /// number, so it is refused at its pointer; every text a double holds reads as before,
+    /// whatever came before it (numbers inside strings are no numbers).
+    #[test]
+    fn a_number_written_back_changed_is_refused_at_its_pointer() {
+        for (text, pointer) in [
+            (
+                r#"{"tool":{"input":{"account":123456789012345678901234567890}}}"#,
+                "/tool/input/account",
+            ),
+            (r#"[1,2.5,{"a/b":[0.1,9007199254740993.0]}]"#, "/2/a~1b/1"),
+            (
+                r#"{"s":"1.00000000000000000001","n":[1e2,-7,18446744073709551616]}"#,
+                "/n/2",
+            ),
+            (r#"{"tiny":1e-400}"#, "/tiny"),
+            ("0.10000000000000000001", ""),
+        ] {
+            for reading in [read(text).map(|_| ()), parse(text).map(|_| ())] {
+                match reading {
+                    Err(Error::Inexact(n)) => assert_eq!(n.pointer, pointer, "{text}"),
+                    other => panic!("{text}: expected an inexact number, got {other:?}"),
+                }
+            }
+        }
+        let held = r#"{"a":0.1,"b":1e300,"c":-0.0,"d":750.0,"e":18446744073709551615,"f":-9223372036854775808,"g":0.30000000000000004,"h":"123456789012345678901234567890"}"#;
+        assert_eq!(
+            parse(held).expect("every number held"),
+            serde_json::from_str::<Value>(held).unwrap()
+        );
     }
 
     #[test]

@@ -109,14 +109,15 @@ fn is_json_media_type(content_type: &str) -> bool {
 }
 
 /// AHP messages are UTF-8 JSON; an empty body is not JSON. A member named twice at any
-/// depth is malformed too: keeping either one would let the backend say two things.
+/// depth is malformed too: keeping either one would let the backend say two things; so is
+/// a number that would reach the tool as another number.
 fn parse_body(body: &[u8]) -> Result<Node<'_>, Failure> {
     let text = std::str::from_utf8(body).map_err(|_| parse_failure(FailureClass::MalformedUtf8))?;
     json::read(text).map_err(|error| {
         let failure = parse_failure(FailureClass::MalformedJson);
         match error {
             json::Error::Duplicate(_) => failure.with_detail(Detail::DuplicateKey),
-            json::Error::Syntax(_) => failure,
+            json::Error::Inexact(_) | json::Error::Syntax(_) => failure,
         }
     })
 }

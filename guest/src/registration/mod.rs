@@ -42,6 +42,7 @@ pub fn parse(text: &str) -> Result<Registration, Vec<Problem>> {
                 repeat.pointer,
                 format!("duplicate member `{}`", repeat.member),
             ),
+            json::Error::Inexact(number) => Problem::new(number.pointer, json::Inexact::RULE),
             json::Error::Syntax(e) => Problem::new("", format!("not valid JSON: {e}")),
         }]
     })?;
