@@ -101,7 +101,7 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
 fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
     let stop = |reason: &str| Answer::json(json!({"continue": false, "stopReason": reason}));
     if let Some(reason) = &verdict.stop {
-        return stop(reason.as_deref().unwrap_or(verdict.reason()));
+        return stop(super::shown(reason.as_deref()).unwrap_or(verdict.reason()));
     }
     let blocks = matches!(spec.ahp, AhpEvent::ToolAfter | AhpEvent::TurnStart);
     // At `Stop`, `decision: block` would make the agent go on working: a denial there

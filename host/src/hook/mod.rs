@@ -89,6 +89,13 @@ fn generic_reason() -> &'static str {
         .unwrap_or("Policy evaluation failed.")
 }
 
+/// `reason`, unless it is only white space: that is shown as no reason. A backend may give
+/// one (the schema asks for one character), and Codex trims a denial's reason and takes a
+/// blank one for a failed hook, which runs the tool.
+fn shown(reason: Option<&str>) -> Option<&str> {
+    reason.filter(|reason| !reason.trim().is_empty())
+}
+
 /// The reason shown with an `ask` whose backend gave none (the effect carries no text).
 const ASK_REASON: &str = "A policy backend asks for approval of this call.";
 
@@ -480,14 +487,14 @@ impl Verdict {
         }
     }
 
-    /// The reason to show, generic when nobody gave one.
+    /// The reason to show, generic when nobody gave one ([`shown`]).
     fn reason(&self) -> &str {
-        self.reason.as_deref().unwrap_or(generic_reason())
+        shown(self.reason.as_deref()).unwrap_or(generic_reason())
     }
 
     /// The reason to show with an ask.
     fn ask_reason(&self) -> &str {
-        self.reason.as_deref().unwrap_or(ASK_REASON)
+        shown(self.reason.as_deref()).unwrap_or(ASK_REASON)
     }
 
     /// The messages and then the injected context as one text, `None` when there is
@@ -1228,6 +1235,47 @@ mod tests {
             assert!(denied.stdout.contains("because"), "{harness:?}: {denied:?}");
             let silent = harness.answer(spec, &Verdict::no_objection());
             assert!(!silent.stdout.contains("allow"), "{harness:?}: {silent:?}");
+        }
+    }
+
+    /// A reason that is only white space is shown as none: Codex trims the reason of a
+    /// denial and takes a blank one for a failed hook, which runs the tool.
+    #[test]
+    fn a_blank_reason_is_never_what_a_harness_is_shown() {
+        for harness in Harness::ALL {
+            for spec in harness.events() {
+                for decision in [Decision::Deny, Decision::Ask] {
+                    let mut blank = verdict(decision, Some(" \t\n"));
+                    let answer = harness.answer(spec, &blank);
+                    blank.stop = Some(Some(" ".into()));
+                    let stopped = harness.answer(spec, &blank);
+                    for answer in [answer, stopped] {
+                        let texts = answer.stderr.iter().cloned().chain(
+                            serde_json::from_str::<Value>(&answer.stdout)
+                                .ok()
+                                .into_iter()
+                                .flat_map(|out| strings(&out)),
+                        );
+                        for text in texts {
+                            assert!(
+                                !text.trim().is_empty(),
+                                "{harness:?} {} {decision:?}: {answer:?}",
+                                spec.native
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every string in `value`, at any depth.
+    fn strings(value: &Value) -> Vec<String> {
+        match value {
+            Value::String(text) => vec![text.clone()],
+            Value::Array(items) => items.iter().flat_map(strings).collect(),
+            Value::Object(members) => members.values().flat_map(strings).collect(),
+            _ => Vec::new(),
         }
     }
 
