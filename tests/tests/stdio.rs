@@ -498,6 +498,32 @@ async fn a_nonzero_exit_after_a_valid_line_fails_only_per_event() {
     hooks.shutdown();
 }
 
+/// A per-event exchange ends when its process exits, so a reply whose process exited
+/// before the deadline is in time: a fail-open backend that denies and exits 15 ms
+/// (less its start-up) before its timeout is the backend's deny, never a `late-response`
+/// failed open (allowed). Its exit comes 25 to 45 ms after the reply, across one period
+/// of a poll that backs off to every 20 ms, which saw such exits up to 20 ms late.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_event_deny_whose_process_exits_in_time_is_the_backends_deny() {
+    /// How long before its timeout the backend exits, less its start-up.
+    const EXIT_MARGIN_MS: u64 = 15;
+    let _shared = PROCESSES.read().await;
+    for exit_ms in (25..=45).step_by(4) {
+        let mode = format!("deny-then-exit:{exit_ms}");
+        let timeout_ms = exit_ms + EXIT_MARGIN_MS;
+        let hook = hook(ID, &[&mode], "per_event", "fail-open", timeout_ms);
+        let id = format!("evt_deny_then_exit_{exit_ms}");
+        let (settled, elapsed) = only_call(start(vec![hook]).await, &id).await;
+        println!("{mode} with timeoutMs {timeout_ms}: settled in {elapsed:?}");
+        assert_settled(
+            &settled,
+            Decision::Deny,
+            DecidedBy::BackendDeny,
+            Some("stdio says no"),
+        );
+    }
+}
+
 /// A per-event backend that writes more after its reply line (against the binding)
 /// still exits 0, and its reply decides: what follows the reply is read and thrown away,
 /// never left to meet a closed pipe, which would fail or kill the backend depending on

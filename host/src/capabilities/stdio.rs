@@ -26,16 +26,21 @@
 //! `PATH`, `kill_on_drop`, and stderr drained line by line into `tracing::debug!` (never
 //! parsed as protocol). Every child is registered with its backend so [`StdioBackend::close`]
 //! can kill and reap it even while an exchange holds it. That is why the `Child` sits
-//! behind a short-held std mutex and waiting for an exit polls `try_wait` with a small
-//! backoff: an awaited `Child::wait` would lock `close` out for as long as it waits.
+//! behind a short-held std mutex and is reaped with `try_wait` only: an awaited
+//! `Child::wait` would lock `close` out for as long as it waits. Waiting for an exit is
+//! woken by the exit itself (a pidfd, which does not reap), so an exchange ends when its
+//! child does; where there is no pidfd (before Linux 5.3, or not Linux), the exit is
+//! polled for with a small backoff.
 
 use crate::bindings::delivery::Reply;
 use crate::bindings::host_types::{DeliveryError, IoPhase};
 use crate::bindings::interceptor::StdioPlan;
 use serde_json::Value;
+use std::os::fd::OwnedFd;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
+use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::time::{timeout_at, Instant};
@@ -48,7 +53,7 @@ const REAP_BOUND: Duration = Duration::from_millis(100);
 const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// Longest stderr line logged; the rest of a longer line is dropped.
 const STDERR_LINE_CAP: usize = 8 * 1024;
-/// The longest pause between two polls for a child's exit.
+/// The longest pause between two polls for a child's exit (where it is polled for).
 const MAX_POLL: Duration = Duration::from_millis(20);
 
 /// One stdio backend: how to start it, its persistent session, and every child it owns.
@@ -301,13 +306,17 @@ impl StdioBackend {
         };
         // At most one line is the reply. What the process writes after it is read and
         // thrown away until it exits: a write into a closed pipe would kill it (or fail
-        // it), and whether a finished exchange counted would depend on timing.
+        // it), and whether a finished exchange counted would depend on timing. The exit
+        // is seen when it happens: noticed late, it could push a reply that was in time
+        // past the deadline.
         let exited = process.wait_exit(deadline);
         let discarded = reader.discard();
         tokio::pin!(exited, discarded);
         let exit = tokio::select! {
             exit = &mut exited => exit,
-            () = &mut discarded => exited.await,
+            // Stdout closed: the process is exiting. A fresh wait asks at once, where the
+            // first one, if it polls, may be deep in its backoff.
+            () = &mut discarded => process.wait_exit(deadline).await,
         };
         let Some(code) = exit else {
             return Err(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse));
@@ -468,6 +477,8 @@ impl Children {
         tracing::debug!(backend = %backend.id, ?pid, "stdio backend started");
         let process = Arc::new(Process {
             pid,
+            // Opened while the child is not reaped: the id names it and no later process.
+            exit: pid.and_then(exit_notice),
             child: Mutex::new((child, None)),
         });
         registry.live.push(process.clone());
@@ -512,6 +523,9 @@ impl Children {
 /// One child process. The `Child` is only ever locked for a non-blocking call.
 struct Process {
     pid: Option<u32>,
+    /// Readable once the process has exited, without reaping it (a pidfd); `None` where
+    /// the system has none, and then the exit is polled for.
+    exit: Option<AsyncFd<OwnedFd>>,
     /// `Some(exit code)` once reaped (see [`Process::exited`]); locked only for
     /// non-blocking calls.
     child: Mutex<(Child, Option<Option<i32>>)>,
@@ -570,8 +584,15 @@ impl Process {
         Some(code)
     }
 
-    /// Waits for the exit until `until`; `None` if it still runs then.
+    /// Waits for the exit until `until`; `None` if it still runs then. Woken by the exit
+    /// itself where there is a pidfd; polled for with a backoff otherwise, and after a
+    /// wake-up that found the process not yet reapable (a tracer sees its exit first).
     async fn wait_exit(&self, until: Instant) -> Option<Option<i32>> {
+        if let Some(exit) = &self.exit {
+            // Readable from the exit on (the readiness is never cleared). Whatever ends
+            // this wait, the exit, the deadline or an error, the child itself is asked next.
+            let _ = timeout_at(until, exit.readable()).await;
+        }
         let mut pause = Duration::from_millis(1);
         loop {
             if let Some(code) = self.exited() {
@@ -585,6 +606,34 @@ impl Process {
             pause = (pause * 2).min(MAX_POLL);
         }
     }
+}
+
+/// A descriptor that becomes readable when process `pid` exits (`pidfd_open(2)`, close-on-
+/// exec), registered with the runtime; `None` where there is none (before Linux 5.3) or
+/// it cannot be registered. Open it only while `pid` is an unreaped child of ours.
+#[cfg(target_os = "linux")]
+fn exit_notice(pid: u32) -> Option<AsyncFd<OwnedFd>> {
+    use std::os::fd::FromRawFd as _;
+    let pid = libc::pid_t::try_from(pid).ok()?;
+    // SAFETY: pidfd_open(2) takes a pid and flags, touches no memory of ours, and returns
+    // a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let error = std::io::Error::last_os_error();
+    let Some(fd) = i32::try_from(fd).ok().filter(|fd| *fd >= 0) else {
+        tracing::debug!(%error, "no pidfd; polling for the stdio backend's exit");
+        return None;
+    };
+    // SAFETY: a descriptor the kernel just returned, owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: the `OwnedFd` keeps the descriptor open, and the same, until the `AsyncFd`
+    // drops it.
+    unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
+}
+
+/// No pidfd outside Linux: exits are polled for.
+#[cfg(not(target_os = "linux"))]
+fn exit_notice(_pid: u32) -> Option<AsyncFd<OwnedFd>> {
+    None
 }
 
 /// Whether child `pid` has exited, leaving it to be reaped (`WNOWAIT`); `Err` if it
@@ -885,6 +934,48 @@ mod tests {
             state()
         );
         shut_down(&backend);
+    }
+
+    /// A per_event child that exits a while after its reply: the exchange ends as soon as
+    /// the child has exited, not at the next of a backed-off series of polls. The delay
+    /// counts against the deadline, so a reply completed in time could otherwise be seen
+    /// late (`late-response`, which under fail-open loses an explicit deny).
+    #[tokio::test]
+    async fn a_per_event_exchange_ends_when_its_child_exits() {
+        let stamp = tempfile::NamedTempFile::new().expect("a temporary file");
+        // Replies, then stamps the time and exits 25 to 45 ms later: across one period of
+        // a poll that backs off to every 20 ms, so some exits fall just after a poll.
+        for pause_ms in (25..=45).step_by(4) {
+            let script = format!(
+                r#"read -r line; echo '{{"jsonrpc":"2.0","id":1,"result":{{}}}}'; sleep 0.{pause_ms:03}; date +%s%N > '{}'; exit 0"#,
+                stamp.path().display()
+            );
+            let plan = StdioPlan {
+                command: "sh".into(),
+                args: vec!["-c".into(), script],
+                cwd: None,
+                per_event: true,
+            };
+            let backend = StdioBackend::new("policy", &plan, &[], 64 * 1024);
+            let far = Instant::now() + Duration::from_secs(10);
+            backend.exchange(REQUEST, far).await.expect("the reply");
+            let returned = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("after 1970")
+                .as_nanos();
+            let exited: u128 = std::fs::read_to_string(stamp.path())
+                .expect("the stamp")
+                .trim()
+                .parse()
+                .expect("nanoseconds");
+            let late = Duration::from_nanos(u64::try_from(returned - exited).expect("small"));
+            println!("exit {pause_ms} ms after the reply: seen {late:?} later");
+            assert!(
+                late < Duration::from_millis(8),
+                "exit {pause_ms} ms after the reply: seen {late:?} after it happened"
+            );
+            shut_down(&backend);
+        }
     }
 
     #[tokio::test]

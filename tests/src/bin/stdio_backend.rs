@@ -16,6 +16,8 @@
 //! - `pretty`: no effects, the reply pretty-printed over several lines (against the
 //!   binding: the first line, `{`, is not a message).
 //! - `reply-then-exit`: no effects, then exits with status 1.
+//! - `deny-then-exit:MS`: as `deny`, then MS milliseconds after its reply exits with
+//!   status 0 (a per-event backend whose teardown takes a while).
 //! - `reply-then-chatter`: no effects, then 100 ms later a line that is not protocol
 //!   (against the binding, which a per-event harness must survive), then exits 0.
 //! - `huge`: a valid no-effect reply padded with spaces to 2 MiB on one line.
@@ -83,7 +85,9 @@ fn main() {
             | "reply-then-chatter" | "exit-3-at-eof" => result(&id, json!([])),
             "pretty" => serde_json::to_string_pretty(&success(&id, json!([])))
                 .unwrap_or_else(|e| fail(&format!("serialize: {e}"))),
-            "deny" => result(&id, json!([{"type": "deny", "reason": "stdio says no"}])),
+            deny if deny == "deny" || deny.starts_with("deny-then-exit:") => {
+                result(&id, json!([{"type": "deny", "reason": "stdio says no"}]))
+            }
             "garbage" => "not json".to_owned(),
             "wrong-id" => result(
                 &json!(format!("wrong-{}", id.as_str().unwrap_or("id"))),
@@ -111,6 +115,13 @@ fn main() {
         writeln!(stdout, "{reply}")
             .and_then(|()| stdout.flush())
             .unwrap_or_else(|e| fail(&format!("write stdout: {e}")));
+        if let Some(ms) = mode.strip_prefix("deny-then-exit:") {
+            let ms = ms
+                .parse()
+                .unwrap_or_else(|e| fail(&format!("bad {mode}: {e}")));
+            std::thread::sleep(Duration::from_millis(ms));
+            std::process::exit(0);
+        }
         if mode == "reply-then-exit" {
             std::process::exit(1);
         }
