@@ -983,6 +983,50 @@ async fn shutdown_kills_and_reaps_every_backend_process() {
     );
 }
 
+/// An interceptor dropped without `shutdown()` (an embedder's error path) still kills
+/// what its stdio backends started, not only the processes it spawned: a wrapper's
+/// helper, in the backend's process group, does not run on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_interceptor_kills_what_the_backend_started_too() {
+    let _shared = PROCESSES.read().await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let pid_file = dir.path().join("helper.pid");
+    let script = format!(
+        "sleep 300 & echo $! > '{}'; exec '{BACKEND}' allow",
+        pid_file.display()
+    );
+    let hook = json!({
+        "id": ID,
+        "transport": {"type": "stdio", "command": "/bin/sh", "args": ["-c", script],
+                      "lifecycle": "persistent"},
+        "subscriptions": [{"events": ["tool.before"], "mode": "intercept",
+                           "timeoutMs": 2_000, "failurePolicy": "fail-closed",
+                           "content": {"default": "metadata"}}]
+    });
+    let hooks = start(vec![hook]).await;
+    call_no_effect(&hooks, "evt_dropped").await;
+    let helper: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the wrapper wrote its helper's pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(
+        state(helper).is_some_and(|s| s != 'Z'),
+        "the helper runs while the backend does: {:?}",
+        state(helper)
+    );
+    drop(hooks);
+    let gone = eventually(Duration::from_secs(2), || {
+        state(helper).is_none_or(|s| s == 'Z')
+    })
+    .await;
+    assert!(
+        gone,
+        "the backend's helper {helper} outlived the dropped interceptor: {:?}",
+        state(helper)
+    );
+}
+
 /// A backend started through a wrapper (here a shell that starts a helper process and
 /// then becomes the backend, as `npx` or `uv run` start the real server): a deadline
 /// kills what the backend started too, in both lifecycles, not only the process the host

@@ -345,6 +345,17 @@ impl StdioBackend {
     }
 }
 
+/// Dropped without [`StdioBackend::shut_down`] (an embedder that drops its interceptor on
+/// an error path), the backend still kills every child it started, with its process
+/// group: tokio's `kill_on_drop` reaches the child alone, and what a wrapper started
+/// would run on, reparented, with nothing left to stop it. The children themselves are
+/// reaped by tokio once dropped.
+impl Drop for StdioBackend {
+    fn drop(&mut self) {
+        self.children.kill_all();
+    }
+}
+
 /// Killed children of one stdio backend, still to be reaped.
 pub struct Killed(Arc<Children>);
 
@@ -918,22 +929,47 @@ mod tests {
         let child = session_child(&backend).await.expect("a session");
         let exited = child.wait_exit(far).await;
         assert_eq!(exited, Some(Some(0)), "the wrapper exits");
-        // Dead (gone, or a zombie until its new parent reaps it), not sleeping.
-        let state = || {
-            std::fs::read_to_string(format!("/proc/{left}/stat"))
-                .ok()
-                .and_then(|stat| stat.rsplit(") ").next().map(|rest| rest[..1].to_string()))
-        };
+        assert!(dies(left).await, "left running: {:?}", state(left));
+        shut_down(&backend);
+    }
+
+    /// Dropping a backend without shutting it down (an embedder that drops its
+    /// interceptor on an error path) kills what its child started too: tokio's
+    /// kill-on-drop reaches the child alone, and the rest of its process group would run
+    /// on, reparented, with nothing left to stop it.
+    #[tokio::test]
+    async fn dropping_a_backend_kills_what_its_child_started() {
+        let backend = scripted_backend(
+            r#"IFS= read -r line; sleep 30 & echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"left\":$!}}"; while IFS= read -r line; do :; done"#,
+        );
+        let far = Instant::now() + Duration::from_secs(10);
+        let reply = backend.exchange(REQUEST, far).await.expect("the reply");
+        let reply: Value = serde_json::from_slice(&reply.body).expect("JSON");
+        let left = reply["result"]["left"].as_u64().expect("the pid it left");
+        assert!(
+            session_child(&backend)
+                .await
+                .is_some_and(|c| c.exited().is_none()),
+            "the child is still running"
+        );
+        drop(backend);
+        assert!(dies(left).await, "left running: {:?}", state(left));
+    }
+
+    /// The state letter of process `pid` (`S`, `Z`, ...), `None` once it is gone.
+    fn state(pid: u64) -> Option<String> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit(") ").next().map(|rest| rest[..1].to_string())
+    }
+
+    /// Whether process `pid` is dead (gone, or a zombie until its new parent reaps it)
+    /// within 5 s.
+    async fn dies(pid: u64) -> bool {
         let settled = std::time::Instant::now() + Duration::from_secs(5);
-        while state().is_some_and(|s| s != "Z") && std::time::Instant::now() < settled {
+        while state(pid).is_some_and(|s| s != "Z") && std::time::Instant::now() < settled {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert!(
-            state().is_none_or(|s| s == "Z"),
-            "left running: {:?}",
-            state()
-        );
-        shut_down(&backend);
+        state(pid).is_none_or(|s| s == "Z")
     }
 
     /// A per_event child that exits a while after its reply: the exchange ends as soon as
