@@ -15,12 +15,13 @@
 //! frames: a reply line goes back to the component unparsed, which classifies it (a
 //! wrong id or garbage is reported at once, never by waiting out the deadline).
 //!
-//! A persistent child whose state can no longer be trusted is killed, reaped and
-//! replaced on next use: after a timeout, an I/O error, an oversized line, a reply that
-//! is not JSON or carries another id (stale or unattributable output), or an exchange
-//! that was dropped midway by interruption. The last is detected by a `busy` flag set
-//! before the write and cleared after the complete read; a kill-on-drop guard also
-//! stops the child at once, so an interrupted backend does not go on working.
+//! A persistent child whose state can no longer be trusted is killed (and reaped in the
+//! background) and replaced on next use: after a timeout, an I/O error, an oversized
+//! line, a reply that is not JSON or carries another id (stale or unattributable
+//! output), or an exchange that was dropped midway by interruption. The last is
+//! detected by a `busy` flag set before the write and cleared after the complete read; a
+//! kill-on-drop guard also stops the child at once, so an interrupted backend does not
+//! go on working.
 //!
 //! Processes are run directly (never through a shell) with an empty environment except
 //! `PATH`, `kill_on_drop`, and stderr drained line by line into `tracing::debug!` (never
@@ -157,7 +158,7 @@ impl StdioBackend {
         if stale {
             if let Some(old) = slot.take() {
                 tracing::debug!(backend = %self.id, pid = ?old.process.pid, "restarting persistent stdio backend");
-                self.children.retire(&old.process).await;
+                self.children.retire(&old.process);
             }
         }
         let session = match &mut *slot {
@@ -181,7 +182,7 @@ impl StdioBackend {
         if keep {
             session.busy = false;
         } else if let Some(old) = slot.take() {
-            self.children.retire(&old.process).await;
+            self.children.retire(&old.process);
         }
         result
     }
@@ -252,8 +253,9 @@ impl StdioBackend {
             .per_event_io(&process, stdin, stdout, message, deadline)
             .await;
         guard.disarm();
-        // Exited and reaped already, unless it failed midway: then it is killed first.
-        self.children.retire(&process).await;
+        // Exited and reaped already, unless it failed midway: then it is killed, and
+        // reaped in the background.
+        self.children.retire(&process);
         result
     }
 
@@ -496,19 +498,36 @@ impl Children {
         Ok((process, stdin, stdout))
     }
 
-    /// Kills `process` (if it still runs), reaps it within [`REAP_BOUND`] and forgets it;
-    /// one that could not be reaped in time stays registered for a later sweep.
-    async fn retire(&self, process: &Arc<Process>) {
+    /// Kills `process` (if it still runs) and forgets it once reaped. Returns at once: a
+    /// killed child is reaped in the background within [`REAP_BOUND`] (bounded cleanup,
+    /// not delivery), so a child slow to die never holds back the result of the
+    /// exchange that gave it up. One not reaped in time (or with no runtime to wait on)
+    /// stays registered for a later sweep.
+    fn retire(self: &Arc<Self>, process: &Arc<Process>) {
         process.kill();
-        if process
-            .wait_exit(Instant::now() + REAP_BOUND)
-            .await
-            .is_some()
-        {
-            self.lock().live.retain(|p| !Arc::ptr_eq(p, process));
-        } else {
-            tracing::warn!(pid = ?process.pid, "killed stdio backend not reaped yet");
+        if process.exited().is_some() {
+            self.forget(process);
+            return;
         }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (children, process) = (self.clone(), process.clone());
+            runtime.spawn(async move {
+                if process
+                    .wait_exit(Instant::now() + REAP_BOUND)
+                    .await
+                    .is_some()
+                {
+                    children.forget(&process);
+                } else {
+                    tracing::warn!(pid = ?process.pid, "killed stdio backend not reaped yet");
+                }
+            });
+        }
+    }
+
+    /// Drops a reaped child from the registry.
+    fn forget(&self, process: &Arc<Process>) {
+        self.lock().live.retain(|p| !Arc::ptr_eq(p, process));
     }
 
     /// Marks the registry closed and kills every child in it.
@@ -661,8 +680,8 @@ fn exited_unreaped(pid: u32) -> Result<bool, ()> {
     Ok(unsafe { info.si_pid() } != 0)
 }
 
-/// Kills a child whose exchange future is dropped midway (interruption), and reaps it in
-/// the background within [`REAP_BOUND`] (bounded cleanup, not delivery).
+/// Kills a child whose exchange future is dropped midway (interruption); it is reaped in
+/// the background ([`Children::retire`]).
 struct KillOnDrop {
     children: Arc<Children>,
     process: Arc<Process>,
@@ -685,13 +704,8 @@ impl KillOnDrop {
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        self.process.kill();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let (children, process) = (self.children.clone(), self.process.clone());
-            runtime.spawn(async move { children.retire(&process).await });
+        if self.armed {
+            self.children.retire(&self.process);
         }
     }
 }
@@ -908,9 +922,11 @@ mod tests {
             !Arc::ptr_eq(&first_child, &second_child),
             "the child was reused"
         );
-        assert!(
-            first_child.exited().is_some(),
-            "the old child was not reaped"
+        // Killed (a signal ended it), not left to run on; reaped in the background.
+        assert_eq!(
+            first_child.wait_exit(far).await,
+            Some(None),
+            "the old child was not killed"
         );
         shut_down(&backend);
     }
@@ -954,6 +970,135 @@ mod tests {
         );
         drop(backend);
         assert!(dies(left).await, "left running: {:?}", state(left));
+    }
+
+    /// After a failure the exchange returns once the child is killed, and the reaping
+    /// runs in the background: a child slow to die would otherwise hold the error back
+    /// for up to [`REAP_BOUND`], which could take it past the deadline, where the
+    /// component reads it as a timeout. Here the child is slow to die because a tracer
+    /// holds it (its exit is reported to the tracer first, so its parent cannot reap it).
+    #[tokio::test]
+    async fn a_failure_is_returned_without_waiting_for_the_killed_child_to_be_reaped() {
+        for per_event in [false, true] {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let go = dir.path().join("go");
+            let fifo = std::ffi::CString::new(go.as_os_str().as_encoded_bytes()).expect("a path");
+            // SAFETY: mkfifo(3) only reads the path, a valid C string.
+            assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "mkfifo");
+            // Takes the request, waits for the test's word, then writes a line over the cap
+            // (response-too-large) and blocks. Shell builtins only: a signal (SIGCHLD)
+            // would stop the shell under the tracer.
+            let script = format!(
+                r#"IFS= read -r line; read -r word < '{go}'; printf '%070000d\n' 0; read -r word < '{go}'"#,
+                go = go.display()
+            );
+            let plan = StdioPlan {
+                command: "sh".into(),
+                args: vec!["-c".into(), script],
+                cwd: None,
+                per_event,
+            };
+            let backend = Arc::new(StdioBackend::new("policy", &plan, &[], 64 * 1024));
+            let far = Instant::now() + Duration::from_secs(10);
+            let exchange = tokio::spawn({
+                let backend = backend.clone();
+                async move { backend.exchange(REQUEST, far).await }
+            });
+            let child = loop {
+                if let Some(child) = backend.children.lock().live.last() {
+                    break child.clone();
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            };
+            let Some(tracer) = Tracer::attach(child.pid.expect("a pid")) else {
+                exchange.abort();
+                shut_down(&backend);
+                return;
+            };
+            let mut word = open_for_writing(&go).await;
+            assert!(!exchange.is_finished(), "ended before the child failed");
+            std::io::Write::write_all(&mut word, b"go\n").expect("the word");
+            drop(word);
+            let said = Instant::now();
+            let result = exchange.await.expect("the exchange");
+            let took = said.elapsed();
+            println!("per_event {per_event}: {result:?} after {took:?}");
+            assert!(
+                matches!(result, Err(DeliveryError::ResponseTooLarge)),
+                "per_event {per_event}: {result:?}"
+            );
+            assert!(
+                took < Duration::from_millis(50),
+                "per_event {per_event}: the error came {took:?} after the word: it waited for the reap"
+            );
+            // It was killed all the same: a signal ended it, reaped once the tracer let go.
+            drop(tracer);
+            assert_eq!(
+                child.wait_exit(far).await,
+                Some(None),
+                "per_event {per_event}"
+            );
+            shut_down(&backend);
+        }
+    }
+
+    /// A process that traces `pid` (`PTRACE_SEIZE`, which does not stop it) and never
+    /// waits for it: until the tracer is dropped, `pid`'s exit is reported to the tracer
+    /// alone and its parent cannot reap it. `None` where tracing is not permitted (Yama
+    /// `ptrace_scope` 1 or more without `CAP_SYS_PTRACE`, a seccomp filter).
+    struct Tracer(std::process::Child);
+
+    impl Tracer {
+        fn attach(pid: u32) -> Option<Tracer> {
+            use std::os::unix::process::CommandExt as _;
+            let pid = libc::pid_t::try_from(pid).expect("a pid");
+            let mut command = std::process::Command::new("sleep");
+            command.arg("60");
+            // SAFETY: between fork and exec the closure makes one system call and reads
+            // errno, nothing that could wait for a lock held by another thread.
+            unsafe {
+                command.pre_exec(move || {
+                    let null = std::ptr::null_mut::<libc::c_void>();
+                    if libc::ptrace(libc::PTRACE_SEIZE, pid, null, null) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            match command.spawn() {
+                Ok(tracer) => Some(Tracer(tracer)),
+                Err(e) => {
+                    eprintln!("skipped: this process may not trace its child ({e})");
+                    None
+                }
+            }
+        }
+    }
+
+    impl Drop for Tracer {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// Opens fifo `path` for writing once a reader has opened it.
+    async fn open_for_writing(path: &std::path::Path) -> std::fs::File {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        loop {
+            let opened = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path);
+            match opened {
+                Ok(file) => return file,
+                // No reader yet.
+                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                Err(e) => panic!("open {}: {e}", path.display()),
+            }
+        }
     }
 
     /// The state letter of process `pid` (`S`, `Z`, ...), `None` once it is gone.
