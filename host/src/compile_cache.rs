@@ -14,6 +14,10 @@
 //! Every problem with the cache — no usable directory, a missing, truncated, corrupt or
 //! foreign file, a full disk — falls back to compiling (and replacing the file when
 //! possible), logged at debug level: never an error, never a wrong load.
+//!
+//! The directory does not grow without bound: a miss prunes the entries unused for 30
+//! days and the temporary files a killed process left behind, and a hit marks its entry
+//! as in use ([`crate::cache_prune`]).
 
 use sha2::{Digest, Sha256};
 use std::fs::File;
@@ -140,11 +144,19 @@ pub fn load_in(engine: &Engine, component_bytes: &[u8], dir: &Path) -> wasmtime:
             Source::Uncached
         }
     };
+    // Stored or not (a full disk may be why not), what can no longer be hit goes.
+    crate::cache_prune::prune(dir, &path, is_entry);
     Ok(Loaded {
         component,
         source,
         path: Some(path),
     })
+}
+
+/// A cache file's name: `<key in hex>.cwasm`.
+fn is_entry(name: &str) -> bool {
+    name.strip_suffix(".cwasm")
+        .is_some_and(crate::cache_prune::is_sha256_hex)
 }
 
 /// `$AHP_CACHE_DIR`, else `$XDG_CACHE_HOME/ahp-interceptor`, else
@@ -186,7 +198,7 @@ impl Hasher for Sha256Hasher {
 
 /// The serialized code in `path`, if the file is ours and intact for `key`. Opened
 /// without following a symbolic link and without waiting on a FIFO; then it must be a
-/// regular file with no other name.
+/// regular file with no other name. A file read so is marked as in use, for pruning.
 fn read_verified(path: &Path, key: &[u8; 32]) -> std::io::Result<Vec<u8>> {
     let invalid = |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_owned());
     let mut file = open_private(path)?;
@@ -203,6 +215,7 @@ fn read_verified(path: &Path, key: &[u8; 32]) -> std::io::Result<Vec<u8>> {
     if stored_digest != Sha256::digest(code).as_slice() {
         return Err(invalid("checksum mismatch (truncated or corrupt)"));
     }
+    crate::cache_prune::keep_fresh(&file);
     Ok(code.to_vec())
 }
 
@@ -291,8 +304,8 @@ fn owned_privately(meta: &std::fs::Metadata, what: &str) -> std::io::Result<()> 
 /// leave a torn file, which the checksum rejects and the next process replaces.
 fn store(dir: &Path, path: &Path, key: &[u8; 32], code: &[u8]) -> std::io::Result<()> {
     create_private_dir(dir)?;
-    // tempfile creates the file with mode 0600.
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    // Created with mode 0600.
+    let mut file = crate::cache_prune::temp_file_in(dir)?;
     file.write_all(MAGIC)?;
     file.write_all(key)?;
     file.write_all(&Sha256::digest(code))?;
@@ -320,4 +333,108 @@ pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    /// The smallest component: its header alone.
+    const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\x00\x01\x00";
+
+    const DAY: Duration = Duration::from_secs(24 * 60 * 60);
+    const HOUR: Duration = Duration::from_secs(60 * 60);
+
+    /// A file `name` in `dir` last modified `age` ago.
+    fn plant(dir: &Path, name: &str, age: Duration) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, b"old bytes").unwrap();
+        set_age(&path, age);
+        path
+    }
+
+    fn set_age(path: &Path, age: Duration) {
+        let file = File::options().write(true).open(path).unwrap();
+        file.set_modified(SystemTime::now() - age).unwrap();
+    }
+
+    fn modified(path: &Path) -> SystemTime {
+        std::fs::metadata(path).unwrap().modified().unwrap()
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A miss (which stores) removes what can no longer be hit or was left behind: an
+    /// entry unused for 60 days and a temporary file two hours old. It keeps the entry it
+    /// stored, a recent entry, a temporary file another process may still be writing, and
+    /// everything that is not the cache's own: another name, a directory, and a symbolic
+    /// link named like an old entry (not followed: its target, outside, stays too).
+    #[cfg(unix)]
+    #[test]
+    fn a_miss_prunes_stale_entries_and_orphaned_temporary_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let stale = format!("{}.cwasm", "a".repeat(64));
+        let recent = format!("{}.cwasm", "b".repeat(64));
+        let link = format!("{}.cwasm", "c".repeat(64));
+        let named_like_one = format!("{}.cwasm", "d".repeat(64));
+        plant(dir.path(), &stale, 60 * DAY);
+        plant(dir.path(), ".tmpAb12Cd", 2 * HOUR);
+        plant(dir.path(), &recent, 2 * DAY);
+        plant(dir.path(), ".tmpEf34Gh", Duration::from_secs(60));
+        plant(dir.path(), "notes.txt", 60 * DAY);
+        plant(dir.path(), &format!("{stale}.bak"), 60 * DAY);
+        std::fs::create_dir(dir.path().join(&named_like_one)).unwrap();
+        let target = plant(outside.path(), "target.cwasm", 60 * DAY);
+        std::os::unix::fs::symlink(&target, dir.path().join(&link)).unwrap();
+
+        let engine = Engine::default();
+        let loaded = load_in(&engine, EMPTY_COMPONENT, dir.path()).unwrap();
+        assert_eq!(loaded.source, Source::Stored);
+        let stored = loaded.path.unwrap();
+        let stored = stored.file_name().unwrap().to_string_lossy().into_owned();
+
+        let mut expected = vec![
+            ".tmpEf34Gh".to_string(),
+            format!("{stale}.bak"),
+            recent,
+            link,
+            named_like_one,
+            "notes.txt".to_string(),
+            stored,
+        ];
+        expected.sort();
+        assert_eq!(names(dir.path()), expected);
+        assert!(target.is_file(), "the link's target is left alone");
+    }
+
+    /// A hit on an entry last modified over a day ago marks it as in use (its modification
+    /// time is now), so pruning keeps it; a fresher one is not written to.
+    #[test]
+    fn a_hit_keeps_its_entry_fresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::default();
+        let stored = load_in(&engine, EMPTY_COMPONENT, dir.path()).unwrap();
+        let path = stored.path.unwrap();
+
+        set_age(&path, 2 * DAY);
+        let before = SystemTime::now() - Duration::from_secs(60);
+        let hit = load_in(&engine, EMPTY_COMPONENT, dir.path()).unwrap();
+        assert_eq!(hit.source, Source::Cache);
+        assert!(modified(&path) > before, "refreshed");
+
+        set_age(&path, HOUR);
+        let an_hour_ago = modified(&path);
+        let hit = load_in(&engine, EMPTY_COMPONENT, dir.path()).unwrap();
+        assert_eq!(hit.source, Source::Cache);
+        assert_eq!(modified(&path), an_hour_ago, "not written to");
+    }
 }

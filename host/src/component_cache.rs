@@ -11,6 +11,9 @@
 //! `$XDG_CACHE_HOME/ahp-interceptor`, else `~/.cache/ahp-interceptor`; relative or empty
 //! values are ignored), in `oci/blobs/sha256`; every directory it creates is private (0700),
 //! as the compiled component's cache requires of its own.
+//!
+//! Storing a blob prunes the blobs unused for 30 days and the temporary files a killed
+//! process left behind; reading one marks it as in use ([`crate::cache_prune`]).
 
 use sha2::{Digest as _, Sha256};
 use std::io::{Read as _, Write as _};
@@ -23,9 +26,9 @@ pub fn sha256_digest(bytes: &[u8]) -> String {
 
 /// The hex part of a well-formed `sha256:` digest.
 pub fn sha256_hex(digest: &str) -> Option<&str> {
-    digest.strip_prefix("sha256:").filter(|hex| {
-        hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    })
+    digest
+        .strip_prefix("sha256:")
+        .filter(|hex| crate::cache_prune::is_sha256_hex(hex))
 }
 
 /// A cache rooted at one directory.
@@ -52,27 +55,30 @@ impl ComponentCache {
     /// Read like the compiled component's cache files
     /// ([`crate::compile_cache::open_private`]): a symbolic link, a FIFO, a file with a
     /// second name or one others could have written is a miss, never followed or waited
-    /// on, and reading stops past `max_bytes`.
+    /// on, and reading stops past `max_bytes`. A blob read so is marked as in use.
     pub fn get(&self, digest: &str, max_bytes: u64) -> Option<Vec<u8>> {
         let path = self.blobs.join(sha256_hex(digest)?);
         let mut bytes = Vec::new();
         let read = crate::compile_cache::open_private(&path).and_then(|file| {
-            file.take(max_bytes.saturating_add(1))
-                .read_to_end(&mut bytes)
+            (&file)
+                .take(max_bytes.saturating_add(1))
+                .read_to_end(&mut bytes)?;
+            Ok(file)
         });
-        match read {
+        let file = match read {
             Ok(_) if bytes.len() as u64 > max_bytes => {
                 tracing::warn!(digest, max_bytes, "cached blob is too large; ignoring it");
                 return None;
             }
-            Ok(_) => {}
+            Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => {
                 tracing::warn!(digest, error = %e, "cached blob unusable; ignoring it");
                 return None;
             }
-        }
+        };
         if sha256_digest(&bytes) == digest {
+            crate::cache_prune::keep_fresh(&file);
             Some(bytes)
         } else {
             tracing::warn!(digest, "cached blob does not match its digest; ignoring it");
@@ -80,19 +86,26 @@ impl ComponentCache {
         }
     }
 
-    /// Stores `bytes` under their own digest, atomically; returns that digest.
+    /// Stores `bytes` under their own digest, atomically; returns that digest. Then, stored
+    /// or not (a full disk may be why not), prunes the blobs no longer used.
     pub fn put(&self, bytes: &[u8]) -> Result<String, String> {
         let digest = sha256_digest(bytes);
         let hex = sha256_hex(&digest).expect("sha256_digest is well formed");
-        let failed =
-            |e: std::io::Error| format!("write the component cache {}: {e}", self.blobs.display());
-        crate::compile_cache::create_private_dir(&self.blobs).map_err(failed)?;
-        let mut file = tempfile::NamedTempFile::new_in(&self.blobs).map_err(failed)?;
-        file.write_all(bytes).map_err(failed)?;
-        file.as_file().sync_all().map_err(failed)?;
-        file.persist(self.blobs.join(hex))
-            .map_err(|e| failed(e.error))?;
+        let path = self.blobs.join(hex);
+        let stored = self.write(&path, bytes);
+        crate::cache_prune::prune(&self.blobs, &path, crate::cache_prune::is_sha256_hex);
+        stored.map_err(|e| format!("write the component cache {}: {e}", self.blobs.display()))?;
         Ok(digest)
+    }
+
+    /// Writes `bytes` to `path` through a temporary file renamed into place.
+    fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        crate::compile_cache::create_private_dir(&self.blobs)?;
+        let mut file = crate::cache_prune::temp_file_in(&self.blobs)?;
+        file.write_all(bytes)?;
+        file.as_file().sync_all()?;
+        file.persist(path).map_err(|e| e.error)?;
+        Ok(())
     }
 }
 
@@ -140,6 +153,74 @@ mod tests {
         std::fs::rename(&file, &elsewhere).unwrap();
         std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
         assert_eq!(cache.get(&digest, 1024), None);
+    }
+
+    const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+    const HOUR: std::time::Duration = std::time::Duration::from_secs(60 * 60);
+
+    /// Sets `path`'s modification time to `age` ago.
+    fn set_age(path: &Path, age: std::time::Duration) {
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(std::time::SystemTime::now() - age)
+            .unwrap();
+    }
+
+    /// Storing a blob removes the blobs unused for 60 days and the temporary files left
+    /// two hours ago; it keeps a recent blob, a temporary file another process may still
+    /// be writing, and anything not named as the store's own.
+    #[test]
+    fn a_put_prunes_stale_blobs_and_orphaned_temporary_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        let old = cache.put(b"pulled two months ago").unwrap();
+        let recent = cache.put(b"pulled yesterday").unwrap();
+        let blob = |digest: &str| cache.blobs.join(sha256_hex(digest).unwrap());
+        set_age(&blob(&old), 60 * DAY);
+        set_age(&blob(&recent), DAY);
+        for (name, age) in [
+            (".tmpAb12Cd", 2 * HOUR),
+            (".tmpEf34Gh", std::time::Duration::from_secs(60)),
+            ("notes.txt", 60 * DAY),
+        ] {
+            std::fs::write(cache.blobs.join(name), b"bytes").unwrap();
+            set_age(&cache.blobs.join(name), age);
+        }
+
+        let new = cache.put(b"pulled now").unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&cache.blobs)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let mut expected = vec![
+            ".tmpEf34Gh".to_string(),
+            "notes.txt".to_string(),
+            sha256_hex(&recent).unwrap().to_string(),
+            sha256_hex(&new).unwrap().to_string(),
+        ];
+        expected.sort();
+        assert_eq!(names, expected);
+    }
+
+    /// Reading a blob last modified over a day ago marks it as in use, so pruning keeps
+    /// it; a fresher one is not written to.
+    #[test]
+    fn a_read_keeps_its_blob_fresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        let digest = cache.put(b"component bytes").unwrap();
+        let file = cache.blobs.join(sha256_hex(&digest).unwrap());
+        let modified = || std::fs::metadata(&file).unwrap().modified().unwrap();
+
+        set_age(&file, 2 * DAY);
+        let before = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        assert!(cache.get(&digest, 1024).is_some());
+        assert!(modified() > before, "refreshed");
+
+        set_age(&file, HOUR);
+        let an_hour_ago = modified();
+        assert!(cache.get(&digest, 1024).is_some());
+        assert_eq!(modified(), an_hour_ago, "not written to");
     }
 
     #[test]

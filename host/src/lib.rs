@@ -21,6 +21,7 @@ mod backends;
 #[allow(missing_docs)]
 mod bindings;
 mod builder;
+mod cache_prune;
 mod capabilities;
 /// The `ahp` command line.
 #[cfg(feature = "cli")]
