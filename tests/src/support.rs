@@ -106,7 +106,7 @@ pub fn traced_intercept_command(
     event: &Path,
     audit: &Path,
 ) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(ahp_binary());
+    let mut command = tokio::process::Command::from(ahp_command());
     command
         .arg("intercept")
         .arg("--registration")
@@ -522,6 +522,31 @@ pub fn ahp_binary() -> &'static Path {
         assert!(binary.exists(), "no ahp binary at {}", binary.display());
         binary
     })
+}
+
+/// The compiled-component cache of every `ahp` a test starts (its `AHP_CACHE_DIR`):
+/// `<target>/tmp/ahp-cache`, beside the binary, never the user's own
+/// (`~/.cache/ahp-interceptor`), which the suite would fill with an entry per component
+/// build. Shared by the tests and kept between runs, so a timed scenario finds the
+/// component compiled; pruned as any cache is, and gone with `cargo clean`. A test of the
+/// cache itself gives its process a directory of its own.
+pub fn test_cache_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let target_dir = ahp_binary()
+            .parent()
+            .and_then(Path::parent)
+            .expect("the binary is in <target>/<profile>");
+        target_dir.join("tmp").join("ahp-cache")
+    })
+}
+
+/// `ahp` as the tests start it, to be given its arguments: [`ahp_binary`] with its cache
+/// in [`test_cache_dir`].
+pub fn ahp_command() -> std::process::Command {
+    let mut command = std::process::Command::new(ahp_binary());
+    command.env("AHP_CACHE_DIR", test_cache_dir());
+    command
 }
 
 /// How one `ahp` run ended: its exit code and both output streams (UTF-8, as everything

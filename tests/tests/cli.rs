@@ -4,17 +4,17 @@
 
 use ahp_tests::fault_backend::refused_url;
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{ahp_binary, event, one_json_line, valid_event, Run};
+use ahp_tests::support::{ahp_command, event, one_json_line, valid_event, Run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// The largest event or registration the CLI reads: the hook payload's bound, 16 MiB.
 const MAX_INPUT_BYTES: u64 = 16 << 20;
 
 /// Runs `ahp` with `args`, stdin empty and `AHP_LOG` unset; `env` is set on top.
 fn ahp(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut command = Command::new(ahp_binary());
+    let mut command = ahp_command();
     command
         .args(args)
         .env_remove("AHP_LOG")
@@ -410,7 +410,7 @@ fn stdio_env_naming_an_unset_variable_is_warned_about() {
         "--stdio-env",
         "AHP_CLI_TEST_UNSET,AHP_CLI_TEST_SET",
     ];
-    let mut command = Command::new(ahp_binary());
+    let mut command = ahp_command();
     command
         .args(args)
         .env_remove("AHP_LOG")
@@ -461,7 +461,7 @@ fn hook_logs_go_to_the_log_file_never_to_stderr() {
         ("/dev/stderr", false),
         (path(dir.path()), false),
     ] {
-        let mut command = Command::new(ahp_binary());
+        let mut command = ahp_command();
         command
             .args(args)
             .env("AHP_LOG", "warn")
@@ -488,7 +488,7 @@ fn hook_logs_go_to_the_log_file_never_to_stderr() {
     }
     // A filter that does not parse: errors only, and the directive it ignored is said
     // nowhere (tracing-subscriber's lenient reading prints it to stderr).
-    let mut command = Command::new(ahp_binary());
+    let mut command = ahp_command();
     command
         .args(args)
         .env("AHP_LOG", "ahp_host=loud")

@@ -6,9 +6,8 @@
 use ahp_host::vocab::{EventCapability, InterceptableEvent, ModifyCapability, ModifyTarget};
 use ahp_host::{Declaration, EffectKind, Interceptor, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::ahp_binary;
+use ahp_tests::support::ahp_command;
 use serde_json::{json, Value};
-use std::process::Command;
 
 fn registration(url: &str, events: &[&str]) -> String {
     json!({"protocolVersion": "draft", "hooks": [{
@@ -105,7 +104,7 @@ async fn the_cli_intercepts_any_interceptable_event_and_checks_the_declaration()
     let event = dir.path().join("event.json");
     std::fs::write(&event, tool_after("evt_hs_cli")).unwrap();
 
-    let check = Command::new(ahp_binary())
+    let check = ahp_command()
         .args([
             "check",
             reg.to_str().unwrap(),
@@ -121,7 +120,7 @@ async fn the_cli_intercepts_any_interceptable_event_and_checks_the_declaration()
         "{stderr}"
     );
 
-    let intercept = Command::new(ahp_binary())
+    let intercept = ahp_command()
         .args([
             "intercept",
             "--registration",

@@ -6,7 +6,9 @@
 use ahp_host::EMBEDDED_COMPONENT;
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::registry::Registry;
-use ahp_tests::support::{ahp_binary, event, one_json_line, registration, runaway_component, Http};
+use ahp_tests::support::{
+    ahp_binary, ahp_command, event, one_json_line, registration, runaway_component, Http,
+};
 use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};
 use std::os::unix::fs::MetadataExt as _;
@@ -22,7 +24,7 @@ fn sha256(bytes: &[u8]) -> String {
 
 /// `ahp component push HOST/ahp/interceptor:0.1.0` of the embedded component; its JSON.
 fn push(registry: &Registry) -> Value {
-    let output = std::process::Command::new(ahp_binary())
+    let output = ahp_command()
         .args(["component", "push"])
         .arg(format!("{}/{REPOSITORY}:{TAG}", registry.host()))
         .output()
@@ -248,7 +250,7 @@ fn push_stores_a_cncf_wasm_artifact_carrying_the_components_metadata() {
 fn a_push_logged_at_trace_level_writes_no_credential() {
     const PASSWORD: &str = "pw-9f1c2e7a5b3d";
     let registry = Registry::start();
-    let output = std::process::Command::new(ahp_binary())
+    let output = ahp_command()
         .args(["component", "push"])
         .arg(format!("{}/{REPOSITORY}:{TAG}", registry.host()))
         .env("AHP_LOG", "trace")
@@ -284,7 +286,7 @@ async fn a_pinned_reference_is_pulled_verified_run_and_then_served_from_the_cach
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loopback_registry_is_reached_past_the_environments_proxy() {
     let registry = Registry::start();
-    let mut push = std::process::Command::new(ahp_binary());
+    let mut push = ahp_command();
     push.args(["component", "push"])
         .arg(format!("{}/{REPOSITORY}:{TAG}", registry.host()));
     past_a_dead_proxy(&mut push);

@@ -4,7 +4,7 @@
 use ahp_host::{Interceptor, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    ahp_binary, assert_nothing_sent, event, one_json_line, only_interceptor, registration, Http,
+    ahp_command, assert_nothing_sent, event, one_json_line, only_interceptor, registration, Http,
     Run,
 };
 use serde_json::{json, Value};
@@ -116,10 +116,10 @@ async fn literal_token_is_rejected_at_its_path_without_echoing_it() {
 
 /// Runs `ahp` with `args`, feeding `stdin` if given.
 async fn ahp(args: &[&str], stdin: Option<&str>) -> Run {
-    let binary = tokio::task::spawn_blocking(ahp_binary)
+    let command = tokio::task::spawn_blocking(ahp_command)
         .await
         .expect("locate the ahp binary");
-    let mut command = tokio::process::Command::new(binary);
+    let mut command = tokio::process::Command::from(command);
     command
         .args(args)
         .env_remove("AHP_LOG")
@@ -366,7 +366,7 @@ fn a_cut_short_audit_write_leaves_no_fragment() {
         audit.to_str().unwrap(),
     ];
     let limit = earlier.len() as libc::rlim_t + 40;
-    let mut capped = std::process::Command::new(ahp_binary());
+    let mut capped = ahp_command();
     capped
         .args(args)
         .stdout(Stdio::null())
@@ -394,7 +394,7 @@ fn a_cut_short_audit_write_leaves_no_fragment() {
         after.len(),
         String::from_utf8_lossy(&after[after.len().saturating_sub(60)..])
     );
-    let full = std::process::Command::new(ahp_binary())
+    let full = ahp_command()
         .args(args)
         .stdout(Stdio::null())
         .status()

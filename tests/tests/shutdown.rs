@@ -6,7 +6,7 @@
 
 use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{ahp_binary, event, record_json, registration, Http};
+use ahp_tests::support::{ahp_command, event, record_json, registration, Http};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -197,7 +197,7 @@ async fn ahp_observe_on_sigterm_kills_and_reaps_its_stdio_children() {
         "path": "native", "tool": {"name": "Bash", "input": {"command": "ls"}, "origin": "native"},
         "outcome": "ok", "execution": {"status": "executed"}, "items": []});
     std::fs::write(&event_path, after.to_string()).unwrap();
-    let mut ahp = tokio::process::Command::new(ahp_binary())
+    let mut ahp = tokio::process::Command::from(ahp_command())
         .arg("observe")
         .arg("--registration")
         .arg(&reg_path)
@@ -253,7 +253,7 @@ async fn ahp_hook_on_sigterm_answers_a_denial_and_reaps_its_stdio_backend() {
     std::fs::write(&reg_path, reg.to_string()).unwrap();
     let payload = json!({"session_id": "s-sig", "cwd": "/repo", "hook_event_name": "PreToolUse",
         "tool_name": "Bash", "tool_input": {"command": "rm -rf build"}, "tool_use_id": "call_sig"});
-    let mut ahp = tokio::process::Command::new(ahp_binary())
+    let mut ahp = tokio::process::Command::from(ahp_command())
         .args(["hook", "codex", "--registration"])
         .arg(&reg_path)
         .arg("--audit")

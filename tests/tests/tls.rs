@@ -4,7 +4,7 @@
 
 use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options, RetryPolicy};
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{ahp_binary, event, record_json, registration, Http};
+use ahp_tests::support::{ahp_binary, ahp_command, event, record_json, registration, Http};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
@@ -204,7 +204,8 @@ async fn plain_http_to_a_non_loopback_host_is_not_permitted() {
 /// not an http backend of the registration is an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_warns_about_plain_http_off_loopback() {
-    let ahp = tokio::task::spawn_blocking(ahp_binary)
+    // Found (or built) off the async runtime before the first command needs it.
+    tokio::task::spawn_blocking(ahp_binary)
         .await
         .expect("locate the ahp binary");
     let dir = tempfile::tempdir().unwrap();
@@ -223,7 +224,7 @@ async fn check_warns_about_plain_http_off_loopback() {
             "travel unencrypted",
         ),
     ] {
-        let mut command = tokio::process::Command::new(ahp);
+        let mut command = tokio::process::Command::from(ahp_command());
         command.arg("check").arg(&reg_file).args(flag);
         let output = command.output().await.expect("run ahp check");
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -241,7 +242,7 @@ async fn check_warns_about_plain_http_off_loopback() {
             warnings[0]
         );
     }
-    let unknown = tokio::process::Command::new(ahp)
+    let unknown = tokio::process::Command::from(ahp_command())
         .arg("check")
         .arg(&reg_file)
         .arg("--allow-insecure-http=com.example.nobody")
