@@ -4,12 +4,15 @@
 //! component with Cranelift costs each of them some 200 ms. The first process stores the
 //! compiled code; later ones load it in a few milliseconds.
 //!
-//! One file per key, `<key>.cwasm`, where the key is the sha256 of the component's bytes
-//! and of [`Engine::precompile_compatibility_hash`] (the compiler's target and flags, the
-//! engine's tunables and wasm features, and — with wasmtime's default module-version
-//! strategy — the wasmtime version), so another component, engine configuration or
-//! wasmtime release never finds this file. Its content is [`MAGIC`], the key again, the
-//! sha256 of the serialized code, then the code as [`Component::serialize`] wrote it.
+//! One file per key, `<key>.cwasm`, where the key is the sha256 of the component's bytes,
+//! of [`Engine::precompile_compatibility_hash`] (the compiler's target and flags, the
+//! engine's tunables and wasm features, and the Engine's module version, if it has one)
+//! and of this wasmtime release's version, whatever the Engine's
+//! [`ModuleVersionStrategy`]: so another component, engine configuration or wasmtime
+//! release never finds this file, even for an Engine that skips wasmtime's own version
+//! check (`None`, or a `Custom` string two releases share). Its content is [`MAGIC`], the
+//! key again, the sha256 of the serialized code, then the code as
+//! [`Component::serialize`] wrote it.
 //!
 //! Every problem with the cache — no usable directory, a missing, truncated, corrupt or
 //! foreign file, a full disk — falls back to compiling (and replacing the file when
@@ -25,10 +28,10 @@ use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use wasmtime::component::Component;
-use wasmtime::Engine;
+use wasmtime::{Engine, ModuleVersionStrategy};
 
 /// First bytes of a cache file; a new layout or key derivation gets a new magic.
-const MAGIC: &[u8; 8] = b"ahp-cc1\n";
+const MAGIC: &[u8; 8] = b"ahp-cc2\n";
 
 /// Bytes before the serialized code: magic, key, sha256 of the code.
 const HEADER_LEN: usize = MAGIC.len() + 32 + 32;
@@ -173,11 +176,24 @@ pub fn cache_dir() -> Option<PathBuf> {
         .or_else(|| absolute("HOME").map(|dir| dir.join(".cache").join("ahp-interceptor")))
 }
 
-/// sha256 of the component's bytes and the engine's compatibility hash.
+/// sha256 of the component's bytes, the engine's compatibility hash and this wasmtime
+/// release's version.
 fn key(engine: &Engine, component_bytes: &[u8]) -> [u8; 32] {
+    key_for(
+        engine,
+        component_bytes,
+        &ModuleVersionStrategy::WasmtimeVersion,
+    )
+}
+
+/// [`key`] as if this were the wasmtime release `version` names: hashing
+/// `ModuleVersionStrategy::WasmtimeVersion` hashes the wasmtime crate's own package
+/// version (as `Custom` with that string would).
+fn key_for(engine: &Engine, component_bytes: &[u8], version: &ModuleVersionStrategy) -> [u8; 32] {
     let mut hasher = Sha256Hasher(Sha256::new());
     hasher.0.update(Sha256::digest(component_bytes));
     engine.precompile_compatibility_hash().hash(&mut hasher);
+    version.hash(&mut hasher);
     hasher.0.finalize().into()
 }
 
@@ -414,6 +430,31 @@ mod tests {
         expected.sort();
         assert_eq!(names(dir.path()), expected);
         assert!(target.is_file(), "the link's target is left alone");
+    }
+
+    /// The key names the wasmtime release even when the Engine's own compatibility hash
+    /// leaves it out (`ModuleVersionStrategy::None`, or one `Custom` string shared by two
+    /// releases): another release's machine code is never loaded under this one's key.
+    #[test]
+    fn the_key_differs_between_wasmtime_releases_whatever_the_engines_version_strategy() {
+        let strategies = [
+            ModuleVersionStrategy::None,
+            ModuleVersionStrategy::Custom("our-artifacts-v1".into()),
+            ModuleVersionStrategy::WasmtimeVersion,
+        ];
+        for strategy in strategies {
+            let mut config = wasmtime::Config::new();
+            config.module_version(strategy).unwrap();
+            let engine = Engine::new(&config).unwrap();
+            let release = |version: &str| {
+                let version = ModuleVersionStrategy::Custom(version.into());
+                key_for(&engine, EMPTY_COMPONENT, &version)
+            };
+            assert_ne!(release("48.0.8"), release("49.0.0"));
+            // And `key` names this release: not no version at all.
+            let unversioned = key_for(&engine, EMPTY_COMPONENT, &ModuleVersionStrategy::None);
+            assert_ne!(key(&engine, EMPTY_COMPONENT), unversioned);
+        }
     }
 
     /// A hit on an entry last modified over a day ago marks it as in use (its modification
