@@ -131,7 +131,8 @@ struct HookArgs {
 #[derive(Subcommand)]
 enum HookInstall {
     /// Print the harness's settings snippet for `ahp hook` (absolute paths, no secrets):
-    /// each hook's command carries the options given here.
+    /// each hook's command carries the options given here. Also compile the component
+    /// into the on-disk cache, as `ahp precompile` does (a failure is only a warning).
     Install {
         /// claude-code, codex, gemini, cursor or copilot.
         #[arg(value_parser = harness)]
@@ -674,48 +675,77 @@ fn event_flag(args: &[OsString]) -> Option<String> {
 
 /// Warms the compile cache; exit 1 when nothing could be cached.
 async fn precompile(component: Option<&str>) -> ExitCode {
-    let Some(dir) = compile_cache::cache_dir() else {
-        return fail("no cache directory: set AHP_CACHE_DIR, XDG_CACHE_HOME or HOME");
-    };
+    match warm_compile_cache(component).await {
+        Ok(warm) => {
+            println!("{}", warm.path.display());
+            println!("{warm}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+/// The compile cache holds the component: its file, and how it got there.
+struct Warm {
+    path: PathBuf,
+    /// Already there, rather than compiled now.
+    was_cached: bool,
+    ms: u128,
+}
+
+impl std::fmt::Display for Warm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let done = match self.was_cached {
+            true => "already cached: loaded",
+            false => "compiled and stored",
+        };
+        write!(f, "{done} in {} ms", self.ms)
+    }
+}
+
+/// Compiles `component` (the embedded one for `None`) into the compile cache, where every
+/// later `ahp` process of this user with the same cache directory loads it: `ahp
+/// precompile`, and `ahp hook install` for what it installs. Fails, saying why, when
+/// nothing could be cached.
+async fn warm_compile_cache(component: Option<&str>) -> Result<Warm, String> {
+    let dir = compile_cache::cache_dir()
+        .ok_or("no cache directory: set AHP_CACHE_DIR, XDG_CACHE_HOME or HOME")?;
     // The compile would succeed and cache nothing: say which directory, and why.
-    if let Err(e) = compile_cache::private_dir(&dir) {
-        return fail(&format!(
+    compile_cache::private_dir(&dir).map_err(|e| {
+        format!(
             "{}: {e}: not used (chmod go-w it, or set AHP_CACHE_DIR)",
             dir.display()
-        ));
-    }
+        )
+    })?;
     let bytes = match component {
-        Some(source) => match component_cmd::load(source).await {
-            Ok(bytes) => std::borrow::Cow::Owned(bytes),
-            Err(e) => return fail(&e),
-        },
+        Some(source) => std::borrow::Cow::Owned(component_cmd::load(source).await?),
         None => std::borrow::Cow::Borrowed(EMBEDDED_COMPONENT),
     };
     let started = Instant::now();
     let (runtime, outcome) = compile_cache::observed(|| Runtime::new(&bytes));
     let ms = started.elapsed().as_millis();
-    if let Err(e) = runtime {
-        return fail(&format!("{e:#}"));
-    }
+    runtime.map_err(|e| format!("{e:#}"))?;
     let Some((source, Some(path))) = outcome else {
-        return fail(&format!(
+        return Err(format!(
             "cache directory {} not used (AHP_LOG=debug says why)",
             dir.display()
         ));
     };
-    let done = match source {
-        Source::Cache => "already cached: loaded",
-        Source::Stored => "compiled and stored",
+    let was_cached = match source {
+        Source::Cache => true,
+        Source::Stored => false,
         Source::Uncached => {
-            return fail(&format!(
+            return Err(format!(
                 "compiled in {ms} ms but could not write {} (AHP_LOG=debug says why)",
                 path.display()
             ))
         }
     };
-    println!("{}", path.display());
-    println!("{done} in {ms} ms");
-    ExitCode::SUCCESS
+    Ok(Warm {
+        path,
+        was_cached,
+        ms,
+    })
 }
 
 async fn check(file: &Path, host: &HostArgs) -> ExitCode {
@@ -885,6 +915,19 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         };
         return match hook::install(&request) {
             Ok(snippet) => {
+                // So that the first hook call loads the component instead of compiling it
+                // within its budget, which a budget shorter than a cold compile would end
+                // every time before the compile is stored.
+                match warm_compile_cache(host.component.as_deref()).await {
+                    Ok(warm) => {
+                        eprintln!("# compiled component: {} ({warm})", warm.path.display())
+                    }
+                    Err(e) => eprintln!(
+                        "warning: the component was not compiled ahead ({e}); until it is \
+                         (`ahp precompile`, with the same --component), each hook call \
+                         compiles it within its budget"
+                    ),
+                }
                 eprintln!("# for {}", harness.settings_file());
                 println!(
                     "{}",

@@ -1,6 +1,7 @@
 //! The compiled-component cache across `ahp` processes: a second process loads what the
-//! first stored (and does not rewrite it); a damaged, foreign or misplaced cache file and
-//! an unusable cache directory fall back to compiling and still give the real decision.
+//! first stored (and does not rewrite it); `ahp precompile` and `ahp hook install` store
+//! what later processes load; a damaged, foreign or misplaced cache file and an unusable
+//! cache directory fall back to compiling and still give the real decision.
 //!
 //! Every process gets its own `AHP_CACHE_DIR` (a temporary directory), set in the child's
 //! environment only. The backend denies with a distinctive reason, so a correct decision
@@ -161,6 +162,63 @@ async fn precompile_warms_the_cache_for_intercept() {
         summary.starts_with("already cached: loaded in "),
         "{summary}"
     );
+}
+
+/// `ahp hook install claude-code` of the setup's registration, `--component` if given,
+/// with the cache in `cache`: exit 0 and the snippet (JSON) on stdout, whatever happened
+/// to the cache; returns stderr.
+fn hook_install(setup: &Setup, component: Option<&Path>, cache: &Path) -> String {
+    let mut command = std::process::Command::new(ahp_binary());
+    command
+        .args(["hook", "install", "claude-code", "--registration"])
+        .arg(setup.files.path().join("registration.json"))
+        .env("AHP_CACHE_DIR", cache)
+        .env_remove("AHP_LOG");
+    if let Some(path) = component {
+        command.arg("--component").arg(path);
+    }
+    let output = command.output().expect("run ahp hook install");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    let snippet: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {output:?}"));
+    assert!(snippet["hooks"].is_object(), "{snippet}");
+    stderr
+}
+
+/// `ahp hook install` compiles the component it installs (the embedded one, or the one
+/// `--component` names) into the cache, as `ahp precompile` does: the first hook call
+/// then loads it instead of compiling it inside its budget, which under a budget shorter
+/// than a cold compile would end every call before the compile could be stored. Best
+/// effort: a component that does not compile, or a cache that cannot be written, is a
+/// warning, and the snippet is printed all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_install_warms_the_cache_for_the_component_it_installs() {
+    let setup = Setup::new().await;
+    let runaway = setup.files.path().join("runaway.wasm");
+    std::fs::write(&runaway, runaway_component()).expect("write the runaway component");
+    for component in [None, Some(runaway.as_path())] {
+        let cache = tempfile::tempdir().expect("a cache directory");
+        let stderr = hook_install(&setup, component, cache.path());
+        assert!(!stderr.contains("warning"), "{component:?}: {stderr}");
+        let file = only_file(cache.path());
+        let (path, summary) = precompile(cache.path(), component).await;
+        assert_eq!(path, file, "{component:?}");
+        assert!(
+            summary.starts_with("already cached: loaded in "),
+            "{component:?}: {summary}"
+        );
+    }
+
+    let broken = setup.files.path().join("broken.wasm");
+    std::fs::write(&broken, b"\0asm").expect("write a component that does not compile");
+    let cache = tempfile::tempdir().expect("a cache directory");
+    let stderr = hook_install(&setup, Some(&broken), cache.path());
+    assert!(stderr.contains("warning: "), "{stderr}");
+    let not_a_dir = setup.files.path().join("not-a-directory");
+    std::fs::write(&not_a_dir, b"").expect("write a file");
+    let stderr = hook_install(&setup, None, &not_a_dir);
+    assert!(stderr.contains("warning: "), "{stderr}");
 }
 
 /// Damages the cache file of the embedded component in a fresh cache directory.
