@@ -16,8 +16,9 @@
 //! - `pretty`: no effects, the reply pretty-printed over several lines (against the
 //!   binding: the first line, `{`, is not a message).
 //! - `reply-then-exit`: no effects, then exits with status 1.
-//! - `deny-then-exit:MS`: as `deny`, then MS milliseconds after its reply exits with
-//!   status 0 (a per-event backend whose teardown takes a while).
+//! - `deny-then-exit-at:PATH`: as `deny`, then exits with status 0 at the time PATH
+//!   holds (milliseconds since the Unix epoch), read after the reply: a per-event backend
+//!   whose teardown takes a while, ending when the test says, whatever its start-up took.
 //! - `reply-then-chatter`: no effects, then 100 ms later a line that is not protocol
 //!   (against the binding, which a per-event harness must survive), then exits 0.
 //! - `huge`: a valid no-effect reply padded with spaces to 2 MiB on one line.
@@ -85,7 +86,7 @@ fn main() {
             | "reply-then-chatter" | "exit-3-at-eof" => result(&id, json!([])),
             "pretty" => serde_json::to_string_pretty(&success(&id, json!([])))
                 .unwrap_or_else(|e| fail(&format!("serialize: {e}"))),
-            deny if deny == "deny" || deny.starts_with("deny-then-exit:") => {
+            deny if deny == "deny" || deny.starts_with("deny-then-exit-at:") => {
                 result(&id, json!([{"type": "deny", "reason": "stdio says no"}]))
             }
             "garbage" => "not json".to_owned(),
@@ -115,11 +116,15 @@ fn main() {
         writeln!(stdout, "{reply}")
             .and_then(|()| stdout.flush())
             .unwrap_or_else(|e| fail(&format!("write stdout: {e}")));
-        if let Some(ms) = mode.strip_prefix("deny-then-exit:") {
-            let ms = ms
-                .parse()
-                .unwrap_or_else(|e| fail(&format!("bad {mode}: {e}")));
-            std::thread::sleep(Duration::from_millis(ms));
+        if let Some(path) = mode.strip_prefix("deny-then-exit-at:") {
+            let at: u64 = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+                .unwrap_or_else(|| fail(&format!("no exit time in {path}")));
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            std::thread::sleep(Duration::from_millis(at.saturating_sub(now)));
             std::process::exit(0);
         }
         if mode == "reply-then-exit" {
