@@ -14,16 +14,23 @@
 //! Plain http only for a loopback registry, and then only to loopback hosts, with no proxy
 //! in between: a remote registry's redirects and token service are https. A push's upload
 //! locations must be on the registry's own origin, since they get the credentials.
+//!
+//! Credentials go to their own origin only, redirects or not: the registry's to the
+//! registry's origin, the basic credentials for a token to the token service's. A read
+//! follows a redirect to another origin (a CDN) without them, from there on; a push
+//! refuses one. [`client`] follows the redirects and says why reqwest does not.
+
+mod client;
 
 use crate::capabilities::www_authenticate;
+use client::{Client, Credential, OffOrigin, Outgoing};
 use oci_client::secrets::RegistryAuth;
 use oci_client::Reference;
 use reqwest::header::{
     HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE,
 };
-use reqwest::{Method, RequestBuilder, Response, StatusCode, Url};
+use reqwest::{Method, Response, StatusCode, Url};
 use std::net::IpAddr;
-use std::time::Duration;
 
 /// The largest manifest a pull reads.
 pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 << 10;
@@ -38,11 +45,6 @@ const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, \
     application/vnd.oci.image.index.v1+json, \
     application/vnd.docker.distribution.manifest.list.v2+json";
 
-/// How long a registry may take to accept a connection, and then to send the next bytes
-/// of an answer.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-const READ_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// What a registry is asked for: the scope of the token that answers a `Bearer` challenge.
 #[derive(Clone, Copy)]
 pub(crate) enum Access {
@@ -52,7 +54,7 @@ pub(crate) enum Access {
 
 /// One repository of one registry, authenticated.
 pub(crate) struct Registry {
-    http: reqwest::Client,
+    http: Client,
     /// `SCHEME://HOST[:PORT]/v2/REPOSITORY`.
     repository: Url,
     /// What every request sends, settled by [`Registry::open`]: nothing, the basic
@@ -71,37 +73,16 @@ impl Registry {
         install_tls_provider();
         let registry = reference.resolve_registry();
         let local = is_loopback(registry);
-        let mut http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .read_timeout(READ_TIMEOUT)
-            .user_agent(concat!("ahp/", env!("CARGO_PKG_VERSION")))
-            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
-                // `previous` holds the first URL too.
-                if attempt.previous().len() > 10 {
-                    attempt.error("more than 10 redirects")
-                } else if secure(attempt.url(), local) {
-                    attempt.follow()
-                } else {
-                    attempt.error("a redirect to plain http")
-                }
-            }));
-        if local {
-            // A proxy from the environment would take the plain http (credentials
-            // included) off the machine.
-            http = http.no_proxy();
-        }
-        let http = http
-            .build()
-            .map_err(|e| format!("set up the registry client: {}", describe(e)))?;
+        let http = Client::new(local)?;
         let scheme = if local { "http" } else { "https" };
-        let base = format!("{scheme}://{registry}/v2/");
-        let repository = Url::parse(&format!("{base}{}", reference.repository()))
-            .map_err(|e| format!("the registry's address: {e}"))?;
+        let address =
+            |url: String| Url::parse(&url).map_err(|e| format!("the registry's address: {e}"));
+        let base = address(format!("{scheme}://{registry}/v2/"))?;
+        let repository = address(format!("{base}{}", reference.repository()))?;
         let probe = http
-            .get(&base)
-            .send()
+            .send(Outgoing::new(Method::GET, base), None, OffOrigin::Follow)
             .await
-            .map_err(|e| format!("reach the registry: {}", describe(e)))?;
+            .map_err(|e| format!("reach the registry: {e}"))?;
         // Every field: a front end may put its own scheme first.
         let fields: Vec<_> = probe
             .headers()
@@ -146,32 +127,34 @@ impl Registry {
     /// manifest) for the caller to refuse by name rather than with a bare 404.
     pub async fn manifest(&self, name: &str) -> Result<Vec<u8>, String> {
         let request = self
-            .request(Method::GET, format!("{}/manifests/{name}", self.repository))
-            .header(ACCEPT, MANIFEST_TYPES);
-        read(request, MAX_MANIFEST_BYTES, "the registry").await
+            .request(Method::GET, &format!("manifests/{name}"))?
+            .header(ACCEPT, HeaderValue::from_static(MANIFEST_TYPES));
+        let answer = self.send(request, OffOrigin::Follow).await?;
+        read(answer, MAX_MANIFEST_BYTES, "the registry").await
     }
 
     /// The blob `digest` names, which its manifest says is `size` bytes: no more is read.
     pub async fn blob(&self, digest: &str, size: u64) -> Result<Vec<u8>, String> {
-        let request = self.request(Method::GET, format!("{}/blobs/{digest}", self.repository));
-        read(request, size, "the registry").await
+        let request = self.request(Method::GET, &format!("blobs/{digest}"))?;
+        let answer = self.send(request, OffOrigin::Follow).await?;
+        read(answer, size, "the registry").await
     }
 
     /// Uploads `blob`, which `digest` names, unless the registry holds it already: in one
     /// piece, to the upload location the registry names once it is found on the
     /// registry's own origin (anywhere else would get the credentials).
     pub async fn push_blob(&self, digest: &str, blob: bytes::Bytes) -> Result<(), String> {
-        let held = self.request(Method::HEAD, format!("{}/blobs/{digest}", self.repository));
-        match send(held).await?.status() {
+        let held = self.request(Method::HEAD, &format!("blobs/{digest}"))?;
+        match self.send(held, OffOrigin::Refuse).await?.status() {
             StatusCode::OK => return Ok(()),
             StatusCode::NOT_FOUND => {}
             status => return Err(format!("the registry answered {status}")),
         }
         // An empty POST, its length stated: some registries want it.
         let start = self
-            .request(Method::POST, format!("{}/blobs/uploads/", self.repository))
-            .header(CONTENT_LENGTH, 0);
-        let started = expect(start, StatusCode::ACCEPTED).await?;
+            .request(Method::POST, "blobs/uploads/")?
+            .header(CONTENT_LENGTH, HeaderValue::from(0));
+        let started = self.expect(start, StatusCode::ACCEPTED).await?;
         let location = started
             .headers()
             .get(LOCATION)
@@ -180,43 +163,69 @@ impl Registry {
             .map_err(|_| "the registry's upload location is not text".to_string())?;
         let mut url = upload_location(&self.repository, started.url(), location)?;
         url.query_pairs_mut().append_pair("digest", digest);
-        let upload = self
-            .request(Method::PUT, url)
-            .header(CONTENT_TYPE, "application/octet-stream")
+        let upload = Outgoing::new(Method::PUT, url)
+            .header(
+                CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            )
             .body(blob);
-        expect(upload, StatusCode::CREATED).await.map(drop)
+        self.expect(upload, StatusCode::CREATED).await.map(drop)
     }
 
     /// Stores `manifest`, of `media_type`, under `tag`.
     pub async fn push_manifest(
         &self,
         tag: &str,
-        media_type: &str,
+        media_type: &'static str,
         manifest: Vec<u8>,
     ) -> Result<(), String> {
         let put = self
-            .request(Method::PUT, format!("{}/manifests/{tag}", self.repository))
-            .header(CONTENT_TYPE, media_type)
+            .request(Method::PUT, &format!("manifests/{tag}"))?
+            .header(CONTENT_TYPE, HeaderValue::from_static(media_type))
             .body(manifest);
-        expect(put, StatusCode::CREATED).await.map(drop)
+        self.expect(put, StatusCode::CREATED).await.map(drop)
     }
 
-    /// A request for `url` (on the registry's origin) with the credential.
-    fn request(&self, method: Method, url: impl reqwest::IntoUrl) -> RequestBuilder {
-        // reqwest marks both headers sensitive.
-        let request = self.http.request(method, url);
-        match &self.credential {
-            RegistryAuth::Basic(user, password) => request.basic_auth(user, Some(password)),
-            RegistryAuth::Bearer(token) => request.bearer_auth(token),
-            RegistryAuth::Anonymous => request,
+    /// A request for `path`, relative to the repository (`manifests/…`, `blobs/…`).
+    fn request(&self, method: Method, path: &str) -> Result<Outgoing, String> {
+        let url = Url::parse(&format!("{}/{path}", self.repository))
+            .map_err(|e| format!("the registry's address: {e}"))?;
+        Ok(Outgoing::new(method, url))
+    }
+
+    /// The registry's answer to `request`, whatever its status, sent with the credential
+    /// (on the registry's origin only), redirects followed as `off_origin` says.
+    async fn send(&self, request: Outgoing, off_origin: OffOrigin) -> Result<Response, String> {
+        let origin = self.repository.origin();
+        let credential = match &self.credential {
+            RegistryAuth::Anonymous => None,
+            RegistryAuth::Basic(user, password) => Some(Credential::basic(origin, user, password)),
+            RegistryAuth::Bearer(token) => Some(
+                Credential::bearer(origin, token)
+                    .ok_or("the registry's token cannot be sent in a header")?,
+            ),
+        };
+        self.http
+            .send(request, credential, off_origin)
+            .await
+            .map_err(|e| format!("the registry: {e}"))
+    }
+
+    /// The registry's answer to a push's `request`, its body unread, if it is `status`;
+    /// a redirect off the registry's origin is refused.
+    async fn expect(&self, request: Outgoing, status: StatusCode) -> Result<Response, String> {
+        let response = self.send(request, OffOrigin::Refuse).await?;
+        if response.status() != status {
+            return Err(format!("the registry answered {}", response.status()));
         }
+        Ok(response)
     }
 }
 
 /// A token for `scope` from the token service a `Bearer` challenge's `params` name
 /// (`realm`, and `service` if given), asked with the `basic` credentials if any.
 async fn token(
-    http: &reqwest::Client,
+    http: &Client,
     params: &[(String, String)],
     scope: &str,
     basic: Option<(&str, &str)>,
@@ -238,11 +247,17 @@ async fn token(
     if let Some(service) = param("service") {
         url.query_pairs_mut().append_pair("service", service);
     }
-    let request = match basic {
-        Some((user, password)) => http.get(url).basic_auth(user, Some(password)),
-        None => http.get(url),
-    };
-    let answer = read(request, MAX_TOKEN_ANSWER_BYTES, "the token service").await?;
+    // The realm's origin, and no other, gets the basic credentials.
+    let credential = basic.map(|(user, password)| Credential::basic(url.origin(), user, password));
+    let answer = http
+        .send(
+            Outgoing::new(Method::GET, url),
+            credential,
+            OffOrigin::Follow,
+        )
+        .await
+        .map_err(|e| format!("the token service: {e}"))?;
+    let answer = read(answer, MAX_TOKEN_ANSWER_BYTES, "the token service").await?;
     #[derive(serde::Deserialize)]
     struct Answer {
         token: Option<String>,
@@ -278,28 +293,10 @@ fn upload_location(repository: &Url, answered: &Url, location: &str) -> Result<U
     Ok(url)
 }
 
-/// The registry's answer to `request`, its body unread, if it is `status`.
-async fn expect(request: RequestBuilder, status: StatusCode) -> Result<Response, String> {
-    let response = send(request).await?;
-    if response.status() != status {
-        return Err(format!("the registry answered {}", response.status()));
-    }
-    Ok(response)
-}
-
-/// The registry's answer to `request`, whatever its status.
-async fn send(request: RequestBuilder) -> Result<Response, String> {
-    request
-        .send()
-        .await
-        .map_err(|e| format!("the registry: {}", describe(e)))
-}
-
-/// The body of `request`'s `200 OK` answer from `who`, refused once it is larger than
+/// The body of `who`'s `response`, if it is `200 OK`, refused once it is larger than
 /// `max` bytes (at once if its declared length is).
-async fn read(request: RequestBuilder, max: u64, who: &str) -> Result<Vec<u8>, String> {
+async fn read(mut response: Response, max: u64, who: &str) -> Result<Vec<u8>, String> {
     let failed = |e| format!("{who}: {}", describe(e));
-    let mut response = request.send().await.map_err(failed)?;
     if response.status() != StatusCode::OK {
         return Err(format!("{who} answered {}", response.status()));
     }
@@ -724,6 +721,266 @@ mod tests {
         );
         let error = registry.manifest("far").await.unwrap_err();
         assert!(error.contains("a redirect to plain http"), "{error}");
+    }
+
+    /// The request heads a loopback "CDN" received, lowercased, in order.
+    type Heads = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+    /// A loopback "CDN" (another origin: another port) that redirects `/a` to `/b` on
+    /// itself and answers `/b` with `body`, recording every request head.
+    async fn cdn(body: &'static [u8]) -> (std::net::SocketAddr, Heads) {
+        let heads = Heads::default();
+        let log = std::sync::Arc::clone(&heads);
+        let addr = answering(move |request, addr| {
+            log.lock().unwrap().push(request.to_ascii_lowercase());
+            match request {
+                r if r.starts_with("GET /a ") => {
+                    let to = format!("Location: http://{addr}/b\r\n");
+                    answer("307 Temporary Redirect", &to, b"")
+                }
+                r if r.starts_with("GET /b ") => answer("200 OK", "", body),
+                _ => answer("404 Not Found", "", b""),
+            }
+        })
+        .await;
+        (addr, heads)
+    }
+
+    /// What `heads` shows the CDN was asked for: each request line, and whether any head
+    /// carried an `Authorization` field.
+    fn asked(heads: &Heads) -> (Vec<String>, bool) {
+        let heads = heads.lock().unwrap();
+        let lines = heads
+            .iter()
+            .map(|head| head.lines().next().unwrap_or_default().to_string())
+            .collect();
+        let credential = heads.iter().any(|head| head.contains("authorization:"));
+        (lines, credential)
+    }
+
+    /// A blob GET the registry redirects to a CDN, which redirects it again on its own
+    /// origin: every hop off the registry goes without the credential (the basic password,
+    /// or the token), and the pull still gets its bytes.
+    #[tokio::test]
+    async fn credentials_never_reach_a_second_hop_off_the_registry() {
+        const BLOB: &[u8] = b"component bytes";
+        let digest = crate::component_cache::sha256_digest(BLOB);
+        let basic = RegistryAuth::Basic("reader".into(), "s3cret".into());
+        for bearer in [false, true] {
+            let (cdn, heads) = cdn(BLOB).await;
+            let addr = answering(move |request, addr| match request {
+                r if r.starts_with("GET /v2/ ") => {
+                    let challenge = match bearer {
+                        true => {
+                            format!("WWW-Authenticate: Bearer realm=\"http://{addr}/token\"\r\n")
+                        }
+                        false => "WWW-Authenticate: Basic realm=\"r\"\r\n".to_string(),
+                    };
+                    answer("401 Unauthorized", &challenge, b"")
+                }
+                r if r.starts_with("GET /token?") => answer("200 OK", "", br#"{"token":"t0k"}"#),
+                r if r.starts_with("GET /v2/ahp/interceptor/blobs/sha256:")
+                    && r.to_ascii_lowercase().contains("authorization:") =>
+                {
+                    let to = format!("Location: http://{cdn}/a\r\n");
+                    answer("307 Temporary Redirect", &to, b"")
+                }
+                _ => answer("401 Unauthorized", "", b""),
+            })
+            .await;
+            let registry = Registry::open(&reference(addr), &basic, Access::Pull)
+                .await
+                .unwrap();
+            let bytes = registry.blob(&digest, BLOB.len() as u64).await;
+            assert_eq!(bytes.as_deref(), Ok(BLOB), "bearer: {bearer}");
+            let (lines, credential) = asked(&heads);
+            assert_eq!(
+                lines,
+                ["get /a http/1.1", "get /b http/1.1"],
+                "bearer: {bearer}"
+            );
+            assert!(
+                !credential,
+                "bearer {bearer}: a credential went off the registry: {:?}",
+                heads.lock().unwrap()
+            );
+        }
+    }
+
+    /// A hop that has left the registry leaves its credential behind for good: a host
+    /// that redirects back to the registry does not get a URL of its choice fetched with
+    /// the credential.
+    #[tokio::test]
+    async fn a_credential_left_behind_is_not_taken_up_again() {
+        let registry_addr = std::sync::Arc::new(std::sync::OnceLock::new());
+        let back = std::sync::Arc::clone(&registry_addr);
+        let elsewhere = answering(move |_, _| {
+            let registry: &std::net::SocketAddr = back.get().unwrap();
+            let to = format!("Location: http://{registry}/v2/ahp/interceptor/back\r\n");
+            answer("307 Temporary Redirect", &to, b"")
+        })
+        .await;
+        let addr = answering(move |request, _| match request {
+            r if r.starts_with("GET /v2/ ") => answer(
+                "401 Unauthorized",
+                "WWW-Authenticate: Basic realm=\"r\"\r\n",
+                b"",
+            ),
+            r if r.to_ascii_lowercase().contains("authorization:")
+                && r.starts_with("GET /v2/ahp/interceptor/manifests/0.1 ") =>
+            {
+                let to = format!("Location: http://{elsewhere}/a\r\n");
+                answer("307 Temporary Redirect", &to, b"")
+            }
+            r if r.to_ascii_lowercase().contains("authorization:") => {
+                answer("400 Bad Request", "", b"")
+            }
+            r if r.starts_with("GET /v2/ahp/interceptor/back ") => answer("200 OK", "", b"{}"),
+            _ => answer("404 Not Found", "", b""),
+        })
+        .await;
+        registry_addr.set(addr).unwrap();
+        let basic = RegistryAuth::Basic("reader".into(), "s3cret".into());
+        assert_eq!(manifest_of(addr, &basic).await, Ok(b"{}".to_vec()));
+    }
+
+    /// The token service's basic credentials are for the realm's origin alone: a realm
+    /// that redirects to a CDN, which redirects again on its own origin, gets its token
+    /// asked for without them on both hops.
+    #[tokio::test]
+    async fn the_token_services_credentials_never_reach_a_second_hop_off_its_origin() {
+        let (cdn, heads) = cdn(br#"{"token":"t0k"}"#).await;
+        let realm = answering(move |request, _| match request {
+            r if r.starts_with("GET /token?")
+                && r.contains("authorization: Basic cmVhZGVyOnMzY3JldA==") =>
+            {
+                let to = format!("Location: http://{cdn}/a\r\n");
+                answer("307 Temporary Redirect", &to, b"")
+            }
+            _ => answer("401 Unauthorized", "", b""),
+        })
+        .await;
+        let addr = answering(move |request, _| match request {
+            r if r.starts_with("GET /v2/ ") => {
+                let challenge =
+                    format!("WWW-Authenticate: Bearer realm=\"http://{realm}/token\"\r\n");
+                answer("401 Unauthorized", &challenge, b"")
+            }
+            r if r.contains("authorization: Bearer t0k") => answer("200 OK", "", b"{}"),
+            _ => answer("401 Unauthorized", "", b""),
+        })
+        .await;
+        let basic = RegistryAuth::Basic("reader".into(), "s3cret".into());
+        assert_eq!(manifest_of(addr, &basic).await.unwrap(), b"{}");
+        let (lines, credential) = asked(&heads);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[1].starts_with("get /b "), "{lines:?}");
+        assert!(
+            !credential,
+            "the basic credentials went off the realm: {:?}",
+            heads.lock().unwrap()
+        );
+    }
+
+    /// A push is for the registry alone: a redirect of one of its requests to another
+    /// origin is refused, and nothing (neither the blob nor the token) is sent there.
+    #[tokio::test]
+    async fn a_push_refuses_a_redirect_off_the_registry() {
+        let (cdn, heads) = cdn(b"").await;
+        let addr = answering(move |request, _| match request {
+            r if r.starts_with("GET /v2/ ") => answer("200 OK", "", b"{}"),
+            r if r.starts_with("HEAD /v2/ahp/interceptor/blobs/") => {
+                answer("404 Not Found", "", b"")
+            }
+            r if r.starts_with("POST /v2/ahp/interceptor/blobs/uploads/ ") => answer(
+                "202 Accepted",
+                "Location: /v2/ahp/interceptor/blobs/uploads/u\r\n",
+                b"",
+            ),
+            _ => {
+                let to = format!("Location: http://{cdn}/a\r\n");
+                answer("307 Temporary Redirect", &to, b"")
+            }
+        })
+        .await;
+        let registry = Registry::open(
+            &reference(addr),
+            &RegistryAuth::Bearer("t0k".into()),
+            Access::Push,
+        )
+        .await
+        .unwrap();
+        let blob = bytes::Bytes::from_static(b"component bytes");
+        let digest = crate::component_cache::sha256_digest(&blob);
+        let error = registry.push_blob(&digest, blob).await.unwrap_err();
+        assert!(error.contains("another origin"), "{error}");
+        let error = registry
+            .push_manifest("0.1", "application/json", b"{}".to_vec())
+            .await
+            .unwrap_err();
+        assert!(error.contains("another origin"), "{error}");
+        assert_eq!(
+            asked(&heads).0,
+            Vec::<String>::new(),
+            "requests to the other origin"
+        );
+    }
+
+    /// Every hop is held to the rules of the first: plain http only to loopback (here
+    /// after a hop off the registry), at most 10 redirects.
+    #[tokio::test]
+    async fn every_redirect_hop_is_held_to_the_same_rules() {
+        let far = answering(|_, _| {
+            answer(
+                "307 Temporary Redirect",
+                "Location: http://192.0.2.1/x\r\n",
+                b"",
+            )
+        })
+        .await;
+        // `/N` redirects to `/N-1`, `/0` answers.
+        let chain = answering(|request, addr| {
+            let n: u32 = request
+                .strip_prefix("GET /")
+                .and_then(|r| r.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            match n {
+                0 => answer("200 OK", "", b"{}"),
+                n => {
+                    let to = format!("Location: http://{addr}/{}\r\n", n - 1);
+                    answer("307 Temporary Redirect", &to, b"")
+                }
+            }
+        })
+        .await;
+        let addr = answering(move |request, _| match request {
+            r if r.starts_with("GET /v2/ ") => answer("200 OK", "", b"{}"),
+            r if r.starts_with("GET /v2/ahp/interceptor/manifests/far ") => answer(
+                "307 Temporary Redirect",
+                &format!("Location: http://{far}/\r\n"),
+                b"",
+            ),
+            r => {
+                // `manifests/N`: N redirects in all.
+                let n: u32 = r
+                    .strip_prefix("GET /v2/ahp/interceptor/manifests/")
+                    .and_then(|r| r.split(' ').next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                let to = format!("Location: http://{chain}/{}\r\n", n.saturating_sub(1));
+                answer("307 Temporary Redirect", &to, b"")
+            }
+        })
+        .await;
+        let registry = Registry::open(&reference(addr), &RegistryAuth::Anonymous, Access::Pull)
+            .await
+            .unwrap();
+        let error = registry.manifest("far").await.unwrap_err();
+        assert!(error.contains("a redirect to plain http"), "{error}");
+        assert_eq!(registry.manifest("10").await.unwrap(), b"{}");
+        let error = registry.manifest("11").await.unwrap_err();
+        assert!(error.contains("more than 10 redirects"), "{error}");
     }
 
     /// An upload location is taken relative to where the registry answered, and only on
