@@ -10,7 +10,8 @@
 //! ([`crate::compile_cache::cache_dir`]: `$AHP_CACHE_DIR`, else
 //! `$XDG_CACHE_HOME/ahp-interceptor`, else `~/.cache/ahp-interceptor`; relative or empty
 //! values are ignored), in `oci/blobs/sha256`; every directory it creates is private (0700),
-//! as the compiled component's cache requires of its own.
+//! as the compiled component's cache requires of its own. Without a cache directory there
+//! is no cache, and a pull runs uncached.
 //!
 //! Storing a blob prunes the blobs unused for 30 days and the temporary files a killed
 //! process left behind; reading one marks it as in use ([`crate::cache_prune`]).
@@ -37,11 +38,17 @@ pub struct ComponentCache {
 }
 
 impl ComponentCache {
-    /// The cache of this user, beside the compiled component's.
-    pub fn for_user() -> Result<ComponentCache, String> {
-        let root = crate::compile_cache::cache_dir()
-            .ok_or("no cache directory for this user: set AHP_CACHE_DIR to an absolute path")?;
-        Ok(ComponentCache::at(&root))
+    /// The cache of this user, beside the compiled component's; `None` without a cache
+    /// directory (no `AHP_CACHE_DIR`, `XDG_CACHE_HOME` or `HOME`), and a pull then runs
+    /// uncached, as the compiled component is then compiled uncached.
+    pub fn for_user() -> Option<ComponentCache> {
+        let root = crate::compile_cache::cache_dir();
+        if root.is_none() {
+            tracing::debug!(
+                "no cache directory (AHP_CACHE_DIR, XDG_CACHE_HOME, HOME); pulling uncached"
+            );
+        }
+        root.map(|root| ComponentCache::at(&root))
     }
 
     /// A cache under `root`.

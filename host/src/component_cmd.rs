@@ -51,11 +51,11 @@ pub async fn run(command: ComponentCommand) -> ExitCode {
 }
 
 /// The component `--component SOURCE` names: `oci://REF[@sha256:…]` is pulled (verified
-/// by digest, through the user's cache), anything else is read as a file.
+/// by digest, through the user's cache if there is one), anything else is read as a file.
 pub async fn load(source: &str) -> Result<Vec<u8>, String> {
     if source.starts_with(oci::SCHEME) {
         let reference = oci::parse_reference(source)?;
-        oci::pull(&reference, &ComponentCache::for_user()?).await
+        oci::pull(&reference, ComponentCache::for_user().as_ref()).await
     } else {
         std::fs::read(source).map_err(|e| format!("read component {source}: {e}"))
     }

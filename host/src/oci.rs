@@ -156,9 +156,12 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     })
 }
 
-/// Pulls the component `reference` names, verified by digest, through `cache`, within
-/// [`PULL_DEADLINE`].
-pub async fn pull(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>, String> {
+/// Pulls the component `reference` names, verified by digest, through `cache` if there is
+/// one, within [`PULL_DEADLINE`].
+pub async fn pull(
+    reference: &Reference,
+    cache: Option<&ComponentCache>,
+) -> Result<Vec<u8>, String> {
     let doing = format!("pull {}", reference.whole());
     within(PULL_DEADLINE, &doing, fetch(reference, cache)).await
 }
@@ -180,14 +183,14 @@ async fn within<T>(
 
 /// [`pull`] without a deadline. The registry is asked only for what the cache does not
 /// hold: a pinned reference whose manifest and layer are cached needs no network.
-async fn fetch(reference: &Reference, cache: &ComponentCache) -> Result<Vec<u8>, String> {
+async fn fetch(reference: &Reference, cache: Option<&ComponentCache>) -> Result<Vec<u8>, String> {
     fetch_with(reference, cache, &auth(reference)?).await
 }
 
 /// [`fetch`] with `auth` (the tests' own, whatever the environment holds).
 async fn fetch_with(
     reference: &Reference,
-    cache: &ComponentCache,
+    cache: Option<&ComponentCache>,
     auth: &RegistryAuth,
 ) -> Result<Vec<u8>, String> {
     let whole = reference.whole();
@@ -201,9 +204,9 @@ async fn fetch_with(
         }
     };
     let mut registry = None;
-    let cached_manifest = reference
-        .digest()
-        .and_then(|digest| cache.get(digest, MAX_MANIFEST_BYTES));
+    let cached_manifest = cache
+        .zip(reference.digest())
+        .and_then(|(cache, digest)| cache.get(digest, MAX_MANIFEST_BYTES));
     let manifest_bytes = match cached_manifest {
         // The cache checked that these bytes hash to the pinned digest.
         Some(bytes) => bytes,
@@ -232,7 +235,7 @@ async fn fetch_with(
     };
     let layer = component_layer(&manifest_bytes).map_err(|e| format!("{whole}: {e}"))?;
     // component_layer checked that the size is 0 to MAX_COMPONENT_BYTES.
-    if let Some(bytes) = cache.get(&layer.digest, layer.size as u64) {
+    if let Some(bytes) = cache.and_then(|cache| cache.get(&layer.digest, layer.size as u64)) {
         return Ok(bytes);
     }
     let registry = match registry {
@@ -254,9 +257,11 @@ async fn fetch_with(
     Ok(bytes)
 }
 
-/// Stores verified bytes in the cache if it can: a cache that cannot be written (a
-/// read-only home) costs the next process a pull, never this one its component.
-fn keep(cache: &ComponentCache, bytes: &[u8]) {
+/// Stores verified bytes in the cache if there is one and it can: no cache, or one that
+/// cannot be written (a read-only home), costs the next process a pull, never this one
+/// its component.
+fn keep(cache: Option<&ComponentCache>, bytes: &[u8]) {
+    let Some(cache) = cache else { return };
     if let Err(e) = cache.put(bytes) {
         tracing::debug!(error = %e, "could not cache a pulled blob; continuing uncached");
     }
@@ -549,7 +554,7 @@ mod tests {
         let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let cache = ComponentCache::at(dir.path());
-        let pull = fetch_with(&reference, &cache, &RegistryAuth::Anonymous);
+        let pull = fetch_with(&reference, Some(&cache), &RegistryAuth::Anonymous);
         within(deadline, "pull", pull).await
     }
 
@@ -851,7 +856,7 @@ mod tests {
         let cache = ComponentCache::at(dir.path());
         let tagged = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
         assert_eq!(
-            fetch_with(&tagged, &cache, &RegistryAuth::Anonymous).await,
+            fetch_with(&tagged, Some(&cache), &RegistryAuth::Anonymous).await,
             Ok(component.clone())
         );
         // The manifest in the cache, the component not: the registry is asked for it alone.
@@ -861,7 +866,7 @@ mod tests {
         let pinned =
             parse_reference(&format!("{addr}/ahp/interceptor:0.1@{manifest_digest}")).unwrap();
         assert_eq!(
-            fetch_with(&pinned, &cache, &RegistryAuth::Anonymous).await,
+            fetch_with(&pinned, Some(&cache), &RegistryAuth::Anonymous).await,
             Ok(component)
         );
     }

@@ -340,6 +340,25 @@ async fn an_unwritable_cache_still_runs_the_pulled_component() {
     assert!(!case.cached_component().exists());
 }
 
+/// With no cache directory at all (no `AHP_CACHE_DIR`, `XDG_CACHE_HOME` or `HOME`, as under
+/// `env -i` or some service managers) the pull still runs, verified by digest, only
+/// uncached, as the compiled component is then compiled uncached.
+#[tokio::test]
+async fn a_pull_without_a_cache_directory_runs_uncached() {
+    let (_registry, pushed, case) = pushed().await;
+    for run in 1..=2 {
+        let mut command = case.intercept_command(&pinned(&pushed));
+        for name in ["AHP_CACHE_DIR", "XDG_CACHE_HOME", "HOME"] {
+            command.env_remove(name);
+        }
+        case.assert_ran(&command.output().await.expect("run ahp intercept"), run);
+    }
+    let written: Vec<_> = std::fs::read_dir(case.cache.path())
+        .expect("the case's cache directory")
+        .collect();
+    assert!(written.is_empty(), "nothing cached: {written:?}");
+}
+
 /// The directories a pull creates are private (0700) under a umask of 002 too: the
 /// compiled component's cache refuses a directory others can write to, so a shared one
 /// would leave every later process compiling.
