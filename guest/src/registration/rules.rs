@@ -138,7 +138,7 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
                 _ => c.fail(p, "must be an environment variable name"),
             }),
             (false, true) => a
-                .need(c, "tokenRef", non_empty)
+                .need(c, "tokenRef", secret_reference)
                 .map(|r| Auth::BearerRef(r.into())),
         };
     }
@@ -154,7 +154,7 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
         choice(c, v, p, &words(OAuthFlow::ALL, OAuthFlow::as_str))
     });
     let scopes = a.opt(c, "scopes", distinct_names);
-    let secret_ref = a.opt(c, "clientSecretRef", non_empty);
+    let secret_ref = a.opt(c, "clientSecretRef", secret_reference);
     if flow == Some(OAuthFlow::ClientCredentials) && !a.has("clientSecretRef") {
         c.warn(
             path,
@@ -169,6 +169,19 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
         scopes: scopes?.unwrap_or_default(),
         client_secret_ref: secret_ref?.map(str::to_owned),
     }))
+}
+
+/// Where a secret lives. A `file:` path must be absolute: the host reads it from wherever
+/// it runs, and a hook runs in the project the agent works in, where the agent or the
+/// repository's author could put a file of their own, and so another identity.
+fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a str> {
+    match non_empty(c, v, path)? {
+        r if r.strip_prefix("file:").is_some_and(|p| !p.starts_with('/')) => c.fail(
+            path,
+            "a file: path must be absolute: a relative one is read from wherever the hook runs",
+        ),
+        r => Some(r),
+    }
 }
 
 /// Flags every literal-secret key, at any depth, without ever reading its value.

@@ -483,6 +483,22 @@ fn r13_backend_ids_are_reverse_dns_and_unique() {
     ]);
 }
 
+/// A secret file is named by an absolute path: a relative one would be read from the
+/// directory the hook runs in, the agent's project.
+#[test]
+fn a_relative_secret_file_is_rejected_at_its_reference() {
+    let bearer = r#"{"type": "bearer", "tokenRef": "file:secrets/token"}"#;
+    rejected_at(&[("$a", bearer)], "$a/tokenRef");
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com",
+        "resource": "https://p.example.com", "clientId": "c", "flow": "client_credentials",
+        "clientSecretRef": "file:./secret"}"#;
+    rejected_at(&[("$a", oauth)], "$a/clientSecretRef");
+    for reference in ["file:/etc/ahp/token", "env:AHP_TOKEN", "vault:p"] {
+        let bearer = format!(r#"{{"type": "bearer", "tokenRef": "{reference}"}}"#);
+        accepted(&[("$a", &bearer)]);
+    }
+}
+
 #[test]
 fn r14_stdio_auth_two_bearer_sources_and_content_receiver_are_rejected() {
     rejects(&[

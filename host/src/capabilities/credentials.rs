@@ -165,9 +165,10 @@ fn from_env(name: &str) -> Result<Secret, AuthFailure> {
 /// `file:PATH` (read at every dispatch, so a rotated file is picked up) or `env:NAME`.
 pub(super) async fn from_reference(reference: &str) -> Result<Secret, AuthFailure> {
     if let Some(path) = reference.strip_prefix("file:") {
-        let text = tokio::fs::read_to_string(path)
+        let path = path.to_owned();
+        let text = tokio::task::spawn_blocking(move || read_secret_file(&path))
             .await
-            .map_err(|_| AuthFailure::Unresolved)?;
+            .map_err(|_| AuthFailure::Unresolved)??;
         return usable(text.trim()).ok_or(AuthFailure::Unresolved);
     }
     if let Some(name) = reference.strip_prefix("env:") {
@@ -183,11 +184,34 @@ pub(super) async fn from_reference(reference: &str) -> Result<Secret, AuthFailur
 pub(crate) fn resolves(reference: &str) -> bool {
     match reference.split_once(':') {
         Some(("file", path)) => {
-            std::fs::read_to_string(path).is_ok_and(|text| usable(text.trim()).is_some())
+            read_secret_file(path).is_ok_and(|text| usable(text.trim()).is_some())
         }
         Some(("env", name)) => from_env(name).is_ok(),
         _ => false,
     }
+}
+
+/// The largest secret file read: a token or a client secret, with room for a JWT.
+const MAX_SECRET_FILE_BYTES: u64 = 64 << 10;
+
+/// A secret file's text. Only an absolute path: a relative one would be read from wherever
+/// the process runs, and a hook runs in the project the agent works in, where the agent
+/// or the repository's author could put a file of their own (and so another identity).
+/// Read to a bound, so a huge or endless file cannot fill memory.
+fn read_secret_file(path: &str) -> Result<String, AuthFailure> {
+    use std::io::Read as _;
+    if !std::path::Path::new(path).is_absolute() {
+        return Err(AuthFailure::Unresolved);
+    }
+    let file = std::fs::File::open(path).map_err(|_| AuthFailure::Unresolved)?;
+    let mut text = String::new();
+    file.take(MAX_SECRET_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|_| AuthFailure::Unresolved)?;
+    if text.len() as u64 > MAX_SECRET_FILE_BYTES {
+        return Err(AuthFailure::Unresolved);
+    }
+    Ok(text)
 }
 
 /// A token fit for an HTTP header: non-empty visible ASCII, no spaces.
@@ -199,6 +223,35 @@ pub(super) fn usable(token: &str) -> Option<Secret> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A secret file is read only by an absolute path, and only up to its bound.
+    #[test]
+    fn a_secret_file_is_absolute_and_bounded() {
+        // The test's working directory holds a token a relative reference would find.
+        let here = tempfile::tempdir_in(".").expect("a directory in the working directory");
+        std::fs::write(here.path().join("token"), "planted").expect("write");
+        let relative = here
+            .path()
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("a name");
+        assert_eq!(
+            read_secret_file(&format!("{relative}/token")),
+            Err(AuthFailure::Unresolved)
+        );
+        let absolute = here.path().canonicalize().expect("absolute").join("token");
+        assert_eq!(
+            read_secret_file(absolute.to_str().expect("UTF-8")).as_deref(),
+            Ok("planted")
+        );
+
+        let large = here.path().canonicalize().expect("absolute").join("large");
+        std::fs::write(&large, "t".repeat(MAX_SECRET_FILE_BYTES as usize + 1)).expect("write");
+        assert_eq!(
+            read_secret_file(large.to_str().expect("UTF-8")),
+            Err(AuthFailure::Unresolved)
+        );
+    }
 
     #[test]
     fn only_header_safe_tokens_are_usable() {
