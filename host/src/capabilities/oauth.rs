@@ -288,7 +288,8 @@ impl OAuth {
                 reply.status.unwrap_or(0)
             )));
         }
-        token_from(&json, &scopes, requested_at).map_err(|why| Problem::Failed(why.into()))
+        token_from(&json, &scopes, &plan.resource, requested_at)
+            .map_err(|why| Problem::Failed(why.into()))
     }
 
     /// The issuer's validated metadata, from the cache or discovered now.
@@ -476,16 +477,21 @@ fn validate_metadata(
     })
 }
 
-/// A successful token response (RFC 6749 §5.1), checked.
+/// A successful token response (RFC 6749 §5.1), checked, for `resource`.
 fn token_from(
     json: &Value,
     requested: &[String],
+    resource: &str,
     requested_at: Instant,
 ) -> Result<Token, &'static str> {
     let secret = json["access_token"]
         .as_str()
         .and_then(usable)
         .ok_or("`access_token` is missing or not a header-safe string")?;
+    let expires_in = readable_claims(secret.expose())
+        .map(|claims| fits(&claims, resource, unix_now()))
+        .transpose()?
+        .flatten();
     if !json["token_type"]
         .as_str()
         .is_some_and(|t| t.eq_ignore_ascii_case("bearer"))
@@ -501,6 +507,7 @@ fn token_from(
         )
         .min(MAX_LIFETIME),
     };
+    let lifetime = expires_in.map_or(lifetime, |left| lifetime.min(left));
     if let Some(granted) = json["scope"].as_str() {
         // Least privilege: a token wider than what was asked for is not used.
         if !requested.is_empty()
@@ -516,6 +523,64 @@ fn token_from(
         refresh_at: requested_at + lifetime * 3 / 4,
         expires_at: requested_at + lifetime - EXPIRY_MARGIN.min(lifetime / 10),
     })
+}
+
+/// The claims of a token that is a JWT (RFC 9068: three base64url parts, the middle a
+/// JSON object); `None` for an opaque token, whose audience and expiry only its resource
+/// server can know. Its signature is not checked: the token came from the trusted issuer
+/// over TLS, and the host only asks whether that issuer meant it for this resource.
+fn readable_claims(token: &str) -> Option<serde_json::Map<String, Value>> {
+    let mut parts = token.split('.');
+    let (Some(_), Some(payload), Some(_), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    match serde_json::from_slice(&bytes) {
+        Ok(Value::Object(claims)) => Some(claims),
+        _ => None,
+    }
+}
+
+/// Whether a readable token's claims let it go to `resource` at `now` (seconds since the
+/// Unix epoch): its `aud`, where it has one, must name the resource (digest §12: the
+/// audience is validated; conformance H13: a mismatched audience or an expired token is
+/// refused, and no credential is sent), and its `exp`, where it has one, be later. `Some`
+/// of the time left until `exp`.
+fn fits(
+    claims: &serde_json::Map<String, Value>,
+    resource: &str,
+    now: u64,
+) -> Result<Option<Duration>, &'static str> {
+    let same = |aud: &Value| {
+        aud.as_str()
+            .is_some_and(|aud| aud.trim_end_matches('/') == resource.trim_end_matches('/'))
+    };
+    let named = match claims.get("aud") {
+        None => true,
+        Some(Value::Array(auds)) => auds.iter().any(same),
+        Some(aud) => same(aud),
+    };
+    if !named {
+        return Err("the token's `aud` does not name the resource it is for");
+    }
+    match claims.get("exp") {
+        None => Ok(None),
+        Some(exp) => match exp.as_f64() {
+            Some(exp) if exp > now as f64 => Ok(Some(Duration::from_secs(exp as u64 - now))),
+            Some(_) => Err("the token's `exp` has passed"),
+            None => Err("the token's `exp` is not a number"),
+        },
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]
@@ -619,6 +684,7 @@ mod tests {
         let token = token_from(
             &json!({"access_token": "t1", "token_type": "bearer", "expires_in": 100}),
             &scopes,
+            "r",
             now,
         )
         .unwrap_or_else(|e| panic!("{e}"));
@@ -628,11 +694,12 @@ mod tests {
         let unbounded = token_from(
             &json!({"access_token": "t", "token_type": "Bearer"}),
             &[],
+            "r",
             now,
         );
         assert!(unbounded.is_ok_and(|t| t.expires_at - now == Duration::from_secs(270)));
         let forever = json!({"access_token": "t", "token_type": "Bearer", "expires_in": u64::MAX});
-        let capped = token_from(&forever, &[], now).unwrap_or_else(|e| panic!("{e}"));
+        let capped = token_from(&forever, &[], "r", now).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(capped.expires_at - now, MAX_LIFETIME - EXPIRY_MARGIN);
         for bad in [
             json!({"token_type": "Bearer"}),
@@ -642,8 +709,48 @@ mod tests {
             json!({"access_token": "t", "token_type": "Bearer", "expires_in": "60"}),
             json!({"access_token": "t", "token_type": "Bearer", "scope": "hooks admin"}),
         ] {
-            assert!(token_from(&bad, &scopes, now).is_err(), "{bad}");
+            assert!(token_from(&bad, &scopes, "r", now).is_err(), "{bad}");
         }
+    }
+
+    /// A JWT access token goes only to the resource its `aud` names, and only before its
+    /// `exp`, which also bounds how long it is kept (conformance H13); a token without
+    /// those claims, or an opaque one, is taken as before.
+    #[test]
+    fn a_readable_token_must_be_for_this_resource_and_unexpired() {
+        let now = Instant::now();
+        let part =
+            |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+        let jwt =
+            |claims: &Value| format!("{}.{}.sig", part(&json!({"alg": "RS256"})), part(claims));
+        let issued = |claims: &Value| json!({"access_token": jwt(claims), "token_type": "Bearer", "expires_in": 3600});
+        let resource = "https://policy.example.com/ahp";
+        let (later, earlier) = (unix_now() + 3600, unix_now() - 10);
+        for fit in [
+            json!({"aud": resource, "exp": later}),
+            json!({"aud": ["https://x.example.com", format!("{resource}/")], "exp": later}),
+            json!({"sub": "client"}),
+        ] {
+            let token = token_from(&issued(&fit), &[], resource, now);
+            assert!(token.is_ok(), "{fit}");
+        }
+        for unfit in [
+            json!({"aud": "https://other.example.com", "exp": later}),
+            json!({"aud": ["https://other.example.com"]}),
+            json!({"aud": resource, "exp": earlier}),
+            json!({"aud": resource, "exp": "later"}),
+        ] {
+            assert!(
+                token_from(&issued(&unfit), &[], resource, now).is_err(),
+                "{unfit}"
+            );
+        }
+        let soon = json!({"aud": resource, "exp": unix_now() + 100});
+        let kept = token_from(&issued(&soon), &[], resource, now).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            kept.expires_at - now <= Duration::from_secs(100),
+            "kept past its exp"
+        );
     }
 
     #[tokio::test]
