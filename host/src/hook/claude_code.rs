@@ -57,6 +57,7 @@ pub const FIELDS: Fields = Fields {
     session: &["session_id"],
     tool: &[SNAKE_TOOL],
     call_id: Some("tool_use_id"),
+    turn_id: None,
     start_trigger: Some("source"),
     compact_trigger: Some("trigger"),
     roots_for_cwd: false,

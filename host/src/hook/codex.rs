@@ -9,6 +9,7 @@
 //! `continue`), so those are only observed.
 
 use super::install::Snippet;
+use super::payload::Fields;
 use super::{on, AhpEvent, Answer, EventSpec, Verdict};
 use crate::{Decision, EffectKind as E};
 use serde_json::{json, Value};
@@ -21,6 +22,12 @@ pub const EVENTS: &[EventSpec] = &[
     on("Stop", AhpEvent::TurnFinishBefore, &[]),
     on("SessionStart", AhpEvent::SessionStart, &[]),
 ];
+
+/// Claude Code's payload shape, and the turn's id (`turn_id`), which Codex sends.
+pub const FIELDS: Fields = Fields {
+    turn_id: Some("turn_id"),
+    ..super::claude_code::FIELDS
+};
 
 /// The settings file the snippet belongs in.
 pub const SETTINGS_FILE: &str = "~/.codex/hooks.json";

@@ -56,6 +56,7 @@ pub const FIELDS: Fields = Fields {
         SNAKE_TOOL,
     ],
     call_id: None,
+    turn_id: None,
     start_trigger: Some("source"),
     // Copilot has no compaction event.
     compact_trigger: None,

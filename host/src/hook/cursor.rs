@@ -36,6 +36,7 @@ pub const FIELDS: Fields = Fields {
     session: &["conversation_id"],
     tool: &[SNAKE_TOOL],
     call_id: Some("tool_use_id"),
+    turn_id: None,
     start_trigger: None,
     compact_trigger: None,
     roots_for_cwd: true,

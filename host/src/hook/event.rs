@@ -100,8 +100,11 @@ pub fn build(
     identity.push(now.as_nanos().to_string());
     identity.push(std::process::id().to_string());
     let id = digest(&identity);
-    if matches!(spec.ahp, AhpEvent::TurnStart | AhpEvent::TurnFinishBefore) {
-        // One process sees one hook of a turn: its id cannot be the harness's.
+    if let Some(turn) = &payload.turn_id {
+        event["turn"] = json!({"id": turn});
+    } else if matches!(spec.ahp, AhpEvent::TurnStart | AhpEvent::TurnFinishBefore) {
+        // A harness that names no turn: one process sees one hook of a turn, so its id
+        // cannot be the harness's.
         event["turn"] = json!({"id": format!("turn_{id}"), "synthesized": true});
     }
     event["id"] = json!(format!("evt_{id}"));
@@ -244,6 +247,39 @@ fn rfc3339(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Codex names its turn (`turn_id`): that is the event's turn, so a turn's start, its
+    /// tool calls and its finish can be put together; a harness that names none gets a
+    /// synthesized turn at the turn events, and none at a tool event.
+    #[test]
+    fn a_turn_the_harness_names_is_the_events_turn() {
+        let built = |harness: Harness, ahp: AhpEvent, payload: &Value| {
+            let spec = harness
+                .events()
+                .iter()
+                .find(|s| s.ahp == ahp)
+                .expect("mapped");
+            let object = payload.as_object().expect("an object");
+            let read = super::super::payload::read(harness.fields(), object, spec)
+                .unwrap_or_else(|e| panic!("{harness:?} {ahp:?}: {e}"));
+            build(harness, spec, &read, "urn:x", Map::new())
+        };
+        let prompt = json!({"session_id": "s", "turn_id": "turn-7", "prompt": "hi"});
+        let tool = json!({"session_id": "s", "turn_id": "turn-7", "tool_name": "Bash",
+            "tool_input": {"command": "ls"}, "tool_use_id": "c1"});
+        for (ahp, payload) in [
+            (AhpEvent::TurnStart, &prompt),
+            (AhpEvent::ToolBefore, &tool),
+        ] {
+            let event = built(Harness::Codex, ahp, payload);
+            assert_eq!(event["turn"], json!({"id": "turn-7"}), "{ahp:?}");
+        }
+        let started = built(Harness::ClaudeCode, AhpEvent::TurnStart, &prompt);
+        assert_eq!(started["turn"]["synthesized"], true);
+        assert_ne!(started["turn"]["id"], "turn-7");
+        let called = built(Harness::ClaudeCode, AhpEvent::ToolBefore, &tool);
+        assert!(called.get("turn").is_none(), "{called}");
+    }
 
     #[test]
     fn rfc3339_dates() {

@@ -35,6 +35,7 @@ pub const FIELDS: Fields = Fields {
     session: &["session_id"],
     tool: &[SNAKE_TOOL],
     call_id: None,
+    turn_id: None,
     start_trigger: Some("source"),
     compact_trigger: Some("trigger"),
     roots_for_cwd: false,

@@ -158,8 +158,8 @@ impl Harness {
     /// Where its payloads keep the fields an AHP event is built from.
     fn fields(self) -> &'static payload::Fields {
         match self {
-            // Codex sends Claude Code's payload shape.
-            Harness::ClaudeCode | Harness::Codex => &claude_code::FIELDS,
+            Harness::ClaudeCode => &claude_code::FIELDS,
+            Harness::Codex => &codex::FIELDS,
             Harness::Gemini => &gemini::FIELDS,
             Harness::Cursor => &cursor::FIELDS,
             Harness::Copilot => &copilot::FIELDS,
@@ -400,6 +400,8 @@ pub struct Payload {
     pub tool: Option<(String, Map<String, Value>)>,
     /// The harness's tool-use id, when it has one.
     pub call_id: Option<String>,
+    /// The harness's turn id, when it sends one.
+    pub turn_id: Option<String>,
     /// `session.start`: why the session started; `context.compact.before`: what set
     /// the compaction off; in the harness's words.
     pub trigger: Option<String>,

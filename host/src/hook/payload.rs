@@ -15,6 +15,8 @@ pub struct Fields {
     pub tool: &'static [ToolFields],
     /// The harness's tool-use id, if it has one.
     pub call_id: Option<&'static str>,
+    /// The harness's turn id, if it sends one.
+    pub turn_id: Option<&'static str>,
     /// Why a session started (`session.start`), if the harness says.
     pub start_trigger: Option<&'static str>,
     /// What set off a compaction (`context.compact.before`), if the harness says.
@@ -75,6 +77,7 @@ pub fn read(
         session_id,
         cwd,
         call_id: optional(fields.call_id)?,
+        turn_id: optional(fields.turn_id)?,
         trigger: optional(trigger)?,
         reason: optional_string(payload, "reason")?,
         tool,
