@@ -142,10 +142,12 @@ impl Registry {
 
     /// Uploads `blob`, which `digest` names, unless the registry holds it already: in one
     /// piece, to the upload location the registry names once it is found on the
-    /// registry's own origin (anywhere else would get the credentials).
+    /// registry's own origin (anywhere else would get the credentials). Whether it is
+    /// held is asked as a read is: a registry keeping its blobs in cloud storage redirects
+    /// the question there, and a HEAD sends nothing, nor, off the origin, the credential.
     pub async fn push_blob(&self, digest: &str, blob: bytes::Bytes) -> Result<(), String> {
         let held = self.request(Method::HEAD, &format!("blobs/{digest}"))?;
-        match self.send(held, OffOrigin::Refuse).await?.status() {
+        match self.send(held, OffOrigin::Follow).await?.status() {
             StatusCode::OK => return Ok(()),
             StatusCode::NOT_FOUND => {}
             status => return Err(format!("the registry answered {status}")),
@@ -924,6 +926,52 @@ mod tests {
             Vec::<String>::new(),
             "requests to the other origin"
         );
+    }
+
+    /// A registry that keeps its blobs in cloud storage answers the push's "held
+    /// already?" HEAD with a redirect to the storage: followed (a HEAD sends nothing), with
+    /// no credential, and a blob found there is not uploaded again.
+    #[tokio::test]
+    async fn a_held_blob_redirected_to_storage_is_not_uploaded_again() {
+        let heads = Heads::default();
+        let log = std::sync::Arc::clone(&heads);
+        let storage = answering(move |request, _| {
+            log.lock().unwrap().push(request.to_ascii_lowercase());
+            answer("200 OK", "", b"")
+        })
+        .await;
+        let uploads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = std::sync::Arc::clone(&uploads);
+        let addr = answering(move |request, _| match request {
+            r if r.starts_with("GET /v2/ ") => answer("200 OK", "", b"{}"),
+            r if r.starts_with("HEAD /v2/ahp/interceptor/blobs/") => {
+                let to = format!("Location: http://{storage}/held\r\n");
+                answer("307 Temporary Redirect", &to, b"")
+            }
+            _ => {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                answer("500 Internal Server Error", "", b"")
+            }
+        })
+        .await;
+        let registry = Registry::open(
+            &reference(addr),
+            &RegistryAuth::Bearer("t0k".into()),
+            Access::Push,
+        )
+        .await
+        .unwrap();
+        let blob = bytes::Bytes::from_static(b"component bytes");
+        let digest = crate::component_cache::sha256_digest(&blob);
+        assert_eq!(registry.push_blob(&digest, blob).await, Ok(()));
+        assert_eq!(
+            uploads.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "uploaded again"
+        );
+        let (lines, credential) = asked(&heads);
+        assert_eq!(lines, ["head /held http/1.1"]);
+        assert!(!credential, "the token went to the storage");
     }
 
     /// Every hop is held to the rules of the first: plain http only to loopback (here
