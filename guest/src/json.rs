@@ -16,8 +16,8 @@
 //! can miss by one unit (0.9210986675838745 became 0.9210986675838744), and a backend's
 //! modify value would reach the tool changed.
 //!
-//! A number that would be written back as another number (more digits than a double
-//! holds: `123456789012345678901234567890`) is refused, naming its pointer ([`literal`]).
+//! A whole number past 64 bits (`123456789012345678901234567890`), which would be written
+//! back as a float, another number, is refused, naming its pointer ([`literal`]).
 //!
 //! [`read`] gives a [`Node`] tree that borrows from the text, for checks that only look
 //! (the event of every hook call); [`parse`] gives a `Value` that owns everything.
@@ -29,7 +29,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 mod literal;
-use literal::{writes_back_as, Literals};
+use literal::{is_whole, Literals, PAST_I64};
 
 /// Why a text is not strict JSON.
 #[derive(Debug)]
@@ -38,7 +38,8 @@ pub enum Error {
     Syntax(serde_json::Error),
     /// Well-formed, but an object names a member twice.
     Duplicate(Duplicate),
-    /// Well-formed, but a number would be written back as another number.
+    /// Well-formed, but a whole number past 64 bits, which would be written back as
+    /// another number.
     Inexact(Inexact),
 }
 
@@ -51,7 +52,7 @@ pub struct Duplicate {
     pub member: String,
 }
 
-/// A number whose text no double holds, so that it would be written back changed.
+/// A whole number past 64 bits, which would be written back as a float: another number.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inexact {
     /// JSON Pointer (RFC 6901) of the number, e.g. `/tool/input/account`. Its digits
@@ -62,7 +63,7 @@ pub struct Inexact {
 impl Inexact {
     /// The rule the number breaks.
     pub const RULE: &'static str =
-        "must be a number a double holds exactly: more digits would be passed on changed";
+        "must be a whole number of at most 64 bits: a larger one would be passed on as another number";
 }
 
 /// One JSON value read by [`read`]. A string or name without escapes borrows its text,
@@ -261,7 +262,7 @@ struct Found {
 enum Fault {
     /// The repeated member's name.
     Duplicate(String),
-    /// A number no double holds.
+    /// A whole number past 64 bits.
     Inexact,
 }
 
@@ -360,12 +361,13 @@ impl<'de> Visitor<'de> for Strict<'_, '_> {
         Ok(Node::Number(v.into()))
     }
 
-    /// A double, kept only if it is written back as its text said ([`literal`]).
+    /// A double, kept unless its text was a whole number past 64 bits ([`literal`]):
+    /// only a double that large is looked up in the text.
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node<'de>, E> {
         let numbers = &mut self.reading.numbers;
-        let literal = numbers.nth(numbers.read).unwrap_or_default();
+        let n = numbers.read;
         numbers.read += 1;
-        if !writes_back_as(literal, v) {
+        if v.abs() >= PAST_I64 && numbers.nth(n).is_none_or(is_whole) {
             return Err(self.fail(Fault::Inexact, Vec::new()));
         }
         Ok(Number::from_f64(v).map_or(Node::Null, Node::Number))
@@ -585,10 +587,11 @@ mod tests {
         for text in [
             "0.9210986675838745",
             "0.1",
-            "2.225073858507201e-308",
+            "2.2250738585072011e-308",
             "1.7976931348623157e308",
-            "5e-324",
-            "-0.0000000000000000000000000000000000000012345678901234567",
+            "4.9406564584124654e-324",
+            "9007199254740993.0",
+            "-0.000000000000000000000000000000000000001234567890123456789",
         ] {
             let read = parse(text).expect("a number");
             assert_eq!(read.as_f64(), text.parse::<f64>().ok(), "{text}");
@@ -624,7 +627,7 @@ mod tests {
             ("-32003", Some(-32003)),
             ("-32003.0", Some(-32003)),
             ("-3.2003e4", Some(-32003)),
-            ("-9.223372036854776e18", Some(i64::MIN)),
+            ("-9223372036854775808.0", Some(i64::MIN)),
             ("9223372036854775807", Some(i64::MAX)),
             ("9223372036854775808", None),
             ("-32003.5", None),
@@ -637,23 +640,26 @@ mod tests {
         assert_eq!(read("-32003.0").as_i64(), Some(-32003));
     }
 
-    /// A number with more digits than a double holds would be written back as another
-    /// number, so it is refused at its pointer; every text a double holds reads as before,
-    /// whatever came before it (numbers inside strings are no numbers).
+    /// A whole number past 64 bits would be written back as a float, another number, so
+    /// it is refused at its pointer; every other number reads as before, whatever came
+    /// before it (numbers inside strings are no numbers), a float written with more digits
+    /// than it needs too.
     #[test]
-    fn a_number_written_back_changed_is_refused_at_its_pointer() {
+    fn a_whole_number_past_64_bits_is_refused_at_its_pointer() {
         for (text, pointer) in [
             (
                 r#"{"tool":{"input":{"account":123456789012345678901234567890}}}"#,
                 "/tool/input/account",
             ),
-            (r#"[1,2.5,{"a/b":[0.1,9007199254740993.0]}]"#, "/2/a~1b/1"),
+            (
+                r#"[1,2.5,{"a/b":[0.1,-92233720368547758090]}]"#,
+                "/2/a~1b/1",
+            ),
             (
                 r#"{"s":"1.00000000000000000001","n":[1e2,-7,18446744073709551616]}"#,
                 "/n/2",
             ),
-            (r#"{"tiny":1e-400}"#, "/tiny"),
-            ("0.10000000000000000001", ""),
+            ("123456789012345678901234567890", ""),
         ] {
             for reading in [read(text).map(|_| ()), parse(text).map(|_| ())] {
                 match reading {
@@ -662,7 +668,7 @@ mod tests {
                 }
             }
         }
-        let held = r#"{"a":0.1,"b":1e300,"c":-0.0,"d":750.0,"e":18446744073709551615,"f":-9223372036854775808,"g":0.30000000000000004,"h":"123456789012345678901234567890"}"#;
+        let held = r#"{"a":0.1,"b":1e300,"c":-0.0,"d":750.0,"e":18446744073709551615,"f":-9223372036854775808,"g":0.30000000000000004,"h":"123456789012345678901234567890","i":0.10000000000000001,"j":1.2345678901234568e29,"k":9007199254740993.0,"l":1e-400,"m":18446744073709551616.0}"#;
         assert_eq!(
             parse(held).expect("every number held"),
             serde_json::from_str::<Value>(held).unwrap()

@@ -1,6 +1,6 @@
 //! Strict JSON through the public API: a member named twice is never resolved, and a
-//! number with more digits than a double holds is never rounded, at any of the three entry
-//! points (registration, event, backend reply).
+//! whole number past 64 bits is never rounded, at any of the three entry points
+//! (registration, event, backend reply).
 //!
 //! The attack this closes: a backend answers with `"result"` twice, a deny first and an
 //! empty effect list second. A last-wins reader sees no objection and allows the call; a
@@ -218,14 +218,15 @@ fn an_event_repeating_a_tool_member_is_rejected_and_nothing_is_sent() {
     assert!(host.sent.is_empty());
 }
 
-/// The value the tool would get and the value the backend judged must be one: a number
-/// written back changed is refused at each entry point, as a repeat is.
+/// The value the tool would get and the value the backend judged must be one: a whole
+/// number past 64 bits, which would be written back as a float, is refused at each entry
+/// point, as a repeat is.
 const HUGE: &str = "123456789012345678901234567890";
 const INEXACT: &str =
-    "must be a number a double holds exactly: more digits would be passed on changed";
+    "must be a whole number of at most 64 bits: a larger one would be passed on as another number";
 
 #[test]
-fn a_reply_with_a_number_no_double_holds_is_malformed_under_its_policy() {
+fn a_reply_with_a_number_past_64_bits_is_malformed_under_its_policy() {
     let members = format!(
         r#""result":{{"protocolVersion":"draft","effects":[],"extensions":{{"n":{HUGE}}}}}"#
     );
@@ -243,7 +244,7 @@ fn a_reply_with_a_number_no_double_holds_is_malformed_under_its_policy() {
 }
 
 #[test]
-fn an_event_with_a_number_no_double_holds_is_rejected_at_it_and_nothing_is_sent() {
+fn an_event_with_a_number_past_64_bits_is_rejected_at_it_and_nothing_is_sent() {
     let engine = Engine::load(&registration("fail-closed", "fail-open")).expect("valid");
     let mut host = FakeHost::default();
     let tool = format!(r#"{{"name":"Pay","input":{{"account":{HUGE}}},"origin":"native"}}"#);
@@ -259,10 +260,10 @@ fn an_event_with_a_number_no_double_holds_is_rejected_at_it_and_nothing_is_sent(
 }
 
 #[test]
-fn a_registration_with_a_number_no_double_holds_is_rejected_at_it() {
+fn a_registration_with_a_number_past_64_bits_is_rejected_at_it() {
     let text = registration("fail-closed", "fail-open").replacen(
         r#""timeoutMs":500"#,
-        r#""timeoutMs":500.00000000000000000001"#,
+        &format!(r#""timeoutMs":{HUGE}"#),
         1,
     );
     let problems = Engine::load(&text).expect_err("rejected");
