@@ -23,6 +23,7 @@ mod bindings;
 mod builder;
 mod cache_prune;
 mod capabilities;
+mod caught;
 /// The `ahp` command line.
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -26,6 +26,8 @@ enum Answer {
     Unusable(&'static str),
     /// Never answers, but notices cancellation.
     Hang,
+    /// Has a bug: panics.
+    Panic,
 }
 
 #[derive(Default)]
@@ -63,6 +65,7 @@ impl CredentialProvider for TestProvider {
                 Answer::Token => Ok(Secret::new(format!("tok-provided-{n}"))),
                 Answer::Fail => Err(AuthFailure::AcquisitionFailed),
                 Answer::Unusable(token) => Ok(Secret::new(token)),
+                Answer::Panic => panic!("the provider's own bug"),
                 Answer::Hang => {
                     // A real provider would hand the signal to shared work that outlives
                     // this future (the host drops it); this one hands it to a watcher.
@@ -149,6 +152,21 @@ async fn a_failing_provider_is_auth_failed_and_nothing_is_sent() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let interceptor = interceptor_with(&backend, TestProvider::new(Answer::Fail), 1_000).await;
     let s = call(&interceptor, "evt_provider_fails").await;
+    assert_eq!(s.decided_by, DecidedBy::SyntheticDeny);
+    assert_eq!(
+        record_json(&s)["interceptors"][0]["failure"],
+        json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"})
+    );
+    assert!(backend.requests().is_empty());
+}
+
+/// A provider that panics has failed to acquire: auth-failed under the policy, nothing
+/// sent, and no unwind into the caller's `.await`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_provider_is_auth_failed_and_nothing_is_sent() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let interceptor = interceptor_with(&backend, TestProvider::new(Answer::Panic), 1_000).await;
+    let s = call(&interceptor, "evt_provider_panics").await;
     assert_eq!(s.decided_by, DecidedBy::SyntheticDeny);
     assert_eq!(
         record_json(&s)["interceptors"][0]["failure"],

@@ -39,6 +39,8 @@ enum Answer {
     Garbled,
     /// Could not resolve the backend's name.
     Unresolved,
+    /// Has a bug: panics.
+    Panic,
 }
 
 struct Engine {
@@ -84,6 +86,7 @@ impl Transport for Engine {
                 Answer::Closed => return Err(TransportError::Cancelled),
                 Answer::Garbled => return Err(TransportError::Malformed),
                 Answer::Unresolved => return Err(TransportError::UnresolvedHost),
+                Answer::Panic => panic!("the in-process engine's own bug"),
                 Answer::Hang => {
                     let (cancelled, seen) =
                         (request.cancelled.clone(), self.saw_cancellation.clone());
@@ -222,6 +225,15 @@ async fn a_reset_is_retried_with_identical_bytes_when_retries_are_on() {
 async fn a_transport_cancelled_by_its_owner_is_a_failure_under_the_policy() {
     let lost = json!({"class": "connection-lost", "phase": "await-response"});
     assert_fails_as(Answer::Closed, &lost).await;
+}
+
+/// A transport that panics has ended abnormally, as a backend process that died: the
+/// call settles under the policy (a deny under fail-closed), instead of the panic
+/// unwinding into the caller's `.await` with no decision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_transport_is_a_failure_under_the_policy() {
+    let ended = json!({"class": "abnormal-exit", "phase": "await-response"});
+    assert_fails_as(Answer::Panic, &ended).await;
 }
 
 /// A reply the transport could not unframe held no JSON text: `malformed-json`, detail

@@ -126,7 +126,10 @@ impl Source {
                     };
                     // A provider's token is held to the same rule as every other source:
                     // an empty one would go out as no credential at all.
-                    let token = provider.acquire(request).await?;
+                    // A provider that panics has failed to acquire ([`crate::caught`]).
+                    let token = crate::caught::caught(|| provider.acquire(request))
+                        .await
+                        .map_err(|()| AuthFailure::AcquisitionFailed)??;
                     usable(token.expose()).ok_or(AuthFailure::AcquisitionFailed)
                 }
             }
@@ -143,7 +146,14 @@ impl Source {
             // Re-resolved at every dispatch: there is no cache to drop.
             Source::Bearer(_) => {}
             Source::OAuth(plan, oauth) => oauth.reject(plan, token),
-            Source::Provided(provider) => provider.reject(backend, token),
+            Source::Provided(provider) => {
+                let rejected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    provider.reject(backend, token)
+                }));
+                if rejected.is_err() {
+                    tracing::error!("an injected credential provider panicked");
+                }
+            }
             Source::Discovered(discovery) => discovery.reject(token),
         }
     }

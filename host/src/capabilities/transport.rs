@@ -118,18 +118,25 @@ impl fmt::Debug for dyn Transport {
 }
 
 /// One exchange through `transport`, bounded by `deadline` whatever the transport does.
+/// A transport that panics has ended abnormally, as a backend process that died would:
+/// `abnormal-exit`, not retried, settled under the policy ([`crate::caught`]).
 pub(crate) async fn exchange(
     transport: &dyn Transport,
     request: TransportRequest<'_>,
 ) -> Result<Reply, DeliveryError> {
     let deadline = tokio::time::Instant::from_std(request.deadline);
-    match tokio::time::timeout_at(deadline, transport.exchange(request)).await {
-        Ok(Ok(reply)) => Ok(Reply {
+    let exchanged = crate::caught::caught(|| transport.exchange(request));
+    match tokio::time::timeout_at(deadline, exchanged).await {
+        Ok(Ok(Ok(reply))) => Ok(Reply {
             status: reply.status,
             content_type: reply.content_type,
             body: reply.body,
         }),
-        Ok(Err(e)) => Err(to_wit(e)),
+        Ok(Ok(Err(e))) => Err(to_wit(e)),
+        Ok(Err(())) => {
+            tracing::error!("an injected transport panicked");
+            Err(DeliveryError::AbnormalExit(None))
+        }
         Err(_) => Err(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse)),
     }
 }
