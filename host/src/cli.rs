@@ -419,7 +419,7 @@ fn run(cli: Cli, hook_call: Option<HookCall>) -> ExitCode {
             };
         }
     };
-    runtime.block_on(async {
+    let code = runtime.block_on(async {
         match cli.command {
             Command::Check { file, host } => check(&file, &host).await,
             Command::Intercept {
@@ -446,8 +446,17 @@ fn run(cli: Cli, hook_call: Option<HookCall>) -> ExitCode {
             Command::Precompile { component } => precompile(component.as_deref()).await,
             Command::Component { command } => component_cmd::run(command).await,
         }
-    })
+    });
+    // The answer is out. Work the call gave up on may still hold a blocking thread (a
+    // secret file's read stuck on a FIFO or a mount gone away, a name lookup): dropping
+    // the runtime would wait for it without limit, the signals no longer watched, and a
+    // harness waiting for the exit would time out and fail open.
+    runtime.shutdown_timeout(EXIT_BOUND);
+    code
 }
+
+/// How long the runtime's leftover work may hold the exit once the command is done.
+const EXIT_BOUND: Duration = Duration::from_secs(2);
 
 /// Sets up the log: the filter is `AHP_LOG` (errors only when unset), the lines go to
 /// stderr — except under `ahp hook` (`hook`), whose stderr a harness may show the model

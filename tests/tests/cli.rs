@@ -4,7 +4,7 @@
 
 use ahp_tests::fault_backend::refused_url;
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{ahp_command, event, one_json_line, valid_event, Run};
+use ahp_tests::support::{ahp_command, event, one_json_line, registration, valid_event, Http, Run};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -380,6 +380,57 @@ fn demo_exits_1_naming_a_scenario_that_settled_otherwise() {
 
 /// `--interceptable` naming an event twice is refused by the flag, not as the
 /// anonymous `declaration[1]` the component would report.
+/// Work the call gave up on cannot hold the exit: a bearer token read from a FIFO nobody
+/// writes blocks a thread past the subscription's deadline; the denial is printed at the
+/// deadline and the process exits soon after, instead of waiting for the read for ever.
+#[test]
+fn intercept_exits_after_its_answer_whatever_it_gave_up_on() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fifo = dir.path().join("token");
+    ahp_tests::support::make_fifo(&fifo);
+    let reg = dir.path().join("registration.json");
+    let hook = Http::new("com.example.authed", refused_url())
+        .policy("fail-closed")
+        .timeout_ms(500)
+        .token_ref(&format!("file:{}", fifo.display()));
+    std::fs::write(&reg, registration(&[hook])).expect("write the registration");
+    let ev = dir.path().join("event.json");
+    std::fs::write(&ev, valid_event("tool.before", "evt_exit")).expect("write the event");
+    let mut child = ahp_command()
+        .args([
+            "intercept",
+            "--registration",
+            path(&reg),
+            "--event",
+            path(&ev),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run ahp");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for ahp") {
+            break Some(status);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("ahp intercept still running 20 s after a 500 ms deadline");
+    };
+    assert_eq!(status.code(), Some(2), "a denial");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().expect("stdout"), &mut out)
+        .expect("read stdout");
+    assert!(out.contains("\"decision\":\"deny\""), "{out}");
+}
+
 #[test]
 fn interceptable_naming_an_event_twice_is_refused_naming_the_flag() {
     let reg = portable();
