@@ -455,6 +455,17 @@ fn run(cli: Cli, hook_call: Option<HookCall>) -> ExitCode {
     code
 }
 
+/// Writes the command's answer, one line on stdout. A stdout that cannot take it (the
+/// caller closed the pipe, a full disk) is logged, never a panic: the exit code still
+/// says the decision, as documented, rather than 101.
+fn answer(line: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+        tracing::error!("write the answer to stdout: {e}");
+    }
+}
+
 /// How long the runtime's leftover work may hold the exit once the command is done.
 const EXIT_BOUND: Duration = Duration::from_secs(2);
 
@@ -772,7 +783,7 @@ async fn check(file: &Path, host: &HostArgs) -> ExitCode {
             for warning in interceptor.warnings() {
                 eprintln!("warning: {warning}");
             }
-            println!("{}: valid", file.display());
+            answer(&format!("{}: valid", file.display()));
             ExitCode::SUCCESS
         }
         Err(e) => build_failure(e),
@@ -824,7 +835,7 @@ async fn intercept(
     interceptor.shutdown();
     match result {
         Ok(settled) => {
-            println!("{}", settled.to_json());
+            answer(&settled.to_json());
             match settled.decision {
                 Decision::Allow => ExitCode::SUCCESS,
                 Decision::Deny => ExitCode::from(2),
@@ -833,7 +844,7 @@ async fn intercept(
         }
         Err(e) => match e.shutdown_settlement() {
             Some(settled) => {
-                println!("{}", settled.to_json());
+                answer(&settled.to_json());
                 ExitCode::from(2)
             }
             None => call_failure(&e),
@@ -870,7 +881,7 @@ async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode 
     interceptor.shutdown_async().await;
     match result {
         Ok(observed) => {
-            println!("{}", serde_json::to_string(&observed).unwrap_or_default());
+            answer(&serde_json::to_string(&observed).unwrap_or_default());
             // An observer's own failure is its result above and exit 0: observation is best
             // effort. Nothing sent at all (the component failed, or time ran out before it
             // could prepare the notifications) is this command failing: exit 1.

@@ -431,6 +431,36 @@ fn intercept_exits_after_its_answer_whatever_it_gave_up_on() {
     assert!(out.contains("\"decision\":\"deny\""), "{out}");
 }
 
+/// A stdout that cannot take the answer (here a full disk; a closed pipe is the same) does
+/// not turn a denial into a panic's exit 101: the exit code still says deny.
+#[test]
+fn a_denial_that_cannot_be_printed_is_still_exit_2() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = dir.path().join("registration.json");
+    let hook = Http::new("com.example.gone", refused_url()).policy("fail-closed");
+    std::fs::write(&reg, registration(&[hook])).expect("write the registration");
+    let ev = dir.path().join("event.json");
+    std::fs::write(&ev, valid_event("tool.before", "evt_full")).expect("write the event");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("open /dev/full");
+    let status = ahp_command()
+        .args([
+            "intercept",
+            "--registration",
+            path(&reg),
+            "--event",
+            path(&ev),
+        ])
+        .stdin(Stdio::null())
+        .stdout(full)
+        .stderr(Stdio::null())
+        .status()
+        .expect("run ahp");
+    assert_eq!(status.code(), Some(2));
+}
+
 #[test]
 fn interceptable_naming_an_event_twice_is_refused_naming_the_flag() {
     let reg = portable();
