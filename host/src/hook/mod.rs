@@ -93,7 +93,13 @@ fn generic_reason() -> &'static str {
 /// one (the schema asks for one character), and Codex trims a denial's reason and takes a
 /// blank one for a failed hook, which runs the tool.
 fn shown(reason: Option<&str>) -> Option<&str> {
-    reason.filter(|reason| !reason.trim().is_empty())
+    reason.filter(|reason| !is_blank(reason))
+}
+
+/// Whether `text` is only white space as a JavaScript harness trims it: Unicode's, and
+/// the byte order mark, which Rust's `trim` keeps.
+fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || c == '\u{feff}')
 }
 
 /// The reason shown with an `ask` whose backend gave none (the effect carries no text).
@@ -1246,8 +1252,11 @@ mod tests {
     fn a_blank_reason_is_never_what_a_harness_is_shown() {
         for harness in Harness::ALL {
             for spec in harness.events() {
-                for decision in [Decision::Deny, Decision::Ask] {
-                    let mut blank = verdict(decision, Some(" \t\n"));
+                for (decision, reason) in [Decision::Deny, Decision::Ask]
+                    .into_iter()
+                    .flat_map(|d| [" \t\n", "\u{feff}", "\u{3000}\u{feff} "].map(|r| (d, r)))
+                {
+                    let mut blank = verdict(decision, Some(reason));
                     let answer = harness.answer(spec, &blank);
                     blank.stop = Some(Some(" ".into()));
                     let stopped = harness.answer(spec, &blank);
@@ -1260,7 +1269,7 @@ mod tests {
                         );
                         for text in texts {
                             assert!(
-                                !text.trim().is_empty(),
+                                !is_blank(&text),
                                 "{harness:?} {} {decision:?}: {answer:?}",
                                 spec.native
                             );
