@@ -57,8 +57,27 @@ pub async fn load(source: &str) -> Result<Vec<u8>, String> {
         let reference = oci::parse_reference(source)?;
         oci::pull(&reference, ComponentCache::for_user().as_ref()).await
     } else {
-        std::fs::read(source).map_err(|e| format!("read component {source}: {e}"))
+        read_bounded(source)
     }
+}
+
+/// A component file, read no further than a pulled one may be
+/// ([`oci::MAX_COMPONENT_BYTES`]): a huge or endless file (`/dev/zero`) would fill memory
+/// before anything could answer — under `ahp hook`, before its watchdog.
+fn read_bounded(source: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(source).map_err(|e| format!("read component {source}: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(oci::MAX_COMPONENT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("read component {source}: {e}"))?;
+    if bytes.len() as u64 > oci::MAX_COMPONENT_BYTES {
+        return Err(format!(
+            "read component {source}: larger than {} MiB",
+            oci::MAX_COMPONENT_BYTES >> 20
+        ));
+    }
+    Ok(bytes)
 }
 
 async fn push(reference: &str, component: Option<&str>) -> Result<(), String> {

@@ -40,7 +40,7 @@ use std::time::Duration;
 pub const SCHEME: &str = "oci://";
 
 /// The largest component a pull accepts (the real one is about 300 KB).
-const MAX_COMPONENT_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_COMPONENT_BYTES: u64 = 64 << 20;
 
 /// The longest a pull may take, manifest and component together. The client's read
 /// timeout bounds each read, not the pull: a registry that trickles a byte now and then

@@ -461,6 +461,30 @@ fn a_denial_that_cannot_be_printed_is_still_exit_2() {
     assert_eq!(status.code(), Some(2));
 }
 
+/// A `--component` file is read no further than a pulled component may be (64 MiB): a
+/// larger one is refused naming its bound, before anything else is read into memory.
+#[test]
+fn a_component_file_past_64_mib_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let big = dir.path().join("big.wasm");
+    let file = std::fs::File::create(&big).expect("create");
+    file.set_len((64 << 20) + 1)
+        .expect("a sparse file one byte past the bound");
+    let ev = dir.path().join("event.json");
+    std::fs::write(&ev, valid_event("tool.before", "evt_big")).expect("write the event");
+    let reg = portable();
+    let args = [
+        "intercept",
+        "--registration",
+        path(&reg),
+        "--event",
+        path(&ev),
+    ];
+    let run = ahp(&[&args[..], &["--component", path(&big)]].concat(), &[]);
+    run.assert_exit(1, "a component past the bound");
+    assert!(run.stderr.contains("larger than 64 MiB"), "{}", run.stderr);
+}
+
 #[test]
 fn interceptable_naming_an_event_twice_is_refused_naming_the_flag() {
     let reg = portable();
