@@ -62,7 +62,9 @@ impl InterceptorBuilder {
         self
     }
 
-    /// This component, compiled for the builder's Engine.
+    /// This component, compiled for the builder's Engine — the one given to
+    /// [`InterceptorBuilder::engine`]: without it the builder makes an Engine of its own,
+    /// on which another Engine's `Component` cannot be instantiated (the build fails).
     pub fn component(mut self, component: Component) -> InterceptorBuilder {
         self.component = Some(Code::Compiled(component));
         self

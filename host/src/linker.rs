@@ -101,7 +101,11 @@ pub fn add_to_linker<T: AhpView + 'static>(linker: &mut Linker<T>) -> wasmtime::
 
 /// Whether `engine` can run the component safely: it needs `Config::epoch_interruption
 /// (true)`, without which a spinning component could never be cut off. (Async support
-/// is always on in wasmtime 48.)
+/// is always on in wasmtime 48.) The setting alone does not cut anything off: something
+/// must advance the Engine's epoch — an [`crate::EpochTicker`] held as long as the
+/// Engine runs the component, or the embedder's own `Engine::increment_epoch` — or a
+/// spinning component is never stopped, and holds its thread (so no timeout of the
+/// embedder's can fire either).
 pub fn check_engine(engine: &Engine) -> wasmtime::Result<()> {
     if !engine.get_epoch_interruption() {
         wasmtime::bail!(

@@ -132,7 +132,9 @@ impl Runtime {
 }
 
 /// Bounds the component's CPU in `store` by its [`HostState`]'s CPU deadline, from the
-/// first instruction (5 s until a call sets its own). Call before instantiating.
+/// first instruction (5 s until a call sets its own). Call before instantiating. The
+/// bound is checked at each epoch tick: only while the Engine's epoch advances (see
+/// [`crate::check_engine`]).
 pub fn bound_cpu<T: AhpView + 'static>(store: &mut Store<T>) {
     store.data_mut().ahp().cpu_deadline = std::time::Instant::now() + Duration::from_secs(5);
     store.set_epoch_deadline(1);
