@@ -4,7 +4,7 @@
 use crate::bindings::credentials::{self as wit, AuthError};
 use crate::capabilities::credentials::AuthFailure;
 use crate::clock;
-use crate::interrupt::Interrupt;
+use crate::interrupt::{CancelOnDrop, Interrupt};
 use crate::state::HostState;
 use crate::types::Credential;
 use wasmtime::component::Resource;
@@ -33,14 +33,15 @@ impl wit::Host for HostState {
         }
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
         let stopped = self.when_stopped();
-        let cancelled = Interrupt::new();
+        let cancelled = CancelOnDrop(Interrupt::new());
+        let cancelled = &cancelled.0;
         let resolved = tokio::select! {
             biased;
             () = stopped => {
                 cancelled.interrupt();
                 return Ok(Err(AuthError::Cancelled));
             }
-            r = source.acquire(&backend, deadline, &cancelled) => r,
+            r = source.acquire(&backend, deadline, cancelled) => r,
         };
         Ok(match resolved {
             Ok(Some(bearer)) => Ok(Some(self.table.push(Credential { backend, bearer })?)),

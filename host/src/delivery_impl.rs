@@ -6,7 +6,7 @@
 use crate::bindings::delivery::{self as wit, Reply};
 use crate::bindings::host_types::DeliveryError;
 use crate::clock;
-use crate::interrupt::Interrupt;
+use crate::interrupt::{CancelOnDrop, Interrupt};
 use crate::retry::wait_to_retry;
 use crate::state::HostState;
 use crate::types::Credential;
@@ -48,8 +48,9 @@ impl wit::Host for HostState {
         }
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
         let stopped = self.when_stopped();
-        let cancelled = Interrupt::new();
-        let exchange = target.exchange(&backend, &message, bearer.as_ref(), deadline, &cancelled);
+        let cancelled = CancelOnDrop(Interrupt::new());
+        let cancelled = &cancelled.0;
+        let exchange = target.exchange(&backend, &message, bearer.as_ref(), deadline, cancelled);
         let delivered = tokio::select! {
             biased;
             () = stopped => {

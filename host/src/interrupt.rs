@@ -47,3 +47,14 @@ impl Interrupt {
         }
     }
 }
+
+/// The signal an injected transport or credential provider is handed for one exchange,
+/// set when the exchange ends however it ends — interrupted, past its deadline, or
+/// dropped with its call — so work the embedder spawned to wait for it stops too.
+pub(crate) struct CancelOnDrop(pub(crate) Interrupt);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.interrupt();
+    }
+}

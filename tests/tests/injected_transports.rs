@@ -193,6 +193,21 @@ async fn a_hanging_transport_is_deadline_exceeded_at_the_deadline_under_both_pol
     }
 }
 
+/// An exchange the host ends at its deadline tells the transport to stop, as
+/// interruption does: work the transport spawned to wait for the signal does not run on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_tells_the_transport_to_stop() {
+    let engine = Engine::new(&[Answer::Hang]);
+    let hooks = interceptor_with(&engine, "fail-closed", 200, 0).await;
+    let settled = call(&hooks, "evt_inproc_deadline_cancels").await;
+    assert_failed(&settled, "fail-closed", "deadline-exceeded", "fail-closed");
+    let until = Instant::now() + Duration::from_secs(2);
+    while !engine.saw_cancellation.load(Ordering::SeqCst) && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(engine.saw_cancellation.load(Ordering::SeqCst), "never told");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_is_retried_with_identical_bytes_when_retries_are_on() {
     for policy in POLICIES {
