@@ -226,6 +226,7 @@ impl HostArgs {
     /// find fails closed on every call.
     fn hook_arguments(&self) -> Result<Vec<String>, String> {
         self.check()?;
+        self.harness_declares()?;
         // Every field, so a new host option cannot be forgotten here.
         let HostArgs {
             component,
@@ -264,11 +265,23 @@ impl HostArgs {
         if *retries != 0 {
             add("--retries", retries.to_string());
         }
-        if let Some(events) = interceptable {
-            let events: Vec<&str> = events.iter().map(|e| e.as_str()).collect();
-            add("--interceptable", events.join(","));
-        }
+        // Refused above (`harness_declares`): the harness's declaration decides.
+        let _ = interceptable;
         Ok(words)
+    }
+
+    /// Under `ahp hook` the harness's own declaration says what it can intercept (what
+    /// it enforces): an `--interceptable` would be ignored there, so it is refused rather
+    /// than silently overridden.
+    fn harness_declares(&self) -> Result<(), String> {
+        match self.interceptable {
+            Some(_) => Err(
+                "--interceptable does not apply to ahp hook: the harness's own \
+                 declaration says what it can intercept"
+                    .into(),
+            ),
+            None => Ok(()),
+        }
     }
 
     async fn options(&self) -> Result<Options, String> {
@@ -978,6 +991,10 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         };
     };
     let host = args.host;
+    if let Err(detail) = host.harness_declares() {
+        let event = args.event.as_deref();
+        return hook::answer_failure(harness, event, &detail, Some(call_audit.as_ref()));
+    }
     // Not on stderr, which the model may read: in the log (`AHP_LOG_FILE`).
     for warning in host.environment_warnings() {
         tracing::warn!("{warning}");

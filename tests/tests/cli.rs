@@ -485,6 +485,59 @@ fn a_component_file_past_64_mib_is_refused() {
     assert!(run.stderr.contains("larger than 64 MiB"), "{}", run.stderr);
 }
 
+/// Under `ahp hook` the harness's declaration says what it can intercept: an
+/// `--interceptable` was accepted there and silently overridden (and `hook install` wrote
+/// it into every command). It is refused: by `hook install` as a usage error, and by a
+/// hook call as the harness's failure answer, a denial.
+#[test]
+fn interceptable_is_refused_under_ahp_hook() {
+    let reg = portable();
+    let narrowed = ["--interceptable", "tool.before"];
+    let install = [
+        "hook",
+        "install",
+        "claude-code",
+        "--registration",
+        path(&reg),
+    ];
+    let run = ahp(&[&install[..], &narrowed].concat(), &[]);
+    run.assert_exit(1, "install with --interceptable");
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("--interceptable does not apply"),
+        "{}",
+        run.stderr
+    );
+
+    let payload = json!({"session_id": "s", "hook_event_name": "PreToolUse", "cwd": "/tmp",
+        "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t1"});
+    let mut child = ahp_command()
+        .args(
+            [
+                &["hook", "claude-code", "--registration", path(&reg)][..],
+                &narrowed,
+            ]
+            .concat(),
+        )
+        .env_remove("AHP_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ahp hook");
+    std::io::Write::write_all(
+        &mut child.stdin.take().expect("stdin"),
+        payload.to_string().as_bytes(),
+    )
+    .expect("write the payload");
+    let run = Run::of(child.wait_with_output().expect("ahp hook"));
+    assert!(
+        run.stdout.contains(r#""permissionDecision":"deny""#),
+        "a hook call with --interceptable is denied: {}",
+        run.stdout
+    );
+}
+
 #[test]
 fn interceptable_naming_an_event_twice_is_refused_naming_the_flag() {
     let reg = portable();
