@@ -380,6 +380,24 @@ fn demo_exits_1_naming_a_scenario_that_settled_otherwise() {
 
 /// `--interceptable` naming an event twice is refused by the flag, not as the
 /// anonymous `declaration[1]` the component would report.
+/// `ahp intercept` of a `tool.before` event with a registration of `hook` alone, both
+/// written into `dir`.
+fn intercept_in(dir: &Path, hook: Http) -> std::process::Command {
+    let reg = dir.join("registration.json");
+    std::fs::write(&reg, registration(&[hook])).expect("write the registration");
+    let ev = dir.join("event.json");
+    std::fs::write(&ev, valid_event("tool.before", "evt_cli")).expect("write the event");
+    let mut command = ahp_command();
+    command.args([
+        "intercept",
+        "--registration",
+        path(&reg),
+        "--event",
+        path(&ev),
+    ]);
+    command
+}
+
 /// Work the call gave up on cannot hold the exit: a bearer token read from a FIFO nobody
 /// writes blocks a thread past the subscription's deadline; the denial is printed at the
 /// deadline and the process exits soon after, instead of waiting for the read for ever.
@@ -388,22 +406,11 @@ fn intercept_exits_after_its_answer_whatever_it_gave_up_on() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let fifo = dir.path().join("token");
     ahp_tests::support::make_fifo(&fifo);
-    let reg = dir.path().join("registration.json");
     let hook = Http::new("com.example.authed", refused_url())
         .policy("fail-closed")
         .timeout_ms(500)
         .token_ref(&format!("file:{}", fifo.display()));
-    std::fs::write(&reg, registration(&[hook])).expect("write the registration");
-    let ev = dir.path().join("event.json");
-    std::fs::write(&ev, valid_event("tool.before", "evt_exit")).expect("write the event");
-    let mut child = ahp_command()
-        .args([
-            "intercept",
-            "--registration",
-            path(&reg),
-            "--event",
-            path(&ev),
-        ])
+    let mut child = intercept_in(dir.path(), hook)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -436,23 +443,12 @@ fn intercept_exits_after_its_answer_whatever_it_gave_up_on() {
 #[test]
 fn a_denial_that_cannot_be_printed_is_still_exit_2() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let reg = dir.path().join("registration.json");
     let hook = Http::new("com.example.gone", refused_url()).policy("fail-closed");
-    std::fs::write(&reg, registration(&[hook])).expect("write the registration");
-    let ev = dir.path().join("event.json");
-    std::fs::write(&ev, valid_event("tool.before", "evt_full")).expect("write the event");
     let full = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")
         .expect("open /dev/full");
-    let status = ahp_command()
-        .args([
-            "intercept",
-            "--registration",
-            path(&reg),
-            "--event",
-            path(&ev),
-        ])
+    let status = intercept_in(dir.path(), hook)
         .stdin(Stdio::null())
         .stdout(full)
         .stderr(Stdio::null())
