@@ -245,6 +245,11 @@ fn table(redirect_target: &str) -> Vec<Case> {
         with_result(json!({"protocolVersion": "1900-01-01", "effects": marker_deny()}));
     let no_effects = with_result(json!({"protocolVersion": "draft", "note": MARKER}));
     let garbage = format!("NOT HTTP {MARKER}\r\n\r\n").into_bytes();
+    let bad_chunk_size = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\n\r\nZZ\r\n{MARKER}\r\n0\r\n\r\n"
+    )
+    .into_bytes();
     use Behaviour::Effects;
 
     vec![
@@ -486,6 +491,15 @@ fn table(redirect_target: &str) -> Vec<Case> {
         Case::new(
             "garbage-http",
             Behaviour::RawThenClose(garbage),
+            HTTP_STATUS,
+            AWAIT,
+        )
+        .detail("malformed-http"),
+        // A chunk-size line that is not hexadecimal: malformed HTTP in the body, which the
+        // backend sent (not a lost connection, and not worth a retry).
+        Case::new(
+            "garbage-chunk-size",
+            Behaviour::RawThenClose(bad_chunk_size),
             HTTP_STATUS,
             AWAIT,
         )

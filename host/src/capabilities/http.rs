@@ -577,8 +577,20 @@ fn io_error(error: &std::io::Error) -> DeliveryError {
     match error.kind() {
         ErrorKind::ConnectionRefused => DeliveryError::ConnectionRefused,
         ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => DeliveryError::ConnectionReset,
+        // hyper's body decoder reports bytes that are not HTTP (a chunk-size line that is
+        // not hexadecimal, say) this way: the backend sent them, the connection is fine.
+        // rustls reports a TLS failure with the same kinds; that stays a lost connection.
+        ErrorKind::InvalidInput | ErrorKind::InvalidData if !is_tls(error) => {
+            DeliveryError::MalformedHttp
+        }
         _ => DeliveryError::ConnectionLost,
     }
+}
+
+fn is_tls(error: &std::io::Error) -> bool {
+    error
+        .get_ref()
+        .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some())
 }
 
 #[cfg(test)]
