@@ -83,9 +83,9 @@ pub(crate) async fn notify(
         Err(failed) => return failed,
     };
     let mut reacquired = false;
-    let mut attempt = 0;
+    // Failed attempts so far; the resend that answers a 401 is not one of the retries.
+    let mut failed = 0;
     loop {
-        attempt += 1;
         let sent = target
             .exchange(backend, message, bearer.as_ref(), deadline, cancelled)
             .await;
@@ -108,7 +108,8 @@ pub(crate) async fn notify(
             continue;
         }
         let (result, transient) = classify(sent);
-        if !transient || !wait_to_retry(target.retries, attempt, deadline).await {
+        failed += 1;
+        if !transient || !wait_to_retry(target.retries, failed, deadline).await {
             return result;
         }
     }

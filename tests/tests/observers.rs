@@ -176,6 +176,33 @@ async fn a_transient_observer_failure_is_retried_with_the_same_bytes_when_enable
     }
 }
 
+/// The resend that answers a 401 is not one of the retries, as for an interceptor: with
+/// one retry allowed, 401 → (the token again) 503 → 204 is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observers_resend_after_a_401_is_not_one_of_its_retries() {
+    let name = "AHP_E2E_OBSERVER_401_RETRY";
+    std::env::set_var(name, "tok-observer-401-3b7e");
+    let script = vec![empty_reply(401), empty_reply(503), empty_reply(204)];
+    let flaky = FaultBackend::start(script).await;
+    let options = Options {
+        retries: RetryPolicy {
+            default: 1,
+            ..RetryPolicy::default()
+        },
+        ..Options::default()
+    };
+    let mut hook = observer("com.example.flaky", &flaky.url(), &["tool.after"]);
+    hook["authentication"] = json!({"type": "bearer", "tokenRef": format!("env:{name}")});
+    let (record, _) = observe_with(options, vec![hook], &tool_after("evt_obs_401"), None).await;
+    assert_eq!(
+        record["observers"],
+        json!([{"backend": "com.example.flaky", "result": "delivered"}])
+    );
+    let bodies: Vec<Vec<u8>> = flaky.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies.len(), 3);
+    assert!(bodies.iter().all(|b| b == &bodies[0]), "the same bytes");
+}
+
 /// The decision is handed out before the call's owned observer deliveries run; completion
 /// waits for them (each bounded) and only then writes the audit record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
