@@ -63,8 +63,7 @@ impl AuditLog {
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         file.lock()?;
         let append = || {
-            let mut line = serde_json::to_vec(choose())?;
-            line.push(b'\n');
+            let line = line_of(choose())?;
             let end = file.metadata()?.len();
             let appended = file.write_all(&line).and_then(|()| file.sync_data());
             if appended.is_err() {
@@ -77,6 +76,30 @@ impl AuditLog {
         let _ = file.unlock();
         appended
     }
+}
+
+/// `record` as one JSONL line. serde_json writes U+2028, U+2029, NEL, DEL and the other
+/// C1 controls raw, and readers that split on Unicode line breaks (Python's
+/// `splitlines`, some log shippers) would see a line end inside a backend's reason,
+/// and the text after it as a record of its own. They can only stand inside strings,
+/// so their `\u` escapes give the same JSON value on one line.
+fn line_of(record: &ahp_vocab::Record) -> serde_json::Result<Vec<u8>> {
+    let json = serde_json::to_string(record)?;
+    let mut line = Vec::with_capacity(json.len() + 1);
+    let mut rest = json.as_str();
+    while let Some(at) = rest.find(is_line_break_to_escape) {
+        let c = rest[at..].chars().next().unwrap_or_default();
+        line.extend_from_slice(rest[..at].as_bytes());
+        line.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
+        rest = &rest[at + c.len_utf8()..];
+    }
+    line.extend_from_slice(rest.as_bytes());
+    line.push(b'\n');
+    Ok(line)
+}
+
+fn is_line_break_to_escape(c: char) -> bool {
+    matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}')
 }
 
 #[cfg(unix)]
@@ -99,6 +122,31 @@ fn open_append(path: &Path) -> std::io::Result<File> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;
+
+    /// A backend's reason with Unicode line breaks and C1 controls stays on one line,
+    /// and reads back as the same text.
+    #[test]
+    fn a_record_is_one_line_for_any_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        let event = r#"{"id":"evt_1","type":"tool.before"}"#;
+        let mut record = ahp_vocab::Record::host_denial(
+            ahp_vocab::EventRef::read(event),
+            ahp_vocab::DecidedBy::Shutdown,
+            1,
+        );
+        let reason = "a\u{2028}{\"decision\":\"allow\"}\u{2029}b\u{85}c\u{7f}d\u{9f}é\u{a0}";
+        record.reason = Some(reason.into());
+        log.append(&record).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let breaks = ['\u{2028}', '\u{2029}', '\u{85}', '\u{7f}', '\u{9f}', '\n'];
+        let body = text.strip_suffix('\n').expect("one line");
+        assert!(!body.contains(breaks), "{text:?}");
+        assert!(text.contains('é') && text.contains('\u{a0}'), "{text:?}");
+        let read: ahp_vocab::Record = serde_json::from_str(body).unwrap();
+        assert_eq!(read.reason.as_deref(), Some(reason));
+    }
 
     #[test]
     fn a_new_log_is_its_owners_alone() {
