@@ -105,10 +105,11 @@ pub(crate) fn later(text: &str, ms: u64) -> Option<String> {
         Some(fraction) => {
             let digits = fraction.iter().take_while(|d| d.is_ascii_digit());
             let finer = digits.clone().skip(3).any(|d| *d != b'0');
-            let thousandths = (0..3).fold(0, |n, i| {
-                let digit = fraction.get(i).filter(|d| d.is_ascii_digit());
-                n * 10 + digit.map_or(0, |d| i64::from(d - b'0'))
-            });
+            // Only the fraction's own digits: what follows a short one is the offset.
+            let thousandths = digits
+                .chain(std::iter::repeat(&b'0'))
+                .take(3)
+                .fold(0, |n, d| n * 10 + i64::from(d - b'0'));
             thousandths + i64::from(finer)
         }
         None => 0,
@@ -285,6 +286,17 @@ mod tests {
         for time in DATE_TIMES {
             let later = later(time, 1234).unwrap_or_else(|| panic!("{time}"));
             assert!(is_date_time(&later), "{time} gave {later}");
+        }
+    }
+
+    #[test]
+    fn a_short_fraction_ends_at_its_last_digit_not_in_the_offset() {
+        for (time, expected) in [
+            ("2026-01-01T00:00:00.5+10:00", "2025-12-31T14:00:00.500Z"),
+            ("2026-01-01T00:00:00.25-01:00", "2026-01-01T01:00:00.250Z"),
+            ("2026-01-01T00:00:00.5Z", "2026-01-01T00:00:00.500Z"),
+        ] {
+            assert_eq!(later(time, 0).as_deref(), Some(expected), "{time}");
         }
     }
 
