@@ -22,6 +22,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::cell::OnceCell;
+use std::collections::BTreeSet;
 use std::fmt;
 
 /// A validated event. Keeps the harness's own text so that, unchanged, it can be sent as
@@ -494,12 +495,12 @@ fn check_batch(parent: &Object, at: &str, problems: &mut Problems) {
             problems.add(ids_at, "must name at least one call")
         }
         Some(Node::Array(ids)) => {
+            // A set, not a look back over every id before: a batch's size is the sender's.
+            let mut seen = BTreeSet::new();
             for (i, id) in ids.iter().enumerate() {
                 let rule = match id.as_str().filter(|id| !id.is_empty()) {
                     None => "must be a non-empty string",
-                    Some(id) if ids[..i].iter().any(|seen| seen.as_str() == Some(id)) => {
-                        "is listed twice"
-                    }
+                    Some(id) if !seen.insert(id) => "is listed twice",
                     Some(_) => continue,
                 };
                 problems.add(format!("{ids_at}/{i}"), rule);
@@ -4101,6 +4102,27 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A batch of many calls is checked in one pass, not by comparing each id with every
+    /// one before it: 50,000 distinct ids are accepted, and one listed again after them
+    /// is refused at its own index.
+    #[test]
+    fn a_large_batch_is_checked_for_duplicates_by_set() {
+        let mut ids: Vec<Value> = (0..50_000).map(|i| json!(format!("call{i}"))).collect();
+        let with = |ids: &[Value]| {
+            let batch = json!({"id": "b1", "callIds": ids});
+            edited(example("tool.before"), "/batch", Some(batch))
+        };
+        assert_eq!(observed_problems(&with(&ids)), []);
+        ids.push(json!("call49999"));
+        assert_eq!(
+            observed_problems(&with(&ids)),
+            [(
+                "/batch/callIds/50000".to_owned(),
+                "is listed twice".to_owned()
+            )]
+        );
     }
 
     /// The batch a call belongs to is `$defs/batch` (execution-event.schema.json@62fc780,
