@@ -384,6 +384,12 @@ fn check_envelope(event: &Object, problems: &mut Problems) {
     if let Some(source) = required_string(event, "", "source", problems) {
         if !is_absolute_uri(source) {
             problems.add("/source", "must be an absolute URI (RFC 3986)");
+        } else if has_userinfo(source) {
+            // Digest §3.2: non-secret, and sent to every backend. Not echoed.
+            problems.add(
+                "/source",
+                "must not carry user info (user:password@): it is sent to every backend",
+            );
         }
     }
     required_string(event, "", "type", problems);
@@ -2509,12 +2515,30 @@ mod tests {
         for bad in NOT_ABSOLUTE_URIS {
             only_problem(&with("/source", Some(json!(bad))), "/source");
         }
-        for good in ABSOLUTE_URIS {
+        // The one with user info is refused for it (a_source_with_user_info_is_refused…).
+        for good in ABSOLUTE_URIS.iter().filter(|uri| !uri.contains("user:pw@")) {
             assert_eq!(
                 problems(&with("/source", Some(json!(good)))),
                 vec![],
                 "{good}"
             );
+        }
+    }
+
+    /// Digest §3.2: `source` is non-secret, and it is sent to every backend. A password
+    /// in its authority is refused, and not repeated in the problem; an `@` outside an
+    /// authority (a URN, a mailto) is no user info.
+    #[test]
+    fn a_source_with_user_info_is_refused_without_echoing_it() {
+        for secret in [
+            "https://svc:hunter2@harness.example/",
+            "https://hunter2@harness.example/runtime/42",
+        ] {
+            let rule = only_problem(&with("/source", Some(json!(secret))), "/source");
+            assert!(!rule.contains("hunter2"), "{rule}");
+        }
+        for good in ["urn:ahp:team@harness.example", "mailto:ops@harness.example"] {
+            assert_eq!(problems(&with("/source", Some(json!(good)))), [], "{good}");
         }
     }
 

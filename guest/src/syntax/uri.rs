@@ -52,11 +52,14 @@ pub(crate) fn is_loopback_http_url(url: &str) -> bool {
 }
 
 /// Whether a URL's authority carries user info (`user:password@host`): a credential
-/// written into the registration, which would also travel in every `Host` header and
-/// log line.
+/// written into the registration or an event's `source`, which would also travel in
+/// every `Host` header and log line. Only a URI with an authority (`scheme://`) has
+/// any: the `@` of `mailto:ops@harness.example` is not user info.
 pub(crate) fn has_userinfo(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    authority(rest).contains('@')
+    let after_scheme = url.split_once(':').map_or("", |(_, rest)| rest);
+    after_scheme
+        .strip_prefix("//")
+        .is_some_and(|rest| authority(rest).contains('@'))
 }
 
 /// The authority at the start of `rest`, the text after a URL's `//` (RFC 3986 §3.2:
