@@ -173,14 +173,24 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
 
 /// Where a secret lives. A `file:` path must be absolute: the host reads it from wherever
 /// it runs, and a hook runs in the project the agent works in, where the agent or the
-/// repository's author could put a file of their own, and so another identity.
+/// repository's author could put a file of their own, and so another identity. Any
+/// reference but `env:NAME` and `file:` is only warned about: the host resolves no
+/// other, but an embedder's credential provider for the backend may. The warning
+/// repeats nothing of the reference, which may be a secret written in its place.
 fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a str> {
     match non_empty(c, v, path)? {
         r if r.strip_prefix("file:").is_some_and(|p| !p.starts_with('/')) => c.fail(
             path,
             "a file: path must be absolute: a relative one is read from wherever the hook runs",
         ),
-        r => Some(r),
+        r if r.starts_with("file:") || r.strip_prefix("env:").is_some_and(is_env_name) => Some(r),
+        r => {
+            c.warn(
+                path,
+                "is neither env:NAME (an environment variable name) nor file:/absolute/path, the references the host resolves: every call will be auth-failed unless the host injects a credential provider for this backend",
+            );
+            Some(r)
+        }
     }
 }
 

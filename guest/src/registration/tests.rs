@@ -499,6 +499,42 @@ fn a_relative_secret_file_is_rejected_at_its_reference() {
     }
 }
 
+/// The host resolves `env:NAME` and `file:/absolute/path` and nothing else, so any other
+/// reference auth-fails every call unless the embedder injects a credential provider
+/// for the backend that understands it: accepted, with a warning at the reference that
+/// repeats nothing of it (it may be a secret written where its name belongs).
+#[test]
+fn a_secret_reference_the_host_cannot_resolve_is_warned_at_without_its_value() {
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "r",
+        "clientId": "c", "flow": "client_credentials", "clientSecretRef": "env:S"}"#;
+    let bearer = r#"{"type": "bearer", "tokenRef": "env:S"}"#;
+    for (binding, at) in [(bearer, "$a/tokenRef"), (oauth, "$a/clientSecretRef")] {
+        let with =
+            |reference: &str| accepted(&[("$a", binding), (at, &json!(reference).to_string())]);
+        for reference in [
+            "hunter2",
+            "vault:hunter2",
+            "env:",
+            "env:1hunter2",
+            "env:hunter 2",
+        ] {
+            let reg = with(reference);
+            assert_eq!(reg.warnings.len(), 1, "{reference}: {:#?}", reg.warnings);
+            let warning = &reg.warnings[0];
+            assert_eq!(warning.path, expand(at), "{reference}");
+            assert!(warning.rule.contains("auth-failed"), "{warning:?}");
+            assert!(
+                !format!("{warning}{warning:?}").contains("hunter"),
+                "{warning:?}"
+            );
+        }
+        for reference in ["env:AHP_TOKEN", "file:/etc/ahp/token"] {
+            let reg = with(reference);
+            assert!(reg.warnings.is_empty(), "{reference}: {:#?}", reg.warnings);
+        }
+    }
+}
+
 #[test]
 fn r14_stdio_auth_two_bearer_sources_and_content_receiver_are_rejected() {
     rejects(&[
@@ -590,7 +626,7 @@ fn transports_are_checked() {
 fn oauth_bindings_are_parsed_and_checked() {
     let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "r",
         "clientId": "c", "flow": "client_credentials", "scopes": ["s"],
-        "clientSecretRef": "v"}"#;
+        "clientSecretRef": "env:AHP_CLIENT_SECRET"}"#;
     let reg = accepted(&[("$a", oauth)]);
     let Some(Auth::OAuth(got)) = &reg.backends[0].auth else {
         panic!("{reg:?}")
@@ -599,7 +635,10 @@ fn oauth_bindings_are_parsed_and_checked() {
         (got.flow, got.scopes.as_slice()),
         (OAuthFlow::ClientCredentials, &["s".into()][..])
     );
-    assert_eq!(got.client_secret_ref.as_deref(), Some("v"));
+    assert_eq!(
+        got.client_secret_ref.as_deref(),
+        Some("env:AHP_CLIENT_SECRET")
+    );
     assert!(reg.warnings.is_empty(), "{:#?}", reg.warnings);
     let secretless = accepted(&[("$a", oauth), ("$a/clientSecretRef", "")]);
     assert!(
