@@ -145,8 +145,12 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
     a.warn_unknown(c, &format!("{OAUTH_FIELDS} {LITERAL_SECRET_KEYS}"));
     let issuer = a.need(c, "issuer", |c, v, p| match string(c, v, p)? {
         url if has_userinfo(url) => c.fail(p, USERINFO),
-        url if is_http_url(url, true) => Some(url.to_owned()),
-        _ => c.fail(p, "must be an https:// URL"),
+        url if !is_http_url(url, true) => c.fail(p, "must be an https:// URL"),
+        // An issuer identifier has neither, and the host refuses one at every call.
+        url if url.contains(['?', '#']) => {
+            c.fail(p, "must have no query or fragment (RFC 8414 §2)")
+        }
+        url => Some(url.to_owned()),
     });
     let resource = a.need(c, "resource", non_empty);
     let client_id = a.need(c, "clientId", non_empty);

@@ -659,6 +659,31 @@ fn oauth_bindings_are_parsed_and_checked() {
     rejected_at(&[("$a", oauth), ("$a/flow", r#""implicit""#)], "$a/flow");
 }
 
+/// RFC 8414 §2: an issuer identifier has no query or fragment components, and the host
+/// refuses one at every call: refused at load, at the issuer.
+#[test]
+fn an_issuer_with_a_query_or_fragment_is_refused_at_it() {
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "r",
+        "clientId": "c", "flow": "client_credentials", "clientSecretRef": "env:S"}"#;
+    for issuer in [
+        "https://id.example.com/?tenant=a",
+        "https://id.example.com/t#a",
+        "https://id.example.com?",
+    ] {
+        let text = json!(issuer).to_string();
+        let problems = rejected_at(&[("$a", oauth), ("$a/issuer", &text)], "$a/issuer");
+        assert_eq!(problems.len(), 1, "{issuer}: {problems:#?}");
+        assert_eq!(
+            problems[0].rule, "must have no query or fragment (RFC 8414 §2)",
+            "{issuer}"
+        );
+    }
+    accepted(&[
+        ("$a", oauth),
+        ("$a/issuer", r#""https://id.example.com/t/a""#),
+    ]);
+}
+
 #[test]
 fn shared_subscription_fields_are_type_checked() {
     rejects(&[
