@@ -330,7 +330,9 @@ fn stopped(enforce: &Enforce) -> Option<String> {
         .map(|f| f.reason.clone().unwrap_or_default())
 }
 
-/// Stop beats continue: a continue never replaces a stop, a stop replaces a continue.
+/// Stop beats continue: a continue never replaces a stop, a stop replaces a continue
+/// (instructions and all: nothing goes on). Continues compose: each one's instruction is
+/// added to those before it, in chain order, as accepted effects are never dropped.
 fn settle_flow(flow: &mut Option<Flow>, operation: FlowOperation, text: Option<String>) {
     if flow
         .as_ref()
@@ -338,14 +340,18 @@ fn settle_flow(flow: &mut Option<Flow>, operation: FlowOperation, text: Option<S
     {
         return;
     }
-    let (reason, instruction) = match operation {
-        FlowOperation::Stop => (text, None),
-        FlowOperation::Continue => (None, text),
+    let (reason, instructions) = match operation {
+        FlowOperation::Stop => (text, Vec::new()),
+        FlowOperation::Continue => {
+            let mut instructions = flow.take().map(|f| f.instructions).unwrap_or_default();
+            instructions.extend(text);
+            (None, instructions)
+        }
     };
     *flow = Some(Flow {
         operation,
         reason,
-        instruction,
+        instructions,
     });
 }
 

@@ -3243,6 +3243,51 @@ fn a_deny_hands_on_no_continue() {
     assert!(audit(&s).get("flow").is_none(), "{}", audit(&s));
 }
 
+/// Accepted effects are composed in chain order, never silently dropped (digest §3.1's
+/// request state carries `instructions[]`): every accepted `continue` instruction is
+/// kept, in order, and a later `continue` without one drops none. A stop still beats
+/// them all.
+#[test]
+fn continue_instructions_are_kept_in_chain_order() {
+    let engine = tool_after_with_continue(vec![
+        backend(A, vec![intercept_sub(&["tool.after"], "fail-open", 500)]),
+        backend(B, vec![intercept_sub(&["tool.after"], "fail-open", 500)]),
+    ]);
+    let go_on =
+        |text: &str| json!([{"type": "flow", "operation": "continue", "instruction": text}]);
+    let bare = json!([{"type": "flow", "operation": "continue"}]);
+    let stop = json!([{"type": "flow", "operation": "stop", "reason": "enough"}]);
+    for (a, b, flow) in [
+        (
+            go_on("first"),
+            go_on("second"),
+            json!({"operation": "continue", "instructions": ["first", "second"]}),
+        ),
+        (
+            go_on("first"),
+            bare.clone(),
+            json!({"operation": "continue", "instructions": ["first"]}),
+        ),
+        (
+            bare.clone(),
+            go_on("second"),
+            json!({"operation": "continue", "instructions": ["second"]}),
+        ),
+        (bare.clone(), bare, json!({"operation": "continue"})),
+        (
+            go_on("first"),
+            stop,
+            json!({"operation": "stop", "reason": "enough"}),
+        ),
+    ] {
+        let mut host = FakeHost::new()
+            .on(A, Step::reply(effects(a)))
+            .on(B, Step::reply(effects(b)));
+        let s = settle(&engine, &mut host, &tool_after());
+        assert_eq!(audit(&s)["flow"], flow, "{}", audit(&s));
+    }
+}
+
 /// Conformance T9: "Audit: explicit denial with backend, subscription, code."
 #[test]
 fn a_denys_policy_code_is_in_its_interceptors_record() {

@@ -110,9 +110,10 @@ pub struct Flow {
     /// A stop's reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// A continue's instruction, if it had one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instruction: Option<String>,
+    /// A continue's instructions: every accepted continue's, in chain order (the request
+    /// state's `instructions[]`), so that no backend's is dropped for a later one's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instructions: Vec<String>,
 }
 
 impl Record {
@@ -420,7 +421,7 @@ mod tests {
             flow: Some(Flow {
                 operation: FlowOperation::Stop,
                 reason: Some("done".into()),
-                instruction: None,
+                instructions: Vec::new(),
             }),
         };
         let value = serde_json::to_value(&record).unwrap();
