@@ -122,7 +122,7 @@ struct HookArgs {
     #[arg(long)]
     event: Option<String>,
     /// The events' `source` URI (default: a stable URN of this installation).
-    #[arg(long, value_parser = source_uri)]
+    #[arg(long, value_parser = SourceUri)]
     source: Option<String>,
     #[command(flatten)]
     host: HostArgs,
@@ -147,7 +147,7 @@ enum HookInstall {
         #[arg(long, value_parser = budget_ms)]
         budget_ms: Option<u64>,
         /// The events' `source` URI (default: a stable URN of this installation).
-        #[arg(long, value_parser = source_uri)]
+        #[arg(long, value_parser = SourceUri)]
         source: Option<String>,
         // Boxed: the other subcommand is small.
         #[command(flatten)]
@@ -1038,15 +1038,45 @@ fn harness(name: &str) -> Result<hook::Harness, String> {
 /// from it.
 const MAX_BUDGET_MS: u64 = 3_600_000;
 
-/// `--source`: an RFC 3986 URI, as every event's `source` must be. Refused here, by
-/// `hook install` too, rather than in every hook call, where the component would refuse
-/// each event built with it: a hook that denies every call.
-fn source_uri(text: &str) -> Result<String, String> {
-    match crate::vocab::is_absolute_uri(text) {
-        true => Ok(text.to_string()),
-        false => Err(format!(
-            "`{text}` is not an absolute URI (RFC 3986), as an event's source must be"
-        )),
+/// `--source`: an RFC 3986 URI, as every event's `source` must be, without user info.
+/// Refused here, by `hook install` too, rather than in every hook call, where the
+/// component would refuse each event built with it: a hook that denies every call.
+#[derive(Clone)]
+struct SourceUri;
+
+impl clap::builder::TypedValueParser for SourceUri {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        _: &clap::Command,
+        _: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let invalid = |message: String| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("--source: {message}\n"),
+            )
+        };
+        let text = value
+            .to_str()
+            .ok_or_else(|| invalid("is not UTF-8".into()))?;
+        // Checked first, and the value is not repeated (clap's own message would): what
+        // stands before the `@` is a credential, and every backend is sent the source.
+        if crate::vocab::has_userinfo(text) {
+            return Err(invalid(
+                "must not carry user info (user:password@): every backend is sent an \
+                 event's source"
+                    .into(),
+            ));
+        }
+        match crate::vocab::is_absolute_uri(text) {
+            true => Ok(text.to_string()),
+            false => Err(invalid(format!(
+                "`{text}` is not an absolute URI (RFC 3986), as an event's source must be"
+            ))),
+        }
     }
 }
 

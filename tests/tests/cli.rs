@@ -124,6 +124,23 @@ fn hook_install_refuses_a_source_that_is_no_uri() {
             run.stderr
         );
     }
+    // An event's source goes to every backend: a credential in it is refused unrepeated.
+    let secret = "https://svc:hunter2@harness.example/";
+    let args = [
+        "hook",
+        "install",
+        "claude-code",
+        "--registration",
+        path(&reg),
+    ];
+    let run = ahp(&[&args[..], &["--source", secret]].concat(), &[]);
+    run.assert_exit(1, secret);
+    assert!(
+        run.stderr.contains("must not carry user info"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("hunter2"), "{}", run.stderr);
     let args = ["hook", "install", "codex", "--registration", path(&reg)];
     let run = ahp(
         &[&args[..], &["--source", "urn:example:harness"]].concat(),

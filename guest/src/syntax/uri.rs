@@ -2,7 +2,7 @@
 //! `ahp-vocab`, which the host's `--source` is checked with too), and the narrower
 //! `^https?://` shapes a registration asks of a backend, issuer or upload URL.
 
-pub(crate) use ahp_vocab::is_absolute_uri;
+pub(crate) use ahp_vocab::{has_userinfo, is_absolute_uri};
 
 /// A registration's `transport.url` (or, with `https_only`, an OAuth `issuer`): the
 /// schema's `^https?://` with a non-empty host, and no whitespace or control characters.
@@ -49,17 +49,6 @@ pub(crate) fn is_loopback_http_url(url: &str) -> bool {
     (host == "localhost" || host == "[::1]" || loopback_v4)
         && port_ok
         && !url.chars().any(|ch| ch.is_whitespace() || ch.is_control())
-}
-
-/// Whether a URL's authority carries user info (`user:password@host`): a credential
-/// written into the registration or an event's `source`, which would also travel in
-/// every `Host` header and log line. Only a URI with an authority (`scheme://`) has
-/// any: the `@` of `mailto:ops@harness.example` is not user info.
-pub(crate) fn has_userinfo(url: &str) -> bool {
-    let after_scheme = url.split_once(':').map_or("", |(_, rest)| rest);
-    after_scheme
-        .strip_prefix("//")
-        .is_some_and(|rest| authority(rest).contains('@'))
 }
 
 /// The authority at the start of `rest`, the text after a URL's `//` (RFC 3986 §3.2:

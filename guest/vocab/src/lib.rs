@@ -31,7 +31,7 @@ pub use record::{
     AttemptEntry, AttemptResult, Enforce, EventRef, Flow, Injection, InterceptorEntry,
     ObserverEntry, ObserverKind, ObserverResult, Record,
 };
-pub use uri::is_absolute_uri;
+pub use uri::{has_userinfo, is_absolute_uri};
 
 /// The wire `protocolVersion` both official SDKs speak, and the only registration
 /// `protocolVersion` accepted (DESIGN.md §5).

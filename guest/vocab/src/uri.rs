@@ -3,6 +3,19 @@
 //! --source`) before any event is built, with the same grammar. Unit-tested with the
 //! component's other syntax predicates (`guest/src/syntax/uri.rs`).
 
+/// Whether a URL's authority carries user info (`user:password@host`): a credential
+/// written into a registration or an event's `source`, which would also travel in
+/// every `Host` header and log line. Only a URI with an authority (`scheme://`) has
+/// any: the `@` of `mailto:ops@harness.example` is not user info.
+pub fn has_userinfo(url: &str) -> bool {
+    let after_scheme = url.split_once(':').map_or("", |(_, rest)| rest);
+    after_scheme.strip_prefix("//").is_some_and(|rest| {
+        // The authority ends at the first `/`, `?` or `#` (RFC 3986 §3.2).
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        authority.contains('@')
+    })
+}
+
 /// RFC 3986 §3 `URI`: `scheme ":" hier-part [ "?" query ] [ "#" fragment ]`, what the
 /// schema's `"format": "uri"` asks. Absolute in that it has a scheme (never a relative
 /// reference), but a fragment is allowed: §4.3's `absolute-URI` would refuse one.
