@@ -7,7 +7,7 @@
 //! as `engine-failure`: interception that did not complete is never permission.
 
 use crate::audit::AuditLog;
-use crate::audit_queue::AuditQueue;
+use crate::audit_queue::{AuditQueue, Flushed};
 use crate::backends::{self, Backends};
 use crate::bindings::interceptor::{self as wit, Delivery};
 use crate::builder::InterceptorBuilder;
@@ -305,11 +305,10 @@ impl Interceptor {
         let budget_at = budget.and_then(|b| started.checked_add(b));
         let settled = async {
             if self.inner.shut_down.load(Ordering::SeqCst) {
-                return Err(Error::shut_down(host_settlement(
-                    event,
-                    DecidedBy::Shutdown,
-                    started,
-                )));
+                // A denial like any other: the log still holds one record per call.
+                let refused = host_settlement(event, DecidedBy::Shutdown, started);
+                self.write_audit(&refused.record, budget_at).await;
+                return Err(Error::shut_down(refused));
             }
             self.run(event, effects, budget_at, interrupt, started)
                 .await
@@ -429,35 +428,57 @@ impl Interceptor {
     }
 
     /// Stops admission of new calls and releases owned I/O: kills stdio children and
-    /// reaps them (bounded, without stalling the async workers; see [`blocking`]). Safe
-    /// to call repeatedly, also concurrently.
+    /// reaps them, and waits for the audit records queued before it to be written (each
+    /// bounded, without stalling the async workers; see [`blocking`]). Safe to call
+    /// repeatedly, also concurrently.
     pub fn shutdown(&self) {
-        let killed = self.close();
-        // Reaping the killed stdio children waits (bounded): not on an async worker.
-        blocking(move || backends::reap(killed));
+        let Closed { killed, flushed } = self.close();
+        // Reaping the killed stdio children and flushing the audit log wait (bounded):
+        // not on an async worker.
+        blocking(move || {
+            backends::reap(killed);
+            flushed.into_iter().for_each(Flushed::wait);
+        });
     }
 
     /// As [`Interceptor::shutdown`], for async callers: reaps the stdio children on the
     /// blocking pool and returns once they are reaped (or the bound passed), blocking no
     /// async worker on any runtime flavour. Safe to call repeatedly, also concurrently.
     pub async fn shutdown_async(&self) {
-        let killed = self.close();
-        if let Err(e) = tokio::task::spawn_blocking(move || backends::reap(killed)).await {
+        let Closed { killed, flushed } = self.close();
+        let finish = move || {
+            backends::reap(killed);
+            flushed.into_iter().for_each(Flushed::wait);
+        };
+        if let Err(e) = tokio::task::spawn_blocking(finish).await {
             tracing::error!(error = %e, "reaping stdio backends failed");
         }
     }
 
     /// The non-blocking part of shutdown: stops admission, ends in-flight calls and
-    /// their observer deliveries, closes connection pools (the OAuth ones too) and kills
-    /// the stdio children; returns them to reap. Injected transports and credential
-    /// providers are the caller's and stay untouched.
-    fn close(&self) -> Vec<(String, crate::capabilities::stdio::Killed)> {
+    /// their observer deliveries, closes connection pools (the OAuth ones too), kills
+    /// the stdio children and marks the audit records queued so far (dropped calls',
+    /// and those waiting for another process's lock on the file); returns what to wait
+    /// for. Injected transports and credential providers are the caller's and stay
+    /// untouched.
+    fn close(&self) -> Closed {
         self.inner.shut_down.store(true, Ordering::SeqCst);
         self.inner.closing.interrupt();
         self.inner.pool.close();
         self.inner.backends.close();
-        self.inner.backends.killed()
+        Closed {
+            killed: self.inner.backends.killed(),
+            flushed: self.inner.audit.as_ref().map(AuditQueue::flush),
+        }
     }
+}
+
+/// What shutdown waits for once admission has stopped.
+struct Closed {
+    /// The stdio children killed, to reap.
+    killed: Vec<(String, crate::capabilities::stdio::Killed)>,
+    /// The audit records queued before shutdown, being written.
+    flushed: Option<Flushed>,
 }
 
 impl InterceptorBuilder {

@@ -15,10 +15,15 @@ use tokio::sync::oneshot;
 /// keeps locked is not held for long.
 const DRAIN_BOUND: Duration = Duration::from_secs(2);
 
-/// One record to append, and whom to tell once it is synced.
-struct Queued {
-    record: Record,
-    written: Option<oneshot::Sender<()>>,
+/// What the writer thread is handed, in order.
+enum Queued {
+    /// One record to append, and whom to tell once it is synced.
+    Record {
+        record: Record,
+        written: Option<oneshot::Sender<()>>,
+    },
+    /// Whom to tell once everything handed over before is written.
+    Flush(mpsc::Sender<()>),
 }
 
 /// The queue in front of an audit log's writer thread.
@@ -37,12 +42,19 @@ impl AuditQueue {
         std::thread::Builder::new()
             .name("ahp-audit".into())
             .spawn(move || {
-                for Queued { record, written } in queued {
-                    if let Err(e) = log.append(&record) {
-                        tracing::error!(path = %log.path().display(), error = %e, "audit append failed");
-                    }
-                    if let Some(written) = written {
-                        let _ = written.send(());
+                for job in queued {
+                    match job {
+                        Queued::Record { record, written } => {
+                            if let Err(e) = log.append(&record) {
+                                tracing::error!(path = %log.path().display(), error = %e, "audit append failed");
+                            }
+                            if let Some(written) = written {
+                                let _ = written.send(());
+                            }
+                        }
+                        Queued::Flush(done) => {
+                            let _ = done.send(());
+                        }
                     }
                 }
                 drop(done);
@@ -57,7 +69,7 @@ impl AuditQueue {
     /// first (the file locked elsewhere), leaving it queued, to be written once it can be.
     pub async fn write(&self, record: Record, until: Option<Instant>) {
         let (written, synced) = oneshot::channel();
-        self.hand_over(Queued {
+        self.hand_over(Queued::Record {
             record,
             written: Some(written),
         });
@@ -75,10 +87,17 @@ impl AuditQueue {
 
     /// Queues `record` without waiting for it (a call dropped, with nothing to await).
     pub fn write_detached(&self, record: Record) {
-        self.hand_over(Queued {
+        self.hand_over(Queued::Record {
             record,
             written: None,
         });
+    }
+
+    /// Marks what is queued now; [`Flushed::wait`] returns once all of it is written.
+    pub fn flush(&self) -> Flushed {
+        let (done, flushed) = mpsc::channel();
+        self.hand_over(Queued::Flush(done));
+        Flushed(flushed)
     }
 
     fn hand_over(&self, queued: Queued) {
@@ -88,6 +107,21 @@ impl AuditQueue {
         };
         if !sent {
             tracing::error!("the audit writer has stopped: a record was not written");
+        }
+    }
+}
+
+/// The records queued before an [`AuditQueue::flush`], being written.
+pub(crate) struct Flushed(mpsc::Receiver<()>);
+
+impl Flushed {
+    /// Blocks until the records queued before the flush are written, or for
+    /// [`DRAIN_BOUND`] at most (another process holding the file's lock).
+    pub fn wait(self) {
+        if let Err(mpsc::RecvTimeoutError::Timeout) = self.0.recv_timeout(DRAIN_BOUND) {
+            tracing::error!(
+                "audit records still queued at shutdown (the audit file locked elsewhere?)"
+            );
         }
     }
 }

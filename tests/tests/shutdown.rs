@@ -128,6 +128,64 @@ async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
     );
 }
 
+/// Shutdown returns once the audit records queued before it are written (bounded): a
+/// dropped call's, still waiting for another process's lock on the file. A call refused
+/// after shutdown leaves its `shutdown` denial in the log too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_writes_the_audit_records_queued_before_it() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let audit = dir.path().join("audit.jsonl");
+    let options = Options {
+        audit_path: Some(audit.clone()),
+        ..Options::default()
+    };
+    let reg = registration(&[Http::new("com.example.policy", backend.url())]);
+    let hooks = Interceptor::new(&reg, options).await.expect("valid");
+    // Another process's hold, as far as this one can tell: a second open file's flock.
+    let holder = std::fs::File::open(&audit).expect("the audit file exists");
+    holder.lock().expect("lock the audit file");
+    let call = hooks
+        .settle(
+            &event("evt_sd_queued"),
+            &[EffectKind::Deny],
+            None,
+            &Interrupt::new(),
+        )
+        .await
+        .expect("a valid event");
+    drop(call);
+    let unlock = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        holder.unlock().expect("unlock");
+    });
+    hooks.shutdown();
+    let ids = |lines: Vec<Value>| -> Vec<(Value, Value)> {
+        let pair = |l: &Value| (l["event"]["id"].clone(), l["decidedBy"].clone());
+        lines.iter().map(pair).collect()
+    };
+    let queued = (json!("evt_sd_queued"), json!("no-objection"));
+    assert_eq!(
+        ids(ahp_tests::support::audit_lines(&audit)),
+        [queued.clone()]
+    );
+    unlock.join().expect("the lock's holder");
+
+    let refused = hooks
+        .intercept(&event("evt_sd_refused"), &[EffectKind::Deny], None)
+        .await;
+    assert!(
+        matches!(&refused, Err(e) if e.is_shut_down()),
+        "{refused:?}"
+    );
+    let refused = (json!("evt_sd_refused"), json!("shutdown"));
+    assert_eq!(
+        ids(ahp_tests::support::audit_lines(&audit)),
+        [queued, refused]
+    );
+    assert_eq!(backend.requests().len(), 1);
+}
+
 /// An owned observer delivery hanging on a blackhole ends as `interrupted` when the
 /// interceptor shuts down during `HookCall::complete`, instead of running to its 2 s
 /// bound (`deadline-exceeded`); the decision handed out before is unchanged.
