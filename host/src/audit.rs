@@ -89,7 +89,7 @@ fn line_of(record: &ahp_vocab::Record) -> serde_json::Result<Vec<u8>> {
     let mut rest = json.as_str();
     while let Some(at) = rest.find(is_line_break_to_escape) {
         let c = rest[at..].chars().next().unwrap_or_default();
-        line.extend_from_slice(rest[..at].as_bytes());
+        line.extend_from_slice(&rest.as_bytes()[..at]);
         line.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
         rest = &rest[at + c.len_utf8()..];
     }

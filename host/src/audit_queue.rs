@@ -19,7 +19,8 @@ const DRAIN_BOUND: Duration = Duration::from_secs(2);
 enum Queued {
     /// One record to append, and whom to tell once it is synced.
     Record {
-        record: Record,
+        // Boxed: a flush mark is small.
+        record: Box<Record>,
         written: Option<oneshot::Sender<()>>,
     },
     /// Whom to tell once everything handed over before is written.
@@ -70,7 +71,7 @@ impl AuditQueue {
     pub async fn write(&self, record: Record, until: Option<Instant>) {
         let (written, synced) = oneshot::channel();
         self.hand_over(Queued::Record {
-            record,
+            record: Box::new(record),
             written: Some(written),
         });
         let synced = match until {
@@ -88,7 +89,7 @@ impl AuditQueue {
     /// Queues `record` without waiting for it (a call dropped, with nothing to await).
     pub fn write_detached(&self, record: Record) {
         self.hand_over(Queued::Record {
-            record,
+            record: Box::new(record),
             written: None,
         });
     }
