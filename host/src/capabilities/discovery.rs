@@ -20,7 +20,7 @@
 //! elsewhere only from the internet.
 
 use super::credentials::AuthFailure;
-use super::http::{HttpBackend, HttpOptions, Outgoing};
+use super::http::{HttpBackend, HttpOptions, Outgoing, Shown};
 // A discovery (metadata and first token) is a flight; a re-reading runs as long as one
 // may (`FLIGHT_BOUND`).
 use super::flight::{Flight, Outcome, FLIGHT_BOUND};
@@ -316,7 +316,7 @@ impl Discovery {
                     Ok(plan)
                 }
                 Err((why, failure)) => {
-                    tracing::warn!(resource = %discovery.resource, %why, "no credential for the backend's challenge");
+                    tracing::warn!(resource = %Shown(&discovery.resource), %why, "no credential for the backend's challenge");
                     if challenged {
                         *state = State::Failed {
                             until: now + FAILED_PAUSE,
@@ -382,7 +382,7 @@ impl Discovery {
                     current.fresh_until = now + LEARNED_TTL;
                 }
                 Err(why) => {
-                    tracing::warn!(resource = %discovery.resource, %why, "reading the backend's metadata again failed; the learned binding stays");
+                    tracing::warn!(resource = %Shown(&discovery.resource), %why, "reading the backend's metadata again failed; the learned binding stays");
                     current.quiet_until = now + FAILED_PAUSE;
                     current.fresh_until = current.quiet_until;
                 }
@@ -431,7 +431,7 @@ impl Discovery {
             if reply.status != Some(200) {
                 tried.push(format!(
                     "{}: HTTP {}",
-                    location.url,
+                    Shown(&location.url),
                     reply.status.unwrap_or(0)
                 ));
                 // The backend's own pointer is authoritative: no guessing past it.
@@ -441,7 +441,7 @@ impl Discovery {
                 continue;
             }
             let metadata = ResourceMetadata::read(&reply.body, &location.describes)
-                .map_err(|why| format!("metadata at {}: {why}", location.url))?;
+                .map_err(|why| format!("metadata at {}: {why}", Shown(&location.url)))?;
             // The local trust policy's order, not the resource's, decides.
             let client = self
                 .clients
@@ -450,7 +450,7 @@ impl Discovery {
                 .ok_or_else(|| {
                     format!(
                         "metadata at {} lists no authorization server this host holds a client at",
-                        location.url
+                        Shown(&location.url)
                     )
                 })?;
             return Ok(OauthPlan {
@@ -516,13 +516,14 @@ impl Discovery {
         deadline: Instant,
     ) -> Result<crate::bindings::delivery::Reply, String> {
         if !url.starts_with("https://") {
-            return Err(format!("metadata URL {url} is not https"));
+            return Err(format!("metadata URL {} is not https", Shown(url)));
         }
         let mut http = self.http.clone();
         http.innermost = innermost;
         // A new connection each time: metadata is read once an hour at most, and a
         // backend naming a new URL with every challenge should leave no pool behind.
-        let endpoint = HttpBackend::new(url, http).map_err(|why| format!("{url}: {why}"))?;
+        let endpoint =
+            HttpBackend::new(url, http).map_err(|why| format!("{}: {why}", Shown(url)))?;
         let get = Outgoing {
             method: Method::GET,
             content_type: None,
@@ -532,7 +533,7 @@ impl Discovery {
         let received = endpoint
             .send(get, deadline)
             .await
-            .map_err(|e| format!("metadata at {url}: {e:?}"))?;
+            .map_err(|e| format!("metadata at {}: {e:?}", Shown(url)))?;
         Ok(received.reply)
     }
 }
@@ -885,6 +886,33 @@ mod tests {
             let shown = format!("{pointer} from {backend_zone:?}: {refused:?}");
             assert!(matches!(&refused, Err(e) if e.contains(why)), "{shown}");
         }
+    }
+
+    /// A backend's URL may carry a key in its query: what discovery reports (and logs)
+    /// shows the URL without it, and so does a backend's `Debug`.
+    #[tokio::test]
+    async fn a_urls_query_is_never_shown() {
+        let key = "key-0b6d1e9f";
+        let resource = format!("https://127.0.0.1:9/hooks?api_key={key}");
+        let challenge = Challenge {
+            metadata: None,
+            zone: Zone::Loopback,
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let refused = discovery(&resource).discover(&challenge, deadline).await;
+        let shown = format!("{refused:?}");
+        assert!(
+            shown.contains("oauth-protected-resource/hooks?…"),
+            "{shown}"
+        );
+        assert!(!shown.contains(key), "{shown}");
+        let http = crate::Options::default().backend_config().unwrap().http;
+        let backend = HttpBackend::new(&resource, http).unwrap();
+        let shown = format!("{backend:?}");
+        assert!(
+            shown.contains("/hooks?…") && !shown.contains(key),
+            "{shown}"
+        );
     }
 
     #[test]

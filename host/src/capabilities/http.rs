@@ -142,8 +142,21 @@ impl Drop for Connection {
 impl std::fmt::Debug for HttpBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpBackend")
-            .field("uri", &self.uri)
+            .field("uri", &format_args!("{}", Shown(&self.uri.to_string())))
             .finish_non_exhaustive()
+    }
+}
+
+/// A URL as logs and errors show it: without its query or fragment, which may carry a
+/// key (`?api_key=…`); a registration may not put a credential anywhere else in a URL.
+pub(crate) struct Shown<'a>(pub &'a str);
+
+impl std::fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.split_once(['?', '#']) {
+            Some((before, _)) => write!(f, "{before}?…"),
+            None => f.write_str(self.0),
+        }
     }
 }
 
