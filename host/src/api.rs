@@ -329,6 +329,7 @@ impl Interceptor {
             interrupt: interrupt.clone(),
             budget: budget_at,
             span,
+            delivering: false,
         })
     }
 
@@ -498,6 +499,9 @@ pub struct HookCall {
     /// The call's budget, which writing its record does not outlast.
     budget: Option<Instant>,
     span: tracing::Span,
+    /// Whether `complete` has taken the observers to deliver: if it is dropped now,
+    /// they were cut off, not left unsent.
+    delivering: bool,
 }
 
 impl HookCall {
@@ -513,6 +517,7 @@ impl HookCall {
     /// the final settlement; the decision in it is the one already handed out.
     pub async fn complete(mut self) -> Settlement {
         let observers = std::mem::take(&mut self.observers);
+        self.delivering = true;
         let inner = &self.interceptor.inner;
         let stopped = self.interrupt.is_set() || inner.closing.is_set();
         // Interruption or shutdown before completion: none is started.
@@ -546,11 +551,18 @@ impl HookCall {
 }
 
 impl Drop for HookCall {
-    /// A call dropped before completion still leaves its audit record; its observers
-    /// were never sent and are recorded so.
+    /// A call dropped before completion still leaves its audit record: its observers
+    /// were never sent, or, with `complete`'s future dropped, cut off while being sent.
     fn drop(&mut self) {
-        let not_sent = vec![ObserverResult::NotSent; self.observers.len()];
-        if let Some(settlement) = self.finish(&not_sent) {
+        let Some(settlement) = &self.settlement else {
+            return;
+        };
+        let result = match self.delivering {
+            true => ObserverResult::Interrupted,
+            false => ObserverResult::NotSent,
+        };
+        let results = vec![result; settlement.record.observers.len()];
+        if let Some(settlement) = self.finish(&results) {
             self.interceptor.write_audit_detached(settlement.record);
         }
     }

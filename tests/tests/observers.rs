@@ -269,6 +269,39 @@ async fn a_hanging_observer_never_delays_the_decision() {
     );
 }
 
+/// A completion dropped while its observers are being delivered (a `timeout` around
+/// `complete`) leaves the record with each observer `interrupted`, not without a result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_dropped_mid_delivery_records_its_observers_interrupted() {
+    let (_denier, hanging, reg) = deny_then_hang().await;
+    let audit = tempfile::NamedTempFile::new().unwrap();
+    let options = Options {
+        audit_path: Some(audit.path().to_path_buf()),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+    let call = interceptor
+        .settle(
+            &event("evt_obs_dropped"),
+            &[EffectKind::Deny],
+            None,
+            &Interrupt::new(),
+        )
+        .await
+        .unwrap();
+    let completing = tokio::time::timeout(Duration::from_millis(200), call.complete());
+    assert!(completing.await.is_err(), "the observer hangs");
+    assert!(hanging.wait_for_requests(1, Duration::from_secs(1)).await);
+    let lines = ahp_tests::support::audit_lines_once(audit.path(), 1).await;
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(
+        lines[0]["observers"],
+        json!([{"backend": "com.example.hang", "kind": "short-circuit",
+                "requestSha256": lines[0]["observers"][0]["requestSha256"],
+                "result": "interrupted"}])
+    );
+}
+
 /// Interruption cancels the call's owned observer deliveries: before completion none is
 /// started, during it the pending ones end at once. The decision stays as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
