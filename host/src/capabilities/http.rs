@@ -427,16 +427,38 @@ fn within_zone(addrs: Vec<SocketAddr>, innermost: Zone) -> Result<Vec<SocketAddr
     }
 }
 
-/// The first address that takes the connection, with that address. Whatever stops a
+/// How long an attempt to connect to one address has before the next address is tried
+/// beside it (RFC 8305 §5's recommended delay): an address that silently drops the
+/// connection (a broken IPv6 route, a full backlog) must not take the whole deadline
+/// from the addresses after it.
+const NEXT_ADDRESS_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The first address that takes the connection, with that address; the addresses are
+/// tried in order, the next one as soon as an attempt fails or after
+/// [`NEXT_ADDRESS_AFTER`], the attempts still pending then racing it. Whatever stops a
 /// connection being made (refused, no route, the network down) means nothing was sent:
-/// `connection-refused`.
+/// `connection-refused`. Dropping the future (the deadline) ends every attempt.
 async fn connect_any(addrs: &[SocketAddr]) -> Result<(TcpStream, IpAddr), DeliveryError> {
-    for addr in addrs {
-        if let Ok(stream) = TcpStream::connect(addr).await {
-            return Ok((stream, addr.ip()));
+    let mut untried = addrs.iter().copied();
+    let mut attempts = tokio::task::JoinSet::new();
+    loop {
+        if let Some(addr) = untried.next() {
+            attempts.spawn(async move { (TcpStream::connect(addr).await, addr.ip()) });
+        }
+        let ended = match untried.len() {
+            0 => attempts.join_next().await,
+            _ => match tokio::time::timeout(NEXT_ADDRESS_AFTER, attempts.join_next()).await {
+                Ok(ended) => ended,
+                Err(_) => continue,
+            },
+        };
+        match ended {
+            Some(Ok((Ok(stream), ip))) => return Ok((stream, ip)),
+            // Failed: the next address, at once, or wait for the others still pending.
+            Some(_) => continue,
+            None => return Err(DeliveryError::ConnectionRefused),
         }
     }
-    Err(DeliveryError::ConnectionRefused)
 }
 
 async fn handshake<S>(
@@ -611,6 +633,42 @@ mod tests {
     use super::*;
     use std::time::Duration;
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    /// An address that never answers (a listener whose backlog is full drops the
+    /// connection silently) holds the next address back only [`NEXT_ADDRESS_AFTER`];
+    /// a refused one, not at all.
+    #[tokio::test]
+    async fn an_address_that_never_answers_does_not_hold_the_next_one_back() {
+        let full = tokio::net::TcpSocket::new_v4().unwrap();
+        full.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let full = full.listen(0).unwrap();
+        let silent = full.local_addr().unwrap();
+        // Fills the backlog: the next connection to it is neither accepted nor refused.
+        let _queued = TcpStream::connect(silent).await.unwrap();
+        let refused = {
+            let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            closed.local_addr().unwrap()
+        };
+        let open = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let working = open.local_addr().unwrap();
+
+        let started = std::time::Instant::now();
+        let bound = Duration::from_secs(3);
+        let connected = tokio::time::timeout(bound, connect_any(&[silent, refused, working]))
+            .await
+            .expect("connected before the bound");
+        let (_, peer) = connected.expect("connected");
+        assert_eq!(peer, working.ip());
+        let took = started.elapsed();
+        assert!(took >= NEXT_ADDRESS_AFTER, "{took:?}");
+        assert!(took < bound, "{took:?}");
+        let alone = tokio::time::timeout(Duration::from_millis(600), connect_any(&[silent])).await;
+        assert!(alone.is_err(), "the silent address alone never connects");
+        assert!(matches!(
+            connect_any(&[refused]).await,
+            Err(DeliveryError::ConnectionRefused)
+        ));
+    }
 
     /// A loopback server answering every request on one connection with an empty JSON
     /// object; returns its URL and how many requests it has read.
