@@ -167,7 +167,7 @@ async fn shutdown_writes_the_audit_records_queued_before_it() {
     let queued = (json!("evt_sd_queued"), json!("no-objection"));
     assert_eq!(
         ids(ahp_tests::support::audit_lines(&audit)),
-        [queued.clone()]
+        std::slice::from_ref(&queued)
     );
     unlock.join().expect("the lock's holder");
 
