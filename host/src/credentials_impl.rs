@@ -27,8 +27,9 @@ impl wit::Host for HostState {
             return Ok(Ok(None));
         };
         // A stopped call starts no acquisition (which may send a client secret), and
-        // stopping wins whenever both are ready.
-        if self.stopped() {
+        // stopping wins whenever both are ready. Nor does one held back for settling,
+        // which gives way instead.
+        if self.stopped() || !self.may_start_io() {
             return Ok(Err(AuthError::Cancelled));
         }
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));

@@ -42,8 +42,9 @@ impl wit::Host for HostState {
         }
         // A stopped call sends nothing: checked before the exchange starts, and first
         // whenever both are ready (an exchange whose write is ready at once would
-        // otherwise win half the races).
-        if self.stopped() {
+        // otherwise win half the races). Nor does one held back for settling, which
+        // gives way instead.
+        if self.stopped() || !self.may_start_io() {
             return Ok(Err(DeliveryError::Cancelled));
         }
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
@@ -68,7 +69,8 @@ impl wit::Host for HostState {
     }
 
     fn interrupted(&mut self) -> wasmtime::Result<bool> {
-        Ok(self.stopped())
+        // A call that gave way is over here: the component asks nothing more of it.
+        Ok(self.stopped() || self.gave_way())
     }
 
     fn sha256(&mut self, message: Vec<u8>) -> wasmtime::Result<String> {
@@ -85,7 +87,7 @@ impl wit::Host for HostState {
         let Some(target) = backends.get(&backend) else {
             return Ok(false);
         };
-        if self.stopped() {
+        if self.stopped() || !self.may_start_io() {
             return Ok(false);
         }
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));

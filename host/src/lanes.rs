@@ -11,6 +11,13 @@
 //!   failure. Waiting there ends with the call's interruption, its budget or shutdown,
 //!   for the host to settle (`interrupted`, `budget-expired`, `shutdown`).
 //!
+//! No I/O is done on a settle-lane permit: the host stops a call at its first I/O there,
+//! nothing sent, and the call waits again in the main lane only ([`Route::MainOnly`], see
+//! `pool`). So a settle-lane permit is held only while a component settles a call (or its
+//! instance is made), never while a backend is asked, and a call waiting for one never
+//! waits behind I/O. (A main-lane permit that comes first to a call on the settle path is
+//! the main lane's: I/O may run on it.)
+//!
 //! tokio's semaphores are fair: permits go to waiters first come, first served.
 
 use crate::interrupt::Interrupt;
@@ -40,10 +47,25 @@ pub(crate) struct Lanes {
     settle: Arc<Semaphore>,
 }
 
+/// Which lanes a waiting call takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// The main lane until this instant (the call's first deadline, or its budget), then
+    /// the first permit of either lane.
+    MainUntil(Instant),
+    /// The first permit of either lane at once: the call has no I/O to do (or no time
+    /// left for any), only its settlement.
+    Either,
+    /// The main lane only, however long: the call has I/O to do although its first
+    /// deadline has passed (a fail-open first interceptor ran out in the queue, and a
+    /// later one is to be asked with its own full timeout).
+    MainOnly,
+}
+
 /// What ends a call's wait for a permit.
 pub(crate) struct Wait<'a> {
-    /// Until when the call waits in the main lane; `None`: it goes to either lane at once.
-    pub first_deadline: Option<Instant>,
+    /// Which lanes the call takes.
+    pub route: Route,
     /// The call's budget: waiting ends there.
     pub budget: Option<Instant>,
     /// The call's interruption.
@@ -72,14 +94,15 @@ impl<'a> Wait<'a> {
     /// This wait for a call that came by a settle lane: no main-lane wait any more.
     pub fn settling(self) -> Wait<'a> {
         Wait {
-            first_deadline: None,
+            route: Route::Either,
             ..self
         }
     }
 }
 
-/// A permit, and whether the call came by the settle path (its time ran out while it
-/// waited, or it had no deadline to wait for); if not, the permit is a main-lane one.
+/// A permit, and whether it is one of the settle lane's (the call's time ran out while
+/// it waited, or it had no deadline to wait for, and a settle-lane permit came first): a
+/// call may settle on it, but start no I/O. Otherwise it is a main-lane permit.
 pub(crate) struct Admitted {
     pub permit: OwnedSemaphorePermit,
     pub settling: bool,
@@ -104,43 +127,135 @@ impl Lanes {
         })
     }
 
-    /// A permit: a free one of the main lane at once, else the first in the main lane's
-    /// queue until the first deadline passes (or it is interrupted), then the first of
-    /// either lane, the settle lane first. `wait` says until when, asked only for a call
-    /// that has to wait (a pool's first deadline reads the event).
+    /// A permit: a free one of the main lane at once, else as the call's [`Route`] says:
+    /// the first in the main lane's queue until the first deadline passes (or it is
+    /// interrupted), then the first of either lane, the settle lane first; or either lane
+    /// at once; or the main lane only. `wait` says which and until when, asked only for a
+    /// call that has to wait (a pool's first deadline reads the event).
     pub async fn admit<'w>(&self, wait: impl FnOnce() -> Wait<'w>) -> Result<Admitted, Unserved> {
         if let Some(admitted) = self.try_main() {
             return Ok(admitted);
         }
         let wait = wait();
-        if let Some(until) = wait.first_deadline {
-            tokio::select! {
-                acquired = self.main.clone().acquire_owned() => {
-                    if let Ok(permit) = acquired {
-                        return Ok(Admitted { permit, settling: false });
+        match wait.route {
+            Route::MainUntil(until) => {
+                tokio::select! {
+                    acquired = self.main.clone().acquire_owned() => {
+                        if let Ok(permit) = acquired {
+                            return Ok(Admitted { permit, settling: false });
+                        }
                     }
+                    () = tokio::time::sleep_until(until.into()) => {}
+                    () = wait.interrupt.wait() => {}
+                    () = wait.closing.wait() => {}
                 }
-                () = tokio::time::sleep_until(until.into()) => {}
-                () = wait.interrupt.wait() => {}
-                () = wait.closing.wait() => {}
             }
+            Route::MainOnly => {
+                // A free permit comes first, as below: the component then settles a call
+                // that has been interrupted or run out of budget meanwhile itself.
+                let acquired = tokio::select! {
+                    biased;
+                    acquired = self.main.clone().acquire_owned() => acquired,
+                    ended = wait.ended() => return Err(ended),
+                };
+                return admitted(acquired, false);
+            }
+            Route::Either => {}
         }
         // A free permit comes first: the component then settles the call itself.
-        let acquired = tokio::select! {
+        let (acquired, settling) = tokio::select! {
             biased;
-            acquired = self.settle.clone().acquire_owned() => acquired,
-            acquired = self.main.clone().acquire_owned() => acquired,
+            acquired = self.settle.clone().acquire_owned() => (acquired, true),
+            acquired = self.main.clone().acquire_owned() => (acquired, false),
             ended = wait.ended() => return Err(ended),
         };
-        match acquired {
-            Ok(permit) => Ok(Admitted {
-                permit,
-                settling: true,
-            }),
-            Err(_closed) => {
-                tracing::error!("the instance semaphores are closed");
-                Err(Unserved::EngineFailure)
-            }
+        admitted(acquired, settling)
+    }
+}
+
+/// A permit acquired, of the settle lane if `settling`, or an engine failure if its
+/// semaphore was closed (they never are).
+fn admitted(
+    acquired: Result<OwnedSemaphorePermit, tokio::sync::AcquireError>,
+    settling: bool,
+) -> Result<Admitted, Unserved> {
+    match acquired {
+        Ok(permit) => Ok(Admitted { permit, settling }),
+        Err(_closed) => {
+            tracing::error!("the instance semaphores are closed");
+            Err(Unserved::EngineFailure)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::task::Poll;
+
+    /// Whether `future` is still pending after one poll.
+    async fn pending<F: Future>(future: std::pin::Pin<&mut F>) -> bool {
+        let mut future = Some(future);
+        std::future::poll_fn(|cx| {
+            let pending = future.take().is_some_and(|f| f.poll(cx).is_pending());
+            Poll::Ready(pending)
+        })
+        .await
+    }
+
+    #[tokio::test]
+    async fn only_a_call_with_nothing_but_its_settlement_takes_a_settle_permit() {
+        // One permit per lane; the main one held by a call doing I/O.
+        let lanes = Lanes::new(2);
+        let held = lanes.try_main().expect("the main permit is free");
+        let (interrupt, closing) = (Interrupt::new(), Interrupt::new());
+        let wait = |route| {
+            let (interrupt, closing) = (&interrupt, &closing);
+            move || Wait {
+                route,
+                budget: None,
+                interrupt,
+                closing,
+            }
+        };
+
+        // Settling only: the free settle permit, at once.
+        let settling = lanes.admit(wait(Route::Either)).await.expect("a permit");
+        assert!(settling.settling);
+        drop(settling);
+
+        // I/O to do: the free settle permit is not for it; the main one is, once free.
+        let mut waiting = std::pin::pin!(lanes.admit(wait(Route::MainOnly)));
+        assert!(pending(waiting.as_mut()).await);
+        drop(held);
+        let main = waiting.await.expect("the main permit");
+        assert!(!main.settling);
+
+        // A main permit that comes first on the settle path is a main-lane one: I/O may
+        // run on it. The settle permit taken first, the main one freed next.
+        let taken = lanes.admit(wait(Route::Either)).await.expect("a permit");
+        assert!(taken.settling);
+        let mut next = std::pin::pin!(lanes.admit(wait(Route::Either)));
+        assert!(pending(next.as_mut()).await);
+        drop(main);
+        assert!(!next.await.expect("the main permit").settling);
+    }
+
+    #[tokio::test]
+    async fn a_wait_in_the_main_lane_only_ends_with_its_interruption() {
+        let lanes = Lanes::new(2);
+        let _held = lanes.try_main().expect("the main permit is free");
+        let (interrupt, closing) = (Interrupt::new(), Interrupt::new());
+        let wait = || Wait {
+            route: Route::MainOnly,
+            budget: None,
+            interrupt: &interrupt,
+            closing: &closing,
+        };
+        let mut waiting = std::pin::pin!(lanes.admit(wait));
+        assert!(pending(waiting.as_mut()).await);
+        interrupt.interrupt();
+        assert_eq!(waiting.await.err(), Some(Unserved::Interrupted));
     }
 }

@@ -70,7 +70,10 @@ pub struct Options {
     /// deadline and its budget: a call whose time runs out waiting is settled by its
     /// subscription's policy (`deadline-exceeded`, phase `queue`) on one of a few
     /// instances held back for that (1 per 16, at least 1), never as an engine
-    /// failure. Interceptors on an Engine this crate made (every default `Interceptor`
+    /// failure. No I/O is done on those: a call whose fail-open first interceptor ran
+    /// out waiting, with a later one to ask, waits on for one of the others (until its
+    /// interruption, budget or shutdown), and the later ones get their full timeouts.
+    /// Interceptors on an Engine this crate made (every default `Interceptor`
     /// of a process shares the default one) also share its instance slots and wait for
     /// them the same way. On an Engine of your own, instances in use at the same moment
     /// beyond its pooling limit (`PoolingAllocationConfig::total_component_instances`)

@@ -12,27 +12,37 @@
 //! the main lane until the call's first deadline (`started` + the first interceptor's
 //! `timeoutMs`, or the budget), then the settle lane, a few instances held back for
 //! calls whose time ran out while they waited. The component is told when the call
-//! started, finds the first deadline (or the budget) used up, and settles by the
+//! started, finds the first deadline (or the budget) used up, and settles it by the
 //! subscription's own policy — `deadline-exceeded` in phase `queue`, or
-//! `budget-expired` — before any I/O: it never waits behind calls doing I/O. Calls that
-//! start no I/O in the component at all (observe, an event no intercept subscription
-//! selects, an event the component will reject) use the settle lane too. A settle-lane
-//! call does I/O only when a fail-open first interceptor ran out in the queue and a later
-//! interceptor follows, which gets its own full timeout.
+//! `budget-expired` — before any I/O. Calls that start no I/O in the component at all
+//! (observe, an event no intercept subscription selects, an event the component will
+//! reject) use the settle lane too.
+//!
+//! No call does I/O on a settle-lane instance (its permit, or its Engine slot, is the
+//! settle lane's), so a call waiting there never waits behind I/O. When the first
+//! interceptor that ran out in the queue failed open and a later one follows, the call
+//! has I/O to do after all: the host stops it at its first I/O (`state`), nothing sent,
+//! discards what the component made of it, gives the instance back and has it wait again
+//! in the main lane only, with nothing but its interruption, its budget or shutdown to
+//! end that wait, as for any call behind I/O. Run again there, the component finds the
+//! first deadline used up as before (phase `queue`, by policy) and gives each later
+//! interceptor its own full timeout.
 //!
 //! On this crate's own Engine, a new instance also needs one of the Engine's slots, which
 //! every pool on it shares (`slots`): waited for the same way, so that several
 //! interceptors together never ask the pooling allocator for more than it has.
 //!
-//! The queue has no length bound of its own: every waiter leaves the main lane by its
-//! first deadline, so its length is bounded by the arrival rate times the longest first
-//! `timeoutMs`, and each waiter holds no instance, only its future.
+//! The queue has no length bound of its own, and each waiter holds no instance, only its
+//! future. A waiter leaves the main lane by its first deadline, so their number is
+//! bounded by the arrival rate times the longest first `timeoutMs` — except calls that
+//! gave way, which have I/O to do and wait there until served (or interrupted, out of
+//! budget, shut down), as long as the calls ahead of them take.
 
 use crate::backends::Backends;
 use crate::bindings::{interceptor as wit, Plugin};
 use crate::convert::from_wit;
 use crate::interrupt::Interrupt;
-use crate::lanes::{Admitted, Lanes, Unserved, Wait};
+use crate::lanes::{Admitted, Lanes, Route, Unserved, Wait};
 use crate::runtime::Runtime;
 use crate::slots::Slot;
 use crate::state::HostState;
@@ -54,7 +64,7 @@ use wasmtime::Store;
 /// idle list stays short anyway.
 const IDLE_KEPT: usize = 32;
 
-/// How long a call may run at least once it has its instance: one whose time ran out
+/// How long a call may run at least once it has its instance: one whose budget ran out
 /// while it waited (in a lane, or for its instance to be made) has no I/O left to do,
 /// only the settlement, however late it got its instance.
 const SETTLE_BOUND: Duration = Duration::from_millis(250);
@@ -100,6 +110,15 @@ pub(crate) enum Admission<'a> {
     /// Starts no I/O in the component (observe): the settle lane at once, waiting there
     /// no longer than `budget`.
     NoIo { budget: Option<Instant> },
+}
+
+/// How one run of a call in the component ended.
+enum Ran<T> {
+    /// The component's result, the call's.
+    Settled(T),
+    /// The call reached I/O on a settle-lane instance and was stopped there, nothing
+    /// sent; the component's result is discarded.
+    GaveWay,
 }
 
 /// An instance whose engine resource already holds the loaded registration.
@@ -188,19 +207,50 @@ impl Pool {
     /// bounded by `limit` from then (at least [`SETTLE_BOUND`]). Making a new instance
     /// counts as waiting for one: interruption, shutdown and the budget end the call's
     /// wait there too, and the instance is still finished and pooled for the next call.
-    /// The instance goes back to the pool only after a normal return. Every [`Unserved`]
-    /// is a denial for the caller to settle: never permission.
+    /// The instance goes back to the pool only after a normal return. A call that
+    /// reached I/O on a settle-lane instance is run again, from the main lane only (see
+    /// the module): `call` runs at most twice, and only the last run's result counts.
+    /// Every [`Unserved`] is a denial for the caller to settle: never permission.
     pub async fn in_component<T>(
         &self,
         admission: Admission<'_>,
         limit: Limit,
         interrupt: &Interrupt,
-        call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T>,
+        call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T> + Clone,
     ) -> Result<T, Unserved> {
-        let (Admission::Intercept { budget, .. } | Admission::NoIo { budget }) = &admission;
+        let mut route = None;
+        loop {
+            let run = self.run_once(&admission, route, &limit, interrupt, call.clone());
+            match run.await? {
+                Ran::Settled(value) => return Ok(value),
+                // Only a settle-lane run gives way; one from the main lane only never does.
+                Ran::GaveWay => {
+                    tracing::debug!(
+                        "a call reached I/O on a settle-lane instance: it waits in the main lane"
+                    );
+                    route = Some(Route::MainOnly);
+                }
+            }
+        }
+    }
+
+    /// One run of `call`, as [`Pool::in_component`] says, its wait routed by `route` (by
+    /// the admission if `None`).
+    async fn run_once<T>(
+        &self,
+        admission: &Admission<'_>,
+        route: Option<Route>,
+        limit: &Limit,
+        interrupt: &Interrupt,
+        call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T>,
+    ) -> Result<Ran<T>, Unserved> {
+        let (Admission::Intercept { budget, .. } | Admission::NoIo { budget }) = admission;
         // Only for a call that has to wait: the first deadline reads the event's type.
         let wait = || Wait {
-            first_deadline: self.first_deadline(&admission),
+            route: route.unwrap_or_else(|| match self.first_deadline(admission) {
+                Some(until) => Route::MainUntil(until),
+                None => Route::Either,
+            }),
             budget: *budget,
             interrupt,
             closing: &self.maker.closing,
@@ -242,17 +292,29 @@ impl Pool {
                 })?
             }
         };
-        // The bound counts from here. A call whose time ran out while it waited (in the
+        // Held back for settling, by the pool or by the Engine: the call starts no I/O.
+        let settling = settling || ready.slot.as_ref().is_some_and(|slot| slot.0.settling);
+        // The bound counts from here. A call whose budget ran out while it waited (in the
         // queue, or for its instance to be made) still gets the settle bound, to settle
         // by its subscription's policy before any I/O.
         let admitted = Instant::now();
         let limit = limit.from(admitted).max(admitted + SETTLE_BOUND);
-        ready.store.data_mut().begin_call(limit, interrupt);
+        let state = ready.store.data_mut();
+        state.begin_call(limit, interrupt);
+        if settling {
+            state.settle_only();
+        }
         ready.store.set_epoch_deadline(1);
         match tokio::time::timeout_at(limit.into(), call(&mut ready)).await {
             Ok(Ok(value)) => {
+                let gave_way = ready.store.data().gave_way();
                 self.maker.put(ready);
-                Ok(value)
+                // The permit goes back as this returns, before the call waits again.
+                Ok(if gave_way {
+                    Ran::GaveWay
+                } else {
+                    Ran::Settled(value)
+                })
             }
             Ok(Err(trap)) => {
                 tracing::error!(error = %trap, "component trapped");

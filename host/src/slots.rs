@@ -17,11 +17,12 @@
 //! slot at once, for the first waiter. Simple and never leaves a waiter behind an idle
 //! instance, at a price only while the Engine is full: returned instances are made anew
 //! rather than reused (instantiation and the registration's load) until nobody waits. An
-//! instance made on a slot of the settle path is never kept idle either, so idle
-//! instances hold main-lane slots only, and evicting one serves any waiter.
+//! instance made on a settle-lane slot is never kept idle either, so idle instances hold
+//! main-lane slots only, and evicting one serves any waiter. A call on a settle-lane slot
+//! does no I/O there, as on a pool's settle-lane permit (`lanes`, `pool`).
 
 use crate::interrupt::Interrupt;
-use crate::lanes::{Admitted, Lanes, Unserved, Wait};
+use crate::lanes::{Admitted, Lanes, Route, Unserved, Wait};
 use crate::pool::Idle;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -37,7 +38,7 @@ pub(crate) struct Slots {
 
 /// One slot of the Engine, held by one live instance; given back when dropped, so it must
 /// be dropped after the instance's store (whose drop frees the allocator's slot). A slot
-/// that came by the settle path (`lanes`) is not kept idle.
+/// of the settle lane (`lanes`) is not kept idle.
 pub(crate) struct Slot(pub Admitted);
 
 impl Slots {
@@ -88,7 +89,7 @@ impl Slots {
     pub async fn for_setup(&self) -> wasmtime::Result<Slot> {
         let never = Interrupt::new();
         let wait = || Wait {
-            first_deadline: None,
+            route: Route::Either,
             budget: None,
             interrupt: &never,
             closing: &never,

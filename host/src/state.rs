@@ -19,6 +19,12 @@ pub struct HostState {
     pub(crate) shutdown: Interrupt,
     /// When the component's CPU time for the current call runs out (epoch check).
     pub(crate) cpu_deadline: std::time::Instant,
+    /// The current call holds an instance held back for settling (`lanes`): it may
+    /// settle, but start no I/O.
+    settle_only: bool,
+    /// The current call reached I/O while `settle_only`: stopped there, nothing sent, for
+    /// the pool to run it again from the main lane.
+    gave_way: bool,
 }
 
 impl HostState {
@@ -34,6 +40,8 @@ impl HostState {
             interrupt: Interrupt::new(),
             shutdown,
             cpu_deadline: std::time::Instant::now(),
+            settle_only: false,
+            gave_way: false,
         }
     }
 
@@ -44,6 +52,28 @@ impl HostState {
     pub fn begin_call(&mut self, cpu_deadline: std::time::Instant, interrupt: &Interrupt) {
         self.cpu_deadline = cpu_deadline;
         self.interrupt = interrupt.clone();
+        self.settle_only = false;
+        self.gave_way = false;
+    }
+
+    /// After [`HostState::begin_call`]: the call runs on an instance held back for
+    /// settling, where it starts no I/O (see [`HostState::may_start_io`]).
+    pub(crate) fn settle_only(&mut self) {
+        self.settle_only = true;
+    }
+
+    /// Whether the call may start I/O (acquire a credential, exchange, wait to retry):
+    /// not on an instance held back for settling. There the call gives way instead: it
+    /// is stopped, as if interrupted, with nothing sent, and its result is the pool's to
+    /// discard.
+    pub(crate) fn may_start_io(&mut self) -> bool {
+        self.gave_way |= self.settle_only;
+        !self.gave_way
+    }
+
+    /// Whether the current call gave way (see [`HostState::may_start_io`]).
+    pub(crate) fn gave_way(&self) -> bool {
+        self.gave_way
     }
 
     /// Whether the call was interrupted or the interceptor is shutting down.

@@ -224,11 +224,6 @@ async fn a_first_deadline_that_runs_out_in_the_queue_is_settled_by_its_policy_wi
     }
 }
 
-/// The settle lane busy too: a call whose first deadline ran out in the queue, failed
-/// open, is waiting on a later interceptor with the one settle-lane instance, and the
-/// call instance is held. Another call waiting there still ends at once when it is
-/// interrupted, when its budget runs out, or at shutdown: the host settles it, and
-/// nothing of it is sent.
 /// A call that got its instance late, its first interceptor's deadline spent in the
 /// queue, still gives each later interceptor its own full timeout, as the component
 /// counts them: the host lets the component run that long after the call got its
@@ -278,8 +273,104 @@ async fn a_call_admitted_late_gives_later_interceptors_their_full_timeouts() {
     assert_eq!(settled, 6);
 }
 
+/// The settle lane holds no call doing I/O. A call whose fail-open first interceptor ran
+/// out in the queue still has a later interceptor to ask; that asking must not happen on
+/// the instance held back for settling, or a call whose deadline ran out behind it — here
+/// a fail-closed `session.start` with no budget, which has nothing left but its synthetic
+/// denial — waits there for the later backend's answer, past its own deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_waiting_for_a_busy_settle_lane_ends_with_its_interruption_budget_or_shutdown() {
+async fn a_late_call_with_a_later_interceptor_to_ask_leaves_the_settle_lane_free() {
+    let _serial = SERIAL.lock().await;
+    let fast = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let answer_in = Duration::from_secs(3);
+    let slow = FaultBackend::start(vec![Behaviour::Delay(
+        answer_in,
+        Box::new(Behaviour::NoEffect),
+    )])
+    .await;
+    let gate = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let hook = |id: &str, url: String, event: &str, timeout_ms: u64, policy: &str| {
+        json!({"id": id, "transport": {"type": "http", "url": url},
+               "subscriptions": [{"events": [event], "mode": "intercept",
+                                  "timeoutMs": timeout_ms, "failurePolicy": policy,
+                                  "content": {"default": "metadata"}}]})
+    };
+    let reg = json!({"protocolVersion": "draft", "hooks": [
+        hook("com.example.fast", fast.url(), "tool.before", 100, "fail-open"),
+        hook("com.example.slow", slow.url(), "tool.before", 5_000, "fail-open"),
+        hook("com.example.gate", gate.url(), "session.start", 100, "fail-closed"),
+    ]})
+    .to_string();
+    // One instance for calls with time left, one held back to settle.
+    let interceptor = interceptor(&reg, 2, None).await;
+    let spawn = |id: &str| {
+        let (interceptor, text) = (interceptor.clone(), event(id));
+        tokio::spawn(async move {
+            interceptor
+                .intercept(&text, &[EffectKind::Deny], None)
+                .await
+        })
+    };
+    // The first call holds the call instance, asking the slow backend.
+    let holder = spawn("evt_lane_holder");
+    assert!(slow.wait_for_requests(1, Duration::from_secs(5)).await);
+    // The second runs out of its first deadline (100 ms) in the queue, failed open.
+    let late = spawn("evt_lane_late");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // The third's first deadline runs out in the queue too; it has no I/O to do.
+    let started = std::time::Instant::now();
+    let gated = interceptor
+        .intercept(&session_start("evt_lane_gated"), &[], None)
+        .await
+        .expect("a valid event settles");
+    let waited = started.elapsed();
+    println!("evt_lane_gated: settled in {waited:?}");
+    assert_settled_in_queue(&gated, "fail-closed", "evt_lane_gated");
+    assert_eq!(gated.reason.as_deref(), Some(SYNTHETIC_REASON));
+    // Settled at its deadline, not when an instance doing I/O came free (3 s on).
+    assert!(
+        waited < Duration::from_secs(1),
+        "settled after {waited:?}, behind the slow backend's {answer_in:?}"
+    );
+
+    // The late call still asks the later interceptor, with its full timeout.
+    let late = late.await.expect("completes").expect("settles");
+    assert_settled(&late, Decision::Allow, DecidedBy::NoObjection, None);
+    let record = record_json(&late);
+    let first = &record["interceptors"][0];
+    assert_eq!(
+        (&first["outcome"], &first["failure"], &first["attempts"]),
+        (
+            &json!("failed-open"),
+            &json!({"class": "deadline-exceeded", "phase": "queue"}),
+            &json!([])
+        ),
+        "{record}"
+    );
+    assert_eq!(
+        record["interceptors"][1]["outcome"], "no-effect",
+        "{record}"
+    );
+    let held = holder.await.expect("completes").expect("settles");
+    assert_settled(&held, Decision::Allow, DecidedBy::NoObjection, None);
+    // Each tool call asked the slow backend once; only the holder asked the fast one in
+    // time, and the gated call sent nothing.
+    assert_eq!(slow.requests().len(), 2);
+    assert_eq!(fast.requests().len(), 1);
+    assert_eq!((gate.requests().len(), gate.connections()), (0, 0));
+    interceptor.shutdown_async().await;
+}
+
+/// A call whose first deadline ran out in the queue, failed open, with a later
+/// interceptor to ask, waits for the call instance (not on the one held back to settle:
+/// see above), behind the call holding it, however long that takes. That wait still ends
+/// at once when the call is interrupted, when its budget runs out, or at shutdown: the
+/// host settles it, and nothing of it is sent. Meanwhile a call with no I/O to do is
+/// served on the instance held back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_call_waiting_to_ask_a_later_interceptor_ends_with_its_interruption_budget_or_shutdown(
+) {
     let _serial = SERIAL.lock().await;
     let first = FaultBackend::start(vec![Behaviour::Blackhole]).await;
     let later = FaultBackend::start(vec![Behaviour::Blackhole]).await;
@@ -301,8 +392,6 @@ async fn a_call_waiting_for_a_busy_settle_lane_ends_with_its_interruption_budget
     };
     let holder = spawn(event("evt_call_lane"));
     assert!(first.wait_for_requests(1, Duration::from_secs(5)).await);
-    let settler = spawn(session_start("evt_settle_lane"));
-    assert!(later.wait_for_requests(1, Duration::from_secs(5)).await);
 
     let interrupt = Interrupt::new();
     let trigger = interrupt.clone();
@@ -332,16 +421,16 @@ async fn a_call_waiting_for_a_busy_settle_lane_ends_with_its_interruption_budget
         DecidedBy::BudgetExpired,
         Some(BUDGET_REASON),
     );
-    // An observe call waits in the same lane, and no longer than its own budget.
+    // An observe call does no I/O in the component: the instance held back serves it.
     let observed = interceptor
         .observe(&session_start("evt_waits_observe"), Some(budget))
         .await
         .expect("observed");
     assert!(
-        observed.budget_expired && observed.observers.is_empty() && !observed.engine_failure,
+        !observed.budget_expired && observed.observers.is_empty() && !observed.engine_failure,
         "{observed:?}"
     );
-    // All three ended long before either instance came free (10 s).
+    // All three ended long before the call instance came free (10 s).
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "waited {:?}",
@@ -359,18 +448,16 @@ async fn a_call_waiting_for_a_busy_settle_lane_ends_with_its_interruption_budget
         (shut.decision, shut.decided_by),
         (Decision::Deny, DecidedBy::Shutdown)
     );
-    // The holder's request, and the settler's to its later interceptor (its first ran
-    // out in the queue): none of the waiting calls sent anything.
+    // Only the holder's request: none of the waiting calls sent anything, to either.
     assert_eq!(first.requests().len(), 1);
-    assert_eq!(later.requests().len(), 1);
-    for held in [holder, settler] {
-        let settled = held.await.expect("completes").expect("settles");
-        assert_eq!(
-            settled.decision,
-            Decision::Deny,
-            "shutdown is never permission"
-        );
-    }
+    assert_eq!(later.requests().len(), 0);
+    assert_eq!(later.connections(), 0);
+    let held = holder.await.expect("completes").expect("settles");
+    assert_eq!(
+        held.decision,
+        Decision::Deny,
+        "shutdown is never permission"
+    );
 }
 
 /// One kind of fault the chaos backend injects, and the failure class it must settle as.
