@@ -3,7 +3,7 @@
 
 use crate::fault_backend::Behaviour;
 use crate::fault_backend::FaultBackend;
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options, Settlement};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -328,6 +328,17 @@ pub fn audit_lines(path: &Path) -> Vec<Value> {
         .lines()
         .map(|line| serde_json::from_str(line).expect("each audit line is JSON"))
         .collect()
+}
+
+/// An interceptor writing to `audit` with one interceptor, `id` at `url`, under
+/// `policy`.
+pub async fn audited(audit: &Path, id: &str, url: &str, policy: &str) -> Interceptor {
+    let options = Options {
+        audit_path: Some(audit.to_path_buf()),
+        ..Options::default()
+    };
+    let reg = registration(&[Http::new(id, url.to_string()).policy(policy)]);
+    Interceptor::new(&reg, options).await.expect("valid")
 }
 
 /// The records of an audit log once it holds `n` (waiting up to 5 s for a record still

@@ -104,17 +104,12 @@ fn a_usage_error_is_exit_1_and_a_block_only_under_a_harness_hook() {
 #[test]
 fn hook_install_refuses_a_source_that_is_no_uri() {
     let reg = portable();
+    let install = |harness: &str, source: &str| {
+        let args = ["hook", "install", harness, "--registration", path(&reg)];
+        ahp(&[&args[..], &["--source", source]].concat(), &[])
+    };
     for source in ["not a uri", "harness/42", "https://harness.example/%zz"] {
-        let args = [
-            "hook",
-            "install",
-            "claude-code",
-            "--registration",
-            path(&reg),
-            "--source",
-            source,
-        ];
-        let run = ahp(&args, &[]);
+        let run = install("claude-code", source);
         run.assert_exit(1, source);
         assert!(run.stdout.is_empty(), "{source}: {}", run.stdout);
         assert!(run.stderr.contains("--source"), "{source}: {}", run.stderr);
@@ -126,14 +121,7 @@ fn hook_install_refuses_a_source_that_is_no_uri() {
     }
     // An event's source goes to every backend: a credential in it is refused unrepeated.
     let secret = "https://svc:hunter2@harness.example/";
-    let args = [
-        "hook",
-        "install",
-        "claude-code",
-        "--registration",
-        path(&reg),
-    ];
-    let run = ahp(&[&args[..], &["--source", secret]].concat(), &[]);
+    let run = install("claude-code", secret);
     run.assert_exit(1, secret);
     assert!(
         run.stderr.contains("must not carry user info"),
@@ -141,11 +129,7 @@ fn hook_install_refuses_a_source_that_is_no_uri() {
         run.stderr
     );
     assert!(!run.stderr.contains("hunter2"), "{}", run.stderr);
-    let args = ["hook", "install", "codex", "--registration", path(&reg)];
-    let run = ahp(
-        &[&args[..], &["--source", "urn:example:harness"]].concat(),
-        &[],
-    );
+    let run = install("codex", "urn:example:harness");
     run.assert_exit(0, "a URN is a URI");
     assert!(run.stdout.contains("urn:example:harness"), "{}", run.stdout);
 }

@@ -9,10 +9,10 @@ use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options,
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_failed, assert_settled, assert_settled_at, attempts, audit_lines, audit_lines_once,
-    event, interceptor, only_interceptor, record_json, registration, timed_call, Http, SLACK,
+    audited, event, interceptor, only_interceptor, record_json, registration, timed_call, Http,
+    SLACK,
 };
 use serde_json::json;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 const BACKEND: &str = "com.example.policy";
@@ -318,16 +318,6 @@ async fn a_locked_audit_file_does_not_hold_the_call_past_its_budget() {
     assert_eq!(audit_lines_once(&audit, 1).await, [record_json(&settled)]);
 }
 
-/// An interceptor writing to `audit` with one interceptor, `backend`, under `policy`.
-async fn audited(audit: &Path, backend: &str, policy: &str) -> Interceptor {
-    let options = Options {
-        audit_path: Some(audit.to_path_buf()),
-        ..Options::default()
-    };
-    let reg = registration(&[Http::new(BACKEND, backend.to_string()).policy(policy)]);
-    Interceptor::new(&reg, options).await.expect("valid")
-}
-
 /// A call completed after its budget (a harness that acted on `settle`'s decision first)
 /// still returns only once its record is synced: the grace counts from the write.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -335,7 +325,7 @@ async fn a_call_completed_after_its_budget_returns_with_its_record_written() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let audit = dir.path().join("audit.jsonl");
-    let hooks = audited(&audit, &backend.url(), "fail-closed").await;
+    let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
     let budget = Some(Duration::from_millis(100));
     let call = hooks
         .settle(
@@ -359,7 +349,7 @@ async fn a_call_dropped_while_the_audit_file_is_locked_holds_nobody() {
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let audit = dir.path().join("audit.jsonl");
-    let hooks = audited(&audit, &backend.url(), "fail-closed").await;
+    let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
     let holder = std::fs::File::open(&audit).expect("the audit file exists");
     holder.lock().expect("lock the audit file");
 
@@ -411,7 +401,7 @@ fn records_waiting_for_the_lock_leave_name_lookups_their_threads() {
             let id = format!("evt_waiting_{n}");
             let budget = Some(Duration::from_millis(100));
             let calling = async {
-                let hooks = audited(&audit, &by_name, "fail-closed").await;
+                let hooks = audited(&audit, BACKEND, &by_name, "fail-closed").await;
                 let settled = hooks
                     .intercept(&event(&id), &[EffectKind::Deny], budget)
                     .await;

@@ -6,7 +6,7 @@
 
 use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{ahp_command, event, record_json, registration, Http};
+use ahp_tests::support::{ahp_command, audited, event, record_json, registration, Http};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -136,12 +136,7 @@ async fn shutdown_writes_the_audit_records_queued_before_it() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let audit = dir.path().join("audit.jsonl");
-    let options = Options {
-        audit_path: Some(audit.clone()),
-        ..Options::default()
-    };
-    let reg = registration(&[Http::new("com.example.policy", backend.url())]);
-    let hooks = Interceptor::new(&reg, options).await.expect("valid");
+    let hooks = audited(&audit, "com.example.policy", &backend.url(), "fail-closed").await;
     // Another process's hold, as far as this one can tell: a second open file's flock.
     let holder = std::fs::File::open(&audit).expect("the audit file exists");
     holder.lock().expect("lock the audit file");
