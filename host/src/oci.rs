@@ -121,6 +121,17 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     manifest.media_type = Some(WASM_MANIFEST_MEDIA_TYPE.to_string());
     let config_digest = manifest.config.digest.clone();
     let manifest = serde_json::to_vec(&manifest).map_err(|e| format!("the OCI manifest: {e}"))?;
+    // A pull reads no more than MAX_MANIFEST_BYTES of a manifest, and the annotations copy
+    // the component's metadata, of any size: a larger manifest would be stored, the tag
+    // moved to it, and no pull could read it. Refused before the registry is asked.
+    if manifest.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(format!(
+            "push to {whole}: the OCI manifest is {} bytes, more than the {MAX_MANIFEST_BYTES} \
+             a pull reads (its annotations copy the component's metadata: shorten the \
+             description or other fields); nothing was sent",
+            manifest.len()
+        ));
+    }
     let manifest_digest = sha256_digest(&manifest);
     let auth = auth(reference)?;
     let tag = reference.tag().unwrap_or("latest");
@@ -603,6 +614,29 @@ mod tests {
         assert!(seen.blobs.contains(&pushed.component_digest));
     }
 
+    /// A manifest larger than a pull reads (here made so by a 70,000-character description
+    /// in the component's metadata, which its annotations copy) is refused before the
+    /// registry is asked anything: stored, it would move the tag to what no pull can read.
+    #[tokio::test]
+    async fn a_manifest_larger_than_a_pull_reads_is_refused_before_anything_is_sent() {
+        use wasm_metadata::{AddMetadata, AddMetadataField, Description};
+        let (addr, seen) = authenticating_push_registry(|_| UPLOAD.to_string()).await;
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let mut described = AddMetadata::default();
+        described.description = AddMetadataField::Set(Description::new("d".repeat(70_000)));
+        let component = described.to_wasm(crate::EMBEDDED_COMPONENT).unwrap();
+        let error = store(&reference, component).await.err().expect("no push");
+        let size: usize = error
+            .split("the OCI manifest is ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no size in: {error}"));
+        assert!(size > 70_000, "{error}");
+        assert!(error.contains("65536"), "{error}");
+        assert_eq!(seen.lock().unwrap().requests, Vec::<String>::new());
+    }
+
     /// A blob the registry holds already (its HEAD answers 200) is not uploaded again.
     #[tokio::test]
     async fn a_blob_the_registry_holds_is_not_uploaded_again() {
@@ -663,6 +697,8 @@ mod tests {
     /// What [`authenticating_push_registry`] saw.
     #[derive(Default)]
     struct Seen {
+        /// Every request line, in order.
+        requests: Vec<String>,
         /// The request lines of token requests (the scope each asked for).
         token_requests: Vec<String>,
         /// Request lines that came without the token.
@@ -705,6 +741,7 @@ mod tests {
         location: &str,
         seen: &mut Seen,
     ) -> String {
+        seen.requests.push(line.to_string());
         let reply = |status: &str, headers: String| {
             format!("HTTP/1.1 {status}\r\n{headers}Content-Length: 0\r\nConnection: close\r\n\r\n")
         };
