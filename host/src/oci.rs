@@ -107,6 +107,7 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
         ));
     }
     let whole = reference.whole();
+    require_component(&component).map_err(|e| format!("push to {whole}: {e}"))?;
     let annotations = annotations(&component)?;
     let component_digest = sha256_digest(&component);
     let (mut config, layer) = WasmConfig::from_raw_component(component, None)
@@ -312,6 +313,22 @@ fn component_layer(manifest: &[u8]) -> Result<oci_client::manifest::OciDescripto
         return Err("the layer has `urls`: a component comes only from its registry".into());
     }
     Ok(layer)
+}
+
+/// Refuses anything but a component. A WIT package (what `ahp component export` writes
+/// beside the component) is encoded as a component binary too, and oci-wasm would publish
+/// it, its interfaces listed as exports, for no one to run.
+fn require_component(bytes: &[u8]) -> Result<(), String> {
+    use wit_parser::decoding::{decode, DecodedWasm};
+    match decode(bytes) {
+        Ok(DecodedWasm::Component(..)) => Ok(()),
+        Ok(DecodedWasm::WitPackage(resolve, package)) => Err(format!(
+            "{} is a WIT package, not a WebAssembly component: push a component that \
+             implements it",
+            resolve.packages[package].name
+        )),
+        Err(e) => Err(format!("not a WebAssembly component: {e:#}")),
+    }
 }
 
 /// The OCI manifest annotations for the metadata embedded in `component`.
@@ -634,6 +651,22 @@ mod tests {
             .unwrap_or_else(|| panic!("no size in: {error}"));
         assert!(size > 70_000, "{error}");
         assert!(error.contains("65536"), "{error}");
+        assert_eq!(seen.lock().unwrap().requests, Vec::<String>::new());
+    }
+
+    /// The WIT package `ahp component export` writes beside the component is a component
+    /// binary too, but one that no one can run: refused by name before the registry is
+    /// asked anything.
+    #[tokio::test]
+    async fn a_wit_package_is_refused_before_anything_is_sent() {
+        let (addr, seen) = authenticating_push_registry(|_| UPLOAD.to_string()).await;
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let package = crate::EMBEDDED_WIT_PACKAGE.to_vec();
+        let error = store(&reference, package).await.err().expect("no push");
+        assert!(
+            error.contains("is a WIT package, not a WebAssembly component"),
+            "{error}"
+        );
         assert_eq!(seen.lock().unwrap().requests, Vec::<String>::new());
     }
 
