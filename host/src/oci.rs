@@ -88,8 +88,31 @@ pub fn parse_reference(text: &str) -> Result<Reference, String> {
              or localhost), e.g. 127.0.0.1:5000/ahp/interceptor:0.1.0"
         ));
     }
+    // The tag is checked here, not left to oci-spec, whose pattern takes any Unicode
+    // letter or digit and whose error does not say what is wrong.
+    let name = bare.split_once('@').map_or(bare, |(name, _)| name);
+    let last = name.rsplit_once('/').map_or(name, |(_, last)| last);
+    if let Some((_, tag)) = last.split_once(':').filter(|(_, tag)| !is_oci_tag(tag)) {
+        return Err(format!(
+            "invalid OCI reference {text:?}: the tag {tag:?} is not an OCI tag (1 to 128 ASCII \
+             letters, digits, `_`, `.` and `-`, the first not `.` or `-`)"
+        ));
+    }
     bare.parse()
         .map_err(|e| format!("invalid OCI reference {text:?}: {e}"))
+}
+
+/// The OCI distribution spec's tag, `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`, in ASCII: the
+/// pattern oci-spec checks with (`\w`) takes any Unicode letter or digit, which a
+/// registry refuses, or takes as some other tag.
+fn is_oci_tag(tag: &str) -> bool {
+    let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+    match tag.as_bytes() {
+        [first, rest @ ..] => {
+            word(first) && rest.len() < 128 && rest.iter().all(|b| word(b) || b".-".contains(b))
+        }
+        [] => false,
+    }
 }
 
 /// Pushes `component` to `reference` (which must name a tag, not a digest).
@@ -447,6 +470,21 @@ mod tests {
             "oci://",
         ] {
             assert!(parse_reference(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// A tag is `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}` (the OCI distribution spec), ASCII:
+    /// oci-spec's pattern (`\w`) takes any Unicode letter or digit.
+    #[test]
+    fn a_tag_outside_the_oci_grammar_is_refused_by_name() {
+        let reference = |tag: &str| format!("127.0.0.1:5000/ahp/interceptor:{tag}");
+        for good in ["0.1.0", "_x", "A-b.c_D", &"a".repeat(128)] {
+            assert!(parse_reference(&reference(good)).is_ok(), "{good}");
+        }
+        for bad in ["ναι", "x١", "-x", ".x", "", &"a".repeat(129)] {
+            let error = parse_reference(&reference(bad)).err();
+            let error = error.unwrap_or_else(|| panic!("{bad} accepted"));
+            assert!(error.contains("is not an OCI tag"), "{bad}: {error}");
         }
     }
 
