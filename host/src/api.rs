@@ -96,7 +96,10 @@ impl Interceptor {
             .call_interceptable(&mut store)
             .await
             .map_err(Error::setup)?;
-        let declaration = options.declaration.resolve(everything);
+        let declaration = options
+            .declaration
+            .resolve(everything)
+            .map_err(|e| Error::setup(wasmtime::format_err!(e)))?;
         let engine = engine_api
             .call_load(&mut store, registration, &declaration)
             .await

@@ -25,18 +25,33 @@ pub enum Declaration {
 }
 
 impl Declaration {
-    /// The declaration to load, given the component's whole interceptable set.
+    /// The declaration to load, given the component's whole interceptable set. An event
+    /// of [`Declaration::Events`] outside that set (a component older than this host) is
+    /// an error naming it: dropped, it would surface at load as a subscription "not
+    /// declared interceptable by this harness", blaming the harness.
     pub(crate) fn resolve(
         &self,
         everything: Vec<wit::EventCapability>,
-    ) -> Vec<wit::EventCapability> {
+    ) -> Result<Vec<wit::EventCapability>, String> {
         match self {
-            Declaration::Everything => everything,
-            Declaration::Events(events) => events
-                .iter()
-                .filter_map(|e| everything.iter().find(|c| c.event == e.as_str()).cloned())
-                .collect(),
-            Declaration::Exactly(capabilities) => capabilities.iter().map(to_wit).collect(),
+            Declaration::Everything => Ok(everything),
+            Declaration::Events(events) => {
+                let find =
+                    |e: &InterceptableEvent| everything.iter().find(|c| c.event == e.as_str());
+                let unknown: Vec<String> = events
+                    .iter()
+                    .filter(|e| find(e).is_none())
+                    .map(|e| format!("{:?}", e.as_str()))
+                    .collect();
+                if !unknown.is_empty() {
+                    return Err(format!(
+                        "declared interceptable, but the loaded component does not support: {}",
+                        unknown.join(", ")
+                    ));
+                }
+                Ok(events.iter().filter_map(find).cloned().collect())
+            }
+            Declaration::Exactly(capabilities) => Ok(capabilities.iter().map(to_wit).collect()),
         }
     }
 }
@@ -89,5 +104,39 @@ fn flow(f: &FlowCapability) -> wit::FlowCapability {
             .collect(),
         remaining_continuations: f.remaining_continuations,
         continuation_count: f.continuation_count,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn capability(event: &str) -> wit::EventCapability {
+        wit::EventCapability {
+            event: event.to_owned(),
+            effects: Vec::new(),
+            modify: None,
+            flow: None,
+            inject: Vec::new(),
+        }
+    }
+
+    /// An event the loaded component does not know (an older one, say) is an error naming
+    /// it, not dropped: loading would then blame the harness for not declaring it.
+    #[test]
+    fn events_the_component_does_not_know_are_an_error_naming_them() {
+        use InterceptableEvent::{ModelRequestBefore, ToolBefore};
+        let older = || vec![capability("tool.before")];
+        let declared = Declaration::Events(vec![ToolBefore, ModelRequestBefore]);
+        let error = declared.resolve(older()).unwrap_err();
+        assert!(error.contains("\"model.request.before\""), "{error}");
+        assert!(!error.contains("tool.before"), "{error}");
+        let error = Declaration::Events(vec![ToolBefore])
+            .resolve(Vec::new())
+            .unwrap_err();
+        assert!(error.contains("\"tool.before\""), "{error}");
+        let known = Declaration::Events(vec![ToolBefore]).resolve(older());
+        let events: Vec<_> = known.unwrap().into_iter().map(|c| c.event).collect();
+        assert_eq!(events, ["tool.before"]);
     }
 }
