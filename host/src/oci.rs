@@ -159,30 +159,38 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     let manifest_digest = sha256_digest(&manifest);
     let auth = auth(reference)?;
     let tag = reference.tag().unwrap_or("latest");
+    // Each error names its step: which one a registry refused says what to fix.
+    let step = |what: &'static str| move |e: String| format!("{what}: {e}");
     let upload = async {
         let registry = Registry::open(reference, &auth, Access::Push).await?;
-        registry.push_blob(&component_digest, layer.data).await?;
-        registry.push_blob(&config_digest, config.data).await?;
+        let blob = registry.push_blob(&component_digest, layer.data).await;
+        blob.map_err(step("upload the component blob"))?;
+        let blob = registry.push_blob(&config_digest, config.data).await;
+        blob.map_err(step("upload the config blob"))?;
         registry
             .push_manifest(tag, WASM_MANIFEST_MEDIA_TYPE, manifest)
             .await
+            .map_err(step("upload the manifest"))
     };
     upload.await.map_err(|e| format!("push to {whole}: {e}"))?;
     // The manifest is read back by its digest, with a token of its own (the push's may
-    // have run out during the upload): what the printed reference pins is stored.
+    // have run out during the upload): what the printed reference pins is stored. The
+    // tag has moved by now, so a failure here says so: the push is not undone.
     let pinned = parse_reference(&format!("{whole}@{manifest_digest}"))?;
     let read_back = async {
         let registry = Registry::open(&pinned, &auth, Access::Pull).await?;
         registry.manifest(&manifest_digest).await
     };
-    let stored = read_back
-        .await
-        .map_err(|e| format!("read back the manifest of {}: {e}", pinned.whole()))?;
-    if sha256_digest(&stored) != manifest_digest {
-        return Err(format!(
-            "read back the manifest of {}: the registry's answer is other bytes",
+    let failed = |e: String| {
+        format!(
+            "read back the manifest of {}: {e} (the upload was taken: the tag {tag} already \
+             names this manifest)",
             pinned.whole()
-        ));
+        )
+    };
+    let stored = read_back.await.map_err(failed)?;
+    if sha256_digest(&stored) != manifest_digest {
+        return Err(failed("the registry's answer is other bytes".into()));
     }
     Ok(Pushed {
         pinned: format!("{whole}@{manifest_digest}"),
@@ -706,6 +714,47 @@ mod tests {
             "{error}"
         );
         assert_eq!(seen.lock().unwrap().requests, Vec::<String>::new());
+    }
+
+    /// A refused push names the step it stopped at and what the registry said (its OCI
+    /// error's code and message); a read-back that fails once the manifest is stored says
+    /// that the tag was moved all the same.
+    #[tokio::test]
+    async fn a_refused_push_names_its_step_and_the_registrys_error() {
+        use crate::registry::fake::{answer, answering};
+        let denied = br#"{"errors":[{"code":"DENIED","message":"denied"}]}"#;
+        let addr = answering(move |request, _| match request {
+            r if r.starts_with("GET /v2/ ") => answer("200 OK", "", b"{}"),
+            r if r.starts_with("HEAD ") => answer("404 Not Found", "", b""),
+            r if r.starts_with("POST /v2/ahp/interceptor/blobs/uploads/ ") => answer(
+                "403 Forbidden",
+                "Content-Type: application/json\r\n",
+                denied,
+            ),
+            _ => answer("500 Internal Server Error", "", b""),
+        })
+        .await;
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let component = crate::EMBEDDED_COMPONENT.to_vec();
+        let error = store(&reference, component).await.err().expect("no push");
+        assert!(error.contains("upload the component blob"), "{error}");
+        assert!(error.contains("403 Forbidden: DENIED: denied"), "{error}");
+        // Everything is taken, but the manifest is not there to be read back.
+        let addr = answering(|request, _| match request {
+            r if r.starts_with("GET /v2/ ") => answer("200 OK", "", b"{}"),
+            r if r.starts_with("HEAD ") => answer("404 Not Found", "", b""),
+            r if r.starts_with("POST ") => {
+                answer("202 Accepted", &format!("Location: {UPLOAD}\r\n"), b"")
+            }
+            r if r.starts_with("PUT ") => answer("201 Created", "", b""),
+            _ => answer("404 Not Found", "", b""),
+        })
+        .await;
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let component = crate::EMBEDDED_COMPONENT.to_vec();
+        let error = store(&reference, component).await.err().expect("no push");
+        assert!(error.contains("read back the manifest"), "{error}");
+        assert!(error.contains("the tag 0.1 already names"), "{error}");
     }
 
     /// A blob the registry holds already (its HEAD answers 200) is not uploaded again.

@@ -218,10 +218,73 @@ impl Registry {
     async fn expect(&self, request: Outgoing, status: StatusCode) -> Result<Response, String> {
         let response = self.send(request, OffOrigin::Refuse).await?;
         if response.status() != status {
-            return Err(format!("the registry answered {}", response.status()));
+            return Err(refusal(response).await);
         }
         Ok(response)
     }
+}
+
+/// The most of a refusal's body read, and the most of what it says that is shown.
+const MAX_ERROR_BODY_BYTES: usize = 16 << 10;
+const MAX_SUMMARY_CHARS: usize = 200;
+
+/// "the registry answered STATUS", and what it said if its body is an OCI error: its
+/// codes (DENIED, NAME_UNKNOWN, SIZE_INVALID…) are what a user acts on, the status alone
+/// rarely. The body is read to a bound, and whatever goes wrong reading it shows nothing.
+async fn refusal(mut response: Response) -> String {
+    let status = response.status();
+    let mut body = Vec::new();
+    while body.len() < MAX_ERROR_BODY_BYTES {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    match error_summary(&body) {
+        Some(summary) => format!("the registry answered {status}: {summary}"),
+        None => format!("the registry answered {status}"),
+    }
+}
+
+/// The `code: message` of each entry of an OCI error body (`{"errors":[{"code",
+/// "message", "detail"}]}`), `; `-separated, in printable ASCII (anything else, a control
+/// character included, shown as `?`: it goes to a terminal) and cut to
+/// [`MAX_SUMMARY_CHARS`]; `None` if the body is not one or says nothing.
+fn error_summary(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        errors: Vec<Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        code: Option<String>,
+        message: Option<String>,
+    }
+    let body: Body = serde_json::from_slice(body).ok()?;
+    let entries: Vec<String> = body
+        .errors
+        .into_iter()
+        .filter_map(|entry| match (entry.code, entry.message) {
+            (Some(code), Some(message)) => Some(format!("{code}: {message}")),
+            (Some(said), None) | (None, Some(said)) => Some(said),
+            (None, None) => None,
+        })
+        .collect();
+    let text = entries.join("; ");
+    if text.is_empty() {
+        return None;
+    }
+    let printable = |c: char| match c {
+        ' ' => c,
+        c if c.is_ascii_graphic() => c,
+        _ => '?',
+    };
+    let mut summary: String = text.chars().map(printable).collect();
+    if summary.len() > MAX_SUMMARY_CHARS {
+        summary.truncate(MAX_SUMMARY_CHARS - 3);
+        summary.push_str("...");
+    }
+    Some(summary)
 }
 
 /// A token for `scope` from the token service a `Bearer` challenge's `params` name
@@ -1043,6 +1106,29 @@ mod tests {
         ] {
             let error = taken(location).unwrap_err();
             assert!(error.contains(&format!("{location:?}")), "{error}");
+        }
+    }
+
+    /// What a registry says of a refusal is shown as `code: message`, in printable ASCII,
+    /// at most 200 characters; a body that is not an OCI error shows nothing.
+    #[test]
+    fn a_registrys_error_body_is_summed_up_bounded_and_printable() {
+        let body = br#"{"errors":[{"code":"DENIED","message":"denied","detail":{}},
+            {"code":"UNAUTHORIZED"}]}"#;
+        assert_eq!(
+            error_summary(body).as_deref(),
+            Some("DENIED: denied; UNAUTHORIZED")
+        );
+        let long = format!(
+            r#"{{"errors":[{{"code":"X","message":"\u001b[2Jé{}"}}]}}"#,
+            "m".repeat(500)
+        );
+        let summary = error_summary(long.as_bytes()).unwrap();
+        assert!(summary.starts_with("X: ?[2J?mm"), "{summary}");
+        assert!(summary.len() <= 200, "{summary}");
+        assert!(summary.bytes().all(|b| b == b' ' || b.is_ascii_graphic()));
+        for other in [&b"<html>"[..], b"{}", br#"{"errors":[]}"#] {
+            assert_eq!(error_summary(other), None);
         }
     }
 
