@@ -123,6 +123,15 @@ pub async fn push(reference: &Reference, component: Vec<u8>) -> Result<Pushed, S
 
 /// [`push`] without a deadline.
 async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, String> {
+    store_with(reference, component, &auth(reference)?).await
+}
+
+/// [`store`] with `auth` (the tests' own, whatever the environment holds).
+async fn store_with(
+    reference: &Reference,
+    component: Vec<u8>,
+    auth: &RegistryAuth,
+) -> Result<Pushed, String> {
     if reference.digest().is_some() {
         return Err(format!(
             "push to a tag, not a digest: {}",
@@ -157,12 +166,11 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
         ));
     }
     let manifest_digest = sha256_digest(&manifest);
-    let auth = auth(reference)?;
     let tag = reference.tag().unwrap_or("latest");
     // Each error names its step: which one a registry refused says what to fix.
     let step = |what: &'static str| move |e: String| format!("{what}: {e}");
     let upload = async {
-        let registry = Registry::open(reference, &auth, Access::Push).await?;
+        let registry = Registry::open(reference, auth, Access::Push).await?;
         let blob = registry.push_blob(&component_digest, layer.data).await;
         blob.map_err(step("upload the component blob"))?;
         let blob = registry.push_blob(&config_digest, config.data).await;
@@ -178,7 +186,7 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
     // tag has moved by now, so a failure here says so: the push is not undone.
     let pinned = parse_reference(&format!("{whole}@{manifest_digest}"))?;
     let read_back = async {
-        let registry = Registry::open(&pinned, &auth, Access::Pull).await?;
+        let registry = Registry::open(&pinned, auth, Access::Pull).await?;
         registry.manifest(&manifest_digest).await
     };
     let failed = |e: String| {
@@ -755,6 +763,78 @@ mod tests {
         let error = store(&reference, component).await.err().expect("no push");
         assert!(error.contains("read back the manifest"), "{error}");
         assert!(error.contains("the tag 0.1 already names"), "{error}");
+    }
+
+    /// A registry that reads anonymously answers `/v2/` with 200 and asks for credentials
+    /// only when a push begins: that challenge is answered with the credentials configured
+    /// and the request sent again, and they go with the push's requests after it. Nothing
+    /// is sent before it is asked for, and the read-back, which is not asked, is anonymous.
+    #[tokio::test]
+    async fn a_challenge_on_a_push_is_answered_with_the_configured_credentials() {
+        use crate::registry::fake::{answer, answering_with_body};
+        use std::sync::{Arc, Mutex};
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let stored = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let (log, held) = (Arc::clone(&seen), Arc::clone(&stored));
+        let addr = answering_with_body(move |head, body, _| {
+            let line = head.lines().next().unwrap_or_default();
+            let line = line.trim_end_matches(" HTTP/1.1");
+            // base64("writer:s3cret")
+            let basic = head.contains("authorization: Basic d3JpdGVyOnMzY3JldA==\r\n");
+            let other = !basic && head.to_ascii_lowercase().contains("authorization:");
+            // Without the digests, which differ from build to build.
+            let shown = line.split(['?', '@']).next().unwrap_or_default();
+            let shown = shown.split("sha256").next().unwrap_or_default();
+            let mark = if basic {
+                " +basic"
+            } else if other {
+                " +other"
+            } else {
+                ""
+            };
+            log.lock().unwrap().push(format!("{shown}{mark}"));
+            let challenge = "WWW-Authenticate: Basic realm=\"r\"\r\n";
+            match line.split_once(' ').unwrap_or_default() {
+                _ if other => answer("400 Bad Request", "", b""),
+                ("GET", "/v2/") => answer("200 OK", "", b"{}"),
+                ("HEAD", _) => answer("404 Not Found", "", b""),
+                ("POST" | "PUT", _) if !basic => answer("401 Unauthorized", challenge, b""),
+                ("POST", "/v2/ahp/interceptor/blobs/uploads/") => {
+                    answer("202 Accepted", &format!("Location: {UPLOAD}\r\n"), b"")
+                }
+                ("PUT", target) if target.starts_with(UPLOAD) => answer("201 Created", "", b""),
+                ("PUT", "/v2/ahp/interceptor/manifests/0.1") => {
+                    *held.lock().unwrap() = body;
+                    answer("201 Created", "", b"")
+                }
+                ("GET", target) if target.starts_with("/v2/ahp/interceptor/manifests/sha256:") => {
+                    answer("200 OK", "", &held.lock().unwrap())
+                }
+                _ => answer("404 Not Found", "", b""),
+            }
+        })
+        .await;
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let auth = RegistryAuth::Basic("writer".into(), "s3cret".into());
+        let component = crate::EMBEDDED_COMPONENT.to_vec();
+        let pushed = store_with(&reference, component, &auth).await;
+        assert!(pushed.is_ok(), "{:?}", pushed.err());
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                "GET /v2/",
+                "HEAD /v2/ahp/interceptor/blobs/",
+                "POST /v2/ahp/interceptor/blobs/uploads/",
+                "POST /v2/ahp/interceptor/blobs/uploads/ +basic",
+                "PUT /v2/ahp/interceptor/blobs/uploads/u +basic",
+                "HEAD /v2/ahp/interceptor/blobs/ +basic",
+                "POST /v2/ahp/interceptor/blobs/uploads/ +basic",
+                "PUT /v2/ahp/interceptor/blobs/uploads/u +basic",
+                "PUT /v2/ahp/interceptor/manifests/0.1 +basic",
+                "GET /v2/",
+                "GET /v2/ahp/interceptor/manifests/",
+            ]
+        );
     }
 
     /// A blob the registry holds already (its HEAD answers 200) is not uploaded again.

@@ -10,7 +10,9 @@
 //! share): the `/v2/` answer's `WWW-Authenticate` says `Bearer realm=… service=…` (a token
 //! for `repository:NAME:pull`, or `pull,push`, from that service, with the basic
 //! credentials if there are any), `Basic` (the credentials go to the registry itself) or
-//! nothing (anonymous).
+//! nothing (anonymous). A registry that reads anonymously may answer `/v2/` with no
+//! challenge and ask on a push instead: a 401 with a challenge from the registry's own
+//! origin is answered the same way, once per request, when there are credentials.
 //! Plain http only for a loopback registry, and then only to loopback hosts, with no proxy
 //! in between: a remote registry's redirects and token service are https. A push's upload
 //! locations must be on the registry's own origin, since they get the credentials.
@@ -31,6 +33,7 @@ use reqwest::header::{
 };
 use reqwest::{Method, Response, StatusCode, Url};
 use std::net::IpAddr;
+use std::sync::Mutex;
 
 /// The largest manifest a pull reads.
 pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 << 10;
@@ -57,9 +60,17 @@ pub(crate) struct Registry {
     http: Client,
     /// `SCHEME://HOST[:PORT]/v2/REPOSITORY`.
     repository: Url,
-    /// What every request sends, settled by [`Registry::open`]: nothing, the basic
-    /// credentials, or a token.
-    credential: RegistryAuth,
+    /// What every request sends: nothing, the basic credentials, or a token. Settled by
+    /// [`Registry::open`], and again by [`Registry::send`] when a request's own challenge
+    /// asks for more.
+    credential: Mutex<RegistryAuth>,
+    /// The basic credentials configured for this registry, kept to answer a challenge
+    /// that comes after `/v2/` (a registry that reads anonymously asks on a push).
+    basic: Option<(String, String)>,
+    /// `repository:NAME:ACTIONS`: what a token is asked for.
+    scope: String,
+    /// Whether the registry is on loopback (where its token service may be plain http).
+    local: bool,
 }
 
 impl Registry {
@@ -93,32 +104,29 @@ impl Registry {
         drop(probe);
         let challenge = (!fields.is_empty()).then(|| fields.join(", "));
         let basic = match auth {
-            RegistryAuth::Basic(user, password) => Some((user.as_str(), password.as_str())),
+            RegistryAuth::Basic(user, password) => Some((user.clone(), password.clone())),
             _ => None,
         };
+        let actions = match access {
+            Access::Pull => "pull",
+            Access::Push => "pull,push",
+        };
+        let scope = format!("repository:{}:{actions}", reference.repository());
         let credential = match (auth, challenge) {
             (RegistryAuth::Bearer(_), _) => auth.clone(),
             (_, Some(challenge)) => {
-                let scheme = |name| www_authenticate::params(&challenge, name);
-                if let Some(params) = scheme("bearer") {
-                    let actions = match access {
-                        Access::Pull => "pull",
-                        Access::Push => "pull,push",
-                    };
-                    let scope = format!("repository:{}:{actions}", reference.repository());
-                    RegistryAuth::Bearer(token(&http, &params, &scope, basic, local).await?)
-                } else if let (Some(_), Some(_)) = (scheme("basic"), basic) {
-                    auth.clone()
-                } else {
-                    RegistryAuth::Anonymous
-                }
+                let basic = basic.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
+                answer_challenge(&http, &challenge, &scope, basic, local).await?
             }
             (_, None) => RegistryAuth::Anonymous,
         };
         Ok(Registry {
             http,
             repository,
-            credential,
+            credential: Mutex::new(credential),
+            basic,
+            scope,
+            local,
         })
     }
 
@@ -197,9 +205,66 @@ impl Registry {
 
     /// The registry's answer to `request`, whatever its status, sent with the credential
     /// (on the registry's origin only), redirects followed as `off_origin` says.
+    ///
+    /// `/v2/` may not tell: a registry that reads anonymously answers it 200 and asks for
+    /// credentials on a push. So when the registry's own origin answers 401 with a
+    /// challenge, and credentials are configured, the challenge is answered (as
+    /// [`Registry::open`] answers one) and the same request sent once more; the answer is
+    /// kept for the requests after it. Nothing is sent that was not asked for.
     async fn send(&self, request: Outgoing, off_origin: OffOrigin) -> Result<Response, String> {
+        let sent = self.credential();
+        let response = self.send_with(request.clone(), &sent, off_origin).await?;
+        let Some(challenge) = self.challenge(&response) else {
+            return Ok(response);
+        };
+        let basic = self.basic.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
+        let answer = answer_challenge(&self.http, &challenge, &self.scope, basic, self.local)
+            .await
+            .map_err(|e| format!("answer the registry's challenge: {e}"))?;
+        // Sent already, or nothing to send: the 401 stands.
+        if answer == sent || answer == RegistryAuth::Anonymous {
+            return Ok(response);
+        }
+        drop(response);
+        *self.credential.lock().unwrap_or_else(|e| e.into_inner()) = answer.clone();
+        self.send_with(request, &answer, off_origin).await
+    }
+
+    /// What [`Registry::send`] sends now.
+    fn credential(&self) -> RegistryAuth {
+        self.credential
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The challenge of `response` (every `WWW-Authenticate` field, joined) if it is a 401
+    /// from the registry's own origin and there are credentials to answer it with.
+    fn challenge(&self, response: &Response) -> Option<String> {
+        if response.status() != StatusCode::UNAUTHORIZED
+            || self.basic.is_none()
+            || response.url().origin() != self.repository.origin()
+        {
+            return None;
+        }
+        let fields: Vec<_> = response
+            .headers()
+            .get_all(WWW_AUTHENTICATE)
+            .iter()
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+            .collect();
+        (!fields.is_empty()).then(|| fields.join(", "))
+    }
+
+    /// [`Registry::send`] with `credential`, once.
+    async fn send_with(
+        &self,
+        request: Outgoing,
+        credential: &RegistryAuth,
+        off_origin: OffOrigin,
+    ) -> Result<Response, String> {
         let origin = self.repository.origin();
-        let credential = match &self.credential {
+        let credential = match credential {
             RegistryAuth::Anonymous => None,
             RegistryAuth::Basic(user, password) => Some(Credential::basic(origin, user, password)),
             RegistryAuth::Bearer(token) => Some(
@@ -285,6 +350,28 @@ fn error_summary(body: &[u8]) -> Option<String> {
         summary.push_str("...");
     }
     Some(summary)
+}
+
+/// What answers `challenge` (every `WWW-Authenticate` field of an answer, joined): a
+/// token for `scope` from the service a `Bearer` challenge names (asked with the `basic`
+/// credentials if any), the `basic` credentials for a `Basic` challenge, or nothing.
+async fn answer_challenge(
+    http: &Client,
+    challenge: &str,
+    scope: &str,
+    basic: Option<(&str, &str)>,
+    local: bool,
+) -> Result<RegistryAuth, String> {
+    let scheme = |name| www_authenticate::params(challenge, name);
+    if let Some(params) = scheme("bearer") {
+        Ok(RegistryAuth::Bearer(
+            token(http, &params, scope, basic, local).await?,
+        ))
+    } else if let (Some(_), Some((user, password))) = (scheme("basic"), basic) {
+        Ok(RegistryAuth::Basic(user.into(), password.into()))
+    } else {
+        Ok(RegistryAuth::Anonymous)
+    }
 }
 
 /// A token for `scope` from the token service a `Bearer` challenge's `params` name
@@ -589,7 +676,7 @@ mod tests {
         // For a push, a token for pushing.
         let pushing = Registry::open(&reference(addr), &basic, Access::Push).await;
         assert_eq!(
-            pushing.unwrap().credential,
+            pushing.unwrap().credential(),
             RegistryAuth::Bearer("push-t0k".into())
         );
         // Without credentials the service refuses, in its own words that are not repeated.
@@ -779,7 +866,7 @@ mod tests {
         let registry = Registry::open(&reference(addr), &basic, Access::Pull)
             .await
             .unwrap();
-        assert_eq!(registry.credential, basic, "the registry asked for them");
+        assert_eq!(registry.credential(), basic, "the registry asked for them");
         assert_eq!(
             registry.manifest("0.1").await.unwrap(),
             b"{\"elsewhere\":1}"

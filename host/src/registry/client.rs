@@ -80,7 +80,8 @@ pub(super) enum OffOrigin {
 
 /// A request as each of its hops is sent, the credential apart. What a redirect changes
 /// (the URL; the method and body on a 301, 302 or 303) is changed by [`Client::send`]
-/// alone.
+/// alone. A clone is the same request, to send again (its body is shared, not copied).
+#[derive(Clone)]
 pub(super) struct Outgoing {
     method: Method,
     url: Url,
