@@ -308,9 +308,11 @@ impl Interceptor {
         let budget_at = budget.and_then(|b| started.checked_add(b));
         let settled = async {
             if self.inner.shut_down.load(Ordering::SeqCst) {
-                // A denial like any other: the log still holds one record per call.
+                // A denial like any other: the log still holds one record per call. Queued,
+                // not awaited: nothing here may wait (for another process's lock on the
+                // file), and a future dropped while waiting would add an `interrupted` one.
                 let refused = host_settlement(event, DecidedBy::Shutdown, started);
-                self.write_audit(&refused.record, budget_at).await;
+                self.write_audit_detached(refused.record.clone());
                 return Err(Error::shut_down(refused));
             }
             self.run(event, effects, budget_at, interrupt, started)
@@ -433,8 +435,10 @@ impl Interceptor {
 
     /// Stops admission of new calls and releases owned I/O: kills stdio children and
     /// reaps them, and waits for the audit records queued before it to be written (each
-    /// bounded, without stalling the async workers; see [`blocking`]). Safe to call
-    /// repeatedly, also concurrently.
+    /// bounded, without stalling the async workers; see [`blocking`]). On a
+    /// current-thread runtime the reaping and the writing finish after this returns:
+    /// await [`Interceptor::shutdown_async`] there. Safe to call repeatedly, also
+    /// concurrently.
     pub fn shutdown(&self) {
         let Closed { killed, flushed } = self.close();
         // Reaping the killed stdio children and flushing the audit log wait (bounded):

@@ -166,14 +166,21 @@ async fn shutdown_writes_the_audit_records_queued_before_it() {
     );
     unlock.join().expect("the lock's holder");
 
-    let refused = hooks
-        .intercept(&event("evt_sd_refused"), &[EffectKind::Deny], None)
-        .await;
+    // Refused at once, waiting for nothing (the file locked elsewhere again): a
+    // caller's timeout of zero still gets the denial, and the log one record for it
+    // (not also an `interrupted` one).
+    let holder = std::fs::File::open(&audit).expect("the audit file exists");
+    holder.lock().expect("lock the audit file");
+    let late = event("evt_sd_refused");
+    let calling = hooks.intercept(&late, &[EffectKind::Deny], None);
+    let refused = tokio::time::timeout(Duration::ZERO, calling).await;
+    holder.unlock().expect("unlock");
     assert!(
-        matches!(&refused, Err(e) if e.is_shut_down()),
+        matches!(&refused, Ok(Err(e)) if e.is_shut_down()),
         "{refused:?}"
     );
     let refused = (json!("evt_sd_refused"), json!("shutdown"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         ids(ahp_tests::support::audit_lines(&audit)),
         [queued, refused]
