@@ -440,25 +440,18 @@ impl Interceptor {
     /// await [`Interceptor::shutdown_async`] there. Safe to call repeatedly, also
     /// concurrently.
     pub fn shutdown(&self) {
-        let Closed { killed, flushed } = self.close();
+        let closed = self.close();
         // Reaping the killed stdio children and flushing the audit log wait (bounded):
         // not on an async worker.
-        blocking(move || {
-            backends::reap(killed);
-            flushed.into_iter().for_each(Flushed::wait);
-        });
+        blocking(move || closed.wait());
     }
 
     /// As [`Interceptor::shutdown`], for async callers: reaps the stdio children on the
     /// blocking pool and returns once they are reaped (or the bound passed), blocking no
     /// async worker on any runtime flavour. Safe to call repeatedly, also concurrently.
     pub async fn shutdown_async(&self) {
-        let Closed { killed, flushed } = self.close();
-        let finish = move || {
-            backends::reap(killed);
-            flushed.into_iter().for_each(Flushed::wait);
-        };
-        if let Err(e) = tokio::task::spawn_blocking(finish).await {
+        let closed = self.close();
+        if let Err(e) = tokio::task::spawn_blocking(move || closed.wait()).await {
             tracing::error!(error = %e, "reaping stdio backends failed");
         }
     }
@@ -487,6 +480,14 @@ struct Closed {
     killed: Vec<(String, crate::capabilities::stdio::Killed)>,
     /// The audit records queued before shutdown, being written.
     flushed: Option<Flushed>,
+}
+
+impl Closed {
+    /// Reaps the children and waits for the records, each bounded: blocking.
+    fn wait(self) {
+        backends::reap(self.killed);
+        self.flushed.into_iter().for_each(Flushed::wait);
+    }
 }
 
 impl InterceptorBuilder {

@@ -692,11 +692,10 @@ mod tests {
     async fn a_manifest_larger_than_a_pull_reads_is_refused_before_anything_is_sent() {
         use wasm_metadata::{AddMetadata, AddMetadataField, Description};
         let (addr, seen) = authenticating_push_registry(|_| UPLOAD.to_string()).await;
-        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
         let mut described = AddMetadata::default();
         described.description = AddMetadataField::Set(Description::new("d".repeat(70_000)));
         let component = described.to_wasm(crate::EMBEDDED_COMPONENT).unwrap();
-        let error = store(&reference, component).await.err().expect("no push");
+        let error = refused_push(addr, component).await;
         let size: usize = error
             .split("the OCI manifest is ")
             .nth(1)
@@ -714,9 +713,7 @@ mod tests {
     #[tokio::test]
     async fn a_wit_package_is_refused_before_anything_is_sent() {
         let (addr, seen) = authenticating_push_registry(|_| UPLOAD.to_string()).await;
-        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-        let package = crate::EMBEDDED_WIT_PACKAGE.to_vec();
-        let error = store(&reference, package).await.err().expect("no push");
+        let error = refused_push(addr, crate::EMBEDDED_WIT_PACKAGE.to_vec()).await;
         assert!(
             error.contains("is a WIT package, not a WebAssembly component"),
             "{error}"
@@ -742,9 +739,7 @@ mod tests {
             _ => answer("500 Internal Server Error", "", b""),
         })
         .await;
-        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-        let component = crate::EMBEDDED_COMPONENT.to_vec();
-        let error = store(&reference, component).await.err().expect("no push");
+        let error = refused_push(addr, crate::EMBEDDED_COMPONENT.to_vec()).await;
         assert!(error.contains("upload the component blob"), "{error}");
         assert!(error.contains("403 Forbidden: DENIED: denied"), "{error}");
         // Everything is taken, but the manifest is not there to be read back.
@@ -758,9 +753,7 @@ mod tests {
             _ => answer("404 Not Found", "", b""),
         })
         .await;
-        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-        let component = crate::EMBEDDED_COMPONENT.to_vec();
-        let error = store(&reference, component).await.err().expect("no push");
+        let error = refused_push(addr, crate::EMBEDDED_COMPONENT.to_vec()).await;
         assert!(error.contains("read back the manifest"), "{error}");
         assert!(error.contains("the tag 0.1 already names"), "{error}");
     }
@@ -883,9 +876,7 @@ mod tests {
         let location = format!("http://{elsewhere}/upload");
         let offered = location.clone();
         let (addr, _) = authenticating_push_registry(move |_| offered.clone()).await;
-        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-        let component = crate::EMBEDDED_COMPONENT.to_vec();
-        let error = store(&reference, component).await.err().expect("no push");
+        let error = refused_push(addr, crate::EMBEDDED_COMPONENT.to_vec()).await;
         assert_eq!(
             *heads.lock().unwrap(),
             Vec::<String>::new(),
@@ -906,6 +897,12 @@ mod tests {
         /// The digests of the blobs uploaded.
         blobs: Vec<String>,
         manifest: Vec<u8>,
+    }
+
+    /// Why a push of `component` to `ahp/interceptor:0.1` at `addr` failed.
+    async fn refused_push(addr: std::net::SocketAddr, component: Vec<u8>) -> String {
+        let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        store(&reference, component).await.err().expect("no push")
     }
 
     /// Where [`authenticating_push_registry`] takes a blob's upload.

@@ -94,15 +94,8 @@ impl Registry {
             .send(Outgoing::new(Method::GET, base), None, OffOrigin::Follow)
             .await
             .map_err(|e| format!("reach the registry: {e}"))?;
-        // Every field: a front end may put its own scheme first.
-        let fields: Vec<_> = probe
-            .headers()
-            .get_all(WWW_AUTHENTICATE)
-            .iter()
-            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
-            .collect();
+        let challenge = challenge_of(&probe);
         drop(probe);
-        let challenge = (!fields.is_empty()).then(|| fields.join(", "));
         let basic = match auth {
             RegistryAuth::Basic(user, password) => Some((user.clone(), password.clone())),
             _ => None,
@@ -247,13 +240,7 @@ impl Registry {
         {
             return None;
         }
-        let fields: Vec<_> = response
-            .headers()
-            .get_all(WWW_AUTHENTICATE)
-            .iter()
-            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
-            .collect();
-        (!fields.is_empty()).then(|| fields.join(", "))
+        challenge_of(response)
     }
 
     /// [`Registry::send`] with `credential`, once.
@@ -350,6 +337,18 @@ fn error_summary(body: &[u8]) -> Option<String> {
         summary.push_str("...");
     }
     Some(summary)
+}
+
+/// Every `WWW-Authenticate` field of `response`, joined, if it has any: a front end may
+/// put its own scheme first.
+fn challenge_of(response: &Response) -> Option<String> {
+    let fields: Vec<_> = response
+        .headers()
+        .get_all(WWW_AUTHENTICATE)
+        .iter()
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+        .collect();
+    (!fields.is_empty()).then(|| fields.join(", "))
 }
 
 /// What answers `challenge` (every `WWW-Authenticate` field of an answer, joined): a

@@ -3,7 +3,9 @@
 
 use crate::fault_backend::Behaviour;
 use crate::fault_backend::FaultBackend;
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options, Settlement};
+use ahp_host::{
+    DecidedBy, Decision, EffectKind, HookCall, Interceptor, Interrupt, Options, Settlement,
+};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -177,6 +179,15 @@ pub fn only_attempt_results(settled: &Settlement) -> Vec<String> {
 /// One call with the `tool.before` event `id`, deny the only effect the harness enforces.
 pub async fn call(interceptor: &Interceptor, id: &str) -> Settlement {
     timed_call(interceptor, id, None).await.0
+}
+
+/// The event `id` settled by `interceptor` (deny enforceable, within `budget`), its owned
+/// observers not yet run: [`HookCall::complete`] or drop it.
+pub async fn settle(interceptor: &Interceptor, id: &str, budget: Option<Duration>) -> HookCall {
+    interceptor
+        .settle(&event(id), &[EffectKind::Deny], budget, &Interrupt::new())
+        .await
+        .expect("a valid event")
 }
 
 /// [`call`] within an optional hook-call `budget`, measured from start to settlement.

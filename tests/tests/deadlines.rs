@@ -5,12 +5,12 @@
 //! the call returned no earlier than the deadline and no later than the deadline plus a
 //! generous slack (a correctness bound, not a benchmark).
 
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_failed, assert_settled, assert_settled_at, attempts, audit_lines, audit_lines_once,
-    audited, event, interceptor, only_interceptor, record_json, registration, timed_call, Http,
-    SLACK,
+    audited, event, interceptor, only_interceptor, record_json, registration, settle, timed_call,
+    Http, SLACK,
 };
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -327,15 +327,7 @@ async fn a_call_completed_after_its_budget_returns_with_its_record_written() {
     let audit = dir.path().join("audit.jsonl");
     let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
     let budget = Some(Duration::from_millis(100));
-    let call = hooks
-        .settle(
-            &event("evt_late_complete"),
-            &[EffectKind::Deny],
-            budget,
-            &Interrupt::new(),
-        )
-        .await
-        .expect("a valid event");
+    let call = settle(&hooks, "evt_late_complete", budget).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     let settled = call.complete().await;
     assert_eq!(audit_lines(&audit), [record_json(&settled)]);

@@ -7,7 +7,7 @@ use ahp_host::{
 };
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    assert_nothing_sent, audit_lines, event, interceptor, record_json, registration, Http,
+    assert_nothing_sent, audit_lines, event, interceptor, record_json, registration, settle, Http,
 };
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -217,15 +217,7 @@ async fn a_hanging_observer_never_delays_the_decision() {
     let interceptor = Interceptor::new(&reg, options).await.unwrap();
 
     let started = Instant::now();
-    let call = interceptor
-        .settle(
-            &event("evt_obs_3"),
-            &[EffectKind::Deny],
-            None,
-            &Interrupt::new(),
-        )
-        .await
-        .unwrap();
+    let call = settle(&interceptor, "evt_obs_3", None).await;
     let decided_in = started.elapsed();
     assert_eq!(call.settlement().decision, Decision::Deny);
     assert_eq!(call.settlement().decided_by, DecidedBy::BackendDeny);
@@ -280,15 +272,7 @@ async fn a_completion_dropped_mid_delivery_records_its_observers_interrupted() {
         ..Options::default()
     };
     let interceptor = Interceptor::new(&reg, options).await.unwrap();
-    let call = interceptor
-        .settle(
-            &event("evt_obs_dropped"),
-            &[EffectKind::Deny],
-            None,
-            &Interrupt::new(),
-        )
-        .await
-        .unwrap();
+    let call = settle(&interceptor, "evt_obs_dropped", None).await;
     let completing = tokio::time::timeout(Duration::from_millis(200), call.complete());
     assert!(completing.await.is_err(), "the observer hangs");
     assert!(hanging.wait_for_requests(1, Duration::from_secs(1)).await);
@@ -383,10 +367,7 @@ async fn owned_call(reg: &str, observer_timeout: Duration, id: &str) -> HookCall
         ..Options::default()
     };
     let interceptor = Interceptor::new(reg, options).await.unwrap();
-    interceptor
-        .settle(&event(id), &[EffectKind::Deny], None, &Interrupt::new())
-        .await
-        .unwrap()
+    settle(&interceptor, id, None).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -510,12 +491,7 @@ async fn an_observer_completed_after_its_deadline_sends_nothing() {
         .unwrap();
     let settle = |id: &'static str| {
         let hooks = hooks.clone();
-        async move {
-            hooks
-                .settle(&event(id), &[EffectKind::Deny], None, &Interrupt::new())
-                .await
-                .unwrap()
-        }
+        async move { ahp_tests::support::settle(&hooks, id, None).await }
     };
     let on_time = record_json(&settle("evt_on_time").await.complete().await);
     assert_eq!(on_time["observers"][0]["result"], "delivered", "{on_time}");
@@ -564,15 +540,8 @@ async fn a_backend_failure_is_reported_to_the_other_hook_failure_observers() {
     let interceptor = Interceptor::new(&reg.to_string(), Options::default())
         .await
         .unwrap();
-    let settled = interceptor
-        .settle(
-            &event("evt_failed"),
-            &[EffectKind::Deny],
-            None,
-            &Interrupt::new(),
-        )
+    let settled = settle(&interceptor, "evt_failed", None)
         .await
-        .unwrap()
         .complete()
         .await;
     assert_eq!(settled.decision, Decision::Allow, "fail-open");

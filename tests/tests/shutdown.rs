@@ -4,9 +4,9 @@
 //! deliveries in flight, and `ahp observe` and `ahp hook` shut down on a signal, leaving
 //! no child; the hook answers its harness with a denial first.
 
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{ahp_command, audited, event, record_json, registration, Http};
+use ahp_tests::support::{ahp_command, audited, event, record_json, registration, settle, Http};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -140,15 +140,7 @@ async fn shutdown_writes_the_audit_records_queued_before_it() {
     // Another process's hold, as far as this one can tell: a second open file's flock.
     let holder = std::fs::File::open(&audit).expect("the audit file exists");
     holder.lock().expect("lock the audit file");
-    let call = hooks
-        .settle(
-            &event("evt_sd_queued"),
-            &[EffectKind::Deny],
-            None,
-            &Interrupt::new(),
-        )
-        .await
-        .expect("a valid event");
+    let call = settle(&hooks, "evt_sd_queued", None).await;
     drop(call);
     let unlock = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
@@ -208,15 +200,7 @@ async fn shutdown_cancels_owned_observer_deliveries_in_flight() {
     let hooks = Interceptor::new(&reg.to_string(), Options::default())
         .await
         .unwrap();
-    let call = hooks
-        .settle(
-            &event("evt_sd_obs"),
-            &[EffectKind::Deny],
-            None,
-            &Interrupt::new(),
-        )
-        .await
-        .unwrap();
+    let call = settle(&hooks, "evt_sd_obs", None).await;
     assert_eq!(call.settlement().decision, Decision::Allow);
     let completing = tokio::spawn(call.complete());
     assert!(hanging.wait_for_requests(1, Duration::from_secs(5)).await);
