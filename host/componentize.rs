@@ -57,7 +57,7 @@ pub fn componentize(module: &[u8], metadata: &Metadata) -> Result<Vec<u8>, Strin
         .map_err(|e| format!("add metadata: {e:#}"))
 }
 
-/// Encodes the WIT package in `wit_dir` (here `ahp:interceptor@0.1.2`) as a binary WIT
+/// Encodes the WIT package in `wit_dir` (here `ahp:interceptor@0.1.3`) as a binary WIT
 /// package, the form registries and `wkg` exchange contracts in.
 pub fn encode_wit_package(wit_dir: &Path) -> Result<Vec<u8>, String> {
     let mut resolve = wit_parser::Resolve::default();

@@ -3,14 +3,15 @@
 //! Matching intercept subscriptions run one after another in registration order. Each
 //! gets one absolute deadline, `min(start + timeoutMs, budget)`, that covers credential
 //! acquisition, delivery, parsing and acceptance; nothing resets it. The first one's
-//! start is the call's own: a wait for a component instance counts against it, and a
-//! deadline that wait used up fails with phase `queue`, nothing sent. An accepted deny
-//! or an accepted flow stop ends the chain as a deny; an operational failure is settled
-//! by the subscription's own policy: fail-open records it and moves on, fail-closed
-//! stops with a synthetic denial. An interrupted or out-of-budget call is a denial,
-//! never permission. After a stop, the matching interceptors that were never called get
-//! the event as a best-effort observe; a failure settled by policy is reported to the
-//! other backends' `hook.failure` observers (`failure_report`).
+//! start is the call's own, and each later one's is when the one before it ended: a wait
+//! for a component instance counts against each deadline in turn, and a deadline that
+//! wait used up fails with phase `queue`, nothing sent, ending its interceptor there.
+//! An accepted deny or an accepted flow stop ends the chain as a deny; an operational
+//! failure is settled by the subscription's own policy: fail-open records it and moves
+//! on, fail-closed stops with a synthetic denial. An interrupted or out-of-budget call is
+//! a denial, never permission. After a stop, the matching interceptors that were never
+//! called get the event as a best-effort observe; a failure settled by policy is reported
+//! to the other backends' `hook.failure` observers (`failure_report`).
 
 use crate::deadline::{elapsed_ms, Deadline};
 use crate::effect::{self, Effect};
@@ -90,6 +91,9 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     // Borrowed until a modification is accepted: most calls never copy the event.
     let mut effective = Cow::Borrowed(call.event);
     let mut enforce = Enforce::default();
+    // When the wait for an instance ended the interceptor before, if it did: the next
+    // one's clock starts there. The first one's started with the call.
+    let mut queue_ended = Some(started);
 
     for (i, target) in targets.iter().enumerate() {
         if stop.is_none() {
@@ -100,13 +104,17 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             uncalled.push(target);
             continue;
         }
-        // The first interceptor's clock started with the call, the others' when they start.
+        // The first interceptor's clock started with the call, each later one's when the
+        // one before it ended: at that one's deadline if the wait for an instance used it
+        // up. So the wait counts against every deadline in turn, and a call ends within
+        // the sum of its interceptors' timeouts however long it waited.
         let now = if i == 0 { called } else { host.now() };
-        let from = if i == 0 { started } else { now };
+        let from = queue_ended.take().unwrap_or(now);
         let bound = Deadline::within(from, target.timeout_ms, call.budget);
         let (deadline, budget_binds) = (bound.at(), bound.budget_binds());
         let (ending, attempts, sha) = if now >= deadline {
             // The call's wait for an instance used the deadline up: nothing is sent.
+            queue_ended = Some(deadline);
             let failure = Failure::new(FailureClass::DeadlineExceeded, Phase::Queue);
             (Ending::Failed(failure), Vec::new(), None)
         } else {

@@ -82,8 +82,8 @@ impl GuestEngine for EngineResource {
         self.0.bound_ms()
     }
 
-    fn first_timeouts(&self) -> Vec<(String, u64)> {
-        self.0.first_timeouts()
+    fn chain_timeouts(&self) -> Vec<(String, Vec<u64>)> {
+        self.0.chain_timeouts()
     }
 
     fn intercept(

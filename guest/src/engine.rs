@@ -116,15 +116,19 @@ impl Engine {
         total
     }
 
-    /// Per declared event that some intercept subscription selects, the first
-    /// interceptor's `timeoutMs`: how long a call of that event may wait for an instance
-    /// before its first deadline is used up.
-    pub fn first_timeouts(&self) -> Vec<(String, u64)> {
+    /// Per declared event that some intercept subscription selects, its interceptors'
+    /// `timeoutMs` in chain order: a call of that event waiting for an instance uses up
+    /// each one's deadline in turn (see `chain`).
+    pub fn chain_timeouts(&self) -> Vec<(String, Vec<u64>)> {
         self.declaration
             .iter()
             .filter_map(|c| {
-                let first = self.registration.intercepts(c.event.as_str()).next()?;
-                Some((c.event.as_str().to_owned(), first.timeout_ms))
+                let timeouts: Vec<u64> = self
+                    .registration
+                    .intercepts(c.event.as_str())
+                    .map(|target| target.timeout_ms)
+                    .collect();
+                (!timeouts.is_empty()).then(|| (c.event.as_str().to_owned(), timeouts))
             })
             .collect()
     }

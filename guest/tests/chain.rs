@@ -1096,7 +1096,7 @@ fn run_queued(engine: &Engine, host: &mut FakeHost, started: Instant) -> Settlem
 #[test]
 fn each_interceptor_gets_its_own_deadline_from_when_it_starts_the_first_from_the_call() {
     // The call began `waited` ms before it reached an instance: the wait counts against
-    // the first deadline only.
+    // the first deadline; B's clock starts when A's answer comes.
     for waited in [0, 300] {
         let engine = load(vec![
             interceptor(A, "fail-open", 750),
@@ -1120,7 +1120,8 @@ fn a_first_deadline_used_up_in_the_queue_is_settled_by_its_policy_with_phase_que
             interceptor(B, "fail-open", 200),
         ]);
         let mut host = FakeHost::new().on(B, Step::reply(no_effect()));
-        let s = run_queued(&engine, &mut host, T0 - ms(500));
+        // A's deadline passed 100 ms before the call reached an instance.
+        let s = run_queued(&engine, &mut host, T0 - ms(600));
         assert!(host.sent_to(A).is_empty(), "{policy}: nothing is sent to A");
         assert!(host.acquired.iter().all(|(b, _)| b != A), "{policy}");
         let entry = audited(&s, 0);
@@ -1132,8 +1133,8 @@ fn a_first_deadline_used_up_in_the_queue_is_settled_by_its_policy_with_phase_que
             "fail-open" => {
                 assert_no_objection(&s);
                 assert_eq!(outcomes(&s), [Outcome::FailedOpen, Outcome::NoEffect]);
-                // The next interceptor's clock starts when it starts.
-                assert_eq!(host.sent_to(B)[0].deadline, T0 + ms(200));
+                // The next interceptor's clock started when A's deadline passed.
+                assert_eq!(host.sent_to(B)[0].deadline, T0 + ms(100));
             }
             _ => {
                 assert_synthetic_deny(&s);
@@ -1145,6 +1146,36 @@ fn a_first_deadline_used_up_in_the_queue_is_settled_by_its_policy_with_phase_que
 }
 
 #[test]
+fn a_wait_that_used_up_every_deadline_in_turn_settles_each_by_policy_and_sends_nothing() {
+    // Deadlines in turn: A's at T0 - 400, B's at T0 - 200, C's at T0 - 100.
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 200),
+        interceptor(C, "fail-closed", 100),
+    ]);
+    let mut host = FakeHost::new();
+    let s = run_queued(&engine, &mut host, T0 - ms(900));
+    assert!(host.sent.is_empty() && host.acquired.is_empty());
+    assert_synthetic_deny(&s);
+    assert_eq!(
+        outcomes(&s),
+        [
+            Outcome::FailedOpen,
+            Outcome::FailedOpen,
+            Outcome::FailedClosed
+        ]
+    );
+    for i in 0..3 {
+        assert_eq!(audited(&s, i)["failure"]["phase"], "queue", "{i}");
+    }
+    // A call whose wait ended in C's time asks C with what is left of it.
+    let mut host = FakeHost::new().on(C, Step::reply(no_effect()));
+    let s = run_queued(&engine, &mut host, T0 - ms(750));
+    assert_no_objection(&s);
+    assert_eq!(host.sent_to(C)[0].deadline, T0 + ms(50));
+}
+
+#[test]
 fn a_start_in_the_future_never_extends_the_deadline() {
     let engine = load(vec![interceptor(A, "fail-closed", 750)]);
     let mut host = FakeHost::new().on(A, Step::reply(no_effect()));
@@ -1153,15 +1184,15 @@ fn a_start_in_the_future_never_extends_the_deadline() {
 }
 
 #[test]
-fn first_timeouts_name_the_first_interceptor_of_each_selected_event() {
+fn chain_timeouts_list_each_selected_event_s_interceptors_in_chain_order() {
     let engine = load(vec![
         backend(A, vec![observe_sub(&["tool.after"])]),
         interceptor(B, "fail-open", 300),
         backend(C, vec![intercept_sub(&["tool.*"], "fail-closed", 900)]),
     ]);
-    let timeouts: HashMap<String, u64> = engine.first_timeouts().into_iter().collect();
-    assert_eq!(timeouts.get("tool.before"), Some(&300));
-    assert_eq!(timeouts.get("tool.after"), Some(&900));
+    let timeouts: HashMap<String, Vec<u64>> = engine.chain_timeouts().into_iter().collect();
+    assert_eq!(timeouts.get("tool.before"), Some(&vec![300, 900]));
+    assert_eq!(timeouts.get("tool.after"), Some(&vec![900]));
     assert_eq!(timeouts.get("session.start"), None);
 }
 

@@ -117,8 +117,8 @@ impl Interceptor {
             .call_bound_ms(&mut store, engine)
             .await
             .map_err(Error::setup)?;
-        let first_timeouts = engine_api
-            .call_first_timeouts(&mut store, engine)
+        let chain_timeouts = engine_api
+            .call_chain_timeouts(&mut store, engine)
             .await
             .map_err(Error::setup)?;
         let instances = options.instances().map_err(Error::setup)?;
@@ -149,7 +149,7 @@ impl Interceptor {
             backends.clone(),
             closing.clone(),
             instances,
-            first_timeouts,
+            chain_timeouts,
         );
         Ok(Interceptor {
             inner: Arc::new(Inner {

@@ -25,7 +25,7 @@ pub enum ComponentCommand {
         component: Option<String>,
     },
     /// Write the embedded component (ahp_interceptor.wasm) and the WIT package it
-    /// implements, ahp:interceptor@0.1.2 (ahp_interceptor.wit.wasm), into DIR.
+    /// implements, ahp:interceptor@0.1.3 (ahp_interceptor.wit.wasm), into DIR.
     Export {
         /// The directory to write into (created if missing).
         dir: PathBuf,

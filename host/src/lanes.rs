@@ -3,7 +3,7 @@
 //! this way.
 //!
 //! - The main lane, all but a few permits: a call waits there until a permit frees up or
-//!   its first deadline passes, or it is interrupted.
+//!   its next deadline passes, or it is interrupted.
 //! - The settle lane, a few permits held back for calls whose time ran out while they
 //!   waited, and for calls with no deadline to wait for (no I/O to do). Such a call takes
 //!   the first permit of either lane; the component then settles it by its
@@ -12,7 +12,7 @@
 //!   for the host to settle (`interrupted`, `budget-expired`, `shutdown`).
 //!
 //! No I/O is done on a settle-lane permit: the host stops a call at its first I/O there,
-//! nothing sent, and the call waits again in the main lane only ([`Route::MainOnly`], see
+//! nothing sent, and the call waits again in the main lane until its next deadline (see
 //! `pool`). So a settle-lane permit is held only while a component settles a call (or its
 //! instance is made), never while a backend is asked, and a call waiting for one never
 //! waits behind I/O. (A main-lane permit that comes first to a call on the settle path is
@@ -50,16 +50,12 @@ pub(crate) struct Lanes {
 /// Which lanes a waiting call takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Route {
-    /// The main lane until this instant (the call's first deadline, or its budget), then
+    /// The main lane until this instant (the call's next deadline, or its budget), then
     /// the first permit of either lane.
     MainUntil(Instant),
     /// The first permit of either lane at once: the call has no I/O to do (or no time
     /// left for any), only its settlement.
     Either,
-    /// The main lane only, however long: the call has I/O to do although its first
-    /// deadline has passed (a fail-open first interceptor ran out in the queue, and a
-    /// later one is to be asked with its own full timeout).
-    MainOnly,
 }
 
 /// What ends a call's wait for a permit.
@@ -128,10 +124,10 @@ impl Lanes {
     }
 
     /// A permit: a free one of the main lane at once, else as the call's [`Route`] says:
-    /// the first in the main lane's queue until the first deadline passes (or it is
+    /// the first in the main lane's queue until the deadline passes (or it is
     /// interrupted), then the first of either lane, the settle lane first; or either lane
-    /// at once; or the main lane only. `wait` says which and until when, asked only for a
-    /// call that has to wait (a pool's first deadline reads the event).
+    /// at once. `wait` says which and until when, asked only for a call that has to wait
+    /// (a pool's deadline reads the event).
     pub async fn admit<'w>(&self, wait: impl FnOnce() -> Wait<'w>) -> Result<Admitted, Unserved> {
         if let Some(admitted) = self.try_main() {
             return Ok(admitted);
@@ -149,16 +145,6 @@ impl Lanes {
                     () = wait.interrupt.wait() => {}
                     () = wait.closing.wait() => {}
                 }
-            }
-            Route::MainOnly => {
-                // A free permit comes first, as below: the component then settles a call
-                // that has been interrupted or run out of budget meanwhile itself.
-                let acquired = tokio::select! {
-                    biased;
-                    acquired = self.main.clone().acquire_owned() => acquired,
-                    ended = wait.ended() => return Err(ended),
-                };
-                return admitted(acquired, false);
             }
             Route::Either => {}
         }
@@ -226,7 +212,8 @@ mod tests {
         drop(settling);
 
         // I/O to do: the free settle permit is not for it; the main one is, once free.
-        let mut waiting = std::pin::pin!(lanes.admit(wait(Route::MainOnly)));
+        let later = Instant::now() + std::time::Duration::from_secs(3600);
+        let mut waiting = std::pin::pin!(lanes.admit(wait(Route::MainUntil(later))));
         assert!(pending(waiting.as_mut()).await);
         drop(held);
         let main = waiting.await.expect("the main permit");
@@ -243,19 +230,26 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_wait_in_the_main_lane_only_ends_with_its_interruption() {
+    async fn an_interrupted_main_lane_wait_settles_in_the_settle_lane_or_ends_there() {
         let lanes = Lanes::new(2);
         let _held = lanes.try_main().expect("the main permit is free");
         let (interrupt, closing) = (Interrupt::new(), Interrupt::new());
+        let later = Instant::now() + std::time::Duration::from_secs(3600);
         let wait = || Wait {
-            route: Route::MainOnly,
+            route: Route::MainUntil(later),
             budget: None,
             interrupt: &interrupt,
             closing: &closing,
         };
+        // Long before its deadline: the free settle permit, for the component to settle
+        // the interrupted call.
         let mut waiting = std::pin::pin!(lanes.admit(wait));
         assert!(pending(waiting.as_mut()).await);
         interrupt.interrupt();
-        assert_eq!(waiting.await.err(), Some(Unserved::Interrupted));
+        let settling = waiting.await.expect("the settle permit");
+        assert!(settling.settling);
+        // With no permit free in either lane, the interruption ends the wait.
+        assert_eq!(lanes.admit(wait).await.err(), Some(Unserved::Interrupted));
+        drop(settling);
     }
 }

@@ -66,13 +66,14 @@ pub struct Options {
     /// The most component instances this interceptor has at once, idle or busy
     /// (default [`DEFAULT_MAX_INSTANCES`], the default Engine's capacity; at least 2);
     /// of those it keeps at most 32 idle, giving the others' slots back to the Engine.
-    /// Calls beyond it wait in order, and the wait counts against each call's first
-    /// deadline and its budget: a call whose time runs out waiting is settled by its
+    /// Calls beyond it wait in order, and the wait counts against each call's
+    /// deadlines in turn (the first from the call's start, each later one from the one
+    /// before) and its budget: a call whose time runs out waiting is settled by its
     /// subscription's policy (`deadline-exceeded`, phase `queue`) on one of a few
     /// instances held back for that (1 per 16, at least 1), never as an engine
-    /// failure. No I/O is done on those: a call whose fail-open first interceptor ran
-    /// out waiting, with a later one to ask, waits on for one of the others (until its
-    /// interruption, budget or shutdown), and the later ones get their full timeouts.
+    /// failure. No I/O is done on those: a call whose fail-open interceptor ran out
+    /// waiting, with a later one still to ask, waits on for one of the others until
+    /// that one's deadline, and it is asked with what is left of its timeout.
     /// Interceptors on an Engine this crate made (every default `Interceptor`
     /// of a process shares the default one) also share its instance slots and wait for
     /// them the same way. On an Engine of your own, instances in use at the same moment

@@ -9,34 +9,31 @@
 //!
 //! Backpressure: at most `max_instances` instances of a pool exist at once (idle or
 //! busy). Calls beyond that wait, first come first served, in the two lanes of `lanes`:
-//! the main lane until the call's first deadline (`started` + the first interceptor's
-//! `timeoutMs`, or the budget), then the settle lane, a few instances held back for
-//! calls whose time ran out while they waited. The component is told when the call
-//! started, finds the first deadline (or the budget) used up, and settles it by the
-//! subscription's own policy — `deadline-exceeded` in phase `queue`, or
-//! `budget-expired` — before any I/O. Calls that start no I/O in the component at all
-//! (observe, an event no intercept subscription selects, an event the component will
-//! reject) use the settle lane too.
+//! the main lane until the call's next deadline passes (or its budget), then the settle
+//! lane, a few instances held back for calls whose time ran out while they waited. A
+//! waiting call uses up its interceptors' deadlines in turn, as the component counts
+//! them: the first at `started` + the first `timeoutMs`, each later one that much
+//! later again (`engine.chain-timeouts`). The component is told when the call started,
+//! finds the deadlines (or the budget) used up, and settles each by the subscription's
+//! own policy — `deadline-exceeded` in phase `queue`, or `budget-expired` — before any
+//! I/O. Calls that start no I/O in the component at all (observe, an event no intercept
+//! subscription selects, an event the component will reject) use the settle lane too.
 //!
 //! No call does I/O on a settle-lane instance (its permit, or its Engine slot, is the
-//! settle lane's), so a call waiting there never waits behind I/O. When the first
-//! interceptor that ran out in the queue failed open and a later one follows, the call
-//! has I/O to do after all: the host stops it at its first I/O (`state`), nothing sent,
+//! settle lane's), so a call waiting there never waits behind I/O. When an interceptor
+//! that ran out in the queue failed open and a later one still has time, the call has
+//! I/O to do after all: the host stops it at its first I/O (`state`), nothing sent,
 //! discards what the component made of it, gives the instance back and has it wait again
-//! in the main lane only, with nothing but its interruption, its budget or shutdown to
-//! end that wait, as for any call behind I/O. Run again there, the component finds the
-//! first deadline used up as before (phase `queue`, by policy) and gives each later
-//! interceptor its own full timeout.
+//! in the main lane until that later deadline. So every wait ends by the call's last
+//! deadline (or budget), and a call runs at most once per interceptor, plus once.
 //!
 //! On this crate's own Engine, a new instance also needs one of the Engine's slots, which
 //! every pool on it shares (`slots`): waited for the same way, so that several
 //! interceptors together never ask the pooling allocator for more than it has.
 //!
 //! The queue has no length bound of its own, and each waiter holds no instance, only its
-//! future. A waiter leaves the main lane by its first deadline, so their number is
-//! bounded by the arrival rate times the longest first `timeoutMs` — except calls that
-//! gave way, which have I/O to do and wait there until served (or interrupted, out of
-//! budget, shut down), as long as the calls ahead of them take.
+//! future. A waiter leaves the main lane by its last deadline, so their number is
+//! bounded by the arrival rate times the longest sum of a chain's `timeoutMs`.
 
 use crate::backends::Backends;
 use crate::bindings::{interceptor as wit, Plugin};
@@ -82,9 +79,8 @@ const GRACE: Duration = Duration::from_millis(250);
 /// How long the component may run (CPU and wall time) once a call has its instance.
 pub(crate) struct Limit {
     /// The longest a call may legitimately run (`engine.bound-ms`, the sum of the
-    /// chain's timeouts). It counts from when the call gets its instance: the first
-    /// interceptor's deadline runs from the call's start, every later one's from its own
-    /// start, so a call that waited in the queue may still run `bound` after it.
+    /// chain's timeouts). It counts from when the call gets its instance, which is
+    /// generous: a call that waited has used up some of its deadlines in the queue.
     pub bound: Duration,
     /// The call's budget, which nothing outlasts.
     pub budget: Option<Instant>,
@@ -101,7 +97,8 @@ impl Limit {
 /// How a call waits for an instance when none is free.
 pub(crate) enum Admission<'a> {
     /// An intercept call that began at `started`: it waits for the main lane until its
-    /// first deadline, `started` + the first timeout of `event`'s type, or `budget`.
+    /// next deadline (the first is `started` + the first timeout of `event`'s type), or
+    /// `budget`.
     Intercept {
         event: &'a str,
         started: Instant,
@@ -135,8 +132,9 @@ pub(crate) struct Ready {
 pub(crate) struct Pool {
     /// Shared with a make that outlives the call that began it.
     maker: Arc<Maker>,
-    /// Per event type, the first interceptor's timeout (`engine.first-timeouts`).
-    first_timeouts: HashMap<String, Duration>,
+    /// Per event type, its interceptors' timeouts in chain order
+    /// (`engine.chain-timeouts`).
+    chain_timeouts: HashMap<String, Vec<Duration>>,
     /// A permit per call in an instance.
     lanes: Lanes,
 }
@@ -170,7 +168,7 @@ impl Idle {
 }
 
 impl Pool {
-    /// A pool of at most `instances` (at least 2) live instances, `first_timeouts` as
+    /// A pool of at most `instances` (at least 2) live instances, `chain_timeouts` as
     /// the component gave them.
     pub fn new(
         runtime: Arc<Runtime>,
@@ -179,7 +177,7 @@ impl Pool {
         backends: Arc<Backends>,
         closing: Interrupt,
         instances: usize,
-        first_timeouts: Vec<(String, u64)>,
+        chain_timeouts: Vec<(String, Vec<u64>)>,
     ) -> Pool {
         let idle = Arc::default();
         if let Some(slots) = runtime.slots() {
@@ -194,9 +192,12 @@ impl Pool {
                 closing,
                 idle,
             }),
-            first_timeouts: first_timeouts
+            chain_timeouts: chain_timeouts
                 .into_iter()
-                .map(|(event, ms)| (event, Duration::from_millis(ms)))
+                .map(|(event, timeouts)| {
+                    let timeouts = timeouts.into_iter().map(Duration::from_millis).collect();
+                    (event, timeouts)
+                })
                 .collect(),
             lanes: Lanes::new(instances),
         }
@@ -208,9 +209,9 @@ impl Pool {
     /// counts as waiting for one: interruption, shutdown and the budget end the call's
     /// wait there too, and the instance is still finished and pooled for the next call.
     /// The instance goes back to the pool only after a normal return. A call that
-    /// reached I/O on a settle-lane instance is run again, from the main lane only (see
-    /// the module): `call` runs at most twice, and only the last run's result counts.
-    /// Every [`Unserved`] is a denial for the caller to settle: never permission.
+    /// reached I/O on a settle-lane instance is run again, waiting in the main lane until
+    /// its next deadline (see the module): only the last run's result counts. Every
+    /// [`Unserved`] is a denial for the caller to settle: never permission.
     pub async fn in_component<T>(
         &self,
         admission: Admission<'_>,
@@ -218,39 +219,34 @@ impl Pool {
         interrupt: &Interrupt,
         call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T> + Clone,
     ) -> Result<T, Unserved> {
-        let mut route = None;
         loop {
-            let run = self.run_once(&admission, route, &limit, interrupt, call.clone());
+            let run = self.run_once(&admission, &limit, interrupt, call.clone());
             match run.await? {
                 Ran::Settled(value) => return Ok(value),
-                // Only a settle-lane run gives way; one from the main lane only never does.
-                Ran::GaveWay => {
-                    tracing::debug!(
-                        "a call reached I/O on a settle-lane instance: it waits in the main lane"
-                    );
-                    route = Some(Route::MainOnly);
-                }
+                // Only a settle-lane run gives way, when a later deadline is still ahead:
+                // the next wait ends there at the latest.
+                Ran::GaveWay => tracing::debug!(
+                    "a call reached I/O on a settle-lane instance: it waits in the main lane"
+                ),
             }
         }
     }
 
-    /// One run of `call`, as [`Pool::in_component`] says, its wait routed by `route` (by
-    /// the admission if `None`).
+    /// One run of `call`, as [`Pool::in_component`] says.
     async fn run_once<T>(
         &self,
         admission: &Admission<'_>,
-        route: Option<Route>,
         limit: &Limit,
         interrupt: &Interrupt,
         call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T>,
     ) -> Result<Ran<T>, Unserved> {
         let (Admission::Intercept { budget, .. } | Admission::NoIo { budget }) = admission;
-        // Only for a call that has to wait: the first deadline reads the event's type.
+        // Only for a call that has to wait: its next deadline reads the event's type.
         let wait = || Wait {
-            route: route.unwrap_or_else(|| match self.first_deadline(admission) {
+            route: match self.next_deadline(admission, Instant::now()) {
                 Some(until) => Route::MainUntil(until),
                 None => Route::Either,
-            }),
+            },
             budget: *budget,
             interrupt,
             closing: &self.maker.closing,
@@ -327,10 +323,13 @@ impl Pool {
         }
     }
 
-    /// When a waiting intercept call's first deadline passes; `None` when it starts no
-    /// I/O (no intercept subscription selects its event type, or the event has no
-    /// readable type and the component will reject it).
-    fn first_deadline(&self, admission: &Admission) -> Option<Instant> {
+    /// When the next deadline after `now` of a waiting intercept call passes (or its
+    /// budget, if sooner): its interceptors' deadlines pass in turn while it waits, each
+    /// a timeout after the one before, the first a timeout after `started`. `None` when
+    /// it has no I/O left to do: every deadline (or its budget) passed, no intercept
+    /// subscription selects its event type, or the event has no readable type and the
+    /// component will reject it.
+    fn next_deadline(&self, admission: &Admission, now: Instant) -> Option<Instant> {
         let Admission::Intercept {
             event,
             started,
@@ -339,9 +338,17 @@ impl Pool {
         else {
             return None;
         };
-        let first = *self.first_timeouts.get(&event_type(event)?)?;
-        let own = *started + first;
-        Some(budget.map_or(own, |b| b.min(own)))
+        let timeouts = self.chain_timeouts.get(&event_type(event)?)?;
+        let next = timeouts
+            .iter()
+            .scan(*started, |deadline, timeout| {
+                // No overflow before a deadline passes `now`: each timeout fits in u64 ms.
+                *deadline = deadline.checked_add(*timeout)?;
+                Some(*deadline)
+            })
+            .find(|deadline| *deadline > now)?;
+        let next = budget.map_or(next, |b| b.min(next));
+        (next > now).then_some(next)
     }
 
     /// Drops every idle instance and keeps none from now on (shutdown).

@@ -25,7 +25,7 @@ use wasmtime::{
 pub const EMBEDDED_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/ahp_interceptor.wasm"));
 
-/// The WIT package the component implements, `ahp:interceptor@0.1.2`, encoded as a
+/// The WIT package the component implements, `ahp:interceptor@0.1.3`, encoded as a
 /// binary WIT package (`wit/` at build time).
 pub const EMBEDDED_WIT_PACKAGE: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/ahp_interceptor.wit.wasm"));

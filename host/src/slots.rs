@@ -11,7 +11,7 @@
 //! 1. takes a free slot, else an idle instance of any pool on the Engine off its list
 //!    (dropping it frees its slot), as often as that frees one;
 //! 2. else waits in order, in the two lanes of `lanes`, its wait counted against the
-//!    call's first deadline and budget like the wait for the pool's own instances.
+//!    call's deadlines and budget like the wait for the pool's own instances.
 //!
 //! While any call waits here, no pool keeps an instance idle: each one returned frees its
 //! slot at once, for the first waiter. Simple and never leaves a waiter behind an idle

@@ -1,6 +1,6 @@
 //! Backpressure (issue 11 item 5, failure-semantics.md "Enclosing operation budgets"):
 //! more concurrent calls than component instances wait, in order, and the wait counts
-//! against each call's first deadline and its budget. A call whose time runs out in the
+//! against each call's deadlines in turn and its budget. A call whose time runs out in the
 //! queue is settled by its subscription's own policy (`deadline-exceeded`, phase `queue`)
 //! or as budget expiry, never as an engine failure; nothing of it is sent.
 //!
@@ -224,53 +224,143 @@ async fn a_first_deadline_that_runs_out_in_the_queue_is_settled_by_its_policy_wi
     }
 }
 
+/// An intercept subscription of `event`, under `policy`, for a hook of its own.
+fn hook(id: &str, url: String, event: &str, timeout_ms: u64, policy: &str) -> Value {
+    json!({"id": id, "transport": {"type": "http", "url": url},
+           "subscriptions": [{"events": [event], "mode": "intercept",
+                              "timeoutMs": timeout_ms, "failurePolicy": policy,
+                              "content": {"default": "metadata"}}]})
+}
+
 /// A call that got its instance late, its first interceptor's deadline spent in the
-/// queue, still gives each later interceptor its own full timeout, as the component
-/// counts them: the host lets the component run that long after the call got its
-/// instance, so the later backend's in-time answer decides, never an engine failure.
+/// queue (failed open), asks the later interceptor with what is left of that one's
+/// timeout, counted from when the first deadline passed — not with a full timeout from
+/// whenever the instance came free. Here the later backend's answer would be in time
+/// for a full timeout (700 ms of 1,000 ms) but comes after what was left (500 ms).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_admitted_late_gives_later_interceptors_their_full_timeouts() {
+async fn a_call_admitted_late_gives_a_later_interceptor_what_is_left_of_its_timeout() {
     let _serial = SERIAL.lock().await;
-    let first = FaultBackend::start(vec![Behaviour::Blackhole]).await;
-    let slow = Behaviour::Delay(Duration::from_millis(900), Box::new(Behaviour::NoEffect));
-    let later = FaultBackend::start(vec![slow]).await;
-    let hook = |id: &str, url: String, timeout_ms: u64| {
-        json!({"id": id, "transport": {"type": "http", "url": url},
-               "subscriptions": [{"events": ["tool.before"], "mode": "intercept",
-                                  "timeoutMs": timeout_ms, "failurePolicy": "fail-open",
-                                  "content": {"default": "metadata"}}]})
-    };
+    let held_for = Duration::from_millis(600);
+    let holding = FaultBackend::start(vec![Behaviour::Delay(
+        held_for,
+        Box::new(Behaviour::NoEffect),
+    )])
+    .await;
+    let first = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let later = FaultBackend::start(vec![Behaviour::Delay(
+        Duration::from_millis(700),
+        Box::new(Behaviour::NoEffect),
+    )])
+    .await;
     let reg = json!({"protocolVersion": "draft", "hooks": [
-        hook("com.example.first", first.url(), 100),
-        hook("com.example.later", later.url(), 1_000),
+        hook("com.example.holding", holding.url(), "tool.before", 5_000, "fail-open"),
+        hook("com.example.first", first.url(), "session.start", 100, "fail-open"),
+        hook("com.example.later", later.url(), "session.start", 1_000, "fail-closed"),
     ]})
     .to_string();
-    // One instance for calls with time left, one held back to settle: six calls queue.
+    // One instance for calls with time left, one held back to settle.
     let interceptor = interceptor(&reg, 2, None).await;
-    let mut calls = JoinSet::new();
-    for i in 0..6 {
-        let interceptor = interceptor.clone();
-        calls.spawn(async move {
-            let event = event(&format!("evt_admitted_late_{i}"));
-            interceptor
-                .intercept(&event, &[EffectKind::Deny], None)
+    let holder = {
+        let (interceptor, text) = (interceptor.clone(), event("evt_left_holder"));
+        tokio::spawn(async move { interceptor.intercept(&text, &[], None).await })
+    };
+    assert!(holding.wait_for_requests(1, Duration::from_secs(5)).await);
+    let started = std::time::Instant::now();
+    let late = interceptor
+        .intercept(&session_start("evt_left_late"), &[], None)
+        .await
+        .expect("a valid event settles");
+    // It waited for the holder: the later backend was asked once the instance came free.
+    assert!(started.elapsed() >= held_for - Duration::from_millis(100));
+    assert_settled(
+        &late,
+        Decision::Deny,
+        DecidedBy::SyntheticDeny,
+        Some(SYNTHETIC_REASON),
+    );
+    let record = record_json(&late);
+    let (first_entry, later_entry) = (&record["interceptors"][0], &record["interceptors"][1]);
+    assert_eq!(
+        (&first_entry["outcome"], &first_entry["failure"]),
+        (
+            &json!("failed-open"),
+            &json!({"class": "deadline-exceeded", "phase": "queue"})
+        ),
+        "{record}"
+    );
+    assert_eq!(later_entry["outcome"], "failed-closed", "{record}");
+    assert_eq!(
+        later_entry["failure"]["class"], "deadline-exceeded",
+        "{record}"
+    );
+    assert_ne!(later_entry["failure"]["phase"], "queue", "asked: {record}");
+    assert_eq!((first.requests().len(), later.requests().len()), (0, 1));
+    let held = holder.await.expect("completes").expect("settles");
+    assert_settled(&held, Decision::Allow, DecidedBy::NoObjection, None);
+    interceptor.shutdown_async().await;
+}
+
+/// A call whose wait for an instance outlasts every deadline of its chain ends when the
+/// last one passes, each interceptor settled by its policy in phase `queue`, nothing
+/// sent — however long the call holding the instance takes (here until shutdown).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_that_outlasts_every_deadline_of_its_chain_ends_with_the_last_one() {
+    let _serial = SERIAL.lock().await;
+    let holding = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let first = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let later = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    for policy in POLICIES {
+        let reg = json!({"protocolVersion": "draft", "hooks": [
+            hook("com.example.holding", holding.url(), "tool.before", 30_000, "fail-open"),
+            hook("com.example.first", first.url(), "session.start", 200, "fail-open"),
+            hook("com.example.later", later.url(), "session.start", 300, policy),
+        ]})
+        .to_string();
+        let interceptor = interceptor(&reg, 2, None).await;
+        let holder = {
+            let (interceptor, text) = (interceptor.clone(), event("evt_outlast_holder"));
+            tokio::spawn(async move { interceptor.intercept(&text, &[], None).await })
+        };
+        let holding_seen = holding.requests().len() + 1;
+        assert!(
+            holding
+                .wait_for_requests(holding_seen, Duration::from_secs(5))
                 .await
-        });
-    }
-    let mut settled = 0;
-    while let Some(joined) = calls.join_next().await {
-        let call = joined
-            .expect("the call's task")
-            .expect("a valid event settles");
-        assert_settled(&call, Decision::Allow, DecidedBy::NoObjection, None);
-        let record = record_json(&call);
-        assert_eq!(
-            record["interceptors"][1]["outcome"], "no-effect",
-            "{record}"
         );
-        settled += 1;
+        let waited = tokio::time::timeout(
+            Duration::from_secs(10),
+            interceptor.intercept(&session_start("evt_outlast"), &[], None),
+        )
+        .await
+        .expect("the wait ends by the chain's last deadline, not with the holder")
+        .expect("a valid event settles");
+        let record = record_json(&waited);
+        let entries = record["interceptors"].as_array().expect("interceptors");
+        let queued = json!({"class": "deadline-exceeded", "phase": "queue"});
+        for entry in entries {
+            assert_eq!(entry["failure"], queued, "{policy}: {record}");
+            assert_eq!(entry["attempts"], json!([]), "{policy}: {record}");
+        }
+        match policy {
+            "fail-open" => assert_settled(&waited, Decision::Allow, DecidedBy::NoObjection, None),
+            _ => assert_settled(
+                &waited,
+                Decision::Deny,
+                DecidedBy::SyntheticDeny,
+                Some(SYNTHETIC_REASON),
+            ),
+        }
+        assert_eq!(entries.len(), 2, "{record}");
+        assert!(!holder.is_finished(), "the holder still holds the instance");
+        assert_eq!((first.connections(), later.connections()), (0, 0));
+        interceptor.shutdown_async().await;
+        let held = holder.await.expect("completes").expect("settles");
+        assert_eq!(
+            held.decision,
+            Decision::Deny,
+            "shutdown is never permission"
+        );
     }
-    assert_eq!(settled, 6);
 }
 
 /// The settle lane holds no call doing I/O. A call whose fail-open first interceptor ran
@@ -289,15 +379,9 @@ async fn a_late_call_with_a_later_interceptor_to_ask_leaves_the_settle_lane_free
     )])
     .await;
     let gate = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let hook = |id: &str, url: String, event: &str, timeout_ms: u64, policy: &str| {
-        json!({"id": id, "transport": {"type": "http", "url": url},
-               "subscriptions": [{"events": [event], "mode": "intercept",
-                                  "timeoutMs": timeout_ms, "failurePolicy": policy,
-                                  "content": {"default": "metadata"}}]})
-    };
     let reg = json!({"protocolVersion": "draft", "hooks": [
         hook("com.example.fast", fast.url(), "tool.before", 100, "fail-open"),
-        hook("com.example.slow", slow.url(), "tool.before", 5_000, "fail-open"),
+        hook("com.example.slow", slow.url(), "tool.before", 10_000, "fail-open"),
         hook("com.example.gate", gate.url(), "session.start", 100, "fail-closed"),
     ]})
     .to_string();
@@ -334,7 +418,8 @@ async fn a_late_call_with_a_later_interceptor_to_ask_leaves_the_settle_lane_free
         "settled after {waited:?}, behind the slow backend's {answer_in:?}"
     );
 
-    // The late call still asks the later interceptor, with its full timeout.
+    // The late call still asks the later interceptor, with what is left of its timeout
+    // (from 100 ms to 10.1 s) once the holder is done (3 s).
     let late = late.await.expect("completes").expect("settles");
     assert_settled(&late, Decision::Allow, DecidedBy::NoObjection, None);
     let record = record_json(&late);
@@ -364,9 +449,9 @@ async fn a_late_call_with_a_later_interceptor_to_ask_leaves_the_settle_lane_free
 
 /// A call whose first deadline ran out in the queue, failed open, with a later
 /// interceptor to ask, waits for the call instance (not on the one held back to settle:
-/// see above), behind the call holding it, however long that takes. That wait still ends
-/// at once when the call is interrupted, when its budget runs out, or at shutdown: the
-/// host settles it, and nothing of it is sent. Meanwhile a call with no I/O to do is
+/// see above), behind the call holding it, until that later interceptor's deadline
+/// (10.2 s here). That wait still ends at once when the call is interrupted, when its
+/// budget runs out, or at shutdown: the host settles it, and nothing of it is sent. Meanwhile a call with no I/O to do is
 /// served on the instance held back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_call_waiting_to_ask_a_later_interceptor_ends_with_its_interruption_budget_or_shutdown(

@@ -1,6 +1,6 @@
 //! The component describes itself (issue 13): registry metadata embedded in the format
 //! registries read (`wasm-metadata`), imports reduced to what it uses, and its contract
-//! published beside it as the binary WIT package `ahp:interceptor@0.1.2`.
+//! published beside it as the binary WIT package `ahp:interceptor@0.1.3`.
 
 use ahp_host::{EMBEDDED_COMPONENT, EMBEDDED_WIT_PACKAGE};
 use wit_component::DecodedWasm;
@@ -69,7 +69,7 @@ fn the_component_imports_only_the_clock_and_the_ahp_interfaces() {
     assert_eq!(unversioned, IMPORTS, "imports: {imports:?}");
     assert_eq!(
         names(world.exports.keys().collect()),
-        ["ahp:interceptor/interceptor@0.1.2"]
+        ["ahp:interceptor/interceptor@0.1.3"]
     );
 }
 
@@ -89,7 +89,7 @@ fn the_contract_is_published_as_its_wit_package() {
         panic!("the embedded WIT binary is a WIT package");
     };
     let package = &resolve.packages[package];
-    assert_eq!(package.name.to_string(), "ahp:interceptor@0.1.2");
+    assert_eq!(package.name.to_string(), "ahp:interceptor@0.1.3");
     assert!(package.worlds.contains_key("plugin"), "world plugin");
     let mut interfaces: Vec<&str> = package.interfaces.keys().map(String::as_str).collect();
     interfaces.sort();

@@ -217,11 +217,11 @@ fn push_stores_a_cncf_wasm_artifact_carrying_the_components_metadata() {
     assert_eq!(config["layerDigests"], json!([component_digest]));
     assert_eq!(
         config["component"]["exports"],
-        json!(["ahp:interceptor/interceptor@0.1.2"])
+        json!(["ahp:interceptor/interceptor@0.1.3"])
     );
     let imports = config["component"]["imports"].as_array().expect("imports");
     assert!(
-        imports.contains(&json!("ahp:interceptor/delivery@0.1.2")),
+        imports.contains(&json!("ahp:interceptor/delivery@0.1.3")),
         "{config}"
     );
     assert!(

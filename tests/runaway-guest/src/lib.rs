@@ -150,7 +150,7 @@ mod component {
             }
         }
 
-        fn first_timeouts(&self) -> Vec<(String, u64)> {
+        fn chain_timeouts(&self) -> Vec<(String, Vec<u64>)> {
             Vec::new()
         }
 
