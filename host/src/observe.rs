@@ -6,6 +6,7 @@ use crate::backends::Backends;
 use crate::bindings::delivery::Reply;
 use crate::bindings::host_types::DeliveryError;
 use crate::bindings::interceptor::Delivery;
+use crate::capabilities::credentials::AuthFailure;
 use crate::clock;
 use crate::interrupt::Interrupt;
 use crate::retry::wait_to_retry;
@@ -75,7 +76,14 @@ pub(crate) async fn notify(
         Some(source) => source
             .acquire(backend, deadline, cancelled)
             .await
-            .map_err(|_| ObserverResult::Failed(FailureClass::AuthFailed)),
+            .map_err(|failure| {
+                // Classed as for an interceptor: a credential the deadline cut short is
+                // the deadline's failure, not the credential's.
+                ObserverResult::Failed(match failure {
+                    AuthFailure::DeadlineExceeded => FailureClass::DeadlineExceeded,
+                    _ => FailureClass::AuthFailed,
+                })
+            }),
         None => Ok(None),
     };
     let mut bearer = match acquire().await {

@@ -229,6 +229,44 @@ async fn a_hanging_provider_ends_at_the_deadline_and_sees_interruption() {
     assert!(backend.requests().is_empty());
 }
 
+/// An observer's credential that its deadline cuts short is the deadline's failure, as
+/// it is for an interceptor: `deadline-exceeded`, not `auth-failed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_provider_ends_an_observer_delivery_as_deadline_exceeded() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    for (answer, class) in [
+        (Answer::Hang, "deadline-exceeded"),
+        (Answer::Fail, "auth-failed"),
+    ] {
+        let provider = TestProvider::new(answer);
+        let reg = json!({"protocolVersion": "draft", "hooks": [{
+            "id": BACKEND, "transport": {"type": "http", "url": backend.url()},
+            "authentication": {"type": "bearer", "tokenEnv": "AHP_E2E_PROVIDER_UNSET"},
+            "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                               "content": {"default": "metadata"}}]}]});
+        let mut providers: HashMap<String, Arc<dyn CredentialProvider>> = HashMap::new();
+        providers.insert(BACKEND.into(), provider);
+        let options = Options {
+            credential_providers: providers,
+            ..Options::default()
+        };
+        let interceptor = Interceptor::new(&reg.to_string(), options)
+            .await
+            .expect("valid registration");
+        let s = interceptor
+            .intercept(
+                &event("evt_provider_observer"),
+                &[],
+                Some(Duration::from_millis(400)),
+            )
+            .await
+            .expect("a valid event settles");
+        let record = record_json(&s);
+        assert_eq!(record["observers"][0]["result"], class, "{record}");
+        assert!(backend.requests().is_empty());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_401_is_reported_to_the_provider_before_one_fresh_acquisition() {
     let unauthorized = Behaviour::Reply {
