@@ -18,12 +18,16 @@
 //! waits behind I/O. (A main-lane permit that comes first to a call on the settle path is
 //! the main lane's: I/O may run on it.)
 //!
-//! tokio's semaphores are fair: permits go to waiters first come, first served.
+//! tokio's semaphores are fair: permits go to waiters first come, first served. A call
+//! keeps its [`Place`] in the main lane's queue while it waits for the settle lane, and
+//! across a run that gave way, so it never queues again at the back.
 
 use crate::interrupt::Interrupt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
 
 /// One permit in every this many is held back for the settle lane (at least one).
 const SETTLE_SHARE: usize = 16;
@@ -96,6 +100,14 @@ impl<'a> Wait<'a> {
     }
 }
 
+/// A call's place in the main lane's queue, once it has had to wait: kept for as long as
+/// the call lives, it keeps the call's turn.
+#[derive(Default)]
+pub(crate) struct Place(Option<Pin<Box<MainAcquire>>>);
+
+/// Waiting for a main-lane permit.
+type MainAcquire = dyn Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send;
+
 /// A permit, and whether it is one of the settle lane's (the call's time ran out while
 /// it waited, or it had no deadline to wait for, and a settle-lane permit came first): a
 /// call may settle on it, but start no I/O. Otherwise it is a main-lane permit.
@@ -127,34 +139,44 @@ impl Lanes {
     /// the first in the main lane's queue until the deadline passes (or it is
     /// interrupted), then the first of either lane, the settle lane first; or either lane
     /// at once. `wait` says which and until when, asked only for a call that has to wait
-    /// (a pool's deadline reads the event).
-    pub async fn admit<'w>(&self, wait: impl FnOnce() -> Wait<'w>) -> Result<Admitted, Unserved> {
-        if let Some(admitted) = self.try_main() {
-            return Ok(admitted);
+    /// (a pool's deadline reads the event). The call waits in the main lane from its
+    /// `place` there, taken now if it has none; a main-lane permit empties it.
+    pub async fn admit<'w>(
+        &self,
+        place: &mut Place,
+        wait: impl FnOnce() -> Wait<'w>,
+    ) -> Result<Admitted, Unserved> {
+        if place.0.is_none() {
+            if let Some(admitted) = self.try_main() {
+                return Ok(admitted);
+            }
         }
         let wait = wait();
-        match wait.route {
-            Route::MainUntil(until) => {
-                tokio::select! {
-                    acquired = self.main.clone().acquire_owned() => {
-                        if let Ok(permit) = acquired {
-                            return Ok(Admitted { permit, settling: false });
-                        }
-                    }
-                    () = tokio::time::sleep_until(until.into()) => {}
-                    () = wait.interrupt.wait() => {}
-                    () = wait.closing.wait() => {}
-                }
-            }
-            Route::Either => {}
-        }
-        // A free permit comes first: the component then settles the call itself.
-        let (acquired, settling) = tokio::select! {
-            biased;
-            acquired = self.settle.clone().acquire_owned() => (acquired, true),
-            acquired = self.main.clone().acquire_owned() => (acquired, false),
-            ended = wait.ended() => return Err(ended),
+        let main = place
+            .0
+            .get_or_insert_with(|| Box::pin(self.main.clone().acquire_owned()));
+        let in_time = match wait.route {
+            Route::MainUntil(until) => tokio::select! {
+                acquired = main.as_mut() => Some(acquired),
+                () = tokio::time::sleep_until(until.into()) => None,
+                () = wait.interrupt.wait() => None,
+                () = wait.closing.wait() => None,
+            },
+            Route::Either => None,
         };
+        // A free permit comes first: the component then settles the call itself.
+        let (acquired, settling) = match in_time {
+            Some(acquired) => (acquired, false),
+            None => tokio::select! {
+                biased;
+                acquired = self.settle.clone().acquire_owned() => (acquired, true),
+                acquired = main.as_mut() => (acquired, false),
+                ended = wait.ended() => return Err(ended),
+            },
+        };
+        if !settling {
+            place.0 = None;
+        }
         admitted(acquired, settling)
     }
 }
@@ -207,13 +229,17 @@ mod tests {
         };
 
         // Settling only: the free settle permit, at once.
-        let settling = lanes.admit(wait(Route::Either)).await.expect("a permit");
+        let settling = lanes
+            .admit(&mut Place::default(), wait(Route::Either))
+            .await
+            .expect("a permit");
         assert!(settling.settling);
         drop(settling);
 
         // I/O to do: the free settle permit is not for it; the main one is, once free.
         let later = Instant::now() + std::time::Duration::from_secs(3600);
-        let mut waiting = std::pin::pin!(lanes.admit(wait(Route::MainUntil(later))));
+        let mut place = Place::default();
+        let mut waiting = std::pin::pin!(lanes.admit(&mut place, wait(Route::MainUntil(later))));
         assert!(pending(waiting.as_mut()).await);
         drop(held);
         let main = waiting.await.expect("the main permit");
@@ -221,9 +247,13 @@ mod tests {
 
         // A main permit that comes first on the settle path is a main-lane one: I/O may
         // run on it. The settle permit taken first, the main one freed next.
-        let taken = lanes.admit(wait(Route::Either)).await.expect("a permit");
+        let taken = lanes
+            .admit(&mut Place::default(), wait(Route::Either))
+            .await
+            .expect("a permit");
         assert!(taken.settling);
-        let mut next = std::pin::pin!(lanes.admit(wait(Route::Either)));
+        let mut place = Place::default();
+        let mut next = std::pin::pin!(lanes.admit(&mut place, wait(Route::Either)));
         assert!(pending(next.as_mut()).await);
         drop(main);
         assert!(!next.await.expect("the main permit").settling);
@@ -243,13 +273,62 @@ mod tests {
         };
         // Long before its deadline: the free settle permit, for the component to settle
         // the interrupted call.
-        let mut waiting = std::pin::pin!(lanes.admit(wait));
+        let mut place = Place::default();
+        let mut waiting = std::pin::pin!(lanes.admit(&mut place, wait));
         assert!(pending(waiting.as_mut()).await);
         interrupt.interrupt();
         let settling = waiting.await.expect("the settle permit");
         assert!(settling.settling);
         // With no permit free in either lane, the interruption ends the wait.
-        assert_eq!(lanes.admit(wait).await.err(), Some(Unserved::Interrupted));
+        assert_eq!(
+            lanes.admit(&mut Place::default(), wait).await.err(),
+            Some(Unserved::Interrupted)
+        );
         drop(settling);
+    }
+
+    #[tokio::test]
+    async fn a_call_that_went_to_the_settle_lane_keeps_its_turn_in_the_main_lane() {
+        let lanes = Lanes::new(2);
+        let held = lanes.try_main().expect("the main permit is free");
+        let (interrupt, closing) = (Interrupt::new(), Interrupt::new());
+        let until = |route| {
+            let (interrupt, closing) = (&interrupt, &closing);
+            move || Wait {
+                route,
+                budget: None,
+                interrupt,
+                closing,
+            }
+        };
+        let later = Instant::now() + std::time::Duration::from_secs(3600);
+        // The first call queues for the main lane, then its deadline passes: it takes the
+        // settle permit, and gives way (drops it) with I/O to do.
+        let mut first = Place::default();
+        let soon = Instant::now() + std::time::Duration::from_millis(20);
+        let settling = lanes
+            .admit(&mut first, until(Route::MainUntil(soon)))
+            .await
+            .expect("the settle permit");
+        assert!(settling.settling);
+        // A second call queues for the main lane meanwhile.
+        let mut second = Place::default();
+        let mut next = std::pin::pin!(lanes.admit(&mut second, until(Route::MainUntil(later))));
+        assert!(pending(next.as_mut()).await);
+        drop(settling);
+        // The main permit comes free: it is the first call's, which queued first.
+        drop(held);
+        let again = lanes.admit(&mut first, until(Route::MainUntil(later)));
+        let again = tokio::time::timeout(std::time::Duration::from_secs(5), again)
+            .await
+            .expect("the first call is served before the second")
+            .expect("the main permit");
+        assert!(!again.settling);
+        assert!(
+            pending(next.as_mut()).await,
+            "the second call waits its turn"
+        );
+        drop(again);
+        assert!(!next.await.expect("then the second's").settling);
     }
 }

@@ -39,7 +39,7 @@ use crate::backends::Backends;
 use crate::bindings::{interceptor as wit, Plugin};
 use crate::convert::from_wit;
 use crate::interrupt::Interrupt;
-use crate::lanes::{Admitted, Lanes, Route, Unserved, Wait};
+use crate::lanes::{Admitted, Lanes, Place, Route, Unserved, Wait};
 use crate::runtime::Runtime;
 use crate::slots::Slot;
 use crate::state::HostState;
@@ -219,16 +219,40 @@ impl Pool {
         interrupt: &Interrupt,
         call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T> + Clone,
     ) -> Result<T, Unserved> {
+        // Kept across runs: a call that gave way waits on from its turn in the queue.
+        let mut place = Place::default();
+        let mut gave_way = 0;
         loop {
-            let run = self.run_once(&admission, &limit, interrupt, call.clone());
+            let run = self.run_once(&admission, &mut place, &limit, interrupt, call.clone());
             match run.await? {
                 Ran::Settled(value) => return Ok(value),
                 // Only a settle-lane run gives way, when a later deadline is still ahead:
-                // the next wait ends there at the latest.
-                Ran::GaveWay => tracing::debug!(
-                    "a call reached I/O on a settle-lane instance: it waits in the main lane"
-                ),
+                // the next wait ends there at the latest. So each time it is a later
+                // interceptor that gives way, and a component that gives way more often
+                // than its chain has interceptors is not counting its deadlines (or does
+                // I/O where it has none to do): it would never settle.
+                Ran::GaveWay if gave_way < self.interceptors(&admission) => {
+                    gave_way += 1;
+                    tracing::debug!(
+                        "a call reached I/O on a settle-lane instance: it waits in the main lane"
+                    );
+                }
+                Ran::GaveWay => {
+                    tracing::error!("the component started I/O after its call's time ran out");
+                    return Err(Unserved::EngineFailure);
+                }
             }
+        }
+    }
+
+    /// How many interceptors a call's chain has, as far as the host knows (none for one
+    /// that starts no I/O in the component).
+    fn interceptors(&self, admission: &Admission) -> usize {
+        match admission {
+            Admission::Intercept { event, .. } => event_type(event)
+                .and_then(|event_type| self.chain_timeouts.get(&event_type))
+                .map_or(0, Vec::len),
+            Admission::NoIo { .. } => 0,
         }
     }
 
@@ -236,6 +260,7 @@ impl Pool {
     async fn run_once<T>(
         &self,
         admission: &Admission<'_>,
+        place: &mut Place,
         limit: &Limit,
         interrupt: &Interrupt,
         call: impl AsyncFnOnce(&mut Ready) -> wasmtime::Result<T>,
@@ -251,7 +276,7 @@ impl Pool {
             interrupt,
             closing: &self.maker.closing,
         };
-        let Admitted { permit, settling } = self.lanes.admit(wait).await?;
+        let Admitted { permit, settling } = self.lanes.admit(place, wait).await?;
         let idle = self
             .maker
             .idle

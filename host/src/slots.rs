@@ -22,7 +22,7 @@
 //! does no I/O there, as on a pool's settle-lane permit (`lanes`, `pool`).
 
 use crate::interrupt::Interrupt;
-use crate::lanes::{Admitted, Lanes, Route, Unserved, Wait};
+use crate::lanes::{Admitted, Lanes, Place, Route, Unserved, Wait};
 use crate::pool::Idle;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -78,7 +78,10 @@ impl Slots {
                 return Ok(Slot(admitted));
             }
         }
-        self.lanes.admit(wait).await.map(Slot)
+        self.lanes
+            .admit(&mut Place::default(), wait)
+            .await
+            .map(Slot)
     }
 
     /// A slot for an instance outside any call (an interceptor's set-up probe). It frees

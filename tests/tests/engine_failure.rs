@@ -262,3 +262,41 @@ async fn makes_no_call_waits_for_count_against_the_pools_instances() {
         loads.requests().len()
     );
 }
+
+/// A component that starts I/O where its call has none left to do (here: it says no
+/// call has a deadline to wait for, then asks a backend anyway) is not run again and
+/// again on the instance held back for settling until one doing I/O comes free: the
+/// call is an engine failure, and it sent nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_doing_io_where_it_has_none_left_to_do_is_an_engine_failure() {
+    let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let options = Options {
+        component: Some(runaway_component()),
+        max_instances: Some(2),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&format!("io-out-of-time {}", backend.url()), options)
+        .await
+        .expect("the runaway component loads its io-out-of-time mode");
+    // The first call holds the one instance for I/O, for a second.
+    let holder = {
+        let interceptor = interceptor.clone();
+        tokio::spawn(async move {
+            interceptor
+                .intercept(&event("evt_io_holder"), &[EffectKind::Deny], None)
+                .await
+        })
+    };
+    assert!(backend.wait_for_requests(1, Duration::from_secs(5)).await);
+    let late_event = event("evt_io_late");
+    let late = interceptor.intercept(&late_event, &[EffectKind::Deny], None);
+    let settled = tokio::time::timeout(Duration::from_secs(10), late)
+        .await
+        .expect("not run again and again")
+        .expect("settles");
+    assert_engine_failure(&settled, "evt_io_late");
+    assert!(!holder.is_finished(), "it did not wait for the holder");
+    let held = holder.await.expect("completes").expect("settles");
+    assert_engine_failure(&held, "evt_io_holder");
+    assert_eq!(backend.requests().len(), 1, "only the holder's request");
+}

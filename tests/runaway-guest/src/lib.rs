@@ -26,6 +26,11 @@
 //! reply with no deadline: refused while the host validates the registration (no
 //! backends yet), it hangs for as long as the backend does when the host makes an
 //! instance for a call. `intercept` spins.
+//!
+//! A registration `io-out-of-time URL` makes `intercept` ask `com.example.late-io` at URL
+//! (for up to a second) although it says no call of it has any deadline to wait for (no
+//! chain timeouts): the host must not run it again and again where it may do no I/O. It
+//! then settles with an allow whose record does not parse (an engine failure).
 
 /// The environment variable `com.example.a`'s bearer token is read from in the
 /// cross-credential mode.
@@ -63,6 +68,8 @@ mod component {
         ContradictingRecord,
         /// Loaded after a delivery to this URL, which may never answer; then spins.
         HangingLoad(String),
+        /// Asks the backend at this URL in every call, with no chain timeouts.
+        IoOutOfTime(String),
     }
 
     /// The http URLs of the cross-credential mode's backends.
@@ -78,6 +85,7 @@ mod component {
     const UNKNOWN: &str = "com.example.unknown";
     const OBSERVER: &str = "com.example.obs";
     const HANG: &str = "com.example.hang";
+    const LATE_IO: &str = "com.example.late-io";
 
     /// How long the cross-credential mode's call may take, and its deadline from `started`.
     const CROSS_BOUND_MS: u64 = 2_000;
@@ -101,6 +109,8 @@ mod component {
                 // Whatever comes back, the load goes on: only the wait matters.
                 let _ = delivery::exchange(HANG, b"{}", None, u64::MAX);
                 Runaway::HangingLoad(url.to_string())
+            } else if let Some(url) = registration.strip_prefix("io-out-of-time ") {
+                Runaway::IoOutOfTime(url.to_string())
             } else if registration.contains("spin-on-load") {
                 spin()
             } else if registration.contains("panic") {
@@ -125,6 +135,7 @@ mod component {
                 Runaway::CrossCredential(urls) => urls,
                 Runaway::UntrustedObserver(url) => return vec![http(OBSERVER, url, None)],
                 Runaway::HangingLoad(url) => return vec![http(HANG, url, None)],
+                Runaway::IoOutOfTime(url) => return vec![http(LATE_IO, url, None)],
                 Runaway::Spins | Runaway::Panics | Runaway::ContradictingRecord => {
                     return Vec::new()
                 }
@@ -142,7 +153,9 @@ mod component {
 
         fn bound_ms(&self) -> u64 {
             match self {
-                Runaway::CrossCredential(_) | Runaway::UntrustedObserver(_) => CROSS_BOUND_MS,
+                Runaway::CrossCredential(_)
+                | Runaway::UntrustedObserver(_)
+                | Runaway::IoOutOfTime(_) => CROSS_BOUND_MS,
                 Runaway::Spins
                 | Runaway::Panics
                 | Runaway::HangingLoad(_)
@@ -168,6 +181,17 @@ mod component {
                     // What came back goes to the test, which cannot see the guest's panic.
                     let _ = delivery::exchange(REPORT, report.as_bytes(), None, deadline);
                     panic!("the component misused its delivery imports: {report}");
+                }
+                Runaway::IoOutOfTime(_) => {
+                    let deadline = started.saturating_add(1_000_000_000);
+                    let _ = delivery::exchange(LATE_IO, event.as_bytes(), None, deadline);
+                    Ok(Settlement {
+                        decision: Decision::Allow,
+                        decided_by: DecidedBy::NoObjection,
+                        reason: None,
+                        audit: "{}".to_string(),
+                        observers: Vec::new(),
+                    })
                 }
                 Runaway::UntrustedObserver(_) => Ok(Settlement {
                     decision: Decision::Allow,
