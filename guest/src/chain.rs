@@ -18,7 +18,7 @@ use crate::effect::{self, Effect};
 use crate::event::Event;
 use crate::events::Rules;
 use crate::host_api::{AuthError, DeliveryError, Host, Instant};
-use crate::registration::{Backend, Interceptor as Target, Registration, View};
+use crate::registration::{Backend, Interceptor as Target, Registration, Subscription};
 use crate::response;
 use crate::settlement::{ObserverDelivery, Settlement};
 use crate::wire::{self, Message};
@@ -257,7 +257,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                     call.budget,
                     ObserverKind::ShortCircuit,
                     t.backend,
-                    &t.subscription.view,
+                    t.subscription,
                     &effective,
                 )
             }));
@@ -270,7 +270,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                     call.budget,
                     ObserverKind::Owned,
                     backend,
-                    &subscription.view,
+                    subscription,
                     &effective,
                 )
             },
@@ -384,20 +384,23 @@ fn modified(event: &Event, rules: &Rules, effects: &[Effect]) -> Option<Option<E
     Some(current)
 }
 
-/// One best-effort observe of `event`, bounded by the observer timeout and the budget.
+/// One best-effort observe of `event` for `backend`'s `subscription`, bounded by the
+/// observer timeout and the budget.
 pub(crate) fn observer<H: Host>(
     host: &H,
     now: Instant,
     budget: Option<Instant>,
     kind: ObserverKind,
     backend: &Backend,
-    view: &View,
+    subscription: &Subscription,
     event: &Event,
 ) -> ObserverDelivery {
     ObserverDelivery {
         backend: backend.id.clone(),
+        subscription: subscription.index,
         kind,
-        message: wire::observe(event, view, |bytes| host.sha256(bytes)),
+        reports: None,
+        message: wire::observe(event, &subscription.view, |bytes| host.sha256(bytes)),
         deadline: crate::settlement::observer_deadline(now, budget),
     }
 }

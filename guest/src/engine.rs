@@ -206,7 +206,7 @@ impl Engine {
                     budget,
                     ObserverKind::Owned,
                     backend,
-                    &subscription.view,
+                    subscription,
                     &event,
                 )
             })

@@ -55,14 +55,15 @@ pub fn reports<H: Host>(
         let Some(event) = report(call.event, place, record, elapsed) else {
             continue;
         };
-        deliveries.extend(observers.map(|(backend, subscription)| {
-            observer(
+        deliveries.extend(observers.map(|(backend, subscription)| ObserverDelivery {
+            reports: Some(place),
+            ..observer(
                 host,
                 now,
                 call.budget,
                 ObserverKind::HookFailure,
                 backend,
-                &subscription.view,
+                subscription,
                 &event,
             )
         }));

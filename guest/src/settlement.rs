@@ -24,8 +24,12 @@ pub fn observer_deadline(now: Instant, budget: Option<Instant>) -> Instant {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObserverDelivery {
     pub backend: String,
+    /// Its subscription's position within the backend's `subscriptions`.
+    pub subscription: usize,
     /// Why it is sent: a short-circuited interceptor, or an observer of the call's event.
     pub kind: ObserverKind,
+    /// For a `hook.failure`: the place in the chain of the failure it reports.
+    pub reports: Option<usize>,
     pub message: Message,
     pub deadline: Instant,
 }
@@ -61,7 +65,9 @@ impl Settlement {
             .iter()
             .map(|o| ObserverEntry {
                 backend: o.backend.clone(),
+                subscription: o.subscription,
                 kind: o.kind,
+                reports: o.reports,
                 request_sha256: o.message.sha256().to_string(),
                 result: None,
             })

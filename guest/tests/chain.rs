@@ -2008,7 +2008,7 @@ fn a_deny_turns_the_same_backends_later_interceptor_into_one_short_circuit_obser
     );
     assert_eq!(
         audit(&s)["observers"],
-        json!([{"backend": A, "kind": "short-circuit",
+        json!([{"backend": A, "subscription": 1, "kind": "short-circuit",
                 "requestSha256": s.observers[0].message.sha256()}])
     );
 }
@@ -2129,7 +2129,27 @@ fn a_fail_open_failure_is_reported_to_the_other_backends_hook_failure_observers(
             (C, ObserverKind::HookFailure)
         ]
     );
-    assert_eq!(audit(&s)["observers"][1]["kind"], "hook-failure");
+    // The audit says which subscription each went to, and which failure a report is of.
+    let entries: Vec<(Value, Value, Value)> = audit(&s)["observers"]
+        .as_array()
+        .expect("observers")
+        .iter()
+        .map(|o| {
+            (
+                o["kind"].clone(),
+                o["subscription"].clone(),
+                o["reports"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            (json!("owned"), json!(0), Value::Null),
+            (json!("hook-failure"), json!(0), json!(0)),
+            (json!("hook-failure"), json!(0), json!(0)),
+        ]
+    );
     assert_eq!(s.observers[1].deadline, T0 + ms(250) + ms(2_000));
 }
 
@@ -2174,6 +2194,15 @@ fn every_failure_settled_by_policy_is_reported_with_its_own_policy() {
         times,
         ["2026-08-24T08:51:14.500Z", "2026-08-24T08:51:14.501Z"]
     );
+    // Two reports to the same subscription, told apart in the audit by what they report.
+    let audited = audit(&s);
+    let reported: Vec<&Value> = audited["observers"]
+        .as_array()
+        .expect("observers")
+        .iter()
+        .map(|o| &o["reports"])
+        .collect();
+    assert_eq!(reported, [&json!(0), &json!(1)]);
 }
 
 /// Only an operational failure settled by policy is reported: not a backend's deny or

@@ -182,7 +182,9 @@ mod tests {
         let mut record = allowed();
         record.observers.push(ObserverEntry {
             backend: backend.into(),
+            subscription: 0,
             kind: ObserverKind::Owned,
+            reports: None,
             request_sha256: sha256_hex(message.as_bytes()),
             result: None,
         });

@@ -280,7 +280,7 @@ async fn a_completion_dropped_mid_delivery_records_its_observers_interrupted() {
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(
         lines[0]["observers"],
-        json!([{"backend": "com.example.hang", "kind": "short-circuit",
+        json!([{"backend": "com.example.hang", "subscription": 0, "kind": "short-circuit",
                 "requestSha256": lines[0]["observers"][0]["requestSha256"],
                 "result": "interrupted"}])
     );
@@ -549,7 +549,8 @@ async fn a_backend_failure_is_reported_to_the_other_hook_failure_observers() {
     assert_eq!(record["interceptors"][0]["outcome"], "failed-open");
     assert_eq!(
         record["observers"],
-        json!([{"backend": "com.example.reporter", "kind": "hook-failure",
+        json!([{"backend": "com.example.reporter", "subscription": 0,
+                "kind": "hook-failure", "reports": 0,
                 "requestSha256": record["observers"][0]["requestSha256"],
                 "result": "delivered"}])
     );

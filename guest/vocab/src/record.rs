@@ -246,7 +246,13 @@ pub enum ObserverKind {
 #[serde(rename_all = "camelCase")]
 pub struct ObserverEntry {
     pub backend: String,
+    /// Position within its backend's `subscriptions` (the local subscription id): a
+    /// backend with two observe subscriptions gets one entry for each.
+    pub subscription: usize,
     pub kind: ObserverKind,
+    /// For a `hook-failure`: the place in `interceptors` of the failure it reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reports: Option<usize>,
     pub request_sha256: String,
     /// Set by the host once the delivery ended; absent in the component's own record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -365,7 +371,9 @@ mod tests {
             }],
             observers: vec![ObserverEntry {
                 backend: "com.example.audit".into(),
+                subscription: 1,
                 kind: ObserverKind::ShortCircuit,
+                reports: None,
                 request_sha256: "cd".into(),
                 result: Some(ObserverResult::Failed(FailureClass::ConnectionRefused)),
             }],
@@ -391,8 +399,9 @@ mod tests {
                                   "requestSha256": "ab"}],
                     "requestSha256": "ab"
                 }],
-                "observers": [{"backend": "com.example.audit", "kind": "short-circuit",
-                               "requestSha256": "cd", "result": "connection-refused"}]
+                "observers": [{"backend": "com.example.audit", "subscription": 1,
+                               "kind": "short-circuit", "requestSha256": "cd",
+                               "result": "connection-refused"}]
             })
         );
     }
