@@ -212,21 +212,27 @@ mod tests {
         .await
     }
 
+    /// A wait by `route` with no budget, ended by `interrupt` or `closing`.
+    fn wait_by<'a>(
+        route: Route,
+        interrupt: &'a Interrupt,
+        closing: &'a Interrupt,
+    ) -> impl FnOnce() -> Wait<'a> {
+        move || Wait {
+            route,
+            budget: None,
+            interrupt,
+            closing,
+        }
+    }
+
     #[tokio::test]
     async fn only_a_call_with_nothing_but_its_settlement_takes_a_settle_permit() {
         // One permit per lane; the main one held by a call doing I/O.
         let lanes = Lanes::new(2);
         let held = lanes.try_main().expect("the main permit is free");
         let (interrupt, closing) = (Interrupt::new(), Interrupt::new());
-        let wait = |route| {
-            let (interrupt, closing) = (&interrupt, &closing);
-            move || Wait {
-                route,
-                budget: None,
-                interrupt,
-                closing,
-            }
-        };
+        let wait = |route| wait_by(route, &interrupt, &closing);
 
         // Settling only: the free settle permit, at once.
         let settling = lanes
@@ -265,12 +271,7 @@ mod tests {
         let _held = lanes.try_main().expect("the main permit is free");
         let (interrupt, closing) = (Interrupt::new(), Interrupt::new());
         let later = Instant::now() + std::time::Duration::from_secs(3600);
-        let wait = || Wait {
-            route: Route::MainUntil(later),
-            budget: None,
-            interrupt: &interrupt,
-            closing: &closing,
-        };
+        let wait = || wait_by(Route::MainUntil(later), &interrupt, &closing)();
         // Long before its deadline: the free settle permit, for the component to settle
         // the interrupted call.
         let mut place = Place::default();
@@ -292,15 +293,7 @@ mod tests {
         let lanes = Lanes::new(2);
         let held = lanes.try_main().expect("the main permit is free");
         let (interrupt, closing) = (Interrupt::new(), Interrupt::new());
-        let until = |route| {
-            let (interrupt, closing) = (&interrupt, &closing);
-            move || Wait {
-                route,
-                budget: None,
-                interrupt,
-                closing,
-            }
-        };
+        let until = |route| wait_by(route, &interrupt, &closing);
         let later = Instant::now() + std::time::Duration::from_secs(3600);
         // The first call queues for the main lane, then its deadline passes: it takes the
         // settle permit, and gives way (drops it) with I/O to do.
