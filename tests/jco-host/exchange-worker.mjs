@@ -10,7 +10,12 @@ import { parentPort } from 'node:worker_threads';
 import http from 'node:http';
 import https from 'node:https';
 import { atDeadline } from './deadline.mjs';
-import { MAX_BODY, writeResult } from './shared-result.mjs';
+import { MAX_BODY, MAX_HEAD, writeResult } from './shared-result.mjs';
+
+/// The most header fields a response may have: ahp-host's, hyper 1.x's default (h1
+/// max_headers); one more is `malformed-http` there. Node reads up to 2000 and says
+/// nothing.
+const MAX_HEADERS = 100;
 
 parentPort.postMessage('ready');
 
@@ -34,6 +39,8 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
       method: 'POST',
       headers: { ...headers, 'content-type': 'application/json', 'content-length': body.length },
       agent: false,
+      // Node's own default is 16 KiB: a head ahp-host reads would be `malformed-http`.
+      maxHeaderSize: MAX_HEAD,
     });
   } catch {
     // Node refuses a request it could not write (a header with a control character)
@@ -58,6 +65,11 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
   });
   request.on('finish', () => { phase = 'await-response'; });
   request.on('response', (response) => {
+    if (response.rawHeaders.length / 2 > MAX_HEADERS) {
+      settle({ error: 'malformed-http' });
+      request.destroy();
+      return;
+    }
     phase = 'read-response';
     const chunks = [];
     let length = 0;

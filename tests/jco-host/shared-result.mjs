@@ -4,12 +4,16 @@
 
 /// The largest response body the host reads; more is `response-too-large`.
 export const MAX_BODY = 1 << 20;
+/// The largest response head the host reads: ahp-host's, hyper 1.x's default read buffer
+/// (8192 + 4096 * 100 bytes), past which a head is `malformed-http`. Node, given it as
+/// maxHeaderSize, counts a head without its line ends and separators, and hyper
+/// counts the bytes it has buffered: the two agree to within a few bytes a line.
+export const MAX_HEAD = 8192 + 4096 * 100;
 const HEADER = 16;
-/// Room for the meta JSON. Its one backend-chosen part is the content type, which Node's
-/// 16 KiB header cap bounds (a longer head is HPE_HEADER_OVERFLOW, `malformed-http`), so
-/// this is four times that; writeResult still checks, as a Node run with a larger cap
-/// could pass more.
-const META = 1 << 16;
+/// Room for the meta JSON. Its one backend-chosen part is the content type, at most the
+/// head, which JSON writes in at most two bytes a character (a Latin-1 character as
+/// UTF-8, an escaped `"` or `\`); the rest is a few dozen bytes. writeResult still checks.
+const META = 2 * MAX_HEAD + 1024;
 
 export function newResultBuffer() {
   return new SharedArrayBuffer(HEADER + META + MAX_BODY);

@@ -10,8 +10,9 @@
 use ahp_host::EMBEDDED_COMPONENT;
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    assert_nothing_sent, event, one_json_line, registration, runaway_component, CrossCredential,
-    Http, CROSS_TOKEN, CROSS_TOKEN_ENV, SLACK, SYNTHETIC_REASON,
+    assert_nothing_sent, event, interceptor, one_json_line, record_json, registration,
+    runaway_component, CrossCredential, Http, CROSS_TOKEN, CROSS_TOKEN_ENV, SLACK,
+    SYNTHETIC_REASON,
 };
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -382,6 +383,126 @@ async fn node_reads_a_reply_with_a_long_content_type() {
     assert_eq!(settled["decision"], json!("deny"), "{settled}");
     assert_eq!(settled["decidedBy"], json!("backend-deny"));
     assert_eq!(settled["reason"], json!("long type"));
+}
+
+/// A 200 answering event `id` with `effects`, its head `fields` (whole lines) and its own
+/// Content-Length, then the connection closed.
+fn reply_with_fields(id: &str, fields: &[String], effects: Value) -> Behaviour {
+    let result = json!({"protocolVersion": "draft", "effects": effects});
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+    let mut head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n", body.len());
+    for field in fields {
+        head.push_str(field);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    Behaviour::RawThenClose([head.into_bytes(), body.into_bytes()].concat())
+}
+
+/// What the two hosts must agree on of a call's record: the decision, who made it, the
+/// reason, and the one interceptor's outcome and failure.
+fn verdict(record: &Value) -> Value {
+    let entry = &record["interceptors"][0];
+    json!({
+        "decision": record["decision"],
+        "decidedBy": record["decidedBy"],
+        "reason": record["reason"],
+        "outcome": entry["outcome"],
+        "failure": entry["failure"],
+    })
+}
+
+/// The [`verdict`] of the same call in ahp-host, on the embedded component.
+async fn in_rust_host(registration: &str, id: &str) -> Value {
+    let settled = ahp_tests::support::call(&interceptor(registration).await, id).await;
+    verdict(&record_json(&settled))
+}
+
+/// A backend's reply whose head is `malformed-http`, under `policy`.
+fn malformed_http(policy: &str) -> Value {
+    let (decision, decided_by, reason, outcome) = match policy {
+        "fail-open" => ("allow", "no-objection", None, "failed-open"),
+        _ => (
+            "deny",
+            "synthetic-deny",
+            Some(SYNTHETIC_REASON),
+            "failed-closed",
+        ),
+    };
+    json!({
+        "decision": decision,
+        "decidedBy": decided_by,
+        "reason": reason,
+        "outcome": outcome,
+        "failure": {"class": "http-status", "phase": "await-response", "detail": "malformed-http"},
+    })
+}
+
+/// A response head is read as far as ahp-host reads one (hyper 1.x's default buffer,
+/// 8192 + 4096 * 100 bytes) and no further: a deny with a 20 KiB header field, or a
+/// ~400 KiB Content-Type, decides in both hosts; a 1 MiB head is `malformed-http` in
+/// both. Node's own cap of 16 KiB made the first two a failure, and fail-open an allow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_reads_a_response_head_as_far_as_the_rust_host_does() {
+    let json_type = "Content-Type: application/json".to_string();
+    let padding = |bytes: usize| format!("X-Padding: {}", "a".repeat(bytes));
+    let long_type = format!(
+        "Content-Type: application/json; x={}",
+        "a".repeat(400 << 10)
+    );
+    let denied = json!({
+        "decision": "deny",
+        "decidedBy": "backend-deny",
+        "reason": "big head",
+        "outcome": "deny",
+        "failure": null,
+    });
+    let cases = [
+        (vec![json_type.clone(), padding(20 << 10)], denied.clone()),
+        (vec![long_type], denied),
+        (
+            vec![json_type, padding(1 << 20)],
+            malformed_http("fail-open"),
+        ),
+    ];
+    for (i, (fields, expected)) in cases.into_iter().enumerate() {
+        let id = format!("evt_node_head_{i}");
+        let deny = json!([{"type": "deny", "reason": "big head"}]);
+        let backend = FaultBackend::start(vec![reply_with_fields(&id, &fields, deny)]).await;
+        let reg = one_backend(&backend, "fail-open", 2000);
+        let settled = call(&reg, &id).await;
+        assert_eq!(verdict(&settled["audit"]), expected, "case {i}: {settled}");
+        assert_eq!(
+            in_rust_host(&reg, &id).await,
+            expected,
+            "case {i}, ahp-host"
+        );
+    }
+}
+
+/// A reply with more header fields than ahp-host reads (100, hyper 1.x's default) is
+/// `malformed-http` in both hosts, failed closed here; one with 100 is read. Node itself
+/// reads up to 2000 fields without a word, and took the first as no objection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_refuses_a_reply_with_more_header_fields_than_the_rust_host_reads() {
+    let allowed = json!({
+        "decision": "allow",
+        "decidedBy": "no-objection",
+        "reason": null,
+        "outcome": "no-effect",
+        "failure": null,
+    });
+    for (count, expected) in [(100, allowed), (101, malformed_http("fail-closed"))] {
+        let id = format!("evt_node_fields_{count}");
+        // Content-Length, Content-Type and the rest.
+        let mut fields = vec!["Content-Type: application/json".to_string()];
+        fields.extend((2..count).map(|n| format!("X-Field-{n}: {n}")));
+        let backend = FaultBackend::start(vec![reply_with_fields(&id, &fields, json!([]))]).await;
+        let reg = one_backend(&backend, "fail-closed", 2000);
+        let settled = call(&reg, &id).await;
+        assert_eq!(verdict(&settled["audit"]), expected, "{count}: {settled}");
+        assert_eq!(in_rust_host(&reg, &id).await, expected, "{count}, ahp-host");
+    }
 }
 
 /// The engine-failure denial `ahp intercept` prints when the component could not
