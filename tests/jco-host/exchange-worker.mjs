@@ -89,23 +89,22 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
     response.on('aborted', () => settle({ error: 'connection-lost' }));
     response.on('error', () => settle({ error: 'connection-lost' }));
   });
-  request.on('error', (error) => settle({ error: classify(error, tls && connected && !secured) }));
+  request.on('error', (error) => settle({ error: classify(error, connected, tls && !secured) }));
   request.end(body);
 });
 
 /// Errors of a peer that went away.
 const HANG_UPS = ['ECONNRESET', 'EPIPE', 'ECONNABORTED'];
 
-/// A Node socket, TLS or parser error as a WIT delivery-error tag. In the TLS handshake
-/// nothing was sent: a hang-up is a refusal, anything else (a certificate, no common
-/// protocol) the TLS failure, as in the Rust host.
-function classify(error, inHandshake) {
-  if (inHandshake) return HANG_UPS.includes(error.code) ? 'connection-refused' : 'tls-failed';
-  // Nothing was sent: refused, or no route to the address.
-  if (['ECONNREFUSED', 'ENETUNREACH', 'EHOSTUNREACH'].includes(error.code)) {
-    return 'connection-refused';
-  }
-  if (['ENOTFOUND', 'EAI_AGAIN'].includes(error.code)) return 'unresolved-host';
+/// A Node socket, TLS or parser error as a WIT delivery-error tag, as the Rust host
+/// classifies it (http.rs `connect`, `connect_any`). Until the socket connected nothing
+/// was sent: a name that did not resolve is `unresolved-host`, whatever else stopped the
+/// connection (refused, no route, an address the socket cannot take) a refusal. In the
+/// TLS handshake nothing was sent either: a hang-up is a refusal, anything else (a
+/// certificate, no common protocol) the TLS failure.
+function classify(error, connected, handshaking) {
+  if (!connected) return error.syscall === 'getaddrinfo' ? 'unresolved-host' : 'connection-refused';
+  if (handshaking) return HANG_UPS.includes(error.code) ? 'connection-refused' : 'tls-failed';
   // Node reports a peer that closed before answering as ECONNRESET "socket hang up".
   if (error.code === 'ECONNRESET') {
     return error.message === 'socket hang up' ? 'connection-lost' : 'connection-reset';

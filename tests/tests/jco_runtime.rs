@@ -253,14 +253,17 @@ async fn node_fails_a_malformed_reply_closed() {
 }
 
 /// What stops a connection being made is classified as in the Rust host: a refused
-/// port and a missing route are `connection-refused` in `connect`, a name that does not
-/// resolve has detail `unresolved-host`; each settled by the policy (fail-open here).
+/// port, a missing route and an address the socket cannot take (a link-local one without
+/// its interface: EINVAL on Linux, once `connection-lost` in Node) are
+/// `connection-refused` in `connect`, a name that does not resolve has detail
+/// `unresolved-host`; each settled by the policy (fail-open here).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_classifies_a_connection_never_made_as_the_rust_host_does() {
     let refused = ahp_tests::fault_backend::refused_url();
     let cases = [
         (refused.as_str(), None),
         ("https://224.0.0.1:9/hooks", None),
+        ("https://[fe80::1]:9/hooks", None),
         ("https://ahp-backend.invalid/hooks", Some("unresolved-host")),
     ];
     for (i, (url, detail)) in cases.into_iter().enumerate() {
@@ -269,7 +272,7 @@ async fn node_classifies_a_connection_never_made_as_the_rust_host_does() {
 }
 
 /// One fail-open call to `url`, which takes no request: allowed, its failure
-/// `connection-refused` in `connect`, with `detail` if any.
+/// `connection-refused` in `connect`, with `detail` if any, in both hosts.
 async fn assert_never_connected(url: &str, id: &str, detail: Option<&str>) {
     let reg = registration(&[Http::new(BACKEND, url).policy("fail-open").timeout_ms(5000)]);
     let settled = call(&reg, id).await;
@@ -279,6 +282,8 @@ async fn assert_never_connected(url: &str, id: &str, detail: Option<&str>) {
         expected["detail"] = json!(detail);
     }
     assert_eq!(entry(&settled)["failure"], expected, "{url}: {settled}");
+    let rust = in_rust_host(&reg, id).await;
+    assert_eq!(rust["failure"], expected, "{url}, ahp-host");
 }
 
 /// The TLS handshake's failures are classified as in the Rust host: a peer that hangs up
