@@ -135,19 +135,19 @@ function run() {
   };
 }
 
-/// The audit text as a record, if it has a record's shape where the checks below read it;
-/// undefined otherwise.
+/// The audit text as a record, if it has a record's shape where the checks below read it
+/// and every member ahp-host's record type requires of each interceptor and observer
+/// entry (ahp_vocab `InterceptorEntry`, `ObserverEntry`), read as that type reads it;
+/// undefined otherwise. Not checked: the members an entry may leave out, and what is
+/// inside its `failure` and `attempts`.
 function record(text) {
   let value;
   try { value = JSON.parse(text); } catch { return undefined; }
-  const object = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
-  const objects = (v) => Array.isArray(v) && v.every(object);
   const ok = object(value) && object(value.event)
     && typeof value.decision === 'string' && typeof value.decidedBy === 'string'
     && (value.reason === undefined || value.reason === null || typeof value.reason === 'string')
-    && Number.isSafeInteger(value.elapsedMs) && value.elapsedMs >= 0
-    && objects(value.interceptors) && value.interceptors.every((i) => OUTCOMES.includes(i.outcome))
-    && objects(value.observers);
+    && count(value.elapsedMs)
+    && list(shaped(INTERCEPTOR))(value.interceptors) && list(shaped(OBSERVER))(value.observers);
   return ok ? value : undefined;
 }
 
@@ -157,6 +157,35 @@ const DECIDES = { 'no-objection': 'allow', 'backend-ask': 'ask' };
 /// Every interceptor outcome (ahp_vocab `Outcome`): a record with another word is no record.
 const OUTCOMES = ['no-effect', 'allow', 'ask', 'deny', 'stop', 'failed-open', 'failed-closed',
   'not-reached', 'interrupted', 'budget-expired'];
+
+const object = (v) => typeof v === 'object' && v !== null && !Array.isArray(v);
+const string = (v) => typeof v === 'string';
+/// A u64 or usize of the record's type. JSON.parse reads one past 2^53 inexactly, but as
+/// a whole number still: a timeout may be as long as u64::MAX ms.
+const count = (v) => Number.isInteger(v) && v >= 0;
+const oneOf = (words) => (v) => words.includes(v);
+const list = (check) => (v) => Array.isArray(v) && v.every(check);
+
+/// An object with each of `members`, each as its check says.
+const shaped = (members) => (v) => object(v)
+  && Object.entries(members).every(([name, check]) => check(v[name]));
+
+/// The members an interceptor entry must have.
+const INTERCEPTOR = {
+  backend: string,
+  subscription: count,
+  policy: oneOf(['fail-open', 'fail-closed']),
+  timeoutMs: count,
+  outcome: oneOf(OUTCOMES),
+  attempts: list(object),
+};
+
+/// The members an observer entry must have.
+const OBSERVER = {
+  backend: string,
+  kind: oneOf(['short-circuit', 'owned', 'hook-failure']),
+  requestSha256: string,
+};
 
 /// Interceptor outcomes that end a call in a denial (ahp_vocab `Outcome::denies`).
 const DENYING = ['deny', 'stop', 'failed-closed', 'interrupted', 'budget-expired'];

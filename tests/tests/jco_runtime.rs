@@ -558,6 +558,18 @@ async fn node_refuses_every_delivery_a_component_must_not_make() {
     assert!(!settled.to_string().contains(CROSS_TOKEN), "{settled}");
 }
 
+/// ahp-host's settlement of event `id` on the runaway component: its `decidedBy`.
+async fn rust_decides_on_runaway(registration: &str, id: &str) -> Value {
+    let options = ahp_host::Options {
+        component: Some(runaway_component()),
+        ..ahp_host::Options::default()
+    };
+    let interceptor = ahp_host::Interceptor::new(registration, options)
+        .await
+        .expect("the runaway component loads");
+    record_json(&ahp_tests::support::call(&interceptor, id).await)["decidedBy"].clone()
+}
+
 /// A component that allows with a record that is no record (`{}`), asking for an observe
 /// notification it does not list: as ahp-host (`from_component`), Node does not trust
 /// it. The call is an engine failure, exit 2, and the observer gets nothing.
@@ -571,6 +583,13 @@ async fn node_denies_a_settlement_it_cannot_trust() {
     // A well-formed record that says deny under an allow is no more trusted.
     let settled = call_on(runaway(), "contradicting-record", "evt_node_contradicting").await;
     assert_engine_failure(&settled);
+    // Nor one with an interceptor entry that has only its outcome, which ahp-host's
+    // record type does not read (`InterceptorEntry` requires backend, subscription,
+    // policy, timeoutMs and attempts).
+    let settled = call_on(runaway(), "incomplete-entry", "evt_node_incomplete").await;
+    assert_engine_failure(&settled);
+    let rust = rust_decides_on_runaway("incomplete-entry", "evt_node_incomplete").await;
+    assert_eq!(rust, json!("engine-failure"), "ahp-host");
 }
 
 /// A component that spins while it loads the registration is stopped past the 5 s that

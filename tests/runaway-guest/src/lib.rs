@@ -22,6 +22,11 @@
 //! (`no-objection`) whose well-formed record says the call was denied by a backend: the
 //! host must deny as an engine failure.
 //!
+//! A registration `incomplete-entry` makes `intercept` settle with an allow whose record
+//! is well-formed but for its one interceptor entry, `{"outcome":"no-effect"}`: without
+//! the backend, subscription, policy, timeout and attempts that the record's type
+//! requires, it is no record, and the host must deny as an engine failure.
+//!
 //! A registration `hanging-load URL` makes `load` ask `com.example.hang` at URL for a
 //! reply with no deadline: refused while the host validates the registration (no
 //! backends yet), it hangs for as long as the backend does when the host makes an
@@ -62,10 +67,12 @@ mod component {
         Panics,
         /// Asks for the deliveries the host must refuse, reports, then panics.
         CrossCredential(Urls),
-        /// Allows with an unreadable record and one observe notification to this URL.
-        UntrustedObserver(String),
-        /// Allows with a record that says deny.
-        ContradictingRecord,
+        /// Allows with this audit record, asking for one observe notification to the URL
+        /// if there is one.
+        Allows {
+            record: &'static str,
+            observer: Option<String>,
+        },
         /// Loaded after a delivery to this URL, which may never answer; then spins.
         HangingLoad(String),
         /// Asks the backend at this URL in every call, with no chain timeouts.
@@ -90,6 +97,21 @@ mod component {
     /// How long the cross-credential mode's call may take, and its deadline from `started`.
     const CROSS_BOUND_MS: u64 = 2_000;
 
+    /// A well-formed record of a denial by a backend.
+    const DENIED: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"deny","decidedBy":"backend-deny","reason":"No.","#,
+        r#""elapsedMs":0,"interceptors":[],"observers":[]}"#
+    );
+
+    /// A record of an allow, well-formed but for its interceptor entry, which has only
+    /// its outcome.
+    const INCOMPLETE_ENTRY: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
+        r#""elapsedMs":0,"interceptors":[{"outcome":"no-effect"}],"observers":[]}"#
+    );
+
     impl GuestEngine for Runaway {
         fn interceptable() -> Vec<EventCapability> {
             Vec::new()
@@ -102,9 +124,20 @@ mod component {
             let runaway = if let Some(urls) = registration.strip_prefix("cross-credential ") {
                 Runaway::CrossCredential(urls.parse()?)
             } else if let Some(url) = registration.strip_prefix("untrusted-observer ") {
-                Runaway::UntrustedObserver(url.to_string())
+                Runaway::Allows {
+                    record: "{}",
+                    observer: Some(url.to_string()),
+                }
             } else if registration == "contradicting-record" {
-                Runaway::ContradictingRecord
+                Runaway::Allows {
+                    record: DENIED,
+                    observer: None,
+                }
+            } else if registration == "incomplete-entry" {
+                Runaway::Allows {
+                    record: INCOMPLETE_ENTRY,
+                    observer: None,
+                }
             } else if let Some(url) = registration.strip_prefix("hanging-load ") {
                 // Whatever comes back, the load goes on: only the wait matters.
                 let _ = delivery::exchange(HANG, b"{}", None, u64::MAX);
@@ -133,10 +166,13 @@ mod component {
             };
             let urls = match self {
                 Runaway::CrossCredential(urls) => urls,
-                Runaway::UntrustedObserver(url) => return vec![http(OBSERVER, url, None)],
+                Runaway::Allows {
+                    observer: Some(url),
+                    ..
+                } => return vec![http(OBSERVER, url, None)],
                 Runaway::HangingLoad(url) => return vec![http(HANG, url, None)],
                 Runaway::IoOutOfTime(url) => return vec![http(LATE_IO, url, None)],
-                Runaway::Spins | Runaway::Panics | Runaway::ContradictingRecord => {
+                Runaway::Spins | Runaway::Panics | Runaway::Allows { observer: None, .. } => {
                     return Vec::new()
                 }
             };
@@ -153,13 +189,10 @@ mod component {
 
         fn bound_ms(&self) -> u64 {
             match self {
-                Runaway::CrossCredential(_)
-                | Runaway::UntrustedObserver(_)
-                | Runaway::IoOutOfTime(_) => CROSS_BOUND_MS,
-                Runaway::Spins
-                | Runaway::Panics
-                | Runaway::HangingLoad(_)
-                | Runaway::ContradictingRecord => 100,
+                Runaway::CrossCredential(_) | Runaway::Allows { .. } | Runaway::IoOutOfTime(_) => {
+                    CROSS_BOUND_MS
+                }
+                Runaway::Spins | Runaway::Panics | Runaway::HangingLoad(_) => 100,
             }
         }
 
@@ -193,28 +226,19 @@ mod component {
                         observers: Vec::new(),
                     })
                 }
-                Runaway::UntrustedObserver(_) => Ok(Settlement {
+                Runaway::Allows { record, observer } => Ok(Settlement {
                     decision: Decision::Allow,
                     decided_by: DecidedBy::NoObjection,
                     reason: None,
-                    audit: "{}".to_string(),
-                    observers: vec![Delivery {
-                        backend: OBSERVER.to_string(),
-                        message: event.into_bytes(),
-                        deadline: started.saturating_add(CROSS_BOUND_MS * 1_000_000),
-                    }],
-                }),
-                Runaway::ContradictingRecord => Ok(Settlement {
-                    decision: Decision::Allow,
-                    decided_by: DecidedBy::NoObjection,
-                    reason: None,
-                    audit: concat!(
-                        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
-                        r#""decision":"deny","decidedBy":"backend-deny","reason":"No.","#,
-                        r#""elapsedMs":0,"interceptors":[],"observers":[]}"#
-                    )
-                    .to_string(),
-                    observers: Vec::new(),
+                    audit: record.to_string(),
+                    observers: match observer {
+                        Some(_) => vec![Delivery {
+                            backend: OBSERVER.to_string(),
+                            message: event.into_bytes(),
+                            deadline: started.saturating_add(CROSS_BOUND_MS * 1_000_000),
+                        }],
+                        None => Vec::new(),
+                    },
                 }),
                 Runaway::Panics if !event.contains("spin") => panic!("the component failed"),
                 Runaway::Panics | Runaway::Spins | Runaway::HangingLoad(_) => spin(),
