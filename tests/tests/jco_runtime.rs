@@ -93,13 +93,19 @@ async fn call(registration: &str, id: &str) -> Value {
 /// One hook call for event `id` through the JS host on the transpiled component `entry`;
 /// its printed settlement, after checking that the exit code is the decision's.
 async fn call_on(entry: &Path, registration: &str, id: &str) -> Value {
-    call_with_env(entry, registration, id, &[]).await
+    call_with_env(entry, registration, id, &[]).await.0
 }
 
-/// [`call_on`], with these variables added to the host's environment.
-async fn call_with_env(entry: &Path, registration: &str, id: &str, env: &[(&str, &str)]) -> Value {
+/// [`call_on`], with these variables added to the host's environment; the settlement, and
+/// what the host wrote to stderr.
+async fn call_with_env(
+    entry: &Path,
+    registration: &str,
+    id: &str,
+    env: &[(&str, &str)],
+) -> (Value, String) {
     let output = run_host(entry, registration, id, env).await;
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     // Exit 1 is a refusal (no settlement), or the host itself failed.
     assert!(
         matches!(output.status.code(), Some(0 | 2 | 3)),
@@ -115,7 +121,7 @@ async fn call_with_env(entry: &Path, registration: &str, id: &str, env: &[(&str,
         other => panic!("no decision: {other:?} in {settled}"),
     };
     assert_eq!(output.status.code(), Some(code), "{settled} {stderr}");
-    settled
+    (settled, stderr)
 }
 
 /// Runs `node host.mjs` for event `id` on the transpiled component `entry`, with `env`
@@ -546,16 +552,17 @@ async fn node_denies_a_trapping_component_as_an_engine_failure() {
 /// the runaway guest's cross-credential mode asks to send `com.example.a`'s credential to
 /// `com.example.b`, to call `com.example.a` without it, and to call a backend not in the
 /// plan. Each is refused as `not-permitted`, nothing reaches either backend, and the
-/// trap that follows is denied as an engine failure whose record holds no token.
+/// trap that follows is denied as an engine failure. The host's own record of that holds
+/// no token; its stderr, where the trap and any error of the host go, holds none either.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_refuses_every_delivery_a_component_must_not_make() {
     let backends = CrossCredential::start().await;
     let token = [(CROSS_TOKEN_ENV, CROSS_TOKEN)];
     let reg = backends.registration();
-    let settled = call_with_env(runaway(), &reg, "evt_node_cross", &token).await;
+    let (settled, stderr) = call_with_env(runaway(), &reg, "evt_node_cross", &token).await;
     assert_engine_failure(&settled);
     backends.assert_every_delivery_refused().await;
-    assert!(!settled.to_string().contains(CROSS_TOKEN), "{settled}");
+    assert!(!stderr.contains(CROSS_TOKEN), "{stderr}");
 }
 
 /// ahp-host's settlement of event `id` on the runaway component: its `decidedBy`.
@@ -570,26 +577,28 @@ async fn rust_decides_on_runaway(registration: &str, id: &str) -> Value {
     record_json(&ahp_tests::support::call(&interceptor, id).await)["decidedBy"].clone()
 }
 
-/// A component that allows with a record that is no record (`{}`), asking for an observe
-/// notification it does not list: as ahp-host (`from_component`), Node does not trust
-/// it. The call is an engine failure, exit 2, and the observer gets nothing.
+/// A settlement ahp-host does not trust (`from_component`) Node does not trust either:
+/// the call is an engine failure, exit 2, in both hosts. The runaway component allows
+/// with a record that does not parse (`{}`); with a well-formed, consistent one that
+/// lists no observer while it asks for an observe notification; with one that says deny;
+/// and with one whose interceptor entry has only its outcome, which ahp-host's record
+/// type does not read (`InterceptorEntry` requires backend, subscription, policy,
+/// timeoutMs and attempts). The Node host sends no observe notification, trusted or not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_denies_a_settlement_it_cannot_trust() {
-    let observer = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let reg = format!("untrusted-observer {}", observer.url());
-    let settled = call_on(runaway(), &reg, "evt_node_untrusted").await;
-    assert_engine_failure(&settled);
-    assert_nothing_sent(&observer).await;
-    // A well-formed record that says deny under an allow is no more trusted.
-    let settled = call_on(runaway(), "contradicting-record", "evt_node_contradicting").await;
-    assert_engine_failure(&settled);
-    // Nor one with an interceptor entry that has only its outcome, which ahp-host's
-    // record type does not read (`InterceptorEntry` requires backend, subscription,
-    // policy, timeoutMs and attempts).
-    let settled = call_on(runaway(), "incomplete-entry", "evt_node_incomplete").await;
-    assert_engine_failure(&settled);
-    let rust = rust_decides_on_runaway("incomplete-entry", "evt_node_incomplete").await;
-    assert_eq!(rust, json!("engine-failure"), "ahp-host");
+    let observer = ahp_tests::fault_backend::refused_url();
+    let cases = [
+        format!("untrusted-observer {observer}"),
+        format!("unlisted-observer {observer}"),
+        "contradicting-record".to_string(),
+        "incomplete-entry".to_string(),
+    ];
+    for (i, reg) in cases.iter().enumerate() {
+        let id = format!("evt_node_untrusted_{i}");
+        assert_engine_failure(&call_on(runaway(), reg, &id).await);
+        let rust = rust_decides_on_runaway(reg, &id).await;
+        assert_eq!(rust, json!("engine-failure"), "{reg}, ahp-host");
+    }
 }
 
 /// A component that spins while it loads the registration is stopped past the 5 s that
@@ -640,7 +649,7 @@ async fn node_refuses_a_token_that_cannot_be_a_header() {
             .timeout_ms(1000),
     ]);
     let env = [("AHP_TEST_NODE_BAD_TOKEN", "tok\nen")];
-    let settled = call_with_env(transpiled(), &reg, "evt_node_bad_token", &env).await;
+    let (settled, _) = call_with_env(transpiled(), &reg, "evt_node_bad_token", &env).await;
     assert_eq!(settled["decidedBy"], json!("backend-deny"), "{settled}");
     assert_eq!(settled["reason"], json!("no"));
     let failure = &settled["audit"]["interceptors"][0]["failure"];

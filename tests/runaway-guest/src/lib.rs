@@ -18,6 +18,11 @@
 //! `com.example.obs` at URL: the host must deny as an engine failure and send nothing on
 //! the component's behalf.
 //!
+//! A registration `unlisted-observer URL` does the same with a well-formed,
+//! self-consistent record of an allow that lists no observer: the record does not name
+//! what the component asks to have sent, and the host must deny as an engine failure
+//! and send nothing.
+//!
 //! A registration `contradicting-record` makes `intercept` settle with an allow
 //! (`no-objection`) whose well-formed record says the call was denied by a backend: the
 //! host must deny as an engine failure.
@@ -97,6 +102,13 @@ mod component {
     /// How long the cross-credential mode's call may take, and its deadline from `started`.
     const CROSS_BOUND_MS: u64 = 2_000;
 
+    /// A well-formed record of an allow that no interceptor objected to, with no observer.
+    const ALLOWED: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
+        r#""elapsedMs":0,"interceptors":[],"observers":[]}"#
+    );
+
     /// A well-formed record of a denial by a backend.
     const DENIED: &str = concat!(
         r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
@@ -126,6 +138,11 @@ mod component {
             } else if let Some(url) = registration.strip_prefix("untrusted-observer ") {
                 Runaway::Allows {
                     record: "{}",
+                    observer: Some(url.to_string()),
+                }
+            } else if let Some(url) = registration.strip_prefix("unlisted-observer ") {
+                Runaway::Allows {
+                    record: ALLOWED,
                     observer: Some(url.to_string()),
                 }
             } else if registration == "contradicting-record" {
