@@ -6,21 +6,14 @@
 //! table of decisions and why, and leaves the audit log in a temporary file. Each call has
 //! the settlement it must reach; one that settles otherwise is named, and the demo exits 1.
 
+mod backend;
+
 use crate::{DecidedBy, Decision, EffectKind, Interceptor, Options, Record, Settlement};
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
-
-/// How long the `/slow` route sleeps: longer than any scripted timeout.
-const SLOW: Duration = Duration::from_millis(1_500);
+use std::time::Instant;
 
 /// One scripted tool call.
 struct Scenario {
@@ -86,7 +79,7 @@ fn scenarios() -> Vec<Scenario> {
 
 /// Runs the demo; exit 0 when every scripted call settled as expected.
 pub async fn run(options: Options) -> ExitCode {
-    let (addr, server) = match serve().await {
+    let (addr, server) = match backend::serve().await {
         Ok(started) => started,
         Err(e) => {
             eprintln!("error: start the demo backend: {e}");
@@ -225,70 +218,4 @@ fn why(record: &Record) -> String {
         (None, Some(reason)) => format!("backend: {reason}"),
         (None, None) => "backend raised no objection".into(),
     }
-}
-
-/// The built-in backend: `/policy` denies recursive deletion and allows the rest,
-/// `/slow` answers after [`SLOW`], `/garbled` answers with broken JSON.
-async fn serve() -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let task = tokio::spawn(async move {
-        let mut connections = tokio::task::JoinSet::new();
-        while let Ok((stream, _)) = listener.accept().await {
-            connections.spawn(async move {
-                let service = hyper::service::service_fn(answer);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    Ok((addr, task))
-}
-
-async fn answer(
-    request: Request<hyper::body::Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    let route = request.uri().path().trim_start_matches('/').to_string();
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let id = message["id"].clone();
-    let reply = match route.as_str() {
-        "slow" => {
-            tokio::time::sleep(SLOW).await;
-            no_effect(&id)
-        }
-        "garbled" => br#"{"jsonrpc":"2.0","id":"#.to_vec(),
-        _ => {
-            let command = message["params"]["event"]["tool"]["input"]["command"]
-                .as_str()
-                .unwrap_or("");
-            if command.contains("rm -rf") {
-                let deny =
-                    json!({"type": "deny", "reason": "Recursive deletion needs a human review."});
-                json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": [deny]}})
-                    .to_string()
-                    .into_bytes()
-            } else {
-                no_effect(&id)
-            }
-        }
-    };
-    let mut response = Response::new(Full::new(Bytes::from(reply)));
-    response.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
-    );
-    Ok(response)
-}
-
-fn no_effect(id: &Value) -> Vec<u8> {
-    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft", "effects": []}})
-        .to_string()
-        .into_bytes()
 }
