@@ -4,12 +4,15 @@
 //! runs scripted tool calls through the real component: an allow, an explicit deny, a
 //! timeout under fail-open, a timeout under fail-closed, and a malformed reply. Prints a
 //! table of decisions and why, and leaves the audit log in a temporary file. Each call has
-//! the settlement it must reach; one that settles otherwise is named, and the demo exits 1.
+//! the settlement it must reach (the decision, who made it, and its interceptor's outcome
+//! and failure class); one that settles otherwise is named, and the demo exits 1.
 
 mod backend;
 
-use crate::{DecidedBy, Decision, EffectKind, Interceptor, Options, Record, Settlement};
+use crate::vocab::Outcome;
+use crate::{DecidedBy, Decision, EffectKind, FailureClass, Interceptor, Options, Record};
 use serde_json::{json, Value};
+use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,7 +27,72 @@ struct Scenario {
     tool: &'static str,
     input: Value,
     /// How the call must settle.
-    expected: (Decision, DecidedBy),
+    expected: Settled,
+}
+
+/// How a call settled, as far as the demo checks it. The decision alone would let a
+/// scenario pass for the wrong reason: a fail-open timeout that answered in time allows
+/// too, and a fail-closed one denies whatever the failure was. So the one interceptor's
+/// outcome and failure class, as the audit record has them, are checked as well.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Settled {
+    decision: Decision,
+    decided_by: DecidedBy,
+    /// `None` when the record names no interceptor: the call never reached one.
+    outcome: Option<Outcome>,
+    /// The interceptor's failure class, when it failed.
+    class: Option<FailureClass>,
+}
+
+impl Settled {
+    /// A call the backend answered.
+    fn answered(decision: Decision, decided_by: DecidedBy, outcome: Outcome) -> Settled {
+        Settled {
+            decision,
+            decided_by,
+            outcome: Some(outcome),
+            class: None,
+        }
+    }
+
+    /// A call settled by the failure policy after a failure of `class`.
+    fn failed(
+        decision: Decision,
+        decided_by: DecidedBy,
+        outcome: Outcome,
+        class: FailureClass,
+    ) -> Settled {
+        Settled {
+            decision,
+            decided_by,
+            outcome: Some(outcome),
+            class: Some(class),
+        }
+    }
+
+    /// What `record` says: the demo registers one interceptor, so the first is the one.
+    fn of(record: &Record) -> Settled {
+        let interceptor = record.interceptors.first();
+        Settled {
+            decision: record.decision,
+            decided_by: record.decided_by,
+            outcome: interceptor.map(|i| i.outcome),
+            class: interceptor
+                .and_then(|i| i.failure.as_ref())
+                .map(|f| f.class),
+        }
+    }
+}
+
+impl fmt::Display for Settled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} by {}", self.decision, self.decided_by)?;
+        match (self.outcome, self.class) {
+            (None, _) => write!(f, " (no interceptor called)"),
+            (Some(outcome), None) => write!(f, " (interceptor {outcome})"),
+            (Some(outcome), Some(class)) => write!(f, " (interceptor {outcome}: {class})"),
+        }
+    }
 }
 
 fn scenarios() -> Vec<Scenario> {
@@ -36,7 +104,7 @@ fn scenarios() -> Vec<Scenario> {
             timeout_ms: 500,
             tool: "Read",
             input: json!({"path": "README.md"}),
-            expected: (Decision::Allow, DecidedBy::NoObjection),
+            expected: Settled::answered(Decision::Allow, DecidedBy::NoObjection, Outcome::NoEffect),
         },
         Scenario {
             title: "explicit deny",
@@ -45,7 +113,7 @@ fn scenarios() -> Vec<Scenario> {
             timeout_ms: 500,
             tool: "Bash",
             input: json!({"command": "rm -rf /"}),
-            expected: (Decision::Deny, DecidedBy::BackendDeny),
+            expected: Settled::answered(Decision::Deny, DecidedBy::BackendDeny, Outcome::Deny),
         },
         Scenario {
             title: "timeout, fail-open",
@@ -54,7 +122,12 @@ fn scenarios() -> Vec<Scenario> {
             timeout_ms: 300,
             tool: "Bash",
             input: json!({"command": "ls"}),
-            expected: (Decision::Allow, DecidedBy::NoObjection),
+            expected: Settled::failed(
+                Decision::Allow,
+                DecidedBy::NoObjection,
+                Outcome::FailedOpen,
+                FailureClass::DeadlineExceeded,
+            ),
         },
         Scenario {
             title: "timeout, fail-closed",
@@ -63,7 +136,12 @@ fn scenarios() -> Vec<Scenario> {
             timeout_ms: 300,
             tool: "Bash",
             input: json!({"command": "ls"}),
-            expected: (Decision::Deny, DecidedBy::SyntheticDeny),
+            expected: Settled::failed(
+                Decision::Deny,
+                DecidedBy::SyntheticDeny,
+                Outcome::FailedClosed,
+                FailureClass::DeadlineExceeded,
+            ),
         },
         Scenario {
             title: "malformed reply",
@@ -72,7 +150,12 @@ fn scenarios() -> Vec<Scenario> {
             timeout_ms: 500,
             tool: "Write",
             input: json!({"path": "notes.txt"}),
-            expected: (Decision::Deny, DecidedBy::SyntheticDeny),
+            expected: Settled::failed(
+                Decision::Deny,
+                DecidedBy::SyntheticDeny,
+                Outcome::FailedClosed,
+                FailureClass::MalformedJson,
+            ),
         },
     ]
 }
@@ -129,7 +212,7 @@ pub async fn run(options: Options) -> ExitCode {
                     ms,
                     why(&s.record)
                 );
-                if let Some(mismatch) = unexpected(scenario, &s) {
+                if let Some(mismatch) = unexpected(scenario, &s.record) {
                     ok = false;
                     eprintln!("error: scenario {} {mismatch}", i + 1);
                 }
@@ -163,16 +246,15 @@ fn audit_dir() -> std::io::Result<PathBuf> {
     Ok(builder.tempdir()?.keep())
 }
 
-/// How `settled` differs from what `scenario` expects, if it does.
-fn unexpected(scenario: &Scenario, settled: &Settlement) -> Option<String> {
-    let (decision, decided_by) = scenario.expected;
-    if (settled.decision, settled.decided_by) == (decision, decided_by) {
-        return None;
-    }
-    Some(format!(
-        "({}) settled as {} by {}, expected {decision} by {decided_by}",
-        scenario.title, settled.decision, settled.decided_by
-    ))
+/// How the call `record` settled differs from what `scenario` expects, if it does.
+fn unexpected(scenario: &Scenario, record: &Record) -> Option<String> {
+    let settled = Settled::of(record);
+    (settled != scenario.expected).then(|| {
+        format!(
+            "({}) settled as {settled}, expected {}",
+            scenario.title, scenario.expected
+        )
+    })
 }
 
 fn registration(addr: SocketAddr, s: &Scenario) -> String {
@@ -217,5 +299,74 @@ fn why(record: &Record) -> String {
         ),
         (None, Some(reason)) => format!("backend: {reason}"),
         (None, None) => "backend raised no objection".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The audit record of a call that settled as `settled`, shaped as the component
+    /// writes it for the demo's one interceptor.
+    fn record(settled: Settled) -> Record {
+        let interceptors = match settled.outcome {
+            None => json!([]),
+            Some(outcome) => json!([{
+                "backend": "dev.ahp.demo", "subscription": 0, "policy": "fail-open",
+                "timeoutMs": 300, "outcome": outcome, "attempts": [],
+                "failure": settled.class.map(|class| json!({"class": class, "phase": "parse"}))
+            }]),
+        };
+        serde_json::from_value(json!({
+            "event": {"id": "evt_demo_3", "type": "tool.before", "session": "sess_demo", "call": "call_3"},
+            "decision": settled.decision, "decidedBy": settled.decided_by, "reason": null,
+            "elapsedMs": 300, "interceptors": interceptors, "observers": []
+        }))
+        .expect("a record")
+    }
+
+    fn scenario(title: &str) -> Scenario {
+        scenarios()
+            .into_iter()
+            .find(|s| s.title == title)
+            .expect("the scenario")
+    }
+
+    #[test]
+    fn each_scenario_accepts_the_settlement_it_expects() {
+        for scenario in scenarios() {
+            let mismatch = unexpected(&scenario, &record(scenario.expected));
+            assert_eq!(mismatch, None, "{}", scenario.title);
+        }
+    }
+
+    /// A fail-open timeout that failed for another reason still allows: the class says so.
+    #[test]
+    fn a_failure_of_another_class_is_a_mismatch() {
+        let timeout = scenario("timeout, fail-open");
+        let malformed = Settled {
+            class: Some(FailureClass::MalformedJson),
+            ..timeout.expected
+        };
+        let mismatch = unexpected(&timeout, &record(malformed)).expect("a mismatch");
+        assert_eq!(
+            mismatch,
+            "(timeout, fail-open) settled as allow by no-objection (interceptor failed-open: \
+             malformed-json), expected allow by no-objection (interceptor failed-open: \
+             deadline-exceeded)"
+        );
+    }
+
+    /// A fail-open timeout whose backend answered in time allows too: the outcome says so.
+    #[test]
+    fn an_answer_where_a_failure_was_scripted_is_a_mismatch() {
+        let timeout = scenario("timeout, fail-open");
+        let answered =
+            Settled::answered(Decision::Allow, DecidedBy::NoObjection, Outcome::NoEffect);
+        let mismatch = unexpected(&timeout, &record(answered)).expect("a mismatch");
+        assert!(
+            mismatch.contains("settled as allow by no-objection (interceptor no-effect)"),
+            "{mismatch}"
+        );
     }
 }

@@ -364,8 +364,8 @@ fn demo_exits_1_naming_a_scenario_that_settled_otherwise() {
     run.assert_exit(1, "the demo with a component that never settles");
     assert!(
         run.stderr.contains(
-            "error: scenario 1 (allow) settled as deny by engine-failure, \
-             expected allow by no-objection"
+            "error: scenario 1 (allow) settled as deny by engine-failure \
+             (no interceptor called), expected allow by no-objection (interceptor no-effect)"
         ),
         "{}",
         run.stderr
