@@ -149,8 +149,8 @@ impl Engine {
     }
 
     /// As [`Engine::intercept`], for a call that began at `started` and waited for this
-    /// instance since: the wait counts against the first interceptor's deadline (and the
-    /// budget, already absolute), so a deadline it used up settles by that
+    /// instance since: the wait counts against the interceptors' deadlines in turn (and
+    /// the budget, already absolute), so a deadline it used up settles by that
     /// subscription's policy with phase `queue`, before any I/O.
     pub fn intercept_since<H: Host>(
         &self,

@@ -19,8 +19,9 @@
 //! the main lane's: I/O may run on it.)
 //!
 //! tokio's semaphores are fair: permits go to waiters first come, first served. A call
-//! keeps its [`Place`] in the main lane's queue while it waits for the settle lane, and
-//! across a run that gave way, so it never queues again at the back.
+//! keeps its [`Place`] in a pool's main lane while it waits for the settle lane, and
+//! across a run that gave way, so it does not queue there again at the back. (Its wait
+//! for an Engine slot, see `slots`, starts afresh on each run.)
 
 use crate::interrupt::Interrupt;
 use std::future::Future;

@@ -1,7 +1,7 @@
 //! Interceptors sharing one Engine: every default `Interceptor` of a process runs on the
 //! default Engine, whose pooling allocator has 512 component-instance slots. Together
 //! they never ask it for more: a call beyond its capacity waits for a slot (in order,
-//! the wait counted against its first deadline), idle instances of other interceptors
+//! the wait counted against its deadlines in turn), idle instances of other interceptors
 //! are given up for it, and a wait that outlasts the call's first deadline is settled
 //! by its subscription's own policy in phase `queue`. Never an engine failure.
 //!

@@ -37,7 +37,7 @@ words! {
     #[non_exhaustive]
     pub enum Phase {
         /// Waiting for a free component instance, before any delivery started: the wait
-        /// counts against the first interceptor's deadline (failure-semantics.md,
+        /// counts against the interceptors' deadlines in turn (failure-semantics.md,
         /// "Queue waits … consume that same remaining call budget").
         Queue = "queue",
         AcquireCredential = "acquire-credential",
