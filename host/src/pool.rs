@@ -231,7 +231,7 @@ impl Pool {
                 // interceptor that gives way, and a component that gives way more often
                 // than its chain has interceptors is not counting its deadlines (or does
                 // I/O where it has none to do): it would never settle.
-                Ran::GaveWay if gave_way < self.interceptors(&admission) => {
+                Ran::GaveWay if gave_way < self.chain(&admission).len() => {
                     gave_way += 1;
                     tracing::debug!(
                         "a call reached I/O on a settle-lane instance: it waits in the main lane"
@@ -245,15 +245,16 @@ impl Pool {
         }
     }
 
-    /// How many interceptors a call's chain has, as far as the host knows (none for one
-    /// that starts no I/O in the component).
-    fn interceptors(&self, admission: &Admission) -> usize {
-        match admission {
-            Admission::Intercept { event, .. } => event_type(event)
-                .and_then(|event_type| self.chain_timeouts.get(&event_type))
-                .map_or(0, Vec::len),
-            Admission::NoIo { .. } => 0,
-        }
+    /// The timeouts of a call's chain, as far as the host knows: none for a call that
+    /// starts no I/O in the component (observe, an event no intercept subscription
+    /// selects, or one with no readable type, which the component will reject).
+    fn chain(&self, admission: &Admission) -> &[Duration] {
+        let Admission::Intercept { event, .. } = admission else {
+            return &[];
+        };
+        event_type(event)
+            .and_then(|event_type| self.chain_timeouts.get(&event_type))
+            .map_or(&[], Vec::as_slice)
     }
 
     /// One run of `call`, as [`Pool::in_component`] says.
@@ -351,20 +352,17 @@ impl Pool {
     /// When the next deadline after `now` of a waiting intercept call passes (or its
     /// budget, if sooner): its interceptors' deadlines pass in turn while it waits, each
     /// a timeout after the one before, the first a timeout after `started`. `None` when
-    /// it has no I/O left to do: every deadline (or its budget) passed, no intercept
-    /// subscription selects its event type, or the event has no readable type and the
-    /// component will reject it.
+    /// it has no I/O left to do: every deadline (or its budget) passed, or it has no
+    /// chain ([`Pool::chain`]).
     fn next_deadline(&self, admission: &Admission, now: Instant) -> Option<Instant> {
         let Admission::Intercept {
-            event,
-            started,
-            budget,
+            started, budget, ..
         } = admission
         else {
             return None;
         };
-        let timeouts = self.chain_timeouts.get(&event_type(event)?)?;
-        let next = timeouts
+        let next = self
+            .chain(admission)
             .iter()
             .scan(*started, |deadline, timeout| {
                 // No overflow before a deadline passes `now`: each timeout fits in u64 ms.

@@ -183,6 +183,7 @@ const INTERCEPTOR = {
 /// The members an observer entry must have.
 const OBSERVER = {
   backend: string,
+  subscription: count,
   kind: oneOf(['short-circuit', 'owned', 'hook-failure']),
   requestSha256: string,
 };

@@ -236,26 +236,25 @@ impl Route {
         match self {
             Route::Slow => {
                 tokio::time::sleep(SLOW).await;
-                no_effect(id)
+                result(id, json!([]))
             }
             Route::Garbled => br#"{"jsonrpc":"2.0","id":"#.to_vec(),
             Route::Policy => {
                 let command = event["tool"]["input"]["command"].as_str().unwrap_or("");
                 if command.contains("rm -rf") {
                     let deny = json!({"type": "deny", "reason": "Recursive deletion needs a human review."});
-                    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": PROTOCOL_VERSION, "effects": [deny]}})
-                        .to_string()
-                        .into_bytes()
+                    result(id, json!([deny]))
                 } else {
-                    no_effect(id)
+                    result(id, json!([]))
                 }
             }
         }
     }
 }
 
-fn no_effect(id: &Value) -> Vec<u8> {
-    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": PROTOCOL_VERSION, "effects": []}})
+/// The intercept result for request `id` with these `effects`.
+fn result(id: &Value, effects: Value) -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": PROTOCOL_VERSION, "effects": effects}})
         .to_string()
         .into_bytes()
 }

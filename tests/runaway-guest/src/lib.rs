@@ -235,28 +235,19 @@ mod component {
                 Runaway::IoOutOfTime(_) => {
                     let deadline = started.saturating_add(1_000_000_000);
                     let _ = delivery::exchange(LATE_IO, event.as_bytes(), None, deadline);
-                    Ok(Settlement {
-                        decision: Decision::Allow,
-                        decided_by: DecidedBy::NoObjection,
-                        reason: None,
-                        audit: "{}".to_string(),
-                        observers: Vec::new(),
-                    })
+                    Ok(allowing("{}", Vec::new()))
                 }
-                Runaway::Allows { record, observer } => Ok(Settlement {
-                    decision: Decision::Allow,
-                    decided_by: DecidedBy::NoObjection,
-                    reason: None,
-                    audit: record.to_string(),
-                    observers: match observer {
+                Runaway::Allows { record, observer } => {
+                    let observers = match observer {
                         Some(_) => vec![Delivery {
                             backend: OBSERVER.to_string(),
                             message: event.into_bytes(),
                             deadline: started.saturating_add(CROSS_BOUND_MS * 1_000_000),
                         }],
                         None => Vec::new(),
-                    },
-                }),
+                    };
+                    Ok(allowing(record, observers))
+                }
                 Runaway::Panics if !event.contains("spin") => panic!("the component failed"),
                 Runaway::Panics | Runaway::Spins | Runaway::HangingLoad(_) => spin(),
             }
@@ -311,6 +302,18 @@ mod component {
         .map(|(case, outcome)| format!(r#""{case}":"{outcome}""#))
         .collect();
         format!("{{{}}}", fields.join(","))
+    }
+
+    /// An allow that no interceptor objected to, with `audit` as its record, asking for
+    /// `observers`.
+    fn allowing(audit: &str, observers: Vec<Delivery>) -> Settlement {
+        Settlement {
+            decision: Decision::Allow,
+            decided_by: DecidedBy::NoObjection,
+            reason: None,
+            audit: audit.to_string(),
+            observers,
+        }
     }
 
     /// One exchange's result, in words: the WIT's for a refusal.
