@@ -18,9 +18,10 @@ use crate::effect::{self, Effect};
 use crate::event::Event;
 use crate::events::Rules;
 use crate::host_api::{AuthError, DeliveryError, Host, Instant};
-use crate::registration::{Backend, Interceptor as Target, Registration, Subscription};
+use crate::observers::{Observers, Why};
+use crate::registration::{Backend, Interceptor as Target, Registration};
 use crate::response;
-use crate::settlement::{ObserverDelivery, Settlement};
+use crate::settlement::Settlement;
 use crate::wire::{self, Message};
 use ahp_vocab::{
     AttemptEntry, AttemptResult, DecidedBy, Decision, Detail, Enforce, EventCapability, EventRef,
@@ -246,43 +247,27 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     };
     let now = host.now();
     let out_of_budget = call.budget.is_some_and(|b| now >= b);
-    let mut observers = Vec::new();
+    let mut observers = Observers::default();
     // An interrupted or expired call starts no new best-effort observations.
     if !was_interrupted && !out_of_budget {
+        let (budget, event) = (call.budget, &*effective);
         if short_circuited {
-            observers.extend(uncalled.iter().map(|t| {
-                observer(
-                    host,
-                    now,
-                    call.budget,
-                    ObserverKind::ShortCircuit,
-                    t.backend,
-                    t.subscription,
-                    &effective,
-                )
-            }));
+            let uncalled = uncalled.iter().map(|t| (t.backend, t.subscription));
+            let why = Why::kind(ObserverKind::ShortCircuit);
+            observers.of_event(host, event, now, budget, why, uncalled);
         }
-        observers.extend(call.registration.observers(&call.event.event_type).map(
-            |(backend, subscription)| {
-                observer(
-                    host,
-                    now,
-                    call.budget,
-                    ObserverKind::Owned,
-                    backend,
-                    subscription,
-                    &effective,
-                )
-            },
-        ));
-        observers.extend(crate::failure_report::reports(
+        let owned = call.registration.observers(&call.event.event_type);
+        let why = Why::kind(ObserverKind::Owned);
+        observers.of_event(host, event, now, budget, why, owned);
+        crate::failure_report::reports(
             host,
             call,
             started,
             now,
             &records,
             &settled_failures,
-        ));
+            &mut observers,
+        );
     }
     if matches!(
         decided_by,
@@ -324,7 +309,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         },
         elapsed_ns: now.saturating_sub(started),
         interceptors: records,
-        observers,
+        observers: observers.into_vec(),
     }
 }
 
@@ -382,27 +367,6 @@ fn modified(event: &Event, rules: &Rules, effects: &[Effect]) -> Option<Option<E
         }
     }
     Some(current)
-}
-
-/// One best-effort observe of `event` for `backend`'s `subscription`, bounded by the
-/// observer timeout and the budget.
-pub(crate) fn observer<H: Host>(
-    host: &H,
-    now: Instant,
-    budget: Option<Instant>,
-    kind: ObserverKind,
-    backend: &Backend,
-    subscription: &Subscription,
-    event: &Event,
-) -> ObserverDelivery {
-    ObserverDelivery {
-        backend: backend.id.clone(),
-        subscription: subscription.index,
-        kind,
-        reports: None,
-        message: wire::observe(event, &subscription.view, |bytes| host.sha256(bytes)),
-        deadline: crate::settlement::observer_deadline(now, budget),
-    }
 }
 
 /// Whether the call may start another interceptor: not once interrupted or out of budget.

@@ -324,7 +324,7 @@ fn audit_text(record: &ahp_vocab::Record) -> String {
 fn delivery(d: ObserverDelivery) -> Delivery {
     Delivery {
         backend: d.backend,
-        message: d.message.bytes().to_vec(),
+        message: d.message.into_bytes(),
         deadline: d.deadline,
     }
 }

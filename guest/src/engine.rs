@@ -8,6 +8,7 @@ use crate::effect::EffectKind;
 use crate::event::{Event, EventProblem};
 use crate::events;
 use crate::host_api::{Host, Instant};
+use crate::observers::{Observers, Why};
 use crate::registration::{self, EventPattern, Mode, Registration};
 use crate::settlement::{ObserverDelivery, Settlement};
 use ahp_vocab::{EventCapability, ObserverKind, Problem};
@@ -187,7 +188,8 @@ impl Engine {
 
     /// One notification per observe subscription matching the event, in registration
     /// order, each bounded by the observer timeout from `started` (when the call began,
-    /// before any wait for an instance) and by the budget.
+    /// before any wait for an instance) and by the budget; withheld past the observer
+    /// limit as for a hook call's own observers.
     pub fn observe<H: Host>(
         &self,
         host: &H,
@@ -196,22 +198,11 @@ impl Engine {
         budget: Option<Instant>,
     ) -> Result<Vec<ObserverDelivery>, Vec<Problem>> {
         let event = Event::parse_any(event).map_err(event_problems)?;
-        let deliveries = self
-            .registration
-            .observers(&event.event_type)
-            .map(|(backend, subscription)| {
-                chain::observer(
-                    host,
-                    started,
-                    budget,
-                    ObserverKind::Owned,
-                    backend,
-                    subscription,
-                    &event,
-                )
-            })
-            .collect();
-        Ok(deliveries)
+        let mut deliveries = Observers::default();
+        let observers = self.registration.observers(&event.event_type);
+        let why = Why::kind(ObserverKind::Owned);
+        deliveries.of_event(host, &event, started, budget, why, observers);
+        Ok(deliveries.into_vec())
     }
 }
 

@@ -16,20 +16,20 @@
 //! - `failure.reason`: the failure class (failure-semantics.md's word), never a backend's
 //!   text, an address or an error, like the synthetic denial's reason.
 
-use crate::chain::{observer, Call};
+use crate::chain::Call;
 use crate::deadline::elapsed_ms;
 use crate::event::Event;
 use crate::host_api::{Host, Instant};
-use crate::settlement::ObserverDelivery;
+use crate::observers::{Observers, Why};
 use ahp_vocab::{InterceptorEntry, ObserverKind};
 use serde_json::{json, Value};
 
 /// The event type.
 pub const HOOK_FAILURE: &str = "hook.failure";
 
-/// The `hook.failure` deliveries for the failures settled by policy, each its place among
-/// `records` (the chain's, in order) and when it was settled, prepared at `now` for a
-/// call that began at `started`.
+/// Adds to `observers` the `hook.failure` deliveries for the failures settled by policy,
+/// each its place among `records` (the chain's, in order) and when it was settled,
+/// prepared at `now` for a call that began at `started`.
 pub fn reports<H: Host>(
     host: &H,
     call: &Call,
@@ -37,38 +37,30 @@ pub fn reports<H: Host>(
     now: Instant,
     records: &[InterceptorEntry],
     settled: &[(usize, Instant)],
-) -> Vec<ObserverDelivery> {
-    let mut deliveries = Vec::new();
+    observers: &mut Observers,
+) {
     for &(place, settled_at) in settled {
         let Some(record) = records.get(place) else {
             continue;
         };
-        let mut observers = call
+        let mut selected = call
             .registration
             .observers(HOOK_FAILURE)
             .filter(|(backend, _)| backend.id != record.backend)
             .peekable();
-        if observers.peek().is_none() {
+        if selected.peek().is_none() {
             continue;
         }
         let elapsed = elapsed_ms(started, settled_at);
         let Some(event) = report(call.event, place, record, elapsed) else {
             continue;
         };
-        deliveries.extend(observers.map(|(backend, subscription)| ObserverDelivery {
+        let why = Why {
+            kind: ObserverKind::HookFailure,
             reports: Some(place),
-            ..observer(
-                host,
-                now,
-                call.budget,
-                ObserverKind::HookFailure,
-                backend,
-                subscription,
-                &event,
-            )
-        }));
+        };
+        observers.of_event(host, &event, now, call.budget, why, selected);
     }
-    deliveries
 }
 
 /// The `hook.failure` event of the interceptor at `place` in the chain, whose failure is

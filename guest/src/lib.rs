@@ -31,6 +31,7 @@ pub mod events;
 pub mod failure_report;
 pub mod host_api;
 pub mod json;
+pub mod observers;
 pub mod registration;
 pub mod response;
 pub mod settlement;

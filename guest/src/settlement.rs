@@ -10,8 +10,8 @@ use crate::deadline::{elapsed_ms, Deadline};
 use crate::host_api::Instant;
 use crate::wire::Message;
 use ahp_vocab::{
-    DecidedBy, Decision, Enforce, EventRef, InterceptorEntry, ObserverEntry, ObserverKind, Record,
-    OBSERVER_TIMEOUT_MS,
+    DecidedBy, Decision, Enforce, EventRef, InterceptorEntry, ObserverEntry, ObserverKind,
+    ObserverResult, Record, OBSERVER_TIMEOUT_MS,
 };
 
 /// When an observe notification prepared at `now` must be done: the observer timeout,
@@ -32,6 +32,10 @@ pub struct ObserverDelivery {
     pub reports: Option<usize>,
     pub message: Message,
     pub deadline: Instant,
+    /// Not to be sent: it would have taken the call's notifications past
+    /// [`crate::observers::OBSERVER_BYTES`]. Its message keeps only its digest, for the
+    /// record; its bytes are empty, which a notification's never are.
+    pub withheld: bool,
 }
 
 /// The outcome of one hook call.
@@ -52,13 +56,14 @@ pub struct Settlement {
 
 impl Settlement {
     /// The audit record. Observer entries name each prepared delivery; the host adds
-    /// their results once it has sent them.
+    /// their results once it has sent them, but for those withheld here.
     pub fn record(&self) -> Record {
         self.clone().into_record().0
     }
 
     /// The audit record and the prepared observer deliveries it names, moved out
-    /// rather than copied: the component hands both over at the end of every call.
+    /// rather than copied: the component hands both over at the end of every call (a
+    /// withheld one with no bytes, which the host does not send).
     pub fn into_record(self) -> (Record, Vec<ObserverDelivery>) {
         let observers = self
             .observers
@@ -69,7 +74,7 @@ impl Settlement {
                 kind: o.kind,
                 reports: o.reports,
                 request_sha256: o.message.sha256().to_string(),
-                result: None,
+                result: o.withheld.then_some(ObserverResult::Withheld),
             })
             .collect();
         let record = Record {

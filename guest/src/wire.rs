@@ -67,6 +67,16 @@ impl Message {
     pub fn sha256(&self) -> &str {
         &self.sha256
     }
+
+    /// The bytes, moved out: the component hands them over without a copy.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// Frees the bytes of a message that will not be sent; its digest stays.
+    pub fn release_bytes(&mut self) {
+        self.bytes = Vec::new();
+    }
 }
 
 /// Appends `value` as compact JSON. Strings, words and the declaration's blocks cannot

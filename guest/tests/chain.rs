@@ -1937,6 +1937,55 @@ fn short_circuit_observer_deadline_is_bounded_by_the_budget() {
     assert_eq!(s.observers[0].deadline, T0 + ms(600));
 }
 
+/// Observers never change a decision, also by what they take up in the instance: each
+/// notification holds the event, and those past the observer limit (64 MiB for the
+/// call) are withheld as they come, their bytes freed, their digest kept for the record,
+/// which says `withheld`; a later, smaller one still goes.
+#[test]
+fn notifications_past_the_observer_limit_are_withheld_and_recorded_so() {
+    let mut hooks = vec![interceptor(A, "fail-open", 500)];
+    hooks.extend((0..9).map(|n| {
+        backend(
+            &format!("com.example.watch{n}"),
+            vec![observe_sub(&["tool.before"])],
+        )
+    }));
+    // A later failure's `hook.failure` report is small: it fits after the large ones.
+    hooks.push(backend(C, vec![observe_sub(&["hook.failure"])]));
+    let engine = load(hooks);
+    let mut large: Value = serde_json::from_str(&event()).unwrap();
+    large["tool"]["input"]["command"] = json!("x".repeat(9 << 20));
+    let mut host = FakeHost::new().on(A, Step::fail(DeliveryError::ConnectionRefused));
+    let s = intercept_with(&engine, &mut host, &large.to_string(), EFFECTS, None);
+    assert_eq!(s.decision, Decision::Allow, "A fails open");
+    let withheld: Vec<bool> = s.observers.iter().map(|o| o.withheld).collect();
+    // Seven 9 MiB notifications fit in 64 MiB; the eighth and ninth would not.
+    let mut expected = vec![false; 7];
+    expected.extend([true, true, false]);
+    assert_eq!(withheld, expected);
+    assert_eq!(s.observers[9].kind, ObserverKind::HookFailure);
+    assert!(s.observers[7..9]
+        .iter()
+        .all(|o| o.message.bytes().is_empty()));
+    let full = &s.observers[0].message;
+    assert!(full.bytes().len() > 9 << 20);
+    let audit = audit(&s);
+    let entries = audit["observers"].as_array().unwrap();
+    for (n, entry) in entries.iter().enumerate() {
+        let result = match n {
+            7 | 8 => json!("withheld"),
+            _ => Value::Null,
+        };
+        assert_eq!(
+            entry.get("result").cloned().unwrap_or(Value::Null),
+            result,
+            "{n}"
+        );
+    }
+    // Every view is the same, so the withheld digest is that of the bytes sent to others.
+    assert_eq!(entries[8]["requestSha256"], full.sha256());
+}
+
 /// Backend A with two `tool.before` intercept subscriptions, then `more`. The second
 /// includes the native payload, the first does not: a notification shows whose view it
 /// was encoded for.

@@ -551,8 +551,9 @@ impl HookCall {
     /// Records each observer's result in the settlement, once.
     fn finish(&mut self, results: &[ObserverResult]) -> Option<Settlement> {
         let mut settlement = self.settlement.take()?;
+        // A withheld notification stays so: it was never going to be sent.
         for (entry, result) in settlement.record.observers.iter_mut().zip(results) {
-            entry.result = Some(*result);
+            entry.result.get_or_insert(*result);
         }
         Some(settlement)
     }

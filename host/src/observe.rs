@@ -17,7 +17,8 @@ use tokio::time::Instant;
 
 /// Sends the call's observe notifications concurrently, each bounded by its own
 /// deadline and by `timeout`; the call's interruption and the interceptor's shutdown
-/// (`closing`) cancel them. Results are in the order given.
+/// (`closing`) cancel them. One the component withheld ([`withheld`]) is not sent.
+/// Results are in the order given.
 pub(crate) async fn deliver_observers(
     backends: &Arc<Backends>,
     deliveries: Vec<Delivery>,
@@ -26,8 +27,17 @@ pub(crate) async fn deliver_observers(
     closing: &Interrupt,
 ) -> Vec<ObserverResult> {
     let mut tasks = tokio::task::JoinSet::new();
-    let count = deliveries.len();
+    let mut results: Vec<_> = deliveries
+        .iter()
+        .map(|d| match withheld(d) {
+            true => ObserverResult::Withheld,
+            false => ObserverResult::Interrupted,
+        })
+        .collect();
     for (i, delivery) in deliveries.into_iter().enumerate() {
+        if withheld(&delivery) {
+            continue;
+        }
         let backends = backends.clone();
         let (interrupt, closing) = (interrupt.clone(), closing.clone());
         // A timeout past the end of time (`Duration::MAX`) leaves the component's bound.
@@ -49,13 +59,18 @@ pub(crate) async fn deliver_observers(
             (i, result)
         });
     }
-    let mut results = vec![ObserverResult::Interrupted; count];
     while let Some(joined) = tasks.join_next().await {
         if let Ok((i, result)) = joined {
             results[i] = result;
         }
     }
     results
+}
+
+/// Whether the component withheld `delivery`: a notification past the call's observer
+/// limit, recorded so, whose bytes it did not hand over (a notification is never empty).
+pub(crate) fn withheld(delivery: &Delivery) -> bool {
+    delivery.message.is_empty()
 }
 
 /// Sends one `hooks/observe` notification by `deadline`, with the backend's credential

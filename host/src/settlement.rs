@@ -5,6 +5,7 @@
 use crate::bindings::interceptor as wit;
 use crate::convert;
 use crate::delivery_impl::sha256_hex;
+use crate::observe::withheld;
 use ahp_vocab::{DecidedBy, Decision, EventRef, ObserverResult, Record};
 use std::time::Instant;
 
@@ -91,6 +92,7 @@ pub(crate) fn from_component(
 }
 
 /// Whether `record` names exactly `deliveries`, in order: the audit says what was sent.
+/// The component sets no result but `withheld`, exactly for the deliveries it withheld.
 fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
     record.observers.len() == deliveries.len()
         && record
@@ -99,7 +101,11 @@ fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
             .zip(deliveries)
             .all(|(entry, delivery)| {
                 entry.backend == delivery.backend
-                    && entry.request_sha256 == sha256_hex(&delivery.message)
+                    && match entry.result {
+                        None => entry.request_sha256 == sha256_hex(&delivery.message),
+                        Some(ObserverResult::Withheld) => withheld(delivery),
+                        Some(_) => false,
+                    }
             })
 }
 
@@ -222,6 +228,41 @@ mod tests {
         let (settled, sent) = handed_over_with(&allowed(), vec![delivery("com.example.obs", "{}")]);
         assert_eq!(settled.decided_by, DecidedBy::EngineFailure);
         assert!(sent.is_empty());
+    }
+
+    /// The only result a component may set is `withheld`, and only on a delivery whose
+    /// bytes it did not hand over; the digest of a withheld one is not the empty one's.
+    #[test]
+    fn a_component_sets_no_result_but_withheld_on_an_empty_delivery() {
+        let withheld = |result| {
+            let mut record = allowed_observing("com.example.obs", "{\"n\":1}");
+            record.observers[0].result = Some(result);
+            record
+        };
+        let trusted = handed_over_with(
+            &withheld(ObserverResult::Withheld),
+            vec![delivery("com.example.obs", "")],
+        );
+        assert_eq!(trusted.0.decided_by, DecidedBy::NoObjection);
+        assert_eq!(trusted.1.len(), 1);
+        let untrusted = [
+            (ObserverResult::Withheld, "{\"n\":1}"),
+            (ObserverResult::Delivered, ""),
+            (ObserverResult::Delivered, "{\"n\":1}"),
+            (ObserverResult::NotSent, ""),
+        ];
+        for (result, message) in untrusted {
+            let (settled, sent) = handed_over_with(
+                &withheld(result),
+                vec![delivery("com.example.obs", message)],
+            );
+            assert_eq!(settled.decided_by, DecidedBy::EngineFailure, "{result:?}");
+            assert!(sent.is_empty());
+        }
+        // Bytes the record does not list, as withheld or not.
+        let record = allowed_observing("com.example.obs", "{\"n\":1}");
+        let (settled, _) = handed_over_with(&record, vec![delivery("com.example.obs", "")]);
+        assert_eq!(settled.decided_by, DecidedBy::EngineFailure);
     }
 
     #[test]

@@ -193,8 +193,9 @@ const DENYING = ['deny', 'stop', 'failed-closed', 'interrupted', 'budget-expired
 
 /// Whether the component's settlement can be trusted, as ahp-host decides it
 /// (settlement.rs `from_component`): its record agrees with the WIT fields and with itself,
-/// and lists exactly the observe deliveries asked for. A component that says "allow" over
-/// its own denial has gone wrong, and its mistake must never be permission.
+/// and lists exactly the observe deliveries asked for (or withheld). A component that
+/// says "allow" over its own denial has gone wrong, and its mistake must never be
+/// permission.
 function trusted(settled, audit) {
   if (audit === undefined) return false;
   const decision = DECIDES[audit.decidedBy] ?? 'deny';
@@ -206,7 +207,15 @@ function trusted(settled, audit) {
     && (decision === 'deny' || !audit.interceptors.some((i) => DENYING.includes(i.outcome)))
     && audit.observers.length === deliveries.length
     && audit.observers.every((entry, n) => entry.backend === deliveries[n].backend
-      && entry.requestSha256 === delivery.sha256(deliveries[n].message));
+      && listed(entry, deliveries[n].message));
+}
+
+/// Whether an observer entry names its delivery's `message`: by digest, or, the one
+/// result the component sets, as withheld with no bytes handed over (settlement.rs
+/// `lists`).
+function listed(entry, message) {
+  if (entry.result === undefined) return entry.requestSha256 === delivery.sha256(message);
+  return entry.result === 'withheld' && message.length === 0;
 }
 
 try {

@@ -581,3 +581,54 @@ async fn a_backend_failure_is_reported_to_the_other_hook_failure_observers() {
         "the parent's time plus the call's: {reported}"
     );
 }
+
+/// Observers never change a decision, not even by what their notifications take up in
+/// the component: sixty observers of a 4 MiB event (each notification holds the event)
+/// would need 240 MiB and more of the instance's 256 MiB. The notifications beyond the
+/// component's observer limit (64 MiB) are recorded `withheld`, digest and all, and not
+/// sent; the others are delivered, and the backend's allow stands. (The interceptor's
+/// timeout is long: this is about memory, and a debug build hashes slowly.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observers_of_a_large_event_beyond_the_observer_limit_are_withheld_not_a_denial() {
+    let policy = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let watcher = FaultBackend::start(vec![empty_reply(204)]).await;
+    let slow = Http::new("com.example.policy", policy.url()).timeout_ms(10_000);
+    let mut reg: Value = serde_json::from_str(&registration(&[slow])).unwrap();
+    let hooks = reg["hooks"].as_array_mut().unwrap();
+    for n in 0..60 {
+        let id = format!("com.example.watch{n}");
+        hooks.push(observer(&id, &watcher.url(), &["tool.before"]));
+    }
+    let interceptor = interceptor(&reg.to_string()).await;
+    let mut large: Value = serde_json::from_str(&event("evt_large")).unwrap();
+    large["tool"]["input"]["command"] = json!("x".repeat(4 << 20));
+    let large = large.to_string();
+    // 4 MiB and the envelope: fifteen fit in 64 MiB.
+    let mut expected = vec!["delivered"; 15];
+    expected.extend(["withheld"; 45]);
+    let results = |observers: &Value| -> Vec<String> {
+        let observers = observers.as_array().expect("observers");
+        let result = |o: &Value| o["result"].as_str().expect("a result").to_string();
+        observers.iter().map(result).collect()
+    };
+
+    let settled = interceptor
+        .intercept(&large, &[EffectKind::Deny], None)
+        .await
+        .expect("the call settles");
+    assert_eq!(
+        (settled.decision, settled.decided_by),
+        (Decision::Allow, DecidedBy::NoObjection)
+    );
+    assert_eq!(results(&record_json(&settled)["observers"]), expected);
+    assert_eq!(watcher.requests().len(), 15);
+
+    // The same for an observe call of its own.
+    let observed = interceptor
+        .observe(&large, None)
+        .await
+        .expect("valid event");
+    let report = serde_json::to_value(&observed).unwrap();
+    assert_eq!(results(&report["observers"]), expected);
+    assert_eq!(watcher.requests().len(), 30);
+}

@@ -254,7 +254,8 @@ pub struct ObserverEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reports: Option<usize>,
     pub request_sha256: String,
-    /// Set by the host once the delivery ended; absent in the component's own record.
+    /// Set by the host once the delivery ended; in the component's own record, absent
+    /// but for a notification the component withheld ([`ObserverResult::Withheld`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<ObserverResult>,
 }
@@ -266,6 +267,10 @@ pub enum ObserverResult {
     /// Never started: the call was interrupted, shut down or dropped before completion.
     NotSent,
     Interrupted,
+    /// Never sent: the call's notifications had already taken up the component's
+    /// observer limit, and this one would have gone past it. The component sets it; an
+    /// observer must not change a decision by exhausting the instance's memory.
+    Withheld,
     Failed(FailureClass),
 }
 
@@ -324,7 +329,8 @@ spelled_with_class!(AttemptResult {
 spelled_with_class!(ObserverResult {
     Delivered = "delivered",
     NotSent = "not-sent",
-    Interrupted = "interrupted"
+    Interrupted = "interrupted",
+    Withheld = "withheld"
 });
 
 #[cfg(test)]
