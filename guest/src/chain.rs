@@ -250,15 +250,15 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     let mut observers = Observers::default();
     // An interrupted or expired call starts no new best-effort observations.
     if !was_interrupted && !out_of_budget {
-        let (budget, event) = (call.budget, &*effective);
-        if short_circuited {
-            let uncalled = uncalled.iter().map(|t| (t.backend, t.subscription));
-            let why = Why::kind(ObserverKind::ShortCircuit);
-            observers.of_event(host, event, now, budget, why, uncalled);
-        }
+        let short_circuit = Why::kind(ObserverKind::ShortCircuit);
+        let uncalled = uncalled
+            .iter()
+            .filter(|_| short_circuited)
+            .map(|t| (short_circuit, t.backend, t.subscription));
         let owned = call.registration.observers(&call.event.event_type);
-        let why = Why::kind(ObserverKind::Owned);
-        observers.of_event(host, event, now, budget, why, owned);
+        let owned = owned
+            .map(|(backend, subscription)| (Why::kind(ObserverKind::Owned), backend, subscription));
+        observers.of_event(host, &effective, now, call.budget, uncalled.chain(owned));
         crate::failure_report::reports(
             host,
             call,

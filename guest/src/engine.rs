@@ -199,9 +199,10 @@ impl Engine {
     ) -> Result<Vec<ObserverDelivery>, Vec<Problem>> {
         let event = Event::parse_any(event).map_err(event_problems)?;
         let mut deliveries = Observers::default();
-        let observers = self.registration.observers(&event.event_type);
-        let why = Why::kind(ObserverKind::Owned);
-        deliveries.of_event(host, &event, started, budget, why, observers);
+        let owned = self.registration.observers(&event.event_type);
+        let owned = owned
+            .map(|(backend, subscription)| (Why::kind(ObserverKind::Owned), backend, subscription));
+        deliveries.of_event(host, &event, started, budget, owned);
         Ok(deliveries.into_vec())
     }
 }

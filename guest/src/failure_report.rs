@@ -59,7 +59,8 @@ pub fn reports<H: Host>(
             kind: ObserverKind::HookFailure,
             reports: Some(place),
         };
-        observers.of_event(host, &event, now, call.budget, why, selected);
+        let selected = selected.map(|(backend, subscription)| (why, backend, subscription));
+        observers.of_event(host, &event, now, call.budget, selected);
     }
 }
 

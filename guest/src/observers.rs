@@ -7,7 +7,9 @@
 //! end as an `engine-failure` denial. So the notifications of one event are encoded
 //! once per distinct view (observers that see the same get a copy of the same bytes,
 //! with the digest already taken), and together they hold at most [`OBSERVER_BYTES`]:
-//! one that would go past it is withheld, recorded with its digest and not sent.
+//! one that would go past it is withheld, recorded with its digest and not sent. A
+//! withheld notification of a view not encoded before is still encoded once, for its
+//! length and digest, and then freed.
 
 use crate::event::Event;
 use crate::host_api::{Host, Instant};
@@ -20,8 +22,8 @@ use ahp_vocab::ObserverKind;
 /// memory, leaving the rest to the event, its interceptors' requests and the record.
 pub const OBSERVER_BYTES: usize = 64 << 20;
 
-/// Why a batch of notifications is sent: its kind, and for a `hook.failure` the place
-/// in the chain of the failure it reports.
+/// Why a notification is sent: its kind, and for a `hook.failure` the place in the
+/// chain of the failure it reports.
 #[derive(Clone, Copy)]
 pub struct Why {
     pub kind: ObserverKind,
@@ -36,6 +38,10 @@ impl Why {
         }
     }
 }
+
+/// One notification to prepare: why, for which backend, for which of its observe
+/// subscriptions.
+pub type Target<'r> = (Why, &'r Backend, &'r Subscription);
 
 /// A call's observe notifications, in order, within [`OBSERVER_BYTES`].
 #[derive(Debug, Default)]
@@ -53,22 +59,20 @@ struct Encoded<'v> {
 }
 
 impl Observers {
-    /// Adds one notification of `event` for each of `targets` (a backend and one of its
-    /// observe subscriptions), in order, each bounded by the observer timeout from `now`
-    /// and by `budget`.
-    #[allow(clippy::too_many_arguments)] // the batch's one event, clock and reason
+    /// Adds one notification of `event` for each of `targets`, in order, each bounded
+    /// by the observer timeout from `now` and by `budget`. All the notifications of one
+    /// event go in one batch: the batch is what shares an encoding.
     pub fn of_event<'r, H: Host>(
         &mut self,
         host: &H,
         event: &Event,
         now: Instant,
         budget: Option<Instant>,
-        why: Why,
-        targets: impl IntoIterator<Item = (&'r Backend, &'r Subscription)>,
+        targets: impl IntoIterator<Item = Target<'r>>,
     ) {
         let deadline = observer_deadline(now, budget);
         let mut encoded: Vec<Encoded> = Vec::new();
-        for (backend, subscription) in targets {
+        for (why, backend, subscription) in targets {
             let view = &subscription.view;
             let (message, len) = match encoded.iter().find(|e| e.view == view) {
                 Some(e) => (self.deliveries[e.at].message.clone(), e.len),

@@ -103,9 +103,12 @@ pub fn intercept(
     )
 }
 
-/// `hooks/observe`: a notification, so it has no JSON-RPC id.
+/// `hooks/observe`: a notification, so it has no JSON-RPC id. Its buffer is cut to its
+/// length: a call holds many (`observers`), and a grown buffer can be twice as long.
 pub fn observe(event: &Event, view: &View, sha256: impl FnOnce(&[u8]) -> String) -> Message {
-    Message::encode(None, "hooks/observe", event, view, None, sha256)
+    let mut message = Message::encode(None, "hooks/observe", event, view, None, sha256);
+    message.bytes.shrink_to_fit();
+    message
 }
 
 #[cfg(test)]
@@ -222,6 +225,17 @@ mod tests {
             r#"{{"jsonrpc":"2.0","method":"hooks/observe","params":{{"protocolVersion":"draft","event":{text}}}}}"#
         );
         assert_eq!(String::from_utf8_lossy(notification.bytes()), expected);
+    }
+
+    /// A call holds many notifications: each holds no more memory than its bytes (an
+    /// event of 100,000 bytes grows the buffer past twice that before it is cut).
+    #[test]
+    fn an_observe_notification_holds_no_more_than_its_bytes() {
+        let mut large: Value = serde_json::from_str(EVENT).unwrap();
+        large["tool"]["input"]["command"] = json!("x".repeat(100_000));
+        let event = Event::parse_tool_before(&large.to_string()).unwrap();
+        let message = observe(&event, &view(true), sha256);
+        assert_eq!(message.bytes.capacity(), message.bytes.len());
     }
 
     #[test]

@@ -156,6 +156,8 @@ struct FakeHost {
     retries: u32,
     backoff_ms: u64,
     retry_asks: Vec<(String, u32, Instant)>,
+    /// How many bytes the component had hashed (every message it prepared).
+    hashed: Cell<usize>,
 }
 
 impl FakeHost {
@@ -174,6 +176,7 @@ impl FakeHost {
             retries: 0,
             backoff_ms: 0,
             retry_asks: Vec::new(),
+            hashed: Cell::new(0),
         }
     }
 
@@ -293,6 +296,7 @@ impl Host for FakeHost {
 
     fn sha256(&self, bytes: &[u8]) -> String {
         use sha2::Digest;
+        self.hashed.set(self.hashed.get() + bytes.len());
         format!("{:x}", sha2::Sha256::digest(bytes))
     }
 }
@@ -1940,17 +1944,18 @@ fn short_circuit_observer_deadline_is_bounded_by_the_budget() {
 /// Observers never change a decision, also by what they take up in the instance: each
 /// notification holds the event, and those past the observer limit (64 MiB for the
 /// call) are withheld as they come, their bytes freed, their digest kept for the record,
-/// which says `withheld`; a later, smaller one still goes.
+/// which says `withheld`; a later, smaller one still goes. Observers that see the same
+/// get copies of one encoding, hashed once: a copy of a sent one, or of a withheld one.
 #[test]
 fn notifications_past_the_observer_limit_are_withheld_and_recorded_so() {
     let mut hooks = vec![interceptor(A, "fail-open", 500)];
-    hooks.extend((0..9).map(|n| {
-        backend(
-            &format!("com.example.watch{n}"),
-            vec![observe_sub(&["tool.before"])],
-        )
+    // Eight observers see the event without its native payload, then two with it.
+    hooks.extend((0..10).map(|n| {
+        let mut subscription = observe_sub(&["tool.before"]);
+        subscription["includeNative"] = json!(n >= 8);
+        backend(&format!("com.example.watch{n}"), vec![subscription])
     }));
-    // A later failure's `hook.failure` report is small: it fits after the large ones.
+    // A's failure's `hook.failure` report is small: it fits after the large ones.
     hooks.push(backend(C, vec![observe_sub(&["hook.failure"])]));
     let engine = load(hooks);
     let mut large: Value = serde_json::from_str(&event()).unwrap();
@@ -1959,31 +1964,32 @@ fn notifications_past_the_observer_limit_are_withheld_and_recorded_so() {
     let s = intercept_with(&engine, &mut host, &large.to_string(), EFFECTS, None);
     assert_eq!(s.decision, Decision::Allow, "A fails open");
     let withheld: Vec<bool> = s.observers.iter().map(|o| o.withheld).collect();
-    // Seven 9 MiB notifications fit in 64 MiB; the eighth and ninth would not.
+    // Seven 9 MiB notifications fit in 64 MiB; the eighth, and both with the native
+    // payload, would not.
     let mut expected = vec![false; 7];
-    expected.extend([true, true, false]);
+    expected.extend([true, true, true, false]);
     assert_eq!(withheld, expected);
-    assert_eq!(s.observers[9].kind, ObserverKind::HookFailure);
-    assert!(s.observers[7..9]
+    assert_eq!(s.observers[10].kind, ObserverKind::HookFailure);
+    assert!(s.observers[7..10]
         .iter()
         .all(|o| o.message.bytes().is_empty()));
-    let full = &s.observers[0].message;
-    assert!(full.bytes().len() > 9 << 20);
+    let sent = &s.observers[0].message;
+    assert!(s.observers[1..7].iter().all(|o| o.message == *sent));
+    assert!(sent.bytes().len() > 9 << 20);
+    // Hashed: A's request, one notification per view, the report; not one per observer.
+    assert!(host.hashed.get() < 4 * (9 << 20), "{}", host.hashed.get());
     let audit = audit(&s);
     let entries = audit["observers"].as_array().unwrap();
-    for (n, entry) in entries.iter().enumerate() {
-        let result = match n {
-            7 | 8 => json!("withheld"),
-            _ => Value::Null,
-        };
-        assert_eq!(
-            entry.get("result").cloned().unwrap_or(Value::Null),
-            result,
-            "{n}"
-        );
-    }
-    // Every view is the same, so the withheld digest is that of the bytes sent to others.
-    assert_eq!(entries[8]["requestSha256"], full.sha256());
+    let results: Vec<&Value> = entries.iter().map(|e| &e["result"]).collect();
+    let withheld_word = json!("withheld");
+    let mut expected = vec![&Value::Null; 7];
+    expected.extend([&withheld_word, &withheld_word, &withheld_word, &Value::Null]);
+    assert_eq!(results, expected);
+    // A withheld copy has its view's digest: the one sent to others, or a view's own.
+    let digest = |n: usize| entries[n]["requestSha256"].as_str().unwrap();
+    assert_eq!(digest(7), sent.sha256());
+    assert_eq!(digest(8), digest(9));
+    assert_ne!(digest(8), sent.sha256());
 }
 
 /// Backend A with two `tool.before` intercept subscriptions, then `more`. The second

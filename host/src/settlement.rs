@@ -102,7 +102,10 @@ fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
             .all(|(entry, delivery)| {
                 entry.backend == delivery.backend
                     && match entry.result {
-                        None => entry.request_sha256 == sha256_hex(&delivery.message),
+                        None => {
+                            !withheld(delivery)
+                                && entry.request_sha256 == sha256_hex(&delivery.message)
+                        }
                         Some(ObserverResult::Withheld) => withheld(delivery),
                         Some(_) => false,
                     }
@@ -259,10 +262,13 @@ mod tests {
             assert_eq!(settled.decided_by, DecidedBy::EngineFailure, "{result:?}");
             assert!(sent.is_empty());
         }
-        // Bytes the record does not list, as withheld or not.
-        let record = allowed_observing("com.example.obs", "{\"n\":1}");
-        let (settled, _) = handed_over_with(&record, vec![delivery("com.example.obs", "")]);
-        assert_eq!(settled.decided_by, DecidedBy::EngineFailure);
+        // An empty delivery the record does not say it withheld, even with the digest of
+        // no bytes.
+        for listed in ["{\"n\":1}", ""] {
+            let record = allowed_observing("com.example.obs", listed);
+            let (settled, _) = handed_over_with(&record, vec![delivery("com.example.obs", "")]);
+            assert_eq!(settled.decided_by, DecidedBy::EngineFailure, "{listed:?}");
+        }
     }
 
     #[test]

@@ -214,7 +214,9 @@ function trusted(settled, audit) {
 /// result the component sets, as withheld with no bytes handed over (settlement.rs
 /// `lists`).
 function listed(entry, message) {
-  if (entry.result === undefined) return entry.requestSha256 === delivery.sha256(message);
+  if (entry.result === undefined) {
+    return message.length > 0 && entry.requestSha256 === delivery.sha256(message);
+  }
   return entry.result === 'withheld' && message.length === 0;
 }
 
