@@ -7,7 +7,7 @@
 //! Needs `node` and `npm ci --prefix tests/jco-host` (the README's test command runs it);
 //! without them these tests fail and say so.
 
-use ahp_host::EMBEDDED_COMPONENT;
+use ahp_host::{Decision, EffectKind, EMBEDDED_COMPONENT};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_nothing_sent, event, interceptor, one_json_line, record_json, registration,
@@ -104,7 +104,18 @@ async fn call_with_env(
     id: &str,
     env: &[(&str, &str)],
 ) -> (Value, String) {
-    let output = run_host(entry, registration, id, env).await;
+    call_with_event(entry, registration, &event(id), id, env).await
+}
+
+/// [`call_with_env`] for the event `text`, whose id is `id`.
+async fn call_with_event(
+    entry: &Path,
+    registration: &str,
+    text: &str,
+    id: &str,
+    env: &[(&str, &str)],
+) -> (Value, String) {
+    let output = run_host(entry, registration, text, env).await;
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     // Exit 1 is a refusal (no settlement), or the host itself failed.
     assert!(
@@ -124,19 +135,19 @@ async fn call_with_env(
     (settled, stderr)
 }
 
-/// Runs `node host.mjs` for event `id` on the transpiled component `entry`, with `env`
-/// added to its environment, killed past [`HOST_LIMIT`].
+/// Runs `node host.mjs` for the event `text` on the transpiled component `entry`, with
+/// `env` added to its environment, killed past [`HOST_LIMIT`].
 async fn run_host(
     entry: &Path,
     registration: &str,
-    id: &str,
+    text: &str,
     env: &[(&str, &str)],
 ) -> std::process::Output {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let reg = dir.path().join("registration.json");
     let evt = dir.path().join("event.json");
     std::fs::write(&reg, registration).expect("write registration");
-    std::fs::write(&evt, event(id)).expect("write event");
+    std::fs::write(&evt, text).expect("write event");
     let running = tokio::process::Command::new("node")
         .arg(jco_host_dir().join("host.mjs"))
         .arg(entry)
@@ -184,6 +195,49 @@ async fn node_allows_when_the_backend_has_no_objection() {
         json!("evt_node_allow")
     );
     assert_eq!(sent[0].header_values("content-type"), ["application/json"]);
+}
+
+/// A settlement whose observers past the component's observer limit are withheld
+/// (an empty delivery, recorded `withheld`) is trusted by the Node host as by the Rust
+/// host: twenty observers of a 4 MiB event, the last five withheld, and the allow stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_trusts_withheld_observers_as_the_rust_host_does() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let mut reg: Value =
+        serde_json::from_str(&one_backend(&backend, "fail-closed", 10_000)).unwrap();
+    let hooks = reg["hooks"].as_array_mut().unwrap();
+    for n in 0..20 {
+        hooks.push(json!({"id": format!("com.example.watch{n}"),
+            "transport": {"type": "http", "url": backend.url()},
+            "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                "content": {"default": "metadata"}}]}));
+    }
+    let reg = reg.to_string();
+    let id = "evt_node_withheld";
+    let mut large: Value = serde_json::from_str(&event(id)).unwrap();
+    large["tool"]["input"]["command"] = json!("x".repeat(4 << 20));
+    let large = large.to_string();
+    let results = |audit: &Value| -> Vec<Value> {
+        let observers = audit["observers"].as_array().expect("observers");
+        observers.iter().map(|o| o["result"].clone()).collect()
+    };
+
+    let (settled, stderr) = call_with_event(transpiled(), &reg, &large, id, &[]).await;
+    assert_eq!(settled["decision"], json!("allow"), "{stderr}");
+    assert_eq!(settled["decidedBy"], json!("no-objection"));
+    // The Node host sends no observers: only the component's own `withheld` is recorded.
+    let mut expected = vec![Value::Null; 15];
+    expected.extend(vec![json!("withheld"); 5]);
+    assert_eq!(results(&settled["audit"]), expected);
+
+    let rust = interceptor(&reg).await;
+    let settled = rust
+        .intercept(&large, &[EffectKind::Deny], None)
+        .await
+        .expect("the call settles");
+    assert_eq!(settled.decision, Decision::Allow);
+    let withheld = results(&record_json(&settled));
+    assert_eq!(withheld[15..], expected[15..]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -532,7 +586,13 @@ fn assert_engine_failure(settled: &Value) {
 /// settlement: only what is not the component's own refusal is an engine failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_refuses_an_invalid_registration_with_its_problems() {
-    let output = run_host(transpiled(), r#"{"hooks": []}"#, "evt_node_refused", &[]).await;
+    let output = run_host(
+        transpiled(),
+        r#"{"hooks": []}"#,
+        &event("evt_node_refused"),
+        &[],
+    )
+    .await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(output.stdout.is_empty(), "no settlement");
