@@ -1,5 +1,5 @@
-//! A call's `hooks/observe` notifications, prepared so that observers never change its
-//! decision by what preparing them takes.
+//! A call's `hooks/observe` notifications, prepared so that observers cannot change
+//! its decision by the memory they take, and take little time.
 //!
 //! Each notification holds the whole event, and the component prepares them all before
 //! it hands the settlement over, inside the instance's memory (256 MiB) and the call's
@@ -9,7 +9,8 @@
 //! with the digest already taken), and together they hold at most [`OBSERVER_BYTES`]:
 //! one that would go past it is withheld, recorded with its digest and not sent. A
 //! withheld notification of a view not encoded before is still encoded once, for its
-//! length and digest, and then freed.
+//! length and digest, and then freed: many distinct views of a very large event can
+//! still take the call past its time bound.
 
 use crate::event::Event;
 use crate::host_api::{Host, Instant};
