@@ -1949,10 +1949,10 @@ fn short_circuit_observer_deadline_is_bounded_by_the_budget() {
 #[test]
 fn notifications_past_the_observer_limit_are_withheld_and_recorded_so() {
     let mut hooks = vec![interceptor(A, "fail-open", 500)];
-    // Eight observers see the event without its native payload, then two with it.
+    // Observers 7 and 9 see the event with its native payload, the others without.
     hooks.extend((0..10).map(|n| {
         let mut subscription = observe_sub(&["tool.before"]);
-        subscription["includeNative"] = json!(n >= 8);
+        subscription["includeNative"] = json!(n == 7 || n == 9);
         backend(&format!("com.example.watch{n}"), vec![subscription])
     }));
     // A's failure's `hook.failure` report is small: it fits after the large ones.
@@ -1964,8 +1964,7 @@ fn notifications_past_the_observer_limit_are_withheld_and_recorded_so() {
     let s = intercept_with(&engine, &mut host, &large.to_string(), EFFECTS, None);
     assert_eq!(s.decision, Decision::Allow, "A fails open");
     let withheld: Vec<bool> = s.observers.iter().map(|o| o.withheld).collect();
-    // Seven 9 MiB notifications fit in 64 MiB; the eighth, and both with the native
-    // payload, would not.
+    // Seven 9 MiB notifications fit in 64 MiB; the next three would not.
     let mut expected = vec![false; 7];
     expected.extend([true, true, true, false]);
     assert_eq!(withheld, expected);
@@ -1976,8 +1975,9 @@ fn notifications_past_the_observer_limit_are_withheld_and_recorded_so() {
     let sent = &s.observers[0].message;
     assert!(s.observers[1..7].iter().all(|o| o.message == *sent));
     assert!(sent.bytes().len() > 9 << 20);
-    // Hashed: A's request, one notification per view, the report; not one per observer.
-    assert!(host.hashed.get() < 4 * (9 << 20), "{}", host.hashed.get());
+    // Hashed: A's request, one notification per view, the report; not one per observer,
+    // nor again for a view met before another.
+    assert!(host.hashed.get() < 28 << 20, "{}", host.hashed.get());
     let audit = audit(&s);
     let entries = audit["observers"].as_array().unwrap();
     let results: Vec<&Value> = entries.iter().map(|e| &e["result"]).collect();
@@ -1987,9 +1987,28 @@ fn notifications_past_the_observer_limit_are_withheld_and_recorded_so() {
     assert_eq!(results, expected);
     // A withheld copy has its view's digest: the one sent to others, or a view's own.
     let digest = |n: usize| entries[n]["requestSha256"].as_str().unwrap();
-    assert_eq!(digest(7), sent.sha256());
-    assert_eq!(digest(8), digest(9));
-    assert_ne!(digest(8), sent.sha256());
+    assert_eq!(digest(8), sent.sha256());
+    assert_eq!(digest(7), digest(9));
+    assert_ne!(digest(7), sent.sha256());
+}
+
+/// An interceptor a deny kept from being called and an observer of the event that see
+/// the same get one encoding between them: one batch.
+#[test]
+fn short_circuit_and_owned_notifications_of_one_view_share_one_encoding() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+        backend(C, vec![observe_sub(&["tool.before"])]),
+    ]);
+    let mut host = FakeHost::new().on(A, Step::reply(deny("no")));
+    let s = run(&engine, &mut host);
+    let kinds: Vec<ObserverKind> = s.observers.iter().map(|o| o.kind).collect();
+    assert_eq!(kinds, [ObserverKind::ShortCircuit, ObserverKind::Owned]);
+    assert_eq!(s.observers[0].message, s.observers[1].message);
+    let request = host.sent[0].message.len();
+    let notification = s.observers[0].message.bytes().len();
+    assert_eq!(host.hashed.get(), request + notification);
 }
 
 /// Backend A with two `tool.before` intercept subscriptions, then `more`. The second
