@@ -1878,6 +1878,8 @@ fn interrupted_before_start_sends_nothing() {
 // Short-circuit observers
 // ---------------------------------------------------------------------------------------
 
+/// Also: an interceptor a deny kept from being called and an observer of the event that
+/// see the same get one encoding between them.
 #[test]
 fn deny_turns_uncalled_interceptors_into_observe_notifications() {
     let engine = load(vec![
@@ -1911,6 +1913,10 @@ fn deny_turns_uncalled_interceptors_into_observe_notifications() {
         audit["observers"][0]["requestSha256"],
         observer.message.sha256()
     );
+    // B and C see the same: one encoding between them (one batch), hashed once.
+    assert_eq!(s.observers[1].message, observer.message);
+    let request = host.sent[0].message.len();
+    assert_eq!(host.hashed.get(), request + observer.message.bytes().len());
 }
 
 #[test]
@@ -1990,25 +1996,6 @@ fn notifications_past_the_observer_limit_are_withheld_and_recorded_so() {
     assert_eq!(digest(8), sent.sha256());
     assert_eq!(digest(7), digest(9));
     assert_ne!(digest(7), sent.sha256());
-}
-
-/// An interceptor a deny kept from being called and an observer of the event that see
-/// the same get one encoding between them: one batch.
-#[test]
-fn short_circuit_and_owned_notifications_of_one_view_share_one_encoding() {
-    let engine = load(vec![
-        interceptor(A, "fail-open", 500),
-        interceptor(B, "fail-open", 500),
-        backend(C, vec![observe_sub(&["tool.before"])]),
-    ]);
-    let mut host = FakeHost::new().on(A, Step::reply(deny("no")));
-    let s = run(&engine, &mut host);
-    let kinds: Vec<ObserverKind> = s.observers.iter().map(|o| o.kind).collect();
-    assert_eq!(kinds, [ObserverKind::ShortCircuit, ObserverKind::Owned]);
-    assert_eq!(s.observers[0].message, s.observers[1].message);
-    let request = host.sent[0].message.len();
-    let notification = s.observers[0].message.bytes().len();
-    assert_eq!(host.hashed.get(), request + notification);
 }
 
 /// Backend A with two `tool.before` intercept subscriptions, then `more`. The second
