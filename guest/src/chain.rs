@@ -250,15 +250,13 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     let mut observers = Observers::default();
     // An interrupted or expired call starts no new best-effort observations.
     if !was_interrupted && !out_of_budget {
-        let short_circuit = Why::kind(ObserverKind::ShortCircuit);
-        let uncalled = uncalled
-            .iter()
-            .filter(|_| short_circuited)
-            .map(|t| (short_circuit, t.backend, t.subscription));
+        let uncalled = uncalled.iter().filter(|_| short_circuited);
+        let uncalled = uncalled.map(|t| (t.backend, t.subscription));
         let owned = call.registration.observers(&call.event.event_type);
-        let owned = owned
-            .map(|(backend, subscription)| (Why::kind(ObserverKind::Owned), backend, subscription));
-        observers.of_event(host, &effective, now, call.budget, uncalled.chain(owned));
+        let targets = Why::kind(ObserverKind::ShortCircuit)
+            .targets(uncalled)
+            .chain(Why::kind(ObserverKind::Owned).targets(owned));
+        observers.of_event(host, &effective, now, call.budget, targets);
         crate::failure_report::reports(
             host,
             call,

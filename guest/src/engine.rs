@@ -199,9 +199,8 @@ impl Engine {
     ) -> Result<Vec<ObserverDelivery>, Vec<Problem>> {
         let event = Event::parse_any(event).map_err(event_problems)?;
         let mut deliveries = Observers::default();
-        let owned = self.registration.observers(&event.event_type);
-        let owned = owned
-            .map(|(backend, subscription)| (Why::kind(ObserverKind::Owned), backend, subscription));
+        let owned =
+            Why::kind(ObserverKind::Owned).targets(self.registration.observers(&event.event_type));
         deliveries.of_event(host, &event, started, budget, owned);
         Ok(deliveries.into_vec())
     }

@@ -59,8 +59,7 @@ pub fn reports<H: Host>(
             kind: ObserverKind::HookFailure,
             reports: Some(place),
         };
-        let selected = selected.map(|(backend, subscription)| (why, backend, subscription));
-        observers.of_event(host, &event, now, call.budget, selected);
+        observers.of_event(host, &event, now, call.budget, why.targets(selected));
     }
 }
 

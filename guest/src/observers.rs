@@ -38,6 +38,17 @@ impl Why {
             reports: None,
         }
     }
+
+    /// Each of `subscriptions` (a backend and one of its observe subscriptions) as a
+    /// target, for this reason.
+    pub fn targets<'r>(
+        self,
+        subscriptions: impl IntoIterator<Item = (&'r Backend, &'r Subscription)>,
+    ) -> impl Iterator<Item = Target<'r>> {
+        subscriptions
+            .into_iter()
+            .map(move |(backend, subscription)| (self, backend, subscription))
+    }
 }
 
 /// One notification to prepare: why, for which backend, for which of its observe
@@ -96,7 +107,6 @@ impl Observers {
                     reports: why.reports,
                     message,
                     deadline,
-                    withheld: false,
                 },
                 len,
             );
@@ -109,10 +119,7 @@ impl Observers {
         match self.bytes.checked_add(len) {
             Some(total) if total <= OBSERVER_BYTES => self.bytes = total,
             // Never a copy of a withheld one: the total only grows.
-            _ => {
-                delivery.message.release_bytes();
-                delivery.withheld = true;
-            }
+            _ => delivery.message.release_bytes(),
         }
         self.deliveries.push(delivery);
     }

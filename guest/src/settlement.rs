@@ -32,10 +32,16 @@ pub struct ObserverDelivery {
     pub reports: Option<usize>,
     pub message: Message,
     pub deadline: Instant,
-    /// Not to be sent: it would have taken the call's notifications past
+}
+
+impl ObserverDelivery {
+    /// Whether it is not to be sent: it would have taken the call's notifications past
     /// [`crate::observers::OBSERVER_BYTES`]. Its message keeps only its digest, for the
-    /// record; its bytes are empty, which a notification's never are.
-    pub withheld: bool,
+    /// record; its bytes are empty, which a notification's never are (the host reads an
+    /// empty delivery so too).
+    pub fn withheld(&self) -> bool {
+        self.message.bytes().is_empty()
+    }
 }
 
 /// The outcome of one hook call.
@@ -74,7 +80,7 @@ impl Settlement {
                 kind: o.kind,
                 reports: o.reports,
                 request_sha256: o.message.sha256().to_string(),
-                result: o.withheld.then_some(ObserverResult::Withheld),
+                result: o.withheld().then_some(ObserverResult::Withheld),
             })
             .collect();
         let record = Record {

@@ -27,17 +27,14 @@ pub(crate) async fn deliver_observers(
     closing: &Interrupt,
 ) -> Vec<ObserverResult> {
     let mut tasks = tokio::task::JoinSet::new();
-    let mut results: Vec<_> = deliveries
-        .iter()
-        .map(|d| match withheld(d) {
-            true => ObserverResult::Withheld,
-            false => ObserverResult::Interrupted,
-        })
-        .collect();
+    let mut results = Vec::with_capacity(deliveries.len());
     for (i, delivery) in deliveries.into_iter().enumerate() {
         if withheld(&delivery) {
+            results.push(ObserverResult::Withheld);
             continue;
         }
+        // Until its task reports: a task that never does was cut off.
+        results.push(ObserverResult::Interrupted);
         let backends = backends.clone();
         let (interrupt, closing) = (interrupt.clone(), closing.clone());
         // A timeout past the end of time (`Duration::MAX`) leaves the component's bound.
