@@ -247,7 +247,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     };
     let now = host.now();
     let out_of_budget = call.budget.is_some_and(|b| now >= b);
-    let mut observers = Observers::default();
+    let mut observers = Observers::from(now, call.budget);
     // An interrupted or expired call starts no new best-effort observations.
     if !was_interrupted && !out_of_budget {
         let uncalled = uncalled.iter().filter(|_| short_circuited);

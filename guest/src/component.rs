@@ -4,6 +4,7 @@ use crate::effect::EffectKind as Kind;
 use crate::engine::Engine;
 use crate::host_api::{self, AuthError, DeliveryError, Host, Instant, IoPhase, Reply};
 use crate::settlement::{ObserverDelivery, Settlement as Settled};
+use crate::wire::Message;
 use ahp_vocab::{
     DecidedBy as Decided, Decision as Dec, DeliverAt as At, EventCapability as Declared,
     FlowCapability as FlowDeclared, FlowOperation as FlowOp, InterceptableEvent,
@@ -324,7 +325,7 @@ fn audit_text(record: &ahp_vocab::Record) -> String {
 fn delivery(d: ObserverDelivery) -> Delivery {
     Delivery {
         backend: d.backend,
-        message: d.message.into_bytes(),
+        message: d.message.map(Message::into_bytes).unwrap_or_default(),
         deadline: d.deadline,
     }
 }

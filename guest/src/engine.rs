@@ -189,7 +189,7 @@ impl Engine {
     /// One notification per observe subscription matching the event, in registration
     /// order, each bounded by the observer timeout from `started` (when the call began,
     /// before any wait for an instance) and by the budget; withheld past the observer
-    /// limit as for a hook call's own observers.
+    /// limits (memory, and time to prepare from now) as for a hook call's own.
     pub fn observe<H: Host>(
         &self,
         host: &H,
@@ -198,7 +198,7 @@ impl Engine {
         budget: Option<Instant>,
     ) -> Result<Vec<ObserverDelivery>, Vec<Problem>> {
         let event = Event::parse_any(event).map_err(event_problems)?;
-        let mut deliveries = Observers::default();
+        let mut deliveries = Observers::from(host.now(), budget);
         let owned =
             Why::kind(ObserverKind::Owned).targets(self.registration.observers(&event.event_type));
         deliveries.of_event(host, &event, started, budget, owned);

@@ -1,23 +1,23 @@
 //! A call's `hooks/observe` notifications, prepared so that observers cannot change
-//! its decision by the memory they take, and take little time.
+//! its decision by the memory or the time they take.
 //!
 //! Each notification holds the whole event, and the component prepares them all before
 //! it hands the settlement over, inside the instance's memory (256 MiB) and the call's
 //! time bound. Many observers of a large event would exhaust either, and the call would
 //! end as an `engine-failure` denial. So the notifications of one event are encoded
 //! once per distinct view (observers that see the same get a copy of the same bytes,
-//! with the digest already taken), and together they hold at most [`OBSERVER_BYTES`]:
-//! one that would go past it is withheld, recorded with its digest and not sent. A
-//! withheld notification of a view not encoded before is still encoded once, for its
-//! length and digest, and then freed: many distinct views of a very large event can
-//! still take the call past its time bound.
+//! with the digest already taken); together they hold at most [`OBSERVER_BYTES`], and
+//! no view is encoded once [`OBSERVER_PREPARE_MS`] have passed since preparing began.
+//! A notification past either is withheld: recorded so, and neither sent nor hashed.
+//! The host allows a call that time, and more for an encoding begun just before.
 
+use crate::deadline::Deadline;
 use crate::event::Event;
 use crate::host_api::{Host, Instant};
 use crate::registration::{Backend, Subscription, View};
 use crate::settlement::{observer_deadline, ObserverDelivery};
-use crate::wire;
-use ahp_vocab::ObserverKind;
+use crate::wire::{self, Message};
+use ahp_vocab::{ObserverKind, OBSERVER_PREPARE_MS};
 
 /// How many bytes of notifications one call may hold: a quarter of the instance's
 /// memory, leaving the rest to the event, its interceptors' requests and the record.
@@ -55,22 +55,34 @@ impl Why {
 /// subscriptions.
 pub type Target<'r> = (Why, &'r Backend, &'r Subscription);
 
-/// A call's observe notifications, in order, within [`OBSERVER_BYTES`].
-#[derive(Debug, Default)]
+/// A call's observe notifications, in order, within [`OBSERVER_BYTES`] and the time to
+/// prepare them.
+#[derive(Debug)]
 pub struct Observers {
     deliveries: Vec<ObserverDelivery>,
     bytes: usize,
+    /// When the last view may begin to be encoded.
+    prepare_by: Instant,
 }
 
-/// A notification already encoded in the current batch: its view, its length, and the
-/// place of the delivery that holds it (its bytes, unless it was withheld).
+/// A view already met in the current batch, and the place of the first delivery for it
+/// (its message, unless it was withheld).
 struct Encoded<'v> {
     view: &'v View,
-    len: usize,
     at: usize,
 }
 
 impl Observers {
+    /// Notifications prepared from `now` on: no view is encoded past
+    /// [`OBSERVER_PREPARE_MS`] from then, nor past `budget`.
+    pub fn from(now: Instant, budget: Option<Instant>) -> Observers {
+        Observers {
+            deliveries: Vec::new(),
+            bytes: 0,
+            prepare_by: Deadline::within(now, OBSERVER_PREPARE_MS, budget).at(),
+        }
+    }
+
     /// Adds one notification of `event` for each of `targets`, in order, each bounded
     /// by the observer timeout from `now` and by `budget`. All the notifications of one
     /// event go in one batch: the batch is what shares an encoding.
@@ -86,42 +98,55 @@ impl Observers {
         let mut encoded: Vec<Encoded> = Vec::new();
         for (why, backend, subscription) in targets {
             let view = &subscription.view;
-            let (message, len) = match encoded.iter().find(|e| e.view == view) {
-                Some(e) => (self.deliveries[e.at].message.clone(), e.len),
+            let message = match encoded.iter().find(|e| e.view == view) {
+                Some(e) => self.copy(e.at),
                 None => {
-                    let message = wire::observe(event, view, |bytes| host.sha256(bytes));
-                    let len = message.bytes().len();
                     encoded.push(Encoded {
                         view,
-                        len,
                         at: self.deliveries.len(),
                     });
-                    (message, len)
+                    self.encode(host, event, view)
                 }
             };
-            self.push(
-                ObserverDelivery {
-                    backend: backend.id.clone(),
-                    subscription: subscription.index,
-                    kind: why.kind,
-                    reports: why.reports,
-                    message,
-                    deadline,
-                },
-                len,
-            );
+            self.deliveries.push(ObserverDelivery {
+                backend: backend.id.clone(),
+                subscription: subscription.index,
+                kind: why.kind,
+                reports: why.reports,
+                message,
+                deadline,
+            });
         }
     }
 
-    /// Adds `delivery`, whose message is `len` bytes long (its bytes may be a withheld
-    /// copy's, empty), or withholds it if it would take the call past the limit.
-    fn push(&mut self, mut delivery: ObserverDelivery, len: usize) {
-        match self.bytes.checked_add(len) {
-            Some(total) if total <= OBSERVER_BYTES => self.bytes = total,
-            // Never a copy of a withheld one: the total only grows.
-            _ => delivery.message.release_bytes(),
+    /// `event` as `view` sees it, if there is still time to encode it and room to hold it.
+    fn encode<H: Host>(&mut self, host: &H, event: &Event, view: &View) -> Option<Message> {
+        if host.now() >= self.prepare_by {
+            return None;
         }
-        self.deliveries.push(delivery);
+        let notification = wire::observe(event, view);
+        self.hold(notification.size())
+            .then(|| notification.seal(|bytes| host.sha256(bytes)))
+    }
+
+    /// A copy of the message at `at`, if there is room to hold it. A copy of a withheld
+    /// one is withheld: whatever kept it out still does (the total only grows).
+    fn copy(&mut self, at: usize) -> Option<Message> {
+        let len = self.deliveries[at].message.as_ref()?.bytes().len();
+        self.hold(len)
+            .then(|| self.deliveries[at].message.clone())
+            .flatten()
+    }
+
+    /// Counts `len` more bytes held, if they fit within [`OBSERVER_BYTES`].
+    fn hold(&mut self, len: usize) -> bool {
+        match self.bytes.checked_add(len) {
+            Some(total) if total <= OBSERVER_BYTES => {
+                self.bytes = total;
+                true
+            }
+            _ => false,
+        }
     }
 
     pub fn into_vec(self) -> Vec<ObserverDelivery> {

@@ -30,17 +30,15 @@ pub struct ObserverDelivery {
     pub kind: ObserverKind,
     /// For a `hook.failure`: the place in the chain of the failure it reports.
     pub reports: Option<usize>,
-    pub message: Message,
+    /// The notification, or `None` if it was withheld (see `observers`): not sent, and
+    /// recorded so. It crosses the WIT as an empty message, which a notification never is.
+    pub message: Option<Message>,
     pub deadline: Instant,
 }
 
 impl ObserverDelivery {
-    /// Whether it is not to be sent: it would have taken the call's notifications past
-    /// [`crate::observers::OBSERVER_BYTES`]. Its message keeps only its digest, for the
-    /// record; its bytes are empty, which a notification's never are (the host reads an
-    /// empty delivery so too).
     pub fn withheld(&self) -> bool {
-        self.message.bytes().is_empty()
+        self.message.is_none()
     }
 }
 
@@ -79,7 +77,7 @@ impl Settlement {
                 subscription: o.subscription,
                 kind: o.kind,
                 reports: o.reports,
-                request_sha256: o.message.sha256().to_string(),
+                request_sha256: o.message.as_ref().map(|m| m.sha256().to_owned()),
                 result: o.withheld().then_some(ObserverResult::Withheld),
             })
             .collect();

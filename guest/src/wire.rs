@@ -26,16 +26,14 @@ impl Message {
     /// `{"jsonrpc":"2.0","id":…,"method":…,"params":{"protocolVersion":…,"event":…,
     /// "capabilities":…}}`, `id` and `capabilities` only when given. Written part by
     /// part so that the event can go as the harness wrote it (see [`Event::write_wire`]).
-    /// Every part is one line, so the message is also a valid stdio frame. `sha256` is
-    /// [`crate::host_api::Host::sha256`]: the host hashes.
-    fn encode(
+    /// Every part is one line, so the message is also a valid stdio frame.
+    fn write(
         id: Option<&str>,
         method: &str,
         event: &Event,
         view: &View,
         capabilities: Option<Capabilities<'_>>,
-        sha256: impl FnOnce(&[u8]) -> String,
-    ) -> Message {
+    ) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(REQUEST_CAPACITY);
         bytes.extend_from_slice(br#"{"jsonrpc":"2.0","#);
         if let Some(id) = id {
@@ -54,6 +52,12 @@ impl Message {
             write_json(&mut bytes, &capabilities);
         }
         bytes.extend_from_slice(b"}}");
+        bytes
+    }
+
+    /// The message of `bytes`, frozen with their digest. `sha256` is
+    /// [`crate::host_api::Host::sha256`]: the host hashes.
+    fn sealed(bytes: Vec<u8>, sha256: impl FnOnce(&[u8]) -> String) -> Message {
         let sha256 = sha256(&bytes);
         Message { bytes, sha256 }
     }
@@ -72,10 +76,21 @@ impl Message {
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
     }
+}
 
-    /// Frees the bytes of a message that will not be sent; its digest stays.
-    pub fn release_bytes(&mut self) {
-        self.bytes = Vec::new();
+/// An encoded `hooks/observe` notification, not yet hashed: whether it is sent at all
+/// depends on its length (see `observers`), and one that is not is never hashed.
+pub struct Notification(Vec<u8>);
+
+impl Notification {
+    /// How many bytes it holds.
+    pub fn size(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The message to send, frozen with its digest.
+    pub fn seal(self, sha256: impl FnOnce(&[u8]) -> String) -> Message {
+        Message::sealed(self.0, sha256)
     }
 }
 
@@ -93,22 +108,22 @@ pub fn intercept(
     capability: &EventCapability,
     sha256: impl FnOnce(&[u8]) -> String,
 ) -> Message {
-    Message::encode(
+    let bytes = Message::write(
         Some(&event.id),
         "hooks/intercept",
         event,
         view,
         Some(Capabilities(capability)),
-        sha256,
-    )
+    );
+    Message::sealed(bytes, sha256)
 }
 
 /// `hooks/observe`: a notification, so it has no JSON-RPC id. Its buffer is cut to its
 /// length: a call holds many (`observers`), and a grown buffer can be twice as long.
-pub fn observe(event: &Event, view: &View, sha256: impl FnOnce(&[u8]) -> String) -> Message {
-    let mut message = Message::encode(None, "hooks/observe", event, view, None, sha256);
-    message.bytes.shrink_to_fit();
-    message
+pub fn observe(event: &Event, view: &View) -> Notification {
+    let mut bytes = Message::write(None, "hooks/observe", event, view, None);
+    bytes.shrink_to_fit();
+    Notification(bytes)
 }
 
 #[cfg(test)]
@@ -220,7 +235,7 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":"e\"1","method":"hooks/intercept","params":{{"protocolVersion":"draft","event":{text},"capabilities":{{"effects":["deny"]}}}}}}"#
         );
         assert_eq!(String::from_utf8_lossy(sent.bytes()), expected);
-        let notification = observe(&event, &view(false), sha256);
+        let notification = observe(&event, &view(false)).seal(sha256);
         let expected = format!(
             r#"{{"jsonrpc":"2.0","method":"hooks/observe","params":{{"protocolVersion":"draft","event":{text}}}}}"#
         );
@@ -234,14 +249,15 @@ mod tests {
         let mut large: Value = serde_json::from_str(EVENT).unwrap();
         large["tool"]["input"]["command"] = json!("x".repeat(100_000));
         let event = Event::parse_tool_before(&large.to_string()).unwrap();
-        let message = observe(&event, &view(true), sha256);
+        let message = observe(&event, &view(true)).seal(sha256);
         assert_eq!(message.bytes.capacity(), message.bytes.len());
+        assert!(message.bytes.len() > 100_000);
     }
 
     #[test]
     fn observe_is_a_notification_without_id() {
         let v: Value =
-            serde_json::from_slice(observe(&event(), &view(false), sha256).bytes()).unwrap();
+            serde_json::from_slice(observe(&event(), &view(false)).seal(sha256).bytes()).unwrap();
         assert_eq!(v["method"], "hooks/observe");
         assert!(v.get("id").is_none());
         assert_eq!(v["params"]["protocolVersion"], "draft");

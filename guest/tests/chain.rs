@@ -13,11 +13,12 @@ use ahp_interceptor::event::Event;
 use ahp_interceptor::host_api::{
     AuthError, DeliveryError, Host, Instant, IoPhase, Reply, NANOS_PER_MS,
 };
-use ahp_interceptor::settlement::Settlement;
+use ahp_interceptor::settlement::{ObserverDelivery, Settlement};
 use ahp_interceptor::vocab::{
     DecidedBy, Decision, EventCapability, FlowCapability, FlowOperation, InterceptableEvent,
     ModifyCapability, ModifyTarget, ObserverKind, Outcome,
 };
+use ahp_interceptor::wire::Message;
 use serde_json::{json, Value};
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
@@ -158,6 +159,8 @@ struct FakeHost {
     retry_asks: Vec<(String, u32, Instant)>,
     /// How many bytes the component had hashed (every message it prepared).
     hashed: Cell<usize>,
+    /// Virtual time each hashing takes: preparing a message takes time.
+    hash_takes_ms: u64,
 }
 
 impl FakeHost {
@@ -177,6 +180,7 @@ impl FakeHost {
             backoff_ms: 0,
             retry_asks: Vec::new(),
             hashed: Cell::new(0),
+            hash_takes_ms: 0,
         }
     }
 
@@ -297,6 +301,7 @@ impl Host for FakeHost {
     fn sha256(&self, bytes: &[u8]) -> String {
         use sha2::Digest;
         self.hashed.set(self.hashed.get() + bytes.len());
+        self.pass(ms(self.hash_takes_ms));
         format!("{:x}", sha2::Sha256::digest(bytes))
     }
 }
@@ -1899,7 +1904,7 @@ fn deny_turns_uncalled_interceptors_into_observe_notifications() {
     assert_eq!(s.observers[1].kind, ObserverKind::Owned);
     let observer = &s.observers[0];
     assert_eq!(observer.backend, B);
-    let notification: Value = serde_json::from_slice(observer.message.bytes()).unwrap();
+    let notification: Value = serde_json::from_slice(prepared(observer).bytes()).unwrap();
     assert_eq!(notification["method"], "hooks/observe");
     assert!(notification.get("id").is_none(), "a notification has no id");
     assert_eq!(notification["params"]["protocolVersion"], "draft");
@@ -1911,12 +1916,15 @@ fn deny_turns_uncalled_interceptors_into_observe_notifications() {
     assert_eq!(audit["observers"][0]["kind"], "short-circuit");
     assert_eq!(
         audit["observers"][0]["requestSha256"],
-        observer.message.sha256()
+        prepared(observer).sha256()
     );
     // B and C see the same: one encoding between them (one batch), hashed once.
     assert_eq!(s.observers[1].message, observer.message);
     let request = host.sent[0].message.len();
-    assert_eq!(host.hashed.get(), request + observer.message.bytes().len());
+    assert_eq!(
+        host.hashed.get(),
+        request + prepared(observer).bytes().len()
+    );
 }
 
 #[test]
@@ -1949,9 +1957,10 @@ fn short_circuit_observer_deadline_is_bounded_by_the_budget() {
 
 /// Observers never change a decision, also by what they take up in the instance: each
 /// notification holds the event, and those past the observer limit (64 MiB for the
-/// call) are withheld as they come, their bytes freed, their digest kept for the record,
-/// which says `withheld`; a later, smaller one still goes. Observers that see the same
-/// get copies of one encoding, hashed once: a copy of a sent one, or of a withheld one.
+/// call) are withheld as they come, neither kept nor hashed, and the record says
+/// `withheld`, with no digest; a later, smaller one still goes. Observers that see the
+/// same get copies of one encoding, hashed once: a copy of a sent one, or of a withheld
+/// one.
 #[test]
 fn notifications_past_the_observer_limit_are_withheld_and_recorded_so() {
     let mut hooks = vec![interceptor(A, "fail-open", 500)];
@@ -1975,12 +1984,14 @@ fn notifications_past_the_observer_limit_are_withheld_and_recorded_so() {
     expected.extend([true, true, true, false]);
     assert_eq!(withheld, expected);
     assert_eq!(s.observers[10].kind, ObserverKind::HookFailure);
-    let sent = &s.observers[0].message;
-    assert!(s.observers[1..7].iter().all(|o| o.message == *sent));
+    let sent = prepared(&s.observers[0]);
+    assert!(s.observers[1..7]
+        .iter()
+        .all(|o| o.message.as_ref() == Some(sent)));
     assert!(sent.bytes().len() > 9 << 20);
-    // Hashed: A's request, one notification per view, the report; not one per observer,
-    // nor again for a view met before another.
-    assert!(host.hashed.get() < 28 << 20, "{}", host.hashed.get());
+    // Hashed: A's request (which holds the event), the one view sent, the report; not
+    // one per observer, nor again for a view met before another, nor the withheld view.
+    assert!(host.hashed.get() < 19 << 20, "{}", host.hashed.get());
     let audit = audit(&s);
     let entries = audit["observers"].as_array().unwrap();
     let results: Vec<&Value> = entries.iter().map(|e| &e["result"]).collect();
@@ -1988,11 +1999,56 @@ fn notifications_past_the_observer_limit_are_withheld_and_recorded_so() {
     let mut expected = vec![&Value::Null; 7];
     expected.extend([&withheld_word, &withheld_word, &withheld_word, &Value::Null]);
     assert_eq!(results, expected);
-    // A withheld copy has its view's digest: the one sent to others, or a view's own.
-    let digest = |n: usize| entries[n]["requestSha256"].as_str().unwrap();
-    assert_eq!(digest(8), sent.sha256());
-    assert_eq!(digest(7), digest(9));
-    assert_ne!(digest(7), sent.sha256());
+    let digests: Vec<Option<&str>> = entries
+        .iter()
+        .map(|e| e.get("requestSha256").map(|d| d.as_str().unwrap()))
+        .collect();
+    let mut expected = vec![Some(sent.sha256()); 7];
+    expected.extend([None, None, None, Some(prepared(&s.observers[10]).sha256())]);
+    assert_eq!(digests, expected);
+}
+
+/// Observers never change a decision by the time they take either: each distinct view
+/// of the event is an encoding, and none begins once 250 ms have passed since the
+/// decision was settled (nor past the budget). Later views are withheld, with no digest;
+/// a copy of a view already encoded still goes.
+#[test]
+fn views_not_begun_in_time_to_prepare_are_withheld() {
+    // Five distinct views (each names a category of its own), then observer 0's again.
+    let mut hooks = vec![interceptor(A, "fail-closed", 500)];
+    hooks.extend((0..6).map(|n| {
+        let mut subscription = observe_sub(&["tool.before"]);
+        subscription["content"][format!("category{}", n % 5)] = json!("omit");
+        backend(&format!("com.example.watch{n}"), vec![subscription])
+    }));
+    let engine = load(hooks);
+    let results = |s: &Settlement| -> Vec<Option<String>> {
+        let audit = audit(s);
+        let entries = audit["observers"].as_array().unwrap().clone();
+        let result = |e: &Value| e["result"].as_str().map(String::from);
+        entries.iter().map(result).collect()
+    };
+    let withheld = Some("withheld".to_string());
+    // Each view takes 100 ms to prepare: the first three begin at 0, 100 and 200 ms.
+    let mut host = FakeHost::new().on(A, Step::reply(no_effect()));
+    host.hash_takes_ms = 100;
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decided_by, DecidedBy::NoObjection);
+    let mut expected = vec![None; 3];
+    expected.extend([withheld.clone(), withheld.clone(), None]);
+    assert_eq!(results(&s), expected);
+    assert_eq!(s.observers[5].message, s.observers[0].message);
+    assert!(audit(&s)["observers"][3].get("requestSha256").is_none());
+
+    // A budget that ends first ends preparing first: two views, at 0 and 100 ms.
+    let mut host = FakeHost::new().on(A, Step::reply(no_effect()));
+    host.hash_takes_ms = 100;
+    let settled_at = T0 + ms(100);
+    let s = run_with_budget(&engine, &mut host, settled_at + ms(150));
+    assert_eq!(s.decided_by, DecidedBy::NoObjection);
+    let mut expected = vec![None; 2];
+    expected.extend([withheld.clone(), withheld.clone(), withheld, None]);
+    assert_eq!(results(&s), expected);
 }
 
 /// Backend A with two `tool.before` intercept subscriptions, then `more`. The second
@@ -2006,9 +2062,17 @@ fn two_interceptors_of_a(more: Vec<Value>) -> Engine {
     load(vec![backend(A, subscriptions)])
 }
 
+/// The message of a delivery that was not withheld.
+fn prepared(delivery: &ObserverDelivery) -> &Message {
+    delivery
+        .message
+        .as_ref()
+        .expect("a notification, not withheld")
+}
+
 /// A prepared observe notification, checked to be one of the call's own boundary.
 fn observed_event(observer: &ahp_interceptor::settlement::ObserverDelivery) -> Value {
-    let notification: Value = serde_json::from_slice(observer.message.bytes()).unwrap();
+    let notification: Value = serde_json::from_slice(prepared(observer).bytes()).unwrap();
     assert_eq!(notification["method"], "hooks/observe");
     assert!(notification.get("id").is_none(), "a notification has no id");
     let event = notification["params"]["event"].clone();
@@ -2067,7 +2131,7 @@ fn a_deny_turns_the_same_backends_later_interceptor_into_one_short_circuit_obser
     assert_eq!(
         audit(&s)["observers"],
         json!([{"backend": A, "subscription": 1, "kind": "short-circuit",
-                "requestSha256": s.observers[0].message.sha256()}])
+                "requestSha256": prepared(&s.observers[0]).sha256()}])
     );
 }
 
@@ -2123,7 +2187,7 @@ fn hook_failures(settlement: &Settlement) -> Vec<(String, Value)> {
         .iter()
         .filter(|o| o.kind == ObserverKind::HookFailure)
         .map(|o| {
-            let notification: Value = serde_json::from_slice(o.message.bytes()).unwrap();
+            let notification: Value = serde_json::from_slice(prepared(o).bytes()).unwrap();
             assert_eq!(notification["method"], "hooks/observe");
             assert!(notification.get("id").is_none(), "a notification has no id");
             (o.backend.clone(), notification["params"]["event"].clone())
@@ -2338,7 +2402,7 @@ fn observe_only_backend_never_receives_intercept() {
     let observed: Vec<&str> = deliveries.iter().map(|d| d.backend.as_str()).collect();
     assert_eq!(observed, [A, B]);
     for delivery in &deliveries {
-        let v: Value = serde_json::from_slice(delivery.message.bytes()).unwrap();
+        let v: Value = serde_json::from_slice(prepared(delivery).bytes()).unwrap();
         assert_eq!(v["method"], "hooks/observe");
         assert!(v.get("id").is_none());
     }
@@ -3063,7 +3127,7 @@ fn observers_of_the_calls_own_event_are_owned_and_skipped_when_interrupted() {
         (s.observers[0].backend.as_str(), s.observers[0].kind),
         (B, ObserverKind::Owned)
     );
-    let sent: Value = serde_json::from_slice(s.observers[0].message.bytes()).unwrap();
+    let sent: Value = serde_json::from_slice(prepared(&s.observers[0]).bytes()).unwrap();
     assert_eq!(
         sent["params"]["event"]["tool"]["input"],
         json!({"command": "ls"}),
@@ -3248,7 +3312,7 @@ fn requests_never_take_the_shape_of_the_upstream_negative_fixtures() {
         .observe(&FakeHost::new(), T0, &event, None)
         .expect("a valid session.start");
     assert_eq!(deliveries.len(), 1);
-    let notification: Value = serde_json::from_slice(deliveries[0].message.bytes()).unwrap();
+    let notification: Value = serde_json::from_slice(prepared(&deliveries[0]).bytes()).unwrap();
     assert_eq!(notification["method"], "hooks/observe");
     assert!(notification.get("id").is_none(), "{notification}");
 }

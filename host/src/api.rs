@@ -205,14 +205,13 @@ impl Interceptor {
             )));
         }
         let started = Instant::now();
-        let limit = Limit {
-            bound: budget
-                .unwrap_or(self.inner.bound)
-                .min(Duration::from_secs(5)),
-            budget: None,
-        };
         // A budget past the end of time (`Duration::MAX`) bounds nothing.
         let budget_at = budget.and_then(|b| started.checked_add(b));
+        // No chain: the component only prepares the notifications.
+        let limit = Limit {
+            bound: Duration::ZERO,
+            budget: budget_at,
+        };
         let budget_ns = budget_at.map(clock::to_nanos);
         let started_ns = clock::to_nanos(started);
         let prepared = self

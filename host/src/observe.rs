@@ -65,7 +65,8 @@ pub(crate) async fn deliver_observers(
 }
 
 /// Whether the component withheld `delivery`: a notification past the call's observer
-/// limit, recorded so, whose bytes it did not hand over (a notification is never empty).
+/// limits (memory, time to prepare), recorded so, whose bytes it did not hand over (a
+/// notification is never empty).
 pub(crate) fn withheld(delivery: &Delivery) -> bool {
     delivery.message.is_empty()
 }

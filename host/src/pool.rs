@@ -43,6 +43,7 @@ use crate::lanes::{Admitted, Lanes, Place, Route, Unserved, Wait};
 use crate::runtime::Runtime;
 use crate::slots::Slot;
 use crate::state::HostState;
+use ahp_vocab::OBSERVER_PREPARE_MS;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -76,11 +77,18 @@ const MAKE_BOUND: Duration = Duration::from_secs(10);
 /// is still cut off by then.
 const GRACE: Duration = Duration::from_millis(250);
 
+/// Time the component gets past its chain's bound to prepare the call's observe
+/// notifications. It begins none [`OBSERVER_PREPARE_MS`] after the decision is settled
+/// (nor past the budget); the rest is for one begun just before, which for an event of
+/// several MiB can take a few hundred milliseconds on a loaded machine.
+const PREPARE: Duration = Duration::from_millis(4 * OBSERVER_PREPARE_MS);
+
 /// How long the component may run (CPU and wall time) once a call has its instance.
 pub(crate) struct Limit {
-    /// The longest a call may legitimately run (`engine.bound-ms`, the sum of the
-    /// chain's timeouts). It counts from when the call gets its instance, which is
-    /// generous: a call that waited has used up some of its deadlines in the queue.
+    /// The longest a call's chain may legitimately run (`engine.bound-ms`, the sum of
+    /// its timeouts; zero for an observe call). It counts from when the call gets its
+    /// instance, which is generous: a call that waited has used up some of its deadlines
+    /// in the queue.
     pub bound: Duration,
     /// The call's budget, which nothing outlasts.
     pub budget: Option<Instant>,
@@ -89,7 +97,7 @@ pub(crate) struct Limit {
 impl Limit {
     /// The limit of a call that got its instance at `admitted`.
     fn from(&self, admitted: Instant) -> Instant {
-        let own = admitted + self.bound;
+        let own = admitted + self.bound + PREPARE;
         self.budget.map_or(own, |budget| budget.min(own)) + GRACE
     }
 }

@@ -92,7 +92,8 @@ pub(crate) fn from_component(
 }
 
 /// Whether `record` names exactly `deliveries`, in order: the audit says what was sent.
-/// The component sets no result but `withheld`, exactly for the deliveries it withheld.
+/// The component sets no result but `withheld`, exactly for the deliveries it withheld,
+/// and gives the digest of exactly those it did not.
 fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
     record.observers.len() == deliveries.len()
         && record
@@ -104,9 +105,12 @@ fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
                     && match entry.result {
                         None => {
                             !withheld(delivery)
-                                && entry.request_sha256 == sha256_hex(&delivery.message)
+                                && entry.request_sha256.as_deref()
+                                    == Some(sha256_hex(&delivery.message).as_str())
                         }
-                        Some(ObserverResult::Withheld) => withheld(delivery),
+                        Some(ObserverResult::Withheld) => {
+                            withheld(delivery) && entry.request_sha256.is_none()
+                        }
                         Some(_) => false,
                     }
             })
@@ -194,7 +198,7 @@ mod tests {
             subscription: 0,
             kind: ObserverKind::Owned,
             reports: None,
-            request_sha256: sha256_hex(message.as_bytes()),
+            request_sha256: Some(sha256_hex(message.as_bytes())),
             result: None,
         });
         record
@@ -234,32 +238,36 @@ mod tests {
     }
 
     /// The only result a component may set is `withheld`, and only on a delivery whose
-    /// bytes it did not hand over; the digest of a withheld one is not the empty one's.
+    /// bytes it did not hand over, with no digest: a withheld one was never hashed.
     #[test]
     fn a_component_sets_no_result_but_withheld_on_an_empty_delivery() {
-        let withheld = |result| {
+        let withheld = |result, digest: bool| {
             let mut record = allowed_observing("com.example.obs", "{\"n\":1}");
             record.observers[0].result = Some(result);
+            record.observers[0].request_sha256.take_if(|_| !digest);
             record
         };
         let trusted = handed_over_with(
-            &withheld(ObserverResult::Withheld),
+            &withheld(ObserverResult::Withheld, false),
             vec![delivery("com.example.obs", "")],
         );
         assert_eq!(trusted.0.decided_by, DecidedBy::NoObjection);
         assert_eq!(trusted.1.len(), 1);
         let untrusted = [
-            (ObserverResult::Withheld, "{\"n\":1}"),
-            (ObserverResult::Delivered, ""),
-            (ObserverResult::Delivered, "{\"n\":1}"),
-            (ObserverResult::NotSent, ""),
+            (ObserverResult::Withheld, true, ""),
+            (ObserverResult::Withheld, false, "{\"n\":1}"),
+            (ObserverResult::Withheld, true, "{\"n\":1}"),
+            (ObserverResult::Delivered, true, ""),
+            (ObserverResult::Delivered, true, "{\"n\":1}"),
+            (ObserverResult::NotSent, false, ""),
         ];
-        for (result, message) in untrusted {
+        for (result, digest, message) in untrusted {
             let (settled, sent) = handed_over_with(
-                &withheld(result),
+                &withheld(result, digest),
                 vec![delivery("com.example.obs", message)],
             );
-            assert_eq!(settled.decided_by, DecidedBy::EngineFailure, "{result:?}");
+            let case = (result, digest, message);
+            assert_eq!(settled.decided_by, DecidedBy::EngineFailure, "{case:?}");
             assert!(sent.is_empty());
         }
         // An empty delivery the record does not say it withheld, even with the digest of

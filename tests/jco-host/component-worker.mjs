@@ -180,12 +180,11 @@ const INTERCEPTOR = {
   attempts: list(object),
 };
 
-/// The members an observer entry must have.
+/// The members an observer entry must have (`requestSha256` is checked by `listed`).
 const OBSERVER = {
   backend: string,
   subscription: count,
   kind: oneOf(['short-circuit', 'owned', 'hook-failure']),
-  requestSha256: string,
 };
 
 /// Interceptor outcomes that end a call in a denial (ahp_vocab `Outcome::denies`).
@@ -211,13 +210,14 @@ function trusted(settled, audit) {
 }
 
 /// Whether an observer entry names its delivery's `message`: by digest, or, the one
-/// result the component sets, as withheld with no bytes handed over (settlement.rs
-/// `lists`).
+/// result the component sets, as withheld with no bytes handed over and no digest
+/// (settlement.rs `lists`).
 function listed(entry, message) {
   if (entry.result === undefined) {
     return message.length > 0 && entry.requestSha256 === delivery.sha256(message);
   }
-  return entry.result === 'withheld' && message.length === 0;
+  return entry.result === 'withheld' && message.length === 0
+    && entry.requestSha256 === undefined;
 }
 
 try {

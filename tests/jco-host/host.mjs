@@ -27,6 +27,10 @@ const event = readFileSync(eventPath, 'utf8');
 /// so that a loaded machine's late but honest settlement is not cut off.
 const GRACE_NS = 250_000_000n;
 
+/// Time the call gets past its bound-ms to prepare its observe notifications: ahp-host's
+/// (pool.rs PREPARE, four times ahp_vocab OBSERVER_PREPARE_MS).
+const PREPARE_NS = 1_000_000_000n;
+
 /// Instantiating the component and loading the registration: ahp-host bounds them at
 /// 5 s (runtime.rs `bound_cpu`), so a component that spins there is stopped too.
 const LOAD_NS = 5_000_000_000n;
@@ -109,9 +113,10 @@ component.on('message', (message) => {
     for (const problem of message.refused) console.error(`error: ${problem}`);
     process.exit(1);
   } else {
-    // The call began at `started`: bound it as ahp-host does, by bound-ms plus a grace.
+    // The call began at `started`: bound it as ahp-host does, by bound-ms, the time to
+    // prepare observers and a grace.
     cancelLoadBound();
-    const limit = message.started + message.boundMs * 1_000_000n + GRACE_NS;
+    const limit = message.started + message.boundMs * 1_000_000n + PREPARE_NS + GRACE_NS;
     atDeadline(limit, () => engineFailure(`the call ran past its bound of ${message.boundMs} ms`));
   }
 });

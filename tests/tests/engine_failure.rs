@@ -1,6 +1,7 @@
 //! A hostile component (`tests/runaway-guest`) that spins forever or panics: the host must
 //! settle every call as an `engine-failure` denial within the call's bound (the
-//! component's `bound-ms`, 100 ms, plus the host's 250 ms grace), and stay usable.
+//! component's `bound-ms`, 100 ms, the 1 s it may take to prepare observers, and the
+//! host's 250 ms grace), and stay usable.
 
 use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
@@ -11,8 +12,9 @@ use ahp_tests::support::{
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-/// The runaway component's bound plus the host's grace: no call can settle earlier.
-const BOUND: Duration = Duration::from_millis(100 + 250);
+/// The runaway component's bound, the time to prepare observers and the host's grace: no
+/// call can settle earlier.
+const BOUND: Duration = Duration::from_millis(100 + 1000 + 250);
 /// A trap settles at once, well before the bound would have cut the call off.
 const AT_ONCE: Duration = Duration::from_millis(100);
 const ENGINE_FAILURE_REASON: &str = "Policy evaluation failed.";

@@ -585,7 +585,7 @@ async fn a_backend_failure_is_reported_to_the_other_hook_failure_observers() {
 /// Observers never change a decision, not even by what their notifications take up in
 /// the component: sixty observers of a 4 MiB event (each notification holds the event)
 /// would need 240 MiB and more of the instance's 256 MiB. The notifications beyond the
-/// component's observer limit (64 MiB) are recorded `withheld`, digest and all, and not
+/// component's observer limit (64 MiB) are recorded `withheld`, with no digest, and not
 /// sent; the others are delivered, and the backend's allow stands. (The interceptor's
 /// timeout is long: this is about memory, and a debug build hashes slowly.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -600,9 +600,7 @@ async fn observers_of_a_large_event_beyond_the_observer_limit_are_withheld_not_a
         hooks.push(observer(&id, &watcher.url(), &["tool.before"]));
     }
     let interceptor = interceptor(&reg.to_string()).await;
-    let mut large: Value = serde_json::from_str(&event("evt_large")).unwrap();
-    large["tool"]["input"]["command"] = json!("x".repeat(4 << 20));
-    let large = large.to_string();
+    let large = large_event("evt_large");
     // 4 MiB and the envelope: fifteen fit in 64 MiB.
     let mut expected = vec!["delivered"; 15];
     expected.extend(["withheld"; 45]);
@@ -612,15 +610,8 @@ async fn observers_of_a_large_event_beyond_the_observer_limit_are_withheld_not_a
         observers.iter().map(result).collect()
     };
 
-    let settled = interceptor
-        .intercept(&large, &[EffectKind::Deny], None)
-        .await
-        .expect("the call settles");
-    assert_eq!(
-        (settled.decision, settled.decided_by),
-        (Decision::Allow, DecidedBy::NoObjection)
-    );
-    assert_eq!(results(&record_json(&settled)["observers"]), expected);
+    let record = allowed(&interceptor, &large).await;
+    assert_eq!(results(&record["observers"]), expected);
     assert_eq!(watcher.requests().len(), 15);
 
     // The same for an observe call of its own.
@@ -631,4 +622,76 @@ async fn observers_of_a_large_event_beyond_the_observer_limit_are_withheld_not_a
     let report = serde_json::to_value(&observed).unwrap();
     assert_eq!(results(&report["observers"]), expected);
     assert_eq!(watcher.requests().len(), 30);
+}
+
+/// A `tool.before` event `id` whose command is 4 MiB long.
+fn large_event(id: &str) -> String {
+    let mut large: Value = serde_json::from_str(&event(id)).unwrap();
+    large["tool"]["input"]["command"] = json!("x".repeat(4 << 20));
+    large.to_string()
+}
+
+/// The record of `event` intercepted, once its allow is checked to stand.
+async fn allowed(interceptor: &Interceptor, event: &str) -> Value {
+    let settled = interceptor
+        .intercept(event, &[EffectKind::Deny], None)
+        .await
+        .expect("the call settles");
+    assert_eq!(
+        (settled.decision, settled.decided_by),
+        (Decision::Allow, DecidedBy::NoObjection)
+    );
+    record_json(&settled)
+}
+
+/// Observers never turn an allow into a denial by the time they take: sixty observers,
+/// each seeing a 4 MiB event its own way, and no interceptor, so the call's bound is only
+/// the time to prepare them. Encoding every view took the call past its bound, and the
+/// allow became an `engine-failure` denial; now views not begun 250 ms after the decision
+/// (or past the 64 MiB limit) are withheld, with no digest, and nothing is sent for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observers_of_a_large_event_in_many_views_are_withheld_in_time_not_a_denial() {
+    let watcher = FaultBackend::start(vec![empty_reply(204)]).await;
+    let hooks: Vec<Value> = (0..60)
+        .map(|n| {
+            let mut hook = observer(&format!("com.example.watch{n}"), &watcher.url(), &["*"]);
+            // A category of its own: a view of its own.
+            hook["subscriptions"][0]["content"][format!("category{n}")] = json!("omit");
+            hook
+        })
+        .collect();
+    let reg = json!({"protocolVersion": "draft", "hooks": hooks}).to_string();
+    let interceptor = interceptor(&reg).await;
+    let large = large_event("evt_views");
+    // The results: some delivered (at most the fifteen that fit in 64 MiB), then the rest
+    // withheld. Returns how many were delivered.
+    let delivered_then_withheld = |observers: &Value| -> usize {
+        let observers = observers.as_array().expect("observers");
+        assert_eq!(observers.len(), 60);
+        let delivered = observers
+            .iter()
+            .take_while(|o| o["result"] == "delivered")
+            .count();
+        assert!((1..=15).contains(&delivered), "{delivered} delivered");
+        let withheld = observers.iter().filter(|o| o["result"] == "withheld");
+        assert_eq!(withheld.count(), 60 - delivered);
+        delivered
+    };
+
+    let record = allowed(&interceptor, &large).await;
+    let sent = delivered_then_withheld(&record["observers"]);
+    assert_eq!(watcher.requests().len(), sent);
+    let digests = record["observers"].as_array().unwrap().iter();
+    let digests = digests.filter(|o| o.get("requestSha256").is_some());
+    assert_eq!(digests.count(), sent, "only what was sent was hashed");
+
+    // The same for an observe call of its own.
+    let observed = interceptor
+        .observe(&large, None)
+        .await
+        .expect("valid event");
+    let report = serde_json::to_value(&observed).unwrap();
+    assert!(report.get("engineFailure").is_none(), "{report}");
+    let observed = delivered_then_withheld(&report["observers"]);
+    assert_eq!(watcher.requests().len(), sent + observed);
 }

@@ -42,6 +42,13 @@ pub const PROTOCOL_VERSION: &str = "draft";
 /// own observer deliveries by it unless configured shorter.
 pub const OBSERVER_TIMEOUT_MS: u64 = 2_000;
 
+/// How long after a call settles its decision the component may still start preparing
+/// observe notifications, in milliseconds: each holds the event, one encoding per
+/// distinct view, and the decision waits for them (they go out with it). One not begun
+/// by then is withheld. The host lets a call run this much longer than its chain's
+/// bound, and more, for a notification begun just before.
+pub const OBSERVER_PREPARE_MS: u64 = 250;
+
 /// The `timeoutMs` range this interceptor supports: a registration outside it is accepted
 /// with a warning (likely a mistake), and a harness's manifest says it (`limits`).
 pub const SUPPORTED_TIMEOUT_MS: std::ops::RangeInclusive<u64> = 100..=30_000;

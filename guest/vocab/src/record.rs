@@ -253,7 +253,10 @@ pub struct ObserverEntry {
     /// For a `hook-failure`: the place in `interceptors` of the failure it reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reports: Option<usize>,
-    pub request_sha256: String,
+    /// The digest of the notification's bytes; absent exactly when it was withheld
+    /// (never sent, and not hashed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_sha256: Option<String>,
     /// Set by the host once the delivery ended; in the component's own record, absent
     /// but for a notification the component withheld ([`ObserverResult::Withheld`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -268,8 +271,9 @@ pub enum ObserverResult {
     NotSent,
     Interrupted,
     /// Never sent: the call's notifications had already taken up the component's
-    /// observer limit, and this one would have gone past it. The component sets it; an
-    /// observer must not change a decision by exhausting the instance's memory.
+    /// observer limit and this one would have gone past it, or the time to prepare them
+    /// had run out before it. The component sets it; an observer must not change a
+    /// decision by exhausting the instance's memory or the call's time.
     Withheld,
     Failed(FailureClass),
 }
@@ -380,7 +384,7 @@ mod tests {
                 subscription: 1,
                 kind: ObserverKind::ShortCircuit,
                 reports: None,
-                request_sha256: "cd".into(),
+                request_sha256: Some("cd".into()),
                 result: Some(ObserverResult::Failed(FailureClass::ConnectionRefused)),
             }],
         }
