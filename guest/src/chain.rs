@@ -228,35 +228,25 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         }
     }
 
-    // Interruption overrides an approval that was accepted but not yet published, and any
-    // synthetic outcome; only an explicit deny already accepted stands as it is.
-    let was_interrupted = !targets.is_empty() && host.interrupted();
-    if was_interrupted && !matches!(&stop, Some(s) if s.decided_by == DecidedBy::BackendDeny) {
-        stop = Some(Stop::synthetic(DecidedBy::Interrupted));
-    }
-    let short_circuited = stop.as_ref().is_some_and(|s| {
-        matches!(
-            s.decided_by,
-            DecidedBy::BackendDeny | DecidedBy::SyntheticDeny
-        )
-    });
-    let (decision, decided_by, reason) = match stop {
-        Some(s) => (Decision::Deny, s.decided_by, Some(s.reason)),
-        None if ask => (Decision::Ask, DecidedBy::BackendAsk, None),
-        None => (Decision::Allow, DecidedBy::NoObjection, None),
-    };
+    let mut interrupted = !targets.is_empty() && host.interrupted();
     let now = host.now();
     let out_of_budget = call.budget.is_some_and(|b| now >= b);
     let mut observers = Observers::from(now, call.budget);
     // An interrupted or expired call starts no new best-effort observations.
-    if !was_interrupted && !out_of_budget {
+    if !interrupted && !out_of_budget {
+        let short_circuited = stop.as_ref().is_some_and(|s| {
+            matches!(
+                s.decided_by,
+                DecidedBy::BackendDeny | DecidedBy::SyntheticDeny
+            )
+        });
         let uncalled = uncalled.iter().filter(|_| short_circuited);
         let uncalled = uncalled.map(|t| (t.backend, t.subscription));
         let owned = call.registration.observers(&call.event.event_type);
-        let targets = Why::kind(ObserverKind::ShortCircuit)
+        let notified = Why::kind(ObserverKind::ShortCircuit)
             .targets(uncalled)
             .chain(Why::kind(ObserverKind::Owned).targets(owned));
-        observers.of_event(host, &effective, now, call.budget, targets);
+        observers.of_event(host, &effective, now, call.budget, notified);
         crate::failure_report::reports(
             host,
             call,
@@ -266,7 +256,23 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             &settled_failures,
             &mut observers,
         );
+        // Preparing them takes time (see `observers`): an interruption meanwhile still
+        // comes before the decision is published, and they are not sent.
+        if !observers.is_empty() && !targets.is_empty() && host.interrupted() {
+            interrupted = true;
+            observers = Observers::from(now, call.budget);
+        }
     }
+    // Interruption overrides an approval that was accepted but not yet published, and any
+    // synthetic outcome; only an explicit deny already accepted stands as it is.
+    if interrupted && !matches!(&stop, Some(s) if s.decided_by == DecidedBy::BackendDeny) {
+        stop = Some(Stop::synthetic(DecidedBy::Interrupted));
+    }
+    let (decision, decided_by, reason) = match stop {
+        Some(s) => (Decision::Deny, s.decided_by, Some(s.reason)),
+        None if ask => (Decision::Ask, DecidedBy::BackendAsk, None),
+        None => (Decision::Allow, DecidedBy::NoObjection, None),
+    };
     if matches!(
         decided_by,
         DecidedBy::Interrupted | DecidedBy::BudgetExpired

@@ -149,6 +149,10 @@ impl Observers {
         }
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.deliveries.is_empty()
+    }
+
     pub fn into_vec(self) -> Vec<ObserverDelivery> {
         self.deliveries
     }

@@ -146,6 +146,8 @@ struct FakeHost {
     /// Added to the clock right after its next reading (see [`Step::then_lag`]).
     lag: Cell<u64>,
     interrupted: bool,
+    /// When the harness interrupts the call, if it does while the call runs.
+    interrupted_at: Option<Instant>,
     acquire_takes_ms: u64,
     auth: HashMap<String, AuthScript>,
     generations: HashMap<String, u32>,
@@ -169,6 +171,7 @@ impl FakeHost {
             now: Cell::new(T0),
             lag: Cell::new(0),
             interrupted: false,
+            interrupted_at: None,
             acquire_takes_ms: 0,
             auth: HashMap::new(),
             generations: HashMap::new(),
@@ -283,7 +286,7 @@ impl Host for FakeHost {
     }
 
     fn interrupted(&self) -> bool {
-        self.interrupted
+        self.interrupted || self.interrupted_at.is_some_and(|at| self.now.get() >= at)
     }
 
     fn retry_after(&mut self, backend: &str, attempt: u32, deadline: Instant) -> bool {
@@ -2049,6 +2052,30 @@ fn views_not_begun_in_time_to_prepare_are_withheld() {
     let mut expected = vec![None; 2];
     expected.extend([withheld.clone(), withheld.clone(), withheld, None]);
     assert_eq!(results(&s), expected);
+}
+
+/// Preparing observers takes time, and an interruption meanwhile still comes before the
+/// decision is published: A's allow becomes `interrupted`; A's deny stands. Either way
+/// the notifications prepared are not sent.
+#[test]
+fn an_interruption_while_observers_are_prepared_comes_before_the_decision() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        backend(C, vec![observe_sub(&["tool.before"])]),
+    ]);
+    for (reply, decided_by) in [
+        (no_effect(), DecidedBy::Interrupted),
+        (deny("no"), DecidedBy::BackendDeny),
+    ] {
+        let mut host = FakeHost::new().on(A, Step::reply(reply));
+        // A's request is hashed by T0 + 100 ms, C's notification by T0 + 200 ms.
+        host.hash_takes_ms = 100;
+        host.interrupted_at = Some(T0 + ms(150));
+        let s = run(&engine, &mut host);
+        assert_eq!((s.decision, s.decided_by), (Decision::Deny, decided_by));
+        assert!(s.observers.is_empty(), "{decided_by:?}");
+        assert_eq!(audit(&s)["observers"], json!([]));
+    }
 }
 
 /// Backend A with two `tool.before` intercept subscriptions, then `more`. The second

@@ -77,10 +77,12 @@ const MAKE_BOUND: Duration = Duration::from_secs(10);
 /// is still cut off by then.
 const GRACE: Duration = Duration::from_millis(250);
 
-/// Time the component gets past its chain's bound to prepare the call's observe
-/// notifications. It begins none [`OBSERVER_PREPARE_MS`] after the decision is settled
-/// (nor past the budget); the rest is for one begun just before, which for an event of
-/// several MiB can take a few hundred milliseconds on a loaded machine.
+/// Time the component gets past its chain's bound (or the budget, if that ends first) to
+/// prepare the call's observe notifications. It begins none [`OBSERVER_PREPARE_MS`]
+/// after the decision is settled, nor past the budget; the rest is for one begun just
+/// before, which for an event of several MiB can take a few hundred milliseconds on a
+/// loaded machine. Without it a decision settled just before the budget could be lost
+/// to an `engine-failure` denial while an observer's notification was being encoded.
 const PREPARE: Duration = Duration::from_millis(4 * OBSERVER_PREPARE_MS);
 
 /// How long the component may run (CPU and wall time) once a call has its instance.
@@ -90,15 +92,16 @@ pub(crate) struct Limit {
     /// instance, which is generous: a call that waited has used up some of its deadlines
     /// in the queue.
     pub bound: Duration,
-    /// The call's budget, which nothing outlasts.
+    /// The call's budget: the chain's I/O ends by it, and no notification is begun past
+    /// it.
     pub budget: Option<Instant>,
 }
 
 impl Limit {
     /// The limit of a call that got its instance at `admitted`.
     fn from(&self, admitted: Instant) -> Instant {
-        let own = admitted + self.bound + PREPARE;
-        self.budget.map_or(own, |budget| budget.min(own)) + GRACE
+        let own = admitted + self.bound;
+        self.budget.map_or(own, |budget| budget.min(own)) + PREPARE + GRACE
     }
 }
 

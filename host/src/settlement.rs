@@ -277,6 +277,12 @@ mod tests {
             let (settled, _) = handed_over_with(&record, vec![delivery("com.example.obs", "")]);
             assert_eq!(settled.decided_by, DecidedBy::EngineFailure, "{listed:?}");
         }
+        // A delivery whose digest the record leaves out, as if withheld, but not said so.
+        let mut record = allowed_observing("com.example.obs", "{\"n\":1}");
+        record.observers[0].request_sha256 = None;
+        let (settled, _) =
+            handed_over_with(&record, vec![delivery("com.example.obs", "{\"n\":1}")]);
+        assert_eq!(settled.decided_by, DecidedBy::EngineFailure);
     }
 
     #[test]

@@ -216,8 +216,8 @@ function listed(entry, message) {
   if (entry.result === undefined) {
     return message.length > 0 && entry.requestSha256 === delivery.sha256(message);
   }
-  return entry.result === 'withheld' && message.length === 0
-    && entry.requestSha256 === undefined;
+  // Absent, or null as ahp-host's record type reads it.
+  return entry.result === 'withheld' && message.length === 0 && entry.requestSha256 == null;
 }
 
 try {
