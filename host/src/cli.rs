@@ -41,6 +41,10 @@ enum Command {
     Check {
         /// The registration JSON file.
         file: PathBuf,
+        /// Validate it as `ahp hook HARNESS` loads it, against what that harness can
+        /// intercept: claude-code, codex, gemini, cursor or copilot.
+        #[arg(long, value_parser = harness)]
+        harness: Option<hook::Harness>,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -270,14 +274,14 @@ impl HostArgs {
         Ok(words)
     }
 
-    /// Under `ahp hook` the harness's own declaration says what it can intercept (what
-    /// it enforces): an `--interceptable` would be ignored there, so it is refused rather
-    /// than silently overridden.
+    /// Under `ahp hook` (and `ahp check --harness`) the harness's own declaration says
+    /// what it can intercept (what it enforces): an `--interceptable` would be ignored
+    /// there, so it is refused rather than silently overridden.
     fn harness_declares(&self) -> Result<(), String> {
         match self.interceptable {
             Some(_) => Err(
-                "--interceptable does not apply to ahp hook: the harness's own \
-                 declaration says what it can intercept"
+                "--interceptable does not apply to ahp hook or ahp check --harness: the \
+                 harness's own declaration says what it can intercept"
                     .into(),
             ),
             None => Ok(()),
@@ -434,7 +438,11 @@ fn run(cli: Cli, hook_call: Option<HookCall>) -> ExitCode {
     };
     let code = runtime.block_on(async {
         match cli.command {
-            Command::Check { file, host } => check(&file, &host).await,
+            Command::Check {
+                file,
+                harness,
+                host,
+            } => check(&file, harness, &host).await,
             Command::Intercept {
                 registration,
                 event,
@@ -781,26 +789,46 @@ async fn warm_compile_cache(component: Option<&str>) -> Result<Warm, String> {
     })
 }
 
-async fn check(file: &Path, host: &HostArgs) -> ExitCode {
-    let text = match read_file("registration", file) {
-        Ok(text) => text,
-        Err(e) => return fail(&e),
-    };
-    let options = match host.options().await {
-        Ok(options) => options,
-        Err(e) => return fail(&e),
-    };
-    host.warn();
-    match Interceptor::new(&text, options).await {
-        Ok(interceptor) => {
-            for warning in interceptor.warnings() {
-                eprintln!("warning: {warning}");
-            }
-            answer(&format!("{}: valid", file.display()));
+async fn check(file: &Path, harness: Option<hook::Harness>, host: &HostArgs) -> ExitCode {
+    match validate(file, harness, host).await {
+        Ok(()) => {
+            let valid = match harness {
+                Some(harness) => format!("{}: valid for {}", file.display(), harness.name()),
+                None => format!("{}: valid", file.display()),
+            };
+            answer(&valid);
             ExitCode::SUCCESS
         }
-        Err(e) => build_failure(e),
+        Err(code) => code,
     }
+}
+
+/// Loads the registration in `file` as it will be used — by `ahp hook HARNESS`, with
+/// that harness's declaration, or else with `--interceptable`'s — and shuts it down
+/// again. Its warnings go to stderr; a registration that does not load is exit 1 with
+/// every problem on stderr.
+async fn validate(
+    file: &Path,
+    harness: Option<hook::Harness>,
+    host: &HostArgs,
+) -> Result<(), ExitCode> {
+    let text = read_file("registration", file).map_err(|e| fail(&e))?;
+    if harness.is_some() {
+        host.harness_declares().map_err(|e| fail(&e))?;
+    }
+    let mut options = host.options().await.map_err(|e| fail(&e))?;
+    host.warn();
+    if let Some(harness) = harness {
+        options.declaration = harness.declaration();
+    }
+    let interceptor = Interceptor::new(&text, options)
+        .await
+        .map_err(build_failure)?;
+    for warning in interceptor.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    interceptor.shutdown_async().await;
+    Ok(())
 }
 
 async fn intercept(
@@ -937,7 +965,6 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
             Ok(words) => words,
             Err(e) => return fail(&e),
         };
-        host.warn();
         let request = hook::Install {
             harness,
             registration,
@@ -960,6 +987,11 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
                          (`ahp precompile`, with the same --component), each hook call \
                          compiles it within its budget"
                     ),
+                }
+                // Hooks whose registration the harness's declaration refuses would deny
+                // every call (fail-open subscriptions too): none are printed.
+                if let Err(code) = validate(&request.registration, Some(harness), &host).await {
+                    return code;
                 }
                 eprintln!("# for {}", harness.settings_file());
                 println!(

@@ -535,6 +535,86 @@ fn interceptable_is_refused_under_ahp_hook() {
     );
 }
 
+/// A registration intercepting `tool.before` and `model.request.before`, which Claude
+/// Code cannot intercept (fail-open, so a load refusal is the only way it could deny).
+fn intercepting_model_requests(dir: &Path) -> PathBuf {
+    let file = dir.join("registration.json");
+    let registration = json!({"protocolVersion": "draft", "hooks": [{
+        "id": "com.example.policy",
+        "transport": {"type": "http", "url": refused_url()},
+        "subscriptions": [{"events": ["tool.before", "model.request.before"],
+                           "mode": "intercept", "failurePolicy": "fail-open",
+                           "timeoutMs": 1000, "content": {"default": "metadata"}}]
+    }]});
+    std::fs::write(&file, registration.to_string()).expect("write the registration");
+    file
+}
+
+/// What the component says of an event the harness cannot intercept.
+const UNDECLARED: &str = "error: /hooks/0/subscriptions/0/events/1: \"model.request.before\" \
+                          is not declared interceptable by this harness\n";
+
+/// `ahp check --harness` loads the registration as `ahp hook HARNESS` does, with that
+/// harness's declaration: a registration every call of which the hook would deny (it
+/// intercepts an event the harness cannot) is refused naming the event, where plain
+/// `check`, which declares every event, passes it.
+#[test]
+fn check_for_a_harness_refuses_what_that_harness_cannot_intercept() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = intercepting_model_requests(dir.path());
+    let run = ahp(&["check", path(&reg)], &[]);
+    run.assert_exit(0, "check, every event declared");
+    let run = ahp(&["check", path(&reg), "--harness", "claude-code"], &[]);
+    run.assert_exit(1, "check for claude-code");
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert_eq!(run.stderr, UNDECLARED);
+
+    // Every harness intercepts `tool.before`.
+    let portable = portable();
+    for harness in ["claude-code", "codex", "gemini", "cursor", "copilot"] {
+        let run = ahp(&["check", path(&portable), "--harness", harness], &[]);
+        run.assert_exit(0, harness);
+        let valid = format!("{}: valid for {harness}\n", portable.display());
+        assert_eq!(run.stdout, valid);
+    }
+
+    // The harness's declaration decides, as under `ahp hook`: no `--interceptable`.
+    let both = ["check", path(&portable), "--harness", "codex"];
+    let run = ahp(
+        &[&both[..], &["--interceptable", "tool.before"]].concat(),
+        &[],
+    );
+    run.assert_exit(1, "--harness with --interceptable");
+    assert!(
+        run.stderr.contains("--interceptable does not apply"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// `ahp hook install` prints no hooks for a registration its harness cannot load: each
+/// of them would deny every call (a fail-open subscription's too), which Claude Code
+/// shows as "Policy evaluation failed." on every tool call.
+#[test]
+fn hook_install_refuses_a_registration_its_harness_cannot_load() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = intercepting_model_requests(dir.path());
+    let run = ahp(
+        &[
+            "hook",
+            "install",
+            "claude-code",
+            "--registration",
+            path(&reg),
+        ],
+        &[],
+    );
+    run.assert_exit(1, "install for claude-code");
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(run.stderr.ends_with(UNDECLARED), "{}", run.stderr);
+    assert!(!run.stderr.contains("# for "), "{}", run.stderr);
+}
+
 #[test]
 fn interceptable_naming_an_event_twice_is_refused_naming_the_flag() {
     let reg = portable();
