@@ -799,31 +799,46 @@ async fn check(file: &Path, harness: Option<hook::Harness>, host: &HostArgs) -> 
             answer(&valid);
             ExitCode::SUCCESS
         }
-        Err(code) => code,
+        Err(Unloaded::Refused(code)) => code,
+        Err(Unloaded::Setup(detail)) => fail(&detail),
     }
+}
+
+/// Why [`validate`] could not load a registration.
+enum Unloaded {
+    /// The registration (or the command line) is wrong: exit 1, every problem already
+    /// on stderr.
+    Refused(ExitCode),
+    /// The component or the host could not be set up, so the registration could not be
+    /// checked.
+    Setup(String),
 }
 
 /// Loads the registration in `file` as it will be used — by `ahp hook HARNESS`, with
 /// that harness's declaration, or else with `--interceptable`'s — and shuts it down
-/// again. Its warnings go to stderr; a registration that does not load is exit 1 with
-/// every problem on stderr.
+/// again. Its warnings go to stderr.
 async fn validate(
     file: &Path,
     harness: Option<hook::Harness>,
     host: &HostArgs,
-) -> Result<(), ExitCode> {
-    let text = read_file("registration", file).map_err(|e| fail(&e))?;
+) -> Result<(), Unloaded> {
+    let refused = |detail: String| Unloaded::Refused(fail(&detail));
+    let text = read_file("registration", file).map_err(refused)?;
     if harness.is_some() {
-        host.harness_declares().map_err(|e| fail(&e))?;
+        host.harness_declares().map_err(refused)?;
     }
-    let mut options = host.options().await.map_err(|e| fail(&e))?;
+    let mut options = host.options().await.map_err(Unloaded::Setup)?;
     host.warn();
     if let Some(harness) = harness {
         options.declaration = harness.declaration();
     }
-    let interceptor = Interceptor::new(&text, options)
-        .await
-        .map_err(build_failure)?;
+    let interceptor =
+        Interceptor::new(&text, options)
+            .await
+            .map_err(|e| match e.problems().is_empty() {
+                true => Unloaded::Setup(e.to_string()),
+                false => Unloaded::Refused(call_failure(&e)),
+            })?;
     for warning in interceptor.warnings() {
         eprintln!("warning: {warning}");
     }
@@ -989,9 +1004,17 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
                     ),
                 }
                 // Hooks whose registration the harness's declaration refuses would deny
-                // every call (fail-open subscriptions too): none are printed.
-                if let Err(code) = validate(&request.registration, Some(harness), &host).await {
-                    return code;
+                // every call (fail-open subscriptions too): none are printed. A component
+                // or host setup that does not load here only leaves it unchecked, as it
+                // leaves the cache cold: the hook may find it loads (a registry back up).
+                match validate(&request.registration, Some(harness), &host).await {
+                    Ok(()) => {}
+                    Err(Unloaded::Refused(code)) => return code,
+                    Err(Unloaded::Setup(detail)) => eprintln!(
+                        "warning: the registration was not checked against what {} can \
+                         intercept ({detail})",
+                        harness.name()
+                    ),
                 }
                 eprintln!("# for {}", harness.settings_file());
                 println!(

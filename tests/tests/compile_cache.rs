@@ -191,7 +191,8 @@ fn hook_install(setup: &Setup, component: Option<&Path>, cache: &Path) -> String
 /// then loads it instead of compiling it inside its budget, which under a budget shorter
 /// than a cold compile would end every call before the compile could be stored. Best
 /// effort: a component that does not compile, or a cache that cannot be written, is a
-/// warning, and the snippet is printed all the same.
+/// warning, and the snippet is printed all the same (with a component that does not
+/// compile, the registration is not checked against the harness either: a warning too).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hook_install_warms_the_cache_for_the_component_it_installs() {
     let setup = Setup::new().await;
@@ -214,7 +215,9 @@ async fn hook_install_warms_the_cache_for_the_component_it_installs() {
     std::fs::write(&broken, b"\0asm").expect("write a component that does not compile");
     let cache = tempfile::tempdir().expect("a cache directory");
     let stderr = hook_install(&setup, Some(&broken), cache.path());
-    assert!(stderr.contains("warning: "), "{stderr}");
+    assert!(stderr.contains("warning: the component was not compiled"), "{stderr}");
+    let unchecked = "warning: the registration was not checked against what claude-code can";
+    assert!(stderr.contains(unchecked), "{stderr}");
     let not_a_dir = setup.files.path().join("not-a-directory");
     std::fs::write(&not_a_dir, b"").expect("write a file");
     let stderr = hook_install(&setup, None, &not_a_dir);
