@@ -215,7 +215,10 @@ async fn hook_install_warms_the_cache_for_the_component_it_installs() {
     std::fs::write(&broken, b"\0asm").expect("write a component that does not compile");
     let cache = tempfile::tempdir().expect("a cache directory");
     let stderr = hook_install(&setup, Some(&broken), cache.path());
-    assert!(stderr.contains("warning: the component was not compiled"), "{stderr}");
+    assert!(
+        stderr.contains("warning: the component was not compiled"),
+        "{stderr}"
+    );
     let unchecked = "warning: the registration was not checked against what claude-code can";
     assert!(stderr.contains(unchecked), "{stderr}");
     let not_a_dir = setup.files.path().join("not-a-directory");
