@@ -641,9 +641,11 @@ async fn rust_decides_on_runaway(registration: &str, id: &str) -> Value {
 /// the call is an engine failure, exit 2, in both hosts. The runaway component allows
 /// with a record that does not parse (`{}`); with a well-formed, consistent one that
 /// lists no observer while it asks for an observe notification; with one that says deny;
-/// and with one whose interceptor entry has only its outcome, which ahp-host's record
-/// type does not read (`InterceptorEntry` requires backend, subscription, policy,
-/// timeoutMs and attempts). The Node host sends no observe notification, trusted or not.
+/// with one whose interceptor entry has only its outcome, which ahp-host's record type
+/// does not read (`InterceptorEntry` requires backend, subscription, policy, timeoutMs
+/// and attempts); and with one whose withheld observer entry has no subscription
+/// (`ObserverEntry` requires it), which with its subscription both hosts trust. The Node
+/// host sends no observe notification, trusted or not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_denies_a_settlement_it_cannot_trust() {
     let observer = ahp_tests::fault_backend::refused_url();
@@ -652,6 +654,7 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         format!("unlisted-observer {observer}"),
         "contradicting-record".to_string(),
         "incomplete-entry".to_string(),
+        format!("withheld-observer-without-subscription {observer}"),
     ];
     for (i, reg) in cases.iter().enumerate() {
         let id = format!("evt_node_untrusted_{i}");
@@ -659,6 +662,14 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         let rust = rust_decides_on_runaway(reg, &id).await;
         assert_eq!(rust, json!("engine-failure"), "{reg}, ahp-host");
     }
+    // The runaway's own record names no event, which `call_on` checks.
+    let trusted = format!("withheld-observer {observer}");
+    let output = run_host(runaway(), &trusted, &event("evt_node_trusted"), &[]).await;
+    let settled = one_json_line(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(settled["decidedBy"], json!("no-objection"), "{settled}");
+    assert_eq!(output.status.code(), Some(0), "{settled}");
+    let rust = rust_decides_on_runaway(&trusted, "evt_node_trusted").await;
+    assert_eq!(rust, json!("no-objection"), "{trusted}, ahp-host");
 }
 
 /// A component that spins while it loads the registration is stopped past the 5 s that

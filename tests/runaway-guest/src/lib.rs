@@ -32,6 +32,12 @@
 //! the backend, subscription, policy, timeout and attempts that the record's type
 //! requires, it is no record, and the host must deny as an engine failure.
 //!
+//! A registration `withheld-observer URL` makes `intercept` settle with an allow whose
+//! record lists one observe notification to `com.example.obs` at URL as `withheld`, its
+//! bytes not handed over: a settlement the host trusts. `withheld-observer-without-
+//! subscription URL` does the same with an entry that lacks the `subscription` the
+//! record's type requires: no record, an engine failure.
+//!
 //! A registration `hanging-load URL` makes `load` ask `com.example.hang` at URL for a
 //! reply with no deadline: refused while the host validates the registration (no
 //! backends yet), it hangs for as long as the backend does when the host makes an
@@ -73,10 +79,11 @@ mod component {
         /// Asks for the deliveries the host must refuse, reports, then panics.
         CrossCredential(Urls),
         /// Allows with this audit record, asking for one observe notification to the URL
-        /// if there is one.
+        /// if there is one: of the event, or with no bytes if it was `withheld`.
         Allows {
             record: &'static str,
             observer: Option<String>,
+            withheld: bool,
         },
         /// Loaded after a delivery to this URL, which may never answer; then spins.
         HangingLoad(String),
@@ -116,6 +123,22 @@ mod component {
         r#""elapsedMs":0,"interceptors":[],"observers":[]}"#
     );
 
+    /// A record of an allow whose one observe notification the component withheld.
+    const WITHHELD: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
+        r#""elapsedMs":0,"interceptors":[],"observers":[{"backend":"com.example.obs","#,
+        r#""subscription":0,"kind":"owned","result":"withheld"}]}"#
+    );
+
+    /// [`WITHHELD`], its observer entry without its subscription.
+    const WITHHELD_WITHOUT_SUBSCRIPTION: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
+        r#""elapsedMs":0,"interceptors":[],"observers":[{"backend":"com.example.obs","#,
+        r#""kind":"owned","result":"withheld"}]}"#
+    );
+
     /// A record of an allow, well-formed but for its interceptor entry, which has only
     /// its outcome.
     const INCOMPLETE_ENTRY: &str = concat!(
@@ -139,21 +162,39 @@ mod component {
                 Runaway::Allows {
                     record: "{}",
                     observer: Some(url.to_string()),
+                    withheld: false,
                 }
             } else if let Some(url) = registration.strip_prefix("unlisted-observer ") {
                 Runaway::Allows {
                     record: ALLOWED,
                     observer: Some(url.to_string()),
+                    withheld: false,
+                }
+            } else if let Some(url) = registration.strip_prefix("withheld-observer ") {
+                Runaway::Allows {
+                    record: WITHHELD,
+                    observer: Some(url.to_string()),
+                    withheld: true,
+                }
+            } else if let Some(url) =
+                registration.strip_prefix("withheld-observer-without-subscription ")
+            {
+                Runaway::Allows {
+                    record: WITHHELD_WITHOUT_SUBSCRIPTION,
+                    observer: Some(url.to_string()),
+                    withheld: true,
                 }
             } else if registration == "contradicting-record" {
                 Runaway::Allows {
                     record: DENIED,
                     observer: None,
+                    withheld: false,
                 }
             } else if registration == "incomplete-entry" {
                 Runaway::Allows {
                     record: INCOMPLETE_ENTRY,
                     observer: None,
+                    withheld: false,
                 }
             } else if let Some(url) = registration.strip_prefix("hanging-load ") {
                 // Whatever comes back, the load goes on: only the wait matters.
@@ -237,11 +278,18 @@ mod component {
                     let _ = delivery::exchange(LATE_IO, event.as_bytes(), None, deadline);
                     Ok(allowing("{}", Vec::new()))
                 }
-                Runaway::Allows { record, observer } => {
+                Runaway::Allows {
+                    record,
+                    observer,
+                    withheld,
+                } => {
                     let observers = match observer {
                         Some(_) => vec![Delivery {
                             backend: OBSERVER.to_string(),
-                            message: event.into_bytes(),
+                            message: match withheld {
+                                true => Vec::new(),
+                                false => event.into_bytes(),
+                            },
                             deadline: started.saturating_add(CROSS_BOUND_MS * 1_000_000),
                         }],
                         None => Vec::new(),
