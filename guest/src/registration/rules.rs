@@ -110,12 +110,33 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
         ("per_event", Lifecycle::PerEvent),
     ];
     let lifecycle = t.need(c, "lifecycle", |c, v, p| choice(c, v, p, &lifecycles));
+    let (command, cwd) = (command?, cwd?);
+    warn_relative_paths(c, path, command, cwd);
     Some(Transport::Stdio {
-        command: command?.to_owned(),
+        command: command.to_owned(),
         args: args?.unwrap_or_default(),
-        cwd: cwd?.map(str::to_owned),
+        cwd: cwd.map(str::to_owned),
         lifecycle: lifecycle?,
     })
+}
+
+/// A relative path in a stdio transport is resolved from the directory the process that
+/// starts the backend runs in — for a command hook, the agent's project, a different one
+/// in every session — not from the registration's: valid, but likely a mistake. A
+/// `command` with no `/` is a program found on `PATH`, and one relative to an absolute
+/// `cwd` is found there.
+fn warn_relative_paths(c: &mut Checker, path: &str, command: &str, cwd: Option<&str>) {
+    let relative = |p: &str| !p.starts_with('/');
+    let wherever = "is a relative path: it is resolved from wherever the backend is started \
+                    (under a command hook, the agent's project), not from this file";
+    match cwd {
+        Some(dir) if relative(dir) => c.warn(&format!("{path}/cwd"), wherever),
+        None if command.contains('/') && relative(command) => c.warn(
+            &format!("{path}/command"),
+            format!("{wherever}; make it absolute, or give an absolute cwd"),
+        ),
+        _ => {}
+    }
 }
 
 /// A portable credential binding: `bearer` or `oauth` (AHP-AUTH-001). Problems here

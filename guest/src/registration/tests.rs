@@ -483,6 +483,44 @@ fn r13_backend_ids_are_reverse_dns_and_unique() {
     ]);
 }
 
+/// A stdio backend's relative `cwd`, or a relative `command` path with no absolute `cwd`,
+/// is resolved from wherever the backend is started (the agent's project, under a
+/// command hook): accepted with a warning at that member. A program on `PATH` and a path
+/// under an absolute `cwd` are not warned about.
+#[test]
+fn a_stdio_backends_relative_paths_are_warned_at() {
+    let transport = "/hooks/1/transport";
+    let warned = |edits: &[(&str, &str)]| -> Vec<String> {
+        let reg = accepted(edits);
+        reg.warnings.iter().map(|w| w.path.clone()).collect()
+    };
+    let command = format!("{transport}/command");
+    let cwd = format!("{transport}/cwd");
+    assert_eq!(
+        warned(&[(&command, r#""./policy/review""#)]),
+        [command.as_str()]
+    );
+    assert_eq!(warned(&[(&command, r#""bin/review""#)]), [command.as_str()]);
+    assert_eq!(warned(&[(&cwd, r#""policy""#)]), [cwd.as_str()]);
+    let relative_under_both = [(&command[..], r#""./review""#), (&cwd[..], r#""policy""#)];
+    assert_eq!(warned(&relative_under_both), [cwd.as_str()]);
+    let quiet: [&[(&str, &str)]; 4] = [
+        &[],
+        &[(&command, r#""/opt/ahp/review""#)],
+        &[(&command, r#""./review""#), (&cwd, r#""/opt/ahp""#)],
+        &[(&cwd, r#""/srv""#)],
+    ];
+    for edits in quiet {
+        assert_eq!(warned(edits), Vec::<String>::new(), "{edits:?}");
+    }
+    let reg = accepted(&[(&command, r#""./policy/review""#)]);
+    assert!(
+        reg.warnings[0].rule.starts_with("is a relative path"),
+        "{:#?}",
+        reg.warnings
+    );
+}
+
 /// A secret file is named by an absolute path: a relative one would be read from the
 /// directory the hook runs in, the agent's project.
 #[test]
