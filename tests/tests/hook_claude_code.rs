@@ -33,6 +33,7 @@ fn contract() -> Contract {
             json!({"command": "git push --force", "description": "Push"}),
             "abc123",
         ),
+        session: json!({"id": "abc123", "cwd": "/repo"}),
         call_id: Some("toolu_01ABC"),
         advertised: &["deny", "ask", "modify", "inject", "message"],
         assert_deny,

@@ -31,6 +31,7 @@ fn contract() -> Contract {
             json!({"command": ["bash", "-lc", "rm -rf build"]}),
             "019a-codex",
         ),
+        session: json!({"id": "019a-codex", "cwd": "/repo", "model": "gpt-5-codex"}),
         call_id: Some("call_Codex1"),
         advertised: &["deny"],
         assert_deny,

@@ -21,6 +21,7 @@ fn contract() -> Contract {
         pre_tool: (common, &["--event", "preToolUse"]),
         post_tool: (post, &["--event", "postToolUse"]),
         tool: ("bash", json!({"command": "git reset --hard"}), "cop-5"),
+        session: json!({"id": "cop-5", "cwd": "/repo"}),
         call_id: None,
         // Copilot's answer has no context field: no `inject`, no `message`.
         advertised: &["deny", "ask", "modify"],

@@ -10,7 +10,7 @@ use serde_json::json;
 fn contract() -> Contract {
     let common = json!({
         "conversation_id": "conv-9", "generation_id": "gen-1", "model": "claude-4",
-        "cursor_version": "2.4.0", "workspace_roots": ["/repo"], "user_email": "dev@example.com",
+        "cursor_version": "2.4.0", "workspace_roots": ["/repo", "/libs"], "user_email": "dev@example.com",
         "transcript_path": null, "cwd": "/repo",
         "tool_name": "Shell", "tool_input": {"command": "npm publish"}, "tool_use_id": "tool_c1"
     });
@@ -25,6 +25,8 @@ fn contract() -> Contract {
         pre_tool: (pre, &[]),
         post_tool: (post, &[]),
         tool: ("Shell", json!({"command": "npm publish"}), "conv-9"),
+        session: json!({"id": "conv-9", "cwd": "/repo", "workspaceRoots": ["/repo", "/libs"],
+            "model": "claude-4"}),
         call_id: Some("tool_c1"),
         advertised: &["deny"],
         assert_deny,

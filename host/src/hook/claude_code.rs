@@ -60,7 +60,8 @@ pub const FIELDS: Fields = Fields {
     turn_id: None,
     start_trigger: Some("source"),
     compact_trigger: Some("trigger"),
-    roots_for_cwd: false,
+    model: None,
+    workspace_roots: None,
 };
 
 /// The answer to `PreToolUse`, or [`after_tool_before`] for the other events.

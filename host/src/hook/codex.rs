@@ -23,9 +23,11 @@ pub const EVENTS: &[EventSpec] = &[
     on("SessionStart", AhpEvent::SessionStart, &[]),
 ];
 
-/// Claude Code's payload shape, and the turn's id (`turn_id`), which Codex sends.
+/// Claude Code's payload shape, and the turn's id (`turn_id`) and the `model`, which
+/// Codex sends.
 pub const FIELDS: Fields = Fields {
     turn_id: Some("turn_id"),
+    model: Some("model"),
     ..super::claude_code::FIELDS
 };
 

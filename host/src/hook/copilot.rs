@@ -60,7 +60,8 @@ pub const FIELDS: Fields = Fields {
     start_trigger: Some("source"),
     // Copilot has no compaction event.
     compact_trigger: None,
-    roots_for_cwd: false,
+    model: None,
+    workspace_roots: None,
 };
 
 /// `preToolUse`: deny (JSON and exit 2), ask (with changed arguments, if any), or

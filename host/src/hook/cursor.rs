@@ -30,8 +30,9 @@ pub const EVENTS: &[EventSpec] = &[
 /// The settings file the snippet belongs in.
 pub const SETTINGS_FILE: &str = ".cursor/hooks.json";
 
-/// `conversation_id` as the session, `cwd` (else the first workspace root), and for
-/// tool events `tool_name`, `tool_input` and `tool_use_id`.
+/// `conversation_id` as the session, `cwd` (else the first workspace root), the
+/// `workspace_roots`, the `model`, and for tool events `tool_name`, `tool_input` and
+/// `tool_use_id`.
 pub const FIELDS: Fields = Fields {
     session: &["conversation_id"],
     tool: &[SNAKE_TOOL],
@@ -39,7 +40,8 @@ pub const FIELDS: Fields = Fields {
     turn_id: None,
     start_trigger: None,
     compact_trigger: None,
-    roots_for_cwd: true,
+    model: Some("model"),
+    workspace_roots: Some("workspace_roots"),
 };
 
 /// Always a JSON answer: `permission` before a tool, `continue` before a prompt, `{}`

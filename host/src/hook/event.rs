@@ -29,6 +29,12 @@ pub fn build(
     if let Some(cwd) = &payload.cwd {
         session["cwd"] = json!(cwd);
     }
+    if !payload.workspace_roots.is_empty() {
+        session["workspaceRoots"] = json!(payload.workspace_roots);
+    }
+    if let Some(model) = &payload.model {
+        session["model"] = json!(model);
+    }
     let mut event = json!({
         "source": source,
         "type": spec.ahp.as_str(),

@@ -38,7 +38,8 @@ pub const FIELDS: Fields = Fields {
     turn_id: None,
     start_trigger: Some("source"),
     compact_trigger: Some("trigger"),
-    roots_for_cwd: false,
+    model: None,
+    workspace_roots: None,
 };
 
 /// `BeforeTool`: a denial, replaced arguments, or nothing. Gemini has no ask, so an

@@ -404,6 +404,10 @@ pub struct Payload {
     pub session_id: String,
     /// The working directory, when the harness says.
     pub cwd: Option<String>,
+    /// The workspace's root directories, when the harness says (Cursor).
+    pub workspace_roots: Vec<String>,
+    /// The model the agent runs on, when the harness says.
+    pub model: Option<String>,
     /// Tool events: the native tool name and its parsed input.
     pub tool: Option<(String, Map<String, Value>)>,
     /// The harness's tool-use id, when it has one.

@@ -21,8 +21,11 @@ pub struct Fields {
     pub start_trigger: Option<&'static str>,
     /// What set off a compaction (`context.compact.before`), if the harness says.
     pub compact_trigger: Option<&'static str>,
-    /// Without `cwd`, the first of the `workspace_roots` is the working directory.
-    pub roots_for_cwd: bool,
+    /// The model's member, if the harness names the model.
+    pub model: Option<&'static str>,
+    /// The workspace roots' member (a list of paths), if the harness sends them; without
+    /// `cwd`, the first of them is the working directory.
+    pub workspace_roots: Option<&'static str>,
 }
 
 /// One form of a tool call in a payload.
@@ -53,15 +56,12 @@ pub fn read(
         _ => None,
     };
     let session_id = first_string(payload, fields.session)?;
-    let first_root = || {
-        payload
-            .get("workspace_roots")
-            .and_then(|roots| roots.get(0))
-            .and_then(Value::as_str)
-            .map(str::to_string)
+    let workspace_roots = match fields.workspace_roots {
+        Some(key) => optional_strings(payload, key)?,
+        None => Vec::new(),
     };
     let cwd = match optional_string(payload, "cwd")? {
-        None if fields.roots_for_cwd => first_root(),
+        None => workspace_roots.first().cloned(),
         cwd => cwd,
     };
     let optional = |key: Option<&str>| match key {
@@ -76,6 +76,8 @@ pub fn read(
     Ok(Payload {
         session_id,
         cwd,
+        workspace_roots,
+        model: optional(fields.model)?,
         call_id: optional(fields.call_id)?,
         turn_id: optional(fields.turn_id)?,
         trigger: optional(trigger)?,
@@ -140,6 +142,22 @@ fn input(payload: &Map<String, Value>, form: &ToolFields) -> Result<Map<String, 
         Some(_) if form.encoded => Err(format!("{key} must be a JSON-encoded object")),
         Some(_) => Err(format!("{key} must be a JSON object")),
         None => Err(format!("{key} is required")),
+    }
+}
+
+/// `key`, when present, must be a list of non-empty strings.
+fn optional_strings(payload: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+    let wrong = || format!("{key} must be a list of non-empty strings");
+    match payload.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(text) if !text.is_empty() => Ok(text.clone()),
+                _ => Err(wrong()),
+            })
+            .collect(),
+        Some(_) => Err(wrong()),
     }
 }
 
@@ -232,13 +250,26 @@ mod tests {
         assert_eq!(known.id, None);
     }
 
+    /// Cursor's workspace roots are the session's, all of them; without `cwd`, the first
+    /// is the working directory too. A list that is not one of paths is named.
     #[test]
-    fn cursor_falls_back_to_the_first_workspace_root() {
+    fn cursor_reads_its_workspace_roots_and_falls_back_to_the_first() {
         let payload = json!({"conversation_id": "c", "tool_name": "Shell", "tool_input": {},
-            "workspace_roots": ["/w1", "/w2"]});
-        assert_eq!(
-            read_as(Harness::Cursor, payload).unwrap().cwd.as_deref(),
-            Some("/w1")
-        );
+            "workspace_roots": ["/w1", "/w2"], "model": "m-1"});
+        let read = read_as(Harness::Cursor, payload).unwrap();
+        assert_eq!(read.cwd.as_deref(), Some("/w1"));
+        assert_eq!(read.workspace_roots, ["/w1", "/w2"]);
+        assert_eq!(read.model.as_deref(), Some("m-1"));
+        for roots in [json!("/w1"), json!(["/w1", 2]), json!([""])] {
+            let payload = json!({"conversation_id": "c", "tool_name": "Shell",
+                "tool_input": {}, "workspace_roots": roots});
+            let error = read_as(Harness::Cursor, payload).unwrap_err();
+            assert_eq!(error, "workspace_roots must be a list of non-empty strings");
+        }
+        // Claude Code sends neither: a member of that name is not read.
+        let payload = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {},
+            "workspace_roots": "/w1", "model": 3});
+        let read = read_as(Harness::ClaudeCode, payload).unwrap();
+        assert_eq!((read.workspace_roots.len(), read.model), (0, None));
     }
 }
