@@ -57,7 +57,7 @@ pub fn read(
     };
     let session_id = first_string(payload, fields.session)?;
     let workspace_roots = match fields.workspace_roots {
-        Some(key) => optional_strings(payload, key)?,
+        Some(key) => informational_paths(payload, key),
         None => Vec::new(),
     };
     let cwd = match optional_string(payload, "cwd")? {
@@ -77,7 +77,9 @@ pub fn read(
         session_id,
         cwd,
         workspace_roots,
-        model: optional(fields.model)?,
+        model: fields
+            .model
+            .and_then(|key| informational_text(payload, key)),
         call_id: optional(fields.call_id)?,
         turn_id: optional(fields.turn_id)?,
         trigger: optional(trigger)?,
@@ -145,19 +147,38 @@ fn input(payload: &Map<String, Value>, form: &ToolFields) -> Result<Map<String, 
     }
 }
 
-/// `key`, when present, must be a list of non-empty strings.
-fn optional_strings(payload: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
-    let wrong = || format!("{key} must be a list of non-empty strings");
-    match payload.get(key) {
-        None | Some(Value::Null) => Ok(Vec::new()),
+/// `key`'s list of non-empty strings. The field only informs a backend, so a value of
+/// another shape is left out, logged, rather than failing the payload: a harness that
+/// changed it must not have every call denied.
+fn informational_paths(payload: &Map<String, Value>, key: &str) -> Vec<String> {
+    let paths: Option<Vec<String>> = match payload.get(key) {
+        None | Some(Value::Null) => Some(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
-            .map(|item| match item {
-                Value::String(text) if !text.is_empty() => Ok(text.clone()),
-                _ => Err(wrong()),
+            .map(|item| {
+                item.as_str()
+                    .filter(|text| !text.is_empty())
+                    .map(str::to_owned)
             })
             .collect(),
-        Some(_) => Err(wrong()),
+        Some(_) => None,
+    };
+    paths.unwrap_or_else(|| {
+        tracing::warn!("{key} is not a list of non-empty strings: left out of the event");
+        Vec::new()
+    })
+}
+
+/// `key`'s non-empty string, left out (logged) if it is anything else, as
+/// [`informational_paths`].
+fn informational_text(payload: &Map<String, Value>, key: &str) -> Option<String> {
+    match payload.get(key) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
+        Some(_) => {
+            tracing::warn!("{key} is not a non-empty string: left out of the event");
+            None
+        }
     }
 }
 
@@ -251,7 +272,8 @@ mod tests {
     }
 
     /// Cursor's workspace roots are the session's, all of them; without `cwd`, the first
-    /// is the working directory too. A list that is not one of paths is named.
+    /// is the working directory too. Roots or a model of another shape are left out, and
+    /// the payload still reads: they only inform a backend.
     #[test]
     fn cursor_reads_its_workspace_roots_and_falls_back_to_the_first() {
         let payload = json!({"conversation_id": "c", "tool_name": "Shell", "tool_input": {},
@@ -260,11 +282,12 @@ mod tests {
         assert_eq!(read.cwd.as_deref(), Some("/w1"));
         assert_eq!(read.workspace_roots, ["/w1", "/w2"]);
         assert_eq!(read.model.as_deref(), Some("m-1"));
-        for roots in [json!("/w1"), json!(["/w1", 2]), json!([""])] {
+        for (roots, model) in [(json!("/w1"), json!(7)), (json!(["/w1", 2]), json!(""))] {
             let payload = json!({"conversation_id": "c", "tool_name": "Shell",
-                "tool_input": {}, "workspace_roots": roots});
-            let error = read_as(Harness::Cursor, payload).unwrap_err();
-            assert_eq!(error, "workspace_roots must be a list of non-empty strings");
+                "tool_input": {}, "workspace_roots": roots, "model": model, "cwd": "/c"});
+            let read = read_as(Harness::Cursor, payload).unwrap();
+            assert_eq!((read.workspace_roots.len(), read.model), (0, None));
+            assert_eq!(read.cwd.as_deref(), Some("/c"));
         }
         // Claude Code sends neither: a member of that name is not read.
         let payload = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {},
