@@ -128,6 +128,10 @@ struct HookArgs {
     /// The events' `source` URI (default: a stable URN of this installation).
     #[arg(long, value_parser = SourceUri)]
     source: Option<String>,
+    /// Leave these optional `session` fields out of every event, comma separated:
+    /// cwd, workspaceRoots, model.
+    #[arg(long, value_delimiter = ',', value_parser = session_field)]
+    omit_session: Vec<hook::SessionField>,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -153,6 +157,10 @@ enum HookInstall {
         /// The events' `source` URI (default: a stable URN of this installation).
         #[arg(long, value_parser = SourceUri)]
         source: Option<String>,
+        /// Leave these optional `session` fields out of every event, comma separated:
+        /// cwd, workspaceRoots, model.
+        #[arg(long, value_delimiter = ',', value_parser = session_field)]
+        omit_session: Vec<hook::SessionField>,
         // Boxed: the other subcommand is small.
         #[command(flatten)]
         host: Box<HostArgs>,
@@ -973,6 +981,7 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         audit,
         budget_ms,
         source,
+        omit_session,
         host,
     }) = args.install
     {
@@ -986,6 +995,7 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
             audit,
             budget_ms,
             source,
+            omit_session,
             host_arguments,
         };
         return match hook::install(&request) {
@@ -1074,6 +1084,7 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         event: args.event,
         budget: Duration::from_millis(args.budget_ms),
         source: args.source,
+        omit_session: args.omit_session,
         options,
         audit: call_audit,
     })
@@ -1247,6 +1258,17 @@ fn call_failure(error: &Error) -> ExitCode {
         eprintln!("error: {problem}");
     }
     ExitCode::from(1)
+}
+
+/// An `--omit-session` word.
+fn session_field(word: &str) -> Result<hook::SessionField, String> {
+    hook::SessionField::parse(word).ok_or_else(|| {
+        let known: Vec<&str> = hook::SessionField::ALL.iter().map(|f| f.name()).collect();
+        format!(
+            "`{word}` is no optional session field (known: {})",
+            known.join(", ")
+        )
+    })
 }
 
 /// An `--effects` word.

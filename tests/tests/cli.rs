@@ -592,6 +592,31 @@ fn check_for_a_harness_refuses_what_that_harness_cannot_intercept() {
     );
 }
 
+/// `hook install --omit-session` writes the fields into every hook's command, in the
+/// order given; a word that is no optional session field is refused, naming the known.
+#[test]
+fn hook_install_carries_the_omitted_session_fields() {
+    let reg = portable();
+    let install = ["hook", "install", "cursor", "--registration", path(&reg)];
+    let run = ahp(
+        &[&install[..], &["--omit-session", "model,cwd"]].concat(),
+        &[],
+    );
+    run.assert_exit(0, "install with --omit-session");
+    assert!(
+        run.stdout.contains("--omit-session model,cwd --event"),
+        "{}",
+        run.stdout
+    );
+    let run = ahp(&[&install[..], &["--omit-session", "user"]].concat(), &[]);
+    run.assert_exit(1, "an unknown session field");
+    assert!(
+        run.stderr.contains("known: cwd, workspaceRoots, model"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// `ahp hook install` prints no hooks for a registration its harness cannot load: each
 /// of them would deny every call (a fail-open subscription's too), which Claude Code
 /// shows as "Policy evaluation failed." on every tool call.

@@ -82,3 +82,31 @@ async fn a_failure_at_a_stop_lets_the_agent_stop() {
         ahp_tests::hook::run_with_usage_error("cursor", &[], "--no-such-flag", &payload).await;
     assert_no_objection(&ran);
 }
+
+/// An administrator may leave the optional session fields out of every event (digest
+/// §3.2): `--omit-session` takes them out, and the backend sees only the rest.
+#[tokio::test]
+async fn omitted_session_fields_reach_no_backend() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let registration =
+        ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-closed", false);
+    let (payload, _) = contract().pre_tool;
+    let omit = ["--omit-session", "cwd,workspaceRoots"];
+    let ran = ahp_tests::hook::run_hook(
+        "cursor",
+        &registration,
+        &omit,
+        payload.to_string().as_bytes(),
+    )
+    .await;
+    assert_no_objection(&ran);
+    let requests = backend.requests_with_method("hooks/intercept");
+    assert_eq!(requests.len(), 1, "{ran:?}");
+    let event = &requests[0].json()["params"]["event"];
+    assert_eq!(
+        event["session"],
+        json!({"id": "conv-9", "model": "claude-4"})
+    );
+}

@@ -9,7 +9,7 @@
 //! process start, so the budget settles the call and the harness's own timeout never
 //! fires first.
 
-use super::{AhpEvent, EventSpec, Harness, DEFAULT_BUDGET_MS};
+use super::{AhpEvent, EventSpec, Harness, SessionField, DEFAULT_BUDGET_MS};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -29,6 +29,8 @@ pub struct Install {
     pub budget_ms: Option<u64>,
     /// The events' `source` URI; `None` for the default.
     pub source: Option<String>,
+    /// The `session` fields left out of every event.
+    pub omit_session: Vec<SessionField>,
     /// More options of `ahp hook` (the host's), as command-line words, in order, paths
     /// already absolute.
     pub host_arguments: Vec<String>,
@@ -90,6 +92,10 @@ pub fn install(request: &Install) -> Result<Value, String> {
     }
     if let Some(source) = &request.source {
         arguments.extend(["--source".to_string(), source.clone()]);
+    }
+    if !request.omit_session.is_empty() {
+        let names: Vec<&str> = request.omit_session.iter().map(|f| f.name()).collect();
+        arguments.extend(["--omit-session".to_string(), names.join(",")]);
     }
     arguments.extend(request.host_arguments.iter().cloned());
     let snippet = Snippet {

@@ -421,6 +421,55 @@ pub struct Payload {
     pub reason: Option<String>,
 }
 
+/// An optional field of the events' `session` that an administrator may leave out of
+/// every event (digest §3.2: "Admins MUST be able to leave out the optional session
+/// fields"): `ahp hook --omit-session`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionField {
+    /// `session.cwd`, the working directory.
+    Cwd,
+    /// `session.workspaceRoots` (Cursor's workspace roots).
+    WorkspaceRoots,
+    /// `session.model` (Codex's and Cursor's model).
+    Model,
+}
+
+impl SessionField {
+    /// Every one, in the order `--help` names them.
+    pub const ALL: [SessionField; 3] = [
+        SessionField::Cwd,
+        SessionField::WorkspaceRoots,
+        SessionField::Model,
+    ];
+
+    /// Its member name in `session`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SessionField::Cwd => "cwd",
+            SessionField::WorkspaceRoots => "workspaceRoots",
+            SessionField::Model => "model",
+        }
+    }
+
+    /// The field whose member name is `word`.
+    pub fn parse(word: &str) -> Option<SessionField> {
+        SessionField::ALL.into_iter().find(|f| f.name() == word)
+    }
+}
+
+impl Payload {
+    /// Without `fields`, whatever the harness said of them.
+    fn leave_out(&mut self, fields: &[SessionField]) {
+        for field in fields {
+            match field {
+                SessionField::Cwd => self.cwd = None,
+                SessionField::WorkspaceRoots => self.workspace_roots.clear(),
+                SessionField::Model => self.model = None,
+            }
+        }
+    }
+}
+
 /// What the adapter tells the harness, before formatting, read from the typed
 /// settlement: the decision, its reason, and what `record.enforce` says to apply.
 #[derive(Clone, Debug, PartialEq)]
@@ -803,6 +852,8 @@ pub struct Request {
     pub budget: Duration,
     /// The `source` URI of the events; by default a stable URN of this installation.
     pub source: Option<String>,
+    /// The `session` fields left out of every event.
+    pub omit_session: Vec<SessionField>,
     /// Builds the host options, or says why it could not (answered as a denial). Run
     /// inside the budget: it may pull the component from a registry.
     pub options: crate::BoxFuture<'static, Result<Options, String>>,
@@ -961,8 +1012,9 @@ async fn decide(
         found.ok_or_else(|| format!("{} has no mapped hook event {name}", harness.name()))?;
     let audit = &request.audit;
     audit.identify(payload::identity(harness.fields(), &object, spec));
-    let read = payload::read(harness.fields(), &object, spec)
+    let mut read = payload::read(harness.fields(), &object, spec)
         .map_err(|e| format!("not a {} {name} payload: {e}", harness.name()))?;
+    read.leave_out(&request.omit_session);
     let source = match &request.source {
         Some(source) => source.clone(),
         None => event::installation_source(harness, &request.registration),
