@@ -124,16 +124,32 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
 /// starts the backend runs in — for a command hook, the agent's project, a different one
 /// in every session — not from the registration's: valid, but likely a mistake. A
 /// `command` with no `/` is a program found on `PATH`, and one relative to an absolute
-/// `cwd` is found there.
+/// `cwd` is found there. Nothing expands `~` or `$VARIABLES` (the host starts the program
+/// itself, no shell), and an empty `cwd` is no directory the backend could start in.
 fn warn_relative_paths(c: &mut Checker, path: &str, command: &str, cwd: Option<&str>) {
     let relative = |p: &str| !p.starts_with('/');
-    let wherever = "is a relative path: it is resolved from wherever the backend is started \
-                    (under a command hook, the agent's project), not from this file";
+    let wherever = |p: &str| {
+        let unexpanded = match p.starts_with(['~', '$']) {
+            true => " (no shell expands `~` or `$` here)",
+            false => "",
+        };
+        format!(
+            "is a relative path{unexpanded}: it is resolved from wherever the backend is \
+             started (under a command hook, the agent's project), not from this file"
+        )
+    };
     match cwd {
-        Some(dir) if relative(dir) => c.warn(&format!("{path}/cwd"), wherever),
+        Some("") => c.warn(
+            &format!("{path}/cwd"),
+            "is empty: the backend can never be started there",
+        ),
+        Some(dir) if relative(dir) => c.warn(&format!("{path}/cwd"), wherever(dir)),
         None if command.contains('/') && relative(command) => c.warn(
             &format!("{path}/command"),
-            format!("{wherever}; make it absolute, or give an absolute cwd"),
+            format!(
+                "{}; make it absolute, or give an absolute cwd",
+                wherever(command)
+            ),
         ),
         _ => {}
     }

@@ -485,7 +485,8 @@ fn r13_backend_ids_are_reverse_dns_and_unique() {
 
 /// A stdio backend's relative `cwd`, or a relative `command` path with no absolute `cwd`,
 /// is resolved from wherever the backend is started (the agent's project, under a
-/// command hook): accepted with a warning at that member. A program on `PATH` and a path
+/// command hook): accepted with a warning at that member, which says when `~` or `$` was
+/// meant to be expanded; an empty `cwd` is warned as one. A program on `PATH` and a path
 /// under an absolute `cwd` are not warned about.
 #[test]
 fn a_stdio_backends_relative_paths_are_warned_at() {
@@ -513,12 +514,19 @@ fn a_stdio_backends_relative_paths_are_warned_at() {
     for edits in quiet {
         assert_eq!(warned(edits), Vec::<String>::new(), "{edits:?}");
     }
-    let reg = accepted(&[(&command, r#""./policy/review""#)]);
-    assert!(
-        reg.warnings[0].rule.starts_with("is a relative path"),
-        "{:#?}",
-        reg.warnings
-    );
+    let rule = |edits: &[(&str, &str)]| accepted(edits).warnings[0].rule.clone();
+    assert!(rule(&[(&command, r#""./policy/review""#)]).starts_with("is a relative path:"));
+    // Nothing expands `~` or `$HOME`: the program is started without a shell.
+    for unexpanded in [r#""~/bin/review""#, r#""$HOME/bin/review""#] {
+        let warning = rule(&[(&command, unexpanded)]);
+        assert!(
+            warning.contains("no shell expands"),
+            "{unexpanded}: {warning}"
+        );
+    }
+    // An empty cwd is no directory at all.
+    assert_eq!(warned(&[(&cwd, r#""""#)]), [cwd.as_str()]);
+    assert!(rule(&[(&cwd, r#""""#)]).starts_with("is empty"));
 }
 
 /// A secret file is named by an absolute path: a relative one would be read from the
