@@ -317,11 +317,12 @@ async fn a_wait_that_outlasts_every_deadline_of_its_chain_ends_with_the_last_one
         ]})
         .to_string();
         let interceptor = interceptor(&reg, 2, None).await;
+        // Counted before the holder starts: its request may arrive before this line runs.
+        let holding_seen = holding.requests().len() + 1;
         let holder = {
             let (interceptor, text) = (interceptor.clone(), event("evt_outlast_holder"));
             tokio::spawn(async move { interceptor.intercept(&text, &[], None).await })
         };
-        let holding_seen = holding.requests().len() + 1;
         assert!(
             holding
                 .wait_for_requests(holding_seen, Duration::from_secs(5))
