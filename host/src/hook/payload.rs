@@ -57,7 +57,7 @@ pub fn read(
     };
     let session_id = first_string(payload, fields.session)?;
     let workspace_roots = match fields.workspace_roots {
-        Some(key) => informational_paths(payload, key),
+        Some(key) => informational(optional_strings(payload, key)),
         None => Vec::new(),
     };
     let cwd = match optional_string(payload, "cwd")? {
@@ -79,7 +79,7 @@ pub fn read(
         workspace_roots,
         model: fields
             .model
-            .and_then(|key| informational_text(payload, key)),
+            .and_then(|key| informational(optional_string(payload, key))),
         call_id: optional(fields.call_id)?,
         turn_id: optional(fields.turn_id)?,
         trigger: optional(trigger)?,
@@ -147,39 +147,30 @@ fn input(payload: &Map<String, Value>, form: &ToolFields) -> Result<Map<String, 
     }
 }
 
-/// `key`'s list of non-empty strings. The field only informs a backend, so a value of
-/// another shape is left out, logged, rather than failing the payload: a harness that
-/// changed it must not have every call denied.
-fn informational_paths(payload: &Map<String, Value>, key: &str) -> Vec<String> {
-    let paths: Option<Vec<String>> = match payload.get(key) {
-        None | Some(Value::Null) => Some(Vec::new()),
+/// `key`'s list of non-empty strings, when present.
+fn optional_strings(payload: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+    let wrong = || format!("{key} must be a list of non-empty strings");
+    match payload.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
-            .map(|item| {
-                item.as_str()
-                    .filter(|text| !text.is_empty())
-                    .map(str::to_owned)
+            .map(|item| match item {
+                Value::String(text) if !text.is_empty() => Ok(text.clone()),
+                _ => Err(wrong()),
             })
             .collect(),
-        Some(_) => None,
-    };
-    paths.unwrap_or_else(|| {
-        tracing::warn!("{key} is not a list of non-empty strings: left out of the event");
-        Vec::new()
-    })
+        Some(_) => Err(wrong()),
+    }
 }
 
-/// `key`'s non-empty string, left out (logged) if it is anything else, as
-/// [`informational_paths`].
-fn informational_text(payload: &Map<String, Value>, key: &str) -> Option<String> {
-    match payload.get(key) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
-        Some(_) => {
-            tracing::warn!("{key} is not a non-empty string: left out of the event");
-            None
-        }
-    }
+/// A field that only informs a backend, read as `read` says: one of another shape is
+/// left out, logged, rather than failing the payload, so that a harness that changed
+/// it does not have every call denied.
+fn informational<T: Default>(read: Result<T, String>) -> T {
+    read.unwrap_or_else(|problem| {
+        tracing::warn!("{problem}: left out of the event");
+        T::default()
+    })
 }
 
 /// `key`, when present, must be a non-empty string.
