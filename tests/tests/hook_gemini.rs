@@ -112,3 +112,48 @@ async fn a_payload_the_command_line_contradicts_is_blocked() {
         ahp_tests::hook::assert_exit_2_block(&ran, ahp_tests::hook::FAILED_REASON);
     }
 }
+
+/// An MCP tool call Gemini describes (`mcp_context`) reaches the backend with the
+/// harness's descriptor (`provenance: runtime`): its server, its tool and the stdio
+/// command the harness starts it with, never its arguments, which may carry a credential.
+/// The component checks the event, so a descriptor it would refuse would be a denial here.
+#[tokio::test]
+async fn an_mcp_server_gemini_describes_reaches_the_backend_without_its_arguments() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let registration =
+        ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-closed", false);
+    let (mut payload, args) = contract().pre_tool;
+    payload["tool_name"] = json!("mcp_files_read");
+    payload["tool_input"] = json!({"path": "/etc/hosts"});
+    payload["mcp_context"] = json!({"server_name": "files", "tool_name": "read",
+        "command": "/opt/mcp/files", "args": ["--token", "tok-s3cret"], "cwd": "/srv"});
+    let ran = ahp_tests::hook::run_hook(
+        "gemini",
+        &registration,
+        args,
+        payload.to_string().as_bytes(),
+    )
+    .await;
+    assert_silent_no_objection(&ran);
+    let requests = backend.requests_with_method("hooks/intercept");
+    assert_eq!(requests.len(), 1, "{ran:?}");
+    let tool = &requests[0].json()["params"]["event"]["tool"];
+    assert_eq!(tool["name"], "mcp_files_read");
+    assert_eq!(
+        (&tool["origin"], &tool["kind"]),
+        (&json!("mcp"), &json!("mcp"))
+    );
+    let mcp = &tool["mcp"];
+    assert_eq!(mcp["server"], json!({"id": "files"}));
+    assert_eq!(mcp["toolName"], "read");
+    assert_eq!(mcp["provenance"], "runtime");
+    let connection = &mcp["connection"];
+    assert_eq!(connection["transport"], "stdio");
+    assert_eq!(connection["command"], "/opt/mcp/files");
+    assert_eq!(connection["cwd"], "/srv");
+    assert_eq!(connection["gaps"][0]["path"], "args");
+    let body = String::from_utf8_lossy(&requests[0].body);
+    assert!(!body.contains("tok-s3cret"), "{tool}");
+}

@@ -62,6 +62,7 @@ pub const FIELDS: Fields = Fields {
     compact_trigger: Some("trigger"),
     model: None,
     workspace_roots: None,
+    mcp_context: None,
 };
 
 /// The answer to `PreToolUse`, or [`after_tool_before`] for the other events.

@@ -62,6 +62,7 @@ pub const FIELDS: Fields = Fields {
     compact_trigger: None,
     model: None,
     workspace_roots: None,
+    mcp_context: None,
 };
 
 /// `preToolUse`: deny (JSON and exit 2), ask (with changed arguments, if any), or

@@ -42,6 +42,7 @@ pub const FIELDS: Fields = Fields {
     compact_trigger: None,
     model: Some("model"),
     workspace_roots: Some("workspace_roots"),
+    mcp_context: None,
 };
 
 /// Always a JSON answer: `permission` before a tool, `continue` before a prompt, `{}`

@@ -56,7 +56,7 @@ pub fn build(
         };
         identity.push(call["id"].as_str().unwrap_or_default().to_string());
         event["call"] = call;
-        event["tool"] = tool(name, input);
+        event["tool"] = tool(name, input, payload.mcp_context.as_ref());
         event["path"] = json!(TOOL_PATH);
     }
     match spec.ahp {
@@ -147,35 +147,15 @@ fn since_epoch() -> std::time::Duration {
         .unwrap_or_default()
 }
 
-/// The transport of an MCP server the harness does not name: an extension word
-/// (`^_.+`, execution-event.schema.json `$defs/mcp`), since a connection must name one.
-const UNDISCLOSED_TRANSPORT: &str = "_undisclosed";
-
-/// `tool`: the native name verbatim, the parsed input, the origin (MCP tools by the
-/// `mcp__server__tool` naming convention) and a behaviour hint. The harnesses say
-/// nothing of an MCP server's connection, so its transport is [`UNDISCLOSED_TRANSPORT`]
-/// and every member of that transport's location a gap: valid, and plain that nothing
-/// is known.
-fn tool(name: &str, input: &Map<String, Value>) -> Value {
+/// `tool`: the native name verbatim, the parsed input, the origin and a behaviour hint.
+/// An MCP tool (by the harness's account of its server, or by the `mcp__server__tool`
+/// naming convention) carries its descriptor (`mcp`).
+fn tool(name: &str, input: &Map<String, Value>, mcp_context: Option<&Map<String, Value>>) -> Value {
     let mut tool = json!({"name": name, "input": input, "kind": kind(name), "origin": "native"});
-    if let Some((server, tool_name)) = name
-        .strip_prefix("mcp__")
-        .and_then(|rest| rest.split_once("__"))
-    {
+    if let Some(descriptor) = super::mcp::descriptor(name, mcp_context) {
         tool["origin"] = json!("mcp");
-        tool["mcp"] = json!({
-            "server": {"id": server},
-            "toolName": tool_name,
-            "provenance": "inferred",
-            "connection": {
-                "transport": UNDISCLOSED_TRANSPORT,
-                "gaps": [
-                    {"path": "transport", "reason": "the harness does not say; _undisclosed stands for it"},
-                    {"path": "addressForm", "reason": "the harness does not say"},
-                    {"path": "address", "reason": "the harness does not say"},
-                ],
-            },
-        });
+        tool["kind"] = json!("mcp");
+        tool["mcp"] = descriptor;
     }
     tool
 }
@@ -311,22 +291,32 @@ mod tests {
         assert_eq!(kind("task"), "task");
     }
 
+    /// An MCP tool, named by the convention or described by the harness, is of origin
+    /// and kind `mcp` with its descriptor; the harness's account wins over the name.
     #[test]
-    fn an_mcp_tool_has_an_inferred_descriptor() {
-        let tool = tool("mcp__github__create_issue", &Map::new());
-        assert_eq!(tool["origin"], "mcp");
-        assert_eq!(tool["mcp"]["server"]["id"], "github");
-        assert_eq!(tool["mcp"]["toolName"], "create_issue");
-        // A transport is required; the undisclosed one names its location as gaps.
-        let connection = &tool["mcp"]["connection"];
-        assert_eq!(connection["transport"], "_undisclosed");
-        let gaps: Vec<&str> = connection["gaps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|gap| gap["path"].as_str())
-            .collect();
-        assert_eq!(gaps, ["transport", "addressForm", "address"]);
+    fn an_mcp_tool_carries_its_descriptor() {
+        let inferred = tool("mcp__github__create_issue", &Map::new(), None);
+        assert_eq!(
+            (&inferred["origin"], &inferred["kind"]),
+            (&json!("mcp"), &json!("mcp"))
+        );
+        assert_eq!(inferred["mcp"]["provenance"], "inferred");
+        let context = json!({"server_name": "gh", "tool_name": "create_issue"});
+        let described = tool(
+            "mcp__github__create_issue",
+            &Map::new(),
+            context.as_object(),
+        );
+        assert_eq!(described["mcp"]["server"]["id"], "gh");
+        assert_eq!(described["mcp"]["provenance"], "runtime");
+        let renamed = tool("create_issue", &Map::new(), context.as_object());
+        assert_eq!(
+            (&renamed["origin"], &renamed["kind"]),
+            (&json!("mcp"), &json!("mcp"))
+        );
+        let native = tool("Bash", &Map::new(), None);
+        assert_eq!(native["origin"], "native");
+        assert!(native.get("mcp").is_none(), "{native}");
     }
 
     #[test]

@@ -30,7 +30,8 @@ pub const EVENTS: &[EventSpec] = &[
 pub const SETTINGS_FILE: &str = ".gemini/settings.json";
 
 /// `session_id`, `cwd`, `source` at session start, `trigger` before a compression, and
-/// for tool events `tool_name` and `tool_input`; Gemini has no tool-use id.
+/// for tool events `tool_name`, `tool_input` and, for an MCP tool, `mcp_context` (its
+/// server, `mcp.rs`); Gemini has no tool-use id.
 pub const FIELDS: Fields = Fields {
     session: &["session_id"],
     tool: &[SNAKE_TOOL],
@@ -40,6 +41,7 @@ pub const FIELDS: Fields = Fields {
     compact_trigger: Some("trigger"),
     model: None,
     workspace_roots: None,
+    mcp_context: Some("mcp_context"),
 };
 
 /// `BeforeTool`: a denial, replaced arguments, or nothing. Gemini has no ask, so an

@@ -41,6 +41,7 @@ mod event;
 mod gemini;
 mod install;
 pub(crate) mod manifest;
+mod mcp;
 mod payload;
 
 pub use call_audit::CallAudit;
@@ -410,6 +411,9 @@ pub struct Payload {
     pub model: Option<String>,
     /// Tool events: the native tool name and its parsed input.
     pub tool: Option<(String, Map<String, Value>)>,
+    /// Tool events: what the harness says of the MCP server the call goes to (Gemini's
+    /// `mcp_context`), when it does.
+    pub mcp_context: Option<Map<String, Value>>,
     /// The harness's tool-use id, when it has one.
     pub call_id: Option<String>,
     /// The harness's turn id, when it sends one.

@@ -26,6 +26,8 @@ pub struct Fields {
     /// The workspace roots' member (a list of paths), if the harness sends them; without
     /// `cwd`, the first of them is the working directory.
     pub workspace_roots: Option<&'static str>,
+    /// The member in which the harness describes an MCP tool's server, if it does.
+    pub mcp_context: Option<&'static str>,
 }
 
 /// One form of a tool call in a payload.
@@ -53,6 +55,10 @@ pub fn read(
 ) -> Result<Payload, String> {
     let tool = match spec.ahp {
         AhpEvent::ToolBefore | AhpEvent::ToolAfter => Some(tool(fields.tool, payload)?),
+        _ => None,
+    };
+    let mcp_context = match (fields.mcp_context, &tool) {
+        (Some(key), Some(_)) => informational(optional_object(payload, key)),
         _ => None,
     };
     let session_id = first_string(payload, fields.session)?;
@@ -85,6 +91,7 @@ pub fn read(
         trigger: optional(trigger)?,
         reason: optional_string(payload, "reason")?,
         tool,
+        mcp_context,
     })
 }
 
@@ -171,6 +178,18 @@ fn informational<T: Default>(read: Result<T, String>) -> T {
         tracing::warn!("{problem}: left out of the event");
         T::default()
     })
+}
+
+/// `key`, when present, must be an object.
+fn optional_object(
+    payload: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<Map<String, Value>>, String> {
+    match payload.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(object)) => Ok(Some(object.clone())),
+        Some(_) => Err(format!("{key} must be a JSON object")),
+    }
 }
 
 /// `key`, when present, must be a non-empty string.
@@ -260,6 +279,27 @@ mod tests {
         assert_eq!(known.session.as_deref(), Some("s"));
         assert_eq!(known.call.as_deref(), Some("toolu_1"));
         assert_eq!(known.id, None);
+    }
+
+    /// Gemini's `mcp_context` is read at a tool event; one of another shape is left out
+    /// (the descriptor is then inferred from the name), and the payload still reads.
+    #[test]
+    fn gemini_s_mcp_context_is_read_at_tool_events() {
+        let context = json!({"server_name": "files", "tool_name": "read"});
+        let payload = json!({"session_id": "s", "tool_name": "read", "tool_input": {},
+            "mcp_context": context});
+        let read = read_as(Harness::Gemini, payload.clone()).unwrap();
+        assert_eq!(read.mcp_context.as_ref(), context.as_object());
+        for malformed in [json!("files"), json!(null)] {
+            let payload = json!({"session_id": "s", "tool_name": "read", "tool_input": {},
+                "mcp_context": malformed});
+            assert_eq!(read_as(Harness::Gemini, payload).unwrap().mcp_context, None);
+        }
+        // Claude Code sends none: a member of that name is not read.
+        assert_eq!(
+            read_as(Harness::ClaudeCode, payload).unwrap().mcp_context,
+            None
+        );
     }
 
     /// Cursor's workspace roots are the session's, all of them; without `cwd`, the first
