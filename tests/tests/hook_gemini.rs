@@ -157,3 +157,37 @@ async fn an_mcp_server_gemini_describes_reaches_the_backend_without_its_argument
     let body = String::from_utf8_lossy(&requests[0].body);
     assert!(!body.contains("tok-s3cret"), "{tool}");
 }
+
+/// A remote MCP server Gemini describes reaches the backend by its URL's origin alone:
+/// what may carry a credential in it (user info, a path, a query) never does.
+#[tokio::test]
+async fn a_remote_mcp_server_reaches_the_backend_by_its_origin_alone() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let registration =
+        ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-closed", false);
+    let (mut payload, args) = contract().pre_tool;
+    payload["tool_name"] = json!("search");
+    payload["mcp_context"] = json!({"server_name": "docs", "tool_name": "search",
+        "url": "https://bob:pw-s3cret@mcp.example:8443/s/path-s3cret/sse?key=query-s3cret"});
+    let ran = ahp_tests::hook::run_hook(
+        "gemini",
+        &registration,
+        args,
+        payload.to_string().as_bytes(),
+    )
+    .await;
+    assert_silent_no_objection(&ran);
+    let requests = backend.requests_with_method("hooks/intercept");
+    assert_eq!(requests.len(), 1, "{ran:?}");
+    let mcp = &requests[0].json()["params"]["event"]["tool"]["mcp"];
+    assert_eq!(mcp["provenance"], "runtime", "{mcp}");
+    assert_eq!(mcp["connection"]["addressForm"], "url", "{mcp}");
+    assert_eq!(
+        mcp["connection"]["address"], "https://mcp.example:8443",
+        "{mcp}"
+    );
+    let body = String::from_utf8_lossy(&requests[0].body);
+    assert!(!body.contains("s3cret"), "{mcp}");
+}

@@ -3,15 +3,17 @@
 //!
 //! Gemini CLI says so at every MCP tool call, in `mcp_context` (gemini-cli
 //! `packages/core/src/hooks/types.ts` `McpToolContext`: `server_name`, `tool_name`, and
-//! `command`/`args`/`cwd` for a stdio server, `url` for an SSE or streamable-HTTP one,
-//! `tcp` for a WebSocket one), so its descriptor is the harness's own (`provenance:
-//! runtime`). The other harnesses say nothing: a tool named by the `mcp__server__tool`
+//! from the server's configuration `url` (its `url`, else its `httpUrl`) and `command`,
+//! `args`, `cwd`), so its descriptor is the harness's own (`provenance: runtime`). Gemini
+//! connects to a URL before it starts a command, so a context naming both is a remote
+//! server. The other harnesses say nothing: a tool named by the `mcp__server__tool`
 //! convention gets a descriptor inferred from its name, its connection undisclosed.
 //!
-//! A descriptor never carries a credential (digest §3.3). The adapter cannot tell a
-//! secret among a stdio server's arguments, so they are a gap; a URL loses its user
-//! info, query and fragment. The whole payload, `mcp_context` included, is still in
-//! `native` for a subscription that sets `includeNative`.
+//! A descriptor never carries a credential (digest §3.3), and the adapter cannot tell
+//! one apart: a remote server is named by its URL's origin alone (scheme, host, port;
+//! a path can hold a token as well as a query or user info can), and a stdio server's
+//! arguments, when it has any, are a gap. The whole payload, `mcp_context` included, is
+//! still in `native` for a subscription that sets `includeNative`.
 
 use serde_json::{json, Map, Value};
 
@@ -19,40 +21,35 @@ use serde_json::{json, Map, Value};
 /// extension word (`^_.+`), since a connection must name one.
 const UNDISCLOSED_TRANSPORT: &str = "_undisclosed";
 
-/// A WebSocket server's transport (Gemini's `tcp`): an extension word, the protocol
-/// naming none.
-const WEBSOCKET_TRANSPORT: &str = "_websocket";
-
 /// Why a stdio server's arguments are left out.
 const ARGS_LEFT_OUT: &str = "left out: an argument may carry a credential (the whole \
     payload is in native, for a subscription that sets includeNative)";
 
-/// The descriptor of the tool `name`: from `context` (the harness's own account of the
-/// server) when it names the server and the tool, else inferred from the name; none for
-/// a native tool.
+/// The descriptor of the tool `name`: the server `context` (the harness's own account)
+/// names, else the one the name names by convention; none for a native tool. The
+/// provenance is `runtime` only when the harness named both the server and its tool.
 pub fn descriptor(name: &str, context: Option<&Map<String, Value>>) -> Option<Value> {
-    let text = |key: &str| {
-        context
-            .and_then(|context| context.get(key))
-            .and_then(Value::as_str)
-            .filter(|text| !text.is_empty())
-    };
-    if let (Some(context), Some(server), Some(tool)) =
-        (context, text("server_name"), text("tool_name"))
-    {
+    if let Some((context, server)) = context.and_then(|c| Some((c, text(c, "server_name")?))) {
+        let (tool, provenance) = match text(context, "tool_name") {
+            Some(tool) => (tool, "runtime"),
+            None => (name, "inferred"),
+        };
         return Some(json!({
             "server": {"id": server},
             "toolName": tool,
-            "provenance": "runtime",
+            "provenance": provenance,
             "connection": connection(context),
         }));
     }
     if context.is_some() {
         tracing::warn!(
-            "mcp_context names no server_name and tool_name: the descriptor is inferred from the tool name"
+            "mcp_context names no server_name: the descriptor is inferred from the tool name"
         );
     }
     let (server, tool) = name.strip_prefix("mcp__")?.split_once("__")?;
+    if server.is_empty() || tool.is_empty() {
+        return None;
+    }
     Some(json!({
         "server": {"id": server},
         "toolName": tool,
@@ -61,32 +58,47 @@ pub fn descriptor(name: &str, context: Option<&Map<String, Value>>) -> Option<Va
     }))
 }
 
-/// The connection `context` describes: a stdio server by its command, an HTTP one by its
-/// URL, a WebSocket one by its address; undisclosed when it names none of them.
+/// The connection `context` describes: a remote server by its URL's origin, a stdio one
+/// by its command; undisclosed when it names neither.
 fn connection(context: &Map<String, Value>) -> Value {
-    let text = |key| text(context, key);
-    if let Some(command) = text("command") {
-        let mut connection = json!({"transport": "stdio", "command": command});
-        let mut gaps = vec![gap("args", ARGS_LEFT_OUT)];
-        match text("cwd") {
-            Some(cwd) => connection["cwd"] = json!(cwd),
-            None => gaps.push(gap("cwd", "the harness does not say")),
+    if let Some(url) = text(context, "url") {
+        // Gemini names an SSE server's `url` and a streamable-HTTP server's `httpUrl`
+        // alike, as `url`: which of the two transports it is, it does not say.
+        let mut connection = json!({"transport": UNDISCLOSED_TRANSPORT, "addressForm": "url"});
+        let mut gaps = vec![gap(
+            "transport",
+            "sse or http: the harness does not say which",
+        )];
+        match origin(url) {
+            Some(origin) => {
+                connection["address"] = json!(origin);
+                gaps.push(gap(
+                    "address",
+                    "the URL's origin alone: its user info, path and query may carry a credential",
+                ));
+            }
+            None => gaps.push(gap("address", "the harness's URL does not parse")),
         }
         connection["gaps"] = json!(gaps);
         return connection;
     }
-    if let Some(url) = text("url") {
-        // Gemini names an SSE server's `url` and a streamable-HTTP server's `httpUrl`
-        // alike, as `url`: which of the two transports it is, it does not say.
-        return json!({
-            "transport": UNDISCLOSED_TRANSPORT,
-            "addressForm": "url",
-            "address": without_credentials(url),
-            "gaps": [gap("transport", "sse or http: the harness does not say which")],
-        });
-    }
-    if let Some(address) = text("tcp") {
-        return json!({"transport": WEBSOCKET_TRANSPORT, "addressForm": "tcp", "address": address});
+    if let Some(command) = text(context, "command") {
+        let mut connection = json!({"transport": "stdio", "command": command});
+        let mut gaps = Vec::new();
+        // Gemini starts the command with no arguments when it names none.
+        match context.get("args") {
+            None | Some(Value::Null) => connection["args"] = json!([]),
+            Some(Value::Array(args)) if args.is_empty() => connection["args"] = json!([]),
+            Some(_) => gaps.push(gap("args", ARGS_LEFT_OUT)),
+        }
+        match text(context, "cwd") {
+            Some(cwd) => connection["cwd"] = json!(cwd),
+            None => gaps.push(gap("cwd", "the harness does not say")),
+        }
+        if !gaps.is_empty() {
+            connection["gaps"] = json!(gaps);
+        }
+        return connection;
     }
     undisclosed()
 }
@@ -117,22 +129,16 @@ fn gap(path: &str, reason: &str) -> Value {
     json!({"path": path, "reason": reason})
 }
 
-/// `url` without the parts that may carry a credential: user info (`user:password@`),
-/// the query (`?token=…`) and the fragment.
-fn without_credentials(url: &str) -> String {
-    let url = url.split(['?', '#']).next().unwrap_or_default();
-    let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest)) => (Some(scheme), rest),
-        None => (None, url),
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    match scheme {
-        Some(scheme) => format!("{scheme}://{host}{path}"),
-        None => format!("{host}{path}"),
-    }
+/// The origin of `url` (`scheme://host[:port]`), read as the WHATWG URL standard reads
+/// it, as Gemini (Node's `URL`) does; none for a URL without a host, or that does not
+/// parse.
+fn origin(url: &str) -> Option<String> {
+    let url = url::Url::parse(url).ok()?;
+    let host = url.host_str().filter(|host| !host.is_empty())?;
+    Some(match url.port() {
+        Some(port) => format!("{}://{host}:{port}", url.scheme()),
+        None => format!("{}://{host}", url.scheme()),
+    })
 }
 
 #[cfg(test)]
@@ -162,12 +168,15 @@ mod tests {
         let connection = &mcp["connection"];
         assert_eq!(connection["transport"], "_undisclosed");
         assert_eq!(gaps(connection), ["transport", "addressForm", "address"]);
-        assert_eq!(descriptor("Bash", None), None);
-        assert_eq!(descriptor("mcp__nameless", None), None);
+        // A name without both parts is no MCP tool: an empty server id or tool name
+        // would make the event invalid, and the call a denial.
+        for native in ["Bash", "mcp__nameless", "mcp____t", "mcp__s__"] {
+            assert_eq!(descriptor(native, None), None, "{native}");
+        }
     }
 
-    /// Gemini's account of a stdio server: its command and working directory, never its
-    /// arguments (a gap says why), and none of its environment.
+    /// Gemini's account of a stdio server: its command and working directory, and its
+    /// arguments only when it has none (a gap says why otherwise).
     #[test]
     fn a_stdio_server_the_harness_names_is_described_without_its_arguments() {
         let stdio = context(json!({"server_name": "files", "tool_name": "read",
@@ -182,54 +191,70 @@ mod tests {
         assert_eq!(connection["cwd"], "/srv");
         assert_eq!(gaps(connection), ["args"]);
         assert!(!mcp.to_string().contains("s3cret"), "{mcp}");
-        let no_cwd = context(json!({"server_name": "files", "tool_name": "read",
-            "command": "mcp-files"}));
-        let connection = &descriptor("read", Some(&no_cwd)).unwrap()["connection"];
-        assert_eq!(gaps(connection), ["args", "cwd"]);
+        for args in [json!(null), json!([])] {
+            let bare = context(json!({"server_name": "files", "tool_name": "read",
+                "command": "mcp-files", "args": args}));
+            let connection = &descriptor("read", Some(&bare)).unwrap()["connection"];
+            assert_eq!(connection["args"], json!([]));
+            assert_eq!(gaps(connection), ["cwd"]);
+        }
     }
 
-    /// A URL, whether Gemini's server is SSE or streamable HTTP (it does not say which),
-    /// without user info, query or fragment; a WebSocket server by its address.
+    /// A remote server by its URL's origin alone, whether it is SSE or streamable HTTP
+    /// (Gemini does not say which), before any command: Gemini connects to a URL first.
     #[test]
-    fn a_remote_server_is_described_by_an_address_without_credentials() {
+    fn a_remote_server_is_described_by_its_origin() {
         let remote = context(json!({"server_name": "docs", "tool_name": "search",
-            "url": "https://bob:pw@mcp.example:8443/v1/sse?api_key=s3cret#top"}));
+            "url": "https://bob:pw@mcp.example:8443/s/tok-s3cret/sse?api_key=k3y#top",
+            "command": "ignored"}));
         let connection = &descriptor("search", Some(&remote)).unwrap()["connection"];
         assert_eq!(connection["transport"], "_undisclosed");
         assert_eq!(connection["addressForm"], "url");
-        assert_eq!(connection["address"], "https://mcp.example:8443/v1/sse");
-        assert_eq!(gaps(connection), ["transport"]);
-        let socket = context(json!({"server_name": "ws", "tool_name": "t",
-            "tcp": "localhost:9000"}));
-        let connection = &descriptor("t", Some(&socket)).unwrap()["connection"];
-        assert_eq!(
-            *connection,
-            json!({"transport": "_websocket", "addressForm": "tcp", "address": "localhost:9000"})
-        );
+        assert_eq!(connection["address"], "https://mcp.example:8443");
+        assert_eq!(gaps(connection), ["transport", "address"]);
+        let unparsable = context(json!({"server_name": "docs", "tool_name": "search",
+            "url": "?x"}));
+        let connection = &descriptor("search", Some(&unparsable)).unwrap()["connection"];
+        assert!(connection.get("address").is_none(), "{connection}");
+        assert_eq!(gaps(connection), ["transport", "address"]);
         let bare = context(json!({"server_name": "s", "tool_name": "t"}));
         let connection = &descriptor("t", Some(&bare)).unwrap()["connection"];
         assert_eq!(gaps(connection), ["transport", "addressForm", "address"]);
     }
 
-    /// A context that does not name both the server and its tool is not the harness's
-    /// account of a server: the name decides, as for a harness that sends none.
+    /// A context naming the server but not its tool: the server is the harness's, the
+    /// tool its native name, and the descriptor inferred. One naming no server is not
+    /// the harness's account of one: the name decides, as for a harness that sends none.
     #[test]
-    fn a_context_without_server_and_tool_falls_back_to_the_name() {
-        let partial = context(json!({"server_name": "files", "command": "x"}));
-        assert_eq!(descriptor("read", Some(&partial)), None);
-        let mcp = descriptor("mcp__files__read", Some(&partial)).unwrap();
+    fn a_partial_context_is_inferred_from() {
+        let no_tool = context(json!({"server_name": "files", "command": "x"}));
+        let mcp = descriptor("mcp_files_read", Some(&no_tool)).unwrap();
+        assert_eq!(mcp["server"], json!({"id": "files"}));
+        assert_eq!(mcp["toolName"], "mcp_files_read");
+        assert_eq!(mcp["provenance"], "inferred");
+        let no_server = context(json!({"tool_name": "read"}));
+        assert_eq!(descriptor("read", Some(&no_server)), None);
+        let mcp = descriptor("mcp__files__read", Some(&no_server)).unwrap();
         assert_eq!(mcp["provenance"], "inferred");
     }
 
+    /// What a URL parser as lenient as Gemini's (Node's `URL`) reads as user info, a path
+    /// or a query never reaches the origin, however the URL is written.
     #[test]
-    fn credentials_are_cut_from_urls() {
+    fn an_origin_holds_no_user_info_path_or_query() {
         for (url, cut) in [
-            ("https://mcp.example/sse", "https://mcp.example/sse"),
-            ("http://u@h:1", "http://h:1"),
-            ("http://h/p@q?x=1", "http://h/p@q"),
-            ("h/p#f", "h/p"),
+            ("https://mcp.example/sse", Some("https://mcp.example")),
+            ("http://u@h:1", Some("http://h:1")),
+            ("https:/u:p@h/sse", Some("https://h")),
+            ("https:\\/u:p@h/x", Some("https://h")),
+            ("https:\t//u:p@h/", Some("https://h")),
+            ("https://h\\p@q/", Some("https://h")),
+            ("https://u:p@[::1]:8/x", Some("https://[::1]:8")),
+            ("https://h/p@q?x=1", Some("https://h")),
+            ("?x", None),
+            ("file:///etc/passwd", None),
         ] {
-            assert_eq!(without_credentials(url), cut, "{url}");
+            assert_eq!(origin(url).as_deref(), cut, "{url}");
         }
     }
 }

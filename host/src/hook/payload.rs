@@ -282,7 +282,8 @@ mod tests {
     }
 
     /// Gemini's `mcp_context` is read at a tool event; one of another shape is left out
-    /// (the descriptor is then inferred from the name), and the payload still reads.
+    /// (the descriptor is then inferred from the name), as a null one is absent, and the
+    /// payload still reads.
     #[test]
     fn gemini_s_mcp_context_is_read_at_tool_events() {
         let context = json!({"server_name": "files", "tool_name": "read"});
@@ -290,7 +291,7 @@ mod tests {
             "mcp_context": context});
         let read = read_as(Harness::Gemini, payload.clone()).unwrap();
         assert_eq!(read.mcp_context.as_ref(), context.as_object());
-        for malformed in [json!("files"), json!(null)] {
+        for malformed in [json!("files"), json!([1]), json!(null)] {
             let payload = json!({"session_id": "s", "tool_name": "read", "tool_input": {},
                 "mcp_context": malformed});
             assert_eq!(read_as(Harness::Gemini, payload).unwrap().mcp_context, None);
