@@ -113,33 +113,38 @@ async fn a_payload_the_command_line_contradicts_is_blocked() {
     }
 }
 
-/// An MCP tool call Gemini describes (`mcp_context`) reaches the backend with the
-/// harness's descriptor (`provenance: runtime`): its server, its tool and the stdio
-/// command the harness starts it with, never its arguments, which may carry a credential.
-/// The component checks the event, so a descriptor it would refuse would be a denial here.
-#[tokio::test]
-async fn an_mcp_server_gemini_describes_reaches_the_backend_without_its_arguments() {
+/// The tool event a backend gets for a Gemini `BeforeTool` of `tool_name` whose
+/// `mcp_context` is `context` (answered with no objection), and the request's body.
+async fn intercepted_mcp_call(tool_name: &str, context: Value) -> (Value, String) {
     use ahp_tests::fault_backend::{Behaviour, FaultBackend};
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let registration =
         ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-closed", false);
     let (mut payload, args) = contract().pre_tool;
-    payload["tool_name"] = json!("mcp_files_read");
-    payload["tool_input"] = json!({"path": "/etc/hosts"});
-    payload["mcp_context"] = json!({"server_name": "files", "tool_name": "read",
-        "command": "/opt/mcp/files", "args": ["--token", "tok-s3cret"], "cwd": "/srv"});
-    let ran = ahp_tests::hook::run_hook(
-        "gemini",
-        &registration,
-        args,
-        payload.to_string().as_bytes(),
-    )
-    .await;
+    payload["tool_name"] = json!(tool_name);
+    payload["mcp_context"] = context;
+    let stdin = payload.to_string();
+    let ran = ahp_tests::hook::run_hook("gemini", &registration, args, stdin.as_bytes()).await;
+    // The component checks the event: a descriptor it refused would be a denial.
     assert_silent_no_objection(&ran);
     let requests = backend.requests_with_method("hooks/intercept");
     assert_eq!(requests.len(), 1, "{ran:?}");
-    let tool = &requests[0].json()["params"]["event"]["tool"];
+    let tool = requests[0].json()["params"]["event"]["tool"].clone();
+    (
+        tool,
+        String::from_utf8_lossy(&requests[0].body).into_owned(),
+    )
+}
+
+/// An MCP tool call Gemini describes (`mcp_context`) reaches the backend with the
+/// harness's descriptor (`provenance: runtime`): its server, its tool and the stdio
+/// command the harness starts it with, never its arguments, which may carry a credential.
+#[tokio::test]
+async fn an_mcp_server_gemini_describes_reaches_the_backend_without_its_arguments() {
+    let context = json!({"server_name": "files", "tool_name": "read",
+        "command": "/opt/mcp/files", "args": ["--token", "tok-s3cret"], "cwd": "/srv"});
+    let (tool, body) = intercepted_mcp_call("mcp_files_read", context).await;
     assert_eq!(tool["name"], "mcp_files_read");
     assert_eq!(
         (&tool["origin"], &tool["kind"]),
@@ -154,7 +159,6 @@ async fn an_mcp_server_gemini_describes_reaches_the_backend_without_its_argument
     assert_eq!(connection["command"], "/opt/mcp/files");
     assert_eq!(connection["cwd"], "/srv");
     assert_eq!(connection["gaps"][0]["path"], "args");
-    let body = String::from_utf8_lossy(&requests[0].body);
     assert!(!body.contains("tok-s3cret"), "{tool}");
 }
 
@@ -162,32 +166,15 @@ async fn an_mcp_server_gemini_describes_reaches_the_backend_without_its_argument
 /// what may carry a credential in it (user info, a path, a query) never does.
 #[tokio::test]
 async fn a_remote_mcp_server_reaches_the_backend_by_its_origin_alone() {
-    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let registration =
-        ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-closed", false);
-    let (mut payload, args) = contract().pre_tool;
-    payload["tool_name"] = json!("search");
-    payload["mcp_context"] = json!({"server_name": "docs", "tool_name": "search",
+    let context = json!({"server_name": "docs", "tool_name": "search",
         "url": "https://bob:pw-s3cret@mcp.example:8443/s/path-s3cret/sse?key=query-s3cret"});
-    let ran = ahp_tests::hook::run_hook(
-        "gemini",
-        &registration,
-        args,
-        payload.to_string().as_bytes(),
-    )
-    .await;
-    assert_silent_no_objection(&ran);
-    let requests = backend.requests_with_method("hooks/intercept");
-    assert_eq!(requests.len(), 1, "{ran:?}");
-    let mcp = &requests[0].json()["params"]["event"]["tool"]["mcp"];
+    let (tool, body) = intercepted_mcp_call("search", context).await;
+    let mcp = &tool["mcp"];
     assert_eq!(mcp["provenance"], "runtime", "{mcp}");
     assert_eq!(mcp["connection"]["addressForm"], "url", "{mcp}");
     assert_eq!(
         mcp["connection"]["address"], "https://mcp.example:8443",
         "{mcp}"
     );
-    let body = String::from_utf8_lossy(&requests[0].body);
     assert!(!body.contains("s3cret"), "{mcp}");
 }
