@@ -1563,7 +1563,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 102,
+            checked, 104,
             "the members of session.start and the 16 catalogue events"
         );
     }

@@ -222,6 +222,9 @@ pub const TABLE: &[Rules] = &[
             ("/session", Object),
             ("/trigger", Text),
             ("/harness", Object),
+            // Digest §14: `harness{name,version}`.
+            ("/harness/name", Text),
+            ("/harness/version", Text),
             ("/permissionMode", Text),
             ("/manifest", Object),
             ("/items", Array),

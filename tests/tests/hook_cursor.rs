@@ -110,3 +110,35 @@ async fn omitted_session_fields_reach_no_backend() {
         json!({"id": "conv-9", "model": "claude-4"})
     );
 }
+
+/// Cursor names its version (`cursor_version`): the observed `session.start` carries it
+/// as `harness.version`, required there, with no gap for it. The component checks the
+/// event, so a session.start without a version would reach no backend.
+#[tokio::test]
+async fn a_session_start_carries_cursor_s_version() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let registration =
+        ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-closed", false);
+    let payload = json!({"conversation_id": "conv-9", "generation_id": "gen-1",
+        "hook_event_name": "sessionStart", "cursor_version": "2.4.0",
+        "workspace_roots": ["/repo"], "model": "claude-4"});
+    let ran =
+        ahp_tests::hook::run_hook("cursor", &registration, &[], payload.to_string().as_bytes())
+            .await;
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let observed = backend.requests_with_method("hooks/observe");
+    assert_eq!(observed.len(), 1, "{ran:?}");
+    let event = &observed[0].json()["params"]["event"];
+    assert_eq!(event["type"], "session.start", "{event}");
+    assert_eq!(
+        event["harness"],
+        json!({"name": "cursor", "version": "2.4.0"})
+    );
+    let gaps = event["gaps"].as_array().expect("gaps");
+    assert!(
+        gaps.iter().all(|gap| gap["path"] != "/harness/version"),
+        "{event}"
+    );
+}

@@ -63,6 +63,7 @@ pub const FIELDS: Fields = Fields {
     model: None,
     workspace_roots: None,
     mcp_context: None,
+    harness_version: None,
 };
 
 /// The answer to `PreToolUse`, or [`after_tool_before`] for the other events.

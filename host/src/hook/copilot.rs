@@ -63,6 +63,7 @@ pub const FIELDS: Fields = Fields {
     model: None,
     workspace_roots: None,
     mcp_context: None,
+    harness_version: None,
 };
 
 /// `preToolUse`: deny (JSON and exit 2), ask (with changed arguments, if any), or

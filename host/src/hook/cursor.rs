@@ -31,7 +31,8 @@ pub const EVENTS: &[EventSpec] = &[
 pub const SETTINGS_FILE: &str = ".cursor/hooks.json";
 
 /// `conversation_id` as the session, `cwd` (else the first workspace root), the
-/// `workspace_roots`, the `model`, and for tool events `tool_name`, `tool_input` and
+/// `workspace_roots`, the `model`, `cursor_version` as the harness's version, and for
+/// tool events `tool_name`, `tool_input` and
 /// `tool_use_id`.
 pub const FIELDS: Fields = Fields {
     session: &["conversation_id"],
@@ -43,6 +44,7 @@ pub const FIELDS: Fields = Fields {
     model: Some("model"),
     workspace_roots: Some("workspace_roots"),
     mcp_context: None,
+    harness_version: Some("cursor_version"),
 };
 
 /// Always a JSON answer: `permission` before a tool, `continue` before a prompt, `{}`

@@ -67,15 +67,23 @@ pub fn build(
             event["items"] = json!([]);
         }
         AhpEvent::SessionStart => {
-            event["harness"] = json!({"name": harness.name()});
             event["trigger"] = json!(payload.trigger.as_deref().unwrap_or("unknown"));
             // The harnesses say nothing of the permission mode at session start.
             event["permissionMode"] = json!("unknown");
             event["manifest"] = super::manifest::manifest(harness);
             event["items"] = json!([]);
-            event["gaps"] = json!([
-                {"path": "/permissionMode", "reason": "the harness does not say"},
-            ]);
+            let mut gaps =
+                vec![json!({"path": "/permissionMode", "reason": "the harness does not say"})];
+            // `harness.version` is required: "unknown", and a gap, when the harness does
+            // not say (all but Cursor).
+            let version = payload.harness_version.as_deref().unwrap_or_else(|| {
+                gaps.push(
+                    json!({"path": "/harness/version", "reason": "the harness does not say"}),
+                );
+                "unknown"
+            });
+            event["harness"] = json!({"name": harness.name(), "version": version});
+            event["gaps"] = json!(gaps);
         }
         AhpEvent::SessionEnd => {
             event["outcome"] = json!("unknown");
@@ -345,21 +353,27 @@ mod tests {
         assert_eq!(after["id"], denied_after(&before)["id"], "stable");
     }
 
+    /// The session.start `harness` builds for a session "s", naming its `version`.
+    fn session_start(harness: Harness, version: Option<&str>) -> Value {
+        let spec = harness
+            .events()
+            .iter()
+            .find(|spec| spec.ahp == AhpEvent::SessionStart)
+            .expect("every harness reports a session start");
+        let payload = Payload {
+            session_id: "s".into(),
+            harness_version: version.map(str::to_owned),
+            ..Payload::default()
+        };
+        build(harness, spec, &payload, "urn:x", Map::new())
+    }
+
     /// Every session.start carries its harness's manifest (digest §11: "session.start
     /// also embeds the manifest"), the one `ahp hook manifest` prints, never an empty one.
     #[test]
     fn a_session_start_embeds_its_harness_s_manifest() {
         for harness in Harness::ALL {
-            let spec = harness
-                .events()
-                .iter()
-                .find(|spec| spec.ahp == AhpEvent::SessionStart)
-                .expect("every harness reports a session start");
-            let payload = Payload {
-                session_id: "s".into(),
-                ..Payload::default()
-            };
-            let event = build(harness, spec, &payload, "urn:x", Map::new());
+            let event = session_start(harness, None);
             assert_eq!(
                 event["manifest"],
                 super::super::manifest::manifest(harness),
@@ -369,6 +383,28 @@ mod tests {
                 .as_array()
                 .is_some_and(|e| !e.is_empty()));
         }
+    }
+
+    /// `harness.version` is required at session.start: the harness's own when it says
+    /// (Cursor), else "unknown" with a gap that says so.
+    #[test]
+    fn a_session_start_names_the_harness_s_version_or_its_gap() {
+        let version_gap = |event: &Value| {
+            event["gaps"]
+                .as_array()
+                .expect("gaps")
+                .iter()
+                .any(|gap| gap["path"] == "/harness/version")
+        };
+        let cursor = session_start(Harness::Cursor, Some("2.4.0"));
+        assert_eq!(
+            cursor["harness"],
+            json!({"name": "cursor", "version": "2.4.0"})
+        );
+        assert!(!version_gap(&cursor), "{cursor}");
+        let claude = session_start(Harness::ClaudeCode, None);
+        assert_eq!(claude["harness"]["version"], "unknown");
+        assert!(version_gap(&claude), "{claude}");
     }
 
     #[test]

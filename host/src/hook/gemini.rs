@@ -42,6 +42,7 @@ pub const FIELDS: Fields = Fields {
     model: None,
     workspace_roots: None,
     mcp_context: Some("mcp_context"),
+    harness_version: None,
 };
 
 /// `BeforeTool`: a denial, replaced arguments, or nothing. Gemini has no ask, so an

@@ -414,6 +414,8 @@ pub struct Payload {
     /// Tool events: what the harness says of the MCP server the call goes to (Gemini's
     /// `mcp_context`), when it does.
     pub mcp_context: Option<Map<String, Value>>,
+    /// The harness's version, when it says (Cursor).
+    pub harness_version: Option<String>,
     /// The harness's tool-use id, when it has one.
     pub call_id: Option<String>,
     /// The harness's turn id, when it sends one.

@@ -28,6 +28,8 @@ pub struct Fields {
     pub workspace_roots: Option<&'static str>,
     /// The member in which the harness describes an MCP tool's server, if it does.
     pub mcp_context: Option<&'static str>,
+    /// The harness's version's member, if it says (`session.start`'s `harness.version`).
+    pub harness_version: Option<&'static str>,
 }
 
 /// One form of a tool call in a payload.
@@ -92,6 +94,9 @@ pub fn read(
         reason: optional_string(payload, "reason")?,
         tool,
         mcp_context,
+        harness_version: fields
+            .harness_version
+            .and_then(|key| informational(optional_string(payload, key))),
     })
 }
 
