@@ -160,6 +160,14 @@ async fn an_mcp_server_gemini_describes_reaches_the_backend_without_its_argument
     assert_eq!(connection["cwd"], "/srv");
     assert_eq!(connection["gaps"][0]["path"], "args");
     assert!(!body.contains("tok-s3cret"), "{tool}");
+    // A server with nothing undisclosed has no gaps at all, which the component accepts.
+    let context = json!({"server_name": "files", "tool_name": "read",
+        "command": "/opt/mcp/files", "cwd": "/srv"});
+    let (tool, _) = intercepted_mcp_call("mcp_files_read", context).await;
+    assert_eq!(
+        tool["mcp"]["connection"],
+        json!({"transport": "stdio", "command": "/opt/mcp/files", "args": [], "cwd": "/srv"})
+    );
 }
 
 /// A remote MCP server Gemini describes reaches the backend by its URL's origin alone:

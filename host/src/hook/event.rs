@@ -405,6 +405,18 @@ mod tests {
         let claude = session_start(Harness::ClaudeCode, None);
         assert_eq!(claude["harness"]["version"], "unknown");
         assert!(version_gap(&claude), "{claude}");
+        // The manifest each embeds says the same of its harness.
+        let manifest_gap = |event: &Value| {
+            event["manifest"]["gaps"]
+                .as_array()
+                .expect("manifest gaps")
+                .iter()
+                .any(|gap| gap["path"] == "session.start.harness.version")
+        };
+        assert_eq!(
+            (manifest_gap(&cursor), manifest_gap(&claude)),
+            (false, true)
+        );
     }
 
     #[test]

@@ -45,15 +45,21 @@ pub fn manifest(harness: Harness) -> Value {
         true => "user",
         false => "project",
     };
+    let mut gaps = vec![
+        json!({"path": "contentCategories",
+            "reason": "prompts, responses and tool output reach backends only in `native`"}),
+        json!({"path": "limits.maxUploadBytes", "reason": "content upload is not supported"}),
+        json!({"path": "limits.maxContinuations", "reason": "the harness does not say"}),
+        json!({"path": "session.start.permissionMode", "reason": "the harness does not say"}),
+    ];
+    if harness.fields().harness_version.is_none() {
+        gaps.push(
+            json!({"path": "session.start.harness.version", "reason": "the harness does not say"}),
+        );
+    }
     json!({
         "events": events,
-        "gaps": [
-            {"path": "contentCategories",
-             "reason": "prompts, responses and tool output reach backends only in `native`"},
-            {"path": "limits.maxUploadBytes", "reason": "content upload is not supported"},
-            {"path": "limits.maxContinuations", "reason": "the harness does not say"},
-            {"path": "session.start.permissionMode", "reason": "the harness does not say"},
-        ],
+        "gaps": gaps,
         "transports": ["http", "stdio"],
         "authentication": ["bearer", "oauth"],
         "toolPaths": [super::event::TOOL_PATH],

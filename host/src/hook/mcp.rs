@@ -11,8 +11,9 @@
 //!
 //! A descriptor never carries a credential (digest §3.3), and the adapter cannot tell
 //! one apart: a remote server is named by its URL's origin alone (scheme, host, port;
-//! a path can hold a token as well as a query or user info can), and a stdio server's
-//! arguments, when it has any, are a gap. The whole payload, `mcp_context` included, is
+//! a path can hold a token as well as a query or user info can: the address is a URL
+//! cut to its origin, `addressForm: "url"`), and a stdio server's arguments, when it
+//! has any, are a gap. The whole payload, `mcp_context` included, is
 //! still in `native` for a subscription that sets `includeNative`.
 
 use serde_json::{json, Map, Value};
@@ -20,6 +21,12 @@ use serde_json::{json, Map, Value};
 /// The transport of an MCP server whose transport the harness does not name: an
 /// extension word (`^_.+`), since a connection must name one.
 const UNDISCLOSED_TRANSPORT: &str = "_undisclosed";
+
+/// What the harness leaves unsaid of a remote server: which transport, and which of two
+/// URLs (gemini-cli `extractMcpContext` names `url ?? httpUrl`, `createTransport`
+/// connects to `httpUrl` first).
+const TRANSPORT_UNSAID: &str = "sse or http: the harness does not say which; with both \
+    url and httpUrl configured, it names url but connects to httpUrl";
 
 /// Why a stdio server's arguments are left out.
 const ARGS_LEFT_OUT: &str = "left out: an argument may carry a credential (the whole \
@@ -65,19 +72,10 @@ fn connection(context: &Map<String, Value>) -> Value {
         // Gemini names an SSE server's `url` and a streamable-HTTP server's `httpUrl`
         // alike, as `url`: which of the two transports it is, it does not say.
         let mut connection = json!({"transport": UNDISCLOSED_TRANSPORT, "addressForm": "url"});
-        let mut gaps = vec![gap(
-            "transport",
-            "sse or http: the harness does not say which",
-        )];
+        let mut gaps = vec![gap("transport", TRANSPORT_UNSAID)];
         match origin(url) {
-            Some(origin) => {
-                connection["address"] = json!(origin);
-                gaps.push(gap(
-                    "address",
-                    "the URL's origin alone: its user info, path and query may carry a credential",
-                ));
-            }
-            None => gaps.push(gap("address", "the harness's URL does not parse")),
+            Some(origin) => connection["address"] = json!(origin),
+            None => gaps.push(gap("address", "the harness's URL has no http(s) origin")),
         }
         connection["gaps"] = json!(gaps);
         return connection;
@@ -129,16 +127,18 @@ fn gap(path: &str, reason: &str) -> Value {
     json!({"path": path, "reason": reason})
 }
 
-/// The origin of `url` (`scheme://host[:port]`), read as the WHATWG URL standard reads
-/// it, as Gemini (Node's `URL`) does; none for a URL without a host, or that does not
-/// parse.
+/// The origin of an `http` or `https` `url` (`scheme://host[:port]`, no default port),
+/// read as the WHATWG URL standard reads it, as Gemini (Node's `URL`) does; none for a
+/// URL of another scheme (Gemini reaches a remote server over HTTP only), or that does
+/// not parse.
 fn origin(url: &str) -> Option<String> {
     let url = url::Url::parse(url).ok()?;
-    let host = url.host_str().filter(|host| !host.is_empty())?;
-    Some(match url.port() {
-        Some(port) => format!("{}://{host}:{port}", url.scheme()),
-        None => format!("{}://{host}", url.scheme()),
-    })
+    match url.origin() {
+        url::Origin::Tuple(scheme, ..) if ["http", "https"].contains(&scheme.as_str()) => {
+            Some(url.origin().ascii_serialization())
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -198,6 +198,14 @@ mod tests {
             assert_eq!(connection["args"], json!([]));
             assert_eq!(gaps(connection), ["cwd"]);
         }
+        // Nothing undisclosed: no gaps at all (an empty list is refused by the checker).
+        let whole = context(json!({"server_name": "files", "tool_name": "read",
+            "command": "mcp-files", "cwd": "/srv"}));
+        let connection = &descriptor("read", Some(&whole)).unwrap()["connection"];
+        assert_eq!(
+            *connection,
+            json!({"transport": "stdio", "command": "mcp-files", "args": [], "cwd": "/srv"})
+        );
     }
 
     /// A remote server by its URL's origin alone, whether it is SSE or streamable HTTP
@@ -211,7 +219,7 @@ mod tests {
         assert_eq!(connection["transport"], "_undisclosed");
         assert_eq!(connection["addressForm"], "url");
         assert_eq!(connection["address"], "https://mcp.example:8443");
-        assert_eq!(gaps(connection), ["transport", "address"]);
+        assert_eq!(gaps(connection), ["transport"]);
         let unparsable = context(json!({"server_name": "docs", "tool_name": "search",
             "url": "?x"}));
         let connection = &descriptor("search", Some(&unparsable)).unwrap()["connection"];
@@ -251,8 +259,16 @@ mod tests {
             ("https://h\\p@q/", Some("https://h")),
             ("https://u:p@[::1]:8/x", Some("https://[::1]:8")),
             ("https://h/p@q?x=1", Some("https://h")),
+            ("https://h:443/x", Some("https://h")),
+            (
+                "http://B\u{fc}cher.example:8080/",
+                Some("http://xn--bcher-kva.example:8080"),
+            ),
             ("?x", None),
             ("file:///etc/passwd", None),
+            ("file://server/share", None),
+            ("ws://u:p@h/x", None),
+            ("foo://u:p@h:9/x", None),
         ] {
             assert_eq!(origin(url).as_deref(), cut, "{url}");
         }

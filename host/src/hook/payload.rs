@@ -326,6 +326,24 @@ mod tests {
             assert_eq!((read.workspace_roots.len(), read.model), (0, None));
             assert_eq!(read.cwd.as_deref(), Some("/c"));
         }
+        // Cursor's version, likewise informational: of another shape, it is left out.
+        let versioned = |version: Value| {
+            let payload = json!({"conversation_id": "c", "hook_event_name": "sessionStart",
+                "cursor_version": version});
+            let spec = Harness::Cursor
+                .events()
+                .iter()
+                .find(|s| s.native == "sessionStart");
+            super::read(
+                Harness::Cursor.fields(),
+                payload.as_object().unwrap(),
+                spec.unwrap(),
+            )
+            .unwrap()
+            .harness_version
+        };
+        assert_eq!(versioned(json!("2.4.0")).as_deref(), Some("2.4.0"));
+        assert_eq!((versioned(json!(7)), versioned(json!(""))), (None, None));
         // Claude Code sends neither: a member of that name is not read.
         let payload = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {},
             "workspace_roots": "/w1", "model": 3});
