@@ -129,7 +129,7 @@ struct HookArgs {
     #[arg(long, value_parser = SourceUri)]
     source: Option<String>,
     /// Leave these optional `session` fields out of every event, comma separated:
-    /// cwd, workspaceRoots, model.
+    /// cwd, workspaceRoots, model, agent.
     #[arg(long, value_delimiter = ',', value_parser = session_field)]
     omit_session: Vec<hook::SessionField>,
     #[command(flatten)]
@@ -158,7 +158,7 @@ enum HookInstall {
         #[arg(long, value_parser = SourceUri)]
         source: Option<String>,
         /// Leave these optional `session` fields out of every event, comma separated:
-        /// cwd, workspaceRoots, model.
+        /// cwd, workspaceRoots, model, agent.
         #[arg(long, value_delimiter = ',', value_parser = session_field)]
         omit_session: Vec<hook::SessionField>,
         // Boxed: the other subcommand is small.

@@ -611,7 +611,8 @@ fn hook_install_carries_the_omitted_session_fields() {
     let run = ahp(&[&install[..], &["--omit-session", "user"]].concat(), &[]);
     run.assert_exit(1, "an unknown session field");
     assert!(
-        run.stderr.contains("known: cwd, workspaceRoots, model"),
+        run.stderr
+            .contains("known: cwd, workspaceRoots, model, agent"),
         "{}",
         run.stderr
     );

@@ -13,7 +13,8 @@ fn contract() -> Contract {
         "session_id": "abc123", "transcript_path": "/home/u/.claude/projects/p/abc123.jsonl",
         "cwd": "/repo", "permission_mode": "default",
         "tool_name": "Bash", "tool_input": {"command": "git push --force", "description": "Push"},
-        "tool_use_id": "toolu_01ABC", "prompt_id": "p1", "some_future_field": {"x": 1}
+        "tool_use_id": "toolu_01ABC", "prompt_id": "p1", "some_future_field": {"x": 1},
+        "agent_id": "agent-7", "agent_type": "code-reviewer"
     });
     let (pre, post) = tool_payloads(
         common,
@@ -33,7 +34,8 @@ fn contract() -> Contract {
             json!({"command": "git push --force", "description": "Push"}),
             "abc123",
         ),
-        session: json!({"id": "abc123", "cwd": "/repo"}),
+        session: json!({"id": "abc123", "cwd": "/repo",
+            "agent": {"id": "agent-7", "type": "code-reviewer"}}),
         call_id: Some("toolu_01ABC"),
         advertised: &["deny", "ask", "modify", "inject", "message"],
         assert_deny,
@@ -243,5 +245,37 @@ async fn a_payload_with_invalid_utf8_is_blocked_naming_the_position() {
     assert_blocked_before_the_event(
         &ran,
         "the payload is not JSON: invalid unicode code point at line 1 column 15",
+    );
+}
+
+/// Claude Code names the session's permission mode: the session.start a backend sees
+/// carries it, with no gap for it; its version Claude Code does not name, so that is
+/// "unknown" with a gap. The component checks the event before anything is sent.
+#[tokio::test]
+async fn a_session_start_carries_the_permission_mode() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let registration =
+        ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-closed", false);
+    let payload = native(
+        "SessionStart",
+        json!({"source": "startup", "permission_mode": "plan"}),
+    );
+    let stdin = payload.to_string();
+    let ran = ahp_tests::hook::run_hook("claude-code", &registration, &[], stdin.as_bytes()).await;
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let observed = backend.requests_with_method("hooks/observe");
+    assert_eq!(observed.len(), 1, "{ran:?}");
+    let event = &observed[0].json()["params"]["event"];
+    assert_eq!(event["type"], "session.start", "{event}");
+    assert_eq!(event["permissionMode"], "plan", "{event}");
+    assert_eq!(
+        event["harness"],
+        json!({"name": "claude-code", "version": "unknown"})
+    );
+    assert_eq!(
+        event["gaps"],
+        json!([{"path": "/harness/version", "reason": "the harness does not say"}])
     );
 }

@@ -50,9 +50,10 @@ pub const EVENTS: &[EventSpec] = &[
 /// The settings file the snippet belongs in.
 pub const SETTINGS_FILE: &str = ".claude/settings.json";
 
-/// Claude-shaped payloads (also Codex's): `session_id`, `cwd`, `source` at session
-/// start, `trigger` before a compaction, and for tool events `tool_name`, `tool_input`
-/// (an object) and `tool_use_id`.
+/// Claude-shaped payloads (also Codex's): `session_id`, `cwd`, `permission_mode`, a
+/// subagent's `agent_id` and `agent_type`, `source` at session start, `trigger` before a
+/// compaction, and for tool events `tool_name`, `tool_input` (an object) and
+/// `tool_use_id`.
 pub const FIELDS: Fields = Fields {
     session: &["session_id"],
     tool: &[SNAKE_TOOL],
@@ -64,6 +65,8 @@ pub const FIELDS: Fields = Fields {
     workspace_roots: None,
     mcp_context: None,
     harness_version: None,
+    agent: Some(("agent_id", "agent_type")),
+    permission_mode: Some("permission_mode"),
 };
 
 /// The answer to `PreToolUse`, or [`after_tool_before`] for the other events.

@@ -64,6 +64,8 @@ pub const FIELDS: Fields = Fields {
     workspace_roots: None,
     mcp_context: None,
     harness_version: None,
+    agent: None,
+    permission_mode: None,
 };
 
 /// `preToolUse`: deny (JSON and exit 2), ask (with changed arguments, if any), or

@@ -45,6 +45,8 @@ pub const FIELDS: Fields = Fields {
     workspace_roots: Some("workspace_roots"),
     mcp_context: None,
     harness_version: Some("cursor_version"),
+    agent: None,
+    permission_mode: None,
 };
 
 /// Always a JSON answer: `permission` before a tool, `continue` before a prompt, `{}`

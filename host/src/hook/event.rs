@@ -35,6 +35,12 @@ pub fn build(
     if let Some(model) = &payload.model {
         session["model"] = json!(model);
     }
+    if let Some((id, kind)) = &payload.agent {
+        session["agent"] = json!({"id": id});
+        if let Some(kind) = kind {
+            session["agent"]["type"] = json!(kind);
+        }
+    }
     let mut event = json!({
         "source": source,
         "type": spec.ahp.as_str(),
@@ -68,22 +74,23 @@ pub fn build(
         }
         AhpEvent::SessionStart => {
             event["trigger"] = json!(payload.trigger.as_deref().unwrap_or("unknown"));
-            // The harnesses say nothing of the permission mode at session start.
-            event["permissionMode"] = json!("unknown");
             event["manifest"] = super::manifest::manifest(harness);
             event["items"] = json!([]);
-            let mut gaps =
-                vec![json!({"path": "/permissionMode", "reason": "the harness does not say"})];
-            // `harness.version` is required: "unknown", and a gap, when the harness does
-            // not say (all but Cursor).
-            let version = payload.harness_version.as_deref().unwrap_or_else(|| {
-                gaps.push(
-                    json!({"path": "/harness/version", "reason": "the harness does not say"}),
-                );
-                "unknown"
-            });
+            // Both required: "unknown", and a gap, where the harness does not say.
+            let mut gaps = Vec::new();
+            let mut said = |value: &Option<String>, pointer: &str| match value {
+                Some(value) => json!(value),
+                None => {
+                    gaps.push(json!({"path": pointer, "reason": "the harness does not say"}));
+                    json!("unknown")
+                }
+            };
+            event["permissionMode"] = said(&payload.permission_mode, "/permissionMode");
+            let version = said(&payload.harness_version, "/harness/version");
             event["harness"] = json!({"name": harness.name(), "version": version});
-            event["gaps"] = json!(gaps);
+            if !gaps.is_empty() {
+                event["gaps"] = json!(gaps);
+            }
         }
         AhpEvent::SessionEnd => {
             event["outcome"] = json!("unknown");
@@ -353,8 +360,8 @@ mod tests {
         assert_eq!(after["id"], denied_after(&before)["id"], "stable");
     }
 
-    /// The session.start `harness` builds for a session "s", naming its `version`.
-    fn session_start(harness: Harness, version: Option<&str>) -> Value {
+    /// The session.start `harness` builds for a session "s" from `payload`.
+    fn session_start(harness: Harness, payload: Payload) -> Value {
         let spec = harness
             .events()
             .iter()
@@ -362,8 +369,7 @@ mod tests {
             .expect("every harness reports a session start");
         let payload = Payload {
             session_id: "s".into(),
-            harness_version: version.map(str::to_owned),
-            ..Payload::default()
+            ..payload
         };
         build(harness, spec, &payload, "urn:x", Map::new())
     }
@@ -373,7 +379,7 @@ mod tests {
     #[test]
     fn a_session_start_embeds_its_harness_s_manifest() {
         for harness in Harness::ALL {
-            let event = session_start(harness, None);
+            let event = session_start(harness, Payload::default());
             assert_eq!(
                 event["manifest"],
                 super::super::manifest::manifest(harness),
@@ -383,6 +389,54 @@ mod tests {
                 .as_array()
                 .is_some_and(|e| !e.is_empty()));
         }
+    }
+
+    /// A subagent the harness names is the session's agent; a permission mode it names
+    /// is the session.start's, with no gap.
+    #[test]
+    fn the_subagent_and_the_permission_mode_are_the_harness_s() {
+        let spec = &Harness::ClaudeCode.events()[0];
+        let payload = Payload {
+            session_id: "s".into(),
+            tool: Some(("Bash".into(), Map::new())),
+            agent: Some(("a-1".into(), Some("reviewer".into()))),
+            ..Payload::default()
+        };
+        let event = build(Harness::ClaudeCode, spec, &payload, "urn:x", Map::new());
+        assert_eq!(
+            event["session"]["agent"],
+            json!({"id": "a-1", "type": "reviewer"})
+        );
+        let untyped = Payload {
+            agent: Some(("a-1".into(), None)),
+            ..payload
+        };
+        let event = build(Harness::ClaudeCode, spec, &untyped, "urn:x", Map::new());
+        assert_eq!(event["session"]["agent"], json!({"id": "a-1"}));
+        let start = |mode: Option<&str>| {
+            let payload = Payload {
+                permission_mode: mode.map(str::to_owned),
+                ..Payload::default()
+            };
+            session_start(Harness::ClaudeCode, payload)
+        };
+        let mode_gap = |event: &Value| {
+            event["gaps"]
+                .as_array()
+                .expect("gaps")
+                .iter()
+                .any(|gap| gap["path"] == "/permissionMode")
+        };
+        let known = start(Some("plan"));
+        assert_eq!(
+            (&known["permissionMode"], mode_gap(&known)),
+            (&json!("plan"), false)
+        );
+        let unknown = start(None);
+        assert_eq!(
+            (&unknown["permissionMode"], mode_gap(&unknown)),
+            (&json!("unknown"), true)
+        );
     }
 
     /// `harness.version` is required at session.start: the harness's own when it says
@@ -396,13 +450,17 @@ mod tests {
                 .iter()
                 .any(|gap| gap["path"] == "/harness/version")
         };
-        let cursor = session_start(Harness::Cursor, Some("2.4.0"));
+        let versioned = Payload {
+            harness_version: Some("2.4.0".into()),
+            ..Payload::default()
+        };
+        let cursor = session_start(Harness::Cursor, versioned);
         assert_eq!(
             cursor["harness"],
             json!({"name": "cursor", "version": "2.4.0"})
         );
         assert!(!version_gap(&cursor), "{cursor}");
-        let claude = session_start(Harness::ClaudeCode, None);
+        let claude = session_start(Harness::ClaudeCode, Payload::default());
         assert_eq!(claude["harness"]["version"], "unknown");
         assert!(version_gap(&claude), "{claude}");
         // The manifest each embeds says the same of its harness.

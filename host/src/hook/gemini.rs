@@ -43,6 +43,8 @@ pub const FIELDS: Fields = Fields {
     workspace_roots: None,
     mcp_context: Some("mcp_context"),
     harness_version: None,
+    agent: None,
+    permission_mode: None,
 };
 
 /// `BeforeTool`: a denial, replaced arguments, or nothing. Gemini has no ask, so an

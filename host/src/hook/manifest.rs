@@ -50,8 +50,13 @@ pub fn manifest(harness: Harness) -> Value {
             "reason": "prompts, responses and tool output reach backends only in `native`"}),
         json!({"path": "limits.maxUploadBytes", "reason": "content upload is not supported"}),
         json!({"path": "limits.maxContinuations", "reason": "the harness does not say"}),
-        json!({"path": "session.start.permissionMode", "reason": "the harness does not say"}),
     ];
+    // The permission mode: "unknown" at a session.start where the harness does not say.
+    let mode_gap = match harness.fields().permission_mode {
+        Some(_) => "when the harness does not say, \"unknown\"",
+        None => "the harness does not say",
+    };
+    gaps.push(json!({"path": "session.start.permissionMode", "reason": mode_gap}));
     if harness.fields().harness_version.is_none() {
         gaps.push(
             json!({"path": "session.start.harness.version", "reason": "the harness does not say"}),

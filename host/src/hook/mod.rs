@@ -416,6 +416,12 @@ pub struct Payload {
     pub mcp_context: Option<Map<String, Value>>,
     /// The harness's version, when it says (Cursor).
     pub harness_version: Option<String>,
+    /// The subagent a call runs in, when the harness names it: its id and type (Claude
+    /// Code's `agent_id` and `agent_type`).
+    pub agent: Option<(String, Option<String>)>,
+    /// The session's permission mode, when the harness says (Claude Code's and Codex's
+    /// `permission_mode`).
+    pub permission_mode: Option<String>,
     /// The harness's tool-use id, when it has one.
     pub call_id: Option<String>,
     /// The harness's turn id, when it sends one.
@@ -438,14 +444,17 @@ pub enum SessionField {
     WorkspaceRoots,
     /// `session.model` (Codex's and Cursor's model).
     Model,
+    /// `session.agent` (Claude Code's subagent).
+    Agent,
 }
 
 impl SessionField {
     /// Every one, in the order `--help` names them.
-    pub const ALL: [SessionField; 3] = [
+    pub const ALL: [SessionField; 4] = [
         SessionField::Cwd,
         SessionField::WorkspaceRoots,
         SessionField::Model,
+        SessionField::Agent,
     ];
 
     /// Its member name in `session`.
@@ -454,6 +463,7 @@ impl SessionField {
             SessionField::Cwd => "cwd",
             SessionField::WorkspaceRoots => "workspaceRoots",
             SessionField::Model => "model",
+            SessionField::Agent => "agent",
         }
     }
 
@@ -471,6 +481,7 @@ impl Payload {
                 SessionField::Cwd => self.cwd = None,
                 SessionField::WorkspaceRoots => self.workspace_roots.clear(),
                 SessionField::Model => self.model = None,
+                SessionField::Agent => self.agent = None,
             }
         }
     }

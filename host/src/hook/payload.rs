@@ -30,6 +30,12 @@ pub struct Fields {
     pub mcp_context: Option<&'static str>,
     /// The harness's version's member, if it says (`session.start`'s `harness.version`).
     pub harness_version: Option<&'static str>,
+    /// The members naming the agent a call runs in (a subagent's id, then its type), if
+    /// the harness names it (`session.agent`).
+    pub agent: Option<(&'static str, &'static str)>,
+    /// The permission mode's member, if the harness says (`session.start`'s
+    /// `permissionMode`).
+    pub permission_mode: Option<&'static str>,
 }
 
 /// One form of a tool call in a payload.
@@ -96,6 +102,13 @@ pub fn read(
         mcp_context,
         harness_version: fields
             .harness_version
+            .and_then(|key| informational(optional_string(payload, key))),
+        agent: fields.agent.and_then(|(id, kind)| {
+            let id = informational(optional_string(payload, id))?;
+            Some((id, informational(optional_string(payload, kind))))
+        }),
+        permission_mode: fields
+            .permission_mode
             .and_then(|key| informational(optional_string(payload, key))),
     })
 }
@@ -284,6 +297,27 @@ mod tests {
         assert_eq!(known.session.as_deref(), Some("s"));
         assert_eq!(known.call.as_deref(), Some("toolu_1"));
         assert_eq!(known.id, None);
+    }
+
+    /// Claude Code names the subagent a call runs in (`agent_id`, `agent_type`) and the
+    /// permission mode; informational, each of another shape is left out.
+    #[test]
+    fn claude_code_reads_its_subagent_and_permission_mode() {
+        let payload = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {},
+            "agent_id": "a-1", "agent_type": "reviewer", "permission_mode": "plan"});
+        let read = read_as(Harness::ClaudeCode, payload).unwrap();
+        assert_eq!(read.agent, Some(("a-1".into(), Some("reviewer".into()))));
+        assert_eq!(read.permission_mode.as_deref(), Some("plan"));
+        let payload = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {},
+            "agent_id": "a-1", "agent_type": 3, "permission_mode": ["plan"]});
+        let read = read_as(Harness::ClaudeCode, payload).unwrap();
+        assert_eq!(
+            (read.agent, read.permission_mode),
+            (Some(("a-1".into(), None)), None)
+        );
+        let payload = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {},
+            "agent_id": "", "agent_type": "reviewer"});
+        assert_eq!(read_as(Harness::ClaudeCode, payload).unwrap().agent, None);
     }
 
     /// Gemini's `mcp_context` is read at a tool event; one of another shape is left out
