@@ -248,28 +248,22 @@ async fn a_payload_with_invalid_utf8_is_blocked_naming_the_position() {
     );
 }
 
-/// Claude Code names the session's permission mode: the session.start a backend sees
-/// carries it, with no gap for it; its version Claude Code does not name, so that is
-/// "unknown" with a gap. The component checks the event before anything is sent.
+/// Claude Code names the session's permission mode and, at a session start, the model:
+/// the session.start a backend sees carries both, with no gap for the mode; its version
+/// Claude Code does not name, so that is "unknown" with a gap. The component checks the
+/// event before anything is sent.
 #[tokio::test]
-async fn a_session_start_carries_the_permission_mode() {
-    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let registration =
-        ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-closed", false);
+async fn a_session_start_carries_the_permission_mode_and_the_model() {
     let payload = native(
         "SessionStart",
-        json!({"source": "startup", "permission_mode": "plan"}),
+        json!({"source": "startup", "permission_mode": "plan", "model": "claude-sonnet-4-6"}),
     );
-    let stdin = payload.to_string();
-    let ran = ahp_tests::hook::run_hook("claude-code", &registration, &[], stdin.as_bytes()).await;
-    assert_eq!(ran.code, 0, "{ran:?}");
-    let observed = backend.requests_with_method("hooks/observe");
-    assert_eq!(observed.len(), 1, "{ran:?}");
-    let event = &observed[0].json()["params"]["event"];
+    let sent = ahp_tests::hook::sent_event("claude-code", &[], &payload, "hooks/observe").await;
+    assert_eq!(sent.ran.code, 0, "{:?}", sent.ran);
+    let event = &sent.event;
     assert_eq!(event["type"], "session.start", "{event}");
     assert_eq!(event["permissionMode"], "plan", "{event}");
+    assert_eq!(event["session"]["model"], "claude-sonnet-4-6", "{event}");
     assert_eq!(
         event["harness"],
         json!({"name": "claude-code", "version": "unknown"})
@@ -277,5 +271,18 @@ async fn a_session_start_carries_the_permission_mode() {
     assert_eq!(
         event["gaps"],
         json!([{"path": "/harness/version", "reason": "the harness does not say"}])
+    );
+}
+
+/// `--omit-session agent` leaves the subagent Claude Code names out of the event.
+#[tokio::test]
+async fn an_omitted_agent_reaches_no_backend() {
+    let (payload, _) = contract().pre_tool;
+    let omit = ["--omit-session", "agent"];
+    let sent = ahp_tests::hook::sent_event("claude-code", &omit, &payload, "hooks/intercept").await;
+    assert_silent_no_objection(&sent.ran);
+    assert_eq!(
+        sent.event["session"],
+        json!({"id": "abc123", "cwd": "/repo"})
     );
 }

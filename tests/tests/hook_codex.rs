@@ -386,3 +386,19 @@ fn blocked_in(pid: u32, call: &str, first: Option<&str>) -> bool {
         })
     })
 }
+
+/// Codex names the session's permission mode: the session.start a backend sees
+/// carries it, with no gap for it.
+#[tokio::test]
+async fn a_session_start_carries_the_permission_mode() {
+    let payload = json!({"session_id": "019a-codex", "cwd": "/repo",
+        "hook_event_name": "SessionStart", "source": "startup",
+        "permission_mode": "on-request", "model": "gpt-5-codex"});
+    let sent = ahp_tests::hook::sent_event("codex", &[], &payload, "hooks/observe").await;
+    assert_eq!(sent.ran.code, 0, "{:?}", sent.ran);
+    assert_eq!(sent.event["permissionMode"], "on-request", "{}", sent.event);
+    assert_eq!(
+        sent.event["gaps"],
+        json!([{"path": "/harness/version", "reason": "the harness does not say"}])
+    );
+}

@@ -87,26 +87,12 @@ async fn a_failure_at_a_stop_lets_the_agent_stop() {
 /// §3.2): `--omit-session` takes them out, and the backend sees only the rest.
 #[tokio::test]
 async fn omitted_session_fields_reach_no_backend() {
-    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let registration =
-        ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-closed", false);
     let (payload, _) = contract().pre_tool;
     let omit = ["--omit-session", "cwd,workspaceRoots"];
-    let ran = ahp_tests::hook::run_hook(
-        "cursor",
-        &registration,
-        &omit,
-        payload.to_string().as_bytes(),
-    )
-    .await;
-    assert_no_objection(&ran);
-    let requests = backend.requests_with_method("hooks/intercept");
-    assert_eq!(requests.len(), 1, "{ran:?}");
-    let event = &requests[0].json()["params"]["event"];
+    let sent = ahp_tests::hook::sent_event("cursor", &omit, &payload, "hooks/intercept").await;
+    assert_no_objection(&sent.ran);
     assert_eq!(
-        event["session"],
+        sent.event["session"],
         json!({"id": "conv-9", "model": "claude-4"})
     );
 }
@@ -116,29 +102,19 @@ async fn omitted_session_fields_reach_no_backend() {
 /// event, so a session.start without a version would reach no backend.
 #[tokio::test]
 async fn a_session_start_carries_cursor_s_version() {
-    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let registration =
-        ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-closed", false);
     let payload = json!({"conversation_id": "conv-9", "generation_id": "gen-1",
         "hook_event_name": "sessionStart", "cursor_version": "2.4.0",
         "workspace_roots": ["/repo"], "model": "claude-4"});
-    let ran =
-        ahp_tests::hook::run_hook("cursor", &registration, &[], payload.to_string().as_bytes())
-            .await;
-    assert_eq!(ran.code, 0, "{ran:?}");
-    let observed = backend.requests_with_method("hooks/observe");
-    assert_eq!(observed.len(), 1, "{ran:?}");
-    let event = &observed[0].json()["params"]["event"];
+    let sent = ahp_tests::hook::sent_event("cursor", &[], &payload, "hooks/observe").await;
+    assert_eq!(sent.ran.code, 0, "{:?}", sent.ran);
+    let event = &sent.event;
     assert_eq!(event["type"], "session.start", "{event}");
     assert_eq!(
         event["harness"],
         json!({"name": "cursor", "version": "2.4.0"})
     );
-    let gaps = event["gaps"].as_array().expect("gaps");
-    assert!(
-        gaps.iter().all(|gap| gap["path"] != "/harness/version"),
-        "{event}"
+    assert_eq!(
+        event["gaps"],
+        json!([{"path": "/permissionMode", "reason": "the harness does not say"}])
     );
 }

@@ -116,25 +116,12 @@ async fn a_payload_the_command_line_contradicts_is_blocked() {
 /// The tool event a backend gets for a Gemini `BeforeTool` of `tool_name` whose
 /// `mcp_context` is `context` (answered with no objection), and the request's body.
 async fn intercepted_mcp_call(tool_name: &str, context: Value) -> (Value, String) {
-    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let registration =
-        ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-closed", false);
     let (mut payload, args) = contract().pre_tool;
     payload["tool_name"] = json!(tool_name);
     payload["mcp_context"] = context;
-    let stdin = payload.to_string();
-    let ran = ahp_tests::hook::run_hook("gemini", &registration, args, stdin.as_bytes()).await;
-    // The component checks the event: a descriptor it refused would be a denial.
-    assert_silent_no_objection(&ran);
-    let requests = backend.requests_with_method("hooks/intercept");
-    assert_eq!(requests.len(), 1, "{ran:?}");
-    let tool = requests[0].json()["params"]["event"]["tool"].clone();
-    (
-        tool,
-        String::from_utf8_lossy(&requests[0].body).into_owned(),
-    )
+    let sent = ahp_tests::hook::sent_event("gemini", args, &payload, "hooks/intercept").await;
+    assert_silent_no_objection(&sent.ran);
+    (sent.event["tool"].clone(), sent.body)
 }
 
 /// An MCP tool call Gemini describes (`mcp_context`) reaches the backend with the

@@ -50,10 +50,10 @@ pub const EVENTS: &[EventSpec] = &[
 /// The settings file the snippet belongs in.
 pub const SETTINGS_FILE: &str = ".claude/settings.json";
 
-/// Claude-shaped payloads (also Codex's): `session_id`, `cwd`, `permission_mode`, a
-/// subagent's `agent_id` and `agent_type`, `source` at session start, `trigger` before a
-/// compaction, and for tool events `tool_name`, `tool_input` (an object) and
-/// `tool_use_id`.
+/// Claude-shaped payloads (also Codex's): `session_id`, `cwd`, `permission_mode`, the
+/// `model` (at a session start), a subagent's `agent_id` and `agent_type`, `source` at
+/// session start, `trigger` before a compaction, and for tool events `tool_name`,
+/// `tool_input` (an object) and `tool_use_id`.
 pub const FIELDS: Fields = Fields {
     session: &["session_id"],
     tool: &[SNAKE_TOOL],
@@ -61,7 +61,7 @@ pub const FIELDS: Fields = Fields {
     turn_id: None,
     start_trigger: Some("source"),
     compact_trigger: Some("trigger"),
-    model: None,
+    model: Some("model"),
     workspace_roots: None,
     mcp_context: None,
     harness_version: None,

@@ -23,11 +23,11 @@ pub const EVENTS: &[EventSpec] = &[
     on("SessionStart", AhpEvent::SessionStart, &[]),
 ];
 
-/// Claude Code's payload shape, and the turn's id (`turn_id`) and the `model`, which
-/// Codex sends.
+/// Claude Code's payload shape, and the turn's id (`turn_id`), which Codex sends; no
+/// subagent (Codex names none).
 pub const FIELDS: Fields = Fields {
     turn_id: Some("turn_id"),
-    model: Some("model"),
+    agent: None,
     ..super::claude_code::FIELDS
 };
 

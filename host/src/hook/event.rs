@@ -423,10 +423,18 @@ mod tests {
         let mode_gap = |event: &Value| {
             event["gaps"]
                 .as_array()
-                .expect("gaps")
-                .iter()
+                .into_iter()
+                .flatten()
                 .any(|gap| gap["path"] == "/permissionMode")
         };
+        // Both known (no harness names both today): no gaps at all.
+        let both = Payload {
+            permission_mode: Some("plan".into()),
+            harness_version: Some("2.4.0".into()),
+            ..Payload::default()
+        };
+        let event = session_start(Harness::Cursor, both);
+        assert!(event.get("gaps").is_none(), "{event}");
         let known = start(Some("plan"));
         assert_eq!(
             (&known["permissionMode"], mode_gap(&known)),
@@ -446,8 +454,8 @@ mod tests {
         let version_gap = |event: &Value| {
             event["gaps"]
                 .as_array()
-                .expect("gaps")
-                .iter()
+                .into_iter()
+                .flatten()
                 .any(|gap| gap["path"] == "/harness/version")
         };
         let versioned = Payload {
@@ -474,6 +482,26 @@ mod tests {
         assert_eq!(
             (manifest_gap(&cursor), manifest_gap(&claude)),
             (false, true)
+        );
+        // The permission mode's gap: always there, said to apply only sometimes where the
+        // harness can name it.
+        let mode_reason = |event: &Value| {
+            let gaps = event["manifest"]["gaps"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let gap = gaps
+                .into_iter()
+                .find(|gap| gap["path"] == "session.start.permissionMode");
+            gap.map(|gap| gap["reason"].clone())
+        };
+        assert_eq!(
+            mode_reason(&cursor),
+            Some(json!("the harness does not say"))
+        );
+        assert_eq!(
+            mode_reason(&claude),
+            Some(json!("when the harness does not say, \"unknown\""))
         );
     }
 

@@ -103,9 +103,17 @@ pub fn read(
         harness_version: fields
             .harness_version
             .and_then(|key| informational(optional_string(payload, key))),
-        agent: fields.agent.and_then(|(id, kind)| {
-            let id = informational(optional_string(payload, id))?;
-            Some((id, informational(optional_string(payload, kind))))
+        agent: fields.agent.and_then(|(id_key, kind_key)| {
+            let kind = informational(optional_string(payload, kind_key));
+            let Some(id) = informational(optional_string(payload, id_key)) else {
+                if kind.is_some() {
+                    // `claude --agent NAME` names the main agent's type, and no id, which
+                    // `session.agent` requires.
+                    tracing::debug!("{kind_key} without {id_key}: no session.agent");
+                }
+                return None;
+            };
+            Some((id, kind))
         }),
         permission_mode: fields
             .permission_mode
@@ -315,9 +323,13 @@ mod tests {
             (read.agent, read.permission_mode),
             (Some(("a-1".into(), None)), None)
         );
-        let payload = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {},
-            "agent_id": "", "agent_type": "reviewer"});
-        assert_eq!(read_as(Harness::ClaudeCode, payload).unwrap().agent, None);
+        // An agent's type with no id (`claude --agent NAME`) names no `session.agent`,
+        // which requires an id.
+        for id in [json!(""), json!(null)] {
+            let payload = json!({"session_id": "s", "tool_name": "Bash", "tool_input": {},
+                "agent_id": id, "agent_type": "reviewer"});
+            assert_eq!(read_as(Harness::ClaudeCode, payload).unwrap().agent, None);
+        }
     }
 
     /// Gemini's `mcp_context` is read at a tool event; one of another shape is left out
