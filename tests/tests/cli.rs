@@ -568,6 +568,9 @@ fn check_for_a_harness_refuses_what_that_harness_cannot_intercept() {
     run.assert_exit(1, "check for claude-code");
     assert!(run.stdout.is_empty(), "{}", run.stdout);
     assert_eq!(run.stderr, UNDECLARED);
+    // Gemini shows a hook its model requests (`BeforeModel`): valid for it.
+    let run = ahp(&["check", path(&reg), "--harness", "gemini"], &[]);
+    run.assert_exit(0, "check for gemini");
 
     // Every harness intercepts `tool.before`.
     let portable = portable();

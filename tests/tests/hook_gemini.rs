@@ -40,17 +40,32 @@ fn contract() -> Contract {
         // Gemini merges `tool_input` into the model's arguments: no replace.
         modify_operations: &["merge"],
         assert_context: None,
-        intercepted: vec![Intercepted {
-            payload: (
-                json!({"session_id": "gem-1", "cwd": "/repo", "transcript_path": "/t.json",
+        intercepted: vec![
+            Intercepted {
+                payload: (
+                    json!({"session_id": "gem-1", "cwd": "/repo", "transcript_path": "/t.json",
                     "hook_event_name": "BeforeAgent", "timestamp": "2026-11-30T12:00:00Z",
                     "prompt": "push to main"}),
-                &[],
-            ),
-            event: "turn.start",
-            advertised: &["deny"],
-            assert_block: assert_deny,
-        }],
+                    &[],
+                ),
+                event: "turn.start",
+                advertised: &["deny"],
+                assert_block: assert_deny,
+            },
+            Intercepted {
+                payload: (
+                    json!({"session_id": "gem-1", "cwd": "/repo", "transcript_path": "/t.json",
+                    "hook_event_name": "BeforeModel", "timestamp": "2026-11-30T12:00:00Z",
+                    "llm_request": {"model": "gemini-2.5-pro",
+                        "messages": [{"role": "user", "content": "push to main"}],
+                        "config": {"temperature": 0.2}}}),
+                    &[],
+                ),
+                event: "model.request.before",
+                advertised: &["deny"],
+                assert_block: assert_deny,
+            },
+        ],
         assert_blocked_before_the_event: assert_exit_2_block,
     }
 }

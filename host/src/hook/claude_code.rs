@@ -67,6 +67,7 @@ pub const FIELDS: Fields = Fields {
     harness_version: None,
     agent: Some(("agent_id", "agent_type")),
     permission_mode: Some("permission_mode"),
+    model_request: None,
 };
 
 /// The answer to `PreToolUse`, or [`after_tool_before`] for the other events.

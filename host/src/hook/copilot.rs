@@ -66,6 +66,7 @@ pub const FIELDS: Fields = Fields {
     harness_version: None,
     agent: None,
     permission_mode: None,
+    model_request: None,
 };
 
 /// `preToolUse`: deny (JSON and exit 2), ask (with changed arguments, if any), or

@@ -116,6 +116,31 @@ pub fn build(
             event["items"] = json!([]);
             event["gaps"] = json!([{"path": "/items", "reason": "the harness does not say"}]);
         }
+        AhpEvent::ModelRequestBefore => {
+            let provider = harness
+                .fields()
+                .model_request
+                .as_ref()
+                .map_or("unknown", |request| request.provider);
+            let mut gaps = Vec::new();
+            let model = match &payload.request_model {
+                Some(model) => json!(model),
+                None => {
+                    gaps.push(json!({"path": "/model/id", "reason": "the harness does not say"}));
+                    json!("unknown")
+                }
+            };
+            event["model"] = json!({"id": model, "provider": provider});
+            event["params"] = json!(payload.request_params.clone().unwrap_or_default());
+            // One hook process sees one request: which attempt it is, the harness does
+            // not say, and the attempt's id is made up (from the event's, below).
+            gaps.push(json!({"path": "/attempt/number", "reason": "the harness does not say; 1 stands for it"}));
+            event["items"] = json!([]);
+            gaps.push(
+                json!({"path": "/items", "reason": "the request's messages are only in native"}),
+            );
+            event["gaps"] = json!(gaps);
+        }
         AhpEvent::ToolBefore => {}
     }
     identity.push(now.as_nanos().to_string());
@@ -127,6 +152,9 @@ pub fn build(
         // A harness that names no turn: one process sees one hook of a turn, so its id
         // cannot be the harness's.
         event["turn"] = json!({"id": format!("turn_{id}"), "synthesized": true});
+    }
+    if spec.ahp == AhpEvent::ModelRequestBefore {
+        event["attempt"] = json!({"id": format!("attempt_{id}"), "number": 1, "synthesized": true});
     }
     event["id"] = json!(format!("evt_{id}"));
     event
@@ -389,6 +417,56 @@ mod tests {
                 .as_array()
                 .is_some_and(|e| !e.is_empty()));
         }
+    }
+
+    /// Gemini's model request: the model it names and its generation parameters, Google
+    /// as the provider, a synthesized first attempt, and gaps for what it does not say (a
+    /// missing model is "unknown" with a gap of its own).
+    #[test]
+    fn a_model_request_names_its_model_and_what_it_does_not_know() {
+        let spec = Harness::Gemini
+            .events()
+            .iter()
+            .find(|spec| spec.ahp == AhpEvent::ModelRequestBefore)
+            .expect("Gemini shows a hook its model requests");
+        let mut params = Map::new();
+        params.insert("temperature".into(), json!(0.2));
+        let payload = Payload {
+            session_id: "s".into(),
+            request_model: Some("gemini-2.5-pro".into()),
+            request_params: Some(params),
+            ..Payload::default()
+        };
+        let event = build(Harness::Gemini, spec, &payload, "urn:x", Map::new());
+        assert_eq!(event["type"], "model.request.before");
+        assert_eq!(
+            event["model"],
+            json!({"id": "gemini-2.5-pro", "provider": "google"})
+        );
+        assert_eq!(event["params"], json!({"temperature": 0.2}));
+        assert_eq!(event["attempt"]["number"], 1);
+        assert_eq!(event["attempt"]["synthesized"], true);
+        assert_eq!(event["items"], json!([]));
+        let gap_paths = |event: &Value| -> Vec<String> {
+            let gaps = event["gaps"].as_array().cloned().unwrap_or_default();
+            gaps.iter()
+                .filter_map(|g| g["path"].as_str().map(str::to_owned))
+                .collect()
+        };
+        assert_eq!(gap_paths(&event), ["/attempt/number", "/items"]);
+        let unnamed = build(
+            Harness::Gemini,
+            spec,
+            &Payload::default(),
+            "urn:x",
+            Map::new(),
+        );
+        assert_eq!(unnamed["model"]["id"], "unknown");
+        assert_eq!(unnamed["params"], json!({}));
+        assert_eq!(
+            gap_paths(&unnamed),
+            ["/model/id", "/attempt/number", "/items"]
+        );
     }
 
     /// A subagent the harness names is the session's agent; a permission mode it names

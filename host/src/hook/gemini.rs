@@ -5,12 +5,14 @@
 //! (`hookSpecificOutput.tool_input`); it has no ask. Its hooks reference says that
 //! object "merges with and overrides" the model's arguments: a key the adapter leaves
 //! out survives, so a `modify` that replaces the input cannot be carried, and only
-//! merge is advertised. Before the agent takes a prompt it
-//! blocks with the same `decision: deny`. After a tool its block is no AHP effect there
-//! (the protocol has no deny at `tool.after`), so that event is only observed.
+//! merge is advertised. Before the agent takes a prompt it blocks with the same
+//! `decision: deny`, and so before a request goes to the model (`BeforeModel`, whose
+//! `llm_request` names the model and its generation parameters; the request's messages
+//! reach a backend only in `native`). After a tool its block is no AHP effect there (the
+//! protocol has no deny at `tool.after`), so that event is only observed.
 
 use super::install::Snippet;
-use super::payload::{Fields, SNAKE_TOOL};
+use super::payload::{Fields, ModelRequestFields, SNAKE_TOOL};
 use super::{on, AhpEvent, Answer, EventSpec, Verdict};
 use crate::{Decision, EffectKind as E};
 use serde_json::{json, Value};
@@ -21,6 +23,8 @@ pub const EVENTS: &[EventSpec] = &[
     on("BeforeTool", AhpEvent::ToolBefore, &[E::Deny, E::Modify]).merging_input(),
     on("AfterTool", AhpEvent::ToolAfter, &[]),
     on("BeforeAgent", AhpEvent::TurnStart, &[E::Deny]),
+    // Gemini's `decision: deny` blocks the request and aborts the turn.
+    on("BeforeModel", AhpEvent::ModelRequestBefore, &[E::Deny]),
     on("SessionStart", AhpEvent::SessionStart, &[]),
     on("SessionEnd", AhpEvent::SessionEnd, &[]),
     on("PreCompress", AhpEvent::ContextCompactBefore, &[]),
@@ -45,6 +49,12 @@ pub const FIELDS: Fields = Fields {
     harness_version: None,
     agent: None,
     permission_mode: None,
+    model_request: Some(ModelRequestFields {
+        request: "llm_request",
+        model: "model",
+        params: "config",
+        provider: "google",
+    }),
 };
 
 /// `BeforeTool`: a denial, replaced arguments, or nothing. Gemini has no ask, so an
@@ -52,7 +62,7 @@ pub const FIELDS: Fields = Fields {
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     match (spec.ahp, verdict.decision) {
         (AhpEvent::ToolBefore, _) => {}
-        (AhpEvent::TurnStart, Decision::Deny) => {
+        (AhpEvent::TurnStart | AhpEvent::ModelRequestBefore, Decision::Deny) => {
             return Answer::json(json!({"decision": "deny", "reason": verdict.reason()}))
         }
         _ => return super::exit_code_answer(spec, verdict),

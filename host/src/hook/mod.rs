@@ -279,6 +279,8 @@ pub enum AhpEvent {
     SessionEnd,
     /// The context is about to be compacted.
     ContextCompactBefore,
+    /// A request is about to go to the model.
+    ModelRequestBefore,
 }
 
 impl AhpEvent {
@@ -292,6 +294,7 @@ impl AhpEvent {
             AhpEvent::SessionStart => "session.start",
             AhpEvent::SessionEnd => "session.end",
             AhpEvent::ContextCompactBefore => "context.compact.before",
+            AhpEvent::ModelRequestBefore => "model.request.before",
         }
     }
 
@@ -422,6 +425,11 @@ pub struct Payload {
     /// The session's permission mode, when the harness says (Claude Code's and Codex's
     /// `permission_mode`).
     pub permission_mode: Option<String>,
+    /// `model.request.before`: the model the request names, when the harness says.
+    pub request_model: Option<String>,
+    /// `model.request.before`: the request's generation parameters, when the harness
+    /// says.
+    pub request_params: Option<Map<String, Value>>,
     /// The harness's tool-use id, when it has one.
     pub call_id: Option<String>,
     /// The harness's turn id, when it sends one.

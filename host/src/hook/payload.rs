@@ -36,6 +36,21 @@ pub struct Fields {
     /// The permission mode's member, if the harness says (`session.start`'s
     /// `permissionMode`).
     pub permission_mode: Option<&'static str>,
+    /// Where a model request is, if the harness lets a hook see one.
+    pub model_request: Option<ModelRequestFields>,
+}
+
+/// Where a harness keeps a model request (`model.request.before`).
+pub struct ModelRequestFields {
+    /// The request's member, an object.
+    pub request: &'static str,
+    /// The model's member in it.
+    pub model: &'static str,
+    /// The generation parameters' member in it, an object.
+    pub params: &'static str,
+    /// Who serves the harness's models (`model.provider`): the harness does not say per
+    /// request.
+    pub provider: &'static str,
 }
 
 /// One form of a tool call in a payload.
@@ -70,6 +85,16 @@ pub fn read(
         _ => None,
     };
     let session_id = first_string(payload, fields.session)?;
+    // The model request, where the harness shows one: what is in it only informs a
+    // backend, so one of another shape is read as saying nothing.
+    let request = match (spec.ahp, &fields.model_request) {
+        (AhpEvent::ModelRequestBefore, Some(request_fields)) => {
+            informational(optional_object(payload, request_fields.request))
+                .map(|request| (request_fields, request))
+        }
+        _ => None,
+    };
+    let request = request.as_ref().map(|(fields, request)| (*fields, request));
     let workspace_roots = match fields.workspace_roots {
         Some(key) => informational(optional_strings(payload, key)),
         None => Vec::new(),
@@ -118,6 +143,10 @@ pub fn read(
         permission_mode: fields
             .permission_mode
             .and_then(|key| informational(optional_string(payload, key))),
+        request_model: request
+            .and_then(|(fields, request)| informational(optional_string(request, fields.model))),
+        request_params: request
+            .and_then(|(fields, request)| informational(optional_object(request, fields.params))),
     })
 }
 
@@ -305,6 +334,33 @@ mod tests {
         assert_eq!(known.session.as_deref(), Some("s"));
         assert_eq!(known.call.as_deref(), Some("toolu_1"));
         assert_eq!(known.id, None);
+    }
+
+    /// Gemini's `llm_request` at `BeforeModel`: its model and generation parameters, each
+    /// left out when of another shape, and the payload still reads.
+    #[test]
+    fn gemini_s_model_request_is_read_before_the_model() {
+        let spec = Harness::Gemini
+            .events()
+            .iter()
+            .find(|s| s.native == "BeforeModel");
+        let spec = spec.expect("mapped");
+        let read_request = |request: Value| {
+            let payload = json!({"session_id": "s", "hook_event_name": "BeforeModel",
+                "llm_request": request});
+            let read = super::read(Harness::Gemini.fields(), payload.as_object().unwrap(), spec);
+            let read = read.expect("the payload reads");
+            (read.request_model, read.request_params)
+        };
+        let (model, params) = read_request(json!({"model": "gemini-2.5-pro",
+            "messages": [{"role": "user", "content": "hi"}], "config": {"temperature": 0.2}}));
+        assert_eq!(model.as_deref(), Some("gemini-2.5-pro"));
+        assert_eq!(params, json!({"temperature": 0.2}).as_object().cloned());
+        assert_eq!(
+            read_request(json!({"model": 7, "config": [1]})),
+            (None, None)
+        );
+        assert_eq!(read_request(json!("not an object")), (None, None));
     }
 
     /// Claude Code names the subagent a call runs in (`agent_id`, `agent_type`) and the
