@@ -571,6 +571,12 @@ fn check_for_a_harness_refuses_what_that_harness_cannot_intercept() {
     // Gemini shows a hook its model requests (`BeforeModel`): valid for it.
     let run = ahp(&["check", path(&reg), "--harness", "gemini"], &[]);
     run.assert_exit(0, "check for gemini");
+    assert_eq!(run.stdout, format!("{}: valid for gemini\n", reg.display()));
+    for harness in ["codex", "cursor", "copilot"] {
+        let run = ahp(&["check", path(&reg), "--harness", harness], &[]);
+        run.assert_exit(1, harness);
+        assert_eq!(run.stderr, UNDECLARED, "{harness}");
+    }
 
     // Every harness intercepts `tool.before`.
     let portable = portable();

@@ -188,3 +188,66 @@ async fn a_remote_mcp_server_reaches_the_backend_by_its_origin_alone() {
     );
     assert!(!body.contains("s3cret"), "{mcp}");
 }
+
+/// A `BeforeModel` payload (gemini-cli docs/hooks/reference.md: `llm_request` with the
+/// model, the messages' text and the generation parameters).
+fn before_model() -> Value {
+    json!({"session_id": "gem-1", "cwd": "/repo", "transcript_path": "/t.json",
+        "hook_event_name": "BeforeModel", "timestamp": "2026-11-30T12:00:00Z",
+        "llm_request": {"model": "gemini-2.5-pro",
+            "messages": [{"role": "user", "content": "the secret plan"}],
+            "config": {"temperature": 0.2, "systemInstruction": "system prompt text"}}})
+}
+
+/// A model request reaches an interceptor of model.request.before as the event Gemini
+/// allows: the model, the numeric generation parameters alone, a synthesized first
+/// attempt, and what it does not say in gaps; the messages only in `native`, which this
+/// subscription does not include. No objection is no answer at all.
+#[tokio::test]
+async fn a_model_request_reaches_its_interceptor_without_the_conversation() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let registration = ahp_tests::hook::write_intercepting(
+        dir.path(),
+        &backend.url(),
+        "fail-closed",
+        &["model.request.before"],
+        300,
+    );
+    let stdin = before_model().to_string();
+    let ran = ahp_tests::hook::run_hook("gemini", &registration, &[], stdin.as_bytes()).await;
+    assert_silent_no_objection(&ran);
+    let requests = backend.requests_with_method("hooks/intercept");
+    assert_eq!(requests.len(), 1, "{ran:?}");
+    let event = &requests[0].json()["params"]["event"];
+    assert_eq!(event["type"], "model.request.before", "{event}");
+    assert_eq!(
+        event["model"],
+        json!({"id": "gemini-2.5-pro", "provider": "google"})
+    );
+    assert_eq!(event["params"], json!({"temperature": 0.2}));
+    assert_eq!(event["attempt"]["number"], 1);
+    assert_eq!(event["attempt"]["synthesized"], true);
+    assert_eq!(event["items"], json!([]));
+    assert!(event.get("native").is_none(), "{event}");
+    let body = String::from_utf8_lossy(&requests[0].body);
+    assert!(!body.contains("the secret plan"), "{event}");
+    assert!(!body.contains("system prompt text"), "{event}");
+}
+
+/// A registration that selects no model event leaves a model request alone: exit 0, no
+/// answer, nothing sent (the hook is installed only for one that does, but a hand-written
+/// one may call it).
+#[tokio::test]
+async fn a_model_request_no_subscription_selects_is_left_alone() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let registration =
+        ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-closed", false);
+    let stdin = before_model().to_string();
+    let ran = ahp_tests::hook::run_hook("gemini", &registration, &[], stdin.as_bytes()).await;
+    assert_silent_no_objection(&ran);
+    assert_eq!(backend.requests().len(), 0, "{ran:?}");
+}

@@ -7,7 +7,7 @@
 //! subscriptions), which is the chain order. So the rule is written once, here.
 
 use super::is_interceptable;
-use super::{Backend, EventPattern, FailurePolicy, Mode, Registration, Subscription};
+use super::{Backend, FailurePolicy, Mode, Registration, Subscription};
 
 /// An intercept subscription selected for one event, with its mode's settings unpacked
 /// so the chain need not match on [`Mode`] again.
@@ -68,27 +68,11 @@ impl Subscription {
     }
 }
 
-impl EventPattern {
-    /// Pure pattern matching. It does **not** know about modes: `*` matches `turn.end`
-    /// too, so intercept dispatch must also require the event to be interceptable (see
-    /// [`Subscription::selects`]).
-    pub fn matches(&self, event_type: &str) -> bool {
-        match self {
-            EventPattern::Exact(name) => name == event_type,
-            EventPattern::Family(family) => event_type
-                .strip_prefix(family.as_str())
-                .and_then(|rest| rest.strip_prefix('.'))
-                .is_some_and(|rest| !rest.is_empty()),
-            EventPattern::Any => true,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::content::{Content, Selection};
-    use crate::registration::{parse, View};
+    use crate::registration::{parse, EventPattern, View};
 
     #[test]
     fn patterns_match_purely_and_subscriptions_filter_by_mode() {

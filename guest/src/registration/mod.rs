@@ -155,12 +155,4 @@ pub enum Mode {
 
 pub use ahp_vocab::{FailurePolicy, OAuthFlow};
 
-/// One entry of `events`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum EventPattern {
-    Exact(String),
-    /// `model.*` is stored as `Family("model")`.
-    Family(String),
-    /// `*`.
-    Any,
-}
+pub use ahp_vocab::EventPattern;

@@ -14,6 +14,7 @@ mod decision;
 mod delivery;
 mod effect;
 mod failure;
+mod pattern;
 mod problem;
 mod record;
 mod uri;
@@ -26,6 +27,7 @@ pub use decision::{DecidedBy, Decision, FailurePolicy, OAuthFlow, Outcome};
 pub use delivery::{DeliveryError, IoPhase};
 pub use effect::EffectKind;
 pub use failure::{Detail, Failure, FailureClass, Phase};
+pub use pattern::EventPattern;
 pub use problem::Problem;
 pub use record::{
     AttemptEntry, AttemptResult, Enforce, EventRef, Flow, Injection, InterceptorEntry,

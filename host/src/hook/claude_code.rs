@@ -163,7 +163,7 @@ pub fn claude_shaped(
     extra: Option<(&str, Value)>,
 ) -> Value {
     let mut hooks = Map::new();
-    for spec in events {
+    for spec in events.iter().filter(|spec| snippet.installs(spec)) {
         let mut hook =
             json!({"type": "command", "command": snippet.command(spec.native), "timeout": timeout});
         if let Some((key, value)) = extra.as_ref().filter(|_| fails_closed(spec)) {

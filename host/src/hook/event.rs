@@ -131,14 +131,17 @@ pub fn build(
                 }
             };
             event["model"] = json!({"id": model, "provider": provider});
+            gaps.push(json!({"path": "/model/provider",
+                "reason": format!("the harness does not say; {provider} stands for it")}));
             event["params"] = json!(payload.request_params.clone().unwrap_or_default());
+            gaps.push(json!({"path": "/params",
+                "reason": "the numeric generation parameters the harness shows a hook, no other"}));
             // One hook process sees one request: which attempt it is, the harness does
             // not say, and the attempt's id is made up (from the event's, below).
             gaps.push(json!({"path": "/attempt/number", "reason": "the harness does not say; 1 stands for it"}));
             event["items"] = json!([]);
-            gaps.push(
-                json!({"path": "/items", "reason": "the request's messages are only in native"}),
-            );
+            gaps.push(json!({"path": "/items",
+                "reason": "the request's messages are only in native, as the text the harness shows a hook"}));
             event["gaps"] = json!(gaps);
         }
         AhpEvent::ToolBefore => {}
@@ -453,7 +456,14 @@ mod tests {
                 .filter_map(|g| g["path"].as_str().map(str::to_owned))
                 .collect()
         };
-        assert_eq!(gap_paths(&event), ["/attempt/number", "/items"]);
+        let gaps = ["/model/provider", "/params", "/attempt/number", "/items"];
+        assert_eq!(gap_paths(&event), gaps);
+        let attempt_id = event["attempt"]["id"].as_str().expect("an attempt id");
+        let event_id = event["id"].as_str().expect("an event id");
+        assert_eq!(
+            attempt_id.strip_prefix("attempt_"),
+            event_id.strip_prefix("evt_")
+        );
         let unnamed = build(
             Harness::Gemini,
             spec,
@@ -463,10 +473,8 @@ mod tests {
         );
         assert_eq!(unnamed["model"]["id"], "unknown");
         assert_eq!(unnamed["params"], json!({}));
-        assert_eq!(
-            gap_paths(&unnamed),
-            ["/model/id", "/attempt/number", "/items"]
-        );
+        assert_eq!(gap_paths(&unnamed)[0], "/model/id");
+        assert_eq!(gap_paths(&unnamed)[1..], gaps);
     }
 
     /// A subagent the harness names is the session's agent; a permission mode it names

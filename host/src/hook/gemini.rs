@@ -24,7 +24,8 @@ pub const EVENTS: &[EventSpec] = &[
     on("AfterTool", AhpEvent::ToolAfter, &[]),
     on("BeforeAgent", AhpEvent::TurnStart, &[E::Deny]),
     // Gemini's `decision: deny` blocks the request and aborts the turn.
-    on("BeforeModel", AhpEvent::ModelRequestBefore, &[E::Deny]),
+    // Installed only for a registration that selects model.request.before.
+    on("BeforeModel", AhpEvent::ModelRequestBefore, &[E::Deny]).on_demand(),
     on("SessionStart", AhpEvent::SessionStart, &[]),
     on("SessionEnd", AhpEvent::SessionEnd, &[]),
     on("PreCompress", AhpEvent::ContextCompactBefore, &[]),
@@ -53,6 +54,17 @@ pub const FIELDS: Fields = Fields {
         request: "llm_request",
         model: "model",
         params: "config",
+        // Gemini shows a hook temperature, maxOutputTokens, topP and topK today.
+        kept_params: &[
+            "temperature",
+            "maxOutputTokens",
+            "topP",
+            "topK",
+            "candidateCount",
+            "presencePenalty",
+            "frequencyPenalty",
+            "seed",
+        ],
         provider: "google",
     }),
 };

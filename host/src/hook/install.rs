@@ -10,6 +10,7 @@
 //! fires first.
 
 use super::{AhpEvent, EventSpec, Harness, SessionField, DEFAULT_BUDGET_MS};
+use ahp_vocab::EventPattern;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -42,6 +43,8 @@ pub struct Snippet {
     arguments: Vec<String>,
     /// The harness's timeout for the hook.
     pub timeout_ms: u64,
+    /// What the registration's subscriptions select, every entry of every `events`.
+    selected: Vec<EventPattern>,
 }
 
 impl Snippet {
@@ -58,6 +61,12 @@ impl Snippet {
             .map(|word| shell_quote(word))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// Whether `spec`'s hook belongs in the snippet: every one, but an on-demand one only
+    /// when the registration selects its event.
+    pub fn installs(&self, spec: &EventSpec) -> bool {
+        !spec.on_demand || self.selected.iter().any(|p| p.matches(spec.ahp.as_str()))
     }
 
     /// The timeout in whole seconds, rounded up.
@@ -102,6 +111,7 @@ pub fn install(request: &Install) -> Result<Value, String> {
         program: program.display().to_string(),
         arguments,
         timeout_ms: budget_ms + HEADROOM_MS,
+        selected: selected(&request.registration)?,
     };
     Ok(match request.harness {
         Harness::ClaudeCode => super::claude_code::snippet(&snippet),
@@ -110,6 +120,22 @@ pub fn install(request: &Install) -> Result<Value, String> {
         Harness::Cursor => super::cursor::snippet(&snippet),
         Harness::Copilot => super::copilot::snippet(&snippet),
     })
+}
+
+/// Every entry of every subscription's `events` in the registration at `path`, read
+/// leniently (the component checks the registration: install refuses one it refuses).
+fn selected(path: &Path) -> Result<Vec<EventPattern>, String> {
+    let text = crate::cli::read_file("--registration", path)?;
+    let registration: Value =
+        serde_json::from_str(&text).map_err(|e| format!("--registration: not JSON: {e}"))?;
+    let hooks = registration["hooks"].as_array().into_iter().flatten();
+    let subscriptions =
+        hooks.flat_map(|hook| hook["subscriptions"].as_array().into_iter().flatten());
+    let events = subscriptions.flat_map(|s| s["events"].as_array().into_iter().flatten());
+    Ok(events
+        .filter_map(Value::as_str)
+        .map(EventPattern::read)
+        .collect())
 }
 
 /// `path` made absolute; `existing` ones resolved through symlinks (and must exist).
@@ -145,6 +171,7 @@ mod tests {
             program: "ahp".into(),
             arguments: Vec::new(),
             timeout_ms: 15_000,
+            selected: Vec::new(),
         }
     }
 
@@ -161,6 +188,7 @@ mod tests {
             program: "ahp".into(),
             arguments: Vec::new(),
             timeout_ms: 10_001,
+            selected: Vec::new(),
         };
         assert_eq!(snippet.timeout_secs(), 11);
         assert_eq!(snippet.command("preToolUse"), "ahp --event preToolUse");
@@ -185,6 +213,39 @@ mod tests {
         for event in ["Stop", "SessionEnd", "PreCompact"] {
             assert!(on_failure(event).is_null(), "{event}: {hooks}");
             assert_eq!(hooks[event][0]["hooks"][0]["type"], "command", "{event}");
+        }
+    }
+
+    /// Gemini's `BeforeModel` runs a process at every model request, and a failure there
+    /// ends the turn: it is installed only for a registration that selects
+    /// model.request.before (by name, `model.*` or `*`), the other hooks always.
+    #[test]
+    fn a_hook_at_every_model_request_is_installed_only_when_selected() {
+        let gemini = |selected: &[&str]| {
+            let snippet = Snippet {
+                selected: selected.iter().map(|p| EventPattern::read(p)).collect(),
+                ..plain_snippet()
+            };
+            super::super::gemini::snippet(&snippet)["hooks"].clone()
+        };
+        for unselected in [
+            &["tool.before", "tool.after"][..],
+            &["turn.*", "model.error"],
+            &[],
+        ] {
+            let hooks = gemini(unselected);
+            assert!(
+                hooks.get("BeforeModel").is_none(),
+                "{unselected:?}: {hooks}"
+            );
+            assert!(hooks.get("BeforeTool").is_some(), "{unselected:?}: {hooks}");
+        }
+        for selected in ["model.request.before", "model.*", "*"] {
+            let hooks = gemini(&["tool.before", selected]);
+            assert_eq!(
+                hooks["BeforeModel"][0]["hooks"][0]["command"], "ahp --event BeforeModel",
+                "{selected}: {hooks}"
+            );
         }
     }
 

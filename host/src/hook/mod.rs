@@ -318,6 +318,10 @@ pub struct EventSpec {
     /// Whether a `modify` may replace the tool input whole: the harness runs the input
     /// the adapter writes as it is, rather than merging it into the model's arguments.
     pub replaces_input: bool,
+    /// Whether `ahp hook install` writes this hook only for a registration that selects
+    /// its AHP event: one that runs a process at every model request, and whose failure
+    /// ends the turn, is not worth it for a policy that never looks.
+    pub on_demand: bool,
 }
 
 /// The [`EventSpec`] of `native`: it becomes `ahp`, where the harness enforces `enforces`
@@ -328,6 +332,7 @@ const fn on(native: &'static str, ahp: AhpEvent, enforces: &'static [EffectKind]
         ahp,
         enforces,
         replaces_input: true,
+        on_demand: false,
     }
 }
 
@@ -337,6 +342,14 @@ impl EventSpec {
     const fn merging_input(self) -> EventSpec {
         EventSpec {
             replaces_input: false,
+            ..self
+        }
+    }
+
+    /// This event, installed only for a registration that selects it.
+    const fn on_demand(self) -> EventSpec {
+        EventSpec {
+            on_demand: true,
             ..self
         }
     }

@@ -48,6 +48,9 @@ pub struct ModelRequestFields {
     pub model: &'static str,
     /// The generation parameters' member in it, an object.
     pub params: &'static str,
+    /// The generation parameters passed on, when numbers; the rest of that object is
+    /// left out.
+    pub kept_params: &'static [&'static str],
     /// Who serves the harness's models (`model.provider`): the harness does not say per
     /// request.
     pub provider: &'static str,
@@ -81,7 +84,7 @@ pub fn read(
         _ => None,
     };
     let mcp_context = match (fields.mcp_context, &tool) {
-        (Some(key), Some(_)) => informational(optional_object(payload, key)),
+        (Some(key), Some(_)) => informational(optional_object(payload, key)).cloned(),
         _ => None,
     };
     let session_id = first_string(payload, fields.session)?;
@@ -94,7 +97,6 @@ pub fn read(
         }
         _ => None,
     };
-    let request = request.as_ref().map(|(fields, request)| (*fields, request));
     let workspace_roots = match fields.workspace_roots {
         Some(key) => informational(optional_strings(payload, key)),
         None => Vec::new(),
@@ -145,8 +147,10 @@ pub fn read(
             .and_then(|key| informational(optional_string(payload, key))),
         request_model: request
             .and_then(|(fields, request)| informational(optional_string(request, fields.model))),
-        request_params: request
-            .and_then(|(fields, request)| informational(optional_object(request, fields.params))),
+        request_params: request.and_then(|(fields, request)| {
+            let params = informational(optional_object(request, fields.params))?;
+            Some(kept_params(params, fields.kept_params))
+        }),
     })
 }
 
@@ -236,15 +240,26 @@ fn informational<T: Default>(read: Result<T, String>) -> T {
 }
 
 /// `key`, when present, must be an object.
-fn optional_object(
-    payload: &Map<String, Value>,
+fn optional_object<'a>(
+    payload: &'a Map<String, Value>,
     key: &str,
-) -> Result<Option<Map<String, Value>>, String> {
+) -> Result<Option<&'a Map<String, Value>>, String> {
     match payload.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(object)) => Ok(Some(object.clone())),
+        Some(Value::Object(object)) => Ok(Some(object)),
         Some(_) => Err(format!("{key} must be a JSON object")),
     }
+}
+
+/// The generation parameters among `params` that are named in `kept` and are numbers:
+/// an open object may carry anything (a system prompt, headers), which must not reach
+/// every backend whatever its content selection says.
+fn kept_params(params: &Map<String, Value>, kept: &[&str]) -> Map<String, Value> {
+    params
+        .iter()
+        .filter(|(key, value)| kept.contains(&key.as_str()) && value.is_number())
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
 }
 
 /// `key`, when present, must be a non-empty string.
@@ -353,14 +368,21 @@ mod tests {
             (read.request_model, read.request_params)
         };
         let (model, params) = read_request(json!({"model": "gemini-2.5-pro",
-            "messages": [{"role": "user", "content": "hi"}], "config": {"temperature": 0.2}}));
+            "messages": [{"role": "user", "content": "hi"}],
+            "config": {"temperature": 0.2, "topK": 40, "systemInstruction": "be terse",
+                "httpOptions": {"headers": {"x-goog-api-key": "k3y"}}, "seed": "7"}}));
         assert_eq!(model.as_deref(), Some("gemini-2.5-pro"));
-        assert_eq!(params, json!({"temperature": 0.2}).as_object().cloned());
+        // Known numeric generation parameters only: no prompt, no header, no string.
+        assert_eq!(
+            params,
+            json!({"temperature": 0.2, "topK": 40}).as_object().cloned()
+        );
         assert_eq!(
             read_request(json!({"model": 7, "config": [1]})),
             (None, None)
         );
         assert_eq!(read_request(json!("not an object")), (None, None));
+        assert_eq!(read_request(json!(null)), (None, None));
     }
 
     /// Claude Code names the subagent a call runs in (`agent_id`, `agent_type`) and the
