@@ -850,8 +850,30 @@ async fn validate(
     for warning in interceptor.warnings() {
         eprintln!("warning: {warning}");
     }
+    if let Some(harness) = harness {
+        note_on_demand_hooks(harness, &text);
+    }
     interceptor.shutdown_async().await;
     Ok(())
+}
+
+/// Says which of `harness`'s hooks that `ahp hook install` writes only on demand the
+/// registration `text` needs: installed for another registration, they are missing, and
+/// what they would decide is never asked.
+fn note_on_demand_hooks(harness: hook::Harness, text: &str) {
+    let selected = hook::selected_by(text);
+    for spec in harness.events().iter().filter(|spec| spec.on_demand) {
+        if hook::selects(&selected, spec) {
+            eprintln!(
+                "note: {} needs {}'s {} hook, which `ahp hook install {}` writes only for a \
+                 registration that selects it: install again if it is new here",
+                spec.ahp.as_str(),
+                harness.name(),
+                spec.native,
+                harness.name()
+            );
+        }
+    }
 }
 
 async fn intercept(

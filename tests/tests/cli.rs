@@ -571,6 +571,11 @@ fn check_for_a_harness_refuses_what_that_harness_cannot_intercept() {
     // Gemini shows a hook its model requests (`BeforeModel`): valid for it.
     let run = ahp(&["check", path(&reg), "--harness", "gemini"], &[]);
     run.assert_exit(0, "check for gemini");
+    assert!(
+        run.stderr.contains("needs gemini's BeforeModel hook"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(run.stdout, format!("{}: valid for gemini\n", reg.display()));
     for harness in ["codex", "cursor", "copilot"] {
         let run = ahp(&["check", path(&reg), "--harness", harness], &[]);
@@ -599,6 +604,34 @@ fn check_for_a_harness_refuses_what_that_harness_cannot_intercept() {
         "{}",
         run.stderr
     );
+}
+
+/// `hook install gemini` writes the BeforeModel hook (a process at every model request)
+/// for a registration that selects model.request.before, and only then.
+#[test]
+fn hook_install_writes_a_hook_at_every_model_request_only_when_selected() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let selecting = intercepting_model_requests(dir.path());
+    for (reg, wanted) in [(selecting, true), (portable(), false)] {
+        let run = ahp(
+            &["hook", "install", "gemini", "--registration", path(&reg)],
+            &[],
+        );
+        run.assert_exit(0, "install gemini");
+        let snippet: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+        assert_eq!(
+            snippet["hooks"].get("BeforeModel").is_some(),
+            wanted,
+            "{}: {}",
+            reg.display(),
+            run.stdout
+        );
+        assert!(
+            snippet["hooks"].get("BeforeTool").is_some(),
+            "{}",
+            run.stdout
+        );
+    }
 }
 
 /// `hook install --omit-session` writes the fields into every hook's command, in the

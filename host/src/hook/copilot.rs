@@ -121,6 +121,7 @@ pub fn tool_answer(verdict: &Verdict) -> Answer {
 pub fn snippet(snippet: &Snippet) -> Value {
     let hooks: Map<String, Value> = EVENTS
         .iter()
+        .filter(|spec| snippet.installs(spec))
         .map(|spec| {
             let hook = json!({
                 "type": "command",

@@ -79,6 +79,7 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
 pub fn snippet(snippet: &Snippet) -> Value {
     let hooks: Map<String, Value> = EVENTS
         .iter()
+        .filter(|spec| snippet.installs(spec))
         .map(|spec| {
             let mut hook = json!({
                 "command": snippet.command(spec.native),

@@ -54,7 +54,8 @@ pub const FIELDS: Fields = Fields {
         request: "llm_request",
         model: "model",
         params: "config",
-        // Gemini shows a hook temperature, maxOutputTokens, topP and topK today.
+        // Gemini shows a hook temperature, maxOutputTokens, topP and topK today; the
+        // others are generation parameters its hook request type declares.
         kept_params: &[
             "temperature",
             "maxOutputTokens",
@@ -63,7 +64,6 @@ pub const FIELDS: Fields = Fields {
             "candidateCount",
             "presencePenalty",
             "frequencyPenalty",
-            "seed",
         ],
         provider: "google",
     }),

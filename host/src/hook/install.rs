@@ -66,7 +66,7 @@ impl Snippet {
     /// Whether `spec`'s hook belongs in the snippet: every one, but an on-demand one only
     /// when the registration selects its event.
     pub fn installs(&self, spec: &EventSpec) -> bool {
-        !spec.on_demand || self.selected.iter().any(|p| p.matches(spec.ahp.as_str()))
+        !spec.on_demand || selects(&self.selected, spec)
     }
 
     /// The timeout in whole seconds, rounded up.
@@ -122,20 +122,31 @@ pub fn install(request: &Install) -> Result<Value, String> {
     })
 }
 
+/// Whether `selected` (a registration's `events` entries) reaches `spec`'s event, in any
+/// mode: an observer of it needs the hook as an interceptor does.
+pub(crate) fn selects(selected: &[EventPattern], spec: &EventSpec) -> bool {
+    selected.iter().any(|p| p.matches(spec.ahp.as_str()))
+}
+
 /// Every entry of every subscription's `events` in the registration at `path`, read
 /// leniently (the component checks the registration: install refuses one it refuses).
 fn selected(path: &Path) -> Result<Vec<EventPattern>, String> {
-    let text = crate::cli::read_file("--registration", path)?;
-    let registration: Value =
-        serde_json::from_str(&text).map_err(|e| format!("--registration: not JSON: {e}"))?;
+    Ok(selected_by(&crate::cli::read_file("--registration", path)?))
+}
+
+/// Every entry of every subscription's `events` in the registration `text`, read
+/// leniently: text that is no registration selects nothing (the component, which
+/// checks it, names its problems).
+pub(crate) fn selected_by(text: &str) -> Vec<EventPattern> {
+    let registration: Value = serde_json::from_str(text).unwrap_or_default();
     let hooks = registration["hooks"].as_array().into_iter().flatten();
     let subscriptions =
         hooks.flat_map(|hook| hook["subscriptions"].as_array().into_iter().flatten());
     let events = subscriptions.flat_map(|s| s["events"].as_array().into_iter().flatten());
-    Ok(events
+    events
         .filter_map(Value::as_str)
         .map(EventPattern::read)
-        .collect())
+        .collect()
 }
 
 /// `path` made absolute; `existing` ones resolved through symlinks (and must exist).

@@ -48,6 +48,7 @@ pub use call_audit::CallAudit;
 use call_audit::Recorded;
 pub(crate) use install::absolute;
 pub use install::{install, Install};
+pub(crate) use install::{selected_by, selects};
 
 use crate::vocab::{
     DeliverAt, Enforce, EventCapability, EventRef, FlowCapability, FlowOperation,
@@ -319,8 +320,9 @@ pub struct EventSpec {
     /// the adapter writes as it is, rather than merging it into the model's arguments.
     pub replaces_input: bool,
     /// Whether `ahp hook install` writes this hook only for a registration that selects
-    /// its AHP event: one that runs a process at every model request, and whose failure
-    /// ends the turn, is not worth it for a policy that never looks.
+    /// its AHP event (in any mode): a hook that costs much more than it is worth to a
+    /// registration that never looks (Gemini's BeforeModel runs a process at every model
+    /// request, and a failure there ends the turn).
     pub on_demand: bool,
 }
 
