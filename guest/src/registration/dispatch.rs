@@ -75,13 +75,8 @@ mod tests {
     use crate::registration::{parse, EventPattern, View};
 
     #[test]
-    fn patterns_match_purely_and_subscriptions_filter_by_mode() {
-        let family = EventPattern::Family("model".into());
-        assert!(family.matches("model.request.before") && family.matches("model.error"));
-        assert!(
-            !family.matches("model") && !family.matches("models.x") && !family.matches("model.")
-        );
-        assert!(EventPattern::Any.matches("turn.end"));
+    fn subscriptions_filter_patterns_by_mode() {
+        // How a pattern matches is ahp-vocab's (`EventPattern`); here, the mode.
         let mode = Mode::Intercept {
             timeout_ms: 500,
             policy: FailurePolicy::FailOpen,

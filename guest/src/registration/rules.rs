@@ -333,10 +333,8 @@ fn events(c: &mut Checker, v: &Value, path: &str) -> Option<Vec<Option<EventPatt
 }
 
 /// Wildcards are a whole family (`model.*`) or everything (`*`); nothing else (§6 rule 7).
+/// A pattern that passes is read as the host reads it ([`EventPattern::read`]).
 fn event_pattern(text: &str) -> Result<EventPattern, &'static str> {
-    if text == "*" {
-        return Ok(EventPattern::Any);
-    }
     if let Some(family) = text.strip_suffix(".*") {
         let mut chars = family.chars();
         let lowercase_word = chars.next().is_some_and(|ch| ch.is_ascii_lowercase())
@@ -344,13 +342,15 @@ fn event_pattern(text: &str) -> Result<EventPattern, &'static str> {
         if !lowercase_word {
             return Err("a family wildcard is a lowercase family name and .*");
         }
-        return Ok(EventPattern::Family(family.to_owned()));
+    } else if text != "*" {
+        if text.contains('*') {
+            return Err("wildcards must be a whole family (family.*) or *");
+        }
+        if !is_reverse_dns(text) {
+            return Err("must be a dotted event name like tool.before");
+        }
     }
-    match text {
-        _ if text.contains('*') => Err("wildcards must be a whole family (family.*) or *"),
-        _ if is_reverse_dns(text) => Ok(EventPattern::Exact(text.to_owned())),
-        _ => Err("must be a dotted event name like tool.before"),
-    }
+    Ok(EventPattern::read(text))
 }
 
 /// An intercept subscription may select only interceptable events, and a family
