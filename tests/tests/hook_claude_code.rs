@@ -32,7 +32,6 @@ fn contract() -> Contract {
         tool: (
             "Bash",
             json!({"command": "git push --force", "description": "Push"}),
-            "abc123",
         ),
         session: json!({"id": "abc123", "cwd": "/repo",
             "agent": {"id": "agent-7", "type": "code-reviewer"}}),

@@ -26,11 +26,7 @@ fn contract() -> Contract {
         harness: "codex",
         pre_tool: (pre, &[]),
         post_tool: (post, &[]),
-        tool: (
-            "Bash",
-            json!({"command": ["bash", "-lc", "rm -rf build"]}),
-            "019a-codex",
-        ),
+        tool: ("Bash", json!({"command": ["bash", "-lc", "rm -rf build"]})),
         session: json!({"id": "019a-codex", "cwd": "/repo", "model": "gpt-5-codex"}),
         call_id: Some("call_Codex1"),
         advertised: &["deny"],

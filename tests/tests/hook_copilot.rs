@@ -20,7 +20,7 @@ fn contract() -> Contract {
         harness: "copilot",
         pre_tool: (common, &["--event", "preToolUse"]),
         post_tool: (post, &["--event", "postToolUse"]),
-        tool: ("bash", json!({"command": "git reset --hard"}), "cop-5"),
+        tool: ("bash", json!({"command": "git reset --hard"})),
         session: json!({"id": "cop-5", "cwd": "/repo"}),
         call_id: None,
         // Copilot's answer has no context field: no `inject`, no `message`.

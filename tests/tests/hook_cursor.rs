@@ -24,7 +24,7 @@ fn contract() -> Contract {
         harness: "cursor",
         pre_tool: (pre, &[]),
         post_tool: (post, &[]),
-        tool: ("Shell", json!({"command": "npm publish"}), "conv-9"),
+        tool: ("Shell", json!({"command": "npm publish"})),
         session: json!({"id": "conv-9", "cwd": "/repo", "workspaceRoots": ["/repo", "/libs"],
             "model": "claude-4"}),
         call_id: Some("tool_c1"),

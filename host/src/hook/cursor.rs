@@ -32,8 +32,7 @@ pub const SETTINGS_FILE: &str = ".cursor/hooks.json";
 
 /// `conversation_id` as the session, `cwd` (else the first workspace root), the
 /// `workspace_roots`, the `model`, `cursor_version` as the harness's version, and for
-/// tool events `tool_name`, `tool_input` and
-/// `tool_use_id`.
+/// tool events `tool_name`, `tool_input` and `tool_use_id`.
 pub const FIELDS: Fields = Fields {
     session: &["conversation_id"],
     tool: &[SNAKE_TOOL],

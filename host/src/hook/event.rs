@@ -76,17 +76,9 @@ pub fn build(
             event["trigger"] = json!(payload.trigger.as_deref().unwrap_or("unknown"));
             event["manifest"] = super::manifest::manifest(harness);
             event["items"] = json!([]);
-            // Both required: "unknown", and a gap, where the harness does not say.
             let mut gaps = Vec::new();
-            let mut said = |value: &Option<String>, pointer: &str| match value {
-                Some(value) => json!(value),
-                None => {
-                    gaps.push(json!({"path": pointer, "reason": "the harness does not say"}));
-                    json!("unknown")
-                }
-            };
-            event["permissionMode"] = said(&payload.permission_mode, "/permissionMode");
-            let version = said(&payload.harness_version, "/harness/version");
+            event["permissionMode"] = said(&payload.permission_mode, "/permissionMode", &mut gaps);
+            let version = said(&payload.harness_version, "/harness/version", &mut gaps);
             event["harness"] = json!({"name": harness.name(), "version": version});
             if !gaps.is_empty() {
                 event["gaps"] = json!(gaps);
@@ -100,21 +92,21 @@ pub fn build(
             event["trigger"] = json!("user");
             // The prompt itself travels only in `native`, which policy must enable.
             event["items"] = json!([]);
-            event["gaps"] = json!([{"path": "/items", "reason": "the prompt is only in native"}]);
+            event["gaps"] = json!([gap("/items", "the prompt is only in native")]);
         }
         AhpEvent::TurnFinishBefore => {
             event["outcome"] = json!("completed");
             event["continuationCount"] = json!(0);
             event["items"] = json!([]);
             event["gaps"] = json!([
-                {"path": "/continuationCount", "reason": "the harness does not say"},
-                {"path": "/items", "reason": "the response is only in native"},
+                gap("/continuationCount", UNSAID),
+                gap("/items", "the response is only in native"),
             ]);
         }
         AhpEvent::ContextCompactBefore => {
             event["trigger"] = json!(payload.trigger.as_deref().unwrap_or("unknown"));
             event["items"] = json!([]);
-            event["gaps"] = json!([{"path": "/items", "reason": "the harness does not say"}]);
+            event["gaps"] = json!([gap("/items", UNSAID)]);
         }
         AhpEvent::ModelRequestBefore => {
             let provider = harness
@@ -123,25 +115,28 @@ pub fn build(
                 .as_ref()
                 .map_or("unknown", |request| request.provider);
             let mut gaps = Vec::new();
-            let model = match &payload.request_model {
-                Some(model) => json!(model),
-                None => {
-                    gaps.push(json!({"path": "/model/id", "reason": "the harness does not say"}));
-                    json!("unknown")
-                }
-            };
+            let model = said(&payload.request_model, "/model/id", &mut gaps);
             event["model"] = json!({"id": model, "provider": provider});
-            gaps.push(json!({"path": "/model/provider",
-                "reason": format!("the harness does not say; {provider} stands for it")}));
+            gaps.push(gap(
+                "/model/provider",
+                &format!("{UNSAID}; {provider} stands for it"),
+            ));
             event["params"] = json!(payload.request_params.clone().unwrap_or_default());
-            gaps.push(json!({"path": "/params",
-                "reason": "the numeric generation parameters the harness shows a hook, no other"}));
+            gaps.push(gap(
+                "/params",
+                "the numeric generation parameters the harness shows a hook, no other",
+            ));
             // One hook process sees one request: which attempt it is, the harness does
             // not say, and the attempt's id is made up (from the event's, below).
-            gaps.push(json!({"path": "/attempt/number", "reason": "the harness does not say; 1 stands for it"}));
+            gaps.push(gap(
+                "/attempt/number",
+                &format!("{UNSAID}; 1 stands for it"),
+            ));
             event["items"] = json!([]);
-            gaps.push(json!({"path": "/items",
-                "reason": "the request's messages are only in native, as the text the harness shows a hook"}));
+            gaps.push(gap(
+                "/items",
+                "the request's messages are only in native, as the text the harness shows a hook",
+            ));
             event["gaps"] = json!(gaps);
         }
         AhpEvent::ToolBefore => {}
@@ -161,6 +156,26 @@ pub fn build(
     }
     event["id"] = json!(format!("evt_{id}"));
     event
+}
+
+/// Why a member is a gap when the harness is silent on it.
+pub(super) const UNSAID: &str = "the harness does not say";
+
+/// One entry of a `gaps` list: the member not disclosed, and why.
+pub(super) fn gap(path: &str, reason: &str) -> Value {
+    json!({"path": path, "reason": reason})
+}
+
+/// What the harness said of a required member, else "unknown" with a gap at `pointer`
+/// that says so.
+fn said(value: &Option<String>, pointer: &str, gaps: &mut Vec<Value>) -> Value {
+    match value {
+        Some(value) => json!(value),
+        None => {
+            gaps.push(gap(pointer, UNSAID));
+            json!("unknown")
+        }
+    }
 }
 
 /// The `tool.after` that reports the call of `before`, a `tool.before` built by [`build`],
@@ -391,18 +406,26 @@ mod tests {
         assert_eq!(after["id"], denied_after(&before)["id"], "stable");
     }
 
-    /// The session.start `harness` builds for a session "s" from `payload`.
-    fn session_start(harness: Harness, payload: Payload) -> Value {
-        let spec = harness
-            .events()
-            .iter()
-            .find(|spec| spec.ahp == AhpEvent::SessionStart)
-            .expect("every harness reports a session start");
+    /// The `ahp` event `harness` builds for a session "s" from `payload`.
+    fn built(harness: Harness, ahp: AhpEvent, payload: Payload) -> Value {
+        let spec = harness.events().iter().find(|spec| spec.ahp == ahp);
+        let spec = spec.unwrap_or_else(|| panic!("{harness:?} maps {ahp:?}"));
         let payload = Payload {
             session_id: "s".into(),
             ..payload
         };
         build(harness, spec, &payload, "urn:x", Map::new())
+    }
+
+    /// The session.start `harness` builds for a session "s" from `payload`.
+    fn session_start(harness: Harness, payload: Payload) -> Value {
+        built(harness, AhpEvent::SessionStart, payload)
+    }
+
+    /// The paths of a `gaps` list (an event's or a manifest's); none when it has none.
+    fn gap_paths(gaps: &Value) -> Vec<&str> {
+        let gaps = gaps.as_array().into_iter().flatten();
+        gaps.filter_map(|gap| gap["path"].as_str()).collect()
     }
 
     /// Every session.start carries its harness's manifest (digest §11: "session.start
@@ -427,20 +450,14 @@ mod tests {
     /// missing model is "unknown" with a gap of its own).
     #[test]
     fn a_model_request_names_its_model_and_what_it_does_not_know() {
-        let spec = Harness::Gemini
-            .events()
-            .iter()
-            .find(|spec| spec.ahp == AhpEvent::ModelRequestBefore)
-            .expect("Gemini shows a hook its model requests");
         let mut params = Map::new();
         params.insert("temperature".into(), json!(0.2));
         let payload = Payload {
-            session_id: "s".into(),
             request_model: Some("gemini-2.5-pro".into()),
             request_params: Some(params),
             ..Payload::default()
         };
-        let event = build(Harness::Gemini, spec, &payload, "urn:x", Map::new());
+        let event = built(Harness::Gemini, AhpEvent::ModelRequestBefore, payload);
         assert_eq!(event["type"], "model.request.before");
         assert_eq!(
             event["model"],
@@ -450,68 +467,48 @@ mod tests {
         assert_eq!(event["attempt"]["number"], 1);
         assert_eq!(event["attempt"]["synthesized"], true);
         assert_eq!(event["items"], json!([]));
-        let gap_paths = |event: &Value| -> Vec<String> {
-            let gaps = event["gaps"].as_array().cloned().unwrap_or_default();
-            gaps.iter()
-                .filter_map(|g| g["path"].as_str().map(str::to_owned))
-                .collect()
-        };
         let gaps = ["/model/provider", "/params", "/attempt/number", "/items"];
-        assert_eq!(gap_paths(&event), gaps);
+        assert_eq!(gap_paths(&event["gaps"]), gaps);
         let attempt_id = event["attempt"]["id"].as_str().expect("an attempt id");
         let event_id = event["id"].as_str().expect("an event id");
         assert_eq!(
             attempt_id.strip_prefix("attempt_"),
             event_id.strip_prefix("evt_")
         );
-        let unnamed = build(
+        let unnamed = built(
             Harness::Gemini,
-            spec,
-            &Payload::default(),
-            "urn:x",
-            Map::new(),
+            AhpEvent::ModelRequestBefore,
+            Payload::default(),
         );
         assert_eq!(unnamed["model"]["id"], "unknown");
         assert_eq!(unnamed["params"], json!({}));
-        assert_eq!(gap_paths(&unnamed)[0], "/model/id");
-        assert_eq!(gap_paths(&unnamed)[1..], gaps);
+        assert_eq!(gap_paths(&unnamed["gaps"])[0], "/model/id");
+        assert_eq!(gap_paths(&unnamed["gaps"])[1..], gaps);
     }
 
     /// A subagent the harness names is the session's agent; a permission mode it names
     /// is the session.start's, with no gap.
     #[test]
     fn the_subagent_and_the_permission_mode_are_the_harness_s() {
-        let spec = &Harness::ClaudeCode.events()[0];
-        let payload = Payload {
-            session_id: "s".into(),
-            tool: Some(("Bash".into(), Map::new())),
-            agent: Some(("a-1".into(), Some("reviewer".into()))),
-            ..Payload::default()
+        let in_agent = |kind: Option<&str>| {
+            let payload = Payload {
+                tool: Some(("Bash".into(), Map::new())),
+                agent: Some(("a-1".into(), kind.map(str::to_owned))),
+                ..Payload::default()
+            };
+            built(Harness::ClaudeCode, AhpEvent::ToolBefore, payload)
         };
-        let event = build(Harness::ClaudeCode, spec, &payload, "urn:x", Map::new());
         assert_eq!(
-            event["session"]["agent"],
+            in_agent(Some("reviewer"))["session"]["agent"],
             json!({"id": "a-1", "type": "reviewer"})
         );
-        let untyped = Payload {
-            agent: Some(("a-1".into(), None)),
-            ..payload
-        };
-        let event = build(Harness::ClaudeCode, spec, &untyped, "urn:x", Map::new());
-        assert_eq!(event["session"]["agent"], json!({"id": "a-1"}));
+        assert_eq!(in_agent(None)["session"]["agent"], json!({"id": "a-1"}));
         let start = |mode: Option<&str>| {
             let payload = Payload {
                 permission_mode: mode.map(str::to_owned),
                 ..Payload::default()
             };
             session_start(Harness::ClaudeCode, payload)
-        };
-        let mode_gap = |event: &Value| {
-            event["gaps"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|gap| gap["path"] == "/permissionMode")
         };
         // Both known (no harness names both today): no gaps at all.
         let both = Payload {
@@ -522,14 +519,16 @@ mod tests {
         let event = session_start(Harness::Cursor, both);
         assert!(event.get("gaps").is_none(), "{event}");
         let known = start(Some("plan"));
-        assert_eq!(
-            (&known["permissionMode"], mode_gap(&known)),
-            (&json!("plan"), false)
+        assert_eq!(known["permissionMode"], "plan");
+        assert!(
+            !gap_paths(&known["gaps"]).contains(&"/permissionMode"),
+            "{known}"
         );
         let unknown = start(None);
-        assert_eq!(
-            (&unknown["permissionMode"], mode_gap(&unknown)),
-            (&json!("unknown"), true)
+        assert_eq!(unknown["permissionMode"], "unknown");
+        assert!(
+            gap_paths(&unknown["gaps"]).contains(&"/permissionMode"),
+            "{unknown}"
         );
     }
 
@@ -537,13 +536,6 @@ mod tests {
     /// (Cursor), else "unknown" with a gap that says so.
     #[test]
     fn a_session_start_names_the_harness_s_version_or_its_gap() {
-        let version_gap = |event: &Value| {
-            event["gaps"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|gap| gap["path"] == "/harness/version")
-        };
         let versioned = Payload {
             harness_version: Some("2.4.0".into()),
             ..Payload::default()
@@ -553,17 +545,19 @@ mod tests {
             cursor["harness"],
             json!({"name": "cursor", "version": "2.4.0"})
         );
-        assert!(!version_gap(&cursor), "{cursor}");
+        assert!(
+            !gap_paths(&cursor["gaps"]).contains(&"/harness/version"),
+            "{cursor}"
+        );
         let claude = session_start(Harness::ClaudeCode, Payload::default());
         assert_eq!(claude["harness"]["version"], "unknown");
-        assert!(version_gap(&claude), "{claude}");
+        assert!(
+            gap_paths(&claude["gaps"]).contains(&"/harness/version"),
+            "{claude}"
+        );
         // The manifest each embeds says the same of its harness.
         let manifest_gap = |event: &Value| {
-            event["manifest"]["gaps"]
-                .as_array()
-                .expect("manifest gaps")
-                .iter()
-                .any(|gap| gap["path"] == "session.start.harness.version")
+            gap_paths(&event["manifest"]["gaps"]).contains(&"session.start.harness.version")
         };
         assert_eq!(
             (manifest_gap(&cursor), manifest_gap(&claude)),
@@ -572,14 +566,9 @@ mod tests {
         // The permission mode's gap: always there, said to apply only sometimes where the
         // harness can name it.
         let mode_reason = |event: &Value| {
-            let gaps = event["manifest"]["gaps"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let gap = gaps
-                .into_iter()
-                .find(|gap| gap["path"] == "session.start.permissionMode");
-            gap.map(|gap| gap["reason"].clone())
+            let gaps = event["manifest"]["gaps"].as_array().into_iter().flatten();
+            let mut mode = gaps.filter(|gap| gap["path"] == "session.start.permissionMode");
+            mode.next().map(|gap| gap["reason"].clone())
         };
         assert_eq!(
             mode_reason(&cursor),

@@ -111,7 +111,10 @@ pub fn install(request: &Install) -> Result<Value, String> {
         program: program.display().to_string(),
         arguments,
         timeout_ms: budget_ms + HEADROOM_MS,
-        selected: selected(&request.registration)?,
+        selected: selected_by(&crate::cli::read_file(
+            "--registration",
+            &request.registration,
+        )?),
     };
     Ok(match request.harness {
         Harness::ClaudeCode => super::claude_code::snippet(&snippet),
@@ -126,12 +129,6 @@ pub fn install(request: &Install) -> Result<Value, String> {
 /// mode: an observer of it needs the hook as an interceptor does.
 pub(crate) fn selects(selected: &[EventPattern], spec: &EventSpec) -> bool {
     selected.iter().any(|p| p.matches(spec.ahp.as_str()))
-}
-
-/// Every entry of every subscription's `events` in the registration at `path`, read
-/// leniently (the component checks the registration: install refuses one it refuses).
-fn selected(path: &Path) -> Result<Vec<EventPattern>, String> {
-    Ok(selected_by(&crate::cli::read_file("--registration", path)?))
 }
 
 /// Every entry of every subscription's `events` in the registration `text`, read

@@ -8,6 +8,7 @@
 //! plus the two the interceptor emits for them (a denied call's `tool.after`, and
 //! `hook.failure`). What it cannot say is in `gaps`, never left to mean "unlimited".
 
+use super::event::{gap, UNSAID};
 use super::{AhpEvent, Harness};
 use ahp_vocab::{Capabilities, PROTOCOL_VERSION, SUPPORTED_TIMEOUT_MS};
 use serde_json::{json, Value};
@@ -46,21 +47,21 @@ pub fn manifest(harness: Harness) -> Value {
         false => "project",
     };
     let mut gaps = vec![
-        json!({"path": "contentCategories",
-            "reason": "prompts, responses and tool output reach backends only in `native`"}),
-        json!({"path": "limits.maxUploadBytes", "reason": "content upload is not supported"}),
-        json!({"path": "limits.maxContinuations", "reason": "the harness does not say"}),
+        gap(
+            "contentCategories",
+            "prompts, responses and tool output reach backends only in `native`",
+        ),
+        gap("limits.maxUploadBytes", "content upload is not supported"),
+        gap("limits.maxContinuations", UNSAID),
     ];
     // The permission mode: "unknown" at a session.start where the harness does not say.
     let mode_gap = match harness.fields().permission_mode {
-        Some(_) => "when the harness does not say, \"unknown\"",
-        None => "the harness does not say",
+        Some(_) => format!("when {UNSAID}, \"unknown\""),
+        None => UNSAID.to_owned(),
     };
-    gaps.push(json!({"path": "session.start.permissionMode", "reason": mode_gap}));
+    gaps.push(gap("session.start.permissionMode", &mode_gap));
     if harness.fields().harness_version.is_none() {
-        gaps.push(
-            json!({"path": "session.start.harness.version", "reason": "the harness does not say"}),
-        );
+        gaps.push(gap("session.start.harness.version", UNSAID));
     }
     json!({
         "events": events,

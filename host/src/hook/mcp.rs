@@ -16,6 +16,7 @@
 //! has any, are a gap. The whole payload, `mcp_context` included, is
 //! still in `native` for a subscription that sets `includeNative`.
 
+use super::event::{gap, UNSAID};
 use serde_json::{json, Map, Value};
 
 /// The transport of an MCP server whose transport the harness does not name: an
@@ -41,12 +42,7 @@ pub fn descriptor(name: &str, context: Option<&Map<String, Value>>) -> Option<Va
             Some(tool) => (tool, "runtime"),
             None => (name, "inferred"),
         };
-        return Some(json!({
-            "server": {"id": server},
-            "toolName": tool,
-            "provenance": provenance,
-            "connection": connection(context),
-        }));
+        return Some(described(server, tool, provenance, connection(context)));
     }
     if context.is_some() {
         tracing::warn!(
@@ -57,12 +53,17 @@ pub fn descriptor(name: &str, context: Option<&Map<String, Value>>) -> Option<Va
     if server.is_empty() || tool.is_empty() {
         return None;
     }
-    Some(json!({
+    Some(described(server, tool, "inferred", undisclosed()))
+}
+
+/// The descriptor of `tool` at `server`, reached by `connection`.
+fn described(server: &str, tool: &str, provenance: &str, connection: Value) -> Value {
+    json!({
         "server": {"id": server},
         "toolName": tool,
-        "provenance": "inferred",
-        "connection": undisclosed(),
-    }))
+        "provenance": provenance,
+        "connection": connection,
+    })
 }
 
 /// The connection `context` describes: a remote server by its URL's origin, a stdio one
@@ -91,7 +92,7 @@ fn connection(context: &Map<String, Value>) -> Value {
         }
         match text(context, "cwd") {
             Some(cwd) => connection["cwd"] = json!(cwd),
-            None => gaps.push(gap("cwd", "the harness does not say")),
+            None => gaps.push(gap("cwd", UNSAID)),
         }
         if !gaps.is_empty() {
             connection["gaps"] = json!(gaps);
@@ -108,9 +109,9 @@ fn undisclosed() -> Value {
     json!({
         "transport": UNDISCLOSED_TRANSPORT,
         "gaps": [
-            gap("transport", "the harness does not say; _undisclosed stands for it"),
-            gap("addressForm", "the harness does not say"),
-            gap("address", "the harness does not say"),
+            gap("transport", &format!("{UNSAID}; _undisclosed stands for it")),
+            gap("addressForm", UNSAID),
+            gap("address", UNSAID),
         ],
     })
 }
@@ -121,10 +122,6 @@ fn text<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
         .get(key)
         .and_then(Value::as_str)
         .filter(|text| !text.is_empty())
-}
-
-fn gap(path: &str, reason: &str) -> Value {
-    json!({"path": path, "reason": reason})
 }
 
 /// The origin of an `http` or `https` `url` (`scheme://host[:port]`, no default port),

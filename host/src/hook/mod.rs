@@ -465,7 +465,7 @@ pub enum SessionField {
     Cwd,
     /// `session.workspaceRoots` (Cursor's workspace roots).
     WorkspaceRoots,
-    /// `session.model` (Codex's and Cursor's model).
+    /// `session.model` (Claude Code's, Codex's and Cursor's model).
     Model,
     /// `session.agent` (Claude Code's subagent).
     Agent,
@@ -1289,11 +1289,7 @@ mod tests {
 
     #[test]
     fn a_deny_without_a_better_word_is_exit_2_with_the_reason() {
-        let after = Harness::Codex
-            .events()
-            .iter()
-            .find(|s| s.native == "PostToolUse");
-        let after = after.expect("mapped");
+        let after = Harness::Codex.spec("PostToolUse").expect("mapped");
         let answer = exit_code_answer(after, &Verdict::failed());
         assert_eq!(answer.exit, 2);
         assert_eq!(answer.stderr, vec![generic_reason().to_string()]);

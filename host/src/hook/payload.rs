@@ -130,18 +130,7 @@ pub fn read(
         harness_version: fields
             .harness_version
             .and_then(|key| informational(optional_string(payload, key))),
-        agent: fields.agent.and_then(|(id_key, kind_key)| {
-            let kind = informational(optional_string(payload, kind_key));
-            let Some(id) = informational(optional_string(payload, id_key)) else {
-                if kind.is_some() {
-                    // `claude --agent NAME` names the main agent's type, and no id, which
-                    // `session.agent` requires.
-                    tracing::debug!("{kind_key} without {id_key}: no session.agent");
-                }
-                return None;
-            };
-            Some((id, kind))
-        }),
+        agent: fields.agent.and_then(|keys| agent(payload, keys)),
         permission_mode: fields
             .permission_mode
             .and_then(|key| informational(optional_string(payload, key))),
@@ -213,6 +202,23 @@ fn input(payload: &Map<String, Value>, form: &ToolFields) -> Result<Map<String, 
     }
 }
 
+/// The agent `payload` names at its `(id, type)` members: its id and, when named, its
+/// type. A type with no id names none: `session.agent` requires an id (`claude --agent
+/// NAME` names the main agent's type alone).
+fn agent(
+    payload: &Map<String, Value>,
+    (id_key, kind_key): (&str, &str),
+) -> Option<(String, Option<String>)> {
+    let kind = informational(optional_string(payload, kind_key));
+    let Some(id) = informational(optional_string(payload, id_key)) else {
+        if kind.is_some() {
+            tracing::debug!("{kind_key} without {id_key}: no session.agent");
+        }
+        return None;
+    };
+    Some((id, kind))
+}
+
 /// `key`'s list of non-empty strings, when present.
 fn optional_strings(payload: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
     let wrong = || format!("{key} must be a list of non-empty strings");
@@ -282,6 +288,12 @@ mod tests {
         read(harness.fields(), payload.as_object().unwrap(), spec)
     }
 
+    /// `payload` read at `harness`'s `native` event.
+    fn read_at(harness: Harness, native: &str, payload: Value) -> Result<Payload, String> {
+        let spec = harness.spec(native).expect("mapped");
+        read(harness.fields(), payload.as_object().unwrap(), spec)
+    }
+
     #[test]
     fn a_missing_or_mistyped_field_is_named() {
         let error = read_as(Harness::ClaudeCode, json!({"tool_name": "Bash"})).unwrap_err();
@@ -323,10 +335,8 @@ mod tests {
             (Harness::Gemini, "PreCompress", "trigger", "manual"),
         ];
         for (harness, native, key, trigger) in cases {
-            let spec = harness.events().iter().find(|s| s.native == native);
-            let spec = spec.expect("mapped");
             let payload = json!({"session_id": "s", "hook_event_name": native, key: trigger});
-            let read = read(harness.fields(), payload.as_object().unwrap(), spec).unwrap();
+            let read = read_at(harness, native, payload).unwrap();
             assert_eq!(
                 read.trigger.as_deref(),
                 Some(trigger),
@@ -355,15 +365,10 @@ mod tests {
     /// left out when of another shape, and the payload still reads.
     #[test]
     fn gemini_s_model_request_is_read_before_the_model() {
-        let spec = Harness::Gemini
-            .events()
-            .iter()
-            .find(|s| s.native == "BeforeModel");
-        let spec = spec.expect("mapped");
         let read_request = |request: Value| {
             let payload = json!({"session_id": "s", "hook_event_name": "BeforeModel",
                 "llm_request": request});
-            let read = super::read(Harness::Gemini.fields(), payload.as_object().unwrap(), spec);
+            let read = read_at(Harness::Gemini, "BeforeModel", payload);
             let read = read.expect("the payload reads");
             (read.request_model, read.request_params)
         };
@@ -454,17 +459,8 @@ mod tests {
         let versioned = |version: Value| {
             let payload = json!({"conversation_id": "c", "hook_event_name": "sessionStart",
                 "cursor_version": version});
-            let spec = Harness::Cursor
-                .events()
-                .iter()
-                .find(|s| s.native == "sessionStart");
-            super::read(
-                Harness::Cursor.fields(),
-                payload.as_object().unwrap(),
-                spec.unwrap(),
-            )
-            .unwrap()
-            .harness_version
+            let read = read_at(Harness::Cursor, "sessionStart", payload);
+            read.unwrap().harness_version
         };
         assert_eq!(versioned(json!("2.4.0")).as_deref(), Some("2.4.0"));
         assert_eq!((versioned(json!(7)), versioned(json!(""))), (None, None));
