@@ -273,6 +273,17 @@ async fn a_session_start_carries_the_permission_mode_and_the_model() {
     );
 }
 
+/// A backend's `continue` at `Stop` keeps Claude Code working (`decision: block`, the
+/// instruction as its reason), once per turn.
+#[tokio::test]
+async fn a_continue_at_stop_keeps_the_agent_working_once_per_turn() {
+    let payload = native(
+        "Stop",
+        json!({"stop_hook_active": false, "last_assistant_message": "Done."}),
+    );
+    ahp_tests::hook::continue_once_per_turn("claude-code", &payload, assert_block).await;
+}
+
 /// `--omit-session agent` leaves the subagent Claude Code names out of the event.
 #[tokio::test]
 async fn an_omitted_agent_reaches_no_backend() {

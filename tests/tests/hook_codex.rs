@@ -36,17 +36,25 @@ fn contract() -> Contract {
         assert_modified: None,
         modify_operations: &[],
         assert_context: None,
-        intercepted: vec![Intercepted {
-            payload: (
-                json!({"session_id": "019a-codex", "cwd": "/repo", "model": "gpt-5-codex",
-                    "turn_id": "turn-8", "hook_event_name": "UserPromptSubmit",
-                    "prompt": "delete the branch"}),
-                &[],
-            ),
-            event: "turn.start",
-            advertised: &["deny"],
-            assert_block,
-        }],
+        intercepted: vec![
+            Intercepted {
+                payload: (
+                    json!({"session_id": "019a-codex", "cwd": "/repo", "model": "gpt-5-codex",
+                        "turn_id": "turn-8", "hook_event_name": "UserPromptSubmit",
+                        "prompt": "delete the branch"}),
+                    &[],
+                ),
+                event: "turn.start",
+                advertised: &["deny"],
+                assert_block,
+            },
+            Intercepted {
+                payload: (stop(), &[]),
+                event: "turn.finish.before",
+                advertised: &["flow"],
+                assert_block: assert_stopped,
+            },
+        ],
         assert_blocked_before_the_event: assert_exit_2_block,
     }
 }
@@ -62,7 +70,29 @@ fn assert_block(ran: &Ran, reason: &str) {
     assert_json(ran, 0, json!({"decision": "block", "reason": reason}));
 }
 
+/// At a stop Codex ends the agent's work with `continue: false` (its block there would
+/// make it go on).
+fn assert_stopped(ran: &Ran, reason: &str) {
+    assert_json(ran, 0, json!({"continue": false, "stopReason": reason}));
+}
+
+/// A Codex `Stop` payload (codex-rs/hooks `events/stop.rs`), before any stop hook has
+/// made the agent go on.
+fn stop() -> serde_json::Value {
+    json!({"session_id": "019a-codex", "turn_id": "turn-8", "transcript_path": null,
+        "cwd": "/repo", "hook_event_name": "Stop", "model": "gpt-5-codex",
+        "permission_mode": "default", "stop_hook_active": false,
+        "last_assistant_message": "Done."})
+}
+
 ahp_tests::hook_contract_tests!(contract());
+
+/// A backend's `continue` at a stop makes Codex go on (`decision: block`, the
+/// instruction its next prompt), once per turn.
+#[tokio::test]
+async fn a_continue_at_a_stop_keeps_the_agent_working_once_per_turn() {
+    ahp_tests::hook::continue_once_per_turn("codex", &stop(), assert_block).await;
+}
 
 /// Pulling the component from a registry happens inside the hook's budget: a registry
 /// that never answers cannot hold the tool call past it, and the answer is a denial.
@@ -174,27 +204,28 @@ async fn answered_by_the_watchdog(registration: &std::path::Path, args: &[&str])
     }
 }
 
-/// At `Stop` a call past its budget, or a command line that does not parse, is no
-/// answer: exit 2 there would keep the agent working.
+/// At `Stop` a call past its budget, or a command line that does not parse, stops the
+/// agent (`continue: false`, the generic reason): exit 2 or a block there would keep it
+/// working.
 #[tokio::test]
 async fn a_failure_at_a_stop_lets_the_agent_stop() {
     let payload = json!({"session_id": "019a-codex", "cwd": "/repo", "turn_id": "turn-9",
         "hook_event_name": "Stop", "stop_hook_active": false});
     let ran = ahp_tests::hook::run_past_budget("codex", &[], &payload).await;
-    assert_silent_no_objection(&ran);
+    assert_stopped(&ran, ahp_tests::hook::FAILED_REASON);
     let ran = ahp_tests::hook::run_with_usage_error("codex", &[], "--no-such-flag", &payload).await;
-    assert_silent_no_objection(&ran);
+    assert_stopped(&ran, ahp_tests::hook::FAILED_REASON);
     // A payload that cannot be read, at the `Stop` hook `hook install` writes (it names
     // the event): the stop's answer, not the block for an unknown event.
     let dir = tempfile::tempdir().expect("a temp dir");
     let registration = ahp_tests::hook::write_unreachable(dir.path());
     let args = ["--event", "Stop"];
     let ran = ahp_tests::hook::run_hook("codex", &registration, &args, b"{truncated").await;
-    assert_silent_no_objection(&ran);
+    assert_stopped(&ran, ahp_tests::hook::FAILED_REASON);
     // And a command line that does not parse, with nothing on stdin.
     let args = ["--event", "Stop", "--no-such-flag"];
     let ran = ahp_tests::hook::run_hook("codex", &registration, &args, b"").await;
-    assert_silent_no_objection(&ran);
+    assert_stopped(&ran, ahp_tests::hook::FAILED_REASON);
 }
 
 /// SIGHUP (the terminal or session that started Codex went away) while the backend holds

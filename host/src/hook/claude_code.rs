@@ -9,10 +9,11 @@
 //! parts, delivered now) both go to `additionalContext`.
 //!
 //! After a tool and before a prompt it blocks with `decision: block` (the tool already
-//! ran; the prompt is erased); before stopping, a block would make the agent go on, so a
-//! denial there stops it. It takes context in
-//! `additionalContext` (not before a stop), and stops the agent with `continue: false`
-//! on any event.
+//! ran; the prompt is erased); before stopping, a block makes the agent go on with the
+//! reason as its instruction: that is a flow `continue` (once per turn, while
+//! `stop_hook_active` is false), and a denial there stops the agent instead. It takes
+//! context in `additionalContext` (not before a stop), and stops the agent with
+//! `continue: false` on any event.
 
 use super::install::{fails_closed, Snippet};
 use super::payload::{Fields, SNAKE_TOOL};
@@ -37,7 +38,8 @@ pub const EVENTS: &[EventSpec] = &[
         AhpEvent::TurnStart,
         &[E::Deny, E::Inject, E::Flow, E::Message],
     ),
-    on("Stop", AhpEvent::TurnFinishBefore, &[E::Flow]),
+    // Its block at a stop keeps the agent working, the reason its next instruction.
+    on("Stop", AhpEvent::TurnFinishBefore, &[E::Flow]).continuing(),
     on(
         "SessionStart",
         AhpEvent::SessionStart,
@@ -52,8 +54,8 @@ pub const SETTINGS_FILE: &str = ".claude/settings.json";
 
 /// Claude-shaped payloads (also Codex's): `session_id`, `cwd`, `permission_mode`, the
 /// `model` (at a session start), a subagent's `agent_id` and `agent_type`, `source` at
-/// session start, `trigger` before a compaction, and for tool events `tool_name`,
-/// `tool_input` (an object) and `tool_use_id`.
+/// session start, `trigger` before a compaction, `stop_hook_active` at a stop, and for
+/// tool events `tool_name`, `tool_input` (an object) and `tool_use_id`.
 pub const FIELDS: Fields = Fields {
     session: &["session_id"],
     tool: &[SNAKE_TOOL],
@@ -68,6 +70,7 @@ pub const FIELDS: Fields = Fields {
     agent: Some(("agent_id", "agent_type")),
     permission_mode: Some("permission_mode"),
     model_request: None,
+    continued: Some("stop_hook_active"),
 };
 
 /// The answer to `PreToolUse`, or [`after_tool_before`] for the other events.
@@ -100,29 +103,27 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     }
 }
 
-/// Every event but `PreToolUse`. A flow stop is read first: `continue: false`, on any
-/// event, whether the settlement also denies or not. A denial is then `decision: block`
-/// where Claude Code blocks (after a tool, before a prompt) and `continue: false` at
-/// `SessionStart` and `Stop`, where a block would not hold the agent; messages and injected context
-/// go to `additionalContext` where advertised. The events it enforces nothing at answer
-/// by exit code.
+/// Every event but `PreToolUse`. At `Stop`, [`at_stop`](super::at_stop), a continue as
+/// `decision: block`. Elsewhere a flow stop is read first: `continue: false`, whether
+/// the settlement also denies or not. A denial is then `decision: block` where Claude
+/// Code blocks (after a tool, before a prompt) and `continue: false` at `SessionStart`,
+/// where a block would not hold the agent; messages and injected context go to
+/// `additionalContext` where advertised. The events it enforces nothing at answer by
+/// exit code.
 fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
-    let stop = |reason: &str| Answer::json(json!({"continue": false, "stopReason": reason}));
-    if let Some(reason) = &verdict.stop {
-        return stop(super::shown(reason.as_deref()).unwrap_or(verdict.reason()));
+    if spec.ahp == AhpEvent::TurnFinishBefore {
+        return super::at_stop(verdict, block);
+    }
+    if let Some(reason) = verdict.stop_reason() {
+        return super::stop_answer(reason);
     }
     let blocks = matches!(spec.ahp, AhpEvent::ToolAfter | AhpEvent::TurnStart);
-    // At `Stop`, `decision: block` would make the agent go on working: a denial there
-    // (fail-closed, there is no deny effect) stops the agent instead.
-    let stops = matches!(
-        spec.ahp,
-        AhpEvent::SessionStart | AhpEvent::TurnFinishBefore
-    );
     match verdict.decision {
-        Decision::Deny if blocks => {
-            Answer::json(json!({"decision": "block", "reason": verdict.reason()}))
+        Decision::Deny if blocks => block(verdict.reason()),
+        // SessionStart cannot be blocked: a denial there stops the agent.
+        Decision::Deny if spec.ahp == AhpEvent::SessionStart => {
+            super::stop_answer(verdict.reason())
         }
-        Decision::Deny if stops => stop(verdict.reason()),
         Decision::Deny => super::exit_code_answer(spec, verdict),
         Decision::Allow | Decision::Ask => match verdict.context_text() {
             Some(text)
@@ -139,6 +140,12 @@ fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
             _ => Answer::silent(),
         },
     }
+}
+
+/// `{"decision": "block", "reason": …}`: Claude Code's (and Codex's) block after a tool,
+/// before a prompt, and at a stop, where it makes the agent go on.
+pub fn block(reason: &str) -> Answer {
+    Answer::json(json!({"decision": "block", "reason": reason}))
 }
 
 /// `.claude/settings.json` hooks: every mapped event, blocking when the hook fails where

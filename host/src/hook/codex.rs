@@ -1,13 +1,16 @@
 //! OpenAI Codex CLI (developers.openai.com/codex/hooks): Claude-shaped payloads and
 //! `hooks.json`, timeout in seconds.
 //!
-//! Codex treats `ask` (and `continue`, `stopReason`, `suppressOutput`) as a failed hook
-//! and runs the tool, and applies `updatedInput` only with `allow` — a grant. So the only
-//! effect it really enforces before a tool runs is deny. Before a prompt it blocks with
-//! `decision: block`. After a tool and before a stop its block is no AHP effect there
-//! (the protocol has no deny at `tool.after` or `turn.finish.before`, and Codex ignores
-//! `continue`), so those are only observed.
+//! Before a tool Codex treats `ask` (and `continue`, `stopReason`, `suppressOutput`) as
+//! a failed hook and runs the tool, and applies `updatedInput` only with `allow` — a
+//! grant. So the only effect it really enforces there is deny. Before a prompt it blocks
+//! with `decision: block`. At a stop (codex-rs/hooks `events/stop.rs`) `continue: false`
+//! stops the agent, and `decision: block` with a non-empty reason makes it go on with
+//! that reason as a new prompt: a flow `continue` (once per turn, while
+//! `stop_hook_active` is false; Codex itself sets no bound). After a tool its block is
+//! no AHP effect (the protocol has no deny at `tool.after`), so that is only observed.
 
+use super::claude_code::block;
 use super::install::Snippet;
 use super::payload::Fields;
 use super::{on, AhpEvent, Answer, EventSpec, Verdict};
@@ -19,7 +22,7 @@ pub const EVENTS: &[EventSpec] = &[
     on("PreToolUse", AhpEvent::ToolBefore, &[E::Deny]),
     on("PostToolUse", AhpEvent::ToolAfter, &[]),
     on("UserPromptSubmit", AhpEvent::TurnStart, &[E::Deny]),
-    on("Stop", AhpEvent::TurnFinishBefore, &[]),
+    on("Stop", AhpEvent::TurnFinishBefore, &[E::Flow]).continuing(),
     on("SessionStart", AhpEvent::SessionStart, &[]),
 ];
 
@@ -35,13 +38,13 @@ pub const FIELDS: Fields = Fields {
 pub const SETTINGS_FILE: &str = "~/.codex/hooks.json";
 
 /// A denial as Claude Code writes it; anything else is no answer at all (an `ask` would
-/// count as a failed hook and run the tool, so it can only be a denial here).
+/// count as a failed hook and run the tool, so it can only be a denial here). At a stop,
+/// [`at_stop`](super::at_stop), a continue as `decision: block`.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     match (spec.ahp, verdict.decision) {
         (AhpEvent::ToolBefore, _) => {}
-        (AhpEvent::TurnStart, Decision::Deny) => {
-            return Answer::json(json!({"decision": "block", "reason": verdict.reason()}))
-        }
+        (AhpEvent::TurnStart, Decision::Deny) => return block(verdict.reason()),
+        (AhpEvent::TurnFinishBefore, _) => return super::at_stop(verdict, block),
         _ => return super::exit_code_answer(spec, verdict),
     }
     match verdict.decision {

@@ -67,6 +67,7 @@ pub const FIELDS: Fields = Fields {
     agent: None,
     permission_mode: None,
     model_request: None,
+    continued: None,
 };
 
 /// `preToolUse`: deny (JSON and exit 2), ask (with changed arguments, if any), or

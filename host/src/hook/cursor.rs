@@ -47,6 +47,7 @@ pub const FIELDS: Fields = Fields {
     agent: None,
     permission_mode: None,
     model_request: None,
+    continued: None,
 };
 
 /// Always a JSON answer: `permission` before a tool, `continue` before a prompt, `{}`

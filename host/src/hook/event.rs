@@ -96,12 +96,21 @@ pub fn build(
         }
         AhpEvent::TurnFinishBefore => {
             event["outcome"] = json!("completed");
-            event["continuationCount"] = json!(0);
+            // A harness that says whether a stop hook made the agent go on this turn
+            // (`stop_hook_active`) gives the count while it is 0; past that, how many
+            // times it does not say.
+            let mut gaps = match payload.continued {
+                Some(false) => vec![],
+                Some(true) => vec![gap(
+                    "/continuationCount",
+                    "the harness says only that a stop hook made the agent go on; 1 stands for it",
+                )],
+                None => vec![gap("/continuationCount", UNSAID)],
+            };
+            event["continuationCount"] = json!(u8::from(payload.continued == Some(true)));
             event["items"] = json!([]);
-            event["gaps"] = json!([
-                gap("/continuationCount", UNSAID),
-                gap("/items", "the response is only in native"),
-            ]);
+            gaps.push(gap("/items", "the response is only in native"));
+            event["gaps"] = json!(gaps);
         }
         AhpEvent::ContextCompactBefore => {
             event["trigger"] = json!(payload.trigger.as_deref().unwrap_or("unknown"));
@@ -426,6 +435,27 @@ mod tests {
     fn gap_paths(gaps: &Value) -> Vec<&str> {
         let gaps = gaps.as_array().into_iter().flatten();
         gaps.filter_map(|gap| gap["path"].as_str()).collect()
+    }
+
+    /// A stop's continuation count is the harness's while it says none happened, 1 with
+    /// a gap once it says one did, 0 with a gap when it does not say.
+    #[test]
+    fn a_stop_counts_its_continuations_as_far_as_the_harness_says() {
+        let stop = |continued| {
+            let payload = Payload {
+                continued,
+                ..Payload::default()
+            };
+            let event = built(Harness::ClaudeCode, AhpEvent::TurnFinishBefore, payload);
+            let gaps = gap_paths(&event["gaps"]).join(" ");
+            (event["continuationCount"].clone(), gaps)
+        };
+        assert_eq!(stop(Some(false)), (json!(0), "/items".into()));
+        assert_eq!(
+            stop(Some(true)),
+            (json!(1), "/continuationCount /items".into())
+        );
+        assert_eq!(stop(None), (json!(0), "/continuationCount /items".into()));
     }
 
     /// Every session.start carries its harness's manifest (digest §11: "session.start

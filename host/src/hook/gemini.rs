@@ -1,15 +1,22 @@
-//! Gemini CLI (google-gemini/gemini-cli docs/hooks/reference.md): `settings.json`, hook
-//! timeout in milliseconds, snake_case payloads without a tool-use id.
+//! Gemini CLI (google-gemini/gemini-cli docs/hooks/reference.md, and its hook code
+//! where the two differ): `settings.json`, hook timeout in milliseconds, snake_case
+//! payloads without a tool-use id.
 //!
-//! Before a tool runs Gemini enforces a denial (`decision: deny`) and changed arguments
-//! (`hookSpecificOutput.tool_input`); it has no ask. Its hooks reference says that
-//! object "merges with and overrides" the model's arguments: a key the adapter leaves
-//! out survives, so a `modify` that replaces the input cannot be carried, and only
-//! merge is advertised. Before the agent takes a prompt it blocks with the same
-//! `decision: deny`, and so before a request goes to the model (`BeforeModel`, whose
-//! `llm_request` names the model and its generation parameters; the request's messages
-//! reach a backend only in `native`). After a tool its block is no AHP effect there (the
-//! protocol has no deny at `tool.after`), so that event is only observed.
+//! Gemini blocks with `decision: deny`: before a tool (its arguments may also change,
+//! `hookSpecificOutput.tool_input`), after one (the result is replaced by the reason),
+//! before the agent takes a prompt (the prompt is dropped), and before a request goes to
+//! the model (`BeforeModel`, whose `llm_request` names the model and its generation
+//! parameters; the request's messages reach a backend only in `native`). Its hooks
+//! reference says `tool_input` "merges with and overrides" the model's arguments: a key
+//! the adapter leaves out survives, so a `modify` that replaces the input cannot be
+//! carried, and only merge is advertised. It has no ask. Context for the model
+//! (`hookSpecificOutput.additionalContext`) is appended to a tool's result and to the
+//! prompt; `continue: false` stops the agent at each of those events. After the agent's
+//! last answer (`AfterAgent`) a denial makes it go on with the reason as its next
+//! prompt: that is a flow `continue` there (once per turn, while `stop_hook_active` is
+//! false; Gemini itself sets no bound), and a denial of ours stops the agent instead.
+//! Its `systemMessage` is shown only in the interactive UI, so `message` is not
+//! advertised.
 
 use super::install::Snippet;
 use super::payload::{Fields, ModelRequestFields, SNAKE_TOOL};
@@ -20,12 +27,28 @@ use serde_json::{json, Value};
 /// The mapped events and what Gemini CLI enforces at each.
 pub const EVENTS: &[EventSpec] = &[
     // Gemini merges `tool_input` into the model's arguments: merge only, no replace.
-    on("BeforeTool", AhpEvent::ToolBefore, &[E::Deny, E::Modify]).merging_input(),
-    on("AfterTool", AhpEvent::ToolAfter, &[]),
-    on("BeforeAgent", AhpEvent::TurnStart, &[E::Deny]),
+    on(
+        "BeforeTool",
+        AhpEvent::ToolBefore,
+        &[E::Deny, E::Modify, E::Flow],
+    )
+    .merging_input(),
+    on("AfterTool", AhpEvent::ToolAfter, &[E::Inject, E::Flow]),
+    on(
+        "BeforeAgent",
+        AhpEvent::TurnStart,
+        &[E::Deny, E::Inject, E::Flow],
+    ),
+    // Its denial there starts another turn with the reason as the prompt.
+    on("AfterAgent", AhpEvent::TurnFinishBefore, &[E::Flow]).continuing(),
     // Gemini's `decision: deny` blocks the request and aborts the turn.
     // Installed only for a registration that selects model.request.before.
-    on("BeforeModel", AhpEvent::ModelRequestBefore, &[E::Deny]).on_demand(),
+    on(
+        "BeforeModel",
+        AhpEvent::ModelRequestBefore,
+        &[E::Deny, E::Flow],
+    )
+    .on_demand(),
     on("SessionStart", AhpEvent::SessionStart, &[]),
     on("SessionEnd", AhpEvent::SessionEnd, &[]),
     on("PreCompress", AhpEvent::ContextCompactBefore, &[]),
@@ -34,9 +57,10 @@ pub const EVENTS: &[EventSpec] = &[
 /// The settings file the snippet belongs in.
 pub const SETTINGS_FILE: &str = ".gemini/settings.json";
 
-/// `session_id`, `cwd`, `source` at session start, `trigger` before a compression, and
-/// for tool events `tool_name`, `tool_input` and, for an MCP tool, `mcp_context` (its
-/// server, `mcp.rs`); Gemini has no tool-use id.
+/// `session_id`, `cwd`, `source` at session start, `trigger` before a compression,
+/// `stop_hook_active` after the agent's answer, and for tool events `tool_name`,
+/// `tool_input` and, for an MCP tool, `mcp_context` (its server, `mcp.rs`); Gemini has
+/// no tool-use id.
 pub const FIELDS: Fields = Fields {
     session: &["session_id"],
     tool: &[SNAKE_TOOL],
@@ -67,26 +91,34 @@ pub const FIELDS: Fields = Fields {
         ],
         provider: "google",
     }),
+    continued: Some("stop_hook_active"),
 };
 
-/// `BeforeTool`: a denial, replaced arguments, or nothing. Gemini has no ask, so an
-/// ask can only be a denial.
+/// A flow stop first, at any event: `continue: false`. Then before a tool a denial,
+/// replaced arguments, or nothing (Gemini has no ask, so an ask can only be a denial);
+/// after the agent's answer [`at_stop`](super::at_stop), a continue as `decision: deny`;
+/// elsewhere a denial where Gemini blocks, else the context for the model, else nothing.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
-    match (spec.ahp, verdict.decision) {
-        (AhpEvent::ToolBefore, _) => {}
-        (AhpEvent::TurnStart | AhpEvent::ModelRequestBefore, Decision::Deny) => {
-            return Answer::json(json!({"decision": "deny", "reason": verdict.reason()}))
-        }
-        _ => return super::exit_code_answer(spec, verdict),
+    let deny = |reason: &str| Answer::json(json!({"decision": "deny", "reason": reason}));
+    if let Some(reason) = verdict.stop_reason() {
+        return super::stop_answer(reason);
     }
-    match (verdict.decision, &verdict.input) {
-        (Decision::Deny | Decision::Ask, _) => {
-            Answer::json(json!({"decision": "deny", "reason": verdict.reason()}))
+    let denied = verdict.decision != Decision::Allow;
+    match spec.ahp {
+        AhpEvent::ToolBefore if denied => deny(verdict.reason()),
+        AhpEvent::ToolBefore => match &verdict.input {
+            Some(input) => Answer::json(json!({"hookSpecificOutput": {"tool_input": input}})),
+            None => Answer::silent(),
+        },
+        AhpEvent::TurnFinishBefore => super::at_stop(verdict, deny),
+        AhpEvent::ToolAfter | AhpEvent::TurnStart | AhpEvent::ModelRequestBefore if denied => {
+            deny(verdict.reason())
         }
-        (Decision::Allow, Some(input)) => {
-            Answer::json(json!({"hookSpecificOutput": {"tool_input": input}}))
-        }
-        (Decision::Allow, None) => Answer::silent(),
+        AhpEvent::ToolAfter | AhpEvent::TurnStart => match verdict.context_text() {
+            Some(text) => Answer::json(json!({"hookSpecificOutput": {"additionalContext": text}})),
+            None => Answer::silent(),
+        },
+        _ => super::exit_code_answer(spec, verdict),
     }
 }
 
@@ -116,6 +148,46 @@ mod tests {
         let capability = EVENTS[0].capability().expect("BeforeTool is intercepted");
         let modify = capability.modify.expect("modify is advertised");
         assert!(modify.merge && !modify.replace, "{modify:?}");
+    }
+
+    /// Gemini's answer at `native` to `verdict`, as written on stdout.
+    fn answer_of(native: &str, verdict: &Verdict) -> String {
+        let spec = crate::hook::Harness::Gemini.spec(native).expect("mapped");
+        answer(spec, verdict).stdout
+    }
+
+    /// `continue: false` stops the agent at every event Gemini lets a hook stop it,
+    /// whatever else the verdict says.
+    #[test]
+    fn a_flow_stop_is_continue_false_everywhere_it_is_advertised() {
+        let mut stopped = verdict(Decision::Deny, Some("frozen"));
+        stopped.stop = Some(Some("the repo is frozen".into()));
+        stopped.input = json!({"path": "/tmp/x"}).as_object().cloned();
+        for spec in EVENTS.iter().filter(|s| s.advertised().contains(&E::Flow)) {
+            let answer = answer(spec, &stopped);
+            assert_eq!(
+                answer.stdout, "{\"continue\":false,\"stopReason\":\"the repo is frozen\"}\n",
+                "{}",
+                spec.native
+            );
+        }
+    }
+
+    /// Context for the model goes to `additionalContext` after a tool and before a
+    /// prompt; a denial there is `decision: deny` (the result or the prompt is dropped).
+    #[test]
+    fn context_and_denial_after_a_tool_and_before_a_prompt() {
+        let mut context = verdict(Decision::Allow, None);
+        context.context = vec!["the repo is frozen".into()];
+        for native in ["AfterTool", "BeforeAgent"] {
+            assert_eq!(
+                answer_of(native, &context),
+                "{\"hookSpecificOutput\":{\"additionalContext\":\"the repo is frozen\"}}\n"
+            );
+            let denied = answer_of(native, &verdict(Decision::Deny, Some("no")));
+            assert_eq!(denied, "{\"decision\":\"deny\",\"reason\":\"no\"}\n");
+            assert_eq!(answer_of(native, &verdict(Decision::Allow, None)), "");
+        }
     }
 
     #[test]

@@ -52,7 +52,6 @@ pub fn manifest(harness: Harness) -> Value {
             "prompts, responses and tool output reach backends only in `native`",
         ),
         gap("limits.maxUploadBytes", "content upload is not supported"),
-        gap("limits.maxContinuations", UNSAID),
     ];
     // The permission mode: "unknown" at a session.start where the harness does not say.
     let mode_gap = match harness.fields().permission_mode {
@@ -62,6 +61,13 @@ pub fn manifest(harness: Harness) -> Value {
     gaps.push(gap("session.start.permissionMode", &mode_gap));
     if harness.fields().harness_version.is_none() {
         gaps.push(gap("session.start.harness.version", UNSAID));
+    }
+    // The stop's entry below is what every call is offered; continue is offered per call.
+    if max_continuations(harness) > 0 {
+        gaps.push(gap(
+            "turn.finish.before.flow.continue",
+            "offered per call, while the harness says no stop hook has made the agent go on this turn (stop_hook_active)",
+        ));
     }
     json!({
         "events": events,
@@ -73,10 +79,18 @@ pub fn manifest(harness: Harness) -> Value {
         "limits": {
             "minTimeoutMs": SUPPORTED_TIMEOUT_MS.start(),
             "maxTimeoutMs": SUPPORTED_TIMEOUT_MS.end(),
+            "maxContinuations": max_continuations(harness),
         },
         "managedPolicy": {"scopes": [scope], "disableable": true},
         "correlationIdentityFields": correlation(harness),
     })
+}
+
+/// How many times in a turn a `continue` can make the agent go on: once where the
+/// harness goes on at a stop ([`EventSpec::continues`](super::EventSpec::continues)),
+/// never elsewhere.
+fn max_continuations(harness: Harness) -> u8 {
+    u8::from(harness.events().iter().any(|spec| spec.continues))
 }
 
 /// An event emitted to observers only: no effects.
@@ -100,4 +114,35 @@ fn correlation(harness: Harness) -> Vec<&'static str> {
     }
     fields.push("parentEventId");
     fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A turn can be continued once where the harness goes on at a stop, and the
+    /// manifest says continue is offered per call there; never elsewhere.
+    #[test]
+    fn the_manifest_says_how_often_a_turn_can_be_continued() {
+        let cases = [
+            (Harness::ClaudeCode, 1),
+            (Harness::Codex, 1),
+            (Harness::Gemini, 1),
+            (Harness::Cursor, 0),
+            (Harness::Copilot, 0),
+        ];
+        for (harness, limit) in cases {
+            let manifest = manifest(harness);
+            assert_eq!(
+                manifest["limits"]["maxContinuations"],
+                json!(limit),
+                "{harness:?}"
+            );
+            let gaps = manifest["gaps"].as_array().expect("gaps");
+            let said = gaps
+                .iter()
+                .any(|gap| gap["path"] == "turn.finish.before.flow.continue");
+            assert_eq!(said, limit > 0, "{harness:?}");
+        }
+    }
 }

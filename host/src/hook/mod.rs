@@ -109,6 +109,10 @@ fn is_blank(text: &str) -> bool {
 /// The reason shown with an `ask` whose backend gave none (the effect carries no text).
 const ASK_REASON: &str = "A policy backend asks for approval of this call.";
 
+/// The instruction a `continue` with none goes out with: the harnesses that go on at a
+/// stop take the text they are given as the agent's next prompt, and need one.
+const CONTINUE_REASON: &str = "A policy backend asks the agent to go on before it stops.";
+
 /// The reason shown with the `ask` a replaced input goes out with.
 const MODIFIED_REASON: &str =
     "A policy backend changed this call's input; approve the changed call.";
@@ -190,12 +194,17 @@ impl Harness {
     /// The harness's capability declaration: every intercepted event with the effects
     /// advertised there.
     pub fn declaration(self) -> Declaration {
-        Declaration::Exactly(
-            self.events()
-                .iter()
-                .filter_map(EventSpec::capability)
-                .collect(),
-        )
+        self.declaration_for(None)
+    }
+
+    /// The declaration for one call: `call`'s event with what its payload allows there
+    /// ([`EventSpec::capability_at`]), every other event as always.
+    fn declaration_for(self, call: Option<(&EventSpec, &Payload)>) -> Declaration {
+        let capability = |spec: &EventSpec| match call {
+            Some((at, payload)) if at == spec => spec.capability_at(payload),
+            _ => spec.capability(),
+        };
+        Declaration::Exactly(self.events().iter().filter_map(capability).collect())
     }
 
     /// The file its [`install`] snippet belongs in.
@@ -234,6 +243,24 @@ impl Harness {
         }
     }
 
+    /// The mapped event a call with `payload` is answered at: the payload's own, which is
+    /// the event the harness fires and acts on, whatever the command line says (a hook
+    /// copied under another event's key is still answered where its answer counts: at a
+    /// stop, the block for an unknown event would keep the agent working); for a payload
+    /// that names none (Copilot's), the command line's `flag`. A name of another type,
+    /// or one the adapter does not map: none.
+    fn answered_at(
+        self,
+        payload: &Map<String, Value>,
+        flag: Option<&str>,
+    ) -> Option<&'static EventSpec> {
+        let name = match self.event_name(payload, None) {
+            Ok(own) => own,
+            Err(_) => self.event_name(payload, flag).ok()?,
+        };
+        self.spec(&name)
+    }
+
     /// The mapped native event called `name`.
     fn spec(self, name: &str) -> Option<&'static EventSpec> {
         self.events()
@@ -259,6 +286,30 @@ fn exit_code_answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
             Answer::blocked(verdict.reason())
         }
         _ => Answer::silent(),
+    }
+}
+
+/// `{"continue": false, "stopReason": …}`: how Claude Code, Codex and Gemini CLI stop the
+/// agent, at any event.
+fn stop_answer(reason: &str) -> Answer {
+    Answer::json(serde_json::json!({"continue": false, "stopReason": reason}))
+}
+
+/// The answer at a stop (`turn.finish.before`) of a harness whose block there makes the
+/// agent go on with the reason as its next prompt (Claude Code, Codex, Gemini CLI): a
+/// continue is `go_on` with the instruction; a flow stop, or a denial (the adapter's, or
+/// fail-closed: there is no deny effect here), stops the agent — a block would keep it
+/// working — and anything else is no answer.
+fn at_stop(verdict: &Verdict, go_on: impl FnOnce(&str) -> Answer) -> Answer {
+    if let Some(reason) = verdict.stop_reason() {
+        return stop_answer(reason);
+    }
+    if verdict.decision == Decision::Deny {
+        return stop_answer(verdict.reason());
+    }
+    match verdict.continue_text() {
+        Some(instruction) => go_on(&instruction),
+        None => Answer::silent(),
     }
 }
 
@@ -314,7 +365,8 @@ pub struct EventSpec {
     /// The AHP event it maps to.
     pub ahp: AhpEvent,
     /// The AHP effects the harness really enforces at this event, among those the
-    /// protocol allows there (before a tool: always deny). `flow` means stop only.
+    /// protocol allows there (before a tool: always deny). `flow` means stop, and
+    /// continue too where [`continues`](Self::continues) says.
     pub enforces: &'static [EffectKind],
     /// Whether a `modify` may replace the tool input whole: the harness runs the input
     /// the adapter writes as it is, rather than merging it into the model's arguments.
@@ -324,6 +376,11 @@ pub struct EventSpec {
     /// registration that never looks (Gemini's BeforeModel runs a process at every model
     /// request, and a failure there ends the turn).
     pub on_demand: bool,
+    /// Whether the harness goes on working when the adapter says so at this stop
+    /// (`turn.finish.before`): its block there makes the agent take the reason as its
+    /// next prompt. Offered only while the payload says no stop hook has continued the
+    /// turn yet ([`EventSpec::capability_at`]).
+    pub continues: bool,
 }
 
 /// The [`EventSpec`] of `native`: it becomes `ahp`, where the harness enforces `enforces`
@@ -335,6 +392,7 @@ const fn on(native: &'static str, ahp: AhpEvent, enforces: &'static [EffectKind]
         enforces,
         replaces_input: true,
         on_demand: false,
+        continues: false,
     }
 }
 
@@ -352,6 +410,14 @@ impl EventSpec {
     const fn on_demand(self) -> EventSpec {
         EventSpec {
             on_demand: true,
+            ..self
+        }
+    }
+
+    /// This stop, where the harness goes on when told.
+    const fn continuing(self) -> EventSpec {
+        EventSpec {
+            continues: true,
             ..self
         }
     }
@@ -414,6 +480,23 @@ impl EventSpec {
             inject,
         })
     }
+
+    /// This event's entry for the call `payload` is: [`capability`](Self::capability),
+    /// and at a stop where the harness goes on when told, `continue` too when the payload
+    /// says no stop hook has continued this turn yet. One continuation per turn, counted
+    /// by the harness itself (`stop_hook_active`), so that a policy that always says
+    /// continue cannot keep the agent working forever; a payload that does not say is
+    /// offered none.
+    fn capability_at(&self, payload: &Payload) -> Option<EventCapability> {
+        let mut capability = self.capability()?;
+        let fresh = self.continues && payload.continued == Some(false);
+        if let Some(flow) = capability.flow.as_mut().filter(|_| fresh) {
+            flow.operations.push(FlowOperation::Continue);
+            flow.remaining_continuations = Some(1);
+            flow.continuation_count = Some(0);
+        }
+        Some(capability)
+    }
 }
 
 /// A harness payload read into the fields every AHP event is built from.
@@ -440,6 +523,9 @@ pub struct Payload {
     /// The session's permission mode, when the harness says (Claude Code's and Codex's
     /// `permission_mode`).
     pub permission_mode: Option<String>,
+    /// `turn.finish.before`: whether a stop hook has already made the agent go on in this
+    /// turn, when the harness says (`stop_hook_active`).
+    pub continued: Option<bool>,
     /// `model.request.before`: the model the request names, when the harness says.
     pub request_model: Option<String>,
     /// `model.request.before`: the request's generation parameters, when the harness
@@ -526,6 +612,9 @@ pub struct Verdict {
     pub input: Option<Map<String, Value>>,
     /// A settled `flow` stop: the agent should stop, with the backend's reason if any.
     pub stop: Option<Option<String>>,
+    /// A settled `flow` continue: the agent should go on instead of stopping, with the
+    /// backends' instructions (none, one, or one per backend, in chain order).
+    pub continuation: Option<Vec<String>>,
 }
 
 impl Verdict {
@@ -555,14 +644,19 @@ impl Verdict {
                 .as_ref()
                 .filter(|flow| flow.operation == FlowOperation::Stop)
                 .map(|flow| flow.reason.clone()),
+            continuation: enforce
+                .flow
+                .as_ref()
+                .filter(|flow| flow.operation == FlowOperation::Continue)
+                .map(|flow| flow.instructions.clone()),
         })
     }
 
     /// The verdict after a failure at `spec`'s event: the adapter's denial, except at an
     /// event that is only observed. Nothing is decided there: observation fails open and
     /// a failure never changes the settled decision (failure semantics), so the harness
-    /// gets its neutral answer — an exit 2 there is no denial but, say, Gemini's
-    /// `AfterTool` replacing the tool's result with the reason.
+    /// gets its neutral answer — an exit 2 there is no denial but, say at Cursor's
+    /// `stop`, an agent kept working.
     fn after_failure(spec: Option<&EventSpec>) -> Verdict {
         match spec {
             Some(spec) if spec.capability().is_none() => Verdict::no_objection(),
@@ -587,12 +681,34 @@ impl Verdict {
             context: Vec::new(),
             input: None,
             stop: None,
+            continuation: None,
         }
     }
 
     /// The reason to show, generic when nobody gave one ([`shown`]).
     fn reason(&self) -> &str {
         shown(self.reason.as_deref()).unwrap_or(generic_reason())
+    }
+
+    /// The reason of a settled `flow` stop, generic when the backend gave none to show.
+    fn stop_reason(&self) -> Option<&str> {
+        let reason = self.stop.as_ref()?;
+        Some(shown(reason.as_deref()).unwrap_or(self.reason()))
+    }
+
+    /// What the agent is told to go on with after a settled `continue`: the backends'
+    /// instructions, one per line, else a generic one ([`CONTINUE_REASON`]).
+    fn continue_text(&self) -> Option<String> {
+        let instructions = self.continuation.as_ref()?;
+        let shown: Vec<&str> = instructions
+            .iter()
+            .map(String::as_str)
+            .filter(|text| !is_blank(text))
+            .collect();
+        Some(match shown.is_empty() {
+            true => CONTINUE_REASON.to_owned(),
+            false => shown.join("\n"),
+        })
     }
 
     /// The reason to show with an ask.
@@ -760,8 +876,7 @@ pub(crate) enum Unread {
     Event(&'static EventSpec, EventRef),
     /// Nothing that could be read (yet), or not a JSON object.
     Unreadable,
-    /// A JSON object naming no event the adapter maps (or one the command line
-    /// contradicts): no event to answer at.
+    /// A JSON object naming no event the adapter maps: no event to answer at.
     Unknown,
 }
 
@@ -797,11 +912,7 @@ pub(crate) fn read_unread(harness: Harness, event: Option<&str>) -> Unread {
     let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(&payload) else {
         return Unread::Unreadable;
     };
-    let Some(spec) = harness
-        .event_name(&object, event)
-        .ok()
-        .and_then(|name| harness.spec(&name))
-    else {
+    let Some(spec) = harness.answered_at(&object, event) else {
         return Unread::Unknown;
     };
     Unread::Event(spec, payload::identity(harness.fields(), &object, spec))
@@ -914,7 +1025,7 @@ pub async fn run(request: Request) -> ExitCode {
     // The payload's event once it is known: whatever ends the call after that (the
     // watchdog, a signal, a panic), the answer is that event's, not one for an unknown
     // event — exit 2 would keep the agent working at a stop. `None` once a payload names
-    // no event the adapter can answer at (one the command line contradicts).
+    // no event the adapter can answer at.
     let mapped = Arc::new(OnceLock::new());
     // Until then, or for a payload that cannot be read, the command line's event (every
     // installed hook names its own).
@@ -1005,14 +1116,15 @@ pub(crate) fn read_bounded(input: impl Read, what: &str) -> Result<Vec<u8>, Stri
     Ok(bytes)
 }
 
-/// `verdict` in the harness's format; a denial by exit 2 if formatting itself panics or
-/// the event is unknown (every harness honours exit 2 as a block).
+/// `verdict` in the harness's format; a denial by exit code if formatting itself panics
+/// ([`exit_code_answer`]: none before a stop) or the event is unknown (every harness
+/// honours exit 2 as a block).
 fn formatted(harness: Harness, spec: Option<&EventSpec>, verdict: &Verdict) -> Answer {
     let Some(spec) = spec else {
         return harness_deny_everywhere(harness, verdict);
     };
     std::panic::catch_unwind(|| harness.answer(spec, verdict))
-        .unwrap_or_else(|_| Answer::blocked(generic_reason()))
+        .unwrap_or_else(|_| exit_code_answer(spec, &Verdict::failed()))
 }
 
 /// The denial for a payload whose event is unknown: exit 2 with the reason, which every
@@ -1042,12 +1154,13 @@ async fn decide(
         Err(e) => return Err(format!("the payload is not JSON: {e}")),
     };
     let harness = request.harness;
-    let named = harness.event_name(&object, request.event.as_deref());
-    let found = named.as_ref().ok().and_then(|name| harness.spec(name));
-    // A payload read decides the event: its own, or none (the block for an unknown
-    // event) when it names one the command line contradicts or the adapter does not map.
+    let flag = request.event.as_deref();
+    // A payload read decides the event it is answered at: its own, or none (the block
+    // for an unknown event) when it names one the adapter does not map. One the command
+    // line contradicts fails the call, answered there.
+    let found = harness.answered_at(&object, flag);
     let _ = mapped.set(found);
-    let name = named?;
+    let name = harness.event_name(&object, flag)?;
     let spec =
         found.ok_or_else(|| format!("{} has no mapped hook event {name}", harness.name()))?;
     let audit = &request.audit;
@@ -1064,7 +1177,7 @@ async fn decide(
     audit.identify(EventRef::of(&built));
     let registration = crate::cli::read_file("--registration", &request.registration)?;
     let mut options = request.options.await?;
-    options.declaration = harness.declaration();
+    options.declaration = harness.declaration_for(Some((spec, &read)));
     // The call's one record is written here (`audit`), as the harness is answered.
     options.audit_path = None;
     let interceptor = Interceptor::new(&registration, options)
@@ -1239,6 +1352,7 @@ fn describe(error: &crate::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn advertised_effects_are_enforced_decodable_and_never_a_grant() {
@@ -1311,6 +1425,106 @@ mod tests {
                 assert_ne!(answer.exit, 2, "{harness:?} {spec:?}");
                 assert!(!answer.stdout.contains("block"), "{harness:?}: {answer:?}");
             }
+        }
+    }
+
+    /// A stop offers `continue` (with the harness's counts) only where the harness goes
+    /// on when told and its payload says no stop hook has continued the turn yet; every
+    /// other event, and the static declaration, as always.
+    #[test]
+    fn continue_is_offered_once_per_turn_where_the_harness_goes_on() {
+        let flow_at = |harness: Harness, native: &str, continued: Option<bool>| {
+            let spec = harness.spec(native).expect("mapped");
+            let payload = Payload {
+                continued,
+                ..Payload::default()
+            };
+            let Declaration::Exactly(entries) = harness.declaration_for(Some((spec, &payload)))
+            else {
+                panic!("an exact declaration");
+            };
+            let entry = entries
+                .iter()
+                .find(|e| e.event.as_str() == spec.ahp.as_str());
+            entry.and_then(|e| e.flow.clone())
+        };
+        for (harness, stop) in [
+            (Harness::ClaudeCode, "Stop"),
+            (Harness::Codex, "Stop"),
+            (Harness::Gemini, "AfterAgent"),
+        ] {
+            let fresh = flow_at(harness, stop, Some(false)).expect("flow at the stop");
+            assert_eq!(
+                (
+                    fresh.operations,
+                    fresh.remaining_continuations,
+                    fresh.continuation_count
+                ),
+                (
+                    vec![FlowOperation::Stop, FlowOperation::Continue],
+                    Some(1),
+                    Some(0)
+                ),
+                "{harness:?}"
+            );
+            for continued in [Some(true), None] {
+                let flow = flow_at(harness, stop, continued).expect("flow at the stop");
+                assert_eq!(flow.operations, [FlowOperation::Stop], "{harness:?}");
+                assert_eq!(flow.remaining_continuations, None, "{harness:?}");
+            }
+        }
+        // Cursor's and Copilot's stops are observed: no flow at all.
+        assert_eq!(flow_at(Harness::Cursor, "stop", Some(false)), None);
+        // Elsewhere a payload that says so changes nothing.
+        let after = flow_at(Harness::ClaudeCode, "PostToolUse", Some(false));
+        assert_eq!(after.map(|f| f.operations), Some(vec![FlowOperation::Stop]));
+        let Declaration::Exactly(plain) = Harness::Gemini.declaration() else {
+            panic!("an exact declaration");
+        };
+        assert!(plain
+            .iter()
+            .filter_map(|e| e.flow.as_ref())
+            .all(|f| f.operations == [FlowOperation::Stop]));
+    }
+
+    /// At a stop, a continue goes out as the harness's block with the instructions (or a
+    /// generic one), a flow stop or a denial as `continue: false`, never as the block.
+    #[test]
+    fn a_continue_is_the_block_at_a_stop_and_a_denial_stops() {
+        let cases = [
+            (Harness::ClaudeCode, "Stop", "block"),
+            (Harness::Codex, "Stop", "block"),
+            (Harness::Gemini, "AfterAgent", "deny"),
+        ];
+        for (harness, stop, word) in cases {
+            let spec = harness.spec(stop).expect("mapped");
+            let mut continued = Verdict::no_objection();
+            continued.continuation = Some(vec!["run the tests".into(), "then stop".into()]);
+            let answer = harness.answer(spec, &continued);
+            let expected = json!({"decision": word, "reason": "run the tests\nthen stop"});
+            assert_eq!(answer, Answer::json(expected), "{harness:?}");
+            continued.continuation = Some(vec![" ".into()]);
+            let answer = harness.answer(spec, &continued);
+            let expected = json!({"decision": word, "reason": CONTINUE_REASON});
+            assert_eq!(answer, Answer::json(expected), "{harness:?}");
+            // A denial never goes on, whatever else the verdict carries.
+            continued.decision = Decision::Deny;
+            let answer = harness.answer(spec, &continued);
+            let expected = json!({"continue": false, "stopReason": generic_reason()});
+            assert_eq!(answer, Answer::json(expected), "{harness:?}");
+            let mut stopped = Verdict::no_objection();
+            stopped.stop = Some(Some("done".into()));
+            let expected = json!({"continue": false, "stopReason": "done"});
+            assert_eq!(harness.answer(spec, &stopped), Answer::json(expected));
+            let expected = json!({"continue": false, "stopReason": generic_reason()});
+            assert_eq!(
+                harness.answer(spec, &Verdict::failed()),
+                Answer::json(expected)
+            );
+            assert_eq!(
+                harness.answer(spec, &Verdict::no_objection()),
+                Answer::silent()
+            );
         }
     }
 

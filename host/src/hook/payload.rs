@@ -38,6 +38,9 @@ pub struct Fields {
     pub permission_mode: Option<&'static str>,
     /// Where a model request is, if the harness lets a hook see one.
     pub model_request: Option<ModelRequestFields>,
+    /// The member saying, at a stop, whether a stop hook has already made the agent go
+    /// on in this turn (`stop_hook_active`), if the harness says.
+    pub continued: Option<&'static str>,
 }
 
 /// Where a harness keeps a model request (`model.request.before`).
@@ -140,6 +143,10 @@ pub fn read(
             let params = informational(optional_object(request, fields.params))?;
             Some(kept_params(params, fields.kept_params))
         }),
+        continued: fields
+            .continued
+            .filter(|_| spec.ahp == AhpEvent::TurnFinishBefore)
+            .and_then(|key| informational(optional_bool(payload, key))),
     })
 }
 
@@ -268,6 +275,15 @@ fn kept_params(params: &Map<String, Value>, kept: &[&str]) -> Map<String, Value>
         .collect()
 }
 
+/// `key`, when present, must be a boolean.
+fn optional_bool(payload: &Map<String, Value>, key: &str) -> Result<Option<bool>, String> {
+    match payload.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(flag)) => Ok(Some(*flag)),
+        Some(_) => Err(format!("{key} must be a boolean")),
+    }
+}
+
 /// `key`, when present, must be a non-empty string.
 fn optional_string(payload: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
     match payload.get(key) {
@@ -388,6 +404,35 @@ mod tests {
         );
         assert_eq!(read_request(json!("not an object")), (None, None));
         assert_eq!(read_request(json!(null)), (None, None));
+    }
+
+    /// `stop_hook_active` is read at a stop alone; of another shape it says nothing (and
+    /// nothing is then offered on it), and the payload still reads.
+    #[test]
+    fn whether_a_stop_hook_continued_the_turn_is_read_at_a_stop() {
+        let continued = |harness: Harness, native: &str, flag: Value| {
+            let payload = json!({"session_id": "s", "conversation_id": "s",
+                "hook_event_name": native, "stop_hook_active": flag, "tool_name": "t", "tool_input": {}});
+            read_at(harness, native, payload).unwrap().continued
+        };
+        assert_eq!(
+            continued(Harness::ClaudeCode, "Stop", json!(false)),
+            Some(false)
+        );
+        assert_eq!(continued(Harness::Codex, "Stop", json!(true)), Some(true));
+        assert_eq!(
+            continued(Harness::Gemini, "AfterAgent", json!(false)),
+            Some(false)
+        );
+        assert_eq!(
+            continued(Harness::Gemini, "AfterAgent", json!("false")),
+            None
+        );
+        assert_eq!(
+            continued(Harness::ClaudeCode, "PostToolUse", json!(false)),
+            None
+        );
+        assert_eq!(continued(Harness::Cursor, "stop", json!(false)), None);
     }
 
     /// Claude Code names the subagent a call runs in (`agent_id`, `agent_type`) and the
