@@ -38,20 +38,27 @@ fn contract() -> Contract {
         assert_context: None,
         intercepted: vec![
             Intercepted {
-                payload: (
-                    json!({"session_id": "019a-codex", "cwd": "/repo", "model": "gpt-5-codex",
-                        "turn_id": "turn-8", "hook_event_name": "UserPromptSubmit",
-                        "prompt": "delete the branch"}),
-                    &[],
-                ),
+                payload: (post_tool(), &[]),
+                event: "tool.after",
+                advertised: &["inject"],
+                assert_block,
+            },
+            Intercepted {
+                payload: (prompt(), &[]),
                 event: "turn.start",
-                advertised: &["deny"],
+                advertised: &["deny", "inject", "flow"],
                 assert_block,
             },
             Intercepted {
                 payload: (stop(), &[]),
                 event: "turn.finish.before",
                 advertised: &["flow"],
+                assert_block: assert_stopped,
+            },
+            Intercepted {
+                payload: (session_start(), &[]),
+                event: "session.start",
+                advertised: &["inject"],
                 assert_block: assert_stopped,
             },
         ],
@@ -76,6 +83,27 @@ fn assert_stopped(ran: &Ran, reason: &str) {
     assert_json(ran, 0, json!({"continue": false, "stopReason": reason}));
 }
 
+/// A Codex `PostToolUse` payload.
+fn post_tool() -> serde_json::Value {
+    json!({"session_id": "019a-codex", "cwd": "/repo", "model": "gpt-5-codex",
+        "turn_id": "turn-8", "permission_mode": "default", "hook_event_name": "PostToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "call_2",
+        "tool_response": "a b"})
+}
+
+/// A Codex `UserPromptSubmit` payload.
+fn prompt() -> serde_json::Value {
+    json!({"session_id": "019a-codex", "cwd": "/repo", "model": "gpt-5-codex",
+        "turn_id": "turn-8", "hook_event_name": "UserPromptSubmit",
+        "prompt": "delete the branch"})
+}
+
+/// A Codex `SessionStart` payload.
+fn session_start() -> serde_json::Value {
+    json!({"session_id": "019a-codex", "cwd": "/repo", "hook_event_name": "SessionStart",
+        "source": "startup", "permission_mode": "default", "model": "gpt-5-codex"})
+}
+
 /// A Codex `Stop` payload (codex-rs/hooks `events/stop.rs`), before any stop hook has
 /// made the agent go on.
 fn stop() -> serde_json::Value {
@@ -86,6 +114,34 @@ fn stop() -> serde_json::Value {
 }
 
 ahp_tests::hook_contract_tests!(contract());
+
+/// Context for the model reaches Codex as `hookSpecificOutput.additionalContext` (named
+/// by its event, which Codex requires) after a tool, before a prompt and at a session
+/// start; a flow stop before a prompt is `continue: false` (the prompt is dropped).
+#[tokio::test]
+async fn context_and_a_stop_reach_codex_in_its_own_words() {
+    use ahp_tests::hook::answered_by_interceptor_of;
+    let text = json!({"id": "m1-t", "kind": "text", "mediaType": "text/plain",
+        "selection": "body", "text": "the repo is frozen"});
+    let inject = json!([{"type": "inject", "target": "context", "operation": "append",
+        "deliverAt": "now", "value": [{"id": "m1", "role": "system", "parts": [text]}]}]);
+    let cases = [
+        ("tool.after", "PostToolUse", post_tool()),
+        ("turn.start", "UserPromptSubmit", prompt()),
+        ("session.start", "SessionStart", session_start()),
+    ];
+    for (event, native, payload) in cases {
+        let sent =
+            answered_by_interceptor_of(&[event], "fail-closed", "codex", &payload, inject.clone())
+                .await;
+        let output = json!({"hookEventName": native, "additionalContext": "the repo is frozen"});
+        assert_json(&sent.ran, 0, json!({"hookSpecificOutput": output}));
+    }
+    let stop = json!([{"type": "flow", "operation": "stop", "reason": "the repo is frozen"}]);
+    let sent =
+        answered_by_interceptor_of(&["turn.start"], "fail-closed", "codex", &prompt(), stop).await;
+    assert_stopped(&sent.ran, "the repo is frozen");
+}
 
 /// A backend's `continue` at a stop makes Codex go on (`decision: block`, the
 /// instruction its next prompt), once per turn.

@@ -3,14 +3,18 @@
 //!
 //! Before a tool Codex treats `ask` (and `continue`, `stopReason`, `suppressOutput`) as
 //! a failed hook and runs the tool, and applies `updatedInput` only with `allow` — a
-//! grant. So the only effect it really enforces there is deny. Before a prompt it blocks
-//! with `decision: block`. At a stop (codex-rs/hooks `events/stop.rs`) `continue: false`
-//! stops the agent, and `decision: block` with a non-empty reason makes it go on with
-//! that reason as a new prompt: a flow `continue` (once per turn, while
-//! `stop_hook_active` is false; Codex itself sets no bound). After a tool its block is
-//! no AHP effect (the protocol has no deny at `tool.after`), so that is only observed.
+//! grant. So the only effect it really enforces there is deny. Elsewhere it answers as
+//! Claude Code does (codex-rs/hooks `events/*.rs`), and the answer is Claude Code's:
+//! before a prompt it blocks with `decision: block` and stops the agent with `continue:
+//! false` (the prompt is dropped either way); after a tool, before a prompt and at a
+//! session start it takes context for the model in `hookSpecificOutput.additionalContext`
+//! (a developer message). After a tool its `continue: false` only replaces the tool's
+//! output, so no flow is offered there. At a stop `continue: false` stops the agent, and
+//! `decision: block` with a non-empty reason makes it go on with that reason as a new
+//! prompt: a flow `continue` (once per turn, while `stop_hook_active` is false; Codex
+//! itself sets no bound). Its `systemMessage` is a warning in its UI, never the model's,
+//! so `message` is not offered.
 
-use super::claude_code::block;
 use super::install::Snippet;
 use super::payload::Fields;
 use super::{on, AhpEvent, Answer, EventSpec, Verdict};
@@ -20,10 +24,14 @@ use serde_json::{json, Value};
 /// The mapped events and what Codex enforces at each.
 pub const EVENTS: &[EventSpec] = &[
     on("PreToolUse", AhpEvent::ToolBefore, &[E::Deny]),
-    on("PostToolUse", AhpEvent::ToolAfter, &[]),
-    on("UserPromptSubmit", AhpEvent::TurnStart, &[E::Deny]),
+    on("PostToolUse", AhpEvent::ToolAfter, &[E::Inject]),
+    on(
+        "UserPromptSubmit",
+        AhpEvent::TurnStart,
+        &[E::Deny, E::Inject, E::Flow],
+    ),
     on("Stop", AhpEvent::TurnFinishBefore, &[E::Flow]).continuing(),
-    on("SessionStart", AhpEvent::SessionStart, &[]),
+    on("SessionStart", AhpEvent::SessionStart, &[E::Inject]),
 ];
 
 /// Claude Code's payload shape, and the turn's id (`turn_id`), which Codex sends; no
@@ -37,15 +45,12 @@ pub const FIELDS: Fields = Fields {
 /// The settings file the snippet belongs in.
 pub const SETTINGS_FILE: &str = "~/.codex/hooks.json";
 
-/// A denial as Claude Code writes it; anything else is no answer at all (an `ask` would
-/// count as a failed hook and run the tool, so it can only be a denial here). At a stop,
-/// [`at_stop`](super::at_stop), a continue as `decision: block`.
+/// Before a tool a denial as Claude Code writes it, else no answer at all (an `ask` would
+/// count as a failed hook and run the tool, so it can only be a denial here); elsewhere
+/// Claude Code's answer.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
-    match (spec.ahp, verdict.decision) {
-        (AhpEvent::ToolBefore, _) => {}
-        (AhpEvent::TurnStart, Decision::Deny) => return block(verdict.reason()),
-        (AhpEvent::TurnFinishBefore, _) => return super::at_stop(verdict, block),
-        _ => return super::exit_code_answer(spec, verdict),
+    if spec.ahp != AhpEvent::ToolBefore {
+        return super::claude_code::after_tool_before(spec, verdict);
     }
     match verdict.decision {
         Decision::Allow => Answer::silent(),
