@@ -3,8 +3,8 @@
 //! `hookSpecificOutput`, never `permissionDecision: "allow"`.
 
 use ahp_tests::hook::{
-    assert_exit_2_block, assert_json, assert_silent_no_objection, tool_payloads, Contract,
-    Intercepted, Ran, MODIFIED_REASON,
+    assert_exit_2_block, assert_json, assert_silent_no_objection, assert_stopped, tool_payloads,
+    Contract, Intercepted, Ran, MODIFIED_REASON,
 };
 use serde_json::{json, Value};
 
@@ -132,11 +132,6 @@ fn native(event: &str, extra: Value) -> Value {
 /// After a tool, before a prompt or a stop Claude Code blocks with `decision: block`.
 fn assert_block(ran: &Ran, reason: &str) {
     assert_json(ran, 0, json!({"decision": "block", "reason": reason}));
-}
-
-/// At SessionStart the only block is stopping the agent.
-fn assert_stopped(ran: &Ran, reason: &str) {
-    assert_json(ran, 0, json!({"continue": false, "stopReason": reason}));
 }
 
 ahp_tests::hook_contract_tests!(contract());
@@ -271,6 +266,29 @@ async fn a_session_start_carries_the_permission_mode_and_the_model() {
         event["gaps"],
         json!([{"path": "/harness/version", "reason": "the harness does not say"}])
     );
+}
+
+/// The `Stop` hook copied under `SubagentStop`, an event the adapter does not map: the
+/// failure is answered as at the stop it was installed at (`--event Stop`), so the
+/// subagent stops; exit 2, the block for an unknown event, would keep it working. A
+/// hook that names no event gets that block.
+#[tokio::test]
+async fn a_stop_hook_copied_to_subagent_stop_stops_the_subagent() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
+    let payload = native(
+        "SubagentStop",
+        json!({"stop_hook_active": false, "agent_id": "a-1", "agent_type": "reviewer"}),
+    );
+    let payload = payload.to_string();
+    let flagged = ["--event", "Stop"];
+    let ran =
+        ahp_tests::hook::run_hook("claude-code", &registration, &flagged, payload.as_bytes()).await;
+    assert_stopped(&ran, ahp_tests::hook::FAILED_REASON);
+    assert!(ran.log.contains("the command line says Stop"), "{ran:?}");
+    let ran =
+        ahp_tests::hook::run_hook("claude-code", &registration, &[], payload.as_bytes()).await;
+    assert_exit_2_block(&ran, ahp_tests::hook::FAILED_REASON);
 }
 
 /// A backend's `continue` at `Stop` keeps Claude Code working (`decision: block`, the

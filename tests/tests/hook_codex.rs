@@ -3,9 +3,10 @@
 //! the tool, and `updatedInput` applies only with `allow`, a grant, so neither is
 //! advertised.
 
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::hook::{
-    assert_exit_2_block, assert_json, assert_silent_no_objection, tool_payloads, Contract,
-    Intercepted, Ran,
+    assert_exit_2_block, assert_json, assert_silent_no_objection, assert_stopped, tool_payloads,
+    Contract, Intercepted, Ran,
 };
 use serde_json::json;
 
@@ -77,12 +78,6 @@ fn assert_block(ran: &Ran, reason: &str) {
     assert_json(ran, 0, json!({"decision": "block", "reason": reason}));
 }
 
-/// At a stop Codex ends the agent's work with `continue: false` (its block there would
-/// make it go on).
-fn assert_stopped(ran: &Ran, reason: &str) {
-    assert_json(ran, 0, json!({"continue": false, "stopReason": reason}));
-}
-
 /// A Codex `PostToolUse` payload.
 fn post_tool() -> serde_json::Value {
     json!({"session_id": "019a-codex", "cwd": "/repo", "model": "gpt-5-codex",
@@ -121,10 +116,7 @@ ahp_tests::hook_contract_tests!(contract());
 #[tokio::test]
 async fn context_and_a_stop_reach_codex_in_its_own_words() {
     use ahp_tests::hook::answered_by_interceptor_of;
-    let text = json!({"id": "m1-t", "kind": "text", "mediaType": "text/plain",
-        "selection": "body", "text": "the repo is frozen"});
-    let inject = json!([{"type": "inject", "target": "context", "operation": "append",
-        "deliverAt": "now", "value": [{"id": "m1", "role": "system", "parts": [text]}]}]);
+    let inject = ahp_tests::hook::inject_text("the repo is frozen");
     let cases = [
         ("tool.after", "PostToolUse", post_tool()),
         ("turn.start", "UserPromptSubmit", prompt()),
@@ -137,7 +129,7 @@ async fn context_and_a_stop_reach_codex_in_its_own_words() {
         let output = json!({"hookEventName": native, "additionalContext": "the repo is frozen"});
         assert_json(&sent.ran, 0, json!({"hookSpecificOutput": output}));
     }
-    let stop = json!([{"type": "flow", "operation": "stop", "reason": "the repo is frozen"}]);
+    let stop = ahp_tests::hook::flow_stop("the repo is frozen");
     let sent =
         answered_by_interceptor_of(&["turn.start"], "fail-closed", "codex", &prompt(), stop).await;
     assert_stopped(&sent.ran, "the repo is frozen");
@@ -154,7 +146,6 @@ async fn a_continue_at_a_stop_keeps_the_agent_working_once_per_turn() {
 /// that never answers cannot hold the tool call past it, and the answer is a denial.
 #[tokio::test]
 async fn a_registry_that_never_answers_is_bounded_by_the_budget() {
-    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
     let registry = FaultBackend::start(vec![Behaviour::Blackhole]).await;
     let component = format!("oci://{}/ahp/interceptor:0.1", registry.addr());
     let (payload, _) = contract().pre_tool;
@@ -304,10 +295,10 @@ async fn sigquit_is_answered_with_a_denial() {
 /// answer is Codex's denial, from a process that exited on its own, and the audit record
 /// says `interrupted`.
 async fn a_signal_while_the_backend_holds_the_request_is_a_denial(signal: &str) {
-    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
-    let (_dir, registration, audit) = intercepting_fail_open(&backend);
-    let (command, hook) = started_on_the_pre_tool_payload(&registration, &audit).await;
+    let (_dir, registration, audit) = intercepting_fail_open(&backend, "tool.before");
+    let (pre_tool, _) = contract().pre_tool;
+    let (command, hook) = started_on(&pre_tool, &registration, &audit).await;
     assert!(
         backend
             .wait_for_requests(1, std::time::Duration::from_secs(30))
@@ -370,12 +361,48 @@ async fn a_signal_before_the_payload_is_read_is_answered_with_a_block() {
 /// approval not yet answered. Codex gets its denial, and the one record says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_before_no_objection_is_answered_is_a_denial() {
-    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let (_dir, registration, audit) = intercepting_fail_open(&backend);
+    let (pre_tool, _) = contract().pre_tool;
+    let records =
+        signalled_before_the_answer("tool.before", &pre_tool, Behaviour::NoEffect, |ran| {
+            assert_deny(ran, ahp_tests::hook::FAILED_REASON)
+        })
+        .await;
+    assert_eq!(records[0]["event"]["call"], "call_Codex1", "{records:?}");
+}
+
+/// Likewise a signal after a backend's `continue` at a stop: the agent stops
+/// (`continue: false`), never goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_before_a_continue_is_answered_stops_the_agent() {
+    let go_on = json!([{"type": "flow", "operation": "continue", "instruction": "go on"}]);
+    let records = signalled_before_the_answer(
+        "turn.finish.before",
+        &stop(),
+        Behaviour::Effects(go_on),
+        |ran| assert_stopped(ran, ahp_tests::hook::FAILED_REASON),
+    )
+    .await;
+    assert_eq!(
+        records[0]["event"]["type"], "turn.finish.before",
+        "{records:?}"
+    );
+}
+
+/// Runs `ahp hook codex` on `payload` with a fail-open interceptor of `event` that
+/// answers `answer`, and sends SIGTERM while the call's record waits for the audit file
+/// (another process holds its lock, and lets go soon after); asserts the answer with
+/// `assert_answer` and that the one record is an interrupted denial, and returns it.
+async fn signalled_before_the_answer(
+    event: &str,
+    payload: &serde_json::Value,
+    answer: Behaviour,
+    assert_answer: impl Fn(&Ran),
+) -> Vec<serde_json::Value> {
+    let backend = FaultBackend::start(vec![answer]).await;
+    let (_dir, registration, audit) = intercepting_fail_open(&backend, event);
     let held = std::fs::File::create(&audit).expect("the audit file");
     held.lock().expect("its lock");
-    let (command, hook) = started_on_the_pre_tool_payload(&registration, &audit).await;
+    let (command, hook) = started_on(payload, &registration, &audit).await;
     let pid = hook.id().expect("running");
     let waiting = async {
         while !blocked_in(pid, FLOCK, None) {
@@ -393,26 +420,26 @@ async fn a_signal_before_no_objection_is_answered_is_a_denial() {
     });
     let output = ahp_tests::hook::answer_after_signal(hook, "TERM").await;
     other_writer.join().expect("the other writer");
-    let ran = Ran::of(&output, &command);
-    assert_deny(&ran, ahp_tests::hook::FAILED_REASON);
+    assert_answer(&Ran::of(&output, &command));
     let records = ahp_tests::hook::audit_records(&audit);
     assert_eq!(records.len(), 1, "{records:?}");
     assert_eq!(records[0]["decision"], "deny", "{records:?}");
     assert_eq!(records[0]["decidedBy"], "interrupted", "{records:?}");
-    assert_eq!(records[0]["event"]["call"], "call_Codex1", "{records:?}");
+    records
 }
 
-/// A registration in a new directory (kept while held): `backend` intercepts
-/// `tool.before`, fail-open, 30 s; and where the call's audit goes in it.
+/// A registration in a new directory (kept while held): `backend` intercepts `event`,
+/// fail-open, 30 s; and where the call's audit goes in it.
 fn intercepting_fail_open(
-    backend: &ahp_tests::fault_backend::FaultBackend,
+    backend: &FaultBackend,
+    event: &str,
 ) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("a temp dir");
     let registration = ahp_tests::hook::write_intercepting(
         dir.path(),
         &backend.url(),
         "fail-open",
-        &["tool.before"],
+        &[event],
         30_000,
     );
     let audit = dir.path().join("audit.jsonl");
@@ -420,8 +447,9 @@ fn intercepting_fail_open(
 }
 
 /// `ahp hook codex` with `registration`, auditing to `audit` (a 60 s budget), started on
-/// the pre-tool payload, its stdin closed after it.
-async fn started_on_the_pre_tool_payload(
+/// `payload`, its stdin closed after it.
+async fn started_on(
+    payload: &serde_json::Value,
     registration: &std::path::Path,
     audit: &std::path::Path,
 ) -> (ahp_tests::hook::HookCommand, tokio::process::Child) {
@@ -431,7 +459,6 @@ async fn started_on_the_pre_tool_payload(
     let mut command = ahp_tests::hook::hook_command("codex", registration, &args);
     let mut hook = command.spawn().expect("start ahp hook");
     let mut stdin = hook.stdin.take().expect("stdin is piped");
-    let (payload, _) = contract().pre_tool;
     let payload = payload.to_string();
     stdin.write_all(payload.as_bytes()).await.expect("write");
     drop(stdin);

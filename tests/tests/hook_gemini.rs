@@ -4,8 +4,8 @@
 //! stop as `continue: false`.
 
 use ahp_tests::hook::{
-    assert_exit_2_block, assert_json, assert_silent_no_objection, tool_payloads, Contract,
-    Intercepted, Ran,
+    assert_exit_2_block, assert_json, assert_silent_no_objection, assert_stopped, tool_payloads,
+    Contract, Intercepted, Ran,
 };
 use serde_json::{json, Value};
 
@@ -77,12 +77,6 @@ fn contract() -> Contract {
 /// Before a tool and before the agent takes a prompt Gemini blocks with `decision: deny`.
 fn assert_deny(ran: &Ran, reason: &str) {
     assert_json(ran, 0, json!({"decision": "deny", "reason": reason}));
-}
-
-/// At `AfterAgent` Gemini ends the agent's work with `continue: false` (its block there
-/// would start another turn).
-fn assert_stopped(ran: &Ran, reason: &str) {
-    assert_json(ran, 0, json!({"continue": false, "stopReason": reason}));
 }
 
 /// A Gemini `AfterTool` payload.
@@ -303,7 +297,7 @@ async fn a_continue_after_the_agent_s_answer_keeps_it_working_once_per_turn() {
 #[tokio::test]
 async fn a_stop_and_context_reach_gemini_in_its_own_words() {
     use ahp_tests::hook::answered_by_interceptor_of;
-    let stop = json!([{"type": "flow", "operation": "stop", "reason": "the repo is frozen"}]);
+    let stop = ahp_tests::hook::flow_stop("the repo is frozen");
     let (before, _) = contract().pre_tool;
     let sent =
         answered_by_interceptor_of(&["tool.before"], "fail-closed", "gemini", &before, stop).await;
@@ -312,10 +306,7 @@ async fn a_stop_and_context_reach_gemini_in_its_own_words() {
         0,
         json!({"continue": false, "stopReason": "the repo is frozen"}),
     );
-    let text = json!({"id": "m1-t", "kind": "text", "mediaType": "text/plain",
-        "selection": "body", "text": "the repo is frozen"});
-    let inject = json!([{"type": "inject", "target": "context", "operation": "append",
-        "deliverAt": "now", "value": [{"id": "m1", "role": "system", "parts": [text]}]}]);
+    let inject = ahp_tests::hook::inject_text("the repo is frozen");
     for (event, payload) in [("tool.after", after_tool()), ("turn.start", before_agent())] {
         let sent =
             answered_by_interceptor_of(&[event], "fail-closed", "gemini", &payload, inject.clone())

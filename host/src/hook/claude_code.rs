@@ -103,8 +103,8 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     }
 }
 
-/// Every event but `PreToolUse` (Codex's too). At `Stop`, [`at_stop`](super::at_stop), a continue as
-/// `decision: block`. Elsewhere a flow stop is read first: `continue: false`, whether
+/// Every event but `PreToolUse` (Codex's too). At `Stop`, [`at_stop`](super::at_stop),
+/// a continue as `decision: block`. Elsewhere a flow stop is read first: `continue: false`, whether
 /// the settlement also denies or not. A denial is then `decision: block` where Claude
 /// Code blocks (after a tool, before a prompt) and `continue: false` at `SessionStart`,
 /// where a block would not hold the agent; messages and injected context go to
@@ -145,7 +145,7 @@ pub fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
 /// `{"decision": "block", "reason": …}`: Claude Code's (and Codex's) block after a tool,
 /// before a prompt, and at a stop, where it makes the agent go on.
 fn block(reason: &str) -> Answer {
-    Answer::json(json!({"decision": "block", "reason": reason}))
+    super::decided("block", reason)
 }
 
 /// `.claude/settings.json` hooks: every mapped event, blocking when the hook fails where

@@ -94,12 +94,15 @@ pub const FIELDS: Fields = Fields {
     continued: Some("stop_hook_active"),
 };
 
-/// A flow stop first, at any event: `continue: false`. Then before a tool a denial,
-/// replaced arguments, or nothing (Gemini has no ask, so an ask can only be a denial);
-/// after the agent's answer [`at_stop`](super::at_stop), a continue as `decision: deny`;
-/// elsewhere a denial where Gemini blocks, else the context for the model, else nothing.
+/// After the agent's answer [`at_stop`](super::at_stop), a continue as `decision: deny`.
+/// Elsewhere a flow stop first: `continue: false`. Then before a tool a denial, replaced
+/// arguments, or nothing (Gemini has no ask, so an ask can only be a denial); elsewhere a
+/// denial where Gemini blocks, else the context for the model, else nothing.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
-    let deny = |reason: &str| Answer::json(json!({"decision": "deny", "reason": reason}));
+    let deny = |reason: &str| super::decided("deny", reason);
+    if spec.ahp == AhpEvent::TurnFinishBefore {
+        return super::at_stop(verdict, deny);
+    }
     if let Some(reason) = verdict.stop_reason() {
         return super::stop_answer(reason);
     }
@@ -110,7 +113,6 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
             Some(input) => Answer::json(json!({"hookSpecificOutput": {"tool_input": input}})),
             None => Answer::silent(),
         },
-        AhpEvent::TurnFinishBefore => super::at_stop(verdict, deny),
         AhpEvent::ToolAfter | AhpEvent::TurnStart | AhpEvent::ModelRequestBefore if denied => {
             deny(verdict.reason())
         }

@@ -66,7 +66,8 @@ pub fn manifest(harness: Harness) -> Value {
     if max_continuations(harness) > 0 {
         gaps.push(gap(
             "turn.finish.before.flow.continue",
-            "offered per call, while the harness says no stop hook has made the agent go on this turn (stop_hook_active)",
+            "offered per call, while the harness says no stop hook has made the agent go \
+             on this turn (stop_hook_active)",
         ));
     }
     json!({

@@ -245,20 +245,24 @@ impl Harness {
 
     /// The mapped event a call with `payload` is answered at: the payload's own, which is
     /// the event the harness fires and acts on, whatever the command line says (a hook
-    /// copied under another event's key is still answered where its answer counts: at a
-    /// stop, the block for an unknown event would keep the agent working); for a payload
-    /// that names none (Copilot's), the command line's `flag`. A name of another type,
-    /// or one the adapter does not map: none.
+    /// copied under another event's key is still answered where its answer counts); for
+    /// a payload that names none (Copilot's), the command line's `flag`. A name of
+    /// another type, or one the adapter does not map, is none — the block for an unknown
+    /// event — except in a hook installed at a stop (copied to Claude Code's
+    /// `SubagentStop`, say): that answers as at its stop, where the block would keep the
+    /// agent working.
     fn answered_at(
         self,
         payload: &Map<String, Value>,
         flag: Option<&str>,
     ) -> Option<&'static EventSpec> {
-        let name = match self.event_name(payload, None) {
-            Ok(own) => own,
-            Err(_) => self.event_name(payload, flag).ok()?,
+        let flagged = flag.and_then(|name| self.spec(name));
+        let own = match self.event_name(payload, None) {
+            Ok(own) => self.spec(&own),
+            Err(_) if self.event_name(payload, flag).is_ok() => return flagged,
+            Err(_) => None,
         };
-        self.spec(&name)
+        own.or(flagged.filter(|spec| spec.ahp == AhpEvent::TurnFinishBefore))
     }
 
     /// The mapped native event called `name`.
@@ -277,7 +281,9 @@ impl Harness {
 
 /// The answer where the harness has no better word: a denial (the adapter's own, after a
 /// failure, or a fail-closed one) is exit 2 with the reason, the one block every harness
-/// honours on every event; anything else is no answer. Except before the agent stops
+/// honours at every event that can be blocked (at a session start Claude Code only shows
+/// it, and Codex goes on as after a failed hook); anything else is no answer. Except
+/// before the agent stops
 /// (`turn.finish.before`): there exit 2 blocks the stop and keeps the agent working, the
 /// opposite of a denial, so a denial is no answer and the agent stops as it meant to.
 fn exit_code_answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
@@ -293,6 +299,12 @@ fn exit_code_answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
 /// agent, at any event.
 fn stop_answer(reason: &str) -> Answer {
     Answer::json(serde_json::json!({"continue": false, "stopReason": reason}))
+}
+
+/// `{"decision": word, "reason": reason}`: Claude Code's and Codex's block (`block`),
+/// Gemini CLI's (`deny`).
+fn decided(word: &str, reason: &str) -> Answer {
+    Answer::json(serde_json::json!({"decision": word, "reason": reason}))
 }
 
 /// The answer at a stop (`turn.finish.before`) of a harness whose block there makes the
@@ -633,22 +645,21 @@ impl Verdict {
             .iter()
             .map(|injection| injected_text(&injection.value))
             .collect::<Result<_, _>>()?;
+        let (stop, continuation) = match &enforce.flow {
+            None => (None, None),
+            Some(flow) if flow.operation == FlowOperation::Stop => {
+                (Some(flow.reason.clone()), None)
+            }
+            Some(flow) => (None, Some(flow.instructions.clone())),
+        };
         Ok(Verdict {
             decision: settlement.decision,
             reason: settlement.reason.clone(),
             messages: settlement.record.messages.clone(),
             context,
             input,
-            stop: enforce
-                .flow
-                .as_ref()
-                .filter(|flow| flow.operation == FlowOperation::Stop)
-                .map(|flow| flow.reason.clone()),
-            continuation: enforce
-                .flow
-                .as_ref()
-                .filter(|flow| flow.operation == FlowOperation::Continue)
-                .map(|flow| flow.instructions.clone()),
+            stop,
+            continuation,
         })
     }
 
@@ -777,7 +788,8 @@ impl Answer {
         }
     }
 
-    /// Exit 2 with the reason on stderr: the block every harness honours on every event.
+    /// Exit 2 with the reason on stderr: the block every harness honours at every event
+    /// that can be blocked ([`exit_code_answer`]).
     fn blocked(reason: &str) -> Answer {
         Answer {
             stdout: String::new(),
@@ -1116,14 +1128,18 @@ pub(crate) fn read_bounded(input: impl Read, what: &str) -> Result<Vec<u8>, Stri
     Ok(bytes)
 }
 
-/// `verdict` in the harness's format; a denial by exit code if formatting itself panics
-/// ([`exit_code_answer`]: none before a stop) or the event is unknown (every harness
-/// honours exit 2 as a block).
+/// `verdict` in the harness's format. If formatting it panics, the adapter's denial in
+/// the harness's format (at a stop, the agent stopped; at Codex's session start, where
+/// a failed hook goes on, the same), and if that panics too, by exit code
+/// ([`exit_code_answer`]: none before a stop). For an unknown event, exit 2: every
+/// harness honours it as a block there.
 fn formatted(harness: Harness, spec: Option<&EventSpec>, verdict: &Verdict) -> Answer {
     let Some(spec) = spec else {
         return harness_deny_everywhere(harness, verdict);
     };
-    std::panic::catch_unwind(|| harness.answer(spec, verdict))
+    let answer = |verdict: &Verdict| std::panic::catch_unwind(|| harness.answer(spec, verdict));
+    answer(verdict)
+        .or_else(|_| answer(&Verdict::failed()))
         .unwrap_or_else(|_| exit_code_answer(spec, &Verdict::failed()))
 }
 
@@ -1403,7 +1419,7 @@ mod tests {
 
     #[test]
     fn a_deny_without_a_better_word_is_exit_2_with_the_reason() {
-        let after = Harness::Codex.spec("PostToolUse").expect("mapped");
+        let after = Harness::Cursor.spec("postToolUse").expect("mapped");
         let answer = exit_code_answer(after, &Verdict::failed());
         assert_eq!(answer.exit, 2);
         assert_eq!(answer.stderr, vec![generic_reason().to_string()]);
@@ -1413,7 +1429,9 @@ mod tests {
         );
     }
 
-    /// Exit 2 before a stop would keep the agent working: no harness gets it there.
+    /// Exit 2 or a block before a stop would keep the agent working: a denial there
+    /// stops it where the stop is intercepted, and is the observed stop's neutral answer
+    /// elsewhere (Cursor's `{}`).
     #[test]
     fn no_denial_before_a_stop_keeps_the_agent_working() {
         for harness in Harness::ALL {
@@ -1422,10 +1440,44 @@ mod tests {
                     continue;
                 }
                 let answer = harness.answer(spec, &Verdict::failed());
-                assert_ne!(answer.exit, 2, "{harness:?} {spec:?}");
-                assert!(!answer.stdout.contains("block"), "{harness:?}: {answer:?}");
+                match spec.capability() {
+                    Some(_) => assert_eq!(answer, stop_answer(generic_reason()), "{harness:?}"),
+                    None => assert_eq!(
+                        answer,
+                        harness.answer(spec, &Verdict::no_objection()),
+                        "{harness:?}"
+                    ),
+                }
             }
         }
+    }
+
+    /// A payload whose own event the adapter does not map, in a hook installed at a stop
+    /// (`--event Stop` copied to Claude Code's `SubagentStop`), is answered at that stop;
+    /// at any other installed event, at none (the block for an unknown event). A payload
+    /// naming a mapped event is answered at its own, whatever the command line says.
+    #[test]
+    fn a_payload_is_answered_at_its_own_event_or_at_the_stop_it_was_installed_at() {
+        let payload = |name: &str| {
+            json!({"hook_event_name": name})
+                .as_object()
+                .cloned()
+                .unwrap()
+        };
+        let answered = |name: &str, flag: &str| {
+            let at = Harness::ClaudeCode.answered_at(&payload(name), Some(flag));
+            at.map(|spec| spec.native)
+        };
+        assert_eq!(answered("SubagentStop", "Stop"), Some("Stop"));
+        assert_eq!(answered("SubagentStop", "PostToolUse"), None);
+        assert_eq!(answered("PreToolUse", "PostToolUse"), Some("PreToolUse"));
+        assert_eq!(answered("PreToolUse", "Stop"), Some("PreToolUse"));
+        let mistyped = json!({"hook_event_name": 7}).as_object().cloned().unwrap();
+        let at = Harness::ClaudeCode.answered_at(&mistyped, Some("Stop"));
+        assert_eq!(at.map(|spec| spec.native), Some("Stop"));
+        let unnamed = json!({"toolName": "bash"}).as_object().cloned().unwrap();
+        let at = Harness::Copilot.answered_at(&unnamed, Some("preToolUse"));
+        assert_eq!(at.map(|spec| spec.native), Some("preToolUse"));
     }
 
     /// A stop offers `continue` (with the harness's counts) only where the harness goes

@@ -412,7 +412,8 @@ mod tests {
     fn whether_a_stop_hook_continued_the_turn_is_read_at_a_stop() {
         let continued = |harness: Harness, native: &str, flag: Value| {
             let payload = json!({"session_id": "s", "conversation_id": "s",
-                "hook_event_name": native, "stop_hook_active": flag, "tool_name": "t", "tool_input": {}});
+                "hook_event_name": native, "stop_hook_active": flag,
+                "tool_name": "t", "tool_input": {}});
             read_at(harness, native, payload).unwrap().continued
         };
         assert_eq!(
