@@ -39,8 +39,12 @@ pub const EVENTS: &[EventSpec] = &[
         AhpEvent::TurnStart,
         &[E::Deny, E::Inject, E::Flow],
     ),
-    // Its denial there starts another turn with the reason as the prompt.
-    on("AfterAgent", AhpEvent::TurnFinishBefore, &[E::Flow]).continuing(),
+    // Its denial there starts another turn with the reason as the prompt, and so does a
+    // hook that dies (killed, say: Gemini reads any exit past 1 as a block). Installed
+    // only for a registration that selects turn.finish.before.
+    on("AfterAgent", AhpEvent::TurnFinishBefore, &[E::Flow])
+        .continuing()
+        .on_demand(),
     // Gemini's `decision: deny` blocks the request and aborts the turn.
     // Installed only for a registration that selects model.request.before.
     on(

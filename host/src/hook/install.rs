@@ -255,6 +255,22 @@ mod tests {
                 "{selected}: {hooks}"
             );
         }
+        // AfterAgent likewise (a hook that dies there starts another turn): only for a
+        // registration that selects turn.finish.before.
+        for (selected, installed) in [
+            (&["tool.before", "model.*"][..], false),
+            (&["turn.start"], false),
+            (&["turn.finish.before"], true),
+            (&["turn.*"], true),
+            (&["*"], true),
+        ] {
+            let hooks = gemini(selected);
+            assert_eq!(
+                hooks.get("AfterAgent").is_some(),
+                installed,
+                "{selected:?}: {hooks}"
+            );
+        }
     }
 
     /// Each harness gets the timeout in its own unit: Gemini in milliseconds, the others

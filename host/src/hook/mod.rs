@@ -386,7 +386,8 @@ pub struct EventSpec {
     /// Whether `ahp hook install` writes this hook only for a registration that selects
     /// its AHP event (in any mode): a hook that costs much more than it is worth to a
     /// registration that never looks (Gemini's BeforeModel runs a process at every model
-    /// request, and a failure there ends the turn).
+    /// request, and a failure there ends the turn; at its AfterAgent a hook that dies
+    /// starts another turn).
     pub on_demand: bool,
     /// Whether the harness goes on working when the adapter says so at this stop
     /// (`turn.finish.before`): its block there makes the agent take the reason as its
