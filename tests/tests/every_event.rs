@@ -254,7 +254,7 @@ async fn a_backend_deny_denies_every_event_that_has_deny() {
 /// The audit tells it from a deny: outcome `stop`, and the flow kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_accepted_flow_stop_is_a_deny_on_every_event_that_has_flow() {
-    let stop = json!([{"type": "flow", "operation": "stop", "reason": STOP_REASON}]);
+    let stop = ahp_tests::hook::flow_stop(STOP_REASON);
     let backend = FaultBackend::start(vec![Behaviour::Effects(stop)]).await;
     let hooks = every_event_on(&backend.url(), "fail-open").await;
     let has_flow = |e: &Event| e.has(EffectKind::Flow);

@@ -281,11 +281,22 @@ async fn a_stop_hook_copied_to_subagent_stop_stops_the_subagent() {
         json!({"stop_hook_active": false, "agent_id": "a-1", "agent_type": "reviewer"}),
     );
     let payload = payload.to_string();
-    let flagged = ["--event", "Stop"];
+    let audit = dir.path().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let flagged = ["--event", "Stop", "--audit", &audit_arg];
     let ran =
         ahp_tests::hook::run_hook("claude-code", &registration, &flagged, payload.as_bytes()).await;
     assert_stopped(&ran, ahp_tests::hook::FAILED_REASON);
     assert!(ran.log.contains("the command line says Stop"), "{ran:?}");
+    // Its record names what the payload does: the stop's type, its session.
+    let records = ahp_tests::hook::audit_records(&audit);
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["decision"], "deny", "{records:?}");
+    assert_eq!(
+        records[0]["event"]["type"], "turn.finish.before",
+        "{records:?}"
+    );
+    assert_eq!(records[0]["event"]["session"], "abc123", "{records:?}");
     let ran =
         ahp_tests::hook::run_hook("claude-code", &registration, &[], payload.as_bytes()).await;
     assert_exit_2_block(&ran, ahp_tests::hook::FAILED_REASON);

@@ -375,6 +375,17 @@ async fn a_signal_before_no_objection_is_answered_is_a_denial() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_before_a_continue_is_answered_stops_the_agent() {
     let go_on = json!([{"type": "flow", "operation": "continue", "instruction": "go on"}]);
+    // Unsignalled, the same backend's continue is Codex's block: the agent goes on.
+    let events = &["turn.finish.before"];
+    let sent = ahp_tests::hook::answered_by_interceptor_of(
+        events,
+        "fail-open",
+        "codex",
+        &stop(),
+        go_on.clone(),
+    )
+    .await;
+    assert_block(&sent.ran, "go on");
     let records = signalled_before_the_answer(
         "turn.finish.before",
         &stop(),

@@ -301,11 +301,7 @@ async fn a_stop_and_context_reach_gemini_in_its_own_words() {
     let (before, _) = contract().pre_tool;
     let sent =
         answered_by_interceptor_of(&["tool.before"], "fail-closed", "gemini", &before, stop).await;
-    assert_json(
-        &sent.ran,
-        0,
-        json!({"continue": false, "stopReason": "the repo is frozen"}),
-    );
+    assert_stopped(&sent.ran, "the repo is frozen");
     let inject = ahp_tests::hook::inject_text("the repo is frozen");
     for (event, payload) in [("tool.after", after_tool()), ("turn.start", before_agent())] {
         let sent =

@@ -224,24 +224,26 @@ mod tests {
         }
     }
 
+    /// The hooks Gemini's snippet writes for a registration selecting `selected`.
+    fn gemini_hooks(selected: &[&str]) -> Value {
+        let snippet = Snippet {
+            selected: selected.iter().map(|p| EventPattern::read(p)).collect(),
+            ..plain_snippet()
+        };
+        super::super::gemini::snippet(&snippet)["hooks"].clone()
+    }
+
     /// Gemini's `BeforeModel` runs a process at every model request, and a failure there
     /// ends the turn: it is installed only for a registration that selects
-    /// model.request.before (by name, `model.*` or `*`), the other hooks always.
+    /// model.request.before (by name, `model.*` or `*`), the tool hooks always.
     #[test]
     fn a_hook_at_every_model_request_is_installed_only_when_selected() {
-        let gemini = |selected: &[&str]| {
-            let snippet = Snippet {
-                selected: selected.iter().map(|p| EventPattern::read(p)).collect(),
-                ..plain_snippet()
-            };
-            super::super::gemini::snippet(&snippet)["hooks"].clone()
-        };
         for unselected in [
             &["tool.before", "tool.after"][..],
             &["turn.*", "model.error"],
             &[],
         ] {
-            let hooks = gemini(unselected);
+            let hooks = gemini_hooks(unselected);
             assert!(
                 hooks.get("BeforeModel").is_none(),
                 "{unselected:?}: {hooks}"
@@ -249,14 +251,18 @@ mod tests {
             assert!(hooks.get("BeforeTool").is_some(), "{unselected:?}: {hooks}");
         }
         for selected in ["model.request.before", "model.*", "*"] {
-            let hooks = gemini(&["tool.before", selected]);
+            let hooks = gemini_hooks(&["tool.before", selected]);
             assert_eq!(
                 hooks["BeforeModel"][0]["hooks"][0]["command"], "ahp --event BeforeModel",
                 "{selected}: {hooks}"
             );
         }
-        // AfterAgent likewise (a hook that dies there starts another turn): only for a
-        // registration that selects turn.finish.before.
+    }
+
+    /// Gemini reads an `AfterAgent` hook that dies as a block, which starts another turn:
+    /// it is installed only for a registration that selects turn.finish.before.
+    #[test]
+    fn a_stop_hook_gemini_would_restart_on_is_installed_only_when_selected() {
         for (selected, installed) in [
             (&["tool.before", "model.*"][..], false),
             (&["turn.start"], false),
@@ -264,7 +270,7 @@ mod tests {
             (&["turn.*"], true),
             (&["*"], true),
         ] {
-            let hooks = gemini(selected);
+            let hooks = gemini_hooks(selected);
             assert_eq!(
                 hooks.get("AfterAgent").is_some(),
                 installed,

@@ -896,7 +896,7 @@ pub(crate) enum Unread {
 impl Unread {
     /// This, or where nothing could be read as a payload, the command line's `event`
     /// (every installed hook names its own): the failure is answered there. A payload
-    /// that names another event is not answered at the command line's.
+    /// that names another event is answered as [`Harness::answered_at`] says.
     pub(crate) fn or_at(self, harness: Harness, event: Option<&str>) -> Unread {
         match (self, event.and_then(|name| harness.spec(name))) {
             (Unread::Nothing | Unread::Unreadable, Some(spec)) => {
@@ -1129,19 +1129,21 @@ pub(crate) fn read_bounded(input: impl Read, what: &str) -> Result<Vec<u8>, Stri
     Ok(bytes)
 }
 
-/// `verdict` in the harness's format. If formatting it panics, the adapter's denial in
-/// the harness's format (at a stop, the agent stopped; at Codex's session start, where
-/// a failed hook goes on, the same), and if that panics too, by exit code
-/// ([`exit_code_answer`]: none before a stop). For an unknown event, exit 2: every
+/// `verdict` in the harness's format. If formatting it panics, the answer after a
+/// failure in the harness's format ([`Verdict::after_failure`]: the adapter's denial —
+/// at a stop the agent stopped, at Codex's session start, where a failed hook goes on,
+/// the same — and no objection at an observed event), and if that panics too, by exit
+/// code ([`exit_code_answer`]: none before a stop). For an unknown event, exit 2: every
 /// harness honours it as a block there.
 fn formatted(harness: Harness, spec: Option<&EventSpec>, verdict: &Verdict) -> Answer {
     let Some(spec) = spec else {
         return harness_deny_everywhere(harness, verdict);
     };
     let answer = |verdict: &Verdict| std::panic::catch_unwind(|| harness.answer(spec, verdict));
+    let failed = Verdict::after_failure(Some(spec));
     answer(verdict)
-        .or_else(|_| answer(&Verdict::failed()))
-        .unwrap_or_else(|_| exit_code_answer(spec, &Verdict::failed()))
+        .or_else(|_| answer(&failed))
+        .unwrap_or_else(|_| exit_code_answer(spec, &failed))
 }
 
 /// The denial for a payload whose event is unknown: exit 2 with the reason, which every
@@ -1172,16 +1174,19 @@ async fn decide(
     };
     let harness = request.harness;
     let flag = request.event.as_deref();
-    // A payload read decides the event it is answered at: its own, or none (the block
-    // for an unknown event) when it names one the adapter does not map. One the command
-    // line contradicts fails the call, answered there.
+    // A payload read decides the event it is answered at ([`Harness::answered_at`]): its
+    // own, or for one the adapter does not map none (the block for an unknown event) but
+    // in a hook installed at a stop. One the command line contradicts fails the call,
+    // answered there, its record naming the payload's identity.
     let found = harness.answered_at(&object, flag);
     let _ = mapped.set(found);
+    let audit = &request.audit;
+    if let Some(spec) = found {
+        audit.identify(payload::identity(harness.fields(), &object, spec));
+    }
     let name = harness.event_name(&object, flag)?;
     let spec =
         found.ok_or_else(|| format!("{} has no mapped hook event {name}", harness.name()))?;
-    let audit = &request.audit;
-    audit.identify(payload::identity(harness.fields(), &object, spec));
     let mut read = payload::read(harness.fields(), &object, spec)
         .map_err(|e| format!("not a {} {name} payload: {e}", harness.name()))?;
     read.leave_out(&request.omit_session);
@@ -1392,9 +1397,14 @@ mod tests {
         }
     }
 
+    /// `value`, a JSON object, as a payload.
+    fn object(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().expect("a JSON object")
+    }
+
     #[test]
     fn a_mistyped_event_name_is_named_as_it_was_sent() {
-        let payload = |key: &str| serde_json::json!({key: 5}).as_object().cloned().unwrap();
+        let payload = |key: &str| object(json!({key: 5}));
         let named = |harness: Harness, key| harness.event_name(&payload(key), None).unwrap_err();
         assert_eq!(
             named(Harness::Copilot, "hookEventName"),
@@ -1459,12 +1469,7 @@ mod tests {
     /// naming a mapped event is answered at its own, whatever the command line says.
     #[test]
     fn a_payload_is_answered_at_its_own_event_or_at_the_stop_it_was_installed_at() {
-        let payload = |name: &str| {
-            json!({"hook_event_name": name})
-                .as_object()
-                .cloned()
-                .unwrap()
-        };
+        let payload = |name: &str| object(json!({"hook_event_name": name}));
         let answered = |name: &str, flag: &str| {
             let at = Harness::ClaudeCode.answered_at(&payload(name), Some(flag));
             at.map(|spec| spec.native)
@@ -1473,12 +1478,23 @@ mod tests {
         assert_eq!(answered("SubagentStop", "PostToolUse"), None);
         assert_eq!(answered("PreToolUse", "PostToolUse"), Some("PreToolUse"));
         assert_eq!(answered("PreToolUse", "Stop"), Some("PreToolUse"));
-        let mistyped = json!({"hook_event_name": 7}).as_object().cloned().unwrap();
-        let at = Harness::ClaudeCode.answered_at(&mistyped, Some("Stop"));
-        assert_eq!(at.map(|spec| spec.native), Some("Stop"));
-        let unnamed = json!({"toolName": "bash"}).as_object().cloned().unwrap();
-        let at = Harness::Copilot.answered_at(&unnamed, Some("preToolUse"));
-        assert_eq!(at.map(|spec| spec.native), Some("preToolUse"));
+        let mistyped = object(json!({"hook_event_name": 7}));
+        let at = |flag| {
+            Harness::ClaudeCode
+                .answered_at(&mistyped, flag)
+                .map(|s| s.native)
+        };
+        assert_eq!(at(Some("Stop")), Some("Stop"));
+        assert_eq!((at(Some("PostToolUse")), at(None)), (None, None));
+        let copilot = |payload: Value| {
+            let at = Harness::Copilot.answered_at(&object(payload), Some("preToolUse"));
+            at.map(|spec| spec.native)
+        };
+        assert_eq!(copilot(json!({"toolName": "bash"})), Some("preToolUse"));
+        assert_eq!(
+            copilot(json!({"hook_event_name": "PreToolUse"})),
+            Some("preToolUse")
+        );
     }
 
     /// A stop offers `continue` (with the harness's counts) only where the harness goes
