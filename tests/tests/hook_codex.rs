@@ -62,6 +62,17 @@ fn contract() -> Contract {
                 advertised: &["inject"],
                 assert_block: assert_stopped,
             },
+            Intercepted {
+                payload: (
+                    json!({"session_id": "019a-codex", "turn_id": "turn-8",
+                        "transcript_path": null, "cwd": "/repo", "hook_event_name": "PreCompact",
+                        "model": "gpt-5-codex", "trigger": "auto"}),
+                    &[],
+                ),
+                event: "context.compact.before",
+                advertised: &["deny"],
+                assert_block: assert_stopped,
+            },
         ],
         assert_blocked_before_the_event: assert_exit_2_block,
     }

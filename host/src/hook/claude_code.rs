@@ -106,8 +106,8 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
 /// Every event but `PreToolUse` (Codex's too). At `Stop`, [`at_stop`](super::at_stop),
 /// a continue as `decision: block`. Elsewhere a flow stop is read first: `continue: false`, whether
 /// the settlement also denies or not. A denial is then `decision: block` where Claude
-/// Code blocks (after a tool, before a prompt) and `continue: false` at `SessionStart`,
-/// where a block would not hold the agent; messages and injected context go to
+/// Code blocks (after a tool, before a prompt) and `continue: false` at `SessionStart`
+/// (and Codex's `PreCompact`), where a block would not hold the agent; messages and injected context go to
 /// `additionalContext` where advertised. The events it enforces nothing at answer by
 /// exit code.
 pub fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
@@ -120,8 +120,14 @@ pub fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
     let blocks = matches!(spec.ahp, AhpEvent::ToolAfter | AhpEvent::TurnStart);
     match verdict.decision {
         Decision::Deny if blocks => block(verdict.reason()),
-        // SessionStart cannot be blocked: a denial there stops the agent.
-        Decision::Deny if spec.ahp == AhpEvent::SessionStart => {
+        // A session start cannot be blocked, and Codex stops a compaction only with
+        // `continue: false` (Claude Code's is observed): a denial there stops the agent.
+        Decision::Deny
+            if matches!(
+                spec.ahp,
+                AhpEvent::SessionStart | AhpEvent::ContextCompactBefore
+            ) =>
+        {
             super::stop_answer(verdict.reason())
         }
         Decision::Deny => super::exit_code_answer(spec, verdict),

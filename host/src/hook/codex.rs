@@ -12,8 +12,10 @@
 //! output, so no flow is offered there. At a stop `continue: false` stops the agent, and
 //! `decision: block` with a non-empty reason makes it go on with that reason as a new
 //! prompt: a flow `continue` (once per turn, while `stop_hook_active` is false; Codex
-//! itself sets no bound). Its `systemMessage` is a warning in its UI, never the model's,
-//! so `message` is not offered.
+//! itself sets no bound). Before a compaction (`PreCompact`, `events/compact.rs`)
+//! `continue: false` aborts it, the turn too: that is how a denial goes out there. Its
+//! `systemMessage` is a warning in its UI, never the model's, so `message` is not
+//! offered.
 
 use super::install::Snippet;
 use super::payload::Fields;
@@ -32,6 +34,8 @@ pub const EVENTS: &[EventSpec] = &[
     ),
     on("Stop", AhpEvent::TurnFinishBefore, &[E::Flow]).continuing(),
     on("SessionStart", AhpEvent::SessionStart, &[E::Inject]),
+    // Its `continue: false` aborts the compaction (and the turn with it).
+    on("PreCompact", AhpEvent::ContextCompactBefore, &[E::Deny]),
 ];
 
 /// Claude Code's payload shape, and the turn's id (`turn_id`), which Codex sends; no
