@@ -34,15 +34,16 @@ pub const EVENTS: &[EventSpec] = &[
     ),
     on("Stop", AhpEvent::TurnFinishBefore, &[E::Flow]).continuing(),
     on("SessionStart", AhpEvent::SessionStart, &[E::Inject]),
-    // Its `continue: false` aborts the compaction (and the turn with it).
-    on("PreCompact", AhpEvent::ContextCompactBefore, &[E::Deny]),
+    // Its `continue: false` aborts the compaction (and the turn with it), and so does
+    // any failure there, at every compaction until it is fixed. Installed only for a
+    // registration that selects context.compact.before.
+    on("PreCompact", AhpEvent::ContextCompactBefore, &[E::Deny]).on_demand(),
 ];
 
-/// Claude Code's payload shape, and the turn's id (`turn_id`), which Codex sends; no
-/// subagent (Codex names none).
+/// Claude Code's payload shape (a subagent's `agent_id` and `agent_type` at its tool
+/// and compaction events), and the turn's id (`turn_id`), which Codex sends.
 pub const FIELDS: Fields = Fields {
     turn_id: Some("turn_id"),
-    agent: None,
     ..super::claude_code::FIELDS
 };
 

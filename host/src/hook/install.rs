@@ -224,13 +224,18 @@ mod tests {
         }
     }
 
-    /// The hooks Gemini's snippet writes for a registration selecting `selected`.
-    fn gemini_hooks(selected: &[&str]) -> Value {
+    /// The hooks `snippet_of` writes for a registration selecting `selected`.
+    fn hooks_written(snippet_of: fn(&Snippet) -> Value, selected: &[&str]) -> Value {
         let snippet = Snippet {
             selected: selected.iter().map(|p| EventPattern::read(p)).collect(),
             ..plain_snippet()
         };
-        super::super::gemini::snippet(&snippet)["hooks"].clone()
+        snippet_of(&snippet)["hooks"].clone()
+    }
+
+    /// The hooks Gemini's snippet writes for a registration selecting `selected`.
+    fn gemini_hooks(selected: &[&str]) -> Value {
+        hooks_written(super::super::gemini::snippet, selected)
     }
 
     /// Gemini's `BeforeModel` runs a process at every model request, and a failure there
@@ -259,10 +264,25 @@ mod tests {
         }
     }
 
-    /// Gemini reads an `AfterAgent` hook that dies as a block, which starts another turn:
-    /// it is installed only for a registration that selects turn.finish.before.
+    /// A hook where a failure ends a turn is installed only for a registration that
+    /// selects its event: Gemini's `AfterAgent` (Gemini reads a hook that dies there as a
+    /// block, which starts another turn) and Codex's `PreCompact` (a failure there aborts
+    /// the compaction and the turn).
     #[test]
-    fn a_stop_hook_gemini_would_restart_on_is_installed_only_when_selected() {
+    fn a_hook_whose_failure_ends_the_turn_is_installed_only_when_selected() {
+        for (selected, installed) in [
+            (&["tool.before", "turn.*"][..], false),
+            (&["context.compact.before"], true),
+            (&["context.*"], true),
+            (&["*"], true),
+        ] {
+            let hooks = hooks_written(super::super::codex::snippet, selected);
+            assert_eq!(
+                hooks.get("PreCompact").is_some(),
+                installed,
+                "{selected:?}: {hooks}"
+            );
+        }
         for (selected, installed) in [
             (&["tool.before", "model.*"][..], false),
             (&["turn.start"], false),

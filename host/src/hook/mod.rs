@@ -281,8 +281,9 @@ impl Harness {
 
 /// The answer where the harness has no better word: a denial (the adapter's own, after a
 /// failure, or a fail-closed one) is exit 2 with the reason, the one block every harness
-/// honours at every event that can be blocked (at a session start Claude Code only shows
-/// it, and Codex goes on as after a failed hook); anything else is no answer. Except
+/// honours almost everywhere (at a session start Claude Code only shows it, and there
+/// and before a compaction Codex goes on as after a failed hook); anything else is no
+/// answer. Except
 /// before the agent stops
 /// (`turn.finish.before`): there exit 2 blocks the stop and keeps the agent working, the
 /// opposite of a denial, so a denial is no answer and the agent stops as it meant to.
@@ -566,7 +567,7 @@ pub enum SessionField {
     WorkspaceRoots,
     /// `session.model` (Claude Code's, Codex's and Cursor's model).
     Model,
-    /// `session.agent` (Claude Code's subagent).
+    /// `session.agent` (the subagent Claude Code or Codex names).
     Agent,
 }
 
@@ -1131,8 +1132,8 @@ pub(crate) fn read_bounded(input: impl Read, what: &str) -> Result<Vec<u8>, Stri
 
 /// `verdict` in the harness's format. If formatting it panics, the answer after a
 /// failure in the harness's format ([`Verdict::after_failure`]: the adapter's denial —
-/// at a stop the agent stopped, at Codex's session start, where a failed hook goes on,
-/// the same — and no objection at an observed event), and if that panics too, by exit
+/// at a stop the agent stopped, at Codex's session start and compaction, where a failed
+/// hook goes on, the same — and no objection at an observed event), and if that panics too, by exit
 /// code ([`exit_code_answer`]: none before a stop). For an unknown event, exit 2: every
 /// harness honours it as a block there.
 fn formatted(harness: Harness, spec: Option<&EventSpec>, verdict: &Verdict) -> Answer {

@@ -461,6 +461,17 @@ mod tests {
         }
     }
 
+    /// Codex names a subagent (`agent_id`, `agent_type`) at its tool and compaction
+    /// events, as Claude Code does.
+    #[test]
+    fn codex_reads_the_subagent_it_names() {
+        let payload = json!({"session_id": "s", "hook_event_name": "PreCompact",
+            "trigger": "auto", "agent_id": "a-2", "agent_type": "worker"});
+        let read = read_at(Harness::Codex, "PreCompact", payload).unwrap();
+        assert_eq!(read.agent, Some(("a-2".into(), Some("worker".into()))));
+        assert_eq!(read.trigger.as_deref(), Some("auto"));
+    }
+
     /// Gemini's `mcp_context` is read at a tool event; one of another shape is left out
     /// (the descriptor is then inferred from the name), as a null one is absent, and the
     /// payload still reads.
