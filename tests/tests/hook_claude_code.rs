@@ -268,18 +268,15 @@ async fn a_session_start_carries_the_permission_mode_and_the_model() {
     );
 }
 
-/// The `Stop` hook copied under `SubagentStop`, an event the adapter does not map: the
-/// failure is answered as at the stop it was installed at (`--event Stop`), so the
-/// subagent stops; exit 2, the block for an unknown event, would keep it working. A
+/// The `Stop` hook copied under an event the adapter does not map (`Notification`): the
+/// failure is answered as at the stop it was installed at (`--event Stop`), so the agent
+/// stops; exit 2, the block for an unknown event, would keep it working at a stop. A
 /// hook that names no event gets that block.
 #[tokio::test]
-async fn a_stop_hook_copied_to_subagent_stop_stops_the_subagent() {
+async fn a_stop_hook_copied_to_an_unmapped_event_stops_the_agent() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let registration = ahp_tests::hook::write_unreachable(dir.path());
-    let payload = native(
-        "SubagentStop",
-        json!({"stop_hook_active": false, "agent_id": "a-1", "agent_type": "reviewer"}),
-    );
+    let payload = native("Notification", json!({"message": "Claude is waiting"}));
     let payload = payload.to_string();
     let audit = dir.path().join("audit.jsonl");
     let audit_arg = audit.display().to_string();
@@ -300,6 +297,26 @@ async fn a_stop_hook_copied_to_subagent_stop_stops_the_subagent() {
     let ran =
         ahp_tests::hook::run_hook("claude-code", &registration, &[], payload.as_bytes()).await;
     assert_exit_2_block(&ran, ahp_tests::hook::FAILED_REASON);
+}
+
+/// A subagent's stop is `turn.finish.before` too, its `session.agent` the subagent, and
+/// a backend's `continue` there keeps the subagent working, once per turn.
+#[tokio::test]
+async fn a_continue_at_subagent_stop_keeps_the_subagent_working_once_per_turn() {
+    let payload = native(
+        "SubagentStop",
+        json!({"stop_hook_active": false, "agent_id": "a-1", "agent_type": "reviewer",
+            "last_assistant_message": "Reviewed."}),
+    );
+    let sent =
+        ahp_tests::hook::sent_to_interceptor_of(&["turn.finish.before"], "claude-code", &payload)
+            .await;
+    assert_eq!(sent.event["type"], "turn.finish.before", "{}", sent.event);
+    assert_eq!(
+        sent.event["session"]["agent"],
+        json!({"id": "a-1", "type": "reviewer"})
+    );
+    ahp_tests::hook::continue_once_per_turn("claude-code", &payload, assert_block).await;
 }
 
 /// A backend's `continue` at `Stop` keeps Claude Code working (`decision: block`, the

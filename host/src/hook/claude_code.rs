@@ -38,8 +38,10 @@ pub const EVENTS: &[EventSpec] = &[
         AhpEvent::TurnStart,
         &[E::Deny, E::Inject, E::Flow, E::Message],
     ),
-    // Its block at a stop keeps the agent working, the reason its next instruction.
+    // Its block at a stop keeps the agent working, the reason its next instruction; a
+    // subagent's stop likewise (the event's `session.agent` names the subagent).
     on("Stop", AhpEvent::TurnFinishBefore, &[E::Flow]).continuing(),
+    on("SubagentStop", AhpEvent::TurnFinishBefore, &[E::Flow]).continuing(),
     on(
         "SessionStart",
         AhpEvent::SessionStart,

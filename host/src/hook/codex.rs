@@ -33,6 +33,7 @@ pub const EVENTS: &[EventSpec] = &[
         &[E::Deny, E::Inject, E::Flow],
     ),
     on("Stop", AhpEvent::TurnFinishBefore, &[E::Flow]).continuing(),
+    on("SubagentStop", AhpEvent::TurnFinishBefore, &[E::Flow]).continuing(),
     on("SessionStart", AhpEvent::SessionStart, &[E::Inject]),
     // Its `continue: false` aborts the compaction (and the turn with it), and so does
     // any failure there, at every compaction until it is fixed. Installed only for a

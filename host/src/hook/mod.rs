@@ -198,13 +198,27 @@ impl Harness {
     }
 
     /// The declaration for one call: `call`'s event with what its payload allows there
-    /// ([`EventSpec::capability_at`]), every other event as always.
+    /// ([`EventSpec::capability_at`]), every other event as always. Each AHP event once,
+    /// though two native events map to it (a stop and a subagent's stop): its entry is
+    /// the call's, else the first's (they are the same, tested).
     fn declaration_for(self, call: Option<(&EventSpec, &Payload)>) -> Declaration {
-        let capability = |spec: &EventSpec| match call {
-            Some((at, payload)) if at == spec => spec.capability_at(payload),
-            _ => spec.capability(),
-        };
-        Declaration::Exactly(self.events().iter().filter_map(capability).collect())
+        let mut entries: Vec<EventCapability> = Vec::new();
+        for spec in self.events() {
+            let at_call = call.filter(|(at, _)| *at == spec);
+            let capability = match at_call {
+                Some((_, payload)) => spec.capability_at(payload),
+                None => spec.capability(),
+            };
+            let Some(capability) = capability else {
+                continue;
+            };
+            match entries.iter_mut().find(|e| e.event == capability.event) {
+                Some(entry) if at_call.is_some() => *entry = capability,
+                Some(_) => {}
+                None => entries.push(capability),
+            }
+        }
+        Declaration::Exactly(entries)
     }
 
     /// The file its [`install`] snippet belongs in.
@@ -248,9 +262,9 @@ impl Harness {
     /// copied under another event's key is still answered where its answer counts); for
     /// a payload that names none (Copilot's), the command line's `flag`. A name of
     /// another type, or one the adapter does not map, is none — the block for an unknown
-    /// event — except in a hook installed at a stop (copied to Claude Code's
-    /// `SubagentStop`, say): that answers as at its stop, where the block would keep the
-    /// agent working.
+    /// event — except in a hook installed at a stop (copied to a stop-like event the
+    /// adapter does not know, say): that answers as at its stop, where the block would
+    /// keep the agent working.
     fn answered_at(
         self,
         payload: &Map<String, Value>,
@@ -1441,6 +1455,42 @@ mod tests {
         );
     }
 
+    /// Two native events on one AHP event (a stop, a subagent's stop) declare the same
+    /// capability, and the declaration names each AHP event once: for a call at either,
+    /// its own entry, with what its payload allows.
+    #[test]
+    fn a_stop_and_a_subagent_s_stop_are_one_event_in_the_declaration() {
+        for harness in Harness::ALL {
+            for (i, spec) in harness.events().iter().enumerate() {
+                for earlier in harness.events()[..i].iter().filter(|e| e.ahp == spec.ahp) {
+                    assert_eq!(earlier.capability(), spec.capability(), "{harness:?}");
+                }
+            }
+        }
+        let fresh = Payload {
+            continued: Some(false),
+            ..Payload::default()
+        };
+        for native in ["Stop", "SubagentStop"] {
+            let spec = Harness::ClaudeCode.spec(native).expect("mapped");
+            let Declaration::Exactly(entries) =
+                Harness::ClaudeCode.declaration_for(Some((spec, &fresh)))
+            else {
+                panic!("an exact declaration");
+            };
+            let stops: Vec<_> = entries
+                .iter()
+                .filter(|e| e.event.as_str() == "turn.finish.before")
+                .collect();
+            assert_eq!(stops.len(), 1, "{native}: {stops:?}");
+            let flow = stops[0].flow.as_ref().expect("flow");
+            assert!(
+                flow.operations.contains(&FlowOperation::Continue),
+                "{native}"
+            );
+        }
+    }
+
     /// Exit 2 or a block before a stop would keep the agent working: a denial there
     /// stops it where the stop is intercepted, and is the observed stop's neutral answer
     /// elsewhere (Cursor's `{}`).
@@ -1465,7 +1515,7 @@ mod tests {
     }
 
     /// A payload whose own event the adapter does not map, in a hook installed at a stop
-    /// (`--event Stop` copied to Claude Code's `SubagentStop`), is answered at that stop;
+    /// (`--event Stop` copied to Claude Code's `Notification`), is answered at that stop;
     /// at any other installed event, at none (the block for an unknown event). A payload
     /// naming a mapped event is answered at its own, whatever the command line says.
     #[test]
@@ -1475,8 +1525,9 @@ mod tests {
             let at = Harness::ClaudeCode.answered_at(&payload(name), Some(flag));
             at.map(|spec| spec.native)
         };
-        assert_eq!(answered("SubagentStop", "Stop"), Some("Stop"));
-        assert_eq!(answered("SubagentStop", "PostToolUse"), None);
+        assert_eq!(answered("Notification", "Stop"), Some("Stop"));
+        assert_eq!(answered("Notification", "PostToolUse"), None);
+        assert_eq!(answered("SubagentStop", "Stop"), Some("SubagentStop"));
         assert_eq!(answered("PreToolUse", "PostToolUse"), Some("PreToolUse"));
         assert_eq!(answered("PreToolUse", "Stop"), Some("PreToolUse"));
         let mistyped = object(json!({"hook_event_name": 7}));
