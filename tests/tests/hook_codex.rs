@@ -146,6 +146,31 @@ async fn context_and_a_stop_reach_codex_in_its_own_words() {
     assert_stopped(&sent.ran, "the repo is frozen");
 }
 
+/// A subagent's stop is `turn.finish.before` too, its `session.agent` the subagent and
+/// its `turn` Codex's, and a backend's `continue` there keeps the subagent working, once
+/// per turn.
+#[tokio::test]
+async fn a_continue_at_subagent_stop_keeps_the_subagent_working_once_per_turn() {
+    let mut payload = stop();
+    payload["hook_event_name"] = json!("SubagentStop");
+    payload["agent_id"] = json!("a-9");
+    payload["agent_type"] = json!("worker");
+    let sent =
+        ahp_tests::hook::sent_to_interceptor_of(&["turn.finish.before"], "codex", &payload).await;
+    assert_eq!(sent.event["type"], "turn.finish.before", "{}", sent.event);
+    assert_eq!(
+        sent.event["session"]["agent"],
+        json!({"id": "a-9", "type": "worker"})
+    );
+    assert_eq!(
+        sent.event["turn"],
+        json!({"id": "turn-8"}),
+        "{}",
+        sent.event
+    );
+    ahp_tests::hook::continue_once_per_turn("codex", &payload, assert_block).await;
+}
+
 /// A backend's `continue` at a stop makes Codex go on (`decision: block`, the
 /// instruction its next prompt), once per turn.
 #[tokio::test]

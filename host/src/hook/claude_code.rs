@@ -157,8 +157,8 @@ fn block(reason: &str) -> Answer {
 }
 
 /// `.claude/settings.json` hooks: every mapped event, blocking when the hook fails where
-/// [`fails_closed`] says: at the intercepted events but `Stop` (blocking a stop keeps the
-/// agent working, so a hook that fails there lets the agent stop).
+/// [`fails_closed`] says: at the intercepted events but `Stop` and `SubagentStop`
+/// (blocking a stop keeps the agent working, so a hook that fails there lets it stop).
 pub fn snippet(snippet: &Snippet) -> Value {
     claude_shaped(
         snippet,

@@ -41,8 +41,9 @@ pub const EVENTS: &[EventSpec] = &[
     on("PreCompact", AhpEvent::ContextCompactBefore, &[E::Deny]).on_demand(),
 ];
 
-/// Claude Code's payload shape (a subagent's `agent_id` and `agent_type` at its tool
-/// and compaction events), and the turn's id (`turn_id`), which Codex sends.
+/// Claude Code's payload shape (a subagent's `agent_id` and `agent_type` at its tool,
+/// compaction and subagent-stop events), and the turn's id (`turn_id`), which Codex
+/// sends.
 pub const FIELDS: Fields = Fields {
     turn_id: Some("turn_id"),
     ..super::claude_code::FIELDS

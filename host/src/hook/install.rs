@@ -203,8 +203,8 @@ mod tests {
     }
 
     /// Claude Code blocks where the hook fails at an intercepted event, but not at
-    /// `Stop`, where blocking would keep the agent working, nor at an event only
-    /// observed, where a missing binary would block it for nothing.
+    /// `Stop` or `SubagentStop`, where blocking would keep the agent working, nor at an
+    /// event only observed, where a missing binary would block it for nothing.
     #[test]
     fn claude_code_blocks_on_failure_only_where_it_intercepts_but_a_stop() {
         let snippet = plain_snippet();
@@ -218,7 +218,7 @@ mod tests {
         ] {
             assert_eq!(on_failure(event), "block", "{event}: {hooks}");
         }
-        for event in ["Stop", "SessionEnd", "PreCompact"] {
+        for event in ["Stop", "SubagentStop", "SessionEnd", "PreCompact"] {
             assert!(on_failure(event).is_null(), "{event}: {hooks}");
             assert_eq!(hooks[event][0]["hooks"][0]["type"], "command", "{event}");
         }

@@ -24,15 +24,10 @@ pub fn capabilities(harness: Harness) -> Value {
 
 /// The manifest of `harness` (capabilities-response.schema.json `manifest`).
 pub fn manifest(harness: Harness) -> Value {
-    let specs = harness.events().iter().enumerate();
     // Each AHP event once, though two native events map to it (a stop, a subagent's).
-    let firsts = specs.filter(|(i, spec)| {
-        !harness.events()[..*i]
-            .iter()
-            .any(|earlier| earlier.ahp == spec.ahp)
-    });
-    let mut events: Vec<Value> = firsts
-        .map(|(_, spec)| match spec.capability() {
+    let mut events: Vec<Value> = harness
+        .distinct_events()
+        .map(|spec| match spec.capability() {
             Some(capability) => json!({
                 "event": spec.ahp.as_str(),
                 "modes": ["observe", "intercept"],

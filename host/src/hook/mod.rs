@@ -198,27 +198,29 @@ impl Harness {
     }
 
     /// The declaration for one call: `call`'s event with what its payload allows there
-    /// ([`EventSpec::capability_at`]), every other event as always. Each AHP event once,
-    /// though two native events map to it (a stop and a subagent's stop): its entry is
-    /// the call's, else the first's (they are the same, tested).
+    /// ([`EventSpec::capability_at`]), every other event as always; each AHP event once
+    /// ([`distinct_events`](Self::distinct_events)).
     fn declaration_for(self, call: Option<(&EventSpec, &Payload)>) -> Declaration {
-        let mut entries: Vec<EventCapability> = Vec::new();
-        for spec in self.events() {
-            let at_call = call.filter(|(at, _)| *at == spec);
-            let capability = match at_call {
-                Some((_, payload)) => spec.capability_at(payload),
-                None => spec.capability(),
-            };
-            let Some(capability) = capability else {
-                continue;
-            };
-            match entries.iter_mut().find(|e| e.event == capability.event) {
-                Some(entry) if at_call.is_some() => *entry = capability,
-                Some(_) => {}
-                None => entries.push(capability),
-            }
-        }
-        Declaration::Exactly(entries)
+        let capability = |spec: &EventSpec| match call {
+            Some((at, payload)) if at.ahp == spec.ahp => at.capability_at(payload),
+            _ => spec.capability(),
+        };
+        Declaration::Exactly(self.distinct_events().filter_map(capability).collect())
+    }
+
+    /// The mapped events, one per AHP event: where two native events map to one (a stop
+    /// and a subagent's stop), the first, whose every property but its name the other
+    /// shares (tested).
+    fn distinct_events(self) -> impl Iterator<Item = &'static EventSpec> {
+        let events = self.events();
+        let first = move |(i, spec): &(usize, &EventSpec)| {
+            !events[..*i].iter().any(|earlier| earlier.ahp == spec.ahp)
+        };
+        events
+            .iter()
+            .enumerate()
+            .filter(first)
+            .map(|(_, spec)| spec)
     }
 
     /// The file its [`install`] snippet belongs in.
@@ -1455,15 +1457,19 @@ mod tests {
         );
     }
 
-    /// Two native events on one AHP event (a stop, a subagent's stop) declare the same
-    /// capability, and the declaration names each AHP event once: for a call at either,
-    /// its own entry, with what its payload allows.
+    /// Two native events on one AHP event (a stop, a subagent's stop) are alike in all
+    /// but their names, and the declaration names each AHP event once: for a call at
+    /// either, with what its payload allows.
     #[test]
     fn a_stop_and_a_subagent_s_stop_are_one_event_in_the_declaration() {
         for harness in Harness::ALL {
             for (i, spec) in harness.events().iter().enumerate() {
                 for earlier in harness.events()[..i].iter().filter(|e| e.ahp == spec.ahp) {
-                    assert_eq!(earlier.capability(), spec.capability(), "{harness:?}");
+                    let renamed = EventSpec {
+                        native: spec.native,
+                        ..*earlier
+                    };
+                    assert_eq!(&renamed, spec, "{harness:?}");
                 }
             }
         }
@@ -1471,10 +1477,11 @@ mod tests {
             continued: Some(false),
             ..Payload::default()
         };
-        for native in ["Stop", "SubagentStop"] {
-            let spec = Harness::ClaudeCode.spec(native).expect("mapped");
-            let Declaration::Exactly(entries) =
-                Harness::ClaudeCode.declaration_for(Some((spec, &fresh)))
+        let calls = [Harness::ClaudeCode, Harness::Codex]
+            .map(|harness| ["Stop", "SubagentStop"].map(|native| (harness, native)));
+        for (harness, native) in calls.into_iter().flatten() {
+            let spec = harness.spec(native).expect("mapped");
+            let Declaration::Exactly(entries) = harness.declaration_for(Some((spec, &fresh)))
             else {
                 panic!("an exact declaration");
             };
@@ -1571,7 +1578,9 @@ mod tests {
         };
         for (harness, stop) in [
             (Harness::ClaudeCode, "Stop"),
+            (Harness::ClaudeCode, "SubagentStop"),
             (Harness::Codex, "Stop"),
+            (Harness::Codex, "SubagentStop"),
             (Harness::Gemini, "AfterAgent"),
         ] {
             let fresh = flow_at(harness, stop, Some(false)).expect("flow at the stop");
@@ -1614,7 +1623,9 @@ mod tests {
     fn a_continue_is_the_block_at_a_stop_and_a_denial_stops() {
         let cases = [
             (Harness::ClaudeCode, "Stop", "block"),
+            (Harness::ClaudeCode, "SubagentStop", "block"),
             (Harness::Codex, "Stop", "block"),
+            (Harness::Codex, "SubagentStop", "block"),
             (Harness::Gemini, "AfterAgent", "deny"),
         ];
         for (harness, stop, word) in cases {
