@@ -308,15 +308,12 @@ async fn a_continue_at_subagent_stop_keeps_the_subagent_working_once_per_turn() 
         json!({"stop_hook_active": false, "agent_id": "a-1", "agent_type": "reviewer",
             "last_assistant_message": "Reviewed."}),
     );
-    let sent =
-        ahp_tests::hook::sent_to_interceptor_of(&["turn.finish.before"], "claude-code", &payload)
-            .await;
-    assert_eq!(sent.event["type"], "turn.finish.before", "{}", sent.event);
+    let event =
+        ahp_tests::hook::continue_once_per_turn("claude-code", &payload, assert_block).await;
     assert_eq!(
-        sent.event["session"]["agent"],
+        event["session"]["agent"],
         json!({"id": "a-1", "type": "reviewer"})
     );
-    ahp_tests::hook::continue_once_per_turn("claude-code", &payload, assert_block).await;
 }
 
 /// A backend's `continue` at `Stop` keeps Claude Code working (`decision: block`, the

@@ -155,20 +155,12 @@ async fn a_continue_at_subagent_stop_keeps_the_subagent_working_once_per_turn() 
     payload["hook_event_name"] = json!("SubagentStop");
     payload["agent_id"] = json!("a-9");
     payload["agent_type"] = json!("worker");
-    let sent =
-        ahp_tests::hook::sent_to_interceptor_of(&["turn.finish.before"], "codex", &payload).await;
-    assert_eq!(sent.event["type"], "turn.finish.before", "{}", sent.event);
+    let event = ahp_tests::hook::continue_once_per_turn("codex", &payload, assert_block).await;
     assert_eq!(
-        sent.event["session"]["agent"],
+        event["session"]["agent"],
         json!({"id": "a-9", "type": "worker"})
     );
-    assert_eq!(
-        sent.event["turn"],
-        json!({"id": "turn-8"}),
-        "{}",
-        sent.event
-    );
-    ahp_tests::hook::continue_once_per_turn("codex", &payload, assert_block).await;
+    assert_eq!(event["turn"], json!({"id": "turn-8"}), "{event}");
 }
 
 /// A backend's `continue` at a stop makes Codex go on (`decision: block`, the
@@ -410,7 +402,7 @@ async fn a_signal_before_no_objection_is_answered_is_a_denial() {
 /// (`continue: false`), never goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_before_a_continue_is_answered_stops_the_agent() {
-    let go_on = json!([{"type": "flow", "operation": "continue", "instruction": "go on"}]);
+    let go_on = ahp_tests::hook::flow_continue("go on");
     // Unsignalled, the same backend's continue is Codex's block: the agent goes on.
     let events = &["turn.finish.before"];
     let sent = ahp_tests::hook::answered_by_interceptor_of(

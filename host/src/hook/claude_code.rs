@@ -105,13 +105,13 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     }
 }
 
-/// Every event but `PreToolUse` (Codex's too). At `Stop`, [`at_stop`](super::at_stop),
-/// a continue as `decision: block`. Elsewhere a flow stop is read first: `continue: false`, whether
-/// the settlement also denies or not. A denial is then `decision: block` where Claude
-/// Code blocks (after a tool, before a prompt) and `continue: false` at `SessionStart`
-/// (and Codex's `PreCompact`), where a block would not hold the agent; messages and injected context go to
-/// `additionalContext` where advertised. The events it enforces nothing at answer by
-/// exit code.
+/// Every event but `PreToolUse` (Codex's too). At a stop, [`at_stop`](super::at_stop),
+/// a continue as `decision: block`. Elsewhere a flow stop is read first: `continue:
+/// false`, whether the settlement also denies or not. A denial is then `decision: block`
+/// where Claude Code blocks (after a tool, before a prompt) and `continue: false` at
+/// `SessionStart` (and Codex's `PreCompact`), where a block would not hold the agent;
+/// messages and injected context go to `additionalContext` where advertised. The events
+/// it enforces nothing at answer by exit code.
 pub fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
     if spec.ahp == AhpEvent::TurnFinishBefore {
         return super::at_stop(verdict, block);

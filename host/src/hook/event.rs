@@ -103,7 +103,8 @@ pub fn build(
                 Some(false) => vec![],
                 Some(true) => vec![gap(
                     "/continuationCount",
-                    "the harness says only that a stop hook made the agent go on; 1 stands for it",
+                    "the harness says only that a stop hook made the agent go on; \
+                     1 stands for it",
                 )],
                 None => vec![gap("/continuationCount", UNSAID)],
             };

@@ -299,10 +299,9 @@ impl Harness {
 /// failure, or a fail-closed one) is exit 2 with the reason, the one block every harness
 /// honours almost everywhere (at a session start Claude Code only shows it, and there
 /// and before a compaction Codex goes on as after a failed hook); anything else is no
-/// answer. Except
-/// before the agent stops
-/// (`turn.finish.before`): there exit 2 blocks the stop and keeps the agent working, the
-/// opposite of a denial, so a denial is no answer and the agent stops as it meant to.
+/// answer. Except before the agent stops (`turn.finish.before`): there exit 2 blocks the
+/// stop and keeps the agent working, the opposite of a denial, so a denial is no answer
+/// and the agent stops as it meant to.
 fn exit_code_answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     match verdict.decision {
         Decision::Deny if spec.ahp != AhpEvent::TurnFinishBefore => {
@@ -1149,9 +1148,9 @@ pub(crate) fn read_bounded(input: impl Read, what: &str) -> Result<Vec<u8>, Stri
 /// `verdict` in the harness's format. If formatting it panics, the answer after a
 /// failure in the harness's format ([`Verdict::after_failure`]: the adapter's denial —
 /// at a stop the agent stopped, at Codex's session start and compaction, where a failed
-/// hook goes on, the same — and no objection at an observed event), and if that panics too, by exit
-/// code ([`exit_code_answer`]: none before a stop). For an unknown event, exit 2: every
-/// harness honours it as a block there.
+/// hook goes on, the same — and no objection at an observed event), and if that panics
+/// too, by exit code ([`exit_code_answer`]: none before a stop). For an unknown event,
+/// exit 2: every harness honours it as a block there.
 fn formatted(harness: Harness, spec: Option<&EventSpec>, verdict: &Verdict) -> Answer {
     let Some(spec) = spec else {
         return harness_deny_everywhere(harness, verdict);
@@ -1419,6 +1418,25 @@ mod tests {
         value.as_object().cloned().expect("a JSON object")
     }
 
+    /// The entries of `harness`'s declaration for a call at `native` with `payload`, or
+    /// of its declaration for every call.
+    fn declared(harness: Harness, call: Option<(&str, &Payload)>) -> Vec<EventCapability> {
+        let call = call.map(|(native, payload)| (harness.spec(native).expect("mapped"), payload));
+        match harness.declaration_for(call) {
+            Declaration::Exactly(entries) => entries,
+            other => panic!("an exact declaration, not {other:?}"),
+        }
+    }
+
+    /// The stops where the harness goes on when told, and the word of its block there.
+    const CONTINUING_STOPS: [(Harness, &str, &str); 5] = [
+        (Harness::ClaudeCode, "Stop", "block"),
+        (Harness::ClaudeCode, "SubagentStop", "block"),
+        (Harness::Codex, "Stop", "block"),
+        (Harness::Codex, "SubagentStop", "block"),
+        (Harness::Gemini, "AfterAgent", "deny"),
+    ];
+
     #[test]
     fn a_mistyped_event_name_is_named_as_it_was_sent() {
         let payload = |key: &str| object(json!({key: 5}));
@@ -1477,14 +1495,8 @@ mod tests {
             continued: Some(false),
             ..Payload::default()
         };
-        let calls = [Harness::ClaudeCode, Harness::Codex]
-            .map(|harness| ["Stop", "SubagentStop"].map(|native| (harness, native)));
-        for (harness, native) in calls.into_iter().flatten() {
-            let spec = harness.spec(native).expect("mapped");
-            let Declaration::Exactly(entries) = harness.declaration_for(Some((spec, &fresh)))
-            else {
-                panic!("an exact declaration");
-            };
+        for (harness, native, _) in CONTINUING_STOPS {
+            let entries = declared(harness, Some((native, &fresh)));
             let stops: Vec<_> = entries
                 .iter()
                 .filter(|e| e.event.as_str() == "turn.finish.before")
@@ -1562,27 +1574,18 @@ mod tests {
     #[test]
     fn continue_is_offered_once_per_turn_where_the_harness_goes_on() {
         let flow_at = |harness: Harness, native: &str, continued: Option<bool>| {
-            let spec = harness.spec(native).expect("mapped");
+            let ahp = harness.spec(native).expect("mapped").ahp;
             let payload = Payload {
                 continued,
                 ..Payload::default()
             };
-            let Declaration::Exactly(entries) = harness.declaration_for(Some((spec, &payload)))
-            else {
-                panic!("an exact declaration");
-            };
+            let entries = declared(harness, Some((native, &payload)));
             let entry = entries
-                .iter()
-                .find(|e| e.event.as_str() == spec.ahp.as_str());
-            entry.and_then(|e| e.flow.clone())
+                .into_iter()
+                .find(|e| e.event.as_str() == ahp.as_str());
+            entry.and_then(|e| e.flow)
         };
-        for (harness, stop) in [
-            (Harness::ClaudeCode, "Stop"),
-            (Harness::ClaudeCode, "SubagentStop"),
-            (Harness::Codex, "Stop"),
-            (Harness::Codex, "SubagentStop"),
-            (Harness::Gemini, "AfterAgent"),
-        ] {
+        for (harness, stop, _) in CONTINUING_STOPS {
             let fresh = flow_at(harness, stop, Some(false)).expect("flow at the stop");
             assert_eq!(
                 (
@@ -1608,10 +1611,7 @@ mod tests {
         // Elsewhere a payload that says so changes nothing.
         let after = flow_at(Harness::ClaudeCode, "PostToolUse", Some(false));
         assert_eq!(after.map(|f| f.operations), Some(vec![FlowOperation::Stop]));
-        let Declaration::Exactly(plain) = Harness::Gemini.declaration() else {
-            panic!("an exact declaration");
-        };
-        assert!(plain
+        assert!(declared(Harness::Gemini, None)
             .iter()
             .filter_map(|e| e.flow.as_ref())
             .all(|f| f.operations == [FlowOperation::Stop]));
@@ -1621,14 +1621,7 @@ mod tests {
     /// generic one), a flow stop or a denial as `continue: false`, never as the block.
     #[test]
     fn a_continue_is_the_block_at_a_stop_and_a_denial_stops() {
-        let cases = [
-            (Harness::ClaudeCode, "Stop", "block"),
-            (Harness::ClaudeCode, "SubagentStop", "block"),
-            (Harness::Codex, "Stop", "block"),
-            (Harness::Codex, "SubagentStop", "block"),
-            (Harness::Gemini, "AfterAgent", "deny"),
-        ];
-        for (harness, stop, word) in cases {
+        for (harness, stop, word) in CONTINUING_STOPS {
             let spec = harness.spec(stop).expect("mapped");
             let mut continued = Verdict::no_objection();
             continued.continuation = Some(vec!["run the tests".into(), "then stop".into()]);
