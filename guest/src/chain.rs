@@ -133,9 +133,10 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         let ending = match ending {
             Ending::Accepted(effects) => match modified(&effective, call.rules, &effects) {
                 Some(changed) => {
-                    if let Some(event) = changed {
+                    // A later change to the operation invalidates an earlier result; a
+                    // modification that leaves it as it was changes nothing.
+                    if let Some(event) = changed.filter(|e| e != effective.as_ref()) {
                         effective = Cow::Owned(event);
-                        // A later change to the operation invalidates an earlier result.
                         enforce.returned = None;
                     }
                     Ending::Accepted(effects)
@@ -204,7 +205,11 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                 stop = Some(Stop::synthetic(DecidedBy::Interrupted));
                 records.push(record(target, Outcome::Interrupted, None, attempts, sha));
             }
-            Ending::Failed(failure) if budget_binds && failure.is_deadline() => {
+            // Expiry only once the deadline has passed: a timeout that a transport or
+            // credential provider reports before then is its own, settled by policy.
+            Ending::Failed(failure)
+                if budget_binds && failure.is_deadline() && host.now() >= deadline =>
+            {
                 stop = Some(Stop::synthetic(DecidedBy::BudgetExpired));
                 records.push(record(
                     target,
@@ -504,17 +509,22 @@ fn attempt<H: Host>(
     answering: Answering,
 ) -> (Tried, Instant) {
     use Tried::Ended;
+    // Out of time before a credential (a first, a renewed one, or one answering a
+    // challenge) is in hand: the deadline's failure, never the 401's, so a binding budget
+    // settles it as expired.
+    let out_of_time = || Failure::new(FailureClass::DeadlineExceeded, Phase::AcquireCredential);
     if begun >= deadline {
-        if answering == Answering::Challenge {
-            // The 401 came in time; no answer to it could.
-            return (Tried::Unanswered, begun);
-        }
-        let failure = Failure::new(FailureClass::DeadlineExceeded, Phase::AcquireCredential);
-        return (Ended(Ending::Failed(failure)), begun);
+        return (Ended(Ending::Failed(out_of_time())), begun);
     }
     let credential = match host.acquire(&backend.id, deadline) {
         // A resend after a 401 goes with a credential or not at all.
-        Ok(None) if answering != Answering::Nothing => return (Tried::Unanswered, host.now()),
+        Ok(None) if answering != Answering::Nothing => {
+            let ended = host.now();
+            if ended >= deadline {
+                return (Ended(Ending::Failed(out_of_time())), ended);
+            }
+            return (Tried::Unanswered, ended);
+        }
         Ok(credential) => credential,
         Err(AuthError::Cancelled) => return (Ended(Ending::Interrupted), host.now()),
         Err(e) => return failed_by(host, auth_failure(e), deadline),

@@ -1624,50 +1624,83 @@ fn run_into_the_deadline_after_a_401(policy: &str, auth: AuthScript) -> (FakeHos
 }
 
 #[test]
-fn a_challenge_that_leaves_no_time_to_answer_it_is_the_401s_auth_failure() {
-    // The 401 to a request without a credential: nothing more is asked or sent, and the
-    // 401 settles under the policy.
+fn a_budget_that_runs_out_after_a_401_is_never_permission() {
+    // The 401 comes in time (690 ms), the budget (700 ms, before the interceptor's own
+    // 750 ms) passes before it can be answered, with or without a credential: the call
+    // is out of budget, whatever the policy, and not the 401's failure settled open.
     for policy in ["fail-open", "fail-closed"] {
-        let (host, s) = run_into_the_deadline_after_a_401(policy, AuthScript::OnChallenge(None));
-        assert_eq!(host.sent.len(), 1, "{policy}");
-        assert_eq!(
-            host.acquired.len(),
-            1,
-            "{policy}: the challenge is not offered"
-        );
-        assert_the_401_settles_under(policy, &s);
+        for auth in [AuthScript::OnChallenge(None), AuthScript::Token] {
+            let engine = load(vec![interceptor(A, policy, 750)]);
+            let mut host = FakeHost::new()
+                .auth(A, auth)
+                .on(A, Step::reply(unauthorized()).taking(690).then_lag(20));
+            let s = run_with_budget(&engine, &mut host, T0 + ms(700));
+            assert_eq!(host.sent.len(), 1, "{policy} {auth:?}");
+            assert_eq!(s.decided_by, DecidedBy::BudgetExpired, "{policy} {auth:?}");
+            assert_eq!(outcomes(&s), [Outcome::BudgetExpired], "{policy} {auth:?}");
+        }
     }
 }
 
 #[test]
-fn a_refused_credential_with_no_time_left_to_renew_it_is_the_deadlines() {
-    // The same window after a 401 to a request that carried a credential: the renewal
-    // never begins, and the deadline, not the 401, ends the call, as the policy says.
+fn a_timeout_reported_before_a_binding_budget_ends_is_settled_by_policy() {
+    // An injected transport or credential provider with a timeout of its own gives up
+    // 10 ms into a 400 ms budget: the budget has not run out, so the subscription's
+    // policy settles the failure, not expiry.
     for policy in ["fail-open", "fail-closed"] {
-        let (host, s) = run_into_the_deadline_after_a_401(policy, AuthScript::Token);
-        assert_eq!(host.sent.len(), 1, "{policy}");
-        assert_eq!(
-            host.acquired.len(),
-            1,
-            "{policy}: no renewal begun past the deadline"
+        let early_delivery = FakeHost::new().on(
+            A,
+            Step::fail(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse)).taking(10),
         );
-        assert_eq!(
-            host.rejected.len(),
-            1,
-            "{policy}: the refused credential was dropped"
-        );
-        assert_settled_by(policy, &s);
-        assert_eq!(
-            audited(&s, 0)["failure"],
-            json!({"class": "deadline-exceeded", "phase": "acquire-credential"}),
-            "{policy}"
-        );
-        let results = attempt_results(&s, 0);
-        assert_eq!(
-            results,
-            [json!("unauthorized"), json!("deadline-exceeded")],
-            "{policy}"
-        );
+        let early_credential =
+            FakeHost::new().auth(A, AuthScript::Fails(AuthError::DeadlineExceeded));
+        for mut host in [early_delivery, early_credential] {
+            let engine = load(vec![interceptor(A, policy, 500)]);
+            let s = run_with_budget(&engine, &mut host, T0 + ms(400));
+            assert_settled_by(policy, &s);
+            let settled = match policy {
+                "fail-open" => Outcome::FailedOpen,
+                _ => Outcome::FailedClosed,
+            };
+            assert_eq!(outcomes(&s), [settled], "{policy}");
+        }
+    }
+}
+
+#[test]
+fn no_time_left_to_answer_a_401_is_the_deadlines() {
+    // After a 401 to a request that carried a credential (dropped, its renewal never
+    // begun) or to one that carried none (the challenge never offered), with no time
+    // left: nothing more is asked or sent, and the deadline, not the 401, ends the call,
+    // as the policy says.
+    for policy in ["fail-open", "fail-closed"] {
+        for (auth, refused) in [(AuthScript::Token, 1), (AuthScript::OnChallenge(None), 0)] {
+            let (host, s) = run_into_the_deadline_after_a_401(policy, auth);
+            let case = format!("{policy} {auth:?}");
+            assert_eq!(host.sent.len(), 1, "{case}");
+            assert_eq!(
+                host.acquired.len(),
+                1,
+                "{case}: nothing asked past the deadline"
+            );
+            assert_eq!(
+                host.rejected.len(),
+                refused,
+                "{case}: a refused credential dropped"
+            );
+            assert_settled_by(policy, &s);
+            assert_eq!(
+                audited(&s, 0)["failure"],
+                json!({"class": "deadline-exceeded", "phase": "acquire-credential"}),
+                "{case}"
+            );
+            let results = attempt_results(&s, 0);
+            assert_eq!(
+                results,
+                [json!("unauthorized"), json!("deadline-exceeded")],
+                "{case}"
+            );
+        }
     }
 }
 
@@ -3105,6 +3138,31 @@ fn a_returned_value_is_recorded_and_a_later_modify_invalidates_it() {
         json!(["return"]),
         "the invalidated result's backend is still named"
     );
+}
+
+#[test]
+fn a_modify_that_changes_nothing_leaves_an_earlier_returned_value() {
+    // "A later change to the operation invalidates an earlier candidate": a replace with
+    // the same input, or an empty merge, is no change, so the result A supplied stands
+    // and the operation is not run after all.
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+    ]);
+    let returned = effects(json!([{"type": "return", "value": {"stdout": "cached"}}]));
+    for unchanged in [
+        modify_input("replace", json!({"command": "rm -rf build"})),
+        modify_input("merge", json!({})),
+    ] {
+        let mut host = FakeHost::new()
+            .on(A, Step::reply(returned.clone()))
+            .on(B, Step::reply(unchanged));
+        let s = engine
+            .intercept(&mut host, &event(), &[], None)
+            .expect("valid");
+        assert_eq!(audit(&s)["returned"], json!({"stdout": "cached"}));
+        assert!(audit(&s).get("effective").is_none(), "{}", audit(&s));
+    }
 }
 
 #[test]
