@@ -1,6 +1,7 @@
 //! No leaked file descriptors: every pipe to a stdio backend child, across persistent
 //! children, their restarts after a timeout or garbage, per-event children and a launch
-//! failure, is closed once the interceptor is shut down and dropped.
+//! failure, is closed once the interceptor is shut down and dropped, even the stderr of
+//! a backend that left a process running outside its group.
 //!
 //! Its own test binary with a single test, so no other test opens descriptors in this
 //! process while it counts them.
@@ -48,6 +49,18 @@ fn registration() -> String {
         hook("com.example.garbage", &["garbage"], "persistent", 2_000),
         hook("com.example.per-event", &["no-effect"], "per_event", 2_000),
         hook("com.example.exits", &["exit-mid"], "per_event", 2_000),
+        // A backend that leaves a process of its own session behind, holding its stderr
+        // well past the 10 s this test waits: out of its group, no kill reaches it.
+        {
+            "id": "com.example.escapes",
+            "transport": {"type": "stdio", "command": "/bin/sh", "lifecycle": "per_event",
+                "args": ["-c", "setsid sleep 30 </dev/null >/dev/null & exec \"$0\" no-effect", BACKEND]},
+            "subscriptions": [{
+                "events": ["tool.before"], "mode": "intercept",
+                "timeoutMs": 2_000, "failurePolicy": "fail-open",
+                "content": {"default": "metadata"}
+            }]
+        },
         {
             "id": "com.example.missing",
             "transport": {"type": "stdio", "command": "/nonexistent/backend", "lifecycle": "persistent"},
@@ -95,6 +108,7 @@ async fn shutdown_leaves_no_descriptor_open() {
                 json!("malformed-json"),
                 json!(null),
                 json!("abnormal-exit"),
+                json!(null),
                 json!("launch-failed")
             ],
             "every path ran: {}",

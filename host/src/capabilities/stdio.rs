@@ -54,6 +54,10 @@ const REAP_BOUND: Duration = Duration::from_millis(100);
 const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// Longest stderr line logged; the rest of a longer line is dropped.
 const STDERR_LINE_CAP: usize = 8 * 1024;
+/// How long a child's stderr is still read once the child is reaped and forgotten: what
+/// it wrote last is logged, and a process it started outside its group (`setsid`) that
+/// kept the pipe holds the host's end no longer than this.
+const STDERR_GRACE: Duration = Duration::from_millis(100);
 /// The longest pause between two polls for a child's exit (where it is polled for).
 const MAX_POLL: Duration = Duration::from_millis(20);
 
@@ -486,13 +490,15 @@ impl Children {
             // Not possible with piped stdio; the dropped child is killed.
             return Err(DeliveryError::LaunchFailed);
         };
-        tokio::spawn(drain_stderr(backend.id.clone(), pid, stderr));
+        let (stderr_owner, forgotten) = tokio::sync::oneshot::channel();
+        tokio::spawn(drain_stderr(backend.id.clone(), pid, stderr, forgotten));
         tracing::debug!(backend = %backend.id, ?pid, "stdio backend started");
         let process = Arc::new(Process {
             pid,
             // Opened while the child is not reaped: the id names it and no later process.
             exit: pid.and_then(exit_notice),
             child: Mutex::new((child, None)),
+            _stderr_owner: stderr_owner,
         });
         registry.live.push(process.clone());
         Ok((process, stdin, stdout))
@@ -559,6 +565,8 @@ struct Process {
     /// `Some(exit code)` once reaped (see [`Process::exited`]); locked only for
     /// non-blocking calls.
     child: Mutex<(Child, Option<Option<i32>>)>,
+    /// Dropped with the process: its stderr drain then stops within [`STDERR_GRACE`].
+    _stderr_owner: tokio::sync::oneshot::Sender<()>,
 }
 
 impl Process {
@@ -806,8 +814,25 @@ impl LineReader<ChildStdout> {
     }
 }
 
-/// Logs a child's stderr line by line (never parsed as protocol), until it closes.
-async fn drain_stderr(backend: String, pid: Option<u32>, stderr: ChildStderr) {
+/// Logs a child's stderr line by line (never parsed as protocol), until it closes, or
+/// [`STDERR_GRACE`] after the child's [`Process`] is dropped (`forgotten`).
+async fn drain_stderr(
+    backend: String,
+    pid: Option<u32>,
+    stderr: ChildStderr,
+    forgotten: tokio::sync::oneshot::Receiver<()>,
+) {
+    let drained = log_lines(&backend, pid, stderr);
+    tokio::pin!(drained);
+    tokio::select! {
+        () = &mut drained => return,
+        _ = forgotten => {}
+    }
+    let _ = tokio::time::timeout(STDERR_GRACE, drained).await;
+}
+
+/// Logs `stderr` line by line until it closes.
+async fn log_lines(backend: &str, pid: Option<u32>, stderr: ChildStderr) {
     let mut reader = BufReader::new(stderr);
     let mut line = Vec::new();
     let log = |line: &[u8]| {
