@@ -7,10 +7,11 @@ use super::oauth::OAuth;
 use crate::bindings::interceptor::{AuthPlan, OauthPlan};
 use crate::interrupt::Interrupt;
 use crate::types::Secret;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use tokio::time::Instant;
 
 /// Why a credential could not be had (the WIT `auth-error`); also what an injected
@@ -175,16 +176,63 @@ fn from_env(name: &str) -> Result<Secret, AuthFailure> {
 /// `file:PATH` (read at every dispatch, so a rotated file is picked up) or `env:NAME`.
 pub(super) async fn from_reference(reference: &str) -> Result<Secret, AuthFailure> {
     if let Some(path) = reference.strip_prefix("file:") {
-        let path = path.to_owned();
-        let text = tokio::task::spawn_blocking(move || read_secret_file(&path))
-            .await
-            .map_err(|_| AuthFailure::Unresolved)??;
-        return usable(text.trim()).ok_or(AuthFailure::Unresolved);
+        return read_shared(path).await;
     }
     if let Some(name) = reference.strip_prefix("env:") {
         return from_env(name);
     }
     Err(AuthFailure::Unsupported)
+}
+
+/// A secret file's read in flight, and its result once it has one.
+type Reading = tokio::sync::watch::Receiver<Option<Result<Secret, AuthFailure>>>;
+
+/// The secret file reads in flight in this process, by path.
+static READING: Mutex<BTreeMap<String, Reading>> = Mutex::new(BTreeMap::new());
+
+/// Reads the secret file at `path` on a blocking thread, or waits for the read of it
+/// already in flight. A read that never ends (a FIFO nobody writes, a mount gone away)
+/// then holds one thread, however many dispatches give up waiting for it, rather than one
+/// each until the runtime's blocking pool is full, and its name lookups and file reads
+/// with it. A dispatch after a read ended starts a new one: a rotated file is picked up.
+async fn read_shared(path: &str) -> Result<Secret, AuthFailure> {
+    let mut reading = {
+        let mut reads = READING.lock().unwrap_or_else(PoisonError::into_inner);
+        match reads.get(path) {
+            Some(reading) => reading.clone(),
+            None => {
+                let (result, reading) = tokio::sync::watch::channel(None);
+                reads.insert(path.to_owned(), reading.clone());
+                let done = Done(path.to_owned());
+                // A read never begun (a runtime shutting down) ends as one that failed:
+                // `done` is dropped with the task, and the waiters' channel closes.
+                drop(tokio::task::spawn_blocking(move || {
+                    let read = read_secret_file(&done.0)
+                        .and_then(|text| usable(text.trim()).ok_or(AuthFailure::Unresolved));
+                    drop(done);
+                    result.send_replace(Some(read));
+                }));
+                reading
+            }
+        }
+    };
+    let read = match reading.wait_for(Option::is_some).await {
+        Ok(read) => read.clone().unwrap_or(Err(AuthFailure::Unresolved)),
+        Err(_) => Err(AuthFailure::Unresolved),
+    };
+    read
+}
+
+/// Takes a read's path out of [`READING`] when the read ends, however it ends.
+struct Done(String);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        READING
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.0);
+    }
 }
 
 /// Whether `reference` (`file:PATH` or `env:NAME`) resolves to a usable secret now, as
