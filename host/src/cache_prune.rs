@@ -36,8 +36,9 @@ pub(crate) const MAX_TEMP_AGE: Duration = HOUR;
 pub(crate) const REFRESH_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// A temporary file's name: this prefix and [`TEMP_RANDOM`] random ASCII letters and
-/// digits (tempfile's defaults, set here so that [`prune`] does not rely on them).
-const TEMP_PREFIX: &str = ".tmp";
+/// digits. Not tempfile's default `.tmp`: a cache directory set to one shared with other
+/// programs (`AHP_CACHE_DIR=~/.cache`) must not have their temporary files pruned.
+const TEMP_PREFIX: &str = ".ahp-tmp";
 const TEMP_RANDOM: usize = 6;
 
 /// A new private (0600) temporary file in `dir`, named so that [`prune`] knows it for
@@ -160,14 +161,16 @@ mod tests {
 
     #[test]
     fn only_exact_entry_and_temporary_names_are_the_caches_own() {
-        assert!(is_temp(".tmpAb12Cd"));
+        assert!(is_temp(".ahp-tmpAb12Cd"));
         for name in [
-            ".tmp",
-            ".tmpAb12C",
-            ".tmpAb12Cde",
-            ".tmpAb-2Cd",
-            "tmpAb12Cd",
-            ".tmpAb12Cd.cwasm",
+            ".ahp-tmp",
+            ".ahp-tmpAb12C",
+            ".ahp-tmpAb12Cde",
+            ".ahp-tmpAb-2Cd",
+            "ahp-tmpAb12Cd",
+            ".ahp-tmpAb12Cd.cwasm",
+            // tempfile's own default name, which other programs' files have.
+            ".tmpAb12Cd",
         ] {
             assert!(!is_temp(name), "{name}");
         }

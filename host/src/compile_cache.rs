@@ -403,9 +403,9 @@ mod tests {
         let link = format!("{}.cwasm", "c".repeat(64));
         let named_like_one = format!("{}.cwasm", "d".repeat(64));
         plant(dir.path(), &stale, 60 * DAY);
-        plant(dir.path(), ".tmpAb12Cd", 2 * HOUR);
+        plant(dir.path(), ".ahp-tmpAb12Cd", 2 * HOUR);
         plant(dir.path(), &recent, 2 * DAY);
-        plant(dir.path(), ".tmpEf34Gh", Duration::from_secs(60));
+        plant(dir.path(), ".ahp-tmpEf34Gh", Duration::from_secs(60));
         plant(dir.path(), "notes.txt", 60 * DAY);
         plant(dir.path(), &format!("{stale}.bak"), 60 * DAY);
         std::fs::create_dir(dir.path().join(&named_like_one)).unwrap();
@@ -419,7 +419,7 @@ mod tests {
         let stored = stored.file_name().unwrap().to_string_lossy().into_owned();
 
         let mut expected = vec![
-            ".tmpEf34Gh".to_string(),
+            ".ahp-tmpEf34Gh".to_string(),
             format!("{stale}.bak"),
             recent,
             link,

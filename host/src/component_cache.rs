@@ -185,8 +185,8 @@ mod tests {
         set_age(&blob(&old), 60 * DAY);
         set_age(&blob(&recent), DAY);
         for (name, age) in [
-            (".tmpAb12Cd", 2 * HOUR),
-            (".tmpEf34Gh", std::time::Duration::from_secs(60)),
+            (".ahp-tmpAb12Cd", 2 * HOUR),
+            (".ahp-tmpEf34Gh", std::time::Duration::from_secs(60)),
             ("notes.txt", 60 * DAY),
         ] {
             std::fs::write(cache.blobs.join(name), b"bytes").unwrap();
@@ -200,7 +200,7 @@ mod tests {
             .collect();
         names.sort();
         let mut expected = vec![
-            ".tmpEf34Gh".to_string(),
+            ".ahp-tmpEf34Gh".to_string(),
             "notes.txt".to_string(),
             sha256_hex(&recent).unwrap().to_string(),
             sha256_hex(&new).unwrap().to_string(),

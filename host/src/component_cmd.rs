@@ -52,21 +52,45 @@ pub async fn run(command: ComponentCommand) -> ExitCode {
 
 /// The component `--component SOURCE` names: `oci://REF[@sha256:…]` is pulled (verified
 /// by digest, through the user's cache if there is one), anything else is read as a file.
+/// Only a component binary: a core module, WebAssembly text or any other file is refused
+/// naming it, rather than compiled (wasmtime would read text as WAT) or failing later with
+/// a compiler's message that names neither the flag nor the file.
 pub async fn load(source: &str) -> Result<Vec<u8>, String> {
-    if source.starts_with(oci::SCHEME) {
+    let bytes = if source.starts_with(oci::SCHEME) {
         let reference = oci::parse_reference(source)?;
-        oci::pull(&reference, ComponentCache::for_user().as_ref()).await
+        oci::pull(&reference, ComponentCache::for_user().as_ref()).await?
     } else {
-        read_bounded(source)
+        read_bounded(source)?
+    };
+    if !is_component(&bytes) {
+        return Err(format!(
+            "--component {source}: not a WebAssembly component (no component binary header)"
+        ));
     }
+    Ok(bytes)
+}
+
+/// Whether `bytes` begin as a component binary does: the wasm magic, a version, then the
+/// component layer (1; a core module's is 0).
+fn is_component(bytes: &[u8]) -> bool {
+    bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [1, 0]
 }
 
 /// A component file, read no further than a pulled one may be
 /// ([`oci::MAX_COMPONENT_BYTES`]): a huge or endless file (`/dev/zero`) would fill memory
-/// before anything could answer — under `ahp hook`, before its watchdog.
+/// before anything could answer — under `ahp hook`, before its watchdog. Only a regular
+/// file: opening a FIFO nobody writes would wait for ever, past any budget.
 fn read_bounded(source: &str) -> Result<Vec<u8>, String> {
     use std::io::Read as _;
-    let file = std::fs::File::open(source).map_err(|e| format!("read component {source}: {e}"))?;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(source)
+        .map_err(|e| format!("read component {source}: {e}"))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(format!("read component {source}: not a regular file"));
+    }
     let mut bytes = Vec::new();
     file.take(oci::MAX_COMPONENT_BYTES + 1)
         .read_to_end(&mut bytes)

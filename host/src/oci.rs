@@ -310,9 +310,16 @@ async fn fetch_with(
 
 /// Stores verified bytes in the cache if there is one and it can: no cache, or one that
 /// cannot be written (a read-only home), costs the next process a pull, never this one
-/// its component.
+/// its component. Bytes already stored (a tag's manifest, fetched at every pull) are
+/// left as they are: no rewrite, sync or prune per call.
 fn keep(cache: Option<&ComponentCache>, bytes: &[u8]) {
     let Some(cache) = cache else { return };
+    if cache
+        .get(&sha256_digest(bytes), bytes.len() as u64)
+        .is_some()
+    {
+        return;
+    }
     if let Err(e) = cache.put(bytes) {
         tracing::debug!(error = %e, "could not cache a pulled blob; continuing uncached");
     }
@@ -466,6 +473,29 @@ fn auth_from(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bytes already stored are not written again: a tag's manifest, fetched at every
+    /// pull, costs no rewrite, sync or prune per call.
+    #[test]
+    fn bytes_already_cached_are_not_written_again() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        let manifest = br#"{"schemaVersion":2}"#;
+        keep(Some(&cache), manifest);
+        let digest = sha256_digest(manifest);
+        let stored = dir
+            .path()
+            .join("oci/blobs/sha256")
+            .join(sha256_hex(&digest).unwrap());
+        let inode = std::fs::metadata(&stored).expect("stored").ino();
+        keep(Some(&cache), manifest);
+        assert_eq!(
+            std::fs::metadata(&stored).unwrap().ino(),
+            inode,
+            "rewritten"
+        );
+    }
 
     #[test]
     fn references_name_a_registry_and_only_sha256_digests() {

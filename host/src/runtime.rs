@@ -148,7 +148,10 @@ pub fn bound_cpu<T: AhpView + 'static>(store: &mut Store<T>) {
 }
 
 /// This crate's Engine: epoch interruption, the pooling allocator, no component-model
-/// concurrency.
+/// concurrency. The pool reserves the address space of all its memories up front (some
+/// 4 TiB: each memory's 4 GiB and guards); where that cannot be had — an address-space
+/// limit (`ulimit -v`), or the many Engines of one process — instances are allocated on
+/// demand instead, each reserving its own when made.
 pub fn default_engine() -> wasmtime::Result<Engine> {
     let mut config = Config::new();
     config.epoch_interruption(true);
@@ -166,7 +169,11 @@ pub fn default_engine() -> wasmtime::Result<Engine> {
         .total_tables(2048)
         .max_memory_size(256 << 20);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
-    Engine::new(&config)
+    Engine::new(&config).or_else(|e| {
+        tracing::warn!(error = %format!("{e:#}"), "the instance pool could not be set up; instances are allocated on demand");
+        config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+        Engine::new(&config)
+    })
 }
 
 /// Compiles `bytes` (a `.wasm` component) for `engine`: the one place the component is

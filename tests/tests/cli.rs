@@ -411,32 +411,16 @@ fn intercept_exits_after_its_answer_whatever_it_gave_up_on() {
         .policy("fail-closed")
         .timeout_ms(500)
         .token_ref(&format!("file:{}", fifo.display()));
-    let mut child = intercept_in(dir.path(), hook)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("run ahp");
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for ahp") {
-            break Some(status);
-        }
-        if started.elapsed() > std::time::Duration::from_secs(20) {
-            break None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    let Some(status) = status else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("ahp intercept still running 20 s after a 500 ms deadline");
-    };
-    assert_eq!(status.code(), Some(2), "a denial");
-    let mut out = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take().expect("stdout"), &mut out)
-        .expect("read stdout");
-    assert!(out.contains("\"decision\":\"deny\""), "{out}");
+    let run = run_within(
+        intercept_in(dir.path(), hook),
+        std::time::Duration::from_secs(20),
+    );
+    run.assert_exit(2, "a denial");
+    assert!(
+        run.stdout.contains("\"decision\":\"deny\""),
+        "{}",
+        run.stdout
+    );
 }
 
 /// A stdout that cannot take the answer (here a full disk; a closed pipe is the same) does
@@ -459,27 +443,112 @@ fn a_denial_that_cannot_be_printed_is_still_exit_2() {
 }
 
 /// A `--component` file is read no further than a pulled component may be (64 MiB): a
-/// larger one is refused naming its bound, before anything else is read into memory.
+/// larger one is refused naming its bound, before anything else is read into memory. A
+/// file that is not a component binary (text, which wasmtime would read as WAT, or a core
+/// module) is refused naming the flag and the file, and a FIFO at once, never waited on.
 #[test]
-fn a_component_file_past_64_mib_is_refused() {
+fn a_component_file_that_is_none_or_past_64_mib_is_refused() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let big = dir.path().join("big.wasm");
     let file = std::fs::File::create(&big).expect("create");
     file.set_len((64 << 20) + 1)
         .expect("a sparse file one byte past the bound");
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "hello").expect("write");
+    let module = dir.path().join("module.wasm");
+    std::fs::write(&module, b"\0asm\x01\0\0\0").expect("write");
+    let fifo = dir.path().join("fifo.wasm");
+    ahp_tests::support::make_fifo(&fifo);
     let ev = dir.path().join("event.json");
     std::fs::write(&ev, valid_event("tool.before", "evt_big")).expect("write the event");
     let reg = portable();
-    let args = [
-        "intercept",
-        "--registration",
-        path(&reg),
-        "--event",
-        path(&ev),
-    ];
-    let run = ahp(&[&args[..], &["--component", path(&big)]].concat(), &[]);
-    run.assert_exit(1, "a component past the bound");
-    assert!(run.stderr.contains("larger than 64 MiB"), "{}", run.stderr);
+    for (component, expected) in [
+        (&big, "larger than 64 MiB".to_string()),
+        (
+            &fifo,
+            format!("read component {}: not a regular file", path(&fifo)),
+        ),
+        (
+            &text,
+            format!("--component {}: not a WebAssembly component", path(&text)),
+        ),
+        (
+            &module,
+            format!("--component {}: not a WebAssembly component", path(&module)),
+        ),
+    ] {
+        let mut command = ahp_command();
+        command
+            .args([
+                "intercept",
+                "--registration",
+                path(&reg),
+                "--event",
+                path(&ev),
+            ])
+            .args(["--component", path(component)])
+            .env_remove("AHP_LOG");
+        let run = run_within(command, std::time::Duration::from_secs(30));
+        run.assert_exit(1, &expected);
+        assert!(run.stderr.contains(&expected), "{expected}: {}", run.stderr);
+    }
+}
+
+/// Runs `command` (stdin empty) to its end, killed and failing the test if it is still
+/// running after `bound`: a wait that should not happen fails instead of hanging.
+fn run_within(mut command: std::process::Command, bound: std::time::Duration) -> Run {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ahp");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait for ahp").is_none() {
+        if started.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {bound:?}: {command:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Run::of(child.wait_with_output().expect("the output"))
+}
+
+/// The instance pool reserves its address space up front (some 4 TiB); under an address
+/// space limit that cannot be had, and instances are allocated on demand instead: the
+/// demo runs all its scenarios, where it used to deny each one as an engine failure.
+#[test]
+fn the_demo_runs_under_an_address_space_limit() {
+    use std::os::unix::process::CommandExt as _;
+    let mut command = ahp_command();
+    command.arg("demo").env_remove("AHP_LOG");
+    // SAFETY: setrlimit(2) is async-signal-safe and touches only `limit`.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64 << 30,
+                rlim_max: 64 << 30,
+            };
+            match libc::setrlimit(libc::RLIMIT_AS, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let run = run_within(command, std::time::Duration::from_secs(120));
+    run.assert_exit(0, "the demo under a 64 GiB address-space limit");
+    if let Some(audit) = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("audit log: "))
+    {
+        let records = std::fs::read_to_string(audit).expect("the audit log");
+        assert_eq!(records.lines().count(), 5, "{records}");
+        let _ = std::fs::remove_dir_all(Path::new(audit).parent().expect("a directory"));
+    } else {
+        panic!("no audit log named: {}", run.stdout);
+    }
 }
 
 /// Under `ahp hook` the harness's declaration says what it can intercept: an
