@@ -11,7 +11,8 @@ use crate::host_api::{Host, Instant};
 use crate::observers::{Observers, Why};
 use crate::registration::{self, EventPattern, Mode, Registration};
 use crate::settlement::{ObserverDelivery, Settlement};
-use ahp_vocab::{EventCapability, ObserverKind, Problem};
+use ahp_vocab::{EventCapability, FlowCapability, FlowOperation, ObserverKind, Problem};
+use serde_json::Value;
 
 /// A validated registration and the harness's declaration, ready for hook calls.
 #[derive(Clone, Debug)]
@@ -172,6 +173,16 @@ impl Engine {
             )]);
         };
         let capability = events::narrow(declared, effects)?;
+        // Only where continue is offered is the event's count read (the document is
+        // then parsed): a tool.before call never pays for it.
+        let continues = |f: &FlowCapability| f.operations.contains(&FlowOperation::Continue);
+        let capability = match capability.flow.as_ref().is_some_and(continues) {
+            true => {
+                let count = event.value_at("/continuationCount").and_then(Value::as_u64);
+                events::at_count(capability, count)
+            }
+            false => capability,
+        };
         if let Some(problem) = event.missing_target(rules, &capability) {
             return Err(event_problems(vec![problem]));
         }

@@ -879,6 +879,36 @@ pub fn check(capability: &EventCapability, at: &str) -> Vec<Problem> {
     problems
 }
 
+/// `capability` as a call whose event has made `count` continuations this turn
+/// (`continuationCount`) can offer it. A declaration is made once, so its counts are the
+/// turn's allowance, `remainingContinuations + continuationCount` continuations: the call
+/// advertises its event's count and what is left of the allowance, and withdraws
+/// `continue` (keeping `stop`) once nothing is (AHP-CAP-001: advertise only what can be
+/// enforced, "remaining allowance" included). Unchanged without counts on either side.
+pub fn at_count(mut capability: EventCapability, count: Option<u64>) -> EventCapability {
+    let Some(count) = count else {
+        return capability;
+    };
+    let Some(flow) = capability.flow.as_mut() else {
+        return capability;
+    };
+    let (Some(remaining), Some(made)) = (flow.remaining_continuations, flow.continuation_count)
+    else {
+        return capability;
+    };
+    let left = (u64::from(remaining) + u64::from(made)).saturating_sub(count);
+    flow.remaining_continuations = Some(u32::try_from(left).unwrap_or(u32::MAX));
+    flow.continuation_count = Some(u32::try_from(count).unwrap_or(u32::MAX));
+    if left == 0 {
+        flow.operations.retain(|op| *op != FlowOperation::Continue);
+        if flow.operations.is_empty() {
+            capability.flow = None;
+            capability.effects.retain(|kind| *kind != Flow);
+        }
+    }
+    capability
+}
+
 /// `declared` narrowed to `effects` by one call: an empty list narrows nothing; otherwise
 /// each effect must be declared, deny kept where declared, the call's order is the
 /// advertised order, and the option blocks of effects left out are dropped.
@@ -1053,6 +1083,25 @@ mod tests {
                 capability.event
             );
         }
+    }
+
+    /// A declaration that can only continue offers no flow at all once the turn's
+    /// allowance is used up; counts on neither side leave it as declared.
+    #[test]
+    fn a_flow_of_continue_alone_goes_with_the_allowance() {
+        let mut only = full(E::TurnFinishBefore);
+        only.flow = Some(FlowCapability {
+            operations: vec![FlowOperation::Continue],
+            remaining_continuations: Some(1),
+            continuation_count: Some(0),
+        });
+        let spent = at_count(only.clone(), Some(1));
+        assert_eq!(spent.flow, None);
+        assert!(!spent.has(Flow), "{:?}", spent.effects);
+        assert_eq!(at_count(only.clone(), Some(0)), only);
+        assert_eq!(at_count(only.clone(), None), only);
+        let stop_only = full(E::TurnFinishBefore);
+        assert_eq!(at_count(stop_only.clone(), Some(3)), stop_only);
     }
 
     #[test]

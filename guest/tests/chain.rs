@@ -3493,6 +3493,66 @@ fn tool_after_with_continue(hooks: Vec<Value>) -> Engine {
     Engine::load_declared(&registration(hooks), vec![capability]).expect("valid")
 }
 
+/// A `turn.finish.before` event whose turn has made `count` continuations.
+fn turn_finish_before(count: u64) -> Value {
+    let examples: Value =
+        serde_json::from_str(include_str!("../../tests/src/valid_events.json")).unwrap();
+    let mut event = examples["turn.finish.before"].clone();
+    event["id"] = json!(EVENT_ID);
+    event["source"] = json!("urn:ahp:test");
+    event["type"] = json!("turn.finish.before");
+    event["time"] = json!("2026-11-30T12:00:00Z");
+    event["session"] = json!({"id": "sess_example"});
+    event["continuationCount"] = json!(count);
+    event
+}
+
+/// A declaration is made once, at load; continuations are counted per turn. Declared
+/// with two a turn, each call offers what its event says is left, and once none is,
+/// `stop` alone: a `continue` then is an unadvertised effect, settled by policy.
+#[test]
+fn each_call_offers_what_is_left_of_the_turns_continuations() {
+    let mut capability = ahp_interceptor::events::full(InterceptableEvent::TurnFinishBefore);
+    capability.flow = Some(FlowCapability {
+        operations: vec![FlowOperation::Stop, FlowOperation::Continue],
+        remaining_continuations: Some(2),
+        continuation_count: Some(0),
+    });
+    let hooks = vec![backend(
+        A,
+        vec![intercept_sub(&["turn.finish.before"], "fail-closed", 500)],
+    )];
+    let engine = Engine::load_declared(&registration(hooks), vec![capability]).expect("valid");
+    let go_on = json!([{"type": "flow", "operation": "continue", "instruction": "run the tests"}]);
+    let offer = |operations: Value, remaining: u64, count: u64| {
+        json!({"operations": operations, "remainingContinuations": remaining,
+               "continuationCount": count})
+    };
+    for (count, offered) in [
+        (0, offer(json!(["stop", "continue"]), 2, 0)),
+        (1, offer(json!(["stop", "continue"]), 1, 1)),
+        (2, offer(json!(["stop"]), 0, 2)),
+        (5, offer(json!(["stop"]), 0, 5)),
+    ] {
+        let mut host = FakeHost::new().on(A, Step::reply(effects(go_on.clone())));
+        let s = settle(&engine, &mut host, &turn_finish_before(count));
+        let sent = host.sent[0].json();
+        assert_eq!(sent["params"]["capabilities"]["flow"], offered, "{count}");
+        if count < 2 {
+            assert_eq!(s.decision, Decision::Allow, "{count}: {}", audit(&s));
+            assert_eq!(audit(&s)["flow"]["operation"], "continue", "{count}");
+        } else {
+            assert_synthetic_deny(&s);
+            assert_eq!(
+                audited(&s, 0)["failure"]["class"],
+                "invalid-effects",
+                "{count}: {}",
+                audit(&s)
+            );
+        }
+    }
+}
+
 /// A `continue` accepted before a fail-closed failure does not survive into the deny:
 /// the record never says both "deny" and "continue".
 #[test]
