@@ -125,6 +125,7 @@ impl Runtime {
         state: HostState,
     ) -> wasmtime::Result<(Store<HostState>, Plugin)> {
         let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limits);
         bound_cpu(&mut store);
         let plugin = self.pre.instantiate_async(&mut store).await?;
         Ok((store, plugin))
@@ -147,6 +148,10 @@ pub fn bound_cpu<T: AhpView + 'static>(store: &mut Store<T>) {
     });
 }
 
+/// The most a memory of the component may hold, 256 MiB: in the pool's slots, and in
+/// every store this crate makes on any other Engine.
+pub(crate) const MAX_MEMORY_BYTES: usize = 256 << 20;
+
 /// This crate's Engine: epoch interruption, the pooling allocator, no component-model
 /// concurrency. The pool reserves the address space of all its memories up front (some
 /// 4 TiB: each memory's 4 GiB and guards); where that cannot be had — an address-space
@@ -167,11 +172,18 @@ pub fn default_engine() -> wasmtime::Result<Engine> {
         .total_core_instances(2048)
         .total_memories(1024)
         .total_tables(2048)
-        .max_memory_size(256 << 20);
+        .max_memory_size(MAX_MEMORY_BYTES);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
     Engine::new(&config).or_else(|e| {
         tracing::warn!(error = %format!("{e:#}"), "the instance pool could not be set up; instances are allocated on demand");
         config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+        // Each memory reserves what it may hold and a small guard, not 4 GiB and more:
+        // the code checks bounds, and an instance fits a tight address-space limit.
+        config
+            .memory_reservation(MAX_MEMORY_BYTES as u64)
+            .memory_reservation_for_growth(0)
+            .memory_guard_size(64 << 10)
+            .guard_before_linear_memory(false);
         Engine::new(&config)
     })
 }
@@ -315,6 +327,50 @@ impl Drop for TickerThread {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every store this crate makes bounds each memory to 256 MiB on an Engine that
+    /// allocates on demand too (the fallback where the pool cannot reserve its address
+    /// space, or an embedder's Engine): a grow past the bound fails, as in the pool.
+    #[tokio::test]
+    async fn the_crates_stores_bound_memory_on_any_engine() {
+        let mut config = Config::new();
+        config.epoch_interruption(true).concurrency_support(false);
+        let engine = Engine::new(&config).unwrap();
+        let registration = r#"{"protocolVersion": "draft", "hooks": [{"id": "com.example.a",
+            "transport": {"type": "http", "url": "http://127.0.0.1:9/ahp"},
+            "subscriptions": [{"events": ["tool.before"], "mode": "intercept",
+                "timeoutMs": 500, "failurePolicy": "fail-open",
+                "content": {"default": "body"}}]}]}"#;
+        let interceptor = crate::InterceptorBuilder::new()
+            .engine(&engine)
+            .build(registration)
+            .await
+            .unwrap();
+        let component = compile(&engine, EMBEDDED_COMPONENT).unwrap();
+        let runtime = Runtime::with_component(&engine, &component, Epochs::Ticker).unwrap();
+        let (mut store, _plugin) = runtime.instantiate(interceptor.host_state()).await.unwrap();
+        let module = wasmtime::Module::new(
+            &engine,
+            r#"(module (memory 1)
+                 (func (export "grow") (param i32) (result i32) local.get 0 memory.grow))"#,
+        )
+        .unwrap();
+        let instance = wasmtime::Instance::new_async(&mut store, &module, &[])
+            .await
+            .unwrap();
+        let grow = instance
+            .get_typed_func::<i32, i32>(&mut store, "grow")
+            .unwrap();
+        let _ticking = runtime.ticking();
+        let pages = i32::try_from(MAX_MEMORY_BYTES >> 16).unwrap();
+        assert_eq!(grow.call_async(&mut store, pages - 1).await.unwrap(), 1);
+        assert_eq!(
+            grow.call_async(&mut store, 1).await.unwrap(),
+            -1,
+            "past the bound"
+        );
+        interceptor.shutdown();
+    }
 
     #[test]
     fn one_ticker_per_engine() {

@@ -25,6 +25,9 @@ pub struct HostState {
     /// The current call reached I/O while `settle_only`: stopped there, nothing sent, for
     /// the pool to run it again from the main lane.
     gave_way: bool,
+    /// Each memory's bound ([`crate::runtime::MAX_MEMORY_BYTES`]) in a store this crate
+    /// makes, on any Engine: the pool's slots have it, instances made on demand need it.
+    pub(crate) limits: wasmtime::StoreLimits,
 }
 
 impl HostState {
@@ -42,6 +45,9 @@ impl HostState {
             cpu_deadline: std::time::Instant::now(),
             settle_only: false,
             gave_way: false,
+            limits: wasmtime::StoreLimitsBuilder::new()
+                .memory_size(crate::runtime::MAX_MEMORY_BYTES)
+                .build(),
         }
     }
 

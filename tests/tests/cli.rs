@@ -527,8 +527,8 @@ fn the_demo_runs_under_an_address_space_limit() {
     unsafe {
         command.pre_exec(|| {
             let limit = libc::rlimit {
-                rlim_cur: 64 << 30,
-                rlim_max: 64 << 30,
+                rlim_cur: 2 << 30,
+                rlim_max: 2 << 30,
             };
             match libc::setrlimit(libc::RLIMIT_AS, &limit) {
                 0 => Ok(()),
@@ -537,7 +537,7 @@ fn the_demo_runs_under_an_address_space_limit() {
         });
     }
     let run = run_within(command, std::time::Duration::from_secs(120));
-    run.assert_exit(0, "the demo under a 64 GiB address-space limit");
+    run.assert_exit(0, "the demo under a 2 GiB address-space limit");
     if let Some(audit) = run
         .stdout
         .lines()
