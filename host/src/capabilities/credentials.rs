@@ -196,26 +196,29 @@ static READING: Mutex<BTreeMap<String, Reading>> = Mutex::new(BTreeMap::new());
 /// each until the runtime's blocking pool is full, and its name lookups and file reads
 /// with it. A dispatch after a read ended starts a new one: a rotated file is picked up.
 async fn read_shared(path: &str) -> Result<Secret, AuthFailure> {
-    let mut reading = {
+    let (mut reading, begun) = {
         let mut reads = READING.lock().unwrap_or_else(PoisonError::into_inner);
         match reads.get(path) {
-            Some(reading) => reading.clone(),
+            Some(reading) => (reading.clone(), None),
             None => {
                 let (result, reading) = tokio::sync::watch::channel(None);
                 reads.insert(path.to_owned(), reading.clone());
-                let done = Done(path.to_owned());
-                // A read never begun (a runtime shutting down) ends as one that failed:
-                // `done` is dropped with the task, and the waiters' channel closes.
-                drop(tokio::task::spawn_blocking(move || {
-                    let read = read_secret_file(&done.0)
-                        .and_then(|text| usable(text.trim()).ok_or(AuthFailure::Unresolved));
-                    drop(done);
-                    result.send_replace(Some(read));
-                }));
-                reading
+                (reading, Some(result))
             }
         }
     };
+    // Begun with the lock released: a blocking pool shutting down drops the task, and
+    // with it `done`, at once, on this thread, and `Done` takes the lock.
+    if let Some(result) = begun {
+        let done = Done(path.to_owned());
+        // A read never begun ends as one that failed: its waiters' channel closes.
+        drop(tokio::task::spawn_blocking(move || {
+            let read = read_secret_file(&done.0)
+                .and_then(|text| usable(text.trim()).ok_or(AuthFailure::Unresolved));
+            drop(done);
+            result.send_replace(Some(read));
+        }));
+    }
     let read = match reading.wait_for(Option::is_some).await {
         Ok(read) => read.clone().unwrap_or(Err(AuthFailure::Unresolved)),
         Err(_) => Err(AuthFailure::Unresolved),
@@ -281,6 +284,31 @@ pub(super) fn usable(token: &str) -> Option<Secret> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A read asked of a runtime whose blocking pool has shut down never begins: its
+    /// waiters learn at once that it failed. (Begun under the lock on the reads in
+    /// flight, the dropped task's `Done` took that lock again on the same thread: a
+    /// deadlock, and every secret file read in the process after it stuck.)
+    #[test]
+    fn a_read_refused_by_a_runtime_shutting_down_fails_at_once() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let handle = runtime.handle().clone();
+        drop(runtime);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "a-token").unwrap();
+        let reference = format!("file:{}", path.display());
+        let (sent, read) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sent.send(handle.block_on(from_reference(&reference)).err());
+        });
+        let failure = read
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the read ended");
+        assert_eq!(failure, Some(AuthFailure::Unresolved));
+    }
 
     /// A secret file is read only by an absolute path, and only up to its bound.
     #[test]
