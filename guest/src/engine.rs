@@ -12,7 +12,6 @@ use crate::observers::{Observers, Why};
 use crate::registration::{self, EventPattern, Mode, Registration};
 use crate::settlement::{ObserverDelivery, Settlement};
 use ahp_vocab::{EventCapability, FlowCapability, FlowOperation, ObserverKind, Problem};
-use serde_json::Value;
 
 /// A validated registration and the harness's declaration, ready for hook calls.
 #[derive(Clone, Debug)]
@@ -178,7 +177,9 @@ impl Engine {
         let continues = |f: &FlowCapability| f.operations.contains(&FlowOperation::Continue);
         let capability = match capability.flow.as_ref().is_some_and(continues) {
             true => {
-                let count = event.value_at("/continuationCount").and_then(Value::as_u64);
+                let count = event
+                    .value_at("/continuationCount")
+                    .and_then(crate::json::integer_value::<u64>);
                 events::at_count(capability, count)
             }
             false => capability,

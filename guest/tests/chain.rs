@@ -3507,6 +3507,14 @@ fn turn_finish_before(count: u64) -> Value {
     event
 }
 
+/// The same, its count written as a float with no fraction (`2.0`), an integer to JSON
+/// Schema.
+fn turn_finish_before_as_float(count: u64) -> Value {
+    let mut event = turn_finish_before(count);
+    event["continuationCount"] = json!(count as f64);
+    event
+}
+
 /// A declaration is made once, at load; continuations are counted per turn. Declared
 /// with two a turn, each call offers what its event says is left, and once none is,
 /// `stop` alone: a `continue` then is an unadvertised effect, settled by policy.
@@ -3528,14 +3536,27 @@ fn each_call_offers_what_is_left_of_the_turns_continuations() {
         json!({"operations": operations, "remainingContinuations": remaining,
                "continuationCount": count})
     };
-    for (count, offered) in [
-        (0, offer(json!(["stop", "continue"]), 2, 0)),
-        (1, offer(json!(["stop", "continue"]), 1, 1)),
-        (2, offer(json!(["stop"]), 0, 2)),
-        (5, offer(json!(["stop"]), 0, 5)),
+    for (count, offered, event) in [
+        (
+            0,
+            offer(json!(["stop", "continue"]), 2, 0),
+            turn_finish_before(0),
+        ),
+        (
+            1,
+            offer(json!(["stop", "continue"]), 1, 1),
+            turn_finish_before(1),
+        ),
+        (2, offer(json!(["stop"]), 0, 2), turn_finish_before(2)),
+        (5, offer(json!(["stop"]), 0, 5), turn_finish_before(5)),
+        (
+            2,
+            offer(json!(["stop"]), 0, 2),
+            turn_finish_before_as_float(2),
+        ),
     ] {
         let mut host = FakeHost::new().on(A, Step::reply(effects(go_on.clone())));
-        let s = settle(&engine, &mut host, &turn_finish_before(count));
+        let s = settle(&engine, &mut host, &event);
         let sent = host.sent[0].json();
         assert_eq!(sent["params"]["capabilities"]["flow"], offered, "{count}");
         if count < 2 {
