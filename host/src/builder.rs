@@ -72,6 +72,9 @@ impl InterceptorBuilder {
 
     /// The component precompiled (`Engine::precompile_component`) for an Engine
     /// configured like the builder's, loaded with `Component::deserialize` at build.
+    /// Without [`InterceptorBuilder::engine`], that is this crate's default Engine, whose
+    /// settings differ where its instance pool could not be set up (see the README's
+    /// Backpressure): bytes for the one do not load on the other (the build fails).
     ///
     /// # Safety
     ///

@@ -152,6 +152,10 @@ pub fn bound_cpu<T: AhpView + 'static>(store: &mut Store<T>) {
 /// every store this crate makes on any other Engine.
 pub(crate) const MAX_MEMORY_BYTES: usize = 256 << 20;
 
+/// The most elements a table of the component may hold: the pool's own bound (its
+/// default), in every store this crate makes on any other Engine too.
+pub(crate) const MAX_TABLE_ELEMENTS: usize = 20_000;
+
 /// This crate's Engine: epoch interruption, the pooling allocator, no component-model
 /// concurrency. The pool reserves the address space of all its memories up front (some
 /// 4 TiB: each memory's 4 GiB and guards); where that cannot be had — an address-space
@@ -178,12 +182,16 @@ pub fn default_engine() -> wasmtime::Result<Engine> {
         tracing::warn!(error = %format!("{e:#}"), "the instance pool could not be set up; instances are allocated on demand");
         config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
         // Each memory reserves what it may hold and a small guard, not 4 GiB and more:
-        // the code checks bounds, and an instance fits a tight address-space limit.
+        // the code checks bounds, and an instance fits a tight address-space limit. Its
+        // compiled code is another (cached apart: `ahp precompile` warms the pool's),
+        // compiled on one thread, since every thread's allocator arena takes address
+        // space too.
         config
             .memory_reservation(MAX_MEMORY_BYTES as u64)
             .memory_reservation_for_growth(0)
             .memory_guard_size(64 << 10)
-            .guard_before_linear_memory(false);
+            .guard_before_linear_memory(false)
+            .parallel_compilation(false);
         Engine::new(&config)
     })
 }
@@ -328,11 +336,11 @@ impl Drop for TickerThread {
 mod tests {
     use super::*;
 
-    /// Every store this crate makes bounds each memory to 256 MiB on an Engine that
-    /// allocates on demand too (the fallback where the pool cannot reserve its address
+    /// Every store this crate makes bounds each memory to 256 MiB and each table to 20,000
+    /// elements on an Engine that allocates on demand too (the fallback where the pool cannot reserve its address
     /// space, or an embedder's Engine): a grow past the bound fails, as in the pool.
     #[tokio::test]
-    async fn the_crates_stores_bound_memory_on_any_engine() {
+    async fn the_crates_stores_bound_memory_and_tables_on_any_engine() {
         let mut config = Config::new();
         config.epoch_interruption(true).concurrency_support(false);
         let engine = Engine::new(&config).unwrap();
@@ -351,8 +359,10 @@ mod tests {
         let (mut store, _plugin) = runtime.instantiate(interceptor.host_state()).await.unwrap();
         let module = wasmtime::Module::new(
             &engine,
-            r#"(module (memory 1)
-                 (func (export "grow") (param i32) (result i32) local.get 0 memory.grow))"#,
+            r#"(module (memory 1) (table 1 funcref)
+                 (func (export "grow") (param i32) (result i32) local.get 0 memory.grow)
+                 (func (export "grow_table") (param i32) (result i32)
+                   ref.null func local.get 0 table.grow 0))"#,
         )
         .unwrap();
         let instance = wasmtime::Instance::new_async(&mut store, &module, &[])
@@ -369,6 +379,18 @@ mod tests {
             -1,
             "past the bound"
         );
+        let grow_table = instance
+            .get_typed_func::<i32, i32>(&mut store, "grow_table")
+            .unwrap();
+        let elements = i32::try_from(MAX_TABLE_ELEMENTS).unwrap();
+        assert_eq!(
+            grow_table
+                .call_async(&mut store, elements - 1)
+                .await
+                .unwrap(),
+            1
+        );
+        assert_eq!(grow_table.call_async(&mut store, 1).await.unwrap(), -1);
         interceptor.shutdown();
     }
 

@@ -25,8 +25,9 @@ pub struct HostState {
     /// The current call reached I/O while `settle_only`: stopped there, nothing sent, for
     /// the pool to run it again from the main lane.
     gave_way: bool,
-    /// Each memory's bound ([`crate::runtime::MAX_MEMORY_BYTES`]) in a store this crate
-    /// makes, on any Engine: the pool's slots have it, instances made on demand need it.
+    /// Each memory's and table's bound ([`crate::runtime::MAX_MEMORY_BYTES`],
+    /// [`crate::runtime::MAX_TABLE_ELEMENTS`]) in a store this crate makes, on any
+    /// Engine: the pool's slots have them, instances made on demand need them.
     pub(crate) limits: wasmtime::StoreLimits,
 }
 
@@ -47,6 +48,7 @@ impl HostState {
             gave_way: false,
             limits: wasmtime::StoreLimitsBuilder::new()
                 .memory_size(crate::runtime::MAX_MEMORY_BYTES)
+                .table_elements(crate::runtime::MAX_TABLE_ELEMENTS)
                 .build(),
         }
     }

@@ -522,7 +522,12 @@ fn run_within(mut command: std::process::Command, bound: std::time::Duration) ->
 fn the_demo_runs_under_an_address_space_limit() {
     use std::os::unix::process::CommandExt as _;
     let mut command = ahp_command();
-    command.arg("demo").env_remove("AHP_LOG");
+    // glibc reserves 64 MiB of address space for each thread's allocator arena: without
+    // a bound on them the limit would measure the machine's core count, not the Engine.
+    command
+        .arg("demo")
+        .env_remove("AHP_LOG")
+        .env("MALLOC_ARENA_MAX", "2");
     // SAFETY: setrlimit(2) is async-signal-safe and touches only `limit`.
     unsafe {
         command.pre_exec(|| {
