@@ -8,7 +8,7 @@ use crate::bindings::host_types::DeliveryError;
 use crate::bindings::interceptor::Delivery;
 use crate::capabilities::credentials::AuthFailure;
 use crate::clock;
-use crate::interrupt::Interrupt;
+use crate::interrupt::{CancelOnDrop, Interrupt};
 use crate::retry::wait_to_retry;
 use ahp_vocab::{Failure, FailureClass, ObserverResult, Phase};
 use std::sync::Arc;
@@ -42,17 +42,25 @@ pub(crate) async fn deliver_observers(
         tasks.spawn(async move {
             let deadline = Instant::from_std(clock::to_instant(delivery.deadline));
             let deadline = bound.map_or(deadline, |bound| deadline.min(bound));
-            let cancelled = Interrupt::new();
+            // Tells an injected provider or transport to stop its own work when the
+            // delivery ends, however it ends: aborted with its task too.
+            let cancelled = CancelOnDrop(Interrupt::new());
             // An interrupted call or a closed interceptor sends nothing more: checked
             // first, also when the notification could go at once.
             let result = tokio::select! {
                 biased;
                 () = interrupt.wait() => ObserverResult::Interrupted,
                 () = closing.wait() => ObserverResult::Interrupted,
-                r = notify(&backends, &delivery.backend, &delivery.message, deadline, &cancelled) => r,
+                r = notify(&backends, &delivery.backend, &delivery.message, deadline, &cancelled.0) => r,
             };
-            // Tells an injected provider or transport to stop its own work.
-            cancelled.interrupt();
+            // A transport's own cancellation, with neither the call's nor the
+            // interceptor's signal set, is a lost exchange, as for an interceptor.
+            let result = match result {
+                ObserverResult::Interrupted if !interrupt.is_set() && !closing.is_set() => {
+                    ObserverResult::Failed(FailureClass::ConnectionLost)
+                }
+                result => result,
+            };
             (i, result)
         });
     }
@@ -86,6 +94,11 @@ pub(crate) async fn notify(
         return ObserverResult::Failed(FailureClass::ConnectionRefused);
     };
     let acquire = async || match &target.credentials {
+        // Past the deadline no credential work begins (an OAuth token request would send
+        // the client secret for a notification that can no longer go).
+        Some(_) if Instant::now() >= deadline => {
+            Err(ObserverResult::Failed(FailureClass::DeadlineExceeded))
+        }
         Some(source) => source
             .acquire(backend, deadline, cancelled)
             .await

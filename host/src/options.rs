@@ -38,7 +38,9 @@ pub struct Options {
     /// Retries after transient failures (refused, reset, lost, 502–504, JSON-RPC
     /// -32003), always inside the original deadline and with the same bytes. Off by default.
     pub retries: RetryPolicy,
-    /// Bound on each observer delivery (default 2 s); the call's budget bounds it too.
+    /// Bound on each observer delivery (default 2 s, also the most: the component bounds
+    /// every notification to 2 s, which a longer one does not lift); the call's budget
+    /// bounds it too.
     pub observer_timeout: Option<Duration>,
     /// Names of host environment variables passed to every stdio backend besides `PATH`
     /// (their environment is otherwise empty).

@@ -326,3 +326,47 @@ async fn a_provider_for_an_unknown_backend_is_refused_at_build() {
         .expect("refused");
     assert!(error.to_string().contains("com.example.nobody"), "{error}");
 }
+
+/// An owned observer whose deadline (the call's budget) passed before its delivery began
+/// asks its credential provider nothing and sends nothing: past the deadline no
+/// credential work starts (an OAuth token request would send the client secret for a
+/// notification that can no longer go).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_past_its_deadline_asks_no_credential() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let provider = TestProvider::new(Answer::Token);
+    let mut providers: HashMap<String, Arc<dyn CredentialProvider>> = HashMap::new();
+    providers.insert(BACKEND.into(), provider.clone());
+    let reg = json!({"protocolVersion": "draft", "hooks": [{"id": BACKEND,
+        "transport": {"type": "http", "url": backend.url()},
+        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                           "content": {"default": "metadata"}}]}]});
+    let options = Options {
+        credential_providers: providers,
+        ..Options::default()
+    };
+    let hooks = Interceptor::new(&reg.to_string(), options)
+        .await
+        .expect("valid registration");
+    let budget = Some(Duration::from_millis(50));
+    let call = hooks
+        .settle(
+            &event("evt_provided_late_observer"),
+            &[],
+            budget,
+            &Interrupt::new(),
+        )
+        .await
+        .expect("settles");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let record = record_json(&call.complete().await);
+    assert_eq!(
+        record["observers"][0]["result"], "deadline-exceeded",
+        "{record}"
+    );
+    assert!(
+        provider.log.lock().unwrap().requests.is_empty(),
+        "asked past the deadline"
+    );
+    assert!(backend.requests().is_empty(), "sent past the deadline");
+}

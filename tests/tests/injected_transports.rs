@@ -370,3 +370,55 @@ async fn a_transport_may_replace_a_stdio_binding() {
     );
     assert_eq!(engine.messages().len(), 1);
 }
+
+/// One observe subscription on `tool.before`, at the in-process engine.
+async fn observer_of(engine: &Arc<Engine>) -> Interceptor {
+    let mut transports: HashMap<String, Arc<dyn Transport>> = HashMap::new();
+    transports.insert(BACKEND.into(), engine.clone());
+    let reg = json!({"protocolVersion": "draft", "hooks": [{"id": BACKEND,
+        "transport": {"type": "http", "url": UNUSED_URL},
+        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                           "content": {"default": "metadata"}}]}]});
+    let options = Options {
+        transports,
+        ..Options::default()
+    };
+    Interceptor::new(&reg.to_string(), options)
+        .await
+        .expect("valid registration")
+}
+
+/// As for an interceptor, an observer's transport that reports cancellation on its own
+/// has failed (`connection-lost`): only the call's interruption or shutdown is
+/// `interrupted`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observers_transport_cancelled_by_its_owner_is_connection_lost() {
+    let engine = Engine::new(&[Answer::Closed]);
+    let hooks = observer_of(&engine).await;
+    let observed = hooks
+        .observe(&event("evt_inproc_observer_closed"), None)
+        .await
+        .expect("observed");
+    let observed = serde_json::to_value(&observed).expect("JSON");
+    assert_eq!(
+        observed["observers"][0]["result"], "connection-lost",
+        "{observed}"
+    );
+}
+
+/// An observe delivery dropped with its call (the future dropped mid-exchange) tells its
+/// transport to stop, as an interceptor's exchange does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_delivery_dropped_with_its_call_tells_the_transport() {
+    let engine = Engine::new(&[Answer::Hang]);
+    let hooks = observer_of(&engine).await;
+    let event = event("evt_inproc_observer_dropped");
+    let observing = hooks.observe(&event, None);
+    let dropped = tokio::time::timeout(Duration::from_millis(200), observing).await;
+    assert!(dropped.is_err(), "the engine never answers");
+    let until = Instant::now() + Duration::from_secs(2);
+    while !engine.saw_cancellation.load(Ordering::SeqCst) && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(engine.saw_cancellation.load(Ordering::SeqCst), "never told");
+}
