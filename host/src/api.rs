@@ -16,7 +16,7 @@ use crate::convert::{from_wit, to_wit};
 use crate::error::Error;
 use crate::interrupt::Interrupt;
 use crate::lanes::Unserved;
-use crate::observe::deliver_observers;
+use crate::observe::{deliver_observers, Results};
 use crate::options::Options;
 use crate::pool::{Admission, Limit, Pool, Ready};
 use crate::runtime::Runtime;
@@ -24,7 +24,7 @@ use crate::settlement::{from_component, host_settlement, Observed, ObserverRepor
 use crate::state::HostState;
 use ahp_vocab::{DecidedBy, EffectKind, ObserverResult, Record, OBSERVER_TIMEOUT_MS};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 use tracing::Instrument as _;
 use wasmtime::error::Context as _;
@@ -252,7 +252,9 @@ impl Interceptor {
             }
         };
         let backends: Vec<String> = deliveries.iter().map(|d| d.backend.clone()).collect();
-        let results = self.deliver_observers(deliveries, &Interrupt::new()).await;
+        let results = self
+            .deliver_observers(deliveries, &Interrupt::new(), &Results::default())
+            .await;
         let observers = backends
             .into_iter()
             .zip(results)
@@ -334,6 +336,7 @@ impl Interceptor {
             budget: budget_at,
             span,
             delivering: false,
+            results: Results::default(),
         })
     }
 
@@ -401,6 +404,7 @@ impl Interceptor {
         &self,
         deliveries: Vec<Delivery>,
         interrupt: &Interrupt,
+        results: &Results,
     ) -> Vec<ObserverResult> {
         let inner = &self.inner;
         deliver_observers(
@@ -409,6 +413,7 @@ impl Interceptor {
             inner.observer_timeout,
             interrupt,
             &inner.closing,
+            results,
         )
         .await
     }
@@ -507,8 +512,10 @@ pub struct HookCall {
     budget: Option<Instant>,
     span: tracing::Span,
     /// Whether `complete` has taken the observers to deliver: if it is dropped now,
-    /// they were cut off, not left unsent.
+    /// they were cut off, not left unsent — but for those whose delivery ended, in
+    /// `results`.
     delivering: bool,
+    results: Results,
 }
 
 impl HookCall {
@@ -532,7 +539,7 @@ impl HookCall {
             true => vec![ObserverResult::NotSent; observers.len()],
             false => {
                 self.interceptor
-                    .deliver_observers(observers, &self.interrupt)
+                    .deliver_observers(observers, &self.interrupt, &self.results)
                     .instrument(self.span.clone())
                     .await
             }
@@ -565,11 +572,15 @@ impl Drop for HookCall {
         let Some(settlement) = &self.settlement else {
             return;
         };
-        let result = match self.delivering {
-            true => ObserverResult::Interrupted,
-            false => ObserverResult::NotSent,
+        let count = settlement.record.observers.len();
+        let ended =
+            std::mem::take(&mut *self.results.lock().unwrap_or_else(PoisonError::into_inner));
+        let results = match self.delivering {
+            // Cut off while being sent: each as far as its delivery got.
+            true if ended.len() == count => ended,
+            true => vec![ObserverResult::Interrupted; count],
+            false => vec![ObserverResult::NotSent; count],
         };
-        let results = vec![result; settlement.record.observers.len()];
         if let Some(settlement) = self.finish(&results) {
             self.interceptor.write_audit_detached(settlement.record);
         }

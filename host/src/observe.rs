@@ -11,30 +11,40 @@ use crate::clock;
 use crate::interrupt::{CancelOnDrop, Interrupt};
 use crate::retry::wait_to_retry;
 use ahp_vocab::{Failure, FailureClass, ObserverResult, Phase};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::time::Instant;
+
+/// Each delivery's result as far as it is known, in the order given: shared with the
+/// caller, so that a call whose deliveries are dropped midway records those that ended.
+pub(crate) type Results = Arc<Mutex<Vec<ObserverResult>>>;
 
 /// Sends the call's observe notifications concurrently, each bounded by its own
 /// deadline and by `timeout`; the call's interruption and the interceptor's shutdown
 /// (`closing`) cancel them. One the component withheld ([`withheld`]) is not sent.
-/// Results are in the order given.
+/// Results are in the order given, in `results` too as each delivery ends: until then
+/// `interrupted` (a delivery that never ends was cut off).
 pub(crate) async fn deliver_observers(
     backends: &Arc<Backends>,
     deliveries: Vec<Delivery>,
     timeout: Duration,
     interrupt: &Interrupt,
     closing: &Interrupt,
+    results: &Results,
 ) -> Vec<ObserverResult> {
+    let lock = || results.lock().unwrap_or_else(PoisonError::into_inner);
+    *lock() = deliveries
+        .iter()
+        .map(|d| match withheld(d) {
+            true => ObserverResult::Withheld,
+            false => ObserverResult::Interrupted,
+        })
+        .collect();
     let mut tasks = tokio::task::JoinSet::new();
-    let mut results = Vec::with_capacity(deliveries.len());
     for (i, delivery) in deliveries.into_iter().enumerate() {
         if withheld(&delivery) {
-            results.push(ObserverResult::Withheld);
             continue;
         }
-        // Until its task reports: a task that never does was cut off.
-        results.push(ObserverResult::Interrupted);
         let backends = backends.clone();
         let (interrupt, closing) = (interrupt.clone(), closing.clone());
         // A timeout past the end of time (`Duration::MAX`) leaves the component's bound.
@@ -66,10 +76,10 @@ pub(crate) async fn deliver_observers(
     }
     while let Some(joined) = tasks.join_next().await {
         if let Ok((i, result)) = joined {
-            results[i] = result;
+            lock()[i] = result;
         }
     }
-    results
+    lock().clone()
 }
 
 /// Whether the component withheld `delivery`: a notification past the call's observer

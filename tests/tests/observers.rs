@@ -286,6 +286,43 @@ async fn a_completion_dropped_mid_delivery_records_its_observers_interrupted() {
     );
 }
 
+/// A completion dropped mid-delivery records what each observer got: the one that
+/// answered first is `delivered`, only the one still pending `interrupted`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completion_dropped_mid_delivery_keeps_the_results_already_in() {
+    let fast = FaultBackend::start(vec![empty_reply(204)]).await;
+    let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let reg = json!({"protocolVersion": "draft", "hooks": [
+        observer("com.example.fast", &fast.url(), &["tool.before"]),
+        observer("com.example.hang", &hanging.url(), &["tool.before"])]});
+    let audit = tempfile::NamedTempFile::new().unwrap();
+    let options = Options {
+        audit_path: Some(audit.path().to_path_buf()),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg.to_string(), options).await.unwrap();
+    let call = settle(&interceptor, "evt_obs_dropped_partly", None).await;
+    let completing = tokio::time::timeout(Duration::from_millis(300), call.complete());
+    assert!(completing.await.is_err(), "one observer hangs");
+    assert_eq!(
+        fast.requests().len(),
+        1,
+        "the fast observer was sent its notification"
+    );
+    let lines = ahp_tests::support::audit_lines_once(audit.path(), 1).await;
+    let results: Vec<&Value> = lines[0]["observers"]
+        .as_array()
+        .expect("observers")
+        .iter()
+        .map(|o| &o["result"])
+        .collect();
+    assert_eq!(
+        results,
+        [&json!("delivered"), &json!("interrupted")],
+        "{lines:?}"
+    );
+}
+
 /// Interruption cancels the call's owned observer deliveries: before completion none is
 /// started, during it the pending ones end at once. The decision stays as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
