@@ -918,7 +918,8 @@ async fn intercept(
         )
         .await;
     watcher.abort();
-    let code = match result {
+    interceptor.shutdown();
+    match result {
         Ok(settled) => {
             answer(&settled.to_json());
             match settled.decision {
@@ -934,11 +935,7 @@ async fn intercept(
             }
             None => call_failure(&e),
         },
-    };
-    // After the answer: an idle persistent stdio child is given time to read what it
-    // was sent last and end (see `StdioBackend::shut_down`).
-    interceptor.shutdown();
-    code
+    }
 }
 
 async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode {

@@ -334,47 +334,6 @@ fn observe_exits_1_only_when_nothing_could_be_sent() {
     );
 }
 
-/// A persistent stdio observer reads its notification before a one-shot command exits:
-/// shutdown closes an idle child's stdin and lets it end, where killing it at once lost
-/// what was written to its pipe but not yet read, while the record said `delivered`.
-/// This observer takes 0.3 s to start reading, as an interpreter does.
-#[test]
-fn a_persistent_stdio_observer_reads_its_notification_before_the_command_exits() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let log = dir.path().join("observer.log");
-    let ev = dir.path().join("event.json");
-    std::fs::write(&ev, valid_event("tool.before", "evt_cli_persistent")).expect("write");
-    let reg = dir.path().join("registration.json");
-    let observer = json!({"protocolVersion": "draft", "hooks": [{
-        "id": "com.example.observer",
-        "transport": {"type": "stdio", "command": "/bin/sh", "lifecycle": "persistent",
-            "args": ["-c", "sleep 0.3; exec \"$0\" no-effect \"$1\"",
-                     env!("CARGO_BIN_EXE_stdio_backend"), path(&log)]},
-        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
-                           "content": {"default": "metadata"}}]
-    }]});
-    std::fs::write(&reg, observer.to_string()).expect("write the registration");
-    for command in ["observe", "intercept"] {
-        let _ = std::fs::remove_file(&log);
-        let run = ahp(
-            &[command, "--registration", path(&reg), "--event", path(&ev)],
-            &[],
-        );
-        run.assert_exit(0, command);
-        assert!(
-            run.stdout.contains("\"result\":\"delivered\""),
-            "{}",
-            run.stdout
-        );
-        let logged = std::fs::read_to_string(&log).unwrap_or_default();
-        assert_eq!(
-            logged.matches("recv hooks/observe").count(),
-            1,
-            "{command}: {logged}"
-        );
-    }
-}
-
 /// `ahp demo` exits 0 only when every scripted call settled as scripted. With a component
 /// that settles every call as an engine failure, it names the first scenario that
 /// differed and exits 1. Its audit directory is a new one, private to the user.

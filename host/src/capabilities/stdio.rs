@@ -48,9 +48,6 @@ use tokio::time::{timeout_at, Instant};
 
 /// How long shutdown waits, in total, for every killed child to be reaped.
 pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(2);
-/// How long an idle persistent child gets at shutdown to exit of itself once its stdin
-/// is closed, before it is killed: within [`SHUTDOWN_BOUND`], which also reaps it.
-const EOF_GRACE: Duration = Duration::from_secs(1);
 /// How long a killed child gets to be reaped before it is left to the next sweep.
 const REAP_BOUND: Duration = Duration::from_millis(100);
 /// How long to wait, after stdout closed, to learn whether the process exited.
@@ -338,20 +335,13 @@ impl StdioBackend {
     }
 
     /// Marks the backend closed and kills every child it started (shutdown). Deliveries
-    /// in flight end as `cancelled`; later ones are refused the same way. An idle
-    /// persistent child is not killed at once: its stdin is closed, so that it reads what
-    /// it was sent last (a notification, which gets no reply: written is not yet read)
-    /// and exits, as a server does at end of input; one still running after
-    /// [`EOF_GRACE`] is killed when the children are reaped.
+    /// in flight end as `cancelled`; later ones are refused the same way.
     pub fn shut_down(&self) {
-        // Idle: not in an exchange, and none was dropped midway (`busy`). Its pipes are
-        // dropped now; one in use is dropped by its exchange.
-        let idle = match self.session.try_lock() {
-            Ok(mut slot) => slot.take().filter(|s| !s.busy).map(|s| s.process),
-            Err(_) => None,
-        };
-        let grace = std::time::Instant::now() + EOF_GRACE;
-        self.children.close(idle.map(|process| (process, grace)));
+        self.children.kill_all();
+        // Drop an idle session's pipes now; one in use is dropped by its exchange.
+        if let Ok(mut slot) = self.session.try_lock() {
+            *slot = None;
+        }
     }
 
     /// The children [`StdioBackend::shut_down`] killed, to reap without holding the
@@ -441,9 +431,6 @@ struct Registry {
     closed: bool,
     /// Started and not yet reaped.
     live: Vec<Arc<Process>>,
-    /// At shutdown, the idle persistent child ending of itself (its stdin closed), and
-    /// when it is killed if it has not.
-    ending: Option<(Arc<Process>, std::time::Instant)>,
 }
 
 impl Children {
@@ -551,36 +538,19 @@ impl Children {
 
     /// Marks the registry closed and kills every child in it.
     fn kill_all(&self) {
-        self.close(None);
-    }
-
-    /// Marks the registry closed and kills every child in it but `ending`, an idle
-    /// persistent child whose stdin is closed: [`Children::sweep`] kills it if it has not
-    /// exited when the instant given with it passes.
-    fn close(&self, ending: Option<(Arc<Process>, std::time::Instant)>) {
-        let (live, spared) = {
+        let live = {
             let mut registry = self.lock();
             registry.closed = true;
-            registry.ending = ending;
-            let spared = registry.ending.as_ref().map(|(p, _)| p.clone());
-            (registry.live.clone(), spared)
+            registry.live.clone()
         };
         for process in &live {
-            if !spared.as_ref().is_some_and(|s| Arc::ptr_eq(s, process)) {
-                process.kill();
-            }
+            process.kill();
         }
     }
 
-    /// Reaps whichever children have exited, after killing an ending one whose grace
-    /// has passed; returns how many are left.
+    /// Reaps whichever children have exited; returns how many are left.
     fn sweep(&self) -> usize {
         let mut registry = self.lock();
-        if let Some((process, until)) = &registry.ending {
-            if std::time::Instant::now() >= *until {
-                process.kill();
-            }
-        }
         registry.live.retain(|p| p.exited().is_none());
         registry.live.len()
     }
