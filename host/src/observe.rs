@@ -45,7 +45,7 @@ pub(crate) async fn deliver_observers(
         if withheld(&delivery) {
             continue;
         }
-        let backends = backends.clone();
+        let (backends, results) = (backends.clone(), results.clone());
         let (interrupt, closing) = (interrupt.clone(), closing.clone());
         // A timeout past the end of time (`Duration::MAX`) leaves the component's bound.
         let bound = Instant::now().checked_add(timeout);
@@ -71,14 +71,11 @@ pub(crate) async fn deliver_observers(
                 }
                 result => result,
             };
-            (i, result)
+            // Recorded by the task itself: a call dropped before it was joined still has it.
+            results.lock().unwrap_or_else(PoisonError::into_inner)[i] = result;
         });
     }
-    while let Some(joined) = tasks.join_next().await {
-        if let Ok((i, result)) = joined {
-            lock()[i] = result;
-        }
-    }
+    while tasks.join_next().await.is_some() {}
     lock().clone()
 }
 

@@ -348,7 +348,9 @@ async fn an_observer_past_its_deadline_asks_no_credential() {
     let hooks = Interceptor::new(&reg.to_string(), options)
         .await
         .expect("valid registration");
-    let budget = Some(Duration::from_millis(50));
+    // Long enough for the component to prepare the notification inside it under load
+    // (past the budget it would be withheld, never begun).
+    let budget = Some(Duration::from_millis(400));
     let call = hooks
         .settle(
             &event("evt_provided_late_observer"),
@@ -358,7 +360,7 @@ async fn an_observer_past_its_deadline_asks_no_credential() {
         )
         .await
         .expect("settles");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
     let record = record_json(&call.complete().await);
     assert_eq!(
         record["observers"][0]["result"], "deadline-exceeded",
