@@ -11,7 +11,7 @@ use crate::host_api::{Host, Instant};
 use crate::observers::{Observers, Why};
 use crate::registration::{self, EventPattern, Mode, Registration};
 use crate::settlement::{ObserverDelivery, Settlement};
-use ahp_vocab::{EventCapability, FlowCapability, FlowOperation, ObserverKind, Problem};
+use ahp_vocab::{EventCapability, FlowOperation, ObserverKind, Problem};
 
 /// A validated registration and the harness's declaration, ready for hook calls.
 #[derive(Clone, Debug)]
@@ -174,15 +174,17 @@ impl Engine {
         let capability = events::narrow(declared, effects)?;
         // Only where continue is offered is the event's count read (the document is
         // then parsed): a tool.before call never pays for it.
-        let continues = |f: &FlowCapability| f.operations.contains(&FlowOperation::Continue);
-        let capability = match capability.flow.as_ref().is_some_and(continues) {
-            true => {
-                let count = event
-                    .value_at("/continuationCount")
-                    .and_then(crate::json::integer_value::<u64>);
-                events::at_count(capability, count)
-            }
-            false => capability,
+        let offers_continue = capability
+            .flow
+            .as_ref()
+            .is_some_and(|f| f.operations.contains(&FlowOperation::Continue));
+        let capability = if offers_continue {
+            let count = event
+                .value_at("/continuationCount")
+                .and_then(crate::json::integer_value::<u64>);
+            events::at_count(capability, count)
+        } else {
+            capability
         };
         if let Some(problem) = event.missing_target(rules, &capability) {
             return Err(event_problems(vec![problem]));

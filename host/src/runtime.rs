@@ -152,8 +152,8 @@ pub fn bound_cpu<T: AhpView + 'static>(store: &mut Store<T>) {
 /// every store this crate makes on any other Engine.
 pub(crate) const MAX_MEMORY_BYTES: usize = 256 << 20;
 
-/// The most elements a table of the component may hold: the pool's own bound (its
-/// default), in every store this crate makes on any other Engine too.
+/// The most elements a table of the component may hold: in the pool's slots, and in
+/// every store this crate makes on any other Engine.
 pub(crate) const MAX_TABLE_ELEMENTS: usize = 20_000;
 
 /// This crate's Engine: epoch interruption, the pooling allocator, no component-model
@@ -176,7 +176,8 @@ pub fn default_engine() -> wasmtime::Result<Engine> {
         .total_core_instances(2048)
         .total_memories(1024)
         .total_tables(2048)
-        .max_memory_size(MAX_MEMORY_BYTES);
+        .max_memory_size(MAX_MEMORY_BYTES)
+        .table_elements(MAX_TABLE_ELEMENTS);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
     Engine::new(&config).or_else(|e| {
         tracing::warn!(error = %format!("{e:#}"), "the instance pool could not be set up; instances are allocated on demand");
@@ -336,9 +337,10 @@ impl Drop for TickerThread {
 mod tests {
     use super::*;
 
-    /// Every store this crate makes bounds each memory to 256 MiB and each table to 20,000
-    /// elements on an Engine that allocates on demand too (the fallback where the pool cannot reserve its address
-    /// space, or an embedder's Engine): a grow past the bound fails, as in the pool.
+    /// Every store this crate makes bounds each memory to 256 MiB and each table to
+    /// 20,000 elements on an Engine that allocates on demand too (the fallback where the
+    /// pool cannot reserve its address space, or an embedder's Engine): a grow past the
+    /// bound fails, as in the pool.
     #[tokio::test]
     async fn the_crates_stores_bound_memory_and_tables_on_any_engine() {
         let mut config = Config::new();

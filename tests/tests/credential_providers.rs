@@ -229,6 +229,25 @@ async fn a_hanging_provider_ends_at_the_deadline_and_sees_interruption() {
     assert!(backend.requests().is_empty());
 }
 
+/// One observe subscription on `tool.before` at `backend`, whose registered binding (a
+/// variable that is not set) `provider` replaces.
+async fn observer_with(backend: &FaultBackend, provider: Arc<TestProvider>) -> Interceptor {
+    let reg = json!({"protocolVersion": "draft", "hooks": [{
+        "id": BACKEND, "transport": {"type": "http", "url": backend.url()},
+        "authentication": {"type": "bearer", "tokenEnv": "AHP_E2E_PROVIDER_UNSET"},
+        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                           "content": {"default": "metadata"}}]}]});
+    let mut providers: HashMap<String, Arc<dyn CredentialProvider>> = HashMap::new();
+    providers.insert(BACKEND.into(), provider);
+    let options = Options {
+        credential_providers: providers,
+        ..Options::default()
+    };
+    Interceptor::new(&reg.to_string(), options)
+        .await
+        .expect("valid registration")
+}
+
 /// An observer's credential that its deadline cuts short is the deadline's failure, as
 /// it is for an interceptor: `deadline-exceeded`, not `auth-failed`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -238,21 +257,7 @@ async fn a_hanging_provider_ends_an_observer_delivery_as_deadline_exceeded() {
         (Answer::Hang, "deadline-exceeded"),
         (Answer::Fail, "auth-failed"),
     ] {
-        let provider = TestProvider::new(answer);
-        let reg = json!({"protocolVersion": "draft", "hooks": [{
-            "id": BACKEND, "transport": {"type": "http", "url": backend.url()},
-            "authentication": {"type": "bearer", "tokenEnv": "AHP_E2E_PROVIDER_UNSET"},
-            "subscriptions": [{"events": ["tool.before"], "mode": "observe",
-                               "content": {"default": "metadata"}}]}]});
-        let mut providers: HashMap<String, Arc<dyn CredentialProvider>> = HashMap::new();
-        providers.insert(BACKEND.into(), provider);
-        let options = Options {
-            credential_providers: providers,
-            ..Options::default()
-        };
-        let interceptor = Interceptor::new(&reg.to_string(), options)
-            .await
-            .expect("valid registration");
+        let interceptor = observer_with(&backend, TestProvider::new(answer)).await;
         let s = interceptor
             .intercept(
                 &event("evt_provider_observer"),
@@ -335,19 +340,7 @@ async fn a_provider_for_an_unknown_backend_is_refused_at_build() {
 async fn an_observer_past_its_deadline_asks_no_credential() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let provider = TestProvider::new(Answer::Token);
-    let mut providers: HashMap<String, Arc<dyn CredentialProvider>> = HashMap::new();
-    providers.insert(BACKEND.into(), provider.clone());
-    let reg = json!({"protocolVersion": "draft", "hooks": [{"id": BACKEND,
-        "transport": {"type": "http", "url": backend.url()},
-        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
-                           "content": {"default": "metadata"}}]}]});
-    let options = Options {
-        credential_providers: providers,
-        ..Options::default()
-    };
-    let hooks = Interceptor::new(&reg.to_string(), options)
-        .await
-        .expect("valid registration");
+    let hooks = observer_with(&backend, provider.clone()).await;
     // Long enough for the component to prepare the notification inside it under load
     // (past the budget it would be withheld, never begun).
     let budget = Some(Duration::from_millis(400));
