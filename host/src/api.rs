@@ -460,6 +460,31 @@ impl Interceptor {
         }
     }
 
+    /// As [`Interceptor::shutdown_async`], for a process about to exit (`ahp observe`,
+    /// `intercept`, `hook`): first, a persistent stdio child whose last message was a
+    /// notification has its stdin closed and until that notification's deadline to read
+    /// it and exit of itself. A notification gets no reply, so written to the child's
+    /// pipe was all its delivery showed: killed at once, the child would lose what it
+    /// had not read yet, recorded `delivered`. New calls are refused meanwhile;
+    /// `interrupt` (a signal) ends the wait at once, and whatever still runs is then
+    /// killed, as by `shutdown_async`.
+    pub async fn shutdown_draining(&self, interrupt: &Interrupt) {
+        self.inner.shut_down.store(true, Ordering::SeqCst);
+        let endings = self.inner.backends.end_inputs();
+        if !endings.is_empty() {
+            let ended = async {
+                for ending in endings {
+                    ending.wait().await;
+                }
+            };
+            tokio::select! {
+                () = ended => {}
+                () = interrupt.wait() => {}
+            }
+        }
+        self.shutdown_async().await;
+    }
+
     /// The non-blocking part of shutdown: stops admission, ends in-flight calls and
     /// their observer deliveries, closes connection pools (the OAuth ones too), kills
     /// the stdio children and marks the audit records queued so far (dropped calls',

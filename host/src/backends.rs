@@ -172,6 +172,18 @@ impl Backends {
         }
     }
 
+    /// Closes the input of each persistent stdio child whose last message was a
+    /// notification not yet past its deadline ([`stdio::StdioBackend::end_input`]).
+    pub fn end_inputs(&self) -> Vec<stdio::Ending> {
+        self.by_id
+            .values()
+            .filter_map(|backend| match &backend.transport {
+                Transport::Stdio(stdio) => stdio.end_input(),
+                Transport::Http(_) | Transport::Injected(_) => None,
+            })
+            .collect()
+    }
+
     /// The stdio children [`Backends::close`] killed, to reap with [`reap`] on a blocking
     /// thread. Holds only the children: the rest of the registry (credential providers
     /// among it) is released as soon as the interceptor is.

@@ -917,8 +917,9 @@ async fn intercept(
             &interrupt,
         )
         .await;
+    // A signal meanwhile ends what the draining waits for at once.
+    interceptor.shutdown_draining(&interrupt).await;
     watcher.abort();
-    interceptor.shutdown();
     match result {
         Ok(settled) => {
             answer(&settled.to_json());
@@ -963,8 +964,8 @@ async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode 
         closing.shutdown_async().await;
     });
     let result = interceptor.observe(&event, None).await;
+    interceptor.shutdown_draining(&signalled).await;
     watcher.abort();
-    interceptor.shutdown_async().await;
     match result {
         Ok(observed) => {
             answer(&serde_json::to_string(&observed).unwrap_or_default());

@@ -95,6 +95,10 @@ struct Session {
     /// Set before a request is written, cleared once its exchange completed. Still set on
     /// the next use means that exchange was dropped midway: the child is restarted.
     busy: bool,
+    /// The deadline of the notification written last, while no request has followed it:
+    /// written to the pipe is all its delivery showed, so a process about to exit lets
+    /// the child read it first ([`StdioBackend::end_input`]).
+    unread_notification: Option<Instant>,
 }
 
 impl StdioBackend {
@@ -175,6 +179,7 @@ impl StdioBackend {
                     stdin,
                     stdout: LineReader::new(stdout),
                     busy: false,
+                    unread_notification: None,
                 })
             }
         };
@@ -211,8 +216,11 @@ impl StdioBackend {
         }
         let Some(id) = id else {
             // A notification: no reply is expected, none is read.
+            session.unread_notification = Some(deadline);
             return (Ok(stdio_reply(Vec::new())), true);
         };
+        // Answered, this request was read after the notification before it.
+        session.unread_notification = None;
         let line = match timeout_at(deadline, session.stdout.next_line(self.max_line)).await {
             Err(_) => {
                 return (
@@ -344,6 +352,35 @@ impl StdioBackend {
         }
     }
 
+    /// Closes the stdin of the idle persistent child whose last message was a
+    /// notification still within its deadline, and returns it to wait for: at end of
+    /// input a stdio server reads what is left and exits. Killed at once instead (the
+    /// shutdown of a process about to exit), it would lose that notification, recorded
+    /// `delivered`. Taken out of the session, so a later delivery starts another child;
+    /// shutdown still kills it, as every child.
+    pub fn end_input(&self) -> Option<Ending> {
+        let mut slot = self.session.try_lock().ok()?;
+        let session = slot.as_ref()?;
+        let until = session.unread_notification?;
+        if session.busy || Instant::now() >= until || session.process.exited().is_some() {
+            return None;
+        }
+        let Session {
+            process,
+            stdin,
+            stdout,
+            ..
+        } = slot.take()?;
+        drop(stdin);
+        tracing::debug!(backend = %self.id, pid = ?process.pid, "closed the persistent stdio backend's input for it to end");
+        Some(Ending {
+            backend: self.id.clone(),
+            process,
+            stdout,
+            until,
+        })
+    }
+
     /// The children [`StdioBackend::shut_down`] killed, to reap without holding the
     /// backend (and what it owns) while waiting.
     pub fn killed(&self) -> Killed {
@@ -359,6 +396,38 @@ impl StdioBackend {
 impl Drop for StdioBackend {
     fn drop(&mut self) {
         self.children.kill_all();
+    }
+}
+
+/// A persistent child whose input [`StdioBackend::end_input`] closed, ending of itself.
+pub struct Ending {
+    backend: String,
+    process: Arc<Process>,
+    /// Kept open and read on: a child whose stdout is closed, or full, could not finish.
+    stdout: LineReader<ChildStdout>,
+    /// The deadline of the notification it was sent last.
+    until: Instant,
+}
+
+impl Ending {
+    /// Waits for the child to exit, until its notification's deadline; what it writes
+    /// meanwhile is thrown away. One still running then is left for shutdown to kill.
+    pub async fn wait(mut self) {
+        let exited = self.process.wait_exit(self.until);
+        let discarded = self.stdout.discard();
+        tokio::pin!(exited, discarded);
+        let exit = tokio::select! {
+            exit = &mut exited => exit,
+            () = &mut discarded => self.process.wait_exit(self.until).await,
+        };
+        match exit {
+            Some(code) => {
+                tracing::debug!(backend = %self.backend, ?code, "persistent stdio backend ended at end of input")
+            }
+            None => {
+                tracing::debug!(backend = %self.backend, "persistent stdio backend still running at its notification's deadline")
+            }
+        }
     }
 }
 
@@ -893,6 +962,36 @@ mod tests {
         backend
             .killed()
             .reap(std::time::Instant::now() + SHUTDOWN_BOUND);
+    }
+
+    /// Only a child whose last message was a notification, not yet past its deadline, is
+    /// given the end of its input to finish: once a request after it was answered
+    /// nothing is unread, and past the deadline there is no time. Given it, the child
+    /// reads what is left and exits of itself.
+    #[tokio::test]
+    async fn only_an_unread_notification_within_its_deadline_is_waited_for() {
+        const NOTIFICATION: &[u8] = br#"{"jsonrpc":"2.0","method":"hooks/observe"}"#;
+        let backend = scripted_backend(
+            r#"while IFS= read -r line; do case "$line" in *'"id"'*) echo '{"jsonrpc":"2.0","id":1,"result":{}}';; esac; done"#,
+        );
+        let far = Instant::now() + Duration::from_secs(10);
+        backend.exchange(NOTIFICATION, far).await.expect("written");
+        backend.exchange(REQUEST, far).await.expect("the reply");
+        assert!(
+            backend.end_input().is_none(),
+            "a request was answered since"
+        );
+        let soon = Instant::now() + Duration::from_millis(100);
+        backend.exchange(NOTIFICATION, soon).await.expect("written");
+        tokio::time::sleep_until(soon).await;
+        assert!(backend.end_input().is_none(), "past its deadline");
+        backend.exchange(NOTIFICATION, far).await.expect("written");
+        let child = session_child(&backend).await.expect("the child");
+        let ending = backend.end_input().expect("an unread notification");
+        ending.wait().await;
+        assert!(child.exited().is_some(), "the child ended at end of input");
+        assert!(session_child(&backend).await.is_none());
+        shut_down(&backend);
     }
 
     /// A child that writes its reply twice in one write is not kept: the second copy,

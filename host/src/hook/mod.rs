@@ -1282,7 +1282,8 @@ async fn decide(
         // Nothing is decided: no record.
         (verdict, None)
     };
-    interceptor.shutdown_async().await;
+    // A persistent observer reads what it was sent last; a signal kills it at once.
+    interceptor.shutdown_draining(interrupt).await;
     // Last, so that what the record says is what the answer will be: the watchdog or a
     // signal answering before it has their record instead, and a signal by the time it
     // is written overrides what was settled unless it denies.

@@ -1,0 +1,155 @@
+//! A persistent stdio observer under the one-shot commands (`ahp observe`, `intercept`,
+//! `hook`): a notification gets no reply, so written to the child's pipe is all its
+//! delivery shows. Before the process exits, the child's stdin is closed and it has until
+//! that notification's deadline to read it and end of itself; then, or at a signal, it is
+//! killed — never left running.
+
+use ahp_tests::hook::{answer_after_signal, hook_command, run_command};
+use ahp_tests::support::{ahp_command, valid_event, Run};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// A registration whose one hook observes `tool.before` through a persistent stdio child:
+/// `stdio_backend MODE LOG`, started after `delay` (as an interpreter takes a while to
+/// start reading).
+fn observer_registration(dir: &Path, mode: &str, delay: &str, log: &Path) -> PathBuf {
+    let script = format!("sleep {delay}; exec \"$0\" \"$1\" \"$2\"");
+    let registration = json!({"protocolVersion": "draft", "hooks": [{
+        "id": "com.example.observer",
+        "transport": {"type": "stdio", "command": "/bin/sh", "lifecycle": "persistent",
+            "args": ["-c", script, env!("CARGO_BIN_EXE_stdio_backend"), mode,
+                     log.to_str().expect("a UTF-8 path")]},
+        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                           "content": {"default": "metadata"}}]
+    }]});
+    let path = dir.join("registration.json");
+    std::fs::write(&path, registration.to_string()).expect("write the registration");
+    path
+}
+
+/// A Claude Code `PreToolUse` payload.
+fn pre_tool_use() -> Vec<u8> {
+    json!({"session_id": "s1", "cwd": "/repo", "transcript_path": "/t.jsonl",
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1"})
+    .to_string()
+    .into_bytes()
+}
+
+/// `ahp COMMAND --registration R --event E`, run to its end.
+fn one_shot(command: &str, registration: &Path, event: &Path) -> Run {
+    let output = ahp_command()
+        .args([command, "--registration"])
+        .arg(registration)
+        .arg("--event")
+        .arg(event)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ahp");
+    Run::of(output)
+}
+
+/// How many notifications the observer logged reading.
+fn notifications(log: &Path) -> usize {
+    let logged = std::fs::read_to_string(log).unwrap_or_default();
+    logged.matches("recv hooks/observe").count()
+}
+
+/// The observer's process id, from its log.
+fn observer_pid(log: &Path) -> i32 {
+    let logged = std::fs::read_to_string(log).unwrap_or_default();
+    logged
+        .lines()
+        .find_map(|line| line.strip_prefix("pid "))
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("the observer logged its pid: {logged}"))
+}
+
+/// Whether `pid` still runs: present and not a zombie (one the command left unreaped is
+/// dead all the same).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
+        !state.starts_with('Z') && !state.starts_with('X')
+    })
+}
+
+/// The observer starts reading 0.3 s after it was sent the event, well within its 2 s
+/// deadline: each command exits only once the observer has read it. Killed at once at
+/// shutdown, as before, it lost the notification while the record said `delivered`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_observer_reads_its_notification_before_a_one_shot_command_exits() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let log = dir.path().join("observer.log");
+    let registration = observer_registration(dir.path(), "no-effect", "0.3", &log);
+    let event = dir.path().join("event.json");
+    std::fs::write(&event, valid_event("tool.before", "evt_persistent")).expect("write");
+    for command in ["observe", "intercept"] {
+        let _ = std::fs::remove_file(&log);
+        let run = one_shot(command, &registration, &event);
+        run.assert_exit(0, command);
+        assert!(run.stdout.contains("\"delivered\""), "{}", run.stdout);
+        assert_eq!(notifications(&log), 1, "{command}");
+    }
+    let _ = std::fs::remove_file(&log);
+    let ran = run_command(
+        hook_command("claude-code", &registration, &[]),
+        &pre_tool_use(),
+        true,
+    )
+    .await;
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert_eq!(notifications(&log), 1, "hook claude-code: {ran:?}");
+}
+
+/// An observer that does not end at end of input holds the command no later than its
+/// notification's deadline (2 s, the observers' bound), and is killed then: the command
+/// leaves nothing running.
+#[test]
+fn an_observer_that_ignores_end_of_input_is_killed_at_its_notifications_deadline() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let log = dir.path().join("observer.log");
+    let registration = observer_registration(dir.path(), "stubborn", "0", &log);
+    let event = dir.path().join("event.json");
+    std::fs::write(&event, valid_event("tool.before", "evt_stubborn")).expect("write");
+    let started = Instant::now();
+    let run = one_shot("observe", &registration, &event);
+    run.assert_exit(0, "observe");
+    assert_eq!(notifications(&log), 1);
+    // A correctness bound (the deadline is 2 s), not a measurement.
+    assert!(started.elapsed() < Duration::from_secs(20), "{run:?}");
+    assert!(!running(observer_pid(&log)), "the observer outlived ahp");
+}
+
+/// A signal while a stubborn observer is given its time ends the wait at once: `ahp hook`
+/// answers and exits with the observer killed. Waited for past the signal's grace, the
+/// process would exit leaving the observer running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_while_an_observer_ends_kills_it() {
+    use tokio::io::AsyncWriteExt as _;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let log = dir.path().join("observer.log");
+    let registration = observer_registration(dir.path(), "stubborn", "0", &log);
+    let mut command = hook_command("claude-code", &registration, &[]);
+    let mut hook = command.spawn().expect("start ahp hook");
+    let mut stdin = hook.stdin.take().expect("piped");
+    stdin.write_all(&pre_tool_use()).await.expect("write");
+    drop(stdin);
+    // The observer has read its notification: the command now waits for it to end.
+    let waited = Instant::now();
+    while notifications(&log) == 0 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "never delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let output = answer_after_signal(hook, "TERM").await;
+    assert!(output.status.code().is_some(), "{output:?}");
+    assert!(
+        !running(observer_pid(&log)),
+        "the observer outlived ahp hook"
+    );
+}
