@@ -129,9 +129,14 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             (ending, attempts, Some(message.sha256().to_string()))
         };
         // Modifications are applied to a copy: a response whose merge does not fit is
-        // rejected whole, so nothing of it is published.
+        // rejected whole, so nothing of it is published. Applying one takes time (a large
+        // event is parsed and copied): one done only past the deadline came too late,
+        // as a reply complete only then does ("the timeout covers atomic acceptance").
         let ending = match ending {
             Ending::Accepted(effects) => match modified(&effective, call.rules, &effects) {
+                Some(Some(_)) if host.now() >= deadline => {
+                    Ending::Failed(Failure::new(FailureClass::LateResponse, Phase::Accept))
+                }
                 Some(changed) => {
                     // A later change to the operation invalidates an earlier result; a
                     // modification that leaves it as it was changes nothing.
@@ -233,7 +238,9 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         }
     }
 
-    let mut interrupted = !targets.is_empty() && host.interrupted();
+    // An interrupted call is never permission, whether or not it had an interceptor to
+    // ask (the host's wait for an instance settles it so too).
+    let mut interrupted = host.interrupted();
     let now = host.now();
     let out_of_budget = call.budget.is_some_and(|b| now >= b);
     let mut observers = Observers::from(now, call.budget);
@@ -263,7 +270,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         );
         // Preparing them takes time (see `observers`): an interruption meanwhile still
         // comes before the decision is published, and they are not sent.
-        if !observers.is_empty() && !targets.is_empty() && host.interrupted() {
+        if !observers.is_empty() && host.interrupted() {
             interrupted = true;
             observers = Observers::from(now, call.budget);
         }

@@ -2942,6 +2942,49 @@ fn modify_input(operation: &str, value: Value) -> Reply {
     effects(json!([{"type": "modify", "target": "input", "operation": operation, "value": value}]))
 }
 
+/// The timeout covers acceptance: a modification whose reply came in time but whose
+/// application ended past the deadline (a large event is parsed and copied) is a late
+/// response, settled by policy, and its change is not handed on. Applied in time, it is.
+#[test]
+fn a_modification_applied_only_past_the_deadline_is_a_late_response() {
+    let modify = || modify_input("replace", json!({"command": "ls"}));
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![interceptor(A, policy, 500)]);
+        let mut host = FakeHost::new().on(A, Step::reply(modify()).taking(499).then_lag(5));
+        let s = engine
+            .intercept(&mut host, &event(), &[], None)
+            .expect("valid");
+        assert_settled_by(policy, &s);
+        assert_eq!(failure_class(&s, 0), "late-response", "{policy}");
+        assert_eq!(audited(&s, 0)["failure"]["phase"], "accept", "{policy}");
+        assert!(audit(&s).get("effective").is_none(), "{policy}");
+        assert!(s.enforce.effective.is_empty(), "{policy}");
+    }
+    let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+    let mut host = FakeHost::new().on(A, Step::reply(modify()).taking(499));
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    assert_eq!(s.decided_by, DecidedBy::NoObjection);
+    assert_eq!(audit(&s)["effective"]["input"], json!({"command": "ls"}));
+}
+
+/// An interrupted call is never permission, also when no interceptor subscribes to its
+/// event (the host settles it so when it waits for an instance; the component too).
+#[test]
+fn an_interrupted_call_without_interceptors_is_an_interrupted_denial() {
+    let engine = load(vec![backend(B, vec![observe_sub(&["tool.*"])])]);
+    let mut host = FakeHost::new().interrupted_already();
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decision, Decision::Deny);
+    assert_eq!(s.decided_by, DecidedBy::Interrupted);
+    assert!(s.observers.is_empty(), "interruption starts no observer");
+    let mut host = FakeHost::new();
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decided_by, DecidedBy::NoObjection);
+    assert_eq!(s.observers.len(), 1);
+}
+
 #[test]
 fn modify_chains_and_survives_a_later_fail_open_failure() {
     let engine = load(vec![
