@@ -45,8 +45,9 @@ pub enum Transport {
     Http(HttpBackend),
     /// A child process, persistent or one per event.
     Stdio(StdioBackend),
-    /// The embedder's own (`Options::transports`): borrowed, never closed.
-    Injected(Arc<dyn transport::Transport>),
+    /// The embedder's own (`Options::transports`): borrowed, never closed. With the
+    /// longest reply taken from it, as from the built-in transports.
+    Injected(Arc<dyn transport::Transport>, usize),
 }
 
 /// One registered backend, as the host serves it.
@@ -96,7 +97,9 @@ impl Backends {
         let mut by_id = HashMap::new();
         for backend in plan {
             let transport = match (config.transports.get(&backend.id), &backend.transport) {
-                (Some(injected), _) => Transport::Injected(Arc::clone(injected)),
+                (Some(injected), _) => {
+                    Transport::Injected(Arc::clone(injected), config.http.max_body_bytes)
+                }
                 (None, TransportPlan::Http(url)) => {
                     let mut http = config.http.clone();
                     http.allow_insecure_http = config.allow_insecure_http.contains(&backend.id);
@@ -167,7 +170,7 @@ impl Backends {
             match &backend.transport {
                 Transport::Http(http) => http.close_idle(),
                 Transport::Stdio(stdio) => stdio.shut_down(),
-                Transport::Injected(_) => {}
+                Transport::Injected(..) => {}
             }
         }
     }
@@ -179,7 +182,7 @@ impl Backends {
             .values()
             .filter_map(|backend| match &backend.transport {
                 Transport::Stdio(stdio) => stdio.end_input(),
-                Transport::Http(_) | Transport::Injected(_) => None,
+                Transport::Http(_) | Transport::Injected(..) => None,
             })
             .collect()
     }
@@ -192,7 +195,7 @@ impl Backends {
             .iter()
             .filter_map(|(id, backend)| match &backend.transport {
                 Transport::Stdio(stdio) => Some((id.clone(), stdio.killed())),
-                Transport::Http(_) | Transport::Injected(_) => None,
+                Transport::Http(_) | Transport::Injected(..) => None,
             })
             .collect()
     }
@@ -227,7 +230,7 @@ impl Backend {
             }
             // No status on stdio: a message written in full and answered is delivered.
             Transport::Stdio(stdio) => stdio.exchange(message, deadline).await,
-            Transport::Injected(injected) => {
+            Transport::Injected(injected, max_body) => {
                 let request = TransportRequest {
                     backend: id,
                     message,
@@ -235,7 +238,7 @@ impl Backend {
                     deadline: deadline.into_std(),
                     cancelled,
                 };
-                transport::exchange(injected.as_ref(), request).await
+                transport::exchange(injected.as_ref(), request, *max_body).await
             }
         }
     }

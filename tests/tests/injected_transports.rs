@@ -41,6 +41,8 @@ enum Answer {
     Unresolved,
     /// Has a bug: panics.
     Panic,
+    /// Allows, in a reply padded past the 1 MiB every transport's replies are held to.
+    Huge,
 }
 
 struct Engine {
@@ -80,7 +82,7 @@ impl Transport for Engine {
             let answer = self.answers[(n - 1).min(self.answers.len() - 1)];
             let message: Value = serde_json::from_slice(request.message).expect("JSON-RPC");
             let effects = match answer {
-                Answer::Allow => json!([]),
+                Answer::Allow | Answer::Huge => json!([]),
                 Answer::Deny => json!([{"type": "deny", "reason": "in-process says no"}]),
                 Answer::Reset => return Err(TransportError::ConnectionReset),
                 Answer::Closed => return Err(TransportError::Cancelled),
@@ -99,10 +101,14 @@ impl Transport for Engine {
             };
             let reply = json!({"jsonrpc": "2.0", "id": message["id"],
                                "result": {"protocolVersion": "draft", "effects": effects}});
+            let mut body = reply.to_string().into_bytes();
+            if let Answer::Huge = answer {
+                body.resize(body.len() + (1 << 20), b' ');
+            }
             Ok(TransportReply {
                 status: Some(200),
                 content_type: Some("application/json".into()),
-                body: reply.to_string().into_bytes(),
+                body,
             })
         })
     }
@@ -249,6 +255,16 @@ async fn a_transport_cancelled_by_its_owner_is_a_failure_under_the_policy() {
 async fn a_panicking_transport_is_a_failure_under_the_policy() {
     let ended = json!({"class": "abnormal-exit", "phase": "await-response"});
     assert_fails_as(Answer::Panic, &ended).await;
+}
+
+/// A reply longer than the replies of every transport may be (1 MiB by default) is
+/// `response-too-large`, settled by the policy, as over HTTP or stdio: copied into the
+/// component, a large enough one would exhaust its memory, an engine failure (a denial
+/// whatever the policy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_reply_is_response_too_large_under_the_policy() {
+    let too_large = json!({"class": "response-too-large", "phase": "read-response"});
+    assert_fails_as(Answer::Huge, &too_large).await;
 }
 
 /// A reply the transport could not unframe held no JSON text: `malformed-json`, detail
