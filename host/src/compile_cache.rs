@@ -294,6 +294,26 @@ pub(crate) fn private_dir(_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether `dir` exists; if it does, it must be a directory itself (not a symbolic
+/// link to one), this user's and writable by nobody else.
+#[cfg(unix)]
+pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => owned_privately(&meta, "cache directory").map(|()| true),
+        Ok(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{} is not a directory", dir.display()),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(not(unix))]
+pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
+    Ok(dir.is_dir())
+}
+
 #[cfg(unix)]
 fn owned_privately(meta: &std::fs::Metadata, what: &str) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt as _;

@@ -10,8 +10,12 @@
 //! ([`crate::compile_cache::cache_dir`]: `$AHP_CACHE_DIR`, else
 //! `$XDG_CACHE_HOME/ahp-interceptor`, else `~/.cache/ahp-interceptor`; relative or empty
 //! values are ignored), in `oci/blobs/sha256`; every directory it creates is private (0700),
-//! as the compiled component's cache requires of its own. Without a cache directory there
-//! is no cache, and a pull runs uncached.
+//! and one it finds must be too: the root this user's and writable by nobody else, as
+//! the compiled component's cache requires of its own, and `oci`, `blobs` and `sha256`
+//! real directories of the same kind, never symbolic links. Otherwise the pull runs
+//! uncached: storing, and pruning above all, would act on whatever another user's link
+//! names (a content store's blobs are named as these are). Without a cache directory
+//! there is no cache, and a pull runs uncached.
 //!
 //! Storing a blob prunes the blobs unused for 30 days and the temporary files a killed
 //! process left behind; reading one marks it as in use ([`crate::cache_prune`]).
@@ -34,6 +38,7 @@ pub fn sha256_hex(digest: &str) -> Option<&str> {
 
 /// A cache rooted at one directory.
 pub struct ComponentCache {
+    root: PathBuf,
     blobs: PathBuf,
 }
 
@@ -54,8 +59,23 @@ impl ComponentCache {
     /// A cache under `root`.
     pub fn at(root: &Path) -> ComponentCache {
         ComponentCache {
+            root: root.to_path_buf(),
             blobs: root.join("oci").join("blobs").join("sha256"),
         }
+    }
+
+    /// Whether the cache's directories, as far as they exist, are private (see the
+    /// module documentation); the missing ones are created private when a blob is stored.
+    fn private(&self) -> std::io::Result<()> {
+        crate::compile_cache::private_dir(&self.root)?;
+        let mut dir = self.root.clone();
+        for part in ["oci", "blobs", "sha256"] {
+            dir.push(part);
+            if !crate::compile_cache::private_real_dir(&dir)? {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     /// The bytes stored under `digest`, if present, intact and at most `max_bytes` long.
@@ -65,6 +85,10 @@ impl ComponentCache {
     /// on, and reading stops past `max_bytes`. A blob read so is marked as in use.
     pub fn get(&self, digest: &str, max_bytes: u64) -> Option<Vec<u8>> {
         let path = self.blobs.join(sha256_hex(digest)?);
+        if let Err(e) = self.private() {
+            tracing::debug!(path = %self.root.display(), error = %e, "component cache not private; pulling uncached");
+            return None;
+        }
         let mut bytes = Vec::new();
         let read = crate::compile_cache::open_private(&path).and_then(|file| {
             (&file)
@@ -99,6 +123,12 @@ impl ComponentCache {
         let digest = sha256_digest(bytes);
         let hex = sha256_hex(&digest).expect("sha256_digest is well formed");
         let path = self.blobs.join(hex);
+        self.private().map_err(|e| {
+            format!(
+                "component cache {} not private, not used: {e}",
+                self.root.display()
+            )
+        })?;
         let stored = self.write(&path, bytes);
         crate::cache_prune::prune(&self.blobs, &path, crate::cache_prune::is_sha256_hex);
         stored.map_err(|e| format!("write the component cache {}: {e}", self.blobs.display()))?;
@@ -160,6 +190,46 @@ mod tests {
         std::fs::rename(&file, &elsewhere).unwrap();
         std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
         assert_eq!(cache.get(&digest, 1024), None);
+    }
+
+    /// A cache whose directories are not private is not used at all: through `sha256`
+    /// linked elsewhere, storing would prune that directory's old blobs (here another
+    /// store's, named as ours are) and write there; in a root others can write to, any
+    /// of its directories could be such a link. Reads miss as well.
+    #[cfg(unix)]
+    #[test]
+    fn a_cache_whose_directories_are_not_private_is_not_used() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let other_store = dir.path().join("other-store");
+        std::fs::create_dir(&other_store).unwrap();
+        let theirs = other_store.join("a".repeat(64));
+        std::fs::write(&theirs, b"another store's blob").unwrap();
+        set_age(&theirs, 60 * DAY);
+        let root = dir.path().join("cache");
+        std::fs::create_dir_all(root.join("oci").join("blobs")).unwrap();
+        std::os::unix::fs::symlink(&other_store, root.join("oci/blobs/sha256")).unwrap();
+        let linked = ComponentCache::at(&root);
+        assert!(linked.put(b"component bytes").is_err());
+        assert!(theirs.exists(), "another store's blob was pruned");
+        assert_eq!(std::fs::read_dir(&other_store).unwrap().count(), 1);
+        let digest = sha256_digest(b"another store's blob");
+        std::fs::rename(&theirs, other_store.join(sha256_hex(&digest).unwrap())).unwrap();
+        assert_eq!(linked.get(&digest, 1024), None, "read through the link");
+
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let shared = ComponentCache::at(&open);
+        assert!(shared.put(b"component bytes").is_err());
+        assert_eq!(
+            std::fs::read_dir(&open).unwrap().count(),
+            0,
+            "nothing written"
+        );
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let digest = shared.put(b"component bytes").unwrap();
+        assert!(shared.get(&digest, 1024).is_some(), "private again, used");
     }
 
     const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);

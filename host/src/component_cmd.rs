@@ -122,6 +122,22 @@ async fn push(reference: &str, component: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
+/// Writes `bytes` to `path` in `dir` through a new file renamed over it: whatever is at
+/// `path` is replaced, never written through (a symbolic link another user left in a
+/// shared directory would have its target overwritten). Readable as a file
+/// `std::fs::write` creates is (0666 less the umask).
+fn write_replacing(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut file = tempfile::Builder::new()
+        .prefix(".ahp-export")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)?;
+    file.write_all(bytes)?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 fn export(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     for (name, bytes) in [
@@ -129,8 +145,35 @@ fn export(dir: &Path) -> Result<(), String> {
         (WIT_PACKAGE_FILE, EMBEDDED_WIT_PACKAGE),
     ] {
         let path = dir.join(name);
-        std::fs::write(&path, bytes).map_err(|e| format!("write {}: {e}", path.display()))?;
+        write_replacing(dir, &path, bytes).map_err(|e| format!("write {}: {e}", path.display()))?;
         println!("{}", path.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Export writes both files, and replaces what is at their names rather than writing
+    /// through it: a symbolic link planted there keeps its target as it was.
+    #[test]
+    fn export_replaces_a_link_at_its_files_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("someone's file");
+        std::fs::write(&target, b"keep me").unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&target, out.join(COMPONENT_FILE)).unwrap();
+        export(&out).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+        let written = std::fs::symlink_metadata(out.join(COMPONENT_FILE)).unwrap();
+        assert!(written.is_file());
+        assert_eq!(
+            std::fs::read(out.join(COMPONENT_FILE)).unwrap(),
+            EMBEDDED_COMPONENT
+        );
+        let wit = std::fs::read(out.join(WIT_PACKAGE_FILE)).unwrap();
+        assert_eq!(wit, EMBEDDED_WIT_PACKAGE);
+    }
 }

@@ -91,10 +91,20 @@ impl Registry {
         let base = address(format!("{scheme}://{registry}/v2/"))?;
         let repository = address(format!("{base}{}", reference.repository()))?;
         let probe = http
-            .send(Outgoing::new(Method::GET, base), None, OffOrigin::Follow)
+            .send(
+                Outgoing::new(Method::GET, base.clone()),
+                None,
+                OffOrigin::Follow,
+            )
             .await
             .map_err(|e| format!("reach the registry: {e}"))?;
-        let challenge = challenge_of(&probe);
+        // A challenge from where the probe was redirected is not the registry's: its
+        // token service, of that host's choosing, would be sent the credentials.
+        let challenge = if probe.url().origin() == base.origin() {
+            challenge_of(&probe)
+        } else {
+            None
+        };
         drop(probe);
         let basic = match auth {
             RegistryAuth::Basic(user, password) => Some((user.clone(), password.clone())),
@@ -683,6 +693,41 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(error, "the token service answered 401 Unauthorized");
+    }
+
+    /// A challenge from another origin, where the registry's `/v2/` redirected, is not
+    /// the registry's: its token service is asked nothing, and the credentials go nowhere.
+    #[tokio::test]
+    async fn a_challenge_from_where_the_registry_redirected_is_not_answered() {
+        use std::sync::{Arc, Mutex};
+        let asked = Arc::new(Mutex::new(Vec::<String>::new()));
+        let log = Arc::clone(&asked);
+        let elsewhere = answering(move |request, addr| {
+            let line = request.lines().next().unwrap_or_default().to_string();
+            log.lock().unwrap().push(line);
+            match request {
+                r if r.starts_with("GET /token?") => answer("200 OK", "", br#"{"token":"t0k"}"#),
+                _ => {
+                    let realm =
+                        format!("WWW-Authenticate: Bearer realm=\"http://{addr}/token\"\r\n");
+                    answer("401 Unauthorized", &realm, b"")
+                }
+            }
+        })
+        .await;
+        let registry = answering(move |request, _| match request {
+            r if r.starts_with("GET /v2/ ") => answer(
+                "307 Temporary Redirect",
+                &format!("Location: http://{elsewhere}/v2/\r\n"),
+                b"",
+            ),
+            _ => answer("404 Not Found", "", b""),
+        })
+        .await;
+        let basic = RegistryAuth::Basic("reader".into(), "s3cret".into());
+        let opened = Registry::open(&reference(registry), &basic, Access::Pull).await;
+        assert_eq!(opened.unwrap().credential(), RegistryAuth::Anonymous);
+        assert_eq!(*asked.lock().unwrap(), ["GET /v2/ HTTP/1.1"]);
     }
 
     /// The token service is held to what the registry is: no plain http off loopback, a

@@ -26,19 +26,34 @@ pub struct Registry {
 impl Registry {
     /// Starts a registry on a free loopback port and waits until it answers `GET /v2/`.
     pub fn start() -> Registry {
+        Registry::start_with(None)
+    }
+
+    /// As [`Registry::start`], a registry that answers only `user` with the password
+    /// whose bcrypt hash is `bcrypt` (HTTP Basic): anything else is challenged.
+    pub fn requiring(user: &str, bcrypt: &str) -> Registry {
+        Registry::start_with(Some((user, bcrypt)))
+    }
+
+    fn start_with(basic: Option<(&str, &str)>) -> Registry {
         let dir = tempfile::tempdir().expect("a temporary directory for the registry");
         let addr = free_loopback_port();
         let config = dir.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n\
-                 storage:\n  filesystem:\n    rootdirectory: {}\n\
-                 http:\n  addr: {addr}\n  secret: ahp-tests-not-a-secret\n",
-                dir.path().join("storage").display()
-            ),
-        )
-        .expect("write the registry config");
+        let mut text = format!(
+            "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n\
+             storage:\n  filesystem:\n    rootdirectory: {}\n\
+             http:\n  addr: {addr}\n  secret: ahp-tests-not-a-secret\n",
+            dir.path().join("storage").display()
+        );
+        if let Some((user, bcrypt)) = basic {
+            let htpasswd = dir.path().join("htpasswd");
+            std::fs::write(&htpasswd, format!("{user}:{bcrypt}\n")).expect("write htpasswd");
+            text.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: ahp-tests\n    path: {}\n",
+                htpasswd.display()
+            ));
+        }
+        std::fs::write(&config, text).expect("write the registry config");
         let log = std::fs::File::create(dir.path().join("registry.log")).expect("registry log");
         let child = Command::new(BINARY)
             .arg("serve")
@@ -107,7 +122,8 @@ impl Drop for Registry {
     }
 }
 
-/// True once `GET /v2/` returns 200 (the distribution API's "I am a registry").
+/// True once `GET /v2/` returns 200 (the distribution API's "I am a registry"), or 401
+/// from one that requires credentials.
 fn answers_v2(addr: SocketAddr) -> bool {
     let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
         return false;
@@ -117,7 +133,7 @@ fn answers_v2(addr: SocketAddr) -> bool {
     let mut answer = String::new();
     stream.write_all(request.as_bytes()).is_ok()
         && stream.read_to_string(&mut answer).is_ok()
-        && answer.starts_with("HTTP/1.0 200")
+        && (answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.0 401"))
 }
 
 fn free_loopback_port() -> SocketAddr {

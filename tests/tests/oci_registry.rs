@@ -244,12 +244,17 @@ fn push_stores_a_cncf_wasm_artifact_carrying_the_components_metadata() {
 }
 
 /// A push logged at the most verbose level asked for writes its lines, and never the
-/// registry password it was given (oci-client, whose debug lines printed tokens, no longer
-/// makes requests: the registry client is this crate's).
+/// registry password it was given, plain or as its Basic header, to a registry that
+/// requires it (so the push succeeding shows it was sent). oci-client, whose debug lines
+/// printed tokens, no longer makes requests: the registry client is this crate's.
 #[test]
 fn a_push_logged_at_trace_level_writes_no_credential() {
     const PASSWORD: &str = "pw-9f1c2e7a5b3d";
-    let registry = Registry::start();
+    /// bcrypt of PASSWORD (Python's `crypt`, METHOD_BLOWFISH): the registry's htpasswd.
+    const BCRYPT: &str = "$2b$12$sPTqkTDwA4eURUOO9dRbUOPZ0pMfmJhFvjk17YGmgR4k75ig3KEcG";
+    /// base64("pusher:pw-9f1c2e7a5b3d"), as the Authorization header carries it.
+    const BASIC: &str = "cHVzaGVyOnB3LTlmMWMyZTdhNWIzZA==";
+    let registry = Registry::requiring("pusher", BCRYPT);
     let output = ahp_command()
         .args(["component", "push"])
         .arg(format!("{}/{REPOSITORY}:{TAG}", registry.host()))
@@ -266,6 +271,7 @@ fn a_push_logged_at_trace_level_writes_no_credential() {
         "trace lines are written: {stderr}"
     );
     assert!(!stderr.contains(PASSWORD), "{stderr}");
+    assert!(!stderr.contains(BASIC), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
