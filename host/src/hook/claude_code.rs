@@ -73,6 +73,8 @@ pub const FIELDS: Fields = Fields {
     permission_mode: Some("permission_mode"),
     model_request: None,
     continued: Some("stop_hook_active"),
+    // Its after-tool hook runs after a success only.
+    ended: None,
 };
 
 /// The answer to `PreToolUse`, or [`after_tool_before`] for the other events.

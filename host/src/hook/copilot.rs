@@ -18,7 +18,7 @@
 //! offered.
 
 use super::install::Snippet;
-use super::payload::{Fields, ToolFields, SNAKE_TOOL};
+use super::payload::{EndedField, Fields, ToolFields, SNAKE_TOOL};
 use super::{on, AhpEvent, Answer, EventSpec, Verdict};
 use crate::{Decision, EffectKind as E};
 use serde_json::{json, Map, Value};
@@ -68,6 +68,12 @@ pub const FIELDS: Fields = Fields {
     permission_mode: None,
     model_request: None,
     continued: None,
+    // `postToolUse` is run after a success only; the snake_case `PostToolUse` after a
+    // failure or a denial too.
+    ended: Some(EndedField::Status(&[
+        ("toolResult", "resultType"),
+        ("tool_result", "result_type"),
+    ])),
 };
 
 /// `preToolUse`: deny (JSON and exit 2), ask (with changed arguments, if any), or

@@ -48,6 +48,8 @@ pub const FIELDS: Fields = Fields {
     permission_mode: None,
     model_request: None,
     continued: None,
+    // Its after-tool hook runs after a success only.
+    ended: None,
 };
 
 /// Always a JSON answer: `permission` before a tool, `continue` before a prompt, `{}`

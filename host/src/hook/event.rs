@@ -6,11 +6,15 @@
 //! creation time and process to that. The `tool.after` of a denied call ([`denied_after`])
 //! takes its `tool.before`'s identities and an id derived from that event's.
 
+use super::payload::Ended;
 use super::{AhpEvent, EventSpec, Harness, Payload};
 use serde_json::{json, Map, Value};
 use sha2::{Digest as _, Sha256};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The error message of a `tool.after` whose call failed, as the harness reported.
+const TOOL_FAILED: &str = "The tool call failed.";
 
 /// The `path` of every tool event: the harness's native tool path.
 pub(super) const TOOL_PATH: &str = "native";
@@ -67,9 +71,18 @@ pub fn build(
     }
     match spec.ahp {
         AhpEvent::ToolAfter => {
-            // The harnesses run these hooks after a successful call only.
-            event["outcome"] = json!("ok");
-            event["execution"] = json!({"status": "executed"});
+            let (outcome, execution) = match payload.ended {
+                Ended::Ok => ("ok", json!({"status": "executed"})),
+                Ended::Error => {
+                    // The harness's own words about the failure are its content, not
+                    // what a backend selected: only that it failed.
+                    event["error"] = json!({"class": "operation", "message": TOOL_FAILED});
+                    ("error", json!({"status": "executed"}))
+                }
+                Ended::Denied => ("denied", json!({"status": "skipped", "reason": "policy"})),
+            };
+            event["outcome"] = json!(outcome);
+            event["execution"] = execution;
             event["items"] = json!([]);
         }
         AhpEvent::SessionStart => {
@@ -388,6 +401,87 @@ mod tests {
         let native = tool("Bash", &Map::new(), None);
         assert_eq!(native["origin"], "native");
         assert!(native.get("mcp").is_none(), "{native}");
+    }
+
+    /// Where the harness says how a call ended, its `tool.after` says so: a failure as
+    /// `error` (with a generic error, not the harness's words), a refusal as `denied`,
+    /// skipped by policy; a success, or nothing said, as `ok`. Claude Code reports
+    /// successes only, whatever its tool's response holds.
+    #[test]
+    fn a_tool_after_says_how_its_call_ended() {
+        let cases = [
+            (
+                Harness::Copilot,
+                "postToolUse",
+                json!({"tool_result": {"result_type": "failure"}}),
+                "error",
+            ),
+            (
+                Harness::Copilot,
+                "postToolUse",
+                json!({"toolResult": {"resultType": "denied"}}),
+                "denied",
+            ),
+            (
+                Harness::Copilot,
+                "postToolUse",
+                json!({"toolResult": {"resultType": "success"}}),
+                "ok",
+            ),
+            (
+                Harness::Copilot,
+                "postToolUse",
+                json!({"toolResult": "odd"}),
+                "ok",
+            ),
+            (
+                Harness::Gemini,
+                "AfterTool",
+                json!({"tool_response": {"error": {"message": "ENOENT"}}}),
+                "error",
+            ),
+            (
+                Harness::Gemini,
+                "AfterTool",
+                json!({"tool_response": {"llmContent": "x", "error": null}}),
+                "ok",
+            ),
+            (
+                Harness::ClaudeCode,
+                "PostToolUse",
+                json!({"tool_response": {"error": "ENOENT"}}),
+                "ok",
+            ),
+        ];
+        for (harness, native, extra, outcome) in cases {
+            let mut payload = json!({"session_id": "s", "hook_event_name": native,
+                "tool_name": "bash", "tool_input": {}});
+            for (key, value) in extra.as_object().unwrap() {
+                payload[key] = value.clone();
+            }
+            let object = payload.as_object().unwrap();
+            let spec = harness.spec(native).expect("mapped");
+            let read = super::super::payload::read(harness.fields(), object, spec).unwrap();
+            let event = build(harness, spec, &read, "urn:x", object.clone());
+            let case = format!("{harness:?} {extra}");
+            assert_eq!(event["outcome"], outcome, "{case}");
+            let skipped = json!({"status": "skipped", "reason": "policy"});
+            let executed = json!({"status": "executed"});
+            let execution = if outcome == "denied" {
+                skipped
+            } else {
+                executed
+            };
+            assert_eq!(event["execution"], execution, "{case}");
+            match outcome {
+                "error" => assert_eq!(
+                    event["error"],
+                    json!({"class": "operation", "message": TOOL_FAILED}),
+                    "{case}"
+                ),
+                _ => assert!(event.get("error").is_none(), "{case}"),
+            }
+        }
     }
 
     #[test]

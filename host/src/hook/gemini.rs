@@ -19,7 +19,7 @@
 //! advertised.
 
 use super::install::Snippet;
-use super::payload::{Fields, ModelRequestFields, SNAKE_TOOL};
+use super::payload::{EndedField, Fields, ModelRequestFields, SNAKE_TOOL};
 use super::{on, AhpEvent, Answer, EventSpec, Verdict};
 use crate::{Decision, EffectKind as E};
 use serde_json::{json, Value};
@@ -96,6 +96,8 @@ pub const FIELDS: Fields = Fields {
         provider: "google",
     }),
     continued: Some("stop_hook_active"),
+    // `AfterTool` runs after a failed call too, its error in the response.
+    ended: Some(EndedField::Error("tool_response", "error")),
 };
 
 /// After the agent's answer [`at_stop`](super::at_stop), a continue as `decision: deny`.

@@ -569,6 +569,8 @@ pub struct Payload {
     pub trigger: Option<String>,
     /// `session.end`: why it ended, in the harness's words.
     pub reason: Option<String>,
+    /// `tool.after`: how the call ended, as far as the harness says.
+    pub ended: payload::Ended,
 }
 
 /// An optional field of the events' `session` that an administrator may leave out of

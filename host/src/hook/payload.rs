@@ -41,6 +41,63 @@ pub struct Fields {
     /// The member saying, at a stop, whether a stop hook has already made the agent go
     /// on in this turn (`stop_hook_active`), if the harness says.
     pub continued: Option<&'static str>,
+    /// Where the harness says how a tool call ended (`tool.after`), if it reports other
+    /// ends than success there.
+    pub ended: Option<EndedField>,
+}
+
+/// Where a harness says how a tool call ended.
+pub enum EndedField {
+    /// `(object, member)` names it, in one of these forms: `success`, `failure`, `error`
+    /// or `denied` (Copilot's `toolResult.resultType`, `tool_result.result_type`).
+    Status(&'static [(&'static str, &'static str)]),
+    /// `(object, member)` present, not null, means the call failed (Gemini's
+    /// `tool_response.error`).
+    Error(&'static str, &'static str),
+}
+
+/// How a tool call ended, as its harness reports it after.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Ended {
+    /// It ran and succeeded; also what a harness that reports successes alone says.
+    #[default]
+    Ok,
+    /// It ran and failed.
+    Error,
+    /// It did not run: the harness (its permission rules, its user) refused it.
+    Denied,
+}
+
+/// How the call `payload` reports on ended, as `field` says; a value of another shape
+/// only informs a backend, so it is left out (logged): success, as before.
+fn ended(payload: &Map<String, Value>, field: &EndedField) -> Ended {
+    match field {
+        EndedField::Status(forms) => {
+            let status = forms.iter().find_map(|(object, member)| {
+                let object = informational(optional_object(payload, object))?;
+                informational(optional_string(object, member))
+            });
+            match status.as_deref() {
+                Some("failure" | "error") => Ended::Error,
+                Some("denied") => Ended::Denied,
+                Some("success") | None => Ended::Ok,
+                Some(other) => {
+                    tracing::warn!(status = other, "unknown tool result type: read as success");
+                    Ended::Ok
+                }
+            }
+        }
+        EndedField::Error(object, member) => {
+            let failed = informational(optional_object(payload, object))
+                .and_then(|object| object.get(*member))
+                .is_some_and(|error| !error.is_null());
+            if failed {
+                Ended::Error
+            } else {
+                Ended::Ok
+            }
+        }
+    }
 }
 
 /// Where a harness keeps a model request (`model.request.before`).
@@ -104,14 +161,14 @@ pub fn read(
         Some(key) => informational(optional_strings(payload, key)),
         None => Vec::new(),
     };
-    let cwd = match optional_string(payload, "cwd")? {
+    // These only inform a backend too (a harness's own tool-use id missing or malformed
+    // is one synthesized): one of another shape is left out, never the call denied.
+    let cwd = match informational(optional_string(payload, "cwd")) {
         None => workspace_roots.first().cloned(),
         cwd => cwd,
     };
-    let optional = |key: Option<&str>| match key {
-        Some(key) => optional_string(payload, key),
-        None => Ok(None),
-    };
+    let optional =
+        |key: Option<&str>| key.and_then(|key| informational(optional_string(payload, key)));
     let trigger = match spec.ahp {
         AhpEvent::SessionStart => fields.start_trigger,
         AhpEvent::ContextCompactBefore => fields.compact_trigger,
@@ -124,10 +181,11 @@ pub fn read(
         model: fields
             .model
             .and_then(|key| informational(optional_string(payload, key))),
-        call_id: optional(fields.call_id)?,
-        turn_id: optional(fields.turn_id)?,
-        trigger: optional(trigger)?,
-        reason: optional_string(payload, "reason")?,
+        call_id: optional(fields.call_id),
+        turn_id: optional(fields.turn_id),
+        trigger: optional(trigger),
+        // Read where a session ends, the one event that carries it.
+        reason: optional(Some("reason").filter(|_| spec.ahp == AhpEvent::SessionEnd)),
         tool,
         mcp_context,
         harness_version: fields
@@ -147,6 +205,10 @@ pub fn read(
             .continued
             .filter(|_| spec.ahp == AhpEvent::TurnFinishBefore)
             .and_then(|key| informational(optional_bool(payload, key))),
+        ended: match (&fields.ended, spec.ahp) {
+            (Some(field), AhpEvent::ToolAfter) => ended(payload, field),
+            _ => Ended::Ok,
+        },
     })
 }
 
@@ -338,6 +400,26 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(error, "sessionId is required");
+    }
+
+    /// The fields that only inform a backend, malformed, are left out rather than failing
+    /// the call (every call denied by a harness that changed one): `cwd` (then the first
+    /// workspace root), the tool-use id (then one is synthesized), a `reason` (read only
+    /// where a session ends).
+    #[test]
+    fn a_malformed_informational_field_is_left_out() {
+        let payload = json!({"session_id": "s", "hook_event_name": "PreToolUse", "cwd": 7,
+            "tool_name": "Bash", "tool_input": {}, "tool_use_id": "", "reason": ""});
+        let read = read_at(Harness::ClaudeCode, "PreToolUse", payload).unwrap();
+        assert_eq!((read.cwd, read.call_id, read.reason), (None, None, None));
+        let payload = json!({"conversation_id": "c", "hook_event_name": "preToolUse", "cwd": "",
+            "workspace_roots": ["/repo"], "tool_name": "Shell", "tool_input": {}});
+        let read = read_at(Harness::Cursor, "preToolUse", payload).unwrap();
+        assert_eq!(read.cwd.as_deref(), Some("/repo"));
+        let payload = json!({"session_id": "s", "hook_event_name": "SessionEnd",
+            "reason": "logout"});
+        let read = read_at(Harness::ClaudeCode, "SessionEnd", payload).unwrap();
+        assert_eq!(read.reason.as_deref(), Some("logout"));
     }
 
     /// A session start says why in `source`, a compaction (Claude Code's `PreCompact`,
