@@ -295,8 +295,8 @@ pub(crate) fn private_dir(_dir: &Path) -> std::io::Result<()> {
 }
 
 /// Whether `dir` exists; if it does, it must be a directory itself (not a symbolic
-/// link to one), this user's and writable by nobody else.
-#[cfg(unix)]
+/// link to one), this user's and writable by nobody else (the pulled components' cache).
+#[cfg(all(unix, feature = "cli"))]
 pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
     match std::fs::symlink_metadata(dir) {
         Ok(meta) if meta.is_dir() => owned_privately(&meta, "cache directory").map(|()| true),
@@ -309,7 +309,7 @@ pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
     }
 }
 
-#[cfg(not(unix))]
+#[cfg(all(not(unix), feature = "cli"))]
 pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
     Ok(dir.is_dir())
 }

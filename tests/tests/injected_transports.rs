@@ -258,12 +258,13 @@ async fn a_panicking_transport_is_a_failure_under_the_policy() {
 }
 
 /// A reply longer than the replies of every transport may be (1 MiB by default) is
-/// `response-too-large`, settled by the policy, as over HTTP or stdio: copied into the
-/// component, a large enough one would exhaust its memory, an engine failure (a denial
-/// whatever the policy).
+/// `malformed-json`, detail `response-too-large`, settled by the policy, as over HTTP or
+/// stdio: copied into the component, a large enough one would exhaust its memory, an
+/// engine failure (a denial whatever the policy).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_reply_is_response_too_large_under_the_policy() {
-    let too_large = json!({"class": "response-too-large", "phase": "read-response"});
+    let too_large = json!({"class": "malformed-json", "phase": "read-response",
+                           "detail": "response-too-large"});
     assert_fails_as(Answer::Huge, &too_large).await;
 }
 
