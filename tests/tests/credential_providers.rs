@@ -208,10 +208,18 @@ async fn a_hanging_provider_ends_at_the_deadline_and_sees_interruption() {
         "deadline-exceeded"
     );
 
+    // Interrupted well within a deadline a loaded machine cannot reach first.
+    let interceptor = interceptor_with(&backend, provider.clone(), 5_000).await;
     let interrupt = Interrupt::new();
     let trigger = interrupt.clone();
+    let watched = provider.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Once the provider was asked (the call before asked it once).
+        let asked = || watched.log.lock().unwrap().requests.len();
+        let until = Instant::now() + Duration::from_secs(10);
+        while asked() < 2 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         trigger.interrupt();
     });
     let s = interceptor
@@ -224,7 +232,10 @@ async fn a_hanging_provider_ends_at_the_deadline_and_sees_interruption() {
         .await
         .unwrap();
     assert_eq!(s.decided_by, DecidedBy::Interrupted, "{}", s.record);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let until = Instant::now() + Duration::from_secs(2);
+    while !provider.saw_cancellation.load(Ordering::SeqCst) && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     assert!(provider.saw_cancellation.load(Ordering::SeqCst));
     assert!(backend.requests().is_empty());
 }

@@ -302,7 +302,7 @@ async fn a_locked_audit_file_does_not_hold_the_call_past_its_budget() {
     let holder = std::fs::File::open(&audit).expect("the audit file exists");
     holder.lock().expect("lock the audit file");
 
-    let budget = Duration::from_millis(300);
+    let budget = Duration::from_secs(1);
     let calling = timed_call(&hooks, "evt_locked_audit", Some(budget));
     let (settled, elapsed) = tokio::time::timeout(Duration::from_secs(5), calling)
         .await
@@ -391,7 +391,8 @@ fn records_waiting_for_the_lock_leave_name_lookups_their_threads() {
         let mut kept = Vec::new();
         for n in 0..4 {
             let id = format!("evt_waiting_{n}");
-            let budget = Some(Duration::from_millis(100));
+            // Room for a loaded machine to make the instance and resolve the name.
+            let budget = Some(Duration::from_secs(1));
             let calling = async {
                 let hooks = audited(&audit, BACKEND, &by_name, "fail-closed").await;
                 let settled = hooks

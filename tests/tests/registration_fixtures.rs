@@ -225,9 +225,10 @@ async fn cli_intercept_rejects_an_invalid_event_with_exit_1() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_intercept_denies_a_fail_closed_blackhole_with_exit_2() {
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    // Long enough for a fresh process on a loaded machine to have sent the request.
     let hook = Http::new(HOOK_ID, backend.url())
         .policy("fail-closed")
-        .timeout_ms(100);
+        .timeout_ms(1_000);
     let run = ahp_intercept(hook, EventFrom::File(&event("evt_cli_blackhole"))).await;
     run.assert_exit(2, "intercept at a fail-closed blackhole");
     let record = one_json_line(&run.stdout);

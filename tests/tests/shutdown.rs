@@ -9,6 +9,11 @@ use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{ahp_command, audited, event, record_json, registration, settle, Http};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use tokio::sync::RwLock;
+
+/// Every test here holds this shared, but the one that counts the process's descriptors,
+/// which holds it alone: the others open sockets, pipes and files while they run.
+static DESCRIPTORS: RwLock<()> = RwLock::const_new(());
 
 fn fd_targets() -> Vec<String> {
     std::fs::read_dir("/proc/self/fd")
@@ -29,6 +34,7 @@ fn open_fds() -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
+    let _alone = DESCRIPTORS.write().await;
     // Warm the process-wide runtime first (compiled component, memory images), which
     // lives for the whole process; what is counted is what one interceptor holds. The
     // backends are created after the count and dropped before the final one, so only
@@ -133,6 +139,7 @@ async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
 /// after shutdown leaves its `shutdown` denial in the log too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_writes_the_audit_records_queued_before_it() {
+    let _shared = DESCRIPTORS.read().await;
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let dir = tempfile::tempdir().expect("a temporary directory");
     let audit = dir.path().join("audit.jsonl");
@@ -172,6 +179,8 @@ async fn shutdown_writes_the_audit_records_queued_before_it() {
         "{refused:?}"
     );
     let refused = (json!("evt_sd_refused"), json!("shutdown"));
+    // Written once the lock is free; then a moment for a second record, which must not come.
+    ahp_tests::support::audit_lines_once(&audit, 2).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         ids(ahp_tests::support::audit_lines(&audit)),
@@ -185,6 +194,7 @@ async fn shutdown_writes_the_audit_records_queued_before_it() {
 /// bound (`deadline-exceeded`); the decision handed out before is unchanged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_cancels_owned_observer_deliveries_in_flight() {
+    let _shared = DESCRIPTORS.read().await;
     let policy = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
     let mut reg: Value = serde_json::from_str(&registration(&[Http::new(
@@ -223,6 +233,7 @@ async fn shutdown_cancels_owned_observer_deliveries_in_flight() {
 /// (not killed by the signal), and the child is gone, not orphaned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ahp_observe_on_sigterm_kills_and_reaps_its_stdio_children() {
+    let _shared = DESCRIPTORS.read().await;
     use std::os::unix::process::ExitStatusExt as _;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("backend.log");
@@ -282,6 +293,7 @@ async fn ahp_observe_on_sigterm_kills_and_reaps_its_stdio_children() {
 /// is killed and reaped, not orphaned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ahp_hook_on_sigterm_answers_a_denial_and_reaps_its_stdio_backend() {
+    let _shared = DESCRIPTORS.read().await;
     use tokio::io::AsyncWriteExt as _;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("backend.log");

@@ -77,7 +77,9 @@ async fn a_stuck_secret_file_holds_one_thread_and_its_readers_share_it() {
     let writer = {
         let fifo = fifo.clone();
         std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
+            // Late enough for the patient call to have joined the read on a loaded
+            // machine, well within its 5 s.
+            std::thread::sleep(Duration::from_millis(1_500));
             std::fs::write(&fifo, "shared-token\n").expect("write the token to the FIFO");
         })
     };

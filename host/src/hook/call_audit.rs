@@ -453,7 +453,11 @@ mod tests {
             failing.record(DecidedBy::BudgetExpired, "Policy evaluation failed.");
             lines(&written)
         });
-        std::thread::sleep(Duration::from_millis(100));
+        // Once the watchdog has said what it answered (it waits for the append then).
+        let until = Instant::now() + Duration::from_secs(10);
+        while audit.answered_failure.get().is_none() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         held.unlock().unwrap();
         let records = watchdog.join().unwrap();
         assert_eq!(settled.await.unwrap(), Recorded::Overridden);
