@@ -274,9 +274,8 @@ async fn a_completion_dropped_mid_delivery_records_its_observers_interrupted() {
     };
     let interceptor = Interceptor::new(&reg, options).await.unwrap();
     let call = settle(&interceptor, "evt_obs_dropped", None).await;
-    // Dropped once its delivery has begun.
-    let completing = call.complete();
-    tokio::pin!(completing);
+    // Dropped once its delivery has begun (boxed, so that dropping it drops it).
+    let mut completing = Box::pin(call.complete());
     let begun = hanging.wait_for_requests(1, Duration::from_secs(5));
     tokio::select! {
         _ = &mut completing => panic!("the observer hangs"),
@@ -310,9 +309,8 @@ async fn a_completion_dropped_mid_delivery_keeps_the_results_already_in() {
     let interceptor = Interceptor::new(&reg.to_string(), options).await.unwrap();
     let call = settle(&interceptor, "evt_obs_dropped_partly", None).await;
     // Dropped once the hanging observer was sent its notification and the fast one was
-    // answered.
-    let completing = call.complete();
-    tokio::pin!(completing);
+    // answered (boxed, so that dropping it drops it).
+    let mut completing = Box::pin(call.complete());
     let begun = async {
         let hung = hanging.wait_for_requests(1, Duration::from_secs(5)).await;
         let answered = fast.wait_for_requests(1, Duration::from_secs(5)).await;
