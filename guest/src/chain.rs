@@ -131,10 +131,12 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         // Modifications are applied to a copy: a response whose merge does not fit is
         // rejected whole, so nothing of it is published. Applying one takes time (a large
         // event is parsed and copied): one done only past the deadline came too late,
-        // as a reply complete only then does ("the timeout covers atomic acceptance").
+        // as a reply complete only then does ("the timeout covers atomic acceptance") —
+        // but for a denial or a stop that came in time, which stands (the operation does
+        // not run, so no change of it is handed on).
         let ending = match ending {
             Ending::Accepted(effects) => match modified(&effective, call.rules, &effects) {
-                Some(Some(_)) if host.now() >= deadline => {
+                Some(Some(_)) if !stops(&effects) && host.now() >= deadline => {
                     Ending::Failed(Failure::new(FailureClass::LateResponse, Phase::Accept))
                 }
                 Some(changed) => {
@@ -327,6 +329,15 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         interceptors: records,
         observers: observers.into_vec(),
     }
+}
+
+/// Whether `effects` end decision-making: a deny, or a flow stop.
+fn stops(effects: &[Effect]) -> bool {
+    effects.iter().any(|effect| match effect {
+        Effect::Deny { .. } => true,
+        Effect::Flow { operation, .. } => *operation == FlowOperation::Stop,
+        _ => false,
+    })
 }
 
 /// The reason of an accepted `flow` stop, if one ended decision-making (the effect

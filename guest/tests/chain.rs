@@ -2960,6 +2960,18 @@ fn a_modification_applied_only_past_the_deadline_is_a_late_response() {
         assert!(audit(&s).get("effective").is_none(), "{policy}");
         assert!(s.enforce.effective.is_empty(), "{policy}");
     }
+    // A denial that came in time stands, under fail-open too.
+    let deny_and_modify = effects(json!([
+        {"type": "deny", "reason": "no"},
+        {"type": "modify", "target": "input", "operation": "replace", "value": {"command": "ls"}}
+    ]));
+    let engine = load(vec![interceptor(A, "fail-open", 500)]);
+    let mut host = FakeHost::new().on(A, Step::reply(deny_and_modify).taking(499).then_lag(5));
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    assert_eq!(s.decided_by, DecidedBy::BackendDeny);
+    assert_eq!(outcomes(&s), [Outcome::Deny]);
     let engine = load(vec![interceptor(A, "fail-closed", 500)]);
     let mut host = FakeHost::new().on(A, Step::reply(modify()).taking(499));
     let s = engine

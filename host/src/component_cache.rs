@@ -10,7 +10,7 @@
 //! ([`crate::compile_cache::cache_dir`]: `$AHP_CACHE_DIR`, else
 //! `$XDG_CACHE_HOME/ahp-interceptor`, else `~/.cache/ahp-interceptor`; relative or empty
 //! values are ignored), in `oci/blobs/sha256`; every directory it creates is private (0700),
-//! and one it finds must be too: the root this user's and writable by nobody else, as
+//! and one it finds must be too: the root this user's (not a link) and writable by nobody else, as
 //! the compiled component's cache requires of its own, and `oci`, `blobs` and `sha256`
 //! real directories of the same kind, never symbolic links. Otherwise the pull runs
 //! uncached: storing, and pruning above all, would act on whatever another user's link
@@ -68,6 +68,12 @@ impl ComponentCache {
     /// module documentation); the missing ones are created private when a blob is stored.
     fn private(&self) -> std::io::Result<()> {
         crate::compile_cache::private_dir(&self.root)?;
+        if std::fs::symlink_metadata(&self.root).is_ok_and(|meta| meta.is_symlink()) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!("{} is a symbolic link", self.root.display()),
+            ));
+        }
         let mut dir = self.root.clone();
         for part in ["oci", "blobs", "sha256"] {
             dir.push(part);
@@ -130,7 +136,10 @@ impl ComponentCache {
             )
         })?;
         let stored = self.write(&path, bytes);
-        crate::cache_prune::prune(&self.blobs, &path, crate::cache_prune::is_sha256_hex);
+        // Checked again: the directories the write made, and nothing swapped meanwhile.
+        if self.private().is_ok() {
+            crate::cache_prune::prune(&self.blobs, &path, crate::cache_prune::is_sha256_hex);
+        }
         stored.map_err(|e| format!("write the component cache {}: {e}", self.blobs.display()))?;
         Ok(digest)
     }
@@ -230,6 +239,12 @@ mod tests {
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o700)).unwrap();
         let digest = shared.put(b"component bytes").unwrap();
         assert!(shared.get(&digest, 1024).is_some(), "private again, used");
+        // Its root a link (to a private directory of ours): not used either.
+        let root_link = dir.path().join("root-link");
+        std::os::unix::fs::symlink(&open, &root_link).unwrap();
+        let through_link = ComponentCache::at(&root_link);
+        assert!(through_link.put(b"other bytes").is_err());
+        assert_eq!(through_link.get(&digest, 1024), None);
     }
 
     const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);

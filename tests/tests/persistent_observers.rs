@@ -123,6 +123,50 @@ fn an_observer_that_ignores_end_of_input_is_killed_at_its_notifications_deadline
     assert!(!running(observer_pid(&log)), "the observer outlived ahp");
 }
 
+/// `ahp observe` signalled while a stubborn observer is given its time: the wait ends,
+/// the observer is killed, and the command exits 0, its notification delivered (only a
+/// signal before the deliveries ended is exit 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_during_the_wait_leaves_observe_s_deliveries_as_they_were() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let log = dir.path().join("observer.log");
+    let registration = observer_registration(dir.path(), "stubborn", "0", &log);
+    let event = dir.path().join("event.json");
+    std::fs::write(&event, valid_event("tool.before", "evt_observe_cut")).expect("write");
+    let mut observe = ahp_command();
+    observe
+        .args(["observe", "--registration"])
+        .arg(&registration)
+        .arg("--event")
+        .arg(&event)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = tokio::process::Command::from(observe)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start ahp observe");
+    let waited = Instant::now();
+    while notifications(&log) == 0 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "never delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Read by the observer: its delivery is over, or all but (the record being made);
+    // 0.3 s later the command is well into its 2 s wait.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let output = answer_after_signal(child, "TERM").await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stdout.contains("\"delivered\""), "{stdout}");
+    assert!(
+        !running(observer_pid(&log)),
+        "the observer outlived ahp observe"
+    );
+}
+
 /// A signal while a stubborn observer is given its time ends the wait at once: `ahp hook`
 /// answers and exits with the observer killed. Waited for past the signal's grace, the
 /// process would exit leaving the observer running.

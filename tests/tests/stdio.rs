@@ -737,7 +737,9 @@ async fn only_the_named_host_variables_reach_a_stdio_backend() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_calls_on_a_persistent_backend_are_served_one_at_a_time() {
     let _shared = PROCESSES.read().await;
-    let (log, hooks) = logged("sleep:100", "persistent", "fail-closed", 2_000).await;
+    // The backend reads every request as it arrives (and logs it), so a request sent
+    // before the previous one was answered shows in its log.
+    let (log, hooks) = logged("eager-sleep:100", "persistent", "fail-closed", 2_000).await;
     let started = Instant::now();
     let mut calls = tokio::task::JoinSet::new();
     for n in 0..4 {
@@ -755,11 +757,16 @@ async fn concurrent_calls_on_a_persistent_backend_are_served_one_at_a_time() {
     }
     let elapsed = started.elapsed();
     println!("4 concurrent calls of 100 ms each took {elapsed:?}");
-    // The backend reads a request only after answering the previous one, so one at a
-    // time means at least 4 × 100 ms; all were answered by the one process.
-    assert!(elapsed >= Duration::from_millis(400), "took {elapsed:?}");
+    // One at a time: each request arrived only once the one before was answered, all
+    // by the one process.
+    let exchanges: Vec<String> = log
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("recv ") || l == "answering")
+        .collect();
+    let one_at_a_time = ["recv hooks/intercept", "answering"].repeat(4);
+    assert_eq!(exchanges, one_at_a_time, "{:?}", log.lines());
     assert_eq!(log.pids().len(), 1, "{:?}", log.lines());
-    assert_eq!(log.values("recv"), ["hooks/intercept"; 4]);
     hooks.shutdown();
 }
 

@@ -358,9 +358,11 @@ impl StdioBackend {
     /// notification still within its deadline, and returns it to wait for: at end of
     /// input a stdio server reads what is left and exits. Killed at once instead (the
     /// shutdown of a process about to exit), it would lose that notification, recorded
-    /// `delivered`. Taken out of the session, so a later delivery starts another child;
-    /// shutdown still kills it, as every child.
+    /// `delivered`. Taken out of the session; shutdown still kills it, as every child.
     pub fn end_input(&self) -> Option<Ending> {
+        // No child is started any more, for a call still under way either: one started
+        // now would be killed at shutdown right after it was sent its notification.
+        self.children.lock().closed = true;
         let mut slot = self.session.try_lock().ok()?;
         let session = slot.as_ref()?;
         let until = session.unread_notification?;
@@ -990,7 +992,7 @@ mod tests {
             backend.end_input().is_none(),
             "a request was answered since"
         );
-        let soon = Instant::now() + Duration::from_millis(100);
+        let soon = Instant::now() + Duration::from_millis(500);
         backend.exchange(NOTIFICATION, soon).await.expect("written");
         tokio::time::sleep_until(soon).await;
         assert!(backend.end_input().is_none(), "past its deadline");
@@ -1000,6 +1002,12 @@ mod tests {
         ending.wait().await;
         assert!(child.exited().is_some(), "the child ended at end of input");
         assert!(session_child(&backend).await.is_none());
+        // Nothing is started any more: a child started now would be killed at once.
+        let refused = backend.exchange(NOTIFICATION, far).await;
+        assert!(
+            matches!(refused, Err(DeliveryError::Cancelled)),
+            "{refused:?}"
+        );
         shut_down(&backend);
     }
 

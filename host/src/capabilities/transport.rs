@@ -120,7 +120,8 @@ impl fmt::Debug for dyn Transport {
 /// One exchange through `transport`, bounded by `deadline` whatever the transport does.
 /// A transport that panics has ended abnormally, as a backend process that died would:
 /// `abnormal-exit`, not retried, settled under the policy ([`crate::caught`]). A body
-/// longer than `max_body` bytes is `response-too-large`, as from the built-in transports:
+/// (with its media type) longer than `max_body` bytes is `response-too-large`, as from
+/// the built-in transports:
 /// copied into the component, it could exhaust its memory, an engine failure that no
 /// fail-open policy would settle.
 pub(crate) async fn exchange(
@@ -131,7 +132,11 @@ pub(crate) async fn exchange(
     let deadline = tokio::time::Instant::from_std(request.deadline);
     let exchanged = crate::caught::caught(|| transport.exchange(request));
     match tokio::time::timeout_at(deadline, exchanged).await {
-        Ok(Ok(Ok(reply))) if reply.body.len() > max_body => Err(DeliveryError::ResponseTooLarge),
+        Ok(Ok(Ok(reply)))
+            if reply.body.len() + reply.content_type.as_ref().map_or(0, String::len) > max_body =>
+        {
+            Err(DeliveryError::ResponseTooLarge)
+        }
         Ok(Ok(Ok(reply))) => Ok(Reply {
             status: reply.status,
             content_type: reply.content_type,

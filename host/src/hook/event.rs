@@ -80,6 +80,7 @@ pub fn build(
                     ("error", json!({"status": "executed"}))
                 }
                 Ended::Denied => ("denied", json!({"status": "skipped", "reason": "policy"})),
+                Ended::Timeout => ("timeout", json!({"status": "executed"})),
             };
             event["outcome"] = json!(outcome);
             event["execution"] = execution;
@@ -427,6 +428,18 @@ mod tests {
                 "postToolUse",
                 json!({"toolResult": {"resultType": "success"}}),
                 "ok",
+            ),
+            (
+                Harness::Copilot,
+                "postToolUse",
+                json!({"toolResult": {"resultType": "rejected"}}),
+                "denied",
+            ),
+            (
+                Harness::Copilot,
+                "postToolUse",
+                json!({"toolResult": {"resultType": "timeout"}}),
+                "timeout",
             ),
             (
                 Harness::Copilot,

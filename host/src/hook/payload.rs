@@ -48,8 +48,9 @@ pub struct Fields {
 
 /// Where a harness says how a tool call ended.
 pub enum EndedField {
-    /// `(object, member)` names it, in one of these forms: `success`, `failure`, `error`
-    /// or `denied` (Copilot's `toolResult.resultType`, `tool_result.result_type`).
+    /// `(object, member)` names it, in one of these forms: `success`, `failure`, `error`,
+    /// `denied`, `rejected` or `timeout` (Copilot's `toolResult.resultType`,
+    /// `tool_result.result_type`).
     Status(&'static [(&'static str, &'static str)]),
     /// `(object, member)` present, not null, means the call failed (Gemini's
     /// `tool_response.error`).
@@ -66,6 +67,8 @@ pub enum Ended {
     Error,
     /// It did not run: the harness (its permission rules, its user) refused it.
     Denied,
+    /// It ran out of time.
+    Timeout,
 }
 
 /// How the call `payload` reports on ended, as `field` says; a value of another shape
@@ -79,7 +82,8 @@ fn ended(payload: &Map<String, Value>, field: &EndedField) -> Ended {
             });
             match status.as_deref() {
                 Some("failure" | "error") => Ended::Error,
-                Some("denied") => Ended::Denied,
+                Some("denied" | "rejected") => Ended::Denied,
+                Some("timeout") => Ended::Timeout,
                 Some("success") | None => Ended::Ok,
                 Some(other) => {
                     tracing::warn!(status = other, "unknown tool result type: read as success");

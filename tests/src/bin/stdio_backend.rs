@@ -7,6 +7,10 @@
 //! - `deny`: one deny effect with reason "stdio says no".
 //! - `sleep:MS`: sleeps MS milliseconds, then no effects. The next request is read only
 //!   after the reply, so this backend can never serve two requests at once.
+//! - `eager-sleep:MS`: as `sleep:MS`, but every line is read (and logged) as soon as it
+//!   arrives, while a request is being answered, and `answering` is logged just before
+//!   each reply is written: the log shows whether the harness sent a request before the
+//!   previous one was answered.
 //! - `garbage`: the line `not json`.
 //! - `wrong-id`: a no-effect reply whose id is `"wrong-<id>"`.
 //! - `exit-mid`: reads the request and exits with status 3 without replying.
@@ -45,7 +49,7 @@ fn main() {
         .next()
         .unwrap_or_else(|| fail("usage: stdio_backend MODE [LOG]"));
     let log = args.next();
-    let note = |line: String| {
+    let note = move |line: String| {
         if let Some(path) = &log {
             let mut file = OpenOptions::new()
                 .create(true)
@@ -68,9 +72,11 @@ fn main() {
     let cwd = std::env::current_dir().unwrap_or_else(|e| fail(&format!("current dir: {e}")));
     note(format!("cwd {}", cwd.display()));
 
-    let stdin = std::io::stdin();
     let mut stdout = std::io::stdout();
-    for line in stdin.lock().lines() {
+    let eager = mode.starts_with("eager-sleep:");
+    let noted = note.clone();
+    let read = move |line: std::io::Result<String>| {
+        let note = &noted;
         let line = line.unwrap_or_else(|e| fail(&format!("read stdin: {e}")));
         let message: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| fail(&format!("the harness sent a line that is not JSON: {e}")));
@@ -78,6 +84,22 @@ fn main() {
             "recv {}",
             message["method"].as_str().unwrap_or("<none>")
         ));
+        message
+    };
+    let messages: Box<dyn Iterator<Item = Value>> = if eager {
+        let (send, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                if send.send(read(line)).is_err() {
+                    return;
+                }
+            }
+        });
+        Box::new(received.into_iter())
+    } else {
+        Box::new(std::io::stdin().lock().lines().map(read))
+    };
+    for message in messages {
         let Some(id) = message.get("id").cloned() else {
             continue;
         };
@@ -104,11 +126,14 @@ fn main() {
                 std::process::exit(0);
             }
             "huge" => " ".repeat(2 << 20) + &result(&id, json!([])),
-            sleep if sleep.starts_with("sleep:") => {
-                let ms = sleep["sleep:".len()..]
+            sleep if sleep.starts_with("sleep:") || eager => {
+                let ms = sleep[sleep.find(':').map_or(0, |i| i + 1)..]
                     .parse()
                     .unwrap_or_else(|e| fail(&format!("bad {sleep}: {e}")));
                 std::thread::sleep(Duration::from_millis(ms));
+                if eager {
+                    note("answering".to_owned());
+                }
                 result(&id, json!([]))
             }
             other => fail(&format!("unknown mode {other}")),
