@@ -29,6 +29,29 @@ fn observer_registration(dir: &Path, mode: &str, delay: &str, log: &Path) -> Pat
     path
 }
 
+/// A temporary directory holding an observer's log, the registration of
+/// [`observer_registration`] and, if `event_id` is given, a `tool.before` event with it.
+struct Setup {
+    _dir: tempfile::TempDir,
+    log: PathBuf,
+    registration: PathBuf,
+    event: PathBuf,
+}
+
+fn set_up(mode: &str, delay: &str, event_id: &str) -> Setup {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let log = dir.path().join("observer.log");
+    let registration = observer_registration(dir.path(), mode, delay, &log);
+    let event = dir.path().join("event.json");
+    std::fs::write(&event, valid_event("tool.before", event_id)).expect("write");
+    Setup {
+        _dir: dir,
+        log,
+        registration,
+        event,
+    }
+}
+
 /// A Claude Code `PreToolUse` payload.
 fn pre_tool_use() -> Vec<u8> {
     json!({"session_id": "s1", "cwd": "/repo", "transcript_path": "/t.jsonl",
@@ -36,6 +59,18 @@ fn pre_tool_use() -> Vec<u8> {
         "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1"})
     .to_string()
     .into_bytes()
+}
+
+/// Waits (30 s at most) until the observer logged reading its notification.
+async fn read_by_the_observer(log: &Path) {
+    let waited = Instant::now();
+    while notifications(log) == 0 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "never delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// `ahp COMMAND --registration R --event E`, run to its end.
@@ -81,11 +116,12 @@ fn running(pid: i32) -> bool {
 /// shutdown, as before, it lost the notification while the record said `delivered`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persistent_observer_reads_its_notification_before_a_one_shot_command_exits() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let log = dir.path().join("observer.log");
-    let registration = observer_registration(dir.path(), "no-effect", "0.3", &log);
-    let event = dir.path().join("event.json");
-    std::fs::write(&event, valid_event("tool.before", "evt_persistent")).expect("write");
+    let Setup {
+        _dir,
+        log,
+        registration,
+        event,
+    } = set_up("no-effect", "0.3", "evt_persistent");
     for command in ["observe", "intercept"] {
         let _ = std::fs::remove_file(&log);
         let run = one_shot(command, &registration, &event);
@@ -109,11 +145,12 @@ async fn a_persistent_observer_reads_its_notification_before_a_one_shot_command_
 /// leaves nothing running.
 #[test]
 fn an_observer_that_ignores_end_of_input_is_killed_at_its_notifications_deadline() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let log = dir.path().join("observer.log");
-    let registration = observer_registration(dir.path(), "stubborn", "0", &log);
-    let event = dir.path().join("event.json");
-    std::fs::write(&event, valid_event("tool.before", "evt_stubborn")).expect("write");
+    let Setup {
+        _dir,
+        log,
+        registration,
+        event,
+    } = set_up("stubborn", "0", "evt_stubborn");
     let started = Instant::now();
     let run = one_shot("observe", &registration, &event);
     run.assert_exit(0, "observe");
@@ -128,11 +165,12 @@ fn an_observer_that_ignores_end_of_input_is_killed_at_its_notifications_deadline
 /// signal before the deliveries ended is exit 1).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_during_the_wait_leaves_observe_s_deliveries_as_they_were() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let log = dir.path().join("observer.log");
-    let registration = observer_registration(dir.path(), "stubborn", "0", &log);
-    let event = dir.path().join("event.json");
-    std::fs::write(&event, valid_event("tool.before", "evt_observe_cut")).expect("write");
+    let Setup {
+        _dir,
+        log,
+        registration,
+        event,
+    } = set_up("stubborn", "0", "evt_observe_cut");
     let mut observe = ahp_command();
     observe
         .args(["observe", "--registration"])
@@ -146,14 +184,7 @@ async fn a_signal_during_the_wait_leaves_observe_s_deliveries_as_they_were() {
         .kill_on_drop(true)
         .spawn()
         .expect("start ahp observe");
-    let waited = Instant::now();
-    while notifications(&log) == 0 {
-        assert!(
-            waited.elapsed() < Duration::from_secs(30),
-            "never delivered"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    read_by_the_observer(&log).await;
     // Read by the observer: its delivery is over, or all but (the record being made);
     // 0.3 s later the command is well into its 2 s wait.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -182,14 +213,7 @@ async fn a_signal_while_an_observer_ends_kills_it() {
     stdin.write_all(&pre_tool_use()).await.expect("write");
     drop(stdin);
     // The observer has read its notification: the command now waits for it to end.
-    let waited = Instant::now();
-    while notifications(&log) == 0 {
-        assert!(
-            waited.elapsed() < Duration::from_secs(30),
-            "never delivered"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    read_by_the_observer(&log).await;
     let output = answer_after_signal(hook, "TERM").await;
     assert!(output.status.code().is_some(), "{output:?}");
     assert!(
