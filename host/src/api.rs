@@ -394,6 +394,7 @@ impl Interceptor {
         if settlement.decided_by == DecidedBy::Interrupted && self.inner.closing.is_set() {
             // Interrupted by our own shutdown, not by the harness: say so in the audit.
             settlement.record.decided_by = DecidedBy::Shutdown;
+            settlement.record.reason = DecidedBy::Shutdown.generic_reason().map(Into::into);
             settlement = Settlement::of(settlement.record);
         }
         Ok((settlement, observers))
@@ -418,14 +419,24 @@ impl Interceptor {
         .await
     }
 
-    /// Appends `record` to the audit log, synced, and returns once it is — unless the
-    /// call's `budget` has passed and [`AUDIT_GRACE`] more (counted from now if later)
-    /// runs out first, waiting for the file's lock (another process holding it): the call
-    /// is not held past its budget, and the record is written as soon as the lock is free.
-    async fn write_audit(&self, record: &Record, budget: Option<Instant>) {
+    /// Appends `record` to the audit log, synced, and returns once it is — unless, while
+    /// it waits for the file's lock (another process holding it), the call's `budget`
+    /// passes and [`AUDIT_GRACE`] more (counted from now if later), or the call is
+    /// interrupted or the interceptor shut down and [`AUDIT_GRACE`] passes: the call is
+    /// not held past its budget, nor past a signal, and the record is written as soon as
+    /// the lock is free.
+    async fn write_audit(&self, record: &Record, budget: Option<Instant>, interrupt: &Interrupt) {
         if let Some(audit) = &self.inner.audit {
             let until = budget.and_then(|b| b.max(Instant::now()).checked_add(AUDIT_GRACE));
-            audit.write(record.clone(), until).await;
+            let closing = &self.inner.closing;
+            let stopped = async {
+                tokio::select! {
+                    () = interrupt.wait() => {}
+                    () = closing.wait() => {}
+                }
+                tokio::time::sleep(AUDIT_GRACE).await;
+            };
+            audit.write(record.clone(), until, stopped).await;
         }
     }
 
@@ -574,7 +585,7 @@ impl HookCall {
             .expect("present until completed or dropped");
         let budget = self.budget;
         self.interceptor
-            .write_audit(&settlement.record, budget)
+            .write_audit(&settlement.record, budget, &self.interrupt)
             .await;
         settlement
     }

@@ -6,8 +6,10 @@
 //! if its interceptor is not dropped for more than 2 s before (`audit_queue`).
 //!
 //! Records can hold what a backend changed (a tool's input, a returned value): the file
-//! is created readable by its owner only, never opened through a symbolic link, and must
-//! be a regular file.
+//! is created readable by its owner only, never opened through a symbolic link (as its
+//! last component), and must be a regular file of this user's with no other name (a
+//! hard link another user left in a shared directory would have records appended to
+//! its target); one others could read or write is made its owner's alone.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -23,13 +25,15 @@ pub struct AuditLog {
 
 impl AuditLog {
     /// Opens (creating if needed, mode 0600) `path` for appending. A symbolic link, a FIFO
-    /// or anything but a regular file there is refused.
+    /// or anything but a regular file there is refused, as is one another user owns or
+    /// that has another name; one others could read or write is made 0600.
     pub fn open(path: &Path) -> std::io::Result<AuditLog> {
         let created = !path.exists();
         let file = open_append(path)?;
         if !file.metadata()?.is_file() {
             return Err(std::io::Error::other("not a regular file"));
         }
+        owned_alone(&file)?;
         if created {
             // The new file's name is durable only once its directory is.
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -63,8 +67,13 @@ impl AuditLog {
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         file.lock()?;
         let append = || {
-            let line = line_of(choose())?;
+            let mut line = line_of(choose())?;
             let end = file.metadata()?.len();
+            // A writer killed mid-line (a harness's timeout) left a fragment: this record
+            // starts a line of its own rather than being glued to it.
+            if end > 0 && !ends_a_line(&file, end)? {
+                line.insert(0, b'\n');
+            }
             let appended = file.write_all(&line).and_then(|()| file.sync_data());
             if appended.is_err() {
                 let _ = file.set_len(end);
@@ -98,6 +107,58 @@ fn line_of(record: &ahp_vocab::Record) -> serde_json::Result<Vec<u8>> {
     Ok(line)
 }
 
+/// Whether the file of `len` bytes ends with a newline.
+#[cfg(unix)]
+fn ends_a_line(file: &File, len: u64) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt as _;
+    let mut last = [0u8];
+    file.read_exact_at(&mut last, len - 1)?;
+    Ok(last[0] == b'\n')
+}
+
+#[cfg(not(unix))]
+fn ends_a_line(_file: &File, _len: u64) -> std::io::Result<bool> {
+    Ok(true)
+}
+
+/// The open log file is this user's, has no other name, and is readable by its owner
+/// alone (made so if it was not).
+#[cfg(unix)]
+fn owned_alone(file: &File) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let meta = file.metadata()?;
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of ours.
+    let me = unsafe { libc::geteuid() };
+    let refused = |why: String| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            why,
+        ))
+    };
+    if meta.uid() != me {
+        return refused(format!(
+            "owned by another user (uid {}, not {me})",
+            meta.uid()
+        ));
+    }
+    if meta.nlink() != 1 {
+        return refused(format!("it has {} names (hard links)", meta.nlink()));
+    }
+    if meta.mode() & 0o077 != 0 {
+        tracing::warn!(
+            mode = format!("{:o}", meta.mode() & 0o777),
+            "audit log readable or writable by others: made 0600"
+        );
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn owned_alone(_file: &File) -> std::io::Result<()> {
+    Ok(())
+}
+
 fn is_line_break_to_escape(c: char) -> bool {
     matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}')
 }
@@ -107,6 +168,7 @@ fn open_append(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt as _;
     OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -155,6 +217,59 @@ mod tests {
         AuditLog::open(&path).expect("a new log");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
+
+    /// An existing log others could read is made its owner's alone; one with another
+    /// name (a hard link to someone's file) or another user's is refused, untouched.
+    #[test]
+    fn an_existing_log_must_be_this_users_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = dir.path().join("open.jsonl");
+        std::fs::write(&open, "").unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).unwrap();
+        AuditLog::open(&open).expect("made private");
+        let mode = std::fs::metadata(&open).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        let victim = dir.path().join("victim.conf");
+        std::fs::write(&victim, "keep").unwrap();
+        let linked = dir.path().join("linked.jsonl");
+        std::fs::hard_link(&victim, &linked).unwrap();
+        let error = AuditLog::open(&linked).unwrap_err();
+        assert!(error.to_string().contains("2 names"), "{error}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        // SAFETY: geteuid touches no memory of ours.
+        if unsafe { libc::geteuid() } == 0 {
+            // As root the test can give a file away: another user's log is refused.
+            let theirs = dir.path().join("theirs.jsonl");
+            std::fs::write(&theirs, "").unwrap();
+            std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+            let error = AuditLog::open(&theirs).unwrap_err();
+            assert!(error.to_string().contains("another user"), "{error}");
+        }
+    }
+
+    /// A line a killed writer left unfinished is not glued to the next record.
+    #[test]
+    fn a_record_after_a_fragment_starts_its_own_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        std::fs::write(&path, "{\"decision\":\"al").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let log = AuditLog::open(&path).unwrap();
+        let record = ahp_vocab::Record::host_denial(
+            ahp_vocab::EventRef::read(r#"{"id":"evt_1","type":"tool.before"}"#),
+            ahp_vocab::DecidedBy::Shutdown,
+            1,
+        );
+        log.append(&record).unwrap();
+        log.append(&record).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text:?}");
+        assert_eq!(lines[0], "{\"decision\":\"al");
+        for line in &lines[1..] {
+            serde_json::from_str::<ahp_vocab::Record>(line).expect("a whole record");
+        }
     }
 
     #[test]

@@ -5,8 +5,9 @@
 
 use crate::audit::AuditLog;
 use ahp_vocab::Record;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -33,6 +34,9 @@ pub(crate) struct AuditQueue {
     queue: Option<mpsc::Sender<Queued>>,
     /// Closed by the writer when it ends.
     drained: Mutex<mpsc::Receiver<()>>,
+    /// Set when a flush gave up waiting (the file locked elsewhere): dropping the queue
+    /// then waits no more, the same lock being what it would wait for.
+    gave_up: Arc<AtomicBool>,
 }
 
 impl AuditQueue {
@@ -63,25 +67,39 @@ impl AuditQueue {
         Ok(AuditQueue {
             queue: Some(queue),
             drained: Mutex::new(drained),
+            gave_up: Arc::default(),
         })
     }
 
-    /// Appends `record`, synced, and returns once it is; or at `until`, if that comes
-    /// first (the file locked elsewhere), leaving it queued, to be written once it can be.
-    pub async fn write(&self, record: Record, until: Option<Instant>) {
+    /// Appends `record`, synced, and returns once it is; or at `until`, or once
+    /// `stopped` ends (a signal, a shutdown), if either comes first (the file locked
+    /// elsewhere), leaving it queued, to be written once it can be.
+    pub async fn write(
+        &self,
+        record: Record,
+        until: Option<Instant>,
+        stopped: impl std::future::Future<Output = ()>,
+    ) {
         let (written, synced) = oneshot::channel();
         self.hand_over(Queued::Record {
             record: Box::new(record),
             written: Some(written),
         });
-        let synced = match until {
-            Some(until) => tokio::time::timeout_at(until.into(), synced).await.ok(),
-            None => Some(synced.await),
+        let past_budget = async {
+            match until {
+                Some(until) => tokio::time::sleep_until(until.into()).await,
+                None => std::future::pending().await,
+            }
         };
-        if synced.is_none() {
+        let synced = tokio::select! {
+            synced = synced => synced.is_ok(),
+            () = past_budget => false,
+            () = stopped => false,
+        };
+        if !synced {
             tracing::error!(
-                "the audit record was not written by the call's budget (the audit file \
-                 locked elsewhere?): it is written once the file can be"
+                "the audit record was not written by the call's budget or before it was \
+                 stopped (the audit file locked elsewhere?): it is written once the file can be"
             );
         }
     }
@@ -98,7 +116,7 @@ impl AuditQueue {
     pub fn flush(&self) -> Flushed {
         let (done, flushed) = mpsc::channel();
         self.hand_over(Queued::Flush(done));
-        Flushed(flushed)
+        Flushed(flushed, Arc::clone(&self.gave_up))
     }
 
     fn hand_over(&self, queued: Queued) {
@@ -113,13 +131,14 @@ impl AuditQueue {
 }
 
 /// The records queued before an [`AuditQueue::flush`], being written.
-pub(crate) struct Flushed(mpsc::Receiver<()>);
+pub(crate) struct Flushed(mpsc::Receiver<()>, Arc<AtomicBool>);
 
 impl Flushed {
     /// Blocks until the records queued before the flush are written, or for
     /// [`DRAIN_BOUND`] at most (another process holding the file's lock).
     pub fn wait(self) {
         if let Err(mpsc::RecvTimeoutError::Timeout) = self.0.recv_timeout(DRAIN_BOUND) {
+            self.1.store(true, Ordering::SeqCst);
             tracing::error!(
                 "audit records still queued at shutdown (the audit file locked elsewhere?)"
             );
@@ -128,9 +147,13 @@ impl Flushed {
 }
 
 impl Drop for AuditQueue {
-    /// Closes the queue and waits (up to [`DRAIN_BOUND`]) for what is still in it.
+    /// Closes the queue and waits (up to [`DRAIN_BOUND`]) for what is still in it, unless
+    /// shutdown waited that long already.
     fn drop(&mut self) {
         self.queue = None;
+        if self.gave_up.load(Ordering::SeqCst) {
+            return;
+        }
         let drained = self.drained.get_mut().unwrap_or_else(|p| p.into_inner());
         if let Err(mpsc::RecvTimeoutError::Timeout) = drained.recv_timeout(DRAIN_BOUND) {
             tracing::error!("audit records still queued when the interceptor was dropped");

@@ -917,10 +917,7 @@ async fn intercept(
             &interrupt,
         )
         .await;
-    // A signal meanwhile ends what the draining waits for at once.
-    interceptor.shutdown_draining(&interrupt).await;
-    watcher.abort();
-    match result {
+    let code = match result {
         Ok(settled) => {
             answer(&settled.to_json());
             match settled.decision {
@@ -936,7 +933,13 @@ async fn intercept(
             }
             None => call_failure(&e),
         },
-    }
+    };
+    // Answered first: what shutdown waits for (an observer reading its notification,
+    // queued records) holds the exit, not the answer. A signal meanwhile ends the
+    // observer's wait at once.
+    interceptor.shutdown_draining(&interrupt).await;
+    watcher.abort();
+    code
 }
 
 async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode {

@@ -5,7 +5,7 @@
 //! the call returned no earlier than the deadline and no later than the deadline plus a
 //! generous slack (a correctness bound, not a benchmark).
 
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options, Settlement};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_failed, assert_settled, assert_settled_at, attempts, audit_lines, audit_lines_once,
@@ -366,6 +366,38 @@ async fn a_call_dropped_while_the_audit_file_is_locked_holds_nobody() {
     let lines = audit_lines_once(&audit, 1).await;
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0]["decidedBy"], "interrupted");
+}
+
+/// A call without a budget whose record waits for the audit file's lock (another
+/// process holding it) is not held there past an interruption or a shutdown: the wait
+/// ends a grace later, and the record, still queued, is written once the lock is free.
+/// Before, only the lock's release ended it (a signalled `ahp intercept` waited on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_waiting_for_the_lock_does_not_hold_a_call_past_a_signal() {
+    for stop in ["interrupt", "shutdown"] {
+        let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let audit = dir.path().join("audit.jsonl");
+        let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
+        let holder = std::fs::File::open(&audit).expect("the audit file exists");
+        holder.lock().expect("lock the audit file");
+        let interrupt = Interrupt::new();
+        let id = format!("evt_lock_{stop}");
+        let calling = hooks.intercept_with(&event(&id), &[EffectKind::Deny], None, &interrupt);
+        tokio::pin!(calling);
+        tokio::select! {
+            _ = &mut calling => panic!("{stop}: returned while the record waits for the lock"),
+            sent = backend.wait_for_requests(1, Duration::from_secs(5)) => assert!(sent),
+        }
+        match stop {
+            "interrupt" => interrupt.interrupt(),
+            _ => hooks.shutdown(),
+        }
+        let returned = tokio::time::timeout(Duration::from_secs(10), calling).await;
+        assert!(returned.is_ok(), "{stop}: held by the lock");
+        holder.unlock().expect("unlock");
+        assert_eq!(audit_lines_once(&audit, 1).await.len(), 1, "{stop}");
+    }
 }
 
 /// Records waiting for a lock another process holds take no thread a name lookup
