@@ -383,7 +383,8 @@ async fn a_record_waiting_for_the_lock_does_not_hold_a_call_past_a_signal() {
         holder.lock().expect("lock the audit file");
         let interrupt = Interrupt::new();
         let id = format!("evt_lock_{stop}");
-        let calling = hooks.intercept_with(&event(&id), &[EffectKind::Deny], None, &interrupt);
+        let request = event(&id);
+        let calling = hooks.intercept_with(&request, &[EffectKind::Deny], None, &interrupt);
         tokio::pin!(calling);
         tokio::select! {
             _ = &mut calling => panic!("{stop}: returned while the record waits for the lock"),
