@@ -25,7 +25,7 @@
 //! let mut config = Config::new();
 //! config.epoch_interruption(true);
 //! let engine = Engine::new(&config)?;
-//! let _ticker = ahp_host::EpochTicker::for_engine(&engine);
+//! let _ticker = ahp_host::EpochTicker::for_engine(&engine)?;
 //! let component = Component::new(&engine, ahp_host::EMBEDDED_COMPONENT)?;
 //! let mut linker = Linker::<MyData>::new(&engine);
 //! ahp_host::add_to_linker(&mut linker)?;

@@ -67,8 +67,8 @@ const IDLE_KEPT: usize = 32;
 /// only the settlement, however late it got its instance.
 const SETTLE_BOUND: Duration = Duration::from_millis(250);
 
-/// How long a make that no call waits for any more may still take: the 5 s a load's CPU
-/// is bounded by, and as much again for its host calls.
+/// How long a make may take, for the call waiting for it or, once none does, on its
+/// own: the 5 s a load's CPU is bounded by, and as much again for its host calls.
 const MAKE_BOUND: Duration = Duration::from_secs(10);
 
 /// Time the component gets after its last deadline to settle and return. Generous
@@ -318,6 +318,13 @@ impl Pool {
                         self.maker.finish(making, permit);
                         return Err(ended);
                     }
+                    // A call with no budget is not held by a make that never ends (a
+                    // component whose `load` waits on something): the make is dropped,
+                    // an engine failure.
+                    () = tokio::time::sleep(MAKE_BOUND) => {
+                        tracing::error!("making a component instance took longer than {MAKE_BOUND:?}");
+                        return Err(Unserved::EngineFailure);
+                    }
                 };
                 made.map_err(|e| {
                     tracing::error!(error = %e, "could not prepare a component instance");
@@ -338,8 +345,16 @@ impl Pool {
             state.settle_only();
         }
         ready.store.set_epoch_deadline(1);
-        match tokio::time::timeout_at(limit.into(), call(&mut ready)).await {
-            Ok(Ok(value)) => {
+        // A host function's panic (an embedder's future that panics as it is dropped, a
+        // bug in delivery) comes back out of the component call: caught here, it is an
+        // engine failure, the instance dropped, never an unwind into the caller.
+        let called = crate::caught::caught(|| call(&mut ready));
+        match tokio::time::timeout_at(limit.into(), called).await {
+            Ok(Err(())) => {
+                tracing::error!("a host function panicked during the component call");
+                Err(Unserved::EngineFailure)
+            }
+            Ok(Ok(Ok(value))) => {
                 let gave_way = ready.store.data().gave_way();
                 self.maker.put(ready);
                 // The permit goes back as this returns, before the call waits again.
@@ -349,7 +364,7 @@ impl Pool {
                     Ran::Settled(value)
                 })
             }
-            Ok(Err(trap)) => {
+            Ok(Ok(Err(trap))) => {
                 tracing::error!(error = %trap, "component trapped");
                 Err(Unserved::EngineFailure)
             }

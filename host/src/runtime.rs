@@ -97,7 +97,10 @@ impl Runtime {
         add_to_linker(&mut linker)?;
         let pre = PluginPre::new(linker.instantiate_pre(component)?)?;
         let ticker = match epochs {
-            Epochs::Ticker => Some(TickerThread::for_engine(engine)),
+            Epochs::Ticker => Some(
+                TickerThread::for_engine(engine)
+                    .map_err(|e| wasmtime::format_err!("start the epoch ticker thread: {e}"))?,
+            ),
             Epochs::External => None,
         };
         Ok(Runtime {
@@ -215,11 +218,13 @@ pub struct EpochTicker {
 
 impl EpochTicker {
     /// A hold on the ticker of `engine`, started on first use; every holder for the same
-    /// Engine shares one thread, which ticks as long as any hold lives.
-    pub fn for_engine(engine: &Engine) -> Arc<EpochTicker> {
-        let thread = TickerThread::for_engine(engine);
+    /// Engine shares one thread, which ticks as long as any hold lives. `Err` if the
+    /// thread cannot be started (the system refuses a thread): without it no component
+    /// call on `engine` would ever be cut off.
+    pub fn for_engine(engine: &Engine) -> std::io::Result<Arc<EpochTicker>> {
+        let thread = TickerThread::for_engine(engine)?;
         thread.enter();
-        Arc::new(EpochTicker { thread })
+        Ok(Arc::new(EpochTicker { thread }))
     }
 }
 
@@ -256,7 +261,7 @@ impl Drop for Demand<'_> {
 }
 
 impl TickerThread {
-    fn for_engine(engine: &Engine) -> Arc<TickerThread> {
+    fn for_engine(engine: &Engine) -> std::io::Result<Arc<TickerThread>> {
         static TICKERS: Mutex<Vec<Weak<TickerThread>>> = Mutex::new(Vec::new());
         let mut tickers = TICKERS.lock().unwrap_or_else(|p| p.into_inner());
         tickers.retain(|t| t.strong_count() > 0);
@@ -265,14 +270,14 @@ impl TickerThread {
             .filter_map(Weak::upgrade)
             .find(|t| Engine::same(&t.engine, engine))
         {
-            return ticker;
+            return Ok(ticker);
         }
-        let ticker = Arc::new(TickerThread::start(engine.clone()));
+        let ticker = Arc::new(TickerThread::start(engine.clone())?);
         tickers.push(Arc::downgrade(&ticker));
-        ticker
+        Ok(ticker)
     }
 
-    fn start(engine: Engine) -> TickerThread {
+    fn start(engine: Engine) -> std::io::Result<TickerThread> {
         let state = Arc::new(TickerState::default());
         let shared = state.clone();
         let ticking = engine.clone();
@@ -295,13 +300,12 @@ impl TickerThread {
                     std::thread::sleep(TICK);
                     ticking.increment_epoch();
                 }
-            })
-            .expect("spawn the epoch ticker thread");
-        TickerThread {
+            })?;
+        Ok(TickerThread {
             engine,
             state,
             thread: Some(thread),
-        }
+        })
     }
 
     /// Ticks until the returned demand is dropped (and a moment after).
@@ -400,14 +404,14 @@ mod tests {
     fn one_ticker_per_engine() {
         let a = default_engine().unwrap();
         let b = default_engine().unwrap();
-        let first = EpochTicker::for_engine(&a);
+        let first = EpochTicker::for_engine(&a).unwrap();
         assert!(Arc::ptr_eq(
             &first.thread,
-            &EpochTicker::for_engine(&a.clone()).thread
+            &EpochTicker::for_engine(&a.clone()).unwrap().thread
         ));
         assert!(!Arc::ptr_eq(
             &first.thread,
-            &EpochTicker::for_engine(&b).thread
+            &EpochTicker::for_engine(&b).unwrap().thread
         ));
     }
 
@@ -416,7 +420,7 @@ mod tests {
     #[test]
     fn a_parked_ticker_wakes_for_a_call() {
         let engine = default_engine().unwrap();
-        let ticker = TickerThread::for_engine(&engine);
+        let ticker = TickerThread::for_engine(&engine).unwrap();
         let module =
             wasmtime::Module::new(&engine, r#"(module (func (export "spin") (loop br 0)))"#)
                 .unwrap();

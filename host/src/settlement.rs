@@ -6,7 +6,7 @@ use crate::bindings::interceptor as wit;
 use crate::convert;
 use crate::delivery_impl::sha256_hex;
 use crate::observe::withheld;
-use ahp_vocab::{DecidedBy, Decision, EventRef, ObserverResult, Record};
+use ahp_vocab::{DecidedBy, Decision, EventRef, ObserverResult, Outcome, Record};
 use std::time::Instant;
 
 /// A settled hook call: the decision, who made it, the reason to show, and the audit record.
@@ -117,13 +117,19 @@ fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
 }
 
 /// Whether a record's decision is the one its `decidedBy` settles as, and, if it lets
-/// the operation go on, no interceptor in it ended the call in a denial: a component
-/// saying "allow, interrupted" or "allow" over a fail-closed failure has gone wrong, and
-/// its mistake must never be permission.
+/// the operation go on, its interceptors' outcomes say so: none ended the call in a
+/// denial, and a backend asked exactly when the decision is `ask`. A component saying
+/// "allow, interrupted", "allow" over a fail-closed failure or "allow" where a backend
+/// asked has gone wrong, and its mistake must never be permission.
 fn consistent(record: &Record) -> bool {
+    let outcomes = || record.interceptors.iter().map(|i| i.outcome);
+    let asked = outcomes().any(|outcome| outcome == Outcome::Ask);
     record.decided_by.decision() == record.decision
-        && (record.decision == Decision::Deny
-            || !record.interceptors.iter().any(|i| i.outcome.denies()))
+        && match record.decision {
+            Decision::Deny => true,
+            Decision::Allow => !asked && !outcomes().any(Outcome::denies),
+            Decision::Ask => asked && !outcomes().any(Outcome::denies),
+        }
 }
 
 /// The denial for a component whose settlement cannot be trusted.
@@ -144,7 +150,7 @@ pub(crate) fn host_settlement(event: &str, decided_by: DecidedBy, started: Insta
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ahp_vocab::{FailurePolicy, InterceptorEntry, ObserverEntry, ObserverKind, Outcome};
+    use ahp_vocab::{FailurePolicy, InterceptorEntry, ObserverEntry, ObserverKind};
 
     /// `record` handed over by the component, its WIT fields agreeing with it.
     fn handed_over(record: &Record) -> Settlement {
@@ -301,25 +307,37 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_allow_over_a_fail_closed_failure_is_an_engine_failure() {
+    /// An allow whose record holds an interceptor that ended in `outcome`.
+    fn allowed_over(outcome: Outcome) -> Record {
         let mut record = allowed();
         record.interceptors.push(InterceptorEntry {
             backend: "com.example.policy".into(),
             subscription: 0,
             policy: FailurePolicy::FailClosed,
             timeout_ms: 500,
-            outcome: Outcome::FailedClosed,
+            outcome,
             code: None,
             effects: Vec::new(),
             failure: None,
             attempts: Vec::new(),
             request_sha256: None,
         });
-        let settled = handed_over(&record);
-        assert_eq!(
-            (settled.decision, settled.decided_by),
-            (Decision::Deny, DecidedBy::EngineFailure)
-        );
+        record
+    }
+
+    /// An allow over a fail-closed failure, or over a backend that asked, is an engine
+    /// failure; over a backend that had no objection it stands.
+    #[test]
+    fn an_allow_over_a_denial_or_an_ask_is_an_engine_failure() {
+        for outcome in [Outcome::FailedClosed, Outcome::Ask] {
+            let settled = handed_over(&allowed_over(outcome));
+            assert_eq!(
+                (settled.decision, settled.decided_by),
+                (Decision::Deny, DecidedBy::EngineFailure),
+                "{outcome:?}"
+            );
+        }
+        let settled = handed_over(&allowed_over(Outcome::NoEffect));
+        assert_eq!(settled.decision, Decision::Allow);
     }
 }

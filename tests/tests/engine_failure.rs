@@ -219,6 +219,27 @@ async fn making_an_instance_ends_with_the_budget_or_the_interruption() {
     );
 }
 
+/// A call with no budget is not held for ever by a make that never ends (the
+/// `hanging-load` mode's backend never answers): it is an engine failure at the make's
+/// 10 s bound, a denial.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_make_that_never_ends_is_an_engine_failure_at_its_bound() {
+    let hang = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let hooks = hanging_load(&hang, None).await;
+    let calling = timed_call(&hooks, "evt_load_forever", None);
+    let (settled, elapsed) = tokio::time::timeout(Duration::from_secs(30), calling)
+        .await
+        .expect("the make's bound ends the wait");
+    assert_eq!(
+        (settled.decision, settled.decided_by),
+        (Decision::Deny, DecidedBy::EngineFailure)
+    );
+    assert!(
+        elapsed >= Duration::from_secs(10),
+        "ended after {elapsed:?}"
+    );
+}
+
 /// An instance whose call stopped waiting for it while it was being made is finished
 /// anyway and pooled: the next call takes it instead of making (and loading) another,
 /// so a registration that loads slower than the calls' budgets still leaves one. Here

@@ -43,6 +43,17 @@ enum Answer {
     Panic,
     /// Allows, in a reply padded past the 1 MiB every transport's replies are held to.
     Huge,
+    /// Never answers, and panics when it is dropped (at the deadline).
+    PanicsOnDrop,
+}
+
+/// Panics when dropped: an embedder's bug in a `Drop`.
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic!("the in-process engine's own bug, on drop");
+    }
 }
 
 struct Engine {
@@ -89,6 +100,10 @@ impl Transport for Engine {
                 Answer::Garbled => return Err(TransportError::Malformed),
                 Answer::Unresolved => return Err(TransportError::UnresolvedHost),
                 Answer::Panic => panic!("the in-process engine's own bug"),
+                Answer::PanicsOnDrop => {
+                    let _guard = PanicsOnDrop;
+                    return std::future::pending().await;
+                }
                 Answer::Hang => {
                     let (cancelled, seen) =
                         (request.cancelled.clone(), self.saw_cancellation.clone());
@@ -266,6 +281,26 @@ async fn an_oversized_reply_is_response_too_large_under_the_policy() {
     let too_large = json!({"class": "malformed-json", "phase": "read-response",
                            "detail": "response-too-large"});
     assert_fails_as(Answer::Huge, &too_large).await;
+}
+
+/// A transport whose future panics as the host drops it at the deadline does not unwind
+/// into the caller: the call is an engine failure (a denial whatever the policy), and
+/// the interceptor serves the next call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transport_panicking_as_it_is_dropped_is_an_engine_failure() {
+    for policy in POLICIES {
+        let engine = Engine::new(&[Answer::PanicsOnDrop, Answer::Allow]);
+        let hooks = interceptor_with(&engine, policy, 300, 0).await;
+        let settled = call(&hooks, &format!("evt_inproc_drop_{policy}")).await;
+        assert_eq!(
+            (settled.decision, settled.decided_by),
+            (Decision::Deny, DecidedBy::EngineFailure),
+            "{policy}: {}",
+            settled.record
+        );
+        let next = call(&hooks, &format!("evt_inproc_after_drop_{policy}")).await;
+        assert_settled(&next, Decision::Allow, DecidedBy::NoObjection, None);
+    }
 }
 
 /// A reply the transport could not unframe held no JSON text: `malformed-json`, detail

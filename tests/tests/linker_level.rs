@@ -124,7 +124,7 @@ async fn the_component_runs_in_the_embedders_engine_and_store() {
     let mut config = Config::new();
     config.epoch_interruption(true);
     let engine = Engine::new(&config).unwrap();
-    let _ticker = EpochTicker::for_engine(&engine);
+    let _ticker = EpochTicker::for_engine(&engine).expect("the ticker thread");
     let mut linker = Linker::<MyData>::new(&engine);
     ahp_host::add_to_linker(&mut linker).unwrap();
     let (mut store, plugin) =
