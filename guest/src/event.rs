@@ -356,6 +356,7 @@ fn parse_object(text: &str) -> Result<Object<'_>, Vec<EventProblem>> {
         Err(json::Error::Inexact(number)) => {
             Err(problem(number.pointer, json::Inexact::RULE.to_owned()))
         }
+        Err(json::Error::TooMany) => Err(root(json::TOO_MANY_RULE)),
         // serde_json says where, and why: a grammar error, or a nesting past its limit.
         Err(json::Error::Syntax(e)) => Err(root(&format!("must be valid JSON: {e}"))),
     }

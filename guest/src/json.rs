@@ -41,7 +41,18 @@ pub enum Error {
     /// Well-formed, but a whole number past 64 bits, which would be written back as
     /// another number.
     Inexact(Inexact),
+    /// More than [`MAX_VALUES`] values: read and worked on, they would run the component
+    /// out of memory (an engine failure) well before the text's own bounds.
+    TooMany,
 }
+
+/// The most values one text may hold (each array, object, member value and scalar
+/// counts once): a million, far beyond any event, registration or reply, and a fraction
+/// of what the component's memory holds once they are read and encoded again.
+pub const MAX_VALUES: usize = 1_000_000;
+
+/// The rule a text with more than [`MAX_VALUES`] values breaks.
+pub const TOO_MANY_RULE: &str = "must hold at most 1000000 JSON values";
 
 /// A member whose name appears more than once in its object.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -237,6 +248,7 @@ pub fn read(text: &str) -> Result<Node<'_>, Error> {
     let mut reading = Reading {
         found: None,
         numbers: Literals::of(text),
+        values_left: MAX_VALUES,
     };
     let mut reader = serde_json::Deserializer::from_str(text);
     let parsed = Strict {
@@ -264,6 +276,8 @@ enum Fault {
     Duplicate(String),
     /// A whole number past 64 bits.
     Inexact,
+    /// One value more than [`MAX_VALUES`].
+    TooMany,
 }
 
 impl Found {
@@ -277,6 +291,7 @@ impl Found {
         match self.fault {
             Fault::Duplicate(member) => Error::Duplicate(Duplicate { pointer, member }),
             Fault::Inexact => Error::Inexact(Inexact { pointer }),
+            Fault::TooMany => Error::TooMany,
         }
     }
 }
@@ -286,6 +301,8 @@ impl Found {
 struct Reading<'t> {
     found: Option<Found>,
     numbers: Literals<'t>,
+    /// How many more values may be read ([`MAX_VALUES`] in all).
+    values_left: usize,
 }
 
 /// Reads one value into its reading's notes.
@@ -327,6 +344,10 @@ impl<'de> DeserializeSeed<'de> for Strict<'_, '_> {
     type Value = Node<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Node<'de>, D::Error> {
+        match self.reading.values_left.checked_sub(1) {
+            Some(left) => self.reading.values_left = left,
+            None => return Err(self.fail(Fault::TooMany, Vec::new())),
+        }
         reader.deserialize_any(self)
     }
 }
@@ -463,6 +484,18 @@ mod tests {
         }
     }
 
+    /// A text of at most a million values is read; one more value is refused, however
+    /// small the text (each `0` is one).
+    #[test]
+    fn at_most_a_million_values_are_read() {
+        let array = |elements: usize| format!("[{}0]", "0,".repeat(elements - 1));
+        // The array itself is one value.
+        assert!(read(&array(MAX_VALUES - 1)).is_ok());
+        assert!(matches!(read(&array(MAX_VALUES)), Err(Error::TooMany)));
+        let nested = format!(r#"{{"tool":{{"input":{{"xs":{}}}}}}}"#, array(MAX_VALUES));
+        assert!(matches!(read(&nested), Err(Error::TooMany)));
+    }
+
     #[test]
     fn a_repeat_is_named_by_its_pointer_at_every_depth() {
         for (text, pointer, member) in [
@@ -567,6 +600,7 @@ mod tests {
                 Error::Syntax(e) => e.to_string(),
                 Error::Duplicate(d) => panic!("{text}: no repeat, got {d:?}"),
                 Error::Inexact(n) => panic!("{text}: every number held, got {n:?}"),
+                Error::TooMany => panic!("{text}: a few values, read as too many"),
             });
             let lenient = serde_json::from_str::<Value>(text).map_err(|e| e.to_string());
             assert_eq!(

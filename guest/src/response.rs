@@ -117,7 +117,7 @@ fn parse_body(body: &[u8]) -> Result<Node<'_>, Failure> {
         let failure = parse_failure(FailureClass::MalformedJson);
         match error {
             json::Error::Duplicate(_) => failure.with_detail(Detail::DuplicateKey),
-            json::Error::Inexact(_) | json::Error::Syntax(_) => failure,
+            json::Error::Inexact(_) | json::Error::Syntax(_) | json::Error::TooMany => failure,
         }
     })
 }

@@ -3227,6 +3227,14 @@ fn session_start_intercepts_with_inject_and_message_only() {
         host.sent[0].json()["params"]["capabilities"]["effects"],
         json!(["inject", "message"])
     );
+    // An event with more values than the component can work on is refused, naming the
+    // event, not run out of memory (an engine failure).
+    let mut huge = event.clone();
+    huge["extensions"] = json!({"xs": vec![0; ahp_interceptor::json::MAX_VALUES]});
+    let problems = engine
+        .intercept(&mut host, &huge.to_string(), &[], None)
+        .expect_err("too many values");
+    assert_eq!(problems[0].rule, ahp_interceptor::json::TOO_MANY_RULE);
     let mut missing = event.clone();
     missing.as_object_mut().unwrap().remove("trigger");
     let problems = engine

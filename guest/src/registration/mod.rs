@@ -44,6 +44,7 @@ pub fn parse(text: &str) -> Result<Registration, Vec<Problem>> {
             ),
             json::Error::Inexact(number) => Problem::new(number.pointer, json::Inexact::RULE),
             json::Error::Syntax(e) => Problem::new("", format!("not valid JSON: {e}")),
+            json::Error::TooMany => Problem::new("", json::TOO_MANY_RULE),
         }]
     })?;
     let mut c = Checker::default();
