@@ -48,7 +48,13 @@ fn an_event_of_too_many_values_is_refused_as_bad_input() {
     std::fs::write(&ev, event.to_string()).expect("write the event");
     let reg = portable();
     let run = ahp(
-        &["intercept", "--registration", path(&reg), "--event", path(&ev)],
+        &[
+            "intercept",
+            "--registration",
+            path(&reg),
+            "--event",
+            path(&ev),
+        ],
         &[],
     );
     run.assert_exit(1, "an event of too many values");
