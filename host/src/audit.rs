@@ -7,9 +7,10 @@
 //!
 //! Records can hold what a backend changed (a tool's input, a returned value): the file
 //! is created readable by its owner only, never opened through a symbolic link (as its
-//! last component), and must be a regular file of this user's with no other name (a
-//! hard link another user left in a shared directory would have records appended to
-//! its target); one others could read or write is made its owner's alone.
+//! last component), and must be a regular file with no other name (a hard link another
+//! user left in a shared directory would have records appended to its target). An
+//! existing file's owner and mode are left as they are: a log a group shares on purpose
+//! stays shared.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -21,19 +22,27 @@ use std::sync::Mutex;
 pub struct AuditLog {
     path: PathBuf,
     file: Mutex<File>,
+    /// Whether the file could be opened for reading too, to look for a fragment a
+    /// killed writer left (a write-only log is appended to without that look).
+    readable: bool,
 }
 
 impl AuditLog {
     /// Opens (creating if needed, mode 0600) `path` for appending. A symbolic link, a FIFO
-    /// or anything but a regular file there is refused, as is one another user owns or
-    /// that has another name; one others could read or write is made 0600.
+    /// or anything but a regular file there is refused, as is one with another name.
     pub fn open(path: &Path) -> std::io::Result<AuditLog> {
         let created = !path.exists();
-        let file = open_append(path)?;
+        let (file, readable) = match open_append(path, true) {
+            Ok(file) => (file, true),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                (open_append(path, false)?, false)
+            }
+            Err(e) => return Err(e),
+        };
         if !file.metadata()?.is_file() {
             return Err(std::io::Error::other("not a regular file"));
         }
-        owned_alone(&file)?;
+        single_named(&file)?;
         if created {
             // The new file's name is durable only once its directory is.
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -43,6 +52,7 @@ impl AuditLog {
         Ok(AuditLog {
             path: path.to_path_buf(),
             file: Mutex::new(file),
+            readable,
         })
     }
 
@@ -71,7 +81,7 @@ impl AuditLog {
             let end = file.metadata()?.len();
             // A writer killed mid-line (a harness's timeout) left a fragment: this record
             // starts a line of its own rather than being glued to it.
-            if end > 0 && !ends_a_line(&file, end)? {
+            if self.readable && end > 0 && !ends_a_line(&file, end)? {
                 line.insert(0, b'\n');
             }
             let appended = file.write_all(&line).and_then(|()| file.sync_data());
@@ -121,41 +131,21 @@ fn ends_a_line(_file: &File, _len: u64) -> std::io::Result<bool> {
     Ok(true)
 }
 
-/// The open log file is this user's, has no other name, and is readable by its owner
-/// alone (made so if it was not).
+/// The open log file has no other name.
 #[cfg(unix)]
-fn owned_alone(file: &File) -> std::io::Result<()> {
-    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-    let meta = file.metadata()?;
-    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of ours.
-    let me = unsafe { libc::geteuid() };
-    let refused = |why: String| {
-        Err(std::io::Error::new(
+fn single_named(file: &File) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    match file.metadata()?.nlink() {
+        1 => Ok(()),
+        names => Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
-            why,
-        ))
-    };
-    if meta.uid() != me {
-        return refused(format!(
-            "owned by another user (uid {}, not {me})",
-            meta.uid()
-        ));
+            format!("it has {names} names (hard links)"),
+        )),
     }
-    if meta.nlink() != 1 {
-        return refused(format!("it has {} names (hard links)", meta.nlink()));
-    }
-    if meta.mode() & 0o077 != 0 {
-        tracing::warn!(
-            mode = format!("{:o}", meta.mode() & 0o777),
-            "audit log readable or writable by others: made 0600"
-        );
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(())
 }
 
 #[cfg(not(unix))]
-fn owned_alone(_file: &File) -> std::io::Result<()> {
+fn single_named(_file: &File) -> std::io::Result<()> {
     Ok(())
 }
 
@@ -163,12 +153,13 @@ fn is_line_break_to_escape(c: char) -> bool {
     matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}')
 }
 
+/// `path` opened to append, created mode 0600 if missing, and to read as well if `read`.
 #[cfg(unix)]
-fn open_append(path: &Path) -> std::io::Result<File> {
+fn open_append(path: &Path, read: bool) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt as _;
     OpenOptions::new()
         .create(true)
-        .read(true)
+        .read(read)
         .append(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -176,8 +167,12 @@ fn open_append(path: &Path) -> std::io::Result<File> {
 }
 
 #[cfg(not(unix))]
-fn open_append(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
+fn open_append(path: &Path, read: bool) -> std::io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .read(read)
+        .append(true)
+        .open(path)
 }
 
 #[cfg(all(test, unix))]
@@ -219,17 +214,17 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     }
 
-    /// An existing log others could read is made its owner's alone; one with another
-    /// name (a hard link to someone's file) or another user's is refused, untouched.
+    /// An existing log keeps its mode (a group may share it on purpose); one with
+    /// another name (a hard link to someone's file) is refused, untouched.
     #[test]
-    fn an_existing_log_must_be_this_users_alone() {
+    fn an_existing_log_with_another_name_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let open = dir.path().join("open.jsonl");
-        std::fs::write(&open, "").unwrap();
-        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).unwrap();
-        AuditLog::open(&open).expect("made private");
-        let mode = std::fs::metadata(&open).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        let shared = dir.path().join("shared.jsonl");
+        std::fs::write(&shared, "").unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o660)).unwrap();
+        AuditLog::open(&shared).expect("a group's log");
+        let mode = std::fs::metadata(&shared).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o660, "{mode:o}");
         let victim = dir.path().join("victim.conf");
         std::fs::write(&victim, "keep").unwrap();
         let linked = dir.path().join("linked.jsonl");
@@ -237,15 +232,6 @@ mod tests {
         let error = AuditLog::open(&linked).unwrap_err();
         assert!(error.to_string().contains("2 names"), "{error}");
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
-        // SAFETY: geteuid touches no memory of ours.
-        if unsafe { libc::geteuid() } == 0 {
-            // As root the test can give a file away: another user's log is refused.
-            let theirs = dir.path().join("theirs.jsonl");
-            std::fs::write(&theirs, "").unwrap();
-            std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
-            let error = AuditLog::open(&theirs).unwrap_err();
-            assert!(error.to_string().contains("another user"), "{error}");
-        }
     }
 
     /// A line a killed writer left unfinished is not glued to the next record.

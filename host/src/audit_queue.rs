@@ -5,9 +5,8 @@
 
 use crate::audit::AuditLog;
 use ahp_vocab::Record;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -34,9 +33,6 @@ pub(crate) struct AuditQueue {
     queue: Option<mpsc::Sender<Queued>>,
     /// Closed by the writer when it ends.
     drained: Mutex<mpsc::Receiver<()>>,
-    /// Set when a flush gave up waiting (the file locked elsewhere): dropping the queue
-    /// then waits no more, the same lock being what it would wait for.
-    gave_up: Arc<AtomicBool>,
 }
 
 impl AuditQueue {
@@ -67,7 +63,6 @@ impl AuditQueue {
         Ok(AuditQueue {
             queue: Some(queue),
             drained: Mutex::new(drained),
-            gave_up: Arc::default(),
         })
     }
 
@@ -116,7 +111,7 @@ impl AuditQueue {
     pub fn flush(&self) -> Flushed {
         let (done, flushed) = mpsc::channel();
         self.hand_over(Queued::Flush(done));
-        Flushed(flushed, Arc::clone(&self.gave_up))
+        Flushed(flushed)
     }
 
     fn hand_over(&self, queued: Queued) {
@@ -131,14 +126,13 @@ impl AuditQueue {
 }
 
 /// The records queued before an [`AuditQueue::flush`], being written.
-pub(crate) struct Flushed(mpsc::Receiver<()>, Arc<AtomicBool>);
+pub(crate) struct Flushed(mpsc::Receiver<()>);
 
 impl Flushed {
     /// Blocks until the records queued before the flush are written, or for
     /// [`DRAIN_BOUND`] at most (another process holding the file's lock).
     pub fn wait(self) {
         if let Err(mpsc::RecvTimeoutError::Timeout) = self.0.recv_timeout(DRAIN_BOUND) {
-            self.1.store(true, Ordering::SeqCst);
             tracing::error!(
                 "audit records still queued at shutdown (the audit file locked elsewhere?)"
             );
@@ -147,13 +141,9 @@ impl Flushed {
 }
 
 impl Drop for AuditQueue {
-    /// Closes the queue and waits (up to [`DRAIN_BOUND`]) for what is still in it, unless
-    /// shutdown waited that long already.
+    /// Closes the queue and waits (up to [`DRAIN_BOUND`]) for what is still in it.
     fn drop(&mut self) {
         self.queue = None;
-        if self.gave_up.load(Ordering::SeqCst) {
-            return;
-        }
         let drained = self.drained.get_mut().unwrap_or_else(|p| p.into_inner());
         if let Err(mpsc::RecvTimeoutError::Timeout) = drained.recv_timeout(DRAIN_BOUND) {
             tracing::error!("audit records still queued when the interceptor was dropped");

@@ -917,7 +917,12 @@ async fn intercept(
             &interrupt,
         )
         .await;
-    let code = match result {
+    // Before the answer: a record whose wait for the file's lock the budget or a signal
+    // cut short is flushed (2 s at most) before the harness can act on it, and a
+    // persistent observer reads what it was sent. A signal meanwhile ends that wait.
+    interceptor.shutdown_draining(&interrupt).await;
+    watcher.abort();
+    match result {
         Ok(settled) => {
             answer(&settled.to_json());
             match settled.decision {
@@ -933,13 +938,7 @@ async fn intercept(
             }
             None => call_failure(&e),
         },
-    };
-    // Answered first: what shutdown waits for (an observer reading its notification,
-    // queued records) holds the exit, not the answer. A signal meanwhile ends the
-    // observer's wait at once.
-    interceptor.shutdown_draining(&interrupt).await;
-    watcher.abort();
-    code
+    }
 }
 
 async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode {

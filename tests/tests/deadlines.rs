@@ -386,18 +386,28 @@ async fn a_record_waiting_for_the_lock_does_not_hold_a_call_past_a_signal() {
         let request = event(&id);
         let calling = hooks.intercept_with(&request, &[EffectKind::Deny], None, &interrupt);
         tokio::pin!(calling);
+        // Decided (the backend answered at once), its record now waiting for the lock.
+        let decided_and_waiting = async {
+            assert!(backend.wait_for_requests(1, Duration::from_secs(5)).await);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
         tokio::select! {
             _ = &mut calling => panic!("{stop}: returned while the record waits for the lock"),
-            sent = backend.wait_for_requests(1, Duration::from_secs(5)) => assert!(sent),
+            () = decided_and_waiting => {}
         }
         match stop {
             "interrupt" => interrupt.interrupt(),
             _ => hooks.shutdown(),
         }
         let returned = tokio::time::timeout(Duration::from_secs(10), calling).await;
-        assert!(returned.is_ok(), "{stop}: held by the lock");
+        let settled = returned
+            .unwrap_or_else(|_| panic!("{stop}: held by the lock"))
+            .expect("a valid event");
+        // Decided before: the decision stands, and its record is the one written.
+        assert_eq!(settled.decided_by, DecidedBy::NoObjection, "{stop}");
         holder.unlock().expect("unlock");
-        assert_eq!(audit_lines_once(&audit, 1).await.len(), 1, "{stop}");
+        let lines = audit_lines_once(&audit, 1).await;
+        assert_eq!(lines, [record_json(&settled)], "{stop}");
     }
 }
 

@@ -284,23 +284,28 @@ async fn an_oversized_reply_is_response_too_large_under_the_policy() {
 }
 
 /// A transport whose future panics as the host drops it at the deadline does not unwind
-/// into the caller: the call is an engine failure (a denial whatever the policy), and
-/// the interceptor serves the next call.
+/// into the caller: the panic is caught as it is dropped, and the exchange has failed
+/// as any that outlived its deadline, settled under the policy.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_transport_panicking_as_it_is_dropped_is_an_engine_failure() {
-    for policy in POLICIES {
-        let engine = Engine::new(&[Answer::PanicsOnDrop, Answer::Allow]);
-        let hooks = interceptor_with(&engine, policy, 300, 0).await;
-        let settled = call(&hooks, &format!("evt_inproc_drop_{policy}")).await;
-        assert_eq!(
-            (settled.decision, settled.decided_by),
-            (Decision::Deny, DecidedBy::EngineFailure),
-            "{policy}: {}",
-            settled.record
-        );
-        let next = call(&hooks, &format!("evt_inproc_after_drop_{policy}")).await;
-        assert_settled(&next, Decision::Allow, DecidedBy::NoObjection, None);
-    }
+async fn a_transport_panicking_as_it_is_dropped_fails_at_its_deadline_under_the_policy() {
+    let deadline = json!({"class": "deadline-exceeded", "phase": "await-response"});
+    assert_fails_as(Answer::PanicsOnDrop, &deadline).await;
+}
+
+/// A call its caller drops (a `timeout` around it) while such a transport is pending
+/// does not unwind into the caller as the transport's future is dropped: the caller
+/// goes on, and the interceptor serves the next call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_while_a_transport_would_panic_on_drop_leaves_the_caller_alone() {
+    let engine = Engine::new(&[Answer::PanicsOnDrop, Answer::Allow]);
+    let hooks = interceptor_with(&engine, "fail-closed", 10_000, 0).await;
+    let request = event("evt_inproc_dropped_call");
+    let calling = hooks.intercept(&request, &[EffectKind::Deny], None);
+    let dropped = tokio::time::timeout(Duration::from_millis(500), calling).await;
+    assert!(dropped.is_err(), "the transport never answers");
+    assert_eq!(engine.messages().len(), 1, "the exchange was under way");
+    let next = call(&hooks, "evt_inproc_after_dropped_call").await;
+    assert_settled(&next, Decision::Allow, DecidedBy::NoObjection, None);
 }
 
 /// A reply the transport could not unframe held no JSON text: `malformed-json`, detail
