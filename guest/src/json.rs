@@ -41,18 +41,24 @@ pub enum Error {
     /// Well-formed, but a whole number past 64 bits, which would be written back as
     /// another number.
     Inexact(Inexact),
-    /// More than [`MAX_VALUES`] values: read and worked on, they would run the component
-    /// out of memory (an engine failure) well before the text's own bounds.
+    /// More than [`MAX_VALUES`] weighed values: read and worked on, they would run the
+    /// component out of memory (an engine failure) well before the text's own bounds.
     TooMany,
 }
 
-/// The most values one text may hold (each array, object, member value and scalar
-/// counts once): three million, which a tool call's event reads, checks and sends in
-/// about 210 MB of the component's 256 MiB; five million ran it out of memory.
-pub const MAX_VALUES: usize = 3_000_000;
+/// The most values one text may hold, weighed by what they cost the component's memory
+/// once read and worked on: a scalar 1, a member name 1, an array or object
+/// [`CONTAINER_WEIGHT`]. Four million: an array of four million numbers is read,
+/// checked and sent within its 256 MiB, five million ran it out of memory, as did 1.2
+/// million one-member objects (7.2 million here).
+pub const MAX_VALUES: usize = 4_000_000;
 
-/// The rule a text with more than [`MAX_VALUES`] values breaks.
-pub const TOO_MANY_RULE: &str = "must hold at most 3000000 JSON values";
+/// What an array or object weighs against [`MAX_VALUES`]: its own allocation and entry.
+pub const CONTAINER_WEIGHT: usize = 4;
+
+/// The rule a text with more than [`MAX_VALUES`] weighed values breaks.
+pub const TOO_MANY_RULE: &str = "must hold at most 4000000 JSON values (an array or object \
+     counting 4, a member name 1)";
 
 /// A member whose name appears more than once in its object.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -327,6 +333,17 @@ impl<'t> Strict<'_, 't> {
         error
     }
 
+    /// Takes `units` from what the text may still hold; `false` if that is not enough.
+    fn spend(&mut self, units: usize) -> bool {
+        match self.reading.values_left.checked_sub(units) {
+            Some(left) => {
+                self.reading.values_left = left;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Fails this value on `fault`; its parents add their segments.
     fn fail<E: de::Error>(self, fault: Fault, segments: Vec<String>) -> E {
         self.reading.found = Some(Found { fault, segments });
@@ -343,10 +360,9 @@ pub(crate) fn segment(name: &str) -> String {
 impl<'de> DeserializeSeed<'de> for Strict<'_, '_> {
     type Value = Node<'de>;
 
-    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Node<'de>, D::Error> {
-        match self.reading.values_left.checked_sub(1) {
-            Some(left) => self.reading.values_left = left,
-            None => return Err(self.fail(Fault::TooMany, Vec::new())),
+    fn deserialize<D: Deserializer<'de>>(mut self, reader: D) -> Result<Node<'de>, D::Error> {
+        if !self.spend(1) {
+            return Err(self.fail(Fault::TooMany, Vec::new()));
         }
         reader.deserialize_any(self)
     }
@@ -407,6 +423,10 @@ impl<'de> Visitor<'de> for Strict<'_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut items: A) -> Result<Node<'de>, A::Error> {
+        // Counted once as a value already.
+        if !self.spend(CONTAINER_WEIGHT - 1) {
+            return Err(self.fail(Fault::TooMany, Vec::new()));
+        }
         let mut array = Vec::new();
         while let Some(item) = items
             .next_element_seed(self.child())
@@ -418,9 +438,15 @@ impl<'de> Visitor<'de> for Strict<'_, '_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(mut self, mut members: A) -> Result<Node<'de>, A::Error> {
+        if !self.spend(CONTAINER_WEIGHT - 1) {
+            return Err(self.fail(Fault::TooMany, Vec::new()));
+        }
         let mut object = Vec::new();
         let mut names: Option<BTreeSet<Cow<'de, str>>> = None;
         while let Some(name) = members.next_key_seed(Name)? {
+            if !self.spend(1) {
+                return Err(self.fail(Fault::TooMany, Vec::new()));
+            }
             let value = members
                 .next_value_seed(self.child())
                 .map_err(|e| self.up(|| segment(&name), e))?;
@@ -484,15 +510,27 @@ mod tests {
         }
     }
 
-    /// A text of at most three million values is read; one more value is refused,
-    /// however small the text (each `0` is one).
+    /// A text of at most four million weighed values is read; one more is refused,
+    /// however small the text: each `0` weighs 1, each `{"a":0}` 6 (the object 4, its
+    /// name and its value 1 each).
     #[test]
-    fn at_most_a_million_values_are_read() {
-        let array = |elements: usize| format!("[{}0]", "0,".repeat(elements - 1));
-        // The array itself is one value.
-        assert!(read(&array(MAX_VALUES - 1)).is_ok());
-        assert!(matches!(read(&array(MAX_VALUES)), Err(Error::TooMany)));
-        let nested = format!(r#"{{"tool":{{"input":{{"xs":{}}}}}}}"#, array(MAX_VALUES));
+    fn at_most_four_million_weighed_values_are_read() {
+        let array = |element: &str, elements: usize| {
+            format!("[{}{element}]", format!("{element},").repeat(elements - 1))
+        };
+        let zeros = MAX_VALUES - CONTAINER_WEIGHT;
+        assert!(read(&array("0", zeros)).is_ok());
+        assert!(matches!(read(&array("0", zeros + 1)), Err(Error::TooMany)));
+        let objects = (MAX_VALUES - CONTAINER_WEIGHT) / 6;
+        assert!(read(&array(r#"{"a":0}"#, objects)).is_ok());
+        assert!(matches!(
+            read(&array(r#"{"a":0}"#, objects + 1)),
+            Err(Error::TooMany)
+        ));
+        let nested = format!(
+            r#"{{"tool":{{"input":{{"xs":{}}}}}}}"#,
+            array("0", MAX_VALUES)
+        );
         assert!(matches!(read(&nested), Err(Error::TooMany)));
     }
 

@@ -8,9 +8,10 @@
 //! Records can hold what a backend changed (a tool's input, a returned value): the file
 //! is created readable by its owner only, never opened through a symbolic link (as its
 //! last component), and must be a regular file with no other name (a hard link another
-//! user left in a shared directory would have records appended to its target). An
-//! existing file's owner and mode are left as they are: a log a group shares on purpose
-//! stays shared.
+//! user left in a shared directory would have records appended to its target), this
+//! user's or its group's one of this user's groups (a file a stranger planted at the path
+//! is not written to). An existing file's mode is left as it is: a log a group shares on
+//! purpose stays shared; one everybody can read or write is logged as such.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -29,7 +30,8 @@ pub struct AuditLog {
 
 impl AuditLog {
     /// Opens (creating if needed, mode 0600) `path` for appending. A symbolic link, a FIFO
-    /// or anything but a regular file there is refused, as is one with another name.
+    /// or anything but a regular file there is refused, as is one with another name or
+    /// one neither this user's nor its group's one of this user's groups.
     pub fn open(path: &Path) -> std::io::Result<AuditLog> {
         let created = !path.exists();
         let (file, readable) = match open_append(path, true) {
@@ -42,7 +44,7 @@ impl AuditLog {
         if !file.metadata()?.is_file() {
             return Err(std::io::Error::other("not a regular file"));
         }
-        single_named(&file)?;
+        ours(&file)?;
         if created {
             // The new file's name is durable only once its directory is.
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -131,21 +133,58 @@ fn ends_a_line(_file: &File, _len: u64) -> std::io::Result<bool> {
     Ok(true)
 }
 
-/// The open log file has no other name.
+/// The open log file has no other name, and is this user's or its group is one of this
+/// user's groups.
 #[cfg(unix)]
-fn single_named(file: &File) -> std::io::Result<()> {
+fn ours(file: &File) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
-    match file.metadata()?.nlink() {
-        1 => Ok(()),
-        names => Err(std::io::Error::new(
+    let meta = file.metadata()?;
+    let refused = |why: String| {
+        Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
-            format!("it has {names} names (hard links)"),
-        )),
+            why,
+        ))
+    };
+    if meta.nlink() != 1 {
+        return refused(format!("it has {} names (hard links)", meta.nlink()));
     }
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of ours.
+    if meta.uid() != unsafe { libc::geteuid() } && !in_my_groups(meta.gid()) {
+        return refused(format!(
+            "owned by another user (uid {}) and a group not this user's (gid {})",
+            meta.uid(),
+            meta.gid()
+        ));
+    }
+    if meta.mode() & 0o006 != 0 {
+        tracing::warn!(
+            mode = format!("{:o}", meta.mode() & 0o777),
+            "the audit log can be read or written by everybody"
+        );
+    }
+    Ok(())
+}
+
+/// Whether `gid` is this process's effective group or one of its supplementary groups.
+#[cfg(unix)]
+fn in_my_groups(gid: u32) -> bool {
+    // SAFETY: getegid takes no arguments, cannot fail and touches no memory of ours.
+    if unsafe { libc::getegid() } == gid {
+        return true;
+    }
+    // SAFETY: with a size of 0, getgroups(2) only returns how many groups there are.
+    let count = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
+    let Ok(len) = usize::try_from(count) else {
+        return false;
+    };
+    let mut groups = vec![0; len];
+    // SAFETY: `groups` holds `count` gid_t values, which getgroups fills at most.
+    let filled = unsafe { libc::getgroups(count, groups.as_mut_ptr()) };
+    usize::try_from(filled).is_ok_and(|n| groups[..n.min(len)].contains(&gid))
 }
 
 #[cfg(not(unix))]
-fn single_named(_file: &File) -> std::io::Result<()> {
+fn ours(_file: &File) -> std::io::Result<()> {
     Ok(())
 }
 
@@ -232,6 +271,18 @@ mod tests {
         let error = AuditLog::open(&linked).unwrap_err();
         assert!(error.to_string().contains("2 names"), "{error}");
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        // SAFETY: geteuid touches no memory of ours.
+        if unsafe { libc::geteuid() } == 0 {
+            // As root the test can give a file away: a stranger's, in a group not ours,
+            // is refused; one in our group is a group's log.
+            let theirs = dir.path().join("theirs.jsonl");
+            std::fs::write(&theirs, "").unwrap();
+            std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+            let error = AuditLog::open(&theirs).unwrap_err();
+            assert!(error.to_string().contains("another user"), "{error}");
+            std::os::unix::fs::chown(&theirs, Some(65534), Some(0)).unwrap();
+            AuditLog::open(&theirs).expect("a log of our group");
+        }
     }
 
     /// A line a killed writer left unfinished is not glued to the next record.

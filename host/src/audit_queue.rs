@@ -5,8 +5,9 @@
 
 use crate::audit::AuditLog;
 use ahp_vocab::Record;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -33,6 +34,17 @@ pub(crate) struct AuditQueue {
     queue: Option<mpsc::Sender<Queued>>,
     /// Closed by the writer when it ends.
     drained: Mutex<mpsc::Receiver<()>>,
+    /// How many records were queued, and how many were when a flush last gave up
+    /// waiting (the file locked elsewhere): dropping the queue waits no more for the same
+    /// lock unless a record was queued since.
+    counts: Arc<Counts>,
+}
+
+#[derive(Default)]
+struct Counts {
+    queued: AtomicU64,
+    /// `queued` at the flush that gave up, plus one; 0 while none has.
+    gave_up_at: AtomicU64,
 }
 
 impl AuditQueue {
@@ -63,6 +75,7 @@ impl AuditQueue {
         Ok(AuditQueue {
             queue: Some(queue),
             drained: Mutex::new(drained),
+            counts: Arc::default(),
         })
     }
 
@@ -111,10 +124,14 @@ impl AuditQueue {
     pub fn flush(&self) -> Flushed {
         let (done, flushed) = mpsc::channel();
         self.hand_over(Queued::Flush(done));
-        Flushed(flushed)
+        let at = self.counts.queued.load(Ordering::SeqCst);
+        Flushed(flushed, Arc::clone(&self.counts), at)
     }
 
     fn hand_over(&self, queued: Queued) {
+        if let Queued::Record { .. } = queued {
+            self.counts.queued.fetch_add(1, Ordering::SeqCst);
+        }
         let sent = match &self.queue {
             Some(queue) => queue.send(queued).is_ok(),
             None => false,
@@ -126,13 +143,14 @@ impl AuditQueue {
 }
 
 /// The records queued before an [`AuditQueue::flush`], being written.
-pub(crate) struct Flushed(mpsc::Receiver<()>);
+pub(crate) struct Flushed(mpsc::Receiver<()>, Arc<Counts>, u64);
 
 impl Flushed {
     /// Blocks until the records queued before the flush are written, or for
     /// [`DRAIN_BOUND`] at most (another process holding the file's lock).
     pub fn wait(self) {
         if let Err(mpsc::RecvTimeoutError::Timeout) = self.0.recv_timeout(DRAIN_BOUND) {
+            self.1.gave_up_at.store(self.2 + 1, Ordering::SeqCst);
             tracing::error!(
                 "audit records still queued at shutdown (the audit file locked elsewhere?)"
             );
@@ -141,9 +159,15 @@ impl Flushed {
 }
 
 impl Drop for AuditQueue {
-    /// Closes the queue and waits (up to [`DRAIN_BOUND`]) for what is still in it.
+    /// Closes the queue and waits (up to [`DRAIN_BOUND`]) for what is still in it, unless
+    /// a flush gave up on it already and nothing was queued since.
     fn drop(&mut self) {
         self.queue = None;
+        let counts = &self.counts;
+        let gave_up_at = counts.gave_up_at.load(Ordering::SeqCst);
+        if gave_up_at != 0 && counts.queued.load(Ordering::SeqCst) + 1 == gave_up_at {
+            return;
+        }
         let drained = self.drained.get_mut().unwrap_or_else(|p| p.into_inner());
         if let Err(mpsc::RecvTimeoutError::Timeout) = drained.recv_timeout(DRAIN_BOUND) {
             tracing::error!("audit records still queued when the interceptor was dropped");

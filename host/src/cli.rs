@@ -917,12 +917,7 @@ async fn intercept(
             &interrupt,
         )
         .await;
-    // Before the answer: a record whose wait for the file's lock the budget or a signal
-    // cut short is flushed (2 s at most) before the harness can act on it, and a
-    // persistent observer reads what it was sent. A signal meanwhile ends that wait.
-    interceptor.shutdown_draining(&interrupt).await;
-    watcher.abort();
-    match result {
+    let code = match result {
         Ok(settled) => {
             answer(&settled.to_json());
             match settled.decision {
@@ -938,7 +933,13 @@ async fn intercept(
             }
             None => call_failure(&e),
         },
-    }
+    };
+    // After the answer, which the call's budget bounds: a persistent observer reading
+    // what it was sent, or a record still waiting for another process's lock on the
+    // audit file, holds the exit, not the answer. A signal ends the observer's wait.
+    interceptor.shutdown_draining(&interrupt).await;
+    watcher.abort();
+    code
 }
 
 async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode {

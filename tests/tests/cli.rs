@@ -35,16 +35,16 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
 
-/// An event holding more JSON values than the component can work on (three million;
-/// this one is 6.4 MB, well under the 16 MiB bound) is bad input: exit 1 naming the
-/// rule, never an engine failure (which ran the component out of memory, a denial).
+/// An event holding more JSON values than the component can work on (here 1.2 million
+/// one-member objects, 9.6 MB, well under the 16 MiB bound) is bad input: exit 1 naming
+/// the rule, never an engine failure (which ran the component out of memory, a denial).
 #[test]
 fn an_event_of_too_many_values_is_refused_as_bad_input() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let ev = dir.path().join("event.json");
     let mut event: Value =
         serde_json::from_str(&valid_event("tool.before", "evt_many")).expect("JSON");
-    event["tool"]["input"] = json!({"xs": vec![0; 3_200_000]});
+    event["tool"]["input"] = json!({"xs": vec![json!({"a": 0}); 1_200_000]});
     std::fs::write(&ev, event.to_string()).expect("write the event");
     let reg = portable();
     let run = ahp(
@@ -58,7 +58,7 @@ fn an_event_of_too_many_values_is_refused_as_bad_input() {
         &[],
     );
     run.assert_exit(1, "an event of too many values");
-    assert!(run.stderr.contains("3000000 JSON values"), "{}", run.stderr);
+    assert!(run.stderr.contains("4000000 JSON values"), "{}", run.stderr);
 }
 
 /// A usage error is "the call could not be made", exit 1, never 2 (a denial) — except

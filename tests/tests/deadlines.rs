@@ -368,6 +368,20 @@ async fn a_call_dropped_while_the_audit_file_is_locked_holds_nobody() {
     assert_eq!(lines[0]["decidedBy"], "interrupted");
 }
 
+/// Whether someone waits for a lock on `path` (a `->` line of /proc/locks naming its
+/// inode).
+fn lock_waited_for(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let inode = std::fs::metadata(path).expect("the file").ino();
+    let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+    locks.lines().any(|line| {
+        line.contains("->")
+            && line
+                .split_whitespace()
+                .any(|field| field.rsplit(':').next() == Some(&inode.to_string()))
+    })
+}
+
 /// A call without a budget whose record waits for the audit file's lock (another
 /// process holding it) is not held there past an interruption or a shutdown: the wait
 /// ends a grace later, and the record, still queued, is written once the lock is free.
@@ -386,10 +400,15 @@ async fn a_record_waiting_for_the_lock_does_not_hold_a_call_past_a_signal() {
         let request = event(&id);
         let calling = hooks.intercept_with(&request, &[EffectKind::Deny], None, &interrupt);
         tokio::pin!(calling);
-        // Decided (the backend answered at once), its record now waiting for the lock.
+        // Decided (the backend answered at once), its record now waiting for the lock:
+        // the writer is a waiter on the file's flock in /proc/locks.
         let decided_and_waiting = async {
             assert!(backend.wait_for_requests(1, Duration::from_secs(5)).await);
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            let until = Instant::now() + Duration::from_secs(10);
+            while !lock_waited_for(&audit) {
+                assert!(Instant::now() < until, "{stop}: the record never waited");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
         };
         tokio::select! {
             _ = &mut calling => panic!("{stop}: returned while the record waits for the lock"),
