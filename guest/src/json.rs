@@ -333,19 +333,20 @@ impl<'t> Strict<'_, 't> {
         error
     }
 
-    /// Takes `units` from what the text may still hold; `false` if that is not enough.
-    fn spend(&mut self, units: usize) -> bool {
+    /// Takes `units` from what the text may still hold; fails the value on
+    /// [`Fault::TooMany`] if that is not enough.
+    fn spend<E: de::Error>(&mut self, units: usize) -> Result<(), E> {
         match self.reading.values_left.checked_sub(units) {
             Some(left) => {
                 self.reading.values_left = left;
-                true
+                Ok(())
             }
-            None => false,
+            None => Err(self.fail(Fault::TooMany, Vec::new())),
         }
     }
 
     /// Fails this value on `fault`; its parents add their segments.
-    fn fail<E: de::Error>(self, fault: Fault, segments: Vec<String>) -> E {
+    fn fail<E: de::Error>(&mut self, fault: Fault, segments: Vec<String>) -> E {
         self.reading.found = Some(Found { fault, segments });
         E::custom("strict JSON")
     }
@@ -361,9 +362,7 @@ impl<'de> DeserializeSeed<'de> for Strict<'_, '_> {
     type Value = Node<'de>;
 
     fn deserialize<D: Deserializer<'de>>(mut self, reader: D) -> Result<Node<'de>, D::Error> {
-        if !self.spend(1) {
-            return Err(self.fail(Fault::TooMany, Vec::new()));
-        }
+        self.spend(1)?;
         reader.deserialize_any(self)
     }
 }
@@ -400,7 +399,7 @@ impl<'de> Visitor<'de> for Strict<'_, '_> {
 
     /// A double, kept unless its text was a whole number past 64 bits ([`literal`]):
     /// only a double that large is looked up in the text.
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node<'de>, E> {
+    fn visit_f64<E: de::Error>(mut self, v: f64) -> Result<Node<'de>, E> {
         let numbers = &mut self.reading.numbers;
         let n = numbers.read;
         numbers.read += 1;
@@ -424,9 +423,7 @@ impl<'de> Visitor<'de> for Strict<'_, '_> {
 
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut items: A) -> Result<Node<'de>, A::Error> {
         // Counted once as a value already.
-        if !self.spend(CONTAINER_WEIGHT - 1) {
-            return Err(self.fail(Fault::TooMany, Vec::new()));
-        }
+        self.spend(CONTAINER_WEIGHT - 1)?;
         let mut array = Vec::new();
         while let Some(item) = items
             .next_element_seed(self.child())
@@ -438,15 +435,11 @@ impl<'de> Visitor<'de> for Strict<'_, '_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(mut self, mut members: A) -> Result<Node<'de>, A::Error> {
-        if !self.spend(CONTAINER_WEIGHT - 1) {
-            return Err(self.fail(Fault::TooMany, Vec::new()));
-        }
+        self.spend(CONTAINER_WEIGHT - 1)?;
         let mut object = Vec::new();
         let mut names: Option<BTreeSet<Cow<'de, str>>> = None;
         while let Some(name) = members.next_key_seed(Name)? {
-            if !self.spend(1) {
-                return Err(self.fail(Fault::TooMany, Vec::new()));
-            }
+            self.spend(1)?;
             let value = members
                 .next_value_seed(self.child())
                 .map_err(|e| self.up(|| segment(&name), e))?;

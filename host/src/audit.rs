@@ -219,6 +219,16 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;
 
+    /// A host's `shutdown` denial of a `tool.before` call.
+    fn shutdown_record() -> ahp_vocab::Record {
+        let event = r#"{"id":"evt_1","type":"tool.before"}"#;
+        ahp_vocab::Record::host_denial(
+            ahp_vocab::EventRef::read(event),
+            ahp_vocab::DecidedBy::Shutdown,
+            1,
+        )
+    }
+
     /// A backend's reason with Unicode line breaks and C1 controls stays on one line,
     /// and reads back as the same text.
     #[test]
@@ -226,12 +236,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let log = AuditLog::open(&path).unwrap();
-        let event = r#"{"id":"evt_1","type":"tool.before"}"#;
-        let mut record = ahp_vocab::Record::host_denial(
-            ahp_vocab::EventRef::read(event),
-            ahp_vocab::DecidedBy::Shutdown,
-            1,
-        );
+        let mut record = shutdown_record();
         let reason = "a\u{2028}{\"decision\":\"allow\"}\u{2029}b\u{85}c\u{7f}d\u{9f}é\u{a0}";
         record.reason = Some(reason.into());
         log.append(&record).unwrap();
@@ -293,13 +298,8 @@ mod tests {
         std::fs::write(&path, "{\"decision\":\"al").unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         let log = AuditLog::open(&path).unwrap();
-        let record = ahp_vocab::Record::host_denial(
-            ahp_vocab::EventRef::read(r#"{"id":"evt_1","type":"tool.before"}"#),
-            ahp_vocab::DecidedBy::Shutdown,
-            1,
-        );
-        log.append(&record).unwrap();
-        log.append(&record).unwrap();
+        log.append(&shutdown_record()).unwrap();
+        log.append(&shutdown_record()).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text:?}");

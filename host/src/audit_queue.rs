@@ -124,8 +124,11 @@ impl AuditQueue {
     pub fn flush(&self) -> Flushed {
         let (done, flushed) = mpsc::channel();
         self.hand_over(Queued::Flush(done));
-        let at = self.counts.queued.load(Ordering::SeqCst);
-        Flushed(flushed, Arc::clone(&self.counts), at)
+        Flushed {
+            done: flushed,
+            queued_before: self.counts.queued.load(Ordering::SeqCst),
+            counts: Arc::clone(&self.counts),
+        }
     }
 
     fn hand_over(&self, queued: Queued) {
@@ -143,14 +146,21 @@ impl AuditQueue {
 }
 
 /// The records queued before an [`AuditQueue::flush`], being written.
-pub(crate) struct Flushed(mpsc::Receiver<()>, Arc<Counts>, u64);
+pub(crate) struct Flushed {
+    /// Closed once they are.
+    done: mpsc::Receiver<()>,
+    /// How many records had been queued by then.
+    queued_before: u64,
+    counts: Arc<Counts>,
+}
 
 impl Flushed {
     /// Blocks until the records queued before the flush are written, or for
     /// [`DRAIN_BOUND`] at most (another process holding the file's lock).
     pub fn wait(self) {
-        if let Err(mpsc::RecvTimeoutError::Timeout) = self.0.recv_timeout(DRAIN_BOUND) {
-            self.1.gave_up_at.store(self.2 + 1, Ordering::SeqCst);
+        if let Err(mpsc::RecvTimeoutError::Timeout) = self.done.recv_timeout(DRAIN_BOUND) {
+            let gave_up_at = self.queued_before + 1;
+            self.counts.gave_up_at.store(gave_up_at, Ordering::SeqCst);
             tracing::error!(
                 "audit records still queued at shutdown (the audit file locked elsewhere?)"
             );

@@ -4,7 +4,9 @@
 //! leave the call without a decision, and its record saying `interrupted`).
 
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::task::Poll;
 
 /// The output of the future `make` gives, or `Err(())` if making or polling it panicked.
@@ -12,26 +14,24 @@ use std::task::Poll;
 /// `catch_unwind` too: a panic there is logged, never an unwind into the caller.
 pub(crate) async fn caught<F: Future>(make: impl FnOnce() -> F) -> Result<F::Output, ()> {
     let future = catch_unwind(AssertUnwindSafe(make)).map_err(drop)?;
-    let mut future = DroppedCaught(Some(Box::pin(future)));
-    std::future::poll_fn(|cx| {
-        let Some(inner) = future.0.as_mut() else {
-            return Poll::Ready(Err(()));
-        };
-        match catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll(cx))) {
+    let mut future = DroppedCaught(ManuallyDrop::new(Box::pin(future)));
+    std::future::poll_fn(
+        |cx| match catch_unwind(AssertUnwindSafe(|| future.0.as_mut().poll(cx))) {
             Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
             Ok(Poll::Pending) => Poll::Pending,
             Err(_) => Poll::Ready(Err(())),
-        }
-    })
+        },
+    )
     .await
 }
 
 /// A future that is dropped inside `catch_unwind`.
-struct DroppedCaught<F: Future>(Option<std::pin::Pin<Box<F>>>);
+struct DroppedCaught<F: Future>(ManuallyDrop<Pin<Box<F>>>);
 
 impl<F: Future> Drop for DroppedCaught<F> {
     fn drop(&mut self) {
-        let inner = self.0.take();
+        // SAFETY: taken once, here, as `self` is dropped; never used after.
+        let inner = unsafe { ManuallyDrop::take(&mut self.0) };
         if catch_unwind(AssertUnwindSafe(move || drop(inner))).is_err() {
             tracing::error!("an embedder's future panicked as it was dropped");
         }

@@ -302,7 +302,7 @@ pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
         Ok(meta) if meta.is_dir() => owned_privately(&meta, "cache directory").map(|()| true),
         Ok(_) => Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
-            format!("{} is not a directory", dir.display()),
+            format!("{} is not a directory (a symbolic link?)", dir.display()),
         )),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e),

@@ -67,18 +67,11 @@ impl ComponentCache {
     /// Whether the cache's directories, as far as they exist, are private (see the
     /// module documentation); the missing ones are created private when a blob is stored.
     fn private(&self) -> std::io::Result<()> {
-        crate::compile_cache::private_dir(&self.root)?;
-        if std::fs::symlink_metadata(&self.root).is_ok_and(|meta| meta.is_symlink()) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                format!("{} is a symbolic link", self.root.display()),
-            ));
-        }
-        let mut dir = self.root.clone();
-        for part in ["oci", "blobs", "sha256"] {
-            dir.push(part);
-            if !crate::compile_cache::private_real_dir(&dir)? {
-                return Ok(());
+        let oci = self.root.join("oci");
+        let blobs = oci.join("blobs");
+        for dir in [&self.root, &oci, &blobs, &self.blobs] {
+            if !crate::compile_cache::private_real_dir(dir)? {
+                break;
             }
         }
         Ok(())

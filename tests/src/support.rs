@@ -362,6 +362,28 @@ pub async fn audit_lines_once(path: &Path, n: usize) -> Vec<Value> {
     audit_lines(path)
 }
 
+/// Polls `condition` every 5 ms until it holds or `within` passes; whether it held.
+pub async fn eventually(within: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + within;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A hold on the audit file at `path` as another process's would be, as far as this one
+/// can tell: a second open file's `flock`, released by `unlock` or when dropped.
+pub fn locked_elsewhere(path: &Path) -> std::fs::File {
+    let holder = std::fs::File::open(path).expect("the audit file exists");
+    holder.lock().expect("lock the audit file");
+    holder
+}
+
 /// A valid `tool.before` event with the given id.
 pub fn event(id: &str) -> String {
     json!({

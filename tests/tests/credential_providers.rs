@@ -7,7 +7,7 @@ use ahp_host::{
     Interceptor, Interrupt, Options, Secret, Settlement,
 };
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{event, record_json, registration, Http};
+use ahp_tests::support::{event, eventually, record_json, registration, Http};
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -232,11 +232,8 @@ async fn a_hanging_provider_ends_at_the_deadline_and_sees_interruption() {
         .await
         .unwrap();
     assert_eq!(s.decided_by, DecidedBy::Interrupted, "{}", s.record);
-    let until = Instant::now() + Duration::from_secs(2);
-    while !provider.saw_cancellation.load(Ordering::SeqCst) && Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    assert!(provider.saw_cancellation.load(Ordering::SeqCst));
+    let told = || provider.saw_cancellation.load(Ordering::SeqCst);
+    assert!(eventually(Duration::from_secs(2), told).await);
     assert!(backend.requests().is_empty());
 }
 

@@ -9,8 +9,8 @@ use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options,
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_failed, assert_settled, assert_settled_at, attempts, audit_lines, audit_lines_once,
-    audited, event, interceptor, only_interceptor, record_json, registration, settle, timed_call,
-    Http, SLACK,
+    audited, event, eventually, interceptor, locked_elsewhere, only_interceptor, record_json,
+    registration, settle, timed_call, Http, SLACK,
 };
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -298,9 +298,7 @@ async fn a_locked_audit_file_does_not_hold_the_call_past_its_budget() {
     let hooks = Interceptor::new(&registration(&[Http::new(BACKEND, backend.url())]), options)
         .await
         .expect("valid");
-    // Another process's hold, as far as this one can tell: a second open file's flock.
-    let holder = std::fs::File::open(&audit).expect("the audit file exists");
-    holder.lock().expect("lock the audit file");
+    let holder = locked_elsewhere(&audit);
 
     let budget = Duration::from_secs(1);
     let calling = timed_call(&hooks, "evt_locked_audit", Some(budget));
@@ -342,8 +340,7 @@ async fn a_call_dropped_while_the_audit_file_is_locked_holds_nobody() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let audit = dir.path().join("audit.jsonl");
     let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
-    let holder = std::fs::File::open(&audit).expect("the audit file exists");
-    holder.lock().expect("lock the audit file");
+    let holder = locked_elsewhere(&audit);
 
     let dropped = event("evt_dropped_locked");
     let started = Instant::now();
@@ -393,8 +390,7 @@ async fn a_record_waiting_for_the_lock_does_not_hold_a_call_past_a_signal() {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let audit = dir.path().join("audit.jsonl");
         let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
-        let holder = std::fs::File::open(&audit).expect("the audit file exists");
-        holder.lock().expect("lock the audit file");
+        let holder = locked_elsewhere(&audit);
         let interrupt = Interrupt::new();
         let id = format!("evt_lock_{stop}");
         let request = event(&id);
@@ -404,11 +400,9 @@ async fn a_record_waiting_for_the_lock_does_not_hold_a_call_past_a_signal() {
         // the writer is a waiter on the file's flock in /proc/locks.
         let decided_and_waiting = async {
             assert!(backend.wait_for_requests(1, Duration::from_secs(5)).await);
-            let until = Instant::now() + Duration::from_secs(10);
-            while !lock_waited_for(&audit) {
-                assert!(Instant::now() < until, "{stop}: the record never waited");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+            let waiting = || lock_waited_for(&audit);
+            let waited = eventually(Duration::from_secs(10), waiting).await;
+            assert!(waited, "{stop}: the record never waited");
         };
         tokio::select! {
             _ = &mut calling => panic!("{stop}: returned while the record waits for the lock"),
@@ -448,8 +442,7 @@ fn records_waiting_for_the_lock_leave_name_lookups_their_threads() {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let audit = dir.path().join("audit.jsonl");
         std::fs::File::create(&audit).expect("the audit file");
-        let holder = std::fs::File::open(&audit).expect("the audit file exists");
-        holder.lock().expect("lock the audit file");
+        let holder = locked_elsewhere(&audit);
         let mut kept = Vec::new();
         for n in 0..4 {
             let id = format!("evt_waiting_{n}");

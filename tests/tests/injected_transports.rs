@@ -10,8 +10,8 @@ use ahp_host::{
     Settlement, Transport, TransportError, TransportReply, TransportRequest,
 };
 use ahp_tests::support::{
-    assert_failed, assert_settled, assert_settled_at, call, event, only_interceptor, record_json,
-    registration, Http,
+    assert_failed, assert_settled, assert_settled_at, call, event, eventually, only_interceptor,
+    record_json, registration, Http,
 };
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -222,11 +222,8 @@ async fn a_deadline_tells_the_transport_to_stop() {
     let hooks = interceptor_with(&engine, "fail-closed", 200, 0).await;
     let settled = call(&hooks, "evt_inproc_deadline_cancels").await;
     assert_failed(&settled, "fail-closed", "deadline-exceeded", "fail-closed");
-    let until = Instant::now() + Duration::from_secs(2);
-    while !engine.saw_cancellation.load(Ordering::SeqCst) && Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    assert!(engine.saw_cancellation.load(Ordering::SeqCst), "never told");
+    let told = || engine.saw_cancellation.load(Ordering::SeqCst);
+    assert!(eventually(Duration::from_secs(2), told).await, "never told");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -360,11 +357,8 @@ async fn interruption_cancels_the_exchange_and_tells_the_transport() {
     let settled = calling.await.unwrap().unwrap();
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
     assert_eq!(settled.decided_by, DecidedBy::Interrupted);
-    let until = Instant::now() + Duration::from_secs(2);
-    while !engine.saw_cancellation.load(Ordering::SeqCst) && Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    assert!(engine.saw_cancellation.load(Ordering::SeqCst));
+    let told = || engine.saw_cancellation.load(Ordering::SeqCst);
+    assert!(eventually(Duration::from_secs(2), told).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -481,9 +475,6 @@ async fn an_observer_delivery_dropped_with_its_call_tells_the_transport() {
     }
     assert_eq!(engine.messages().len(), 1, "the exchange began");
     observing.abort();
-    let until = Instant::now() + Duration::from_secs(2);
-    while !engine.saw_cancellation.load(Ordering::SeqCst) && Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    assert!(engine.saw_cancellation.load(Ordering::SeqCst), "never told");
+    let told = || engine.saw_cancellation.load(Ordering::SeqCst);
+    assert!(eventually(Duration::from_secs(2), told).await, "never told");
 }

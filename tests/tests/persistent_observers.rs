@@ -5,7 +5,7 @@
 //! killed — never left running.
 
 use ahp_tests::hook::{answer_after_signal, hook_command, run_command};
-use ahp_tests::support::{ahp_command, valid_event, Run};
+use ahp_tests::support::{ahp_command, eventually, valid_event, Run};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -63,14 +63,11 @@ fn pre_tool_use() -> Vec<u8> {
 
 /// Waits (30 s at most) until the observer logged reading its notification.
 async fn read_by_the_observer(log: &Path) {
-    let waited = Instant::now();
-    while notifications(log) == 0 {
-        assert!(
-            waited.elapsed() < Duration::from_secs(30),
-            "never delivered"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let read = || notifications(log) > 0;
+    assert!(
+        eventually(Duration::from_secs(30), read).await,
+        "never delivered"
+    );
 }
 
 /// `ahp COMMAND --registration R --event E`, run to its end.

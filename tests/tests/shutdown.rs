@@ -6,7 +6,9 @@
 
 use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::{ahp_command, audited, event, record_json, registration, settle, Http};
+use ahp_tests::support::{
+    ahp_command, audited, event, locked_elsewhere, record_json, registration, settle, Http,
+};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tokio::sync::RwLock;
@@ -144,9 +146,7 @@ async fn shutdown_writes_the_audit_records_queued_before_it() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let audit = dir.path().join("audit.jsonl");
     let hooks = audited(&audit, "com.example.policy", &backend.url(), "fail-closed").await;
-    // Another process's hold, as far as this one can tell: a second open file's flock.
-    let holder = std::fs::File::open(&audit).expect("the audit file exists");
-    holder.lock().expect("lock the audit file");
+    let holder = locked_elsewhere(&audit);
     let call = settle(&hooks, "evt_sd_queued", None).await;
     drop(call);
     let unlock = std::thread::spawn(move || {
@@ -168,8 +168,7 @@ async fn shutdown_writes_the_audit_records_queued_before_it() {
     // Refused at once, waiting for nothing (the file locked elsewhere again): a
     // caller's timeout of zero still gets the denial, and the log one record for it
     // (not also an `interrupted` one).
-    let holder = std::fs::File::open(&audit).expect("the audit file exists");
-    holder.lock().expect("lock the audit file");
+    let holder = locked_elsewhere(&audit);
     let late = event("evt_sd_refused");
     let calling = hooks.intercept(&late, &[EffectKind::Deny], None);
     let refused = tokio::time::timeout(Duration::ZERO, calling).await;

@@ -18,8 +18,8 @@ use ahp_host::{
     DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, RetryPolicy, Settlement,
 };
 use ahp_tests::support::{
-    assert_failed, assert_settled, assert_settled_at, assert_settled_by, call, event, interceptor,
-    only_interceptor, record_json, timed_call, valid_event,
+    assert_failed, assert_settled, assert_settled_at, assert_settled_by, call, event, eventually,
+    interceptor, only_interceptor, record_json, timed_call, valid_event,
 };
 use serde_json::{json, Value};
 use tokio::sync::RwLock;
@@ -327,20 +327,6 @@ fn state(pid: u32) -> Option<char> {
 /// Whether process `pid` still exists (running or zombie).
 fn exists(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
-}
-
-/// Polls `condition` every 5 ms until it holds or `within` passes; whether it held.
-async fn eventually(within: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + within;
-    loop {
-        if condition() {
-            return true;
-        }
-        if Instant::now() >= until {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -325,16 +325,7 @@ impl StdioBackend {
         // it), and whether a finished exchange counted would depend on timing. The exit
         // is seen when it happens: noticed late, it could push a reply that was in time
         // past the deadline.
-        let exited = process.wait_exit(deadline);
-        let discarded = reader.discard();
-        tokio::pin!(exited, discarded);
-        let exit = tokio::select! {
-            exit = &mut exited => exit,
-            // Stdout closed: the process is exiting. A fresh wait asks at once, where the
-            // first one, if it polls, may be deep in its backoff.
-            () = &mut discarded => process.wait_exit(deadline).await,
-        };
-        let Some(code) = exit else {
+        let Some(code) = exit_discarding(process, &mut reader, deadline).await else {
             return Err(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse));
         };
         match code {
@@ -417,14 +408,7 @@ impl Ending {
     /// Waits for the child to exit, until its notification's deadline; what it writes
     /// meanwhile is thrown away. One still running then is left for shutdown to kill.
     pub async fn wait(mut self) {
-        let exited = self.process.wait_exit(self.until);
-        let discarded = self.stdout.discard();
-        tokio::pin!(exited, discarded);
-        let exit = tokio::select! {
-            exit = &mut exited => exit,
-            () = &mut discarded => self.process.wait_exit(self.until).await,
-        };
-        match exit {
+        match exit_discarding(&self.process, &mut self.stdout, self.until).await {
             Some(code) => {
                 tracing::debug!(backend = %self.backend, ?code, "persistent stdio backend ended at end of input")
             }
@@ -432,6 +416,25 @@ impl Ending {
                 tracing::debug!(backend = %self.backend, "persistent stdio backend still running at its notification's deadline")
             }
         }
+    }
+}
+
+/// `process`'s exit code once it exits, by `until` (`None` if it still runs then),
+/// reading and throwing away what it writes on `stdout` meanwhile: a write into a closed
+/// pipe would kill or fail it.
+async fn exit_discarding(
+    process: &Process,
+    stdout: &mut LineReader<ChildStdout>,
+    until: Instant,
+) -> Option<Option<i32>> {
+    let exited = process.wait_exit(until);
+    let discarded = stdout.discard();
+    tokio::pin!(exited, discarded);
+    tokio::select! {
+        exit = &mut exited => exit,
+        // Stdout closed: the process is exiting. A fresh wait asks at once, where the
+        // first one, if it polls, may be deep in its backoff.
+        () = &mut discarded => process.wait_exit(until).await,
     }
 }
 

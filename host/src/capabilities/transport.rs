@@ -121,11 +121,9 @@ impl fmt::Debug for dyn Transport {
 /// A transport that panics has ended abnormally, as a backend process that died would:
 /// `abnormal-exit`, not retried, settled under the policy ([`crate::caught`]); one that
 /// panics only as it is dropped at the deadline is caught there, and its exchange is the
-/// deadline's failure. A body
-/// (with its media type) longer than `max_body` bytes is `response-too-large`, as from
-/// the built-in transports:
-/// copied into the component, it could exhaust its memory, an engine failure that no
-/// fail-open policy would settle.
+/// deadline's failure. A body (with its media type) longer than `max_body` bytes is
+/// `response-too-large`, as from the built-in transports: copied into the component, it
+/// could exhaust its memory, an engine failure that no fail-open policy would settle.
 pub(crate) async fn exchange(
     transport: &dyn Transport,
     request: TransportRequest<'_>,

@@ -410,43 +410,14 @@ mod tests {
     /// successes only, whatever its tool's response holds.
     #[test]
     fn a_tool_after_says_how_its_call_ended() {
+        let copilot = |result: Value, outcome| (Harness::Copilot, "postToolUse", result, outcome);
         let cases = [
-            (
-                Harness::Copilot,
-                "postToolUse",
-                json!({"tool_result": {"result_type": "failure"}}),
-                "error",
-            ),
-            (
-                Harness::Copilot,
-                "postToolUse",
-                json!({"toolResult": {"resultType": "denied"}}),
-                "denied",
-            ),
-            (
-                Harness::Copilot,
-                "postToolUse",
-                json!({"toolResult": {"resultType": "success"}}),
-                "ok",
-            ),
-            (
-                Harness::Copilot,
-                "postToolUse",
-                json!({"toolResult": {"resultType": "rejected"}}),
-                "denied",
-            ),
-            (
-                Harness::Copilot,
-                "postToolUse",
-                json!({"toolResult": {"resultType": "timeout"}}),
-                "timeout",
-            ),
-            (
-                Harness::Copilot,
-                "postToolUse",
-                json!({"toolResult": "odd"}),
-                "ok",
-            ),
+            copilot(json!({"tool_result": {"result_type": "failure"}}), "error"),
+            copilot(json!({"toolResult": {"resultType": "denied"}}), "denied"),
+            copilot(json!({"toolResult": {"resultType": "success"}}), "ok"),
+            copilot(json!({"toolResult": {"resultType": "rejected"}}), "denied"),
+            copilot(json!({"toolResult": {"resultType": "timeout"}}), "timeout"),
+            copilot(json!({"toolResult": "odd"}), "ok"),
             (
                 Harness::Gemini,
                 "AfterTool",

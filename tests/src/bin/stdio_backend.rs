@@ -76,11 +76,10 @@ fn main() {
     let eager = mode.starts_with("eager-sleep:");
     let noted = note.clone();
     let read = move |line: std::io::Result<String>| {
-        let note = &noted;
         let line = line.unwrap_or_else(|e| fail(&format!("read stdin: {e}")));
         let message: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| fail(&format!("the harness sent a line that is not JSON: {e}")));
-        note(format!(
+        noted(format!(
             "recv {}",
             message["method"].as_str().unwrap_or("<none>")
         ));
@@ -127,7 +126,9 @@ fn main() {
             }
             "huge" => " ".repeat(2 << 20) + &result(&id, json!([])),
             sleep if sleep.starts_with("sleep:") || eager => {
-                let ms = sleep[sleep.find(':').map_or(0, |i| i + 1)..]
+                let ms = sleep
+                    .split_once(':')
+                    .map_or("", |(_, ms)| ms)
                     .parse()
                     .unwrap_or_else(|e| fail(&format!("bad {sleep}: {e}")));
                 std::thread::sleep(Duration::from_millis(ms));
