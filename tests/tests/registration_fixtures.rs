@@ -409,3 +409,72 @@ fn a_cut_short_audit_write_leaves_no_fragment() {
         serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {start}…"));
     }
 }
+
+/// Run as another user (root gives the files away, so this runs where CI runs, as root):
+/// a log its user may write but not read is appended to, its earlier line kept, and a
+/// log a stranger left (root's, writable by everybody, in no group of the user's) is
+/// refused — exit 1, never written to.
+#[test]
+fn as_another_user_a_write_only_log_is_appended_and_a_strangers_refused() {
+    use std::os::unix::fs::{chown, PermissionsExt as _};
+    use std::os::unix::process::CommandExt as _;
+    const NOBODY: u32 = 65534;
+    // SAFETY: geteuid takes no arguments and touches no memory of ours.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIPPED: only root can run ahp as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mode = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    mode(dir.path(), 0o755);
+    let home = dir.path().join("nobody");
+    let cache = home.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    // The target directory may be closed to the user: the binary goes with its files.
+    let binary = home.join("ahp");
+    std::fs::copy(ahp_tests::support::ahp_binary(), &binary).unwrap();
+    let reg = home.join("registration.json");
+    let refused = ahp_tests::fault_backend::refused_url();
+    let hook = Http::new(HOOK_ID, refused.as_str()).policy("fail-open");
+    std::fs::write(&reg, registration(&[hook])).unwrap();
+    let event_file = home.join("event.json");
+    std::fs::write(&event_file, event("evt_write_only")).unwrap();
+    let write_only = home.join("write-only.jsonl");
+    std::fs::write(&write_only, "{\"earlier\":1}\n").unwrap();
+    for path in [&home, &cache, &binary, &reg, &event_file, &write_only] {
+        chown(path, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    mode(&write_only, 0o200);
+    let strangers = home.join("strangers.jsonl");
+    std::fs::write(&strangers, "").unwrap();
+    mode(&strangers, 0o666);
+    let run_as_nobody = |audit: &Path| {
+        let mut command = std::process::Command::new(&binary);
+        command
+            .args(["intercept", "--registration", reg.to_str().unwrap()])
+            .args(["--event", event_file.to_str().unwrap()])
+            .args(["--audit", audit.to_str().unwrap()])
+            .env("AHP_CACHE_DIR", &cache)
+            .env_remove("AHP_LOG")
+            .uid(NOBODY)
+            .gid(NOBODY);
+        Run::of(command.output().expect("run ahp as nobody"))
+    };
+    run_as_nobody(&write_only).assert_exit(0, "a write-only log");
+    let log = std::fs::read_to_string(&write_only).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    assert_eq!(lines[0], "{\"earlier\":1}");
+    let record: Value = serde_json::from_str(lines[1]).expect("a whole record");
+    assert_eq!(record["event"]["id"], "evt_write_only", "{log}");
+    let run = run_as_nobody(&strangers);
+    run.assert_exit(1, "a stranger's log");
+    assert!(
+        run.stderr.contains("owned by another user"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read(&strangers).unwrap(), b"", "never written to");
+}
