@@ -262,21 +262,34 @@ impl Serialize for WithoutNative<'_> {
     }
 }
 
-/// Problems found so far; turns into the event only if there are none.
+/// The most problems one event is refused with. A hostile event can hold millions (an
+/// empty call id each), and every problem is looked up before another is added: without
+/// a bound that is quadratic time, and memory the component does not have.
+const MAX_PROBLEMS: usize = 100;
+
+/// Problems found so far (the first [`MAX_PROBLEMS`]); turns into the event only if
+/// there are none.
 #[derive(Default)]
 struct Problems(Vec<EventProblem>);
 
 impl Problems {
     fn add(&mut self, path: impl Into<String>, rule: &str) {
-        self.0.push(EventProblem {
-            path: path.into(),
-            rule: rule.to_owned(),
-        });
+        if !self.is_full() {
+            self.0.push(EventProblem {
+                path: path.into(),
+                rule: rule.to_owned(),
+            });
+        }
     }
 
-    /// Whether a problem found so far is at `path`.
+    fn is_full(&self) -> bool {
+        self.0.len() >= MAX_PROBLEMS
+    }
+
+    /// Whether a problem found so far is at `path`, so that it is not named again; once
+    /// full, every path is, as nothing more would be kept.
     fn names(&self, path: &str) -> bool {
-        self.0.iter().any(|p| p.path == path)
+        self.is_full() || self.0.iter().any(|p| p.path == path)
     }
 
     fn into_result(self, object: &Object, source: &str) -> Result<Event, Vec<EventProblem>> {
@@ -456,7 +469,7 @@ fn check_lineage(event: &Object, problems: &mut Problems) {
     optional_bool(event, "", "synthesized", &mut found);
     for problem in found.0 {
         if !problems.names(&problem.path) {
-            problems.0.push(problem);
+            problems.add(problem.path, &problem.rule);
         }
     }
 }
@@ -528,14 +541,11 @@ fn check_tool_before(event: &Object, problems: &mut Problems) {
             problems.add("/type", "must be \"tool.before\"");
         }
     }
-    // Optional in the newest schema, but interception decisions are scoped to a session,
-    // so this harness always sends one.
-    if !event.contains_key("session") {
-        problems.add("/session", "is required");
-    }
+    // `session` is optional (tool-before.schema.json): a detached call has none, and
+    // execution-payloads.md forbids fabricating one for it.
     check_call(event, "", problems);
     if let Some(tool) = required_object(event, "", "tool", problems) {
-        check_tool(tool, "/tool", TOOL, problems);
+        check_tool(tool, "/tool", problems);
     }
     required_string(event, "", "path", problems);
     for field in AFTER_ONLY_FIELDS {
@@ -623,7 +633,7 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             }
             Shape::Tool => {
                 if let Some(tool) = value.as_object() {
-                    check_tool(tool, pointer, TOOL, problems);
+                    check_tool(tool, pointer, problems);
                 }
                 continue;
             }
@@ -791,7 +801,7 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
     check_call(event, "", problems);
     let tool = required_object(event, "", "tool", problems);
     if let Some(tool) = tool {
-        check_tool(tool, "/tool", TOOL_WITH_OUTPUT, problems);
+        check_tool(tool, "/tool", problems);
     }
     required_string(event, "", "path", problems);
     match event.get("items") {
@@ -808,15 +818,6 @@ fn check_tool_after(event: &Object, problems: &mut Problems) {
         (_, Some(Node::Object(error))) => check_error(error, problems),
         (_, Some(_)) => problems.add("/error", "must be an object"),
         _ => {}
-    }
-    // The result (canonical messages, see `check_content`): none for a call that did
-    // not run to an end.
-    let output = tool.is_some_and(|tool| tool.contains_key("output"));
-    if output && matches!(outcome, Some("denied" | "cancelled" | "timeout")) {
-        problems.add(
-            "/tool/output",
-            "must be absent when the call was denied, cancelled or timed out",
-        );
     }
     if let Some(Node::Array(changes)) = event.get("fileChanges") {
         for (i, change) in changes.iter().enumerate() {
@@ -961,7 +962,7 @@ fn check_resolved_calls(calls: &[Node], at: &str, problems: &mut Problems) {
         };
         check_call(call, &at, problems);
         if let Some(tool) = required_object(call, &at, "tool", problems) {
-            check_tool(tool, &format!("{at}/tool"), TOOL, problems);
+            check_tool(tool, &format!("{at}/tool"), problems);
         }
         required_string(call, &at, "path", problems);
         let outcome = check_outcome(call, &at, problems);
@@ -1141,22 +1142,19 @@ fn required_word(parent: &Object, at: &str, key: &str, words: &[&str], problems:
     }
 }
 
-/// The members of a `tool` (execution-event.schema.json@62fc780 `$defs/tool`, closed):
-/// at tool.before, tool.permission.request, tool.permission.resolved, tool.progress
-/// and in each of tool.batch.after's `calls`.
+/// The members of a `tool` (execution-event.schema.json@62fc780 `$defs/tool`, closed),
+/// at every tool event and in each of tool.batch.after's `calls`. tool.after's too: a
+/// condition of tool-after.schema.json@a9adb1a still names an `output`, but the closed
+/// `$defs/tool` has none, and execution-payloads.md@8f91ac4 puts a call's result in the
+/// event's `items` ("no ... optional native output field is defined").
 const TOOL: &[&str] = &["name", "kind", "input", "origin", "mcp"];
-/// The members of the `tool` of tool.after: those, and its `output`, which that
-/// `$defs/tool` lacks but tool-after.schema.json's conditions name (absent unless the
-/// call ran to an end) and effect.schema.json's `output` target modifies (canonical
-/// messages, see [`events::TABLE`]).
-const TOOL_WITH_OUTPUT: &[&str] = &["name", "kind", "input", "origin", "mcp", "output"];
 
 /// `tool` (at `at`): name, parsed input, an origin that agrees with the MCP descriptor,
-/// and no member but `known`. The schema closes it, and it must stay closed here:
+/// and no member but [`TOOL`]'s. The schema closes it, and it must stay closed here:
 /// lowering reaches only the content slots the event's checks cover, so a member no
 /// slot names (a `transcript` of parts, say) would take its content to every
 /// subscription.
-fn check_tool(tool: &Object, at: &str, known: &[&str], problems: &mut Problems) {
+fn check_tool(tool: &Object, at: &str, problems: &mut Problems) {
     required_string(tool, at, "name", problems);
     optional_string(tool, at, "kind", problems);
     match tool.get("input") {
@@ -1184,7 +1182,7 @@ fn check_tool(tool: &Object, at: &str, known: &[&str], problems: &mut Problems) 
         Some("native") | None => {}
         Some(_) => problems.add(format!("{at}/origin"), "must be \"native\" or \"mcp\""),
     }
-    closed(tool, at, known, "tool", problems);
+    closed(tool, at, TOOL, "tool", problems);
 }
 
 /// The MCP descriptor (at `at`; digest §3, execution-event.schema.json `$defs/mcp`):
@@ -1564,7 +1562,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 104,
+            checked, 103,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1649,11 +1647,7 @@ mod tests {
         }
         assert_eq!(
             checked,
-            [
-                "tool.after",
-                "context.compact.before",
-                "user.elicitation.result"
-            ],
+            ["context.compact.before", "user.elicitation.result"],
             "the events whose target is optional"
         );
     }
@@ -1863,12 +1857,12 @@ mod tests {
                 checked += 1;
             }
         }
-        assert_eq!(checked, 28, "the content slots of the interceptable events");
+        assert_eq!(checked, 27, "the content slots of the interceptable events");
     }
 
     /// A tool is closed: a member its schema does not name is refused wherever a tool is
-    /// checked, as a part in it would reach no lowering. `output` is a member only once
-    /// the tool has run.
+    /// checked, as a part in it would reach no lowering. Not `output` either, even once
+    /// the tool has run: its result is tool.after's `items`.
     #[test]
     fn a_tool_holds_only_the_members_of_its_schema() {
         let transcript = json!([{"id": "p", "kind": "text", "mediaType": "text/plain",
@@ -1885,28 +1879,20 @@ mod tests {
             let event = edited(example(name), "/tool/transcript", Some(transcript.clone()));
             assert_eq!(intercepted_problems(&event), expected, "{name}");
         }
+        // A call's result is tool.after's `items`: no tool has an `output`.
         let output = json!([{"id": "m", "role": "tool", "parts": []}]);
+        let expected = [(
+            "/tool/output".to_owned(),
+            "is not a member of tool".to_owned(),
+        )];
         assert_eq!(
             problems(&with("/tool/output", Some(output.clone()))),
-            [(
-                "/tool/output".to_owned(),
-                "is not a member of tool".to_owned()
-            )]
+            expected
         );
-        let request = edited(
-            example("tool.permission.request"),
-            "/tool/output",
-            Some(output.clone()),
-        );
-        assert_eq!(
-            intercepted_problems(&request),
-            [(
-                "/tool/output".to_owned(),
-                "is not a member of tool".to_owned()
-            )]
-        );
-        let after = edited(example("tool.after"), "/tool/output", Some(output));
-        assert_eq!(intercepted_problems(&after), []);
+        for name in ["tool.after", "tool.permission.request"] {
+            let event = edited(example(name), "/tool/output", Some(output.clone()));
+            assert_eq!(intercepted_problems(&event), expected, "{name}");
+        }
     }
 
     /// tool.after's file changes are a list of closed `{path, change, previousPath?,
@@ -2170,14 +2156,7 @@ mod tests {
         denied["outcome"] = json!("denied");
         denied["execution"] = json!({"status": "skipped", "reason": "policy"});
         denied.as_object_mut().unwrap().remove("error");
-        denied["tool"]["output"] = json!([]);
-        assert_eq!(
-            intercepted_problems(&denied),
-            [(
-                "/tool/output".to_owned(),
-                "must be absent when the call was denied, cancelled or timed out".to_owned()
-            )]
-        );
+        assert_eq!(intercepted_problems(&denied), []);
         let mut extra = fixture_event(fixture!("http/observe-tool-after.valid.json"));
         extra["call"]["parent"] = json!("c0");
         assert_eq!(
@@ -2571,12 +2550,25 @@ mod tests {
         }
     }
 
+    /// An event of a million flaws is refused with the first [`MAX_PROBLEMS`], at once:
+    /// each problem is looked up before the next is added, so an unbounded list took
+    /// quadratic time (20 s for 40,000 flaws) and unbounded memory.
     #[test]
-    fn session_id_is_required_for_tool_before() {
-        assert_eq!(
-            only_problem(&with("/session", None), "/session"),
-            "is required"
-        );
+    fn an_event_is_refused_with_at_most_max_problems() {
+        let ids = vec![json!(""); 500_000];
+        let event = with("/batch", Some(json!({"id": "b", "callIds": ids})));
+        let event = edited(event, "/gaps", Some(json!(vec![json!(1); 500_000])));
+        let found = problems(&event);
+        assert_eq!(found.len(), MAX_PROBLEMS);
+        assert_eq!(found[0].0, "/batch/callIds/0", "{:?}", found[0]);
+    }
+
+    /// tool.before may leave its session out (a detached call has none), but a session
+    /// it names has an id.
+    #[test]
+    fn a_tool_before_session_is_optional_and_has_an_id() {
+        let detached = Event::parse_tool_before(&with("/session", None).to_string());
+        assert_eq!(detached.expect("valid").session_id, None);
         only_problem(&with("/session/id", None), "/session/id");
         only_problem(&with("/session/id", Some(json!(""))), "/session/id");
         assert_eq!(
@@ -2935,14 +2927,25 @@ mod tests {
         good["tool"]["kind"] = json!("file_read");
         good["durationMs"] = json!(12.5);
         assert_eq!(intercepted_problems(&good), []);
-        // A turn an event requires is named once, by the payload rule.
+        // A turn an event requires is named once, by the payload rule, and closed there.
         let turn = edited(example("turn.start"), "/turn/id", None);
         assert_eq!(
             intercepted_problems(&turn),
-            [(
-                "/turn/id".to_owned(),
-                "is required on turn.start".to_owned()
-            )]
+            [("/turn/id".to_owned(), "is required".to_owned())]
+        );
+        for name in ["turn.start", "turn.finish.before"] {
+            let turn = edited(example(name), "/turn/x", Some(json!(1)));
+            assert_eq!(
+                intercepted_problems(&turn),
+                [("/turn/x".to_owned(), "is not a member of turn".to_owned())],
+                "{name}"
+            );
+        }
+        let expanded = edited(example("turn.start"), "/expandedFrom", Some(json!("")));
+        assert_eq!(
+            intercepted_problems(&expanded)[0].0,
+            "/expandedFrom",
+            "{expanded}"
         );
         let attempt = edited(
             example("model.request.before"),

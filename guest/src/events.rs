@@ -189,9 +189,9 @@ const ATTEMPT: Shape = Shape::Closed("attempt", &["id", "number", "synthesized"]
 /// checked by their shapes ([`content`]). tool.batch.after's `calls` are checked each
 /// in full, as tool.after's own call ([`Shape::ResolvedCalls`]).
 ///
-/// **Modify targets.** Input and output are the tool's (`/tool/input`,
-/// `/tool/output`). The others are located from the same upstream files, none of which
-/// the project carries either:
+/// **Modify targets.** Input is the tool's (`/tool/input`); output, at tool.after, is
+/// the event's `items` (execution-payloads.md@8f91ac4). The others are located from the
+/// same upstream files, none of which the project carries either:
 /// - prompt (turn.start), request (model.request.before) and response
 ///   (turn.finish.before, model.response.after) are canonical message lists
 ///   (effect.schema.json), and those events carry their messages in `items` alone: the
@@ -253,14 +253,16 @@ pub const TABLE: &[Rules] = &[
         &[Deny, Modify, Inject, Flow, Message],
         Some((T::Prompt, "/items")),
         STOP,
+        // Its turn closed, as turn.end's (execution-event.schema.json@62fc780); a
+        // tool.before's turn is open.
         Payload::Members(&[
-            ("/turn", Object),
-            ("/turn/id", Text),
+            ("/turn", Identity),
             (
                 "/trigger",
                 Word(&["user", "continuation", "hook", "external"]),
             ),
             ("/items", Array),
+            ("/expandedFrom", Shape::Optional(&Text)),
         ]),
     ),
     rules(
@@ -269,8 +271,7 @@ pub const TABLE: &[Rules] = &[
         Some((T::Response, "/items")),
         STOP_CONTINUE,
         Payload::Members(&[
-            ("/turn", Object),
-            ("/turn/id", Text),
+            ("/turn", Identity),
             ("/outcome", Word(TURN_OUTCOMES)),
             ("/continuationCount", Count),
             ("/items", Array),
@@ -355,7 +356,8 @@ pub const TABLE: &[Rules] = &[
     rules(
         E::ToolAfter,
         &[Modify, Inject, Flow, Message],
-        Some((T::Output, "/tool/output")),
+        // execution-payloads.md@8f91ac4: "At `tool.after`, `modify(output)` maps to `items`".
+        Some((T::Output, "/items")),
         STOP_CONTINUE,
         Payload::ToolAfter,
     ),
@@ -680,7 +682,6 @@ pub fn content(name: &str) -> &'static [(&'static str, Holds)] {
     match name {
         "tool.after" => &[
             ("/items", Holds::Messages),
-            ("/tool/output", Holds::Messages),
             ("/fileChanges/*/before", Holds::Part),
             ("/fileChanges/*/after", Holds::Part),
         ],

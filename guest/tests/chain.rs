@@ -2747,7 +2747,7 @@ fn tool_after() -> Value {
         include_str!("../../tests/upstream/fixtures/draft/http/observe-tool-after.valid.json");
     let mut event = serde_json::from_str::<Value>(text).unwrap()["params"]["event"].clone();
     event["id"] = json!(EVENT_ID);
-    event["tool"]["output"] = json!([{"id": "out1", "role": "tool", "parts": []}]);
+    event["items"] = json!([{"id": "out1", "role": "tool", "parts": []}]);
     event
 }
 
@@ -3773,4 +3773,42 @@ fn a_failure_reported_after_the_deadline_is_the_deadlines() {
         Decision::Allow,
         "fail-open: the deadline's own policy"
     );
+}
+
+/// At tool.after, `modify(output)` is the event's `items` (execution-payloads.md@8f91ac4):
+/// a merge appends to them, in order, what the next backend sees and what the call
+/// takes; a replace substitutes them.
+#[test]
+fn a_tool_after_output_modify_is_its_items() {
+    let hooks = vec![
+        backend(A, vec![intercept_sub(&["tool.after"], "fail-closed", 500)]),
+        backend(B, vec![intercept_sub(&["tool.after"], "fail-closed", 500)]),
+    ];
+    let engine = Engine::load_declared(
+        &registration(hooks),
+        declared(&[InterceptableEvent::ToolAfter]),
+    )
+    .expect("valid");
+    let message = json!({"id": "m2", "role": "tool", "parts": [{"id": "p2", "kind": "text",
+        "mediaType": "text/plain", "selection": "body", "text": "[redacted]"}]});
+    let output = |operation: &str| {
+        effects(
+            json!([{"type": "modify", "target": "output", "operation": operation,
+                        "value": [message]}]),
+        )
+    };
+    let sent = tool_after()["items"].clone();
+    let mut merged = sent.as_array().unwrap().clone();
+    merged.push(message.clone());
+    for (operation, expected) in [("merge", json!(merged)), ("replace", json!([message]))] {
+        let mut host = FakeHost::new()
+            .on(A, Step::reply(output(operation)))
+            .on(B, Step::reply(effects(json!([]))));
+        let s = settle(&engine, &mut host, &tool_after());
+        assert_eq!(s.decision, Decision::Allow, "{operation}: {}", audit(&s));
+        let b_saw = &host.sent_to(B)[0].json()["params"]["event"];
+        assert_eq!(b_saw["items"], expected, "{operation}");
+        assert!(b_saw["tool"].get("output").is_none(), "{operation}");
+        assert_eq!(audit(&s)["effective"]["output"], expected, "{operation}");
+    }
 }

@@ -217,8 +217,15 @@ fn oauth_clients_are_refused_naming_the_flag_the_entry_and_the_field() {
                         "clientSecretRef": "env:AHP_CLIENT_SECRET", "scopes": ["hooks"]});
     let mut unquoted = client.clone();
     unquoted["clientSecretRef"] = json!("hunter2");
+    let mut password = client.clone();
+    password["issuer"] = json!("https://u:hunter2@as.example");
     for (name, content, error) in [
         ("object.json", unquoted.clone(), "must be a JSON array"),
+        (
+            "password.json",
+            json!([password]),
+            "[0]: `issuer` must not carry user info (user:password@)",
+        ),
         (
             "ref.json",
             json!([client, unquoted]),

@@ -13,15 +13,18 @@ use std::time::Duration;
 const SECRET: &str = "hunter2";
 const HASH: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
-/// A `tool.after` whose result (`tool.output`) and `items` carry a text part and an image.
+/// A `tool.after` whose result (`items`: the tool's message, then the model's) carries a
+/// text part and an image.
 fn event_with_parts() -> String {
     let mut event: Value = serde_json::from_str(&valid_event("tool.after", "evt_content")).unwrap();
     let text = json!({"id": "p_text", "kind": "text", "mediaType": "text/plain",
         "selection": "body", "text": format!("password={SECRET}")});
     let image = json!({"id": "p_image", "kind": "attachment", "mediaType": "image/png",
         "selection": "body", "body": {"ref": format!("blob-{SECRET}")}, "size": 4, "sha256": HASH});
-    event["tool"]["output"] = json!([{"id": "out1", "role": "tool", "parts": [text.clone()]}]);
-    event["items"] = json!([{"id": "m1", "role": "tool", "parts": [text, image]}]);
+    event["items"] = json!([
+        {"id": "m1", "role": "tool", "parts": [text.clone(), image]},
+        {"id": "m2", "role": "assistant", "parts": [text]}
+    ]);
     event.to_string()
 }
 
@@ -81,10 +84,7 @@ async fn each_backend_sees_the_parts_only_as_its_selection_allows() {
             {"id": "p_image", "kind": "attachment", "mediaType": "image/png", "selection": "omit"}
         ])
     );
-    assert_eq!(
-        seen["tool"]["output"][0]["parts"][0]["selection"],
-        "metadata"
-    );
+    assert_eq!(seen["items"][1]["parts"][0]["selection"], "metadata");
     assert_eq!(
         seen["tool"]["input"],
         json!({"command": "ls"}),
@@ -116,7 +116,8 @@ async fn each_backend_sees_the_parts_only_as_its_selection_allows() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_part_a_backend_adds_is_lowered_for_the_next_one() {
-    // The first backend replaces the tool's output with a message of its own; the second
+    // The first backend replaces the tool's output (the event's `items`) with a message of
+    // its own; the second
     // may only describe text, and is sent the modified event.
     let replacement = json!([{"id": "out2", "role": "tool", "parts": [{"id": "p_new",
         "kind": "text", "mediaType": "text/plain", "selection": "body",
@@ -134,8 +135,7 @@ async fn a_part_a_backend_adds_is_lowered_for_the_next_one() {
     let hooks = Interceptor::new(&registration.to_string(), Options::default())
         .await
         .expect("valid registration");
-    let mut event: Value = serde_json::from_str(&valid_event("tool.after", "evt_added")).unwrap();
-    event["tool"]["output"] = json!([]);
+    let event: Value = serde_json::from_str(&valid_event("tool.after", "evt_added")).unwrap();
     let settled = hooks
         .intercept(&event.to_string(), &[], None)
         .await
@@ -144,7 +144,7 @@ async fn a_part_a_backend_adds_is_lowered_for_the_next_one() {
     let (seen, sent) = received(&second, "hooks/intercept");
     assert!(!sent.contains(SECRET), "{sent}");
     assert_eq!(
-        seen["tool"]["output"][0]["parts"][0],
+        seen["items"][0]["parts"][0],
         json!({"id": "p_new", "kind": "text", "mediaType": "text/plain", "selection": "metadata"})
     );
 }

@@ -20,9 +20,9 @@ fn registration(url: &str, events: &[&str]) -> String {
 fn tool_after(id: &str) -> String {
     json!({"id": id, "source": "urn:ahp:test", "type": "tool.after", "time": "2026-11-30T12:00:01Z",
            "session": {"id": "sess_hs"}, "call": {"id": "call_hs"}, "path": "native",
-           "tool": {"name": "Bash", "input": {"command": "ls"}, "origin": "native",
-                    "output": [{"id": "out_hs", "role": "tool", "parts": []}]},
-           "outcome": "ok", "execution": {"status": "executed"}, "items": []})
+           "tool": {"name": "Bash", "input": {"command": "ls"}, "origin": "native"},
+           "outcome": "ok", "execution": {"status": "executed"},
+           "items": [{"id": "out_hs", "role": "tool", "parts": []}]})
     .to_string()
 }
 

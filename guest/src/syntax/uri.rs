@@ -16,11 +16,28 @@ pub(crate) fn is_http_url(url: &str, https_only: bool) -> bool {
         _ => return false,
     };
     let host_port = authority(rest).rsplit('@').next().unwrap_or_default();
-    let host = match host_port.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => host_port.split(':').next().unwrap_or_default(),
+    let (host, port) = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').unwrap_or_default(),
+        None => host_port.split_at(host_port.find(':').unwrap_or(host_port.len())),
     };
-    !host.is_empty() && !url.chars().any(|ch| ch.is_whitespace() || ch.is_control())
+    !host.is_empty()
+        && is_port(port)
+        && !url.chars().any(|ch| ch.is_whitespace() || ch.is_control())
+}
+
+/// What may follow a URL's host: nothing, or `:` and a port from 1 to 65535 in decimal.
+/// Anything else is no port an HTTP client can reach: one it cannot read would be
+/// replaced by the scheme's default, and the event sent to another service than the one
+/// registered.
+fn is_port(after_host: &str) -> bool {
+    match after_host.strip_prefix(':') {
+        None => after_host.is_empty(),
+        Some(port) => {
+            port.len() <= 5
+                && port.bytes().all(|b| b.is_ascii_digit())
+                && port.parse::<u32>().is_ok_and(|n| (1..=65535).contains(&n))
+        }
+    }
 }
 
 /// The plain-http exception of an upload `endpoint` (content-upload.schema.json): `http://`,
@@ -42,12 +59,8 @@ pub(crate) fn is_loopback_http_url(url: &str) -> bool {
     let loopback_v4 = host.strip_prefix("127.").is_some_and(|groups| {
         groups.split('.').count() == 3 && groups.split('.').all(|g| digits(g, 3))
     });
-    let port_ok = port.is_empty()
-        || port
-            .strip_prefix(':')
-            .is_some_and(|p| digits(p, usize::MAX));
     (host == "localhost" || host == "[::1]" || loopback_v4)
-        && port_ok
+        && is_port(port)
         && !url.chars().any(|ch| ch.is_whitespace() || ch.is_control())
 }
 
@@ -133,8 +146,18 @@ mod tests {
             "HTTPS://policy.example.com/",
             "https://policy.example.com/\n",
             "https://policy.example.com/\u{0}",
+            // A port no client can read would be the scheme's default (another service).
+            "http://127.0.0.1:99999/p",
+            "http://127.0.0.1:65536/p",
+            "http://127.0.0.1:0/p",
+            "http://127.0.0.1:abc/p",
+            "http://127.0.0.1:-1/p",
+            "http://127.0.0.1:/p",
+            "http://[::1]x/p",
+            "http://[::1/p",
         ];
         assert_shape(|url| is_http_url(url, false), &good, &bad);
+        assert!(is_http_url("http://127.0.0.1:65535/p", false));
     }
 
     #[test]

@@ -91,6 +91,11 @@ impl OAuthClient {
         if issuer.query().is_some() || self.issuer.contains('#') {
             return Err("`issuer` must have no query or fragment".into());
         }
+        // As in a registration: it would be logged, and sent as the `Host` of metadata
+        // requests. The value is not repeated.
+        if crate::vocab::has_userinfo(&self.issuer) {
+            return Err("`issuer` must not carry user info (user:password@)".into());
+        }
         if self.client_id.is_empty() {
             return Err("`clientId` is empty".into());
         }

@@ -174,17 +174,36 @@ impl HttpBackend {
             .ok_or("URL has no host")?
             .trim_matches(['[', ']'])
             .to_string();
-        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        // The authority without user info: `Host` names the server, never a password.
+        let host_port = uri
+            .authority()
+            .map_or("", |a| a.as_str())
+            .rsplit('@')
+            .next()
+            .unwrap_or_default();
+        let names_a_port = host_port
+            .rsplit_once(']')
+            .map_or(host_port, |(_, after)| after)
+            .contains(':');
+        // A port the URL names but that is no port (`:99999`, `:abc`) is an error: read as
+        // none, the scheme's default would send the event to another service.
+        let port = match uri.port_u16() {
+            Some(port) if port > 0 => port,
+            None if !names_a_port => {
+                if tls {
+                    443
+                } else {
+                    80
+                }
+            }
+            _ => return Err("URL port must be a number from 1 to 65535".into()),
+        };
         let target = uri
             .path_and_query()
             .map_or(Ok(Uri::from_static("/")), |p| p.as_str().parse())
             .map_err(|e| format!("invalid URL path: {e}"))?;
-        let authority = uri
-            .authority()
-            .map_or(HeaderValue::from_str(&host), |a| {
-                HeaderValue::from_str(a.as_str())
-            })
-            .map_err(|e| format!("invalid URL host: {e}"))?;
+        let authority =
+            HeaderValue::from_str(host_port).map_err(|e| format!("invalid URL host: {e}"))?;
         Ok(HttpBackend {
             uri,
             target,
@@ -705,6 +724,44 @@ mod tests {
             innermost: Zone::Loopback,
         };
         HttpBackend::new(url, options).unwrap()
+    }
+
+    /// A port that is no port is refused, never read as the scheme's default; `Host` is
+    /// the authority without its user info.
+    #[test]
+    fn a_url_names_a_real_port_and_its_host_header_no_password() {
+        let options = || HttpOptions {
+            max_body_bytes: 1 << 20,
+            allow_insecure_http: false,
+            tls: Arc::new(crate::tls::client_config(None).unwrap()),
+            innermost: Zone::Loopback,
+        };
+        for url in [
+            "http://127.0.0.1:99999/p",
+            "http://127.0.0.1:0/p",
+            "http://127.0.0.1:abc/p",
+            "http://127.0.0.1:/p",
+            "https://[::1]:65536/p",
+        ] {
+            let error = HttpBackend::new(url, options()).err();
+            assert_eq!(
+                error.as_deref(),
+                Some("URL port must be a number from 1 to 65535"),
+                "{url}"
+            );
+        }
+        for (url, port, host) in [
+            ("https://u:s3cret@policy.example/p", 443, "policy.example"),
+            ("http://[::1]/p", 80, "[::1]"),
+            ("https://[::1]:8443/p", 8443, "[::1]:8443"),
+            ("http://127.0.0.1:65535", 65535, "127.0.0.1:65535"),
+        ] {
+            let backend = HttpBackend::new(url, options()).expect(url);
+            assert_eq!(
+                (backend.port, backend.authority.to_str().unwrap()),
+                (port, host)
+            );
+        }
     }
 
     /// Once closed (shutdown), a backend keeps no connection: one an exchange finishes
