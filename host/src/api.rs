@@ -478,9 +478,13 @@ impl Interceptor {
     /// pipe was all its delivery showed: killed at once, the child would lose what it
     /// had not read yet, recorded `delivered`. New calls are refused meanwhile;
     /// `interrupt` (a signal) ends the wait at once, and whatever still runs is then
-    /// killed, as by `shutdown_async`.
+    /// killed, as by `shutdown_async`. A call still under way ends at once as shut down,
+    /// as under `shutdown_async`: left running while the children drain, a stdio backend
+    /// it reached (which starts no child any more) failed it as a lost connection, and a
+    /// fail-open policy let it through.
     pub async fn shutdown_draining(&self, interrupt: &Interrupt) {
         self.inner.shut_down.store(true, Ordering::SeqCst);
+        self.inner.closing.interrupt();
         let endings = self.inner.backends.end_inputs();
         if !endings.is_empty() {
             let ended = async {

@@ -379,6 +379,7 @@ impl HostArgs {
 
 /// Runs the CLI with the process's arguments.
 pub fn main() -> ExitCode {
+    close_inherited_descriptors_on_exec();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
@@ -404,6 +405,25 @@ pub fn main() -> ExitCode {
     }));
     // The panic hook has logged the message.
     answered.unwrap_or_else(|_| call.failed("the hook process panicked"))
+}
+
+/// Descriptors a harness left open without close-on-exec (a hook runs with whatever its
+/// parent leaked: a file, a socket, another hook's pipe) are closed at every exec, so a
+/// stdio backend starts with its three pipes and nothing of the harness's. What this
+/// process opens itself is close-on-exec already. On an older kernel (before 5.11),
+/// nothing changes.
+fn close_inherited_descriptors_on_exec() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: close_range(2) only sets a flag on this process's descriptors from 3 up; it
+    // reads and writes no memory of ours.
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+    }
 }
 
 /// An `ahp hook HARNESS` call, as far as a failure around it needs to answer it.
@@ -725,11 +745,10 @@ fn event_flag(args: &[OsString]) -> Option<String> {
 /// Warms the compile cache; exit 1 when nothing could be cached.
 async fn precompile(component: Option<&str>) -> ExitCode {
     match warm_compile_cache(component).await {
-        Ok(warm) => {
-            println!("{}", warm.path.display());
-            println!("{warm}");
-            ExitCode::SUCCESS
-        }
+        Ok(warm) => match print_line(format_args!("{}\n{warm}", warm.path.display())) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&e),
+        },
         Err(e) => fail(&e),
     }
 }
@@ -845,7 +864,7 @@ async fn validate(
             .await
             .map_err(|e| match e.problems().is_empty() {
                 true => Unloaded::Setup(e.to_string()),
-                false => Unloaded::Refused(call_failure(&e)),
+                false => Unloaded::Refused(registration_failure(&e, "registration", file)),
             })?;
     for warning in interceptor.warnings() {
         eprintln!("warning: {warning}");
@@ -884,7 +903,8 @@ async fn intercept(
     audit: Option<PathBuf>,
     host: &HostArgs,
 ) -> ExitCode {
-    let registration = match read_file("--registration", registration) {
+    let file = registration;
+    let registration = match read_file("--registration", file) {
         Ok(text) => text,
         Err(e) => return fail(&e),
     };
@@ -900,7 +920,7 @@ async fn intercept(
     options.audit_path = audit;
     let interceptor = match Interceptor::new(&registration, options).await {
         Ok(interceptor) => interceptor,
-        Err(e) => return build_failure(e),
+        Err(e) => return registration_failure(&e, "--registration", file),
     };
     let interrupt = Interrupt::new();
     let on_signal = interrupt.clone();
@@ -942,8 +962,8 @@ async fn intercept(
     code
 }
 
-async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode {
-    let registration = match read_file("--registration", registration) {
+async fn observe(file: &Path, event: &str, host: &HostArgs) -> ExitCode {
+    let registration = match read_file("--registration", file) {
         Ok(text) => text,
         Err(e) => return fail(&e),
     };
@@ -954,7 +974,7 @@ async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode 
     host.warn();
     let interceptor = match Interceptor::new(&registration, options).await {
         Ok(interceptor) => interceptor,
-        Err(e) => return build_failure(e),
+        Err(e) => return registration_failure(&e, "--registration", file),
     };
     // A signal shuts the interceptor down: the deliveries end as `interrupted` and the
     // stdio children are killed and reaped before the process exits, never orphaned.
@@ -997,11 +1017,8 @@ async fn observe(registration: &Path, event: &str, host: &HostArgs) -> ExitCode 
 async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) -> ExitCode {
     if let Some(HookInstall::Manifest { harness }) = args.install {
         let capabilities = hook::manifest::capabilities(harness);
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&capabilities).unwrap_or_default()
-        );
-        return ExitCode::SUCCESS;
+        let printed = print_line(serde_json::to_string_pretty(&capabilities).unwrap_or_default());
+        return printed.map_or_else(|e| fail(&e), |()| ExitCode::SUCCESS);
     }
     if let Some(HookInstall::Install {
         harness,
@@ -1272,9 +1289,17 @@ fn read_text(input: impl Read, what: &str) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|e| format!("{what}: not UTF-8: {e}"))
 }
 
-/// Exit 1 with every problem of the registration on stderr, each on its own line.
-fn build_failure(error: Error) -> ExitCode {
-    call_failure(&error)
+/// Exit 1 with every problem of the registration read from `file` (given by `flag`) on
+/// stderr, each on its own line after the flag and the file: a problem's own path
+/// (`/`, `/hooks/0/...`) is a JSON pointer, which on its own reads as a file system's.
+fn registration_failure(error: &Error, flag: &str, file: &Path) -> ExitCode {
+    if error.problems().is_empty() {
+        return fail(&error.to_string());
+    }
+    for problem in error.problems() {
+        eprintln!("error: {flag} {}: {problem}", file.display());
+    }
+    ExitCode::from(1)
 }
 
 /// Exit 1 with every problem (or the one failure) on stderr.
@@ -1321,4 +1346,15 @@ fn interceptable_event(word: &str) -> Result<InterceptableEvent, String> {
 fn fail(message: &str) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(1)
+}
+
+/// `text` and a newline on stdout, flushed. `println!` panics when stdout is closed
+/// (`ahp demo | head -1`) or full (`> /dev/full`), exit 101 and a backtrace; here it is
+/// an error naming stdout, for the command to exit 1 with.
+pub(crate) fn print_line(text: impl std::fmt::Display) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("write to stdout: {e}"))
 }

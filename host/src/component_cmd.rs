@@ -111,15 +111,11 @@ async fn push(reference: &str, component: Option<&str>) -> Result<(), String> {
         None => EMBEDDED_COMPONENT.to_vec(),
     };
     let pushed = oci::push(&reference, bytes).await?;
-    println!(
-        "{}",
-        serde_json::json!({
-            "reference": format!("{}{}", oci::SCHEME, pushed.pinned),
-            "manifestDigest": pushed.manifest_digest,
-            "componentDigest": pushed.component_digest,
-        })
-    );
-    Ok(())
+    crate::cli::print_line(serde_json::json!({
+        "reference": format!("{}{}", oci::SCHEME, pushed.pinned),
+        "manifestDigest": pushed.manifest_digest,
+        "componentDigest": pushed.component_digest,
+    }))
 }
 
 /// Writes `bytes` to `path` in `dir` through a new file renamed over it: whatever is at
@@ -146,7 +142,7 @@ fn export(dir: &Path) -> Result<(), String> {
     ] {
         let path = dir.join(name);
         write_replacing(dir, &path, bytes).map_err(|e| format!("write {}: {e}", path.display()))?;
-        println!("{}", path.display());
+        crate::cli::print_line(path.display())?;
     }
     Ok(())
 }

@@ -33,6 +33,12 @@ impl wit::Host for HostState {
             return Ok(Err(AuthError::Cancelled));
         }
         let deadline = tokio::time::Instant::from_std(clock::to_instant(deadline));
+        // Past the deadline no acquisition starts either (the component checked before it
+        // asked, but may have been descheduled since): a timeout polls what it bounds
+        // once before it looks at the clock, enough to send a client secret.
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(Err(AuthError::DeadlineExceeded));
+        }
         let stopped = self.when_stopped();
         let cancelled = CancelOnDrop(Interrupt::new());
         let cancelled = &cancelled.0;

@@ -9,6 +9,7 @@
 
 mod backend;
 
+use crate::cli::print_line;
 use crate::vocab::Outcome;
 use crate::{DecidedBy, Decision, EffectKind, FailureClass, Interceptor, Options, Record};
 use serde_json::{json, Value};
@@ -160,6 +161,12 @@ fn scenarios() -> Vec<Scenario> {
     ]
 }
 
+/// The demo stopped early: its output could not be written (`ahp demo | head -1`).
+fn stopped(error: &str) -> ExitCode {
+    eprintln!("error: {error}");
+    ExitCode::from(1)
+}
+
 /// Runs the demo; exit 0 when every scripted call settled as expected.
 pub async fn run(options: Options) -> ExitCode {
     let (addr, server) = match backend::serve().await {
@@ -177,11 +184,14 @@ pub async fn run(options: Options) -> ExitCode {
         }
     };
     let audit_path = audit_dir.join("audit.jsonl");
-    println!("policy backend: http://{addr}/  (built in, loopback only)\n");
-    println!(
-        "{:<3} {:<22} {:<6} {:<7} {:<15} {:>6}  why",
+    let heading = format!(
+        "policy backend: http://{addr}/  (built in, loopback only)\n\n\
+         {:<3} {:<22} {:<6} {:<7} {:<15} {:>6}  why",
         "#", "scenario", "tool", "result", "decided by", "ms"
     );
+    if let Err(e) = print_line(heading) {
+        return stopped(&e);
+    }
     let mut ok = true;
     for (i, scenario) in scenarios().iter().enumerate() {
         let registration = registration(addr, scenario);
@@ -202,7 +212,7 @@ pub async fn run(options: Options) -> ExitCode {
         interceptor.shutdown();
         match settled {
             Ok(s) => {
-                println!(
+                let row = format!(
                     "{:<3} {:<22} {:<6} {:<7} {:<15} {:>6}  {}",
                     i + 1,
                     scenario.title,
@@ -212,6 +222,9 @@ pub async fn run(options: Options) -> ExitCode {
                     ms,
                     why(&s.record)
                 );
+                if let Err(e) = print_line(row) {
+                    return stopped(&e);
+                }
                 if let Some(mismatch) = unexpected(scenario, &s.record) {
                     ok = false;
                     eprintln!("error: scenario {} {mismatch}", i + 1);
@@ -219,12 +232,18 @@ pub async fn run(options: Options) -> ExitCode {
             }
             Err(e) => {
                 ok = false;
-                println!("{:<3} {:<22} error: {e}", i + 1, scenario.title);
+                if let Err(e) =
+                    print_line(format!("{:<3} {:<22} error: {e}", i + 1, scenario.title))
+                {
+                    return stopped(&e);
+                }
             }
         }
     }
     server.abort();
-    println!("\naudit log: {}", audit_path.display());
+    if let Err(e) = print_line(format!("\naudit log: {}", audit_path.display())) {
+        return stopped(&e);
+    }
     if ok {
         ExitCode::SUCCESS
     } else {

@@ -460,7 +460,8 @@ impl CrossCredential {
 
     /// Neither `a` nor `b` got a request, nor even a connection (so `b` never saw `a`'s
     /// token, and `a` was never called without it), and the component heard
-    /// `not-permitted` for each of the three deliveries, not a trap or another error.
+    /// `not-permitted` for each of the three deliveries, not a trap or another error, and
+    /// `deadline-exceeded` for a credential asked for past its deadline (none acquired).
     pub async fn assert_every_delivery_refused(&self) {
         assert_nothing_sent(&self.a).await;
         assert_nothing_sent(&self.b).await;
@@ -478,6 +479,7 @@ impl CrossCredential {
                 "cross-credential": "not-permitted",
                 "unauthenticated": "not-permitted",
                 "unknown-backend": "not-permitted",
+                "past-deadline": "deadline-exceeded",
             })
         );
         assert!(reports[0].header_values("authorization").is_empty());

@@ -657,9 +657,14 @@ fn intercepting_model_requests(dir: &Path) -> PathBuf {
     file
 }
 
-/// What the component says of an event the harness cannot intercept.
-const UNDECLARED: &str = "error: /hooks/0/subscriptions/0/events/1: \"model.request.before\" \
-                          is not declared interceptable by this harness\n";
+/// What the component says of an event the harness cannot intercept, in `reg`.
+fn undeclared(reg: &Path) -> String {
+    format!(
+        "error: registration {}: /hooks/0/subscriptions/0/events/1: \"model.request.before\" \
+         is not declared interceptable by this harness\n",
+        reg.display()
+    )
+}
 
 /// `ahp check --harness` loads the registration as `ahp hook HARNESS` does, with that
 /// harness's declaration: a registration every call of which the hook would deny (it
@@ -674,7 +679,7 @@ fn check_for_a_harness_refuses_what_that_harness_cannot_intercept() {
     let run = ahp(&["check", path(&reg), "--harness", "claude-code"], &[]);
     run.assert_exit(1, "check for claude-code");
     assert!(run.stdout.is_empty(), "{}", run.stdout);
-    assert_eq!(run.stderr, UNDECLARED);
+    assert_eq!(run.stderr, undeclared(&reg));
     // Gemini shows a hook its model requests (`BeforeModel`): valid for it.
     let run = ahp(&["check", path(&reg), "--harness", "gemini"], &[]);
     run.assert_exit(0, "check for gemini");
@@ -687,7 +692,7 @@ fn check_for_a_harness_refuses_what_that_harness_cannot_intercept() {
     for harness in ["codex", "cursor", "copilot"] {
         let run = ahp(&["check", path(&reg), "--harness", harness], &[]);
         run.assert_exit(1, harness);
-        assert_eq!(run.stderr, UNDECLARED, "{harness}");
+        assert_eq!(run.stderr, undeclared(&reg), "{harness}");
     }
 
     // Every harness intercepts `tool.before`.
@@ -786,7 +791,7 @@ fn hook_install_refuses_a_registration_its_harness_cannot_load() {
     );
     run.assert_exit(1, "install for claude-code");
     assert!(run.stdout.is_empty(), "{}", run.stdout);
-    assert!(run.stderr.ends_with(UNDECLARED), "{}", run.stderr);
+    assert!(run.stderr.ends_with(&undeclared(&reg)), "{}", run.stderr);
     assert!(!run.stderr.contains("# for "), "{}", run.stderr);
 }
 
@@ -908,4 +913,40 @@ fn hook_logs_go_to_the_log_file_never_to_stderr() {
     let run = Run::of(command.output().expect("run ahp hook"));
     run.assert_exit(2, "a malformed AHP_LOG");
     assert_eq!(run.stderr, reason, "a malformed AHP_LOG");
+}
+
+/// Output that cannot be written (stdout a full disk, or a pipe closed early as by
+/// `ahp demo | head -1`) is an error naming stdout, exit 1: `println!` panicked, exit
+/// 101 with a backtrace.
+#[test]
+fn a_stdout_that_cannot_be_written_is_exit_1_naming_it() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let export = dir.path().join("export");
+    let export = path(&export);
+    let commands: [&[&str]; 4] = [
+        &["demo"],
+        &["precompile"],
+        &["hook", "manifest", "claude-code"],
+        &["component", "export", export],
+    ];
+    for args in commands {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let mut command = ahp_command();
+        command
+            .args(args)
+            .env_remove("AHP_LOG")
+            .stdin(Stdio::null())
+            .stdout(full);
+        let run = Run::of(command.output().expect("run ahp"));
+        run.assert_exit(1, &format!("{args:?}"));
+        assert!(
+            run.stderr.contains("error: write to stdout:"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("panicked"), "{args:?}: {}", run.stderr);
+    }
 }

@@ -189,14 +189,14 @@ async fn cli_check_rejects_empty_hooks_with_problems_on_stderr() {
     assert_eq!(run.stdout, "", "nothing on stdout");
     let problems: Vec<&str> = run.stderr.lines().collect();
     assert!(!problems.is_empty(), "problems on stderr");
+    // Each line names the file, then the problem's JSON path.
+    let named = format!("error: registration {}: /", file.display());
     for problem in &problems {
-        assert!(
-            problem.starts_with("error: /"),
-            "each line is a problem with a JSON path: {problem:?}"
-        );
+        assert!(problem.starts_with(&named), "{problem:?}");
     }
+    let hooks = format!("error: registration {}: /hooks: ", file.display());
     assert!(
-        problems.iter().any(|p| p.starts_with("error: /hooks: ")),
+        problems.iter().any(|p| p.starts_with(&hooks)),
         "the problem names /hooks: {problems:?}"
     );
 }
@@ -432,9 +432,15 @@ fn as_another_user_a_write_only_log_is_appended_and_a_strangers_refused() {
     let home = dir.path().join("nobody");
     let cache = home.join("cache");
     std::fs::create_dir_all(&cache).unwrap();
-    // The target directory may be closed to the user: the binary goes with its files.
+    // The target directory may be closed to the user: the binary goes with its files,
+    // copied by `cp` (a file this process held open for writing would be inherited by a
+    // child another test forks meanwhile: "text file busy" at exec).
     let binary = home.join("ahp");
-    std::fs::copy(ahp_tests::support::ahp_binary(), &binary).unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg(ahp_tests::support::ahp_binary())
+        .arg(&binary)
+        .status();
+    assert!(copied.expect("run cp").success(), "copy the binary");
     let reg = home.join("registration.json");
     let refused = ahp_tests::fault_backend::refused_url();
     let hook = Http::new(HOOK_ID, refused.as_str()).policy("fail-open");

@@ -1111,3 +1111,109 @@ async fn a_deadline_kills_what_the_backend_started_too() {
         );
     }
 }
+
+/// A call still under way when the interceptor shuts down draining (as `ahp`'s one-shot
+/// commands do; an embedder may with calls running) ends as shut down. Left running
+/// while a persistent observer drained, a later backend it reached (which starts no
+/// child any more) failed it as a lost connection, and fail-open let the call through
+/// where that backend denies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_under_way_at_a_draining_shutdown_is_shut_down() {
+    let _shared = PROCESSES.read().await;
+    let observer_log = Log::new();
+    let slow_log = Log::new();
+    let observer = json!({"id": "com.example.observer",
+        "transport": {"type": "stdio", "command": BACKEND, "lifecycle": "persistent",
+                      "args": ["stubborn", observer_log.arg()]},
+        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                           "content": {"default": "metadata"}}]});
+    let slow_args = ["sleep:500", &slow_log.arg()];
+    let slow = hook(
+        "com.example.slow",
+        &slow_args,
+        "per_event",
+        "fail-open",
+        10_000,
+    );
+    let denying = hook(
+        "com.example.deny",
+        &["deny"],
+        "per_event",
+        "fail-open",
+        10_000,
+    );
+    let hooks = start(vec![observer, slow, denying]).await;
+    hooks
+        .observe(&valid_event("tool.before", "evt_observed"), None)
+        .await
+        .expect("observed");
+    let event = valid_event("tool.before", "evt_drained");
+    let call = hooks.intercept(&event, &[], None);
+    let drain = async {
+        let reached = eventually(Duration::from_secs(10), || {
+            slow_log
+                .values("recv")
+                .contains(&"hooks/intercept".to_owned())
+        })
+        .await;
+        assert!(reached, "the slow backend never got its request");
+        hooks.shutdown_draining(&Interrupt::new()).await;
+    };
+    let (settled, ()) = tokio::join!(call, drain);
+    let settled = settled.expect("settled");
+    assert_eq!(
+        (settled.decision, settled.decided_by),
+        (Decision::Deny, DecidedBy::Shutdown),
+        "{}",
+        record_json(&settled)
+    );
+}
+
+/// `ahp` passes none of what its harness leaked to a stdio backend: a descriptor it
+/// inherited without close-on-exec (here 40, a file) is not open in the backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_descriptor_the_harness_leaked_does_not_reach_a_backend() {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::process::CommandExt as _;
+    let _shared = PROCESSES.read().await;
+    let log = Log::new();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = dir.path().join("registration.json");
+    let hooks = vec![hook(
+        ID,
+        &["no-effect", &log.arg()],
+        "per_event",
+        "fail-closed",
+        10_000,
+    )];
+    std::fs::write(&reg, registration(hooks)).expect("write the registration");
+    let event_file = dir.path().join("event.json");
+    std::fs::write(&event_file, event("evt_leak")).expect("write the event");
+    let leaked = std::fs::File::open(&reg).expect("a file to leak");
+    let leaked_fd = leaked.as_raw_fd();
+    let mut command = ahp_tests::support::ahp_command();
+    command
+        .arg("intercept")
+        .arg("--registration")
+        .arg(&reg)
+        .arg("--event")
+        .arg(&event_file);
+    // SAFETY: only dup2, async-signal-safe, between fork and exec; the new descriptor
+    // is not close-on-exec, as a careless harness leaves one.
+    unsafe {
+        command.pre_exec(move || match libc::dup2(leaked_fd, 40) {
+            40 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        });
+    }
+    let output = command.output().expect("run ahp");
+    assert!(output.status.success(), "{output:?}");
+    let fds = log.values("fds");
+    assert_eq!(fds.len(), 1, "{:?}", log.lines());
+    let open: Vec<&str> = fds[0].split(',').collect();
+    assert!(open.contains(&"2"), "{open:?}");
+    assert!(
+        !open.contains(&"40"),
+        "the leaked descriptor reached the backend: {open:?}"
+    );
+}

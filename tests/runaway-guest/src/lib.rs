@@ -57,8 +57,9 @@ mod component {
     wit_bindgen::generate!({ path: "../../wit", world: "plugin" });
 
     use crate::CROSS_TOKEN_ENV;
+    use ahp::interceptor::credentials::{self, AuthError};
     use ahp::interceptor::delivery::{self, Reply};
-    use ahp::interceptor::{credentials, host_types::DeliveryError};
+    use ahp::interceptor::host_types::DeliveryError;
     use exports::ahp::interceptor::interceptor::{
         AuthPlan, BackendPlan, DecidedBy, Decision, Delivery, EffectKind, EventCapability, Guest,
         GuestEngine, Problem, Settlement, TransportPlan,
@@ -329,9 +330,16 @@ mod component {
         }
     }
 
-    /// Asks for the three deliveries the host must refuse, carrying `message`; what came
+    /// Asks for the three deliveries the host must refuse, carrying `message`, and for a
+    /// credential past its deadline (which the host must not start acquiring); what came
     /// back for each, as one JSON object.
     fn misuse_delivery(message: &[u8], deadline: u64) -> String {
+        let late = match credentials::acquire(A, 0) {
+            Ok(Some(_)) => "a credential",
+            Ok(None) => "no credential",
+            Err(AuthError::DeadlineExceeded) => "deadline-exceeded",
+            Err(_) => "another error",
+        };
         let cross = match credentials::acquire(A, deadline) {
             Ok(Some(credential)) => {
                 outcome(delivery::exchange(B, message, Some(&credential), deadline))
@@ -345,6 +353,7 @@ mod component {
             ("cross-credential", cross),
             ("unauthenticated", unauthenticated),
             ("unknown-backend", unknown),
+            ("past-deadline", late.to_string()),
         ]
         .iter()
         .map(|(case, outcome)| format!(r#""{case}":"{outcome}""#))

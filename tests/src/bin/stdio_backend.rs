@@ -31,8 +31,9 @@
 //! - `exit-3-at-eof`: no effects, and at EOF on stdin it exits with status 3.
 //!
 //! Notifications (no `id`) get no reply. If `LOG` is given, the process appends to it
-//! `pid <PID>`, `env <NAMES>` (its environment variables' names, sorted, comma-separated)
-//! and `cwd <DIR>` when it starts, and `recv <method>` for every message it reads, so a
+//! `pid <PID>`, `env <NAMES>` (its environment variables' names, sorted, comma-separated),
+//! `cwd <DIR>` and `fds <NUMBERS>` (its open descriptors, comma-separated, with the one
+//! listing them) when it starts, and `recv <method>` for every message it reads, so a
 //! test can count processes and deliveries and see how they were started. The PID also
 //! goes to stderr, which the harness must only log, never parse.
 
@@ -71,6 +72,15 @@ fn main() {
     note(format!("env {}", env.join(",")));
     let cwd = std::env::current_dir().unwrap_or_else(|e| fail(&format!("current dir: {e}")));
     note(format!("cwd {}", cwd.display()));
+    let fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .map(|entries| {
+            let names = entries.filter_map(|e| e.ok());
+            names
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    note(format!("fds {}", fds.join(",")));
 
     let mut stdout = std::io::stdout();
     let eager = mode.starts_with("eager-sleep:");
