@@ -233,9 +233,10 @@ impl HostArgs {
 
     /// These options as words of the `ahp hook` command line `ahp hook install` writes,
     /// checked ([`HostArgs::check`]), options left at their default left out. Paths are
-    /// absolute, files resolved (and so required to exist): a hook runs from the
-    /// harness's working directory, and a registration that needs an option it cannot
-    /// find fails closed on every call.
+    /// absolute, files required to exist (not resolved through symbolic links, so a
+    /// repointed link is followed: [`hook::absolute`]): a hook runs from the harness's
+    /// working directory, and a registration that needs an option it cannot find fails
+    /// closed on every call.
     fn hook_arguments(&self) -> Result<Vec<String>, String> {
         self.check()?;
         self.harness_declares()?;
@@ -254,14 +255,15 @@ impl HostArgs {
         if let Some(component) = component {
             let component = match component.starts_with(crate::oci::SCHEME) {
                 true => component.clone(),
-                false => hook::absolute(Path::new(component), true)
-                    .map_err(|e| format!("--component {e}"))?,
+                false => hook::absolute("--component", Path::new(component), true)?,
             };
             add("--component", component);
         }
         if let Some(roots) = trust_roots {
-            let roots = hook::absolute(roots, true).map_err(|e| format!("--trust-roots {e}"))?;
-            add("--trust-roots", roots);
+            add(
+                "--trust-roots",
+                hook::absolute("--trust-roots", roots, true)?,
+            );
         }
         if !allow_insecure_http.is_empty() {
             add("--allow-insecure-http", allow_insecure_http.join(","));
@@ -270,9 +272,10 @@ impl HostArgs {
             add("--stdio-env", stdio_env.join(","));
         }
         if let Some(clients) = oauth_clients {
-            let clients =
-                hook::absolute(clients, true).map_err(|e| format!("--oauth-clients {e}"))?;
-            add("--oauth-clients", clients);
+            add(
+                "--oauth-clients",
+                hook::absolute("--oauth-clients", clients, true)?,
+            );
         }
         if *retries != 0 {
             add("--retries", retries.to_string());
@@ -880,9 +883,9 @@ async fn validate(
 /// registration `text` needs: installed for another registration, they are missing, and
 /// what they would decide is never asked.
 fn note_on_demand_hooks(harness: hook::Harness, text: &str) {
-    let selected = hook::selected_by(text);
+    let subscriptions = hook::Subscriptions::read(text);
     for spec in harness.events().iter().filter(|spec| spec.on_demand) {
-        if hook::selects(&selected, spec) {
+        if subscriptions.selects(spec) {
             eprintln!(
                 "note: {} needs {}'s {} hook, which `ahp hook install {}` writes only for a \
                  registration that selects it: install again if it is new here",
@@ -1044,7 +1047,7 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
             host_arguments,
         };
         return match hook::install(&request) {
-            Ok(snippet) => {
+            Ok(installed) => {
                 // So that the first hook call loads the component instead of compiling it
                 // within its budget, which a budget shorter than a cold compile would end
                 // every time before the compile is stored.
@@ -1071,10 +1074,13 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
                         harness.name()
                     ),
                 }
+                for warning in &installed.warnings {
+                    eprintln!("{warning}");
+                }
                 eprintln!("# for {}", harness.settings_file());
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&snippet).unwrap_or_default()
+                    serde_json::to_string_pretty(&installed.snippet).unwrap_or_default()
                 );
                 ExitCode::SUCCESS
             }
@@ -1147,7 +1153,7 @@ fn harness(name: &str) -> Result<hook::Harness, String> {
 /// The longest `--budget-ms`: an hour. A hook call is on the agent's critical path, and a
 /// larger value would only overflow the clock arithmetic or the harness timeout derived
 /// from it.
-const MAX_BUDGET_MS: u64 = 3_600_000;
+pub(crate) const MAX_BUDGET_MS: u64 = 3_600_000;
 
 /// `--source`: an RFC 3986 URI, as every event's `source` must be, without user info.
 /// Refused here, by `hook install` too, rather than in every hook call, where the

@@ -1,5 +1,5 @@
-//! Claude Code (code.claude.com/docs/en/hooks): settings `.claude/settings.json`, hook
-//! timeout in seconds, snake_case payloads, answers in `hookSpecificOutput`.
+//! Claude Code (code.claude.com/docs/en/hooks): settings `.claude/settings.local.json`,
+//! hook timeout in seconds, snake_case payloads, answers in `hookSpecificOutput`.
 //!
 //! Claude Code enforces deny, ask, a replaced input (`updatedInput`) and context for the
 //! model (`additionalContext`) before a tool runs. Its `allow` skips its own permission
@@ -15,7 +15,7 @@
 //! context in `additionalContext` (not before a stop), and stops the agent with
 //! `continue: false` on any event.
 
-use super::install::{fails_closed, Snippet};
+use super::install::Snippet;
 use super::payload::{Fields, SNAKE_TOOL};
 use super::{on, AhpEvent, Answer, EventSpec, Verdict};
 use crate::{Decision, EffectKind as E};
@@ -51,8 +51,11 @@ pub const EVENTS: &[EventSpec] = &[
     on("PreCompact", AhpEvent::ContextCompactBefore, &[]),
 ];
 
-/// The settings file the snippet belongs in.
-pub const SETTINGS_FILE: &str = ".claude/settings.json";
+/// The settings file the snippet belongs in: the project's local one, which is not
+/// committed. The snippet holds this machine's absolute paths (the binary, the
+/// registration), which would break the hooks of everyone else sharing
+/// `.claude/settings.json` (the user's own `~/.claude/settings.json` holds them as well).
+pub const SETTINGS_FILE: &str = ".claude/settings.local.json";
 
 /// Claude-shaped payloads (also Codex's): `session_id`, `cwd`, `permission_mode`, the
 /// `model` (at a session start), a subagent's `agent_id` and `agent_type`, `source` at
@@ -158,9 +161,10 @@ fn block(reason: &str) -> Answer {
     super::decided("block", reason)
 }
 
-/// `.claude/settings.json` hooks: every mapped event, blocking when the hook fails where
-/// [`fails_closed`] says: at the intercepted events but `Stop` and `SubagentStop`
-/// (blocking a stop keeps the agent working, so a hook that fails there lets it stop).
+/// `.claude/settings.local.json` hooks: every mapped event, blocking when the hook fails
+/// where [`Snippet::fails_closed`] says: where the registration intercepts, but not at
+/// `Stop` and `SubagentStop` (blocking a stop keeps the agent working, so a hook that
+/// fails there lets it stop).
 pub fn snippet(snippet: &Snippet) -> Value {
     claude_shaped(
         snippet,
@@ -172,7 +176,7 @@ pub fn snippet(snippet: &Snippet) -> Value {
 
 /// The `hooks` object Claude Code, Codex and Gemini share: per event one matcher group
 /// (tool events match every tool) with one command hook; `extra`, the harness's
-/// fail-closed flag, goes on the hooks [`fails_closed`] names.
+/// fail-closed flag, goes on the hooks [`Snippet::fails_closed`] names.
 pub fn claude_shaped(
     snippet: &Snippet,
     events: &[EventSpec],
@@ -182,8 +186,8 @@ pub fn claude_shaped(
     let mut hooks = Map::new();
     for spec in events.iter().filter(|spec| snippet.installs(spec)) {
         let mut hook =
-            json!({"type": "command", "command": snippet.command(spec.native), "timeout": timeout});
-        if let Some((key, value)) = extra.as_ref().filter(|_| fails_closed(spec)) {
+            json!({"type": "command", "command": snippet.command(spec), "timeout": timeout});
+        if let Some((key, value)) = extra.as_ref().filter(|_| snippet.fails_closed(spec)) {
             hook[*key] = value.clone();
         }
         let mut group = json!({"hooks": [hook]});

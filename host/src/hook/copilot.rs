@@ -132,7 +132,7 @@ pub fn snippet(snippet: &Snippet) -> Value {
         .map(|spec| {
             let hook = json!({
                 "type": "command",
-                "bash": snippet.command(spec.native),
+                "bash": snippet.command(spec),
                 "timeoutSec": snippet.timeout_secs(),
             });
             (spec.native.to_string(), json!([hook]))

@@ -11,7 +11,7 @@
 //! granted. `updated_input` and `agent_message` are not advertised: the contract does
 //! not say Cursor applies them without `permission: "allow"`, the grant.
 
-use super::install::{fails_closed, Snippet};
+use super::install::Snippet;
 use super::payload::{Fields, SNAKE_TOOL};
 use super::{on, AhpEvent, Answer, EventSpec, Verdict};
 use crate::{Decision, EffectKind as E};
@@ -73,21 +73,21 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     }
 }
 
-/// `.cursor/hooks.json`: every mapped event, failing closed where [`fails_closed`] says:
-/// at the intercepted events only. Cursor's `stop` is observed, and never fails closed
-/// anyway: a failure there must not keep the agent working (as the Claude Code snippet
-/// leaves `onFailure` off `Stop`), and Cursor does not say what failing closed means at a
-/// stop.
+/// `.cursor/hooks.json`: every mapped event, failing closed where
+/// [`Snippet::fails_closed`] says: where the registration intercepts. Cursor's `stop` is
+/// observed, and never fails closed anyway: a failure there must not keep the agent
+/// working (as the Claude Code snippet leaves `onFailure` off `Stop`), and Cursor does
+/// not say what failing closed means at a stop.
 pub fn snippet(snippet: &Snippet) -> Value {
     let hooks: Map<String, Value> = EVENTS
         .iter()
         .filter(|spec| snippet.installs(spec))
         .map(|spec| {
             let mut hook = json!({
-                "command": snippet.command(spec.native),
+                "command": snippet.command(spec),
                 "timeout": snippet.timeout_secs(),
             });
-            if fails_closed(spec) {
+            if snippet.fails_closed(spec) {
                 hook["failClosed"] = json!(true);
             }
             (spec.native.to_string(), json!([hook]))

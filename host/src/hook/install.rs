@@ -4,19 +4,35 @@
 //! Every hook's command carries the options `ahp hook` was given for the host (the
 //! component, trust roots, `--stdio-env`, …), each word quoted for the POSIX shell the
 //! harness runs it with. Paths are absolute (the harness runs hooks from wherever the
-//! session is) and the snippet names files, never their contents: no secret ever lands in
-//! a harness's settings. The harness's timeout is the hook's budget plus headroom for
-//! process start, so the budget settles the call and the harness's own timeout never
-//! fires first.
+//! session is) but not resolved through symbolic links, so a link repointed at an
+//! upgrade or a configuration change is followed anew at every call; and the snippet
+//! names files, never their contents: no secret ever lands in a harness's settings. The
+//! harness's timeout is the hook's budget plus headroom for process start, so the budget
+//! settles the call and the harness's own timeout never fires first; the budget covers
+//! the registration's own chain of intercept deadlines at every event.
+//!
+//! Where the registration decides, a harness reads a hook that cannot start or crashes
+//! as a failed hook and runs the tool: there the command is wrapped so that any exit but
+//! 0 or 2 is the harness's block ([`guard`]).
 
-use super::{AhpEvent, EventSpec, Harness, SessionField, DEFAULT_BUDGET_MS};
+use super::{AhpEvent, Answer, EventSpec, Harness, SessionField, Verdict, DEFAULT_BUDGET_MS};
 use ahp_vocab::EventPattern;
 use serde_json::Value;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 /// Headroom between the hook's budget and the harness's timeout: process start, the
 /// watchdog's grace, writing the answer.
 const HEADROOM_MS: u64 = 5_000;
+
+// The harness must not kill the hook before the watchdog answers past the budget, nor
+// before a process that failed before reading its payload has waited for it.
+const _: () = assert!(HEADROOM_MS as u128 > super::WATCHDOG_GRACE.as_millis());
+const _: () = assert!(HEADROOM_MS as u128 > super::UNREAD_PAYLOAD_WAIT.as_millis());
+
+/// What a budget sized from the registration's chain leaves beyond its deadlines: the
+/// process's start, loading the component, the observers the call owns.
+const CHAIN_MARGIN_MS: u64 = 2_000;
 
 /// What `ahp hook install` is asked for.
 pub struct Install {
@@ -26,7 +42,7 @@ pub struct Install {
     pub registration: PathBuf,
     /// An audit log file for every call.
     pub audit: Option<PathBuf>,
-    /// The hook's budget; `None` for the default.
+    /// The hook's budget; `None` for the default (or the registration's chain).
     pub budget_ms: Option<u64>,
     /// The events' `source` URI; `None` for the default.
     pub source: Option<String>,
@@ -37,57 +53,136 @@ pub struct Install {
     pub host_arguments: Vec<String>,
 }
 
+/// What `ahp hook install` prints.
+#[derive(Debug)]
+pub struct Installed {
+    /// The snippet, as the JSON the harness's settings file takes (stdout).
+    pub snippet: Value,
+    /// What the user should know of it (stderr).
+    pub warnings: Vec<String>,
+}
+
 /// What one harness's snippet is built from.
 pub struct Snippet {
+    harness: Harness,
     program: String,
     arguments: Vec<String>,
     /// The harness's timeout for the hook.
     pub timeout_ms: u64,
-    /// What the registration's subscriptions select, every entry of every `events`.
-    selected: Vec<EventPattern>,
+    /// The registration's subscriptions.
+    subscriptions: Subscriptions,
 }
 
 impl Snippet {
-    /// The hook's command line at the native `event`. Named on the command line for
-    /// every harness, not only those whose payload names none (Copilot): a payload that
-    /// cannot be read is then answered at its event (at an observed one, or before a
-    /// stop, not with a block).
-    pub fn command(&self, event: &str) -> String {
+    /// The hook's command line at `spec`'s event, [`guard`]ed where the registration
+    /// decides and exit 2 is the harness's block. It names the event for every harness,
+    /// not only those whose payload names none (Copilot): a payload that cannot be read
+    /// is then answered at its event (at an observed one, or before a stop, not with a
+    /// block).
+    pub fn command(&self, spec: &EventSpec) -> String {
         let mut words = vec![self.program.clone()];
         words.extend(self.arguments.iter().cloned());
-        words.extend(["--event".to_string(), event.to_string()]);
-        words
+        words.extend(["--event".to_string(), spec.native.to_string()]);
+        let line = words
             .iter()
             .map(|word| shell_quote(word))
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(" ");
+        match self.guarded(spec) {
+            true => guard(&line, &crash_answer(self.harness)),
+            false => line,
+        }
     }
 
     /// Whether `spec`'s hook belongs in the snippet: every one, but an on-demand one only
     /// when the registration selects its event.
     pub fn installs(&self, spec: &EventSpec) -> bool {
-        !spec.on_demand || selects(&self.selected, spec)
+        !spec.on_demand || self.subscriptions.selects(spec)
+    }
+
+    /// Whether `spec`'s hook gets the harness's fail-closed flag (Claude Code's
+    /// `onFailure: "block"`, Cursor's `failClosed`): only where the registration decides,
+    /// at an event the harness intercepts that an intercept subscription selects. At an
+    /// event only observed (by the harness or by the registration) nothing is decided,
+    /// so a hook that fails there (a binary that is gone) must not block it; and never
+    /// before a stop, where a block keeps the agent working.
+    pub fn fails_closed(&self, spec: &EventSpec) -> bool {
+        spec.capability().is_some()
+            && spec.ahp != AhpEvent::TurnFinishBefore
+            && self.subscriptions.intercepts(spec)
+    }
+
+    /// Whether `spec`'s command is [`guard`]ed: where it [fails closed](Self::fails_closed)
+    /// at a tool, a prompt or a model request, where every harness reads exit 2 as its
+    /// block. Not at a session start, where exit 2 blocks nothing (Claude Code shows
+    /// stderr to the user), nor before a compaction (Codex aborts the turn).
+    fn guarded(&self, spec: &EventSpec) -> bool {
+        let blocks = matches!(
+            spec.ahp,
+            AhpEvent::ToolBefore
+                | AhpEvent::ToolAfter
+                | AhpEvent::TurnStart
+                | AhpEvent::ModelRequestBefore
+        );
+        blocks && self.fails_closed(spec)
     }
 
     /// The timeout in whole seconds, rounded up.
     pub fn timeout_secs(&self) -> u64 {
         self.timeout_ms.div_ceil(1_000)
     }
+
+    /// The snippet for the harness's settings file.
+    fn settings(&self) -> Value {
+        match self.harness {
+            Harness::ClaudeCode => super::claude_code::snippet(self),
+            Harness::Codex => super::codex::snippet(self),
+            Harness::Gemini => super::gemini::snippet(self),
+            Harness::Cursor => super::cursor::snippet(self),
+            Harness::Copilot => super::copilot::snippet(self),
+        }
+    }
 }
 
-/// Whether `spec`'s hook gets the harness's fail-closed flag (Claude Code's `onFailure:
-/// "block"`, Cursor's `failClosed`): only at an intercepted event. At an observed one
-/// nothing is decided, so a hook that fails there (a binary that is gone) must not block
-/// it; and never before a stop, where a block keeps the agent working.
-pub fn fails_closed(spec: &EventSpec) -> bool {
-    spec.capability().is_some() && spec.ahp != AhpEvent::TurnFinishBefore
+/// What a guarded command answers when `ahp` is missing or crashed: the harness's block
+/// with the generic reason of every failure the adapter answers itself — exit 2 with the
+/// reason on stderr, and for Copilot, whose sources disagree on exit codes, its denial's
+/// JSON too.
+fn crash_answer(harness: Harness) -> Answer {
+    match harness {
+        Harness::Copilot => super::copilot::tool_answer(&Verdict::failed()),
+        _ => Answer::blocked(super::generic_reason()),
+    }
 }
 
-/// The snippet for `request`, as the JSON the harness's settings file takes.
-pub fn install(request: &Install) -> Result<Value, String> {
-    let program = std::env::current_exe().map_err(|e| format!("locate the ahp binary: {e}"))?;
-    let registration = absolute(&request.registration, true)?;
-    let budget_ms = request.budget_ms.unwrap_or(DEFAULT_BUDGET_MS);
+/// `line` (the hook's words) run so that a binary that is missing or crashed — any exit
+/// but 0 and 2: 127 not found, 137 killed — answers `crashed` rather than fail the hook,
+/// which the harness would read as no objection. POSIX sh: the words become the
+/// positional parameters, the binary is checked before it runs (the shell's own "not
+/// found" names the path, and stderr goes to the model on exit 2), and its exit code and
+/// stdout pass through as they are.
+fn guard(line: &str, crashed: &Answer) -> String {
+    let stdout = crashed.stdout.lines().map(|l| (l, ""));
+    let stderr = crashed.stderr.iter().map(|l| (l.as_str(), " >&2"));
+    let said: String = stdout
+        .chain(stderr)
+        .map(|(text, to)| format!("printf '%s\\n' {}{to}; ", shell_quote(text)))
+        .collect();
+    format!(
+        "set -- {line}; [ -x \"$1\" ] && \"$@\"; s=$?; case $s in 0|2) exit $s;; esac; \
+         {said}exit {}",
+        crashed.exit
+    )
+}
+
+/// The snippet for `request`, with the warnings to show beside it.
+pub fn install(request: &Install) -> Result<Installed, String> {
+    let program = utf8("the ahp binary", invoked_program()?)?;
+    let text = crate::cli::read_file("--registration", &request.registration)?;
+    let subscriptions = Subscriptions::read(&text);
+    let registration = absolute("--registration", &request.registration, true)?;
+    let chain = subscriptions.longest_chain(request.harness);
+    let budget_ms = request.budget_ms.unwrap_or_else(|| sized_to(chain));
     let mut arguments = vec![
         "hook".to_string(),
         request.harness.name().to_string(),
@@ -97,7 +192,7 @@ pub fn install(request: &Install) -> Result<Value, String> {
         budget_ms.to_string(),
     ];
     if let Some(audit) = &request.audit {
-        arguments.extend(["--audit".to_string(), absolute(audit, false)?]);
+        arguments.extend(["--audit".to_string(), audit_file(audit)?]);
     }
     if let Some(source) = &request.source {
         arguments.extend(["--source".to_string(), source.clone()]);
@@ -108,53 +203,205 @@ pub fn install(request: &Install) -> Result<Value, String> {
     }
     arguments.extend(request.host_arguments.iter().cloned());
     let snippet = Snippet {
-        program: program.display().to_string(),
+        harness: request.harness,
+        program,
         arguments,
         timeout_ms: budget_ms + HEADROOM_MS,
-        selected: selected_by(&crate::cli::read_file(
-            "--registration",
-            &request.registration,
-        )?),
+        subscriptions,
     };
-    Ok(match request.harness {
-        Harness::ClaudeCode => super::claude_code::snippet(&snippet),
-        Harness::Codex => super::codex::snippet(&snippet),
-        Harness::Gemini => super::gemini::snippet(&snippet),
-        Harness::Cursor => super::cursor::snippet(&snippet),
-        Harness::Copilot => super::copilot::snippet(&snippet),
+    Ok(Installed {
+        snippet: snippet.settings(),
+        warnings: chain
+            .and_then(|chain| short_budget(budget_ms, chain))
+            .into_iter()
+            .collect(),
     })
 }
 
-/// Whether `selected` (a registration's `events` entries) reaches `spec`'s event, in any
-/// mode: an observer of it needs the hook as an interceptor does.
-pub(crate) fn selects(selected: &[EventPattern], spec: &EventSpec) -> bool {
-    selected.iter().any(|p| p.matches(spec.ahp.as_str()))
-}
-
-/// Every entry of every subscription's `events` in the registration `text`, read
-/// leniently: text that is no registration selects nothing (the component, which
-/// checks it, names its problems).
-pub(crate) fn selected_by(text: &str) -> Vec<EventPattern> {
-    let registration: Value = serde_json::from_str(text).unwrap_or_default();
-    let hooks = registration["hooks"].as_array().into_iter().flatten();
-    let subscriptions =
-        hooks.flat_map(|hook| hook["subscriptions"].as_array().into_iter().flatten());
-    let events = subscriptions.flat_map(|s| s["events"].as_array().into_iter().flatten());
-    events
-        .filter_map(Value::as_str)
-        .map(EventPattern::read)
-        .collect()
-}
-
-/// `path` made absolute; `existing` ones resolved through symlinks (and must exist).
-pub(crate) fn absolute(path: &Path, existing: bool) -> Result<String, String> {
-    let resolved = match existing {
-        true => std::fs::canonicalize(path),
-        false => std::path::absolute(path),
+/// The `ahp` binary as the user invoked it: argv[0] made absolute when it names a path,
+/// else the first executable of that name on PATH, else the running binary. Not
+/// `current_exe`, which resolves symbolic links: `~/.cargo/bin/ahp` or a Homebrew, nix
+/// or mise link would become a versioned path that is gone after an upgrade, and a hook
+/// whose binary is gone fails open where it is not [`guard`]ed.
+fn invoked_program() -> Result<PathBuf, String> {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    let invoked = match argv0.as_encoded_bytes().contains(&b'/') {
+        true => std::path::absolute(&argv0).ok(),
+        false => on_path(&argv0),
     };
-    resolved
-        .map(|p| p.display().to_string())
-        .map_err(|e| format!("{}: {e}", path.display()))
+    match invoked {
+        Some(path) => Ok(path),
+        None => std::env::current_exe().map_err(|e| format!("locate the ahp binary: {e}")),
+    }
+}
+
+/// The first executable file named `name` in PATH's directories, made absolute.
+fn on_path(name: &OsStr) -> Option<PathBuf> {
+    if name.is_empty() {
+        return None;
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| executable(candidate))
+        .and_then(|found| std::path::absolute(found).ok())
+}
+
+/// Whether `path` is a file some user may execute.
+#[cfg(unix)]
+fn executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn executable(path: &Path) -> bool {
+    path.is_file()
+}
+
+/// The budget when `--budget-ms` is not given: the default, or where the registration's
+/// longest chain of intercept deadlines at one event (`chain`) needs more, that chain and
+/// [`CHAIN_MARGIN_MS`] (at most the largest budget). A shorter budget would turn a
+/// fail-open subscription still inside its own deadline into the budget's denial.
+fn sized_to(chain: Option<Chain>) -> u64 {
+    let needed = chain.map_or(0, |chain| chain.timeout_ms + CHAIN_MARGIN_MS);
+    needed.clamp(DEFAULT_BUDGET_MS, crate::cli::MAX_BUDGET_MS)
+}
+
+/// The warning for a budget shorter than `chain` and its margin. Not refused: a budget
+/// shorter than the worst case may be deliberate (a cap on how long the agent waits).
+fn short_budget(budget_ms: u64, chain: Chain) -> Option<String> {
+    (budget_ms < chain.timeout_ms + CHAIN_MARGIN_MS).then(|| {
+        format!(
+            "warning: the hook's budget, {budget_ms} ms, is shorter than the registration's \
+             intercept subscriptions at {} may take: {} ms of timeoutMs, and {CHAIN_MARGIN_MS} \
+             ms for start-up and observers; a call that runs that long is denied when the \
+             budget ends, whatever the subscriptions' failure policy",
+            chain.event, chain.timeout_ms
+        )
+    })
+}
+
+/// `--audit` made absolute, and opened for appending as every hook call opens it
+/// (created if missing, mode 0600, the owner checks): a log that cannot be opened would
+/// deny every call, so it is refused here instead.
+fn audit_file(path: &Path) -> Result<String, String> {
+    let absolute = absolute("--audit", path, false)?;
+    crate::audit::AuditLog::open(Path::new(&absolute))
+        .map_err(|e| format!("--audit {absolute}: {e}"))?;
+    Ok(absolute)
+}
+
+/// The longest chain of intercept deadlines at one event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Chain {
+    /// The AHP event.
+    event: &'static str,
+    /// The sum of the `timeoutMs` of the intercept subscriptions selecting it.
+    timeout_ms: u64,
+}
+
+/// A registration's subscriptions, as far as installing reads them.
+#[derive(Debug, Default)]
+pub(crate) struct Subscriptions(Vec<Subscription>);
+
+/// One subscription: what it selects, how, and its deadline.
+#[derive(Debug)]
+struct Subscription {
+    /// Its `events` entries.
+    events: Vec<EventPattern>,
+    /// Whether its mode is `intercept`: it decides at those events.
+    intercepts: bool,
+    /// Its `timeoutMs` (0 when it has none: an observer's).
+    timeout_ms: u64,
+}
+
+impl Subscription {
+    fn selects(&self, spec: &EventSpec) -> bool {
+        self.events.iter().any(|p| p.matches(spec.ahp.as_str()))
+    }
+}
+
+impl Subscriptions {
+    /// Every subscription of the registration `text`, read leniently: text that is no
+    /// registration has none (the component, which checks it, names its problems).
+    pub(crate) fn read(text: &str) -> Subscriptions {
+        let registration: Value = serde_json::from_str(text).unwrap_or_default();
+        let hooks = registration["hooks"].as_array().into_iter().flatten();
+        let subscriptions =
+            hooks.flat_map(|hook| hook["subscriptions"].as_array().into_iter().flatten());
+        Subscriptions(
+            subscriptions
+                .map(|s| Subscription {
+                    events: s["events"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .map(EventPattern::read)
+                        .collect(),
+                    intercepts: s["mode"] == "intercept",
+                    timeout_ms: s["timeoutMs"].as_u64().unwrap_or(0),
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether a subscription selects `spec`'s event, in any mode: an observer of it
+    /// needs the hook as an interceptor does.
+    pub(crate) fn selects(&self, spec: &EventSpec) -> bool {
+        self.0.iter().any(|s| s.selects(spec))
+    }
+
+    /// Whether an intercept subscription selects `spec`'s event.
+    fn intercepts(&self, spec: &EventSpec) -> bool {
+        self.intercepting(spec).next().is_some()
+    }
+
+    /// The intercept subscriptions selecting `spec`'s event.
+    fn intercepting<'a>(&'a self, spec: &'a EventSpec) -> impl Iterator<Item = &'a Subscription> {
+        self.0
+            .iter()
+            .filter(move |s| s.intercepts && s.selects(spec))
+    }
+
+    /// The longest chain of intercept deadlines at one of `harness`'s events, if any
+    /// intercept subscription selects one: its subscriptions run one after another.
+    fn longest_chain(&self, harness: Harness) -> Option<Chain> {
+        harness
+            .events()
+            .iter()
+            .map(|spec| Chain {
+                event: spec.ahp.as_str(),
+                timeout_ms: self.intercepting(spec).map(|s| s.timeout_ms).sum(),
+            })
+            .filter(|chain| chain.timeout_ms > 0)
+            .max_by_key(|chain| chain.timeout_ms)
+    }
+}
+
+/// `path` made absolute for `flag`, not resolved through symbolic links: a configuration
+/// updated by repointing a link (a Kubernetes ConfigMap's `..data`, stow, a `current`
+/// link) is then read anew by every call. An `existing` one must exist. Refused when not
+/// UTF-8: the command would name another file.
+pub(crate) fn absolute(flag: &str, path: &Path, existing: bool) -> Result<String, String> {
+    let what = || format!("{flag} {}", path.display());
+    let absolute = std::path::absolute(path).map_err(|e| format!("{}: {e}", what()))?;
+    if existing {
+        std::fs::metadata(&absolute).map_err(|e| format!("{}: {e}", what()))?;
+    }
+    utf8(flag, absolute)
+}
+
+/// `path` as text, or an error naming `what` (a flag): a command line written lossily
+/// would name another file.
+fn utf8(what: &str, path: PathBuf) -> Result<String, String> {
+    path.into_os_string().into_string().map_err(|path| {
+        format!(
+            "{what} {}: not UTF-8, which a harness's settings file cannot hold",
+            Path::new(&path).display()
+        )
+    })
 }
 
 /// `word` as one POSIX shell word: as is when it is plainly safe, else single-quoted.
@@ -172,15 +419,44 @@ fn shell_quote(word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    /// `ahp` with no arguments and a 15 s timeout.
-    fn plain_snippet() -> Snippet {
+    /// A registration of one hook with `subscriptions`: (events, mode, timeoutMs).
+    fn registration(subscriptions: &[(&[&str], &str, u64)]) -> String {
+        let subscriptions: Vec<Value> = subscriptions
+            .iter()
+            .map(|(events, mode, timeout_ms)| {
+                json!({"events": events, "mode": mode, "timeoutMs": timeout_ms})
+            })
+            .collect();
+        json!({"hooks": [{"subscriptions": subscriptions}]}).to_string()
+    }
+
+    /// `harness`'s snippet of `ahp` with no arguments, a 15 s timeout, for a registration
+    /// of `subscriptions`.
+    fn snippet_for(harness: Harness, subscriptions: &[(&[&str], &str, u64)]) -> Snippet {
         Snippet {
+            harness,
             program: "ahp".into(),
             arguments: Vec::new(),
             timeout_ms: 15_000,
-            selected: Vec::new(),
+            subscriptions: Subscriptions::read(&registration(subscriptions)),
         }
+    }
+
+    /// The hooks `harness`'s snippet writes for a registration of `subscriptions`.
+    fn hooks_written(harness: Harness, subscriptions: &[(&[&str], &str, u64)]) -> Value {
+        snippet_for(harness, subscriptions).settings()["hooks"].clone()
+    }
+
+    /// The hooks written for a registration that intercepts every event.
+    fn hooks_intercepting_all(harness: Harness) -> Value {
+        hooks_written(harness, &[(&["*"], "intercept", 1_000)])
+    }
+
+    /// The hooks Gemini's snippet writes for a registration observing `selected`.
+    fn gemini_hooks(selected: &[&str]) -> Value {
+        hooks_written(Harness::Gemini, &[(selected, "observe", 0)])
     }
 
     #[test]
@@ -191,15 +467,94 @@ mod tests {
     }
 
     #[test]
-    fn the_timeout_leaves_headroom_and_rounds_up() {
+    fn the_timeout_rounds_up_and_an_observed_event_is_not_guarded() {
         let snippet = Snippet {
-            program: "ahp".into(),
-            arguments: Vec::new(),
             timeout_ms: 10_001,
-            selected: Vec::new(),
+            ..snippet_for(Harness::Copilot, &[])
         };
         assert_eq!(snippet.timeout_secs(), 11);
-        assert_eq!(snippet.command("preToolUse"), "ahp --event preToolUse");
+        assert_eq!(
+            snippet.command(&super::super::copilot::EVENTS[0]),
+            "ahp --event preToolUse"
+        );
+    }
+
+    /// `install` itself: at the default budget the harness's timeout is that budget and
+    /// [`HEADROOM_MS`], in the harness's unit.
+    #[test]
+    fn install_gives_the_default_budget_and_its_headroom() {
+        let file = tempfile::NamedTempFile::new().expect("a temporary file");
+        let text = registration(&[(&["tool.before"], "intercept", 1_000)]);
+        std::fs::write(file.path(), text).expect("write the registration");
+        let install = |harness| {
+            let request = Install {
+                harness,
+                registration: file.path().to_path_buf(),
+                audit: None,
+                budget_ms: None,
+                source: None,
+                omit_session: Vec::new(),
+                host_arguments: Vec::new(),
+            };
+            super::install(&request).expect("installed").snippet["hooks"].clone()
+        };
+        let gemini = install(Harness::Gemini);
+        let timeout = &gemini["BeforeTool"][0]["hooks"][0]["timeout"];
+        assert_eq!(timeout, &json!(DEFAULT_BUDGET_MS + HEADROOM_MS));
+        let claude = install(Harness::ClaudeCode);
+        let hook = &claude["PreToolUse"][0]["hooks"][0];
+        assert_eq!(
+            hook["timeout"],
+            json!((DEFAULT_BUDGET_MS + HEADROOM_MS) / 1_000)
+        );
+        let command = hook["command"].as_str().expect("a command");
+        assert!(command.contains(" --budget-ms 10000 "), "{command}");
+    }
+
+    /// Without `--budget-ms` the budget covers the registration's longest chain of
+    /// intercept deadlines at one event, and a margin, when that is longer than the
+    /// default (observers' subscriptions have none; at most the largest budget); a
+    /// budget given shorter is kept, with a warning naming the event and both figures.
+    #[test]
+    fn the_budget_covers_the_registrations_own_chain() {
+        let chain = |subscriptions: &[(&[&str], &str, u64)]| {
+            Subscriptions::read(&registration(subscriptions)).longest_chain(Harness::ClaudeCode)
+        };
+        let long = chain(&[
+            (&["tool.before"], "intercept", 20_000),
+            (&["tool.*"], "intercept", 5_000),
+            (&["turn.start"], "intercept", 30_000),
+            (&["*"], "observe", 0),
+        ]);
+        let expected = Chain {
+            event: "turn.start",
+            timeout_ms: 30_000,
+        };
+        assert_eq!(long, Some(expected));
+        assert_eq!(sized_to(long), 30_000 + CHAIN_MARGIN_MS);
+        let tools = chain(&[
+            (&["tool.before"], "intercept", 20_000),
+            (&["tool.*"], "intercept", 5_000),
+        ]);
+        assert_eq!(
+            tools.map(|c| c.timeout_ms),
+            Some(25_000),
+            "one after another"
+        );
+        let short = chain(&[(&["tool.before"], "intercept", 3_000)]);
+        assert_eq!(sized_to(short), DEFAULT_BUDGET_MS);
+        assert_eq!(sized_to(None), DEFAULT_BUDGET_MS);
+        let huge = Chain {
+            event: "tool.before",
+            timeout_ms: u64::MAX / 2,
+        };
+        assert_eq!(sized_to(Some(huge)), crate::cli::MAX_BUDGET_MS);
+
+        let warning = short_budget(15_000, expected).expect("a warning");
+        for said in ["turn.start", "15000 ms", "30000 ms"] {
+            assert!(warning.contains(said), "{said}: {warning}");
+        }
+        assert_eq!(short_budget(32_000, expected), None);
     }
 
     /// Claude Code blocks where the hook fails at an intercepted event, but not at
@@ -207,8 +562,7 @@ mod tests {
     /// event only observed, where a missing binary would block it for nothing.
     #[test]
     fn claude_code_blocks_on_failure_only_where_it_intercepts_but_a_stop() {
-        let snippet = plain_snippet();
-        let hooks = super::super::claude_code::snippet(&snippet)["hooks"].clone();
+        let hooks = hooks_intercepting_all(Harness::ClaudeCode);
         let on_failure = |event: &str| hooks[event][0]["hooks"][0]["onFailure"].clone();
         for event in [
             "PreToolUse",
@@ -224,18 +578,92 @@ mod tests {
         }
     }
 
-    /// The hooks `snippet_of` writes for a registration selecting `selected`.
-    fn hooks_written(snippet_of: fn(&Snippet) -> Value, selected: &[&str]) -> Value {
-        let snippet = Snippet {
-            selected: selected.iter().map(|p| EventPattern::read(p)).collect(),
-            ..plain_snippet()
-        };
-        snippet_of(&snippet)["hooks"].clone()
+    /// The fail-closed flags follow what the registration intercepts, not what the
+    /// harness could: with one intercept subscription, of tool.before, and an observer
+    /// of everything, only the pre-tool hooks fail closed.
+    #[test]
+    fn only_the_events_the_registration_intercepts_fail_closed() {
+        let subscriptions: &[(&[&str], &str, u64)] = &[
+            (&["tool.before"], "intercept", 1_000),
+            (&["*"], "observe", 0),
+        ];
+        let claude = hooks_written(Harness::ClaudeCode, subscriptions);
+        let on_failure = |event: &str| claude[event][0]["hooks"][0]["onFailure"].clone();
+        assert_eq!(on_failure("PreToolUse"), "block", "{claude}");
+        for event in ["PostToolUse", "UserPromptSubmit", "SessionStart"] {
+            assert!(on_failure(event).is_null(), "{event}: {claude}");
+        }
+        let cursor = hooks_written(Harness::Cursor, subscriptions);
+        assert_eq!(cursor["preToolUse"][0]["failClosed"], true, "{cursor}");
+        assert!(
+            cursor["beforeSubmitPrompt"][0]["failClosed"].is_null(),
+            "{cursor}"
+        );
     }
 
-    /// The hooks Gemini's snippet writes for a registration selecting `selected`.
-    fn gemini_hooks(selected: &[&str]) -> Value {
-        hooks_written(super::super::gemini::snippet, selected)
+    /// Where the registration decides, at a tool, a prompt or a model request, the
+    /// command is guarded; at a stop, a session's events, a compaction and where the
+    /// registration only observes it is the plain command line.
+    #[test]
+    fn commands_are_guarded_where_the_registration_decides_and_exit_2_blocks() {
+        // Claude Code, Codex and Gemini nest the hook in a matcher group; Copilot's
+        // command is its `bash` entry.
+        let guarded = |hooks: &Value, event: &str| {
+            let entry = &hooks[event][0];
+            let hook = entry.get("hooks").map_or(entry, |hooks| &hooks[0]);
+            let command = hook["command"].as_str().or_else(|| hook["bash"].as_str());
+            let command = command.unwrap_or_else(|| panic!("no {event} hook in {hooks}"));
+            command.starts_with("set -- ahp ")
+        };
+        let cases: [(Harness, &[&str], &[&str]); 5] = [
+            (
+                Harness::ClaudeCode,
+                &["PreToolUse", "PostToolUse", "UserPromptSubmit"],
+                &[
+                    "Stop",
+                    "SubagentStop",
+                    "SessionStart",
+                    "SessionEnd",
+                    "PreCompact",
+                ],
+            ),
+            (
+                Harness::Codex,
+                &["PreToolUse", "PostToolUse", "UserPromptSubmit"],
+                &["Stop", "SessionStart", "PreCompact"],
+            ),
+            (
+                Harness::Gemini,
+                &["BeforeTool", "AfterTool", "BeforeAgent", "BeforeModel"],
+                &["AfterAgent", "SessionStart", "PreCompress"],
+            ),
+            (
+                Harness::Cursor,
+                &["preToolUse", "beforeSubmitPrompt"],
+                &["postToolUse", "stop", "sessionStart"],
+            ),
+            (
+                Harness::Copilot,
+                &["preToolUse"],
+                &["postToolUse", "userPromptSubmitted", "sessionStart"],
+            ),
+        ];
+        for (harness, decided, not) in cases {
+            let hooks = hooks_intercepting_all(harness);
+            for event in decided {
+                assert!(guarded(&hooks, event), "{harness:?} {event}: {hooks}");
+            }
+            for event in not {
+                assert!(!guarded(&hooks, event), "{harness:?} {event}: {hooks}");
+            }
+            let observed = hooks_written(harness, &[(&["*"], "observe", 0)]);
+            for event in decided {
+                assert!(
+                    !guarded(&observed, event),
+                    "{harness:?} {event}: {observed}"
+                );
+            }
+        }
     }
 
     /// Gemini's `BeforeModel` runs a process at every model request, and a failure there
@@ -276,7 +704,7 @@ mod tests {
             (&["context.*"], true),
             (&["*"], true),
         ] {
-            let hooks = hooks_written(super::super::codex::snippet, selected);
+            let hooks = hooks_written(Harness::Codex, &[(selected, "observe", 0)]);
             assert_eq!(
                 hooks.get("PreCompact").is_some(),
                 installed,
@@ -303,16 +731,12 @@ mod tests {
     /// in seconds; Copilot's command names its event (its payloads do not).
     #[test]
     fn each_harness_gets_its_timeout_in_its_own_unit() {
-        let snippet = plain_snippet();
-        let gemini = super::super::gemini::snippet(&snippet);
-        assert_eq!(
-            gemini["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"],
-            15_000
-        );
-        let codex = super::super::codex::snippet(&snippet);
-        assert_eq!(codex["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 15);
-        let copilot = super::super::copilot::snippet(&snippet);
-        let pre = &copilot["hooks"]["preToolUse"][0];
+        let gemini = hooks_written(Harness::Gemini, &[]);
+        assert_eq!(gemini["BeforeTool"][0]["hooks"][0]["timeout"], 15_000);
+        let codex = hooks_written(Harness::Codex, &[]);
+        assert_eq!(codex["PreToolUse"][0]["hooks"][0]["timeout"], 15);
+        let copilot = hooks_written(Harness::Copilot, &[]);
+        let pre = &copilot["preToolUse"][0];
         assert_eq!(pre["timeoutSec"], 15);
         assert_eq!(pre["bash"], "ahp --event preToolUse");
     }
@@ -321,8 +745,7 @@ mod tests {
     /// tool and the session events are only observed.
     #[test]
     fn cursor_fails_closed_only_where_it_intercepts() {
-        let snippet = plain_snippet();
-        let hooks = super::super::cursor::snippet(&snippet)["hooks"].clone();
+        let hooks = hooks_intercepting_all(Harness::Cursor);
         let fails_closed = |event: &str| hooks[event][0]["failClosed"].clone();
         assert_eq!(fails_closed("preToolUse"), true);
         assert_eq!(fails_closed("beforeSubmitPrompt"), true);

@@ -46,9 +46,8 @@ mod payload;
 
 pub use call_audit::CallAudit;
 use call_audit::Recorded;
-pub(crate) use install::absolute;
-pub use install::{install, Install};
-pub(crate) use install::{selected_by, selects};
+pub(crate) use install::{absolute, Subscriptions};
+pub use install::{install, Install, Installed};
 
 use crate::vocab::{
     DeliverAt, Enforce, EventCapability, EventRef, FlowCapability, FlowOperation,

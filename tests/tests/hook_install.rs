@@ -1,0 +1,360 @@
+//! `ahp hook install`'s contract: the snippet's commands name the `ahp` binary as the
+//! user invoked it, and answer with the harness's block where the registration decides
+//! when that binary is missing or crashes; the files it names are taken as given (not
+//! resolved through symbolic links), must exist and be UTF-8, and an audit log it cannot
+//! open is refused; the budget covers the registration's own chain of deadlines.
+
+use ahp_tests::fault_backend::refused_url;
+use ahp_tests::hook::{write_intercepting, FAILED_REASON};
+use ahp_tests::support::{ahp_binary, test_cache_dir, Run};
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// `ahp hook install HARNESS ARGS`, run as `program` (a path, or a name looked up in
+/// `path`, the child's PATH, when given).
+fn install_as(program: &OsStr, path: Option<&OsStr>, harness: &str, args: &[&OsStr]) -> Run {
+    let mut command = Command::new(program);
+    command
+        .args(["hook", "install", harness])
+        .args(args)
+        .env("AHP_CACHE_DIR", test_cache_dir())
+        .env_remove("AHP_LOG")
+        .stdin(Stdio::null());
+    if let Some(path) = path {
+        command.env("PATH", path);
+    }
+    Run::of(command.output().expect("run ahp hook install"))
+}
+
+/// `ahp hook install HARNESS ARGS`, run as the test build's binary.
+fn install(harness: &str, args: &[&OsStr]) -> Run {
+    install_as(ahp_binary().as_os_str(), None, harness, args)
+}
+
+/// A registration in `dir` intercepting tool.before (fail-open, at a refused port) with
+/// a deadline of `timeout_ms`.
+fn intercepting_tools(dir: &Path, timeout_ms: u64) -> PathBuf {
+    write_intercepting(
+        dir,
+        &refused_url(),
+        "fail-open",
+        &["tool.before"],
+        timeout_ms,
+    )
+}
+
+/// `ahp` linked at `dir/bin/ahp`, as `~/.cargo/bin/ahp` or a Homebrew link is.
+fn linked_ahp(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("a bin directory");
+    let link = bin.join("ahp");
+    std::os::unix::fs::symlink(ahp_binary(), &link).expect("link ahp");
+    link
+}
+
+/// The snippet printed by a successful install.
+fn snippet(run: &Run) -> Value {
+    run.assert_exit(0, "hook install");
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout))
+}
+
+/// The command of `event`'s hook in `snippet`, and the shell the harness runs it with
+/// (Copilot's `bash` entry, else `sh`).
+fn command(snippet: &Value, event: &str) -> (&'static str, String) {
+    let entry = &snippet["hooks"][event][0];
+    // Claude Code, Codex and Gemini nest the hook in a matcher group.
+    let hook = entry.get("hooks").map_or(entry, |hooks| &hooks[0]);
+    match (&hook["bash"], &hook["command"]) {
+        (Value::String(line), _) => ("bash", line.clone()),
+        (_, Value::String(line)) => ("sh", line.clone()),
+        _ => panic!("no {event} hook in {snippet}"),
+    }
+}
+
+/// `line` run by `shell` as the harness runs it, `stdin` on its stdin.
+fn run_hook(shell: &str, line: &str, stdin: &str) -> Run {
+    let mut child = Command::new(shell)
+        .args(["-c", line])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the hook's shell");
+    let mut input = child.stdin.take().expect("stdin");
+    // The stand-in may exit without reading it.
+    let _ = std::io::Write::write_all(&mut input, stdin.as_bytes());
+    drop(input);
+    Run::of(child.wait_with_output().expect("the hook's shell"))
+}
+
+/// The command names the binary at the path the user ran it by, not the file a link
+/// there resolves to (a versioned path, gone after an upgrade): argv[0] when it names
+/// a path, else the first executable of that name on PATH (a file there that is not
+/// executable is passed over).
+#[test]
+fn the_command_names_the_binary_as_invoked_not_the_file_it_links_to() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let link = linked_ahp(dir.path());
+    let reg = intercepting_tools(dir.path(), 1_000);
+    let args = [OsStr::new("--registration"), reg.as_os_str()];
+    let expected = format!("{} hook claude-code ", link.display());
+    let run = install_as(link.as_os_str(), None, "claude-code", &args);
+    let (_, line) = command(&snippet(&run), "SessionEnd");
+    assert!(line.starts_with(&expected), "{line}");
+
+    let shadow = dir.path().join("shadow");
+    std::fs::create_dir(&shadow).expect("a directory");
+    std::fs::write(shadow.join("ahp"), "not executable").expect("a plain file");
+    let path = std::env::join_paths([shadow, link.parent().expect("bin").to_path_buf()]);
+    let path = path.expect("a PATH");
+    let run = install_as(OsStr::new("ahp"), Some(&path), "claude-code", &args);
+    let (_, line) = command(&snippet(&run), "SessionEnd");
+    assert!(line.starts_with(&expected), "{line}");
+}
+
+/// Where the registration decides (here before a tool), a hook whose binary is missing,
+/// killed or exits with anything but 0 or 2 is the harness's block: exit 2 and the
+/// generic reason on stderr (and Copilot's denial on stdout), never the failed hook a
+/// harness runs the tool after. A binary that answers has its exit code, stdout and
+/// stdin passed through as they are. Run through the harness's shell, with stand-ins
+/// for `ahp` at the path the command names.
+#[test]
+fn a_missing_or_crashed_binary_is_the_harness_block_where_the_registration_decides() {
+    let harnesses = [
+        ("claude-code", "PreToolUse"),
+        ("codex", "PreToolUse"),
+        ("gemini", "BeforeTool"),
+        ("cursor", "preToolUse"),
+        ("copilot", "preToolUse"),
+    ];
+    let copilot_denial = format!(
+        "{}\n",
+        serde_json::json!({"permissionDecision": "deny",
+                           "permissionDecisionReason": FAILED_REASON})
+    );
+    let blocked = format!("{FAILED_REASON}\n");
+    for (harness, event) in harnesses {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let link = linked_ahp(dir.path());
+        let reg = intercepting_tools(dir.path(), 1_000);
+        let args = [OsStr::new("--registration"), reg.as_os_str()];
+        let run = install_as(link.as_os_str(), None, harness, &args);
+        let (shell, line) = command(&snippet(&run), event);
+        let stand_in = |script: Option<&str>| {
+            // Gone already after the missing binary's case.
+            let _ = std::fs::remove_file(&link);
+            if let Some(script) = script {
+                std::fs::write(&link, format!("#!/bin/sh\n{script}\n")).expect("write");
+                let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+                std::fs::set_permissions(&link, mode).expect("make it executable");
+            }
+        };
+        let crash_stdout = match harness {
+            "copilot" => copilot_denial.as_str(),
+            _ => "",
+        };
+        let case = |what: &str| format!("{harness}, {what}: {line}");
+
+        stand_in(Some("cat; exit 0"));
+        let ran = run_hook(shell, &line, "the payload");
+        ran.assert_exit(0, &case("exit 0"));
+        assert_eq!(ran.stdout, "the payload", "{}", case("exit 0"));
+        assert_eq!(ran.stderr, "", "{}", case("exit 0"));
+
+        stand_in(Some("cat; echo because >&2; exit 2"));
+        let ran = run_hook(shell, &line, "the payload");
+        ran.assert_exit(2, &case("exit 2"));
+        assert_eq!(ran.stdout, "the payload", "{}", case("exit 2"));
+        assert_eq!(ran.stderr, "because\n", "{}", case("exit 2"));
+
+        for (what, script) in [("exit 1", Some("exit 1")), ("missing", None)] {
+            stand_in(script);
+            let ran = run_hook(shell, &line, "the payload");
+            ran.assert_exit(2, &case(what));
+            assert_eq!(ran.stdout, crash_stdout, "{}", case(what));
+            assert_eq!(ran.stderr, blocked, "{}", case(what));
+        }
+        // The shell may report the kill on stderr first ("Killed"); the reason is last.
+        stand_in(Some("kill -9 $$"));
+        let ran = run_hook(shell, &line, "the payload");
+        ran.assert_exit(2, &case("killed"));
+        assert_eq!(ran.stdout, crash_stdout, "{}", case("killed"));
+        assert!(ran.stderr.ends_with(&blocked), "{}", case("killed"));
+        assert!(
+            !ran.stderr.contains(&*link.to_string_lossy()),
+            "{}",
+            ran.stderr
+        );
+    }
+}
+
+/// Claude Code's snippet holds this machine's absolute paths: it is said to go in the
+/// project's local settings, which are not committed, never in `.claude/settings.json`,
+/// which a team shares.
+#[test]
+fn claude_codes_snippet_goes_in_the_local_settings() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = intercepting_tools(dir.path(), 1_000);
+    let run = install(
+        "claude-code",
+        &[OsStr::new("--registration"), reg.as_os_str()],
+    );
+    run.assert_exit(0, "hook install claude-code");
+    assert!(
+        run.stderr.contains("# for .claude/settings.local.json\n"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A file given through a symbolic link is named by the link (a Kubernetes ConfigMap's
+/// `..data`, stow, a `current` link), so repointing it takes effect at the next call; a
+/// file that does not exist is refused naming its flag.
+#[test]
+fn files_are_named_through_their_links() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let version = dir.path().join("v1");
+    std::fs::create_dir(&version).expect("a directory");
+    intercepting_tools(&version, 1_000);
+    let pki = ahp_tests::pki::Pki::generate();
+    std::fs::write(version.join("ca.pem"), &pki.ca_pem).expect("write the CA");
+    let config = dir.path().join("config");
+    std::fs::create_dir(&config).expect("a directory");
+    std::os::unix::fs::symlink(&version, config.join("..data")).expect("link ..data");
+    for name in ["intercepting.json", "ca.pem"] {
+        let target = Path::new("..data").join(name);
+        std::os::unix::fs::symlink(target, config.join(name)).expect("link a file");
+    }
+    let reg = config.join("intercepting.json");
+    let roots = config.join("ca.pem");
+    let run = install(
+        "cursor",
+        &[
+            OsStr::new("--registration"),
+            reg.as_os_str(),
+            OsStr::new("--trust-roots"),
+            roots.as_os_str(),
+        ],
+    );
+    let (_, line) = command(&snippet(&run), "sessionEnd");
+    for named in [&reg, &roots] {
+        let word = format!(" {} ", named.display());
+        assert!(line.contains(&word), "{word}: {line}");
+    }
+    assert!(!line.contains("v1"), "{line}");
+
+    let gone = dir.path().join("gone.pem");
+    let run = install(
+        "cursor",
+        &[
+            OsStr::new("--registration"),
+            reg.as_os_str(),
+            OsStr::new("--trust-roots"),
+            gone.as_os_str(),
+        ],
+    );
+    run.assert_exit(1, "a missing trust roots file");
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    let said = format!("--trust-roots {}: ", gone.display());
+    assert!(run.stderr.contains(&said), "{}", run.stderr);
+    assert!(run.stderr.contains("No such file"), "{}", run.stderr);
+}
+
+/// An audit log every call would fail to open (its directory missing, a symbolic link)
+/// is refused at install naming `--audit`, rather than installed to deny every call; one
+/// that can be opened is created as every call creates it, readable by its owner only.
+#[test]
+fn an_audit_log_that_cannot_be_opened_is_refused_at_install() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = intercepting_tools(dir.path(), 1_000);
+    let linked = dir.path().join("linked.jsonl");
+    std::os::unix::fs::symlink(dir.path().join("elsewhere"), &linked).expect("link");
+    let missing = dir.path().join("missing/audit.jsonl");
+    for (audit, why) in [(&missing, "No such file"), (&linked, "symbolic links")] {
+        let args = [
+            OsStr::new("--registration"),
+            reg.as_os_str(),
+            OsStr::new("--audit"),
+            audit.as_os_str(),
+        ];
+        let run = install("codex", &args);
+        run.assert_exit(1, &audit.display().to_string());
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+        let said = format!("--audit {}: ", audit.display());
+        assert!(run.stderr.contains(&said), "{}", run.stderr);
+        assert!(run.stderr.contains(why), "{why}: {}", run.stderr);
+    }
+    let audit = dir.path().join("audit.jsonl");
+    let args = [
+        OsStr::new("--registration"),
+        reg.as_os_str(),
+        OsStr::new("--audit"),
+        audit.as_os_str(),
+    ];
+    snippet(&install("codex", &args));
+    let mode = std::fs::metadata(&audit)
+        .expect("the audit log")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+/// A path that is not UTF-8 cannot be written into a harness's settings (JSON text): it
+/// is refused naming its flag, never written lossily as another file's name.
+#[test]
+fn a_path_that_is_not_utf8_is_refused_naming_its_flag() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = intercepting_tools(dir.path(), 1_000);
+    let odd = dir.path().join(OsStr::from_bytes(b"odd-\xff.json"));
+    std::fs::copy(&reg, &odd).expect("copy the registration");
+    let cases = [
+        ("--registration", [odd.as_os_str(), OsStr::new("--source")]),
+        ("--audit", [reg.as_os_str(), OsStr::new("--audit")]),
+    ];
+    for (flag, [registration, then]) in cases {
+        let mut args = vec![OsStr::new("--registration"), registration, then];
+        args.push(match then.to_str() {
+            Some("--audit") => odd.as_os_str(),
+            _ => OsStr::new("urn:example:harness"),
+        });
+        let run = install("gemini", &args);
+        run.assert_exit(1, flag);
+        assert!(run.stdout.is_empty(), "{flag}: {}", run.stdout);
+        assert!(
+            run.stderr.contains(flag) && run.stderr.contains("not UTF-8"),
+            "{flag}: {}",
+            run.stderr
+        );
+    }
+}
+
+/// Without `--budget-ms` the budget covers the registration's chain of intercept
+/// deadlines at an event (here one of 20 s) and a margin, rather than the 10 s default
+/// that would end a fail-open subscription still inside its deadline with a denial; the
+/// harness's timeout follows. A shorter `--budget-ms` is kept, with a warning naming
+/// the event and both figures.
+#[test]
+fn the_budget_covers_the_registrations_own_chain() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = intercepting_tools(dir.path(), 20_000);
+    let args = [OsStr::new("--registration"), reg.as_os_str()];
+    let run = install("claude-code", &args);
+    let snippet_of = snippet(&run);
+    let hook = &snippet_of["hooks"]["PreToolUse"][0]["hooks"][0];
+    let line = hook["command"].as_str().expect("a command");
+    assert!(line.contains(" --budget-ms 22000 "), "{line}");
+    assert_eq!(hook["timeout"], 27);
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+
+    let given = [&args[..], &[OsStr::new("--budget-ms"), OsStr::new("15000")]].concat();
+    let run = install("claude-code", &given);
+    let (_, line) = command(&snippet(&run), "PreToolUse");
+    assert!(line.contains(" --budget-ms 15000 "), "{line}");
+    for said in ["warning", "tool.before", "15000 ms", "20000 ms"] {
+        assert!(run.stderr.contains(said), "{said}: {}", run.stderr);
+    }
+}
