@@ -1048,6 +1048,23 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         };
         return match hook::install(&request) {
             Ok(installed) => {
+                // Hooks whose registration the harness's declaration refuses would deny
+                // every call (fail-open subscriptions too): none are printed; nor where
+                // the host cannot be set up (an option naming no backend, a file that is
+                // no component). Only a component pulled from a registry may load later
+                // (the registry back up): then the registration is left unchecked.
+                match validate(&request.registration, Some(harness), &host).await {
+                    Ok(()) => {}
+                    Err(Unloaded::Refused(code)) => return code,
+                    Err(Unloaded::Setup(detail)) if pulled(host.component.as_deref()) => {
+                        eprintln!(
+                            "warning: the registration was not checked against what {} can \
+                             intercept ({detail})",
+                            harness.name()
+                        )
+                    }
+                    Err(Unloaded::Setup(detail)) => return fail(&detail),
+                }
                 // So that the first hook call loads the component instead of compiling it
                 // within its budget, which a budget shorter than a cold compile would end
                 // every time before the compile is stored.
@@ -1061,28 +1078,15 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
                          compiles it within its budget"
                     ),
                 }
-                // Hooks whose registration the harness's declaration refuses would deny
-                // every call (fail-open subscriptions too): none are printed. A component
-                // or host setup that does not load here only leaves it unchecked, as it
-                // leaves the cache cold: the hook may find it loads (a registry back up).
-                match validate(&request.registration, Some(harness), &host).await {
-                    Ok(()) => {}
-                    Err(Unloaded::Refused(code)) => return code,
-                    Err(Unloaded::Setup(detail)) => eprintln!(
-                        "warning: the registration was not checked against what {} can \
-                         intercept ({detail})",
-                        harness.name()
-                    ),
-                }
                 for warning in &installed.warnings {
                     eprintln!("{warning}");
                 }
                 eprintln!("# for {}", harness.settings_file());
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&installed.snippet).unwrap_or_default()
-                );
-                ExitCode::SUCCESS
+                let snippet = serde_json::to_string_pretty(&installed.snippet).unwrap_or_default();
+                match print_line(snippet) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fail(&e),
+                }
             }
             Err(e) => fail(&e),
         };
@@ -1352,6 +1356,12 @@ fn interceptable_event(word: &str) -> Result<InterceptableEvent, String> {
 fn fail(message: &str) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(1)
+}
+
+/// Whether `--component` names a component pulled from a registry, which may be
+/// unreachable now and load later.
+fn pulled(component: Option<&str>) -> bool {
+    component.is_some_and(|source| source.starts_with(crate::oci::SCHEME))
 }
 
 /// `text` and a newline on stdout, flushed. `println!` panics when stdout is closed

@@ -950,3 +950,41 @@ fn a_stdout_that_cannot_be_written_is_exit_1_naming_it() {
         assert!(!run.stderr.contains("panicked"), "{args:?}: {}", run.stderr);
     }
 }
+
+/// `ahp hook install` prints no hooks when the host cannot be set up for them: an option
+/// naming no backend of the registration, or a `--component` that is not this one (here
+/// an empty component).
+/// Every installed call would be denied; install said so in a warning and exited 0.
+#[test]
+fn hook_install_refuses_a_host_its_hooks_could_not_set_up() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = portable();
+    let not_a_component = dir.path().join("component.wasm");
+    std::fs::write(&not_a_component, b"\0asm\x0d\0\x01\0").expect("write");
+    let cases: [(&[&str], &str); 2] = [
+        (&["--allow-insecure-http", "dev.typo"], "dev.typo"),
+        (
+            &["--component", path(&not_a_component)],
+            "no exported instance named `ahp:interceptor/interceptor",
+        ),
+    ];
+    for (options, named) in cases {
+        let mut args = vec![
+            "hook",
+            "install",
+            "claude-code",
+            "--registration",
+            path(&reg),
+        ];
+        args.extend_from_slice(options);
+        let run = ahp(&args, &[]);
+        run.assert_exit(1, &format!("{options:?}"));
+        assert!(run.stdout.is_empty(), "{options:?}: {}", run.stdout);
+        assert!(
+            run.stderr.contains("error: "),
+            "{options:?}: {}",
+            run.stderr
+        );
+        assert!(run.stderr.contains(named), "{options:?}: {}", run.stderr);
+    }
+}

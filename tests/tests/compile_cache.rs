@@ -168,6 +168,21 @@ async fn precompile_warms_the_cache_for_intercept() {
 /// with the cache in `cache`: exit 0 and the snippet (JSON) on stdout, whatever happened
 /// to the cache; returns stderr.
 fn hook_install(setup: &Setup, component: Option<&Path>, cache: &Path) -> String {
+    let output = hook_install_output(setup, component, cache);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    let snippet: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {output:?}"));
+    assert!(snippet["hooks"].is_object(), "{snippet}");
+    stderr
+}
+
+/// `ahp hook install claude-code` of the setup's registration, however it ended.
+fn hook_install_output(
+    setup: &Setup,
+    component: Option<&Path>,
+    cache: &Path,
+) -> std::process::Output {
     let mut command = std::process::Command::new(ahp_binary());
     command
         .args(["hook", "install", "claude-code", "--registration"])
@@ -177,22 +192,16 @@ fn hook_install(setup: &Setup, component: Option<&Path>, cache: &Path) -> String
     if let Some(path) = component {
         command.arg("--component").arg(path);
     }
-    let output = command.output().expect("run ahp hook install");
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(output.status.success(), "{stderr}");
-    let snippet: serde_json::Value =
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {output:?}"));
-    assert!(snippet["hooks"].is_object(), "{snippet}");
-    stderr
+    command.output().expect("run ahp hook install")
 }
 
 /// `ahp hook install` compiles the component it installs (the embedded one, or the one
 /// `--component` names) into the cache, as `ahp precompile` does: the first hook call
 /// then loads it instead of compiling it inside its budget, which under a budget shorter
 /// than a cold compile would end every call before the compile could be stored. Best
-/// effort: a component that does not compile, or a cache that cannot be written, is a
-/// warning, and the snippet is printed all the same (with a component that does not
-/// compile, the registration is not checked against the harness either: a warning too).
+/// effort: a cache that cannot be written is a warning, and the snippet is printed all
+/// the same. A component that does not compile is an error (every installed call would
+/// be denied), and no snippet.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hook_install_warms_the_cache_for_the_component_it_installs() {
     let setup = Setup::new().await;
@@ -214,13 +223,11 @@ async fn hook_install_warms_the_cache_for_the_component_it_installs() {
     let broken = setup.files.path().join("broken.wasm");
     std::fs::write(&broken, b"\0asm").expect("write a component that does not compile");
     let cache = tempfile::tempdir().expect("a cache directory");
-    let stderr = hook_install(&setup, Some(&broken), cache.path());
-    assert!(
-        stderr.contains("warning: the component was not compiled"),
-        "{stderr}"
-    );
-    let unchecked = "warning: the registration was not checked against what claude-code can";
-    assert!(stderr.contains(unchecked), "{stderr}");
+    let output = hook_install_output(&setup, Some(&broken), cache.path());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(output.stdout.is_empty(), "{output:?}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
     let not_a_dir = setup.files.path().join("not-a-directory");
     std::fs::write(&not_a_dir, b"").expect("write a file");
     let stderr = hook_install(&setup, None, &not_a_dir);
