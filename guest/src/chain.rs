@@ -15,6 +15,7 @@
 
 use crate::deadline::{elapsed_ms, Deadline};
 use crate::effect::{self, Effect};
+use crate::elicitation;
 use crate::event::Event;
 use crate::events::Rules;
 use crate::host_api::{AuthError, DeliveryError, Host, Instant};
@@ -25,8 +26,8 @@ use crate::settlement::Settlement;
 use crate::wire::{self, Message};
 use ahp_vocab::{
     AttemptEntry, AttemptResult, DecidedBy, Decision, Detail, Enforce, EventCapability, EventRef,
-    Failure, FailureClass, FailurePolicy, Flow, FlowOperation, Injection, InterceptorEntry,
-    ObserverKind, Outcome, Phase,
+    Failure, FailureClass, FailurePolicy, Flow, FlowOperation, Injection, InterceptableEvent,
+    InterceptorEntry, ObserverKind, Outcome, Phase,
 };
 use std::borrow::Cow;
 
@@ -306,10 +307,15 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             .take_if(|f| f.operation == FlowOperation::Continue);
     } else if let Some((target, pointer)) = call.rules.modify {
         if matches!(&effective, Cow::Owned(changed) if changed != call.event) {
-            if let Some(value) = effective.value_at(pointer) {
-                enforce
-                    .effective
-                    .insert(target.as_str().to_owned(), value.clone());
+            // What the harness applies: at an elicitation result, the answer in its part.
+            let value = match call.rules.event {
+                InterceptableEvent::UserElicitationResult => {
+                    effective.value_at(pointer).and_then(elicitation::answer)
+                }
+                _ => effective.value_at(pointer).cloned(),
+            };
+            if let Some(value) = value {
+                enforce.effective.insert(target.as_str().to_owned(), value);
             }
         }
     }
@@ -389,7 +395,12 @@ fn modified(event: &Event, rules: &Rules, effects: &[Effect]) -> Option<Option<E
         } = effect
         {
             let base = current.as_ref().unwrap_or(event);
-            let next = effect::apply(base.value_at(pointer), *operation, value)?;
+            let next = match rules.event {
+                InterceptableEvent::UserElicitationResult => {
+                    elicitation::modify(base, pointer, *operation, value)?
+                }
+                _ => effect::apply(base.value_at(pointer), *operation, value)?,
+            };
             current = Some(base.with_value(pointer, next));
         }
     }

@@ -71,7 +71,8 @@ pub fn fields(kind: EffectKind) -> &'static [&'static str] {
 }
 
 /// Deny, allow and ask decide the operation; one response may hold one decision
-/// (repeated, it is still one), never two that disagree.
+/// (repeated, it is still one), or deny and ask (deny beats ask), never allow with
+/// either.
 pub fn is_decision(kind: EffectKind) -> bool {
     matches!(kind, EffectKind::Deny | EffectKind::Allow | EffectKind::Ask)
 }
@@ -79,14 +80,14 @@ pub fn is_decision(kind: EffectKind) -> bool {
 /// Whether `value` has the shape `target` takes at `event` (effect.schema.json): an
 /// object for input and workspace, text parts for instructions and summary, canonical
 /// messages otherwise. `content` is the one target whose shape is the boundary's: the
-/// MCP answer object at `user.elicitation.result`, canonical messages at
-/// `user.message.outbound` ("the host MUST validate the boundary-specific target
-/// contract").
+/// MCP answer at `user.elicitation.result` ([`elicitation::is_answer`]), canonical
+/// messages at `user.message.outbound` ("the host MUST validate the boundary-specific
+/// target contract").
 pub fn fits(target: ModifyTarget, event: InterceptableEvent, value: &Value) -> bool {
     match target {
         ModifyTarget::Input | ModifyTarget::Workspace => value.is_object(),
         ModifyTarget::Content if event == InterceptableEvent::UserElicitationResult => {
-            value.is_object()
+            crate::elicitation::is_answer(value)
         }
         ModifyTarget::Content => content::is_messages(value),
         ModifyTarget::Instructions | ModifyTarget::Summary => content::is_text_parts(value),

@@ -204,10 +204,10 @@ const ATTEMPT: Shape = Shape::Closed("attempt", &["id", "number", "synthesized"]
 ///   event, so it is required only when modify is declared.
 /// - prompt at user.message.inbound and content at user.message.outbound are the
 ///   message lists at `/message/messages` (interaction-event.schema.json).
-/// - **Assumed:** content at user.elicitation.result is the MCP answer at
-///   `/elicitation/result` (optional there, so required when modify is declared);
-///   upstream carries it as a text part holding serialized JSON while effect.schema.json
-///   makes the modify value an object, and nothing says how the two meet.
+/// - content at user.elicitation.result is the MCP answer inside the result part at
+///   `/elicitation/result` (optional there, so required when modify is declared): the
+///   `content` of the `ElicitResult` serialized in the part's text, edited and written
+///   back there ([`crate::elicitation`], interaction-payloads.md@8f91ac4).
 /// - **Assumed:** workspace at workspace.change.before is the proposed change
 ///   `/workspace/change` (an object of `cwd`/`workspaceRoots`, as effect.schema.json's
 ///   object value); `/workspace` itself also holds `kind`, which a modify could not

@@ -25,6 +25,7 @@ pub mod chain;
 pub mod content;
 pub mod deadline;
 pub mod effect;
+pub mod elicitation;
 pub mod engine;
 pub mod event;
 pub mod events;

@@ -223,10 +223,18 @@ fn accept_effects(effects: &Node, advertised: &EventCapability) -> Result<Vec<Ef
     for effect in decoded {
         let kind = effect.kind();
         if effect::is_decision(kind) {
-            match decision {
-                Some(seen) if seen != kind => return Err(conflict()),
-                Some(_) => continue,
-                None => decision = Some(kind),
+            match (decision, kind) {
+                (None, _) => decision = Some(kind),
+                (Some(seen), _) if seen == kind => continue,
+                // Deny beats ask (composition.md@8f91ac4): both hold the call back, and
+                // the deny stands. Read as a conflict, a fail-open policy let it run.
+                (Some(EffectKind::Deny), EffectKind::Ask) => continue,
+                (Some(EffectKind::Ask), EffectKind::Deny) => {
+                    accepted.retain(|e| e.kind() != EffectKind::Ask);
+                    decision = Some(kind);
+                }
+                // Allow with deny or ask: the backend both permits and holds back.
+                _ => return Err(conflict()),
             }
         }
         if kind == EffectKind::Return {
@@ -1095,7 +1103,7 @@ mod tests {
         let deny = json!({"type": "deny", "reason": "r"});
         for effects in [
             json!([{"type": "allow"}, deny]),
-            json!([deny, {"type": "ask"}]),
+            json!([deny, {"type": "allow"}]),
             json!([{"type": "ask"}, {"type": "allow"}]),
             json!([{"type": "return", "value": 1}, {"type": "return", "value": 2}]),
         ] {

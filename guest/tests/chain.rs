@@ -2901,11 +2901,48 @@ fn two_denies_under_fail_open_are_a_deny() {
 #[test]
 fn allow_with_deny_in_one_response_is_invalid_effects() {
     let engine = load(vec![interceptor(A, "fail-closed", 500)]);
-    let reply = effects(json!([{"type": "allow"}, {"type": "deny", "reason": "r"}]));
-    let mut host = FakeHost::new().on(A, Step::reply(reply));
-    let s = run(&engine, &mut host);
-    assert_synthetic_deny(&s);
-    assert_eq!(failure_class(&s, 0), "invalid-effects");
+    for decisions in [json!(["allow", "deny"]), json!(["ask", "allow"])] {
+        let reply = effects(json!(decisions
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|kind| match kind.as_str() {
+                Some("deny") => json!({"type": "deny", "reason": "r"}),
+                _ => json!({"type": kind}),
+            })
+            .collect::<Vec<_>>()));
+        let mut host = FakeHost::new().on(A, Step::reply(reply));
+        let s = intercept_with(
+            &engine,
+            &mut host,
+            &event(),
+            &["deny", "allow", "ask"],
+            None,
+        );
+        assert_synthetic_deny(&s);
+        assert_eq!(failure_class(&s, 0), "invalid-effects", "{decisions}");
+    }
+}
+
+/// Deny beats ask (composition.md@8f91ac4): a reply holding both, in either order, is
+/// the backend's deny, under a fail-open policy too (as a conflict it let the call run).
+#[test]
+fn deny_with_ask_in_one_response_is_the_deny() {
+    let engine = load(vec![interceptor(A, "fail-open", 500)]);
+    let deny = json!({"type": "deny", "reason": "held back"});
+    let ask = json!({"type": "ask"});
+    for reply in [json!([deny, ask]), json!([ask, deny])] {
+        let mut host = FakeHost::new().on(A, Step::reply(effects(reply.clone())));
+        let s = intercept_with(&engine, &mut host, &event(), &["deny", "ask"], None);
+        assert_eq!(
+            (s.decision, s.decided_by),
+            (Decision::Deny, DecidedBy::BackendDeny),
+            "{reply}: {}",
+            audit(&s)
+        );
+        assert_eq!(s.reason.as_deref(), Some("held back"), "{reply}");
+        assert_eq!(audited(&s, 0)["effects"], json!(["deny"]), "{reply}");
+    }
 }
 
 /// A backend's injected context must be canonical messages (content-item.schema.json):
@@ -3810,5 +3847,57 @@ fn a_tool_after_output_modify_is_its_items() {
         assert_eq!(b_saw["items"], expected, "{operation}");
         assert!(b_saw["tool"].get("output").is_none(), "{operation}");
         assert_eq!(audit(&s)["effective"]["output"], expected, "{operation}");
+    }
+}
+
+/// At user.elicitation.result, `modify(content)` edits the MCP answer inside the result
+/// part's serialized `ElicitResult` (interaction-payloads.md@8f91ac4): a merge keeps
+/// the answer's other fields and the result's action, the next backend is sent the
+/// re-serialized part, and the harness is handed the answer. A nested value (upstream
+/// `contextual-elicitation-content-nested.invalid.json`) or a result not accepted
+/// (`…-decline.invalid.json`) exposes no answer: a malformed effect, settled by policy.
+#[test]
+fn an_elicitation_answer_is_modified_inside_its_result_part() {
+    let kind = InterceptableEvent::UserElicitationResult;
+    let hooks = vec![
+        backend(A, vec![intercept_sub(&[kind.as_str()], "fail-closed", 500)]),
+        backend(B, vec![intercept_sub(&[kind.as_str()], "fail-closed", 500)]),
+    ];
+    let engine = Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid");
+    let content = |operation: &str, value: Value| {
+        effects(
+            json!([{"type": "modify", "target": "content", "operation": operation,
+                        "value": value}]),
+        )
+    };
+    let accepted = catalogue_event(kind.as_str());
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(content("merge", json!({"age": 3}))))
+        .on(B, Step::reply(effects(json!([]))));
+    let s = settle(&engine, &mut host, &accepted);
+    assert_eq!(s.decision, Decision::Allow, "{}", audit(&s));
+    let answer = json!({"name": "x", "age": 3});
+    assert_eq!(audit(&s)["effective"]["content"], answer);
+    let b_saw = &host.sent_to(B)[0].json()["params"]["event"]["elicitation"];
+    let result: Value = serde_json::from_str(b_saw["result"]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(result, json!({"action": "accept", "content": answer}));
+    assert_eq!(b_saw["action"], "accept");
+
+    let mut declined = accepted.clone();
+    declined["elicitation"]["action"] = json!("decline");
+    for (event, operation, value) in [
+        (&accepted, "merge", json!({"nested": {"x": 1}})),
+        (&accepted, "replace", json!({"list": [1]})),
+        (&declined, "merge", json!({})),
+    ] {
+        let mut host = FakeHost::new().on(A, Step::reply(content(operation, value.clone())));
+        let s = settle(&engine, &mut host, event);
+        assert_synthetic_deny(&s);
+        assert_eq!(
+            audited(&s, 0)["failure"]["detail"],
+            "malformed-effect",
+            "{value}"
+        );
+        assert!(audit(&s).get("effective").is_none(), "{}", audit(&s));
     }
 }

@@ -1,0 +1,89 @@
+//! `modify(content)` at `user.elicitation.result` (interaction-payloads.md@8f91ac4): the
+//! target is the MCP answer, the `content` of the `ElicitResult` serialized in the result
+//! part's text, not the part itself. Only an accepted form result whose part is selected
+//! as `body` exposes it; the answer is an object of strings, numbers, booleans and string
+//! lists ("never content items"), and the edited result goes back into the part's text,
+//! its action and everything else as they were.
+
+use crate::effect;
+use crate::event::Event;
+use crate::json;
+use ahp_vocab::ModifyOperation;
+use serde_json::{Map, Value};
+
+/// The result part at `pointer` after `operation` with `value` on its answer; `None` when
+/// the event exposes no answer to modify or the effective one is no answer.
+pub fn modify(
+    event: &Event,
+    pointer: &str,
+    operation: ModifyOperation,
+    value: &Value,
+) -> Option<Value> {
+    let word = |at: &str| event.value_at(at).and_then(Value::as_str);
+    if word("/elicitation/action") != Some("accept") || word("/elicitation/mode") != Some("form") {
+        return None;
+    }
+    let part = event.value_at(pointer)?;
+    let mut result = result_in(part)?;
+    let answer = effect::apply(result.get("content"), operation, value)?;
+    if !is_answer(&answer) {
+        return None;
+    }
+    result.insert("content".to_owned(), answer);
+    let text = serde_json::to_string(&result).ok()?;
+    let mut part = part.clone();
+    part.as_object_mut()?
+        .insert("text".to_owned(), Value::String(text));
+    Some(part)
+}
+
+/// The answer in a result `part`, if it holds one.
+pub fn answer(part: &Value) -> Option<Value> {
+    result_in(part)?.remove("content")
+}
+
+/// Whether `value` has the shape of an MCP form answer: an object whose values are
+/// strings, numbers, booleans or lists of strings.
+pub fn is_answer(value: &Value) -> bool {
+    value.as_object().is_some_and(|answer| {
+        answer.values().all(|member| match member {
+            Value::String(_) | Value::Number(_) | Value::Bool(_) => true,
+            Value::Array(items) => items.iter().all(Value::is_string),
+            Value::Null | Value::Object(_) => false,
+        })
+    })
+}
+
+/// The `ElicitResult` a body-selected result part serializes.
+fn result_in(part: &Value) -> Option<Map<String, Value>> {
+    if part.get("selection").and_then(Value::as_str) != Some("body") {
+        return None;
+    }
+    match json::parse(part.get("text")?.as_str()?) {
+        Ok(Value::Object(result)) => Some(result),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_answer_is_a_flat_object_of_primitives_and_string_lists() {
+        assert!(is_answer(&json!({})));
+        assert!(is_answer(
+            &json!({"name": "x", "age": 3, "ok": true, "tags": ["a", "b"]})
+        ));
+        for not in [
+            json!({"nested": {"x": 1}}),
+            json!({"n": null}),
+            json!({"list": [1]}),
+            json!([{"name": "x"}]),
+            json!("x"),
+        ] {
+            assert!(!is_answer(&not), "{not}");
+        }
+    }
+}
