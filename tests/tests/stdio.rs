@@ -934,8 +934,9 @@ async fn a_per_event_observers_nonzero_exit_is_only_logged() {
 }
 
 /// S7: a per-event observer that never exits holds the call's completion only until its
-/// observer deadline; it is then killed and reaped. Nothing was expected from it but the
-/// notification taken, so it is recorded as delivered, and the decision stands.
+/// observer deadline; it is then killed and reaped, and the decision stands. Killed, it
+/// may not have read its notification (an interpreter slow to start), so its delivery is
+/// recorded as past its deadline, not delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_per_event_observer_that_never_exits_is_bounded_by_its_deadline() {
     let _shared = PROCESSES.read().await;
@@ -945,7 +946,7 @@ async fn a_per_event_observer_that_never_exits_is_bounded_by_its_deadline() {
         let id = format!("evt_observer_stubborn_{policy}");
         let (log, settled, elapsed) = observed_by_per_event("stubborn", policy, bound, &id).await;
         assert_settled_at(elapsed, bound, &case);
-        assert_denied_and_observed(&settled, "delivered", &case);
+        assert_denied_and_observed(&settled, "deadline-exceeded", &case);
         assert_eq!(log.values("recv"), ["hooks/observe"], "{case}");
         assert_nth_process_reaped(&log, 1, &case);
     }

@@ -294,17 +294,19 @@ impl StdioBackend {
         // EOF after exactly one message.
         drop(stdin);
         let Some(stdout) = stdout else {
-            // A notification: no response is awaited and the exit status is only logged
-            // (the wait just bounds the process's life by the delivery's deadline).
-            match process.wait_exit(deadline).await {
+            // A notification: no response is awaited, and the exit status is only logged.
+            // A process still running at the deadline is killed, and may not have read
+            // what it was sent (an interpreter slow to start): not `delivered`.
+            return match process.wait_exit(deadline).await {
                 Some(code) => {
-                    tracing::debug!(backend = %self.id, ?code, "per_event observer exited")
+                    tracing::debug!(backend = %self.id, ?code, "per_event observer exited");
+                    Ok(stdio_reply(Vec::new()))
                 }
                 None => {
-                    tracing::debug!(backend = %self.id, "per_event observer still running at its deadline")
+                    tracing::debug!(backend = %self.id, "per_event observer still running at its deadline");
+                    Err(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse))
                 }
-            }
-            return Ok(stdio_reply(Vec::new()));
+            };
         };
         let mut reader = LineReader::new(stdout);
         let line = match timeout_at(deadline, reader.next_line(self.max_line)).await {
