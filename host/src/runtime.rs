@@ -138,8 +138,13 @@ impl Runtime {
 /// Bounds the component's CPU in `store` by its [`HostState`]'s CPU deadline, from the
 /// first instruction (5 s until a call sets its own). Call before instantiating. The
 /// bound is checked at each epoch tick: only while the Engine's epoch advances (see
-/// [`crate::check_engine`]).
+/// [`crate::check_engine`]). On an Engine that consumes fuel, the store is given all
+/// there is: the epochs bound the component, and a store without fuel would trap at its
+/// first instruction, every call an engine failure.
 pub fn bound_cpu<T: AhpView + 'static>(store: &mut Store<T>) {
+    if store.get_fuel().is_ok() {
+        let _ = store.set_fuel(u64::MAX);
+    }
     store.data_mut().ahp().cpu_deadline = std::time::Instant::now() + Duration::from_secs(5);
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(|mut ctx| {
@@ -340,6 +345,37 @@ impl Drop for TickerThread {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On an embedder's Engine that consumes fuel, the crate's stores are given all there
+    /// is: the calls run (bounded by epochs) instead of trapping at their first
+    /// instruction, every one an engine failure.
+    #[tokio::test]
+    async fn an_engine_that_consumes_fuel_runs_the_component() {
+        let mut config = Config::new();
+        config.epoch_interruption(true).consume_fuel(true);
+        let engine = Engine::new(&config).unwrap();
+        let registration = r#"{"protocolVersion": "draft", "hooks": [{"id": "com.example.a",
+            "transport": {"type": "http", "url": "http://127.0.0.1:9/ahp"},
+            "subscriptions": [{"events": ["tool.before"], "mode": "intercept",
+                "timeoutMs": 500, "failurePolicy": "fail-open",
+                "content": {"default": "body"}}]}]}"#;
+        let interceptor = crate::InterceptorBuilder::new()
+            .engine(&engine)
+            .build(registration)
+            .await
+            .expect("built on a fuel-consuming Engine");
+        let event = r#"{"id": "evt_fuel", "source": "urn:ahp:test", "type": "tool.before",
+            "time": "2026-11-30T12:00:00Z", "call": {"id": "c1"}, "path": "native",
+            "tool": {"name": "Bash", "input": {"command": "ls"}, "origin": "native"}}"#;
+        let settled = interceptor.intercept(event, &[], None).await.unwrap();
+        assert_eq!(
+            (settled.decision, settled.decided_by),
+            (crate::Decision::Allow, crate::DecidedBy::NoObjection),
+            "{}",
+            settled.to_json()
+        );
+        interceptor.shutdown_async().await;
+    }
 
     /// Every store this crate makes bounds each memory to 256 MiB and each table to
     /// 20,000 elements on an Engine that allocates on demand too (the fallback where the

@@ -288,8 +288,7 @@ impl OAuth {
                 reply.status.unwrap_or(0)
             )));
         }
-        token_from(&json, &scopes, &plan.resource, requested_at)
-            .map_err(|why| Problem::Failed(why.into()))
+        token_from(&json, &scopes, plan, requested_at).map_err(|why| Problem::Failed(why.into()))
     }
 
     /// The issuer's validated metadata, from the cache or discovered now.
@@ -477,11 +476,11 @@ fn validate_metadata(
     })
 }
 
-/// A successful token response (RFC 6749 §5.1), checked, for `resource`.
+/// A successful token response (RFC 6749 §5.1), checked, for `plan`'s resource.
 fn token_from(
     json: &Value,
     requested: &[String],
-    resource: &str,
+    plan: &OauthPlan,
     requested_at: Instant,
 ) -> Result<Token, &'static str> {
     let secret = json["access_token"]
@@ -489,7 +488,7 @@ fn token_from(
         .and_then(usable)
         .ok_or("`access_token` is missing or not a header-safe string")?;
     let expires_in = readable_claims(secret.expose())
-        .map(|claims| fits(&claims, resource, unix_now()))
+        .map(|claims| fits(&claims, plan, unix_now()))
         .transpose()?
         .flatten();
     if !json["token_type"]
@@ -545,27 +544,36 @@ fn readable_claims(token: &str) -> Option<serde_json::Map<String, Value>> {
     }
 }
 
-/// Whether a readable token's claims let it go to `resource` at `now` (seconds since the
-/// Unix epoch): its `aud`, where it has one, must name the resource (digest §12: the
-/// audience is validated; conformance H13: a mismatched audience or an expired token is
-/// refused, and no credential is sent), and its `exp`, where it has one, be later. `Some`
-/// of the time left until `exp`.
+/// Whether a readable token's claims let it go to `plan`'s resource at `now` (seconds
+/// since the Unix epoch): its `aud` must name the resource (digest §12: the audience is
+/// validated; conformance H13: a mismatched audience or an expired token is refused, and
+/// no credential is sent; RFC 9068 §2.2 requires the claim: a JWT without one could be
+/// replayed to any resource, such as another backend's, by the backend it was sent to),
+/// its `iss`, where it has one, be the issuer it was asked of, and its `exp`, where it
+/// has one, be later. `Some` of the time left until `exp`.
 fn fits(
     claims: &serde_json::Map<String, Value>,
-    resource: &str,
+    plan: &OauthPlan,
     now: u64,
 ) -> Result<Option<Duration>, &'static str> {
-    let same = |aud: &Value| {
-        aud.as_str()
-            .is_some_and(|aud| aud.trim_end_matches('/') == resource.trim_end_matches('/'))
+    let same = |claimed: &Value, expected: &str| {
+        claimed
+            .as_str()
+            .is_some_and(|c| c.trim_end_matches('/') == expected.trim_end_matches('/'))
     };
     let named = match claims.get("aud") {
-        None => true,
-        Some(Value::Array(auds)) => auds.iter().any(same),
-        Some(aud) => same(aud),
+        None => false,
+        Some(Value::Array(auds)) => auds.iter().any(|aud| same(aud, &plan.resource)),
+        Some(aud) => same(aud, &plan.resource),
     };
     if !named {
         return Err("the token's `aud` does not name the resource it is for");
+    }
+    if claims
+        .get("iss")
+        .is_some_and(|iss| !same(iss, &plan.issuer))
+    {
+        return Err("the token's `iss` is not the issuer it was asked of");
     }
     match claims.get("exp") {
         None => Ok(None),
@@ -677,6 +685,18 @@ mod tests {
         assert!(validate_metadata(b"<html>", "https://id.example.com", Zone::Global).is_err());
     }
 
+    /// A client-credentials plan for `resource` at the issuer `https://id.example.com`.
+    fn plan_for(resource: &str) -> OauthPlan {
+        OauthPlan {
+            issuer: "https://id.example.com".into(),
+            resource: resource.into(),
+            client_id: "c".into(),
+            flow: OauthFlow::ClientCredentials,
+            scopes: Vec::new(),
+            client_secret_ref: None,
+        }
+    }
+
     #[test]
     fn token_responses_are_checked() {
         let now = Instant::now();
@@ -684,7 +704,7 @@ mod tests {
         let token = token_from(
             &json!({"access_token": "t1", "token_type": "bearer", "expires_in": 100}),
             &scopes,
-            "r",
+            &plan_for("r"),
             now,
         )
         .unwrap_or_else(|e| panic!("{e}"));
@@ -694,12 +714,13 @@ mod tests {
         let unbounded = token_from(
             &json!({"access_token": "t", "token_type": "Bearer"}),
             &[],
-            "r",
+            &plan_for("r"),
             now,
         );
         assert!(unbounded.is_ok_and(|t| t.expires_at - now == Duration::from_secs(270)));
         let forever = json!({"access_token": "t", "token_type": "Bearer", "expires_in": u64::MAX});
-        let capped = token_from(&forever, &[], "r", now).unwrap_or_else(|e| panic!("{e}"));
+        let capped =
+            token_from(&forever, &[], &plan_for("r"), now).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(capped.expires_at - now, MAX_LIFETIME - EXPIRY_MARGIN);
         for bad in [
             json!({"token_type": "Bearer"}),
@@ -709,13 +730,17 @@ mod tests {
             json!({"access_token": "t", "token_type": "Bearer", "expires_in": "60"}),
             json!({"access_token": "t", "token_type": "Bearer", "scope": "hooks admin"}),
         ] {
-            assert!(token_from(&bad, &scopes, "r", now).is_err(), "{bad}");
+            assert!(
+                token_from(&bad, &scopes, &plan_for("r"), now).is_err(),
+                "{bad}"
+            );
         }
     }
 
-    /// A JWT access token goes only to the resource its `aud` names, and only before its
-    /// `exp`, which also bounds how long it is kept (conformance H13); a token without
-    /// those claims, or an opaque one, is taken as before.
+    /// A JWT access token goes only to the resource its `aud` names (a JWT without one
+    /// could go anywhere), from the issuer it was asked of, and only before its `exp`,
+    /// which also bounds how long it is kept (conformance H13); an opaque one is taken as
+    /// it comes.
     #[test]
     fn a_readable_token_must_be_for_this_resource_and_unexpired() {
         let now = Instant::now();
@@ -729,9 +754,9 @@ mod tests {
         for fit in [
             json!({"aud": resource, "exp": later}),
             json!({"aud": ["https://x.example.com", format!("{resource}/")], "exp": later}),
-            json!({"sub": "client"}),
+            json!({"aud": resource, "iss": "https://id.example.com/"}),
         ] {
-            let token = token_from(&issued(&fit), &[], resource, now);
+            let token = token_from(&issued(&fit), &[], &plan_for(resource), now);
             assert!(token.is_ok(), "{fit}");
         }
         for unfit in [
@@ -739,14 +764,17 @@ mod tests {
             json!({"aud": ["https://other.example.com"]}),
             json!({"aud": resource, "exp": earlier}),
             json!({"aud": resource, "exp": "later"}),
+            json!({"sub": "client"}),
+            json!({"aud": resource, "iss": "https://elsewhere.example"}),
         ] {
             assert!(
-                token_from(&issued(&unfit), &[], resource, now).is_err(),
+                token_from(&issued(&unfit), &[], &plan_for(resource), now).is_err(),
                 "{unfit}"
             );
         }
         let soon = json!({"aud": resource, "exp": unix_now() + 100});
-        let kept = token_from(&issued(&soon), &[], resource, now).unwrap_or_else(|e| panic!("{e}"));
+        let kept = token_from(&issued(&soon), &[], &plan_for(resource), now)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(
             kept.expires_at - now <= Duration::from_secs(100),
             "kept past its exp"
