@@ -346,6 +346,21 @@ impl Drop for TickerThread {
 mod tests {
     use super::*;
 
+    /// An interceptor on `engine` whose one interceptor, of tool.before, fails open and
+    /// is unreachable.
+    async fn unreachable_on(engine: &Engine) -> crate::Interceptor {
+        let registration = r#"{"protocolVersion": "draft", "hooks": [{"id": "com.example.a",
+            "transport": {"type": "http", "url": "http://127.0.0.1:9/ahp"},
+            "subscriptions": [{"events": ["tool.before"], "mode": "intercept",
+                "timeoutMs": 500, "failurePolicy": "fail-open",
+                "content": {"default": "body"}}]}]}"#;
+        crate::InterceptorBuilder::new()
+            .engine(engine)
+            .build(registration)
+            .await
+            .expect("built on the Engine")
+    }
+
     /// On an embedder's Engine that consumes fuel, the crate's stores are given all there
     /// is: the calls run (bounded by epochs) instead of trapping at their first
     /// instruction, every one an engine failure.
@@ -354,16 +369,7 @@ mod tests {
         let mut config = Config::new();
         config.epoch_interruption(true).consume_fuel(true);
         let engine = Engine::new(&config).unwrap();
-        let registration = r#"{"protocolVersion": "draft", "hooks": [{"id": "com.example.a",
-            "transport": {"type": "http", "url": "http://127.0.0.1:9/ahp"},
-            "subscriptions": [{"events": ["tool.before"], "mode": "intercept",
-                "timeoutMs": 500, "failurePolicy": "fail-open",
-                "content": {"default": "body"}}]}]}"#;
-        let interceptor = crate::InterceptorBuilder::new()
-            .engine(&engine)
-            .build(registration)
-            .await
-            .expect("built on a fuel-consuming Engine");
+        let interceptor = unreachable_on(&engine).await;
         let event = r#"{"id": "evt_fuel", "source": "urn:ahp:test", "type": "tool.before",
             "time": "2026-11-30T12:00:00Z", "call": {"id": "c1"}, "path": "native",
             "tool": {"name": "Bash", "input": {"command": "ls"}, "origin": "native"}}"#;
@@ -386,16 +392,7 @@ mod tests {
         let mut config = Config::new();
         config.epoch_interruption(true).concurrency_support(false);
         let engine = Engine::new(&config).unwrap();
-        let registration = r#"{"protocolVersion": "draft", "hooks": [{"id": "com.example.a",
-            "transport": {"type": "http", "url": "http://127.0.0.1:9/ahp"},
-            "subscriptions": [{"events": ["tool.before"], "mode": "intercept",
-                "timeoutMs": 500, "failurePolicy": "fail-open",
-                "content": {"default": "body"}}]}]}"#;
-        let interceptor = crate::InterceptorBuilder::new()
-            .engine(&engine)
-            .build(registration)
-            .await
-            .unwrap();
+        let interceptor = unreachable_on(&engine).await;
         let component = compile(&engine, EMBEDDED_COMPONENT).unwrap();
         let runtime = Runtime::with_component(&engine, &component, Epochs::Ticker).unwrap();
         let (mut store, _plugin) = runtime.instantiate(interceptor.host_state()).await.unwrap();
