@@ -139,8 +139,10 @@ struct HookArgs {
 #[derive(Subcommand)]
 enum HookInstall {
     /// Print the harness's settings snippet for `ahp hook` (absolute paths, no secrets):
-    /// each hook's command carries the options given here. Also compile the component
-    /// into the on-disk cache, as `ahp precompile` does (a failure is only a warning).
+    /// each hook's command carries the options given here. Refused where the hooks could
+    /// not load it (but for a component a registry could not give now). Also compile the
+    /// component into the on-disk cache, as `ahp precompile` does (a cache that cannot be
+    /// written is only a warning).
     Install {
         /// claude-code, codex, gemini, cursor or copilot.
         #[arg(value_parser = harness)]
@@ -839,8 +841,8 @@ enum Unloaded {
     /// The registration (or the command line) is wrong: exit 1, every problem already
     /// on stderr.
     Refused(ExitCode),
-    /// The component or the host could not be set up, so the registration could not be
-    /// checked.
+    /// The component could not be had (read, or pulled from a registry), so the
+    /// registration could not be checked.
     Setup(String),
 }
 
@@ -862,13 +864,10 @@ async fn validate(
     if let Some(harness) = harness {
         options.declaration = harness.declaration();
     }
-    let interceptor =
-        Interceptor::new(&text, options)
-            .await
-            .map_err(|e| match e.problems().is_empty() {
-                true => Unloaded::Setup(e.to_string()),
-                false => Unloaded::Refused(registration_failure(&e, "registration", file)),
-            })?;
+    let interceptor = Interceptor::new(&text, options)
+        .await
+        // The component is at hand by now: a failure here is no registry's.
+        .map_err(|e| Unloaded::Refused(registration_failure(&e, "registration", file)))?;
     for warning in interceptor.warnings() {
         eprintln!("warning: {warning}");
     }
@@ -1046,48 +1045,44 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
             omit_session,
             host_arguments,
         };
-        return match hook::install(&request) {
-            Ok(installed) => {
-                // Hooks whose registration the harness's declaration refuses would deny
-                // every call (fail-open subscriptions too): none are printed; nor where
-                // the host cannot be set up (an option naming no backend, a file that is
-                // no component). Only a component pulled from a registry may load later
-                // (the registry back up): then the registration is left unchecked.
-                match validate(&request.registration, Some(harness), &host).await {
-                    Ok(()) => {}
-                    Err(Unloaded::Refused(code)) => return code,
-                    Err(Unloaded::Setup(detail)) if pulled(host.component.as_deref()) => {
-                        eprintln!(
-                            "warning: the registration was not checked against what {} can \
-                             intercept ({detail})",
-                            harness.name()
-                        )
-                    }
-                    Err(Unloaded::Setup(detail)) => return fail(&detail),
-                }
-                // So that the first hook call loads the component instead of compiling it
-                // within its budget, which a budget shorter than a cold compile would end
-                // every time before the compile is stored.
-                match warm_compile_cache(host.component.as_deref()).await {
-                    Ok(warm) => {
-                        eprintln!("# compiled component: {} ({warm})", warm.path.display())
-                    }
-                    Err(e) => eprintln!(
-                        "warning: the component was not compiled ahead ({e}); until it is \
-                         (`ahp precompile`, with the same --component), each hook call \
-                         compiles it within its budget"
-                    ),
-                }
-                for warning in &installed.warnings {
-                    eprintln!("{warning}");
-                }
-                eprintln!("# for {}", harness.settings_file());
-                let snippet = serde_json::to_string_pretty(&installed.snippet).unwrap_or_default();
-                match print_line(snippet) {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) => fail(&e),
-                }
-            }
+        // Hooks whose registration the harness's declaration refuses would deny every call
+        // (fail-open subscriptions too): none are printed; nor where the host cannot be
+        // set up (an option naming no backend, a file that is no component). Only a
+        // component a registry could not give now may load later (the registry back up):
+        // then the registration is left unchecked. Checked before anything is written
+        // (the audit file install opens).
+        match validate(&request.registration, Some(harness), &host).await {
+            Ok(()) => {}
+            Err(Unloaded::Refused(code)) => return code,
+            Err(Unloaded::Setup(detail)) if pulled(host.component.as_deref()) => eprintln!(
+                "warning: the registration was not checked against what {} can intercept \
+                 ({detail})",
+                harness.name()
+            ),
+            Err(Unloaded::Setup(detail)) => return fail(&detail),
+        }
+        let installed = match hook::install(&request) {
+            Ok(installed) => installed,
+            Err(e) => return fail(&e),
+        };
+        // So that the first hook call loads the component instead of compiling it within
+        // its budget, which a budget shorter than a cold compile would end every time
+        // before the compile is stored.
+        match warm_compile_cache(host.component.as_deref()).await {
+            Ok(warm) => eprintln!("# compiled component: {} ({warm})", warm.path.display()),
+            Err(e) => eprintln!(
+                "warning: the component was not compiled ahead ({e}); until it is (`ahp \
+                 precompile`, with the same --component), each hook call compiles it within \
+                 its budget"
+            ),
+        }
+        for warning in &installed.warnings {
+            eprintln!("{warning}");
+        }
+        eprintln!("# for {}", harness.settings_file());
+        let snippet = serde_json::to_string_pretty(&installed.snippet).unwrap_or_default();
+        return match print_line(snippet) {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(&e),
         };
     }

@@ -954,7 +954,8 @@ fn a_stdout_that_cannot_be_written_is_exit_1_naming_it() {
 /// `ahp hook install` prints no hooks when the host cannot be set up for them: an option
 /// naming no backend of the registration, or a `--component` that is not this one (here
 /// an empty component).
-/// Every installed call would be denied; install said so in a warning and exited 0.
+/// Every installed call would be denied; install said so in a warning and exited 0. It
+/// writes nothing either (the audit file it would open).
 #[test]
 fn hook_install_refuses_a_host_its_hooks_could_not_set_up() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -968,6 +969,7 @@ fn hook_install_refuses_a_host_its_hooks_could_not_set_up() {
             "no exported instance named `ahp:interceptor/interceptor",
         ),
     ];
+    let audit = dir.path().join("audit.jsonl");
     for (options, named) in cases {
         let mut args = vec![
             "hook",
@@ -975,10 +977,16 @@ fn hook_install_refuses_a_host_its_hooks_could_not_set_up() {
             "claude-code",
             "--registration",
             path(&reg),
+            "--audit",
+            path(&audit),
         ];
         args.extend_from_slice(options);
         let run = ahp(&args, &[]);
         run.assert_exit(1, &format!("{options:?}"));
+        assert!(
+            !audit.exists(),
+            "{options:?}: a refused install writes nothing"
+        );
         assert!(run.stdout.is_empty(), "{options:?}: {}", run.stdout);
         assert!(
             run.stderr.contains("error: "),

@@ -12,6 +12,7 @@ use ahp_tests::support::{
 use serde_json::{json, Value};
 use sha2::{Digest as _, Sha256};
 use std::os::unix::fs::MetadataExt as _;
+use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
@@ -546,4 +547,46 @@ async fn a_malformed_reference_is_a_usage_error() {
         let output = case.intercept(source).await;
         case.assert_refused(&output, expected);
     }
+}
+
+/// `ahp hook install` of a pulled component: a host option its hooks could not be set up
+/// with (`--allow-insecure-http` naming no backend) is refused like any other, the
+/// component pulled fine; only a component the registry cannot give now (here gone, with
+/// nothing cached) leaves the registration unchecked, a warning, as it may load later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_install_of_a_pulled_component_is_unchecked_only_while_it_cannot_be_had() {
+    let (registry, pushed, case) = pushed().await;
+    let install = |cache: &Path, extra: &[&str]| {
+        let mut command = tokio::process::Command::new(ahp_binary());
+        command
+            .args(["hook", "install", "claude-code", "--registration"])
+            .arg(case.dir.path().join("registration.json"))
+            .args(["--component", &pinned(&pushed)])
+            .args(extra)
+            .env("AHP_CACHE_DIR", cache)
+            .env_remove("AHP_LOG")
+            .kill_on_drop(true);
+        command
+    };
+    let typo = ["--allow-insecure-http", "dev.typo"];
+    let output = install(case.cache.path(), &typo)
+        .output()
+        .await
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("dev.typo"), "{stderr}");
+    assert!(output.stdout.is_empty(), "no snippet");
+
+    drop(registry);
+    let empty = tempfile::tempdir().expect("a cache directory");
+    let output = install(empty.path(), &[]).output().await.expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning: the registration was not checked"),
+        "{stderr}"
+    );
+    let snippet: Value = serde_json::from_slice(&output.stdout).expect("the snippet");
+    assert!(snippet["hooks"].is_object(), "{snippet}");
 }
