@@ -112,16 +112,37 @@ fn the_command_names_the_binary_as_invoked_not_the_file_it_links_to() {
     let run = install_as(OsStr::new("ahp"), Some(&path), "claude-code", &args);
     let (_, line) = command(&snippet(&run), "SessionEnd");
     assert!(line.starts_with(&expected), "{line}");
+
+    // A name with a slash that is no file there (`exec -a`) is not written: the running
+    // binary is.
+    let mut renamed = Command::new(ahp_binary());
+    std::os::unix::process::CommandExt::arg0(&mut renamed, "nowhere/ahp");
+    let output = renamed
+        .args(["hook", "install", "claude-code"])
+        .args(args)
+        .env("AHP_CACHE_DIR", test_cache_dir())
+        .env_remove("AHP_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ahp hook install");
+    let run = Run::of(output);
+    let (_, line) = command(&snippet(&run), "SessionEnd");
+    let running = std::fs::canonicalize(ahp_binary()).expect("the binary");
+    assert!(
+        line.starts_with(&format!("{} hook claude-code ", running.display())),
+        "{line}"
+    );
 }
 
-/// Where the registration decides (here before a tool), a hook whose binary is missing,
-/// killed or exits with anything but 0 or 2 is the harness's block: exit 2 and the
-/// generic reason on stderr (and Copilot's denial on stdout), never the failed hook a
-/// harness runs the tool after. A binary that answers has its exit code, stdout and
-/// stdin passed through as they are. Run through the harness's shell, with stand-ins
-/// for `ahp` at the path the command names.
+/// Where a hook decides (here before a tool), a hook whose binary is missing is the
+/// harness's block: exit 2 and the generic reason on stderr (and Copilot's denial on
+/// stdout), never the failed hook (exit 127) a harness runs the tool after. A binary
+/// that is there is `exec`ed: its exit code, stdout and stdin are the harness's as they
+/// are, and a signal the harness sends the hook's process (a cancel, its timeout)
+/// reaches it, to settle the call as interrupted. Run through the harness's shell, with
+/// stand-ins for `ahp` at the path the command names.
 #[test]
-fn a_missing_or_crashed_binary_is_the_harness_block_where_the_registration_decides() {
+fn a_missing_binary_is_the_harness_block_and_a_present_one_is_execed() {
     let harnesses = [
         ("claude-code", "PreToolUse"),
         ("codex", "PreToolUse"),
@@ -151,42 +172,57 @@ fn a_missing_or_crashed_binary_is_the_harness_block_where_the_registration_decid
                 std::fs::set_permissions(&link, mode).expect("make it executable");
             }
         };
-        let crash_stdout = match harness {
+        let missing_stdout = match harness {
             "copilot" => copilot_denial.as_str(),
             _ => "",
         };
         let case = |what: &str| format!("{harness}, {what}: {line}");
 
-        stand_in(Some("cat; exit 0"));
-        let ran = run_hook(shell, &line, "the payload");
-        ran.assert_exit(0, &case("exit 0"));
-        assert_eq!(ran.stdout, "the payload", "{}", case("exit 0"));
-        assert_eq!(ran.stderr, "", "{}", case("exit 0"));
-
-        stand_in(Some("cat; echo because >&2; exit 2"));
-        let ran = run_hook(shell, &line, "the payload");
-        ran.assert_exit(2, &case("exit 2"));
-        assert_eq!(ran.stdout, "the payload", "{}", case("exit 2"));
-        assert_eq!(ran.stderr, "because\n", "{}", case("exit 2"));
-
-        for (what, script) in [("exit 1", Some("exit 1")), ("missing", None)] {
-            stand_in(script);
+        for (what, code) in [("exit 0", 0), ("exit 2", 2), ("exit 1", 1)] {
+            stand_in(Some(&format!("cat; echo because >&2; exit {code}")));
             let ran = run_hook(shell, &line, "the payload");
-            ran.assert_exit(2, &case(what));
-            assert_eq!(ran.stdout, crash_stdout, "{}", case(what));
-            assert_eq!(ran.stderr, blocked, "{}", case(what));
+            ran.assert_exit(code, &case(what));
+            assert_eq!(ran.stdout, "the payload", "{}", case(what));
+            assert_eq!(ran.stderr, "because\n", "{}", case(what));
         }
-        // The shell may report the kill on stderr first ("Killed"); the reason is last.
-        stand_in(Some("kill -9 $$"));
+
+        stand_in(None);
         let ran = run_hook(shell, &line, "the payload");
-        ran.assert_exit(2, &case("killed"));
-        assert_eq!(ran.stdout, crash_stdout, "{}", case("killed"));
-        assert!(ran.stderr.ends_with(&blocked), "{}", case("killed"));
+        ran.assert_exit(2, &case("missing"));
+        assert_eq!(ran.stdout, missing_stdout, "{}", case("missing"));
+        assert_eq!(ran.stderr, blocked, "{}", case("missing"));
         assert!(
             !ran.stderr.contains(&*link.to_string_lossy()),
             "{}",
             ran.stderr
         );
+
+        // The stand-in says it is ready, then waits for a TERM, which only it can answer
+        // if the shell became it.
+        let ready = dir.path().join("ready");
+        let script = format!(
+            "trap 'echo got TERM; exit 2' TERM; touch '{}'; while :; do sleep 0.05; done",
+            ready.display()
+        );
+        stand_in(Some(&script));
+        let child = Command::new(shell)
+            .args(["-c", &line])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run the hook's shell");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !ready.exists() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(ready.exists(), "{}", case("signalled: never ready"));
+        let pid = i32::try_from(child.id()).expect("a pid");
+        // SAFETY: kill(2) with a pid of our own child and a signal number.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let ran = Run::of(child.wait_with_output().expect("the hook's shell"));
+        ran.assert_exit(2, &case("signalled"));
+        assert_eq!(ran.stdout, "got TERM\n", "{}", case("signalled"));
     }
 }
 

@@ -89,7 +89,7 @@ impl Snippet {
             .collect::<Vec<_>>()
             .join(" ");
         match self.guarded(spec) {
-            true => guard(&line, &crash_answer(self.harness)),
+            true => guard(&line, &missing_answer(self.harness)),
             false => line,
         }
     }
@@ -101,15 +101,14 @@ impl Snippet {
     }
 
     /// Whether `spec`'s hook gets the harness's fail-closed flag (Claude Code's
-    /// `onFailure: "block"`, Cursor's `failClosed`): only where the registration decides,
-    /// at an event the harness intercepts that an intercept subscription selects. At an
-    /// event only observed (by the harness or by the registration) nothing is decided,
+    /// `onFailure: "block"`, Cursor's `failClosed`): at every event the harness
+    /// intercepts, whatever the registration intercepts today, as `ahp hook` reads the
+    /// registration anew at every call (through its links: an edit or a repointed link
+    /// takes effect at once). At an event the harness only observes nothing is decided,
     /// so a hook that fails there (a binary that is gone) must not block it; and never
     /// before a stop, where a block keeps the agent working.
     pub fn fails_closed(&self, spec: &EventSpec) -> bool {
-        spec.capability().is_some()
-            && spec.ahp != AhpEvent::TurnFinishBefore
-            && self.subscriptions.intercepts(spec)
+        spec.capability().is_some() && spec.ahp != AhpEvent::TurnFinishBefore
     }
 
     /// Whether `spec`'s command is [`guard`]ed: where it [fails closed](Self::fails_closed)
@@ -144,34 +143,35 @@ impl Snippet {
     }
 }
 
-/// What a guarded command answers when `ahp` is missing or crashed: the harness's block
-/// with the generic reason of every failure the adapter answers itself — exit 2 with the
-/// reason on stderr, and for Copilot, whose sources disagree on exit codes, its denial's
-/// JSON too.
-fn crash_answer(harness: Harness) -> Answer {
+/// What a guarded command answers when `ahp` is missing: the harness's block with the
+/// generic reason of every failure the adapter answers itself — exit 2 with the reason on
+/// stderr, and for Copilot, whose sources disagree on exit codes, its denial's JSON too.
+fn missing_answer(harness: Harness) -> Answer {
     match harness {
         Harness::Copilot => super::copilot::tool_answer(&Verdict::failed()),
         _ => Answer::blocked(super::generic_reason()),
     }
 }
 
-/// `line` (the hook's words) run so that a binary that is missing or crashed — any exit
-/// but 0 and 2: 127 not found, 137 killed — answers `crashed` rather than fail the hook,
-/// which the harness would read as no objection. POSIX sh: the words become the
-/// positional parameters, the binary is checked before it runs (the shell's own "not
-/// found" names the path, and stderr goes to the model on exit 2), and its exit code and
-/// stdout pass through as they are.
-fn guard(line: &str, crashed: &Answer) -> String {
-    let stdout = crashed.stdout.lines().map(|l| (l, ""));
-    let stderr = crashed.stderr.iter().map(|l| (l.as_str(), " >&2"));
+/// `line` (the hook's words) run so that a binary that is missing (gone at an upgrade,
+/// a link repointed) answers `missing` rather than fail the hook (exit 127), which the
+/// harness would read as no objection. POSIX sh: the words become the positional
+/// parameters and the binary is checked before it runs (the shell's own "not found"
+/// names the path, and stderr goes to the model on exit 2). Then it is `exec`ed: the
+/// harness's signals (a cancel, its timeout) reach `ahp`, which settles the call as
+/// interrupted, and its exit code and output are the harness's as they are. A binary
+/// killed outright (the OOM killer) is the harness's failed hook, as unguarded: its own
+/// fail-closed flag is what covers that.
+fn guard(line: &str, missing: &Answer) -> String {
+    let stdout = missing.stdout.lines().map(|l| (l, ""));
+    let stderr = missing.stderr.iter().map(|l| (l.as_str(), " >&2"));
     let said: String = stdout
         .chain(stderr)
         .map(|(text, to)| format!("printf '%s\\n' {}{to}; ", shell_quote(text)))
         .collect();
     format!(
-        "set -- {line}; [ -x \"$1\" ] && \"$@\"; s=$?; case $s in 0|2) exit $s;; esac; \
-         {said}exit {}",
-        crashed.exit
+        "set -- {line}; [ -x \"$1\" ] && exec \"$@\"; {said}exit {}",
+        missing.exit
     )
 }
 
@@ -226,7 +226,11 @@ pub fn install(request: &Install) -> Result<Installed, String> {
 fn invoked_program() -> Result<PathBuf, String> {
     let argv0 = std::env::args_os().next().unwrap_or_default();
     let invoked = match argv0.as_encoded_bytes().contains(&b'/') {
-        true => std::path::absolute(&argv0).ok(),
+        // Only a file there: a process started under another name (`exec -a`) would
+        // write hooks naming a binary that does not exist.
+        true => std::path::absolute(&argv0)
+            .ok()
+            .filter(|path| executable(path)),
         false => on_path(&argv0),
     };
     match invoked {
@@ -353,11 +357,6 @@ impl Subscriptions {
         self.0.iter().any(|s| s.selects(spec))
     }
 
-    /// Whether an intercept subscription selects `spec`'s event.
-    fn intercepts(&self, spec: &EventSpec) -> bool {
-        self.intercepting(spec).next().is_some()
-    }
-
     /// The intercept subscriptions selecting `spec`'s event.
     fn intercepting<'a>(&'a self, spec: &'a EventSpec) -> impl Iterator<Item = &'a Subscription> {
         self.0
@@ -365,12 +364,15 @@ impl Subscriptions {
             .filter(move |s| s.intercepts && s.selects(spec))
     }
 
-    /// The longest chain of intercept deadlines at one of `harness`'s events, if any
-    /// intercept subscription selects one: its subscriptions run one after another.
+    /// The longest chain of intercept deadlines at one of the events `harness`
+    /// intercepts, if any intercept subscription selects one: its subscriptions run one
+    /// after another. (At an event the harness only observes, an intercept subscription
+    /// selects nothing.)
     fn longest_chain(&self, harness: Harness) -> Option<Chain> {
         harness
             .events()
             .iter()
+            .filter(|spec| spec.capability().is_some())
             .map(|spec| Chain {
                 event: spec.ahp.as_str(),
                 timeout_ms: self.intercepting(spec).map(|s| s.timeout_ms).sum(),
@@ -467,16 +469,12 @@ mod tests {
     }
 
     #[test]
-    fn the_timeout_rounds_up_and_an_observed_event_is_not_guarded() {
+    fn the_timeout_rounds_up() {
         let snippet = Snippet {
             timeout_ms: 10_001,
             ..snippet_for(Harness::Copilot, &[])
         };
         assert_eq!(snippet.timeout_secs(), 11);
-        assert_eq!(
-            snippet.command(&super::super::copilot::EVENTS[0]),
-            "ahp --event preToolUse"
-        );
     }
 
     /// `install` itself: at the default budget the harness's timeout is that budget and
@@ -541,6 +539,21 @@ mod tests {
             Some(25_000),
             "one after another"
         );
+        // A wildcard's chain is at an event the harness intercepts: never one it only
+        // observes (a session's end, a compaction), where nothing is denied.
+        for harness in [Harness::ClaudeCode, Harness::Cursor, Harness::Gemini] {
+            let every = Subscriptions::read(&registration(&[(&["*"], "intercept", 20_000)]))
+                .longest_chain(harness)
+                .expect("a chain");
+            let at = harness
+                .events()
+                .iter()
+                .find(|spec| spec.ahp.as_str() == every.event);
+            assert!(
+                at.is_some_and(|spec| spec.capability().is_some()),
+                "{harness:?}: {every:?}"
+            );
+        }
         let short = chain(&[(&["tool.before"], "intercept", 3_000)]);
         assert_eq!(sized_to(short), DEFAULT_BUDGET_MS);
         assert_eq!(sized_to(None), DEFAULT_BUDGET_MS);
@@ -578,34 +591,35 @@ mod tests {
         }
     }
 
-    /// The fail-closed flags follow what the registration intercepts, not what the
-    /// harness could: with one intercept subscription, of tool.before, and an observer
-    /// of everything, only the pre-tool hooks fail closed.
+    /// The fail-closed flags follow what the harness intercepts, not what the
+    /// registration intercepts at install: `ahp hook` reads the registration anew at
+    /// every call, so one that only observes today may intercept tomorrow.
     #[test]
-    fn only_the_events_the_registration_intercepts_fail_closed() {
-        let subscriptions: &[(&[&str], &str, u64)] = &[
-            (&["tool.before"], "intercept", 1_000),
-            (&["*"], "observe", 0),
-        ];
-        let claude = hooks_written(Harness::ClaudeCode, subscriptions);
+    fn every_event_the_harness_intercepts_fails_closed_whatever_the_registration() {
+        let observing: &[(&[&str], &str, u64)] = &[(&["*"], "observe", 0)];
+        let claude = hooks_written(Harness::ClaudeCode, observing);
         let on_failure = |event: &str| claude[event][0]["hooks"][0]["onFailure"].clone();
-        assert_eq!(on_failure("PreToolUse"), "block", "{claude}");
-        for event in ["PostToolUse", "UserPromptSubmit", "SessionStart"] {
-            assert!(on_failure(event).is_null(), "{event}: {claude}");
+        for event in [
+            "PreToolUse",
+            "PostToolUse",
+            "UserPromptSubmit",
+            "SessionStart",
+        ] {
+            assert_eq!(on_failure(event), "block", "{event}: {claude}");
         }
-        let cursor = hooks_written(Harness::Cursor, subscriptions);
+        let cursor = hooks_written(Harness::Cursor, observing);
         assert_eq!(cursor["preToolUse"][0]["failClosed"], true, "{cursor}");
-        assert!(
-            cursor["beforeSubmitPrompt"][0]["failClosed"].is_null(),
+        assert_eq!(
+            cursor["beforeSubmitPrompt"][0]["failClosed"], true,
             "{cursor}"
         );
     }
 
-    /// Where the registration decides, at a tool, a prompt or a model request, the
-    /// command is guarded; at a stop, a session's events, a compaction and where the
-    /// registration only observes it is the plain command line.
+    /// Where the harness lets a hook decide, at a tool, a prompt or a model request, the
+    /// command is guarded, whatever the registration intercepts at install; at a stop, a
+    /// session's events and a compaction it is the plain command line.
     #[test]
-    fn commands_are_guarded_where_the_registration_decides_and_exit_2_blocks() {
+    fn commands_are_guarded_where_a_hook_decides_and_exit_2_blocks() {
         // Claude Code, Codex and Gemini nest the hook in a matcher group; Copilot's
         // command is its `bash` entry.
         let guarded = |hooks: &Value, event: &str| {
@@ -658,10 +672,7 @@ mod tests {
             }
             let observed = hooks_written(harness, &[(&["*"], "observe", 0)]);
             for event in decided {
-                assert!(
-                    !guarded(&observed, event),
-                    "{harness:?} {event}: {observed}"
-                );
+                assert!(guarded(&observed, event), "{harness:?} {event}: {observed}");
             }
         }
     }
@@ -685,8 +696,9 @@ mod tests {
         }
         for selected in ["model.request.before", "model.*", "*"] {
             let hooks = gemini_hooks(&["tool.before", selected]);
-            assert_eq!(
-                hooks["BeforeModel"][0]["hooks"][0]["command"], "ahp --event BeforeModel",
+            let command = hooks["BeforeModel"][0]["hooks"][0]["command"].as_str();
+            assert!(
+                command.is_some_and(|c| c.starts_with("set -- ahp --event BeforeModel;")),
                 "{selected}: {hooks}"
             );
         }
@@ -738,7 +750,11 @@ mod tests {
         let copilot = hooks_written(Harness::Copilot, &[]);
         let pre = &copilot["preToolUse"][0];
         assert_eq!(pre["timeoutSec"], 15);
-        assert_eq!(pre["bash"], "ahp --event preToolUse");
+        let command = pre["bash"].as_str().unwrap_or_default();
+        assert!(
+            command.starts_with("set -- ahp --event preToolUse;"),
+            "{pre}"
+        );
     }
 
     /// Cursor likewise: only the intercepted events' hooks fail closed; `stop`, after a
