@@ -723,12 +723,14 @@ mod tests {
             None
         );
         let with_output = json!({"type": "tool.after",
-                                 "tool": {"name": "x", "output": [text_part("p3", "body")]}});
+                                 "tool": {"name": "x", "input": {}},
+                                 "items": [{"id": "m", "role": "tool",
+                                            "parts": [text_part("p3", "body")]}]});
         assert!(holds(&with_output));
         let projected = content(Selection::Omit, &[])
             .project(&document(with_output))
             .unwrap();
-        assert_eq!(projected["tool"]["output"][0]["selection"], "omit");
+        assert_eq!(projected["items"][0]["parts"][0]["selection"], "omit");
         // A batch's calls each have a tool, whatever its own kind.
         let call = json!({"tool": {"name": "x", "kind": "text",
                                    "input": {"p": text_part("p4", "body")}}});

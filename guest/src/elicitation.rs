@@ -19,12 +19,7 @@ pub fn modify(
     operation: ModifyOperation,
     value: &Value,
 ) -> Option<Value> {
-    let word = |at: &str| event.value_at(at).and_then(Value::as_str);
-    if word("/elicitation/action") != Some("accept") || word("/elicitation/mode") != Some("form") {
-        return None;
-    }
-    let part = event.value_at(pointer)?;
-    let mut result = result_in(part)?;
+    let (part, mut result) = exposed(event, pointer)?;
     let answer = effect::apply(result.get("content"), operation, value)?;
     if !is_answer(&answer) {
         return None;
@@ -35,6 +30,23 @@ pub fn modify(
     part.as_object_mut()?
         .insert("text".to_owned(), Value::String(text));
     Some(part)
+}
+
+/// Whether `event` exposes an answer to modify: an accepted form result whose part at
+/// `pointer` is selected as body and serializes a result.
+pub fn exposes_answer(event: &Event, pointer: &str) -> bool {
+    exposed(event, pointer).is_some()
+}
+
+/// The result part at `pointer` and the `ElicitResult` it serializes, where the event
+/// exposes its answer.
+fn exposed<'e>(event: &'e Event, pointer: &str) -> Option<(&'e Value, Map<String, Value>)> {
+    let word = |at: &str| event.value_at(at).and_then(Value::as_str);
+    if word("/elicitation/action") != Some("accept") || word("/elicitation/mode") != Some("form") {
+        return None;
+    }
+    let part = event.value_at(pointer)?;
+    Some((part, result_in(part)?))
 }
 
 /// The answer in a result `part`, if it holds one.

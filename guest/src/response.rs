@@ -223,19 +223,15 @@ fn accept_effects(effects: &Node, advertised: &EventCapability) -> Result<Vec<Ef
     for effect in decoded {
         let kind = effect.kind();
         if effect::is_decision(kind) {
-            match (decision, kind) {
-                (None, _) => decision = Some(kind),
-                (Some(seen), _) if seen == kind => continue,
-                // Deny beats ask (composition.md@8f91ac4): both hold the call back, and
-                // the deny stands. Read as a conflict, a fail-open policy let it run.
-                (Some(EffectKind::Deny), EffectKind::Ask) => continue,
-                (Some(EffectKind::Ask), EffectKind::Deny) => {
-                    accepted.retain(|e| e.kind() != EffectKind::Ask);
-                    decision = Some(kind);
-                }
-                // Allow with deny or ask: the backend both permits and holds back.
-                _ => return Err(conflict()),
+            // Deny beats ask and allow, ask beats allow (composition.md@8f91ac4): the
+            // strictest decision of the reply stands, the first of its kind. Read as a
+            // conflict, a fail-open policy let the call run past an explicit deny.
+            match decision {
+                Some(seen) if effect::strictness(seen) >= effect::strictness(kind) => continue,
+                Some(seen) => accepted.retain(|e| e.kind() != seen),
+                None => {}
             }
+            decision = Some(kind);
         }
         if kind == EffectKind::Return {
             if returned {
@@ -1099,15 +1095,41 @@ mod tests {
     }
 
     #[test]
-    fn decisions_that_disagree_are_conflicting_effects() {
+    fn two_results_are_conflicting_effects() {
+        let effects = json!([{"type": "return", "value": 1}, {"type": "return", "value": 2}]);
+        assert_effects_rejected(effects, "conflicting-effects");
+    }
+
+    /// Of the decisions one reply holds, the strictest stands (deny beats ask and allow,
+    /// ask beats allow), in whatever order they come; the others are dropped.
+    #[test]
+    fn the_strictest_decision_of_a_reply_stands() {
         let deny = json!({"type": "deny", "reason": "r"});
-        for effects in [
-            json!([{"type": "allow"}, deny]),
-            json!([deny, {"type": "allow"}]),
-            json!([{"type": "ask"}, {"type": "allow"}]),
-            json!([{"type": "return", "value": 1}, {"type": "return", "value": 2}]),
+        let (ask, allow) = (json!({"type": "ask"}), json!({"type": "allow"}));
+        let denied = Effect::Deny {
+            reason: "r".into(),
+            code: None,
+        };
+        let message = json!({"type": "message", "text": "m"});
+        let said = Effect::Message { text: "m".into() };
+        for (effects, stands) in [
+            (json!([allow, deny]), vec![denied.clone()]),
+            (json!([deny, allow, ask]), vec![denied.clone()]),
+            (
+                json!([ask, message, deny]),
+                vec![said.clone(), denied.clone()],
+            ),
+            (
+                json!([allow, ask, allow]),
+                vec![Effect::Ask { reason: None }],
+            ),
+            (json!([ask, allow]), vec![Effect::Ask { reason: None }]),
         ] {
-            assert_effects_rejected(effects, "conflicting-effects");
+            assert_eq!(
+                decode_http(&success(effects.clone())),
+                Ok(stands),
+                "{effects}"
+            );
         }
     }
 
@@ -1130,11 +1152,10 @@ mod tests {
     }
 
     /// A long reply (18,000 messages, then 30,000 allows: 1 MiB) is accepted as one
-    /// decision after its messages, and a second kind of decision at its very end is
-    /// still a conflict. Each member is checked against what was seen, not against
-    /// every effect before it.
+    /// decision after its messages, and a deny at its very end still stands over them.
+    /// Each member is checked against what was seen, not against every effect before it.
     #[test]
-    fn a_long_list_keeps_one_decision_and_still_finds_a_late_conflict() {
+    fn a_long_list_keeps_one_decision_and_still_finds_a_late_deny() {
         let message = json!({"type": "message", "text": ""});
         let mut effects = vec![message; 18_000];
         effects.extend(vec![json!({"type": "allow"}); 30_000]);
@@ -1145,7 +1166,9 @@ mod tests {
         assert_eq!(accepted[17_999], Effect::Message { text: "".into() });
         assert_eq!(accepted[18_000], Effect::Allow);
         effects.push(json!({"type": "deny", "reason": "r"}));
-        assert_effects_rejected(Value::Array(effects), "conflicting-effects");
+        let accepted = decode_http(&success(Value::Array(effects))).expect("the deny");
+        assert_eq!(accepted.len(), 18_001);
+        assert!(matches!(accepted[18_000], Effect::Deny { .. }));
     }
 
     /// A backend's number reaches the tool as the backend wrote it: serde_json's

@@ -858,13 +858,6 @@ fn operational_failures() -> Vec<Case> {
             "invalid-effects",
         ),
         case(
-            "conflicting allow+deny",
-            Step::reply(effects(
-                json!([{"type": "allow"}, {"type": "deny", "reason": SECRET}]),
-            )),
-            "invalid-effects",
-        ),
-        case(
             "unknown field in deny",
             Step::reply(effects(
                 json!([{"type": "deny", "reason": SECRET, "severity": "high"}]),
@@ -2898,42 +2891,23 @@ fn two_denies_under_fail_open_are_a_deny() {
     assert_eq!(s.reason.as_deref(), Some("a"));
 }
 
+/// Deny beats ask and allow (composition.md@8f91ac4): a reply holding a deny beside
+/// either, in any order, is the backend's deny, under a fail-open policy too (as a
+/// conflict it let the call run).
 #[test]
-fn allow_with_deny_in_one_response_is_invalid_effects() {
-    let engine = load(vec![interceptor(A, "fail-closed", 500)]);
-    for decisions in [json!(["allow", "deny"]), json!(["ask", "allow"])] {
-        let reply = effects(json!(decisions
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|kind| match kind.as_str() {
-                Some("deny") => json!({"type": "deny", "reason": "r"}),
-                _ => json!({"type": kind}),
-            })
-            .collect::<Vec<_>>()));
-        let mut host = FakeHost::new().on(A, Step::reply(reply));
+fn a_deny_beside_ask_or_allow_in_one_response_is_the_deny() {
+    let engine = load(vec![interceptor(A, "fail-open", 500)]);
+    let deny = json!({"type": "deny", "reason": "held back"});
+    let (ask, allow) = (json!({"type": "ask"}), json!({"type": "allow"}));
+    for reply in [json!([deny, ask]), json!([ask, deny]), json!([allow, deny])] {
+        let mut host = FakeHost::new().on(A, Step::reply(effects(reply.clone())));
         let s = intercept_with(
             &engine,
             &mut host,
             &event(),
-            &["deny", "allow", "ask"],
+            &["deny", "ask", "allow"],
             None,
         );
-        assert_synthetic_deny(&s);
-        assert_eq!(failure_class(&s, 0), "invalid-effects", "{decisions}");
-    }
-}
-
-/// Deny beats ask (composition.md@8f91ac4): a reply holding both, in either order, is
-/// the backend's deny, under a fail-open policy too (as a conflict it let the call run).
-#[test]
-fn deny_with_ask_in_one_response_is_the_deny() {
-    let engine = load(vec![interceptor(A, "fail-open", 500)]);
-    let deny = json!({"type": "deny", "reason": "held back"});
-    let ask = json!({"type": "ask"});
-    for reply in [json!([deny, ask]), json!([ask, deny])] {
-        let mut host = FakeHost::new().on(A, Step::reply(effects(reply.clone())));
-        let s = intercept_with(&engine, &mut host, &event(), &["deny", "ask"], None);
         assert_eq!(
             (s.decision, s.decided_by),
             (Decision::Deny, DecidedBy::BackendDeny),
@@ -3854,8 +3828,10 @@ fn a_tool_after_output_modify_is_its_items() {
 /// part's serialized `ElicitResult` (interaction-payloads.md@8f91ac4): a merge keeps
 /// the answer's other fields and the result's action, the next backend is sent the
 /// re-serialized part, and the harness is handed the answer. A nested value (upstream
-/// `contextual-elicitation-content-nested.invalid.json`) or a result not accepted
-/// (`…-decline.invalid.json`) exposes no answer: a malformed effect, settled by policy.
+/// `contextual-elicitation-content-nested.invalid.json`) is a malformed effect, settled by
+/// policy; a result not accepted exposes no answer (`…-decline.invalid.json`), so a call
+/// advertising modify there is the harness's error, refused naming `/elicitation`,
+/// rather than a backend's change a fail-closed policy would deny the call for.
 #[test]
 fn an_elicitation_answer_is_modified_inside_its_result_part() {
     let kind = InterceptableEvent::UserElicitationResult;
@@ -3883,15 +3859,12 @@ fn an_elicitation_answer_is_modified_inside_its_result_part() {
     assert_eq!(result, json!({"action": "accept", "content": answer}));
     assert_eq!(b_saw["action"], "accept");
 
-    let mut declined = accepted.clone();
-    declined["elicitation"]["action"] = json!("decline");
-    for (event, operation, value) in [
-        (&accepted, "merge", json!({"nested": {"x": 1}})),
-        (&accepted, "replace", json!({"list": [1]})),
-        (&declined, "merge", json!({})),
+    for (operation, value) in [
+        ("merge", json!({"nested": {"x": 1}})),
+        ("replace", json!({"list": [1]})),
     ] {
         let mut host = FakeHost::new().on(A, Step::reply(content(operation, value.clone())));
-        let s = settle(&engine, &mut host, event);
+        let s = settle(&engine, &mut host, &accepted);
         assert_synthetic_deny(&s);
         assert_eq!(
             audited(&s, 0)["failure"]["detail"],
@@ -3899,5 +3872,18 @@ fn an_elicitation_answer_is_modified_inside_its_result_part() {
             "{value}"
         );
         assert!(audit(&s).get("effective").is_none(), "{}", audit(&s));
+    }
+    let mut declined = accepted.clone();
+    declined["elicitation"]["action"] = json!("decline");
+    let mut unselected = accepted.clone();
+    unselected["elicitation"]["result"] = json!({"id": "r1", "kind": "text",
+        "mediaType": "text/plain", "selection": "metadata"});
+    for event in [declined, unselected] {
+        let mut host = FakeHost::new();
+        let problems = engine
+            .intercept(&mut host, &event.to_string(), &[], None)
+            .expect_err("the harness's error");
+        assert_eq!(problems[0].path, "event/elicitation", "{problems:?}");
+        assert!(host.sent_to(A).is_empty(), "nothing sent");
     }
 }

@@ -14,6 +14,7 @@ const ALL: &[EffectKind] = &[
     EffectKind::Ask,
     EffectKind::Allow,
     EffectKind::Message,
+    EffectKind::Return,
 ];
 
 /// Registers `hooks` in order and settles event `event_id`, declaring every effect.
@@ -145,9 +146,11 @@ async fn conflicting_effects_in_one_response_are_invalid_under_either_policy() {
         ("fail-open", Decision::Allow, DecidedBy::NoObjection),
         ("fail-closed", Decision::Deny, DecidedBy::SyntheticDeny),
     ] {
-        let backend = FaultBackend::start(vec![Effects(
-            json!([{"type": "allow"}, {"type": "deny", "reason": "x"}]),
-        )])
+        let backend = FaultBackend::start(vec![Effects(json!([
+            {"type": "return", "value": "one result"},
+            {"type": "deny", "reason": "x"},
+            {"type": "return", "value": "another"}
+        ]))])
         .await;
         let hook = Http::new("com.example.a", backend.url()).policy(policy);
         let settled = settle(&[hook], "evt_conflict").await;
@@ -166,4 +169,24 @@ async fn conflicting_effects_in_one_response_are_invalid_under_either_policy() {
             settled.record
         );
     }
+}
+
+/// Deny beats ask and allow (composition.md@8f91ac4): one reply holding a deny beside
+/// an allow is the backend's deny, under fail-open too, never a conflict its policy
+/// would let through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deny_beside_an_allow_in_one_response_is_the_deny() {
+    let backend = FaultBackend::start(vec![Effects(
+        json!([{"type": "allow"}, {"type": "deny", "reason": "x"}]),
+    )])
+    .await;
+    let hook = Http::new("com.example.a", backend.url()).policy("fail-open");
+    let settled = settle(&[hook], "evt_strictest").await;
+    assert_eq!(
+        (settled.decision, settled.decided_by),
+        (Decision::Deny, DecidedBy::BackendDeny),
+        "{}",
+        settled.record
+    );
+    assert_eq!(settled.reason.as_deref(), Some("x"));
 }

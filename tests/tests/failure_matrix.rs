@@ -413,12 +413,13 @@ fn table(redirect_target: &str) -> Vec<Case> {
         .detail("unadvertised-effect"),
         // Both are advertised here, so the only thing wrong is that they conflict.
         Case::new(
-            "conflicting-deny-allow",
-            Effects(json!([{"type": "deny", "reason": MARKER}, {"type": "allow"}])),
+            "conflicting-returns",
+            Effects(json!([{"type": "return", "value": MARKER},
+                           {"type": "return", "value": "another"}])),
             INVALID_EFFECTS,
             ACCEPT,
         )
-        .effects(&[EffectKind::Deny, EffectKind::Allow])
+        .effects(&[EffectKind::Deny, EffectKind::Return])
         .detail("conflicting-effects"),
         Case::new(
             "deny-unknown-field",

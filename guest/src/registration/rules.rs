@@ -16,7 +16,10 @@ use super::{
 };
 use crate::content::{Content, Selection};
 use crate::json;
-use crate::syntax::{has_userinfo, is_env_name, is_http_url, is_loopback_http_url, is_reverse_dns};
+use crate::syntax::{
+    has_a_reachable_port, has_userinfo, is_env_name, is_http_url, is_loopback_http_url,
+    is_reverse_dns,
+};
 use ahp_vocab::SUPPORTED_TIMEOUT_MS;
 use serde_json::Value;
 
@@ -29,6 +32,9 @@ pub(super) const LITERAL_SECRET_KEYS: &str =
 /// never echoed).
 const USERINFO: &str =
     "must not carry user info (user:password@): credentials belong in `authentication`";
+/// A port no client can read would be read as none: the scheme's default, another
+/// service than the one registered.
+const PORT: &str = "must name no port, or one from 1 to 65535";
 
 /// Known fields (space-separated): anything else is ignored with a warning (§6 rule 11).
 const BACKEND_FIELDS: &str = "id transport authentication subscriptions contentReceiver";
@@ -96,6 +102,7 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
         t.warn_unknown(c, "type url");
         let url = t.need(c, "url", |c, v, p| match string(c, v, p)? {
             url if has_userinfo(url) => c.fail(p, USERINFO),
+            url if !has_a_reachable_port(url) => c.fail(p, PORT),
             url if is_http_url(url, false) => Some(url.to_owned()),
             _ => c.fail(p, "must be an absolute http(s) URL with a host"),
         });
@@ -182,6 +189,7 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
     a.warn_unknown(c, &format!("{OAUTH_FIELDS} {LITERAL_SECRET_KEYS}"));
     let issuer = a.need(c, "issuer", |c, v, p| match string(c, v, p)? {
         url if has_userinfo(url) => c.fail(p, USERINFO),
+        url if !has_a_reachable_port(url) => c.fail(p, PORT),
         url if !is_http_url(url, true) => c.fail(p, "must be an https:// URL"),
         // An issuer identifier has neither, and the host refuses one at every call.
         url if url.contains(['?', '#']) => {
@@ -474,6 +482,7 @@ fn upload(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
     u.warn_unknown(c, "endpoint auth timeoutMs maxBytes");
     let endpoint = u.need(c, "endpoint", |c, v, p| match string(c, v, p)? {
         url if has_userinfo(url) => c.fail(p, USERINFO),
+        url if !has_a_reachable_port(url) => c.fail(p, PORT),
         url if is_http_url(url, true) || is_loopback_http_url(url) => Some(()),
         _ => c.fail(
             p,

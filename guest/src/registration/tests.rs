@@ -449,6 +449,35 @@ fn r10_credentials_in_a_url_are_rejected_and_never_echoed() {
     )]);
 }
 
+/// A port no client can read (`:99999`, `:abc`, `:0`, an empty one) is refused with a
+/// rule naming ports, wherever a registration names a URL: read as none, the scheme's
+/// default would send the event to another service.
+#[test]
+fn a_url_names_no_port_or_a_reachable_one() {
+    let oauth = |issuer: &str| {
+        json!({"type": "oauth", "issuer": issuer, "resource": "https://policy.example.com",
+               "clientId": "c", "flow": "client_credentials", "clientSecretRef": "ref"})
+        .to_string()
+    };
+    for port in ["99999", "abc", "0", ""] {
+        let url = format!("\"http://127.0.0.1:{port}/hooks\"");
+        let problems = rejected_at(
+            &[("/hooks/0/transport/url", &url)],
+            "/hooks/0/transport/url",
+        );
+        assert!(
+            problems.iter().any(|p| p.rule.contains("1 to 65535")),
+            "{problems:#?}"
+        );
+        let issuer = oauth(&format!("https://idp.example:{port}"));
+        rejected_at(&[("$a", &issuer)], "$a/issuer");
+    }
+    accepted(&[(
+        "/hooks/0/transport/url",
+        r#""http://127.0.0.1:65535/hooks""#,
+    )]);
+}
+
 #[test]
 fn r12_wildcards_are_a_whole_family_or_star_and_events_are_unique() {
     for pattern in [

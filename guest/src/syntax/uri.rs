@@ -4,25 +4,37 @@
 
 pub(crate) use ahp_vocab::{has_userinfo, is_absolute_uri};
 
-/// A registration's `transport.url` (or, with `https_only`, an OAuth `issuer`): the
-/// schema's `^https?://` with a non-empty host, and no whitespace or control characters.
-/// Not a full RFC 3986 check: it asks what dispatch depends on (a scheme to speak and a
-/// host to reach) and leaves the rest of the URL to the HTTP client that connects to it.
-/// The scheme is matched as written, in lowercase, as the schema's pattern does.
+/// The schema's `^https?://` with a non-empty host, and no whitespace or control
+/// characters: a registration's `transport.url` (or, with `https_only`, an OAuth
+/// `issuer`), and an event's MCP server URL. Not a full RFC 3986 check: it asks what
+/// dispatch depends on (a scheme to speak and a host to reach) and leaves the rest of
+/// the URL to the HTTP client that connects to it. The scheme is matched as written, in
+/// lowercase, as the schema's pattern does. A registration's URLs are also asked
+/// [`has_a_reachable_port`].
 pub(crate) fn is_http_url(url: &str, https_only: bool) -> bool {
+    host_and_port(url, https_only).is_some_and(|(host, _)| !host.is_empty())
+        && !url.chars().any(|ch| ch.is_whitespace() || ch.is_control())
+}
+
+/// Whether an http(s) URL names no port or one a client can reach ([`is_port`]); a URL
+/// of another shape is [`is_http_url`]'s to refuse.
+pub(crate) fn has_a_reachable_port(url: &str) -> bool {
+    host_and_port(url, false).is_none_or(|(_, port)| is_port(port))
+}
+
+/// The host of an http(s) URL (brackets of an IPv6 literal left out) and what follows it
+/// in the authority (`:PORT`, or nothing).
+fn host_and_port(url: &str, https_only: bool) -> Option<(&str, &str)> {
     let rest = match (url.strip_prefix("https://"), url.strip_prefix("http://")) {
         (Some(rest), _) => rest,
         (None, Some(rest)) if !https_only => rest,
-        _ => return false,
+        _ => return None,
     };
     let host_port = authority(rest).rsplit('@').next().unwrap_or_default();
-    let (host, port) = match host_port.strip_prefix('[') {
+    Some(match host_port.strip_prefix('[') {
         Some(v6) => v6.split_once(']').unwrap_or_default(),
         None => host_port.split_at(host_port.find(':').unwrap_or(host_port.len())),
-    };
-    !host.is_empty()
-        && is_port(port)
-        && !url.chars().any(|ch| ch.is_whitespace() || ch.is_control())
+    })
 }
 
 /// What may follow a URL's host: nothing, or `:` and a port from 1 to 65535 in decimal.
@@ -146,7 +158,22 @@ mod tests {
             "HTTPS://policy.example.com/",
             "https://policy.example.com/\n",
             "https://policy.example.com/\u{0}",
-            // A port no client can read would be the scheme's default (another service).
+            "http://[::1/p",
+        ];
+        assert_shape(|url| is_http_url(url, false), &good, &bad);
+    }
+
+    /// A port no client can read would be read as none, the scheme's default: another
+    /// service than the one registered.
+    #[test]
+    fn a_registered_url_names_a_reachable_port_or_none() {
+        let good = [
+            "http://127.0.0.1:65535/p",
+            "https://[::1]:1/p",
+            "https://policy.example.com/p:8",
+            "https://policy.example.com",
+        ];
+        let bad = [
             "http://127.0.0.1:99999/p",
             "http://127.0.0.1:65536/p",
             "http://127.0.0.1:0/p",
@@ -154,10 +181,10 @@ mod tests {
             "http://127.0.0.1:-1/p",
             "http://127.0.0.1:/p",
             "http://[::1]x/p",
-            "http://[::1/p",
         ];
-        assert_shape(|url| is_http_url(url, false), &good, &bad);
-        assert!(is_http_url("http://127.0.0.1:65535/p", false));
+        assert_shape(has_a_reachable_port, &good, &bad);
+        // The shape alone (an event's MCP server URL) leaves the port be.
+        assert!(is_http_url("https://mcp.example:/x", false));
     }
 
     #[test]
