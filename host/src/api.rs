@@ -535,9 +535,18 @@ impl Closed {
 }
 
 impl InterceptorBuilder {
-    /// Validates `registration` inside the component and prepares its backends.
+    /// Validates `registration` inside the component and prepares its backends. The
+    /// component is compiled (or its cached compile read and checked) on the blocking
+    /// pool: a compile takes some 0.4 s of CPU, which on an async worker would stall every
+    /// other task of a current-thread runtime (other calls' deadline timers included).
     pub async fn build(self, registration: &str) -> Result<Interceptor, Error> {
-        let (runtime, options) = self.into_parts()?;
+        let (runtime, options) = tokio::task::spawn_blocking(move || self.into_parts())
+            .await
+            .map_err(|e| {
+                Error::setup(wasmtime::Error::msg(format!(
+                    "preparing the component failed: {e}"
+                )))
+            })??;
         Interceptor::start(runtime, registration, options).await
     }
 }

@@ -208,6 +208,11 @@ pub fn default_engine() -> wasmtime::Result<Engine> {
 /// Compiles `bytes` (a `.wasm` component) for `engine`: the one place the component is
 /// compiled.
 pub(crate) fn compile(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
+    #[cfg(test)]
+    tests::COMPILED_ON
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(std::thread::current().id());
     crate::compile_cache::load(engine, bytes).context("compile the interceptor component")
 }
 
@@ -345,6 +350,31 @@ impl Drop for TickerThread {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The threads [`compile`] ran on, in this test process.
+    pub(super) static COMPILED_ON: std::sync::Mutex<Vec<std::thread::ThreadId>> =
+        std::sync::Mutex::new(Vec::new());
+
+    /// Building an interceptor compiles its component on the blocking pool, never on the
+    /// caller's async worker: on a current-thread runtime a compile (some 0.4 s of CPU)
+    /// would stall every other task meanwhile, other calls' deadline timers included.
+    #[tokio::test(flavor = "current_thread")]
+    async fn building_compiles_on_the_blocking_pool() {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).unwrap();
+        let interceptor = unreachable_on(&engine).await;
+        let compiled_on = COMPILED_ON
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        assert!(!compiled_on.is_empty(), "nothing was compiled");
+        assert!(
+            !compiled_on.contains(&std::thread::current().id()),
+            "compiled on the caller's thread"
+        );
+        interceptor.shutdown_async().await;
+    }
 
     /// An interceptor on `engine` whose one interceptor, of tool.before, fails open and
     /// is unreachable.
