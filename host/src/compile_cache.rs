@@ -147,8 +147,11 @@ pub fn load_in(engine: &Engine, component_bytes: &[u8], dir: &Path) -> wasmtime:
             Source::Uncached
         }
     };
-    // Stored or not (a full disk may be why not), what can no longer be hit goes.
-    crate::cache_prune::prune(dir, &path, is_entry);
+    // Stored or not (a full disk may be why not), what can no longer be hit goes: only
+    // from a directory that is this user's own, not through a link at its name.
+    if private_real_dir(dir).unwrap_or(false) {
+        crate::cache_prune::prune(dir, &path, is_entry);
+    }
     Ok(Loaded {
         component,
         source,
@@ -295,8 +298,9 @@ pub(crate) fn private_dir(_dir: &Path) -> std::io::Result<()> {
 }
 
 /// Whether `dir` exists; if it does, it must be a directory itself (not a symbolic
-/// link to one), this user's and writable by nobody else (the pulled components' cache).
-#[cfg(all(unix, feature = "cli"))]
+/// link to one), this user's and writable by nobody else: where a cache writes and
+/// prunes (the compiled components', the pulled components').
+#[cfg(unix)]
 pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
     match std::fs::symlink_metadata(dir) {
         Ok(meta) if meta.is_dir() => owned_privately(&meta, "cache directory").map(|()| true),
@@ -309,7 +313,7 @@ pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
     }
 }
 
-#[cfg(all(not(unix), feature = "cli"))]
+#[cfg(not(unix))]
 pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
     Ok(dir.is_dir())
 }
@@ -340,6 +344,11 @@ fn owned_privately(meta: &std::fs::Metadata, what: &str) -> std::io::Result<()> 
 /// leave a torn file, which the checksum rejects and the next process replaces.
 fn store(dir: &Path, path: &Path, key: &[u8; 32], code: &[u8]) -> std::io::Result<()> {
     create_private_dir(dir)?;
+    // Checked again, now that it exists: a link planted at its name during the compile
+    // (in a parent others can write to) would have the file written into its target.
+    if !private_real_dir(dir)? {
+        return Err(std::io::ErrorKind::NotFound.into());
+    }
     // Created with mode 0600.
     let mut file = crate::cache_prune::temp_file_in(dir)?;
     file.write_all(MAGIC)?;
@@ -406,6 +415,24 @@ mod tests {
             .collect();
         names.sort();
         names
+    }
+
+    /// A cache directory that is a symbolic link (planted at its name) is neither written
+    /// into nor pruned through: the component still loads, compiled, and the link's
+    /// target keeps its files.
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_cache_directory_is_neither_written_nor_pruned() {
+        let parent = tempfile::tempdir().unwrap();
+        let target = tempfile::tempdir().unwrap();
+        let old = format!("{}.cwasm", "ab".repeat(32));
+        plant(target.path(), &old, 60 * DAY);
+        let linked = parent.path().join("ahp-interceptor");
+        std::os::unix::fs::symlink(target.path(), &linked).unwrap();
+        let engine = Engine::default();
+        let loaded = load_in(&engine, EMPTY_COMPONENT, &linked).unwrap();
+        assert!(matches!(loaded.source, Source::Uncached));
+        assert_eq!(names(target.path()), [old]);
     }
 
     /// A miss (which stores) removes what can no longer be hit or was left behind: an

@@ -95,23 +95,6 @@ async fn two_interceptors_bursting_past_the_engines_slots_wait_for_them() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_burst_on_one_interceptor_leaves_instances_for_another() {
-    let _serial = SERIAL.lock().await;
-    let (_backend, reg) = slow_backend(Duration::from_millis(300)).await;
-    let busy = interceptor(&reg, ENGINE_SLOTS).await;
-    let other = interceptor(&reg, ENGINE_SLOTS).await;
-    // As many calls as the Engine has slots: the busy interceptor makes every instance
-    // its call lane allows, all at once. Then the other needs more than it has.
-    let mut calls = JoinSet::new();
-    spawn_calls(&mut calls, &busy, "busy", ENGINE_SLOTS);
-    all_answered_by_the_backend(&mut calls).await;
-    spawn_calls(&mut calls, &other, "other", 64);
-    assert_eq!(all_answered_by_the_backend(&mut calls).await, 64);
-    busy.shutdown_async().await;
-    other.shutdown_async().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_instances_of_other_interceptors_give_up_their_slots() {
     let _serial = SERIAL.lock().await;
     let (_backend, reg) = slow_backend(Duration::from_millis(300)).await;
