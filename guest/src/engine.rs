@@ -11,7 +11,7 @@ use crate::host_api::{Host, Instant};
 use crate::observers::{Observers, Why};
 use crate::registration::{self, EventPattern, Mode, Registration};
 use crate::settlement::{ObserverDelivery, Settlement};
-use ahp_vocab::{EventCapability, FlowOperation, ObserverKind, Problem};
+use ahp_vocab::{EventCapability, FlowOperation, InterceptableEvent, ObserverKind, Problem};
 
 /// A validated registration and the harness's declaration, ready for hook calls.
 #[derive(Clone, Debug)]
@@ -185,6 +185,19 @@ impl Engine {
             events::at_count(capability, count)
         } else {
             capability
+        };
+        // An elicitation result that exposes no answer (declined, not a form, its part
+        // not selected as body, or none) offers nothing to modify: modify is withdrawn
+        // for this call (AHP-CAP-001, as continue is once the allowance is spent), so a
+        // backend's change is unadvertised, settled by its policy.
+        let capability = match rules.modify {
+            Some((_, pointer))
+                if rules.event == InterceptableEvent::UserElicitationResult
+                    && !crate::elicitation::exposes_answer(&event, pointer) =>
+            {
+                events::without_modify(capability)
+            }
+            _ => capability,
         };
         if let Some(problem) = event.missing_target(rules, &capability) {
             return Err(event_problems(vec![problem]));

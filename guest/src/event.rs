@@ -12,12 +12,11 @@
 
 use crate::content::{self, Selection};
 use crate::effect::EffectKind;
-use crate::elicitation;
 use crate::events::{self, Payload, Rules, Shape};
 use crate::json::{self, Node, Object};
 use crate::registration::View;
 use crate::syntax::{has_userinfo, is_absolute_uri, is_date_time, is_extensions, is_http_url};
-use ahp_vocab::{EventCapability, InterceptableEvent};
+use ahp_vocab::EventCapability;
 use serde::ser::SerializeMap as _;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -118,12 +117,9 @@ impl Event {
 
     /// A problem when `capability` advertises modify but the event lacks the target's
     /// value: the harness would offer a backend to change something it did not send,
-    /// and could not check or apply the change. Targets optional on the event
-    /// (`/instructions`, `/elicitation/result`) are then required, and an elicitation
-    /// result must expose its answer ([`elicitation::exposes_answer`]): a backend's
-    /// change the event cannot take would be refused as malformed, and a fail-closed
-    /// policy would deny the call for the harness's mistake. `rules` are the event's
-    /// own, as [`Event::parse_intercepted`] found them.
+    /// and could not check or apply the change. A target optional on the event
+    /// (`/instructions`) is then required. `rules` are the event's own, as
+    /// [`Event::parse_intercepted`] found them.
     pub fn missing_target(
         &self,
         rules: &Rules,
@@ -132,20 +128,9 @@ impl Event {
         let (target, pointer) = rules
             .modify
             .filter(|_| capability.has(EffectKind::Modify))?;
-        if !self.holds_modify_target {
-            return Some(EventProblem {
-                path: pointer.to_owned(),
-                rule: format!("is required when modify of \"{target}\" is advertised"),
-            });
-        }
-        let answerless = rules.event == InterceptableEvent::UserElicitationResult
-            && !elicitation::exposes_answer(self, pointer);
-        answerless.then(|| EventProblem {
-            path: "/elicitation".to_owned(),
-            rule: format!(
-                "must be an accepted form result whose result part is selected as body \
-                 when modify of \"{target}\" is advertised"
-            ),
+        (!self.holds_modify_target).then(|| EventProblem {
+            path: pointer.to_owned(),
+            rule: format!("is required when modify of \"{target}\" is advertised"),
         })
     }
 

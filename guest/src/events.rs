@@ -910,6 +910,13 @@ pub fn at_count(mut capability: EventCapability, count: Option<u64>) -> EventCap
     capability
 }
 
+/// `capability` without modify: for a call whose event exposes nothing to modify.
+pub fn without_modify(mut capability: EventCapability) -> EventCapability {
+    capability.modify = None;
+    capability.effects.retain(|kind| *kind != Modify);
+    capability
+}
+
 /// `declared` narrowed to `effects` by one call: an empty list narrows nothing; otherwise
 /// each effect must be declared, deny kept where declared, the call's order is the
 /// advertised order, and the option blocks of effects left out are dropped.

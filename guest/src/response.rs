@@ -199,15 +199,15 @@ fn check_result<'m, 'a>(result: Option<&'m Node<'a>>) -> Result<&'m Node<'a>, Fa
 }
 
 /// Decodes every member, then checks them against each other. The first bad member
-/// rejects the whole list. Decisions that disagree (allow with deny, ask with allow)
-/// and two supplied results are conflicts, not precedence questions; a decision
-/// repeated is one decision (DEC-001: two valid denies are a deny), kept once. Flow
-/// stop with continue is not a conflict: stop beats it, in one reply as in the chain
-/// (upstream `flow-inject.valid`).
+/// rejects the whole list. Two supplied results are a conflict. Of the decisions, the
+/// strictest stands (deny beats ask and allow, ask beats allow) and a decision repeated
+/// is one decision (DEC-001: two valid denies are a deny), kept once, the first; flow
+/// stop with continue is not a conflict either: stop beats it, in one reply as in the
+/// chain (upstream `flow-inject.valid`).
 ///
-/// Since any second kind of decision is a conflict, a list holds at most one kind of
-/// decision: remembering that kind (and whether a result was supplied) is all the
-/// checking needs, one step per member however long the list.
+/// Remembering the strictest decision so far (and whether a result was supplied) is all
+/// the checking needs, one step per member however long the list, and at most two
+/// passes to drop a decision a stricter one replaced.
 fn accept_effects(effects: &Node, advertised: &EventCapability) -> Result<Vec<Effect>, Failure> {
     let Node::Array(members) = effects else {
         return Err(invalid(Detail::MalformedEffect));

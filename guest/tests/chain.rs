@@ -3829,9 +3829,9 @@ fn a_tool_after_output_modify_is_its_items() {
 /// the answer's other fields and the result's action, the next backend is sent the
 /// re-serialized part, and the harness is handed the answer. A nested value (upstream
 /// `contextual-elicitation-content-nested.invalid.json`) is a malformed effect, settled by
-/// policy; a result not accepted exposes no answer (`…-decline.invalid.json`), so a call
-/// advertising modify there is the harness's error, refused naming `/elicitation`,
-/// rather than a backend's change a fail-closed policy would deny the call for.
+/// policy; a result not accepted, or whose part is not selected as body, exposes no
+/// answer (`…-decline.invalid.json`): modify is withdrawn from that call's capabilities,
+/// and a backend's change is unadvertised, settled by its policy.
 #[test]
 fn an_elicitation_answer_is_modified_inside_its_result_part() {
     let kind = InterceptableEvent::UserElicitationResult;
@@ -3879,11 +3879,18 @@ fn an_elicitation_answer_is_modified_inside_its_result_part() {
     unselected["elicitation"]["result"] = json!({"id": "r1", "kind": "text",
         "mediaType": "text/plain", "selection": "metadata"});
     for event in [declined, unselected] {
-        let mut host = FakeHost::new();
-        let problems = engine
-            .intercept(&mut host, &event.to_string(), &[], None)
-            .expect_err("the harness's error");
-        assert_eq!(problems[0].path, "event/elicitation", "{problems:?}");
-        assert!(host.sent_to(A).is_empty(), "nothing sent");
+        let mut host = FakeHost::new().on(A, Step::reply(content("merge", json!({}))));
+        let s = settle(&engine, &mut host, &event);
+        let offered = &host.sent_to(A)[0].json()["params"]["capabilities"];
+        assert!(offered.get("modify").is_none(), "{offered}");
+        assert!(
+            !offered["effects"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("modify")),
+            "{offered}"
+        );
+        assert_synthetic_deny(&s);
+        assert_eq!(audited(&s, 0)["failure"]["detail"], "unadvertised-effect");
     }
 }

@@ -256,7 +256,13 @@ impl HostArgs {
         let mut add = |flag: &str, value: String| words.extend([flag.to_string(), value]);
         if let Some(component) = component {
             let component = match component.starts_with(crate::oci::SCHEME) {
-                true => component.clone(),
+                // A reference that can never be pulled is refused here: only a registry
+                // that cannot give the component now leaves the registration unchecked.
+                true => {
+                    crate::oci::parse_reference(component)
+                        .map_err(|e| format!("--component: {e}"))?;
+                    component.clone()
+                }
                 false => hook::absolute("--component", Path::new(component), true)?,
             };
             add("--component", component);

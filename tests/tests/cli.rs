@@ -962,8 +962,13 @@ fn hook_install_refuses_a_host_its_hooks_could_not_set_up() {
     let reg = portable();
     let not_a_component = dir.path().join("component.wasm");
     std::fs::write(&not_a_component, b"\0asm\x0d\0\x01\0").expect("write");
-    let cases: [(&[&str], &str); 2] = [
+    let cases: [(&[&str], &str); 3] = [
         (&["--allow-insecure-http", "dev.typo"], "dev.typo"),
+        // A reference no registry could ever give (not one that is away now).
+        (
+            &["--component", "oci://UPPER/Bad:tag"],
+            "invalid OCI reference",
+        ),
         (
             &["--component", path(&not_a_component)],
             "no exported instance named `ahp:interceptor/interceptor",

@@ -162,7 +162,7 @@ fn block(reason: &str) -> Answer {
 }
 
 /// `.claude/settings.local.json` hooks: every mapped event, blocking when the hook fails
-/// where [`Snippet::fails_closed`] says: where the registration intercepts, but not at
+/// where [`Snippet::fails_closed`] says: where Claude Code lets a hook decide, but not at
 /// `Stop` and `SubagentStop` (blocking a stop keeps the agent working, so a hook that
 /// fails there lets it stop).
 pub fn snippet(snippet: &Snippet) -> Value {

@@ -74,7 +74,7 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
 }
 
 /// `.cursor/hooks.json`: every mapped event, failing closed where
-/// [`Snippet::fails_closed`] says: where the registration intercepts. Cursor's `stop` is
+/// [`Snippet::fails_closed`] says: where Cursor lets a hook decide. Cursor's `stop` is
 /// observed, and never fails closed anyway: a failure there must not keep the agent
 /// working (as the Claude Code snippet leaves `onFailure` off `Stop`), and Cursor does
 /// not say what failing closed means at a stop.

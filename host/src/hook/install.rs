@@ -11,9 +11,9 @@
 //! settles the call and the harness's own timeout never fires first; the budget covers
 //! the registration's own chain of intercept deadlines at every event.
 //!
-//! Where the registration decides, a harness reads a hook that cannot start or crashes
-//! as a failed hook and runs the tool: there the command is wrapped so that any exit but
-//! 0 or 2 is the harness's block ([`guard`]).
+//! Where a hook decides, a harness reads a hook that cannot start as a failed hook and
+//! runs the tool: there the command is wrapped so that a missing binary is the
+//! harness's block ([`guard`]).
 
 use super::{AhpEvent, Answer, EventSpec, Harness, SessionField, Verdict, DEFAULT_BUDGET_MS};
 use ahp_vocab::EventPattern;
@@ -74,8 +74,8 @@ pub struct Snippet {
 }
 
 impl Snippet {
-    /// The hook's command line at `spec`'s event, [`guard`]ed where the registration
-    /// decides and exit 2 is the harness's block. It names the event for every harness,
+    /// The hook's command line at `spec`'s event, [`guard`]ed where a hook decides and
+    /// exit 2 is the harness's block. It names the event for every harness,
     /// not only those whose payload names none (Copilot): a payload that cannot be read
     /// is then answered at its event (at an observed one, or before a stop, not with a
     /// block).
@@ -570,49 +570,32 @@ mod tests {
         assert_eq!(short_budget(32_000, expected), None);
     }
 
-    /// Claude Code blocks where the hook fails at an intercepted event, but not at
-    /// `Stop` or `SubagentStop`, where blocking would keep the agent working, nor at an
-    /// event only observed, where a missing binary would block it for nothing.
+    /// Claude Code blocks where a hook fails at an event it lets a hook decide, whatever
+    /// the registration intercepts at install (`ahp hook` reads it anew at every call, so
+    /// one that only observes today may intercept tomorrow), but not at `Stop` or
+    /// `SubagentStop`, where blocking would keep the agent working, nor at an event only
+    /// observed, where a missing binary would block it for nothing.
     #[test]
     fn claude_code_blocks_on_failure_only_where_it_intercepts_but_a_stop() {
-        let hooks = hooks_intercepting_all(Harness::ClaudeCode);
-        let on_failure = |event: &str| hooks[event][0]["hooks"][0]["onFailure"].clone();
-        for event in [
-            "PreToolUse",
-            "PostToolUse",
-            "UserPromptSubmit",
-            "SessionStart",
+        for subscriptions in [
+            &[(&["*"][..], "intercept", 1_000)][..],
+            &[(&["*"][..], "observe", 0)],
         ] {
-            assert_eq!(on_failure(event), "block", "{event}: {hooks}");
+            let hooks = hooks_written(Harness::ClaudeCode, subscriptions);
+            let on_failure = |event: &str| hooks[event][0]["hooks"][0]["onFailure"].clone();
+            for event in [
+                "PreToolUse",
+                "PostToolUse",
+                "UserPromptSubmit",
+                "SessionStart",
+            ] {
+                assert_eq!(on_failure(event), "block", "{event}: {hooks}");
+            }
+            for event in ["Stop", "SubagentStop", "SessionEnd", "PreCompact"] {
+                assert!(on_failure(event).is_null(), "{event}: {hooks}");
+                assert_eq!(hooks[event][0]["hooks"][0]["type"], "command", "{event}");
+            }
         }
-        for event in ["Stop", "SubagentStop", "SessionEnd", "PreCompact"] {
-            assert!(on_failure(event).is_null(), "{event}: {hooks}");
-            assert_eq!(hooks[event][0]["hooks"][0]["type"], "command", "{event}");
-        }
-    }
-
-    /// The fail-closed flags follow what the harness intercepts, not what the
-    /// registration intercepts at install: `ahp hook` reads the registration anew at
-    /// every call, so one that only observes today may intercept tomorrow.
-    #[test]
-    fn every_event_the_harness_intercepts_fails_closed_whatever_the_registration() {
-        let observing: &[(&[&str], &str, u64)] = &[(&["*"], "observe", 0)];
-        let claude = hooks_written(Harness::ClaudeCode, observing);
-        let on_failure = |event: &str| claude[event][0]["hooks"][0]["onFailure"].clone();
-        for event in [
-            "PreToolUse",
-            "PostToolUse",
-            "UserPromptSubmit",
-            "SessionStart",
-        ] {
-            assert_eq!(on_failure(event), "block", "{event}: {claude}");
-        }
-        let cursor = hooks_written(Harness::Cursor, observing);
-        assert_eq!(cursor["preToolUse"][0]["failClosed"], true, "{cursor}");
-        assert_eq!(
-            cursor["beforeSubmitPrompt"][0]["failClosed"], true,
-            "{cursor}"
-        );
     }
 
     /// Where the harness lets a hook decide, at a tool, a prompt or a model request, the
@@ -757,17 +740,22 @@ mod tests {
         );
     }
 
-    /// Cursor likewise: only the intercepted events' hooks fail closed; `stop`, after a
+    /// Cursor likewise, whatever the registration: only the hooks of the events Cursor
+    /// lets a hook decide fail closed; `stop`, after a
     /// tool and the session events are only observed.
     #[test]
     fn cursor_fails_closed_only_where_it_intercepts() {
-        let hooks = hooks_intercepting_all(Harness::Cursor);
-        let fails_closed = |event: &str| hooks[event][0]["failClosed"].clone();
-        assert_eq!(fails_closed("preToolUse"), true);
-        assert_eq!(fails_closed("beforeSubmitPrompt"), true);
-        for event in ["postToolUse", "stop", "sessionStart", "sessionEnd"] {
-            assert!(fails_closed(event).is_null(), "{event}: {hooks}");
-            assert_eq!(hooks[event][0]["timeout"], 15, "{event}");
+        for hooks in [
+            hooks_intercepting_all(Harness::Cursor),
+            hooks_written(Harness::Cursor, &[(&["*"], "observe", 0)]),
+        ] {
+            let fails_closed = |event: &str| hooks[event][0]["failClosed"].clone();
+            assert_eq!(fails_closed("preToolUse"), true, "{hooks}");
+            assert_eq!(fails_closed("beforeSubmitPrompt"), true, "{hooks}");
+            for event in ["postToolUse", "stop", "sessionStart", "sessionEnd"] {
+                assert!(fails_closed(event).is_null(), "{event}: {hooks}");
+                assert_eq!(hooks[event][0]["timeout"], 15, "{event}");
+            }
         }
     }
 }
