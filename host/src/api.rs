@@ -173,6 +173,14 @@ impl Interceptor {
         HostState::new(self.inner.backends.clone(), self.inner.closing.clone())
     }
 
+    /// The declared event whose intercept subscriptions' timeouts add up to the most (they
+    /// run one after another), and that sum, as the component counts them: what a hook's
+    /// budget must cover ([`crate::hook`] install).
+    #[cfg(feature = "cli")]
+    pub(crate) fn longest_chain(&self) -> Option<(&str, Duration)> {
+        self.inner.pool.longest_chain()
+    }
+
     /// Valid but questionable settings: the registration's, each naming its JSON path,
     /// then the host's (e.g. plain http off loopback), each naming its backend.
     pub fn warnings(&self) -> &[String] {

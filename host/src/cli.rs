@@ -519,10 +519,8 @@ fn run(cli: Cli, hook_call: Option<HookCall>) -> ExitCode {
 /// caller closed the pipe, a full disk) is logged, never a panic: the exit code still
 /// says the decision, as documented, rather than 101.
 fn answer(line: &str) {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
-        tracing::error!("write the answer to stdout: {e}");
+    if let Err(e) = print_line(line) {
+        tracing::error!("{e}");
     }
 }
 
@@ -829,7 +827,7 @@ async fn warm_compile_cache(component: Option<&str>) -> Result<Warm, String> {
 
 async fn check(file: &Path, harness: Option<hook::Harness>, host: &HostArgs) -> ExitCode {
     match validate(file, harness, host).await {
-        Ok(()) => {
+        Ok(_) => {
             let valid = match harness {
                 Some(harness) => format!("{}: valid for {}", file.display(), harness.name()),
                 None => format!("{}: valid", file.display()),
@@ -854,12 +852,13 @@ enum Unloaded {
 
 /// Loads the registration in `file` as it will be used — by `ahp hook HARNESS`, with
 /// that harness's declaration, or else with `--interceptable`'s — and shuts it down
-/// again. Its warnings go to stderr.
+/// again. Its warnings go to stderr. Returns its longest chain of intercept deadlines at
+/// one declared event, as the component counts it.
 async fn validate(
     file: &Path,
     harness: Option<hook::Harness>,
     host: &HostArgs,
-) -> Result<(), Unloaded> {
+) -> Result<Option<hook::Chain>, Unloaded> {
     let refused = |detail: String| Unloaded::Refused(fail(&detail));
     let text = read_file("registration", file).map_err(refused)?;
     if harness.is_some() {
@@ -880,17 +879,23 @@ async fn validate(
     if let Some(harness) = harness {
         note_on_demand_hooks(harness, &text);
     }
+    let chain = interceptor
+        .longest_chain()
+        .map(|(event, timeout)| hook::Chain {
+            event: event.to_owned(),
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        });
     interceptor.shutdown_async().await;
-    Ok(())
+    Ok(chain)
 }
 
 /// Says which of `harness`'s hooks that `ahp hook install` writes only on demand the
 /// registration `text` needs: installed for another registration, they are missing, and
 /// what they would decide is never asked.
 fn note_on_demand_hooks(harness: hook::Harness, text: &str) {
-    let subscriptions = hook::Subscriptions::read(text);
+    let selected = hook::Selected::read(text);
     for spec in harness.events().iter().filter(|spec| spec.on_demand) {
-        if subscriptions.selects(spec) {
+        if selected.selects(spec) {
             eprintln!(
                 "note: {} needs {}'s {} hook, which `ahp hook install {}` writes only for a \
                  registration that selects it: install again if it is new here",
@@ -1042,6 +1047,25 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
             Ok(words) => words,
             Err(e) => return fail(&e),
         };
+        // Hooks whose registration the harness's declaration refuses would deny every call
+        // (fail-open subscriptions too): none are printed; nor where the host cannot be
+        // set up (an option naming no backend, a file that is no component). Only a
+        // component a registry could not give now may load later (the registry back up):
+        // then the registration is left unchecked. Checked before anything is written
+        // (the audit file install opens).
+        let chain = match validate(&registration, Some(harness), &host).await {
+            Ok(chain) => chain,
+            Err(Unloaded::Refused(code)) => return code,
+            Err(Unloaded::Setup(detail)) if pulled(host.component.as_deref()) => {
+                eprintln!(
+                    "warning: the registration was not checked against what {} can intercept \
+                     ({detail})",
+                    harness.name()
+                );
+                None
+            }
+            Err(Unloaded::Setup(detail)) => return fail(&detail),
+        };
         let request = hook::Install {
             harness,
             registration,
@@ -1050,23 +1074,8 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
             source,
             omit_session,
             host_arguments,
+            chain,
         };
-        // Hooks whose registration the harness's declaration refuses would deny every call
-        // (fail-open subscriptions too): none are printed; nor where the host cannot be
-        // set up (an option naming no backend, a file that is no component). Only a
-        // component a registry could not give now may load later (the registry back up):
-        // then the registration is left unchecked. Checked before anything is written
-        // (the audit file install opens).
-        match validate(&request.registration, Some(harness), &host).await {
-            Ok(()) => {}
-            Err(Unloaded::Refused(code)) => return code,
-            Err(Unloaded::Setup(detail)) if pulled(host.component.as_deref()) => eprintln!(
-                "warning: the registration was not checked against what {} can intercept \
-                 ({detail})",
-                harness.name()
-            ),
-            Err(Unloaded::Setup(detail)) => return fail(&detail),
-        }
         let installed = match hook::install(&request) {
             Ok(installed) => installed,
             Err(e) => return fail(&e),
@@ -1301,25 +1310,25 @@ fn read_text(input: impl Read, what: &str) -> Result<String, String> {
 }
 
 /// Exit 1 with every problem of the registration read from `file` (given by `flag`) on
-/// stderr, each on its own line after the flag and the file: a problem's own path
-/// (`/`, `/hooks/0/...`) is a JSON pointer, which on its own reads as a file system's.
+/// stderr, each after the flag and the file: a problem's own path (`/`, `/hooks/0/...`)
+/// is a JSON pointer, which on its own reads as a file system's.
 fn registration_failure(error: &Error, flag: &str, file: &Path) -> ExitCode {
-    if error.problems().is_empty() {
-        return fail(&error.to_string());
-    }
-    for problem in error.problems() {
-        eprintln!("error: {flag} {}: {problem}", file.display());
-    }
-    ExitCode::from(1)
+    failure(error, &format!("{flag} {}: ", file.display()))
 }
 
-/// Exit 1 with every problem (or the one failure) on stderr.
+/// Exit 1 with every problem of a call (or its one failure) on stderr.
 fn call_failure(error: &Error) -> ExitCode {
+    failure(error, "")
+}
+
+/// Exit 1 with every problem (or the one failure) on stderr, each on its own line after
+/// `at`.
+fn failure(error: &Error, at: &str) -> ExitCode {
     if error.problems().is_empty() {
         return fail(&error.to_string());
     }
     for problem in error.problems() {
-        eprintln!("error: {problem}");
+        eprintln!("error: {at}{problem}");
     }
     ExitCode::from(1)
 }
@@ -1354,7 +1363,7 @@ fn interceptable_event(word: &str) -> Result<InterceptableEvent, String> {
     })
 }
 
-fn fail(message: &str) -> ExitCode {
+pub(crate) fn fail(message: &str) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(1)
 }

@@ -43,10 +43,7 @@ pub async fn run(command: ComponentCommand) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(1)
-        }
+        Err(e) => crate::cli::fail(&e),
     }
 }
 

@@ -9,7 +9,7 @@
 
 mod backend;
 
-use crate::cli::print_line;
+use crate::cli::{fail, print_line};
 use crate::vocab::Outcome;
 use crate::{DecidedBy, Decision, EffectKind, FailureClass, Interceptor, Options, Record};
 use serde_json::{json, Value};
@@ -161,27 +161,15 @@ fn scenarios() -> Vec<Scenario> {
     ]
 }
 
-/// The demo stopped early: its output could not be written (`ahp demo | head -1`).
-fn stopped(error: &str) -> ExitCode {
-    eprintln!("error: {error}");
-    ExitCode::from(1)
-}
-
 /// Runs the demo; exit 0 when every scripted call settled as expected.
 pub async fn run(options: Options) -> ExitCode {
     let (addr, server) = match backend::serve().await {
         Ok(started) => started,
-        Err(e) => {
-            eprintln!("error: start the demo backend: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return fail(&format!("start the demo backend: {e}")),
     };
     let audit_dir = match audit_dir() {
         Ok(dir) => dir,
-        Err(e) => {
-            eprintln!("error: create the demo's audit directory: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return fail(&format!("create the demo's audit directory: {e}")),
     };
     let audit_path = audit_dir.join("audit.jsonl");
     let heading = format!(
@@ -190,7 +178,7 @@ pub async fn run(options: Options) -> ExitCode {
         "#", "scenario", "tool", "result", "decided by", "ms"
     );
     if let Err(e) = print_line(heading) {
-        return stopped(&e);
+        return fail(&e);
     }
     let mut ok = true;
     for (i, scenario) in scenarios().iter().enumerate() {
@@ -199,10 +187,7 @@ pub async fn run(options: Options) -> ExitCode {
         opts.audit_path = Some(audit_path.clone());
         let interceptor = match Interceptor::new(&registration, opts).await {
             Ok(interceptor) => interceptor,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(1);
-            }
+            Err(e) => return fail(&e.to_string()),
         };
         let started = Instant::now();
         let settled = interceptor
@@ -223,7 +208,7 @@ pub async fn run(options: Options) -> ExitCode {
                     why(&s.record)
                 );
                 if let Err(e) = print_line(row) {
-                    return stopped(&e);
+                    return fail(&e);
                 }
                 if let Some(mismatch) = unexpected(scenario, &s.record) {
                     ok = false;
@@ -235,14 +220,14 @@ pub async fn run(options: Options) -> ExitCode {
                 if let Err(e) =
                     print_line(format!("{:<3} {:<22} error: {e}", i + 1, scenario.title))
                 {
-                    return stopped(&e);
+                    return fail(&e);
                 }
             }
         }
     }
     server.abort();
     if let Err(e) = print_line(format!("\naudit log: {}", audit_path.display())) {
-        return stopped(&e);
+        return fail(&e);
     }
     if ok {
         ExitCode::SUCCESS

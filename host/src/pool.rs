@@ -256,6 +256,16 @@ impl Pool {
         }
     }
 
+    /// The event whose interceptors' timeouts add up to the most, and that sum (of events
+    /// tied, the first by name).
+    #[cfg(feature = "cli")]
+    pub fn longest_chain(&self) -> Option<(&str, Duration)> {
+        self.chain_timeouts
+            .iter()
+            .map(|(event, timeouts)| (event.as_str(), timeouts.iter().sum::<Duration>()))
+            .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+    }
+
     /// The timeouts of a call's chain, as far as the host knows: none for a call that
     /// starts no I/O in the component (observe, an event no intercept subscription
     /// selects, or one with no readable type, which the component will reject).

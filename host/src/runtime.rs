@@ -360,9 +360,7 @@ mod tests {
     /// would stall every other task meanwhile, other calls' deadline timers included.
     #[tokio::test(flavor = "current_thread")]
     async fn building_compiles_on_the_blocking_pool() {
-        let mut config = Config::new();
-        config.epoch_interruption(true);
-        let engine = Engine::new(&config).unwrap();
+        let engine = engine_with(|config| config);
         let interceptor = unreachable_on(&engine).await;
         let compiled_on = COMPILED_ON
             .lock()
@@ -374,6 +372,14 @@ mod tests {
             "compiled on the caller's thread"
         );
         interceptor.shutdown_async().await;
+    }
+
+    /// An Engine with epoch interruption (which the crate needs) and whatever else
+    /// `configure` sets.
+    fn engine_with(configure: impl FnOnce(&mut Config) -> &mut Config) -> Engine {
+        let mut config = Config::new();
+        configure(config.epoch_interruption(true));
+        Engine::new(&config).unwrap()
     }
 
     /// An interceptor on `engine` whose one interceptor, of tool.before, fails open and
@@ -396,9 +402,7 @@ mod tests {
     /// instruction, every one an engine failure.
     #[tokio::test]
     async fn an_engine_that_consumes_fuel_runs_the_component() {
-        let mut config = Config::new();
-        config.epoch_interruption(true).consume_fuel(true);
-        let engine = Engine::new(&config).unwrap();
+        let engine = engine_with(|config| config.consume_fuel(true));
         let interceptor = unreachable_on(&engine).await;
         let event = r#"{"id": "evt_fuel", "source": "urn:ahp:test", "type": "tool.before",
             "time": "2026-11-30T12:00:00Z", "call": {"id": "c1"}, "path": "native",
@@ -419,9 +423,7 @@ mod tests {
     /// bound fails, as in the pool.
     #[tokio::test]
     async fn the_crates_stores_bound_memory_and_tables_on_any_engine() {
-        let mut config = Config::new();
-        config.epoch_interruption(true).concurrency_support(false);
-        let engine = Engine::new(&config).unwrap();
+        let engine = engine_with(|config| config.concurrency_support(false));
         let interceptor = unreachable_on(&engine).await;
         let component = compile(&engine, EMBEDDED_COMPONENT).unwrap();
         let runtime = Runtime::with_component(&engine, &component, Epochs::Ticker).unwrap();

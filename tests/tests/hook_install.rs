@@ -6,7 +6,7 @@
 
 use ahp_tests::fault_backend::refused_url;
 use ahp_tests::hook::{write_intercepting, FAILED_REASON};
-use ahp_tests::support::{ahp_binary, test_cache_dir, Run};
+use ahp_tests::support::{ahp_binary, registration_on, test_cache_dir, Http, Run};
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -15,17 +15,22 @@ use std::process::{Command, Stdio};
 /// `ahp hook install HARNESS ARGS`, run as `program` (a path, or a name looked up in
 /// `path`, the child's PATH, when given).
 fn install_as(program: &OsStr, path: Option<&OsStr>, harness: &str, args: &[&OsStr]) -> Run {
-    let mut command = Command::new(program);
+    let mut command = install_command(Command::new(program), harness, args);
+    if let Some(path) = path {
+        command.env("PATH", path);
+    }
+    Run::of(command.output().expect("run ahp hook install"))
+}
+
+/// `command` (an `ahp`) made `ahp hook install HARNESS ARGS`, stdin empty.
+fn install_command(mut command: Command, harness: &str, args: &[&OsStr]) -> Command {
     command
         .args(["hook", "install", harness])
         .args(args)
         .env("AHP_CACHE_DIR", test_cache_dir())
         .env_remove("AHP_LOG")
         .stdin(Stdio::null());
-    if let Some(path) = path {
-        command.env("PATH", path);
-    }
-    Run::of(command.output().expect("run ahp hook install"))
+    command
 }
 
 /// `ahp hook install HARNESS ARGS`, run as the test build's binary.
@@ -117,15 +122,8 @@ fn the_command_names_the_binary_as_invoked_not_the_file_it_links_to() {
     // binary is.
     let mut renamed = Command::new(ahp_binary());
     std::os::unix::process::CommandExt::arg0(&mut renamed, "nowhere/ahp");
-    let output = renamed
-        .args(["hook", "install", "claude-code"])
-        .args(args)
-        .env("AHP_CACHE_DIR", test_cache_dir())
-        .env_remove("AHP_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run ahp hook install");
-    let run = Run::of(output);
+    let output = install_command(renamed, "claude-code", &args).output();
+    let run = Run::of(output.expect("run ahp hook install"));
     let (_, line) = command(&snippet(&run), "SessionEnd");
     let running = std::fs::canonicalize(ahp_binary()).expect("the binary");
     assert!(
@@ -265,15 +263,19 @@ fn files_are_named_through_their_links() {
     }
     let reg = config.join("intercepting.json");
     let roots = config.join("ca.pem");
-    let run = install(
-        "cursor",
-        &[
-            OsStr::new("--registration"),
-            reg.as_os_str(),
-            OsStr::new("--trust-roots"),
-            roots.as_os_str(),
-        ],
-    );
+    let with_roots = |roots: &Path| {
+        let args = [reg.as_os_str(), roots.as_os_str()];
+        install(
+            "cursor",
+            &[
+                OsStr::new("--registration"),
+                args[0],
+                OsStr::new("--trust-roots"),
+                args[1],
+            ],
+        )
+    };
+    let run = with_roots(&roots);
     let (_, line) = command(&snippet(&run), "sessionEnd");
     for named in [&reg, &roots] {
         let word = format!(" {} ", named.display());
@@ -282,15 +284,7 @@ fn files_are_named_through_their_links() {
     assert!(!line.contains("v1"), "{line}");
 
     let gone = dir.path().join("gone.pem");
-    let run = install(
-        "cursor",
-        &[
-            OsStr::new("--registration"),
-            reg.as_os_str(),
-            OsStr::new("--trust-roots"),
-            gone.as_os_str(),
-        ],
-    );
+    let run = with_roots(&gone);
     run.assert_exit(1, "a missing trust roots file");
     assert!(run.stdout.is_empty(), "{}", run.stdout);
     let said = format!("--trust-roots {}: ", gone.display());
@@ -393,4 +387,30 @@ fn the_budget_covers_the_registrations_own_chain() {
     for said in ["warning", "tool.before", "15000 ms", "20000 ms"] {
         assert!(run.stderr.contains(said), "{said}: {}", run.stderr);
     }
+
+    // Interceptors run one after another, so their deadlines add up (20 s + 5 s); of a
+    // wildcard's, only those at events Claude Code lets a hook decide count (as the
+    // component counts them): never a session's end or a compaction, where nothing is
+    // denied.
+    let url = refused_url();
+    let both = [
+        Http::new("com.example.a", &url).timeout_ms(20_000),
+        Http::new("com.example.b", &url).timeout_ms(5_000),
+    ];
+    let two = dir.path().join("two.json");
+    std::fs::write(&two, registration_on(&both, &["*"])).expect("write the registration");
+    let args = [OsStr::new("--registration"), two.as_os_str()];
+    let run = install("claude-code", &args);
+    let (_, line) = command(&snippet(&run), "PreToolUse");
+    assert!(line.contains(" --budget-ms 27000 "), "{line}");
+    let given = [&args[..], &[OsStr::new("--budget-ms"), OsStr::new("15000")]].concat();
+    let run = install("claude-code", &given);
+    let at = run
+        .stderr
+        .split_once("subscriptions at ")
+        .and_then(|(_, rest)| rest.split_once(' '))
+        .map(|(event, _)| event);
+    let decided = ["session.start", "tool.after", "tool.before", "turn.start"];
+    assert!(at.is_some_and(|at| decided.contains(&at)), "{}", run.stderr);
+    assert!(run.stderr.contains("25000 ms"), "{}", run.stderr);
 }

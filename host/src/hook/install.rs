@@ -51,6 +51,10 @@ pub struct Install {
     /// More options of `ahp hook` (the host's), as command-line words, in order, paths
     /// already absolute.
     pub host_arguments: Vec<String>,
+    /// The registration's longest chain of intercept deadlines at one event the harness
+    /// intercepts, as the component counts it once it loaded the registration with the
+    /// harness's declaration; `None` when it has none, or could not be loaded.
+    pub chain: Option<Chain>,
 }
 
 /// What `ahp hook install` prints.
@@ -69,8 +73,8 @@ pub struct Snippet {
     arguments: Vec<String>,
     /// The harness's timeout for the hook.
     pub timeout_ms: u64,
-    /// The registration's subscriptions.
-    subscriptions: Subscriptions,
+    /// What the registration's subscriptions select.
+    selected: Selected,
 }
 
 impl Snippet {
@@ -97,7 +101,7 @@ impl Snippet {
     /// Whether `spec`'s hook belongs in the snippet: every one, but an on-demand one only
     /// when the registration selects its event.
     pub fn installs(&self, spec: &EventSpec) -> bool {
-        !spec.on_demand || self.subscriptions.selects(spec)
+        !spec.on_demand || self.selected.selects(spec)
     }
 
     /// Whether `spec`'s hook gets the harness's fail-closed flag (Claude Code's
@@ -179,9 +183,8 @@ fn guard(line: &str, missing: &Answer) -> String {
 pub fn install(request: &Install) -> Result<Installed, String> {
     let program = utf8("the ahp binary", invoked_program()?)?;
     let text = crate::cli::read_file("--registration", &request.registration)?;
-    let subscriptions = Subscriptions::read(&text);
     let registration = absolute("--registration", &request.registration, true)?;
-    let chain = subscriptions.longest_chain(request.harness);
+    let chain = request.chain.as_ref();
     let budget_ms = request.budget_ms.unwrap_or_else(|| sized_to(chain));
     let mut arguments = vec![
         "hook".to_string(),
@@ -207,7 +210,7 @@ pub fn install(request: &Install) -> Result<Installed, String> {
         program,
         arguments,
         timeout_ms: budget_ms + HEADROOM_MS,
-        subscriptions,
+        selected: Selected::read(&text),
     };
     Ok(Installed {
         snippet: snippet.settings(),
@@ -267,14 +270,14 @@ fn executable(path: &Path) -> bool {
 /// longest chain of intercept deadlines at one event (`chain`) needs more, that chain and
 /// [`CHAIN_MARGIN_MS`] (at most the largest budget). A shorter budget would turn a
 /// fail-open subscription still inside its own deadline into the budget's denial.
-fn sized_to(chain: Option<Chain>) -> u64 {
+fn sized_to(chain: Option<&Chain>) -> u64 {
     let needed = chain.map_or(0, |chain| chain.timeout_ms + CHAIN_MARGIN_MS);
     needed.clamp(DEFAULT_BUDGET_MS, crate::cli::MAX_BUDGET_MS)
 }
 
 /// The warning for a budget shorter than `chain` and its margin. Not refused: a budget
 /// shorter than the worst case may be deliberate (a cap on how long the agent waits).
-fn short_budget(budget_ms: u64, chain: Chain) -> Option<String> {
+fn short_budget(budget_ms: u64, chain: &Chain) -> Option<String> {
     (budget_ms < chain.timeout_ms + CHAIN_MARGIN_MS).then(|| {
         format!(
             "warning: the hook's budget, {budget_ms} ms, is shorter than the registration's \
@@ -297,56 +300,31 @@ fn audit_file(path: &Path) -> Result<String, String> {
 }
 
 /// The longest chain of intercept deadlines at one event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Chain {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chain {
     /// The AHP event.
-    event: &'static str,
+    pub event: String,
     /// The sum of the `timeoutMs` of the intercept subscriptions selecting it.
-    timeout_ms: u64,
+    pub timeout_ms: u64,
 }
 
-/// A registration's subscriptions, as far as installing reads them.
+/// Every entry of every subscription's `events` in a registration, read leniently: text
+/// that is no registration selects nothing (the component, which checks it, names its
+/// problems).
 #[derive(Debug, Default)]
-pub(crate) struct Subscriptions(Vec<Subscription>);
+pub(crate) struct Selected(Vec<EventPattern>);
 
-/// One subscription: what it selects, how, and its deadline.
-#[derive(Debug)]
-struct Subscription {
-    /// Its `events` entries.
-    events: Vec<EventPattern>,
-    /// Whether its mode is `intercept`: it decides at those events.
-    intercepts: bool,
-    /// Its `timeoutMs` (0 when it has none: an observer's).
-    timeout_ms: u64,
-}
-
-impl Subscription {
-    fn selects(&self, spec: &EventSpec) -> bool {
-        self.events.iter().any(|p| p.matches(spec.ahp.as_str()))
-    }
-}
-
-impl Subscriptions {
-    /// Every subscription of the registration `text`, read leniently: text that is no
-    /// registration has none (the component, which checks it, names its problems).
-    pub(crate) fn read(text: &str) -> Subscriptions {
+impl Selected {
+    pub(crate) fn read(text: &str) -> Selected {
         let registration: Value = serde_json::from_str(text).unwrap_or_default();
         let hooks = registration["hooks"].as_array().into_iter().flatten();
         let subscriptions =
             hooks.flat_map(|hook| hook["subscriptions"].as_array().into_iter().flatten());
-        Subscriptions(
-            subscriptions
-                .map(|s| Subscription {
-                    events: s["events"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_str)
-                        .map(EventPattern::read)
-                        .collect(),
-                    intercepts: s["mode"] == "intercept",
-                    timeout_ms: s["timeoutMs"].as_u64().unwrap_or(0),
-                })
+        let events = subscriptions.flat_map(|s| s["events"].as_array().into_iter().flatten());
+        Selected(
+            events
+                .filter_map(Value::as_str)
+                .map(EventPattern::read)
                 .collect(),
         )
     }
@@ -354,31 +332,7 @@ impl Subscriptions {
     /// Whether a subscription selects `spec`'s event, in any mode: an observer of it
     /// needs the hook as an interceptor does.
     pub(crate) fn selects(&self, spec: &EventSpec) -> bool {
-        self.0.iter().any(|s| s.selects(spec))
-    }
-
-    /// The intercept subscriptions selecting `spec`'s event.
-    fn intercepting<'a>(&'a self, spec: &'a EventSpec) -> impl Iterator<Item = &'a Subscription> {
-        self.0
-            .iter()
-            .filter(move |s| s.intercepts && s.selects(spec))
-    }
-
-    /// The longest chain of intercept deadlines at one of the events `harness`
-    /// intercepts, if any intercept subscription selects one: its subscriptions run one
-    /// after another. (At an event the harness only observes, an intercept subscription
-    /// selects nothing.)
-    fn longest_chain(&self, harness: Harness) -> Option<Chain> {
-        harness
-            .events()
-            .iter()
-            .filter(|spec| spec.capability().is_some())
-            .map(|spec| Chain {
-                event: spec.ahp.as_str(),
-                timeout_ms: self.intercepting(spec).map(|s| s.timeout_ms).sum(),
-            })
-            .filter(|chain| chain.timeout_ms > 0)
-            .max_by_key(|chain| chain.timeout_ms)
+        self.0.iter().any(|p| p.matches(spec.ahp.as_str()))
     }
 }
 
@@ -442,7 +396,7 @@ mod tests {
             program: "ahp".into(),
             arguments: Vec::new(),
             timeout_ms: 15_000,
-            subscriptions: Subscriptions::read(&registration(subscriptions)),
+            selected: Selected::read(&registration(subscriptions)),
         }
     }
 
@@ -493,6 +447,7 @@ mod tests {
                 source: None,
                 omit_session: Vec::new(),
                 host_arguments: Vec::new(),
+                chain: None,
             };
             super::install(&request).expect("installed").snippet["hooks"].clone()
         };
@@ -510,64 +465,27 @@ mod tests {
     }
 
     /// Without `--budget-ms` the budget covers the registration's longest chain of
-    /// intercept deadlines at one event, and a margin, when that is longer than the
-    /// default (observers' subscriptions have none; at most the largest budget); a
-    /// budget given shorter is kept, with a warning naming the event and both figures.
+    /// intercept deadlines at one event (the component's count), and a margin, when that
+    /// is longer than the default (at most the largest budget); a budget given shorter is
+    /// kept, with a warning naming the event and both figures.
     #[test]
     fn the_budget_covers_the_registrations_own_chain() {
-        let chain = |subscriptions: &[(&[&str], &str, u64)]| {
-            Subscriptions::read(&registration(subscriptions)).longest_chain(Harness::ClaudeCode)
+        let chain = |timeout_ms| Chain {
+            event: "turn.start".to_owned(),
+            timeout_ms,
         };
-        let long = chain(&[
-            (&["tool.before"], "intercept", 20_000),
-            (&["tool.*"], "intercept", 5_000),
-            (&["turn.start"], "intercept", 30_000),
-            (&["*"], "observe", 0),
-        ]);
-        let expected = Chain {
-            event: "turn.start",
-            timeout_ms: 30_000,
-        };
-        assert_eq!(long, Some(expected));
-        assert_eq!(sized_to(long), 30_000 + CHAIN_MARGIN_MS);
-        let tools = chain(&[
-            (&["tool.before"], "intercept", 20_000),
-            (&["tool.*"], "intercept", 5_000),
-        ]);
-        assert_eq!(
-            tools.map(|c| c.timeout_ms),
-            Some(25_000),
-            "one after another"
-        );
-        // A wildcard's chain is at an event the harness intercepts: never one it only
-        // observes (a session's end, a compaction), where nothing is denied.
-        for harness in [Harness::ClaudeCode, Harness::Cursor, Harness::Gemini] {
-            let every = Subscriptions::read(&registration(&[(&["*"], "intercept", 20_000)]))
-                .longest_chain(harness)
-                .expect("a chain");
-            let at = harness
-                .events()
-                .iter()
-                .find(|spec| spec.ahp.as_str() == every.event);
-            assert!(
-                at.is_some_and(|spec| spec.capability().is_some()),
-                "{harness:?}: {every:?}"
-            );
-        }
-        let short = chain(&[(&["tool.before"], "intercept", 3_000)]);
-        assert_eq!(sized_to(short), DEFAULT_BUDGET_MS);
+        assert_eq!(sized_to(Some(&chain(30_000))), 30_000 + CHAIN_MARGIN_MS);
+        assert_eq!(sized_to(Some(&chain(3_000))), DEFAULT_BUDGET_MS);
         assert_eq!(sized_to(None), DEFAULT_BUDGET_MS);
-        let huge = Chain {
-            event: "tool.before",
-            timeout_ms: u64::MAX / 2,
-        };
-        assert_eq!(sized_to(Some(huge)), crate::cli::MAX_BUDGET_MS);
-
-        let warning = short_budget(15_000, expected).expect("a warning");
+        assert_eq!(
+            sized_to(Some(&chain(u64::MAX / 2))),
+            crate::cli::MAX_BUDGET_MS
+        );
+        let warning = short_budget(15_000, &chain(30_000)).expect("a warning");
         for said in ["turn.start", "15000 ms", "30000 ms"] {
             assert!(warning.contains(said), "{said}: {warning}");
         }
-        assert_eq!(short_budget(32_000, expected), None);
+        assert_eq!(short_budget(32_000, &chain(30_000)), None);
     }
 
     /// Claude Code blocks where a hook fails at an event it lets a hook decide, whatever

@@ -46,8 +46,8 @@ mod payload;
 
 pub use call_audit::CallAudit;
 use call_audit::Recorded;
-pub(crate) use install::{absolute, Subscriptions};
-pub use install::{install, Install, Installed};
+pub(crate) use install::{absolute, Selected};
+pub use install::{install, Chain, Install, Installed};
 
 use crate::vocab::{
     DeliverAt, Enforce, EventCapability, EventRef, FlowCapability, FlowOperation,
