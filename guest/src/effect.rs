@@ -70,19 +70,10 @@ pub fn fields(kind: EffectKind) -> &'static [&'static str] {
     }
 }
 
-/// Deny, allow and ask decide the operation; of those one response holds, the
-/// [strictest](strictness) stands.
+/// Deny, allow and ask decide the operation; one response holds one of them (repeated,
+/// it is still one), never two that disagree.
 pub fn is_decision(kind: EffectKind) -> bool {
     matches!(kind, EffectKind::Deny | EffectKind::Allow | EffectKind::Ask)
-}
-
-/// How strict a decision is: deny beats ask and allow, ask beats allow (composition).
-pub fn strictness(decision: EffectKind) -> u8 {
-    match decision {
-        EffectKind::Deny => 2,
-        EffectKind::Ask => 1,
-        _ => 0,
-    }
 }
 
 /// Whether `value` has the shape `target` takes at `event` (effect.schema.json): an

@@ -63,9 +63,28 @@ pub struct Event {
 
 /// Two events are the same when their documents are: the text is only how one came.
 impl PartialEq for Event {
+    /// The same operation: equal documents but for `native`, which a modified event
+    /// leaves out ([`Event::with_value`]): a modification that changes nothing else is
+    /// no change.
     fn eq(&self, other: &Event) -> bool {
-        self.document() == other.document()
+        equal_but_native(self.document(), other.document())
     }
+}
+
+/// Whether two objects are equal, their `native` members left out, and their `error`s'.
+fn equal_but_native(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    let members =
+        |m: &Map<String, Value>| m.iter().filter(|(key, _)| key.as_str() != "native").count();
+    members(a) == members(b)
+        && a.iter()
+            .filter(|(key, _)| key.as_str() != "native")
+            .all(|(key, value)| match (value, b.get(key)) {
+                (Value::Object(x), Some(Value::Object(y))) if key == "error" => {
+                    equal_but_native(x, y)
+                }
+                (value, Some(other)) => value == other,
+                (_, None) => false,
+            })
 }
 
 /// One broken rule: where (a JSON Pointer into the event) and what.
@@ -154,23 +173,30 @@ impl Event {
 
     /// This event with the member at `pointer` set to `value` (its parents must exist):
     /// the effective event after an accepted modification. Identities are untouched.
+    /// Every `native` member is taken out: the provider's payload describes the
+    /// operation as the harness had it, the original input or output included, and a
+    /// later subscription sees the accepted effective value, never the original
+    /// (composition) — a redaction would otherwise reach it through `native`.
     pub fn with_value(&self, pointer: &str, value: Value) -> Event {
         let mut root = Value::Object(self.document().clone());
         let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
         if let Some(parent) = root.pointer_mut(parent).and_then(Value::as_object_mut) {
             parent.insert(key.to_owned(), value);
         }
-        let Value::Object(document) = root else {
+        let Value::Object(mut document) = root else {
             return self.clone();
         };
+        document.remove("native");
+        if let Some(Value::Object(error)) = document.get_mut("error") {
+            error.remove("native");
+        }
         Event {
             id: self.id.clone(),
             event_type: self.event_type.clone(),
             session_id: self.session_id.clone(),
             call_id: self.call_id.clone(),
             text: None,
-            // No modify target holds `native` or `error`: they are as they were.
-            native: self.native,
+            native: false,
             holds_modify_target: self.holds_modify_target,
             // A modification may bring parts of its own, of any selection; projecting
             // finds them if so.

@@ -199,15 +199,18 @@ fn check_result<'m, 'a>(result: Option<&'m Node<'a>>) -> Result<&'m Node<'a>, Fa
 }
 
 /// Decodes every member, then checks them against each other. The first bad member
-/// rejects the whole list. Two supplied results are a conflict. Of the decisions, the
-/// strictest stands (deny beats ask and allow, ask beats allow) and a decision repeated
-/// is one decision (DEC-001: two valid denies are a deny), kept once, the first; flow
-/// stop with continue is not a conflict either: stop beats it, in one reply as in the
-/// chain (upstream `flow-inject.valid`).
+/// rejects the whole list. Two supplied results are a conflict, and so are two decisions
+/// that disagree — deny with allow or ask, ask with allow (DESIGN §5): the reply is an
+/// operational failure (failure-semantics.md: "conflicting effects"), rejected whole and
+/// settled by the subscription's policy, its deny never salvaged (digest §4.3). "Deny
+/// beats ask and allow" is how the chain combines different interceptors' answers
+/// (§4.4), not a reading of one answer that contradicts itself. A decision repeated is
+/// one decision (DEC-001: two valid denies are a deny), kept once, the first; flow stop
+/// with continue is not a conflict: stop beats it, in one reply as in the chain
+/// (upstream `flow-inject.valid`).
 ///
-/// Remembering the strictest decision so far (and whether a result was supplied) is all
-/// the checking needs, one step per member however long the list, and at most two
-/// passes to drop a decision a stricter one replaced.
+/// Remembering the decision so far (and whether a result was supplied) is all the
+/// checking needs, one step per member however long the list.
 fn accept_effects(effects: &Node, advertised: &EventCapability) -> Result<Vec<Effect>, Failure> {
     let Node::Array(members) = effects else {
         return Err(invalid(Detail::MalformedEffect));
@@ -223,15 +226,11 @@ fn accept_effects(effects: &Node, advertised: &EventCapability) -> Result<Vec<Ef
     for effect in decoded {
         let kind = effect.kind();
         if effect::is_decision(kind) {
-            // Deny beats ask and allow, ask beats allow (composition.md@8f91ac4): the
-            // strictest decision of the reply stands, the first of its kind. Read as a
-            // conflict, a fail-open policy let the call run past an explicit deny.
             match decision {
-                Some(seen) if effect::strictness(seen) >= effect::strictness(kind) => continue,
-                Some(seen) => accepted.retain(|e| e.kind() != seen),
-                None => {}
+                Some(seen) if seen == kind => continue,
+                Some(_) => return Err(conflict()),
+                None => decision = Some(kind),
             }
-            decision = Some(kind);
         }
         if kind == EffectKind::Return {
             if returned {
@@ -1094,42 +1093,24 @@ mod tests {
         }
     }
 
+    /// Two supplied results, or two decisions that disagree, in whatever order and
+    /// whatever lies between them, are conflicting effects: the reply is rejected whole
+    /// (its deny is not salvaged).
     #[test]
-    fn two_results_are_conflicting_effects() {
-        let effects = json!([{"type": "return", "value": 1}, {"type": "return", "value": 2}]);
-        assert_effects_rejected(effects, "conflicting-effects");
-    }
-
-    /// Of the decisions one reply holds, the strictest stands (deny beats ask and allow,
-    /// ask beats allow), in whatever order they come; the others are dropped.
-    #[test]
-    fn the_strictest_decision_of_a_reply_stands() {
+    fn decisions_that_disagree_and_two_results_are_conflicting_effects() {
         let deny = json!({"type": "deny", "reason": "r"});
         let (ask, allow) = (json!({"type": "ask"}), json!({"type": "allow"}));
-        let denied = Effect::Deny {
-            reason: "r".into(),
-            code: None,
-        };
         let message = json!({"type": "message", "text": "m"});
-        let said = Effect::Message { text: "m".into() };
-        for (effects, stands) in [
-            (json!([allow, deny]), vec![denied.clone()]),
-            (json!([deny, allow, ask]), vec![denied.clone()]),
-            (
-                json!([ask, message, deny]),
-                vec![said.clone(), denied.clone()],
-            ),
-            (
-                json!([allow, ask, allow]),
-                vec![Effect::Ask { reason: None }],
-            ),
-            (json!([ask, allow]), vec![Effect::Ask { reason: None }]),
+        for effects in [
+            json!([allow, deny]),
+            json!([deny, allow]),
+            json!([deny, ask]),
+            json!([ask, message, deny]),
+            json!([ask, allow]),
+            json!([allow, allow, ask]),
+            json!([{"type": "return", "value": 1}, {"type": "return", "value": 2}]),
         ] {
-            assert_eq!(
-                decode_http(&success(effects.clone())),
-                Ok(stands),
-                "{effects}"
-            );
+            assert_effects_rejected(effects, "conflicting-effects");
         }
     }
 
@@ -1152,10 +1133,11 @@ mod tests {
     }
 
     /// A long reply (18,000 messages, then 30,000 allows: 1 MiB) is accepted as one
-    /// decision after its messages, and a deny at its very end still stands over them.
-    /// Each member is checked against what was seen, not against every effect before it.
+    /// decision after its messages, and a deny at its very end is still found to
+    /// conflict with them. Each member is checked against what was seen, not against
+    /// every effect before it.
     #[test]
-    fn a_long_list_keeps_one_decision_and_still_finds_a_late_deny() {
+    fn a_long_list_keeps_one_decision_and_still_finds_a_late_conflict() {
         let message = json!({"type": "message", "text": ""});
         let mut effects = vec![message; 18_000];
         effects.extend(vec![json!({"type": "allow"}); 30_000]);
@@ -1166,9 +1148,7 @@ mod tests {
         assert_eq!(accepted[17_999], Effect::Message { text: "".into() });
         assert_eq!(accepted[18_000], Effect::Allow);
         effects.push(json!({"type": "deny", "reason": "r"}));
-        let accepted = decode_http(&success(Value::Array(effects))).expect("the deny");
-        assert_eq!(accepted.len(), 18_001);
-        assert!(matches!(accepted[18_000], Effect::Deny { .. }));
+        assert_effects_rejected(Value::Array(effects), "conflicting-effects");
     }
 
     /// A backend's number reaches the tool as the backend wrote it: serde_json's

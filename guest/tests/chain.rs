@@ -858,6 +858,13 @@ fn operational_failures() -> Vec<Case> {
             "invalid-effects",
         ),
         case(
+            "conflicting allow+deny",
+            Step::reply(effects(
+                json!([{"type": "allow"}, {"type": "deny", "reason": SECRET}]),
+            )),
+            "invalid-effects",
+        ),
+        case(
             "unknown field in deny",
             Step::reply(effects(
                 json!([{"type": "deny", "reason": SECRET, "severity": "high"}]),
@@ -2519,6 +2526,31 @@ fn native_payload_is_sent_only_to_subscriptions_that_include_it() {
     );
 }
 
+/// The provider's native payload holds the operation as the harness had it: once a
+/// backend's modification is accepted, a later subscription that includes `native` is
+/// sent the effective event without it, never the original input by that way (each
+/// later interceptor sees the accepted effective value, never the original).
+#[test]
+fn native_is_not_sent_once_the_event_is_modified() {
+    let mut with_native = intercept_sub(&["tool.before"], "fail-open", 500);
+    with_native["includeNative"] = json!(true);
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        backend(B, vec![with_native]),
+    ]);
+    let redacted = effects(json!([{"type": "modify", "target": "input",
+        "operation": "replace", "value": {"command": "ls"}}]));
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(redacted))
+        .on(B, Step::reply(no_effect()));
+    engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    let b_saw = host.sent_to(B)[0].json()["params"]["event"].clone();
+    assert_eq!(b_saw["tool"]["input"], json!({"command": "ls"}), "{b_saw}");
+    assert!(b_saw.get("native").is_none(), "{b_saw}");
+}
+
 // ---------------------------------------------------------------------------------------
 // Invalid harness inputs: errors naming the field, and nothing sent
 // ---------------------------------------------------------------------------------------
@@ -2891,31 +2923,46 @@ fn two_denies_under_fail_open_are_a_deny() {
     assert_eq!(s.reason.as_deref(), Some("a"));
 }
 
-/// Deny beats ask and allow (composition.md@8f91ac4): a reply holding a deny beside
-/// either, in any order, is the backend's deny, under a fail-open policy too (as a
-/// conflict it let the call run).
+/// Two decisions that disagree in one reply (deny with ask or allow, ask with allow), in
+/// any order, are conflicting effects: the reply is rejected whole and settled by the
+/// subscription's policy — a synthetic deny under fail-closed, no objection under
+/// fail-open — and its deny is never salvaged (digest §4.3, DESIGN §5).
 #[test]
-fn a_deny_beside_ask_or_allow_in_one_response_is_the_deny() {
-    let engine = load(vec![interceptor(A, "fail-open", 500)]);
+fn decisions_that_disagree_in_one_response_are_invalid_effects() {
     let deny = json!({"type": "deny", "reason": "held back"});
     let (ask, allow) = (json!({"type": "ask"}), json!({"type": "allow"}));
-    for reply in [json!([deny, ask]), json!([ask, deny]), json!([allow, deny])] {
-        let mut host = FakeHost::new().on(A, Step::reply(effects(reply.clone())));
-        let s = intercept_with(
-            &engine,
-            &mut host,
-            &event(),
-            &["deny", "ask", "allow"],
-            None,
-        );
-        assert_eq!(
-            (s.decision, s.decided_by),
-            (Decision::Deny, DecidedBy::BackendDeny),
-            "{reply}: {}",
-            audit(&s)
-        );
-        assert_eq!(s.reason.as_deref(), Some("held back"), "{reply}");
-        assert_eq!(audited(&s, 0)["effects"], json!(["deny"]), "{reply}");
+    for policy in ["fail-closed", "fail-open"] {
+        let engine = load(vec![interceptor(A, policy, 500)]);
+        for reply in [
+            json!([deny, ask]),
+            json!([ask, deny]),
+            json!([allow, deny]),
+            json!([ask, allow]),
+        ] {
+            let mut host = FakeHost::new().on(A, Step::reply(effects(reply.clone())));
+            let s = intercept_with(
+                &engine,
+                &mut host,
+                &event(),
+                &["deny", "ask", "allow"],
+                None,
+            );
+            match policy {
+                "fail-closed" => assert_synthetic_deny(&s),
+                _ => assert_eq!(
+                    (s.decision, s.decided_by),
+                    (Decision::Allow, DecidedBy::NoObjection),
+                    "{reply}: {}",
+                    audit(&s)
+                ),
+            }
+            assert_eq!(failure_class(&s, 0), "invalid-effects", "{reply}");
+            assert_eq!(
+                audited(&s, 0)["failure"]["detail"],
+                "conflicting-effects",
+                "{reply}"
+            );
+        }
     }
 }
 

@@ -123,10 +123,14 @@ impl AuditQueue {
     /// Marks what is queued now; [`Flushed::wait`] returns once all of it is written.
     pub fn flush(&self) -> Flushed {
         let (done, flushed) = mpsc::channel();
+        // Counted before the marker goes in: a record another thread queues in between
+        // stands behind it, and must count as queued since (an undercount only makes a
+        // later drop wait for it).
+        let queued_before = self.counts.queued.load(Ordering::SeqCst);
         self.hand_over(Queued::Flush(done));
         Flushed {
             done: flushed,
-            queued_before: self.counts.queued.load(Ordering::SeqCst),
+            queued_before,
             counts: Arc::clone(&self.counts),
         }
     }

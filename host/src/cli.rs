@@ -391,6 +391,7 @@ impl HostArgs {
 /// Runs the CLI with the process's arguments.
 pub fn main() -> ExitCode {
     close_inherited_descriptors_on_exec();
+    survive_the_file_size_limit();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
@@ -434,6 +435,24 @@ fn close_inherited_descriptors_on_exec() {
             u32::MAX,
             libc::CLOSE_RANGE_CLOEXEC,
         );
+    }
+}
+
+/// A write past the file-size limit (`ulimit -f`, RLIMIT_FSIZE: an audit file or log
+/// that grew to it) fails with EFBIG, which the audit and the log handle as the error it
+/// is, instead of raising SIGXFSZ, whose default action ends the process: a hook killed
+/// before it answers is a failed hook, which most harnesses read as no objection. The
+/// signal is caught by a handler that does nothing rather than ignored, so that the
+/// processes this one starts (stdio backends) get the default action back at exec.
+fn survive_the_file_size_limit() {
+    extern "C" fn nothing(_signal: libc::c_int) {}
+    // SAFETY: a zeroed sigaction is a valid empty one (no flags, an empty mask); the
+    // handler is async-signal-safe (it does nothing) and lives as long as the process.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = nothing as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGXFSZ, &action, std::ptr::null_mut());
     }
 }
 

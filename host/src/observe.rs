@@ -71,8 +71,12 @@ pub(crate) async fn deliver_observers(
                 }
                 result => result,
             };
-            // Recorded by the task itself: a call dropped before it was joined still has it.
-            results.lock().unwrap_or_else(PoisonError::into_inner)[i] = result;
+            // Recorded by the task itself: a call dropped before it was joined still has
+            // it. Unless the call's drop took the results already (an aborted task still
+            // running on another worker gets here afterwards): nothing to record into.
+            if let Some(slot) = results.lock().unwrap_or_else(PoisonError::into_inner).get_mut(i) {
+                *slot = result;
+            }
         });
     }
     while tasks.join_next().await.is_some() {}

@@ -159,6 +159,10 @@ struct Maker {
     backends: Arc<Backends>,
     /// Set by shutdown: ends every call in every instance.
     closing: Interrupt,
+    /// Set when the pool is dropped (its interceptor with it, shut down or not): a make
+    /// left [`finish`](Maker::finish)ing ends, and lets go of the backends (an
+    /// embedder's injected transports) now rather than at [`MAKE_BOUND`].
+    dropped: Interrupt,
     /// Shared with the runtime's slots, which may evict from it.
     idle: Arc<Mutex<Idle>>,
 }
@@ -201,6 +205,7 @@ impl Pool {
                 declaration,
                 backends,
                 closing,
+                dropped: Interrupt::new(),
                 idle,
             }),
             chain_timeouts: chain_timeouts
@@ -470,8 +475,8 @@ impl Maker {
     /// Lets `making`, a make whose call stopped waiting for it, finish on its own and
     /// leave its instance in the pool: a registration that loads slower than the calls'
     /// budgets would otherwise never leave one. It keeps the call's `permit` until then,
-    /// so it still counts against the pool's instances. Shutdown ends it, and so does
-    /// [`MAKE_BOUND`].
+    /// so it still counts against the pool's instances. Shutdown ends it, dropping the
+    /// pool does, and so does [`MAKE_BOUND`].
     fn finish(
         self: &Arc<Self>,
         making: Pin<Box<impl Future<Output = wasmtime::Result<Ready>> + Send + 'static>>,
@@ -486,9 +491,16 @@ impl Maker {
                     Err(_) => tracing::error!("making a component instance outlasted its bound"),
                 },
                 () = maker.closing.wait() => {}
+                () = maker.dropped.wait() => {}
             }
             drop(permit);
         });
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.maker.dropped.interrupt();
     }
 }
 

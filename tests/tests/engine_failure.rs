@@ -3,13 +3,17 @@
 //! component's `bound-ms`, 100 ms, the 1 s it may take to prepare observers, and the
 //! host's 250 ms grace), and stay usable.
 
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, Settlement};
+use ahp_host::{
+    BoxFuture, DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, Settlement,
+    Transport, TransportError, TransportReply, TransportRequest,
+};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_settled, assert_settled_at, event, record_json, registration, runaway_component,
     timed_call, Http, SLACK,
 };
 use serde_json::json;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The runaway component's bound, the time to prepare observers and the host's grace: no
@@ -264,6 +268,46 @@ async fn an_instance_made_too_late_for_its_call_serves_the_next() {
     let (second, _) = timed_call(&hooks, "evt_made_late_2", None).await;
     assert_eq!(second.decided_by, DecidedBy::EngineFailure);
     assert_eq!(loads.requests().len(), 1, "no second instance was made");
+}
+
+/// An injected transport that never answers.
+struct Silent;
+
+impl Transport for Silent {
+    fn exchange<'a>(
+        &'a self,
+        _request: TransportRequest<'a>,
+    ) -> BoxFuture<'a, Result<TransportReply, TransportError>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// Dropped without a shutdown, an interceptor lets go at once of a make no call waits
+/// for any more (here one whose load asks an injected transport that never answers),
+/// and with it of the transport, which is the embedder's alone again — not at the
+/// make's 10 s bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_an_interceptor_ends_the_make_it_left_behind() {
+    let silent = Arc::new(Silent);
+    let transport: Arc<dyn Transport> = silent.clone();
+    let options = Options {
+        component: Some(runaway_component()),
+        transports: [("com.example.hang".to_string(), transport)].into(),
+        ..Options::default()
+    };
+    let hooks = Interceptor::new("hanging-load http://127.0.0.1:9/never", options)
+        .await
+        .expect("the runaway component loads its hanging-load mode");
+    let (settled, _) = timed_call(&hooks, "evt_drop_make", Some(Duration::from_millis(100))).await;
+    assert_eq!(settled.decided_by, DecidedBy::BudgetExpired);
+    assert!(
+        Arc::strong_count(&silent) > 1,
+        "the make holds the transport"
+    );
+    drop(hooks);
+    let let_go =
+        ahp_tests::support::eventually(Duration::from_secs(3), || Arc::strong_count(&silent) == 1);
+    assert!(let_go.await, "the transport is still held");
 }
 
 /// Makes that no call waits for any more still count against the interceptor's

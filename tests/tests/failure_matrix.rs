@@ -413,6 +413,14 @@ fn table(redirect_target: &str) -> Vec<Case> {
         .detail("unadvertised-effect"),
         // Both are advertised here, so the only thing wrong is that they conflict.
         Case::new(
+            "conflicting-deny-allow",
+            Effects(json!([{"type": "deny", "reason": MARKER}, {"type": "allow"}])),
+            INVALID_EFFECTS,
+            ACCEPT,
+        )
+        .effects(&[EffectKind::Deny, EffectKind::Allow])
+        .detail("conflicting-effects"),
+        Case::new(
             "conflicting-returns",
             Effects(json!([{"type": "return", "value": MARKER},
                            {"type": "return", "value": "another"}])),

@@ -339,3 +339,45 @@ async fn an_omitted_agent_reaches_no_backend() {
         json!({"id": "abc123", "cwd": "/repo"})
     );
 }
+
+/// An audit file at the process's file-size limit (`ulimit -f`): the append fails with
+/// EFBIG instead of SIGXFSZ ending the hook before it answers (a killed hook is one the
+/// harness reads as no objection, by accident): the call is answered as it settled, the
+/// failed append is logged, and the record cut short is cut back off.
+#[tokio::test]
+async fn a_file_size_limit_does_not_kill_the_hook() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
+    let audit = dir.path().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    // Earlier records up to 64 bytes short of the limit: the next one does not fit.
+    let earlier = "{}\n".repeat(1 << 18).into_bytes();
+    std::fs::write(&audit, &earlier).expect("earlier records");
+    let limit = earlier.len() as u64 + 64;
+    let (payload, args) = contract().pre_tool;
+    let mut command = ahp_tests::hook::hook_command(
+        "claude-code",
+        &registration,
+        &[args, &["--audit", &audit_arg]].concat(),
+    );
+    // SAFETY: setrlimit(2) between fork and exec, on the child's own limit; it allocates
+    // nothing and touches no lock.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            match libc::setrlimit(libc::RLIMIT_FSIZE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let ran = ahp_tests::hook::run_command(command, payload.to_string().as_bytes(), true).await;
+    // The backend is down and its subscription fails open: no objection.
+    assert_silent_no_objection(&ran);
+    assert!(ran.log.contains("audit record"), "{ran:?}");
+    let written = std::fs::read(&audit).expect("the audit file");
+    assert!(written == earlier, "a torn record left behind");
+}

@@ -9,6 +9,7 @@ use ahp_tests::hook::{write_intercepting, FAILED_REASON};
 use ahp_tests::support::{ahp_binary, registration_on, test_cache_dir, Http, Run};
 use serde_json::Value;
 use std::ffi::OsStr;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -132,15 +133,17 @@ fn the_command_names_the_binary_as_invoked_not_the_file_it_links_to() {
     );
 }
 
-/// Where a hook decides (here before a tool), a hook whose binary is missing is the
-/// harness's block: exit 2 and the generic reason on stderr (and Copilot's denial on
-/// stdout), never the failed hook (exit 127) a harness runs the tool after. A binary
-/// that is there is `exec`ed: its exit code, stdout and stdin are the harness's as they
-/// are, and a signal the harness sends the hook's process (a cancel, its timeout)
-/// reaches it, to settle the call as interrupted. Run through the harness's shell, with
-/// stand-ins for `ahp` at the path the command names.
+/// Where a hook decides (here before a tool), a hook whose binary is missing, crashes
+/// (SIGSEGV, SIGKILL as from the OOM killer) or exits with a code other than 0 and 2 is
+/// the harness's block: exit 2 and the generic reason on stderr (Copilot: its denial on
+/// stdout, exit 0), never the failed hook a harness runs the tool after — and nothing of the
+/// shell's own on stderr, which the model sees. A binary that answers has its exit code,
+/// stdout and stdin passed through as they are, and a signal the harness sends the
+/// hook's process (a cancel, its timeout) reaches it as SIGTERM, to settle the call as
+/// interrupted. Run through the harness's shell, with stand-ins for `ahp` at the path
+/// the command names.
 #[test]
-fn a_missing_binary_is_the_harness_block_and_a_present_one_is_execed() {
+fn a_failing_binary_is_the_harness_block_and_signals_reach_an_answering_one() {
     let harnesses = [
         ("claude-code", "PreToolUse"),
         ("codex", "PreToolUse"),
@@ -170,57 +173,102 @@ fn a_missing_binary_is_the_harness_block_and_a_present_one_is_execed() {
                 std::fs::set_permissions(&link, mode).expect("make it executable");
             }
         };
-        let missing_stdout = match harness {
-            "copilot" => copilot_denial.as_str(),
-            _ => "",
+        // The harness's block: Copilot's is its denial's JSON on exit 0.
+        let (failed_exit, failed_stdout, failed_stderr) = match harness {
+            "copilot" => (0, copilot_denial.as_str(), ""),
+            _ => (2, "", blocked.as_str()),
         };
         let case = |what: &str| format!("{harness}, {what}: {line}");
 
-        for (what, code) in [("exit 0", 0), ("exit 2", 2), ("exit 1", 1)] {
+        for (what, code) in [("exit 0", 0), ("exit 2", 2)] {
             stand_in(Some(&format!("cat; echo because >&2; exit {code}")));
             let ran = run_hook(shell, &line, "the payload");
             ran.assert_exit(code, &case(what));
             assert_eq!(ran.stdout, "the payload", "{}", case(what));
             assert_eq!(ran.stderr, "because\n", "{}", case(what));
         }
+        stand_in(Some("cat; echo because >&2; exit 1"));
+        let ran = run_hook(shell, &line, "the payload");
+        ran.assert_exit(failed_exit, &case("exit 1"));
+        assert_eq!(
+            ran.stdout,
+            format!("the payload{failed_stdout}"),
+            "{}",
+            case("exit 1")
+        );
+        assert_eq!(
+            ran.stderr,
+            format!("because\n{failed_stderr}"),
+            "{}",
+            case("exit 1")
+        );
+
+        for signal in ["SEGV", "KILL"] {
+            stand_in(Some(&format!("cat >/dev/null; kill -{signal} $$")));
+            let ran = run_hook(shell, &line, "the payload");
+            ran.assert_exit(failed_exit, &case(signal));
+            assert_eq!(ran.stdout, failed_stdout, "{}", case(signal));
+            assert_eq!(ran.stderr, failed_stderr, "{}", case(signal));
+        }
 
         stand_in(None);
         let ran = run_hook(shell, &line, "the payload");
-        ran.assert_exit(2, &case("missing"));
-        assert_eq!(ran.stdout, missing_stdout, "{}", case("missing"));
-        assert_eq!(ran.stderr, blocked, "{}", case("missing"));
+        ran.assert_exit(failed_exit, &case("missing"));
+        assert_eq!(ran.stdout, failed_stdout, "{}", case("missing"));
+        assert_eq!(ran.stderr, failed_stderr, "{}", case("missing"));
         assert!(
             !ran.stderr.contains(&*link.to_string_lossy()),
             "{}",
             ran.stderr
         );
 
-        // The stand-in says it is ready, then waits for a TERM, which only it can answer
-        // if the shell became it.
+        // The stand-in says it is ready, then waits for a TERM: whichever signal the
+        // harness sends the hook's process, the stand-in is sent a TERM and answers it.
         let ready = dir.path().join("ready");
         let script = format!(
             "trap 'echo got TERM; exit 2' TERM; touch '{}'; while :; do sleep 0.05; done",
             ready.display()
         );
         stand_in(Some(&script));
-        let child = Command::new(shell)
-            .args(["-c", &line])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run the hook's shell");
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while !ready.exists() && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(10));
+        for (name, signal) in [
+            ("TERM", libc::SIGTERM),
+            ("INT", libc::SIGINT),
+            ("HUP", libc::SIGHUP),
+        ] {
+            let _ = std::fs::remove_file(&ready);
+            // In a process group of its own: whatever is left of it once the shell is
+            // done (a stand-in the shell left running) is killed, so that its output can
+            // be read to the end.
+            let mut child = Command::new(shell)
+                .args(["-c", &line])
+                .process_group(0)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("run the hook's shell");
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while !ready.exists() && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let what = format!("signalled {name}");
+            assert!(ready.exists(), "{}: never ready", case(&what));
+            let pid = i32::try_from(child.id()).expect("a pid");
+            // SAFETY: kill(2) with a pid of our own child and a signal number.
+            assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while child.try_wait().expect("the hook's shell").is_none()
+                && std::time::Instant::now() < until
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            // SAFETY: kill(2) with the process group of our own child.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            let ran = Run::of(child.wait_with_output().expect("the hook's shell"));
+            ran.assert_exit(2, &case(&what));
+            assert_eq!(ran.stdout, "got TERM\n", "{}", case(&what));
+            assert_eq!(ran.stderr, "", "{}", case(&what));
         }
-        assert!(ready.exists(), "{}", case("signalled: never ready"));
-        let pid = i32::try_from(child.id()).expect("a pid");
-        // SAFETY: kill(2) with a pid of our own child and a signal number.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-        let ran = Run::of(child.wait_with_output().expect("the hook's shell"));
-        ran.assert_exit(2, &case("signalled"));
-        assert_eq!(ran.stdout, "got TERM\n", "{}", case("signalled"));
     }
 }
 

@@ -43,7 +43,7 @@ struct RecordText {
     messages: Vec<String>,
     #[serde(default)]
     effective: serde_json::Map<String, serde_json::Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     returned: Option<serde_json::Value>,
     #[serde(default)]
     injections: Vec<Injection>,
@@ -84,8 +84,13 @@ pub struct Enforce {
     /// (`effective.input`): what the operation must use instead of the original.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub effective: serde_json::Map<String, serde_json::Value>,
-    /// A supplied result: the original execution is skipped, policy still applies.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A supplied result: the original execution is skipped, policy still applies. A
+    /// `null` result is one (`"returned": null`), told apart from none (no member).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub returned: Option<serde_json::Value>,
     /// Context to append, in chain order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -93,6 +98,15 @@ pub struct Enforce {
     /// The settled flow operation, when a backend asked for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<Flow>,
+}
+
+/// A member that is there is `Some`, `null` included: serde reads a `null` `Option` as
+/// none, and a backend's supplied result of `null` would be read back as no result,
+/// so the operation it replaces would run.
+fn present<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(deserializer).map(Some)
 }
 
 /// One accepted `inject`: canonical messages appended to the context.
@@ -449,6 +463,22 @@ mod tests {
         }
         let text = value.to_string();
         assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), record);
+    }
+
+    /// A supplied result of `null` is a result: it reads back as one, and a record
+    /// with no `returned` member reads back with none.
+    #[test]
+    fn a_null_result_reads_back_as_a_result() {
+        let mut record = sample();
+        record.enforce.returned = Some(serde_json::Value::Null);
+        let text = serde_json::to_string(&record).unwrap();
+        assert!(text.contains(r#""returned":null"#), "{text}");
+        assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), record);
+        let enforce: Enforce = serde_json::from_str(r#"{"returned":null}"#).unwrap();
+        assert_eq!(enforce.returned, Some(serde_json::Value::Null));
+        let none = serde_json::to_string(&sample()).unwrap();
+        let read = serde_json::from_str::<Record>(&none).unwrap();
+        assert_eq!(read.enforce.returned, None);
     }
 
     #[test]

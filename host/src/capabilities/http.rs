@@ -15,7 +15,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{
-    HeaderValue, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, WWW_AUTHENTICATE,
+    HeaderValue, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING,
+    WWW_AUTHENTICATE,
 };
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
@@ -198,10 +199,15 @@ impl HttpBackend {
             }
             _ => return Err("URL port must be a number from 1 to 65535".into()),
         };
-        let target = uri
-            .path_and_query()
-            .map_or(Ok(Uri::from_static("/")), |p| p.as_str().parse())
-            .map_err(|e| format!("invalid URL path: {e}"))?;
+        // The request target is the URL's path and query; an empty path is `/`, with the
+        // query if there is one (`https://policy.example?tenant=a` asks for
+        // `/?tenant=a`: `?tenant=a` alone is no request target).
+        let target = match uri.path_and_query().map(|p| p.as_str()) {
+            None | Some("") => Ok(Uri::from_static("/")),
+            Some(query) if query.starts_with('?') => format!("/{query}").parse(),
+            Some(path) => path.parse(),
+        }
+        .map_err(|e| format!("invalid URL path: {e}"))?;
         let authority =
             HeaderValue::from_str(host_port).map_err(|e| format!("invalid URL host: {e}"))?;
         Ok(HttpBackend {
@@ -318,13 +324,32 @@ impl HttpBackend {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        // A body declared too large is not read. Only where the length is the body's: a
+        // chunked one is read (and capped) whatever its Content-Length says.
         let declared = response
             .headers()
             .get(CONTENT_LENGTH)
+            .filter(|_| !response.headers().contains_key(TRANSFER_ENCODING))
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > self.options.max_body_bytes as u64) {
-            return Err(DeliveryError::ResponseTooLarge);
+            if status == 200 {
+                return Err(DeliveryError::ResponseTooLarge);
+            }
+            // Any other status settles the call as that status (a 503 is retried); its
+            // body would only be read for the audit's diagnostics. The connection, its
+            // body unread, is dropped.
+            let reply = Reply {
+                status: Some(status),
+                content_type,
+                body: Vec::new(),
+            };
+            let peer = connection.peer;
+            return Ok(Received {
+                reply,
+                peer,
+                challenge,
+            });
         }
         let reading = read_capped(response.into_body(), self.options.max_body_bytes);
         let body = within(connection.timer.as_mut(), reading)
@@ -715,6 +740,61 @@ mod tests {
         (url, requests)
     }
 
+    /// A loopback server answering every connection's first request with `answer`, then
+    /// holding the connection open; returns its URL.
+    async fn answering_server(answer: String) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let answer = answer.clone();
+                tokio::spawn(async move {
+                    let mut buffer = vec![0; 64 * 1024];
+                    if let Ok(1..) = stream.read(&mut buffer).await {
+                        let _ = stream.write_all(answer.as_bytes()).await;
+                        let _ = stream.read(&mut buffer).await;
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    /// A body declared larger than the cap is not read: at 200 the reply is too large,
+    /// at another status it is that status (a 503 is retried, a response too large is
+    /// not). A chunked body is read, and capped, whatever its Content-Length says.
+    #[tokio::test]
+    async fn a_declared_length_decides_only_where_it_is_the_bodys() {
+        let far = || Instant::now() + Duration::from_secs(10);
+        let huge = "content-length: 999999999\r\n";
+        let ok = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{huge}\r\n");
+        let unavailable = format!("HTTP/1.1 503 Service Unavailable\r\n{huge}\r\n");
+        let chunked = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{huge}\
+             transfer-encoding: chunked\r\n\r\n2\r\n{{}}\r\n0\r\n\r\n"
+        );
+
+        let backend = loopback_backend(&answering_server(ok).await);
+        let received = backend.exchange(b"{}", None, far()).await;
+        assert!(
+            matches!(received, Err(DeliveryError::ResponseTooLarge)),
+            "{:?}",
+            received.map(|r| r.reply.status)
+        );
+        let backend = loopback_backend(&answering_server(unavailable).await);
+        let received = backend.exchange(b"{}", None, far()).await.expect("a reply");
+        assert_eq!(
+            (received.reply.status, received.reply.body.len()),
+            (Some(503), 0)
+        );
+        let backend = loopback_backend(&answering_server(chunked).await);
+        let received = backend.exchange(b"{}", None, far()).await.expect("a reply");
+        assert_eq!(
+            (received.reply.status, received.reply.body.as_slice()),
+            (Some(200), &b"{}"[..])
+        );
+    }
+
     /// A backend with the options of a registration's URL.
     fn loopback_backend(url: &str) -> HttpBackend {
         let options = HttpOptions {
@@ -727,7 +807,8 @@ mod tests {
     }
 
     /// A port that is no port is refused, never read as the scheme's default; `Host` is
-    /// the authority without its user info.
+    /// the authority without its user info; the request target is the path and query,
+    /// `/` for an empty path (with the query of a URL that has one).
     #[test]
     fn a_url_names_a_real_port_and_its_host_header_no_password() {
         let options = || HttpOptions {
@@ -750,16 +831,44 @@ mod tests {
                 "{url}"
             );
         }
-        for (url, port, host) in [
-            ("https://u:s3cret@policy.example/p", 443, "policy.example"),
-            ("http://[::1]/p", 80, "[::1]"),
-            ("https://[::1]:8443/p", 8443, "[::1]:8443"),
-            ("http://127.0.0.1:65535", 65535, "127.0.0.1:65535"),
+        for (url, port, host, target) in [
+            (
+                "https://u:s3cret@policy.example/p",
+                443,
+                "policy.example",
+                "/p",
+            ),
+            ("http://[::1]/p", 80, "[::1]", "/p"),
+            ("https://[::1]:8443/p", 8443, "[::1]:8443", "/p"),
+            ("http://127.0.0.1:65535", 65535, "127.0.0.1:65535", "/"),
+            (
+                "https://policy.example?tenant=a",
+                443,
+                "policy.example",
+                "/?tenant=a",
+            ),
+            (
+                "https://policy.example/?t=a",
+                443,
+                "policy.example",
+                "/?t=a",
+            ),
+            (
+                "https://policy.example/v1/hooks?t=a",
+                443,
+                "policy.example",
+                "/v1/hooks?t=a",
+            ),
         ] {
             let backend = HttpBackend::new(url, options()).expect(url);
             assert_eq!(
-                (backend.port, backend.authority.to_str().unwrap()),
-                (port, host)
+                (
+                    backend.port,
+                    backend.authority.to_str().unwrap(),
+                    backend.target.to_string().as_str()
+                ),
+                (port, host, target),
+                "{url}"
             );
         }
     }

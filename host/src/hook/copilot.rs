@@ -4,8 +4,12 @@
 //!
 //! Before a tool runs Copilot enforces deny, ask and changed arguments (`modifiedArgs`):
 //! its answer has no field for context, so neither `message` nor `inject` is advertised.
-//! Sources disagree on whether it reads exit codes, so a denial is written both ways:
-//! the JSON and exit 2 with the reason.
+//! A denial is its JSON with exit 0. Copilot's own references disagree over the years on
+//! a non-zero exit: the CLI hooks reference said hook failures, non-zero exits among
+//! them, "are logged and skipped" (the tool runs), while the later hooks reference says
+//! a `preToolUse` command hook's non-zero exit, exit 2 included, denies. Every version
+//! reads a `permissionDecision: "deny"` on exit 0 as a denial, with its reason; exit 2
+//! denied only under the later reading.
 //!
 //! The contract gives `modifiedArgs` only as a field of the answer beside
 //! `permissionDecision`: it does not say Copilot applies it without a decision, nor
@@ -76,7 +80,7 @@ pub const FIELDS: Fields = Fields {
     ])),
 };
 
-/// `preToolUse`: deny (JSON and exit 2), ask (with changed arguments, if any), or
+/// `preToolUse`: deny (its JSON, exit 0), ask (with changed arguments, if any), or
 /// nothing.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     if spec.ahp != AhpEvent::ToolBefore {
@@ -90,11 +94,8 @@ pub fn tool_answer(verdict: &Verdict) -> Answer {
     let mut output = Map::new();
     match verdict.decision {
         Decision::Deny => {
-            let denial =
-                json!({"permissionDecision": "deny", "permissionDecisionReason": verdict.reason()});
-            let mut answer = Answer::blocked(verdict.reason());
-            answer.stdout = format!("{denial}\n");
-            return answer;
+            return Answer::json(json!({"permissionDecision": "deny",
+                "permissionDecisionReason": verdict.reason()}));
         }
         Decision::Ask => {
             output.insert("permissionDecision".into(), json!("ask"));

@@ -93,7 +93,7 @@ impl Snippet {
             .collect::<Vec<_>>()
             .join(" ");
         match self.guarded(spec) {
-            true => guard(&line, &missing_answer(self.harness)),
+            true => guard(&line, &failed_answer(self.harness)),
             false => line,
         }
     }
@@ -147,35 +147,49 @@ impl Snippet {
     }
 }
 
-/// What a guarded command answers when `ahp` is missing: the harness's block with the
-/// generic reason of every failure the adapter answers itself — exit 2 with the reason on
-/// stderr, and for Copilot, whose sources disagree on exit codes, its denial's JSON too.
-fn missing_answer(harness: Harness) -> Answer {
+/// What a guarded command answers when `ahp` is missing or fails: the harness's block
+/// with the generic reason of every failure the adapter answers itself — exit 2 with the
+/// reason on stderr; for Copilot its denial's JSON on exit 0 (see `copilot`).
+fn failed_answer(harness: Harness) -> Answer {
     match harness {
         Harness::Copilot => super::copilot::tool_answer(&Verdict::failed()),
         _ => Answer::blocked(super::generic_reason()),
     }
 }
 
-/// `line` (the hook's words) run so that a binary that is missing (gone at an upgrade,
-/// a link repointed) answers `missing` rather than fail the hook (exit 127), which the
-/// harness would read as no objection. POSIX sh: the words become the positional
-/// parameters and the binary is checked before it runs (the shell's own "not found"
-/// names the path, and stderr goes to the model on exit 2). Then it is `exec`ed: the
-/// harness's signals (a cancel, its timeout) reach `ahp`, which settles the call as
-/// interrupted, and its exit code and output are the harness's as they are. A binary
-/// killed outright (the OOM killer) is the harness's failed hook, as unguarded: its own
-/// fail-closed flag is what covers that.
-fn guard(line: &str, missing: &Answer) -> String {
-    let stdout = missing.stdout.lines().map(|l| (l, ""));
-    let stderr = missing.stderr.iter().map(|l| (l.as_str(), " >&2"));
+/// `line` (the hook's words) run so that no way `ahp` can fail is the harness's failed
+/// hook, which it reads as no objection: a binary that is missing (gone at an upgrade, a
+/// link repointed; the shell would exit 127) or that ends in anything but an answer — a
+/// crash (abort, SIGSEGV, the OOM killer), an exit code other than 0 and 2 — answers
+/// `failed` (the harness's block). POSIX sh: the words become the positional parameters
+/// and the binary is checked before it runs (the shell's own "not found" names the path,
+/// and stderr goes to the model on exit 2). `ahp` runs as the shell's child, on the
+/// shell's stdin (saved as fd 3 first: a background command's stdin is otherwise
+/// /dev/null); a signal the harness sends the hook's process (a cancel, its timeout) is
+/// passed on to it as SIGTERM — one that came before `ahp` started, once it has — so
+/// that it settles the call as interrupted and answers, and the shell waits again until
+/// it has (a signal that comes between the fork and the exec is lost: `ahp` decides as
+/// unsignalled). Its exit code 0 or 2 and its output are the harness's as they are; the
+/// shell's own report of a crash ("Segmentation fault") is not written to the stderr a
+/// harness shows the model. The
+/// shell's own variables are named `ahp_…`: one that the harness exports under the same
+/// name would be changed for `ahp` and its backends.
+fn guard(line: &str, failed: &Answer) -> String {
+    let stdout = failed.stdout.lines().map(|l| (l, ""));
+    let stderr = failed.stderr.iter().map(|l| (l.as_str(), " >&2"));
     let said: String = stdout
         .chain(stderr)
         .map(|(text, to)| format!("printf '%s\\n' {}{to}; ", shell_quote(text)))
         .collect();
+    let exit = failed.exit;
     format!(
-        "set -- {line}; [ -x \"$1\" ] && exec \"$@\"; {said}exit {}",
-        missing.exit
+        "set -- {line}; [ -x \"$1\" ] || {{ {said}exit {exit}; }}; \
+         ahp_pid=; ahp_signal=; \
+         trap 'ahp_signal=1; kill -TERM $ahp_pid 2>/dev/null' INT TERM HUP QUIT; \
+         exec 3<&0; \"$@\" <&3 3<&- & ahp_pid=$!; exec 3<&-; \
+         [ -z \"$ahp_signal\" ] || kill -TERM $ahp_pid; \
+         while ahp_signal=; wait $ahp_pid 2>/dev/null; ahp_status=$?; [ -n \"$ahp_signal\" ]; do :; done; \
+         case $ahp_status in 0|2) exit $ahp_status;; esac; {said}exit {exit}"
     )
 }
 

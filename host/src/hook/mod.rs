@@ -1164,14 +1164,14 @@ fn formatted(harness: Harness, spec: Option<&EventSpec>, verdict: &Verdict) -> A
 }
 
 /// The denial for a payload whose event is unknown: exit 2 with the reason, which every
-/// harness reads as a block on every event (Claude Code then ignores stdout).
+/// harness reads as a block on every event (Claude Code then ignores stdout) — but
+/// Copilot, which decides only before a tool, where its JSON denial on exit 0 is the one
+/// every version of it reads (see `copilot`).
 fn harness_deny_everywhere(harness: Harness, verdict: &Verdict) -> Answer {
-    let mut answer = Answer::blocked(verdict.reason());
-    if harness == Harness::Copilot {
-        // Sources disagree whether Copilot reads exit 2; it also gets its JSON denial.
-        answer.stdout = copilot::tool_answer(verdict).stdout;
+    match harness {
+        Harness::Copilot => copilot::tool_answer(verdict),
+        _ => Answer::blocked(verdict.reason()),
     }
-    answer
 }
 
 /// Maps the payload (its event into `mapped`, as soon as it is known), asks the
