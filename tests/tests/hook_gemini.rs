@@ -67,7 +67,7 @@ fn contract() -> Contract {
                 ),
                 event: "model.request.before",
                 advertised: &["deny", "flow"],
-                assert_block: assert_deny,
+                assert_block: assert_model_denied,
             },
         ],
         assert_blocked_before_the_event: assert_exit_2_block,
@@ -77,6 +77,13 @@ fn contract() -> Contract {
 /// Before a tool and before the agent takes a prompt Gemini blocks with `decision: deny`.
 fn assert_deny(ran: &Ran, reason: &str) {
     assert_json(ran, 0, json!({"decision": "deny", "reason": reason}));
+}
+
+/// Before a model request the denial is the same JSON on exit 2, the reason on stderr
+/// too: Gemini has been seen to ignore it there on exit 0 (gemini-cli#16792).
+fn assert_model_denied(ran: &Ran, reason: &str) {
+    assert_json(ran, 2, json!({"decision": "deny", "reason": reason}));
+    assert_eq!(ran.stderr, format!("{reason}\n"), "{ran:?}");
 }
 
 /// A Gemini `AfterTool` payload.

@@ -103,7 +103,8 @@ pub const FIELDS: Fields = Fields {
 /// After the agent's answer [`at_stop`](super::at_stop), a continue as `decision: deny`.
 /// Elsewhere a flow stop first: `continue: false`. Then before a tool a denial, replaced
 /// arguments, or nothing (Gemini has no ask, so an ask can only be a denial); elsewhere a
-/// denial where Gemini blocks, else the context for the model, else nothing.
+/// denial where Gemini blocks (before a model request on exit 2 too), else the context
+/// for the model, else nothing.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     let deny = |reason: &str| super::decided("deny", reason);
     if spec.ahp == AhpEvent::TurnFinishBefore {
@@ -119,8 +120,15 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
             Some(input) => Answer::json(json!({"hookSpecificOutput": {"tool_input": input}})),
             None => Answer::silent(),
         },
-        AhpEvent::ToolAfter | AhpEvent::TurnStart | AhpEvent::ModelRequestBefore if denied => {
-            deny(verdict.reason())
+        AhpEvent::ToolAfter | AhpEvent::TurnStart if denied => deny(verdict.reason()),
+        // Gemini has been seen to ignore a denial on exit 0 before a model request
+        // (google-gemini/gemini-cli#16792, open), and denies on an exit of 2 or more with
+        // output whatever it reads there: the JSON, on exit 2, the reason on stderr too.
+        AhpEvent::ModelRequestBefore if denied => {
+            let mut answer = deny(verdict.reason());
+            answer.exit = 2;
+            answer.stderr = vec![verdict.reason().to_string()];
+            answer
         }
         AhpEvent::ToolAfter | AhpEvent::TurnStart => match verdict.context_text() {
             Some(text) => Answer::json(json!({"hookSpecificOutput": {"additionalContext": text}})),
