@@ -356,7 +356,12 @@ impl HttpBackend {
             .await
             .ok_or(DeliveryError::DeadlineExceeded(IoPhase::ReadResponse))??;
         let peer = connection.peer;
-        self.put_idle(connection);
+        // A reply that came before all of the request went out (the peer stopped reading
+        // it, its socket full): the connection takes no other request until the rest is
+        // out, which may be never, and the next call would wait out its deadline on it.
+        if !connection.outflow.is_blocked() {
+            self.put_idle(connection);
+        }
         let reply = Reply {
             status: Some(status),
             content_type,
@@ -545,11 +550,15 @@ impl Outflow {
         self.written.load(Ordering::Relaxed)
     }
 
+    fn is_blocked(&self) -> bool {
+        self.blocked.load(Ordering::Relaxed)
+    }
+
     /// The phase of a deadline that hit after `written_before` bytes had been written
     /// when the request was handed over: `send` while the request had not started out
     /// or the socket was refusing the rest of it, `await-response` once all of it went.
     fn phase(&self, written_before: u64) -> IoPhase {
-        if self.blocked.load(Ordering::Relaxed) || self.written() == written_before {
+        if self.is_blocked() || self.written() == written_before {
             IoPhase::Send
         } else {
             IoPhase::AwaitResponse
@@ -793,6 +802,37 @@ mod tests {
             (received.reply.status, received.reply.body.as_slice()),
             (Some(200), &b"{}"[..])
         );
+    }
+
+    /// A server that answers as soon as it has a request's head, then stops reading what
+    /// is left of it (a body larger than the socket's buffers can hold): the connection
+    /// cannot take another request before that rest is out, which is never, so it is not
+    /// kept for the next call, which would wait out its whole deadline on it.
+    #[tokio::test]
+    async fn a_connection_answered_before_its_request_was_sent_is_not_kept() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut buffer = vec![0; 4096];
+                let _ = stream.read(&mut buffer).await;
+                let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+                let _ = stream.write_all(answer.as_bytes()).await;
+                held.push(stream);
+            }
+        });
+        let backend = loopback_backend(&url);
+        let large = vec![b' '; 64 << 20];
+        let far = Instant::now() + Duration::from_secs(10);
+        let first = backend
+            .exchange(&large, None, far)
+            .await
+            .expect("an early reply");
+        assert_eq!(first.reply.body, b"{}");
+        let soon = Instant::now() + Duration::from_secs(3);
+        let second = backend.exchange(b"{}", None, soon).await;
+        assert!(second.is_ok(), "{:?}", second.err());
     }
 
     /// A backend with the options of a registration's URL.
