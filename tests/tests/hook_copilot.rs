@@ -89,7 +89,7 @@ async fn the_pascal_case_form_is_the_same_event() {
     }
 }
 
-/// A denial before the event is known: Copilot's JSON denial and exit 2.
+/// A denial before the event is known: Copilot's JSON denial on exit 0.
 fn assert_deny_everywhere(ran: &Ran) {
     assert_deny(ran, ahp_tests::hook::FAILED_REASON);
 }

@@ -211,6 +211,26 @@ fn a_failing_binary_is_the_harness_block_and_signals_reach_an_answering_one() {
             assert_eq!(ran.stderr, failed_stderr, "{}", case(signal));
         }
 
+        // A stdin that is closed starts nothing: the block, after the shell's complaint.
+        stand_in(Some("cat; exit 0"));
+        let mut closed = Command::new(shell);
+        closed.args(["-c", &line]).stdin(Stdio::null());
+        // SAFETY: close(2) of the child's own stdin between fork and exec.
+        unsafe {
+            closed.pre_exec(|| match libc::close(0) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            });
+        }
+        let ran = Run::of(closed.output().expect("run the hook's shell"));
+        ran.assert_exit(failed_exit, &case("closed stdin"));
+        assert_eq!(ran.stdout, failed_stdout, "{}", case("closed stdin"));
+        assert!(
+            ran.stderr.ends_with(failed_stderr),
+            "{}",
+            case("closed stdin")
+        );
+
         stand_in(None);
         let ran = run_hook(shell, &line, "the payload");
         ran.assert_exit(failed_exit, &case("missing"));
@@ -239,7 +259,19 @@ fn a_failing_binary_is_the_harness_block_and_signals_reach_an_answering_one() {
             // In a process group of its own: whatever is left of it once the shell is
             // done (a stand-in the shell left running) is killed, so that its output can
             // be read to the end.
-            let mut child = Command::new(shell)
+            let mut child = Command::new(shell);
+            // As a harness starts it: no signal ignored (one ignored on entry, as when
+            // the tests themselves run in the background, is one sh cannot trap).
+            // SAFETY: signal(2) between fork and exec, on the child's own dispositions.
+            unsafe {
+                child.pre_exec(|| {
+                    for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGTERM] {
+                        libc::signal(signal, libc::SIG_DFL);
+                    }
+                    Ok(())
+                });
+            }
+            let mut child = child
                 .args(["-c", &line])
                 .process_group(0)
                 .stdin(Stdio::null())

@@ -11,9 +11,9 @@
 //! settles the call and the harness's own timeout never fires first; the budget covers
 //! the registration's own chain of intercept deadlines at every event.
 //!
-//! Where a hook decides, a harness reads a hook that cannot start as a failed hook and
-//! runs the tool: there the command is wrapped so that a missing binary is the
-//! harness's block ([`guard`]).
+//! Where a hook decides, a harness reads a hook that cannot start, crashes or exits with
+//! an unexpected code as a failed hook and runs the tool: there the command is wrapped
+//! so that each of those is the harness's block ([`guard`]).
 
 use super::{AhpEvent, Answer, EventSpec, Harness, SessionField, Verdict, DEFAULT_BUDGET_MS};
 use ahp_vocab::EventPattern;
@@ -161,19 +161,25 @@ fn failed_answer(harness: Harness) -> Answer {
 /// hook, which it reads as no objection: a binary that is missing (gone at an upgrade, a
 /// link repointed; the shell would exit 127) or that ends in anything but an answer — a
 /// crash (abort, SIGSEGV, the OOM killer), an exit code other than 0 and 2 — answers
-/// `failed` (the harness's block). POSIX sh: the words become the positional parameters
-/// and the binary is checked before it runs (the shell's own "not found" names the path,
-/// and stderr goes to the model on exit 2). `ahp` runs as the shell's child, on the
-/// shell's stdin (saved as fd 3 first: a background command's stdin is otherwise
-/// /dev/null); a signal the harness sends the hook's process (a cancel, its timeout) is
+/// `failed` (the harness's block, a shell function). POSIX sh: the words become the
+/// positional parameters and the binary is checked before it runs (the shell's own "not
+/// found" names the path, and stderr goes to the model on exit 2). `ahp` runs as the
+/// shell's child on the shell's stdin (given as fd 3 around the command: a background
+/// command's stdin is otherwise /dev/null; a stdin that is closed starts nothing and is
+/// the block, after the shell's "Bad file descriptor" on stderr). A signal the harness sends the hook's process (a cancel, its timeout) is
 /// passed on to it as SIGTERM — one that came before `ahp` started, once it has — so
 /// that it settles the call as interrupted and answers, and the shell waits again until
-/// it has (a signal that comes between the fork and the exec is lost: `ahp` decides as
-/// unsignalled). Its exit code 0 or 2 and its output are the harness's as they are; the
+/// it has. Its exit code 0 or 2 and its output are the harness's as they are; the
 /// shell's own report of a crash ("Segmentation fault") is not written to the stderr a
-/// harness shows the model. The
-/// shell's own variables are named `ahp_…`: one that the harness exports under the same
-/// name would be changed for `ahp` and its backends.
+/// harness shows the model. The shell's own names start with `ahp_`: a variable the
+/// harness exports under the same name would be changed for `ahp` and its backends.
+///
+/// What sh cannot do: pass on a signal that was ignored when the shell started (SIGINT
+/// or SIGQUIT to a harness run in the background, SIGHUP under nohup: no trap takes
+/// it; SIGTERM, which harnesses send at their timeout, is not ignored so), nor one that
+/// lands between the fork and `ahp`'s start, or when `ahp` exits at that moment (bash
+/// then loses its exit code: the block, after what `ahp` wrote — at Copilot a second
+/// JSON document). A SIGKILL to the shell alone leaves `ahp` to finish within its budget.
 fn guard(line: &str, failed: &Answer) -> String {
     let stdout = failed.stdout.lines().map(|l| (l, ""));
     let stderr = failed.stderr.iter().map(|l| (l.as_str(), " >&2"));
@@ -183,13 +189,14 @@ fn guard(line: &str, failed: &Answer) -> String {
         .collect();
     let exit = failed.exit;
     format!(
-        "set -- {line}; [ -x \"$1\" ] || {{ {said}exit {exit}; }}; \
+        "ahp_failed() {{ {said}exit {exit}; }}; \
+         set -- {line}; [ -x \"$1\" ] || ahp_failed; \
          ahp_pid=; ahp_signal=; \
          trap 'ahp_signal=1; kill -TERM $ahp_pid 2>/dev/null' INT TERM HUP QUIT; \
-         exec 3<&0; \"$@\" <&3 3<&- & ahp_pid=$!; exec 3<&-; \
-         [ -z \"$ahp_signal\" ] || kill -TERM $ahp_pid; \
+         {{ \"$@\" <&3 3<&- & ahp_pid=$!; }} 3<&0; [ -n \"$ahp_pid\" ] || ahp_failed; \
+         [ -z \"$ahp_signal\" ] || kill -TERM $ahp_pid 2>/dev/null; \
          while ahp_signal=; wait $ahp_pid 2>/dev/null; ahp_status=$?; [ -n \"$ahp_signal\" ]; do :; done; \
-         case $ahp_status in 0|2) exit $ahp_status;; esac; {said}exit {exit}"
+         case $ahp_status in 0|2) exit $ahp_status;; esac; ahp_failed"
     )
 }
 

@@ -891,8 +891,9 @@ pub(crate) fn answer_failure_at(
 /// event it answers. A harness writes the payload as it starts the hook, so it is in the
 /// pipe already; one that never closes stdin delays the answer by this much. The
 /// process's signal handling is not set up on these paths: a harness's SIGTERM in this
-/// window ends it as a crashed hook (harnesses signal at their own timeout, which
-/// `hook install` sets seconds past the budget).
+/// window ends it as a killed process — the block where `hook install` wrapped the hook
+/// (where a hook decides), else a failed hook (harnesses signal at their own timeout,
+/// which `hook install` sets seconds past the budget).
 const UNREAD_PAYLOAD_WAIT: Duration = Duration::from_secs(2);
 
 /// What was on stdin when a process that failed before reading its payload read it
