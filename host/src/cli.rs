@@ -1059,9 +1059,16 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         budget_ms,
         source,
         omit_session,
-        host,
+        mut host,
     }) = args.install
     {
+        if let Some(pinned) = pinned_component(host.component.as_deref()).await {
+            eprintln!(
+                "# --component pinned to {pinned}, the manifest its tag names now (install \
+                 again to take a later push of the tag)"
+            );
+            host.component = Some(pinned);
+        }
         let host_arguments = match host.hook_arguments() {
             Ok(words) => words,
             Err(e) => return fail(&e),
@@ -1385,6 +1392,37 @@ fn interceptable_event(word: &str) -> Result<InterceptableEvent, String> {
 pub(crate) fn fail(message: &str) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(1)
+}
+
+/// `--component oci://REF:TAG` pinned to the manifest its tag names now,
+/// `oci://REF:TAG@sha256:…`: what install checks the registration against, sizes the
+/// budget for and compiles ahead is then what every hook call runs. A tag is resolved
+/// anew by every pull: whoever can push to it would change the component of every
+/// installed hook, never checked against the registration, and every call would ask the
+/// registry. `None`: nothing to pin (a file, a reference pinned already, one that does
+/// not parse, which install then refuses), or a registry that cannot say now (the hooks
+/// keep the tag, with a warning).
+async fn pinned_component(component: Option<&str>) -> Option<String> {
+    let source = component.filter(|c| c.starts_with(crate::oci::SCHEME))?;
+    let reference = crate::oci::parse_reference(source).ok()?;
+    if reference.digest().is_some() {
+        return None;
+    }
+    let cache = crate::component_cache::ComponentCache::for_user();
+    match crate::oci::manifest_digest(&reference, cache.as_ref()).await {
+        Ok(digest) => Some(format!(
+            "{}{}@{digest}",
+            crate::oci::SCHEME,
+            reference.whole()
+        )),
+        Err(e) => {
+            eprintln!(
+                "warning: --component {source} could not be pinned to a digest ({e}): each \
+                 hook call resolves its tag anew"
+            );
+            None
+        }
+    }
 }
 
 /// Whether `--component` names a component pulled from a registry, which may be

@@ -245,45 +245,8 @@ async fn fetch_with(
     auth: &RegistryAuth,
 ) -> Result<Vec<u8>, String> {
     let whole = reference.whole();
-    // For `what` ("the manifest", "the component"), which an error names.
-    let open = |what: &'static str| {
-        let whole = &whole;
-        async move {
-            Registry::open(reference, auth, Access::Pull)
-                .await
-                .map_err(|e| format!("pull {what} of {whole}: {e}"))
-        }
-    };
     let mut registry = None;
-    let cached_manifest = cache
-        .zip(reference.digest())
-        .and_then(|(cache, digest)| cache.get(digest, MAX_MANIFEST_BYTES));
-    let manifest_bytes = match cached_manifest {
-        // The cache checked that these bytes hash to the pinned digest.
-        Some(bytes) => bytes,
-        None => {
-            let name = reference
-                .digest()
-                .unwrap_or_else(|| reference.tag().unwrap_or("latest"));
-            let bytes = registry
-                .insert(open("the manifest").await?)
-                .manifest(name)
-                .await
-                .map_err(|e| format!("pull the manifest of {whole}: {e}"))?;
-            let manifest_digest = sha256_digest(&bytes);
-            if reference
-                .digest()
-                .is_some_and(|pinned| manifest_digest != pinned)
-            {
-                return Err(format!(
-                    "digest mismatch for {whole}: the registry's manifest is {manifest_digest}"
-                ));
-            }
-            // Only what was fetched is stored: a manifest read from the cache stays as it is.
-            keep(cache, &bytes);
-            bytes
-        }
-    };
+    let manifest_bytes = manifest_with(reference, cache, auth, &mut registry).await?;
     let layer = component_layer(&manifest_bytes).map_err(|e| format!("{whole}: {e}"))?;
     // component_layer checked that the size is 0 to MAX_COMPONENT_BYTES.
     if let Some(bytes) = cache.and_then(|cache| cache.get(&layer.digest, layer.size as u64)) {
@@ -291,7 +254,7 @@ async fn fetch_with(
     }
     let registry = match registry {
         Some(registry) => registry,
-        None => open("the component").await?,
+        None => open(reference, auth, "the component").await?,
     };
     let bytes = registry
         .blob(&layer.digest, layer.size as u64)
@@ -306,6 +269,75 @@ async fn fetch_with(
     }
     keep(cache, &bytes);
     Ok(bytes)
+}
+
+/// The manifest `reference` names, verified against its digest if it pins one: from
+/// `cache` when pinned and held there, else from the registry (opened into `registry`,
+/// for the component's blob after it), and then kept in `cache`.
+async fn manifest_with(
+    reference: &Reference,
+    cache: Option<&ComponentCache>,
+    auth: &RegistryAuth,
+    registry: &mut Option<Registry>,
+) -> Result<Vec<u8>, String> {
+    let cached = cache
+        .zip(reference.digest())
+        .and_then(|(cache, digest)| cache.get(digest, MAX_MANIFEST_BYTES));
+    // The cache checked that these bytes hash to the pinned digest.
+    if let Some(bytes) = cached {
+        return Ok(bytes);
+    }
+    let whole = reference.whole();
+    let name = reference
+        .digest()
+        .unwrap_or_else(|| reference.tag().unwrap_or("latest"));
+    let opened = match registry {
+        Some(opened) => opened,
+        None => registry.insert(open(reference, auth, "the manifest").await?),
+    };
+    let bytes = opened
+        .manifest(name)
+        .await
+        .map_err(|e| format!("pull the manifest of {whole}: {e}"))?;
+    let manifest_digest = sha256_digest(&bytes);
+    if reference
+        .digest()
+        .is_some_and(|pinned| manifest_digest != pinned)
+    {
+        return Err(format!(
+            "digest mismatch for {whole}: the registry's manifest is {manifest_digest}"
+        ));
+    }
+    // Only what was fetched is stored: a manifest read from the cache stays as it is.
+    keep(cache, &bytes);
+    Ok(bytes)
+}
+
+/// The registry of `reference`, opened to pull `what` ("the manifest", "the component"),
+/// which an error names.
+async fn open(reference: &Reference, auth: &RegistryAuth, what: &str) -> Result<Registry, String> {
+    Registry::open(reference, auth, Access::Pull)
+        .await
+        .map_err(|e| format!("pull {what} of {}: {e}", reference.whole()))
+}
+
+/// The digest of the manifest `reference` names now: the one it pins, or the one of the
+/// manifest the registry gives for its tag (fetched as a pull fetches it, and kept in
+/// `cache`, so that pulling the pinned reference next needs no second fetch), within
+/// [`PULL_DEADLINE`].
+pub async fn manifest_digest(
+    reference: &Reference,
+    cache: Option<&ComponentCache>,
+) -> Result<String, String> {
+    if let Some(digest) = reference.digest() {
+        return Ok(digest.to_string());
+    }
+    let doing = format!("resolve {}", reference.whole());
+    within(PULL_DEADLINE, &doing, async {
+        let bytes = manifest_with(reference, cache, &auth(reference)?, &mut None).await?;
+        Ok(sha256_digest(&bytes))
+    })
+    .await
 }
 
 /// Stores verified bytes in the cache if there is one and it can: no cache, or one that

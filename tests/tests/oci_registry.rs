@@ -590,3 +590,36 @@ async fn hook_install_of_a_pulled_component_is_unchecked_only_while_it_cannot_be
     let snippet: Value = serde_json::from_slice(&output.stdout).expect("the snippet");
     assert!(snippet["hooks"].is_object(), "{snippet}");
 }
+
+/// `ahp hook install` of a tagged component pins it to the manifest the tag names at
+/// install: the hooks run the component install checked the registration against, not
+/// whatever is pushed to the tag later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_install_pins_a_tag_to_the_manifest_it_names() {
+    let (registry, pushed, case) = pushed().await;
+    let tagged = format!("oci://{}/{REPOSITORY}:{TAG}", registry.host());
+    let output = tokio::process::Command::new(ahp_binary())
+        .args(["hook", "install", "claude-code", "--registration"])
+        .arg(case.dir.path().join("registration.json"))
+        .args(["--component", &tagged])
+        .env("AHP_CACHE_DIR", case.cache.path())
+        .env_remove("AHP_LOG")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let pushed = pinned(&pushed);
+    let (_, digest) = pushed.rsplit_once('@').expect("a pinned reference");
+    let expected = format!("{tagged}@{digest}");
+    let snippet = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        snippet.contains(&format!("--component {expected} ")),
+        "{snippet}"
+    );
+    assert!(
+        stderr.contains(&format!("pinned to {expected}")),
+        "{stderr}"
+    );
+}
