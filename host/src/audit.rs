@@ -46,10 +46,13 @@ impl AuditLog {
         }
         ours(&file)?;
         if created {
-            // The new file's name is durable only once its directory is.
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                File::open(parent)?.sync_all()?;
-            }
+            // The new file's name is durable only once its directory is: a relative name
+            // with no directory (`audit.jsonl`) is in the working one.
+            let parent = match path.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => parent,
+                _ => Path::new("."),
+            };
+            File::open(parent)?.sync_all()?;
         }
         Ok(AuditLog {
             path: path.to_path_buf(),

@@ -17,16 +17,16 @@ use super::{
 use crate::content::{Content, Selection};
 use crate::json;
 use crate::syntax::{
-    has_a_reachable_port, has_userinfo, is_env_name, is_http_url, is_loopback_http_url,
-    is_reverse_dns,
+    has_a_reachable_port, has_userinfo, is_absolute_uri, is_env_name, is_http_url,
+    is_loopback_http_url, is_reverse_dns,
 };
 use ahp_vocab::SUPPORTED_TIMEOUT_MS;
 use serde_json::Value;
 
 /// Keys that would hold a credential in the clear. A registration names where a secret
 /// lives (`tokenEnv`, `tokenRef`, `clientSecretRef`), never the secret itself.
-pub(super) const LITERAL_SECRET_KEYS: &str =
-    "token bearerToken value secret clientSecret password accessToken";
+pub(super) const LITERAL_SECRET_KEYS: &str = "token bearerToken value secret clientSecret \
+    password accessToken apiKey privateKey refreshToken idToken";
 
 /// A URL with `user:password@`: a literal secret, refused like any other (its value is
 /// never echoed).
@@ -53,12 +53,19 @@ pub(super) fn document(c: &mut Checker, root: &Value) -> Option<Vec<Backend>> {
         None => c.fail(p, format!("must be \"draft\", found {}", type_name(v))),
     });
     let hooks = doc.need(c, "hooks", non_empty_array)?;
-    let mut ids = Vec::new();
+    // A set: tens of thousands of backends looked up one by one would take the load past
+    // the component's time.
+    let mut ids = std::collections::HashSet::new();
     each(c, hooks, "/hooks", |c, _, v, p| backend(c, v, p, &mut ids))
 }
 
 /// One backend: identity, transport, optional credentials and its subscriptions.
-fn backend(c: &mut Checker, v: &Value, path: &str, ids: &mut Vec<String>) -> Option<Backend> {
+fn backend(
+    c: &mut Checker,
+    v: &Value,
+    path: &str,
+    ids: &mut std::collections::HashSet<String>,
+) -> Option<Backend> {
     let b = Node::new(c, v, path)?;
     b.warn_unknown(c, BACKEND_FIELDS);
     if b.has("contentReceiver") {
@@ -66,13 +73,8 @@ fn backend(c: &mut Checker, v: &Value, path: &str, ids: &mut Vec<String>) -> Opt
     }
     let id = b.need(c, "id", |c, v, p| match string(c, v, p)? {
         id if !is_reverse_dns(id) => c.fail(p, "must be a reverse-DNS name like com.example.hooks"),
-        id if ids.iter().any(|seen| seen == id) => {
-            c.fail(p, "repeats the id of an earlier backend")
-        }
-        id => {
-            ids.push(id.to_owned());
-            Some(id.to_owned())
-        }
+        id if !ids.insert(id.to_owned()) => c.fail(p, "repeats the id of an earlier backend"),
+        id => Some(id.to_owned()),
     });
     let transport = b.need(c, "transport", transport);
     let stdio = v.pointer("/transport/type").and_then(Value::as_str) == Some("stdio");
@@ -117,23 +119,35 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
         ("per_event", Lifecycle::PerEvent),
     ];
     let lifecycle = t.need(c, "lifecycle", |c, v, p| choice(c, v, p, &lifecycles));
-    let (command, cwd) = (command?, cwd?);
-    warn_relative_paths(c, path, command, cwd);
+    let (command, args, cwd) = (command?, args?.unwrap_or_default(), cwd?);
+    if !startable(c, path, command, &args, cwd) {
+        return None;
+    }
     Some(Transport::Stdio {
         command: command.to_owned(),
-        args: args?.unwrap_or_default(),
+        args,
         cwd: cwd.map(str::to_owned),
         lifecycle: lifecycle?,
     })
 }
 
-/// A relative path in a stdio transport is resolved from the directory the process that
-/// starts the backend runs in — for a command hook, the agent's project, a different one
-/// in every session — not from the registration's: valid, but likely a mistake. A
-/// `command` with no `/` is a program found on `PATH`, and one relative to an absolute
-/// `cwd` is found there. Nothing expands `~` or `$VARIABLES` (the host starts the program
-/// itself, no shell), and an empty `cwd` is no directory the backend could start in.
-fn warn_relative_paths(c: &mut Checker, path: &str, command: &str, cwd: Option<&str>) {
+/// Whether a stdio transport names a program the host could start, and one the agent
+/// cannot swap: a problem for each way it does not. A relative path would be resolved
+/// from the directory the process that starts the backend runs in — for a command hook,
+/// the agent's project, which the agent can write: a program there is one it could
+/// replace with its own, as a relative secret file is one it could plant (refused alike,
+/// see `secret_ref`). A `command` with no `/` is a program found on `PATH`, and one
+/// relative to an absolute `cwd` is found there. Nothing expands `~` or `$VARIABLES` (the
+/// host starts the program itself, no shell). An empty `cwd` is no directory and a NUL
+/// byte is in no path or argument: such a backend could never start, and a fail-open
+/// subscription of it would let every call through unasked.
+fn startable(
+    c: &mut Checker,
+    path: &str,
+    command: &str,
+    args: &[String],
+    cwd: Option<&str>,
+) -> bool {
     let relative = |p: &str| !p.starts_with('/');
     let wherever = |p: &str| {
         let unexpanded = match p.starts_with(['~', '$']) {
@@ -141,25 +155,43 @@ fn warn_relative_paths(c: &mut Checker, path: &str, command: &str, cwd: Option<&
             false => "",
         };
         format!(
-            "is a relative path{unexpanded}: it is resolved from wherever the backend is \
-             started (under a command hook, the agent's project), not from this file"
+            "is a relative path{unexpanded}: it would be resolved from wherever the backend \
+             is started (under a command hook, the agent's project, where the agent could \
+             put a program of its own), not from this file"
         )
     };
+    let nul = "must not hold a NUL byte: no program could be started with it";
+    let mut problems: Vec<(String, String)> = Vec::new();
+    if command.contains('\0') {
+        problems.push((format!("{path}/command"), nul.into()));
+    }
+    for (i, arg) in args.iter().enumerate() {
+        if arg.contains('\0') {
+            problems.push((format!("{path}/args/{i}"), nul.into()));
+        }
+    }
+    let cwd_path = format!("{path}/cwd");
     match cwd {
-        Some("") => c.warn(
-            &format!("{path}/cwd"),
-            "is empty: the backend can never be started there",
-        ),
-        Some(dir) if relative(dir) => c.warn(&format!("{path}/cwd"), wherever(dir)),
-        None if command.contains('/') && relative(command) => c.warn(
-            &format!("{path}/command"),
+        Some("") => problems.push((
+            cwd_path,
+            "is empty: the backend could never be started there".into(),
+        )),
+        Some(dir) if dir.contains('\0') => problems.push((cwd_path, nul.into())),
+        Some(dir) if relative(dir) => problems.push((cwd_path, wherever(dir))),
+        None if command.contains('/') && relative(command) => problems.push((
+            format!("{path}/command"),
             format!(
                 "{}; make it absolute, or give an absolute cwd",
                 wherever(command)
             ),
-        ),
+        )),
         _ => {}
     }
+    let startable = problems.is_empty();
+    for (at, rule) in problems {
+        c.problem(&at, rule);
+    }
+    startable
 }
 
 /// A portable credential binding: `bearer` or `oauth` (AHP-AUTH-001). Problems here
@@ -197,12 +229,37 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
         }
         url => Some(url.to_owned()),
     });
-    let resource = a.need(c, "resource", non_empty);
+    // RFC 8707 §2: the resource indicator is an absolute URI without a fragment; the token
+    // is bound to it and its audience checked against it.
+    let resource = a.need(c, "resource", |c, v, p| match non_empty(c, v, p)? {
+        uri if !is_absolute_uri(uri) => c.fail(p, "must be an absolute URI (RFC 8707 §2)"),
+        uri if uri.contains('#') => c.fail(p, "must have no fragment (RFC 8707 §2)"),
+        uri => Some(uri),
+    });
     let client_id = a.need(c, "clientId", non_empty);
     let flow = a.need(c, "flow", |c, v, p| {
         choice(c, v, p, &words(OAuthFlow::ALL, OAuthFlow::as_str))
     });
     let scopes = a.opt(c, "scopes", distinct_names);
+    // RFC 6749 §3.3: one scope token is printable ASCII but space, `"` and `\`; a space
+    // inside one would ask for two scopes, one of them not locally permitted.
+    let scope_token = |scope: &str| {
+        !scope.is_empty()
+            && scope
+                .bytes()
+                .all(|b| matches!(b, 0x21 | 0x23..=0x5b | 0x5d..=0x7e))
+    };
+    if let Some(Some(names)) = &scopes {
+        for (i, scope) in names.iter().enumerate() {
+            if !scope_token(scope) {
+                c.problem(
+                    &format!("{}/{i}", a.at("scopes")),
+                    "must be one scope token (RFC 6749 §3.3: printable ASCII, no space, `\"` \
+                     or `\\`)",
+                );
+            }
+        }
+    }
     let secret_ref = a.opt(c, "clientSecretRef", secret_reference);
     if flow == Some(OAuthFlow::ClientCredentials) && !a.has("clientSecretRef") {
         c.warn(
@@ -313,10 +370,13 @@ fn subscription(c: &mut Checker, v: &Value, path: &str, index: usize) -> Option<
 /// interceptable check can still name its own offenders.
 fn events(c: &mut Checker, v: &Value, path: &str) -> Option<Vec<Option<EventPattern>>> {
     let items = non_empty_array(c, v, path)?;
+    // A set, not a look back at every earlier entry: tens of thousands of entries would
+    // take the load past the component's time.
+    let mut seen = std::collections::HashSet::new();
     let patterns = items.iter().enumerate().map(|(i, item)| {
         let item_path = format!("{path}/{i}");
         let text = string(c, item, &item_path)?;
-        if items.iter().take(i).any(|earlier| earlier == item) {
+        if !seen.insert(text) {
             return c.fail(&item_path, "repeats an earlier event");
         }
         let pattern = event_pattern(text).map_or_else(|rule| c.fail(&item_path, rule), Some)?;
@@ -403,6 +463,17 @@ fn intercept_mode(c: &mut Checker, s: &Node) -> Option<Mode> {
 
 /// Content selection: a required `default`, and every category is body|metadata|omit
 /// (any category name is allowed; one not named takes the default).
+/// The members content-selection.schema.json names: the default and the categories.
+const NAMED_CATEGORIES: [&str; 7] = [
+    "default",
+    "text",
+    "reasoning",
+    "images",
+    "audio",
+    "video",
+    "files",
+];
+
 fn content(c: &mut Checker, v: &Value, path: &str) -> Option<Content> {
     let n = Node::new(c, v, path)?;
     let selections = [
@@ -414,6 +485,20 @@ fn content(c: &mut Checker, v: &Value, path: &str) -> Option<Content> {
         .entries()
         .map(|(key, v)| choice(c, v, &n.at(key), &selections).map(|s| (key.clone(), s)))
         .collect();
+    // Another name is allowed (a part may name its own category), but is more likely a
+    // typo (`image`), which would leave the category meant at the default.
+    for (key, _) in n.entries() {
+        if !NAMED_CATEGORIES.contains(&key.as_str()) {
+            c.warn(
+                &n.at(key),
+                format!(
+                    "is no category the schema names ({}): it selects only the parts that \
+                     name it as their own category",
+                    NAMED_CATEGORIES[1..].join(", ")
+                ),
+            );
+        }
+    }
     let present = n.need(c, "default", |_, _, _| Some(()));
     let mut categories = checked.into_iter().collect::<Option<Vec<_>>>()?;
     present?;

@@ -513,49 +513,64 @@ fn r13_backend_ids_are_reverse_dns_and_unique() {
 }
 
 /// A stdio backend's relative `cwd`, or a relative `command` path with no absolute `cwd`,
-/// is resolved from wherever the backend is started (the agent's project, under a
-/// command hook): accepted with a warning at that member, which says when `~` or `$` was
-/// meant to be expanded; an empty `cwd` is warned as one. A program on `PATH` and a path
-/// under an absolute `cwd` are not warned about.
+/// would be resolved from wherever the backend is started (the agent's project, under a
+/// command hook, where the agent could put a program of its own): refused at that member,
+/// which says when `~` or `$` was meant to be expanded; an empty `cwd` and a NUL byte in
+/// the command, an argument or the `cwd` are refused as what no backend could start
+/// with. A program on `PATH` and a path under an absolute `cwd` are accepted.
 #[test]
-fn a_stdio_backends_relative_paths_are_warned_at() {
+fn a_stdio_backends_relative_or_unusable_paths_are_refused_at() {
     let transport = "/hooks/1/transport";
-    let warned = |edits: &[(&str, &str)]| -> Vec<String> {
-        let reg = accepted(edits);
-        reg.warnings.iter().map(|w| w.path.clone()).collect()
+    let refused = |edits: &[(&str, &str)]| -> Vec<Problem> {
+        parse(&edited(edits)).expect_err(&format!("{edits:?} accepted"))
+    };
+    let at = |edits: &[(&str, &str)]| -> Vec<String> {
+        refused(edits).iter().map(|p| p.path.clone()).collect()
     };
     let command = format!("{transport}/command");
     let cwd = format!("{transport}/cwd");
+    let args = format!("{transport}/args");
     assert_eq!(
-        warned(&[(&command, r#""./policy/review""#)]),
+        at(&[(&command, r#""./policy/review""#)]),
         [command.as_str()]
     );
-    assert_eq!(warned(&[(&command, r#""bin/review""#)]), [command.as_str()]);
-    assert_eq!(warned(&[(&cwd, r#""policy""#)]), [cwd.as_str()]);
+    assert_eq!(at(&[(&command, r#""bin/review""#)]), [command.as_str()]);
+    assert_eq!(at(&[(&cwd, r#""policy""#)]), [cwd.as_str()]);
     let relative_under_both = [(&command[..], r#""./review""#), (&cwd[..], r#""policy""#)];
-    assert_eq!(warned(&relative_under_both), [cwd.as_str()]);
-    let quiet: [&[(&str, &str)]; 4] = [
+    assert_eq!(at(&relative_under_both), [cwd.as_str()]);
+    let accepted_as_is: [&[(&str, &str)]; 4] = [
         &[],
         &[(&command, r#""/opt/ahp/review""#)],
         &[(&command, r#""./review""#), (&cwd, r#""/opt/ahp""#)],
         &[(&cwd, r#""/srv""#)],
     ];
-    for edits in quiet {
-        assert_eq!(warned(edits), Vec::<String>::new(), "{edits:?}");
+    for edits in accepted_as_is {
+        let reg = accepted(edits);
+        assert!(reg.warnings.is_empty(), "{edits:?}: {:?}", reg.warnings);
     }
-    let rule = |edits: &[(&str, &str)]| accepted(edits).warnings[0].rule.clone();
+    let rule = |edits: &[(&str, &str)]| refused(edits)[0].rule.clone();
     assert!(rule(&[(&command, r#""./policy/review""#)]).starts_with("is a relative path:"));
     // Nothing expands `~` or `$HOME`: the program is started without a shell.
     for unexpanded in [r#""~/bin/review""#, r#""$HOME/bin/review""#] {
-        let warning = rule(&[(&command, unexpanded)]);
+        let problem = rule(&[(&command, unexpanded)]);
         assert!(
-            warning.contains("no shell expands"),
-            "{unexpanded}: {warning}"
+            problem.contains("no shell expands"),
+            "{unexpanded}: {problem}"
         );
     }
-    // An empty cwd is no directory at all.
-    assert_eq!(warned(&[(&cwd, r#""""#)]), [cwd.as_str()]);
+    // An empty cwd is no directory at all; a NUL byte is in no path or argument.
+    assert_eq!(at(&[(&cwd, r#""""#)]), [cwd.as_str()]);
     assert!(rule(&[(&cwd, r#""""#)]).starts_with("is empty"));
+    assert_eq!(
+        at(&[(&command, r#""/opt/re\u0000view""#)]),
+        [command.as_str()]
+    );
+    assert_eq!(at(&[(&cwd, r#""/srv\u0000""#)]), [cwd.as_str()]);
+    let second_arg = format!("{args}/1");
+    assert_eq!(
+        at(&[(&args, r#"["--ok", "bad\u0000"]"#)]),
+        [second_arg.as_str()]
+    );
 }
 
 /// A secret file is named by an absolute path: a relative one would be read from the
@@ -580,7 +595,7 @@ fn a_relative_secret_file_is_rejected_at_its_reference() {
 /// repeats nothing of it (it may be a secret written where its name belongs).
 #[test]
 fn a_secret_reference_the_host_cannot_resolve_is_warned_at_without_its_value() {
-    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "r",
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "https://p.example.com",
         "clientId": "c", "flow": "client_credentials", "clientSecretRef": "env:S"}"#;
     let bearer = r#"{"type": "bearer", "tokenRef": "env:S"}"#;
     for (binding, at) in [(bearer, "$a/tokenRef"), (oauth, "$a/clientSecretRef")] {
@@ -699,7 +714,7 @@ fn transports_are_checked() {
 
 #[test]
 fn oauth_bindings_are_parsed_and_checked() {
-    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "r",
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "https://p.example.com",
         "clientId": "c", "flow": "client_credentials", "scopes": ["s"],
         "clientSecretRef": "env:AHP_CLIENT_SECRET"}"#;
     let reg = accepted(&[("$a", oauth)]);
@@ -732,13 +747,25 @@ fn oauth_bindings_are_parsed_and_checked() {
         assert!(problems.iter().any(|p| p.path == missing), "{missing}");
     }
     rejected_at(&[("$a", oauth), ("$a/flow", r#""implicit""#)], "$a/flow");
+    // The resource is an absolute URI with no fragment (RFC 8707 §2); a scope is one
+    // scope token (RFC 6749 §3.3), never two joined by a space.
+    for resource in [r#""r""#, r#""https://p.example.com/#frag""#] {
+        rejected_at(&[("$a", oauth), ("$a/resource", resource)], "$a/resource");
+    }
+    for (scopes, at) in [
+        (r#"["read write"]"#, "$a/scopes/0"),
+        (r#"["a\"b"]"#, "$a/scopes/0"),
+        (r#"["ok", "caf\u00e9"]"#, "$a/scopes/1"),
+    ] {
+        rejected_at(&[("$a", oauth), ("$a/scopes", scopes)], at);
+    }
 }
 
 /// RFC 8414 §2: an issuer identifier has no query or fragment components, and the host
 /// refuses one at every call: refused at load, at the issuer.
 #[test]
 fn an_issuer_with_a_query_or_fragment_is_refused_at_it() {
-    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "r",
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "https://p.example.com",
         "clientId": "c", "flow": "client_credentials", "clientSecretRef": "env:S"}"#;
     for issuer in [
         "https://id.example.com/?tenant=a",
@@ -786,6 +813,24 @@ fn shared_subscription_fields_are_type_checked() {
     );
 }
 
+/// A content selection naming a category the schema does not (a typo such as `image`,
+/// which would leave images at the default) is accepted, as a part may name its own
+/// category, with a warning at that member; the named ones are not warned about.
+#[test]
+fn a_content_category_the_schema_does_not_name_is_warned_at() {
+    let named = r#"{"default": "omit", "text": "body", "reasoning": "omit", "images": "metadata",
+                    "audio": "omit", "video": "omit", "files": "omit"}"#;
+    assert!(accepted(&[("$o/content", named)]).warnings.is_empty());
+    let typo = accepted(&[("$o/content", r#"{"default": "body", "image": "omit"}"#)]);
+    let paths: Vec<&str> = typo.warnings.iter().map(|w| w.path.as_str()).collect();
+    assert_eq!(paths, [expand("$o/content/image")]);
+    assert!(
+        typo.warnings[0].rule.contains("images"),
+        "{:?}",
+        typo.warnings
+    );
+}
+
 /// `native` is the provider's whole payload, sent verbatim: beside a selection below
 /// `body` it would carry what content selection lowers, so the pair is refused, at
 /// `includeNative`, naming the lowered categories (the default and any named one).
@@ -818,7 +863,7 @@ fn include_native_needs_body_for_every_category() {
 /// (`uniqueItems`, `minLength: 1`); a stdio command's `args` may repeat and be empty.
 #[test]
 fn name_lists_are_distinct_and_non_empty() {
-    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "r",
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "https://p.example.com",
         "clientId": "c", "flow": "client_credentials", "clientSecretRef": "v"}"#;
     let problems = rejected_at(
         &[("$a", oauth), ("$a/scopes", r#"["", "a", "a"]"#)],

@@ -549,7 +549,7 @@ mod tests {
             let hook = entry.get("hooks").map_or(entry, |hooks| &hooks[0]);
             let command = hook["command"].as_str().or_else(|| hook["bash"].as_str());
             let command = command.unwrap_or_else(|| panic!("no {event} hook in {hooks}"));
-            command.starts_with("set -- ahp ")
+            command.starts_with("ahp_failed() {") && command.contains("; set -- ahp ")
         };
         let cases: [(Harness, &[&str], &[&str]); 5] = [
             (
@@ -620,7 +620,7 @@ mod tests {
             let hooks = gemini_hooks(&["tool.before", selected]);
             let command = hooks["BeforeModel"][0]["hooks"][0]["command"].as_str();
             assert!(
-                command.is_some_and(|c| c.starts_with("set -- ahp --event BeforeModel;")),
+                command.is_some_and(|c| c.contains("; set -- ahp --event BeforeModel;")),
                 "{selected}: {hooks}"
             );
         }
@@ -674,7 +674,7 @@ mod tests {
         assert_eq!(pre["timeoutSec"], 15);
         let command = pre["bash"].as_str().unwrap_or_default();
         assert!(
-            command.starts_with("set -- ahp --event preToolUse;"),
+            command.contains("; set -- ahp --event preToolUse;"),
             "{pre}"
         );
     }
