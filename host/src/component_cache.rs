@@ -137,9 +137,12 @@ impl ComponentCache {
         Ok(digest)
     }
 
-    /// Writes `bytes` to `path` through a temporary file renamed into place.
+    /// Writes `bytes` to `path` through a temporary file renamed into place, in the
+    /// directories checked again once made: a link planted at one of their names after
+    /// [`put`](Self::put)'s first look (when nothing was there) is not written through.
     fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         crate::compile_cache::create_private_dir(&self.blobs)?;
+        self.private()?;
         let mut file = crate::cache_prune::temp_file_in(&self.blobs)?;
         file.write_all(bytes)?;
         file.as_file().sync_all()?;
@@ -151,6 +154,21 @@ impl ComponentCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A link planted at the blobs' directory between `put`'s first look and the write
+    /// (here before the write itself) is refused, and nothing is written through it.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_the_blobs_directory_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::at(dir.path());
+        let elsewhere = tempfile::tempdir().unwrap();
+        crate::compile_cache::create_private_dir(cache.blobs.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), &cache.blobs).unwrap();
+        let path = cache.blobs.join(sha256_hex(&sha256_digest(b"x")).unwrap());
+        assert!(cache.write(&path, b"x").is_err());
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    }
 
     #[test]
     fn a_stored_blob_reads_back_under_its_digest() {

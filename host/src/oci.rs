@@ -14,8 +14,10 @@
 //! error, never a fallback. An unpinned reference (a tag) is fetched from the registry
 //! every time, since tags move; only its layer may come from the cache.
 //!
-//! Transport: plain `http` only to a loopback registry (`localhost`, `127.0.0.0/8`,
-//! `[::1]`), which is spoken to over plain http; every other registry over `https`,
+//! Transport: plain `http` only to a loopback registry (`localhost`, `127.0.0.0/8`; and
+//! `[::1]` where a redirect or a token service names it: a reference cannot, the OCI
+//! reference grammar has no bracketed host), which is spoken to over plain http; every
+//! other registry over `https`,
 //! verified by rustls (ring) against the platform's roots; no proxy from the environment
 //! for a loopback registry. Credentials, if any, come from `AHP_REGISTRY_USERNAME` /
 //! `AHP_REGISTRY_PASSWORD`, go only to the registry `AHP_REGISTRY_HOST` names (or the
