@@ -1069,6 +1069,9 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
             );
             host.component = Some(pinned);
         }
+        if let Some(refused) = refused_component(host.component.as_deref()).await {
+            return fail(&refused);
+        }
         let host_arguments = match host.hook_arguments() {
             Ok(words) => words,
             Err(e) => return fail(&e),
@@ -1422,6 +1425,24 @@ async fn pinned_component(component: Option<&str>) -> Option<String> {
             );
             None
         }
+    }
+}
+
+/// For `--component oci://…`, pulled now (into the cache, for the checks that follow):
+/// why the hooks could never load it, if the registry gave what fails a check — a digest
+/// mismatch, a manifest that is no wasm component's, bytes that are no component. A
+/// registry that cannot give it now is no such reason: the registration is then left
+/// unchecked, with a warning, as the component may load later.
+async fn refused_component(component: Option<&str>) -> Option<String> {
+    let source = component.filter(|c| c.starts_with(crate::oci::SCHEME))?;
+    let reference = crate::oci::parse_reference(source).ok()?;
+    let cache = crate::component_cache::ComponentCache::for_user();
+    match crate::oci::pull(&reference, cache.as_ref()).await {
+        Err(crate::oci::PullError::Refused(e)) => Some(format!("--component {source}: {e}")),
+        Ok(bytes) if !crate::component_cmd::is_component(&bytes) => Some(format!(
+            "--component {source}: not a WebAssembly component (no component binary header)"
+        )),
+        Ok(_) | Err(crate::oci::PullError::Unavailable(_)) => None,
     }
 }
 

@@ -55,7 +55,9 @@ pub async fn run(command: ComponentCommand) -> ExitCode {
 pub async fn load(source: &str) -> Result<Vec<u8>, String> {
     let bytes = if source.starts_with(oci::SCHEME) {
         let reference = oci::parse_reference(source)?;
-        oci::pull(&reference, ComponentCache::for_user().as_ref()).await?
+        oci::pull(&reference, ComponentCache::for_user().as_ref())
+            .await
+            .map_err(|e| e.to_string())?
     } else {
         read_bounded(source)?
     };
@@ -69,7 +71,7 @@ pub async fn load(source: &str) -> Result<Vec<u8>, String> {
 
 /// Whether `bytes` begin as a component binary does: the wasm magic, a version, then the
 /// component layer (1; a core module's is 0).
-fn is_component(bytes: &[u8]) -> bool {
+pub(crate) fn is_component(bytes: &[u8]) -> bool {
     bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [1, 0]
 }
 

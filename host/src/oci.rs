@@ -209,14 +209,36 @@ async fn store_with(
     })
 }
 
+/// Why a pull failed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PullError {
+    /// The registry could not give the component now — not reached, not answering in
+    /// time, or answering with an error: it may later.
+    Unavailable(String),
+    /// What the registry or the cache gave failed a check (a digest mismatch, a manifest
+    /// that is no wasm component's), or the credentials to ask with are wrong: asking
+    /// again later gives no other answer.
+    Refused(String),
+}
+
+impl std::fmt::Display for PullError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PullError::Unavailable(e) | PullError::Refused(e) => f.write_str(e),
+        }
+    }
+}
+
 /// Pulls the component `reference` names, verified by digest, through `cache` if there is
 /// one, within [`PULL_DEADLINE`].
 pub async fn pull(
     reference: &Reference,
     cache: Option<&ComponentCache>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, PullError> {
     let doing = format!("pull {}", reference.whole());
-    within(PULL_DEADLINE, &doing, fetch(reference, cache)).await
+    tokio::time::timeout(PULL_DEADLINE, fetch(reference, cache))
+        .await
+        .unwrap_or_else(|_| Err(PullError::Unavailable(late(&doing, PULL_DEADLINE))))
 }
 
 /// `work` (`doing`, for the error) ended by `deadline` if it has not ended by then.
@@ -227,17 +249,22 @@ async fn within<T>(
 ) -> Result<T, String> {
     tokio::time::timeout(deadline, work)
         .await
-        .unwrap_or_else(|_| {
-            Err(format!(
-                "{doing}: not done within {deadline:?} (the registry is slow or not answering)"
-            ))
-        })
+        .unwrap_or_else(|_| Err(late(doing, deadline)))
+}
+
+/// What [`within`] says of `doing` not done by `deadline`.
+fn late(doing: &str, deadline: Duration) -> String {
+    format!("{doing}: not done within {deadline:?} (the registry is slow or not answering)")
 }
 
 /// [`pull`] without a deadline. The registry is asked only for what the cache does not
 /// hold: a pinned reference whose manifest and layer are cached needs no network.
-async fn fetch(reference: &Reference, cache: Option<&ComponentCache>) -> Result<Vec<u8>, String> {
-    fetch_with(reference, cache, &auth(reference)?).await
+async fn fetch(
+    reference: &Reference,
+    cache: Option<&ComponentCache>,
+) -> Result<Vec<u8>, PullError> {
+    let auth = auth(reference).map_err(PullError::Refused)?;
+    fetch_with(reference, cache, &auth).await
 }
 
 /// [`fetch`] with `auth` (the tests' own, whatever the environment holds).
@@ -245,11 +272,12 @@ async fn fetch_with(
     reference: &Reference,
     cache: Option<&ComponentCache>,
     auth: &RegistryAuth,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, PullError> {
     let whole = reference.whole();
     let mut registry = None;
     let manifest_bytes = manifest_with(reference, cache, auth, &mut registry).await?;
-    let layer = component_layer(&manifest_bytes).map_err(|e| format!("{whole}: {e}"))?;
+    let layer = component_layer(&manifest_bytes)
+        .map_err(|e| PullError::Refused(format!("{whole}: {e}")))?;
     // component_layer checked that the size is 0 to MAX_COMPONENT_BYTES.
     if let Some(bytes) = cache.and_then(|cache| cache.get(&layer.digest, layer.size as u64)) {
         return Ok(bytes);
@@ -261,13 +289,13 @@ async fn fetch_with(
     let bytes = registry
         .blob(&layer.digest, layer.size as u64)
         .await
-        .map_err(|e| format!("pull the component of {whole}: {e}"))?;
+        .map_err(|e| PullError::Unavailable(format!("pull the component of {whole}: {e}")))?;
     let actual = sha256_digest(&bytes);
     if actual != layer.digest {
-        return Err(format!(
+        return Err(PullError::Refused(format!(
             "digest mismatch for the component of {whole}: expected {}, got {actual}",
             layer.digest
-        ));
+        )));
     }
     keep(cache, &bytes);
     Ok(bytes)
@@ -281,7 +309,7 @@ async fn manifest_with(
     cache: Option<&ComponentCache>,
     auth: &RegistryAuth,
     registry: &mut Option<Registry>,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, PullError> {
     let cached = cache
         .zip(reference.digest())
         .and_then(|(cache, digest)| cache.get(digest, MAX_MANIFEST_BYTES));
@@ -300,15 +328,15 @@ async fn manifest_with(
     let bytes = opened
         .manifest(name)
         .await
-        .map_err(|e| format!("pull the manifest of {whole}: {e}"))?;
+        .map_err(|e| PullError::Unavailable(format!("pull the manifest of {whole}: {e}")))?;
     let manifest_digest = sha256_digest(&bytes);
     if reference
         .digest()
         .is_some_and(|pinned| manifest_digest != pinned)
     {
-        return Err(format!(
+        return Err(PullError::Refused(format!(
             "digest mismatch for {whole}: the registry's manifest is {manifest_digest}"
-        ));
+        )));
     }
     // Only what was fetched is stored: a manifest read from the cache stays as it is.
     keep(cache, &bytes);
@@ -317,10 +345,14 @@ async fn manifest_with(
 
 /// The registry of `reference`, opened to pull `what` ("the manifest", "the component"),
 /// which an error names.
-async fn open(reference: &Reference, auth: &RegistryAuth, what: &str) -> Result<Registry, String> {
+async fn open(
+    reference: &Reference,
+    auth: &RegistryAuth,
+    what: &str,
+) -> Result<Registry, PullError> {
     Registry::open(reference, auth, Access::Pull)
         .await
-        .map_err(|e| format!("pull {what} of {}: {e}", reference.whole()))
+        .map_err(|e| PullError::Unavailable(format!("pull {what} of {}: {e}", reference.whole())))
 }
 
 /// The digest of the manifest `reference` names now: the one it pins, or the one of the
@@ -336,7 +368,9 @@ pub async fn manifest_digest(
     }
     let doing = format!("resolve {}", reference.whole());
     within(PULL_DEADLINE, &doing, async {
-        let bytes = manifest_with(reference, cache, &auth(reference)?, &mut None).await?;
+        let bytes = manifest_with(reference, cache, &auth(reference)?, &mut None)
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(sha256_digest(&bytes))
     })
     .await
@@ -700,7 +734,11 @@ mod tests {
         let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let cache = ComponentCache::at(dir.path());
-        let pull = fetch_with(&reference, Some(&cache), &RegistryAuth::Anonymous);
+        let pull = async {
+            fetch_with(&reference, Some(&cache), &RegistryAuth::Anonymous)
+                .await
+                .map_err(|e| e.to_string())
+        };
         within(deadline, "pull", pull).await
     }
 

@@ -623,3 +623,31 @@ async fn hook_install_pins_a_tag_to_the_manifest_it_names() {
         "{stderr}"
     );
 }
+
+/// `ahp hook install` of a component the registry gives but that fails a check (here a
+/// layer swapped in the registry's storage: a digest mismatch) is refused, no snippet
+/// printed: its hooks could never load it, and would deny every call. Only a registry
+/// that cannot give it now leaves the registration unchecked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_install_of_a_component_that_fails_its_digest_is_refused() {
+    let (registry, pushed, case) = pushed().await;
+    let layer = registry.blob_path(&sha256(EMBEDDED_COMPONENT));
+    std::fs::write(layer, runaway_component()).expect("tamper with the stored layer");
+    let output = tokio::process::Command::new(ahp_binary())
+        .args(["hook", "install", "claude-code", "--registration"])
+        .arg(case.dir.path().join("registration.json"))
+        .args(["--component", &pinned(&pushed)])
+        .env("AHP_CACHE_DIR", case.cache.path())
+        .env_remove("AHP_LOG")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("digest mismatch for the component of"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "no snippet");
+}
