@@ -87,6 +87,20 @@ impl Case {
             .expect("run ahp intercept")
     }
 
+    /// `ahp hook install claude-code` of this case's registration with `--component
+    /// SOURCE`, the component cache at `cache`.
+    fn install_command(&self, source: &str, cache: &Path) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(ahp_binary());
+        command
+            .args(["hook", "install", "claude-code", "--registration"])
+            .arg(self.dir.path().join("registration.json"))
+            .args(["--component", source])
+            .env("AHP_CACHE_DIR", cache)
+            .env_remove("AHP_LOG")
+            .kill_on_drop(true);
+        command
+    }
+
     /// The `ahp intercept --component SOURCE` of [`Case::intercept`], to adjust.
     fn intercept_command(&self, source: &str) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(ahp_binary());
@@ -557,15 +571,8 @@ async fn a_malformed_reference_is_a_usage_error() {
 async fn hook_install_of_a_pulled_component_is_unchecked_only_while_it_cannot_be_had() {
     let (registry, pushed, case) = pushed().await;
     let install = |cache: &Path, extra: &[&str]| {
-        let mut command = tokio::process::Command::new(ahp_binary());
-        command
-            .args(["hook", "install", "claude-code", "--registration"])
-            .arg(case.dir.path().join("registration.json"))
-            .args(["--component", &pinned(&pushed)])
-            .args(extra)
-            .env("AHP_CACHE_DIR", cache)
-            .env_remove("AHP_LOG")
-            .kill_on_drop(true);
+        let mut command = case.install_command(&pinned(&pushed), cache);
+        command.args(extra);
         command
     };
     let typo = ["--allow-insecure-http", "dev.typo"];
@@ -598,13 +605,8 @@ async fn hook_install_of_a_pulled_component_is_unchecked_only_while_it_cannot_be
 async fn hook_install_pins_a_tag_to_the_manifest_it_names() {
     let (registry, pushed, case) = pushed().await;
     let tagged = format!("oci://{}/{REPOSITORY}:{TAG}", registry.host());
-    let output = tokio::process::Command::new(ahp_binary())
-        .args(["hook", "install", "claude-code", "--registration"])
-        .arg(case.dir.path().join("registration.json"))
-        .args(["--component", &tagged])
-        .env("AHP_CACHE_DIR", case.cache.path())
-        .env_remove("AHP_LOG")
-        .kill_on_drop(true)
+    let output = case
+        .install_command(&tagged, case.cache.path())
         .output()
         .await
         .expect("run");
@@ -633,13 +635,8 @@ async fn hook_install_of_a_component_that_fails_its_digest_is_refused() {
     let (registry, pushed, case) = pushed().await;
     let layer = registry.blob_path(&sha256(EMBEDDED_COMPONENT));
     std::fs::write(layer, runaway_component()).expect("tamper with the stored layer");
-    let output = tokio::process::Command::new(ahp_binary())
-        .args(["hook", "install", "claude-code", "--registration"])
-        .arg(case.dir.path().join("registration.json"))
-        .args(["--component", &pinned(&pushed)])
-        .env("AHP_CACHE_DIR", case.cache.path())
-        .env_remove("AHP_LOG")
-        .kill_on_drop(true)
+    let output = case
+        .install_command(&pinned(&pushed), case.cache.path())
         .output()
         .await
         .expect("run");
