@@ -114,7 +114,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         let from = queue_ended.take().unwrap_or(now);
         let bound = Deadline::within(from, target.timeout_ms, call.budget);
         let (deadline, budget_binds) = (bound.at(), bound.budget_binds());
-        let (ending, attempts, sha) = if now >= deadline {
+        let (ending, mut attempts, sha) = if now >= deadline {
             // The call's wait for an instance used the deadline up: nothing is sent.
             queue_ended = Some(deadline);
             let failure = Failure::new(FailureClass::DeadlineExceeded, Phase::Queue);
@@ -156,6 +156,13 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             },
             other => other,
         };
+        // A reply then rejected at acceptance (a merge that does not fit, applied only past
+        // the deadline) was no accepted attempt: its record says what it became.
+        if let (Ending::Failed(failure), Some(last)) = (&ending, attempts.last_mut()) {
+            if last.result == AttemptResult::Accepted {
+                last.result = AttemptResult::Failed(failure.class);
+            }
+        }
 
         match ending {
             Ending::Accepted(effects) => {

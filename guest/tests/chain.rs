@@ -3015,6 +3015,12 @@ fn a_modification_applied_only_past_the_deadline_is_a_late_response() {
         assert_settled_by(policy, &s);
         assert_eq!(failure_class(&s, 0), "late-response", "{policy}");
         assert_eq!(audited(&s, 0)["failure"]["phase"], "accept", "{policy}");
+        // Its one attempt is recorded as what it became, not as accepted.
+        assert_eq!(
+            audited(&s, 0)["attempts"][0]["result"],
+            "late-response",
+            "{policy}"
+        );
         assert!(audit(&s).get("effective").is_none(), "{policy}");
         assert!(s.enforce.effective.is_empty(), "{policy}");
     }
