@@ -1406,13 +1406,12 @@ pub(crate) fn fail(message: &str) -> ExitCode {
 /// not parse, which install then refuses), or a registry that cannot say now (the hooks
 /// keep the tag, with a warning).
 async fn pinned_component(component: Option<&str>) -> Option<String> {
-    let source = component.filter(|c| c.starts_with(crate::oci::SCHEME))?;
-    let reference = crate::oci::parse_reference(source).ok()?;
+    let (source, reference) = pulled_reference(component)?;
     if reference.digest().is_some() {
         return None;
     }
     let cache = crate::component_cache::ComponentCache::for_user();
-    match crate::oci::manifest_digest(&reference, cache.as_ref()).await {
+    match crate::oci::tag_digest(&reference, cache.as_ref()).await {
         Ok(digest) => Some(format!(
             "{}{}@{digest}",
             crate::oci::SCHEME,
@@ -1434,15 +1433,12 @@ async fn pinned_component(component: Option<&str>) -> Option<String> {
 /// registry that cannot give it now is no such reason: the registration is then left
 /// unchecked, with a warning, as the component may load later.
 async fn refused_component(component: Option<&str>) -> Option<String> {
-    let source = component.filter(|c| c.starts_with(crate::oci::SCHEME))?;
-    let reference = crate::oci::parse_reference(source).ok()?;
+    let (source, reference) = pulled_reference(component)?;
     let cache = crate::component_cache::ComponentCache::for_user();
     match crate::oci::pull(&reference, cache.as_ref()).await {
         Err(crate::oci::PullError::Refused(e)) => Some(format!("--component {source}: {e}")),
-        Ok(bytes) if !crate::component_cmd::is_component(&bytes) => Some(format!(
-            "--component {source}: not a WebAssembly component (no component binary header)"
-        )),
-        Ok(_) | Err(crate::oci::PullError::Unavailable(_)) => None,
+        Ok(bytes) => crate::component_cmd::a_component(source, bytes).err(),
+        Err(crate::oci::PullError::Unavailable(_)) => None,
     }
 }
 
@@ -1450,6 +1446,13 @@ async fn refused_component(component: Option<&str>) -> Option<String> {
 /// unreachable now and load later.
 fn pulled(component: Option<&str>) -> bool {
     component.is_some_and(|source| source.starts_with(crate::oci::SCHEME))
+}
+
+/// `--component` and its reference, when it names a registry's that parses (one that does
+/// not is refused by [`HostArgs::hook_arguments`]).
+fn pulled_reference(component: Option<&str>) -> Option<(&str, crate::oci::Reference)> {
+    let source = component.filter(|_| pulled(component))?;
+    Some((source, crate::oci::parse_reference(source).ok()?))
 }
 
 /// `text` and a newline on stdout, flushed. `println!` panics when stdout is closed

@@ -61,17 +61,23 @@ pub async fn load(source: &str) -> Result<Vec<u8>, String> {
     } else {
         read_bounded(source)?
     };
-    if !is_component(&bytes) {
-        return Err(format!(
+    a_component(source, bytes)
+}
+
+/// `bytes` (from `--component SOURCE`) if they begin as a component binary does, else
+/// the error naming the flag and the source.
+pub(crate) fn a_component(source: &str, bytes: Vec<u8>) -> Result<Vec<u8>, String> {
+    match is_component(&bytes) {
+        true => Ok(bytes),
+        false => Err(format!(
             "--component {source}: not a WebAssembly component (no component binary header)"
-        ));
+        )),
     }
-    Ok(bytes)
 }
 
 /// Whether `bytes` begin as a component binary does: the wasm magic, a version, then the
 /// component layer (1; a core module's is 0).
-pub(crate) fn is_component(bytes: &[u8]) -> bool {
+fn is_component(bytes: &[u8]) -> bool {
     bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [1, 0]
 }
 

@@ -29,7 +29,7 @@ use crate::component_cache::{sha256_digest, sha256_hex, ComponentCache};
 use crate::registry::{Access, Registry, MAX_MANIFEST_BYTES};
 use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
-use oci_client::Reference;
+pub(crate) use oci_client::Reference;
 use oci_wasm::{
     ToConfig as _, WasmConfig, WASM_LAYER_MEDIA_TYPE, WASM_MANIFEST_CONFIG_MEDIA_TYPE,
     WASM_MANIFEST_MEDIA_TYPE,
@@ -303,7 +303,7 @@ async fn fetch_with(
 
 /// The manifest `reference` names, verified against its digest if it pins one: from
 /// `cache` when pinned and held there, else from the registry (opened into `registry`,
-/// for the component's blob after it), and then kept in `cache`.
+/// which the component's blob is then asked from), and then kept in `cache`.
 async fn manifest_with(
     reference: &Reference,
     cache: Option<&ComponentCache>,
@@ -321,10 +321,7 @@ async fn manifest_with(
     let name = reference
         .digest()
         .unwrap_or_else(|| reference.tag().unwrap_or("latest"));
-    let opened = match registry {
-        Some(opened) => opened,
-        None => registry.insert(open(reference, auth, "the manifest").await?),
-    };
+    let opened = registry.insert(open(reference, auth, "the manifest").await?);
     let bytes = opened
         .manifest(name)
         .await
@@ -355,17 +352,13 @@ async fn open(
         .map_err(|e| PullError::Unavailable(format!("pull {what} of {}: {e}", reference.whole())))
 }
 
-/// The digest of the manifest `reference` names now: the one it pins, or the one of the
-/// manifest the registry gives for its tag (fetched as a pull fetches it, and kept in
-/// `cache`, so that pulling the pinned reference next needs no second fetch), within
-/// [`PULL_DEADLINE`].
-pub async fn manifest_digest(
+/// The digest of the manifest the registry gives now for `reference`'s tag (fetched as a
+/// pull fetches it, and kept in `cache`, so that pulling the pinned reference next needs
+/// no second fetch), within [`PULL_DEADLINE`].
+pub async fn tag_digest(
     reference: &Reference,
     cache: Option<&ComponentCache>,
 ) -> Result<String, String> {
-    if let Some(digest) = reference.digest() {
-        return Ok(digest.to_string());
-    }
     let doing = format!("resolve {}", reference.whole());
     within(PULL_DEADLINE, &doing, async {
         let bytes = manifest_with(reference, cache, &auth(reference)?, &mut None)

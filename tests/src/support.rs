@@ -504,6 +504,23 @@ pub fn make_fifo(path: &Path) {
     );
 }
 
+/// What a child runs between fork and exec (`pre_exec`) to have its file size capped at
+/// `limit` bytes (RLIMIT_FSIZE): a write past it fails, and raises SIGXFSZ, whose default
+/// action ends the process. Only async-signal-safe calls.
+pub fn cap_file_size(limit: u64) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
+    move || {
+        let cap = libc::rlimit {
+            rlim_cur: limit as libc::rlim_t,
+            rlim_max: limit as libc::rlim_t,
+        };
+        // SAFETY: setrlimit(2) with a valid rlimit, on this (the child's) process.
+        match unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &cap) } {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    }
+}
+
 /// The `ahp` binary of this build, built on first use.
 ///
 /// `CARGO_BIN_EXE_*` exists only for binaries of the test's own package, and `ahp` belongs

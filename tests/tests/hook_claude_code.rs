@@ -360,19 +360,9 @@ async fn a_file_size_limit_does_not_kill_the_hook() {
         &registration,
         &[args, &["--audit", &audit_arg]].concat(),
     );
-    // SAFETY: setrlimit(2) between fork and exec, on the child's own limit; it allocates
-    // nothing and touches no lock.
+    // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
-        command.pre_exec(move || {
-            let limit = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            match libc::setrlimit(libc::RLIMIT_FSIZE, &limit) {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            }
-        });
+        command.pre_exec(ahp_tests::support::cap_file_size(limit));
     }
     let ran = ahp_tests::hook::run_command(command, payload.to_string().as_bytes(), true).await;
     // The backend is down and its subscription fails open: no objection.

@@ -366,25 +366,16 @@ fn a_cut_short_audit_write_leaves_no_fragment() {
         "--audit",
         audit.to_str().unwrap(),
     ];
-    let limit = earlier.len() as libc::rlim_t + 40;
+    let limit = earlier.len() as u64 + 40;
     let mut capped = ahp_command();
     capped
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    // SIGXFSZ left at its default: `ahp` itself must turn it into a failed write.
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
-        capped.pre_exec(move || {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let cap = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            match libc::setrlimit(libc::RLIMIT_FSIZE, &cap) {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            }
-        });
+        capped.pre_exec(ahp_tests::support::cap_file_size(limit));
     }
     let status = capped.status().expect("run ahp with a capped file size");
     assert!(status.success(), "the decision stands: {status}");

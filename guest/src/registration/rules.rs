@@ -120,7 +120,11 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
     ];
     let lifecycle = t.need(c, "lifecycle", |c, v, p| choice(c, v, p, &lifecycles));
     let (command, args, cwd) = (command?, args?.unwrap_or_default(), cwd?);
-    if !startable(c, path, command, &args, cwd) {
+    let unstartable = unstartable(path, command, &args, cwd);
+    if !unstartable.is_empty() {
+        for (at, rule) in unstartable {
+            c.problem(&at, rule);
+        }
         return None;
     }
     Some(Transport::Stdio {
@@ -131,8 +135,8 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
     })
 }
 
-/// Whether a stdio transport names a program the host could start, and one the agent
-/// cannot swap: a problem for each way it does not. A relative path would be resolved
+/// Each way a stdio transport does not name a program the host could start, or names one
+/// the agent could swap: a problem (its pointer and rule) for each. A relative path would be resolved
 /// from the directory the process that starts the backend runs in — for a command hook,
 /// the agent's project, which the agent can write: a program there is one it could
 /// replace with its own, as a relative secret file is one it could plant (refused alike,
@@ -141,13 +145,12 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
 /// host starts the program itself, no shell). An empty `cwd` is no directory and a NUL
 /// byte is in no path or argument: such a backend could never start, and a fail-open
 /// subscription of it would let every call through unasked.
-fn startable(
-    c: &mut Checker,
+fn unstartable(
     path: &str,
     command: &str,
     args: &[String],
     cwd: Option<&str>,
-) -> bool {
+) -> Vec<(String, String)> {
     let relative = |p: &str| !p.starts_with('/');
     let wherever = |p: &str| {
         let unexpanded = match p.starts_with(['~', '$']) {
@@ -187,11 +190,7 @@ fn startable(
         )),
         _ => {}
     }
-    let startable = problems.is_empty();
-    for (at, rule) in problems {
-        c.problem(&at, rule);
-    }
-    startable
+    problems
 }
 
 /// A portable credential binding: `bearer` or `oauth` (AHP-AUTH-001). Problems here
@@ -244,10 +243,9 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
     // RFC 6749 §3.3: one scope token is printable ASCII but space, `"` and `\`; a space
     // inside one would ask for two scopes, one of them not locally permitted.
     let scope_token = |scope: &str| {
-        !scope.is_empty()
-            && scope
-                .bytes()
-                .all(|b| matches!(b, 0x21 | 0x23..=0x5b | 0x5d..=0x7e))
+        scope
+            .bytes()
+            .all(|b| matches!(b, 0x21 | 0x23..=0x5b | 0x5d..=0x7e))
     };
     if let Some(Some(names)) = &scopes {
         for (i, scope) in names.iter().enumerate() {

@@ -332,34 +332,27 @@ impl HttpBackend {
             .filter(|_| !response.headers().contains_key(TRANSFER_ENCODING))
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > self.options.max_body_bytes as u64) {
-            if status == 200 {
-                return Err(DeliveryError::ResponseTooLarge);
-            }
-            // Any other status settles the call as that status (a 503 is retried); its
-            // body would only be read for the audit's diagnostics. The connection, its
-            // body unread, is dropped.
-            let reply = Reply {
-                status: Some(status),
-                content_type,
-                body: Vec::new(),
-            };
-            let peer = connection.peer;
-            return Ok(Received {
-                reply,
-                peer,
-                challenge,
-            });
+        let too_large = declared.is_some_and(|n| n > self.options.max_body_bytes as u64);
+        if too_large && status == 200 {
+            return Err(DeliveryError::ResponseTooLarge);
         }
-        let reading = read_capped(response.into_body(), self.options.max_body_bytes);
-        let body = within(connection.timer.as_mut(), reading)
-            .await
-            .ok_or(DeliveryError::DeadlineExceeded(IoPhase::ReadResponse))??;
+        // Any other status settles the call as that status (a 503 is retried): its body,
+        // read only for the audit's diagnostics, is then left unread, and the connection
+        // with it.
+        let body = match too_large {
+            true => Vec::new(),
+            false => {
+                let reading = read_capped(response.into_body(), self.options.max_body_bytes);
+                within(connection.timer.as_mut(), reading)
+                    .await
+                    .ok_or(DeliveryError::DeadlineExceeded(IoPhase::ReadResponse))??
+            }
+        };
         let peer = connection.peer;
         // A reply that came before all of the request went out (the peer stopped reading
         // it, its socket full): the connection takes no other request until the rest is
         // out, which may be never, and the next call would wait out its deadline on it.
-        if !connection.outflow.is_blocked() {
+        if !too_large && !connection.outflow.is_blocked() {
             self.put_idle(connection);
         }
         let reply = Reply {
@@ -749,8 +742,9 @@ mod tests {
         (url, requests)
     }
 
-    /// A loopback server answering every connection's first request with `answer`, then
-    /// holding the connection open; returns its URL.
+    /// A loopback server answering every connection's first read (a request, or its
+    /// head) with `answer`, then holding the connection open, reading nothing more;
+    /// returns its URL.
     async fn answering_server(answer: String) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hooks", listener.local_addr().unwrap());
@@ -761,7 +755,8 @@ mod tests {
                     let mut buffer = vec![0; 64 * 1024];
                     if let Ok(1..) = stream.read(&mut buffer).await {
                         let _ = stream.write_all(answer.as_bytes()).await;
-                        let _ = stream.read(&mut buffer).await;
+                        // Open, and nothing more read from it.
+                        std::future::pending::<()>().await;
                     }
                 });
             }
@@ -810,19 +805,9 @@ mod tests {
     /// kept for the next call, which would wait out its whole deadline on it.
     #[tokio::test]
     async fn a_connection_answered_before_its_request_was_sent_is_not_kept() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
-        tokio::spawn(async move {
-            let mut held = Vec::new();
-            while let Ok((mut stream, _)) = listener.accept().await {
-                let mut buffer = vec![0; 4096];
-                let _ = stream.read(&mut buffer).await;
-                let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
-                let _ = stream.write_all(answer.as_bytes()).await;
-                held.push(stream);
-            }
-        });
-        let backend = loopback_backend(&url);
+        let answer =
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+        let backend = loopback_backend(&answering_server(answer.to_string()).await);
         let large = vec![b' '; 64 << 20];
         let far = Instant::now() + Duration::from_secs(10);
         let first = backend

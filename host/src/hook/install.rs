@@ -166,10 +166,10 @@ fn failed_answer(harness: Harness) -> Answer {
 /// found" names the path, and stderr goes to the model on exit 2). `ahp` runs as the
 /// shell's child on the shell's stdin (given as fd 3 around the command: a background
 /// command's stdin is otherwise /dev/null; a stdin that is closed starts nothing and is
-/// the block, after the shell's "Bad file descriptor" on stderr). A signal the harness sends the hook's process (a cancel, its timeout) is
-/// passed on to it as SIGTERM — one that came before `ahp` started, once it has — so
-/// that it settles the call as interrupted and answers, and the shell waits again until
-/// it has. Its exit code 0 or 2 and its output are the harness's as they are; the
+/// the block, after the shell's "Bad file descriptor" on stderr). A signal the harness
+/// sends the hook's process (a cancel, its timeout) is passed on to it as SIGTERM — one
+/// that came before `ahp` started, once it has — so that it settles the call as
+/// interrupted and answers, and the shell waits again until it has. Its exit code 0 or 2 and its output are the harness's as they are; the
 /// shell's own report of a crash ("Segmentation fault") is not written to the stderr a
 /// harness shows the model. The shell's own names start with `ahp_`: a variable the
 /// harness exports under the same name would be changed for `ahp` and its backends.
