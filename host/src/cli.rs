@@ -21,6 +21,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// `eprintln!`, but a line stderr cannot take (a closed pipe) is lost rather than a panic,
+/// which would end the command with exit 101 instead of its own code ([`stderr_line`]).
+macro_rules! say {
+    ($($arg:tt)*) => { stderr_line(format_args!($($arg)*)) };
+}
+
 #[derive(Parser)]
 #[command(
     name = "ahp",
@@ -339,18 +345,20 @@ impl HostArgs {
             return Ok(Vec::new());
         };
         let at = path.display();
-        let text = std::fs::read_to_string(path)
+        let bytes = crate::regular_file::read(path, MAX_OAUTH_CLIENTS_BYTES)
             .map_err(|e| format!("--oauth-clients {at}: cannot read: {e}"))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| format!("--oauth-clients {at}: not UTF-8: {e}"))?;
         crate::OAuthClient::list_from_json(&text).map_err(|e| format!("--oauth-clients {at}: {e}"))
     }
 
     /// Host options that are accepted but will not do what they say: each `--stdio-env`
     /// name unset in this environment (stdio backends start without it), each
-    /// `--oauth-clients` secret reference that does not resolve now. Names only, never a
-    /// value.
-    fn warnings(&self) -> Vec<String> {
+    /// `--oauth-clients` secret reference (of `options`, as read once) that does not
+    /// resolve now. Names only, never a value.
+    fn warnings(&self, options: &Options) -> Vec<String> {
         let mut warnings = self.environment_warnings();
-        warnings.extend(self.secret_warnings());
+        warnings.extend(secret_warnings(&options.oauth_clients));
         warnings
     }
 
@@ -363,29 +371,32 @@ impl HostArgs {
             .collect()
     }
 
-    /// Each client whose secret cannot be had now: the challenges it would answer fail.
-    /// Reads files, which may hang (a FIFO, a mount gone away).
-    fn secret_warnings(&self) -> Vec<String> {
-        let mut warnings = Vec::new();
-        for client in self.oauth_clients().unwrap_or_default() {
-            let reference = &client.client_secret_ref;
-            if !crate::capabilities::credentials::resolves(reference) {
-                warnings.push(format!(
-                    "--oauth-clients: the secret of the client at {} ({reference}) does not resolve; \
-                     a challenge it would answer is auth-failed",
-                    client.issuer
-                ));
-            }
-        }
-        warnings
-    }
-
     /// [`HostArgs::warnings`] on stderr.
-    fn warn(&self) {
-        for warning in self.warnings() {
-            eprintln!("warning: {warning}");
+    fn warn(&self, options: &Options) {
+        for warning in self.warnings(options) {
+            say!("warning: {warning}");
         }
     }
+}
+
+/// The largest `--oauth-clients` file read: a few clients take a few hundred bytes.
+const MAX_OAUTH_CLIENTS_BYTES: u64 = 1 << 20;
+
+/// Each of `clients` whose secret cannot be had now: the challenges it would answer fail.
+/// Reads files, which may hang (a FIFO, a mount gone away).
+fn secret_warnings(clients: &[crate::OAuthClient]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for client in clients {
+        let reference = &client.client_secret_ref;
+        if !crate::capabilities::credentials::resolves(reference) {
+            warnings.push(format!(
+                "--oauth-clients: the secret of the client at {} ({reference}) does not resolve; \
+                 a challenge it would answer is auth-failed",
+                client.issuer
+            ));
+        }
+    }
+    warnings
 }
 
 /// Runs the CLI with the process's arguments.
@@ -517,7 +528,7 @@ fn run(cli: Cli, hook_call: Option<HookCall>) -> ExitCode {
             Command::Hook(args) => hook_command(*args, hook_call.map(|call| call.audit)).await,
             Command::Demo { host } => match host.options().await {
                 Ok(options) => {
-                    host.warn();
+                    host.warn(&options);
                     demo::run(options).await
                 }
                 Err(e) => fail(&e),
@@ -703,6 +714,14 @@ fn usage_error(error: &clap::Error) -> ExitCode {
             }
         }
     }
+    // `ahp intercept` with its arguments and `--help` or `--version`, not at a terminal:
+    // exit 0 is its allow, so a harness whose hook command was edited by mistake would
+    // read the text as one. The text goes to stderr, and the call could not be made.
+    let intercepting = args.get(1).is_some_and(|a| a == "intercept") && args.len() > 3;
+    if asked && intercepting && !std::io::stdin().is_terminal() {
+        say!("{}", error.render());
+        return fail("--help or --version among ahp intercept's arguments: no call was made");
+    }
     let _ = error.print();
     if asked {
         return ExitCode::SUCCESS;
@@ -772,6 +791,14 @@ fn event_flag(args: &[OsString]) -> Option<String> {
 
 /// Warms the compile cache; exit 1 when nothing could be cached.
 async fn precompile(component: Option<&str>) -> ExitCode {
+    // Said here, where the cache is what the command is about: elsewhere a relative
+    // value is ignored silently, as XDG asks of its own variable.
+    if let Some(dir) = std::env::var_os("AHP_CACHE_DIR").filter(|d| !Path::new(d).is_absolute()) {
+        say!(
+            "warning: AHP_CACHE_DIR={:?} is not an absolute path and is ignored",
+            Path::new(&dir)
+        );
+    }
     match warm_compile_cache(component).await {
         Ok(warm) => match print_line(format_args!("{}\n{warm}", warm.path.display())) {
             Ok(()) => ExitCode::SUCCESS,
@@ -884,7 +911,7 @@ async fn validate(
         host.harness_declares().map_err(refused)?;
     }
     let mut options = host.options().await.map_err(Unloaded::Setup)?;
-    host.warn();
+    host.warn(&options);
     if let Some(harness) = harness {
         options.declaration = harness.declaration();
     }
@@ -893,7 +920,7 @@ async fn validate(
         // The component is at hand by now: a failure here is no registry's.
         .map_err(|e| Unloaded::Refused(registration_failure(&e, "registration", file)))?;
     for warning in interceptor.warnings() {
-        eprintln!("warning: {warning}");
+        say!("warning: {warning}");
     }
     if let Some(harness) = harness {
         note_on_demand_hooks(harness, &text);
@@ -915,7 +942,7 @@ fn note_on_demand_hooks(harness: hook::Harness, text: &str) {
     let selected = hook::Selected::read(text);
     for spec in harness.events().iter().filter(|spec| spec.on_demand) {
         if selected.selects(spec) {
-            eprintln!(
+            say!(
                 "note: {} needs {}'s {} hook, which `ahp hook install {}` writes only for a \
                  registration that selects it: install again if it is new here",
                 spec.ahp.as_str(),
@@ -935,24 +962,25 @@ async fn intercept(
     audit: Option<PathBuf>,
     host: &HostArgs,
 ) -> ExitCode {
-    let file = registration;
-    let registration = match read_file("--registration", file) {
-        Ok(text) => text,
-        Err(e) => return fail(&e),
-    };
-    let event = match read_event(event) {
-        Ok(text) => text,
-        Err(e) => return fail(&e),
-    };
-    let mut options = match host.options().await {
-        Ok(options) => options,
-        Err(e) => return fail(&e),
-    };
-    host.warn();
-    options.audit_path = audit;
-    let interceptor = match Interceptor::new(&registration, options).await {
-        Ok(interceptor) => interceptor,
-        Err(e) => return registration_failure(&e, "--registration", file),
+    // The budget is the whole call's, from here: reading the files and loading the
+    // component count against it, and what is left of it bounds the decision.
+    let deadline = budget_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+    // Getting ready may block where no timer reaches (stdin never closed, a FIFO named as
+    // a file, an OAuth client's secret file on a mount that went away): past the budget
+    // and the hook watchdog's grace, exit 1 rather than a harness timing out, which many
+    // read as no objection.
+    let watchdog = deadline.map(|at| {
+        Watchdog::arm(
+            at + hook::WATCHDOG_GRACE,
+            "--budget-ms: the budget ran out before the call could start (reading its \
+             files, loading the component)",
+        )
+    });
+    let ready = ready_to_intercept(registration, event, audit, host).await;
+    drop(watchdog);
+    let (interceptor, event) = match ready {
+        Ok(ready) => ready,
+        Err(code) => return code,
     };
     let interrupt = Interrupt::new();
     let on_signal = interrupt.clone();
@@ -965,7 +993,7 @@ async fn intercept(
         .intercept_with(
             &event,
             effects,
-            budget_ms.map(Duration::from_millis),
+            deadline.map(|at| at.saturating_duration_since(Instant::now())),
             &interrupt,
         )
         .await;
@@ -994,16 +1022,68 @@ async fn intercept(
     code
 }
 
+/// What `ahp intercept` needs before its call: the registration and the event read (in
+/// that order, each error naming its flag), the host options, and the interceptor built.
+async fn ready_to_intercept(
+    file: &Path,
+    event: &str,
+    audit: Option<PathBuf>,
+    host: &HostArgs,
+) -> Result<(Interceptor, String), ExitCode> {
+    let registration = read_file("--registration", file).map_err(|e| fail(&e))?;
+    let event = read_event(event).map_err(|e| fail(&e))?;
+    let mut options = host.options().await.map_err(|e| fail(&e))?;
+    host.warn(&options);
+    options.audit_path = audit;
+    match Interceptor::new(&registration, options).await {
+        Ok(interceptor) => Ok((interceptor, event)),
+        Err(e) => Err(registration_failure(&e, "--registration", file)),
+    }
+}
+
+/// Ends the process, exit 1 with its reason on stderr, once its time has come, unless
+/// dropped first: for steps that may block where no timer or signal reaches them (a read
+/// on the runtime's own thread).
+struct Watchdog {
+    /// Held only to be dropped: that closes the channel the watchdog waits on.
+    _disarm: std::sync::mpsc::Sender<()>,
+}
+
+impl Watchdog {
+    fn arm(at: Instant, why: &'static str) -> Watchdog {
+        let (disarm, disarmed) = std::sync::mpsc::channel::<()>();
+        let watching = std::thread::Builder::new()
+            .name("ahp-watchdog".into())
+            .spawn(move || {
+                let left = at.saturating_duration_since(Instant::now());
+                // Dropping the `Watchdog` closes the channel: disarmed.
+                if disarmed.recv_timeout(left) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                    say!("error: {why}");
+                    std::process::exit(1);
+                }
+            });
+        if let Err(e) = watching {
+            tracing::error!("cannot start the watchdog: {e}");
+        }
+        Watchdog { _disarm: disarm }
+    }
+}
+
 async fn observe(file: &Path, event: &str, host: &HostArgs) -> ExitCode {
     let registration = match read_file("--registration", file) {
         Ok(text) => text,
         Err(e) => return fail(&e),
     };
-    let (event, options) = match (read_event(event), host.options().await) {
-        (Ok(event), Ok(options)) => (event, options),
-        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    // Read before the options: a missing event is said at once, not after a pull.
+    let event = match read_event(event) {
+        Ok(event) => event,
+        Err(e) => return fail(&e),
     };
-    host.warn();
+    let options = match host.options().await {
+        Ok(options) => options,
+        Err(e) => return fail(&e),
+    };
+    host.warn(&options);
     let interceptor = match Interceptor::new(&registration, options).await {
         Ok(interceptor) => interceptor,
         Err(e) => return registration_failure(&e, "--registration", file),
@@ -1040,6 +1120,10 @@ async fn observe(file: &Path, event: &str, host: &HostArgs) -> ExitCode {
                 false => ExitCode::SUCCESS,
             }
         }
+        // A signal shut the interceptor down before the notifications were sent.
+        Err(_) if signalled.is_set() => {
+            fail("interrupted by a signal: no observer was sent the event")
+        }
         Err(e) => call_failure(&e),
     }
 }
@@ -1063,7 +1147,7 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
     }) = args.install
     {
         if let Some(pinned) = pinned_component(host.component.as_deref()).await {
-            eprintln!(
+            say!(
                 "# --component pinned to {pinned}, the manifest its tag names now (install \
                  again to take a later push of the tag)"
             );
@@ -1086,7 +1170,7 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
             Ok(chain) => chain,
             Err(Unloaded::Refused(code)) => return code,
             Err(Unloaded::Setup(detail)) if pulled(host.component.as_deref()) => {
-                eprintln!(
+                say!(
                     "warning: the registration was not checked against what {} can intercept \
                      ({detail})",
                     harness.name()
@@ -1113,17 +1197,17 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         // its budget, which a budget shorter than a cold compile would end every time
         // before the compile is stored.
         match warm_compile_cache(host.component.as_deref()).await {
-            Ok(warm) => eprintln!("# compiled component: {} ({warm})", warm.path.display()),
-            Err(e) => eprintln!(
+            Ok(warm) => say!("# compiled component: {} ({warm})", warm.path.display()),
+            Err(e) => say!(
                 "warning: the component was not compiled ahead ({e}); until it is (`ahp \
                  precompile`, with the same --component), each hook call compiles it within \
                  its budget"
             ),
         }
         for warning in &installed.warnings {
-            eprintln!("{warning}");
+            say!("{warning}");
         }
-        eprintln!("# for {}", harness.settings_file());
+        say!("# for {}", harness.settings_file());
         let snippet = serde_json::to_string_pretty(&installed.snippet).unwrap_or_default();
         return match print_line(snippet) {
             Ok(()) => ExitCode::SUCCESS,
@@ -1144,7 +1228,7 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
                 Some(call_audit.as_ref()),
             ),
             None => {
-                eprintln!("error: {detail}");
+                say!("error: {detail}");
                 ExitCode::from(2)
             }
         };
@@ -1162,15 +1246,15 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
     // and reading the OAuth clients' secrets for their warnings may hang (a file on a
     // mount that went away); past the budget the watchdog answers.
     // No `audit_path`: `call_audit` writes the call's record (`--audit`).
-    let host: Arc<HostArgs> = Arc::from(host);
     let options = Box::pin(async move {
+        let options = host.options().await?;
         // Off the runtime's workers: on one CPU there is one, which the watchdog needs.
-        let reading = Arc::clone(&host);
-        let warnings = tokio::task::spawn_blocking(move || reading.secret_warnings()).await;
+        let clients = options.oauth_clients.clone();
+        let warnings = tokio::task::spawn_blocking(move || secret_warnings(&clients)).await;
         for warning in warnings.unwrap_or_default() {
             tracing::warn!("{warning}");
         }
-        host.options().await
+        Ok(options)
     });
     hook::run(hook::Request {
         harness,
@@ -1357,7 +1441,7 @@ fn failure(error: &Error, at: &str) -> ExitCode {
         return fail(&error.to_string());
     }
     for problem in error.problems() {
-        eprintln!("error: {at}{problem}");
+        say!("error: {at}{problem}");
     }
     ExitCode::from(1)
 }
@@ -1393,8 +1477,16 @@ fn interceptable_event(word: &str) -> Result<InterceptableEvent, String> {
 }
 
 pub(crate) fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
+    say!("error: {message}");
     ExitCode::from(1)
+}
+
+/// A line on stderr. One stderr cannot take (a closed pipe, a full disk) is lost, never a
+/// panic (`eprintln!`'s), which would end the command with exit 101 instead of its own
+/// code: 1 for an error, or the decision of an `intercept` that warned.
+pub(crate) fn stderr_line(text: impl std::fmt::Display) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 
 /// `--component oci://REF:TAG` pinned to the manifest its tag names now,
@@ -1418,7 +1510,7 @@ async fn pinned_component(component: Option<&str>) -> Option<String> {
             reference.whole()
         )),
         Err(e) => {
-            eprintln!(
+            say!(
                 "warning: --component {source} could not be pinned to a digest ({e}): each \
                  hook call resolves its tag anew"
             );

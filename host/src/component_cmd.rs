@@ -82,31 +82,10 @@ fn is_component(bytes: &[u8]) -> bool {
 }
 
 /// A component file, read no further than a pulled one may be
-/// ([`oci::MAX_COMPONENT_BYTES`]): a huge or endless file (`/dev/zero`) would fill memory
-/// before anything could answer — under `ahp hook`, before its watchdog. Only a regular
-/// file: opening a FIFO nobody writes would wait for ever, past any budget.
+/// ([`oci::MAX_COMPONENT_BYTES`]), and only a regular file ([`crate::regular_file`]).
 fn read_bounded(source: &str) -> Result<Vec<u8>, String> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(source)
-        .map_err(|e| format!("read component {source}: {e}"))?;
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(format!("read component {source}: not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    file.take(oci::MAX_COMPONENT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("read component {source}: {e}"))?;
-    if bytes.len() as u64 > oci::MAX_COMPONENT_BYTES {
-        return Err(format!(
-            "read component {source}: larger than {} MiB",
-            oci::MAX_COMPONENT_BYTES >> 20
-        ));
-    }
-    Ok(bytes)
+    crate::regular_file::read(Path::new(source), oci::MAX_COMPONENT_BYTES)
+        .map_err(|e| format!("read component {source}: {e}"))
 }
 
 async fn push(reference: &str, component: Option<&str>) -> Result<(), String> {

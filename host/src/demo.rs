@@ -212,7 +212,7 @@ pub async fn run(options: Options) -> ExitCode {
                 }
                 if let Some(mismatch) = unexpected(scenario, &s.record) {
                     ok = false;
-                    eprintln!("error: scenario {} {mismatch}", i + 1);
+                    crate::cli::stderr_line(format_args!("error: scenario {} {mismatch}", i + 1));
                 }
             }
             Err(e) => {

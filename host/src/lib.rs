@@ -56,6 +56,7 @@ mod options;
 mod pool;
 #[cfg(feature = "cli")]
 mod registry;
+mod regular_file;
 mod retry;
 mod runtime;
 mod settlement;

@@ -29,14 +29,19 @@ pub fn client_config(extra_roots: Option<&Path>) -> wasmtime::Result<ClientConfi
     Ok(config)
 }
 
-/// The certificates of the PEM file `path`; an error starting with the path (the caller
+/// The largest trust roots file read: a system's whole bundle is a few hundred KiB.
+const MAX_TRUST_ROOTS_BYTES: u64 = 4 << 20;
+
+/// The certificates of the PEM file `path` (a regular file, no larger than
+/// [`MAX_TRUST_ROOTS_BYTES`]: [`crate::regular_file`]); an error starting with the path (the caller
 /// puts its option's name before it) if it cannot be read or parsed, or holds none. A file
 /// with no certificate — DER, a private key, an empty file — is refused here: accepted, it
 /// would add no root, and every https call to the private CA would fail its handshake.
 pub(crate) fn read_trust_roots(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let what = path.display();
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| format!("{what}: {e}"))?
+    let pem = crate::regular_file::read(path, MAX_TRUST_ROOTS_BYTES)
+        .map_err(|e| format!("{what}: {e}"))?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{what}: {e}"))?;
     match certs.is_empty() {

@@ -530,18 +530,24 @@ fn a_component_file_that_is_none_or_past_64_mib_is_refused() {
 /// Runs `command` (stdin empty) to its end, killed and failing the test if it is still
 /// running after `bound`: a wait that should not happen fails instead of hanging.
 fn run_within(mut command: std::process::Command, bound: std::time::Duration) -> Run {
-    let mut child = command
+    let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run ahp");
+    wait_within(child, bound, &format!("{command:?}"))
+}
+
+/// `child`'s end, its output piped, killed and failing the test as `case` if it is
+/// still running after `bound`.
+fn wait_within(mut child: std::process::Child, bound: std::time::Duration, case: &str) -> Run {
     let started = std::time::Instant::now();
     while child.try_wait().expect("wait for ahp").is_none() {
         if started.elapsed() > bound {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("still running after {bound:?}: {command:?}");
+            panic!("still running after {bound:?}: {case}");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -999,5 +1005,243 @@ fn hook_install_refuses_a_host_its_hooks_could_not_set_up() {
             run.stderr
         );
         assert!(run.stderr.contains(named), "{options:?}: {}", run.stderr);
+    }
+}
+
+/// `--budget-ms` bounds the whole call, getting ready included: a step that blocks
+/// before the call (stdin never closed under `--event -`, a FIFO named as the
+/// registration, an OAuth client's secret file that is a FIFO, read for its warning) ends
+/// the process past the budget and its grace, exit 1 with nothing on stdout, where it
+/// used to wait for ever and leave the harness to time out. A call that gets ready in
+/// time is decided as before.
+#[test]
+fn intercept_ends_at_its_budget_when_getting_ready_blocks() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let hook = Http::new("com.example.gone", refused_url()).policy("fail-closed");
+    let reg = dir.path().join("registration.json");
+    std::fs::write(&reg, registration(&[hook])).expect("write the registration");
+    let ev = dir.path().join("event.json");
+    std::fs::write(&ev, valid_event("tool.before", "evt_budget")).expect("write the event");
+    let fifo = dir.path().join("fifo");
+    ahp_tests::support::make_fifo(&fifo);
+    let clients = dir.path().join("clients.json");
+    let client = json!([{
+        "issuer": "https://id.example.com", "clientId": "c",
+        "clientSecretRef": format!("file:{}", fifo.display())
+    }]);
+    std::fs::write(&clients, client.to_string()).expect("write the clients");
+    let budget = ["--budget-ms", "300"];
+    let expected = "error: --budget-ms: the budget ran out before the call could start";
+    for (case, args) in [
+        (
+            "stdin never closed",
+            vec!["--registration", path(&reg), "--event", "-"],
+        ),
+        (
+            "a FIFO registration",
+            vec!["--registration", path(&fifo), "--event", path(&ev)],
+        ),
+        (
+            "a FIFO client secret",
+            vec![
+                "--registration",
+                path(&reg),
+                "--event",
+                path(&ev),
+                "--oauth-clients",
+                path(&clients),
+            ],
+        ),
+    ] {
+        let mut command = ahp_command();
+        command
+            .arg("intercept")
+            .args(&args)
+            .args(budget)
+            .env_remove("AHP_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("run ahp");
+        // Held open, never written: a harness that never closes the hook's stdin.
+        let stdin = child.stdin.take();
+        let run = wait_within(child, std::time::Duration::from_secs(20), case);
+        drop(stdin);
+        run.assert_exit(1, case);
+        assert!(run.stderr.contains(expected), "{case}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{case}: {}", run.stdout);
+    }
+    let run = ahp(
+        &[
+            "intercept",
+            "--registration",
+            path(&reg),
+            "--event",
+            path(&ev),
+            "--budget-ms",
+            "20000",
+        ],
+        &[],
+    );
+    run.assert_exit(2, "a call that got ready in time");
+    assert!(
+        run.stdout.contains("\"decision\":\"deny\""),
+        "{}",
+        run.stdout
+    );
+}
+
+/// Trust roots and OAuth clients are read from a regular file no larger than a bound, as
+/// a component is: `/dev/zero` or a file past the bound is refused naming the flag,
+/// where it was read until memory ran out (under `ahp hook`, a crash: no objection).
+#[test]
+fn trust_roots_and_oauth_clients_come_only_from_a_bounded_regular_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let big = dir.path().join("big.pem");
+    let file = std::fs::File::create(&big).expect("create");
+    file.set_len((4 << 20) + 1)
+        .expect("a sparse file past the bound");
+    let reg = portable();
+    for (flag, file, expected) in [
+        (
+            "--trust-roots",
+            "/dev/zero",
+            "error: --trust-roots /dev/zero: not a regular file\n".to_string(),
+        ),
+        (
+            "--trust-roots",
+            path(&big),
+            format!("error: --trust-roots {}: larger than 4 MiB\n", path(&big)),
+        ),
+        (
+            "--oauth-clients",
+            "/dev/zero",
+            "error: --oauth-clients /dev/zero: cannot read: not a regular file\n".to_string(),
+        ),
+    ] {
+        let mut command = ahp_command();
+        command
+            .args(["check", path(&reg), flag, file])
+            .env_remove("AHP_LOG");
+        let run = run_within(command, std::time::Duration::from_secs(30));
+        run.assert_exit(1, file);
+        assert_eq!(run.stderr, expected);
+    }
+}
+
+/// `--help` or `--version` among `ahp intercept`'s arguments, not at a terminal (a hook
+/// command edited by mistake), is no exit 0, which is intercept's allow: exit 1, the text
+/// on stderr, nothing on stdout. Alone, they print as usual.
+#[test]
+fn intercept_help_in_a_call_is_no_allow() {
+    let reg = portable();
+    for asked in ["--help", "-h", "--version", "-V"] {
+        let run = ahp(
+            &[
+                "intercept",
+                "--registration",
+                path(&reg),
+                "--event",
+                "-",
+                asked,
+            ],
+            &[],
+        );
+        run.assert_exit(1, asked);
+        assert!(run.stdout.is_empty(), "{asked}: {}", run.stdout);
+        assert!(
+            run.stderr.contains("no call was made"),
+            "{asked}: {}",
+            run.stderr
+        );
+    }
+    let run = ahp(&["intercept", "--help"], &[]);
+    run.assert_exit(0, "help alone");
+    assert!(run.stdout.contains("--registration"), "{}", run.stdout);
+}
+
+/// A stderr that cannot take a line (a pipe whose reader is gone) loses the line, never
+/// ends the command with a panic's exit 101: an error is still exit 1, and an intercept
+/// that warned still exits with its decision.
+#[test]
+fn a_closed_stderr_changes_no_exit_code() {
+    use std::os::fd::FromRawFd as _;
+    let closed_pipe = || {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "a pipe");
+        // SAFETY: each descriptor was just made, and is owned once here.
+        let (reader, writer) = unsafe {
+            (
+                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        };
+        drop(reader);
+        Stdio::from(writer)
+    };
+    let status = ahp_command()
+        .args([
+            "intercept",
+            "--registration",
+            "/nonexistent/reg.json",
+            "--event",
+            "-",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(closed_pipe())
+        .status()
+        .expect("run ahp");
+    assert_eq!(status.code(), Some(1), "an error");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let hook = Http::new("com.example.gone", refused_url()).policy("fail-closed");
+    let status = intercept_in(dir.path(), hook)
+        .args(["--stdio-env", "AHP_TEST_NEVER_SET"])
+        .env_remove("AHP_TEST_NEVER_SET")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(closed_pipe())
+        .status()
+        .expect("run ahp");
+    assert_eq!(status.code(), Some(2), "a denial after a warning");
+}
+
+/// SIGINT, SIGTERM, SIGHUP or SIGQUIT while `ahp intercept` is deciding settles the call
+/// as interrupted: a denial (exit 2), even for a fail-open subscription whose backend
+/// has not answered, never the end of the process as the signal would have it.
+#[test]
+fn a_signal_during_intercept_is_an_interrupted_denial() {
+    use std::io::Read as _;
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // Accepts the call's connection and never answers.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}/ahp", listener.local_addr().expect("an address"));
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let hook = Http::new("com.example.silent", url)
+            .policy("fail-open")
+            .timeout_ms(20_000);
+        let child = intercept_in(dir.path(), hook)
+            .env_remove("AHP_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run ahp");
+        let (mut connection, _) = listener.accept().expect("the call's connection");
+        // The request is on its way: the call is being decided.
+        let mut first = [0u8; 1];
+        connection
+            .read_exact(&mut first)
+            .expect("the request's first byte");
+        let pid = i32::try_from(child.id()).expect("a pid");
+        // SAFETY: kill(2) on the child this test started and has not reaped.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        let case = format!("signal {signal}");
+        let run = wait_within(child, std::time::Duration::from_secs(10), &case);
+        run.assert_exit(2, &case);
+        let settled = one_json_line(&run.stdout);
+        assert_eq!(settled["decision"], "deny", "{settled}");
+        assert_eq!(settled["decidedBy"], "interrupted", "{settled}");
     }
 }

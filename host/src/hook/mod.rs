@@ -71,7 +71,7 @@ pub const DEFAULT_BUDGET_MS: u64 = 10_000;
 /// The call's I/O ends inside the budget, and the component is cut off 1.25 s past it
 /// at the latest (pool.rs: the time to prepare observers begun before it, and a grace);
 /// this covers that and a stuck step around it.
-const WATCHDOG_GRACE: Duration = Duration::from_millis(1_500);
+pub(crate) const WATCHDOG_GRACE: Duration = Duration::from_millis(1_500);
 
 /// What the log says of a call a signal ended.
 const INTERRUPTED: &str = "interrupted by a signal";
