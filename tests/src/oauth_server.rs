@@ -49,6 +49,9 @@ pub enum MetadataMode {
     OpenIdOnly,
     /// Metadata naming a different issuer.
     WrongIssuer,
+    /// Metadata offering `client_secret_post` alone: the client's credentials go in the
+    /// form, and the token endpoint takes them only there.
+    PostOnly,
 }
 
 /// One token request, as received.
@@ -374,11 +377,15 @@ fn metadata(state: &Mutex<State>, path: &str) -> Response<Full<Bytes>> {
         MetadataMode::WrongIssuer => format!("{}/other", state.issuer),
         _ => state.issuer.clone(),
     };
+    let method = match state.metadata_mode {
+        MetadataMode::PostOnly => "client_secret_post",
+        _ => "client_secret_basic",
+    };
     let document = json!({
         "issuer": issuer,
         "token_endpoint": state.token_endpoint,
         "grant_types_supported": ["client_credentials"],
-        "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+        "token_endpoint_auth_methods_supported": [method],
     });
     respond(200, "application/json", document.to_string())
 }
@@ -407,8 +414,19 @@ async fn token(
         TokenMode::Slow(..) => unreachable!("unwrapped above"),
     }
     let mut state = state.lock().unwrap();
-    let expected = basic(CLIENT_ID, &state.client_secret);
-    if request.authorization.as_deref() != Some(expected.as_str()) {
+    let authenticated = match state.metadata_mode {
+        MetadataMode::PostOnly => {
+            let field = |name: &str| request.form.get(name).map(String::as_str);
+            request.authorization.is_none()
+                && field("client_id") == Some(CLIENT_ID)
+                && field("client_secret") == Some(state.client_secret.as_str())
+        }
+        _ => {
+            request.authorization.as_deref()
+                == Some(basic(CLIENT_ID, &state.client_secret).as_str())
+        }
+    };
+    if !authenticated {
         return respond(401, "application/json", oauth_error("invalid_client"));
     }
     if request.form.get("grant_type").map(String::as_str) != Some("client_credentials") {

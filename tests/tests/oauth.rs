@@ -439,6 +439,10 @@ async fn an_unresolvable_client_secret_is_unresolved_and_contacts_no_token_endpo
         json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "unresolved"})
     );
     assert!(fx.server.token_requests().is_empty());
+    assert!(
+        fx.server.metadata_requests().is_empty(),
+        "the secret is resolved first: nothing is asked of the issuer"
+    );
     assert!(fx.backend.requests().is_empty());
 }
 
@@ -642,4 +646,62 @@ async fn bindings_with_different_secrets_share_no_token() {
         1,
         "the second backend was sent nothing"
     );
+}
+
+/// Token requests that keep failing (a client secret rotated away) are not sent at the
+/// pace of the calls: the first failure is retried at the next call, then acquisition
+/// pauses (1 s, doubling), and the calls meanwhile fail at once with the same failure,
+/// sending nothing. Once the pause is over, a working endpoint is asked again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_requests_that_keep_failing_pause_acquisition() {
+    let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+    fx.server.set_token_mode(TokenMode::Status(400));
+    let interceptor = fx.interceptor("fail-closed", 2_000).await;
+    for i in 0..10 {
+        let s = call(&interceptor, &format!("evt_pause_{i}")).await;
+        assert_eq!(s.decided_by, DecidedBy::SyntheticDeny, "{i}: {}", s.record);
+        assert_eq!(
+            only_failure(&s),
+            json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"}),
+            "{i}"
+        );
+    }
+    assert_eq!(
+        fx.server.token_requests().len(),
+        2,
+        "one retry, then a pause"
+    );
+    assert_eq!(fx.server.metadata_requests().len(), 2);
+    fx.server.set_token_mode(TokenMode::Issue);
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let s = call(&interceptor, "evt_pause_over").await;
+    assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    assert_eq!(fx.server.token_requests().len(), 3);
+    assert!(
+        fx.backend.requests().len() == 1,
+        "only the call with a token was sent"
+    );
+}
+
+/// An issuer that offers `client_secret_post` alone gets the client's credentials in the
+/// form (RFC 6749 §2.3.1), with no Basic header.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_secret_post_sends_the_credentials_in_the_form() {
+    let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+    fx.server.set_metadata_mode(MetadataMode::PostOnly);
+    let interceptor = fx.interceptor("fail-closed", 2_000).await;
+    let s = call(&interceptor, "evt_post").await;
+    assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    let requests = fx.server.token_requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].authorization, None);
+    assert_eq!(
+        requests[0].form.get("client_id").map(String::as_str),
+        Some(CLIENT_ID)
+    );
+    assert_eq!(
+        requests[0].form.get("client_secret").map(String::as_str),
+        Some(CLIENT_SECRET)
+    );
+    assert_eq!(fx.bearers(), fx.server.issued());
 }

@@ -115,8 +115,10 @@ impl Source {
         let lookup = async {
             match self {
                 Source::Discovered(discovery) => return discovery.token(deadline).await,
-                Source::Bearer(AuthPlan::BearerEnv(name)) => from_env(name),
-                Source::Bearer(AuthPlan::BearerRef(reference)) => from_reference(reference).await,
+                Source::Bearer(AuthPlan::BearerEnv(name)) => from_env(name, Kind::Token),
+                Source::Bearer(AuthPlan::BearerRef(reference)) => {
+                    from_reference(reference, Kind::Token).await
+                }
                 Source::Bearer(AuthPlan::Oauth(_)) => Err(AuthFailure::Unsupported),
                 Source::OAuth(plan, oauth) => oauth.token(plan, deadline).await,
                 Source::Provided(provider) => {
@@ -166,20 +168,47 @@ impl Source {
     }
 }
 
-fn from_env(name: &str) -> Result<Secret, AuthFailure> {
+/// What a secret reference names, which decides what text is fit to be one.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Kind {
+    /// A bearer token: it goes into a header as it is ([`usable`]).
+    Token,
+    /// An OAuth client secret: form-encoded on its way (RFC 6749 §2.3.1), so any visible
+    /// ASCII and the space, as Appendix A.2 allows (`%x20-7E`); a bearer token's check
+    /// refused a secret with a space in it as unresolved, and that client could never
+    /// authenticate.
+    ClientSecret,
+}
+
+impl Kind {
+    /// `text` (trimmed already) as a secret of this kind, if it is fit to be one.
+    fn fit(self, text: &str) -> Option<Secret> {
+        match self {
+            Kind::Token => usable(text),
+            Kind::ClientSecret => {
+                let ok = !text.is_empty() && text.bytes().all(|b| (0x20..=0x7e).contains(&b));
+                ok.then(|| Secret::new(text))
+            }
+        }
+    }
+}
+
+fn from_env(name: &str, kind: Kind) -> Result<Secret, AuthFailure> {
     std::env::var(name)
         .ok()
-        .and_then(|v| usable(v.trim()))
+        .and_then(|v| kind.fit(v.trim()))
         .ok_or(AuthFailure::Unresolved)
 }
 
-/// `file:PATH` (read at every dispatch, so a rotated file is picked up) or `env:NAME`.
-pub(super) async fn from_reference(reference: &str) -> Result<Secret, AuthFailure> {
+/// `file:PATH` (read at every dispatch, so a rotated file is picked up) or `env:NAME`,
+/// a secret of `kind`.
+pub(super) async fn from_reference(reference: &str, kind: Kind) -> Result<Secret, AuthFailure> {
     if let Some(path) = reference.strip_prefix("file:") {
-        return read_shared(path).await;
+        let text = read_shared(path).await?;
+        return kind.fit(text.expose()).ok_or(AuthFailure::Unresolved);
     }
     if let Some(name) = reference.strip_prefix("env:") {
-        return from_env(name);
+        return from_env(name, kind);
     }
     Err(AuthFailure::Unsupported)
 }
@@ -190,7 +219,8 @@ type Reading = tokio::sync::watch::Receiver<Option<Result<Secret, AuthFailure>>>
 /// The secret file reads in flight in this process, by path.
 static READING: Mutex<BTreeMap<String, Reading>> = Mutex::new(BTreeMap::new());
 
-/// Reads the secret file at `path` on a blocking thread, or waits for the read of it
+/// The trimmed text of the secret file at `path`, not yet checked for what it is meant
+/// to be ([`Kind`]). Read on a blocking thread, or waits for the read of it
 /// already in flight. A read that never ends (a FIFO nobody writes, a mount gone away)
 /// then holds one thread, however many dispatches give up waiting for it, rather than one
 /// each until the runtime's blocking pool is full, and its name lookups and file reads
@@ -213,8 +243,7 @@ async fn read_shared(path: &str) -> Result<Secret, AuthFailure> {
         let done = Done(path.to_owned());
         // A read never begun ends as one that failed: its waiters' channel closes.
         drop(tokio::task::spawn_blocking(move || {
-            let read = read_secret_file(&done.0)
-                .and_then(|text| usable(text.trim()).ok_or(AuthFailure::Unresolved));
+            let read = read_secret_file(&done.0).map(|text| Secret::new(text.trim()));
             drop(done);
             result.send_replace(Some(read));
         }));
@@ -238,16 +267,17 @@ impl Drop for Done {
     }
 }
 
-/// Whether `reference` (`file:PATH` or `env:NAME`) resolves to a usable secret now, as
-/// [`from_reference`] would; for the command line's warnings ahead of any call, off the
-/// async runtime.
+/// Whether the client secret reference `reference` (`file:PATH` or `env:NAME`) resolves
+/// to a usable secret now, as [`from_reference`] would; for the command line's warnings
+/// ahead of any call, off the async runtime.
 #[cfg(feature = "cli")]
 pub(crate) fn resolves(reference: &str) -> bool {
+    let kind = Kind::ClientSecret;
     match reference.split_once(':') {
         Some(("file", path)) => {
-            read_secret_file(path).is_ok_and(|text| usable(text.trim()).is_some())
+            read_secret_file(path).is_ok_and(|text| kind.fit(text.trim()).is_some())
         }
-        Some(("env", name)) => from_env(name).is_ok(),
+        Some(("env", name)) => from_env(name, kind).is_ok(),
         _ => false,
     }
 }
@@ -302,7 +332,11 @@ mod tests {
         let reference = format!("file:{}", path.display());
         let (sent, read) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let _ = sent.send(handle.block_on(from_reference(&reference)).err());
+            let _ = sent.send(
+                handle
+                    .block_on(from_reference(&reference, Kind::Token))
+                    .err(),
+            );
         });
         let failure = read
             .recv_timeout(std::time::Duration::from_secs(10))
@@ -337,6 +371,26 @@ mod tests {
             read_secret_file(large.to_str().expect("UTF-8")),
             Err(AuthFailure::Unresolved)
         );
+    }
+
+    /// A client secret may hold spaces (RFC 6749 Appendix A.2), which a token may not:
+    /// each kind is checked for what it is.
+    #[tokio::test]
+    async fn a_client_secret_may_hold_what_a_token_may_not() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("secret");
+        std::fs::write(&path, "two words\n").expect("write");
+        let reference = format!("file:{}", path.display());
+        let secret = from_reference(&reference, Kind::ClientSecret).await;
+        assert_eq!(
+            secret.map(|s| s.expose().to_string()),
+            Ok("two words".into())
+        );
+        let token = from_reference(&reference, Kind::Token).await.err();
+        assert_eq!(token, Some(AuthFailure::Unresolved));
+        for unfit in ["", "tab\there", "line\nbreak", "caf\u{e9}"] {
+            assert!(Kind::ClientSecret.fit(unfit).is_none(), "{unfit:?}");
+        }
     }
 
     #[test]

@@ -158,7 +158,8 @@ struct Tasks {
 impl std::fmt::Debug for Discovery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Discovery")
-            .field("resource", &self.resource)
+            // Its query may carry a secret (`?api_key=…`), as the backend's URL may.
+            .field("resource", &format_args!("{}", Shown(&self.resource)))
             .finish_non_exhaustive()
     }
 }

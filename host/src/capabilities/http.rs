@@ -79,14 +79,18 @@ pub struct Received {
     pub challenge: Option<String>,
 }
 
-/// Every `WWW-Authenticate` field, joined with commas; bytes that are not UTF-8 (a
+/// Every `WWW-Authenticate` field, joined with commas, each with a quoted string it
+/// leaves open closed ([`super::www_authenticate::closed`]); bytes that are not UTF-8 (a
 /// realm in Latin-1, say) become U+FFFD rather than hiding the field. `None` if there is
 /// no such field.
 fn challenges(headers: &hyper::HeaderMap) -> Option<String> {
     let fields: Vec<_> = headers
         .get_all(WWW_AUTHENTICATE)
         .iter()
-        .map(|v| String::from_utf8_lossy(v.as_bytes()))
+        .map(|v| {
+            let field = String::from_utf8_lossy(v.as_bytes());
+            super::www_authenticate::closed(&field).into_owned()
+        })
         .collect();
     (!fields.is_empty()).then(|| fields.join(", "))
 }

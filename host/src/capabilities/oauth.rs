@@ -10,7 +10,7 @@
 //! configured one exactly, and the token endpoint it names, which must be `https` and must
 //! support `client_credentials` explicitly. The client secret goes only to that endpoint.
 
-use super::credentials::{from_reference, usable, AuthFailure};
+use super::credentials::{from_reference, usable, AuthFailure, Kind};
 use super::flight::Flight;
 use super::http::{authorization, HttpBackend, HttpOptions, Outgoing};
 use super::zone::Zone;
@@ -34,6 +34,14 @@ const MAX_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 /// A token is treated as expired this much early (at most a tenth of its lifetime), so it
 /// does not run out on its way to the backend.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
+/// After two acquisitions in a row failed, the next waits this long (doubling with each
+/// further failure, up to [`LONGEST_PAUSE`]); calls meanwhile fail at once with the last
+/// failure. Without it, a client secret rotated away had every hook call send it to the
+/// token endpoint again (and fetch the metadata again): an identity provider's rate limit
+/// or lockout at the pace of the agent's tool calls. The first failure is retried at the
+/// next call: a blip costs one call, not a pause.
+const FIRST_PAUSE: Duration = Duration::from_secs(1);
+const LONGEST_PAUSE: Duration = Duration::from_secs(30);
 
 /// The OAuth client of one interceptor.
 pub struct OAuth {
@@ -71,6 +79,11 @@ struct Slot {
     /// Whether a token was ever issued for this key: a later failure is a refresh failure.
     issued_before: bool,
     flight: Option<Flight<Token>>,
+    /// Acquisitions that failed in a row (a client secret that did not resolve, which
+    /// asks nothing of the issuer, aside).
+    failures: u32,
+    /// Until when no acquisition starts, and the failure calls get meanwhile.
+    paused: Option<(Instant, AuthFailure)>,
 }
 
 #[derive(Clone)]
@@ -148,6 +161,11 @@ impl OAuth {
             if slot.flight.as_ref().is_some_and(Flight::is_finished) {
                 slot.flight = None;
             }
+            if let Some((until, failure)) = slot.paused {
+                if now < until && slot.flight.is_none() {
+                    return Err(failure);
+                }
+            }
             let renewing = slot.issued_before;
             slot.flight
                 .get_or_insert_with(|| self.start_flight(key, plan, renewing))
@@ -195,7 +213,15 @@ impl OAuth {
         Flight::start(|bound| async move {
             let fetched = timeout_at(bound, oauth.acquire(&plan, bound))
                 .await
-                .unwrap_or_else(|_| Err(Problem::Failed("timed out".into())));
+                .unwrap_or_else(|_| Err(Problem::Failed("timed out".into())))
+                .and_then(|token| match token.expires_at > Instant::now() {
+                    true => Ok(token),
+                    // Its `exp` or `expires_in` ran out on the way (a slow token
+                    // endpoint, an `exp` under a second away): sent, it would be refused.
+                    false => Err(Problem::Failed(
+                        "the token expired before it could be used".into(),
+                    )),
+                });
             let result = fetched.map_err(|problem| {
                 let why = match &problem {
                     Problem::SecretUnresolved => "clientSecretRef did not resolve",
@@ -211,6 +237,7 @@ impl OAuth {
             let mut tokens = lock(&oauth.tokens);
             if let Some(slot) = tokens.get_mut(&key) {
                 slot.flight = None;
+                slot.note(&result);
                 match (&result, &mut slot.token) {
                     (Ok(token), slot_token) => {
                         *slot_token = Some(token.clone());
@@ -231,12 +258,19 @@ impl OAuth {
         })
     }
 
-    /// Discovery (cached) and one token request, by `deadline`. A failed token request
-    /// forgets the metadata, so the next acquisition discovers again (the server may
-    /// have moved its token endpoint).
+    /// The client secret, discovery (cached) and one token request, by `deadline`. The
+    /// secret comes first: one that does not resolve asks nothing of the issuer. A failed
+    /// token request forgets the metadata, so the next acquisition discovers again (the
+    /// server may have moved its token endpoint).
     async fn acquire(&self, plan: &OauthPlan, deadline: Instant) -> Result<Token, Problem> {
+        let secret = match &plan.client_secret_ref {
+            Some(reference) => from_reference(reference, Kind::ClientSecret)
+                .await
+                .map_err(|_| Problem::SecretUnresolved)?,
+            None => return Err(Problem::SecretUnresolved),
+        };
         let metadata = self.metadata(&plan.issuer, deadline).await?;
-        let token = self.request_token(plan, &metadata, deadline).await;
+        let token = self.request_token(plan, &metadata, &secret, deadline).await;
         if matches!(token, Err(Problem::Failed(_))) {
             lock(&self.metadata).remove(&plan.issuer);
         }
@@ -248,16 +282,11 @@ impl OAuth {
         &self,
         plan: &OauthPlan,
         metadata: &Metadata,
+        secret: &Secret,
         deadline: Instant,
     ) -> Result<Token, Problem> {
-        let secret = match &plan.client_secret_ref {
-            Some(reference) => from_reference(reference)
-                .await
-                .map_err(|_| Problem::SecretUnresolved)?,
-            None => return Err(Problem::SecretUnresolved),
-        };
         let scopes = TokenKey::of(plan).scopes;
-        let (body, header) = token_request(plan, &scopes, &secret, metadata.client_auth)?;
+        let (body, header) = token_request(plan, &scopes, secret, metadata.client_auth)?;
         let requested_at = Instant::now();
         let reply = self
             .endpoint(&metadata.token_endpoint, metadata.issuer_zone)?
@@ -389,6 +418,33 @@ fn token_request(
     Ok((form.finish(), header))
 }
 
+impl Slot {
+    /// Counts an acquisition's `result` towards the pause after failures in a row.
+    fn note(&mut self, result: &Result<Token, AuthFailure>) {
+        match result {
+            Ok(_) | Err(AuthFailure::Unresolved) => {
+                self.failures = 0;
+                self.paused = None;
+            }
+            Err(failure) => {
+                self.failures = self.failures.saturating_add(1);
+                self.paused =
+                    pause_after(self.failures).map(|pause| (Instant::now() + pause, *failure));
+            }
+        }
+    }
+}
+
+/// How long no acquisition starts after `failures` in a row ([`FIRST_PAUSE`]).
+fn pause_after(failures: u32) -> Option<Duration> {
+    let doublings = failures.checked_sub(2)?;
+    Some(
+        FIRST_PAUSE
+            .saturating_mul(1 << doublings.min(5))
+            .min(LONGEST_PAUSE),
+    )
+}
+
 impl TokenKey {
     fn of(plan: &OauthPlan) -> TokenKey {
         let mut scopes = plan.scopes.clone();
@@ -499,12 +555,18 @@ fn token_from(
     }
     let lifetime = match &json["expires_in"] {
         Value::Null => DEFAULT_LIFETIME,
-        v => Duration::from_secs(
-            v.as_u64()
-                .filter(|s| *s > 0)
-                .ok_or("`expires_in` is not a positive integer")?,
-        )
-        .min(MAX_LIFETIME),
+        v => {
+            // RFC 6749 §5.1 says a number of seconds; some issuers write it as a string
+            // ("3599") or with a fraction (3600.0).
+            let seconds = match v {
+                Value::String(text) => text.trim().parse::<f64>().ok(),
+                v => v.as_f64(),
+            };
+            let seconds = seconds
+                .filter(|s| s.is_finite() && *s >= 1.0)
+                .ok_or("`expires_in` is not a number of seconds from 1")?;
+            Duration::from_secs_f64(seconds.floor().min(MAX_LIFETIME.as_secs_f64()))
+        }
     };
     let lifetime = expires_in.map_or(lifetime, |left| lifetime.min(left));
     if let Some(granted) = json["scope"].as_str() {
@@ -717,12 +779,26 @@ mod tests {
         let capped =
             token_from(&forever, &[], &plan_for("r"), now).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(capped.expires_at - now, MAX_LIFETIME - EXPIRY_MARGIN);
+        for written in [json!("3600"), json!(3600.0), json!(3600.9)] {
+            let issued =
+                json!({"access_token": "t", "token_type": "Bearer", "expires_in": written});
+            let token =
+                token_from(&issued, &[], &plan_for("r"), now).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                token.expires_at - now,
+                Duration::from_secs(3570),
+                "{written}"
+            );
+        }
         for bad in [
             json!({"token_type": "Bearer"}),
             json!({"access_token": "has space", "token_type": "Bearer"}),
             json!({"access_token": "t", "token_type": "DPoP"}),
             json!({"access_token": "t", "token_type": "Bearer", "expires_in": 0}),
-            json!({"access_token": "t", "token_type": "Bearer", "expires_in": "60"}),
+            json!({"access_token": "t", "token_type": "Bearer", "expires_in": 0.5}),
+            json!({"access_token": "t", "token_type": "Bearer", "expires_in": -60}),
+            json!({"access_token": "t", "token_type": "Bearer", "expires_in": "soon"}),
+            json!({"access_token": "t", "token_type": "Bearer", "expires_in": true}),
             json!({"access_token": "t", "token_type": "Bearer", "scope": "hooks admin"}),
         ] {
             assert!(
@@ -793,6 +869,47 @@ mod tests {
         let refused = oauth.token(&plan, deadline).await.err();
         assert_eq!(refused, Some(AuthFailure::AcquisitionFailed));
         assert!(lock(&oauth.tokens).is_empty(), "no flight was started");
+    }
+
+    /// A 401 to a token the cache has replaced since (a call that took the old one
+    /// before a refresh) leaves the newer token in place; a 401 to the cached one drops it.
+    #[test]
+    fn a_stale_401_keeps_the_newer_token() {
+        let config = crate::Options::default().backend_config();
+        let oauth = OAuth::new(config.expect("the default options").http);
+        let plan = plan_for("https://policy.example.com");
+        let now = Instant::now();
+        let cached = |secret: &str| Token {
+            secret: Secret::new(secret),
+            refresh_at: now + Duration::from_secs(60),
+            expires_at: now + Duration::from_secs(90),
+        };
+        let slot = Slot {
+            token: Some(cached("t2")),
+            ..Slot::default()
+        };
+        lock(&oauth.tokens).insert(TokenKey::of(&plan), slot);
+        let held = |oauth: &OAuth| {
+            lock(&oauth.tokens)[&TokenKey::of(&plan)]
+                .token
+                .as_ref()
+                .map(|t| t.secret.expose().to_string())
+        };
+        oauth.reject(&plan, &Secret::new("t1"));
+        assert_eq!(held(&oauth).as_deref(), Some("t2"));
+        oauth.reject(&plan, &Secret::new("t2"));
+        assert_eq!(held(&oauth), None);
+    }
+
+    #[test]
+    fn pauses_double_from_the_second_failure_to_a_bound() {
+        let pauses: Vec<_> = (0..9).map(pause_after).collect();
+        let s = |n| Some(Duration::from_secs(n));
+        assert_eq!(
+            pauses,
+            [None, None, s(1), s(2), s(4), s(8), s(16), s(30), s(30)]
+        );
+        assert_eq!(pause_after(u32::MAX), s(30));
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! a 401, each a scheme with parameters. A backend's `Bearer` challenge points at its
 //! protected resource metadata (discovery); an OCI registry's names its token service.
 
-/// The parameters of every challenge of `scheme` (matched without case) in `header`,
+/// The parameters of the first challenge of `scheme` (matched without case) in `header`,
 /// in order, each name lowercased and each value unquoted: `None` if no challenge has
-/// that scheme.
+/// that scheme. A second challenge of the scheme is not mixed in (a later
+/// `resource_metadata` would have replaced the first's).
 pub(crate) fn params(header: &str, scheme: &str) -> Option<Vec<(String, String)>> {
     let mut in_scheme = false;
     let mut found = false;
@@ -26,6 +27,9 @@ pub(crate) fn params(header: &str, scheme: &str) -> Option<Vec<(String, String)>
             false => (Some(first), after.trim()),
         };
         if let Some(starts) = starts {
+            if found && starts.eq_ignore_ascii_case(scheme) {
+                break;
+            }
             in_scheme = starts.eq_ignore_ascii_case(scheme);
             found |= in_scheme;
         }
@@ -37,6 +41,27 @@ pub(crate) fn params(header: &str, scheme: &str) -> Option<Vec<(String, String)>
         }
     }
     found.then_some(params)
+}
+
+/// One header field, a quoted string it leaves open closed at its end: fields are joined
+/// into one list (RFC 9110 §5.3), and an open quote in one (`Basic realm="x`) would
+/// otherwise swallow the challenges of the next.
+pub(crate) fn closed(field: &str) -> std::borrow::Cow<'_, str> {
+    let (mut quoted, mut escaped) = (false, false);
+    for c in field.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            _ => {}
+        }
+    }
+    match (quoted, escaped) {
+        (false, _) => field.into(),
+        (true, false) => format!("{field}\"").into(),
+        // The first quote is the escaped character; the second closes.
+        (true, true) => format!("{field}\"\"").into(),
+    }
 }
 
 /// `text` split at commas that are not inside a quoted string.
@@ -98,5 +123,35 @@ mod tests {
         assert_eq!(params(header, "BASIC"), Some(pairs(&[("realm", "a, b")])));
         assert_eq!(params(header, "negotiate"), None);
         assert_eq!(params("Basic", "basic"), Some(Vec::new()));
+        let twice = r#"Bearer resource_metadata="https://a/1", Negotiate, Bearer resource_metadata="https://b/2""#;
+        assert_eq!(
+            params(twice, "bearer"),
+            Some(pairs(&[("resource_metadata", "https://a/1")]))
+        );
+    }
+
+    /// A field that leaves a quoted string open ends it there: the next field's
+    /// challenges are read as their own.
+    #[test]
+    fn an_open_quote_ends_with_its_field() {
+        let joined = [
+            r#"Basic realm="x"#,
+            r#"Bearer resource_metadata="https://r/m""#,
+            r#"Digest realm="y\"#,
+        ]
+        .map(closed)
+        .join(", ");
+        assert_eq!(
+            params(&joined, "bearer"),
+            Some(vec![(
+                "resource_metadata".to_string(),
+                "https://r/m".to_string()
+            )])
+        );
+        assert_eq!(
+            params(&joined, "digest"),
+            Some(vec![("realm".to_string(), "y\"".to_string())])
+        );
+        assert_eq!(closed(r#"Basic realm="a\"b""#), r#"Basic realm="a\"b""#);
     }
 }
