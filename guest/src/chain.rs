@@ -130,30 +130,35 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             (ending, attempts, Some(message.sha256().to_string()))
         };
         // Modifications are applied to a copy: a response whose merge does not fit is
-        // rejected whole, so nothing of it is published. Applying one takes time (a large
-        // event is parsed and copied): one done only past the deadline came too late,
-        // as a reply complete only then does ("the timeout covers atomic acceptance") —
-        // but for a denial or a stop that came in time, which stands (the operation does
-        // not run, so no change of it is handed on).
+        // rejected whole, so nothing of it is published. Applying them takes time (a large
+        // event is parsed and copied): a reply whose changes are applied only past the
+        // deadline came too late, as a reply complete only then does ("the timeout covers
+        // atomic acceptance"), and the clock is read as they are applied, so a long reply
+        // stops there — but for a denial or a stop that came in time, which stands (the
+        // operation does not run, so no change of it is handed on).
         let ending = match ending {
-            Ending::Accepted(effects) => match modified(&effective, call.rules, &effects) {
-                Some(Some(_)) if !stops(&effects) && host.now() >= deadline => {
-                    Ending::Failed(Failure::new(FailureClass::LateResponse, Phase::Accept))
-                }
-                Some(changed) => {
-                    // A later change to the operation invalidates an earlier result; a
-                    // modification that leaves it as it was changes nothing.
-                    if let Some(event) = changed.filter(|e| e != effective.as_ref()) {
-                        effective = Cow::Owned(event);
-                        enforce.returned = None;
+            Ending::Accepted(effects) => {
+                let stopping = stops(&effects);
+                let late = || !stopping && host.now() >= deadline;
+                match modified(&effective, call.rules, &effects, late) {
+                    Ok(changed) => {
+                        // A later change to the operation invalidates an earlier result;
+                        // a modification that leaves it as it was changes nothing.
+                        if let Some(event) = changed.filter(|e| e != effective.as_ref()) {
+                            effective = Cow::Owned(event);
+                            enforce.returned = None;
+                        }
+                        Ending::Accepted(effects)
                     }
-                    Ending::Accepted(effects)
+                    Err(Unaccepted::Late) => {
+                        Ending::Failed(Failure::new(FailureClass::LateResponse, Phase::Accept))
+                    }
+                    Err(Unaccepted::Misfit) => Ending::Failed(
+                        Failure::new(FailureClass::InvalidEffects, Phase::Accept)
+                            .with_detail(Detail::MalformedEffect),
+                    ),
                 }
-                None => Ending::Failed(
-                    Failure::new(FailureClass::InvalidEffects, Phase::Accept)
-                        .with_detail(Detail::MalformedEffect),
-                ),
-            },
+            }
             other => other,
         };
         // A reply then rejected at acceptance (a merge that does not fit, applied only past
@@ -388,30 +393,66 @@ fn settle_flow(flow: &mut Option<Flow>, operation: FlowOperation, text: Option<S
     });
 }
 
-/// The effective event after one response's modifications, in order: `Some(None)` when
-/// it has none, `None` when a merge does not fit the current value (the response is then
-/// rejected whole).
-fn modified(event: &Event, rules: &Rules, effects: &[Effect]) -> Option<Option<Event>> {
+/// Why a response's modifications were not accepted.
+enum Unaccepted {
+    /// A merge does not fit the current value, or leaves no answer where one must be:
+    /// the response is rejected whole.
+    Misfit,
+    /// Applying them ran past the deadline.
+    Late,
+}
+
+/// The effective event after one response's modifications, in order; `None` when it has
+/// none. They are all applied to one owned copy of the target's value, and the event is
+/// rebuilt once: a response of many modifications costs what it and the event weigh,
+/// not their product (a copy of the target and of the event per modification let a
+/// 1 MiB reply of empty merges to a 1 MiB input copy gigabytes, past the host's CPU
+/// bound). `late` is asked between modifications and once the event is rebuilt.
+fn modified(
+    event: &Event,
+    rules: &Rules,
+    effects: &[Effect],
+    mut late: impl FnMut() -> bool,
+) -> Result<Option<Event>, Unaccepted> {
     let Some((_, pointer)) = rules.modify else {
-        return Some(None);
+        return Ok(None);
     };
-    let mut current: Option<Event> = None;
-    for effect in effects {
-        if let Effect::Modify {
+    let mut changes = effects.iter().filter_map(|effect| match effect {
+        Effect::Modify {
             operation, value, ..
-        } = effect
-        {
-            let base = current.as_ref().unwrap_or(event);
-            let next = match rules.event {
-                InterceptableEvent::UserElicitationResult => {
-                    elicitation::modify(base, pointer, *operation, value)?
-                }
-                _ => effect::apply(base.value_at(pointer), *operation, value)?,
-            };
-            current = Some(base.with_value(pointer, next));
-        }
+        } => Some((*operation, value)),
+        _ => None,
+    });
+    let Some((operation, change)) = changes.next() else {
+        return Ok(None);
+    };
+    let answers = rules.event == InterceptableEvent::UserElicitationResult;
+    let current = match answers {
+        true => elicitation::answer_to_modify(event, pointer).ok_or(Unaccepted::Misfit)?,
+        false => event.value_at(pointer).cloned(),
+    };
+    let mut value = effect::apply(current, operation, change).ok_or(Unaccepted::Misfit)?;
+    // At an elicitation result every step must leave an answer. Each change is one
+    // (`effect::fits`), and one merged into an answer or replacing it leaves one: only
+    // the first step's result needs a look at the whole.
+    if answers && !elicitation::is_answer(&value) {
+        return Err(Unaccepted::Misfit);
     }
-    Some(current)
+    for (operation, change) in changes {
+        if late() {
+            return Err(Unaccepted::Late);
+        }
+        value = effect::apply(Some(value), operation, change).ok_or(Unaccepted::Misfit)?;
+    }
+    let value = match answers {
+        true => elicitation::with_answer(event, pointer, value).ok_or(Unaccepted::Misfit)?,
+        false => value,
+    };
+    let changed = event.with_value(pointer, value);
+    match late() {
+        true => Err(Unaccepted::Late),
+        false => Ok(Some(changed)),
+    }
 }
 
 /// Whether the call may start another interceptor: not once interrupted or out of budget.

@@ -100,20 +100,22 @@ pub fn fits(target: ModifyTarget, event: InterceptableEvent, value: &Value) -> b
 /// The target's value after one modification: replace substitutes; merge merges objects
 /// shallowly (a `null` member is a literal value, nested values are replaced whole) and
 /// appends lists in order. `None` when a merge meets a value of another shape.
-pub fn apply(current: Option<&Value>, operation: ModifyOperation, value: &Value) -> Option<Value> {
+///
+/// It takes the current value and changes it in place: a reply's modifications are
+/// applied one after another to one copy of the target, so each costs what its own value
+/// weighs, never a copy of the whole target.
+pub fn apply(current: Option<Value>, operation: ModifyOperation, value: &Value) -> Option<Value> {
     match (operation, current) {
         (ModifyOperation::Replace, _) | (ModifyOperation::Merge, None) => Some(value.clone()),
-        (ModifyOperation::Merge, Some(Value::Object(base))) => {
-            let mut merged = base.clone();
+        (ModifyOperation::Merge, Some(Value::Object(mut base))) => {
             for (key, member) in value.as_object()? {
-                merged.insert(key.clone(), member.clone());
+                base.insert(key.clone(), member.clone());
             }
-            Some(Value::Object(merged))
+            Some(Value::Object(base))
         }
-        (ModifyOperation::Merge, Some(Value::Array(base))) => {
-            let mut merged = base.clone();
-            merged.extend(value.as_array()?.iter().cloned());
-            Some(Value::Array(merged))
+        (ModifyOperation::Merge, Some(Value::Array(mut base))) => {
+            base.extend(value.as_array()?.iter().cloned());
+            Some(Value::Array(base))
         }
         (ModifyOperation::Merge, Some(_)) => None,
     }
@@ -128,7 +130,7 @@ mod tests {
     fn merge_is_shallow_with_null_as_a_literal() {
         let base = json!({"command": "rm -rf /", "cwd": "/", "env": {"A": "1"}});
         let merged = apply(
-            Some(&base),
+            Some(base.clone()),
             ModifyOperation::Merge,
             &json!({"command": "ls", "cwd": null, "env": {"B": "2"}}),
         );
@@ -136,24 +138,24 @@ mod tests {
             merged,
             Some(json!({"command": "ls", "cwd": null, "env": {"B": "2"}}))
         );
-        let replaced = apply(Some(&base), ModifyOperation::Replace, &json!({"x": 1}));
+        let replaced = apply(Some(base), ModifyOperation::Replace, &json!({"x": 1}));
         assert_eq!(replaced, Some(json!({"x": 1})));
     }
 
     #[test]
     fn merge_appends_lists_and_refuses_mixed_shapes() {
         let merged = apply(
-            Some(&json!([{"a": 1}])),
+            Some(json!([{"a": 1}])),
             ModifyOperation::Merge,
             &json!([{"b": 2}]),
         );
         assert_eq!(merged, Some(json!([{"a": 1}, {"b": 2}])));
         assert_eq!(
-            apply(Some(&json!([])), ModifyOperation::Merge, &json!({})),
+            apply(Some(json!([])), ModifyOperation::Merge, &json!({})),
             None
         );
         assert_eq!(
-            apply(Some(&json!("x")), ModifyOperation::Merge, &json!({})),
+            apply(Some(json!("x")), ModifyOperation::Merge, &json!({})),
             None
         );
     }

@@ -5,25 +5,24 @@
 //! lists ("never content items"), and the edited result goes back into the part's text,
 //! its action and everything else as they were.
 
-use crate::effect;
 use crate::event::Event;
 use crate::json;
-use ahp_vocab::ModifyOperation;
 use serde_json::{Map, Value};
 
-/// The result part at `pointer` after `operation` with `value` on its answer; `None` when
-/// the event exposes no answer to modify or the effective one is no answer.
-pub fn modify(
-    event: &Event,
-    pointer: &str,
-    operation: ModifyOperation,
-    value: &Value,
-) -> Option<Value> {
+/// The answer a modification at `pointer` starts from: `None` when the event exposes no
+/// answer to modify, `Some(None)` when its result holds none yet (a merge then sets it).
+/// An owned copy: a reply's modifications are all applied to it (`effect::apply`) before
+/// [`with_answer`] writes it back once.
+pub fn answer_to_modify(event: &Event, pointer: &str) -> Option<Option<Value>> {
+    let (_, mut result) = exposed(event, pointer)?;
+    Some(result.remove("content"))
+}
+
+/// The result part at `pointer` with `answer` as its result's `content`, the action and
+/// everything else as they were; `None` when the event exposes no answer. The caller
+/// has checked that `answer` is one ([`is_answer`]).
+pub fn with_answer(event: &Event, pointer: &str, answer: Value) -> Option<Value> {
     let (part, mut result) = exposed(event, pointer)?;
-    let answer = effect::apply(result.get("content"), operation, value)?;
-    if !is_answer(&answer) {
-        return None;
-    }
     result.insert("content".to_owned(), answer);
     let text = serde_json::to_string(&result).ok()?;
     let mut part = part.clone();

@@ -20,6 +20,7 @@ use ahp_interceptor::vocab::{
 };
 use ahp_interceptor::wire::Message;
 use serde_json::{json, Value};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 
@@ -145,6 +146,9 @@ struct FakeHost {
     now: Cell<Instant>,
     /// Added to the clock right after its next reading (see [`Step::then_lag`]).
     lag: Cell<u64>,
+    /// Added to the clock right after every reading: the component's own work between
+    /// one reading and the next (see [`FakeHost::ticking`]).
+    tick: u64,
     interrupted: bool,
     /// When the harness interrupts the call, if it does while the call runs.
     interrupted_at: Option<Instant>,
@@ -170,6 +174,7 @@ impl FakeHost {
         FakeHost {
             now: Cell::new(T0),
             lag: Cell::new(0),
+            tick: 0,
             interrupted: false,
             interrupted_at: None,
             acquire_takes_ms: 0,
@@ -191,6 +196,13 @@ impl FakeHost {
     fn retries(mut self, retries: u32, backoff_ms: u64) -> FakeHost {
         self.retries = retries;
         self.backoff_ms = backoff_ms;
+        self
+    }
+
+    /// `ms_each` of virtual time pass after every clock reading: work between readings
+    /// takes time, so a component that reads the clock as it works sees a deadline pass.
+    fn ticking(mut self, ms_each: u64) -> FakeHost {
+        self.tick = ms(ms_each);
         self
     }
 
@@ -228,7 +240,7 @@ impl Host for FakeHost {
 
     fn now(&self) -> Instant {
         let now = self.now.get();
-        self.now.set(now + self.lag.take());
+        self.now.set(now + self.lag.take() + self.tick);
         now
     }
 
@@ -308,6 +320,42 @@ impl Host for FakeHost {
         format!("{:x}", sha2::Sha256::digest(bytes))
     }
 }
+
+/// The system allocator, counting the bytes each thread asks of it: what a call costs in
+/// copies shows in what its thread allocates, with no wall clock.
+struct Counting;
+
+thread_local! {
+    static ALLOCATED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Bytes this thread has allocated so far.
+fn allocated() -> usize {
+    ALLOCATED.with(Cell::get)
+}
+
+fn count(bytes: usize) {
+    let _ = ALLOCATED.try_with(|total| total.set(total.get() + bytes));
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(layout.size());
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count(new_size);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 // ---------------------------------------------------------------------------------------
 // Registrations, events, replies
@@ -3043,6 +3091,68 @@ fn a_modification_applied_only_past_the_deadline_is_a_late_response() {
         .expect("valid");
     assert_eq!(s.decided_by, DecidedBy::NoObjection);
     assert_eq!(audit(&s)["effective"]["input"], json!({"command": "ls"}));
+}
+
+/// The timeout covers acceptance while it runs, not only once it is done: the clock is
+/// read between a reply's modifications, so a reply of many whose application takes its
+/// interceptor past the deadline ends there, as a late response settled by the
+/// subscription's policy, not as an acceptance that runs on past the host's bounds (an
+/// engine failure, whatever the policy).
+#[test]
+fn the_deadline_passing_between_modifications_is_a_late_response() {
+    let merge = json!({"type": "modify", "target": "input", "operation": "merge",
+                       "value": {"n": 1}});
+    let many = effects(Value::Array(vec![merge; 2000]));
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![interceptor(A, policy, 500)]);
+        // A millisecond of work between readings: the 2000 modifications take 2 s.
+        let mut host = FakeHost::new().ticking(1).on(A, Step::reply(many.clone()));
+        let s = engine
+            .intercept(&mut host, &event(), &[], None)
+            .expect("valid");
+        assert_settled_by(policy, &s);
+        assert_eq!(
+            audited(&s, 0)["failure"],
+            json!({"class": "late-response", "phase": "accept"}),
+            "{policy}"
+        );
+        assert_eq!(attempt_results(&s, 0), [json!("late-response")], "{policy}");
+        assert!(s.enforce.effective.is_empty(), "{policy}");
+        // It ended at the deadline, not once all of them were applied.
+        assert!(
+            s.elapsed_ns < ms(600),
+            "{policy}: {} ms",
+            s.elapsed_ns / NANOS_PER_MS
+        );
+    }
+}
+
+/// A reply's modifications are applied to one copy of the target, and the event is
+/// rebuilt once: what accepting them allocates grows with the reply and the event, not
+/// with their product. A copy of the input and of the event per modification made these
+/// 1,000 empty merges to a 256 KiB input allocate half a gigabyte (and a 1 MiB reply of
+/// them to a 1 MiB input, gigabytes: past the host's CPU bound, an engine failure).
+#[test]
+fn many_modifications_copy_the_target_and_the_event_once() {
+    let mut large: Value = serde_json::from_str(&event()).unwrap();
+    large["tool"]["input"]["data"] = json!("x".repeat(256 * 1024));
+    let large = large.to_string();
+    let merge = json!({"type": "modify", "target": "input", "operation": "merge", "value": {}});
+    let many = effects(Value::Array(vec![merge; 1000]));
+    let weight = large.len() + many.body.len();
+    let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+    let mut host = FakeHost::new().on(A, Step::reply(many));
+    let before = allocated();
+    let s = engine
+        .intercept(&mut host, &large, &[], None)
+        .expect("valid");
+    let spent = allocated() - before;
+    assert_eq!(outcomes(&s), [Outcome::NoEffect], "{}", audit(&s));
+    assert_eq!(s.decision, Decision::Allow);
+    assert!(
+        spent < 16 * weight,
+        "{spent} bytes allocated for a call of {weight}"
+    );
 }
 
 /// An interrupted call is never permission, also when no interceptor subscribes to its
