@@ -360,6 +360,9 @@ fn parse_checked(
 ) -> Result<Event, Vec<EventProblem>> {
     let object = parse_object(text)?;
     let mut problems = Problems::default();
+    if let Some(pointer) = nested_too_deep(&object, 1) {
+        problems.add(pointer, TOO_DEEP_RULE);
+    }
     check_envelope(&object, &mut problems);
     let name = object
         .get("type")
@@ -377,6 +380,42 @@ fn check_payload(object: &Object, name: &str, rules: &Rules, problems: &mut Prob
         Payload::ToolBefore => check_tool_before(object, problems),
         Payload::ToolAfter => check_tool_after(object, problems),
         Payload::Members(members) => check_members(object, name, members, problems),
+    }
+}
+
+/// The most levels of arrays and objects an event may nest, itself the first. Every
+/// message wraps it two levels deeper (`{"params":{"event":…}}`, [`crate::wire`]), and
+/// serde_json refuses a text nested 128 levels ([`json`]): the reader of the host's stdio
+/// transport and of the official SDKs' backends. An event nested 126 or 127 levels was
+/// read here but its request by none of them, so a fail-open subscription let it go on
+/// unasked.
+pub const MAX_NESTING: usize = 125;
+
+/// The rule an event nested deeper than [`MAX_NESTING`] breaks, at the first array or
+/// object past it.
+pub const TOO_DEEP_RULE: &str = "is nested past 125 levels of arrays and objects, the event \
+     counted: a request wraps the event 2 levels deeper, and JSON readers refuse 128";
+
+/// The pointer of the first array or object nested past [`MAX_NESTING`] in a member of
+/// `object`, itself at nesting level `level` (the event is 1). Built on the way back up:
+/// an event within the limit costs one walk and no string.
+fn nested_too_deep(object: &Object, level: usize) -> Option<String> {
+    object.members().find_map(|(name, value)| {
+        let inner = too_deep(value, level + 1)?;
+        Some(format!("/{}{inner}", json::segment(name)))
+    })
+}
+
+/// The same from `node`, at nesting level `level`: `""` when `node` itself is past it.
+fn too_deep(node: &Node, level: usize) -> Option<String> {
+    match node {
+        Node::Array(_) | Node::Object(_) if level > MAX_NESTING => Some(String::new()),
+        Node::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+            let inner = too_deep(item, level + 1)?;
+            Some(format!("/{i}{inner}"))
+        }),
+        Node::Object(object) => nested_too_deep(object, level),
+        _ => None,
     }
 }
 
@@ -2440,6 +2479,50 @@ mod tests {
                 .starts_with("must be valid JSON: recursion limit exceeded"),
             "{problems:?}"
         );
+    }
+
+    /// The deepest event every message still carries: nested 125 levels, its request
+    /// and notification 127, which serde_json reads. One or two levels deeper, which
+    /// the strict reader reads but serde_json no request of, the event is refused at the
+    /// first array or object past the limit, its pointer escaped.
+    #[test]
+    fn an_event_nests_no_deeper_than_its_request_can_be_read() {
+        use crate::content::Content;
+        let nested = |levels: usize| {
+            let text = format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+            serde_json::from_str::<Value>(&text).expect("within serde_json's limit")
+        };
+        // The event, its tool and its input are three levels; `deep` adds the others.
+        let deepest = with("/tool/input/deep", Some(nested(MAX_NESTING - 3)));
+        let event = Event::parse_tool_before(&deepest.to_string()).expect("125 levels");
+        let view = View {
+            include_native: true,
+            content: Content::all(Selection::Body),
+        };
+        let capability = events::full(ahp_vocab::InterceptableEvent::ToolBefore);
+        let request = crate::wire::intercept(&event, &view, &capability, |_| String::new());
+        let request: Value =
+            serde_json::from_slice(request.bytes()).expect("serde_json reads the request");
+        assert_eq!(request["params"]["event"], deepest);
+        let notification = crate::wire::observe(&event, &view).seal(|_| String::new());
+        assert!(serde_json::from_slice::<Value>(notification.bytes()).is_ok());
+
+        // The array at level 126: `deep` is level 4.
+        let past = format!("/tool/input/deep{}", "/0".repeat(MAX_NESTING + 1 - 4));
+        for levels in [MAX_NESTING - 2, MAX_NESTING - 1] {
+            let deeper = with("/tool/input/deep", Some(nested(levels)));
+            assert_eq!(only_problem(&deeper, &past), TOO_DEEP_RULE, "{levels}");
+            let request = format!(r#"{{"params":{{"event":{deeper}}}}}"#);
+            assert!(serde_json::from_str::<Value>(&request).is_err(), "{levels}");
+        }
+        // Objects count as arrays do; a member's name is escaped in the pointer.
+        let mut objects = json!({});
+        for _ in 0..MAX_NESTING - 2 {
+            objects = json!({"a/b~": objects});
+        }
+        let deeper = with("/tool/input/deep", Some(objects));
+        let past = format!("/tool/input/deep{}", "/a~1b~0".repeat(MAX_NESTING + 1 - 4));
+        assert_eq!(only_problem(&deeper, &past), TOO_DEEP_RULE);
     }
 
     /// A member named twice, at any depth, is one problem at its pointer, for both
