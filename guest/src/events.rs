@@ -843,7 +843,13 @@ pub fn check(capability: &EventCapability, at: &str) -> Vec<Problem> {
                 add(format!("{at}/flow/operations"), "must not be empty".into());
             }
             for (i, op) in f.operations.iter().enumerate() {
-                if !r.flow.contains(op) {
+                // capabilities.schema.json: `operations` has uniqueItems.
+                if f.operations[..i].contains(op) {
+                    add(
+                        format!("{at}/flow/operations/{i}"),
+                        format!("\"{op}\" is listed twice"),
+                    );
+                } else if !r.flow.contains(op) {
                     add(
                         format!("{at}/flow/operations/{i}"),
                         format!("{event} cannot \"{op}\""),
@@ -868,6 +874,15 @@ pub fn check(capability: &EventCapability, at: &str) -> Vec<Problem> {
             }
         }
         (None, false) => {}
+    }
+    // capabilities.schema.json: `inject.context.deliverAt` has uniqueItems.
+    for (i, deliver_at) in capability.inject.iter().enumerate() {
+        if capability.inject[..i].contains(deliver_at) {
+            add(
+                format!("{at}/inject/{i}"),
+                format!("\"{deliver_at}\" is listed twice"),
+            );
+        }
     }
     match (capability.inject.is_empty(), capability.has(Inject)) {
         (true, true) => add(
@@ -1165,6 +1180,27 @@ mod tests {
         stopping.flow.as_mut().unwrap().remaining_continuations = Some(0);
         let paths: Vec<String> = check(&stopping, "d").into_iter().map(|p| p.path).collect();
         assert_eq!(paths, ["d/flow/remainingContinuations"]);
+    }
+
+    /// capabilities.schema.json makes flow operations and inject delivery times unique
+    /// items: a declaration naming one twice would be advertised as it is, in a
+    /// `params.capabilities` the schema refuses. It is refused at the repeat, as a
+    /// repeated effect is.
+    #[test]
+    fn a_repeated_flow_operation_or_delivery_time_is_refused_where_repeated() {
+        let mut twice = full(E::ToolBefore);
+        if let Some(flow) = twice.flow.as_mut() {
+            flow.operations = vec![FlowOperation::Stop, FlowOperation::Stop];
+        }
+        twice.inject = vec![DeliverAt::Now, DeliverAt::NextTurn, DeliverAt::Now];
+        let found: Vec<String> = check(&twice, "d").iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            found,
+            [
+                "d/flow/operations/1: \"stop\" is listed twice",
+                "d/inject/2: \"now\" is listed twice"
+            ]
+        );
     }
 
     /// Conformance T6: tool.before never advertises `continue`; the upstream request
