@@ -180,7 +180,7 @@ impl Engine {
             .is_some_and(|f| f.operations.contains(&FlowOperation::Continue));
         let capability = if offers_continue {
             let count = event
-                .value_at("/continuationCount")
+                .value_at(events::CONTINUATION_COUNT)
                 .and_then(crate::json::integer_value::<u64>);
             events::at_count(capability, count)
         } else {

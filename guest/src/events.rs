@@ -150,7 +150,22 @@ impl Rules {
     pub fn allows(&self, kind: EffectKind) -> bool {
         self.effects.contains(&kind)
     }
+
+    /// Whether the event carries its turn's [`CONTINUATION_COUNT`], by which each call
+    /// offers what is left of the continuations declared ([`at_count`]). Without it,
+    /// `continue` could be offered only with the declared counts, the same on every call
+    /// however many continuations the turn made: an allowance advertised but never
+    /// enforced (AHP-CAP-001).
+    pub fn counts_continuations(&self) -> bool {
+        match self.payload {
+            Payload::Members(members) => members.iter().any(|(at, _)| *at == CONTINUATION_COUNT),
+            Payload::ToolBefore | Payload::ToolAfter => false,
+        }
+    }
 }
+
+/// Where an event that counts its turn's continuations carries the count.
+pub const CONTINUATION_COUNT: &str = "/continuationCount";
 
 const STOP: &[FlowOperation] = &[FlowOperation::Stop];
 const STOP_CONTINUE: &[FlowOperation] = &[FlowOperation::Stop, FlowOperation::Continue];
@@ -273,7 +288,7 @@ pub const TABLE: &[Rules] = &[
         Payload::Members(&[
             ("/turn", Identity),
             ("/outcome", Word(TURN_OUTCOMES)),
-            ("/continuationCount", Count),
+            (CONTINUATION_COUNT, Count),
             ("/items", Array),
             ("/lastAssistantItem", Shape::Optional(&Identity)),
             ("/usage", Shape::Usage(TURN_USAGE)),
@@ -358,6 +373,8 @@ pub const TABLE: &[Rules] = &[
         &[Modify, Inject, Flow, Message],
         // execution-payloads.md@8f91ac4: "At `tool.after`, `modify(output)` maps to `items`".
         Some((T::Output, "/items")),
+        // The schema's; a declaration of continue is refused all the same ([`check`]):
+        // the event carries no continuation count.
         STOP_CONTINUE,
         Payload::ToolAfter,
     ),
@@ -790,8 +807,10 @@ pub fn full_declaration() -> Vec<EventCapability> {
 
 /// Checks a declaration against the table: each event once, only effects the event
 /// allows, deny wherever it allows deny (a harness that intercepts an operation it cannot
-/// refuse would turn fail-closed into permission), and each effect's option block present
-/// exactly when the effect is, within what the event allows. `at` prefixes every path.
+/// refuse would turn fail-closed into permission), each effect's option block present
+/// exactly when the effect is, within what the event allows, nothing in a list twice (the
+/// schema's uniqueItems), and `continue` only where the event counts continuations
+/// ([`Rules::counts_continuations`]). `at` prefixes every path.
 pub fn check(capability: &EventCapability, at: &str) -> Vec<Problem> {
     let r = of(capability.event);
     let event = capability.event;
@@ -853,6 +872,15 @@ pub fn check(capability: &EventCapability, at: &str) -> Vec<Problem> {
                     add(
                         format!("{at}/flow/operations/{i}"),
                         format!("{event} cannot \"{op}\""),
+                    );
+                } else if *op == FlowOperation::Continue && !r.counts_continuations() {
+                    add(
+                        format!("{at}/flow/operations/{i}"),
+                        format!(
+                            "{event} carries no continuationCount: \"continue\" would be \
+                             offered with the same remainingContinuations on every call, \
+                             however many the turn made"
+                        ),
                     );
                 }
             }
@@ -1143,7 +1171,15 @@ mod tests {
         });
         let problems = check(&after, "d");
         let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
-        assert_eq!(paths, ["d/effects/4", "d/modify/target", "d/flow"]);
+        assert_eq!(
+            paths,
+            [
+                "d/effects/4",
+                "d/modify/target",
+                "d/flow/operations/0",
+                "d/flow"
+            ]
+        );
 
         let mut before = full(E::ToolBefore);
         before.effects.retain(|&k| k != Deny && k != Inject);
@@ -1201,6 +1237,43 @@ mod tests {
                 "d/inject/2: \"now\" is listed twice"
             ]
         );
+    }
+
+    /// `continue` is offered with what is left of the turn's continuations, counted down
+    /// by the event's `continuationCount` ([`at_count`]). tool.after may continue
+    /// (capabilities.schema.json) but carries no count, so its offer would name the same
+    /// counts on every call: a declaration of it is refused, at the operation, counts or
+    /// not. Where the event counts (turn.finish.before), the same declaration passes.
+    #[test]
+    fn continue_is_refused_where_the_event_carries_no_count() {
+        let continuing = |event| {
+            let mut capability = full(event);
+            capability.flow = Some(FlowCapability {
+                operations: vec![FlowOperation::Stop, FlowOperation::Continue],
+                remaining_continuations: Some(1),
+                continuation_count: Some(0),
+            });
+            capability
+        };
+        let found: Vec<String> = check(&continuing(E::ToolAfter), "d")
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "d/flow/operations/1: tool.after carries no continuationCount: \"continue\" \
+              would be offered with the same remainingContinuations on every call, however \
+              many the turn made"
+            ]
+        );
+        assert_eq!(check(&continuing(E::TurnFinishBefore), "d"), vec![]);
+        let counting: Vec<E> = TABLE
+            .iter()
+            .filter(|r| r.flow.contains(&FlowOperation::Continue) && r.counts_continuations())
+            .map(|r| r.event)
+            .collect();
+        assert_eq!(counting, [E::TurnFinishBefore]);
     }
 
     /// Conformance T6: tool.before never advertises `continue`; the upstream request

@@ -3274,22 +3274,27 @@ fn a_modify_outside_the_advertised_target_or_operation_is_rejected() {
     }
 }
 
+/// The upstream flow-inject reply at tool.after, without its `continue`: this harness
+/// cannot offer one there (tool.after carries no continuation count, see
+/// `events::check`). Its stop ends the chain as a denial, its injection is kept. A stop
+/// beating a continue is `continue_instructions_are_kept_in_chain_order`'s.
 #[test]
-fn flow_stop_beats_continue_and_inject_is_recorded() {
+fn flow_stop_ends_the_chain_and_inject_is_recorded() {
     let hooks = vec![
         backend(A, vec![intercept_sub(&["tool.after"], "fail-closed", 500)]),
         backend(B, vec![intercept_sub(&["tool.after"], "fail-closed", 500)]),
     ];
-    let mut capability = ahp_interceptor::events::full(InterceptableEvent::ToolAfter);
-    capability.flow = Some(FlowCapability {
-        operations: vec![FlowOperation::Stop, FlowOperation::Continue],
-        remaining_continuations: Some(1),
-        continuation_count: Some(0),
-    });
-    let engine = Engine::load_declared(&registration(hooks), vec![capability]).expect("valid");
+    let engine = Engine::load_declared(
+        &registration(hooks),
+        declared(&[InterceptableEvent::ToolAfter]),
+    )
+    .expect("valid");
     let text = include_str!("../../tests/upstream/fixtures/draft/http/flow-inject.valid.json");
     let mut reply: Value = serde_json::from_str(text).unwrap();
     reply["id"] = json!(EVENT_ID);
+    let effects = reply["result"]["effects"].as_array_mut().unwrap();
+    effects.retain(|effect| effect["operation"] != "continue");
+    assert_eq!(effects.len(), 2, "an inject and a stop are left");
     let mut host = FakeHost::new().on(A, Step::reply(json_reply(reply)));
     let s = settle(&engine, &mut host, &tool_after());
     assert!(
@@ -3706,9 +3711,10 @@ fn a_deny_hands_on_no_supplied_result() {
     assert!(audit(&s).get("returned").is_none(), "{}", audit(&s));
 }
 
-/// A `tool.after` engine whose harness offers flow stop and continue.
-fn tool_after_with_continue(hooks: Vec<Value>) -> Engine {
-    let mut capability = ahp_interceptor::events::full(InterceptableEvent::ToolAfter);
+/// A `turn.finish.before` engine whose harness offers flow stop and continue, one
+/// continuation a turn (its events, from [`turn_finish_before`], made none yet).
+fn turn_finish_before_with_continue(hooks: Vec<Value>) -> Engine {
+    let mut capability = ahp_interceptor::events::full(InterceptableEvent::TurnFinishBefore);
     capability.flow = Some(FlowCapability {
         operations: vec![FlowOperation::Stop, FlowOperation::Continue],
         remaining_continuations: Some(1),
@@ -3802,15 +3808,21 @@ fn each_call_offers_what_is_left_of_the_turns_continuations() {
 /// the record never says both "deny" and "continue".
 #[test]
 fn a_deny_hands_on_no_continue() {
-    let engine = tool_after_with_continue(vec![
-        backend(A, vec![intercept_sub(&["tool.after"], "fail-open", 500)]),
-        backend(B, vec![intercept_sub(&["tool.after"], "fail-closed", 500)]),
+    let engine = turn_finish_before_with_continue(vec![
+        backend(
+            A,
+            vec![intercept_sub(&["turn.finish.before"], "fail-open", 500)],
+        ),
+        backend(
+            B,
+            vec![intercept_sub(&["turn.finish.before"], "fail-closed", 500)],
+        ),
     ]);
     let go_on = json!([{"type": "flow", "operation": "continue", "instruction": "go on"}]);
     let mut host = FakeHost::new()
         .on(A, Step::reply(effects(go_on)))
         .on(B, Step::fail(DeliveryError::ConnectionRefused));
-    let s = settle(&engine, &mut host, &tool_after());
+    let s = settle(&engine, &mut host, &turn_finish_before(0));
     assert_eq!(s.decided_by, DecidedBy::SyntheticDeny);
     assert!(audit(&s).get("flow").is_none(), "{}", audit(&s));
 }
@@ -3818,12 +3830,18 @@ fn a_deny_hands_on_no_continue() {
 /// Accepted effects are composed in chain order, never silently dropped (digest §3.1's
 /// request state carries `instructions[]`): every accepted `continue` instruction is
 /// kept, in order, and a later `continue` without one drops none. A stop still beats
-/// them all.
+/// them all, in a later reply or the same.
 #[test]
 fn continue_instructions_are_kept_in_chain_order() {
-    let engine = tool_after_with_continue(vec![
-        backend(A, vec![intercept_sub(&["tool.after"], "fail-open", 500)]),
-        backend(B, vec![intercept_sub(&["tool.after"], "fail-open", 500)]),
+    let engine = turn_finish_before_with_continue(vec![
+        backend(
+            A,
+            vec![intercept_sub(&["turn.finish.before"], "fail-open", 500)],
+        ),
+        backend(
+            B,
+            vec![intercept_sub(&["turn.finish.before"], "fail-open", 500)],
+        ),
     ]);
     let go_on =
         |text: &str| json!([{"type": "flow", "operation": "continue", "instruction": text}]);
@@ -3845,17 +3863,23 @@ fn continue_instructions_are_kept_in_chain_order() {
             go_on("second"),
             json!({"operation": "continue", "instructions": ["second"]}),
         ),
-        (bare.clone(), bare, json!({"operation": "continue"})),
+        (bare.clone(), bare.clone(), json!({"operation": "continue"})),
         (
             go_on("first"),
-            stop,
+            stop.clone(),
+            json!({"operation": "stop", "reason": "enough"}),
+        ),
+        // Within one reply too (as upstream flow-inject.valid.json has them).
+        (
+            json!([go_on("first")[0], stop[0]]),
+            bare,
             json!({"operation": "stop", "reason": "enough"}),
         ),
     ] {
         let mut host = FakeHost::new()
             .on(A, Step::reply(effects(a)))
             .on(B, Step::reply(effects(b)));
-        let s = settle(&engine, &mut host, &tool_after());
+        let s = settle(&engine, &mut host, &turn_finish_before(0));
         assert_eq!(audit(&s)["flow"], flow, "{}", audit(&s));
     }
 }
