@@ -4011,6 +4011,124 @@ fn a_tool_after_output_modify_is_its_items() {
     }
 }
 
+/// Every other modify target, at its place in its event (`events::TABLE`): a backend's
+/// replace is what the next backend is sent there, the rest of the event as it was, and
+/// the harness is handed it as the effective value; a merge appends to a list, or sets
+/// an object's members. (tool.before's input, tool.after's output and an elicitation's
+/// answer have their own tests.)
+#[test]
+fn every_modify_target_reaches_the_next_backend_and_the_settlement() {
+    use InterceptableEvent as E;
+    let part = |id: &str, text: &str| {
+        json!({"id": id, "kind": "text", "mediaType": "text/plain", "selection": "body",
+               "text": text})
+    };
+    let message =
+        |role: &str| json!({"id": "m9", "role": role, "parts": [part("m9-t", "[edited]")]});
+    let cases = [
+        (E::TurnStart, "prompt", "/items", json!([message("user")])),
+        (
+            E::UserMessageInbound,
+            "prompt",
+            "/message/messages",
+            json!([message("user")]),
+        ),
+        (
+            E::ModelRequestBefore,
+            "request",
+            "/items",
+            json!([message("user")]),
+        ),
+        (
+            E::TurnFinishBefore,
+            "response",
+            "/items",
+            json!([message("assistant")]),
+        ),
+        (
+            E::ModelResponseAfter,
+            "response",
+            "/items",
+            json!([message("assistant")]),
+        ),
+        (
+            E::ContextCompactBefore,
+            "instructions",
+            "/instructions",
+            json!([part("t9", "Keep nothing.")]),
+        ),
+        (
+            E::ContextCompactAfter,
+            "summary",
+            "/summary",
+            json!([part("t9", "[redacted]")]),
+        ),
+        (
+            E::WorkspaceChangeBefore,
+            "workspace",
+            "/workspace/change",
+            json!({"workspaceRoots": ["/repo"]}),
+        ),
+        (
+            E::ToolPermissionRequest,
+            "input",
+            "/tool/input",
+            json!({"command": "pwd"}),
+        ),
+        (
+            E::UserMessageOutbound,
+            "content",
+            "/message/messages",
+            json!([message("assistant")]),
+        ),
+    ];
+    for (kind, target, pointer, value) in cases {
+        let rules = ahp_interceptor::events::of(kind);
+        let declared_target = rules.modify.map(|(t, at)| (t.as_str(), at));
+        assert_eq!(declared_target, Some((target, pointer)), "{kind}");
+        let hooks = vec![
+            backend(A, vec![intercept_sub(&[kind.as_str()], "fail-closed", 500)]),
+            backend(B, vec![intercept_sub(&[kind.as_str()], "fail-closed", 500)]),
+        ];
+        let engine = Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid");
+        let event = catalogue_event(kind.as_str());
+        let original = event.pointer(pointer).cloned().expect("the target's value");
+        let merged = match (&original, &value) {
+            (Value::Array(sent), Value::Array(added)) => {
+                json!([sent.clone(), added.clone()].concat())
+            }
+            (Value::Object(sent), Value::Object(set)) => {
+                let mut merged = sent.clone();
+                merged.extend(set.clone());
+                Value::Object(merged)
+            }
+            _ => panic!("{kind}: a list or an object"),
+        };
+        assert_ne!(merged, original, "{kind}: the merge changes something");
+        for (operation, expected) in [("replace", value.clone()), ("merge", merged)] {
+            let modify = effects(json!([{"type": "modify", "target": target,
+                                         "operation": operation, "value": value}]));
+            let mut host = FakeHost::new()
+                .on(A, Step::reply(modify))
+                .on(B, Step::reply(no_effect()));
+            let s = settle(&engine, &mut host, &event);
+            let case = format!("{kind} {operation}");
+            assert_eq!(s.decision, Decision::Allow, "{case}: {}", audit(&s));
+            assert_eq!(
+                outcomes(&s),
+                [Outcome::NoEffect, Outcome::NoEffect],
+                "{case}"
+            );
+            let mut b_saw = host.sent_to(B)[0].json()["params"]["event"].clone();
+            assert_eq!(b_saw.pointer(pointer), Some(&expected), "{case}");
+            *b_saw.pointer_mut(pointer).unwrap() = original.clone();
+            assert_eq!(b_saw, event, "{case}: nothing else changed");
+            assert_eq!(audit(&s)["effective"], json!({target: expected}), "{case}");
+            assert_eq!(s.enforce.effective.get(target), Some(&expected), "{case}");
+        }
+    }
+}
+
 /// At user.elicitation.result, `modify(content)` edits the MCP answer inside the result
 /// part's serialized `ElicitResult` (interaction-payloads.md@8f91ac4): a merge keeps
 /// the answer's other fields and the result's action, the next backend is sent the
