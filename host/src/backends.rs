@@ -26,7 +26,8 @@ pub struct BackendConfig {
     pub http: HttpOptions,
     /// Backend ids allowed plain `http` to non-loopback hosts.
     pub allow_insecure_http: Vec<String>,
-    /// Host environment variables passed to every stdio backend besides `PATH`.
+    /// Host environment variables passed to stdio backends besides `PATH`: `NAME` (every
+    /// stdio backend) or `ID:NAME` ([`crate::Options::stdio_env`]).
     pub stdio_env: Vec<String>,
     /// Retries after transient failures.
     pub retries: RetryPolicy,
@@ -68,6 +69,17 @@ pub struct Backends {
     oauth: Option<Arc<OAuth>>,
 }
 
+/// The variables of `entries` ([`crate::Options::stdio_env`]) that backend `id` is given.
+fn stdio_env_of(entries: &[String], id: &str) -> Vec<String> {
+    entries
+        .iter()
+        .filter_map(|entry| match entry.split_once(':') {
+            None => Some(entry.clone()),
+            Some((only, name)) => (only == id).then(|| name.to_string()),
+        })
+        .collect()
+}
+
 impl Backends {
     /// Builds the transports and credential sources the component's plan asks for. An
     /// injected provider replaces the registration's binding for its backend. Every
@@ -85,6 +97,19 @@ impl Backends {
         if let Some(unknown) = config.allow_insecure_http.iter().find(|id| !is_http(id)) {
             return Err(format!(
                 "allow-insecure-http names `{unknown}`, which is not an http backend of this registration"
+            ));
+        }
+        let is_stdio = |id: &str| {
+            plan.iter()
+                .any(|b| b.id == id && matches!(b.transport, TransportPlan::Stdio(_)))
+        };
+        let scoped = config
+            .stdio_env
+            .iter()
+            .filter_map(|entry| entry.split_once(':'));
+        if let Some((unknown, _)) = scoped.clone().find(|(id, _)| !is_stdio(id)) {
+            return Err(format!(
+                "stdio-env names `{unknown}`, which is not a stdio backend of this registration"
             ));
         }
         let is_backend = |id: &str| plan.iter().any(|b| b.id == id);
@@ -111,7 +136,7 @@ impl Backends {
                 (None, TransportPlan::Stdio(plan)) => Transport::Stdio(StdioBackend::new(
                     &backend.id,
                     plan,
-                    &config.stdio_env,
+                    &stdio_env_of(&config.stdio_env, &backend.id),
                     config.http.max_body_bytes,
                 )),
             };

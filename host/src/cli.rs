@@ -195,8 +195,9 @@ struct HostArgs {
     /// local development only).
     #[arg(long, value_name = "BACKEND_ID", value_delimiter = ',')]
     allow_insecure_http: Vec<String>,
-    /// Host environment variables passed to stdio backends besides PATH (comma separated).
-    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    /// Host environment variables passed to stdio backends besides PATH (comma
+    /// separated): NAME to every stdio backend, ID:NAME to backend ID only.
+    #[arg(long, value_name = "[ID:]NAME", value_delimiter = ',')]
     stdio_env: Vec<String>,
     /// Authorization servers this harness trusts and holds a client at, for http backends
     /// registered without a credential that answer 401: a JSON file, `[{"issuer",
@@ -366,8 +367,13 @@ impl HostArgs {
     fn environment_warnings(&self) -> Vec<String> {
         self.stdio_env
             .iter()
-            .filter(|name| std::env::var_os(name).is_none())
-            .map(|name| format!("--stdio-env {name}: not set; stdio backends start without it"))
+            .filter(|entry| {
+                let name = entry
+                    .split_once(':')
+                    .map_or(entry.as_str(), |(_, name)| name);
+                std::env::var_os(name).is_none()
+            })
+            .map(|entry| format!("--stdio-env {entry}: not set; stdio backends start without it"))
             .collect()
     }
 

@@ -42,8 +42,11 @@ pub struct Options {
     /// every notification to 2 s, which a longer one does not lift); the call's budget
     /// bounds it too.
     pub observer_timeout: Option<Duration>,
-    /// Names of host environment variables passed to every stdio backend besides `PATH`
-    /// (their environment is otherwise empty).
+    /// Host environment variables passed to stdio backends besides `PATH` (their
+    /// environment is otherwise empty): `NAME` to every stdio backend, `ID:NAME` to
+    /// backend `ID` only — a credential one backend needs goes to no other (digest §10:
+    /// the smallest practical environment). An `ID` that is no stdio backend of the
+    /// registration is an error.
     pub stdio_env: Vec<String>,
     /// The harness's own credential sources, by backend id (http backends only). Each
     /// replaces the registration's binding for its backend; the interceptor never closes

@@ -1218,3 +1218,146 @@ async fn a_descriptor_the_harness_leaked_does_not_reach_a_backend() {
         "the leaked descriptor reached the backend: {open:?}"
     );
 }
+
+/// A reply line ended by CR LF is read as the reply (the CR is JSON whitespace), and a
+/// persistent backend that writes one is kept: no restart, one process for two calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_ended_by_crlf_is_the_reply() {
+    every_case("crlf", 2_000, |c| assert_no_effect(&c.settled, &c.name)).await;
+    let _shared = PROCESSES.read().await;
+    let (log, hooks) = logged("crlf", "persistent", "fail-closed", 2_000).await;
+    call_no_effect(&hooks, "evt_crlf_1").await;
+    call_no_effect(&hooks, "evt_crlf_2").await;
+    assert_eq!(log.pids().len(), 1, "{:?}", log.lines());
+    hooks.shutdown();
+}
+
+/// A reply that is not UTF-8 is `malformed-utf8`, settled by the policy (a fail-open one
+/// lets the call through, its deny unread), and the persistent child is replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_that_is_not_utf8_is_malformed_utf8() {
+    every_case("latin1", 2_000, |c| {
+        assert_failed(&c.settled, c.policy, "malformed-utf8", &c.name);
+    })
+    .await;
+    let _shared = PROCESSES.read().await;
+    assert_replaced_after_each_failure("latin1", "fail-closed", 2_000, "malformed-utf8").await;
+}
+
+/// A line that is not protocol before the reply (a greeting on stdout) is read as the
+/// reply: `malformed-json`, at once, and the persistent child is replaced, since what it
+/// writes next cannot be attributed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_banner_before_the_reply_is_malformed_json() {
+    every_case("banner", 2_000, |c| {
+        assert_failed(&c.settled, c.policy, "malformed-json", &c.name);
+    })
+    .await;
+    let _shared = PROCESSES.read().await;
+    assert_replaced_after_each_failure("banner", "fail-open", 2_000, "malformed-json").await;
+}
+
+/// A backend that writes 1 MiB to stderr (in lines far longer than the logged cap)
+/// before it answers is answered in time: its stderr is drained as it writes, so it never
+/// blocks on a full pipe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_on_stderr_does_not_hold_the_reply() {
+    every_case("stderr-flood:1048576", 5_000, |c| {
+        assert_no_effect(&c.settled, &c.name)
+    })
+    .await;
+}
+
+/// A reply line over the cap retires the persistent child (what follows on its stdout
+/// cannot be framed), as other unattributable output does: each call gets a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_line_over_the_cap_replaces_the_persistent_backend() {
+    let _shared = PROCESSES.read().await;
+    assert_replaced_after_each_failure("huge", "fail-closed", 2_000, "malformed-json").await;
+}
+
+/// A per-event backend whose reply came in time but whose exit did not fails the exchange
+/// by its deadline (exit 0 is what says it finished), in phase `read-response`: the
+/// record does not claim that no reply came (`await-response`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_event_reply_whose_exit_comes_late_fails_past_the_response() {
+    let _shared = PROCESSES.read().await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for policy in POLICIES {
+        let exit_at = dir.path().join(format!("exit-at-{policy}"));
+        let later = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis()
+            + 60_000;
+        std::fs::write(&exit_at, later.to_string()).expect("write the exit time");
+        let mode = format!("deny-then-exit-at:{}", exit_at.display());
+        let hooks = start(vec![hook(ID, &[&mode], "per_event", policy, 500)]).await;
+        let (settled, _) = only_call(hooks, &format!("evt_exit_late_{policy}")).await;
+        let case = format!("per_event {policy}");
+        let failure = assert_failed(&settled, policy, "deadline-exceeded", &case);
+        assert_eq!(failure["phase"], json!("read-response"), "{case}");
+    }
+}
+
+/// A variable named with a backend id (`ID:NAME`) reaches that stdio backend only; one
+/// named alone reaches every stdio backend. An id that is no stdio backend of the
+/// registration is refused when the interceptor is built.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_variable_scoped_to_a_backend_reaches_that_backend_only() {
+    let _shared = PROCESSES.read().await;
+    // Set by Cargo for every test process (see the test above).
+    let (shared, scoped) = ("CARGO_MANIFEST_DIR", "CARGO_PKG_NAME");
+    let (first, second) = (Log::named("first.log"), Log::named("second.log"));
+    let hooks = vec![
+        hook(
+            "com.example.first",
+            &["allow", &first.arg()],
+            "per_event",
+            "fail-closed",
+            2_000,
+        ),
+        hook(
+            "com.example.second",
+            &["allow", &second.arg()],
+            "per_event",
+            "fail-closed",
+            2_000,
+        ),
+    ];
+    let options = Options {
+        stdio_env: vec![shared.into(), format!("com.example.first:{scoped}")],
+        ..Options::default()
+    };
+    let hooks = Interceptor::new(&registration(hooks.clone()), options)
+        .await
+        .expect("a valid registration");
+    let (settled, _) = only_call(hooks, "evt_scoped_env").await;
+    assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
+    assert_eq!(first.values("env"), [format!("{shared},{scoped},PATH")]);
+    assert_eq!(second.values("env"), [format!("{shared},PATH")]);
+
+    let options = Options {
+        stdio_env: vec![format!("com.example.third:{scoped}")],
+        ..Options::default()
+    };
+    let refused = Interceptor::new(
+        &registration(vec![hook(
+            ID,
+            &["allow"],
+            "per_event",
+            "fail-closed",
+            2_000,
+        )]),
+        options,
+    )
+    .await
+    .err()
+    .expect("an unknown backend id is refused");
+    assert!(
+        refused
+            .to_string()
+            .contains("stdio-env names `com.example.third`"),
+        "{refused}"
+    );
+}

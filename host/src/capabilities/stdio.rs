@@ -141,6 +141,19 @@ impl StdioBackend {
         // Whatever broke the exchange after shutdown began, it was shutdown.
         match result {
             Err(_) if self.children.is_closed() => Err(DeliveryError::Cancelled),
+            Err(DeliveryError::AbnormalExit(code)) => {
+                // The record says `abnormal-exit`; how it ended is said here, so that a
+                // backend's own exit status can be told from a kill (the OOM killer).
+                match code {
+                    Some(status) => {
+                        tracing::warn!(backend = %self.id, status, "stdio backend exited abnormally")
+                    }
+                    None => {
+                        tracing::warn!(backend = %self.id, "stdio backend was ended by a signal")
+                    }
+                }
+                Err(DeliveryError::AbnormalExit(code))
+            }
             other => other,
         }
     }
@@ -328,7 +341,10 @@ impl StdioBackend {
         // is seen when it happens: noticed late, it could push a reply that was in time
         // past the deadline.
         let Some(code) = exit_discarding(process, &mut reader, deadline).await else {
-            return Err(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse));
+            // The reply came, but the exchange ends with the exit, which did not come in
+            // time: past the response's arrival, so not `await-response`, which says no
+            // reply came.
+            return Err(DeliveryError::DeadlineExceeded(IoPhase::ReadResponse));
         };
         match code {
             Some(0) => Ok(stdio_reply(line)),

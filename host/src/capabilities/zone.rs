@@ -21,7 +21,8 @@ pub enum Zone {
     /// connection takes to mean this machine (and their IPv4-mapped forms).
     Loopback,
     /// Any other address that is not globally reachable: private and shared ranges,
-    /// link-local, site-local, unique-local, documentation, benchmarking, local-use
+    /// link-local, site-local, unique-local, documentation, benchmarking, IETF protocol
+    /// assignments (but their global blocks), SRv6 SIDs, local-use
     /// NAT64, reserved, broadcast and multicast (the IANA special-purpose registries).
     /// An IPv4-mapped address, or one of the well-known NAT64 prefix, is the zone of the
     /// IPv4 address it stands for.
@@ -59,12 +60,15 @@ impl Zone {
     }
 
     fn of_v6(ip: Ipv6Addr) -> Zone {
-        let first = ip.segments()[0];
+        let [first, second, ..] = ip.segments();
         let special = (first & 0xfe00) == 0xfc00 // unique local fc00::/7
             || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
             || (first & 0xffc0) == 0xfec0 // site-local fec0::/10 (deprecated)
             || (first & 0xff00) == 0xff00 // multicast
-            || (first == 0x2001 && ip.segments()[1] == 0x0db8) // documentation
+            || (first == 0x2001 && second == 0x0db8) // documentation
+            || (first == 0x3fff && second < 0x1000) // documentation 3fff::/20 (RFC 9637)
+            || (first == 0x2001 && second < 0x0200 && !ietf_global(ip)) // IETF protocol assignments 2001::/23
+            || first == 0x5f00 // SRv6 SIDs 5f00::/16
             || (first == 0x0100 && ip.segments()[1..4] == [0, 0, 0]) // discard-only 100::/64
             || (first == 0x0064 && ip.segments()[1] == 0xff9b) // the rest of 64:ff9b::/32, local-use NAT64
             || first == 0; // IPv4-compatible and other ::/16 forms
@@ -80,6 +84,19 @@ impl Zone {
             (false, false) => Zone::Global,
         }
     }
+}
+
+/// The blocks of 2001::/23 (IETF protocol assignments, not globally reachable as a whole)
+/// that the IANA registry marks globally reachable: anycast services (PCP, TURN, DNS-SD
+/// SRP), AMT, AS112-v6, ORCHIDv2 and drone remote ID.
+fn ietf_global(ip: Ipv6Addr) -> bool {
+    let s = ip.segments();
+    let anycast = s[1] == 1 && s[2..7] == [0; 5] && (1..=3).contains(&s[7]);
+    anycast
+        || s[1] == 3 // AMT 2001:3::/32
+        || (s[1] == 4 && s[2] == 0x0112) // AS112-v6 2001:4:112::/48
+        || (s[1] & 0xfff0) == 0x0020 // ORCHIDv2 2001:20::/28
+        || (s[1] & 0xfff0) == 0x0030 // drone remote ID 2001:30::/28
 }
 
 /// The IPv4 address a well-known-prefix NAT64 address stands for (64:ff9b::/96, RFC
@@ -123,6 +140,22 @@ mod tests {
             ("fe80::1", Zone::Private),
             ("ff02::1", Zone::Private),
             ("2001:db8::1", Zone::Private),
+            ("3fff::1", Zone::Private),
+            ("3fff:fff::1", Zone::Private),
+            ("3fff:1000::1", Zone::Global),
+            ("2001:2::1", Zone::Private),
+            ("2001::1", Zone::Private),
+            ("2001:1ff::1", Zone::Private),
+            ("2001:200::1", Zone::Global),
+            ("2001:1::1", Zone::Global),
+            ("2001:1::4", Zone::Private),
+            ("2001:3::1", Zone::Global),
+            ("2001:4:112::1", Zone::Global),
+            ("2001:4:113::1", Zone::Private),
+            ("2001:20::1", Zone::Global),
+            ("2001:3f::1", Zone::Global),
+            ("2001:40::1", Zone::Private),
+            ("5f00::1", Zone::Private),
             // NAT64 (RFC 6052): the IPv4 address it stands for; local-use NAT64 private.
             ("64:ff9b::a00:1", Zone::Private),
             ("64:ff9b::7f00:1", Zone::Loopback),

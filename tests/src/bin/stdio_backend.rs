@@ -29,6 +29,13 @@
 //! - `stubborn`: no effects, but at EOF on stdin it does not exit (it sleeps a minute),
 //!   like a backend that ignores its input closing: only a kill ends it.
 //! - `exit-3-at-eof`: no effects, and at EOF on stdin it exits with status 3.
+//! - `crlf`: no effects, the line ended by CR LF.
+//! - `latin1`: a deny whose reason holds a byte that is not UTF-8 (Latin-1 `é`).
+//! - `banner`: a line that is not protocol (`starting up`) before each reply, as a
+//!   server that prints a greeting on stdout would.
+//! - `stderr-flood:BYTES`: BYTES on stderr before each reply (lines of 64 KiB, far past
+//!   the harness's logged line and the pipe's buffer), then no effects: a backend whose
+//!   stderr nobody drained would block before it answered.
 //!
 //! Notifications (no `id`) get no reply. If `LOG` is given, the process appends to it
 //! `pid <PID>`, `env <NAMES>` (its environment variables' names, sorted, comma-separated),
@@ -115,6 +122,40 @@ fn main() {
         let reply = match mode.as_str() {
             "allow" | "no-effect" | "count" | "stubborn" | "reply-then-exit"
             | "reply-then-chatter" | "exit-3-at-eof" => result(&id, json!([])),
+            "crlf" => result(&id, json!([])) + "\r",
+            "latin1" => {
+                let reply = result(&id, json!([{"type": "deny", "reason": "caf?"}]));
+                let mut bytes = reply.into_bytes();
+                let at = bytes
+                    .iter()
+                    .position(|b| *b == b'?')
+                    .unwrap_or_else(|| fail("no ?"));
+                bytes[at] = 0xe9;
+                stdout
+                    .write_all(&bytes)
+                    .and_then(|()| stdout.write_all(b"\n"))
+                    .and_then(|()| stdout.flush())
+                    .unwrap_or_else(|e| fail(&format!("write stdout: {e}")));
+                continue;
+            }
+            "banner" => {
+                writeln!(stdout, "starting up")
+                    .unwrap_or_else(|e| fail(&format!("write stdout: {e}")));
+                result(&id, json!([]))
+            }
+            flood if flood.starts_with("stderr-flood:") => {
+                let bytes: usize = flood["stderr-flood:".len()..]
+                    .parse()
+                    .unwrap_or_else(|e| fail(&format!("bad {flood}: {e}")));
+                let line = "x".repeat((64 << 10) - 1) + "\n";
+                let mut stderr = std::io::stderr().lock();
+                for _ in 0..bytes.div_ceil(line.len()) {
+                    stderr
+                        .write_all(line.as_bytes())
+                        .unwrap_or_else(|e| fail(&format!("write stderr: {e}")));
+                }
+                result(&id, json!([]))
+            }
             "pretty" => serde_json::to_string_pretty(&success(&id, json!([])))
                 .unwrap_or_else(|e| fail(&format!("serialize: {e}"))),
             deny if deny == "deny" || deny.starts_with("deny-then-exit-at:") => {
