@@ -43,9 +43,13 @@
 //! let interrupt = ahp_host::Interrupt::new();
 //! store.data_mut().ahp.begin_call(Instant::now() + Duration::from_secs(5), &interrupt);
 //! let started = ahp_host::component_instant(Instant::now());
-//! let settled = api
-//!     .call_intercept(&mut store, loaded, event, &[], None, started)
-//!     .await?
+//! // Epochs stop a component that computes; one waiting in an import (an exchange with a
+//! // far deadline) is stopped by a timeout around the call: past it, a denial, and the
+//! // store is not used again.
+//! let calling = api.call_intercept(&mut store, loaded, event, &[], None, started);
+//! let settled = tokio::time::timeout(Duration::from_secs(7), calling)
+//!     .await
+//!     .map_err(|_| ahp_host::wasmtime::format_err!("past its bound: a denial"))??
 //!     .map_err(|_| ahp_host::wasmtime::format_err!("event rejected"))?;
 //! // The WIT settlement: its `audit` is the record, one JSON object; a trap (an `Err`
 //! // above) is a denial, never permission. Its owned `observers` are yours to deliver.

@@ -24,12 +24,13 @@ impl RetryPolicy {
     }
 }
 
-/// Waits the backoff before retry number `attempt`, and says whether to make it: only
-/// while `allowed` (the backend's retries) permits one more, and only if the wait ends
-/// before `deadline` (a retry that could not start in time is no retry).
+/// Waits the backoff before retry number `attempt` (1 is the first), and says whether to
+/// make it: only while `allowed` (the backend's retries) permits one more, and only if
+/// the wait ends before `deadline` (a retry that could not start in time is no retry).
+/// Attempt 0 is no retry's number (a component asking for it gets none, retries or not).
 pub(crate) async fn wait_to_retry(allowed: u32, attempt: u32, deadline: Instant) -> bool {
     let wake = Instant::now() + backoff(attempt);
-    if attempt > allowed || wake >= deadline {
+    if attempt == 0 || attempt > allowed || wake >= deadline {
         return false;
     }
     tokio::time::sleep_until(wake).await;
@@ -45,4 +46,23 @@ fn backoff(attempt: u32) -> Duration {
     hasher.write_u32(attempt);
     let jitter = hasher.finish() % (ceiling_ms * 500 + 1);
     Duration::from_micros(ceiling_ms * 500 + jitter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn only_a_numbered_retry_within_the_allowance_and_the_deadline_is_made() {
+        let far = Instant::now() + Duration::from_secs(5);
+        assert!(!wait_to_retry(0, 0, far).await, "no retries, attempt 0");
+        assert!(!wait_to_retry(2, 0, far).await, "attempt 0 is no retry");
+        assert!(wait_to_retry(2, 1, far).await);
+        assert!(wait_to_retry(2, 2, far).await);
+        assert!(!wait_to_retry(2, 3, far).await, "past the allowance");
+        assert!(
+            !wait_to_retry(2, 1, Instant::now()).await,
+            "past the deadline"
+        );
+    }
 }

@@ -187,8 +187,24 @@ const OBSERVER = {
   kind: oneOf(['short-circuit', 'owned', 'hook-failure']),
 };
 
-/// Interceptor outcomes that end a call in a denial (ahp_vocab `Outcome::denies`).
-const DENYING = ['deny', 'stop', 'failed-closed', 'interrupted', 'budget-expired'];
+/// Interceptor outcomes that end the chain at or before them: a denial (ahp_vocab
+/// `Outcome::denies`), or never reached, which only follows one (settlement.rs `stopped`).
+const STOPPED = ['deny', 'stop', 'failed-closed', 'interrupted', 'budget-expired', 'not-reached'];
+
+/// Whether a record's interceptors let its decision stand (settlement.rs `consistent`):
+/// each failure settled by its own policy (failed open only under fail-open, closed only
+/// under fail-closed), and for an allow or an ask, none stopped, and a backend asked
+/// exactly when the decision is `ask`.
+function consistent(audit, decision) {
+  const outcomes = audit.interceptors.map((i) => i.outcome);
+  const asked = outcomes.includes('ask');
+  const byPolicy = audit.interceptors.every((i) => (i.outcome !== 'failed-open' || i.policy === 'fail-open')
+    && (i.outcome !== 'failed-closed' || i.policy === 'fail-closed'));
+  const stopped = outcomes.some((outcome) => STOPPED.includes(outcome));
+  return byPolicy && (decision === 'deny'
+    || (decision === 'allow' && !asked && !stopped)
+    || (decision === 'ask' && asked && !stopped));
+}
 
 /// Whether the component's settlement can be trusted, as ahp-host decides it
 /// (settlement.rs `from_component`): its record agrees with the WIT fields and with itself,
@@ -203,7 +219,7 @@ function trusted(settled, audit) {
     && audit.decidedBy === settled.decidedBy
     && (audit.reason ?? null) === (settled.reason ?? null)
     && decision === audit.decision
-    && (decision === 'deny' || !audit.interceptors.some((i) => DENYING.includes(i.outcome)))
+    && consistent(audit, decision)
     && audit.observers.length === deliveries.length
     && audit.observers.every((entry, n) => entry.backend === deliveries[n].backend
       && listed(entry, deliveries[n].message));

@@ -73,19 +73,24 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
     phase = 'read-response';
     const chunks = [];
     let length = 0;
+    const reply = () => ({ status: response.statusCode, contentType: response.headers['content-type'] });
     response.on('data', (chunk) => {
-      length += chunk.length;
-      if (length > MAX_BODY) {
-        settle({ error: 'response-too-large' });
+      if (length + chunk.length > MAX_BODY) {
+        // Too large at 200 only: any other status is that status (a 503 is retried, a
+        // 401 re-acquires), its body cut at the cap, as the Rust host reads it.
+        if (response.statusCode === 200) {
+          settle({ error: 'response-too-large' });
+        } else {
+          chunks.push(chunk.subarray(0, MAX_BODY - length));
+          settle(reply(), Buffer.concat(chunks));
+        }
         request.destroy();
-      } else {
-        chunks.push(chunk);
+        return;
       }
+      length += chunk.length;
+      chunks.push(chunk);
     });
-    response.on('end', () => settle(
-      { status: response.statusCode, contentType: response.headers['content-type'] },
-      Buffer.concat(chunks),
-    ));
+    response.on('end', () => settle(reply(), Buffer.concat(chunks)));
     response.on('aborted', () => settle({ error: 'connection-lost' }));
     response.on('error', () => settle({ error: 'connection-lost' }));
   });

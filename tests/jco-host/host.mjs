@@ -37,9 +37,14 @@ const LOAD_NS = 5_000_000_000n;
 
 const EXIT_CODES = { allow: 0, deny: 2, ask: 3 };
 
+/// Prints the settlement as one line and exits with its decision's code, once the line is
+/// out: `console.log` then `process.exit` loses what a pipe has not taken yet (past 64
+/// KiB: a long deny reason, which the line carries twice). Only the first call prints.
+let printing = false;
 function print(settled) {
-  console.log(JSON.stringify(settled));
-  process.exit(EXIT_CODES[settled.decision]);
+  if (printing) return;
+  printing = true;
+  process.stdout.write(`${JSON.stringify(settled)}\n`, () => process.exit(EXIT_CODES[settled.decision]));
 }
 
 /// The generic reasons of the host's own denials (ahp_vocab `DecidedBy::generic_reason`).
@@ -56,6 +61,8 @@ function engineFailure(why) {
 
 /// A denial this host settles itself, as `Record::host_denial` writes it.
 function hostDenial(decidedBy, why) {
+  // An answer on its way out stands (the component thread ending after it, a signal).
+  if (printing) return;
   console.error(`error: ${why}`);
   const reason = REASONS[decidedBy];
   const elapsedMs = Number((process.hrtime.bigint() - begun) / 1_000_000n);

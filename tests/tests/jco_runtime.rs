@@ -250,6 +250,50 @@ async fn node_returns_an_explicit_deny_with_the_backends_reason() {
     assert_eq!(entry(&settled)["outcome"], json!("deny"));
 }
 
+/// A settlement line longer than a pipe holds (a 200 KiB deny reason, which the line
+/// carries twice) reaches a reader that is slow to read it whole: the host exits once the
+/// line is out, not as soon as it is handed to the pipe, which cut it at 64 KiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_prints_a_long_settlement_whole_to_a_slow_reader() {
+    use tokio::io::AsyncReadExt as _;
+    let reason = "r".repeat(200 << 10);
+    let backend = FaultBackend::start(vec![Behaviour::Deny(reason.clone())]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (reg, evt) = (
+        dir.path().join("registration.json"),
+        dir.path().join("event.json"),
+    );
+    std::fs::write(&reg, one_backend(&backend, "fail-open", 2000)).expect("write registration");
+    std::fs::write(&evt, event("evt_node_long")).expect("write event");
+    let mut host = tokio::process::Command::new("node")
+        .arg(jco_host_dir().join("host.mjs"))
+        .arg(transpiled())
+        .arg(&reg)
+        .arg(&evt)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run node");
+    let mut stdout = host.stdout.take().expect("piped stdout");
+    // Long enough for the call to settle and the host to print, with nothing read.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let mut printed = String::new();
+    let reading = stdout.read_to_string(&mut printed);
+    tokio::time::timeout(HOST_LIMIT, reading)
+        .await
+        .expect("the host's output ends")
+        .expect("UTF-8 output");
+    let status = host.wait().await.expect("the host's exit");
+    let settled = one_json_line(&printed);
+    assert_eq!(
+        settled["reason"],
+        json!(reason),
+        "{} bytes printed",
+        printed.len()
+    );
+    assert_eq!(status.code(), Some(2));
+}
+
 /// A silent backend, 200 ms: settled by `policy` at the deadline, in the JS host too.
 async fn timeout_case(policy: &str, id: &str) -> Value {
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
@@ -545,6 +589,49 @@ async fn node_reads_a_response_head_as_far_as_the_rust_host_does() {
     }
 }
 
+/// A chunked 503 whose body runs past the cap is that 503 in both hosts (`http-status`,
+/// settled by the policy), not a response too large; a 200 whose Content-Type holds a
+/// byte past ASCII (obs-text in a quoted parameter) is read, and its deny decides, in
+/// both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_reads_a_large_error_and_a_latin1_content_type_as_the_rust_host_does() {
+    let megabyte = format!("{:x}\r\n{}\r\n", 1 << 20, " ".repeat(1 << 20));
+    let unavailable = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n\
+         {megabyte}{megabyte}0\r\n\r\n"
+    );
+    let id = "evt_node_large_503";
+    let backend =
+        FaultBackend::start(vec![Behaviour::RawThenClose(unavailable.into_bytes())]).await;
+    let reg = one_backend(&backend, "fail-closed", 2000);
+    let node = verdict(&call(&reg, id).await["audit"]);
+    let rust = in_rust_host(&reg, id).await;
+    assert_eq!(rust["failure"]["class"], json!("http-status"), "{rust}");
+    assert_eq!(node, rust);
+
+    let id = "evt_node_latin1_type";
+    let deny = json!([{"type": "deny", "reason": "latin"}]);
+    let mut reply = reply_with_fields(
+        id,
+        &["Content-Type: application/json; x=\"caf\u{e9}\"".into()],
+        deny,
+    );
+    if let Behaviour::RawThenClose(bytes) = &mut reply {
+        // The field as Latin-1 puts it on the wire: é as the one byte 0xE9.
+        *bytes = String::from_utf8_lossy(bytes)
+            .replace('\u{e9}', "\u{1}")
+            .into_bytes();
+        let at = bytes.iter().position(|b| *b == 1).expect("the marked byte");
+        bytes[at] = 0xe9;
+    }
+    let backend = FaultBackend::start(vec![reply]).await;
+    let reg = one_backend(&backend, "fail-open", 2000);
+    let node = verdict(&call(&reg, id).await["audit"]);
+    let rust = in_rust_host(&reg, id).await;
+    assert_eq!(rust["decidedBy"], json!("backend-deny"), "{rust}");
+    assert_eq!(node, rust);
+}
+
 /// A reply with more header fields than ahp-host reads (100, hyper 1.x's default) is
 /// `malformed-http` in both hosts, failed closed here; one with 100 is read. Node itself
 /// reads up to 2000 fields without a word, and took the first as no objection.
@@ -643,7 +730,8 @@ async fn rust_decides_on_runaway(registration: &str, id: &str) -> Value {
 /// lists no observer while it asks for an observe notification; with one that says deny;
 /// with one whose interceptor entry has only its outcome, which ahp-host's record type
 /// does not read (`InterceptorEntry` requires backend, subscription, policy, timeoutMs
-/// and attempts); and with one whose withheld observer entry has no subscription
+/// and attempts); with one whose interceptor entry contradicts the allow (a fail-closed
+/// subscription that failed open, a backend that asked, one never reached); and with one whose withheld observer entry has no subscription
 /// (`ObserverEntry` requires it), which with its subscription both hosts trust. The Node
 /// host sends no observe notification, trusted or not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -654,6 +742,9 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         format!("unlisted-observer {observer}"),
         "contradicting-record".to_string(),
         "incomplete-entry".to_string(),
+        "failed-open-under-fail-closed".to_string(),
+        "allow-over-ask".to_string(),
+        "allow-over-not-reached".to_string(),
         format!("withheld-observer-without-subscription {observer}"),
     ];
     for (i, reg) in cases.iter().enumerate() {

@@ -323,11 +323,13 @@ impl HttpBackend {
         let challenge = (status == 401)
             .then(|| challenges(response.headers()))
             .flatten();
+        // Bytes past ASCII are allowed in a field value (obs-text, in a quoted parameter):
+        // refused, the reply would have had no content type, and a backend's deny would
+        // have been a failure, let through by a fail-open policy.
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         // A body declared too large is not read. Only where the length is the body's: a
         // chunked one is read (and capped) whatever its Content-Length says.
         let declared = response
@@ -340,11 +342,12 @@ impl HttpBackend {
         if too_large && status == 200 {
             return Err(DeliveryError::ResponseTooLarge);
         }
-        // Any other status settles the call as that status (a 503 is retried): its body,
-        // read only for the audit's diagnostics, is then left unread, and the connection
-        // with it.
-        let body = match too_large {
-            true => Vec::new(),
+        // Any other status settles the call as that status (a 503 is retried, a 401 has
+        // the credential acquired again), however its body is framed: the body, read only
+        // for the audit's diagnostics, is then left unread or cut at the cap, and the
+        // connection with it.
+        let (body, whole) = match too_large {
+            true => (Vec::new(), false),
             false => {
                 let reading = read_capped(response.into_body(), self.options.max_body_bytes);
                 within(connection.timer.as_mut(), reading)
@@ -352,11 +355,14 @@ impl HttpBackend {
                     .ok_or(DeliveryError::DeadlineExceeded(IoPhase::ReadResponse))??
             }
         };
+        if !whole && status == 200 {
+            return Err(DeliveryError::ResponseTooLarge);
+        }
         let peer = connection.peer;
         // A reply that came before all of the request went out (the peer stopped reading
         // it, its socket full): the connection takes no other request until the rest is
         // out, which may be never, and the next call would wait out its deadline on it.
-        if !too_large && !connection.outflow.is_blocked() {
+        if whole && !connection.outflow.is_blocked() {
             self.put_idle(connection);
         }
         let reply = Reply {
@@ -624,21 +630,24 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Metered<S> {
     }
 }
 
+/// The body, up to `cap` bytes, and whether that is all of it (`false`: cut at the cap,
+/// the rest left unread).
 async fn read_capped(
     mut body: hyper::body::Incoming,
     cap: usize,
-) -> Result<Vec<u8>, DeliveryError> {
+) -> Result<(Vec<u8>, bool), DeliveryError> {
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| classify(&e))?;
         if let Ok(data) = frame.into_data() {
             if out.len() + data.len() > cap {
-                return Err(DeliveryError::ResponseTooLarge);
+                out.extend_from_slice(&data[..cap - out.len()]);
+                return Ok((out, false));
             }
             out.extend_from_slice(&data);
         }
     }
-    Ok(out)
+    Ok((out, true))
 }
 
 /// Maps a hyper failure onto the WIT classes, by the I/O error underneath when there is one.
@@ -749,7 +758,8 @@ mod tests {
     /// A loopback server answering every connection's first read (a request, or its
     /// head) with `answer`, then holding the connection open, reading nothing more;
     /// returns its URL.
-    async fn answering_server(answer: String) -> String {
+    async fn answering_server(answer: impl Into<Vec<u8>>) -> String {
+        let answer: Vec<u8> = answer.into();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hooks", listener.local_addr().unwrap());
         tokio::spawn(async move {
@@ -758,7 +768,7 @@ mod tests {
                 tokio::spawn(async move {
                     let mut buffer = vec![0; 64 * 1024];
                     if let Ok(1..) = stream.read(&mut buffer).await {
-                        let _ = stream.write_all(answer.as_bytes()).await;
+                        let _ = stream.write_all(&answer).await;
                         // Open, and nothing more read from it.
                         std::future::pending::<()>().await;
                     }
@@ -800,6 +810,52 @@ mod tests {
         assert_eq!(
             (received.reply.status, received.reply.body.as_slice()),
             (Some(200), &b"{}"[..])
+        );
+    }
+
+    /// A chunked body past the cap is too large at 200 only: at another status the reply
+    /// is that status (a 503 is retried, a 401 re-acquires), its body cut at the cap, as
+    /// one declared too large is.
+    #[tokio::test]
+    async fn a_chunked_body_past_the_cap_decides_only_at_200() {
+        let far = || Instant::now() + Duration::from_secs(10);
+        let chunk = format!("{:x}\r\n{}\r\n", 1 << 20, " ".repeat(1 << 20));
+        let chunked = |status: &str| {
+            format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n\
+                 transfer-encoding: chunked\r\n\r\n{chunk}{chunk}0\r\n\r\n"
+            )
+        };
+        let backend = loopback_backend(&answering_server(chunked("200 OK")).await);
+        let received = backend.exchange(b"{}", None, far()).await;
+        assert!(
+            matches!(received, Err(DeliveryError::ResponseTooLarge)),
+            "{:?}",
+            received.map(|r| r.reply.status)
+        );
+        for (status, code) in [("503 Service Unavailable", 503), ("401 Unauthorized", 401)] {
+            let backend = loopback_backend(&answering_server(chunked(status)).await);
+            let received = backend.exchange(b"{}", None, far()).await.expect("a reply");
+            assert_eq!(
+                (received.reply.status, received.reply.body.len()),
+                (Some(code), 1 << 20)
+            );
+        }
+    }
+
+    /// A content type holding bytes past ASCII (allowed in a quoted parameter) is kept,
+    /// those bytes replaced: dropped, a backend's deny would have been read as a reply
+    /// with no content type, a failure.
+    #[tokio::test]
+    async fn a_content_type_past_ascii_is_kept() {
+        let mut answer = b"HTTP/1.1 200 OK\r\ncontent-type: application/json; x=\"caf".to_vec();
+        answer.extend_from_slice(b"\xe9\"\r\ncontent-length: 2\r\n\r\n{}");
+        let backend = loopback_backend(&answering_server(answer).await);
+        let far = Instant::now() + Duration::from_secs(10);
+        let received = backend.exchange(b"{}", None, far).await.expect("a reply");
+        assert_eq!(
+            received.reply.content_type.as_deref(),
+            Some("application/json; x=\"caf\u{fffd}\"")
         );
     }
 

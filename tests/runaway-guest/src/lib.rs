@@ -32,6 +32,12 @@
 //! the backend, subscription, policy, timeout and attempts that the record's type
 //! requires, it is no record, and the host must deny as an engine failure.
 //!
+//! A registration `failed-open-under-fail-closed`, `allow-over-ask` or
+//! `allow-over-not-reached` makes `intercept` settle with an allow whose well-formed
+//! record contradicts it through its one interceptor entry: a fail-closed subscription
+//! that failed open, a backend that asked, a backend never reached (which only follows
+//! a denial). The host must deny as an engine failure.
+//!
 //! A registration `withheld-observer URL` makes `intercept` settle with an allow whose
 //! record lists one observe notification to `com.example.obs` at URL as `withheld`, its
 //! bytes not handed over: a settlement the host trusts. `withheld-observer-without-
@@ -124,6 +130,23 @@ mod component {
         r#""elapsedMs":0,"interceptors":[],"observers":[]}"#
     );
 
+    /// A record of an allow whose one interceptor entry (of policy `$policy`) ended as
+    /// `$outcome`.
+    macro_rules! allowed_over {
+        ($policy:literal, $outcome:literal) => {
+            concat!(
+                r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+                r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
+                r#""elapsedMs":0,"interceptors":[{"backend":"com.example.b","subscription":0,"#,
+                r#""policy":""#,
+                $policy,
+                r#"","timeoutMs":100,"outcome":""#,
+                $outcome,
+                r#"","attempts":[]}],"observers":[]}"#
+            )
+        };
+    }
+
     /// A record of an allow whose one observe notification the component withheld.
     const WITHHELD: &str = concat!(
         r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
@@ -188,6 +211,19 @@ mod component {
             } else if registration == "contradicting-record" {
                 Runaway::Allows {
                     record: DENIED,
+                    observer: None,
+                    withheld: false,
+                }
+            } else if let Some(record) = match registration.as_str() {
+                "failed-open-under-fail-closed" => {
+                    Some(allowed_over!("fail-closed", "failed-open"))
+                }
+                "allow-over-ask" => Some(allowed_over!("fail-open", "ask")),
+                "allow-over-not-reached" => Some(allowed_over!("fail-open", "not-reached")),
+                _ => None,
+            } {
+                Runaway::Allows {
+                    record,
                     observer: None,
                     withheld: false,
                 }
