@@ -18,7 +18,7 @@ use crate::content::{Content, Selection};
 use crate::json;
 use crate::syntax::{
     has_a_reachable_port, has_userinfo, is_absolute_uri, is_env_name, is_http_url,
-    is_loopback_http_url, is_reverse_dns,
+    is_loopback_http_url, is_reverse_dns, origin,
 };
 use ahp_vocab::SUPPORTED_TIMEOUT_MS;
 use serde_json::Value;
@@ -84,6 +84,17 @@ fn backend(
         }
         authentication(c, v, p)
     });
+    if let (Some(Transport::Http { url }), Some(Some(Auth::OAuth(oauth)))) = (&transport, &auth) {
+        let resource = origin(&oauth.resource);
+        if resource.is_some() && resource != origin(url) {
+            c.warn(
+                &format!("{}/resource", b.at("authentication")),
+                "is at another origin than transport.url: the token issued for it is sent to \
+                 that URL, which could use it at the resource (digest §9: credentials are \
+                 never forwarded to another origin or resource)",
+            );
+        }
+    }
     let subscriptions = b.need(c, "subscriptions", |c, v, p| {
         let items = non_empty_array(c, v, p)?;
         each(c, items, p, |c, i, v, p| subscription(c, v, p, i))

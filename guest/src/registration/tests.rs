@@ -580,7 +580,7 @@ fn a_relative_secret_file_is_rejected_at_its_reference() {
     let bearer = r#"{"type": "bearer", "tokenRef": "file:secrets/token"}"#;
     rejected_at(&[("$a", bearer)], "$a/tokenRef");
     let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com",
-        "resource": "https://p.example.com", "clientId": "c", "flow": "client_credentials",
+        "resource": "https://policy.example.com/hooks", "clientId": "c", "flow": "client_credentials",
         "clientSecretRef": "file:./secret"}"#;
     rejected_at(&[("$a", oauth)], "$a/clientSecretRef");
     for reference in ["file:/etc/ahp/token", "env:AHP_TOKEN", "vault:p"] {
@@ -595,7 +595,7 @@ fn a_relative_secret_file_is_rejected_at_its_reference() {
 /// repeats nothing of it (it may be a secret written where its name belongs).
 #[test]
 fn a_secret_reference_the_host_cannot_resolve_is_warned_at_without_its_value() {
-    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "https://p.example.com",
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "https://policy.example.com/hooks",
         "clientId": "c", "flow": "client_credentials", "clientSecretRef": "env:S"}"#;
     let bearer = r#"{"type": "bearer", "tokenRef": "env:S"}"#;
     for (binding, at) in [(bearer, "$a/tokenRef"), (oauth, "$a/clientSecretRef")] {
@@ -714,7 +714,7 @@ fn transports_are_checked() {
 
 #[test]
 fn oauth_bindings_are_parsed_and_checked() {
-    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "https://p.example.com",
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "https://policy.example.com/hooks",
         "clientId": "c", "flow": "client_credentials", "scopes": ["s"],
         "clientSecretRef": "env:AHP_CLIENT_SECRET"}"#;
     let reg = accepted(&[("$a", oauth)]);
@@ -765,7 +765,7 @@ fn oauth_bindings_are_parsed_and_checked() {
 /// refuses one at every call: refused at load, at the issuer.
 #[test]
 fn an_issuer_with_a_query_or_fragment_is_refused_at_it() {
-    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "https://p.example.com",
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "https://policy.example.com/hooks",
         "clientId": "c", "flow": "client_credentials", "clientSecretRef": "env:S"}"#;
     for issuer in [
         "https://id.example.com/?tenant=a",
@@ -863,7 +863,7 @@ fn include_native_needs_body_for_every_category() {
 /// (`uniqueItems`, `minLength: 1`); a stdio command's `args` may repeat and be empty.
 #[test]
 fn name_lists_are_distinct_and_non_empty() {
-    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "https://p.example.com",
+    let oauth = r#"{"type": "oauth", "issuer": "https://id.example.com", "resource": "https://policy.example.com/hooks",
         "clientId": "c", "flow": "client_credentials", "clientSecretRef": "v"}"#;
     let problems = rejected_at(
         &[("$a", oauth), ("$a/scopes", r#"["", "a", "a"]"#)],
@@ -952,5 +952,36 @@ fn all_problems_are_collected_and_odd_shapes_never_panic() {
         for value in odd.split(' ') {
             let _ = parse(&edited(&[(slot, value)]));
         }
+    }
+}
+
+/// An OAuth binding whose `resource` is an http(s) URL at another origin than the
+/// backend's URL is warned at: the token meant for that resource goes to this URL, which
+/// could use it there. The same origin however spelled (case, the default port), or a
+/// resource that is no URL (a URN), is not.
+#[test]
+fn a_resource_at_another_origin_than_the_backend_is_warned_at() {
+    let binding = |resource: &str| {
+        json!({"type": "oauth", "issuer": "https://id.example.com", "resource": resource,
+            "clientId": "c", "flow": "client_credentials", "clientSecretRef": "env:S"})
+        .to_string()
+    };
+    for elsewhere in [
+        "https://other.example.com/hooks",
+        "http://policy.example.com/hooks",
+        "https://policy.example.com:8443/hooks",
+    ] {
+        let reg = accepted(&[("$a", &binding(elsewhere))]);
+        assert_eq!(reg.warnings.len(), 1, "{elsewhere}: {:#?}", reg.warnings);
+        assert_eq!(reg.warnings[0].path, expand("$a/resource"), "{elsewhere}");
+        assert!(reg.warnings[0].rule.contains("another origin"), "{elsewhere}");
+    }
+    for same in [
+        "https://policy.example.com/other/path",
+        "HTTPS://Policy.Example.com:443/hooks",
+        "urn:example:policy",
+    ] {
+        let reg = accepted(&[("$a", &binding(same))]);
+        assert!(reg.warnings.is_empty(), "{same}: {:#?}", reg.warnings);
     }
 }

@@ -16,7 +16,7 @@ mod uri;
 pub(crate) use date_time::{is_date_time, later};
 pub(crate) use name::{is_env_name, is_extensions, is_reverse_dns};
 pub(crate) use uri::{
-    has_a_reachable_port, has_userinfo, is_absolute_uri, is_http_url, is_loopback_http_url,
+    has_a_reachable_port, has_userinfo, is_absolute_uri, is_http_url, is_loopback_http_url, origin,
 };
 
 /// Asserts that `is` accepts every string of `good` and rejects every one of `bad`.

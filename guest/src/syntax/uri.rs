@@ -37,6 +37,28 @@ fn host_and_port(url: &str, https_only: bool) -> Option<(&str, &str)> {
     })
 }
 
+/// The origin of an http(s) URL (RFC 6454: scheme, host and port, compared without
+/// case, the scheme's default port left out), as `scheme://host[:port]`; `None` for any
+/// other URI.
+pub(crate) fn origin(url: &str) -> Option<String> {
+    let scheme = ["https", "http"].into_iter().find(|s| {
+        url.get(..s.len() + 3)
+            .is_some_and(|p| p.eq_ignore_ascii_case(&format!("{s}://")))
+    })?;
+    // The scheme in lowercase, as `host_and_port` reads it.
+    let lowered = format!("{scheme}{}", &url[scheme.len()..]);
+    let (host, port) = host_and_port(&lowered, false)?;
+    let default = if scheme == "https" { ":443" } else { ":80" };
+    let port = if port == default { "" } else { port };
+    let host = host.to_ascii_lowercase();
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    Some(format!("{scheme}://{host}{port}"))
+}
+
 /// What may follow a URL's host: nothing, or `:` and a port from 1 to 65535 in decimal.
 /// Anything else is no port an HTTP client can reach: one it cannot read would be
 /// replaced by the scheme's default, and the event sent to another service than the one
