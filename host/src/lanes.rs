@@ -153,6 +153,8 @@ impl Lanes {
             }
         }
         let wait = wait();
+        // Only a call with a deadline still to come may give way later and come back.
+        let may_return = matches!(wait.route, Route::MainUntil(_));
         let main = place
             .0
             .get_or_insert_with(|| Box::pin(self.main.clone().acquire_owned()));
@@ -175,7 +177,10 @@ impl Lanes {
                 ended = wait.ended() => return Err(ended),
             },
         };
-        if !settling {
+        // A call settled in the settle lane that cannot come back lets its place in the
+        // main lane go: held, the next main permit would be handed to it and sit unused
+        // for the whole settle run while the calls behind it wait.
+        if !settling || !may_return {
             place.0 = None;
         }
         admitted(acquired, settling)
@@ -264,6 +269,33 @@ mod tests {
         assert!(pending(next.as_mut()).await);
         drop(main);
         assert!(!next.await.expect("the main permit").settling);
+    }
+
+    /// A call that took the settle permit with no deadline to come back for gives up its
+    /// place in the main lane: the next main permit goes to the call behind it, at once.
+    #[tokio::test]
+    async fn a_call_settled_for_good_leaves_the_main_lane_to_the_next() {
+        let lanes = Lanes::new(2);
+        let held = lanes.try_main().expect("the main permit is free");
+        let (interrupt, closing) = (Interrupt::new(), Interrupt::new());
+        let wait = |route| wait_by(route, &interrupt, &closing);
+        let mut first = Place::default();
+        let settling = lanes
+            .admit(&mut first, wait(Route::Either))
+            .await
+            .expect("a permit");
+        assert!(settling.settling);
+        assert!(first.0.is_none(), "its place in the main lane is given up");
+        let later = Instant::now() + std::time::Duration::from_secs(3600);
+        let mut second = Place::default();
+        let mut next = std::pin::pin!(lanes.admit(&mut second, wait(Route::MainUntil(later))));
+        assert!(pending(next.as_mut()).await);
+        drop(held);
+        let main = tokio::time::timeout(std::time::Duration::from_secs(5), next)
+            .await
+            .expect("the freed main permit reaches the next call");
+        assert!(!main.expect("the main permit").settling);
+        drop(settling);
     }
 
     #[tokio::test]
