@@ -974,7 +974,10 @@ fn a_resource_at_another_origin_than_the_backend_is_warned_at() {
         let reg = accepted(&[("$a", &binding(elsewhere))]);
         assert_eq!(reg.warnings.len(), 1, "{elsewhere}: {:#?}", reg.warnings);
         assert_eq!(reg.warnings[0].path, expand("$a/resource"), "{elsewhere}");
-        assert!(reg.warnings[0].rule.contains("another origin"), "{elsewhere}");
+        assert!(
+            reg.warnings[0].rule.contains("another origin"),
+            "{elsewhere}"
+        );
     }
     for same in [
         "https://policy.example.com/other/path",
