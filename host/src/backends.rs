@@ -13,6 +13,7 @@ use crate::capabilities::stdio::{self, StdioBackend};
 use crate::capabilities::transport::{self, TransportRequest};
 use crate::capabilities::zone::Zone;
 use crate::interrupt::Interrupt;
+use crate::options::StdioEnv;
 use crate::retry::RetryPolicy;
 use crate::types::Secret;
 use ahp_vocab::OAuthFlow;
@@ -26,9 +27,8 @@ pub struct BackendConfig {
     pub http: HttpOptions,
     /// Backend ids allowed plain `http` to non-loopback hosts.
     pub allow_insecure_http: Vec<String>,
-    /// Host environment variables passed to stdio backends besides `PATH`: `NAME` (every
-    /// stdio backend) or `ID:NAME` ([`crate::Options::stdio_env`]).
-    pub stdio_env: Vec<String>,
+    /// Host environment variables passed to stdio backends besides `PATH`.
+    pub stdio_env: Vec<StdioEnv>,
     /// Retries after transient failures.
     pub retries: RetryPolicy,
     /// The harness's own credential sources, by backend id.
@@ -69,14 +69,12 @@ pub struct Backends {
     oauth: Option<Arc<OAuth>>,
 }
 
-/// The variables of `entries` ([`crate::Options::stdio_env`]) that backend `id` is given.
-fn stdio_env_of(entries: &[String], id: &str) -> Vec<String> {
+/// The names of the variables of `entries` that backend `id` is given.
+fn stdio_env_of(entries: &[StdioEnv], id: &str) -> Vec<String> {
     entries
         .iter()
-        .filter_map(|entry| match entry.split_once(':') {
-            None => Some(entry.clone()),
-            Some((only, name)) => (only == id).then(|| name.to_string()),
-        })
+        .filter(|entry| entry.reaches(id))
+        .map(|entry| entry.name().to_string())
         .collect()
 }
 
@@ -103,11 +101,11 @@ impl Backends {
             plan.iter()
                 .any(|b| b.id == id && matches!(b.transport, TransportPlan::Stdio(_)))
         };
-        let scoped = config
-            .stdio_env
-            .iter()
-            .filter_map(|entry| entry.split_once(':'));
-        if let Some((unknown, _)) = scoped.clone().find(|(id, _)| !is_stdio(id)) {
+        let scoped = config.stdio_env.iter().filter_map(|entry| match entry {
+            StdioEnv::Backend { id, .. } => Some(id),
+            StdioEnv::All(_) => None,
+        });
+        if let Some(unknown) = scoped.clone().find(|id| !is_stdio(id)) {
             return Err(format!(
                 "stdio-env names `{unknown}`, which is not a stdio backend of this registration"
             ));

@@ -197,8 +197,8 @@ struct HostArgs {
     allow_insecure_http: Vec<String>,
     /// Host environment variables passed to stdio backends besides PATH (comma
     /// separated): NAME to every stdio backend, ID:NAME to backend ID only.
-    #[arg(long, value_name = "[ID:]NAME", value_delimiter = ',')]
-    stdio_env: Vec<String>,
+    #[arg(long, value_name = "[ID:]NAME", value_delimiter = ',', value_parser = stdio_env)]
+    stdio_env: Vec<crate::StdioEnv>,
     /// Authorization servers this harness trusts and holds a client at, for http backends
     /// registered without a credential that answer 401: a JSON file, `[{"issuer",
     /// "clientId", "clientSecretRef": "file:/ABSOLUTE/PATH" or "env:NAME", "scopes"}]`.
@@ -284,7 +284,8 @@ impl HostArgs {
             add("--allow-insecure-http", allow_insecure_http.join(","));
         }
         if !stdio_env.is_empty() {
-            add("--stdio-env", stdio_env.join(","));
+            let entries: Vec<String> = stdio_env.iter().map(ToString::to_string).collect();
+            add("--stdio-env", entries.join(","));
         }
         if let Some(clients) = oauth_clients {
             add(
@@ -367,12 +368,7 @@ impl HostArgs {
     fn environment_warnings(&self) -> Vec<String> {
         self.stdio_env
             .iter()
-            .filter(|entry| {
-                let name = entry
-                    .split_once(':')
-                    .map_or(entry.as_str(), |(_, name)| name);
-                std::env::var_os(name).is_none()
-            })
+            .filter(|entry| std::env::var_os(entry.name()).is_none())
             .map(|entry| format!("--stdio-env {entry}: not set; stdio backends start without it"))
             .collect()
     }
@@ -970,20 +966,15 @@ async fn intercept(
 ) -> ExitCode {
     // The budget is the whole call's, from here: reading the files and loading the
     // component count against it, and what is left of it bounds the decision.
-    let deadline = budget_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
-    // Getting ready may block where no timer reaches (stdin never closed, a FIFO named as
-    // a file, an OAuth client's secret file on a mount that went away): past the budget
-    // and the hook watchdog's grace, exit 1 rather than a harness timing out, which many
-    // read as no objection.
-    let watchdog = deadline.map(|at| {
-        Watchdog::arm(
-            at + hook::WATCHDOG_GRACE,
-            "--budget-ms: the budget ran out before the call could start (reading its \
-             files, loading the component)",
-        )
-    });
-    let ready = ready_to_intercept(registration, event, audit, host).await;
-    drop(watchdog);
+    let started = Instant::now();
+    let deadline = budget_ms.map(|ms| started + Duration::from_millis(ms));
+    let watchdog =
+        deadline.map(|at| Watchdog::arm(at + hook::WATCHDOG_GRACE, started, audit.clone()));
+    let ready = ready_to_intercept(registration, event, audit, host, watchdog.as_ref()).await;
+    if watchdog.is_some_and(|watchdog| !watchdog.disarm()) {
+        // It answered: the process is ending.
+        return std::future::pending().await;
+    }
     let (interceptor, event) = match ready {
         Ok(ready) => ready,
         Err(code) => return code,
@@ -1035,9 +1026,13 @@ async fn ready_to_intercept(
     event: &str,
     audit: Option<PathBuf>,
     host: &HostArgs,
+    watchdog: Option<&Watchdog>,
 ) -> Result<(Interceptor, String), ExitCode> {
     let registration = read_file("--registration", file).map_err(|e| fail(&e))?;
     let event = read_event(event).map_err(|e| fail(&e))?;
+    if let Some(watchdog) = watchdog {
+        watchdog.read(&event);
+    }
     let mut options = host.options().await.map_err(|e| fail(&e))?;
     host.warn(&options);
     options.audit_path = audit;
@@ -1047,31 +1042,114 @@ async fn ready_to_intercept(
     }
 }
 
-/// Ends the process, exit 1 with its reason on stderr, once its time has come, unless
-/// dropped first: for steps that may block where no timer or signal reaches them (a read
-/// on the runtime's own thread).
+/// `ahp intercept` getting ready (reading its files, loading the component), which may
+/// block where no timer or signal reaches (stdin never closed, a FIFO named as a file, an
+/// OAuth client's secret file on a mount that went away, read for its warning): once its
+/// time has come, the call is settled as the budget's expiry — a denial, exit 2, its
+/// record on stdout and in `--audit` — as one ready with no budget left is, rather than
+/// left to a harness's timeout, which many read as no objection. Unless disarmed first.
 struct Watchdog {
+    watch: Arc<std::sync::Mutex<Watch>>,
     /// Held only to be dropped: that closes the channel the watchdog waits on.
     _disarm: std::sync::mpsc::Sender<()>,
 }
 
+/// What the watchdog and the call share: whichever claims the answer first gives it.
+#[derive(Default)]
+struct Watch {
+    claimed: bool,
+    /// The event's text, once read: the record names it.
+    event: Option<String>,
+}
+
+/// How long the watchdog gives the audit file to take its record (another process may
+/// hold its lock).
+const WATCHDOG_AUDIT_BOUND: Duration = Duration::from_secs(1);
+
 impl Watchdog {
-    fn arm(at: Instant, why: &'static str) -> Watchdog {
+    fn arm(at: Instant, started: Instant, audit: Option<PathBuf>) -> Watchdog {
+        let watch = Arc::new(std::sync::Mutex::new(Watch::default()));
         let (disarm, disarmed) = std::sync::mpsc::channel::<()>();
+        let watched = Arc::clone(&watch);
         let watching = std::thread::Builder::new()
             .name("ahp-watchdog".into())
             .spawn(move || {
                 let left = at.saturating_duration_since(Instant::now());
                 // Dropping the `Watchdog` closes the channel: disarmed.
-                if disarmed.recv_timeout(left) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
-                    say!("error: {why}");
-                    std::process::exit(1);
+                if disarmed.recv_timeout(left) != Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                    return;
                 }
+                // Held to the end: a call disarming now waits here until the process exits.
+                let mut watch = watched
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if watch.claimed {
+                    return;
+                }
+                watch.claimed = true;
+                let event = watch.event.as_deref().unwrap_or_default();
+                let settled = crate::settlement::host_settlement(
+                    event,
+                    crate::DecidedBy::BudgetExpired,
+                    started,
+                );
+                say!(
+                    "error: --budget-ms: the budget ran out before the call could start \
+                     (reading its files, loading the component)"
+                );
+                if let Some(path) = audit {
+                    append_within(&path, &settled.record, WATCHDOG_AUDIT_BOUND);
+                }
+                answer(&settled.to_json());
+                std::process::exit(2);
             });
         if let Err(e) = watching {
             tracing::error!("cannot start the watchdog: {e}");
         }
-        Watchdog { _disarm: disarm }
+        Watchdog {
+            watch,
+            _disarm: disarm,
+        }
+    }
+
+    /// Notes the event's text, for the record the watchdog would write.
+    fn read(&self, event: &str) {
+        self.lock().event = Some(event.to_owned());
+    }
+
+    /// Ready: the watchdog stands down. `false` if it answered already (the process is
+    /// ending, and the call must not answer too).
+    fn disarm(self) -> bool {
+        let mut watch = self.lock();
+        let free = !watch.claimed;
+        watch.claimed = true;
+        free
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Watch> {
+        self.watch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Appends `record` to the audit file at `path`, waiting for it no longer than `bound`
+/// (another process may hold the file's lock); a failure is said on stderr.
+fn append_within(path: &Path, record: &crate::Record, bound: Duration) {
+    let (appended, wait) = std::sync::mpsc::channel();
+    let (path, record) = (path.to_path_buf(), record.clone());
+    let writing = std::thread::Builder::new().spawn(move || {
+        let written = crate::audit::AuditLog::open(&path).and_then(|log| log.append(&record));
+        let _ = appended.send(written);
+    });
+    if let Err(e) = writing {
+        say!("error: --audit: the record was not written: {e}");
+        return;
+    }
+    match wait.recv_timeout(bound) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => say!("error: --audit: the record was not written: {e}"),
+        Err(_) => say!("error: --audit: the record was not written within {bound:?}"),
     }
 }
 
@@ -1127,7 +1205,7 @@ async fn observe(file: &Path, event: &str, host: &HostArgs) -> ExitCode {
             }
         }
         // A signal shut the interceptor down before the notifications were sent.
-        Err(_) if signalled.is_set() => {
+        Err(e) if e.is_shut_down() && cut_short => {
             fail("interrupted by a signal: no observer was sent the event")
         }
         Err(e) => call_failure(&e),
@@ -1461,6 +1539,11 @@ fn session_field(word: &str) -> Result<hook::SessionField, String> {
             known.join(", ")
         )
     })
+}
+
+/// An `--stdio-env` entry, `NAME` or `ID:NAME`.
+fn stdio_env(text: &str) -> Result<crate::StdioEnv, String> {
+    Ok(crate::StdioEnv::parse(text))
 }
 
 /// An `--effects` word.

@@ -20,6 +20,59 @@ pub const DEFAULT_MAX_INSTANCES: usize = 512;
 /// what a semaphore can count.
 pub const MAX_INSTANCES: usize = 1 << 20;
 
+/// A host environment variable a stdio backend is given ([`Options::stdio_env`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StdioEnv {
+    /// To every stdio backend.
+    All(String),
+    /// To this backend only: a credential one backend needs goes to no other (digest
+    /// §10: the smallest practical environment).
+    Backend {
+        /// The backend's id.
+        id: String,
+        /// The variable's name.
+        name: String,
+    },
+}
+
+impl StdioEnv {
+    /// The variable's name.
+    pub fn name(&self) -> &str {
+        match self {
+            StdioEnv::All(name) | StdioEnv::Backend { name, .. } => name,
+        }
+    }
+
+    /// Whether backend `id` is given it.
+    pub fn reaches(&self, id: &str) -> bool {
+        match self {
+            StdioEnv::All(_) => true,
+            StdioEnv::Backend { id: only, .. } => only == id,
+        }
+    }
+
+    /// The command line's form, `NAME` or `ID:NAME` (an id, reverse-DNS, has no `:`,
+    /// nor has a variable's name).
+    pub fn parse(text: &str) -> StdioEnv {
+        match text.split_once(':') {
+            None => StdioEnv::All(text.to_string()),
+            Some((id, name)) => StdioEnv::Backend {
+                id: id.to_string(),
+                name: name.to_string(),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for StdioEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StdioEnv::All(name) => f.write_str(name),
+            StdioEnv::Backend { id, name } => write!(f, "{id}:{name}"),
+        }
+    }
+}
+
 /// Host configuration (everything a registration does not say).
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -43,11 +96,10 @@ pub struct Options {
     /// bounds it too.
     pub observer_timeout: Option<Duration>,
     /// Host environment variables passed to stdio backends besides `PATH` (their
-    /// environment is otherwise empty): `NAME` to every stdio backend, `ID:NAME` to
-    /// backend `ID` only — a credential one backend needs goes to no other (digest §10:
-    /// the smallest practical environment). An `ID` that is no stdio backend of the
-    /// registration is an error.
-    pub stdio_env: Vec<String>,
+    /// environment is otherwise empty), each to every stdio backend or to one only
+    /// ([`StdioEnv`]). A backend id that is no stdio backend of the registration is an
+    /// error.
+    pub stdio_env: Vec<StdioEnv>,
     /// The harness's own credential sources, by backend id (http backends only). Each
     /// replaces the registration's binding for its backend; the interceptor never closes
     /// them.

@@ -1010,10 +1010,11 @@ fn hook_install_refuses_a_host_its_hooks_could_not_set_up() {
 
 /// `--budget-ms` bounds the whole call, getting ready included: a step that blocks
 /// before the call (stdin never closed under `--event -`, a FIFO named as the
-/// registration, an OAuth client's secret file that is a FIFO, read for its warning) ends
-/// the process past the budget and its grace, exit 1 with nothing on stdout, where it
-/// used to wait for ever and leave the harness to time out. A call that gets ready in
-/// time is decided as before.
+/// registration, an OAuth client's secret file that is a FIFO, read for its warning) is
+/// settled past the budget and its grace as the budget's expiry — a denial, exit 2, its
+/// record on stdout and in `--audit`, naming the event once read — where it used to wait
+/// for ever and leave the harness to time out. A call that gets ready in time is decided
+/// as before.
 #[test]
 fn intercept_ends_at_its_budget_when_getting_ready_blocks() {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -1030,7 +1031,8 @@ fn intercept_ends_at_its_budget_when_getting_ready_blocks() {
         "clientSecretRef": format!("file:{}", fifo.display())
     }]);
     std::fs::write(&clients, client.to_string()).expect("write the clients");
-    let budget = ["--budget-ms", "300"];
+    let audit = dir.path().join("audit.jsonl");
+    let budget = ["--budget-ms", "300", "--audit", path(&audit)];
     let expected = "error: --budget-ms: the budget ran out before the call could start";
     for (case, args) in [
         (
@@ -1067,10 +1069,23 @@ fn intercept_ends_at_its_budget_when_getting_ready_blocks() {
         let stdin = child.stdin.take();
         let run = wait_within(child, std::time::Duration::from_secs(20), case);
         drop(stdin);
-        run.assert_exit(1, case);
+        run.assert_exit(2, case);
         assert!(run.stderr.contains(expected), "{case}: {}", run.stderr);
-        assert!(run.stdout.is_empty(), "{case}: {}", run.stdout);
+        let settled = one_json_line(&run.stdout);
+        assert_eq!(settled["decidedBy"], "budget-expired", "{case}: {settled}");
+        assert_eq!(settled["decision"], "deny", "{case}: {settled}");
+        let logged = std::fs::read_to_string(&audit).expect("the audit file");
+        let last: Value =
+            serde_json::from_str(logged.lines().last().expect("a record")).expect("a JSON record");
+        assert_eq!(last, settled, "{case}: the record in --audit");
     }
+    // The FIFO client secret case read the event first: its record names it.
+    let logged = std::fs::read_to_string(&audit).expect("the audit file");
+    let names: Vec<Value> = logged
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON")["event"]["id"].clone())
+        .collect();
+    assert_eq!(names, [Value::Null, Value::Null, json!("evt_budget")]);
     let run = ahp(
         &[
             "intercept",
@@ -1221,14 +1236,39 @@ fn a_signal_during_intercept_is_an_interrupted_denial() {
         let hook = Http::new("com.example.silent", url)
             .policy("fail-open")
             .timeout_ms(20_000);
-        let child = intercept_in(dir.path(), hook)
+        let mut child = intercept_in(dir.path(), hook)
             .env_remove("AHP_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("run ahp");
-        let (mut connection, _) = listener.accept().expect("the call's connection");
+        // Polled, so that an `ahp` that never connects fails the test instead of hanging it.
+        listener
+            .set_nonblocking(true)
+            .expect("a non-blocking listener");
+        let connected = std::time::Instant::now();
+        let mut connection = loop {
+            match listener.accept() {
+                Ok((connection, _)) => break connection,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    let exited = child.try_wait().expect("wait for ahp");
+                    assert!(
+                        exited.is_none(),
+                        "ahp exited before it connected: {exited:?}"
+                    );
+                    let waited = connected.elapsed();
+                    assert!(waited < std::time::Duration::from_secs(20), "no connection");
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        };
+        connection
+            .set_nonblocking(false)
+            .expect("a blocking connection");
+        let bound = Some(std::time::Duration::from_secs(10));
+        connection.set_read_timeout(bound).expect("a read timeout");
         // The request is on its way: the call is being decided.
         let mut first = [0u8; 1];
         connection

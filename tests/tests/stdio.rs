@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use ahp_host::{
     DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options, RetryPolicy, Settlement,
+    StdioEnv,
 };
 use ahp_tests::support::{
     assert_failed, assert_settled, assert_settled_at, assert_settled_by, call, event, eventually,
@@ -711,7 +712,10 @@ async fn only_the_named_host_variables_reach_a_stdio_backend() {
     let (passed, kept_back) = ("CARGO_MANIFEST_DIR", "CARGO_PKG_NAME");
     assert!(std::env::var_os(passed).is_some() && std::env::var_os(kept_back).is_some());
     let options = Options {
-        stdio_env: vec![passed.into(), "AHP_E2E_STDIO_UNSET".into()],
+        stdio_env: vec![
+            StdioEnv::All(passed.into()),
+            StdioEnv::All("AHP_E2E_STDIO_UNSET".into()),
+        ],
         ..Options::default()
     };
     let (log, hooks) = logged_with(options, "allow", "per_event", "fail-closed", 2_000).await;
@@ -1326,7 +1330,13 @@ async fn a_variable_scoped_to_a_backend_reaches_that_backend_only() {
         ),
     ];
     let options = Options {
-        stdio_env: vec![shared.into(), format!("com.example.first:{scoped}")],
+        stdio_env: vec![
+            StdioEnv::All(shared.into()),
+            StdioEnv::Backend {
+                id: "com.example.first".into(),
+                name: scoped.into(),
+            },
+        ],
         ..Options::default()
     };
     let hooks = Interceptor::new(&registration(hooks.clone()), options)
@@ -1338,7 +1348,10 @@ async fn a_variable_scoped_to_a_backend_reaches_that_backend_only() {
     assert_eq!(second.values("env"), [format!("{shared},PATH")]);
 
     let options = Options {
-        stdio_env: vec![format!("com.example.third:{scoped}")],
+        stdio_env: vec![StdioEnv::Backend {
+            id: "com.example.third".into(),
+            name: scoped.into(),
+        }],
         ..Options::default()
     };
     let refused = Interceptor::new(

@@ -584,14 +584,16 @@ impl ResourceMetadata {
 /// The `Bearer` challenge in a `WWW-Authenticate` value: `None` if there is none, else its
 /// `resource_metadata` parameter (RFC 9728 §5.1), if any.
 fn bearer_challenge(header: &str) -> Option<Option<String>> {
-    let params = www_authenticate::params(header, "bearer")?;
-    Some(
+    let bearers = www_authenticate::challenges(header, "bearer");
+    // The first `Bearer` challenge that names its metadata: one may precede it without
+    // (a realm alone), and a later one does not replace it.
+    let metadata = bearers.iter().find_map(|params| {
         params
-            .into_iter()
-            .rev()
+            .iter()
             .find(|(name, _)| name == "resource_metadata")
-            .map(|(_, value)| value),
-    )
+            .map(|(_, value)| value.clone())
+    });
+    (!bearers.is_empty()).then_some(metadata)
 }
 
 /// The host of `url`, lowercased, if it parses.
@@ -638,6 +640,15 @@ mod tests {
                 None,
             ),
             ("Basic realm=\"Z\u{fffd}rich\"", None),
+            // Two Bearer challenges: the first that names its metadata, never a later one.
+            (
+                r#"Bearer realm="x", Bearer resource_metadata="https://r.example/m""#,
+                Some(Some("https://r.example/m")),
+            ),
+            (
+                r#"Bearer resource_metadata="https://r.example/1", Bearer resource_metadata="https://r.example/2""#,
+                Some(Some("https://r.example/1")),
+            ),
         ];
         for (header, expected) in cases {
             let got = bearer_challenge(header);

@@ -4,12 +4,17 @@
 
 /// The parameters of the first challenge of `scheme` (matched without case) in `header`,
 /// in order, each name lowercased and each value unquoted: `None` if no challenge has
-/// that scheme. A second challenge of the scheme is not mixed in (a later
-/// `resource_metadata` would have replaced the first's).
+/// that scheme. A second challenge of the scheme is not mixed in.
+#[cfg(any(feature = "cli", test))]
 pub(crate) fn params(header: &str, scheme: &str) -> Option<Vec<(String, String)>> {
+    challenges(header, scheme).into_iter().next()
+}
+
+/// The parameters of each challenge of `scheme` in `header`, in order, as [`params`]
+/// reads them.
+pub(crate) fn challenges(header: &str, scheme: &str) -> Vec<Vec<(String, String)>> {
+    let mut challenges: Vec<Vec<(String, String)>> = Vec::new();
     let mut in_scheme = false;
-    let mut found = false;
-    let mut params = Vec::new();
     for item in split_outside_quotes(header) {
         let item = item.trim();
         // RFC 9110 §5.6.1: empty list elements count for nothing.
@@ -27,20 +32,18 @@ pub(crate) fn params(header: &str, scheme: &str) -> Option<Vec<(String, String)>
             false => (Some(first), after.trim()),
         };
         if let Some(starts) = starts {
-            if found && starts.eq_ignore_ascii_case(scheme) {
-                break;
-            }
             in_scheme = starts.eq_ignore_ascii_case(scheme);
-            found |= in_scheme;
+            if in_scheme {
+                challenges.push(Vec::new());
+            }
         }
-        if !in_scheme {
-            continue;
-        }
-        if let Some((name, value)) = rest.split_once('=') {
-            params.push((name.trim().to_ascii_lowercase(), unquote(value.trim())));
+        if let (true, Some(params)) = (in_scheme, challenges.last_mut()) {
+            if let Some((name, value)) = rest.split_once('=') {
+                params.push((name.trim().to_ascii_lowercase(), unquote(value.trim())));
+            }
         }
     }
-    found.then_some(params)
+    challenges
 }
 
 /// One header field, a quoted string it leaves open closed at its end: fields are joined
