@@ -108,17 +108,24 @@ impl AuditLog {
 /// and the text after it as a record of its own. They can only stand inside strings,
 /// so their `\u` escapes give the same JSON value on one line.
 fn line_of(record: &ahp_vocab::Record) -> serde_json::Result<Vec<u8>> {
+    let mut line = one_line(record)?.into_bytes();
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// `record` as JSON on one line for any reader ([`line_of`], without its newline): also
+/// what `ahp intercept` prints.
+pub(crate) fn one_line(record: &ahp_vocab::Record) -> serde_json::Result<String> {
     let json = serde_json::to_string(record)?;
-    let mut line = Vec::with_capacity(json.len() + 1);
+    let mut line = String::with_capacity(json.len());
     let mut rest = json.as_str();
     while let Some(at) = rest.find(is_line_break_to_escape) {
         let c = rest[at..].chars().next().unwrap_or_default();
-        line.extend_from_slice(&rest.as_bytes()[..at]);
-        line.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
+        line.push_str(&rest[..at]);
+        line.push_str(&format!("\\u{:04x}", c as u32));
         rest = &rest[at + c.len_utf8()..];
     }
-    line.extend_from_slice(rest.as_bytes());
-    line.push(b'\n');
+    line.push_str(rest);
     Ok(line)
 }
 
@@ -250,6 +257,9 @@ mod tests {
         assert!(text.contains('é') && text.contains('\u{a0}'), "{text:?}");
         let read: ahp_vocab::Record = serde_json::from_str(body).unwrap();
         assert_eq!(read.reason.as_deref(), Some(reason));
+        // What `ahp intercept` prints is that line.
+        let printed = crate::Settlement::of(record).to_json();
+        assert_eq!(printed, body);
     }
 
     #[test]

@@ -85,9 +85,13 @@ impl<'a> Wait<'a> {
                 None => std::future::pending().await,
             }
         };
+        // Shutdown first: a call both interrupted and shut down is recorded as shut down
+        // whichever came first, as the component's settlement is (not one or the other
+        // at random).
         tokio::select! {
-            () = self.interrupt.wait() => Unserved::Interrupted,
+            biased;
             () = self.closing.wait() => Unserved::ShutDown,
+            () = self.interrupt.wait() => Unserved::Interrupted,
             () = out_of_budget => Unserved::BudgetExpired,
         }
     }
@@ -269,6 +273,19 @@ mod tests {
         assert!(pending(next.as_mut()).await);
         drop(main);
         assert!(!next.await.expect("the main permit").settling);
+    }
+
+    /// A call both interrupted and shut down while it waits ends as shut down, every time
+    /// (the component's settlement says the same), not one or the other at random.
+    #[tokio::test]
+    async fn a_wait_both_interrupted_and_shut_down_ends_as_shut_down() {
+        let (interrupt, closing) = (Interrupt::new(), Interrupt::new());
+        interrupt.interrupt();
+        closing.interrupt();
+        for _ in 0..32 {
+            let wait = wait_by(Route::Either, &interrupt, &closing)();
+            assert!(matches!(wait.ended().await, Unserved::ShutDown));
+        }
     }
 
     /// A call that took the settle permit with no deadline to come back for gives up its

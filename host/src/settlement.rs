@@ -34,9 +34,10 @@ impl Settlement {
         }
     }
 
-    /// The record as one JSON line, as the CLI prints it and the audit log stores it.
+    /// The record as one JSON line, as the CLI prints it and the audit log stores it
+    /// (line breaks a reader might split at, U+2028 and the like, escaped).
     pub fn to_json(&self) -> String {
-        serde_json::to_string(&self.record).unwrap_or_default()
+        crate::audit::one_line(&self.record).unwrap_or_default()
     }
 }
 

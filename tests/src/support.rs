@@ -353,12 +353,14 @@ pub async fn audited(audit: &Path, id: &str, url: &str, policy: &str) -> Interce
 }
 
 /// The records of an audit log once it holds `n` (waiting up to 5 s for a record still
-/// being written: a dropped call's, or one that waited for the file's lock).
+/// being written: a dropped call's, or one that waited for the file's lock), and 300 ms
+/// more: a record written twice, the second a little later, is then counted too.
 pub async fn audit_lines_once(path: &Path, n: usize) -> Vec<Value> {
     let waited = Instant::now();
     while audit_lines(path).len() < n && waited.elapsed() < Duration::from_secs(5) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    tokio::time::sleep(Duration::from_millis(300)).await;
     audit_lines(path)
 }
 

@@ -478,3 +478,20 @@ async fn an_observer_delivery_dropped_with_its_call_tells_the_transport() {
     let told = || engine.saw_cancellation.load(Ordering::SeqCst);
     assert!(eventually(Duration::from_secs(2), told).await, "never told");
 }
+
+/// An observer's transport that panics has failed its delivery as an interceptor's has
+/// (`abnormal-exit`), recorded so, not left `interrupted` as if the call had been.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observers_panicking_transport_is_a_failed_delivery() {
+    let engine = Engine::new(&[Answer::Panic]);
+    let hooks = observer_of(&engine).await;
+    let observed = hooks
+        .observe(&event("evt_inproc_observer_panic"), None)
+        .await
+        .expect("observed");
+    let observed = serde_json::to_value(&observed).expect("JSON");
+    assert_eq!(
+        observed["observers"][0]["result"], "abnormal-exit",
+        "{observed}"
+    );
+}
