@@ -217,13 +217,15 @@ fn accept_effects(effects: &Node, advertised: &EventCapability) -> Result<Vec<Ef
     };
     let decoded = members
         .iter()
-        .map(|member| decode_effect(member, advertised))
+        .enumerate()
+        .map(|(i, member)| decode_effect(member, advertised).map_err(|f| f.with_effect(i)))
         .collect::<Result<Vec<_>, _>>()?;
-    let conflict = || invalid(Detail::ConflictingEffects);
     let mut decision: Option<EffectKind> = None;
     let mut returned = false;
     let mut accepted: Vec<Effect> = Vec::with_capacity(decoded.len());
-    for effect in decoded {
+    for (i, effect) in decoded.into_iter().enumerate() {
+        // The effect that makes the list conflict: the second decision or result.
+        let conflict = || invalid(Detail::ConflictingEffects).with_effect(i);
         let kind = effect.kind();
         if effect::is_decision(kind) {
             match decision {
@@ -449,9 +451,25 @@ mod tests {
         Failure::new(class, Phase::Parse)
     }
 
+    /// `effects` is refused with `detail`, at the effect numbered `at` (from 0) when the
+    /// list is one.
     fn assert_effects_rejected(effects: Value, detail: &str) {
         let detail = Detail::parse(detail).expect("a detail word");
-        assert_eq!(decode_http(&success(effects)), Err(invalid(detail)));
+        let expected = invalid(detail);
+        match decode_http(&success(effects.clone())) {
+            Err(failure) if effects.is_array() => {
+                assert!(failure.effect.is_some(), "{effects}: no effect index");
+                assert_eq!(
+                    Failure {
+                        effect: None,
+                        ..failure
+                    },
+                    expected,
+                    "{effects}"
+                );
+            }
+            other => assert_eq!(other, Err(expected), "{effects}"),
+        }
     }
 
     // --- upstream fixtures ---
@@ -504,7 +522,7 @@ mod tests {
         let (reply, id) = fixture_reply(fixture!("http/atomic-unknown.invalid.json"), true);
         assert_eq!(
             decode(&reply, &id, &all()),
-            Err(invalid(Detail::UnknownEffect))
+            Err(invalid(Detail::UnknownEffect).with_effect(1))
         );
     }
 
@@ -1003,12 +1021,12 @@ mod tests {
         let body = success(json!([{"type": "allow"}]));
         assert_eq!(
             decode(&http(body), "evt_1", &only(&[EffectKind::Deny])),
-            Err(invalid(Detail::UnadvertisedEffect))
+            Err(invalid(Detail::UnadvertisedEffect).with_effect(0))
         );
         let body = success(json!([{"type": "deny", "reason": "r"}]));
         assert_eq!(
             decode(&http(body), "evt_1", &only(&[])),
-            Err(invalid(Detail::UnadvertisedEffect))
+            Err(invalid(Detail::UnadvertisedEffect).with_effect(0))
         );
     }
 
@@ -1101,16 +1119,22 @@ mod tests {
         let deny = json!({"type": "deny", "reason": "r"});
         let (ask, allow) = (json!({"type": "ask"}), json!({"type": "allow"}));
         let message = json!({"type": "message", "text": "m"});
-        for effects in [
-            json!([allow, deny]),
-            json!([deny, allow]),
-            json!([deny, ask]),
-            json!([ask, message, deny]),
-            json!([ask, allow]),
-            json!([allow, allow, ask]),
-            json!([{"type": "return", "value": 1}, {"type": "return", "value": 2}]),
+        // Each with the effect that makes it conflict: the second decision or result.
+        for (effects, at) in [
+            (json!([allow, deny]), 1),
+            (json!([deny, allow]), 1),
+            (json!([deny, ask]), 1),
+            (json!([ask, message, deny]), 2),
+            (json!([ask, allow]), 1),
+            (json!([allow, allow, ask]), 2),
+            (
+                json!([{"type": "return", "value": 1}, {"type": "return", "value": 2}]),
+                1,
+            ),
         ] {
-            assert_effects_rejected(effects, "conflicting-effects");
+            let failure = decode_http(&success(effects.clone())).err();
+            let expected = invalid(Detail::ConflictingEffects).with_effect(at);
+            assert_eq!(failure, Some(expected), "{effects}");
         }
     }
 
@@ -1148,7 +1172,10 @@ mod tests {
         assert_eq!(accepted[17_999], Effect::Message { text: "".into() });
         assert_eq!(accepted[18_000], Effect::Allow);
         effects.push(json!({"type": "deny", "reason": "r"}));
-        assert_effects_rejected(Value::Array(effects), "conflicting-effects");
+        let last = effects.len() - 1;
+        let failure = decode_http(&success(Value::Array(effects))).err();
+        let expected = invalid(Detail::ConflictingEffects).with_effect(last);
+        assert_eq!(failure, Some(expected));
     }
 
     /// A backend's number reaches the tool as the backend wrote it: serde_json's
@@ -1184,7 +1211,11 @@ mod tests {
     #[test]
     fn a_valid_deny_is_never_salvaged_from_an_invalid_list() {
         let effects = json!([{"type": "deny", "reason": "r"}, {"type": "deny", "reason": ""}]);
-        assert_effects_rejected(effects, "malformed-effect");
+        let failure = decode_http(&success(effects)).err();
+        assert_eq!(
+            failure,
+            Some(invalid(Detail::MalformedEffect).with_effect(1))
+        );
         let effects = json!([{"type": "deny", "reason": "r"}, {"type": "com.example.x"}]);
         assert_effects_rejected(effects, "unknown-effect");
     }

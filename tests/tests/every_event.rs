@@ -322,7 +322,7 @@ async fn an_unadvertised_effect_is_invalid_effects_on_every_event() {
             assert_eq!(
                 entry["failure"],
                 json!({"class": "invalid-effects", "phase": "accept",
-                       "detail": "unadvertised-effect"}),
+                       "detail": "unadvertised-effect", "effect": 1}),
                 "{}: {}",
                 s.case,
                 s.record

@@ -68,6 +68,7 @@ struct Case {
     detail: Option<&'static str>,
     http_status: Option<u16>,
     rpc_code: Option<i64>,
+    effect: Option<usize>,
 }
 
 impl Case {
@@ -90,6 +91,7 @@ impl Case {
             detail: None,
             http_status: None,
             rpc_code: None,
+            effect: None,
         }
     }
 
@@ -105,6 +107,12 @@ impl Case {
 
     fn rpc(mut self, code: i64) -> Case {
         self.rpc_code = Some(code);
+        self
+    }
+
+    /// The effect of the reply (from 0) the failure names.
+    fn at(mut self, effect: usize) -> Case {
+        self.effect = Some(effect);
         self
     }
 
@@ -126,6 +134,9 @@ impl Case {
         }
         if let Some(code) = self.rpc_code {
             failure.insert("rpcCode".into(), code.into());
+        }
+        if let Some(effect) = self.effect {
+            failure.insert("effect".into(), effect.into());
         }
         Value::Object(failure)
     }
@@ -402,7 +413,8 @@ fn table(redirect_target: &str) -> Vec<Case> {
             INVALID_EFFECTS,
             ACCEPT,
         )
-        .detail("unknown-effect"),
+        .detail("unknown-effect")
+        .at(0),
         // `allow` is a known effect, but this harness declared only `deny`.
         Case::new(
             "unadvertised-allow",
@@ -410,7 +422,8 @@ fn table(redirect_target: &str) -> Vec<Case> {
             INVALID_EFFECTS,
             ACCEPT,
         )
-        .detail("unadvertised-effect"),
+        .detail("unadvertised-effect")
+        .at(0),
         // Both are advertised here, so the only thing wrong is that they conflict.
         Case::new(
             "conflicting-deny-allow",
@@ -419,7 +432,8 @@ fn table(redirect_target: &str) -> Vec<Case> {
             ACCEPT,
         )
         .effects(&[EffectKind::Deny, EffectKind::Allow])
-        .detail("conflicting-effects"),
+        .detail("conflicting-effects")
+        .at(1),
         Case::new(
             "conflicting-returns",
             Effects(json!([{"type": "return", "value": MARKER},
@@ -428,14 +442,16 @@ fn table(redirect_target: &str) -> Vec<Case> {
             ACCEPT,
         )
         .effects(&[EffectKind::Deny, EffectKind::Return])
-        .detail("conflicting-effects"),
+        .detail("conflicting-effects")
+        .at(1),
         Case::new(
             "deny-unknown-field",
             Effects(json!([{"type": "deny", "reason": MARKER, "severity": "high"}])),
             INVALID_EFFECTS,
             ACCEPT,
         )
-        .detail("unknown-effect-field"),
+        .detail("unknown-effect-field")
+        .at(0),
         // Fixture atomic-unknown.invalid: a valid, advertised message is not salvaged.
         Case::new(
             "atomic-unknown",
@@ -444,7 +460,8 @@ fn table(redirect_target: &str) -> Vec<Case> {
             ACCEPT,
         )
         .effects(&[EffectKind::Deny, EffectKind::Message])
-        .detail("unknown-effect"),
+        .detail("unknown-effect")
+        .at(1),
         // --- transport ---
         Case::fault(
             "connection-refused",
@@ -583,6 +600,11 @@ fn rows(event_type: &str, redirect_target: &str) -> Vec<Case> {
             INVALID_EFFECTS,
             ACCEPT,
         ),
+    };
+    // Its second effect, past the message the call does accept.
+    let foreign = match event_type {
+        "tool.after" => foreign.at(1),
+        _ => foreign.at(0),
     };
     rows.push(foreign.effects(&[]).detail("unadvertised-effect"));
     rows

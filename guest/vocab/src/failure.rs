@@ -105,8 +105,8 @@ words! {
     }
 }
 
-/// One classified failure. `http_status` and `rpc_code` are diagnostics for the local
-/// audit only.
+/// One classified failure. `http_status`, `rpc_code` and `effect` are diagnostics for the
+/// local audit only.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Failure {
@@ -118,6 +118,10 @@ pub struct Failure {
     pub http_status: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpc_code: Option<i64>,
+    /// Which effect of the reply (from 0) was refused, for `invalid-effects`: a backend's
+    /// author finds the one at fault in a long list without the reply's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<usize>,
 }
 
 impl Failure {
@@ -128,6 +132,7 @@ impl Failure {
             detail: None,
             http_status: None,
             rpc_code: None,
+            effect: None,
         }
     }
 
@@ -143,6 +148,11 @@ impl Failure {
 
     pub fn with_rpc_code(mut self, code: i64) -> Self {
         self.rpc_code = Some(code);
+        self
+    }
+
+    pub fn with_effect(mut self, index: usize) -> Self {
+        self.effect = Some(index);
         self
     }
 
