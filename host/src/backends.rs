@@ -101,6 +101,11 @@ impl Backends {
             plan.iter()
                 .any(|b| b.id == id && matches!(b.transport, TransportPlan::Stdio(_)))
         };
+        if let Some(at) = config.stdio_env.iter().position(|e| !e.names_a_variable()) {
+            return Err(format!(
+                "stdio-env entry {at} names no environment variable"
+            ));
+        }
         let scoped = config.stdio_env.iter().filter_map(|entry| match entry {
             StdioEnv::Backend { id, .. } => Some(id),
             StdioEnv::All(_) => None,

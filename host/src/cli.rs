@@ -1063,8 +1063,11 @@ struct Watch {
 }
 
 /// How long the watchdog gives the audit file to take its record (another process may
-/// hold its lock).
-const WATCHDOG_AUDIT_BOUND: Duration = Duration::from_secs(1);
+/// hold its lock), as a call past its budget is given ([`crate::Interceptor`]'s audit
+/// grace); and then stderr to take its lines (a harness may not read it), after the
+/// answer is out.
+const WATCHDOG_AUDIT_BOUND: Duration = Duration::from_millis(250);
+const WATCHDOG_STDERR_BOUND: Duration = Duration::from_millis(100);
 
 impl Watchdog {
     fn arm(at: Instant, started: Instant, audit: Option<PathBuf>) -> Watchdog {
@@ -1093,14 +1096,22 @@ impl Watchdog {
                     crate::DecidedBy::BudgetExpired,
                     started,
                 );
-                say!(
+                let mut said = vec![
                     "error: --budget-ms: the budget ran out before the call could start \
                      (reading its files, loading the component)"
-                );
+                        .to_string(),
+                ];
                 if let Some(path) = audit {
-                    append_within(&path, &settled.record, WATCHDOG_AUDIT_BOUND);
+                    let appended = append_within(&path, &settled.record, WATCHDOG_AUDIT_BOUND);
+                    said.extend(appended.err());
                 }
+                // The answer first: a stderr nobody reads must not hold it.
                 answer(&settled.to_json());
+                within(WATCHDOG_STDERR_BOUND, move || {
+                    for line in said {
+                        say!("{line}");
+                    }
+                });
                 std::process::exit(2);
             });
         if let Err(e) = watching {
@@ -1134,23 +1145,33 @@ impl Watchdog {
 }
 
 /// Appends `record` to the audit file at `path`, waiting for it no longer than `bound`
-/// (another process may hold the file's lock); a failure is said on stderr.
-fn append_within(path: &Path, record: &crate::Record, bound: Duration) {
-    let (appended, wait) = std::sync::mpsc::channel();
+/// (another process may hold the file's lock, or its mount be gone); else why not.
+fn append_within(path: &Path, record: &crate::Record, bound: Duration) -> Result<(), String> {
     let (path, record) = (path.to_path_buf(), record.clone());
-    let writing = std::thread::Builder::new().spawn(move || {
-        let written = crate::audit::AuditLog::open(&path).and_then(|log| log.append(&record));
-        let _ = appended.send(written);
+    let appended = within(bound, move || {
+        crate::audit::AuditLog::open(&path).and_then(|log| log.append(&record))
     });
-    if let Err(e) = writing {
-        say!("error: --audit: the record was not written: {e}");
-        return;
+    match appended {
+        Some(Ok(())) => Ok(()),
+        Some(Err(e)) => Err(format!("error: --audit: the record was not written: {e}")),
+        None => Err(format!(
+            "error: --audit: the record was not written within {bound:?}"
+        )),
     }
-    match wait.recv_timeout(bound) {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => say!("error: --audit: the record was not written: {e}"),
-        Err(_) => say!("error: --audit: the record was not written within {bound:?}"),
-    }
+}
+
+/// `work`'s result if it ends within `bound`, run on a thread of its own, which is left
+/// behind if it does not.
+fn within<T: Send + 'static>(
+    bound: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (done, wait) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new().spawn(move || {
+        let _ = done.send(work());
+    });
+    spawned.ok()?;
+    wait.recv_timeout(bound).ok()
 }
 
 async fn observe(file: &Path, event: &str, host: &HostArgs) -> ExitCode {
@@ -1543,7 +1564,7 @@ fn session_field(word: &str) -> Result<hook::SessionField, String> {
 
 /// An `--stdio-env` entry, `NAME` or `ID:NAME`.
 fn stdio_env(text: &str) -> Result<crate::StdioEnv, String> {
-    Ok(crate::StdioEnv::parse(text))
+    crate::StdioEnv::parse(text)
 }
 
 /// An `--effects` word.

@@ -85,9 +85,9 @@ impl<'a> Wait<'a> {
                 None => std::future::pending().await,
             }
         };
-        // Shutdown first: a call both interrupted and shut down is recorded as shut down
-        // whichever came first, as the component's settlement is (not one or the other
-        // at random).
+        // Shutdown first: a call found both interrupted and shut down when the wait is
+        // looked at is recorded as shut down, as the component's settlement is (not one
+        // or the other at random).
         tokio::select! {
             biased;
             () = self.closing.wait() => Unserved::ShutDown,

@@ -52,15 +52,34 @@ impl StdioEnv {
     }
 
     /// The command line's form, `NAME` or `ID:NAME` (an id, reverse-DNS, has no `:`,
-    /// nor has a variable's name).
-    pub fn parse(text: &str) -> StdioEnv {
-        match text.split_once(':') {
+    /// nor has a variable's name); else why not.
+    pub fn parse(text: &str) -> Result<StdioEnv, String> {
+        let entry = match text.split_once(':') {
             None => StdioEnv::All(text.to_string()),
             Some((id, name)) => StdioEnv::Backend {
                 id: id.to_string(),
                 name: name.to_string(),
             },
+        };
+        match &entry {
+            StdioEnv::Backend { id, .. } if id.is_empty() => {
+                Err("names no backend before its `:` (NAME or ID:NAME)".into())
+            }
+            _ if !entry.names_a_variable() => Err(
+                "names no environment variable (NAME or ID:NAME; a name is letters, digits \
+                 and `_`, not starting with a digit)"
+                    .into(),
+            ),
+            _ => Ok(entry),
         }
+    }
+
+    /// Whether its name is one a variable can have: letters, digits and `_`, not
+    /// starting with a digit (an empty one, or `NAME=VALUE`, would never be passed).
+    pub fn names_a_variable(&self) -> bool {
+        let name = self.name();
+        name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && name.bytes().next().is_some_and(|b| !b.is_ascii_digit())
     }
 }
 
@@ -180,6 +199,34 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stdio_env_entry_names_a_variable_and_a_backend_if_any() {
+        assert_eq!(StdioEnv::parse("TOKEN"), Ok(StdioEnv::All("TOKEN".into())));
+        let scoped = StdioEnv::parse("com.example.a:_TOKEN_2");
+        assert_eq!(
+            scoped,
+            Ok(StdioEnv::Backend {
+                id: "com.example.a".into(),
+                name: "_TOKEN_2".into()
+            })
+        );
+        assert_eq!(
+            scoped.map(|e| e.to_string()).as_deref(),
+            Ok("com.example.a:_TOKEN_2")
+        );
+        for bad in [
+            "",
+            "com.example.a:",
+            ":TOKEN",
+            "A:B:C",
+            "TOKEN=value",
+            "2FA",
+            "A B",
+        ] {
+            assert!(StdioEnv::parse(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn max_instances_is_bounded_on_both_sides_by_name() {

@@ -1285,3 +1285,38 @@ fn a_signal_during_intercept_is_an_interrupted_denial() {
         assert_eq!(settled["decidedBy"], "interrupted", "{settled}");
     }
 }
+
+/// The watchdog's answer does not wait on an audit file another process holds locked:
+/// it gives the append 250 ms, answers the denial all the same (exit 2, the record on
+/// stdout), and says on stderr that the record was not written.
+#[test]
+fn the_watchdogs_answer_does_not_wait_for_a_locked_audit_file() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fifo = dir.path().join("registration.fifo");
+    ahp_tests::support::make_fifo(&fifo);
+    let ev = dir.path().join("event.json");
+    std::fs::write(&ev, valid_event("tool.before", "evt_locked")).expect("write the event");
+    let audit = dir.path().join("audit.jsonl");
+    std::fs::write(&audit, "").expect("create the audit file");
+    let _held = ahp_tests::support::locked_elsewhere(&audit);
+    let mut command = ahp_command();
+    command.args([
+        "intercept",
+        "--registration",
+        path(&fifo),
+        "--event",
+        path(&ev),
+    ]);
+    command.args(["--budget-ms", "300", "--audit", path(&audit)]);
+    let run = run_within(command, std::time::Duration::from_secs(20));
+    run.assert_exit(2, "a denial with the audit file locked");
+    let settled = one_json_line(&run.stdout);
+    assert_eq!(settled["decidedBy"], "budget-expired", "{settled}");
+    assert!(
+        run.stderr
+            .contains("--audit: the record was not written within"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&audit).expect("the audit file"), "");
+}
