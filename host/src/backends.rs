@@ -106,11 +106,11 @@ impl Backends {
                 "stdio-env entry {at} names no environment variable"
             ));
         }
-        let scoped = config.stdio_env.iter().filter_map(|entry| match entry {
+        let mut scoped = config.stdio_env.iter().filter_map(|entry| match entry {
             StdioEnv::Backend { id, .. } => Some(id),
             StdioEnv::All(_) => None,
         });
-        if let Some(unknown) = scoped.clone().find(|id| !is_stdio(id)) {
+        if let Some(unknown) = scoped.find(|id| !is_stdio(id)) {
             return Err(format!(
                 "stdio-env names `{unknown}`, which is not a stdio backend of this registration"
             ));

@@ -1107,7 +1107,7 @@ impl Watchdog {
                 }
                 // The answer first: a stderr nobody reads must not hold it.
                 answer(&settled.to_json());
-                within(WATCHDOG_STDERR_BOUND, move || {
+                let _ = hook::bounded("ahp-stderr", WATCHDOG_STDERR_BOUND, move || {
                     for line in said {
                         say!("{line}");
                     }
@@ -1148,30 +1148,11 @@ impl Watchdog {
 /// (another process may hold the file's lock, or its mount be gone); else why not.
 fn append_within(path: &Path, record: &crate::Record, bound: Duration) -> Result<(), String> {
     let (path, record) = (path.to_path_buf(), record.clone());
-    let appended = within(bound, move || {
+    hook::bounded("ahp-audit", bound, move || {
         crate::audit::AuditLog::open(&path).and_then(|log| log.append(&record))
-    });
-    match appended {
-        Some(Ok(())) => Ok(()),
-        Some(Err(e)) => Err(format!("error: --audit: the record was not written: {e}")),
-        None => Err(format!(
-            "error: --audit: the record was not written within {bound:?}"
-        )),
-    }
-}
-
-/// `work`'s result if it ends within `bound`, run on a thread of its own, which is left
-/// behind if it does not.
-fn within<T: Send + 'static>(
-    bound: Duration,
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Option<T> {
-    let (done, wait) = std::sync::mpsc::channel();
-    let spawned = std::thread::Builder::new().spawn(move || {
-        let _ = done.send(work());
-    });
-    spawned.ok()?;
-    wait.recv_timeout(bound).ok()
+    })
+    .and_then(|appended| appended.map_err(|e| e.to_string()))
+    .map_err(|e| format!("error: --audit: the record was not written: {e}"))
 }
 
 async fn observe(file: &Path, event: &str, host: &HostArgs) -> ExitCode {

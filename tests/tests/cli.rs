@@ -1314,7 +1314,7 @@ fn the_watchdogs_answer_does_not_wait_for_a_locked_audit_file() {
     assert_eq!(settled["decidedBy"], "budget-expired", "{settled}");
     assert!(
         run.stderr
-            .contains("--audit: the record was not written within"),
+            .contains("--audit: the record was not written: not done within 250 ms"),
         "{}",
         run.stderr
     );

@@ -652,8 +652,15 @@ async fn a_persistent_backend_is_replaced_after_a_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_persistent_backend_is_replaced_after_output_it_cannot_attribute() {
     let _shared = PROCESSES.read().await;
-    for (mode, class) in [("garbage", "malformed-json"), ("wrong-id", "id-mismatch")] {
-        assert_replaced_after_each_failure(mode, "fail-closed", 2_000, class).await;
+    for (mode, class, policy) in [
+        ("garbage", "malformed-json", "fail-closed"),
+        ("wrong-id", "id-mismatch", "fail-closed"),
+        ("latin1", "malformed-utf8", "fail-closed"),
+        ("banner", "malformed-json", "fail-open"),
+        // A line over the cap: what follows it cannot be framed.
+        ("huge", "malformed-json", "fail-closed"),
+    ] {
+        assert_replaced_after_each_failure(mode, policy, 2_000, class).await;
     }
 }
 
@@ -1236,29 +1243,18 @@ async fn a_reply_ended_by_crlf_is_the_reply() {
     hooks.shutdown();
 }
 
-/// A reply that is not UTF-8 is `malformed-utf8`, settled by the policy (a fail-open one
-/// lets the call through, its deny unread), and the persistent child is replaced.
+/// A reply that is not UTF-8 is `malformed-utf8`, and a line that is not protocol before
+/// the reply (a greeting on stdout) is read as the reply, `malformed-json`: each settled
+/// by the policy at once (a fail-open one lets the call through, a deny unread), and the
+/// persistent child replaced, since what it writes next cannot be attributed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reply_that_is_not_utf8_is_malformed_utf8() {
-    every_case("latin1", 2_000, |c| {
-        assert_failed(&c.settled, c.policy, "malformed-utf8", &c.name);
-    })
-    .await;
-    let _shared = PROCESSES.read().await;
-    assert_replaced_after_each_failure("latin1", "fail-closed", 2_000, "malformed-utf8").await;
-}
-
-/// A line that is not protocol before the reply (a greeting on stdout) is read as the
-/// reply: `malformed-json`, at once, and the persistent child is replaced, since what it
-/// writes next cannot be attributed.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_banner_before_the_reply_is_malformed_json() {
-    every_case("banner", 2_000, |c| {
-        assert_failed(&c.settled, c.policy, "malformed-json", &c.name);
-    })
-    .await;
-    let _shared = PROCESSES.read().await;
-    assert_replaced_after_each_failure("banner", "fail-open", 2_000, "malformed-json").await;
+async fn a_reply_that_is_not_utf8_or_follows_a_banner_is_malformed() {
+    for (mode, class) in [("latin1", "malformed-utf8"), ("banner", "malformed-json")] {
+        every_case(mode, 2_000, |c| {
+            assert_failed(&c.settled, c.policy, class, &c.name);
+        })
+        .await;
+    }
 }
 
 /// A backend that writes 1 MiB to stderr (in lines far longer than the logged cap)
@@ -1270,14 +1266,6 @@ async fn a_flood_on_stderr_does_not_hold_the_reply() {
         assert_no_effect(&c.settled, &c.name)
     })
     .await;
-}
-
-/// A reply line over the cap retires the persistent child (what follows on its stdout
-/// cannot be framed), as other unattributable output does: each call gets a new one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reply_line_over_the_cap_replaces_the_persistent_backend() {
-    let _shared = PROCESSES.read().await;
-    assert_replaced_after_each_failure("huge", "fail-closed", 2_000, "malformed-json").await;
 }
 
 /// A per-event backend whose reply came in time but whose exit did not fails the exchange

@@ -50,40 +50,51 @@ pub(crate) fn challenges(header: &str, scheme: &str) -> Vec<Vec<(String, String)
 /// into one list (RFC 9110 §5.3), and an open quote in one (`Basic realm="x`) would
 /// otherwise swallow the challenges of the next.
 pub(crate) fn closed(field: &str) -> std::borrow::Cow<'_, str> {
-    let (mut quoted, mut escaped) = (false, false);
-    for c in field.chars() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if quoted => escaped = true,
-            '"' => quoted = !quoted,
-            _ => {}
-        }
-    }
-    match (quoted, escaped) {
-        (false, _) => field.into(),
-        (true, false) => format!("{field}\"").into(),
+    let mut quoting = Quoting::default();
+    field.chars().for_each(|c| {
+        quoting.take(c);
+    });
+    match quoting {
+        Quoting { quoted: false, .. } => field.into(),
+        Quoting { escaped: false, .. } => format!("{field}\"").into(),
         // The first quote is the escaped character; the second closes.
-        (true, true) => format!("{field}\"\"").into(),
+        Quoting { escaped: true, .. } => format!("{field}\"\"").into(),
     }
 }
 
 /// `text` split at commas that are not inside a quoted string.
 fn split_outside_quotes(text: &str) -> Vec<&str> {
-    let (mut parts, mut start, mut quoted, mut escaped) = (Vec::new(), 0, false, false);
+    let (mut parts, mut start, mut quoting) = (Vec::new(), 0, Quoting::default());
     for (i, c) in text.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if quoted => escaped = true,
-            '"' => quoted = !quoted,
-            ',' if !quoted => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
+        if quoting.take(c) && c == ',' {
+            parts.push(&text[start..i]);
+            start = i + 1;
         }
     }
     parts.push(&text[start..]);
     parts
+}
+
+/// Where a field's text stands as it is read: inside a quoted string or not (RFC 9110
+/// §5.6.4), and just after a backslash inside one.
+#[derive(Default)]
+struct Quoting {
+    quoted: bool,
+    escaped: bool,
+}
+
+impl Quoting {
+    /// Reads `c`; whether it stood outside any quoted string.
+    fn take(&mut self, c: char) -> bool {
+        let outside = !self.quoted;
+        match c {
+            _ if self.escaped => self.escaped = false,
+            '\\' if self.quoted => self.escaped = true,
+            '"' => self.quoted = !self.quoted,
+            _ => {}
+        }
+        outside
+    }
 }
 
 /// A parameter value: a quoted string without its quotes and escapes, or a token as is.

@@ -954,7 +954,7 @@ pub(crate) fn read_unread(harness: Harness, event: Option<&str>) -> Unread {
 /// `bound` at most: it holds up the answer no longer, and the process exits from under
 /// it. `Err` says why there is no result; a thread that cannot be made (the limit that
 /// may have stopped the async runtime) is one, never a panic on the way to the answer.
-fn bounded<T: Send + 'static>(
+pub(crate) fn bounded<T: Send + 'static>(
     name: &str,
     bound: Duration,
     work: impl FnOnce() -> T + Send + 'static,
