@@ -95,7 +95,7 @@ pub(crate) fn observed<T>(f: impl FnOnce() -> T) -> (T, Option<(Source, Option<P
 pub fn load_in(engine: &Engine, component_bytes: &[u8], dir: &Path) -> wasmtime::Result<Loaded> {
     let key = key(engine, component_bytes);
     let path = dir.join(format!("{}.cwasm", hex(&key)));
-    if let Err(e) = private_dir(dir) {
+    if let Err(e) = private_real_dir(dir) {
         // Another user could plant or swap files there: neither read nor write it.
         tracing::debug!(path = %dir.display(), error = %e,
             "compiled component: cache directory not private; compiling uncached");
@@ -282,28 +282,18 @@ fn trusted(_file: &File) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The cache directory, if it exists, is this user's and writable by nobody else.
-#[cfg(unix)]
-pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
-    match std::fs::metadata(dir) {
-        Ok(meta) if meta.is_dir() => owned_privately(&meta, "cache directory"),
-        // A missing directory is created private; anything else fails to store.
-        _ => Ok(()),
-    }
-}
-
-#[cfg(not(unix))]
-pub(crate) fn private_dir(_dir: &Path) -> std::io::Result<()> {
-    Ok(())
-}
-
 /// Whether `dir` exists; if it does, it must be a directory itself (not a symbolic
-/// link to one), this user's and writable by nobody else: where a cache writes and
-/// prunes (the compiled components', the pulled components').
+/// link to one), this user's and writable by nobody else, and no other user may be able
+/// to change the way to it ([`trusted_way`]): where a cache reads, writes and prunes (the
+/// compiled components', the pulled components').
 #[cfg(unix)]
 pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
     match std::fs::symlink_metadata(dir) {
-        Ok(meta) if meta.is_dir() => owned_privately(&meta, "cache directory").map(|()| true),
+        Ok(meta) if meta.is_dir() => {
+            owned_privately(&meta, "cache directory")?;
+            trusted_way(dir)?;
+            Ok(true)
+        }
         Ok(_) => Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
             format!("{} is not a directory (a symbolic link?)", dir.display()),
@@ -316,6 +306,89 @@ pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
 #[cfg(not(unix))]
 pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
     Ok(dir.is_dir())
+}
+
+/// Checks that only this user or root can change where `dir` leads, resolving it one
+/// name at a time as the kernel does: every directory on the way is this user's or
+/// root's and writable by nobody else, or sticky (like `/tmp`, where others cannot move
+/// or replace what is not theirs), and every symbolic link on the way is this user's or
+/// root's. Otherwise another user could point a name on the way (`/srv/team/cache`, a
+/// link in a group-writable directory) at a directory of this user's holding files they
+/// chose, such as a cloned repository, and every check of the file itself would pass.
+/// As nobody else can change these names, the way stays what was checked.
+#[cfg(unix)]
+fn trusted_way(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    /// As Linux's MAXSYMLINKS: a loop of links ends here.
+    const MAX_LINKS: usize = 40;
+    let untrusted = |what: &Path, why: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} {why}, on the way to the cache directory",
+                what.display()
+            ),
+        )
+    };
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of ours.
+    let me = unsafe { libc::geteuid() };
+    let mut pending = Vec::new();
+    push_names(&mut pending, &std::path::absolute(dir)?);
+    let mut at = PathBuf::from("/");
+    let mut links = 0;
+    loop {
+        let meta = std::fs::symlink_metadata(&at)?;
+        if meta.uid() != me && meta.uid() != 0 {
+            return Err(untrusted(&at, "is owned by another user"));
+        }
+        if meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0 {
+            return Err(untrusted(
+                &at,
+                "is writable by group or others (not sticky)",
+            ));
+        }
+        let Some(name) = pending.pop() else {
+            return Ok(());
+        };
+        if name == ".." {
+            at.pop();
+            continue;
+        }
+        let next = at.join(&name);
+        let meta = std::fs::symlink_metadata(&next)?;
+        if !meta.file_type().is_symlink() {
+            at = next;
+            continue;
+        }
+        if meta.uid() != me && meta.uid() != 0 {
+            return Err(untrusted(&next, "is a symbolic link owned by another user"));
+        }
+        links += 1;
+        if links > MAX_LINKS {
+            return Err(untrusted(&next, "is one symbolic link too many"));
+        }
+        let target = std::fs::read_link(&next)?;
+        if target.is_absolute() {
+            at = PathBuf::from("/");
+        }
+        push_names(&mut pending, &target);
+    }
+}
+
+/// Pushes the names of `path` (`..` included, `.` and the root left out) onto `pending`
+/// so that its first name is popped first.
+#[cfg(unix)]
+fn push_names(pending: &mut Vec<std::ffi::OsString>, path: &Path) {
+    use std::path::Component;
+    let names: Vec<_> = path
+        .components()
+        .filter_map(|part| match part {
+            Component::Normal(name) => Some(name.to_os_string()),
+            Component::ParentDir => Some("..".into()),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => None,
+        })
+        .collect();
+    pending.extend(names.into_iter().rev());
 }
 
 #[cfg(unix)]
@@ -433,6 +506,66 @@ mod tests {
         let loaded = load_in(&engine, EMPTY_COMPONENT, &linked).unwrap();
         assert!(matches!(loaded.source, Source::Uncached));
         assert_eq!(names(target.path()), [old]);
+    }
+
+    /// An entry is loaded only where nobody else can change the way to it. Here a valid
+    /// entry (stored by this very engine) is reached through a directory others can
+    /// write to (where another user could have planted the link or swapped the directory
+    /// for one of this user's holding files they chose): compiled, never read. The same
+    /// entry reached through a link of this user's, in directories only it can change,
+    /// or under a sticky directory others can write to (like `/tmp`), is a hit.
+    #[cfg(unix)]
+    #[test]
+    fn an_entry_is_read_only_where_nobody_else_can_change_the_way_to_it() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let engine = Engine::default();
+        let holder = tempfile::tempdir().unwrap();
+        let cache = holder.path().join("cache");
+        assert_eq!(
+            load_in(&engine, EMPTY_COMPONENT, &cache).unwrap().source,
+            Source::Stored
+        );
+        let chmod = |path: &Path, mode: u32| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        let ways = tempfile::tempdir().unwrap();
+        let (shared, sticky) = (ways.path().join("shared"), ways.path().join("sticky"));
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::create_dir(&sticky).unwrap();
+        std::os::unix::fs::symlink(holder.path(), shared.join("link")).unwrap();
+        std::os::unix::fs::symlink(holder.path(), ways.path().join("own-link")).unwrap();
+        std::os::unix::fs::symlink(holder.path(), sticky.join("link")).unwrap();
+        for (mode, dir, source) in [
+            (0o775, shared.join("link/cache"), Source::Uncached),
+            (0o757, shared.join("link/cache"), Source::Uncached),
+            (0o755, shared.join("link/cache"), Source::Cache),
+            (0o755, ways.path().join("own-link/cache"), Source::Cache),
+            (0o755, shared.join("../own-link/cache"), Source::Cache),
+            (0o1777, sticky.join("link/cache"), Source::Cache),
+        ] {
+            chmod(
+                if dir.starts_with(&sticky) {
+                    &sticky
+                } else {
+                    &shared
+                },
+                mode,
+            );
+            let loaded = load_in(&engine, EMPTY_COMPONENT, &dir).unwrap();
+            assert_eq!(
+                loaded.source,
+                source,
+                "{} under mode {mode:o}",
+                dir.display()
+            );
+        }
+        chmod(&shared, 0o775);
+        let under_shared = shared.join("cache");
+        std::fs::create_dir(&under_shared).unwrap();
+        chmod(&under_shared, 0o700);
+        let loaded = load_in(&engine, EMPTY_COMPONENT, &under_shared).unwrap();
+        assert_eq!(loaded.source, Source::Uncached);
+        assert!(names(&under_shared).is_empty(), "nothing stored there");
     }
 
     /// A miss (which stores) removes what can no longer be hit or was left behind: an
