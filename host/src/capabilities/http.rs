@@ -26,6 +26,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::{sleep_until, timeout_at, Instant, Sleep};
@@ -35,6 +36,20 @@ use tokio_rustls::TlsConnector;
 
 /// Idle connections kept per backend.
 const MAX_IDLE: usize = 8;
+
+/// How long a connection may stay idle and still take a request, when the server did not
+/// say (undici's default): servers commonly close an idle connection after 5 s (Node.js,
+/// uvicorn), and a request written as the server closes it is lost after it went out,
+/// which no resend may repair: the call would fail on a healthy backend.
+const IDLE_UNSAID: Duration = Duration::from_secs(4);
+
+/// Kept under the idle time a server's `Keep-Alive: timeout=N` names.
+const IDLE_MARGIN: Duration = Duration::from_secs(1);
+
+/// The longest a connection stays idle and still takes a request, whatever its server
+/// says: a NAT or firewall on the way forgets a quiet connection, and a request sent into
+/// one waits out its deadline.
+const IDLE_LONGEST: Duration = Duration::from_secs(60);
 
 /// How one backend may be reached.
 #[derive(Clone, Debug)]
@@ -127,6 +142,8 @@ struct Connection {
     /// re-arm it: an eventfd write and a spurious wake-up per call (another worker's, on a
     /// multi-thread runtime). Moving a pending timer later wakes nothing.
     timer: Pin<Box<Sleep>>,
+    /// Past this, idle, it takes no other request ([`idle_limit`]).
+    reusable_until: Instant,
 }
 
 /// `work`, or `None` if `timer` fires first; `work` is polled first, as `timeout_at` does.
@@ -339,14 +356,17 @@ impl HttpBackend {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         let too_large = declared.is_some_and(|n| n > self.options.max_body_bytes as u64);
+        let idle_limit = idle_limit(response.headers());
         if too_large && status == 200 {
             return Err(DeliveryError::ResponseTooLarge);
         }
         // Any other status settles the call as that status (a 503 is retried, a 401 has
         // the credential acquired again), however its body is framed: the body, read only
         // for the audit's diagnostics, is then left unread or cut at the cap, and the
-        // connection with it.
-        let (body, whole) = match too_large {
+        // connection with it. But a 202's is read (and cut) whatever it declares: an
+        // observe notification's success is a 202 with no body, and one left unread would
+        // look like none.
+        let (body, whole) = match too_large && status != 202 {
             true => (Vec::new(), false),
             false => {
                 let reading = read_capped(response.into_body(), self.options.max_body_bytes);
@@ -363,6 +383,7 @@ impl HttpBackend {
         // it, its socket full): the connection takes no other request until the rest is
         // out, which may be never, and the next call would wait out its deadline on it.
         if whole && !connection.outflow.is_blocked() {
+            connection.reusable_until = Instant::now() + idle_limit;
             self.put_idle(connection);
         }
         let reply = Reply {
@@ -398,8 +419,9 @@ impl HttpBackend {
     fn take_idle(&self) -> Option<Connection> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         let idle = idle.as_mut()?;
+        let now = Instant::now();
         while let Some(connection) = idle.pop() {
-            if !connection.sender.is_closed() {
+            if !connection.sender.is_closed() && now < connection.reusable_until {
                 return Some(connection);
             }
         }
@@ -483,7 +505,7 @@ fn within_zone(addrs: Vec<SocketAddr>, innermost: Zone) -> Result<Vec<SocketAddr
 /// beside it (RFC 8305 §5's recommended delay): an address that silently drops the
 /// connection (a broken IPv6 route, a full backlog) must not take the whole deadline
 /// from the addresses after it.
-const NEXT_ADDRESS_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+const NEXT_ADDRESS_AFTER: Duration = Duration::from_millis(250);
 
 /// The first address that takes the connection, with that address; the addresses are
 /// tried in order, the next one as soon as an attempt fails or after
@@ -534,7 +556,30 @@ where
         peer,
         outflow,
         timer: Box::pin(sleep_until(deadline)),
+        reusable_until: Instant::now() + IDLE_UNSAID,
     })
+}
+
+/// How long the connection that brought a response with `headers` may stay idle and
+/// still take a request: [`IDLE_MARGIN`] under the `timeout` its server names in
+/// `Keep-Alive` (RFC 2068 §19.7.1, which Node.js sends), else [`IDLE_UNSAID`], at most
+/// [`IDLE_LONGEST`].
+fn idle_limit(headers: &hyper::HeaderMap) -> Duration {
+    let said = headers
+        .get("keep-alive")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| {
+            value.split(',').find_map(|parameter| {
+                let (name, seconds) = parameter.split_once('=')?;
+                let named = name.trim().eq_ignore_ascii_case("timeout");
+                named.then(|| seconds.trim().parse::<u64>().ok()).flatten()
+            })
+        });
+    match said {
+        Some(seconds) => Duration::from_secs(seconds).saturating_sub(IDLE_MARGIN),
+        None => IDLE_UNSAID,
+    }
+    .min(IDLE_LONGEST)
 }
 
 /// What a connection's socket has written, kept by [`Metered`]: hyper's send future
@@ -690,7 +735,6 @@ fn is_tls(error: &std::io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     /// An address that never answers (a listener whose backlog is full drops the
@@ -780,13 +824,14 @@ mod tests {
 
     /// A body declared larger than the cap is not read: at 200 the reply is too large,
     /// at another status it is that status (a 503 is retried, a response too large is
-    /// not). A chunked body is read, and capped, whatever its Content-Length says.
+    /// not), but a 202's is read up to the cap. A chunked body is read, and capped, whatever its Content-Length says.
     #[tokio::test]
     async fn a_declared_length_decides_only_where_it_is_the_bodys() {
         let far = || Instant::now() + Duration::from_secs(10);
         let huge = "content-length: 999999999\r\n";
         let ok = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{huge}\r\n");
         let unavailable = format!("HTTP/1.1 503 Service Unavailable\r\n{huge}\r\n");
+        let accepted = format!("HTTP/1.1 202 Accepted\r\n{huge}\r\n{}", " ".repeat(2 << 20));
         let chunked = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{huge}\
              transfer-encoding: chunked\r\n\r\n2\r\n{{}}\r\n0\r\n\r\n"
@@ -804,6 +849,13 @@ mod tests {
         assert_eq!(
             (received.reply.status, received.reply.body.len()),
             (Some(503), 0)
+        );
+        // Not an observe notification's success, which has no body: read up to the cap.
+        let backend = loopback_backend(&answering_server(accepted).await);
+        let received = backend.exchange(b"{}", None, far()).await.expect("a reply");
+        assert_eq!(
+            (received.reply.status, received.reply.body.len()),
+            (Some(202), 1 << 20)
         );
         let backend = loopback_backend(&answering_server(chunked).await);
         let received = backend.exchange(b"{}", None, far()).await.expect("a reply");
@@ -878,6 +930,74 @@ mod tests {
         let soon = Instant::now() + Duration::from_secs(3);
         let second = backend.exchange(b"{}", None, soon).await;
         assert!(second.is_ok(), "{:?}", second.err());
+    }
+
+    /// A connection is reused only while its server still keeps it: a second under the
+    /// idle time its `Keep-Alive` names, else 4 s, at most a minute. Here the server
+    /// answers one request per connection, says it keeps connections 2 s, and never
+    /// answers a second request on one: the call right after the first is sent on the
+    /// same connection and waits out its deadline, a call 1.2 s later is sent on a new
+    /// connection and answered.
+    #[tokio::test]
+    async fn a_connection_its_server_may_have_closed_takes_no_request() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&connections);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buffer = vec![0; 64 * 1024];
+                    if let Ok(1..) = stream.read(&mut buffer).await {
+                        let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                                      keep-alive: timeout=2\r\ncontent-length: 2\r\n\r\n{}";
+                        let _ = stream.write_all(answer.as_bytes()).await;
+                        while let Ok(1..) = stream.read(&mut buffer).await {}
+                    }
+                });
+            }
+        });
+        let backend = loopback_backend(&url);
+        let soon = || Instant::now() + Duration::from_millis(500);
+        backend
+            .exchange(b"{}", None, soon())
+            .await
+            .expect("answered");
+        let reused = backend.exchange(b"{}", None, soon()).await;
+        assert!(
+            matches!(reused, Err(DeliveryError::DeadlineExceeded(_))),
+            "the kept connection was reused: {:?}",
+            reused.map(|r| r.reply.status)
+        );
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
+        backend
+            .exchange(b"{}", None, soon())
+            .await
+            .expect("answered");
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let later = backend.exchange(b"{}", None, soon()).await;
+        assert!(later.is_ok(), "{:?}", later.err());
+        assert_eq!(connections.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn the_idle_limit_stays_under_what_the_server_says() {
+        let limit = |value: Option<&str>| {
+            let mut headers = hyper::HeaderMap::new();
+            if let Some(value) = value {
+                headers.insert("keep-alive", HeaderValue::from_str(value).unwrap());
+            }
+            idle_limit(&headers).as_secs()
+        };
+        assert_eq!(limit(None), 4);
+        assert_eq!(limit(Some("timeout=5")), 4);
+        assert_eq!(limit(Some("max=100, Timeout = 3")), 2);
+        assert_eq!(limit(Some("timeout=1")), 0);
+        assert_eq!(limit(Some("timeout=0")), 0);
+        assert_eq!(limit(Some("timeout=600, max=5")), 60);
+        assert_eq!(limit(Some("timeout=soon")), 4);
+        assert_eq!(limit(Some("max=5")), 4);
     }
 
     /// A backend with the options of a registration's URL.
