@@ -28,9 +28,7 @@ use crate::capabilities::www_authenticate;
 use client::{Client, Credential, OffOrigin, Outgoing};
 use oci_client::secrets::RegistryAuth;
 use oci_client::Reference;
-use reqwest::header::{
-    HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE,
-};
+use reqwest::header::{HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 use reqwest::{Method, Response, StatusCode, Url};
 use std::net::IpAddr;
 use std::sync::Mutex;
@@ -101,7 +99,7 @@ impl Registry {
         // A challenge from where the probe was redirected is not the registry's: its
         // token service, of that host's choosing, would be sent the credentials.
         let challenge = if probe.url().origin() == base.origin() {
-            challenge_of(&probe)
+            www_authenticate::joined(probe.headers())
         } else {
             None
         };
@@ -250,7 +248,7 @@ impl Registry {
         {
             return None;
         }
-        challenge_of(response)
+        www_authenticate::joined(response.headers())
     }
 
     /// [`Registry::send`] with `credential`, once.
@@ -349,18 +347,6 @@ fn error_summary(body: &[u8]) -> Option<String> {
     Some(summary)
 }
 
-/// Every `WWW-Authenticate` field of `response`, joined, if it has any: a front end may
-/// put its own scheme first.
-fn challenge_of(response: &Response) -> Option<String> {
-    let fields: Vec<_> = response
-        .headers()
-        .get_all(WWW_AUTHENTICATE)
-        .iter()
-        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
-        .collect();
-    (!fields.is_empty()).then(|| fields.join(", "))
-}
-
 /// What answers `challenge` (every `WWW-Authenticate` field of an answer, joined): a
 /// token for `scope` from the service a `Bearer` challenge names (asked with the `basic`
 /// credentials if any), the `basic` credentials for a `Basic` challenge, or nothing.
@@ -441,13 +427,16 @@ async fn token(
 /// (relative to it, or whole), which must be on the registry's own origin, the origin of
 /// `repository` (scheme, host and port), or nothing is sent there.
 fn upload_location(repository: &Url, answered: &Url, location: &str) -> Result<Url, String> {
+    // Only its origin is named: a location elsewhere may carry a signature granting
+    // writes to object storage.
     let url = answered
         .join(location)
-        .map_err(|_| format!("the registry's upload location {location:?} is not a URL"))?;
+        .map_err(|_| "the registry's upload location is not a URL".to_string())?;
     if url.origin() != repository.origin() {
         return Err(format!(
-            "the registry's upload location {location:?} is not on the registry's origin \
-             {}: refused, nothing sent there",
+            "the registry's upload location, on {}, is not on the registry's origin {}: \
+             refused, nothing sent there",
+            url.origin().ascii_serialization(),
             repository.origin().ascii_serialization()
         ));
     }
@@ -849,13 +838,14 @@ mod tests {
     }
 
     /// What registries in the wild do: `access_token` alone, a realm with a query of its
-    /// own, the `Bearer` challenge in a second `WWW-Authenticate` field.
+    /// own, the `Bearer` challenge in a second `WWW-Authenticate` field, after a front
+    /// end's, whose quote left open ends with its field.
     #[tokio::test]
     async fn a_token_is_got_the_ways_registries_offer_it() {
         let addr = answering(|request, addr| match request {
             r if r.starts_with("GET /v2/ ") => {
                 let challenges = format!(
-                    "WWW-Authenticate: Negotiate\r\n\
+                    "WWW-Authenticate: Basic realm=\"front\r\n\
                      WWW-Authenticate: Bearer realm=\"http://{addr}/token?tenant=t1\"\r\n"
                 );
                 answer("401 Unauthorized", &challenges, b"")
@@ -1236,8 +1226,14 @@ mod tests {
             "data:,x",
         ] {
             let error = taken(location).unwrap_err();
-            assert!(error.contains(&format!("{location:?}")), "{error}");
+            let origin = Url::parse("https://r.example/").unwrap().join(location);
+            let origin = origin.unwrap().origin().ascii_serialization();
+            assert!(error.contains(&format!("on {origin},")), "{error}");
         }
+        // Only the origin of a location elsewhere is named: its query may be a signature
+        // granting writes to object storage.
+        let error = taken("https://bucket.example/up?X-Amz-Signature=s3cr3t").unwrap_err();
+        assert!(!error.contains("s3cr3t"), "{error}");
     }
 
     /// What a registry says of a refusal is shown as `code: message`, in printable ASCII,

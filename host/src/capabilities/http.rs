@@ -16,7 +16,6 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{
     HeaderValue, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING,
-    WWW_AUTHENTICATE,
 };
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
@@ -92,22 +91,6 @@ pub struct Received {
     pub peer: IpAddr,
     /// A 401's `WWW-Authenticate` fields, joined as one list (RFC 9110 §5.3).
     pub challenge: Option<String>,
-}
-
-/// Every `WWW-Authenticate` field, joined with commas, each with a quoted string it
-/// leaves open closed ([`super::www_authenticate::closed`]); bytes that are not UTF-8 (a
-/// realm in Latin-1, say) become U+FFFD rather than hiding the field. `None` if there is
-/// no such field.
-fn challenges(headers: &hyper::HeaderMap) -> Option<String> {
-    let fields: Vec<_> = headers
-        .get_all(WWW_AUTHENTICATE)
-        .iter()
-        .map(|v| {
-            let field = String::from_utf8_lossy(v.as_bytes());
-            super::www_authenticate::closed(&field).into_owned()
-        })
-        .collect();
-    (!fields.is_empty()).then(|| fields.join(", "))
 }
 
 /// One HTTP backend: its parsed URL and its connection pool.
@@ -338,7 +321,7 @@ impl HttpBackend {
         };
         let status = response.status().as_u16();
         let challenge = (status == 401)
-            .then(|| challenges(response.headers()))
+            .then(|| super::www_authenticate::joined(response.headers()))
             .flatten();
         // Bytes past ASCII are allowed in a field value (obs-text, in a quoted parameter):
         // refused, the reply would have had no content type, and a backend's deny would

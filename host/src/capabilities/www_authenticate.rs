@@ -46,10 +46,23 @@ pub(crate) fn challenges(header: &str, scheme: &str) -> Vec<Vec<(String, String)
     challenges
 }
 
+/// Every `WWW-Authenticate` field of `headers`, joined with commas into one list (RFC
+/// 9110 §5.3), each with a quoted string it leaves open [`closed`]; bytes that are not
+/// UTF-8 (a realm in Latin-1, say) become U+FFFD rather than hiding the field. `None` if
+/// there is no such field. A front end may put its own field first.
+pub(crate) fn joined(headers: &hyper::HeaderMap) -> Option<String> {
+    let fields: Vec<_> = headers
+        .get_all(hyper::header::WWW_AUTHENTICATE)
+        .iter()
+        .map(|v| closed(&String::from_utf8_lossy(v.as_bytes())).into_owned())
+        .collect();
+    (!fields.is_empty()).then(|| fields.join(", "))
+}
+
 /// One header field, a quoted string it leaves open closed at its end: fields are joined
 /// into one list (RFC 9110 §5.3), and an open quote in one (`Basic realm="x`) would
 /// otherwise swallow the challenges of the next.
-pub(crate) fn closed(field: &str) -> std::borrow::Cow<'_, str> {
+fn closed(field: &str) -> std::borrow::Cow<'_, str> {
     let mut quoting = Quoting::default();
     field.chars().for_each(|c| {
         quoting.take(c);
