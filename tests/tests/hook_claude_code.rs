@@ -90,11 +90,14 @@ fn assert_pre_tool(ran: &Ran, mut output: Value) {
     assert_json(ran, 0, json!({"hookSpecificOutput": output}));
 }
 
+/// Claude Code's JSON denial, and exit 2 with the reason on stderr as well: Copilot CLI
+/// and Cursor run Claude Code's hooks too and may read only the exit code (Claude Code
+/// ignores stdout on exit 2 and shows the reason).
 fn assert_deny(ran: &Ran, reason: &str) {
-    assert_pre_tool(
-        ran,
-        json!({"permissionDecision": "deny", "permissionDecisionReason": reason}),
-    );
+    let output = json!({"hookEventName": "PreToolUse", "permissionDecision": "deny",
+        "permissionDecisionReason": reason});
+    assert_json(ran, 2, json!({"hookSpecificOutput": output}));
+    assert_eq!(ran.stderr.trim_end(), reason, "{ran:?}");
 }
 
 fn assert_ask(ran: &Ran) {

@@ -106,6 +106,10 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     }
     match output.as_object().map(Map::len) {
         Some(1) => Answer::silent(),
+        // Copilot CLI and Cursor run Claude Code's hooks too, and may not read this JSON.
+        _ if verdict.decision == Decision::Deny => {
+            Answer::json_and_blocked(json!({"hookSpecificOutput": output}), verdict.reason())
+        }
         _ => Answer::json(json!({"hookSpecificOutput": output})),
     }
 }
@@ -209,7 +213,6 @@ mod tests {
     }
 
     fn output(answer: &Answer) -> Value {
-        assert_eq!(answer.exit, 0, "{answer:?}");
         let value: Value = serde_json::from_str(&answer.stdout).expect("JSON");
         value["hookSpecificOutput"].clone()
     }
@@ -298,9 +301,32 @@ mod tests {
     fn a_denial_carries_no_modified_input() {
         let mut denied = verdict(Decision::Deny, Some("no"));
         denied.input = Some(Map::new());
-        let out = output(&answer(pre(), &denied));
+        let answered = answer(pre(), &denied);
+        let out = output(&answered);
         assert_eq!(out["permissionDecision"], "deny");
         assert_eq!(out["permissionDecisionReason"], "no");
         assert!(out.get("updatedInput").is_none(), "{out}");
+        // Also a block by exit code, for a harness running Claude Code's hooks that reads
+        // only that (Copilot CLI, Cursor).
+        assert_eq!(
+            (answered.exit, answered.stderr.as_slice()),
+            (2, &["no".to_string()][..])
+        );
+    }
+
+    /// Only a denial exits 2: an ask or a modification (an ask with the new input) is
+    /// JSON on exit 0, which Claude Code reads only then.
+    #[test]
+    fn only_a_denial_blocks_by_exit_code() {
+        let mut modified = verdict(Decision::Allow, None);
+        modified.input = json!({"command": "ls -l"}).as_object().cloned();
+        for verdict in [verdict(Decision::Ask, Some("sure?")), modified] {
+            let answered = answer(pre(), &verdict);
+            assert_eq!(
+                (answered.exit, answered.stderr.len()),
+                (0, 0),
+                "{answered:?}"
+            );
+        }
     }
 }

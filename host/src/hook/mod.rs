@@ -806,6 +806,18 @@ impl Answer {
         }
     }
 
+    /// A JSON denial that also blocks by exit code: `value` on stdout, for a harness that
+    /// reads it, and exit 2 with `reason` on stderr, for one that reads only that (a
+    /// harness running another's hooks: Copilot CLI and Cursor run Claude Code's, and
+    /// may not read its JSON). Claude Code ignores stdout on exit 2 and shows the reason.
+    fn json_and_blocked(value: Value, reason: &str) -> Answer {
+        Answer {
+            stderr: vec![reason.to_string()],
+            exit: 2,
+            ..Answer::json(value)
+        }
+    }
+
     /// Exit 2 with the reason on stderr: the block every harness honours at every event
     /// that can be blocked ([`exit_code_answer`]).
     fn blocked(reason: &str) -> Answer {
