@@ -952,7 +952,7 @@ pub(crate) fn read_unread(harness: Harness, event: Option<&str>) -> Unread {
     if payload.iter().all(u8::is_ascii_whitespace) {
         return Unread::Nothing;
     }
-    let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(&payload) else {
+    let Ok(Value::Object(object)) = payload::parse(&payload) else {
         return Unread::Unreadable;
     };
     let Some(spec) = harness.answered_at(&object, event) else {
@@ -1197,7 +1197,7 @@ async fn decide(
     interrupt: &Interrupt,
     mapped: &OnceLock<Option<&'static EventSpec>>,
 ) -> Result<Verdict, String> {
-    let object = match serde_json::from_slice::<Value>(payload) {
+    let object = match payload::parse(payload) {
         Ok(Value::Object(object)) => object,
         Ok(_) => return Err("the payload is not a JSON object".into()),
         Err(e) => return Err(format!("the payload is not JSON: {e}")),

@@ -257,18 +257,62 @@ fn tool(
     Err(format!("{first} is required"))
 }
 
+/// `json` parsed, a lone UTF-16 surrogate in a `\u` escape read as U+FFFD. JSON's
+/// grammar allows one, and the JavaScript harnesses write one (`JSON.stringify` of a
+/// string cut in the middle of an emoji, tool output truncated by UTF-16 length), but
+/// serde_json refuses it: the payload would be "not JSON", a failure answered as a denial
+/// of a call nothing objected to. Escapes are rewritten only after a first parse fails.
+pub fn parse(json: &[u8]) -> serde_json::Result<Value> {
+    serde_json::from_slice(json).or_else(|error| match lone_surrogates_replaced(json) {
+        Some(replaced) => serde_json::from_slice(&replaced),
+        None => Err(error),
+    })
+}
+
+/// `json` with each `\u` escape of a surrogate that is not half of a pair replaced by
+/// `\ufffd`; `None` if it has none. Escapes are read in order, so the `\u` of an
+/// escaped backslash (`\\u`) is never taken for one.
+fn lone_surrogates_replaced(json: &[u8]) -> Option<Vec<u8>> {
+    let unit = |at: usize| -> Option<u16> {
+        let hex = json.get(at..at + 6)?.strip_prefix(b"\\u")?;
+        u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    };
+    let is_high = |unit: u16| (0xD800..0xDC00).contains(&unit);
+    let is_low = |unit: u16| (0xDC00..0xE000).contains(&unit);
+    let (mut out, mut at, mut replaced) = (Vec::with_capacity(json.len()), 0, false);
+    while at < json.len() {
+        match (json[at], unit(at)) {
+            (b'\\', Some(high)) if is_high(high) && unit(at + 6).is_some_and(is_low) => {
+                out.extend_from_slice(&json[at..at + 12]);
+                at += 12;
+            }
+            (b'\\', Some(lone)) if is_high(lone) || is_low(lone) => {
+                out.extend_from_slice(b"\\ufffd");
+                (at, replaced) = (at + 6, true);
+            }
+            (b'\\', _) => {
+                out.extend_from_slice(&json[at..(at + 2).min(json.len())]);
+                at += 2;
+            }
+            (byte, _) => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    replaced.then_some(out)
+}
+
 /// The tool input: an object, or where the form allows, a string encoding one.
 fn input(payload: &Map<String, Value>, form: &ToolFields) -> Result<Map<String, Value>, String> {
     let key = form.input;
     match payload.get(key) {
         Some(Value::Object(object)) => Ok(object.clone()),
-        Some(Value::String(encoded)) if form.encoded => {
-            match serde_json::from_str::<Value>(encoded) {
-                Ok(Value::Object(input)) => Ok(input),
-                Ok(_) => Err(format!("{key} must encode a JSON object")),
-                Err(e) => Err(format!("{key} is not JSON: {e}")),
-            }
-        }
+        Some(Value::String(encoded)) if form.encoded => match parse(encoded.as_bytes()) {
+            Ok(Value::Object(input)) => Ok(input),
+            Ok(_) => Err(format!("{key} must encode a JSON object")),
+            Err(e) => Err(format!("{key} is not JSON: {e}")),
+        },
         Some(_) if form.encoded => Err(format!("{key} must be a JSON-encoded object")),
         Some(_) => Err(format!("{key} must be a JSON object")),
         None => Err(format!("{key} is required")),
@@ -361,6 +405,26 @@ fn optional_string(payload: &Map<String, Value>, key: &str) -> Result<Option<Str
 
 #[cfg(test)]
 mod tests {
+    /// A lone surrogate, high or low, is U+FFFD; a pair is the character it makes; the
+    /// `u` after an escaped backslash is text; a payload that parses is read as it is.
+    #[test]
+    fn a_lone_surrogate_is_the_replacement_character() {
+        let parsed = |json: &str| super::parse(json.as_bytes()).map_err(|e| e.to_string());
+        for (json, text) in [
+            (r#""a\ud83d""#, "a\u{fffd}"),
+            (r#""\ude00b""#, "\u{fffd}b"),
+            (r#""\ud83d\ud83d\ude00""#, "\u{fffd}\u{1f600}"),
+            (r#""\ud83dx\ude00""#, "\u{fffd}x\u{fffd}"),
+            (r#""\\ud83d""#, "\\ud83d"),
+            (r#""\ud83d\n""#, "\u{fffd}\n"),
+        ] {
+            assert_eq!(parsed(json), Ok(serde_json::json!(text)), "{json}");
+        }
+        assert_eq!(super::lone_surrogates_replaced(br#""\ud83d\ude00""#), None);
+        assert!(parsed(r#""\ud83d"#).is_err(), "still not JSON");
+        assert!(parsed(r#"{"a": \ud83d}"#).is_err(), "still not JSON");
+    }
+
     use super::*;
     use crate::hook::Harness;
     use serde_json::json;
