@@ -1294,6 +1294,12 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
             say!("{warning}");
         }
         say!("# for {}", harness.settings_file());
+        if let Some(advice) = harness.uncommitted_advice() {
+            say!(
+                "# not to be committed: it names this machine's paths, and wherever they do \
+                 not exist every call is denied; {advice}"
+            );
+        }
         let snippet = serde_json::to_string_pretty(&installed.snippet).unwrap_or_default();
         return match print_line(snippet) {
             Ok(()) => ExitCode::SUCCESS,

@@ -304,23 +304,37 @@ fn a_failing_binary_is_the_harness_block_and_signals_reach_an_answering_one() {
     }
 }
 
-/// Claude Code's snippet holds this machine's absolute paths: it is said to go in the
-/// project's local settings, which are not committed, never in `.claude/settings.json`,
-/// which a team shares.
+/// A snippet holds this machine's absolute paths, and wherever they do not exist every
+/// call is denied: Claude Code's is said to go in the project's local settings, which
+/// are not committed, never in `.claude/settings.json`, which a team shares; Codex's in
+/// the user's own; where the harness reads a project file a team may commit (Gemini,
+/// Cursor, Copilot), the snippet is said not to be committed.
 #[test]
-fn claude_codes_snippet_goes_in_the_local_settings() {
+fn a_snippet_is_never_said_to_go_where_a_team_shares_it() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let reg = intercepting_tools(dir.path(), 1_000);
-    let run = install(
-        "claude-code",
-        &[OsStr::new("--registration"), reg.as_os_str()],
-    );
-    run.assert_exit(0, "hook install claude-code");
-    assert!(
-        run.stderr.contains("# for .claude/settings.local.json\n"),
-        "{}",
-        run.stderr
-    );
+    for (harness, file, committed) in [
+        ("claude-code", ".claude/settings.local.json", false),
+        ("codex", "~/.codex/hooks.json", false),
+        ("gemini", ".gemini/settings.json", true),
+        ("cursor", ".cursor/hooks.json", true),
+        ("copilot", ".github/hooks/ahp.json", true),
+    ] {
+        let run = install(harness, &[OsStr::new("--registration"), reg.as_os_str()]);
+        run.assert_exit(0, harness);
+        let warned = format!("# for {file}\n# not to be committed: ");
+        assert!(
+            run.stderr.contains(&format!("# for {file}\n")),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(
+            run.stderr.contains(&warned),
+            committed,
+            "{harness}: {}",
+            run.stderr
+        );
+    }
 }
 
 /// A file given through a symbolic link is named by the link (a Kubernetes ConfigMap's

@@ -223,6 +223,26 @@ impl Harness {
     }
 
     /// The file its [`install`] snippet belongs in.
+    /// What to do with the snippet where [`Harness::settings_file`] is a project's file
+    /// a team may commit: the snippet names this machine's paths, and wherever they do
+    /// not exist (a teammate's machine, a cloud agent) every call would be denied. `None`
+    /// where that file is the user's own or is not committed (Claude Code's local one).
+    pub fn uncommitted_advice(self) -> Option<&'static str> {
+        match self {
+            Harness::ClaudeCode | Harness::Codex => None,
+            Harness::Gemini => Some(
+                "keep it out of version control, or put it in your own ~/.gemini/settings.json",
+            ),
+            Harness::Cursor => {
+                Some("keep it out of version control, or put it in your own ~/.cursor/hooks.json")
+            }
+            Harness::Copilot => Some(
+                "keep it out of version control (.git/info/exclude): Copilot's cloud agent \
+                 runs the hooks a repository holds",
+            ),
+        }
+    }
+
     pub fn settings_file(self) -> &'static str {
         match self {
             Harness::ClaudeCode => claude_code::SETTINGS_FILE,
