@@ -222,7 +222,6 @@ impl Harness {
             .map(|(_, spec)| spec)
     }
 
-    /// The file its [`install`] snippet belongs in.
     /// What to do with the snippet where [`Harness::settings_file`] is a project's file
     /// a team may commit: the snippet names this machine's paths, and wherever they do
     /// not exist (a teammate's machine, a cloud agent) every call would be denied. `None`
@@ -243,6 +242,7 @@ impl Harness {
         }
     }
 
+    /// The file its [`install`] snippet belongs in.
     pub fn settings_file(self) -> &'static str {
         match self {
             Harness::ClaudeCode => claude_code::SETTINGS_FILE,
