@@ -84,7 +84,9 @@ async fn a_failure_at_a_stop_lets_the_agent_stop() {
 }
 
 /// An administrator may leave the optional session fields out of every event (digest
-/// §3.2): `--omit-session` takes them out, and the backend sees only the rest.
+/// §3.2): `--omit-session` takes them out, and the backend sees only the rest. Without
+/// a `cwd` in the payload, the first workspace root stands for it, and leaving out the
+/// roots leaves it out too; a `cwd` Cursor names stays.
 #[tokio::test]
 async fn omitted_session_fields_reach_no_backend() {
     let (payload, _) = contract().pre_tool;
@@ -95,6 +97,16 @@ async fn omitted_session_fields_reach_no_backend() {
         sent.event["session"],
         json!({"id": "conv-9", "model": "claude-4"})
     );
+    let mut rootless = payload.clone();
+    rootless.as_object_mut().unwrap().remove("cwd");
+    let roots = ["--omit-session", "workspaceRoots"];
+    for (payload, cwd) in [(&payload, Some(&payload["cwd"])), (&rootless, None)] {
+        let sent = ahp_tests::hook::sent_event("cursor", &roots, payload, "hooks/intercept").await;
+        assert_no_objection(&sent.ran);
+        let session = &sent.event["session"];
+        assert_eq!(session.get("workspaceRoots"), None, "{session}");
+        assert_eq!(session.get("cwd"), cwd, "{session}");
+    }
 }
 
 /// Cursor names its version (`cursor_version`): the observed `session.start` carries it

@@ -59,6 +59,15 @@ pub fn manifest(harness: Harness) -> Value {
         None => UNSAID.to_owned(),
     };
     gaps.push(gap("session.start.permissionMode", &mode_gap));
+    // Without the harness's tool-use id, a call's id is a hash of what it was asked.
+    if harness.fields().call_id.is_none() {
+        gaps.push(gap(
+            "call.id",
+            "synthesized from the session, tool name and input: the same for a retry, but \
+             a call whose input a backend modified has another in its tool.after, and two \
+             calls alike in one session share one",
+        ));
+    }
     if harness.fields().harness_version.is_none() {
         gaps.push(gap("session.start.harness.version", UNSAID));
     }
@@ -101,7 +110,8 @@ fn observed(event: &str) -> Value {
 
 /// The identity fields the events of `harness` carry, for correlating them: every
 /// event's id and source, the session, a tool call's id where there are tool events (the
-/// same in a call's `tool.before` and `tool.after`, synthesized or not), and
+/// same in a call's `tool.before` and `tool.after`, but where it is synthesized, see the
+/// `call.id` gap), and
 /// `parentEventId` (hook.failure). Not `turn.id`: one hook process sees one event of a
 /// turn, so the id it synthesizes names that event alone.
 fn correlation(harness: Harness) -> Vec<&'static str> {
@@ -144,6 +154,19 @@ mod tests {
                 .iter()
                 .any(|gap| gap["path"] == "turn.finish.before.flow.continue");
             assert_eq!(said, limit > 0, "{harness:?}");
+        }
+    }
+
+    /// Where the harness sends no tool-use id, the manifest says what a synthesized
+    /// `call.id` does not correlate (Gemini and Copilot, which can also modify the input).
+    #[test]
+    fn a_synthesized_call_id_is_a_gap() {
+        for harness in Harness::ALL {
+            let manifest = manifest(harness);
+            let gaps = manifest["gaps"].as_array().expect("gaps");
+            let said = gaps.iter().any(|gap| gap["path"] == "call.id");
+            let synthesized = matches!(harness, Harness::Gemini | Harness::Copilot);
+            assert_eq!(said, synthesized, "{harness:?}");
         }
     }
 }

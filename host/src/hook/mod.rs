@@ -552,8 +552,12 @@ impl EventSpec {
 pub struct Payload {
     /// The native session (or conversation) id.
     pub session_id: String,
-    /// The working directory, when the harness says.
+    /// The working directory, when the harness says (Cursor: else its first workspace
+    /// root).
     pub cwd: Option<String>,
+    /// Whether `cwd` is the first workspace root, the harness having named none: it is
+    /// left out with the roots, which it would otherwise reveal.
+    pub cwd_is_a_root: bool,
     /// The workspace's root directories, when the harness says (Cursor).
     pub workspace_roots: Vec<String>,
     /// The model the agent runs on, when the harness says.
@@ -638,7 +642,12 @@ impl Payload {
         for field in fields {
             match field {
                 SessionField::Cwd => self.cwd = None,
-                SessionField::WorkspaceRoots => self.workspace_roots.clear(),
+                SessionField::WorkspaceRoots => {
+                    self.workspace_roots.clear();
+                    if self.cwd_is_a_root {
+                        self.cwd = None;
+                    }
+                }
                 SessionField::Model => self.model = None,
                 SessionField::Agent => self.agent = None,
             }

@@ -167,10 +167,9 @@ pub fn read(
     };
     // These only inform a backend too (a harness's own tool-use id missing or malformed
     // is one synthesized): one of another shape is left out, never the call denied.
-    let cwd = match informational(optional_string(payload, "cwd")) {
-        None => workspace_roots.first().cloned(),
-        cwd => cwd,
-    };
+    let named_cwd = informational(optional_string(payload, "cwd"));
+    let cwd_is_a_root = named_cwd.is_none() && !workspace_roots.is_empty();
+    let cwd = named_cwd.or_else(|| workspace_roots.first().cloned());
     let optional =
         |key: Option<&str>| key.and_then(|key| informational(optional_string(payload, key)));
     let trigger = match spec.ahp {
@@ -182,6 +181,7 @@ pub fn read(
         session_id,
         cwd,
         workspace_roots,
+        cwd_is_a_root,
         model: fields
             .model
             .and_then(|key| informational(optional_string(payload, key))),
