@@ -1268,7 +1268,13 @@ async fn decide(
         Ok(true) => None,
         // The watchdog or a signal answered (and recorded) the call meanwhile.
         Ok(false) => Some("the call was answered before its interceptor was ready".into()),
-        Err(e) => Some(e),
+        // The adapter's own denial, with the interceptor there to observe it through.
+        Err(e) => {
+            if spec.ahp == AhpEvent::ToolBefore && !interrupt.is_set() {
+                observe_denial(&interceptor, &built, deadline, interrupt).await;
+            }
+            Some(e)
+        }
     };
     if let Some(why) = not_ready {
         interceptor.shutdown_async().await;
