@@ -547,7 +547,17 @@ impl InterceptorBuilder {
     /// component is compiled (or its cached compile read and checked) on the blocking
     /// pool: a compile takes some 0.4 s of CPU, which on an async worker would stall every
     /// other task of a current-thread runtime (other calls' deadline timers included).
+    ///
+    /// The interceptor runs on Tokio (its timers, its blocking pool, its delivery tasks):
+    /// built outside a Tokio runtime (polled by another executor), it is a setup error
+    /// that says so, not a panic at the first timer.
     pub async fn build(self, registration: &str) -> Result<Interceptor, Error> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(Error::setup(wasmtime::Error::msg(
+                "not inside a Tokio runtime: the interceptor needs one (its timers, \
+                 blocking pool and delivery tasks run on Tokio)",
+            )));
+        }
         let (runtime, options) = tokio::task::spawn_blocking(move || self.into_parts())
             .await
             .map_err(|e| {
@@ -685,5 +695,27 @@ fn blocking(work: impl FnOnce() + Send + 'static) {
         }
         Ok(_) => tokio::task::block_in_place(work),
         Err(_) => work(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future as _;
+
+    /// Built outside a Tokio runtime (another executor polls it), an interceptor is a
+    /// setup error naming Tokio, at the first poll: never a panic at its first timer.
+    #[test]
+    fn outside_a_tokio_runtime_building_is_a_setup_error() {
+        let mut building = std::pin::pin!(Interceptor::new("{}", Options::default()));
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        match building.as_mut().poll(&mut context) {
+            std::task::Poll::Ready(Err(e)) => {
+                assert!(e.is_setup(), "{e}");
+                assert!(e.to_string().contains("Tokio runtime"), "{e}");
+            }
+            std::task::Poll::Ready(Ok(_)) => panic!("built outside a Tokio runtime"),
+            std::task::Poll::Pending => panic!("pending: it went on to Tokio's blocking pool"),
+        }
     }
 }

@@ -54,9 +54,12 @@ impl InterceptorBuilder {
     /// Run on `engine`, which must have `Config::epoch_interruption(true)`. With the
     /// pooling allocator, its `total_component_instances` must cover
     /// [`Options::max_instances`] (default 512) of every interceptor on it, plus the
-    /// embedder's own instances: a call beyond the Engine's capacity fails to
-    /// instantiate and settles as `engine-failure`, while one beyond `max_instances`
-    /// waits its turn.
+    /// embedder's own instances, and its `total_core_instances`, `total_tables` and
+    /// `total_memories` what those take (each instance of the component has several core
+    /// instances and tables and a memory; this crate's own Engine sets 2048, 2048 and
+    /// 1024 for its 512, where wasmtime's defaults are 1000 each): a call beyond the
+    /// Engine's capacity fails to instantiate and settles as `engine-failure`, while one
+    /// beyond `max_instances` waits its turn.
     pub fn engine(mut self, engine: &Engine) -> InterceptorBuilder {
         self.engine = Some(engine.clone());
         self

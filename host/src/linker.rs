@@ -39,22 +39,28 @@
 //!     .call_load(&mut store, registration, &declaration)
 //!     .await?
 //!     .map_err(|_| ahp_host::wasmtime::format_err!("registration rejected"))?;
-//! // Before each call: its CPU bound and its interruption signal.
+//! // Before each call: its bound and its interruption signal. The bound is the longest
+//! // the registration lets a call run (its chain of deadlines), plus time to settle.
+//! // `started` is taken per call, when it arrives: the time it waited counts.
+//! let bound = Duration::from_millis(api.call_bound_ms(&mut store, loaded).await?);
 //! let interrupt = ahp_host::Interrupt::new();
-//! store.data_mut().ahp.begin_call(Instant::now() + Duration::from_secs(5), &interrupt);
-//! let started = ahp_host::component_instant(Instant::now());
+//! let arrived = Instant::now();
+//! store.data_mut().ahp.begin_call(arrived + bound + Duration::from_secs(1), &interrupt);
+//! let started = ahp_host::component_instant(arrived);
 //! // Epochs stop a component that computes; one waiting in an import (an exchange with a
 //! // far deadline) is stopped by a timeout around the call: past it, a denial, and the
 //! // store is not used again.
 //! let calling = api.call_intercept(&mut store, loaded, event, &[], None, started);
-//! let settled = tokio::time::timeout(Duration::from_secs(7), calling)
+//! let settled = tokio::time::timeout(bound + Duration::from_secs(2), calling)
 //!     .await
 //!     .map_err(|_| ahp_host::wasmtime::format_err!("past its bound: a denial"))??
 //!     .map_err(|_| ahp_host::wasmtime::format_err!("event rejected"))?;
-//! // The WIT settlement: its `audit` is the record, one JSON object; a trap (an `Err`
-//! // above) is a denial, never permission. Its owned `observers` are yours to deliver.
-//! let record: ahp_host::Record = serde_json::from_str(&settled.audit)?;
-//! # let _ = record; Ok(()) }
+//! // A trap (an `Err` above) is a denial, never permission. The WIT settlement is
+//! // checked as the owned `Interceptor` checks it (one that contradicts itself is an
+//! // engine-failure denial); the observe deliveries it owns are yours to send.
+//! let (settlement, observers) = ahp_host::Settlement::from_component(settled, event, arrived);
+//! let record_line = settlement.to_json();
+//! # let _ = (record_line, observers); Ok(()) }
 //! ```
 
 use crate::bindings;
@@ -65,7 +71,9 @@ use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
 
 /// `at` as the component's `instant` (WIT `host-types.instant`): nanoseconds on the one
 /// monotonic clock the component and the host share, for `engine.intercept`'s `started`
-/// and `budget`.
+/// and `budget`. Take `started` per call, when the call arrives: the component counts
+/// every deadline from it, so a stale one (reused from an earlier call) finds them
+/// passed, and each fail-open subscription lets the call through unasked.
 pub fn component_instant(at: std::time::Instant) -> u64 {
     crate::clock::to_nanos(at)
 }

@@ -156,7 +156,8 @@ pub struct Options {
     /// beyond its pooling limit (`PoolingAllocationConfig::total_component_instances`)
     /// fail to instantiate, which settles as `engine-failure`: keep the sum of its
     /// interceptors' `max_instances` plus your own instances within it where their
-    /// bursts can coincide.
+    /// bursts can coincide, and its core instances, tables and memories within theirs
+    /// (see [`crate::InterceptorBuilder::engine`]).
     pub max_instances: Option<usize>,
 }
 

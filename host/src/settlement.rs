@@ -34,6 +34,22 @@ impl Settlement {
         }
     }
 
+    /// The settlement `engine.intercept` returned at the linker level, checked as the
+    /// owned [`crate::Interceptor`] checks every one: its record must parse, agree with
+    /// the decision, its author and its reason, settle each interceptor as its policy
+    /// allows, and list exactly the observe deliveries it owns. Otherwise it is an
+    /// `engine-failure` denial that sends nothing: a component's mistake (or another
+    /// build loaded through your own `Component`) must never become permission. `event`
+    /// is the event it settled, `started` when the call started. Returns the settlement
+    /// and the observe deliveries it owns, yours to send.
+    pub fn from_component(
+        settled: wit::Settlement,
+        event: &str,
+        started: Instant,
+    ) -> (Settlement, Vec<wit::Delivery>) {
+        from_component(settled, event, started)
+    }
+
     /// The record as one JSON line, as the CLI prints it and the audit log stores it
     /// (line breaks a reader might split at, U+2028 and the like, escaped).
     pub fn to_json(&self) -> String {

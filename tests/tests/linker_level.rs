@@ -8,10 +8,12 @@ use ahp_host::wasmtime::component::ResourceTable;
 use ahp_host::wasmtime::component::{Component, Linker, ResourceAny};
 use ahp_host::wasmtime::{Config, Engine, Store};
 use ahp_host::wasmtime_wasi::{HostMonotonicClock, WasiCtx, WasiCtxView, WasiView};
-use ahp_host::{AhpView, EpochTicker, HostState, Interceptor, Interrupt, Options, Plugin};
+use ahp_host::{
+    AhpView, EpochTicker, HostState, Interceptor, Interrupt, Options, Plugin, Settlement,
+};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{event, registration, runaway_component, Http};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 const REASON: &str = "the linker level asked the backend";
@@ -75,30 +77,33 @@ async fn instantiate(
     (store, plugin)
 }
 
-/// One intercept call on `store`, prepared with `cpu_deadline` and `interrupt`.
+/// One intercept call on `store`, prepared with `cpu_deadline` and `interrupt`: its
+/// settlement's record, its audit text first passed to `tamper`, then checked as the
+/// owned interceptor checks it (`Settlement::from_component`).
 async fn intercept(
     store: &mut Store<MyData>,
     plugin: &Plugin,
     engine: ResourceAny,
     cpu_deadline: Instant,
     interrupt: &Interrupt,
+    tamper: fn(&mut String),
 ) -> ahp_host::wasmtime::Result<Value> {
     store.data_mut().ahp().begin_call(cpu_deadline, interrupt);
-    let started = ahp_host::component_instant(Instant::now());
+    let arrived = Instant::now();
+    let started = ahp_host::component_instant(arrived);
     let api = plugin.ahp_interceptor_interceptor().engine();
-    let settled = api
-        .call_intercept(
-            &mut *store,
-            engine,
-            &event("evt_linker"),
-            &[],
-            None,
-            started,
-        )
+    let event = event("evt_linker");
+    let mut settled = api
+        .call_intercept(&mut *store, engine, &event, &[], None, started)
         .await?
         .expect("a valid event");
-    Ok(serde_json::from_str(&settled.audit).expect("the audit record is JSON"))
+    tamper(&mut settled.audit);
+    let (settlement, _observers) = Settlement::from_component(settled, &event, arrived);
+    Ok(serde_json::to_value(&settlement.record).expect("a record"))
 }
+
+/// The component's audit text as it wrote it.
+fn untouched(_: &mut String) {}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_component_runs_in_the_embedders_engine_and_store() {
@@ -140,21 +145,56 @@ async fn the_component_runs_in_the_embedders_engine_and_store() {
     // The backend's own denial, through the embedder's store: the component measured
     // its deadline on the host state's clock, not on the embedder's WASI clock.
     let bound = || Instant::now() + Duration::from_secs(5);
-    let record = intercept(&mut store, &plugin, loaded, bound(), &Interrupt::new())
-        .await
-        .unwrap();
+    let record = intercept(
+        &mut store,
+        &plugin,
+        loaded,
+        bound(),
+        &Interrupt::new(),
+        untouched,
+    )
+    .await
+    .unwrap();
     assert_eq!(record["decidedBy"], "backend-deny", "{record}");
     assert_eq!(record["reason"], REASON, "{record}");
+
+    // A settlement whose record contradicts it (as a faulty or foreign component's
+    // might) is checked as the owned interceptor checks it: an engine-failure denial.
+    let contradicted: fn(&mut String) = |audit| {
+        *audit = audit.replace("\"backend-deny\"", "\"no-objection\"");
+    };
+    let record = intercept(
+        &mut store,
+        &plugin,
+        loaded,
+        bound(),
+        &Interrupt::new(),
+        contradicted,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (&record["decision"], &record["decidedBy"]),
+        (&json!("deny"), &json!("engine-failure")),
+        "{record}"
+    );
 
     // `begin_call` hands each call its own signal: one already interrupted is denied
     // as interrupted, nothing sent.
     let interrupted = Interrupt::new();
     interrupted.interrupt();
-    let record = intercept(&mut store, &plugin, loaded, bound(), &interrupted)
-        .await
-        .unwrap();
+    let record = intercept(
+        &mut store,
+        &plugin,
+        loaded,
+        bound(),
+        &interrupted,
+        untouched,
+    )
+    .await
+    .unwrap();
     assert_eq!(record["decidedBy"], "interrupted", "{record}");
-    assert_eq!(backend.requests().len(), 1);
+    assert_eq!(backend.requests().len(), 2);
 
     // And its CPU bound: a component that spins (tests/runaway-guest) is stopped at the
     // call's own bound, not at the 5 s `bound_cpu` first gave the store — a trap, which
@@ -174,6 +214,7 @@ async fn the_component_runs_in_the_embedders_engine_and_store() {
         spinning,
         started + bound,
         &Interrupt::new(),
+        untouched,
     )
     .await;
     let took = started.elapsed();

@@ -37,8 +37,10 @@ pub struct CredentialRequest {
     pub backend: String,
     /// The calling subscription's deadline: an answer after it is not used.
     pub deadline: std::time::Instant,
-    /// Set when the hook call is interrupted or the interceptor shuts down. The host
-    /// stops waiting at once either way; this lets a provider stop its own work.
+    /// Set whenever this acquisition ends for the host: when the hook call is
+    /// interrupted or the interceptor shuts down (the host stops waiting at once), at the
+    /// deadline, and after the answer was taken too. It lets a provider stop its own
+    /// work; it does not mean the answer was discarded.
     pub cancelled: Interrupt,
 }
 

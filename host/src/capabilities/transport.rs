@@ -23,8 +23,10 @@ pub struct TransportRequest<'a> {
     pub credential: Option<&'a Secret>,
     /// The subscription's absolute deadline: the host stops waiting at it.
     pub deadline: std::time::Instant,
-    /// Set when the hook call is interrupted or the interceptor shuts down. The host
-    /// stops waiting at once either way; this lets a transport stop its own work.
+    /// Set whenever this exchange ends for the host: when the hook call is interrupted
+    /// or the interceptor shuts down (the host stops waiting at once), at the deadline,
+    /// and after the reply was taken too. It lets a transport stop its own work; it does
+    /// not mean the reply was discarded.
     pub cancelled: &'a Interrupt,
 }
 
