@@ -54,16 +54,16 @@ impl HostState {
     }
 
     /// Prepares this store for its next export call: the component is stopped (a trap)
-    /// at the first epoch check once the clock passes `cpu_deadline` (the epoch callback
-    /// of [`crate::bound_cpu`] checks it), and `interrupt` is the call's signal, which
-    /// ends its pending requests. `cpu_deadline` is a point in wall-clock time, not CPU
+    /// at the first epoch check once the clock passes `until` (the epoch callback of
+    /// [`crate::bound_cpu`] checks it), and `interrupt` is the call's signal, which ends
+    /// its pending requests. `until` is a point in wall-clock time, not CPU
     /// time: the component's time waiting on its backends counts, and a call still
     /// running past it traps on its way back from an import, a denial. So give it no
     /// less than the call may legitimately take: the start plus `engine.bound-ms` (the
     /// longest its chain of deadlines, or its budget, allows) plus a little to settle.
     /// Every call needs it: a store's first bound, set by `bound_cpu`, lasts 5 s.
-    pub fn begin_call(&mut self, cpu_deadline: std::time::Instant, interrupt: &Interrupt) {
-        self.cpu_deadline = cpu_deadline;
+    pub fn begin_call(&mut self, until: std::time::Instant, interrupt: &Interrupt) {
+        self.cpu_deadline = until;
         self.interrupt = interrupt.clone();
         self.settle_only = false;
         self.gave_way = false;
