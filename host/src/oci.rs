@@ -26,7 +26,7 @@
 //! to upload locations on the registry's own origin.
 
 use crate::component_cache::{sha256_digest, sha256_hex, ComponentCache};
-use crate::registry::{Access, Registry, MAX_MANIFEST_BYTES};
+use crate::registry::{Access, Failed, Registry, MAX_MANIFEST_BYTES};
 use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
 pub(crate) use oci_client::Reference;
@@ -191,7 +191,7 @@ async fn store_with(
         let registry = Registry::open(&pinned, auth, Access::Pull).await?;
         registry.manifest(&manifest_digest).await
     };
-    let failed = |e: String| {
+    let failed = |e: Failed| {
         format!(
             "read back the manifest of {}: {e} (the upload was taken: the tag {tag} already \
              names this manifest)",
@@ -216,9 +216,23 @@ pub enum PullError {
     /// time, or answering with an error: it may later.
     Unavailable(String),
     /// What the registry or the cache gave failed a check (a digest mismatch, a manifest
-    /// that is no wasm component's), or the credentials to ask with are wrong: asking
-    /// again later gives no other answer.
+    /// that is no wasm component's, an answer longer than its bound), or the credentials
+    /// are wrong (a bad `AHP_REGISTRY_*` environment; a 401 or 403 from the registry or
+    /// its token service): asking again later gives no other answer.
     Refused(String),
+}
+
+impl PullError {
+    /// What the registry's `failed` makes of the step `doing`: refused where asking
+    /// again gets the same answer (credentials refused, an answer past its bound), else
+    /// unavailable.
+    fn of(failed: Failed, doing: String) -> PullError {
+        let message = format!("{doing}: {failed}");
+        match failed.lasting {
+            true => PullError::Refused(message),
+            false => PullError::Unavailable(message),
+        }
+    }
 }
 
 impl std::fmt::Display for PullError {
@@ -289,7 +303,7 @@ async fn fetch_with(
     let bytes = registry
         .blob(&layer.digest, layer.size as u64)
         .await
-        .map_err(|e| PullError::Unavailable(format!("pull the component of {whole}: {e}")))?;
+        .map_err(|e| PullError::of(e, format!("pull the component of {whole}")))?;
     let actual = sha256_digest(&bytes);
     if actual != layer.digest {
         return Err(PullError::Refused(format!(
@@ -325,7 +339,7 @@ async fn manifest_with(
     let bytes = opened
         .manifest(name)
         .await
-        .map_err(|e| PullError::Unavailable(format!("pull the manifest of {whole}: {e}")))?;
+        .map_err(|e| PullError::of(e, format!("pull the manifest of {whole}")))?;
     let manifest_digest = sha256_digest(&bytes);
     if reference
         .digest()
@@ -349,7 +363,7 @@ async fn open(
 ) -> Result<Registry, PullError> {
     Registry::open(reference, auth, Access::Pull)
         .await
-        .map_err(|e| PullError::Unavailable(format!("pull {what} of {}: {e}", reference.whole())))
+        .map_err(|e| PullError::of(e, format!("pull {what} of {}", reference.whole())))
 }
 
 /// The digest of the manifest the registry gives now for `reference`'s tag (fetched as a
@@ -1203,6 +1217,58 @@ mod tests {
             fetch_with(&pinned, Some(&cache), &RegistryAuth::Anonymous).await,
             Ok(component)
         );
+    }
+
+    /// A pull that would fail again is refused, not unavailable: credentials refused
+    /// (401 or 403, from the registry or from its token service) and a component longer
+    /// than its manifest says give the same answer whenever asked; an error status may
+    /// not.
+    #[tokio::test]
+    async fn a_pull_that_would_fail_again_is_refused() {
+        use crate::registry::fake::{answer, answering};
+        use oci_client::manifest::OCI_IMAGE_MEDIA_TYPE;
+        let component = b"\0asm component bytes".to_vec();
+        let component_digest = sha256_digest(&component);
+        // The layer says one byte less than the registry serves.
+        let manifest = format!(
+            r#"{{"schemaVersion":2,"mediaType":"{OCI_IMAGE_MEDIA_TYPE}",
+            "config":{{"mediaType":"{WASM_MANIFEST_CONFIG_MEDIA_TYPE}","digest":"sha256:{}","size":2}},
+            "layers":[{{"mediaType":"application/wasm","digest":"{component_digest}","size":{}}}]}}"#,
+            "c".repeat(64),
+            component.len() - 1
+        );
+        let blob_path = format!("GET /v2/ahp/interceptor/blobs/{component_digest} ");
+        for (case, lasting) in [
+            ("a token refused", true),
+            ("a manifest forbidden", true),
+            ("a component longer than said", true),
+            ("a registry unavailable", false),
+        ] {
+            let (manifest, component, blob_path) =
+                (manifest.clone(), component.clone(), blob_path.clone());
+            let addr = answering(move |request, addr| match (case, request) {
+                ("a token refused", r) if r.starts_with("GET /v2/ ") => {
+                    let challenge =
+                        format!("WWW-Authenticate: Bearer realm=\"http://{addr}/token\"\r\n");
+                    answer("401 Unauthorized", &challenge, b"")
+                }
+                (_, r) if r.starts_with("GET /v2/ ") => answer("200 OK", "", b"{}"),
+                ("a manifest forbidden", _) => answer("403 Forbidden", "", b""),
+                ("a registry unavailable", _) => answer("503 Service Unavailable", "", b""),
+                (_, r) if r.starts_with("GET /v2/ahp/interceptor/manifests/0.1 ") => {
+                    answer("200 OK", "", manifest.as_bytes())
+                }
+                (_, r) if r.starts_with(&blob_path) => answer("200 OK", "", &component),
+                _ => answer("401 Unauthorized", "", b""),
+            })
+            .await;
+            let tagged = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+            let pulled = fetch_with(&tagged, None, &RegistryAuth::Anonymous).await;
+            match (pulled, lasting) {
+                (Err(PullError::Refused(_)), true) | (Err(PullError::Unavailable(_)), false) => {}
+                (other, _) => panic!("{case}: {other:?}"),
+            }
+        }
     }
 
     /// How much manifest [`flooding_registry`] sends.

@@ -71,6 +71,53 @@ pub(crate) struct Registry {
     local: bool,
 }
 
+/// Why the registry gave nothing.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Failed {
+    /// What went wrong, for the user.
+    pub message: String,
+    /// Asking again later would get the same answer: the credentials refused (401 or
+    /// 403, from the registry or its token service), or an answer larger than its bound.
+    /// Otherwise the registry may answer later (not reached, not answering, an error).
+    pub lasting: bool,
+}
+
+impl Failed {
+    fn lasting(message: String) -> Failed {
+        Failed {
+            message,
+            lasting: true,
+        }
+    }
+}
+
+impl From<String> for Failed {
+    fn from(message: String) -> Failed {
+        Failed {
+            message,
+            lasting: false,
+        }
+    }
+}
+
+impl From<&str> for Failed {
+    fn from(message: &str) -> Failed {
+        Failed::from(message.to_string())
+    }
+}
+
+impl From<Failed> for String {
+    fn from(failed: Failed) -> String {
+        failed.message
+    }
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 impl Registry {
     /// Asks `reference`'s registry how to authenticate and does so with `auth`, for
     /// `access`.
@@ -78,7 +125,7 @@ impl Registry {
         reference: &Reference,
         auth: &RegistryAuth,
         access: Access,
-    ) -> Result<Registry, String> {
+    ) -> Result<Registry, Failed> {
         install_tls_provider();
         let registry = reference.resolve_registry();
         let local = is_loopback(registry);
@@ -134,7 +181,7 @@ impl Registry {
     /// The manifest `name` (a tag or a digest) names, at most [`MAX_MANIFEST_BYTES`] of
     /// it. Any kind is accepted, so a registry answers with what it has (an index, a Docker
     /// manifest) for the caller to refuse by name rather than with a bare 404.
-    pub async fn manifest(&self, name: &str) -> Result<Vec<u8>, String> {
+    pub async fn manifest(&self, name: &str) -> Result<Vec<u8>, Failed> {
         let request = self
             .request(Method::GET, &format!("manifests/{name}"))?
             .header(ACCEPT, HeaderValue::from_static(MANIFEST_TYPES));
@@ -143,7 +190,7 @@ impl Registry {
     }
 
     /// The blob `digest` names, which its manifest says is `size` bytes: no more is read.
-    pub async fn blob(&self, digest: &str, size: u64) -> Result<Vec<u8>, String> {
+    pub async fn blob(&self, digest: &str, size: u64) -> Result<Vec<u8>, Failed> {
         let request = self.request(Method::GET, &format!("blobs/{digest}"))?;
         let answer = self.send(request, OffOrigin::Follow).await?;
         read(answer, size, "the registry").await
@@ -212,7 +259,7 @@ impl Registry {
     /// challenge, and credentials are configured, the challenge is answered (as
     /// [`Registry::open`] answers one) and the same request sent once more; the answer is
     /// kept for the requests after it. Nothing is sent that was not asked for.
-    async fn send(&self, request: Outgoing, off_origin: OffOrigin) -> Result<Response, String> {
+    async fn send(&self, request: Outgoing, off_origin: OffOrigin) -> Result<Response, Failed> {
         let sent = self.credential();
         let response = self.send_with(request.clone(), &sent, off_origin).await?;
         let Some(challenge) = self.challenge(&response) else {
@@ -221,14 +268,17 @@ impl Registry {
         let basic = self.basic.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
         let answer = answer_challenge(&self.http, &challenge, &self.scope, basic, self.local)
             .await
-            .map_err(|e| format!("answer the registry's challenge: {e}"))?;
+            .map_err(|e| Failed {
+                message: format!("answer the registry's challenge: {e}"),
+                ..e
+            })?;
         // Sent already, or nothing to send: the 401 stands.
         if answer == sent || answer == RegistryAuth::Anonymous {
             return Ok(response);
         }
         drop(response);
         *self.credential.lock().unwrap_or_else(|e| e.into_inner()) = answer.clone();
-        self.send_with(request, &answer, off_origin).await
+        Ok(self.send_with(request, &answer, off_origin).await?)
     }
 
     /// What [`Registry::send`] sends now.
@@ -356,7 +406,7 @@ async fn answer_challenge(
     scope: &str,
     basic: Option<(&str, &str)>,
     local: bool,
-) -> Result<RegistryAuth, String> {
+) -> Result<RegistryAuth, Failed> {
     let scheme = |name| www_authenticate::params(challenge, name);
     if let Some(params) = scheme("bearer") {
         Ok(RegistryAuth::Bearer(
@@ -377,7 +427,7 @@ async fn token(
     scope: &str,
     basic: Option<(&str, &str)>,
     local: bool,
-) -> Result<String, String> {
+) -> Result<String, Failed> {
     let param = |name: &str| {
         params
             .iter()
@@ -445,12 +495,20 @@ fn upload_location(repository: &Url, answered: &Url, location: &str) -> Result<U
 
 /// The body of `who`'s `response`, if it is `200 OK`, refused once it is larger than
 /// `max` bytes (at once if its declared length is).
-async fn read(mut response: Response, max: u64, who: &str) -> Result<Vec<u8>, String> {
+async fn read(mut response: Response, max: u64, who: &str) -> Result<Vec<u8>, Failed> {
     let failed = |e| format!("{who}: {}", describe(e));
-    if response.status() != StatusCode::OK {
-        return Err(format!("{who} answered {}", response.status()));
+    let status = response.status();
+    if status != StatusCode::OK {
+        let answered = format!("{who} answered {status}");
+        return Err(match status {
+            // The credentials, refused: asking again gets the same answer.
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Failed::lasting(answered),
+            _ => answered.into(),
+        });
     }
-    let too_large = || format!("{who}'s answer is larger than {max} bytes");
+    // Larger than its manifest says (or than any answer of its kind may be): the bytes
+    // the digest names are what they are, asking again gets the same.
+    let too_large = || Failed::lasting(format!("{who}'s answer is larger than {max} bytes"));
     let declared = response.content_length();
     if declared.is_some_and(|length| length > max) {
         return Err(too_large());
@@ -594,10 +652,10 @@ mod tests {
         addr: std::net::SocketAddr,
         auth: &RegistryAuth,
     ) -> Result<Vec<u8>, String> {
-        Registry::open(&reference(addr), auth, Access::Pull)
+        Ok(Registry::open(&reference(addr), auth, Access::Pull)
             .await?
             .manifest("0.1")
-            .await
+            .await?)
     }
 
     /// Basic credentials go to a registry that challenges `Basic`, and to no other.
@@ -905,7 +963,7 @@ mod tests {
             registry.manifest("0.1").await.unwrap(),
             b"{\"elsewhere\":1}"
         );
-        let error = registry.manifest("far").await.unwrap_err();
+        let error = String::from(registry.manifest("far").await.unwrap_err());
         assert!(error.contains("a redirect to plain http"), "{error}");
     }
 
@@ -1190,10 +1248,10 @@ mod tests {
         let registry = Registry::open(&reference(addr), &RegistryAuth::Anonymous, Access::Pull)
             .await
             .unwrap();
-        let error = registry.manifest("far").await.unwrap_err();
+        let error = String::from(registry.manifest("far").await.unwrap_err());
         assert!(error.contains("a redirect to plain http"), "{error}");
         assert_eq!(registry.manifest("10").await.unwrap(), b"{}");
-        let error = registry.manifest("11").await.unwrap_err();
+        let error = String::from(registry.manifest("11").await.unwrap_err());
         assert!(error.contains("more than 10 redirects"), "{error}");
     }
 
