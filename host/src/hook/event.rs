@@ -253,12 +253,14 @@ fn kind(name: &str) -> &'static str {
     }
     match name {
         "Bash" | "Shell" | "shell" | "run_shell_command" | "bash" | "powershell" => "shell",
-        "Read" | "read_file" | "view" => "file_read",
+        "Read" | "read_file" | "read_many_files" | "list_directory" | "view" => "file_read",
         "Write" | "write_file" | "create" => "file_write",
-        "Edit" | "MultiEdit" | "replace" | "apply_patch" | "edit" => "file_edit",
-        "Grep" | "Glob" | "search_file_content" | "glob" | "grep" => "search",
-        "WebFetch" | "WebSearch" | "web_fetch" | "google_web_search" => "fetch",
-        "Task" | "Agent" | "task" => "task",
+        "Edit" | "MultiEdit" | "replace" | "apply_patch" | "edit" | "str_replace_editor" => {
+            "file_edit"
+        }
+        "Grep" | "Glob" | "search_file_content" | "glob" | "grep" | "rg" => "search",
+        "WebFetch" | "WebSearch" | "web_fetch" | "google_web_search" | "web_search" => "fetch",
+        "Task" | "Agent" | "task" | "delegate_to_agent" => "task",
         _ => "other",
     }
 }
@@ -374,6 +376,21 @@ mod tests {
     fn powershell_and_lowercase_task_have_their_kinds() {
         assert_eq!(kind("powershell"), "shell");
         assert_eq!(kind("task"), "task");
+    }
+
+    /// Copilot's and Gemini's other native names have the kinds of Claude Code's.
+    #[test]
+    fn copilot_and_gemini_names_have_their_kinds() {
+        for (name, expected) in [
+            ("web_search", "fetch"),
+            ("rg", "search"),
+            ("str_replace_editor", "file_edit"),
+            ("read_many_files", "file_read"),
+            ("list_directory", "file_read"),
+            ("delegate_to_agent", "task"),
+        ] {
+            assert_eq!(kind(name), expected, "{name}");
+        }
     }
 
     /// An MCP tool, named by the convention or described by the harness, is of origin
