@@ -299,7 +299,8 @@ impl Backends {
                         ),
                         false => format!(
                             "backend `{id}`: plain http to `{host}` will be refused at delivery \
-                             (http is for loopback only; use https)"
+                             unless every address it resolves to is loopback (http is for \
+                             loopback only; use https)"
                         ),
                     });
                 }
