@@ -548,15 +548,16 @@ impl InterceptorBuilder {
     /// pool: a compile takes some 0.4 s of CPU, which on an async worker would stall every
     /// other task of a current-thread runtime (other calls' deadline timers included).
     ///
-    /// The interceptor runs on Tokio (its timers, its blocking pool, its delivery tasks):
-    /// built outside a Tokio runtime (polled by another executor), it is a setup error
-    /// that says so, not a panic at the first timer.
+    /// The interceptor runs on Tokio (its timers, its sockets, its blocking pool, its
+    /// delivery tasks): built outside a Tokio runtime (polled by another executor), or
+    /// in one without its timer or I/O driver (a builder without `enable_all()`), it is a
+    /// setup error that says so, not a panic at the first timer or socket.
     pub async fn build(self, registration: &str) -> Result<Interceptor, Error> {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Err(Error::setup(wasmtime::Error::msg(
-                "not inside a Tokio runtime: the interceptor needs one (its timers, \
-                 blocking pool and delivery tasks run on Tokio)",
-            )));
+        if let Some(missing) = tokio_lacks() {
+            return Err(Error::setup(wasmtime::Error::msg(format!(
+                "{missing}: the interceptor needs a Tokio runtime with time and I/O \
+                 (`enable_all()`)"
+            ))));
         }
         let (runtime, options) = tokio::task::spawn_blocking(move || self.into_parts())
             .await
@@ -567,6 +568,28 @@ impl InterceptorBuilder {
             })??;
         Interceptor::start(runtime, registration, options).await
     }
+}
+
+/// What the current Tokio runtime lacks of what an interceptor needs, if anything: its
+/// timers and sockets panic without their drivers, so each is tried once here (the
+/// panic hook still reports the one caught).
+fn tokio_lacks() -> Option<&'static str> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Some("not inside a Tokio runtime");
+    }
+    let panics = |probe: fn()| std::panic::catch_unwind(probe).is_err();
+    if panics(|| drop(tokio::time::sleep(Duration::ZERO))) {
+        return Some("the Tokio runtime has no timer");
+    }
+    fn loopback_socket() -> Option<std::net::UdpSocket> {
+        let socket = std::net::UdpSocket::bind((std::net::Ipv4Addr::LOCALHOST, 0)).ok()?;
+        socket.set_nonblocking(true).ok()?;
+        Some(socket)
+    }
+    if panics(|| drop(loopback_socket().map(tokio::net::UdpSocket::from_std))) {
+        return Some("the Tokio runtime has no I/O driver");
+    }
+    None
 }
 
 /// A hook call whose decision is settled; its owned observer deliveries have not run yet.
@@ -702,6 +725,32 @@ fn blocking(work: impl FnOnce() + Send + 'static) {
 mod tests {
     use super::*;
     use std::future::Future as _;
+
+    /// In a Tokio runtime without its timer or its I/O driver, building is a setup error
+    /// naming what is missing: never a panic at the first timer or socket.
+    #[test]
+    fn a_tokio_runtime_without_time_or_io_is_a_setup_error() {
+        let cases = [
+            (
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_io()
+                    .build(),
+                "no timer",
+            ),
+            (
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build(),
+                "no I/O",
+            ),
+        ];
+        for (runtime, missing) in cases {
+            let runtime = runtime.expect("a runtime");
+            let built = runtime.block_on(Interceptor::new("{}", Options::default()));
+            let e = built.err().expect("a setup error");
+            assert!(e.is_setup() && e.to_string().contains(missing), "{e}");
+        }
+    }
 
     /// Built outside a Tokio runtime (another executor polls it), an interceptor is a
     /// setup error naming Tokio, at the first poll: never a panic at its first timer.

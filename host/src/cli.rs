@@ -836,9 +836,9 @@ async fn warm_compile_cache(component: Option<&str>) -> Result<Warm, String> {
     let dir = compile_cache::cache_dir()
         .ok_or("no cache directory: set AHP_CACHE_DIR, XDG_CACHE_HOME or HOME")?;
     // The compile would succeed and cache nothing: say which directory, and why.
-    compile_cache::private_real_dir(&dir).map_err(|e| {
+    compile_cache::usable_dir(&dir).map_err(|e| {
         format!(
-            "{}: {e}: not used (chmod go-w it, or set AHP_CACHE_DIR)",
+            "{}: {e}: not used (chmod go-w the directory named, or set AHP_CACHE_DIR)",
             dir.display()
         )
     })?;

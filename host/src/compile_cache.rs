@@ -95,17 +95,26 @@ pub(crate) fn observed<T>(f: impl FnOnce() -> T) -> (T, Option<(Source, Option<P
 pub fn load_in(engine: &Engine, component_bytes: &[u8], dir: &Path) -> wasmtime::Result<Loaded> {
     let key = key(engine, component_bytes);
     let path = dir.join(format!("{}.cwasm", hex(&key)));
-    if let Err(e) = private_real_dir(dir) {
-        // Another user could plant or swap files there: neither read nor write it.
-        tracing::debug!(path = %dir.display(), error = %e,
-            "compiled component: cache directory not private; compiling uncached");
-        return Ok(Loaded {
-            component: Component::new(engine, component_bytes)?,
-            source: Source::Uncached,
-            path: None,
-        });
-    }
-    match read_verified(&path, &key) {
+    let exists = match private_real_dir(dir) {
+        Ok(exists) => exists,
+        Err(e) => {
+            // Another user could plant or swap files there: neither read nor write it.
+            tracing::debug!(path = %dir.display(), error = %e,
+                "compiled component: cache directory not private; compiling uncached");
+            return Ok(Loaded {
+                component: Component::new(engine, component_bytes)?,
+                source: Source::Uncached,
+                path: None,
+            });
+        }
+    };
+    // A directory that is not there holds nothing, and the way to it was not checked:
+    // nothing is read through it (a link planted at its name meanwhile would be).
+    let read = match exists {
+        true => read_verified(&path, &key),
+        false => Err(std::io::ErrorKind::NotFound.into()),
+    };
+    match read {
         // SAFETY: `code` is exactly what `Component::serialize` wrote into this file:
         // `read_verified` read it in one go from one open file owned by this user and
         // writable by nobody else, checked that its header names this component and
@@ -306,6 +315,26 @@ pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
 #[cfg(not(unix))]
 pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
     Ok(dir.is_dir())
+}
+
+/// Whether a cache could be kept in `dir`: [`private_real_dir`] if it exists, else the
+/// way to its nearest existing ancestor ([`trusted_way`]), which it would be made under.
+/// The error names the directory at fault.
+#[cfg(all(unix, feature = "cli"))]
+pub(crate) fn usable_dir(dir: &Path) -> std::io::Result<()> {
+    if private_real_dir(dir)? {
+        return Ok(());
+    }
+    let absolute = std::path::absolute(dir)?;
+    match absolute.ancestors().skip(1).find(|a| a.exists()) {
+        Some(ancestor) => trusted_way(ancestor),
+        None => Ok(()),
+    }
+}
+
+#[cfg(all(not(unix), feature = "cli"))]
+pub(crate) fn usable_dir(_dir: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// Checks that only this user or root can change where `dir` leads, resolving it one

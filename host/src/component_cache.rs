@@ -64,17 +64,19 @@ impl ComponentCache {
         }
     }
 
-    /// Whether the cache's directories, as far as they exist, are private (see the
-    /// module documentation); the missing ones are created private when a blob is stored.
-    fn private(&self) -> std::io::Result<()> {
+    /// Whether the cache's directories all exist, each private (see the module
+    /// documentation); `Ok(false)` if some do not yet (those that do are private): they
+    /// are created private when a blob is stored, and until then there is nothing to
+    /// read — nor a checked way to read it by.
+    fn private(&self) -> std::io::Result<bool> {
         let oci = self.root.join("oci");
         let blobs = oci.join("blobs");
         for dir in [&self.root, &oci, &blobs, &self.blobs] {
             if !crate::compile_cache::private_real_dir(dir)? {
-                break;
+                return Ok(false);
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The bytes stored under `digest`, if present, intact and at most `max_bytes` long.
@@ -84,9 +86,14 @@ impl ComponentCache {
     /// on, and reading stops past `max_bytes`. A blob read so is marked as in use.
     pub fn get(&self, digest: &str, max_bytes: u64) -> Option<Vec<u8>> {
         let path = self.blobs.join(sha256_hex(digest)?);
-        if let Err(e) = self.private() {
-            tracing::debug!(path = %self.root.display(), error = %e, "component cache not private; pulling uncached");
-            return None;
+        match self.private() {
+            Ok(true) => {}
+            // Nothing stored yet; a path not checked is not read through.
+            Ok(false) => return None,
+            Err(e) => {
+                tracing::debug!(path = %self.root.display(), error = %e, "component cache not private; pulling uncached");
+                return None;
+            }
         }
         let mut bytes = Vec::new();
         let read = crate::compile_cache::open_private(&path).and_then(|file| {
@@ -130,7 +137,7 @@ impl ComponentCache {
         })?;
         let stored = self.write(&path, bytes);
         // Checked again: the directories the write made, and nothing swapped meanwhile.
-        if self.private().is_ok() {
+        if self.private().unwrap_or(false) {
             crate::cache_prune::prune(&self.blobs, &path, crate::cache_prune::is_sha256_hex);
         }
         stored.map_err(|e| format!("write the component cache {}: {e}", self.blobs.display()))?;
@@ -142,7 +149,9 @@ impl ComponentCache {
     /// [`put`](Self::put)'s first look (when nothing was there) is not written through.
     fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         crate::compile_cache::create_private_dir(&self.blobs)?;
-        self.private()?;
+        if !self.private()? {
+            return Err(std::io::ErrorKind::NotFound.into());
+        }
         let mut file = crate::cache_prune::temp_file_in(&self.blobs)?;
         file.write_all(bytes)?;
         file.as_file().sync_all()?;

@@ -1222,7 +1222,7 @@ mod tests {
     /// A pull that would fail again is refused, not unavailable: credentials refused
     /// (401 or 403, from the registry or from its token service) and a component longer
     /// than its manifest says give the same answer whenever asked; an error status may
-    /// not.
+    /// not, nor a 403 where a redirect led (storage that was sent no credentials).
     #[tokio::test]
     async fn a_pull_that_would_fail_again_is_refused() {
         use crate::registry::fake::{answer, answering};
@@ -1243,9 +1243,11 @@ mod tests {
             ("a manifest forbidden", true),
             ("a component longer than said", true),
             ("a registry unavailable", false),
+            ("storage forbidden", false),
         ] {
             let (manifest, component, blob_path) =
                 (manifest.clone(), component.clone(), blob_path.clone());
+            let storage = answering(|_, _| answer("403 Forbidden", "", b"")).await;
             let addr = answering(move |request, addr| match (case, request) {
                 ("a token refused", r) if r.starts_with("GET /v2/ ") => {
                     let challenge =
@@ -1257,6 +1259,10 @@ mod tests {
                 ("a registry unavailable", _) => answer("503 Service Unavailable", "", b""),
                 (_, r) if r.starts_with("GET /v2/ahp/interceptor/manifests/0.1 ") => {
                     answer("200 OK", "", manifest.as_bytes())
+                }
+                ("storage forbidden", r) if r.starts_with(&blob_path) => {
+                    let to = format!("Location: http://{storage}/blob\r\n");
+                    answer("307 Temporary Redirect", &to, b"")
                 }
                 (_, r) if r.starts_with(&blob_path) => answer("200 OK", "", &component),
                 _ => answer("401 Unauthorized", "", b""),

@@ -186,14 +186,20 @@ impl Registry {
             .request(Method::GET, &format!("manifests/{name}"))?
             .header(ACCEPT, HeaderValue::from_static(MANIFEST_TYPES));
         let answer = self.send(request, OffOrigin::Follow).await?;
-        read(answer, MAX_MANIFEST_BYTES, "the registry").await
+        read(
+            answer,
+            MAX_MANIFEST_BYTES,
+            "the registry",
+            &self.repository.origin(),
+        )
+        .await
     }
 
     /// The blob `digest` names, which its manifest says is `size` bytes: no more is read.
     pub async fn blob(&self, digest: &str, size: u64) -> Result<Vec<u8>, Failed> {
         let request = self.request(Method::GET, &format!("blobs/{digest}"))?;
         let answer = self.send(request, OffOrigin::Follow).await?;
-        read(answer, size, "the registry").await
+        read(answer, size, "the registry", &self.repository.origin()).await
     }
 
     /// Uploads `blob`, which `digest` names, unless the registry holds it already: in one
@@ -445,7 +451,8 @@ async fn token(
         url.query_pairs_mut().append_pair("service", service);
     }
     // The realm's origin, and no other, gets the basic credentials.
-    let credential = basic.map(|(user, password)| Credential::basic(url.origin(), user, password));
+    let realm = url.origin();
+    let credential = basic.map(|(user, password)| Credential::basic(realm.clone(), user, password));
     let answer = http
         .send(
             Outgoing::new(Method::GET, url),
@@ -454,7 +461,7 @@ async fn token(
         )
         .await
         .map_err(|e| format!("the token service: {e}"))?;
-    let answer = read(answer, MAX_TOKEN_ANSWER_BYTES, "the token service").await?;
+    let answer = read(answer, MAX_TOKEN_ANSWER_BYTES, "the token service", &realm).await?;
     #[derive(serde::Deserialize)]
     struct Answer {
         token: Option<String>,
@@ -495,15 +502,23 @@ fn upload_location(repository: &Url, answered: &Url, location: &str) -> Result<U
 
 /// The body of `who`'s `response`, if it is `200 OK`, refused once it is larger than
 /// `max` bytes (at once if its declared length is).
-async fn read(mut response: Response, max: u64, who: &str) -> Result<Vec<u8>, Failed> {
+async fn read(
+    mut response: Response,
+    max: u64,
+    who: &str,
+    asked: &url::Origin,
+) -> Result<Vec<u8>, Failed> {
     let failed = |e| format!("{who}: {}", describe(e));
     let status = response.status();
     if status != StatusCode::OK {
         let answered = format!("{who} answered {status}");
-        return Err(match status {
-            // The credentials, refused: asking again gets the same answer.
-            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Failed::lasting(answered),
-            _ => answered.into(),
+        // The credentials, refused where they were sent: asking again gets the same
+        // answer. Not so where a redirect led, which was sent none (a storage URL that
+        // expired, a CDN's block).
+        let refused = matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN);
+        return Err(match refused && response.url().origin() == *asked {
+            true => Failed::lasting(answered),
+            false => answered.into(),
         });
     }
     // Larger than its manifest says (or than any answer of its kind may be): the bytes

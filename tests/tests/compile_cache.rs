@@ -21,7 +21,6 @@ const HIT: &str = "compiled component: cache hit";
 const MISS: &str = "compiled component: cache miss";
 const REJECTED: &str = "compiled component: cache file unusable";
 const STORED: &str = "compiled component: stored";
-const NOT_STORED: &str = "could not store; continuing uncached";
 const NOT_PRIVATE: &str = "cache directory not private; compiling uncached";
 
 /// A denying backend and the registration and event files pointing at it.
@@ -358,7 +357,7 @@ async fn a_cache_directory_others_can_write_is_not_used() {
 }
 
 /// `ahp precompile` names the directory it refuses and says why, rather than that there
-/// is none.
+/// is none: the cache directory, or the one on its way at fault when it is not made yet.
 #[test]
 fn precompile_names_a_cache_directory_others_can_write_and_why() {
     let cache = tempfile::tempdir().expect("a cache directory");
@@ -382,6 +381,19 @@ fn precompile_names_a_cache_directory_others_can_write_and_why() {
             .count(),
         0
     );
+    // Not made yet, under a directory others can write to: that directory is named, and
+    // nothing is made.
+    let missing = cache.path().join("ahp-interceptor");
+    let output = std::process::Command::new(ahp_binary())
+        .arg("precompile")
+        .env("AHP_CACHE_DIR", &missing)
+        .output()
+        .expect("run ahp precompile");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let named = format!("{} is writable by group or others", cache.path().display());
+    assert!(stderr.contains(&named), "{stderr}");
+    assert!(!missing.exists(), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -393,8 +405,10 @@ async fn an_unusable_cache_directory_compiles_without_caching() {
     std::fs::write(&not_a_dir, b"").expect("write a file");
     for cache in [not_a_dir.clone(), not_a_dir.join("below")] {
         let case = cache.display().to_string();
+        // Refused as it is looked at (not a directory), never stored.
         let log = setup.intercept(&cache, &case).await;
-        assert!(log.contains(NOT_STORED), "{case}: {log}");
+        assert!(log.contains(NOT_PRIVATE), "{case}: {log}");
+        assert!(!log.contains(STORED), "{case}: {log}");
         let log = setup.intercept(&cache, &case).await;
         assert!(!log.contains(HIT), "{case}: {log}");
     }
