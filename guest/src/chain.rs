@@ -254,8 +254,12 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
     }
 
     // An interrupted call is never permission, whether or not it had an interceptor to
-    // ask (the host's wait for an instance settles it so too).
-    let mut interrupted = host.interrupted();
+    // ask (the host's wait for an instance settles it so too). An attempt the host
+    // cancelled ended the chain as interrupted, whatever its flag says now.
+    let cancelled = stop
+        .as_ref()
+        .is_some_and(|s| s.decided_by == DecidedBy::Interrupted);
+    let mut interrupted = host.interrupted() || cancelled;
     let now = host.now();
     let out_of_budget = call.budget.is_some_and(|b| now >= b);
     let mut observers = Observers::from(now, call.budget);
@@ -516,6 +520,12 @@ fn evaluate<H: Host>(
             Tried::Ended(Ending::Failed(f)) if f.is_transient() && ended < deadline => {
                 retries += 1;
                 if host.retry_after(&backend.id, retries, deadline) && !host.interrupted() {
+                    // A backoff can end at the deadline (a timer overshoots): then no
+                    // attempt starts, and the deadline ends the exchange where it stood.
+                    if host.now() >= deadline {
+                        let late = Failure::new(FailureClass::DeadlineExceeded, f.phase);
+                        return (Ending::Failed(late), attempts);
+                    }
                     continue;
                 }
                 if host.interrupted() {

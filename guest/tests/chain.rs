@@ -162,6 +162,8 @@ struct FakeHost {
     /// Retries the host's configuration allows per exchange, and the backoff of each.
     retries: u32,
     backoff_ms: u64,
+    /// Virtual time a backoff runs past what was asked (a timer's overshoot).
+    overshoot_ms: u64,
     retry_asks: Vec<(String, u32, Instant)>,
     /// How many bytes the component had hashed (every message it prepared).
     hashed: Cell<usize>,
@@ -186,6 +188,7 @@ impl FakeHost {
             sent: Vec::new(),
             retries: 0,
             backoff_ms: 0,
+            overshoot_ms: 0,
             retry_asks: Vec::new(),
             hashed: Cell::new(0),
             hash_takes_ms: 0,
@@ -309,7 +312,7 @@ impl Host for FakeHost {
         {
             return false;
         }
-        self.pass(ms(self.backoff_ms));
+        self.pass(ms(self.backoff_ms + self.overshoot_ms));
         true
     }
 
@@ -676,6 +679,48 @@ fn accepted_allow_survives_a_later_fail_open_failure() {
     assert_no_objection(&s);
     assert_eq!(outcomes(&s), [Outcome::Allow, Outcome::FailedOpen]);
     assert_eq!(failure_class(&s, 1), "deadline-exceeded");
+}
+
+/// Digest §4.4: an ask persists through a later allow, and a later deny wins over it;
+/// either way the later interceptor is asked.
+#[test]
+fn an_ask_then_an_allow_is_an_ask_and_an_ask_then_a_deny_is_a_deny() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+    ]);
+    let ask = || Step::reply(effects(json!([{"type": "ask"}])));
+    let mut host = FakeHost::new()
+        .on(A, ask())
+        .on(B, Step::reply(effects(json!([{"type": "allow"}]))));
+    let s = intercept_with(
+        &engine,
+        &mut host,
+        &event(),
+        &["deny", "ask", "allow"],
+        None,
+    );
+    assert_eq!(
+        (s.decision, s.decided_by),
+        (Decision::Ask, DecidedBy::BackendAsk)
+    );
+    assert_eq!(outcomes(&s), [Outcome::Ask, Outcome::Allow]);
+    let mut host = FakeHost::new()
+        .on(A, ask())
+        .on(B, Step::reply(deny("not B")));
+    let s = intercept_with(
+        &engine,
+        &mut host,
+        &event(),
+        &["deny", "ask", "allow"],
+        None,
+    );
+    assert_eq!(
+        (s.decision, s.decided_by),
+        (Decision::Deny, DecidedBy::BackendDeny)
+    );
+    assert_eq!(s.reason.as_deref(), Some("not B"));
+    assert_eq!(outcomes(&s), [Outcome::Ask, Outcome::Deny]);
 }
 
 #[test]
@@ -1084,9 +1129,12 @@ fn failure_records_the_phase_and_the_status_but_never_the_body() {
 #[test]
 fn cancelled_delivery_is_an_interruption_under_both_policies() {
     for policy in ["fail-open", "fail-closed"] {
+        // An owned observer of the event: interruption starts it not, even where the
+        // host's own interruption flag is not set (the cancelled attempt says it).
         let engine = load(vec![
             interceptor(A, policy, 500),
             interceptor(B, "fail-open", 500),
+            backend(C, vec![observe_sub(&["tool.before"])]),
         ]);
         let mut host = FakeHost::new()
             .on(A, Step::fail(DeliveryError::Cancelled))
@@ -1108,12 +1156,16 @@ fn cancelled_delivery_is_an_interruption_under_both_policies() {
 #[test]
 fn cancelled_credential_acquisition_is_an_interruption_and_sends_nothing() {
     for policy in ["fail-open", "fail-closed"] {
-        let engine = load(vec![interceptor(A, policy, 500)]);
+        let engine = load(vec![
+            interceptor(A, policy, 500),
+            backend(C, vec![observe_sub(&["tool.before"])]),
+        ]);
         let mut host = FakeHost::new().auth(A, AuthScript::Fails(AuthError::Cancelled));
         let s = run(&engine, &mut host);
         assert_eq!(s.decided_by, DecidedBy::Interrupted, "{policy}");
         assert_eq!(s.decision, Decision::Deny);
         assert!(host.sent.is_empty());
+        assert!(s.observers.is_empty(), "interruption starts no observers");
     }
 }
 
@@ -1438,6 +1490,26 @@ fn a_later_interceptor_gets_only_what_remains_of_the_enclosing_budget() {
             "{policy}: {record}"
         );
     }
+}
+
+/// A retry's backoff that ends past the deadline (the host allowed it, its timer
+/// overshot) starts no attempt: the exchange ends as the deadline's failure in the phase
+/// the last attempt failed in, and the audit lists only the attempt that was made.
+#[test]
+fn a_backoff_that_ends_past_the_deadline_starts_no_attempt() {
+    let engine = load(vec![interceptor(A, "fail-open", 100)]);
+    let mut host = FakeHost::new()
+        .retries(1, 50)
+        .on(A, Step::fail(DeliveryError::ConnectionRefused).taking(20));
+    host.overshoot_ms = 40;
+    let s = run(&engine, &mut host);
+    assert_eq!(host.sent_to(A).len(), 1, "no second attempt");
+    assert_eq!(attempt_results(&s, 0), ["connection-refused"]);
+    assert_eq!(
+        audited(&s, 0)["failure"],
+        json!({"class": "deadline-exceeded", "phase": "connect"})
+    );
+    assert_eq!(outcomes(&s), [Outcome::FailedOpen]);
 }
 
 /// Conformance F15, retries and phases: however often B's exchange is retried, and
