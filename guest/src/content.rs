@@ -155,8 +155,7 @@ impl Content {
     /// and every part in what stays of it.
     fn lower(&self, part: &mut Map<String, Value>) -> bool {
         let own = claimed(|key| part.get(key).and_then(Value::as_str));
-        let allowed = self.for_category(&category(part));
-        let to = own.min(allowed);
+        let to = own.min(self.for_part(part));
         let mut changed = false;
         if to < Selection::Body {
             // What stays is named, never what goes: a member no schema names (a part in a
@@ -179,11 +178,22 @@ impl Content {
             .fold(changed, |changed, v| self.lower_within(v) | changed)
     }
 
-    fn for_category(&self, category: &str) -> Selection {
-        self.categories
-            .iter()
-            .find(|(name, _)| name == category)
-            .map_or(self.default, |(_, s)| *s)
+    /// This selection for a part (content-selection.schema.json): for the category the
+    /// part names, where this selection lists it; else for reasoning or the class of its
+    /// media type, where listed; else the default. A category the part names that this
+    /// selection does not list is no way past the selection for its media type.
+    fn for_part(&self, part: &Map<String, Value>) -> Selection {
+        let listed = |category: &str| {
+            self.categories
+                .iter()
+                .find(|(name, _)| name == category)
+                .map(|(_, s)| *s)
+        };
+        let named = part.get("category").and_then(Value::as_str);
+        named
+            .and_then(listed)
+            .or_else(|| listed(class(part)))
+            .unwrap_or(self.default)
     }
 }
 
@@ -243,13 +253,14 @@ fn claimed<'a>(text: impl Fn(&str) -> Option<&'a str>) -> Selection {
         .unwrap_or(Selection::Body)
 }
 
-/// A part's category: its own `category`, else text, or by media type for an attachment.
-fn category(part: &Map<String, Value>) -> String {
-    if let Some(named) = part.get("category").and_then(Value::as_str) {
-        return named.to_owned();
+/// The category a part falls in whatever else it names: reasoning, where it says so;
+/// else text, or for an attachment the class of its media type.
+fn class(part: &Map<String, Value>) -> &'static str {
+    if part.get("category").and_then(Value::as_str) == Some("reasoning") {
+        return "reasoning";
     }
     if part.get("kind").and_then(Value::as_str) == Some("text") {
-        return "text".into();
+        return "text";
     }
     let media_type = part
         .get("mediaType")
@@ -262,7 +273,6 @@ fn category(part: &Map<String, Value>) -> String {
         "video" => "video",
         _ => "files",
     }
-    .into()
 }
 
 /// The roles a canonical message may have.
@@ -677,7 +687,7 @@ mod tests {
     }
 
     #[test]
-    fn the_category_is_named_or_taken_from_kind_and_media_type() {
+    fn the_category_is_listed_or_taken_from_kind_and_media_type() {
         let parts = json!([
             {"id": "t", "kind": "text", "mediaType": "text/plain", "selection": "body", "text": "a"},
             {"id": "r", "kind": "text", "mediaType": "text/plain", "selection": "body",
@@ -705,11 +715,58 @@ mod tests {
             .iter()
             .map(|p| p["selection"].as_str().unwrap())
             .collect();
-        // The unknown category `tool_result` takes the default.
-        assert_eq!(selections, ["body", "metadata", "body", "omit", "omit"]);
+        // `tool_result`, not listed, leaves the part to its media type's selection: text.
+        assert_eq!(selections, ["body", "metadata", "body", "omit", "body"]);
         assert_eq!(projected["items"][0]["parts"][0]["text"], "a");
         assert_eq!(projected["items"][0]["parts"][2]["body"]["ref"], "r1");
         assert!(projected["items"][0]["parts"][1].get("text").is_none());
+    }
+
+    /// A category a part names governs it only where the selection lists that category:
+    /// otherwise the part is selected as its media type's, never by the default instead.
+    #[test]
+    fn a_named_category_not_listed_is_selected_by_media_type() {
+        let labelled = json!({"items": [
+            {"id": "t", "kind": "text", "mediaType": "text/plain", "selection": "body",
+             "category": "tool_result", "text": "SECRET"},
+            {"id": "i", "kind": "attachment", "mediaType": "image/png", "selection": "body",
+             "category": "tool_result", "body": {"ref": "SECRET"}}]});
+        let selections = |selection: Content| {
+            let projected = selection.project(&document(labelled.clone()));
+            let items = projected.map_or(labelled["items"].clone(), |p| p["items"].clone());
+            let parts = items.as_array().unwrap().clone();
+            parts
+                .into_iter()
+                .map(|p| p["selection"].clone())
+                .collect::<Vec<_>>()
+        };
+        // Text and images omitted, the rest as body: a label is no way out.
+        let omitted = content(
+            Selection::Body,
+            &[("text", Selection::Omit), ("images", Selection::Omit)],
+        );
+        let projected = omitted.project(&document(labelled.clone())).unwrap();
+        assert!(!Value::Object(projected).to_string().contains("SECRET"));
+        assert_eq!(selections(omitted), ["omit", "omit"]);
+        // Text shown, the rest omitted: the labelled text is text.
+        let text = content(Selection::Omit, &[("text", Selection::Body)]);
+        assert_eq!(selections(text), ["body", "omit"]);
+        // Where the selection lists the label, the label decides.
+        let listed = content(
+            Selection::Omit,
+            &[
+                ("tool_result", Selection::Metadata),
+                ("images", Selection::Body),
+            ],
+        );
+        assert_eq!(selections(listed), ["metadata", "metadata"]);
+        // Reasoning is its own category, never text's, and unlisted takes the default.
+        let reasoning = document(json!({"items": [{"id": "r", "kind": "text",
+            "mediaType": "text/plain", "selection": "body", "category": "reasoning",
+            "text": "SECRET"}]}));
+        let text_only = content(Selection::Omit, &[("text", Selection::Body)]);
+        let projected = text_only.project(&reasoning).unwrap();
+        assert_eq!(projected["items"][0]["selection"], "omit");
     }
 
     #[test]
