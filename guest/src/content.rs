@@ -159,12 +159,10 @@ impl Content {
         let mut changed = false;
         if to < Selection::Body {
             // What stays is named, never what goes: a member no schema names (a part in a
-            // slot the event checks could not reach) goes too, whatever it holds.
-            let keeps = |key: &str| {
-                NAMING.contains(&key) || (to == Selection::Metadata && SIZE_AND_HASH.contains(&key))
-            };
+            // slot the event checks could not reach) goes too, whatever it holds, and so
+            // does a named one not of the schema's type (an `id` object could hold anything).
             let members = part.len();
-            part.retain(|key, _| keeps(key));
+            part.retain(|key, value| keeps(to, key, value));
             changed = part.len() != members;
             if part.get("selection").and_then(Value::as_str) != Some(to.as_str()) {
                 part.insert("selection".into(), Value::from(to.as_str()));
@@ -251,6 +249,17 @@ fn claimed<'a>(text: impl Fn(&str) -> Option<&'a str>) -> Selection {
     text("selection")
         .and_then(Selection::parse)
         .unwrap_or(Selection::Body)
+}
+
+/// Whether a part lowered `to` less than body keeps `key`: a member that names it, and
+/// for metadata its size and hash, each only of the type the schema gives it.
+fn keeps(to: Selection, key: &str, value: &Value) -> bool {
+    let typed = match key {
+        "synthesized" => value.is_boolean(),
+        "size" => value.is_number(),
+        _ => value.is_string(),
+    };
+    typed && (NAMING.contains(&key) || (to == Selection::Metadata && SIZE_AND_HASH.contains(&key)))
 }
 
 /// The category a part falls in whatever else it names: reasoning, where it says so;
@@ -965,6 +974,26 @@ mod tests {
             omitted["com.example.notes"][0],
             json!({"id": "p", "kind": "text", "mediaType": "text/plain", "selection": "omit"})
         );
+    }
+
+    /// A lowered part keeps a member that names it only of the schema's type: one of
+    /// another (an object under `id` or `category`) could carry anything.
+    #[test]
+    fn a_lowered_part_keeps_its_names_only_as_the_schema_types_them() {
+        let leaky = json!({"kind": "text", "category": {"note": "SECRET"},
+                           "id": {"x": "SECRET"}, "mediaType": ["SECRET"],
+                           "synthesized": "SECRET", "size": {"SECRET": 1},
+                           "sha256": {"SECRET": 1}, "text": "SECRET"});
+        let event = document(json!({"extensions": {"com.example.notes": [leaky]}}));
+        for selection in [Selection::Omit, Selection::Metadata] {
+            let projected = content(selection, &[]).project(&event).unwrap();
+            let sent = Value::Object(projected.clone()).to_string();
+            assert!(!sent.contains("SECRET"), "{sent}");
+            assert_eq!(
+                projected["extensions"]["com.example.notes"][0],
+                json!({"kind": "text", "selection": selection.as_str()})
+            );
+        }
     }
 
     fn flaws(holds: Holds, value: Value) -> Vec<(String, &'static str)> {
