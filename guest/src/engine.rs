@@ -217,6 +217,12 @@ impl Engine {
     /// order, each bounded by the observer timeout from `started` (when the call began,
     /// before any wait for an instance) and by the budget; withheld past the observer
     /// limits (memory, and time to prepare from now) as for a hook call's own.
+    ///
+    /// An event of a declared type that an intercept subscription selects is refused at
+    /// `event/type`: observed, it would reach none of its interceptors, and the tool or
+    /// turn would go on unchecked. One exception: a `tool.after` whose tool was denied
+    /// (`outcome: "denied"`, never run) reports a decision already made, with nothing left
+    /// to intercept; that is how a denial is observed (conformance O2).
     pub fn observe<H: Host>(
         &self,
         host: &H,
@@ -225,11 +231,41 @@ impl Engine {
         budget: Option<Instant>,
     ) -> Result<Vec<ObserverDelivery>, Vec<Problem>> {
         let event = Event::parse_any(event).map_err(event_problems)?;
+        if self.is_intercepted(&event) {
+            return Err(vec![Problem::new(
+                "event/type",
+                format!(
+                    "\"{}\" is intercepted by this registration: use intercept",
+                    event.event_type
+                ),
+            )]);
+        }
         let mut deliveries = Observers::from(host.now(), budget);
         let owned =
             Why::kind(ObserverKind::Owned).targets(self.registration.observers(&event.event_type));
         deliveries.of_event(host, &event, started, budget, owned);
         Ok(deliveries.into_vec())
+    }
+
+    /// Whether `event` is for [`Engine::intercept`]: of a declared type some intercept
+    /// subscription selects, and no denied tool's `tool.after`.
+    fn is_intercepted(&self, event: &Event) -> bool {
+        let declared = self
+            .declaration
+            .iter()
+            .any(|c| c.event.as_str() == event.event_type);
+        let denied_tool = event.event_type == InterceptableEvent::ToolAfter.as_str()
+            && event
+                .value_at("/outcome")
+                .and_then(serde_json::Value::as_str)
+                == Some("denied");
+        declared
+            && !denied_tool
+            && self
+                .registration
+                .intercepts(&event.event_type)
+                .next()
+                .is_some()
     }
 }
 

@@ -2961,6 +2961,60 @@ fn a_wildcard_covers_only_declared_events() {
     assert_eq!(problems[0].path, "/hooks/0/subscriptions/0/events/0");
 }
 
+/// An event an interceptor selects is for `intercept`: observed, it would reach none of
+/// its interceptors (a fail-closed redaction at tool.after, or every policy at
+/// tool.before) and the call would go on unchecked. A denied tool's tool.after, how a
+/// denial is observed, is a decision already made; an undeclared type, which `intercept`
+/// refuses, is observed.
+#[test]
+fn observe_refuses_an_event_an_interceptor_selects_but_a_denied_tools_after() {
+    let hooks = vec![
+        backend(A, vec![intercept_sub(&["tool.after"], "fail-closed", 500)]),
+        backend(B, vec![observe_sub(&["tool.*"])]),
+        backend(C, vec![intercept_sub(&["tool.before"], "fail-closed", 500)]),
+    ];
+    let engine = load(hooks);
+    for event in [event(), tool_after().to_string()] {
+        let problems = engine
+            .observe(&FakeHost::new(), T0, &event, None)
+            .expect_err("an intercepted event");
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("event/type: \"tool.")
+                && problems[0].ends_with("\" is intercepted by this registration: use intercept"),
+            "{problems:?}"
+        );
+    }
+    let mut denied = tool_after();
+    denied["outcome"] = json!("denied");
+    denied["execution"] = json!({"status": "skipped", "reason": "policy"});
+    denied["items"] = json!([]);
+    let deliveries = engine
+        .observe(&FakeHost::new(), T0, &denied.to_string(), None)
+        .expect("a denial is observed");
+    let observed: Vec<&str> = deliveries.iter().map(|d| d.backend.as_str()).collect();
+    assert_eq!(observed, [B]);
+
+    let wildcard = vec![
+        backend(A, vec![intercept_sub(&["*"], "fail-closed", 500)]),
+        backend(B, vec![observe_sub(&["tool.*"])]),
+    ];
+    let engine = Engine::load_declared(
+        &registration(wildcard),
+        declared(&[InterceptableEvent::ToolBefore]),
+    )
+    .expect("the wildcard reaches tool.before");
+    let deliveries = engine
+        .observe(&FakeHost::new(), T0, &tool_after().to_string(), None)
+        .expect("tool.after is not declared: nothing intercepts it");
+    assert_eq!(deliveries.len(), 1);
+    let problems = engine
+        .observe(&FakeHost::new(), T0, &event(), None)
+        .expect_err("tool.before is declared and intercepted");
+    assert_eq!(problems[0].path, "event/type");
+}
+
 #[test]
 fn params_capabilities_are_exactly_the_declaration_narrowed_by_the_call() {
     let mut capability = ahp_interceptor::events::full(InterceptableEvent::ToolAfter);

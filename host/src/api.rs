@@ -200,9 +200,13 @@ impl Interceptor {
             .await
     }
 
-    /// Sends `hooks/observe` for a non-decision event (e.g. `tool.after`) to every
-    /// matching observe subscription, concurrently, each bounded by its observer deadline
-    /// and `budget`. Reports one result per delivery; an observer's failure is recorded,
+    /// Sends `hooks/observe` for a non-decision event (e.g. `turn.end`, or a `tool.after`
+    /// no interceptor selects) to every matching observe subscription, concurrently, each
+    /// bounded by its observer deadline and `budget`. An event of a declared type that an
+    /// intercept subscription selects is refused (invalid input at `event/type`): it is
+    /// for [`Interceptor::intercept`], and observed it would ask none of its interceptors;
+    /// a denied tool's `tool.after` (`outcome: "denied"`) is observed all the same, as the
+    /// decision already made. Reports one result per delivery; an observer's failure is recorded,
     /// never raised.
     pub async fn observe(&self, event: &str, budget: Option<Duration>) -> Result<Observed, Error> {
         if self.inner.shut_down.load(Ordering::SeqCst) {

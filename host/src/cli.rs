@@ -75,7 +75,7 @@ enum Command {
         #[command(flatten)]
         host: HostArgs,
     },
-    /// Send a non-decision event (e.g. tool.after) to its observers; print the results.
+    /// Send a non-decision event (e.g. turn.end) to its observers; print the results.
     Observe {
         /// The registration JSON file.
         #[arg(long)]

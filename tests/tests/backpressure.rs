@@ -11,7 +11,7 @@ use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options,
 use ahp_tests::fault_backend::{refused_url, Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_failed, assert_settled, assert_settled_in_queue, audit_lines, event, only_interceptor,
-    record_json, SYNTHETIC_REASON,
+    record_json, valid_event, SYNTHETIC_REASON,
 };
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -508,8 +508,12 @@ async fn a_late_call_waiting_to_ask_a_later_interceptor_ends_with_its_interrupti
         Some(BUDGET_REASON),
     );
     // An observe call does no I/O in the component: the instance held back serves it.
+    // (Of an event no interceptor selects: session.start is for intercept here.)
     let observed = interceptor
-        .observe(&session_start("evt_waits_observe"), Some(budget))
+        .observe(
+            &valid_event("turn.start", "evt_waits_observe"),
+            Some(budget),
+        )
         .await
         .expect("observed");
     assert!(

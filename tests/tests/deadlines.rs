@@ -273,9 +273,10 @@ async fn a_budget_past_the_end_of_time_bounds_nothing() {
         .await
         .expect("a settlement");
     assert_eq!(settled.decided_by, DecidedBy::BackendDeny);
+    // Of an event no interceptor selects: tool.before is for intercept.
     let observed = interceptor
         .observe(
-            &ahp_tests::support::event("evt_budget_max_2"),
+            &ahp_tests::support::valid_event("session.start", "evt_budget_max_2"),
             Some(Duration::MAX),
         )
         .await

@@ -655,7 +655,11 @@ async fn observers_of_a_large_event_beyond_the_observer_limit_are_withheld_not_a
     let hooks = reg["hooks"].as_array_mut().unwrap();
     for n in 0..60 {
         let id = format!("com.example.watch{n}");
-        hooks.push(observer(&id, &watcher.url(), &["tool.before"]));
+        hooks.push(observer(
+            &id,
+            &watcher.url(),
+            &["tool.before", "tool.after"],
+        ));
     }
     let interceptor = interceptor(&reg.to_string()).await;
     let large = large_event("evt_large");
@@ -672,9 +676,12 @@ async fn observers_of_a_large_event_beyond_the_observer_limit_are_withheld_not_a
     assert_eq!(results(&record["observers"]), expected);
     assert_eq!(watcher.requests().len(), 15);
 
-    // The same for an observe call of its own.
+    // The same for an observe call of its own, of the call's tool.after as large (the
+    // tool.before is for intercept).
+    let mut after: Value = serde_json::from_str(&tool_after("evt_large_after")).unwrap();
+    after["tool"]["input"]["command"] = json!("x".repeat(4 << 20));
     let observed = interceptor
-        .observe(&large, None)
+        .observe(&after.to_string(), None)
         .await
         .expect("valid event");
     let report = serde_json::to_value(&observed).unwrap();

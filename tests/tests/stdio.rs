@@ -1137,7 +1137,7 @@ async fn a_call_under_way_at_a_draining_shutdown_is_shut_down() {
     let observer = json!({"id": "com.example.observer",
         "transport": {"type": "stdio", "command": BACKEND, "lifecycle": "persistent",
                       "args": ["stubborn", observer_log.arg()]},
-        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+        "subscriptions": [{"events": ["tool.before", "turn.start"], "mode": "observe",
                            "content": {"default": "metadata"}}]});
     let slow_args = ["sleep:500", &slow_log.arg()];
     let slow = hook(
@@ -1155,8 +1155,10 @@ async fn a_call_under_way_at_a_draining_shutdown_is_shut_down() {
         10_000,
     );
     let hooks = start(vec![observer, slow, denying]).await;
+    // The observer is started by an event no interceptor selects (one that is would be
+    // refused: it is for intercept).
     hooks
-        .observe(&valid_event("tool.before", "evt_observed"), None)
+        .observe(&valid_event("turn.start", "evt_observed"), None)
         .await
         .expect("observed");
     let event = valid_event("tool.before", "evt_drained");
