@@ -23,10 +23,12 @@ use crate::syntax::{
 use ahp_vocab::SUPPORTED_TIMEOUT_MS;
 use serde_json::Value;
 
-/// Keys that would hold a credential in the clear. A registration names where a secret
-/// lives (`tokenEnv`, `tokenRef`, `clientSecretRef`), never the secret itself.
-pub(super) const LITERAL_SECRET_KEYS: &str = "token bearerToken value secret clientSecret \
-    password accessToken apiKey privateKey refreshToken idToken";
+/// Names of members that would hold a credential in the clear, compared with case, `_`
+/// and `-` ignored (`client_secret`, `Access-Token`). A registration names where a secret
+/// lives (`tokenEnv`, `tokenRef`, `clientSecretRef`), never the secret itself; a longer
+/// name (`tokenEnv`, `tokenEndpoint`) is another member.
+pub(super) const LITERAL_SECRET_KEYS: &str = "token bearertoken value secret clientsecret \
+    password accesstoken apikey privatekey refreshtoken idtoken";
 
 /// A URL with `user:password@`: a literal secret, refused like any other (its value is
 /// never echoed).
@@ -41,10 +43,12 @@ const BACKEND_FIELDS: &str = "id transport authentication subscriptions contentR
 const OAUTH_FIELDS: &str = "type issuer resource clientId flow scopes clientSecretRef";
 const SUBSCRIPTION_FIELDS: &str = "id events mode timeoutMs failurePolicy content \
     includeNative upload filters scope disableable";
-const LITERAL_SECRET_RULE: &str = "literal secrets are not allowed; use tokenEnv or tokenRef";
+const LITERAL_SECRET_RULE: &str = "is named as a literal secret, which a registration never \
+    holds: name where it lives instead (tokenEnv, tokenRef, clientSecretRef)";
 
 /// The whole document: the supported version and a non-empty, ordered `hooks` array.
 pub(super) fn document(c: &mut Checker, root: &Value) -> Option<Vec<Backend>> {
+    reject_literal_secrets(c, root, "", Some("hooks"));
     let doc = Node::new(c, root, "")?;
     doc.warn_unknown(c, "protocolVersion hooks");
     doc.need(c, "protocolVersion", |c, v, p| match v.as_str() {
@@ -66,6 +70,7 @@ fn backend(
     path: &str,
     ids: &mut std::collections::HashSet<String>,
 ) -> Option<Backend> {
+    reject_literal_secrets(c, v, path, Some("subscriptions"));
     let b = Node::new(c, v, path)?;
     b.warn_unknown(c, BACKEND_FIELDS);
     if b.has("contentReceiver") {
@@ -207,7 +212,6 @@ fn unstartable(
 /// A portable credential binding: `bearer` or `oauth` (AHP-AUTH-001). Problems here
 /// name fields only: any value may be a secret.
 fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
-    reject_literal_secrets(c, v, path);
     let a = Node::new(c, v, path)?;
     let bearer = a.need(c, "type", |c, v, p| match string(c, v, p)? {
         "bearer" => Some(true),
@@ -215,7 +219,7 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
         _ => c.fail(p, "is not portable (AHP-AUTH-001): use bearer or oauth"),
     })?;
     if bearer {
-        a.warn_unknown(c, &format!("type tokenEnv tokenRef {LITERAL_SECRET_KEYS}"));
+        a.warn_unknown(c, "type tokenEnv tokenRef");
         return match (a.has("tokenEnv"), a.has("tokenRef")) {
             (true, true) => c.fail(path, "bearer takes one of tokenEnv or tokenRef, not both"),
             (false, false) => c.fail(path, "bearer needs tokenEnv or tokenRef"),
@@ -228,7 +232,7 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
                 .map(|r| Auth::BearerRef(r.into())),
         };
     }
-    a.warn_unknown(c, &format!("{OAUTH_FIELDS} {LITERAL_SECRET_KEYS}"));
+    a.warn_unknown(c, OAUTH_FIELDS);
     let issuer = a.need(c, "issuer", |c, v, p| match string(c, v, p)? {
         url if has_userinfo(url) => c.fail(p, USERINFO),
         url if !has_a_reachable_port(url) => c.fail(p, PORT),
@@ -309,32 +313,58 @@ fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a
     }
 }
 
-/// Flags every literal-secret key, at any depth, without ever reading its value.
-fn reject_literal_secrets(c: &mut Checker, v: &Value, path: &str) {
+/// Flags every member named as a literal secret ([`LITERAL_SECRET_KEYS`]) that holds a
+/// string or number, at any depth of `v` but its member `owned`, which its own rule
+/// searches (a subscription's `content` is not searched at all: its names are content
+/// categories, its values selection words). Anywhere, not only in `authentication`: a
+/// token at the transport or in a misspelled `authentification` is as much in the clear.
+/// The problem names the member, never its value.
+fn reject_literal_secrets(c: &mut Checker, v: &Value, path: &str, owned: Option<&str>) {
     match v {
-        Value::Object(obj) => {
-            for (key, inner) in obj {
+        Value::Object(members) => {
+            for (key, inner) in members
+                .iter()
+                .filter(|(key, _)| Some(key.as_str()) != owned)
+            {
                 let inner_path = at(path, key);
-                if LITERAL_SECRET_KEYS
-                    .split_whitespace()
-                    .any(|secret| secret == key)
-                {
+                if is_secret_name(key) && holds_text(inner) {
                     c.problem(&inner_path, LITERAL_SECRET_RULE);
                 }
-                reject_literal_secrets(c, inner, &inner_path);
+                reject_literal_secrets(c, inner, &inner_path, None);
             }
         }
         Value::Array(items) => {
             for (i, inner) in items.iter().enumerate() {
-                reject_literal_secrets(c, inner, &format!("{path}/{i}"));
+                reject_literal_secrets(c, inner, &format!("{path}/{i}"), None);
             }
         }
         _ => {}
     }
 }
 
+/// Whether `key` is one of [`LITERAL_SECRET_KEYS`], case, `_` and `-` ignored.
+fn is_secret_name(key: &str) -> bool {
+    let name: String = key
+        .chars()
+        .filter(|ch| !matches!(ch, '_' | '-'))
+        .flat_map(char::to_lowercase)
+        .collect();
+    LITERAL_SECRET_KEYS.split_whitespace().any(|s| s == name)
+}
+
+/// Whether `v` is or holds a string or a number: what a secret could be written as.
+fn holds_text(v: &Value) -> bool {
+    match v {
+        Value::String(_) | Value::Number(_) => true,
+        Value::Array(items) => items.iter().any(holds_text),
+        Value::Object(members) => members.values().any(holds_text),
+        Value::Null | Value::Bool(_) => false,
+    }
+}
+
 /// An intercept or observe subscription, with the fields both kinds share.
 fn subscription(c: &mut Checker, v: &Value, path: &str, index: usize) -> Option<Subscription> {
+    reject_literal_secrets(c, v, path, Some("content"));
     let s = Node::new(c, v, path)?;
     s.warn_unknown(c, SUBSCRIPTION_FIELDS);
     let events = s.need(c, "events", events);

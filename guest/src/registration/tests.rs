@@ -414,6 +414,82 @@ fn r10_literal_secrets_are_rejected_and_never_echoed() {
     );
 }
 
+/// A literal secret is refused wherever it is in the document and however its name is
+/// spelled (case, `_` and `-` ignored): in an oauth or bearer binding under an OAuth
+/// name, at the backend or transport, in a misspelled `authentification`, in a stdio
+/// transport's environment, on a subscription, at the top. Each at its pointer, the value
+/// never in a problem.
+#[test]
+fn r10_a_literal_secret_is_refused_anywhere_under_any_spelling() {
+    let marker = "SECRET-VALUE-42";
+    let secret = format!("{marker:?}");
+    let oauth = json!({"type": "oauth", "issuer": "https://idp.example",
+        "resource": "https://policy.example.com", "clientId": "c",
+        "flow": "client_credentials", "client_secret": marker});
+    let bearer = json!({"type": "bearer", "tokenEnv": "AHP_TOKEN", "access_token": marker});
+    let misspelled = json!({"type": "bearer", "token": format!("sk-{marker}")});
+    let env = json!([{"name": "API_KEY", "value": marker}]);
+    let cases = [
+        ("$a", oauth.to_string(), "$a/client_secret"),
+        ("$a", bearer.to_string(), "$a/access_token"),
+        ("/hooks/0/token", secret.clone(), "/hooks/0/token"),
+        (
+            "/hooks/0/transport/token",
+            secret.clone(),
+            "/hooks/0/transport/token",
+        ),
+        (
+            "/hooks/0/authentification",
+            misspelled.to_string(),
+            "/hooks/0/authentification/token",
+        ),
+        (
+            "/hooks/1/transport/env",
+            env.to_string(),
+            "/hooks/1/transport/env/0/value",
+        ),
+        ("$o/Api-Key", secret.clone(), "$o/Api-Key"),
+        (
+            "/x",
+            json!({"PASSWORD": [marker]}).to_string(),
+            "/x/PASSWORD",
+        ),
+        ("$a/refreshToken", "42".into(), "$a/refreshToken"),
+    ];
+    for (pointer, text, path) in cases {
+        let problems = rejected_at(&[(pointer, &text)], path);
+        assert!(
+            problems
+                .iter()
+                .all(|p| !format!("{p}{p:?}").contains(marker)),
+            "{problems:#?}"
+        );
+    }
+}
+
+/// What only looks like a secret's name loads: a longer name (`tokenEnv`, a
+/// `tokenEndpoint` or `secretRef` of an extension, unknown and warned about), a secret
+/// name holding no string or number, and a content category of any name.
+#[test]
+fn r10_names_that_only_look_like_secrets_load() {
+    let oauth = r#"{"type": "oauth", "issuer": "https://idp.example",
+        "resource": "https://policy.example.com", "clientId": "c",
+        "flow": "client_credentials", "clientSecretRef": "env:AHP_SECRET"}"#;
+    accepted(&[("$a", oauth)]);
+    let registration = accepted(&[
+        ("$a/tokenEndpoint", r#""https://idp.example/token""#),
+        ("/hooks/0/transport/secretRef", r#""env:AHP_SECRET""#),
+        ("/hooks/0/token", "null"),
+        ("$i/secret", "false"),
+        ("$i/content/secret", r#""omit""#),
+        ("$o/content/Token", r#""body""#),
+    ]);
+    assert!(matches!(
+        registration.backends[0].auth,
+        Some(Auth::BearerEnv(_))
+    ));
+}
+
 /// A URL's user info is a literal secret too: refused, and never echoed.
 #[test]
 fn r10_credentials_in_a_url_are_rejected_and_never_echoed() {
