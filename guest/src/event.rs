@@ -435,8 +435,12 @@ fn parse_object(text: &str) -> Result<Object<'_>, Vec<EventProblem>> {
             Err(problem(number.pointer, json::Inexact::RULE.to_owned()))
         }
         Err(json::Error::TooMany) => Err(root(json::TOO_MANY_RULE)),
-        // serde_json says where, and why: a grammar error, or a nesting past its limit.
-        Err(json::Error::Syntax(e)) => Err(root(&format!("must be valid JSON: {e}"))),
+        // serde_json says where, and why: a grammar error, a number out of range, or a
+        // nesting past its limit; named at the value it was reading.
+        Err(json::Error::Syntax(e)) => Err(problem(
+            e.pointer,
+            format!("must be valid JSON: {}", e.error),
+        )),
     }
 }
 

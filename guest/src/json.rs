@@ -17,7 +17,9 @@
 //! modify value would reach the tool changed.
 //!
 //! A whole number past 64 bits (`123456789012345678901234567890`), which would be written
-//! back as a float, another number, is refused, naming its pointer ([`literal`]).
+//! back as a float, another number, is refused, naming its pointer ([`literal`]). Text
+//! serde_json refuses is named at the pointer of the value it was reading (a number out
+//! of range, `1e400`, at that number's).
 //!
 //! [`read`] gives a [`Node`] tree that borrows from the text, for checks that only look
 //! (the event of every hook call); [`parse`] gives a `Value` that owns everything.
@@ -35,7 +37,7 @@ use literal::{is_whole, Literals, PAST_I64};
 #[derive(Debug)]
 pub enum Error {
     /// Not JSON at all, as serde_json reads it.
-    Syntax(serde_json::Error),
+    Syntax(Syntax),
     /// Well-formed, but an object names a member twice.
     Duplicate(Duplicate),
     /// Well-formed, but a whole number past 64 bits, which would be written back as
@@ -67,6 +69,18 @@ pub struct Duplicate {
     pub pointer: String,
     /// Its name, unescaped.
     pub member: String,
+}
+
+/// Text serde_json refuses, and where.
+#[derive(Debug)]
+pub struct Syntax {
+    /// serde_json's reason, with its line and column.
+    pub error: serde_json::Error,
+    /// JSON Pointer (RFC 6901) of the innermost value being read when it stopped, e.g.
+    /// `/hooks/0/subscriptions/0/timeoutMs` for a number out of range there: the
+    /// object whose member name or separator broke, or `""` (the root, text after it,
+    /// or text cut short).
+    pub pointer: String,
 }
 
 /// A whole number past 64 bits, which would be written back as a float: another number.
@@ -253,6 +267,7 @@ pub fn parse(text: &str) -> Result<Value, Error> {
 pub fn read(text: &str) -> Result<Node<'_>, Error> {
     let mut reading = Reading {
         found: None,
+        broken_at: Vec::new(),
         numbers: Literals::of(text),
         values_left: MAX_VALUES,
     };
@@ -265,8 +280,20 @@ pub fn read(text: &str) -> Result<Node<'_>, Error> {
     match (parsed, reading.found) {
         (_, Some(found)) => Err(found.into_error()),
         (Ok(value), None) => Ok(value),
-        (Err(error), None) => Err(Error::Syntax(error)),
+        // Text cut short is not broken at any one value: it is named at the root.
+        (Err(error), None) => Err(Error::Syntax(Syntax {
+            pointer: match error.classify() {
+                serde_json::error::Category::Eof => String::new(),
+                _ => pointer(&reading.broken_at),
+            },
+            error,
+        })),
     }
+}
+
+/// The JSON Pointer of escaped segments, innermost first.
+fn pointer(segments: &[String]) -> String {
+    segments.iter().rev().map(|s| format!("/{s}")).collect()
 }
 
 /// A fault found deep inside the text. The pointer is assembled while the error travels
@@ -288,12 +315,7 @@ enum Fault {
 
 impl Found {
     fn into_error(self) -> Error {
-        let pointer = self
-            .segments
-            .iter()
-            .rev()
-            .map(|s| format!("/{s}"))
-            .collect();
+        let pointer = pointer(&self.segments);
         match self.fault {
             Fault::Duplicate(member) => Error::Duplicate(Duplicate { pointer, member }),
             Fault::Inexact => Error::Inexact(Inexact { pointer }),
@@ -306,6 +328,9 @@ impl Found {
 /// and the numbers read.
 struct Reading<'t> {
     found: Option<Found>,
+    /// Where serde_json's own error arose, escaped segments innermost first (as in
+    /// [`Found`]).
+    broken_at: Vec<String>,
     numbers: Literals<'t>,
     /// How many more values may be read ([`MAX_VALUES`] in all).
     values_left: usize,
@@ -324,12 +349,14 @@ impl<'t> Strict<'_, 't> {
         }
     }
 
-    /// A child's error, passed up: if the child failed on a fault, its segment is added
-    /// to the pointer.
+    /// A child's error, passed up: its segment is added to the pointer of the fault, or
+    /// of serde_json's own error.
     fn up<E>(&mut self, segment: impl FnOnce() -> String, error: E) -> E {
-        if let Some(found) = self.reading.found.as_mut() {
-            found.segments.push(segment());
-        }
+        let segments = match self.reading.found.as_mut() {
+            Some(found) => &mut found.segments,
+            None => &mut self.reading.broken_at,
+        };
+        segments.push(segment());
         error
     }
 
@@ -628,7 +655,7 @@ mod tests {
         assert!(parse(&nested(127)).is_ok() && parse(&nested(128)).is_err());
         for text in &texts {
             let strict = parse(text).map_err(|e| match e {
-                Error::Syntax(e) => e.to_string(),
+                Error::Syntax(e) => e.error.to_string(),
                 Error::Duplicate(d) => panic!("{text}: no repeat, got {d:?}"),
                 Error::Inexact(n) => panic!("{text}: every number held, got {n:?}"),
                 Error::TooMany => panic!("{text}: a few values, read as too many"),
@@ -738,6 +765,26 @@ mod tests {
             parse(held).expect("every number held"),
             serde_json::from_str::<Value>(held).unwrap()
         );
+    }
+
+    /// What serde_json refuses is named at the value it was reading: a number out of
+    /// range at its own pointer, a broken separator or name at its object's, trailing
+    /// text and text cut short at the root.
+    #[test]
+    fn a_syntax_error_is_named_at_the_value_being_read() {
+        for (text, at) in [
+            (r#"{"hooks":[{"timeoutMs":1e400}]}"#, "/hooks/0/timeoutMs"),
+            (r#"[1,{"a/b":-1e400}]"#, "/1/a~1b"),
+            (r#"{"a":{"b":1 "c":2}}"#, "/a"),
+            ("1e400", ""),
+            ("{} {}", ""),
+            (r#"{"hooks":[{"timeoutMs":"#, ""),
+        ] {
+            match parse(text) {
+                Err(Error::Syntax(e)) => assert_eq!(e.pointer, at, "{text}: {}", e.error),
+                other => panic!("{text}: expected a syntax error, got {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -43,7 +43,9 @@ pub fn parse(text: &str) -> Result<Registration, Vec<Problem>> {
                 format!("duplicate member `{}`", repeat.member),
             ),
             json::Error::Inexact(number) => Problem::new(number.pointer, json::Inexact::RULE),
-            json::Error::Syntax(e) => Problem::new("", format!("not valid JSON: {e}")),
+            json::Error::Syntax(e) => {
+                Problem::new(e.pointer, format!("not valid JSON: {}", e.error))
+            }
             json::Error::TooMany => Problem::new("", json::TOO_MANY_RULE),
         }]
     })?;

@@ -298,6 +298,17 @@ fn r5_a_timeout_written_with_a_zero_fraction_or_an_exponent_is_an_integer() {
     ]);
 }
 
+/// A number past what a double holds (`1e400`), which serde_json refuses while reading
+/// the text, is named at its member as `1e20` is, not at the document's root.
+#[test]
+fn a_number_out_of_range_is_refused_at_its_member() {
+    let text = edited(&[("$i/timeoutMs", "424242")]).replace("424242", "1e400");
+    let problems = parse(&text).expect_err("1e400 is out of range");
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert_eq!(problems[0].path, expand("$i/timeoutMs"));
+    assert!(problems[0].rule.contains("out of range"), "{problems:#?}");
+}
+
 /// A whole number past the largest one held is refused for its size, naming the limit:
 /// it is an integer, so "must be a positive integer" would send its author looking for
 /// the wrong mistake.
