@@ -102,7 +102,8 @@ fn backend(
     }
     let subscriptions = b.need(c, "subscriptions", |c, v, p| {
         let items = non_empty_array(c, v, p)?;
-        each(c, items, p, |c, i, v, p| subscription(c, v, p, i))
+        let mut ids = std::collections::HashSet::new();
+        each(c, items, p, |c, i, v, p| subscription(c, v, p, i, &mut ids))
     });
     Some(Backend {
         id: id?,
@@ -362,8 +363,18 @@ fn holds_text(v: &Value) -> bool {
     }
 }
 
-/// An intercept or observe subscription, with the fields both kinds share.
-fn subscription(c: &mut Checker, v: &Value, path: &str, index: usize) -> Option<Subscription> {
+/// An intercept or observe subscription, with the fields both kinds share. Its optional
+/// `id` is only checked: the harness names a subscription by its position, so one that
+/// repeats an earlier id of the backend (`ids`) is warned about, not refused (digest §6:
+/// subscriptions are independent, their ids local to the harness; no rule makes them
+/// unique), as a record or log keyed by id would mix the two up.
+fn subscription(
+    c: &mut Checker,
+    v: &Value,
+    path: &str,
+    index: usize,
+    ids: &mut std::collections::HashSet<String>,
+) -> Option<Subscription> {
     reject_literal_secrets(c, v, path, Some("content"));
     let s = Node::new(c, v, path)?;
     s.warn_unknown(c, SUBSCRIPTION_FIELDS);
@@ -389,7 +400,16 @@ fn subscription(c: &mut Checker, v: &Value, path: &str, index: usize) -> Option<
     if let (Some(Some(true)), Some(content)) = (include_native, &content) {
         native_with_whole_content(c, content, &s.at("includeNative"));
     }
-    let id = s.opt(c, "id", string);
+    let id = s.opt(c, "id", |c, v, p| {
+        if !ids.insert(string(c, v, p)?.to_owned()) {
+            c.warn(
+                p,
+                "repeats the id of an earlier subscription of this backend: both are kept, \
+                 each named by its position",
+            );
+        }
+        Some(())
+    });
     let filters = s.opt(c, "filters", filters);
     let upload = s.opt(c, "upload", upload);
     managed_scope(c, &s);

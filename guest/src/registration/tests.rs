@@ -298,6 +298,30 @@ fn r5_a_timeout_written_with_a_zero_fraction_or_an_exponent_is_an_integer() {
     ]);
 }
 
+/// Two subscriptions of one backend with the same id both load, independent (digest §6),
+/// with a warning at the later id; another backend's may share it.
+#[test]
+fn a_repeated_subscription_id_is_warned_at() {
+    let mut subscriptions = base()["hooks"][0]["subscriptions"].clone();
+    subscriptions[0]["id"] = json!("main");
+    subscriptions.as_array_mut().unwrap().push(
+        json!({"id": "main", "events": ["tool.after"], "mode": "observe",
+               "content": {"default": "omit"}}),
+    );
+    let reg = accepted(&[
+        ("/hooks/0/subscriptions", &subscriptions.to_string()),
+        ("$o/id", r#""main""#),
+    ]);
+    assert_eq!(reg.backends[0].subscriptions.len(), 2);
+    let warned: Vec<&str> = reg.warnings.iter().map(|w| w.path.as_str()).collect();
+    assert_eq!(warned, ["/hooks/0/subscriptions/1/id"]);
+    assert!(
+        reg.warnings[0].rule.contains("repeats the id"),
+        "{:?}",
+        reg.warnings
+    );
+}
+
 /// A number past what a double holds (`1e400`), which serde_json refuses while reading
 /// the text, is named at its member as `1e20` is, not at the document's root.
 #[test]
