@@ -1163,21 +1163,25 @@ mod tests {
         }
     }
 
+    /// A wasm component's OCI manifest: its one layer `digest`, said to be `size` bytes.
+    fn wasm_manifest(digest: &str, size: usize) -> String {
+        use oci_client::manifest::OCI_IMAGE_MEDIA_TYPE;
+        format!(
+            r#"{{"schemaVersion":2,"mediaType":"{OCI_IMAGE_MEDIA_TYPE}",
+            "config":{{"mediaType":"{WASM_MANIFEST_CONFIG_MEDIA_TYPE}","digest":"sha256:{}","size":2}},
+            "layers":[{{"mediaType":"application/wasm","digest":"{digest}","size":{size}}}]}}"#,
+            "c".repeat(64)
+        )
+    }
+
     /// A registry that wants a token for everything gets it on the component's read too,
     /// the manifest read from it or from the cache.
     #[tokio::test]
     async fn the_component_is_read_with_the_registrys_token() {
         use crate::registry::fake::{answer, answering};
-        use oci_client::manifest::OCI_IMAGE_MEDIA_TYPE;
         let component = b"\0asm component bytes".to_vec();
         let component_digest = sha256_digest(&component);
-        let manifest = format!(
-            r#"{{"schemaVersion":2,"mediaType":"{OCI_IMAGE_MEDIA_TYPE}",
-            "config":{{"mediaType":"{WASM_MANIFEST_CONFIG_MEDIA_TYPE}","digest":"sha256:{}","size":2}},
-            "layers":[{{"mediaType":"application/wasm","digest":"{component_digest}","size":{}}}]}}"#,
-            "c".repeat(64),
-            component.len()
-        );
+        let manifest = wasm_manifest(&component_digest, component.len());
         let manifest_digest = sha256_digest(manifest.as_bytes());
         let (served_manifest, served_component) = (manifest.clone(), component.clone());
         let blob_path = format!("GET /v2/ahp/interceptor/blobs/{component_digest} ");
@@ -1226,17 +1230,10 @@ mod tests {
     #[tokio::test]
     async fn a_pull_that_would_fail_again_is_refused() {
         use crate::registry::fake::{answer, answering};
-        use oci_client::manifest::OCI_IMAGE_MEDIA_TYPE;
         let component = b"\0asm component bytes".to_vec();
         let component_digest = sha256_digest(&component);
         // The layer says one byte less than the registry serves.
-        let manifest = format!(
-            r#"{{"schemaVersion":2,"mediaType":"{OCI_IMAGE_MEDIA_TYPE}",
-            "config":{{"mediaType":"{WASM_MANIFEST_CONFIG_MEDIA_TYPE}","digest":"sha256:{}","size":2}},
-            "layers":[{{"mediaType":"application/wasm","digest":"{component_digest}","size":{}}}]}}"#,
-            "c".repeat(64),
-            component.len() - 1
-        );
+        let manifest = wasm_manifest(&component_digest, component.len() - 1);
         let blob_path = format!("GET /v2/ahp/interceptor/blobs/{component_digest} ");
         for (case, lasting) in [
             ("a token refused", true),
