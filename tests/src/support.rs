@@ -151,6 +151,12 @@ pub fn only_interceptor(record: &Value) -> &Value {
     &interceptors[0]
 }
 
+/// Lowercase hex SHA-256 of `bytes`, as the audit's `requestSha256` names what was sent.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    format!("{:x}", sha2::Sha256::digest(bytes))
+}
+
 /// The `attempts` of an interceptor's audit entry, in order.
 pub fn attempts(entry: &Value) -> &[Value] {
     entry["attempts"].as_array().expect("attempts is an array")

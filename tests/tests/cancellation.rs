@@ -17,18 +17,29 @@ const INTERRUPTED_REASON: &str = "Policy evaluation was interrupted.";
 
 /// Call `id`, interrupted `after` it starts; returns the settlement and how long it took.
 async fn interrupt_after(hooks: &Interceptor, id: &str, after: Duration) -> (Settlement, Duration) {
+    let (settled, elapsed, _) = interrupt_when(hooks, id, tokio::time::sleep(after)).await;
+    (settled, elapsed)
+}
+
+/// The call `id` on `hooks`, interrupted once `when` is done: its settlement, how long
+/// it took, and when (from its start) the interruption came.
+async fn interrupt_when(
+    hooks: &Interceptor,
+    id: &str,
+    when: impl std::future::Future<Output = ()>,
+) -> (Settlement, Duration, Duration) {
     let interrupt = Interrupt::new();
-    let trigger = interrupt.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(after).await;
-        trigger.interrupt();
-    });
     let started = Instant::now();
-    let settled = hooks
-        .intercept_with(&event(id), &[EffectKind::Deny], None, &interrupt)
-        .await
-        .expect("a valid event settles");
-    (settled, started.elapsed())
+    let event = event(id);
+    let calling = hooks.intercept_with(&event, &[EffectKind::Deny], None, &interrupt);
+    let trigger = async {
+        when.await;
+        interrupt.interrupt();
+        started.elapsed()
+    };
+    let (settled, interrupted_at) = tokio::join!(calling, trigger);
+    let settled = settled.expect("a valid event settles");
+    (settled, started.elapsed(), interrupted_at)
 }
 
 fn assert_interrupted(settled: &Settlement) {
@@ -63,9 +74,11 @@ async fn interrupting_a_pending_delivery_denies_at_once_even_under_fail_open() {
         .policy("fail-open")
         .timeout_ms(5_000)]);
     let hooks = interceptor(&reg).await;
-    // Late enough for the request to have gone out on a loaded machine.
-    let interrupted_at = Duration::from_millis(500);
-    let (settled, elapsed) = interrupt_after(&hooks, "evt_int_1", interrupted_at).await;
+    // Once the request has gone out.
+    let sent = async {
+        assert!(backend.wait_for_requests(1, Duration::from_secs(5)).await);
+    };
+    let (settled, elapsed, interrupted_at) = interrupt_when(&hooks, "evt_int_1", sent).await;
     assert_interrupted(&settled);
     assert_eq!(
         only_interceptor(&record_json(&settled))["outcome"],

@@ -12,10 +12,9 @@ use std::time::Duration;
 use ahp_host::{DecidedBy, Decision, EffectKind, Settlement};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    call, event, interceptor, record_json, registration, Http, SYNTHETIC_REASON,
+    call, event, interceptor, record_json, registration, sha256_hex, Http, SYNTHETIC_REASON,
 };
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 const NATIVE_MARKER: &str = "NATIVE-PROVIDER-PAYLOAD-91c2";
 /// Deliberately not in alphabetical order: the chain follows the registration, not ids.
@@ -24,14 +23,6 @@ const B: &str = "com.example.alpha";
 const C: &str = "com.example.mid";
 /// How long a backend of the order test waits before it answers.
 const ANSWER_DELAY: Duration = Duration::from_millis(100);
-
-/// Lowercase hex SHA-256.
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
 
 /// The test event with a provider `native` payload, which no subscription here includes.
 fn event_with_native(id: &str) -> String {

@@ -5,7 +5,7 @@
 
 use ahp_host::{Decision, Interceptor, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
-use ahp_tests::support::valid_event;
+use ahp_tests::support::{sha256_hex, valid_event};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -103,15 +103,21 @@ async fn each_backend_sees_the_parts_only_as_its_selection_allows() {
     );
     assert!(image.get("body").is_none(), "{seen}");
 
-    // Each interceptor's audit names the bytes it was sent.
+    // Each interceptor's audit names the bytes it was sent, and so does the observer's.
     let record: Value = serde_json::from_str(&settled.to_json()).unwrap();
-    let hashes: Vec<&Value> = record["interceptors"]
+    let recorded: Vec<&Value> = record["interceptors"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|i| &i["requestSha256"])
+        .chain(record["observers"].as_array().unwrap())
+        .map(|entry| &entry["requestSha256"])
         .collect();
-    assert_ne!(hashes[0], hashes[1], "{record}");
+    let sent: Vec<Value> = [(&body, "hooks/intercept"), (&describe, "hooks/intercept")]
+        .into_iter()
+        .chain([(&observer, "hooks/observe")])
+        .map(|(backend, method)| json!(sha256_hex(&backend.requests_with_method(method)[0].body)))
+        .collect();
+    assert_eq!(recorded, sent.iter().collect::<Vec<_>>(), "{record}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,8 +5,10 @@
 //! (`ahp_tests::peers`); this file says how the peer is launched.
 //!
 //! The interpreter comes from `AHP_PYTHON`, else `<workspace>/.venv-peers/bin/python`;
-//! with neither, every test prints `SKIPPED` and passes. An `AHP_PYTHON` that names no
-//! file is a misconfiguration and fails. The peer reports nothing beyond its port, and
+//! with neither, every test fails naming the install step (the README's test command
+//! makes the venv), unless `AHP_SKIP_PEERS=1` says to skip them: then each prints
+//! `SKIPPED` and passes. An `AHP_PYTHON` that names no file is a misconfiguration and
+//! fails. The peer reports nothing beyond its port, and
 //! its HTTP mode runs until it is killed.
 
 use std::io::Write;
@@ -34,6 +36,13 @@ fn python(test: &str) -> Option<PathBuf> {
     if default.is_file() {
         return Some(default);
     }
+    // A missing install step must not pass unseen: skipping is asked for by name.
+    assert!(
+        std::env::var_os("AHP_SKIP_PEERS").is_some_and(|v| v == "1"),
+        "python peer not installed: create {} as the README's test command does (or set \
+         AHP_PYTHON; AHP_SKIP_PEERS=1 skips these tests): {test}",
+        default.display()
+    );
     // Straight to stderr: the test harness captures `eprintln!` of passing tests, and a
     // skip must be seen.
     let _ = writeln!(

@@ -384,11 +384,13 @@ async fn interruption_cancels_owned_observer_deliveries_and_starts_none() {
         record_json(&settled)["observers"][0]["result"],
         "interrupted"
     );
+    // Ended, not sent again nor retried once interrupted.
     assert!(
-        hanging
-            .wait_for_requests(1, Duration::from_millis(200))
+        !hanging
+            .wait_for_requests(2, Duration::from_millis(200))
             .await
     );
+    assert_eq!(hanging.requests().len(), 1);
 }
 
 /// An interceptor on tool.before, and three observe subscriptions on the same event: one

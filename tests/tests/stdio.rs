@@ -1089,6 +1089,8 @@ async fn dropping_the_interceptor_kills_what_the_backend_started_too() {
 /// spawned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_kills_what_the_backend_started_too() {
+    // Its backend is a child of this process too: the test that counts those waits.
+    let _shared = PROCESSES.read().await;
     for lifecycle in LIFECYCLES {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let pid_file = dir.path().join("helper.pid");
