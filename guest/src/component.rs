@@ -53,12 +53,16 @@ impl GuestEngine for EngineResource {
         registration: String,
         declaration: Vec<EventCapability>,
     ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<Problem>> {
-        let declaration = declaration
+        // Every unknown event is named, not only the first.
+        let mut unknown = Vec::new();
+        let declaration: Vec<Declared> = declaration
             .into_iter()
             .enumerate()
-            .map(|(i, c)| from_wit_capability(i, c))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|p| problems(vec![p]))?;
+            .filter_map(|(i, c)| from_wit_capability(i, c).map_err(|p| unknown.push(p)).ok())
+            .collect();
+        if !unknown.is_empty() {
+            return Err(problems(unknown));
+        }
         Engine::load_declared(&registration, declaration)
             .map(|engine| {
                 exports::ahp::interceptor::interceptor::Engine::new(EngineResource(engine))

@@ -142,6 +142,19 @@ async fn the_component_runs_in_the_embedders_engine_and_store() {
         .unwrap()
         .expect("the registration loads");
 
+    // A declaration naming events the component does not know: each is named at its own
+    // index, not only the first.
+    let mut unknown = declaration.clone();
+    unknown[0].event = "nope.one".into();
+    unknown[2].event = "nope.two".into();
+    let problems = api
+        .call_load(&mut store, &registration, &unknown)
+        .await
+        .unwrap()
+        .expect_err("a declaration of unknown events");
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(paths, ["declaration[0]/event", "declaration[2]/event"]);
+
     // The backend's own denial, through the embedder's store: the component measured
     // its deadline on the host state's clock, not on the embedder's WASI clock.
     let bound = || Instant::now() + Duration::from_secs(5);
