@@ -710,6 +710,36 @@ async fn the_backend_runs_without_a_shell_with_only_path_and_its_cwd() {
     assert!(!workdir.path().join("pwned").exists() && !log.dir.path().join("pwned").exists());
 }
 
+/// A relative `command` path under an absolute `cwd` is started by the absolute path it
+/// names there: the host never leaves it to the platform to find a relative program
+/// after changing the child's directory (Rust's `Command` calls that platform-specific).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_command_is_started_by_its_absolute_path_under_its_cwd() {
+    let _shared = PROCESSES.read().await;
+    let log = Log::new();
+    let program = std::path::Path::new(BACKEND);
+    let (dir, name) = (program.parent().expect("a directory"), BACKEND_NAME);
+    let above = dir.parent().expect("a directory above");
+    let relative = format!(
+        "{}/{name}",
+        dir.file_name().expect("named").to_string_lossy()
+    );
+    let mut backend = hook(
+        ID,
+        &["allow", &log.arg()],
+        "per_event",
+        "fail-closed",
+        2_000,
+    );
+    backend["transport"]["command"] = json!(relative);
+    backend["transport"]["cwd"] = json!(above);
+    let (settled, _) = only_call(start(vec![backend]).await, "evt_relative_command").await;
+    assert_no_effect(&settled, "evt_relative_command");
+    assert_eq!(log.values("argv0"), [BACKEND]);
+    let cwd = std::fs::canonicalize(above).expect("canonical path");
+    assert_eq!(log.values("cwd"), [cwd.display().to_string()]);
+}
+
 /// The host configuration may name more variables to pass on; nothing else leaks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_named_host_variables_reach_a_stdio_backend() {

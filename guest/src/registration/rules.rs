@@ -145,7 +145,7 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
         return None;
     }
     Some(Transport::Stdio {
-        command: command.to_owned(),
+        command: program(command, cwd),
         args,
         cwd: cwd.map(str::to_owned),
         lifecycle: lifecycle?,
@@ -208,6 +208,20 @@ fn unstartable(
         _ => {}
     }
     problems
+}
+
+/// The program the host starts for a startable `command`: a relative path (one with a
+/// `/`) joined to the absolute `cwd` it is relative to, so that the host starts it by
+/// its absolute path (how a program named relative to a child's changed directory is
+/// found is platform-specific to Rust's `Command`); a bare name (found on `PATH`) or an
+/// absolute path as written.
+fn program(command: &str, cwd: Option<&str>) -> String {
+    match cwd {
+        Some(dir) if command.contains('/') && !command.starts_with('/') => {
+            format!("{}/{command}", dir.trim_end_matches('/'))
+        }
+        _ => command.to_owned(),
+    }
 }
 
 /// A portable credential binding: `bearer` or `oauth` (AHP-AUTH-001). Problems here

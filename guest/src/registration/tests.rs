@@ -684,6 +684,28 @@ fn a_stdio_backends_relative_or_unusable_paths_are_refused_at() {
     );
 }
 
+/// A relative `command` path under an absolute `cwd` is planned as the absolute path it
+/// names there, so the host never asks its platform to resolve a relative program after
+/// changing directory; a bare name (found on `PATH`) and an absolute path are kept.
+#[test]
+fn a_relative_command_under_an_absolute_cwd_is_planned_absolute() {
+    let transport = "/hooks/1/transport";
+    let (command, cwd) = (format!("{transport}/command"), format!("{transport}/cwd"));
+    for (given, dir, planned) in [
+        (r#""./review""#, r#""/opt/ahp""#, "/opt/ahp/./review"),
+        (r#""bin/review""#, r#""/opt/ahp/""#, "/opt/ahp/bin/review"),
+        (r#""bin/review""#, r#""/""#, "/bin/review"),
+        (r#""review""#, r#""/opt/ahp""#, "review"),
+        (r#""/usr/bin/review""#, r#""/opt/ahp""#, "/usr/bin/review"),
+    ] {
+        let reg = accepted(&[(&command, given), (&cwd, dir)]);
+        match &reg.backends[1].transport {
+            Transport::Stdio { command, .. } => assert_eq!(command, planned, "{given} in {dir}"),
+            other => panic!("not stdio: {other:?}"),
+        }
+    }
+}
+
 /// A secret file is named by an absolute path: a relative one would be read from the
 /// directory the hook runs in, the agent's project.
 #[test]

@@ -38,8 +38,8 @@
 //!   stderr nobody drained would block before it answered.
 //!
 //! Notifications (no `id`) get no reply. If `LOG` is given, the process appends to it
-//! `pid <PID>`, `env <NAMES>` (its environment variables' names, sorted, comma-separated),
-//! `cwd <DIR>` and `fds <NUMBERS>` (its open descriptors, comma-separated, with the one
+//! `pid <PID>`, `argv0 <PROGRAM>` (the program as it was started), `env <NAMES>` (its
+//! environment variables' names, sorted, comma-separated), `cwd <DIR>` and `fds <NUMBERS>` (its open descriptors, comma-separated, with the one
 //! listing them) when it starts, and `recv <method>` for every message it reads, so a
 //! test can count processes and deliveries and see how they were started. The PID also
 //! goes to stderr, which the harness must only log, never parse.
@@ -72,6 +72,8 @@ fn main() {
     let pid = std::process::id();
     eprintln!("stdio_backend {mode}: started as pid {pid}");
     note(format!("pid {pid}"));
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    note(format!("argv0 {}", argv0.to_string_lossy()));
     let mut env: Vec<String> = std::env::vars_os()
         .map(|(key, _)| key.to_string_lossy().into_owned())
         .collect();
