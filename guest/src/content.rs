@@ -176,10 +176,13 @@ impl Content {
             .fold(changed, |changed, v| self.lower_within(v) | changed)
     }
 
-    /// This selection for a part (content-selection.schema.json): for the category the
-    /// part names, where this selection lists it; else for reasoning or the class of its
-    /// media type, where listed; else the default. A category the part names that this
-    /// selection does not list is no way past the selection for its media type.
+    /// This selection for a part (content-selection.schema.json): reasoning takes its own
+    /// category, everything else the class of its kind and media type, each where this
+    /// selection lists it, else the default. A category of its own the part names decides
+    /// where this selection lists it. One it does not list ("unlisted categories use the
+    /// default") gets the lesser of the default and the class's selection: a label is
+    /// never a way past either. A label that names a class (`images` on a text part) is
+    /// no category of its own, and the part is its class's.
     fn for_part(&self, part: &Map<String, Value>) -> Selection {
         let listed = |category: &str| {
             self.categories
@@ -187,11 +190,15 @@ impl Content {
                 .find(|(name, _)| name == category)
                 .map(|(_, s)| *s)
         };
-        let named = part.get("category").and_then(Value::as_str);
-        named
-            .and_then(listed)
-            .or_else(|| listed(class(part)))
-            .unwrap_or(self.default)
+        let by_class = listed(class(part)).unwrap_or(self.default);
+        let own = part
+            .get("category")
+            .and_then(Value::as_str)
+            .filter(|named| !CLASSES.contains(named));
+        match own {
+            None => by_class,
+            Some(named) => listed(named).unwrap_or(by_class.min(self.default)),
+        }
     }
 }
 
@@ -264,6 +271,10 @@ fn keeps(to: Selection, key: &str, value: &Value) -> bool {
 
 /// The category a part falls in whatever else it names: reasoning, where it says so;
 /// else text, or for an attachment the class of its media type.
+/// The categories a part is classed into by [`class`], which a part's own `category`
+/// cannot name as one of its own.
+const CLASSES: [&str; 6] = ["reasoning", "text", "images", "audio", "video", "files"];
+
 fn class(part: &Map<String, Value>) -> &'static str {
     if part.get("category").and_then(Value::as_str) == Some("reasoning") {
         return "reasoning";
@@ -724,17 +735,18 @@ mod tests {
             .iter()
             .map(|p| p["selection"].as_str().unwrap())
             .collect();
-        // `tool_result`, not listed, leaves the part to its media type's selection: text.
-        assert_eq!(selections, ["body", "metadata", "body", "omit", "body"]);
+        // `tool_result`, not listed, gets the lesser of the default and text's: omit.
+        assert_eq!(selections, ["body", "metadata", "body", "omit", "omit"]);
         assert_eq!(projected["items"][0]["parts"][0]["text"], "a");
         assert_eq!(projected["items"][0]["parts"][2]["body"]["ref"], "r1");
         assert!(projected["items"][0]["parts"][1].get("text").is_none());
     }
 
     /// A category a part names governs it only where the selection lists that category:
-    /// otherwise the part is selected as its media type's, never by the default instead.
+    /// otherwise the part gets the lesser of the default and its class's selection, so a
+    /// label is never a way past either; a label naming a class is no category of its own.
     #[test]
-    fn a_named_category_not_listed_is_selected_by_media_type() {
+    fn a_named_category_not_listed_is_no_way_past_the_default_or_the_class() {
         let labelled = json!({"items": [
             {"id": "t", "kind": "text", "mediaType": "text/plain", "selection": "body",
              "category": "tool_result", "text": "SECRET"},
@@ -757,9 +769,21 @@ mod tests {
         let projected = omitted.project(&document(labelled.clone())).unwrap();
         assert!(!Value::Object(projected).to_string().contains("SECRET"));
         assert_eq!(selections(omitted), ["omit", "omit"]);
-        // Text shown, the rest omitted: the labelled text is text.
+        // Text shown, the rest omitted: unlisted, the label takes the lesser, omit.
         let text = content(Selection::Omit, &[("text", Selection::Body)]);
-        assert_eq!(selections(text), ["body", "omit"]);
+        assert_eq!(selections(text), ["omit", "omit"]);
+        // Text as metadata, the rest as body: the lesser is metadata, the image body.
+        let described = content(Selection::Body, &[("text", Selection::Metadata)]);
+        assert_eq!(selections(described), ["metadata", "body"]);
+        // A label naming another class is no category of its own: text stays text.
+        let as_images = json!({"items": [{"id": "t", "kind": "text", "mediaType": "text/plain",
+            "selection": "body", "category": "images", "text": "SECRET"}]});
+        let shown_images = content(
+            Selection::Body,
+            &[("text", Selection::Omit), ("images", Selection::Body)],
+        );
+        let projected = shown_images.project(&document(as_images)).unwrap();
+        assert!(!Value::Object(projected).to_string().contains("SECRET"));
         // Where the selection lists the label, the label decides.
         let listed = content(
             Selection::Omit,

@@ -333,37 +333,75 @@ fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a
 /// searches (a subscription's `content` is not searched at all: its names are content
 /// categories, its values selection words). Anywhere, not only in `authentication`: a
 /// token at the transport or in a misspelled `authentification` is as much in the clear.
-/// The problem names the member, never its value.
+/// But `value` is a common name for what is no secret (an environment variable's or a
+/// header's, beside its `name`): it counts inside a credential binding
+/// ([`CREDENTIAL_BINDINGS`]), and elsewhere only beside a `name` or `key` that names a
+/// secret (`API_KEY`). The problem names the member, never its value.
 fn reject_literal_secrets(c: &mut Checker, v: &Value, path: &str, owned: Option<&str>) {
+    search_literal_secrets(c, v, path, owned, false);
+}
+
+/// [`reject_literal_secrets`], `in_binding` once inside a credential binding.
+fn search_literal_secrets(
+    c: &mut Checker,
+    v: &Value,
+    path: &str,
+    owned: Option<&str>,
+    in_binding: bool,
+) {
     match v {
         Value::Object(members) => {
+            let beside_a_secret = ["name", "key"]
+                .iter()
+                .filter_map(|k| members.get(*k).and_then(Value::as_str))
+                .any(names_a_secret);
             for (key, inner) in members
                 .iter()
                 .filter(|(key, _)| Some(key.as_str()) != owned)
             {
                 let inner_path = at(path, key);
-                if is_secret_name(key) && holds_text(inner) {
+                let name = normalized(key);
+                let counts = name != "value" || in_binding || beside_a_secret;
+                if is_secret_name(key) && counts && holds_text(inner) {
                     c.problem(&inner_path, LITERAL_SECRET_RULE);
                 }
-                reject_literal_secrets(c, inner, &inner_path, None);
+                let binding = in_binding || CREDENTIAL_BINDINGS.contains(&name.as_str());
+                search_literal_secrets(c, inner, &inner_path, None, binding);
             }
         }
         Value::Array(items) => {
             for (i, inner) in items.iter().enumerate() {
-                reject_literal_secrets(c, inner, &format!("{path}/{i}"), None);
+                search_literal_secrets(c, inner, &format!("{path}/{i}"), None, in_binding);
             }
         }
         _ => {}
     }
 }
 
-/// Whether `key` is one of [`LITERAL_SECRET_KEYS`], case, `_` and `-` ignored.
-fn is_secret_name(key: &str) -> bool {
-    let name: String = key
-        .chars()
+/// Members (named as [`normalized`] gives) that bind a credential: within them, `value`
+/// is one.
+const CREDENTIAL_BINDINGS: [&str; 3] = ["authentication", "contentreceiver", "upload"];
+
+/// Whether a `name` or `key` names a secret (`API_KEY`, `github-token`), so that the
+/// `value` beside it is one.
+fn names_a_secret(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["token", "secret", "key", "password", "passwd", "credential"]
+        .iter()
+        .any(|word| name.contains(word))
+}
+
+/// `key` lowercased, `_` and `-` left out: how secret names are compared.
+fn normalized(key: &str) -> String {
+    key.chars()
         .filter(|ch| !matches!(ch, '_' | '-'))
         .flat_map(char::to_lowercase)
-        .collect();
+        .collect()
+}
+
+/// Whether `key` is one of [`LITERAL_SECRET_KEYS`], case, `_` and `-` ignored.
+fn is_secret_name(key: &str) -> bool {
+    let name = normalized(key);
     LITERAL_SECRET_KEYS.split_whitespace().any(|s| s == name)
 }
 

@@ -490,6 +490,8 @@ fn r10_a_literal_secret_is_refused_anywhere_under_any_spelling() {
             "/x/PASSWORD",
         ),
         ("$a/refreshToken", "42".into(), "$a/refreshToken"),
+        // Within a credential binding, `value` is one whatever is beside it.
+        ("$a/value", secret.clone(), "$a/value"),
     ];
     for (pointer, text, path) in cases {
         let problems = rejected_at(&[(pointer, &text)], path);
@@ -518,6 +520,20 @@ fn r10_names_that_only_look_like_secrets_load() {
         ("$i/secret", "false"),
         ("$i/content/secret", r#""omit""#),
         ("$o/content/Token", r#""body""#),
+        // A `value` beside a name that is no secret's (an environment variable's, a
+        // header's, an extension's label) is no literal secret.
+        (
+            "/hooks/1/transport/env",
+            r#"[{"name": "RUST_LOG", "value": "info"}]"#,
+        ),
+        (
+            "/hooks/0/transport/headers",
+            r#"[{"name": "X-Tenant", "value": "acme"}]"#,
+        ),
+        (
+            "/x-acme",
+            r#"{"labels": [{"key": "team", "value": "sec"}]}"#,
+        ),
     ]);
     assert!(matches!(
         registration.backends[0].auth,
