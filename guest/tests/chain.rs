@@ -689,38 +689,28 @@ fn an_ask_then_an_allow_is_an_ask_and_an_ask_then_a_deny_is_a_deny() {
         interceptor(A, "fail-open", 500),
         interceptor(B, "fail-open", 500),
     ]);
-    let ask = || Step::reply(effects(json!([{"type": "ask"}])));
-    let mut host = FakeHost::new()
-        .on(A, ask())
-        .on(B, Step::reply(effects(json!([{"type": "allow"}]))));
-    let s = intercept_with(
-        &engine,
-        &mut host,
-        &event(),
-        &["deny", "ask", "allow"],
-        None,
-    );
-    assert_eq!(
-        (s.decision, s.decided_by),
-        (Decision::Ask, DecidedBy::BackendAsk)
-    );
-    assert_eq!(outcomes(&s), [Outcome::Ask, Outcome::Allow]);
-    let mut host = FakeHost::new()
-        .on(A, ask())
-        .on(B, Step::reply(deny("not B")));
-    let s = intercept_with(
-        &engine,
-        &mut host,
-        &event(),
-        &["deny", "ask", "allow"],
-        None,
-    );
-    assert_eq!(
-        (s.decision, s.decided_by),
-        (Decision::Deny, DecidedBy::BackendDeny)
-    );
-    assert_eq!(s.reason.as_deref(), Some("not B"));
-    assert_eq!(outcomes(&s), [Outcome::Ask, Outcome::Deny]);
+    let cases = [
+        (
+            effects(json!([{"type": "allow"}])),
+            (Decision::Ask, DecidedBy::BackendAsk, None),
+            Outcome::Allow,
+        ),
+        (
+            deny("not B"),
+            (Decision::Deny, DecidedBy::BackendDeny, Some("not B")),
+            Outcome::Deny,
+        ),
+    ];
+    for (b_reply, (decision, decided_by, reason), b_outcome) in cases {
+        let mut host = FakeHost::new()
+            .on(A, Step::reply(effects(json!([{"type": "ask"}]))))
+            .on(B, Step::reply(b_reply));
+        let advertised = ["deny", "ask", "allow"];
+        let s = intercept_with(&engine, &mut host, &event(), &advertised, None);
+        assert_eq!((s.decision, s.decided_by), (decision, decided_by));
+        assert_eq!(s.reason.as_deref(), reason);
+        assert_eq!(outcomes(&s), [Outcome::Ask, b_outcome]);
+    }
 }
 
 #[test]

@@ -109,6 +109,16 @@ fn rejected_at(edits: &[(&str, &str)], path: &str) -> Vec<Problem> {
     problems
 }
 
+/// `marker` (a secret's value) appears in none of `problems`, shown or debugged.
+fn assert_never_echoed(problems: &[Problem], marker: &str) {
+    assert!(
+        problems
+            .iter()
+            .all(|p| !format!("{p}{p:?}").contains(marker)),
+        "{problems:#?}"
+    );
+}
+
 /// Each case sets one field and must be rejected with a problem at the given path.
 fn rejects(cases: &[(&str, &str, &str)]) {
     for (pointer, text, path) in cases {
@@ -437,16 +447,11 @@ fn r10_literal_secrets_are_rejected_and_never_echoed() {
     for key in LITERAL_SECRET_KEYS.split_whitespace() {
         let path = format!("$a/{key}");
         let problems = rejected_at(&[(&path, &format!("{marker:?}"))], &path);
-        assert!(problems.iter().all(|p| !p.to_string().contains(marker)));
+        assert_never_echoed(&problems, marker);
     }
     let nested = json!({"type": marker, "tokenEnv": marker, "x": [{"password": marker}]});
     let problems = rejected_at(&[("$a", &nested.to_string())], "$a/x/0/password");
-    assert!(
-        problems
-            .iter()
-            .all(|p| !format!("{p}{p:?}").contains(marker)),
-        "{problems:#?}"
-    );
+    assert_never_echoed(&problems, marker);
 }
 
 /// A literal secret is refused wherever it is in the document and however its name is
@@ -495,12 +500,7 @@ fn r10_a_literal_secret_is_refused_anywhere_under_any_spelling() {
     ];
     for (pointer, text, path) in cases {
         let problems = rejected_at(&[(pointer, &text)], path);
-        assert!(
-            problems
-                .iter()
-                .all(|p| !format!("{p}{p:?}").contains(marker)),
-            "{problems:#?}"
-        );
+        assert_never_echoed(&problems, marker);
     }
 }
 
@@ -562,12 +562,7 @@ fn r10_credentials_in_a_url_are_rejected_and_never_echoed() {
         ("$a", oauth.to_string(), "$a/issuer"),
     ] {
         let problems = rejected_at(&[(pointer, &text)], path);
-        assert!(
-            problems
-                .iter()
-                .all(|p| !format!("{p}{p:?}").contains(marker)),
-            "{problems:#?}"
-        );
+        assert_never_echoed(&problems, marker);
     }
     // An `@` after the authority is not user info.
     accepted(&[(
