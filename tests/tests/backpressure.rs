@@ -704,6 +704,9 @@ async fn chaos_every_decision_matches_its_class_and_policy_and_nothing_leaks() {
     let baseline = open_fds();
 
     let faults = Arc::new(faults());
+    // Calls alternate policies and faults take turns every fifth call: with an even number
+    // of faults each would meet one policy only.
+    assert!(faults.len() % 2 == 1, "{} faults", faults.len());
     let chooser_faults = faults.clone();
     let backend = FaultBackend::choosing(move |request| {
         let id = event_id(request);

@@ -350,9 +350,11 @@ async fn interruption_cancels_the_exchange_and_tells_the_transport() {
                 .await
         })
     };
-    while engine.messages().is_empty() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let arrived = || !engine.messages().is_empty();
+    assert!(
+        eventually(Duration::from_secs(5), arrived).await,
+        "the message never reached the transport"
+    );
     trigger.interrupt();
     let settled = calling.await.unwrap().unwrap();
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
