@@ -359,15 +359,15 @@ fn trusted_way(dir: &Path) -> std::io::Result<()> {
             ),
         )
     };
-    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of ours.
-    let me = unsafe { libc::geteuid() };
+    let me = effective_uid();
+    let trusted_owner = |meta: &std::fs::Metadata| meta.uid() == me || meta.uid() == 0;
     let mut pending = Vec::new();
     push_names(&mut pending, &std::path::absolute(dir)?);
     let mut at = PathBuf::from("/");
     let mut links = 0;
     loop {
         let meta = std::fs::symlink_metadata(&at)?;
-        if meta.uid() != me && meta.uid() != 0 {
+        if !trusted_owner(&meta) {
             return Err(untrusted(&at, "is owned by another user"));
         }
         if meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0 {
@@ -389,7 +389,7 @@ fn trusted_way(dir: &Path) -> std::io::Result<()> {
             at = next;
             continue;
         }
-        if meta.uid() != me && meta.uid() != 0 {
+        if !trusted_owner(&meta) {
             return Err(untrusted(&next, "is a symbolic link owned by another user"));
         }
         links += 1;
@@ -402,6 +402,13 @@ fn trusted_way(dir: &Path) -> std::io::Result<()> {
         }
         push_names(&mut pending, &target);
     }
+}
+
+/// This process's effective user: who a cache entry and the way to it must belong to.
+#[cfg(unix)]
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of ours.
+    unsafe { libc::geteuid() }
 }
 
 /// Pushes the names of `path` (`..` included, `.` and the root left out) onto `pending`
@@ -423,8 +430,7 @@ fn push_names(pending: &mut Vec<std::ffi::OsString>, path: &Path) {
 #[cfg(unix)]
 fn owned_privately(meta: &std::fs::Metadata, what: &str) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
-    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of ours.
-    let me = unsafe { libc::geteuid() };
+    let me = effective_uid();
     let why = if meta.uid() != me {
         format!("is owned by another user (uid {}, not {me})", meta.uid())
     } else if meta.mode() & 0o022 != 0 {

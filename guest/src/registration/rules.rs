@@ -362,7 +362,7 @@ fn search_literal_secrets(
                 let inner_path = at(path, key);
                 let name = normalized(key);
                 let counts = name != "value" || in_binding || beside_a_secret;
-                if is_secret_name(key) && counts && holds_text(inner) {
+                if is_secret_name(&name) && counts && holds_text(inner) {
                     c.problem(&inner_path, LITERAL_SECRET_RULE);
                 }
                 let binding = in_binding || CREDENTIAL_BINDINGS.contains(&name.as_str());
@@ -399,9 +399,8 @@ fn normalized(key: &str) -> String {
         .collect()
 }
 
-/// Whether `key` is one of [`LITERAL_SECRET_KEYS`], case, `_` and `-` ignored.
-fn is_secret_name(key: &str) -> bool {
-    let name = normalized(key);
+/// Whether a member's [`normalized`] name is one of [`LITERAL_SECRET_KEYS`].
+fn is_secret_name(name: &str) -> bool {
     LITERAL_SECRET_KEYS.split_whitespace().any(|s| s == name)
 }
 

@@ -786,11 +786,21 @@ mod tests {
     /// head) with `answer`, then holding the connection open, reading nothing more;
     /// returns its URL.
     async fn answering_server(answer: impl Into<Vec<u8>>) -> String {
+        counted_answering_server(answer).await.0
+    }
+
+    /// [`answering_server`], with how many connections it has accepted.
+    async fn counted_answering_server(
+        answer: impl Into<Vec<u8>>,
+    ) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
         let answer: Vec<u8> = answer.into();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&connections);
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
                 let answer = answer.clone();
                 tokio::spawn(async move {
                     let mut buffer = vec![0; 64 * 1024];
@@ -802,7 +812,7 @@ mod tests {
                 });
             }
         });
-        url
+        (url, connections)
     }
 
     /// A body declared larger than the cap is not read: at 200 the reply is too large,
@@ -923,24 +933,9 @@ mod tests {
     /// connection and answered.
     #[tokio::test]
     async fn a_connection_its_server_may_have_closed_takes_no_request() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
-        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counted = Arc::clone(&connections);
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                counted.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(async move {
-                    let mut buffer = vec![0; 64 * 1024];
-                    if let Ok(1..) = stream.read(&mut buffer).await {
-                        let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
-                                      keep-alive: timeout=2\r\ncontent-length: 2\r\n\r\n{}";
-                        let _ = stream.write_all(answer.as_bytes()).await;
-                        while let Ok(1..) = stream.read(&mut buffer).await {}
-                    }
-                });
-            }
-        });
+        let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                      keep-alive: timeout=2\r\ncontent-length: 2\r\n\r\n{}";
+        let (url, connections) = counted_answering_server(answer).await;
         let backend = loopback_backend(&url);
         let soon = || Instant::now() + Duration::from_millis(500);
         backend
