@@ -664,6 +664,122 @@ async fn a_persistent_backend_is_replaced_after_output_it_cannot_attribute() {
     }
 }
 
+/// The JSON-RPC and result rows of the HTTP failure matrix (failure_matrix.rs), over
+/// stdio: the component classifies a well-framed line exactly as an HTTP body, at once.
+/// A persistent backend whose line was its reply to this request (this id, alone) is
+/// kept for the next call, since its framing is intact; one whose line answers no
+/// request of ours (a batch has no id) is replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_json_rpc_replies_are_classified_as_over_http_and_only_unattributable_ones_replace_the_backend(
+) {
+    const DENY: &str = r#"[{"type":"deny","reason":"stdio says no"}]"#;
+    let result = format!(r#"{{"protocolVersion":"draft","effects":{DENY}}}"#);
+    let error = |code: i64| format!(r#"{{"code":{code},"message":"no"}}"#);
+    let rows: Vec<(String, &str, Value, bool)> = vec![
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":$ID$,"error":{}}}"#, error(-32003)),
+            "jsonrpc-error",
+            json!({"phase": "parse", "rpcCode": -32003}),
+            true,
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":$ID$,"error":{}}}"#, error(-32001)),
+            "unsupported-version",
+            json!({"phase": "parse", "rpcCode": -32001}),
+            true,
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":$ID$,"error":{}}}"#, error(-32002)),
+            "unsupported-event",
+            json!({"phase": "parse", "rpcCode": -32002}),
+            true,
+        ),
+        (
+            format!(r#"{{"jsonrpc":"1.0","id":$ID$,"result":{result}}}"#),
+            "malformed-jsonrpc",
+            json!({"phase": "parse", "detail": "jsonrpc-version"}),
+            true,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":$ID$,"result":{result},"error":{}}}"#,
+                error(-32003)
+            ),
+            "malformed-jsonrpc",
+            json!({"phase": "parse", "detail": "result-and-error"}),
+            true,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":$ID$}"#.to_owned(),
+            "malformed-jsonrpc",
+            json!({"phase": "parse", "detail": "no-result-or-error"}),
+            true,
+        ),
+        (
+            format!(r#"[{{"jsonrpc":"2.0","id":$ID$,"result":{result}}}]"#),
+            "malformed-jsonrpc",
+            json!({"phase": "parse", "detail": "batch"}),
+            false,
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":$ID$,"result":{{"effects":{DENY}}}}}"#),
+            "missing-result-fields",
+            json!({"phase": "parse", "detail": "protocolVersion"}),
+            true,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":$ID$,"result":{{"protocolVersion":"1900-01-01","effects":{DENY}}}}}"#
+            ),
+            "unsupported-version",
+            json!({"phase": "parse"}),
+            true,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":$ID$,"result":{"protocolVersion":"draft"}}"#.to_owned(),
+            "missing-result-fields",
+            json!({"phase": "parse", "detail": "effects"}),
+            true,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":$ID$,"result":{"protocolVersion":"draft","effects":[{"type":"com.example.quarantine"}]}}"#.to_owned(),
+            "invalid-effects",
+            json!({"phase": "accept", "detail": "unknown-effect", "effect": 0}),
+            true,
+        ),
+    ];
+    let _shared = PROCESSES.read().await;
+    for (n, (template, class, pinned, kept)) in rows.into_iter().enumerate() {
+        // Both policies across the rows, each row under one.
+        let policy = POLICIES[n % 2];
+        for lifecycle in LIFECYCLES {
+            let mode = format!("line:{template}");
+            let (log, hooks) = logged(&mode, lifecycle, policy, AT_ONCE_TIMEOUT_MS).await;
+            for call_n in 1..=2 {
+                let case = format!("{template} {lifecycle} {policy} call {call_n}");
+                let (settled, elapsed) =
+                    timed_call(&hooks, &format!("evt_rpc_{n}_{call_n}"), None).await;
+                let failure = assert_failed_at_once(&settled, elapsed, policy, class, &case);
+                for (member, value) in pinned.as_object().expect("an object") {
+                    assert_eq!(&failure[member], value, "{case}: {failure}");
+                }
+            }
+            let processes = log.pids().len();
+            let expected = match (lifecycle, kept) {
+                ("persistent", true) => 1,
+                _ => 2,
+            };
+            assert_eq!(
+                processes,
+                expected,
+                "{template} {lifecycle}: {:?}",
+                log.lines()
+            );
+            hooks.shutdown();
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_event_starts_and_reaps_one_process_per_message() {
     let _shared = PROCESSES.read().await;

@@ -33,6 +33,8 @@
 //! - `latin1`: a deny whose reason holds a byte that is not UTF-8 (Latin-1 `é`).
 //! - `banner`: a line that is not protocol (`starting up`) before each reply, as a
 //!   server that prints a greeting on stdout would.
+//! - `line:TEMPLATE`: the line TEMPLATE, with every `$ID$` replaced by the request's id
+//!   as JSON (a reply the test writes whole, however wrong).
 //! - `stderr-flood:BYTES`: BYTES on stderr before each reply (lines of 64 KiB, far past
 //!   the harness's logged line and the pipe's buffer), then no effects: a backend whose
 //!   stderr nobody drained would block before it answered.
@@ -178,6 +180,9 @@ fn main() {
                 std::process::exit(0);
             }
             "huge" => " ".repeat(2 << 20) + &result(&id, json!([])),
+            line if line.starts_with("line:") => {
+                line["line:".len()..].replace("$ID$", &id.to_string())
+            }
             sleep if sleep.starts_with("sleep:") || eager => {
                 let ms = sleep
                     .split_once(':')
