@@ -859,7 +859,8 @@ impl Answer {
 
     /// Writes the answer and returns its exit code. An answer stdout cannot take (a
     /// closed pipe, a full disk) is lost, and the harness would read the silence as no
-    /// objection: then `unwritten`, whose stdout is empty, is given instead.
+    /// objection: then `unwritten`, whose stdout is empty, is given instead — unless the
+    /// answer blocks by exit code already, which needs no stdout and keeps its reason.
     ///
     /// stderr holds the answer's own lines and nothing else: a harness shows it to the
     /// model on exit 2, and the model should see the generic reason only — no network
@@ -875,7 +876,11 @@ impl Answer {
             Ok(()) => self,
             Err(e) => {
                 tracing::error!("write the answer to stdout: {e}");
-                unwritten
+                if self.exit == 2 {
+                    self
+                } else {
+                    unwritten
+                }
             }
         };
         if let Some(detail) = detail {
