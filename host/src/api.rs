@@ -267,11 +267,18 @@ impl Interceptor {
         let results = self
             .deliver_observers(deliveries, &Interrupt::new(), &Results::default())
             .await;
-        let observers = backends
+        let observers: Vec<ObserverReport> = backends
             .into_iter()
             .zip(results)
             .map(|(backend, result)| ObserverReport { backend, result })
             .collect();
+        // No audit record holds these (nothing was decided): an observer that failed is
+        // recorded in the log (digest §15, observer delivery failures).
+        for report in &observers {
+            if report.result != ObserverResult::Delivered {
+                tracing::warn!(backend = %report.backend, result = report.result.as_str(), "observer delivery did not complete");
+            }
+        }
         Ok(Observed {
             observers,
             engine_failure: false,
@@ -403,7 +410,10 @@ impl Interceptor {
             }
         };
         let (mut settlement, observers) = from_component(settled, event, started);
-        if settlement.decided_by == DecidedBy::Interrupted && self.inner.closing.is_set() {
+        if settlement.decided_by == DecidedBy::Interrupted
+            && self.inner.closing.is_set()
+            && !interrupt.is_set()
+        {
             // Interrupted by our own shutdown, not by the harness: say so in the audit.
             settlement.record.decided_by = DecidedBy::Shutdown;
             settlement.record.reason = DecidedBy::Shutdown.generic_reason().map(Into::into);

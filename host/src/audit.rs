@@ -22,7 +22,13 @@ use std::sync::Mutex;
 #[derive(Debug)]
 pub struct AuditLog {
     path: PathBuf,
-    file: Mutex<File>,
+    opened: Mutex<Opened>,
+}
+
+/// The file at the log's path when it was last opened.
+#[derive(Debug)]
+struct Opened {
+    file: File,
     /// Whether the file could be opened for reading too, to look for a fragment a
     /// killed writer left (a write-only log is appended to without that look).
     readable: bool,
@@ -33,31 +39,9 @@ impl AuditLog {
     /// or anything but a regular file there is refused, as is one with another name or
     /// one neither this user's nor its group's one of this user's groups.
     pub fn open(path: &Path) -> std::io::Result<AuditLog> {
-        let created = !path.exists();
-        let (file, readable) = match open_append(path, true) {
-            Ok(file) => (file, true),
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                (open_append(path, false)?, false)
-            }
-            Err(e) => return Err(e),
-        };
-        if !file.metadata()?.is_file() {
-            return Err(std::io::Error::other("not a regular file"));
-        }
-        ours(&file)?;
-        if created {
-            // The new file's name is durable only once its directory is: a relative name
-            // with no directory (`audit.jsonl`) is in the working one.
-            let parent = match path.parent() {
-                Some(parent) if !parent.as_os_str().is_empty() => parent,
-                _ => Path::new("."),
-            };
-            File::open(parent)?.sync_all()?;
-        }
         Ok(AuditLog {
             path: path.to_path_buf(),
-            file: Mutex::new(file),
-            readable,
+            opened: Mutex::new(Opened::at(path)?),
         })
     }
 
@@ -79,14 +63,28 @@ impl AuditLog {
         &self,
         choose: impl FnOnce() -> &'r ahp_vocab::Record,
     ) -> std::io::Result<()> {
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
+        // A log moved away (rotated) or removed since it was opened: appending to the
+        // open file would go on into a renamed file, or into one with no name left, lost.
+        if !opened.is_at(&self.path) {
+            match Opened::at(&self.path) {
+                Ok(fresh) => *opened = fresh,
+                // What is at the path now cannot be written to: a log renamed away keeps
+                // the record, one removed would lose it.
+                Err(e) if opened.has_a_name() => {
+                    tracing::warn!(path = %self.path.display(), "the audit log was moved away, and its path cannot be opened again ({e}): appending to the moved file");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let Opened { file, readable } = &mut *opened;
         file.lock()?;
         let append = || {
             let mut line = line_of(choose())?;
             let end = file.metadata()?.len();
             // A writer killed mid-line (a harness's timeout) left a fragment: this record
             // starts a line of its own rather than being glued to it.
-            if self.readable && end > 0 && !ends_a_line(&file, end)? {
+            if *readable && end > 0 && !ends_a_line(file, end)? {
                 line.insert(0, b'\n');
             }
             let appended = file.write_all(&line).and_then(|()| file.sync_data());
@@ -99,6 +97,74 @@ impl AuditLog {
         // Whatever failed, other writers are not left waiting.
         let _ = file.unlock();
         appended
+    }
+}
+
+impl Opened {
+    /// The log file at `path`, created if missing. The new file's name is made durable:
+    /// where the directory cannot be opened to sync it (write-only), that is only
+    /// warned about, as the record itself is synced.
+    fn at(path: &Path) -> std::io::Result<Opened> {
+        let (file, readable, created) = open_or_create(path)?;
+        if !file.metadata()?.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        ours(&file)?;
+        if created {
+            // A relative name with no directory (`audit.jsonl`) is in the working one.
+            let parent = match path.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => parent,
+                _ => Path::new("."),
+            };
+            if let Err(e) = File::open(parent).and_then(|dir| dir.sync_all()) {
+                tracing::warn!(directory = %parent.display(), "the new audit log's name may not be durable: its directory could not be synced ({e})");
+            }
+        }
+        Ok(Opened { file, readable })
+    }
+
+    /// Whether the open file is still the one at `path`.
+    #[cfg(unix)]
+    fn is_at(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        match (self.file.metadata(), std::fs::symlink_metadata(path)) {
+            (Ok(open), Ok(named)) => (open.dev(), open.ino()) == (named.dev(), named.ino()),
+            _ => false,
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn is_at(&self, _path: &Path) -> bool {
+        true
+    }
+
+    /// Whether the open file still has a name somewhere (moved, not removed).
+    #[cfg(unix)]
+    fn has_a_name(&self) -> bool {
+        use std::os::unix::fs::MetadataExt as _;
+        self.file.metadata().is_ok_and(|m| m.nlink() > 0)
+    }
+
+    #[cfg(not(unix))]
+    fn has_a_name(&self) -> bool {
+        true
+    }
+}
+
+/// `path` opened to append, to read as well where this user may, and whether it was
+/// created here (decided by the open itself, not by a look before it).
+fn open_or_create(path: &Path) -> std::io::Result<(File, bool, bool)> {
+    match open_append(path, true, true) {
+        Ok(file) => return Ok((file, true, true)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    match open_append(path, true, false) {
+        Ok(file) => Ok((file, true, false)),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            Ok((open_append(path, false, false)?, false, false))
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -202,12 +268,13 @@ fn is_line_break_to_escape(c: char) -> bool {
     matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}')
 }
 
-/// `path` opened to append, created mode 0600 if missing, and to read as well if `read`.
+/// `path` opened to append, and to read as well if `read`; if `create`, a new file
+/// (mode 0600) or an `AlreadyExists` error, else an existing file.
 #[cfg(unix)]
-fn open_append(path: &Path, read: bool) -> std::io::Result<File> {
+fn open_append(path: &Path, read: bool, create: bool) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt as _;
     OpenOptions::new()
-        .create(true)
+        .create_new(create)
         .read(read)
         .append(true)
         .mode(0o600)
@@ -216,9 +283,9 @@ fn open_append(path: &Path, read: bool) -> std::io::Result<File> {
 }
 
 #[cfg(not(unix))]
-fn open_append(path: &Path, read: bool) -> std::io::Result<File> {
+fn open_append(path: &Path, read: bool, create: bool) -> std::io::Result<File> {
     OpenOptions::new()
-        .create(true)
+        .create_new(create)
         .read(read)
         .append(true)
         .open(path)
@@ -320,6 +387,33 @@ mod tests {
         for line in &lines[1..] {
             serde_json::from_str::<ahp_vocab::Record>(line).expect("a whole record");
         }
+    }
+
+    /// A log rotated away (renamed, then removed) is followed to its path: the next
+    /// record goes to a new file there, not into the moved file or a file with no name.
+    #[test]
+    fn a_rotated_log_is_reopened_at_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let rotated = dir.path().join("audit.jsonl.1");
+        let log = AuditLog::open(&path).unwrap();
+        log.append(&shutdown_record()).unwrap();
+        std::fs::rename(&path, &rotated).unwrap();
+        log.append(&shutdown_record()).unwrap();
+        let lines = |p: &Path| std::fs::read_to_string(p).unwrap().lines().count();
+        assert_eq!((lines(&rotated), lines(&path)), (1, 1));
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+        std::fs::remove_file(&path).unwrap();
+        log.append(&shutdown_record()).unwrap();
+        assert_eq!(lines(&path), 1);
+        // Something at the path that is refused, with the open file moved: the record
+        // goes on into the moved file rather than being lost.
+        std::fs::rename(&path, &rotated).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &path).unwrap();
+        log.append(&shutdown_record()).unwrap();
+        assert_eq!(lines(&rotated), 2);
+        assert!(!dir.path().join("elsewhere").exists());
     }
 
     #[test]

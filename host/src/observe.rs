@@ -23,7 +23,8 @@ pub(crate) type Results = Arc<Mutex<Vec<ObserverResult>>>;
 /// deadline and by `timeout`; the call's interruption and the interceptor's shutdown
 /// (`closing`) cancel them. One the component withheld ([`withheld`]) is not sent.
 /// Results are in the order given, in `results` too as each delivery ends: until then
-/// `interrupted` (a delivery that never ends was cut off).
+/// `not-sent` while its task has not started (a call dropped at once sent nothing), and
+/// `interrupted` once it has (a delivery that never ends was cut off).
 pub(crate) async fn deliver_observers(
     backends: &Arc<Backends>,
     deliveries: Vec<Delivery>,
@@ -37,7 +38,7 @@ pub(crate) async fn deliver_observers(
         .iter()
         .map(|d| match withheld(d) {
             true => ObserverResult::Withheld,
-            false => ObserverResult::Interrupted,
+            false => ObserverResult::NotSent,
         })
         .collect();
     let mut tasks = tokio::task::JoinSet::new();
@@ -50,6 +51,16 @@ pub(crate) async fn deliver_observers(
         // A timeout past the end of time (`Duration::MAX`) leaves the component's bound.
         let bound = Instant::now().checked_add(timeout);
         tasks.spawn(async move {
+            // Recorded by the task itself, here and as it ends: a call dropped before it
+            // was joined still has it. Unless the call's drop took the results already
+            // (an aborted task still running on another worker gets here afterwards):
+            // nothing to record into.
+            let record = |result| {
+                if let Some(slot) = results.lock().unwrap_or_else(PoisonError::into_inner).get_mut(i) {
+                    *slot = result;
+                }
+            };
+            record(ObserverResult::Interrupted);
             let deadline = Instant::from_std(clock::to_instant(delivery.deadline));
             let deadline = bound.map_or(deadline, |bound| deadline.min(bound));
             // Tells an injected provider or transport to stop its own work when the
@@ -71,15 +82,16 @@ pub(crate) async fn deliver_observers(
                 }
                 result => result,
             };
-            // Recorded by the task itself: a call dropped before it was joined still has
-            // it. Unless the call's drop took the results already (an aborted task still
-            // running on another worker gets here afterwards): nothing to record into.
-            if let Some(slot) = results.lock().unwrap_or_else(PoisonError::into_inner).get_mut(i) {
-                *slot = result;
-            }
+            record(result);
         });
     }
-    while tasks.join_next().await.is_some() {}
+    while let Some(joined) = tasks.join_next().await {
+        // A delivery that panicked (a host bug: an embedder's provider or transport is
+        // caught already) stays `interrupted`, and says why here.
+        if let Err(e) = joined {
+            tracing::error!("an observer delivery ended without a result: {e}");
+        }
+    }
     lock().clone()
 }
 

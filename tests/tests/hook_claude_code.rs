@@ -374,3 +374,25 @@ async fn a_file_size_limit_does_not_kill_the_hook() {
     let written = std::fs::read(&audit).expect("the audit file");
     assert!(written == earlier, "a torn record left behind");
 }
+
+/// An observer that fails at an event that is only observed (`SessionEnd`) has no audit
+/// record to hold its result (nothing was decided): it is in the operator's log, naming
+/// the backend and the failure class (digest §15, observer delivery failures), and the
+/// answer is no objection.
+#[tokio::test]
+async fn an_observer_failure_at_an_observed_event_is_logged() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let refused = ahp_tests::fault_backend::refused_url();
+    let path = ahp_tests::hook::write_observed(dir.path(), &refused, "fail-closed", &refused);
+    let mut registration: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("JSON");
+    registration["hooks"][1]["subscriptions"][0]["events"] = json!(["session.end"]);
+    std::fs::write(&path, registration.to_string()).expect("write");
+    let payload = native("SessionEnd", json!({"reason": "exit"}));
+    let ran =
+        ahp_tests::hook::run_hook("claude-code", &path, &[], payload.to_string().as_bytes()).await;
+    assert_silent_no_objection(&ran);
+    for logged in ["com.example.observer", "connection-refused"] {
+        assert!(ran.log.contains(logged), "{logged}: {ran:?}");
+    }
+}

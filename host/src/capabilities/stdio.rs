@@ -936,8 +936,10 @@ async fn drain_stderr(
 async fn log_lines(backend: &str, pid: Option<u32>, stderr: ChildStderr) {
     let mut reader = BufReader::new(stderr);
     let mut line = Vec::new();
+    // Escaped: a control character (a carriage return) could make a terminal show the
+    // line under another backend's name.
     let log = |line: &[u8]| {
-        tracing::debug!(backend = %backend, ?pid, line = %String::from_utf8_lossy(line), "stdio backend stderr");
+        tracing::debug!(backend = %backend, ?pid, line = %String::from_utf8_lossy(line).escape_debug(), "stdio backend stderr");
     };
     loop {
         let chunk = match reader.fill_buf().await {
