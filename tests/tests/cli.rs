@@ -1320,3 +1320,65 @@ fn the_watchdogs_answer_does_not_wait_for_a_locked_audit_file() {
     );
     assert_eq!(std::fs::read_to_string(&audit).expect("the audit file"), "");
 }
+
+/// A backend started by a bare command name is looked up in the absolute directories of
+/// `PATH` alone: an empty entry (`:$PATH`) or a relative one would find a program of the
+/// same name in the working directory — the agent's project, where the agent could have
+/// written one that allows everything — and ask it instead of the policy backend.
+#[test]
+fn a_bare_stdio_command_is_never_found_in_the_working_directory() {
+    use std::os::unix::fs::PermissionsExt as _;
+    const BACKEND: &str = env!("CARGO_BIN_EXE_stdio_backend");
+    let backend = Path::new(BACKEND);
+    let name = backend
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("a name");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let planted = dir.path().join(name);
+    let marker = dir.path().join("planted-ran");
+    std::fs::write(
+        &planted,
+        format!("#!/bin/sh\ntouch '{}'\n", marker.display()),
+    )
+    .expect("plant a program");
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let reg = dir.path().join("registration.json");
+    let hook = json!({
+        "id": "com.example.stdio",
+        "transport": {"type": "stdio", "command": name, "args": ["deny"], "lifecycle": "per_event"},
+        "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 10_000,
+            "failurePolicy": "fail-open", "content": {"default": "metadata"}}]
+    });
+    let document = json!({"protocolVersion": "draft", "hooks": [hook]});
+    std::fs::write(&reg, document.to_string()).expect("write the registration");
+    let ev = dir.path().join("event.json");
+    std::fs::write(&ev, valid_event("tool.before", "evt_path")).expect("write the event");
+    let real = backend
+        .parent()
+        .expect("a directory")
+        .to_str()
+        .expect("UTF-8");
+    for path in [
+        format!(":{real}:/usr/bin:/bin"),
+        format!(".:{real}:/usr/bin:/bin"),
+    ] {
+        let mut command = ahp_command();
+        command
+            .args([
+                "intercept",
+                "--registration",
+                "registration.json",
+                "--event",
+                "event.json",
+            ])
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .stdin(Stdio::null());
+        let run = Run::of(command.output().expect("run ahp"));
+        // The real backend's deny, not the planted program (which would fail open).
+        run.assert_exit(2, &path);
+        assert!(run.stdout.contains("backend-deny"), "{path}: {run:?}");
+        assert!(!marker.exists(), "{path}: the planted program ran");
+    }
+}

@@ -566,9 +566,11 @@ impl Children {
         // The smallest practical environment: PATH, so a bare command name resolves, and
         // what the host configuration names, with their values at spawn time.
         for name in std::iter::once("PATH").chain(backend.env.iter().map(String::as_str)) {
-            if let Some(value) = std::env::var_os(name) {
-                command.env(name, value);
-            }
+            match std::env::var_os(name) {
+                Some(value) if name == "PATH" => command.env(name, absolute_entries(&value)),
+                Some(value) => command.env(name, value),
+                None => continue,
+            };
         }
         if let Some(cwd) = &backend.cwd {
             command.current_dir(cwd);
@@ -932,6 +934,17 @@ async fn drain_stderr(
     let _ = tokio::time::timeout(STDERR_GRACE, drained).await;
 }
 
+/// `path` (a `PATH` value) with its absolute directories alone. An empty entry means the
+/// working directory to `execvp`, and a relative one (`node_modules/.bin`) a directory
+/// under it: with no `cwd` registered that is the harness's, the agent's project, where a
+/// program named like the backend would be one the agent could have written, asked
+/// instead of the policy backend.
+fn absolute_entries(path: &std::ffi::OsStr) -> std::ffi::OsString {
+    let kept = std::env::split_paths(path).filter(|dir| dir.is_absolute());
+    // An absolute directory cannot hold the separator (`split_paths` split on it).
+    std::env::join_paths(kept).unwrap_or_default()
+}
+
 /// Logs `stderr` line by line until it closes.
 async fn log_lines(backend: &str, pid: Option<u32>, stderr: ChildStderr) {
     let mut reader = BufReader::new(stderr);
@@ -964,6 +977,15 @@ async fn log_lines(backend: &str, pid: Option<u32>, stderr: ChildStderr) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only a `PATH`'s absolute directories reach a backend: not the empty entry or a
+    /// relative one, which would look in the working directory.
+    #[test]
+    fn a_backend_path_has_absolute_directories_alone() {
+        let path = std::ffi::OsStr::new(":/usr/local/bin::bin:/usr/bin:./x:node_modules/.bin:");
+        assert_eq!(absolute_entries(path), "/usr/local/bin:/usr/bin");
+        assert_eq!(absolute_entries(std::ffi::OsStr::new("")), "");
+    }
 
     const REQUEST: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tool.before"}"#;
 
