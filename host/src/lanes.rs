@@ -143,22 +143,21 @@ impl Lanes {
     /// A permit: a free one of the main lane at once, else as the call's [`Route`] says:
     /// the first in the main lane's queue until the deadline passes (or it is
     /// interrupted), then the first of either lane, the settle lane first; or either lane
-    /// at once. `wait` says which and until when, asked only for a call that has to wait
-    /// (a pool's deadline reads the event). The call waits in the main lane from its
-    /// `place` there, taken now if it has none; a main-lane permit empties it.
+    /// at once. `waiting` says which and until when as of when it is asked, only for a
+    /// call that has to wait (a pool's deadline reads the event). The call waits in the
+    /// main lane from its `place` there, taken now if it has none; a main-lane permit
+    /// empties it.
     pub async fn admit<'w>(
         &self,
         place: &mut Place,
-        wait: impl FnOnce() -> Wait<'w>,
+        waiting: impl Fn() -> Wait<'w>,
     ) -> Result<Admitted, Unserved> {
         if place.0.is_none() {
             if let Some(admitted) = self.try_main() {
                 return Ok(admitted);
             }
         }
-        let wait = wait();
-        // Only a call with a deadline still to come may give way later and come back.
-        let may_return = matches!(wait.route, Route::MainUntil(_));
+        let wait = waiting();
         let main = place
             .0
             .get_or_insert_with(|| Box::pin(self.main.clone().acquire_owned()));
@@ -171,6 +170,13 @@ impl Lanes {
             },
             Route::Either => None,
         };
+        // Only a call with a deadline still to come, as the main-lane wait ended, may
+        // give way after settling and come back: not one whose last deadline or budget
+        // passed, nor one interrupted or shut down.
+        let may_return = in_time.is_none()
+            && !wait.interrupt.is_set()
+            && !wait.closing.is_set()
+            && matches!(waiting().route, Route::MainUntil(_));
         // A free permit comes first: the component then settles the call itself.
         let (acquired, settling) = match in_time {
             Some(acquired) => (acquired, false),
@@ -227,7 +233,7 @@ mod tests {
         route: Route,
         interrupt: &'a Interrupt,
         closing: &'a Interrupt,
-    ) -> impl FnOnce() -> Wait<'a> {
+    ) -> impl Fn() -> Wait<'a> {
         move || Wait {
             route,
             budget: None,
@@ -306,6 +312,42 @@ mod tests {
         let later = Instant::now() + std::time::Duration::from_secs(3600);
         let mut second = Place::default();
         let mut next = std::pin::pin!(lanes.admit(&mut second, wait(Route::MainUntil(later))));
+        assert!(pending(next.as_mut()).await);
+        drop(held);
+        let main = tokio::time::timeout(std::time::Duration::from_secs(5), next)
+            .await
+            .expect("the freed main permit reaches the next call");
+        assert!(!main.expect("the main permit").settling);
+        drop(settling);
+    }
+
+    /// A call that waited in the main lane and settles in the settle lane with no
+    /// deadline to come back for (interrupted here; or its last deadline or budget
+    /// passed) gives up its place there too: the freed main permit goes to the call
+    /// behind it, not to a place nobody will use.
+    #[tokio::test]
+    async fn a_main_lane_wait_settled_for_good_leaves_the_main_lane_to_the_next() {
+        let lanes = Lanes::new(2);
+        let held = lanes.try_main().expect("the main permit is free");
+        let (interrupt, closing, never) = (Interrupt::new(), Interrupt::new(), Interrupt::new());
+        let later = Instant::now() + std::time::Duration::from_secs(3600);
+        let mut first = Place::default();
+        let settling = {
+            let mut waiting = std::pin::pin!(lanes.admit(
+                &mut first,
+                wait_by(Route::MainUntil(later), &interrupt, &closing)
+            ));
+            assert!(pending(waiting.as_mut()).await);
+            interrupt.interrupt();
+            waiting.await.expect("the settle permit")
+        };
+        assert!(settling.settling);
+        assert!(first.0.is_none(), "its place in the main lane is given up");
+        let mut second = Place::default();
+        let mut next = std::pin::pin!(lanes.admit(
+            &mut second,
+            wait_by(Route::MainUntil(later), &never, &closing)
+        ));
         assert!(pending(next.as_mut()).await);
         drop(held);
         let main = tokio::time::timeout(std::time::Duration::from_secs(5), next)

@@ -65,7 +65,7 @@ impl Slots {
     }
 
     /// A slot for a new instance of a call waiting as `wait` says (see the module).
-    pub async fn admit<'w>(&self, wait: impl FnOnce() -> Wait<'w>) -> Result<Slot, Unserved> {
+    pub async fn admit<'w>(&self, wait: impl Fn() -> Wait<'w>) -> Result<Slot, Unserved> {
         if let Some(admitted) = self.lanes.try_main() {
             return Ok(Slot(admitted));
         }
