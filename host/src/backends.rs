@@ -136,6 +136,14 @@ impl Backends {
                             .map_err(|e| format!("backend {}: {e}", backend.id))?,
                     )
                 }
+                (None, TransportPlan::Stdio(_)) if stdio::children_reaped_by_the_kernel() => {
+                    return Err(format!(
+                        "backend {}: SIGCHLD is ignored in this process, so the kernel reaps \
+                         stdio backends and their exit status cannot be read (an answer would \
+                         be taken for an abnormal exit); restore its default action first",
+                        backend.id
+                    ));
+                }
                 (None, TransportPlan::Stdio(plan)) => Transport::Stdio(StdioBackend::new(
                     &backend.id,
                     plan,

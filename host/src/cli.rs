@@ -405,6 +405,7 @@ fn secret_warnings(clients: &[crate::OAuthClient]) -> Vec<String> {
 pub fn main() -> ExitCode {
     close_inherited_descriptors_on_exec();
     survive_the_file_size_limit();
+    reap_children_ourselves();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
@@ -466,6 +467,18 @@ fn survive_the_file_size_limit() {
         action.sa_sigaction = nothing as extern "C" fn(libc::c_int) as libc::sighandler_t;
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaction(libc::SIGXFSZ, &action, std::ptr::null_mut());
+    }
+}
+
+/// SIGCHLD back to its default action. A harness that started this process with it
+/// ignored (an ignored signal stays ignored across exec) would have the kernel reap every
+/// stdio backend itself: its exit status lost, a per-event backend that answered and
+/// exited 0 would look ended by a signal (`abnormal-exit`), and every call would be
+/// settled by its policy instead of by the backend.
+fn reap_children_ourselves() {
+    // SAFETY: setting a standard signal's disposition to SIG_DFL touches no memory of ours.
+    unsafe {
+        libc::signal(libc::SIGCHLD, libc::SIG_DFL);
     }
 }
 

@@ -1382,3 +1382,44 @@ fn a_bare_stdio_command_is_never_found_in_the_working_directory() {
         assert!(!marker.exists(), "{path}: the planted program ran");
     }
 }
+
+/// A harness that starts `ahp` with SIGCHLD ignored (it stays ignored across exec) must
+/// not have the kernel reap the stdio backends: a per-event backend that answered and
+/// exited 0 is its answer, not an `abnormal-exit` settled by the policy.
+#[test]
+fn an_ignored_sigchld_does_not_turn_a_per_event_answer_into_a_failure() {
+    use std::os::unix::process::CommandExt as _;
+    const BACKEND: &str = env!("CARGO_BIN_EXE_stdio_backend");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = dir.path().join("registration.json");
+    let hook = json!({
+        "id": "com.example.stdio",
+        "transport": {"type": "stdio", "command": BACKEND, "args": ["deny"], "lifecycle": "per_event"},
+        "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 10_000,
+            "failurePolicy": "fail-open", "content": {"default": "metadata"}}]
+    });
+    let document = json!({"protocolVersion": "draft", "hooks": [hook]});
+    std::fs::write(&reg, document.to_string()).expect("write the registration");
+    let ev = dir.path().join("event.json");
+    std::fs::write(&ev, valid_event("tool.before", "evt_sigchld")).expect("write the event");
+    let mut command = ahp_command();
+    command
+        .args([
+            "intercept",
+            "--registration",
+            path(&reg),
+            "--event",
+            path(&ev),
+        ])
+        .stdin(Stdio::null());
+    // SAFETY: signal(2) is async-signal-safe and touches no memory of ours.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let run = Run::of(command.output().expect("run ahp"));
+    run.assert_exit(2, "the backend's deny");
+    assert!(run.stdout.contains("backend-deny"), "{run:?}");
+}

@@ -1109,6 +1109,55 @@ async fn a_per_event_observer_that_never_exits_is_bounded_by_its_deadline() {
     }
 }
 
+/// With SIGCHLD ignored in the process (an embedder's choice, or inherited across exec)
+/// the kernel reaps every child itself and no exit status can be read: a per-event
+/// backend that answered and exited 0 would be taken for an abnormal exit, its answer
+/// settled by policy. An interceptor with a stdio backend is refused then, naming the
+/// cause; one without is built. Run in a child process of this test binary, whose
+/// signal disposition no other test shares.
+#[test]
+fn an_interceptor_with_a_stdio_backend_is_refused_while_sigchld_is_ignored() {
+    const CHILD: &str = "AHP_TEST_SIGCHLD_IGNORED";
+    const NAME: &str = "an_interceptor_with_a_stdio_backend_is_refused_while_sigchld_is_ignored";
+    if std::env::var_os(CHILD).is_none() {
+        let output = std::process::Command::new(std::env::current_exe().expect("this test"))
+            .args(["--exact", NAME, "--nocapture"])
+            .env(CHILD, "1")
+            .output()
+            .expect("run this test in a child process");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let shown = format!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success(), "{shown}");
+        assert!(stdout.contains("1 passed"), "{shown}");
+        return;
+    }
+    // SAFETY: signal(2) touches no memory of ours.
+    unsafe { libc::signal(libc::SIGCHLD, libc::SIG_IGN) };
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let stdio = registration(vec![hook(
+        ID,
+        &["allow"],
+        "per_event",
+        "fail-closed",
+        1_000,
+    )]);
+    let error = runtime
+        .block_on(Interceptor::new(&stdio, Options::default()))
+        .err()
+        .expect("refused while SIGCHLD is ignored");
+    assert!(
+        format!("{error:?}").contains("SIGCHLD is ignored"),
+        "{error:?}"
+    );
+    let http = json!({"protocolVersion": "draft", "hooks": [{
+        "id": "com.example.http", "transport": {"type": "http", "url": "http://127.0.0.1:9/hooks"},
+        "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 1_000,
+            "failurePolicy": "fail-closed", "content": {"default": "metadata"}}]}]});
+    runtime
+        .block_on(Interceptor::new(&http.to_string(), Options::default()))
+        .expect("built without a stdio backend");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_kills_and_reaps_every_backend_process() {
     let _alone = PROCESSES.write().await;

@@ -934,6 +934,18 @@ async fn drain_stderr(
     let _ = tokio::time::timeout(STDERR_GRACE, drained).await;
 }
 
+/// Whether this process's children are reaped by the kernel as they exit (SIGCHLD
+/// ignored, or `SA_NOCLDWAIT`): their exit status can then never be read, and every exit
+/// looks like one ended by a signal.
+pub(crate) fn children_reaped_by_the_kernel() -> bool {
+    // SAFETY: with a null new action, sigaction(2) only fills `current`, a valid sigaction.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGCHLD, std::ptr::null(), &mut current) == 0
+            && (current.sa_sigaction == libc::SIG_IGN || current.sa_flags & libc::SA_NOCLDWAIT != 0)
+    }
+}
+
 /// `path` (a `PATH` value) with its absolute directories alone. An empty entry means the
 /// working directory to `execvp`, and a relative one (`node_modules/.bin`) a directory
 /// under it: with no `cwd` registered that is the harness's, the agent's project, where a
