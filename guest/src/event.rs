@@ -813,8 +813,15 @@ fn check_content(event: &Object, problems: &mut Problems) {
             if problems.names(&at) {
                 continue;
             }
-            for flaw in holds.flaws(&slot.to_value()) {
-                problems.add(format!("{at}{}", flaw.at), flaw.rule);
+            match slot.to_value() {
+                Ok(value) => {
+                    for flaw in holds.flaws(&value) {
+                        problems.add(format!("{at}{}", flaw.at), flaw.rule);
+                    }
+                }
+                // An event is read refusing such a number ([`parse_object`]); were one
+                // here, it is named as there.
+                Err(number) => problems.add(format!("{at}{}", number.pointer), json::Inexact::RULE),
             }
         }
     }

@@ -22,7 +22,11 @@
 //! of range, `1e400`, at that number's).
 //!
 //! [`read`] gives a [`Node`] tree that borrows from the text, for checks that only look
-//! (the event of every hook call); [`parse`] gives a `Value` that owns everything.
+//! (the event of every hook call); [`parse`] gives a `Value` that owns everything. A
+//! backend's reply is read by [`read_keeping_inexact`]: only its effects' values are
+//! written back, and a number past 64 bits elsewhere in it (extensions, error data,
+//! members nobody reads) is valid JSON that changes nothing, so it is refused only where
+//! a value is built from it ([`Node::to_value`]).
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
@@ -104,6 +108,9 @@ pub enum Node<'a> {
     Null,
     Bool(bool),
     Number(Number),
+    /// A whole number past 64 bits, kept by [`read_keeping_inexact`] only as the fact of
+    /// it: no `Value` holds it exactly, so [`Node::to_value`] refuses it.
+    Inexact,
     Text(Cow<'a, str>),
     Array(Vec<Node<'a>>),
     Object(Object<'a>),
@@ -200,21 +207,43 @@ impl<'a> Node<'a> {
         matches!(self, Node::Number(n) if is_too_large(n))
     }
 
-    /// The same document as an owned `Value`.
-    pub fn to_value(&self) -> Value {
-        match self {
+    /// The same document as an owned `Value`, unless it holds a whole number past 64
+    /// bits ([`Node::Inexact`]): written back, that would be another number, so it is
+    /// refused at its pointer.
+    pub fn to_value(&self) -> Result<Value, Inexact> {
+        // The pointer is assembled on the way back up, one segment per level.
+        let under = |segment: String| {
+            move |inner: Inexact| Inexact {
+                pointer: format!("/{segment}{}", inner.pointer),
+            }
+        };
+        Ok(match self {
             Node::Null => Value::Null,
             Node::Bool(b) => Value::Bool(*b),
             Node::Number(n) => Value::Number(n.clone()),
+            Node::Inexact => {
+                return Err(Inexact {
+                    pointer: String::new(),
+                })
+            }
             Node::Text(text) => Value::String(text.to_string()),
-            Node::Array(items) => Value::Array(items.iter().map(Node::to_value).collect()),
+            Node::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| item.to_value().map_err(under(i.to_string())))
+                    .collect::<Result<_, _>>()?,
+            ),
             Node::Object(Object(members)) => Value::Object(
                 members
                     .iter()
-                    .map(|(name, value)| (name.to_string(), value.to_value()))
-                    .collect::<Map<_, _>>(),
+                    .map(|(name, value)| {
+                        let value = value.to_value().map_err(under(segment(name)))?;
+                        Ok((name.to_string(), value))
+                    })
+                    .collect::<Result<Map<_, _>, _>>()?,
             ),
-        }
+        })
     }
 }
 
@@ -257,18 +286,32 @@ pub fn integer_value<T: TryFrom<i64> + TryFrom<u64>>(v: &Value) -> Option<T> {
     v.as_number().and_then(integer)
 }
 
-/// Parses one JSON text, rejecting repeated member names at any depth.
+/// Parses one JSON text, rejecting repeated member names and whole numbers past 64 bits
+/// at any depth.
 pub fn parse(text: &str) -> Result<Value, Error> {
-    read(text).map(|node| node.to_value())
+    read_keeping_inexact(text)?
+        .to_value()
+        .map_err(Error::Inexact)
 }
 
-/// Reads one JSON text into a tree borrowing from it, rejecting repeated member names at
-/// any depth.
+/// Reads one JSON text into a tree borrowing from it, rejecting repeated member names and
+/// whole numbers past 64 bits at any depth.
 pub fn read(text: &str) -> Result<Node<'_>, Error> {
+    read_with(text, false)
+}
+
+/// [`read`], but a whole number past 64 bits is kept as [`Node::Inexact`], refused only
+/// where a value is built from it: for a text only parts of which are written back.
+pub fn read_keeping_inexact(text: &str) -> Result<Node<'_>, Error> {
+    read_with(text, true)
+}
+
+fn read_with(text: &str, keeps_inexact: bool) -> Result<Node<'_>, Error> {
     let mut reading = Reading {
         found: None,
         broken_at: Vec::new(),
         numbers: Literals::of(text),
+        keeps_inexact,
         values_left: MAX_VALUES,
     };
     let mut reader = serde_json::Deserializer::from_str(text);
@@ -332,6 +375,8 @@ struct Reading<'t> {
     /// [`Found`]).
     broken_at: Vec<String>,
     numbers: Literals<'t>,
+    /// Whether a whole number past 64 bits is kept as [`Node::Inexact`], not refused.
+    keeps_inexact: bool,
     /// How many more values may be read ([`MAX_VALUES`] in all).
     values_left: usize,
 }
@@ -431,6 +476,9 @@ impl<'de> Visitor<'de> for Strict<'_, '_> {
         let n = numbers.read;
         numbers.read += 1;
         if v.abs() >= PAST_I64 && numbers.nth(n).is_none_or(is_whole) {
+            if self.reading.keeps_inexact {
+                return Ok(Node::Inexact);
+            }
             return Err(self.fail(Fault::Inexact, Vec::new()));
         }
         Ok(Number::from_f64(v).map_or(Node::Null, Node::Number))
@@ -733,9 +781,9 @@ mod tests {
     }
 
     /// A whole number past 64 bits would be written back as a float, another number, so
-    /// it is refused at its pointer; every other number reads as before, whatever came
-    /// before it (numbers inside strings are no numbers), a float written with more digits
-    /// than it needs too.
+    /// it is refused at its pointer, by [`read`] and when built into a value ([`parse`]);
+    /// every other number reads as before, whatever came before it (numbers inside
+    /// strings are no numbers), a float written with more digits than it needs too.
     #[test]
     fn a_whole_number_past_64_bits_is_refused_at_its_pointer() {
         for (text, pointer) in [
@@ -759,6 +807,7 @@ mod tests {
                     other => panic!("{text}: expected an inexact number, got {other:?}"),
                 }
             }
+            assert!(read_keeping_inexact(text).is_ok(), "{text}: kept as read");
         }
         let held = r#"{"a":0.1,"b":1e300,"c":-0.0,"d":750.0,"e":18446744073709551615,"f":-9223372036854775808,"g":0.30000000000000004,"h":"123456789012345678901234567890","i":0.10000000000000001,"j":1.2345678901234568e29,"k":9007199254740993.0,"l":1e-400,"m":18446744073709551616.0}"#;
         assert_eq!(

@@ -109,11 +109,12 @@ fn is_json_media_type(content_type: &str) -> bool {
 }
 
 /// AHP messages are UTF-8 JSON; an empty body is not JSON. A member named twice at any
-/// depth is malformed too: keeping either one would let the backend say two things; so is
-/// a number that would reach the tool as another number.
+/// depth is malformed too: keeping either one would let the backend say two things. A
+/// whole number past 64 bits is kept as read, refused only in an effect's value
+/// ([`written_back`]): anywhere else it changes nothing, and its reply is schema-valid.
 fn parse_body(body: &[u8]) -> Result<Node<'_>, Failure> {
     let text = std::str::from_utf8(body).map_err(|_| parse_failure(FailureClass::MalformedUtf8))?;
-    json::read(text).map_err(|error| {
+    json::read_keeping_inexact(text).map_err(|error| {
         let failure = parse_failure(FailureClass::MalformedJson);
         match error {
             json::Error::Duplicate(_) => failure.with_detail(Detail::DuplicateKey),
@@ -277,9 +278,7 @@ fn decode_effect(member: &Node, advertised: &EventCapability) -> Result<Effect, 
         }),
         EffectKind::Modify => return decode_modify(effect, advertised),
         EffectKind::Flow => return decode_flow(effect, advertised),
-        EffectKind::Return => effect.get("value").map(|value| Effect::Return {
-            value: value.to_value(),
-        }),
+        EffectKind::Return => written_back(effect)?.map(|value| Effect::Return { value }),
         EffectKind::Inject => return decode_inject(effect, advertised),
     };
     decoded.ok_or(invalid(Detail::MalformedEffect))
@@ -306,9 +305,7 @@ fn offered(offered: bool) -> Result<(), Failure> {
 fn decode_modify(effect: &Object, advertised: &EventCapability) -> Result<Effect, Failure> {
     let target = word(effect, "target", ModifyTarget::parse)?;
     let operation = word(effect, "operation", ModifyOperation::parse)?;
-    let value = effect
-        .get("value")
-        .map(Node::to_value)
+    let value = written_back(effect)?
         .filter(|v| effect::fits(target, advertised.event, v))
         .ok_or(invalid(Detail::MalformedEffect))?;
     offered(
@@ -354,15 +351,26 @@ fn decode_inject(effect: &Object, advertised: &EventCapability) -> Result<Effect
     let in_context = effect.get("target").and_then(Node::as_str) == Some("context");
     let appends = effect.get("operation").and_then(Node::as_str) == Some("append");
     let deliver_at = word(effect, "deliverAt", DeliverAt::parse)?;
-    let value = effect
-        .get("value")
-        .map(Node::to_value)
-        .filter(content::is_messages);
+    let value = written_back(effect)?.filter(content::is_messages);
     let (true, true, Some(value)) = (in_context, appends, value) else {
         return Err(invalid(Detail::MalformedEffect));
     };
     offered(advertised.inject.contains(&deliver_at))?;
     Ok(Effect::Inject { deliver_at, value })
+}
+
+/// The effect's `value`, which the harness writes back (a tool's input or output, a
+/// result, messages): a whole number past 64 bits in it would be written as another
+/// number, so the reply is malformed JSON, as one no reader can take.
+fn written_back(effect: &Object) -> Result<Option<Value>, Failure> {
+    effect
+        .get("value")
+        .map(|value| {
+            value
+                .to_value()
+                .map_err(|_| parse_failure(FailureClass::MalformedJson))
+        })
+        .transpose()
 }
 
 /// `{type, reason: non-empty string, code?: reverse-DNS, extensions?: reverse-DNS keys}`
@@ -430,6 +438,11 @@ mod tests {
         json!({"jsonrpc": "2.0", "id": "evt_1",
                "result": {"protocolVersion": "draft", "effects": effects}})
         .to_string()
+    }
+
+    /// A reply to `evt_1` with `members` beside `jsonrpc` and `id`, as text.
+    fn reply(members: &str) -> String {
+        format!(r#"{{"jsonrpc":"2.0","id":"evt_1",{members}}}"#)
     }
 
     /// The reply as it came from the fixture, and the fixture's own id as the expected one.
@@ -690,7 +703,6 @@ mod tests {
         let deny = r#"{"type":"deny","reason":"no"}"#;
         let result =
             |effects: &str| format!(r#"{{"protocolVersion":"draft","effects":[{effects}]}}"#);
-        let reply = |members: &str| format!(r#"{{"jsonrpc":"2.0","id":"evt_1",{members}}}"#);
         for body in [
             reply(&format!(
                 r#""result":{},"result":{}"#,
@@ -725,6 +737,75 @@ mod tests {
             assert_eq!(
                 decode(&stdio(body.as_str()), "evt_1", &all()),
                 expected,
+                "{body}"
+            );
+        }
+    }
+
+    /// A whole number that no 64-bit integer holds, read exactly by no `Value`.
+    const PAST_64_BITS: &str = "123456789012345678901234567890";
+
+    /// Extension values are any JSON (extensions.schema.json), and error data and unknown
+    /// members are ignored: a whole number past 64 bits there changes nothing the harness
+    /// writes back, so the reply stands, its deny and its error code included.
+    #[test]
+    fn a_number_past_64_bits_where_nothing_is_written_back_is_ignored() {
+        let n = PAST_64_BITS;
+        let deny = r#"{"type":"deny","reason":"no"}"#;
+        let result = |effect: &str, extensions: &str| {
+            format!(r#"{{"protocolVersion":"draft","effects":[{effect}]{extensions}}}"#)
+        };
+        let denied = Ok(vec![Effect::Deny {
+            reason: "no".into(),
+            code: None,
+        }]);
+        for body in [
+            reply(&format!(
+                r#""result":{}"#,
+                result(deny, &format!(r#","extensions":{{"com.example.n":{n}}}"#))
+            )),
+            reply(&format!(
+                r#""com.example.n":[{n}],"result":{}"#,
+                result(deny, "")
+            )),
+            reply(&format!(
+                r#""result":{}"#,
+                result(
+                    &format!(
+                        r#"{{"type":"deny","reason":"no","extensions":{{"com.example.n":{n}}}}}"#
+                    ),
+                    ""
+                )
+            )),
+        ] {
+            assert_eq!(decode_http(&body), denied, "{body}");
+        }
+        let error = reply(&format!(
+            r#""error":{{"code":-32003,"message":"busy","data":{{"n":-{n}}}}}"#
+        ));
+        assert_eq!(
+            decode_http(&error),
+            Err(parse(JsonrpcError).with_rpc_code(-32003))
+        );
+    }
+
+    /// An effect's value is written back (a tool's input, a result): a whole number past
+    /// 64 bits there would reach the tool as another number, so the reply is refused.
+    #[test]
+    fn a_number_past_64_bits_in_an_effect_value_is_malformed_json() {
+        let n = PAST_64_BITS;
+        for effect in [
+            format!(
+                r#"{{"type":"modify","target":"input","operation":"replace","value":{{"account":{n}}}}}"#
+            ),
+            format!(r#"{{"type":"return","value":[1,{n}]}}"#),
+        ] {
+            let body = reply(&format!(
+                r#""result":{{"protocolVersion":"draft","effects":[{{"type":"message","text":"m"}},{effect}]}}"#
+            ));
+            assert_eq!(
+                decode_http(&body),
+                Err(parse(MalformedJson).with_effect(1)),
                 "{body}"
             );
         }

@@ -225,21 +225,43 @@ const HUGE: &str = "123456789012345678901234567890";
 const INEXACT: &str =
     "must be a whole number of at most 64 bits: a larger one would be passed on as another number";
 
+/// Only a reply's effect values are written back: the same number in its extensions is
+/// valid JSON that changes nothing, so a fail-open backend's deny there still decides.
 #[test]
-fn a_reply_with_a_number_past_64_bits_is_malformed_under_its_policy() {
+fn a_reply_with_a_number_past_64_bits_in_its_extensions_is_taken_as_it_stands() {
     let members = format!(
-        r#""result":{{"protocolVersion":"draft","effects":[],"extensions":{{"n":{HUGE}}}}}"#
+        r#""result":{{"protocolVersion":"draft","effects":[{{"type":"deny","reason":"no"}}],"extensions":{{"com.example.n":{HUGE}}}}}"#
+    );
+    let engine = Engine::load(&registration("fail-open", "fail-open")).expect("valid");
+    let mut host = FakeHost::default().on(A, &reply(&members));
+    let settlement = intercept(&engine, &mut host);
+    assert_eq!(host.sent, [A], "the deny ends the chain");
+    assert_eq!(
+        (settlement.decision, settlement.decided_by),
+        (Decision::Deny, DecidedBy::BackendDeny)
+    );
+    assert_eq!(settlement.reason.as_deref(), Some("no"));
+    assert_eq!(settlement.interceptors[0].failure, None);
+}
+
+#[test]
+fn a_reply_modifying_the_input_with_a_number_past_64_bits_is_malformed_under_its_policy() {
+    let members = format!(
+        r#""result":{{"protocolVersion":"draft","effects":[{{"type":"modify","target":"input","operation":"replace","value":{{"account":{HUGE}}}}}]}}"#
     );
     let engine = Engine::load(&registration("fail-closed", "fail-open")).expect("valid");
     let mut host = FakeHost::default().on(A, &reply(&members));
-    let settlement = intercept(&engine, &mut host);
+    let modifying = [EffectKind::Deny, EffectKind::Allow, EffectKind::Modify];
+    let settlement = engine
+        .intercept(&mut host, &event(BASH), &modifying, None)
+        .expect("a valid call");
     assert_eq!(
         (settlement.decision, settlement.decided_by),
         (Decision::Deny, DecidedBy::SyntheticDeny)
     );
     assert_eq!(
         settlement.interceptors[0].failure,
-        Some(Failure::new(FailureClass::MalformedJson, Phase::Parse))
+        Some(Failure::new(FailureClass::MalformedJson, Phase::Parse).with_effect(0))
     );
 }
 

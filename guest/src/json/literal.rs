@@ -3,12 +3,13 @@
 //! serde_json reads a whole number that neither `u64` nor `i64` holds as the nearest
 //! double, and writes that back as a float: `123456789012345678901234567890` comes back as
 //! `1.2345678901234568e29`, another number to any reader of integers (Python, Go, a
-//! database), so the tool would get one number and the policy judge another. Every
-//! number this crate reads may be written back (a tool's input after a backend's modify,
-//! an event re-encoded for its subscriptions), so such a number is refused, never
-//! rounded. A number written with a fraction or an exponent is a float to its readers
-//! already, and the shortest form of its double reads back as that double whatever digits
-//! it was written with (`0.10000000000000001`, as C's `%.17g` writes, is `0.1`).
+//! database), so the tool would get one number and the policy judge another. A number
+//! this crate builds a value from may be written back (a tool's input after a backend's
+//! modify, an event re-encoded for its subscriptions), so such a number is refused there,
+//! never rounded. A number written with a fraction or an exponent is a float to its
+//! readers already, and the shortest form of its double reads back as that double
+//! whatever digits it was written with (`0.10000000000000001`, as C's `%.17g` writes, is
+//! `0.1`).
 
 /// The number literals of one JSON text, in text order: the n-th is the one serde_json
 /// reads n-th. Found only when first asked, so a text whose numbers are all integers

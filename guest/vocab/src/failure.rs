@@ -118,7 +118,8 @@ pub struct Failure {
     pub http_status: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpc_code: Option<i64>,
-    /// Which effect of the reply (from 0) was refused, for `invalid-effects`: a backend's
+    /// Which effect of the reply (from 0) was refused, for `invalid-effects` (and for
+    /// `malformed-json` when the number no reader takes is in its value): a backend's
     /// author finds the one at fault in a long list without the reply's text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect: Option<usize>,
