@@ -123,8 +123,15 @@ fn parse_body(body: &[u8]) -> Result<Node<'_>, Failure> {
     })
 }
 
-/// One JSON-RPC 2.0 response object: no batch (AHP-RPC-002), not a request, and exactly
-/// one of `result` and `error`.
+/// One JSON-RPC 2.0 response object: no batch (AHP-RPC-002), not a request or
+/// notification, and exactly one of `result` and `error`.
+///
+/// A request or notification has `method` and `params` (common.schema.json); a `method`
+/// with neither `result` nor `error` is one too, cut short. A `method` beside a result or
+/// an error alone is no request: json-rpc-message.schema.json reads the message as a
+/// response, whose unknown members are ignored (conformance B6). An echoed request
+/// (`method` and `params` beside a `result`) is refused: it is a request and a response
+/// at once, which that schema's `oneOf` allows no message to be.
 fn check_envelope<'m, 'a>(message: &'m Node<'a>) -> Result<&'m Object<'a>, Failure> {
     let response = match message {
         Node::Object(response) => response,
@@ -134,7 +141,8 @@ fn check_envelope<'m, 'a>(message: &'m Node<'a>) -> Result<&'m Object<'a>, Failu
     if response.get("jsonrpc").and_then(Node::as_str) != Some("2.0") {
         return Err(malformed(Detail::JsonrpcVersion));
     }
-    if response.contains_key("method") {
+    let answers = response.contains_key("result") || response.contains_key("error");
+    if response.contains_key("method") && (response.contains_key("params") || !answers) {
         return Err(malformed(Detail::NotAResponse));
     }
     match (
@@ -850,13 +858,49 @@ mod tests {
         );
     }
 
+    /// A request or notification is no answer, whatever else it carries: `method` with
+    /// `params` (an echoed request too, beside its result or error), or `method` alone.
     #[test]
     fn request_instead_of_response_is_malformed_jsonrpc() {
+        let deny = json!({"protocolVersion": "draft",
+                          "effects": [{"type": "deny", "reason": "r"}]});
+        let error = json!({"code": -32003, "message": "busy"});
+        for body in [
+            json!({"jsonrpc": "2.0", "id": "evt_1", "method": "hooks/intercept",
+                   "params": {}}),
+            json!({"jsonrpc": "2.0", "method": "hooks/observe", "params": {}}),
+            json!({"jsonrpc": "2.0", "id": "evt_1", "method": "hooks/intercept",
+                   "params": {}, "result": deny}),
+            json!({"jsonrpc": "2.0", "id": "evt_1", "method": "hooks/intercept",
+                   "params": {}, "error": error}),
+            json!({"jsonrpc": "2.0", "id": "evt_1", "method": "hooks/intercept"}),
+        ] {
+            assert_eq!(
+                decode_http(&body.to_string()),
+                Err(malformed(Detail::NotAResponse)),
+                "{body}"
+            );
+        }
+    }
+
+    /// Without `params` a `method` beside a result or an error is an unknown member of a
+    /// response (json-rpc-message.schema.json: a successResponse, or an errorResponse),
+    /// ignored as any other (conformance B6).
+    #[test]
+    fn a_method_beside_a_result_or_an_error_alone_is_ignored() {
         let body = json!({"jsonrpc": "2.0", "id": "evt_1", "method": "hooks/intercept",
-                          "params": {}});
+                          "result": {"protocolVersion": "draft",
+                                     "effects": [{"type": "deny", "reason": "r"}]}});
+        let deny = Effect::Deny {
+            reason: "r".into(),
+            code: None,
+        };
+        assert_eq!(decode_http(&body.to_string()), Ok(vec![deny]));
+        let body = json!({"jsonrpc": "2.0", "id": "evt_1", "method": "hooks/intercept",
+                          "error": {"code": -32003, "message": "busy"}});
         assert_eq!(
             decode_http(&body.to_string()),
-            Err(malformed(Detail::NotAResponse))
+            Err(parse(JsonrpcError).with_rpc_code(-32003))
         );
     }
 
