@@ -1,9 +1,10 @@
 //! `modify(content)` at `user.elicitation.result` (interaction-payloads.md@8f91ac4): the
 //! target is the MCP answer, the `content` of the `ElicitResult` serialized in the result
 //! part's text, not the part itself. Only an accepted form result whose part is selected
-//! as `body` exposes it; the answer is an object of strings, numbers, booleans and string
-//! lists ("never content items"), and the edited result goes back into the part's text,
-//! its action and everything else as they were.
+//! as `body` exposes it, and only while its `content` is an answer or absent; the answer
+//! is an object of strings, numbers, booleans and string lists ("never content items"),
+//! and the edited result goes back into the part's text, its action and everything else
+//! as they were.
 
 use crate::event::Event;
 use crate::json;
@@ -32,20 +33,25 @@ pub fn with_answer(event: &Event, pointer: &str, answer: Value) -> Option<Value>
 }
 
 /// Whether `event` exposes an answer to modify: an accepted form result whose part at
-/// `pointer` is selected as body and serializes a result.
+/// `pointer` is selected as body and serializes a result whose `content` is an answer,
+/// or absent.
 pub fn exposes_answer(event: &Event, pointer: &str) -> bool {
     exposed(event, pointer).is_some()
 }
 
 /// The result part at `pointer` and the `ElicitResult` it serializes, where the event
-/// exposes its answer.
+/// exposes its answer. A `content` that is no answer MCP allows (`null`, a string, a
+/// nested object) is not exposed: no merge into it could leave an answer, and the
+/// backend would be blamed (invalid-effects) for the harness's result.
 fn exposed<'e>(event: &'e Event, pointer: &str) -> Option<(&'e Value, Map<String, Value>)> {
     let word = |at: &str| event.value_at(at).and_then(Value::as_str);
     if word("/elicitation/action") != Some("accept") || word("/elicitation/mode") != Some("form") {
         return None;
     }
     let part = event.value_at(pointer)?;
-    Some((part, result_in(part)?))
+    let result = result_in(part)?;
+    let answerable = result.get("content").is_none_or(is_answer);
+    answerable.then_some((part, result))
 }
 
 /// The answer in a result `part`, if it holds one.

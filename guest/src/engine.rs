@@ -187,9 +187,10 @@ impl Engine {
             capability
         };
         // An elicitation result that exposes no answer (declined, not a form, its part
-        // not selected as body, or none) offers nothing to modify: modify is withdrawn
-        // for this call (AHP-CAP-001, as continue is once the allowance is spent), so a
-        // backend's change is unadvertised, settled by its policy.
+        // not selected as body, or none, or its content no answer) offers nothing to
+        // modify: modify is withdrawn for this call (AHP-CAP-001, as continue is once the
+        // allowance is spent), so a backend's change is unadvertised, settled by its
+        // policy.
         let capability = match rules.modify {
             Some((_, pointer))
                 if rules.event == InterceptableEvent::UserElicitationResult

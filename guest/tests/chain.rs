@@ -4315,3 +4315,40 @@ fn an_elicitation_answer_is_modified_inside_its_result_part() {
         assert_eq!(audited(&s, 0)["failure"]["detail"], "unadvertised-effect");
     }
 }
+
+/// At user.elicitation.result, a harness result whose `content` is no answer MCP allows
+/// (`null`) exposes none: modify is withdrawn, so a backend's merge is unadvertised, not
+/// a misfit blamed on it. A result with no `content` yet still takes a merge, which sets
+/// the answer.
+#[test]
+fn an_elicitation_result_whose_content_is_no_answer_offers_no_modify() {
+    let kind = InterceptableEvent::UserElicitationResult;
+    let hooks = vec![backend(
+        A,
+        vec![intercept_sub(&[kind.as_str()], "fail-closed", 500)],
+    )];
+    let engine = Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid");
+    let merge = effects(
+        json!([{"type": "modify", "target": "content", "operation": "merge",
+                                "value": {"age": 3}}]),
+    );
+    let with_result = |text: &str| {
+        let mut event = catalogue_event(kind.as_str());
+        event["elicitation"]["result"]["text"] = json!(text);
+        event
+    };
+
+    let null = with_result(r#"{"action":"accept","content":null}"#);
+    let mut host = FakeHost::new().on(A, Step::reply(merge.clone()));
+    let s = settle(&engine, &mut host, &null);
+    let offered = &host.sent_to(A)[0].json()["params"]["capabilities"];
+    assert!(offered.get("modify").is_none(), "{offered}");
+    assert_synthetic_deny(&s);
+    assert_eq!(audited(&s, 0)["failure"]["detail"], "unadvertised-effect");
+
+    let absent = with_result(r#"{"action":"accept"}"#);
+    let mut host = FakeHost::new().on(A, Step::reply(merge));
+    let s = settle(&engine, &mut host, &absent);
+    assert_eq!(s.decision, Decision::Allow, "{}", audit(&s));
+    assert_eq!(audit(&s)["effective"]["content"], json!({"age": 3}));
+}
