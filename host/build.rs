@@ -35,8 +35,19 @@ fn main() {
     guest_build::watch_revision(&workspace);
     println!("cargo:rerun-if-env-changed=AHP_COMPONENT");
     let component = match std::env::var("AHP_COMPONENT") {
-        // A prebuilt component (e.g. from a release pipeline) instead of building here.
-        Ok(path) => std::fs::read(&path).unwrap_or_else(|e| panic!("read {path}: {e}")),
+        // A prebuilt component (e.g. from a release pipeline) instead of building here:
+        // said at every build, so that a stray export cannot swap the policy core of
+        // every binary built in that shell unnoticed, and it must be a component.
+        Ok(path) => {
+            println!("cargo:warning=embedding the component AHP_COMPONENT={path}, not building it");
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+            let is_component = bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [1, 0];
+            assert!(
+                is_component,
+                "AHP_COMPONENT={path} is not a WebAssembly component"
+            );
+            bytes
+        }
         Err(_) => guest_build::build_component(
             &workspace,
             "ahp-interceptor",

@@ -197,7 +197,7 @@ struct HostArgs {
     allow_insecure_http: Vec<String>,
     /// Host environment variables passed to stdio backends besides PATH (comma
     /// separated): NAME to every stdio backend, ID:NAME to backend ID only.
-    #[arg(long, value_name = "[ID:]NAME", value_delimiter = ',', value_parser = stdio_env)]
+    #[arg(long, value_name = "[ID:]NAME", value_delimiter = ',', value_parser = StdioEnvEntry)]
     stdio_env: Vec<crate::StdioEnv>,
     /// Authorization servers this harness trusts and holds a client at, for http backends
     /// registered without a credential that answer 401: a JSON file, `[{"issuer",
@@ -607,13 +607,20 @@ fn init_logging(hook: bool) {
         )
     };
     // The compiler's own trace logs (gigabytes while compiling the component) are never
-    // what an operator wants from AHP_LOG: keep them at warnings.
+    // what an operator wants from AHP_LOG: kept at warnings at most. A filter already
+    // below warnings (errors only, off) is left as it is: a cap must not raise them.
+    let above_warnings = filter
+        .max_level_hint()
+        .is_none_or(|level| level > tracing_subscriber::filter::LevelFilter::WARN);
     for noisy in [
         "cranelift_codegen",
         "cranelift_frontend",
         "wasmtime_internal_cranelift",
         "regalloc2",
-    ] {
+    ]
+    .into_iter()
+    .filter(|_| above_warnings)
+    {
         if let Ok(directive) = format!("{noisy}=warn").parse() {
             filter = filter.add_directive(directive);
         }
@@ -708,7 +715,7 @@ fn usage_error(error: &clap::Error) -> ExitCode {
         error.kind(),
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
     );
-    let args: Vec<OsString> = std::env::args_os().collect();
+    let args = subcommand_first(std::env::args_os().collect());
     if let Some(harness) = named_harness(&args) {
         let event = event_flag(&args);
         let detail = format!("the command line: {}", error.render());
@@ -749,6 +756,21 @@ fn usage_error(error: &clap::Error) -> ExitCode {
         true => ExitCode::from(2),
         false => ExitCode::from(1),
     }
+}
+
+/// `args` without the top-level `--help`, `--version` (or their short forms) and `help`
+/// words standing before the subcommand: `ahp --version hook claude-code …` and `ahp help
+/// intercept …` are that subcommand's command line as much as with the word after it,
+/// and its answer must not be the help text with exit 0 either.
+fn subcommand_first(mut args: Vec<OsString>) -> Vec<OsString> {
+    let asking = |a: &OsString| {
+        ["-h", "--help", "-V", "--version", "help"]
+            .map(OsString::from)
+            .contains(a)
+    };
+    let leading = args.iter().skip(1).take_while(|a| asking(a)).count();
+    args.drain(1..1 + leading);
+    args
 }
 
 /// The harness a command line `ahp hook … HARNESS …` names, read without clap's parse,
@@ -1562,9 +1584,35 @@ fn session_field(word: &str) -> Result<hook::SessionField, String> {
     })
 }
 
-/// An `--stdio-env` entry, `NAME` or `ID:NAME`.
-fn stdio_env(text: &str) -> Result<crate::StdioEnv, String> {
-    crate::StdioEnv::parse(text)
+/// An `--stdio-env` entry, `NAME` or `ID:NAME`. A refused entry is not repeated (clap's
+/// own message would): `NAME=VALUE` is the natural slip, and its value a secret.
+#[derive(Clone)]
+struct StdioEnvEntry;
+
+impl clap::builder::TypedValueParser for StdioEnvEntry {
+    type Value = crate::StdioEnv;
+
+    fn parse_ref(
+        &self,
+        _: &clap::Command,
+        _: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<crate::StdioEnv, clap::Error> {
+        let invalid = |message: &str| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("--stdio-env: an entry {message} (the entry is not repeated)\n"),
+            )
+        };
+        let text = value.to_str().ok_or_else(|| invalid("is not UTF-8"))?;
+        if text.contains('=') {
+            return Err(invalid(
+                "holds `=`: it names a variable of this process's environment, whose value is \
+                 passed on, never the value itself",
+            ));
+        }
+        crate::StdioEnv::parse(text).map_err(|why| invalid(&why))
+    }
 }
 
 /// An `--effects` word.

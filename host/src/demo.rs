@@ -167,6 +167,17 @@ pub async fn run(options: Options) -> ExitCode {
         Ok(started) => started,
         Err(e) => return fail(&format!("start the demo backend: {e}")),
     };
+    // Host options the demo's registrations cannot be loaded under (`--interceptable`
+    // without tool.before, say) are the options' fault: said so before anything is
+    // printed or made.
+    match Interceptor::new(&registration(addr, &scenarios()[0]), options.clone()).await {
+        Ok(interceptor) => interceptor.shutdown(),
+        Err(e) => {
+            return fail(&format!(
+                "the host options do not fit the demo's registration: {e}"
+            ))
+        }
+    }
     let audit_dir = match audit_dir() {
         Ok(dir) => dir,
         Err(e) => return fail(&format!("create the demo's audit directory: {e}")),

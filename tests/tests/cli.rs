@@ -412,6 +412,29 @@ fn demo_exits_1_naming_a_scenario_that_settled_otherwise() {
     }
 }
 
+/// Host options the demo's registrations cannot load under are refused as the options'
+/// fault before anything is printed or made: no table heading, no audit directory left.
+#[test]
+fn demo_refuses_host_options_that_do_not_fit_it_before_it_starts() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let tmp_path = path(tmp.path());
+    let run = ahp(
+        &["demo", "--interceptable", "turn.start"],
+        &[("TMPDIR", tmp_path)],
+    );
+    run.assert_exit(1, "the demo under --interceptable turn.start");
+    assert!(run.stdout.is_empty(), "{run:?}");
+    assert!(
+        run.stderr.contains("the host options do not fit"),
+        "{run:?}"
+    );
+    assert!(run.stderr.contains("tool.before"), "{run:?}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .expect("the directory")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 /// `--interceptable` naming an event twice is refused by the flag, not as the
 /// anonymous `declaration[1]` the component would report.
 /// `ahp intercept` of a `tool.before` event with a registration of `hook` alone, both
@@ -848,6 +871,55 @@ fn stdio_env_naming_an_unset_variable_is_warned_about() {
     assert!(!stderr.contains("value-never-shown"), "{stderr}");
 }
 
+/// An `--stdio-env` entry given as `NAME=VALUE` (the natural slip) is refused without
+/// repeating it, under `check`, `intercept` and `ahp hook` (whose log gets the usage
+/// error): its value is a secret.
+#[test]
+fn a_stdio_env_entry_with_a_value_is_refused_without_repeating_it() {
+    const SECRET: &str = "sk-live-never-shown-7c1e";
+    let reg = portable();
+    let entry = format!("API_KEY={SECRET}");
+    for args in [
+        vec!["check", path(&reg), "--stdio-env", &entry],
+        vec![
+            "intercept",
+            "--registration",
+            path(&reg),
+            "--event",
+            "-",
+            "--stdio-env",
+            &entry,
+        ],
+    ] {
+        let run = ahp(&args, &[]);
+        run.assert_exit(1, &args.join(" "));
+        assert!(run.stderr.contains("--stdio-env"), "{run:?}");
+        assert!(run.stderr.contains("holds `=`"), "{run:?}");
+        assert!(!format!("{run:?}").contains(SECRET), "{run:?}");
+    }
+    let log = tempfile::NamedTempFile::new().expect("a log file");
+    let mut command = ahp_command();
+    command
+        .args([
+            "hook",
+            "claude-code",
+            "--registration",
+            path(&reg),
+            "--stdio-env",
+            &entry,
+        ])
+        .env("AHP_LOG", "warn")
+        .env("AHP_LOG_FILE", log.path())
+        .stdin(Stdio::null());
+    let run = Run::of(command.output().expect("run ahp"));
+    let logged = std::fs::read_to_string(log.path()).expect("the log");
+    assert!(logged.contains("--stdio-env"), "{logged}");
+    assert!(
+        !format!("{run:?}{logged}").contains(SECRET),
+        "{run:?} {logged}"
+    );
+}
+
 /// Logs written to a pipe or a file carry no terminal colour codes.
 #[test]
 fn logs_to_a_pipe_have_no_colour_codes() {
@@ -1170,9 +1242,65 @@ fn intercept_help_in_a_call_is_no_allow() {
             run.stderr
         );
     }
+    // Before the subcommand, as the top level's flag: the same. (`help` before it is a
+    // usage error there: exit 1 too, with clap's message.)
+    for asked in ["--help", "-h", "--version", "-V", "help"] {
+        let args = [
+            asked,
+            "intercept",
+            "--registration",
+            path(&reg),
+            "--event",
+            "-",
+        ];
+        let run = ahp(&args, &[]);
+        run.assert_exit(1, asked);
+        assert!(run.stdout.is_empty(), "{asked}: {}", run.stdout);
+        let said = match asked {
+            "help" => "unrecognized subcommand",
+            _ => "no call was made",
+        };
+        assert!(run.stderr.contains(said), "{asked}: {}", run.stderr);
+    }
     let run = ahp(&["intercept", "--help"], &[]);
     run.assert_exit(0, "help alone");
     assert!(run.stdout.contains("--registration"), "{}", run.stdout);
+    let run = ahp(&["help", "intercept"], &[]);
+    run.assert_exit(0, "help for intercept alone");
+    assert!(run.stdout.contains("--registration"), "{}", run.stdout);
+}
+
+/// `--version` or `--help` before `hook HARNESS`, with a payload on stdin, is the
+/// harness's answer to a call that could not be made (Claude Code's denial before a
+/// tool), never the text with exit 0, which the harness would read as no objection.
+#[test]
+fn hook_help_before_the_subcommand_is_no_objection_neither() {
+    let reg = portable();
+    let payload = json!({"session_id": "s1", "cwd": "/repo", "transcript_path": "/t.jsonl",
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1"});
+    for asked in ["--version", "--help", "help"] {
+        let mut child = ahp_command()
+            .args([asked, "hook", "claude-code", "--registration", path(&reg)])
+            .env_remove("AHP_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run ahp");
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(payload.to_string().as_bytes())
+            .expect("write the payload");
+        drop(stdin);
+        let run = Run::of(child.wait_with_output().expect("ahp ends"));
+        run.assert_exit(2, asked);
+        assert!(
+            run.stdout.contains("\"permissionDecision\":\"deny\""),
+            "{asked}: {run:?}"
+        );
+    }
 }
 
 /// A stderr that cannot take a line (a pipe whose reader is gone) loses the line, never
