@@ -321,30 +321,33 @@ impl Pool {
             _ => None,
         };
         let _ticking = self.maker.runtime.ticking();
-        let mut ready = match idle {
-            Some(ready) => ready,
+        // The permit goes back as this returns, after the instance is back in the pool.
+        let (mut ready, _permit) = match idle {
+            Some(ready) => (ready, Some(permit)),
             // Making the instance is waiting for it: it ends as the queue's wait does.
             None => {
-                let mut making = Box::pin(Arc::clone(&self.maker).make(slot));
+                let mut making = Making::start(&self.maker, slot, permit);
                 let made = tokio::select! {
                     biased;
-                    made = &mut making => made,
-                    ended = async { wait().ended().await } => {
-                        self.maker.finish(making, permit);
-                        return Err(ended);
-                    }
+                    made = making.made() => made,
+                    // The make finishes on its own (`Making`'s drop), as when the
+                    // caller drops the call.
+                    ended = async { wait().ended().await } => return Err(ended),
                     // A call with no budget is not held by a make that never ends (a
                     // component whose `load` waits on something): the make is dropped,
                     // an engine failure.
                     () = tokio::time::sleep(MAKE_BOUND) => {
+                        making.abandon();
                         tracing::error!("making a component instance took longer than {MAKE_BOUND:?}");
                         return Err(Unserved::EngineFailure);
                     }
                 };
-                made.map_err(|e| {
+                let permit = making.permit();
+                let ready = made.map_err(|e| {
                     tracing::error!(error = %e, "could not prepare a component instance");
                     Unserved::EngineFailure
-                })?
+                })?;
+                (ready, permit)
             }
         };
         // Held back for settling, by the pool or by the Engine: the call starts no I/O.
@@ -477,11 +480,7 @@ impl Maker {
     /// budgets would otherwise never leave one. It keeps the call's `permit` until then,
     /// so it still counts against the pool's instances. Shutdown ends it, dropping the
     /// pool does, and so does [`MAKE_BOUND`].
-    fn finish(
-        self: &Arc<Self>,
-        making: Pin<Box<impl Future<Output = wasmtime::Result<Ready>> + Send + 'static>>,
-        permit: OwnedSemaphorePermit,
-    ) {
+    fn finish(self: &Arc<Self>, making: Pin<Box<MakeFuture>>, permit: OwnedSemaphorePermit) {
         let maker = Arc::clone(self);
         tokio::spawn(async move {
             tokio::select! {
@@ -495,6 +494,56 @@ impl Maker {
             }
             drop(permit);
         });
+    }
+}
+
+/// A make under way for a call, with the call's permit. A call that stops waiting for it
+/// — its wait ended, or its caller dropped it (a harness's own timeout around the call) —
+/// leaves it to finish on its own ([`Maker::finish`]): dropped, this does that.
+struct Making {
+    maker: Arc<Maker>,
+    work: Option<(Pin<Box<MakeFuture>>, OwnedSemaphorePermit)>,
+}
+
+/// [`Maker::make`]'s future.
+type MakeFuture = dyn Future<Output = wasmtime::Result<Ready>> + Send;
+
+impl Making {
+    fn start(maker: &Arc<Maker>, slot: Option<Slot>, permit: OwnedSemaphorePermit) -> Making {
+        let making: Pin<Box<MakeFuture>> = Box::pin(Arc::clone(maker).make(slot));
+        Making {
+            maker: Arc::clone(maker),
+            work: Some((making, permit)),
+        }
+    }
+
+    /// The instance, once made.
+    async fn made(&mut self) -> wasmtime::Result<Ready> {
+        match &mut self.work {
+            Some((making, _)) => making.await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The call's permit, the make done.
+    fn permit(mut self) -> Option<OwnedSemaphorePermit> {
+        self.work.take().map(|(_, permit)| permit)
+    }
+
+    /// Drops the make with its permit: it is not to finish.
+    fn abandon(mut self) {
+        self.work = None;
+    }
+}
+
+impl Drop for Making {
+    fn drop(&mut self) {
+        if let Some((making, permit)) = self.work.take() {
+            // With no runtime to finish it on, the make goes with the call.
+            if tokio::runtime::Handle::try_current().is_ok() {
+                self.maker.finish(making, permit);
+            }
+        }
     }
 }
 

@@ -270,6 +270,31 @@ async fn an_instance_made_too_late_for_its_call_serves_the_next() {
     assert_eq!(loads.requests().len(), 1, "no second instance was made");
 }
 
+/// A call its caller gives up on while its instance is being made (the caller's own
+/// timeout around the call, with no budget: the future is dropped) leaves the make to
+/// finish, as a call whose budget ran out does: the instance serves the next call, and no
+/// second one is made. Dropped with the call, every make would be lost to a load slower
+/// than the caller's timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_made_for_a_dropped_call_serves_the_next() {
+    let slow = || Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect));
+    let loads = FaultBackend::start(vec![slow()]).await;
+    let hooks = hanging_load(&loads, None).await;
+    let dropped = event("evt_dropped");
+    let first = hooks.intercept(&dropped, &[], None);
+    let cut = tokio::time::timeout(Duration::from_millis(100), first).await;
+    assert!(cut.is_err(), "the call still waited for its instance");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        loads.requests().len(),
+        1,
+        "the dropped call's instance was loaded"
+    );
+    let (second, _) = timed_call(&hooks, "evt_dropped_2", None).await;
+    assert_eq!(second.decided_by, DecidedBy::EngineFailure);
+    assert_eq!(loads.requests().len(), 1, "no second instance was made");
+}
+
 /// An injected transport that never answers.
 struct Silent;
 

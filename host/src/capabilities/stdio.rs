@@ -52,6 +52,9 @@ pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(2);
 /// under test, so that a test can tell an exchange that waits for it from one that does
 /// not whatever the machine's load.
 const REAP_BOUND: Duration = Duration::from_millis(if cfg!(test) { 5_000 } else { 100 });
+/// How long a killed child not reaped within [`REAP_BOUND`] is still waited for in the
+/// background (woken by its exit) before it is left to the next sweep.
+const REAP_PATIENCE: Duration = Duration::from_secs(600);
 /// How long to wait, after stdout closed, to learn whether the process exited.
 const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// Longest stderr line logged; the rest of a longer line is dropped.
@@ -603,10 +606,11 @@ impl Children {
     }
 
     /// Kills `process` (if it still runs) and forgets it once reaped. Returns at once: a
-    /// killed child is reaped in the background within [`REAP_BOUND`] (bounded cleanup,
-    /// not delivery), so a child slow to die never holds back the result of the
-    /// exchange that gave it up. One not reaped in time (or with no runtime to wait on)
-    /// stays registered for a later sweep.
+    /// killed child is reaped in the background (bounded cleanup, not delivery), so a
+    /// child slow to die never holds back the result of the exchange that gave it up.
+    /// One not reaped within [`REAP_BOUND`] is warned about and still waited for, up to
+    /// [`REAP_PATIENCE`]: left to a later sweep, a zombie could stay for hours (the next
+    /// spawn of its backend, or shutdown). With no runtime to wait on, it is left so.
     fn retire(self: &Arc<Self>, process: &Arc<Process>) {
         process.kill();
         if process.exited().is_some() {
@@ -616,14 +620,13 @@ impl Children {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let (children, process) = (self.clone(), process.clone());
             runtime.spawn(async move {
-                if process
-                    .wait_exit(Instant::now() + REAP_BOUND)
-                    .await
-                    .is_some()
-                {
-                    children.forget(&process);
-                } else {
+                let mut reaped = process.wait_exit(Instant::now() + REAP_BOUND).await;
+                if reaped.is_none() {
                     tracing::warn!(pid = ?process.pid, "killed stdio backend not reaped yet");
+                    reaped = process.wait_exit(Instant::now() + REAP_PATIENCE).await;
+                }
+                if reaped.is_some() {
+                    children.forget(&process);
                 }
             });
         }
@@ -1230,13 +1233,35 @@ mod tests {
                 took < Duration::from_secs(2),
                 "per_event {per_event}: the error came {took:?} after the word: it waited for the reap"
             );
-            // It was killed all the same: a signal ended it, reaped once the tracer let go.
-            drop(tracer);
-            assert_eq!(
-                child.wait_exit(far).await,
-                Some(None),
-                "per_event {per_event}"
-            );
+            if per_event {
+                // Held past REAP_BOUND, the child is still waited for in the background:
+                // reaped and forgotten once the tracer lets go, with no sweep (no spawn,
+                // no shutdown) to do it.
+                tokio::time::sleep(REAP_BOUND + Duration::from_millis(300)).await;
+                drop(tracer);
+                let forgotten = || {
+                    !backend
+                        .children
+                        .lock()
+                        .live
+                        .iter()
+                        .any(|p| Arc::ptr_eq(p, &child))
+                };
+                let deadline = Instant::now() + Duration::from_secs(3);
+                while !forgotten() && Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                assert!(forgotten(), "the killed child was left for a sweep");
+                assert_eq!(child.exited(), Some(None), "a signal ended it");
+            } else {
+                // It was killed all the same: a signal ended it, reaped once the tracer let go.
+                drop(tracer);
+                assert_eq!(
+                    child.wait_exit(far).await,
+                    Some(None),
+                    "per_event {per_event}"
+                );
+            }
             shut_down(&backend);
         }
     }
