@@ -5,10 +5,12 @@
 //! instructions on each allocation and its release, a tenth of the component's work.
 //! Here a block of up to [`LARGEST`] bytes is rounded up to a multiple of [`GRAIN`]
 //! and, once released, kept on the free list of its size: the next allocation of that
-//! size takes it back in a few instructions. Blocks on the lists are never returned to
-//! the allocator behind, so memory stays at the peak of what was live at once, which a
-//! call-by-call workload reaches in its first call. Larger or more strictly aligned
-//! layouts go straight to the allocator behind.
+//! size takes it back in a few instructions. Blocks on the lists go back to the
+//! allocator behind only when it runs out: then every list is emptied into it, which can
+//! join them, and the allocation is tried again. Kept for good, each size's peak would
+//! add up across the calls of a pooled instance (one call of one-member objects, the next
+//! of short arrays) until a valid call ran out of memory, a trap and so a denial. Larger
+//! or more strictly aligned layouts go straight to the allocator behind.
 //!
 //! Not thread-safe: the component is single-threaded (it has no `atomics`), and the
 //! native tests use an instance from one thread.
@@ -43,6 +45,29 @@ impl<A> SizeClasses<A> {
     }
 }
 
+impl<A: GlobalAlloc> SizeClasses<A> {
+    /// `allocate` behind, and once more with every kept block given back if it ran out.
+    unsafe fn behind(&self, allocate: impl Fn(&A) -> *mut u8) -> *mut u8 {
+        let got = allocate(&self.behind);
+        if !got.is_null() {
+            return got;
+        }
+        self.release_kept();
+        allocate(&self.behind)
+    }
+
+    /// Empties every free list into the allocator behind.
+    unsafe fn release_kept(&self) {
+        for (class, head) in (*self.free.get()).iter_mut().enumerate() {
+            while !head.is_null() {
+                let kept = *head;
+                *head = kept.cast::<*mut u8>().read();
+                self.behind.dealloc(kept, block(class));
+            }
+        }
+    }
+}
+
 /// The size class of `layout`, if its blocks are kept.
 fn class(layout: Layout) -> Option<usize> {
     (layout.size() <= LARGEST && layout.align() <= GRAIN)
@@ -58,11 +83,11 @@ fn block(class: usize) -> Layout {
 unsafe impl<A: GlobalAlloc> GlobalAlloc for SizeClasses<A> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let Some(class) = class(layout) else {
-            return self.behind.alloc(layout);
+            return self.behind(|behind| behind.alloc(layout));
         };
         let head = &mut (*self.free.get())[class];
         if head.is_null() {
-            return self.behind.alloc(block(class));
+            return self.behind(|behind| behind.alloc(block(class)));
         }
         let taken = *head;
         *head = taken.cast::<*mut u8>().read();
@@ -84,7 +109,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for SizeClasses<A> {
         let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
         match (class(layout), class(new_layout)) {
             (Some(old), Some(new)) if old == new => ptr,
-            (None, None) => self.behind.realloc(ptr, layout, new_size),
+            (None, None) => self.behind(|behind| behind.realloc(ptr, layout, new_size)),
             _ => {
                 let moved = self.alloc(new_layout);
                 if !moved.is_null() {
@@ -124,6 +149,58 @@ mod tests {
             // Another class does not see this one's blocks.
             classes.dealloc(a, layout(31, 2));
             assert_ne!(classes.alloc(layout(48, 8)), a);
+        }
+    }
+
+    /// An allocator of at most `cap` bytes in all, over the system's.
+    struct Limited {
+        cap: usize,
+        used: std::cell::Cell<usize>,
+    }
+
+    unsafe impl GlobalAlloc for Limited {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            if self.used.get() + layout.size() > self.cap {
+                return ptr::null_mut();
+            }
+            self.used.set(self.used.get() + layout.size());
+            System.alloc(layout)
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            self.used.set(self.used.get() - layout.size());
+            System.dealloc(ptr, layout);
+        }
+    }
+
+    /// Blocks kept for one size do not starve another once the allocator behind runs
+    /// out: they go back to it, and the allocation that ran out is served.
+    #[test]
+    fn kept_blocks_go_back_when_the_allocator_behind_runs_out() {
+        const N: usize = 100;
+        let classes = SizeClasses::new(Limited {
+            cap: N * 64,
+            used: std::cell::Cell::new(0),
+        });
+        unsafe {
+            let small: Vec<*mut u8> = (0..N).map(|_| classes.alloc(layout(64, 8))).collect();
+            assert!(small.iter().all(|p| !p.is_null()), "the cap holds N blocks");
+            for p in small {
+                classes.dealloc(p, layout(64, 8));
+            }
+            // Another class, as much again: served from what the first one gave back.
+            let other: Vec<*mut u8> = (0..N / 2).map(|_| classes.alloc(layout(128, 8))).collect();
+            assert!(
+                other.iter().all(|p| !p.is_null()),
+                "ran out with blocks kept"
+            );
+            // And a large layout too, once those are released.
+            for p in other {
+                classes.dealloc(p, layout(128, 8));
+            }
+            let large = classes.alloc(layout(N * 64, 8));
+            assert!(!large.is_null(), "a large block after the lists were full");
+            classes.dealloc(large, layout(N * 64, 8));
         }
     }
 
