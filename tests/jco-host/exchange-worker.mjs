@@ -63,7 +63,8 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
       phase = 'send';
     });
   });
-  request.on('finish', () => { phase = 'await-response'; });
+  // A response may start before the request is all out: its head moved the phase on.
+  request.on('finish', () => { if (phase === 'send') phase = 'await-response'; });
   request.on('response', (response) => {
     if (response.rawHeaders.length / 2 > MAX_HEADERS) {
       settle({ error: 'malformed-http' });
@@ -74,6 +75,18 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
     const chunks = [];
     let length = 0;
     const reply = () => ({ status: response.statusCode, contentType: response.headers['content-type'] });
+    // A body declared too large is not read, as the Rust host does not: at 200 the reply
+    // is too large, at any other status but 202 it is that status with no body.
+    const declared = Number(response.headers['content-length']);
+    if (declared > MAX_BODY && response.statusCode !== 202) {
+      if (response.statusCode === 200) {
+        settle({ error: 'response-too-large' });
+      } else {
+        settle(reply(), Buffer.alloc(0));
+      }
+      request.destroy();
+      return;
+    }
     response.on('data', (chunk) => {
       if (length + chunk.length > MAX_BODY) {
         // Too large at 200 only: any other status is that status (a 503 is retried, a

@@ -632,6 +632,80 @@ async fn node_reads_a_large_error_and_a_latin1_content_type_as_the_rust_host_doe
     assert_eq!(node, rust);
 }
 
+/// A reply whose length is given twice over — Transfer-Encoding beside Content-Length,
+/// Content-Length twice, or as a list — is `malformed-http` in both hosts (RFC 9112
+/// §6.3: "ought to be handled as an error"), though its deny would decide were it framed
+/// once: Node refused it and ahp-host read it, so under fail-open one host allowed what
+/// the other denied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_hosts_refuse_a_length_given_twice_over() {
+    for (i, framing) in ["chunked-and-length", "length-twice", "length-list"]
+        .into_iter()
+        .enumerate()
+    {
+        let id = format!("evt_node_length_{i}");
+        let result = json!({"protocolVersion": "draft",
+            "effects": [{"type": "deny", "reason": "framed twice"}]});
+        let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        let n = body.len();
+        let (lengths, framed) = match framing {
+            "chunked-and-length" => (
+                format!("Transfer-Encoding: chunked\r\nContent-Length: {n}\r\n"),
+                format!("{n:x}\r\n{body}\r\n0\r\n\r\n"),
+            ),
+            "length-twice" => (
+                format!("Content-Length: {n}\r\nContent-Length: {n}\r\n"),
+                body,
+            ),
+            _ => (format!("Content-Length: {n}, {n}\r\n"), body),
+        };
+        let raw =
+            format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{lengths}\r\n{framed}");
+        let backend = FaultBackend::start(vec![Behaviour::RawThenClose(raw.into_bytes())]).await;
+        let reg = one_backend(&backend, "fail-open", 2000);
+        let settled = call(&reg, &id).await;
+        let expected = malformed_http("fail-open");
+        assert_eq!(verdict(&settled["audit"]), expected, "{framing}: {settled}");
+        assert_eq!(
+            in_rust_host(&reg, &id).await,
+            expected,
+            "{framing}, ahp-host"
+        );
+    }
+}
+
+/// A body declared past the 1 MiB cap and then sent slowly is not read in either host:
+/// at 200 the reply is too large at once, at 503 it is that status at once (retried,
+/// then settled by the policy) — not a wait for the body until the deadline, which Node
+/// did, recording `deadline-exceeded` (the body would take 5 million seconds).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_hosts_leave_a_body_declared_past_the_cap_unread() {
+    let slow = |inner: Behaviour| Behaviour::Trickle {
+        every: Duration::from_secs(1),
+        inner: Box::new(inner),
+    };
+    let unavailable = Behaviour::Reply {
+        status: 503,
+        content_type: Some("application/json".into()),
+        body: vec![b' '; 2 << 20],
+    };
+    for (i, (reply, class)) in [
+        (Behaviour::Oversized(5_000_000), "malformed-json"),
+        (unavailable, "http-status"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = format!("evt_node_declared_{i}");
+        let backend = FaultBackend::start(vec![slow(reply)]).await;
+        let reg = one_backend(&backend, "fail-closed", 3_000);
+        let settled = call(&reg, &id).await;
+        let node = verdict(&settled["audit"]);
+        assert_eq!(node["failure"]["class"], json!(class), "{class}: {settled}");
+        assert_eq!(in_rust_host(&reg, &id).await, node, "{class}, ahp-host");
+    }
+}
+
 /// A reply with more header fields than ahp-host reads (100, hyper 1.x's default) is
 /// `malformed-http` in both hosts, failed closed here; one with 100 is read. Node itself
 /// reads up to 2000 fields without a word, and took the first as no objection.

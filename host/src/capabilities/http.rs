@@ -319,6 +319,13 @@ impl HttpBackend {
                 Err(e) => return Err(classify(e.error())),
             }
         };
+        // A length given twice over (Transfer-Encoding beside Content-Length, or more than
+        // one Content-Length) is how responses are split and smuggled, which RFC 9112 §6.3
+        // says "ought to be handled as an error": malformed, as Node's parser has it too,
+        // not a guess at which length is meant.
+        if ambiguous_length(response.headers()) {
+            return Err(DeliveryError::MalformedHttp);
+        }
         let status = response.status().as_u16();
         let challenge = (status == 401)
             .then(|| super::www_authenticate::joined(response.headers()))
@@ -330,12 +337,11 @@ impl HttpBackend {
             .headers()
             .get(CONTENT_TYPE)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        // A body declared too large is not read. Only where the length is the body's: a
-        // chunked one is read (and capped) whatever its Content-Length says.
+        // A body declared too large is not read (a chunked one, with no Content-Length
+        // beside it, is read and capped).
         let declared = response
             .headers()
             .get(CONTENT_LENGTH)
-            .filter(|_| !response.headers().contains_key(TRANSFER_ENCODING))
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         let too_large = declared.is_some_and(|n| n > self.options.max_body_bytes as u64);
@@ -541,6 +547,15 @@ where
         timer: Box::pin(sleep_until(deadline)),
         reusable_until: Instant::now() + IDLE_UNSAID,
     })
+}
+
+/// Whether `headers` give the body's length more than once: a Transfer-Encoding with a
+/// Content-Length, or Content-Length repeated, as a field or as a list in one field.
+fn ambiguous_length(headers: &hyper::HeaderMap) -> bool {
+    let mut lengths = headers.get_all(CONTENT_LENGTH).iter();
+    let first = lengths.next();
+    let repeated = lengths.next().is_some() || first.is_some_and(|v| v.as_bytes().contains(&b','));
+    repeated || (first.is_some() && headers.contains_key(TRANSFER_ENCODING))
 }
 
 /// How long the connection that brought a response with `headers` may stay idle and
