@@ -273,10 +273,11 @@ impl Interceptor {
             .map(|(backend, result)| ObserverReport { backend, result })
             .collect();
         // No audit record holds these (nothing was decided): an observer that failed is
-        // recorded in the log (digest §15, observer delivery failures).
+        // recorded in the log (digest §15, observer delivery failures), at the level a
+        // log shows by default.
         for report in &observers {
             if report.result != ObserverResult::Delivered {
-                tracing::warn!(backend = %report.backend, result = report.result.as_str(), "observer delivery did not complete");
+                tracing::error!(backend = %report.backend, result = report.result.as_str(), "observer delivery did not complete");
             }
         }
         Ok(Observed {

@@ -154,19 +154,27 @@ impl Opened {
 }
 
 /// `path` opened to append, to read as well where this user may, and whether it was
-/// created here (decided by the open itself, not by a look before it).
+/// created here (decided by the open itself, not by a look before it). A file moved away
+/// between the two opens (a rotation) is created after all.
 fn open_or_create(path: &Path) -> std::io::Result<(File, bool, bool)> {
-    match open_append(path, true, true) {
-        Ok(file) => return Ok((file, true, true)),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    match open_append(path, true, false) {
-        Ok(file) => Ok((file, true, false)),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            Ok((open_append(path, false, false)?, false, false))
+    let mut tries = 3;
+    loop {
+        tries -= 1;
+        match open_append(path, true, true) {
+            Ok(file) => return Ok((file, true, true)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
         }
-        Err(e) => Err(e),
+        let existing = match open_append(path, true, false) {
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                open_append(path, false, false).map(|file| (file, false, false))
+            }
+            opened => opened.map(|file| (file, true, false)),
+        };
+        match existing {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries > 0 => continue,
+            existing => return existing,
+        }
     }
 }
 

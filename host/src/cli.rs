@@ -607,11 +607,15 @@ fn init_logging(hook: bool) {
         )
     };
     // The compiler's own trace logs (gigabytes while compiling the component) are never
-    // what an operator wants from AHP_LOG: kept at warnings at most. A filter already
-    // below warnings (errors only, off) is left as it is: a cap must not raise them.
-    let above_warnings = filter
-        .max_level_hint()
-        .is_none_or(|level| level > tracing_subscriber::filter::LevelFilter::WARN);
+    // what an operator wants from AHP_LOG's default level: kept at warnings at most. Only
+    // a default above warnings is capped (a cap would raise a default of errors or off,
+    // and a directive naming those targets asks for them).
+    let above_warnings = std::env::var("AHP_LOG").is_ok_and(|spec| {
+        spec.split(',').any(|directive| {
+            let level = directive.trim().to_ascii_lowercase();
+            ["info", "debug", "trace"].contains(&level.as_str())
+        })
+    });
     for noisy in [
         "cranelift_codegen",
         "cranelift_frontend",
@@ -763,13 +767,17 @@ fn usage_error(error: &clap::Error) -> ExitCode {
 /// intercept …` are that subcommand's command line as much as with the word after it,
 /// and its answer must not be the help text with exit 0 either.
 fn subcommand_first(mut args: Vec<OsString>) -> Vec<OsString> {
+    // `-h`, `-V` and their runs (`-hV`), `--help`, `--version`, `help`.
     let asking = |a: &OsString| {
-        ["-h", "--help", "-V", "--version", "help"]
-            .map(OsString::from)
-            .contains(a)
+        let a = a.to_string_lossy();
+        let shorts = a.strip_prefix('-').filter(|s| !s.is_empty());
+        ["--help", "--version", "help"].contains(&&*a)
+            || shorts.is_some_and(|s| s.chars().all(|c| c == 'h' || c == 'V'))
     };
     let leading = args.iter().skip(1).take_while(|a| asking(a)).count();
-    args.drain(1..1 + leading);
+    // No words at all (an empty argv, which exec allows) has nothing to drain.
+    let after_program = args.len().min(1);
+    args.drain(after_program..after_program + leading);
     args
 }
 
@@ -1714,4 +1722,30 @@ pub(crate) fn print_line(text: impl std::fmt::Display) -> Result<(), String> {
     writeln!(out, "{text}")
         .and_then(|()| out.flush())
         .map_err(|e| format!("write to stdout: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words asking for help or the version before the subcommand are dropped, runs
+    /// of short ones too, and an empty command line is left empty, never a panic.
+    #[test]
+    fn help_words_before_the_subcommand_are_dropped() {
+        let words = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
+        let cases: [(&[&str], &[&str]); 6] = [
+            (
+                &["ahp", "-hV", "--help", "help", "hook", "-h"],
+                &["ahp", "hook", "-h"],
+            ),
+            (&["ahp", "--version", "intercept"], &["ahp", "intercept"]),
+            (&["ahp", "-", "hook"], &["ahp", "-", "hook"]),
+            (&["ahp", "-x", "hook"], &["ahp", "-x", "hook"]),
+            (&["ahp"], &["ahp"]),
+            (&[], &[]),
+        ];
+        for (given, expected) in cases {
+            assert_eq!(subcommand_first(words(given)), words(expected), "{given:?}");
+        }
+    }
 }

@@ -85,13 +85,13 @@ impl<'a> Wait<'a> {
                 None => std::future::pending().await,
             }
         };
-        // Shutdown first: a call found both interrupted and shut down when the wait is
-        // looked at is recorded as shut down, as the component's settlement is (not one
-        // or the other at random).
+        // The call's own interruption first: a call found both interrupted and shut down
+        // when the wait is looked at is recorded as interrupted, as the component's
+        // settlement is (not one or the other at random).
         tokio::select! {
             biased;
-            () = self.closing.wait() => Unserved::ShutDown,
             () = self.interrupt.wait() => Unserved::Interrupted,
+            () = self.closing.wait() => Unserved::ShutDown,
             () = out_of_budget => Unserved::BudgetExpired,
         }
     }
@@ -281,16 +281,19 @@ mod tests {
         assert!(!next.await.expect("the main permit").settling);
     }
 
-    /// A call both interrupted and shut down while it waits ends as shut down, every time
-    /// (the component's settlement says the same), not one or the other at random.
+    /// A call both interrupted and shut down while it waits ends as interrupted, every
+    /// time (the component's settlement says the same), not one or the other at random;
+    /// shut down alone, as shut down.
     #[tokio::test]
-    async fn a_wait_both_interrupted_and_shut_down_ends_as_shut_down() {
+    async fn a_wait_both_interrupted_and_shut_down_ends_as_interrupted() {
         let (interrupt, closing) = (Interrupt::new(), Interrupt::new());
-        interrupt.interrupt();
         closing.interrupt();
+        let wait = wait_by(Route::Either, &interrupt, &closing)();
+        assert!(matches!(wait.ended().await, Unserved::ShutDown));
+        interrupt.interrupt();
         for _ in 0..32 {
             let wait = wait_by(Route::Either, &interrupt, &closing)();
-            assert!(matches!(wait.ended().await, Unserved::ShutDown));
+            assert!(matches!(wait.ended().await, Unserved::Interrupted));
         }
     }
 

@@ -1279,7 +1279,7 @@ fn hook_help_before_the_subcommand_is_no_objection_neither() {
     let payload = json!({"session_id": "s1", "cwd": "/repo", "transcript_path": "/t.jsonl",
         "hook_event_name": "PreToolUse", "tool_name": "Bash",
         "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1"});
-    for asked in ["--version", "--help", "help"] {
+    for asked in ["--version", "--help", "help", "-hV"] {
         let mut child = ahp_command()
             .args([asked, "hook", "claude-code", "--registration", path(&reg)])
             .env_remove("AHP_LOG")
@@ -1487,9 +1487,13 @@ fn a_bare_stdio_command_is_never_found_in_the_working_directory() {
         .expect("a directory")
         .to_str()
         .expect("UTF-8");
-    for path in [
-        format!(":{real}:/usr/bin:/bin"),
-        format!(".:{real}:/usr/bin:/bin"),
+    // With the real backend's directory on PATH its deny; with no absolute directory at
+    // all, not the working directory either (a failed launch, failed open).
+    for (path, exit) in [
+        (format!(":{real}:/usr/bin:/bin"), 2),
+        (format!(".:{real}:/usr/bin:/bin"), 2),
+        (String::new(), 0),
+        (".".to_string(), 0),
     ] {
         let mut command = ahp_command();
         command
@@ -1504,9 +1508,13 @@ fn a_bare_stdio_command_is_never_found_in_the_working_directory() {
             .env("PATH", &path)
             .stdin(Stdio::null());
         let run = Run::of(command.output().expect("run ahp"));
-        // The real backend's deny, not the planted program (which would fail open).
-        run.assert_exit(2, &path);
-        assert!(run.stdout.contains("backend-deny"), "{path}: {run:?}");
+        // Never the planted program, which would fail open.
+        run.assert_exit(exit, &path);
+        let settled = match exit {
+            2 => "backend-deny",
+            _ => "launch-failed",
+        };
+        assert!(run.stdout.contains(settled), "{path}: {run:?}");
         assert!(!marker.exists(), "{path}: the planted program ran");
     }
 }

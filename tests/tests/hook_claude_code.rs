@@ -389,8 +389,10 @@ async fn an_observer_failure_at_an_observed_event_is_logged() {
     registration["hooks"][1]["subscriptions"][0]["events"] = json!(["session.end"]);
     std::fs::write(&path, registration.to_string()).expect("write");
     let payload = native("SessionEnd", json!({"reason": "exit"}));
-    let ran =
-        ahp_tests::hook::run_hook("claude-code", &path, &[], payload.to_string().as_bytes()).await;
+    // The log at its default level (AHP_LOG unset): the failure is shown there.
+    let mut command = ahp_tests::hook::hook_command("claude-code", &path, &[]);
+    command.env_remove("AHP_LOG");
+    let ran = ahp_tests::hook::run_command(command, payload.to_string().as_bytes(), true).await;
     assert_silent_no_objection(&ran);
     for logged in ["com.example.observer", "connection-refused"] {
         assert!(ran.log.contains(logged), "{logged}: {ran:?}");

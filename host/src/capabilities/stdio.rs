@@ -52,8 +52,8 @@ pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(2);
 /// under test, so that a test can tell an exchange that waits for it from one that does
 /// not whatever the machine's load.
 const REAP_BOUND: Duration = Duration::from_millis(if cfg!(test) { 5_000 } else { 100 });
-/// How long a killed child not reaped within [`REAP_BOUND`] is still waited for in the
-/// background (woken by its exit) before it is left to the next sweep.
+/// How long a killed child not reaped within [`REAP_BOUND`] is still looked for in the
+/// background before it is left to the next sweep.
 const REAP_PATIENCE: Duration = Duration::from_secs(600);
 /// How long to wait, after stdout closed, to learn whether the process exited.
 const EXIT_GRACE: Duration = Duration::from_millis(200);
@@ -608,9 +608,10 @@ impl Children {
     /// Kills `process` (if it still runs) and forgets it once reaped. Returns at once: a
     /// killed child is reaped in the background (bounded cleanup, not delivery), so a
     /// child slow to die never holds back the result of the exchange that gave it up.
-    /// One not reaped within [`REAP_BOUND`] is warned about and still waited for, up to
-    /// [`REAP_PATIENCE`]: left to a later sweep, a zombie could stay for hours (the next
-    /// spawn of its backend, or shutdown). With no runtime to wait on, it is left so.
+    /// One not reaped within [`REAP_BOUND`] is warned about and still looked for (every
+    /// [`MAX_POLL`]), up to [`REAP_PATIENCE`]: left to a later sweep, a zombie could stay
+    /// for hours (the next spawn of its backend, or shutdown). With no runtime to wait
+    /// on, it is left so.
     fn retire(self: &Arc<Self>, process: &Arc<Process>) {
         process.kill();
         if process.exited().is_some() {
@@ -954,11 +955,19 @@ pub(crate) fn children_reaped_by_the_kernel() -> bool {
 /// under it: with no `cwd` registered that is the harness's, the agent's project, where a
 /// program named like the backend would be one the agent could have written, asked
 /// instead of the policy backend.
+/// With none left, the system's own directories: an empty `PATH` is itself the working
+/// directory to `execvp`.
 fn absolute_entries(path: &std::ffi::OsStr) -> std::ffi::OsString {
     let kept = std::env::split_paths(path).filter(|dir| dir.is_absolute());
     // An absolute directory cannot hold the separator (`split_paths` split on it).
-    std::env::join_paths(kept).unwrap_or_default()
+    match std::env::join_paths(kept) {
+        Ok(joined) if !joined.is_empty() => joined,
+        _ => SYSTEM_PATH.into(),
+    }
 }
+
+/// The `PATH` of a backend whose host `PATH` has no absolute directory.
+const SYSTEM_PATH: &str = "/usr/bin:/bin";
 
 /// Logs `stderr` line by line until it closes.
 async fn log_lines(backend: &str, pid: Option<u32>, stderr: ChildStderr) {
@@ -999,7 +1008,10 @@ mod tests {
     fn a_backend_path_has_absolute_directories_alone() {
         let path = std::ffi::OsStr::new(":/usr/local/bin::bin:/usr/bin:./x:node_modules/.bin:");
         assert_eq!(absolute_entries(path), "/usr/local/bin:/usr/bin");
-        assert_eq!(absolute_entries(std::ffi::OsStr::new("")), "");
+        for nothing_absolute in ["", ".", "node_modules/.bin", "::"] {
+            let path = std::ffi::OsStr::new(nothing_absolute);
+            assert_eq!(absolute_entries(path), SYSTEM_PATH, "{nothing_absolute:?}");
+        }
     }
 
     const REQUEST: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tool.before"}"#;
