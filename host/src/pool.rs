@@ -267,7 +267,7 @@ impl Pool {
     pub fn longest_chain(&self) -> Option<(&str, Duration)> {
         self.chain_timeouts
             .iter()
-            .map(|(event, timeouts)| (event.as_str(), timeouts.iter().sum::<Duration>()))
+            .map(|(event, timeouts)| (event.as_str(), chain_length(timeouts)))
             .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
     }
 
@@ -553,6 +553,15 @@ impl Drop for Pool {
     }
 }
 
+/// The timeouts of a chain added up, saturating: a registration may hold many huge ones
+/// (warned about, not refused), and their sum must not panic.
+#[cfg(feature = "cli")]
+fn chain_length(timeouts: &[Duration]) -> Duration {
+    timeouts
+        .iter()
+        .fold(Duration::ZERO, |sum, timeout| sum.saturating_add(*timeout))
+}
+
 /// The `type` member of an event, read leniently: only to know how long the call may
 /// wait for an instance. The component reads the event strictly and has the last word.
 fn event_type(event: &str) -> Option<String> {
@@ -569,6 +578,17 @@ fn event_type(event: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::event_type;
+
+    /// A chain of timeouts past what a Duration holds adds up to the most it holds.
+    #[cfg(feature = "cli")]
+    #[test]
+    fn a_chain_of_huge_timeouts_saturates() {
+        use std::time::Duration;
+        let huge = Duration::from_millis(u64::MAX);
+        assert_eq!(super::chain_length(&vec![huge; 1_001]), Duration::MAX);
+        let short = [Duration::from_millis(100), Duration::from_millis(250)];
+        assert_eq!(super::chain_length(&short), Duration::from_millis(350));
+    }
 
     #[test]
     fn the_event_type_is_read_leniently_and_only_the_type() {
