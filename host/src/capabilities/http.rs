@@ -832,7 +832,9 @@ mod tests {
 
     /// A body declared larger than the cap is not read: at 200 the reply is too large,
     /// at another status it is that status (a 503 is retried, a response too large is
-    /// not), but a 202's is read up to the cap. A chunked body is read, and capped, whatever its Content-Length says.
+    /// not), but a 202's is read up to the cap. A chunked body is read (and capped); one
+    /// whose length is given twice over (chunked and a Content-Length, or two
+    /// Content-Lengths) is malformed, whichever length would have been believed.
     #[tokio::test]
     async fn a_declared_length_decides_only_where_it_is_the_bodys() {
         let far = || Instant::now() + Duration::from_secs(10);
@@ -840,10 +842,19 @@ mod tests {
         let ok = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{huge}\r\n");
         let unavailable = format!("HTTP/1.1 503 Service Unavailable\r\n{huge}\r\n");
         let accepted = format!("HTTP/1.1 202 Accepted\r\n{huge}\r\n{}", " ".repeat(2 << 20));
-        let chunked = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{huge}\
-             transfer-encoding: chunked\r\n\r\n2\r\n{{}}\r\n0\r\n\r\n"
-        );
+        let chunked = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                       transfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
+        let twice_over = [
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{huge}\
+                 transfer-encoding: chunked\r\n\r\n2\r\n{{}}\r\n0\r\n\r\n"
+            ),
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\
+             content-length: 2\r\n\r\n{}"
+                .to_string(),
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2, 2\r\n\r\n{}"
+                .to_string(),
+        ];
 
         let backend = loopback_backend(&answering_server(ok).await);
         let received = backend.exchange(b"{}", None, far()).await;
@@ -865,12 +876,21 @@ mod tests {
             (received.reply.status, received.reply.body.len()),
             (Some(202), 1 << 20)
         );
-        let backend = loopback_backend(&answering_server(chunked).await);
+        let backend = loopback_backend(&answering_server(chunked.to_string()).await);
         let received = backend.exchange(b"{}", None, far()).await.expect("a reply");
         assert_eq!(
             (received.reply.status, received.reply.body.as_slice()),
             (Some(200), &b"{}"[..])
         );
+        for response in twice_over {
+            let backend = loopback_backend(&answering_server(response.clone()).await);
+            let received = backend.exchange(b"{}", None, far()).await;
+            assert!(
+                matches!(received, Err(DeliveryError::MalformedHttp)),
+                "{response:?}: {:?}",
+                received.map(|r| r.reply.status)
+            );
+        }
     }
 
     /// A chunked body past the cap is too large at 200 only: at another status the reply
