@@ -592,3 +592,45 @@ async fn a_plain_http_backend_is_never_sent_a_discovered_token() {
     assert!(fx.metadata_reads().is_empty());
     assert_eq!(backend.requests().len(), 1);
 }
+
+/// A backend that refuses every token it is sent, its binding learned: neither the token
+/// endpoint nor the metadata is asked at the pace of the calls. Two tokens are refused
+/// (the discovered one and the next), then acquisition pauses; the metadata is read again
+/// once, not at each call. Each call is `auth-failed` under its policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_that_refuses_every_token_is_not_asked_for_one_per_call() {
+    let fx = Fixture::start().await;
+    fx.challenge_without_a_pointer();
+    fx.server.refuse_every_token();
+    let interceptor = fx
+        .interceptor(fx.backend("fail-closed"), vec![fx.client()])
+        .await;
+    for i in 0..10 {
+        let settled = call(&interceptor, &format!("evt_refused_{i}")).await;
+        assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny, "{i}");
+        assert_eq!(
+            only_failure(&settled)["class"],
+            "auth-failed",
+            "{i}: {}",
+            settled.record
+        );
+        // Time for a re-reading behind the call to end before the next one.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A third token (and a pause of 2 s) on a loaded machine, a fourth at most.
+    let tokens = fx.server.token_requests().len();
+    assert!((2..=4).contains(&tokens), "{tokens} token requests");
+    // The discovery's read, and one re-reading behind the second call.
+    let until = Instant::now() + Duration::from_secs(5);
+    while fx.metadata_reads().len() < 2 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(fx.metadata_reads().len(), 2, "{:?}", fx.metadata_reads());
+    let bare = fx
+        .posts()
+        .iter()
+        .filter(|p| p.authorization.is_none())
+        .count();
+    assert_eq!(bare, 1, "only the first request goes without a token");
+}

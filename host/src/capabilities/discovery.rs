@@ -11,8 +11,9 @@
 //! meanwhile waits for, each until its own deadline: a call that gives up (deadline,
 //! interruption) does not stop it for the others. Its binding is kept once a token came
 //! with it, so later calls send the token at once, and its metadata is read again behind
-//! the calls an hour later or after a 401 to its token. A flight that fails pauses
-//! discovery for a while, so broken or hanging metadata costs no lookup per call.
+//! the calls an hour later or after a 401 to its token, at most once per
+//! [`REREAD_PAUSE`]. A flight that fails pauses discovery for a while, so broken or
+//! hanging metadata costs no lookup per call.
 //!
 //! The backend chooses only among issuers the harness already trusts: the client secret
 //! goes to nobody the backend names. Metadata is fetched over verified `https` only, on
@@ -40,6 +41,9 @@ use tokio::time::{timeout_at, Instant};
 
 /// How long a failed discovery (or re-reading) waits before the next try.
 const FAILED_PAUSE: Duration = Duration::from_secs(30);
+/// The least time from one re-reading of a learned binding's metadata to the next: a
+/// backend that refuses every token had it read again at nearly every call.
+const REREAD_PAUSE: Duration = Duration::from_secs(30);
 /// Where RFC 9728 puts protected resource metadata.
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
@@ -188,7 +192,8 @@ struct Learned {
     /// Counts the 401s to its token, so a re-reading started before the latest one does
     /// not overwrite what that one asked for.
     generation: u64,
-    /// After a failed re-reading, none before this, whatever the backend says.
+    /// No re-reading starts before this, whatever the backend says: set as one starts
+    /// ([`REREAD_PAUSE`]) and after one failed ([`FAILED_PAUSE`]).
     quiet_until: Instant,
 }
 
@@ -369,6 +374,9 @@ impl Discovery {
         if tasks.closed || running {
             return plan;
         }
+        if let State::Learned(current) = &mut *lock(&self.state) {
+            current.quiet_until = Instant::now() + REREAD_PAUSE;
+        }
         let discovery = Arc::clone(self);
         let task = tokio::spawn(async move {
             let bound = Instant::now() + FLIGHT_BOUND;
@@ -416,6 +424,13 @@ impl Discovery {
     pub fn reject(&self, token: &Secret) {
         if let State::Learned(learned) = &*lock(&self.state) {
             self.oauth.reject(&learned.plan, token);
+        }
+    }
+
+    /// The backend answered `token`, the learned binding's, with a success.
+    pub fn accepted(&self, token: &Secret) {
+        if let State::Learned(learned) = &*lock(&self.state) {
+            self.oauth.accepted(&learned.plan, token);
         }
     }
 
