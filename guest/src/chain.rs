@@ -622,6 +622,13 @@ fn attempt<H: Host>(
         Err(e) => return failed_by(host, e.failure(), deadline),
     };
     let decoded = response::decode(&reply, &call.event.id, call.capability);
+    // A refused credential leaves the host's cache however the call goes on: late or
+    // interrupted, the next call must not send it again. Only the cache is touched.
+    if reply.status == Some(401) {
+        if let Some(c) = &credential {
+            host.reject(c);
+        }
+    }
     // Re-check cancellation and the original deadline immediately before acting on the
     // reply: one that is complete only after the deadline never revives the call, and a
     // late 401 does not trigger a re-acquisition.
@@ -634,9 +641,6 @@ fn attempt<H: Host>(
         return (Ended(Ending::Failed(failure)), ended);
     }
     if reply.status == Some(401) {
-        if let Some(c) = &credential {
-            host.reject(c);
-        }
         let unauthorized = Tried::Unauthorized {
             had_credential: credential.is_some(),
         };

@@ -122,6 +122,9 @@ enum AuthScript {
     OnChallenge(Option<AuthError>),
     /// A credential at first; none once asked again (the binding gone meanwhile).
     Vanishes,
+    /// As the host's cache: the same credential at every acquisition until it is
+    /// rejected, then a fresh one.
+    Cached,
 }
 
 /// One recorded `exchange` call.
@@ -257,6 +260,20 @@ impl Host for FakeHost {
             Some(AuthScript::OnChallenge(_)) if !asked_before => Ok(None),
             Some(AuthScript::OnChallenge(Some(e))) => Err(*e),
             Some(AuthScript::Vanishes) if asked_before => Ok(None),
+            Some(AuthScript::Cached) => {
+                let generation = self.generations.entry(backend.into()).or_insert(1);
+                let cached = Cred {
+                    backend: backend.into(),
+                    generation: *generation,
+                };
+                if self.rejected.contains(&cached) {
+                    *generation += 1;
+                }
+                Ok(Some(Cred {
+                    backend: backend.into(),
+                    generation: *generation,
+                }))
+            }
             Some(AuthScript::Token | AuthScript::OnChallenge(None) | AuthScript::Vanishes) => {
                 let generation = self.generations.entry(backend.into()).or_default();
                 *generation += 1;
@@ -1909,6 +1926,39 @@ fn unauthorized_arriving_after_the_deadline_is_a_late_response() {
     );
     assert_eq!(s.decided_by, DecidedBy::BudgetExpired);
     assert_eq!(failure_class(&s, 0), "late-response");
+}
+
+/// A 401 that comes too late to act on, or to a call interrupted meanwhile, still drops
+/// the credential it refused from the host's cache (the outcome is as before): the next
+/// call sends a fresh one, never the refused one again.
+#[test]
+fn a_late_or_interrupted_401_still_drops_the_refused_credential() {
+    for late in [true, false] {
+        let engine = load(vec![interceptor(A, "fail-open", 500)]);
+        let refused = match late {
+            true => Step::reply(unauthorized()).taking(501),
+            false => Step::reply(unauthorized()).then_interrupt(),
+        };
+        let mut host = FakeHost::new()
+            .auth(A, AuthScript::Cached)
+            .on(A, refused)
+            .on(A, Step::reply(no_effect()));
+        let first = run(&engine, &mut host);
+        match late {
+            true => assert_eq!(failure_class(&first, 0), "late-response"),
+            false => assert_eq!(first.decided_by, DecidedBy::Interrupted),
+        }
+        assert_eq!(host.sent.len(), 1, "late: {late}");
+        host.interrupted = false;
+        let next = run(&engine, &mut host);
+        assert_eq!(next.decision, Decision::Allow, "late: {late}");
+        let sent_with: Vec<_> = host
+            .sent
+            .iter()
+            .map(|s| s.credential.as_ref().map(|c| c.generation))
+            .collect();
+        assert_eq!(sent_with, [Some(1), Some(2)], "late: {late}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------
