@@ -11,8 +11,8 @@
 //! meanwhile waits for, each until its own deadline: a call that gives up (deadline,
 //! interruption) does not stop it for the others. Its binding is kept once a token came
 //! with it, so later calls send the token at once, and its metadata is read again behind
-//! the calls an hour later or after a 401 to its token, at most once per
-//! [`REREAD_PAUSE`]. A flight that fails pauses discovery for a while, so broken or
+//! the calls an hour later, after a 401 to its token, or after its authorization server
+//! gave no token, at most once per [`REREAD_PAUSE`]. A flight that fails pauses discovery for a while, so broken or
 //! hanging metadata costs no lookup per call.
 //!
 //! The backend chooses only among issuers the harness already trusts: the client secret
@@ -266,7 +266,29 @@ impl Discovery {
             Next::Refresh(learned) => self.refresh_behind(learned),
             Next::Discover(challenge) => self.join_flight(challenge)?.wait(deadline).await?,
         };
-        self.oauth.token(&plan, deadline).await.map(Some)
+        let token = self.oauth.token(&plan, deadline).await;
+        if let Err(failure) = token {
+            if failure != AuthFailure::DeadlineExceeded {
+                self.issuer_failed(&plan);
+            }
+        }
+        token.map(Some)
+    }
+
+    /// The learned binding's authorization server gave no token for `plan` (not for want
+    /// of time): the resource may have moved to another, and with nothing reaching the
+    /// backend, no 401 would say so. Its metadata is read again at the next call, or once
+    /// the re-reading pause is over ([`REREAD_PAUSE`]).
+    fn issuer_failed(&self, plan: &OauthPlan) {
+        if let State::Learned(learned) = &mut *lock(&self.state) {
+            let same = learned.plan.issuer == plan.issuer
+                && learned.plan.resource == plan.resource
+                && learned.plan.client_id == plan.client_id;
+            if same {
+                let due = learned.quiet_until.max(Instant::now());
+                learned.fresh_until = learned.fresh_until.min(due);
+            }
+        }
     }
 
     fn next(&self) -> Next {
