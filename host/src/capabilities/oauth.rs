@@ -205,16 +205,18 @@ impl OAuth {
 
     /// Aborts every acquisition in flight, starts none after (a discovery finishing
     /// late must not send the client secret), and closes the idle connections to
-    /// metadata and token endpoints (shutdown); their waiters fail.
+    /// metadata and token endpoints (shutdown); their waiters fail. Flights go first, and
+    /// no endpoint opens after (`endpoint` reads `closed` under the same lock): a flight
+    /// between the two could otherwise open a pool this never closes.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        for endpoint in lock(&self.endpoints).values() {
-            endpoint.close_idle();
-        }
         for slot in lock(&self.tokens).values_mut() {
             if let Some(flight) = slot.flight.take() {
                 flight.abort();
             }
+        }
+        for endpoint in lock(&self.endpoints).values() {
+            endpoint.close_idle();
         }
     }
 
@@ -384,6 +386,11 @@ impl OAuth {
     /// inside than `innermost`.
     fn endpoint(&self, url: &str, innermost: Zone) -> Result<Arc<HttpBackend>, Problem> {
         let mut endpoints = lock(&self.endpoints);
+        // Under the lock `close` takes after setting `closed`: either this sees it, or
+        // `close` sees the pool this opens.
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Problem::Failed("the OAuth client is closed".into()));
+        }
         let key = (url.to_string(), innermost);
         if let Some(endpoint) = endpoints.get(&key) {
             return Ok(Arc::clone(endpoint));
@@ -906,6 +913,22 @@ mod tests {
         let refused = oauth.token(&plan, deadline).await.err();
         assert_eq!(refused, Some(AuthFailure::AcquisitionFailed));
         assert!(lock(&oauth.tokens).is_empty(), "no flight was started");
+    }
+
+    /// Once closed, no connection pool opens, not even for a flight that began before:
+    /// the client secret goes nowhere after shutdown.
+    #[tokio::test]
+    async fn a_closed_client_opens_no_endpoint() {
+        let config = crate::Options::default().backend_config();
+        let oauth = OAuth::new(config.expect("the default options").http);
+        let url = "https://127.0.0.1:9/token";
+        assert!(oauth.endpoint(url, Zone::Loopback).is_ok());
+        oauth.close();
+        let other = "https://127.0.0.1:9/other";
+        for url in [url, other] {
+            assert!(oauth.endpoint(url, Zone::Loopback).is_err(), "{url}");
+        }
+        assert_eq!(lock(&oauth.endpoints).len(), 1);
     }
 
     /// A 401 to a token the cache has replaced since (a call that took the old one
