@@ -613,7 +613,13 @@ fn token_from(
         }
     };
     let lifetime = expires_in.map_or(lifetime, |left| lifetime.min(left));
-    if let Some(granted) = json["scope"].as_str() {
+    let granted = match &json["scope"] {
+        Value::Null => None,
+        Value::String(granted) => Some(granted),
+        // An array or a number would pass the least-privilege check unread.
+        _ => return Err("`scope` is not a string"),
+    };
+    if let Some(granted) = granted {
         // Least privilege: a token wider than what was asked for is not used.
         if !requested.is_empty()
             && granted
@@ -844,6 +850,10 @@ mod tests {
             json!({"access_token": "t", "token_type": "Bearer", "expires_in": "soon"}),
             json!({"access_token": "t", "token_type": "Bearer", "expires_in": true}),
             json!({"access_token": "t", "token_type": "Bearer", "scope": "hooks admin"}),
+            json!({"access_token": "t", "token_type": "Bearer", "scope": ["hooks", "admin"]}),
+            json!({"access_token": "t", "token_type": "Bearer", "scope": ["hooks"]}),
+            json!({"access_token": "t", "token_type": "Bearer", "scope": 1}),
+            json!({"access_token": "t", "token_type": "Bearer", "scope": {"admin": true}}),
         ] {
             assert!(
                 token_from(&bad, &scopes, &plan_for("r"), now).is_err(),
