@@ -245,13 +245,19 @@ impl Discovery {
             Some(Some(metadata)) => metadata,
         };
         let challenge = Challenge { metadata, zone };
+        let now = Instant::now();
         let mut state = lock(&self.state);
         match (&mut *state, with_token) {
             (State::Open | State::Challenged(_), false) => *state = State::Challenged(challenge),
+            // A pause that ran out while the request was on its way is over: as open
+            // (only a call's `next` would have said so, after this challenge was lost).
+            (State::Failed { until }, false) if now >= *until => {
+                *state = State::Challenged(challenge)
+            }
             (State::Learned(learned), true) => {
                 learned.challenge = challenge;
                 learned.generation += 1;
-                learned.fresh_until = learned.quiet_until.max(Instant::now());
+                learned.fresh_until = learned.quiet_until.max(now);
             }
             _ => {}
         }
@@ -871,6 +877,18 @@ mod tests {
         *lock(&d.state) = learned(now + LEARNED_TTL, now + Duration::from_secs(30));
         d.challenged(pointer, Zone::Global, true);
         assert!(matches!(d.next(), Next::Use(..)));
+    }
+
+    /// A discovery pause that ran out while a request sent bare during it was on its way:
+    /// the challenge that answers it is followed, as after one read open.
+    #[test]
+    fn a_challenge_just_after_a_discovery_pause_is_followed() {
+        let d = discovery("https://r.example/hooks");
+        *lock(&d.state) = State::Failed {
+            until: Instant::now(),
+        };
+        d.challenged(Some("Bearer"), Zone::Global, false);
+        assert!(matches!(d.next(), Next::Discover(..)));
     }
 
     #[tokio::test]
