@@ -253,7 +253,7 @@ impl Backend {
         if tokio::time::Instant::now() >= deadline {
             return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect));
         }
-        let reply = match &self.transport {
+        match &self.transport {
             Transport::Http(http) => {
                 let received = http.exchange(message, bearer, deadline).await?;
                 if let (Some(Source::Discovered(discovery)), Some(401)) =
@@ -262,10 +262,10 @@ impl Backend {
                     let zone = Zone::of(received.peer);
                     discovery.challenged(received.challenge.as_deref(), zone, bearer.is_some());
                 }
-                received.reply
+                Ok(received.reply)
             }
             // No status on stdio: a message written in full and answered is delivered.
-            Transport::Stdio(stdio) => return stdio.exchange(message, deadline).await,
+            Transport::Stdio(stdio) => stdio.exchange(message, deadline).await,
             Transport::Injected(injected, max_body) => {
                 let request = TransportRequest {
                     backend: id,
@@ -274,17 +274,9 @@ impl Backend {
                     deadline: deadline.into_std(),
                     cancelled,
                 };
-                transport::exchange(injected.as_ref(), request, *max_body).await?
+                transport::exchange(injected.as_ref(), request, *max_body).await
             }
-        };
-        // A success to a request that carried the token: the backend took it, so a 401
-        // to it later does not say that acquiring tokens is futile (`OAuth::accepted`).
-        if let (Some(source), Some(token), Some(200..=299)) =
-            (&self.credentials, bearer, reply.status)
-        {
-            source.accepted(token);
         }
-        Ok(reply)
     }
 }
 

@@ -90,10 +90,6 @@ struct Resource {
     metadata_delay: Duration,
     /// The first this many issued tokens are refused.
     revoked: usize,
-    /// Every token is refused.
-    refuse_all: bool,
-    /// Other servers whose issued tokens are accepted too.
-    also_accepts: Vec<Arc<Mutex<State>>>,
     requests: Vec<ResourceRequest>,
 }
 
@@ -248,17 +244,6 @@ impl OAuthServer {
         state.resource.revoked = state.issued.len();
     }
 
-    /// Makes the resource accept the tokens `other` issues as well as its own.
-    pub fn accept_tokens_of(&self, other: &OAuthServer) {
-        let mut state = self.state.lock().unwrap();
-        state.resource.also_accepts.push(other.state.clone());
-    }
-
-    /// Makes the resource refuse every token, issued or not, from now on.
-    pub fn refuse_every_token(&self) {
-        self.state.lock().unwrap().resource.refuse_all = true;
-    }
-
     /// Every request to the resource and to its metadata paths so far.
     pub fn resource_requests(&self) -> Vec<ResourceRequest> {
         self.state.lock().unwrap().resource.requests.clone()
@@ -353,16 +338,7 @@ fn protected(state: &Mutex<State>, request: ResourceRequest) -> Response<Full<By
         .as_deref()
         .and_then(|a| a.strip_prefix("Bearer "));
     let revoked = state.resource.revoked;
-    let theirs = |token: &str| {
-        let others = &state.resource.also_accepts;
-        others
-            .iter()
-            .any(|other| other.lock().unwrap().issued.iter().any(|t| t == token))
-    };
-    let authorized = !state.resource.refuse_all
-        && bearer.is_some_and(|token| {
-            state.issued[revoked..].iter().any(|t| t == token) || theirs(token)
-        });
+    let authorized = bearer.is_some_and(|token| state.issued[revoked..].iter().any(|t| t == token));
     let id = serde_json::from_slice::<Value>(&request.body)
         .ok()
         .and_then(|json| json.get("id").cloned());

@@ -706,34 +706,3 @@ async fn client_secret_post_sends_the_credentials_in_the_form() {
     );
     assert_eq!(fx.bearers(), fx.server.issued());
 }
-
-/// A backend that refuses every token (a resource misconfigured, an audience it does not
-/// take) does not have a token requested twice per call: a token refused before the
-/// backend ever accepted one counts as a failed acquisition, so acquisition pauses as it
-/// would after token requests that failed. Each call is still `auth-failed` under its
-/// policy, and nothing goes without a token.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_backend_that_refuses_every_token_pauses_acquisition() {
-    let fx = Fixture::start(3600, vec![Behaviour::unauthorized()]).await;
-    for (policy, decision) in [
-        ("fail-closed", Decision::Deny),
-        ("fail-open", Decision::Allow),
-    ] {
-        let interceptor = fx.interceptor(policy, 2_000).await;
-        let before = fx.server.token_requests().len();
-        for i in 0..10 {
-            let s = call(&interceptor, &format!("evt_refused_{policy}_{i}")).await;
-            assert_eq!(s.decision, decision, "{policy} {i}: {}", s.record);
-            assert_eq!(only_failure(&s)["class"], "auth-failed", "{policy} {i}");
-        }
-        // Two tokens refused (the first call's and its resend's), then a pause of 1 s the
-        // calls after it are quicker than; a third (and a pause of 2 s) on a loaded
-        // machine, a fourth at most.
-        let requests = fx.server.token_requests().len() - before;
-        assert!(
-            (2..=4).contains(&requests),
-            "{policy}: {requests} token requests"
-        );
-    }
-    assert_eq!(fx.bearers(), fx.server.issued(), "never without a token");
-}

@@ -5,7 +5,7 @@
 //! else is `auth-failed` under the policy, with no secret sent anywhere.
 
 use ahp_host::{DecidedBy, Decision, Interceptor, OAuthClient, Options};
-use ahp_tests::oauth_server::{OAuthServer, ResourceRequest, TokenMode, CLIENT_ID};
+use ahp_tests::oauth_server::{OAuthServer, ResourceRequest, CLIENT_ID};
 use ahp_tests::pki::Pki;
 use ahp_tests::support::{
     call, event, only_attempt_results, only_failure, registration, Http, SLACK,
@@ -28,13 +28,8 @@ struct Fixture {
 
 impl Fixture {
     async fn start() -> Fixture {
-        Fixture::issuing(&Pki::generate(), 3600).await
-    }
-
-    /// A fixture whose server presents a certificate from `pki` and issues tokens that
-    /// live `expires_in` seconds.
-    async fn issuing(pki: &Pki, expires_in: u64) -> Fixture {
-        let server = OAuthServer::start(pki, CLIENT_SECRET, expires_in).await;
+        let pki = Pki::generate();
+        let server = OAuthServer::start(&pki, CLIENT_SECRET, 3600).await;
         let secret_file = NamedTempFile::new().unwrap();
         std::fs::write(secret_file.path(), CLIENT_SECRET).unwrap();
         Fixture {
@@ -596,89 +591,4 @@ async fn a_plain_http_backend_is_never_sent_a_discovered_token() {
     assert!(fx.server.token_requests().is_empty());
     assert!(fx.metadata_reads().is_empty());
     assert_eq!(backend.requests().len(), 1);
-}
-
-/// A backend that refuses every token it is sent, its binding learned: neither the token
-/// endpoint nor the metadata is asked at the pace of the calls. Two tokens are refused
-/// (the discovered one and the next), then acquisition pauses; the metadata is read again
-/// once, not at each call. Each call is `auth-failed` under its policy.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_backend_that_refuses_every_token_is_not_asked_for_one_per_call() {
-    let fx = Fixture::start().await;
-    fx.challenge_without_a_pointer();
-    fx.server.refuse_every_token();
-    let interceptor = fx
-        .interceptor(fx.backend("fail-closed"), vec![fx.client()])
-        .await;
-    for i in 0..10 {
-        let settled = call(&interceptor, &format!("evt_refused_{i}")).await;
-        assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny, "{i}");
-        assert_eq!(
-            only_failure(&settled)["class"],
-            "auth-failed",
-            "{i}: {}",
-            settled.record
-        );
-        // Time for a re-reading behind the call to end before the next one.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // A third token (and a pause of 2 s) on a loaded machine, a fourth at most.
-    let tokens = fx.server.token_requests().len();
-    assert!((2..=4).contains(&tokens), "{tokens} token requests");
-    // The discovery's read, and one re-reading behind the second call.
-    let until = Instant::now() + Duration::from_secs(5);
-    while fx.metadata_reads().len() < 2 && Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(fx.metadata_reads().len(), 2, "{:?}", fx.metadata_reads());
-    let bare = fx
-        .posts()
-        .iter()
-        .filter(|p| p.authorization.is_none())
-        .count();
-    assert_eq!(bare, 1, "only the first request goes without a token");
-}
-
-/// A learned binding's authorization server that stops issuing tokens: the calls fail at
-/// the token, so nothing reaches the backend and no 401 says the resource has moved. The
-/// failure has the metadata read again, and the issuer it now names serves the calls.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_learned_issuer_that_stops_issuing_has_the_metadata_read_again() {
-    let pki = Pki::generate();
-    // Tokens that live 2 s: the first is gone before the calls after the move.
-    let fx = Fixture::issuing(&pki, 2).await;
-    let other = OAuthServer::start(&pki, CLIENT_SECRET, 3600).await;
-    fx.server.accept_tokens_of(&other);
-    fx.challenge_without_a_pointer();
-    let moved = OAuthClient {
-        issuer: other.issuer().to_string(),
-        ..fx.client()
-    };
-    let interceptor = fx
-        .interceptor(fx.backend("fail-closed"), vec![fx.client(), moved])
-        .await;
-    let first = call(&interceptor, "evt_issuer_1").await;
-    assert_eq!(first.decision, Decision::Allow, "{}", first.record);
-    assert_eq!(fx.metadata_reads().len(), 1);
-
-    // The resource moves to the other issuer, and the first stops issuing.
-    let path = format!("{WELL_KNOWN}/hooks");
-    fx.metadata(&path, &fx.server.resource_url(), &[other.issuer()]);
-    fx.server.set_token_mode(TokenMode::Status(400));
-    tokio::time::sleep(Duration::from_millis(2_100)).await;
-    let mut calls = 0;
-    while other.issued().is_empty() && calls < 10 {
-        calls += 1;
-        let settled = call(&interceptor, &format!("evt_issuer_moved_{calls}")).await;
-        assert_ne!(settled.decided_by, DecidedBy::Interrupted);
-        // The re-reading runs behind the call.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(!other.issued().is_empty(), "no token from the new issuer");
-    let settled = call(&interceptor, "evt_issuer_new").await;
-    assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
-    let sent = fx.posts().last().and_then(|p| p.authorization.clone());
-    assert_eq!(sent, Some(format!("Bearer {}", other.issued()[0])));
-    assert!(calls <= 4, "{calls} calls before the new issuer");
 }

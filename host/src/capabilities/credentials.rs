@@ -163,16 +163,6 @@ impl Source {
         }
     }
 
-    /// The backend answered `token` with a success: it accepts tokens from this source.
-    pub fn accepted(&self, token: &Secret) {
-        match self {
-            Source::OAuth(plan, oauth) => oauth.accepted(plan, token),
-            Source::Discovered(discovery) => discovery.accepted(token),
-            // Nothing cached here that a success would change.
-            Source::Bearer(_) | Source::Provided(_) => {}
-        }
-    }
-
     /// Whether every request to the backend must carry the credential: all but a
     /// backend whose registration names none, which is tried without one first.
     pub fn required(&self) -> bool {

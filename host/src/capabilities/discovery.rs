@@ -11,9 +11,8 @@
 //! meanwhile waits for, each until its own deadline: a call that gives up (deadline,
 //! interruption) does not stop it for the others. Its binding is kept once a token came
 //! with it, so later calls send the token at once, and its metadata is read again behind
-//! the calls an hour later, after a 401 to its token, or after its authorization server
-//! gave no token, at most once per [`REREAD_PAUSE`]. A flight that fails pauses discovery for a while, so broken or
-//! hanging metadata costs no lookup per call.
+//! the calls an hour later or after a 401 to its token. A flight that fails pauses
+//! discovery for a while, so broken or hanging metadata costs no lookup per call.
 //!
 //! The backend chooses only among issuers the harness already trusts: the client secret
 //! goes to nobody the backend names. Metadata is fetched over verified `https` only, on
@@ -41,9 +40,6 @@ use tokio::time::{timeout_at, Instant};
 
 /// How long a failed discovery (or re-reading) waits before the next try.
 const FAILED_PAUSE: Duration = Duration::from_secs(30);
-/// The least time from one re-reading of a learned binding's metadata to the next: a
-/// backend that refuses every token had it read again at nearly every call.
-const REREAD_PAUSE: Duration = Duration::from_secs(30);
 /// Where RFC 9728 puts protected resource metadata.
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
@@ -192,8 +188,7 @@ struct Learned {
     /// Counts the 401s to its token, so a re-reading started before the latest one does
     /// not overwrite what that one asked for.
     generation: u64,
-    /// No re-reading starts before this, whatever the backend says: set as one starts
-    /// ([`REREAD_PAUSE`]) and after one failed ([`FAILED_PAUSE`]).
+    /// After a failed re-reading, none before this, whatever the backend says.
     quiet_until: Instant,
 }
 
@@ -272,29 +267,7 @@ impl Discovery {
             Next::Refresh(learned) => self.refresh_behind(learned),
             Next::Discover(challenge) => self.join_flight(challenge)?.wait(deadline).await?,
         };
-        let token = self.oauth.token(&plan, deadline).await;
-        if let Err(failure) = token {
-            if failure != AuthFailure::DeadlineExceeded {
-                self.issuer_failed(&plan);
-            }
-        }
-        token.map(Some)
-    }
-
-    /// The learned binding's authorization server gave no token for `plan` (not for want
-    /// of time): the resource may have moved to another, and with nothing reaching the
-    /// backend, no 401 would say so. Its metadata is read again at the next call, or once
-    /// the re-reading pause is over ([`REREAD_PAUSE`]).
-    fn issuer_failed(&self, plan: &OauthPlan) {
-        if let State::Learned(learned) = &mut *lock(&self.state) {
-            let same = learned.plan.issuer == plan.issuer
-                && learned.plan.resource == plan.resource
-                && learned.plan.client_id == plan.client_id;
-            if same {
-                let due = learned.quiet_until.max(Instant::now());
-                learned.fresh_until = learned.fresh_until.min(due);
-            }
-        }
+        self.oauth.token(&plan, deadline).await.map(Some)
     }
 
     fn next(&self) -> Next {
@@ -402,9 +375,6 @@ impl Discovery {
         if tasks.closed || running {
             return plan;
         }
-        if let State::Learned(current) = &mut *lock(&self.state) {
-            current.quiet_until = Instant::now() + REREAD_PAUSE;
-        }
         let discovery = Arc::clone(self);
         let task = tokio::spawn(async move {
             let bound = Instant::now() + FLIGHT_BOUND;
@@ -452,13 +422,6 @@ impl Discovery {
     pub fn reject(&self, token: &Secret) {
         if let State::Learned(learned) = &*lock(&self.state) {
             self.oauth.reject(&learned.plan, token);
-        }
-    }
-
-    /// The backend answered `token`, the learned binding's, with a success.
-    pub fn accepted(&self, token: &Secret) {
-        if let State::Learned(learned) = &*lock(&self.state) {
-            self.oauth.accepted(&learned.plan, token);
         }
     }
 

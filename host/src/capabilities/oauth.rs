@@ -39,9 +39,7 @@ const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 /// failure. Without it, a client secret rotated away had every hook call send it to the
 /// token endpoint again (and fetch the metadata again): an identity provider's rate limit
 /// or lockout at the pace of the agent's tool calls. The first failure is retried at the
-/// next call: a blip costs one call, not a pause. A token the backend refused before it
-/// ever accepted one counts as an acquisition that failed: a backend that refuses every
-/// token otherwise had each call request two, as each was issued without fault.
+/// next call: a blip costs one call, not a pause.
 const FIRST_PAUSE: Duration = Duration::from_secs(1);
 const LONGEST_PAUSE: Duration = Duration::from_secs(30);
 
@@ -82,12 +80,8 @@ struct Slot {
     issued_before: bool,
     flight: Option<Flight<Token>>,
     /// Acquisitions that failed in a row (a client secret that did not resolve, which
-    /// asks nothing of the issuer, aside; a token refused unproven among them).
+    /// asks nothing of the issuer, aside).
     failures: u32,
-    /// While no backend has accepted the cached token: the failures in a row before it
-    /// was issued. Refused before it ever was, that token was no better than a failed
-    /// acquisition, and the count goes on from there ([`Slot::refused`]).
-    unproven: Option<u32>,
     /// Until when no acquisition starts, and the failure calls get meanwhile.
     paused: Option<(Instant, AuthFailure)>,
 }
@@ -181,24 +175,12 @@ impl OAuth {
     }
 
     /// The backend answered 401 to `token`: forget it (unless a newer one replaced it), so
-    /// the next call acquires a fresh one, or waits out a pause if no backend ever
-    /// accepted it ([`Slot::refused`]).
+    /// the next call acquires a fresh one.
     pub fn reject(&self, plan: &OauthPlan, token: &Secret) {
         let mut tokens = lock(&self.tokens);
         if let Some(slot) = tokens.get_mut(&TokenKey::of(plan)) {
             if slot.token.as_ref().is_some_and(|t| &t.secret == token) {
-                slot.refused();
-            }
-        }
-    }
-
-    /// A backend answered a request carrying `token` with a success: refused later, it
-    /// is a token that stopped working, not a sign that acquiring more is futile.
-    pub fn accepted(&self, plan: &OauthPlan, token: &Secret) {
-        let mut tokens = lock(&self.tokens);
-        if let Some(slot) = tokens.get_mut(&TokenKey::of(plan)) {
-            if slot.token.as_ref().is_some_and(|t| &t.secret == token) {
-                slot.unproven = None;
+                slot.token = None;
             }
         }
     }
@@ -447,12 +429,7 @@ impl Slot {
     /// Counts an acquisition's `result` towards the pause after failures in a row.
     fn note(&mut self, result: &Result<Token, AuthFailure>) {
         match result {
-            Ok(_) => {
-                self.unproven = Some(self.failures);
-                self.failures = 0;
-                self.paused = None;
-            }
-            Err(AuthFailure::Unresolved) => {
+            Ok(_) | Err(AuthFailure::Unresolved) => {
                 self.failures = 0;
                 self.paused = None;
             }
@@ -461,20 +438,6 @@ impl Slot {
                 self.paused =
                     pause_after(self.failures).map(|pause| (Instant::now() + pause, *failure));
             }
-        }
-    }
-
-    /// The backend answered 401 to the cached token: it is dropped. One no backend had
-    /// accepted counts, after the failures before it was issued, as an acquisition that
-    /// failed (and any failed refreshes since it was, after it), and may start a pause:
-    /// a backend that refuses every token costs a token request per pause, not two per
-    /// call. Its calls meanwhile fail as a renewal that failed.
-    fn refused(&mut self) {
-        self.token = None;
-        if let Some(before) = self.unproven.take() {
-            self.failures = before.saturating_add(1).saturating_add(self.failures);
-            self.paused = pause_after(self.failures)
-                .map(|pause| (Instant::now() + pause, AuthFailure::RefreshFailed));
         }
     }
 }
@@ -969,39 +932,6 @@ mod tests {
         assert_eq!(held(&oauth).as_deref(), Some("t2"));
         oauth.reject(&plan, &Secret::new("t2"));
         assert_eq!(held(&oauth), None);
-    }
-
-    /// A token refused before any backend accepted it counts as a failed acquisition, on
-    /// from the failures before it was issued; one accepted first is not held against the
-    /// next.
-    #[test]
-    fn a_token_refused_unproven_counts_towards_the_pause() {
-        let issued = || {
-            let now = Instant::now();
-            Ok(Token {
-                secret: Secret::new("t"),
-                refresh_at: now + Duration::from_secs(60),
-                expires_at: now + Duration::from_secs(90),
-            })
-        };
-        let mut slot = Slot::default();
-        let mut acquire_then_refuse = |accepted: bool| {
-            let token = issued();
-            slot.note(&token);
-            slot.token = token.ok();
-            if accepted {
-                slot.unproven = None;
-            }
-            slot.refused();
-            assert!(slot.token.is_none());
-            (slot.failures, slot.paused.map(|(_, failure)| failure))
-        };
-        assert_eq!(acquire_then_refuse(false), (1, None), "retried at once");
-        let paused = Some(AuthFailure::RefreshFailed);
-        assert_eq!(acquire_then_refuse(false), (2, paused));
-        assert_eq!(acquire_then_refuse(false), (3, paused));
-        assert_eq!(acquire_then_refuse(true), (0, None), "it had worked");
-        assert_eq!(acquire_then_refuse(false), (1, None));
     }
 
     #[test]
