@@ -292,14 +292,14 @@ fn executable(path: &Path) -> bool {
 /// [`CHAIN_MARGIN_MS`] (at most the largest budget). A shorter budget would turn a
 /// fail-open subscription still inside its own deadline into the budget's denial.
 fn sized_to(chain: Option<&Chain>) -> u64 {
-    let needed = chain.map_or(0, |chain| chain.timeout_ms + CHAIN_MARGIN_MS);
+    let needed = chain.map_or(0, |chain| chain.timeout_ms.saturating_add(CHAIN_MARGIN_MS));
     needed.clamp(DEFAULT_BUDGET_MS, crate::cli::MAX_BUDGET_MS)
 }
 
 /// The warning for a budget shorter than `chain` and its margin. Not refused: a budget
 /// shorter than the worst case may be deliberate (a cap on how long the agent waits).
 fn short_budget(budget_ms: u64, chain: &Chain) -> Option<String> {
-    (budget_ms < chain.timeout_ms + CHAIN_MARGIN_MS).then(|| {
+    (budget_ms < chain.timeout_ms.saturating_add(CHAIN_MARGIN_MS)).then(|| {
         format!(
             "warning: the hook's budget, {budget_ms} ms, is shorter than the registration's \
              intercept subscriptions at {} may take: {} ms of timeoutMs, and {CHAIN_MARGIN_MS} \
@@ -507,6 +507,10 @@ mod tests {
             assert!(warning.contains(said), "{said}: {warning}");
         }
         assert_eq!(short_budget(32_000, &chain(30_000)), None);
+        // A chain as long as a timeout can say (a saturated sum): the largest budget, and
+        // still too short, never an overflow.
+        assert_eq!(sized_to(Some(&chain(u64::MAX))), crate::cli::MAX_BUDGET_MS);
+        assert!(short_budget(crate::cli::MAX_BUDGET_MS, &chain(u64::MAX)).is_some());
     }
 
     /// Claude Code blocks where a hook fails at an event it lets a hook decide, whatever
