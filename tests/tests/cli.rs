@@ -1449,6 +1449,22 @@ fn the_watchdogs_answer_does_not_wait_for_a_locked_audit_file() {
     assert_eq!(std::fs::read_to_string(&audit).expect("the audit file"), "");
 }
 
+/// `registration.json` and `event.json` in `dir`: a fail-open per-event stdio backend
+/// started as `command deny` (the test backend's deny), and a `tool.before` event `id`.
+fn write_stdio_call(dir: &Path, command: &str, id: &str) -> (PathBuf, PathBuf) {
+    let hook = json!({
+        "id": "com.example.stdio",
+        "transport": {"type": "stdio", "command": command, "args": ["deny"], "lifecycle": "per_event"},
+        "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 10_000,
+            "failurePolicy": "fail-open", "content": {"default": "metadata"}}]
+    });
+    let document = json!({"protocolVersion": "draft", "hooks": [hook]});
+    let (reg, ev) = (dir.join("registration.json"), dir.join("event.json"));
+    std::fs::write(&reg, document.to_string()).expect("write the registration");
+    std::fs::write(&ev, valid_event("tool.before", id)).expect("write the event");
+    (reg, ev)
+}
+
 /// A backend started by a bare command name is looked up in the absolute directories of
 /// `PATH` alone: an empty entry (`:$PATH`) or a relative one would find a program of the
 /// same name in the working directory — the agent's project, where the agent could have
@@ -1471,17 +1487,7 @@ fn a_bare_stdio_command_is_never_found_in_the_working_directory() {
     )
     .expect("plant a program");
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let reg = dir.path().join("registration.json");
-    let hook = json!({
-        "id": "com.example.stdio",
-        "transport": {"type": "stdio", "command": name, "args": ["deny"], "lifecycle": "per_event"},
-        "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 10_000,
-            "failurePolicy": "fail-open", "content": {"default": "metadata"}}]
-    });
-    let document = json!({"protocolVersion": "draft", "hooks": [hook]});
-    std::fs::write(&reg, document.to_string()).expect("write the registration");
-    let ev = dir.path().join("event.json");
-    std::fs::write(&ev, valid_event("tool.before", "evt_path")).expect("write the event");
+    write_stdio_call(dir.path(), name, "evt_path");
     let real = backend
         .parent()
         .expect("a directory")
@@ -1527,17 +1533,7 @@ fn an_ignored_sigchld_does_not_turn_a_per_event_answer_into_a_failure() {
     use std::os::unix::process::CommandExt as _;
     const BACKEND: &str = env!("CARGO_BIN_EXE_stdio_backend");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let reg = dir.path().join("registration.json");
-    let hook = json!({
-        "id": "com.example.stdio",
-        "transport": {"type": "stdio", "command": BACKEND, "args": ["deny"], "lifecycle": "per_event"},
-        "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 10_000,
-            "failurePolicy": "fail-open", "content": {"default": "metadata"}}]
-    });
-    let document = json!({"protocolVersion": "draft", "hooks": [hook]});
-    std::fs::write(&reg, document.to_string()).expect("write the registration");
-    let ev = dir.path().join("event.json");
-    std::fs::write(&ev, valid_event("tool.before", "evt_sigchld")).expect("write the event");
+    let (reg, ev) = write_stdio_call(dir.path(), BACKEND, "evt_sigchld");
     let mut command = ahp_command();
     command
         .args([
