@@ -606,25 +606,8 @@ fn init_logging(hook: bool) {
             false,
         )
     };
-    // The compiler's own trace logs (gigabytes while compiling the component) are never
-    // what an operator wants from AHP_LOG's default level: kept at warnings at most. Only
-    // a default above warnings is capped (a cap would raise a default of errors or off,
-    // and a directive naming those targets asks for them).
-    let above_warnings = std::env::var("AHP_LOG").is_ok_and(|spec| {
-        spec.split(',').any(|directive| {
-            let level = directive.trim().to_ascii_lowercase();
-            ["info", "debug", "trace"].contains(&level.as_str())
-        })
-    });
-    for noisy in [
-        "cranelift_codegen",
-        "cranelift_frontend",
-        "wasmtime_internal_cranelift",
-        "regalloc2",
-    ]
-    .into_iter()
-    .filter(|_| above_warnings)
-    {
+    let spec = std::env::var("AHP_LOG").ok();
+    for noisy in capped_compiler_targets(spec.as_deref()) {
         if let Ok(directive) = format!("{noisy}=warn").parse() {
             filter = filter.add_directive(directive);
         }
@@ -639,6 +622,31 @@ fn init_logging(hook: bool) {
         // cranelift's) are skipped before they are formatted.
         .with_filter(filter);
     tracing_subscriber::registry().with(layer).init();
+}
+
+/// The compiler's targets to keep at warnings under `AHP_LOG`'s `spec`: their own trace
+/// logs (gigabytes while compiling the component) are never what an operator wants from
+/// a default level above warnings. None under a default of warnings or less (a cap would
+/// raise errors or off), and none a directive names (asked for).
+fn capped_compiler_targets(spec: Option<&str>) -> Vec<&'static str> {
+    let directives: Vec<String> = spec
+        .unwrap_or_default()
+        .split(',')
+        .map(|directive| directive.trim().to_ascii_lowercase())
+        .collect();
+    let above_warnings = directives
+        .iter()
+        .any(|directive| ["info", "debug", "trace"].contains(&directive.as_str()));
+    let named = |target: &str| directives.iter().any(|d| d.starts_with(target));
+    [
+        "cranelift_codegen",
+        "cranelift_frontend",
+        "wasmtime_internal_cranelift",
+        "regalloc2",
+    ]
+    .into_iter()
+    .filter(|target| above_warnings && !named(target))
+    .collect()
 }
 
 /// The log file of `ahp hook`: `AHP_LOG_FILE`, appended (one write per line, so hook
@@ -1727,6 +1735,34 @@ pub(crate) fn print_line(text: impl std::fmt::Display) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The compiler's logs are capped at warnings under a default level above them only,
+    /// and a target a directive names is left as asked.
+    #[test]
+    fn the_compiler_is_capped_only_under_a_verbose_default() {
+        const ALL: [&str; 4] = [
+            "cranelift_codegen",
+            "cranelift_frontend",
+            "wasmtime_internal_cranelift",
+            "regalloc2",
+        ];
+        for spec in [
+            None,
+            Some("error"),
+            Some("off,ahp_host=info"),
+            Some("ahp_host=debug"),
+        ] {
+            assert!(capped_compiler_targets(spec).is_empty(), "{spec:?}");
+        }
+        for spec in ["debug", "INFO", "ahp_host=trace, trace"] {
+            assert_eq!(capped_compiler_targets(Some(spec)), ALL, "{spec}");
+        }
+        assert_eq!(
+            capped_compiler_targets(Some("debug,cranelift_codegen=trace")),
+            ALL[1..],
+            "a named target is left as asked"
+        );
+    }
 
     /// The words asking for help or the version before the subcommand are dropped, runs
     /// of short ones too, and an empty command line is left empty, never a panic.
