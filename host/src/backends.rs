@@ -154,7 +154,7 @@ impl Backends {
             let credentials = match (config.credential_providers.get(&backend.id), backend.auth) {
                 (Some(provider), _) => Some(Source::Provided(Arc::clone(provider))),
                 (None, Some(AuthPlan::Oauth(plan))) => {
-                    Some(Source::OAuth(plan, Arc::clone(&oauth)))
+                    Some(Source::OAuth(plan, Arc::clone(&oauth), Arc::default()))
                 }
                 (None, Some(bearer)) => Some(Source::Bearer(bearer)),
                 // Discovery for https backends only: a plain-http one would get its token in
@@ -253,7 +253,7 @@ impl Backend {
         if tokio::time::Instant::now() >= deadline {
             return Err(DeliveryError::DeadlineExceeded(IoPhase::Connect));
         }
-        match &self.transport {
+        let reply = match &self.transport {
             Transport::Http(http) => {
                 let received = http.exchange(message, bearer, deadline).await?;
                 if let (Some(Source::Discovered(discovery)), Some(401)) =
@@ -262,10 +262,10 @@ impl Backend {
                     let zone = Zone::of(received.peer);
                     discovery.challenged(received.challenge.as_deref(), zone, bearer.is_some());
                 }
-                Ok(received.reply)
+                received.reply
             }
             // No status on stdio: a message written in full and answered is delivered.
-            Transport::Stdio(stdio) => stdio.exchange(message, deadline).await,
+            Transport::Stdio(stdio) => return stdio.exchange(message, deadline).await,
             Transport::Injected(injected, max_body) => {
                 let request = TransportRequest {
                     backend: id,
@@ -274,9 +274,16 @@ impl Backend {
                     deadline: deadline.into_std(),
                     cancelled,
                 };
-                transport::exchange(injected.as_ref(), request, *max_body).await
+                transport::exchange(injected.as_ref(), request, *max_body).await?
+            }
+        };
+        // A token answered with anything but a 401 was taken (`Refusals`).
+        if let (Some(source), Some(_), Some(status)) = (&self.credentials, bearer, reply.status) {
+            if status != 401 {
+                source.accepted();
             }
         }
+        Ok(reply)
     }
 }
 
@@ -313,7 +320,7 @@ impl Backends {
                     });
                 }
             }
-            if let Some(Source::OAuth(plan, _)) = &backend.credentials {
+            if let Some(Source::OAuth(plan, ..)) = &backend.credentials {
                 if plan.flow != OauthFlow::ClientCredentials {
                     warnings.push(format!(
                         "backend `{id}`: OAuth flow `{}` needs a user agent this host does not \

@@ -706,3 +706,66 @@ async fn client_secret_post_sends_the_credentials_in_the_form() {
     );
     assert_eq!(fx.bearers(), fx.server.issued());
 }
+
+/// A backend that refuses every token (an audience it does not take) does not have a
+/// token requested twice per call: its second refusal in a row pauses its acquisitions
+/// (1 s, doubling), during which its calls fail at once as a renewal that failed. Each
+/// call is still `auth-failed` under its policy, and nothing goes without a token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_that_refuses_every_token_pauses_its_acquisitions() {
+    let fx = Fixture::start(3600, vec![Behaviour::unauthorized()]).await;
+    for (policy, decision) in [
+        ("fail-closed", Decision::Deny),
+        ("fail-open", Decision::Allow),
+    ] {
+        let interceptor = fx.interceptor(policy, 2_000).await;
+        let before = fx.server.token_requests().len();
+        for i in 0..10 {
+            let s = call(&interceptor, &format!("evt_refused_{policy}_{i}")).await;
+            assert_eq!(s.decision, decision, "{policy} {i}: {}", s.record);
+            assert_eq!(only_failure(&s)["class"], "auth-failed", "{policy} {i}");
+        }
+        // Two tokens refused (the first call's and its resend's), then a pause of 1 s
+        // the next calls are quicker than; on a loaded machine a third (and a pause of
+        // 2 s), a fourth at most. Twenty without the pause.
+        let requests = fx.server.token_requests().len() - before;
+        assert!(
+            (2..=4).contains(&requests),
+            "{policy}: {requests} token requests"
+        );
+        assert!(
+            fx.bearers().iter().all(|b| !b.is_empty()),
+            "nothing went without one"
+        );
+    }
+}
+
+/// One backend's refusals pause only its own acquisitions: a healthy backend sharing its
+/// token cache entry (the same issuer, resource, client and scopes) goes on getting
+/// tokens and deciding, on every call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_refusing_tokens_pauses_no_other_backend() {
+    let fx = Fixture::start(3600, vec![Behaviour::unauthorized()]).await;
+    let healthy = FaultBackend::start(vec![Behaviour::Deny("healthy says no".into())]).await;
+    let reg = registration(&[
+        Http::new("com.example.refusing", fx.backend.url())
+            .policy("fail-open")
+            .authentication(fx.binding()),
+        Http::new("com.example.healthy", healthy.url()).authentication(fx.binding()),
+    ]);
+    let options = Options {
+        trust_roots: Some(fx.roots.path().to_path_buf()),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options).await.expect("valid");
+    for i in 0..10 {
+        let s = call(&interceptor, &format!("evt_shared_{i}")).await;
+        let record = serde_json::to_value(&s.record).expect("a record");
+        assert_eq!(s.decided_by, DecidedBy::BackendDeny, "{i}: {record}");
+        assert_eq!(
+            record["interceptors"][1]["outcome"], "deny",
+            "{i}: {record}"
+        );
+    }
+    assert_eq!(healthy.requests().len(), 10, "asked on every call");
+}

@@ -99,7 +99,8 @@ impl fmt::Debug for dyn CredentialProvider {
 pub enum Source {
     /// `tokenEnv`, `tokenRef`: resolved again at every dispatch.
     Bearer(AuthPlan),
-    OAuth(OauthPlan, Arc<OAuth>),
+    /// The backend's refusals are its own; the token cache is shared.
+    OAuth(OauthPlan, Arc<OAuth>, Arc<Refusals>),
     Provided(Arc<dyn CredentialProvider>),
     /// No binding: none until the backend's 401 challenge, then discovered.
     Discovered(Arc<Discovery>),
@@ -122,7 +123,12 @@ impl Source {
                     from_reference(reference, Kind::Token).await
                 }
                 Source::Bearer(AuthPlan::Oauth(_)) => Err(AuthFailure::Unsupported),
-                Source::OAuth(plan, oauth) => oauth.token(plan, deadline).await,
+                // Paused, no token is asked for: calls fail at once as a renewal that
+                // failed, as during the issuer's own pause.
+                Source::OAuth(_, _, refusals) if refusals.paused() => {
+                    Err(AuthFailure::RefreshFailed)
+                }
+                Source::OAuth(plan, oauth, _) => oauth.token(plan, deadline).await,
                 Source::Provided(provider) => {
                     let request = CredentialRequest {
                         backend: backend.to_string(),
@@ -150,7 +156,10 @@ impl Source {
         match self {
             // Re-resolved at every dispatch: there is no cache to drop.
             Source::Bearer(_) => {}
-            Source::OAuth(plan, oauth) => oauth.reject(plan, token),
+            Source::OAuth(plan, oauth, refusals) => {
+                refusals.refused(token);
+                oauth.reject(plan, token);
+            }
             Source::Provided(provider) => {
                 let rejected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     provider.reject(backend, token)
@@ -163,10 +172,66 @@ impl Source {
         }
     }
 
+    /// The backend answered a request carrying a token with something other than 401:
+    /// it takes this source's tokens.
+    pub fn accepted(&self) {
+        if let Source::OAuth(_, _, refusals) = self {
+            refusals.accepted();
+        }
+    }
+
     /// Whether every request to the backend must carry the credential: all but a
     /// backend whose registration names none, which is tried without one first.
     pub fn required(&self) -> bool {
         !matches!(self, Source::Discovered(_))
+    }
+}
+
+/// One OAuth backend's refusals (401s) of distinct tokens since it last took one, and
+/// the pause they started. A backend that refuses every token (an audience it does not
+/// take) would otherwise have each call ask the token endpoint twice, the client secret
+/// with it, at the pace of the agent's tool calls. The second refusal in a row pauses
+/// this backend's acquisitions for 1 s, doubling to 30 s; a token it takes ends that.
+/// Kept per backend, not in the token cache, which every backend of one issuer,
+/// resource, client and scopes shares: one backend's refusals stop no other's. A token
+/// is counted once, however many calls held it when it was refused.
+#[derive(Debug, Default)]
+pub struct Refusals(std::sync::Mutex<Refused>);
+
+#[derive(Debug, Default)]
+struct Refused {
+    in_a_row: u32,
+    /// The token counted last: its other 401s (concurrent calls) are not counted again.
+    last: Option<Secret>,
+    until: Option<Instant>,
+}
+
+impl Refusals {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Refused> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn paused(&self) -> bool {
+        self.lock()
+            .until
+            .is_some_and(|until| Instant::now() < until)
+    }
+
+    fn refused(&self, token: &Secret) {
+        let mut refused = self.lock();
+        if refused.last.as_ref() == Some(token) {
+            return;
+        }
+        refused.in_a_row = refused.in_a_row.saturating_add(1);
+        refused.last = Some(token.clone());
+        refused.until =
+            super::oauth::pause_after(refused.in_a_row).map(|pause| Instant::now() + pause);
+    }
+
+    fn accepted(&self) {
+        *self.lock() = Refused::default();
     }
 }
 
@@ -316,6 +381,24 @@ pub(super) fn usable(token: &str) -> Option<Secret> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A token counts once, however many calls held it when it was refused; the second
+    /// distinct token refused in a row pauses; a token taken ends the run.
+    #[tokio::test]
+    async fn refusals_count_distinct_tokens_and_end_when_one_is_taken() {
+        let refusals = Refusals::default();
+        let (first, second) = (Secret::new("t-1"), Secret::new("t-2"));
+        for _ in 0..8 {
+            refusals.refused(&first);
+        }
+        assert!(!refusals.paused(), "one token refused, however often");
+        refusals.refused(&second);
+        assert!(refusals.paused(), "two in a row");
+        refusals.accepted();
+        assert!(!refusals.paused());
+        refusals.refused(&second);
+        assert!(!refusals.paused(), "the run starts again");
+    }
 
     /// A read asked of a runtime whose blocking pool has shut down never begins: its
     /// waiters learn at once that it failed. (Begun under the lock on the reads in

@@ -443,7 +443,7 @@ impl Slot {
 }
 
 /// How long no acquisition starts after `failures` in a row ([`FIRST_PAUSE`]).
-fn pause_after(failures: u32) -> Option<Duration> {
+pub(super) fn pause_after(failures: u32) -> Option<Duration> {
     let doublings = failures.checked_sub(2)?;
     Some(
         FIRST_PAUSE
