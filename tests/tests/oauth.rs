@@ -768,4 +768,9 @@ async fn a_backend_refusing_tokens_pauses_no_other_backend() {
         );
     }
     assert_eq!(healthy.requests().len(), 10, "asked on every call");
+    // And the refusing one stays paused while its sibling takes tokens: the first call's
+    // two refused and the healthy one's, then one or two more as each pause ends (about
+    // twenty if the sibling's acceptance ended the refusing backend's pause).
+    let requests = fx.server.token_requests().len();
+    assert!((3..=6).contains(&requests), "{requests} token requests");
 }
