@@ -444,13 +444,18 @@ fn intercept_in(dir: &Path, hook: Http) -> std::process::Command {
     std::fs::write(&reg, registration(&[hook])).expect("write the registration");
     let ev = dir.join("event.json");
     std::fs::write(&ev, valid_event("tool.before", "evt_cli")).expect("write the event");
+    intercept_command(&reg, &ev)
+}
+
+/// `ahp intercept --registration REG --event EV`.
+fn intercept_command(reg: &Path, ev: &Path) -> std::process::Command {
     let mut command = ahp_command();
     command.args([
         "intercept",
         "--registration",
-        path(&reg),
+        path(reg),
         "--event",
-        path(&ev),
+        path(ev),
     ]);
     command
 }
@@ -533,15 +538,8 @@ fn a_component_file_that_is_none_or_past_64_mib_is_refused() {
             format!("--component {}: not a WebAssembly component", path(&module)),
         ),
     ] {
-        let mut command = ahp_command();
+        let mut command = intercept_command(&reg, &ev);
         command
-            .args([
-                "intercept",
-                "--registration",
-                path(&reg),
-                "--event",
-                path(&ev),
-            ])
             .args(["--component", path(component)])
             .env_remove("AHP_LOG");
         let run = run_within(command, std::time::Duration::from_secs(30));
@@ -1487,7 +1485,7 @@ fn a_bare_stdio_command_is_never_found_in_the_working_directory() {
     )
     .expect("plant a program");
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    write_stdio_call(dir.path(), name, "evt_path");
+    let (reg, ev) = write_stdio_call(dir.path(), name, "evt_path");
     let real = backend
         .parent()
         .expect("a directory")
@@ -1501,15 +1499,8 @@ fn a_bare_stdio_command_is_never_found_in_the_working_directory() {
         (String::new(), 0),
         (".".to_string(), 0),
     ] {
-        let mut command = ahp_command();
+        let mut command = intercept_command(&reg, &ev);
         command
-            .args([
-                "intercept",
-                "--registration",
-                "registration.json",
-                "--event",
-                "event.json",
-            ])
             .current_dir(dir.path())
             .env("PATH", &path)
             .stdin(Stdio::null());
@@ -1534,16 +1525,8 @@ fn an_ignored_sigchld_does_not_turn_a_per_event_answer_into_a_failure() {
     const BACKEND: &str = env!("CARGO_BIN_EXE_stdio_backend");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (reg, ev) = write_stdio_call(dir.path(), BACKEND, "evt_sigchld");
-    let mut command = ahp_command();
-    command
-        .args([
-            "intercept",
-            "--registration",
-            path(&reg),
-            "--event",
-            path(&ev),
-        ])
-        .stdin(Stdio::null());
+    let mut command = intercept_command(&reg, &ev);
+    command.stdin(Stdio::null());
     // SAFETY: signal(2) is async-signal-safe and touches no memory of ours.
     unsafe {
         command.pre_exec(|| {

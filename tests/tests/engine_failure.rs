@@ -250,24 +250,11 @@ async fn a_make_that_never_ends_is_an_engine_failure_at_its_bound() {
 /// the runaway component's `hanging-load` mode waits 300 ms on its backend per load.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_made_too_late_for_its_call_serves_the_next() {
-    let slow = || Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect));
-    let loads = FaultBackend::start(vec![slow()]).await;
-    let hooks = hanging_load(&loads, None).await;
+    let (loads, hooks) = slow_loads().await;
     let budget = Some(Duration::from_millis(100));
     let (first, _) = timed_call(&hooks, "evt_made_late", budget).await;
     assert_eq!(first.decided_by, DecidedBy::BudgetExpired);
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(
-        loads.requests().len(),
-        1,
-        "the first call's instance was loaded"
-    );
-
-    // The pooled instance takes the next call (whose component spins: an engine failure
-    // at its bound), and no second load is asked for.
-    let (second, _) = timed_call(&hooks, "evt_made_late_2", None).await;
-    assert_eq!(second.decided_by, DecidedBy::EngineFailure);
-    assert_eq!(loads.requests().len(), 1, "no second instance was made");
+    assert_the_made_instance_serves_the_next(&loads, &hooks, "evt_made_late_2").await;
 }
 
 /// A call its caller gives up on while its instance is being made (the caller's own
@@ -277,20 +264,37 @@ async fn an_instance_made_too_late_for_its_call_serves_the_next() {
 /// than the caller's timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_made_for_a_dropped_call_serves_the_next() {
-    let slow = || Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect));
-    let loads = FaultBackend::start(vec![slow()]).await;
-    let hooks = hanging_load(&loads, None).await;
+    let (loads, hooks) = slow_loads().await;
     let dropped = event("evt_dropped");
     let first = hooks.intercept(&dropped, &[], None);
     let cut = tokio::time::timeout(Duration::from_millis(100), first).await;
     assert!(cut.is_err(), "the call still waited for its instance");
+    assert_the_made_instance_serves_the_next(&loads, &hooks, "evt_dropped_2").await;
+}
+
+/// A `hanging-load` interceptor whose every load waits 300 ms on `loads`.
+async fn slow_loads() -> (FaultBackend, Interceptor) {
+    let slow = Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect));
+    let loads = FaultBackend::start(vec![slow]).await;
+    let hooks = hanging_load(&loads, None).await;
+    (loads, hooks)
+}
+
+/// The instance made for a call that stopped waiting for it was loaded once, and it takes
+/// the next call (`id`, whose component spins: an engine failure at its bound) with no
+/// second load asked for.
+async fn assert_the_made_instance_serves_the_next(
+    loads: &FaultBackend,
+    hooks: &Interceptor,
+    id: &str,
+) {
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(
         loads.requests().len(),
         1,
-        "the dropped call's instance was loaded"
+        "the first call's instance was loaded"
     );
-    let (second, _) = timed_call(&hooks, "evt_dropped_2", None).await;
+    let (second, _) = timed_call(hooks, id, None).await;
     assert_eq!(second.decided_by, DecidedBy::EngineFailure);
     assert_eq!(loads.requests().len(), 1, "no second instance was made");
 }

@@ -527,6 +527,13 @@ async fn in_rust_host(registration: &str, id: &str) -> Value {
     verdict(&record_json(&settled))
 }
 
+/// Call `id` under `reg` has the `expected` [`verdict`] in the Node host and in ahp-host.
+async fn assert_both_hosts(reg: &str, id: &str, expected: &Value, case: &str) {
+    let settled = call(reg, id).await;
+    assert_eq!(&verdict(&settled["audit"]), expected, "{case}: {settled}");
+    assert_eq!(&in_rust_host(reg, id).await, expected, "{case}, ahp-host");
+}
+
 /// A backend's reply whose head is `malformed-http`, under `policy`.
 fn malformed_http(policy: &str) -> Value {
     let (decision, decided_by, reason, outcome) = match policy {
@@ -579,13 +586,7 @@ async fn node_reads_a_response_head_as_far_as_the_rust_host_does() {
         let deny = json!([{"type": "deny", "reason": "big head"}]);
         let backend = FaultBackend::start(vec![reply_with_fields(&id, &fields, deny)]).await;
         let reg = one_backend(&backend, "fail-open", 2000);
-        let settled = call(&reg, &id).await;
-        assert_eq!(verdict(&settled["audit"]), expected, "case {i}: {settled}");
-        assert_eq!(
-            in_rust_host(&reg, &id).await,
-            expected,
-            "case {i}, ahp-host"
-        );
+        assert_both_hosts(&reg, &id, &expected, &format!("case {i}")).await;
     }
 }
 
@@ -663,14 +664,7 @@ async fn both_hosts_refuse_a_length_given_twice_over() {
             format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{lengths}\r\n{framed}");
         let backend = FaultBackend::start(vec![Behaviour::RawThenClose(raw.into_bytes())]).await;
         let reg = one_backend(&backend, "fail-open", 2000);
-        let settled = call(&reg, &id).await;
-        let expected = malformed_http("fail-open");
-        assert_eq!(verdict(&settled["audit"]), expected, "{framing}: {settled}");
-        assert_eq!(
-            in_rust_host(&reg, &id).await,
-            expected,
-            "{framing}, ahp-host"
-        );
+        assert_both_hosts(&reg, &id, &malformed_http("fail-open"), framing).await;
     }
 }
 
@@ -725,9 +719,7 @@ async fn node_refuses_a_reply_with_more_header_fields_than_the_rust_host_reads()
         fields.extend((2..count).map(|n| format!("X-Field-{n}: {n}")));
         let backend = FaultBackend::start(vec![reply_with_fields(&id, &fields, json!([]))]).await;
         let reg = one_backend(&backend, "fail-closed", 2000);
-        let settled = call(&reg, &id).await;
-        assert_eq!(verdict(&settled["audit"]), expected, "{count}: {settled}");
-        assert_eq!(in_rust_host(&reg, &id).await, expected, "{count}, ahp-host");
+        assert_both_hosts(&reg, &id, &expected, &count.to_string()).await;
     }
 }
 
