@@ -90,6 +90,8 @@ struct Resource {
     metadata_delay: Duration,
     /// The first this many issued tokens are refused.
     revoked: usize,
+    /// Every token is refused (an audience the resource does not take).
+    refuses_every_token: bool,
     requests: Vec<ResourceRequest>,
 }
 
@@ -244,6 +246,11 @@ impl OAuthServer {
         state.resource.revoked = state.issued.len();
     }
 
+    /// Makes the resource refuse every token, those issued later too.
+    pub fn refuse_every_token(&self) {
+        self.state.lock().unwrap().resource.refuses_every_token = true;
+    }
+
     /// Every request to the resource and to its metadata paths so far.
     pub fn resource_requests(&self) -> Vec<ResourceRequest> {
         self.state.lock().unwrap().resource.requests.clone()
@@ -338,7 +345,8 @@ fn protected(state: &Mutex<State>, request: ResourceRequest) -> Response<Full<By
         .as_deref()
         .and_then(|a| a.strip_prefix("Bearer "));
     let revoked = state.resource.revoked;
-    let authorized = bearer.is_some_and(|token| state.issued[revoked..].iter().any(|t| t == token));
+    let authorized = !state.resource.refuses_every_token
+        && bearer.is_some_and(|token| state.issued[revoked..].iter().any(|t| t == token));
     let id = serde_json::from_slice::<Value>(&request.body)
         .ok()
         .and_then(|json| json.get("id").cloned());

@@ -175,8 +175,10 @@ impl Source {
     /// The backend answered a request carrying a token with something other than 401:
     /// it takes this source's tokens.
     pub fn accepted(&self) {
-        if let Source::OAuth(_, _, refusals) = self {
-            refusals.accepted();
+        match self {
+            Source::OAuth(_, _, refusals) => refusals.accepted(),
+            Source::Discovered(discovery) => discovery.accepted(),
+            Source::Bearer(_) | Source::Provided(_) => {}
         }
     }
 
@@ -194,7 +196,8 @@ impl Source {
 /// this backend's acquisitions for 1 s, doubling to 30 s; a token it takes ends that.
 /// Kept per backend, not in the token cache, which every backend of one issuer,
 /// resource, client and scopes shares: one backend's refusals stop no other's. A token
-/// is counted once, however many calls held it when it was refused.
+/// is counted once, however many calls held it when it was refused. A binding learned
+/// from the backend's challenge ([`super::discovery`]) keeps its own the same way.
 #[derive(Debug, Default)]
 pub struct Refusals(std::sync::Mutex<Refused>);
 
@@ -213,13 +216,13 @@ impl Refusals {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn paused(&self) -> bool {
+    pub(super) fn paused(&self) -> bool {
         self.lock()
             .until
             .is_some_and(|until| Instant::now() < until)
     }
 
-    fn refused(&self, token: &Secret) {
+    pub(super) fn refused(&self, token: &Secret) {
         let mut refused = self.lock();
         if refused.last.as_ref() == Some(token) {
             return;
@@ -230,7 +233,7 @@ impl Refusals {
             super::oauth::pause_after(refused.in_a_row).map(|pause| Instant::now() + pause);
     }
 
-    fn accepted(&self) {
+    pub(super) fn accepted(&self) {
         *self.lock() = Refused::default();
     }
 }

@@ -19,7 +19,7 @@
 //! the backend's own host from no further inside the network than the backend ([`Zone`]),
 //! elsewhere only from the internet.
 
-use super::credentials::AuthFailure;
+use super::credentials::{AuthFailure, Refusals};
 use super::http::{HttpBackend, HttpOptions, Outgoing, Shown};
 // A discovery (metadata and first token) is a flight; a re-reading runs as long as one
 // may (`FLIGHT_BOUND`).
@@ -143,6 +143,10 @@ pub struct Discovery {
     http: HttpOptions,
     state: Mutex<State>,
     tasks: Mutex<Tasks>,
+    /// The backend's refusals of the learned binding's tokens: as an `oauth` binding's,
+    /// a backend refusing each one pauses its acquisitions rather than costing two token
+    /// requests (and a metadata read) per call.
+    refusals: Refusals,
 }
 
 /// The tasks a [`Discovery`] runs on its own, which shutdown stops.
@@ -224,6 +228,7 @@ impl Discovery {
             http: http.clone(),
             state: Mutex::new(State::Open),
             tasks: Mutex::default(),
+            refusals: Refusals::default(),
         }
     }
 
@@ -267,6 +272,11 @@ impl Discovery {
             Next::Refresh(learned) => self.refresh_behind(learned),
             Next::Discover(challenge) => self.join_flight(challenge)?.wait(deadline).await?,
         };
+        // Paused, no token is asked for (a metadata re-read behind the call still runs:
+        // the resource may have moved to another issuer).
+        if self.refusals.paused() {
+            return Err(AuthFailure::RefreshFailed);
+        }
         self.oauth.token(&plan, deadline).await.map(Some)
     }
 
@@ -390,6 +400,12 @@ impl Discovery {
             }
             match discovered {
                 Ok(fresh) => {
+                    // Another issuer or resource: its tokens have not been refused.
+                    if (&fresh.issuer, &fresh.resource)
+                        != (&current.plan.issuer, &current.plan.resource)
+                    {
+                        discovery.refusals.accepted();
+                    }
                     current.plan = fresh;
                     current.fresh_until = now + LEARNED_TTL;
                 }
@@ -418,11 +434,17 @@ impl Discovery {
     }
 
     /// The backend answered 401 to `token`, the learned binding's: the OAuth client's
-    /// cache drops it.
+    /// cache drops it, and it counts toward this backend's pause.
     pub fn reject(&self, token: &Secret) {
         if let State::Learned(learned) = &*lock(&self.state) {
+            self.refusals.refused(token);
             self.oauth.reject(&learned.plan, token);
         }
+    }
+
+    /// The backend answered the learned binding's token with anything but 401.
+    pub fn accepted(&self) {
+        self.refusals.accepted();
     }
 
     /// The binding the backend's metadata and the trust policy give, by `deadline`.
