@@ -38,7 +38,14 @@ fn main() {
         // A prebuilt component (e.g. from a release pipeline) instead of building here:
         // said at every build, so that a stray export cannot swap the policy core of
         // every binary built in that shell unnoticed, and it must be a component.
+        // Absolute, and watched: a relative path would be read from `host/`, and a file
+        // replaced at the same path would otherwise leave the old bytes embedded.
         Ok(path) => {
+            assert!(
+                Path::new(&path).is_absolute(),
+                "AHP_COMPONENT={path} must be an absolute path"
+            );
+            println!("cargo:rerun-if-changed={path}");
             println!("cargo:warning=embedding the component AHP_COMPONENT={path}, not building it");
             let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
             let is_component = bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[6..8] == [1, 0];

@@ -3,8 +3,10 @@
 //! `tests/build.rs` (test-only components, the Rust SDK peer), and by the test that
 //! proves two clean builds give the same bytes (`tests/tests/reproducible_build.rs`).
 //!
-//! A nested cargo needs care (BUILD-NOTES.md trap 10): its own target dir, none of the
-//! outer build's flags or wrappers, and failures forwarded as warnings plus an error.
+//! A nested cargo needs care: its own target dir (the outer build holds the lock on its
+//! own), none of the outer build's flags or wrappers (`RUSTFLAGS`, `RUSTC_WRAPPER` and
+//! `CARGO_ENCODED_RUSTFLAGS` are meant for the host), and failures forwarded as warnings
+//! plus an error.
 //!
 //! The component is built reproducibly: the core module for `wasm32-unknown-unknown`
 //! (see `componentize.rs` for why not `wasm32-wasip2`) with the checkout's and cargo

@@ -56,10 +56,10 @@ fn transpile(wasm: &[u8]) -> (tempfile::TempDir, PathBuf) {
             "--quiet",
         ])
         .output()
-        .unwrap_or_else(|e| panic!("cannot run `node` ({e}): install Node.js 20 or later"));
+        .unwrap_or_else(|e| panic!("cannot run `node` ({e}): install Node.js {NODE_VERSIONS}"));
     assert!(
         output.status.success(),
-        "jco transpile failed: {}",
+        "jco transpile failed (it needs Node.js {NODE_VERSIONS}): {}",
         String::from_utf8_lossy(&output.stderr)
     );
     // The generated module is ESM; Node needs to be told so.
@@ -67,6 +67,9 @@ fn transpile(wasm: &[u8]) -> (tempfile::TempDir, PathBuf) {
     let entry = out.join("ahp_interceptor.js");
     (dir, entry)
 }
+
+/// The Node.js versions jco's bundler runs on (`tests/jco-host/package.json`'s engines).
+const NODE_VERSIONS: &str = "^20.19.0 || >=22.12.0";
 
 /// The embedded component, transpiled once per test binary; the entry module.
 fn transpiled() -> &'static Path {
