@@ -143,8 +143,11 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                 match modified(&effective, call.rules, &effects, late) {
                     Ok(changed) => {
                         // A later change to the operation invalidates an earlier result;
-                        // a modification that leaves it as it was changes nothing.
-                        if let Some(event) = changed.filter(|e| e != effective.as_ref()) {
+                        // a modification that leaves it as it was changes nothing. One
+                        // beside a denial or a stop is checked but not kept: the
+                        // observers would be handed an operation that never runs.
+                        let kept = changed.filter(|e| !stopping && e != effective.as_ref());
+                        if let Some(event) = kept {
                             effective = Cow::Owned(event);
                             enforce.returned = None;
                         }

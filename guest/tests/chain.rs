@@ -2396,6 +2396,42 @@ fn a_backends_observe_subscription_is_served_beside_its_short_circuited_intercep
     );
 }
 
+/// A reply that denies or stops with a modification beside it: the operation does not
+/// run, so its change is handed to no one. The uncalled interceptor's short-circuit
+/// observe and the observe subscription see the event as proposed, as the audit does.
+#[test]
+fn a_stopping_replys_own_modification_reaches_no_observer() {
+    let modify = json!({"type": "modify", "target": "input", "operation": "replace",
+                        "value": {"command": "CHANGED"}});
+    let stops = [
+        json!({"type": "deny", "reason": "no"}),
+        json!({"type": "flow", "operation": "stop", "reason": "halt"}),
+    ];
+    for stop in stops {
+        let engine = two_interceptors_of_a(vec![observe_sub(&["tool.before"])]);
+        let reply = effects(json!([modify, stop]));
+        let mut host = FakeHost::new().on(A, Step::reply(reply));
+        let offered = ["deny", "allow", "modify", "flow"];
+        let s = intercept_with(&engine, &mut host, &event(), &offered, None);
+        assert_eq!(s.decision, Decision::Deny, "{stop}");
+        let kinds = observer_kinds(&s);
+        assert_eq!(
+            kinds,
+            [(A, ObserverKind::ShortCircuit), (A, ObserverKind::Owned)],
+            "{stop}"
+        );
+        for observer in &s.observers {
+            let input = &observed_event(observer)["tool"]["input"];
+            assert_eq!(input, &json!({"command": "rm -rf build"}), "{stop}");
+        }
+        assert!(
+            audit(&s).get("effective").is_none(),
+            "{stop}: {}",
+            audit(&s)
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // hook.failure (digest §14, conformance O10)
 // ---------------------------------------------------------------------------------------
