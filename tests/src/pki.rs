@@ -4,14 +4,18 @@
 
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 use std::sync::Arc;
+use tokio_rustls::rustls::crypto::CryptoProvider;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::rustls::server::danger::ClientCertVerifier;
+use tokio_rustls::rustls::server::WebPkiClientVerifier;
+use tokio_rustls::rustls::{RootCertStore, ServerConfig};
 use tokio_rustls::TlsAcceptor;
 
 /// A fresh CA and a server certificate it signed.
 pub struct Pki {
     /// The CA certificate, PEM: what a client is told to trust.
     pub ca_pem: String,
+    ca_cert: CertificateDer<'static>,
     server_cert: CertificateDer<'static>,
     server_key: PrivateKeyDer<'static>,
 }
@@ -37,6 +41,7 @@ impl Pki {
             .expect("sign server certificate");
         Pki {
             ca_pem: ca.pem(),
+            ca_cert: ca.der().clone(),
             server_cert: cert.der().clone(),
             server_key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
         }
@@ -78,13 +83,35 @@ impl Pki {
 
     /// A TLS acceptor presenting the server certificate.
     pub fn acceptor(&self) -> TlsAcceptor {
-        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-        let config = ServerConfig::builder_with_provider(provider)
+        self.acceptor_verifying(None)
+    }
+
+    /// A TLS acceptor presenting the server certificate and requiring a client
+    /// certificate signed by the CA (as a service mesh's sidecar may).
+    pub fn acceptor_requiring_a_client_certificate(&self) -> TlsAcceptor {
+        let mut roots = RootCertStore::empty();
+        roots.add(self.ca_cert.clone()).expect("the CA is a root");
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .expect("client verifier");
+        self.acceptor_verifying(Some(verifier))
+    }
+
+    fn acceptor_verifying(&self, clients: Option<Arc<dyn ClientCertVerifier>>) -> TlsAcceptor {
+        let builder = ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
-            .expect("protocol versions")
-            .with_no_client_auth()
+            .expect("protocol versions");
+        let builder = match clients {
+            Some(verifier) => builder.with_client_cert_verifier(verifier),
+            None => builder.with_no_client_auth(),
+        };
+        let config = builder
             .with_single_cert(vec![self.server_cert.clone()], self.server_key.clone_key())
             .expect("server certificate");
         TlsAcceptor::from(Arc::new(config))
     }
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(tokio_rustls::rustls::crypto::ring::default_provider())
 }

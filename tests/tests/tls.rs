@@ -14,11 +14,16 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 
 /// An HTTPS backend on 127.0.0.1 answering every intercept with no effect; counts the
 /// requests that got through the handshake.
 async fn https_backend(pki: &Pki) -> (u16, Arc<AtomicUsize>) {
-    let acceptor = pki.acceptor();
+    https_backend_behind(pki.acceptor()).await
+}
+
+/// [`https_backend`] behind `acceptor`.
+async fn https_backend_behind(acceptor: TlsAcceptor) -> (u16, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let served = Arc::new(AtomicUsize::new(0));
@@ -182,6 +187,48 @@ async fn a_peer_hanging_up_in_the_handshake_is_refused_with_nothing_sent() {
         assert_eq!(attempts, Some(2), "reset {reset}: retried once: {record}");
         assert_eq!(accepted.load(Ordering::SeqCst), 2, "reset {reset}");
     }
+}
+
+/// A TLS 1.3 backend that requires a client certificate, which this host does not
+/// offer, refuses only after the client's handshake has ended, at its first read (the
+/// request is out by then; the backend's application never saw it): still the TLS
+/// failure in `connect`, not retried, not a connection lost while awaiting a response.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_requiring_a_client_certificate_is_a_tls_failure_not_retried() {
+    let pki = Pki::generate();
+    let (port, served) = https_backend_behind(pki.acceptor_requiring_a_client_certificate()).await;
+    let roots = pki.trust_roots_file();
+    let reg = registration(&[Http::new(
+        "com.example.mtls",
+        format!("https://localhost:{port}/hooks"),
+    )
+    .policy("fail-open")]);
+    let options = Options {
+        trust_roots: Some(roots.path().to_path_buf()),
+        retries: RetryPolicy {
+            default: 2,
+            ..Default::default()
+        },
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+    for i in 0..5 {
+        let settled = interceptor
+            .intercept(&event(&format!("evt_mtls_{i}")), &[EffectKind::Deny], None)
+            .await
+            .unwrap();
+        assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+        let record = record_json(&settled);
+        let entry = &record["interceptors"][0];
+        assert_eq!(
+            entry["failure"],
+            json!({"class": "connection-refused", "phase": "connect", "detail": "tls"}),
+            "{i}: {record}"
+        );
+        let attempts = entry["attempts"].as_array().map(Vec::len);
+        assert_eq!(attempts, Some(1), "{i}: not retried: {record}");
+    }
+    assert_eq!(served.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -115,7 +115,8 @@ pub struct HttpBackend {
 /// waiting for a reply nobody will read.
 struct Connection {
     sender: SendRequest<Full<Bytes>>,
-    driver: tokio::task::JoinHandle<()>,
+    /// Ends with why the connection failed, if it did.
+    driver: tokio::task::JoinHandle<Option<DeliveryError>>,
     /// The address at the other end: who answers on this connection.
     peer: IpAddr,
     /// What the socket has written: the phase a deadline hit while an exchange waited.
@@ -135,6 +136,22 @@ async fn within<T>(timer: Pin<&mut Sleep>, work: impl Future<Output = T>) -> Opt
         biased;
         done = work => Some(done),
         () = timer => None,
+    }
+}
+
+impl Connection {
+    /// Why a fresh connection took no request (`error`): the failure that ended it, read
+    /// as it came up, when hyper's says only that it was not ready. A TLS 1.3 server
+    /// refusing this client (see [`refused_by_tls`]) ends it so.
+    async fn unsent(&mut self, error: &hyper::Error) -> DeliveryError {
+        let told = classify(error);
+        if !error.is_canceled() || !matches!(told, DeliveryError::ConnectionLost) {
+            return told;
+        }
+        match within(self.timer.as_mut(), &mut self.driver).await {
+            Some(Ok(Some(ended))) => ended,
+            _ => told,
+        }
     }
 }
 
@@ -316,7 +333,7 @@ impl HttpBackend {
                     }
                     None => return Err(classify(e.error())),
                 },
-                Err(e) => return Err(classify(e.error())),
+                Err(e) => return Err(connection.unsent(e.error()).await),
             }
         };
         // A length given twice over (Transfer-Encoding beside Content-Length, or more than
@@ -390,12 +407,17 @@ impl HttpBackend {
     /// The request, from parts checked when the backend was made: nothing is parsed
     /// again per call.
     fn request(&self, outgoing: Outgoing<'_>) -> Request<Full<Bytes>> {
+        // A GET without content says no length (RFC 9110 §8.6: strict front ends refuse
+        // one); every other request says its own.
+        let says_length = outgoing.method != Method::GET || !outgoing.body.is_empty();
         let mut request = Request::new(Full::new(Bytes::copy_from_slice(outgoing.body)));
         *request.method_mut() = outgoing.method;
         *request.uri_mut() = self.target.clone();
         let headers = request.headers_mut();
         headers.insert(HOST, self.authority.clone());
-        headers.insert(CONTENT_LENGTH, HeaderValue::from(outgoing.body.len()));
+        if says_length {
+            headers.insert(CONTENT_LENGTH, HeaderValue::from(outgoing.body.len()));
+        }
         if let Some(content_type) = outgoing.content_type {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
         }
@@ -417,12 +439,20 @@ impl HttpBackend {
         None
     }
 
+    /// Keeps `connection` for reuse, and lets go of the idle ones past reuse: calls take
+    /// the newest, so after a burst the older ones would otherwise stay open for as long
+    /// as the server keeps them, some never closing an idle connection.
     fn put_idle(&self, connection: Connection) {
         if connection.sender.is_closed() {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(idle) = idle.as_mut().filter(|idle| idle.len() < MAX_IDLE) {
+        let Some(idle) = idle.as_mut() else {
+            return;
+        };
+        let now = Instant::now();
+        idle.retain(|kept| !kept.sender.is_closed() && now < kept.reusable_until);
+        if idle.len() < MAX_IDLE {
             idle.push(connection);
         }
     }
@@ -536,9 +566,7 @@ where
     let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await
         .map_err(|e| classify(&e))?;
-    let driver = tokio::spawn(async move {
-        let _ = connection.await;
-    });
+    let driver = tokio::spawn(async move { connection.await.err().map(|e| classify(&e)) });
     Ok(Connection {
         sender,
         driver,
@@ -712,6 +740,7 @@ fn classify(error: &hyper::Error) -> DeliveryError {
 fn io_error(error: &std::io::Error) -> DeliveryError {
     use std::io::ErrorKind;
     match error.kind() {
+        _ if refused_by_tls(error) => DeliveryError::TlsFailed,
         ErrorKind::ConnectionRefused => DeliveryError::ConnectionRefused,
         ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => DeliveryError::ConnectionReset,
         // hyper's body decoder reports bytes that are not HTTP (a chunk-size line that is
@@ -722,6 +751,34 @@ fn io_error(error: &std::io::Error) -> DeliveryError {
         }
         _ => DeliveryError::ConnectionLost,
     }
+}
+
+/// A fatal alert by which the peer's TLS layer refuses this client: the TLS failure,
+/// which retrying cannot mend. In TLS 1.3 the client's handshake ends before the server
+/// has checked the client's certificate, so a server that requires one (this host offers
+/// none) refuses only at the client's first read, after the request went out; its
+/// application never saw it; or, read before the request went, ends the fresh
+/// connection ([`Connection::unsent`]).
+fn refused_by_tls(error: &std::io::Error) -> bool {
+    use rustls::AlertDescription as A;
+    let tls = error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>());
+    let Some(rustls::Error::AlertReceived(alert)) = tls else {
+        return false;
+    };
+    matches!(
+        alert,
+        A::CertificateRequired
+            | A::BadCertificate
+            | A::UnsupportedCertificate
+            | A::CertificateRevoked
+            | A::CertificateExpired
+            | A::CertificateUnknown
+            | A::UnknownCA
+            | A::AccessDenied
+            | A::HandshakeFailure
+    )
 }
 
 fn is_tls(error: &std::io::Error) -> bool {
@@ -992,6 +1049,80 @@ mod tests {
         let later = backend.exchange(b"{}", None, soon()).await;
         assert!(later.is_ok(), "{:?}", later.err());
         assert_eq!(connections.load(Ordering::SeqCst), 3);
+    }
+
+    /// After a burst, calls reuse the newest idle connection; the older ones are let go
+    /// once past reuse, not kept open for as long as the server would keep them (this
+    /// one never closes an idle connection). Counts the connections still open on the
+    /// server's side.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn idle_connections_past_reuse_are_let_go_after_a_burst() {
+        let answer = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                       keep-alive: timeout=2\r\ncontent-length: 2\r\n\r\n{}";
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&open);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let counted = Arc::clone(&counted);
+                tokio::spawn(async move {
+                    let mut buffer = vec![0; 64 * 1024];
+                    // One read is one request here (small, written at once). Each is
+                    // answered after 100 ms, so that the burst's calls overlap.
+                    while let Ok(1..) = stream.read(&mut buffer).await {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        if stream.write_all(answer).await.is_err() {
+                            break;
+                        }
+                    }
+                    counted.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        let backend = Arc::new(loopback_backend(&url));
+        let soon = || Instant::now() + Duration::from_secs(2);
+        let mut burst = tokio::task::JoinSet::new();
+        for _ in 0..MAX_IDLE {
+            let (backend, deadline) = (Arc::clone(&backend), soon());
+            burst.spawn(async move { backend.exchange(b"{}", None, deadline).await.map(drop) });
+        }
+        while let Some(answered) = burst.join_next().await {
+            answered.unwrap().expect("answered");
+        }
+        assert_eq!(open.load(Ordering::SeqCst), MAX_IDLE);
+        // Reusable for 1 s (the server's 2 s less one); one call every 300 ms keeps the
+        // newest in use while the others pass that.
+        for _ in 0..7 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            backend
+                .exchange(b"{}", None, soon())
+                .await
+                .expect("answered");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(open.load(Ordering::SeqCst), 1);
+    }
+
+    /// A GET without content (protected resource or issuer metadata) says no length; a
+    /// POST says its own, even an empty one.
+    #[test]
+    fn only_a_request_with_content_or_a_post_says_its_length() {
+        let backend = loopback_backend("http://127.0.0.1:9/hooks");
+        let length = |method: Method, body: &'static [u8]| {
+            let outgoing = Outgoing {
+                method,
+                content_type: None,
+                authorization: None,
+                body,
+            };
+            let request = backend.request(outgoing);
+            request.headers().get(CONTENT_LENGTH).cloned()
+        };
+        assert_eq!(length(Method::GET, b""), None);
+        assert_eq!(length(Method::POST, b""), Some(HeaderValue::from(0)));
+        assert_eq!(length(Method::POST, b"{}"), Some(HeaderValue::from(2)));
     }
 
     #[test]

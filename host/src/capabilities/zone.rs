@@ -24,8 +24,8 @@ pub enum Zone {
     /// link-local, site-local, unique-local, documentation, benchmarking, IETF protocol
     /// assignments (but their global blocks), SRv6 SIDs, local-use
     /// NAT64, reserved, broadcast and multicast (the IANA special-purpose registries).
-    /// An IPv4-mapped address, or one of the well-known NAT64 prefix, is the zone of the
-    /// IPv4 address it stands for.
+    /// An IPv4-mapped address, one of the well-known NAT64 prefix or a 6to4 one, is the
+    /// zone of the IPv4 address it stands for.
     Private,
     /// Globally reachable.
     Global,
@@ -36,7 +36,11 @@ impl Zone {
     pub fn of(ip: IpAddr) -> Zone {
         match ip {
             IpAddr::V4(v4) => Zone::of_v4(v4),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped().or_else(|| nat64(v6)) {
+            IpAddr::V6(v6) => match v6
+                .to_ipv4_mapped()
+                .or_else(|| nat64(v6))
+                .or_else(|| six_to_four(v6))
+            {
                 Some(v4) => Zone::of_v4(v4),
                 None => Zone::of_v6(v6),
             },
@@ -108,6 +112,13 @@ fn nat64(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     prefix.then(|| Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7])))
 }
 
+/// The IPv4 address a 6to4 address embeds (2002::/16, RFC 3056): a relay carries the
+/// packets to it, so 2002:a00:1:: reaches 10.0.0.1's network.
+fn six_to_four(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    (s[0] == 0x2002).then(|| Ipv4Addr::from((u32::from(s[1]) << 16) | u32::from(s[2])))
+}
+
 #[cfg(test)]
 mod tests {
     use super::Zone;
@@ -162,6 +173,10 @@ mod tests {
             ("64:ff9b::808:808", Zone::Global),
             ("64:ff9b:1::808:808", Zone::Private),
             ("::ffff:10.0.0.1", Zone::Private),
+            // 6to4 (RFC 3056): the IPv4 address it embeds.
+            ("2002:a00:1::1", Zone::Private),
+            ("2002:7f00:1::1", Zone::Loopback),
+            ("2002:808:808::1", Zone::Global),
             ("8.8.8.8", Zone::Global),
             ("100.63.255.255", Zone::Global),
             ("100.128.0.1", Zone::Global),
