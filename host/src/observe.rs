@@ -74,14 +74,6 @@ pub(crate) async fn deliver_observers(
                 () = closing.wait() => ObserverResult::Interrupted,
                 r = notify(&backends, &delivery.backend, &delivery.message, deadline, &cancelled.0) => r,
             };
-            // A transport's own cancellation, with neither the call's nor the
-            // interceptor's signal set, is a lost exchange, as for an interceptor.
-            let result = match result {
-                ObserverResult::Interrupted if !interrupt.is_set() && !closing.is_set() => {
-                    ObserverResult::Failed(FailureClass::ConnectionLost)
-                }
-                result => result,
-            };
             record(result);
         });
     }
@@ -182,7 +174,12 @@ fn classify(sent: Result<Reply, DeliveryError>) -> (ObserverResult, bool) {
             Some(status) => Failure::new(FailureClass::HttpStatus, Phase::AwaitResponse)
                 .with_http_status(status),
         },
-        Err(DeliveryError::Cancelled) => return (ObserverResult::Interrupted, false),
+        // Only the call's interruption or the interceptor's closing is an interruption,
+        // and either ends the delivery before it gets here: a transport's own
+        // cancellation is a lost exchange, retried as for an interceptor.
+        Err(DeliveryError::Cancelled) => {
+            Failure::new(FailureClass::ConnectionLost, Phase::AwaitResponse)
+        }
         Err(e) => crate::convert::delivery_error(e).failure(),
     };
     (

@@ -114,6 +114,14 @@ impl Transport for Engine {
                     return std::future::pending().await;
                 }
             };
+            // A notification (an observe) is acknowledged as HTTP does, with no body.
+            if message.get("id").is_none() && matches!(answer, Answer::Allow) {
+                return Ok(TransportReply {
+                    status: Some(202),
+                    content_type: None,
+                    body: Vec::new(),
+                });
+            }
             let reply = json!({"jsonrpc": "2.0", "id": message["id"],
                                "result": {"protocolVersion": "draft", "effects": effects}});
             let mut body = reply.to_string().into_bytes();
@@ -426,6 +434,11 @@ async fn a_transport_may_replace_a_stdio_binding() {
 
 /// One observe subscription on `tool.before`, at the in-process engine.
 async fn observer_of(engine: &Arc<Engine>) -> Interceptor {
+    observer_retrying(engine, 0).await
+}
+
+/// [`observer_of`], its transient failures retried `retries` times.
+async fn observer_retrying(engine: &Arc<Engine>, retries: u32) -> Interceptor {
     let mut transports: HashMap<String, Arc<dyn Transport>> = HashMap::new();
     transports.insert(BACKEND.into(), engine.clone());
     let reg = json!({"protocolVersion": "draft", "hooks": [{"id": BACKEND,
@@ -434,6 +447,10 @@ async fn observer_of(engine: &Arc<Engine>) -> Interceptor {
                            "content": {"default": "metadata"}}]}]});
     let options = Options {
         transports,
+        retries: RetryPolicy {
+            default: retries,
+            ..Default::default()
+        },
         ..Options::default()
     };
     Interceptor::new(&reg.to_string(), options)
@@ -457,6 +474,25 @@ async fn an_observers_transport_cancelled_by_its_owner_is_connection_lost() {
         observed["observers"][0]["result"], "connection-lost",
         "{observed}"
     );
+}
+
+/// ... and is retried like one, as an interceptor's is: the notification then goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observers_transport_cancelled_by_its_owner_is_retried() {
+    let engine = Engine::new(&[Answer::Closed, Answer::Allow]);
+    let hooks = observer_retrying(&engine, 1).await;
+    let observed = hooks
+        .observe(&event("evt_inproc_observer_retried"), None)
+        .await
+        .expect("observed");
+    let observed = serde_json::to_value(&observed).expect("JSON");
+    assert_eq!(
+        observed["observers"][0]["result"], "delivered",
+        "{observed}"
+    );
+    let messages = engine.messages();
+    assert_eq!(messages.len(), 2, "one attempt and one retry");
+    assert_eq!(messages[0], messages[1], "the same bytes");
 }
 
 /// An observe delivery dropped with its call (the future dropped mid-exchange) tells its
