@@ -5,8 +5,8 @@
 
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::hook::{
-    assert_exit_2_block, assert_json, assert_silent_no_objection, assert_stopped, tool_payloads,
-    Contract, Intercepted, Ran,
+    assert_exit_2_block, assert_json, assert_json_and_exit_2, assert_silent_no_objection,
+    assert_stopped, tool_payloads, Contract, Intercepted, Ran,
 };
 use serde_json::json;
 
@@ -81,7 +81,7 @@ fn contract() -> Contract {
 fn assert_deny(ran: &Ran, reason: &str) {
     let output = json!({"hookEventName": "PreToolUse",
         "permissionDecision": "deny", "permissionDecisionReason": reason});
-    assert_json(ran, 0, json!({"hookSpecificOutput": output}));
+    assert_json_and_exit_2(ran, json!({"hookSpecificOutput": output}), reason);
 }
 
 /// Before a prompt Codex blocks with `decision: block`.
@@ -335,12 +335,7 @@ async fn a_signal_while_the_backend_holds_the_request_is_a_denial(signal: &str) 
     );
     let output = ahp_tests::hook::answer_after_signal(hook, signal).await;
     let ran = Ran::of(&output, &command);
-    let answer = ran.json();
-    assert_eq!(ran.code, 0, "SIG{signal}: {ran:?}");
-    assert_eq!(
-        answer["hookSpecificOutput"]["permissionDecision"], "deny",
-        "SIG{signal}: {ran:?}"
-    );
+    assert_deny(&ran, "Policy evaluation was interrupted.");
     let record = std::fs::read_to_string(&audit).expect("the audit log");
     let record: serde_json::Value = serde_json::from_str(record.trim()).expect("one record");
     assert_eq!(record["decidedBy"], "interrupted", "SIG{signal}: {record}");

@@ -3,7 +3,8 @@
 //! objection as `{}` — never `permission: "allow"`, a grant; no ask on preToolUse.
 
 use ahp_tests::hook::{
-    assert_exit_2_block, assert_json, tool_payloads, Contract, Intercepted, Ran,
+    assert_exit_2_block, assert_json, assert_json_and_exit_2, tool_payloads, Contract, Intercepted,
+    Ran,
 };
 use serde_json::json;
 
@@ -51,11 +52,8 @@ fn contract() -> Contract {
 }
 
 fn assert_deny(ran: &Ran, reason: &str) {
-    assert_json(
-        ran,
-        0,
-        json!({"permission": "deny", "user_message": reason, "agent_message": reason}),
-    );
+    let expected = json!({"permission": "deny", "user_message": reason, "agent_message": reason});
+    assert_json_and_exit_2(ran, expected, reason);
 }
 
 /// Valid JSON (so `failClosed` does not count it a failed hook) that names no permission.

@@ -54,18 +54,23 @@ pub const SETTINGS_FILE: &str = "~/.codex/hooks.json";
 
 /// Before a tool a denial as Claude Code writes it, else no answer at all (an `ask` would
 /// count as a failed hook and run the tool, so it can only be a denial here); elsewhere
-/// Claude Code's answer.
+/// Claude Code's answer. The denial also exits 2 with its reason on stderr, which Codex
+/// reads as a block whatever stdout holds: it runs a hook through the user's shell, whose
+/// startup files may print before the JSON and make it unreadable, a failed hook.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     if spec.ahp != AhpEvent::ToolBefore {
         return super::claude_code::after_tool_before(spec, verdict);
     }
     match verdict.decision {
         Decision::Allow => Answer::silent(),
-        Decision::Deny | Decision::Ask => Answer::json(json!({"hookSpecificOutput": {
-            "hookEventName": spec.native,
-            "permissionDecision": "deny",
-            "permissionDecisionReason": verdict.reason(),
-        }})),
+        Decision::Deny | Decision::Ask => Answer::json_and_blocked(
+            json!({"hookSpecificOutput": {
+                "hookEventName": spec.native,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": verdict.reason(),
+            }}),
+            verdict.reason(),
+        ),
     }
 }
 

@@ -57,11 +57,15 @@ pub const FIELDS: Fields = Fields {
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     let denied = verdict.decision != Decision::Allow;
     match spec.ahp {
-        AhpEvent::ToolBefore if denied => Answer::json(json!({
-            "permission": "deny",
-            "user_message": verdict.reason(),
-            "agent_message": verdict.reason(),
-        })),
+        // On exit 2 too, which Cursor reads as a denial whatever stdout holds.
+        AhpEvent::ToolBefore if denied => Answer::json_and_blocked(
+            json!({
+                "permission": "deny",
+                "user_message": verdict.reason(),
+                "agent_message": verdict.reason(),
+            }),
+            verdict.reason(),
+        ),
         AhpEvent::TurnStart if denied => {
             Answer::json(json!({"continue": false, "user_message": verdict.reason()}))
         }

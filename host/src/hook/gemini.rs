@@ -103,7 +103,7 @@ pub const FIELDS: Fields = Fields {
 /// After the agent's answer [`at_stop`](super::at_stop), a continue as `decision: deny`.
 /// Elsewhere a flow stop first: `continue: false`. Then before a tool a denial, replaced
 /// arguments, or nothing (Gemini has no ask, so an ask can only be a denial); elsewhere a
-/// denial where Gemini blocks (before a model request on exit 2 too), else the context
+/// denial where Gemini blocks (before a tool and a model request on exit 2 too), else the context
 /// for the model, else nothing.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     let deny = |reason: &str| super::decided("deny", reason);
@@ -115,7 +115,12 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     }
     let denied = verdict.decision != Decision::Allow;
     match spec.ahp {
-        AhpEvent::ToolBefore if denied => deny(verdict.reason()),
+        // On exit 2 too, which Gemini reads as a block whatever stdout holds (output a
+        // shell's startup files print there would leave the JSON unread).
+        AhpEvent::ToolBefore if denied => Answer::json_and_blocked(
+            json!({"decision": "deny", "reason": verdict.reason()}),
+            verdict.reason(),
+        ),
         AhpEvent::ToolBefore => match &verdict.input {
             Some(input) => Answer::json(json!({"hookSpecificOutput": {"tool_input": input}})),
             None => Answer::silent(),

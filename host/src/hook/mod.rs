@@ -838,7 +838,8 @@ impl Answer {
     /// A JSON denial that also blocks by exit code: `value` on stdout, for a harness that
     /// reads it, and exit 2 with `reason` on stderr, for one that reads only that (a
     /// harness running another's hooks: Copilot CLI and Cursor run Claude Code's, and
-    /// may not read its JSON). Claude Code ignores stdout on exit 2 and shows the reason.
+    /// may not read its JSON; one whose stdout a shell's startup files wrote into first).
+    /// Claude Code ignores stdout on exit 2 and shows the reason.
     fn json_and_blocked(value: Value, reason: &str) -> Answer {
         Answer {
             stderr: vec![reason.to_string()],
