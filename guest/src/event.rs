@@ -15,7 +15,9 @@ use crate::effect::EffectKind;
 use crate::events::{self, Payload, Rules, Shape};
 use crate::json::{self, Node, Object};
 use crate::registration::View;
-use crate::syntax::{has_userinfo, is_absolute_uri, is_date_time, is_extensions, is_http_url};
+use crate::syntax::{
+    has_a_secret_parameter, has_userinfo, is_absolute_uri, is_date_time, is_extensions, is_http_url,
+};
 use ahp_vocab::EventCapability;
 use serde::ser::SerializeMap as _;
 use serde::{Serialize, Serializer};
@@ -1297,7 +1299,10 @@ fn location(transport: &str) -> Option<&'static [&'static str]> {
 /// `connection`: a transport, and each member of its location disclosed or named by a
 /// gap whose path is exactly that member, so a backend can tell a server it was not
 /// told about from one that has no such member. Nothing else: a member the schema does
-/// not name could carry what the descriptor must not (a token in a header, say).
+/// not name could carry what the descriptor must not (a token in a header, say). Nor a
+/// `url` with a credential in it, as user info or a parameter named as a secret
+/// (`?api_key=…`): the descriptor goes to every backend (digest §3.3: it never carries
+/// credentials). The rule names neither, nor the URL.
 fn check_connection(connection: &Object, at: &str, problems: &mut Problems) {
     let gaps = check_gaps(connection, at, problems);
     if let Some(entries) = connection.get("gaps").and_then(Node::as_array) {
@@ -1327,6 +1332,9 @@ fn check_connection(connection: &Object, at: &str, problems: &mut Problems) {
             (_, None) => "is required, or a gap naming it when it is not disclosed",
             ("url", Some(Node::Text(url))) if has_userinfo(url) => {
                 "must not carry credentials (user info)"
+            }
+            ("url", Some(Node::Text(url))) if has_a_secret_parameter(url) => {
+                "must not carry credentials (a query or fragment parameter named as a secret)"
             }
             ("url", Some(Node::Text(url))) if is_absolute_uri(url) && is_http_url(url, false) => {
                 continue
@@ -2321,6 +2329,32 @@ mod tests {
             problems.iter().any(|p| p.path == "/tool/mcp/provenance"),
             "{problems:?}"
         );
+    }
+
+    /// Digest §3.3: the MCP descriptor never carries credentials, and it goes to every
+    /// backend. A server URL with a parameter named as a secret is refused at its
+    /// pointer, neither the URL nor the value in the problem; an ordinary query loads.
+    #[test]
+    fn an_mcp_url_with_a_secret_parameter_is_refused_without_echoing_it() {
+        let marker = "SECRET-VALUE-42";
+        let mut event = fixture_event(fixture!("http/mcp-http-gap.valid.json"));
+        for url in [
+            format!("https://mcp.example/x?api_key={marker}"),
+            format!("https://mcp.example/x?tenant=a&Access-Token={marker}"),
+            format!("https://mcp.example/x?access%5Ftoken={marker}"),
+        ] {
+            event["tool"]["mcp"]["connection"]["url"] = json!(url);
+            let problems = Event::parse_tool_before(&event.to_string()).expect_err(&url);
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert_eq!(problems[0].path, "/tool/mcp/connection/url");
+            assert!(!format!("{problems:?}").contains(marker), "{problems:?}");
+            assert!(
+                !format!("{problems:?}").contains("mcp.example"),
+                "{problems:?}"
+            );
+        }
+        event["tool"]["mcp"]["connection"]["url"] = json!("https://mcp.example/x?tenant=a");
+        assert!(Event::parse_tool_before(&event.to_string()).is_ok());
     }
 
     /// Each transport's location (execution-event `$defs/mcp` `connection`): every

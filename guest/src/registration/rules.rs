@@ -17,23 +17,21 @@ use super::{
 use crate::content::{Content, Selection};
 use crate::json;
 use crate::syntax::{
-    has_a_reachable_port, has_userinfo, is_absolute_uri, is_env_name, is_http_url,
-    is_loopback_http_url, is_reverse_dns, origin,
+    has_a_reachable_port, has_a_secret_parameter, has_userinfo, is_absolute_uri, is_env_name,
+    is_http_url, is_loopback_http_url, is_reverse_dns, is_secret_name, normalized, origin,
 };
 use ahp_vocab::SUPPORTED_TIMEOUT_MS;
 use serde_json::Value;
-
-/// Names of members that would hold a credential in the clear, compared with case, `_`
-/// and `-` ignored (`client_secret`, `Access-Token`). A registration names where a secret
-/// lives (`tokenEnv`, `tokenRef`, `clientSecretRef`), never the secret itself; a longer
-/// name (`tokenEnv`, `tokenEndpoint`) is another member.
-pub(super) const LITERAL_SECRET_KEYS: &str = "token bearertoken value secret clientsecret \
-    password accesstoken apikey privatekey refreshtoken idtoken";
 
 /// A URL with `user:password@`: a literal secret, refused like any other (its value is
 /// never echoed).
 const USERINFO: &str =
     "must not carry user info (user:password@): credentials belong in `authentication`";
+/// A URL with a parameter named as a secret (`?access_token=…`): as literal as user info.
+/// Neither the parameter nor its value is repeated.
+const SECRET_PARAMETER: &str = "must not carry a credential in a query or fragment parameter \
+    named as a secret (such as access_token or api_key): credentials belong in \
+    `authentication`";
 /// A port no client can read would be read as none: the scheme's default, another
 /// service than the one registered.
 const PORT: &str = "must name no port, or one from 1 to 65535";
@@ -121,6 +119,7 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
         t.warn_unknown(c, "type url");
         let url = t.need(c, "url", |c, v, p| match string(c, v, p)? {
             url if has_userinfo(url) => c.fail(p, USERINFO),
+            url if has_a_secret_parameter(url) => c.fail(p, SECRET_PARAMETER),
             url if !has_a_reachable_port(url) => c.fail(p, PORT),
             url if is_http_url(url, false) => Some(url.to_owned()),
             _ => c.fail(p, "must be an absolute http(s) URL with a host"),
@@ -328,7 +327,7 @@ fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a
     }
 }
 
-/// Flags every member named as a literal secret ([`LITERAL_SECRET_KEYS`]) that holds a
+/// Flags every member named as a literal secret ([`is_secret_name`]) that holds a
 /// string or number, at any depth of `v` but its member `owned`, which its own rule
 /// searches (a subscription's `content` is not searched at all: its names are content
 /// categories, its values selection words). Anywhere, not only in `authentication`: a
@@ -336,7 +335,9 @@ fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a
 /// But `value` is a common name for what is no secret (an environment variable's or a
 /// header's, beside its `name`): it counts inside a credential binding
 /// ([`CREDENTIAL_BINDINGS`]), and elsewhere only beside a `name` or `key` that names a
-/// secret (`API_KEY`). The problem names the member, never its value.
+/// secret (`API_KEY`, `Authorization`). And `auth` holding an object is an upload's
+/// binding (content-upload.schema.json), searched like `authentication`; as text it is a
+/// credential. The problem names the member, never its value.
 fn reject_literal_secrets(c: &mut Checker, v: &Value, path: &str, owned: Option<&str>) {
     search_literal_secrets(c, v, path, owned, false);
 }
@@ -361,8 +362,12 @@ fn search_literal_secrets(
             {
                 let inner_path = at(path, key);
                 let name = normalized(key);
-                let counts = name != "value" || in_binding || beside_a_secret;
-                if is_secret_name(&name) && counts && holds_text(inner) {
+                let secret = match name.as_str() {
+                    "value" => in_binding || beside_a_secret,
+                    "auth" if inner.is_object() => false,
+                    name => is_secret_name(name),
+                };
+                if secret && holds_text(inner) {
                     c.problem(&inner_path, LITERAL_SECRET_RULE);
                 }
                 let binding = in_binding || CREDENTIAL_BINDINGS.contains(&name.as_str());
@@ -380,28 +385,27 @@ fn search_literal_secrets(
 
 /// Members (named as [`normalized`] gives) that bind a credential: within them, `value`
 /// is one.
-const CREDENTIAL_BINDINGS: [&str; 3] = ["authentication", "contentreceiver", "upload"];
+const CREDENTIAL_BINDINGS: [&str; 4] = ["authentication", "auth", "contentreceiver", "upload"];
 
-/// Whether a `name` or `key` names a secret (`API_KEY`, `github-token`), so that the
-/// `value` beside it is one.
+/// Whether a `name` or `key` names a secret (`API_KEY`, `github-token`, a header's
+/// `Authorization`, `Proxy-Authorization`, `Cookie`), so that the `value` beside it is
+/// one. Any name holding one of these words, as [`normalized`]; not `auth` alone, which
+/// would take `author` too (an `X-Auth-Token` has its `token`).
 fn names_a_secret(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    ["token", "secret", "key", "password", "passwd", "credential"]
-        .iter()
-        .any(|word| name.contains(word))
-}
-
-/// `key` lowercased, `_` and `-` left out: how secret names are compared.
-fn normalized(key: &str) -> String {
-    key.chars()
-        .filter(|ch| !matches!(ch, '_' | '-'))
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-/// Whether a member's [`normalized`] name is one of [`LITERAL_SECRET_KEYS`].
-fn is_secret_name(name: &str) -> bool {
-    LITERAL_SECRET_KEYS.split_whitespace().any(|s| s == name)
+    let name = normalized(name);
+    [
+        "token",
+        "secret",
+        "key",
+        "password",
+        "passwd",
+        "credential",
+        "authorization",
+        "cookie",
+        "bearer",
+    ]
+    .iter()
+    .any(|word| name.contains(word))
 }
 
 /// Whether `v` is or holds a string or a number: what a secret could be written as.
@@ -415,10 +419,12 @@ fn holds_text(v: &Value) -> bool {
 }
 
 /// An intercept or observe subscription, with the fields both kinds share. Its optional
-/// `id` is only checked: the harness names a subscription by its position, so one that
-/// repeats an earlier id of the backend (`ids`) is warned about, not refused (digest §6:
-/// subscriptions are independent, their ids local to the harness; no rule makes them
-/// unique), as a record or log keyed by id would mix the two up.
+/// `id` is a label the schema does not define (digest §6: "used in examples"), and the
+/// harness names a subscription by its position: so an `id` that is no string is ignored
+/// with a warning, as any unknown field is (§6 rule 11), not refused, and one that
+/// repeats an earlier id of the backend (`ids`) is warned about (subscriptions are
+/// independent, their ids local to the harness; no rule makes them unique), as a record
+/// or log keyed by id would mix the two up.
 fn subscription(
     c: &mut Checker,
     v: &Value,
@@ -451,20 +457,28 @@ fn subscription(
     if let (Some(Some(true)), Some(content)) = (include_native, &content) {
         native_with_whole_content(c, content, &s.at("includeNative"));
     }
-    let id = s.opt(c, "id", |c, v, p| {
-        if !ids.insert(string(c, v, p)?.to_owned()) {
-            c.warn(
+    s.opt(c, "id", |c, v, p| {
+        match v.as_str() {
+            Some(id) if !ids.insert(id.to_owned()) => c.warn(
                 p,
                 "repeats the id of an earlier subscription of this backend: both are kept, \
                  each named by its position",
-            );
+            ),
+            Some(_) => {}
+            None => c.warn(
+                p,
+                format!(
+                    "is {}, not a string: ignored (the schema defines no subscription id)",
+                    type_name(v)
+                ),
+            ),
         }
         Some(())
     });
     let filters = s.opt(c, "filters", filters);
     let upload = s.opt(c, "upload", upload);
     managed_scope(c, &s);
-    id.and(filters).and(upload)?;
+    filters.and(upload)?;
     Some(Subscription {
         index,
         events: events?.into_iter().collect::<Option<_>>()?,
@@ -677,6 +691,7 @@ fn upload(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
     u.warn_unknown(c, "endpoint auth timeoutMs maxBytes");
     let endpoint = u.need(c, "endpoint", |c, v, p| match string(c, v, p)? {
         url if has_userinfo(url) => c.fail(p, USERINFO),
+        url if has_a_secret_parameter(url) => c.fail(p, SECRET_PARAMETER),
         url if !has_a_reachable_port(url) => c.fail(p, PORT),
         url if is_http_url(url, true) || is_loopback_http_url(url) => Some(()),
         _ => c.fail(

@@ -3,9 +3,9 @@
 //! them. Most tests edit one field of a valid document and check that the problem (or
 //! warning) names that field's JSON Pointer.
 
-use super::rules::LITERAL_SECRET_KEYS;
 use super::*;
 use crate::content::Selection;
+use crate::syntax::SECRET_NAMES;
 use serde_json::{json, Value};
 
 const FIXTURES: &str = concat!(
@@ -332,6 +332,24 @@ fn a_repeated_subscription_id_is_warned_at() {
     );
 }
 
+/// A subscription `id` is a label the schema does not define (digest §6), and the
+/// harness names a subscription by its position: one that is no string is ignored with
+/// a warning at its pointer, as an unknown field is (§6 rule 11), not refused.
+#[test]
+fn a_subscription_id_that_is_no_string_is_warned_at_and_ignored() {
+    for id in ["5", "null", r#"{"n": 1}"#] {
+        let reg = accepted(&[("$o/id", id)]);
+        let warned: Vec<&str> = reg.warnings.iter().map(|w| w.path.as_str()).collect();
+        assert_eq!(warned, [expand("$o/id")], "{id}");
+        assert!(
+            reg.warnings[0].rule.contains("ignored"),
+            "{:?}",
+            reg.warnings
+        );
+        assert_eq!(reg.backends[1].subscriptions.len(), 1);
+    }
+}
+
 /// A number past what a double holds (`1e400`), which serde_json refuses while reading
 /// the text, is named at its member as `1e20` is, not at the document's root.
 #[test]
@@ -444,7 +462,7 @@ fn r9_non_portable_authentication_types_are_rejected() {
 #[test]
 fn r10_literal_secrets_are_rejected_and_never_echoed() {
     let marker = "SECRET-VALUE-42";
-    for key in LITERAL_SECRET_KEYS.split_whitespace() {
+    for key in SECRET_NAMES.split_whitespace() {
         let path = format!("$a/{key}");
         let problems = rejected_at(&[(&path, &format!("{marker:?}"))], &path);
         assert_never_echoed(&problems, marker);
@@ -504,6 +522,117 @@ fn r10_a_literal_secret_is_refused_anywhere_under_any_spelling() {
     }
 }
 
+/// An HTTP credential's own names are literal secrets too: an `Authorization`, `Cookie`
+/// or `X-Api-Key` header's `value` beside its `name`, and a member named
+/// `authorization`, `bearer`, `cookie`, `credential(s)` or `auth` holding text. Each at
+/// its pointer, the value never in a problem.
+#[test]
+fn r10_http_credential_names_are_literal_secrets() {
+    let marker = "SECRET-VALUE-42";
+    let bearer = format!("\"Bearer {marker}\"");
+    let header = |name: &str| json!([{"name": name, "value": marker}]).to_string();
+    let headers = "/hooks/0/transport/headers";
+    let cases = [
+        (
+            "/hooks/0/authorization",
+            bearer.clone(),
+            "/hooks/0/authorization",
+        ),
+        ("/hooks/0/auth", bearer.clone(), "/hooks/0/auth"),
+        (
+            "/hooks/0/transport/Bearer",
+            bearer.clone(),
+            "/hooks/0/transport/Bearer",
+        ),
+        ("$i/cookie", format!("\"sid={marker}\""), "$i/cookie"),
+        (
+            "$o/Credentials",
+            json!([marker]).to_string(),
+            "$o/Credentials",
+        ),
+        (
+            "/credential",
+            json!({"k": marker}).to_string(),
+            "/credential",
+        ),
+        (
+            headers,
+            header("Authorization"),
+            "/hooks/0/transport/headers/0/value",
+        ),
+        (
+            headers,
+            header("proxy-authorization"),
+            "/hooks/0/transport/headers/0/value",
+        ),
+        (
+            headers,
+            header("Cookie"),
+            "/hooks/0/transport/headers/0/value",
+        ),
+        (
+            headers,
+            header("X-Api-Key"),
+            "/hooks/0/transport/headers/0/value",
+        ),
+    ];
+    for (pointer, text, path) in cases {
+        let problems = rejected_at(&[(pointer, &text)], path);
+        assert_never_echoed(&problems, marker);
+    }
+}
+
+/// A URL with a query or fragment parameter named as a secret (`?access_token=…`, the
+/// name percent-decoded and spelled any way) carries a literal credential: refused at
+/// the URL's pointer, neither the URL nor the value in a problem. An ordinary query loads.
+#[test]
+fn r10_a_secret_in_a_url_query_is_refused_and_never_echoed() {
+    let marker = "SECRET-VALUE-42";
+    let url = "/hooks/0/transport/url";
+    let upload = |endpoint: &str| {
+        json!({"endpoint": endpoint, "timeoutMs": 1000, "maxBytes": 1024}).to_string()
+    };
+    let cases = [
+        (
+            url,
+            format!("\"https://policy.example.com/hook?access_token={marker}\""),
+            url,
+        ),
+        (
+            url,
+            format!("\"https://policy.example.com/hook?tenant=a&API-KEY={marker}\""),
+            url,
+        ),
+        (
+            url,
+            format!("\"https://policy.example.com/hook?client%5Fsecret={marker}\""),
+            url,
+        ),
+        (
+            url,
+            format!("\"https://policy.example.com/hook#token={marker}\""),
+            url,
+        ),
+        (
+            "$o/upload",
+            upload(&format!("https://upload.example/u?sig=1&password={marker}")),
+            "$o/upload/endpoint",
+        ),
+    ];
+    for (pointer, text, path) in cases {
+        let problems = rejected_at(&[(pointer, &text)], path);
+        assert_never_echoed(&problems, marker);
+        assert_never_echoed(&problems, "example");
+    }
+    accepted(&[
+        (
+            url,
+            r#""https://policy.example.com/hook?tenant=a&token_type=jwt""#,
+        ),
+        ("$o/upload", &upload("https://upload.example/u?tenant=a")),
+    ]);
+}
+
 /// What only looks like a secret's name loads: a longer name (`tokenEnv`, a
 /// `tokenEndpoint` or `secretRef` of an extension, unknown and warned about), a secret
 /// name holding no string or number, and a content category of any name.
@@ -528,11 +657,17 @@ fn r10_names_that_only_look_like_secrets_load() {
         ),
         (
             "/hooks/0/transport/headers",
-            r#"[{"name": "X-Tenant", "value": "acme"}]"#,
+            r#"[{"name": "X-Tenant", "value": "acme"}, {"name": "X-Author", "value": "ann"}]"#,
         ),
         (
             "/x-acme",
             r#"{"labels": [{"key": "team", "value": "sec"}]}"#,
+        ),
+        // An upload's `auth` is a binding of references, not a credential.
+        (
+            "$o/upload",
+            r#"{"endpoint": "https://upload.example/u", "timeoutMs": 1000, "maxBytes": 1,
+                "auth": {"type": "bearer", "tokenEnv": "AHP_UPLOAD_TOKEN"}}"#,
         ),
     ]);
     assert!(matches!(
@@ -944,7 +1079,6 @@ fn shared_subscription_fields_are_type_checked() {
             r#"{"auth": {"type": "bearer", "token": "t"}}"#,
             "$o/upload/auth/token",
         ),
-        ("$o/id", "3", "$o/id"),
     ]);
     let native = [
         ("$o/includeNative", "true"),

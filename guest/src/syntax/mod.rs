@@ -4,17 +4,24 @@
 //! an RFC 3339 date-time or a reverse-DNS name. Those answers depend on the string alone,
 //! never on where it sits in a document, so they live here, apart from the rules that
 //! decide which field must have which shape and what to say when it does not. Each
-//! predicate is total (any `&str`, no panics) and allocation-free; one reads a JSON
-//! value, whose member names are its strings (an `extensions` object). One function
-//! computes rather than checks: a date-time some milliseconds later ([`later`]), which
-//! reads the date-time the way its predicate does.
+//! predicate is total (any `&str`, no panics) and allocation-free but the secret ones,
+//! which compare names normalised; one reads a JSON value, whose member names are its
+//! strings (an `extensions` object). One function computes rather than checks: a
+//! date-time some milliseconds later ([`later`]), which reads the date-time the way its
+//! predicate does. The secret ones say which names name a credential, and so which URL
+//! carries one in a parameter ([`has_a_secret_parameter`]): a registration and an event
+//! refuse the same.
 
 mod date_time;
 mod name;
+mod secret;
 mod uri;
 
 pub(crate) use date_time::{is_date_time, later};
 pub(crate) use name::{is_env_name, is_extensions, is_reverse_dns};
+#[cfg(test)]
+pub(crate) use secret::SECRET_NAMES;
+pub(crate) use secret::{has_a_secret_parameter, is_secret_name, normalized};
 pub(crate) use uri::{
     has_a_reachable_port, has_userinfo, is_absolute_uri, is_http_url, is_loopback_http_url, origin,
 };

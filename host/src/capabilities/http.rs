@@ -170,7 +170,8 @@ impl std::fmt::Debug for HttpBackend {
 }
 
 /// A URL as logs and errors show it: without its query or fragment, which may carry a
-/// key (`?api_key=…`); a registration may not put a credential anywhere else in a URL.
+/// key. A registration refuses user info and a parameter named as a secret
+/// (`?api_key=…`), but a key under another name (`?k=…`) cannot be told from a tenant.
 pub(crate) struct Shown<'a>(pub &'a str);
 
 impl std::fmt::Display for Shown<'_> {
