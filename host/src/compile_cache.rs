@@ -297,10 +297,14 @@ fn trusted(_file: &File) -> std::io::Result<()> {
 /// compiled components', the pulled components').
 #[cfg(unix)]
 pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
-    match std::fs::symlink_metadata(dir) {
+    // Looked at without a trailing `/` or `/.`: with one, the lookup follows a link at
+    // the last name (`AHP_CACHE_DIR=/home/me/link/` is the link's target), and the link
+    // would pass for a real directory.
+    let dir: PathBuf = dir.components().collect();
+    match std::fs::symlink_metadata(&dir) {
         Ok(meta) if meta.is_dir() => {
             owned_privately(&meta, "cache directory")?;
-            trusted_way(dir)?;
+            trusted_way(&dir)?;
             Ok(true)
         }
         Ok(_) => Err(std::io::Error::new(
@@ -527,7 +531,8 @@ mod tests {
 
     /// A cache directory that is a symbolic link (planted at its name) is neither written
     /// into nor pruned through: the component still loads, compiled, and the link's
-    /// target keeps its files.
+    /// target keeps its files. Named with a trailing `/` or `/.` too, with which a lookup
+    /// follows the link.
     #[cfg(unix)]
     #[test]
     fn a_linked_cache_directory_is_neither_written_nor_pruned() {
@@ -538,9 +543,17 @@ mod tests {
         let linked = parent.path().join("ahp-interceptor");
         std::os::unix::fs::symlink(target.path(), &linked).unwrap();
         let engine = Engine::default();
-        let loaded = load_in(&engine, EMPTY_COMPONENT, &linked).unwrap();
-        assert!(matches!(loaded.source, Source::Uncached));
-        assert_eq!(names(target.path()), [old]);
+        let slash = PathBuf::from(format!("{}/", linked.display()));
+        for dir in [linked.clone(), slash, linked.join(".")] {
+            let loaded = load_in(&engine, EMPTY_COMPONENT, &dir).unwrap();
+            assert_eq!(loaded.source, Source::Uncached, "{}", dir.display());
+            assert_eq!(
+                names(target.path()),
+                std::slice::from_ref(&old),
+                "{}",
+                dir.display()
+            );
+        }
     }
 
     /// An entry is loaded only where nobody else can change the way to it. Here a valid

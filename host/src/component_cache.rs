@@ -259,12 +259,17 @@ mod tests {
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o700)).unwrap();
         let digest = shared.put(b"component bytes").unwrap();
         assert!(shared.get(&digest, 1024).is_some(), "private again, used");
-        // Its root a link (to a private directory of ours): not used either.
+        // Its root a link (to a private directory of ours): not used either, also when
+        // named with a trailing `/` or `/.` (with which a lookup follows the link).
         let root_link = dir.path().join("root-link");
         std::os::unix::fs::symlink(&open, &root_link).unwrap();
-        let through_link = ComponentCache::at(&root_link);
-        assert!(through_link.put(b"other bytes").is_err());
-        assert_eq!(through_link.get(&digest, 1024), None);
+        let slash = PathBuf::from(format!("{}/", root_link.display()));
+        for root in [root_link.clone(), slash, root_link.join(".")] {
+            let through_link = ComponentCache::at(&root);
+            let put = through_link.put(b"other bytes");
+            assert!(put.is_err(), "{}: {put:?}", root.display());
+            assert_eq!(through_link.get(&digest, 1024), None, "{}", root.display());
+        }
     }
 
     const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
