@@ -14,7 +14,8 @@
 //! error, never a fallback. An unpinned reference (a tag) is fetched from the registry
 //! every time, since tags move; only its layer may come from the cache.
 //!
-//! Transport: plain `http` only to a loopback registry (`localhost`, `127.0.0.0/8`; and
+//! Transport: plain `http` only to a loopback registry (`localhost`, pinned to 127.0.0.1
+//! and ::1 rather than looked up; `127.0.0.0/8`; and
 //! `[::1]` where a redirect or a token service names it: a reference cannot, the OCI
 //! reference grammar has no bracketed host), which is spoken to over plain http; every
 //! other registry over `https`,

@@ -14,7 +14,9 @@
 //! challenge and ask on a push instead: a 401 with a challenge from the registry's own
 //! origin is answered the same way, once per request, when there are credentials.
 //! Plain http only for a loopback registry, and then only to loopback hosts, with no proxy
-//! in between: a remote registry's redirects and token service are https. A push's upload
+//! in between: a remote registry's redirects and token service are https. `localhost`
+//! counts as loopback by its name, so it is never resolved: [`client`] connects it to
+//! 127.0.0.1 or ::1. A push's upload
 //! locations must be on the registry's own origin, since they get the credentials.
 //!
 //! Credentials go to their own origin only, redirects or not: the registry's to the
@@ -886,6 +888,30 @@ mod tests {
                 ),
             }
         }
+    }
+
+    /// A `localhost` registry is reached at 127.0.0.1 and its reference's port through
+    /// the client's pin of `localhost`. This shows the pin keeps the port and IPv4; it
+    /// cannot show the pin is there, since `localhost` resolves to loopback here anyway.
+    #[tokio::test]
+    async fn a_localhost_registry_is_reached_at_its_own_port() {
+        let addr = answering(|request, _| match request {
+            r if r.starts_with("GET /v2/ ") => answer("200 OK", "", b"{}"),
+            r if r.starts_with("GET /v2/ahp/interceptor/manifests/0.1 ") => {
+                answer("200 OK", "", b"{}")
+            }
+            _ => answer("404 Not Found", "", b""),
+        })
+        .await;
+        let named = format!("localhost:{}/ahp/interceptor:0.1", addr.port());
+        let registry = Registry::open(
+            &named.parse().unwrap(),
+            &RegistryAuth::Anonymous,
+            Access::Pull,
+        )
+        .await
+        .unwrap();
+        assert_eq!(registry.manifest("0.1").await.unwrap(), b"{}");
     }
 
     #[test]

@@ -26,6 +26,7 @@ use reqwest::header::{
     CONTENT_TYPE, LOCATION, TRANSFER_ENCODING,
 };
 use reqwest::{Method, Response, StatusCode, Url};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 use url::Origin;
 
@@ -119,11 +120,21 @@ pub(super) struct Client {
 
 impl Client {
     /// The client for a registry, `local` if it is on loopback.
+    ///
+    /// `localhost` is taken for loopback from its name ([`super::is_loopback`]), and gets
+    /// plain http and the credentials on that ground; so it is pinned here to 127.0.0.1
+    /// and ::1 rather than resolved, which could lead elsewhere (a container without a
+    /// hosts entry asks DNS). Port 0 keeps the URL's port, or the scheme's.
     pub fn new(local: bool) -> Result<Client, String> {
+        let loopback = [
+            SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            SocketAddr::from((Ipv6Addr::LOCALHOST, 0)),
+        ];
         let mut http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(READ_TIMEOUT)
             .user_agent(concat!("ahp/", env!("CARGO_PKG_VERSION")))
+            .resolve_to_addrs("localhost", &loopback)
             // Followed by `send`, which knows where the credential may go.
             .redirect(reqwest::redirect::Policy::none());
         if local {
