@@ -1176,7 +1176,9 @@ mod tests {
     }
 
     /// A registry that wants a token for everything gets it on the component's read too,
-    /// the manifest read from it or from the cache.
+    /// the manifest read from it or from the cache; whether it challenges at `/v2/` or,
+    /// answering that 200, only on the manifest and the blob (a public repository whose
+    /// anonymous pulls need a token).
     #[tokio::test]
     async fn the_component_is_read_with_the_registrys_token() {
         use crate::registry::fake::{answer, answering};
@@ -1184,44 +1186,54 @@ mod tests {
         let component_digest = sha256_digest(&component);
         let manifest = wasm_manifest(&component_digest, component.len());
         let manifest_digest = sha256_digest(manifest.as_bytes());
-        let (served_manifest, served_component) = (manifest.clone(), component.clone());
-        let blob_path = format!("GET /v2/ahp/interceptor/blobs/{component_digest} ");
-        let addr = answering(move |request, addr| {
-            let authorized = request.contains("authorization: Bearer t0k");
-            match request {
-                r if r.starts_with("GET /v2/ ") => {
-                    let challenge =
-                        format!("WWW-Authenticate: Bearer realm=\"http://{addr}/token\"\r\n");
-                    answer("401 Unauthorized", &challenge, b"")
+        for challenged_at_v2 in [true, false] {
+            let (served_manifest, served_component) = (manifest.clone(), component.clone());
+            let blob_path = format!("GET /v2/ahp/interceptor/blobs/{component_digest} ");
+            let addr = answering(move |request, addr| {
+                let authorized = request.contains("authorization: Bearer t0k");
+                let challenge =
+                    format!("WWW-Authenticate: Bearer realm=\"http://{addr}/token\"\r\n");
+                match request {
+                    r if r.starts_with("GET /v2/ ") && !challenged_at_v2 => {
+                        answer("200 OK", "", b"{}")
+                    }
+                    // Asked anonymously: a token service that gets credentials refuses.
+                    r if r.starts_with("GET /token?")
+                        && !r.to_ascii_lowercase().contains("authorization:") =>
+                    {
+                        answer("200 OK", "", br#"{"token":"t0k"}"#)
+                    }
+                    r if authorized && r.starts_with("GET /v2/ahp/interceptor/manifests/0.1 ") => {
+                        answer("200 OK", "", served_manifest.as_bytes())
+                    }
+                    r if authorized && r.starts_with(&blob_path) => {
+                        answer("200 OK", "", &served_component)
+                    }
+                    _ => answer("401 Unauthorized", &challenge, b""),
                 }
-                r if r.starts_with("GET /token?") => answer("200 OK", "", br#"{"token":"t0k"}"#),
-                r if authorized && r.starts_with("GET /v2/ahp/interceptor/manifests/0.1 ") => {
-                    answer("200 OK", "", served_manifest.as_bytes())
-                }
-                r if authorized && r.starts_with(&blob_path) => {
-                    answer("200 OK", "", &served_component)
-                }
-                _ => answer("401 Unauthorized", "", b""),
-            }
-        })
-        .await;
-        let dir = tempfile::tempdir().unwrap();
-        let cache = ComponentCache::at(dir.path());
-        let tagged = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-        assert_eq!(
-            fetch_with(&tagged, Some(&cache), &RegistryAuth::Anonymous).await,
-            Ok(component.clone())
-        );
-        // The manifest in the cache, the component not: the registry is asked for it alone.
-        let dir = tempfile::tempdir().unwrap();
-        let cache = ComponentCache::at(dir.path());
-        cache.put(manifest.as_bytes()).unwrap();
-        let pinned =
-            parse_reference(&format!("{addr}/ahp/interceptor:0.1@{manifest_digest}")).unwrap();
-        assert_eq!(
-            fetch_with(&pinned, Some(&cache), &RegistryAuth::Anonymous).await,
-            Ok(component)
-        );
+            })
+            .await;
+            let dir = tempfile::tempdir().unwrap();
+            let cache = ComponentCache::at(dir.path());
+            let tagged = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+            assert_eq!(
+                fetch_with(&tagged, Some(&cache), &RegistryAuth::Anonymous).await,
+                Ok(component.clone()),
+                "challenged at /v2/: {challenged_at_v2}"
+            );
+            // The manifest in the cache, the component not: the registry is asked for it
+            // alone.
+            let dir = tempfile::tempdir().unwrap();
+            let cache = ComponentCache::at(dir.path());
+            cache.put(manifest.as_bytes()).unwrap();
+            let pinned =
+                parse_reference(&format!("{addr}/ahp/interceptor:0.1@{manifest_digest}")).unwrap();
+            assert_eq!(
+                fetch_with(&pinned, Some(&cache), &RegistryAuth::Anonymous).await,
+                Ok(component.clone()),
+                "challenged at /v2/: {challenged_at_v2}"
+            );
+        }
     }
 
     /// A pull that would fail again is refused, not unavailable: credentials refused

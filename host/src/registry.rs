@@ -11,8 +11,9 @@
 //! for `repository:NAME:pull`, or `pull,push`, from that service, with the basic
 //! credentials if there are any), `Basic` (the credentials go to the registry itself) or
 //! nothing (anonymous). A registry that reads anonymously may answer `/v2/` with no
-//! challenge and ask on a push instead: a 401 with a challenge from the registry's own
-//! origin is answered the same way, once per request, when there are credentials.
+//! challenge and ask later instead, on a push or, for a token even anonymous pulls need,
+//! on the manifest: a 401 with a challenge from the registry's own origin is answered the
+//! same way, once per request (a `Basic` one only with credentials to give).
 //! Plain http only for a loopback registry, and then only to loopback hosts, with no proxy
 //! in between: a remote registry's redirects and token service are https. `localhost`
 //! counts as loopback by its name, so it is never resolved: [`client`] connects it to
@@ -65,7 +66,8 @@ pub(crate) struct Registry {
     /// asks for more.
     credential: Mutex<RegistryAuth>,
     /// The basic credentials configured for this registry, kept to answer a challenge
-    /// that comes after `/v2/` (a registry that reads anonymously asks on a push).
+    /// that comes after `/v2/` (a registry that reads anonymously asks on a push). A
+    /// `Bearer` challenge is answered without them too: a token may be given to anyone.
     basic: Option<(String, String)>,
     /// `repository:NAME:ACTIONS`: what a token is asked for.
     scope: String,
@@ -263,10 +265,12 @@ impl Registry {
     /// (on the registry's origin only), redirects followed as `off_origin` says.
     ///
     /// `/v2/` may not tell: a registry that reads anonymously answers it 200 and asks for
-    /// credentials on a push. So when the registry's own origin answers 401 with a
-    /// challenge, and credentials are configured, the challenge is answered (as
-    /// [`Registry::open`] answers one) and the same request sent once more; the answer is
-    /// kept for the requests after it. Nothing is sent that was not asked for.
+    /// credentials on a push, and one may want a token, anonymous or not, for every
+    /// manifest and blob. So when the registry's own origin answers 401 with a challenge,
+    /// the challenge is answered (as [`Registry::open`] answers one: a token from the
+    /// `Bearer` service, asked with the credentials if any; the credentials for `Basic`,
+    /// if any) and the same request sent once more; the answer is kept for the requests
+    /// after it. Nothing is sent that was not asked for.
     async fn send(&self, request: Outgoing, off_origin: OffOrigin) -> Result<Response, Failed> {
         let sent = self.credential();
         let response = self.send_with(request.clone(), &sent, off_origin).await?;
@@ -280,7 +284,8 @@ impl Registry {
                 message: format!("answer the registry's challenge: {e}"),
                 ..e
             })?;
-        // Sent already, or nothing to send: the 401 stands.
+        // Sent already, or nothing to send (a `Basic` challenge, no credentials): the 401
+        // stands.
         if answer == sent || answer == RegistryAuth::Anonymous {
             return Ok(response);
         }
@@ -298,10 +303,10 @@ impl Registry {
     }
 
     /// The challenge of `response` (every `WWW-Authenticate` field, joined) if it is a 401
-    /// from the registry's own origin and there are credentials to answer it with.
+    /// from the registry's own origin: one from where a redirect led names a token
+    /// service of that host's choosing.
     fn challenge(&self, response: &Response) -> Option<String> {
         if response.status() != StatusCode::UNAUTHORIZED
-            || self.basic.is_none()
             || response.url().origin() != self.repository.origin()
         {
             return None;
@@ -757,6 +762,62 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(error, "the token service answered 401 Unauthorized");
+    }
+
+    /// A registry that answers `/v2/` without a challenge and wants a token for its
+    /// manifests, anonymous pulls included (a public repository): the manifest's `Bearer`
+    /// challenge is answered with a token asked for without credentials, once per
+    /// request, and the token goes with the requests after it. A `Basic` challenge with no
+    /// credentials to give leaves the 401 standing.
+    #[tokio::test]
+    async fn a_bearer_challenge_after_v2_is_answered_for_an_anonymous_pull() {
+        use std::sync::{Arc, Mutex};
+        let tokens = Arc::new(Mutex::new(Vec::<String>::new()));
+        let log = Arc::clone(&tokens);
+        let addr = answering(move |request, addr| match request {
+            r if r.starts_with("GET /v2/ ") => answer("200 OK", "", b"{}"),
+            r if r.starts_with("GET /token?") => {
+                log.lock().unwrap().push(r.to_ascii_lowercase());
+                answer("200 OK", "", br#"{"token":"t0k"}"#)
+            }
+            r if r.contains("authorization: Bearer t0k") && r.contains("/manifests/0.1 ") => {
+                answer("200 OK", "", b"{}")
+            }
+            r if r.contains("/manifests/basic ") => answer(
+                "401 Unauthorized",
+                "WWW-Authenticate: Basic realm=\"r\"\r\n",
+                b"",
+            ),
+            _ => {
+                let challenge = format!(
+                    "WWW-Authenticate: Bearer realm=\"http://{addr}/token\",service=\"reg\",\
+                     scope=\"repository:ahp/interceptor:pull\"\r\n"
+                );
+                answer("401 Unauthorized", &challenge, b"")
+            }
+        })
+        .await;
+        let registry = Registry::open(&reference(addr), &RegistryAuth::Anonymous, Access::Pull)
+            .await
+            .unwrap();
+        assert_eq!(registry.manifest("0.1").await.unwrap(), b"{}");
+        assert_eq!(registry.credential(), RegistryAuth::Bearer("t0k".into()));
+        // Refused even with the token: asked once more, not again and again.
+        let error = String::from(registry.manifest("other").await.unwrap_err());
+        assert_eq!(error, "the registry answered 401 Unauthorized");
+        let error = String::from(registry.manifest("basic").await.unwrap_err());
+        assert_eq!(error, "the registry answered 401 Unauthorized");
+        let tokens = tokens.lock().unwrap();
+        let asked = "get /token?scope=repository%3aahp%2finterceptor%3apull&service=reg ";
+        assert_eq!(tokens.len(), 2, "{tokens:?}");
+        assert!(
+            tokens.iter().all(|head| head.starts_with(asked)),
+            "{tokens:?}"
+        );
+        assert!(
+            !tokens.iter().any(|head| head.contains("authorization:")),
+            "{tokens:?}"
+        );
     }
 
     /// A challenge from another origin, where the registry's `/v2/` redirected, is not
