@@ -22,7 +22,9 @@
 //! verified by rustls (ring) against the platform's roots; no proxy from the environment
 //! for a loopback registry. Credentials, if any, come from `AHP_REGISTRY_USERNAME` /
 //! `AHP_REGISTRY_PASSWORD`, go only to the registry `AHP_REGISTRY_HOST` names (or the
-//! token service its `Bearer` challenge names), and are never printed. A pull and a push
+//! token service its `Bearer` challenge names; the names compared as the registries they
+//! reach, [`registry_name`]), and are never printed; a 401 from a registry they were
+//! withheld from says so. A pull and a push
 //! both speak to the registry through [`crate::registry`], which sends a push's blobs only
 //! to upload locations on the registry's own origin.
 
@@ -133,7 +135,7 @@ async fn store(reference: &Reference, component: Vec<u8>) -> Result<Pushed, Stri
 async fn store_with(
     reference: &Reference,
     component: Vec<u8>,
-    auth: &RegistryAuth,
+    auth: &Auth,
 ) -> Result<Pushed, String> {
     if reference.digest().is_some() {
         return Err(format!(
@@ -171,9 +173,14 @@ async fn store_with(
     let manifest_digest = sha256_digest(&manifest);
     let tag = reference.tag().unwrap_or("latest");
     // Each error names its step: which one a registry refused says what to fix.
-    let step = |what: &'static str| move |e: String| format!("{what}: {e}");
+    let step = |what: &'static str| {
+        move |e: Failed| Failed {
+            message: format!("{what}: {e}"),
+            ..e
+        }
+    };
     let upload = async {
-        let registry = Registry::open(reference, auth, Access::Push).await?;
+        let registry = Registry::open(reference, &auth.credential, Access::Push).await?;
         let blob = registry.push_blob(&component_digest, layer.data).await;
         blob.map_err(step("upload the component blob"))?;
         let blob = registry.push_blob(&config_digest, config.data).await;
@@ -183,20 +190,23 @@ async fn store_with(
             .await
             .map_err(step("upload the manifest"))
     };
-    upload.await.map_err(|e| format!("push to {whole}: {e}"))?;
+    upload
+        .await
+        .map_err(|e| format!("push to {whole}: {}", auth.explain(e)))?;
     // The manifest is read back by its digest, with a token of its own (the push's may
     // have run out during the upload): what the printed reference pins is stored. The
     // tag has moved by now, so a failure here says so: the push is not undone.
     let pinned = parse_reference(&format!("{whole}@{manifest_digest}"))?;
     let read_back = async {
-        let registry = Registry::open(&pinned, auth, Access::Pull).await?;
+        let registry = Registry::open(&pinned, &auth.credential, Access::Pull).await?;
         registry.manifest(&manifest_digest).await
     };
     let failed = |e: Failed| {
         format!(
-            "read back the manifest of {}: {e} (the upload was taken: the tag {tag} already \
+            "read back the manifest of {}: {} (the upload was taken: the tag {tag} already \
              names this manifest)",
-            pinned.whole()
+            pinned.whole(),
+            auth.explain(e)
         )
     };
     let stored = read_back.await.map_err(failed)?;
@@ -286,7 +296,7 @@ async fn fetch(
 async fn fetch_with(
     reference: &Reference,
     cache: Option<&ComponentCache>,
-    auth: &RegistryAuth,
+    auth: &Auth,
 ) -> Result<Vec<u8>, PullError> {
     let whole = reference.whole();
     let mut registry = None;
@@ -304,7 +314,7 @@ async fn fetch_with(
     let bytes = registry
         .blob(&layer.digest, layer.size as u64)
         .await
-        .map_err(|e| PullError::of(e, format!("pull the component of {whole}")))?;
+        .map_err(|e| PullError::of(auth.explain(e), format!("pull the component of {whole}")))?;
     let actual = sha256_digest(&bytes);
     if actual != layer.digest {
         return Err(PullError::Refused(format!(
@@ -322,7 +332,7 @@ async fn fetch_with(
 async fn manifest_with(
     reference: &Reference,
     cache: Option<&ComponentCache>,
-    auth: &RegistryAuth,
+    auth: &Auth,
     registry: &mut Option<Registry>,
 ) -> Result<Vec<u8>, PullError> {
     let cached = cache
@@ -340,7 +350,7 @@ async fn manifest_with(
     let bytes = opened
         .manifest(name)
         .await
-        .map_err(|e| PullError::of(e, format!("pull the manifest of {whole}")))?;
+        .map_err(|e| PullError::of(auth.explain(e), format!("pull the manifest of {whole}")))?;
     let manifest_digest = sha256_digest(&bytes);
     if reference
         .digest()
@@ -357,14 +367,13 @@ async fn manifest_with(
 
 /// The registry of `reference`, opened to pull `what` ("the manifest", "the component"),
 /// which an error names.
-async fn open(
-    reference: &Reference,
-    auth: &RegistryAuth,
-    what: &str,
-) -> Result<Registry, PullError> {
-    Registry::open(reference, auth, Access::Pull)
+async fn open(reference: &Reference, auth: &Auth, what: &str) -> Result<Registry, PullError> {
+    Registry::open(reference, &auth.credential, Access::Pull)
         .await
-        .map_err(|e| PullError::of(e, format!("pull {what} of {}", reference.whole())))
+        .map_err(|e| {
+            let doing = format!("pull {what} of {}", reference.whole());
+            PullError::of(auth.explain(e), doing)
+        })
 }
 
 /// The digest of the manifest the registry gives now for `reference`'s tag (fetched as a
@@ -496,9 +505,40 @@ const PASSWORD: &str = "AHP_REGISTRY_PASSWORD";
 /// The registry (`host[:port]`) the credentials are for, and the only one they go to.
 const HOST: &str = "AHP_REGISTRY_HOST";
 
+/// What a pull or a push sends the registry, and why not the credentials configured if
+/// they are for another registry: a 401 then says so, where the user would otherwise see
+/// only the 401 and no reason for it.
+#[derive(Debug, PartialEq, Eq)]
+struct Auth {
+    credential: RegistryAuth,
+    /// "AHP_REGISTRY_HOST names X, not this registry Y: sent without credentials".
+    withheld: Option<String>,
+}
+
+impl Auth {
+    /// `credential`, with nothing withheld.
+    fn sending(credential: RegistryAuth) -> Auth {
+        Auth {
+            credential,
+            withheld: None,
+        }
+    }
+
+    /// `failed`, saying why no credentials were sent if it is a 401 and some were withheld.
+    fn explain(&self, failed: Failed) -> Failed {
+        match &self.withheld {
+            Some(why) if failed.unauthorized => Failed {
+                message: format!("{} ({why})", failed.message),
+                ..failed
+            },
+            _ => failed,
+        }
+    }
+}
+
 /// The credentials for `reference`'s registry: HTTP Basic from [`USERNAME`] and
 /// [`PASSWORD`] when [`HOST`] names that registry, anonymous access otherwise.
-fn auth(reference: &Reference) -> Result<RegistryAuth, String> {
+fn auth(reference: &Reference) -> Result<Auth, String> {
     auth_from(
         reference.registry(),
         std::env::var_os(USERNAME),
@@ -509,14 +549,16 @@ fn auth(reference: &Reference) -> Result<RegistryAuth, String> {
 
 /// Both or neither, and bound to the one registry [`HOST`] names: one alone is a mistake
 /// to report, not a reason to go anonymous, and credentials named for no registry would
-/// go to whichever one a reference (or a copied hook configuration) names. The values
-/// are never part of an error.
+/// go to whichever one a reference (or a copied hook configuration) names. [`HOST`] and
+/// the reference's registry are compared as the registries they reach
+/// ([`registry_name`]). The values are never part of an error, nor [`HOST`] unless it is
+/// a registry's name.
 fn auth_from(
     registry: &str,
     username: Option<OsString>,
     password: Option<OsString>,
     host: Option<OsString>,
-) -> Result<RegistryAuth, String> {
+) -> Result<Auth, String> {
     let text = |name: &str, value: OsString| {
         value
             .into_string()
@@ -524,7 +566,7 @@ fn auth_from(
     };
     let (username, password) = match (username, password) {
         (Some(username), Some(password)) => (username, password),
-        (None, None) => return Ok(RegistryAuth::Anonymous),
+        (None, None) => return Ok(Auth::sending(RegistryAuth::Anonymous)),
         (Some(_), None) => {
             return Err(format!("{USERNAME} is set but {PASSWORD} is not: set both"))
         }
@@ -537,13 +579,49 @@ fn auth_from(
             "{USERNAME} and {PASSWORD} are set but {HOST} is not: name the registry they are for"
         ));
     };
-    if !text(HOST, host)?.eq_ignore_ascii_case(registry) {
-        return Ok(RegistryAuth::Anonymous);
+    // Not shown: a URL or `user:password@host` here may hold a secret.
+    let host = registry_name(&text(HOST, host)?).ok_or_else(|| {
+        format!("{HOST} is not a registry's host[:port] (e.g. ghcr.io or 127.0.0.1:5000)")
+    })?;
+    let registry = registry_name(registry).unwrap_or_else(|| registry.to_ascii_lowercase());
+    if host != registry {
+        return Ok(Auth {
+            credential: RegistryAuth::Anonymous,
+            withheld: Some(format!(
+                "{HOST} names {host}, not this registry {registry}: sent without credentials"
+            )),
+        });
     }
-    Ok(RegistryAuth::Basic(
+    Ok(Auth::sending(RegistryAuth::Basic(
         text(USERNAME, username)?,
         text(PASSWORD, password)?,
-    ))
+    )))
+}
+
+/// `registry` (`host[:port]`) as the registry it reaches, to compare one name with
+/// another: in lower case, without the port its scheme implies (443 for https; 80 for a
+/// loopback registry, spoken to over plain http), and Docker Hub's other names
+/// (`index.docker.io`, `registry-1.docker.io`) as `docker.io`, which oci-spec makes of a
+/// reference's `index.docker.io`. `None` if it is not a host and port.
+fn registry_name(registry: &str) -> Option<String> {
+    let scheme = match crate::registry::is_loopback(registry) {
+        true => "http",
+        false => "https",
+    };
+    let url = url::Url::parse(&format!("{scheme}://{registry}/")).ok()?;
+    let bare = url.username().is_empty()
+        && url.password().is_none()
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none();
+    let host = match url.host_str().filter(|_| bare)? {
+        "index.docker.io" | "registry-1.docker.io" => "docker.io",
+        host => host,
+    };
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -646,7 +724,9 @@ mod tests {
     fn registry_credentials_are_both_or_neither() {
         let set = |value: &str| Some(OsString::from(value));
         let host = set("ghcr.io");
-        let auth = |user, password| auth_from("ghcr.io", user, password, host.clone());
+        let auth = |user, password| {
+            auth_from("ghcr.io", user, password, host.clone()).map(|auth| auth.credential)
+        };
         assert_eq!(auth(None, None), Ok(RegistryAuth::Anonymous));
         assert_eq!(
             auth(set("user"), set("s3cret")),
@@ -673,28 +753,128 @@ mod tests {
 
     /// Credentials go only to the registry AHP_REGISTRY_HOST names: another registry (a
     /// reference pointing elsewhere, and then the token service it names) gets anonymous
-    /// requests, and credentials named for no registry are an error.
+    /// requests, and credentials named for no registry are an error. Names are compared
+    /// as the registries they reach: case, a default port and Docker Hub's other names
+    /// make no difference, another port or host does (`localhost` is not `127.0.0.1`).
     #[test]
     fn registry_credentials_go_only_to_the_registry_they_name() {
         let set = |value: &str| Some(OsString::from(value));
-        let basic = Ok(RegistryAuth::Basic("user".into(), "s3cret".into()));
+        let basic = RegistryAuth::Basic("user".into(), "s3cret".into());
         let (user, password) = (set("user"), set("s3cret"));
         let auth = |registry, host| auth_from(registry, user.clone(), password.clone(), host);
-        assert_eq!(auth("GHCR.io", set("ghcr.io")), basic);
-        assert_eq!(auth("127.0.0.1:5000", set("127.0.0.1:5000")), basic);
-        assert_eq!(
-            auth("evil.example", set("ghcr.io")),
-            Ok(RegistryAuth::Anonymous)
-        );
-        assert_eq!(
-            auth("127.0.0.1:5001", set("127.0.0.1:5000")),
-            Ok(RegistryAuth::Anonymous)
-        );
+        // As a reference's registry reads: oci-spec makes `index.docker.io` `docker.io`.
+        let docker_hub = parse_reference("index.docker.io/ahp/interceptor:1").unwrap();
+        for (registry, host) in [
+            ("GHCR.io", "ghcr.io"),
+            ("127.0.0.1:5000", "127.0.0.1:5000"),
+            ("ghcr.io", "ghcr.io:443"),
+            ("ghcr.io:443", "GHCR.IO"),
+            (docker_hub.registry(), "index.docker.io"),
+            ("docker.io", "registry-1.docker.io:443"),
+            ("registry-1.docker.io", "docker.io"),
+            ("localhost", "localhost:80"),
+        ] {
+            let sent = auth(registry, set(host)).map(|auth| auth.credential);
+            assert_eq!(sent, Ok(basic.clone()), "{registry} named {host}");
+        }
+        for (registry, host, named, this) in [
+            ("evil.example", "ghcr.io", "ghcr.io", "evil.example"),
+            (
+                "127.0.0.1:5001",
+                "127.0.0.1:5000",
+                "127.0.0.1:5000",
+                "127.0.0.1:5001",
+            ),
+            (
+                "127.0.0.1:5000",
+                "localhost:5000",
+                "localhost:5000",
+                "127.0.0.1:5000",
+            ),
+            // Plain http to a loopback registry: 443 is just another port.
+            ("localhost:443", "localhost", "localhost", "localhost:443"),
+            ("ghcr.io:8443", "GHCR.io:443", "ghcr.io", "ghcr.io:8443"),
+        ] {
+            let why = format!(
+                "AHP_REGISTRY_HOST names {named}, not this registry {this}: sent without \
+                 credentials"
+            );
+            let withheld = Auth {
+                credential: RegistryAuth::Anonymous,
+                withheld: Some(why),
+            };
+            assert_eq!(auth(registry, set(host)), Ok(withheld), "{registry}");
+        }
         let unnamed = auth("ghcr.io", None).unwrap_err();
         assert!(
             unnamed.contains("AHP_REGISTRY_HOST") && !unnamed.contains("s3cret"),
             "{unnamed}"
         );
+        // Not a registry's name, which is not repeated: it may hold a secret.
+        for host in [
+            "https://ghcr.io",
+            "hunter2:s3cret@ghcr.io",
+            "ghcr.io/hunter2",
+            "ghcr.io?s3cret",
+            "",
+        ] {
+            let error = auth("ghcr.io", set(host)).unwrap_err();
+            assert!(
+                error.starts_with("AHP_REGISTRY_HOST is not a registry's host[:port]")
+                    && !error.contains("s3cret")
+                    && !error.contains("hunter2"),
+                "{host}: {error}"
+            );
+        }
+    }
+
+    /// A pull or a push the registry refuses with a 401, its credentials withheld because
+    /// AHP_REGISTRY_HOST names another registry, says so, naming both and no secret; a
+    /// refusal that is not a 401, or a 401 with nothing withheld, is as it was.
+    #[tokio::test]
+    async fn a_401_says_when_the_credentials_were_withheld_for_another_registry() {
+        use crate::registry::fake::{answer, answering};
+        let addr = answering(|request, _| match request {
+            r if r.starts_with("GET /v2/ ") => answer("200 OK", "", b"{}"),
+            r if r.starts_with("GET /v2/ahp/interceptor/manifests/0.1 ") => answer(
+                "401 Unauthorized",
+                "WWW-Authenticate: Basic realm=\"r\"\r\n",
+                b"",
+            ),
+            r if r.starts_with("HEAD ") => answer("404 Not Found", "", b""),
+            r if r.starts_with("POST ") => answer("401 Unauthorized", "", b""),
+            _ => answer("403 Forbidden", "", b""),
+        })
+        .await;
+        let set = |value: &str| Some(OsString::from(value));
+        let withheld = |registry| {
+            auth_from(registry, set("user"), set("s3cret"), set("localhost:5000")).unwrap()
+        };
+        let registry = addr.to_string();
+        let tagged = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let error = fetch_with(&tagged, None, &withheld(&registry)).await;
+        let expected = format!(
+            "pull the manifest of {registry}/ahp/interceptor:0.1: the registry answered 401 \
+             Unauthorized (AHP_REGISTRY_HOST names localhost:5000, not this registry \
+             {registry}: sent without credentials)"
+        );
+        assert_eq!(error, Err(PullError::Refused(expected)));
+        let anonymous = Auth::sending(RegistryAuth::Anonymous);
+        let error = fetch_with(&tagged, None, &anonymous).await.unwrap_err();
+        assert!(!error.to_string().contains("AHP_REGISTRY_HOST"), "{error}");
+        let forbidden = parse_reference(&format!("{addr}/ahp/interceptor:0.2")).unwrap();
+        let error = fetch_with(&forbidden, None, &withheld(&registry))
+            .await
+            .unwrap_err();
+        assert!(!error.to_string().contains("AHP_REGISTRY_HOST"), "{error}");
+        let component = crate::EMBEDDED_COMPONENT.to_vec();
+        let error = store_with(&tagged, component, &withheld(&registry)).await;
+        let expected = format!(
+            "push to {registry}/ahp/interceptor:0.1: upload the component blob: the registry \
+             answered 401 Unauthorized (AHP_REGISTRY_HOST names localhost:5000, not this \
+             registry {registry}: sent without credentials)"
+        );
+        assert_eq!(error.err(), Some(expected));
     }
 
     #[test]
@@ -743,9 +923,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = ComponentCache::at(dir.path());
         let pull = async {
-            fetch_with(&reference, Some(&cache), &RegistryAuth::Anonymous)
-                .await
-                .map_err(|e| e.to_string())
+            fetch_with(
+                &reference,
+                Some(&cache),
+                &Auth::sending(RegistryAuth::Anonymous),
+            )
+            .await
+            .map_err(|e| e.to_string())
         };
         within(deadline, "pull", pull).await
     }
@@ -920,7 +1104,7 @@ mod tests {
         let reference = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
         let auth = RegistryAuth::Basic("writer".into(), "s3cret".into());
         let component = crate::EMBEDDED_COMPONENT.to_vec();
-        let pushed = store_with(&reference, component, &auth).await;
+        let pushed = store_with(&reference, component, &Auth::sending(auth)).await;
         assert!(pushed.is_ok(), "{:?}", pushed.err());
         assert_eq!(
             *seen.lock().unwrap(),
@@ -1217,7 +1401,12 @@ mod tests {
             let cache = ComponentCache::at(dir.path());
             let tagged = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
             assert_eq!(
-                fetch_with(&tagged, Some(&cache), &RegistryAuth::Anonymous).await,
+                fetch_with(
+                    &tagged,
+                    Some(&cache),
+                    &Auth::sending(RegistryAuth::Anonymous)
+                )
+                .await,
                 Ok(component.clone()),
                 "challenged at /v2/: {challenged_at_v2}"
             );
@@ -1229,7 +1418,12 @@ mod tests {
             let pinned =
                 parse_reference(&format!("{addr}/ahp/interceptor:0.1@{manifest_digest}")).unwrap();
             assert_eq!(
-                fetch_with(&pinned, Some(&cache), &RegistryAuth::Anonymous).await,
+                fetch_with(
+                    &pinned,
+                    Some(&cache),
+                    &Auth::sending(RegistryAuth::Anonymous)
+                )
+                .await,
                 Ok(component.clone()),
                 "challenged at /v2/: {challenged_at_v2}"
             );
@@ -1279,7 +1473,7 @@ mod tests {
             })
             .await;
             let tagged = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
-            let pulled = fetch_with(&tagged, None, &RegistryAuth::Anonymous).await;
+            let pulled = fetch_with(&tagged, None, &Auth::sending(RegistryAuth::Anonymous)).await;
             match (pulled, lasting) {
                 (Err(PullError::Refused(_)), true) | (Err(PullError::Unavailable(_)), false) => {}
                 (other, _) => panic!("{case}: {other:?}"),

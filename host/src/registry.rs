@@ -84,13 +84,30 @@ pub struct Failed {
     /// 403, from the registry or its token service), or an answer larger than its bound.
     /// Otherwise the registry may answer later (not reached, not answering, an error).
     pub lasting: bool,
+    /// A 401 from where the credential, or none, was sent (the registry or its token
+    /// service): it wants credentials other than those sent, which a caller that withheld
+    /// some may want to say.
+    pub unauthorized: bool,
 }
 
 impl Failed {
     fn lasting(message: String) -> Failed {
         Failed {
-            message,
             lasting: true,
+            ..Failed::from(message)
+        }
+    }
+
+    /// `message`, for an answer of `status` that is not the one wanted, from where the
+    /// credential (or none) was sent if `sent_there`, else from where a redirect led,
+    /// which was sent none (a storage URL that expired, a CDN's block).
+    fn answered(message: String, status: StatusCode, sent_there: bool) -> Failed {
+        // The credentials, refused where they were sent: asking again gets the same answer.
+        let refused = matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN);
+        Failed {
+            message,
+            lasting: refused && sent_there,
+            unauthorized: status == StatusCode::UNAUTHORIZED && sent_there,
         }
     }
 }
@@ -100,6 +117,7 @@ impl From<String> for Failed {
         Failed {
             message,
             lasting: false,
+            unauthorized: false,
         }
     }
 }
@@ -211,12 +229,17 @@ impl Registry {
     /// registry's own origin (anywhere else would get the credentials). Whether it is
     /// held is asked as a read is: a registry keeping its blobs in cloud storage redirects
     /// the question there, and a HEAD sends nothing, nor, off the origin, the credential.
-    pub async fn push_blob(&self, digest: &str, blob: bytes::Bytes) -> Result<(), String> {
+    pub async fn push_blob(&self, digest: &str, blob: bytes::Bytes) -> Result<(), Failed> {
         let held = self.request(Method::HEAD, &format!("blobs/{digest}"))?;
-        match self.send(held, OffOrigin::Follow).await?.status() {
+        let held = self.send(held, OffOrigin::Follow).await?;
+        match held.status() {
             StatusCode::OK => return Ok(()),
             StatusCode::NOT_FOUND => {}
-            status => return Err(format!("the registry answered {status}")),
+            status => {
+                let sent_there = held.url().origin() == self.repository.origin();
+                let message = format!("the registry answered {status}");
+                return Err(Failed::answered(message, status, sent_there));
+            }
         }
         // An empty POST, its length stated: some registries want it.
         let start = self
@@ -246,7 +269,7 @@ impl Registry {
         tag: &str,
         media_type: &'static str,
         manifest: Vec<u8>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failed> {
         let put = self
             .request(Method::PUT, &format!("manifests/{tag}"))?
             .header(CONTENT_TYPE, HeaderValue::from_static(media_type))
@@ -338,10 +361,16 @@ impl Registry {
 
     /// The registry's answer to a push's `request`, its body unread, if it is `status`;
     /// a redirect off the registry's origin is refused.
-    async fn expect(&self, request: Outgoing, status: StatusCode) -> Result<Response, String> {
+    async fn expect(&self, request: Outgoing, status: StatusCode) -> Result<Response, Failed> {
         let response = self.send(request, OffOrigin::Refuse).await?;
         if response.status() != status {
-            return Err(refusal(response).await);
+            let answered = response.status();
+            let sent_there = response.url().origin() == self.repository.origin();
+            return Err(Failed::answered(
+                refusal(response).await,
+                answered,
+                sent_there,
+            ));
         }
         Ok(response)
     }
@@ -519,14 +548,8 @@ async fn read(
     let status = response.status();
     if status != StatusCode::OK {
         let answered = format!("{who} answered {status}");
-        // The credentials, refused where they were sent: asking again gets the same
-        // answer. Not so where a redirect led, which was sent none (a storage URL that
-        // expired, a CDN's block).
-        let refused = matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN);
-        return Err(match refused && response.url().origin() == *asked {
-            true => Failed::lasting(answered),
-            false => answered.into(),
-        });
+        let sent_there = response.url().origin() == *asked;
+        return Err(Failed::answered(answered, status, sent_there));
     }
     // Larger than its manifest says (or than any answer of its kind may be): the bytes
     // the digest names are what they are, asking again gets the same.
@@ -1247,12 +1270,12 @@ mod tests {
         let blob = bytes::Bytes::from_static(b"component bytes");
         let digest = crate::component_cache::sha256_digest(&blob);
         let error = registry.push_blob(&digest, blob).await.unwrap_err();
-        assert!(error.contains("another origin"), "{error}");
+        assert!(error.message.contains("another origin"), "{error}");
         let error = registry
             .push_manifest("0.1", "application/json", b"{}".to_vec())
             .await
             .unwrap_err();
-        assert!(error.contains("another origin"), "{error}");
+        assert!(error.message.contains("another origin"), "{error}");
         assert_asked_without_credential(&heads, &[], "requests to the other origin");
     }
 
