@@ -304,6 +304,46 @@ fn a_failing_binary_is_the_harness_block_and_signals_reach_an_answering_one() {
     }
 }
 
+/// At a session start and before a compaction, where the adapter's own failure stops the
+/// agent, a binary that is missing or crashes stops it too (`continue: false`, the
+/// generic reason, exit 0), not the failed hook a harness goes on after (Codex runs the
+/// compaction). A binary that answers is passed through.
+#[test]
+fn a_failing_binary_stops_the_agent_at_a_session_start_or_a_compaction() {
+    let stopped = format!(
+        "{}\n",
+        serde_json::json!({"continue": false, "stopReason": FAILED_REASON})
+    );
+    // Codex's compaction hook is installed only for a registration that selects it.
+    let compaction = &["tool.before", "context.compact.before"][..];
+    let cases = [
+        ("claude-code", "SessionStart", &["tool.before"][..]),
+        ("codex", "SessionStart", compaction),
+        ("codex", "PreCompact", compaction),
+    ];
+    for (harness, event, events) in cases {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let link = linked_ahp(dir.path());
+        let reg = write_intercepting(dir.path(), &refused_url(), "fail-open", events, 1_000);
+        let args = [OsStr::new("--registration"), reg.as_os_str()];
+        let run = install_as(link.as_os_str(), None, harness, &args);
+        let (shell, line) = command(&snippet(&run), event);
+        let case = |what: &str| format!("{harness} {event}, {what}: {line}");
+        std::fs::remove_file(&link).expect("remove the link");
+        std::fs::write(&link, "#!/bin/sh\ncat >/dev/null; kill -SEGV $$\n").expect("write");
+        let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+        std::fs::set_permissions(&link, mode).expect("make it executable");
+        let crashed = run_hook(shell, &line, "the payload");
+        std::fs::remove_file(&link).expect("remove the stand-in");
+        let missing = run_hook(shell, &line, "the payload");
+        for (what, ran) in [("crashed", crashed), ("missing", missing)] {
+            ran.assert_exit(0, &case(what));
+            assert_eq!(ran.stdout, stopped, "{}", case(what));
+            assert_eq!(ran.stderr, "", "{}", case(what));
+        }
+    }
+}
+
 /// A snippet holds this machine's absolute paths, and wherever they do not exist every
 /// call is denied: Claude Code's is said to go in the project's local settings, which
 /// are not committed, never in `.claude/settings.json`, which a team shares; Codex's in

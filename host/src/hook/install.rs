@@ -78,8 +78,8 @@ pub struct Snippet {
 }
 
 impl Snippet {
-    /// The hook's command line at `spec`'s event, [`guard`]ed where a hook decides and
-    /// exit 2 is the harness's block. It names the event for every harness,
+    /// The hook's command line at `spec`'s event, [`guard`]ed where it [fails
+    /// closed](Self::fails_closed). It names the event for every harness,
     /// not only those whose payload names none (Copilot): a payload that cannot be read
     /// is then answered at its event (at an observed one, or before a stop, not with a
     /// block).
@@ -92,8 +92,8 @@ impl Snippet {
             .map(|word| shell_quote(word))
             .collect::<Vec<_>>()
             .join(" ");
-        match self.guarded(spec) {
-            true => guard(&line, &failed_answer(self.harness)),
+        match self.fails_closed(spec) {
+            true => guard(&line, &failed_answer(self.harness, spec)),
             false => line,
         }
     }
@@ -110,24 +110,13 @@ impl Snippet {
     /// registration anew at every call (through its links: an edit or a repointed link
     /// takes effect at once). At an event the harness only observes nothing is decided,
     /// so a hook that fails there (a binary that is gone) must not block it; and never
-    /// before a stop, where a block keeps the agent working.
+    /// before a stop, where a block keeps the agent working. Its command is [`guard`]ed
+    /// too: at a tool, a prompt or a model request, where every harness reads exit 2 as
+    /// its block, and at a session start or before a compaction, where the adapter's own
+    /// failure stops the agent (`continue: false`) and a crash would otherwise be a failed
+    /// hook the harness goes on after (Codex then runs the compaction).
     pub fn fails_closed(&self, spec: &EventSpec) -> bool {
         spec.capability().is_some() && spec.ahp != AhpEvent::TurnFinishBefore
-    }
-
-    /// Whether `spec`'s command is [`guard`]ed: where it [fails closed](Self::fails_closed)
-    /// at a tool, a prompt or a model request, where every harness reads exit 2 as its
-    /// block. Not at a session start, where exit 2 blocks nothing (Claude Code shows
-    /// stderr to the user), nor before a compaction (Codex aborts the turn).
-    fn guarded(&self, spec: &EventSpec) -> bool {
-        let blocks = matches!(
-            spec.ahp,
-            AhpEvent::ToolBefore
-                | AhpEvent::ToolAfter
-                | AhpEvent::TurnStart
-                | AhpEvent::ModelRequestBefore
-        );
-        blocks && self.fails_closed(spec)
     }
 
     /// The timeout in whole seconds, rounded up.
@@ -147,12 +136,17 @@ impl Snippet {
     }
 }
 
-/// What a guarded command answers when `ahp` is missing or fails: the harness's block
-/// with the generic reason of every failure the adapter answers itself — exit 2 with the
-/// reason on stderr; for Copilot its denial's JSON on exit 0 (see `copilot`).
-fn failed_answer(harness: Harness) -> Answer {
-    match harness {
-        Harness::Copilot => super::copilot::tool_answer(&Verdict::failed()),
+/// What a guarded command at `spec` answers when `ahp` is missing or fails: the
+/// harness's block with the generic reason of every failure the adapter answers itself
+/// — exit 2 with the reason on stderr; for Copilot its denial's JSON on exit 0 (see
+/// `copilot`); at a session start or a compaction the adapter's own answer to a failure
+/// there, the agent stopped.
+fn failed_answer(harness: Harness, spec: &EventSpec) -> Answer {
+    match (harness, spec.ahp) {
+        (_, AhpEvent::SessionStart | AhpEvent::ContextCompactBefore) => {
+            harness.answer(spec, &Verdict::failed())
+        }
+        (Harness::Copilot, _) => super::copilot::tool_answer(&Verdict::failed()),
         _ => Answer::blocked(super::generic_reason()),
     }
 }
@@ -541,11 +535,12 @@ mod tests {
         }
     }
 
-    /// Where the harness lets a hook decide, at a tool, a prompt or a model request, the
-    /// command is guarded, whatever the registration intercepts at install; at a stop, a
-    /// session's events and a compaction it is the plain command line.
+    /// Where the harness lets a hook decide, at a tool, a prompt, a model request, a
+    /// session start or a compaction, the command is guarded, whatever the registration
+    /// intercepts at install; at a stop and where the harness only observes it is the
+    /// plain command line.
     #[test]
-    fn commands_are_guarded_where_a_hook_decides_and_exit_2_blocks() {
+    fn commands_are_guarded_where_a_hook_decides() {
         // Claude Code, Codex and Gemini nest the hook in a matcher group; Copilot's
         // command is its `bash` entry.
         let guarded = |hooks: &Value, event: &str| {
@@ -558,19 +553,24 @@ mod tests {
         let cases: [(Harness, &[&str], &[&str]); 5] = [
             (
                 Harness::ClaudeCode,
-                &["PreToolUse", "PostToolUse", "UserPromptSubmit"],
                 &[
-                    "Stop",
-                    "SubagentStop",
+                    "PreToolUse",
+                    "PostToolUse",
+                    "UserPromptSubmit",
                     "SessionStart",
-                    "SessionEnd",
-                    "PreCompact",
                 ],
+                &["Stop", "SubagentStop", "SessionEnd", "PreCompact"],
             ),
             (
                 Harness::Codex,
-                &["PreToolUse", "PostToolUse", "UserPromptSubmit"],
-                &["Stop", "SessionStart", "PreCompact"],
+                &[
+                    "PreToolUse",
+                    "PostToolUse",
+                    "UserPromptSubmit",
+                    "SessionStart",
+                    "PreCompact",
+                ],
+                &["Stop"],
             ),
             (
                 Harness::Gemini,
