@@ -535,6 +535,8 @@ impl EventSpec {
     /// by the harness itself (`stop_hook_active`), so that a policy that always says
     /// continue cannot keep the agent working forever; a payload that does not say is
     /// offered none.
+    /// Nor is `modify` offered for an input that could not be written back as it came
+    /// ([`Payload::input_is_inexact`]).
     fn capability_at(&self, payload: &Payload) -> Option<EventCapability> {
         let mut capability = self.capability()?;
         let fresh = self.continues && payload.continued == Some(false);
@@ -543,7 +545,23 @@ impl EventSpec {
             flow.remaining_continuations = Some(1);
             flow.continuation_count = Some(0);
         }
+        if payload.input_is_inexact() {
+            capability
+                .effects
+                .retain(|&kind| kind != EffectKind::Modify);
+            capability.modify = None;
+        }
         Some(capability)
+    }
+
+    /// The effects advertised for the call `payload` is: [`advertised`](Self::advertised)
+    /// but `modify` for an input that could not be written back as it came.
+    fn advertised_at(&self, payload: &Payload) -> Vec<EffectKind> {
+        let mut effects = self.advertised();
+        if payload.input_is_inexact() {
+            effects.retain(|&kind| kind != EffectKind::Modify);
+        }
+        effects
     }
 }
 
@@ -652,6 +670,30 @@ impl Payload {
                 SessionField::Agent => self.agent = None,
             }
         }
+    }
+
+    /// Whether the tool input holds U+FFFD anywhere, as a lone UTF-16 surrogate is read
+    /// ([`payload::parse`]): the adapter writes back the whole input after a `modify`,
+    /// and would then change what no backend changed (a file's content cut in an emoji).
+    /// A U+FFFD the harness sent as one is taken for one read so too.
+    fn input_is_inexact(&self) -> bool {
+        use std::char::REPLACEMENT_CHARACTER as REPLACED;
+        fn in_members(members: &Map<String, Value>) -> bool {
+            members
+                .iter()
+                .any(|(name, value)| name.contains(REPLACED) || in_value(value))
+        }
+        fn in_value(value: &Value) -> bool {
+            match value {
+                Value::String(text) => text.contains(REPLACED),
+                Value::Array(items) => items.iter().any(in_value),
+                Value::Object(members) => in_members(members),
+                _ => false,
+            }
+        }
+        self.tool
+            .as_ref()
+            .is_some_and(|(_, input)| in_members(input))
     }
 }
 
@@ -1289,7 +1331,12 @@ async fn decide(
     let remaining = deadline.saturating_duration_since(Instant::now());
     let (verdict, record) = if spec.capability().is_some() {
         let settled = interceptor
-            .intercept_with(&event, &spec.advertised(), Some(remaining), interrupt)
+            .intercept_with(
+                &event,
+                &spec.advertised_at(&read),
+                Some(remaining),
+                interrupt,
+            )
             .await;
         let settlement = match &settled {
             Ok(settled) => Ok(settled),
