@@ -43,6 +43,11 @@ const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 const FIRST_PAUSE: Duration = Duration::from_secs(1);
 const LONGEST_PAUSE: Duration = Duration::from_secs(30);
 
+/// The connection pools kept at most: past it, those no call holds are let go. An
+/// issuer whose metadata names another token URL at every read (a nonce in its query),
+/// read again after each failure, would otherwise leave a pool behind each time.
+const MAX_ENDPOINTS: usize = 32;
+
 /// The OAuth client of one interceptor.
 pub struct OAuth {
     http: HttpOptions,
@@ -385,6 +390,9 @@ impl OAuth {
             HttpBackend::new(url, options)
                 .map_err(|why| Problem::Failed(format!("{url}: {why}")))?,
         );
+        if endpoints.len() >= MAX_ENDPOINTS {
+            endpoints.retain(|_, pool| Arc::strong_count(pool) > 1);
+        }
         endpoints.insert(key, Arc::clone(&endpoint));
         Ok(endpoint)
     }
@@ -902,6 +910,24 @@ mod tests {
             assert!(oauth.endpoint(url, Zone::Loopback).is_err(), "{url}");
         }
         assert_eq!(lock(&oauth.endpoints).len(), 1);
+    }
+
+    /// A new token URL at every metadata read leaves no more than [`MAX_ENDPOINTS`] pools
+    /// behind; a pool a call holds is kept.
+    #[tokio::test]
+    async fn connection_pools_are_bounded() {
+        let config = crate::Options::default().backend_config();
+        let oauth = OAuth::new(config.expect("the default options").http);
+        let held = oauth.endpoint("https://127.0.0.1:9/held", Zone::Loopback);
+        let held = held.ok().expect("a pool");
+        for n in 0..3 * MAX_ENDPOINTS {
+            let url = format!("https://127.0.0.1:9/token?nonce={n}");
+            assert!(oauth.endpoint(&url, Zone::Loopback).is_ok());
+            assert!(lock(&oauth.endpoints).len() <= MAX_ENDPOINTS, "{n}");
+        }
+        let again = oauth.endpoint("https://127.0.0.1:9/held", Zone::Loopback);
+        let again = again.ok().expect("a pool");
+        assert!(Arc::ptr_eq(&held, &again), "the held pool was kept");
     }
 
     /// A 401 to a token the cache has replaced since (a call that took the old one
