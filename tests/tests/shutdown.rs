@@ -333,7 +333,9 @@ async fn ahp_hook_on_sigterm_answers_a_denial_and_reaps_its_stdio_backend() {
     let output = ahp_tests::hook::answer_after_signal(ahp, "TERM").await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    // Codex's denial: its JSON, and exit 2 with the reason on stderr.
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr, "Policy evaluation was interrupted.\n");
     let answer: Value = serde_json::from_str(&stdout).expect("a JSON answer");
     assert_eq!(
         answer["hookSpecificOutput"]["permissionDecision"], "deny",
