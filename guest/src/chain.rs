@@ -144,10 +144,10 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                     Ok(changed) => {
                         // A later change to the operation invalidates an earlier result;
                         // a modification that leaves it as it was changes nothing. One
-                        // beside a denial or a stop is checked but not kept: the
-                        // observers would be handed an operation that never runs.
-                        let kept = changed.filter(|e| !stopping && e != effective.as_ref());
-                        if let Some(event) = kept {
+                        // beside a denial or a stop is kept as well: the reply is accepted
+                        // whole, and after an operation (a tool's output) its change is the
+                        // redaction the event's observers must be handed.
+                        if let Some(event) = changed.filter(|e| e != effective.as_ref()) {
                             effective = Cow::Owned(event);
                             enforce.returned = None;
                         }

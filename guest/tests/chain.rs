@@ -2396,42 +2396,6 @@ fn a_backends_observe_subscription_is_served_beside_its_short_circuited_intercep
     );
 }
 
-/// A reply that denies or stops with a modification beside it: the operation does not
-/// run, so its change is handed to no one. The uncalled interceptor's short-circuit
-/// observe and the observe subscription see the event as proposed, as the audit does.
-#[test]
-fn a_stopping_replys_own_modification_reaches_no_observer() {
-    let modify = json!({"type": "modify", "target": "input", "operation": "replace",
-                        "value": {"command": "CHANGED"}});
-    let stops = [
-        json!({"type": "deny", "reason": "no"}),
-        json!({"type": "flow", "operation": "stop", "reason": "halt"}),
-    ];
-    for stop in stops {
-        let engine = two_interceptors_of_a(vec![observe_sub(&["tool.before"])]);
-        let reply = effects(json!([modify, stop]));
-        let mut host = FakeHost::new().on(A, Step::reply(reply));
-        let offered = ["deny", "allow", "modify", "flow"];
-        let s = intercept_with(&engine, &mut host, &event(), &offered, None);
-        assert_eq!(s.decision, Decision::Deny, "{stop}");
-        let kinds = observer_kinds(&s);
-        assert_eq!(
-            kinds,
-            [(A, ObserverKind::ShortCircuit), (A, ObserverKind::Owned)],
-            "{stop}"
-        );
-        for observer in &s.observers {
-            let input = &observed_event(observer)["tool"]["input"];
-            assert_eq!(input, &json!({"command": "rm -rf build"}), "{stop}");
-        }
-        assert!(
-            audit(&s).get("effective").is_none(),
-            "{stop}: {}",
-            audit(&s)
-        );
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // hook.failure (digest §14, conformance O10)
 // ---------------------------------------------------------------------------------------
@@ -4211,6 +4175,40 @@ fn a_tool_after_output_modify_is_its_items() {
         assert!(b_saw["tool"].get("output").is_none(), "{operation}");
         assert_eq!(audit(&s)["effective"]["output"], expected, "{operation}");
     }
+}
+
+/// A reply that redacts a tool's output and stops the agent is accepted whole: the
+/// output has been produced already, and the event's observers are handed the redacted
+/// one, never what the backend withheld (digest §8: observations carry only accepted
+/// effective content).
+#[test]
+fn a_redaction_beside_a_stop_is_what_observers_get() {
+    let hooks = vec![
+        backend(A, vec![intercept_sub(&["tool.after"], "fail-closed", 500)]),
+        backend(C, vec![observe_sub(&["tool.after"])]),
+    ];
+    let engine = Engine::load_declared(
+        &registration(hooks),
+        declared(&[InterceptableEvent::ToolAfter]),
+    )
+    .expect("valid");
+    let redacted = json!([{"id": "m2", "role": "tool", "parts": [{"id": "p2", "kind": "text",
+        "mediaType": "text/plain", "selection": "body", "text": "[redacted]"}]}]);
+    let reply = effects(json!([
+        {"type": "modify", "target": "output", "operation": "replace", "value": redacted},
+        {"type": "flow", "operation": "stop", "reason": "leak"}
+    ]));
+    let mut host = FakeHost::new().on(A, Step::reply(reply));
+    let s = settle(&engine, &mut host, &tool_after());
+    assert_eq!(
+        observer_kinds(&s),
+        [(C, ObserverKind::Owned)],
+        "{}",
+        audit(&s)
+    );
+    let notification: Value = serde_json::from_slice(prepared(&s.observers[0]).bytes()).unwrap();
+    let observed = &notification["params"]["event"];
+    assert_eq!(observed["items"], redacted, "{observed}");
 }
 
 /// Every other modify target, at its place in its event (`events::TABLE`): a backend's
