@@ -475,6 +475,12 @@ fn check_envelope(event: &Object, problems: &mut Problems) {
                 "/source",
                 "must not carry user info (user:password@): it is sent to every backend",
             );
+        } else if has_a_secret_parameter(source) {
+            problems.add(
+                "/source",
+                "must not carry a credential in a parameter named as a secret: it is sent to \
+                 every backend",
+            );
         }
     }
     required_string(event, "", "type", problems);
@@ -1300,9 +1306,10 @@ fn location(transport: &str) -> Option<&'static [&'static str]> {
 /// gap whose path is exactly that member, so a backend can tell a server it was not
 /// told about from one that has no such member. Nothing else: a member the schema does
 /// not name could carry what the descriptor must not (a token in a header, say). Nor a
-/// `url` with a credential in it, as user info or a parameter named as a secret
-/// (`?api_key=…`): the descriptor goes to every backend (digest §3.3: it never carries
-/// credentials). The rule names neither, nor the URL.
+/// URL with a credential in it, as user info or a parameter named as a secret
+/// (`?api_key=…`): a `url`, or an extension transport's `address` in the `url` form; the
+/// descriptor goes to every backend (digest §3.3: it never carries credentials). The
+/// rule names neither, nor the URL.
 fn check_connection(connection: &Object, at: &str, problems: &mut Problems) {
     let gaps = check_gaps(connection, at, problems);
     if let Some(entries) = connection.get("gaps").and_then(Node::as_array) {
@@ -1326,14 +1333,16 @@ fn check_connection(connection: &Object, at: &str, problems: &mut Problems) {
         );
         return;
     };
+    let url_form = connection.get("addressForm").and_then(Node::as_str) == Some("url");
+    let is_url = |member: &str| member == "url" || (member == "address" && url_form);
     for &member in members {
         let rule = match (member, connection.get(member)) {
             (_, None) if gaps.contains(&member) => continue,
             (_, None) => "is required, or a gap naming it when it is not disclosed",
-            ("url", Some(Node::Text(url))) if has_userinfo(url) => {
+            (m, Some(Node::Text(url))) if is_url(m) && has_userinfo(url) => {
                 "must not carry credentials (user info)"
             }
-            ("url", Some(Node::Text(url))) if has_a_secret_parameter(url) => {
+            (m, Some(Node::Text(url))) if is_url(m) && has_a_secret_parameter(url) => {
                 "must not carry credentials (a query or fragment parameter named as a secret)"
             }
             ("url", Some(Node::Text(url))) if is_absolute_uri(url) && is_http_url(url, false) => {
@@ -2357,6 +2366,29 @@ mod tests {
         assert!(Event::parse_tool_before(&event.to_string()).is_ok());
     }
 
+    /// An extension transport's `address` in the `url` form is held to the same rule, and
+    /// to user info: the shape this host's own adapter writes (`_undisclosed`).
+    #[test]
+    fn an_extension_transports_url_address_carries_no_credential() {
+        let mut event = fixture_event(fixture!("http/mcp-http-gap.valid.json"));
+        let at = "/tool/mcp/connection/address";
+        for address in [
+            "https://u:hunter2@mcp.example/",
+            "https://mcp.example/?api_key=hunter2",
+        ] {
+            event["tool"]["mcp"]["connection"] =
+                json!({"transport": "_x", "addressForm": "url", "address": address});
+            let problems = Event::parse_tool_before(&event.to_string()).expect_err(address);
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert_eq!(problems[0].path, at, "{problems:?}");
+            assert!(!format!("{problems:?}").contains("hunter2"), "{problems:?}");
+        }
+        // In another form an address is no URL: its text is the extension's business.
+        event["tool"]["mcp"]["connection"] =
+            json!({"transport": "_x", "addressForm": "name", "address": "key=1"});
+        assert!(Event::parse_tool_before(&event.to_string()).is_ok());
+    }
+
     /// Each transport's location (execution-event `$defs/mcp` `connection`): every
     /// member disclosed with its shape or named by a gap of exactly its name, and nothing
     /// the schema does not name.
@@ -2663,10 +2695,11 @@ mod tests {
     /// in its authority is refused, and not repeated in the problem; an `@` outside an
     /// authority (a URN, a mailto) is no user info.
     #[test]
-    fn a_source_with_user_info_is_refused_without_echoing_it() {
+    fn a_source_with_user_info_or_a_secret_parameter_is_refused_without_echoing_it() {
         for secret in [
             "https://svc:hunter2@harness.example/",
             "https://hunter2@harness.example/runtime/42",
+            "https://harness.example/runtime/42?access_token=hunter2",
         ] {
             let rule = only_problem(&with("/source", Some(json!(secret))), "/source");
             assert!(!rule.contains("hunter2"), "{rule}");

@@ -335,9 +335,10 @@ fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a
 /// But `value` is a common name for what is no secret (an environment variable's or a
 /// header's, beside its `name`): it counts inside a credential binding
 /// ([`CREDENTIAL_BINDINGS`]), and elsewhere only beside a `name` or `key` that names a
-/// secret (`API_KEY`, `Authorization`). And `auth` holding an object is an upload's
-/// binding (content-upload.schema.json), searched like `authentication`; as text it is a
-/// credential. The problem names the member, never its value.
+/// secret (`API_KEY`, `Authorization`). And a binding's name holding an object (`auth`,
+/// an upload's, content-upload.schema.json; `credentials`, `authorization`) is searched
+/// like `authentication`; holding text it is a credential. The problem names the
+/// member, never its value.
 fn reject_literal_secrets(c: &mut Checker, v: &Value, path: &str, owned: Option<&str>) {
     search_literal_secrets(c, v, path, owned, false);
 }
@@ -364,7 +365,8 @@ fn search_literal_secrets(
                 let name = normalized(key);
                 let secret = match name.as_str() {
                     "value" => in_binding || beside_a_secret,
-                    "auth" if inner.is_object() => false,
+                    // Bindings: searched, their `value` a secret.
+                    name if inner.is_object() && CREDENTIAL_BINDINGS.contains(&name) => false,
                     name => is_secret_name(name),
                 };
                 if secret && holds_text(inner) {
@@ -385,7 +387,15 @@ fn search_literal_secrets(
 
 /// Members (named as [`normalized`] gives) that bind a credential: within them, `value`
 /// is one.
-const CREDENTIAL_BINDINGS: [&str; 4] = ["authentication", "auth", "contentreceiver", "upload"];
+const CREDENTIAL_BINDINGS: [&str; 7] = [
+    "authentication",
+    "auth",
+    "authorization",
+    "credential",
+    "credentials",
+    "contentreceiver",
+    "upload",
+];
 
 /// Whether a `name` or `key` names a secret (`API_KEY`, `github-token`, a header's
 /// `Authorization`, `Proxy-Authorization`, `Cookie`), so that the `value` beside it is

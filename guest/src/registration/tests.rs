@@ -550,10 +550,11 @@ fn r10_http_credential_names_are_literal_secrets() {
             json!([marker]).to_string(),
             "$o/Credentials",
         ),
+        // An object under a binding's name is searched as one: its `value` is a secret.
         (
             "/credential",
-            json!({"k": marker}).to_string(),
-            "/credential",
+            json!({"value": marker}).to_string(),
+            "/credential/value",
         ),
         (
             headers,
@@ -663,11 +664,16 @@ fn r10_names_that_only_look_like_secrets_load() {
             "/x-acme",
             r#"{"labels": [{"key": "team", "value": "sec"}]}"#,
         ),
-        // An upload's `auth` is a binding of references, not a credential.
+        // An upload's `auth` is a binding of references, not a credential; so is an
+        // extension's `credentials` object.
         (
             "$o/upload",
             r#"{"endpoint": "https://upload.example/u", "timeoutMs": 1000, "maxBytes": 1,
                 "auth": {"type": "bearer", "tokenEnv": "AHP_UPLOAD_TOKEN"}}"#,
+        ),
+        (
+            "/x-vendor",
+            r#"{"credentials": {"type": "bearer", "tokenEnv": "ACME_TOKEN"}}"#,
         ),
     ]);
     assert!(matches!(

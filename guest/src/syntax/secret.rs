@@ -25,11 +25,14 @@ pub(crate) fn normalized(name: &str) -> String {
         .collect()
 }
 
-/// Whether a URL's query or fragment has a parameter named as a secret
-/// (`?access_token=…`, `#api-key=…`): a credential written into the URL, which travels
-/// in every request line, log and copy of it. Parameters are split at `&` and at `;`
-/// (which some servers still read as one), and a name is percent-decoded before it is
-/// compared (`access%5Ftoken`). Ordinary parameters (`?tenant=a`) are no secret.
+/// Whether a URL's query or fragment has a parameter with a value whose name says it is
+/// a credential (`?access_token=…`, `#api-key=…`, `?X-Amz-Security-Token=…`): one
+/// written into the URL, which travels in every request line, log and copy of it.
+/// Parameters are split at `&` and at `;` (which some servers still read as one), and a
+/// name is percent-decoded before it is compared (`access%5Ftoken`). A parameter value
+/// is never a reference to a secret, so a name is read more widely than a member's
+/// ([`names_a_credential`]). Ordinary parameters (`?tenant=a`) and a fragment that is an
+/// anchor (`#auth`) are no secret.
 pub(crate) fn has_a_secret_parameter(url: &str) -> bool {
     let (before_fragment, fragment) = url.split_once('#').unwrap_or((url, ""));
     let query = before_fragment
@@ -38,8 +41,34 @@ pub(crate) fn has_a_secret_parameter(url: &str) -> bool {
     [query, fragment]
         .into_iter()
         .flat_map(|part| part.split(['&', ';']))
-        .map(|parameter| parameter.split('=').next().unwrap_or_default())
-        .any(|name| is_secret_name(&percent_decoded(name)))
+        .filter_map(|parameter| parameter.split_once('='))
+        .filter(|(_, value)| !value.is_empty())
+        .any(|(name, _)| names_a_credential(&percent_decoded(name)))
+}
+
+/// Whether a parameter's `name` says its value is a credential: a secret name, or one
+/// holding a word only credentials are named with (`auth_token`, `secret_key`,
+/// `X-Amz-Signature`), or one of the short names services use for them (`key`, `sig`).
+fn names_a_credential(name: &str) -> bool {
+    const WORDS: [&str; 9] = [
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "credential",
+        "apikey",
+        "accesskey",
+        "privatekey",
+        "signature",
+    ];
+    let name = normalized(name);
+    // What kind of token is used is no secret (`token_type`, as OAuth names it).
+    if name.ends_with("type") {
+        return false;
+    }
+    is_secret_name(&name)
+        || ["key", "sig"].contains(&name.as_str())
+        || WORDS.iter().any(|word| name.contains(word))
 }
 
 /// `text` with each `%XX` escape replaced by its byte; a malformed escape is kept as
@@ -95,18 +124,27 @@ mod tests {
             "https://mcp.example/x?a=1;token=S",
             "https://mcp.example/x?access%5Ftoken=S",
             "https://mcp.example/x?%61uth=S",
-            "https://mcp.example/x?client_secret",
             "https://mcp.example/cb#access_token=S&state=x",
+            "https://mcp.example/x?auth_token=S",
+            "https://mcp.example/x?oauth_token=S",
+            "https://mcp.example/x?secret_key=S",
+            "https://mcp.example/x?X-Amz-Security-Token=S&X-Amz-Signature=T",
+            "https://mcp.example/x?key=S",
+            "https://mcp.example/x?sig=S",
         ];
         let ordinary = [
             "https://mcp.example/x",
             "https://mcp.example/x?tenant=a&region=eu",
             "https://mcp.example/token/x?next=/token",
-            "https://mcp.example/x?tokenEnv=A&q=token",
+            "https://mcp.example/x?q=token&next=/token",
             "https://mcp.example/x?value=3",
             "https://mcp.example/x?%zz=1&%4",
             "https://mcp.example/x?%+4uth=1",
             "https://mcp.example/x#token-section",
+            "https://mcp.example/x#auth",
+            "https://mcp.example/x?client_secret",
+            "https://mcp.example/x?token=",
+            "https://mcp.example/x?author=a&keyword=b",
         ];
         assert_shape(has_a_secret_parameter, &secret, &ordinary);
     }
