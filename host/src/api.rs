@@ -20,9 +20,11 @@ use crate::observe::{deliver_observers, Results};
 use crate::options::Options;
 use crate::pool::{Admission, Limit, Pool, Ready};
 use crate::runtime::Runtime;
-use crate::settlement::{from_component, host_settlement, Observed, ObserverReport, Settlement};
+use crate::settlement::{
+    from_component, host_settlement, interrupted, Observed, ObserverReport, Settlement,
+};
 use crate::state::HostState;
-use ahp_vocab::{DecidedBy, EffectKind, ObserverResult, Record, OBSERVER_TIMEOUT_MS};
+use ahp_vocab::{DecidedBy, Decision, EffectKind, ObserverResult, Record, OBSERVER_TIMEOUT_MS};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
@@ -287,7 +289,9 @@ impl Interceptor {
         })
     }
 
-    /// As [`Interceptor::intercept`], interruptible through `interrupt`.
+    /// As [`Interceptor::intercept`], interruptible through `interrupt`: until it returns,
+    /// the owned observers' deliveries included, an interruption makes any decision but
+    /// a denial the call's `interrupted` denial (the caller has not been handed it yet).
     pub async fn intercept_with(
         &self,
         event: &str,
@@ -295,11 +299,12 @@ impl Interceptor {
         budget: Option<Duration>,
         interrupt: &Interrupt,
     ) -> Result<Settlement, Error> {
-        Ok(self
-            .settle(event, effects, budget, interrupt)
-            .await?
-            .complete()
-            .await)
+        let mut call = self.settle(event, effects, budget, interrupt).await?;
+        // Nobody has been handed the decision until this returns: an interruption while
+        // the observers run overrides it as one before would ("interruption overrides
+        // fail-open or accepted approval"). `settle`'s caller has it already.
+        call.unanswered = true;
+        Ok(call.complete().await)
     }
 
     /// Settles the decision and hands it out at once, before the call's owned observer
@@ -357,6 +362,7 @@ impl Interceptor {
             span,
             delivering: false,
             results: Results::default(),
+            unanswered: false,
         })
     }
 
@@ -621,6 +627,9 @@ pub struct HookCall {
     /// `results`.
     delivering: bool,
     results: Results,
+    /// Whether the decision is handed out only by `complete` (`intercept_with`): an
+    /// interruption by then overrides one that is not a denial.
+    unanswered: bool,
 }
 
 impl HookCall {
@@ -649,9 +658,12 @@ impl HookCall {
                     .await
             }
         };
-        let settlement = self
+        let mut settlement = self
             .finish(&results)
             .expect("present until completed or dropped");
+        if self.unanswered && self.interrupt.is_set() && settlement.decision != Decision::Deny {
+            settlement = interrupted(settlement.record);
+        }
         let budget = self.budget;
         self.interceptor
             .write_audit(&settlement.record, budget, &self.interrupt)

@@ -6,7 +6,9 @@ use crate::bindings::interceptor as wit;
 use crate::convert;
 use crate::delivery_impl::sha256_hex;
 use crate::observe::withheld;
-use ahp_vocab::{DecidedBy, Decision, EventRef, FailurePolicy, ObserverResult, Outcome, Record};
+use ahp_vocab::{
+    DecidedBy, Decision, Enforce, EventRef, FailurePolicy, ObserverResult, Outcome, Record,
+};
 use std::time::Instant;
 
 /// A settled hook call: the decision, who made it, the reason to show, and the audit record.
@@ -185,6 +187,18 @@ pub(crate) fn host_settlement(event: &str, decided_by: DecidedBy, started: Insta
         decided_by,
         elapsed_ms,
     ))
+}
+
+/// `record`, settled and not yet handed out, overridden by an interruption: the call's
+/// denial, with nothing of the decision left to enforce. Its interceptors and observers
+/// stay as they ended.
+pub(crate) fn interrupted(mut record: Record) -> Settlement {
+    record.decision = Decision::Deny;
+    record.decided_by = DecidedBy::Interrupted;
+    record.reason = DecidedBy::Interrupted.generic_reason().map(Into::into);
+    record.messages.clear();
+    record.enforce = Enforce::default();
+    Settlement::of(record)
 }
 
 #[cfg(test)]

@@ -526,6 +526,42 @@ async fn interruption_cancels_the_owned_observers() {
     }
 }
 
+/// `intercept_with` hands the decision out only once the owned observers are done: an
+/// interruption while they run overrides an allow (interruption overrides an accepted
+/// approval), as `ahp intercept` on a signal then. `settle`'s decision, handed out
+/// before, stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interruption_while_the_observers_run_overrides_an_unanswered_allow() {
+    let (backends, reg) = owned_observers().await;
+    let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
+    let interrupt = Interrupt::new();
+    let hanging = &backends[1];
+    let call = event("evt_owned_interrupted");
+    let deciding = interceptor.intercept_with(&call, &[EffectKind::Deny], None, &interrupt);
+    tokio::pin!(deciding);
+    tokio::select! {
+        _ = &mut deciding => panic!("the observer hangs"),
+        sent = hanging.wait_for_requests(1, Duration::from_secs(5)) => assert!(sent),
+    }
+    interrupt.interrupt();
+    let settled = deciding.await.expect("settled");
+    let record = record_json(&settled);
+    assert_eq!(
+        (settled.decision, settled.decided_by),
+        (Decision::Deny, DecidedBy::Interrupted),
+        "{record}"
+    );
+    assert_eq!(record["decision"], "deny", "{record}");
+    assert_eq!(
+        record["interceptors"][0]["outcome"], "no-effect",
+        "{record}"
+    );
+    assert!(
+        record.get("enforce").is_none_or(|e| e == &json!({})),
+        "{record}"
+    );
+}
+
 /// An owned observer whose deadline passed before the call completed is sent nothing,
 /// even over a persistent stdio backend, already running, whose pipe would take the line
 /// at once: it is `deadline-exceeded`, and the backend sees only the first call's.
