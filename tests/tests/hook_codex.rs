@@ -48,7 +48,7 @@ fn contract() -> Contract {
                 payload: (prompt(), &[]),
                 event: "turn.start",
                 advertised: &["deny", "inject", "flow"],
-                assert_block,
+                assert_block: assert_prompt_blocked,
             },
             Intercepted {
                 payload: (stop(), &[]),
@@ -84,9 +84,15 @@ fn assert_deny(ran: &Ran, reason: &str) {
     assert_json_and_exit_2(ran, json!({"hookSpecificOutput": output}), reason);
 }
 
-/// Before a prompt Codex blocks with `decision: block`.
+/// After a tool, and at a stop to go on, Codex blocks with `decision: block`.
 fn assert_block(ran: &Ran, reason: &str) {
     assert_json(ran, 0, json!({"decision": "block", "reason": reason}));
+}
+
+/// Before a prompt the block goes on exit 2 too, with the reason on stderr: Codex would
+/// take output it cannot read for text to add to the prompt.
+fn assert_prompt_blocked(ran: &Ran, reason: &str) {
+    assert_json_and_exit_2(ran, json!({"decision": "block", "reason": reason}), reason);
 }
 
 /// A Codex `PostToolUse` payload.
@@ -143,7 +149,8 @@ async fn context_and_a_stop_reach_codex_in_its_own_words() {
     let stop = ahp_tests::hook::flow_stop("the repo is frozen");
     let sent =
         answered_by_interceptor_of(&["turn.start"], "fail-closed", "codex", &prompt(), stop).await;
-    assert_stopped(&sent.ran, "the repo is frozen");
+    let stopped = json!({"continue": false, "stopReason": "the repo is frozen"});
+    assert_json_and_exit_2(&sent.ran, stopped, "the repo is frozen");
 }
 
 /// A subagent's stop is `turn.finish.before` too, its `session.agent` the subagent and

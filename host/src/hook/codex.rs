@@ -56,10 +56,24 @@ pub const SETTINGS_FILE: &str = "~/.codex/hooks.json";
 /// count as a failed hook and run the tool, so it can only be a denial here); elsewhere
 /// Claude Code's answer. The denial also exits 2 with its reason on stderr, which Codex
 /// reads as a block whatever stdout holds: it runs a hook through the user's shell, whose
-/// startup files may print before the JSON and make it unreadable, a failed hook.
+/// startup files may print before the JSON and make it unreadable, a failed hook. So
+/// does a denial or a stop before a prompt, which Codex would otherwise take for text
+/// to add to it, the prompt going ahead.
 pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     if spec.ahp != AhpEvent::ToolBefore {
-        return super::claude_code::after_tool_before(spec, verdict);
+        let answer = super::claude_code::after_tool_before(spec, verdict);
+        let refused = match verdict.stop_reason() {
+            Some(reason) => Some(reason),
+            None => (verdict.decision == Decision::Deny).then(|| verdict.reason()),
+        };
+        return match refused {
+            Some(reason) if spec.ahp == AhpEvent::TurnStart => Answer {
+                stderr: vec![reason.to_string()],
+                exit: 2,
+                ..answer
+            },
+            _ => answer,
+        };
     }
     match verdict.decision {
         Decision::Allow => Answer::silent(),
