@@ -511,7 +511,8 @@ const HOST: &str = "AHP_REGISTRY_HOST";
 #[derive(Debug, PartialEq, Eq)]
 struct Auth {
     credential: RegistryAuth,
-    /// "AHP_REGISTRY_HOST names X, not this registry Y: sent without credentials".
+    /// "AHP_REGISTRY_HOST names another registry than this one, Y: sent without
+    /// credentials". Not the value it names, which may be a secret set there by mistake.
     withheld: Option<String>,
 }
 
@@ -588,7 +589,8 @@ fn auth_from(
         return Ok(Auth {
             credential: RegistryAuth::Anonymous,
             withheld: Some(format!(
-                "{HOST} names {host}, not this registry {registry}: sent without credentials"
+                "{HOST} names another registry than this one, {registry}: sent without \
+                 credentials"
             )),
         });
     }
@@ -777,26 +779,17 @@ mod tests {
             let sent = auth(registry, set(host)).map(|auth| auth.credential);
             assert_eq!(sent, Ok(basic.clone()), "{registry} named {host}");
         }
-        for (registry, host, named, this) in [
-            ("evil.example", "ghcr.io", "ghcr.io", "evil.example"),
-            (
-                "127.0.0.1:5001",
-                "127.0.0.1:5000",
-                "127.0.0.1:5000",
-                "127.0.0.1:5001",
-            ),
-            (
-                "127.0.0.1:5000",
-                "localhost:5000",
-                "localhost:5000",
-                "127.0.0.1:5000",
-            ),
+        // What the variable names is not repeated: only this registry's name.
+        for (registry, host, this) in [
+            ("evil.example", "ghcr.io", "evil.example"),
+            ("127.0.0.1:5001", "127.0.0.1:5000", "127.0.0.1:5001"),
+            ("127.0.0.1:5000", "localhost:5000", "127.0.0.1:5000"),
             // Plain http to a loopback registry: 443 is just another port.
-            ("localhost:443", "localhost", "localhost", "localhost:443"),
-            ("ghcr.io:8443", "GHCR.io:443", "ghcr.io", "ghcr.io:8443"),
+            ("localhost:443", "localhost", "localhost:443"),
+            ("ghcr.io:8443", "GHCR.io:443", "ghcr.io:8443"),
         ] {
             let why = format!(
-                "AHP_REGISTRY_HOST names {named}, not this registry {this}: sent without \
+                "AHP_REGISTRY_HOST names another registry than this one, {this}: sent without \
                  credentials"
             );
             let withheld = Auth {
@@ -855,7 +848,7 @@ mod tests {
         let error = fetch_with(&tagged, None, &withheld(&registry)).await;
         let expected = format!(
             "pull the manifest of {registry}/ahp/interceptor:0.1: the registry answered 401 \
-             Unauthorized (AHP_REGISTRY_HOST names localhost:5000, not this registry \
+             Unauthorized (AHP_REGISTRY_HOST names another registry than this one, \
              {registry}: sent without credentials)"
         );
         assert_eq!(error, Err(PullError::Refused(expected)));
@@ -871,10 +864,15 @@ mod tests {
         let error = store_with(&tagged, component, &withheld(&registry)).await;
         let expected = format!(
             "push to {registry}/ahp/interceptor:0.1: upload the component blob: the registry \
-             answered 401 Unauthorized (AHP_REGISTRY_HOST names localhost:5000, not this \
-             registry {registry}: sent without credentials)"
+             answered 401 Unauthorized (AHP_REGISTRY_HOST names another registry than this \
+             one, {registry}: sent without credentials)"
         );
         assert_eq!(error.err(), Some(expected));
+        // A secret set in AHP_REGISTRY_HOST by mistake (it reads as a host) is not shown.
+        let mistaken = auth_from(&registry, set("user"), set("pw"), set("ghp_s3cret")).unwrap();
+        let error = fetch_with(&tagged, None, &mistaken).await.unwrap_err();
+        assert!(error.to_string().contains("AHP_REGISTRY_HOST"), "{error}");
+        assert!(!error.to_string().contains("s3cret"), "{error}");
     }
 
     #[test]
