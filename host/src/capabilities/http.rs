@@ -116,7 +116,7 @@ pub struct HttpBackend {
 struct Connection {
     sender: SendRequest<Full<Bytes>>,
     /// Ends with why the connection failed, if it did.
-    driver: tokio::task::JoinHandle<Option<DeliveryError>>,
+    driver: tokio::task::JoinHandle<Option<hyper::Error>>,
     /// The address at the other end: who answers on this connection.
     peer: IpAddr,
     /// What the socket has written: the phase a deadline hit while an exchange waited.
@@ -140,17 +140,23 @@ async fn within<T>(timer: Pin<&mut Sleep>, work: impl Future<Output = T>) -> Opt
 }
 
 impl Connection {
-    /// Why a fresh connection took no request (`error`): the failure that ended it, read
-    /// as it came up, when hyper's says only that it was not ready. A TLS 1.3 server
-    /// refusing this client (see [`refused_by_tls`]) ends it so.
-    async fn unsent(&mut self, error: &hyper::Error) -> DeliveryError {
+    /// Why a fresh connection's request got no response head (`error`). A TLS 1.3 server
+    /// refusing this client says so only now ([`refused_by_tls`]): in the error, or, when
+    /// hyper's says only that the connection was not ready to take the request, in the
+    /// failure that ended the connection as it came up, waited for until the deadline
+    /// (`phase` then).
+    async fn fresh_failure(&mut self, error: &hyper::Error, phase: IoPhase) -> DeliveryError {
+        if refused_by_tls(error) {
+            return DeliveryError::TlsFailed;
+        }
         let told = classify(error);
         if !error.is_canceled() || !matches!(told, DeliveryError::ConnectionLost) {
             return told;
         }
         match within(self.timer.as_mut(), &mut self.driver).await {
-            Some(Ok(Some(ended))) => ended,
-            _ => told,
+            Some(Ok(Some(ended))) if refused_by_tls(&ended) => DeliveryError::TlsFailed,
+            Some(_) => told,
+            None => DeliveryError::DeadlineExceeded(phase),
         }
     }
 }
@@ -334,7 +340,10 @@ impl HttpBackend {
                     }
                     None => return Err(classify(e.error())),
                 },
-                Err(e) => return Err(connection.unsent(e.error()).await),
+                Err(e) => {
+                    let phase = connection.outflow.phase(written_before);
+                    return Err(connection.fresh_failure(e.error(), phase).await);
+                }
             }
         };
         // A length given twice over (Transfer-Encoding beside Content-Length, or more than
@@ -567,7 +576,7 @@ where
     let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await
         .map_err(|e| classify(&e))?;
-    let driver = tokio::spawn(async move { connection.await.err().map(|e| classify(&e)) });
+    let driver = tokio::spawn(async move { connection.await.err() });
     Ok(Connection {
         sender,
         driver,
@@ -741,7 +750,6 @@ fn classify(error: &hyper::Error) -> DeliveryError {
 fn io_error(error: &std::io::Error) -> DeliveryError {
     use std::io::ErrorKind;
     match error.kind() {
-        _ if refused_by_tls(error) => DeliveryError::TlsFailed,
         ErrorKind::ConnectionRefused => DeliveryError::ConnectionRefused,
         ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => DeliveryError::ConnectionReset,
         // hyper's body decoder reports bytes that are not HTTP (a chunk-size line that is
@@ -754,18 +762,28 @@ fn io_error(error: &std::io::Error) -> DeliveryError {
     }
 }
 
-/// A fatal alert by which the peer's TLS layer refuses this client: the TLS failure,
-/// which retrying cannot mend. In TLS 1.3 the client's handshake ends before the server
-/// has checked the client's certificate, so a server that requires one (this host offers
-/// none) refuses only at the client's first read, after the request went out; its
-/// application never saw it; or, read before the request went, ends the fresh
-/// connection ([`Connection::unsent`]).
-fn refused_by_tls(error: &std::io::Error) -> bool {
+/// Whether `error` is a fatal alert by which the peer's TLS layer refuses this client:
+/// the TLS failure, which retrying cannot mend. In TLS 1.3 the client's handshake ends
+/// before the server has checked the client's certificate, so a server that requires one
+/// (this host offers none) refuses only at the client's first read of a fresh
+/// connection, the request gone out or not; its application never saw it. Read so only
+/// there ([`Connection::fresh_failure`]): on a connection that answered before, or in a
+/// body, the request may have reached the backend.
+fn refused_by_tls(error: &hyper::Error) -> bool {
     use rustls::AlertDescription as A;
-    let tls = error
-        .get_ref()
-        .and_then(|e| e.downcast_ref::<rustls::Error>());
-    let Some(rustls::Error::AlertReceived(alert)) = tls else {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    let alert = std::iter::from_fn(|| {
+        let current = source?;
+        source = current.source();
+        Some(current)
+    })
+    .filter_map(|e| e.downcast_ref::<std::io::Error>())
+    .filter_map(|io| io.get_ref()?.downcast_ref::<rustls::Error>())
+    .find_map(|tls| match tls {
+        rustls::Error::AlertReceived(alert) => Some(*alert),
+        _ => None,
+    });
+    let Some(alert) = alert else {
         return false;
     };
     matches!(
@@ -1063,17 +1081,23 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hooks", listener.local_addr().unwrap());
         let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counted = Arc::clone(&open);
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (counted, all) = (Arc::clone(&open), Arc::clone(&accepted));
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
                 counted.fetch_add(1, Ordering::SeqCst);
-                let counted = Arc::clone(&counted);
+                all.fetch_add(1, Ordering::SeqCst);
+                let (counted, all) = (Arc::clone(&counted), Arc::clone(&all));
                 tokio::spawn(async move {
                     let mut buffer = vec![0; 64 * 1024];
-                    // One read is one request here (small, written at once). Each is
-                    // answered after 100 ms, so that the burst's calls overlap.
+                    // One read is one request here (small, written at once). None is
+                    // answered before the burst's connections are all open (or 2 s), so
+                    // that its calls overlap however late a task is scheduled.
+                    let burst = Instant::now() + Duration::from_secs(2);
                     while let Ok(1..) = stream.read(&mut buffer).await {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        while all.load(Ordering::SeqCst) < MAX_IDLE && Instant::now() < burst {
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
                         if stream.write_all(answer).await.is_err() {
                             break;
                         }
