@@ -50,6 +50,18 @@ impl wit::Host for HostState {
             }
             r = source.acquire(&backend, deadline, cancelled) => r,
         };
+        // Checked again before a credential is handed over: one that came as the call
+        // stopped or its deadline passed (a bound polls what it bounds before its clock)
+        // would otherwise be used after it ("recheck cancellation and the original
+        // deadline before publishing acceptance after external authorization callbacks").
+        if resolved.is_ok() {
+            if self.stopped() {
+                return Ok(Err(AuthError::Cancelled));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(Err(AuthError::DeadlineExceeded));
+            }
+        }
         Ok(match resolved {
             Ok(Some(bearer)) => Ok(Some(self.table.push(Credential { backend, bearer })?)),
             Ok(None) => Ok(None),

@@ -26,6 +26,8 @@ enum Answer {
     Unusable(&'static str),
     /// Never answers, but notices cancellation.
     Hang,
+    /// A token, the moment the deadline passes.
+    AtTheDeadline,
     /// Has a bug: panics.
     Panic,
 }
@@ -66,6 +68,10 @@ impl CredentialProvider for TestProvider {
                 Answer::Fail => Err(AuthFailure::AcquisitionFailed),
                 Answer::Unusable(token) => Ok(Secret::new(token)),
                 Answer::Panic => panic!("the provider's own bug"),
+                Answer::AtTheDeadline => {
+                    tokio::time::sleep_until(request.deadline.into()).await;
+                    Ok(Secret::new(format!("tok-provided-{n}")))
+                }
                 Answer::Hang => {
                     // A real provider would hand the signal to shared work that outlives
                     // this future (the host drops it); this one hands it to a watcher.
@@ -193,6 +199,23 @@ async fn an_unusable_provided_token_is_auth_failed_and_nothing_is_sent() {
         );
         assert!(backend.requests().is_empty(), "{token:?}: sent");
     }
+}
+
+/// A token that comes as the deadline passes (the same timer tick: the provider's wait
+/// and the host's bound end together) is not handed to the component: the deadline is
+/// checked again first, so the acquisition failed at its deadline and nothing is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_at_the_deadline_is_not_handed_over() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let provider = TestProvider::new(Answer::AtTheDeadline);
+    let interceptor = interceptor_with(&backend, provider, 300).await;
+    for i in 0..3 {
+        let s = call(&interceptor, &format!("evt_provider_at_deadline_{i}")).await;
+        let failure = &record_json(&s)["interceptors"][0]["failure"];
+        assert_eq!(failure["phase"], "acquire-credential", "{}", s.record);
+        assert_eq!(failure["detail"], "deadline-exceeded", "{}", s.record);
+    }
+    assert!(backend.requests().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
