@@ -171,12 +171,7 @@ async fn a_peer_hanging_up_in_the_handshake_is_refused_with_nothing_sent() {
             ..Options::default()
         };
         let interceptor = Interceptor::new(&reg, options).await.unwrap();
-        let settled = interceptor
-            .intercept(&event("evt_tls_hangup"), &[EffectKind::Deny], None)
-            .await
-            .unwrap();
-        assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
-        let record = record_json(&settled);
+        let record = failed_open(&interceptor, "evt_tls_hangup").await;
         let entry = &record["interceptors"][0];
         assert_eq!(
             entry["failure"],
@@ -213,12 +208,7 @@ async fn a_backend_requiring_a_client_certificate_is_a_tls_failure_not_retried()
     };
     let interceptor = Interceptor::new(&reg, options).await.unwrap();
     for i in 0..5 {
-        let settled = interceptor
-            .intercept(&event(&format!("evt_mtls_{i}")), &[EffectKind::Deny], None)
-            .await
-            .unwrap();
-        assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
-        let record = record_json(&settled);
+        let record = failed_open(&interceptor, &format!("evt_mtls_{i}")).await;
         let entry = &record["interceptors"][0];
         assert_eq!(
             entry["failure"],
@@ -229,6 +219,16 @@ async fn a_backend_requiring_a_client_certificate_is_a_tls_failure_not_retried()
         assert_eq!(attempts, Some(1), "{i}: not retried: {record}");
     }
     assert_eq!(served.load(Ordering::SeqCst), 0);
+}
+
+/// The record of the call `id`, allowed by its one fail-open interceptor's failure.
+async fn failed_open(interceptor: &Interceptor, id: &str) -> Value {
+    let settled = interceptor
+        .intercept(&event(id), &[EffectKind::Deny], None)
+        .await
+        .unwrap();
+    assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+    record_json(&settled)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
