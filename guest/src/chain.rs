@@ -134,8 +134,9 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         // event is parsed and copied): a reply whose changes are applied only past the
         // deadline came too late, as a reply complete only then does ("the timeout covers
         // atomic acceptance"), and the clock is read as they are applied, so a long reply
-        // stops there — but for a denial or a stop that came in time, which stands (the
-        // operation does not run, so no change of it is handed on).
+        // stops there — but for a denial or a stop that came in time, which stands
+        // whenever its changes are applied (the operation does not run; a change beside
+        // it is still the event's effective content, a redaction after a tool).
         let ending = match ending {
             Ending::Accepted(effects) => {
                 let stopping = stops(&effects);

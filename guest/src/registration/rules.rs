@@ -335,10 +335,10 @@ fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a
 /// But `value` is a common name for what is no secret (an environment variable's or a
 /// header's, beside its `name`): it counts inside a credential binding
 /// ([`CREDENTIAL_BINDINGS`]), and elsewhere only beside a `name` or `key` that names a
-/// secret (`API_KEY`, `Authorization`). And a binding's name holding an object (`auth`,
-/// an upload's, content-upload.schema.json; `credentials`, `authorization`) is searched
-/// like `authentication`; holding text it is a credential. The problem names the
-/// member, never its value.
+/// secret (`API_KEY`, `Authorization`). And `auth` holding an object is an upload's
+/// binding (content-upload.schema.json), searched like `authentication`; any other
+/// secret's name holding an object may hold references and a `type` in it
+/// ([`holds_literal`]), nothing else. The problem names the member, never its value.
 fn reject_literal_secrets(c: &mut Checker, v: &Value, path: &str, owned: Option<&str>) {
     search_literal_secrets(c, v, path, owned, false);
 }
@@ -365,11 +365,14 @@ fn search_literal_secrets(
                 let name = normalized(key);
                 let secret = match name.as_str() {
                     "value" => in_binding || beside_a_secret,
-                    // Bindings: searched, their `value` a secret.
-                    name if inner.is_object() && CREDENTIAL_BINDINGS.contains(&name) => false,
-                    name => is_secret_name(name),
+                    // An upload's binding (its schema says what it holds): searched.
+                    "auth" if inner.is_object() => false,
+                    // An object under a secret's name may name references and its
+                    // kind (`tokenEnv`, `type`); any other text in it is a secret.
+                    name if inner.is_object() && is_secret_name(name) => holds_literal(inner),
+                    name => is_secret_name(name) && holds_text(inner),
                 };
-                if secret && holds_text(inner) {
+                if secret {
                     c.problem(&inner_path, LITERAL_SECRET_RULE);
                 }
                 let binding = in_binding || CREDENTIAL_BINDINGS.contains(&name.as_str());
@@ -387,15 +390,7 @@ fn search_literal_secrets(
 
 /// Members (named as [`normalized`] gives) that bind a credential: within them, `value`
 /// is one.
-const CREDENTIAL_BINDINGS: [&str; 7] = [
-    "authentication",
-    "auth",
-    "authorization",
-    "credential",
-    "credentials",
-    "contentreceiver",
-    "upload",
-];
+const CREDENTIAL_BINDINGS: [&str; 4] = ["authentication", "auth", "contentreceiver", "upload"];
 
 /// Whether a `name` or `key` names a secret (`API_KEY`, `github-token`, a header's
 /// `Authorization`, `Proxy-Authorization`, `Cookie`), so that the `value` beside it is
@@ -416,6 +411,20 @@ fn names_a_secret(name: &str) -> bool {
     ]
     .iter()
     .any(|word| name.contains(word))
+}
+
+/// Whether `v` holds text other than references (members named `…Env`, `…Ref`) and a
+/// `type`: what an object under a secret's name may hold without holding one.
+fn holds_literal(v: &Value) -> bool {
+    match v {
+        Value::Object(members) => members.iter().any(|(key, inner)| {
+            let name = normalized(key);
+            let named = name == "type" || name.ends_with("env") || name.ends_with("ref");
+            !named && holds_literal(inner)
+        }),
+        Value::Array(items) => items.iter().any(holds_literal),
+        other => holds_text(other),
+    }
 }
 
 /// Whether `v` is or holds a string or a number: what a secret could be written as.

@@ -550,11 +550,16 @@ fn r10_http_credential_names_are_literal_secrets() {
             json!([marker]).to_string(),
             "$o/Credentials",
         ),
-        // An object under a binding's name is searched as one: its `value` is a secret.
+        // An object under a secret's name holds references and a type, nothing else.
         (
             "/credential",
-            json!({"value": marker}).to_string(),
-            "/credential/value",
+            json!({"k": marker}).to_string(),
+            "/credential",
+        ),
+        (
+            "/hooks/0/transport/credentials",
+            json!({"type": "basic", "user": "svc", "key": marker}).to_string(),
+            "/hooks/0/transport/credentials",
         ),
         (
             headers,

@@ -29,10 +29,9 @@ pub(crate) fn normalized(name: &str) -> String {
 /// a credential (`?access_token=…`, `#api-key=…`, `?X-Amz-Security-Token=…`): one
 /// written into the URL, which travels in every request line, log and copy of it.
 /// Parameters are split at `&` and at `;` (which some servers still read as one), and a
-/// name is percent-decoded before it is compared (`access%5Ftoken`). A parameter value
-/// is never a reference to a secret, so a name is read more widely than a member's
-/// ([`names_a_credential`]). Ordinary parameters (`?tenant=a`) and a fragment that is an
-/// anchor (`#auth`) are no secret.
+/// name is percent-decoded before it is compared (`access%5Ftoken`), against more names
+/// than a member's ([`names_a_credential`]). Ordinary parameters (`?tenant=a`,
+/// `?page_token=…`) and a fragment that is an anchor (`#auth`) are no secret.
 pub(crate) fn has_a_secret_parameter(url: &str) -> bool {
     let (before_fragment, fragment) = url.split_once('#').unwrap_or((url, ""));
     let query = before_fragment
@@ -47,28 +46,18 @@ pub(crate) fn has_a_secret_parameter(url: &str) -> bool {
 }
 
 /// Whether a parameter's `name` says its value is a credential: a secret name, or one
-/// holding a word only credentials are named with (`auth_token`, `secret_key`,
-/// `X-Amz-Signature`), or one of the short names services use for them (`key`, `sig`).
+/// of the names services give credentials in a URL (`auth_token`, `X-Amz-Signature`,
+/// Azure's `sig`, Google's `key`). Exact names, compared [`normalized`]: a word alone
+/// would take `page_token`, `max_tokens` or `signature_version` for one.
 fn names_a_credential(name: &str) -> bool {
-    const WORDS: [&str; 9] = [
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "credential",
-        "apikey",
-        "accesskey",
-        "privatekey",
-        "signature",
-    ];
+    const PARAMETER_NAMES: &str = "authtoken apitoken oauthtoken sessiontoken securitytoken \
+        accesskey secretkey secretaccesskey passwd pwd key sig signature xamzsecuritytoken \
+        xamzsignature xamzcredential xgoogsignature xgoogcredential";
     let name = normalized(name);
-    // What kind of token is used is no secret (`token_type`, as OAuth names it).
-    if name.ends_with("type") {
-        return false;
-    }
     is_secret_name(&name)
-        || ["key", "sig"].contains(&name.as_str())
-        || WORDS.iter().any(|word| name.contains(word))
+        || PARAMETER_NAMES
+            .split_whitespace()
+            .any(|known| known == name)
 }
 
 /// `text` with each `%XX` escape replaced by its byte; a malformed escape is kept as
@@ -145,6 +134,8 @@ mod tests {
             "https://mcp.example/x?client_secret",
             "https://mcp.example/x?token=",
             "https://mcp.example/x?author=a&keyword=b",
+            "https://mcp.example/x?page_token=a&next_token=b&max_tokens=3",
+            "https://mcp.example/x?tokenizer=a&signature_version=2&token_type=jwt",
         ];
         assert_shape(has_a_secret_parameter, &secret, &ordinary);
     }
