@@ -21,7 +21,7 @@ use crate::options::Options;
 use crate::pool::{Admission, Limit, Pool, Ready};
 use crate::runtime::Runtime;
 use crate::settlement::{
-    from_component, host_settlement, interrupted, Observed, ObserverReport, Settlement,
+    from_component, host_settlement, overridden, Observed, ObserverReport, Settlement,
 };
 use crate::state::HostState;
 use ahp_vocab::{DecidedBy, Decision, EffectKind, ObserverResult, Record, OBSERVER_TIMEOUT_MS};
@@ -289,9 +289,12 @@ impl Interceptor {
         })
     }
 
-    /// As [`Interceptor::intercept`], interruptible through `interrupt`: until it returns,
-    /// the owned observers' deliveries included, an interruption makes any decision but
-    /// a denial the call's `interrupted` denial (the caller has not been handed it yet).
+    /// As [`Interceptor::intercept`], interruptible through `interrupt`: until the audit
+    /// record is written, the owned observers' deliveries included, an interruption (or
+    /// shutdown, or the future dropped) makes any decision but a denial the call's
+    /// `interrupted` (`shutdown`) denial: the caller has not been handed it yet. While the
+    /// record is written (waiting for another process's lock on the file, within the
+    /// budget and 250 ms), the decision stands, as the record says.
     pub async fn intercept_with(
         &self,
         event: &str,
@@ -300,9 +303,10 @@ impl Interceptor {
         interrupt: &Interrupt,
     ) -> Result<Settlement, Error> {
         let mut call = self.settle(event, effects, budget, interrupt).await?;
-        // Nobody has been handed the decision until this returns: an interruption while
-        // the observers run overrides it as one before would ("interruption overrides
-        // fail-open or accepted approval"). `settle`'s caller has it already.
+        // Nobody has been handed the decision until this returns: an interruption (or a
+        // shutdown) while the observers run overrides it as one before would
+        // ("interruption overrides fail-open or accepted approval"), and so does dropping
+        // this future. `settle`'s caller has it already.
         call.unanswered = true;
         Ok(call.complete().await)
     }
@@ -661,14 +665,33 @@ impl HookCall {
         let mut settlement = self
             .finish(&results)
             .expect("present until completed or dropped");
-        if self.unanswered && self.interrupt.is_set() && settlement.decision != Decision::Deny {
-            settlement = interrupted(settlement.record);
+        if let Some(by) = self.overridden(&settlement) {
+            settlement = overridden(settlement.record, by);
+            self.span.record("decided_by", by.as_str());
+            tracing::info!(parent: &self.span, "the decision, not handed out yet, was overridden");
         }
         let budget = self.budget;
         self.interceptor
             .write_audit(&settlement.record, budget, &self.interrupt)
             .await;
         settlement
+    }
+
+    /// Who overrides `settlement`, a decision not handed out yet (`intercept_with`):
+    /// the call's interruption, or the interceptor's shutdown, overrides any decision but
+    /// a denial. Checked before the audit record is written, which then stands.
+    fn overridden(&self, settlement: &Settlement) -> Option<DecidedBy> {
+        if !self.unanswered || settlement.decision == Decision::Deny {
+            return None;
+        }
+        if self.interrupt.is_set() {
+            return Some(DecidedBy::Interrupted);
+        }
+        self.interceptor
+            .inner
+            .closing
+            .is_set()
+            .then_some(DecidedBy::Shutdown)
     }
 
     /// Records each observer's result in the settlement, once.
@@ -698,7 +721,11 @@ impl Drop for HookCall {
             true => vec![ObserverResult::Interrupted; count],
             false => vec![ObserverResult::NotSent; count],
         };
-        if let Some(settlement) = self.finish(&results) {
+        if let Some(mut settlement) = self.finish(&results) {
+            // Dropped before it was handed out (`intercept_with`'s future): nobody got it.
+            if self.unanswered && settlement.decision != Decision::Deny {
+                settlement = overridden(settlement.record, DecidedBy::Interrupted);
+            }
             self.interceptor.write_audit_detached(settlement.record);
         }
     }

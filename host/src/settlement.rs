@@ -189,13 +189,13 @@ pub(crate) fn host_settlement(event: &str, decided_by: DecidedBy, started: Insta
     ))
 }
 
-/// `record`, settled and not yet handed out, overridden by an interruption: the call's
-/// denial, with nothing of the decision left to enforce. Its interceptors and observers
-/// stay as they ended.
-pub(crate) fn interrupted(mut record: Record) -> Settlement {
+/// `record`, settled and not yet handed out, overridden `by` an interruption or a
+/// shutdown: the call's denial, with nothing of the decision left to enforce. Its
+/// interceptors and observers stay as they ended.
+pub(crate) fn overridden(mut record: Record, by: DecidedBy) -> Settlement {
     record.decision = Decision::Deny;
-    record.decided_by = DecidedBy::Interrupted;
-    record.reason = DecidedBy::Interrupted.generic_reason().map(Into::into);
+    record.decided_by = by;
+    record.reason = by.generic_reason().map(Into::into);
     record.messages.clear();
     record.enforce = Enforce::default();
     Settlement::of(record)

@@ -7,7 +7,8 @@ use ahp_host::{
 };
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
-    assert_nothing_sent, audit_lines, event, interceptor, record_json, registration, settle, Http,
+    assert_nothing_sent, audit_lines, audit_lines_once, event, interceptor, record_json,
+    registration, settle, Http,
 };
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -526,40 +527,80 @@ async fn interruption_cancels_the_owned_observers() {
     }
 }
 
-/// `intercept_with` hands the decision out only once the owned observers are done: an
-/// interruption while they run overrides an allow (interruption overrides an accepted
-/// approval), as `ahp intercept` on a signal then. `settle`'s decision, handed out
-/// before, stands.
+/// `intercept_with` hands the decision out only once the owned observers are done and
+/// its record written: an interruption or a shutdown while they run overrides an allow
+/// (interruption overrides an accepted approval; shutdown is never permission), as
+/// `ahp intercept` on a signal then, and so does dropping the call's future: the record
+/// is the denial, with nothing of the allow (its message) to enforce. `settle`'s
+/// decision, handed out before, stands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_interruption_while_the_observers_run_overrides_an_unanswered_allow() {
-    let (backends, reg) = owned_observers().await;
-    let interceptor = Interceptor::new(&reg, Options::default()).await.unwrap();
-    let interrupt = Interrupt::new();
-    let hanging = &backends[1];
-    let call = event("evt_owned_interrupted");
-    let deciding = interceptor.intercept_with(&call, &[EffectKind::Deny], None, &interrupt);
-    tokio::pin!(deciding);
-    tokio::select! {
-        _ = &mut deciding => panic!("the observer hangs"),
-        sent = hanging.wait_for_requests(1, Duration::from_secs(5)) => assert!(sent),
+async fn a_stop_while_the_observers_run_overrides_an_unanswered_allow() {
+    let message = json!([{"type": "message", "text": "allowed, with a note"}]);
+    for stop in ["interrupt", "shutdown", "drop"] {
+        let allowing = FaultBackend::start(vec![Behaviour::Effects(message.clone())]).await;
+        let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+        let mut reg: Value = serde_json::from_str(&registration(&[Http::new(
+            "com.example.policy",
+            allowing.url(),
+        )]))
+        .unwrap();
+        let hooks = reg["hooks"].as_array_mut().unwrap();
+        hooks.push(observer(
+            "com.example.hang",
+            &hanging.url(),
+            &["tool.before"],
+        ));
+        let audit = tempfile::NamedTempFile::new().unwrap();
+        let options = Options {
+            audit_path: Some(audit.path().to_path_buf()),
+            ..Options::default()
+        };
+        let interceptor = Interceptor::new(&reg.to_string(), options).await.unwrap();
+        let interrupt = Interrupt::new();
+        let call = event(&format!("evt_owned_{stop}"));
+        // As declared: `message` offered.
+        // Boxed, so that dropping it drops the call.
+        let mut deciding = Box::pin(interceptor.intercept_with(&call, &[], None, &interrupt));
+        tokio::select! {
+            _ = &mut deciding => panic!("{stop}: the observer hangs"),
+            sent = hanging.wait_for_requests(1, Duration::from_secs(5)) => assert!(sent),
+        }
+        let expected = match stop {
+            "interrupt" => {
+                interrupt.interrupt();
+                DecidedBy::Interrupted
+            }
+            "shutdown" => {
+                interceptor.shutdown();
+                DecidedBy::Shutdown
+            }
+            _ => DecidedBy::Interrupted,
+        };
+        let record = match stop {
+            "drop" => {
+                drop(deciding);
+                let lines = audit_lines_once(audit.path(), 1).await;
+                lines[0].clone()
+            }
+            _ => {
+                let settled = deciding.await.expect("settled");
+                assert_eq!(settled.decision, Decision::Deny, "{stop}");
+                assert_eq!(settled.decided_by, expected, "{stop}");
+                let record = record_json(&settled);
+                let lines = audit_lines_once(audit.path(), 1).await;
+                assert_eq!(lines, std::slice::from_ref(&record), "{stop}");
+                record
+            }
+        };
+        assert_eq!(record["decision"], "deny", "{stop}: {record}");
+        assert_eq!(record["decidedBy"], expected.as_str(), "{stop}: {record}");
+        assert_eq!(
+            record["interceptors"][0]["effects"],
+            json!(["message"]),
+            "{stop}: {record}"
+        );
+        assert!(record.get("messages").is_none(), "{stop}: {record}");
     }
-    interrupt.interrupt();
-    let settled = deciding.await.expect("settled");
-    let record = record_json(&settled);
-    assert_eq!(
-        (settled.decision, settled.decided_by),
-        (Decision::Deny, DecidedBy::Interrupted),
-        "{record}"
-    );
-    assert_eq!(record["decision"], "deny", "{record}");
-    assert_eq!(
-        record["interceptors"][0]["outcome"], "no-effect",
-        "{record}"
-    );
-    assert!(
-        record.get("enforce").is_none_or(|e| e == &json!({})),
-        "{record}"
-    );
 }
 
 /// An owned observer whose deadline passed before the call completed is sent nothing,
