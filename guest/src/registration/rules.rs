@@ -366,7 +366,7 @@ fn search_literal_secrets(
                 let secret = match name.as_str() {
                     "value" => in_binding || beside_a_secret,
                     // An upload's binding (its schema says what it holds): searched.
-                    "auth" if inner.is_object() => false,
+                    "auth" if inner.is_object() && path.ends_with("/upload") => false,
                     // An object under a secret's name may name references and its
                     // kind (`tokenEnv`, `type`); any other text in it is a secret.
                     name if inner.is_object() && is_secret_name(name) => holds_literal(inner),
@@ -413,14 +413,15 @@ fn names_a_secret(name: &str) -> bool {
     .any(|word| name.contains(word))
 }
 
-/// Whether `v` holds text other than references (members named `…Env`, `…Ref`) and a
-/// `type`: what an object under a secret's name may hold without holding one.
+/// Whether `v` holds text other than references (members named `…Env`, `…Ref` holding
+/// a string) and a `type`: what an object under a secret's name may hold without
+/// holding one.
 fn holds_literal(v: &Value) -> bool {
     match v {
         Value::Object(members) => members.iter().any(|(key, inner)| {
             let name = normalized(key);
             let named = name == "type" || name.ends_with("env") || name.ends_with("ref");
-            !named && holds_literal(inner)
+            !(named && inner.is_string()) && holds_literal(inner)
         }),
         Value::Array(items) => items.iter().any(holds_literal),
         other => holds_text(other),

@@ -561,6 +561,22 @@ fn r10_http_credential_names_are_literal_secrets() {
             json!({"type": "basic", "user": "svc", "key": marker}).to_string(),
             "/hooks/0/transport/credentials",
         ),
+        // Only an upload's `auth` is a binding; a reference's name holds a string only.
+        (
+            "/hooks/0/auth",
+            json!({"user": "svc", "key": marker}).to_string(),
+            "/hooks/0/auth",
+        ),
+        (
+            "/x-vendor",
+            json!({"credentials": {"tokenRef": {"key": marker}}}).to_string(),
+            "/x-vendor/credentials",
+        ),
+        (
+            "/x-vendor",
+            json!({"credentials": {"passwordEnv": [marker]}}).to_string(),
+            "/x-vendor/credentials",
+        ),
         (
             headers,
             header("Authorization"),

@@ -45,19 +45,39 @@ pub(crate) fn has_a_secret_parameter(url: &str) -> bool {
         .any(|(name, _)| names_a_credential(&percent_decoded(name)))
 }
 
-/// Whether a parameter's `name` says its value is a credential: a secret name, or one
-/// of the names services give credentials in a URL (`auth_token`, `X-Amz-Signature`,
-/// Azure's `sig`, Google's `key`). Exact names, compared [`normalized`]: a word alone
-/// would take `page_token`, `max_tokens` or `signature_version` for one.
+/// Whether a parameter's `name` says its value is a credential: a secret name; one
+/// ending in a word only credentials end in (`private_token`, `api_secret`,
+/// `subscription-key`, `X-Amz-Signature`), but for the paging cursors named like tokens
+/// (`page_token`); or one of the short names services use (Azure's `sig`, Google's
+/// `key`). A name merely holding such a word (`max_tokens`, `signature_version`) is not.
 fn names_a_credential(name: &str) -> bool {
-    const PARAMETER_NAMES: &str = "authtoken apitoken oauthtoken sessiontoken securitytoken \
-        accesskey secretkey secretaccesskey passwd pwd key sig signature xamzsecuritytoken \
-        xamzsignature xamzcredential xgoogsignature xgoogcredential";
+    const ENDINGS: [&str; 10] = [
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "apikey",
+        "accesskey",
+        "secretkey",
+        "privatekey",
+        "subscriptionkey",
+        "signature",
+    ];
+    const CURSORS: [&str; 5] = [
+        "pagetoken",
+        "nexttoken",
+        "continuationtoken",
+        "synctoken",
+        "resumptiontoken",
+    ];
+    const SHORT: [&str; 5] = ["key", "sig", "pwd", "xamzcredential", "xgoogcredential"];
     let name = normalized(name);
+    if CURSORS.contains(&name.as_str()) {
+        return false;
+    }
     is_secret_name(&name)
-        || PARAMETER_NAMES
-            .split_whitespace()
-            .any(|known| known == name)
+        || SHORT.contains(&name.as_str())
+        || ENDINGS.iter().any(|ending| name.ends_with(ending))
 }
 
 /// `text` with each `%XX` escape replaced by its byte; a malformed escape is kept as
@@ -120,6 +140,9 @@ mod tests {
             "https://mcp.example/x?X-Amz-Security-Token=S&X-Amz-Signature=T",
             "https://mcp.example/x?key=S",
             "https://mcp.example/x?sig=S",
+            "https://mcp.example/x?private_token=S",
+            "https://mcp.example/x?x-api-key=S&api_secret=T",
+            "https://mcp.example/x?subscription-key=S",
         ];
         let ordinary = [
             "https://mcp.example/x",
