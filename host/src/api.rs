@@ -724,7 +724,8 @@ impl Drop for HookCall {
         if let Some(mut settlement) = self.finish(&results) {
             // Dropped before it was handed out (`intercept_with`'s future): nobody got it.
             if self.unanswered && settlement.decision != Decision::Deny {
-                settlement = overridden(settlement.record, DecidedBy::Interrupted);
+                let by = self.overridden(&settlement);
+                settlement = overridden(settlement.record, by.unwrap_or(DecidedBy::Interrupted));
             }
             self.interceptor.write_audit_detached(settlement.record);
         }
