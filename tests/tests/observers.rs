@@ -400,17 +400,8 @@ async fn owned_observers() -> (Vec<FaultBackend>, String) {
     let healthy = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
     let failing = FaultBackend::start(vec![empty_reply(500)]).await;
-    let mut reg: Value = serde_json::from_str(&registration(&[Http::new(
-        "com.example.policy",
-        healthy.url(),
-    )]))
-    .unwrap();
+    let mut reg = with_a_hanging_observer(&healthy, &hanging);
     let hooks = reg["hooks"].as_array_mut().unwrap();
-    hooks.push(observer(
-        "com.example.hang",
-        &hanging.url(),
-        &["tool.before"],
-    ));
     hooks.push(observer(
         "com.example.refused",
         &ahp_tests::fault_backend::refused_url(),
@@ -418,6 +409,20 @@ async fn owned_observers() -> (Vec<FaultBackend>, String) {
     ));
     hooks.push(observer("com.example.failing", &failing.url(), &["*"]));
     (vec![healthy, hanging, failing], reg.to_string())
+}
+
+/// An interceptor on tool.before at `policy`, and an observe subscription on the same
+/// event at `hanging`.
+fn with_a_hanging_observer(policy: &FaultBackend, hanging: &FaultBackend) -> Value {
+    let interceptor = Http::new("com.example.policy", policy.url());
+    let mut reg: Value = serde_json::from_str(&registration(&[interceptor])).unwrap();
+    let hooks = reg["hooks"].as_array_mut().unwrap();
+    hooks.push(observer(
+        "com.example.hang",
+        &hanging.url(),
+        &["tool.before"],
+    ));
+    reg
 }
 
 /// The hook call `id` on `reg`, settled and its owned observers not yet sent, with
@@ -539,17 +544,7 @@ async fn a_stop_while_the_observers_run_overrides_an_unanswered_allow() {
     for stop in ["interrupt", "shutdown", "drop"] {
         let allowing = FaultBackend::start(vec![Behaviour::Effects(message.clone())]).await;
         let hanging = FaultBackend::start(vec![Behaviour::Blackhole]).await;
-        let mut reg: Value = serde_json::from_str(&registration(&[Http::new(
-            "com.example.policy",
-            allowing.url(),
-        )]))
-        .unwrap();
-        let hooks = reg["hooks"].as_array_mut().unwrap();
-        hooks.push(observer(
-            "com.example.hang",
-            &hanging.url(),
-            &["tool.before"],
-        ));
+        let reg = with_a_hanging_observer(&allowing, &hanging);
         let audit = tempfile::NamedTempFile::new().unwrap();
         let options = Options {
             audit_path: Some(audit.path().to_path_buf()),
