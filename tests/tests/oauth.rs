@@ -153,6 +153,59 @@ async fn concurrent_calls_share_one_acquisition() {
     assert_eq!(fx.bearers().len(), 8);
 }
 
+/// One issuer's token endpoint that never answers holds up no other issuer's tokens: no
+/// lock is held across an acquisition. The stuck backend fails open at its deadline, call
+/// after call (its one token request still in flight), and the next backend in the chain
+/// gets its token from its own issuer at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_token_endpoint_holds_up_no_other_issuers_tokens() {
+    let stuck = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+    stuck.server.set_token_mode(TokenMode::Slow(
+        Duration::from_secs(60),
+        Box::new(TokenMode::Issue),
+    ));
+    let healthy = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
+    let roots = NamedTempFile::new().unwrap();
+    let both = [&stuck, &healthy]
+        .map(|fx| std::fs::read_to_string(fx.roots.path()).unwrap())
+        .concat();
+    std::fs::write(roots.path(), both).unwrap();
+    let reg = registration(&[
+        Http::new("com.example.stuck", stuck.backend.url())
+            .policy("fail-open")
+            .timeout_ms(300)
+            .authentication(stuck.binding()),
+        Http::new(BACKEND, healthy.backend.url())
+            .policy("fail-closed")
+            .timeout_ms(5_000)
+            .authentication(healthy.binding()),
+    ]);
+    let options = Options {
+        trust_roots: Some(roots.path().to_path_buf()),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+    // Were the healthy issuer's acquisition held behind the stuck one (60 s), its
+    // backend would fail closed at its 5 s deadline: a denial.
+    for i in 0..3 {
+        let s = call(&interceptor, &format!("evt_two_issuers_{i}")).await;
+        assert_eq!(s.decision, Decision::Allow, "{i}: {}", s.record);
+        let record: Value = serde_json::from_str(&s.record.to_string()).unwrap();
+        assert_eq!(
+            record["interceptors"][0]["outcome"], "failed-open",
+            "{record}"
+        );
+        assert_eq!(
+            record["interceptors"][1]["outcome"], "no-effect",
+            "{record}"
+        );
+    }
+    assert_eq!(stuck.server.token_requests().len(), 1, "still in flight");
+    assert_eq!(healthy.server.token_requests().len(), 1);
+    assert_eq!(healthy.bearers().len(), 3);
+    assert!(stuck.backend.requests().is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_one_waiter_leaves_the_shared_acquisition_to_the_others() {
     let fx = Fixture::start(3600, vec![Behaviour::NoEffect]).await;
