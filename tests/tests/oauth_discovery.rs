@@ -4,11 +4,11 @@
 //! holds a client at, and resends the same bytes once, all inside the deadline; anything
 //! else is `auth-failed` under the policy, with no secret sent anywhere.
 
-use ahp_host::{DecidedBy, Decision, Interceptor, OAuthClient, Options};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, OAuthClient, Options};
 use ahp_tests::oauth_server::{OAuthServer, ResourceRequest, CLIENT_ID};
 use ahp_tests::pki::Pki;
 use ahp_tests::support::{
-    call, event, only_attempt_results, only_failure, registration, Http, SLACK,
+    call, event, eventually, only_attempt_results, only_failure, registration, Http, SLACK,
 };
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -360,6 +360,48 @@ async fn concurrent_challenged_calls_share_one_discovery() {
         .filter(|p| p.authorization.is_none())
         .count();
     assert!(bare >= 2, "calls were challenged together: {bare}");
+}
+
+/// A call interrupted while it waits for the shared discovery leaves it to the others:
+/// the discovery goes on, and the other call challenged with it gets the token it brings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_wait_leaves_the_shared_discovery_to_the_others() {
+    let fx = Fixture::start().await;
+    fx.challenge_without_a_pointer();
+    fx.server
+        .set_resource_metadata_delay(Duration::from_secs(1));
+    let backend = fx.backend("fail-closed").timeout_ms(5_000);
+    let interceptor = fx.interceptor(backend, vec![fx.client()]).await;
+    let interrupt = Interrupt::new();
+    let cut = {
+        let (interceptor, interrupt) = (interceptor.clone(), interrupt.clone());
+        tokio::spawn(async move {
+            let event = event("evt_shared_cut");
+            interceptor
+                .intercept_with(&event, &[EffectKind::Deny], None, &interrupt)
+                .await
+        })
+    };
+    let waiting = {
+        let interceptor = interceptor.clone();
+        tokio::spawn(async move { call(&interceptor, "evt_shared_waits").await })
+    };
+    // Both challenged, and waiting for the discovery (1 s of metadata delay).
+    let challenged = || {
+        fx.posts()
+            .iter()
+            .filter(|p| p.authorization.is_none())
+            .count()
+            >= 2
+    };
+    assert!(eventually(Duration::from_secs(5), challenged).await);
+    interrupt.interrupt();
+    let cut = cut.await.expect("the call's task").expect("settled");
+    assert_eq!(cut.decided_by, DecidedBy::Interrupted, "{}", cut.record);
+    let waited = waiting.await.expect("the call's task");
+    assert_eq!(waited.decision, Decision::Allow, "{}", waited.record);
+    assert_eq!(fx.metadata_reads().len(), 1, "one discovery");
+    assert_eq!(fx.server.token_requests().len(), 1, "one token");
 }
 
 /// A learned binding whose metadata cannot be read again stays in use, and a backend
