@@ -665,7 +665,7 @@ impl HookCall {
         let mut settlement = self
             .finish(&results)
             .expect("present until completed or dropped");
-        if let Some(by) = self.overridden(&settlement) {
+        if let Some(by) = self.overridden(&settlement, false) {
             settlement = overridden(settlement.record, by);
             self.span.record("decided_by", by.as_str());
             tracing::info!(parent: &self.span, "the decision, not handed out yet, was overridden");
@@ -678,20 +678,19 @@ impl HookCall {
     }
 
     /// Who overrides `settlement`, a decision not handed out yet (`intercept_with`):
-    /// the call's interruption, or the interceptor's shutdown, overrides any decision but
-    /// a denial. Checked before the audit record is written, which then stands.
-    fn overridden(&self, settlement: &Settlement) -> Option<DecidedBy> {
+    /// the call's interruption, the interceptor's shutdown, or the call `dropped` before
+    /// it was handed out, overrides any decision but a denial. Checked before the audit
+    /// record is written, which then stands.
+    fn overridden(&self, settlement: &Settlement, dropped: bool) -> Option<DecidedBy> {
         if !self.unanswered || settlement.decision == Decision::Deny {
-            return None;
+            None
+        } else if self.interrupt.is_set() {
+            Some(DecidedBy::Interrupted)
+        } else if self.interceptor.inner.closing.is_set() {
+            Some(DecidedBy::Shutdown)
+        } else {
+            dropped.then_some(DecidedBy::Interrupted)
         }
-        if self.interrupt.is_set() {
-            return Some(DecidedBy::Interrupted);
-        }
-        self.interceptor
-            .inner
-            .closing
-            .is_set()
-            .then_some(DecidedBy::Shutdown)
     }
 
     /// Records each observer's result in the settlement, once.
@@ -723,9 +722,8 @@ impl Drop for HookCall {
         };
         if let Some(mut settlement) = self.finish(&results) {
             // Dropped before it was handed out (`intercept_with`'s future): nobody got it.
-            if self.unanswered && settlement.decision != Decision::Deny {
-                let by = self.overridden(&settlement);
-                settlement = overridden(settlement.record, by.unwrap_or(DecidedBy::Interrupted));
+            if let Some(by) = self.overridden(&settlement, true) {
+                settlement = overridden(settlement.record, by);
             }
             self.interceptor.write_audit_detached(settlement.record);
         }

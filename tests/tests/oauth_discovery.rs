@@ -85,6 +85,28 @@ impl Fixture {
         Some(format!("Bearer {}", self.server.issued()[n]))
     }
 
+    /// An interceptor of one `policy` backend under `timeout_ms`, challenged without a
+    /// pointer, whose metadata comes only after `delay`.
+    async fn slow_to_discover(
+        &self,
+        delay: Duration,
+        policy: &'static str,
+        timeout_ms: u64,
+    ) -> Interceptor {
+        self.challenge_without_a_pointer();
+        self.server.set_resource_metadata_delay(delay);
+        let backend = self.backend(policy).timeout_ms(timeout_ms);
+        self.interceptor(backend, vec![self.client()]).await
+    }
+
+    /// How many requests to the AHP endpoint went without a credential.
+    fn bare_posts(&self) -> usize {
+        self.posts()
+            .iter()
+            .filter(|p| p.authorization.is_none())
+            .count()
+    }
+
     /// The requests to the AHP endpoint itself.
     fn posts(&self) -> Vec<ResourceRequest> {
         let requests = self.server.resource_requests();
@@ -336,12 +358,10 @@ async fn metadata_that_does_not_fit_is_auth_failed_and_no_secret_goes_anywhere()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_challenged_calls_share_one_discovery() {
     let fx = Fixture::start().await;
-    fx.challenge_without_a_pointer();
     // Slow enough that every call is challenged before the first discovery ends.
-    fx.server
-        .set_resource_metadata_delay(Duration::from_secs(1));
-    let backend = fx.backend("fail-closed").timeout_ms(5_000);
-    let interceptor = fx.interceptor(backend, vec![fx.client()]).await;
+    let interceptor = fx
+        .slow_to_discover(Duration::from_secs(1), "fail-closed", 5_000)
+        .await;
     let calls: Vec<_> = (0..8)
         .map(|i| {
             let interceptor = interceptor.clone();
@@ -354,11 +374,7 @@ async fn concurrent_challenged_calls_share_one_discovery() {
     }
     assert_eq!(fx.metadata_reads().len(), 1, "one discovery");
     assert_eq!(fx.server.token_requests().len(), 1, "one token");
-    let bare = fx
-        .posts()
-        .iter()
-        .filter(|p| p.authorization.is_none())
-        .count();
+    let bare = fx.bare_posts();
     assert!(bare >= 2, "calls were challenged together: {bare}");
 }
 
@@ -367,11 +383,9 @@ async fn concurrent_challenged_calls_share_one_discovery() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_wait_leaves_the_shared_discovery_to_the_others() {
     let fx = Fixture::start().await;
-    fx.challenge_without_a_pointer();
-    fx.server
-        .set_resource_metadata_delay(Duration::from_secs(1));
-    let backend = fx.backend("fail-closed").timeout_ms(5_000);
-    let interceptor = fx.interceptor(backend, vec![fx.client()]).await;
+    let interceptor = fx
+        .slow_to_discover(Duration::from_secs(1), "fail-closed", 5_000)
+        .await;
     let interrupt = Interrupt::new();
     let cut = {
         let (interceptor, interrupt) = (interceptor.clone(), interrupt.clone());
@@ -387,13 +401,7 @@ async fn an_interrupted_wait_leaves_the_shared_discovery_to_the_others() {
         tokio::spawn(async move { call(&interceptor, "evt_shared_waits").await })
     };
     // Both challenged, and waiting for the discovery (1 s of metadata delay).
-    let challenged = || {
-        fx.posts()
-            .iter()
-            .filter(|p| p.authorization.is_none())
-            .count()
-            >= 2
-    };
+    let challenged = || fx.bare_posts() >= 2;
     assert!(eventually(Duration::from_secs(5), challenged).await);
     interrupt.interrupt();
     let cut = cut.await.expect("the call's task").expect("settled");
@@ -504,11 +512,9 @@ async fn a_backend_refusing_every_learned_token_pauses_its_acquisitions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_runs_inside_the_deadline() {
     let fx = Fixture::start().await;
-    fx.challenge_without_a_pointer();
-    fx.server
-        .set_resource_metadata_delay(Duration::from_secs(10));
-    let backend = fx.backend("fail-open").timeout_ms(1_000);
-    let interceptor = fx.interceptor(backend, vec![fx.client()]).await;
+    let interceptor = fx
+        .slow_to_discover(Duration::from_secs(10), "fail-open", 1_000)
+        .await;
     let started = Instant::now();
     let settled = call(&interceptor, "evt_discovery_slow").await;
     let took = started.elapsed();
