@@ -144,6 +144,14 @@ impl Backends {
                         backend.id
                     ));
                 }
+                (None, TransportPlan::Stdio(_)) if stdio::broken_pipes_kill_the_process() => {
+                    return Err(format!(
+                        "backend {}: SIGPIPE has its default action in this process, so a \
+                         stdio backend that exits before reading its request would kill \
+                         this process; ignore SIGPIPE first",
+                        backend.id
+                    ));
+                }
                 (None, TransportPlan::Stdio(plan)) => Transport::Stdio(StdioBackend::new(
                     &backend.id,
                     plan,

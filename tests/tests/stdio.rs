@@ -666,11 +666,12 @@ async fn a_persistent_backend_is_replaced_after_output_it_cannot_attribute() {
 
 /// The JSON-RPC and result rows of the HTTP failure matrix (failure_matrix.rs), over
 /// stdio: the component classifies a well-framed line exactly as an HTTP body, at once.
-/// A persistent backend whose line was its reply to this request (this id, alone) is
-/// kept for the next call, since its framing is intact; one whose line answers no
-/// request of ours (a batch has no id) is replaced.
+/// A persistent backend whose line was a JSON-RPC 2.0 response to this request (this id,
+/// alone, one of `result` and `error`) is kept for the next call, whatever its result
+/// says; one whose line answers no request of ours (a batch has no id) or is no JSON-RPC
+/// 2.0 response is replaced (a backend that keeps writing malformed output is not kept).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wrong_json_rpc_replies_are_classified_as_over_http_and_only_unattributable_ones_replace_the_backend(
+async fn wrong_json_rpc_replies_are_classified_as_over_http_and_only_malformed_ones_replace_the_backend(
 ) {
     const DENY: &str = r#"[{"type":"deny","reason":"stdio says no"}]"#;
     let result = format!(r#"{{"protocolVersion":"draft","effects":{DENY}}}"#);
@@ -698,7 +699,7 @@ async fn wrong_json_rpc_replies_are_classified_as_over_http_and_only_unattributa
             format!(r#"{{"jsonrpc":"1.0","id":$ID$,"result":{result}}}"#),
             "malformed-jsonrpc",
             json!({"phase": "parse", "detail": "jsonrpc-version"}),
-            true,
+            false,
         ),
         (
             format!(
@@ -707,13 +708,13 @@ async fn wrong_json_rpc_replies_are_classified_as_over_http_and_only_unattributa
             ),
             "malformed-jsonrpc",
             json!({"phase": "parse", "detail": "result-and-error"}),
-            true,
+            false,
         ),
         (
             r#"{"jsonrpc":"2.0","id":$ID$}"#.to_owned(),
             "malformed-jsonrpc",
             json!({"phase": "parse", "detail": "no-result-or-error"}),
-            true,
+            false,
         ),
         (
             format!(r#"[{{"jsonrpc":"2.0","id":$ID$,"result":{result}}}]"#),
@@ -1109,6 +1110,36 @@ async fn a_per_event_observer_that_never_exits_is_bounded_by_its_deadline() {
     }
 }
 
+/// Whether this is test `name` run again in a child process of this test binary (marked
+/// by variable `marker`), whose signal dispositions no other test shares. If not, runs
+/// it so and checks it passed.
+fn in_a_process_of_its_own(name: &str, marker: &str) -> bool {
+    if std::env::var_os(marker).is_some() {
+        return true;
+    }
+    let output = std::process::Command::new(std::env::current_exe().expect("this test"))
+        .args(["--exact", name, "--nocapture"])
+        .env(marker, "1")
+        .output()
+        .expect("run this test in a child process");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let shown = format!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{shown}");
+    assert!(stdout.contains("1 passed"), "{shown}");
+    false
+}
+
+/// An interceptor whose one backend is over HTTP is built whatever the signal dispositions.
+fn built_without_a_stdio_backend(runtime: &tokio::runtime::Runtime) {
+    let http = json!({"protocolVersion": "draft", "hooks": [{
+        "id": "com.example.http", "transport": {"type": "http", "url": "http://127.0.0.1:9/hooks"},
+        "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 1_000,
+            "failurePolicy": "fail-closed", "content": {"default": "metadata"}}]}]});
+    runtime
+        .block_on(Interceptor::new(&http.to_string(), Options::default()))
+        .expect("built without a stdio backend");
+}
+
 /// With SIGCHLD ignored in the process (an embedder's choice, or inherited across exec)
 /// the kernel reaps every child itself and no exit status can be read: a per-event
 /// backend that answered and exited 0 would be taken for an abnormal exit, its answer
@@ -1119,16 +1150,7 @@ async fn a_per_event_observer_that_never_exits_is_bounded_by_its_deadline() {
 fn an_interceptor_with_a_stdio_backend_is_refused_while_sigchld_is_ignored() {
     const CHILD: &str = "AHP_TEST_SIGCHLD_IGNORED";
     const NAME: &str = "an_interceptor_with_a_stdio_backend_is_refused_while_sigchld_is_ignored";
-    if std::env::var_os(CHILD).is_none() {
-        let output = std::process::Command::new(std::env::current_exe().expect("this test"))
-            .args(["--exact", NAME, "--nocapture"])
-            .env(CHILD, "1")
-            .output()
-            .expect("run this test in a child process");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let shown = format!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-        assert!(output.status.success(), "{shown}");
-        assert!(stdout.contains("1 passed"), "{shown}");
+    if !in_a_process_of_its_own(NAME, CHILD) {
         return;
     }
     // SAFETY: signal(2) touches no memory of ours.
@@ -1149,13 +1171,31 @@ fn an_interceptor_with_a_stdio_backend_is_refused_while_sigchld_is_ignored() {
         format!("{error:?}").contains("SIGCHLD is ignored"),
         "{error:?}"
     );
-    let http = json!({"protocolVersion": "draft", "hooks": [{
-        "id": "com.example.http", "transport": {"type": "http", "url": "http://127.0.0.1:9/hooks"},
-        "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 1_000,
-            "failurePolicy": "fail-closed", "content": {"default": "metadata"}}]}]});
-    runtime
-        .block_on(Interceptor::new(&http.to_string(), Options::default()))
-        .expect("built without a stdio backend");
+    built_without_a_stdio_backend(&runtime);
+}
+
+/// With SIGPIPE at its default action (an embedder that restored it), writing a request
+/// to a stdio backend that exited before reading it would kill the harness itself, not
+/// fail the exchange: an interceptor with a stdio backend is refused then, naming the
+/// cause; one without is built. Run in a child process of this test binary, whose signal
+/// disposition no other test shares.
+#[test]
+fn an_interceptor_with_a_stdio_backend_is_refused_while_sigpipe_would_kill() {
+    const CHILD: &str = "AHP_TEST_SIGPIPE_DEFAULT";
+    const NAME: &str = "an_interceptor_with_a_stdio_backend_is_refused_while_sigpipe_would_kill";
+    if !in_a_process_of_its_own(NAME, CHILD) {
+        return;
+    }
+    // SAFETY: signal(2) touches no memory of ours.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let stdio = registration(vec![hook(ID, &["allow"], "per_event", "fail-open", 1_000)]);
+    let error = runtime
+        .block_on(Interceptor::new(&stdio, Options::default()))
+        .err()
+        .expect("refused while SIGPIPE would kill");
+    assert!(format!("{error:?}").contains("SIGPIPE"), "{error:?}");
+    built_without_a_stdio_backend(&runtime);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,10 +18,10 @@
 //! A persistent child whose state can no longer be trusted is killed (and reaped in the
 //! background) and replaced on next use: after a timeout, an I/O error, an oversized
 //! line, a reply that is not JSON or carries another id (stale or unattributable
-//! output), or an exchange that was dropped midway by interruption. The last is
-//! detected by a `busy` flag set before the write and cleared after the complete read; a
-//! kill-on-drop guard also stops the child at once, so an interrupted backend does not
-//! go on working.
+//! output) or is no JSON-RPC 2.0 response (malformed output), or an exchange that was
+//! dropped midway by interruption. The last is detected by a `busy` flag set before the
+//! write and cleared after the complete read; a kill-on-drop guard also stops the child
+//! at once, so an interrupted backend does not go on working.
 //!
 //! Processes are run directly (never through a shell) with an empty environment except
 //! `PATH`, `kill_on_drop`, and stderr drained line by line into `tracing::debug!` (never
@@ -30,8 +30,9 @@
 //! behind a short-held std mutex and is reaped with `try_wait` only: an awaited
 //! `Child::wait` would lock `close` out for as long as it waits. Waiting for an exit is
 //! woken by the exit itself (a pidfd, which does not reap), so an exchange ends when its
-//! child does; where there is no pidfd (before Linux 5.3, or not Linux), the exit is
-//! polled for with a small backoff.
+//! child does, even while a process it started holds its stdout, and a persistent child
+//! that exits between exchanges is reaped then; where there is no pidfd (before Linux
+//! 5.3, or not Linux), the exit is polled for with a small backoff.
 
 use crate::bindings::delivery::Reply;
 use crate::bindings::host_types::{DeliveryError, IoPhase};
@@ -192,6 +193,7 @@ impl StdioBackend {
             None => {
                 let (process, stdin, stdout) = self.children.spawn(self, true)?;
                 let stdout = stdout.ok_or(DeliveryError::LaunchFailed)?;
+                self.children.reap_on_exit(&process);
                 slot.insert(Session {
                     process,
                     stdin,
@@ -239,7 +241,13 @@ impl StdioBackend {
         };
         // Answered, this request was read after the notification before it.
         session.unread_notification = None;
-        let line = match timeout_at(deadline, session.stdout.next_line(self.max_line)).await {
+        let reading = reply_line(
+            &session.process,
+            &mut session.stdout,
+            self.max_line,
+            deadline,
+        );
+        let line = match timeout_at(deadline, reading).await {
             Err(_) => {
                 return (
                     Err(DeliveryError::DeadlineExceeded(session.stdout.phase())),
@@ -253,11 +261,12 @@ impl StdioBackend {
             Ok(Ok(line)) => line,
         };
         // Transport hygiene only (the component still classifies the line): output that
-        // is not the reply to this request means the child's state cannot be trusted.
+        // is not a JSON-RPC reply to this request means the child's state cannot be
+        // trusted, and one that keeps writing malformed output is not kept (the stdio binding).
         let attributable =
-            serde_json::from_slice::<Value>(&line).is_ok_and(|reply| reply.get("id") == Some(id));
+            serde_json::from_slice::<Value>(&line).is_ok_and(|reply| answers(&reply, id));
         if !attributable {
-            tracing::debug!(backend = %self.id, "stdio reply is not JSON or not for this request; restarting the backend");
+            tracing::debug!(backend = %self.id, "stdio reply is not a JSON-RPC reply to this request; restarting the backend");
         }
         // More than the one reply came at once: the rest answers no request of ours.
         let alone = session.stdout.buffered().is_empty();
@@ -325,7 +334,8 @@ impl StdioBackend {
             };
         };
         let mut reader = LineReader::new(stdout);
-        let line = match timeout_at(deadline, reader.next_line(self.max_line)).await {
+        let reading = reply_line(process, &mut reader, self.max_line, deadline);
+        let line = match timeout_at(deadline, reading).await {
             Err(_) => return Err(DeliveryError::DeadlineExceeded(reader.phase())),
             Ok(Err(LineError::TooLarge)) => return Err(DeliveryError::ResponseTooLarge),
             // The process writes one message and exits, so EOF also ends that message.
@@ -478,6 +488,14 @@ impl Killed {
     }
 }
 
+/// Whether `reply` has a JSON-RPC 2.0 response's shape and answers request `id`: version
+/// 2.0, that id, and one of `result` and `error`.
+fn answers(reply: &Value, id: &Value) -> bool {
+    reply.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+        && reply.get("id") == Some(id)
+        && reply.get("result").is_some() != reply.get("error").is_some()
+}
+
 /// What the host tells the component: the line, with no HTTP status or media type.
 fn stdio_reply(body: Vec<u8>) -> Reply {
     Reply {
@@ -505,6 +523,32 @@ async fn write_line(stdin: &mut ChildStdin, message: &[u8]) -> std::io::Result<(
     framed.push(b'\n');
     stdin.write_all(&framed).await?;
     stdin.flush().await
+}
+
+/// The next line of `stdout`, which ends with the child too: a process it started in the
+/// background (a helper, a `sleep &`) may hold stdout open after the child exited, and
+/// the exchange would wait out its deadline for a reply that cannot come, then be taken
+/// for a timeout. Once the child exited (and what it left in its group was killed, see
+/// [`Process::exited`]), what it wrote is still read, for at most [`EXIT_GRACE`]; stdout
+/// still open then counts as closed.
+async fn reply_line(
+    process: &Process,
+    stdout: &mut LineReader<ChildStdout>,
+    cap: usize,
+    deadline: Instant,
+) -> Result<Vec<u8>, LineError> {
+    let line = stdout.next_line(cap);
+    tokio::pin!(line);
+    tokio::select! {
+        biased;
+        read = &mut line => return read,
+        // Still running at the deadline: the caller's timeout ends the read.
+        Some(_) = process.wait_exit(deadline) => {}
+    }
+    let until = (Instant::now() + EXIT_GRACE).min(deadline);
+    timeout_at(until, line)
+        .await
+        .unwrap_or(Err(LineError::Closed))
 }
 
 /// Classifies a child that stopped taking or answering requests: `abnormal-exit` with
@@ -631,6 +675,22 @@ impl Children {
                 }
             });
         }
+    }
+
+    /// Reaps a persistent child as soon as it exits, between exchanges too: a backend used
+    /// rarely (at a session's start) would otherwise stay a zombie, and what it left
+    /// running in its group would run on, until its next use or shutdown. Only where the
+    /// exit wakes the wait (a pidfd); elsewhere the next use or shutdown finds it.
+    fn reap_on_exit(self: &Arc<Self>, process: &Arc<Process>) {
+        if process.exit.is_none() {
+            return;
+        }
+        let (children, process) = (self.clone(), process.clone());
+        tokio::spawn(async move {
+            const WATCH: Duration = Duration::from_secs(60 * 60);
+            while process.wait_exit(Instant::now() + WATCH).await.is_none() {}
+            children.forget(&process);
+        });
     }
 
     /// Drops a reaped child from the registry.
@@ -950,6 +1010,19 @@ pub(crate) fn children_reaped_by_the_kernel() -> bool {
     }
 }
 
+/// Whether writing to a pipe whose reader is gone would kill this process (SIGPIPE at its
+/// default action): a stdio backend that exits before reading its request would then end
+/// the harness instead of failing its exchange. Rust programs ignore SIGPIPE unless told
+/// otherwise; an embedder may have restored it.
+pub(crate) fn broken_pipes_kill_the_process() -> bool {
+    // SAFETY: with a null new action, sigaction(2) only fills `current`, a valid sigaction.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_DFL
+    }
+}
+
 /// `path` (a `PATH` value) with its absolute directories alone. An empty entry means the
 /// working directory to `execvp`, and a relative one (`node_modules/.bin`) a directory
 /// under it: with no `cwd` registered that is the harness's, the agent's project, where a
@@ -1025,11 +1098,17 @@ mod tests {
 
     /// A persistent backend running `script` (sh), which reads the requests itself.
     fn scripted_backend(script: &str) -> StdioBackend {
+        sh_backend(script, false)
+    }
+
+    /// A backend running `script` (sh): one child for every message if `per_event`, else
+    /// one for all.
+    fn sh_backend(script: &str, per_event: bool) -> StdioBackend {
         let plan = StdioPlan {
             command: "sh".into(),
             args: vec!["-c".into(), script.into()],
             cwd: None,
-            per_event: false,
+            per_event,
         };
         StdioBackend::new("policy", &plan, &[], 64 * 1024)
     }
@@ -1106,6 +1185,37 @@ mod tests {
         shut_down(&backend);
     }
 
+    /// A reply with this request's id that is no JSON-RPC 2.0 response retires the child
+    /// (a backend that keeps writing malformed output is not kept); a well-formed one,
+    /// result or error, keeps it.
+    #[tokio::test]
+    async fn a_malformed_reply_retires_the_child() {
+        let far = Instant::now() + Duration::from_secs(10);
+        let cases = [
+            (r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, true),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"x"}}"#,
+                true,
+            ),
+            (r#"{"id":1,"result":{}}"#, false),
+            (r#"{"jsonrpc":"1.0","id":1,"result":{}}"#, false),
+            (r#"{"jsonrpc":"2.0","id":1}"#, false),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}"#,
+                false,
+            ),
+            (r#"{"jsonrpc":"2.0","id":2,"result":{}}"#, false),
+        ];
+        for (reply, kept) in cases {
+            let backend =
+                scripted_backend(&format!("while IFS= read -r line; do echo '{reply}'; done"));
+            let answer = backend.exchange(REQUEST, far).await.expect("the line");
+            assert_eq!(answer.body, reply.as_bytes());
+            assert_eq!(session_child(&backend).await.is_some(), kept, "{reply}");
+            shut_down(&backend);
+        }
+    }
+
     /// Output that arrives between two exchanges answers no request: the next exchange
     /// goes to a new child, never reads it as its reply.
     #[tokio::test]
@@ -1162,6 +1272,69 @@ mod tests {
         shut_down(&backend);
     }
 
+    /// A child that exits while a process it started in the background still holds its
+    /// stdout ends the exchange with its exit, not at the deadline as a timeout, and what
+    /// it left running in its group is killed. Both lifecycles; per event, an exit 0
+    /// with no line is `connection-lost`.
+    #[tokio::test]
+    async fn a_child_that_exits_ends_its_exchange_while_its_stdout_is_held() {
+        // The leftover's pid goes to stderr's file, which only the test reads.
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let cases = [
+            (false, 3, DeliveryError::AbnormalExit(Some(3))),
+            (true, 3, DeliveryError::AbnormalExit(Some(3))),
+            (true, 0, DeliveryError::ConnectionLost),
+        ];
+        for (n, (per_event, status, expected)) in cases.into_iter().enumerate() {
+            let left = dir.path().join(n.to_string());
+            let script = format!(
+                "IFS= read -r line; sleep 30 & echo $! > '{}'; exit {status}",
+                left.display()
+            );
+            let backend = sh_backend(&script, per_event);
+            let far = Instant::now() + Duration::from_secs(10);
+            let result = backend.exchange(REQUEST, far).await;
+            let case = format!("per_event {per_event}, exit {status}");
+            let failure = result.err().map(|e| format!("{e:?}"));
+            assert_eq!(failure, Some(format!("{expected:?}")), "{case}");
+            let left: u64 = std::fs::read_to_string(&left)
+                .expect("the leftover's pid")
+                .trim()
+                .parse()
+                .expect("a pid");
+            assert!(dies(left).await, "{case}: left running: {:?}", state(left));
+            shut_down(&backend);
+        }
+    }
+
+    /// A persistent child that exits between exchanges is reaped then, not at its
+    /// backend's next use, and what it left running in its group is killed.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn an_idle_persistent_child_that_exits_is_reaped() {
+        let backend = scripted_backend(
+            r#"IFS= read -r line; sleep 30 & echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"left\":$!}}"; sleep 0.2; exit 0"#,
+        );
+        let far = Instant::now() + Duration::from_secs(10);
+        let reply = backend.exchange(REQUEST, far).await.expect("the reply");
+        let reply: Value = serde_json::from_slice(&reply.body).expect("JSON");
+        let left = reply["result"]["left"].as_u64().expect("the pid it left");
+        let child = session_child(&backend).await.expect("a session");
+        let pid = u64::from(child.pid.expect("a pid"));
+        assert!(dies(left).await, "left running: {:?}", state(left));
+        // Reaped: gone, not a zombie, with no call and no shutdown to find it.
+        let settled = std::time::Instant::now() + Duration::from_secs(5);
+        while state(pid).is_some() && std::time::Instant::now() < settled {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(state(pid), None, "the exited child was not reaped");
+        assert!(
+            backend.children.lock().live.is_empty(),
+            "the reaped child is still registered"
+        );
+        shut_down(&backend);
+    }
+
     /// Dropping a backend without shutting it down (an embedder that drops its
     /// interceptor on an error path) kills what its child started too: tokio's
     /// kill-on-drop reaches the child alone, and the rest of its process group would run
@@ -1205,13 +1378,7 @@ mod tests {
                 r#"IFS= read -r line; read -r word < '{go}'; printf '%070000d\n' 0; read -r word < '{go}'"#,
                 go = go.display()
             );
-            let plan = StdioPlan {
-                command: "sh".into(),
-                args: vec!["-c".into(), script],
-                cwd: None,
-                per_event,
-            };
-            let backend = Arc::new(StdioBackend::new("policy", &plan, &[], 64 * 1024));
+            let backend = Arc::new(sh_backend(&script, per_event));
             let far = Instant::now() + Duration::from_secs(10);
             let exchange = tokio::spawn({
                 let backend = backend.clone();
