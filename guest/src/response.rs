@@ -82,10 +82,14 @@ fn check_http(reply: &Reply) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `error.code` of a JSON-RPC error body, if the body is one.
+/// `error.code` of a JSON-RPC error body, if the body is one. Read by the capped reader
+/// a 200's body goes through: a non-200 body is as large as the host lets any reply be,
+/// and read whole without the cap it could run the component out of memory, an engine
+/// failure (a denial) in place of the http-status failure its policy settles. Past the
+/// cap, or not strict JSON, it has no code.
 fn error_code(body: &[u8]) -> Option<i64> {
-    let message: Value = serde_json::from_slice(body).ok()?;
-    json::integer_value(message.get("error")?.get("code")?)
+    let message = json::read_keeping_inexact(std::str::from_utf8(body).ok()?).ok()?;
+    message.get("error")?.get("code")?.as_i64()
 }
 
 /// `application/json` or `application/<name>+json`, any case, parameters allowed.
@@ -607,6 +611,25 @@ mod tests {
                 .with_rpc_code(-32003)
         );
         assert!(failure.is_transient());
+    }
+
+    /// A non-200 body is read by the capped reader: one holding more values than it
+    /// reads is no JSON-RPC error, its code unread though it comes first, and the
+    /// failure stays http-status (never a trap for running out of memory).
+    #[test]
+    fn a_non_200_body_past_the_value_cap_is_http_status_without_its_code() {
+        let zeros = format!("[{}0]", "0,".repeat(json::MAX_VALUES));
+        let body = reply(&format!(
+            r#""error":{{"code":-32003,"message":"busy","data":{zeros}}}"#
+        ));
+        let reply = Reply {
+            status: Some(500),
+            ..http(body)
+        };
+        assert_eq!(
+            decode(&reply, "evt_1", &all()),
+            Err(parse(HttpStatus).with_http_status(500))
+        );
     }
 
     #[test]
