@@ -313,18 +313,21 @@ fn offered(offered: bool) -> Result<(), Failure> {
 }
 
 /// `{type, target, operation: replace|merge, value}`, the target being the one the
-/// event advertises with this operation, the value of the target's shape.
+/// event advertises with this operation, the value of the target's shape. Whether the
+/// target is offered is asked first: a value's shape is the advertised target's, so a
+/// target the event does not offer is unadvertised, whatever value it comes with
+/// (conformance C3).
 fn decode_modify(effect: &Object, advertised: &EventCapability) -> Result<Effect, Failure> {
     let target = word(effect, "target", ModifyTarget::parse)?;
     let operation = word(effect, "operation", ModifyOperation::parse)?;
-    let value = written_back(effect)?
-        .filter(|v| effect::fits(target, advertised.event, v))
-        .ok_or(invalid(Detail::MalformedEffect))?;
     offered(
         advertised
             .modify
             .is_some_and(|m| m.target == target && m.allows(operation)),
     )?;
+    let value = written_back(effect)?
+        .filter(|v| effect::fits(target, advertised.event, v))
+        .ok_or(invalid(Detail::MalformedEffect))?;
     Ok(Effect::Modify {
         target,
         operation,
@@ -1175,6 +1178,24 @@ mod tests {
         assert_eq!(
             decode(&http(body), "evt_1", &only(&[])),
             Err(invalid(Detail::UnadvertisedEffect).with_effect(0))
+        );
+    }
+
+    /// A modify of a target the event does not offer is unadvertised whatever its value,
+    /// one of that target's shape or not (tool.before offers `input`, no `output`).
+    /// Upstream `modify-invalid-target`'s `parts` is no target word at all (the effect
+    /// schema's enum), so a malformed effect.
+    #[test]
+    fn a_modify_of_an_unoffered_target_is_unadvertised_whatever_its_value() {
+        for value in [json!({}), json!([]), json!("text")] {
+            let modify = json!({"type": "modify", "target": "output", "operation": "replace",
+                                "value": value});
+            assert_effects_rejected(json!([modify]), "unadvertised-effect");
+        }
+        let (reply, id) = fixture_reply(fixture!("http/modify-invalid-target.invalid.json"), true);
+        assert_eq!(
+            decode(&reply, &id, &all()),
+            Err(invalid(Detail::MalformedEffect).with_effect(0))
         );
     }
 
