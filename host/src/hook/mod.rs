@@ -105,6 +105,13 @@ fn is_blank(text: &str) -> bool {
     text.chars().all(|c| c.is_whitespace() || c == '\u{feff}')
 }
 
+/// The reason shown with a denial or stop whose reason is blank ([`shown`]). Every denial
+/// the interceptor makes itself carries its `DecidedBy::generic_reason`, so a blank one
+/// is a backend's decision, and is said to be: shown as one of those generic reasons
+/// ("Policy evaluation failed."), it would pass a backend's denial off as the
+/// interceptor's own failure.
+const BLANK_BACKEND_REASON: &str = "A policy backend refused this without giving a reason.";
+
 /// The reason shown with an `ask` whose backend gave none (the effect carries no text).
 const ASK_REASON: &str = "A policy backend asks for approval of this call.";
 
@@ -785,12 +792,13 @@ impl Verdict {
         }
     }
 
-    /// The reason to show, generic when nobody gave one ([`shown`]).
+    /// The reason to show; a backend's blank one is [`BLANK_BACKEND_REASON`].
     fn reason(&self) -> &str {
-        shown(self.reason.as_deref()).unwrap_or(generic_reason())
+        shown(self.reason.as_deref()).unwrap_or(BLANK_BACKEND_REASON)
     }
 
-    /// The reason of a settled `flow` stop, generic when the backend gave none to show.
+    /// The reason of a settled `flow` stop, the denial's when the backend gave none to
+    /// show.
     fn stop_reason(&self) -> Option<&str> {
         let reason = self.stop.as_ref()?;
         Some(shown(reason.as_deref()).unwrap_or(self.reason()))
@@ -1493,6 +1501,7 @@ fn describe(error: &crate::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocab::Flow;
     use serde_json::json;
 
     #[test]
@@ -1738,7 +1747,7 @@ mod tests {
             // A denial never goes on, whatever else the verdict carries.
             continued.decision = Decision::Deny;
             let answer = harness.answer(spec, &continued);
-            let expected = json!({"continue": false, "stopReason": generic_reason()});
+            let expected = json!({"continue": false, "stopReason": BLANK_BACKEND_REASON});
             assert_eq!(answer, Answer::json(expected), "{harness:?}");
             let mut stopped = Verdict::no_objection();
             stopped.stop = Some(Some("done".into()));
@@ -1797,13 +1806,7 @@ mod tests {
                     blank.stop = Some(Some(" ".into()));
                     let stopped = harness.answer(spec, &blank);
                     for answer in [answer, stopped] {
-                        let texts = answer.stderr.iter().cloned().chain(
-                            serde_json::from_str::<Value>(&answer.stdout)
-                                .ok()
-                                .into_iter()
-                                .flat_map(|out| strings(&out)),
-                        );
-                        for text in texts {
+                        for text in shown_texts(&answer) {
                             assert!(
                                 !is_blank(&text),
                                 "{harness:?} {} {decision:?}: {answer:?}",
@@ -1814,6 +1817,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A backend's deny or flow stop with a blank reason is shown as the backend's
+    /// decision, never as a generic reason: "Policy evaluation failed." would tell the
+    /// user and the model that the interceptor failed, where the audit says
+    /// `backend-deny`.
+    #[test]
+    fn a_backend_s_blank_reason_is_shown_as_the_backend_s_decision() {
+        let generic: Vec<&str> = DecidedBy::ALL
+            .iter()
+            .filter_map(|by| by.generic_reason())
+            .collect();
+        let mut record = Record::host_denial(EventRef::default(), DecidedBy::BackendDeny, 1);
+        record.reason = Some("  ".into());
+        let denied = Settlement::of(record.clone());
+        record.enforce.flow = Some(Flow {
+            operation: FlowOperation::Stop,
+            reason: Some("  ".into()),
+            instructions: Vec::new(),
+        });
+        let stopped = Settlement::of(record);
+        for settled in [denied, stopped] {
+            let verdict = Verdict::of(&settled).expect("nothing to write back");
+            for harness in Harness::ALL {
+                for spec in harness.events().iter().filter(|s| s.capability().is_some()) {
+                    let answer = harness.answer(spec, &verdict);
+                    let texts = shown_texts(&answer);
+                    let context = format!("{harness:?} {}: {answer:?}", spec.native);
+                    assert!(
+                        texts.iter().any(|t| t.contains("A policy backend refused")),
+                        "{context}"
+                    );
+                    assert!(
+                        texts.iter().all(|t| !generic.contains(&t.as_str())),
+                        "{context}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Every text an answer shows: its stderr lines and every string in its stdout JSON.
+    fn shown_texts(answer: &Answer) -> Vec<String> {
+        let stdout = serde_json::from_str::<Value>(&answer.stdout).ok();
+        let shown = stdout.iter().flat_map(strings);
+        answer.stderr.iter().cloned().chain(shown).collect()
     }
 
     /// Every string in `value`, at any depth.
