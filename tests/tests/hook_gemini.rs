@@ -4,8 +4,8 @@
 //! stop as `continue: false`.
 
 use ahp_tests::hook::{
-    assert_exit_2_block, assert_json, assert_json_and_exit_2, assert_silent_no_objection,
-    assert_stopped, tool_payloads, Contract, Intercepted, Ran,
+    answered_by_interceptor_of, assert_exit_2_block, assert_json, assert_json_and_exit_2,
+    assert_silent_no_objection, assert_stopped, tool_payloads, Contract, Intercepted, Ran,
 };
 use serde_json::{json, Value};
 
@@ -324,4 +324,19 @@ async fn a_stop_and_context_reach_gemini_in_its_own_words() {
             json!({"hookSpecificOutput": {"additionalContext": "the repo is frozen"}}),
         );
     }
+}
+
+/// A backend's reason reaches stderr, which Gemini may show in the user's terminal, as
+/// one line with its control characters made spaces: no line break splits it, no escape
+/// sequence acts. The JSON answer carries it whole, escaped.
+#[tokio::test]
+async fn a_reason_reaches_stderr_as_one_line_without_control_characters() {
+    let reason = "no\nforce push\u{1b}[2J";
+    let deny = json!([{"type": "deny", "reason": reason}]);
+    let (payload, _) = contract().pre_tool;
+    let sent =
+        answered_by_interceptor_of(&["tool.before"], "fail-closed", "gemini", &payload, deny).await;
+    assert_eq!(sent.ran.code, 2, "{:?}", sent.ran);
+    assert_eq!(sent.ran.stderr, "no force push [2J\n", "{:?}", sent.ran);
+    assert_eq!(sent.ran.json()["reason"], reason, "{:?}", sent.ran);
 }

@@ -939,9 +939,21 @@ impl Answer {
         }
         let mut err = std::io::stderr().lock();
         for line in &answer.stderr {
-            let _ = writeln!(err, "{line}");
+            let _ = writeln!(err, "{}", stderr_line(line));
         }
         i32::from(answer.exit)
+    }
+}
+
+/// `text` as one line of stderr: a control character (a line break, an escape sequence's
+/// ESC) becomes a space. A backend's reason goes there verbatim otherwise, and a harness
+/// may show that stream in the user's terminal, where an escape sequence would act.
+fn stderr_line(text: &str) -> std::borrow::Cow<'_, str> {
+    let control = |c: char| c.is_control() && c != '\t';
+    if text.contains(control) {
+        text.replace(control, " ").into()
+    } else {
+        text.into()
     }
 }
 
@@ -1856,6 +1868,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A stderr line is one line, and no escape sequence reaches a terminal through it.
+    #[test]
+    fn a_stderr_line_holds_no_control_character() {
+        let reason = "Denied:\r\nrm -rf \u{1b}[2Jgone\u{0}\u{85}\tend";
+        assert_eq!(stderr_line(reason), "Denied:  rm -rf  [2Jgone  \tend");
+        assert!(matches!(
+            stderr_line("plain"),
+            std::borrow::Cow::Borrowed("plain")
+        ));
     }
 
     /// Every text an answer shows: its stderr lines and every string in its stdout JSON.
