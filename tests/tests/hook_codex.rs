@@ -553,3 +553,28 @@ async fn a_session_start_carries_the_permission_mode() {
         json!([{"path": "/harness/version", "reason": "the harness does not say"}])
     );
 }
+
+/// A compaction whose payload names no trigger AHP has a word for (none, or another) is
+/// still asked about, as `auto` with a gap saying so: the event refused, Codex would be
+/// told to stop the agent at every such compaction.
+#[tokio::test]
+async fn a_compaction_without_an_ahp_trigger_is_asked_about() {
+    for trigger in [None, Some("user")] {
+        let mut payload = json!({"session_id": "019a-codex", "turn_id": "turn-8",
+            "transcript_path": null, "cwd": "/repo", "hook_event_name": "PreCompact",
+            "model": "gpt-5-codex"});
+        if let Some(trigger) = trigger {
+            payload["trigger"] = json!(trigger);
+        }
+        let events = ["context.compact.before"];
+        let sent = ahp_tests::hook::sent_to_interceptor_of(&events, "codex", &payload).await;
+        assert_silent_no_objection(&sent.ran);
+        let event = &sent.event;
+        assert_eq!(event["trigger"], "auto", "{trigger:?}: {event}");
+        let gaps = event["gaps"].as_array().expect("gaps");
+        assert!(
+            gaps.iter().any(|gap| gap["path"] == "/trigger"),
+            "{trigger:?}: {event}"
+        );
+    }
+}

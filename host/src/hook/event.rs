@@ -128,9 +128,19 @@ pub fn build(
             event["gaps"] = json!(gaps);
         }
         AhpEvent::ContextCompactBefore => {
-            event["trigger"] = json!(payload.trigger.as_deref().unwrap_or("unknown"));
+            let mut gaps = vec![gap("/items", UNSAID)];
+            // The event takes one of AHP's words alone: with another, or none, it would be
+            // refused, and a compaction a backend intercepts never asked about.
+            let trigger = match payload.trigger.as_deref() {
+                Some(word @ ("auto" | "manual" | "hook")) => word,
+                _ => {
+                    gaps.push(gap("/trigger", COMPACT_TRIGGER_UNSAID));
+                    "auto"
+                }
+            };
+            event["trigger"] = json!(trigger);
             event["items"] = json!([]);
-            event["gaps"] = json!([gap("/items", UNSAID)]);
+            event["gaps"] = json!(gaps);
         }
         AhpEvent::ModelRequestBefore => {
             let provider = harness
@@ -184,6 +194,9 @@ pub fn build(
 
 /// Why a member is a gap when the harness is silent on it.
 pub(super) const UNSAID: &str = "the harness does not say";
+
+/// Why a compaction's `trigger` says `auto` where the harness said no AHP trigger.
+const COMPACT_TRIGGER_UNSAID: &str = "the harness says no trigger AHP names; auto stands for it";
 
 /// One entry of a `gaps` list: the member not disclosed, and why.
 pub(super) fn gap(path: &str, reason: &str) -> Value {
