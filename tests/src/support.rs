@@ -512,6 +512,32 @@ pub fn make_fifo(path: &Path) {
     );
 }
 
+/// Opens FIFO `path` for writing, without blocking, once something has it open for
+/// reading (before that, the open fails with ENXIO): returned, it proves a reader is
+/// there, and a write through it never blocks on a missing one. Panics after 10 s.
+pub async fn open_fifo_once_read(path: &Path) -> std::fs::File {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let given_up = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path);
+        match opened {
+            Ok(file) => return file,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                assert!(
+                    std::time::Instant::now() < given_up,
+                    "nothing opened {} for reading in 10 s",
+                    path.display()
+                );
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            Err(e) => panic!("open {}: {e}", path.display()),
+        }
+    }
+}
+
 /// What a child runs between fork and exec (`pre_exec`) to have its file size capped at
 /// `limit` bytes (RLIMIT_FSIZE): a write past it fails, and raises SIGXFSZ, whose default
 /// action ends the process. Only async-signal-safe calls.

@@ -6,8 +6,8 @@ use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options,
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_failed, assert_nothing_sent, assert_settled, assert_settled_at, assert_settled_by,
-    audit_lines_once, call, event, interceptor, only_interceptor, record_json, registration,
-    timed_call, Http,
+    audit_lines_once, call, event, interceptor, only_interceptor, open_fifo_once_read, record_json,
+    registration, timed_call, Http,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -94,13 +94,17 @@ async fn interrupting_a_slow_credential_acquisition_sends_nothing() {
     let fifo = blocking_token_file(dir.path());
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let hooks = interceptor(&fifo_registration(backend.url(), &fifo, "fail-open", 5_000)).await;
-    let interrupted_at = Duration::from_millis(100);
-    let (settled, elapsed) = interrupt_after(&hooks, "evt_int_2", interrupted_at).await;
+    // Interrupted once the acquisition is blocked reading the token.
+    let mut writer = None;
+    let reading = async { writer = Some(open_fifo_once_read(&fifo).await) };
+    let (settled, elapsed, interrupted_at) = interrupt_when(&hooks, "evt_int_2", reading).await;
     assert_interrupted(&settled);
     assert_settled_by(elapsed, interrupted_at, "interrupted acquisition");
     // Release the blocked reader, so the token arrives after all: the abandoned
-    // acquisition must still send nothing.
-    std::fs::write(&fifo, "late-token").expect("write the token to the FIFO");
+    // acquisition must still send nothing. (A reader already gone fails the write.)
+    let mut writer = writer.expect("the FIFO's writer");
+    let _ = std::io::Write::write_all(&mut writer, b"late-token");
+    drop(writer);
     assert_nothing_sent(&backend).await;
 }
 

@@ -254,8 +254,17 @@ async fn a_token_is_refreshed_in_the_background_before_it_expires() {
     assert_eq!(call(&interceptor, "evt_r1").await.decision, Decision::Allow);
     let first = fx.server.token_requests()[0].at;
     tokio::time::sleep_until((first + Duration::from_millis(3_100)).into()).await;
-    // Still valid: used at once, and a refresh starts behind it.
+    // Still valid: used at once, and a refresh starts behind it, which takes 0.3 s (done
+    // before the first token is treated as expired): a refresh the call waited for
+    // would have given it the new token.
+    fx.server.set_token_mode(TokenMode::Slow(
+        Duration::from_millis(300),
+        Box::new(TokenMode::Issue),
+    ));
     assert_eq!(call(&interceptor, "evt_r2").await.decision, Decision::Allow);
+    let issued = fx.server.issued();
+    assert_eq!(issued.len(), 1, "the call waited for the refresh");
+    assert_eq!(fx.bearers(), [issued[0].clone(), issued[0].clone()]);
     assert!(fx.server.wait_for_issued(2, Duration::from_secs(2)).await);
     // The new token is in the cache once its response has arrived: from then on every
     // call carries it, and until then the still-valid first one.
