@@ -117,6 +117,9 @@ component.on('message', (message) => {
   } else if (message.untrusted) {
     engineFailure('the component\'s settlement record is unreadable or inconsistent');
   } else if (message.refused) {
+    // A denial already on its way out (a signal, the load bound) stands: exit 1 in its
+    // place would be an error a wrapper may not read as a block.
+    if (printing) return;
     for (const problem of message.refused) console.error(`error: ${problem}`);
     process.exit(1);
   } else {

@@ -245,14 +245,42 @@ impl Drop for FaultBackend {
 }
 
 /// An `http://127.0.0.1:PORT/hooks` URL where nothing listens: connecting is refused.
-/// (The port was free a moment ago; another process could take it, which is unlikely.)
+/// The port stays taken by a socket bound and never listening, one for the whole
+/// process (its one descriptor opened at the first call): a port merely freed could be
+/// taken by another test's backend, which would then answer the "refused" call.
 pub fn refused_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    let addr = listener
-        .local_addr()
-        .expect("local address of the listener");
-    drop(listener);
-    format!("http://{addr}/hooks")
+    static PORT: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+    let port = PORT.get_or_init(|| {
+        use std::os::fd::FromRawFd as _;
+        // SAFETY: socket(2) takes no memory of ours; its result is checked.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        assert!(fd >= 0, "socket: {}", io::Error::last_os_error());
+        // SAFETY: a descriptor just returned, owned by nothing else.
+        let socket = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        let mut address: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        address.sin_family = libc::AF_INET as libc::sa_family_t;
+        address.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let size = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let raw = std::ptr::addr_of_mut!(address).cast::<libc::sockaddr>();
+        // SAFETY: bind(2) reads `size` bytes of `address`, a valid sockaddr_in.
+        assert_eq!(
+            unsafe { libc::bind(fd, raw, size) },
+            0,
+            "bind: {}",
+            io::Error::last_os_error()
+        );
+        let mut length = size;
+        // SAFETY: getsockname(2) writes at most `length` bytes into `address`.
+        assert_eq!(
+            unsafe { libc::getsockname(fd, raw, &mut length) },
+            0,
+            "getsockname"
+        );
+        // Kept for the process's life: the port stays taken.
+        std::mem::forget(socket);
+        u16::from_be(address.sin_port)
+    });
+    format!("http://127.0.0.1:{port}/hooks")
 }
 
 /// What the backend does with each request.
@@ -902,10 +930,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn refused_url_refuses() {
+    async fn refused_url_refuses_and_its_port_stays_taken() {
         let url = refused_url();
         let addr = url.trim_start_matches("http://").trim_end_matches("/hooks");
         let error = TcpStream::connect(addr).await.unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::ConnectionRefused);
+        let taken = std::net::TcpListener::bind(addr).map(drop).unwrap_err();
+        assert_eq!(taken.kind(), io::ErrorKind::AddrInUse);
+        assert_eq!(refused_url(), url);
     }
 }

@@ -700,6 +700,8 @@ async fn chaos_every_decision_matches_its_class_and_policy_and_nothing_leaks() {
             .expect("settles");
         warm.shutdown_async().await;
     }
+    // The refused backend's port is held by one socket for the whole process.
+    let _ = refused_url();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let baseline = open_fds();
 
