@@ -23,6 +23,8 @@ const BACKEND: &str = "com.example.in-process";
 /// Never dialled: the injected transport replaces this binding.
 const UNUSED_URL: &str = "http://127.0.0.1:9/never";
 const POLICIES: [&str; 2] = ["fail-open", "fail-closed"];
+/// What every transport's replies are held to (`max_body_bytes`, by default).
+const MAX_BODY: usize = 1 << 20;
 
 /// What the in-process engine does with each request, in turn (the last one repeats).
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +45,10 @@ enum Answer {
     Panic,
     /// Allows, in a reply padded past the 1 MiB every transport's replies are held to.
     Huge,
+    /// Allows, in a reply padded to exactly that 1 MiB, a media type beside it.
+    Brimful,
+    /// Unavailable: a 503 with a page of 2 MiB.
+    Unavailable,
     /// Never answers, and panics when it is dropped (at the deadline).
     PanicsOnDrop,
 }
@@ -93,13 +99,20 @@ impl Transport for Engine {
             let answer = self.answers[(n - 1).min(self.answers.len() - 1)];
             let message: Value = serde_json::from_slice(request.message).expect("JSON-RPC");
             let effects = match answer {
-                Answer::Allow | Answer::Huge => json!([]),
+                Answer::Allow | Answer::Huge | Answer::Brimful => json!([]),
                 Answer::Deny => json!([{"type": "deny", "reason": "in-process says no"}]),
                 Answer::Reset => return Err(TransportError::ConnectionReset),
                 Answer::Closed => return Err(TransportError::Cancelled),
                 Answer::Garbled => return Err(TransportError::Malformed),
                 Answer::Unresolved => return Err(TransportError::UnresolvedHost),
                 Answer::Panic => panic!("the in-process engine's own bug"),
+                Answer::Unavailable => {
+                    return Ok(TransportReply {
+                        status: Some(503),
+                        content_type: Some("text/html".into()),
+                        body: vec![b'x'; 2 * MAX_BODY],
+                    })
+                }
                 Answer::PanicsOnDrop => {
                     let _guard = PanicsOnDrop;
                     return std::future::pending().await;
@@ -125,8 +138,10 @@ impl Transport for Engine {
             let reply = json!({"jsonrpc": "2.0", "id": message["id"],
                                "result": {"protocolVersion": "draft", "effects": effects}});
             let mut body = reply.to_string().into_bytes();
-            if let Answer::Huge = answer {
-                body.resize(body.len() + (1 << 20), b' ');
+            match answer {
+                Answer::Huge => body.resize(body.len() + MAX_BODY, b' '),
+                Answer::Brimful => body.resize(MAX_BODY, b' '),
+                _ => {}
             }
             Ok(TransportReply {
                 status: Some(200),
@@ -286,6 +301,36 @@ async fn an_oversized_reply_is_response_too_large_under_the_policy() {
     let too_large = json!({"class": "malformed-json", "phase": "read-response",
                            "detail": "response-too-large"});
     assert_fails_as(Answer::Huge, &too_large).await;
+}
+
+/// An error status is that status however long its body, as over HTTP (where the body,
+/// read only for the audit's diagnostics, is cut at the cap): a 503 with a page past the
+/// cap is `http-status` and retried, not a response too large, which is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_error_page_is_its_status_and_retried() {
+    let engine = Engine::new(&[Answer::Unavailable]);
+    let hooks = interceptor_with(&engine, "fail-closed", 1_000, 1).await;
+    let settled = call(&hooks, "evt_inproc_large_503").await;
+    assert_failed(&settled, "fail-closed", "http-status", "a large 503");
+    let messages = engine.messages();
+    assert_eq!(messages.len(), 2, "one attempt and one retry");
+    assert_eq!(messages[0], messages[1], "a retry resends the same bytes");
+}
+
+/// A body of exactly the cap is read, as over HTTP: its media type does not count
+/// against it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_of_exactly_the_cap_is_read_with_its_media_type() {
+    for policy in POLICIES {
+        let (_engine, settled) = one_call(Answer::Brimful, policy).await;
+        assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
+        let record = record_json(&settled);
+        assert_eq!(
+            only_interceptor(&record)["outcome"],
+            "no-effect",
+            "{record}"
+        );
+    }
 }
 
 /// A transport whose future panics as the host drops it at the deadline does not unwind

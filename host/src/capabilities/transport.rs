@@ -123,9 +123,7 @@ impl fmt::Debug for dyn Transport {
 /// A transport that panics has ended abnormally, as a backend process that died would:
 /// `abnormal-exit`, not retried, settled under the policy ([`crate::caught`]); one that
 /// panics only as it is dropped at the deadline is caught there, and its exchange is the
-/// deadline's failure. A body (with its media type) longer than `max_body` bytes is
-/// `response-too-large`, as from the built-in transports: copied into the component, it
-/// could exhaust its memory, an engine failure that no fail-open policy would settle.
+/// deadline's failure. Its reply is held to `max_body` as [`capped`] says.
 pub(crate) async fn exchange(
     transport: &dyn Transport,
     request: TransportRequest<'_>,
@@ -134,16 +132,7 @@ pub(crate) async fn exchange(
     let deadline = tokio::time::Instant::from_std(request.deadline);
     let exchanged = crate::caught::caught(|| transport.exchange(request));
     match tokio::time::timeout_at(deadline, exchanged).await {
-        Ok(Ok(Ok(reply)))
-            if reply.body.len() + reply.content_type.as_ref().map_or(0, String::len) > max_body =>
-        {
-            Err(DeliveryError::ResponseTooLarge)
-        }
-        Ok(Ok(Ok(reply))) => Ok(Reply {
-            status: reply.status,
-            content_type: reply.content_type,
-            body: reply.body,
-        }),
+        Ok(Ok(Ok(reply))) => capped(reply, max_body),
         Ok(Ok(Err(e))) => Err(to_wit(e)),
         Ok(Err(())) => {
             tracing::error!("an injected transport panicked");
@@ -151,6 +140,28 @@ pub(crate) async fn exchange(
         }
         Err(_) => Err(DeliveryError::DeadlineExceeded(IoPhase::AwaitResponse)),
     }
+}
+
+/// `reply` held to `max_body` bytes as the built-in HTTP transport holds one: an answer
+/// (a 200, or a reply with no status, whose body is the whole answer) with a longer body
+/// is `response-too-large`; any other status stands, its body (read only for the audit's
+/// diagnostics) cut at `max_body`, so that a 503 is still retried and a 401 still has the
+/// credential acquired again. The media type is held to `max_body` on its own (a header
+/// over HTTP, which hyper bounds): copied into the component, either could exhaust its
+/// memory, an engine failure that no fail-open policy would settle.
+fn capped(reply: TransportReply, max_body: usize) -> Result<Reply, DeliveryError> {
+    let answer = matches!(reply.status, None | Some(200));
+    let media_type = reply.content_type.as_ref().map_or(0, String::len);
+    if media_type > max_body || (answer && reply.body.len() > max_body) {
+        return Err(DeliveryError::ResponseTooLarge);
+    }
+    let mut body = reply.body;
+    body.truncate(max_body);
+    Ok(Reply {
+        status: reply.status,
+        content_type: reply.content_type,
+        body,
+    })
 }
 
 fn to_wit(error: TransportError) -> DeliveryError {
@@ -167,5 +178,42 @@ fn to_wit(error: TransportError) -> DeliveryError {
         TransportError::Malformed => DeliveryError::MalformedFraming,
         TransportError::ResponseTooLarge => DeliveryError::ResponseTooLarge,
         TransportError::NotPermitted => DeliveryError::NotPermitted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn too_large(status: Option<u16>, media_type: usize, body: usize) -> bool {
+        let reply = TransportReply {
+            status,
+            content_type: Some("x".repeat(media_type)),
+            body: vec![b' '; body],
+        };
+        matches!(capped(reply, 8), Err(DeliveryError::ResponseTooLarge))
+    }
+
+    /// An answer without a status is the whole answer, held to the cap as a 200 is; a
+    /// media type is held to the cap on its own, whatever the status.
+    #[test]
+    fn a_status_less_answer_and_a_long_media_type_are_too_large() {
+        assert!(too_large(None, 0, 9));
+        assert!(!too_large(None, 8, 8));
+        assert!(too_large(Some(503), 9, 0));
+        assert!(!too_large(Some(503), 8, 9));
+    }
+
+    /// Another status's body is cut at the cap: copied into the component, it is held to
+    /// it as an answer is.
+    #[test]
+    fn an_error_statuss_body_is_cut_at_the_cap() {
+        let reply = TransportReply {
+            status: Some(503),
+            content_type: None,
+            body: vec![b' '; 9],
+        };
+        let cut = capped(reply, 8).map(|reply| reply.body.len());
+        assert!(matches!(cut, Ok(8)), "{cut:?}");
     }
 }
