@@ -66,8 +66,10 @@
 use crate::bindings;
 use crate::state::HostState;
 use wasmtime::component::{HasSelf, Linker};
+use wasmtime::error::Context as _;
 use wasmtime::Engine;
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView as _};
+use wasmtime_wasi::p2::bindings::clocks::monotonic_clock;
 
 /// `at` as the component's `instant` (WIT `host-types.instant`): nanoseconds on the one
 /// monotonic clock the component and the host share, for `engine.intercept`'s `started`
@@ -94,21 +96,44 @@ impl AhpView for HostState {
 /// the store data's [`AhpView`] gives: the monotonic clock (wasmtime-wasi p2), then
 /// `host-types`, `credentials` and `delivery`. The clock is the host state's, never the
 /// store data's own WASI context: every deadline and `started` is a reading of that one
-/// clock, and another (one counting from a different origin) would make the component
-/// see its first deadline spent before anything was sent. Fails, naming the setting, if
-/// the Engine cannot bound the component's CPU (see [`check_engine`]).
+/// clock, and another (one counting from a different origin, or running ahead) would make
+/// the component see its first deadline spent before anything was sent, and every
+/// fail-open subscription allow unasked.
+///
+/// So the interceptor needs a Linker without WASI's monotonic clock: not the one
+/// `wasmtime_wasi::p2::add_to_linker_async` filled, but one of its own. Fails, naming the
+/// clock and that remedy, where the Linker already defines it (or another of the
+/// component's imports), under `Linker::allow_shadowing(true)` too: there the
+/// interceptor's clock would replace WASI's for the embedder's own components. What is
+/// added after cannot be checked: on a Linker that allows shadowing, WASI's clock added
+/// after this one replaces it unnoticed, which is wrong for the reason above. Fails,
+/// naming the setting, if the Engine cannot bound the component's CPU (see
+/// [`check_engine`]).
 pub fn add_to_linker<T: AhpView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     check_engine(linker.engine())?;
+    // First on a copy that may not shadow: one that may would take ours in place of a
+    // definition already there, without a word.
+    let mut unshadowed = linker.clone();
+    unshadowed.allow_shadowing(false);
+    link(&mut unshadowed)?;
+    link(linker)
+}
+
+/// Adds the component's imports to `linker`; fails naming the one already defined there.
+fn link<T: AhpView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     // The component's only WASI import is the monotonic clock (host/componentize.rs says
     // why).
-    wasmtime_wasi::p2::bindings::clocks::monotonic_clock::add_to_linker::<T, WasiClocks>(
-        linker,
-        |t| t.ahp().clocks(),
+    monotonic_clock::add_to_linker::<T, WasiClocks>(linker, |t| t.ahp().clocks()).context(
+        "the Linker already defines `wasi:clocks/monotonic-clock` (WASI's, as \
+         `wasmtime_wasi::p2::add_to_linker_async` adds it, or an earlier `add_to_linker`'s): \
+         the interceptor component's clock must be the host state's, on which every deadline \
+         is read; add the interceptor to a Linker of its own, or to one without WASI's \
+         monotonic clock",
     )?;
-    bindings::host_types::add_to_linker::<T, HasSelf<HostState>>(linker, T::ahp)?;
-    bindings::credentials::add_to_linker::<T, HasSelf<HostState>>(linker, T::ahp)?;
-    bindings::delivery::add_to_linker::<T, HasSelf<HostState>>(linker, T::ahp)?;
-    Ok(())
+    bindings::Plugin::add_to_linker::<T, HasSelf<HostState>>(linker, T::ahp).context(
+        "the Linker already defines the interceptor component's `ahp:interceptor` imports; \
+         add the interceptor to a Linker of its own",
+    )
 }
 
 /// Whether `engine` can run the component safely: it needs `Config::epoch_interruption

@@ -109,8 +109,8 @@ fn untouched(_: &mut String) {}
 async fn the_component_runs_in_the_embedders_engine_and_store() {
     // An embedder's hook call arrives before anything in this process has read the
     // shared clock; the time it then waits (here for its backend to start) still counts.
-    // This must stay the clock's first use in this test binary (its only test), or it
-    // would pass whatever the clock's zero.
+    // This must stay the clock's first use in this test binary (no other test here reads
+    // it), or it would pass whatever the clock's zero.
     let arrived = Instant::now();
     std::thread::sleep(Duration::from_millis(20));
     let waited = ahp_host::component_instant(Instant::now())
@@ -234,4 +234,27 @@ async fn the_component_runs_in_the_embedders_engine_and_store() {
     assert!(trapped.is_err(), "{trapped:?}");
     assert!(took >= bound && took < Duration::from_secs(3), "{took:?}");
     interceptor.shutdown_async().await;
+}
+
+/// The wasi-http pattern, WASI p2 and the interceptor on one Linker, is refused naming
+/// the clock and the remedy (not wasmtime's bare "defined twice"): the interceptor's
+/// clock must be the host state's. With shadowing allowed too, where the interceptor's
+/// clock would have replaced WASI's for the embedder's own components. (Reads no clock.)
+#[test]
+fn a_linker_with_wasis_clock_is_refused_naming_the_clock_and_the_remedy() {
+    let mut config = Config::new();
+    config.epoch_interruption(true);
+    let engine = Engine::new(&config).unwrap();
+    for shadowing in [false, true] {
+        let mut linker = Linker::<MyData>::new(&engine);
+        linker.allow_shadowing(shadowing);
+        ahp_host::wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
+        let error = ahp_host::add_to_linker(&mut linker)
+            .expect_err("WASI's clock is there")
+            .to_string();
+        assert!(
+            error.contains("wasi:clocks/monotonic-clock") && error.contains("a Linker of its own"),
+            "shadowing {shadowing}: {error}"
+        );
+    }
 }
