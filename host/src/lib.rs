@@ -80,6 +80,7 @@ pub use error::Error;
 pub use interrupt::Interrupt;
 pub use linker::{add_to_linker, check_engine, component_instant, AhpView};
 pub use options::{Options, StdioEnv, DEFAULT_MAX_INSTANCES};
+pub use pool::BOUND_MARGIN;
 pub use retry::RetryPolicy;
 pub use runtime::EMBEDDED_WIT_PACKAGE;
 pub use runtime::{bound_cpu, EpochTicker, Epochs, EMBEDDED_COMPONENT};

@@ -40,12 +40,13 @@
 //!     .await?
 //!     .map_err(|_| ahp_host::wasmtime::format_err!("registration rejected"))?;
 //! // Before each call: its bound and its interruption signal. The bound is the longest
-//! // the registration lets a call run (its chain of deadlines), plus time to settle.
-//! // `started` is taken per call, when it arrives: the time it waited counts.
+//! // the registration lets a call run (its chain of deadlines), plus the time the crate
+//! // allows past it to prepare observers and settle. `started` is taken per call, when it
+//! // arrives: the time it waited counts.
 //! let bound = Duration::from_millis(api.call_bound_ms(&mut store, loaded).await?);
 //! let interrupt = ahp_host::Interrupt::new();
 //! let arrived = Instant::now();
-//! store.data_mut().ahp.begin_call(arrived + bound + Duration::from_secs(1), &interrupt);
+//! store.data_mut().ahp.begin_call(arrived + bound + ahp_host::BOUND_MARGIN, &interrupt);
 //! let started = ahp_host::component_instant(arrived);
 //! // Epochs stop a component that computes; one waiting in an import (an exchange with a
 //! // far deadline) is stopped by a timeout around the call: past it, a denial, and the

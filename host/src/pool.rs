@@ -85,6 +85,11 @@ const GRACE: Duration = Duration::from_millis(250);
 /// to an `engine-failure` denial while an observer's notification was being encoded.
 const PREPARE: Duration = Duration::from_millis(4 * OBSERVER_PREPARE_MS);
 
+/// How long the component may run past a call's bound (`engine.bound-ms`) or its budget,
+/// whichever ends first: 1 s to prepare its observe notifications and 250 ms of grace to
+/// settle. An embedder at the linker level gives `HostState::begin_call` the same.
+pub const BOUND_MARGIN: Duration = PREPARE.saturating_add(GRACE);
+
 /// How long the component may run (CPU and wall time) once a call has its instance.
 pub(crate) struct Limit {
     /// The longest a call's chain may legitimately run (`engine.bound-ms`, the sum of
@@ -101,7 +106,7 @@ impl Limit {
     /// The limit of a call that got its instance at `admitted`.
     fn from(&self, admitted: Instant) -> Instant {
         let own = admitted + self.bound;
-        self.budget.map_or(own, |budget| budget.min(own)) + PREPARE + GRACE
+        self.budget.map_or(own, |budget| budget.min(own)) + BOUND_MARGIN
     }
 }
 
