@@ -65,9 +65,12 @@ impl InterceptorBuilder {
         self
     }
 
-    /// This component, compiled for the builder's Engine — the one given to
-    /// [`InterceptorBuilder::engine`]: without it the builder makes an Engine of its own,
-    /// on which another Engine's `Component` cannot be instantiated (the build fails).
+    /// This component, compiled for the Engine given to [`InterceptorBuilder::engine`]
+    /// (on another Engine the build fails). Without one, the builder runs on the Engine
+    /// the component was compiled for, as if it had been given: it must have
+    /// `Config::epoch_interruption(true)` (the build fails otherwise, naming it), and,
+    /// an Engine of the embedder's, its instance slots are the embedder's to size (see
+    /// [`InterceptorBuilder::engine`]), not counted by this crate as on its own Engine.
     pub fn component(mut self, component: Component) -> InterceptorBuilder {
         self.component = Some(Code::Compiled(component));
         self
@@ -114,13 +117,14 @@ impl InterceptorBuilder {
         if default && self.options.component.is_none() && self.epochs == Epochs::Ticker {
             return Runtime::embedded();
         }
-        let engine = match &self.engine {
+        let embedders = self.embedders_engine();
+        let engine = match &embedders {
             Some(engine) => engine.clone(),
             // Nobody else holds this Engine, so nobody could advance its epoch: the
             // component's CPU would be unbounded.
             None if self.epochs == Epochs::External => wasmtime::bail!(
-                "`Epochs::External` needs the embedder's own Engine (`InterceptorBuilder::engine`), \
-                 whose epoch it advances"
+                "`Epochs::External` needs the embedder's own Engine (`InterceptorBuilder::engine`, \
+                 or a `Component` compiled for it), whose epoch it advances"
             ),
             None => default_engine()?,
         };
@@ -138,10 +142,20 @@ impl InterceptorBuilder {
             )?,
         };
         let runtime = Runtime::with_component(&engine, &component, self.epochs)?;
-        Ok(Arc::new(match self.engine {
+        Ok(Arc::new(match embedders {
             Some(_) => runtime,
             None => runtime.on_default_engine(),
         }))
+    }
+
+    /// The embedder's Engine: the one given, else the one the given `Component` was
+    /// compiled for (on another, it could not be instantiated).
+    fn embedders_engine(&self) -> Option<Engine> {
+        match (&self.engine, &self.component) {
+            (Some(engine), _) => Some(engine.clone()),
+            (None, Some(Code::Compiled(component))) => Some(component.engine().clone()),
+            (None, _) => None,
+        }
     }
 }
 

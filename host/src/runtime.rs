@@ -385,25 +385,26 @@ mod tests {
     /// An interceptor on `engine` whose one interceptor, of tool.before, fails open and
     /// is unreachable.
     async fn unreachable_on(engine: &Engine) -> crate::Interceptor {
+        unreachable_by(crate::InterceptorBuilder::new().engine(engine))
+            .await
+            .expect("built on the Engine")
+    }
+
+    /// [`unreachable_on`], built by `builder`.
+    async fn unreachable_by(
+        builder: crate::InterceptorBuilder,
+    ) -> Result<crate::Interceptor, crate::Error> {
         let registration = r#"{"protocolVersion": "draft", "hooks": [{"id": "com.example.a",
             "transport": {"type": "http", "url": "http://127.0.0.1:9/ahp"},
             "subscriptions": [{"events": ["tool.before"], "mode": "intercept",
                 "timeoutMs": 500, "failurePolicy": "fail-open",
                 "content": {"default": "body"}}]}]}"#;
-        crate::InterceptorBuilder::new()
-            .engine(engine)
-            .build(registration)
-            .await
-            .expect("built on the Engine")
+        builder.build(registration).await
     }
 
-    /// On an embedder's Engine that consumes fuel, the crate's stores are given all there
-    /// is: the calls run (bounded by epochs) instead of trapping at their first
-    /// instruction, every one an engine failure.
-    #[tokio::test]
-    async fn an_engine_that_consumes_fuel_runs_the_component() {
-        let engine = engine_with(|config| config.consume_fuel(true));
-        let interceptor = unreachable_on(&engine).await;
+    /// A call to such an interceptor runs in the component and is let through, its
+    /// backend unreachable.
+    async fn assert_lets_a_call_through(interceptor: &crate::Interceptor) {
         let event = r#"{"id": "evt_fuel", "source": "urn:ahp:test", "type": "tool.before",
             "time": "2026-11-30T12:00:00Z", "call": {"id": "c1"}, "path": "native",
             "tool": {"name": "Bash", "input": {"command": "ls"}, "origin": "native"}}"#;
@@ -414,7 +415,36 @@ mod tests {
             "{}",
             settled.to_json()
         );
+    }
+
+    /// On an embedder's Engine that consumes fuel, the crate's stores are given all there
+    /// is: the calls run (bounded by epochs) instead of trapping at their first
+    /// instruction, every one an engine failure.
+    #[tokio::test]
+    async fn an_engine_that_consumes_fuel_runs_the_component() {
+        let engine = engine_with(|config| config.consume_fuel(true));
+        let interceptor = unreachable_on(&engine).await;
+        assert_lets_a_call_through(&interceptor).await;
         interceptor.shutdown_async().await;
+    }
+
+    /// A `Component` given without its Engine runs on that Engine (not on one the
+    /// builder would make, where it could not be instantiated), once that Engine is
+    /// checked as a given one is: without epoch interruption, refused by name.
+    #[tokio::test]
+    async fn a_component_alone_runs_on_the_engine_it_was_compiled_for() {
+        let engine = engine_with(|config| config);
+        let component = Component::new(&engine, EMBEDDED_COMPONENT).unwrap();
+        let built = unreachable_by(crate::InterceptorBuilder::new().component(component));
+        let interceptor = built.await.expect("built on the Component's Engine");
+        assert_lets_a_call_through(&interceptor).await;
+        interceptor.shutdown_async().await;
+
+        let plain = Engine::new(&Config::new()).unwrap();
+        let component = Component::new(&plain, "(component)").unwrap();
+        let built = unreachable_by(crate::InterceptorBuilder::new().component(component));
+        let error = built.await.err().expect("refused").to_string();
+        assert!(error.contains("epoch_interruption"), "{error}");
     }
 
     /// Every store this crate makes bounds each memory to 256 MiB and each table to
