@@ -78,9 +78,11 @@ impl InterceptorBuilder {
 
     /// The component precompiled (`Engine::precompile_component`) for an Engine
     /// configured like the builder's, loaded with `Component::deserialize` at build.
-    /// Without [`InterceptorBuilder::engine`], that is this crate's default Engine, whose
-    /// settings differ where its instance pool could not be set up (see the README's
-    /// Backpressure): bytes for the one do not load on the other (the build fails).
+    /// Without [`InterceptorBuilder::engine`], that is an Engine the builder makes for it
+    /// at each build, configured as this crate's default one (its own instance pool,
+    /// ticker thread and slots, shared with no other interceptor), whose settings differ
+    /// where its instance pool could not be set up (see the README's Backpressure): bytes
+    /// for the one do not load on the other (the build fails).
     ///
     /// # Safety
     ///

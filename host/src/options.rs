@@ -95,7 +95,10 @@ impl std::fmt::Display for StdioEnv {
 /// Host configuration (everything a registration does not say).
 #[derive(Clone, Debug, Default)]
 pub struct Options {
-    /// Another build of the component instead of the embedded one.
+    /// Another build of the component instead of the embedded one. Without
+    /// [`crate::InterceptorBuilder::engine`] it runs on an Engine made for it at each
+    /// build (its own instance pool, ticker thread and slots), not on the process's
+    /// default one, which only the embedded component shares.
     pub component: Option<Vec<u8>>,
     /// Append each settlement record to this JSONL file (synced).
     pub audit_path: Option<PathBuf>,
@@ -150,9 +153,9 @@ pub struct Options {
     /// failure. No I/O is done on those: a call whose fail-open interceptor ran out
     /// waiting, with a later one still to ask, waits on for one of the others until
     /// that one's deadline, and it is asked with what is left of its timeout.
-    /// Interceptors on an Engine this crate made (every default `Interceptor`
-    /// of a process shares the default one) also share its instance slots and wait for
-    /// them the same way. On an Engine of your own, instances in use at the same moment
+    /// Interceptors on the process's default Engine (every `Interceptor::new` without
+    /// [`Options::component`]) also share its instance slots and wait for them the same
+    /// way. On an Engine of your own, instances in use at the same moment
     /// beyond its pooling limit (`PoolingAllocationConfig::total_component_instances`)
     /// fail to instantiate, which settles as `engine-failure`: keep the sum of its
     /// interceptors' `max_instances` plus your own instances within it where their

@@ -141,6 +141,10 @@ impl Runtime {
 /// [`crate::check_engine`]). On an Engine that consumes fuel, the store is given all
 /// there is: the epochs bound the component, and a store without fuel would trap at its
 /// first instruction, every call an engine failure.
+///
+/// It replaces the store's epoch deadline and callback (and its fuel): the interceptor
+/// component needs a `Store` of its own. Other code in the same store would lose its own
+/// callback and fuel limit, or, arming its own after, leave the component unbounded.
 pub fn bound_cpu<T: AhpView + 'static>(store: &mut Store<T>) {
     if store.get_fuel().is_ok() {
         let _ = store.set_fuel(u64::MAX);

@@ -1,8 +1,8 @@
 //! Injected transports: an embedder's own delivery for one backend id, in place of the
 //! registration's `http` or `stdio` binding. The host still owns everything around the
 //! exchange — the absolute deadline (it stops waiting at it), cancellation, retries with
-//! the same bytes, policy and audit — and only borrows the transport: shutdown never
-//! closes it, and dropping the interceptor drops only the host's `Arc`.
+//! the same bytes, policy and audit — and only borrows the transport ([`Transport`] says
+//! when it lets go).
 
 use super::credentials::BoxFuture;
 use crate::bindings::delivery::Reply;
@@ -77,6 +77,13 @@ pub enum TransportError {
 }
 
 /// An embedder's own delivery for one backend, injected through `Options::transports`.
+///
+/// It stays the embedder's: shutdown never closes it, and the host's `Arc` goes with the
+/// interceptor, once its last clone, its `HookCall`s and the `host_state()`s handed out
+/// are dropped. At once, but for work left in the background, which the drop (or
+/// shutdown, earlier) tells to stop and which lets go of it when the runtime next polls
+/// it, shortly after the drop rather than within it: an instance still being made for a
+/// call that stopped waiting for it, and observer deliveries aborted with their call.
 ///
 /// ```no_run
 /// use ahp_host::{BoxFuture, Interceptor, Options, Transport, TransportError};
