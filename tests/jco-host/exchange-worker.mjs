@@ -65,7 +65,9 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
   });
   // A response may start before the request is all out: its head moved the phase on.
   request.on('finish', () => { if (phase === 'send') phase = 'await-response'; });
+  let answered = false;
   request.on('response', (response) => {
+    answered = true;
     if (response.rawHeaders.length / 2 > MAX_HEADERS) {
       settle({ error: 'malformed-http' });
       request.destroy();
@@ -107,22 +109,45 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
     response.on('aborted', () => settle({ error: 'connection-lost' }));
     response.on('error', () => settle({ error: 'connection-lost' }));
   });
-  request.on('error', (error) => settle({ error: classify(error, connected, tls && !secured) }));
+  request.on('error', (error) => {
+    settle({ error: classify(error, connected, tls && !secured, answered) });
+  });
   request.end(body);
 });
 
 /// Errors of a peer that went away.
 const HANG_UPS = ['ECONNRESET', 'EPIPE', 'ECONNABORTED'];
 
+/// The fatal alerts by which a peer's TLS layer refuses this client, as Node names
+/// OpenSSL's reasons: the Rust host's (http.rs `refused_by_tls`), one for one. Any other
+/// alert is a lost connection there, and here.
+const TLS_REFUSALS = [
+  'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED',
+  'ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE',
+  'ERR_SSL_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE',
+  'ERR_SSL_SSLV3_ALERT_CERTIFICATE_REVOKED',
+  'ERR_SSL_SSLV3_ALERT_CERTIFICATE_EXPIRED',
+  'ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN',
+  'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA',
+  'ERR_SSL_TLSV1_ALERT_ACCESS_DENIED',
+  'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE',
+];
+
 /// A Node socket, TLS or parser error as a WIT delivery-error tag, as the Rust host
-/// classifies it (http.rs `connect`, `connect_any`). Until the socket connected nothing
-/// was sent: a name that did not resolve is `unresolved-host`, whatever else stopped the
-/// connection (refused, no route, an address the socket cannot take) a refusal. In the
-/// TLS handshake nothing was sent either: a hang-up is a refusal, anything else (a
-/// certificate, no common protocol) the TLS failure.
-function classify(error, connected, handshaking) {
+/// classifies it (http.rs `connect`, `connect_any`, `fresh_failure`). Until the socket
+/// connected nothing was sent: a name that did not resolve is `unresolved-host`, whatever
+/// else stopped the connection (refused, no route, an address the socket cannot take) a
+/// refusal. In the TLS handshake nothing was sent either: a hang-up is a refusal,
+/// anything else (a certificate, no common protocol) the TLS failure.
+function classify(error, connected, handshaking, answered) {
   if (!connected) return error.syscall === 'getaddrinfo' ? 'unresolved-host' : 'connection-refused';
   if (handshaking) return HANG_UPS.includes(error.code) ? 'connection-refused' : 'tls-failed';
+  // In TLS 1.3 the client's handshake ends before the server has checked its certificate:
+  // a server that requires one (this host offers none) refuses only after, with an
+  // alert, the request out or not, its application never having seen it. Every exchange
+  // has a fresh connection (`agent: false`), so before a response this is the TLS
+  // failure; after one, the request may have reached the backend.
+  if (!answered && TLS_REFUSALS.includes(error.code)) return 'tls-failed';
   // Node reports a peer that closed before answering as ECONNRESET "socket hang up".
   if (error.code === 'ECONNRESET') {
     return error.message === 'socket hang up' ? 'connection-lost' : 'connection-reset';

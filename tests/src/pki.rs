@@ -2,7 +2,7 @@
 //! servers that present a certificate it signed (for `localhost` and `127.0.0.1`, and
 //! other addresses of this machine when a test asks).
 
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use std::sync::Arc;
 use tokio_rustls::rustls::crypto::CryptoProvider;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -31,6 +31,12 @@ impl Pki {
         let ca_key = KeyPair::generate().expect("generate CA key");
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        // rcgen names every certificate "rcgen self signed cert" unless told otherwise:
+        // a server certificate whose issuer is its own subject is self-signed to OpenSSL
+        // (Node), which then trusts it through no CA.
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "ahp-interceptor test CA");
         let ca = ca_params.self_signed(&ca_key).expect("self-sign CA");
         let key = KeyPair::generate().expect("generate server key");
         let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];

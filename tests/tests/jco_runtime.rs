@@ -395,7 +395,11 @@ async fn assert_never_connected(url: &str, id: &str, detail: Option<&str>) {
 
 /// The TLS handshake's failures are classified as in the Rust host: a peer that hangs up
 /// in it is `connection-refused`, a certificate Node does not trust is the TLS failure
-/// (detail `tls`); both in `connect`, nothing sent.
+/// (detail `tls`); both in `connect`, nothing sent. So is a TLS 1.3 server that requires a
+/// client certificate (neither host offers one), with its CA trusted by both: it refuses
+/// only after the client's handshake has ended, with an alert Node took for a lost
+/// connection. That the handshake is trusted shows in a server with the same certificate
+/// that requires none: both hosts are answered through it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_classifies_tls_failures_as_the_rust_host_does() {
     let hang_up = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -407,19 +411,70 @@ async fn node_classifies_tls_failures_as_the_rust_host_does() {
         }
     });
     let pki = ahp_tests::pki::Pki::generate();
-    let acceptor = pki.acceptor();
-    let untrusted = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let untrusted_port = untrusted.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = untrusted.accept().await {
-            let _ = acceptor.accept(stream).await;
-        }
-    });
+    let untrusted_port = handshake_only(pki.acceptor()).await;
     let cases = [(hang_up_port, None), (untrusted_port, Some("tls"))];
     for (i, (port, detail)) in cases.into_iter().enumerate() {
         let url = format!("https://localhost:{port}/hooks");
         assert_never_connected(&url, &format!("evt_node_tls_{i}"), detail).await;
     }
+
+    let roots = pki.trust_roots_file();
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let trusted_port = pki.tls_front(backend.addr()).await;
+    let answered = json!({
+        "decision": "allow",
+        "decidedBy": "no-objection",
+        "reason": null,
+        "outcome": "no-effect",
+        "failure": null,
+    });
+    assert_both_hosts_trusting(roots.path(), trusted_port, &answered).await;
+    assert_eq!(backend.requests().len(), 2, "answered once in each host");
+    let mtls_port = handshake_only(pki.acceptor_requiring_a_client_certificate()).await;
+    let refused = json!({
+        "decision": "allow",
+        "decidedBy": "no-objection",
+        "reason": null,
+        "outcome": "failed-open",
+        "failure": {"class": "connection-refused", "phase": "connect", "detail": "tls"},
+    });
+    assert_both_hosts_trusting(roots.path(), mtls_port, &refused).await;
+}
+
+/// A loopback port whose server takes the TLS handshake by `acceptor`, then closes the
+/// connection: it answers no request.
+async fn handshake_only(acceptor: tokio_rustls::TlsAcceptor) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = acceptor.accept(stream).await;
+        }
+    });
+    port
+}
+
+/// One fail-open call to `https://localhost:{port}` has the `expected` [`verdict`] in the
+/// Node host (`NODE_EXTRA_CA_CERTS`) and in ahp-host (`trust_roots`), both trusting the
+/// CA certificates in `roots`.
+async fn assert_both_hosts_trusting(roots: &Path, port: u16, expected: &Value) {
+    let url = format!("https://localhost:{port}/hooks");
+    let reg = registration(&[Http::new(BACKEND, &url)
+        .policy("fail-open")
+        .timeout_ms(5000)]);
+    let id = format!("evt_node_tls_{port}");
+    let ca = [("NODE_EXTRA_CA_CERTS", roots.to_str().expect("a UTF-8 path"))];
+    let (settled, stderr) = call_with_env(transpiled(), &reg, &id, &ca).await;
+    assert_eq!(&verdict(&settled["audit"]), expected, "{url}: {stderr}");
+    let options = ahp_host::Options {
+        trust_roots: Some(roots.to_path_buf()),
+        ..ahp_host::Options::default()
+    };
+    let rust = ahp_host::Interceptor::new(&reg, options)
+        .await
+        .expect("a valid registration");
+    let rust = record_json(&ahp_tests::support::call(&rust, &id).await);
+    assert_eq!(&verdict(&rust), expected, "{url}, ahp-host");
 }
 
 /// A timeout longer than a Node timer can wait (2^31-1 ms; a longer delay fires after
