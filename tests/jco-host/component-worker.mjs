@@ -143,12 +143,51 @@ function run() {
 function record(text) {
   let value;
   try { value = JSON.parse(text); } catch { return undefined; }
-  const ok = object(value) && object(value.event)
+  const ok = !duplicated(text) && object(value) && object(value.event)
     && typeof value.decision === 'string' && typeof value.decidedBy === 'string'
     && (value.reason === undefined || value.reason === null || typeof value.reason === 'string')
     && count(value.elapsedMs)
     && list(shaped(INTERCEPTOR))(value.interceptors) && list(shaped(OBSERVER))(value.observers);
   return ok ? value : undefined;
+}
+
+/// Whether JSON `text`, which JSON.parse has read (so well-formed), names a member twice
+/// in one object, at any depth, as its names read once unescaped (`"decisio\u006e"` is
+/// `"decision"`). JSON.parse keeps the last of the two, so `"decision":"deny"` followed
+/// by `"decision":"allow"` would read as an allow; ahp-host's record type refuses a
+/// member given twice, and the call is an engine failure. Its untyped members (`effective`,
+/// `returned`) keep the last there: refused here too, as the component writes none twice.
+function duplicated(text) {
+  // Per open object, the names read so far; per open array, null.
+  const open = [];
+  // Whether the next string is a member's name: after `{`, or `,` in an object.
+  let naming = false;
+  for (let at = 0; at < text.length; at += 1) {
+    const c = text[at];
+    if (c === '"') {
+      let end = at + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      if (naming) {
+        const names = open.at(-1);
+        const name = JSON.parse(text.slice(at, end + 1));
+        if (names.has(name)) return true;
+        names.add(name);
+        naming = false;
+      }
+      at = end;
+    } else if (c === '{') {
+      open.push(new Set());
+      naming = true;
+    } else if (c === '[') {
+      open.push(null);
+    } else if (c === '}' || c === ']') {
+      open.pop();
+      naming = false;
+    } else if (c === ',') {
+      naming = open.at(-1) !== null;
+    }
+  }
+  return false;
 }
 
 /// The decision each `decidedBy` settles as (ahp_vocab `DecidedBy::decision`).

@@ -855,9 +855,12 @@ async fn rust_decides_on_runaway(registration: &str, id: &str) -> Value {
 /// with one whose interceptor entry has only its outcome, which ahp-host's record type
 /// does not read (`InterceptorEntry` requires backend, subscription, policy, timeoutMs
 /// and attempts); with one whose interceptor entry contradicts the allow (a fail-closed
-/// subscription that failed open, a backend that asked, one never reached); and with one whose withheld observer entry has no subscription
-/// (`ObserverEntry` requires it), which with its subscription both hosts trust. The Node
-/// host sends no observe notification, trusted or not.
+/// subscription that failed open, a backend that asked, one never reached); with one
+/// whose withheld observer entry has no subscription (`ObserverEntry` requires it), which
+/// with its subscription both hosts trust; and with one that gives a member twice, a
+/// denial first and the allow last (`decision`, the same under an escaped spelling, an
+/// entry's `outcome`), which JSON.parse read as the allow. The Node host sends no observe
+/// notification, trusted or not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_denies_a_settlement_it_cannot_trust() {
     let observer = ahp_tests::fault_backend::refused_url();
@@ -870,6 +873,9 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         "allow-over-ask".to_string(),
         "allow-over-not-reached".to_string(),
         format!("withheld-observer-without-subscription {observer}"),
+        "duplicated-decision".to_string(),
+        "respelled-decision".to_string(),
+        "duplicated-outcome".to_string(),
     ];
     for (i, reg) in cases.iter().enumerate() {
         let id = format!("evt_node_untrusted_{i}");

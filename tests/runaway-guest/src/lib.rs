@@ -38,6 +38,12 @@
 //! that failed open, a backend that asked, a backend never reached (which only follows
 //! a denial). The host must deny as an engine failure.
 //!
+//! A registration `duplicated-decision`, `respelled-decision` or `duplicated-outcome`
+//! makes `intercept` settle with an allow whose record gives a member twice, first as a
+//! denial, last as the allow: `decision` at the top level, `decision` the second time
+//! spelled `decisio\u006e`, an interceptor entry's `outcome`. Read keeping the last
+//! member, each is a consistent allow; the host must deny as an engine failure.
+//!
 //! A registration `withheld-observer URL` makes `intercept` settle with an allow whose
 //! record lists one observe notification to `com.example.obs` at URL as `withheld`, its
 //! bytes not handed over: a settlement the host trusts. `withheld-observer-without-
@@ -147,6 +153,30 @@ mod component {
         };
     }
 
+    /// A record of a denial whose `decision` is given again, last, as an allow.
+    const DUPLICATED_DECISION: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"deny","decidedBy":"no-objection","reason":null,"#,
+        r#""elapsedMs":0,"interceptors":[],"observers":[],"decision":"allow"}"#
+    );
+
+    /// [`DUPLICATED_DECISION`], the second `decision` spelled with an escape.
+    const RESPELLED_DECISION: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"deny","decidedBy":"no-objection","reason":null,"#,
+        r#""elapsedMs":0,"interceptors":[],"observers":[],"decisio\u006e":"allow"}"#
+    );
+
+    /// A record of an allow whose interceptor entry's `outcome` is given twice, a denial
+    /// first, then no effect.
+    const DUPLICATED_OUTCOME: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
+        r#""elapsedMs":0,"interceptors":[{"backend":"com.example.b","subscription":0,"#,
+        r#""policy":"fail-open","timeoutMs":100,"outcome":"deny","attempts":[],"#,
+        r#""outcome":"no-effect"}],"observers":[]}"#
+    );
+
     /// A record of an allow whose one observe notification the component withheld.
     const WITHHELD: &str = concat!(
         r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
@@ -220,6 +250,9 @@ mod component {
                 }
                 "allow-over-ask" => Some(allowed_over!("fail-open", "ask")),
                 "allow-over-not-reached" => Some(allowed_over!("fail-open", "not-reached")),
+                "duplicated-decision" => Some(DUPLICATED_DECISION),
+                "respelled-decision" => Some(RESPELLED_DECISION),
+                "duplicated-outcome" => Some(DUPLICATED_OUTCOME),
                 _ => None,
             } {
                 Runaway::Allows {
