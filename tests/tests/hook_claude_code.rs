@@ -1,6 +1,6 @@
-//! `ahp hook claude-code`: Claude Code's PreToolUse/PostToolUse payloads (as documented at
-//! code.claude.com/docs/en/hooks) through the real binary; answers in
-//! `hookSpecificOutput`, never `permissionDecision: "allow"`.
+//! `ahp hook claude-code`: Claude Code's PreToolUse/PostToolUse/PostToolUseFailure
+//! payloads (as documented at code.claude.com/docs/en/hooks) through the real binary;
+//! answers in `hookSpecificOutput`, never `permissionDecision: "allow"`.
 
 use ahp_tests::hook::{
     assert_exit_2_block, assert_json, assert_silent_no_objection, assert_stopped, tool_payloads,
@@ -397,4 +397,158 @@ async fn an_observer_failure_at_an_observed_event_is_logged() {
     for logged in ["com.example.observer", "connection-refused"] {
         assert!(ran.log.contains(logged), "{logged}: {ran:?}");
     }
+}
+
+/// What Claude Code says of the failed call in [`failed_call`]: a marker no backend may
+/// see without `includeNative`.
+const FAILURE_WORDS: &str = "Exit code 128: fatal: secret-marker-7f3a rejected";
+
+/// A `PostToolUseFailure` payload, which Claude Code sends after a tool call that failed
+/// or was interrupted (instead of `PostToolUse`): the call `toolu_02`, `git push`, with
+/// `extra` (its `error`, `is_interrupt`).
+fn failed_call(extra: Value) -> Value {
+    let mut payload = native(
+        "PostToolUseFailure",
+        json!({"permission_mode": "default", "tool_name": "Bash",
+            "tool_input": {"command": "git push"}, "tool_use_id": "toolu_02"}),
+    );
+    for (key, value) in extra.as_object().expect("an object") {
+        payload[key] = value.clone();
+    }
+    payload
+}
+
+/// Asserts `event` is the tool.after of [`failed_call`]'s call: its call id the
+/// `tool_use_id`, its tool's name and input, run (`executed`), and ended as `outcome`.
+fn assert_failed_call(event: &Value, outcome: &str) {
+    assert_eq!(event["type"], "tool.after", "{event}");
+    assert_eq!(event["call"], json!({"id": "toolu_02"}), "{event}");
+    assert_eq!(event["tool"]["name"], "Bash", "{event}");
+    assert_eq!(
+        event["tool"]["input"],
+        json!({"command": "git push"}),
+        "{event}"
+    );
+    assert_eq!(event["outcome"], outcome, "{event}");
+    assert_eq!(event["execution"], json!({"status": "executed"}), "{event}");
+}
+
+/// A tool call that failed reaches tool.after's observers and interceptors as that
+/// call's `tool.after` with `outcome: "error"` and the generic error (Claude Code's words
+/// stay in `native`, sent to no backend without `includeNative`); an interceptor is
+/// offered what it is after any tool (inject, flow stop, message).
+#[tokio::test]
+async fn a_failed_call_is_its_tool_after_with_an_error() {
+    let payload = failed_call(json!({"error": FAILURE_WORDS, "is_interrupt": false}));
+    let observed = ahp_tests::hook::sent_event("claude-code", &[], &payload, "hooks/observe").await;
+    let intercepted =
+        ahp_tests::hook::sent_to_interceptor_of(&["tool.after"], "claude-code", &payload).await;
+    for sent in [&observed, &intercepted] {
+        assert_silent_no_objection(&sent.ran);
+        assert_failed_call(&sent.event, "error");
+        let generic = json!({"class": "operation", "message": "The tool call failed."});
+        assert_eq!(sent.event["error"], generic, "{}", sent.event);
+        assert!(!sent.body.contains("secret-marker-7f3a"), "{}", sent.body);
+    }
+    let body: Value = serde_json::from_str(&intercepted.body).expect("a JSON request");
+    let effects = &body["params"]["capabilities"]["effects"];
+    assert_eq!(effects, &json!(["inject", "flow", "message"]), "{body}");
+}
+
+/// With `includeNative` the words Claude Code gave for the failure reach the backend, in
+/// `native` (the whole payload, named as the event it came from).
+#[tokio::test]
+async fn a_failed_call_s_error_is_in_native() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = ahp_tests::hook::write_intercepting(
+        dir.path(),
+        &backend.url(),
+        "fail-closed",
+        &["tool.after"],
+        300,
+    );
+    let mut registration: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("JSON");
+    let subscription = &mut registration["hooks"][0]["subscriptions"][0];
+    subscription["includeNative"] = json!(true);
+    subscription["content"] = json!({"default": "body"});
+    std::fs::write(&path, registration.to_string()).expect("write");
+    let payload = failed_call(json!({"error": FAILURE_WORDS}));
+    let stdin = payload.to_string();
+    let ran = ahp_tests::hook::run_hook("claude-code", &path, &[], stdin.as_bytes()).await;
+    assert_silent_no_objection(&ran);
+    let requests = backend.requests_with_method("hooks/intercept");
+    assert_eq!(requests.len(), 1, "{ran:?}");
+    let event = &requests[0].json()["params"]["event"];
+    assert_failed_call(event, "error");
+    assert_eq!(
+        event["native"]["eventName"], "PostToolUseFailure",
+        "{event}"
+    );
+    assert_eq!(
+        event["native"]["payload"]["error"], FAILURE_WORDS,
+        "{event}"
+    );
+}
+
+/// A call the user interrupted (`is_interrupt: true`) is its `tool.after` with `outcome:
+/// "cancelled"`, which carries no error; it had started, so it was executed.
+#[tokio::test]
+async fn an_interrupted_call_is_its_tool_after_cancelled() {
+    let payload = failed_call(json!({"error": "Interrupted by user", "is_interrupt": true}));
+    let sent = ahp_tests::hook::sent_event("claude-code", &[], &payload, "hooks/observe").await;
+    assert_silent_no_objection(&sent.ran);
+    assert_failed_call(&sent.event, "cancelled");
+    assert!(sent.event.get("error").is_none(), "{}", sent.event);
+}
+
+/// Injected context after a failed call is Claude Code's `additionalContext` under
+/// `PostToolUseFailure`, given to Claude with the error; a flow stop is `continue:
+/// false`. A deny is not offered there (Claude Code documents no block after a failed
+/// call): one is an unadvertised effect, which a fail-closed subscription settles as a
+/// denial, and a denial there stops the agent.
+#[tokio::test]
+async fn after_a_failed_call_context_is_given_and_a_denial_stops_the_agent() {
+    use ahp_tests::hook::{answered_by_interceptor_of, flow_stop, inject_text};
+    let payload = failed_call(json!({"error": FAILURE_WORDS}));
+    let answered = |effects| {
+        answered_by_interceptor_of(
+            &["tool.after"],
+            "fail-closed",
+            "claude-code",
+            &payload,
+            effects,
+        )
+    };
+    let hint = "Pull first: the remote has commits you do not.";
+    let injected = answered(inject_text(hint)).await;
+    let output = json!({"hookEventName": "PostToolUseFailure", "additionalContext": hint});
+    assert_json(&injected.ran, 0, json!({"hookSpecificOutput": output}));
+    let stopped = answered(flow_stop("enough for today")).await;
+    assert_stopped(&stopped.ran, "enough for today");
+    let denied = answered(json!([{"type": "deny", "reason": "no"}])).await;
+    assert_stopped(&denied.ran, ahp_tests::support::SYNTHETIC_REASON);
+}
+
+/// A failed call's `error` only informs a backend: a payload without it (or with
+/// `is_interrupt` of another shape) is still a failed call's `tool.after`, the call
+/// decided as any other. A payload without what the event needs (`tool_input`) is the
+/// adapter's failure, which there stops the agent.
+#[tokio::test]
+async fn a_failed_call_without_its_error_is_still_a_failure() {
+    let payload = failed_call(json!({"is_interrupt": "no"}));
+    let sent =
+        ahp_tests::hook::sent_to_interceptor_of(&["tool.after"], "claude-code", &payload).await;
+    assert_silent_no_objection(&sent.ran);
+    assert_failed_call(&sent.event, "error");
+    let mut unreadable = failed_call(json!({"error": FAILURE_WORDS}));
+    unreadable
+        .as_object_mut()
+        .expect("a payload object")
+        .remove("tool_input");
+    let ran = ahp_tests::hook::run_unreachable("claude-code", &[], &unreadable).await;
+    assert_stopped(&ran, ahp_tests::hook::FAILED_REASON);
+    assert!(ran.log.contains("tool_input is required"), "{ran:?}");
 }

@@ -304,12 +304,14 @@ fn a_failing_binary_is_the_harness_block_and_signals_reach_an_answering_one() {
     }
 }
 
-/// At a session start and before a compaction, where the adapter's own failure stops the
-/// agent, a binary that is missing or crashes stops it too (`continue: false`, the
-/// generic reason, exit 0), not the failed hook a harness goes on after (Codex runs the
-/// compaction). A binary that answers is passed through.
+/// At a session start, before a compaction and after a failed tool call (Claude Code's
+/// `PostToolUseFailure`, written wherever its `PostToolUse` is), where the adapter's own
+/// failure stops the agent, a binary that is missing or crashes stops it too
+/// (`continue: false`, the generic reason, exit 0), not the failed hook a harness goes
+/// on after (Codex runs the compaction), nor an exit 2 Claude Code does not document
+/// after a failed call. A binary that answers is passed through.
 #[test]
-fn a_failing_binary_stops_the_agent_at_a_session_start_or_a_compaction() {
+fn a_failing_binary_stops_the_agent_where_the_adapter_s_failure_does() {
     let stopped = format!(
         "{}\n",
         serde_json::json!({"continue": false, "stopReason": FAILED_REASON})
@@ -318,6 +320,7 @@ fn a_failing_binary_stops_the_agent_at_a_session_start_or_a_compaction() {
     let compaction = &["tool.before", "context.compact.before"][..];
     let cases = [
         ("claude-code", "SessionStart", &["tool.before"][..]),
+        ("claude-code", "PostToolUseFailure", &["tool.before"][..]),
         ("codex", "SessionStart", compaction),
         ("codex", "PreCompact", compaction),
     ];

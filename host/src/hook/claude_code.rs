@@ -11,9 +11,11 @@
 //! After a tool and before a prompt it blocks with `decision: block` (the tool already
 //! ran; the prompt is erased); before stopping, a block makes the agent go on with the
 //! reason as its instruction: that is a flow `continue` (once per turn, while
-//! `stop_hook_active` is false), and a denial there stops the agent instead. It takes
-//! context in `additionalContext` (not before a stop), and stops the agent with
-//! `continue: false` on any event.
+//! `stop_hook_active` is false), and a denial there stops the agent instead. After a
+//! tool call that failed or was interrupted it fires `PostToolUseFailure`, not
+//! `PostToolUse`: the same call's `tool.after`, where no block is documented, so a
+//! denial stops the agent. It takes context in `additionalContext` (not before a stop),
+//! and stops the agent with `continue: false` on any event.
 
 use super::install::Snippet;
 use super::payload::{Fields, SNAKE_TOOL};
@@ -33,6 +35,15 @@ pub const EVENTS: &[EventSpec] = &[
         AhpEvent::ToolAfter,
         &[E::Inject, E::Flow, E::Message],
     ),
+    // After a call that failed or was interrupted (`PostToolUse` follows a success
+    // alone): context given with the error, and `continue: false`; no block is
+    // documented there.
+    on(
+        "PostToolUseFailure",
+        AhpEvent::ToolAfter,
+        &[E::Inject, E::Flow, E::Message],
+    )
+    .after_failed_call(),
     on(
         "UserPromptSubmit",
         AhpEvent::TurnStart,
@@ -59,8 +70,9 @@ pub const SETTINGS_FILE: &str = ".claude/settings.local.json";
 
 /// Claude-shaped payloads (also Codex's): `session_id`, `cwd`, `permission_mode`, the
 /// `model` (at a session start), a subagent's `agent_id` and `agent_type`, `source` at
-/// session start, `trigger` before a compaction, `stop_hook_active` at a stop, and for
-/// tool events `tool_name`, `tool_input` (an object) and `tool_use_id`.
+/// session start, `trigger` before a compaction, `stop_hook_active` at a stop, for
+/// tool events `tool_name`, `tool_input` (an object) and `tool_use_id`, and after a
+/// failed call `is_interrupt` (its `error`, the harness's words, stays in `native`).
 pub const FIELDS: Fields = Fields {
     session: &["session_id"],
     tool: &[SNAKE_TOOL],
@@ -76,8 +88,9 @@ pub const FIELDS: Fields = Fields {
     permission_mode: Some("permission_mode"),
     model_request: None,
     continued: Some("stop_hook_active"),
-    // Its after-tool hook runs after a success only.
+    // `PostToolUse` runs after a success only, `PostToolUseFailure` after a failure.
     ended: None,
+    interrupted: Some("is_interrupt"),
 };
 
 /// The answer to `PreToolUse`, or [`after_tool_before`] for the other events.
@@ -116,11 +129,12 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
 
 /// Every event but `PreToolUse` (Codex's too). At a stop, [`at_stop`](super::at_stop),
 /// a continue as `decision: block`. Elsewhere a flow stop is read first: `continue:
-/// false`, whether the settlement also denies or not. A denial is then `decision: block`
-/// where Claude Code blocks (after a tool, before a prompt) and `continue: false` at
-/// `SessionStart` (and Codex's `PreCompact`), where a block would not hold the agent;
-/// messages and injected context go to `additionalContext` where advertised. The events
-/// it enforces nothing at answer by exit code.
+/// false`, whether the settlement also denies or not. A denial is then `continue: false`
+/// at `SessionStart`, `PostToolUseFailure` (and Codex's `PreCompact`), where no block
+/// holds the agent ([`EventSpec::stops_on_denial`]), and `decision: block` where Claude
+/// Code blocks (after a tool, before a prompt); messages and injected context go to
+/// `additionalContext` where advertised. The events it enforces nothing at answer by
+/// exit code.
 pub fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
     if spec.ahp == AhpEvent::TurnFinishBefore {
         return super::at_stop(verdict, block);
@@ -130,17 +144,8 @@ pub fn after_tool_before(spec: &EventSpec, verdict: &Verdict) -> Answer {
     }
     let blocks = matches!(spec.ahp, AhpEvent::ToolAfter | AhpEvent::TurnStart);
     match verdict.decision {
+        Decision::Deny if spec.stops_on_denial() => super::stop_answer(verdict.reason()),
         Decision::Deny if blocks => block(verdict.reason()),
-        // A session start cannot be blocked, and Codex stops a compaction only with
-        // `continue: false` (Claude Code's is observed): a denial there stops the agent.
-        Decision::Deny
-            if matches!(
-                spec.ahp,
-                AhpEvent::SessionStart | AhpEvent::ContextCompactBefore
-            ) =>
-        {
-            super::stop_answer(verdict.reason())
-        }
         Decision::Deny => super::exit_code_answer(spec, verdict),
         Decision::Allow | Decision::Ask => match verdict.context_text() {
             Some(text)
@@ -295,6 +300,33 @@ mod tests {
         assert_eq!(out["hookEventName"], "PostToolUse");
         assert_eq!(out["additionalContext"], "mind the output");
         assert_eq!(answer(spec("Stop"), &noted), Answer::silent());
+    }
+
+    /// After a failed call, context is `additionalContext` under that event's name, and
+    /// a denial (fail-closed, the adapter's own) or a flow stop stops the agent: no block
+    /// is documented there.
+    #[test]
+    fn after_a_failed_call_context_is_given_and_a_denial_stops() {
+        let failure = spec("PostToolUseFailure");
+        assert_eq!(failure.ahp, AhpEvent::ToolAfter);
+        let mut noted = verdict(Decision::Allow, None);
+        noted.context = vec!["retry with --force-with-lease".into()];
+        let out = output(&answer(failure, &noted));
+        assert_eq!(
+            out,
+            json!({"hookEventName": "PostToolUseFailure",
+                "additionalContext": "retry with --force-with-lease"})
+        );
+        let out = json_of(&answer(failure, &verdict(Decision::Deny, Some("no"))));
+        assert_eq!(out, json!({"continue": false, "stopReason": "no"}));
+        let mut stopped = verdict(Decision::Allow, None);
+        stopped.stop = Some(Some("enough".into()));
+        let out = json_of(&answer(failure, &stopped));
+        assert_eq!(out, json!({"continue": false, "stopReason": "enough"}));
+        assert_eq!(
+            answer(failure, &verdict(Decision::Allow, None)),
+            Answer::silent()
+        );
     }
 
     #[test]

@@ -78,6 +78,7 @@ pub const FIELDS: Fields = Fields {
         ("toolResult", "resultType"),
         ("tool_result", "result_type"),
     ])),
+    interrupted: None,
 };
 
 /// `preToolUse`: deny (its JSON, exit 0), ask (with changed arguments, if any), or

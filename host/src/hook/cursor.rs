@@ -50,6 +50,7 @@ pub const FIELDS: Fields = Fields {
     continued: None,
     // Its after-tool hook runs after a success only.
     ended: None,
+    interrupted: None,
 };
 
 /// Always a JSON answer: `permission` before a tool, `continue` before a prompt, `{}`

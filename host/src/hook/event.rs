@@ -81,6 +81,8 @@ pub fn build(
                 }
                 Ended::Denied => ("denied", json!({"status": "skipped", "reason": "policy"})),
                 Ended::Timeout => ("timeout", json!({"status": "executed"})),
+                // It had started: interrupted, not skipped.
+                Ended::Cancelled => ("cancelled", json!({"status": "executed"})),
             };
             event["outcome"] = json!(outcome);
             event["execution"] = execution;
@@ -436,11 +438,16 @@ mod tests {
 
     /// Where the harness says how a call ended, its `tool.after` says so: a failure as
     /// `error` (with a generic error, not the harness's words), a refusal as `denied`,
-    /// skipped by policy; a success, or nothing said, as `ok`. Claude Code reports
-    /// successes only, whatever its tool's response holds.
+    /// skipped by policy, an interruption as `cancelled`; a success, or nothing said, as
+    /// `ok`. Claude Code's `PostToolUse` reports successes only, whatever its tool's
+    /// response holds; its `PostToolUseFailure` failures, with or without its `error`, an
+    /// interrupted one (`is_interrupt: true`) as `cancelled`, and one whose `is_interrupt`
+    /// is of another shape still as `error`.
     #[test]
     fn a_tool_after_says_how_its_call_ended() {
         let copilot = |result: Value, outcome| (Harness::Copilot, "postToolUse", result, outcome);
+        let failure =
+            |extra: Value, outcome| (Harness::ClaudeCode, "PostToolUseFailure", extra, outcome);
         let cases = [
             copilot(json!({"tool_result": {"result_type": "failure"}}), "error"),
             copilot(json!({"toolResult": {"resultType": "denied"}}), "denied"),
@@ -465,6 +472,16 @@ mod tests {
                 "PostToolUse",
                 json!({"tool_response": {"error": "ENOENT"}}),
                 "ok",
+            ),
+            failure(
+                json!({"error": "Exit code 1", "is_interrupt": false}),
+                "error",
+            ),
+            failure(json!({}), "error"),
+            failure(json!({"is_interrupt": "yes"}), "error"),
+            failure(
+                json!({"error": "Interrupted", "is_interrupt": true}),
+                "cancelled",
             ),
         ];
         for (harness, native, extra, outcome) in cases {

@@ -98,6 +98,7 @@ pub const FIELDS: Fields = Fields {
     continued: Some("stop_hook_active"),
     // `AfterTool` runs after a failed call too, its error in the response.
     ended: Some(EndedField::Error("tool_response", "error")),
+    interrupted: None,
 };
 
 /// After the agent's answer [`at_stop`](super::at_stop), a continue as `decision: deny`.

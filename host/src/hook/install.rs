@@ -139,14 +139,13 @@ impl Snippet {
 /// What a guarded command at `spec` answers when `ahp` is missing or fails: the
 /// harness's block with the generic reason of every failure the adapter answers itself
 /// — exit 2 with the reason on stderr; for Copilot its denial's JSON on exit 0 (see
-/// `copilot`); at a session start or a compaction the adapter's own answer to a failure
-/// there, the agent stopped.
+/// `copilot`); where no block holds (a session start, a compaction, after a failed
+/// call: [`EventSpec::stops_on_denial`]) the adapter's own answer to a failure there,
+/// the agent stopped.
 fn failed_answer(harness: Harness, spec: &EventSpec) -> Answer {
-    match (harness, spec.ahp) {
-        (_, AhpEvent::SessionStart | AhpEvent::ContextCompactBefore) => {
-            harness.answer(spec, &Verdict::failed())
-        }
-        (Harness::Copilot, _) => super::copilot::tool_answer(&Verdict::failed()),
+    match harness {
+        _ if spec.stops_on_denial() => harness.answer(spec, &Verdict::failed()),
+        Harness::Copilot => super::copilot::tool_answer(&Verdict::failed()),
         _ => Answer::blocked(super::generic_reason()),
     }
 }
@@ -523,6 +522,7 @@ mod tests {
             for event in [
                 "PreToolUse",
                 "PostToolUse",
+                "PostToolUseFailure",
                 "UserPromptSubmit",
                 "SessionStart",
             ] {
@@ -556,6 +556,7 @@ mod tests {
                 &[
                     "PreToolUse",
                     "PostToolUse",
+                    "PostToolUseFailure",
                     "UserPromptSubmit",
                     "SessionStart",
                 ],
@@ -600,6 +601,36 @@ mod tests {
             for event in decided {
                 assert!(guarded(&observed, event), "{harness:?} {event}: {observed}");
             }
+        }
+    }
+
+    /// Claude Code's hook after a failed tool call is written wherever its hook after a
+    /// tool is, alike (every tool, the timeout, fail-closed, guarded), but that a binary
+    /// that is missing or crashes there stops the agent, the adapter's own answer to a
+    /// failure there, rather than exit 2, which Claude Code does not document there.
+    #[test]
+    fn claude_code_s_hook_after_a_failed_call_is_written_as_after_a_tool() {
+        let stopped = Answer::json(json!({"continue": false,
+            "stopReason": super::super::generic_reason()}));
+        let spec = Harness::ClaudeCode
+            .spec("PostToolUseFailure")
+            .expect("mapped");
+        assert_eq!(failed_answer(Harness::ClaudeCode, spec), stopped);
+        for subscriptions in [
+            &[(&["tool.before"][..], "intercept", 1_000)][..],
+            &[(&["tool.after"], "observe", 0)],
+            &[],
+        ] {
+            let hooks = hooks_written(Harness::ClaudeCode, subscriptions);
+            let (after, failure) = (&hooks["PostToolUse"][0], &hooks["PostToolUseFailure"][0]);
+            assert_eq!(failure["matcher"], after["matcher"], "{hooks}");
+            let (after, failure) = (&after["hooks"][0], &failure["hooks"][0]);
+            for key in ["type", "timeout", "onFailure"] {
+                assert_eq!(failure[key], after[key], "{key}: {hooks}");
+            }
+            let command = failure["command"].as_str().unwrap_or_default();
+            let line = "ahp --event PostToolUseFailure";
+            assert_eq!(command, guard(line, &stopped), "{hooks}");
         }
     }
 

@@ -215,8 +215,9 @@ impl Harness {
     }
 
     /// The mapped events, one per AHP event: where two native events map to one (a stop
-    /// and a subagent's stop), the first, whose every property but its name the other
-    /// shares (tested).
+    /// and a subagent's stop; after a tool call, and after one that failed), the first,
+    /// whose every property but its name and [`EventSpec::after_failed_call`] (neither in
+    /// the declaration) the other shares (tested).
     fn distinct_events(self) -> impl Iterator<Item = &'static EventSpec> {
         let events = self.events();
         let first = move |(i, spec): &(usize, &EventSpec)| {
@@ -436,6 +437,10 @@ pub struct EventSpec {
     /// next prompt. Offered only while the payload says no stop hook has continued the
     /// turn yet ([`EventSpec::capability_at`]).
     pub continues: bool,
+    /// Whether the harness fires this after a tool call that failed or was interrupted,
+    /// and never after one that succeeded (Claude Code's `PostToolUseFailure`): the
+    /// call's `tool.after` says it failed ([`payload::Ended`]).
+    pub after_failed_call: bool,
 }
 
 /// The [`EventSpec`] of `native`: it becomes `ahp`, where the harness enforces `enforces`
@@ -448,6 +453,7 @@ const fn on(native: &'static str, ahp: AhpEvent, enforces: &'static [EffectKind]
         replaces_input: true,
         on_demand: false,
         continues: false,
+        after_failed_call: false,
     }
 }
 
@@ -475,6 +481,26 @@ impl EventSpec {
             continues: true,
             ..self
         }
+    }
+
+    /// This event after a tool call, fired only when the call failed or was interrupted.
+    const fn after_failed_call(self) -> EventSpec {
+        EventSpec {
+            after_failed_call: true,
+            ..self
+        }
+    }
+
+    /// Whether a denial at this intercepted event is told by stopping the agent
+    /// (`continue: false`), the harness having no block that holds here: a session start
+    /// cannot be blocked, Codex stops a compaction only so, and after a failed call no
+    /// block is documented (the call has failed already).
+    fn stops_on_denial(&self) -> bool {
+        self.after_failed_call
+            || matches!(
+                self.ahp,
+                AhpEvent::SessionStart | AhpEvent::ContextCompactBefore
+            )
     }
 
     /// The effects advertised to backends: what the harness enforces and the adapter
@@ -1599,9 +1625,10 @@ mod tests {
         );
     }
 
-    /// Two native events on one AHP event (a stop, a subagent's stop) are alike in all
-    /// but their names, and the declaration names each AHP event once: for a call at
-    /// either, with what its payload allows.
+    /// Two native events on one AHP event (a stop, a subagent's stop; after a tool call,
+    /// after a failed one) are alike in all but their names and whether they follow a
+    /// failed call, and the declaration names each AHP event once: for a call at either,
+    /// with what its payload allows.
     #[test]
     fn a_stop_and_a_subagent_s_stop_are_one_event_in_the_declaration() {
         for harness in Harness::ALL {
@@ -1609,6 +1636,7 @@ mod tests {
                 for earlier in harness.events()[..i].iter().filter(|e| e.ahp == spec.ahp) {
                     let renamed = EventSpec {
                         native: spec.native,
+                        after_failed_call: spec.after_failed_call,
                         ..*earlier
                     };
                     assert_eq!(&renamed, spec, "{harness:?}");

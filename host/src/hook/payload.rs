@@ -44,6 +44,9 @@ pub struct Fields {
     /// Where the harness says how a tool call ended (`tool.after`), if it reports other
     /// ends than success there.
     pub ended: Option<EndedField>,
+    /// The member saying, after a call that failed ([`EventSpec::after_failed_call`]),
+    /// whether the user interrupted it (`is_interrupt`), if the harness says.
+    pub interrupted: Option<&'static str>,
 }
 
 /// Where a harness says how a tool call ended.
@@ -69,6 +72,8 @@ pub enum Ended {
     Denied,
     /// It ran out of time.
     Timeout,
+    /// It was interrupted before it finished (by the user).
+    Cancelled,
 }
 
 /// How the call `payload` reports on ended, as `field` says; a value of another shape
@@ -101,6 +106,18 @@ fn ended(payload: &Map<String, Value>, field: &EndedField) -> Ended {
                 Ended::Ok
             }
         }
+    }
+}
+
+/// How a call the harness reports as failed ([`EventSpec::after_failed_call`]) ended: it
+/// was interrupted where its `interrupted` member is true, else it failed. What the
+/// harness says of the failure only informs a backend (its words stay in `native`): a
+/// member of another shape is left out (logged), and the call still failed.
+fn failed(payload: &Map<String, Value>, interrupted: Option<&str>) -> Ended {
+    let interrupted = interrupted.and_then(|key| informational(optional_bool(payload, key)));
+    match interrupted {
+        Some(true) => Ended::Cancelled,
+        Some(false) | None => Ended::Error,
     }
 }
 
@@ -210,6 +227,7 @@ pub fn read(
             .filter(|_| spec.ahp == AhpEvent::TurnFinishBefore)
             .and_then(|key| informational(optional_bool(payload, key))),
         ended: match (&fields.ended, spec.ahp) {
+            _ if spec.after_failed_call => failed(payload, fields.interrupted),
             (Some(field), AhpEvent::ToolAfter) => ended(payload, field),
             _ => Ended::Ok,
         },
