@@ -1425,9 +1425,10 @@ fn harness(name: &str) -> Result<hook::Harness, String> {
 /// from it.
 pub(crate) const MAX_BUDGET_MS: u64 = 3_600_000;
 
-/// `--source`: an RFC 3986 URI, as every event's `source` must be, without user info.
-/// Refused here, by `hook install` too, rather than in every hook call, where the
-/// component would refuse each event built with it: a hook that denies every call.
+/// `--source`: an RFC 3986 URI, as every event's `source` must be, without user info or
+/// a parameter named as a secret. Refused here, by `hook install` too, rather than in
+/// every hook call, where the component would refuse each event built with it: a hook
+/// that denies every call.
 #[derive(Clone)]
 struct SourceUri;
 
@@ -1450,11 +1451,19 @@ impl clap::builder::TypedValueParser for SourceUri {
             .to_str()
             .ok_or_else(|| invalid("is not UTF-8".into()))?;
         // Checked first, and the value is not repeated (clap's own message would): what
-        // stands before the `@` is a credential, and every backend is sent the source.
+        // stands before the `@`, or in a secret-named parameter, is a credential, and
+        // every backend is sent the source.
         if crate::vocab::has_userinfo(text) {
             return Err(invalid(
                 "must not carry user info (user:password@): every backend is sent an \
                  event's source"
+                    .into(),
+            ));
+        }
+        if crate::vocab::has_a_secret_parameter(text) {
+            return Err(invalid(
+                "must not carry a credential in a parameter named as a secret (such as \
+                 access_token): every backend is sent an event's source"
                     .into(),
             ));
         }

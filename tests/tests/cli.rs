@@ -124,11 +124,11 @@ fn a_usage_error_is_exit_1_and_a_block_only_under_a_harness_hook() {
     }
 }
 
-/// `--source` must be what an event's `source` must be, an absolute URI: `hook install`
-/// refuses one that is not, naming the flag, rather than print hooks that would deny
+/// `--source` must be what an event's `source` must be, an absolute URI with no
+/// credential in it: `hook install` refuses one that is not, naming the flag, rather than print hooks that would deny
 /// every call (the component refuses each event built with it).
 #[test]
-fn hook_install_refuses_a_source_that_is_no_uri() {
+fn hook_install_refuses_a_source_that_is_no_uri_or_carries_a_credential() {
     let reg = portable();
     let install = |harness: &str, source: &str| {
         let args = ["hook", "install", harness, "--registration", path(&reg)];
@@ -145,16 +145,34 @@ fn hook_install_refuses_a_source_that_is_no_uri() {
             run.stderr
         );
     }
-    // An event's source goes to every backend: a credential in it is refused unrepeated.
-    let secret = "https://svc:hunter2@harness.example/";
-    let run = install("claude-code", secret);
-    run.assert_exit(1, secret);
-    assert!(
-        run.stderr.contains("must not carry user info"),
-        "{}",
-        run.stderr
-    );
-    assert!(!run.stderr.contains("hunter2"), "{}", run.stderr);
+    // An event's source goes to every backend: a credential in it, as user info or in a
+    // parameter named as a secret (which the component refuses too), is refused
+    // unrepeated, even when the rest is no URI either.
+    for (secret, refusal) in [
+        (
+            "https://svc:hunter2@harness.example/",
+            "must not carry user info",
+        ),
+        (
+            "https://h.example/?token=hunter2",
+            "parameter named as a secret",
+        ),
+        (
+            "https://h.example/?access_token=hunter2",
+            "parameter named as a secret",
+        ),
+        (
+            "https://h.example/%zz?api_key=hunter2",
+            "parameter named as a secret",
+        ),
+    ] {
+        let run = install("claude-code", secret);
+        run.assert_exit(1, secret);
+        assert!(run.stdout.is_empty(), "{secret}: {}", run.stdout);
+        assert!(run.stderr.contains("--source"), "{secret}: {}", run.stderr);
+        assert!(run.stderr.contains(refusal), "{secret}: {}", run.stderr);
+        assert!(!run.stderr.contains("hunter2"), "{secret}: {}", run.stderr);
+    }
     let run = install("codex", "urn:example:harness");
     run.assert_exit(0, "a URN is a URI");
     assert!(run.stdout.contains("urn:example:harness"), "{}", run.stdout);

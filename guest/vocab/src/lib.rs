@@ -17,6 +17,7 @@ mod failure;
 mod pattern;
 mod problem;
 mod record;
+mod secret;
 mod uri;
 
 pub use capability::{
@@ -33,6 +34,7 @@ pub use record::{
     AttemptEntry, AttemptResult, Enforce, EventRef, Flow, Injection, InterceptorEntry,
     ObserverEntry, ObserverKind, ObserverResult, Record,
 };
+pub use secret::{has_a_secret_parameter, is_secret_name, normalized, SECRET_NAMES};
 pub use uri::{has_userinfo, is_absolute_uri};
 
 /// The wire `protocolVersion` both official SDKs speak, and the only registration

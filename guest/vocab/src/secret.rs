@@ -1,0 +1,109 @@
+//! Names that hold a credential, and URLs that carry one in a parameter. A registration
+//! never holds a literal credential (digest §6) and an event's MCP descriptor or
+//! `source` never carries one (§3.2, §3.3): the component asks these of both, and the
+//! host of the `source` it is told to stamp (`ahp hook --source`), so that a name
+//! refused in one is refused in the others, spelled the same way. Unit-tested with the
+//! component's other syntax predicates (`guest/src/syntax/secret.rs`).
+
+/// Names that would hold a credential in the clear, compared [`normalized`]
+/// (`client_secret`, `Access-Token`, `API_KEY`). A registration names where a secret
+/// lives (`tokenEnv`, `tokenRef`, `clientSecretRef`), never the secret itself; a longer
+/// name (`tokenEnv`, `tokenEndpoint`) is another name.
+pub const SECRET_NAMES: &str = "token bearertoken secret clientsecret password \
+    accesstoken apikey privatekey refreshtoken idtoken authorization bearer cookie \
+    credential credentials auth";
+
+/// Whether `name` is one of [`SECRET_NAMES`], however it is spelled.
+pub fn is_secret_name(name: &str) -> bool {
+    let name = normalized(name);
+    SECRET_NAMES.split_whitespace().any(|s| s == name)
+}
+
+/// `name` lowercased, `_` and `-` left out: how secret names are compared.
+pub fn normalized(name: &str) -> String {
+    name.chars()
+        .filter(|ch| !matches!(ch, '_' | '-'))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Whether a URL's query or fragment has a parameter with a value whose name says it is
+/// a credential (`?access_token=…`, `#api-key=…`, `?X-Amz-Security-Token=…`): one
+/// written into the URL, which travels in every request line, log and copy of it.
+/// Parameters are split at `&` and at `;` (which some servers still read as one), and a
+/// name is percent-decoded before it is compared (`access%5Ftoken`), against more names
+/// than a member's (`names_a_credential`). Ordinary parameters (`?tenant=a`,
+/// `?page_token=…`) and a fragment that is an anchor (`#auth`) are no secret.
+pub fn has_a_secret_parameter(url: &str) -> bool {
+    let (before_fragment, fragment) = url.split_once('#').unwrap_or((url, ""));
+    let query = before_fragment
+        .split_once('?')
+        .map_or("", |(_, query)| query);
+    [query, fragment]
+        .into_iter()
+        .flat_map(|part| part.split(['&', ';']))
+        .filter_map(|parameter| parameter.split_once('='))
+        .filter(|(_, value)| !value.is_empty())
+        .any(|(name, _)| names_a_credential(&percent_decoded(name)))
+}
+
+/// Whether a parameter's `name` says its value is a credential: a secret name; one
+/// ending in a word only credentials end in (`private_token`, `api_secret`,
+/// `subscription-key`, `X-Amz-Signature`), but for the paging cursors named like tokens
+/// (`page_token`); or one of the short names services use (Azure's `sig`, Google's
+/// `key`). A name merely holding such a word (`max_tokens`, `signature_version`) is not.
+fn names_a_credential(name: &str) -> bool {
+    const ENDINGS: [&str; 10] = [
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "apikey",
+        "accesskey",
+        "secretkey",
+        "privatekey",
+        "subscriptionkey",
+        "signature",
+    ];
+    const CURSORS: [&str; 5] = [
+        "pagetoken",
+        "nexttoken",
+        "continuationtoken",
+        "synctoken",
+        "resumptiontoken",
+    ];
+    const SHORT: [&str; 5] = ["key", "sig", "pwd", "xamzcredential", "xgoogcredential"];
+    let name = normalized(name);
+    if CURSORS.contains(&name.as_str()) {
+        return false;
+    }
+    is_secret_name(&name)
+        || SHORT.contains(&name.as_str())
+        || ENDINGS.iter().any(|ending| name.ends_with(ending))
+}
+
+/// `text` with each `%XX` escape replaced by its byte; a malformed escape is kept as
+/// written, and bytes that are no UTF-8 are replaced (no secret name has any).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = bytes
+            .get(i + 1..i + 3)
+            .filter(|hex| bytes[i] == b'%' && hex.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                decoded.push(byte);
+                i += 3;
+            }
+            None => {
+                decoded.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&decoded).into_owned()
+}
