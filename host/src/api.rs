@@ -135,12 +135,17 @@ impl Interceptor {
             from_wit(warnings).iter().map(ToString::to_string).collect();
         warnings.extend(backends.warnings());
         let audit = match &options.audit_path {
-            Some(path) => Some(
-                AuditLog::open(path)
-                    .and_then(AuditQueue::start)
-                    .with_context(|| format!("open audit log {}", path.display()))
-                    .map_err(Error::setup)?,
-            ),
+            Some(path) => {
+                let log = AuditLog::open(path);
+                if let Some(warning) = log.as_ref().ok().and_then(AuditLog::warning) {
+                    warnings.push(format!("audit log {}: {warning}", path.display()));
+                }
+                Some(
+                    log.and_then(AuditQueue::start)
+                        .with_context(|| format!("open audit log {}", path.display()))
+                        .map_err(Error::setup)?,
+                )
+            }
             None => None,
         };
         let closing = Interrupt::new();
@@ -184,7 +189,8 @@ impl Interceptor {
     }
 
     /// Valid but questionable settings: the registration's, each naming its JSON path,
-    /// then the host's (e.g. plain http off loopback), each naming its backend.
+    /// then the host's (e.g. plain http off loopback, each naming its backend; an audit
+    /// log everybody can read or write).
     pub fn warnings(&self) -> &[String] {
         &self.inner.warnings
     }

@@ -13,7 +13,9 @@
 //! user left in a shared directory would have records appended to its target), this
 //! user's or its group's one of this user's groups (a file a stranger planted at the path
 //! is not written to). An existing file's mode is left as it is: a log a group shares on
-//! purpose stays shared; one everybody can read or write is logged as such.
+//! purpose stays shared; one everybody can read or write is accepted, but reported
+//! ([`AuditLog::warning`]) for the caller to show where its user looks (the default log
+//! filter shows errors only).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -25,6 +27,8 @@ use std::sync::Mutex;
 pub struct AuditLog {
     path: PathBuf,
     opened: Mutex<Opened>,
+    /// What is wrong with the file as opened that is no reason to refuse it.
+    warning: Option<String>,
 }
 
 /// The file at the log's path when it was last opened.
@@ -41,10 +45,18 @@ impl AuditLog {
     /// or anything but a regular file there is refused, as is one with another name or
     /// one neither this user's nor its group's one of this user's groups.
     pub fn open(path: &Path) -> std::io::Result<AuditLog> {
+        let opened = Opened::at(path)?;
         Ok(AuditLog {
             path: path.to_path_buf(),
-            opened: Mutex::new(Opened::at(path)?),
+            warning: exposure(&opened.file),
+            opened: Mutex::new(opened),
         })
+    }
+
+    /// What is wrong with the file as opened, though it is accepted: a mode that lets
+    /// everybody read it or write it. For the caller to show its user.
+    pub fn warning(&self) -> Option<&str> {
+        self.warning.as_deref()
     }
 
     /// Where the log is.
@@ -70,7 +82,13 @@ impl AuditLog {
         // open file would go on into a renamed file, or into one with no name left, lost.
         if !opened.is_at(&self.path) {
             match Opened::at(&self.path) {
-                Ok(fresh) => *opened = fresh,
+                Ok(fresh) => {
+                    // Past the open: the log is the one place left to say it.
+                    if let Some(warning) = exposure(&fresh.file) {
+                        tracing::error!(path = %self.path.display(), "the audit log, opened again: {warning}");
+                    }
+                    *opened = fresh;
+                }
                 // What is at the path now cannot be written to: a log renamed away keeps
                 // the record, one removed would lose it.
                 Err(e) if opened.has_a_name() => {
@@ -242,13 +260,34 @@ fn ours(file: &File) -> std::io::Result<()> {
             meta.gid()
         ));
     }
-    if meta.mode() & 0o006 != 0 {
-        tracing::warn!(
-            mode = format!("{:o}", meta.mode() & 0o777),
-            "the audit log can be read or written by everybody"
-        );
-    }
     Ok(())
+}
+
+/// Why the open log file's mode is a risk, if it is: records hold what backends changed
+/// (a tool's input, a returned value), which everybody may then read, and are the
+/// evidence of each decision, which anyone may then forge. Not refused: an existing
+/// file's mode is its owner's choice.
+#[cfg(unix)]
+fn exposure(file: &File) -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mode = file.metadata().ok()?.mode() & 0o777;
+    let risks: Vec<&str> = [
+        (
+            0o004,
+            "everybody read what backends changed (a tool's input, a returned value)",
+        ),
+        (0o002, "anyone add or change records"),
+    ]
+    .into_iter()
+    .filter(|(bit, _)| mode & bit != 0)
+    .map(|(_, risk)| risk)
+    .collect();
+    (!risks.is_empty()).then(|| format!("its mode, {mode:o}, lets {}", risks.join(" and ")))
+}
+
+#[cfg(not(unix))]
+fn exposure(_file: &File) -> Option<String> {
+    None
 }
 
 /// Whether `gid` is this process's effective group or one of its supplementary groups.
@@ -346,6 +385,25 @@ mod tests {
         AuditLog::open(&path).expect("a new log");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
+
+    /// An existing log everybody can read or write is opened, and said to be such; one
+    /// a group shares is not.
+    #[test]
+    fn a_log_everybody_can_read_or_write_is_opened_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        std::fs::write(&path, "").unwrap();
+        for (mode, warning) in [
+            (0o660, None),
+            (0o644, Some("its mode, 644, lets everybody read what backends changed (a tool's input, a returned value)")),
+            (0o622, Some("its mode, 622, lets anyone add or change records")),
+            (0o666, Some("its mode, 666, lets everybody read what backends changed (a tool's input, a returned value) and anyone add or change records")),
+        ] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let log = AuditLog::open(&path).expect("opened");
+            assert_eq!(log.warning(), warning, "{mode:o}");
+        }
     }
 
     /// An existing log keeps its mode (a group may share it on purpose); one with

@@ -1086,6 +1086,11 @@ async fn ready_to_intercept(
     }
     let mut options = host.options().await.map_err(|e| fail(&e))?;
     host.warn(&options);
+    if let Some(path) = &audit {
+        if let Some(warning) = open_audit(path).map_err(|e| fail(&e))? {
+            say!("{warning}");
+        }
+    }
     options.audit_path = audit;
     match Interceptor::new(&registration, options).await {
         Ok(interceptor) => Ok((interceptor, event)),
@@ -1596,6 +1601,19 @@ fn failure(error: &Error, at: &str) -> ExitCode {
         say!("error: {at}{problem}");
     }
     ExitCode::from(1)
+}
+
+/// `--audit`'s file opened as the interceptor and every hook call open it (created if
+/// missing, mode 0600, the owner checks), so that one that cannot be is refused naming
+/// the flag, before anything is decided. `Ok` with the warning line for one opened with
+/// a warning ([`crate::audit::AuditLog::warning`]), for stderr: the default log filter
+/// shows errors only.
+pub(crate) fn open_audit(path: &Path) -> Result<Option<String>, String> {
+    let log = crate::audit::AuditLog::open(path)
+        .map_err(|e| format!("--audit {}: {e}", path.display()))?;
+    Ok(log
+        .warning()
+        .map(|warning| format!("warning: --audit {}: {warning}", path.display())))
 }
 
 /// An `--omit-session` word.

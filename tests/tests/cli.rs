@@ -1430,6 +1430,41 @@ fn a_signal_during_intercept_is_an_interrupted_denial() {
     }
 }
 
+/// `ahp intercept --audit`: a file that cannot be opened is refused naming `--audit`,
+/// before anything is decided; one everybody can read is written to, with a warning on
+/// stderr naming `--audit` and its mode (the default log filter shows errors only).
+#[test]
+fn intercept_names_audit_for_a_log_it_cannot_open_or_everybody_can_read() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let hook = Http::new("com.example.gone", refused_url()).policy("fail-open");
+    let intercept = |audit: &Path| {
+        let mut command = intercept_in(dir.path(), hook.clone());
+        command.args(["--audit", path(audit)]);
+        command.env_remove("AHP_LOG").stdin(Stdio::null());
+        Run::of(command.output().expect("run ahp intercept"))
+    };
+    let missing = dir.path().join("missing/audit.jsonl");
+    let run = intercept(&missing);
+    run.assert_exit(1, "an audit log in a missing directory");
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    let said = format!("error: --audit {}: ", missing.display());
+    assert!(run.stderr.starts_with(&said), "{}", run.stderr);
+    let audit = dir.path().join("audit.jsonl");
+    std::fs::write(&audit, "").expect("create the audit log");
+    let permissions = std::fs::Permissions::from_mode(0o644);
+    std::fs::set_permissions(&audit, permissions).expect("chmod");
+    let run = intercept(&audit);
+    run.assert_exit(0, "allowed, the backend failing open");
+    let warning = format!(
+        "warning: --audit {}: its mode, 644, lets everybody read",
+        audit.display()
+    );
+    assert!(run.stderr.contains(&warning), "{}", run.stderr);
+    let written = std::fs::read_to_string(&audit).expect("the audit log");
+    assert_eq!(written.lines().count(), 1, "{written}");
+}
+
 /// The watchdog's answer does not wait on an audit file another process holds locked:
 /// it gives the append 250 ms, answers the denial all the same (exit 2, the record on
 /// stdout), and says on stderr that the record was not written.

@@ -348,6 +348,32 @@ async fn a_signal_while_the_backend_holds_the_request_is_a_denial(signal: &str) 
     assert_eq!(record["decidedBy"], "interrupted", "SIG{signal}: {record}");
 }
 
+/// An audit log everybody can read is written to all the same, and said to be such in
+/// `ahp hook`'s log as an error, which the default filter (errors only) keeps: the hook's
+/// stderr is the harness's, no place for it.
+#[tokio::test]
+async fn an_audit_log_everybody_can_read_is_logged_as_an_error() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
+    let audit = dir.path().join("audit.jsonl");
+    std::fs::write(&audit, "").expect("create the audit log");
+    let permissions = std::fs::Permissions::from_mode(0o644);
+    std::fs::set_permissions(&audit, permissions).expect("chmod");
+    let audit_arg = audit.display().to_string();
+    let args = ["--audit", audit_arg.as_str()];
+    let mut command = ahp_tests::hook::hook_command("codex", &registration, &args);
+    command.env_remove("AHP_LOG");
+    let (payload, _) = contract().pre_tool;
+    let stdin = payload.to_string();
+    let ran = ahp_tests::hook::run_command(command, stdin.as_bytes(), true).await;
+    assert_silent_no_objection(&ran);
+    let said = "the audit log: its mode, 644, lets everybody read";
+    let line = ran.log.lines().find(|line| line.contains(said));
+    assert!(line.is_some_and(|line| line.contains("ERROR")), "{ran:?}");
+    assert_eq!(ahp_tests::hook::audit_records(&audit).len(), 1, "{ran:?}");
+}
+
 /// A signal while the payload is still being read (the harness has not closed stdin) is
 /// answered too: the signals are caught from the start of the hook call, so the process
 /// answers the block for an event it does not know yet (exit 2, the generic reason),

@@ -469,6 +469,37 @@ fn an_audit_log_that_cannot_be_opened_is_refused_at_install() {
     assert_eq!(mode & 0o777, 0o600);
 }
 
+/// An audit log everybody can read or write is installed (its mode is its owner's
+/// choice), with a warning naming `--audit` and the mode: its records hold what backends
+/// changed, and the hooks' own log shows errors only. One only its owner can read or
+/// write has none.
+#[test]
+fn an_audit_log_everybody_can_read_is_installed_with_a_warning() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = intercepting_tools(dir.path(), 1_000);
+    let audit = dir.path().join("audit.jsonl");
+    std::fs::write(&audit, "").expect("create the audit log");
+    let args = [
+        OsStr::new("--registration"),
+        reg.as_os_str(),
+        OsStr::new("--audit"),
+        audit.as_os_str(),
+    ];
+    for (mode, warned) in [(0o644, true), (0o600, false)] {
+        let permissions = std::fs::Permissions::from_mode(mode);
+        std::fs::set_permissions(&audit, permissions).expect("chmod");
+        let run = install("codex", &args);
+        snippet(&run);
+        let warning = format!(
+            "warning: --audit {}: its mode, {mode:o}, lets everybody read",
+            audit.display()
+        );
+        assert_eq!(run.stderr.contains(&warning), warned, "{}", run.stderr);
+        assert_eq!(run.stderr.contains("--audit"), warned, "{}", run.stderr);
+    }
+}
+
 /// A path that is not UTF-8 cannot be written into a harness's settings (JSON text): it
 /// is refused naming its flag, never written lossily as another file's name.
 #[test]

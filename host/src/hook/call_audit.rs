@@ -148,6 +148,10 @@ impl CallAudit {
         if let Some(path) = &self.path {
             let log = AuditLog::open(path)
                 .map_err(|e| format!("open audit log {}: {e}", path.display()))?;
+            // An error, not a warning: the default log filter shows errors only.
+            if let Some(warning) = log.warning() {
+                tracing::error!(path = %path.display(), "the audit log: {warning}");
+            }
             let _ = self.log.set(Arc::new(log));
         }
         Ok(true)

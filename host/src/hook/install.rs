@@ -208,8 +208,11 @@ pub fn install(request: &Install) -> Result<Installed, String> {
         "--budget-ms".to_string(),
         budget_ms.to_string(),
     ];
+    let mut warnings = Vec::new();
     if let Some(audit) = &request.audit {
-        arguments.extend(["--audit".to_string(), audit_file(audit)?]);
+        let (path, warning) = audit_file(audit)?;
+        arguments.extend(["--audit".to_string(), path]);
+        warnings.extend(warning);
     }
     if let Some(source) = &request.source {
         arguments.extend(["--source".to_string(), source.clone()]);
@@ -226,12 +229,10 @@ pub fn install(request: &Install) -> Result<Installed, String> {
         timeout_ms: budget_ms + HEADROOM_MS,
         selected: Selected::read(&text),
     };
+    warnings.extend(chain.and_then(|chain| short_budget(budget_ms, chain)));
     Ok(Installed {
         snippet: snippet.settings(),
-        warnings: chain
-            .and_then(|chain| short_budget(budget_ms, chain))
-            .into_iter()
-            .collect(),
+        warnings,
     })
 }
 
@@ -304,13 +305,12 @@ fn short_budget(budget_ms: u64, chain: &Chain) -> Option<String> {
 }
 
 /// `--audit` made absolute, and opened for appending as every hook call opens it
-/// (created if missing, mode 0600, the owner checks): a log that cannot be opened would
-/// deny every call, so it is refused here instead.
-fn audit_file(path: &Path) -> Result<String, String> {
+/// ([`crate::cli::open_audit`]): a log that cannot be opened would deny every call, so it
+/// is refused here instead. With the warning to show beside the snippet, if any.
+fn audit_file(path: &Path) -> Result<(String, Option<String>), String> {
     let absolute = absolute("--audit", path, false)?;
-    crate::audit::AuditLog::open(Path::new(&absolute))
-        .map_err(|e| format!("--audit {absolute}: {e}"))?;
-    Ok(absolute)
+    let warning = crate::cli::open_audit(Path::new(&absolute))?;
+    Ok((absolute, warning))
 }
 
 /// The longest chain of intercept deadlines at one event.
