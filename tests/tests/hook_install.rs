@@ -469,6 +469,56 @@ fn an_audit_log_that_cannot_be_opened_is_refused_at_install() {
     assert_eq!(mode & 0o777, 0o600);
 }
 
+/// An `--audit` that is a file the hooks read — the registration (by its path, or
+/// another name of it), the trust roots, the OAuth clients — is refused naming both
+/// flags, the file untouched: the first call would append its record to it, and every
+/// later call be denied. An audit log that does not exist yet is none of them.
+#[test]
+fn an_audit_log_that_is_a_file_the_hooks_read_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = intercepting_tools(dir.path(), 1_000);
+    let roots = dir.path().join("ca.pem");
+    std::fs::write(&roots, ahp_tests::pki::Pki::generate().ca_pem).expect("write the CA");
+    let clients = dir.path().join("clients.json");
+    std::fs::write(&clients, "[]").expect("write the clients");
+    let linked = dir.path().join("linked.json");
+    std::os::unix::fs::symlink(&reg, &linked).expect("link the registration");
+    let dotted = dir
+        .path()
+        .join("..")
+        .join(dir.path().file_name().expect("a name"));
+    let dotted = dotted.join(reg.file_name().expect("a name"));
+    let given = |audit: &Path| {
+        let args = [
+            OsStr::new("--registration"),
+            reg.as_os_str(),
+            OsStr::new("--trust-roots"),
+            roots.as_os_str(),
+            OsStr::new("--oauth-clients"),
+            clients.as_os_str(),
+            OsStr::new("--audit"),
+            audit.as_os_str(),
+        ];
+        install("claude-code", &args)
+    };
+    for (audit, flag) in [
+        (&reg, "--registration"),
+        (&linked, "--registration"),
+        (&dotted, "--registration"),
+        (&roots, "--trust-roots"),
+        (&clients, "--oauth-clients"),
+    ] {
+        let before = std::fs::read(audit).expect("the file");
+        let run = given(audit);
+        run.assert_exit(1, &audit.display().to_string());
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+        let said = format!("--audit {}: the file {flag} names", audit.display());
+        assert!(run.stderr.contains(&said), "{}", run.stderr);
+        assert_eq!(std::fs::read(audit).expect("the file"), before);
+    }
+    snippet(&given(&dir.path().join("audit.jsonl")));
+}
+
 /// An audit log everybody can read or write is installed (its mode is its owner's
 /// choice), with a warning naming `--audit` and the mode: its records hold what backends
 /// changed, and the hooks' own log shows errors only. One only its owner can read or

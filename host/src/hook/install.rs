@@ -48,8 +48,8 @@ pub struct Install {
     pub source: Option<String>,
     /// The `session` fields left out of every event.
     pub omit_session: Vec<SessionField>,
-    /// More options of `ahp hook` (the host's), as command-line words, in order, paths
-    /// already absolute.
+    /// More options of `ahp hook` (the host's), as command-line words, in order, each a
+    /// flag followed by its value, paths already absolute.
     pub host_arguments: Vec<String>,
     /// The registration's longest chain of intercept deadlines at one event the harness
     /// intercepts, as the component counts it once it loaded the registration with the
@@ -198,19 +198,20 @@ pub fn install(request: &Install) -> Result<Installed, String> {
     let program = utf8("the ahp binary", invoked_program()?)?;
     let text = crate::cli::read_file("--registration", &request.registration)?;
     let registration = absolute("--registration", &request.registration, true)?;
+    let read = read_files(&registration, &request.host_arguments);
     let chain = request.chain.as_ref();
     let budget_ms = request.budget_ms.unwrap_or_else(|| sized_to(chain));
     let mut arguments = vec![
         "hook".to_string(),
         request.harness.name().to_string(),
         "--registration".to_string(),
-        registration,
+        registration.clone(),
         "--budget-ms".to_string(),
         budget_ms.to_string(),
     ];
     let mut warnings = Vec::new();
     if let Some(audit) = &request.audit {
-        let (path, warning) = audit_file(audit)?;
+        let (path, warning) = audit_file(audit, &read)?;
         arguments.extend(["--audit".to_string(), path]);
         warnings.extend(warning);
     }
@@ -306,11 +307,57 @@ fn short_budget(budget_ms: u64, chain: &Chain) -> Option<String> {
 
 /// `--audit` made absolute, and opened for appending as every hook call opens it
 /// ([`crate::cli::open_audit`]): a log that cannot be opened would deny every call, so it
-/// is refused here instead. With the warning to show beside the snippet, if any.
-fn audit_file(path: &Path) -> Result<(String, Option<String>), String> {
+/// is refused here instead, as is one that is a file the calls read (`read`, by flag):
+/// the first call would append its record to it, and every later one be denied. With
+/// the warning to show beside the snippet, if any.
+fn audit_file(path: &Path, read: &[(&str, &str)]) -> Result<(String, Option<String>), String> {
     let absolute = absolute("--audit", path, false)?;
-    let warning = crate::cli::open_audit(Path::new(&absolute))?;
+    let audit = Path::new(&absolute);
+    if let Some((flag, _)) = read
+        .iter()
+        .find(|(_, file)| same_file(audit, Path::new(file)))
+    {
+        return Err(format!(
+            "--audit {absolute}: the file {flag} names; every hook call would append its \
+             record to it"
+        ));
+    }
+    let warning = crate::cli::open_audit(audit)?;
     Ok((absolute, warning))
+}
+
+/// The files each hook call reads, with their flags: the registration, and those the
+/// host's options among `host_arguments` name (flags, each followed by its value).
+fn read_files<'a>(registration: &'a str, host_arguments: &'a [String]) -> Vec<(&'a str, &'a str)> {
+    const FILE_OPTIONS: [&str; 3] = ["--component", "--trust-roots", "--oauth-clients"];
+    let host = host_arguments
+        .chunks_exact(2)
+        .filter_map(|option| match option {
+            [flag, file] if FILE_OPTIONS.contains(&flag.as_str()) => Some((&**flag, &**file)),
+            _ => None,
+        });
+    std::iter::once(("--registration", registration))
+        .chain(host)
+        .collect()
+}
+
+/// Whether `a` and `b` are one file, whatever names they are given (a link, a path with
+/// `..`). A file that does not exist (yet) is no other.
+#[cfg(unix)]
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// The longest chain of intercept deadlines at one event.
