@@ -43,11 +43,15 @@ struct Opened {
 impl AuditLog {
     /// Opens (creating if needed, mode 0600) `path` for appending. A symbolic link, a FIFO
     /// or anything but a regular file there is refused, as is one with another name or
-    /// one neither this user's nor its group's one of this user's groups.
+    /// one neither this user's nor its group's one of this user's groups. A relative
+    /// `path` is taken from the working directory now, once: the log is reopened at its
+    /// path after a rotation, and an embedder that changes directory later would
+    /// otherwise have its records go on in another file.
     pub fn open(path: &Path) -> std::io::Result<AuditLog> {
-        let opened = Opened::at(path)?;
+        let path = std::path::absolute(path)?;
+        let opened = Opened::at(&path)?;
         Ok(AuditLog {
-            path: path.to_path_buf(),
+            path,
             warning: exposure(&opened.file),
             opened: Mutex::new(opened),
         })
@@ -59,7 +63,7 @@ impl AuditLog {
         self.warning.as_deref()
     }
 
-    /// Where the log is.
+    /// Where the log is, an absolute path.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -130,12 +134,8 @@ impl Opened {
             return Err(std::io::Error::other("not a regular file"));
         }
         ours(&file)?;
-        if created {
-            // A relative name with no directory (`audit.jsonl`) is in the working one.
-            let parent = match path.parent() {
-                Some(parent) if !parent.as_os_str().is_empty() => parent,
-                _ => Path::new("."),
-            };
+        // `path` is absolute ([`AuditLog::open`]), so a file has a parent.
+        if let (true, Some(parent)) = (created, path.parent()) {
             if let Err(e) = File::open(parent).and_then(|dir| dir.sync_all()) {
                 tracing::warn!(directory = %parent.display(), "the new audit log's name may not be durable: its directory could not be synced ({e})");
             }
@@ -385,6 +385,24 @@ mod tests {
         AuditLog::open(&path).expect("a new log");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
+
+    /// A relative path is made absolute at open, from the working directory then: the
+    /// records of an embedder that changes directory later stay in one file. (The test
+    /// names a temporary file by a path relative to the working directory, which it
+    /// does not change: tests share the process.)
+    #[test]
+    fn a_relative_path_is_made_absolute_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        let up = "../".repeat(cwd.components().count() - 1);
+        let relative = Path::new(&up).join(dir.path().strip_prefix("/").unwrap());
+        let relative = relative.join("audit.jsonl");
+        let log = AuditLog::open(&relative).unwrap();
+        assert_eq!(log.path(), cwd.join(&relative));
+        log.append(&shutdown_record()).unwrap();
+        let written = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+        assert_eq!(written.lines().count(), 1, "{written}");
     }
 
     /// An existing log everybody can read or write is opened, and said to be such; one

@@ -100,7 +100,8 @@ pub struct Options {
     /// build (its own instance pool, ticker thread and slots), not on the process's
     /// default one, which only the embedded component shares.
     pub component: Option<Vec<u8>>,
-    /// Append each settlement record to this JSONL file (synced).
+    /// Append each settlement record to this JSONL file (synced). A relative path is
+    /// taken from the working directory when the interceptor is built.
     pub audit_path: Option<PathBuf>,
     /// Cap on a backend's response body; default 1 MiB.
     pub max_body_bytes: Option<usize>,
