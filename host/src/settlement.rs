@@ -169,7 +169,9 @@ fn consistent(record: &Record) -> bool {
 }
 
 /// Whether the chain ended at or before this interceptor: it denied the call, or was
-/// never reached, which only follows a denial.
+/// never reached, which only a call that ends in a denial leaves one: after an earlier
+/// interceptor's denial or stop, or once the call was interrupted or out of budget (the
+/// first interceptor too).
 fn stopped(outcome: Outcome) -> bool {
     outcome.denies() || outcome == Outcome::NotReached
 }
@@ -404,7 +406,7 @@ mod tests {
     }
 
     /// An allow over a fail-closed failure, over a backend that asked, or over one the
-    /// chain never reached (which only follows a denial), is an engine failure; over a
+    /// chain never reached (which only a denial leaves), is an engine failure; over a
     /// backend that had no objection it stands.
     #[test]
     fn an_allow_over_a_denial_or_an_ask_is_an_engine_failure() {
