@@ -168,6 +168,31 @@ async fn a_registration_past_the_bound_is_refused_naming_it() {
     );
 }
 
+/// A registration the component refuses denies the call with the generic reason, and
+/// the operator's log names each of its problems once.
+#[tokio::test]
+async fn a_refused_registration_is_logged_naming_each_problem_once() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = ahp_tests::hook::write_unreachable(dir.path());
+    let mut registration: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("JSON");
+    registration["protocolVersion"] = json!("1999");
+    registration["hooks"][0]["subscriptions"][0]["timeoutMs"] = json!(0);
+    std::fs::write(&path, registration.to_string()).expect("write");
+    let (payload, _) = contract().pre_tool;
+    let command = ahp_tests::hook::hook_command("claude-code", &path, &[]);
+    let ran = ahp_tests::hook::run_command(command, payload.to_string().as_bytes(), true).await;
+    assert_deny(&ran, ahp_tests::hook::FAILED_REASON);
+    let line = ran
+        .log
+        .lines()
+        .find(|line| line.contains("invalid registration"));
+    let line = line.unwrap_or_else(|| panic!("{ran:?}"));
+    for problem in ["/protocolVersion: ", "/hooks/0/subscriptions/0/timeoutMs: "] {
+        assert_eq!(line.matches(problem).count(), 1, "{problem}: {line}");
+    }
+}
+
 /// A payload past the bound is refused as too large, not read cut off at the bound and
 /// then reported as broken JSON; no event is known, so the answer is exit 2.
 #[tokio::test]

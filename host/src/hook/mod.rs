@@ -1357,7 +1357,7 @@ async fn decide(
     options.audit_path = None;
     let interceptor = Interceptor::new(&registration, options)
         .await
-        .map_err(|e| describe(&e))?;
+        .map_err(|e| e.to_string())?;
     let not_ready = match audit.ready() {
         Ok(true) => None,
         // The watchdog or a signal answered (and recorded) the call meanwhile.
@@ -1396,7 +1396,7 @@ async fn decide(
                 let (verdict, record) = answered(settled);
                 (verdict, Some(record))
             }
-            Err(e) => (Err(describe(e)), None),
+            Err(e) => (Err(e.to_string()), None),
         };
         let interrupted = interrupt.is_set()
             || matches!(
@@ -1425,7 +1425,7 @@ async fn decide(
                 Err("the component failed preparing the notifications".into())
             }
             Ok(_) => Ok(Verdict::no_objection()),
-            Err(e) => Err(describe(&e)),
+            Err(e) => Err(e.to_string()),
         };
         // Nothing is decided: no record.
         (verdict, None)
@@ -1509,7 +1509,7 @@ async fn observe_denial(
             "it ran past the budget".to_string()
         }
         Ok(Err(join)) => join.to_string(),
-        Ok(Ok(Err(e))) => describe(&e),
+        Ok(Ok(Err(e))) => e.to_string(),
         Ok(Ok(Ok(observed))) if observed.engine_failure => {
             "the component failed preparing the notifications".to_string()
         }
@@ -1523,17 +1523,6 @@ async fn observe_denial(
         }
     };
     tracing::error!("observe the denial as tool.after: {failure}");
-}
-
-/// An error with every problem it names.
-fn describe(error: &crate::Error) -> String {
-    match error.problems() {
-        [] => error.to_string(),
-        problems => {
-            let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
-            format!("{error}: {}", problems.join("; "))
-        }
-    }
 }
 
 #[cfg(test)]
