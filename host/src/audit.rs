@@ -196,30 +196,10 @@ fn open_or_create(path: &Path) -> std::io::Result<(File, bool, bool)> {
     }
 }
 
-/// `record` as one JSONL line. serde_json writes U+2028, U+2029, NEL, DEL and the other
-/// C1 controls raw, and readers that split on Unicode line breaks (Python's
-/// `splitlines`, some log shippers) would see a line end inside a backend's reason,
-/// and the text after it as a record of its own. They can only stand inside strings,
-/// so their `\u` escapes give the same JSON value on one line.
+/// `record` as one JSONL line ([`ahp_vocab::Record::to_line`], one line for any reader).
 fn line_of(record: &ahp_vocab::Record) -> serde_json::Result<Vec<u8>> {
-    let mut line = one_line(record)?.into_bytes();
+    let mut line = record.to_line()?.into_bytes();
     line.push(b'\n');
-    Ok(line)
-}
-
-/// `record` as JSON on one line for any reader ([`line_of`], without its newline): also
-/// what `ahp intercept` prints.
-pub(crate) fn one_line(record: &ahp_vocab::Record) -> serde_json::Result<String> {
-    let json = serde_json::to_string(record)?;
-    let mut line = String::with_capacity(json.len());
-    let mut rest = json.as_str();
-    while let Some(at) = rest.find(is_line_break_to_escape) {
-        let c = rest[at..].chars().next().unwrap_or_default();
-        line.push_str(&rest[..at]);
-        line.push_str(&format!("\\u{:04x}", c as u32));
-        rest = &rest[at + c.len_utf8()..];
-    }
-    line.push_str(rest);
     Ok(line)
 }
 
@@ -313,10 +293,6 @@ fn ours(_file: &File) -> std::io::Result<()> {
     Ok(())
 }
 
-fn is_line_break_to_escape(c: char) -> bool {
-    matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}')
-}
-
 /// `path` opened to append, and to read as well if `read`; if `create`, a new file
 /// (mode 0600) or an `AlreadyExists` error, else an existing file.
 #[cfg(unix)]
@@ -373,7 +349,8 @@ mod tests {
         assert!(text.contains('é') && text.contains('\u{a0}'), "{text:?}");
         let read: ahp_vocab::Record = serde_json::from_str(body).unwrap();
         assert_eq!(read.reason.as_deref(), Some(reason));
-        // What `ahp intercept` prints is that line.
+        // What `ahp intercept` prints, and the record's Display, is that line.
+        assert_eq!(record.to_string(), body);
         let printed = crate::Settlement::of(record).to_json();
         assert_eq!(printed, body);
     }

@@ -55,7 +55,7 @@ impl Settlement {
     /// The record as one JSON line, as the CLI prints it and the audit log stores it
     /// (line breaks a reader might split at, U+2028 and the like, escaped).
     pub fn to_json(&self) -> String {
-        crate::audit::one_line(&self.record).unwrap_or_default()
+        self.record.to_line().unwrap_or_default()
     }
 }
 

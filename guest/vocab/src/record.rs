@@ -148,10 +148,36 @@ impl Record {
     }
 }
 
+impl Record {
+    /// The record as JSON on one line for any reader, as the CLI prints it and the audit
+    /// log stores it (without the newline). serde_json writes U+2028, U+2029, NEL, DEL
+    /// and the other C1 controls raw, and readers that split on Unicode line breaks
+    /// (Python's `splitlines`, some log shippers) would see a line end inside a backend's
+    /// reason, and the text after it as a record of its own. They can only stand inside
+    /// strings, so their `\u` escapes give the same JSON value on one line.
+    pub fn to_line(&self) -> serde_json::Result<String> {
+        let json = serde_json::to_string(self)?;
+        let mut line = String::with_capacity(json.len());
+        let mut rest = json.as_str();
+        while let Some(at) = rest.find(is_line_break_to_escape) {
+            let c = rest[at..].chars().next().unwrap_or_default();
+            line.push_str(&rest[..at]);
+            line.push_str(&format!("\\u{:04x}", c as u32));
+            rest = &rest[at + c.len_utf8()..];
+        }
+        line.push_str(rest);
+        Ok(line)
+    }
+}
+
+fn is_line_break_to_escape(c: char) -> bool {
+    matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}')
+}
+
 impl std::fmt::Display for Record {
-    /// The record as one JSON line, as the CLI prints it and the audit log stores it.
+    /// [`Record::to_line`].
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let line = serde_json::to_string(self).map_err(|_| std::fmt::Error)?;
+        let line = self.to_line().map_err(|_| std::fmt::Error)?;
         f.write_str(&line)
     }
 }
