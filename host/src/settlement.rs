@@ -146,21 +146,31 @@ fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
 
 /// Whether a record's decision is the one its `decidedBy` settles as, each interceptor
 /// that failed was settled by its own policy (failed open only under fail-open, closed
-/// only under fail-closed), and, if it lets the operation go on, its interceptors'
-/// outcomes say so: none ended the call in a denial or was left unreached, and a backend asked exactly when
+/// only under fail-closed), a denial it credits to an interceptor has one to show for it
+/// (`backend-deny`: one denied or stopped the flow; `synthetic-deny`: one failed
+/// closed), and, if it lets the operation go on, its interceptors' outcomes say so: none
+/// ended the call in a denial or was left unreached, and a backend asked exactly when
 /// the decision is `ask`. A component saying "allow, interrupted", "allow" over a
-/// fail-closed failure, a fail-closed subscription "failed open", or "allow" where a
-/// backend asked has gone wrong, and its mistake must never be permission.
+/// fail-closed failure, a fail-closed subscription "failed open", "allow" where a
+/// backend asked, or a backend's denial no backend gave has gone wrong (or is another
+/// build, mislabelling), and its mistake must never be permission nor a backend's word.
 fn consistent(record: &Record) -> bool {
     let outcomes = || record.interceptors.iter().map(|i| i.outcome);
-    let asked = outcomes().any(|outcome| outcome == Outcome::Ask);
+    let any = |wanted: &[Outcome]| outcomes().any(|outcome| wanted.contains(&outcome));
+    let asked = any(&[Outcome::Ask]);
     let by_policy = record.interceptors.iter().all(|i| match i.outcome {
         Outcome::FailedOpen => i.policy == FailurePolicy::FailOpen,
         Outcome::FailedClosed => i.policy == FailurePolicy::FailClosed,
         _ => true,
     });
+    let credited = match record.decided_by {
+        DecidedBy::BackendDeny => any(&[Outcome::Deny, Outcome::Stop]),
+        DecidedBy::SyntheticDeny => any(&[Outcome::FailedClosed]),
+        _ => true,
+    };
     record.decided_by.decision() == record.decision
         && by_policy
+        && credited
         && match record.decision {
             Decision::Deny => true,
             Decision::Allow => !asked && !outcomes().any(stopped),
@@ -225,6 +235,8 @@ mod tests {
         };
         let decided_by = match record.decided_by {
             DecidedBy::NoObjection => wit::DecidedBy::NoObjection,
+            DecidedBy::BackendDeny => wit::DecidedBy::BackendDeny,
+            DecidedBy::SyntheticDeny => wit::DecidedBy::SyntheticDeny,
             DecidedBy::Interrupted => wit::DecidedBy::Interrupted,
             other => panic!("not used here: {other:?}"),
         };
@@ -420,6 +432,50 @@ mod tests {
         }
         let settled = handed_over(&allowed_over(Outcome::NoEffect));
         assert_eq!(settled.decision, Decision::Allow);
+    }
+
+    /// A denial credited to a backend has an interceptor that denied or stopped the flow,
+    /// and a synthetic one an interceptor that failed closed: a record saying otherwise
+    /// (another build mislabelling its denials) is an engine failure; one that shows it
+    /// stands, with the interceptors after it never reached.
+    #[test]
+    fn a_denial_no_interceptor_accounts_for_is_an_engine_failure() {
+        let denied_over = |decided_by: DecidedBy, outcome: Outcome| {
+            let mut record = allowed_over(outcome);
+            let reached = record.interceptors[0].clone();
+            record.interceptors.push(InterceptorEntry {
+                outcome: Outcome::NotReached,
+                ..reached
+            });
+            record.decision = Decision::Deny;
+            record.decided_by = decided_by;
+            record.reason = Some("not this".into());
+            handed_over(&record).decided_by
+        };
+        let backend = DecidedBy::BackendDeny;
+        let synthetic = DecidedBy::SyntheticDeny;
+        for (decided_by, outcome) in [
+            (backend, Outcome::Deny),
+            (backend, Outcome::Stop),
+            (synthetic, Outcome::FailedClosed),
+        ] {
+            assert_eq!(denied_over(decided_by, outcome), decided_by, "{outcome:?}");
+        }
+        for (decided_by, outcome) in [
+            (backend, Outcome::NoEffect),
+            (backend, Outcome::FailedClosed),
+            (backend, Outcome::NotReached),
+            (synthetic, Outcome::Deny),
+            (synthetic, Outcome::NotReached),
+            (synthetic, Outcome::Interrupted),
+        ] {
+            let settled = denied_over(decided_by, outcome);
+            assert_eq!(
+                settled,
+                DecidedBy::EngineFailure,
+                "{decided_by:?} {outcome:?}"
+            );
+        }
     }
 
     /// A failure is settled by its subscription's own policy: an allow over a
