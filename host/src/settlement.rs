@@ -168,9 +168,14 @@ fn consistent(record: &Record) -> bool {
         DecidedBy::SyntheticDeny => any(&[Outcome::FailedClosed]),
         _ => true,
     };
+    // A denial nobody explained says so in its own generic words, never another's: the
+    // adapters show a blank reason as a backend's decision.
+    let generic = (record.decided_by.generic_reason())
+        .is_none_or(|reason| record.reason.as_deref() == Some(reason));
     record.decided_by.decision() == record.decision
         && by_policy
         && credited
+        && generic
         && match record.decision {
             Decision::Deny => true,
             Decision::Allow => !asked && !outcomes().any(stopped),
@@ -449,7 +454,7 @@ mod tests {
             });
             record.decision = Decision::Deny;
             record.decided_by = decided_by;
-            record.reason = Some("not this".into());
+            record.reason = Some(decided_by.generic_reason().unwrap_or("not this").into());
             handed_over(&record).decided_by
         };
         let backend = DecidedBy::BackendDeny;
@@ -476,6 +481,27 @@ mod tests {
                 "{decided_by:?} {outcome:?}"
             );
         }
+    }
+
+    /// A denial the host's words explain carries them, not another text: a blank one
+    /// would be shown as a backend's decision, a backend's as the host's.
+    #[test]
+    fn a_denial_nobody_explained_carries_its_generic_reason() {
+        let mut record = allowed_over(Outcome::FailedClosed);
+        record.decision = Decision::Deny;
+        record.decided_by = DecidedBy::SyntheticDeny;
+        for reason in [
+            None,
+            Some(" "),
+            Some("Policy evaluation failed."),
+            Some("no"),
+        ] {
+            record.reason = reason.map(Into::into);
+            let settled = handed_over(&record).decided_by;
+            assert_eq!(settled, DecidedBy::EngineFailure, "{reason:?}");
+        }
+        record.reason = DecidedBy::SyntheticDeny.generic_reason().map(Into::into);
+        assert_eq!(handed_over(&record).decided_by, DecidedBy::SyntheticDeny);
     }
 
     /// A failure is settled by its subscription's own policy: an allow over a

@@ -253,8 +253,14 @@ pub fn refused_url() -> String {
     let port = PORT.get_or_init(|| {
         use std::os::fd::FromRawFd as _;
         // SAFETY: socket(2) takes no memory of ours; its result is checked.
-        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
         assert!(fd >= 0, "socket: {}", io::Error::last_os_error());
+        // Not handed to the processes tests start. SAFETY: fcntl(2) on the socket alone.
+        assert_eq!(
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) },
+            0,
+            "fcntl"
+        );
         // SAFETY: a descriptor just returned, owned by nothing else.
         let socket = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
         let mut address: libc::sockaddr_in = unsafe { std::mem::zeroed() };

@@ -248,17 +248,17 @@ async fn cancelling_one_waiter_leaves_the_shared_acquisition_to_the_others() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_is_refreshed_in_the_background_before_it_expires() {
-    // Lifetime 4 s: refreshed after 3 s, treated as expired after 3.6 s.
-    let fx = Fixture::start(4, vec![Behaviour::NoEffect]).await;
+    // Lifetime 8 s: refreshed after 6 s, treated as expired after 7.2 s.
+    let fx = Fixture::start(8, vec![Behaviour::NoEffect]).await;
     let interceptor = fx.interceptor("fail-closed", 2_000).await;
     assert_eq!(call(&interceptor, "evt_r1").await.decision, Decision::Allow);
     let first = fx.server.token_requests()[0].at;
-    tokio::time::sleep_until((first + Duration::from_millis(3_100)).into()).await;
-    // Still valid: used at once, and a refresh starts behind it, which takes 0.3 s (done
+    tokio::time::sleep_until((first + Duration::from_millis(6_100)).into()).await;
+    // Still valid: used at once, and a refresh starts behind it, which takes 0.8 s (done
     // before the first token is treated as expired): a refresh the call waited for
     // would have given it the new token.
     fx.server.set_token_mode(TokenMode::Slow(
-        Duration::from_millis(300),
+        Duration::from_millis(800),
         Box::new(TokenMode::Issue),
     ));
     assert_eq!(call(&interceptor, "evt_r2").await.decision, Decision::Allow);

@@ -641,7 +641,7 @@ impl Children {
             // Opened while the child is not reaped: the id names it and no later process.
             exit: pid.and_then(exit_notice),
             child: Mutex::new((child, None)),
-            _stderr_owner: stderr_owner,
+            stderr_owner: Mutex::new(Some(stderr_owner)),
             #[cfg(test)]
             asked: std::sync::atomic::AtomicUsize::new(0),
         });
@@ -727,8 +727,10 @@ struct Process {
     /// `Some(exit code)` once reaped (see [`Process::exited`]); locked only for
     /// non-blocking calls.
     child: Mutex<(Child, Option<Option<i32>>)>,
-    /// Dropped with the process: its stderr drain then stops within [`STDERR_GRACE`].
-    _stderr_owner: tokio::sync::oneshot::Sender<()>,
+    /// Dropped once the process is reaped (or with it): its stderr drain then stops
+    /// within [`STDERR_GRACE`], even while a process it started outside its group holds
+    /// the pipe and its session still holds the process.
+    stderr_owner: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
     /// How many times [`Process::wait_exit`] asked the child whether it had exited.
     #[cfg(test)]
     asked: std::sync::atomic::AtomicUsize,
@@ -784,6 +786,7 @@ impl Process {
             Err(_) => None,
         };
         *reaped = Some(code);
+        drop(self.stderr_owner.lock().map(|mut owner| owner.take()));
         Some(code)
     }
 
@@ -1332,6 +1335,27 @@ mod tests {
             backend.children.lock().live.is_empty(),
             "the reaped child is still registered"
         );
+        shut_down(&backend);
+    }
+
+    /// An idle persistent child reaped as it exits lets go of its stderr then, not when
+    /// its session is next used: a process it started outside its group (`setsid`),
+    /// which keeps writing to that stderr, finds the pipe closed and ends (SIGPIPE).
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn an_idle_reaped_child_s_stderr_is_let_go() {
+        let backend = scripted_backend(
+            r#"IFS= read -r line; setsid sh -c 'while :; do echo x >&2 || exit; sleep 0.05; done' & echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"left\":$!}}"; sleep 0.2; exit 0"#,
+        );
+        let far = Instant::now() + Duration::from_secs(10);
+        let reply = backend.exchange(REQUEST, far).await.expect("the reply");
+        let reply: Value = serde_json::from_slice(&reply.body).expect("JSON");
+        let left = reply["result"]["left"].as_u64().expect("the pid it left");
+        let ended = dies(left).await;
+        // SAFETY: kill(2) only sends a signal (the leftover, should the test fail).
+        unsafe { libc::kill(i32::try_from(left).expect("a pid"), libc::SIGKILL) };
+        assert!(ended, "the leftover still writes to a stderr read on");
+        assert!(session_child(&backend).await.is_some(), "no next use came");
         shut_down(&backend);
     }
 

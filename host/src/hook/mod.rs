@@ -972,10 +972,15 @@ impl Answer {
 }
 
 /// `text` as one line of stderr: a control character (a line break, an escape sequence's
-/// ESC) becomes a space. A backend's reason goes there verbatim otherwise, and a harness
-/// may show that stream in the user's terminal, where an escape sequence would act.
+/// ESC), a line or paragraph separator, or a bidirectional override or isolate becomes a
+/// space. A backend's reason goes there verbatim otherwise, and a harness may show that
+/// stream in the user's terminal, where an escape sequence would act and a bidirectional
+/// control would make text read in an order other than its own.
 fn stderr_line(text: &str) -> std::borrow::Cow<'_, str> {
-    let control = |c: char| c.is_control() && c != '\t';
+    let control = |c: char| {
+        (c.is_control() && c != '\t')
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
     if text.contains(control) {
         text.replace(control, " ").into()
     } else {
@@ -1893,8 +1898,8 @@ mod tests {
     /// A stderr line is one line, and no escape sequence reaches a terminal through it.
     #[test]
     fn a_stderr_line_holds_no_control_character() {
-        let reason = "Denied:\r\nrm -rf \u{1b}[2Jgone\u{0}\u{85}\tend";
-        assert_eq!(stderr_line(reason), "Denied:  rm -rf  [2Jgone  \tend");
+        let reason = "Denied:\r\nrm -rf \u{1b}[2Jgone\u{0}\u{85}\tend\u{2028}\u{202e}txt\u{2066}";
+        assert_eq!(stderr_line(reason), "Denied:  rm -rf  [2Jgone  \tend  txt ");
         assert!(matches!(
             stderr_line("plain"),
             std::borrow::Cow::Borrowed("plain")
