@@ -188,6 +188,13 @@ impl Interceptor {
         self.inner.pool.longest_chain()
     }
 
+    /// The files the registration's credential bindings name (`file:` references), each
+    /// with its backend's id and the field that names it ([`crate::hook`] install).
+    #[cfg(feature = "cli")]
+    pub(crate) fn secret_files(&self) -> Vec<(&str, &'static str, &str)> {
+        self.inner.backends.secret_files()
+    }
+
     /// Valid but questionable settings: the registration's, each naming its JSON path,
     /// then the host's (e.g. plain http off loopback, each naming its backend; an audit
     /// log everybody can read or write).

@@ -342,6 +342,26 @@ impl Backends {
         warnings
     }
 
+    /// The files the backends' credential bindings name (`file:` references, read anew
+    /// at every dispatch), each with its backend's id and the field that names it.
+    #[cfg(feature = "cli")]
+    pub fn secret_files(&self) -> Vec<(&str, &'static str, &str)> {
+        use crate::capabilities::credentials::file_of;
+        self.by_id
+            .iter()
+            .filter_map(|(id, backend)| {
+                let (field, reference) = match backend.credentials.as_ref()? {
+                    Source::Bearer(AuthPlan::BearerRef(reference)) => ("tokenRef", reference),
+                    Source::OAuth(plan, ..) => {
+                        ("clientSecretRef", plan.client_secret_ref.as_ref()?)
+                    }
+                    _ => return None,
+                };
+                Some((id.as_str(), field, file_of(reference)?))
+            })
+            .collect()
+    }
+
     /// The backend registered as `id`.
     pub fn get(&self, id: &str) -> Option<&Backend> {
         self.by_id.get(id)

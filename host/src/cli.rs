@@ -939,6 +939,17 @@ async fn check(file: &Path, harness: Option<hook::Harness>, host: &HostArgs) -> 
     }
 }
 
+/// What [`validate`] learned of a registration that loads.
+#[derive(Default)]
+struct Loaded {
+    /// Its longest chain of intercept deadlines at one declared event, as the component
+    /// counts it.
+    chain: Option<hook::Chain>,
+    /// The files its and `--oauth-clients`' secret references name (`file:`), each after
+    /// what names it.
+    secret_files: Vec<(String, String)>,
+}
+
 /// Why [`validate`] could not load a registration.
 enum Unloaded {
     /// The registration (or the command line) is wrong: exit 1, every problem already
@@ -951,13 +962,12 @@ enum Unloaded {
 
 /// Loads the registration in `file` as it will be used — by `ahp hook HARNESS`, with
 /// that harness's declaration, or else with `--interceptable`'s — and shuts it down
-/// again. Its warnings go to stderr. Returns its longest chain of intercept deadlines at
-/// one declared event, as the component counts it.
+/// again. Its warnings go to stderr.
 async fn validate(
     file: &Path,
     harness: Option<hook::Harness>,
     host: &HostArgs,
-) -> Result<Option<hook::Chain>, Unloaded> {
+) -> Result<Loaded, Unloaded> {
     let refused = |detail: String| Unloaded::Refused(fail(&detail));
     let text = read_file("registration", file).map_err(refused)?;
     if harness.is_some() {
@@ -968,6 +978,15 @@ async fn validate(
     if let Some(harness) = harness {
         options.declaration = harness.declaration();
     }
+    let clients = options.oauth_clients.iter().filter_map(|client| {
+        let path = crate::capabilities::credentials::file_of(&client.client_secret_ref)?;
+        let named_by = format!(
+            "--oauth-clients' client at {} (clientSecretRef)",
+            client.issuer
+        );
+        Some((named_by, path.to_owned()))
+    });
+    let mut secret_files: Vec<(String, String)> = clients.collect();
     let interceptor = Interceptor::new(&text, options)
         .await
         // The component is at hand by now: a failure here is no registry's.
@@ -984,8 +1003,19 @@ async fn validate(
             event: event.to_owned(),
             timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
         });
+    let backends = interceptor
+        .secret_files()
+        .into_iter()
+        .map(|(id, field, path)| {
+            let named_by = format!("--registration's backend `{id}` ({field})");
+            (named_by, path.to_owned())
+        });
+    secret_files.extend(backends);
     interceptor.shutdown_async().await;
-    Ok(chain)
+    Ok(Loaded {
+        chain,
+        secret_files,
+    })
 }
 
 /// Says which of `harness`'s hooks that `ahp hook install` writes only on demand the
@@ -1308,8 +1338,8 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         // component a registry could not give now may load later (the registry back up):
         // then the registration is left unchecked. Checked before anything is written
         // (the audit file install opens).
-        let chain = match validate(&registration, Some(harness), &host).await {
-            Ok(chain) => chain,
+        let loaded = match validate(&registration, Some(harness), &host).await {
+            Ok(loaded) => loaded,
             Err(Unloaded::Refused(code)) => return code,
             Err(Unloaded::Setup(detail)) if pulled(host.component.as_deref()) => {
                 say!(
@@ -1317,7 +1347,7 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
                      ({detail})",
                     harness.name()
                 );
-                None
+                Loaded::default()
             }
             Err(Unloaded::Setup(detail)) => return fail(&detail),
         };
@@ -1329,7 +1359,8 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
             source,
             omit_session,
             host_arguments,
-            chain,
+            chain: loaded.chain,
+            secret_files: loaded.secret_files,
         };
         let installed = match hook::install(&request) {
             Ok(installed) => installed,

@@ -7,7 +7,7 @@
 use ahp_tests::fault_backend::refused_url;
 use ahp_tests::hook::{write_intercepting, FAILED_REASON};
 use ahp_tests::support::{ahp_binary, registration_on, test_cache_dir, Http, Run};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::ffi::OsStr;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -515,6 +515,79 @@ fn an_audit_log_that_is_a_file_the_hooks_read_is_refused() {
         let said = format!("--audit {}: the file {flag} names", audit.display());
         assert!(run.stderr.contains(&said), "{}", run.stderr);
         assert_eq!(std::fs::read(audit).expect("the file"), before);
+    }
+    snippet(&given(&dir.path().join("audit.jsonl")));
+}
+
+/// An `--audit` that is a file a secret reference names — a backend's `tokenRef` in the
+/// registration (by its path, another name of it, or one not written yet), a client's
+/// `clientSecretRef` in `--oauth-clients` — is refused naming `--audit` and what names
+/// it, the file untouched and no secret shown: every call reads the secret anew, so
+/// after the first call appended its record to the file every later one is auth-failed.
+#[test]
+fn an_audit_log_that_is_a_secret_file_is_refused() {
+    const TOKEN: &str = "token-c2f7e94b";
+    const CLIENT_SECRET: &str = "client-secret-5d18a0";
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let token = dir.path().join("token");
+    std::fs::write(&token, TOKEN).expect("write the token");
+    let unwritten = dir.path().join("later-token");
+    let client_secret = dir.path().join("client-secret");
+    std::fs::write(&client_secret, CLIENT_SECRET).expect("write the client secret");
+    let bearer =
+        |file: &Path| json!({"type": "bearer", "tokenRef": format!("file:{}", file.display())});
+    let url = refused_url();
+    let backends = [
+        Http::new("com.example.policy", &url)
+            .policy("fail-open")
+            .authentication(bearer(&token)),
+        Http::new("com.example.later", &url)
+            .policy("fail-open")
+            .authentication(bearer(&unwritten)),
+    ];
+    let reg = dir.path().join("registration.json");
+    std::fs::write(&reg, registration_on(&backends, &["tool.before"]))
+        .expect("write the registration");
+    let clients = dir.path().join("clients.json");
+    let client = json!([{"issuer": "https://as.example", "clientId": "c",
+        "clientSecretRef": format!("file:{}", client_secret.display())}]);
+    std::fs::write(&clients, client.to_string()).expect("write the clients");
+    let linked = dir.path().join("linked-token");
+    std::os::unix::fs::symlink(&token, &linked).expect("link the token");
+    let given = |audit: &Path| {
+        let args = [
+            OsStr::new("--registration"),
+            reg.as_os_str(),
+            OsStr::new("--oauth-clients"),
+            clients.as_os_str(),
+            OsStr::new("--audit"),
+            audit.as_os_str(),
+        ];
+        install("claude-code", &args)
+    };
+    let policy = "--registration's backend `com.example.policy` (tokenRef)";
+    for (audit, named_by) in [
+        (&token, policy),
+        (&linked, policy),
+        (
+            &unwritten,
+            "--registration's backend `com.example.later` (tokenRef)",
+        ),
+        (
+            &client_secret,
+            "--oauth-clients' client at https://as.example (clientSecretRef)",
+        ),
+    ] {
+        let before = std::fs::read(audit).ok();
+        let run = given(audit);
+        run.assert_exit(1, &audit.display().to_string());
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+        let said = format!("--audit {}: the file {named_by} names", audit.display());
+        assert!(run.stderr.contains(&said), "{}", run.stderr);
+        assert_eq!(std::fs::read(audit).ok(), before);
+        for secret in [TOKEN, CLIENT_SECRET] {
+            assert!(!run.stderr.contains(secret), "{}", run.stderr);
+        }
     }
     snippet(&given(&dir.path().join("audit.jsonl")));
 }

@@ -273,7 +273,7 @@ fn from_env(name: &str, kind: Kind) -> Result<Secret, AuthFailure> {
 /// `file:PATH` (read at every dispatch, so a rotated file is picked up) or `env:NAME`,
 /// a secret of `kind`.
 pub(super) async fn from_reference(reference: &str, kind: Kind) -> Result<Secret, AuthFailure> {
-    if let Some(path) = reference.strip_prefix("file:") {
+    if let Some(path) = file_of(reference) {
         let text = read_shared(path).await?;
         return kind.fit(text.expose()).ok_or(AuthFailure::Unresolved);
     }
@@ -281,6 +281,11 @@ pub(super) async fn from_reference(reference: &str, kind: Kind) -> Result<Secret
         return from_env(name, kind);
     }
     Err(AuthFailure::Unsupported)
+}
+
+/// The path a `file:PATH` secret reference names; `None` for any other reference.
+pub(crate) fn file_of(reference: &str) -> Option<&str> {
+    reference.strip_prefix("file:")
 }
 
 /// A secret file's read in flight, and its result once it has one.

@@ -55,6 +55,11 @@ pub struct Install {
     /// intercepts, as the component counts it once it loaded the registration with the
     /// harness's declaration; `None` when it has none, or could not be loaded.
     pub chain: Option<Chain>,
+    /// The files the registration's and `--oauth-clients`' secret references name
+    /// (`file:`), each after what names it, as the refusal of an `--audit` says it: a
+    /// call that needs the secret reads it anew. Empty when the registration could not
+    /// be loaded (a component a registry could not give now).
+    pub secret_files: Vec<(String, String)>,
 }
 
 /// What `ahp hook install` prints.
@@ -198,7 +203,11 @@ pub fn install(request: &Install) -> Result<Installed, String> {
     let program = utf8("the ahp binary", invoked_program()?)?;
     let text = crate::cli::read_file("--registration", &request.registration)?;
     let registration = absolute("--registration", &request.registration, true)?;
-    let read = read_files(&registration, &request.host_arguments);
+    let read = read_files(
+        &registration,
+        &request.host_arguments,
+        &request.secret_files,
+    );
     let chain = request.chain.as_ref();
     let budget_ms = request.budget_ms.unwrap_or_else(|| sized_to(chain));
     let mut arguments = vec![
@@ -307,9 +316,10 @@ fn short_budget(budget_ms: u64, chain: &Chain) -> Option<String> {
 
 /// `--audit` made absolute, and opened for appending as every hook call opens it
 /// ([`crate::cli::open_audit`]): a log that cannot be opened would deny every call, so it
-/// is refused here instead, as is one that is a file the calls read (`read`, by flag):
-/// the first call would append its record to it, and every later one be denied. With
-/// the warning to show beside the snippet, if any.
+/// is refused here instead, as is one that is a file the calls read (`read`, after what
+/// names it): the first call would append its record to it, and every later one be
+/// denied (a secret file then holds no secret). With the warning to show beside the
+/// snippet, if any.
 fn audit_file(path: &Path, read: &[(&str, &str)]) -> Result<(String, Option<String>), String> {
     let absolute = absolute("--audit", path, false)?;
     let audit = Path::new(&absolute);
@@ -326,9 +336,14 @@ fn audit_file(path: &Path, read: &[(&str, &str)]) -> Result<(String, Option<Stri
     Ok((absolute, warning))
 }
 
-/// The files each hook call reads, with their flags: the registration, and those the
-/// host's options among `host_arguments` name (flags, each followed by its value).
-fn read_files<'a>(registration: &'a str, host_arguments: &'a [String]) -> Vec<(&'a str, &'a str)> {
+/// The files each hook call reads, with what names them: the registration, those the
+/// host's options among `host_arguments` name (flags, each followed by its value), and
+/// the `secret_files`.
+fn read_files<'a>(
+    registration: &'a str,
+    host_arguments: &'a [String],
+    secret_files: &'a [(String, String)],
+) -> Vec<(&'a str, &'a str)> {
     const FILE_OPTIONS: [&str; 3] = ["--component", "--trust-roots", "--oauth-clients"];
     let host = host_arguments
         .chunks_exact(2)
@@ -336,27 +351,32 @@ fn read_files<'a>(registration: &'a str, host_arguments: &'a [String]) -> Vec<(&
             [flag, file] if FILE_OPTIONS.contains(&flag.as_str()) => Some((&**flag, &**file)),
             _ => None,
         });
+    let secrets = secret_files
+        .iter()
+        .map(|(named_by, file)| (named_by.as_str(), file.as_str()));
     std::iter::once(("--registration", registration))
         .chain(host)
+        .chain(secrets)
         .collect()
 }
 
 /// Whether `a` and `b` are one file, whatever names they are given (a link, a path with
-/// `..`). A file that does not exist (yet) is no other.
+/// `..`). Where one does not exist (yet), whether they are one path: whatever creates
+/// it there makes it both.
 #[cfg(unix)]
 fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt as _;
     match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-        _ => false,
+        (Ok(ma), Ok(mb)) => (ma.dev(), ma.ino()) == (mb.dev(), mb.ino()),
+        _ => a == b,
     }
 }
 
 #[cfg(not(unix))]
 fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
+        (Ok(ca), Ok(cb)) => ca == cb,
+        _ => a == b,
     }
 }
 
@@ -509,6 +529,7 @@ mod tests {
                 omit_session: Vec::new(),
                 host_arguments: Vec::new(),
                 chain: None,
+                secret_files: Vec::new(),
             };
             super::install(&request).expect("installed").snippet["hooks"].clone()
         };
