@@ -249,13 +249,20 @@ impl Drop for FaultBackend {
 /// process (its one descriptor opened at the first call): a port merely freed could be
 /// taken by another test's backend, which would then answer the "refused" call.
 pub fn refused_url() -> String {
+    // Not handed to the processes tests start, from the moment it exists on Linux (a
+    // thread forking meanwhile would hand it on otherwise).
+    #[cfg(target_os = "linux")]
+    const SOCKET_KIND: i32 = libc::SOCK_STREAM | libc::SOCK_CLOEXEC;
+    #[cfg(not(target_os = "linux"))]
+    const SOCKET_KIND: i32 = libc::SOCK_STREAM;
     static PORT: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
     let port = PORT.get_or_init(|| {
         use std::os::fd::FromRawFd as _;
         // SAFETY: socket(2) takes no memory of ours; its result is checked.
-        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+        let fd = unsafe { libc::socket(libc::AF_INET, SOCKET_KIND, 0) };
         assert!(fd >= 0, "socket: {}", io::Error::last_os_error());
-        // Not handed to the processes tests start. SAFETY: fcntl(2) on the socket alone.
+        // Where it could not be made so at once. SAFETY: fcntl(2) on the socket alone.
+        #[cfg(not(target_os = "linux"))]
         assert_eq!(
             unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) },
             0,

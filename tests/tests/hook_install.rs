@@ -554,6 +554,12 @@ fn an_audit_log_that_is_a_secret_file_is_refused() {
     std::fs::write(&clients, client.to_string()).expect("write the clients");
     let linked = dir.path().join("linked-token");
     std::os::unix::fs::symlink(&token, &linked).expect("link the token");
+    // The token not written yet, named another way: through `..`, through a linked directory.
+    std::fs::create_dir(dir.path().join("sub")).expect("a subdirectory");
+    let unwritten_dotted = dir.path().join("sub/../later-token");
+    let linked_dir = dir.path().join("linked-dir");
+    std::os::unix::fs::symlink(dir.path(), &linked_dir).expect("link the directory");
+    let unwritten_linked = linked_dir.join("later-token");
     let given = |audit: &Path| {
         let args = [
             OsStr::new("--registration"),
@@ -566,13 +572,13 @@ fn an_audit_log_that_is_a_secret_file_is_refused() {
         install("claude-code", &args)
     };
     let policy = "--registration's backend `com.example.policy` (tokenRef)";
+    let later = "--registration's backend `com.example.later` (tokenRef)";
     for (audit, named_by) in [
         (&token, policy),
         (&linked, policy),
-        (
-            &unwritten,
-            "--registration's backend `com.example.later` (tokenRef)",
-        ),
+        (&unwritten, later),
+        (&unwritten_dotted, later),
+        (&unwritten_linked, later),
         (
             &client_secret,
             "--oauth-clients' client at https://as.example (clientSecretRef)",

@@ -361,22 +361,28 @@ fn read_files<'a>(
 }
 
 /// Whether `a` and `b` are one file, whatever names they are given (a link, a path with
-/// `..`). Where one does not exist (yet), whether they are one path: whatever creates
-/// it there makes it both.
-#[cfg(unix)]
+/// `..`). Where one does not exist (yet), whether they name one place (see [`place`]):
+/// whatever creates it there makes it both.
 fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
     match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(ma), Ok(mb)) => (ma.dev(), ma.ino()) == (mb.dev(), mb.ino()),
-        _ => a == b,
+        #[cfg(unix)]
+        (Ok(ma), Ok(mb)) => {
+            use std::os::unix::fs::MetadataExt as _;
+            (ma.dev(), ma.ino()) == (mb.dev(), mb.ino())
+        }
+        _ => place(a) == place(b),
     }
 }
 
-#[cfg(not(unix))]
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(ca), Ok(cb)) => ca == cb,
-        _ => a == b,
+/// Where `path` is, links and `..` resolved: its own canonical path, or, for a file not
+/// there yet, its directory's and its name; as given where neither can be resolved.
+fn place(path: &Path) -> std::path::PathBuf {
+    if let Ok(canonical) = std::fs::canonicalize(path) {
+        return canonical;
+    }
+    match (path.parent().map(std::fs::canonicalize), path.file_name()) {
+        (Some(Ok(directory)), Some(name)) => directory.join(name),
+        _ => path.to_path_buf(),
     }
 }
 

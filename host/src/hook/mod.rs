@@ -92,17 +92,28 @@ fn generic_reason() -> &'static str {
         .unwrap_or("Policy evaluation failed.")
 }
 
-/// `reason`, unless it is only white space: that is shown as no reason. A backend may give
-/// one (the schema asks for one character), and Codex trims a denial's reason and takes a
+/// `reason`, unless it shows nothing: that is shown as no reason. A backend may give one
+/// (the schema asks for one character), and Codex trims a denial's reason and takes a
 /// blank one for a failed hook, which runs the tool.
 fn shown(reason: Option<&str>) -> Option<&str> {
     reason.filter(|reason| !is_blank(reason))
 }
 
-/// Whether `text` is only white space as a JavaScript harness trims it: Unicode's, and
-/// the byte order mark, which Rust's `trim` keeps.
+/// Whether `text` shows nothing: only white space as a JavaScript harness trims it
+/// (Unicode's, and the byte order mark, which Rust's `trim` keeps), and what
+/// [`stderr_line`] turns into spaces — a reason of a bidirectional override alone would
+/// reach stderr as a blank line.
 fn is_blank(text: &str) -> bool {
-    text.chars().all(|c| c.is_whitespace() || c == '\u{feff}')
+    text.chars()
+        .all(|c| c.is_whitespace() || c == '\u{feff}' || unprintable(c))
+}
+
+/// A character [`stderr_line`] does not write: a control character (a line break, an
+/// escape sequence's ESC) but the tab, a line or paragraph separator, or a bidirectional
+/// override or isolate.
+fn unprintable(c: char) -> bool {
+    (c.is_control() && c != '\t')
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The reason shown with a denial or stop whose reason is blank ([`shown`]). Every denial
@@ -977,12 +988,8 @@ impl Answer {
 /// stream in the user's terminal, where an escape sequence would act and a bidirectional
 /// control would make text read in an order other than its own.
 fn stderr_line(text: &str) -> std::borrow::Cow<'_, str> {
-    let control = |c: char| {
-        (c.is_control() && c != '\t')
-            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
-    if text.contains(control) {
-        text.replace(control, " ").into()
+    if text.contains(unprintable) {
+        text.replace(unprintable, " ").into()
     } else {
         text.into()
     }
@@ -1825,15 +1832,25 @@ mod tests {
         }
     }
 
-    /// A reason that is only white space is shown as none: Codex trims the reason of a
-    /// denial and takes a blank one for a failed hook, which runs the tool.
+    /// A reason that shows nothing (white space, or only characters stderr does not
+    /// write: a bidirectional override, ESC) is shown as none: Codex trims the reason of
+    /// a denial and takes a blank one for a failed hook, which runs the tool.
     #[test]
     fn a_blank_reason_is_never_what_a_harness_is_shown() {
         for harness in Harness::ALL {
             for spec in harness.events() {
-                for (decision, reason) in [Decision::Deny, Decision::Ask]
-                    .into_iter()
-                    .flat_map(|d| [" \t\n", "\u{feff}", "\u{3000}\u{feff} "].map(|r| (d, r)))
+                for (decision, reason) in
+                    [Decision::Deny, Decision::Ask].into_iter().flat_map(|d| {
+                        [
+                            " \t\n",
+                            "\u{feff}",
+                            "\u{3000}\u{feff} ",
+                            "\u{202e}",
+                            "\u{2066}\u{2069}",
+                            "\u{1b}",
+                        ]
+                        .map(|r| (d, r))
+                    })
                 {
                     let mut blank = verdict(decision, Some(reason));
                     let answer = harness.answer(spec, &blank);
@@ -1849,6 +1866,10 @@ mod tests {
                         assert!(!denies || !texts.is_empty(), "{context}");
                         for text in texts {
                             assert!(!is_blank(&text), "{context}");
+                        }
+                        // As written: stderr's lines as a harness reads them.
+                        for line in &answer.stderr {
+                            assert!(!is_blank(&stderr_line(line)), "{context}");
                         }
                     }
                 }
