@@ -141,3 +141,97 @@ async fn run_failing(registration: &Path, component: &str, log: Option<&str>) ->
     };
     run_command(command, payload.to_string().as_bytes(), true).await
 }
+
+/// What Copilot says of the failed call in [`failed_call`]: a marker no backend may see
+/// without `includeNative`.
+const FAILURE_WORDS: &str = "fatal: secret-marker-5c1e rejected";
+
+/// A `postToolUseFailure` payload, which Copilot CLI (1.0.15 on) sends after a tool call
+/// whose result was a failure (instead of `postToolUse`): the contract's call, its
+/// `error` the failure's message.
+fn failed_call() -> Value {
+    let (mut payload, _) = contract().pre_tool;
+    payload["error"] = json!(FAILURE_WORDS);
+    payload
+}
+
+const AFTER_A_FAILURE: &[&str] = &["--event", "postToolUseFailure"];
+
+/// A failed call reaches tool.after's observers as that call's `tool.after`: the tool's
+/// name and parsed arguments, run (`executed`), `outcome: "error"` with the generic error
+/// (Copilot's words only in `native`, not sent without `includeNative`), and the call id
+/// synthesized for its `tool.before`, the same session, tool and arguments. Copilot reads
+/// no answer: none is given.
+#[tokio::test]
+async fn a_failed_call_is_its_tool_after_with_an_error() {
+    use ahp_tests::hook::sent_event;
+    let contract = contract();
+    let (pre, pre_args) = &contract.pre_tool;
+    let before = sent_event("copilot", pre_args, pre, "hooks/intercept").await;
+    let sent = sent_event("copilot", AFTER_A_FAILURE, &failed_call(), "hooks/observe").await;
+    assert_silent_no_objection(&sent.ran);
+    let event = &sent.event;
+    assert_eq!(event["type"], "tool.after", "{event}");
+    assert_eq!(event["tool"]["name"], "bash", "{event}");
+    assert_eq!(event["tool"]["input"], contract.tool.1, "{event}");
+    assert_eq!(event["outcome"], "error", "{event}");
+    let generic = json!({"class": "operation", "message": "The tool call failed."});
+    assert_eq!(event["error"], generic, "{event}");
+    assert_eq!(event["execution"], json!({"status": "executed"}), "{event}");
+    assert_eq!(event["call"]["synthesized"], true, "{event}");
+    assert_eq!(event["call"], before.event["call"], "{}", before.event);
+    assert!(!sent.body.contains("secret-marker-5c1e"), "{}", sent.body);
+}
+
+/// With `includeNative` Copilot's words for the failure reach the observer, in `native`
+/// (the whole payload, named as the event it came from).
+#[tokio::test]
+async fn a_failed_call_s_error_is_in_native() {
+    use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = ahp_tests::hook::write_registration(dir.path(), &backend.url(), "fail-open", false);
+    let mut registration: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("JSON");
+    let observer = &mut registration["hooks"][0]["subscriptions"][1];
+    assert_eq!(observer["mode"], "observe", "{observer}");
+    observer["includeNative"] = json!(true);
+    observer["content"] = json!({"default": "body"});
+    std::fs::write(&path, registration.to_string()).expect("write");
+    let stdin = failed_call().to_string();
+    let ran = ahp_tests::hook::run_hook("copilot", &path, AFTER_A_FAILURE, stdin.as_bytes()).await;
+    assert_silent_no_objection(&ran);
+    let requests = backend.requests_with_method("hooks/observe");
+    assert_eq!(requests.len(), 1, "{ran:?}");
+    let event = &requests[0].json()["params"]["event"];
+    assert_eq!(event["outcome"], "error", "{event}");
+    assert_eq!(
+        event["native"]["payload"]["error"], FAILURE_WORDS,
+        "{event}"
+    );
+    let generic = json!({"class": "operation", "message": "The tool call failed."});
+    assert_eq!(event["error"], generic, "{event}");
+}
+
+/// A payload the adapter cannot read (no `toolName`) is its failure, answered after a
+/// failed call as after a successful one: both only observed, it is logged and not
+/// answered.
+#[tokio::test]
+async fn after_a_failed_call_a_failure_is_answered_as_after_a_success() {
+    let mut payload = failed_call();
+    payload
+        .as_object_mut()
+        .expect("an object")
+        .remove("toolName");
+    let failed = run_unreachable("copilot", AFTER_A_FAILURE, &payload).await;
+    let post = run_unreachable("copilot", &["--event", "postToolUse"], &payload).await;
+    assert!(failed.log.contains("toolName"), "{failed:?}");
+    let answer = |ran: &Ran| (ran.code, ran.stdout.clone(), ran.stderr.clone());
+    assert_eq!(answer(&failed), answer(&post), "{failed:?} {post:?}");
+    // Both only observed: the failure is logged, and no answer.
+    assert_eq!(
+        answer(&failed),
+        (0, String::new(), String::new()),
+        "{failed:?}"
+    );
+}

@@ -711,3 +711,26 @@ fn the_budget_covers_the_registrations_own_chain() {
     assert!(at.is_some_and(|at| decided.contains(&at)), "{}", run.stderr);
     assert!(run.stderr.contains("25000 ms"), "{}", run.stderr);
 }
+
+/// `hook install copilot` writes a `postToolUseFailure` hook (after a failed tool call,
+/// Copilot CLI 1.0.15 on) wherever it writes `postToolUse`: the same command but for its
+/// event, the same timeout, unguarded alike (both only observed).
+#[test]
+fn copilot_s_hook_after_a_failed_call_is_written_as_after_a_tool() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let reg = intercepting_tools(dir.path(), 1_000);
+    let run = install("copilot", &[OsStr::new("--registration"), reg.as_os_str()]);
+    let snippet = snippet(&run);
+    let (after, failure) = (
+        &snippet["hooks"]["postToolUse"][0],
+        &snippet["hooks"]["postToolUseFailure"][0],
+    );
+    for key in ["type", "timeoutSec"] {
+        assert_eq!(failure[key], after[key], "{key}: {snippet}");
+    }
+    let (_, after) = command(&snippet, "postToolUse");
+    let (shell, failure) = command(&snippet, "postToolUseFailure");
+    assert_eq!(shell, "bash");
+    assert!(after.ends_with(" --event postToolUse"), "{after}");
+    assert_eq!(failure, format!("{after}Failure"), "{snippet}");
+}

@@ -37,6 +37,10 @@ pub const EVENTS: &[EventSpec] = &[
     )
     .merging_input(),
     on("postToolUse", AhpEvent::ToolAfter, &[]),
+    // After a failed call (Copilot CLI 1.0.15 on; `postToolUse` follows successes only):
+    // Copilot takes `additionalContext` there but nothing at `postToolUse`, and one AHP
+    // event has one declaration, so nothing is offered at either.
+    on("postToolUseFailure", AhpEvent::ToolAfter, &[]).after_failed_call(),
     on("userPromptSubmitted", AhpEvent::TurnStart, &[]),
     on("sessionStart", AhpEvent::SessionStart, &[]),
     on("sessionEnd", AhpEvent::SessionEnd, &[]),
@@ -72,8 +76,9 @@ pub const FIELDS: Fields = Fields {
     permission_mode: None,
     model_request: None,
     continued: None,
-    // `postToolUse` is run after a success only; the snake_case `PostToolUse` after a
-    // failure or a denial too.
+    // `postToolUse` is run after a success only (`postToolUseFailure` after a failure,
+    // its `error` text left in `native`); the snake_case `PostToolUse` after a failure or
+    // a denial too.
     ended: Some(EndedField::Status(&[
         ("toolResult", "resultType"),
         ("tool_result", "result_type"),
@@ -175,6 +180,23 @@ mod tests {
         let capability = EVENTS[0].capability().expect("preToolUse is intercepted");
         let modify = capability.modify.expect("modify is advertised");
         assert!(modify.merge && !modify.replace, "{modify:?}");
+    }
+
+    /// A denial after a failed call (none is offered there: the adapter's) is answered
+    /// as after a successful one, by exit code (`exit_code_answer`).
+    #[test]
+    fn after_a_failed_call_a_denial_is_answered_as_after_a_success() {
+        let spec = |native| {
+            EVENTS
+                .iter()
+                .find(|spec| spec.native == native)
+                .expect("mapped")
+        };
+        let (after, failure) = (spec("postToolUse"), spec("postToolUseFailure"));
+        assert!(failure.after_failed_call && failure.advertised().is_empty());
+        let denied = verdict(Decision::Deny, Some("no"));
+        assert_eq!(answer(failure, &denied), answer(after, &denied));
+        assert_eq!(answer(failure, &denied), Answer::blocked("no"));
     }
 
     #[test]

@@ -478,6 +478,13 @@ mod tests {
                 "error",
             ),
             failure(json!({}), "error"),
+            // Copilot's `postToolUseFailure`, its `error` a string.
+            (
+                Harness::Copilot,
+                "postToolUseFailure",
+                json!({"error": "Exit code 1"}),
+                "error",
+            ),
             failure(json!({"is_interrupt": "yes"}), "error"),
             failure(
                 json!({"error": "Interrupted", "is_interrupt": true}),

@@ -660,7 +660,12 @@ mod tests {
             (
                 Harness::Copilot,
                 &["preToolUse"],
-                &["postToolUse", "userPromptSubmitted", "sessionStart"],
+                &[
+                    "postToolUse",
+                    "postToolUseFailure",
+                    "userPromptSubmitted",
+                    "sessionStart",
+                ],
             ),
         ];
         for (harness, decided, not) in cases {
@@ -678,6 +683,14 @@ mod tests {
         }
     }
 
+    /// Registrations that intercept tools, observe them, or select nothing: a hook after a
+    /// failed call is written alike for each.
+    const TOOL_REGISTRATIONS: [&[(&[&str], &str, u64)]; 3] = [
+        &[(&["tool.before"], "intercept", 1_000)],
+        &[(&["tool.after"], "observe", 0)],
+        &[],
+    ];
+
     /// Claude Code's hook after a failed tool call is written wherever its hook after a
     /// tool is, alike (every tool, the timeout, fail-closed, guarded), but that a binary
     /// that is missing or crashes there stops the agent, the adapter's own answer to a
@@ -690,11 +703,7 @@ mod tests {
             .spec("PostToolUseFailure")
             .expect("mapped");
         assert_eq!(failed_answer(Harness::ClaudeCode, spec), stopped);
-        for subscriptions in [
-            &[(&["tool.before"][..], "intercept", 1_000)][..],
-            &[(&["tool.after"], "observe", 0)],
-            &[],
-        ] {
+        for subscriptions in TOOL_REGISTRATIONS {
             let hooks = hooks_written(Harness::ClaudeCode, subscriptions);
             let (after, failure) = (&hooks["PostToolUse"][0], &hooks["PostToolUseFailure"][0]);
             assert_eq!(failure["matcher"], after["matcher"], "{hooks}");
@@ -705,6 +714,28 @@ mod tests {
             let command = failure["command"].as_str().unwrap_or_default();
             let line = "ahp --event PostToolUseFailure";
             assert_eq!(command, guard(line, &stopped), "{hooks}");
+        }
+    }
+
+    /// Copilot's hook after a failed tool call is written wherever its hook after a tool
+    /// is, alike: the same command but for its event, the timeout, and unguarded (both
+    /// only observed, nothing offered).
+    #[test]
+    fn copilot_s_hook_after_a_failed_call_is_written_as_after_a_tool() {
+        for subscriptions in TOOL_REGISTRATIONS {
+            let hooks = hooks_written(Harness::Copilot, subscriptions);
+            let (after, failure) = (&hooks["postToolUse"][0], &hooks["postToolUseFailure"][0]);
+            for key in ["type", "timeoutSec"] {
+                assert_eq!(failure[key], after[key], "{key}: {hooks}");
+            }
+            let command = |hook: &Value| hook["bash"].as_str().unwrap_or_default().to_string();
+            let renamed = command(after).replace("postToolUse", "postToolUseFailure");
+            assert_eq!(command(failure), renamed, "{hooks}");
+            assert_eq!(
+                command(failure),
+                "ahp --event postToolUseFailure",
+                "{hooks}"
+            );
         }
     }
 
