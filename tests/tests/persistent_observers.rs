@@ -177,17 +177,32 @@ async fn a_signal_during_the_wait_leaves_observe_s_deliveries_as_they_were() {
         .arg(&registration)
         .arg("--event")
         .arg(&event)
+        // Its log says when the wait begins.
+        .env("AHP_LOG", "ahp_host=debug")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let child = tokio::process::Command::from(observe)
+    let mut child = tokio::process::Command::from(observe)
         .kill_on_drop(true)
         .spawn()
         .expect("start ahp observe");
+    let log_lines = child.stderr.take().expect("stderr is piped");
+    let (waiting, waits) = tokio::sync::oneshot::channel();
+    // Read to its end: a full pipe would hold the command.
+    tokio::spawn(async move {
+        use tokio::io::AsyncBufReadExt as _;
+        let mut lines = tokio::io::BufReader::new(log_lines).lines();
+        let mut waiting = Some(waiting);
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("input for it to end") {
+                waiting.take().map(|waiting| waiting.send(()));
+            }
+        }
+    });
     read_by_the_observer(&log).await;
-    // Read by the observer: its delivery is over, or all but (the record being made);
-    // 0.3 s later the command is well into its 2 s wait.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The delivery over and recorded, the command's wait for the observer has begun.
+    let began = tokio::time::timeout(Duration::from_secs(30), waits).await;
+    assert!(matches!(began, Ok(Ok(()))), "the wait never began");
     let output = answer_after_signal(child, "TERM").await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
