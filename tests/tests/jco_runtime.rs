@@ -278,8 +278,11 @@ async fn node_prints_a_long_settlement_whole_to_a_slow_reader() {
         .spawn()
         .expect("run node");
     let mut stdout = host.stdout.take().expect("piped stdout");
-    // Long enough for the call to settle and the host to print, with nothing read.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Nothing read until the call settled and the host filled the pipe with its line.
+    assert!(
+        ahp_tests::support::eventually(Duration::from_secs(30), || pipe_is_full(&stdout)).await,
+        "the host never filled its stdout"
+    );
     let mut printed = String::new();
     let reading = stdout.read_to_string(&mut printed);
     tokio::time::timeout(HOST_LIMIT, reading)
@@ -295,6 +298,26 @@ async fn node_prints_a_long_settlement_whole_to_a_slow_reader() {
         printed.len()
     );
     assert_eq!(status.code(), Some(2));
+}
+
+/// Whether the pipe `stdout` reads holds as much as it can: its writer is blocked.
+#[cfg(target_os = "linux")]
+fn pipe_is_full(stdout: &tokio::process::ChildStdout) -> bool {
+    use std::os::fd::AsRawFd as _;
+    let fd = stdout.as_raw_fd();
+    // SAFETY: fcntl(2) on our own pipe's descriptor; it touches no memory of ours.
+    let capacity = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    let mut held: libc::c_int = 0;
+    // SAFETY: ioctl(2) FIONREAD on that descriptor writes one int, `held`.
+    let asked = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut held) };
+    capacity > 0 && asked == 0 && held >= capacity
+}
+
+/// Elsewhere, a pipe's capacity cannot be asked: three seconds stand for it.
+#[cfg(not(target_os = "linux"))]
+fn pipe_is_full(_: &tokio::process::ChildStdout) -> bool {
+    static SINCE: OnceLock<std::time::Instant> = OnceLock::new();
+    SINCE.get_or_init(std::time::Instant::now).elapsed() >= Duration::from_secs(3)
 }
 
 /// A silent backend, 200 ms: settled by `policy` at the deadline, in the JS host too.
