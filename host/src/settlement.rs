@@ -170,7 +170,9 @@ fn consistent(record: &Record) -> bool {
     };
     // A denial nobody explained says so in its own generic words, never another's: the
     // adapters show a blank reason as a backend's decision.
-    let generic = (record.decided_by.generic_reason())
+    let generic = record
+        .decided_by
+        .generic_reason()
         .is_none_or(|reason| record.reason.as_deref() == Some(reason));
     record.decided_by.decision() == record.decision
         && by_policy

@@ -25,6 +25,11 @@ async fn a_log_everybody_can_read_is_named_among_the_warnings() {
         let warnings = interceptor.warnings();
         let said = warnings.iter().any(|w| w.starts_with(&warning));
         assert_eq!(said, warned, "{mode:o}: {warnings:?}");
+        // Unwarned, the log is named in no warning at all, whatever its wording.
+        let named = warnings
+            .iter()
+            .any(|w| w.contains(&audit.display().to_string()));
+        assert_eq!(named, warned, "{mode:o}: {warnings:?}");
         interceptor.shutdown_async().await;
     }
 }

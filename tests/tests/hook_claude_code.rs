@@ -180,8 +180,8 @@ async fn a_refused_registration_is_logged_naming_each_problem_once() {
     registration["hooks"][0]["subscriptions"][0]["timeoutMs"] = json!(0);
     std::fs::write(&path, registration.to_string()).expect("write");
     let (payload, _) = contract().pre_tool;
-    let command = ahp_tests::hook::hook_command("claude-code", &path, &[]);
-    let ran = ahp_tests::hook::run_command(command, payload.to_string().as_bytes(), true).await;
+    let ran =
+        ahp_tests::hook::run_hook("claude-code", &path, &[], payload.to_string().as_bytes()).await;
     assert_deny(&ran, ahp_tests::hook::FAILED_REASON);
     let line = ran
         .log

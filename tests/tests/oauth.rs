@@ -7,7 +7,7 @@ use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options}
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::oauth_server::{basic, MetadataMode, OAuthServer, TokenMode, CLIENT_ID};
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{call, event, only_failure, registration, Http};
+use ahp_tests::support::{call, event, only_failure, record_json, registration, Http};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tempfile::NamedTempFile;
@@ -190,7 +190,7 @@ async fn a_stuck_token_endpoint_holds_up_no_other_issuers_tokens() {
     for i in 0..3 {
         let s = call(&interceptor, &format!("evt_two_issuers_{i}")).await;
         assert_eq!(s.decision, Decision::Allow, "{i}: {}", s.record);
-        let record: Value = serde_json::from_str(&s.record.to_string()).unwrap();
+        let record = record_json(&s);
         assert_eq!(
             record["interceptors"][0]["outcome"], "failed-open",
             "{record}"

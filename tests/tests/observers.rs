@@ -575,6 +575,7 @@ async fn a_stop_while_the_observers_run_overrides_an_unanswered_allow() {
             "drop" => {
                 drop(deciding);
                 let lines = audit_lines_once(audit.path(), 1).await;
+                assert_eq!(lines.len(), 1, "{stop}: {lines:?}");
                 lines[0].clone()
             }
             _ => {

@@ -146,9 +146,7 @@ impl Record {
             observers: Vec::new(),
         }
     }
-}
 
-impl Record {
     /// The record as JSON on one line for any reader, as the CLI prints it and the audit
     /// log stores it (without the newline). serde_json writes U+2028, U+2029, NEL, DEL
     /// and the other C1 controls raw, and readers that split on Unicode line breaks
@@ -156,16 +154,17 @@ impl Record {
     /// reason, and the text after it as a record of its own. They can only stand inside
     /// strings, so their `\u` escapes give the same JSON value on one line.
     pub fn to_line(&self) -> serde_json::Result<String> {
+        use std::fmt::Write as _;
         let json = serde_json::to_string(self)?;
         let mut line = String::with_capacity(json.len());
-        let mut rest = json.as_str();
-        while let Some(at) = rest.find(is_line_break_to_escape) {
-            let c = rest[at..].chars().next().unwrap_or_default();
-            line.push_str(&rest[..at]);
-            line.push_str(&format!("\\u{:04x}", c as u32));
-            rest = &rest[at + c.len_utf8()..];
+        for c in json.chars() {
+            if is_line_break_to_escape(c) {
+                // Writing to a String cannot fail.
+                let _ = write!(line, "\\u{:04x}", c as u32);
+            } else {
+                line.push(c);
+            }
         }
-        line.push_str(rest);
         Ok(line)
     }
 }

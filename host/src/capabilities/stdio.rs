@@ -1116,6 +1116,22 @@ mod tests {
         StdioBackend::new("policy", &plan, &[], 64 * 1024)
     }
 
+    /// A persistent backend that reads one request, starts `leftover` in the background,
+    /// answers with its pid (`result.left`), then runs `then`.
+    fn leaving(leftover: &str, then: &str) -> StdioBackend {
+        scripted_backend(&format!(
+            r#"IFS= read -r line; {leftover} & echo "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"left\":$!}}}}"; {then}"#
+        ))
+    }
+
+    /// The pid of what `backend`'s child ([`leaving`]) left running, from its reply.
+    async fn pid_left_by(backend: &StdioBackend) -> u64 {
+        let far = Instant::now() + Duration::from_secs(10);
+        let reply = backend.exchange(REQUEST, far).await.expect("the reply");
+        let reply: Value = serde_json::from_slice(&reply.body).expect("JSON");
+        reply["result"]["left"].as_u64().expect("the pid it left")
+    }
+
     /// The child of `backend`'s persistent session, if it has one.
     async fn session_child(backend: &StdioBackend) -> Option<Arc<Process>> {
         let slot = backend.session.lock().await;
@@ -1261,14 +1277,10 @@ mod tests {
     /// real server of `npx` or `uv run`): reaping the wrapper kills it first.
     #[tokio::test]
     async fn what_an_exited_child_left_running_is_killed() {
-        let backend = scripted_backend(
-            r#"IFS= read -r line; sleep 30 & echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"left\":$!}}"; exit 0"#,
-        );
-        let far = Instant::now() + Duration::from_secs(10);
-        let reply = backend.exchange(REQUEST, far).await.expect("the reply");
-        let reply: Value = serde_json::from_slice(&reply.body).expect("JSON");
-        let left = reply["result"]["left"].as_u64().expect("the pid it left");
+        let backend = leaving("sleep 30", "exit 0");
+        let left = pid_left_by(&backend).await;
         let child = session_child(&backend).await.expect("a session");
+        let far = Instant::now() + Duration::from_secs(10);
         let exited = child.wait_exit(far).await;
         assert_eq!(exited, Some(Some(0)), "the wrapper exits");
         assert!(dies(left).await, "left running: {:?}", state(left));
@@ -1315,22 +1327,14 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn an_idle_persistent_child_that_exits_is_reaped() {
-        let backend = scripted_backend(
-            r#"IFS= read -r line; sleep 30 & echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"left\":$!}}"; sleep 0.2; exit 0"#,
-        );
-        let far = Instant::now() + Duration::from_secs(10);
-        let reply = backend.exchange(REQUEST, far).await.expect("the reply");
-        let reply: Value = serde_json::from_slice(&reply.body).expect("JSON");
-        let left = reply["result"]["left"].as_u64().expect("the pid it left");
+        let backend = leaving("sleep 30", "sleep 0.2; exit 0");
+        let left = pid_left_by(&backend).await;
         let child = session_child(&backend).await.expect("a session");
         let pid = u64::from(child.pid.expect("a pid"));
         assert!(dies(left).await, "left running: {:?}", state(left));
         // Reaped: gone, not a zombie, with no call and no shutdown to find it.
-        let settled = std::time::Instant::now() + Duration::from_secs(5);
-        while state(pid).is_some() && std::time::Instant::now() < settled {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert_eq!(state(pid), None, "the exited child was not reaped");
+        let gone = comes_to(pid, |state| state.is_none()).await;
+        assert!(gone, "the exited child was not reaped: {:?}", state(pid));
         assert!(
             backend.children.lock().live.is_empty(),
             "the reaped child is still registered"
@@ -1344,13 +1348,11 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn an_idle_reaped_child_s_stderr_is_let_go() {
-        let backend = scripted_backend(
-            r#"IFS= read -r line; setsid sh -c 'while :; do echo x >&2 || exit; sleep 0.05; done' & echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"left\":$!}}"; sleep 0.2; exit 0"#,
+        let backend = leaving(
+            "setsid sh -c 'while :; do echo x >&2 || exit; sleep 0.05; done'",
+            "sleep 0.2; exit 0",
         );
-        let far = Instant::now() + Duration::from_secs(10);
-        let reply = backend.exchange(REQUEST, far).await.expect("the reply");
-        let reply: Value = serde_json::from_slice(&reply.body).expect("JSON");
-        let left = reply["result"]["left"].as_u64().expect("the pid it left");
+        let left = pid_left_by(&backend).await;
         let ended = dies(left).await;
         // SAFETY: kill(2) only sends a signal (the leftover, should the test fail).
         unsafe { libc::kill(i32::try_from(left).expect("a pid"), libc::SIGKILL) };
@@ -1365,13 +1367,8 @@ mod tests {
     /// on, reparented, with nothing left to stop it.
     #[tokio::test]
     async fn dropping_a_backend_kills_what_its_child_started() {
-        let backend = scripted_backend(
-            r#"IFS= read -r line; sleep 30 & echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"left\":$!}}"; while IFS= read -r line; do :; done"#,
-        );
-        let far = Instant::now() + Duration::from_secs(10);
-        let reply = backend.exchange(REQUEST, far).await.expect("the reply");
-        let reply: Value = serde_json::from_slice(&reply.body).expect("JSON");
-        let left = reply["result"]["left"].as_u64().expect("the pid it left");
+        let backend = leaving("sleep 30", "while IFS= read -r line; do :; done");
+        let left = pid_left_by(&backend).await;
         assert!(
             session_child(&backend)
                 .await
@@ -1541,11 +1538,16 @@ mod tests {
     /// Whether process `pid` is dead (gone, or a zombie until its new parent reaps it)
     /// within 5 s.
     async fn dies(pid: u64) -> bool {
-        let settled = std::time::Instant::now() + Duration::from_secs(5);
-        while state(pid).is_some_and(|s| s != "Z") && std::time::Instant::now() < settled {
+        comes_to(pid, |state| state.is_none_or(|s| s == "Z")).await
+    }
+
+    /// Whether process `pid`'s [`state`] satisfies `settled` within 5 s.
+    async fn comes_to(pid: u64, settled: impl Fn(Option<String>) -> bool) -> bool {
+        let given_up = std::time::Instant::now() + Duration::from_secs(5);
+        while !settled(state(pid)) && std::time::Instant::now() < given_up {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        state(pid).is_none_or(|s| s == "Z")
+        settled(state(pid))
     }
 
     /// The wait for a child's exit is woken by the exit itself (a pidfd): it asks the
