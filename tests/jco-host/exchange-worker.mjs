@@ -9,6 +9,7 @@
 import { parentPort } from 'node:worker_threads';
 import http from 'node:http';
 import https from 'node:https';
+import { isIPv6 } from 'node:net';
 import { atDeadline } from './deadline.mjs';
 import { MAX_BODY, MAX_HEAD, writeResult } from './shared-result.mjs';
 
@@ -33,6 +34,16 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
     request.destroy();
   });
   const target = new URL(url);
+  // A link-local address (fe80::/10) names no interface in a URL (it has no zone): the
+  // Rust host's socket does not take it (EINVAL), a refusal with nothing sent. Node's
+  // libuv since 1.47 (Node 22) gives it the first interface with a link-local address
+  // and connects there; refused here as there instead. (Only a literal: a name that
+  // resolves to such an address is not looked at.)
+  const literal = target.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (isIPv6(literal) && /^fe[89ab][0-9a-f]:/i.test(literal)) {
+    settle({ error: 'connection-refused' });
+    return;
+  }
   let request;
   try {
     request = (target.protocol === 'https:' ? https : http).request(target, {

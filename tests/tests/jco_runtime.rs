@@ -384,7 +384,8 @@ async fn node_fails_a_malformed_reply_closed() {
 
 /// What stops a connection being made is classified as in the Rust host: a refused
 /// port, a missing route and an address the socket cannot take (a link-local one without
-/// its interface: EINVAL on Linux, once `connection-lost` in Node) are
+/// its interface: EINVAL on Linux, once `connection-lost` in Node, and connected through an
+/// interface of libuv's choosing from Node 22 on until the JS host refused it itself) are
 /// `connection-refused` in `connect`, a name that does not resolve has detail
 /// `unresolved-host`; each settled by the policy (fail-open here).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
