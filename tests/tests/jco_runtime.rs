@@ -4,8 +4,10 @@
 //! on the hostile test component (`tests/runaway-guest`) for what the host must bound or
 //! refuse.
 //!
-//! Needs `node` and `npm ci --prefix tests/jco-host` (the README's test command runs it);
-//! without them these tests fail and say so.
+//! Needs Node.js [`NODE_VERSIONS`] (`tests/jco-host/.node/bin/node` if there, else `node`
+//! on PATH: see [`node`]) and `npm ci --prefix tests/jco-host` (the README's test command
+//! runs `tests/install-test-deps.sh`, which sees to both); without them these tests fail
+//! and say so.
 
 use ahp_host::{Decision, EffectKind, EMBEDDED_COMPONENT};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
@@ -25,8 +27,57 @@ fn jco_host_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("jco-host")
 }
 
+/// The Node.js these tests run, and its version, checked once against [`NODE_VERSIONS`]:
+/// the one `tests/install-test-deps.sh` puts at `tests/jco-host/.node/bin/node` when the
+/// system's is missing or too old, else `node` on PATH. The one definition of which node.
+fn node_binary() -> &'static Path {
+    static NODE: OnceLock<PathBuf> = OnceLock::new();
+    NODE.get_or_init(|| {
+        let local = jco_host_dir().join(".node/bin/node");
+        let (node, which) = if local.exists() {
+            let which = local.display().to_string();
+            (local, which)
+        } else {
+            (PathBuf::from("node"), "`node` on PATH".to_owned())
+        };
+        let output = std::process::Command::new(&node)
+            .arg("--version")
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot run {which} ({e}): the jco tests need Node.js {NODE_VERSIONS} \
+                     (tests/install-test-deps.sh installs it)"
+                )
+            });
+        let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        assert!(
+            output.status.success() && node_version_fits(&version),
+            "{which} is Node.js {version:?}: the jco tests need Node.js {NODE_VERSIONS} \
+             (tests/install-test-deps.sh installs one in tests/jco-host/.node)"
+        );
+        node
+    })
+}
+
+/// Whether `node --version`'s `version` (`v20.19.0`) is in [`NODE_VERSIONS`].
+fn node_version_fits(version: &str) -> bool {
+    let mut parts = version.trim_start_matches('v').split('.');
+    let mut next = || parts.next().and_then(|part| part.parse::<u32>().ok());
+    match (next(), next()) {
+        (Some(major), Some(minor)) => {
+            (major == 20 && minor >= 19) || (major == 22 && minor >= 12) || major > 22
+        }
+        _ => false,
+    }
+}
+
 fn node() -> std::process::Command {
-    std::process::Command::new("node")
+    std::process::Command::new(node_binary())
+}
+
+/// [`node`], to be awaited.
+fn node_async() -> tokio::process::Command {
+    tokio::process::Command::from(node())
 }
 
 /// `wasm` transpiled by `jco transpile ahp_interceptor.wasm -o out --instantiation
@@ -35,7 +86,7 @@ fn transpile(wasm: &[u8]) -> (tempfile::TempDir, PathBuf) {
     let jco = jco_host_dir().join("node_modules/@bytecodealliance/jco/dist/jco.js");
     assert!(
         jco.exists(),
-        "jco is not installed at {}: run `npm ci --prefix tests/jco-host`",
+        "jco is not installed at {}: run tests/install-test-deps.sh (its `npm ci --prefix tests/jco-host`)",
         jco.display()
     );
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -56,10 +107,11 @@ fn transpile(wasm: &[u8]) -> (tempfile::TempDir, PathBuf) {
             "--quiet",
         ])
         .output()
-        .unwrap_or_else(|e| panic!("cannot run `node` ({e}): install Node.js {NODE_VERSIONS}"));
+        .unwrap_or_else(|e| panic!("cannot run `{}` ({e})", node_binary().display()));
     assert!(
         output.status.success(),
-        "jco transpile failed (it needs Node.js {NODE_VERSIONS}): {}",
+        "jco transpile under `{}` failed: {}",
+        node_binary().display(),
         String::from_utf8_lossy(&output.stderr)
     );
     // The generated module is ESM; Node needs to be told so.
@@ -151,7 +203,7 @@ async fn run_host(
     let evt = dir.path().join("event.json");
     std::fs::write(&reg, registration).expect("write registration");
     std::fs::write(&evt, text).expect("write event");
-    let running = tokio::process::Command::new("node")
+    let running = node_async()
         .arg(jco_host_dir().join("host.mjs"))
         .arg(entry)
         .arg(&reg)
@@ -268,7 +320,7 @@ async fn node_prints_a_long_settlement_whole_to_a_slow_reader() {
     );
     std::fs::write(&reg, one_backend(&backend, "fail-open", 2000)).expect("write registration");
     std::fs::write(&evt, event("evt_node_long")).expect("write event");
-    let mut host = tokio::process::Command::new("node")
+    let mut host = node_async()
         .arg(jco_host_dir().join("host.mjs"))
         .arg(transpiled())
         .arg(&reg)
@@ -984,7 +1036,7 @@ async fn node_denies_a_call_a_signal_ends() {
     let (reg, evt) = (dir.path().join("reg.json"), dir.path().join("event.json"));
     std::fs::write(&reg, one_backend(&backend, "fail-open", 5000)).expect("write registration");
     std::fs::write(&evt, event("evt_node_signal")).expect("write event");
-    let host = tokio::process::Command::new("node")
+    let host = node_async()
         .arg(jco_host_dir().join("host.mjs"))
         .arg(transpiled())
         .arg(&reg)
