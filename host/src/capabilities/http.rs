@@ -254,10 +254,7 @@ impl HttpBackend {
     /// loopback (a name other than `localhost`, or a non-loopback address).
     pub fn insecure_host(&self) -> Option<&str> {
         let loopback = self.host.eq_ignore_ascii_case("localhost")
-            || self
-                .host
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback());
+            || self.host.parse::<IpAddr>().is_ok_and(is_loopback);
         (!self.tls && !loopback).then_some(self.host.as_str())
     }
 
@@ -478,8 +475,12 @@ impl HttpBackend {
                 .await
                 .map_err(|_| DeliveryError::UnresolvedHost)?
                 .collect();
+            // A name with no address is as unresolved as one the lookup refused.
+            if addrs.is_empty() {
+                return Err(DeliveryError::UnresolvedHost);
+            }
             let plain_ok = self.tls || self.options.allow_insecure_http;
-            if addrs.is_empty() || (!plain_ok && !addrs.iter().all(|a| a.ip().is_loopback())) {
+            if !plain_ok && !addrs.iter().all(|a| is_loopback(a.ip())) {
                 return Err(DeliveryError::NotPermitted);
             }
             let addrs = within_zone(addrs, self.options.innermost)?;
@@ -519,6 +520,14 @@ impl HttpBackend {
 /// resolves inside the second time (DNS rebinding) reaches nothing there; none left is
 /// `not-permitted`. A host with an address of each kind (a global IPv4 and a
 /// unique-local IPv6) is reached at the one allowed.
+/// Whether plain `http` to `ip` stays on this machine: a loopback address, also one
+/// written as an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`), which connects to the
+/// same place. Not the unspecified address (`0.0.0.0`), which [`Zone`] counts as loopback
+/// for the inner zone but which names no peer to trust in the clear.
+fn is_loopback(ip: IpAddr) -> bool {
+    ip.to_canonical().is_loopback()
+}
+
 fn within_zone(addrs: Vec<SocketAddr>, innermost: Zone) -> Result<Vec<SocketAddr>, DeliveryError> {
     let allowed: Vec<SocketAddr> = addrs
         .into_iter()
@@ -1320,6 +1329,32 @@ mod tests {
                 other => panic!("reads {reads}: {:?}", other.err()),
             }
         }
+    }
+
+    /// Plain `http` is taken for staying on this machine only to a loopback address,
+    /// however it is written (IPv4-mapped too), never to the unspecified address.
+    #[test]
+    fn plain_http_is_loopback_only_to_a_loopback_address() {
+        let insecure = |url: &str| loopback_backend(url).insecure_host().map(str::to_owned);
+        for url in [
+            "http://127.0.0.1:9/h",
+            "http://127.8.9.1:9/h",
+            "http://[::1]:9/h",
+            "http://[::ffff:127.0.0.1]:9/h",
+            "http://LocalHost:9/h",
+        ] {
+            assert_eq!(insecure(url), None, "{url}");
+        }
+        for (url, host) in [
+            ("http://0.0.0.0:9/h", "0.0.0.0"),
+            ("http://[::]:9/h", "::"),
+            ("http://[::ffff:10.0.0.1]:9/h", "::ffff:10.0.0.1"),
+            ("http://10.0.0.1:9/h", "10.0.0.1"),
+            ("http://policy.example:9/h", "policy.example"),
+        ] {
+            assert_eq!(insecure(url).as_deref(), Some(host), "{url}");
+        }
+        assert_eq!(insecure("https://10.0.0.1:9/h"), None);
     }
 
     fn addrs(list: &[&str]) -> Vec<SocketAddr> {
