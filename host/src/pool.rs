@@ -24,8 +24,13 @@
 //! that ran out in the queue failed open and a later one still has time, the call has
 //! I/O to do after all: the host stops it at its first I/O (`state`), nothing sent,
 //! discards what the component made of it, gives the instance back and has it wait again
-//! in the main lane until that later deadline. So every wait ends by the call's last
-//! deadline (or budget), and a call runs at most once per interceptor, plus once.
+//! in the main lane until that later deadline. So every wait in a queue ends by the
+//! call's last deadline (or budget), and a call runs at most once per interceptor, plus
+//! once. Making a new instance is the one wait the deadlines do not end: the call needs
+//! an instance to settle at all, so it waits for the make until its interruption,
+//! shutdown, its budget or [`MAKE_BOUND`]; the component then finds the deadlines the
+//! make used up and settles them (`deadline-exceeded` in phase `queue`), late by the
+//! make's time (the shipped component's `load` does no I/O: milliseconds).
 //!
 //! On this crate's own Engine, a new instance also needs one of the Engine's slots, which
 //! every pool on it shares (`slots`): waited for the same way, so that several
