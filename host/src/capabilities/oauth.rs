@@ -1,9 +1,10 @@
 //! OAuth 2.0 client credentials: discovery, token requests and a shared token cache.
 //!
 //! One [`OAuth`] serves every backend of an interceptor. Tokens are cached per (issuer,
-//! resource, client, scopes) and reused until shortly before they expire; past three
-//! quarters of their lifetime a call still gets the cached token and starts a refresh in
-//! the background. Concurrent callers share one acquisition (a [`Flight`]).
+//! resource, client, scopes) and reused until shortly before they expire, by the wall
+//! clock as well as the monotonic one ([`Moment`]); past three quarters of their lifetime
+//! a call still gets the cached token and starts a refresh in the background. Concurrent
+//! callers share one acquisition (a [`Flight`]).
 //!
 //! Everything is fetched over verified TLS: the issuer's metadata (RFC 8414, then OpenID
 //! Connect discovery, in the MCP 2025-11-25 order), whose `issuer` must equal the
@@ -22,7 +23,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::time::{timeout_at, Instant};
 
 /// How long discovered metadata is trusted before it is fetched again.
@@ -94,8 +95,53 @@ struct Slot {
 #[derive(Clone)]
 struct Token {
     secret: Secret,
-    refresh_at: Instant,
-    expires_at: Instant,
+    refresh_at: Moment,
+    expires_at: Moment,
+}
+
+/// A point in time on two clocks, which a cached token's refresh and expiry are kept by.
+/// tokio's [`Instant`] is monotonic, and the monotonic clock stops while the machine
+/// sleeps (CLOCK_MONOTONIC on Linux): after a laptop slept two hours, a token whose `exp`
+/// or `expires_in` ran out meanwhile still looked fresh by it, and was sent (conformance
+/// H13: an expired token is refused, no credential sent). The wall clock runs on through
+/// sleep but may be set back; so a moment has come as soon as either clock says so.
+#[derive(Clone, Copy)]
+struct Moment {
+    monotonic: Instant,
+    wall: SystemTime,
+}
+
+impl Moment {
+    fn now() -> Moment {
+        Moment {
+            monotonic: Instant::now(),
+            wall: SystemTime::now(),
+        }
+    }
+
+    /// Whether this moment has come at `now`, by either clock.
+    fn reached(self, now: Moment) -> bool {
+        now.monotonic >= self.monotonic || now.wall >= self.wall
+    }
+
+    /// The time left from `now` until this moment, by the clock that has less left.
+    fn left(self, now: Moment) -> Duration {
+        let wall = self.wall.duration_since(now.wall).unwrap_or_default();
+        self.monotonic
+            .saturating_duration_since(now.monotonic)
+            .min(wall)
+    }
+}
+
+impl std::ops::Add<Duration> for Moment {
+    type Output = Moment;
+
+    fn add(self, later: Duration) -> Moment {
+        Moment {
+            monotonic: self.monotonic + later,
+            wall: self.wall + later,
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -153,10 +199,11 @@ impl OAuth {
                 return Err(AuthFailure::AcquisitionFailed);
             }
             let slot = tokens.entry(key.clone()).or_default();
-            let now = Instant::now();
-            if let Some(token) = slot.token.clone().filter(|t| now < t.expires_at) {
+            let now = Moment::now();
+            // One expired by either clock (asleep meanwhile) is acquired anew.
+            if let Some(token) = slot.token.clone().filter(|t| !t.expires_at.reached(now)) {
                 let idle = slot.flight.as_ref().is_none_or(Flight::is_finished);
-                if now >= token.refresh_at && idle {
+                if token.refresh_at.reached(now) && idle {
                     slot.flight = Some(self.start_flight(key, plan, true));
                 }
                 return Ok(token.secret);
@@ -167,7 +214,7 @@ impl OAuth {
                 slot.flight = None;
             }
             if let Some((until, failure)) = slot.paused {
-                if now < until && slot.flight.is_none() {
+                if now.monotonic < until && slot.flight.is_none() {
                     return Err(failure);
                 }
             }
@@ -221,11 +268,11 @@ impl OAuth {
             let fetched = timeout_at(bound, oauth.acquire(&plan, bound))
                 .await
                 .unwrap_or_else(|_| Err(Problem::Failed("timed out".into())))
-                .and_then(|token| match token.expires_at > Instant::now() {
-                    true => Ok(token),
+                .and_then(|token| match token.expires_at.reached(Moment::now()) {
+                    false => Ok(token),
                     // Its `exp` or `expires_in` ran out on the way (a slow token
                     // endpoint, an `exp` under a second away): sent, it would be refused.
-                    false => Err(Problem::Failed(
+                    true => Err(Problem::Failed(
                         "the token expired before it could be used".into(),
                     )),
                 });
@@ -253,9 +300,8 @@ impl OAuth {
                     // A failed background refresh: keep the valid token, and try again
                     // halfway to its expiry rather than on the very next call.
                     (Err(_), Some(current)) => {
-                        let now = Instant::now();
-                        current.refresh_at =
-                            now + current.expires_at.saturating_duration_since(now) / 2;
+                        let now = Moment::now();
+                        current.refresh_at = now + current.expires_at.left(now) / 2;
                     }
                     (Err(_), None) => {}
                 }
@@ -294,7 +340,7 @@ impl OAuth {
     ) -> Result<Token, Problem> {
         let scopes = TokenKey::of(plan).scopes;
         let (body, header) = token_request(plan, &scopes, secret, metadata.client_auth)?;
-        let requested_at = Instant::now();
+        let requested_at = Moment::now();
         let reply = self
             .endpoint(&metadata.token_endpoint, metadata.issuer_zone)?
             .send(
@@ -552,7 +598,7 @@ fn token_from(
     json: &Value,
     requested: &[String],
     plan: &OauthPlan,
-    requested_at: Instant,
+    requested_at: Moment,
 ) -> Result<Token, &'static str> {
     let secret = json["access_token"]
         .as_str()
@@ -603,7 +649,7 @@ fn token_from(
     Ok(Token {
         secret,
         refresh_at: requested_at + lifetime * 3 / 4,
-        expires_at: requested_at + lifetime - EXPIRY_MARGIN.min(lifetime / 10),
+        expires_at: requested_at + (lifetime - EXPIRY_MARGIN.min(lifetime / 10)),
     })
 }
 
@@ -664,8 +710,8 @@ fn fits(
 }
 
 fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
 
@@ -777,7 +823,7 @@ mod tests {
 
     #[test]
     fn token_responses_are_checked() {
-        let now = Instant::now();
+        let now = Moment::now();
         let scopes = ["hooks".to_string()];
         let token = token_from(
             &json!({"access_token": "t1", "token_type": "bearer", "expires_in": 100}),
@@ -787,26 +833,28 @@ mod tests {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(token.secret.expose(), "t1");
-        assert_eq!(token.refresh_at - now, Duration::from_secs(75));
-        assert_eq!(token.expires_at - now, Duration::from_secs(90));
+        assert_eq!(token.refresh_at.left(now), Duration::from_secs(75));
+        assert_eq!(token.expires_at.left(now), Duration::from_secs(90));
+        let wall = token.expires_at.wall.duration_since(now.wall);
+        assert_eq!(wall.ok(), Some(Duration::from_secs(90)), "by both clocks");
         let unbounded = token_from(
             &json!({"access_token": "t", "token_type": "Bearer"}),
             &[],
             &plan_for("r"),
             now,
         );
-        assert!(unbounded.is_ok_and(|t| t.expires_at - now == Duration::from_secs(270)));
+        assert!(unbounded.is_ok_and(|t| t.expires_at.left(now) == Duration::from_secs(270)));
         let forever = json!({"access_token": "t", "token_type": "Bearer", "expires_in": u64::MAX});
         let capped =
             token_from(&forever, &[], &plan_for("r"), now).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(capped.expires_at - now, MAX_LIFETIME - EXPIRY_MARGIN);
+        assert_eq!(capped.expires_at.left(now), MAX_LIFETIME - EXPIRY_MARGIN);
         for written in [json!("3600"), json!(3600.0), json!(3600.9)] {
             let issued =
                 json!({"access_token": "t", "token_type": "Bearer", "expires_in": written});
             let token =
                 token_from(&issued, &[], &plan_for("r"), now).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(
-                token.expires_at - now,
+                token.expires_at.left(now),
                 Duration::from_secs(3570),
                 "{written}"
             );
@@ -839,7 +887,7 @@ mod tests {
     /// it comes.
     #[test]
     fn a_readable_token_must_be_for_this_resource_and_unexpired() {
-        let now = Instant::now();
+        let now = Moment::now();
         let part =
             |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
         let jwt =
@@ -867,12 +915,18 @@ mod tests {
                 "{unfit}"
             );
         }
-        let soon = json!({"aud": resource, "exp": unix_now() + 100});
+        let exp = unix_now() + 100;
+        let soon = json!({"aud": resource, "exp": exp});
         let kept = token_from(&issued(&soon), &[], &plan_for(resource), now)
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(
-            kept.expires_at - now <= Duration::from_secs(100),
+            kept.expires_at.left(now) <= Duration::from_secs(100),
             "kept past its exp"
+        );
+        let exp = SystemTime::UNIX_EPOCH + Duration::from_secs(exp);
+        assert!(
+            kept.expires_at.wall <= exp,
+            "kept past its exp by the wall clock"
         );
     }
 
@@ -937,7 +991,7 @@ mod tests {
         let config = crate::Options::default().backend_config();
         let oauth = OAuth::new(config.expect("the default options").http);
         let plan = plan_for("https://policy.example.com");
-        let now = Instant::now();
+        let now = Moment::now();
         let cached = |secret: &str| Token {
             secret: Secret::new(secret),
             refresh_at: now + Duration::from_secs(60),
@@ -958,6 +1012,53 @@ mod tests {
         assert_eq!(held(&oauth).as_deref(), Some("t2"));
         oauth.reject(&plan, &Secret::new("t2"));
         assert_eq!(held(&oauth), None);
+    }
+
+    /// A token cached before the machine slept: the monotonic clock stopped meanwhile, so
+    /// by it the token's expiry (or refresh point) is still ahead, while by the wall clock
+    /// it has passed. An expired one is not handed out: a new acquisition starts (here one
+    /// whose client secret does not resolve, so it fails at once, asking nobody). One past
+    /// its refresh point by the wall clock alone is handed out with a refresh behind it.
+    #[tokio::test]
+    async fn a_token_that_ran_out_while_the_machine_slept_is_not_handed_out() {
+        let config = crate::Options::default().backend_config();
+        let oauth = Arc::new(OAuth::new(config.expect("the default options").http));
+        let plan = plan_for("https://policy.example.com");
+        let (hour, now) = (Duration::from_secs(3600), Moment::now());
+        // An hour ahead by the monotonic clock, which stopped; `wall` by the wall clock.
+        let slept = |wall: SystemTime| Moment {
+            monotonic: now.monotonic + hour,
+            wall,
+        };
+        let seed = |refresh_at: Moment, expires_at: Moment| {
+            let token = Token {
+                secret: Secret::new("t-before-sleep"),
+                refresh_at,
+                expires_at,
+            };
+            let slot = Slot {
+                token: Some(token),
+                issued_before: true,
+                ..Slot::default()
+            };
+            lock(&oauth.tokens).insert(TokenKey::of(&plan), slot);
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        seed(slept(now.wall - hour), slept(now.wall - hour / 2));
+        let expired = oauth.token(&plan, deadline).await;
+        assert_eq!(
+            expired.map(|t| t.expose().to_string()),
+            Err(AuthFailure::Unresolved),
+            "a new acquisition, not the expired token"
+        );
+        seed(slept(now.wall - hour / 2), slept(now.wall + hour));
+        let due = oauth.token(&plan, deadline).await;
+        assert_eq!(
+            due.map(|t| t.expose().to_string()),
+            Ok("t-before-sleep".into())
+        );
+        let refreshing = lock(&oauth.tokens)[&TokenKey::of(&plan)].flight.is_some();
+        assert!(refreshing, "a refresh behind the call");
     }
 
     #[test]
