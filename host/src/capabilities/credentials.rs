@@ -156,10 +156,7 @@ impl Source {
         match self {
             // Re-resolved at every dispatch: there is no cache to drop.
             Source::Bearer(_) => {}
-            Source::OAuth(plan, oauth, refusals) => {
-                refusals.refused(token);
-                oauth.reject(plan, token);
-            }
+            Source::OAuth(plan, oauth, refusals) => refusals.refused(oauth, plan, token),
             Source::Provided(provider) => {
                 let rejected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     provider.reject(backend, token)
@@ -222,7 +219,17 @@ impl Refusals {
             .is_some_and(|until| Instant::now() < until)
     }
 
-    pub(super) fn refused(&self, token: &Secret) {
+    /// The backend answered 401 to `token`, one of `plan`'s from `oauth`: the cache drops
+    /// it, and the refusal counts only if the cache still held it. One replaced since (a
+    /// call that took it before a refresh) is a stale 401 that does not invalidate the
+    /// newer token (digest §12), and must not pause it either.
+    pub(super) fn refused(&self, oauth: &OAuth, plan: &OauthPlan, token: &Secret) {
+        if oauth.reject(plan, token) {
+            self.count(token);
+        }
+    }
+
+    fn count(&self, token: &Secret) {
         let mut refused = self.lock();
         if refused.last.as_ref() == Some(token) {
             return;
@@ -397,14 +404,14 @@ mod tests {
         let refusals = Refusals::default();
         let (first, second) = (Secret::new("t-1"), Secret::new("t-2"));
         for _ in 0..8 {
-            refusals.refused(&first);
+            refusals.count(&first);
         }
         assert!(!refusals.paused(), "one token refused, however often");
-        refusals.refused(&second);
+        refusals.count(&second);
         assert!(refusals.paused(), "two in a row");
         refusals.accepted();
         assert!(!refusals.paused());
-        refusals.refused(&second);
+        refusals.count(&second);
         assert!(!refusals.paused(), "the run starts again");
     }
 

@@ -434,11 +434,10 @@ impl Discovery {
     }
 
     /// The backend answered 401 to `token`, the learned binding's: the OAuth client's
-    /// cache drops it, and it counts toward this backend's pause.
+    /// cache drops it, and, if it still held it, it counts toward this backend's pause.
     pub fn reject(&self, token: &Secret) {
         if let State::Learned(learned) = &*lock(&self.state) {
-            self.refusals.refused(token);
-            self.oauth.reject(&learned.plan, token);
+            self.refusals.refused(&self.oauth, &learned.plan, token);
         }
     }
 

@@ -227,14 +227,18 @@ impl OAuth {
     }
 
     /// The backend answered 401 to `token`: forget it (unless a newer one replaced it), so
-    /// the next call acquires a fresh one.
-    pub fn reject(&self, plan: &OauthPlan, token: &Secret) {
+    /// the next call acquires a fresh one. Whether it was the cached token, and so dropped:
+    /// a 401 to one replaced since is stale (digest §12).
+    pub fn reject(&self, plan: &OauthPlan, token: &Secret) -> bool {
         let mut tokens = lock(&self.tokens);
-        if let Some(slot) = tokens.get_mut(&TokenKey::of(plan)) {
-            if slot.token.as_ref().is_some_and(|t| &t.secret == token) {
-                slot.token = None;
-            }
+        let Some(slot) = tokens.get_mut(&TokenKey::of(plan)) else {
+            return false;
+        };
+        let cached = slot.token.as_ref().is_some_and(|t| &t.secret == token);
+        if cached {
+            slot.token = None;
         }
+        cached
     }
 
     /// Aborts every acquisition in flight, starts none after (a discovery finishing
@@ -718,6 +722,8 @@ fn unix_now() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capabilities::credentials::Source;
+    use crate::interrupt::Interrupt;
     use serde_json::json;
 
     #[test]
@@ -985,11 +991,14 @@ mod tests {
     }
 
     /// A 401 to a token the cache has replaced since (a call that took the old one
-    /// before a refresh) leaves the newer token in place; a 401 to the cached one drops it.
-    #[test]
-    fn a_stale_401_keeps_the_newer_token() {
+    /// before a refresh) leaves the newer token in place and counts toward no pause
+    /// (digest §12: a stale 401 does not invalidate a newer token); a 401 to the cached
+    /// one drops it. A stale 401 and the current token's then pause nothing: the next
+    /// call acquires (here failing at once, its client secret unresolved).
+    #[tokio::test]
+    async fn a_stale_401_keeps_the_newer_token_and_pauses_nothing() {
         let config = crate::Options::default().backend_config();
-        let oauth = OAuth::new(config.expect("the default options").http);
+        let oauth = Arc::new(OAuth::new(config.expect("the default options").http));
         let plan = plan_for("https://policy.example.com");
         let now = Moment::now();
         let cached = |secret: &str| Token {
@@ -1008,10 +1017,14 @@ mod tests {
                 .as_ref()
                 .map(|t| t.secret.expose().to_string())
         };
-        oauth.reject(&plan, &Secret::new("t1"));
+        let source = Source::OAuth(plan.clone(), Arc::clone(&oauth), Arc::default());
+        source.reject("b", &Secret::new("t1"));
         assert_eq!(held(&oauth).as_deref(), Some("t2"));
-        oauth.reject(&plan, &Secret::new("t2"));
+        source.reject("b", &Secret::new("t2"));
         assert_eq!(held(&oauth), None);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let next = source.acquire("b", deadline, &Interrupt::new()).await;
+        assert_eq!(next.err(), Some(AuthFailure::Unresolved), "not paused");
     }
 
     /// A token cached before the machine slept: the monotonic clock stopped meanwhile, so
