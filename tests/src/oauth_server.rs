@@ -2,7 +2,7 @@
 //!
 //! It serves RFC 8414 metadata (and OpenID Connect discovery), and a client credentials
 //! token endpoint that checks the client's Basic credentials and issues unique,
-//! short-lived tokens. Every request is recorded. What it does can be changed while it
+//! short-lived tokens (or one token again and again). Every request is recorded. What it does can be changed while it
 //! runs: be slow, fail, answer garbage, or claim another issuer.
 //!
 //! It is also a protected resource for the discovery tests: an AHP endpoint at
@@ -32,6 +32,9 @@ pub const CLIENT_ID: &str = "ahp-harness";
 pub enum TokenMode {
     /// Issues a fresh token (when the client authenticated correctly).
     Issue,
+    /// Issues the first token it issued again, still valid, at every request (a fresh one
+    /// if it has issued none), as some issuers do until a token nears its expiry.
+    Same,
     /// Waits, then behaves as the inner mode.
     Slow(Duration, Box<TokenMode>),
     /// This status with an OAuth error body.
@@ -407,8 +410,9 @@ async fn token(
         tokio::time::sleep(pause).await;
         mode = *then;
     }
+    let same = matches!(mode, TokenMode::Same);
     match mode {
-        TokenMode::Issue => {}
+        TokenMode::Issue | TokenMode::Same => {}
         TokenMode::Status(status) => {
             return respond(
                 status,
@@ -444,7 +448,10 @@ async fn token(
             oauth_error("unsupported_grant_type"),
         );
     }
-    let token = format!("tok-{}-{:08x}", state.issued.len() + 1, rand_u32());
+    let token = match state.issued.first() {
+        Some(first) if same => first.clone(),
+        _ => format!("tok-{}-{:08x}", state.issued.len() + 1, rand_u32()),
+    };
     state.issued.push(token.clone());
     let mut body = json!({
         "access_token": token,

@@ -772,33 +772,39 @@ async fn client_secret_post_sends_the_credentials_in_the_form() {
 /// A backend that refuses every token (an audience it does not take) does not have a
 /// token requested twice per call: its second refusal in a row pauses its acquisitions
 /// (1 s, doubling), during which its calls fail at once as a renewal that failed. Each
-/// call is still `auth-failed` under its policy, and nothing goes without a token.
+/// call is still `auth-failed` under its policy, and nothing goes without a token. So too
+/// with an issuer that hands out the same still-valid token at every request: each
+/// acquisition refused counts, though its token string is the last one's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backend_that_refuses_every_token_pauses_its_acquisitions() {
-    let fx = Fixture::start(3600, vec![Behaviour::unauthorized()]).await;
-    for (policy, decision) in [
-        ("fail-closed", Decision::Deny),
-        ("fail-open", Decision::Allow),
-    ] {
-        let interceptor = fx.interceptor(policy, 2_000).await;
-        let before = fx.server.token_requests().len();
-        for i in 0..10 {
-            let s = call(&interceptor, &format!("evt_refused_{policy}_{i}")).await;
-            assert_eq!(s.decision, decision, "{policy} {i}: {}", s.record);
-            assert_eq!(only_failure(&s)["class"], "auth-failed", "{policy} {i}");
+    for mode in [TokenMode::Issue, TokenMode::Same] {
+        let fx = Fixture::start(3600, vec![Behaviour::unauthorized()]).await;
+        fx.server.set_token_mode(mode.clone());
+        for (policy, decision) in [
+            ("fail-closed", Decision::Deny),
+            ("fail-open", Decision::Allow),
+        ] {
+            let interceptor = fx.interceptor(policy, 2_000).await;
+            let before = fx.server.token_requests().len();
+            for i in 0..10 {
+                let s = call(&interceptor, &format!("evt_refused_{policy}_{i}")).await;
+                assert_eq!(s.decision, decision, "{mode:?} {policy} {i}: {}", s.record);
+                let class = &only_failure(&s)["class"];
+                assert_eq!(class, "auth-failed", "{mode:?} {policy} {i}");
+            }
+            // Two tokens refused (the first call's and its resend's), then a pause of 1 s
+            // the next calls are quicker than; on a loaded machine a third (and a pause
+            // of 2 s), a fourth at most. Twenty without the pause.
+            let requests = fx.server.token_requests().len() - before;
+            assert!(
+                (2..=4).contains(&requests),
+                "{mode:?} {policy}: {requests} token requests"
+            );
+            assert!(
+                fx.bearers().iter().all(|b| !b.is_empty()),
+                "nothing went without one"
+            );
         }
-        // Two tokens refused (the first call's and its resend's), then a pause of 1 s
-        // the next calls are quicker than; on a loaded machine a third (and a pause of
-        // 2 s), a fourth at most. Twenty without the pause.
-        let requests = fx.server.token_requests().len() - before;
-        assert!(
-            (2..=4).contains(&requests),
-            "{policy}: {requests} token requests"
-        );
-        assert!(
-            fx.bearers().iter().all(|b| !b.is_empty()),
-            "nothing went without one"
-        );
     }
 }
 

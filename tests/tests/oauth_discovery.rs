@@ -5,7 +5,7 @@
 //! else is `auth-failed` under the policy, with no secret sent anywhere.
 
 use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, OAuthClient, Options};
-use ahp_tests::oauth_server::{OAuthServer, ResourceRequest, CLIENT_ID};
+use ahp_tests::oauth_server::{OAuthServer, ResourceRequest, TokenMode, CLIENT_ID};
 use ahp_tests::pki::Pki;
 use ahp_tests::support::{
     call, event, eventually, only_attempt_results, only_failure, registration, Http, SLACK,
@@ -478,33 +478,45 @@ async fn a_learned_token_refused_later_is_replaced_and_the_metadata_read_again()
 /// A backend that refuses every token of its learned binding pauses that binding's
 /// acquisitions (1 s, doubling), as an `oauth` binding's: its calls fail at once as a
 /// renewal that failed, rather than each asking for two tokens. Each is `auth-failed`
-/// under its policy, and no call goes without a token.
+/// under its policy, and no call goes without a token. So too with an issuer that hands
+/// out the same still-valid token at every request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backend_refusing_every_learned_token_pauses_its_acquisitions() {
-    let fx = Fixture::start().await;
-    fx.challenge_without_a_pointer();
-    let interceptor = fx
-        .interceptor(fx.backend("fail-closed"), vec![fx.client()])
-        .await;
-    let first = call(&interceptor, "evt_learned_then_refused").await;
-    assert_eq!(first.decision, Decision::Allow, "{}", first.record);
-    fx.server.refuse_every_token();
-    let before = fx.server.issued().len();
-    for i in 0..10 {
-        let s = call(&interceptor, &format!("evt_refused_{i}")).await;
-        assert_eq!(s.decision, Decision::Deny, "{i}: {}", s.record);
-        assert_eq!(only_failure(&s)["class"], "auth-failed", "{i}");
+    for mode in [TokenMode::Issue, TokenMode::Same] {
+        let fx = Fixture::start().await;
+        fx.server.set_token_mode(mode.clone());
+        fx.challenge_without_a_pointer();
+        let interceptor = fx
+            .interceptor(fx.backend("fail-closed"), vec![fx.client()])
+            .await;
+        let first = call(&interceptor, "evt_learned_then_refused").await;
+        assert_eq!(
+            first.decision,
+            Decision::Allow,
+            "{mode:?}: {}",
+            first.record
+        );
+        fx.server.refuse_every_token();
+        let before = fx.server.issued().len();
+        for i in 0..10 {
+            let s = call(&interceptor, &format!("evt_refused_{i}")).await;
+            assert_eq!(s.decision, Decision::Deny, "{mode:?} {i}: {}", s.record);
+            assert_eq!(only_failure(&s)["class"], "auth-failed", "{mode:?} {i}");
+        }
+        // The learned token and one fresh one refused, then a pause of 1 s the next
+        // calls are quicker than; on a loaded machine a third (and a pause of 2 s), a
+        // fourth at most. Twenty without the pause.
+        let requests = fx.server.issued().len() - before;
+        assert!(
+            (1..=3).contains(&requests),
+            "{mode:?}: {requests} tokens issued"
+        );
+        let posts = fx.posts();
+        assert!(
+            posts[2..].iter().all(|p| p.authorization.is_some()),
+            "nothing went without one"
+        );
     }
-    // The learned token and one fresh one refused, then a pause of 1 s the next calls
-    // are quicker than; on a loaded machine a third (and a pause of 2 s), a fourth at
-    // most. Twenty without the pause.
-    let requests = fx.server.issued().len() - before;
-    assert!((1..=3).contains(&requests), "{requests} tokens issued");
-    let posts = fx.posts();
-    assert!(
-        posts[2..].iter().all(|p| p.authorization.is_some()),
-        "nothing went without one"
-    );
 }
 
 /// Metadata that never comes: the call settles at its deadline, which discovery counts

@@ -186,23 +186,26 @@ impl Source {
     }
 }
 
-/// One OAuth backend's refusals (401s) of distinct tokens since it last took one, and
-/// the pause they started. A backend that refuses every token (an audience it does not
-/// take) would otherwise have each call ask the token endpoint twice, the client secret
-/// with it, at the pace of the agent's tool calls. The second refusal in a row pauses
-/// this backend's acquisitions for 1 s, doubling to 30 s; a token it takes ends that.
-/// Kept per backend, not in the token cache, which every backend of one issuer,
-/// resource, client and scopes shares: one backend's refusals stop no other's. A token
-/// is counted once, however many calls held it when it was refused. A binding learned
-/// from the backend's challenge ([`super::discovery`]) keeps its own the same way.
+/// One OAuth backend's refusals (401s) of the tokens acquired for it since it last took
+/// one, and the pause they started. A backend that refuses every token (an audience it
+/// does not take) would otherwise have each call ask the token endpoint twice, the
+/// client secret with it, at the pace of the agent's tool calls. The second refusal in a
+/// row pauses this backend's acquisitions for 1 s, doubling to 30 s; a token it takes
+/// ends that. Kept per backend, not in the token cache, which every backend of one
+/// issuer, resource, client and scopes shares: one backend's refusals stop no other's.
+/// A refusal counts once per acquisition: only the 401 that drops the token from the
+/// cache ([`Refusals::refused`]), not those of other calls that held it too. The same
+/// token string issued again after its refusal (an issuer that hands out one still-valid
+/// token at every request) is another acquisition and counts again: counted once per
+/// string, it never started the pause, and each call cost a token request and two
+/// backend requests. A binding learned from the backend's challenge
+/// ([`super::discovery`]) keeps its own the same way.
 #[derive(Debug, Default)]
 pub struct Refusals(std::sync::Mutex<Refused>);
 
 #[derive(Debug, Default)]
 struct Refused {
     in_a_row: u32,
-    /// The token counted last: its other 401s (concurrent calls) are not counted again.
-    last: Option<Secret>,
     until: Option<Instant>,
 }
 
@@ -225,17 +228,13 @@ impl Refusals {
     /// newer token (digest §12), and must not pause it either.
     pub(super) fn refused(&self, oauth: &OAuth, plan: &OauthPlan, token: &Secret) {
         if oauth.reject(plan, token) {
-            self.count(token);
+            self.count();
         }
     }
 
-    fn count(&self, token: &Secret) {
+    fn count(&self) {
         let mut refused = self.lock();
-        if refused.last.as_ref() == Some(token) {
-            return;
-        }
         refused.in_a_row = refused.in_a_row.saturating_add(1);
-        refused.last = Some(token.clone());
         refused.until =
             super::oauth::pause_after(refused.in_a_row).map(|pause| Instant::now() + pause);
     }
@@ -397,21 +396,18 @@ pub(super) fn usable(token: &str) -> Option<Secret> {
 mod tests {
     use super::*;
 
-    /// A token counts once, however many calls held it when it was refused; the second
-    /// distinct token refused in a row pauses; a token taken ends the run.
+    /// The second refusal in a row pauses; a token taken ends the run. (Which 401s
+    /// count is the cache's to say: `oauth`'s tests.)
     #[tokio::test]
-    async fn refusals_count_distinct_tokens_and_end_when_one_is_taken() {
+    async fn refusals_pause_from_the_second_in_a_row_until_a_token_is_taken() {
         let refusals = Refusals::default();
-        let (first, second) = (Secret::new("t-1"), Secret::new("t-2"));
-        for _ in 0..8 {
-            refusals.count(&first);
-        }
-        assert!(!refusals.paused(), "one token refused, however often");
-        refusals.count(&second);
+        refusals.count();
+        assert!(!refusals.paused(), "one refusal");
+        refusals.count();
         assert!(refusals.paused(), "two in a row");
         refusals.accepted();
         assert!(!refusals.paused());
-        refusals.count(&second);
+        refusals.count();
         assert!(!refusals.paused(), "the run starts again");
     }
 

@@ -722,7 +722,7 @@ fn unix_now() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capabilities::credentials::Source;
+    use crate::capabilities::credentials::{Refusals, Source};
     use crate::interrupt::Interrupt;
     use serde_json::json;
 
@@ -1025,6 +1025,40 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(5);
         let next = source.acquire("b", deadline, &Interrupt::new()).await;
         assert_eq!(next.err(), Some(AuthFailure::Unresolved), "not paused");
+    }
+
+    /// A refusal counts once per acquisition: the 401s of other calls that held the same
+    /// token count nothing, but the same token string issued again after its refusal (an
+    /// issuer that hands out one still-valid token at every request) counts again, and
+    /// its refusal pauses the backend.
+    #[test]
+    fn a_token_issued_again_after_its_refusal_counts_again() {
+        let config = crate::Options::default().backend_config();
+        let oauth = Arc::new(OAuth::new(config.expect("the default options").http));
+        let plan = plan_for("https://policy.example.com");
+        let refusals = Arc::new(Refusals::default());
+        let source = Source::OAuth(plan.clone(), Arc::clone(&oauth), Arc::clone(&refusals));
+        let now = Moment::now();
+        let issue = || {
+            let token = Token {
+                secret: Secret::new("t-same"),
+                refresh_at: now + Duration::from_secs(60),
+                expires_at: now + Duration::from_secs(90),
+            };
+            let slot = Slot {
+                token: Some(token),
+                ..Slot::default()
+            };
+            lock(&oauth.tokens).insert(TokenKey::of(&plan), slot);
+        };
+        issue();
+        for _ in 0..4 {
+            source.reject("b", &Secret::new("t-same"));
+        }
+        assert!(!refusals.paused(), "one acquisition refused, however often");
+        issue();
+        source.reject("b", &Secret::new("t-same"));
+        assert!(refusals.paused(), "issued again and refused again");
     }
 
     /// A token cached before the machine slept: the monotonic clock stopped meanwhile, so
