@@ -6,7 +6,8 @@
 //! runs: be slow, fail, answer garbage, or claim another issuer.
 //!
 //! It is also a protected resource for the discovery tests: an AHP endpoint at
-//! [`OAuthServer::resource_url`] that answers a request bearing a token it issued and
+//! [`OAuthServer::resource_url`] (and at the root, `/`, for a backend registered as the
+//! bare origin) that answers a request bearing a token it issued and
 //! challenges any other with a 401 and a configurable `WWW-Authenticate`, and protected
 //! resource metadata (RFC 9728) at whatever paths a test gives it.
 
@@ -313,7 +314,7 @@ async fn serve(
                 body: body.to_vec(),
             };
             match path.as_str() {
-                "/hooks" => protected(&state, record),
+                "/hooks" | "/" => protected(&state, record),
                 _ => resource_metadata(&state, record).await,
             }
         }

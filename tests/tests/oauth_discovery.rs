@@ -177,6 +177,26 @@ async fn a_challenge_naming_its_metadata_is_answered_with_a_resource_bound_token
     assert!(!audit.contains(CLIENT_SECRET) && !audit.contains(&issued[0]));
 }
 
+/// A backend registered as the bare origin, whose metadata (at the challenge's pointer)
+/// names it with the slash pydantic's `AnyHttpUrl` adds: an empty path is `/` (RFC 3986
+/// §6.2.3), so the metadata describes this backend and the call goes on with a token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_naming_a_bare_origin_with_a_slash_describes_it() {
+    let fx = Fixture::start().await;
+    let origin = fx.server.issuer().to_string();
+    let prm = format!("{origin}/prm");
+    let challenge = format!(r#"Bearer resource_metadata="{prm}""#);
+    fx.server.set_challenge(Some(&challenge));
+    fx.metadata("/prm", &format!("{origin}/"), &[fx.server.issuer()]);
+    let backend = Http::new(BACKEND, origin.as_str()).timeout_ms(2_000);
+    let interceptor = fx.interceptor(backend, vec![fx.client()]).await;
+    let s = call(&interceptor, "evt_bare_origin").await;
+    assert_eq!(s.decision, Decision::Allow, "{}", s.record);
+    assert_eq!(only_attempt_results(&s), ["unauthorized", "accepted"]);
+    let token_requests = fx.server.token_requests();
+    assert_eq!(token_requests[0].form["resource"], format!("{origin}/"));
+}
+
 /// H12: without `resource_metadata`, the path-specific location, then the root one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_metadata_pointer_the_path_specific_then_the_root_location_is_read() {

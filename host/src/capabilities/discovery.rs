@@ -526,7 +526,7 @@ impl Discovery {
         let root = Location {
             url: format!("{origin}{WELL_KNOWN}"),
             // The root location describes the origin; it may name this URL itself.
-            describes: vec![origin.clone(), format!("{origin}/"), self.resource.clone()],
+            describes: vec![origin.clone(), self.resource.clone()],
         };
         Ok(match path.is_empty() && query.is_empty() {
             true => vec![root],
@@ -573,8 +573,30 @@ impl Discovery {
 
 struct Location {
     url: String,
-    /// The resource identifiers the metadata found there may name (RFC 9728 §3.3).
+    /// The resource identifiers the metadata found there may name (RFC 9728 §3.3), as
+    /// [`same_resource`] compares them.
     describes: Vec<String>,
+}
+
+/// Whether two resource identifiers name the same resource: byte for byte, as RFC 9728
+/// §3.3 asks, but for an empty path, which is `/` (RFC 3986 §6.2.3). A backend registered
+/// as `https://policy.example.com` whose metadata says `https://policy.example.com/` (as
+/// pydantic's `AnyHttpUrl` writes it, common in MCP servers) is itself; a path's
+/// trailing slash, or a host's case, still differs.
+fn same_resource(a: &str, b: &str) -> bool {
+    rooted(a) == rooted(b)
+}
+
+/// `url` with an empty path written as `/`.
+fn rooted(url: &str) -> std::borrow::Cow<'_, str> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.into();
+    };
+    let (authority, after) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    match after.starts_with('/') {
+        true => url.into(),
+        false => format!("{scheme}://{authority}/{after}").into(),
+    }
 }
 
 /// Protected resource metadata (RFC 9728 §2), as far as this client uses it.
@@ -585,13 +607,13 @@ struct ResourceMetadata {
 }
 
 impl ResourceMetadata {
-    /// Reads `body`, whose `resource` must be one of `describes` exactly.
+    /// Reads `body`, whose `resource` must be one of `describes` ([`same_resource`]).
     fn read(body: &[u8], describes: &[String]) -> Result<ResourceMetadata, &'static str> {
         let json: Value = serde_json::from_slice(body).map_err(|_| "not JSON")?;
         let resource = json["resource"]
             .as_str()
             .ok_or("`resource` is missing or not a string")?;
-        if !describes.iter().any(|d| d == resource) {
+        if !describes.iter().any(|d| same_resource(d, resource)) {
             return Err("`resource` is not this backend");
         }
         let servers = json["authorization_servers"]
@@ -726,6 +748,36 @@ mod tests {
             ResourceMetadata::read(b"<html>", &describes),
             Err("not JSON")
         );
+    }
+
+    /// An empty path is `/` (RFC 3986 §6.2.3), both ways, a query kept; nothing else is
+    /// taken as the same resource.
+    #[test]
+    fn an_empty_path_and_a_slash_name_the_same_resource() {
+        for (registered, named) in [
+            ("https://r.example", "https://r.example/"),
+            ("https://r.example:8443/", "https://r.example:8443"),
+            ("https://r.example?tenant=a", "https://r.example/?tenant=a"),
+            ("https://[::1]:8443", "https://[::1]:8443/"),
+            ("https://r.example/hooks", "https://r.example/hooks"),
+        ] {
+            assert!(same_resource(registered, named), "{registered} {named}");
+            assert!(same_resource(named, registered), "{named} {registered}");
+        }
+        for (registered, named) in [
+            ("https://r.example/hooks", "https://r.example/hooks/"),
+            ("https://r.example", "https://R.example/"),
+            ("https://r.example", "https://r.example//"),
+            ("https://r.example?tenant=a", "https://r.example/"),
+            ("https://r.example", "http://r.example/"),
+        ] {
+            assert!(!same_resource(registered, named), "{registered} {named}");
+        }
+        let describes = ["https://r.example".to_string()];
+        let named = serde_json::json!({"resource": "https://r.example/",
+            "authorization_servers": ["https://as.example"]});
+        let read = ResourceMetadata::read(named.to_string().as_bytes(), &describes);
+        assert_eq!(read.map(|m| m.resource), Ok("https://r.example/".into()));
     }
 
     fn discovery(resource: &str) -> Discovery {
