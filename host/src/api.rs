@@ -496,7 +496,7 @@ impl Interceptor {
 
     /// Stops admission of new calls and releases owned I/O: kills stdio children and
     /// reaps them, and waits for the audit records queued before it to be written (each
-    /// bounded, without stalling the async workers; see [`blocking`]). On a
+    /// bounded, without stalling the async workers; see `blocking`). On a
     /// current-thread runtime the reaping and the writing finish after this returns:
     /// await [`Interceptor::shutdown_async`] there. Safe to call repeatedly, also
     /// concurrently.

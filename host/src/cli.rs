@@ -4,7 +4,7 @@
 //! Exit codes of `ahp intercept`: 0 = allow, 2 = deny, 3 = ask, 1 = the call could not be
 //! made (bad registration, bad event, usage). A denial is never exit 0. A usage error is
 //! exit 1 on every command but `ahp hook HARNESS`, where it is that harness's block (see
-//! [`usage_error`]).
+//! `usage_error`).
 
 use crate::compile_cache::{self, Source};
 use crate::runtime::{Runtime, EMBEDDED_COMPONENT};
@@ -98,8 +98,8 @@ enum Command {
     /// XDG_CACHE_HOME/ahp-interceptor, else ~/.cache/ahp-interceptor) so later processes
     /// start without compiling; print the cache file's path and the time it took.
     Precompile {
-        /// Compile this component instead of the embedded one: a path, or
-        /// oci://REF[@sha256:…] (pulled from a registry, verified by digest, cached).
+        /// Compile this component instead of the embedded one: a path, or oci://REF or
+        /// oci://REF@sha256:… (pulled from a registry, verified by digest, cached).
         #[arg(long)]
         component: Option<String>,
     },
@@ -184,8 +184,8 @@ enum HookInstall {
 
 #[derive(clap::Args)]
 struct HostArgs {
-    /// Load this component instead of the embedded one: a path, or oci://REF[@sha256:…]
-    /// (pulled from a registry, verified by digest, cached).
+    /// Load this component instead of the embedded one: a path, or oci://REF or
+    /// oci://REF@sha256:… (pulled from a registry, verified by digest, cached).
     #[arg(long)]
     component: Option<String>,
     /// Extra trust roots (PEM) for https backends.

@@ -10,7 +10,7 @@
 //! and of this wasmtime release's version, whatever the Engine's
 //! [`ModuleVersionStrategy`]: so another component, engine configuration or wasmtime
 //! release never finds this file, even for an Engine that skips wasmtime's own version
-//! check (`None`, or a `Custom` string two releases share). Its content is [`MAGIC`], the
+//! check (`None`, or a `Custom` string two releases share). Its content is `MAGIC`, the
 //! key again, the sha256 of the serialized code, then the code as
 //! [`Component::serialize`] wrote it.
 //!
@@ -20,7 +20,7 @@
 //!
 //! The directory does not grow without bound: a miss prunes the entries unused for 30
 //! days and the temporary files a killed process left behind, and a hit marks its entry
-//! as in use ([`crate::cache_prune`]).
+//! as in use (`cache_prune`).
 
 use sha2::{Digest, Sha256};
 use std::fs::File;

@@ -14,7 +14,6 @@
 #![warn(missing_docs)]
 
 mod api;
-/// The durable JSONL audit log.
 pub mod audit;
 mod audit_queue;
 mod backends;
@@ -24,7 +23,6 @@ mod builder;
 mod cache_prune;
 mod capabilities;
 mod caught;
-/// The `ahp` command line.
 #[cfg(feature = "cli")]
 pub mod cli;
 mod clock;
@@ -38,11 +36,9 @@ mod convert;
 mod credentials_impl;
 mod declaration;
 mod delivery_impl;
-/// The built-in policy backend and script of `ahp demo`.
 #[cfg(feature = "cli")]
 pub mod demo;
 mod error;
-/// `ahp hook HARNESS`: adapters for agent harnesses' command hooks.
 #[cfg(feature = "cli")]
 pub mod hook;
 mod host_types_impl;

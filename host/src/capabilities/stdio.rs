@@ -25,7 +25,7 @@
 //!
 //! Processes are run directly (never through a shell) with an empty environment except
 //! `PATH`, `kill_on_drop`, and stderr drained line by line into `tracing::debug!` (never
-//! parsed as protocol). Every child is registered with its backend so [`StdioBackend::close`]
+//! parsed as protocol). Every child is registered with its backend so [`StdioBackend::shut_down`]
 //! can kill and reap it even while an exchange holds it. That is why the `Child` sits
 //! behind a short-held std mutex and is reaped with `try_wait` only: an awaited
 //! `Child::wait` would lock `close` out for as long as it waits. Waiting for an exit is

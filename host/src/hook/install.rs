@@ -246,7 +246,7 @@ pub fn install(request: &Install) -> Result<Installed, String> {
     })
 }
 
-/// The `ahp` binary as the user invoked it: argv[0] made absolute when it names a path,
+/// The `ahp` binary as the user invoked it: `argv[0]` made absolute when it names a path,
 /// else the first executable of that name on PATH, else the running binary. Not
 /// `current_exe`, which resolves symbolic links: `~/.cargo/bin/ahp` or a Homebrew, nix
 /// or mise link would become a versioned path that is gone after an upgrade, and a hook

@@ -21,7 +21,7 @@
 //!
 //! A tool the call denies never runs, so the harness sends no post-tool hook for it: the
 //! adapter observes the denial itself as that call's `tool.after` (`outcome: "denied"`,
-//! conformance O2) once the answer is decided; see [`observe_denial`].
+//! conformance O2) once the answer is decided; see `observe_denial`.
 //!
 //! Each harness module says three things as data and small functions: which native events
 //! map to which AHP events and which effects the harness enforces at each
@@ -261,7 +261,7 @@ impl Harness {
         }
     }
 
-    /// The file its [`install`] snippet belongs in.
+    /// The file its [`install()`] snippet belongs in.
     pub fn settings_file(self) -> &'static str {
         match self {
             Harness::ClaudeCode => claude_code::SETTINGS_FILE,
@@ -446,11 +446,11 @@ pub struct EventSpec {
     /// Whether the harness goes on working when the adapter says so at this stop
     /// (`turn.finish.before`): its block there makes the agent take the reason as its
     /// next prompt. Offered only while the payload says no stop hook has continued the
-    /// turn yet ([`EventSpec::capability_at`]).
+    /// turn yet (`capability_at`).
     pub continues: bool,
     /// Whether the harness fires this after a tool call that failed or was interrupted,
     /// and never after one that succeeded (Claude Code's `PostToolUseFailure`): the
-    /// call's `tool.after` says it failed ([`payload::Ended`]).
+    /// call's `tool.after` says it failed (`payload::Ended`).
     pub after_failed_call: bool,
 }
 
@@ -998,7 +998,7 @@ fn stderr_line(text: &str) -> std::borrow::Cow<'_, str> {
 /// The answer of a process that failed around the call, before [`run`] read the payload
 /// or after it could not answer (a command line that does not parse, the async runtime
 /// did not start, a panic outside the call's task): the failure answered at the event of
-/// the payload still on stdin ([`read_unread`]), else at the command line's `--event`
+/// the payload still on stdin (`read_unread`), else at the command line's `--event`
 /// (`event`), else `harness`'s block for an unknown event — which at a stop would keep
 /// the agent working forever. The detail goes to the log, the record to `audit`'s file
 /// (none for a command line that does not parse: its `--audit` is not to be trusted).
