@@ -61,6 +61,61 @@ fn an_event_of_too_many_values_is_refused_as_bad_input() {
     assert!(run.stderr.contains("4000000 JSON values"), "{}", run.stderr);
 }
 
+/// A registration under the 16 MiB bound that breaks one rule at most of its values is
+/// checked, never trapped: 700,000 content categories the schema does not name (a
+/// warning of some 190 bytes each, which together ran the component out of memory, exit
+/// 1 with "wasm trap: unreachable") load with the first hundred warnings and one line
+/// counting the rest; 1,000,000 events that are no string (a problem each) are refused
+/// the same way.
+#[test]
+fn a_registration_breaking_a_rule_at_every_value_is_checked_without_a_trap() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    // Written out, not built as a `Value`: this test's own code is not optimised.
+    let many = |count: usize, entry: &dyn Fn(usize) -> String| -> String {
+        (0..count).map(|i| entry(i) + ",").collect()
+    };
+    let cases = [
+        (
+            "content",
+            700_000,
+            format!(
+                r#"{{"events": ["tool.after"], "mode": "observe",
+                    "content": {{{}"default": "omit"}}}}"#,
+                many(700_000, &|i| format!(r#""x{i}": "omit""#))
+            ),
+            "warnings",
+            0,
+        ),
+        (
+            "events",
+            1_000_000,
+            format!(
+                r#"{{"events": [{}7], "mode": "observe", "content": {{"default": "omit"}}}}"#,
+                many(1_000_000 - 1, &|_| "7".into())
+            ),
+            "problems",
+            1,
+        ),
+    ];
+    for (member, count, subscription, listed, exit) in cases {
+        let file = dir.path().join(format!("{member}.json"));
+        let reg = format!(
+            r#"{{"protocolVersion": "draft", "hooks": [{{"id": "com.example.review",
+                "transport": {{"type": "stdio", "command": "/usr/local/bin/review",
+                    "lifecycle": "per_event"}},
+                "subscriptions": [{subscription}]}}]}}"#
+        );
+        std::fs::write(&file, reg).expect("write the registration");
+        let run = ahp(&["check", path(&file)], &[]);
+        run.assert_exit(exit, member);
+        let entries = format!("/hooks/0/subscriptions/0/{member}/");
+        let named = run.stderr.lines().filter(|l| l.contains(&entries)).count();
+        assert_eq!(named, 100, "{member}: {}", run.stderr);
+        let more = format!("{} more {listed} not listed", count - 100);
+        assert!(run.stderr.contains(&more), "{member}: {}", run.stderr);
+    }
+}
+
 /// A usage error is "the call could not be made", exit 1, never 2 (a denial) — except
 /// under `ahp hook HARNESS`, which a harness runs and which must answer it as the
 /// harness's block (exit 2 and the generic reason: the contract files check each

@@ -3,9 +3,12 @@
 //!
 //! The harness must reject an invalid or ambiguous registration before using it, and
 //! must never skip part of one silently (§6 rules 10–11). So [`parse`] does not stop at
-//! the first mistake: it walks the whole document and returns every [`Problem`], each
-//! naming the JSON Pointer of the offending field, so an operator can fix them all in one
-//! go. Unknown fields are ignored with a warning; they never change dispatch or auth.
+//! the first mistake: it walks the whole document and returns every [`Problem`] (the
+//! first hundred, and a count of the rest), each naming the JSON Pointer of the
+//! offending field, so an operator can fix them in one go. Unknown fields are ignored
+//! with a warning; they never change dispatch or auth. But one named as a credential
+//! inside a credential binding is a literal secret, refused (§6: never a literal
+//! credential).
 //!
 //! Values inside an `authentication` object may be secrets, so problems about them name
 //! fields only, never values.

@@ -14,29 +14,72 @@ pub use ahp_vocab::Problem;
 /// Collects problems and warnings. Every helper that returns `None` has recorded why.
 #[derive(Default)]
 pub(super) struct Checker {
-    problems: Vec<Problem>,
-    warnings: Vec<Problem>,
+    problems: Listed,
+    warnings: Listed,
 }
 
 impl Checker {
-    /// The checked value with the warnings, or every problem. A `None` with no problem
-    /// recorded would be a rule that forgot to say why; it still rejects the document.
+    /// The checked value with the warnings, or every problem (each list as [`Listed`]
+    /// gives it). A `None` with no problem recorded would be a rule that forgot to say
+    /// why; it still rejects the document.
     pub(super) fn finish<T>(self, checked: Option<T>) -> Result<(T, Vec<Problem>), Vec<Problem>> {
         match checked {
-            Some(value) if self.problems.is_empty() => Ok((value, self.warnings)),
+            Some(value) if self.problems.is_empty() => {
+                Ok((value, self.warnings.into_vec("warnings")))
+            }
             _ if self.problems.is_empty() => Err(vec![Problem::new("", "could not be validated")]),
-            _ => Err(self.problems),
+            _ => Err(self.problems.into_vec("problems")),
         }
     }
     pub(super) fn problem(&mut self, path: &str, rule: impl Into<String>) {
-        self.problems.push(Problem::new(path, rule));
+        self.problems.push(path, rule);
     }
     pub(super) fn fail<T>(&mut self, path: &str, rule: impl Into<String>) -> Option<T> {
         self.problem(path, rule);
         None
     }
     pub(super) fn warn(&mut self, path: &str, rule: impl Into<String>) {
-        self.warnings.push(Problem::new(path, rule));
+        self.warnings.push(path, rule);
+    }
+}
+
+/// The most problems, and the most warnings, a check lists. A registration under the
+/// 16 MiB bound can break one rule hundreds of thousands of times (700,000 unknown
+/// content categories, or as many events that are no string), and every entry is held
+/// in the component's memory, handed to the host and printed: listed without a bound,
+/// they ran the component out of memory (a trap, not a refusal). An operator fixes the
+/// first hundred and checks again.
+pub(super) const MAX_LISTED: usize = 100;
+
+/// Problems (or warnings) in document order, the first [`MAX_LISTED`] of them kept and
+/// the rest only counted.
+#[derive(Default)]
+struct Listed {
+    kept: Vec<Problem>,
+    left_out: usize,
+}
+
+impl Listed {
+    fn push(&mut self, path: &str, rule: impl Into<String>) {
+        match self.kept.len() < MAX_LISTED {
+            true => self.kept.push(Problem::new(path, rule)),
+            false => self.left_out += 1,
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.kept.is_empty()
+    }
+    /// The entries kept, and then, if any were left out, one at the root saying how
+    /// many `more` (`problems`, `warnings`) there were.
+    fn into_vec(mut self, more: &str) -> Vec<Problem> {
+        if self.left_out > 0 {
+            let rule = format!(
+                "{} more {more} not listed (only the first {MAX_LISTED} are)",
+                self.left_out
+            );
+            self.kept.push(Problem::new("", rule));
+        }
+        self.kept
     }
 }
 
@@ -146,10 +189,22 @@ pub(super) fn strings(c: &mut Checker, v: &Value, path: &str) -> Option<Vec<Stri
 }
 
 /// An array of distinct, non-empty strings: the schema's `uniqueItems` over items of
-/// `minLength: 1` (`scopes`, `filters.toolKinds`, `filters.paths`). An empty scope or a
-/// repeated kind is a mistake to report, not a value to pass on. Each offender is named
-/// at its own index; the message never repeats the value.
+/// `minLength: 1` (`filters.toolKinds`, `filters.paths`). An empty path or a repeated
+/// kind is a mistake to report, not a value to pass on. Each offender is named at its
+/// own index; the message never repeats the value.
 pub(super) fn distinct_names(c: &mut Checker, v: &Value, path: &str) -> Option<Vec<String>> {
+    distinct_names_that(c, v, path, |_, _, _| Some(()))
+}
+
+/// [`distinct_names`] whose every name is also checked by `check` (`scopes`: each one
+/// scope token). The first of a repeated name is checked, the repeat is named as one:
+/// a bad name repeated is two problems, each at its own index.
+pub(super) fn distinct_names_that<'a>(
+    c: &mut Checker,
+    v: &'a Value,
+    path: &str,
+    mut check: impl FnMut(&mut Checker, &'a str, &str) -> Option<()>,
+) -> Option<Vec<String>> {
     let found = type_name(v);
     let items = v
         .as_array()
@@ -160,6 +215,7 @@ pub(super) fn distinct_names(c: &mut Checker, v: &Value, path: &str) -> Option<V
         if !seen.insert(name) {
             return c.fail(p, "repeats an earlier item");
         }
+        check(c, name, p)?;
         Some(name.to_owned())
     })
 }

@@ -7,8 +7,8 @@
 //! the digest's list in §6.
 
 use super::problems::{
-    at, boolean, choice, distinct_names, each, non_empty, non_empty_array, string, strings,
-    type_name, Checker, Node,
+    at, boolean, choice, distinct_names, distinct_names_that, each, non_empty, non_empty_array,
+    string, strings, type_name, Checker, Node,
 };
 use super::{
     Auth, Backend, EventPattern, FailurePolicy, Lifecycle, Mode, OAuth, OAuthFlow, Subscription,
@@ -18,7 +18,8 @@ use crate::content::{Content, Selection};
 use crate::json;
 use crate::syntax::{
     has_a_reachable_port, has_a_secret_parameter, has_userinfo, is_absolute_uri, is_env_name,
-    is_http_url, is_loopback_http_url, is_reverse_dns, is_secret_name, normalized, origin,
+    is_http_url, is_loopback_http_url, is_reverse_dns, is_secret_name, mentions_a_credential,
+    names_a_credential, normalized, origin, unreadable_part, Unreadable, MAX_URL_BYTES,
 };
 use ahp_vocab::SUPPORTED_TIMEOUT_MS;
 use serde_json::Value;
@@ -117,10 +118,7 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
     let kinds = [("http", true), ("stdio", false)];
     if t.need(c, "type", |c, v, p| choice(c, v, p, &kinds))? {
         t.warn_unknown(c, "type url");
-        let url = t.need(c, "url", |c, v, p| match string(c, v, p)? {
-            url if has_userinfo(url) => c.fail(p, USERINFO),
-            url if has_a_secret_parameter(url) => c.fail(p, SECRET_PARAMETER),
-            url if !has_a_reachable_port(url) => c.fail(p, PORT),
+        let url = t.need(c, "url", |c, v, p| match connectable(c, v, p)? {
             url if is_http_url(url, false) => Some(url.to_owned()),
             _ => c.fail(p, "must be an absolute http(s) URL with a host"),
         });
@@ -158,9 +156,10 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
 /// replace with its own, as a relative secret file is one it could plant (refused alike,
 /// see `secret_ref`). A `command` with no `/` is a program found on `PATH`, and one
 /// relative to an absolute `cwd` is found there. Nothing expands `~` or `$VARIABLES` (the
-/// host starts the program itself, no shell). An empty `cwd` is no directory and a NUL
-/// byte is in no path or argument: such a backend could never start, and a fail-open
-/// subscription of it would let every call through unasked.
+/// host starts the program itself, no shell). An empty `cwd` is no directory, a blank
+/// `command` (spaces only) names no program, and a NUL byte is in no path or argument:
+/// such a backend could never start, and a fail-open subscription of it would let every
+/// call through unasked.
 fn unstartable(
     path: &str,
     command: &str,
@@ -181,6 +180,12 @@ fn unstartable(
     };
     let nul = "must not hold a NUL byte: no program could be started with it";
     let mut problems: Vec<(String, String)> = Vec::new();
+    if command.trim().is_empty() {
+        problems.push((
+            format!("{path}/command"),
+            "is blank: it names no program that could be started".into(),
+        ));
+    }
     if command.contains('\0') {
         problems.push((format!("{path}/command"), nul.into()));
     }
@@ -223,6 +228,60 @@ fn program(command: &str, cwd: Option<&str>) -> String {
     }
 }
 
+/// A URL the host connects to (a backend's, an OAuth issuer's, an upload endpoint's), as
+/// a string: with no literal credential in it (user info, a parameter named as one), a
+/// port a client can read or none, and only what the host's HTTP client reads as written
+/// ([`unreadable_part`]): one it refuses would otherwise fail when the host sets the
+/// backend up (or at every token request), naming no field. Its own field's rules
+/// (which scheme) are checked after. The URL is never repeated.
+fn connectable<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a str> {
+    match string(c, v, path)? {
+        url if has_userinfo(url) => c.fail(path, USERINFO),
+        url if has_a_secret_parameter(url) => c.fail(path, SECRET_PARAMETER),
+        url if !has_a_reachable_port(url) => c.fail(path, PORT),
+        url => match unreadable_part(url) {
+            None => Some(url),
+            Some(part) => c.fail(path, unreadable(part)),
+        },
+    }
+}
+
+/// The rule a URL breaks whose `part` the host's HTTP client refuses as written.
+fn unreadable(part: Unreadable) -> String {
+    const READS: &str = "as the host's HTTP client reads it";
+    match part {
+        Unreadable::Length => format!("must be at most {MAX_URL_BYTES} bytes long, {READS}"),
+        Unreadable::Authority => format!(
+            "must hold only ASCII letters, digits, `-._~!$&'()*+,;=` and a port's or IP \
+             literal's `:[]` in its host, {READS} (an internationalized name goes in its \
+             xn-- form)"
+        ),
+        Unreadable::Path => format!(
+            "must hold no non-ASCII character, space, control, `<`, `>` or `` ` `` in its \
+             path, {READS}: percent-encode them"
+        ),
+        Unreadable::Query => format!(
+            "must hold no non-ASCII character, space, control, `\"`, `<` or `>` in its \
+             query, {READS}: percent-encode them"
+        ),
+    }
+}
+
+/// RFC 6749 §3.3: one scope token is printable ASCII but space, `"` and `\`; a space
+/// inside one would ask for two scopes, one of them not locally permitted.
+fn scope_token(c: &mut Checker, scope: &str, path: &str) -> Option<()> {
+    match scope
+        .bytes()
+        .all(|b| matches!(b, 0x21 | 0x23..=0x5b | 0x5d..=0x7e))
+    {
+        true => Some(()),
+        false => c.fail(
+            path,
+            "must be one scope token (RFC 6749 §3.3: printable ASCII, no space, `\"` or `\\`)",
+        ),
+    }
+}
+
 /// A portable credential binding: `bearer` or `oauth` (AHP-AUTH-001). Problems here
 /// name fields only: any value may be a secret.
 fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
@@ -247,9 +306,7 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
         };
     }
     a.warn_unknown(c, OAUTH_FIELDS);
-    let issuer = a.need(c, "issuer", |c, v, p| match string(c, v, p)? {
-        url if has_userinfo(url) => c.fail(p, USERINFO),
-        url if !has_a_reachable_port(url) => c.fail(p, PORT),
+    let issuer = a.need(c, "issuer", |c, v, p| match connectable(c, v, p)? {
         url if !is_http_url(url, true) => c.fail(p, "must be an https:// URL"),
         // An issuer identifier has neither, and the host refuses one at every call.
         url if url.contains(['?', '#']) => {
@@ -258,8 +315,11 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
         url => Some(url.to_owned()),
     });
     // RFC 8707 §2: the resource indicator is an absolute URI without a fragment; the token
-    // is bound to it and its audience checked against it.
+    // is bound to it and its audience checked against it. It is sent in every token
+    // request (`resource=`), so a credential in it is as literal as in a backend's URL.
     let resource = a.need(c, "resource", |c, v, p| match non_empty(c, v, p)? {
+        uri if has_userinfo(uri) => c.fail(p, USERINFO),
+        uri if has_a_secret_parameter(uri) => c.fail(p, SECRET_PARAMETER),
         uri if !is_absolute_uri(uri) => c.fail(p, "must be an absolute URI (RFC 8707 §2)"),
         uri if uri.contains('#') => c.fail(p, "must have no fragment (RFC 8707 §2)"),
         uri => Some(uri),
@@ -268,25 +328,9 @@ fn authentication(c: &mut Checker, v: &Value, path: &str) -> Option<Auth> {
     let flow = a.need(c, "flow", |c, v, p| {
         choice(c, v, p, &words(OAuthFlow::ALL, OAuthFlow::as_str))
     });
-    let scopes = a.opt(c, "scopes", distinct_names);
-    // RFC 6749 §3.3: one scope token is printable ASCII but space, `"` and `\`; a space
-    // inside one would ask for two scopes, one of them not locally permitted.
-    let scope_token = |scope: &str| {
-        scope
-            .bytes()
-            .all(|b| matches!(b, 0x21 | 0x23..=0x5b | 0x5d..=0x7e))
-    };
-    if let Some(Some(names)) = &scopes {
-        for (i, scope) in names.iter().enumerate() {
-            if !scope_token(scope) {
-                c.problem(
-                    &format!("{}/{i}", a.at("scopes")),
-                    "must be one scope token (RFC 6749 §3.3: printable ASCII, no space, `\"` \
-                     or `\\`)",
-                );
-            }
-        }
-    }
+    let scopes = a.opt(c, "scopes", |c, v, p| {
+        distinct_names_that(c, v, p, scope_token)
+    });
     let secret_ref = a.opt(c, "clientSecretRef", secret_reference);
     if flow == Some(OAuthFlow::ClientCredentials) && !a.has("clientSecretRef") {
         c.warn(
@@ -335,10 +379,13 @@ fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a
 /// But `value` is a common name for what is no secret (an environment variable's or a
 /// header's, beside its `name`): it counts inside a credential binding
 /// ([`CREDENTIAL_BINDINGS`]), and elsewhere only beside a `name` or `key` that names a
-/// secret (`API_KEY`, `Authorization`). And `auth` holding an object is an upload's
-/// binding (content-upload.schema.json), searched like `authentication`; any other
-/// secret's name holding an object may hold references and a `type` in it
-/// ([`holds_literal`]), nothing else. The problem names the member, never its value.
+/// secret (`API_KEY`, `Authorization`). Inside a binding, so does any member named as a
+/// credential by the wider rules ([`names_a_credential_in_a_binding`]: `apiToken`,
+/// `client_secret_value`, `pat`), which elsewhere would be warned about as unknown at
+/// most. And `auth` holding an object is an upload's binding
+/// (content-upload.schema.json), searched like `authentication`; any other secret's
+/// name holding an object may hold references and a `type` in it ([`holds_literal`]),
+/// nothing else. The problem names the member, never its value.
 fn reject_literal_secrets(c: &mut Checker, v: &Value, path: &str, owned: Option<&str>) {
     search_literal_secrets(c, v, path, owned, false);
 }
@@ -356,7 +403,7 @@ fn search_literal_secrets(
             let beside_a_secret = ["name", "key"]
                 .iter()
                 .filter_map(|k| members.get(*k).and_then(Value::as_str))
-                .any(names_a_secret);
+                .any(mentions_a_credential);
             for (key, inner) in members
                 .iter()
                 .filter(|(key, _)| Some(key.as_str()) != owned)
@@ -370,7 +417,11 @@ fn search_literal_secrets(
                     // An object under a secret's name may name references and its
                     // kind (`tokenEnv`, `type`); any other text in it is a secret.
                     name if inner.is_object() && is_secret_name(name) => holds_literal(inner),
-                    name => is_secret_name(name) && holds_text(inner),
+                    name if is_secret_name(name) => holds_text(inner),
+                    name if in_binding && names_a_credential_in_a_binding(name) => {
+                        holds_literal(inner)
+                    }
+                    _ => false,
                 };
                 if secret {
                     c.problem(&inner_path, LITERAL_SECRET_RULE);
@@ -392,25 +443,28 @@ fn search_literal_secrets(
 /// is one.
 const CREDENTIAL_BINDINGS: [&str; 4] = ["authentication", "auth", "contentreceiver", "upload"];
 
-/// Whether a `name` or `key` names a secret (`API_KEY`, `github-token`, a header's
-/// `Authorization`, `Proxy-Authorization`, `Cookie`), so that the `value` beside it is
-/// one. Any name holding one of these words, as [`normalized`]; not `auth` alone, which
-/// would take `author` too (an `X-Auth-Token` has its `token`).
-fn names_a_secret(name: &str) -> bool {
-    let name = normalized(name);
-    [
-        "token",
-        "secret",
-        "key",
-        "password",
-        "passwd",
-        "credential",
-        "authorization",
-        "cookie",
-        "bearer",
-    ]
-    .iter()
-    .any(|word| name.contains(word))
+/// Whether a member of a credential binding, [`normalized`], is named as a credential
+/// by more than an exact secret name ([`is_secret_name`]): named as a URL parameter
+/// holding one is ([`names_a_credential`]: `apiToken`, `private_token`, `secretKey`,
+/// `pat`), or holding a credential's word ([`mentions_a_credential`]:
+/// `client_secret_value`). A binding's own members are references (`tokenEnv`,
+/// `clientSecretRef`: [`is_reference`]) or settings named otherwise (`issuer`,
+/// `clientId`), so such a name is an unknown member, and one holding text is a literal
+/// credential, not a field to ignore with a warning. But a name saying where to go
+/// (`tokenEndpoint`, `keyUrl`) holds an address, not a secret.
+fn names_a_credential_in_a_binding(name: &str) -> bool {
+    let names_a_place = ["endpoint", "url", "uri"]
+        .iter()
+        .any(|end| name.ends_with(end));
+    !is_reference(name)
+        && !names_a_place
+        && (names_a_credential(name) || mentions_a_credential(name))
+}
+
+/// Whether a member's name, [`normalized`], says it names where a secret lives
+/// (`tokenEnv`, `clientSecretRef`, `passwordEnv`), not the secret.
+fn is_reference(name: &str) -> bool {
+    name.ends_with("env") || name.ends_with("ref")
 }
 
 /// Whether `v` holds text other than references (members named `…Env`, `…Ref` holding
@@ -420,7 +474,7 @@ fn holds_literal(v: &Value) -> bool {
     match v {
         Value::Object(members) => members.iter().any(|(key, inner)| {
             let name = normalized(key);
-            let named = name == "type" || name.ends_with("env") || name.ends_with("ref");
+            let named = name == "type" || is_reference(&name);
             !(named && inner.is_string()) && holds_literal(inner)
         }),
         Value::Array(items) => items.iter().any(holds_literal),
@@ -631,16 +685,14 @@ fn content(c: &mut Checker, v: &Value, path: &str) -> Option<Content> {
         .collect();
     // Another name is allowed (a part may name its own category), but is more likely a
     // typo (`image`), which would leave the category meant at the default.
+    let unnamed = format!(
+        "is no category the schema names ({}): it selects only the parts that name it as \
+         their own category",
+        NAMED_CATEGORIES[1..].join(", ")
+    );
     for (key, _) in n.entries() {
         if !NAMED_CATEGORIES.contains(&key.as_str()) {
-            c.warn(
-                &n.at(key),
-                format!(
-                    "is no category the schema names ({}): it selects only the parts that \
-                     name it as their own category",
-                    NAMED_CATEGORIES[1..].join(", ")
-                ),
-            );
+            c.warn(&n.at(key), unnamed.as_str());
         }
     }
     let present = n.need(c, "default", |_, _, _| Some(()));
@@ -709,10 +761,7 @@ fn filters(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
 fn upload(c: &mut Checker, v: &Value, path: &str) -> Option<()> {
     let u = Node::new(c, v, path)?;
     u.warn_unknown(c, "endpoint auth timeoutMs maxBytes");
-    let endpoint = u.need(c, "endpoint", |c, v, p| match string(c, v, p)? {
-        url if has_userinfo(url) => c.fail(p, USERINFO),
-        url if has_a_secret_parameter(url) => c.fail(p, SECRET_PARAMETER),
-        url if !has_a_reachable_port(url) => c.fail(p, PORT),
+    let endpoint = u.need(c, "endpoint", |c, v, p| match connectable(c, v, p)? {
         url if is_http_url(url, true) || is_loopback_http_url(url) => Some(()),
         _ => c.fail(
             p,

@@ -604,6 +604,64 @@ fn r10_http_credential_names_are_literal_secrets() {
     }
 }
 
+/// Inside a credential binding (a backend's `authentication`, an upload's `auth`), a
+/// member named as a credential by more than the exact secret names (`apiToken`,
+/// `private_token`, `secretKey`, `pat`, `client_secret_value`) and holding text is a
+/// literal secret, refused at it, never echoed: not an unknown field ignored with a
+/// warning. Another unknown member there (`comment`), a reference (`passwordEnv`) or an
+/// address (`tokenEndpoint`) is still only warned about.
+#[test]
+fn r10_a_member_of_a_binding_named_as_a_credential_is_a_literal_secret() {
+    let marker = "sk-live-1";
+    let bearer = json!({"type": "bearer", "tokenEnv": "AHP_TOKEN"});
+    let oauth = json!({"type": "oauth", "issuer": "https://id.example.com",
+        "resource": "https://policy.example.com", "clientId": "c",
+        "flow": "client_credentials", "clientSecretRef": "env:S"});
+    let upload = |auth: &Value| {
+        json!({"endpoint": "https://upload.example/u", "timeoutMs": 1000, "maxBytes": 1,
+            "auth": auth})
+    };
+    let with = |binding: &Value, name: &str, value: Value| {
+        let mut binding = binding.clone();
+        binding[name] = value;
+        binding
+    };
+    for name in [
+        "apiToken",
+        "private_token",
+        "secretKey",
+        "pat",
+        "client_secret_value",
+    ] {
+        for binding in [&bearer, &oauth] {
+            let bound = with(binding, name, json!(marker));
+            let problems = rejected_at(&[("$a", &bound.to_string())], &format!("$a/{name}"));
+            assert_eq!(problems.len(), 1, "{name}: {problems:#?}");
+            assert!(
+                problems[0].rule.contains("literal secret"),
+                "{name}: {problems:#?}"
+            );
+            assert_never_echoed(&problems, marker);
+            let path = format!("$o/upload/auth/{name}");
+            let problems = rejected_at(&[("$o/upload", &upload(&bound).to_string())], &path);
+            assert_never_echoed(&problems, marker);
+        }
+        // Outside a binding such a name is an unknown field, as before.
+        accepted(&[(&format!("/hooks/0/transport/{name}"), r#""x""#)]);
+    }
+    for innocent in ["comment", "passwordEnv", "tokenEndpoint"] {
+        let bound = with(&bearer, innocent, json!("https://id.example.com/note"));
+        let reg = accepted(&[("$a", &bound.to_string())]);
+        let at = expand(&format!("$a/{innocent}"));
+        let warned = |w: &Problem| w.path == at && w.rule == "unknown field ignored";
+        assert!(
+            reg.warnings.iter().any(warned),
+            "{innocent}: {:#?}",
+            reg.warnings
+        );
+    }
+}
+
 /// A URL with a query or fragment parameter named as a secret (`?access_token=…`, the
 /// name percent-decoded and spelled any way) carries a literal credential: refused at
 /// the URL's pointer, neither the URL nor the value in a problem. An ordinary query loads.
@@ -733,6 +791,47 @@ fn r10_credentials_in_a_url_are_rejected_and_never_echoed() {
     )]);
 }
 
+/// An OAuth `resource` is sent in every token request (`resource=`): user info or a
+/// parameter named as a secret in it is refused as in a backend's URL, in a backend's
+/// binding and an upload's (both read by one function), at the resource, and neither the
+/// password nor the key is in a problem.
+#[test]
+fn r10_a_credential_in_an_oauth_resource_is_refused_and_never_echoed() {
+    let binding = |resource: &str| {
+        json!({"type": "oauth", "issuer": "https://id.example.com", "resource": resource,
+            "clientId": "c", "flow": "client_credentials", "clientSecretRef": "env:S"})
+    };
+    let upload = |resource: &str| {
+        json!({"endpoint": "https://upload.example/u", "timeoutMs": 1000, "maxBytes": 1,
+            "auth": binding(resource)})
+        .to_string()
+    };
+    for (resource, rule) in [
+        (
+            "https://user:hunter2@api.example.com/?api_key=SECRETX",
+            "user info",
+        ),
+        ("https://user:hunter2@api.example.com/", "user info"),
+        ("https://api.example.com/?api_key=SECRETX", "parameter"),
+        ("https://api.example.com/#access_token=SECRETX", "parameter"),
+    ] {
+        for (pointer, text, path) in [
+            ("$a", binding(resource).to_string(), "$a/resource"),
+            ("$o/upload", upload(resource), "$o/upload/auth/resource"),
+        ] {
+            let problems = rejected_at(&[(pointer, &text)], path);
+            assert_eq!(problems.len(), 1, "{resource}: {problems:#?}");
+            assert!(problems[0].rule.contains(rule), "{resource}: {problems:#?}");
+            assert_never_echoed(&problems, "hunter2");
+            assert_never_echoed(&problems, "SECRETX");
+        }
+    }
+    accepted(&[(
+        "$a",
+        &binding("https://api.example.com/?tenant=a").to_string(),
+    )]);
+}
+
 /// A port no client can read (`:99999`, `:abc`, `:0`, an empty one) is refused with a
 /// rule naming ports, wherever a registration names a URL: read as none, the scheme's
 /// default would send the event to another service.
@@ -759,6 +858,47 @@ fn a_url_names_no_port_or_a_reachable_one() {
     accepted(&[(
         "/hooks/0/transport/url",
         r#""http://127.0.0.1:65535/hooks""#,
+    )]);
+}
+
+/// A URL the host's HTTP client refuses as written (a non-ASCII host, a backtick or `<`
+/// in the path, a `"` in the query) is refused at its pointer, naming the part, wherever
+/// a registration names a URL the host connects to: the backend, the issuer, the upload
+/// endpoint. Before, `ahp check` passed it to the host, whose setup failed naming no
+/// field. What `http` reads but a stricter reading would not (`{`, `|` in a path) loads.
+#[test]
+fn a_url_the_hosts_http_client_refuses_is_refused_at_its_pointer() {
+    let oauth = |issuer: &str| {
+        json!({"type": "oauth", "issuer": issuer, "resource": "https://policy.example.com",
+               "clientId": "c", "flow": "client_credentials", "clientSecretRef": "env:S"})
+        .to_string()
+    };
+    let upload = |endpoint: &str| {
+        json!({"endpoint": endpoint, "timeoutMs": 1000, "maxBytes": 1}).to_string()
+    };
+    for (url, part) in [
+        ("https://p\u{f6}licy.example.com/h", "its host"),
+        ("https://p.example.com/a`b", "its path"),
+        ("https://p.example.com/<x>", "its path"),
+        ("https://p.example.com/?q={\"a\":1}", "its query"),
+    ] {
+        for (pointer, text, path) in [
+            (
+                "/hooks/0/transport/url",
+                json!(url).to_string(),
+                "/hooks/0/transport/url",
+            ),
+            ("$a", oauth(url), "$a/issuer"),
+            ("$o/upload", upload(url), "$o/upload/endpoint"),
+        ] {
+            let problems = rejected_at(&[(pointer, &text)], path);
+            assert_eq!(problems.len(), 1, "{url} at {path}: {problems:#?}");
+            assert!(problems[0].rule.contains(part), "{url}: {problems:#?}");
+        }
+    }
+    accepted(&[(
+        "/hooks/0/transport/url",
+        r#""https://p.example.com/{a}|b^c?q=`{}|""#,
     )]);
 }
 
@@ -799,9 +939,9 @@ fn r13_backend_ids_are_reverse_dns_and_unique() {
 /// A stdio backend's relative `cwd`, or a relative `command` path with no absolute `cwd`,
 /// would be resolved from wherever the backend is started (the agent's project, under a
 /// command hook, where the agent could put a program of its own): refused at that member,
-/// which says when `~` or `$` was meant to be expanded; an empty `cwd` and a NUL byte in
-/// the command, an argument or the `cwd` are refused as what no backend could start
-/// with. A program on `PATH` and a path under an absolute `cwd` are accepted.
+/// which says when `~` or `$` was meant to be expanded; an empty `cwd`, a blank command
+/// and a NUL byte in the command, an argument or the `cwd` are refused as what no backend
+/// could start with. A program on `PATH` and a path under an absolute `cwd` are accepted.
 #[test]
 fn a_stdio_backends_relative_or_unusable_paths_are_refused_at() {
     let transport = "/hooks/1/transport";
@@ -842,9 +982,17 @@ fn a_stdio_backends_relative_or_unusable_paths_are_refused_at() {
             "{unexpanded}: {problem}"
         );
     }
-    // An empty cwd is no directory at all; a NUL byte is in no path or argument.
+    // An empty cwd is no directory at all, a blank command no program; a NUL byte is in
+    // no path or argument.
     assert_eq!(at(&[(&cwd, r#""""#)]), [cwd.as_str()]);
     assert!(rule(&[(&cwd, r#""""#)]).starts_with("is empty"));
+    for blank in [r#"" ""#, r#""\t \n""#] {
+        assert_eq!(at(&[(&command, blank)]), [command.as_str()], "{blank}");
+        assert!(
+            rule(&[(&command, blank)]).starts_with("is blank"),
+            "{blank}"
+        );
+    }
     assert_eq!(
         at(&[(&command, r#""/opt/re\u0000view""#)]),
         [command.as_str()]
@@ -1176,6 +1324,18 @@ fn name_lists_are_distinct_and_non_empty() {
     );
     let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
     assert_eq!(paths, [expand("$a/scopes/0"), expand("$a/scopes/2")]);
+    // A scope that is no token is named even when a later item repeats it.
+    let problems = rejected_at(
+        &[("$a", oauth), ("$a/scopes", r#"["a b", "a b"]"#)],
+        "$a/scopes/0",
+    );
+    let found: Vec<(String, bool)> = problems
+        .iter()
+        .map(|p| (p.path.clone(), p.rule.contains("scope token")))
+        .collect();
+    let (first, second) = (expand("$a/scopes/0"), expand("$a/scopes/1"));
+    assert_eq!(found, [(first, true), (second, false)]);
+    assert!(problems[1].rule.contains("repeats"), "{problems:#?}");
     rejects(&[
         (
             "$o/filters",
@@ -1257,6 +1417,33 @@ fn all_problems_are_collected_and_odd_shapes_never_panic() {
         for value in odd.split(' ') {
             let _ = parse(&edited(&[(slot, value)]));
         }
+    }
+}
+
+/// A registration under the 16 MiB bound can break a rule hundreds of thousands of
+/// times; listed in full, the entries ran the component out of memory. At most
+/// [`problems::MAX_LISTED`] problems and as many warnings are listed, in document order,
+/// and then one entry at the root says how many more there were.
+#[test]
+fn problems_and_warnings_are_listed_a_hundred_at_most() {
+    let count = 1000;
+    let categories: serde_json::Map<String, Value> = (0..count)
+        .map(|i| (format!("x-{i:04}"), json!("omit")))
+        .chain([("default".to_owned(), json!("omit"))])
+        .collect();
+    let reg = accepted(&[("$o/content", &Value::Object(categories).to_string())]);
+    let numbers = json!(vec![7; count]).to_string();
+    let problems = rejected_at(&[("$o/events", &numbers)], "$o/events/0");
+    for (listed, what, hundredth) in [
+        (reg.warnings, "warnings", "$o/content/x-0099"),
+        (problems, "problems", "$o/events/99"),
+    ] {
+        assert_eq!(listed.len(), problems::MAX_LISTED + 1, "{what}");
+        assert_eq!(listed[99].path, expand(hundredth), "{what}");
+        let last = &listed[100];
+        assert_eq!(last.path, "", "{what}");
+        let rule = format!("900 more {what} not listed (only the first 100 are)");
+        assert_eq!(last.rule, rule);
     }
 }
 

@@ -4,7 +4,9 @@
 
 #[cfg(test)]
 pub(crate) use ahp_vocab::SECRET_NAMES;
-pub(crate) use ahp_vocab::{has_a_secret_parameter, is_secret_name, normalized};
+pub(crate) use ahp_vocab::{
+    has_a_secret_parameter, is_secret_name, mentions_a_credential, names_a_credential, normalized,
+};
 
 #[cfg(test)]
 mod tests {
@@ -22,6 +24,34 @@ mod tests {
         ];
         let longer_or_other = ["tokenEnv", "clientSecretRef", "X-Tenant", "value", "author"];
         assert_shape(is_secret_name, &secret, &longer_or_other);
+    }
+
+    /// A name ending in a credential's word, or a short one, names a credential; one
+    /// merely holding such a word only mentions one, and a paging cursor does no more.
+    #[test]
+    fn a_name_names_or_only_mentions_a_credential() {
+        let names = [
+            "apiToken",
+            "private_token",
+            "secretKey",
+            "pat",
+            "X-Amz-Signature",
+        ];
+        let mentions = [
+            "client_secret_value",
+            "GITHUB_TOKEN_FILE",
+            "gpg-passphrase",
+            "keyword",
+            "max_tokens",
+            "page_token",
+        ];
+        let neither = ["comment", "author", "signature_version", "tenant", "path"];
+        assert_shape(
+            names_a_credential,
+            &names,
+            &[&mentions[..], &neither].concat(),
+        );
+        assert_shape(mentions_a_credential, &mentions, &neither);
     }
 
     #[test]
@@ -43,6 +73,7 @@ mod tests {
             "https://mcp.example/x?private_token=S",
             "https://mcp.example/x?x-api-key=S&api_secret=T",
             "https://mcp.example/x?subscription-key=S",
+            "https://mcp.example/x?pat=S",
         ];
         let ordinary = [
             "https://mcp.example/x",

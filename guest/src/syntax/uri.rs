@@ -10,7 +10,7 @@ pub(crate) use ahp_vocab::{has_userinfo, is_absolute_uri};
 /// dispatch depends on (a scheme to speak and a host to reach) and leaves the rest of
 /// the URL to the HTTP client that connects to it. The scheme is matched as written, in
 /// lowercase, as the schema's pattern does. A registration's URLs are also asked
-/// [`has_a_reachable_port`].
+/// [`has_a_reachable_port`] and [`unreadable_part`].
 pub(crate) fn is_http_url(url: &str, https_only: bool) -> bool {
     host_and_port(url, https_only).is_some_and(|(host, _)| !host.is_empty())
         && !url.chars().any(|ch| ch.is_whitespace() || ch.is_control())
@@ -72,6 +72,83 @@ fn is_port(after_host: &str) -> bool {
                 && port.parse::<u32>().is_ok_and(|n| (1..=65535).contains(&n))
         }
     }
+}
+
+/// A part of a URL the host's HTTP client refuses to read as written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unreadable {
+    /// Longer than [`MAX_URL_BYTES`].
+    Length,
+    /// The authority (user info, host and port).
+    Authority,
+    Path,
+    Query,
+}
+
+/// The longest URI the host's HTTP client reads (`http::Uri`: `u16::MAX - 1`).
+pub(crate) const MAX_URL_BYTES: usize = u16::MAX as usize - 1;
+
+/// The part of a `scheme://` URL the host's HTTP client (the `http` crate's `Uri`, which
+/// hyper sends with) refuses as written, if any; `None` for a URL it reads, or one of
+/// another shape, which is [`is_http_url`]'s to refuse. The host parses a backend's URL
+/// only when it sets the backend up, where a refusal names no field: a registration asks
+/// this of every URL it names, so that the URL is refused at its pointer instead. What
+/// `http` refuses (`src/uri/`, 1.x): in the authority, anything but ASCII letters,
+/// digits, `-._~!$&'()*+,;=`, and `: @ [ ]` where they fit (one port colon, one
+/// bracketed literal of at most eight colons, nothing empty after an `@`), and a `%`
+/// outside user info or an IP literal; in the path, spaces, controls, `<`, `>` and
+/// `` ` ``; in the query, spaces, controls, `"`, `<` and `>`; and more than
+/// [`MAX_URL_BYTES`]. Non-ASCII is refused in every part: `http` 1.5 takes it raw in a
+/// path or query, but 1.x releases before hyperium/http#715 refuse it there, and a URI
+/// percent-encodes it (RFC 3986 §2.1) anyway. The fragment, cut off unsent, is left be.
+pub(crate) fn unreadable_part(url: &str) -> Option<Unreadable> {
+    let (_, rest) = url.split_once("://")?;
+    let (before_fragment, _) = rest.split_once('#').unwrap_or((rest, ""));
+    let (before_query, query) = before_fragment
+        .split_once('?')
+        .unwrap_or((before_fragment, ""));
+    let authority = authority(before_query);
+    let path = &before_query[authority.len()..];
+    let graphic_but = |text: &str, refused: &[u8]| {
+        text.bytes()
+            .all(|b| b.is_ascii_graphic() && !refused.contains(&b))
+    };
+    if url.len() > MAX_URL_BYTES {
+        Some(Unreadable::Length)
+    } else if !is_readable_authority(authority) {
+        Some(Unreadable::Authority)
+    } else if !graphic_but(path, b"<>`") {
+        Some(Unreadable::Path)
+    } else if !graphic_but(query, b"\"<>") {
+        Some(Unreadable::Query)
+    } else {
+        None
+    }
+}
+
+/// Whether `http`'s `Uri` reads this authority (`validate_authority_bytes`): RFC 3986's
+/// unreserved and sub-delimiter characters; `[` and `]` once each, in that order, with
+/// no `%` before the `[`; a `%` only where an `@` or `]` follows; at most eight colons
+/// before a `]` or `@`, and at most one after the last; and not ending in `@`.
+fn is_readable_authority(authority: &str) -> bool {
+    let (mut opened, mut closed, mut percent, mut colons) = (false, false, false, 0);
+    for b in authority.bytes() {
+        match b {
+            b'%' => percent = true,
+            b'[' if percent || opened => return false,
+            b'[' => opened = true,
+            b']' if !opened || closed => return false,
+            b']' | b'@' => {
+                closed |= b == b']';
+                (percent, colons) = (false, 0);
+            }
+            b':' if colons == 8 => return false,
+            b':' => colons += 1,
+            b if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=".contains(&b) => {}
+            _ => return false,
+        }
+    }
+    opened == closed && !percent && colons <= 1 && !authority.ends_with('@')
 }
 
 /// The plain-http exception of an upload `endpoint` (content-upload.schema.json): `http://`,
@@ -235,6 +312,91 @@ mod tests {
             "http://localhost/ up",
         ];
         assert_shape(is_loopback_http_url, &good, &bad);
+    }
+
+    /// The URLs a review found the host refusing at setup with no pointer, each refused by
+    /// its part: a non-ASCII host, a backtick or `<` in the path, a `"` in the query.
+    #[test]
+    fn a_character_the_hosts_http_client_refuses_is_named_by_its_part() {
+        for (url, part) in [
+            ("https://p\u{f6}licy.example.com/h", Unreadable::Authority),
+            ("https://p.example.com/a`b", Unreadable::Path),
+            ("https://p.example.com/<x>", Unreadable::Path),
+            ("https://p.example.com/?q={\"a\":1}", Unreadable::Query),
+            ("https://h%41.example.com/", Unreadable::Authority),
+            ("https://p.example.com/caf\u{e9}", Unreadable::Path),
+            ("https://p.example.com/?q=caf\u{e9}", Unreadable::Query),
+        ] {
+            assert_eq!(unreadable_part(url), Some(part), "{url}");
+        }
+        for url in [
+            "https://p.example.com/{\"a\":1}|x^y\\z",
+            "https://p.example.com/p?q={a}|`^\\",
+            "https://[fe80::1%25eth0]:8443/p",
+            "https://p.example.com/#<fragment> \u{e9}",
+            "not a URL",
+        ] {
+            assert_eq!(unreadable_part(url), None, "{url}");
+        }
+    }
+
+    /// [`unreadable_part`] refuses exactly what `http::Uri` refuses, character by
+    /// character in each part (a non-ASCII one in a path or query aside: refused here,
+    /// read by `http` 1.5 but not by earlier 1.x releases), in the structures of an
+    /// authority that has none of them, and past the longest URL.
+    #[test]
+    fn unreadable_part_agrees_with_the_http_crate() {
+        let ascii = (0u8..0x80).map(char::from);
+        let beyond = ['\u{80}', '\u{e9}', '\u{2028}', '\u{1f600}'];
+        for ch in ascii.chain(beyond) {
+            for url in [
+                format!("https://a{ch}b.example/p"),
+                format!("https://h.example/a{ch}b"),
+                format!("https://h.example/p?a{ch}b"),
+            ] {
+                let http = url.parse::<http::Uri>().is_ok();
+                let ours = unreadable_part(&url).is_none();
+                assert_eq!(
+                    ours,
+                    http && ch.is_ascii(),
+                    "{url:?}: http reads it: {http}"
+                );
+            }
+        }
+        for authority in [
+            "[::1]:8080",
+            "[1:2:3:4:5:6:7::]",
+            "[1:2:3:4:5:6:7:8:9]",
+            "[1:2:3:4:5:6:7:8:9:a]",
+            "[::::::::::]",
+            "[::1",
+            "::1]",
+            "[[::1]]",
+            "[::1]]",
+            "h%41.example",
+            "[fe80::1%25eth0]",
+            "%5B::1]",
+            "u%40@h.example",
+            "u@",
+            "u:p@h:1",
+            "h:1:2",
+            "u:p:q@h",
+            "h@",
+            "a@b@c",
+        ] {
+            let url = format!("https://{authority}/p");
+            let (ours, http) = (
+                unreadable_part(&url).is_none(),
+                url.parse::<http::Uri>().is_ok(),
+            );
+            assert_eq!(ours, http, "{url}");
+        }
+        for length in [MAX_URL_BYTES, MAX_URL_BYTES + 1] {
+            let url = format!("https://h.example/{}", "a".repeat(length - 18));
+            let http = url.parse::<http::Uri>().is_ok();
+            let refused = (!http).then_some(Unreadable::Length);
+            assert_eq!((unreadable_part(&url), url.len()), (refused, length));
+        }
     }
 
     #[test]

@@ -34,7 +34,10 @@ pub use record::{
     AttemptEntry, AttemptResult, Enforce, EventRef, Flow, Injection, InterceptorEntry,
     ObserverEntry, ObserverKind, ObserverResult, Record,
 };
-pub use secret::{has_a_secret_parameter, is_secret_name, normalized, SECRET_NAMES};
+pub use secret::{
+    has_a_secret_parameter, is_secret_name, mentions_a_credential, names_a_credential, normalized,
+    SECRET_NAMES,
+};
 pub use uri::{has_userinfo, is_absolute_uri};
 
 /// The wire `protocolVersion` both official SDKs speak, and the only registration

@@ -51,8 +51,9 @@ pub fn has_a_secret_parameter(url: &str) -> bool {
 /// ending in a word only credentials end in (`private_token`, `api_secret`,
 /// `subscription-key`, `X-Amz-Signature`), but for the paging cursors named like tokens
 /// (`page_token`); or one of the short names services use (Azure's `sig`, Google's
-/// `key`). A name merely holding such a word (`max_tokens`, `signature_version`) is not.
-fn names_a_credential(name: &str) -> bool {
+/// `key`, a personal access token's `pat`). A name merely holding such a word
+/// (`max_tokens`, `signature_version`) is not: for that, see [`mentions_a_credential`].
+pub fn names_a_credential(name: &str) -> bool {
     const ENDINGS: [&str; 10] = [
         "token",
         "secret",
@@ -72,7 +73,14 @@ fn names_a_credential(name: &str) -> bool {
         "synctoken",
         "resumptiontoken",
     ];
-    const SHORT: [&str; 5] = ["key", "sig", "pwd", "xamzcredential", "xgoogcredential"];
+    const SHORT: [&str; 6] = [
+        "key",
+        "sig",
+        "pwd",
+        "pat",
+        "xamzcredential",
+        "xgoogcredential",
+    ];
     let name = normalized(name);
     if CURSORS.contains(&name.as_str()) {
         return false;
@@ -80,6 +88,29 @@ fn names_a_credential(name: &str) -> bool {
     is_secret_name(&name)
         || SHORT.contains(&name.as_str())
         || ENDINGS.iter().any(|ending| name.ends_with(ending))
+}
+
+/// Whether `name`, [`normalized`], holds a word only a credential's name holds anywhere
+/// in it (`GITHUB_TOKEN`, `client_secret_value`, `X-Api-Key`, `Proxy-Authorization`,
+/// `gpg-passphrase`). Wider than [`names_a_credential`], and so asked only where a
+/// credential is expected: of the `name` or `key` beside a `value`, and of a member of
+/// a credential binding (`authentication`), where `max_tokens` or `keyword` has no
+/// business either. Not `auth` alone, which would take `author` too.
+pub fn mentions_a_credential(name: &str) -> bool {
+    const WORDS: [&str; 10] = [
+        "token",
+        "secret",
+        "key",
+        "password",
+        "passwd",
+        "passphrase",
+        "credential",
+        "cookie",
+        "authorization",
+        "bearer",
+    ];
+    let name = normalized(name);
+    WORDS.iter().any(|word| name.contains(word))
 }
 
 /// `text` with each `%XX` escape replaced by its byte; a malformed escape is kept as
