@@ -66,6 +66,16 @@ pub const CONTAINER_WEIGHT: usize = 4;
 pub const TOO_MANY_RULE: &str = "must hold at most 4000000 JSON values (an array or object \
      counting 4, a member name 1)";
 
+/// The most weighed values a text [`parse`]d into a [`Value`] may hold: half of
+/// [`MAX_VALUES`], because the tree read and the `Value` built from it are held at once
+/// (a registration of 2.5 million numbers ran the component out of memory; 2 million
+/// did not).
+pub const MAX_PARSED_VALUES: usize = MAX_VALUES / 2;
+
+/// The rule a text [`parse`]d with more than [`MAX_PARSED_VALUES`] breaks.
+pub const TOO_MANY_PARSED_RULE: &str = "must hold at most 2000000 JSON values (an array or \
+     object counting 4, a member name 1)";
+
 /// A member whose name appears more than once in its object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Duplicate {
@@ -289,7 +299,7 @@ pub fn integer_value<T: TryFrom<i64> + TryFrom<u64>>(v: &Value) -> Option<T> {
 /// Parses one JSON text, rejecting repeated member names and whole numbers past 64 bits
 /// at any depth.
 pub fn parse(text: &str) -> Result<Value, Error> {
-    read_keeping_inexact(text)?
+    read_with(text, true, MAX_PARSED_VALUES)?
         .to_value()
         .map_err(Error::Inexact)
 }
@@ -297,22 +307,23 @@ pub fn parse(text: &str) -> Result<Value, Error> {
 /// Reads one JSON text into a tree borrowing from it, rejecting repeated member names and
 /// whole numbers past 64 bits at any depth.
 pub fn read(text: &str) -> Result<Node<'_>, Error> {
-    read_with(text, false)
+    read_with(text, false, MAX_VALUES)
 }
 
 /// [`read`], but a whole number past 64 bits is kept as [`Node::Inexact`], refused only
 /// where a value is built from it: for a text only parts of which are written back.
 pub fn read_keeping_inexact(text: &str) -> Result<Node<'_>, Error> {
-    read_with(text, true)
+    read_with(text, true, MAX_VALUES)
 }
 
-fn read_with(text: &str, keeps_inexact: bool) -> Result<Node<'_>, Error> {
+/// Reads `text`, which may hold at most `max_values` weighed values.
+fn read_with(text: &str, keeps_inexact: bool, max_values: usize) -> Result<Node<'_>, Error> {
     let mut reading = Reading {
         found: None,
         broken_at: Vec::new(),
         numbers: Literals::of(text),
         keeps_inexact,
-        values_left: MAX_VALUES,
+        values_left: max_values,
     };
     let mut reader = serde_json::Deserializer::from_str(text);
     let parsed = Strict {
@@ -352,7 +363,7 @@ enum Fault {
     Duplicate(String),
     /// A whole number past 64 bits.
     Inexact,
-    /// One value more than [`MAX_VALUES`].
+    /// One value more than the reading may hold.
     TooMany,
 }
 
@@ -377,7 +388,8 @@ struct Reading<'t> {
     numbers: Literals<'t>,
     /// Whether a whole number past 64 bits is kept as [`Node::Inexact`], not refused.
     keeps_inexact: bool,
-    /// How many more values may be read ([`MAX_VALUES`] in all).
+    /// How many more values may be read ([`MAX_VALUES`] in all, or
+    /// [`MAX_PARSED_VALUES`]).
     values_left: usize,
 }
 
@@ -600,6 +612,13 @@ mod tests {
             array("0", MAX_VALUES)
         );
         assert!(matches!(read(&nested), Err(Error::TooMany)));
+        // Parsed into a `Value` (a registration), half as many: both trees are held.
+        let zeros = MAX_PARSED_VALUES - CONTAINER_WEIGHT;
+        assert!(parse(&array("0", zeros)).is_ok());
+        assert!(read(&array("0", zeros + 1)).is_ok());
+        assert!(matches!(parse(&array("0", zeros + 1)), Err(Error::TooMany)));
+        assert!(TOO_MANY_PARSED_RULE.contains(&MAX_PARSED_VALUES.to_string()));
+        assert!(TOO_MANY_RULE.contains(&MAX_VALUES.to_string()));
     }
 
     #[test]

@@ -116,6 +116,31 @@ fn a_registration_breaking_a_rule_at_every_value_is_checked_without_a_trap() {
     }
 }
 
+/// A registration of more JSON values than the component can read and build at once
+/// (2.5 million numbers, 5 MB: read, then built into the tree the checks walk, they ran
+/// it out of memory, "wasm trap: unreachable") is refused naming the rule, never
+/// trapped.
+#[test]
+fn a_registration_of_too_many_values_is_refused_naming_the_rule() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("registration.json");
+    let numbers = "0,".repeat(2_500_000);
+    let reg = format!(
+        r#"{{"protocolVersion": "draft", "x": [{numbers}0], "hooks": [{{"id": "com.example.review",
+            "transport": {{"type": "stdio", "command": "/usr/local/bin/review"}},
+            "subscriptions": [{{"events": ["tool.after"], "mode": "observe"}}]}}]}}"#
+    );
+    std::fs::write(&file, reg).expect("write the registration");
+    let run = ahp(&["check", path(&file)], &[]);
+    run.assert_exit(1, "a registration of too many values");
+    assert!(
+        run.stderr.contains("at most 2000000 JSON values"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("trap"), "{}", run.stderr);
+}
+
 /// A usage error is "the call could not be made", exit 1, never 2 (a denial) — except
 /// under `ahp hook HARNESS`, which a harness runs and which must answer it as the
 /// harness's block (exit 2 and the generic reason: the contract files check each

@@ -49,7 +49,7 @@ pub fn parse(text: &str) -> Result<Registration, Vec<Problem>> {
             json::Error::Syntax(e) => {
                 Problem::new(e.pointer, format!("not valid JSON: {}", e.error))
             }
-            json::Error::TooMany => Problem::new("", json::TOO_MANY_RULE),
+            json::Error::TooMany => Problem::new("", json::TOO_MANY_PARSED_RULE),
         }]
     })?;
     let mut c = Checker::default();
