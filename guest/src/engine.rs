@@ -53,6 +53,8 @@ impl Engine {
         }
         let registration = registration::parse(text)?;
         let declared = |name: &str| declaration.iter().any(|c| c.event.as_str() == name);
+        // As many as the registration has subscriptions: listed as its own problems are.
+        let mut undeclared = registration::Listed::default();
         for (b, backend) in registration.backends.iter().enumerate() {
             for subscription in &backend.subscriptions {
                 if subscription.mode == Mode::Observe {
@@ -62,35 +64,33 @@ impl Engine {
                     let path =
                         format!("/hooks/{b}/subscriptions/{}/events/{i}", subscription.index);
                     match pattern {
-                        EventPattern::Exact(name) if !declared(name) => {
-                            problems.push(Problem::new(
-                                path,
-                                format!("\"{name}\" is not declared interceptable by this harness"),
-                            ))
-                        }
+                        EventPattern::Exact(name) if !declared(name) => undeclared.push(
+                            &path,
+                            format!("\"{name}\" is not declared interceptable by this harness"),
+                        ),
                         EventPattern::Exact(_) => {}
                         wildcard => {
                             if !declaration
                                 .iter()
                                 .any(|c| wildcard.matches(c.event.as_str()))
                             {
-                                problems.push(Problem::new(
-                                    path,
+                                undeclared.push(
+                                    &path,
                                     "selects no event this harness declares interceptable",
-                                ));
+                                );
                             }
                         }
                     }
                 }
             }
         }
-        if problems.is_empty() {
+        if undeclared.is_empty() {
             Ok(Engine {
                 registration,
                 declaration,
             })
         } else {
-            Err(problems)
+            Err(undeclared.into_vec("problems"))
         }
     }
 

@@ -47,8 +47,9 @@ pub enum Error {
     /// Well-formed, but a whole number past 64 bits, which would be written back as
     /// another number.
     Inexact(Inexact),
-    /// More than [`MAX_VALUES`] weighed values: read and worked on, they would run the
-    /// component out of memory (an engine failure) well before the text's own bounds.
+    /// More than [`MAX_VALUES`] weighed values ([`MAX_PARSED_VALUES`] for [`parse`]):
+    /// read and worked on, they would run the component out of memory (an engine
+    /// failure) well before the text's own bounds.
     TooMany,
 }
 

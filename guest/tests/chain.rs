@@ -2975,6 +2975,27 @@ fn an_undeclared_exact_event_is_refused_at_load_naming_its_path() {
     );
 }
 
+/// Undeclared events are listed as a registration's own problems are: the first hundred,
+/// then one line counting the rest (a registration can hold hundreds of thousands).
+#[test]
+fn undeclared_events_are_listed_a_hundred_at_most() {
+    let subscriptions = (0..150)
+        .map(|_| intercept_sub(&["model.request.before"], "fail-closed", 500))
+        .collect();
+    let problems = Engine::load_declared(
+        &registration(vec![backend(A, subscriptions)]),
+        declared(&[InterceptableEvent::ToolBefore]),
+    )
+    .expect_err("model.request.before is not declared");
+    assert_eq!(problems.len(), 101);
+    assert_eq!(problems[99].path, "/hooks/0/subscriptions/99/events/0");
+    assert_eq!(problems[100].path, "");
+    assert_eq!(
+        problems[100].rule,
+        "50 more problems not listed (only the first 100 are)"
+    );
+}
+
 #[test]
 fn a_wildcard_covers_only_declared_events() {
     let hooks = vec![backend(A, vec![intercept_sub(&["*"], "fail-closed", 500)])];

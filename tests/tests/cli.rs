@@ -83,7 +83,7 @@ fn a_registration_breaking_a_rule_at_every_value_is_checked_without_a_trap() {
                     "content": {{{}"default": "omit"}}}}"#,
                 many(700_000, &|i| format!(r#""x{i}": "omit""#))
             ),
-            "warnings",
+            "ignored names",
             0,
         ),
         (

@@ -24,6 +24,7 @@ mod rules;
 mod tests;
 
 pub use dispatch::Interceptor;
+pub(crate) use problems::Listed;
 pub use problems::Problem;
 
 use crate::content::Content;

@@ -16,6 +16,9 @@ pub use ahp_vocab::Problem;
 pub(super) struct Checker {
     problems: Listed,
     warnings: Listed,
+    /// Warnings about a name this check does not know, ignored: listed after the
+    /// others, so that hundreds of them never push out one that matters.
+    ignored: Listed,
 }
 
 impl Checker {
@@ -25,7 +28,9 @@ impl Checker {
     pub(super) fn finish<T>(self, checked: Option<T>) -> Result<(T, Vec<Problem>), Vec<Problem>> {
         match checked {
             Some(value) if self.problems.is_empty() => {
-                Ok((value, self.warnings.into_vec("warnings")))
+                let mut warnings = self.warnings.into_vec("warnings");
+                warnings.extend(self.ignored.into_vec("ignored names"));
+                Ok((value, warnings))
             }
             _ if self.problems.is_empty() => Err(vec![Problem::new("", "could not be validated")]),
             _ => Err(self.problems.into_vec("problems")),
@@ -41,6 +46,10 @@ impl Checker {
     pub(super) fn warn(&mut self, path: &str, rule: impl Into<String>) {
         self.warnings.push(path, rule);
     }
+    /// A warning that the name at `path` is not known and is ignored.
+    pub(super) fn ignore(&mut self, path: &str, rule: impl Into<String>) {
+        self.ignored.push(path, rule);
+    }
 }
 
 /// The most problems, and the most warnings, a check lists. A registration under the
@@ -54,24 +63,24 @@ pub(super) const MAX_LISTED: usize = 100;
 /// Problems (or warnings) in document order, the first [`MAX_LISTED`] of them kept and
 /// the rest only counted.
 #[derive(Default)]
-struct Listed {
+pub(crate) struct Listed {
     kept: Vec<Problem>,
     left_out: usize,
 }
 
 impl Listed {
-    fn push(&mut self, path: &str, rule: impl Into<String>) {
+    pub(crate) fn push(&mut self, path: &str, rule: impl Into<String>) {
         match self.kept.len() < MAX_LISTED {
             true => self.kept.push(Problem::new(path, rule)),
             false => self.left_out += 1,
         }
     }
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.kept.is_empty()
     }
     /// The entries kept, and then, if any were left out, one at the root saying how
     /// many `more` (`problems`, `warnings`) there were.
-    fn into_vec(mut self, more: &str) -> Vec<Problem> {
+    pub(crate) fn into_vec(mut self, more: &str) -> Vec<Problem> {
         if self.left_out > 0 {
             let rule = format!(
                 "{} more {more} not listed (only the first {MAX_LISTED} are)",
@@ -114,7 +123,7 @@ impl<'a> Node<'a> {
     pub(super) fn warn_unknown(&self, c: &mut Checker, known: &str) {
         let unknown = |k: &&String| !known.split_whitespace().any(|x| x == k.as_str());
         for key in self.obj.keys().filter(unknown) {
-            c.warn(&self.at(key), "unknown field ignored");
+            c.ignore(&self.at(key), "unknown field ignored");
         }
     }
     /// A required field, checked by `check`.

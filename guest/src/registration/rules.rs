@@ -446,19 +446,20 @@ const CREDENTIAL_BINDINGS: [&str; 4] = ["authentication", "auth", "contentreceiv
 /// Whether a member of a credential binding, [`normalized`], is named as a credential
 /// by more than an exact secret name ([`is_secret_name`]): named as a URL parameter
 /// holding one is ([`names_a_credential`]: `apiToken`, `private_token`, `secretKey`,
-/// `pat`), or holding a credential's word ([`mentions_a_credential`]:
-/// `client_secret_value`). A binding's own members are references (`tokenEnv`,
-/// `clientSecretRef`: [`is_reference`]) or settings named otherwise (`issuer`,
-/// `clientId`), so such a name is an unknown member, and one holding text is a literal
-/// credential, not a field to ignore with a warning. But a name saying where to go
-/// (`tokenEndpoint`, `keyUrl`) holds an address, not a secret.
+/// `pat`), or as the value of one (a credential's word, [`mentions_a_credential`], and
+/// `value` at its end: `client_secret_value`). A binding's own members are references
+/// (`tokenEnv`, `clientSecretRef`: [`is_reference`]) or settings named otherwise
+/// (`issuer`, `clientId`), so such a name is an unknown member, and one holding text is
+/// a literal credential, not a field to ignore with a warning. But a name saying where
+/// to go (`tokenEndpoint`, `keyUrl`) holds an address, and one merely holding such a
+/// word (`tokenType`, `bearerFormat`, `keyId`) a setting this component does not know:
+/// ignored with a warning, as any unknown member.
 fn names_a_credential_in_a_binding(name: &str) -> bool {
     let names_a_place = ["endpoint", "url", "uri"]
         .iter()
         .any(|end| name.ends_with(end));
-    !is_reference(name)
-        && !names_a_place
-        && (names_a_credential(name) || mentions_a_credential(name))
+    let a_credentials_value = name.ends_with("value") && mentions_a_credential(name);
+    !is_reference(name) && !names_a_place && (names_a_credential(name) || a_credentials_value)
 }
 
 /// Whether a member's name, [`normalized`], says it names where a secret lives
@@ -692,7 +693,7 @@ fn content(c: &mut Checker, v: &Value, path: &str) -> Option<Content> {
     );
     for (key, _) in n.entries() {
         if !NAMED_CATEGORIES.contains(&key.as_str()) {
-            c.warn(&n.at(key), unnamed.as_str());
+            c.ignore(&n.at(key), unnamed.as_str());
         }
     }
     let present = n.need(c, "default", |_, _, _| Some(()));

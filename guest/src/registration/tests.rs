@@ -608,8 +608,9 @@ fn r10_http_credential_names_are_literal_secrets() {
 /// member named as a credential by more than the exact secret names (`apiToken`,
 /// `private_token`, `secretKey`, `pat`, `client_secret_value`) and holding text is a
 /// literal secret, refused at it, never echoed: not an unknown field ignored with a
-/// warning. Another unknown member there (`comment`), a reference (`passwordEnv`) or an
-/// address (`tokenEndpoint`) is still only warned about.
+/// warning. Another unknown member there (`comment`, or a setting merely holding a
+/// credential's word: `tokenType`, `bearerFormat`, `keyId`), a reference (`passwordEnv`)
+/// or an address (`tokenEndpoint`) is still only warned about.
 #[test]
 fn r10_a_member_of_a_binding_named_as_a_credential_is_a_literal_secret() {
     let marker = "sk-live-1";
@@ -649,7 +650,16 @@ fn r10_a_member_of_a_binding_named_as_a_credential_is_a_literal_secret() {
         // Outside a binding such a name is an unknown field, as before.
         accepted(&[(&format!("/hooks/0/transport/{name}"), r#""x""#)]);
     }
-    for innocent in ["comment", "passwordEnv", "tokenEndpoint"] {
+    for innocent in [
+        "comment",
+        "passwordEnv",
+        "tokenEndpoint",
+        "tokenType",
+        "tokenEndpointAuthMethod",
+        "bearerFormat",
+        "keyId",
+        "keywords",
+    ] {
         let bound = with(&bearer, innocent, json!("https://id.example.com/note"));
         let reg = accepted(&[("$a", &bound.to_string())]);
         let at = expand(&format!("$a/{innocent}"));
@@ -1423,7 +1433,9 @@ fn all_problems_are_collected_and_odd_shapes_never_panic() {
 /// A registration under the 16 MiB bound can break a rule hundreds of thousands of
 /// times; listed in full, the entries ran the component out of memory. At most
 /// [`problems::MAX_LISTED`] problems and as many warnings are listed, in document order,
-/// and then one entry at the root says how many more there were.
+/// and then one entry at the root says how many more there were. Warnings about names
+/// ignored are listed after the others, and counted apart: a thousand unknown names
+/// never push out the warning about a resource at another origin.
 #[test]
 fn problems_and_warnings_are_listed_a_hundred_at_most() {
     let count = 1000;
@@ -1431,11 +1443,19 @@ fn problems_and_warnings_are_listed_a_hundred_at_most() {
         .map(|i| (format!("x-{i:04}"), json!("omit")))
         .chain([("default".to_owned(), json!("omit"))])
         .collect();
-    let reg = accepted(&[("$o/content", &Value::Object(categories).to_string())]);
+    let elsewhere = json!({"type": "oauth", "issuer": "https://id.example.com",
+        "resource": "https://other.example.com/hooks", "clientId": "c",
+        "flow": "client_credentials", "clientSecretRef": "env:S"});
+    let mut reg = accepted(&[
+        ("$o/content", &Value::Object(categories).to_string()),
+        ("$a", &elsewhere.to_string()),
+    ]);
+    let notable = reg.warnings.remove(0);
+    assert_eq!(notable.path, expand("$a/resource"), "{notable:?}");
     let numbers = json!(vec![7; count]).to_string();
     let problems = rejected_at(&[("$o/events", &numbers)], "$o/events/0");
     for (listed, what, hundredth) in [
-        (reg.warnings, "warnings", "$o/content/x-0099"),
+        (reg.warnings, "ignored names", "$o/content/x-0099"),
         (problems, "problems", "$o/events/99"),
     ] {
         assert_eq!(listed.len(), problems::MAX_LISTED + 1, "{what}");

@@ -515,11 +515,6 @@ impl HttpBackend {
     }
 }
 
-/// The resolved `addrs` a connection may take: those no further inside than `innermost`
-/// ([`Zone`]), checked on the addresses themselves, after resolution, so a name that
-/// resolves inside the second time (DNS rebinding) reaches nothing there; none left is
-/// `not-permitted`. A host with an address of each kind (a global IPv4 and a
-/// unique-local IPv6) is reached at the one allowed.
 /// Whether plain `http` to `ip` stays on this machine: a loopback address, also one
 /// written as an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`), which connects to the
 /// same place. Not the unspecified address (`0.0.0.0`), which [`Zone`] counts as loopback
@@ -528,6 +523,11 @@ fn is_loopback(ip: IpAddr) -> bool {
     ip.to_canonical().is_loopback()
 }
 
+/// The resolved `addrs` a connection may take: those no further inside than `innermost`
+/// ([`Zone`]), checked on the addresses themselves, after resolution, so a name that
+/// resolves inside the second time (DNS rebinding) reaches nothing there; none left is
+/// `not-permitted`. A host with an address of each kind (a global IPv4 and a
+/// unique-local IPv6) is reached at the one allowed.
 fn within_zone(addrs: Vec<SocketAddr>, innermost: Zone) -> Result<Vec<SocketAddr>, DeliveryError> {
     let allowed: Vec<SocketAddr> = addrs
         .into_iter()
@@ -1005,6 +1005,26 @@ mod tests {
                 (received.reply.status, received.reply.body.len()),
                 (Some(code), 1 << 20)
             );
+        }
+    }
+
+    /// Plain `http` to a loopback server written as an IPv4-mapped IPv6 address is
+    /// connected to, as to `127.0.0.1`: it is the same place. (Where the kernel has no
+    /// IPv6 the connection is refused, never `not-permitted`.)
+    #[tokio::test]
+    async fn plain_http_to_a_mapped_loopback_address_is_sent() {
+        let (url, requests) = counting_server().await;
+        let mapped = url.replace("127.0.0.1", "[::ffff:127.0.0.1]");
+        let far = Instant::now() + Duration::from_secs(10);
+        match loopback_backend(&mapped).exchange(b"{}", None, far).await {
+            Ok(received) => {
+                assert_eq!(received.reply.body, b"{}");
+                assert_eq!(requests.load(Ordering::SeqCst), 1);
+            }
+            Err(error) => assert!(
+                matches!(error, DeliveryError::ConnectionRefused),
+                "{error:?}"
+            ),
         }
     }
 

@@ -28,7 +28,7 @@
 //! parsed as protocol). Every child is registered with its backend so [`StdioBackend::shut_down`]
 //! can kill and reap it even while an exchange holds it. That is why the `Child` sits
 //! behind a short-held std mutex and is reaped with `try_wait` only: an awaited
-//! `Child::wait` would lock `close` out for as long as it waits. Waiting for an exit is
+//! `Child::wait` would lock `shut_down` out for as long as it waits. Waiting for an exit is
 //! woken by the exit itself (a pidfd, which does not reap), so an exchange ends when its
 //! child does, even while a process it started holds its stdout, and a persistent child
 //! that exits between exchanges is reaped then; where there is no pidfd (before Linux
