@@ -323,8 +323,9 @@ pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
 
 /// Whether a cache could be kept in `dir`: [`private_real_dir`] if it exists, else the
 /// way to its nearest existing ancestor ([`trusted_way`]), which it would be made under.
-/// The error names the directory at fault.
-#[cfg(all(unix, feature = "cli"))]
+/// The error names the directory at fault. What [`create_private_dir`] checks before it
+/// makes anything, and `ahp precompile` before it compiles.
+#[cfg(unix)]
 pub(crate) fn usable_dir(dir: &Path) -> std::io::Result<()> {
     if private_real_dir(dir)? {
         return Ok(());
@@ -336,7 +337,7 @@ pub(crate) fn usable_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
-#[cfg(all(not(unix), feature = "cli"))]
+#[cfg(not(unix))]
 pub(crate) fn usable_dir(_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
@@ -474,9 +475,15 @@ fn store(dir: &Path, path: &Path, key: &[u8; 32], code: &[u8]) -> std::io::Resul
 /// Creates `dir` and any missing parents with mode 0700, whatever the umask: a directory
 /// others can write to is one [`load_in`] refuses. Also where the OCI component cache
 /// makes its directories.
+///
+/// Only once the way to it is checked ([`usable_dir`]): made first, a directory would
+/// be refused too late, and stay. Under a home of another user's (root run with a
+/// user's `HOME`), a `.cache` of root's, mode 0700, would lock that user out of their
+/// own cache.
 #[cfg(unix)]
 pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt as _;
+    usable_dir(dir)?;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)

@@ -9,10 +9,12 @@
 //! Where: under the compiled component's cache directory
 //! ([`crate::compile_cache::cache_dir`]: `$AHP_CACHE_DIR`, else
 //! `$XDG_CACHE_HOME/ahp-interceptor`, else `~/.cache/ahp-interceptor`; relative or empty
-//! values are ignored), in `oci/blobs/sha256`; every directory it creates is private (0700),
-//! and one it finds must be too: the root this user's (not a link) and writable by nobody else, as
-//! the compiled component's cache requires of its own, and `oci`, `blobs` and `sha256`
-//! real directories of the same kind, never symbolic links. Otherwise the pull runs
+//! values are ignored), in `oci/blobs/sha256`; every directory it creates is private
+//! (0700), made only where nobody else can change the way to it (checked before anything
+//! is made, [`crate::compile_cache::create_private_dir`]), and one it finds must be
+//! private too: the root this user's (not a link) and writable by nobody else, as the
+//! compiled component's cache requires of its own, and `oci`, `blobs` and `sha256` real
+//! directories of the same kind, never symbolic links. Otherwise the pull runs
 //! uncached: storing, and pruning above all, would act on whatever another user's link
 //! names (a content store's blobs are named as these are). Without a cache directory
 //! there is no cache, and a pull runs uncached.

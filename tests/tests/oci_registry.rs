@@ -103,6 +103,13 @@ impl Case {
 
     /// The `ahp intercept --component SOURCE` of [`Case::intercept`], to adjust.
     fn intercept_command(&self, source: &str) -> tokio::process::Command {
+        let mut command = self.embedded_intercept_command();
+        command.arg("--component").arg(source);
+        command
+    }
+
+    /// [`Case::intercept_command`] of the embedded component: compiled, nothing pulled.
+    fn embedded_intercept_command(&self) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(ahp_binary());
         command
             .arg("intercept")
@@ -110,8 +117,6 @@ impl Case {
             .arg(self.dir.path().join("registration.json"))
             .arg("--event")
             .arg(self.dir.path().join("event.json"))
-            .arg("--component")
-            .arg(source)
             .env("AHP_CACHE_DIR", self.cache.path())
             .kill_on_drop(true);
         command
@@ -412,6 +417,44 @@ async fn the_cache_directories_a_pull_creates_are_private_whatever_the_umask() {
         compiled,
         "the compiled component's cache used the directory"
     );
+}
+
+/// Run as root with `HOME` a user's home that has no `.cache` yet (a root shell or
+/// service keeping a user's environment), neither the compile nor the pull makes its
+/// cache there: made first and refused after, a `.cache` of root's, mode 0700, would stay
+/// and lock the user out of their own. Both still run, uncached. Only root can give a
+/// directory to another user: under any other user the test says so and passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_cache_is_made_under_a_home_of_another_users() {
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of ours.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root, so no home of another user's can be made here");
+        return;
+    }
+    let (_registry, pushed, case) = pushed().await;
+    let home = tempfile::tempdir().expect("a home directory");
+    std::os::unix::fs::chown(home.path(), Some(1000), Some(1000)).expect("chown the home");
+    let compiled = case.embedded_intercept_command();
+    let pulled = case.intercept_command(&pinned(&pushed));
+    for (run, mut command) in [(1, compiled), (2, pulled)] {
+        command
+            .env_remove("AHP_CACHE_DIR")
+            .env_remove("XDG_CACHE_HOME")
+            .env("HOME", home.path())
+            .env("AHP_LOG", "ahp_host=debug");
+        let output = command.output().await.expect("run ahp intercept");
+        case.assert_ran(&output, run);
+        let log = String::from_utf8_lossy(&output.stderr);
+        let refused = format!(
+            "{} is owned by another user, on the way to the cache directory",
+            home.path().display()
+        );
+        assert!(log.contains(&refused), "run {run}: {log}");
+        let made: Vec<_> = std::fs::read_dir(home.path())
+            .expect("the home directory")
+            .collect();
+        assert!(made.is_empty(), "run {run}: made in the home: {made:?}");
+    }
 }
 
 /// A FIFO or a symbolic link where a cached blob should be is a miss: the FIFO is not
