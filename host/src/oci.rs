@@ -173,12 +173,7 @@ async fn store_with(
     let manifest_digest = sha256_digest(&manifest);
     let tag = reference.tag().unwrap_or("latest");
     // Each error names its step: which one a registry refused says what to fix.
-    let step = |what: &'static str| {
-        move |e: Failed| Failed {
-            message: format!("{what}: {e}"),
-            ..e
-        }
-    };
+    let step = |what: &'static str| move |e: Failed| e.context(what);
     let upload = async {
         let registry = Registry::open(reference, &auth.credential, Access::Push).await?;
         let blob = registry.push_blob(&component_digest, layer.data).await;
@@ -211,7 +206,9 @@ async fn store_with(
     };
     let stored = read_back.await.map_err(failed)?;
     if sha256_digest(&stored) != manifest_digest {
-        return Err(failed("the registry's answer is other bytes".into()));
+        return Err(failed(Failed::lasting(
+            "the registry's answer is other bytes",
+        )));
     }
     Ok(Pushed {
         pinned: format!("{whole}@{manifest_digest}"),
@@ -227,16 +224,17 @@ pub enum PullError {
     /// time, or answering with an error: it may later.
     Unavailable(String),
     /// What the registry or the cache gave failed a check (a digest mismatch, a manifest
-    /// that is no wasm component's, an answer longer than its bound), or the credentials
-    /// are wrong (a bad `AHP_REGISTRY_*` environment; a 401 or 403 from the registry or
-    /// its token service): asking again later gives no other answer.
+    /// that is no wasm component's, an answer longer than its bound), this client's rules
+    /// refuse the registry's answers (a token service or a redirect over plain http, a
+    /// challenge or token it cannot use, a certificate that does not verify), or the
+    /// credentials are wrong (a bad `AHP_REGISTRY_*` environment; a 401 or 403 from the
+    /// registry or its token service): asking again later gives no other answer.
     Refused(String),
 }
 
 impl PullError {
     /// What the registry's `failed` makes of the step `doing`: refused where asking
-    /// again gets the same answer (credentials refused, an answer past its bound), else
-    /// unavailable.
+    /// again gets the same answer (`failed.lasting`), else unavailable.
     fn of(failed: Failed, doing: String) -> PullError {
         let message = format!("{doing}: {failed}");
         match failed.lasting {
@@ -1477,6 +1475,105 @@ mod tests {
                 (other, _) => panic!("{case}: {other:?}"),
             }
         }
+    }
+
+    /// What this client's own rules refuse of a registry's answers is refused, not
+    /// unavailable: the same answers come again, so asking later cannot help (and `ahp
+    /// hook install` refuses the component rather than install hooks that deny every
+    /// call). A registry not reached is unavailable.
+    #[tokio::test]
+    async fn a_pull_this_clients_rules_refuse_is_refused() {
+        use crate::registry::fake::{answer, answering};
+        const BEARER: &str = "WWW-Authenticate: Bearer realm=\"http://ADDR/token\"\r\n";
+        for (case, status, headers, token, expected) in [
+            (
+                "a plain-http realm",
+                "401 Unauthorized",
+                "WWW-Authenticate: Bearer realm=\"http://example.com/token\"\r\n",
+                "",
+                "the registry's token service (realm) is plain http: refused",
+            ),
+            (
+                "no realm",
+                "401 Unauthorized",
+                "WWW-Authenticate: Bearer service=\"reg\"\r\n",
+                "",
+                "the registry's Bearer challenge names no realm",
+            ),
+            (
+                "a realm that is no URL",
+                "401 Unauthorized",
+                "WWW-Authenticate: Bearer realm=\"token\"\r\n",
+                "",
+                "the registry's token service (realm) is not a URL",
+            ),
+            (
+                "a token answer that is no token response",
+                "401 Unauthorized",
+                BEARER,
+                "<html>",
+                "the token service's answer is not a token response",
+            ),
+            (
+                "a token answer without a token",
+                "401 Unauthorized",
+                BEARER,
+                "{}",
+                "the token service's answer holds no token",
+            ),
+            (
+                "a token no header can carry",
+                "401 Unauthorized",
+                BEARER,
+                r#"{"token":"t\u0000k"}"#,
+                "the token service's token cannot be sent in a header",
+            ),
+            (
+                "a redirect to plain http",
+                "307 Temporary Redirect",
+                "Location: http://example.com/v2/\r\n",
+                "",
+                "a redirect to plain http: refused",
+            ),
+            (
+                "a redirect to no URL",
+                "307 Temporary Redirect",
+                "Location: http://[oops/\r\n",
+                "",
+                "a redirect to a location that is not a URL",
+            ),
+            (
+                "a redirect loop",
+                "307 Temporary Redirect",
+                "Location: /v2/\r\n",
+                "",
+                "more than 10 redirects",
+            ),
+        ] {
+            let addr = answering(move |request, addr| match request {
+                r if r.starts_with("GET /v2/ ") => {
+                    answer(status, &headers.replace("ADDR", &addr.to_string()), b"")
+                }
+                r if r.starts_with("GET /token?") => answer("200 OK", "", token.as_bytes()),
+                _ => answer("404 Not Found", "", b""),
+            })
+            .await;
+            let tagged = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+            let pulled = fetch_with(&tagged, None, &Auth::sending(RegistryAuth::Anonymous)).await;
+            match pulled {
+                Err(PullError::Refused(e)) if e.contains(expected) => {}
+                other => panic!("{case}: {other:?}"),
+            }
+        }
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        let tagged = parse_reference(&format!("{addr}/ahp/interceptor:0.1")).unwrap();
+        let pulled = fetch_with(&tagged, None, &Auth::sending(RegistryAuth::Anonymous)).await;
+        assert!(
+            matches!(pulled, Err(PullError::Unavailable(_))),
+            "not reached: {pulled:?}"
+        );
     }
 
     /// How much manifest [`flooding_registry`] sends.

@@ -75,14 +75,19 @@ pub(crate) struct Registry {
     local: bool,
 }
 
-/// Why the registry gave nothing.
+/// Why the registry gave nothing. Made lasting or transient (`Failed::lasting`,
+/// `Failed::transient`), never from a bare message: which one it is decides whether `ahp hook install` refuses a
+/// component or installs hooks that wait for the registry to come back.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Failed {
     /// What went wrong, for the user.
     pub message: String,
     /// Asking again later would get the same answer: the credentials refused (401 or
-    /// 403, from the registry or its token service), or an answer larger than its bound.
-    /// Otherwise the registry may answer later (not reached, not answering, an error).
+    /// 403, from the registry or its token service), an answer larger than its bound,
+    /// one this client's rules refuse (a token service or a redirect over plain http, a
+    /// challenge or a token answer it cannot use, too many redirects), or a certificate
+    /// that does not verify. Otherwise the registry may answer later (not reached, not
+    /// answering, an error status).
     pub lasting: bool,
     /// A 401 from where the credential, or none, was sent (the registry or its token
     /// service): it wants credentials other than those sent, which a caller that withheld
@@ -91,10 +96,30 @@ pub struct Failed {
 }
 
 impl Failed {
-    fn lasting(message: String) -> Failed {
+    /// `message`, for a failure asking again would repeat.
+    pub(crate) fn lasting(message: impl Into<String>) -> Failed {
         Failed {
+            message: message.into(),
             lasting: true,
-            ..Failed::from(message)
+            unauthorized: false,
+        }
+    }
+
+    /// `message`, for a failure that may not happen again: the registry, or the network
+    /// to it, may answer later.
+    fn transient(message: impl Into<String>) -> Failed {
+        Failed {
+            message: message.into(),
+            lasting: false,
+            unauthorized: false,
+        }
+    }
+
+    /// `what: message`, of the same kind: the step that failed named.
+    pub(crate) fn context(self, what: impl std::fmt::Display) -> Failed {
+        Failed {
+            message: format!("{what}: {}", self.message),
+            ..self
         }
     }
 
@@ -109,22 +134,6 @@ impl Failed {
             lasting: refused && sent_there,
             unauthorized: status == StatusCode::UNAUTHORIZED && sent_there,
         }
-    }
-}
-
-impl From<String> for Failed {
-    fn from(message: String) -> Failed {
-        Failed {
-            message,
-            lasting: false,
-            unauthorized: false,
-        }
-    }
-}
-
-impl From<&str> for Failed {
-    fn from(message: &str) -> Failed {
-        Failed::from(message.to_string())
     }
 }
 
@@ -151,10 +160,11 @@ impl Registry {
         install_tls_provider();
         let registry = reference.resolve_registry();
         let local = is_loopback(registry);
-        let http = Client::new(local)?;
+        let http = Client::new(local).map_err(Failed::lasting)?;
         let scheme = if local { "http" } else { "https" };
-        let address =
-            |url: String| Url::parse(&url).map_err(|e| format!("the registry's address: {e}"));
+        let address = |url: String| {
+            Url::parse(&url).map_err(|e| Failed::lasting(format!("the registry's address: {e}")))
+        };
         let base = address(format!("{scheme}://{registry}/v2/"))?;
         let repository = address(format!("{base}{}", reference.repository()))?;
         let probe = http
@@ -164,7 +174,7 @@ impl Registry {
                 OffOrigin::Follow,
             )
             .await
-            .map_err(|e| format!("reach the registry: {e}"))?;
+            .map_err(|e| e.context("reach the registry"))?;
         // A challenge from where the probe was redirected is not the registry's: its
         // token service, of that host's choosing, would be sent the credentials.
         let challenge = if probe.url().origin() == base.origin() {
@@ -249,10 +259,11 @@ impl Registry {
         let location = started
             .headers()
             .get(LOCATION)
-            .ok_or("the registry's upload answer names no location")?
+            .ok_or_else(|| Failed::lasting("the registry's upload answer names no location"))?
             .to_str()
-            .map_err(|_| "the registry's upload location is not text".to_string())?;
-        let mut url = upload_location(&self.repository, started.url(), location)?;
+            .map_err(|_| Failed::lasting("the registry's upload location is not text"))?;
+        let mut url =
+            upload_location(&self.repository, started.url(), location).map_err(Failed::lasting)?;
         url.query_pairs_mut().append_pair("digest", digest);
         let upload = Outgoing::new(Method::PUT, url)
             .header(
@@ -278,9 +289,9 @@ impl Registry {
     }
 
     /// A request for `path`, relative to the repository (`manifests/…`, `blobs/…`).
-    fn request(&self, method: Method, path: &str) -> Result<Outgoing, String> {
+    fn request(&self, method: Method, path: &str) -> Result<Outgoing, Failed> {
         let url = Url::parse(&format!("{}/{path}", self.repository))
-            .map_err(|e| format!("the registry's address: {e}"))?;
+            .map_err(|e| Failed::lasting(format!("the registry's address: {e}")))?;
         Ok(Outgoing::new(method, url))
     }
 
@@ -303,10 +314,7 @@ impl Registry {
         let basic = self.basic.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
         let answer = answer_challenge(&self.http, &challenge, &self.scope, basic, self.local)
             .await
-            .map_err(|e| Failed {
-                message: format!("answer the registry's challenge: {e}"),
-                ..e
-            })?;
+            .map_err(|e| e.context("answer the registry's challenge"))?;
         // Sent already, or nothing to send (a `Basic` challenge, no credentials): the 401
         // stands.
         if answer == sent || answer == RegistryAuth::Anonymous {
@@ -314,7 +322,7 @@ impl Registry {
         }
         drop(response);
         *self.credential.lock().unwrap_or_else(|e| e.into_inner()) = answer.clone();
-        Ok(self.send_with(request, &answer, off_origin).await?)
+        self.send_with(request, &answer, off_origin).await
     }
 
     /// What [`Registry::send`] sends now.
@@ -343,20 +351,21 @@ impl Registry {
         request: Outgoing,
         credential: &RegistryAuth,
         off_origin: OffOrigin,
-    ) -> Result<Response, String> {
+    ) -> Result<Response, Failed> {
         let origin = self.repository.origin();
         let credential = match credential {
             RegistryAuth::Anonymous => None,
             RegistryAuth::Basic(user, password) => Some(Credential::basic(origin, user, password)),
-            RegistryAuth::Bearer(token) => Some(
-                Credential::bearer(origin, token)
-                    .ok_or("the registry's token cannot be sent in a header")?,
-            ),
+            RegistryAuth::Bearer(token) => {
+                Some(Credential::bearer(origin, token).ok_or_else(|| {
+                    Failed::lasting("the registry's token cannot be sent in a header")
+                })?)
+            }
         };
         self.http
             .send(request, credential, off_origin)
             .await
-            .map_err(|e| format!("the registry: {e}"))
+            .map_err(|e| e.context("the registry"))
     }
 
     /// The registry's answer to a push's `request`, its body unread, if it is `status`;
@@ -476,11 +485,16 @@ async fn token(
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     };
-    let realm = param("realm").ok_or("the registry's Bearer challenge names no realm")?;
+    // Each refusal below is this client's rule applied to the registry's answer: asking
+    // again gets the same answer, so each is lasting.
+    let realm = param("realm")
+        .ok_or_else(|| Failed::lasting("the registry's Bearer challenge names no realm"))?;
     let mut url = Url::parse(realm)
-        .map_err(|_| "the registry's token service (realm) is not a URL".to_string())?;
+        .map_err(|_| Failed::lasting("the registry's token service (realm) is not a URL"))?;
     if !secure(&url, local) {
-        return Err("the registry's token service (realm) is plain http: refused".into());
+        return Err(Failed::lasting(
+            "the registry's token service (realm) is plain http: refused",
+        ));
     }
     url.query_pairs_mut().append_pair("scope", scope);
     if let Some(service) = param("service") {
@@ -496,7 +510,7 @@ async fn token(
             OffOrigin::Follow,
         )
         .await
-        .map_err(|e| format!("the token service: {e}"))?;
+        .map_err(|e| e.context("the token service"))?;
     let answer = read(answer, MAX_TOKEN_ANSWER_BYTES, "the token service", &realm).await?;
     #[derive(serde::Deserialize)]
     struct Answer {
@@ -504,14 +518,16 @@ async fn token(
         access_token: Option<String>,
     }
     let answer: Answer = serde_json::from_slice(&answer)
-        .map_err(|_| "the token service's answer is not a token response".to_string())?;
+        .map_err(|_| Failed::lasting("the token service's answer is not a token response"))?;
     let given = |token: Option<String>| token.filter(|token| !token.is_empty());
     let token = given(answer.token)
         .or(given(answer.access_token))
-        .ok_or("the token service's answer holds no token")?;
+        .ok_or_else(|| Failed::lasting("the token service's answer holds no token"))?;
     // Checked once here, with a clear error: every request would fail on it later.
     if HeaderValue::try_from(format!("Bearer {token}")).is_err() {
-        return Err("the token service's token cannot be sent in a header".into());
+        return Err(Failed::lasting(
+            "the token service's token cannot be sent in a header",
+        ));
     }
     Ok(token)
 }
@@ -544,7 +560,6 @@ async fn read(
     who: &str,
     asked: &url::Origin,
 ) -> Result<Vec<u8>, Failed> {
-    let failed = |e| format!("{who}: {}", describe(e));
     let status = response.status();
     if status != StatusCode::OK {
         let answered = format!("{who} answered {status}");
@@ -560,13 +575,48 @@ async fn read(
     }
     // Room for what is declared (no more than the bound), so the buffer does not double.
     let mut bytes = Vec::with_capacity(declared.unwrap_or(0) as usize);
-    while let Some(chunk) = response.chunk().await.map_err(failed)? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| network(e).context(who))?
+    {
         if (bytes.len() + chunk.len()) as u64 > max {
             return Err(too_large());
         }
         bytes.extend_from_slice(&chunk);
     }
     Ok(bytes)
+}
+
+/// What a request that got no answer (`error`) says: transient (not reached, reset, timed
+/// out), but lasting if the registry's certificate does not verify, which it will not do
+/// either when asked again.
+fn network(error: reqwest::Error) -> Failed {
+    match refused_certificate(&error) {
+        true => Failed::lasting(describe(error)),
+        false => Failed::transient(describe(error)),
+    }
+}
+
+/// Whether rustls refused the peer's certificate somewhere in `error`'s causes (expired,
+/// for another name, of an unknown issuer…).
+fn refused_certificate(error: &reqwest::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = cause {
+        if let Some(rustls::Error::InvalidCertificate(_)) = error.downcast_ref() {
+            return true;
+        }
+        // An io::Error's `source` is the source of the error it wraps, skipping that
+        // error: rustls's comes wrapped in two.
+        cause = match error
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(wrapped) => Some(wrapped),
+            None => error.source(),
+        };
+    }
+    false
 }
 
 /// `error` with its causes, without its URL (which the caller names already).

@@ -5,6 +5,7 @@
 
 use ahp_host::EMBEDDED_COMPONENT;
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use ahp_tests::pki::Pki;
 use ahp_tests::registry::Registry;
 use ahp_tests::support::{
     ahp_binary, ahp_command, event, one_json_line, registration, runaway_component, Http,
@@ -639,6 +640,43 @@ async fn hook_install_of_a_pulled_component_is_unchecked_only_while_it_cannot_be
     );
     let snippet: Value = serde_json::from_slice(&output.stdout).expect("the snippet");
     assert!(snippet["hooks"].is_object(), "{snippet}");
+}
+
+/// `ahp hook install` of a component from a registry whose answers this client's rules
+/// refuse — a token service (realm) over plain http, a redirect to a server whose
+/// certificate does not verify — is refused, no snippet printed: the same answers come
+/// again, so the hooks would deny every call. Neither is a registry that is down now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_install_of_a_component_behind_answers_the_client_refuses_is_refused() {
+    let case = Case::new().await;
+    // Presents a certificate of a CA made for this test, which nothing trusts.
+    let untrusted = Pki::generate().tls_front(case.backend.addr()).await;
+    for (answer, expected) in [
+        (
+            "401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"http://example.com/token\""
+                .to_string(),
+            "the registry's token service (realm) is plain http: refused",
+        ),
+        (
+            format!("307 Temporary Redirect\r\nLocation: https://127.0.0.1:{untrusted}/v2/"),
+            "invalid peer certificate",
+        ),
+    ] {
+        let answer = format!("HTTP/1.1 {answer}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        let registry =
+            FaultBackend::start(vec![Behaviour::RawThenClose(answer.into_bytes())]).await;
+        let source = format!("oci://{}/{REPOSITORY}:{TAG}", registry.addr());
+        let output = case
+            .install_command(&source, case.cache.path())
+            .output()
+            .await
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{expected}: {stderr}");
+        assert!(stderr.contains(expected), "{expected}: {stderr}");
+        assert!(!stderr.contains("not checked"), "{expected}: {stderr}");
+        assert!(output.stdout.is_empty(), "{expected}: no snippet");
+    }
 }
 
 /// `ahp hook install` of a tagged component pins it to the manifest the tag names at

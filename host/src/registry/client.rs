@@ -18,7 +18,7 @@
 //! at all (a push: its body, and the credential it needs, are for the registry alone) is
 //! refused a redirect off it instead.
 
-use super::{describe, secure};
+use super::{describe, network, secure, Failed};
 use base64::Engine as _;
 use bytes::Bytes;
 use reqwest::header::{
@@ -151,13 +151,13 @@ impl Client {
     /// The answer to `request`, its redirects followed as `off_origin` says and the
     /// module docs describe; `credential` goes only on the hops that are on its origin
     /// before the first that is not. The error names no URL (the caller names the
-    /// registry or the token service).
+    /// registry or the token service); a redirect these rules refuse is a lasting one.
     pub async fn send(
         &self,
         request: Outgoing,
         credential: Option<Credential>,
         off_origin: OffOrigin,
-    ) -> Result<Response, String> {
+    ) -> Result<Response, Failed> {
         let Outgoing {
             mut method,
             mut url,
@@ -181,7 +181,7 @@ impl Client {
             if let Some(body) = &body {
                 hop = hop.body(body.clone());
             }
-            let response = hop.send().await.map_err(describe)?;
+            let response = hop.send().await.map_err(network)?;
             // As tower-http's FollowRedirect (which reqwest's own redirects go through).
             let payload = match response.status() {
                 StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND => method != Method::POST,
@@ -196,20 +196,22 @@ impl Client {
                 .to_str()
                 .ok()
                 .and_then(|location| url.join(location).ok())
-                .ok_or("a redirect to a location that is not a URL")?;
+                .ok_or_else(|| Failed::lasting("a redirect to a location that is not a URL"))?;
             if redirects == MAX_REDIRECTS {
-                return Err(format!("more than {MAX_REDIRECTS} redirects"));
+                return Err(Failed::lasting(format!(
+                    "more than {MAX_REDIRECTS} redirects"
+                )));
             }
             redirects += 1;
             if !secure(&next, self.local) {
-                return Err("a redirect to plain http: refused".into());
+                return Err(Failed::lasting("a redirect to plain http: refused"));
             }
             if let OffOrigin::Refuse = off_origin {
                 if next.origin() != start {
-                    return Err(format!(
+                    return Err(Failed::lasting(format!(
                         "a redirect to another origin, {}: refused, nothing sent there",
                         next.origin().ascii_serialization()
-                    ));
+                    )));
                 }
             }
             if !payload {
