@@ -316,12 +316,20 @@ impl HostArgs {
     }
 
     async fn options(&self) -> Result<Options, String> {
+        self.options_with(None).await
+    }
+
+    /// [`HostArgs::options`] with `--component`'s bytes when the caller has them already
+    /// (`ahp hook install` reads or pulls them once for all its steps); `None`: read or
+    /// pulled here, as `--component` says.
+    async fn options_with(&self, component: Option<Vec<u8>>) -> Result<Options, String> {
         // Checked first: so an error names the flag, and comes before the component is
         // compiled.
         let oauth_clients = self.check()?;
-        let component = match &self.component {
-            Some(source) => Some(component_cmd::load(source).await?),
-            None => None,
+        let component = match (component, &self.component) {
+            (Some(bytes), _) => Some(bytes),
+            (None, Some(source)) => Some(component_cmd::load(source).await?),
+            (None, None) => None,
         };
         Ok(Options {
             component,
@@ -852,7 +860,15 @@ async fn precompile(component: Option<&str>) -> ExitCode {
             Path::new(&dir)
         );
     }
-    match warm_compile_cache(component).await {
+    let warmed = async {
+        let dir = warm_cache_dir()?;
+        let bytes = match component {
+            Some(source) => std::borrow::Cow::Owned(component_cmd::load(source).await?),
+            None => std::borrow::Cow::Borrowed(EMBEDDED_COMPONENT),
+        };
+        warm_compile_cache(&dir, &bytes)
+    };
+    match warmed.await {
         Ok(warm) => match print_line(format_args!("{}\n{warm}", warm.path.display())) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(&e),
@@ -879,26 +895,28 @@ impl std::fmt::Display for Warm {
     }
 }
 
-/// Compiles `component` (the embedded one for `None`) into the compile cache, where every
-/// later `ahp` process of this user with the same cache directory loads it: `ahp
-/// precompile`, and `ahp hook install` for what it installs. Fails, saying why, when
-/// nothing could be cached.
-async fn warm_compile_cache(component: Option<&str>) -> Result<Warm, String> {
+/// The compile cache's directory, if a cache can be kept there; else why not, naming the
+/// directory at fault: checked before anything is loaded or compiled, which would succeed
+/// and cache nothing.
+fn warm_cache_dir() -> Result<PathBuf, String> {
     let dir = compile_cache::cache_dir()
         .ok_or("no cache directory: set AHP_CACHE_DIR, XDG_CACHE_HOME or HOME")?;
-    // The compile would succeed and cache nothing: say which directory, and why.
     compile_cache::usable_dir(&dir).map_err(|e| {
         format!(
             "{}: {e}: not used (chmod go-w the directory named, or set AHP_CACHE_DIR)",
             dir.display()
         )
     })?;
-    let bytes = match component {
-        Some(source) => std::borrow::Cow::Owned(component_cmd::load(source).await?),
-        None => std::borrow::Cow::Borrowed(EMBEDDED_COMPONENT),
-    };
+    Ok(dir)
+}
+
+/// Compiles the component `bytes` into the compile cache in `dir` (from
+/// [`warm_cache_dir`]), where every later `ahp` process of this user with the same cache
+/// directory loads it: `ahp precompile`, and `ahp hook install` for what it installs.
+/// Fails, saying why, when nothing could be cached.
+fn warm_compile_cache(dir: &Path, bytes: &[u8]) -> Result<Warm, String> {
     let started = Instant::now();
-    let (runtime, outcome) = compile_cache::observed(|| Runtime::new(&bytes));
+    let (runtime, outcome) = compile_cache::observed(|| Runtime::new(bytes));
     let ms = started.elapsed().as_millis();
     runtime.map_err(|e| format!("{e:#}"))?;
     let Some((source, Some(path))) = outcome else {
@@ -925,7 +943,7 @@ async fn warm_compile_cache(component: Option<&str>) -> Result<Warm, String> {
 }
 
 async fn check(file: &Path, harness: Option<hook::Harness>, host: &HostArgs) -> ExitCode {
-    match validate(file, harness, host).await {
+    match validate(file, harness, host, None).await {
         Ok(_) => {
             let valid = match harness {
                 Some(harness) => format!("{}: valid for {}", file.display(), harness.name()),
@@ -962,18 +980,23 @@ enum Unloaded {
 
 /// Loads the registration in `file` as it will be used — by `ahp hook HARNESS`, with
 /// that harness's declaration, or else with `--interceptable`'s — and shuts it down
-/// again. Its warnings go to stderr.
+/// again, with `component` if given, else what `--component` names ([`HostArgs::options_with`]).
+/// Its warnings go to stderr.
 async fn validate(
     file: &Path,
     harness: Option<hook::Harness>,
     host: &HostArgs,
+    component: Option<Vec<u8>>,
 ) -> Result<Loaded, Unloaded> {
     let refused = |detail: String| Unloaded::Refused(fail(&detail));
     let text = read_file("registration", file).map_err(refused)?;
     if harness.is_some() {
         host.harness_declares().map_err(refused)?;
     }
-    let mut options = host.options().await.map_err(Unloaded::Setup)?;
+    let mut options = host
+        .options_with(component)
+        .await
+        .map_err(Unloaded::Setup)?;
     host.warn(&options);
     if let Some(harness) = harness {
         options.declaration = harness.declaration();
@@ -1318,38 +1341,40 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         mut host,
     }) = args.install
     {
-        if let Some(pinned) = pinned_component(host.component.as_deref()).await {
-            say!(
-                "# --component pinned to {pinned}, the manifest its tag names now (install \
-                 again to take a later push of the tag)"
-            );
-            host.component = Some(pinned);
-        }
-        if let Some(refused) = refused_component(host.component.as_deref()).await {
-            return fail(&refused);
-        }
+        // Pulled (before the options are written: it pins a tag) once for every step
+        // below, within one pull's deadline: the registration is checked against, and the
+        // compile cache warmed with, the bytes the hooks will run.
+        let pulled = match pull_once(&mut host, harness).await {
+            Ok(pulled) => pulled,
+            Err(e) => return fail(&e),
+        };
         let host_arguments = match host.hook_arguments() {
             Ok(words) => words,
             Err(e) => return fail(&e),
+        };
+        let component = match (pulled, &host.component) {
+            (Some(pulled), _) => pulled,
+            (None, Some(file)) => match component_cmd::load(file).await {
+                Ok(bytes) => Obtained::Bytes(Some(bytes)),
+                Err(e) => return fail(&e),
+            },
+            (None, None) => Obtained::Bytes(None),
         };
         // Hooks whose registration the harness's declaration refuses would deny every call
         // (fail-open subscriptions too): none are printed; nor where the host cannot be
         // set up (an option naming no backend, a file that is no component). Only a
         // component a registry could not give now may load later (the registry back up):
-        // then the registration is left unchecked. Checked before anything is written
-        // (the audit file install opens).
-        let loaded = match validate(&registration, Some(harness), &host).await {
-            Ok(loaded) => loaded,
-            Err(Unloaded::Refused(code)) => return code,
-            Err(Unloaded::Setup(detail)) if pulled(host.component.as_deref()) => {
-                say!(
-                    "warning: the registration was not checked against what {} can intercept \
-                     ({detail})",
-                    harness.name()
-                );
-                Loaded::default()
+        // then the registration is left unchecked, and nothing compiled ahead. Checked
+        // before anything is written (the audit file install opens).
+        let loaded = match &component {
+            Obtained::Bytes(bytes) => {
+                match validate(&registration, Some(harness), &host, bytes.clone()).await {
+                    Ok(loaded) => loaded,
+                    Err(Unloaded::Refused(code)) => return code,
+                    Err(Unloaded::Setup(detail)) => return fail(&detail),
+                }
             }
-            Err(Unloaded::Setup(detail)) => return fail(&detail),
+            Obtained::Unavailable => Loaded::default(),
         };
         let request = hook::Install {
             harness,
@@ -1369,13 +1394,16 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         // So that the first hook call loads the component instead of compiling it within
         // its budget, which a budget shorter than a cold compile would end every time
         // before the compile is stored.
-        match warm_compile_cache(host.component.as_deref()).await {
-            Ok(warm) => say!("# compiled component: {} ({warm})", warm.path.display()),
-            Err(e) => say!(
-                "warning: the component was not compiled ahead ({e}); until it is (`ahp \
-                 precompile`, with the same --component), each hook call compiles it within \
-                 its budget"
-            ),
+        if let Obtained::Bytes(bytes) = &component {
+            let bytes = bytes.as_deref().unwrap_or(EMBEDDED_COMPONENT);
+            match warm_cache_dir().and_then(|dir| warm_compile_cache(&dir, bytes)) {
+                Ok(warm) => say!("# compiled component: {} ({warm})", warm.path.display()),
+                Err(e) => say!(
+                    "warning: the component was not compiled ahead ({e}); until it is (`ahp \
+                     precompile`, with the same --component), each hook call compiles it \
+                     within its budget"
+                ),
+            }
         }
         for warning in &installed.warnings {
             say!("{warning}");
@@ -1721,62 +1749,76 @@ pub(crate) fn stderr_line(text: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 
-/// `--component oci://REF:TAG` pinned to the manifest its tag names now,
-/// `oci://REF:TAG@sha256:…`: what install checks the registration against, sizes the
-/// budget for and compiles ahead is then what every hook call runs. A tag is resolved
-/// anew by every pull: whoever can push to it would change the component of every
-/// installed hook, never checked against the registration, and every call would ask the
-/// registry. `None`: nothing to pin (a file, a reference pinned already, one that does
-/// not parse, which install then refuses), or a registry that cannot say now (the hooks
-/// keep the tag, with a warning).
-async fn pinned_component(component: Option<&str>) -> Option<String> {
-    let (source, reference) = pulled_reference(component)?;
-    if reference.digest().is_some() {
-        return None;
-    }
-    let cache = crate::component_cache::ComponentCache::for_user();
-    match crate::oci::tag_digest(&reference, cache.as_ref()).await {
-        Ok(digest) => Some(format!(
-            "{}{}@{digest}",
-            crate::oci::SCHEME,
-            reference.whole()
-        )),
-        Err(e) => {
-            say!(
-                "warning: --component {source} could not be pinned to a digest ({e}): each \
-                 hook call resolves its tag anew"
-            );
-            None
-        }
-    }
+/// `--component` as `ahp hook install` has it: read or pulled once, for all its steps.
+enum Obtained {
+    /// Its bytes; `None` for the embedded component.
+    Bytes(Option<Vec<u8>>),
+    /// A registry could not give it now (said on stderr): the hooks may load it later.
+    Unavailable,
 }
 
-/// For `--component oci://…`, pulled now (into the cache, for the checks that follow):
-/// why the hooks could never load it, if the registry gave what fails a check — a digest
-/// mismatch, a manifest that is no wasm component's, bytes that are no component. A
-/// registry that cannot give it now is no such reason: the registration is then left
-/// unchecked, with a warning, as the component may load later.
-async fn refused_component(component: Option<&str>) -> Option<String> {
-    let (source, reference) = pulled_reference(component)?;
+/// For `ahp hook install --component oci://…`: the component pulled (into the cache),
+/// once for every step of the install, and `host.component` pinned to the manifest its
+/// tag names now, `oci://REF:TAG@sha256:…`: what install checks the registration against,
+/// sizes the budget for and compiles ahead is then what every hook call runs. A tag is
+/// resolved anew by every pull: whoever can push to it would change the component of
+/// every installed hook, never checked against the registration, and every call would ask
+/// the registry. A registry that cannot give it now is a warning, once, naming `harness`:
+/// the tag is kept (the hooks pull it when they can).
+///
+/// `None` for a component that is no registry's. The error says why the hooks could never
+/// load it: a reference that does not parse, or a refused pull ([`PullError::Refused`]:
+/// what the registry gave fails a check, credentials or answers refused), or bytes that
+/// are no component.
+///
+/// [`PullError::Refused`]: crate::oci::PullError::Refused
+async fn pull_once(
+    host: &mut HostArgs,
+    harness: hook::Harness,
+) -> Result<Option<Obtained>, String> {
+    let Some(source) = host
+        .component
+        .clone()
+        .filter(|c| c.starts_with(crate::oci::SCHEME))
+    else {
+        return Ok(None);
+    };
+    let reference =
+        crate::oci::parse_reference(&source).map_err(|e| format!("--component: {e}"))?;
     let cache = crate::component_cache::ComponentCache::for_user();
     match crate::oci::pull(&reference, cache.as_ref()).await {
-        Err(crate::oci::PullError::Refused(e)) => Some(format!("--component {source}: {e}")),
-        Ok(bytes) => crate::component_cmd::a_component(source, bytes).err(),
-        Err(crate::oci::PullError::Unavailable(_)) => None,
+        Ok(pulled) => {
+            let bytes = component_cmd::a_component(&source, pulled.component)?;
+            if reference.digest().is_none() {
+                let pinned = format!(
+                    "{}{}@{}",
+                    crate::oci::SCHEME,
+                    reference.whole(),
+                    pulled.manifest_digest
+                );
+                say!(
+                    "# --component pinned to {pinned}, the manifest its tag names now \
+                     (install again to take a later push of the tag)"
+                );
+                host.component = Some(pinned);
+            }
+            Ok(Some(Obtained::Bytes(Some(bytes))))
+        }
+        Err(crate::oci::PullError::Refused(e)) => Err(format!("--component {source}: {e}")),
+        Err(crate::oci::PullError::Unavailable(e)) => {
+            let tag = match reference.digest() {
+                Some(_) => "",
+                None => "; each hook call resolves its tag anew",
+            };
+            say!(
+                "warning: --component {source} could not be pulled now ({e}): the \
+                 registration was not checked against what {} can intercept, nor the \
+                 component compiled ahead{tag}",
+                harness.name()
+            );
+            Ok(Some(Obtained::Unavailable))
+        }
     }
-}
-
-/// Whether `--component` names a component pulled from a registry, which may be
-/// unreachable now and load later.
-fn pulled(component: Option<&str>) -> bool {
-    component.is_some_and(|source| source.starts_with(crate::oci::SCHEME))
-}
-
-/// `--component` and its reference, when it names a registry's that parses (one that does
-/// not is refused by [`HostArgs::hook_arguments`]).
-fn pulled_reference(component: Option<&str>) -> Option<(&str, crate::oci::Reference)> {
-    let source = component.filter(|_| pulled(component))?;
-    Some((source, crate::oci::parse_reference(source).ok()?))
 }
 
 /// `text` and a newline on stdout, flushed. `println!` panics when stdout is closed

@@ -58,6 +58,7 @@ pub async fn load(source: &str) -> Result<Vec<u8>, String> {
         oci::pull(&reference, ComponentCache::for_user().as_ref())
             .await
             .map_err(|e| e.to_string())?
+            .component
     } else {
         read_bounded(source)?
     };

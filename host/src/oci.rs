@@ -252,12 +252,21 @@ impl std::fmt::Display for PullError {
     }
 }
 
+/// What a pull got.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Pulled {
+    /// The component, verified against the manifest.
+    pub component: Vec<u8>,
+    /// The digest of the manifest it came by: what a tag names now, to pin it to.
+    pub manifest_digest: String,
+}
+
 /// Pulls the component `reference` names, verified by digest, through `cache` if there is
 /// one, within [`PULL_DEADLINE`].
 pub async fn pull(
     reference: &Reference,
     cache: Option<&ComponentCache>,
-) -> Result<Vec<u8>, PullError> {
+) -> Result<Pulled, PullError> {
     let doing = format!("pull {}", reference.whole());
     tokio::time::timeout(PULL_DEADLINE, fetch(reference, cache))
         .await
@@ -282,10 +291,7 @@ fn late(doing: &str, deadline: Duration) -> String {
 
 /// [`pull`] without a deadline. The registry is asked only for what the cache does not
 /// hold: a pinned reference whose manifest and layer are cached needs no network.
-async fn fetch(
-    reference: &Reference,
-    cache: Option<&ComponentCache>,
-) -> Result<Vec<u8>, PullError> {
+async fn fetch(reference: &Reference, cache: Option<&ComponentCache>) -> Result<Pulled, PullError> {
     let auth = auth(reference).map_err(PullError::Refused)?;
     fetch_with(reference, cache, &auth).await
 }
@@ -295,15 +301,19 @@ async fn fetch_with(
     reference: &Reference,
     cache: Option<&ComponentCache>,
     auth: &Auth,
-) -> Result<Vec<u8>, PullError> {
+) -> Result<Pulled, PullError> {
     let whole = reference.whole();
     let mut registry = None;
     let manifest_bytes = manifest_with(reference, cache, auth, &mut registry).await?;
     let layer = component_layer(&manifest_bytes)
         .map_err(|e| PullError::Refused(format!("{whole}: {e}")))?;
+    let pulled = |component| Pulled {
+        component,
+        manifest_digest: sha256_digest(&manifest_bytes),
+    };
     // component_layer checked that the size is 0 to MAX_COMPONENT_BYTES.
     if let Some(bytes) = cache.and_then(|cache| cache.get(&layer.digest, layer.size as u64)) {
-        return Ok(bytes);
+        return Ok(pulled(bytes));
     }
     let registry = match registry {
         Some(registry) => registry,
@@ -321,7 +331,7 @@ async fn fetch_with(
         )));
     }
     keep(cache, &bytes);
-    Ok(bytes)
+    Ok(pulled(bytes))
 }
 
 /// The manifest `reference` names, verified against its digest if it pins one: from
@@ -372,23 +382,6 @@ async fn open(reference: &Reference, auth: &Auth, what: &str) -> Result<Registry
             let doing = format!("pull {what} of {}", reference.whole());
             PullError::of(auth.explain(e), doing)
         })
-}
-
-/// The digest of the manifest the registry gives now for `reference`'s tag (fetched as a
-/// pull fetches it, and kept in `cache`, so that pulling the pinned reference next needs
-/// no second fetch), within [`PULL_DEADLINE`].
-pub async fn tag_digest(
-    reference: &Reference,
-    cache: Option<&ComponentCache>,
-) -> Result<String, String> {
-    let doing = format!("resolve {}", reference.whole());
-    within(PULL_DEADLINE, &doing, async {
-        let bytes = manifest_with(reference, cache, &auth(reference)?, &mut None)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(sha256_digest(&bytes))
-    })
-    .await
 }
 
 /// Stores verified bytes in the cache if there is one and it can: no cache, or one that
@@ -925,6 +918,7 @@ mod tests {
                 &Auth::sending(RegistryAuth::Anonymous),
             )
             .await
+            .map(|pulled| pulled.component)
             .map_err(|e| e.to_string())
         };
         within(deadline, "pull", pull).await
@@ -1403,7 +1397,10 @@ mod tests {
                     &Auth::sending(RegistryAuth::Anonymous)
                 )
                 .await,
-                Ok(component.clone()),
+                Ok(Pulled {
+                    component: component.clone(),
+                    manifest_digest: manifest_digest.clone(),
+                }),
                 "challenged at /v2/: {challenged_at_v2}"
             );
             // The manifest in the cache, the component not: the registry is asked for it
@@ -1420,7 +1417,10 @@ mod tests {
                     &Auth::sending(RegistryAuth::Anonymous)
                 )
                 .await,
-                Ok(component.clone()),
+                Ok(Pulled {
+                    component: component.clone(),
+                    manifest_digest: manifest_digest.clone(),
+                }),
                 "challenged at /v2/: {challenged_at_v2}"
             );
         }

@@ -632,10 +632,59 @@ async fn hook_install_of_a_pulled_component_is_unchecked_only_while_it_cannot_be
     drop(registry);
     let empty = tempfile::tempdir().expect("a cache directory");
     let output = install(empty.path(), &[]).output().await.expect("run");
+    assert_unchecked(&output, &pinned(&pushed));
+}
+
+/// `ahp hook install` of a component pulled from a registry that never answers: one pull,
+/// one connection, ended by one pull's deadline (60 s), not one per step of the install
+/// (pinning the tag, checking the registration, compiling ahead: four pulls, 240 s). The
+/// hooks keep the tag, the registration unchecked, said once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_install_pulls_once_within_one_deadline_from_a_registry_that_never_answers() {
+    let case = Case::new().await;
+    let registry = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let tagged = format!("oci://{}/{REPOSITORY}:{TAG}", registry.addr());
+    let started = std::time::Instant::now();
+    let output = case
+        .install_command(&tagged, case.cache.path())
+        .output()
+        .await
+        .expect("run");
+    let took = started.elapsed();
+    assert_unchecked(&output, &tagged);
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("each hook call resolves its tag anew")
+    );
+    assert_eq!(registry.connections(), 1, "one pull");
+    assert!(
+        took < Duration::from_secs(100),
+        "one deadline, took {took:?}"
+    );
+    let snippet = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        snippet.contains(&format!("--component {tagged} ")),
+        "{snippet}"
+    );
+}
+
+/// An `ahp hook install` of `source` that its registry could not give: exit 0, a snippet,
+/// and one warning that says the registration was not checked nor the component compiled
+/// ahead.
+fn assert_unchecked(output: &Output, source: &str) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    let said = format!("warning: --component {source} could not be pulled now (");
+    assert!(warnings[0].starts_with(&said), "{stderr}");
     assert!(
-        stderr.contains("warning: the registration was not checked"),
+        warnings[0].contains(
+            "the registration was not checked against what claude-code can intercept, nor \
+             the component compiled ahead"
+        ),
         "{stderr}"
     );
     let snippet: Value = serde_json::from_slice(&output.stdout).expect("the snippet");
