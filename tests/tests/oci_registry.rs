@@ -370,21 +370,34 @@ async fn an_unwritable_cache_still_runs_the_pulled_component() {
 
 /// With no cache directory at all (no `AHP_CACHE_DIR`, `XDG_CACHE_HOME` or `HOME`, as under
 /// `env -i` or some service managers) the pull still runs, verified by digest, only
-/// uncached, as the compiled component is then compiled uncached.
+/// uncached, as the compiled component is then compiled uncached: both say so in the
+/// debug log, and nothing is written where the command runs either.
 #[tokio::test]
 async fn a_pull_without_a_cache_directory_runs_uncached() {
     let (_registry, pushed, case) = pushed().await;
+    let working = tempfile::tempdir().expect("a working directory");
     for run in 1..=2 {
         let mut command = case.intercept_command(&pinned(&pushed));
         for name in ["AHP_CACHE_DIR", "XDG_CACHE_HOME", "HOME"] {
             command.env_remove(name);
         }
-        case.assert_ran(&command.output().await.expect("run ahp intercept"), run);
+        command
+            .current_dir(working.path())
+            .env("AHP_LOG", "ahp_host=debug");
+        let output = command.output().await.expect("run ahp intercept");
+        case.assert_ran(&output, run);
+        let log = String::from_utf8_lossy(&output.stderr);
+        for uncached in [
+            "no cache directory (AHP_CACHE_DIR, XDG_CACHE_HOME, HOME); pulling uncached",
+            "no cache directory (AHP_CACHE_DIR, XDG_CACHE_HOME, HOME); compiling",
+        ] {
+            assert!(log.contains(uncached), "run {run}, {uncached:?}: {log}");
+        }
     }
-    let written: Vec<_> = std::fs::read_dir(case.cache.path())
-        .expect("the case's cache directory")
+    let written: Vec<_> = std::fs::read_dir(working.path())
+        .expect("the working directory")
         .collect();
-    assert!(written.is_empty(), "nothing cached: {written:?}");
+    assert!(written.is_empty(), "nothing written: {written:?}");
 }
 
 /// The directories a pull creates are private (0700) under a umask of 002 too: the
