@@ -980,8 +980,8 @@ enum Unloaded {
 
 /// Loads the registration in `file` as it will be used — by `ahp hook HARNESS`, with
 /// that harness's declaration, or else with `--interceptable`'s — and shuts it down
-/// again, with `component` if given, else what `--component` names ([`HostArgs::options_with`]).
-/// Its warnings go to stderr.
+/// again: with the `component` bytes if given, else with what `--component` names
+/// ([`HostArgs::options_with`]). Its warnings go to stderr.
 async fn validate(
     file: &Path,
     harness: Option<hook::Harness>,

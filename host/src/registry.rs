@@ -76,8 +76,8 @@ pub(crate) struct Registry {
 }
 
 /// Why the registry gave nothing. Made lasting or transient (`Failed::lasting`,
-/// `Failed::transient`), never from a bare message: which one it is decides whether `ahp hook install` refuses a
-/// component or installs hooks that wait for the registry to come back.
+/// `Failed::transient`), never from a bare message: which one it is decides whether `ahp
+/// hook install` refuses a component or installs hooks that wait for the registry.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Failed {
     /// What went wrong, for the user.
