@@ -21,10 +21,11 @@ use crate::options::Options;
 use crate::pool::{Admission, Limit, Pool, Ready};
 use crate::runtime::Runtime;
 use crate::settlement::{
-    from_component, host_settlement, overridden, Observed, ObserverReport, Settlement,
+    dropped_by, from_component, host_settlement, once_read, overridden, overriding, stopped_by,
+    Observed, ObserverReport, Settlement,
 };
 use crate::state::HostState;
-use ahp_vocab::{DecidedBy, Decision, EffectKind, ObserverResult, Record, OBSERVER_TIMEOUT_MS};
+use ahp_vocab::{DecidedBy, EffectKind, ObserverResult, Record, OBSERVER_TIMEOUT_MS};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
@@ -345,6 +346,7 @@ impl Interceptor {
         let abandoned = Abandoned {
             interceptor: self,
             event,
+            interrupt,
             started,
         };
         // A budget past the end of time (`Duration::MAX`) bounds nothing.
@@ -433,17 +435,11 @@ impl Interceptor {
                 return Ok((host_settlement(event, decided_by, started), Vec::new()));
             }
         };
-        let (mut settlement, observers) = from_component(settled, event, started);
-        if settlement.decided_by == DecidedBy::Interrupted
-            && self.inner.closing.is_set()
-            && !interrupt.is_set()
-        {
-            // Interrupted by our own shutdown, not by the harness: say so in the audit.
-            settlement.record.decided_by = DecidedBy::Shutdown;
-            settlement.record.reason = DecidedBy::Shutdown.generic_reason().map(Into::into);
-            settlement = Settlement::of(settlement.record);
-        }
-        Ok((settlement, observers))
+        let (settlement, observers) = from_component(settled, event, started);
+        // Looked at only now, after the notifications were copied out and checked: an
+        // interruption or a shutdown during that still overrides an allow (`once_read`).
+        let stopped = stopped_by(interrupt, &self.inner.closing);
+        Ok((once_read(settlement, stopped), observers))
     }
 
     /// Sends the call's observe notifications, each bounded; see `observe`.
@@ -663,18 +659,12 @@ impl HookCall {
     pub async fn complete(mut self) -> Settlement {
         let observers = std::mem::take(&mut self.observers);
         self.delivering = true;
-        let inner = &self.interceptor.inner;
-        let stopped = self.interrupt.is_set() || inner.closing.is_set();
-        // Interruption or shutdown before completion: none is started.
-        let results = match stopped || observers.is_empty() {
-            true => vec![ObserverResult::NotSent; observers.len()],
-            false => {
-                self.interceptor
-                    .deliver_observers(observers, &self.interrupt, &self.results)
-                    .instrument(self.span.clone())
-                    .await
-            }
-        };
+        // Interruption or shutdown before completion: none is started (`not-sent`).
+        let results = self
+            .interceptor
+            .deliver_observers(observers, &self.interrupt, &self.results)
+            .instrument(self.span.clone())
+            .await;
         let mut settlement = self
             .finish(&results)
             .expect("present until completed or dropped");
@@ -695,15 +685,12 @@ impl HookCall {
     /// it was handed out, overrides any decision but a denial. Checked before the audit
     /// record is written, which then stands.
     fn overridden(&self, settlement: &Settlement, dropped: bool) -> Option<DecidedBy> {
-        if !self.unanswered || settlement.decision == Decision::Deny {
-            None
-        } else if self.interrupt.is_set() {
-            Some(DecidedBy::Interrupted)
-        } else if self.interceptor.inner.closing.is_set() {
-            Some(DecidedBy::Shutdown)
-        } else {
-            dropped.then_some(DecidedBy::Interrupted)
-        }
+        let closing = &self.interceptor.inner.closing;
+        let stopped = match dropped {
+            true => Some(dropped_by(&self.interrupt, closing)),
+            false => stopped_by(&self.interrupt, closing),
+        };
+        overriding(settlement.decision, stopped).filter(|_| self.unanswered)
     }
 
     /// Records each observer's result in the settlement, once.
@@ -748,11 +735,14 @@ impl Drop for HookCall {
 const AUDIT_GRACE: Duration = Duration::from_millis(250);
 
 /// A hook call not settled yet, recorded as interrupted if its future is dropped first
-/// (a harness's `timeout` or `select!` around the call): backends may have been asked
-/// already, and the audit log still holds one record per call.
+/// (a harness's `timeout` or `select!` around the call) — as shut down if the interceptor
+/// was, and the call itself not interrupted ([`dropped_by`]): backends may have been
+/// asked already, and the audit log still holds one record per call.
 struct Abandoned<'a> {
     interceptor: &'a Interceptor,
     event: &'a str,
+    /// The call's own interruption.
+    interrupt: &'a Interrupt,
     started: Instant,
 }
 
@@ -765,8 +755,12 @@ impl Abandoned<'_> {
 
 impl Drop for Abandoned<'_> {
     fn drop(&mut self) {
-        tracing::warn!("a hook call was dropped before it settled: recorded as interrupted");
-        let dropped = host_settlement(self.event, DecidedBy::Interrupted, self.started);
+        let by = dropped_by(self.interrupt, &self.interceptor.inner.closing);
+        tracing::warn!(
+            decided_by = by.as_str(),
+            "a hook call was dropped before it settled"
+        );
+        let dropped = host_settlement(self.event, by, self.started);
         self.interceptor.write_audit_detached(dropped.record);
     }
 }

@@ -10,6 +10,7 @@ use crate::capabilities::credentials::AuthFailure;
 use crate::clock;
 use crate::interrupt::{CancelOnDrop, Interrupt};
 use crate::retry::wait_to_retry;
+use crate::settlement::stopped_by;
 use ahp_vocab::{Failure, FailureClass, ObserverResult, Phase};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -24,7 +25,10 @@ pub(crate) type Results = Arc<Mutex<Vec<ObserverResult>>>;
 /// (`closing`) cancel them. One the component withheld ([`withheld`]) is not sent.
 /// Results are in the order given, in `results` too as each delivery ends: until then
 /// `not-sent` while its task has not started (a call dropped at once sent nothing), and
-/// `interrupted` once it has (a delivery that never ends was cut off).
+/// `interrupted` once it has (a delivery that never ends was cut off). One whose task
+/// starts with the call already interrupted or the interceptor closing stays `not-sent`:
+/// a stop that came while the component prepared the notifications, or before
+/// `HookCall::complete`, sends none of them.
 pub(crate) async fn deliver_observers(
     backends: &Arc<Backends>,
     deliveries: Vec<Delivery>,
@@ -60,14 +64,18 @@ pub(crate) async fn deliver_observers(
                     *slot = result;
                 }
             };
+            // Stopped before it started: it stays `not-sent`.
+            if stopped_by(&interrupt, &closing).is_some() {
+                return;
+            }
             record(ObserverResult::Interrupted);
             let deadline = Instant::from_std(clock::to_instant(delivery.deadline));
             let deadline = bound.map_or(deadline, |bound| deadline.min(bound));
             // Tells an injected provider or transport to stop its own work when the
             // delivery ends, however it ends: aborted with its task too.
             let cancelled = CancelOnDrop(Interrupt::new());
-            // An interrupted call or a closed interceptor sends nothing more: checked
-            // first, also when the notification could go at once.
+            // A stop from here on cuts it off (`interrupted`): checked first, also when
+            // the notification could go at once.
             let result = tokio::select! {
                 biased;
                 () = interrupt.wait() => ObserverResult::Interrupted,
@@ -186,4 +194,56 @@ fn classify(sent: Result<Reply, DeliveryError>) -> (ObserverResult, bool) {
         ObserverResult::Failed(failure.class),
         failure.is_transient(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deliveries to a backend the interceptor does not have (refused at once, if sent),
+    /// the second one withheld.
+    fn deliveries() -> Vec<Delivery> {
+        let delivery = |message: &[u8]| Delivery {
+            backend: "com.example.obs".into(),
+            message: message.to_vec(),
+            deadline: 0,
+        };
+        vec![delivery(b"{}"), delivery(b"")]
+    }
+
+    async fn delivered(interrupt: &Interrupt, closing: &Interrupt) -> Vec<ObserverResult> {
+        let backends = Arc::new(Backends::default());
+        let timeout = Duration::from_secs(2);
+        let results = Results::default();
+        deliver_observers(
+            &backends,
+            deliveries(),
+            timeout,
+            interrupt,
+            closing,
+            &results,
+        )
+        .await
+    }
+
+    /// With the call already interrupted, or the interceptor closing, when the
+    /// deliveries start (a shutdown while the component prepared them), none is sent:
+    /// each is `not-sent`, never `interrupted`, and a withheld one stays `withheld`.
+    #[tokio::test]
+    async fn deliveries_stopped_before_they_start_are_not_sent() {
+        let set = || {
+            let stop = Interrupt::new();
+            stop.interrupt();
+            stop
+        };
+        let unsent = [ObserverResult::NotSent, ObserverResult::Withheld];
+        assert_eq!(delivered(&set(), &Interrupt::new()).await, unsent);
+        assert_eq!(delivered(&Interrupt::new(), &set()).await, unsent);
+        // Unstopped, the first one is sent, and refused.
+        let refused = ObserverResult::Failed(FailureClass::ConnectionRefused);
+        assert_eq!(
+            delivered(&Interrupt::new(), &Interrupt::new()).await,
+            [refused, ObserverResult::Withheld]
+        );
+    }
 }

@@ -5,6 +5,7 @@
 use crate::bindings::interceptor as wit;
 use crate::convert;
 use crate::delivery_impl::sha256_hex;
+use crate::interrupt::Interrupt;
 use crate::observe::withheld;
 use ahp_vocab::{
     DecidedBy, Decision, Enforce, EventRef, FailurePolicy, ObserverResult, Outcome, Record,
@@ -206,6 +207,51 @@ pub(crate) fn host_settlement(event: &str, decided_by: DecidedBy, started: Insta
         decided_by,
         elapsed_ms,
     ))
+}
+
+/// Who has stopped a call, if anyone: its own interruption, else the interceptor's
+/// shutdown (`closing`). A call found both is recorded interrupted, as the component and
+/// the wait for an instance record it.
+pub(crate) fn stopped_by(interrupt: &Interrupt, closing: &Interrupt) -> Option<DecidedBy> {
+    if interrupt.is_set() {
+        Some(DecidedBy::Interrupted)
+    } else if closing.is_set() {
+        Some(DecidedBy::Shutdown)
+    } else {
+        None
+    }
+}
+
+/// Who ended a call whose future was dropped unfinished: who had stopped it
+/// ([`stopped_by`]: a harness's `select!` between the call and its shutdown signal drops
+/// the call once it has shut the interceptor down), else its caller, `interrupted`.
+pub(crate) fn dropped_by(interrupt: &Interrupt, closing: &Interrupt) -> DecidedBy {
+    stopped_by(interrupt, closing).unwrap_or(DecidedBy::Interrupted)
+}
+
+/// Who overrides `decision`, settled but not handed out yet, in a call `stopped` as
+/// [`stopped_by`] or [`dropped_by`] say: any decision but a denial ("interruption
+/// overrides fail-open or accepted approval"); a denial stands as it is.
+pub(crate) fn overriding(decision: Decision, stopped: Option<DecidedBy>) -> Option<DecidedBy> {
+    stopped.filter(|_| decision != Decision::Deny)
+}
+
+/// The component's `settlement` of a call `stopped` as [`stopped_by`] says, once the host
+/// has read it. The component looked for an interruption last before it built its
+/// record; the host has copied the notifications out and checked them against it since
+/// (up to 64 MiB, hashed: tens to hundreds of milliseconds), so an interruption or a
+/// shutdown meanwhile overrides a decision that is no denial, as one before would have.
+/// Its notifications stay in the record, to be recorded `not-sent`. And the component's
+/// own `interrupted` denial names the shutdown that caused it, not the harness.
+pub(crate) fn once_read(settlement: Settlement, stopped: Option<DecidedBy>) -> Settlement {
+    let by = match settlement.decided_by {
+        DecidedBy::Interrupted => stopped,
+        _ => overriding(settlement.decision, stopped),
+    };
+    match by {
+        Some(by) => overridden(settlement.record, by),
+        None => settlement,
+    }
 }
 
 /// `record`, settled and not yet handed out, overridden `by` an interruption or a
@@ -504,6 +550,82 @@ mod tests {
         }
         record.reason = DecidedBy::SyntheticDeny.generic_reason().map(Into::into);
         assert_eq!(handed_over(&record).decided_by, DecidedBy::SyntheticDeny);
+    }
+
+    /// A call's two stops, its interruption and the interceptor's closing, each set or not.
+    fn stops(interrupted: bool, closing: bool) -> (Interrupt, Interrupt) {
+        let stop = |set: bool| {
+            let stop = Interrupt::new();
+            if set {
+                stop.interrupt();
+            }
+            stop
+        };
+        (stop(interrupted), stop(closing))
+    }
+
+    /// A call's own interruption names its stop before the interceptor's shutdown; a
+    /// call dropped unstopped was ended by its caller: interrupted.
+    #[test]
+    fn a_call_is_stopped_by_its_interruption_before_the_shutdown() {
+        use DecidedBy::{Interrupted, Shutdown};
+        let cases = [
+            ((false, false), None, Interrupted),
+            ((true, false), Some(Interrupted), Interrupted),
+            ((false, true), Some(Shutdown), Shutdown),
+            ((true, true), Some(Interrupted), Interrupted),
+        ];
+        for ((interrupted, closing), stopped, dropped) in cases {
+            let (interrupt, shutdown) = stops(interrupted, closing);
+            let case = (interrupted, closing);
+            assert_eq!(stopped_by(&interrupt, &shutdown), stopped, "{case:?}");
+            assert_eq!(dropped_by(&interrupt, &shutdown), dropped, "{case:?}");
+        }
+    }
+
+    /// A stop overrides an allow or an ask not handed out yet, never a denial.
+    #[test]
+    fn a_stop_overrides_any_decision_but_a_denial() {
+        for by in [DecidedBy::Interrupted, DecidedBy::Shutdown] {
+            assert_eq!(overriding(Decision::Allow, Some(by)), Some(by));
+            assert_eq!(overriding(Decision::Ask, Some(by)), Some(by));
+            assert_eq!(overriding(Decision::Deny, Some(by)), None);
+        }
+        for decision in [Decision::Allow, Decision::Ask, Decision::Deny] {
+            assert_eq!(overriding(decision, None), None);
+        }
+    }
+
+    /// An interruption or a shutdown that comes after the component last looked, while
+    /// the host reads its settlement, makes an allow the call's denial, its observers
+    /// kept to be recorded `not-sent`; a backend's denial stands, and the component's
+    /// own `interrupted` denial is the shutdown's when that stopped the call.
+    #[test]
+    fn a_stop_while_the_settlement_is_read_overrides_an_allow() {
+        let allow = || Settlement::of(allowed_observing("com.example.obs", "{}"));
+        for by in [DecidedBy::Interrupted, DecidedBy::Shutdown] {
+            let read = once_read(allow(), Some(by));
+            assert_eq!((read.decision, read.decided_by), (Decision::Deny, by));
+            assert_eq!(read.reason.as_deref(), by.generic_reason());
+            assert_eq!(read.record.decided_by, by);
+            assert_eq!(read.record.observers, allow().record.observers);
+        }
+        assert_eq!(once_read(allow(), None), allow());
+
+        let mut denied = allowed_over(Outcome::Deny);
+        denied.decision = Decision::Deny;
+        denied.decided_by = DecidedBy::BackendDeny;
+        denied.reason = Some("not here".into());
+        let denied = Settlement::of(denied);
+        assert_eq!(once_read(denied.clone(), Some(DecidedBy::Shutdown)), denied);
+
+        let interrupted = overridden(allowed(), DecidedBy::Interrupted);
+        let read = once_read(interrupted.clone(), Some(DecidedBy::Shutdown));
+        assert_eq!(read.decided_by, DecidedBy::Shutdown);
+        assert_eq!(read.reason.as_deref(), DecidedBy::Shutdown.generic_reason());
+        for stopped in [None, Some(DecidedBy::Interrupted)] {
+            assert_eq!(once_read(interrupted.clone(), stopped), interrupted);
+        }
     }
 
     /// A failure is settled by its subscription's own policy: an allow over a

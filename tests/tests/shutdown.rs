@@ -4,7 +4,7 @@
 //! deliveries in flight, and `ahp observe` and `ahp hook` shut down on a signal, leaving
 //! no child; the hook answers its harness with a denial first.
 
-use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options};
+use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     ahp_command, audited, event, locked_elsewhere, record_json, registration, settle, Http,
@@ -186,6 +186,54 @@ async fn shutdown_writes_the_audit_records_queued_before_it() {
         [queued, refused]
     );
     assert_eq!(backend.requests().len(), 1);
+}
+
+/// The audit record of a call whose future a harness drops once it has shut the
+/// interceptor down (a `select!` between the call and its shutdown signal), the backend
+/// never answering: the call is recorded `shutdown` — `interrupted` if the call's own
+/// interruption came first.
+async fn dropped_after_shutdown(interrupted_first: bool) -> Value {
+    let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let audit = dir.path().join("audit.jsonl");
+    let options = Options {
+        audit_path: Some(audit.clone()),
+        ..Options::default()
+    };
+    let reg = registration(&[Http::new("com.example.silent", backend.url())
+        .timeout_ms(10_000)
+        .policy("fail-open")]);
+    let hooks = Interceptor::new(&reg, options).await.expect("valid");
+    let interrupt = Interrupt::new();
+    let event = event("evt_sd_dropped");
+    let mut calling = Box::pin(hooks.settle(&event, &[EffectKind::Deny], None, &interrupt));
+    // Polled until the backend holds the request, then never again: it cannot settle.
+    tokio::select! {
+        _ = &mut calling => panic!("settled with its backend silent"),
+        asked = backend.wait_for_requests(1, Duration::from_secs(5)) => assert!(asked),
+    }
+    if interrupted_first {
+        interrupt.interrupt();
+    }
+    hooks.shutdown_async().await;
+    drop(calling);
+    let lines = ahp_tests::support::audit_lines_once(&audit, 1).await;
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["event"]["id"], "evt_sd_dropped");
+    assert_eq!(lines[0]["decision"], "deny");
+    lines[0].clone()
+}
+
+/// A call dropped before it settles, after the interceptor shut down, is recorded as
+/// shut down, as one that settles then is; as interrupted if the call itself was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_after_shutdown_is_recorded_shutdown_unless_interrupted() {
+    let _shared = DESCRIPTORS.read().await;
+    assert_eq!(dropped_after_shutdown(false).await["decidedBy"], "shutdown");
+    assert_eq!(
+        dropped_after_shutdown(true).await["decidedBy"],
+        "interrupted"
+    );
 }
 
 /// An owned observer delivery hanging on a blackhole ends as `interrupted` when the
