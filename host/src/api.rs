@@ -25,7 +25,7 @@ use crate::settlement::{
     Observed, ObserverReport, Settlement,
 };
 use crate::state::HostState;
-use ahp_vocab::{DecidedBy, EffectKind, ObserverResult, Record, OBSERVER_TIMEOUT_MS};
+use ahp_vocab::{DecidedBy, EffectKind, EventRef, ObserverResult, Record, OBSERVER_TIMEOUT_MS};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
@@ -265,11 +265,20 @@ impl Interceptor {
                 return Err(Error::shut_down(denial));
             }
             Err(Unserved::BudgetExpired) => {
+                // Logged as a notification the budget withheld is (below): nothing else
+                // records it. How many subscriptions went unserved only the component
+                // knows, and it never ran.
+                let event = EventRef::read(event);
+                tracing::error!(
+                    event_id = event.id.as_deref().unwrap_or_default(),
+                    event_type = event.event_type.as_deref().unwrap_or_default(),
+                    "the budget ran out while waiting for an instance: no observer was sent the event"
+                );
                 return Ok(Observed {
                     observers: Vec::new(),
                     engine_failure: false,
                     budget_expired: true,
-                })
+                });
             }
             Err(_) => {
                 return Ok(Observed {

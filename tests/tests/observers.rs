@@ -11,6 +11,7 @@ use ahp_tests::support::{
     registration, settle, Http,
 };
 use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn observer(id: &str, url: &str, events: &[&str]) -> Value {
@@ -143,6 +144,61 @@ async fn observer_failures_are_recorded_and_bounded() {
         elapsed < Duration::from_millis(300 + 200),
         "observers ran past the budget: {elapsed:?}"
     );
+}
+
+/// The error lines logged on this thread while the returned guard lives.
+fn capture_errors() -> (impl Drop, Arc<Mutex<Vec<u8>>>) {
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let writer = lines.clone();
+    let guard = tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::ERROR)
+        .with_ansi(false)
+        .with_writer(move || Lines(writer.clone()))
+        .finish()
+        .set_default();
+    (guard, lines)
+}
+
+/// An observe call whose budget runs out while it waits for an instance (the runaway
+/// component's `hanging-load` mode makes one that never finishes) sends nothing, and,
+/// as no audit record holds it, says so in the log at error, naming the event (digest
+/// §15: observer delivery failures are recorded locally).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observe_out_of_budget_before_its_instance_logs_the_event_at_error() {
+    let hang = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let options = Options {
+        component: Some(ahp_tests::support::runaway_component()),
+        ..Options::default()
+    };
+    let hooks = Interceptor::new(&format!("hanging-load {}", hang.url()), options)
+        .await
+        .expect("the runaway component loads its hanging-load mode");
+    let (guard, logs) = capture_errors();
+    let budget = Some(Duration::from_millis(200));
+    let observed = hooks
+        .observe(&tool_after("evt_obs_unserved"), budget)
+        .await
+        .expect("observed");
+    drop(guard);
+    assert!(
+        observed.budget_expired && observed.observers.is_empty(),
+        "{observed:?}"
+    );
+    let logs = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    let line = logs.lines().find(|line| line.contains("evt_obs_unserved"));
+    let line = line.unwrap_or_else(|| panic!("no line names the event: {logs:?}"));
+    assert!(line.contains("ERROR") && line.contains("budget"), "{line}");
 }
 
 /// With retries enabled, a transient observer failure is retried with the same bytes;
