@@ -8,10 +8,10 @@
 
 use crate::compile_cache::{self, Source};
 use crate::runtime::{Runtime, EMBEDDED_COMPONENT};
-use crate::vocab::InterceptableEvent;
+use crate::vocab::{InterceptableEvent, ObserverResult};
 use crate::{
     component_cmd, demo, hook, Decision, Declaration, EffectKind, Error, Interceptor, Interrupt,
-    Options,
+    Observed, Options,
 };
 use clap::{CommandFactory as _, Parser, Subcommand};
 use std::ffi::OsString;
@@ -1295,7 +1295,7 @@ async fn observe(file: &Path, event: &str, host: &HostArgs) -> ExitCode {
     });
     let result = interceptor.observe(&event, None).await;
     // A signal from here on cuts the drain short, not the deliveries, which are over.
-    let cut_short = signalled.is_set();
+    let signal = signalled.is_set();
     interceptor.shutdown_draining(&signalled).await;
     watcher.abort();
     match result {
@@ -1310,17 +1310,28 @@ async fn observe(file: &Path, event: &str, host: &HostArgs) -> ExitCode {
             if observed.budget_expired {
                 return fail("the budget ran out: no observer was sent the event");
             }
-            match cut_short {
+            match cut_short(signal, &observed) {
                 true => fail("interrupted by a signal: observers not all delivered"),
                 false => ExitCode::SUCCESS,
             }
         }
         // A signal shut the interceptor down before the notifications were sent.
-        Err(e) if e.is_shut_down() && cut_short => {
+        Err(e) if e.is_shut_down() && signal => {
             fail("interrupted by a signal: no observer was sent the event")
         }
         Err(e) => call_failure(&e),
     }
+}
+
+/// Whether a `signal` that came by the time `ahp observe`'s deliveries were over cut them
+/// short: only if some notification was not delivered. One that lands just after the
+/// last delivery ended cut nothing short: exit 0, as without it.
+fn cut_short(signal: bool, observed: &Observed) -> bool {
+    signal
+        && observed
+            .observers
+            .iter()
+            .any(|report| report.result != ObserverResult::Delivered)
 }
 
 /// `ahp hook install` or `manifest`, or `ahp hook HARNESS` with `call_audit`, its audit
@@ -1862,6 +1873,39 @@ mod tests {
             ALL[1..],
             "a named target is left as asked"
         );
+    }
+
+    /// A signal cut `ahp observe` short only if some notification was not delivered:
+    /// one that came once they were all delivered (or with none to send) did not.
+    #[test]
+    fn a_signal_cuts_observe_short_only_if_a_notification_was_not_delivered() {
+        use crate::vocab::FailureClass;
+        use crate::ObserverReport;
+        let observed = |results: &[ObserverResult]| Observed {
+            observers: results
+                .iter()
+                .map(|&result| ObserverReport {
+                    backend: "com.example.obs".into(),
+                    result,
+                })
+                .collect(),
+            engine_failure: false,
+            budget_expired: false,
+        };
+        let delivered = ObserverResult::Delivered;
+        let refused = ObserverResult::Failed(FailureClass::ConnectionRefused);
+        for results in [vec![delivered, delivered], vec![]] {
+            assert!(!cut_short(true, &observed(&results)), "{results:?}");
+        }
+        for other in [
+            ObserverResult::Interrupted,
+            ObserverResult::NotSent,
+            refused,
+        ] {
+            let results = [delivered, other];
+            assert!(cut_short(true, &observed(&results)), "{results:?}");
+            assert!(!cut_short(false, &observed(&results)), "{results:?}");
+        }
     }
 
     /// The words asking for help or the version before the subcommand are dropped, runs
