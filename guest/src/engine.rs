@@ -29,10 +29,11 @@ impl Engine {
     }
 
     /// Parses and validates a registration document for a harness that declares
-    /// `declaration`; every problem is reported. The declaration must stay within what
-    /// each event allows, and an intercept subscription may select only declared events:
-    /// an undeclared exact event, or a wildcard reaching none, is refused here, never
-    /// skipped at call time (§6 rules 6 and 10).
+    /// `declaration`; every problem is reported (the first hundred of each kind listed,
+    /// the rest counted, as `registration::Listed` does). The declaration must stay
+    /// within what each event allows, and an intercept subscription may select only
+    /// declared events: an undeclared exact event, or a wildcard reaching none, is
+    /// refused here, never skipped at call time (§6 rules 6 and 10).
     pub fn load_declared(
         text: &str,
         declaration: Vec<EventCapability>,

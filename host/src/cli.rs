@@ -1283,8 +1283,8 @@ async fn observe(file: &Path, event: &str, host: &HostArgs) -> ExitCode {
         Ok(interceptor) => interceptor,
         Err(e) => return registration_failure(&e, "--registration", file),
     };
-    // A signal shuts the interceptor down: the deliveries end as `interrupted` and the
-    // stdio children are killed and reaped before the process exits, never orphaned.
+    // A signal shuts the interceptor down: deliveries under way end as `interrupted`,
+    // those not started are `not-sent`, and the stdio children are killed and reaped before the process exits, never orphaned.
     let signalled = Interrupt::new();
     let (on_signal, closing) = (signalled.clone(), interceptor.clone());
     let mut signals = Signals::listen();
@@ -1324,14 +1324,19 @@ async fn observe(file: &Path, event: &str, host: &HostArgs) -> ExitCode {
 }
 
 /// Whether a `signal` that came by the time `ahp observe`'s deliveries were over cut them
-/// short: only if some notification was not delivered. One that lands just after the
-/// last delivery ended cut nothing short: exit 0, as without it.
+/// short: only if it ended or stopped one (`interrupted`, `not-sent`). One that lands
+/// just after the last delivery ended cut nothing short, whatever the results (a
+/// backend down, a notification withheld): exit 0, as without it. The shutdown a
+/// signal starts is set before it ends anything, so a delivery it reaches ends as one
+/// of those two.
 fn cut_short(signal: bool, observed: &Observed) -> bool {
     signal
-        && observed
-            .observers
-            .iter()
-            .any(|report| report.result != ObserverResult::Delivered)
+        && observed.observers.iter().any(|report| {
+            matches!(
+                report.result,
+                ObserverResult::Interrupted | ObserverResult::NotSent
+            )
+        })
 }
 
 /// `ahp hook install` or `manifest`, or `ahp hook HARNESS` with `call_audit`, its audit
@@ -1894,14 +1899,15 @@ mod tests {
         };
         let delivered = ObserverResult::Delivered;
         let refused = ObserverResult::Failed(FailureClass::ConnectionRefused);
-        for results in [vec![delivered, delivered], vec![]] {
+        for results in [
+            vec![delivered, delivered],
+            vec![],
+            vec![delivered, refused],
+            vec![ObserverResult::Withheld, delivered],
+        ] {
             assert!(!cut_short(true, &observed(&results)), "{results:?}");
         }
-        for other in [
-            ObserverResult::Interrupted,
-            ObserverResult::NotSent,
-            refused,
-        ] {
+        for other in [ObserverResult::Interrupted, ObserverResult::NotSent] {
             let results = [delivered, other];
             assert!(cut_short(true, &observed(&results)), "{results:?}");
             assert!(!cut_short(false, &observed(&results)), "{results:?}");

@@ -191,7 +191,7 @@ async fn shutdown_writes_the_audit_records_queued_before_it() {
 /// The audit record of a call whose future a harness drops once it has shut the
 /// interceptor down (a `select!` between the call and its shutdown signal), the backend
 /// never answering: the call is recorded `shutdown` — `interrupted` if the call's own
-/// interruption came first.
+/// interrupt is set too (here, set before the shutdown).
 async fn dropped_after_shutdown(interrupted_first: bool) -> Value {
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
     let dir = tempfile::tempdir().expect("a temporary directory");

@@ -52,7 +52,8 @@ impl Checker {
     }
 }
 
-/// The most problems, and the most warnings, a check lists. A registration under the
+/// The most entries each of a check's lists holds (problems, warnings, warnings about
+/// names ignored). A registration under the
 /// 16 MiB bound can break one rule hundreds of thousands of times (700,000 unknown
 /// content categories, or as many events that are no string), and every entry is held
 /// in the component's memory, handed to the host and printed: listed without a bound,
@@ -79,7 +80,7 @@ impl Listed {
         self.kept.is_empty()
     }
     /// The entries kept, and then, if any were left out, one at the root saying how
-    /// many `more` (`problems`, `warnings`) there were.
+    /// many `more` (`problems`, `warnings`, `ignored names`) there were.
     pub(crate) fn into_vec(mut self, more: &str) -> Vec<Problem> {
         if self.left_out > 0 {
             let rule = format!(

@@ -17,9 +17,10 @@ use super::{
 use crate::content::{Content, Selection};
 use crate::json;
 use crate::syntax::{
-    has_a_reachable_port, has_a_secret_parameter, has_userinfo, is_absolute_uri, is_env_name,
-    is_http_url, is_loopback_http_url, is_reverse_dns, is_secret_name, mentions_a_credential,
-    names_a_credential, normalized, origin, unreadable_part, Unreadable, MAX_URL_BYTES,
+    ends_in_a_credential_word, has_a_reachable_port, has_a_secret_parameter, has_userinfo,
+    is_absolute_uri, is_env_name, is_http_url, is_loopback_http_url, is_reverse_dns,
+    is_secret_name, mentions_a_credential, names_a_credential, normalized, origin, unreadable_part,
+    Unreadable, MAX_URL_BYTES,
 };
 use ahp_vocab::SUPPORTED_TIMEOUT_MS;
 use serde_json::Value;
@@ -446,20 +447,24 @@ const CREDENTIAL_BINDINGS: [&str; 4] = ["authentication", "auth", "contentreceiv
 /// Whether a member of a credential binding, [`normalized`], is named as a credential
 /// by more than an exact secret name ([`is_secret_name`]): named as a URL parameter
 /// holding one is ([`names_a_credential`]: `apiToken`, `private_token`, `secretKey`,
-/// `pat`), or as the value of one (a credential's word, [`mentions_a_credential`], and
-/// `value` at its end: `client_secret_value`). A binding's own members are references
-/// (`tokenEnv`, `clientSecretRef`: [`is_reference`]) or settings named otherwise
-/// (`issuer`, `clientId`), so such a name is an unknown member, and one holding text is
-/// a literal credential, not a field to ignore with a warning. But a name saying where
-/// to go (`tokenEndpoint`, `keyUrl`) holds an address, and one merely holding such a
-/// word (`tokenType`, `bearerFormat`, `keyId`) a setting this component does not know:
+/// `pat`), or ending in a credential's word ([`ends_in_a_credential_word`]:
+/// `proxyAuthorization`, `signingKey`, `sessionCookie`), or as the value of one (a
+/// credential's word, [`mentions_a_credential`], and `value` at its end:
+/// `client_secret_value`). A binding's own members are references (`tokenEnv`,
+/// `clientSecretRef`: [`is_reference`]) or settings named otherwise (`issuer`,
+/// `clientId`), so such a name is an unknown member, and one holding text is a literal
+/// credential, not a field to ignore with a warning. But a name saying where to go
+/// (`tokenEndpoint`, `keyUrl`) holds an address, and one merely holding such a word
+/// (`tokenType`, `bearerFormat`, `keyId`) a setting this component does not know:
 /// ignored with a warning, as any unknown member.
 fn names_a_credential_in_a_binding(name: &str) -> bool {
     let names_a_place = ["endpoint", "url", "uri"]
         .iter()
         .any(|end| name.ends_with(end));
     let a_credentials_value = name.ends_with("value") && mentions_a_credential(name);
-    !is_reference(name) && !names_a_place && (names_a_credential(name) || a_credentials_value)
+    !is_reference(name)
+        && !names_a_place
+        && (names_a_credential(name) || ends_in_a_credential_word(name) || a_credentials_value)
 }
 
 /// Whether a member's name, [`normalized`], says it names where a secret lives

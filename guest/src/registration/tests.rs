@@ -633,6 +633,11 @@ fn r10_a_member_of_a_binding_named_as_a_credential_is_a_literal_secret() {
         "secretKey",
         "pat",
         "client_secret_value",
+        "proxyAuthorization",
+        "signingKey",
+        "passphrase",
+        "sessionCookie",
+        "basicCredentials",
     ] {
         for binding in [&bearer, &oauth] {
             let bound = with(binding, name, json!(marker));

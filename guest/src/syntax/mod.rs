@@ -22,7 +22,8 @@ pub(crate) use name::{is_env_name, is_extensions, is_reverse_dns};
 #[cfg(test)]
 pub(crate) use secret::SECRET_NAMES;
 pub(crate) use secret::{
-    has_a_secret_parameter, is_secret_name, mentions_a_credential, names_a_credential, normalized,
+    ends_in_a_credential_word, has_a_secret_parameter, is_secret_name, mentions_a_credential,
+    names_a_credential, normalized,
 };
 pub(crate) use uri::{
     has_a_reachable_port, has_userinfo, is_absolute_uri, is_http_url, is_loopback_http_url, origin,

@@ -5,7 +5,8 @@
 #[cfg(test)]
 pub(crate) use ahp_vocab::SECRET_NAMES;
 pub(crate) use ahp_vocab::{
-    has_a_secret_parameter, is_secret_name, mentions_a_credential, names_a_credential, normalized,
+    ends_in_a_credential_word, has_a_secret_parameter, is_secret_name, mentions_a_credential,
+    names_a_credential, normalized,
 };
 
 #[cfg(test)]
@@ -52,6 +53,28 @@ mod tests {
             &[&mentions[..], &neither].concat(),
         );
         assert_shape(mentions_a_credential, &mentions, &neither);
+        // Named as the thing itself (a word at its end, or its plural), not as a setting
+        // about it.
+        let ending = [
+            "proxyAuthorization",
+            "signing_key",
+            "sessionCookie",
+            "basicCredentials",
+            "gpg-passphrase",
+            "apiKeys",
+        ];
+        let about = [
+            "tokenType",
+            "keyId",
+            "bearerFormat",
+            "keywords",
+            "client_secret_value",
+        ];
+        assert_shape(
+            ends_in_a_credential_word,
+            &ending,
+            &[&about[..], &neither].concat(),
+        );
     }
 
     #[test]

@@ -35,8 +35,8 @@ pub use record::{
     ObserverEntry, ObserverKind, ObserverResult, Record,
 };
 pub use secret::{
-    has_a_secret_parameter, is_secret_name, mentions_a_credential, names_a_credential, normalized,
-    SECRET_NAMES,
+    ends_in_a_credential_word, has_a_secret_parameter, is_secret_name, mentions_a_credential,
+    names_a_credential, normalized, SECRET_NAMES,
 };
 pub use uri::{has_userinfo, is_absolute_uri};
 

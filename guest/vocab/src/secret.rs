@@ -90,27 +90,38 @@ pub fn names_a_credential(name: &str) -> bool {
         || ENDINGS.iter().any(|ending| name.ends_with(ending))
 }
 
+/// Words only a credential's name holds, [`normalized`]. Not `auth` alone, which would
+/// take `author` too.
+const CREDENTIAL_WORDS: [&str; 10] = [
+    "token",
+    "secret",
+    "key",
+    "password",
+    "passwd",
+    "passphrase",
+    "credential",
+    "cookie",
+    "authorization",
+    "bearer",
+];
+
 /// Whether `name`, [`normalized`], holds a word only a credential's name holds anywhere
 /// in it (`GITHUB_TOKEN`, `client_secret_value`, `X-Api-Key`, `Proxy-Authorization`,
 /// `gpg-passphrase`). Wider than [`names_a_credential`], and so asked only where a
-/// credential is expected: of the `name` or `key` beside a `value`, and of a member of
-/// a credential binding (`authentication`), where `max_tokens` or `keyword` has no
-/// business either. Not `auth` alone, which would take `author` too.
+/// credential is expected: of the `name` or `key` beside a `value`.
 pub fn mentions_a_credential(name: &str) -> bool {
-    const WORDS: [&str; 10] = [
-        "token",
-        "secret",
-        "key",
-        "password",
-        "passwd",
-        "passphrase",
-        "credential",
-        "cookie",
-        "authorization",
-        "bearer",
-    ];
     let name = normalized(name);
-    WORDS.iter().any(|word| name.contains(word))
+    CREDENTIAL_WORDS.iter().any(|word| name.contains(word))
+}
+
+/// Whether `name`, [`normalized`], ends in such a word, or its plural
+/// (`proxyAuthorization`, `signingKey`, `sessionCookie`, `basicCredentials`): named as
+/// the thing itself, not as a setting about it (`tokenType`, `keyId`, `bearerFormat`).
+/// Asked of a member of a credential binding (`authentication`).
+pub fn ends_in_a_credential_word(name: &str) -> bool {
+    let name = normalized(name);
+    let singular = name.strip_suffix('s').unwrap_or(&name);
+    CREDENTIAL_WORDS.iter().any(|word| singular.ends_with(word))
 }
 
 /// `text` with each `%XX` escape replaced by its byte; a malformed escape is kept as
