@@ -7,7 +7,7 @@
 //! as `engine-failure`: interception that did not complete is never permission.
 
 use crate::audit::AuditLog;
-use crate::audit_queue::{AuditQueue, Flushed};
+use crate::audit_queue::{AuditQueue, Flushed, Instead};
 use crate::backends::{self, Backends};
 use crate::bindings::interceptor::{self as wit, Delivery};
 use crate::builder::InterceptorBuilder;
@@ -25,9 +25,11 @@ use crate::settlement::{
     Observed, ObserverReport, Settlement,
 };
 use crate::state::HostState;
-use ahp_vocab::{DecidedBy, EffectKind, EventRef, ObserverResult, Record, OBSERVER_TIMEOUT_MS};
+use ahp_vocab::{
+    DecidedBy, Decision, EffectKind, EventRef, ObserverResult, Record, OBSERVER_TIMEOUT_MS,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 use tracing::Instrument as _;
 use wasmtime::error::Context as _;
@@ -316,8 +318,10 @@ impl Interceptor {
     /// record is written, the owned observers' deliveries included, an interruption (or
     /// shutdown, or the future dropped) makes any decision but a denial the call's
     /// `interrupted` (`shutdown`) denial: the caller has not been handed it yet. While the
-    /// record is written (waiting for another process's lock on the file, within the
-    /// budget and 250 ms), the decision stands, as the record says.
+    /// record waits for another process's lock on the file, so does the decision: it is
+    /// the one found once the file is locked, or, if the wait ends first (the budget and
+    /// 250 ms passed, or 250 ms after a signal), the one found then — the record says the
+    /// same, whichever comes first.
     pub async fn intercept_with(
         &self,
         event: &str,
@@ -475,8 +479,15 @@ impl Interceptor {
     /// passes and [`AUDIT_GRACE`] more (counted from now if later), or the call is
     /// interrupted or the interceptor shut down and [`AUDIT_GRACE`] passes: the call is
     /// not held past its budget, nor past a signal, and the record is written as soon as
-    /// the lock is free.
-    async fn write_audit(&self, record: &Record, budget: Option<Instant>, interrupt: &Interrupt) {
+    /// the lock is free. A decision not handed out yet (`answer`) is recorded as its
+    /// [`Answer`] says once the file is locked.
+    async fn write_audit(
+        &self,
+        record: &Record,
+        answer: Option<&Answer>,
+        budget: Option<Instant>,
+        interrupt: &Interrupt,
+    ) {
         if let Some(audit) = &self.inner.audit {
             let until = budget.and_then(|b| b.max(Instant::now()).checked_add(AUDIT_GRACE));
             let closing = &self.inner.closing;
@@ -487,7 +498,13 @@ impl Interceptor {
                 }
                 tokio::time::sleep(AUDIT_GRACE).await;
             };
-            audit.write(record.clone(), until, stopped).await;
+            let instead = answer.cloned().map(|answer| -> Instead {
+                Box::new(move |record| {
+                    let by = answer.overridden_by()?;
+                    Some(overridden(record.clone(), by).record)
+                })
+            });
+            audit.write(record.clone(), instead, until, stopped).await;
         }
     }
 
@@ -674,32 +691,27 @@ impl HookCall {
             .deliver_observers(observers, &self.interrupt, &self.results)
             .instrument(self.span.clone())
             .await;
-        let mut settlement = self
+        let settlement = self
             .finish(&results)
             .expect("present until completed or dropped");
-        if let Some(by) = self.overridden(&settlement, false) {
-            settlement = overridden(settlement.record, by);
-            self.span.record("decided_by", by.as_str());
-            tracing::info!(parent: &self.span, "the decision, not handed out yet, was overridden");
-        }
+        let answer = self.unanswered.then(|| Answer {
+            decision: settlement.decision,
+            interrupt: self.interrupt.clone(),
+            closing: self.interceptor.inner.closing.clone(),
+            by: Arc::default(),
+        });
         let budget = self.budget;
         self.interceptor
-            .write_audit(&settlement.record, budget, &self.interrupt)
+            .write_audit(&settlement.record, answer.as_ref(), budget, &self.interrupt)
             .await;
-        settlement
-    }
-
-    /// Who overrides `settlement`, a decision not handed out yet (`intercept_with`):
-    /// the call's interruption, the interceptor's shutdown, or the call `dropped` before
-    /// it was handed out, overrides any decision but a denial. Checked before the audit
-    /// record is written, which then stands.
-    fn overridden(&self, settlement: &Settlement, dropped: bool) -> Option<DecidedBy> {
-        let closing = &self.interceptor.inner.closing;
-        let stopped = match dropped {
-            true => Some(dropped_by(&self.interrupt, closing)),
-            false => stopped_by(&self.interrupt, closing),
-        };
-        overriding(settlement.decision, stopped).filter(|_| self.unanswered)
+        match answer.and_then(|answer| answer.overridden_by()) {
+            Some(by) => {
+                self.span.record("decided_by", by.as_str());
+                tracing::info!(parent: &self.span, "the decision, not handed out yet, was overridden");
+                overridden(settlement.record, by)
+            }
+            None => settlement,
+        }
     }
 
     /// Records each observer's result in the settlement, once.
@@ -731,11 +743,38 @@ impl Drop for HookCall {
         };
         if let Some(mut settlement) = self.finish(&results) {
             // Dropped before it was handed out (`intercept_with`'s future): nobody got it.
-            if let Some(by) = self.overridden(&settlement, true) {
+            let dropped = dropped_by(&self.interrupt, &self.interceptor.inner.closing);
+            if let Some(by) =
+                overriding(settlement.decision, Some(dropped)).filter(|_| self.unanswered)
+            {
                 settlement = overridden(settlement.record, by);
             }
             self.interceptor.write_audit_detached(settlement.record);
         }
+    }
+}
+
+/// Whether an interruption or a shutdown overrides a decision not handed out yet
+/// (`intercept_with`), fixed by whichever looks first: the audit writer once it has the
+/// file's lock, or `complete` once it stops waiting for that (the lock held elsewhere).
+/// So the record always says what the caller is handed: a signal after `complete` handed
+/// out an allow does not turn its record into a denial, and one the writer found first
+/// turns the answer into the denial it wrote.
+#[derive(Clone)]
+struct Answer {
+    decision: Decision,
+    interrupt: Interrupt,
+    closing: Interrupt,
+    /// Who overrides it (`None`: nobody), once looked at.
+    by: Arc<OnceLock<Option<DecidedBy>>>,
+}
+
+impl Answer {
+    /// Who overrides the decision: who had stopped the call when it was first looked at.
+    fn overridden_by(&self) -> Option<DecidedBy> {
+        *self
+            .by
+            .get_or_init(|| overriding(self.decision, stopped_by(&self.interrupt, &self.closing)))
     }
 }
 

@@ -16,12 +16,18 @@ use tokio::sync::oneshot;
 /// keeps locked is not held for long.
 const DRAIN_BOUND: Duration = Duration::from_secs(2);
 
+/// What the record to append is replaced with, chosen once the file is locked: a call
+/// whose decision is not handed out yet is recorded as what it is by then.
+pub(crate) type Instead = Box<dyn FnOnce(&Record) -> Option<Record> + Send>;
+
 /// What the writer thread is handed, in order.
 enum Queued {
-    /// One record to append, and whom to tell once it is synced.
+    /// One record to append (or what `instead` chooses), and whom to tell once it is
+    /// synced.
     Record {
         // Boxed: a flush mark is small.
         record: Box<Record>,
+        instead: Option<Instead>,
         written: Option<oneshot::Sender<()>>,
     },
     /// Whom to tell once everything handed over before is written.
@@ -57,8 +63,19 @@ impl AuditQueue {
             .spawn(move || {
                 for job in queued {
                     match job {
-                        Queued::Record { record, written } => {
-                            if let Err(e) = log.append(&record) {
+                        Queued::Record {
+                            record,
+                            instead,
+                            written,
+                        } => {
+                            let mut chosen = None;
+                            let appended = log.append_chosen(|| {
+                                match instead.and_then(|instead| instead(&record)) {
+                                    Some(other) => chosen.insert(other),
+                                    None => &record,
+                                }
+                            });
+                            if let Err(e) = appended {
                                 tracing::error!(path = %log.path().display(), error = %e, "audit append failed");
                             }
                             if let Some(written) = written {
@@ -79,18 +96,21 @@ impl AuditQueue {
         })
     }
 
-    /// Appends `record`, synced, and returns once it is; or at `until`, or once
-    /// `stopped` ends (a signal, a shutdown), if either comes first (the file locked
-    /// elsewhere), leaving it queued, to be written once it can be.
+    /// Appends `record`, synced, or what `instead` replaces it with once the file is
+    /// locked, and returns once it is; or at `until`, or once `stopped` ends (a signal, a
+    /// shutdown), if either comes first (the file locked elsewhere), leaving it queued,
+    /// to be written once it can be.
     pub async fn write(
         &self,
         record: Record,
+        instead: Option<Instead>,
         until: Option<Instant>,
         stopped: impl std::future::Future<Output = ()>,
     ) {
         let (written, synced) = oneshot::channel();
         self.hand_over(Queued::Record {
             record: Box::new(record),
+            instead,
             written: Some(written),
         });
         let past_budget = async {
@@ -116,6 +136,7 @@ impl AuditQueue {
     pub fn write_detached(&self, record: Record) {
         self.hand_over(Queued::Record {
             record: Box::new(record),
+            instead: None,
             written: None,
         });
     }

@@ -380,49 +380,118 @@ fn lock_waited_for(path: &std::path::Path) -> bool {
     })
 }
 
+/// Starts `intercept_with` of a new event against `backend` (no objection), and returns
+/// it once decided, its record waiting for the audit file's lock (`holder`, another
+/// process's): the writer is a waiter on the file's flock in /proc/locks.
+async fn waiting_for_the_lock<'a>(
+    hooks: &'a Interceptor,
+    backend: &FaultBackend,
+    audit: &std::path::Path,
+    request: &'a str,
+    budget: Option<Duration>,
+    interrupt: &'a Interrupt,
+) -> std::pin::Pin<Box<impl std::future::Future<Output = Settlement> + 'a>> {
+    let mut calling = Box::pin(async move {
+        let called = hooks.intercept_with(request, &[EffectKind::Deny], budget, interrupt);
+        called.await.expect("a valid event")
+    });
+    let decided_and_waiting = async {
+        assert!(backend.wait_for_requests(1, Duration::from_secs(5)).await);
+        let waited = eventually(Duration::from_secs(10), || lock_waited_for(audit)).await;
+        assert!(waited, "the record never waited");
+    };
+    tokio::select! {
+        _ = &mut calling => panic!("returned while the record waits for the lock"),
+        () = decided_and_waiting => {}
+    }
+    calling
+}
+
 /// A call without a budget whose record waits for the audit file's lock (another
 /// process holding it) is not held there past an interruption or a shutdown: the wait
 /// ends a grace later, and the record, still queued, is written once the lock is free.
 /// Before, only the lock's release ended it (a signalled `ahp intercept` waited on).
+/// The decision was not handed out: the signal overrides it, in the record too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_waiting_for_the_lock_does_not_hold_a_call_past_a_signal() {
-    for stop in ["interrupt", "shutdown"] {
+    for (stop, by) in [
+        ("interrupt", DecidedBy::Interrupted),
+        ("shutdown", DecidedBy::Shutdown),
+    ] {
         let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
         let dir = tempfile::tempdir().expect("a temporary directory");
         let audit = dir.path().join("audit.jsonl");
         let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
         let holder = locked_elsewhere(&audit);
         let interrupt = Interrupt::new();
-        let id = format!("evt_lock_{stop}");
-        let request = event(&id);
-        let calling = hooks.intercept_with(&request, &[EffectKind::Deny], None, &interrupt);
-        tokio::pin!(calling);
-        // Decided (the backend answered at once), its record now waiting for the lock:
-        // the writer is a waiter on the file's flock in /proc/locks.
-        let decided_and_waiting = async {
-            assert!(backend.wait_for_requests(1, Duration::from_secs(5)).await);
-            let waiting = || lock_waited_for(&audit);
-            let waited = eventually(Duration::from_secs(10), waiting).await;
-            assert!(waited, "{stop}: the record never waited");
-        };
-        tokio::select! {
-            _ = &mut calling => panic!("{stop}: returned while the record waits for the lock"),
-            () = decided_and_waiting => {}
-        }
+        let request = event(&format!("evt_lock_{stop}"));
+        let calling =
+            waiting_for_the_lock(&hooks, &backend, &audit, &request, None, &interrupt).await;
         match stop {
             "interrupt" => interrupt.interrupt(),
             _ => hooks.shutdown(),
         }
         let returned = tokio::time::timeout(Duration::from_secs(10), calling).await;
-        let settled = returned
-            .unwrap_or_else(|_| panic!("{stop}: held by the lock"))
-            .expect("a valid event");
-        // Decided before: the decision stands, and its record is the one written.
-        assert_eq!(settled.decided_by, DecidedBy::NoObjection, "{stop}");
+        let settled = returned.unwrap_or_else(|_| panic!("{stop}: held by the lock"));
+        assert_eq!(settled.decision, Decision::Deny, "{stop}");
+        assert_eq!(settled.decided_by, by, "{stop}");
         holder.unlock().expect("unlock");
         let lines = audit_lines_once(&audit, 1).await;
         assert_eq!(lines, [record_json(&settled)], "{stop}");
     }
+}
+
+/// A signal while an allow's record waits for the audit file's lock (another process
+/// holding it), the lock freed right after: the writer, once it has the lock, finds the
+/// call interrupted and writes its denial, and the call returns that denial — the allow
+/// was never handed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_while_the_record_waits_for_the_lock_overrides_the_allow() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let audit = dir.path().join("audit.jsonl");
+    let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
+    let holder = locked_elsewhere(&audit);
+    let interrupt = Interrupt::new();
+    let request = event("evt_lock_overridden");
+    let calling = waiting_for_the_lock(&hooks, &backend, &audit, &request, None, &interrupt).await;
+    interrupt.interrupt();
+    holder.unlock().expect("unlock");
+    let settled = tokio::time::timeout(Duration::from_secs(10), calling)
+        .await
+        .expect("returns once the record is written");
+    assert_eq!(settled.decision, Decision::Deny);
+    assert_eq!(settled.decided_by, DecidedBy::Interrupted);
+    let lines = audit_lines_once(&audit, 1).await;
+    assert_eq!(lines, [record_json(&settled)]);
+    assert_eq!(lines[0]["decidedBy"], "interrupted");
+}
+
+/// An allow handed out once its record waited past the budget (and the grace) for the
+/// audit file's lock stands: a signal after that does not turn its record, written once
+/// the lock is free, into a denial the caller never got.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allow_handed_out_while_its_record_waits_stands_in_the_record() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let audit = dir.path().join("audit.jsonl");
+    let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
+    let holder = locked_elsewhere(&audit);
+    let interrupt = Interrupt::new();
+    let request = event("evt_lock_handed_out");
+    let budget = Some(Duration::from_millis(500));
+    let calling =
+        waiting_for_the_lock(&hooks, &backend, &audit, &request, budget, &interrupt).await;
+    let settled = tokio::time::timeout(Duration::from_secs(10), calling)
+        .await
+        .expect("returns past the budget and the grace");
+    assert_eq!(settled.decision, Decision::Allow);
+    assert_eq!(settled.decided_by, DecidedBy::NoObjection);
+    interrupt.interrupt();
+    holder.unlock().expect("unlock");
+    let lines = audit_lines_once(&audit, 1).await;
+    assert_eq!(lines, [record_json(&settled)]);
+    assert_eq!(lines[0]["decidedBy"], "no-objection");
 }
 
 /// Records waiting for a lock another process holds take no thread a name lookup
