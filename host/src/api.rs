@@ -700,6 +700,10 @@ impl HookCall {
             closing: self.interceptor.inner.closing.clone(),
             by: Arc::default(),
         });
+        // This future dropped while the record waits (a caller's own timeout): nobody was
+        // handed the decision, which is then the dropped call's, as `HookCall`'s drop
+        // makes it before the record is handed over.
+        let _dropped = answer.clone().map(UnlessHandedOut);
         let budget = self.budget;
         self.interceptor
             .write_audit(&settlement.record, answer.as_ref(), budget, &self.interrupt)
@@ -775,6 +779,20 @@ impl Answer {
         *self
             .by
             .get_or_init(|| overriding(self.decision, stopped_by(&self.interrupt, &self.closing)))
+    }
+}
+
+/// An [`Answer`] fixed, when this is dropped, as a dropped call's ([`dropped_by`]) unless
+/// it was looked at before (by the writer, or by `complete` handing the decision out).
+struct UnlessHandedOut(Answer);
+
+impl Drop for UnlessHandedOut {
+    fn drop(&mut self) {
+        let answer = &self.0;
+        let dropped = Some(dropped_by(&answer.interrupt, &answer.closing));
+        answer
+            .by
+            .get_or_init(|| overriding(answer.decision, dropped));
     }
 }
 

@@ -479,7 +479,8 @@ async fn an_allow_handed_out_while_its_record_waits_stands_in_the_record() {
     let holder = locked_elsewhere(&audit);
     let interrupt = Interrupt::new();
     let request = event("evt_lock_handed_out");
-    let budget = Some(Duration::from_millis(500));
+    // Long enough for the call to be decided (no objection) under load first.
+    let budget = Some(Duration::from_secs(2));
     let calling =
         waiting_for_the_lock(&hooks, &backend, &audit, &request, budget, &interrupt).await;
     let settled = tokio::time::timeout(Duration::from_secs(10), calling)
@@ -492,6 +493,27 @@ async fn an_allow_handed_out_while_its_record_waits_stands_in_the_record() {
     let lines = audit_lines_once(&audit, 1).await;
     assert_eq!(lines, [record_json(&settled)]);
     assert_eq!(lines[0]["decidedBy"], "no-objection");
+}
+
+/// A call whose `intercept_with` future is dropped (a caller's own timeout) while its
+/// allow's record waits for the audit file's lock was handed nothing: its record, written
+/// once the lock is free, is the dropped call's `interrupted` denial, not the allow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_while_its_record_waits_is_recorded_interrupted() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let audit = dir.path().join("audit.jsonl");
+    let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
+    let holder = locked_elsewhere(&audit);
+    let interrupt = Interrupt::new();
+    let request = event("evt_lock_dropped");
+    let calling = waiting_for_the_lock(&hooks, &backend, &audit, &request, None, &interrupt).await;
+    drop(calling);
+    holder.unlock().expect("unlock");
+    let lines = audit_lines_once(&audit, 1).await;
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["decision"], "deny", "{lines:?}");
+    assert_eq!(lines[0]["decidedBy"], "interrupted", "{lines:?}");
 }
 
 /// Records waiting for a lock another process holds take no thread a name lookup
