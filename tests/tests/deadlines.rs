@@ -380,6 +380,33 @@ fn lock_waited_for(path: &std::path::Path) -> bool {
     })
 }
 
+/// An interceptor whose backend raises no objection, its audit file locked by another
+/// holder (`holder`, as another process's lock) until unlocked.
+struct Locked {
+    backend: FaultBackend,
+    audit: std::path::PathBuf,
+    hooks: Interceptor,
+    holder: std::fs::File,
+    _dir: tempfile::TempDir,
+}
+
+impl Locked {
+    async fn new() -> Locked {
+        let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let audit = dir.path().join("audit.jsonl");
+        let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
+        let holder = locked_elsewhere(&audit);
+        Locked {
+            backend,
+            audit,
+            hooks,
+            holder,
+            _dir: dir,
+        }
+    }
+}
+
 /// Starts `intercept_with` of a new event against `backend` (no objection), and returns
 /// it once decided, its record waiting for the audit file's lock (`holder`, another
 /// process's): the writer is a waiter on the file's flock in /proc/locks.
@@ -418,11 +445,13 @@ async fn a_record_waiting_for_the_lock_does_not_hold_a_call_past_a_signal() {
         ("interrupt", DecidedBy::Interrupted),
         ("shutdown", DecidedBy::Shutdown),
     ] {
-        let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let audit = dir.path().join("audit.jsonl");
-        let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
-        let holder = locked_elsewhere(&audit);
+        let Locked {
+            backend,
+            audit,
+            hooks,
+            holder,
+            _dir,
+        } = Locked::new().await;
         let interrupt = Interrupt::new();
         let request = event(&format!("evt_lock_{stop}"));
         let calling =
@@ -447,11 +476,13 @@ async fn a_record_waiting_for_the_lock_does_not_hold_a_call_past_a_signal() {
 /// was never handed out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_while_the_record_waits_for_the_lock_overrides_the_allow() {
-    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let audit = dir.path().join("audit.jsonl");
-    let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
-    let holder = locked_elsewhere(&audit);
+    let Locked {
+        backend,
+        audit,
+        hooks,
+        holder,
+        _dir,
+    } = Locked::new().await;
     let interrupt = Interrupt::new();
     let request = event("evt_lock_overridden");
     let calling = waiting_for_the_lock(&hooks, &backend, &audit, &request, None, &interrupt).await;
@@ -472,11 +503,13 @@ async fn a_signal_while_the_record_waits_for_the_lock_overrides_the_allow() {
 /// the lock is free, into a denial the caller never got.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_allow_handed_out_while_its_record_waits_stands_in_the_record() {
-    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let audit = dir.path().join("audit.jsonl");
-    let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
-    let holder = locked_elsewhere(&audit);
+    let Locked {
+        backend,
+        audit,
+        hooks,
+        holder,
+        _dir,
+    } = Locked::new().await;
     let interrupt = Interrupt::new();
     let request = event("evt_lock_handed_out");
     // Long enough for the call to be decided (no objection) under load first.
@@ -500,11 +533,13 @@ async fn an_allow_handed_out_while_its_record_waits_stands_in_the_record() {
 /// once the lock is free, is the dropped call's `interrupted` denial, not the allow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_dropped_while_its_record_waits_is_recorded_interrupted() {
-    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let audit = dir.path().join("audit.jsonl");
-    let hooks = audited(&audit, BACKEND, &backend.url(), "fail-closed").await;
-    let holder = locked_elsewhere(&audit);
+    let Locked {
+        backend,
+        audit,
+        hooks,
+        holder,
+        _dir,
+    } = Locked::new().await;
     let interrupt = Interrupt::new();
     let request = event("evt_lock_dropped");
     let calling = waiting_for_the_lock(&hooks, &backend, &audit, &request, None, &interrupt).await;
