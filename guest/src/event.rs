@@ -165,10 +165,15 @@ impl Event {
     /// The document as values, read from the harness's text the first time.
     fn document(&self) -> &Map<String, Value> {
         self.document.get_or_init(|| {
-            // The text was read strictly already: reading it again cannot fail.
+            // The text was read strictly already, within the weight `json::parse` takes
+            // ([`parse_object`]): reading it again cannot fail. Were it to, an empty
+            // document would send a backend content its subscription omits and drop an
+            // accepted modification, so a failure here is a trap (an engine failure, a
+            // denial), never an empty document.
+            // (Without a text, the document was set when the event was made.)
             match self.text.as_deref().map(json::parse) {
                 Some(Ok(Value::Object(object))) => object,
-                _ => Map::new(),
+                _ => panic!("an event's text read as an object before does not parse again"),
             }
         })
     }
@@ -423,10 +428,12 @@ fn too_deep(node: &Node, level: usize) -> Option<String> {
 
 /// The root must be a JSON object; nothing else can be checked otherwise. A member
 /// named twice is refused: the backend and the harness could each read a different one.
+/// Its weight is held to what [`json::parse`] takes, as the document may be parsed whole
+/// later ([`Event::document`]).
 fn parse_object(text: &str) -> Result<Object<'_>, Vec<EventProblem>> {
     let problem = |path: String, rule: String| vec![EventProblem { path, rule }];
     let root = |rule: &str| problem(String::new(), rule.to_owned());
-    match json::read(text) {
+    match json::read_parseable(text) {
         Ok(Node::Object(object)) => Ok(object),
         Ok(_) => Err(root("must be a JSON object")),
         Err(json::Error::Duplicate(repeat)) => Err(problem(
@@ -436,7 +443,7 @@ fn parse_object(text: &str) -> Result<Object<'_>, Vec<EventProblem>> {
         Err(json::Error::Inexact(number)) => {
             Err(problem(number.pointer, json::Inexact::RULE.to_owned()))
         }
-        Err(json::Error::TooMany) => Err(root(json::TOO_MANY_RULE)),
+        Err(json::Error::TooMany) => Err(root(json::TOO_MANY_PARSED_RULE)),
         // serde_json says where, and why: a grammar error, a number out of range, or a
         // nesting past its limit; named at the value it was reading.
         Err(json::Error::Syntax(e)) => Err(problem(

@@ -47,7 +47,8 @@ pub enum Error {
     /// Well-formed, but a whole number past 64 bits, which would be written back as
     /// another number.
     Inexact(Inexact),
-    /// More than [`MAX_VALUES`] weighed values ([`MAX_PARSED_VALUES`] for [`parse`]):
+    /// More than [`MAX_VALUES`] weighed values ([`MAX_PARSED_VALUES`] for [`parse`] and
+    /// [`read_parseable`]):
     /// read and worked on, they would run the component out of memory (an engine
     /// failure) well before the text's own bounds.
     TooMany,
@@ -309,6 +310,14 @@ pub fn parse(text: &str) -> Result<Value, Error> {
 /// whole numbers past 64 bits at any depth.
 pub fn read(text: &str) -> Result<Node<'_>, Error> {
     read_with(text, false, MAX_VALUES)
+}
+
+/// [`read`], but refusing a text [`parse`] would refuse for its weight: for a text read
+/// to be checked and parsed whole later (an event, whose document is built again from
+/// its text when a modification or content selection needs it), so that the later
+/// [`parse`] cannot fail on a text this accepted.
+pub fn read_parseable(text: &str) -> Result<Node<'_>, Error> {
+    read_with(text, false, MAX_PARSED_VALUES)
 }
 
 /// [`read`], but a whole number past 64 bits is kept as [`Node::Inexact`], refused only

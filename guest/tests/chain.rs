@@ -3231,6 +3231,48 @@ fn an_injected_value_off_the_message_schema_is_rejected_whole() {
     assert_eq!(settle(&message).decided_by, DecidedBy::BackendDeny);
 }
 
+/// An event just under the weight limit is worked on whole: its document, parsed again
+/// from its text for content selection and for a modification, is the event's own (an
+/// empty one would send the backend content its subscription omits and drop the change).
+#[test]
+fn an_event_at_the_weight_limit_is_selected_and_modified_whole() {
+    let mut subscription = intercept_sub(&["tool.before"], "fail-closed", 500);
+    subscription["content"] = json!({"default": "omit"});
+    let engine = load(vec![backend(A, vec![subscription])]);
+    let mut event: Value = serde_json::from_str(&event()).unwrap();
+    let zeros = ahp_interceptor::json::MAX_PARSED_VALUES - 1_000;
+    event["extensions"] = json!({
+        "com.example.notes": {"id": "p1", "kind": "text", "mediaType": "text/plain",
+                              "selection": "body", "text": "BODY-THE-SUBSCRIPTION-OMITS"},
+        "com.example.xs": vec![0; zeros],
+    });
+    let modify = modify_input("replace", json!({"command": "ls"}));
+    let mut host = FakeHost::new().on(A, Step::reply(modify));
+    let s = intercept_with(
+        &engine,
+        &mut host,
+        &event.to_string(),
+        &["deny", "allow", "modify"],
+        None,
+    );
+    let sent = host.sent_to(A)[0].json()["params"]["event"].clone();
+    assert_eq!(
+        sent["extensions"]["com.example.notes"],
+        json!({"id": "p1", "kind": "text", "mediaType": "text/plain", "selection": "omit"})
+    );
+    assert_eq!(
+        sent["extensions"]["com.example.xs"]
+            .as_array()
+            .map(Vec::len),
+        Some(zeros)
+    );
+    assert_eq!(s.decision, Decision::Allow, "{}", audit(&s));
+    assert_eq!(
+        s.enforce.effective.get("input"),
+        Some(&json!({"command": "ls"}))
+    );
+}
+
 fn modify_input(operation: &str, value: Value) -> Reply {
     effects(json!([{"type": "modify", "target": "input", "operation": operation, "value": value}]))
 }
@@ -3596,11 +3638,14 @@ fn session_start_intercepts_with_inject_and_message_only() {
     // An event with more values than the component can work on is refused, naming the
     // event, not run out of memory (an engine failure).
     let mut huge = event.clone();
-    huge["extensions"] = json!({"xs": vec![0; ahp_interceptor::json::MAX_VALUES]});
+    huge["extensions"] = json!({"xs": vec![0; ahp_interceptor::json::MAX_PARSED_VALUES]});
     let problems = engine
         .intercept(&mut host, &huge.to_string(), &[], None)
         .expect_err("too many values");
-    assert_eq!(problems[0].rule, ahp_interceptor::json::TOO_MANY_RULE);
+    assert_eq!(
+        problems[0].rule,
+        ahp_interceptor::json::TOO_MANY_PARSED_RULE
+    );
     let mut missing = event.clone();
     missing.as_object_mut().unwrap().remove("trigger");
     let problems = engine
