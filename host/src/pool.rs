@@ -331,9 +331,10 @@ impl Pool {
             _ => None,
         };
         let _ticking = self.maker.runtime.ticking();
-        // The permit goes back as this returns, after the instance is back in the pool.
-        let (mut ready, _permit) = match idle {
-            Some(ready) => (ready, Some(permit)),
+        // The permit goes back as this returns, after the instance is back in the pool or
+        // dropped (bindings drop in reverse order: `ready`, a trapped store, goes first).
+        let (_permit, mut ready) = match idle {
+            Some(ready) => (Some(permit), ready),
             // Making the instance is waiting for it: it ends as the queue's wait does.
             None => {
                 let mut making = Making::start(&self.maker, slot, permit);
@@ -357,7 +358,7 @@ impl Pool {
                     tracing::error!(error = %e, "could not prepare a component instance");
                     Unserved::EngineFailure
                 })?;
-                (ready, permit)
+                (permit, ready)
             }
         };
         // Held back for settling, by the pool or by the Engine: the call starts no I/O.
