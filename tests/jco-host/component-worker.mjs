@@ -13,6 +13,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { GENERIC_REASONS } from './reasons.mjs';
 import { newResultBuffer, waitResult } from './shared-result.mjs';
 
 const { transpiled, registration, event, effects } = workerData;
@@ -87,14 +88,18 @@ const delivery = {
 };
 
 /// The backend's http(s) URL, if the plan has one this host may reach: https anywhere,
-/// plain http only on loopback.
+/// plain http only on loopback — `localhost` (with or without its final dot) or a
+/// loopback address, IPv4-mapped ones included (the URL parser has already written
+/// `127.1` or `[::ffff:127.0.0.1]` in its canonical form). Unlike ahp-host, this host
+/// resolves no other name to see whether it is loopback: such a URL is refused.
 function httpUrl(backend) {
   const transport = plans.get(backend)?.transport;
   if (transport?.tag !== 'http') return undefined;
   const url = new URL(transport.val);
   if (url.protocol === 'https:') return url.href;
-  const loopback = url.hostname === 'localhost' || url.hostname === '[::1]'
-    || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
+  const loopback = ['localhost', 'localhost.', '[::1]'].includes(url.hostname)
+    || /^127\.\d+\.\d+\.\d+$/.test(url.hostname)
+    || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(url.hostname);
   return url.protocol === 'http:' && loopback ? url.href : undefined;
 }
 
@@ -232,15 +237,21 @@ const STOPPED = ['deny', 'stop', 'failed-closed', 'interrupted', 'budget-expired
 
 /// Whether a record's interceptors let its decision stand (settlement.rs `consistent`):
 /// each failure settled by its own policy (failed open only under fail-open, closed only
-/// under fail-closed), and for an allow or an ask, none stopped, and a backend asked
-/// exactly when the decision is `ask`.
+/// under fail-closed); a denial it credits to an interceptor has one to show for it
+/// (`backend-deny`: one denied or stopped the flow; `synthetic-deny`: one failed
+/// closed); a denial nobody explained carries its generic reason; and for an allow or an
+/// ask, none stopped, and a backend asked exactly when the decision is `ask`.
 function consistent(audit, decision) {
   const outcomes = audit.interceptors.map((i) => i.outcome);
   const asked = outcomes.includes('ask');
   const byPolicy = audit.interceptors.every((i) => (i.outcome !== 'failed-open' || i.policy === 'fail-open')
     && (i.outcome !== 'failed-closed' || i.policy === 'fail-closed'));
+  const credited = (audit.decidedBy !== 'backend-deny' || outcomes.includes('deny') || outcomes.includes('stop'))
+    && (audit.decidedBy !== 'synthetic-deny' || outcomes.includes('failed-closed'));
+  const generic = !(audit.decidedBy in GENERIC_REASONS)
+    || audit.reason === GENERIC_REASONS[audit.decidedBy];
   const stopped = outcomes.some((outcome) => STOPPED.includes(outcome));
-  return byPolicy && (decision === 'deny'
+  return byPolicy && credited && generic && (decision === 'deny'
     || (decision === 'allow' && !asked && !stopped)
     || (decision === 'ask' && asked && !stopped));
 }

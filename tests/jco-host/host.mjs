@@ -14,6 +14,7 @@
 import { Worker } from 'node:worker_threads';
 import { readFileSync } from 'node:fs';
 import { atDeadline } from './deadline.mjs';
+import { GENERIC_REASONS } from './reasons.mjs';
 
 const [transpiled, registrationPath, eventPath, effectsArg = 'deny'] = process.argv.slice(2);
 if (!transpiled || !registrationPath || !eventPath) {
@@ -47,12 +48,6 @@ function print(settled) {
   process.stdout.write(`${JSON.stringify(settled)}\n`, () => process.exit(EXIT_CODES[settled.decision]));
 }
 
-/// The generic reasons of the host's own denials (ahp_vocab `DecidedBy::generic_reason`).
-const REASONS = {
-  'engine-failure': 'Policy evaluation failed.',
-  interrupted: 'Policy evaluation was interrupted.',
-};
-
 /// The denial for a call that did not complete, its record the one `ahp intercept`
 /// prints for an engine failure (`Record::host_denial`).
 function engineFailure(why) {
@@ -64,7 +59,7 @@ function hostDenial(decidedBy, why) {
   // An answer on its way out stands (the component thread ending after it, a signal).
   if (printing) return;
   console.error(`error: ${why}`);
-  const reason = REASONS[decidedBy];
+  const reason = GENERIC_REASONS[decidedBy];
   const elapsedMs = Number((process.hrtime.bigint() - begun) / 1_000_000n);
   const audit = {
     event: eventRef(event),

@@ -668,6 +668,25 @@ async fn assert_both_hosts(reg: &str, id: &str, expected: &Value, case: &str) {
     assert_eq!(&in_rust_host(reg, id).await, expected, "{case}, ahp-host");
 }
 
+/// Plain http to a loopback address written IPv4-mapped (`[::ffff:127.0.0.1]`) is
+/// loopback in both hosts: the backend is asked and its deny decides, under fail-open,
+/// where a refusal would have been an allow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_sends_plain_http_to_an_ipv4_mapped_loopback_address() {
+    let backend = FaultBackend::start(vec![Behaviour::Deny("mapped".into())]).await;
+    let url = format!("http://[::ffff:127.0.0.1]:{}/hooks", backend.addr().port());
+    let reg = registration(&[Http::new(BACKEND, url).policy("fail-open").timeout_ms(5000)]);
+    let denied = json!({
+        "decision": "deny",
+        "decidedBy": "backend-deny",
+        "reason": "mapped",
+        "outcome": "deny",
+        "failure": null,
+    });
+    assert_both_hosts(&reg, "evt_node_mapped", &denied, "IPv4-mapped loopback").await;
+    assert_eq!(backend.requests().len(), 2, "each host asked the backend");
+}
+
 /// A backend's reply whose head is `malformed-http`, under `policy`.
 fn malformed_http(policy: &str) -> Value {
     let (decision, decided_by, reason, outcome) = match policy {
@@ -935,8 +954,9 @@ async fn rust_decides_on_runaway(registration: &str, id: &str) -> Value {
 /// whose withheld observer entry has no subscription (`ObserverEntry` requires it), which
 /// with its subscription both hosts trust; and with one that gives a member twice, a
 /// denial first and the allow last (`decision`, the same under an escaped spelling, an
-/// entry's `outcome`), which JSON.parse read as the allow. The Node host sends no observe
-/// notification, trusted or not.
+/// entry's `outcome`), which JSON.parse read as the allow; and with a synthetic denial
+/// no interceptor failed closed for, or in the component's own words, not the generic
+/// reason. The Node host sends no observe notification, trusted or not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_denies_a_settlement_it_cannot_trust() {
     let observer = ahp_tests::fault_backend::refused_url();
@@ -952,6 +972,8 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         "duplicated-decision".to_string(),
         "respelled-decision".to_string(),
         "duplicated-outcome".to_string(),
+        "uncredited-synthetic-deny".to_string(),
+        "own-words-synthetic-deny".to_string(),
     ];
     for (i, reg) in cases.iter().enumerate() {
         let id = format!("evt_node_untrusted_{i}");
@@ -967,6 +989,20 @@ async fn node_denies_a_settlement_it_cannot_trust() {
     assert_eq!(output.status.code(), Some(0), "{settled}");
     let rust = rust_decides_on_runaway(&trusted, "evt_node_trusted").await;
     assert_eq!(rust, json!("no-objection"), "{trusted}, ahp-host");
+    // A synthetic denial credited to the interceptor that failed closed, in its generic
+    // words, is trusted by both: the two above are refused for what they change.
+    let output = run_host(
+        runaway(),
+        "synthetic-deny",
+        &event("evt_node_synthetic"),
+        &[],
+    )
+    .await;
+    let settled = one_json_line(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(settled["decidedBy"], json!("synthetic-deny"), "{settled}");
+    assert_eq!(output.status.code(), Some(2), "{settled}");
+    let rust = rust_decides_on_runaway("synthetic-deny", "evt_node_synthetic").await;
+    assert_eq!(rust, json!("synthetic-deny"), "synthetic-deny, ahp-host");
 }
 
 /// A component that spins while it loads the registration is stopped past the 5 s that

@@ -38,6 +38,12 @@
 //! that failed open, a backend that asked, a backend never reached (which only follows
 //! a denial). The host must deny as an engine failure.
 //!
+//! A registration `synthetic-deny` makes `intercept` settle with a synthetic denial by
+//! its one interceptor, which failed closed, with the generic reason: a settlement the
+//! host trusts. `uncredited-synthetic-deny` does the same with no interceptor that
+//! failed closed, `own-words-synthetic-deny` with a reason of the component's own: the
+//! host must deny as an engine failure.
+//!
 //! A registration `duplicated-decision`, `respelled-decision` or `duplicated-outcome`
 //! makes `intercept` settle with an allow whose record gives a member twice, first as a
 //! denial, last as the allow: `decision` at the top level, `decision` the second time
@@ -98,6 +104,13 @@ mod component {
             observer: Option<String>,
             withheld: bool,
         },
+        /// Denies as `synthetic-deny` with this record and reason: one the host trusts
+        /// only if its record credits the denial to an interceptor that failed closed
+        /// and gives the generic reason.
+        SyntheticDeny {
+            record: &'static str,
+            reason: &'static str,
+        },
         /// Loaded after a delivery to this URL, which may never answer; then spins.
         HangingLoad(String),
         /// Asks the backend at this URL in every call, with no chain timeouts.
@@ -152,6 +165,32 @@ mod component {
             )
         };
     }
+
+    /// The generic reason of a synthetic denial (ahp_vocab `DecidedBy::generic_reason`).
+    const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
+
+    /// A record of a synthetic denial by its one interceptor, which failed closed, with
+    /// `$reason`.
+    macro_rules! failed_closed {
+        ($reason:literal) => {
+            concat!(
+                r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+                r#""decision":"deny","decidedBy":"synthetic-deny","reason":""#,
+                $reason,
+                r#"","elapsedMs":0,"interceptors":[{"backend":"com.example.b","#,
+                r#""subscription":0,"policy":"fail-closed","timeoutMs":100,"#,
+                r#""outcome":"failed-closed","attempts":[]}],"observers":[]}"#
+            )
+        };
+    }
+
+    /// A record of a synthetic denial that no interceptor failed closed for.
+    const UNCREDITED_SYNTHETIC_DENY: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"deny","decidedBy":"synthetic-deny","#,
+        r#""reason":"Required policy backend unavailable.","#,
+        r#""elapsedMs":0,"interceptors":[],"observers":[]}"#
+    );
 
     /// A record of a denial whose `decision` is given again, last, as an allow.
     const DUPLICATED_DECISION: &str = concat!(
@@ -260,6 +299,19 @@ mod component {
                     observer: None,
                     withheld: false,
                 }
+            } else if let Some((record, reason)) = match registration.as_str() {
+                "synthetic-deny" => Some((
+                    failed_closed!("Required policy backend unavailable."),
+                    SYNTHETIC_REASON,
+                )),
+                "uncredited-synthetic-deny" => Some((UNCREDITED_SYNTHETIC_DENY, SYNTHETIC_REASON)),
+                "own-words-synthetic-deny" => Some((
+                    failed_closed!("Run the cleanup script, then retry."),
+                    "Run the cleanup script, then retry.",
+                )),
+                _ => None,
+            } {
+                Runaway::SyntheticDeny { record, reason }
             } else if registration == "incomplete-entry" {
                 Runaway::Allows {
                     record: INCOMPLETE_ENTRY,
@@ -300,9 +352,10 @@ mod component {
                 } => return vec![http(OBSERVER, url, None)],
                 Runaway::HangingLoad(url) => return vec![http(HANG, url, None)],
                 Runaway::IoOutOfTime(url) => return vec![http(LATE_IO, url, None)],
-                Runaway::Spins | Runaway::Panics | Runaway::Allows { observer: None, .. } => {
-                    return Vec::new()
-                }
+                Runaway::Spins
+                | Runaway::Panics
+                | Runaway::Allows { observer: None, .. }
+                | Runaway::SyntheticDeny { .. } => return Vec::new(),
             };
             vec![
                 http(
@@ -317,9 +370,10 @@ mod component {
 
         fn bound_ms(&self) -> u64 {
             match self {
-                Runaway::CrossCredential(_) | Runaway::Allows { .. } | Runaway::IoOutOfTime(_) => {
-                    CROSS_BOUND_MS
-                }
+                Runaway::CrossCredential(_)
+                | Runaway::Allows { .. }
+                | Runaway::SyntheticDeny { .. }
+                | Runaway::IoOutOfTime(_) => CROSS_BOUND_MS,
                 Runaway::Spins | Runaway::Panics | Runaway::HangingLoad(_) => 100,
             }
         }
@@ -366,6 +420,13 @@ mod component {
                     };
                     Ok(allowing(record, observers))
                 }
+                Runaway::SyntheticDeny { record, reason } => Ok(Settlement {
+                    decision: Decision::Deny,
+                    decided_by: DecidedBy::SyntheticDeny,
+                    reason: Some(reason.to_string()),
+                    audit: record.to_string(),
+                    observers: Vec::new(),
+                }),
                 Runaway::Panics if !event.contains("spin") => panic!("the component failed"),
                 Runaway::Panics | Runaway::Spins | Runaway::HangingLoad(_) => spin(),
             }
