@@ -2,7 +2,7 @@
 //! reads (events, registrations, trust roots, host options), the exit codes of `observe`
 //! and `demo`, and logs fit for a file.
 
-use ahp_tests::fault_backend::refused_url;
+use ahp_tests::fault_backend::{refused_url, Behaviour, FaultBackend};
 use ahp_tests::pki::Pki;
 use ahp_tests::support::{ahp_command, event, one_json_line, registration, valid_event, Http, Run};
 use serde_json::{json, Value};
@@ -58,7 +58,68 @@ fn an_event_of_too_many_values_is_refused_as_bad_input() {
         &[],
     );
     run.assert_exit(1, "an event of too many values");
-    assert!(run.stderr.contains("4000000 JSON values"), "{}", run.stderr);
+    assert!(run.stderr.contains("2000000 JSON values"), "{}", run.stderr);
+}
+
+/// An event just under the weight limit is worked on whole inside the component's
+/// memory: its document, parsed again from its text beside it, has its content part
+/// lowered as the subscription selects (metadata) and a backend's modification applied,
+/// with no trap (an engine failure, a denial).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_at_the_weight_limit_is_lowered_and_modified_in_the_component() {
+    let modify = json!([{"type": "modify", "target": "input", "operation": "replace",
+                         "value": {"command": "ls -l"}}]);
+    let backend = FaultBackend::start(vec![Behaviour::Effects(modify)]).await;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let hook = Http::new("com.example.big", backend.url())
+        .policy("fail-closed")
+        .timeout_ms(30_000);
+    let reg = dir.path().join("registration.json");
+    std::fs::write(&reg, registration(&[hook])).expect("write the registration");
+    let mut event: Value =
+        serde_json::from_str(&valid_event("tool.before", "evt_big")).expect("JSON");
+    // Two million weighed values at most (the component's rule); the rest of the event
+    // weighs far less than the thousand left.
+    let zeros = 2_000_000 - 1_000;
+    let body = "BODY-THE-SUBSCRIPTION-LOWERS";
+    event["extensions"] = json!({
+        "com.example.notes": {"id": "p1", "kind": "text", "mediaType": "text/plain",
+                              "selection": "body", "text": body},
+        "com.example.xs": vec![0; zeros],
+    });
+    let ev = dir.path().join("event.json");
+    std::fs::write(&ev, event.to_string()).expect("write the event");
+    let run = Run::of(
+        intercept_command(&reg, &ev)
+            .args(["--effects", "deny,modify"])
+            .env_remove("AHP_LOG")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run ahp intercept"),
+    );
+    run.assert_exit(0, "an allowed, modified call");
+    let record = one_json_line(&run.stdout);
+    assert_eq!(record["decidedBy"], "no-objection", "{record}");
+    assert_eq!(
+        record["effective"]["input"],
+        json!({"command": "ls -l"}),
+        "{record}"
+    );
+    let sent = backend.requests()[0].json()["params"]["event"].clone();
+    let notes = &sent["extensions"]["com.example.notes"];
+    assert_eq!(notes["selection"], "metadata", "{notes}");
+    assert!(notes.get("text").is_none(), "{notes}");
+    let request = String::from_utf8_lossy(&backend.requests()[0].body).into_owned();
+    assert!(
+        !request.contains(body),
+        "the body text is nowhere in the request"
+    );
+    assert_eq!(
+        sent["extensions"]["com.example.xs"]
+            .as_array()
+            .map(Vec::len),
+        Some(zeros)
+    );
 }
 
 /// A registration under the 16 MiB bound that breaks one rule at most of its values is
@@ -738,33 +799,53 @@ fn interceptable_is_refused_under_ahp_hook() {
         run.stderr
     );
 
+    // The call's interceptor fails open at a port nothing listens on: without the
+    // refusal the call would be a silent no objection, not this denial.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let open = ahp_tests::hook::write_unreachable(dir.path());
+    let log = dir.path().join("hook.log");
     let payload = json!({"session_id": "s", "hook_event_name": "PreToolUse", "cwd": "/tmp",
         "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t1"});
-    let mut child = ahp_command()
-        .args(
-            [
-                &["hook", "claude-code", "--registration", path(&reg)][..],
-                &narrowed,
-            ]
-            .concat(),
+    let call = |extra: &[&str]| {
+        let mut child = ahp_command()
+            .args(
+                [
+                    &["hook", "claude-code", "--registration", path(&open)][..],
+                    extra,
+                ]
+                .concat(),
+            )
+            .env("AHP_LOG", "warn")
+            .env("AHP_LOG_FILE", &log)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run ahp hook");
+        std::io::Write::write_all(
+            &mut child.stdin.take().expect("stdin"),
+            payload.to_string().as_bytes(),
         )
-        .env_remove("AHP_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run ahp hook");
-    std::io::Write::write_all(
-        &mut child.stdin.take().expect("stdin"),
-        payload.to_string().as_bytes(),
-    )
-    .expect("write the payload");
-    let run = Run::of(child.wait_with_output().expect("ahp hook"));
+        .expect("write the payload");
+        Run::of(child.wait_with_output().expect("ahp hook"))
+    };
+    let run = call(&narrowed);
+    run.assert_exit(2, "a hook call with --interceptable");
+    let reason = ahp_tests::hook::FAILED_REASON;
+    let denial = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "deny", "permissionDecisionReason": reason}});
+    assert_eq!(one_json_line(&run.stdout), denial, "{run:?}");
+    assert_eq!(run.stderr.trim_end(), reason, "{run:?}");
+    let logged = std::fs::read_to_string(&log).expect("the log");
     assert!(
-        run.stdout.contains(r#""permissionDecision":"deny""#),
-        "a hook call with --interceptable is denied: {}",
-        run.stdout
+        logged.contains("--interceptable does not apply"),
+        "{logged}"
     );
+    // The same call without the flag is the interceptor's no objection: exit 0, nothing
+    // said.
+    let run = call(&[]);
+    run.assert_exit(0, "the same hook call without --interceptable");
+    assert!(!run.stdout.contains("deny"), "{run:?}");
 }
 
 /// A registration intercepting `tool.before` and `model.request.before`, which Claude
@@ -1183,8 +1264,8 @@ fn hook_install_refuses_a_host_its_hooks_could_not_set_up() {
 /// record on stdout and in `--audit`, naming the event once read — where it used to wait
 /// for ever and leave the harness to time out. A call that gets ready in time is decided
 /// as before.
-#[test]
-fn intercept_ends_at_its_budget_when_getting_ready_blocks() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn intercept_ends_at_its_budget_when_getting_ready_blocks() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let hook = Http::new("com.example.gone", refused_url()).policy("fail-closed");
     let reg = dir.path().join("registration.json");
@@ -1254,6 +1335,17 @@ fn intercept_ends_at_its_budget_when_getting_ready_blocks() {
         .map(|l| serde_json::from_str::<Value>(l).expect("JSON")["event"]["id"].clone())
         .collect();
     assert_eq!(names, [Value::Null, Value::Null, json!("evt_budget")]);
+    // Decided as before: its interceptor's answer, here after 300 ms, well inside the
+    // 20 s budget (one read in a smaller unit, or cut short, runs out first: a denial).
+    let slow = Behaviour::Delay(
+        std::time::Duration::from_millis(300),
+        Box::new(Behaviour::NoEffect),
+    );
+    let backend = FaultBackend::start(vec![slow]).await;
+    let hook = Http::new("com.example.slow", backend.url())
+        .policy("fail-closed")
+        .timeout_ms(10_000);
+    std::fs::write(&reg, registration(&[hook])).expect("write the registration");
     let run = ahp(
         &[
             "intercept",
@@ -1266,12 +1358,10 @@ fn intercept_ends_at_its_budget_when_getting_ready_blocks() {
         ],
         &[],
     );
-    run.assert_exit(2, "a call that got ready in time");
-    assert!(
-        run.stdout.contains("\"decision\":\"deny\""),
-        "{}",
-        run.stdout
-    );
+    run.assert_exit(0, "a call that got ready in time");
+    let settled = one_json_line(&run.stdout);
+    assert_eq!(settled["decidedBy"], "no-objection", "{settled}");
+    assert_eq!(backend.requests().len(), 1, "{settled}");
 }
 
 /// Trust roots and OAuth clients are read from a regular file no larger than a bound, as

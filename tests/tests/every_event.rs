@@ -22,8 +22,10 @@ use ahp_tests::support::{
 use serde_json::{json, Value};
 
 const ID: &str = "com.example.every";
-/// Short: the deadline cases wait it out, the others never come near it.
-const TIMEOUT_MS: u64 = 150;
+/// Short: the deadline cases wait it out.
+const DEADLINE_MS: u64 = 150;
+/// Long: nineteen calls at once on a loaded machine never come near it.
+const TIMEOUT_MS: u64 = 10_000;
 const POLICIES: [&str; 2] = ["fail-closed", "fail-open"];
 const STOP_REASON: &str = "Enough for this turn.";
 const DENY_REASON: &str = "Not on this event.";
@@ -86,9 +88,14 @@ fn events() -> Vec<Event> {
 
 /// One interceptor under `policy` at `url`, subscribed to every event.
 async fn every_event_on(url: &str, policy: &str) -> Interceptor {
+    every_event_within(url, policy, TIMEOUT_MS).await
+}
+
+/// [`every_event_on`] with the subscription's `timeoutMs`.
+async fn every_event_within(url: &str, policy: &str, timeout_ms: u64) -> Interceptor {
     let names: Vec<String> = events().into_iter().map(|e| e.name).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let backend = Http::new(ID, url).policy(policy).timeout_ms(TIMEOUT_MS);
+    let backend = Http::new(ID, url).policy(policy).timeout_ms(timeout_ms);
     interceptor(&registration_on(&[backend], &names)).await
 }
 
@@ -282,7 +289,7 @@ async fn an_accepted_flow_stop_is_a_deny_on_every_event_that_has_flow() {
 async fn a_deadline_is_settled_by_the_policy_on_every_event() {
     let backend = FaultBackend::start(vec![Behaviour::Blackhole]).await;
     for policy in POLICIES {
-        let hooks = every_event_on(&backend.url(), policy).await;
+        let hooks = every_event_within(&backend.url(), policy, DEADLINE_MS).await;
         let all = each_event(&hooks, policy, |_| true, |e| e.effects(&[])).await;
         assert_eq!(all.len(), 19);
         for s in &all {

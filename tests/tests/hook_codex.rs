@@ -480,13 +480,26 @@ async fn signalled_before_the_answer(
         .await
         .expect("ahp hook waits for the audit file's lock");
     assert_eq!(backend.requests().len(), 1, "the backend was asked");
-    // The other writer finishes soon after the signal, well within the hook's grace.
-    let other_writer = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(150));
-        held.unlock().expect("unlock");
-    });
-    let output = ahp_tests::hook::answer_after_signal(hook, "TERM").await;
-    other_writer.join().expect("the other writer");
+    // The other writer finishes once the hook has taken the signal (its log says so),
+    // well within the hook's grace.
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+    let taken = async {
+        while !ahp_tests::hook::log_of(&command).contains("interrupted by a signal") {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), taken)
+        .await
+        .expect("ahp hook logs the signal");
+    held.unlock().expect("unlock");
+    let output = tokio::time::timeout(std::time::Duration::from_secs(10), hook.wait_with_output())
+        .await
+        .expect("ahp hook answers after SIGTERM")
+        .expect("ahp hook finishes");
     assert_answer(&Ran::of(&output, &command));
     let records = ahp_tests::hook::audit_records(&audit);
     assert_eq!(records.len(), 1, "{records:?}");

@@ -120,6 +120,20 @@ async fn a_trapping_component_shows_the_model_only_the_reason() {
     std::fs::write(&registration, r#"{"panic": true}"#).expect("write");
     let ran = run_failing(&registration, component.to_str().expect("a path"), None).await;
     assert_deny(&ran, FAILED_REASON);
+    // Logged, with the trap, only for an operator who asks: this denial is the trap's,
+    // not a load failure's.
+    let logged = run_failing(
+        &registration,
+        component.to_str().expect("a path"),
+        Some("warn"),
+    )
+    .await;
+    assert_deny(&logged, FAILED_REASON);
+    assert!(logged.log.contains("component trapped"), "{logged:?}");
+    assert!(
+        !format!("{}{}", logged.stdout, logged.stderr).contains("trap"),
+        "{logged:?}"
+    );
 }
 
 /// The pre-tool payload with the component pulled from a closed port, `AHP_LOG` as given.

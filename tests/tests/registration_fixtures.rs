@@ -214,7 +214,7 @@ async fn cli_intercept_rejects_an_invalid_event_with_exit_1() {
     assert!(
         run.stderr
             .lines()
-            .any(|l| l.starts_with("error: ") && l.contains("tool")),
+            .any(|l| l.starts_with("error: ") && l.contains("event/tool/input")),
         "stderr: {}",
         run.stderr
     );

@@ -747,7 +747,8 @@ impl Payload {
 pub struct Verdict {
     /// Deny, ask, or no objection (never a grant).
     pub decision: Decision,
-    /// The reason to show: the backend's for an explicit deny, else a generic one.
+    /// The reason to show: the backend's for an explicit deny, else a generic one; a
+    /// denial's accepted messages and injected context follow it after a blank line.
     pub reason: Option<String>,
     /// Accepted `message` effects, in chain order.
     pub messages: Vec<String>,
@@ -773,7 +774,7 @@ impl Verdict {
             Some(Value::Object(input)) => Some(input.clone()),
             Some(_) => return Err("the effective tool input is not a JSON object".into()),
         };
-        let context = enforce
+        let context: Vec<String> = enforce
             .injections
             .iter()
             .map(|injection| injected_text(&injection.value))
@@ -785,10 +786,21 @@ impl Verdict {
             }
             Some(flow) => (None, Some(flow.instructions.clone())),
         };
+        let messages = settlement.record.messages.clone();
+        let reason = match joined(&messages, &context) {
+            // A denial's block carries one text, and its accepted messages and injected
+            // context are there to tell the user and the model about it: they follow
+            // its reason.
+            Some(text) if settlement.decision == Decision::Deny => {
+                let reason = shown(settlement.reason.as_deref()).unwrap_or(BLANK_BACKEND_REASON);
+                Some(format!("{reason}\n\n{text}"))
+            }
+            _ => settlement.reason.clone(),
+        };
         Ok(Verdict {
             decision: settlement.decision,
-            reason: settlement.reason.clone(),
-            messages: settlement.record.messages.clone(),
+            reason,
+            messages,
             context,
             input,
             stop,
@@ -864,14 +876,14 @@ impl Verdict {
     /// The messages and then the injected context as one text, `None` when there is
     /// neither: the harnesses' one context field carries both.
     fn context_text(&self) -> Option<String> {
-        let all: Vec<&str> = self
-            .messages
-            .iter()
-            .chain(&self.context)
-            .map(String::as_str)
-            .collect();
-        (!all.is_empty()).then(|| all.join("\n"))
+        joined(&self.messages, &self.context)
     }
+}
+
+/// `messages` and then `context`, one per line; `None` when there is neither.
+fn joined(messages: &[String], context: &[String]) -> Option<String> {
+    let all: Vec<&str> = messages.iter().chain(context).map(String::as_str).collect();
+    (!all.is_empty()).then(|| all.join("\n"))
 }
 
 /// The text of one injection's canonical messages (`[{id, role, parts: [{kind: "text",
@@ -1243,6 +1255,8 @@ async fn settle(
         joined = tokio::time::timeout_at(watchdog.into(), &mut flow) => joined,
         () = signals.recv() => {
             interrupt.interrupt();
+            // In the log as the interruption takes hold (a harness's own timeout, often).
+            tracing::warn!("{INTERRUPTED}: the call is answered as interrupted");
             let bound = watchdog.min(Instant::now() + SIGNAL_GRACE);
             tokio::time::timeout_at(bound.into(), &mut flow).await
         }
@@ -1914,6 +1928,43 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A denial's accepted messages and injected context are shown with its reason,
+    /// wherever a harness is answered with a denial: its block has no other place for
+    /// them, and the record lists them as what the harness was told.
+    #[test]
+    fn a_denial_shows_its_messages_and_context_after_its_reason() {
+        let mut record = Record::host_denial(EventRef::default(), DecidedBy::BackendDeny, 1);
+        record.reason = Some("not on main".into());
+        record.messages = vec!["ask #secops for access".into()];
+        record.enforce.injections = vec![crate::vocab::Injection {
+            deliver_at: crate::vocab::DeliverAt::Now,
+            value: json!([{"id": "m", "role": "system", "parts": [{"id": "p",
+                "kind": "text", "mediaType": "text/plain", "selection": "body",
+                "text": "the branch is protected"}]}]),
+        }];
+        let verdict = Verdict::of(&Settlement::of(record)).expect("text to write");
+        assert_eq!(
+            verdict.reason(),
+            "not on main\n\nask #secops for access\nthe branch is protected"
+        );
+        for harness in Harness::ALL {
+            for spec in harness.events().iter().filter(|s| s.capability().is_some()) {
+                let texts = shown_texts(&harness.answer(spec, &verdict));
+                let context = format!("{harness:?} {}: {texts:?}", spec.native);
+                for said in ["not on main", "ask #secops", "the branch is protected"] {
+                    assert!(texts.iter().any(|t| t.contains(said)), "{said}: {context}");
+                }
+            }
+        }
+        // Beside a decision that is no denial they stay in the context field alone.
+        let mut noted = Record::host_denial(EventRef::default(), DecidedBy::NoObjection, 1);
+        noted.decision = Decision::Allow;
+        noted.reason = None;
+        noted.messages = vec!["ask #secops for access".into()];
+        let verdict = Verdict::of(&Settlement::of(noted)).expect("text to write");
+        assert_eq!(verdict.reason, None);
     }
 
     /// A stderr line is one line, and no escape sequence reaches a terminal through it.
