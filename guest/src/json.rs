@@ -55,18 +55,25 @@ pub enum Error {
 }
 
 /// The most values one text may hold, weighed by what they cost the component's memory
-/// once read and worked on: a scalar 1, a member name 1, an array or object
-/// [`CONTAINER_WEIGHT`]. Four million: an array of four million numbers is read,
+/// once read and worked on: a scalar 1, a member name 1, an array [`ARRAY_WEIGHT`], an
+/// object [`OBJECT_WEIGHT`]. Four million: an array of four million numbers is read,
 /// checked and sent within its 256 MiB, five million ran it out of memory, as did 1.2
-/// million one-member objects (7.2 million here).
+/// million one-member objects (12 million here).
 pub const MAX_VALUES: usize = 4_000_000;
 
-/// What an array or object weighs against [`MAX_VALUES`]: its own allocation and entry.
-pub const CONTAINER_WEIGHT: usize = 4;
+/// What an array weighs against [`MAX_VALUES`]: its own allocation and entry.
+pub const ARRAY_WEIGHT: usize = 4;
+
+/// What an object weighs against [`MAX_VALUES`]: as a `Value`, each object is a B-tree
+/// node of its own, some 400 bytes in the component where a number takes 24. An event
+/// of 333,000 one-member objects (weighing 2 million at 4 an object) ran the component
+/// out of memory once its content was lowered and a modification applied (three copies
+/// of its document); 261,000 did not, and at 8 an object 200,000 reach the limit.
+pub const OBJECT_WEIGHT: usize = 8;
 
 /// The rule a text with more than [`MAX_VALUES`] weighed values breaks.
-pub const TOO_MANY_RULE: &str = "must hold at most 4000000 JSON values (an array or object \
-     counting 4, a member name 1)";
+pub const TOO_MANY_RULE: &str = "must hold at most 4000000 JSON values (an array counting 4, \
+     an object 8, a member name 1)";
 
 /// The most weighed values a text [`parse`]d into a [`Value`] may hold: half of
 /// [`MAX_VALUES`], because the tree read and the `Value` built from it are held at once
@@ -75,8 +82,8 @@ pub const TOO_MANY_RULE: &str = "must hold at most 4000000 JSON values (an array
 pub const MAX_PARSED_VALUES: usize = MAX_VALUES / 2;
 
 /// The rule a text [`parse`]d with more than [`MAX_PARSED_VALUES`] breaks.
-pub const TOO_MANY_PARSED_RULE: &str = "must hold at most 2000000 JSON values (an array or \
-     object counting 4, a member name 1)";
+pub const TOO_MANY_PARSED_RULE: &str = "must hold at most 2000000 JSON values (an array \
+     counting 4, an object 8, a member name 1)";
 
 /// A member whose name appears more than once in its object.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -520,7 +527,7 @@ impl<'de> Visitor<'de> for Strict<'_, '_> {
 
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut items: A) -> Result<Node<'de>, A::Error> {
         // Counted once as a value already.
-        self.spend(CONTAINER_WEIGHT - 1)?;
+        self.spend(ARRAY_WEIGHT - 1)?;
         let mut array = Vec::new();
         while let Some(item) = items
             .next_element_seed(self.child())
@@ -532,7 +539,7 @@ impl<'de> Visitor<'de> for Strict<'_, '_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(mut self, mut members: A) -> Result<Node<'de>, A::Error> {
-        self.spend(CONTAINER_WEIGHT - 1)?;
+        self.spend(OBJECT_WEIGHT - 1)?;
         let mut object = Vec::new();
         let mut names: Option<BTreeSet<Cow<'de, str>>> = None;
         while let Some(name) = members.next_key_seed(Name)? {
@@ -601,17 +608,17 @@ mod tests {
     }
 
     /// A text of at most four million weighed values is read; one more is refused,
-    /// however small the text: each `0` weighs 1, each `{"a":0}` 6 (the object 4, its
+    /// however small the text: each `0` weighs 1, each `{"a":0}` 10 (the object 8, its
     /// name and its value 1 each).
     #[test]
     fn at_most_four_million_weighed_values_are_read() {
         let array = |element: &str, elements: usize| {
             format!("[{}{element}]", format!("{element},").repeat(elements - 1))
         };
-        let zeros = MAX_VALUES - CONTAINER_WEIGHT;
+        let zeros = MAX_VALUES - ARRAY_WEIGHT;
         assert!(read(&array("0", zeros)).is_ok());
         assert!(matches!(read(&array("0", zeros + 1)), Err(Error::TooMany)));
-        let objects = (MAX_VALUES - CONTAINER_WEIGHT) / 6;
+        let objects = (MAX_VALUES - ARRAY_WEIGHT) / 10;
         assert!(read(&array(r#"{"a":0}"#, objects)).is_ok());
         assert!(matches!(
             read(&array(r#"{"a":0}"#, objects + 1)),
@@ -623,7 +630,7 @@ mod tests {
         );
         assert!(matches!(read(&nested), Err(Error::TooMany)));
         // Parsed into a `Value` (a registration), half as many: both trees are held.
-        let zeros = MAX_PARSED_VALUES - CONTAINER_WEIGHT;
+        let zeros = MAX_PARSED_VALUES - ARRAY_WEIGHT;
         assert!(parse(&array("0", zeros)).is_ok());
         assert!(read(&array("0", zeros + 1)).is_ok());
         assert!(matches!(parse(&array("0", zeros + 1)), Err(Error::TooMany)));

@@ -88,16 +88,16 @@ const delivery = {
 };
 
 /// The backend's http(s) URL, if the plan has one this host may reach: https anywhere,
-/// plain http only on loopback — `localhost` (with or without its final dot) or a
-/// loopback address, IPv4-mapped ones included (the URL parser has already written
-/// `127.1` or `[::ffff:127.0.0.1]` in its canonical form). Unlike ahp-host, this host
-/// resolves no other name to see whether it is loopback: such a URL is refused.
+/// plain http only on loopback — `localhost` or a loopback address, IPv4-mapped ones
+/// included (the URL parser has already written `127.1` or `[::ffff:127.0.0.1]` in its
+/// canonical form). Unlike ahp-host, this host resolves no other name to see whether it
+/// is loopback: such a URL is refused.
 function httpUrl(backend) {
   const transport = plans.get(backend)?.transport;
   if (transport?.tag !== 'http') return undefined;
   const url = new URL(transport.val);
   if (url.protocol === 'https:') return url.href;
-  const loopback = ['localhost', 'localhost.', '[::1]'].includes(url.hostname)
+  const loopback = ['localhost', '[::1]'].includes(url.hostname)
     || /^127\.\d+\.\d+\.\d+$/.test(url.hostname)
     || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(url.hostname);
   return url.protocol === 'http:' && loopback ? url.href : undefined;

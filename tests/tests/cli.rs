@@ -35,36 +35,40 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
 
-/// An event holding more JSON values than the component can work on (here 1.2 million
-/// one-member objects, 9.6 MB, well under the 16 MiB bound) is bad input: exit 1 naming
-/// the rule, never an engine failure (which ran the component out of memory, a denial).
+/// An event holding more JSON values than the component can work on is bad input: exit
+/// 1 naming the rule, never an engine failure (which ran the component out of memory, a
+/// denial). Here 1.2 million one-member objects, 9.6 MB, well under the 16 MiB bound;
+/// and 300,000, 2.4 MB, which weigh 3 million at 8 an object (a B-tree node of its own
+/// once parsed): at 4 an object they were read, and with their content lowered and a
+/// modification applied ran the component out of memory.
 #[test]
 fn an_event_of_too_many_values_is_refused_as_bad_input() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let ev = dir.path().join("event.json");
     let mut event: Value =
         serde_json::from_str(&valid_event("tool.before", "evt_many")).expect("JSON");
-    event["tool"]["input"] = json!({"xs": vec![json!({"a": 0}); 1_200_000]});
-    std::fs::write(&ev, event.to_string()).expect("write the event");
     let reg = portable();
-    let run = ahp(
-        &[
+    for (objects, named) in [(1_200_000, "2000000 JSON values"), (300_000, "an object 8")] {
+        event["tool"]["input"] = json!({"xs": vec![json!({"a": 0}); objects]});
+        std::fs::write(&ev, event.to_string()).expect("write the event");
+        let args = [
             "intercept",
             "--registration",
             path(&reg),
             "--event",
             path(&ev),
-        ],
-        &[],
-    );
-    run.assert_exit(1, "an event of too many values");
-    assert!(run.stderr.contains("2000000 JSON values"), "{}", run.stderr);
+        ];
+        let run = ahp(&args, &[]);
+        run.assert_exit(1, &format!("{objects} objects"));
+        assert!(run.stderr.contains(named), "{objects}: {}", run.stderr);
+    }
 }
 
 /// An event just under the weight limit is worked on whole inside the component's
 /// memory: its document, parsed again from its text beside it, has its content part
 /// lowered as the subscription selects (metadata) and a backend's modification applied,
-/// with no trap (an engine failure, a denial).
+/// with no trap (an engine failure, a denial): two million numbers, or one-member
+/// objects (10 each, a B-tree node of its own once parsed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_at_the_weight_limit_is_lowered_and_modified_in_the_component() {
     let modify = json!([{"type": "modify", "target": "input", "operation": "replace",
@@ -78,48 +82,46 @@ async fn an_event_at_the_weight_limit_is_lowered_and_modified_in_the_component()
     std::fs::write(&reg, registration(&[hook])).expect("write the registration");
     let mut event: Value =
         serde_json::from_str(&valid_event("tool.before", "evt_big")).expect("JSON");
-    // Two million weighed values at most (the component's rule); the rest of the event
-    // weighs far less than the thousand left.
-    let zeros = 2_000_000 - 1_000;
     let body = "BODY-THE-SUBSCRIPTION-LOWERS";
-    event["extensions"] = json!({
-        "com.example.notes": {"id": "p1", "kind": "text", "mediaType": "text/plain",
-                              "selection": "body", "text": body},
-        "com.example.xs": vec![0; zeros],
-    });
-    let ev = dir.path().join("event.json");
-    std::fs::write(&ev, event.to_string()).expect("write the event");
-    let run = Run::of(
-        intercept_command(&reg, &ev)
-            .args(["--effects", "deny,modify"])
-            .env_remove("AHP_LOG")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run ahp intercept"),
-    );
-    run.assert_exit(0, "an allowed, modified call");
-    let record = one_json_line(&run.stdout);
-    assert_eq!(record["decidedBy"], "no-objection", "{record}");
-    assert_eq!(
-        record["effective"]["input"],
-        json!({"command": "ls -l"}),
-        "{record}"
-    );
-    let sent = backend.requests()[0].json()["params"]["event"].clone();
-    let notes = &sent["extensions"]["com.example.notes"];
-    assert_eq!(notes["selection"], "metadata", "{notes}");
-    assert!(notes.get("text").is_none(), "{notes}");
-    let request = String::from_utf8_lossy(&backend.requests()[0].body).into_owned();
-    assert!(
-        !request.contains(body),
-        "the body text is nowhere in the request"
-    );
-    assert_eq!(
-        sent["extensions"]["com.example.xs"]
+    // The rest of the event weighs far less than the thousand left.
+    for (shape, xs) in [
+        ("numbers", vec![json!(0); 2_000_000 - 1_000]),
+        ("objects", vec![json!({"a": 0}); 199_900]),
+    ] {
+        let length = xs.len();
+        event["extensions"] = json!({
+            "com.example.notes": {"id": "p1", "kind": "text", "mediaType": "text/plain",
+                                  "selection": "body", "text": body},
+            "com.example.xs": xs,
+        });
+        let ev = dir.path().join("event.json");
+        std::fs::write(&ev, event.to_string()).expect("write the event");
+        let run = Run::of(
+            intercept_command(&reg, &ev)
+                .args(["--effects", "deny,modify"])
+                .env_remove("AHP_LOG")
+                .stdin(Stdio::null())
+                .output()
+                .expect("run ahp intercept"),
+        );
+        run.assert_exit(0, shape);
+        let record = one_json_line(&run.stdout);
+        assert_eq!(record["decidedBy"], "no-objection", "{shape}: {record}");
+        let effective = &record["effective"]["input"];
+        assert_eq!(*effective, json!({"command": "ls -l"}), "{shape}: {record}");
+        let last = backend.requests().pop().expect("a request");
+        let sent = last.json()["params"]["event"].clone();
+        let notes = &sent["extensions"]["com.example.notes"];
+        assert_eq!(notes["selection"], "metadata", "{shape}: {notes}");
+        assert!(notes.get("text").is_none(), "{shape}: {notes}");
+        let request = String::from_utf8_lossy(&last.body).into_owned();
+        assert!(!request.contains(body), "{shape}: the body text is sent");
+        let sent_xs = sent["extensions"]["com.example.xs"]
             .as_array()
-            .map(Vec::len),
-        Some(zeros)
-    );
+            .map(Vec::len);
+        assert_eq!(sent_xs, Some(length), "{shape}");
+    }
+    assert_eq!(backend.requests().len(), 2);
 }
 
 /// A registration under the 16 MiB bound that breaks one rule at most of its values is

@@ -787,15 +787,17 @@ impl Verdict {
             Some(flow) => (None, Some(flow.instructions.clone())),
         };
         let messages = settlement.record.messages.clone();
-        let reason = match joined(&messages, &context) {
-            // A denial's block carries one text, and its accepted messages and injected
-            // context are there to tell the user and the model about it: they follow
-            // its reason.
+        let (reason, stop) = match joined(&messages, &context) {
+            // A denial's block (or stop) carries one text, and its accepted messages and
+            // injected context are there to tell the user and the model about it: they
+            // follow its reason, and a flow stop's own.
             Some(text) if settlement.decision == Decision::Deny => {
+                let told = |reason: &str| format!("{reason}\n\n{text}");
                 let reason = shown(settlement.reason.as_deref()).unwrap_or(BLANK_BACKEND_REASON);
-                Some(format!("{reason}\n\n{text}"))
+                let stop = stop.map(|own: Option<String>| shown(own.as_deref()).map(told));
+                (Some(told(reason)), stop)
             }
-            _ => settlement.reason.clone(),
+            _ => (settlement.reason.clone(), stop),
         };
         Ok(Verdict {
             decision: settlement.decision,
@@ -1944,17 +1946,30 @@ mod tests {
                 "kind": "text", "mediaType": "text/plain", "selection": "body",
                 "text": "the branch is protected"}]}]),
         }];
-        let verdict = Verdict::of(&Settlement::of(record)).expect("text to write");
+        let denied = Settlement::of(record.clone());
+        let verdict = Verdict::of(&denied).expect("text to write");
         assert_eq!(
             verdict.reason(),
             "not on main\n\nask #secops for access\nthe branch is protected"
         );
-        for harness in Harness::ALL {
-            for spec in harness.events().iter().filter(|s| s.capability().is_some()) {
-                let texts = shown_texts(&harness.answer(spec, &verdict));
-                let context = format!("{harness:?} {}: {texts:?}", spec.native);
-                for said in ["not on main", "ask #secops", "the branch is protected"] {
-                    assert!(texts.iter().any(|t| t.contains(said)), "{said}: {context}");
+        // A flow stop's own reason (the denial's, as the component settles one) is
+        // followed by them too.
+        record.reason = Some("enough for today".into());
+        record.enforce.flow = Some(Flow {
+            operation: FlowOperation::Stop,
+            reason: Some("enough for today".into()),
+            instructions: Vec::new(),
+        });
+        let stopped = Settlement::of(record);
+        for (settled, reason) in [(denied, "not on main"), (stopped, "enough for today")] {
+            let verdict = Verdict::of(&settled).expect("text to write");
+            for harness in Harness::ALL {
+                for spec in harness.events().iter().filter(|s| s.capability().is_some()) {
+                    let texts = shown_texts(&harness.answer(spec, &verdict));
+                    let context = format!("{harness:?} {}: {texts:?}", spec.native);
+                    for said in [reason, "ask #secops", "the branch is protected"] {
+                        assert!(texts.iter().any(|t| t.contains(said)), "{said}: {context}");
+                    }
                 }
             }
         }
