@@ -827,6 +827,25 @@ async fn the_backend_runs_without_a_shell_with_only_path_and_its_cwd() {
     assert!(!workdir.path().join("pwned").exists() && !log.dir.path().join("pwned").exists());
 }
 
+/// A backend with no `cwd` starts in `/`, not in the harness's working directory (under
+/// a command hook, the agent's project): a relative argument there would name a file the
+/// agent could have written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_without_a_cwd_starts_in_the_root() {
+    let _shared = PROCESSES.read().await;
+    let log = Log::named("log");
+    let backend = hook(
+        ID,
+        &["allow", &log.arg()],
+        "per_event",
+        "fail-closed",
+        2_000,
+    );
+    let (settled, _) = only_call(start(vec![backend]).await, "evt_no_cwd").await;
+    assert_no_effect(&settled, "evt_no_cwd");
+    assert_eq!(log.values("cwd"), ["/"]);
+}
+
 /// A relative `command` path under an absolute `cwd` is started by the absolute path it
 /// names there: the host never leaves it to the platform to find a relative program
 /// after changing the child's directory (Rust's `Command` calls that platform-specific).

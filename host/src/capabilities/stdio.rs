@@ -619,9 +619,10 @@ impl Children {
                 None => continue,
             };
         }
-        if let Some(cwd) = &backend.cwd {
-            command.current_dir(cwd);
-        }
+        // Never the harness's own working directory: under a command hook that is the
+        // agent's project, where a relative argument (`node policy/server.js`, `python3
+        // -m policy`) would name code the agent could have written.
+        command.current_dir(backend.cwd.as_deref().unwrap_or(NO_CWD));
         let mut child = command.spawn().map_err(|e| {
             tracing::warn!(backend = %backend.id, command = %backend.command, error = %e, "stdio backend failed to launch");
             DeliveryError::LaunchFailed
@@ -1026,11 +1027,15 @@ pub(crate) fn broken_pipes_kill_the_process() -> bool {
     }
 }
 
+/// Where a backend with no `cwd` registered starts: the root, which nothing the agent
+/// runs as its user can write to.
+const NO_CWD: &str = "/";
+
 /// `path` (a `PATH` value) with its absolute directories alone. An empty entry means the
 /// working directory to `execvp`, and a relative one (`node_modules/.bin`) a directory
-/// under it: with no `cwd` registered that is the harness's, the agent's project, where a
-/// program named like the backend would be one the agent could have written, asked
-/// instead of the policy backend.
+/// under it: entries the harness meant for its own working directory (under a command
+/// hook the agent's project), which name nothing the operator chose where the backend
+/// starts.
 /// With none left, the system's own directories: an empty `PATH` is itself the working
 /// directory to `execvp`.
 fn absolute_entries(path: &std::ffi::OsStr) -> std::ffi::OsString {
