@@ -309,7 +309,9 @@ pub fn reap(killed: Vec<(String, stdio::Killed)>) {
 
 impl Backends {
     /// What `ahp check` should say about how backends are reached: plain `http` off
-    /// loopback, and credentials this host cannot obtain.
+    /// loopback, and credentials this host cannot obtain; the first
+    /// [`MAX_LISTED`](crate::vocab::MAX_LISTED) by backend id, then one line counting
+    /// the rest, as the component's lists end.
     pub fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         for (id, backend) in &self.by_id {
@@ -339,6 +341,11 @@ impl Backends {
             }
         }
         warnings.sort();
+        let left_out = warnings.len().saturating_sub(crate::vocab::MAX_LISTED);
+        if left_out > 0 {
+            warnings.truncate(crate::vocab::MAX_LISTED);
+            warnings.push(crate::vocab::not_listed(left_out, "backend warnings"));
+        }
         warnings
     }
 

@@ -1214,8 +1214,11 @@ impl Watchdog {
                     let appended = append_within(&path, &settled.record, WATCHDOG_AUDIT_BOUND);
                     said.extend(appended.err());
                 }
-                // The answer first: a stderr nobody reads must not hold it.
-                answer(&settled.to_json());
+                // The answer first: a stderr nobody reads must not hold it (nor stdout's
+                // failure, said within the same bound).
+                if let Err(e) = print_line(settled.to_json()) {
+                    said.push(format!("error: {e}"));
+                }
                 let _ = hook::bounded("ahp-stderr", WATCHDOG_STDERR_BOUND, move || {
                     for line in said {
                         say!("{line}");

@@ -246,6 +246,17 @@ async fn plain_http_to_a_non_loopback_host_is_not_permitted() {
     assert_eq!(failure["detail"], "not-permitted");
 }
 
+/// The warnings `ahp check FILE [FLAG]` prints, which must find the registration valid.
+async fn check_warnings(file: &std::path::Path, flag: Option<&str>) -> Vec<String> {
+    let mut command = tokio::process::Command::from(ahp_command());
+    command.arg("check").arg(file).args(flag);
+    let output = command.output().await.expect("run ahp check");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let warnings = stderr.lines().filter(|l| l.starts_with("warning:"));
+    warnings.map(str::to_owned).collect()
+}
+
 /// `ahp check` names every plain-http backend off loopback: refused by default, and
 /// flagged as unencrypted when `--allow-insecure-http ID` lets it through; an id that is
 /// not an http backend of the registration is an error.
@@ -271,16 +282,8 @@ async fn check_warns_about_plain_http_off_loopback() {
             "travel unencrypted",
         ),
     ] {
-        let mut command = tokio::process::Command::from(ahp_command());
-        command.arg("check").arg(&reg_file).args(flag);
-        let output = command.output().await.expect("run ahp check");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(0), "{stderr}");
-        let warnings: Vec<&str> = stderr
-            .lines()
-            .filter(|l| l.starts_with("warning:"))
-            .collect();
-        assert_eq!(warnings.len(), 1, "{flag:?}: {stderr}");
+        let warnings = check_warnings(&reg_file, flag).await;
+        assert_eq!(warnings.len(), 1, "{flag:?}: {warnings:?}");
         assert!(
             warnings[0].contains("`com.example.remote`")
                 && warnings[0].contains("`policy.example.com`")
@@ -289,6 +292,34 @@ async fn check_warns_about_plain_http_off_loopback() {
             warnings[0]
         );
     }
+    // Past a hundred, the first hundred by backend id and one line counting the rest, as
+    // the component's own lists end.
+    let many: Vec<String> = (0..150)
+        .map(|i| format!("com.example.remote{i:03}"))
+        .collect();
+    let hooks: Vec<Http> = many
+        .iter()
+        .map(|id| Http::new(id, "http://policy.example.com/hooks"))
+        .collect();
+    let many_file = dir.path().join("many.json");
+    std::fs::write(&many_file, registration(&hooks)).unwrap();
+    let warnings = check_warnings(&many_file, None).await;
+    assert_eq!(warnings.len(), 101, "{warnings:?}");
+    assert!(
+        warnings[0].contains("`com.example.remote000`"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[99].contains("`com.example.remote099`"),
+        "{}",
+        warnings[99]
+    );
+    assert!(
+        warnings[100].contains("50 more backend warnings not listed"),
+        "{}",
+        warnings[100]
+    );
     let unknown = tokio::process::Command::from(ahp_command())
         .arg("check")
         .arg(&reg_file)

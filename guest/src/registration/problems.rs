@@ -10,6 +10,7 @@
 use serde_json::{Map, Value};
 
 pub use ahp_vocab::Problem;
+use ahp_vocab::{not_listed, MAX_LISTED};
 
 /// Collects problems and warnings. Every helper that returns `None` has recorded why.
 #[derive(Default)]
@@ -52,15 +53,6 @@ impl Checker {
     }
 }
 
-/// The most entries each of a check's lists holds (problems, warnings, warnings about
-/// names ignored). A registration under the
-/// 16 MiB bound can break one rule hundreds of thousands of times (700,000 unknown
-/// content categories, or as many events that are no string), and every entry is held
-/// in the component's memory, handed to the host and printed: listed without a bound,
-/// they ran the component out of memory (a trap, not a refusal). An operator fixes the
-/// first hundred and checks again.
-pub(super) const MAX_LISTED: usize = 100;
-
 /// Problems (or warnings) in document order, the first [`MAX_LISTED`] of them kept and
 /// the rest only counted.
 #[derive(Default)]
@@ -83,11 +75,8 @@ impl Listed {
     /// many `more` (`problems`, `warnings`, `ignored names`) there were.
     pub(crate) fn into_vec(mut self, more: &str) -> Vec<Problem> {
         if self.left_out > 0 {
-            let rule = format!(
-                "{} more {more} not listed (only the first {MAX_LISTED} are)",
-                self.left_out
-            );
-            self.kept.push(Problem::new("", rule));
+            self.kept
+                .push(Problem::new("", not_listed(self.left_out, more)));
         }
         self.kept
     }

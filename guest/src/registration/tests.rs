@@ -1437,7 +1437,7 @@ fn all_problems_are_collected_and_odd_shapes_never_panic() {
 
 /// A registration under the 16 MiB bound can break a rule hundreds of thousands of
 /// times; listed in full, the entries ran the component out of memory. At most
-/// [`problems::MAX_LISTED`] problems and as many warnings are listed, in document order,
+/// [`ahp_vocab::MAX_LISTED`] problems and as many warnings are listed, in document order,
 /// and then one entry at the root says how many more there were. Warnings about names
 /// ignored are listed after the others, and counted apart: a thousand unknown names
 /// never push out the warning about a resource at another origin.
@@ -1463,7 +1463,7 @@ fn problems_and_warnings_are_listed_a_hundred_at_most() {
         (reg.warnings, "ignored names", "$o/content/x-0099"),
         (problems, "problems", "$o/events/99"),
     ] {
-        assert_eq!(listed.len(), problems::MAX_LISTED + 1, "{what}");
+        assert_eq!(listed.len(), ahp_vocab::MAX_LISTED + 1, "{what}");
         assert_eq!(listed[99].path, expand(hundredth), "{what}");
         let last = &listed[100];
         assert_eq!(last.path, "", "{what}");

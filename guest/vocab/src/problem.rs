@@ -4,6 +4,21 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// The most entries each of a check's lists holds (problems, warnings, warnings about
+/// names ignored, the host's warnings about its backends). A registration under the
+/// 16 MiB bound can break one rule hundreds of thousands of times (700,000 unknown
+/// content categories, or as many events that are no string), and every entry is held
+/// in the component's memory, handed to the host and printed: listed without a bound,
+/// they ran the component out of memory (a trap, not a refusal). An operator fixes the
+/// first hundred and checks again.
+pub const MAX_LISTED: usize = 100;
+
+/// The line that ends a list of a check's entries of which `left_out` were not listed
+/// (`more`: `problems`, `warnings`, `ignored names`...).
+pub fn not_listed(left_out: usize, more: &str) -> String {
+    format!("{left_out} more {more} not listed (only the first {MAX_LISTED} are)")
+}
+
 /// One broken (or, as a warning, questionable) field: where, and which rule.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {
