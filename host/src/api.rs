@@ -199,8 +199,9 @@ impl Interceptor {
     }
 
     /// Valid but questionable settings: the registration's, each naming its JSON path,
-    /// then the host's (e.g. plain http off loopback, each naming its backend; an audit
-    /// log everybody can read or write).
+    /// then the host's (e.g. plain http off loopback, each naming its backend, the first
+    /// 100 by backend id and a line counting the rest; an audit log everybody can read or
+    /// write).
     pub fn warnings(&self) -> &[String] {
         &self.inner.warnings
     }

@@ -313,11 +313,12 @@ impl Backends {
     /// [`MAX_LISTED`](crate::vocab::MAX_LISTED) by backend id, then one line counting
     /// the rest, as the component's lists end.
     pub fn warnings(&self) -> Vec<String> {
-        let mut warnings = Vec::new();
+        // Each with its backend's id, to be put in order by it.
+        let mut warnings: Vec<(&str, String)> = Vec::new();
         for (id, backend) in &self.by_id {
             if let Transport::Http(http) = &backend.transport {
                 if let Some(host) = http.insecure_host() {
-                    warnings.push(match http.allows_insecure_http() {
+                    let warning = match http.allows_insecure_http() {
                         true => format!(
                             "backend `{id}`: plain http to `{host}` is allowed by allow-insecure-http; \
                              events and credentials travel unencrypted (local development only)"
@@ -327,20 +328,23 @@ impl Backends {
                              unless every address it resolves to is loopback (http is for \
                              loopback only; use https)"
                         ),
-                    });
+                    };
+                    warnings.push((id.as_str(), warning));
                 }
             }
             if let Some(Source::OAuth(plan, ..)) = &backend.credentials {
                 if plan.flow != OauthFlow::ClientCredentials {
-                    warnings.push(format!(
+                    let warning = format!(
                         "backend `{id}`: OAuth flow `{}` needs a user agent this host does not \
                          have; every call is auth-failed unless a credential provider is injected",
                         OAuthFlow::AuthorizationCodePkce
-                    ));
+                    );
+                    warnings.push((id.as_str(), warning));
                 }
             }
         }
         warnings.sort();
+        let mut warnings: Vec<String> = warnings.into_iter().map(|(_, w)| w).collect();
         let left_out = warnings.len().saturating_sub(crate::vocab::MAX_LISTED);
         if left_out > 0 {
             warnings.truncate(crate::vocab::MAX_LISTED);

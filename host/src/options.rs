@@ -107,7 +107,8 @@ pub struct Options {
     pub max_body_bytes: Option<usize>,
     /// Backend ids allowed plain `http` to non-loopback hosts (local development only:
     /// events and credentials travel unencrypted). Each must be an http backend of the
-    /// registration; `warnings()` names each.
+    /// registration; `warnings()` names each (the first 100 by backend id, then a line
+    /// counting the rest).
     pub allow_insecure_http: Vec<String>,
     /// A PEM file of extra trust roots for `https` backends.
     pub trust_roots: Option<PathBuf>,

@@ -257,7 +257,8 @@ async fn check_warnings(file: &std::path::Path, flag: Option<&str>) -> Vec<Strin
     warnings.map(str::to_owned).collect()
 }
 
-/// `ahp check` names every plain-http backend off loopback: refused by default, and
+/// `ahp check` names every plain-http backend off loopback (the first 100 by id, then a
+/// line counting the rest): refused by default, and
 /// flagged as unencrypted when `--allow-insecure-http ID` lets it through; an id that is
 /// not an http backend of the registration is an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -294,9 +295,12 @@ async fn check_warns_about_plain_http_off_loopback() {
     }
     // Past a hundred, the first hundred by backend id and one line counting the rest, as
     // the component's own lists end.
-    let many: Vec<String> = (0..150)
+    // By id, not by the warning's text: `remote000` before `remote000.b` (whose text
+    // sorts first, `.` before the backtick after an id).
+    let mut many: Vec<String> = (0..150)
         .map(|i| format!("com.example.remote{i:03}"))
         .collect();
+    many.push("com.example.remote000.b".into());
     let hooks: Vec<Http> = many
         .iter()
         .map(|id| Http::new(id, "http://policy.example.com/hooks"))
@@ -305,20 +309,18 @@ async fn check_warns_about_plain_http_off_loopback() {
     std::fs::write(&many_file, registration(&hooks)).unwrap();
     let warnings = check_warnings(&many_file, None).await;
     assert_eq!(warnings.len(), 101, "{warnings:?}");
+    for (at, id) in [
+        (0, "com.example.remote000"),
+        (1, "com.example.remote000.b"),
+        (99, "com.example.remote098"),
+    ] {
+        let named = format!("`{id}`");
+        assert!(warnings[at].contains(&named), "{at}: {}", warnings[at]);
+    }
+    let last = &warnings[100];
     assert!(
-        warnings[0].contains("`com.example.remote000`"),
-        "{}",
-        warnings[0]
-    );
-    assert!(
-        warnings[99].contains("`com.example.remote099`"),
-        "{}",
-        warnings[99]
-    );
-    assert!(
-        warnings[100].contains("50 more backend warnings not listed"),
-        "{}",
-        warnings[100]
+        last.contains("51 more backend warnings not listed"),
+        "{last}"
     );
     let unknown = tokio::process::Command::from(ahp_command())
         .arg("check")
