@@ -193,11 +193,14 @@ async fn a_backend_requiring_a_client_certificate_is_a_tls_failure_not_retried()
     let pki = Pki::generate();
     let (port, served) = https_backend_behind(pki.acceptor_requiring_a_client_certificate()).await;
     let roots = pki.trust_roots_file();
+    // A deadline far past the refusal, which comes at once: a loaded machine's slow
+    // handshake is no deadline-exceeded.
     let reg = registration(&[Http::new(
         "com.example.mtls",
         format!("https://localhost:{port}/hooks"),
     )
-    .policy("fail-open")]);
+    .policy("fail-open")
+    .timeout_ms(10_000)]);
     let options = Options {
         trust_roots: Some(roots.path().to_path_buf()),
         retries: RetryPolicy {
