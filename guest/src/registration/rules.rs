@@ -142,12 +142,41 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
         }
         return None;
     }
+    if cwd.is_none() {
+        let relative = args
+            .iter()
+            .enumerate()
+            .filter(|(_, arg)| names_a_relative_file(arg));
+        for (i, _) in relative {
+            c.warn(&format!("{path}/args/{i}"), RELATIVE_ARGUMENT);
+        }
+    }
     Some(Transport::Stdio {
         command: program(command, cwd),
         args,
         cwd: cwd.map(str::to_owned),
         lifecycle: lifecycle?,
     })
+}
+
+/// The warning for an argument naming a file by a relative path where no `cwd` says
+/// where from.
+const RELATIVE_ARGUMENT: &str = "looks like a file's relative path, and the backend has no \
+     `cwd`: it is resolved in the directory the backend starts in (`/` under ahp-host, \
+     never the agent's project, where the agent could put a file of its own); give `cwd`";
+
+/// Whether a stdio argument looks like a file named by a relative path (`policy/server.js`,
+/// `./check.sh`, `server.py`): not an option, a URL, an absolute path or words (a `sh -c`
+/// script), and holding a `/` or ending in a script's extension. A guess: an argument is
+/// the program's to read.
+fn names_a_relative_file(arg: &str) -> bool {
+    const SCRIPTS: [&str; 10] = [
+        ".js", ".mjs", ".cjs", ".ts", ".py", ".sh", ".rb", ".pl", ".php", ".jar",
+    ];
+    !arg.starts_with(['/', '-'])
+        && !arg.contains("://")
+        && !arg.contains(char::is_whitespace)
+        && (arg.contains('/') || SCRIPTS.iter().any(|ext| arg.ends_with(ext)))
 }
 
 /// Each way a stdio transport does not name a program the host could start, or names one

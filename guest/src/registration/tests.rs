@@ -421,6 +421,31 @@ fn r7_r11_intercept_selects_only_interceptable_events() {
     assert!(reg.warnings.is_empty(), "{:#?}", reg.warnings);
 }
 
+/// A stdio argument that looks like a file's relative path, with no `cwd` to say where
+/// from, is warned about at its pointer (the backend would look for it in the directory
+/// it starts in); options, URLs, absolute paths and plain words are not, nor is any
+/// argument under a `cwd`.
+#[test]
+fn a_relative_file_argument_without_a_cwd_is_warned_about() {
+    let args = r#"["policy/server.js", "--port", "8080", "./check.sh", "server.py",
+                   "/opt/policy/main.js", "https://example.com/x", "-m", "policy",
+                   "exec ./run.sh > /dev/null"]"#;
+    let reg = accepted(&[("/hooks/1/transport/args", args)]);
+    let warned: Vec<&str> = reg.warnings.iter().map(|w| w.path.as_str()).collect();
+    let at = |i: usize| format!("/hooks/1/transport/args/{i}");
+    assert_eq!(warned, [at(0), at(3), at(4)], "{:#?}", reg.warnings);
+    assert!(
+        reg.warnings[0].rule.contains("give `cwd`"),
+        "{:#?}",
+        reg.warnings
+    );
+    let reg = accepted(&[
+        ("/hooks/1/transport/args", args),
+        ("/hooks/1/transport/cwd", r#""/srv""#),
+    ]);
+    assert!(reg.warnings.is_empty(), "{:#?}", reg.warnings);
+}
+
 /// registration.schema.json `observeSubscription`: each event is a catalogue type or a
 /// wildcard; a name outside the catalogue is unsupported semantics (digest §13). A
 /// family wildcard the schema allows but no catalogue type falls under is only warned
