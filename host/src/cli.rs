@@ -1287,7 +1287,8 @@ async fn observe(file: &Path, event: &str, host: &HostArgs) -> ExitCode {
         Err(e) => return registration_failure(&e, "--registration", file),
     };
     // A signal shuts the interceptor down: deliveries under way end as `interrupted`,
-    // those not started are `not-sent`, and the stdio children are killed and reaped before the process exits, never orphaned.
+    // those not started are `not-sent`, and the stdio children are killed and reaped
+    // before the process exits, never orphaned.
     let signalled = Interrupt::new();
     let (on_signal, closing) = (signalled.clone(), interceptor.clone());
     let mut signals = Signals::listen();

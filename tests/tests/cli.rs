@@ -781,8 +781,8 @@ fn the_demo_runs_under_an_address_space_limit() {
 /// `--interceptable` was accepted there and silently overridden (and `hook install` wrote
 /// it into every command). It is refused: by `hook install` as a usage error, and by a
 /// hook call as the harness's failure answer, a denial.
-#[test]
-fn interceptable_is_refused_under_ahp_hook() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interceptable_is_refused_under_ahp_hook() {
     let reg = portable();
     let narrowed = ["--interceptable", "tool.before"];
     let install = [
@@ -805,49 +805,29 @@ fn interceptable_is_refused_under_ahp_hook() {
     // refusal the call would be a silent no objection, not this denial.
     let dir = tempfile::tempdir().expect("a temporary directory");
     let open = ahp_tests::hook::write_unreachable(dir.path());
-    let log = dir.path().join("hook.log");
     let payload = json!({"session_id": "s", "hook_event_name": "PreToolUse", "cwd": "/tmp",
-        "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t1"});
-    let call = |extra: &[&str]| {
-        let mut child = ahp_command()
-            .args(
-                [
-                    &["hook", "claude-code", "--registration", path(&open)][..],
-                    extra,
-                ]
-                .concat(),
-            )
-            .env("AHP_LOG", "warn")
-            .env("AHP_LOG_FILE", &log)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run ahp hook");
-        std::io::Write::write_all(
-            &mut child.stdin.take().expect("stdin"),
-            payload.to_string().as_bytes(),
-        )
-        .expect("write the payload");
-        Run::of(child.wait_with_output().expect("ahp hook"))
-    };
-    let run = call(&narrowed);
-    run.assert_exit(2, "a hook call with --interceptable");
+        "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t1"})
+    .to_string();
+    let call = |extra| ahp_tests::hook::run_hook("claude-code", &open, extra, payload.as_bytes());
+    let ran = call(&narrowed).await;
+    assert_eq!(ran.code, 2, "a hook call with --interceptable: {ran:?}");
     let reason = ahp_tests::hook::FAILED_REASON;
     let denial = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
         "permissionDecision": "deny", "permissionDecisionReason": reason}});
-    assert_eq!(one_json_line(&run.stdout), denial, "{run:?}");
-    assert_eq!(run.stderr.trim_end(), reason, "{run:?}");
-    let logged = std::fs::read_to_string(&log).expect("the log");
+    assert_eq!(one_json_line(&ran.stdout), denial, "{ran:?}");
+    assert_eq!(ran.stderr.trim_end(), reason, "{ran:?}");
     assert!(
-        logged.contains("--interceptable does not apply"),
-        "{logged}"
+        ran.log.contains("--interceptable does not apply"),
+        "{ran:?}"
     );
     // The same call without the flag is the interceptor's no objection: exit 0, nothing
     // said.
-    let run = call(&[]);
-    run.assert_exit(0, "the same hook call without --interceptable");
-    assert!(!run.stdout.contains("deny"), "{run:?}");
+    let ran = call(&[]).await;
+    assert_eq!(
+        ran.code, 0,
+        "the same hook call without --interceptable: {ran:?}"
+    );
+    assert!(ran.stdout.is_empty(), "{ran:?}");
 }
 
 /// A registration intercepting `tool.before` and `model.request.before`, which Claude

@@ -12,7 +12,7 @@ use ahp_tests::support::{
     audited, event, eventually, interceptor, locked_elsewhere, only_interceptor, record_json,
     registration, settle, timed_call, Http, SLACK,
 };
-use serde_json::json;
+use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 const BACKEND: &str = "com.example.policy";
@@ -381,12 +381,14 @@ fn lock_waited_for(path: &std::path::Path) -> bool {
 }
 
 /// An interceptor whose backend raises no objection, its audit file locked by another
-/// holder (`holder`, as another process's lock) until unlocked.
+/// holder (`holder`, as another process's lock) until [`Locked::release`], and the
+/// interruption its calls are made with.
 struct Locked {
     backend: FaultBackend,
     audit: std::path::PathBuf,
     hooks: Interceptor,
     holder: std::fs::File,
+    interrupt: Interrupt,
     _dir: tempfile::TempDir,
 }
 
@@ -402,36 +404,51 @@ impl Locked {
             audit,
             hooks,
             holder,
+            interrupt: Interrupt::new(),
             _dir: dir,
         }
     }
-}
 
-/// Starts `intercept_with` of a new event against `backend` (no objection), and returns
-/// it once decided, its record waiting for the audit file's lock (`holder`, another
-/// process's): the writer is a waiter on the file's flock in /proc/locks.
-async fn waiting_for_the_lock<'a>(
-    hooks: &'a Interceptor,
-    backend: &FaultBackend,
-    audit: &std::path::Path,
-    request: &'a str,
-    budget: Option<Duration>,
-    interrupt: &'a Interrupt,
-) -> std::pin::Pin<Box<impl std::future::Future<Output = Settlement> + 'a>> {
-    let mut calling = Box::pin(async move {
-        let called = hooks.intercept_with(request, &[EffectKind::Deny], budget, interrupt);
-        called.await.expect("a valid event")
-    });
-    let decided_and_waiting = async {
-        assert!(backend.wait_for_requests(1, Duration::from_secs(5)).await);
-        let waited = eventually(Duration::from_secs(10), || lock_waited_for(audit)).await;
-        assert!(waited, "the record never waited");
-    };
-    tokio::select! {
-        _ = &mut calling => panic!("returned while the record waits for the lock"),
-        () = decided_and_waiting => {}
+    /// Starts `intercept_with` of a new event `id` (no objection), and returns it once
+    /// decided, its record waiting for the audit file's lock: the writer is a waiter on
+    /// the file's flock in /proc/locks.
+    async fn waiting(
+        &self,
+        id: &str,
+        budget: Option<Duration>,
+    ) -> std::pin::Pin<Box<impl std::future::Future<Output = Settlement> + '_>> {
+        let request = event(id);
+        let mut calling = Box::pin(async move {
+            let called =
+                self.hooks
+                    .intercept_with(&request, &[EffectKind::Deny], budget, &self.interrupt);
+            called.await.expect("a valid event")
+        });
+        let decided_and_waiting = async {
+            assert!(
+                self.backend
+                    .wait_for_requests(1, Duration::from_secs(5))
+                    .await
+            );
+            let waited = eventually(Duration::from_secs(10), || lock_waited_for(&self.audit));
+            assert!(waited.await, "the record never waited");
+        };
+        tokio::select! {
+            _ = &mut calling => panic!("returned while the record waits for the lock"),
+            () = decided_and_waiting => {}
+        }
+        calling
     }
-    calling
+
+    /// Lets the other holder's lock go.
+    fn release(&self) {
+        self.holder.unlock().expect("unlock");
+    }
+
+    /// The audit file's one line, once written.
+    async fn lines(&self) -> Vec<Value> {
+        audit_lines_once(&self.audit, 1).await
+    }
 }
 
 /// A call without a budget whose record waits for the audit file's lock (another
@@ -445,28 +462,18 @@ async fn a_record_waiting_for_the_lock_does_not_hold_a_call_past_a_signal() {
         ("interrupt", DecidedBy::Interrupted),
         ("shutdown", DecidedBy::Shutdown),
     ] {
-        let Locked {
-            backend,
-            audit,
-            hooks,
-            holder,
-            _dir,
-        } = Locked::new().await;
-        let interrupt = Interrupt::new();
-        let request = event(&format!("evt_lock_{stop}"));
-        let calling =
-            waiting_for_the_lock(&hooks, &backend, &audit, &request, None, &interrupt).await;
+        let locked = Locked::new().await;
+        let calling = locked.waiting(&format!("evt_lock_{stop}"), None).await;
         match stop {
-            "interrupt" => interrupt.interrupt(),
-            _ => hooks.shutdown(),
+            "interrupt" => locked.interrupt.interrupt(),
+            _ => locked.hooks.shutdown(),
         }
         let returned = tokio::time::timeout(Duration::from_secs(10), calling).await;
         let settled = returned.unwrap_or_else(|_| panic!("{stop}: held by the lock"));
         assert_eq!(settled.decision, Decision::Deny, "{stop}");
         assert_eq!(settled.decided_by, by, "{stop}");
-        holder.unlock().expect("unlock");
-        let lines = audit_lines_once(&audit, 1).await;
-        assert_eq!(lines, [record_json(&settled)], "{stop}");
+        locked.release();
+        assert_eq!(locked.lines().await, [record_json(&settled)], "{stop}");
     }
 }
 
@@ -476,24 +483,16 @@ async fn a_record_waiting_for_the_lock_does_not_hold_a_call_past_a_signal() {
 /// was never handed out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_while_the_record_waits_for_the_lock_overrides_the_allow() {
-    let Locked {
-        backend,
-        audit,
-        hooks,
-        holder,
-        _dir,
-    } = Locked::new().await;
-    let interrupt = Interrupt::new();
-    let request = event("evt_lock_overridden");
-    let calling = waiting_for_the_lock(&hooks, &backend, &audit, &request, None, &interrupt).await;
-    interrupt.interrupt();
-    holder.unlock().expect("unlock");
+    let locked = Locked::new().await;
+    let calling = locked.waiting("evt_lock_overridden", None).await;
+    locked.interrupt.interrupt();
+    locked.release();
     let settled = tokio::time::timeout(Duration::from_secs(10), calling)
         .await
         .expect("returns once the record is written");
     assert_eq!(settled.decision, Decision::Deny);
     assert_eq!(settled.decided_by, DecidedBy::Interrupted);
-    let lines = audit_lines_once(&audit, 1).await;
+    let lines = locked.lines().await;
     assert_eq!(lines, [record_json(&settled)]);
     assert_eq!(lines[0]["decidedBy"], "interrupted");
 }
@@ -503,27 +502,18 @@ async fn a_signal_while_the_record_waits_for_the_lock_overrides_the_allow() {
 /// the lock is free, into a denial the caller never got.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_allow_handed_out_while_its_record_waits_stands_in_the_record() {
-    let Locked {
-        backend,
-        audit,
-        hooks,
-        holder,
-        _dir,
-    } = Locked::new().await;
-    let interrupt = Interrupt::new();
-    let request = event("evt_lock_handed_out");
+    let locked = Locked::new().await;
     // Long enough for the call to be decided (no objection) under load first.
     let budget = Some(Duration::from_secs(2));
-    let calling =
-        waiting_for_the_lock(&hooks, &backend, &audit, &request, budget, &interrupt).await;
+    let calling = locked.waiting("evt_lock_handed_out", budget).await;
     let settled = tokio::time::timeout(Duration::from_secs(10), calling)
         .await
         .expect("returns past the budget and the grace");
     assert_eq!(settled.decision, Decision::Allow);
     assert_eq!(settled.decided_by, DecidedBy::NoObjection);
-    interrupt.interrupt();
-    holder.unlock().expect("unlock");
-    let lines = audit_lines_once(&audit, 1).await;
+    locked.interrupt.interrupt();
+    locked.release();
+    let lines = locked.lines().await;
     assert_eq!(lines, [record_json(&settled)]);
     assert_eq!(lines[0]["decidedBy"], "no-objection");
 }
@@ -533,19 +523,10 @@ async fn an_allow_handed_out_while_its_record_waits_stands_in_the_record() {
 /// once the lock is free, is the dropped call's `interrupted` denial, not the allow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_dropped_while_its_record_waits_is_recorded_interrupted() {
-    let Locked {
-        backend,
-        audit,
-        hooks,
-        holder,
-        _dir,
-    } = Locked::new().await;
-    let interrupt = Interrupt::new();
-    let request = event("evt_lock_dropped");
-    let calling = waiting_for_the_lock(&hooks, &backend, &audit, &request, None, &interrupt).await;
-    drop(calling);
-    holder.unlock().expect("unlock");
-    let lines = audit_lines_once(&audit, 1).await;
+    let locked = Locked::new().await;
+    drop(locked.waiting("evt_lock_dropped", None).await);
+    locked.release();
+    let lines = locked.lines().await;
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert_eq!(lines[0]["decision"], "deny", "{lines:?}");
     assert_eq!(lines[0]["decidedBy"], "interrupted", "{lines:?}");

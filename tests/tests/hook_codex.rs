@@ -482,24 +482,12 @@ async fn signalled_before_the_answer(
     assert_eq!(backend.requests().len(), 1, "the backend was asked");
     // The other writer finishes once the hook has taken the signal (its log says so),
     // well within the hook's grace.
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(sent.success());
-    let taken = async {
-        while !ahp_tests::hook::log_of(&command).contains("interrupted by a signal") {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(10), taken)
-        .await
-        .expect("ahp hook logs the signal");
+    ahp_tests::hook::send_signal(&hook, "TERM");
+    let logged = || ahp_tests::hook::log_of(&command).contains("interrupted by a signal");
+    let taken = ahp_tests::support::eventually(std::time::Duration::from_secs(10), logged);
+    assert!(taken.await, "ahp hook logs the signal");
     held.unlock().expect("unlock");
-    let output = tokio::time::timeout(std::time::Duration::from_secs(10), hook.wait_with_output())
-        .await
-        .expect("ahp hook answers after SIGTERM")
-        .expect("ahp hook finishes");
+    let output = ahp_tests::hook::answer_to_signal(hook, "TERM").await;
     assert_answer(&Ran::of(&output, &command));
     let records = ahp_tests::hook::audit_records(&audit);
     assert_eq!(records.len(), 1, "{records:?}");

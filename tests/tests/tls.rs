@@ -297,9 +297,8 @@ async fn check_warns_about_plain_http_off_loopback() {
         );
     }
     // Past a hundred, the first hundred by backend id and one line counting the rest, as
-    // the component's own lists end.
-    // By id, not by the warning's text: `remote000` before `remote000.b` (whose text
-    // sorts first, `.` before the backtick after an id).
+    // the component's own lists end. By id, not by the warning's text: `remote000`
+    // before `remote000.b` (whose text sorts first, `.` before the backtick after an id).
     let mut many: Vec<String> = (0..150)
         .map(|i| format!("com.example.remote{i:03}"))
         .collect();

@@ -142,12 +142,8 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
         }
         return None;
     }
-    if cwd.is_none() {
-        let relative = args
-            .iter()
-            .enumerate()
-            .filter(|(_, arg)| names_a_relative_file(arg));
-        for (i, _) in relative {
+    for (i, arg) in args.iter().enumerate() {
+        if cwd.is_none() && names_a_relative_file(arg) {
             c.warn(&format!("{path}/args/{i}"), RELATIVE_ARGUMENT);
         }
     }

@@ -108,7 +108,8 @@ const CREDENTIAL_WORDS: [&str; 10] = [
 /// Whether `name`, [`normalized`], holds a word only a credential's name holds anywhere
 /// in it (`GITHUB_TOKEN`, `client_secret_value`, `X-Api-Key`, `Proxy-Authorization`,
 /// `gpg-passphrase`). Wider than [`names_a_credential`], and so asked only where a
-/// credential is expected: of the `name` or `key` beside a `value`.
+/// credential is expected: of the `name` or `key` beside a `value`, and of a credential
+/// binding's member whose name ends in `value` (`client_secret_value`).
 pub fn mentions_a_credential(name: &str) -> bool {
     let name = normalized(name);
     CREDENTIAL_WORDS.iter().any(|word| name.contains(word))

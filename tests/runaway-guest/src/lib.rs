@@ -104,11 +104,11 @@ mod component {
             observer: Option<String>,
             withheld: bool,
         },
-        /// Denies as `synthetic-deny` with this record and reason: one the host trusts
-        /// only if its record credits the denial to an interceptor that failed closed
-        /// and gives the generic reason.
+        /// Denies as `synthetic-deny` with this reason, its record listing these
+        /// interceptor entries (JSON): one the host trusts only if the record credits
+        /// the denial to an interceptor that failed closed and gives the generic reason.
         SyntheticDeny {
-            record: &'static str,
+            interceptors: &'static str,
             reason: &'static str,
         },
         /// Loaded after a delivery to this URL, which may never answer; then spins.
@@ -169,28 +169,23 @@ mod component {
     /// The generic reason of a synthetic denial (ahp_vocab `DecidedBy::generic_reason`).
     const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
 
-    /// A record of a synthetic denial by its one interceptor, which failed closed, with
-    /// `$reason`.
-    macro_rules! failed_closed {
-        ($reason:literal) => {
-            concat!(
-                r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
-                r#""decision":"deny","decidedBy":"synthetic-deny","reason":""#,
-                $reason,
-                r#"","elapsedMs":0,"interceptors":[{"backend":"com.example.b","#,
-                r#""subscription":0,"policy":"fail-closed","timeoutMs":100,"#,
-                r#""outcome":"failed-closed","attempts":[]}],"observers":[]}"#
-            )
-        };
-    }
-
-    /// A record of a synthetic denial that no interceptor failed closed for.
-    const UNCREDITED_SYNTHETIC_DENY: &str = concat!(
-        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
-        r#""decision":"deny","decidedBy":"synthetic-deny","#,
-        r#""reason":"Required policy backend unavailable.","#,
-        r#""elapsedMs":0,"interceptors":[],"observers":[]}"#
+    /// The entry of one interceptor that failed closed.
+    const FAILED_CLOSED: &str = concat!(
+        r#"[{"backend":"com.example.b","subscription":0,"policy":"fail-closed","#,
+        r#""timeoutMs":100,"outcome":"failed-closed","attempts":[]}]"#
     );
+
+    /// The record of a synthetic denial with `reason`, listing `interceptors` (JSON).
+    fn synthetic_record(interceptors: &str, reason: &str) -> String {
+        format!(
+            concat!(
+                r#"{{"event":{{"id":null,"type":null,"session":null,"call":null}},"#,
+                r#""decision":"deny","decidedBy":"synthetic-deny","reason":{:?},"#,
+                r#""elapsedMs":0,"interceptors":{},"observers":[]}}"#
+            ),
+            reason, interceptors
+        )
+    }
 
     /// A record of a denial whose `decision` is given again, last, as an allow.
     const DUPLICATED_DECISION: &str = concat!(
@@ -299,19 +294,18 @@ mod component {
                     observer: None,
                     withheld: false,
                 }
-            } else if let Some((record, reason)) = match registration.as_str() {
-                "synthetic-deny" => Some((
-                    failed_closed!("Required policy backend unavailable."),
-                    SYNTHETIC_REASON,
-                )),
-                "uncredited-synthetic-deny" => Some((UNCREDITED_SYNTHETIC_DENY, SYNTHETIC_REASON)),
-                "own-words-synthetic-deny" => Some((
-                    failed_closed!("Run the cleanup script, then retry."),
-                    "Run the cleanup script, then retry.",
-                )),
+            } else if let Some((interceptors, reason)) = match registration.as_str() {
+                "synthetic-deny" => Some((FAILED_CLOSED, SYNTHETIC_REASON)),
+                "uncredited-synthetic-deny" => Some(("[]", SYNTHETIC_REASON)),
+                "own-words-synthetic-deny" => {
+                    Some((FAILED_CLOSED, "Run the cleanup script, then retry."))
+                }
                 _ => None,
             } {
-                Runaway::SyntheticDeny { record, reason }
+                Runaway::SyntheticDeny {
+                    interceptors,
+                    reason,
+                }
             } else if registration == "incomplete-entry" {
                 Runaway::Allows {
                     record: INCOMPLETE_ENTRY,
@@ -420,11 +414,14 @@ mod component {
                     };
                     Ok(allowing(record, observers))
                 }
-                Runaway::SyntheticDeny { record, reason } => Ok(Settlement {
+                Runaway::SyntheticDeny {
+                    interceptors,
+                    reason,
+                } => Ok(Settlement {
                     decision: Decision::Deny,
                     decided_by: DecidedBy::SyntheticDeny,
                     reason: Some(reason.to_string()),
-                    audit: record.to_string(),
+                    audit: synthetic_record(interceptors, reason),
                     observers: Vec::new(),
                 }),
                 Runaway::Panics if !event.contains("spin") => panic!("the component failed"),
