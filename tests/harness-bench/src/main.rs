@@ -8,10 +8,15 @@
 //!   0.10.1, `Client::tool_before` over its `HttpHook`), on a keep-alive hyper transport
 //!   like the raw row's, so the row measures the SDK and not a different HTTP client;
 //!
+//! - with `--split`, the hook call over the raw row's kind of connection, the bench's own
+//!   (an injected transport, `OverBenchConnection`), and that call split into its parts:
+//!   the component's and host's work before the POST, the POST, and their work after
+//!   the reply. The host's HTTP client is then the difference to the hook call's row;
+//!
 //! then throughput at concurrency 8 (decisions/s), raw and hook rounds alternating.
 //!
 //! `cargo run --release --locked --manifest-path tests/harness-bench/Cargo.toml
-//! [--features sdk] -- [N]` (N calls per row, default 3000).
+//! [--features sdk] -- [N] [--split]` (N calls per row, default 3000).
 
 // The loopback backend, raw POST, hook call and figures, shared with
 // `host/benches/hook_call.rs`.
@@ -19,27 +24,30 @@
 #[path = "../../../host/benches/loopback/mod.rs"]
 mod loopback;
 
-use ahp_host::{Interceptor, Options};
+use ahp_host::{Interceptor, Options, Transport};
 use loopback::{
     backend_thread, connect, first_body, hook, post, print_ratio, registration, throughput, timed,
-    Rows, CONCURRENCY,
+    OverBenchConnection, Rows, CONCURRENCY,
 };
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
 
 fn main() {
     let n: usize = std::env::args()
         .filter_map(|a| a.parse().ok())
         .next()
         .unwrap_or(3_000);
+    let split = std::env::args().any(|a| a == "--split");
     let addr = backend_thread();
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("build the harness runtime")
-        .block_on(run(n, addr));
+        .block_on(run(n, addr, split));
 }
 
-async fn run(n: usize, addr: SocketAddr) {
+async fn run(n: usize, addr: SocketAddr, split: bool) {
     let url = format!("http://{addr}/hooks");
     let registration = registration(&url);
     let interceptor = Interceptor::new(&registration, Options::default())
@@ -49,23 +57,31 @@ async fn run(n: usize, addr: SocketAddr) {
     hook(&interceptor).await;
     let body = first_body();
     let mut raw = connect(addr).await;
+    let over = match split {
+        true => Some(SplitRow::new(addr, &registration).await),
+        false => None,
+    };
     #[cfg(feature = "sdk")]
     let sdk = sdk_row::client(addr, &url).await;
 
-    #[allow(unused_mut)] // the SDK row is a feature
     let mut names = vec![
         "raw keep-alive POST (hyper)",
         "hook call through the component",
     ];
+    if over.is_some() {
+        names.extend(SplitRow::NAMES);
+    }
     #[cfg(feature = "sdk")]
     names.push("Rust SDK harness client (0.10.1)");
     let mut rows = Rows::new(names, n);
     while rows.more() {
-        #[allow(unused_mut)] // the SDK row is a feature
         let mut times = vec![
             timed(post(&mut raw, addr, body.clone())).await.1,
             timed(hook(&interceptor)).await.1,
         ];
+        if let Some(over) = &over {
+            times.extend(over.call().await);
+        }
         #[cfg(feature = "sdk")]
         times.push(timed(sdk_row::call(&sdk)).await.1);
         rows.record(times);
@@ -73,14 +89,61 @@ async fn run(n: usize, addr: SocketAddr) {
     let figures = rows.report(&format!(
         "current-thread harness, backend on its own thread, loopback; {n} calls per row, interleaved"
     ));
-    for (name, figure) in ["hook call through the component", "Rust SDK harness client"]
-        .iter()
-        .zip(&figures[1..])
-    {
-        print_ratio(&format!("ratio to raw: {name}"), *figure, figures[0]);
+    let mut ratios = vec![(1, "hook call through the component")];
+    if over.is_some() {
+        ratios.push((2, "hook call over the bench's connection"));
+    }
+    #[cfg(feature = "sdk")]
+    ratios.push((figures.len() - 1, "Rust SDK harness client"));
+    for (row, name) in ratios {
+        print_ratio(&format!("ratio to raw: {name}"), figures[row], figures[0]);
     }
     throughput(&interceptor, addr, &body, n.max(CONCURRENCY)).await;
     interceptor.shutdown_async().await;
+}
+
+/// The `--split` rows: a hook call whose transport is the bench's own connection, and
+/// its three parts.
+struct SplitRow {
+    interceptor: Interceptor,
+    transport: Arc<OverBenchConnection>,
+}
+
+impl SplitRow {
+    const NAMES: [&'static str; 4] = [
+        "hook call over the bench's connection",
+        "  its component and host before the POST",
+        "  its POST (the raw row's)",
+        "  its component and host after the reply",
+    ];
+
+    async fn new(addr: SocketAddr, registration: &str) -> SplitRow {
+        let transport = Arc::new(OverBenchConnection::new(addr).await);
+        let mut options = Options::default();
+        let injected: Arc<dyn Transport> = transport.clone();
+        options.transports.insert("dev.ahp.bench".into(), injected);
+        let interceptor = Interceptor::new(registration, options)
+            .await
+            .expect("build the interceptor over the bench's connection");
+        SplitRow {
+            interceptor,
+            transport,
+        }
+    }
+
+    /// One hook call: its time, then its parts' ([`SplitRow::NAMES`]).
+    async fn call(&self) -> [std::time::Duration; 4] {
+        let started = Instant::now();
+        hook(&self.interceptor).await;
+        let ended = Instant::now();
+        let (handed, read) = self.transport.take_last().expect("the call made its POST");
+        [
+            ended - started,
+            handed - started,
+            read - handed,
+            ended - read,
+        ]
+    }
 }
 
 /// The Rust SDK row: its harness client, over the same kind of connection as the raw row.
