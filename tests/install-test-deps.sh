@@ -28,6 +28,12 @@ if ((${#missing[@]})); then
   echo "installing ${missing[*]} from the distribution's archive"
   "${as_root[@]}" apt-get update -qq
   "${as_root[@]}" apt-get install -y -qq "${missing[@]}"
+  # Debian's package also enables a system-wide registry service listening on every
+  # interface (port 5000). The tests start their own on a loopback port and need only
+  # the binary, so a service this script brought is stopped and disabled again.
+  if [[ " ${missing[*]} " == *" docker-registry "* ]] && [ -d /run/systemd/system ]; then
+    "${as_root[@]}" systemctl disable --now docker-registry >/dev/null 2>&1 || true
+  fi
 fi
 
 # jco needs Node.js ^20.19.0 || >=22.12.0, and Debian 12's and Ubuntu 24.04's `nodejs` are

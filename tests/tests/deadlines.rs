@@ -145,6 +145,49 @@ async fn slow_reply_exceeds_the_deadline_and_is_never_revived() {
     );
 }
 
+/// A deny that comes 50 ms after its 200 ms deadline is ignored, not obeyed (conformance
+/// F12): under fail-open the chain goes on to the next backend and the call is allowed;
+/// the late deny's reason is nowhere in the settlement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deny_after_the_deadline_is_ignored_under_fail_open() {
+    const LATE_REASON: &str = "late deny 6b1f0c";
+    let late = Behaviour::Delay(
+        Duration::from_millis(250),
+        Box::new(Behaviour::Deny(LATE_REASON.into())),
+    );
+    let late_backend = FaultBackend::start(vec![late]).await;
+    let next_backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let reg = registration(&[
+        Http::new(BACKEND, late_backend.url())
+            .policy("fail-open")
+            .timeout_ms(200),
+        Http::new("com.example.next", next_backend.url()).policy("fail-closed"),
+    ]);
+    let interceptor = Interceptor::new(&reg, Options::default())
+        .await
+        .expect("valid registration");
+    let (settled, elapsed) = timed_call(&interceptor, "evt_late_deny", None).await;
+    assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
+    assert_settled_at(elapsed, Duration::from_millis(200), "late deny");
+    let record = record_json(&settled);
+    let interceptors = record["interceptors"].as_array().expect("interceptors");
+    assert_eq!(interceptors[0]["outcome"], json!("failed-open"), "{record}");
+    assert_eq!(
+        interceptors[0]["failure"],
+        json!({"class": "deadline-exceeded", "phase": "await-response"})
+    );
+    assert_eq!(interceptors[1]["outcome"], json!("no-effect"), "{record}");
+    assert_eq!(
+        next_backend.requests().len(),
+        1,
+        "the next backend was asked"
+    );
+    // Long enough for the late deny to have been sent: nothing of it is taken.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(late_backend.requests().len(), 1);
+    assert!(!settled.to_json().contains(LATE_REASON), "{record}");
+}
+
 /// A kept-alive connection carries each call's own deadline: the second call, on the
 /// connection the first one used, long after the first call's deadline has passed, still
 /// gets its full timeout (not none, not the first call's), and the slow reply it abandons

@@ -348,16 +348,17 @@ fn a_failing_binary_stops_the_agent_where_the_adapter_s_failure_does() {
 }
 
 /// A snippet holds this machine's absolute paths, and wherever they do not exist every
-/// call is denied: Claude Code's is said to go in the project's local settings, which
-/// are not committed, never in `.claude/settings.json`, which a team shares; Codex's in
-/// the user's own; where the harness reads a project file a team may commit (Gemini,
-/// Cursor, Copilot), the snippet is said not to be committed.
+/// call is denied: Claude Code's is said to go in the project's local settings, never in
+/// `.claude/settings.json`, which a team shares; Codex's in the user's own; where the
+/// harness reads a project file a team may commit (Claude Code's local settings, which
+/// it git-ignores only when it created them, Gemini, Cursor, Copilot), the snippet is
+/// said not to be committed.
 #[test]
 fn a_snippet_is_never_said_to_go_where_a_team_shares_it() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let reg = intercepting_tools(dir.path(), 1_000);
     for (harness, file, committed) in [
-        ("claude-code", ".claude/settings.local.json", false),
+        ("claude-code", ".claude/settings.local.json", true),
         ("codex", "~/.codex/hooks.json", false),
         ("gemini", ".gemini/settings.json", true),
         ("cursor", ".cursor/hooks.json", true),

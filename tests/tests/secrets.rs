@@ -2,7 +2,7 @@
 //! endpoints, the `ahp` CLI at trace level prints no client secret, bearer token, issued
 //! access token or Basic credential, on stdout, stderr or in the audit file.
 
-use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use ahp_tests::fault_backend::{Behaviour, FaultBackend, Recorded};
 use ahp_tests::oauth_server::{basic, OAuthServer, TokenMode, CLIENT_ID};
 use ahp_tests::pki::Pki;
 use ahp_tests::support::{ahp_binary, event, registration, traced_intercept_command, Http};
@@ -122,6 +122,20 @@ async fn no_secret_in_any_output_or_audit_line() {
         ];
         secrets.extend(server.issued());
         assert_nothing_leaked(name, &secrets, &output, &audit);
+        // Nor in what the backends were sent, but for each one's own credential in its
+        // `Authorization` header.
+        let issued = server.issued();
+        for (backend, own) in [
+            (&bearer_backend, vec![format!("Bearer {BEARER_TOKEN}")]),
+            (
+                &oauth_backend,
+                issued.iter().map(|t| format!("Bearer {t}")).collect(),
+            ),
+        ] {
+            for request in backend.requests() {
+                assert_not_sent(name, &secrets, &request, &own);
+            }
+        }
 
         // The secrets really were used, so their absence above means something.
         let sent_bearer = bearer_backend.requests();
@@ -231,6 +245,28 @@ impl Setup {
             pki,
             roots,
             event_file,
+        }
+    }
+}
+
+/// None of `secrets` in a request a backend received: its body, and its headers but an
+/// `Authorization` that is one of `own` (the backend's own credential).
+fn assert_not_sent(name: &str, secrets: &[String], request: &Recorded, own: &[String]) {
+    let body = String::from_utf8_lossy(&request.body);
+    let headers = request
+        .headers
+        .iter()
+        .filter(|(header, value)| !(header == "authorization" && own.contains(value)));
+    for secret in secrets {
+        assert!(
+            !body.contains(secret.as_str()),
+            "{name}: a secret in a body: {body}"
+        );
+        for (header, value) in headers.clone() {
+            assert!(
+                !value.contains(secret.as_str()),
+                "{name}: a secret in the {header} header"
+            );
         }
     }
 }

@@ -21,7 +21,9 @@
 //! (the watchdog or a signal as the append is under way) waits for that record instead
 //! of writing a second, [`WRITE_GRACE`] at most, as long as its own record would have held
 //! up the answer; if that record was still waiting for the file's lock, it is written as
-//! the failure's denial, what the harness was told. Writing never changes the answer or the exit code: a record that cannot
+//! the failure's denial, what the harness was told. If it was chosen already (the file
+//! locked), the failure yields: the settlement is answered, as its record says
+//! ([`CallAudit::answer_failure`]). Writing never changes the answer or the exit code: a record that cannot
 //! be written is logged (in `AHP_LOG_FILE` only), and a failure's write that has not
 //! finished after [`WRITE_GRACE`] is left behind. An audit file that cannot be opened is
 //! refused once the interceptor is ready ([`CallAudit::ready`]), which the hook answers
@@ -38,7 +40,7 @@ use std::time::{Duration, Instant};
 
 /// How long writing a failure's record may hold up the answer: a file system that hangs
 /// must not make the hook one the harness times out on, and fails open.
-const WRITE_GRACE: Duration = Duration::from_millis(500);
+pub(super) const WRITE_GRACE: Duration = Duration::from_millis(500);
 
 /// The audit record of one hook process; see the module documentation.
 #[derive(Debug)]
@@ -49,11 +51,19 @@ pub struct CallAudit {
     started: Instant,
     /// `path`, opened once the interceptor is ready.
     log: OnceLock<Arc<AuditLog>>,
-    /// Who settled, and the reason shown, when a failure (the watchdog, a signal) was
-    /// answered while the settlement's record was claimed: if that record is not written
-    /// yet, this denial is written instead, as the harness was told.
-    answered_failure: Arc<OnceLock<(DecidedBy, String)>>,
+    /// What the call's record says, and so what the harness must be told.
+    choice: Arc<OnceLock<Choice>>,
     state: Mutex<State>,
+}
+
+/// What the call's record says, fixed once by whichever comes first: the settlement's
+/// append as it writes (the file locked), or a failure answered before that (the
+/// watchdog, a signal), whose denial the settlement's append then writes instead.
+#[derive(Debug)]
+enum Choice {
+    Settlement,
+    /// Who settled, and the reason shown.
+    Failure(DecidedBy, String),
 }
 
 /// What [`CallAudit::settled`] made of a settlement.
@@ -121,7 +131,7 @@ impl CallAudit {
             path,
             started: Instant::now(),
             log: OnceLock::new(),
-            answered_failure: Arc::default(),
+            choice: Arc::default(),
             state: Mutex::new(State::Open(EventRef::default())),
         }
     }
@@ -198,23 +208,32 @@ impl CallAudit {
             return Recorded::Settled;
         };
         let (started, reason) = (self.started, reason.to_string());
-        let answered_failure = Arc::clone(&self.answered_failure);
+        let choice = Arc::clone(&self.choice);
         let appended = tokio::task::spawn_blocking(move || {
-            let mut overridden = None;
+            let (mut chosen, mut overridden) = (false, None);
             let appended = log.append_chosen(|| {
-                let (decided_by, reason) = match answered_failure.get() {
-                    Some((decided_by, shown)) => (*decided_by, shown.clone()),
-                    None if overrides() => (DecidedBy::Interrupted, reason),
-                    None => return &record,
+                chosen = true;
+                let choice = choice.get_or_init(|| match overrides() {
+                    true => Choice::Failure(DecidedBy::Interrupted, reason),
+                    false => Choice::Settlement,
+                });
+                let Choice::Failure(decided_by, shown) = choice else {
+                    return &record;
                 };
                 let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                let mut denial = Record::host_denial(record.event.clone(), decided_by, elapsed_ms);
-                denial.reason = Some(reason);
+                let mut denial = Record::host_denial(record.event.clone(), *decided_by, elapsed_ms);
+                denial.reason = Some(shown.clone());
                 overridden.insert(denial)
             });
             append.finish();
             let written = appended.map_err(|e| format!("{}: {e}", log.path().display()));
-            (Recorded::of(overridden.is_some()), written)
+            // An append that failed before a record was chosen (the file could not be
+            // locked, or opened again) chose nothing: a signal still overrides.
+            let recorded = match chosen {
+                true => Recorded::of(overridden.is_some()),
+                false => Recorded::of(overrides()),
+            };
+            (recorded, written)
         })
         .await;
         let (recorded, written) = appended.unwrap_or_else(|join| {
@@ -225,6 +244,18 @@ impl CallAudit {
             tracing::error!("append the call's audit record: {e}");
         }
         recorded
+    }
+
+    /// Whether a failure settled by `decided_by` and answered with `reason` (the watchdog,
+    /// a signal) may be the call's answer, and so its record: yes, unless the
+    /// settlement's record was chosen first (being written, or written), whose verdict
+    /// must then be the answer. Decided for good: a settlement's append that chooses later
+    /// writes this failure's denial instead.
+    pub(super) fn answer_failure(&self, decided_by: DecidedBy, reason: &str) -> bool {
+        let choice = self
+            .choice
+            .get_or_init(|| Choice::Failure(decided_by, reason.to_string()));
+        !matches!(choice, Choice::Settlement)
     }
 
     /// Appends the record of a denial settled by `decided_by` and answered with `reason`,
@@ -238,8 +269,8 @@ impl CallAudit {
         let (event, append) = match self.claim() {
             Ok(claimed) => claimed,
             Err(claimed) => {
-                // Written instead of the settlement's, if that is not written yet.
-                let _ = self.answered_failure.set((decided_by, reason.to_string()));
+                // Written instead of the settlement's, if that is not chosen yet.
+                self.answer_failure(decided_by, reason);
                 if !claimed.wait(WRITE_GRACE) {
                     tracing::error!("append the call's audit record: not written in time");
                 }
@@ -369,6 +400,21 @@ mod tests {
         assert_eq!(settled, Recorded::Overridden);
     }
 
+    /// A signal overrides no objection also when its record cannot be written: the
+    /// log removed since it was opened and a directory at its path.
+    #[tokio::test]
+    async fn a_signal_overrides_no_objection_whose_record_cannot_be_written() {
+        let (_dir, path, audit) = audited_in_temp();
+        assert_eq!(audit.ready(), Ok(true));
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        let interrupt = Interrupt::new();
+        interrupt.interrupt();
+        let settled = audit.settled(no_objection(), &interrupt, FAILED).await;
+        assert_eq!(settled, Recorded::Overridden);
+        assert!(path.is_dir(), "nothing written");
+    }
+
     /// A settlement's record: a backend's deny.
     fn backend_deny() -> Record {
         let mut record = Record::host_denial(EventRef::default(), DecidedBy::BackendDeny, 1);
@@ -459,7 +505,7 @@ mod tests {
         });
         // Once the watchdog has said what it answered (it waits for the append then).
         let until = Instant::now() + Duration::from_secs(10);
-        while audit.answered_failure.get().is_none() && Instant::now() < until {
+        while audit.choice.get().is_none() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(1));
         }
         held.unlock().unwrap();
@@ -471,6 +517,44 @@ mod tests {
         assert_eq!(records[0]["decidedBy"], "budget-expired", "{records:?}");
         assert_eq!(records[0]["reason"], FAILED, "{records:?}");
         assert_eq!(records[0]["event"]["call"], "call_1", "{records:?}");
+    }
+
+    /// A failure answered once the settlement's record was chosen (written here) may not
+    /// be the answer: the settlement's verdict is, as its record says.
+    #[tokio::test]
+    async fn a_failure_after_the_settlement_was_chosen_yields_to_it() {
+        let (_dir, path, audit) = audited_in_temp();
+        assert_eq!(audit.ready(), Ok(true));
+        let settled = audit
+            .settled(no_objection(), &Interrupt::new(), FAILED)
+            .await;
+        assert_eq!(settled, Recorded::Settled);
+        assert!(!audit.answer_failure(DecidedBy::BudgetExpired, FAILED));
+        let records = lines(&path);
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0]["decidedBy"], "no-objection");
+    }
+
+    /// A failure answered before the settlement's record was chosen is the answer, and
+    /// the settlement's append writes its denial, what the harness was told.
+    #[tokio::test]
+    async fn a_failure_answered_first_is_what_the_settlement_writes() {
+        let (_dir, path, audit) = audited_in_temp();
+        assert_eq!(audit.ready(), Ok(true));
+        assert!(audit.answer_failure(DecidedBy::BudgetExpired, FAILED));
+        let settled = audit
+            .settled(no_objection(), &Interrupt::new(), FAILED)
+            .await;
+        assert_eq!(settled, Recorded::Overridden);
+        assert!(
+            audit.answer_failure(DecidedBy::Interrupted, FAILED),
+            "still"
+        );
+        let records = lines(&path);
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0]["decision"], "deny");
+        assert_eq!(records[0]["decidedBy"], "budget-expired");
+        assert_eq!(records[0]["reason"], FAILED);
     }
 
     #[test]

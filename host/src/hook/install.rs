@@ -25,9 +25,12 @@ use std::path::{Path, PathBuf};
 /// watchdog's grace, writing the answer.
 const HEADROOM_MS: u64 = 5_000;
 
-// The harness must not kill the hook before the watchdog answers past the budget, nor
-// before a process that failed before reading its payload has waited for it.
-const _: () = assert!(HEADROOM_MS as u128 > super::WATCHDOG_GRACE.as_millis());
+// The harness must not kill the hook before the watchdog answers past the budget (once
+// a record being written is done), nor before a process that failed before reading its
+// payload has waited for it.
+const _: () = assert!(
+    HEADROOM_MS as u128 > super::WATCHDOG_GRACE.as_millis() + super::WRITE_GRACE.as_millis()
+);
 const _: () = assert!(HEADROOM_MS as u128 > super::UNREAD_PAYLOAD_WAIT.as_millis());
 
 /// What a budget sized from the registration's chain leaves beyond its deadlines: the

@@ -45,7 +45,7 @@ mod mcp;
 mod payload;
 
 pub use call_audit::CallAudit;
-use call_audit::Recorded;
+use call_audit::{Recorded, WRITE_GRACE};
 pub(crate) use install::{absolute, Selected};
 pub use install::{install, Chain, Install, Installed};
 
@@ -247,7 +247,12 @@ impl Harness {
     /// where that file is the user's own or is not committed (Claude Code's local one).
     pub fn uncommitted_advice(self) -> Option<&'static str> {
         match self {
-            Harness::ClaudeCode | Harness::Codex => None,
+            Harness::Codex => None,
+            // Its local settings are git-ignored only when Claude Code created them.
+            Harness::ClaudeCode => Some(
+                "Claude Code git-ignores .claude/settings.local.json only when it made the \
+                 file itself (see `git check-ignore .claude/settings.local.json`)",
+            ),
             Harness::Gemini => Some(
                 "keep it out of version control, or put it in your own ~/.gemini/settings.json",
             ),
@@ -1224,9 +1229,15 @@ pub async fn run(request: Request) -> ExitCode {
     let flagged = request.event.as_deref().and_then(|name| harness.spec(name));
     // In a task of its own, so a panic anywhere in the call (the payload, the
     // interceptor, the watchdog) is an error answered below, never a crash.
-    let outcome = tokio::spawn(settle(request, deadline, signals, Arc::clone(&mapped)))
-        .await
-        .unwrap_or_else(|join| Err(Failed::engine(format!("the hook call failed: {join}"))));
+    let outcome = tokio::spawn(settle(
+        request,
+        deadline,
+        signals,
+        Arc::clone(&mapped),
+        flagged,
+    ))
+    .await
+    .unwrap_or_else(|join| Err(Failed::engine(format!("the hook call failed: {join}"))));
     let spec = mapped.get().copied().unwrap_or(flagged);
     let outcome = audited(Some(&audit), spec, outcome);
     // Exit at once: a harness that never closes stdin leaves the blocking read behind,
@@ -1236,15 +1247,19 @@ pub async fn run(request: Request) -> ExitCode {
 
 /// Reads the payload and decides, bounded by `deadline` and its watchdog's grace; the
 /// first of `signals` interrupts the call. The payload's event goes into `mapped` as
-/// soon as it is known.
+/// soon as it is known; `flagged` is the command line's. The watchdog or a signal
+/// answers a failure, unless the settlement's record was chosen first: then the
+/// settlement is answered, as the record says, once its append is done.
 async fn settle(
     request: Request,
     deadline: Instant,
     mut signals: crate::cli::Signals,
     mapped: Arc<OnceLock<Option<&'static EventSpec>>>,
+    flagged: Option<&'static EventSpec>,
 ) -> Result<Verdict, Failed> {
     let interrupt = Interrupt::new();
     let signalled = interrupt.clone();
+    let (audit, known) = (Arc::clone(&request.audit), Arc::clone(&mapped));
     let mut flow = tokio::spawn(async move {
         let payload = tokio::task::spawn_blocking(read_payload)
             .await
@@ -1263,14 +1278,38 @@ async fn settle(
             tokio::time::timeout_at(bound.into(), &mut flow).await
         }
     };
-    match joined {
-        Ok(Ok(decided)) => decided.map_err(Failed::engine),
-        Ok(Err(join)) => Err(Failed::engine(format!("the hook call failed: {join}"))),
-        Err(_) if interrupt.is_set() => Err(Failed::by(DecidedBy::Interrupted, INTERRUPTED)),
-        Err(_) => Err(Failed::by(
+    let failed = match joined {
+        Ok(done) => return finished(done),
+        Err(_) if interrupt.is_set() => Failed::by(DecidedBy::Interrupted, INTERRUPTED),
+        Err(_) => Failed::by(
             DecidedBy::BudgetExpired,
             "the hook call ran past its budget",
-        )),
+        ),
+    };
+    // A settlement whose record was chosen before this failure (being written, or
+    // written) is the answer, as its record says: the call only has the append left to
+    // finish, given the grace a failure's own record would have held up the answer for.
+    let answered = Verdict::after_failure(known.get().copied().unwrap_or(flagged));
+    let failure_answers = answered.decision != Decision::Deny
+        || audit.answer_failure(failed.decided_by, answered.reason());
+    if !failure_answers {
+        match tokio::time::timeout(WRITE_GRACE, &mut flow).await {
+            Ok(done) => return finished(done),
+            Err(_) => tracing::error!(
+                "the settlement's audit record was not written in time: the call is answered as a failure its record does not say"
+            ),
+        }
+    }
+    Err(failed)
+}
+
+/// The outcome of the call's flow, which ended (`Err`: it panicked).
+fn finished(
+    done: Result<Result<Verdict, String>, tokio::task::JoinError>,
+) -> Result<Verdict, Failed> {
+    match done {
+        Ok(decided) => decided.map_err(Failed::engine),
+        Err(join) => Err(Failed::engine(format!("the hook call failed: {join}"))),
     }
 }
 
