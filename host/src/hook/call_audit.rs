@@ -38,8 +38,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-/// How long writing a failure's record may hold up the answer: a file system that hangs
-/// must not make the hook one the harness times out on, and fails open.
+/// How long writing a record may hold up the answer to a failure (the failure's own, or
+/// the settlement's chosen before it): a file system that hangs must not make the hook
+/// one the harness times out on, and fails open.
 pub(super) const WRITE_GRACE: Duration = Duration::from_millis(500);
 
 /// The audit record of one hook process; see the module documentation.
@@ -72,7 +73,8 @@ pub(super) enum Recorded {
     /// It stands (recorded, unless there is no `--audit` or the call was answered
     /// already).
     Settled,
-    /// A signal came first: the call is an interruption (recorded so, with `--audit`).
+    /// A signal came first, or a failure answered before the record was chosen (the
+    /// watchdog): the call is that failure (recorded so, with `--audit`).
     Overridden,
 }
 
@@ -189,7 +191,9 @@ impl CallAudit {
     /// overrides a settlement that is not a denial: interruption overrides an approval
     /// accepted and not yet answered (failure-semantics.md). The record is then the
     /// interruption's denial, answered with `reason`, and the call must be answered as
-    /// the failure it is ([`Recorded::Overridden`]).
+    /// the failure it is ([`Recorded::Overridden`]); so too after a failure answered
+    /// before the record was chosen ([`CallAudit::answer_failure`]), whose denial the
+    /// record is.
     pub(super) async fn settled(
         &self,
         record: Record,

@@ -26,10 +26,11 @@ use std::path::{Path, PathBuf};
 const HEADROOM_MS: u64 = 5_000;
 
 // The harness must not kill the hook before the watchdog answers past the budget (once
-// a record being written is done), nor before a process that failed before reading its
-// payload has waited for it.
+// a settlement's record being written is done, or waited for twice: by the answer's
+// wait for the settlement, then by the failure's own record), nor before a process that
+// failed before reading its payload has waited for it.
 const _: () = assert!(
-    HEADROOM_MS as u128 > super::WATCHDOG_GRACE.as_millis() + super::WRITE_GRACE.as_millis()
+    HEADROOM_MS as u128 > super::WATCHDOG_GRACE.as_millis() + 2 * super::WRITE_GRACE.as_millis()
 );
 const _: () = assert!(HEADROOM_MS as u128 > super::UNREAD_PAYLOAD_WAIT.as_millis());
 

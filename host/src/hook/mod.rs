@@ -77,8 +77,9 @@ pub(crate) const WATCHDOG_GRACE: Duration = Duration::from_millis(1_500);
 const INTERRUPTED: &str = "interrupted by a signal";
 
 /// How long after SIGINT, SIGTERM, SIGHUP or SIGQUIT the process may still take to
-/// answer. An interrupted call settles at once; this covers a step that cannot see the
-/// signal (reading stdin, compiling the component).
+/// answer (and a settlement's record being written then, `WRITE_GRACE` more). An
+/// interrupted call settles at once; this covers a step that cannot see the signal
+/// (reading stdin, compiling the component).
 const SIGNAL_GRACE: Duration = Duration::from_millis(500);
 
 /// The largest payload read from stdin; a harness sends one small JSON object. Also the
