@@ -134,6 +134,7 @@ impl Opened {
             return Err(std::io::Error::other("not a regular file"));
         }
         ours(&file)?;
+        lockable(&file)?;
         // `path` is absolute ([`AuditLog::open`]), so a file has a parent.
         if let (true, Some(parent)) = (created, path.parent()) {
             if let Err(e) = File::open(parent).and_then(|dir| dir.sync_all()) {
@@ -174,6 +175,21 @@ impl Opened {
 /// `path` opened to append, to read as well where this user may, and whether it was
 /// created here (decided by the open itself, not by a look before it). A file moved away
 /// between the two opens (a rotation) is created after all.
+/// Refuses a file whose lock fails (a file system without locks, NFS without its lock
+/// service): every record would then fail to append after its call was decided, so the
+/// file is refused when opened, before anything is decided. Held by another writer is
+/// fine: it is the lock that works.
+fn lockable(file: &File) -> std::io::Result<()> {
+    match file.try_lock() {
+        Ok(()) => file.unlock(),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(()),
+        Err(std::fs::TryLockError::Error(e)) => Err(std::io::Error::new(
+            e.kind(),
+            format!("it cannot be locked for appending: {e}"),
+        )),
+    }
+}
+
 fn open_or_create(path: &Path) -> std::io::Result<(File, bool, bool)> {
     let mut tries = 3;
     loop {
@@ -399,6 +415,20 @@ mod tests {
             let log = AuditLog::open(&path).expect("opened");
             assert_eq!(log.warning(), warning, "{mode:o}");
         }
+    }
+
+    /// A log another writer holds locked opens: its lock works, and is waited for when
+    /// appending, not refused (only a lock that fails is).
+    #[test]
+    fn a_log_locked_by_another_writer_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        std::fs::write(&path, "").unwrap();
+        let held = File::open(&path).unwrap();
+        held.lock().unwrap();
+        AuditLog::open(&path).expect("opened while locked elsewhere");
+        held.unlock().unwrap();
+        AuditLog::open(&path).expect("opened once free");
     }
 
     /// An existing log keeps its mode (a group may share it on purpose); one with
