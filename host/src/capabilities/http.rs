@@ -68,6 +68,7 @@ pub struct HttpOptions {
 }
 
 /// One request for [`HttpBackend::send`].
+#[derive(Clone)]
 pub struct Outgoing<'a> {
     pub method: Method,
     pub content_type: Option<&'static str>,
@@ -117,6 +118,9 @@ struct Connection {
     sender: SendRequest<Full<Bytes>>,
     /// Ends with why the connection failed, if it did.
     driver: tokio::task::JoinHandle<Option<hyper::Error>>,
+    /// How `driver` ended, once awaited ([`driver_end`]): a finished task's handle cannot
+    /// be polled again.
+    ended: Option<Option<hyper::Error>>,
     /// The address at the other end: who answers on this connection.
     peer: IpAddr,
     /// What the socket has written: the phase a deadline hit while an exchange waited.
@@ -128,6 +132,49 @@ struct Connection {
     timer: Pin<Box<Sleep>>,
     /// Past this, idle, it takes no other request ([`idle_limit`]).
     reusable_until: Instant,
+}
+
+/// Why a connection's task ended (`None`: cleanly, or it panicked), once it has; kept in
+/// `ended`, so that it can be asked again.
+async fn driver_end<'e>(
+    driver: &mut tokio::task::JoinHandle<Option<hyper::Error>>,
+    ended: &'e mut Option<Option<hyper::Error>>,
+) -> Option<&'e hyper::Error> {
+    if ended.is_none() {
+        *ended = Some(driver.await.ok().flatten());
+    }
+    ended.as_ref().and_then(Option::as_ref)
+}
+
+/// What became of a request handed to a connection.
+enum Handed<T> {
+    /// Its response, or why none came.
+    Sent(T),
+    /// Nothing: the connection's task ended without taking it. A request handed over as
+    /// the task closes its channel can stay in it, never answered, until the connection
+    /// is dropped (tokio's channel can keep a message sent as its receiver goes away), so
+    /// waiting for its answer would wait out the deadline: the task's end is watched too.
+    Orphaned,
+}
+
+/// `sending`'s outcome, or [`Handed::Orphaned`] once the connection's task has ended
+/// without answering it (everything its channel held when it ended was answered by then).
+async fn handed<T>(
+    sending: impl Future<Output = T>,
+    driver: &mut tokio::task::JoinHandle<Option<hyper::Error>>,
+    ended: &mut Option<Option<hyper::Error>>,
+) -> Handed<T> {
+    let mut sending = std::pin::pin!(sending);
+    tokio::select! {
+        biased;
+        sent = &mut sending => Handed::Sent(sent),
+        _ = driver_end(driver, ended) => {
+            match std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await {
+                Poll::Ready(sent) => Handed::Sent(sent),
+                Poll::Pending => Handed::Orphaned,
+            }
+        }
+    }
 }
 
 /// `work`, or `None` if `timer` fires first; `work` is polled first, as `timeout_at` does.
@@ -153,10 +200,25 @@ impl Connection {
         if !error.is_canceled() || !matches!(told, DeliveryError::ConnectionLost) {
             return told;
         }
-        match within(self.timer.as_mut(), &mut self.driver).await {
-            Some(Ok(Some(ended))) if refused_by_tls(&ended) => DeliveryError::TlsFailed,
+        match within(
+            self.timer.as_mut(),
+            driver_end(&mut self.driver, &mut self.ended),
+        )
+        .await
+        {
+            Some(Some(ended)) if refused_by_tls(ended) => DeliveryError::TlsFailed,
             Some(_) => told,
             None => DeliveryError::DeadlineExceeded(phase),
+        }
+    }
+
+    /// The failure of a fresh connection whose task ended without taking the request
+    /// ([`Handed::Orphaned`]): why the task ended, a TLS refusal above all.
+    fn orphaned(&self) -> DeliveryError {
+        match self.ended.as_ref().and_then(Option::as_ref) {
+            Some(ended) if refused_by_tls(ended) => DeliveryError::TlsFailed,
+            Some(ended) => classify(ended),
+            None => DeliveryError::ConnectionLost,
         }
     }
 }
@@ -295,7 +357,7 @@ impl HttpBackend {
         outgoing: Outgoing<'_>,
         deadline: Instant,
     ) -> Result<Received, DeliveryError> {
-        let mut request = self.request(outgoing);
+        let mut request = self.request(outgoing.clone());
         // Connecting is boxed: its state (DNS, TLS) is large, and a kept-alive connection
         // should not pay for moving it with every exchange.
         let (mut connection, mut reused) = match self.take_idle() {
@@ -320,11 +382,29 @@ impl HttpBackend {
             }
             let written_before = connection.outflow.written();
             let sending = connection.sender.try_send_request(request);
-            let sent = within(connection.timer.as_mut(), sending)
+            let Connection {
+                driver,
+                ended,
+                timer,
+                ..
+            } = &mut connection;
+            let sent = within(timer.as_mut(), handed(sending, driver, ended))
                 .await
                 .ok_or_else(|| {
                     DeliveryError::DeadlineExceeded(connection.outflow.phase(written_before))
                 })?;
+            let sent = match sent {
+                Handed::Sent(sent) => sent,
+                // Nothing of it went out: on a pooled connection, as one found closed; on
+                // a fresh one, the connection's failure.
+                Handed::Orphaned if reused => {
+                    request = self.request(outgoing.clone());
+                    connection = Box::pin(self.connect(deadline)).await?;
+                    reused = false;
+                    continue;
+                }
+                Handed::Orphaned => return Err(connection.orphaned()),
+            };
             match sent {
                 Ok(response) => break response,
                 // A pooled connection the server had already closed: the request never left,
@@ -593,6 +673,7 @@ where
         outflow,
         timer: Box::pin(sleep_until(deadline)),
         reusable_until: Instant::now() + IDLE_UNSAID,
+        ended: None,
     })
 }
 
@@ -1043,6 +1124,54 @@ mod tests {
         assert_eq!(
             received.reply.content_type.as_deref(),
             Some("application/json; x=\"caf\u{fffd}\"")
+        );
+    }
+
+    /// A request handed to a pooled connection whose task ended without taking it (it
+    /// stays in the task's channel, never answered: what a connection closing as the
+    /// request is queued can leave) is sent on a fresh connection at once, not left to
+    /// wait out its deadline (before, `DeadlineExceeded(Send)` at the deadline).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_its_connection_never_took_does_not_wait_out_its_deadline() {
+        let answer =
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+        let backend = loopback_backend(&answering_server(answer.to_string()).await);
+        let (ours, _theirs) = tokio::io::duplex(1024);
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(ours))
+            .await
+            .unwrap();
+        // The task polls its connection once, then ends with its channel open and unread.
+        let driver = tokio::spawn(async move {
+            let mut connection = Box::pin(connection);
+            std::future::poll_fn(|cx| {
+                let _ = connection.as_mut().poll(cx);
+                Poll::Ready(())
+            })
+            .await;
+            std::mem::forget(connection);
+            None
+        });
+        while !driver.is_finished() {
+            tokio::task::yield_now().await;
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let orphaning = |driver| Connection {
+            sender,
+            driver,
+            ended: None,
+            peer: IpAddr::from([127, 0, 0, 1]),
+            outflow: Arc::default(),
+            timer: Box::pin(sleep_until(deadline)),
+            reusable_until: Instant::now() + Duration::from_secs(60),
+        };
+        backend.put_idle(orphaning(driver));
+        let started = Instant::now();
+        let received = backend.exchange(b"{}", None, deadline).await;
+        assert_eq!(received.expect("a reply").reply.body, b"{}");
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
         );
     }
 
