@@ -7,7 +7,7 @@ use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options}
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::oauth_server::{basic, MetadataMode, OAuthServer, TokenMode, CLIENT_ID};
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{call, event, only_failure, record_json, registration, Http};
+use ahp_tests::support::{call, event, eventually, only_failure, record_json, registration, Http};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tempfile::NamedTempFile;
@@ -229,6 +229,12 @@ async fn cancelling_one_waiter_leaves_the_shared_acquisition_to_the_others() {
                 .unwrap()
         })
     };
+    // The call to be cancelled starts the shared acquisition: its token request is out
+    // before the other call joins it.
+    let started = eventually(Duration::from_secs(5), || {
+        fx.server.token_requests().len() == 1
+    });
+    assert!(started.await, "the first call asked for a token");
     let other = {
         let interceptor = interceptor.clone();
         tokio::spawn(async move { call(&interceptor, "evt_other").await })

@@ -398,8 +398,9 @@ async fn concurrent_challenged_calls_share_one_discovery() {
     assert!(bare >= 2, "calls were challenged together: {bare}");
 }
 
-/// A call interrupted while it waits for the shared discovery leaves it to the others:
-/// the discovery goes on, and the other call challenged with it gets the token it brings.
+/// A call interrupted while it waits for the shared discovery it started leaves it to
+/// the others: the discovery goes on, and the other call, waiting for it, gets the token
+/// it brings.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_wait_leaves_the_shared_discovery_to_the_others() {
     let fx = Fixture::start().await;
@@ -416,13 +417,16 @@ async fn an_interrupted_wait_leaves_the_shared_discovery_to_the_others() {
                 .await
         })
     };
+    // The call to be interrupted starts the shared discovery: its metadata read is out
+    // before the other call is challenged.
+    let started = eventually(Duration::from_secs(5), || fx.metadata_reads().len() == 1);
+    assert!(started.await, "the first call started the discovery");
     let waiting = {
         let interceptor = interceptor.clone();
         tokio::spawn(async move { call(&interceptor, "evt_shared_waits").await })
     };
-    // Both challenged, and waiting for the discovery (1 s of metadata delay).
-    let challenged = || fx.bare_posts() >= 2;
-    assert!(eventually(Duration::from_secs(5), challenged).await);
+    // The other call waits for the discovery in flight (1 s of metadata delay).
+    tokio::time::sleep(Duration::from_millis(200)).await;
     interrupt.interrupt();
     let cut = cut.await.expect("the call's task").expect("settled");
     assert_eq!(cut.decided_by, DecidedBy::Interrupted, "{}", cut.record);

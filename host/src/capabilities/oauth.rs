@@ -688,7 +688,7 @@ fn readable_claims(token: &str) -> Option<serde_json::Map<String, Value>> {
 fn fits(
     claims: &serde_json::Map<String, Value>,
     plan: &OauthPlan,
-    now: u64,
+    now: f64,
 ) -> Result<Option<Duration>, &'static str> {
     let same = |claimed: &Value, expected: &str| {
         claimed
@@ -706,17 +706,22 @@ fn fits(
     match claims.get("exp") {
         None => Ok(None),
         Some(exp) => match exp.as_f64() {
-            Some(exp) if exp > now as f64 => Ok(Some(Duration::from_secs(exp as u64 - now))),
+            // From `now` with its fraction: a whole second dropped would keep a token up
+            // to a second past its `exp`.
+            Some(exp) if exp > now => Ok(Some(
+                Duration::try_from_secs_f64(exp - now).unwrap_or(Duration::MAX),
+            )),
             Some(_) => Err("the token's `exp` has passed"),
             None => Err("the token's `exp` is not a number"),
         },
     }
 }
 
-fn unix_now() -> u64 {
+/// Seconds since the Unix epoch, with their fraction.
+fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 #[cfg(test)]
@@ -887,6 +892,24 @@ mod tests {
         }
     }
 
+    /// The time a readable token has left is counted from now to the fraction of a
+    /// second: 0.1 s before its `exp` it has 0.1 s, not the second a whole `now` gives.
+    #[test]
+    fn a_tokens_time_left_counts_the_fraction_of_a_second() {
+        let resource = "https://policy.example.com/ahp";
+        let claims = |exp: f64| match json!({"aud": resource, "exp": exp}) {
+            Value::Object(claims) => claims,
+            _ => unreachable!(),
+        };
+        let left = fits(&claims(1_000.0), &plan_for(resource), 999.9);
+        let left = left.expect("fits").expect("an exp");
+        assert!(left <= Duration::from_millis(101), "{left:?}");
+        assert!(left >= Duration::from_millis(99), "{left:?}");
+        assert!(fits(&claims(1_000.0), &plan_for(resource), 1_000.0).is_err());
+        let far = fits(&claims(1e300), &plan_for(resource), 1_000.0);
+        assert_eq!(far, Ok(Some(Duration::MAX)));
+    }
+
     /// A JWT access token goes only to the resource its `aud` names (a JWT without one
     /// could go anywhere), whatever its `iss`, and only before its `exp`,
     /// which also bounds how long it is kept (conformance H13); an opaque one is taken as
@@ -900,7 +923,8 @@ mod tests {
             |claims: &Value| format!("{}.{}.sig", part(&json!({"alg": "RS256"})), part(claims));
         let issued = |claims: &Value| json!({"access_token": jwt(claims), "token_type": "Bearer", "expires_in": 3600});
         let resource = "https://policy.example.com/ahp";
-        let (later, earlier) = (unix_now() + 3600, unix_now() - 10);
+        let whole_now = unix_now() as u64;
+        let (later, earlier) = (whole_now + 3600, whole_now - 10);
         for fit in [
             json!({"aud": resource, "exp": later}),
             json!({"aud": ["https://x.example.com", format!("{resource}/")], "exp": later}),
@@ -921,7 +945,7 @@ mod tests {
                 "{unfit}"
             );
         }
-        let exp = unix_now() + 100;
+        let exp = whole_now + 100;
         let soon = json!({"aud": resource, "exp": exp});
         let kept = token_from(&issued(&soon), &[], &plan_for(resource), now)
             .unwrap_or_else(|e| panic!("{e}"));
