@@ -169,7 +169,10 @@ async fn handed<T>(
         biased;
         sent = &mut sending => Handed::Sent(sent),
         _ = driver_end(driver, ended) => {
-            match std::future::poll_fn(|cx| Poll::Ready(sending.as_mut().poll(cx))).await {
+            // Polled outside tokio's task budget: one spent already would make an answered
+            // request look unanswered, and it would be sent again.
+            let mut once = std::pin::pin!(tokio::task::unconstrained(sending.as_mut()));
+            match std::future::poll_fn(|cx| Poll::Ready(once.as_mut().poll(cx))).await {
                 Poll::Ready(sent) => Handed::Sent(sent),
                 Poll::Pending => Handed::Orphaned,
             }

@@ -908,6 +908,12 @@ mod tests {
         assert!(fits(&claims(1_000.0), &plan_for(resource), 1_000.0).is_err());
         let far = fits(&claims(1e300), &plan_for(resource), 1_000.0);
         assert_eq!(far, Ok(Some(Duration::MAX)));
+        // And the clock it is given has the fraction.
+        let fractional = (0..3).any(|_| {
+            std::thread::sleep(Duration::from_millis(1));
+            unix_now().fract() != 0.0
+        });
+        assert!(fractional, "unix_now() keeps the fraction of a second");
     }
 
     /// A JWT access token goes only to the resource its `aud` names (a JWT without one
