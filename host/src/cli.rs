@@ -1361,6 +1361,11 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
         mut host,
     }) = args.install
     {
+        // Every option checked first: the pull may wait for its registry up to its
+        // deadline, and a bad option is refused before it.
+        if let Err(e) = host.hook_arguments() {
+            return fail(&e);
+        }
         // Pulled (before the options are written: it pins a tag) once for every step
         // below, within one pull's deadline: the registration is checked against, and the
         // compile cache warmed with, the bytes the hooks will run.

@@ -15,6 +15,8 @@ use sha2::{Digest as _, Sha256};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 use std::process::Output;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 const REPOSITORY: &str = "ahp/interceptor";
@@ -790,4 +792,44 @@ async fn hook_install_of_a_component_that_fails_its_digest_is_refused() {
         "{stderr}"
     );
     assert!(output.stdout.is_empty(), "no snippet");
+}
+
+/// `hook install` checks its other options before it pulls: a bad one behind a registry
+/// that takes connections and never answers is refused at once, the registry not asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_install_refuses_a_bad_option_before_it_pulls() {
+    let case = Case::new().await;
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = silent.local_addr().expect("address").port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    let source = format!("oci://127.0.0.1:{port}/ahp/interceptor:1");
+    let started = std::time::Instant::now();
+    let output = case
+        .install_command(&source, case.cache.path())
+        .args(["--interceptable", "tool.before"])
+        .output()
+        .await
+        .expect("run ahp hook install");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--interceptable does not apply"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(accepted.load(Ordering::SeqCst), 0, "the registry was asked");
 }
