@@ -172,9 +172,6 @@ impl Opened {
     }
 }
 
-/// `path` opened to append, to read as well where this user may, and whether it was
-/// created here (decided by the open itself, not by a look before it). A file moved away
-/// between the two opens (a rotation) is created after all.
 /// Refuses a file whose lock fails (a file system without locks, NFS without its lock
 /// service): every record would then fail to append after its call was decided, so the
 /// file is refused when opened, before anything is decided. Held by another writer is
@@ -190,6 +187,9 @@ fn lockable(file: &File) -> std::io::Result<()> {
     }
 }
 
+/// `path` opened to append, to read as well where this user may, and whether it was
+/// created here (decided by the open itself, not by a look before it). A file moved away
+/// between the two opens (a rotation) is created after all.
 fn open_or_create(path: &Path) -> std::io::Result<(File, bool, bool)> {
     let mut tries = 3;
     loop {

@@ -15,8 +15,6 @@ use sha2::{Digest as _, Sha256};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 use std::process::Output;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 const REPOSITORY: &str = "ahp/interceptor";
@@ -799,20 +797,8 @@ async fn hook_install_of_a_component_that_fails_its_digest_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hook_install_refuses_a_bad_option_before_it_pulls() {
     let case = Case::new().await;
-    let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = silent.local_addr().expect("address").port();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&accepted);
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((stream, _)) = silent.accept().await {
-            counted.fetch_add(1, Ordering::SeqCst);
-            held.push(stream);
-        }
-    });
-    let source = format!("oci://127.0.0.1:{port}/ahp/interceptor:1");
+    let silent = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let source = format!("oci://{}/ahp/interceptor:1", silent.addr());
     let started = std::time::Instant::now();
     let output = case
         .install_command(&source, case.cache.path())
@@ -831,5 +817,5 @@ async fn hook_install_refuses_a_bad_option_before_it_pulls() {
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(accepted.load(Ordering::SeqCst), 0, "the registry was asked");
+    assert_eq!(silent.connections(), 0, "the registry was asked");
 }

@@ -336,11 +336,7 @@ impl Transport for NoObjection {
     ) -> BoxFuture<'a, Result<TransportReply, TransportError>> {
         Box::pin(async move {
             let _ = FIRST_BODY.set(Bytes::copy_from_slice(request.message));
-            Ok(TransportReply {
-                status: Some(200),
-                content_type: Some("application/json".into()),
-                body: no_objection(request.message).into_bytes(),
-            })
+            Ok(json_reply(200, no_objection(request.message).into_bytes()))
         })
     }
 }
@@ -383,11 +379,16 @@ impl Transport for OverBenchConnection {
             let body = Bytes::copy_from_slice(request.message);
             let (status, body) = post(&mut sender, self.addr, body).await;
             *self.last.lock().expect("not poisoned") = Some((handed, Instant::now()));
-            Ok(TransportReply {
-                status: Some(status),
-                content_type: Some("application/json".into()),
-                body,
-            })
+            Ok(json_reply(status, body))
         })
+    }
+}
+
+/// An injected transport's reply: `status` and a JSON `body`.
+fn json_reply(status: u16, body: Vec<u8>) -> TransportReply {
+    TransportReply {
+        status: Some(status),
+        content_type: Some("application/json".into()),
+        body,
     }
 }

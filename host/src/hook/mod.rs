@@ -1151,6 +1151,11 @@ impl Failed {
         Failed::by(DecidedBy::EngineFailure, detail)
     }
 
+    /// The call's task panicked: `engine-failure`.
+    fn panicked(join: tokio::task::JoinError) -> Failed {
+        Failed::engine(format!("the hook call failed: {join}"))
+    }
+
     fn by(decided_by: DecidedBy, detail: impl Into<String>) -> Failed {
         Failed {
             decided_by,
@@ -1238,7 +1243,7 @@ pub async fn run(request: Request) -> ExitCode {
         flagged,
     ))
     .await
-    .unwrap_or_else(|join| Err(Failed::engine(format!("the hook call failed: {join}"))));
+    .unwrap_or_else(|join| Err(Failed::panicked(join)));
     let spec = mapped.get().copied().unwrap_or(flagged);
     let outcome = audited(Some(&audit), spec, outcome);
     // Exit at once: a harness that never closes stdin leaves the blocking read behind,
@@ -1310,7 +1315,7 @@ fn finished(
 ) -> Result<Verdict, Failed> {
     match done {
         Ok(decided) => decided.map_err(Failed::engine),
-        Err(join) => Err(Failed::engine(format!("the hook call failed: {join}"))),
+        Err(join) => Err(Failed::panicked(join)),
     }
 }
 
