@@ -766,15 +766,31 @@ fn native_with_whole_content(c: &mut Checker, content: &Content, path: &str) {
     }
 }
 
-/// Managed policy must not be user-disableable: fail rather than silently degrade.
+/// Managed policy must not be user-disableable (R16), and mandatory policy this
+/// interceptor cannot enforce fails rather than silently degrades (§6 rule 8). Nothing
+/// here can keep a user from disabling a hook: `ahp hook install` writes to the user's
+/// or the project's settings, and a harness embedding the component owns its own
+/// switches (the manifest says `scopes: [user|project], disableable: true`). So a
+/// managed or non-disableable subscription is refused, never loaded as a disableable one.
 fn managed_scope(c: &mut Checker, s: &Node) {
     let scopes = [("managed", true), ("project", false), ("user", false)];
     let managed = s.opt(c, "scope", |c, v, p| choice(c, v, p, &scopes));
     let disableable = s.opt(c, "disableable", boolean);
-    if managed == Some(Some(true)) && matches!(disableable, Some(None | Some(true))) {
-        c.problem(&s.at("disableable"), "must be false for scope \"managed\"");
+    let managed = managed == Some(Some(true));
+    match disableable {
+        Some(None | Some(true)) if managed => {
+            c.problem(&s.at("disableable"), "must be false for scope \"managed\"");
+        }
+        _ if managed => c.problem(&s.at("scope"), UNENFORCEABLE),
+        Some(Some(false)) => c.problem(&s.at("disableable"), UNENFORCEABLE),
+        _ => {}
     }
 }
+
+/// Why a managed or non-disableable subscription is refused.
+const UNENFORCEABLE: &str = "asks for managed policy (a subscription users cannot \
+    disable), which this interceptor cannot enforce: refused rather than loaded as one \
+    they can disable (digest §6 rule 8)";
 
 /// Filters are optimisation hints only (never a reason to drop a call): types only.
 fn filters(c: &mut Checker, v: &Value, path: &str) -> Option<()> {

@@ -1161,10 +1161,30 @@ fn r15_unknown_fields_are_ignored_with_a_warning() {
 #[test]
 fn r16_managed_scope_requires_disableable_false() {
     let managed = ("$i/scope", r#""managed""#);
-    rejected_at(&[managed], "$i/disableable");
+    let problems = rejected_at(&[managed], "$i/disableable");
+    assert!(problems[0].rule.contains("must be false"), "{problems:#?}");
     rejected_at(&[managed, ("$i/disableable", "true")], "$i/disableable");
-    accepted(&[managed, ("$i/disableable", "false")]);
     rejected_at(&[("$i/scope", r#""global""#)], "$i/scope");
+}
+
+/// Mandatory policy nothing here can enforce fails rather than degrades (§6 rule 8): a
+/// managed subscription, or one users must not disable, is refused by name; the scopes
+/// `ahp hook install` writes to, and a disableable subscription, load.
+#[test]
+fn managed_policy_this_interceptor_cannot_enforce_is_refused() {
+    let managed = ("$i/scope", r#""managed""#);
+    let problems = rejected_at(&[managed, ("$i/disableable", "false")], "$i/scope");
+    assert!(problems[0].rule.contains("cannot enforce"), "{problems:#?}");
+    for scope in [r#""user""#, r#""project""#] {
+        let problems = rejected_at(
+            &[("$i/scope", scope), ("$i/disableable", "false")],
+            "$i/disableable",
+        );
+        assert!(problems[0].rule.contains("cannot enforce"), "{problems:#?}");
+        accepted(&[("$i/scope", scope), ("$i/disableable", "true")]);
+        accepted(&[("$i/scope", scope)]);
+    }
+    rejected_at(&[("$i/disableable", "false")], "$i/disableable");
 }
 
 #[test]
