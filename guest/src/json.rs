@@ -308,7 +308,17 @@ pub fn integer_value<T: TryFrom<i64> + TryFrom<u64>>(v: &Value) -> Option<T> {
 /// Parses one JSON text, rejecting repeated member names and whole numbers past 64 bits
 /// at any depth.
 pub fn parse(text: &str) -> Result<Value, Error> {
-    read_with(text, true, MAX_PARSED_VALUES)?
+    read_with(text, Past64::Keep, MAX_PARSED_VALUES)?
+        .to_value()
+        .map_err(Error::Inexact)
+}
+
+/// [`parse`], for a text that is only read, never written back (a registration): a
+/// whole number past 64 bits is kept as the nearest double, as serde_json reads it, so
+/// that a count can be refused for its size where it is read, and a member nobody reads
+/// (an unknown field, ignored) is no reason to refuse the document.
+pub fn parse_to_read(text: &str) -> Result<Value, Error> {
+    read_with(text, Past64::Round, MAX_PARSED_VALUES)?
         .to_value()
         .map_err(Error::Inexact)
 }
@@ -316,7 +326,7 @@ pub fn parse(text: &str) -> Result<Value, Error> {
 /// Reads one JSON text into a tree borrowing from it, rejecting repeated member names and
 /// whole numbers past 64 bits at any depth.
 pub fn read(text: &str) -> Result<Node<'_>, Error> {
-    read_with(text, false, MAX_VALUES)
+    read_with(text, Past64::Refuse, MAX_VALUES)
 }
 
 /// [`read`], but refusing a text [`parse`] would refuse for its weight: for a text read
@@ -324,22 +334,33 @@ pub fn read(text: &str) -> Result<Node<'_>, Error> {
 /// its text when a modification or content selection needs it), so that the later
 /// [`parse`] cannot fail on a text this accepted.
 pub fn read_parseable(text: &str) -> Result<Node<'_>, Error> {
-    read_with(text, false, MAX_PARSED_VALUES)
+    read_with(text, Past64::Refuse, MAX_PARSED_VALUES)
 }
 
 /// [`read`], but a whole number past 64 bits is kept as [`Node::Inexact`], refused only
 /// where a value is built from it: for a text only parts of which are written back.
 pub fn read_keeping_inexact(text: &str) -> Result<Node<'_>, Error> {
-    read_with(text, true, MAX_VALUES)
+    read_with(text, Past64::Keep, MAX_VALUES)
 }
 
 /// Reads `text`, which may hold at most `max_values` weighed values.
-fn read_with(text: &str, keeps_inexact: bool, max_values: usize) -> Result<Node<'_>, Error> {
+/// What the reader does with a whole number past 64 bits, which no `Value` holds exactly.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Past64 {
+    /// Refused where it is read ([`Fault::Inexact`]).
+    Refuse,
+    /// Kept as [`Node::Inexact`], refused only where a value is built from it.
+    Keep,
+    /// Kept as the nearest double ([`parse_to_read`]).
+    Round,
+}
+
+fn read_with(text: &str, past_64: Past64, max_values: usize) -> Result<Node<'_>, Error> {
     let mut reading = Reading {
         found: None,
         broken_at: Vec::new(),
         numbers: Literals::of(text),
-        keeps_inexact,
+        past_64,
         values_left: max_values,
     };
     let mut reader = serde_json::Deserializer::from_str(text);
@@ -403,8 +424,8 @@ struct Reading<'t> {
     /// [`Found`]).
     broken_at: Vec<String>,
     numbers: Literals<'t>,
-    /// Whether a whole number past 64 bits is kept as [`Node::Inexact`], not refused.
-    keeps_inexact: bool,
+    /// What becomes of a whole number past 64 bits.
+    past_64: Past64,
     /// How many more values may be read ([`MAX_VALUES`] in all, or
     /// [`MAX_PARSED_VALUES`]).
     values_left: usize,
@@ -504,8 +525,11 @@ impl<'de> Visitor<'de> for Strict<'_, '_> {
         let numbers = &mut self.reading.numbers;
         let n = numbers.read;
         numbers.read += 1;
-        if v.abs() >= PAST_I64 && numbers.nth(n).is_none_or(is_whole) {
-            if self.reading.keeps_inexact {
+        if v.abs() >= PAST_I64
+            && self.reading.past_64 != Past64::Round
+            && numbers.nth(n).is_none_or(is_whole)
+        {
+            if self.reading.past_64 == Past64::Keep {
                 return Ok(Node::Inexact);
             }
             return Err(self.fail(Fault::Inexact, Vec::new()));

@@ -40,7 +40,7 @@ pub fn is_interceptable(event_type: &str) -> bool {
 /// Parses and validates a registration document. Any problem rejects the whole document;
 /// every problem found is returned, not just the first.
 pub fn parse(text: &str) -> Result<Registration, Vec<Problem>> {
-    let root = json::parse(text).map_err(|error| {
+    let root = json::parse_to_read(text).map_err(|error| {
         vec![match error {
             json::Error::Duplicate(repeat) => Problem::new(
                 repeat.pointer,

@@ -375,7 +375,10 @@ fn a_whole_number_too_large_to_hold_is_refused_as_too_large() {
             ("$o/upload/timeoutMs", "milliseconds"),
             ("$o/upload/maxBytes", "bytes"),
         ] {
-            let problems = rejected_at(&[("$o/upload", upload), (pointer, huge)], pointer);
+            // Written into the text as it stands: a `Value` would hold it as a double.
+            let text = edited(&[("$o/upload", upload), (pointer, "424242")]);
+            let problems = parse(&text.replace("424242", huge)).expect_err(huge);
+            assert_eq!(problems[0].path, expand(pointer), "{huge}: {problems:#?}");
             let rule = &problems[0].rule;
             assert_eq!(problems.len(), 1, "{pointer} = {huge}: {problems:#?}");
             assert!(rule.contains("too large"), "{pointer} = {huge}: {rule}");
@@ -386,6 +389,17 @@ fn a_whole_number_too_large_to_hold_is_refused_as_too_large() {
     let reg = accepted(&[("$i/timeoutMs", &largest)]);
     assert_eq!(fail_closed_timeout(&reg), u64::MAX);
     accepted(&[("$o/upload", upload), ("$o/upload/maxBytes", &largest)]);
+}
+
+/// An unknown field is ignored whatever it holds (§6 rule 11): a whole number past 64
+/// bits there, which no count could hold, is no reason to refuse the registration.
+#[test]
+fn a_huge_number_in_an_unknown_field_is_ignored() {
+    let text = edited(&[("/x-meta", r#"{"n": 424242}"#)]);
+    for huge in ["123456789012345678901234", "-123456789012345678901234"] {
+        let reg = parse(&text.replace("424242", huge)).unwrap_or_else(|p| panic!("{p:#?}"));
+        assert!(reg.warnings.iter().any(|w| w.path == "/x-meta"), "{reg:#?}");
+    }
 }
 
 #[test]
