@@ -81,7 +81,8 @@ fn stdio_env_of(entries: &[StdioEnv], id: &str) -> Vec<String> {
 impl Backends {
     /// Builds the transports and credential sources the component's plan asks for. An
     /// injected provider replaces the registration's binding for its backend. Every
-    /// backend id the configuration names must be an http backend of the plan.
+    /// backend id the configuration names must be a backend of the plan (of its kind,
+    /// where only one kind takes it): a misspelt one would silently configure nothing.
     pub fn new(plan: Vec<BackendPlan>, config: &BackendConfig) -> Result<Backends, String> {
         let is_http = |id: &str| {
             plan.iter()
@@ -119,6 +120,11 @@ impl Backends {
         if let Some(unknown) = config.transports.keys().find(|id| !is_backend(id)) {
             return Err(format!(
                 "transport for `{unknown}`, which is not a backend of this registration"
+            ));
+        }
+        if let Some(unknown) = config.retries.per_backend.keys().find(|id| !is_backend(id)) {
+            return Err(format!(
+                "retries for `{unknown}`, which is not a backend of this registration"
             ));
         }
         let oauth = Arc::new(OAuth::new(config.http.clone()));

@@ -67,6 +67,41 @@ async fn unavailable_statuses_are_retried_until_the_configured_limit() {
     assert!(bodies.windows(2).all(|w| w[0] == w[1]));
 }
 
+/// A backend's own retry count replaces the default for it alone; one for an id the
+/// registration does not hold is refused at build, naming it, rather than configuring
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backends_own_retry_count_replaces_the_default_and_must_name_a_backend() {
+    let backend = FaultBackend::start(vec![bare_status(503)]).await;
+    let reg = registration(&[Http::new(ID, backend.url())]);
+    let per_backend = |id: &str| Options {
+        retries: RetryPolicy {
+            default: 3,
+            per_backend: [(id.to_owned(), 1)].into(),
+        },
+        ..Options::default()
+    };
+    let hooks = Interceptor::new(&reg, per_backend(ID))
+        .await
+        .expect("valid");
+    let settled = call(&hooks, "evt_retry_own").await;
+    assert_failed(&settled, "fail-closed", "http-status", "503");
+    assert_eq!(
+        backend.requests().len(),
+        2,
+        "one attempt and its own one retry"
+    );
+    let error = Interceptor::new(&reg, per_backend("com.example.flakey"))
+        .await
+        .err()
+        .expect("refused");
+    assert!(error.is_setup(), "{error}");
+    assert!(
+        error.to_string().contains("`com.example.flakey`"),
+        "{error}"
+    );
+}
+
 /// Options::default(): the host configuration enables no retries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_retry_without_configuration() {
