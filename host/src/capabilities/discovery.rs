@@ -65,15 +65,21 @@ pub struct OAuthClient {
 
 impl OAuthClient {
     /// A JSON array of clients (`[{"issuer", "clientId", "clientSecretRef", "scopes"}]`),
-    /// checked; an error names the entry and the field.
+    /// checked; an error names the entry and the field, never a value given where another
+    /// belongs (a secret pasted in place of its reference would be printed).
     pub fn list_from_json(text: &str) -> Result<Vec<OAuthClient>, String> {
-        let entries: Vec<Value> =
-            serde_json::from_str(text).map_err(|e| format!("must be a JSON array: {e}"))?;
+        let document: Value =
+            serde_json::from_str(text).map_err(|e| format!("is not JSON: {e}"))?;
+        let Value::Array(entries) = document else {
+            return Err(format!("must be a JSON array, found {}", kind(&document)));
+        };
         let clients = entries
             .into_iter()
             .enumerate()
             .map(|(i, entry)| {
-                serde_json::from_value::<OAuthClient>(entry).map_err(|e| format!("[{i}]: {e}"))
+                shape(&entry).map_err(|e| format!("[{i}]: {e}"))?;
+                serde_json::from_value::<OAuthClient>(entry)
+                    .map_err(|_| format!("[{i}]: is not a client entry"))
             })
             .collect::<Result<Vec<_>, _>>()?;
         check_clients(&clients)?;
@@ -118,6 +124,50 @@ impl OAuthClient {
             return Err(format!("`scopes`: {bad:?} is not a scope token"));
         }
         Ok(())
+    }
+}
+
+/// Whether `entry` has the members of an [`OAuthClient`], each of its type: the error
+/// names the member and the type found, not the value, which serde's own would repeat.
+fn shape(entry: &Value) -> Result<(), String> {
+    let Value::Object(members) = entry else {
+        return Err(format!("must be an object, found {}", kind(entry)));
+    };
+    for (name, value) in members {
+        let fits = match name.as_str() {
+            "issuer" | "clientId" | "clientSecretRef" => value.is_string(),
+            "scopes" => value
+                .as_array()
+                .is_some_and(|scopes| scopes.iter().all(Value::is_string)),
+            _ => return Err(format!("unknown field `{name}`")),
+        };
+        if !fits {
+            let wanted = if name == "scopes" {
+                "an array of strings"
+            } else {
+                "a string"
+            };
+            return Err(format!("`{name}` must be {wanted}, found {}", kind(value)));
+        }
+    }
+    match ["issuer", "clientId", "clientSecretRef"]
+        .into_iter()
+        .find(|name| !members.contains_key(*name))
+    {
+        Some(missing) => Err(format!("`{missing}` is missing")),
+        None => Ok(()),
+    }
+}
+
+/// A JSON value's kind, for an error that must not repeat the value.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -1032,7 +1082,7 @@ mod tests {
             (r#"{}"#, "JSON array"),
             (
                 r#"[{"issuer": "https://as", "clientId": "c"}]"#,
-                "[0]: missing field `clientSecretRef`",
+                "[0]: `clientSecretRef` is missing",
             ),
             (
                 r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:S", "extra": 1}]"#,
@@ -1071,11 +1121,26 @@ mod tests {
                  {"issuer": "https://as", "clientId": "d", "clientSecretRef": "env:S"}]"#,
                 "[1]: `issuer` https://as is given twice",
             ),
+            // A value of the wrong type is named by its type, never repeated: it could be
+            // the secret itself, pasted where its reference belongs.
+            (
+                r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": 918273645}]"#,
+                "[0]: `clientSecretRef` must be a string, found a number",
+            ),
+            (
+                r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": ["918273645"]}]"#,
+                "[0]: `clientSecretRef` must be a string, found an array",
+            ),
+            (
+                r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:S", "scopes": [918273645]}]"#,
+                "[0]: `scopes` must be an array of strings",
+            ),
+            (r#"["918273645"]"#, "[0]: must be an object, found a string"),
+            (r#""918273645""#, "must be a JSON array, found a string"),
         ] {
-            assert!(
-                matches!(OAuthClient::list_from_json(bad), Err(e) if e.contains(why)),
-                "{bad}"
-            );
+            let error = OAuthClient::list_from_json(bad).expect_err(bad);
+            assert!(error.contains(why), "{bad}: {error}");
+            assert!(!error.contains("918273645"), "{bad}: {error}");
         }
     }
 }
