@@ -279,12 +279,72 @@ fn tool(
 /// grammar allows one, and the JavaScript harnesses write one (`JSON.stringify` of a
 /// string cut in the middle of an emoji, tool output truncated by UTF-16 length), but
 /// serde_json refuses it: the payload would be "not JSON", a failure answered as a denial
-/// of a call nothing objected to. Escapes are rewritten only after a first parse fails.
+/// of a call nothing objected to. Escapes are rewritten only after a first parse fails,
+/// and the rewritten text is refused if two member names of one object are then alike
+/// (`"K\ud800"` and `"K\udc00"`): the harness would act on both members, a backend see
+/// one of them.
 pub fn parse(json: &[u8]) -> serde_json::Result<Value> {
     serde_json::from_slice(json).or_else(|error| match lone_surrogates_replaced(json) {
-        Some(replaced) => serde_json::from_slice(&replaced),
+        Some(replaced) => {
+            serde_json::from_slice::<Distinct>(&replaced)?;
+            serde_json::from_slice(&replaced)
+        }
         None => Err(error),
     })
+}
+
+/// A JSON value whose objects, at every depth, name each member once.
+struct Distinct;
+
+impl<'de> serde::Deserialize<'de> for Distinct {
+    fn deserialize<D: serde::Deserializer<'de>>(reader: D) -> Result<Distinct, D::Error> {
+        reader.deserialize_any(Distinct)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Distinct {
+    type Value = Distinct;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Distinct, E> {
+        Ok(Distinct)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Distinct, E> {
+        Ok(Distinct)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Distinct, E> {
+        Ok(Distinct)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Distinct, E> {
+        Ok(Distinct)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Distinct, E> {
+        Ok(Distinct)
+    }
+    fn visit_unit<E>(self) -> Result<Distinct, E> {
+        Ok(Distinct)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<Distinct, A::Error> {
+        while items.next_element::<Distinct>()?.is_some() {}
+        Ok(Distinct)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut members: A) -> Result<Distinct, A::Error> {
+        let mut names = std::collections::HashSet::new();
+        while let Some(name) = members.next_key::<String>()? {
+            if !names.insert(name) {
+                return Err(serde::de::Error::custom(
+                    "two member names are alike once lone surrogates are read as U+FFFD",
+                ));
+            }
+            members.next_value::<Distinct>()?;
+        }
+        Ok(Distinct)
+    }
 }
 
 /// `json` with each `\u` escape of a surrogate that is not half of a pair replaced by
@@ -441,6 +501,31 @@ mod tests {
         assert_eq!(super::lone_surrogates_replaced(br#""\ud83d\ude00""#), None);
         assert!(parsed(r#""\ud83d"#).is_err(), "still not JSON");
         assert!(parsed(r#"{"a": \ud83d}"#).is_err(), "still not JSON");
+    }
+
+    /// Two names the harness tells apart that U+FFFD would make one are refused, at any
+    /// depth: a backend would see one member, the tool would run with both. Names alike
+    /// only because the harness wrote them twice are the harness's own (its reader keeps
+    /// the last, as serde_json does), unless lone surrogates were rewritten too.
+    #[test]
+    fn names_made_alike_by_the_replacement_are_refused() {
+        let parsed = |json: &str| super::parse(json.as_bytes()).map_err(|e| e.to_string());
+        for json in [
+            r#"{"K\ud800": "SECRET", "K\udc00": "x"}"#,
+            r#"{"tool_input": {"headers": [{"K\ud800": 1, "K\ufffd": 2}]}}"#,
+        ] {
+            let error = parsed(json).expect_err(json);
+            assert!(error.contains("alike"), "{json}: {error}");
+        }
+        let kept = parsed(r#"{"K\ud800": "a", "L\udc00": ["b", {"K\ud800": "c"}]}"#);
+        assert_eq!(
+            kept,
+            Ok(serde_json::json!({"K\u{fffd}": "a", "L\u{fffd}": ["b", {"K\u{fffd}": "c"}]}))
+        );
+        assert_eq!(
+            parsed(r#"{"a": 1, "a": 2}"#),
+            Ok(serde_json::json!({"a": 2}))
+        );
     }
 
     use super::*;
