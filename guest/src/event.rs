@@ -687,6 +687,7 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             | Shape::Error
             | Shape::Usage(_)
             | Shape::TokenCounts
+            | Shape::Counters
                 if !value.is_object() =>
             {
                 "must be an object"
@@ -762,6 +763,15 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
                         "tokenCounts",
                         problems,
                     );
+                }
+                continue;
+            }
+            Shape::Counters => {
+                for (key, count) in value.as_object().map(|o| o.members()).into_iter().flatten() {
+                    let at = format!("{pointer}/{}", json::segment(key));
+                    if !count.is_u64() && !problems.names(&at) {
+                        problems.add(at, &count_rule(count));
+                    }
                 }
                 continue;
             }
@@ -1678,7 +1688,8 @@ mod tests {
             | Shape::Execution(_)
             | Shape::Error
             | Shape::Usage(_)
-            | Shape::TokenCounts => (json!([]), "must be an object"),
+            | Shape::TokenCounts
+            | Shape::Counters => (json!([]), "must be an object"),
             Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles | Shape::Removed => {
                 (json!({}), "must be an array")
             }
@@ -3386,6 +3397,25 @@ mod tests {
 
     /// Each member of a type observed only whose rules are known: missing, it is the one
     /// problem, named at its pointer; of the wrong shape, likewise.
+    /// session.end's `counters` (session-end.schema.json): each count, under any name, a
+    /// non-negative integer, named at its own pointer.
+    #[test]
+    fn a_session_ends_counters_are_non_negative_integers_each_named() {
+        let end = fixture_event(fixture!("http/observe-session-end.valid.json"));
+        let counters = json!({"tools": 3, "a/b": -1, "turns": "many", "big": 1e30, "ok": 0});
+        let problems = observed_problems(&edited(end.clone(), "/counters", Some(counters)));
+        let at: Vec<&str> = problems.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            at,
+            ["/counters/a~1b", "/counters/big", "/counters/turns"],
+            "{problems:?}"
+        );
+        assert!(problems[0].1.contains("non-negative"), "{problems:?}");
+        assert!(problems[1].1.contains("too large"), "{problems:?}");
+        let fine = edited(end, "/counters", Some(json!({"tools": 3, "turns": 0})));
+        assert_eq!(observed_problems(&fine), []);
+    }
+
     #[test]
     fn each_member_of_a_known_observed_type_is_named_when_missing_or_mistyped() {
         let examples = [
@@ -3435,7 +3465,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 57,
+            checked, 58,
             "the members of session.end, hook.failure, task.change.after, \
              tool.permission.resolved, tool.progress, file.changed, model.switch.after, \
              model.error, turn.end and turn.progress"

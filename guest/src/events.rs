@@ -91,6 +91,9 @@ pub enum Shape {
     /// `$defs/tokenCounts`), `{before?, after?}`, each a non-negative integer, and
     /// nothing else; checked where present.
     TokenCounts,
+    /// Optional: an object of counts under any names, each a non-negative integer
+    /// (session.end's `counters`, session-end.schema.json); checked where present.
+    Counters,
     /// Optional: this shape, checked where present (an attempt's `synthesized`).
     Optional(&'static Shape),
 }
@@ -104,6 +107,7 @@ impl Shape {
                 | Shape::Usage(_)
                 | Shape::Latency
                 | Shape::TokenCounts
+                | Shape::Counters
                 | Shape::Optional(_)
         )
     }
@@ -172,8 +176,8 @@ const STOP_CONTINUE: &[FlowOperation] = &[FlowOperation::Stop, FlowOperation::Co
 
 // `Shape::Message` is written out: `Message` is the effect.
 use Shape::{
-    Absent, AbsentWhen, Array, Bool, Call, ChangedFiles, Count, Error, Execution, Identity, Object,
-    Ordinal, ResolvedCalls, Text, Tool, Word,
+    Absent, AbsentWhen, Array, Bool, Call, ChangedFiles, Count, Counters, Error, Execution,
+    Identity, Object, Ordinal, ResolvedCalls, Text, Tool, Word,
 };
 
 /// A model (execution-event.schema.json@62fc780 `$defs/model`, closed): `{id, provider}`.
@@ -576,6 +580,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             ("/session", Object),
             ("/outcome", Word(SESSION_OUTCOMES)),
             ("/reason", Text),
+            ("/counters", Counters),
             ("/tool", Absent),
         ],
     ),
@@ -1065,10 +1070,16 @@ mod tests {
         let members = observed("session.end").expect("session.end has rules");
         let ours: Vec<&str> = members
             .iter()
-            .filter(|(_, shape)| *shape != Absent)
+            .filter(|(_, shape)| *shape != Absent && !shape.is_optional())
             .map(|(pointer, _)| &pointer[1..])
             .collect();
         assert_eq!(ours, required);
+        let counts = &schema["properties"]["counters"]["additionalProperties"];
+        assert_eq!(
+            counts,
+            &serde_json::json!({"type": "integer", "minimum": 0})
+        );
+        assert!(members.contains(&("/counters", Shape::Counters)));
         let outcomes: Vec<&str> = schema["properties"]["outcome"]["enum"]
             .as_array()
             .expect("outcome enum")
