@@ -16,7 +16,8 @@ use crate::events::{self, Payload, Rules, Shape};
 use crate::json::{self, Node, Object};
 use crate::registration::View;
 use crate::syntax::{
-    has_a_secret_parameter, has_userinfo, is_absolute_uri, is_date_time, is_extensions, is_http_url,
+    has_a_secret_parameter, has_userinfo, is_absolute_uri, is_date_time, is_http_url,
+    is_reverse_dns,
 };
 use ahp_vocab::EventCapability;
 use serde::ser::SerializeMap as _;
@@ -504,11 +505,19 @@ fn check_envelope(event: &Object, problems: &mut Problems) {
     optional_string(event, "", "parentEventId", problems);
     // Known fields are validated (AHP-CORE-003): an extension named outside reverse DNS
     // could take another vendor's meaning.
-    if event.get("extensions").is_some_and(|e| !is_extensions(e)) {
-        problems.add(
+    // Each name that is not is named, so that one among many can be found.
+    match event.get("extensions") {
+        Some(Node::Object(extensions)) => {
+            for name in extensions.keys().filter(|name| !is_reverse_dns(name)) {
+                let at = format!("/extensions/{}", json::segment(name));
+                problems.add(at, "must be named in reverse DNS (AHP-EXT-001)");
+            }
+        }
+        Some(_) => problems.add(
             "/extensions",
             "must be an object whose member names are reverse-DNS (AHP-EXT-001)",
-        );
+        ),
+        None => {}
     }
 }
 
@@ -522,9 +531,14 @@ fn check_session(session: &Object, problems: &mut Problems) {
             problems.add(format!("{at}/{key}"), "must be a string");
         }
     }
-    let roots = session.get("workspaceRoots");
-    if roots.is_some_and(|r| !r.as_array().is_some_and(|r| r.iter().all(Node::is_string))) {
-        problems.add("/session/workspaceRoots", "must be an array of strings");
+    match session.get("workspaceRoots") {
+        Some(Node::Array(roots)) => {
+            for (i, _) in roots.iter().enumerate().filter(|(_, r)| !r.is_string()) {
+                problems.add(format!("/session/workspaceRoots/{i}"), "must be a string");
+            }
+        }
+        Some(_) => problems.add("/session/workspaceRoots", "must be an array of strings"),
+        None => {}
     }
     if session.contains_key("agent") {
         if let Some(agent) = required_object(session, at, "agent", problems) {
@@ -2663,12 +2677,7 @@ mod tests {
     #[test]
     fn extensions_must_be_an_object_of_reverse_dns_names() {
         let rule = "must be an object whose member names are reverse-DNS (AHP-EXT-001)";
-        for bad in [
-            json!({"trace": 1}),
-            json!("x"),
-            json!([]),
-            json!({"com.ex": 1, "x": 2}),
-        ] {
+        for bad in [json!("x"), json!([])] {
             let event = with("/extensions", Some(bad.clone()));
             assert_eq!(only_problem(&event, "/extensions"), rule, "{bad}");
             let mut after = fixture_event(fixture!("http/observe-tool-after.valid.json"));
@@ -2676,6 +2685,21 @@ mod tests {
             assert_eq!(
                 observed_problems(&after),
                 [("/extensions".to_owned(), rule.to_owned())]
+            );
+        }
+        // A name that is not reverse DNS is named itself, among good ones.
+        let rule = "must be named in reverse DNS (AHP-EXT-001)";
+        for (bad, at) in [
+            (json!({"trace": 1}), "/extensions/trace"),
+            (json!({"com.ex": 1, "a/b": 2}), "/extensions/a~1b"),
+        ] {
+            let event = with("/extensions", Some(bad.clone()));
+            assert_eq!(only_problem(&event, at), rule, "{bad}");
+            let mut after = fixture_event(fixture!("http/observe-tool-after.valid.json"));
+            after["extensions"] = bad;
+            assert_eq!(
+                observed_problems(&after),
+                [(at.to_owned(), rule.to_owned())]
             );
         }
         let good = json!({"com.example.trace": {"id": 3}, "org.x-y.z_": [1]});
@@ -3103,6 +3127,12 @@ mod tests {
             (
                 "/session/workspaceRoots",
                 json!(["/repo", 2]),
+                "/session/workspaceRoots/1",
+                "must be a string",
+            ),
+            (
+                "/session/workspaceRoots",
+                json!("/repo"),
                 "/session/workspaceRoots",
                 "must be an array of strings",
             ),
