@@ -8,7 +8,8 @@
 //! - `per_event`: a fresh child per message: write one line, close stdin, read at most one
 //!   line, reap. Exit 0 only means the exchange finished; a nonzero exit is
 //!   `abnormal-exit` even after a line, and no line with exit 0 is `connection-lost`,
-//!   as is stdout closed without a line by a child still running after a short grace.
+//!   as is stdout closed without a line by a child still running after a short grace;
+//!   a reply left without its `\n` at exit 0 is `malformed-framing`.
 //!
 //! Every phase (lock wait and spawn, write, read) runs inside the one absolute deadline
 //! the component passed in, and the phase the deadline hit is reported. The host only
@@ -338,15 +339,15 @@ impl StdioBackend {
         let line = match timeout_at(deadline, reading).await {
             Err(_) => return Err(DeliveryError::DeadlineExceeded(reader.phase())),
             Ok(Err(LineError::TooLarge)) => return Err(DeliveryError::ResponseTooLarge),
-            // The process writes one message and exits, so EOF also ends that message.
-            Ok(Err(LineError::Closed)) => match reader.take_partial() {
-                Some(partial) => partial,
-                // Stdout closed with nothing on it: no reply can come, whatever the exit,
-                // so the deadline is not waited out for one (a child still running after
-                // the grace is `connection-lost`, as a persistent one is).
-                None => return Err(ended(process, deadline, false).await),
-            },
-            Ok(Ok(line)) => line,
+            // A message is a line ended by `\n` (digest §10), for either lifecycle: what
+            // stdout held when it closed without one is no message. Its exit still
+            // says more than the framing: a non-zero one is `abnormal-exit`.
+            Ok(Err(LineError::Closed)) if reader.ended_mid_line() => None,
+            // Stdout closed with nothing on it: no reply can come, whatever the exit, so
+            // the deadline is not waited out for one (a child still running after the
+            // grace is `connection-lost`, as a persistent one is).
+            Ok(Err(LineError::Closed)) => return Err(ended(process, deadline, false).await),
+            Ok(Ok(line)) => Some(line),
         };
         // At most one line is the reply. What the process writes after it is read and
         // thrown away until it exits: a write into a closed pipe would kill it (or fail
@@ -359,10 +360,11 @@ impl StdioBackend {
             // reply came.
             return Err(DeliveryError::DeadlineExceeded(IoPhase::ReadResponse));
         };
-        match code {
-            Some(0) => Ok(stdio_reply(line)),
+        match (code, line) {
+            (Some(0), Some(line)) => Ok(stdio_reply(line)),
+            (Some(0), None) => Err(DeliveryError::MalformedFraming),
             // A nonzero exit fails the exchange even after a complete line.
-            code => Err(DeliveryError::AbnormalExit(code)),
+            (code, _) => Err(DeliveryError::AbnormalExit(code)),
         }
     }
 
@@ -945,9 +947,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         self.inner.buffer()
     }
 
-    /// The bytes read after the last newline, if any.
-    fn take_partial(&mut self) -> Option<Vec<u8>> {
-        Some(std::mem::take(&mut self.partial)).filter(|p| !p.is_empty())
+    /// Whether bytes were read after the last newline: the stream ended inside a line.
+    fn ended_mid_line(&self) -> bool {
+        !self.partial.is_empty()
     }
 
     /// Reads and drops everything up to the end of the stream (or a read error).
@@ -1184,6 +1186,29 @@ mod tests {
             "{refused:?}"
         );
         shut_down(&backend);
+    }
+
+    /// A message is a line ended by `\n` (digest §10) under either lifecycle: a
+    /// per_event child that writes a whole reply without one and exits 0 has sent no
+    /// message (`malformed-framing`), where a non-zero exit is still `abnormal-exit`;
+    /// the same reply with its newline is the reply.
+    #[tokio::test]
+    async fn a_per_event_reply_without_its_newline_is_malformed_framing() {
+        let reply = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        let cases = [
+            ("printf '%s' ", 0, Err(DeliveryError::MalformedFraming)),
+            ("printf '%s' ", 3, Err(DeliveryError::AbnormalExit(Some(3)))),
+            ("printf '%s\\n' ", 0, Ok(reply.as_bytes().to_vec())),
+        ];
+        for (write, status, expected) in cases {
+            let script = format!("IFS= read -r line; {write}'{reply}'; exit {status}");
+            let backend = sh_backend(&script, true);
+            let far = Instant::now() + Duration::from_secs(10);
+            let result = backend.exchange(REQUEST, far).await.map(|r| r.body);
+            let (got, want) = (format!("{result:?}"), format!("{expected:?}"));
+            assert_eq!(got, want, "{script}");
+            shut_down(&backend);
+        }
     }
 
     /// A child that writes its reply twice in one write is not kept: the second copy,
