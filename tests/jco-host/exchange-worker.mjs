@@ -120,6 +120,14 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
     response.on('aborted', () => settle({ error: 'connection-lost' }));
     response.on('error', () => settle({ error: 'connection-lost' }));
   });
+  // A 101 goes to an `upgrade` listener only; without one Node drops the socket and
+  // reports nothing, and the call would wait out its deadline. This client asks for no
+  // upgrade: the reply is that status, as hyper gives it to the Rust host.
+  request.on('upgrade', (response, socket) => {
+    answered = true;
+    socket.destroy();
+    settle({ status: response.statusCode, contentType: response.headers['content-type'] }, Buffer.alloc(0));
+  });
   request.on('error', (error) => {
     settle({ error: classify(error, connected, tls && !secured, answered) });
   });

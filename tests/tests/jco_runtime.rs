@@ -786,6 +786,29 @@ async fn node_reads_a_large_error_and_a_latin1_content_type_as_the_rust_host_doe
     assert_eq!(node, rust);
 }
 
+/// A `101 Switching Protocols` (an upgrade this client never asked for) is that status in
+/// both hosts, at once: `http-status`, settled by the policy. Node hands a 101 only to an
+/// `upgrade` listener, so without one the Node host waited out the deadline and recorded
+/// `deadline-exceeded`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_hosts_take_an_unasked_upgrade_as_its_status_at_once() {
+    let id = "evt_node_upgrade";
+    let raw = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n";
+    let backend = FaultBackend::start(vec![Behaviour::RawThenClose(raw.into())]).await;
+    let reg = one_backend(&backend, "fail-open", 5000);
+    let started = std::time::Instant::now();
+    let node = verdict(&call(&reg, id).await["audit"]);
+    let took = started.elapsed();
+    let rust = in_rust_host(&reg, id).await;
+    assert_eq!(rust["failure"]["class"], json!("http-status"), "{rust}");
+    assert_eq!(rust["outcome"], json!("failed-open"), "{rust}");
+    assert_eq!(node, rust);
+    assert!(
+        took < std::time::Duration::from_secs(4),
+        "the Node host took {took:?}"
+    );
+}
+
 /// A reply whose length is given twice over — Transfer-Encoding beside Content-Length,
 /// Content-Length twice, or as a list — is `malformed-http` in both hosts (RFC 9112
 /// §6.3: "ought to be handled as an error"), though its deny would decide were it framed
