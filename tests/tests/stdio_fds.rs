@@ -1,7 +1,8 @@
 //! No leaked file descriptors: every pipe to a stdio backend child, across persistent
 //! children, their restarts after a timeout or garbage, per-event children and a launch
 //! failure, is closed once the interceptor is shut down and dropped, even the stderr of
-//! a backend that left a process running outside its group.
+//! a backend that left a process running outside its group; and those of an exchange
+//! that shutdown ended, while the interceptor is still held.
 //!
 //! Its own test binary with a single test, so no other test opens descriptors in this
 //! process while it counts them.
@@ -135,6 +136,43 @@ async fn shutdown_leaves_no_descriptor_open() {
         Vec::<String>::new(),
         "descriptors left open after shutdown"
     );
+
+    // Shut down with an exchange in flight on a persistent child, the interceptor kept:
+    // the child's pipes close with the exchange, not when the interceptor is dropped.
+    let slow = json!({"protocolVersion": "draft", "hooks": [
+        hook("com.example.busy", &["sleep:5000"], "persistent", 10_000)
+    ]})
+    .to_string();
+    let hooks = std::sync::Arc::new(interceptor(&slow).await);
+    let calling = hooks.clone();
+    let call = tokio::spawn(async move {
+        calling
+            .intercept(&event("evt_fd_busy"), &[EffectKind::Deny], None)
+            .await
+    });
+    let until = Instant::now() + Duration::from_secs(10);
+    while opened_since(&before).is_empty() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The request is written and the child is asleep over it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !opened_since(&before).is_empty(),
+        "the child's pipes are open"
+    );
+    hooks.shutdown();
+    let settled = call.await.expect("the call's task").expect("settled");
+    assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
+    let until = Instant::now() + Duration::from_secs(10);
+    while !opened_since(&before).is_empty() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        opened_since(&before),
+        Vec::<String>::new(),
+        "descriptors left open after a shutdown that ended an exchange, the interceptor kept"
+    );
+    drop(hooks);
 }
 
 /// The descriptors open now that were not open at `baseline`.

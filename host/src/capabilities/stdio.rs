@@ -20,9 +20,10 @@
 //! background) and replaced on next use: after a timeout, an I/O error, an oversized
 //! line, a reply that is not JSON or carries another id (stale or unattributable
 //! output) or is no JSON-RPC 2.0 response (malformed output), or an exchange that was
-//! dropped midway by interruption. The last is detected by a `busy` flag set before the
-//! write and cleared after the complete read; a kill-on-drop guard also stops the child
-//! at once, so an interrupted backend does not go on working.
+//! dropped midway by interruption or shutdown. For the last, the session is out of its
+//! slot while in use: dropped with the exchange, its pipes close at once, and a
+//! kill-on-drop guard stops the child, so an interrupted backend does not go on working
+//! and shutdown leaves no descriptor open.
 //!
 //! Processes are run directly (never through a shell) with an empty environment except
 //! `PATH`, `kill_on_drop`, and stderr drained line by line into `tracing::debug!` (never
@@ -99,9 +100,6 @@ struct Session {
     process: Arc<Process>,
     stdin: ChildStdin,
     stdout: LineReader<ChildStdout>,
-    /// Set before a request is written, cleared once its exchange completed. Still set on
-    /// the next use means that exchange was dropped midway: the child is restarted.
-    busy: bool,
     /// The deadline of the notification written last, while no request has followed it:
     /// written to the pipe is all its delivery showed, so a process about to exit lets
     /// the child read it first ([`StdioBackend::end_input`]).
@@ -180,39 +178,38 @@ impl StdioBackend {
         // Output that arrived since the last reply answers no request of ours: a child
         // that writes it cannot be trusted with the next (a second copy of its last reply
         // would be read as this request's).
-        let stale = slot
-            .as_ref()
-            .is_some_and(|s| s.busy || s.process.exited().is_some() || s.stdout.pending());
-        if stale {
-            if let Some(old) = slot.take() {
-                tracing::debug!(backend = %self.id, pid = ?old.process.pid, "restarting persistent stdio backend");
-                self.children.retire(&old.process);
+        let mut session = match slot.take() {
+            Some(session) if session.process.exited().is_none() && !session.stdout.pending() => {
+                session
             }
-        }
-        let session = match &mut *slot {
-            Some(session) => session,
-            None => {
+            stale => {
+                if let Some(old) = stale {
+                    tracing::debug!(backend = %self.id, pid = ?old.process.pid, "restarting persistent stdio backend");
+                    self.children.retire(&old.process);
+                }
                 let (process, stdin, stdout) = self.children.spawn(self, true)?;
                 let stdout = stdout.ok_or(DeliveryError::LaunchFailed)?;
                 self.children.reap_on_exit(&process);
-                slot.insert(Session {
+                Session {
                     process,
                     stdin,
                     stdout: LineReader::new(stdout),
-                    busy: false,
                     unread_notification: None,
-                })
+                }
             }
         };
-
-        session.busy = true;
+        // Out of the slot while in use: an exchange dropped midway (interruption,
+        // shutdown) drops the session's pipes with it, and leaves the slot empty for the
+        // next use to start a new child, the guard having killed this one.
         let guard = KillOnDrop::arm(self.children.clone(), session.process.clone());
-        let (result, keep) = self.persistent_io(session, message, id, deadline).await;
+        let (result, keep) = self
+            .persistent_io(&mut session, message, id, deadline)
+            .await;
         guard.disarm();
         if keep {
-            session.busy = false;
-        } else if let Some(old) = slot.take() {
-            self.children.retire(&old.process);
+            *slot = Some(session);
+        } else {
+            self.children.retire(&session.process);
         }
         result
     }
@@ -390,7 +387,7 @@ impl StdioBackend {
         let mut slot = self.session.try_lock().ok()?;
         let session = slot.as_ref()?;
         let until = session.unread_notification?;
-        if session.busy || Instant::now() >= until || session.process.exited().is_some() {
+        if Instant::now() >= until || session.process.exited().is_some() {
             return None;
         }
         let Session {
@@ -1637,7 +1634,7 @@ mod tests {
         // Nothing was written, so the healthy child was neither confused nor killed.
         let slot = backend.session.lock().await;
         let session = slot.as_ref().expect("the session is kept");
-        assert!(Arc::ptr_eq(&session.process, &child) && !session.busy);
+        assert!(Arc::ptr_eq(&session.process, &child));
         assert!(session.process.exited().is_none());
         drop(slot);
         backend.shut_down();
