@@ -22,6 +22,7 @@ use std::time::Duration;
 use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Settlement};
 use serde_json::{json, Value};
 
+use crate::hook::run_hook;
 use crate::support::{event, interceptor, only_interceptor, record_json, registration, Http};
 
 /// The reason of the synthetic deny a fail-closed failure settles as.
@@ -348,4 +349,42 @@ pub async fn stdio_per_event_allows_and_denies(peer: &Peer) {
     hooks.shutdown();
     assert_allowed(&allowed, "per_event allow");
     peer.assert_denied(&denied, "per_event deny");
+}
+
+/// Behind `ahp hook claude-code`, the peer decides a tool call: the event the adapter
+/// builds from Claude Code's payload is one the SDK accepts (it refuses one without
+/// `harness`, -32602, which fail-closed would have made every call's denial), and its
+/// deny reaches Claude Code with its own reason, an allow as no answer at all.
+pub async fn hook_claude_code_is_decided_by_the_peer(peer: &Peer) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("registration.json");
+    std::fs::write(&path, peer.stdio_registration("per_event")).expect("the registration");
+    let pre_tool = |command: &str| {
+        json!({"session_id": format!("sess_{}_hook", peer.tag), "transcript_path": "/dev/null",
+            "cwd": "/", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": command}, "tool_use_id": "toolu_peer_1"})
+        .to_string()
+    };
+    let denied = run_hook("claude-code", &path, &[], pre_tool("rm -rf /").as_bytes()).await;
+    let output = serde_json::from_str::<Value>(&denied.stdout)
+        .map(|answer| answer["hookSpecificOutput"].clone())
+        .unwrap_or_else(|e| panic!("{}: not JSON ({e}): {denied:?}", peer.name));
+    assert_eq!(
+        output["permissionDecision"], "deny",
+        "{}: {denied:?}",
+        peer.name
+    );
+    assert_eq!(
+        output["permissionDecisionReason"],
+        json!(peer.deny_reason),
+        "{}: {denied:?}",
+        peer.name
+    );
+    let allowed = run_hook("claude-code", &path, &[], pre_tool("make test").as_bytes()).await;
+    assert_eq!(
+        (allowed.code, allowed.stdout.trim()),
+        (0, ""),
+        "{}: {allowed:?}",
+        peer.name
+    );
 }

@@ -111,3 +111,10 @@ async fn stdio_per_event_allows_and_denies() {
         peers::stdio_per_event_allows_and_denies(&peer).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hook_claude_code_is_decided_by_the_peer() {
+    if let Some(peer) = peer("hook_claude_code_is_decided_by_the_peer") {
+        peers::hook_claude_code_is_decided_by_the_peer(&peer).await;
+    }
+}

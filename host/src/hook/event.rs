@@ -94,8 +94,6 @@ pub fn build(
             event["items"] = json!([]);
             let mut gaps = Vec::new();
             event["permissionMode"] = said(&payload.permission_mode, "/permissionMode", &mut gaps);
-            let version = said(&payload.harness_version, "/harness/version", &mut gaps);
-            event["harness"] = json!({"name": harness.name(), "version": version});
             if !gaps.is_empty() {
                 event["gaps"] = json!(gaps);
             }
@@ -176,6 +174,17 @@ pub fn build(
             event["gaps"] = json!(gaps);
         }
         AhpEvent::ToolBefore => {}
+    }
+    // Every event names its harness: the digest asks it of session.start (§14), and the
+    // official SDKs' draft schemas of every event, refusing one without it (-32602), so a
+    // backend built on them would never decide a call.
+    let mut gaps = Vec::new();
+    let version = said(&payload.harness_version, "/harness/version", &mut gaps);
+    event["harness"] = json!({"name": harness.name(), "version": version});
+    match event.get_mut("gaps") {
+        Some(Value::Array(listed)) => listed.extend(gaps),
+        _ if !gaps.is_empty() => event["gaps"] = json!(gaps),
+        _ => {}
     }
     identity.push(now.as_nanos().to_string());
     identity.push(std::process::id().to_string());
@@ -577,6 +586,7 @@ mod tests {
         let stop = |continued| {
             let payload = Payload {
                 continued,
+                harness_version: Some("2.1.0".into()),
                 ..Payload::default()
             };
             let event = built(Harness::ClaudeCode, AhpEvent::TurnFinishBefore, payload);
@@ -589,6 +599,34 @@ mod tests {
             (json!(1), "/continuationCount /items".into())
         );
         assert_eq!(stop(None), (json!(0), "/continuationCount /items".into()));
+    }
+
+    /// Every event of every harness names its harness (the SDKs' schemas refuse one
+    /// without it): the version the payload gives, else "unknown" with a gap, added to
+    /// the event's own gaps.
+    #[test]
+    fn every_event_names_its_harness() {
+        for harness in Harness::ALL {
+            for spec in harness.events() {
+                let said = Payload {
+                    harness_version: Some("1.2.3".into()),
+                    ..Payload::default()
+                };
+                let event = built(harness, spec.ahp, said);
+                let named = json!({"name": harness.name(), "version": "1.2.3"});
+                assert_eq!(event["harness"], named, "{harness:?} {}", spec.native);
+                assert!(!gap_paths(&event["gaps"]).contains(&"/harness/version"));
+                let unsaid = built(harness, spec.ahp, Payload::default());
+                assert_eq!(unsaid["harness"]["version"], "unknown");
+                let gaps = gap_paths(&unsaid["gaps"]);
+                assert_eq!(
+                    gaps.last(),
+                    Some(&"/harness/version"),
+                    "{harness:?} {}",
+                    spec.native
+                );
+            }
+        }
     }
 
     /// Every session.start carries its harness's manifest (digest §11: "session.start
@@ -618,6 +656,7 @@ mod tests {
         let payload = Payload {
             request_model: Some("gemini-2.5-pro".into()),
             request_params: Some(params),
+            harness_version: Some("0.9.0".into()),
             ..Payload::default()
         };
         let event = built(Harness::Gemini, AhpEvent::ModelRequestBefore, payload);
@@ -645,8 +684,10 @@ mod tests {
         );
         assert_eq!(unnamed["model"]["id"], "unknown");
         assert_eq!(unnamed["params"], json!({}));
-        assert_eq!(gap_paths(&unnamed["gaps"])[0], "/model/id");
-        assert_eq!(gap_paths(&unnamed["gaps"])[1..], gaps);
+        let unnamed_gaps = gap_paths(&unnamed["gaps"]);
+        assert_eq!(unnamed_gaps[0], "/model/id");
+        assert_eq!(unnamed_gaps[1..5], gaps);
+        assert_eq!(unnamed_gaps[5..], ["/harness/version"]);
     }
 
     /// A subagent the harness names is the session's agent; a permission mode it names
