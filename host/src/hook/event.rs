@@ -89,10 +89,10 @@ pub fn build(
             event["items"] = json!([]);
         }
         AhpEvent::SessionStart => {
-            event["trigger"] = json!(payload.trigger.as_deref().unwrap_or("unknown"));
+            let mut gaps = Vec::new();
+            event["trigger"] = json!(start_trigger(payload.trigger.as_deref(), &mut gaps));
             event["manifest"] = super::manifest::manifest(harness);
             event["items"] = json!([]);
-            let mut gaps = Vec::new();
             event["permissionMode"] = said(&payload.permission_mode, "/permissionMode", &mut gaps);
             if !gaps.is_empty() {
                 event["gaps"] = json!(gaps);
@@ -205,6 +205,32 @@ pub fn build(
 
 /// Why a member is a gap when the harness is silent on it.
 pub(super) const UNSAID: &str = "the harness does not say";
+
+/// A session start's `trigger`, one of the words the SDKs' session-start schema takes:
+/// the harness's own where it is one (`startup`, `resume`, `compact`), `startup` for
+/// Copilot's `new`, and `startup` with a gap for anything else. A `clear` (or `fork`)
+/// must name the session it came from (`resumedFrom`), which no harness's hook payload
+/// does, so it is `startup` with a gap saying what the harness said.
+fn start_trigger<'a>(said: Option<&'a str>, gaps: &mut Vec<Value>) -> &'a str {
+    match said {
+        Some(word @ ("startup" | "resume" | "compact")) => word,
+        Some("new") => "startup",
+        Some(other @ ("clear" | "fork")) => {
+            let why = format!(
+                "the harness says {other}, without the session it came from (resumedFrom); startup stands for it"
+            );
+            gaps.push(gap("/trigger", &why));
+            "startup"
+        }
+        _ => {
+            gaps.push(gap("/trigger", START_TRIGGER_UNSAID));
+            "startup"
+        }
+    }
+}
+
+/// Why a session start's `trigger` says `startup` where the harness said no AHP trigger.
+const START_TRIGGER_UNSAID: &str = "the harness says no trigger AHP names; startup stands for it";
 
 /// Why a compaction's `trigger` says `auto` where the harness said no AHP trigger.
 const COMPACT_TRIGGER_UNSAID: &str = "the harness says no trigger AHP names; auto stands for it";
@@ -629,6 +655,41 @@ mod tests {
         }
     }
 
+    /// A session start's trigger is a word the SDKs' schema takes: the harness's own
+    /// where it is one, `startup` for Copilot's `new`, and `startup` with a gap saying
+    /// what the harness said for a `clear` (which would have to name the session it came
+    /// from), anything else or nothing.
+    #[test]
+    fn a_session_start_s_trigger_is_one_of_ahp_s_words() {
+        let cases = [
+            (Some("startup"), "startup", None),
+            (Some("resume"), "resume", None),
+            (Some("compact"), "compact", None),
+            (Some("new"), "startup", None),
+            (Some("clear"), "startup", Some("the harness says clear")),
+            (Some("reload"), "startup", Some("no trigger AHP names")),
+            (None, "startup", Some("no trigger AHP names")),
+        ];
+        for (said, word, gap) in cases {
+            let payload = Payload {
+                trigger: said.map(str::to_owned),
+                ..Payload::default()
+            };
+            let event = session_start(Harness::ClaudeCode, payload);
+            assert_eq!(event["trigger"], word, "{said:?}");
+            let reason = event["gaps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|g| g["path"] == "/trigger")
+                .map(|g| g["reason"].as_str().unwrap_or_default().to_owned());
+            match gap {
+                Some(why) => assert!(reason.is_some_and(|r| r.contains(why)), "{said:?}: {event}"),
+                None => assert_eq!(reason, None, "{said:?}"),
+            }
+        }
+    }
+
     /// Every session.start carries its harness's manifest (digest §11: "session.start
     /// also embeds the manifest"), the one `ahp hook manifest` prints, never an empty one.
     #[test]
@@ -718,6 +779,7 @@ mod tests {
         let both = Payload {
             permission_mode: Some("plan".into()),
             harness_version: Some("2.4.0".into()),
+            trigger: Some("startup".into()),
             ..Payload::default()
         };
         let event = session_start(Harness::Cursor, both);
