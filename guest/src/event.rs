@@ -660,6 +660,10 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
     for &(pointer, shape) in members {
         let (shape, optional) = match shape {
             Shape::Optional(inner) => (*inner, true),
+            Shape::RequiredWhen(condition, words, inner) => {
+                let word = member_at(event, condition).and_then(Node::as_str);
+                (*inner, !word.is_some_and(|w| words.contains(&w)))
+            }
             shape => (shape, shape.is_optional()),
         };
         let (parent, _) = pointer.rsplit_once('/').unwrap_or_default();
@@ -1638,6 +1642,43 @@ mod tests {
         }
     }
 
+    /// A session start's trigger is one of the SDKs' words, and a clear or a fork names
+    /// the session it came from (`resumedFrom`, an identity): required then, optional
+    /// otherwise.
+    #[test]
+    fn a_session_start_names_its_trigger_and_what_a_clear_came_from() {
+        let start = |trigger: &str, from: Option<Value>| {
+            let event = edited(example("session.start"), "/trigger", Some(json!(trigger)));
+            intercepted_problems(&edited(event, "/resumedFrom", from))
+        };
+        let required = (
+            "/resumedFrom".to_owned(),
+            "is required on session.start".to_owned(),
+        );
+        for trigger in ["clear", "fork"] {
+            assert_eq!(start(trigger, None), [required.clone()], "{trigger}");
+            assert_eq!(
+                start(trigger, Some(json!({"id": "sess_0"}))),
+                [],
+                "{trigger}"
+            );
+            let extra = start(trigger, Some(json!({"id": "sess_0", "x": 1})));
+            assert_eq!(extra.len(), 1, "{trigger}: {extra:?}");
+        }
+        for trigger in ["startup", "resume", "compact"] {
+            assert_eq!(start(trigger, None), [], "{trigger}");
+        }
+        let unknown = start("new", None);
+        assert_eq!(unknown.len(), 1, "{unknown:?}");
+        assert_eq!(unknown[0].0, "/trigger");
+        assert!(
+            unknown[0]
+                .1
+                .contains("startup, resume, clear, compact, fork"),
+            "{unknown:?}"
+        );
+    }
+
     /// Each required member of each catalogue event: missing, it is the one problem,
     /// named at its pointer; of the wrong JSON type, likewise.
     #[test]
@@ -1686,7 +1727,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 103,
+            checked, 104,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1713,7 +1754,9 @@ mod tests {
             Shape::Count => (json!(-1), "must be a non-negative integer"),
             Shape::Ordinal => (json!(0), "must be a positive integer"),
             Shape::Latency => (json!(-1), "must be a non-negative number"),
-            Shape::Optional(shape) => return mistake(name, *shape),
+            Shape::Optional(shape) | Shape::RequiredWhen(_, _, shape) => {
+                return mistake(name, *shape)
+            }
             Shape::Word(words) => {
                 return (
                     json!("other"),

@@ -96,6 +96,9 @@ pub enum Shape {
     Counters,
     /// Optional: this shape, checked where present (an attempt's `synthesized`).
     Optional(&'static Shape),
+    /// This shape, required when the member at the pointer is one of the words,
+    /// optional otherwise (an `if`/`then` `required` of the event's `allOf`).
+    RequiredWhen(&'static str, &'static [&'static str], &'static Shape),
 }
 
 impl Shape {
@@ -109,6 +112,7 @@ impl Shape {
                 | Shape::TokenCounts
                 | Shape::Counters
                 | Shape::Optional(_)
+                | Shape::RequiredWhen(..)
         )
     }
 }
@@ -180,6 +184,9 @@ use Shape::{
     Identity, Object, Ordinal, ResolvedCalls, Text, Tool, Word,
 };
 
+/// What set a session start off (the SDKs' session-start.schema.json, draft).
+pub const START_TRIGGERS: &[&str] = &["startup", "resume", "clear", "compact", "fork"];
+
 /// A model (execution-event.schema.json@62fc780 `$defs/model`, closed): `{id, provider}`.
 const MODEL: Shape = Shape::Closed("model", &["id", "provider"]);
 /// A model call's attempt (execution-event.schema.json@62fc780 `$defs/attempt`,
@@ -239,7 +246,13 @@ pub const TABLE: &[Rules] = &[
         &[],
         Payload::Members(&[
             ("/session", Object),
-            ("/trigger", Text),
+            // The SDKs' session-start.schema.json (draft, not carried): its words, and
+            // the session a clear or a fork came from.
+            ("/trigger", Word(START_TRIGGERS)),
+            (
+                "/resumedFrom",
+                Shape::RequiredWhen("/trigger", &["clear", "fork"], &Identity),
+            ),
             ("/harness", Object),
             // Digest §14: `harness{name,version}`.
             ("/harness/name", Text),
