@@ -1651,12 +1651,9 @@ mod tests {
             let event = edited(example("session.start"), "/trigger", Some(json!(trigger)));
             intercepted_problems(&edited(event, "/resumedFrom", from))
         };
-        let required = (
-            "/resumedFrom".to_owned(),
-            "is required on session.start".to_owned(),
-        );
         for trigger in ["clear", "fork"] {
-            assert_eq!(start(trigger, None), [required.clone()], "{trigger}");
+            let required = ("/resumedFrom".into(), "is required on session.start".into());
+            assert_eq!(start(trigger, None), [required], "{trigger}");
             assert_eq!(
                 start(trigger, Some(json!({"id": "sess_0"}))),
                 [],
