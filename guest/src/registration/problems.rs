@@ -256,13 +256,4 @@ pub(super) fn at(path: &str, key: &str) -> String {
     format!("{path}/{}", crate::json::segment(key))
 }
 
-pub(super) fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(super) use ahp_vocab::type_name;

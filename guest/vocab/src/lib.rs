@@ -29,7 +29,7 @@ pub use delivery::{DeliveryError, IoPhase};
 pub use effect::EffectKind;
 pub use failure::{Detail, Failure, FailureClass, Phase};
 pub use pattern::EventPattern;
-pub use problem::{not_listed, Problem, MAX_LISTED};
+pub use problem::{not_listed, type_name, Problem, MAX_LISTED};
 pub use record::{
     AttemptEntry, AttemptResult, Enforce, EventRef, Flow, Injection, InterceptorEntry,
     ObserverEntry, ObserverKind, ObserverResult, Record,

@@ -19,6 +19,20 @@ pub fn not_listed(left_out: usize, more: &str) -> String {
     format!("{left_out} more {more} not listed (only the first {MAX_LISTED} are)")
 }
 
+/// A JSON value's type in words ("a string", "an object"), for a rule that names what it
+/// found: never the value itself, which could be a secret given in the wrong place.
+pub fn type_name(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// One broken (or, as a warning, questionable) field: where, and which rule.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {

@@ -30,6 +30,7 @@ use super::www_authenticate;
 use super::zone::Zone;
 use crate::bindings::interceptor::{OauthFlow, OauthPlan};
 use crate::types::Secret;
+use ahp_vocab::type_name;
 use hyper::Method;
 use serde::Deserialize;
 use serde_json::Value;
@@ -71,7 +72,10 @@ impl OAuthClient {
         let document: Value =
             serde_json::from_str(text).map_err(|e| format!("is not JSON: {e}"))?;
         let Value::Array(entries) = document else {
-            return Err(format!("must be a JSON array, found {}", kind(&document)));
+            return Err(format!(
+                "must be a JSON array, found {}",
+                type_name(&document)
+            ));
         };
         let clients = entries
             .into_iter()
@@ -131,7 +135,7 @@ impl OAuthClient {
 /// names the member and the type found, not the value, which serde's own would repeat.
 fn shape(entry: &Value) -> Result<(), String> {
     let Value::Object(members) = entry else {
-        return Err(format!("must be an object, found {}", kind(entry)));
+        return Err(format!("must be an object, found {}", type_name(entry)));
     };
     for (name, value) in members {
         let fits = match name.as_str() {
@@ -147,7 +151,10 @@ fn shape(entry: &Value) -> Result<(), String> {
             } else {
                 "a string"
             };
-            return Err(format!("`{name}` must be {wanted}, found {}", kind(value)));
+            return Err(format!(
+                "`{name}` must be {wanted}, found {}",
+                type_name(value)
+            ));
         }
     }
     match ["issuer", "clientId", "clientSecretRef"]
@@ -156,18 +163,6 @@ fn shape(entry: &Value) -> Result<(), String> {
     {
         Some(missing) => Err(format!("`{missing}` is missing")),
         None => Ok(()),
-    }
-}
-
-/// A JSON value's kind, for an error that must not repeat the value.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
