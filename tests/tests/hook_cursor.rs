@@ -109,7 +109,8 @@ async fn omitted_session_fields_reach_no_backend() {
 
 /// Cursor names its version (`cursor_version`): the observed `session.start` carries it
 /// as `harness.version`, required there, with no gap for it. The component checks the
-/// event, so a session.start without a version would reach no backend.
+/// event, so a session.start without a version would reach no backend. Cursor names no
+/// trigger: `startup`, with a gap.
 #[tokio::test]
 async fn a_session_start_carries_cursor_s_version() {
     let payload = json!({"conversation_id": "conv-9", "generation_id": "gen-1",
@@ -123,8 +124,13 @@ async fn a_session_start_carries_cursor_s_version() {
         event["harness"],
         json!({"name": "cursor", "version": "2.4.0"})
     );
+    assert_eq!(event["trigger"], "startup", "{event}");
     assert_eq!(
         event["gaps"],
-        json!([{"path": "/permissionMode", "reason": "the harness does not say"}])
+        json!([
+            {"path": "/trigger",
+                "reason": "the harness says no trigger AHP names; startup stands for it"},
+            {"path": "/permissionMode", "reason": "the harness does not say"}
+        ])
     );
 }

@@ -677,6 +677,8 @@ mod tests {
             };
             let event = session_start(Harness::ClaudeCode, payload);
             assert_eq!(event["trigger"], word, "{said:?}");
+            let manifest = gap_paths(&event["manifest"]["gaps"]);
+            assert!(manifest.contains(&"session.start.trigger"), "{manifest:?}");
             let reason = event["gaps"]
                 .as_array()
                 .into_iter()
@@ -822,9 +824,8 @@ mod tests {
             "{claude}"
         );
         // The manifest each embeds says the same of its harness.
-        let manifest_gap = |event: &Value| {
-            gap_paths(&event["manifest"]["gaps"]).contains(&"session.start.harness.version")
-        };
+        let manifest_gap =
+            |event: &Value| gap_paths(&event["manifest"]["gaps"]).contains(&"harness.version");
         assert_eq!(
             (manifest_gap(&cursor), manifest_gap(&claude)),
             (false, true)

@@ -68,9 +68,19 @@ pub fn manifest(harness: Harness) -> Value {
              calls alike in one session share one",
         ));
     }
+    // Every event names the harness, its version "unknown" where the harness does not say.
     if harness.fields().harness_version.is_none() {
-        gaps.push(gap("session.start.harness.version", UNSAID));
+        gaps.push(gap("harness.version", UNSAID));
     }
+    // A session start's trigger is one of AHP's words, `startup` standing for the rest.
+    let trigger_gap = match harness.fields().start_trigger {
+        Some(_) => {
+            "a clear (which would have to name the session it came from) or a word AHP does \
+             not name is startup"
+        }
+        None => "the harness does not say; startup stands for it",
+    };
+    gaps.push(gap("session.start.trigger", trigger_gap));
     // The stop's entry below is what every call is offered; continue is offered per call.
     if max_continuations(harness) > 0 {
         gaps.push(gap(
