@@ -90,8 +90,13 @@ fn report(
         },
         "parentEventId": parent.id,
     });
-    if let Some(session) = parent.value_at("/session") {
-        event["session"] = session.clone();
+    // The parent's session and harness, where it names them: the SDKs' schemas require
+    // `harness` on every event, this one too, and an observer built on them drops one
+    // without it.
+    for member in ["session", "harness"] {
+        if let Some(value) = parent.value_at(&format!("/{member}")) {
+            event[member] = value.clone();
+        }
     }
     Event::parse_any(&event.to_string()).ok()
 }

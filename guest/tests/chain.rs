@@ -2461,6 +2461,17 @@ fn a_fail_open_failure_is_reported_to_the_other_backends_hook_failure_observers(
     assert_eq!(reports[1].1, *event, "the same event for every observer");
     assert!(!event.to_string().contains(SECRET));
     Event::parse_any(&event.to_string()).expect("a valid hook.failure event");
+    // A parent that names its harness: so does its report (the SDKs' schemas require it).
+    let mut named: Value = serde_json::from_str(&self::event()).unwrap();
+    named["harness"] = json!({"name": "example", "version": "1.0"});
+    let mut host = FakeHost::new().on(A, Step::reply(rpc_error(-32000)).taking(250));
+    let s = intercept_with(&engine, &mut host, &named.to_string(), EFFECTS, None);
+    let reports = hook_failures(&s);
+    assert_eq!(
+        reports[0].1["harness"], named["harness"],
+        "{:?}",
+        reports[0]
+    );
     // C observes everything: it also gets the call's own event, as an owned observer.
     let kinds = observer_kinds(&s);
     assert_eq!(
