@@ -7,6 +7,7 @@
 //! allowed only to loopback unless the host configuration says otherwise, and `https` is
 //! verified by rustls.
 
+use super::lookup::Lookups;
 use super::zone::Zone;
 use crate::bindings::delivery::Reply;
 use crate::bindings::host_types::{DeliveryError, IoPhase};
@@ -102,12 +103,13 @@ pub struct HttpBackend {
     target: Uri,
     authority: HeaderValue,
     host: String,
-    port: u16,
     tls: bool,
     options: HttpOptions,
     /// Kept-alive connections; `None` once closed (shutdown): none is kept after, so an
     /// exchange that ends late leaves no socket behind.
     idle: Mutex<Option<Vec<Connection>>>,
+    /// The host's name lookups, one at a time.
+    lookups: Lookups,
 }
 
 /// One HTTP/1.1 connection: the request handle, the task driving the socket, and the
@@ -307,8 +309,8 @@ impl HttpBackend {
             uri,
             target,
             authority,
+            lookups: Lookups::new(&host, port),
             host,
-            port,
             tls,
             options,
             idle: Mutex::new(Some(Vec::new())),
@@ -554,14 +556,7 @@ impl HttpBackend {
 
     async fn connect(&self, deadline: Instant) -> Result<Connection, DeliveryError> {
         let connect = async {
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((self.host.as_str(), self.port))
-                .await
-                .map_err(|_| DeliveryError::UnresolvedHost)?
-                .collect();
-            // A name with no address is as unresolved as one the lookup refused.
-            if addrs.is_empty() {
-                return Err(DeliveryError::UnresolvedHost);
-            }
+            let addrs = self.lookups.resolve().await?;
             let plain_ok = self.tls || self.options.allow_insecure_http;
             if !plain_ok && !addrs.iter().all(|a| is_loopback(a.ip())) {
                 return Err(DeliveryError::NotPermitted);
@@ -1400,7 +1395,7 @@ mod tests {
             let backend = HttpBackend::new(url, options()).expect(url);
             assert_eq!(
                 (
-                    backend.port,
+                    backend.lookups.port(),
                     backend.authority.to_str().unwrap(),
                     backend.target.to_string().as_str()
                 ),

@@ -1,0 +1,182 @@
+//! An HTTP backend's name lookups, one at a time. `getaddrinfo` runs on a blocking
+//! thread that nothing can stop: with a resolver that no longer answers, every call that
+//! needs a new connection would hold one thread until the resolver gives up (10 s and
+//! more), each call giving up at its own deadline and the next one starting another,
+//! until tokio's blocking pool is full and every file read and lookup of the process
+//! waits behind them. So a call that needs the name while a lookup of it is under way
+//! waits for that one, only until its own deadline (the caller bounds it); the first
+//! call after it ended asks again: nothing is cached, the resolver's own lifetimes stand.
+
+use crate::bindings::host_types::DeliveryError;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+
+/// What a lookup found: the addresses, or `None` if the name did not resolve.
+type Found = Option<Arc<[SocketAddr]>>;
+
+/// The lookups of one backend's host and port.
+#[derive(Debug)]
+pub(super) struct Lookups {
+    host: String,
+    port: u16,
+    /// The lookup under way, or the last one (ended once it holds its outcome).
+    last: Mutex<Option<watch::Receiver<Option<Found>>>>,
+}
+
+impl Lookups {
+    pub fn new(host: &str, port: u16) -> Lookups {
+        Lookups {
+            host: host.to_owned(),
+            port,
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The port every address found is given.
+    #[cfg(test)]
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The addresses of the host: an IP address as it is, a name as the system resolver
+    /// gives it (shared with any lookup of it under way); none is `unresolved-host`.
+    pub async fn resolve(&self) -> Result<Vec<SocketAddr>, DeliveryError> {
+        if let Ok(ip) = self.host.parse::<IpAddr>() {
+            return Ok(vec![SocketAddr::new(ip, self.port)]);
+        }
+        let (host, port) = (self.host.clone(), self.port);
+        self.shared(|| async move {
+            tokio::net::lookup_host((host.as_str(), port))
+                .await
+                .ok()
+                .map(|found| found.collect())
+        })
+        .await
+    }
+
+    /// `lookup`'s outcome: of the one under way if there is one, else of a new one on a
+    /// task of its own, which a call giving up does not stop.
+    async fn shared<L, F>(&self, lookup: L) -> Result<Vec<SocketAddr>, DeliveryError>
+    where
+        L: FnOnce() -> F,
+        F: Future<Output = Option<Vec<SocketAddr>>> + Send + 'static,
+    {
+        let mut outcome = {
+            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+            match last.as_ref() {
+                Some(under_way) if under_way.borrow().is_none() => under_way.clone(),
+                _ => {
+                    let (publish, outcome) = watch::channel(None);
+                    let lookup = lookup();
+                    tokio::spawn(async move {
+                        let found = lookup.await.map(Arc::from);
+                        let _ = publish.send(Some(found));
+                    });
+                    *last = Some(outcome.clone());
+                    outcome
+                }
+            }
+        };
+        // A lookup whose task ended without an outcome (a panic) found nothing.
+        let found = match outcome.wait_for(Option::is_some).await {
+            Ok(found) => found.clone().flatten(),
+            Err(_) => None,
+        };
+        match found {
+            Some(addrs) if !addrs.is_empty() => Ok(addrs.to_vec()),
+            // A name with no address is as unresolved as one the lookup refused.
+            _ => Err(DeliveryError::UnresolvedHost),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// A lookup that takes 300 ms and counts how many were started.
+    fn slow(started: &Arc<AtomicUsize>) -> impl Future<Output = Option<Vec<SocketAddr>>> {
+        started.fetch_add(1, Ordering::SeqCst);
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            Some(vec![SocketAddr::from(([127, 0, 0, 1], 8080))])
+        }
+    }
+
+    /// Calls that need the name while it is being looked up share that lookup, those
+    /// that give up at their deadline too (it goes on for the others); a call after it
+    /// ended starts another: nothing is kept.
+    #[tokio::test]
+    async fn calls_share_the_lookup_under_way_and_the_next_one_asks_again() {
+        let lookups = Arc::new(Lookups::new("policy.example", 8080));
+        let started = Arc::new(AtomicUsize::new(0));
+        let mut calls = tokio::task::JoinSet::new();
+        for i in 0..8 {
+            let (lookups, started) = (lookups.clone(), started.clone());
+            calls.spawn(async move {
+                let resolve = lookups.shared(|| slow(&started));
+                match i % 2 {
+                    // Half give up long before the lookup ends.
+                    0 => tokio::time::timeout(Duration::from_millis(20), resolve)
+                        .await
+                        .ok(),
+                    _ => Some(resolve.await),
+                }
+            });
+        }
+        let answers: Vec<_> = calls.join_all().await.into_iter().flatten().collect();
+        assert_eq!(
+            started.load(Ordering::SeqCst),
+            1,
+            "one lookup for all eight"
+        );
+        assert_eq!(answers.len(), 4, "the four that waited: {answers:?}");
+        for answer in answers {
+            let expected = vec![SocketAddr::from(([127, 0, 0, 1], 8080))];
+            assert!(
+                matches!(answer, Ok(ref addrs) if *addrs == expected),
+                "{answer:?}"
+            );
+        }
+        let again = lookups.shared(|| slow(&started)).await;
+        assert!(again.is_ok(), "{again:?}");
+        assert_eq!(
+            started.load(Ordering::SeqCst),
+            2,
+            "a new lookup once it ended"
+        );
+    }
+
+    fn dies() -> Option<Vec<SocketAddr>> {
+        panic!("the resolver's task died")
+    }
+
+    /// A name that does not resolve, or resolves to nothing, or whose lookup's task
+    /// ended without an outcome, is `unresolved-host`; an IP address is not looked up.
+    #[tokio::test]
+    async fn no_address_is_unresolved_and_an_ip_address_is_its_own() {
+        let lookups = Lookups::new("policy.example", 443);
+        for found in [None, Some(Vec::new())] {
+            let answer = lookups.shared(|| async move { found }).await;
+            assert!(
+                matches!(answer, Err(DeliveryError::UnresolvedHost)),
+                "{answer:?}"
+            );
+        }
+        let panicked = lookups.shared(|| async { dies() }).await;
+        assert!(
+            matches!(panicked, Err(DeliveryError::UnresolvedHost)),
+            "{panicked:?}"
+        );
+        let literal = Lookups::new("::1", 443).resolve().await;
+        let expected: Vec<SocketAddr> = vec!["[::1]:443".parse().unwrap()];
+        assert!(
+            matches!(literal, Ok(ref addrs) if *addrs == expected),
+            "{literal:?}"
+        );
+    }
+}
