@@ -6,12 +6,21 @@
 //! waits behind them. So a call that needs the name while a lookup of it is under way
 //! waits for that one, only until its own deadline (the caller bounds it); the first
 //! call after it ended asks again: nothing is cached, the resolver's own lifetimes stand.
+//! A lookup is joined for [`LOOKUP_BOUND`] at most: one that hangs (a stuck name service
+//! module) holds one thread per bound, and does not fail the backend's new connections
+//! for good.
 
 use crate::bindings::host_types::DeliveryError;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// The longest a lookup is joined: past it, the next call starts another (as an OAuth
+/// flight's bound, 30 s, the largest `timeoutMs` a harness should support).
+const LOOKUP_BOUND: Duration = Duration::from_secs(30);
 
 /// What a lookup found: the addresses, or `None` if the name did not resolve.
 type Found = Option<Arc<[SocketAddr]>>;
@@ -21,8 +30,11 @@ type Found = Option<Arc<[SocketAddr]>>;
 pub(super) struct Lookups {
     host: String,
     port: u16,
-    /// The lookup under way, or the last one (ended once it holds its outcome).
-    last: Mutex<Option<watch::Receiver<Option<Found>>>>,
+    /// How long a lookup is joined ([`LOOKUP_BOUND`]).
+    bound: Duration,
+    /// The lookup under way, or the last one (ended once it holds its outcome, or its
+    /// task ended without one), with when it started.
+    last: Mutex<Option<(Instant, watch::Receiver<Option<Found>>)>>,
 }
 
 impl Lookups {
@@ -30,6 +42,7 @@ impl Lookups {
         Lookups {
             host: host.to_owned(),
             port,
+            bound: LOOKUP_BOUND,
             last: Mutex::new(None),
         }
     }
@@ -65,8 +78,15 @@ impl Lookups {
     {
         let mut outcome = {
             let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+            let now = Instant::now();
             match last.as_ref() {
-                Some(under_way) if under_way.borrow().is_none() => under_way.clone(),
+                Some((started, under_way))
+                    if under_way.borrow().is_none()
+                        && !under_way.is_closed()
+                        && now < *started + self.bound =>
+                {
+                    under_way.clone()
+                }
                 _ => {
                     let (publish, outcome) = watch::channel(None);
                     let lookup = lookup();
@@ -74,7 +94,7 @@ impl Lookups {
                         let found = lookup.await.map(Arc::from);
                         let _ = publish.send(Some(found));
                     });
-                    *last = Some(outcome.clone());
+                    *last = Some((now, outcome.clone()));
                     outcome
                 }
             }
@@ -151,6 +171,32 @@ mod tests {
         );
     }
 
+    /// A lookup that never ends is joined for [`LOOKUP_BOUND`], then left to itself: the
+    /// next call starts another.
+    #[tokio::test]
+    async fn a_lookup_that_hangs_is_joined_only_for_its_bound() {
+        let bound = Duration::from_millis(300);
+        let lookups = Lookups {
+            bound,
+            ..Lookups::new("policy.example", 443)
+        };
+        let started = Arc::new(AtomicUsize::new(0));
+        let hang = || {
+            started.fetch_add(1, Ordering::SeqCst);
+            std::future::pending()
+        };
+        for _ in 0..3 {
+            let waited =
+                tokio::time::timeout(Duration::from_millis(20), lookups.shared(hang)).await;
+            assert!(waited.is_err(), "{waited:?}");
+        }
+        assert_eq!(started.load(Ordering::SeqCst), 1, "joined within its bound");
+        tokio::time::sleep(bound).await;
+        let waited = tokio::time::timeout(Duration::from_millis(20), lookups.shared(hang)).await;
+        assert!(waited.is_err(), "{waited:?}");
+        assert_eq!(started.load(Ordering::SeqCst), 2, "another past it");
+    }
+
     fn dies() -> Option<Vec<SocketAddr>> {
         panic!("the resolver's task died")
     }
@@ -171,6 +217,13 @@ mod tests {
         assert!(
             matches!(panicked, Err(DeliveryError::UnresolvedHost)),
             "{panicked:?}"
+        );
+        // Ended without an outcome, it is not joined: the next call asks again.
+        let addr = SocketAddr::from(([192, 0, 2, 1], 443));
+        let after = lookups.shared(|| async move { Some(vec![addr]) }).await;
+        assert!(
+            matches!(after, Ok(ref addrs) if *addrs == [addr]),
+            "{after:?}"
         );
         let literal = Lookups::new("::1", 443).resolve().await;
         let expected: Vec<SocketAddr> = vec!["[::1]:443".parse().unwrap()];

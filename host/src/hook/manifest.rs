@@ -75,8 +75,8 @@ pub fn manifest(harness: Harness) -> Value {
     // A session start's trigger is one of AHP's words, `startup` standing for the rest.
     let trigger_gap = match harness.fields().start_trigger {
         Some(_) => {
-            "a clear (which would have to name the session it came from) or a word AHP does \
-             not name is startup"
+            "a clear or a fork (which would have to name the session it came from) or a word \
+             AHP does not name is startup"
         }
         None => "the harness does not say; startup stands for it",
     };
