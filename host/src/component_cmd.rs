@@ -54,10 +54,12 @@ pub async fn run(command: ComponentCommand) -> ExitCode {
 /// a compiler's message that names neither the flag nor the file.
 pub async fn load(source: &str) -> Result<Vec<u8>, String> {
     let bytes = if source.starts_with(oci::SCHEME) {
-        let reference = oci::parse_reference(source)?;
+        // Named as `hook install` names it: `component push REF --component oci://…`
+        // has two references that could be at fault.
+        let reference = oci::parse_reference(source).map_err(|e| format!("--component: {e}"))?;
         oci::pull(&reference, ComponentCache::for_user().as_ref())
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("--component: {e}"))?
             .component
     } else {
         read_bounded(source)?

@@ -164,6 +164,15 @@ fn consistent(record: &Record) -> bool {
         Outcome::FailedClosed => i.policy == FailurePolicy::FailClosed,
         _ => true,
     });
+    // A failure is recorded exactly where an interceptor failed (digest §15: its class
+    // is kept): a fail-closed failure labelled `no-effect` would otherwise be permission.
+    let failures_recorded = record.interceptors.iter().all(|i| {
+        let failed = matches!(
+            i.outcome,
+            Outcome::FailedOpen | Outcome::FailedClosed | Outcome::BudgetExpired
+        );
+        i.failure.is_some() == failed
+    });
     let credited = match record.decided_by {
         DecidedBy::BackendDeny => any(&[Outcome::Deny, Outcome::Stop]),
         DecidedBy::SyntheticDeny => any(&[Outcome::FailedClosed]),
@@ -177,6 +186,7 @@ fn consistent(record: &Record) -> bool {
         .is_none_or(|reason| record.reason.as_deref() == Some(reason));
     record.decided_by.decision() == record.decision
         && by_policy
+        && failures_recorded
         && credited
         && generic
         && match record.decision {
@@ -269,7 +279,7 @@ pub(crate) fn overridden(mut record: Record, by: DecidedBy) -> Settlement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ahp_vocab::{InterceptorEntry, ObserverEntry, ObserverKind};
+    use ahp_vocab::{Failure, FailureClass, InterceptorEntry, ObserverEntry, ObserverKind, Phase};
 
     /// `record` handed over by the component, its WIT fields agreeing with it.
     fn handed_over(record: &Record) -> Settlement {
@@ -452,8 +462,17 @@ mod tests {
         );
     }
 
-    /// An allow whose record holds an interceptor that ended in `outcome`.
+    /// An allow whose record holds a fail-closed interceptor that ended in `outcome`, with
+    /// a failure if the outcome is one.
     fn allowed_over(outcome: Outcome) -> Record {
+        let failed = [
+            Outcome::FailedOpen,
+            Outcome::FailedClosed,
+            Outcome::BudgetExpired,
+        ];
+        let failure = failed
+            .contains(&outcome)
+            .then(|| Failure::new(FailureClass::DeadlineExceeded, Phase::AwaitResponse));
         let mut record = allowed();
         record.interceptors.push(InterceptorEntry {
             backend: "com.example.policy".into(),
@@ -463,11 +482,33 @@ mod tests {
             outcome,
             code: None,
             effects: Vec::new(),
-            failure: None,
+            failure,
             attempts: Vec::new(),
             request_sha256: None,
         });
         record
+    }
+
+    /// A failure is recorded exactly where an interceptor failed: an allow whose
+    /// interceptor had "no effect" but a failure (a fail-closed failure mislabelled), or
+    /// one that "failed open" with no failure to show, is an engine failure.
+    #[test]
+    fn a_failure_recorded_where_none_is_said_or_none_where_one_is_is_an_engine_failure() {
+        let failure = Failure::new(FailureClass::DeadlineExceeded, Phase::AwaitResponse);
+        let mut mislabelled = allowed_over(Outcome::NoEffect);
+        mislabelled.interceptors[0].failure = Some(failure.clone());
+        let mut explained = allowed_over(Outcome::FailedOpen);
+        explained.interceptors[0].policy = FailurePolicy::FailOpen;
+        let mut unexplained = explained.clone();
+        unexplained.interceptors[0].failure = None;
+        for (record, expected) in [
+            (mislabelled, DecidedBy::EngineFailure),
+            (unexplained, DecidedBy::EngineFailure),
+            (explained, DecidedBy::NoObjection),
+        ] {
+            let settled = handed_over(&record);
+            assert_eq!(settled.decided_by, expected, "{}", settled.record);
+        }
     }
 
     /// An allow over a fail-closed failure, over a backend that asked, or over one the
@@ -498,6 +539,7 @@ mod tests {
             let reached = record.interceptors[0].clone();
             record.interceptors.push(InterceptorEntry {
                 outcome: Outcome::NotReached,
+                failure: None,
                 ..reached
             });
             record.decision = Decision::Deny;

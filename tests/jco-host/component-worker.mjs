@@ -235,6 +235,9 @@ const OBSERVER = {
 /// `Outcome::denies`), or never reached, which only follows one (settlement.rs `stopped`).
 const STOPPED = ['deny', 'stop', 'failed-closed', 'interrupted', 'budget-expired', 'not-reached'];
 
+/// Interceptor outcomes that record a failure, and the only ones that do.
+const FAILED = ['failed-open', 'failed-closed', 'budget-expired'];
+
 /// Whether a record's interceptors let its decision stand (settlement.rs `consistent`):
 /// each failure settled by its own policy (failed open only under fail-open, closed only
 /// under fail-closed); a denial it credits to an interceptor has one to show for it
@@ -246,12 +249,14 @@ function consistent(audit, decision) {
   const asked = outcomes.includes('ask');
   const byPolicy = audit.interceptors.every((i) => (i.outcome !== 'failed-open' || i.policy === 'fail-open')
     && (i.outcome !== 'failed-closed' || i.policy === 'fail-closed'));
+  // A failure is recorded exactly where an interceptor failed.
+  const failuresRecorded = audit.interceptors.every((i) => (i.failure != null) === FAILED.includes(i.outcome));
   const credited = (audit.decidedBy !== 'backend-deny' || outcomes.includes('deny') || outcomes.includes('stop'))
     && (audit.decidedBy !== 'synthetic-deny' || outcomes.includes('failed-closed'));
   const generic = !(audit.decidedBy in GENERIC_REASONS)
     || audit.reason === GENERIC_REASONS[audit.decidedBy];
   const stopped = outcomes.some((outcome) => STOPPED.includes(outcome));
-  return byPolicy && credited && generic && (decision === 'deny'
+  return byPolicy && failuresRecorded && credited && generic && (decision === 'deny'
     || (decision === 'allow' && !asked && !stopped)
     || (decision === 'ask' && asked && !stopped));
 }

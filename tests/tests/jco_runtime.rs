@@ -991,6 +991,7 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         "failed-open-under-fail-closed".to_string(),
         "allow-over-ask".to_string(),
         "allow-over-not-reached".to_string(),
+        "mislabelled-failure".to_string(),
         format!("withheld-observer-without-subscription {observer}"),
         "duplicated-decision".to_string(),
         "respelled-decision".to_string(),

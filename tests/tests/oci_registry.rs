@@ -617,6 +617,7 @@ async fn a_malformed_reference_is_a_usage_error() {
     ] {
         let output = case.intercept(source).await;
         case.assert_refused(&output, expected);
+        case.assert_refused(&output, "--component: ");
     }
 }
 

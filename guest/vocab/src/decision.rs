@@ -16,7 +16,9 @@ words! {
     /// Who settled a call. Tells an explicit backend denial apart from every synthetic
     /// one, and budget expiry apart from interruption. The component settles the first
     /// six; the host settles `engine-failure` and `shutdown` when the component could not
-    /// finish (and `interrupted` when it could not even start).
+    /// finish, and `interrupted` or `budget-expired` when it could not even start (the
+    /// call interrupted, or its budget spent, while it waited for an instance) or when
+    /// `ahp hook`'s watchdog answers for it.
     #[non_exhaustive]
     pub enum DecidedBy {
         /// Every interceptor answered without objection (or failed open).

@@ -36,7 +36,9 @@
 //! `allow-over-not-reached` makes `intercept` settle with an allow whose well-formed
 //! record contradicts it through its one interceptor entry: a fail-closed subscription
 //! that failed open, a backend that asked, a backend never reached (which only follows
-//! a denial). The host must deny as an engine failure.
+//! a denial). The host must deny as an engine failure. So must it for
+//! `mislabelled-failure`: an allow whose fail-closed interceptor had "no effect" but
+//! records a failure.
 //!
 //! A registration `synthetic-deny` makes `intercept` settle with a synthetic denial by
 //! its one interceptor, which failed closed, with the generic reason: a settlement the
@@ -169,10 +171,22 @@ mod component {
     /// The generic reason of a synthetic denial (ahp_vocab `DecidedBy::generic_reason`).
     const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
 
-    /// The entry of one interceptor that failed closed.
+    /// The entry of one interceptor that failed closed, with its failure.
     const FAILED_CLOSED: &str = concat!(
         r#"[{"backend":"com.example.b","subscription":0,"policy":"fail-closed","#,
-        r#""timeoutMs":100,"outcome":"failed-closed","attempts":[]}]"#
+        r#""timeoutMs":100,"outcome":"failed-closed","#,
+        r#""failure":{"class":"deadline-exceeded","phase":"await-response"},"attempts":[]}]"#
+    );
+
+    /// An allow whose one fail-closed interceptor had "no effect" but failed: a
+    /// fail-closed failure labelled as no objection.
+    const MISLABELLED_FAILURE: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
+        r#""elapsedMs":0,"interceptors":[{"backend":"com.example.b","subscription":0,"#,
+        r#""policy":"fail-closed","timeoutMs":100,"outcome":"no-effect","#,
+        r#""failure":{"class":"deadline-exceeded","phase":"await-response"},"attempts":[]}],"#,
+        r#""observers":[]}"#
     );
 
     /// The record of a synthetic denial with `reason`, listing `interceptors` (JSON).
@@ -284,6 +298,7 @@ mod component {
                 }
                 "allow-over-ask" => Some(allowed_over!("fail-open", "ask")),
                 "allow-over-not-reached" => Some(allowed_over!("fail-open", "not-reached")),
+                "mislabelled-failure" => Some(MISLABELLED_FAILURE),
                 "duplicated-decision" => Some(DUPLICATED_DECISION),
                 "respelled-decision" => Some(RESPELLED_DECISION),
                 "duplicated-outcome" => Some(DUPLICATED_OUTCOME),
