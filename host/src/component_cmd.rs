@@ -92,7 +92,8 @@ fn read_bounded(source: &str) -> Result<Vec<u8>, String> {
 }
 
 async fn push(reference: &str, component: Option<&str>) -> Result<(), String> {
-    let reference = oci::parse_reference(reference)?;
+    // Named, as `--component`'s are: both may be references, either could be at fault.
+    let reference = oci::parse_reference(reference).map_err(|e| format!("REFERENCE: {e}"))?;
     let bytes = match component {
         Some(source) => load(source).await?,
         None => EMBEDDED_COMPONENT.to_vec(),

@@ -1743,3 +1743,28 @@ fn an_ignored_sigchld_does_not_turn_a_per_event_answer_into_a_failure() {
     run.assert_exit(2, "the backend's deny");
     assert!(run.stdout.contains("backend-deny"), "{run:?}");
 }
+
+/// `ahp component push REFERENCE --component oci://…` has two references: a malformed one
+/// is named by its place, so its author knows which to fix (neither is repeated: it may
+/// hold a password). Both are refused before anything is asked of a registry.
+#[test]
+fn a_push_names_which_of_its_references_is_malformed() {
+    let good = "127.0.0.1:1/ahp/interceptor:1";
+    let bad = "UPPER/Bad:tag";
+    for (reference, component, named) in [
+        (bad, format!("oci://{good}"), "REFERENCE: "),
+        (good, format!("oci://{bad}"), "--component: "),
+    ] {
+        let run = ahp(
+            &["component", "push", reference, "--component", &component],
+            &[],
+        );
+        run.assert_exit(1, "a malformed reference");
+        assert!(run.stderr.contains(named), "{named}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("invalid OCI reference"),
+            "{}",
+            run.stderr
+        );
+    }
+}
