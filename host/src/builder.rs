@@ -57,9 +57,11 @@ impl InterceptorBuilder {
     /// embedder's own instances, and its `total_core_instances`, `total_tables` and
     /// `total_memories` what those take (each instance of the component has several core
     /// instances and tables and a memory; this crate's own Engine sets 2048, 2048 and
-    /// 1024 for its 512, where wasmtime's defaults are 1000 each): a call beyond the
-    /// Engine's capacity fails to instantiate and settles as `engine-failure`, while one
-    /// beyond `max_instances` waits its turn.
+    /// 1024 for its 512, where wasmtime's defaults are 1000 each), and its `total_stacks`
+    /// one fiber stack for each of those instances (a pooled instance's store keeps the
+    /// one its first call took): a call beyond the Engine's capacity fails to instantiate
+    /// or to run and settles as `engine-failure`, while one beyond `max_instances` waits
+    /// its turn.
     pub fn engine(mut self, engine: &Engine) -> InterceptorBuilder {
         self.engine = Some(engine.clone());
         self
@@ -88,8 +90,11 @@ impl InterceptorBuilder {
     ///
     /// As for `Component::deserialize`: `bytes` must come from
     /// `Engine::precompile_component` (or `Component::serialize`) of this same wasmtime
-    /// version, and must not have been altered since: wasmtime checks the version and
-    /// the Engine's settings, but runs the machine code in them as is.
+    /// version, and must not have been altered since: wasmtime checks the Engine's
+    /// settings and (with its default `ModuleVersionStrategy`) its own version, but runs
+    /// the machine code in them as is. Bytes precompiled on an Engine of your own load
+    /// only with that Engine given to [`InterceptorBuilder::engine`]: this crate's default
+    /// is configured otherwise (component-model concurrency off, among others).
     pub unsafe fn precompiled(mut self, bytes: Vec<u8>) -> InterceptorBuilder {
         self.component = Some(Code::Precompiled(bytes));
         self
@@ -134,7 +139,15 @@ impl InterceptorBuilder {
         let component = match &self.component {
             Some(Code::Compiled(component)) => component.clone(),
             // SAFETY: the caller of `precompiled` vouched for these bytes.
-            Some(Code::Precompiled(bytes)) => unsafe { Component::deserialize(&engine, bytes)? },
+            Some(Code::Precompiled(bytes)) => unsafe {
+                Component::deserialize(&engine, bytes).map_err(|e| {
+                    e.context(
+                        "load the precompiled component: it must have been compiled for an \
+                         Engine configured as this one (precompiled on an Engine of yours? \
+                         give that Engine to `InterceptorBuilder::engine`)",
+                    )
+                })?
+            },
             None => compile(
                 &engine,
                 self.options
@@ -164,6 +177,24 @@ impl InterceptorBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bytes precompiled on an Engine of the embedder's load only with that Engine given:
+    /// without it they are refused (the crate's default Engine is configured otherwise),
+    /// the error naming the remedy.
+    #[test]
+    fn bytes_precompiled_for_another_engine_need_that_engine() {
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).unwrap();
+        let bytes = engine.precompile_component(EMBEDDED_COMPONENT).unwrap();
+        // SAFETY: the bytes were just made by `precompile_component` of this wasmtime.
+        let alone = unsafe { InterceptorBuilder::new().precompiled(bytes.clone()) };
+        let error = alone.into_parts().err().expect("refused").to_string();
+        assert!(error.contains("InterceptorBuilder::engine"), "{error}");
+        // SAFETY: as above.
+        let with_it = unsafe { InterceptorBuilder::new().engine(&engine).precompiled(bytes) };
+        assert!(with_it.into_parts().is_ok());
+    }
 
     /// A default Engine is the builder's own: nobody could advance its epoch.
     #[test]

@@ -1745,8 +1745,8 @@ fn an_ignored_sigchld_does_not_turn_a_per_event_answer_into_a_failure() {
 }
 
 /// `ahp component push REFERENCE --component oci://…` has two references: a malformed one
-/// is named by its place, so its author knows which to fix (neither is repeated: it may
-/// hold a password). Both are refused before anything is asked of a registry.
+/// is named by its place, so its author knows which to fix. Both are refused before
+/// anything is asked of a registry.
 #[test]
 fn a_push_names_which_of_its_references_is_malformed() {
     let good = "127.0.0.1:1/ahp/interceptor:1";

@@ -66,6 +66,44 @@ async fn spinning_component_is_denied_as_engine_failure_at_its_bound() {
     assert_settled_at(elapsed, BOUND, "spin");
 }
 
+/// On an Engine of the embedder's whose epoch the embedder advances itself
+/// (`Epochs::External`), a spinning component is still stopped at its bound: the crate's
+/// callback reads the real clock at each of the embedder's ticks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spinning_component_is_stopped_at_its_bound_under_the_embedders_epochs() {
+    let mut config = ahp_host::wasmtime::Config::new();
+    config.epoch_interruption(true);
+    let engine = ahp_host::wasmtime::Engine::new(&config).expect("an Engine");
+    let ticking = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let ticker = {
+        let (engine, ticking) = (engine.clone(), ticking.clone());
+        std::thread::spawn(move || {
+            while ticking.load(std::sync::atomic::Ordering::Relaxed) {
+                engine.increment_epoch();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let reg =
+        registration(&[Http::new("com.example.spin", "http://127.0.0.1:9/hooks").timeout_ms(100)]);
+    let options = Options {
+        component: Some(runaway_component()),
+        ..Options::default()
+    };
+    let interceptor = ahp_host::InterceptorBuilder::new()
+        .engine(&engine)
+        .epochs(ahp_host::Epochs::External)
+        .options(options)
+        .build(&reg)
+        .await
+        .expect("the runaway component accepts any registration");
+    let (settled, elapsed) = timed_call(&interceptor, "evt_spin_external", None).await;
+    ticking.store(false, std::sync::atomic::Ordering::Relaxed);
+    ticker.join().expect("the embedder's ticker");
+    assert_engine_failure(&settled, "evt_spin_external");
+    assert_settled_at(elapsed, BOUND, "spin under external epochs");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn panicking_component_is_denied_as_engine_failure_at_once() {
     let interceptor = runaway("com.example.panic").await;

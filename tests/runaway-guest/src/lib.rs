@@ -178,6 +178,17 @@ mod component {
         r#""failure":{"class":"deadline-exceeded","phase":"await-response"},"attempts":[]}]"#
     );
 
+    /// An allow whose one fail-closed interceptor failed open, with its failure recorded:
+    /// contradicting its policy, and nothing else.
+    const FAILED_OPEN_UNDER_FAIL_CLOSED: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
+        r#""elapsedMs":0,"interceptors":[{"backend":"com.example.b","subscription":0,"#,
+        r#""policy":"fail-closed","timeoutMs":100,"outcome":"failed-open","#,
+        r#""failure":{"class":"deadline-exceeded","phase":"await-response"},"attempts":[]}],"#,
+        r#""observers":[]}"#
+    );
+
     /// An allow whose one fail-closed interceptor had "no effect" but failed: a
     /// fail-closed failure labelled as no objection.
     const MISLABELLED_FAILURE: &str = concat!(
@@ -293,9 +304,7 @@ mod component {
                     withheld: false,
                 }
             } else if let Some(record) = match registration.as_str() {
-                "failed-open-under-fail-closed" => {
-                    Some(allowed_over!("fail-closed", "failed-open"))
-                }
+                "failed-open-under-fail-closed" => Some(FAILED_OPEN_UNDER_FAIL_CLOSED),
                 "allow-over-ask" => Some(allowed_over!("fail-open", "ask")),
                 "allow-over-not-reached" => Some(allowed_over!("fail-open", "not-reached")),
                 "mislabelled-failure" => Some(MISLABELLED_FAILURE),
