@@ -124,15 +124,8 @@ async fn shutdown_leaves_no_descriptor_open() {
     hooks.shutdown();
     drop(hooks);
 
-    // Pipes close as the reaped children's handles and stderr drains drop; on a loaded
-    // machine that can take a while. A leak never converges. Only a descriptor the
-    // baseline did not have is a leak: one of the warm-up's that closed late is not.
-    let until = Instant::now() + Duration::from_secs(10);
-    while !opened_since(&before).is_empty() && Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     assert_eq!(
-        opened_since(&before),
+        closed_back_to(&before).await,
         Vec::<String>::new(),
         "descriptors left open after shutdown"
     );
@@ -163,16 +156,24 @@ async fn shutdown_leaves_no_descriptor_open() {
     hooks.shutdown();
     let settled = call.await.expect("the call's task").expect("settled");
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
-    let until = Instant::now() + Duration::from_secs(10);
-    while !opened_since(&before).is_empty() && Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
     assert_eq!(
-        opened_since(&before),
+        closed_back_to(&before).await,
         Vec::<String>::new(),
         "descriptors left open after a shutdown that ended an exchange, the interceptor kept"
     );
     drop(hooks);
+}
+
+/// The descriptors still open that were not at `baseline`, once they have closed or 10 s
+/// have passed. Pipes close as the reaped children's handles and stderr drains drop; on a
+/// loaded machine that can take a while. A leak never converges. Only a descriptor the
+/// baseline did not have is a leak: one of the warm-up's that closed late is not.
+async fn closed_back_to(baseline: &[String]) -> Vec<String> {
+    let until = Instant::now() + Duration::from_secs(10);
+    while !opened_since(baseline).is_empty() && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    opened_since(baseline)
 }
 
 /// The descriptors open now that were not open at `baseline`.

@@ -152,9 +152,19 @@ mod component {
     );
 
     /// A record of an allow whose one interceptor entry (of policy `$policy`) ended as
-    /// `$outcome`.
+    /// `$outcome`, with a failure when `failed` is given.
     macro_rules! allowed_over {
         ($policy:literal, $outcome:literal) => {
+            allowed_over!($policy, $outcome, "")
+        };
+        ($policy:literal, $outcome:literal, failed) => {
+            allowed_over!(
+                $policy,
+                $outcome,
+                r#""failure":{"class":"deadline-exceeded","phase":"await-response"},"#
+            )
+        };
+        ($policy:literal, $outcome:literal, $failure:literal) => {
             concat!(
                 r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
                 r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
@@ -163,7 +173,9 @@ mod component {
                 $policy,
                 r#"","timeoutMs":100,"outcome":""#,
                 $outcome,
-                r#"","attempts":[]}],"observers":[]}"#
+                r#"","#,
+                $failure,
+                r#""attempts":[]}],"observers":[]}"#
             )
         };
     }
@@ -180,25 +192,11 @@ mod component {
 
     /// An allow whose one fail-closed interceptor failed open, with its failure recorded:
     /// contradicting its policy, and nothing else.
-    const FAILED_OPEN_UNDER_FAIL_CLOSED: &str = concat!(
-        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
-        r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
-        r#""elapsedMs":0,"interceptors":[{"backend":"com.example.b","subscription":0,"#,
-        r#""policy":"fail-closed","timeoutMs":100,"outcome":"failed-open","#,
-        r#""failure":{"class":"deadline-exceeded","phase":"await-response"},"attempts":[]}],"#,
-        r#""observers":[]}"#
-    );
+    const FAILED_OPEN_UNDER_FAIL_CLOSED: &str = allowed_over!("fail-closed", "failed-open", failed);
 
     /// An allow whose one fail-closed interceptor had "no effect" but failed: a
     /// fail-closed failure labelled as no objection.
-    const MISLABELLED_FAILURE: &str = concat!(
-        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
-        r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
-        r#""elapsedMs":0,"interceptors":[{"backend":"com.example.b","subscription":0,"#,
-        r#""policy":"fail-closed","timeoutMs":100,"outcome":"no-effect","#,
-        r#""failure":{"class":"deadline-exceeded","phase":"await-response"},"attempts":[]}],"#,
-        r#""observers":[]}"#
-    );
+    const MISLABELLED_FAILURE: &str = allowed_over!("fail-closed", "no-effect", failed);
 
     /// The record of a synthetic denial with `reason`, listing `interceptors` (JSON).
     fn synthetic_record(interceptors: &str, reason: &str) -> String {
