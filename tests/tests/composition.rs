@@ -109,6 +109,18 @@ async fn composition_table() {
             json!(format!("{decision:?}").to_lowercase()),
             "{name}"
         );
+        // A denial is the denying backend's, in its words, whatever came before it.
+        if decision == Decision::Deny {
+            assert_eq!(settled.reason.as_deref(), Some("B says no"), "{name}");
+        }
+        // A message accepted before a deny stays (only interruption clears them).
+        if name == "message then deny" {
+            let messages = &record_json(&settled)["messages"];
+            assert!(
+                messages.to_string().contains("heads up"),
+                "{name}: {messages}"
+            );
+        }
     }
 }
 

@@ -367,5 +367,12 @@ async fn a_modify_target_the_event_lacks_is_refused_when_modify_is_advertised() 
         .await
         .expect("without modify, instructions are optional");
     assert_eq!(settled.decision, Decision::Allow);
+    // Intercepted: the backend was asked, and had no objection.
+    assert_eq!(backend.requests().len(), 1);
+    let record = record_json(&settled);
+    assert_eq!(
+        record["interceptors"][0]["outcome"], "no-effect",
+        "{record}"
+    );
     hooks.shutdown();
 }

@@ -149,6 +149,20 @@ async fn no_secret_in_any_output_or_audit_line() {
             "{name}: the token endpoint was asked"
         );
         assert_eq!(server.issued().len(), scenario.issued, "{name}");
+        // And an issued token went where it belongs: every request the OAuth backend
+        // was sent carries one, and an allowed call sent it one.
+        let sent_oauth = oauth_backend.requests();
+        if scenario.exit == 0 && scenario.issued > 0 {
+            assert!(
+                !sent_oauth.is_empty(),
+                "{name}: the OAuth backend was asked"
+            );
+        }
+        for request in &sent_oauth {
+            let header = request.header_values("authorization");
+            let carried = issued.iter().any(|t| header == [format!("Bearer {t}")]);
+            assert!(carried, "{name}: {header:?}");
+        }
     }
 }
 
@@ -281,6 +295,8 @@ fn assert_nothing_leaked(
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let audited = std::fs::read_to_string(audit).expect("audit written");
+    // One call, one record: an empty audit would hide nothing.
+    assert_eq!(audited.lines().count(), 1, "{name}: {audited}");
     for (what, text) in [
         ("stdout", &*stdout),
         ("stderr", &*stderr),
