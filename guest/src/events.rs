@@ -185,7 +185,7 @@ use Shape::{
 };
 
 /// What set a session start off (the SDKs' session-start.schema.json, draft).
-pub const START_TRIGGERS: &[&str] = &["startup", "resume", "clear", "compact", "fork"];
+const START_TRIGGERS: &[&str] = &["startup", "resume", "clear", "compact", "fork"];
 
 /// A model (execution-event.schema.json@62fc780 `$defs/model`, closed): `{id, provider}`.
 const MODEL: Shape = Shape::Closed("model", &["id", "provider"]);

@@ -638,10 +638,7 @@ async fn hook_install_of_a_pulled_component_is_unchecked_only_while_it_cannot_be
         .output()
         .await
         .expect("run");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("dev.typo"), "{stderr}");
-    assert!(output.stdout.is_empty(), "no snippet");
+    assert_install_refused(&output, "dev.typo");
 
     drop(registry);
     let empty = tempfile::tempdir().expect("a cache directory");
@@ -679,6 +676,14 @@ async fn hook_install_pulls_once_within_one_deadline_from_a_registry_that_never_
         snippet.contains(&format!("--component {tagged} ")),
         "{snippet}"
     );
+}
+
+/// An `ahp hook install` refused, naming `named`: exit 1, and no snippet.
+fn assert_install_refused(output: &Output, named: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(named), "{named:?} in {stderr}");
+    assert!(output.stdout.is_empty(), "no snippet");
 }
 
 /// An `ahp hook install` of `source` that its registry could not give: exit 0, a snippet,
@@ -784,13 +789,7 @@ async fn hook_install_of_a_component_that_fails_its_digest_is_refused() {
         .output()
         .await
         .expect("run");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("digest mismatch for the component of"),
-        "{stderr}"
-    );
-    assert!(output.stdout.is_empty(), "no snippet");
+    assert_install_refused(&output, "digest mismatch for the component of");
 }
 
 /// `hook install` checks its other options before it pulls: a bad one behind a registry
@@ -807,12 +806,7 @@ async fn hook_install_refuses_a_bad_option_before_it_pulls() {
         .output()
         .await
         .expect("run ahp hook install");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("--interceptable does not apply"),
-        "{stderr}"
-    );
+    assert_install_refused(&output, "--interceptable does not apply");
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "{:?}",

@@ -556,7 +556,7 @@ impl HttpBackend {
 
     async fn connect(&self, deadline: Instant) -> Result<Connection, DeliveryError> {
         let connect = async {
-            let addrs = self.lookups.resolve().await?;
+            let addrs = self.lookups.resolve(deadline).await?;
             let plain_ok = self.tls || self.options.allow_insecure_http;
             if !plain_ok && !addrs.iter().all(|a| is_loopback(a.ip())) {
                 return Err(DeliveryError::NotPermitted);

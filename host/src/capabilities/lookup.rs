@@ -6,35 +6,26 @@
 //! waits behind them. So a call that needs the name while a lookup of it is under way
 //! waits for that one, only until its own deadline (the caller bounds it); the first
 //! call after it ended asks again: nothing is cached, the resolver's own lifetimes stand.
-//! A lookup is joined for [`LOOKUP_BOUND`] at most: one that hangs (a stuck name service
-//! module) holds one thread per bound, and does not fail the backend's new connections
-//! for good.
+//! A lookup is a [`Flight`] joined for its bound at most (30 s): one that hangs (a stuck
+//! name service module) holds one thread per bound, and does not fail the backend's new
+//! connections for good.
 
+use super::flight::{Flight, FLIGHT_BOUND};
 use crate::bindings::host_types::DeliveryError;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::watch;
-use tokio::time::Instant;
-
-/// The longest a lookup is joined: past it, the next call starts another (as an OAuth
-/// flight's bound, 30 s, the largest `timeoutMs` a harness should support).
-const LOOKUP_BOUND: Duration = Duration::from_secs(30);
-
-/// What a lookup found: the addresses, or `None` if the name did not resolve.
-type Found = Option<Arc<[SocketAddr]>>;
+use tokio::time::{timeout_at, Instant};
 
 /// The lookups of one backend's host and port.
-#[derive(Debug)]
 pub(super) struct Lookups {
     host: String,
     port: u16,
-    /// How long a lookup is joined ([`LOOKUP_BOUND`]).
+    /// How long a lookup is joined ([`FLIGHT_BOUND`]).
     bound: Duration,
-    /// The lookup under way, or the last one (ended once it holds its outcome, or its
-    /// task ended without one), with when it started.
-    last: Mutex<Option<(Instant, watch::Receiver<Option<Found>>)>>,
+    /// The lookup under way, or the last one (ended once its task has).
+    last: Mutex<Option<Flight<Arc<[SocketAddr]>, DeliveryError>>>,
 }
 
 impl Lookups {
@@ -42,7 +33,7 @@ impl Lookups {
         Lookups {
             host: host.to_owned(),
             port,
-            bound: LOOKUP_BOUND,
+            bound: FLIGHT_BOUND,
             last: Mutex::new(None),
         }
     }
@@ -53,14 +44,15 @@ impl Lookups {
         self.port
     }
 
-    /// The addresses of the host: an IP address as it is, a name as the system resolver
-    /// gives it (shared with any lookup of it under way); none is `unresolved-host`.
-    pub async fn resolve(&self) -> Result<Vec<SocketAddr>, DeliveryError> {
+    /// The addresses of the host, by `deadline`: an IP address as it is, a name as the
+    /// system resolver gives it (shared with any lookup of it under way); none is
+    /// `unresolved-host`.
+    pub async fn resolve(&self, deadline: Instant) -> Result<Vec<SocketAddr>, DeliveryError> {
         if let Ok(ip) = self.host.parse::<IpAddr>() {
             return Ok(vec![SocketAddr::new(ip, self.port)]);
         }
         let (host, port) = (self.host.clone(), self.port);
-        self.shared(|| async move {
+        self.shared(deadline, || async move {
             tokio::net::lookup_host((host.as_str(), port))
                 .await
                 .ok()
@@ -69,46 +61,36 @@ impl Lookups {
         .await
     }
 
-    /// `lookup`'s outcome: of the one under way if there is one, else of a new one on a
-    /// task of its own, which a call giving up does not stop.
-    async fn shared<L, F>(&self, lookup: L) -> Result<Vec<SocketAddr>, DeliveryError>
+    /// `lookup`'s outcome by `deadline`: of the one under way if there is one (its task
+    /// not ended), else of a new one, a flight ended at its bound.
+    async fn shared<L, F>(
+        &self,
+        deadline: Instant,
+        lookup: L,
+    ) -> Result<Vec<SocketAddr>, DeliveryError>
     where
         L: FnOnce() -> F,
         F: Future<Output = Option<Vec<SocketAddr>>> + Send + 'static,
     {
-        let mut outcome = {
+        let outcome = {
             let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-            let now = Instant::now();
             match last.as_ref() {
-                Some((started, under_way))
-                    if under_way.borrow().is_none()
-                        && !under_way.is_closed()
-                        && now < *started + self.bound =>
-                {
-                    under_way.clone()
-                }
+                Some(under_way) if !under_way.is_finished() => under_way.outcome(),
                 _ => {
-                    let (publish, outcome) = watch::channel(None);
-                    let lookup = lookup();
-                    tokio::spawn(async move {
-                        let found = lookup.await.map(Arc::from);
-                        let _ = publish.send(Some(found));
+                    let (lookup, until) = (lookup(), Instant::now() + self.bound);
+                    let flight = Flight::start(move |bound| async move {
+                        match timeout_at(bound.min(until), lookup).await {
+                            Ok(Some(found)) if !found.is_empty() => Ok(Arc::from(found)),
+                            // A name with no address is as unresolved as one the lookup
+                            // refused, or gave no answer to in time.
+                            _ => Err(DeliveryError::UnresolvedHost),
+                        }
                     });
-                    *last = Some((now, outcome.clone()));
-                    outcome
+                    last.insert(flight).outcome()
                 }
             }
         };
-        // A lookup whose task ended without an outcome (a panic) found nothing.
-        let found = match outcome.wait_for(Option::is_some).await {
-            Ok(found) => found.clone().flatten(),
-            Err(_) => None,
-        };
-        match found {
-            Some(addrs) if !addrs.is_empty() => Ok(addrs.to_vec()),
-            // A name with no address is as unresolved as one the lookup refused.
-            _ => Err(DeliveryError::UnresolvedHost),
-        }
+        outcome.wait(deadline).await.map(|found| found.to_vec())
     }
 }
 
@@ -117,6 +99,11 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
+
+    /// A deadline no test reaches: a call that gives up does so by its own timeout.
+    fn far() -> Instant {
+        Instant::now() + Duration::from_secs(60)
+    }
 
     /// A lookup that takes 300 ms and counts how many were started.
     fn slow(started: &Arc<AtomicUsize>) -> impl Future<Output = Option<Vec<SocketAddr>>> {
@@ -138,7 +125,7 @@ mod tests {
         for i in 0..8 {
             let (lookups, started) = (lookups.clone(), started.clone());
             calls.spawn(async move {
-                let resolve = lookups.shared(|| slow(&started));
+                let resolve = lookups.shared(far(), || slow(&started));
                 match i % 2 {
                     // Half give up long before the lookup ends.
                     0 => tokio::time::timeout(Duration::from_millis(20), resolve)
@@ -162,7 +149,7 @@ mod tests {
                 "{answer:?}"
             );
         }
-        let again = lookups.shared(|| slow(&started)).await;
+        let again = lookups.shared(far(), || slow(&started)).await;
         assert!(again.is_ok(), "{again:?}");
         assert_eq!(
             started.load(Ordering::SeqCst),
@@ -171,8 +158,8 @@ mod tests {
         );
     }
 
-    /// A lookup that never ends is joined for [`LOOKUP_BOUND`], then left to itself: the
-    /// next call starts another.
+    /// A lookup that never ends is joined for its bound, then left to itself: the next
+    /// call starts another.
     #[tokio::test]
     async fn a_lookup_that_hangs_is_joined_only_for_its_bound() {
         let bound = Duration::from_millis(300);
@@ -187,12 +174,13 @@ mod tests {
         };
         for _ in 0..3 {
             let waited =
-                tokio::time::timeout(Duration::from_millis(20), lookups.shared(hang)).await;
+                tokio::time::timeout(Duration::from_millis(20), lookups.shared(far(), hang)).await;
             assert!(waited.is_err(), "{waited:?}");
         }
         assert_eq!(started.load(Ordering::SeqCst), 1, "joined within its bound");
         tokio::time::sleep(bound).await;
-        let waited = tokio::time::timeout(Duration::from_millis(20), lookups.shared(hang)).await;
+        let waited =
+            tokio::time::timeout(Duration::from_millis(20), lookups.shared(far(), hang)).await;
         assert!(waited.is_err(), "{waited:?}");
         assert_eq!(started.load(Ordering::SeqCst), 2, "another past it");
     }
@@ -207,25 +195,27 @@ mod tests {
     async fn no_address_is_unresolved_and_an_ip_address_is_its_own() {
         let lookups = Lookups::new("policy.example", 443);
         for found in [None, Some(Vec::new())] {
-            let answer = lookups.shared(|| async move { found }).await;
+            let answer = lookups.shared(far(), || async move { found }).await;
             assert!(
                 matches!(answer, Err(DeliveryError::UnresolvedHost)),
                 "{answer:?}"
             );
         }
-        let panicked = lookups.shared(|| async { dies() }).await;
+        let panicked = lookups.shared(far(), || async { dies() }).await;
         assert!(
             matches!(panicked, Err(DeliveryError::UnresolvedHost)),
             "{panicked:?}"
         );
         // Ended without an outcome, it is not joined: the next call asks again.
         let addr = SocketAddr::from(([192, 0, 2, 1], 443));
-        let after = lookups.shared(|| async move { Some(vec![addr]) }).await;
+        let after = lookups
+            .shared(far(), || async move { Some(vec![addr]) })
+            .await;
         assert!(
             matches!(after, Ok(ref addrs) if *addrs == [addr]),
             "{after:?}"
         );
-        let literal = Lookups::new("::1", 443).resolve().await;
+        let literal = Lookups::new("::1", 443).resolve(far()).await;
         let expected: Vec<SocketAddr> = vec!["[::1]:443".parse().unwrap()];
         assert!(
             matches!(literal, Ok(ref addrs) if *addrs == expected),
