@@ -20,8 +20,10 @@
 //!
 //! tokio's semaphores are fair: permits go to waiters first come, first served. A call
 //! keeps its [`Place`] in a pool's main lane while it waits for the settle lane, and
-//! across a run that gave way, so it does not queue there again at the back. (Its wait
-//! for an Engine slot, see `slots`, starts afresh on each run.)
+//! across a run on a settle-lane permit that gave way, so it does not queue there again
+//! at the back. (Its wait for an Engine slot, see `slots`, starts afresh on each run; and
+//! a call that ran on a pool's main permit but only a settle-lane Engine slot, the
+//! Engine full, used its turn: after giving way it queues at the back of the pool.)
 
 use crate::interrupt::Interrupt;
 use std::future::Future;

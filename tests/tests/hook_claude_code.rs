@@ -4,7 +4,7 @@
 
 use ahp_tests::hook::{
     assert_exit_2_block, assert_json, assert_silent_no_objection, assert_stopped, tool_payloads,
-    Contract, Intercepted, Ran, MODIFIED_REASON,
+    Contract, Intercepted, Ran, ASK_REASON, MODIFIED_REASON,
 };
 use serde_json::{json, Value};
 
@@ -100,11 +100,12 @@ fn assert_deny(ran: &Ran, reason: &str) {
     assert_eq!(ran.stderr.trim_end(), reason, "{ran:?}");
 }
 
+/// The ask alone, with the generic reason: nothing else, the input never written back.
 fn assert_ask(ran: &Ran) {
-    assert_eq!(ran.code, 0, "{ran:?}");
-    let output = &ran.json()["hookSpecificOutput"];
-    assert_eq!(output["permissionDecision"], "ask", "{ran:?}");
-    assert_eq!(output["hookEventName"], "PreToolUse", "{ran:?}");
+    assert_pre_tool(
+        ran,
+        json!({"permissionDecision": "ask", "permissionDecisionReason": ASK_REASON}),
+    );
 }
 
 /// The changed input in `updatedInput`, with `ask` (never `allow`, a grant): the user

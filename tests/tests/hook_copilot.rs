@@ -4,7 +4,7 @@
 
 use ahp_tests::hook::{
     assert_json, assert_silent_no_objection, hook_command, run_command, run_unreachable,
-    write_unreachable, Contract, Ran, FAILED_REASON, MODIFIED_REASON,
+    sent_event, write_unreachable, Contract, Ran, ASK_REASON, FAILED_REASON, MODIFIED_REASON,
 };
 use serde_json::{json, Value};
 use std::path::Path;
@@ -58,9 +58,11 @@ fn assert_modified(ran: &Ran, input: &Value) {
     );
 }
 
+/// The ask alone, with the generic reason: no `modifiedArgs` (the input never written
+/// back).
 fn assert_ask(ran: &Ran) {
-    assert_eq!(ran.code, 0, "{ran:?}");
-    assert_eq!(ran.json()["permissionDecision"], "ask", "{ran:?}");
+    let ask = json!({"permissionDecision": "ask", "permissionDecisionReason": ASK_REASON});
+    assert_json(ran, 0, ask);
 }
 
 /// A payload that names no event, run without `--event`: the harness's denial, naming
@@ -78,14 +80,19 @@ async fn a_payload_without_an_event_needs_the_flag() {
 }
 
 /// Copilot's Claude-compatible form: the PascalCase event name with snake_case fields is
-/// the same event (here the backend is down and the subscription fails open: no
-/// objection, where an unknown event would be a denial).
+/// the same event, the same `tool.before` the backend is asked about.
 #[tokio::test]
 async fn the_pascal_case_form_is_the_same_event() {
     let payload = json!({"session_id": "cop-6", "hook_event_name": "PreToolUse",
         "tool_name": "bash", "tool_input": {"command": "ls"}});
     for flag in [&[][..], &["--event", "preToolUse"][..]] {
-        assert_silent_no_objection(&run_unreachable("copilot", flag, &payload).await);
+        let sent = sent_event("copilot", flag, &payload, "hooks/intercept").await;
+        assert_silent_no_objection(&sent.ran);
+        let event = &sent.event;
+        assert_eq!(event["type"], "tool.before", "{event}");
+        assert_eq!(event["tool"]["name"], "bash", "{event}");
+        assert_eq!(event["tool"]["input"], json!({"command": "ls"}), "{event}");
+        assert_eq!(event["session"]["id"], "cop-6", "{event}");
     }
 }
 
