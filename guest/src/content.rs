@@ -306,6 +306,9 @@ const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
 pub enum Holds {
     /// `messages`: canonical messages `{id, role, parts, synthesized?}`.
     Messages,
+    /// Canonical messages all of this one role: a user message's at its boundary
+    /// (interaction-event.schema.json@2b5da58: `user` inbound, `assistant` outbound).
+    MessagesOf(&'static str),
     /// One canonical message: a progress event's model-visible item.
     Message,
     /// `textParts`: a list of text parts.
@@ -352,6 +355,14 @@ impl Holds {
     pub fn flaws(self, value: &Value) -> Vec<Flaw> {
         match self {
             Holds::Messages => each(value, "must be an array of canonical messages", message),
+            Holds::MessagesOf(role) => {
+                let of_role = |value: &Value| match message(value) {
+                    flaws if !flaws.is_empty() => flaws,
+                    _ if value["role"] == role => vec![],
+                    _ => vec![Flaw::new("/role", ROLE_AT_THE_BOUNDARY)],
+                };
+                each(value, "must be an array of canonical messages", of_role)
+            }
             Holds::Message => message(value),
             Holds::TextParts => each(value, "must be an array of text parts", text_part),
             Holds::TextPart => text_part(value),
@@ -373,8 +384,12 @@ pub fn is_text_parts(value: &Value) -> bool {
     Holds::TextParts.flaws(value).is_empty()
 }
 
+/// The rule a message of [`Holds::MessagesOf`] breaks with another role.
+const ROLE_AT_THE_BOUNDARY: &str =
+    "must be the event's one role (user on user.message.inbound, assistant on outbound)";
+
 /// The flaws of each entry of the list `value`, at its index.
-fn each(value: &Value, rule: &'static str, entry: fn(&Value) -> Vec<Flaw>) -> Vec<Flaw> {
+fn each(value: &Value, rule: &'static str, entry: impl Fn(&Value) -> Vec<Flaw>) -> Vec<Flaw> {
     let Some(entries) = value.as_array() else {
         return vec![Flaw::new("", rule)];
     };

@@ -4,7 +4,7 @@
 //! The word lists are in [`ahp_vocab`]; which effects an event allows is the table in
 //! [`crate::events`]; this module says what an accepted effect carries.
 
-use crate::content;
+use crate::{content, events};
 pub use ahp_vocab::EffectKind;
 use ahp_vocab::{DeliverAt, FlowOperation, InterceptableEvent, ModifyOperation, ModifyTarget};
 use serde_json::Value;
@@ -77,18 +77,24 @@ pub fn is_decision(kind: EffectKind) -> bool {
 }
 
 /// Whether `value` has the shape `target` takes at `event` (effect.schema.json): an
-/// object for input and workspace, text parts for instructions and summary, canonical
-/// messages otherwise. `content` is the one target whose shape is the boundary's: the
-/// MCP answer at `user.elicitation.result` ([`elicitation::is_answer`]), canonical
-/// messages at `user.message.outbound` ("the host MUST validate the boundary-specific
-/// target contract").
+/// object for input, a workspace change for workspace ([`events::workspace_flaws`]),
+/// text parts for instructions and summary, canonical messages otherwise. At a user
+/// message's boundary the messages are of its one role, and `content` is the target
+/// whose shape is the boundary's: the MCP answer at `user.elicitation.result`
+/// ([`elicitation::is_answer`]), the assistant's messages at `user.message.outbound`
+/// ("the host MUST validate the boundary-specific target contract").
 pub fn fits(target: ModifyTarget, event: InterceptableEvent, value: &Value) -> bool {
+    use InterceptableEvent::{UserElicitationResult, UserMessageInbound};
     match target {
-        ModifyTarget::Input | ModifyTarget::Workspace => value.is_object(),
-        ModifyTarget::Content if event == InterceptableEvent::UserElicitationResult => {
+        ModifyTarget::Input => value.is_object(),
+        ModifyTarget::Workspace => events::workspace_flaws(value).is_empty(),
+        ModifyTarget::Content if event == UserElicitationResult => {
             crate::elicitation::is_answer(value)
         }
-        ModifyTarget::Content => content::is_messages(value),
+        ModifyTarget::Content => events::OUTBOUND.flaws(value).is_empty(),
+        ModifyTarget::Prompt if event == UserMessageInbound => {
+            events::INBOUND.flaws(value).is_empty()
+        }
         ModifyTarget::Instructions | ModifyTarget::Summary => content::is_text_parts(value),
         ModifyTarget::Output
         | ModifyTarget::Prompt
@@ -160,12 +166,19 @@ mod tests {
         );
     }
 
+    /// A backend's value is checked as the event's own would be at that target: a
+    /// workspace change by its closed shape, a user message's list by its boundary's one
+    /// role (any role's at a model request).
     #[test]
     fn each_target_takes_its_shape() {
-        use InterceptableEvent::{ToolBefore, UserElicitationResult, UserMessageOutbound};
-        use ModifyTarget::{Content, Input, Instructions, Output, Prompt, Summary};
+        use InterceptableEvent::{
+            ModelRequestBefore, ToolBefore, UserElicitationResult, UserMessageInbound,
+            UserMessageOutbound, WorkspaceChangeBefore,
+        };
+        use ModifyTarget::{Content, Input, Instructions, Output, Prompt, Request, Summary};
         let part = json!({"id": "p", "kind": "text", "mediaType": "text/plain",
                           "selection": "body", "text": "x"});
+        let said_by = |role: &str| json!([{"id": "m", "role": role, "parts": [part]}]);
         let message = json!({"id": "m", "role": "tool", "parts": [part]});
         assert!(fits(Input, ToolBefore, &json!({})));
         assert!(!fits(Input, ToolBefore, &json!([])));
@@ -179,10 +192,25 @@ mod tests {
         // content is the boundary's own: an answer object, or the outbound messages.
         assert!(fits(Content, UserElicitationResult, &json!({"answer": 1})));
         assert!(!fits(Content, UserElicitationResult, &json!([message])));
-        assert!(fits(Content, UserMessageOutbound, &json!([message])));
+        assert!(fits(Content, UserMessageOutbound, &said_by("assistant")));
+        assert!(!fits(Content, UserMessageOutbound, &said_by("user")));
         assert!(!fits(Content, UserMessageOutbound, &json!({"answer": 1})));
+        assert!(fits(Prompt, UserMessageInbound, &said_by("user")));
+        assert!(!fits(Prompt, UserMessageInbound, &said_by("system")));
+        assert!(fits(Request, ModelRequestBefore, &said_by("system")));
         assert!(fits(Instructions, ToolBefore, &json!([part])));
         assert!(!fits(Summary, ToolBefore, &json!([message])));
         assert!(!fits(Prompt, ToolBefore, &json!(["text"])));
+        let workspace = |value: Value| fits(ModifyTarget::Workspace, WorkspaceChangeBefore, &value);
+        assert!(workspace(json!({"cwd": "/repo"})));
+        assert!(workspace(json!({"workspaceRoots": ["/a", "/b"]})));
+        for misfit in [
+            json!({}),
+            json!({"cwd": 7}),
+            json!({"dir": "/"}),
+            json!("/"),
+        ] {
+            assert!(!workspace(misfit.clone()), "{misfit}");
+        }
     }
 }

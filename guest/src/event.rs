@@ -710,13 +710,39 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             {
                 "must be an object"
             }
-            Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles | Shape::Removed
+            Shape::Array
+            | Shape::ResolvedCalls
+            | Shape::ChangedFiles
+            | Shape::Removed
+            | Shape::Texts
                 if !value.is_array() =>
             {
                 "must be an array"
             }
             Shape::Text if value.as_str().is_none_or(|t| t.is_empty()) => {
                 "must be a non-empty string"
+            }
+            Shape::String if value.as_str().is_none() => "must be a string",
+            Shape::Texts => {
+                for (i, text) in value.as_array().unwrap_or_default().iter().enumerate() {
+                    if text.as_str().is_none_or(|t| t.is_empty()) {
+                        problems.add(format!("{pointer}/{i}"), "must be a non-empty string");
+                    }
+                }
+                continue;
+            }
+            Shape::Workspace => {
+                match value.to_value() {
+                    Ok(value) => {
+                        for (at, rule) in events::workspace_flaws(&value) {
+                            problems.add(format!("{pointer}{at}"), rule);
+                        }
+                    }
+                    Err(number) => {
+                        problems.add(format!("{pointer}{}", number.pointer), json::Inexact::RULE)
+                    }
+                }
+                continue;
             }
             Shape::Bool if !value.is_boolean() => "must be true or false",
             Shape::Count | Shape::Ordinal if value.is_too_large() => {
@@ -1618,6 +1644,110 @@ mod tests {
         assert_refused(intercepted_problems, &event, pointer, &rule);
     }
 
+    /// A user message's list holds its boundary's one role (interaction-event.schema.json
+    /// @2b5da58): the user's words on the way in, the assistant's on the way out.
+    #[test]
+    fn a_user_message_is_of_its_boundarys_one_role() {
+        let rule = "must be the event's one role (user on user.message.inbound, assistant on \
+                    outbound)";
+        for (name, other) in [
+            ("user.message.inbound", "assistant"),
+            ("user.message.inbound", "system"),
+            ("user.message.outbound", "user"),
+        ] {
+            let mut event = example(name);
+            event["message"]["messages"][0]["role"] = json!(other);
+            let at = "/message/messages/0/role";
+            assert_refused(intercepted_problems, &event, at, rule);
+        }
+    }
+
+    /// The nested payloads of the task, workspace, configuration and user events are
+    /// closed (their upstream schemas' `additionalProperties: false`): a member they do
+    /// not name is refused at its pointer.
+    #[test]
+    fn nested_payloads_name_nothing_else() {
+        for (name, object, what) in [
+            ("config.change.before", "/change", "change"),
+            ("user.elicitation.request", "/elicitation", "elicitation"),
+            ("user.elicitation.result", "/elicitation", "elicitation"),
+            ("user.message.inbound", "/message", "message"),
+            ("user.message.outbound", "/message", "message"),
+            ("workspace.change.before", "/workspace", "workspace"),
+            (
+                "workspace.change.before",
+                "/workspace/change",
+                "a workspace change",
+            ),
+            ("task.change.before", "/task", "task"),
+        ] {
+            let at = format!("{object}/note");
+            let event = edited(example(name), &at, Some(json!("x")));
+            let rule = format!("is not a member of {what}");
+            assert_refused(intercepted_problems, &event, &at, &rule);
+        }
+    }
+
+    /// A workspace change names a directory or roots, each a non-empty string, the roots
+    /// distinct; so does its prior state, where present.
+    #[test]
+    fn a_workspace_change_is_a_cwd_or_distinct_roots() {
+        let name = "workspace.change.before";
+        for (change, at, rule) in [
+            (json!({}), "", "must name cwd or workspaceRoots"),
+            (json!({"cwd": ""}), "/cwd", "must be a non-empty string"),
+            (json!({"cwd": 7}), "/cwd", "must be a non-empty string"),
+            (
+                json!({"workspaceRoots": "/a"}),
+                "/workspaceRoots",
+                "must be an array of strings",
+            ),
+            (
+                json!({"workspaceRoots": ["/a", 1]}),
+                "/workspaceRoots/1",
+                "must be a non-empty string",
+            ),
+            (
+                json!({"workspaceRoots": ["/a", "/a"]}),
+                "/workspaceRoots/1",
+                "repeats a root",
+            ),
+        ] {
+            for member in ["change", "prior"] {
+                let pointer = format!("/workspace/{member}");
+                let event = edited(example(name), &pointer, Some(change.clone()));
+                assert_refused(
+                    intercepted_problems,
+                    &event,
+                    &format!("{pointer}{at}"),
+                    rule,
+                );
+            }
+        }
+        let roots = json!({"cwd": "/b", "workspaceRoots": ["/a", "/b"]});
+        let event = edited(example(name), "/workspace/prior", Some(roots));
+        assert_eq!(intercepted_problems(&event), []);
+        let event = edited(example(name), "/workspace/reason", Some(json!(false)));
+        assert_refused(
+            intercepted_problems,
+            &event,
+            "/workspace/reason",
+            "must be a string",
+        );
+    }
+
+    /// A configuration change's settings are names, each a non-empty string.
+    #[test]
+    fn a_configuration_change_names_its_settings() {
+        let event = edited(
+            example("config.change.before"),
+            "/change/settings",
+            Some(json!(["model", ""])),
+        );
+        let rule = "must be a non-empty string";
+        assert_refused(intercepted_problems, &event, "/change/settings/1", rule);
+    }
+
     #[test]
     fn the_example_of_every_interceptable_event_is_valid() {
         for rules in events::TABLE {
@@ -1724,7 +1854,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 104,
+            checked, 110,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1741,12 +1871,16 @@ mod tests {
             | Shape::Error
             | Shape::Usage(_)
             | Shape::TokenCounts
-            | Shape::Counters => (json!([]), "must be an object"),
-            Shape::Array | Shape::ResolvedCalls | Shape::ChangedFiles | Shape::Removed => {
-                (json!({}), "must be an array")
-            }
+            | Shape::Counters
+            | Shape::Workspace => (json!([]), "must be an object"),
+            Shape::Array
+            | Shape::ResolvedCalls
+            | Shape::ChangedFiles
+            | Shape::Removed
+            | Shape::Texts => (json!({}), "must be an array"),
             Shape::Message => (json!([]), "must be a message {id, role, parts}"),
             Shape::Text => (json!(""), "must be a non-empty string"),
+            Shape::String => (json!(7), "must be a string"),
             Shape::Bool => (json!("yes"), "must be true or false"),
             Shape::Count => (json!(-1), "must be a non-negative integer"),
             Shape::Ordinal => (json!(0), "must be a positive integer"),
@@ -2000,9 +2134,13 @@ mod tests {
         for rules in events::TABLE {
             let name = rules.event.as_str();
             for &(pointer, holds) in events::content(name) {
-                let message = json!({"id": "m1", "role": "user", "parts": [unselected_part()]});
+                let role = match holds {
+                    Holds::MessagesOf(role) => role,
+                    _ => "user",
+                };
+                let message = json!({"id": "m1", "role": role, "parts": [unselected_part()]});
                 let (value, below) = match holds {
-                    Holds::Messages => (json!([message]), "/0/parts/0"),
+                    Holds::Messages | Holds::MessagesOf(_) => (json!([message]), "/0/parts/0"),
                     Holds::Message => (message, "/parts/0"),
                     Holds::Items => (json!([unselected_part()]), "/0"),
                     Holds::TextParts => (json!([unselected_part()]), "/0"),
@@ -3535,7 +3673,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 58,
+            checked, 61,
             "the members of session.end, hook.failure, task.change.after, \
              tool.permission.resolved, tool.progress, file.changed, model.switch.after, \
              model.error, turn.end and turn.progress"

@@ -13,6 +13,7 @@ use ahp_vocab::{
     DeliverAt, EventCapability, FlowCapability, FlowOperation, InterceptableEvent as E,
     ModifyCapability, ModifyTarget as T, Problem,
 };
+use serde_json::Value;
 
 /// The payload checks an event gets beyond the envelope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +36,12 @@ pub enum Shape {
     Array,
     /// A non-empty string.
     Text,
+    /// A string, possibly empty.
+    String,
+    /// A list of non-empty strings (a configuration change's `settings`).
+    Texts,
+    /// A workspace's change or prior state ([`workspace_flaws`]).
+    Workspace,
     Bool,
     /// A non-negative integer.
     Count,
@@ -206,11 +213,15 @@ const ATTEMPT: Shape = Shape::Closed("attempt", &["id", "number", "synthesized"]
 /// workspace.change.before). The carried fixtures agree where they show one
 /// (`model-response-input-target.invalid.json` is a complete model.response.after but
 /// for its item, which predates canonical messages; `task-return-capability.invalid.json`
-/// a complete task.change.before). Presence and JSON type are checked here, and the few
+/// a complete task.change.before). Presence and JSON type are checked here, and the
 /// closed words and ranges the rows name (`Word`: a task change's operation, a turn's
-/// or a compaction's trigger, a turn's outcome; `Ordinal`:
+/// or a compaction's trigger, a turn's outcome, an elicitation's mode and action, a
+/// workspace change's kind; `Ordinal`:
 /// a model attempt's number; `Execution`: a model call's or a compaction's execution;
-/// `Closed`: a model or an attempt, which names nothing else);
+/// `Closed`: a model, an attempt, and the task, workspace, configuration change,
+/// elicitation and user message objects, each naming nothing else; `Workspace`: a
+/// workspace's change and prior state); a user message's messages are of its
+/// boundary's one role ([`INBOUND`], [`OUTBOUND`]);
 /// other enumerated words are not, and content slots are
 /// checked by their shapes ([`content`]). tool.batch.after's `calls` are checked each
 /// in full, as tool.after's own call ([`Shape::ResolvedCalls`]).
@@ -236,8 +247,9 @@ const ATTEMPT: Shape = Shape::Closed("attempt", &["id", "number", "synthesized"]
 ///   back there ([`crate::elicitation`], interaction-payloads.md@8f91ac4).
 /// - **Assumed:** workspace at workspace.change.before is the proposed change
 ///   `/workspace/change` (an object of `cwd`/`workspaceRoots`, as effect.schema.json's
-///   object value); `/workspace` itself also holds `kind`, which a modify could not
-///   replace without making the event invalid.
+///   object value, and a modify's value is one such change: [`workspace_flaws`]);
+///   `/workspace` itself also holds `kind`, which a modify could not replace without
+///   making the event invalid.
 pub const TABLE: &[Rules] = &[
     rules(
         E::SessionStart,
@@ -273,11 +285,18 @@ pub const TABLE: &[Rules] = &[
         None,
         &[],
         Payload::Members(&[
-            ("/change", Object),
+            (
+                "/change",
+                Shape::Closed(
+                    "change",
+                    &["source", "scope", "settings", "summary", "path"],
+                ),
+            ),
             ("/change/source", Text),
             ("/change/scope", Text),
-            ("/change/settings", Array),
+            ("/change/settings", Shape::Texts),
             ("/change/summary", Text),
+            ("/change/path", Shape::Optional(&Text)),
         ]),
     ),
     rules(
@@ -465,9 +484,12 @@ pub const TABLE: &[Rules] = &[
         None,
         &[],
         Payload::Members(&[
-            ("/elicitation", Object),
+            (
+                "/elicitation",
+                Shape::Closed("elicitation", &["server", "mode", "request"]),
+            ),
             ("/elicitation/server", Text),
-            ("/elicitation/mode", Text),
+            ("/elicitation/mode", Word(ELICITATION_MODES)),
         ]),
     ),
     rules(
@@ -476,10 +498,16 @@ pub const TABLE: &[Rules] = &[
         Some((T::Content, "/elicitation/result")),
         &[],
         Payload::Members(&[
-            ("/elicitation", Object),
+            (
+                "/elicitation",
+                Shape::Closed("elicitation", &["server", "mode", "result", "action"]),
+            ),
             ("/elicitation/server", Text),
-            ("/elicitation/mode", Text),
-            ("/elicitation/action", Text),
+            ("/elicitation/mode", Word(ELICITATION_MODES)),
+            (
+                "/elicitation/action",
+                Word(&["accept", "decline", "cancel"]),
+            ),
         ]),
     ),
     rules(
@@ -488,7 +516,10 @@ pub const TABLE: &[Rules] = &[
         Some((T::Prompt, "/message/messages")),
         &[],
         Payload::Members(&[
-            ("/message", Object),
+            (
+                "/message",
+                Shape::Closed("message", &["channel", "sender", "messages"]),
+            ),
             ("/message/channel", Text),
             ("/message/sender", Text),
             ("/message/messages", Array),
@@ -500,7 +531,10 @@ pub const TABLE: &[Rules] = &[
         Some((T::Content, "/message/messages")),
         &[],
         Payload::Members(&[
-            ("/message", Object),
+            (
+                "/message",
+                Shape::Closed("message", &["channel", "messages"]),
+            ),
             ("/message/channel", Text),
             ("/message/messages", Array),
         ]),
@@ -511,9 +545,14 @@ pub const TABLE: &[Rules] = &[
         Some((T::Workspace, "/workspace/change")),
         &[],
         Payload::Members(&[
-            ("/workspace", Object),
-            ("/workspace/kind", Text),
-            ("/workspace/change", Object),
+            (
+                "/workspace",
+                Shape::Closed("workspace", &["kind", "change", "prior", "reason"]),
+            ),
+            ("/workspace/kind", Word(&["cwd", "roots", "switch"])),
+            ("/workspace/change", Shape::Workspace),
+            ("/workspace/prior", Shape::Optional(&Shape::Workspace)),
+            ("/workspace/reason", Shape::Optional(&Shape::String)),
         ]),
     ),
 ];
@@ -529,11 +568,30 @@ const SUPPLIED: &[&str] = &["supplied_result"];
 /// The members of a task change, proposed or made (task-workspace-event.schema.json
 /// `task`).
 const TASK_CHANGE: &[(&str, Shape)] = &[
-    ("/task", Object),
+    (
+        "/task",
+        Shape::Closed(
+            "task",
+            &[
+                "id",
+                "operation",
+                "change",
+                "prior",
+                "description",
+                "synthesized",
+            ],
+        ),
+    ),
     ("/task/id", Text),
     ("/task/operation", Word(&["create", "update", "remove"])),
     ("/task/change", Object),
+    ("/task/prior", Shape::Optional(&Object)),
+    ("/task/description", Shape::Optional(&Shape::String)),
+    ("/task/synthesized", Shape::Optional(&Bool)),
 ];
+
+/// How an elicitation asks (interaction-event.schema.json@2b5da58).
+const ELICITATION_MODES: &[&str] = &["form", "url"];
 
 /// Every event type there is (event.schema.json `oneOf`), interceptable or observed
 /// only. Any other type is unsupported semantics, not an event to pass on (digest §13,
@@ -723,10 +781,8 @@ pub fn content(name: &str) -> &'static [(&'static str, Holds)] {
         "turn.start" | "turn.finish.before" | "model.request.before" | "model.response.after" => {
             &[("/items", Holds::Messages)]
         }
-        "user.message.inbound" | "user.message.outbound" => &[
-            ("/items", Holds::Items),
-            ("/message/messages", Holds::Messages),
-        ],
+        "user.message.inbound" => &[("/items", Holds::Items), ("/message/messages", INBOUND)],
+        "user.message.outbound" => &[("/items", Holds::Items), ("/message/messages", OUTBOUND)],
         "context.compact.before" => &[
             ("/items", Holds::Items),
             ("/instructions", Holds::TextParts),
@@ -754,6 +810,48 @@ pub fn content(name: &str) -> &'static [(&'static str, Holds)] {
         ],
         _ => &[("/items", Holds::Items)],
     }
+}
+
+/// A user message's list on its way in: the user's words only
+/// (interaction-event.schema.json@2b5da58), as are a `modify` of its `prompt`.
+pub const INBOUND: Holds = Holds::MessagesOf("user");
+/// A user message's list on its way out: the assistant's words only, as are a `modify`
+/// of its `content`.
+pub const OUTBOUND: Holds = Holds::MessagesOf("assistant");
+
+/// Where a workspace's change or prior state (task-workspace-event.schema.json@8f91ac4,
+/// closed, at least one member) breaks its shape: `cwd` a non-empty string,
+/// `workspaceRoots` distinct non-empty strings, nothing else; each flaw at its pointer
+/// below the value. A `modify` of `workspace` is such a change.
+pub fn workspace_flaws(value: &Value) -> Vec<(String, &'static str)> {
+    let Some(change) = value.as_object() else {
+        return vec![(String::new(), "must be an object")];
+    };
+    if change.is_empty() {
+        return vec![(String::new(), "must name cwd or workspaceRoots")];
+    }
+    let mut flaws = Vec::new();
+    for (key, member) in change {
+        let at = format!("/{}", crate::json::segment(key));
+        match (key.as_str(), member) {
+            ("cwd", Value::String(cwd)) if !cwd.is_empty() => {}
+            ("cwd", _) => flaws.push((at, "must be a non-empty string")),
+            ("workspaceRoots", Value::Array(roots)) => {
+                for (i, root) in roots.iter().enumerate() {
+                    match root.as_str() {
+                        Some(r) if !r.is_empty() && !roots[..i].contains(root) => {}
+                        Some(r) if !r.is_empty() => {
+                            flaws.push((format!("{at}/{i}"), "repeats a root"))
+                        }
+                        _ => flaws.push((format!("{at}/{i}"), "must be a non-empty string")),
+                    }
+                }
+            }
+            ("workspaceRoots", _) => flaws.push((at, "must be an array of strings")),
+            _ => flaws.push((at, "is not a member of a workspace change")),
+        }
+    }
+    flaws
 }
 
 /// The payload rules of `name` if it is a type observed only and this project knows
