@@ -292,6 +292,7 @@ async fn a_deadline_is_settled_by_the_policy_on_every_event() {
         let hooks = every_event_within(&backend.url(), policy, DEADLINE_MS).await;
         let all = each_event(&hooks, policy, |_| true, |e| e.effects(&[])).await;
         assert_eq!(all.len(), 19);
+        let mut awaited = 0;
         for s in &all {
             assert_settled_by_policy(s, policy);
             let entry = &s.record["interceptors"][0];
@@ -301,7 +302,23 @@ async fn a_deadline_is_settled_by_the_policy_on_every_event() {
                 _ => "failed-open",
             };
             assert_eq!(entry["outcome"], outcome, "{}", s.case);
+            // Nineteen calls at once on a loaded machine: one may still be waiting for
+            // an instance or connecting at 150 ms. One that waited for the reply was
+            // sent whole: the backend has it.
+            let phase = entry["failure"]["phase"].as_str().unwrap_or_default();
+            let before_the_reply = ["queue", "connect", "send", "await-response"];
+            assert!(before_the_reply.contains(&phase), "{}: {phase}", s.case);
+            if phase == "await-response" {
+                awaited += 1;
+                let id = &s.record["event"]["id"];
+                let sent = backend.requests().iter().any(|r| r.json()["id"] == *id);
+                assert!(sent, "{}: the backend has its request", s.case);
+            }
         }
+        assert!(
+            awaited > all.len() / 2,
+            "most waited for a reply: {awaited}"
+        );
         hooks.shutdown();
     }
 }
