@@ -958,7 +958,6 @@ async fn check(file: &Path, harness: Option<hook::Harness>, host: &HostArgs) -> 
 }
 
 /// What [`validate`] learned of a registration that loads.
-#[derive(Default)]
 struct Loaded {
     /// Its longest chain of intercept deadlines at one declared event, as the component
     /// counts it.
@@ -1001,15 +1000,7 @@ async fn validate(
     if let Some(harness) = harness {
         options.declaration = harness.declaration();
     }
-    let clients = options.oauth_clients.iter().filter_map(|client| {
-        let path = crate::capabilities::credentials::file_of(&client.client_secret_ref)?;
-        let named_by = format!(
-            "--oauth-clients' client at {} (clientSecretRef)",
-            client.issuer
-        );
-        Some((named_by, path.to_owned()))
-    });
-    let mut secret_files: Vec<(String, String)> = clients.collect();
+    let mut secret_files = client_secret_files(&options.oauth_clients);
     let interceptor = Interceptor::new(&text, options)
         .await
         // The component is at hand by now: a failure here is no registry's.
@@ -1039,6 +1030,20 @@ async fn validate(
         chain,
         secret_files,
     })
+}
+
+/// The files `--oauth-clients`' secret references name (`file:`), each after the client
+/// that names it: no audit log may be one of them.
+fn client_secret_files(clients: &[crate::OAuthClient]) -> Vec<(String, String)> {
+    let named = clients.iter().filter_map(|client| {
+        let path = crate::capabilities::credentials::file_of(&client.client_secret_ref)?;
+        let named_by = format!(
+            "--oauth-clients' client at {} (clientSecretRef)",
+            client.issuer
+        );
+        Some((named_by, path.to_owned()))
+    });
+    named.collect()
 }
 
 /// Says which of `harness`'s hooks that `ahp hook install` writes only on demand the
@@ -1399,7 +1404,15 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
                     Err(Unloaded::Setup(detail)) => return fail(&detail),
                 }
             }
-            Obtained::Unavailable => Loaded::default(),
+            // The registration's own secret files are known only once it loads; the
+            // clients' are known now.
+            Obtained::Unavailable => match host.oauth_clients() {
+                Ok(clients) => Loaded {
+                    chain: None,
+                    secret_files: client_secret_files(&clients),
+                },
+                Err(e) => return fail(&e),
+            },
         };
         let request = hook::Install {
             harness,
@@ -1838,7 +1851,8 @@ async fn pull_once(
             say!(
                 "warning: --component {source} could not be pulled now ({e}): the \
                  registration was not checked against what {} can intercept, nor the \
-                 component compiled ahead{tag}",
+                 component compiled ahead, nor the budget sized to its deadlines (10 s \
+                 unless --budget-ms says){tag}",
                 harness.name()
             );
             Ok(Some(Obtained::Unavailable))

@@ -644,6 +644,23 @@ async fn hook_install_of_a_pulled_component_is_unchecked_only_while_it_cannot_be
     let empty = tempfile::tempdir().expect("a cache directory");
     let output = install(empty.path(), &[]).output().await.expect("run");
     assert_unchecked(&output, &pinned(&pushed));
+
+    // The clients' secret files are known without the component: an audit log there is
+    // refused all the same.
+    let secret = case.dir.path().join("client-secret");
+    std::fs::write(&secret, "client-secret-7e41").expect("write the secret");
+    let clients = case.dir.path().join("clients.json");
+    let client = serde_json::json!([{"issuer": "https://as.example", "clientId": "c",
+        "clientSecretRef": format!("file:{}", secret.display())}]);
+    std::fs::write(&clients, client.to_string()).expect("write the clients");
+    let (clients, secret) = (clients.display().to_string(), secret.display().to_string());
+    let extra = ["--oauth-clients", &clients, "--audit", &secret];
+    let output = install(empty.path(), &extra).output().await.expect("run");
+    assert_install_refused(
+        &output,
+        &format!("--audit {secret}: the file --oauth-clients'"),
+    );
+    assert_eq!(std::fs::read(&secret).expect("read"), b"client-secret-7e41");
 }
 
 /// `ahp hook install` of a component pulled from a registry that never answers: one pull,
@@ -702,7 +719,8 @@ fn assert_unchecked(output: &Output, source: &str) {
     assert!(
         warnings[0].contains(
             "the registration was not checked against what claude-code can intercept, nor \
-             the component compiled ahead"
+             the component compiled ahead, nor the budget sized to its deadlines (10 s \
+             unless --budget-ms says)"
         ),
         "{stderr}"
     );
