@@ -244,6 +244,12 @@ fn table(redirect_target: &str) -> Vec<Case> {
     invalid_utf8.extend_from_slice(MARKER.as_bytes());
     invalid_utf8.extend_from_slice(b"\xff\xfe\xc3\x28\"}");
     let invalid_json = format!(r#"{{"jsonrpc":"2.0","id":$ID$,"result":{MARKER}"#);
+    let out_of_range = valid_deny.replacen(
+        r#""note":"#,
+        r#""extensions":{"com.example.n":1e400},"note":"#,
+        1,
+    );
+    assert_ne!(out_of_range, valid_deny, "the number is in the reply");
     let batch = format!("[{valid_deny}]");
     let jsonrpc_1 = template(json!({"jsonrpc": "1.0", "id": "$ID$", "result": marker_result()}));
     let both = template(json!({
@@ -338,6 +344,13 @@ fn table(redirect_target: &str) -> Vec<Case> {
         Case::new(
             "invalid-json",
             json200(invalid_json),
+            "malformed-json",
+            PARSE,
+        ),
+        // A number no double holds, even where nothing reads it (serde_json refuses it).
+        Case::new(
+            "number-out-of-range",
+            json200(out_of_range),
             "malformed-json",
             PARSE,
         ),
@@ -938,5 +951,55 @@ async fn explicit_deny_is_the_backends_reason_under_both_policies() {
         );
         let needles = address_needles(&[&denier.url(), &healthy.url()]);
         assert_no_leaks(policy, &settled, &needles);
+    }
+}
+
+/// The reply reader's nesting limit holds inside the component, whose stack is
+/// wasmtime's, not a native test thread's: a deny nested to the limit (127 levels of
+/// objects and arrays, the message itself the first) is the backend's deny; one level
+/// deeper is `malformed-json`, settled by the policy. Never a trap, which would be an
+/// engine failure: a denial even under fail-open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_nested_to_the_readers_limit_is_read_and_past_it_is_malformed_json() {
+    const LIMIT: usize = 127;
+    let reason = "Nested, and still a deny.";
+    // The message, its result and the result's extensions are three levels; the rest
+    // are arrays in that extension.
+    let nested = |levels: usize| {
+        let arrays = levels - 3;
+        let deep = format!("{}{}", "[".repeat(arrays), "]".repeat(arrays));
+        let mut result = json!({"protocolVersion": "draft",
+            "effects": [{"type": "deny", "reason": reason}]});
+        let deep: Value = serde_json::from_str(&deep).expect("nested arrays");
+        result["extensions"] = json!({"com.example.deep": deep});
+        json200(with_result(result))
+    };
+    for policy in POLICIES {
+        for (levels, read) in [(LIMIT, true), (LIMIT + 1, false)] {
+            let context = format!("{policy}, {levels} levels");
+            let faulty = FaultBackend::start(vec![nested(levels)]).await;
+            let healthy = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+            let hooks =
+                interceptor(&faulty_then_healthy(&faulty.url(), &healthy.url(), policy)).await;
+            let settled = call(&hooks, &format!("evt_nested_{levels}")).await;
+            let record = &record_json(&settled);
+            let first = &record["interceptors"][0];
+            match (read, policy) {
+                (true, _) => {
+                    assert_case_settled(&context, &settled, DENY, BACKEND_DENY, Some(reason));
+                    assert_eq!(first.get("failure"), None, "{context}: {record}");
+                }
+                (false, "fail-closed") => {
+                    let synthetic = Some(SYNTHETIC_REASON);
+                    assert_case_settled(&context, &settled, DENY, SYNTHETIC_DENY, synthetic);
+                }
+                (false, _) => assert_case_settled(&context, &settled, ALLOW, NO_OBJECTION, None),
+            }
+            if !read {
+                let failure = json!({"class": "malformed-json", "phase": PARSE});
+                assert_eq!(first["failure"], failure, "{context}: {record}");
+            }
+            assert_eq!(faulty.requests().len(), 1, "{context}");
+        }
     }
 }
