@@ -291,6 +291,10 @@ fn trusted(_file: &File) -> std::io::Result<()> {
     Ok(())
 }
 
+/// What [`trusted_way`] names as the end of the way it checks for a cache.
+#[cfg(unix)]
+const CACHE_DIRECTORY: &str = "the cache directory";
+
 /// Whether `dir` exists; if it does, it must be a directory itself (not a symbolic
 /// link to one), this user's and writable by nobody else, and no other user may be able
 /// to change the way to it ([`trusted_way`]): where a cache reads, writes and prunes (the
@@ -304,7 +308,7 @@ pub(crate) fn private_real_dir(dir: &Path) -> std::io::Result<bool> {
     match std::fs::symlink_metadata(&dir) {
         Ok(meta) if meta.is_dir() => {
             owned_privately(&meta, "cache directory")?;
-            trusted_way(&dir)?;
+            trusted_way(&dir, CACHE_DIRECTORY)?;
             Ok(true)
         }
         Ok(_) => Err(std::io::Error::new(
@@ -332,7 +336,7 @@ pub(crate) fn usable_dir(dir: &Path) -> std::io::Result<()> {
     }
     let absolute = std::path::absolute(dir)?;
     match absolute.ancestors().skip(1).find(|a| a.exists()) {
-        Some(ancestor) => trusted_way(ancestor),
+        Some(ancestor) => trusted_way(ancestor, CACHE_DIRECTORY),
         None => Ok(()),
     }
 }
@@ -342,32 +346,30 @@ pub(crate) fn usable_dir(_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Checks that only this user or root can change where `dir` leads, resolving it one
-/// name at a time as the kernel does: every directory on the way is this user's or
-/// root's and writable by nobody else, or sticky (like `/tmp`, where others cannot move
-/// or replace what is not theirs), and every symbolic link on the way is this user's or
-/// root's. Otherwise another user could point a name on the way (`/srv/team/cache`, a
-/// link in a group-writable directory) at a directory of this user's holding files they
-/// chose, such as a cloned repository, and every check of the file itself would pass.
-/// As nobody else can change these names, the way stays what was checked.
+/// Checks that only this user or root can change where `path` leads, resolving it one
+/// name at a time as the kernel does: every directory on the way (and `path` itself) is
+/// this user's or root's and writable by nobody else, or sticky (like `/tmp`, where
+/// others cannot move or replace what is not theirs), and every symbolic link on the
+/// way is this user's or root's. Otherwise another user could point a name on the way
+/// (`/srv/team/cache`, a link in a group-writable directory) at a directory of this
+/// user's holding files they chose, such as a cloned repository, and every check of the
+/// file itself would pass. As nobody else can change these names, the way stays what
+/// was checked. The error names what is at fault, on the way to `to`.
 #[cfg(unix)]
-fn trusted_way(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn trusted_way(path: &Path, to: &str) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
     /// As Linux's MAXSYMLINKS: a loop of links ends here.
     const MAX_LINKS: usize = 40;
     let untrusted = |what: &Path, why: &str| {
         std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
-            format!(
-                "{} {why}, on the way to the cache directory",
-                what.display()
-            ),
+            format!("{} {why}, on the way to {to}", what.display()),
         )
     };
     let me = effective_uid();
     let trusted_owner = |meta: &std::fs::Metadata| meta.uid() == me || meta.uid() == 0;
     let mut pending = Vec::new();
-    push_names(&mut pending, &std::path::absolute(dir)?);
+    push_names(&mut pending, &std::path::absolute(path)?);
     let mut at = PathBuf::from("/");
     let mut links = 0;
     loop {

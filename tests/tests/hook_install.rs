@@ -630,6 +630,42 @@ fn an_audit_log_everybody_can_read_is_installed_with_a_warning() {
     }
 }
 
+/// A file every hook call reads that another user could change — itself writable by
+/// others, or in a directory others can write that is not sticky — is installed with a
+/// warning naming its flag and what is at fault: whoever can change the registration
+/// (or the component) decides every call. One only its owner can change has none.
+#[test]
+fn a_file_others_could_change_is_installed_with_a_warning() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).expect("a directory");
+    let reg = intercepting_tools(&shared, 1_000);
+    let args = [OsStr::new("--registration"), reg.as_os_str()];
+    let chmod = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    let said = |at: &Path, why: &str| {
+        format!("warning: --registration {}: {} {why}, on the way to it; another user could change what every hook call reads", reg.display(), at.display())
+    };
+    let open = "is writable by group or others (not sticky)";
+    for (file_mode, dir_mode, warned) in [
+        (0o666, 0o755, Some(said(&reg, open))),
+        (0o644, 0o777, Some(said(&shared, open))),
+        (0o644, 0o1777, None),
+        (0o644, 0o755, None),
+    ] {
+        chmod(&reg, file_mode);
+        chmod(&shared, dir_mode);
+        let run = install("claude-code", &args);
+        snippet(&run);
+        match &warned {
+            Some(warning) => assert!(run.stderr.contains(warning), "{warning}: {}", run.stderr),
+            None => assert!(!run.stderr.contains("warning"), "{}", run.stderr),
+        }
+    }
+}
+
 /// A path that is not UTF-8 cannot be written into a harness's settings (JSON text): it
 /// is refused naming its flag, never written lossily as another file's name.
 #[test]

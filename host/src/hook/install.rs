@@ -222,7 +222,7 @@ pub fn install(request: &Install) -> Result<Installed, String> {
         "--budget-ms".to_string(),
         budget_ms.to_string(),
     ];
-    let mut warnings = Vec::new();
+    let mut warnings = changeable_by_others(&read);
     if let Some(audit) = &request.audit {
         let (path, warning) = audit_file(audit, &read)?;
         arguments.extend(["--audit".to_string(), path]);
@@ -362,6 +362,32 @@ fn read_files<'a>(
         .chain(host)
         .chain(secrets)
         .collect()
+}
+
+/// A warning for each file every hook call reads (`read`, after what names it) that
+/// another user could change, itself or the way to it
+/// ([`crate::compile_cache::trusted_way`]): the component, the registration or the trust
+/// roots would then decide for them. Not refused: a shared setup may be deliberate, and
+/// a file not there yet (a secret still to be written) is not judged.
+#[cfg(unix)]
+fn changeable_by_others(read: &[(&str, &str)]) -> Vec<String> {
+    let files = read.iter().filter(|(_, file)| !file.starts_with("oci://"));
+    files
+        .filter_map(|(named_by, file)| {
+            match crate::compile_cache::trusted_way(Path::new(file), "it") {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Some(format!(
+                    "warning: {named_by} {file}: {e}; another user could change what every \
+                     hook call reads"
+                )),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[cfg(not(unix))]
+fn changeable_by_others(_read: &[(&str, &str)]) -> Vec<String> {
+    Vec::new()
 }
 
 /// Whether `a` and `b` are one file, whatever names they are given (a link, a path with
