@@ -5,7 +5,7 @@
 //! open is refused; the budget covers the registration's own chain of deadlines.
 
 use ahp_tests::fault_backend::refused_url;
-use ahp_tests::hook::{write_intercepting, FAILED_REASON};
+use ahp_tests::hook::{audit_records, write_intercepting, FAILED_REASON};
 use ahp_tests::support::{ahp_binary, registration_on, test_cache_dir, Http, Run};
 use serde_json::{json, Value};
 use std::ffi::OsStr;
@@ -627,6 +627,54 @@ fn an_audit_log_everybody_can_read_is_installed_with_a_warning() {
         );
         assert_eq!(run.stderr.contains(&warning), warned, "{}", run.stderr);
         assert_eq!(run.stderr.contains("--audit"), warned, "{}", run.stderr);
+    }
+}
+
+/// Paths the shell would read — `$`, a backtick, quotes, a newline, a glob — reach the
+/// hook as they are: the installed command, run by the harness's shell, reads the
+/// registration there and appends its record to the audit log there, nothing expanded.
+#[test]
+fn awkward_paths_reach_the_hook_as_they_are() {
+    let payloads = [
+        (
+            "claude-code",
+            "PreToolUse",
+            json!({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": "/repo",
+                   "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                   "tool_input": {"command": "ls"}}),
+        ),
+        (
+            "copilot",
+            "preToolUse",
+            json!({"sessionId": "s2", "timestamp": 1_796_083_199_000u64, "cwd": "/repo",
+                   "toolName": "bash", "toolArgs": "{\"command\":\"ls\"}"}),
+        ),
+    ];
+    for (harness, event, payload) in payloads {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let awkward = dir.path().join("a $HOME `echo x` \"q\" 'x'\nnl; *");
+        std::fs::create_dir(&awkward).expect("a directory");
+        let reg = intercepting_tools(&awkward, 1_000);
+        let audit = awkward.join("audit $USER.jsonl");
+        let args = [
+            OsStr::new("--registration"),
+            reg.as_os_str(),
+            OsStr::new("--audit"),
+            audit.as_os_str(),
+        ];
+        let (shell, line) = command(&snippet(&install(harness, &args)), event);
+        let ran = run_hook(shell, &line, &payload.to_string());
+        // The backend is refused and the subscription fails open: no objection.
+        ran.assert_exit(0, &format!("{harness}: {line}"));
+        assert_eq!(ran.stdout, "", "{harness}: {line}");
+        let records = audit_records(&audit);
+        assert_eq!(records.len(), 1, "{harness}: {line}");
+        assert_eq!(records[0]["event"]["type"], "tool.before", "{harness}");
+        assert_eq!(
+            std::fs::read_dir(&awkward).expect("list").count(),
+            2,
+            "{harness}: only the registration and the log"
+        );
     }
 }
 
