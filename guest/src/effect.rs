@@ -76,18 +76,27 @@ pub fn is_decision(kind: EffectKind) -> bool {
     matches!(kind, EffectKind::Deny | EffectKind::Allow | EffectKind::Ask)
 }
 
-/// Whether `value` has the shape `target` takes at `event` (effect.schema.json): an
-/// object for input, a workspace change for workspace ([`events::workspace_flaws`]),
+/// Whether `value` has the shape `target` takes at `event` (effect.schema.json), for
+/// `operation`: an object for input, a workspace change for workspace, or members of one
+/// to merge ([`events::workspace_flaws`]),
 /// text parts for instructions and summary, canonical messages otherwise. At a user
 /// message's boundary the messages are of its one role, and `content` is the target
 /// whose shape is the boundary's: the MCP answer at `user.elicitation.result`
 /// ([`elicitation::is_answer`]), the assistant's messages at `user.message.outbound`
 /// ("the host MUST validate the boundary-specific target contract").
-pub fn fits(target: ModifyTarget, event: InterceptableEvent, value: &Value) -> bool {
+pub fn fits(
+    target: ModifyTarget,
+    operation: ModifyOperation,
+    event: InterceptableEvent,
+    value: &Value,
+) -> bool {
     use InterceptableEvent::{UserElicitationResult, UserMessageInbound};
     match target {
         ModifyTarget::Input => value.is_object(),
-        ModifyTarget::Workspace => events::workspace_flaws(value).is_empty(),
+        ModifyTarget::Workspace => {
+            let whole = operation == ModifyOperation::Replace;
+            events::workspace_flaws(value, whole).is_empty()
+        }
         ModifyTarget::Content if event == UserElicitationResult => {
             crate::elicitation::is_answer(value)
         }
@@ -175,42 +184,93 @@ mod tests {
             ModelRequestBefore, ToolBefore, UserElicitationResult, UserMessageInbound,
             UserMessageOutbound, WorkspaceChangeBefore,
         };
+        use ModifyOperation::{Merge, Replace};
         use ModifyTarget::{Content, Input, Instructions, Output, Prompt, Request, Summary};
         let part = json!({"id": "p", "kind": "text", "mediaType": "text/plain",
                           "selection": "body", "text": "x"});
         let said_by = |role: &str| json!([{"id": "m", "role": role, "parts": [part]}]);
         let message = json!({"id": "m", "role": "tool", "parts": [part]});
-        assert!(fits(Input, ToolBefore, &json!({})));
-        assert!(!fits(Input, ToolBefore, &json!([])));
-        assert!(fits(Output, ToolBefore, &json!([message])));
-        assert!(!fits(Output, ToolBefore, &json!([{"id": "m"}])));
+        assert!(fits(Input, Replace, ToolBefore, &json!({})));
+        assert!(!fits(Input, Replace, ToolBefore, &json!([])));
+        assert!(fits(Output, Replace, ToolBefore, &json!([message])));
+        assert!(!fits(Output, Replace, ToolBefore, &json!([{"id": "m"}])));
         assert!(
-            !fits(Output, ToolBefore, &json!([part])),
+            !fits(Output, Replace, ToolBefore, &json!([part])),
             "bare parts are no messages"
         );
-        assert!(!fits(Output, ToolBefore, &json!({"text": "x"})));
+        assert!(!fits(Output, Replace, ToolBefore, &json!({"text": "x"})));
         // content is the boundary's own: an answer object, or the outbound messages.
-        assert!(fits(Content, UserElicitationResult, &json!({"answer": 1})));
-        assert!(!fits(Content, UserElicitationResult, &json!([message])));
-        assert!(fits(Content, UserMessageOutbound, &said_by("assistant")));
-        assert!(!fits(Content, UserMessageOutbound, &said_by("user")));
-        assert!(!fits(Content, UserMessageOutbound, &json!({"answer": 1})));
-        assert!(fits(Prompt, UserMessageInbound, &said_by("user")));
-        assert!(!fits(Prompt, UserMessageInbound, &said_by("system")));
-        assert!(fits(Request, ModelRequestBefore, &said_by("system")));
-        assert!(fits(Instructions, ToolBefore, &json!([part])));
-        assert!(!fits(Summary, ToolBefore, &json!([message])));
-        assert!(!fits(Prompt, ToolBefore, &json!(["text"])));
-        let workspace = |value: Value| fits(ModifyTarget::Workspace, WorkspaceChangeBefore, &value);
-        assert!(workspace(json!({"cwd": "/repo"})));
-        assert!(workspace(json!({"workspaceRoots": ["/a", "/b"]})));
-        for misfit in [
-            json!({}),
-            json!({"cwd": 7}),
-            json!({"dir": "/"}),
-            json!("/"),
-        ] {
-            assert!(!workspace(misfit.clone()), "{misfit}");
+        assert!(fits(
+            Content,
+            Replace,
+            UserElicitationResult,
+            &json!({"answer": 1})
+        ));
+        assert!(!fits(
+            Content,
+            Replace,
+            UserElicitationResult,
+            &json!([message])
+        ));
+        assert!(fits(
+            Content,
+            Replace,
+            UserMessageOutbound,
+            &said_by("assistant")
+        ));
+        assert!(!fits(
+            Content,
+            Replace,
+            UserMessageOutbound,
+            &said_by("user")
+        ));
+        assert!(!fits(
+            Content,
+            Replace,
+            UserMessageOutbound,
+            &json!({"answer": 1})
+        ));
+        assert!(fits(Prompt, Replace, UserMessageInbound, &said_by("user")));
+        assert!(!fits(
+            Prompt,
+            Replace,
+            UserMessageInbound,
+            &said_by("system")
+        ));
+        assert!(fits(
+            Request,
+            Replace,
+            ModelRequestBefore,
+            &said_by("system")
+        ));
+        assert!(fits(Instructions, Replace, ToolBefore, &json!([part])));
+        assert!(!fits(Summary, Replace, ToolBefore, &json!([message])));
+        assert!(!fits(Prompt, Replace, ToolBefore, &json!(["text"])));
+        let workspace = |operation, value: Value| {
+            fits(
+                ModifyTarget::Workspace,
+                operation,
+                WorkspaceChangeBefore,
+                &value,
+            )
+        };
+        for operation in [Replace, Merge] {
+            assert!(workspace(operation, json!({"cwd": "/repo"})));
+            assert!(workspace(
+                operation,
+                json!({"workspaceRoots": ["/a", "/b"]})
+            ));
+            for misfit in [json!({"cwd": 7}), json!({"dir": "/"}), json!("/")] {
+                assert!(!workspace(operation, misfit.clone()), "{misfit}");
+            }
         }
+        // Replaced by nothing, the change would name nothing; merged, nothing changes.
+        assert!(!workspace(Replace, json!({})));
+        assert!(workspace(Merge, json!({})));
+        // Many roots are checked by set, not each against all before it.
+        let mut roots: Vec<Value> = (0..100_000).map(|i| json!(format!("/r{i}"))).collect();
+        assert!(workspace(Replace, json!({"workspaceRoots": roots.clone()})));
+        roots.push(json!("/r99999"));
+        assert!(!workspace(Replace, json!({"workspaceRoots": roots})));
     }
 }

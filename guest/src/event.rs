@@ -734,7 +734,7 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             Shape::Workspace => {
                 match value.to_value() {
                     Ok(value) => {
-                        for (at, rule) in events::workspace_flaws(&value) {
+                        for (at, rule) in events::workspace_flaws(&value, true) {
                             problems.add(format!("{pointer}{at}"), rule);
                         }
                     }

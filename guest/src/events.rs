@@ -822,12 +822,13 @@ pub const OUTBOUND: Holds = Holds::MessagesOf("assistant");
 /// Where a workspace's change or prior state (task-workspace-event.schema.json@8f91ac4,
 /// closed, at least one member) breaks its shape: `cwd` a non-empty string,
 /// `workspaceRoots` distinct non-empty strings, nothing else; each flaw at its pointer
-/// below the value. A `modify` of `workspace` is such a change.
-pub fn workspace_flaws(value: &Value) -> Vec<(String, &'static str)> {
+/// below the value. A `modify` of `workspace` is such a change, or, merged into one,
+/// such members (`whole` false: none changes nothing).
+pub fn workspace_flaws(value: &Value, whole: bool) -> Vec<(String, &'static str)> {
     let Some(change) = value.as_object() else {
         return vec![(String::new(), "must be an object")];
     };
-    if change.is_empty() {
+    if whole && change.is_empty() {
         return vec![(String::new(), "must name cwd or workspaceRoots")];
     }
     let mut flaws = Vec::new();
@@ -837,13 +838,14 @@ pub fn workspace_flaws(value: &Value) -> Vec<(String, &'static str)> {
             ("cwd", Value::String(cwd)) if !cwd.is_empty() => {}
             ("cwd", _) => flaws.push((at, "must be a non-empty string")),
             ("workspaceRoots", Value::Array(roots)) => {
+                // A set, not a look back over every root before: the list's length is
+                // the sender's (a backend's reply may hold 100,000).
+                let mut seen = std::collections::BTreeSet::new();
                 for (i, root) in roots.iter().enumerate() {
-                    match root.as_str() {
-                        Some(r) if !r.is_empty() && !roots[..i].contains(root) => {}
-                        Some(r) if !r.is_empty() => {
-                            flaws.push((format!("{at}/{i}"), "repeats a root"))
-                        }
-                        _ => flaws.push((format!("{at}/{i}"), "must be a non-empty string")),
+                    match root.as_str().filter(|r| !r.is_empty()) {
+                        Some(r) if seen.insert(r) => {}
+                        Some(_) => flaws.push((format!("{at}/{i}"), "repeats a root")),
+                        None => flaws.push((format!("{at}/{i}"), "must be a non-empty string")),
                     }
                 }
             }

@@ -326,7 +326,7 @@ fn decode_modify(effect: &Object, advertised: &EventCapability) -> Result<Effect
             .is_some_and(|m| m.target == target && m.allows(operation)),
     )?;
     let value = written_back(effect)?
-        .filter(|v| effect::fits(target, advertised.event, v))
+        .filter(|v| effect::fits(target, operation, advertised.event, v))
         .ok_or(invalid(Detail::MalformedEffect))?;
     Ok(Effect::Modify {
         target,

@@ -310,9 +310,17 @@ async fn a_deadline_is_settled_by_the_policy_on_every_event() {
             assert!(before_the_reply.contains(&phase), "{}: {phase}", s.case);
             if phase == "await-response" {
                 awaited += 1;
+                // Sent whole; the backend's task may still be reading it.
                 let id = &s.record["event"]["id"];
-                let sent = backend.requests().iter().any(|r| r.json()["id"] == *id);
-                assert!(sent, "{}: the backend has its request", s.case);
+                let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                while !backend.requests().iter().any(|r| r.json()["id"] == *id) {
+                    assert!(
+                        std::time::Instant::now() < until,
+                        "{}: the backend has its request",
+                        s.case
+                    );
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
             }
         }
         assert!(
