@@ -348,9 +348,10 @@ pub(crate) fn usable_dir(_dir: &Path) -> std::io::Result<()> {
 
 /// Checks that only this user or root can change where `path` leads, resolving it one
 /// name at a time as the kernel does: every directory on the way (and `path` itself) is
-/// this user's or root's and writable by nobody else, or sticky (like `/tmp`, where
-/// others cannot move or replace what is not theirs), and every symbolic link on the
-/// way is this user's or root's. Otherwise another user could point a name on the way
+/// this user's or root's and writable by nobody else (group write by the user's own
+/// private group is the user's), or a sticky directory (like `/tmp`, where others cannot
+/// move or replace what is not theirs), and every symbolic link on the way is this
+/// user's or root's. Otherwise another user could point a name on the way
 /// (`/srv/team/cache`, a link in a group-writable directory) at a directory of this
 /// user's holding files they chose, such as a cloned repository, and every check of the
 /// file itself would pass. As nobody else can change these names, the way stays what
@@ -377,7 +378,10 @@ pub(crate) fn trusted_way(path: &Path, to: &str) -> std::io::Result<()> {
         if !trusted_owner(&meta) {
             return Err(untrusted(&at, "is owned by another user"));
         }
-        if meta.mode() & 0o022 != 0 && meta.mode() & 0o1000 == 0 {
+        let by_others = meta.mode() & 0o002 != 0
+            || (meta.mode() & 0o020 != 0 && !own_private_group(meta.gid()));
+        let sticky_dir = meta.is_dir() && meta.mode() & 0o1000 != 0;
+        if by_others && !sticky_dir {
             return Err(untrusted(
                 &at,
                 "is writable by group or others (not sticky)",
@@ -408,6 +412,52 @@ pub(crate) fn trusted_way(path: &Path, to: &str) -> std::io::Result<()> {
             at = PathBuf::from("/");
         }
         push_names(&mut pending, &target);
+    }
+}
+
+/// Whether `gid` is this user's own private group, whose write permission is this user's
+/// alone: the user's primary group, named as the user, listing no members (the group
+/// Debian's and Fedora's `useradd` makes per user, with the umask 002 that goes with it,
+/// under which every file and directory is group-writable). Not known (no such entry, a
+/// lookup that fails): not private.
+#[cfg(unix)]
+fn own_private_group(gid: u32) -> bool {
+    use std::ffi::CStr;
+    const BUFFER: usize = 16 * 1024;
+    let mut user_buffer = vec![0u8; BUFFER];
+    // SAFETY: all-zero `passwd` and `group` are valid values to be filled in (plain C
+    // structs of integers and pointers); each lookup writes only into its struct and
+    // its buffer, of the length given, and its result pointer is either null or the
+    // struct's, whose strings point into the buffer, alive until the end of this
+    // function; `gr_mem` is a null-terminated list in that buffer.
+    unsafe {
+        let mut user: libc::passwd = std::mem::zeroed();
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let status = libc::getpwuid_r(
+            effective_uid(),
+            &mut user,
+            user_buffer.as_mut_ptr().cast(),
+            user_buffer.len(),
+            &mut found,
+        );
+        if status != 0 || found.is_null() || user.pw_gid != gid {
+            return false;
+        }
+        let mut group_buffer = vec![0u8; BUFFER];
+        let mut group: libc::group = std::mem::zeroed();
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        let status = libc::getgrgid_r(
+            gid,
+            &mut group,
+            group_buffer.as_mut_ptr().cast(),
+            group_buffer.len(),
+            &mut found,
+        );
+        if status != 0 || found.is_null() {
+            return false;
+        }
+        let no_members = group.gr_mem.is_null() || (*group.gr_mem).is_null();
+        no_members && CStr::from_ptr(group.gr_name) == CStr::from_ptr(user.pw_name)
     }
 }
 
@@ -572,6 +622,29 @@ mod tests {
     /// entry reached through a link of this user's, in directories only it can change,
     /// or under a sticky directory others can write to (like `/tmp`), is a hit.
     #[cfg(unix)]
+    /// This user's own private group is the primary group named as the user, listing no
+    /// members, as `id` and `getent` tell it; a group that does not exist is nobody's.
+    #[test]
+    fn a_private_group_is_the_users_own_by_name_with_no_members() {
+        let run = |program: &str, args: &[&str]| {
+            let output = std::process::Command::new(program)
+                .args(args)
+                .output()
+                .unwrap();
+            String::from_utf8(output.stdout)
+                .unwrap()
+                .trim_end()
+                .to_string()
+        };
+        let (user, primary) = (run("id", &["-un"]), run("id", &["-g"]));
+        let line = run("getent", &["group", &primary]);
+        let fields: Vec<&str> = line.split(':').collect();
+        let private = fields.first() == Some(&user.as_str()) && fields.get(3) == Some(&"");
+        let gid: u32 = primary.parse().unwrap();
+        assert_eq!(own_private_group(gid), private, "{user} {line}");
+        assert!(!own_private_group(4_000_000_000));
+    }
+
     #[test]
     fn an_entry_is_read_only_where_nobody_else_can_change_the_way_to_it() {
         use std::os::unix::fs::PermissionsExt as _;
@@ -592,8 +665,16 @@ mod tests {
         std::os::unix::fs::symlink(holder.path(), shared.join("link")).unwrap();
         std::os::unix::fs::symlink(holder.path(), ways.path().join("own-link")).unwrap();
         std::os::unix::fs::symlink(holder.path(), sticky.join("link")).unwrap();
+        // Group write is another user's only where the group is not this user's own:
+        // given to `nogroup` where this user may (root), else as it is.
+        let _ = std::os::unix::fs::chown(&shared, None, Some(65_534));
+        let group = std::os::unix::fs::MetadataExt::gid(&std::fs::metadata(&shared).unwrap());
+        let by_group = match own_private_group(group) {
+            true => Source::Cache,
+            false => Source::Uncached,
+        };
         for (mode, dir, source) in [
-            (0o775, shared.join("link/cache"), Source::Uncached),
+            (0o775, shared.join("link/cache"), by_group),
             (0o757, shared.join("link/cache"), Source::Uncached),
             (0o755, shared.join("link/cache"), Source::Cache),
             (0o755, ways.path().join("own-link/cache"), Source::Cache),
@@ -616,7 +697,7 @@ mod tests {
                 dir.display()
             );
         }
-        chmod(&shared, 0o775);
+        chmod(&shared, 0o757);
         let under_shared = shared.join("cache");
         std::fs::create_dir(&under_shared).unwrap();
         chmod(&under_shared, 0o700);

@@ -630,6 +630,24 @@ fn an_audit_log_everybody_can_read_is_installed_with_a_warning() {
     }
 }
 
+/// Whether `gid` is this user's own private group, as `id` and `getent` tell it: the
+/// user's primary group, named as the user, listing no members.
+fn own_private_group(gid: u32) -> bool {
+    let run = |program: &str, args: &[&str]| {
+        let output = Command::new(program).args(args).output().expect("run");
+        String::from_utf8(output.stdout)
+            .expect("UTF-8")
+            .trim_end()
+            .to_string()
+    };
+    let (user, primary) = (run("id", &["-un"]), run("id", &["-g"]));
+    let line = run("getent", &["group", &gid.to_string()]);
+    let fields: Vec<&str> = line.split(':').collect();
+    primary == gid.to_string()
+        && fields.first() == Some(&user.as_str())
+        && fields.get(3) == Some(&"")
+}
+
 /// Paths the shell would read — `$`, a backtick, quotes, a newline, a glob — reach the
 /// hook as they are: the installed command, run by the harness's shell, reads the
 /// registration there and appends its record to the audit log there, nothing expanded.
@@ -697,8 +715,17 @@ fn a_file_others_could_change_is_installed_with_a_warning() {
         format!("warning: --registration {}: {} {why}, on the way to it; another user could change what every hook call reads", reg.display(), at.display())
     };
     let open = "is writable by group or others (not sticky)";
+    // Group write is another user's unless the group is this user's own private one
+    // (named as the user, listing no members, as `useradd` makes with umask 002): given
+    // to `nogroup` where this user may (root), else as it is.
+    let _ = std::os::unix::fs::chown(&reg, None, Some(65_534));
+    let group = std::os::unix::fs::MetadataExt::gid(&std::fs::metadata(&reg).expect("stat"));
+    let by_group = (!own_private_group(group)).then(|| said(&reg, open));
     for (file_mode, dir_mode, warned) in [
+        (0o664, 0o755, by_group),
         (0o666, 0o755, Some(said(&reg, open))),
+        // Sticky means something for a directory only.
+        (0o1666, 0o755, Some(said(&reg, open))),
         (0o644, 0o777, Some(said(&shared, open))),
         (0o644, 0o1777, None),
         (0o644, 0o755, None),
