@@ -130,6 +130,10 @@ impl Interceptor {
         drop((store, plugin, ticking));
         // Given back once the store is gone, which frees the Engine's slot.
         drop(slot);
+        // The plan is the component's word; what it may run and where it may send is the
+        // registration's.
+        crate::planned::check(registration, &plan)
+            .map_err(|e| Error::setup(wasmtime::format_err!(e)))?;
         let config = options.backend_config().map_err(Error::setup)?;
         let backends = Arc::new(
             Backends::new(plan, &config).map_err(|e| Error::setup(wasmtime::format_err!(e)))?,

@@ -49,6 +49,7 @@ mod observe;
 #[cfg(feature = "cli")]
 mod oci;
 mod options;
+mod planned;
 mod pool;
 #[cfg(feature = "cli")]
 mod registry;

@@ -116,22 +116,23 @@ pub(crate) fn from_component(
 /// and gives the digest of exactly those it did not. Subscriptions with the same view
 /// share one notification, copied to each: a copy of bytes already hashed to the digest
 /// it claims is compared, not hashed again (fifteen copies of a 4 MiB event were 60 MiB
-/// of SHA-256 before the decision was handed out).
+/// of SHA-256 before the decision was handed out). Looked up by digest: the number of
+/// deliveries is the component's, and the check runs outside its bound.
 fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
     if record.observers.len() != deliveries.len() {
         return false;
     }
     // Digests checked so far, with the bytes they were checked against.
-    let mut hashed: Vec<(&str, &[u8])> = Vec::new();
+    let mut hashed: std::collections::HashMap<&str, &[u8]> = std::collections::HashMap::new();
     for (entry, delivery) in record.observers.iter().zip(deliveries) {
         let listed = entry.backend == delivery.backend
             && match (entry.result, entry.request_sha256.as_deref()) {
                 (None, Some(claimed)) if !withheld(delivery) => {
                     let message = delivery.message.as_slice();
-                    let seen = hashed.iter().any(|&(d, m)| d == claimed && m == message);
+                    let seen = hashed.get(claimed).is_some_and(|&m| m == message);
                     let names = seen || sha256_hex(message) == claimed;
                     if names && !seen {
-                        hashed.push((claimed, message));
+                        hashed.insert(claimed, message);
                     }
                     names
                 }
@@ -394,6 +395,28 @@ mod tests {
             delivery("com.example.obs", "{\"n\":2}"),
         ];
         let (settled, sent) = handed_over_with(&record, other);
+        assert_eq!(settled.decided_by, DecidedBy::EngineFailure);
+        assert!(sent.is_empty());
+    }
+
+    /// Many distinct notifications, as another build may hand over, are each checked
+    /// against their own digest (looked up, not searched for among all before), and one
+    /// wrong among them makes the settlement untrusted.
+    #[test]
+    fn many_distinct_notifications_are_each_checked() {
+        let mut record = allowed();
+        let mut deliveries = Vec::new();
+        for n in 0..20_000 {
+            let message = format!("{{\"n\":{n}}}");
+            let listed = allowed_observing("com.example.obs", &message).observers;
+            record.observers.extend(listed);
+            deliveries.push(delivery("com.example.obs", &message));
+        }
+        let (settled, sent) = handed_over_with(&record, deliveries.clone());
+        assert_eq!(settled.decided_by, DecidedBy::NoObjection);
+        assert_eq!(sent.len(), 20_000);
+        deliveries[19_999] = delivery("com.example.obs", "{\"n\":0}");
+        let (settled, sent) = handed_over_with(&record, deliveries);
         assert_eq!(settled.decided_by, DecidedBy::EngineFailure);
         assert!(sent.is_empty());
     }

@@ -463,7 +463,7 @@ impl CrossCredential {
     /// The registration text that selects the mode (the runaway component parses no JSON).
     pub fn registration(&self) -> String {
         let (a, b, report) = (self.a.url(), self.b.url(), self.report.url());
-        format!("cross-credential {a} {b} {report}")
+        format!("cross-credential {CROSS_TOKEN_ENV} {a} {b} {report}")
     }
 
     /// Neither `a` nor `b` got a request, nor even a connection (so `b` never saw `a`'s

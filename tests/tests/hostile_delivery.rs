@@ -71,3 +71,23 @@ async fn an_untrusted_settlement_sends_no_notification() {
     assert!(settled.record.observers.is_empty());
     assert_nothing_sent(&observer).await;
 }
+
+/// The component tells the host which backends to serve, but may name none the
+/// registration does not: a component planning a command to run (here `/bin/sh`, for
+/// a registration of no backends) is refused at setup, naming the backend and what the
+/// registration does not give it, before any instance is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_the_registration_does_not_give_is_refused_at_setup() {
+    let options = Options {
+        component: Some(runaway_component()),
+        ..Options::default()
+    };
+    let refused = match Interceptor::new("plans-a-command", options).await {
+        Ok(_) => panic!("a plan of a command the registration does not name was served"),
+        Err(e) => e,
+    };
+    assert!(refused.is_setup(), "{refused}");
+    let said = "the component planned backend `com.example.planned` with a command its \
+                registration does not give it";
+    assert!(refused.to_string().contains(said), "{refused}");
+}

@@ -5,7 +5,9 @@
 //! turn each into an `engine-failure` denial (or, in `load`, a setup error) within its
 //! bound.
 //!
-//! A registration `cross-credential URL_A URL_B URL_REPORT` (three http URLs) instead
+//! A registration `cross-credential AHP_TEST_CROSS_TOKEN URL_A URL_B URL_REPORT` (A's
+//! token variable, as the host finds every word of a plan in the registration, and
+//! three http URLs) instead
 //! makes `intercept` ask the host for deliveries it must refuse: the credential of
 //! backend `com.example.a` (a bearer token from [`CROSS_TOKEN_ENV`]) sent to
 //! `com.example.b`, `com.example.a` called without its credential, and a backend that is
@@ -63,6 +65,10 @@
 //! backends yet), it hangs for as long as the backend does when the host makes an
 //! instance for a call. `intercept` spins.
 //!
+//! A registration starting `plans-a-command` makes `plan` name a backend the
+//! registration does not, a stdio command (`/bin/sh -c 'exit 0'`): the host must refuse
+//! to set it up.
+//!
 //! A registration `io-out-of-time URL` makes `intercept` ask `com.example.late-io` at URL
 //! (for up to a second) although it says no call of it has any deadline to wait for (no
 //! chain timeouts): the host must not run it again and again where it may do no I/O. It
@@ -82,7 +88,7 @@ mod component {
     use ahp::interceptor::host_types::DeliveryError;
     use exports::ahp::interceptor::interceptor::{
         AuthPlan, BackendPlan, DecidedBy, Decision, Delivery, EffectKind, EventCapability, Guest,
-        GuestEngine, Problem, Settlement, TransportPlan,
+        GuestEngine, Problem, Settlement, StdioPlan, TransportPlan,
     };
 
     struct Component;
@@ -117,6 +123,8 @@ mod component {
         HangingLoad(String),
         /// Asks the backend at this URL in every call, with no chain timeouts.
         IoOutOfTime(String),
+        /// Plans a backend the registration does not name, a command to run; spins.
+        PlansCommand,
     }
 
     /// The http URLs of the cross-credential mode's backends.
@@ -340,6 +348,8 @@ mod component {
                 Runaway::HangingLoad(url.to_string())
             } else if let Some(url) = registration.strip_prefix("io-out-of-time ") {
                 Runaway::IoOutOfTime(url.to_string())
+            } else if registration.starts_with("plans-a-command") {
+                Runaway::PlansCommand
             } else if registration.contains("spin-on-load") {
                 spin()
             } else if registration.contains("panic") {
@@ -368,6 +378,19 @@ mod component {
                 } => return vec![http(OBSERVER, url, None)],
                 Runaway::HangingLoad(url) => return vec![http(HANG, url, None)],
                 Runaway::IoOutOfTime(url) => return vec![http(LATE_IO, url, None)],
+                Runaway::PlansCommand => {
+                    let command = StdioPlan {
+                        command: "/bin/sh".to_string(),
+                        args: vec!["-c".to_string(), "exit 0".to_string()],
+                        cwd: None,
+                        per_event: true,
+                    };
+                    return vec![BackendPlan {
+                        id: "com.example.planned".to_string(),
+                        transport: TransportPlan::Stdio(command),
+                        auth: None,
+                    }];
+                }
                 Runaway::Spins
                 | Runaway::Panics
                 | Runaway::Allows { observer: None, .. }
@@ -390,7 +413,10 @@ mod component {
                 | Runaway::Allows { .. }
                 | Runaway::SyntheticDeny { .. }
                 | Runaway::IoOutOfTime(_) => CROSS_BOUND_MS,
-                Runaway::Spins | Runaway::Panics | Runaway::HangingLoad(_) => 100,
+                Runaway::Spins
+                | Runaway::Panics
+                | Runaway::HangingLoad(_)
+                | Runaway::PlansCommand => 100,
             }
         }
 
@@ -447,7 +473,10 @@ mod component {
                     observers: Vec::new(),
                 }),
                 Runaway::Panics if !event.contains("spin") => panic!("the component failed"),
-                Runaway::Panics | Runaway::Spins | Runaway::HangingLoad(_) => spin(),
+                Runaway::Panics
+                | Runaway::Spins
+                | Runaway::HangingLoad(_)
+                | Runaway::PlansCommand => spin(),
             }
         }
 
@@ -466,14 +495,16 @@ mod component {
 
         fn from_str(urls: &str) -> Result<Urls, Vec<Problem>> {
             match urls.split_whitespace().collect::<Vec<_>>()[..] {
-                [a, b, report] => Ok(Urls {
+                [CROSS_TOKEN_ENV, a, b, report] => Ok(Urls {
                     a: a.to_string(),
                     b: b.to_string(),
                     report: report.to_string(),
                 }),
                 _ => Err(vec![Problem {
                     path: String::new(),
-                    rule: "cross-credential takes three http URLs: A, B and the report's".into(),
+                    rule: "cross-credential takes A's token variable and three http URLs: A, \
+                           B and the report's"
+                        .into(),
                 }]),
             }
         }
