@@ -10,7 +10,7 @@
 //! must be a string value of the registration's hook of that id. So a plan can only
 //! repeat what that hook says, never another hook's secret beside this hook's URL.
 
-use crate::bindings::interceptor::{AuthPlan, BackendPlan, TransportPlan};
+use crate::bindings::interceptor::{AuthPlan, BackendPlan, StdioPlan, TransportPlan};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -43,6 +43,15 @@ pub(crate) fn check(registration: &str, plan: &[BackendPlan]) -> Result<(), Stri
             }
             None => Box::new(|s: &str| registration.contains(s)),
         };
+        if let TransportPlan::Stdio(stdio) = &backend.transport {
+            if !holds(&stdio.command) && !under_its_cwd(stdio, &holds) {
+                return Err(format!(
+                    "the component planned backend `{}` with a command its registration does \
+                     not give it",
+                    backend.id
+                ));
+            }
+        }
         if let Some(field) = outside_words(backend).find(|(_, word)| !holds(word)) {
             return Err(format!(
                 "the component planned backend `{}` with a {} its registration does not give it",
@@ -51,6 +60,19 @@ pub(crate) fn check(registration: &str, plan: &[BackendPlan]) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// Whether a stdio `command` is the hook's relative one (a path with a `/`) joined to the
+/// hook's `cwd`: the component plans a relative program by its absolute path there.
+fn under_its_cwd(stdio: &StdioPlan, holds: &dyn Fn(&str) -> bool) -> bool {
+    let Some(cwd) = stdio.cwd.as_deref() else {
+        return false;
+    };
+    let relative = stdio
+        .command
+        .strip_prefix(cwd.trim_end_matches('/'))
+        .and_then(|rest| rest.strip_prefix('/'));
+    relative.is_some_and(|r| r.contains('/') && !r.starts_with('/') && holds(r))
 }
 
 /// Every string value inside the registration's hooks whose `id` is `id` (none if no
@@ -82,8 +104,8 @@ fn outside_words(backend: &BackendPlan) -> impl Iterator<Item = (&'static str, &
     let mut words: Vec<(&'static str, &str)> = Vec::new();
     match &backend.transport {
         TransportPlan::Http(url) => words.push(("URL", url)),
+        // The command is checked on its own (it may be planned joined to `cwd`).
         TransportPlan::Stdio(stdio) => {
-            words.push(("command", &stdio.command));
             words.extend(stdio.args.iter().map(|arg| ("argument", arg.as_str())));
             words.extend(stdio.cwd.as_deref().map(|cwd| ("working directory", cwd)));
         }
@@ -112,7 +134,7 @@ fn outside_words(backend: &BackendPlan) -> impl Iterator<Item = (&'static str, &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bindings::interceptor::{OauthFlow, OauthPlan, StdioPlan};
+    use crate::bindings::interceptor::{OauthFlow, OauthPlan};
     use serde_json::json;
 
     fn registration() -> String {
@@ -170,6 +192,41 @@ mod tests {
     fn a_plan_of_the_registrations_own_words_passes() {
         assert_eq!(check(&registration(), &[web(), local(), open()]), Ok(()));
         assert_eq!(check(&registration(), &[open()]), Ok(()));
+    }
+
+    /// A relative program (a path with a `/`) is planned by its absolute path under the
+    /// hook's `cwd`, as the component resolves it; only there.
+    #[test]
+    fn a_relative_command_may_be_planned_under_its_cwd() {
+        let registration = json!({"hooks": [{"id": "com.example.local",
+            "transport": {"type": "stdio", "command": "bin/policy", "cwd": "/srv/policy/"}}]})
+        .to_string();
+        let planned = |command: &str| BackendPlan {
+            id: "com.example.local".into(),
+            transport: TransportPlan::Stdio(StdioPlan {
+                command: command.into(),
+                args: Vec::new(),
+                cwd: Some("/srv/policy/".into()),
+                per_event: true,
+            }),
+            auth: None,
+        };
+        assert_eq!(check(&registration, &[planned("bin/policy")]), Ok(()));
+        assert_eq!(
+            check(&registration, &[planned("/srv/policy/bin/policy")]),
+            Ok(())
+        );
+        for elsewhere in [
+            "/srv/bin/policy",
+            "/srv/policy/bin/other",
+            "/srv/policy//bin/policy",
+        ] {
+            let refused = check(&registration, &[planned(elsewhere)]).unwrap_err();
+            assert!(
+                refused.contains("with a command "),
+                "{elsewhere}: {refused}"
+            );
+        }
     }
 
     /// A backend the registration does not name, one named twice, or one given a word

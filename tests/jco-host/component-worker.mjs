@@ -125,7 +125,9 @@ const { Engine } = exports.interceptor;
 function run() {
   // This host declares everything the component can intercept (the capability handshake).
   const engine = Engine.load(registration, Engine.interceptable());
-  for (const plan of engine.plan()) plans.set(plan.id, plan);
+  const plan = engine.plan();
+  checkPlan(plan);
+  for (const backend of plan) plans.set(backend.id, backend);
   const started = now();
   // From here the main thread bounds the call by the component's own bound-ms.
   parentPort.postMessage({ started, boundMs: engine.boundMs() });
@@ -138,6 +140,76 @@ function run() {
     reason: settled.reason ?? null,
     audit,
   };
+}
+
+/// A plan that says what the registration does not: this host serves none of it.
+class PlanRefused extends Error {}
+
+/// As ahp-host's `planned::check`: each planned backend is a hook of the registration with
+/// that id, planned once, and every string it reaches out with (URL, command, arguments,
+/// directory, secret references, OAuth settings) is a string value of that hook; a
+/// registration that is not JSON (only another build takes one): a string of its text.
+function checkPlan(plan) {
+  let document;
+  try { document = JSON.parse(registration); } catch { document = undefined; }
+  const seen = new Set();
+  for (const backend of plan) {
+    const named = `the component planned backend \`${backend.id}\``;
+    if (seen.has(backend.id)) throw new PlanRefused(`${named} twice`);
+    seen.add(backend.id);
+    let holds = (word) => registration.includes(word);
+    if (document !== undefined) {
+      const strings = new Set();
+      const hooks = Array.isArray(document?.hooks) ? document.hooks : [];
+      for (const hook of hooks.filter((h) => h?.id === backend.id)) collectStrings(hook, strings);
+      if (strings.size === 0) throw new PlanRefused(`${named}, which the registration does not name`);
+      holds = (word) => strings.has(word);
+    }
+    const stdio = backend.transport.tag === 'stdio' ? backend.transport.val : undefined;
+    if (stdio && !holds(stdio.command) && !underItsCwd(stdio, holds)) {
+      throw new PlanRefused(`${named} with a command its registration does not give it`);
+    }
+    const missing = outsideWords(backend).find(([, word]) => !holds(word));
+    if (missing) throw new PlanRefused(`${named} with a ${missing[0]} its registration does not give it`);
+  }
+}
+
+/// Whether a stdio command is the hook's relative one (a path with a `/`) joined to its
+/// `cwd`, as the component plans a relative program (planned.rs `under_its_cwd`).
+function underItsCwd({ command, cwd }, holds) {
+  if (cwd === undefined) return false;
+  const prefix = `${cwd.replace(/\/+$/, '')}/`;
+  if (!command.startsWith(prefix)) return false;
+  const relative = command.slice(prefix.length);
+  return relative.includes('/') && !relative.startsWith('/') && holds(relative);
+}
+
+function collectStrings(value, strings) {
+  if (typeof value === 'string') strings.add(value);
+  else if (value !== null && typeof value === 'object') {
+    for (const member of Object.values(value)) collectStrings(member, strings);
+  }
+}
+
+/// Each string of a planned backend that says where to go, what to run or which secret to
+/// read, with what it is (planned.rs `outside_words`).
+function outsideWords({ transport, auth }) {
+  const words = [];
+  if (transport.tag === 'http') words.push(['URL', transport.val]);
+  else {
+    // The command is checked on its own (it may be planned joined to `cwd`).
+    for (const arg of transport.val.args) words.push(['argument', arg]);
+    if (transport.val.cwd !== undefined) words.push(['working directory', transport.val.cwd]);
+  }
+  if (auth?.tag === 'bearer-env') words.push(['token variable', auth.val]);
+  else if (auth?.tag === 'bearer-ref') words.push(['token reference', auth.val]);
+  else if (auth?.tag === 'oauth') {
+    const oauth = auth.val;
+    words.push(['OAuth issuer', oauth.issuer], ['OAuth resource', oauth.resource], ['OAuth client', oauth.clientId]);
+    for (const scope of oauth.scopes) words.push(['OAuth scope', scope]);
+    if (oauth.clientSecretRef !== undefined) words.push(['client secret reference', oauth.clientSecretRef]);
+  }
+  return words;
 }
 
 /// The audit text as a record, if it has a record's shape where the checks below read it
@@ -296,9 +368,13 @@ try {
   // An untrusted settlement is the main thread's engine-failure denial.
   parentPort.postMessage(settled ? { settled } : { untrusted: true });
 } catch (error) {
-  // The component's own refusal of the registration or event is an err with its
-  // problems, `{path, rule}` records. Anything else (a trap, a record that does not
-  // parse, a host bug) goes on to the main thread, which denies it as engine-failure.
-  if (!Array.isArray(error?.payload)) throw error;
-  parentPort.postMessage({ refused: error.payload.map((p) => `${p.path || '/'}: ${p.rule}`) });
+  // A plan this host does not serve is a setup failure, as in ahp-host: exit 1.
+  if (error instanceof PlanRefused) parentPort.postMessage({ refused: [error.message] });
+  else {
+    // The component's own refusal of the registration or event is an err with its
+    // problems, `{path, rule}` records. Anything else (a trap, a record that does not
+    // parse, a host bug) goes on to the main thread, which denies it as engine-failure.
+    if (!Array.isArray(error?.payload)) throw error;
+    parentPort.postMessage({ refused: error.payload.map((p) => `${p.path || '/'}: ${p.rule}`) });
+  }
 }

@@ -954,6 +954,20 @@ async fn node_refuses_every_delivery_a_component_must_not_make() {
     assert!(!stderr.contains(CROSS_TOKEN), "{stderr}");
 }
 
+/// As ahp-host (`hostile_delivery.rs`), the JS host serves no backend the registration
+/// does not give: the runaway guest planning a command to run (`/bin/sh`) is refused
+/// before the call, exit 1, naming the backend and the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_refuses_a_plan_the_registration_does_not_give() {
+    let output = run_host(runaway(), "plans-a-command", &event("evt_node_plan"), &[]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(output.stdout.is_empty(), "no settlement: {stderr}");
+    let said = "error: the component planned backend `com.example.planned` with a command \
+                its registration does not give it";
+    assert!(stderr.contains(said), "{stderr}");
+}
+
 /// ahp-host's settlement of event `id` on the runaway component: its `decidedBy`.
 async fn rust_decides_on_runaway(registration: &str, id: &str) -> Value {
     let options = ahp_host::Options {
