@@ -419,10 +419,15 @@ pub(crate) fn trusted_way(path: &Path, to: &str) -> std::io::Result<()> {
 /// alone: the user's primary group, named as the user, listing no members (the group
 /// Debian's and Fedora's `useradd` makes per user, with the umask 002 that goes with it,
 /// under which every file and directory is group-writable). Not known (no such entry, a
-/// lookup that fails): not private.
+/// lookup that fails): not private. Never root's: group 0 is the primary group of system
+/// accounts too (`sync`, `halt` on Fedora). Another account given this user's group as its
+/// primary one is not looked for (the accounts are not listed).
 #[cfg(unix)]
 fn own_private_group(gid: u32) -> bool {
     use std::ffi::CStr;
+    if effective_uid() == 0 {
+        return false;
+    }
     const BUFFER: usize = 16 * 1024;
     let mut user_buffer = vec![0u8; BUFFER];
     // SAFETY: all-zero `passwd` and `group` are valid values to be filled in (plain C
@@ -615,15 +620,10 @@ mod tests {
         }
     }
 
-    /// An entry is loaded only where nobody else can change the way to it. Here a valid
-    /// entry (stored by this very engine) is reached through a directory others can
-    /// write to (where another user could have planted the link or swapped the directory
-    /// for one of this user's holding files they chose): compiled, never read. The same
-    /// entry reached through a link of this user's, in directories only it can change,
-    /// or under a sticky directory others can write to (like `/tmp`), is a hit.
-    #[cfg(unix)]
     /// This user's own private group is the primary group named as the user, listing no
-    /// members, as `id` and `getent` tell it; a group that does not exist is nobody's.
+    /// members, as `id` and `getent` tell it (never root's); a group that does not exist
+    /// is nobody's.
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_private_group_is_the_users_own_by_name_with_no_members() {
         let run = |program: &str, args: &[&str]| {
@@ -639,12 +639,20 @@ mod tests {
         let (user, primary) = (run("id", &["-un"]), run("id", &["-g"]));
         let line = run("getent", &["group", &primary]);
         let fields: Vec<&str> = line.split(':').collect();
-        let private = fields.first() == Some(&user.as_str()) && fields.get(3) == Some(&"");
+        let private =
+            user != "root" && fields.first() == Some(&user.as_str()) && fields.get(3) == Some(&"");
         let gid: u32 = primary.parse().unwrap();
         assert_eq!(own_private_group(gid), private, "{user} {line}");
         assert!(!own_private_group(4_000_000_000));
     }
 
+    /// An entry is loaded only where nobody else can change the way to it. Here a valid
+    /// entry (stored by this very engine) is reached through a directory others can
+    /// write to (where another user could have planted the link or swapped the directory
+    /// for one of this user's holding files they chose): compiled, never read. The same
+    /// entry reached through a link of this user's, in directories only it can change,
+    /// or under a sticky directory others can write to (like `/tmp`), is a hit.
+    #[cfg(unix)]
     #[test]
     fn an_entry_is_read_only_where_nobody_else_can_change_the_way_to_it() {
         use std::os::unix::fs::PermissionsExt as _;

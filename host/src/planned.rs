@@ -5,107 +5,167 @@
 //! `--component`, could run any command as the user or send a secret anywhere, and the
 //! sandbox would be no sandbox.
 //!
-//! The check reads no field of the registration by its meaning (that is the component's
-//! job, done once): every string of a planned backend that reaches the outside world
-//! must be a string value of the registration's hook of that id. So a plan can only
-//! repeat what that hook says, never another hook's secret beside this hook's URL.
+//! Each planned string is compared with the registration's member at its own place in
+//! the hook of that id (the URL with `transport.url`, a token variable with
+//! `authentication.tokenEnv`, …): a string the hook holds elsewhere (a relative `cwd`
+//! made of an argument, the OAuth client secret's reference sent as a bearer token to
+//! the backend) is refused too. What the members mean is the component's to read; these
+//! names are read here for this check alone.
 
 use crate::bindings::interceptor::{AuthPlan, BackendPlan, StdioPlan, TransportPlan};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// Refuses a `plan` that names a backend `registration` does not, names one twice, or
 /// gives one a URL, command, argument, directory, secret reference or OAuth setting its
-/// hook does not hold, naming the backend and the field (never the value).
+/// hook does not, naming the backend and the field (never the value).
 ///
-/// A registration that is not JSON (only another build would accept one) has no hooks
-/// to look in: each of those strings must then appear in its text as it is.
+/// A registration that is not a JSON text at all (only another build would accept one)
+/// has no hooks to look in: each of those strings must then appear in its text as it is.
 pub(crate) fn check(registration: &str, plan: &[BackendPlan]) -> Result<(), String> {
-    let hooks = serde_json::from_str::<Value>(registration).ok();
+    if plan.is_empty() {
+        return Ok(());
+    }
+    let hooks = match registration.trim_start().starts_with(['{', '[']) {
+        true => Some(hooks_by_id(registration)?),
+        false => None,
+    };
     let mut ids = BTreeSet::new();
     for backend in plan {
+        let named = format!("the component planned backend `{}`", backend.id);
         if !ids.insert(backend.id.as_str()) {
-            return Err(format!(
-                "the component planned backend `{}` twice",
-                backend.id
-            ));
+            return Err(format!("{named} twice"));
         }
-        let holds: Box<dyn Fn(&str) -> bool> = match &hooks {
-            Some(document) => {
-                let strings = strings_of_hooks(document, &backend.id);
-                if strings.is_empty() {
-                    return Err(format!(
-                        "the component planned backend `{}`, which the registration does not name",
-                        backend.id
-                    ));
+        let wrong = match &hooks {
+            None => words(backend)
+                .find(|(_, word)| !registration.contains(word))
+                .map(|w| w.0),
+            Some(hooks) => {
+                let Some(given) = hooks.get(backend.id.as_str()) else {
+                    return Err(format!("{named}, which the registration does not name"));
+                };
+                // Where a registration repeats an id (another build may take one), the
+                // plan must be one of those hooks, whole.
+                let mismatches: Vec<_> = given.iter().map(|hook| mismatch(backend, hook)).collect();
+                match mismatches.iter().any(Option::is_none) {
+                    true => None,
+                    false => mismatches.into_iter().flatten().next(),
                 }
-                Box::new(move |s: &str| strings.contains(s))
             }
-            None => Box::new(|s: &str| registration.contains(s)),
         };
-        if let TransportPlan::Stdio(stdio) = &backend.transport {
-            if !holds(&stdio.command) && !under_its_cwd(stdio, &holds) {
-                return Err(format!(
-                    "the component planned backend `{}` with a command its registration does \
-                     not give it",
-                    backend.id
-                ));
-            }
-        }
-        if let Some(field) = outside_words(backend).find(|(_, word)| !holds(word)) {
+        if let Some(field) = wrong {
             return Err(format!(
-                "the component planned backend `{}` with a {} its registration does not give it",
-                backend.id, field.0
+                "{named} with a {field} its registration does not give it"
             ));
         }
     }
     Ok(())
 }
 
-/// Whether a stdio `command` is the hook's relative one (a path with a `/`) joined to the
-/// hook's `cwd`: the component plans a relative program by its absolute path there.
-fn under_its_cwd(stdio: &StdioPlan, holds: &dyn Fn(&str) -> bool) -> bool {
-    let Some(cwd) = stdio.cwd.as_deref() else {
+/// The registration's hooks by their `id`, in one pass.
+fn hooks_by_id(registration: &str) -> Result<HashMap<String, Vec<Value>>, String> {
+    let mut document: Value = serde_json::from_str(registration).map_err(|_| {
+        "the component planned backends for a registration the host cannot read as JSON".to_string()
+    })?;
+    let mut hooks: HashMap<String, Vec<Value>> = HashMap::new();
+    if let Some(Value::Array(list)) = document.get_mut("hooks").map(Value::take) {
+        for hook in list {
+            if let Some(id) = hook.get("id").and_then(Value::as_str) {
+                hooks.entry(id.to_owned()).or_default().push(hook);
+            }
+        }
+    }
+    Ok(hooks)
+}
+
+/// The first field of `backend` whose planned value is not `hook`'s at that place.
+fn mismatch(backend: &BackendPlan, hook: &Value) -> Option<&'static str> {
+    let (transport, auth) = (&hook["transport"], &hook["authentication"]);
+    let text = |value: &Value| value.as_str().map(str::to_owned);
+    let checks: Vec<(&'static str, bool)> = match &backend.transport {
+        TransportPlan::Http(url) => vec![("URL", text(&transport["url"]).as_ref() == Some(url))],
+        TransportPlan::Stdio(stdio) => vec![
+            ("working directory", text(&transport["cwd"]) == stdio.cwd),
+            ("command", command_given(stdio, &transport["command"])),
+            ("argument", same_strings(&transport["args"], &stdio.args)),
+        ],
+    };
+    let auth_checks: Vec<(&'static str, bool)> = match &backend.auth {
+        None => Vec::new(),
+        Some(AuthPlan::BearerEnv(name)) => {
+            vec![(
+                "token variable",
+                text(&auth["tokenEnv"]).as_ref() == Some(name),
+            )]
+        }
+        Some(AuthPlan::BearerRef(reference)) => {
+            vec![(
+                "token reference",
+                text(&auth["tokenRef"]).as_ref() == Some(reference),
+            )]
+        }
+        Some(AuthPlan::Oauth(oauth)) => vec![
+            (
+                "OAuth issuer",
+                text(&auth["issuer"]).as_ref() == Some(&oauth.issuer),
+            ),
+            (
+                "OAuth resource",
+                text(&auth["resource"]).as_ref() == Some(&oauth.resource),
+            ),
+            (
+                "OAuth client",
+                text(&auth["clientId"]).as_ref() == Some(&oauth.client_id),
+            ),
+            ("OAuth scope", same_strings(&auth["scopes"], &oauth.scopes)),
+            (
+                "client secret reference",
+                text(&auth["clientSecretRef"]) == oauth.client_secret_ref,
+            ),
+        ],
+    };
+    let mut all = checks.into_iter().chain(auth_checks);
+    all.find(|(_, given)| !given).map(|(field, _)| field)
+}
+
+/// Whether the planned command is the hook's, or its relative one (a path with a `/`)
+/// joined to its `cwd`: the component plans a relative program by its absolute path
+/// there.
+fn command_given(stdio: &StdioPlan, command: &Value) -> bool {
+    let Some(command) = command.as_str() else {
         return false;
     };
-    let relative = stdio
-        .command
-        .strip_prefix(cwd.trim_end_matches('/'))
-        .and_then(|rest| rest.strip_prefix('/'));
-    relative.is_some_and(|r| r.contains('/') && !r.starts_with('/') && holds(r))
-}
-
-/// Every string value inside the registration's hooks whose `id` is `id` (none if no
-/// hook has it).
-fn strings_of_hooks<'a>(document: &'a Value, id: &str) -> BTreeSet<&'a str> {
-    let mut strings = BTreeSet::new();
-    let hooks = document.get("hooks").and_then(Value::as_array);
-    let named = hooks.into_iter().flatten().filter(|hook| hook["id"] == id);
-    for hook in named {
-        collect(hook, &mut strings);
-    }
-    strings
-}
-
-fn collect<'a>(value: &'a Value, strings: &mut BTreeSet<&'a str>) {
-    match value {
-        Value::String(s) => {
-            strings.insert(s);
+    match stdio.cwd.as_deref() {
+        Some(cwd) if command.contains('/') && !command.starts_with('/') => {
+            stdio.command == format!("{}/{command}", cwd.trim_end_matches('/'))
         }
-        Value::Array(items) => items.iter().for_each(|item| collect(item, strings)),
-        Value::Object(members) => members.values().for_each(|member| collect(member, strings)),
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        _ => stdio.command == command,
+    }
+}
+
+/// Whether `value` is the list of strings `planned` (absent: none).
+fn same_strings(value: &Value, planned: &[String]) -> bool {
+    match value {
+        Value::Null => planned.is_empty(),
+        Value::Array(items) => {
+            items.len() == planned.len()
+                && items
+                    .iter()
+                    .zip(planned)
+                    .all(|(item, p)| item.as_str() == Some(p))
+        }
+        _ => false,
     }
 }
 
 /// Each string of `backend` that says where to go, what to run or which secret to read,
-/// with what it is.
-fn outside_words(backend: &BackendPlan) -> impl Iterator<Item = (&'static str, &str)> {
+/// with what it is: what a registration that is not JSON must hold as it is.
+fn words(backend: &BackendPlan) -> impl Iterator<Item = (&'static str, &str)> {
     let mut words: Vec<(&'static str, &str)> = Vec::new();
     match &backend.transport {
         TransportPlan::Http(url) => words.push(("URL", url)),
-        // The command is checked on its own (it may be planned joined to `cwd`).
         TransportPlan::Stdio(stdio) => {
+            words.push(("command", &stdio.command));
             words.extend(stdio.args.iter().map(|arg| ("argument", arg.as_str())));
             words.extend(stdio.cwd.as_deref().map(|cwd| ("working directory", cwd)));
         }
@@ -195,7 +255,8 @@ mod tests {
     }
 
     /// A relative program (a path with a `/`) is planned by its absolute path under the
-    /// hook's `cwd`, as the component resolves it; only there.
+    /// hook's `cwd`, as the component resolves it; only there, and not as written (which
+    /// a child's changed directory may resolve from the host's own).
     #[test]
     fn a_relative_command_may_be_planned_under_its_cwd() {
         let registration = json!({"hooks": [{"id": "com.example.local",
@@ -211,12 +272,12 @@ mod tests {
             }),
             auth: None,
         };
-        assert_eq!(check(&registration, &[planned("bin/policy")]), Ok(()));
         assert_eq!(
             check(&registration, &[planned("/srv/policy/bin/policy")]),
             Ok(())
         );
         for elsewhere in [
+            "bin/policy",
             "/srv/bin/policy",
             "/srv/policy/bin/other",
             "/srv/policy//bin/policy",
@@ -244,7 +305,7 @@ mod tests {
         assert!(twice.contains("twice"), "{twice}");
         /// A change to a planned backend, the backend it changes, and the field named.
         type Case = (fn(&mut BackendPlan), fn() -> BackendPlan, &'static str);
-        let cases: [Case; 8] = [
+        let cases: [Case; 10] = [
             (
                 |b| b.transport = TransportPlan::Http("https://evil.example/".into()),
                 open,
@@ -276,6 +337,23 @@ mod tests {
                 },
                 local,
                 "working directory",
+            ),
+            // A string the hook holds, at another place: an argument as the directory (a
+            // relative one, the harness's), the client secret's reference as a bearer token
+            // sent to the backend.
+            (
+                |b| {
+                    if let TransportPlan::Stdio(s) = &mut b.transport {
+                        s.cwd = Some("policy".into());
+                    }
+                },
+                local,
+                "working directory",
+            ),
+            (
+                |b| b.auth = Some(AuthPlan::BearerRef("file:/run/secret".into())),
+                web,
+                "token reference",
             ),
             // Another hook's secret beside this hook's URL: each word is the registration's,
             // but not this hook's.
@@ -319,6 +397,33 @@ mod tests {
                 "{refused}"
             );
         }
+    }
+
+    /// Hooks are found by id in one pass: a registration of 20,000 backends, all planned,
+    /// is checked at once; one of them planned wrong is still found.
+    #[test]
+    fn many_hooks_are_found_by_id() {
+        let hooks: Vec<Value> = (0..20_000)
+            .map(|i| {
+                json!({"id": format!("com.example.b{i}"),
+                            "transport": {"type": "http", "url": format!("https://b{i}.example/")}})
+            })
+            .collect();
+        let registration = json!({"hooks": hooks}).to_string();
+        let mut plan: Vec<BackendPlan> = (0..20_000)
+            .map(|i| BackendPlan {
+                id: format!("com.example.b{i}"),
+                transport: TransportPlan::Http(format!("https://b{i}.example/")),
+                auth: None,
+            })
+            .collect();
+        assert_eq!(check(&registration, &plan), Ok(()));
+        plan[19_999].transport = TransportPlan::Http("https://b0.example/".into());
+        let refused = check(&registration, &plan).unwrap_err();
+        assert!(
+            refused.contains("`com.example.b19999` with a URL"),
+            "{refused}"
+        );
     }
 
     /// A registration that is not JSON has no hooks: a plan's words must be in its text.

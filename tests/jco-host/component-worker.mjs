@@ -146,70 +146,112 @@ function run() {
 class PlanRefused extends Error {}
 
 /// As ahp-host's `planned::check`: each planned backend is a hook of the registration with
-/// that id, planned once, and every string it reaches out with (URL, command, arguments,
-/// directory, secret references, OAuth settings) is a string value of that hook; a
-/// registration that is not JSON (only another build takes one): a string of its text.
+/// that id, planned once, and each string it reaches out with is that hook's member at its
+/// own place (the URL `transport.url`, a token variable `authentication.tokenEnv`, …); a
+/// registration that is not a JSON text at all (only another build takes one): a string
+/// of its text.
 function checkPlan(plan) {
-  let document;
-  try { document = JSON.parse(registration); } catch { document = undefined; }
+  if (plan.length === 0) return;
+  let hooks;
+  if (/^\s*[{[]/.test(registration)) {
+    let document;
+    try { document = JSON.parse(registration); } catch {
+      throw new PlanRefused('the component planned backends for a registration the host cannot read as JSON');
+    }
+    hooks = new Map();
+    for (const hook of Array.isArray(document?.hooks) ? document.hooks : []) {
+      if (typeof hook?.id !== 'string') continue;
+      if (!hooks.has(hook.id)) hooks.set(hook.id, []);
+      hooks.get(hook.id).push(hook);
+    }
+  }
   const seen = new Set();
   for (const backend of plan) {
     const named = `the component planned backend \`${backend.id}\``;
     if (seen.has(backend.id)) throw new PlanRefused(`${named} twice`);
     seen.add(backend.id);
-    let holds = (word) => registration.includes(word);
-    if (document !== undefined) {
-      const strings = new Set();
-      const hooks = Array.isArray(document?.hooks) ? document.hooks : [];
-      for (const hook of hooks.filter((h) => h?.id === backend.id)) collectStrings(hook, strings);
-      if (strings.size === 0) throw new PlanRefused(`${named}, which the registration does not name`);
-      holds = (word) => strings.has(word);
+    let wrong;
+    if (hooks === undefined) {
+      wrong = words(backend).find(([, word]) => !registration.includes(word))?.[0];
+    } else {
+      const given = hooks.get(backend.id);
+      if (given === undefined) throw new PlanRefused(`${named}, which the registration does not name`);
+      // Where a registration repeats an id, the plan must be one of those hooks, whole.
+      const mismatches = given.map((hook) => mismatch(backend, hook));
+      wrong = mismatches.includes(undefined) ? undefined : mismatches[0];
     }
-    const stdio = backend.transport.tag === 'stdio' ? backend.transport.val : undefined;
-    if (stdio && !holds(stdio.command) && !underItsCwd(stdio, holds)) {
-      throw new PlanRefused(`${named} with a command its registration does not give it`);
-    }
-    const missing = outsideWords(backend).find(([, word]) => !holds(word));
-    if (missing) throw new PlanRefused(`${named} with a ${missing[0]} its registration does not give it`);
+    if (wrong !== undefined) throw new PlanRefused(`${named} with a ${wrong} its registration does not give it`);
   }
 }
 
-/// Whether a stdio command is the hook's relative one (a path with a `/`) joined to its
-/// `cwd`, as the component plans a relative program (planned.rs `under_its_cwd`).
-function underItsCwd({ command, cwd }, holds) {
-  if (cwd === undefined) return false;
-  const prefix = `${cwd.replace(/\/+$/, '')}/`;
-  if (!command.startsWith(prefix)) return false;
-  const relative = command.slice(prefix.length);
-  return relative.includes('/') && !relative.startsWith('/') && holds(relative);
+/// The first field of `backend` whose planned value is not `hook`'s at that place
+/// (planned.rs `mismatch`).
+function mismatch({ transport, auth }, hook) {
+  const given = hook?.transport ?? {};
+  const binding = hook?.authentication ?? {};
+  const checks = [];
+  if (transport.tag === 'http') checks.push(['URL', given.url === transport.val]);
+  else {
+    const stdio = transport.val;
+    checks.push(
+      ['working directory', (typeof given.cwd === 'string' ? given.cwd : undefined) === stdio.cwd],
+      ['command', commandGiven(stdio, given.command)],
+      ['argument', sameStrings(given.args, stdio.args)],
+    );
+  }
+  if (auth?.tag === 'bearer-env') checks.push(['token variable', binding.tokenEnv === auth.val]);
+  else if (auth?.tag === 'bearer-ref') checks.push(['token reference', binding.tokenRef === auth.val]);
+  else if (auth?.tag === 'oauth') {
+    const oauth = auth.val;
+    const secret = typeof binding.clientSecretRef === 'string' ? binding.clientSecretRef : undefined;
+    checks.push(
+      ['OAuth issuer', binding.issuer === oauth.issuer],
+      ['OAuth resource', binding.resource === oauth.resource],
+      ['OAuth client', binding.clientId === oauth.clientId],
+      ['OAuth scope', sameStrings(binding.scopes, oauth.scopes)],
+      ['client secret reference', secret === oauth.clientSecretRef],
+    );
+  }
+  return checks.find(([, ok]) => !ok)?.[0];
 }
 
-function collectStrings(value, strings) {
-  if (typeof value === 'string') strings.add(value);
-  else if (value !== null && typeof value === 'object') {
-    for (const member of Object.values(value)) collectStrings(member, strings);
+/// Whether the planned command is the hook's, or its relative one (a path with a `/`)
+/// joined to its `cwd` (planned.rs `command_given`).
+function commandGiven({ command, cwd }, given) {
+  if (typeof given !== 'string') return false;
+  if (cwd !== undefined && given.includes('/') && !given.startsWith('/')) {
+    return command === `${cwd.replace(/\/+$/, '')}/${given}`;
   }
+  return command === given;
+}
+
+/// Whether `value` is the list of strings `planned` (absent: none).
+function sameStrings(value, planned) {
+  if (value === undefined || value === null) return planned.length === 0;
+  return Array.isArray(value) && value.length === planned.length
+    && value.every((item, i) => item === planned[i]);
 }
 
 /// Each string of a planned backend that says where to go, what to run or which secret to
-/// read, with what it is (planned.rs `outside_words`).
-function outsideWords({ transport, auth }) {
-  const words = [];
-  if (transport.tag === 'http') words.push(['URL', transport.val]);
+/// read, with what it is (planned.rs `words`): what a registration that is not JSON must
+/// hold as it is.
+function words({ transport, auth }) {
+  const found = [];
+  if (transport.tag === 'http') found.push(['URL', transport.val]);
   else {
-    // The command is checked on its own (it may be planned joined to `cwd`).
-    for (const arg of transport.val.args) words.push(['argument', arg]);
-    if (transport.val.cwd !== undefined) words.push(['working directory', transport.val.cwd]);
+    found.push(['command', transport.val.command]);
+    for (const arg of transport.val.args) found.push(['argument', arg]);
+    if (transport.val.cwd !== undefined) found.push(['working directory', transport.val.cwd]);
   }
-  if (auth?.tag === 'bearer-env') words.push(['token variable', auth.val]);
-  else if (auth?.tag === 'bearer-ref') words.push(['token reference', auth.val]);
+  if (auth?.tag === 'bearer-env') found.push(['token variable', auth.val]);
+  else if (auth?.tag === 'bearer-ref') found.push(['token reference', auth.val]);
   else if (auth?.tag === 'oauth') {
     const oauth = auth.val;
-    words.push(['OAuth issuer', oauth.issuer], ['OAuth resource', oauth.resource], ['OAuth client', oauth.clientId]);
-    for (const scope of oauth.scopes) words.push(['OAuth scope', scope]);
-    if (oauth.clientSecretRef !== undefined) words.push(['client secret reference', oauth.clientSecretRef]);
+    found.push(['OAuth issuer', oauth.issuer], ['OAuth resource', oauth.resource], ['OAuth client', oauth.clientId]);
+    for (const scope of oauth.scopes) found.push(['OAuth scope', scope]);
+    if (oauth.clientSecretRef !== undefined) found.push(['client secret reference', oauth.clientSecretRef]);
   }
-  return words;
+  return found;
 }
 
 /// The audit text as a record, if it has a record's shape where the checks below read it

@@ -631,7 +631,7 @@ fn an_audit_log_everybody_can_read_is_installed_with_a_warning() {
 }
 
 /// Whether `gid` is this user's own private group, as `id` and `getent` tell it: the
-/// user's primary group, named as the user, listing no members.
+/// user's primary group, named as the user, listing no members (never root's).
 fn own_private_group(gid: u32) -> bool {
     let run = |program: &str, args: &[&str]| {
         let output = Command::new(program).args(args).output().expect("run");
@@ -643,7 +643,8 @@ fn own_private_group(gid: u32) -> bool {
     let (user, primary) = (run("id", &["-un"]), run("id", &["-g"]));
     let line = run("getent", &["group", &gid.to_string()]);
     let fields: Vec<&str> = line.split(':').collect();
-    primary == gid.to_string()
+    user != "root"
+        && primary == gid.to_string()
         && fields.first() == Some(&user.as_str())
         && fields.get(3) == Some(&"")
 }
