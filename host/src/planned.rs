@@ -9,10 +9,12 @@
 //! the hook of that id (the URL with `transport.url`, a token variable with
 //! `authentication.tokenEnv`, …): a string the hook holds elsewhere (a relative `cwd`
 //! made of an argument, the OAuth client secret's reference sent as a bearer token to
-//! the backend) is refused too. What the members mean is the component's to read; these
-//! names are read here for this check alone.
+//! the backend) is refused too, as is a transport or binding of another kind than the
+//! hook's `type` says (or another OAuth `flow`). What the members mean is the component's
+//! to read; these names are read here for this check alone.
 
-use crate::bindings::interceptor::{AuthPlan, BackendPlan, StdioPlan, TransportPlan};
+use crate::bindings::interceptor::{AuthPlan, BackendPlan, OauthFlow, StdioPlan, TransportPlan};
+use ahp_vocab::OAuthFlow;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 
@@ -20,13 +22,16 @@ use std::collections::{BTreeSet, HashMap};
 /// gives one a URL, command, argument, directory, secret reference or OAuth setting its
 /// hook does not, naming the backend and the field (never the value).
 ///
-/// A registration that is not a JSON text at all (only another build would accept one)
-/// has no hooks to look in: each of those strings must then appear in its text as it is.
+/// A registration that does not begin (after whitespace or a byte-order mark) with `{` or
+/// `[` is no JSON document of hooks (only another build would accept one): each of those
+/// strings must then appear in its text as it is. One that begins so and does not parse
+/// refuses any plan.
 pub(crate) fn check(registration: &str, plan: &[BackendPlan]) -> Result<(), String> {
     if plan.is_empty() {
         return Ok(());
     }
-    let hooks = match registration.trim_start().starts_with(['{', '[']) {
+    let start = registration.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
+    let hooks = match start.starts_with(['{', '[']) {
         true => Some(hooks_by_id(registration)?),
         false => None,
     };
@@ -54,9 +59,7 @@ pub(crate) fn check(registration: &str, plan: &[BackendPlan]) -> Result<(), Stri
             }
         };
         if let Some(field) = wrong {
-            return Err(format!(
-                "{named} with a {field} its registration does not give it"
-            ));
+            return Err(format!("{named}: its {field} is not its registration's"));
         }
     }
     Ok(())
@@ -82,9 +85,14 @@ fn hooks_by_id(registration: &str) -> Result<HashMap<String, Vec<Value>>, String
 fn mismatch(backend: &BackendPlan, hook: &Value) -> Option<&'static str> {
     let (transport, auth) = (&hook["transport"], &hook["authentication"]);
     let text = |value: &Value| value.as_str().map(str::to_owned);
+    let of_type = |binding: &Value, word: &str| binding["type"] == word;
     let checks: Vec<(&'static str, bool)> = match &backend.transport {
-        TransportPlan::Http(url) => vec![("URL", text(&transport["url"]).as_ref() == Some(url))],
+        TransportPlan::Http(url) => vec![
+            ("transport", of_type(transport, "http")),
+            ("URL", text(&transport["url"]).as_ref() == Some(url)),
+        ],
         TransportPlan::Stdio(stdio) => vec![
+            ("transport", of_type(transport, "stdio")),
             ("working directory", text(&transport["cwd"]) == stdio.cwd),
             ("command", command_given(stdio, &transport["command"])),
             ("argument", same_strings(&transport["args"], &stdio.args)),
@@ -92,19 +100,23 @@ fn mismatch(backend: &BackendPlan, hook: &Value) -> Option<&'static str> {
     };
     let auth_checks: Vec<(&'static str, bool)> = match &backend.auth {
         None => Vec::new(),
-        Some(AuthPlan::BearerEnv(name)) => {
-            vec![(
+        Some(AuthPlan::BearerEnv(name)) => vec![
+            ("authentication", of_type(auth, "bearer")),
+            (
                 "token variable",
                 text(&auth["tokenEnv"]).as_ref() == Some(name),
-            )]
-        }
-        Some(AuthPlan::BearerRef(reference)) => {
-            vec![(
+            ),
+        ],
+        Some(AuthPlan::BearerRef(reference)) => vec![
+            ("authentication", of_type(auth, "bearer")),
+            (
                 "token reference",
                 text(&auth["tokenRef"]).as_ref() == Some(reference),
-            )]
-        }
+            ),
+        ],
         Some(AuthPlan::Oauth(oauth)) => vec![
+            ("authentication", of_type(auth, "oauth")),
+            ("OAuth flow", auth["flow"] == flow_word(oauth.flow)),
             (
                 "OAuth issuer",
                 text(&auth["issuer"]).as_ref() == Some(&oauth.issuer),
@@ -126,6 +138,14 @@ fn mismatch(backend: &BackendPlan, hook: &Value) -> Option<&'static str> {
     };
     let mut all = checks.into_iter().chain(auth_checks);
     all.find(|(_, given)| !given).map(|(field, _)| field)
+}
+
+/// The registration's word for an OAuth flow.
+fn flow_word(flow: OauthFlow) -> &'static str {
+    match flow {
+        OauthFlow::ClientCredentials => OAuthFlow::ClientCredentials.as_str(),
+        OauthFlow::AuthorizationCodePkce => OAuthFlow::AuthorizationCodePkce.as_str(),
+    }
 }
 
 /// Whether the planned command is the hook's, or its relative one (a path with a `/`)
@@ -200,8 +220,9 @@ mod tests {
     fn registration() -> String {
         json!({"protocolVersion": "draft", "hooks": [
             {"id": "com.example.web", "transport": {"type": "http", "url": "https://policy.example/hooks"},
-             "authentication": {"type": "oauth", "issuer": "https://as.example", "resource": "https://policy.example/hooks",
-                                "clientId": "c1", "scopes": ["hooks"], "clientSecretRef": "file:/run/secret"}},
+             "authentication": {"type": "oauth", "flow": "client_credentials", "issuer": "https://as.example",
+                                "resource": "https://policy.example/hooks", "clientId": "c1", "scopes": ["hooks"],
+                                "clientSecretRef": "file:/run/secret"}},
             {"id": "com.example.local", "transport": {"type": "stdio", "command": "python3",
              "args": ["-m", "policy"], "cwd": "/srv/policy"},
              "authentication": {"type": "bearer", "tokenEnv": "LOCAL_TOKEN"}},
@@ -246,8 +267,7 @@ mod tests {
         }
     }
 
-    /// The plan the shipped component makes of this registration passes, whole or in
-    /// part.
+    /// A plan of the registration's own words passes, whole or in part.
     #[test]
     fn a_plan_of_the_registrations_own_words_passes() {
         assert_eq!(check(&registration(), &[web(), local(), open()]), Ok(()));
@@ -284,7 +304,7 @@ mod tests {
         ] {
             let refused = check(&registration, &[planned(elsewhere)]).unwrap_err();
             assert!(
-                refused.contains("with a command "),
+                refused.contains(": its command is not"),
                 "{elsewhere}: {refused}"
             );
         }
@@ -305,7 +325,7 @@ mod tests {
         assert!(twice.contains("twice"), "{twice}");
         /// A change to a planned backend, the backend it changes, and the field named.
         type Case = (fn(&mut BackendPlan), fn() -> BackendPlan, &'static str);
-        let cases: [Case; 10] = [
+        let cases: [Case; 11] = [
             (
                 |b| b.transport = TransportPlan::Http("https://evil.example/".into()),
                 open,
@@ -353,18 +373,23 @@ mod tests {
             (
                 |b| b.auth = Some(AuthPlan::BearerRef("file:/run/secret".into())),
                 web,
-                "token reference",
+                "authentication",
             ),
             // Another hook's secret beside this hook's URL: each word is the registration's,
             // but not this hook's.
             (
                 |b| b.auth = Some(AuthPlan::BearerEnv("LOCAL_TOKEN".into())),
                 open,
+                "authentication",
+            ),
+            (
+                |b| b.auth = Some(AuthPlan::BearerEnv("HOME".into())),
+                local,
                 "token variable",
             ),
             (
                 |b| b.auth = Some(AuthPlan::BearerRef("file:/etc/shadow".into())),
-                open,
+                local,
                 "token reference",
             ),
             (
@@ -389,7 +414,7 @@ mod tests {
         for (change, base, field) in cases {
             let refused = with(change, base);
             assert!(
-                refused.contains(&format!("with a {field} ")),
+                refused.contains(&format!(": its {field} is not")),
                 "{field}: {refused}"
             );
             assert!(
@@ -421,9 +446,57 @@ mod tests {
         plan[19_999].transport = TransportPlan::Http("https://b0.example/".into());
         let refused = check(&registration, &plan).unwrap_err();
         assert!(
-            refused.contains("`com.example.b19999` with a URL"),
+            refused.contains("`com.example.b19999`: its URL is not"),
             "{refused}"
         );
+    }
+
+    /// A transport or binding planned as another kind than the hook's is refused, though
+    /// its strings are there (a stray `command` beside an http hook's URL, an OAuth
+    /// binding's words planned as a bearer token, another flow).
+    #[test]
+    fn a_plan_of_another_kind_is_refused() {
+        let registration_of = |hook: Value| json!({"hooks": [hook]}).to_string();
+        let http = registration_of(json!({"id": "com.example.local",
+            "transport": {"type": "http", "url": "https://policy.example/", "command": "sh"}}));
+        let stdio = BackendPlan {
+            id: "com.example.local".into(),
+            transport: TransportPlan::Stdio(StdioPlan {
+                command: "sh".into(),
+                args: Vec::new(),
+                cwd: None,
+                per_event: true,
+            }),
+            auth: None,
+        };
+        let refused = check(&http, &[stdio]).unwrap_err();
+        assert!(refused.contains(": its transport is not"), "{refused}");
+        let mut other_flow = web();
+        if let Some(AuthPlan::Oauth(o)) = &mut other_flow.auth {
+            o.flow = OauthFlow::AuthorizationCodePkce;
+        }
+        let refused = check(&registration(), &[other_flow]).unwrap_err();
+        assert!(refused.contains(": its OAuth flow is not"), "{refused}");
+        let oauth_words = registration_of(json!({"id": "com.example.open",
+            "transport": {"type": "http", "url": "https://third.example/hooks"},
+            "authentication": {"type": "oauth", "tokenEnv": "LOCAL_TOKEN"}}));
+        let mut planned = open();
+        planned.auth = Some(AuthPlan::BearerEnv("LOCAL_TOKEN".into()));
+        let refused = check(&oauth_words, &[planned]).unwrap_err();
+        assert!(refused.contains(": its authentication is not"), "{refused}");
+    }
+
+    /// A text that begins like JSON (after whitespace or a byte-order mark) is read as
+    /// JSON: one that does not parse (here too with a mark) refuses any plan, whatever
+    /// strings it holds.
+    #[test]
+    fn a_text_that_begins_like_json_is_read_as_json() {
+        let refused = check("{hooks: https://third.example/hooks", &[open()]).unwrap_err();
+        assert!(refused.contains("cannot read as JSON"), "{refused}");
+        let marked = format!("\u{feff} {}", registration());
+        let mut secret_as_token = web();
+        secret_as_token.auth = Some(AuthPlan::BearerRef("file:/run/secret".into()));
+        assert!(check(&marked, &[secret_as_token]).is_err());
     }
 
     /// A registration that is not JSON has no hooks: a plan's words must be in its text.
@@ -432,6 +505,6 @@ mod tests {
         let text = "mode https://third.example/hooks";
         assert_eq!(check(text, &[open()]), Ok(()));
         let refused = check(text, &[local()]).unwrap_err();
-        assert!(refused.contains("with a command "), "{refused}");
+        assert!(refused.contains(": its command is not"), "{refused}");
     }
 }

@@ -147,13 +147,16 @@ class PlanRefused extends Error {}
 
 /// As ahp-host's `planned::check`: each planned backend is a hook of the registration with
 /// that id, planned once, and each string it reaches out with is that hook's member at its
-/// own place (the URL `transport.url`, a token variable `authentication.tokenEnv`, …); a
-/// registration that is not a JSON text at all (only another build takes one): a string
-/// of its text.
+/// own place (the URL `transport.url`, a token variable `authentication.tokenEnv`, …), of
+/// the hook's kinds of transport and binding and OAuth flow. A registration that does not
+/// begin with `{` or `[` (only another build takes one): a string of its text; one that
+/// does and does not parse refuses any plan.
 function checkPlan(plan) {
   if (plan.length === 0) return;
   let hooks;
-  if (/^\s*[{[]/.test(registration)) {
+  // After whitespace or a byte-order mark, as ahp-host trims them (Rust's and JS's
+  // whitespace differ only in U+0085 and U+FEFF).
+  if (/^[\s\u0085\ufeff]*[{[]/.test(registration)) {
     let document;
     try { document = JSON.parse(registration); } catch {
       throw new PlanRefused('the component planned backends for a registration the host cannot read as JSON');
@@ -180,7 +183,7 @@ function checkPlan(plan) {
       const mismatches = given.map((hook) => mismatch(backend, hook));
       wrong = mismatches.includes(undefined) ? undefined : mismatches[0];
     }
-    if (wrong !== undefined) throw new PlanRefused(`${named} with a ${wrong} its registration does not give it`);
+    if (wrong !== undefined) throw new PlanRefused(`${named}: its ${wrong} is not its registration's`);
   }
 }
 
@@ -190,21 +193,27 @@ function mismatch({ transport, auth }, hook) {
   const given = hook?.transport ?? {};
   const binding = hook?.authentication ?? {};
   const checks = [];
-  if (transport.tag === 'http') checks.push(['URL', given.url === transport.val]);
-  else {
+  if (transport.tag === 'http') {
+    checks.push(['transport', given.type === 'http'], ['URL', given.url === transport.val]);
+  } else {
     const stdio = transport.val;
     checks.push(
+      ['transport', given.type === 'stdio'],
       ['working directory', (typeof given.cwd === 'string' ? given.cwd : undefined) === stdio.cwd],
       ['command', commandGiven(stdio, given.command)],
       ['argument', sameStrings(given.args, stdio.args)],
     );
   }
-  if (auth?.tag === 'bearer-env') checks.push(['token variable', binding.tokenEnv === auth.val]);
-  else if (auth?.tag === 'bearer-ref') checks.push(['token reference', binding.tokenRef === auth.val]);
-  else if (auth?.tag === 'oauth') {
+  if (auth?.tag === 'bearer-env') {
+    checks.push(['authentication', binding.type === 'bearer'], ['token variable', binding.tokenEnv === auth.val]);
+  } else if (auth?.tag === 'bearer-ref') {
+    checks.push(['authentication', binding.type === 'bearer'], ['token reference', binding.tokenRef === auth.val]);
+  } else if (auth?.tag === 'oauth') {
     const oauth = auth.val;
     const secret = typeof binding.clientSecretRef === 'string' ? binding.clientSecretRef : undefined;
     checks.push(
+      ['authentication', binding.type === 'oauth'],
+      ['OAuth flow', binding.flow === FLOWS[oauth.flow]],
       ['OAuth issuer', binding.issuer === oauth.issuer],
       ['OAuth resource', binding.resource === oauth.resource],
       ['OAuth client', binding.clientId === oauth.clientId],
@@ -214,6 +223,9 @@ function mismatch({ transport, auth }, hook) {
   }
   return checks.find(([, ok]) => !ok)?.[0];
 }
+
+/// The registration's word for each OAuth flow of the plan (ahp_vocab `OAuthFlow`).
+const FLOWS = { 'client-credentials': 'client_credentials', 'authorization-code-pkce': 'authorization_code_pkce' };
 
 /// Whether the planned command is the hook's, or its relative one (a path with a `/`)
 /// joined to its `cwd` (planned.rs `command_given`).

@@ -87,7 +87,7 @@ async fn a_plan_the_registration_does_not_give_is_refused_at_setup() {
         Err(e) => e,
     };
     assert!(refused.is_setup(), "{refused}");
-    let said = "the component planned backend `com.example.planned` with a command its \
-                registration does not give it";
+    let said = "the component planned backend `com.example.planned`: its command is not its \
+                registration's";
     assert!(refused.to_string().contains(said), "{refused}");
 }

@@ -963,8 +963,8 @@ async fn node_refuses_a_plan_the_registration_does_not_give() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(output.stdout.is_empty(), "no settlement: {stderr}");
-    let said = "error: the component planned backend `com.example.planned` with a command \
-                its registration does not give it";
+    let said = "error: the component planned backend `com.example.planned`: its command is \
+                not its registration's";
     assert!(stderr.contains(said), "{stderr}");
 }
 
