@@ -23,7 +23,7 @@
 //! for a loopback registry. Credentials, if any, come from `AHP_REGISTRY_USERNAME` /
 //! `AHP_REGISTRY_PASSWORD`, go only to the registry `AHP_REGISTRY_HOST` names (or the
 //! token service its `Bearer` challenge names; the names compared as the registries they
-//! reach, [`registry_name`]), and are never printed; a 401 from a registry they were
+//! reach, [`registry_origin`]), and are never printed; a 401 from a registry they were
 //! withheld from says so. A pull and a push
 //! both speak to the registry through [`crate::registry`], which sends a push's blobs only
 //! to upload locations on the registry's own origin.
@@ -543,7 +543,7 @@ fn auth(reference: &Reference) -> Result<Auth, String> {
 /// to report, not a reason to go anonymous, and credentials named for no registry would
 /// go to whichever one a reference (or a copied hook configuration) names. [`HOST`] and
 /// the reference's registry are compared as the registries they reach
-/// ([`registry_name`]). The values are never part of an error, nor [`HOST`] unless it is
+/// ([`registry_origin`]). The values are never part of an error, nor [`HOST`] unless it is
 /// a registry's name.
 fn auth_from(
     registry: &str,
@@ -572,15 +572,15 @@ fn auth_from(
         ));
     };
     // Not shown: a URL or `user:password@host` here may hold a secret.
-    let host = registry_name(&text(HOST, host)?).ok_or_else(|| {
+    let host = registry_origin(&text(HOST, host)?).ok_or_else(|| {
         format!("{HOST} is not a registry's host[:port] (e.g. ghcr.io or 127.0.0.1:5000)")
     })?;
-    let registry = registry_name(registry).unwrap_or_else(|| registry.to_ascii_lowercase());
-    if host != registry {
+    if registry_origin(registry).as_ref() != Some(&host) {
+        let this = registry.to_ascii_lowercase();
         return Ok(Auth {
             credential: RegistryAuth::Anonymous,
             withheld: Some(format!(
-                "{HOST} names another registry than this one, {registry}: sent without \
+                "{HOST} names another registry than this one, {this}: sent without \
                  credentials"
             )),
         });
@@ -591,12 +591,14 @@ fn auth_from(
     )))
 }
 
-/// `registry` (`host[:port]`) as the registry it reaches, to compare one name with
-/// another: in lower case, without the port its scheme implies (443 for https; 80 for a
-/// loopback registry, spoken to over plain http), and Docker Hub's other names
-/// (`index.docker.io`, `registry-1.docker.io`) as `docker.io`, which oci-spec makes of a
-/// reference's `index.docker.io`. `None` if it is not a host and port.
-fn registry_name(registry: &str) -> Option<String> {
+/// `registry` (`host[:port]`) as the origin the client reaches, to compare one name with
+/// another: the scheme it speaks there (plain http to a loopback registry, as
+/// [`crate::registry::is_loopback`] decides from the name as written, https otherwise),
+/// the host as the URL parser reads it (in lower case; `127.0.1` is `127.0.0.1`, reached
+/// over https) with Docker Hub's other names (`index.docker.io`, `registry-1.docker.io`)
+/// as `docker.io`, which oci-spec makes of a reference's `index.docker.io`, and the port,
+/// given or implied. `None` if it is not a host and port.
+fn registry_origin(registry: &str) -> Option<String> {
     let scheme = match crate::registry::is_loopback(registry) {
         true => "http",
         false => "https",
@@ -611,10 +613,10 @@ fn registry_name(registry: &str) -> Option<String> {
         "index.docker.io" | "registry-1.docker.io" => "docker.io",
         host => host,
     };
-    Some(match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_string(),
-    })
+    Some(format!(
+        "{scheme}://{host}:{}",
+        url.port_or_known_default()?
+    ))
 }
 
 #[cfg(test)]
@@ -778,6 +780,10 @@ mod tests {
             // Plain http to a loopback registry: 443 is just another port.
             ("localhost:443", "localhost", "localhost:443"),
             ("ghcr.io:8443", "GHCR.io:443", "ghcr.io:8443"),
+            // Another spelling of a loopback address, which the client does not take
+            // for one: https on 443, not the plain http on 80 the variable names.
+            ("127.0.1", "127.0.0.1", "127.0.1"),
+            ("2130706433", "127.0.0.1:80", "2130706433"),
         ] {
             let why = format!(
                 "AHP_REGISTRY_HOST names another registry than this one, {this}: sent without \
