@@ -127,11 +127,17 @@ impl Runtime {
         &self,
         state: HostState,
     ) -> wasmtime::Result<(Store<HostState>, Plugin)> {
+        let mut store = self.store(state);
+        let plugin = self.pre.instantiate_async(&mut store).await?;
+        Ok((store, plugin))
+    }
+
+    /// A store for an instance: its memory, tables and CPU bounded by `state`.
+    fn store(&self, state: HostState) -> Store<HostState> {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
         bound_cpu(&mut store);
-        let plugin = self.pre.instantiate_async(&mut store).await?;
-        Ok((store, plugin))
+        store
     }
 }
 
@@ -454,14 +460,20 @@ mod tests {
     /// Every store this crate makes bounds each memory to 256 MiB and each table to
     /// 20,000 elements on an Engine that allocates on demand too (the fallback where the
     /// pool cannot reserve its address space, or an embedder's Engine): a grow past the
-    /// bound fails, as in the pool.
+    /// bound fails, as in the pool. And it holds one memory, the component's: a second
+    /// (another build of many core modules, each with one) is refused.
     #[tokio::test]
     async fn the_crates_stores_bound_memory_and_tables_on_any_engine() {
         let engine = engine_with(|config| config.concurrency_support(false));
         let interceptor = unreachable_on(&engine).await;
         let component = compile(&engine, EMBEDDED_COMPONENT).unwrap();
         let runtime = Runtime::with_component(&engine, &component, Epochs::Ticker).unwrap();
-        let (mut store, _plugin) = runtime.instantiate(interceptor.host_state()).await.unwrap();
+        let (mut with_component, _plugin) =
+            runtime.instantiate(interceptor.host_state()).await.unwrap();
+        let second = wasmtime::Module::new(&engine, "(module (memory 1))").unwrap();
+        let refused = wasmtime::Instance::new_async(&mut with_component, &second, &[]).await;
+        assert!(refused.is_err(), "a second memory in the component's store");
+        let mut store = runtime.store(interceptor.host_state());
         let module = wasmtime::Module::new(
             &engine,
             r#"(module (memory 1) (table 1 funcref)

@@ -46,7 +46,10 @@ impl HostState {
             cpu_deadline: std::time::Instant::now(),
             settle_only: false,
             gave_way: false,
+            // One memory: the component has one, and another build made of many core
+            // modules, each with a memory, would otherwise hold 256 MiB per module.
             limits: wasmtime::StoreLimitsBuilder::new()
+                .memories(1)
                 .memory_size(crate::runtime::MAX_MEMORY_BYTES)
                 .table_elements(crate::runtime::MAX_TABLE_ELEMENTS)
                 .build(),
