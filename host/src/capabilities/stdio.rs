@@ -506,12 +506,75 @@ fn stdio_reply(body: Vec<u8>) -> Reply {
 
 /// The message's JSON-RPC `id`, `None` for a notification. Parsed once, here.
 fn request_id(message: &[u8]) -> Result<Option<Value>, DeliveryError> {
-    match serde_json::from_slice::<Value>(message) {
-        Ok(value) => Ok(value.get("id").cloned()),
+    match serde_json::from_slice::<IdOnly>(message) {
+        Ok(IdOnly(id)) => Ok(id),
         Err(_) => {
             tracing::warn!("refusing to frame a stdio message that is not JSON");
             Err(DeliveryError::NotPermitted)
         }
+    }
+}
+
+/// A JSON document's `id` member, if it is an object with one (the last, where it is
+/// given twice); every other value is read past without being built: a message may be
+/// megabytes of event, many times that as a tree, in memory outside the instance's.
+struct IdOnly(Option<Value>);
+
+impl<'de> serde::Deserialize<'de> for IdOnly {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<IdOnly, D::Error> {
+        deserializer.deserialize_any(IdOnlyVisitor)
+    }
+}
+
+struct IdOnlyVisitor;
+
+impl<'de> serde::de::Visitor<'de> for IdOnlyVisitor {
+    type Value = IdOnly;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<IdOnly, A::Error> {
+        let mut id = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "id" => id = Some(map.next_value::<Value>()?),
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(IdOnly(id))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<IdOnly, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(IdOnly(None))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<IdOnly, E> {
+        Ok(IdOnly(None))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<IdOnly, E> {
+        Ok(IdOnly(None))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<IdOnly, E> {
+        Ok(IdOnly(None))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<IdOnly, E> {
+        Ok(IdOnly(None))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<IdOnly, E> {
+        Ok(IdOnly(None))
+    }
+
+    fn visit_unit<E>(self) -> Result<IdOnly, E> {
+        Ok(IdOnly(None))
     }
 }
 
@@ -1081,6 +1144,41 @@ async fn log_lines(backend: &str, pid: Option<u32>, stderr: ChildStderr) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A message's id is read as a tree of it would give it (the last where it is given
+    /// twice, `null` kept); another document has none; text that is not JSON (or has
+    /// more after it) is not framed.
+    #[test]
+    fn a_message_id_is_read_without_the_rest() {
+        let id = |text: &str| request_id(text.as_bytes()).ok();
+        let big = format!(
+            r#"{{"params":{{"event":"{}"}},"id":"evt_1"}}"#,
+            "x".repeat(1 << 20)
+        );
+        assert_eq!(id(&big), Some(Some(Value::from("evt_1"))));
+        assert_eq!(
+            id(r#"{"id":1,"a":[{"id":9}],"id":2}"#),
+            Some(Some(Value::from(2)))
+        );
+        assert_eq!(id(r#"{"id":null}"#), Some(Some(Value::Null)));
+        for none in [
+            r#"{"method":"hooks/observe"}"#,
+            "[1]",
+            r#""id""#,
+            "7",
+            "null",
+            "true",
+        ] {
+            assert_eq!(id(none), Some(None), "{none}");
+        }
+        for refused in ["not json", r#"{"id":1} {}"#, r#"{"id":"#] {
+            let framed = request_id(refused.as_bytes());
+            assert!(
+                matches!(framed, Err(DeliveryError::NotPermitted)),
+                "{refused}"
+            );
+        }
+    }
 
     /// Only a `PATH`'s absolute directories reach a backend: not the empty entry or a
     /// relative one, which would look in the working directory.
