@@ -14,7 +14,7 @@
 //! to read; these names are read here for this check alone.
 
 use crate::bindings::interceptor::{AuthPlan, BackendPlan, OauthFlow, StdioPlan, TransportPlan};
-use ahp_vocab::OAuthFlow;
+use ahp_vocab::{stdio_program, OAuthFlow};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 
@@ -84,16 +84,19 @@ fn hooks_by_id(registration: &str) -> Result<HashMap<String, Vec<Value>>, String
 /// The first field of `backend` whose planned value is not `hook`'s at that place.
 fn mismatch(backend: &BackendPlan, hook: &Value) -> Option<&'static str> {
     let (transport, auth) = (&hook["transport"], &hook["authentication"]);
-    let text = |value: &Value| value.as_str().map(str::to_owned);
-    let of_type = |binding: &Value, word: &str| binding["type"] == word;
+    // The member is this string; `None`: absent (or no string).
+    let is = |member: &Value, planned: Option<&str>| member.as_str() == planned;
     let checks: Vec<(&'static str, bool)> = match &backend.transport {
         TransportPlan::Http(url) => vec![
-            ("transport", of_type(transport, "http")),
-            ("URL", text(&transport["url"]).as_ref() == Some(url)),
+            ("transport", transport["type"] == "http"),
+            ("URL", is(&transport["url"], Some(url))),
         ],
         TransportPlan::Stdio(stdio) => vec![
-            ("transport", of_type(transport, "stdio")),
-            ("working directory", text(&transport["cwd"]) == stdio.cwd),
+            ("transport", transport["type"] == "stdio"),
+            (
+                "working directory",
+                is(&transport["cwd"], stdio.cwd.as_deref()),
+            ),
             ("command", command_given(stdio, &transport["command"])),
             ("argument", same_strings(&transport["args"], &stdio.args)),
         ],
@@ -101,38 +104,29 @@ fn mismatch(backend: &BackendPlan, hook: &Value) -> Option<&'static str> {
     let auth_checks: Vec<(&'static str, bool)> = match &backend.auth {
         None => Vec::new(),
         Some(AuthPlan::BearerEnv(name)) => vec![
-            ("authentication", of_type(auth, "bearer")),
-            (
-                "token variable",
-                text(&auth["tokenEnv"]).as_ref() == Some(name),
-            ),
+            ("authentication", auth["type"] == "bearer"),
+            ("token variable", is(&auth["tokenEnv"], Some(name))),
         ],
         Some(AuthPlan::BearerRef(reference)) => vec![
-            ("authentication", of_type(auth, "bearer")),
-            (
-                "token reference",
-                text(&auth["tokenRef"]).as_ref() == Some(reference),
-            ),
+            ("authentication", auth["type"] == "bearer"),
+            ("token reference", is(&auth["tokenRef"], Some(reference))),
         ],
         Some(AuthPlan::Oauth(oauth)) => vec![
-            ("authentication", of_type(auth, "oauth")),
+            ("authentication", auth["type"] == "oauth"),
             ("OAuth flow", auth["flow"] == flow_word(oauth.flow)),
-            (
-                "OAuth issuer",
-                text(&auth["issuer"]).as_ref() == Some(&oauth.issuer),
-            ),
+            ("OAuth issuer", is(&auth["issuer"], Some(&oauth.issuer))),
             (
                 "OAuth resource",
-                text(&auth["resource"]).as_ref() == Some(&oauth.resource),
+                is(&auth["resource"], Some(&oauth.resource)),
             ),
             (
                 "OAuth client",
-                text(&auth["clientId"]).as_ref() == Some(&oauth.client_id),
+                is(&auth["clientId"], Some(&oauth.client_id)),
             ),
             ("OAuth scope", same_strings(&auth["scopes"], &oauth.scopes)),
             (
                 "client secret reference",
-                text(&auth["clientSecretRef"]) == oauth.client_secret_ref,
+                is(&auth["clientSecretRef"], oauth.client_secret_ref.as_deref()),
             ),
         ],
     };
@@ -148,19 +142,12 @@ fn flow_word(flow: OauthFlow) -> &'static str {
     }
 }
 
-/// Whether the planned command is the hook's, or its relative one (a path with a `/`)
-/// joined to its `cwd`: the component plans a relative program by its absolute path
-/// there.
+/// Whether the planned command is the program the hook's command starts under its
+/// `cwd` ([`ahp_vocab::stdio_program`], as the component plans it).
 fn command_given(stdio: &StdioPlan, command: &Value) -> bool {
-    let Some(command) = command.as_str() else {
-        return false;
-    };
-    match stdio.cwd.as_deref() {
-        Some(cwd) if command.contains('/') && !command.starts_with('/') => {
-            stdio.command == format!("{}/{command}", cwd.trim_end_matches('/'))
-        }
-        _ => stdio.command == command,
-    }
+    command
+        .as_str()
+        .is_some_and(|command| stdio.command == stdio_program(command, stdio.cwd.as_deref()))
 }
 
 /// Whether `value` is the list of strings `planned` (absent: none).
@@ -267,6 +254,22 @@ mod tests {
         }
     }
 
+    /// `local()`'s kind of plan, its stdio transport to change.
+    fn stdio(plan: &mut BackendPlan) -> &mut StdioPlan {
+        match &mut plan.transport {
+            TransportPlan::Stdio(stdio) => stdio,
+            TransportPlan::Http(_) => panic!("not a stdio plan"),
+        }
+    }
+
+    /// `web()`'s kind of plan, its OAuth binding to change.
+    fn oauth(plan: &mut BackendPlan) -> &mut OauthPlan {
+        match &mut plan.auth {
+            Some(AuthPlan::Oauth(oauth)) => oauth,
+            _ => panic!("not an OAuth plan"),
+        }
+    }
+
     /// A plan of the registration's own words passes, whole or in part.
     #[test]
     fn a_plan_of_the_registrations_own_words_passes() {
@@ -331,30 +334,10 @@ mod tests {
                 open,
                 "URL",
             ),
+            (|b| stdio(b).command = "sh".into(), local, "command"),
+            (|b| stdio(b).args.push("-c".into()), local, "argument"),
             (
-                |b| {
-                    if let TransportPlan::Stdio(s) = &mut b.transport {
-                        s.command = "sh".into();
-                    }
-                },
-                local,
-                "command",
-            ),
-            (
-                |b| {
-                    if let TransportPlan::Stdio(s) = &mut b.transport {
-                        s.args.push("-c".into());
-                    }
-                },
-                local,
-                "argument",
-            ),
-            (
-                |b| {
-                    if let TransportPlan::Stdio(s) = &mut b.transport {
-                        s.cwd = Some("/".into());
-                    }
-                },
+                |b| stdio(b).cwd = Some("/".into()),
                 local,
                 "working directory",
             ),
@@ -362,11 +345,7 @@ mod tests {
             // relative one, the harness's), the client secret's reference as a bearer token
             // sent to the backend.
             (
-                |b| {
-                    if let TransportPlan::Stdio(s) = &mut b.transport {
-                        s.cwd = Some("policy".into());
-                    }
-                },
+                |b| stdio(b).cwd = Some("policy".into()),
                 local,
                 "working directory",
             ),
@@ -393,20 +372,12 @@ mod tests {
                 "token reference",
             ),
             (
-                |b| {
-                    if let Some(AuthPlan::Oauth(o)) = &mut b.auth {
-                        o.issuer = "https://as.evil.example".into();
-                    }
-                },
+                |b| oauth(b).issuer = "https://as.evil.example".into(),
                 web,
                 "OAuth issuer",
             ),
             (
-                |b| {
-                    if let Some(AuthPlan::Oauth(o)) = &mut b.auth {
-                        o.client_secret_ref = Some("env:HOME".into());
-                    }
-                },
+                |b| oauth(b).client_secret_ref = Some("env:HOME".into()),
                 web,
                 "client secret reference",
             ),
@@ -472,9 +443,7 @@ mod tests {
         let refused = check(&http, &[stdio]).unwrap_err();
         assert!(refused.contains(": its transport is not"), "{refused}");
         let mut other_flow = web();
-        if let Some(AuthPlan::Oauth(o)) = &mut other_flow.auth {
-            o.flow = OauthFlow::AuthorizationCodePkce;
-        }
+        oauth(&mut other_flow).flow = OauthFlow::AuthorizationCodePkce;
         let refused = check(&registration(), &[other_flow]).unwrap_err();
         assert!(refused.contains(": its OAuth flow is not"), "{refused}");
         let oauth_words = registration_of(json!({"id": "com.example.open",

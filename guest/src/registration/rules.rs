@@ -148,7 +148,7 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
         }
     }
     Some(Transport::Stdio {
-        command: program(command, cwd),
+        command: ahp_vocab::stdio_program(command, cwd),
         args,
         cwd: cwd.map(str::to_owned),
         lifecycle: lifecycle?,
@@ -238,20 +238,6 @@ fn unstartable(
         _ => {}
     }
     problems
-}
-
-/// The program the host starts for a startable `command`: a relative path (one with a
-/// `/`) joined to the absolute `cwd` it is relative to, so that the host starts it by
-/// its absolute path (how a program named relative to a child's changed directory is
-/// found is platform-specific to Rust's `Command`); a bare name (found on `PATH`) or an
-/// absolute path as written.
-fn program(command: &str, cwd: Option<&str>) -> String {
-    match cwd {
-        Some(dir) if command.contains('/') && !command.starts_with('/') => {
-            format!("{}/{command}", dir.trim_end_matches('/'))
-        }
-        _ => command.to_owned(),
-    }
 }
 
 /// A URL the host connects to (a backend's, an OAuth issuer's, an upload endpoint's), as

@@ -16,6 +16,7 @@ mod effect;
 mod failure;
 mod pattern;
 mod problem;
+mod program;
 mod record;
 mod secret;
 mod uri;
@@ -30,6 +31,7 @@ pub use effect::EffectKind;
 pub use failure::{Detail, Failure, FailureClass, Phase};
 pub use pattern::EventPattern;
 pub use problem::{not_listed, type_name, Problem, MAX_LISTED};
+pub use program::stdio_program;
 pub use record::{
     AttemptEntry, AttemptResult, Enforce, EventRef, Flow, Injection, InterceptorEntry,
     ObserverEntry, ObserverKind, ObserverResult, Record,
