@@ -2928,6 +2928,28 @@ fn interruption_during_backoff_ends_the_call_as_interrupted() {
     assert_eq!(host.sent_to(A).len(), 1);
 }
 
+/// The host grants a retry, and the call is interrupted while it waits out the backoff:
+/// no second attempt, and the interceptor ended interrupted, not failed open (the end of
+/// the run would deny the call either way; the entry says which it was).
+#[test]
+fn interruption_inside_a_granted_backoff_stops_the_retry() {
+    let engine = one_backend("fail-open", 1_000);
+    let mut host = FakeHost::new()
+        .retries(3, 100)
+        .on(A, Step::fail(DeliveryError::ConnectionReset));
+    host.interrupted_at = Some(T0 + ms(50));
+    let settled = run(&engine, &mut host);
+    assert_eq!(
+        (settled.decision, settled.decided_by),
+        (Decision::Deny, DecidedBy::Interrupted)
+    );
+    assert_eq!(host.sent_to(A).len(), 1);
+    assert_eq!(host.retry_asks.len(), 1, "the backoff was granted once");
+    let entry = &audit(&settled)["interceptors"][0];
+    assert_eq!(entry["outcome"], "interrupted", "{entry}");
+    assert!(entry.get("failure").is_none(), "{entry}");
+}
+
 /// The settlement's audit record as JSON, as the host writes it.
 fn audit(settlement: &Settlement) -> Value {
     serde_json::to_value(settlement.record()).expect("a record serializes")

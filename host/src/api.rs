@@ -118,7 +118,7 @@ impl Interceptor {
             .call_warnings(&mut store, engine)
             .await
             .map_err(Error::setup)?;
-        let bound_ms = engine_api
+        let claimed_bound_ms = engine_api
             .call_bound_ms(&mut store, engine)
             .await
             .map_err(Error::setup)?;
@@ -134,6 +134,8 @@ impl Interceptor {
         // registration's.
         crate::planned::check(registration, &plan)
             .map_err(|e| Error::setup(wasmtime::format_err!(e)))?;
+        // So is the longest a call may run: no more than the registration's timeouts.
+        let bound_ms = crate::planned::bound_ms(registration, claimed_bound_ms);
         let config = options.backend_config().map_err(Error::setup)?;
         let backends = Arc::new(
             Backends::new(plan, &config).map_err(|e| Error::setup(wasmtime::format_err!(e)))?,
@@ -179,6 +181,14 @@ impl Interceptor {
                     .unwrap_or(Duration::from_millis(OBSERVER_TIMEOUT_MS)),
             }),
         })
+    }
+
+    /// The longest one intercept call's chain may run: the component's `bound-ms`, but no
+    /// more than the registration's timeouts add up to (another build may claim more). At
+    /// the linker level, bound each call by this plus [`crate::BOUND_MARGIN`], as this
+    /// interceptor bounds its own.
+    pub fn call_bound(&self) -> Duration {
+        self.inner.bound
     }
 
     /// The data for a store of the embedder's own (see `add_to_linker`): serves this

@@ -40,10 +40,11 @@
 //!     .await?
 //!     .map_err(|_| ahp_host::wasmtime::format_err!("registration rejected"))?;
 //! // Before each call: its bound and its interruption signal. The bound is the longest
-//! // the registration lets a call run (its chain of deadlines), plus the time the crate
-//! // allows past it to prepare observers and settle. `started` is taken per call, when it
-//! // arrives: the time it waited counts.
-//! let bound = Duration::from_millis(api.call_bound_ms(&mut store, loaded).await?);
+//! // the registration lets a call run (its chain of deadlines; the interceptor's, which
+//! // takes no more than the registration's timeouts from the component's `bound-ms`),
+//! // plus the time the crate allows past it to prepare observers and settle. `started`
+//! // is taken per call, when it arrives: the time it waited counts.
+//! let bound = interceptor.call_bound();
 //! let interrupt = ahp_host::Interrupt::new();
 //! let arrived = Instant::now();
 //! store.data_mut().ahp.begin_call(arrived + bound + ahp_host::BOUND_MARGIN, &interrupt);

@@ -12,6 +12,11 @@
 //! the backend) is refused too, as is a transport or binding of another kind than the
 //! hook's `type` says (or another OAuth `flow`). What the members mean is the component's
 //! to read; these names are read here for this check alone.
+//!
+//! The same holds for how long a call may run: the component's `bound-ms` is its word for
+//! the sum of the intercept subscriptions' `timeoutMs`, and the host takes no more than
+//! the registration's own timeouts add up to ([`bound_ms`]), so another build cannot
+//! declare forever and spin where no budget ends the call.
 
 use crate::bindings::interceptor::{AuthPlan, BackendPlan, OauthFlow, StdioPlan, TransportPlan};
 use ahp_vocab::{stdio_program, OAuthFlow};
@@ -30,8 +35,7 @@ pub(crate) fn check(registration: &str, plan: &[BackendPlan]) -> Result<(), Stri
     if plan.is_empty() {
         return Ok(());
     }
-    let start = registration.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
-    let hooks = match start.starts_with(['{', '[']) {
+    let hooks = match looks_like_json(registration) {
         true => Some(hooks_by_id(registration)?),
         false => None,
     };
@@ -63,6 +67,44 @@ pub(crate) fn check(registration: &str, plan: &[BackendPlan]) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// The longest a call may run, in milliseconds: the component's `claimed` bound, but no
+/// more than every subscription's `timeoutMs` in `registration` adds up to (an observe
+/// subscription has none; counting one anyway only makes the ceiling higher). A text
+/// that does not begin with `{` or `[` is not read (see [`check`]): there the claim
+/// stands. One that begins so and does not parse has no timeouts.
+pub(crate) fn bound_ms(registration: &str, claimed: u64) -> u64 {
+    if !looks_like_json(registration) {
+        return claimed;
+    }
+    let document: Value = serde_json::from_str(registration).unwrap_or(Value::Null);
+    let hooks = document["hooks"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let subscriptions = hooks
+        .iter()
+        .filter_map(|hook| hook["subscriptions"].as_array())
+        .flatten();
+    let ceiling = subscriptions
+        .filter_map(|subscription| {
+            let timeout = &subscription["timeoutMs"];
+            // `as` saturates: a negative timeout counts nothing, one past u64 everything.
+            timeout
+                .as_u64()
+                .or(timeout.as_f64().map(|ms| ms.ceil() as u64))
+        })
+        .fold(0u64, u64::saturating_add);
+    claimed.min(ceiling)
+}
+
+/// Whether `registration` begins, after whitespace or a byte-order mark, as a JSON
+/// document of hooks must: with `{` (or `[`, which another build might read).
+fn looks_like_json(registration: &str) -> bool {
+    registration
+        .trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
+        .starts_with(['{', '['])
 }
 
 /// The registration's hooks by their `id`, in one pass.
@@ -475,5 +517,41 @@ mod tests {
         assert_eq!(check(text, &[open()]), Ok(()));
         let refused = check(text, &[local()]).unwrap_err();
         assert!(refused.contains(": its command is not"), "{refused}");
+    }
+
+    /// The component's bound stands up to what the registration's timeouts add up to,
+    /// and no further: a claim of forever is cut to that sum.
+    #[test]
+    fn the_bound_is_no_more_than_the_registrations_timeouts() {
+        let registration = json!({"hooks": [
+            {"id": "com.example.a", "subscriptions": [
+                {"mode": "intercept", "timeoutMs": 300},
+                {"mode": "observe"}]},
+            {"id": "com.example.b", "subscriptions": [{"mode": "intercept", "timeoutMs": 1200}]}
+        ]})
+        .to_string();
+        assert_eq!(bound_ms(&registration, 1500), 1500);
+        assert_eq!(bound_ms(&registration, 300), 300);
+        assert_eq!(bound_ms(&registration, u64::MAX), 1500);
+        assert_eq!(bound_ms(&format!(" \n{registration}"), 1501), 1500);
+        // serde_json reads no byte-order mark, nor does the component.
+        assert_eq!(bound_ms(&format!("\u{feff}{registration}"), 1500), 0);
+        // Odd numbers count up, never short of what another build might read.
+        let odd = json!({"hooks": [{"subscriptions": [
+            {"timeoutMs": 2.5}, {"timeoutMs": -4}, {"timeoutMs": "9000"}]}]})
+        .to_string();
+        assert_eq!(bound_ms(&odd, u64::MAX), 3);
+        let huge = json!({"hooks": [{"subscriptions": [{"timeoutMs": 1e300}]}]}).to_string();
+        assert_eq!(bound_ms(&huge, u64::MAX), u64::MAX);
+    }
+
+    /// A JSON text with no timeouts (or none the host can read) allows no chain; a text
+    /// that is no JSON document is not read, and its claim stands.
+    #[test]
+    fn a_registration_without_timeouts_bounds_the_claim_to_nothing() {
+        assert_eq!(bound_ms(r#"{"hooks": []}"#, 100), 0);
+        assert_eq!(bound_ms(r#"{"hooks": [{"#, 100), 0);
+        assert_eq!(bound_ms("[1, 2]", 100), 0);
+        assert_eq!(bound_ms("spins", 100), 100);
     }
 }

@@ -129,8 +129,9 @@ function run() {
   checkPlan(plan);
   for (const backend of plan) plans.set(backend.id, backend);
   const started = now();
-  // From here the main thread bounds the call by the component's own bound-ms.
-  parentPort.postMessage({ started, boundMs: engine.boundMs() });
+  // From here the main thread bounds the call by the component's bound-ms, as far as the
+  // registration allows.
+  parentPort.postMessage({ started, boundMs: registrationBound(engine.boundMs()) });
   const settled = engine.intercept(event, effects, undefined, started);
   const audit = record(settled.audit);
   if (!trusted(settled, audit)) return undefined;
@@ -140,6 +141,30 @@ function run() {
     reason: settled.reason ?? null,
     audit,
   };
+}
+
+/// A registration that begins, after whitespace or a byte-order mark, as JSON does
+/// (planned.rs `looks_like_json`; Rust's and JS's whitespace differ only in U+0085 and
+/// U+FEFF).
+const LOOKS_LIKE_JSON = /^[\s\u0085\ufeff]*[{[]/;
+
+/// As ahp-host's `planned::bound_ms`: the component's `claimed` bound (a BigInt), but no
+/// more than every subscription's `timeoutMs` in the registration adds up to, so another
+/// build cannot claim forever and spin. A text that is not JSON is not read; one that
+/// begins as JSON and does not parse has no timeouts.
+function registrationBound(claimed) {
+  if (!LOOKS_LIKE_JSON.test(registration)) return claimed;
+  let document;
+  try { document = JSON.parse(registration); } catch { return 0n; }
+  let ceiling = 0n;
+  for (const hook of Array.isArray(document?.hooks) ? document.hooks : []) {
+    const subscriptions = Array.isArray(hook?.subscriptions) ? hook.subscriptions : [];
+    for (const { timeoutMs } of subscriptions.filter((s) => s !== null && typeof s === 'object')) {
+      if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) continue;
+      ceiling += Number.isFinite(timeoutMs) ? BigInt(Math.ceil(timeoutMs)) : claimed;
+    }
+  }
+  return claimed < ceiling ? claimed : ceiling;
 }
 
 /// A plan that says what the registration does not: this host serves none of it.
@@ -154,9 +179,7 @@ class PlanRefused extends Error {}
 function checkPlan(plan) {
   if (plan.length === 0) return;
   let hooks;
-  // After whitespace or a byte-order mark, as ahp-host trims them (Rust's and JS's
-  // whitespace differ only in U+0085 and U+FEFF).
-  if (/^[\s\u0085\ufeff]*[{[]/.test(registration)) {
+  if (LOOKS_LIKE_JSON.test(registration)) {
     let document;
     try { document = JSON.parse(registration); } catch {
       throw new PlanRefused('the component planned backends for a registration the host cannot read as JSON');

@@ -66,6 +66,19 @@ async fn spinning_component_is_denied_as_engine_failure_at_its_bound() {
     assert_settled_at(elapsed, BOUND, "spin");
 }
 
+/// A component's `bound-ms` is its word: one that claims forever and spins is cut off
+/// where the registration's timeouts end (100 ms here), as a truthful one is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_claiming_forever_is_bound_by_the_registration() {
+    let interceptor = runaway("com.example.claims-forever").await;
+    let calling = timed_call(&interceptor, "evt_claims_forever", None);
+    let (settled, elapsed) = tokio::time::timeout(BOUND * 10, calling)
+        .await
+        .expect("the call was cut off at the registration's bound");
+    assert_engine_failure(&settled, "evt_claims_forever");
+    assert_settled_at(elapsed, BOUND, "claims forever");
+}
+
 /// On an Engine of the embedder's whose epoch the embedder advances itself
 /// (`Epochs::External`), a spinning component is still stopped at its bound: the crate's
 /// callback reads the real clock at each of the embedder's ticks.

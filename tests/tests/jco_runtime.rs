@@ -1073,6 +1073,23 @@ async fn node_stops_a_spinning_component_at_its_bound() {
     );
 }
 
+/// A component whose bound-ms claims forever (the runaway guest's `claims-forever`) is
+/// stopped where the registration's timeouts end (100 ms), plus the 1.25 s past it, as
+/// ahp-host stops it: the host does not take the component's word for its bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_bounds_a_component_claiming_forever_by_the_registration() {
+    let reg = json!({"claims-forever": true,
+        "hooks": [{"subscriptions": [{"mode": "intercept", "timeoutMs": 100}]}]});
+    let began = std::time::Instant::now();
+    let settled = call_on(runaway(), &reg.to_string(), "evt_node_forever").await;
+    assert_engine_failure(&settled);
+    let elapsed = began.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(1_350) && elapsed < Duration::from_secs(10),
+        "ended after {elapsed:?}, its bound 1.35 s"
+    );
+}
+
 /// A bearer token with a control character is no token, as ahp-host reads one
 /// (credentials.rs `usable`): A fails open as `auth-failed` without being called, and B's
 /// deny, next in the chain, stands. Node used to throw building A's request, which ended

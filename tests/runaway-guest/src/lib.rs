@@ -73,6 +73,9 @@
 //! (for up to a second) although it says no call of it has any deadline to wait for (no
 //! chain timeouts): the host must not run it again and again where it may do no I/O. It
 //! then settles with an allow whose record does not parse (an engine failure).
+//!
+//! A registration containing `claims-forever` spins as the default does, its `bound-ms`
+//! claiming `u64::MAX`: the host must bound it by the registration's own timeouts.
 
 /// The environment variable `com.example.a`'s bearer token is read from in the
 /// cross-credential mode.
@@ -101,6 +104,8 @@ mod component {
     enum Runaway {
         /// Spins in every call.
         Spins,
+        /// Spins in every call, its `bound-ms` claiming forever.
+        SpinsClaimingForever,
         /// Panics in `intercept`, except for an event containing "spin".
         Panics,
         /// Asks for the deliveries the host must refuse, reports, then panics.
@@ -354,6 +359,8 @@ mod component {
                 spin()
             } else if registration.contains("panic") {
                 Runaway::Panics
+            } else if registration.contains("claims-forever") {
+                Runaway::SpinsClaimingForever
             } else {
                 Runaway::Spins
             };
@@ -392,6 +399,7 @@ mod component {
                     }];
                 }
                 Runaway::Spins
+                | Runaway::SpinsClaimingForever
                 | Runaway::Panics
                 | Runaway::Allows { observer: None, .. }
                 | Runaway::SyntheticDeny { .. } => return Vec::new(),
@@ -417,6 +425,7 @@ mod component {
                 | Runaway::Panics
                 | Runaway::HangingLoad(_)
                 | Runaway::PlansCommand => 100,
+                Runaway::SpinsClaimingForever => u64::MAX,
             }
         }
 
@@ -475,6 +484,7 @@ mod component {
                 Runaway::Panics if !event.contains("spin") => panic!("the component failed"),
                 Runaway::Panics
                 | Runaway::Spins
+                | Runaway::SpinsClaimingForever
                 | Runaway::HangingLoad(_)
                 | Runaway::PlansCommand => spin(),
             }
