@@ -59,8 +59,11 @@
 //!     .map_err(|_| ahp_host::wasmtime::format_err!("event rejected"))?;
 //! // A trap (an `Err` above) is a denial, never permission. The WIT settlement is
 //! // checked as the owned `Interceptor` checks it (one that contradicts itself is an
-//! // engine-failure denial); the observe deliveries it owns are yours to send.
-//! let (settlement, observers) = ahp_host::Settlement::from_component(settled, event, arrived);
+//! // engine-failure denial, and the call's interruption or the interceptor's shutdown
+//! // since overrides an allow); the observe deliveries it owns are yours to send.
+//! let state = &store.data().ahp;
+//! let (settlement, observers) =
+//!     ahp_host::Settlement::from_component(settled, event, arrived, state);
 //! let record_line = settlement.to_json();
 //! # let _ = (record_line, observers); Ok(()) }
 //! ```

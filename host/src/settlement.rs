@@ -7,6 +7,7 @@ use crate::convert;
 use crate::delivery_impl::sha256_hex;
 use crate::interrupt::Interrupt;
 use crate::observe::withheld;
+use crate::state::HostState;
 use ahp_vocab::{
     DecidedBy, Decision, Enforce, EventRef, FailurePolicy, ObserverResult, Outcome, Record,
 };
@@ -43,14 +44,21 @@ impl Settlement {
     /// allows, and list exactly the observe deliveries it owns. Otherwise it is an
     /// `engine-failure` denial that sends nothing: a component's mistake (or another
     /// build loaded through your own `Component`) must never become permission. `event`
-    /// is the event it settled, `started` when the call started. Returns the settlement
+    /// is the event it settled, `started` when the call started, `state` the store's
+    /// host state the call ran with: an interruption of the call (the signal its
+    /// `begin_call` gave) or the interceptor's shutdown since the component last looked
+    /// overrides any decision but a denial, as the owned interceptor's does (see
+    /// `once_read`: checking the notifications can take a while). Returns the settlement
     /// and the observe deliveries it owns, yours to send.
     pub fn from_component(
         settled: wit::Settlement,
         event: &str,
         started: Instant,
+        state: &HostState,
     ) -> (Settlement, Vec<wit::Delivery>) {
-        from_component(settled, event, started)
+        let (settlement, observers) = from_component(settled, event, started);
+        let stopped = stopped_by(&state.interrupt, &state.shutdown);
+        (once_read(settlement, stopped), observers)
     }
 
     /// The record as one JSON line, as the CLI prints it and the audit log stores it

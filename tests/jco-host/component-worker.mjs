@@ -5,7 +5,7 @@
 // It implements every import the component has, as README "Hosting the component
 // elsewhere" documents them: the monotonic clock, `credentials` (none and bearer-env) and
 // `delivery` (HTTP only, plain http to loopback only, no retries, never interrupted;
-// `sha256` by node:crypto).
+// `sha256` by node:crypto). A plan with a backend outside that is refused (exit 1).
 
 import { createHash } from 'node:crypto';
 import { Worker, parentPort, workerData } from 'node:worker_threads';
@@ -94,8 +94,13 @@ const delivery = {
 /// is loopback: such a URL is refused.
 function httpUrl(backend) {
   const transport = plans.get(backend)?.transport;
-  if (transport?.tag !== 'http') return undefined;
-  const url = new URL(transport.val);
+  return transport?.tag === 'http' ? reachable(transport.val) : undefined;
+}
+
+/// `planned` as a URL this host may reach (see `httpUrl`), or undefined.
+function reachable(planned) {
+  let url;
+  try { url = new URL(planned); } catch { return undefined; }
   if (url.protocol === 'https:') return url.href;
   const loopback = ['localhost', '[::1]'].includes(url.hostname)
     || /^127\.\d+\.\d+\.\d+$/.test(url.hostname)
@@ -127,6 +132,7 @@ function run() {
   const engine = Engine.load(registration, Engine.interceptable());
   const plan = engine.plan();
   checkPlan(plan);
+  checkServed(plan);
   for (const backend of plan) plans.set(backend.id, backend);
   const started = now();
   // From here the main thread bounds the call by the component's bound-ms, as far as the
@@ -207,6 +213,23 @@ function checkPlan(plan) {
       wrong = mismatches.includes(undefined) ? undefined : mismatches[0];
     }
     if (wrong !== undefined) throw new PlanRefused(`${named}: its ${wrong} is not its registration's`);
+  }
+}
+
+/// Refuses a plan with a backend this host could never reach: a stdio one, a URL that is
+/// neither https nor plain http to loopback (see `httpUrl`), a credential other than a
+/// bearer token from the environment. Served, each would fail on every call, and a
+/// fail-open subscription would let every call through unasked; refused, the host exits
+/// 1 as for any plan it does not serve, naming the backend and the field.
+function checkServed(plan) {
+  for (const { id, transport, auth } of plan) {
+    let field;
+    if (transport.tag !== 'http') field = 'transport';
+    else if (reachable(transport.val) === undefined) field = 'URL';
+    else if (auth !== undefined && auth.tag !== 'bearer-env') field = 'authentication';
+    if (field !== undefined) {
+      throw new PlanRefused(`the component planned backend \`${id}\`: its ${field} is not one this host serves`);
+    }
   }
 }
 

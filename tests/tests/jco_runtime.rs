@@ -968,6 +968,44 @@ async fn node_refuses_a_plan_the_registration_does_not_give() {
     assert!(stderr.contains(said), "{stderr}");
 }
 
+/// A backend this host can never reach is refused with the plan, exit 1, not served as
+/// a failure on every call: each subscription here fails open, so every call would be
+/// let through unasked. A stdio backend, a bearer token by reference, plain http to a
+/// host that is not loopback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_refuses_a_plan_it_cannot_serve() {
+    let subscription = json!([{"events": ["tool.before"], "mode": "intercept",
+        "timeoutMs": 500, "failurePolicy": "fail-open", "content": {"default": "metadata"}}]);
+    let stdio = json!({"type": "stdio", "command": "policy", "lifecycle": "per_event"});
+    let loopback = json!({"type": "http", "url": "http://127.0.0.1:9/hooks"});
+    let by_reference = json!({"type": "bearer", "tokenRef": "file:/run/token"});
+    let cases = [
+        (json!({"transport": stdio}), "transport"),
+        (
+            json!({"transport": {"type": "http", "url": "http://policy.example/hooks"}}),
+            "URL",
+        ),
+        (
+            json!({"transport": loopback, "authentication": by_reference}),
+            "authentication",
+        ),
+    ];
+    for (mut hook, field) in cases {
+        hook["id"] = json!("com.example.unserved");
+        hook["subscriptions"] = subscription.clone();
+        let reg = json!({"protocolVersion": "draft", "hooks": [hook]}).to_string();
+        let output = run_host(transpiled(), &reg, &event("evt_node_unserved"), &[]).await;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{field}: {stderr}");
+        assert!(output.stdout.is_empty(), "{field}: no settlement: {stderr}");
+        let said = format!(
+            "error: the component planned backend `com.example.unserved`: its {field} is not \
+             one this host serves"
+        );
+        assert!(stderr.contains(&said), "{stderr}");
+    }
+}
+
 /// ahp-host's settlement of event `id` on the runaway component: its `decidedBy`.
 async fn rust_decides_on_runaway(registration: &str, id: &str) -> Value {
     let options = ahp_host::Options {

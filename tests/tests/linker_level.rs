@@ -78,7 +78,8 @@ async fn instantiate(
 }
 
 /// One intercept call on `store`, prepared with `cpu_deadline` and `interrupt`: its
-/// settlement's record, its audit text first passed to `tamper`, then checked as the
+/// settlement's record, its audit text first passed to `tamper` (which runs after the
+/// component returned, before the host reads what it returned), then checked as the
 /// owned interceptor checks it (`Settlement::from_component`).
 async fn intercept(
     store: &mut Store<MyData>,
@@ -86,7 +87,7 @@ async fn intercept(
     engine: ResourceAny,
     cpu_deadline: Instant,
     interrupt: &Interrupt,
-    tamper: fn(&mut String),
+    tamper: impl FnOnce(&mut String),
 ) -> ahp_host::wasmtime::Result<Value> {
     store.data_mut().ahp().begin_call(cpu_deadline, interrupt);
     let arrived = Instant::now();
@@ -98,7 +99,8 @@ async fn intercept(
         .await?
         .expect("a valid event");
     tamper(&mut settled.audit);
-    let (settlement, _observers) = Settlement::from_component(settled, &event, arrived);
+    let state = &store.data().ahp;
+    let (settlement, _observers) = Settlement::from_component(settled, &event, arrived, state);
     Ok(serde_json::to_value(&settlement.record).expect("a record"))
 }
 
@@ -233,6 +235,59 @@ async fn the_component_runs_in_the_embedders_engine_and_store() {
     let took = started.elapsed();
     assert!(trapped.is_err(), "{trapped:?}");
     assert!(took >= bound && took < Duration::from_secs(3), "{took:?}");
+    interceptor.shutdown_async().await;
+}
+
+/// A call interrupted after the component returned its allow, while the embedder had not
+/// yet read it, is denied as interrupted when `Settlement::from_component` reads it, as
+/// the owned interceptor's is: interruption never turns into permission. Uninterrupted,
+/// the same call is the backend's allow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interruption_while_the_settlement_is_read_overrides_an_allow() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let registration =
+        registration(&[Http::new("dev.ahp.linker", backend.url()).policy("fail-open")]);
+    let interceptor = Interceptor::new(&registration, Options::default())
+        .await
+        .expect("valid registration");
+    let mut config = Config::new();
+    config.epoch_interruption(true);
+    let engine = Engine::new(&config).unwrap();
+    let _ticker = EpochTicker::for_engine(&engine).expect("the ticker thread");
+    let mut linker = Linker::<MyData>::new(&engine);
+    ahp_host::add_to_linker(&mut linker).unwrap();
+    let (mut store, plugin) =
+        instantiate(&linker, ahp_host::EMBEDDED_COMPONENT, &interceptor).await;
+    let api = plugin.ahp_interceptor_interceptor().engine();
+    let declaration = api.call_interceptable(&mut store).await.unwrap();
+    let loaded = api
+        .call_load(&mut store, &registration, &declaration)
+        .await
+        .unwrap()
+        .expect("the registration loads");
+    let bound = Instant::now() + Duration::from_secs(5);
+    for interrupted in [false, true] {
+        let interrupt = Interrupt::new();
+        let after = |_: &mut String| {
+            if interrupted {
+                interrupt.interrupt();
+            }
+        };
+        let record = intercept(&mut store, &plugin, loaded, bound, &interrupt, after)
+            .await
+            .unwrap();
+        let expected = match interrupted {
+            true => ("deny", "interrupted"),
+            false => ("allow", "no-objection"),
+        };
+        assert_eq!(
+            (&record["decision"], &record["decidedBy"]),
+            (&json!(expected.0), &json!(expected.1)),
+            "{record}"
+        );
+    }
+    // Each call reached the backend: the component had settled before the interruption.
+    assert_eq!(backend.requests().len(), 2);
     interceptor.shutdown_async().await;
 }
 
