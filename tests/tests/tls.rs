@@ -1,10 +1,15 @@
 //! HTTPS backends: certificates are verified with rustls against the platform roots plus
-//! an explicitly configured trust-roots file; an untrusted certificate fails the TLS
-//! handshake, nothing is sent, and the subscription's policy settles the call.
+//! an explicitly configured trust-roots file; an untrusted certificate, or a trusted CA's
+//! certificate for another name or out of date, fails the TLS handshake, nothing is sent,
+//! and the subscription's policy settles the call. The handshake runs under the call's
+//! deadline like the rest of the connect.
 
 use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Options, RetryPolicy};
 use ahp_tests::pki::Pki;
-use ahp_tests::support::{ahp_binary, ahp_command, event, record_json, registration, Http};
+use ahp_tests::support::{
+    ahp_binary, ahp_command, assert_failed, assert_settled, assert_settled_at, event, record_json,
+    registration, timed_call, Http, SYNTHETIC_REASON,
+};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
@@ -13,6 +18,7 @@ use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
@@ -134,6 +140,69 @@ async fn untrusted_certificate_fails_the_handshake_and_sends_nothing() {
     );
 }
 
+/// A backend presenting a certificate from `acceptor` that the trusted test CA signed but
+/// that is not good for `https://localhost` (`case` names which): the handshake fails as
+/// the TLS failure in `connect`, not retried (retrying cannot mend a certificate), the
+/// backend serves nothing, and fail-closed denies.
+async fn assert_certificate_refused(pki: &Pki, acceptor: TlsAcceptor, case: &str) {
+    let (port, served) = https_backend_behind(acceptor).await;
+    let roots = pki.trust_roots_file();
+    // A deadline far past the refusal, which comes at once: a loaded machine's slow
+    // handshake is no deadline-exceeded.
+    let reg =
+        registration(&[
+            Http::new("com.example.tls", format!("https://localhost:{port}/hooks"))
+                .timeout_ms(10_000),
+        ]);
+    let options = Options {
+        trust_roots: Some(roots.path().to_path_buf()),
+        retries: RetryPolicy {
+            default: 2,
+            ..Default::default()
+        },
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+    let settled = interceptor
+        .intercept(&event(case), &[EffectKind::Deny], None)
+        .await
+        .unwrap();
+    assert_settled(
+        &settled,
+        Decision::Deny,
+        DecidedBy::SyntheticDeny,
+        Some(SYNTHETIC_REASON),
+    );
+    let record = record_json(&settled);
+    let entry = &record["interceptors"][0];
+    assert_eq!(
+        entry["failure"],
+        json!({"class": "connection-refused", "phase": "connect", "detail": "tls"}),
+        "{case}: {record}"
+    );
+    let attempts = entry["attempts"].as_array().map(Vec::len);
+    assert_eq!(attempts, Some(1), "{case}: not retried: {record}");
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        0,
+        "{case}: no request may pass a refused certificate"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusted_certificate_for_another_name_fails_the_handshake_and_sends_nothing() {
+    let pki = Pki::generate();
+    let acceptor = pki.acceptor_for_only(&["other.example"]);
+    assert_certificate_refused(&pki, acceptor, "evt_tls_other_name").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusted_but_expired_certificate_fails_the_handshake_and_sends_nothing() {
+    let pki = Pki::generate();
+    let acceptor = pki.acceptor_with_an_expired_certificate();
+    assert_certificate_refused(&pki, acceptor, "evt_tls_expired").await;
+}
+
 /// A peer that takes the connection and then hangs up in the handshake, by closing or by
 /// resetting: the request was never sent, so nobody took it, `connection-refused` in
 /// `connect` (not a connection reset or lost while awaiting a response), retried like a
@@ -182,6 +251,56 @@ async fn a_peer_hanging_up_in_the_handshake_is_refused_with_nothing_sent() {
         assert_eq!(attempts, Some(2), "reset {reset}: retried once: {record}");
         assert_eq!(accepted.load(Ordering::SeqCst), 2, "reset {reset}");
     }
+}
+
+/// A peer that takes the connection and never answers the ClientHello: the handshake is
+/// part of the connect, under the call's deadline, so the call settles at that deadline
+/// as `deadline-exceeded` in `connect`, by either policy, not at the outer bound the host
+/// puts on a call that overruns its deadlines (the deadline plus
+/// [`ahp_host::BOUND_MARGIN`]).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_never_answered_settles_at_the_deadline_in_the_connect_phase() {
+    let pki = Pki::generate();
+    let roots = pki.trust_roots_file();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        // Held open, never written to, until the test ends: a closed socket would end
+        // the handshake at once, a refusal.
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    let deadline = Duration::from_millis(200);
+    for policy in ["fail-closed", "fail-open"] {
+        let id = format!("evt_tls_silent_{policy}");
+        let reg = registration(&[Http::new(
+            "com.example.tls",
+            format!("https://localhost:{port}/hooks"),
+        )
+        .policy(policy)
+        .timeout_ms(200)]);
+        let options = Options {
+            trust_roots: Some(roots.path().to_path_buf()),
+            ..Options::default()
+        };
+        let interceptor = Interceptor::new(&reg, options).await.unwrap();
+        let (settled, elapsed) = timed_call(&interceptor, &id, None).await;
+        let failure = assert_failed(&settled, policy, "deadline-exceeded", &id);
+        assert_eq!(
+            failure,
+            json!({"class": "deadline-exceeded", "phase": "connect"}),
+            "{id}: {}",
+            settled.record
+        );
+        assert_settled_at(elapsed, deadline, &id);
+    }
+    // Each call's connection was taken: it was the handshake that never ended.
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
 
 /// A TLS 1.3 backend that requires a client certificate, which this host does not
