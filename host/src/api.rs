@@ -470,6 +470,25 @@ impl Interceptor {
         Ok((once_read(settlement, stopped), observers))
     }
 
+    /// At the linker level, the owned observers `Settlement::from_component` gave with
+    /// `settlement`: sends them to this interceptor's backends (concurrently, each bounded
+    /// by the observer timeout; the call's `interrupt` or this interceptor's shutdown
+    /// cancels those not done) and returns the settlement with each one's result recorded,
+    /// as [`HookCall::complete`] records them before writing the record. The decision is
+    /// the one already settled: an observer never changes it.
+    pub async fn send_observers(
+        &self,
+        mut settlement: Settlement,
+        observers: Vec<Delivery>,
+        interrupt: &Interrupt,
+    ) -> Settlement {
+        let results = self
+            .deliver_observers(observers, interrupt, &Results::default())
+            .await;
+        record_results(&mut settlement.record, &results);
+        settlement
+    }
+
     /// Sends the call's observe notifications, each bounded; see `observe`.
     async fn deliver_observers(
         &self,
@@ -736,11 +755,16 @@ impl HookCall {
     /// Records each observer's result in the settlement, once.
     fn finish(&mut self, results: &[ObserverResult]) -> Option<Settlement> {
         let mut settlement = self.settlement.take()?;
-        // A withheld notification stays so: it was never going to be sent.
-        for (entry, result) in settlement.record.observers.iter_mut().zip(results) {
-            entry.result.get_or_insert(*result);
-        }
+        record_results(&mut settlement.record, results);
         Some(settlement)
+    }
+}
+
+/// Each observer's result in `record`, in order; a withheld notification stays so: it was
+/// never going to be sent.
+fn record_results(record: &mut Record, results: &[ObserverResult]) {
+    for (entry, result) in record.observers.iter_mut().zip(results) {
+        entry.result.get_or_insert(*result);
     }
 }
 

@@ -60,12 +60,14 @@
 //! // A trap (an `Err` above) is a denial, never permission. The WIT settlement is
 //! // checked as the owned `Interceptor` checks it (one that contradicts itself is an
 //! // engine-failure denial, and the call's interruption or the interceptor's shutdown
-//! // since overrides an allow); the observe deliveries it owns are yours to send.
+//! // since overrides an allow). Act on its decision, then send the observe deliveries
+//! // it owns, which records how each ended.
 //! let state = &store.data().ahp;
 //! let (settlement, observers) =
 //!     ahp_host::Settlement::from_component(settled, event, arrived, state);
+//! let settlement = interceptor.send_observers(settlement, observers, &interrupt).await;
 //! let record_line = settlement.to_json();
-//! # let _ = (record_line, observers); Ok(()) }
+//! # let _ = record_line; Ok(()) }
 //! ```
 
 use crate::bindings;

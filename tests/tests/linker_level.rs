@@ -77,6 +77,48 @@ async fn instantiate(
     (store, plugin)
 }
 
+/// An embedder's Engine (its epoch ticking), Linker and store serving the backends of an
+/// interceptor of `registration` (which provides those the component's imports deliver
+/// to), the embedded component instantiated in it and `registration` loaded for
+/// everything the component can intercept.
+struct Embedded {
+    interceptor: Interceptor,
+    _ticker: std::sync::Arc<EpochTicker>,
+    linker: Linker<MyData>,
+    store: Store<MyData>,
+    plugin: Plugin,
+    loaded: ResourceAny,
+}
+
+async fn embedded(registration: &str) -> Embedded {
+    let interceptor = Interceptor::new(registration, Options::default())
+        .await
+        .expect("valid registration");
+    let mut config = Config::new();
+    config.epoch_interruption(true);
+    let engine = Engine::new(&config).unwrap();
+    let ticker = EpochTicker::for_engine(&engine).expect("the ticker thread");
+    let mut linker = Linker::<MyData>::new(&engine);
+    ahp_host::add_to_linker(&mut linker).unwrap();
+    let (mut store, plugin) =
+        instantiate(&linker, ahp_host::EMBEDDED_COMPONENT, &interceptor).await;
+    let api = plugin.ahp_interceptor_interceptor().engine();
+    let declaration = api.call_interceptable(&mut store).await.unwrap();
+    let loaded = api
+        .call_load(&mut store, registration, &declaration)
+        .await
+        .unwrap()
+        .expect("the registration loads");
+    Embedded {
+        interceptor,
+        _ticker: ticker,
+        linker,
+        store,
+        plugin,
+        loaded,
+    }
+}
+
 /// One intercept call on `store`, prepared with `cpu_deadline` and `interrupt`: its
 /// settlement's record, its audit text first passed to `tamper` (which runs after the
 /// component returned, before the host reads what it returned), then checked as the
@@ -123,26 +165,16 @@ async fn the_component_runs_in_the_embedders_engine_and_store() {
     );
     let backend = FaultBackend::start(vec![Behaviour::Deny(REASON.into())]).await;
     let registration = registration(&[Http::new("dev.ahp.linker", backend.url())]);
-    // The interceptor provides the backends the component's imports deliver to.
-    let interceptor = Interceptor::new(&registration, Options::default())
-        .await
-        .expect("valid registration");
-
-    let mut config = Config::new();
-    config.epoch_interruption(true);
-    let engine = Engine::new(&config).unwrap();
-    let _ticker = EpochTicker::for_engine(&engine).expect("the ticker thread");
-    let mut linker = Linker::<MyData>::new(&engine);
-    ahp_host::add_to_linker(&mut linker).unwrap();
-    let (mut store, plugin) =
-        instantiate(&linker, ahp_host::EMBEDDED_COMPONENT, &interceptor).await;
+    let Embedded {
+        interceptor,
+        _ticker,
+        linker,
+        mut store,
+        plugin,
+        loaded,
+    } = embedded(&registration).await;
     let api = plugin.ahp_interceptor_interceptor().engine();
     let declaration = api.call_interceptable(&mut store).await.unwrap();
-    let loaded = api
-        .call_load(&mut store, &registration, &declaration)
-        .await
-        .unwrap()
-        .expect("the registration loads");
 
     // A declaration naming events the component does not know: each is named at its own
     // index, not only the first.
@@ -247,24 +279,14 @@ async fn an_interruption_while_the_settlement_is_read_overrides_an_allow() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let registration =
         registration(&[Http::new("dev.ahp.linker", backend.url()).policy("fail-open")]);
-    let interceptor = Interceptor::new(&registration, Options::default())
-        .await
-        .expect("valid registration");
-    let mut config = Config::new();
-    config.epoch_interruption(true);
-    let engine = Engine::new(&config).unwrap();
-    let _ticker = EpochTicker::for_engine(&engine).expect("the ticker thread");
-    let mut linker = Linker::<MyData>::new(&engine);
-    ahp_host::add_to_linker(&mut linker).unwrap();
-    let (mut store, plugin) =
-        instantiate(&linker, ahp_host::EMBEDDED_COMPONENT, &interceptor).await;
-    let api = plugin.ahp_interceptor_interceptor().engine();
-    let declaration = api.call_interceptable(&mut store).await.unwrap();
-    let loaded = api
-        .call_load(&mut store, &registration, &declaration)
-        .await
-        .unwrap()
-        .expect("the registration loads");
+    let Embedded {
+        interceptor,
+        _ticker,
+        mut store,
+        plugin,
+        loaded,
+        ..
+    } = embedded(&registration).await;
     let bound = Instant::now() + Duration::from_secs(5);
     for interrupted in [false, true] {
         let interrupt = Interrupt::new();
@@ -288,6 +310,79 @@ async fn an_interruption_while_the_settlement_is_read_overrides_an_allow() {
     }
     // Each call reached the backend: the component had settled before the interruption.
     assert_eq!(backend.requests().len(), 2);
+    interceptor.shutdown_async().await;
+}
+
+/// At the linker level the call's own observers come back from
+/// `Settlement::from_component`; `Interceptor::send_observers` sends them through the
+/// interceptor's backends and records each one's result, the decision unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_calls_own_observers_are_sent_and_recorded_at_the_linker_level() {
+    let allowing = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let watching = FaultBackend::start(vec![Behaviour::Reply {
+        status: 204,
+        content_type: None,
+        body: Vec::new(),
+    }])
+    .await;
+    let mut document: Value = serde_json::from_str(&registration(&[Http::new(
+        "dev.ahp.linker",
+        allowing.url(),
+    )]))
+    .unwrap();
+    document["hooks"].as_array_mut().unwrap().push(json!({
+        "id": "dev.ahp.watcher", "transport": {"type": "http", "url": watching.url()},
+        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                           "content": {"default": "metadata"}}]}));
+    let registration = document.to_string();
+    let Embedded {
+        interceptor,
+        _ticker,
+        mut store,
+        plugin,
+        loaded,
+        ..
+    } = embedded(&registration).await;
+    let interrupt = Interrupt::new();
+    let arrived = Instant::now();
+    store
+        .data_mut()
+        .ahp()
+        .begin_call(arrived + Duration::from_secs(5), &interrupt);
+    let event = event("evt_linker_observed");
+    let started = ahp_host::component_instant(arrived);
+    let api = plugin.ahp_interceptor_interceptor().engine();
+    let settled = api
+        .call_intercept(&mut store, loaded, &event, &[], None, started)
+        .await
+        .unwrap()
+        .expect("a valid event");
+    let state = &store.data().ahp;
+    let (settlement, observers) = Settlement::from_component(settled, &event, arrived, state);
+    assert_eq!(observers.len(), 1, "{}", settlement.to_json());
+    assert!(
+        watching.requests().is_empty(),
+        "nothing sent before it is asked"
+    );
+    let settlement = interceptor
+        .send_observers(settlement, observers, &interrupt)
+        .await;
+    let record = serde_json::to_value(&settlement.record).unwrap();
+    assert_eq!(
+        (&record["decision"], &record["decidedBy"]),
+        (&json!("allow"), &json!("no-objection")),
+        "{record}"
+    );
+    assert_eq!(
+        record["observers"][0]["backend"], "dev.ahp.watcher",
+        "{record}"
+    );
+    assert_eq!(record["observers"][0]["result"], "delivered", "{record}");
+    let sent = watching.requests();
+    assert_eq!(sent.len(), 1);
+    let notification: Value = serde_json::from_slice(&sent[0].body).unwrap();
+    assert_eq!(notification["method"], "hooks/observe");
+    assert_eq!(notification["params"]["event"]["id"], "evt_linker_observed");
     interceptor.shutdown_async().await;
 }
 
