@@ -228,6 +228,13 @@ impl FaultBackend {
         self.shared.state().connections
     }
 
+    /// TCP connections accepted and not yet ended: a client's pooled connection shows
+    /// here until the client closes it.
+    pub fn open_connections(&self) -> usize {
+        let state = self.shared.state();
+        state.connections - state.closed
+    }
+
     /// Waits until at least `n` requests were received; false if `within` ran out first.
     pub async fn wait_for_requests(&self, n: usize, within: Duration) -> bool {
         let mut received = self.shared.received.subscribe();
@@ -317,6 +324,8 @@ struct State {
     /// Index of the next script slot to hand out.
     next: usize,
     connections: usize,
+    /// Connections ended so far, by either side.
+    closed: usize,
     requests: Vec<Recorded>,
 }
 
@@ -356,6 +365,15 @@ impl Shared {
                 choose(&body)
             }
         }
+    }
+}
+
+/// Counts its connection ended when dropped: however `serve` returns.
+struct Ended(Arc<Shared>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        self.0.state().closed += 1;
     }
 }
 
@@ -405,6 +423,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 /// Serves one connection: request after request until EOF, a closing behaviour, or an
 /// error (which is logged, since it usually means the test sent something unsupported).
 async fn serve(mut stream: TcpStream, shared: Arc<Shared>, unread: bool) {
+    let _counted = Ended(shared.clone());
     if unread {
         return pending().await;
     }

@@ -139,6 +139,40 @@ async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
 /// Shutdown returns once the audit records queued before it are written (bounded): a
 /// dropped call's, still waiting for another process's lock on the file. A call refused
 /// after shutdown leaves its `shutdown` denial in the log too.
+/// Shutdown closes the interceptor's pooled connections itself, while the embedder still
+/// holds it: the backend sees its kept-alive connection end, not only once the last
+/// handle is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_closes_pooled_connections_while_the_interceptor_is_held() {
+    let _shared = DESCRIPTORS.read().await;
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let hooks = Interceptor::new(
+        &registration(&[Http::new("com.example.pooled", backend.url())]),
+        Options::default(),
+    )
+    .await
+    .unwrap();
+    let settled = hooks
+        .intercept(&event("evt_sd_pooled"), &[EffectKind::Deny], None)
+        .await
+        .unwrap();
+    assert_eq!(settled.decision, Decision::Allow, "{}", settled.record);
+    // Kept alive for the next call.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(backend.open_connections(), 1);
+    hooks.shutdown_async().await;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while backend.open_connections() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        backend.open_connections(),
+        0,
+        "the pooled connection outlived shutdown"
+    );
+    drop(hooks);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_writes_the_audit_records_queued_before_it() {
     let _shared = DESCRIPTORS.read().await;

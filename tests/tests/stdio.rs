@@ -4,8 +4,9 @@
 //!
 //! Each misbehaviour maps to one failure class. A child that exits mid-exchange is
 //! `abnormal-exit` in both lifecycles: the host reads EOF on stdout, then sees the exit
-//! status (3) before reporting, and `connection-lost` is kept for a child that closed
-//! stdout and still runs, or a per-event child that exited 0 without a line.
+//! status (3, or none for a child killed by a signal) before reporting, and
+//! `connection-lost` is kept for a child that closed stdout and still runs, or a
+//! per-event child that exited 0 without a line.
 //!
 //! Process hygiene is checked through the backend's log file (one `pid` line per process
 //! started) and through `/proc` (children of this test process).
@@ -389,22 +390,38 @@ async fn a_wrong_id_is_id_mismatch_at_once() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exiting_mid_exchange_is_abnormal_exit() {
-    // Retries enabled, so that "not retried" below is the host's and guest's choice and
-    // not just the default configuration's.
-    let retrying = Options {
+/// Host options with retries enabled, so that "not retried" is the host's and guest's
+/// choice and not just the default configuration's.
+fn retrying() -> Options {
+    Options {
         retries: RetryPolicy {
             default: 2,
             ..RetryPolicy::default()
         },
         ..Options::default()
-    };
-    every_case_with(retrying, "exit-mid", AT_ONCE_TIMEOUT_MS, |c| {
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exiting_mid_exchange_is_abnormal_exit() {
+    every_case_with(retrying(), "exit-mid", AT_ONCE_TIMEOUT_MS, |c| {
         assert_failed_at_once(&c.settled, c.elapsed, c.policy, "abnormal-exit", &c.name);
         // abnormal-exit is not transient (unlike connection-lost): not retried, so one
         // process only.
         assert_eq!(c.log.pids().len(), 1, "{}: {:?}", c.name, c.log.lines());
+    })
+    .await;
+}
+
+/// S6, a backend killed by a signal (a crash, the OOM killer) after it read the request
+/// and before it replied: no exit status, which is no exit 0, so `abnormal-exit` in both
+/// lifecycles, as a nonzero exit is. Per event, never `connection-lost`, which is kept
+/// for a process that exited 0 (transient, so it would be retried). At once, not
+/// retried, the process reaped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_death_without_a_reply_is_abnormal_exit() {
+    every_case_with(retrying(), "abort-mid", AT_ONCE_TIMEOUT_MS, |c| {
+        assert_no_reply_at_once(c, "abnormal-exit");
     })
     .await;
 }
@@ -491,6 +508,25 @@ async fn a_nonzero_exit_after_a_valid_line_fails_only_per_event() {
     }
     assert_eq!(log.pids().len(), 2, "{:?}", log.lines());
     hooks.shutdown();
+}
+
+/// S6, per event: a backend killed by a signal after a valid line (it crashed after
+/// answering, so it has no exit status) did not finish the exchange either. Its reply is
+/// discarded: `abnormal-exit`, settled by the policy (fail-closed a synthetic deny,
+/// fail-open an allow failed open), never the reply's own allow, at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_death_after_a_valid_line_fails_per_event() {
+    let _shared = PROCESSES.read().await;
+    for policy in POLICIES {
+        let (log, hooks) =
+            logged("reply-then-abort", "per_event", policy, AT_ONCE_TIMEOUT_MS).await;
+        let (settled, elapsed) = only_call(hooks, &format!("evt_reply_then_abort_{policy}")).await;
+        let case = format!("reply-then-abort per_event {policy}");
+        let failure = assert_failed_at_once(&settled, elapsed, policy, "abnormal-exit", &case);
+        assert_eq!(failure["phase"], json!("await-response"), "{case}");
+        assert_eq!(log.values("recv"), ["hooks/intercept"], "{case}");
+        assert_nth_process_reaped(&log, 1, &case);
+    }
 }
 
 /// A per-event exchange ends when its process exits, so a reply whose process exited

@@ -15,11 +15,15 @@
 //! - `wrong-id`: a no-effect reply whose id is `"wrong-<id>"`.
 //! - `exit-mid`: reads the request and exits with status 3 without replying.
 //! - `exit-silently`: reads the request and exits with status 0 without replying.
+//! - `abort-mid`: reads the request and is killed by a signal (SIGKILL) without replying:
+//!   a crash, with no exit status.
 //! - `close-stdout`: reads the request and closes its stdout without replying, then
 //!   sleeps a minute without exiting: a pipe closed under a running process.
 //! - `pretty`: no effects, the reply pretty-printed over several lines (against the
 //!   binding: the first line, `{`, is not a message).
 //! - `reply-then-exit`: no effects, then exits with status 1.
+//! - `reply-then-abort`: no effects, then is killed by a signal (SIGKILL): a backend that
+//!   crashed after answering, with no exit status.
 //! - `deny-then-exit-at:PATH`: as `deny`, then exits with status 0 at the time PATH
 //!   holds (milliseconds since the Unix epoch), read after the reply: a per-event backend
 //!   whose teardown takes a while, ending when the test says, whatever its start-up took.
@@ -125,7 +129,7 @@ fn main() {
         };
         let reply = match mode.as_str() {
             "allow" | "no-effect" | "count" | "stubborn" | "reply-then-exit"
-            | "reply-then-chatter" | "exit-3-at-eof" => result(&id, json!([])),
+            | "reply-then-abort" | "reply-then-chatter" | "exit-3-at-eof" => result(&id, json!([])),
             "crlf" => result(&id, json!([])) + "\r",
             "latin1" => {
                 let reply = result(&id, json!([{"type": "deny", "reason": "caf?"}]));
@@ -172,6 +176,7 @@ fn main() {
             ),
             "exit-mid" => std::process::exit(3),
             "exit-silently" => std::process::exit(0),
+            "abort-mid" => die_by_signal(),
             "close-stdout" => {
                 // SAFETY: fd 1 is this process's stdout, which nothing uses after this:
                 // the owned descriptor is dropped at once, closing the pipe.
@@ -214,6 +219,9 @@ fn main() {
         if mode == "reply-then-exit" {
             std::process::exit(1);
         }
+        if mode == "reply-then-abort" {
+            die_by_signal();
+        }
         if mode == "reply-then-chatter" {
             std::thread::sleep(Duration::from_millis(100));
             writeln!(stdout, "trailing output")
@@ -241,6 +249,20 @@ fn success(id: &Value, effects: Value) -> Value {
         "id": id,
         "result": {"protocolVersion": "draft", "effects": effects}
     })
+}
+
+/// Ends this process by a signal, so that its parent sees no exit status.
+///
+/// SIGKILL rather than `std::process::abort()` (SIGABRT): SIGABRT may dump core, which
+/// depends on the machine (`ulimit -c`, a `core_pattern` that pipes the dump to a
+/// handler, which can take a while before the parent sees the exit, or a core file left
+/// behind), while SIGKILL ends the process at once on every machine, as the OOM killer
+/// would.
+fn die_by_signal() -> ! {
+    // SAFETY: `raise` has no memory-safety preconditions; SIGKILL cannot be caught, so it
+    // does not return.
+    unsafe { libc::raise(libc::SIGKILL) };
+    fail("SIGKILL did not end the process");
 }
 
 fn fail(why: &str) -> ! {
