@@ -126,8 +126,10 @@ pub(crate) async fn notify(
             .acquire(backend, deadline, cancelled)
             .await
             .map_err(|failure| {
-                // Classed as for an interceptor: a credential the deadline cut short is
-                // the deadline's failure, not the credential's.
+                // A credential the deadline cut short is the deadline's failure, not the
+                // credential's. An interceptor's entry says `auth-failed` with detail
+                // `deadline-exceeded`; an observer's result is a class alone, and the
+                // class is the deadline.
                 ObserverResult::Failed(match failure {
                     AuthFailure::DeadlineExceeded => FailureClass::DeadlineExceeded,
                     _ => FailureClass::AuthFailed,

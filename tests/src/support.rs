@@ -139,7 +139,7 @@ pub fn one_json_line(stdout: &str) -> Value {
 /// targets only log the compilation of the embedded component, which happens before any
 /// credential is resolved and cannot contain one; left on, they print about 1.7 GB per
 /// run (some 25 s each).
-const TRACE_FILTER: &str =
+pub const TRACE_FILTER: &str =
     "trace,cranelift_codegen=off,cranelift_frontend=off,wasmtime_internal_cranelift=off";
 
 /// The audit entry of the one interceptor in `record` (asserts there is exactly one).

@@ -8,7 +8,7 @@ use ahp_host::{
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_nothing_sent, audit_lines, audit_lines_once, event, interceptor, record_json,
-    registration, settle, Http,
+    registration, settle, sha256_hex, Http,
 };
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
@@ -341,11 +341,12 @@ async fn a_completion_dropped_mid_delivery_records_its_observers_interrupted() {
     drop(completing);
     let lines = ahp_tests::support::audit_lines_once(audit.path(), 1).await;
     assert_eq!(lines.len(), 1, "{lines:?}");
+    // The digest of the bytes the observer received.
+    let sent = sha256_hex(&hanging.requests()[0].body);
     assert_eq!(
         lines[0]["observers"],
         json!([{"backend": "com.example.hang", "subscription": 0, "kind": "short-circuit",
-                "requestSha256": lines[0]["observers"][0]["requestSha256"],
-                "result": "interrupted"}])
+                "requestSha256": sent, "result": "interrupted"}])
     );
 }
 
@@ -490,6 +491,49 @@ async fn owned_call(reg: &str, observer_timeout: Duration, id: &str) -> HookCall
     };
     let interceptor = Interceptor::new(reg, options).await.unwrap();
     settle(&interceptor, id, None).await
+}
+
+/// Through `intercept`, which hands the decision out only once the owned observers
+/// ended (the CLI's and `ahp hook`'s way), every observer failing still leaves the allow
+/// as it was: in the settlement and in its audit line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_owned_observers_leave_an_allow_through_intercept() {
+    let (backends, reg) = owned_observers().await;
+    let audit = tempfile::NamedTempFile::new().unwrap();
+    let options = Options {
+        observer_timeout: Some(Duration::from_millis(300)),
+        audit_path: Some(audit.path().to_path_buf()),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+    let settled = interceptor
+        .intercept(&event("evt_owned_intercept"), &[EffectKind::Deny], None)
+        .await
+        .unwrap();
+    let lines = audit_lines_once(audit.path(), 1).await;
+    for (what, record) in [("settlement", &record_json(&settled)), ("audit", &lines[0])] {
+        assert_eq!(
+            (&record["decision"], &record["decidedBy"]),
+            (&json!("allow"), &json!("no-objection")),
+            "{what}: {record}"
+        );
+        let results: Vec<&Value> = record["observers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| &o["result"])
+            .collect();
+        assert_eq!(
+            results,
+            ["deadline-exceeded", "connection-refused", "http-status"],
+            "{what}: every observer failed"
+        );
+    }
+    assert_eq!(
+        backends[2].requests().len(),
+        1,
+        "the failing observer was asked"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -736,11 +780,13 @@ async fn a_backend_failure_is_reported_to_the_other_hook_failure_observers() {
     assert_eq!(settled.decision, Decision::Allow, "fail-open");
     let record = record_json(&settled);
     assert_eq!(record["interceptors"][0]["outcome"], "failed-open");
+    let notifications = reporter.requests();
+    assert_eq!(notifications.len(), 1);
     assert_eq!(
         record["observers"],
         json!([{"backend": "com.example.reporter", "subscription": 0,
                 "kind": "hook-failure", "reports": 0,
-                "requestSha256": record["observers"][0]["requestSha256"],
+                "requestSha256": sha256_hex(&notifications[0].body),
                 "result": "delivered"}])
     );
     let methods: Vec<Value> = failing
@@ -749,8 +795,6 @@ async fn a_backend_failure_is_reported_to_the_other_hook_failure_observers() {
         .map(|r| r.json()["method"].clone())
         .collect();
     assert_eq!(methods, [json!("hooks/intercept")], "never its own failure");
-    let notifications = reporter.requests();
-    assert_eq!(notifications.len(), 1);
     let notification = notifications[0].json();
     assert_eq!(notification["method"], "hooks/observe");
     let reported = &notification["params"]["event"];

@@ -214,7 +214,7 @@ async fn a_signal_during_the_wait_leaves_observe_s_deliveries_as_they_were() {
 }
 
 /// A signal while a stubborn observer is given its time ends the wait at once: `ahp hook`
-/// answers and exits with the observer killed. Waited for past the signal's grace, the
+/// answers, with a denial, and exits with the observer killed. Waited for past the signal's grace, the
 /// process would exit leaving the observer running.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_while_an_observer_ends_kills_it() {
@@ -231,7 +231,18 @@ async fn a_signal_while_an_observer_ends_kills_it() {
     read_by_the_observer(&log).await;
     let signalled = Instant::now();
     let output = answer_after_signal(hook, "TERM").await;
-    assert!(output.status.code().is_some(), "{output:?}");
+    // No objection was settled, but not answered yet: the signal makes it Claude Code's
+    // denial (exit 2, its reason on stderr), never the allow.
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let answer: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("a JSON answer on stdout");
+    let decided = &answer["hookSpecificOutput"];
+    assert_eq!(decided["permissionDecision"], "deny", "{answer}");
+    let reason = decided["permissionDecisionReason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(!reason.is_empty(), "{answer}");
+    assert_eq!(String::from_utf8_lossy(&output.stderr).trim(), reason);
     // At once, not when the observer's 2 s are up (a correctness bound, with slack).
     let took = signalled.elapsed();
     assert!(took < Duration::from_millis(1500), "{took:?} {output:?}");
