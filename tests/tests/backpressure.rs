@@ -586,9 +586,12 @@ fn json200(body: Vec<u8>) -> Behaviour {
 }
 
 /// Every failure class an HTTP backend can produce (as in `failure_matrix.rs`), one
-/// injection each. `late-response` needs a reply that completes after the deadline yet
-/// reaches the component, which the host's own deadline enforcement prevents from a
-/// loopback backend; `launch-failed` and `abnormal-exit` are stdio's.
+/// injection each, but `late-response`: that needs a reply complete exactly at the
+/// deadline yet handed to the component, and one over a socket cannot be timed to the
+/// host's own timer (a moment later, the host's bound cuts it off as
+/// `deadline-exceeded`). An injected transport's can: `injected_transports.rs`,
+/// `a_reply_at_the_deadline_is_a_late_response_never_acted_on`. `launch-failed` and
+/// `abnormal-exit` are stdio's.
 fn faults() -> Vec<Fault> {
     vec![
         Fault::Deadline,

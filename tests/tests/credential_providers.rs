@@ -21,6 +21,10 @@ const BACKEND: &str = "com.example.provided";
 enum Answer {
     /// `tok-provided-<n>`, counting acquisitions.
     Token,
+    /// The token it holds, as a provider with a cache hands it out: `tok-provided-<n>`,
+    /// counting the tokens it minted, a fresh one only when it holds none (at first, and
+    /// after the one it held was rejected).
+    Cached,
     Fail,
     /// A token unfit for a header: empty, or with a line break.
     Unusable(&'static str),
@@ -36,6 +40,9 @@ enum Answer {
 struct Log {
     requests: Vec<(String, std::time::Instant)>,
     rejected: Vec<String>,
+    /// What [`Answer::Cached`] holds, and how many tokens it minted.
+    held: Option<String>,
+    minted: usize,
 }
 
 struct TestProvider {
@@ -65,6 +72,19 @@ impl CredentialProvider for TestProvider {
             };
             match self.answer {
                 Answer::Token => Ok(Secret::new(format!("tok-provided-{n}"))),
+                Answer::Cached => {
+                    let mut log = self.log.lock().unwrap();
+                    let token = match &log.held {
+                        Some(held) => held.clone(),
+                        None => {
+                            log.minted += 1;
+                            let fresh = format!("tok-provided-{}", log.minted);
+                            log.held = Some(fresh.clone());
+                            fresh
+                        }
+                    };
+                    Ok(Secret::new(token))
+                }
                 Answer::Fail => Err(AuthFailure::AcquisitionFailed),
                 Answer::Unusable(token) => Ok(Secret::new(token)),
                 Answer::Panic => panic!("the provider's own bug"),
@@ -90,6 +110,9 @@ impl CredentialProvider for TestProvider {
         assert_eq!(backend, BACKEND);
         let mut log = self.log.lock().unwrap();
         log.rejected.push(token.expose().to_string());
+        if log.held.as_deref() == Some(token.expose()) {
+            log.held = None;
+        }
     }
 }
 
@@ -299,10 +322,18 @@ async fn a_hanging_provider_ends_an_observer_delivery_as_deadline_exceeded() {
             .expect("a valid event settles");
         let record = record_json(&s);
         assert_eq!(record["observers"][0]["result"], class, "{record}");
+        // An observer's failure never changes the call's decision.
+        assert_eq!(
+            (s.decision, s.decided_by),
+            (Decision::Allow, DecidedBy::NoObjection),
+            "{record}"
+        );
         assert!(backend.requests().is_empty());
     }
 }
 
+/// The provider hands out its cached token until it is told of the 401, so the resend
+/// carries a fresh token only if the rejection came before the second acquisition.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_401_is_reported_to_the_provider_before_one_fresh_acquisition() {
     let unauthorized = Behaviour::Reply {
@@ -311,7 +342,7 @@ async fn a_401_is_reported_to_the_provider_before_one_fresh_acquisition() {
         body: Vec::new(),
     };
     let backend = FaultBackend::start(vec![unauthorized, Behaviour::NoEffect]).await;
-    let provider = TestProvider::new(Answer::Token);
+    let provider = TestProvider::new(Answer::Cached);
     let interceptor = interceptor_with(&backend, provider.clone(), 1_000).await;
     let s = call(&interceptor, "evt_provider_401").await;
     assert_eq!(s.decision, Decision::Allow, "{}", s.record);
@@ -319,7 +350,9 @@ async fn a_401_is_reported_to_the_provider_before_one_fresh_acquisition() {
         bearers(&backend),
         ["Bearer tok-provided-1", "Bearer tok-provided-2"]
     );
-    assert_eq!(provider.log.lock().unwrap().rejected, ["tok-provided-1"]);
+    let log = provider.log.lock().unwrap();
+    assert_eq!(log.rejected, ["tok-provided-1"]);
+    assert_eq!(log.requests.len(), 2, "one fresh acquisition");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -877,8 +877,10 @@ async fn every_http_failure_class_under_both_policies_for_each_event() {
     );
 }
 
-/// The table covers every failure class an HTTP backend can cause. (Deadline and
-/// late-response classes are timing tests elsewhere; launch and exit are stdio-only.)
+/// The table covers every failure class an HTTP backend can cause. (Deadlines are timing
+/// tests elsewhere; late-response is `injected_transports.rs`'s
+/// `a_reply_at_the_deadline_is_a_late_response_never_acted_on`; launch and exit are
+/// stdio-only.)
 #[test]
 fn the_table_covers_every_http_failure_class() {
     let mut covered: Vec<&str> = table("http://127.0.0.1:9/hooks")

@@ -10,8 +10,8 @@ use ahp_host::{
     Settlement, Transport, TransportError, TransportReply, TransportRequest,
 };
 use ahp_tests::support::{
-    assert_failed, assert_settled, assert_settled_at, call, event, eventually, only_interceptor,
-    record_json, registration, Http,
+    assert_failed, assert_settled, assert_settled_at, call, event, eventually,
+    only_attempt_results, only_interceptor, record_json, registration, Http,
 };
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -51,6 +51,10 @@ enum Answer {
     Unavailable,
     /// Never answers, and panics when it is dropped (at the deadline).
     PanicsOnDrop,
+    /// Denies, the moment the deadline passes.
+    DenyAtTheDeadline,
+    /// Allows (no effects), the moment the deadline passes.
+    AllowAtTheDeadline,
 }
 
 /// Panics when dropped: an embedder's bug in a `Drop`.
@@ -98,9 +102,25 @@ impl Transport for Engine {
             };
             let answer = self.answers[(n - 1).min(self.answers.len() - 1)];
             let message: Value = serde_json::from_slice(request.message).expect("JSON-RPC");
+            if matches!(
+                answer,
+                Answer::DenyAtTheDeadline | Answer::AllowAtTheDeadline
+            ) {
+                // The deadline itself, not a moment after: this wait and the host's bound
+                // around the exchange end on the same timer tick, and the bound polls the
+                // exchange first, so the reply reaches the component. A timer never ends
+                // before its instant, and the component reads the same clock, so the
+                // reply cannot slip in before the deadline either. Waiting past it would
+                // only be the host's `deadline-exceeded`: the reply would never arrive.
+                tokio::time::sleep_until(request.deadline.into()).await;
+            }
             let effects = match answer {
-                Answer::Allow | Answer::Huge | Answer::Brimful => json!([]),
-                Answer::Deny => json!([{"type": "deny", "reason": "in-process says no"}]),
+                Answer::Allow | Answer::AllowAtTheDeadline | Answer::Huge | Answer::Brimful => {
+                    json!([])
+                }
+                Answer::Deny | Answer::DenyAtTheDeadline => {
+                    json!([{"type": "deny", "reason": "in-process says no"}])
+                }
                 Answer::Reset => return Err(TransportError::ConnectionReset),
                 Answer::Closed => return Err(TransportError::Cancelled),
                 Answer::Garbled => return Err(TransportError::Malformed),
@@ -330,6 +350,30 @@ async fn a_reply_of_exactly_the_cap_is_read_with_its_media_type() {
             "no-effect",
             "{record}"
         );
+    }
+}
+
+/// A reply complete only as the deadline passes is never acted on, whatever the backend
+/// said (failure-semantics.md: "When the deadline expires, the harness MUST ignore any
+/// later response and apply failure policy"): it reaches the component, which checks the
+/// deadline again before it accepts anything, so it is `late-response`, in phase
+/// `accept`, settled by the policy. Under fail-open the backend's deny does not stand,
+/// under fail-closed its allow does not: a synthetic deny, never the backend's reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_at_the_deadline_is_a_late_response_never_acted_on() {
+    let late = json!({"class": "late-response", "phase": "accept"});
+    for answer in [Answer::DenyAtTheDeadline, Answer::AllowAtTheDeadline] {
+        for policy in POLICIES {
+            let case = format!("{answer:?} under {policy}");
+            let (engine, settled) = one_call(answer, policy).await;
+            let recorded = assert_failed(&settled, policy, "late-response", &case);
+            assert_eq!(recorded, late, "{case}");
+            // The reply came, once and late: not the host's bound cutting off the wait.
+            assert_eq!(only_attempt_results(&settled), ["late-response"], "{case}");
+            assert_eq!(engine.messages().len(), 1, "{case}: not retried");
+            let record = record_json(&settled).to_string();
+            assert!(!record.contains("in-process says no"), "{case}: {record}");
+        }
     }
 }
 
