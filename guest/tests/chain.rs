@@ -3417,6 +3417,29 @@ fn many_modifications_copy_the_target_and_the_event_once() {
     );
 }
 
+/// A registration with an unknown member holding a long name over a large array loads,
+/// the member ignored with a warning (digest §6 rule 11), at a cost that grows with the
+/// document, not with its name's length times its items: the search for literal secrets
+/// once built a pointer per item, about 10 GB copied here, far past the load's CPU bound.
+#[test]
+fn a_long_name_over_a_large_array_loads_with_a_warning_at_linear_cost() {
+    let name = "a".repeat(100_000);
+    let mut document = json!({"protocolVersion": "draft",
+        "hooks": [interceptor(A, "fail-closed", 500)]});
+    document["x"] = json!({ name: vec![0; 100_000] });
+    let text = document.to_string();
+    let before = allocated();
+    let engine = Engine::load(&text).expect("valid registration");
+    let spent = allocated() - before;
+    let warned: Vec<&str> = engine.warnings().iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(warned, ["/x"], "{:?}", engine.warnings());
+    assert!(
+        spent < 64 * text.len(),
+        "{spent} bytes allocated to load {} bytes",
+        text.len()
+    );
+}
+
 /// An interrupted call is never permission, also when no interceptor subscribes to its
 /// event (the host settles it so when it waits for an instance; the component too).
 #[test]

@@ -136,6 +136,7 @@ impl Interceptor {
             .map_err(|e| Error::setup(wasmtime::format_err!(e)))?;
         // So is the longest a call may run: no more than the registration's timeouts.
         let bound_ms = crate::planned::bound_ms(registration, claimed_bound_ms);
+        let chain_timeouts = crate::planned::chain_timeouts(chain_timeouts, bound_ms);
         let config = options.backend_config().map_err(Error::setup)?;
         let backends = Arc::new(
             Backends::new(plan, &config).map_err(|e| Error::setup(wasmtime::format_err!(e)))?,

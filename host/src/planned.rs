@@ -99,6 +99,30 @@ pub(crate) fn bound_ms(registration: &str, claimed: u64) -> u64 {
     claimed.min(ceiling)
 }
 
+/// The component's `chain-timeouts`, each event's chain cut to end within `bound_ms`
+/// (what [`bound_ms`] gave): a call waiting for an instance waits until the next of
+/// those deadlines, and another build could claim them endless. An honest chain is the
+/// timeouts of some of the registration's intercept subscriptions, whose sum is no more
+/// than the bound: it is left as it is.
+pub(crate) fn chain_timeouts(
+    claimed: Vec<(String, Vec<u64>)>,
+    bound_ms: u64,
+) -> Vec<(String, Vec<u64>)> {
+    let cut = |timeouts: Vec<u64>| {
+        let mut left = bound_ms;
+        let within = |timeout: u64| {
+            let kept = timeout.min(left);
+            left -= kept;
+            kept
+        };
+        timeouts.into_iter().map(within).collect()
+    };
+    claimed
+        .into_iter()
+        .map(|(event, timeouts)| (event, cut(timeouts)))
+        .collect()
+}
+
 /// Whether `registration` begins, after whitespace or a byte-order mark, as a JSON
 /// document of hooks must: with `{` (or `[`, which another build might read).
 fn looks_like_json(registration: &str) -> bool {
@@ -543,6 +567,22 @@ mod tests {
         assert_eq!(bound_ms(&odd, u64::MAX), 3);
         let huge = json!({"hooks": [{"subscriptions": [{"timeoutMs": 1e300}]}]}).to_string();
         assert_eq!(bound_ms(&huge, u64::MAX), u64::MAX);
+    }
+
+    /// A chain of deadlines ends within the bound: an honest one (its timeouts some of
+    /// the registration's) is left alone, one claiming more is cut where the bound ends.
+    #[test]
+    fn a_chain_of_deadlines_ends_within_the_bound() {
+        let honest = vec![
+            ("tool.before".to_string(), vec![300, 1200]),
+            ("user.message.inbound".to_string(), vec![1200]),
+        ];
+        assert_eq!(chain_timeouts(honest.clone(), 1500), honest);
+        let endless = vec![("tool.before".to_string(), vec![u64::MAX, u64::MAX, 5])];
+        assert_eq!(
+            chain_timeouts(endless, 1500),
+            [("tool.before".to_string(), vec![1500, 0, 0])]
+        );
     }
 
     /// A JSON text with no timeouts (or none the host can read) allows no chain; a text

@@ -216,13 +216,18 @@ function checkPlan(plan) {
   }
 }
 
-/// Refuses a plan with a backend this host could never reach: a stdio one, a URL that is
-/// neither https nor plain http to loopback (see `httpUrl`), a credential other than a
-/// bearer token from the environment. Served, each would fail on every call, and a
+/// Refuses a plan with an interceptor this host could never reach: a stdio one, a URL
+/// that is neither https nor plain http to loopback (see `httpUrl`), a credential other
+/// than a bearer token from the environment. Served, it would fail on every call, and a
 /// fail-open subscription would let every call through unasked; refused, the host exits
-/// 1 as for any plan it does not serve, naming the backend and the field.
+/// 1 as for any plan it does not serve, naming the backend and the field. A backend that
+/// only observes is left alone: this host sends no notification (README), so it decides
+/// nothing. Where the registration is no JSON document (only another build reads one),
+/// every backend counts as an interceptor.
 function checkServed(plan) {
+  const intercepting = interceptorIds();
   for (const { id, transport, auth } of plan) {
+    if (intercepting !== undefined && !intercepting.has(id)) continue;
     let field;
     if (transport.tag !== 'http') field = 'transport';
     else if (reachable(transport.val) === undefined) field = 'URL';
@@ -231,6 +236,18 @@ function checkServed(plan) {
       throw new PlanRefused(`the component planned backend \`${id}\`: its ${field} is not one this host serves`);
     }
   }
+}
+
+/// The ids of the registration's hooks with an intercept subscription, or undefined where
+/// the registration is no JSON document of hooks.
+function interceptorIds() {
+  if (!LOOKS_LIKE_JSON.test(registration)) return undefined;
+  let document;
+  try { document = JSON.parse(registration); } catch { return undefined; }
+  const hooks = Array.isArray(document?.hooks) ? document.hooks : [];
+  const intercepts = (hook) => Array.isArray(hook?.subscriptions)
+    && hook.subscriptions.some((subscription) => subscription?.mode === 'intercept');
+  return new Set(hooks.filter(intercepts).map((hook) => hook?.id));
 }
 
 /// The first field of `backend` whose planned value is not `hook`'s at that place

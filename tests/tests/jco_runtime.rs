@@ -1006,6 +1006,23 @@ async fn node_refuses_a_plan_it_cannot_serve() {
     }
 }
 
+/// A backend this host cannot reach that only observes decides nothing (this host sends
+/// no notification): the plan is served, and the interceptor beside it decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_serves_a_plan_whose_unreachable_backend_only_observes() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let mut reg: Value =
+        serde_json::from_str(&registration(&[Http::new("com.example.a", backend.url())])).unwrap();
+    reg["hooks"].as_array_mut().unwrap().push(json!({
+        "id": "com.example.watcher",
+        "transport": {"type": "stdio", "command": "/bin/cat", "lifecycle": "per_event"},
+        "subscriptions": [{"events": ["tool.before"], "mode": "observe",
+                           "content": {"default": "metadata"}}]}));
+    let settled = call(&reg.to_string(), "evt_node_observer_unserved").await;
+    assert_eq!(settled["decidedBy"], json!("no-objection"), "{settled}");
+    assert_eq!(backend.requests().len(), 1);
+}
+
 /// ahp-host's settlement of event `id` on the runaway component: its `decidedBy`.
 async fn rust_decides_on_runaway(registration: &str, id: &str) -> Value {
     let options = ahp_host::Options {
@@ -1096,18 +1113,20 @@ async fn node_stops_a_component_that_spins_while_it_loads() {
     );
 }
 
-/// A component that spins in `intercept` is stopped past its bound-ms (100 for the
-/// runaway guest), the 1 s to prepare observers and the 250 ms grace, and denied as an
-/// engine failure: the host does not wait for it forever.
+/// A component that spins in `intercept` is stopped past its bound (the runaway guest's
+/// bound-ms, 100, within the registration's 100 ms of timeouts), the 1 s to prepare
+/// observers and the 250 ms grace, and denied as an engine failure: the host does not
+/// wait for it forever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_stops_a_spinning_component_at_its_bound() {
+    let reg = json!({"hooks": [{"subscriptions": [{"mode": "intercept", "timeoutMs": 100}]}]});
     let began = std::time::Instant::now();
-    let settled = call_on(runaway(), "{}", "evt_node_spin").await;
+    let settled = call_on(runaway(), &reg.to_string(), "evt_node_spin").await;
     assert_engine_failure(&settled);
+    let elapsed = began.elapsed();
     assert!(
-        began.elapsed() < Duration::from_secs(10),
-        "ended after {:?}, its bound 1.35 s",
-        began.elapsed()
+        elapsed >= Duration::from_millis(1_350) && elapsed < Duration::from_secs(10),
+        "ended after {elapsed:?}, its bound 1.35 s"
     );
 }
 

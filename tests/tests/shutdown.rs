@@ -136,9 +136,6 @@ async fn shutdown_stops_admission_ends_in_flight_calls_and_releases_sockets() {
     );
 }
 
-/// Shutdown returns once the audit records queued before it are written (bounded): a
-/// dropped call's, still waiting for another process's lock on the file. A call refused
-/// after shutdown leaves its `shutdown` denial in the log too.
 /// Shutdown closes the interceptor's pooled connections itself, while the embedder still
 /// holds it: the backend sees its kept-alive connection end, not only once the last
 /// handle is dropped.
@@ -173,6 +170,9 @@ async fn shutdown_closes_pooled_connections_while_the_interceptor_is_held() {
     drop(hooks);
 }
 
+/// Shutdown returns once the audit records queued before it are written (bounded): a
+/// dropped call's, still waiting for another process's lock on the file. A call refused
+/// after shutdown leaves its `shutdown` denial in the log too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_writes_the_audit_records_queued_before_it() {
     let _shared = DESCRIPTORS.read().await;

@@ -7,8 +7,8 @@
 //! the digest's list in §6.
 
 use super::problems::{
-    at, boolean, choice, distinct_names, distinct_names_that, each, non_empty, non_empty_array,
-    string, strings, type_name, Checker, Node,
+    boolean, choice, distinct_names, distinct_names_that, each, non_empty, non_empty_array, string,
+    strings, type_name, Checker, Node,
 };
 use super::{
     Auth, Backend, EventPattern, FailurePolicy, Lifecycle, Mode, OAuth, OAuthFlow, Subscription,
@@ -399,33 +399,38 @@ fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a
 /// name holding an object may hold references and a `type` in it ([`holds_literal`]),
 /// nothing else. The problem names the member, never its value.
 fn reject_literal_secrets(c: &mut Checker, v: &Value, path: &str, owned: Option<&str>) {
-    search_literal_secrets(c, v, path, owned, false);
+    search_literal_secrets(c, v, &mut path.to_owned(), owned, false);
 }
 
-/// [`reject_literal_secrets`], `in_binding` once inside a credential binding.
+/// [`reject_literal_secrets`], `in_binding` once inside a credential binding. `path` is
+/// one pointer, grown by each member's segment and cut back after it: a copy per member
+/// would make a long name over a large array quadratic, past the load's CPU bound.
 fn search_literal_secrets(
     c: &mut Checker,
     v: &Value,
-    path: &str,
+    path: &mut String,
     owned: Option<&str>,
     in_binding: bool,
 ) {
+    let own = path.len();
     match v {
         Value::Object(members) => {
             let beside_a_secret = ["name", "key"]
                 .iter()
                 .filter_map(|k| members.get(*k).and_then(Value::as_str))
                 .any(mentions_a_credential);
+            let in_upload = path.ends_with("/upload");
             for (key, inner) in members
                 .iter()
                 .filter(|(key, _)| Some(key.as_str()) != owned)
             {
-                let inner_path = at(path, key);
+                path.push('/');
+                path.push_str(&crate::json::segment(key));
                 let name = normalized(key);
                 let secret = match name.as_str() {
                     "value" => in_binding || beside_a_secret,
                     // An upload's binding (its schema says what it holds): searched.
-                    "auth" if inner.is_object() && path.ends_with("/upload") => false,
+                    "auth" if inner.is_object() && in_upload => false,
                     // An object under a secret's name may name references and its
                     // kind (`tokenEnv`, `type`); any other text in it is a secret.
                     name if inner.is_object() && is_secret_name(name) => holds_literal(inner),
@@ -436,15 +441,19 @@ fn search_literal_secrets(
                     _ => false,
                 };
                 if secret {
-                    c.problem(&inner_path, LITERAL_SECRET_RULE);
+                    c.problem(path, LITERAL_SECRET_RULE);
                 }
                 let binding = in_binding || CREDENTIAL_BINDINGS.contains(&name.as_str());
-                search_literal_secrets(c, inner, &inner_path, None, binding);
+                search_literal_secrets(c, inner, path, None, binding);
+                path.truncate(own);
             }
         }
         Value::Array(items) => {
             for (i, inner) in items.iter().enumerate() {
-                search_literal_secrets(c, inner, &format!("{path}/{i}"), None, in_binding);
+                use std::fmt::Write as _;
+                let _ = write!(path, "/{i}");
+                search_literal_secrets(c, inner, path, None, in_binding);
+                path.truncate(own);
             }
         }
         _ => {}
