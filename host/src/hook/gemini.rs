@@ -111,10 +111,18 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     if spec.ahp == AhpEvent::TurnFinishBefore {
         return super::at_stop(verdict, deny);
     }
-    if let Some(reason) = verdict.stop_reason() {
-        return super::stop_answer(reason);
-    }
     let denied = verdict.decision != Decision::Allow;
+    if let Some(reason) = verdict.stop_reason() {
+        let mut answer = super::stop_answer(reason);
+        // Before a model request on exit 2 too, as a denial there (below): were the JSON
+        // ignored on exit 0 there as a denial's has been, the request would go out; on
+        // exit 2 it is blocked whatever Gemini makes of the JSON.
+        if spec.ahp == AhpEvent::ModelRequestBefore && denied {
+            answer.exit = 2;
+            answer.stderr = vec![reason.to_string()];
+        }
+        return answer;
+    }
     match spec.ahp {
         // On exit 2 too, which Gemini reads as a block whatever stdout holds (output a
         // shell's startup files print there would leave the JSON unread).
@@ -189,6 +197,17 @@ mod tests {
             let answer = answer(spec, &stopped);
             assert_eq!(
                 answer.stdout, "{\"continue\":false,\"stopReason\":\"the repo is frozen\"}\n",
+                "{}",
+                spec.native
+            );
+            // Before a model request, blocked on exit 2 too, as a denial there is.
+            let (exit, stderr) = match spec.ahp {
+                AhpEvent::ModelRequestBefore => (2, vec!["the repo is frozen".to_string()]),
+                _ => (0, Vec::new()),
+            };
+            assert_eq!(
+                (answer.exit, &answer.stderr),
+                (exit, &stderr),
                 "{}",
                 spec.native
             );
