@@ -9,7 +9,8 @@ use crate::interrupt::Interrupt;
 use crate::observe::withheld;
 use crate::state::HostState;
 use ahp_vocab::{
-    DecidedBy, Decision, Enforce, EventRef, FailurePolicy, ObserverResult, Outcome, Record,
+    DecidedBy, Decision, Enforce, EventRef, FailurePolicy, FlowOperation, ObserverResult, Outcome,
+    Record,
 };
 use std::time::Instant;
 
@@ -164,6 +165,8 @@ fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
 /// fail-closed failure, a fail-closed subscription "failed open", "allow" where a
 /// backend asked, or a backend's denial no backend gave has gone wrong (or is another
 /// build, mislabelling), and its mistake must never be permission nor a backend's word.
+/// Nor may a denial hand on what would get around it (a supplied result, an effective
+/// value, a `continue`), nor an interrupted or expired call anything it staged.
 fn consistent(record: &Record) -> bool {
     let outcomes = || record.interceptors.iter().map(|i| i.outcome);
     let any = |wanted: &[Outcome]| outcomes().any(|outcome| wanted.contains(&outcome));
@@ -187,6 +190,24 @@ fn consistent(record: &Record) -> bool {
         DecidedBy::SyntheticDeny => any(&[Outcome::FailedClosed]),
         _ => true,
     };
+    // What a denial hands on (composition, digest §4.4): no supplied result, effective
+    // value or `continue` gets around it. An interrupted or expired call hands on nothing
+    // at all: its staged effects are never revived.
+    let enforce = &record.enforce;
+    let hands_on_what_it_may = match record.decided_by {
+        DecidedBy::Interrupted | DecidedBy::BudgetExpired => {
+            *enforce == Enforce::default() && record.messages.is_empty()
+        }
+        _ if record.decision == Decision::Deny => {
+            enforce.returned.is_none()
+                && enforce.effective.is_empty()
+                && enforce
+                    .flow
+                    .as_ref()
+                    .is_none_or(|flow| flow.operation != FlowOperation::Continue)
+        }
+        _ => true,
+    };
     // A denial nobody explained says so in its own generic words, never another's: the
     // adapters show a blank reason as a backend's decision.
     let generic = record
@@ -198,6 +219,7 @@ fn consistent(record: &Record) -> bool {
         && failures_recorded
         && credited
         && generic
+        && hands_on_what_it_may
         && match record.decision {
             Decision::Deny => true,
             Decision::Allow => !asked && !outcomes().any(stopped),

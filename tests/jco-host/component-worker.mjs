@@ -445,7 +445,16 @@ function consistent(audit, decision) {
   const generic = !(audit.decidedBy in GENERIC_REASONS)
     || audit.reason === GENERIC_REASONS[audit.decidedBy];
   const stopped = outcomes.some((outcome) => STOPPED.includes(outcome));
-  return byPolicy && failuresRecorded && credited && generic && (decision === 'deny'
+  // What a denial hands on: no supplied result, effective value or continue; an
+  // interrupted or expired call nothing it staged (as ahp-host reads the members: a
+  // `returned` there, null too, is one; empty lists and maps are none).
+  const none = (value) => value == null || Object.keys(value).length === 0;
+  const handsOn = !['interrupted', 'budget-expired'].includes(audit.decidedBy)
+    ? decision !== 'deny' || (!('returned' in audit) && none(audit.effective)
+      && audit.flow?.operation !== 'continue')
+    : !('returned' in audit) && none(audit.effective) && none(audit.injections)
+      && audit.flow == null && none(audit.messages);
+  return byPolicy && failuresRecorded && credited && generic && handsOn && (decision === 'deny'
     || (decision === 'allow' && !asked && !stopped)
     || (decision === 'ask' && asked && !stopped));
 }

@@ -1048,7 +1048,9 @@ async fn rust_decides_on_runaway(registration: &str, id: &str) -> Value {
 /// denial first and the allow last (`decision`, the same under an escaped spelling, an
 /// entry's `outcome`), which JSON.parse read as the allow; and with a synthetic denial
 /// no interceptor failed closed for, or in the component's own words, not the generic
-/// reason. The Node host sends no observe notification, trusted or not.
+/// reason; and with a denial that hands on what would get around it (a supplied result,
+/// a continue) or an interrupted one that hands on a message it staged. The Node host
+/// sends no observe notification, trusted or not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_denies_a_settlement_it_cannot_trust() {
     let observer = ahp_tests::fault_backend::refused_url();
@@ -1067,6 +1069,9 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         "duplicated-outcome".to_string(),
         "uncredited-synthetic-deny".to_string(),
         "own-words-synthetic-deny".to_string(),
+        "interrupted-with-a-message".to_string(),
+        "deny-with-a-supplied-result".to_string(),
+        "deny-with-a-continue".to_string(),
     ];
     for (i, reg) in cases.iter().enumerate() {
         let id = format!("evt_node_untrusted_{i}");
@@ -1096,6 +1101,19 @@ async fn node_denies_a_settlement_it_cannot_trust() {
     assert_eq!(output.status.code(), Some(2), "{settled}");
     let rust = rust_decides_on_runaway("synthetic-deny", "evt_node_synthetic").await;
     assert_eq!(rust, json!("synthetic-deny"), "synthetic-deny, ahp-host");
+    // A backend's denial keeps its message: trusted by both, so the three above are
+    // refused for what they hand on, not for being denials that say more.
+    let output = run_host(
+        runaway(),
+        "deny-with-a-message",
+        &event("evt_node_denied"),
+        &[],
+    )
+    .await;
+    let settled = one_json_line(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(settled["decidedBy"], json!("backend-deny"), "{settled}");
+    let rust = rust_decides_on_runaway("deny-with-a-message", "evt_node_denied").await;
+    assert_eq!(rust, json!("backend-deny"), "deny-with-a-message, ahp-host");
 }
 
 /// A component that spins while it loads the registration is stopped past the 5 s that

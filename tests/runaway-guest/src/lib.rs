@@ -48,6 +48,13 @@
 //! failed closed, `own-words-synthetic-deny` with a reason of the component's own: the
 //! host must deny as an engine failure.
 //!
+//! A registration `interrupted-with-a-message` makes `intercept` settle as an
+//! interrupted denial that still hands on a message it staged; `deny-with-a-supplied-result`
+//! and `deny-with-a-continue` as a backend's denial that hands on a supplied result or a
+//! flow continue, which would get around it: the host must deny each as an engine
+//! failure. `deny-with-a-message` is a backend's denial with its message, which a denial
+//! keeps: a settlement the host trusts.
+//!
 //! A registration `duplicated-decision`, `respelled-decision` or `duplicated-outcome`
 //! makes `intercept` settle with an allow whose record gives a member twice, first as a
 //! denial, last as the allow: `decision` at the top level, `decision` the second time
@@ -124,6 +131,12 @@ mod component {
             interceptors: &'static str,
             reason: &'static str,
         },
+        /// Denies as `decided_by` with `reason` and this record.
+        Denies {
+            decided_by: DecidedBy,
+            reason: &'static str,
+            record: String,
+        },
         /// Loaded after a delivery to this URL, which may never answer; then spins.
         HangingLoad(String),
         /// Asks the backend at this URL in every call, with no chain timeouts.
@@ -196,6 +209,9 @@ mod component {
     /// The generic reason of a synthetic denial (ahp_vocab `DecidedBy::generic_reason`).
     const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
 
+    /// The generic reason of an interrupted call's denial.
+    const INTERRUPTED_REASON: &str = "Policy evaluation was interrupted.";
+
     /// The entry of one interceptor that failed closed, with its failure.
     const FAILED_CLOSED: &str = concat!(
         r#"[{"backend":"com.example.b","subscription":0,"policy":"fail-closed","#,
@@ -220,6 +236,29 @@ mod component {
                 r#""elapsedMs":0,"interceptors":{},"observers":[]}}"#
             ),
             reason, interceptors
+        )
+    }
+
+    /// The record of a denial decided by `decided_by` with `reason`, its one interceptor
+    /// ended as `outcome` (JSON, or none), with `more` (members, each ending in a comma).
+    fn denial_record(decided_by: &str, reason: &str, outcome: Option<&str>, more: &str) -> String {
+        let interceptors = match outcome {
+            Some(outcome) => format!(
+                concat!(
+                    r#"[{{"backend":"com.example.b","subscription":0,"policy":"fail-open","#,
+                    r#""timeoutMs":100,"outcome":"{}","attempts":[]}}]"#
+                ),
+                outcome
+            ),
+            None => "[]".to_string(),
+        };
+        format!(
+            concat!(
+                r#"{{"event":{{"id":null,"type":null,"session":null,"call":null}},"#,
+                r#""decision":"deny","decidedBy":"{}","reason":{:?},{}"#,
+                r#""elapsedMs":0,"interceptors":{},"observers":[]}}"#
+            ),
+            decided_by, reason, more, interceptors
         )
     }
 
@@ -341,6 +380,36 @@ mod component {
                     interceptors,
                     reason,
                 }
+            } else if let Some((decided_by, reason, record)) = {
+                // A backend's denial (its interceptor denied) with `more` in its record.
+                let denied = |more: &str| {
+                    let record = denial_record("backend-deny", "No.", Some("deny"), more);
+                    Some((DecidedBy::BackendDeny, "No.", record))
+                };
+                match registration.as_str() {
+                    "interrupted-with-a-message" => Some((
+                        DecidedBy::Interrupted,
+                        INTERRUPTED_REASON,
+                        denial_record(
+                            "interrupted",
+                            INTERRUPTED_REASON,
+                            None,
+                            r#""messages":["carry on"],"#,
+                        ),
+                    )),
+                    "deny-with-a-supplied-result" => denied(r#""returned":{"ok":true},"#),
+                    "deny-with-a-continue" => {
+                        denied(r#""flow":{"operation":"continue","instructions":["go on"]},"#)
+                    }
+                    "deny-with-a-message" => denied(r#""messages":["why"],"#),
+                    _ => None,
+                }
+            } {
+                Runaway::Denies {
+                    decided_by,
+                    reason,
+                    record,
+                }
             } else if registration == "incomplete-entry" {
                 Runaway::Allows {
                     record: INCOMPLETE_ENTRY,
@@ -402,7 +471,8 @@ mod component {
                 | Runaway::SpinsClaimingForever
                 | Runaway::Panics
                 | Runaway::Allows { observer: None, .. }
-                | Runaway::SyntheticDeny { .. } => return Vec::new(),
+                | Runaway::SyntheticDeny { .. }
+                | Runaway::Denies { .. } => return Vec::new(),
             };
             vec![
                 http(
@@ -420,6 +490,7 @@ mod component {
                 Runaway::CrossCredential(_)
                 | Runaway::Allows { .. }
                 | Runaway::SyntheticDeny { .. }
+                | Runaway::Denies { .. }
                 | Runaway::IoOutOfTime(_) => CROSS_BOUND_MS,
                 Runaway::Spins
                 | Runaway::Panics
@@ -479,6 +550,17 @@ mod component {
                     decided_by: DecidedBy::SyntheticDeny,
                     reason: Some(reason.to_string()),
                     audit: synthetic_record(interceptors, reason),
+                    observers: Vec::new(),
+                }),
+                Runaway::Denies {
+                    decided_by,
+                    reason,
+                    record,
+                } => Ok(Settlement {
+                    decision: Decision::Deny,
+                    decided_by: *decided_by,
+                    reason: Some(reason.to_string()),
+                    audit: record.clone(),
                     observers: Vec::new(),
                 }),
                 Runaway::Panics if !event.contains("spin") => panic!("the component failed"),
