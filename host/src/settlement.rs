@@ -166,7 +166,8 @@ fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
 /// backend asked, or a backend's denial no backend gave has gone wrong (or is another
 /// build, mislabelling), and its mistake must never be permission nor a backend's word.
 /// Nor may a denial hand on what would get around it (a supplied result, an effective
-/// value, a `continue`), nor an interrupted or expired call anything it staged.
+/// value, a `continue`), nor an interrupted or expired call anything it staged, nor an
+/// allow or an ask a flow stop.
 fn consistent(record: &Record) -> bool {
     let outcomes = || record.interceptors.iter().map(|i| i.outcome);
     let any = |wanted: &[Outcome]| outcomes().any(|outcome| wanted.contains(&outcome));
@@ -206,7 +207,12 @@ fn consistent(record: &Record) -> bool {
                     .as_ref()
                     .is_none_or(|flow| flow.operation != FlowOperation::Continue)
         }
-        _ => true,
+        // An accepted stop settles as a denial: an allow or an ask carrying one has gone
+        // wrong, and a harness reading the decision alone would go on.
+        _ => enforce
+            .flow
+            .as_ref()
+            .is_none_or(|flow| flow.operation != FlowOperation::Stop),
     };
     // A denial nobody explained says so in its own generic words, never another's: the
     // adapters show a blank reason as a backend's decision.

@@ -449,9 +449,10 @@ function consistent(audit, decision) {
   // interrupted or expired call nothing it staged (as ahp-host reads the members: a
   // `returned` there, null too, is one; empty lists and maps are none).
   const none = (value) => value == null || Object.keys(value).length === 0;
+  // An accepted stop settles as a denial: an allow or an ask carrying one has gone wrong.
   const handsOn = !['interrupted', 'budget-expired'].includes(audit.decidedBy)
-    ? decision !== 'deny' || (!('returned' in audit) && none(audit.effective)
-      && audit.flow?.operation !== 'continue')
+    ? (decision !== 'deny' ? audit.flow?.operation !== 'stop'
+      : !('returned' in audit) && none(audit.effective) && audit.flow?.operation !== 'continue')
     : !('returned' in audit) && none(audit.effective) && none(audit.injections)
       && audit.flow == null && none(audit.messages);
   return byPolicy && failuresRecorded && credited && generic && handsOn && (decision === 'deny'

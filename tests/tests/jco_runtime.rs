@@ -1049,7 +1049,8 @@ async fn rust_decides_on_runaway(registration: &str, id: &str) -> Value {
 /// entry's `outcome`), which JSON.parse read as the allow; and with a synthetic denial
 /// no interceptor failed closed for, or in the component's own words, not the generic
 /// reason; and with a denial that hands on what would get around it (a supplied result,
-/// a continue) or an interrupted one that hands on a message it staged. The Node host
+/// a continue), an interrupted one that hands on a message it staged, or an allow that
+/// carries a flow stop. The Node host
 /// sends no observe notification, trusted or not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_denies_a_settlement_it_cannot_trust() {
@@ -1072,6 +1073,7 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         "interrupted-with-a-message".to_string(),
         "deny-with-a-supplied-result".to_string(),
         "deny-with-a-continue".to_string(),
+        "allow-with-a-stop".to_string(),
     ];
     for (i, reg) in cases.iter().enumerate() {
         let id = format!("evt_node_untrusted_{i}");

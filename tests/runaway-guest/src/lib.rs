@@ -52,8 +52,9 @@
 //! interrupted denial that still hands on a message it staged; `deny-with-a-supplied-result`
 //! and `deny-with-a-continue` as a backend's denial that hands on a supplied result or a
 //! flow continue, which would get around it: the host must deny each as an engine
-//! failure. `deny-with-a-message` is a backend's denial with its message, which a denial
-//! keeps: a settlement the host trusts.
+//! failure, as must it `allow-with-a-stop`, an allow whose record carries a flow stop.
+//! `deny-with-a-message` is a backend's denial with its message, which a denial keeps: a
+//! settlement the host trusts.
 //!
 //! A registration `duplicated-decision`, `respelled-decision` or `duplicated-outcome`
 //! makes `intercept` settle with an allow whose record gives a member twice, first as a
@@ -167,6 +168,15 @@ mod component {
     const ALLOWED: &str = concat!(
         r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
         r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
+        r#""elapsedMs":0,"interceptors":[],"observers":[]}"#
+    );
+
+    /// [`ALLOWED`] carrying a flow stop, which settles as a denial: an allow that has
+    /// gone wrong.
+    const ALLOWED_WITH_A_STOP: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
+        r#""flow":{"operation":"stop","reason":"frozen"},"#,
         r#""elapsedMs":0,"interceptors":[],"observers":[]}"#
     );
 
@@ -361,6 +371,7 @@ mod component {
                 "duplicated-decision" => Some(DUPLICATED_DECISION),
                 "respelled-decision" => Some(RESPELLED_DECISION),
                 "duplicated-outcome" => Some(DUPLICATED_OUTCOME),
+                "allow-with-a-stop" => Some(ALLOWED_WITH_A_STOP),
                 _ => None,
             } {
                 Runaway::Allows {
