@@ -37,6 +37,7 @@
 
 use crate::json::{self, Node, Object};
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// How much of a part a backend sees, least first.
@@ -65,10 +66,12 @@ impl Selection {
 }
 
 /// A subscription's `content`: a selection per named category, the default for others.
+/// By name: a part's category is looked up once per part, and a registration may name
+/// many.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Content {
     pub default: Selection,
-    pub categories: Vec<(String, Selection)>,
+    pub categories: BTreeMap<String, Selection>,
 }
 
 /// The members that name a part: all that a part lowered to `omit` keeps.
@@ -90,14 +93,13 @@ impl Content {
     pub fn all(selection: Selection) -> Content {
         Content {
             default: selection,
-            categories: Vec::new(),
+            categories: BTreeMap::new(),
         }
     }
 
     /// Every part as the harness sent it: nothing to lower.
     pub fn is_all_body(&self) -> bool {
-        self.default == Selection::Body
-            && self.categories.iter().all(|(_, s)| *s == Selection::Body)
+        self.default == Selection::Body && self.categories.values().all(|s| *s == Selection::Body)
     }
 
     /// `document` with every part lowered to this selection; `None` when no part changes.
@@ -184,12 +186,7 @@ impl Content {
     /// never a way past either. A label that names a class (`images` on a text part) is
     /// no category of its own, and the part is its class's.
     fn for_part(&self, part: &Map<String, Value>) -> Selection {
-        let listed = |category: &str| {
-            self.categories
-                .iter()
-                .find(|(name, _)| name == category)
-                .map(|(_, s)| *s)
-        };
+        let listed = |category: &str| self.categories.get(category).copied();
         let by_class = listed(class(part)).unwrap_or(self.default);
         let own = part
             .get("category")

@@ -2380,7 +2380,7 @@ mod tests {
             Content::all(Selection::Metadata),
             Content {
                 default: Selection::Metadata,
-                categories: vec![("text".to_owned(), Selection::Body)],
+                categories: [("text".to_owned(), Selection::Body)].into(),
             },
         ];
         for selection in ["omit", "metadata"] {

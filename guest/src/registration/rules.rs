@@ -722,10 +722,11 @@ fn content(c: &mut Checker, v: &Value, path: &str) -> Option<Content> {
         }
     }
     let present = n.need(c, "default", |_, _, _| Some(()));
-    let mut categories = checked.into_iter().collect::<Option<Vec<_>>>()?;
+    let mut categories = checked
+        .into_iter()
+        .collect::<Option<std::collections::BTreeMap<_, _>>>()?;
     present?;
-    let at = categories.iter().position(|(name, _)| name == "default")?;
-    let (_, default) = categories.remove(at);
+    let default = categories.remove("default")?;
     Some(Content {
         default,
         categories,
