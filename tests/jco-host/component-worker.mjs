@@ -331,9 +331,10 @@ function words({ transport, auth }) {
 
 /// The audit text as a record, if it has a record's shape where the checks below read it
 /// and every member ahp-host's record type requires of each interceptor and observer
-/// entry (ahp_vocab `InterceptorEntry`, `ObserverEntry`), read as that type reads it;
-/// undefined otherwise. Not checked: the members an entry may leave out, and what is
-/// inside its `failure` and `attempts`.
+/// entry (ahp_vocab `InterceptorEntry`, `ObserverEntry`), read as that type reads it,
+/// and the members of what the decision hands on that the checks read; undefined
+/// otherwise. Not checked: the members an entry may leave out, what is inside its
+/// `failure` and `attempts`, and an injection's members.
 function record(text) {
   let value;
   try { value = JSON.parse(text); } catch { return undefined; }
@@ -341,7 +342,12 @@ function record(text) {
     && typeof value.decision === 'string' && typeof value.decidedBy === 'string'
     && (value.reason === undefined || value.reason === null || typeof value.reason === 'string')
     && count(value.elapsedMs)
-    && list(shaped(INTERCEPTOR))(value.interceptors) && list(shaped(OBSERVER))(value.observers);
+    && list(shaped(INTERCEPTOR))(value.interceptors) && list(shaped(OBSERVER))(value.observers)
+    // What `consistent` reads of what the decision hands on, typed as ahp-host reads it.
+    && (value.flow == null || (object(value.flow) && oneOf(FLOWS_GIVEN)(value.flow.operation)))
+    && (value.messages === undefined || list(string)(value.messages))
+    && (value.effective === undefined || object(value.effective))
+    && (value.injections === undefined || Array.isArray(value.injections));
   return ok ? value : undefined;
 }
 
@@ -383,6 +389,9 @@ function duplicated(text) {
   }
   return false;
 }
+
+/// Every flow operation a record may hand on (ahp_vocab `FlowOperation`).
+const FLOWS_GIVEN = ['stop', 'continue'];
 
 /// The decision each `decidedBy` settles as (ahp_vocab `DecidedBy::decision`).
 const DECIDES = { 'no-objection': 'allow', 'backend-ask': 'ask' };

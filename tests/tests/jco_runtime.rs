@@ -1050,7 +1050,7 @@ async fn rust_decides_on_runaway(registration: &str, id: &str) -> Value {
 /// no interceptor failed closed for, or in the component's own words, not the generic
 /// reason; and with a denial that hands on what would get around it (a supplied result,
 /// a continue), an interrupted one that hands on a message it staged, or an allow that
-/// carries a flow stop. The Node host
+/// carries a flow stop or a flow of no known operation. The Node host
 /// sends no observe notification, trusted or not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_denies_a_settlement_it_cannot_trust() {
@@ -1074,6 +1074,7 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         "deny-with-a-supplied-result".to_string(),
         "deny-with-a-continue".to_string(),
         "allow-with-a-stop".to_string(),
+        "allow-with-an-unknown-flow".to_string(),
     ];
     for (i, reg) in cases.iter().enumerate() {
         let id = format!("evt_node_untrusted_{i}");

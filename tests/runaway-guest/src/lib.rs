@@ -52,7 +52,8 @@
 //! interrupted denial that still hands on a message it staged; `deny-with-a-supplied-result`
 //! and `deny-with-a-continue` as a backend's denial that hands on a supplied result or a
 //! flow continue, which would get around it: the host must deny each as an engine
-//! failure, as must it `allow-with-a-stop`, an allow whose record carries a flow stop.
+//! failure, as must it `allow-with-a-stop`, an allow whose record carries a flow stop,
+//! and `allow-with-an-unknown-flow`, one whose flow is of no operation a record names.
 //! `deny-with-a-message` is a backend's denial with its message, which a denial keeps: a
 //! settlement the host trusts.
 //!
@@ -177,6 +178,14 @@ mod component {
         r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
         r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
         r#""flow":{"operation":"stop","reason":"frozen"},"#,
+        r#""elapsedMs":0,"interceptors":[],"observers":[]}"#
+    );
+
+    /// [`ALLOWED`] carrying a flow of no operation a record may hand on.
+    const ALLOWED_WITH_AN_UNKNOWN_FLOW: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
+        r#""flow":{"operation":"Stop","reason":"frozen"},"#,
         r#""elapsedMs":0,"interceptors":[],"observers":[]}"#
     );
 
@@ -372,6 +381,7 @@ mod component {
                 "respelled-decision" => Some(RESPELLED_DECISION),
                 "duplicated-outcome" => Some(DUPLICATED_OUTCOME),
                 "allow-with-a-stop" => Some(ALLOWED_WITH_A_STOP),
+                "allow-with-an-unknown-flow" => Some(ALLOWED_WITH_AN_UNKNOWN_FLOW),
                 _ => None,
             } {
                 Runaway::Allows {
