@@ -423,7 +423,7 @@ pub(crate) fn trusted_way(path: &Path, to: &str) -> std::io::Result<()> {
 /// accounts too (`sync`, `halt` on Fedora). Another account given this user's group as its
 /// primary one is not looked for (the accounts are not listed).
 #[cfg(unix)]
-fn own_private_group(gid: u32) -> bool {
+pub(crate) fn own_private_group(gid: u32) -> bool {
     use std::ffi::CStr;
     if effective_uid() == 0 {
         return false;

@@ -742,6 +742,53 @@ fn a_file_others_could_change_is_installed_with_a_warning() {
     }
 }
 
+/// A secret file (a `tokenRef`'s) that other users can read is installed with a warning
+/// naming what names it, who can read it and its mode, never its contents: the secret is
+/// theirs too. One only its owner reads has none, nor has one read by the user's own
+/// private group.
+#[test]
+fn a_secret_file_others_can_read_is_installed_with_a_warning() {
+    use std::os::unix::fs::PermissionsExt as _;
+    const TOKEN: &str = "token-9b31e0d4";
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let token = dir.path().join("token");
+    std::fs::write(&token, TOKEN).expect("write the token");
+    let binding = json!({"type": "bearer", "tokenRef": format!("file:{}", token.display())});
+    let backend = Http::new("com.example.policy", refused_url())
+        .policy("fail-open")
+        .authentication(binding);
+    let reg = dir.path().join("registration.json");
+    std::fs::write(&reg, registration_on(&[backend], &["tool.before"]))
+        .expect("write the registration");
+    let args = [OsStr::new("--registration"), reg.as_os_str()];
+    let said = |by: &str, mode: &str| {
+        format!(
+            "warning: --registration's backend `com.example.policy` (tokenRef) {}: readable \
+             by {by} (mode {mode}); the secret it holds is not this user's alone",
+            token.display()
+        )
+    };
+    // Given to `nogroup` where this user may (root), else its group as it is.
+    let _ = std::os::unix::fs::chown(&token, None, Some(65_534));
+    let group = std::os::unix::fs::MetadataExt::gid(&std::fs::metadata(&token).expect("stat"));
+    let by_group = (!own_private_group(group)).then(|| said("its group", "640"));
+    for (mode, warned) in [
+        (0o600, None),
+        (0o640, by_group),
+        (0o644, Some(said("every user", "644"))),
+        (0o604, Some(said("every user", "604"))),
+    ] {
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let run = install("claude-code", &args);
+        snippet(&run);
+        match &warned {
+            Some(warning) => assert!(run.stderr.contains(warning), "{warning}: {}", run.stderr),
+            None => assert!(!run.stderr.contains("warning"), "{mode:o}: {}", run.stderr),
+        }
+        assert!(!run.stderr.contains(TOKEN), "{}", run.stderr);
+    }
+}
+
 /// A path that is not UTF-8 cannot be written into a harness's settings (JSON text): it
 /// is refused naming its flag, never written lossily as another file's name.
 #[test]

@@ -223,6 +223,7 @@ pub fn install(request: &Install) -> Result<Installed, String> {
         budget_ms.to_string(),
     ];
     let mut warnings = changeable_by_others(&read);
+    warnings.extend(readable_by_others(&request.secret_files));
     if let Some(audit) = &request.audit {
         let (path, warning) = audit_file(audit, &read)?;
         arguments.extend(["--audit".to_string(), path]);
@@ -387,6 +388,38 @@ fn changeable_by_others(read: &[(&str, &str)]) -> Vec<String> {
 
 #[cfg(not(unix))]
 fn changeable_by_others(_read: &[(&str, &str)]) -> Vec<String> {
+    Vec::new()
+}
+
+/// A warning for each secret file (`secret_files`, after what names it) that another
+/// user can read: the secret in it is theirs too. Read by the group only where that is
+/// the user's own private group ([`crate::compile_cache::own_private_group`]) is the
+/// user's alone. Not refused, as a shared setup may be deliberate; a file not there yet
+/// is not judged.
+#[cfg(unix)]
+fn readable_by_others(secret_files: &[(String, String)]) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let warning = |(named_by, file): &(String, String)| {
+        let meta = std::fs::metadata(file).ok()?;
+        let mode = meta.mode();
+        let by = if mode & 0o004 != 0 {
+            "every user"
+        } else if mode & 0o040 != 0 && !crate::compile_cache::own_private_group(meta.gid()) {
+            "its group"
+        } else {
+            return None;
+        };
+        Some(format!(
+            "warning: {named_by} {file}: readable by {by} (mode {:o}); the secret it holds \
+             is not this user's alone",
+            mode & 0o777
+        ))
+    };
+    secret_files.iter().filter_map(warning).collect()
+}
+
+#[cfg(not(unix))]
+fn readable_by_others(_secret_files: &[(String, String)]) -> Vec<String> {
     Vec::new()
 }
 
