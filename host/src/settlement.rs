@@ -195,6 +195,7 @@ fn consistent(record: &Record) -> bool {
     // value or `continue` gets around it. An interrupted or expired call hands on nothing
     // at all: its staged effects are never revived.
     let enforce = &record.enforce;
+    let flow = enforce.flow.as_ref().map(|flow| flow.operation);
     let hands_on_what_it_may = match record.decided_by {
         DecidedBy::Interrupted | DecidedBy::BudgetExpired => {
             *enforce == Enforce::default() && record.messages.is_empty()
@@ -202,17 +203,11 @@ fn consistent(record: &Record) -> bool {
         _ if record.decision == Decision::Deny => {
             enforce.returned.is_none()
                 && enforce.effective.is_empty()
-                && enforce
-                    .flow
-                    .as_ref()
-                    .is_none_or(|flow| flow.operation != FlowOperation::Continue)
+                && flow != Some(FlowOperation::Continue)
         }
         // An accepted stop settles as a denial: an allow or an ask carrying one has gone
         // wrong, and a harness reading the decision alone would go on.
-        _ => enforce
-            .flow
-            .as_ref()
-            .is_none_or(|flow| flow.operation != FlowOperation::Stop),
+        _ => flow != Some(FlowOperation::Stop),
     };
     // A denial nobody explained says so in its own generic words, never another's: the
     // adapters show a blank reason as a backend's decision.

@@ -154,16 +154,24 @@ function run() {
 /// U+FEFF).
 const LOOKS_LIKE_JSON = /^[\s\u0085\ufeff]*[{[]/;
 
+/// The registration as the checks below read it, once: `json` where it begins as a JSON
+/// document does (only another build takes any other text), and then its `hooks` (those
+/// of a document with none: none), undefined where it does not parse.
+const READ = (() => {
+  if (!LOOKS_LIKE_JSON.test(registration)) return { json: false };
+  let document;
+  try { document = JSON.parse(registration); } catch { return { json: true }; }
+  return { json: true, hooks: Array.isArray(document?.hooks) ? document.hooks : [] };
+})();
+
 /// As ahp-host's `planned::bound_ms`: the component's `claimed` bound (a BigInt), but no
 /// more than every subscription's `timeoutMs` in the registration adds up to, so another
 /// build cannot claim forever and spin. A text that is not JSON is not read; one that
 /// begins as JSON and does not parse has no timeouts.
 function registrationBound(claimed) {
-  if (!LOOKS_LIKE_JSON.test(registration)) return claimed;
-  let document;
-  try { document = JSON.parse(registration); } catch { return 0n; }
+  if (!READ.json) return claimed;
   let ceiling = 0n;
-  for (const hook of Array.isArray(document?.hooks) ? document.hooks : []) {
+  for (const hook of READ.hooks ?? []) {
     const subscriptions = Array.isArray(hook?.subscriptions) ? hook.subscriptions : [];
     for (const { timeoutMs } of subscriptions.filter((s) => s !== null && typeof s === 'object')) {
       if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) continue;
@@ -185,13 +193,12 @@ class PlanRefused extends Error {}
 function checkPlan(plan) {
   if (plan.length === 0) return;
   let hooks;
-  if (LOOKS_LIKE_JSON.test(registration)) {
-    let document;
-    try { document = JSON.parse(registration); } catch {
+  if (READ.json) {
+    if (READ.hooks === undefined) {
       throw new PlanRefused('the component planned backends for a registration the host cannot read as JSON');
     }
     hooks = new Map();
-    for (const hook of Array.isArray(document?.hooks) ? document.hooks : []) {
+    for (const hook of READ.hooks) {
       if (typeof hook?.id !== 'string') continue;
       if (!hooks.has(hook.id)) hooks.set(hook.id, []);
       hooks.get(hook.id).push(hook);
@@ -241,13 +248,10 @@ function checkServed(plan) {
 /// The ids of the registration's hooks with an intercept subscription, or undefined where
 /// the registration is no JSON document of hooks.
 function interceptorIds() {
-  if (!LOOKS_LIKE_JSON.test(registration)) return undefined;
-  let document;
-  try { document = JSON.parse(registration); } catch { return undefined; }
-  const hooks = Array.isArray(document?.hooks) ? document.hooks : [];
+  if (READ.hooks === undefined) return undefined;
   const intercepts = (hook) => Array.isArray(hook?.subscriptions)
     && hook.subscriptions.some((subscription) => subscription?.mode === 'intercept');
-  return new Set(hooks.filter(intercepts).map((hook) => hook?.id));
+  return new Set(READ.hooks.filter(intercepts).map((hook) => hook?.id));
 }
 
 /// The first field of `backend` whose planned value is not `hook`'s at that place

@@ -1140,15 +1140,7 @@ async fn node_stops_a_component_that_spins_while_it_loads() {
 /// wait for it forever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_stops_a_spinning_component_at_its_bound() {
-    let reg = json!({"hooks": [{"subscriptions": [{"mode": "intercept", "timeoutMs": 100}]}]});
-    let began = std::time::Instant::now();
-    let settled = call_on(runaway(), &reg.to_string(), "evt_node_spin").await;
-    assert_engine_failure(&settled);
-    let elapsed = began.elapsed();
-    assert!(
-        elapsed >= Duration::from_millis(1_350) && elapsed < Duration::from_secs(10),
-        "ended after {elapsed:?}, its bound 1.35 s"
-    );
+    stopped_at_the_registrations_bound(json!({}), "evt_node_spin").await;
 }
 
 /// A component whose bound-ms claims forever (the runaway guest's `claims-forever`) is
@@ -1156,15 +1148,21 @@ async fn node_stops_a_spinning_component_at_its_bound() {
 /// ahp-host stops it: the host does not take the component's word for its bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_bounds_a_component_claiming_forever_by_the_registration() {
-    let reg = json!({"claims-forever": true,
-        "hooks": [{"subscriptions": [{"mode": "intercept", "timeoutMs": 100}]}]});
+    stopped_at_the_registrations_bound(json!({"claims-forever": true}), "evt_node_forever").await;
+}
+
+/// The runaway guest on `registration` (its own mode's members) with one intercept
+/// subscription of 100 ms, spinning in event `id`: denied as an engine failure once that
+/// 100 ms and the 1.25 s past it have passed, well before the host's own limit.
+async fn stopped_at_the_registrations_bound(mut registration: Value, id: &str) {
+    registration["hooks"] = json!([{"subscriptions": [{"mode": "intercept", "timeoutMs": 100}]}]);
     let began = std::time::Instant::now();
-    let settled = call_on(runaway(), &reg.to_string(), "evt_node_forever").await;
+    let settled = call_on(runaway(), &registration.to_string(), id).await;
     assert_engine_failure(&settled);
     let elapsed = began.elapsed();
     assert!(
         elapsed >= Duration::from_millis(1_350) && elapsed < Duration::from_secs(10),
-        "ended after {elapsed:?}, its bound 1.35 s"
+        "{id}: ended after {elapsed:?}, its bound 1.35 s"
     );
 }
 

@@ -279,14 +279,7 @@ async fn an_interruption_while_the_settlement_is_read_overrides_an_allow() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
     let registration =
         registration(&[Http::new("dev.ahp.linker", backend.url()).policy("fail-open")]);
-    let Embedded {
-        interceptor,
-        _ticker,
-        mut store,
-        plugin,
-        loaded,
-        ..
-    } = embedded(&registration).await;
+    let mut embedder = embedded(&registration).await;
     let bound = Instant::now() + Duration::from_secs(5);
     for interrupted in [false, true] {
         let interrupt = Interrupt::new();
@@ -295,9 +288,16 @@ async fn an_interruption_while_the_settlement_is_read_overrides_an_allow() {
                 interrupt.interrupt();
             }
         };
-        let record = intercept(&mut store, &plugin, loaded, bound, &interrupt, after)
-            .await
-            .unwrap();
+        let record = intercept(
+            &mut embedder.store,
+            &embedder.plugin,
+            embedder.loaded,
+            bound,
+            &interrupt,
+            after,
+        )
+        .await
+        .unwrap();
         let expected = match interrupted {
             true => ("deny", "interrupted"),
             false => ("allow", "no-objection"),
@@ -310,7 +310,7 @@ async fn an_interruption_while_the_settlement_is_read_overrides_an_allow() {
     }
     // Each call reached the backend: the component had settled before the interruption.
     assert_eq!(backend.requests().len(), 2);
-    interceptor.shutdown_async().await;
+    embedder.interceptor.shutdown_async().await;
 }
 
 /// At the linker level the call's own observers come back from
@@ -335,36 +335,38 @@ async fn the_calls_own_observers_are_sent_and_recorded_at_the_linker_level() {
         "subscriptions": [{"events": ["tool.before"], "mode": "observe",
                            "content": {"default": "metadata"}}]}));
     let registration = document.to_string();
-    let Embedded {
-        interceptor,
-        _ticker,
-        mut store,
-        plugin,
-        loaded,
-        ..
-    } = embedded(&registration).await;
+    let mut embedder = embedded(&registration).await;
     let interrupt = Interrupt::new();
     let arrived = Instant::now();
-    store
+    embedder
+        .store
         .data_mut()
         .ahp()
         .begin_call(arrived + Duration::from_secs(5), &interrupt);
     let event = event("evt_linker_observed");
     let started = ahp_host::component_instant(arrived);
-    let api = plugin.ahp_interceptor_interceptor().engine();
+    let api = embedder.plugin.ahp_interceptor_interceptor().engine();
     let settled = api
-        .call_intercept(&mut store, loaded, &event, &[], None, started)
+        .call_intercept(
+            &mut embedder.store,
+            embedder.loaded,
+            &event,
+            &[],
+            None,
+            started,
+        )
         .await
         .unwrap()
         .expect("a valid event");
-    let state = &store.data().ahp;
+    let state = &embedder.store.data().ahp;
     let (settlement, observers) = Settlement::from_component(settled, &event, arrived, state);
     assert_eq!(observers.len(), 1, "{}", settlement.to_json());
     assert!(
         watching.requests().is_empty(),
         "nothing sent before it is asked"
     );
-    let settlement = interceptor
+    let settlement = embedder
+        .interceptor
         .send_observers(settlement, observers, &interrupt)
         .await;
     let record = serde_json::to_value(&settlement.record).unwrap();
@@ -383,7 +385,7 @@ async fn the_calls_own_observers_are_sent_and_recorded_at_the_linker_level() {
     let notification: Value = serde_json::from_slice(&sent[0].body).unwrap();
     assert_eq!(notification["method"], "hooks/observe");
     assert_eq!(notification["params"]["event"]["id"], "evt_linker_observed");
-    interceptor.shutdown_async().await;
+    embedder.interceptor.shutdown_async().await;
 }
 
 /// The wasi-http pattern, WASI p2 and the interceptor on one Linker, is refused naming

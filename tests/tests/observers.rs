@@ -51,6 +51,12 @@ async fn observe_with(
     (record, started.elapsed())
 }
 
+/// Each observer entry's `result` in `record`, in order.
+fn results(record: &Value) -> Vec<&Value> {
+    let observers = record["observers"].as_array().expect("observers");
+    observers.iter().map(|o| &o["result"]).collect()
+}
+
 /// A reply with `status`, no content type and no body.
 fn empty_reply(status: u16) -> Behaviour {
     Behaviour::Reply {
@@ -386,14 +392,8 @@ async fn a_completion_dropped_mid_delivery_keeps_the_results_already_in() {
         "the fast observer was sent its notification"
     );
     let lines = ahp_tests::support::audit_lines_once(audit.path(), 1).await;
-    let results: Vec<&Value> = lines[0]["observers"]
-        .as_array()
-        .expect("observers")
-        .iter()
-        .map(|o| &o["result"])
-        .collect();
     assert_eq!(
-        results,
+        results(&lines[0]),
         [&json!("delivered"), &json!("interrupted")],
         "{lines:?}"
     );
@@ -517,14 +517,8 @@ async fn failing_owned_observers_leave_an_allow_through_intercept() {
             (&json!("allow"), &json!("no-objection")),
             "{what}: {record}"
         );
-        let results: Vec<&Value> = record["observers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| &o["result"])
-            .collect();
         assert_eq!(
-            results,
+            results(record),
             ["deadline-exceeded", "connection-refused", "http-status"],
             "{what}: every observer failed"
         );
@@ -594,14 +588,8 @@ async fn an_observer_timeout_past_the_end_of_time_leaves_the_components_bound() 
     let (_backends, reg) = owned_observers().await;
     let call = owned_call(&reg, Duration::MAX, "evt_owned_max").await;
     let record = record_json(&call.complete().await);
-    let results: Vec<&Value> = record["observers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| &o["result"])
-        .collect();
     assert_eq!(
-        results,
+        results(&record),
         [
             &json!("deadline-exceeded"),
             &json!("connection-refused"),

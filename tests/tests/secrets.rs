@@ -180,10 +180,7 @@ async fn no_secret_leaves_in(scenarios: impl IntoIterator<Item = Scenario>, even
         let issued = server.issued();
         for (backend, own) in [
             (&bearer_backend, vec![format!("Bearer {BEARER_TOKEN}")]),
-            (
-                &oauth_backend,
-                issued.iter().map(|t| format!("Bearer {t}")).collect(),
-            ),
+            (&oauth_backend, bearers(&issued)),
         ] {
             for request in backend.requests() {
                 assert_not_sent(name, &secrets, &request, &own);
@@ -213,11 +210,7 @@ async fn no_secret_leaves_in(scenarios: impl IntoIterator<Item = Scenario>, even
                 "{name}: the OAuth backend was asked"
             );
         }
-        for request in &sent_oauth {
-            let header = request.header_values("authorization");
-            let carried = issued.iter().any(|t| header == [format!("Bearer {t}")]);
-            assert!(carried, "{name}: {header:?}");
-        }
+        assert_each_carried_one_of(name, &sent_oauth, &bearers(&issued));
     }
 }
 
@@ -399,13 +392,7 @@ async fn no_secret_in_a_hooks_answer_audit_or_log() {
         let issued_tokens = server.issued();
         for (backend, own) in [
             (&bearer_backend, vec![format!("Bearer {BEARER_TOKEN}")]),
-            (
-                &oauth_backend,
-                issued_tokens
-                    .iter()
-                    .map(|t| format!("Bearer {t}"))
-                    .collect(),
-            ),
+            (&oauth_backend, bearers(&issued_tokens)),
         ] {
             for request in backend.requests() {
                 assert_not_sent(name, &secrets, &request, &own);
@@ -423,11 +410,8 @@ async fn no_secret_in_a_hooks_answer_audit_or_log() {
             .collect();
         assert_eq!(classes, [Some("auth-failed"); 2], "{name}: {record}");
         assert_eq!(record["decidedBy"], "synthetic-deny", "{name}: {record}");
-        let sent_bearer = bearer_backend.requests();
-        for request in &sent_bearer {
-            let header = request.header_values("authorization");
-            assert_eq!(header, [format!("Bearer {BEARER_TOKEN}")], "{name}");
-        }
+        let bearer = [format!("Bearer {BEARER_TOKEN}")];
+        assert_each_carried_one_of(name, &bearer_backend.requests(), &bearer);
         // Each refused once and resent the same bytes with the token read again.
         let called = bearer_backend.requests_with_method("hooks/intercept");
         assert_eq!(called.len(), 2, "{name}: called, and resent after its 401");
@@ -453,13 +437,7 @@ async fn no_secret_in_a_hooks_answer_audit_or_log() {
         assert_eq!(issued_tokens.len(), issued, "{name}");
         let sent_oauth = oauth_backend.requests();
         assert_eq!(sent_oauth.len(), issued, "{name}: one request per token");
-        for request in &sent_oauth {
-            let header = request.header_values("authorization");
-            let carried = issued_tokens
-                .iter()
-                .any(|t| header == [format!("Bearer {t}")]);
-            assert!(carried, "{name}: {header:?}");
-        }
+        assert_each_carried_one_of(name, &sent_oauth, &bearers(&issued_tokens));
     }
 }
 
@@ -567,11 +545,7 @@ async fn no_secret_in_what_observe_prints() {
         &secrets,
         &[("stdout", &*stdout), ("stderr", &*stderr)],
     );
-    let refused_tokens: Vec<String> = refusing
-        .issued()
-        .iter()
-        .map(|t| format!("Bearer {t}"))
-        .collect();
+    let refused_tokens = bearers(&refusing.issued());
     for (backend, own) in [
         (&bearer_backend, vec![format!("Bearer {BEARER_TOKEN}")]),
         (&refusing_backend, refused_tokens.clone()),
@@ -590,10 +564,8 @@ async fn no_secret_in_what_observe_prints() {
         !sent_bearer.is_empty(),
         "the bearer observer was sent the event"
     );
-    for request in &sent_bearer {
-        let header = request.header_values("authorization");
-        assert_eq!(header, [format!("Bearer {BEARER_TOKEN}")]);
-    }
+    let bearer = [format!("Bearer {BEARER_TOKEN}")];
+    assert_each_carried_one_of("observe", &sent_bearer, &bearer);
     assert_client_secret_sent(
         "observe, refusing",
         MetadataMode::Normal,
@@ -605,11 +577,7 @@ async fn no_secret_in_what_observe_prints() {
         !sent_refusing.is_empty(),
         "the OAuth observer was sent the event"
     );
-    for request in &sent_refusing {
-        let header = request.header_values("authorization");
-        let carried = refused_tokens.iter().any(|t| header == [t.as_str()]);
-        assert!(carried, "{header:?}");
-    }
+    assert_each_carried_one_of("observe", &sent_refusing, &refused_tokens);
     assert_client_secret_sent(
         "observe, posting",
         MetadataMode::PostOnly,
@@ -697,6 +665,21 @@ impl Setup {
             roots,
             event_file,
         }
+    }
+}
+
+/// Each token as the `Authorization` header that carries it.
+fn bearers(tokens: &[String]) -> Vec<String> {
+    tokens.iter().map(|t| format!("Bearer {t}")).collect()
+}
+
+/// Each of `requests` carried exactly one `Authorization` header, one of `headers`: the
+/// credential reached the backend it belongs to.
+fn assert_each_carried_one_of(name: &str, requests: &[Recorded], headers: &[String]) {
+    for request in requests {
+        let carried = request.header_values("authorization");
+        let known = matches!(carried.as_slice(), [one] if headers.iter().any(|h| h == one));
+        assert!(known, "{name}: {carried:?}");
     }
 }
 

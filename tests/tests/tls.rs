@@ -140,6 +140,32 @@ async fn untrusted_certificate_fails_the_handshake_and_sends_nothing() {
     );
 }
 
+/// The test CA's `roots` trusted and two retries allowed, which a TLS failure must not
+/// use: retrying cannot mend a certificate.
+fn trusting_with_retries(roots: &std::path::Path) -> Options {
+    Options {
+        trust_roots: Some(roots.to_path_buf()),
+        retries: RetryPolicy {
+            default: 2,
+            ..Default::default()
+        },
+        ..Options::default()
+    }
+}
+
+/// `record`'s one interceptor failed as the TLS failure in `connect` (call `case`), in
+/// one attempt: not retried.
+fn assert_a_tls_failure_not_retried(record: &Value, case: &str) {
+    let entry = &record["interceptors"][0];
+    assert_eq!(
+        entry["failure"],
+        json!({"class": "connection-refused", "phase": "connect", "detail": "tls"}),
+        "{case}: {record}"
+    );
+    let attempts = entry["attempts"].as_array().map(Vec::len);
+    assert_eq!(attempts, Some(1), "{case}: not retried: {record}");
+}
+
 /// A backend presenting a certificate from `acceptor` that the trusted test CA signed but
 /// that is not good for `https://localhost` (`case` names which): the handshake fails as
 /// the TLS failure in `connect`, not retried (retrying cannot mend a certificate), the
@@ -154,15 +180,9 @@ async fn assert_certificate_refused(pki: &Pki, acceptor: TlsAcceptor, case: &str
             Http::new("com.example.tls", format!("https://localhost:{port}/hooks"))
                 .timeout_ms(10_000),
         ]);
-    let options = Options {
-        trust_roots: Some(roots.path().to_path_buf()),
-        retries: RetryPolicy {
-            default: 2,
-            ..Default::default()
-        },
-        ..Options::default()
-    };
-    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+    let interceptor = Interceptor::new(&reg, trusting_with_retries(roots.path()))
+        .await
+        .unwrap();
     let settled = interceptor
         .intercept(&event(case), &[EffectKind::Deny], None)
         .await
@@ -173,15 +193,7 @@ async fn assert_certificate_refused(pki: &Pki, acceptor: TlsAcceptor, case: &str
         DecidedBy::SyntheticDeny,
         Some(SYNTHETIC_REASON),
     );
-    let record = record_json(&settled);
-    let entry = &record["interceptors"][0];
-    assert_eq!(
-        entry["failure"],
-        json!({"class": "connection-refused", "phase": "connect", "detail": "tls"}),
-        "{case}: {record}"
-    );
-    let attempts = entry["attempts"].as_array().map(Vec::len);
-    assert_eq!(attempts, Some(1), "{case}: not retried: {record}");
+    assert_a_tls_failure_not_retried(&record_json(&settled), case);
     assert_eq!(
         served.load(Ordering::SeqCst),
         0,
@@ -320,25 +332,12 @@ async fn a_backend_requiring_a_client_certificate_is_a_tls_failure_not_retried()
     )
     .policy("fail-open")
     .timeout_ms(10_000)]);
-    let options = Options {
-        trust_roots: Some(roots.path().to_path_buf()),
-        retries: RetryPolicy {
-            default: 2,
-            ..Default::default()
-        },
-        ..Options::default()
-    };
-    let interceptor = Interceptor::new(&reg, options).await.unwrap();
+    let interceptor = Interceptor::new(&reg, trusting_with_retries(roots.path()))
+        .await
+        .unwrap();
     for i in 0..5 {
-        let record = failed_open(&interceptor, &format!("evt_mtls_{i}")).await;
-        let entry = &record["interceptors"][0];
-        assert_eq!(
-            entry["failure"],
-            json!({"class": "connection-refused", "phase": "connect", "detail": "tls"}),
-            "{i}: {record}"
-        );
-        let attempts = entry["attempts"].as_array().map(Vec::len);
-        assert_eq!(attempts, Some(1), "{i}: not retried: {record}");
+        let id = format!("evt_mtls_{i}");
+        assert_a_tls_failure_not_retried(&failed_open(&interceptor, &id).await, &id);
     }
     assert_eq!(served.load(Ordering::SeqCst), 0);
 }
