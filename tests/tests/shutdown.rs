@@ -315,6 +315,7 @@ async fn shutdown_cancels_owned_observer_deliveries_in_flight() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ahp_observe_on_sigterm_kills_and_reaps_its_stdio_children() {
     let _shared = DESCRIPTORS.read().await;
+    adopt_orphans();
     use std::os::unix::process::ExitStatusExt as _;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("backend.log");
@@ -362,8 +363,8 @@ async fn ahp_observe_on_sigterm_kills_and_reaps_its_stdio_children() {
     assert_eq!(status.signal(), None, "handled, not killed by the signal");
     assert_eq!(status.code(), Some(1));
     assert!(
-        !alive(child_pid),
-        "stdio child {child_pid} outlived ahp observe"
+        reaped(child_pid),
+        "stdio child {child_pid} outlived ahp observe, or was left unreaped"
     );
 }
 
@@ -375,6 +376,7 @@ async fn ahp_observe_on_sigterm_kills_and_reaps_its_stdio_children() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ahp_hook_on_sigterm_answers_a_denial_and_reaps_its_stdio_backend() {
     let _shared = DESCRIPTORS.read().await;
+    adopt_orphans();
     use tokio::io::AsyncWriteExt as _;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("backend.log");
@@ -428,8 +430,8 @@ async fn ahp_hook_on_sigterm_answers_a_denial_and_reaps_its_stdio_backend() {
     assert_eq!(record["decision"], "deny", "{record}");
     assert_eq!(record["decidedBy"], "interrupted", "{record}");
     assert!(
-        !alive(child_pid),
-        "stdio backend {child_pid} outlived ahp hook"
+        reaped(child_pid),
+        "stdio backend {child_pid} outlived ahp hook, or was left unreaped"
     );
 }
 
@@ -455,6 +457,49 @@ async fn wait_for_pid(log: &std::path::Path) -> Option<u32> {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     None
+}
+
+/// What the two SIGTERM tests above rely on: under [`adopt_orphans`], a child killed and
+/// left unreaped by a parent that then exits is seen as not [`reaped`], though it is not
+/// [`alive`] either (a shell kills its background `sleep` and exits without waiting).
+#[test]
+fn an_orphan_killed_and_left_unreaped_is_seen() {
+    adopt_orphans();
+    let shell = std::process::Command::new("sh")
+        .args(["-c", "sleep 30 & echo $!; kill -KILL $!"])
+        .output()
+        .expect("sh runs");
+    let pid: u32 = String::from_utf8_lossy(&shell.stdout)
+        .trim()
+        .parse()
+        .expect("the shell printed its child's pid");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while alive(pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(!alive(pid), "the killed sleep {pid} still runs");
+    assert!(!reaped(pid), "the orphan {pid} was reaped by someone else");
+    // SAFETY: waitpid on our own adopted child, with a valid status pointer.
+    let waited = unsafe { libc::waitpid(pid as i32, &mut 0, 0) };
+    assert_eq!(waited, pid as i32, "the adopted zombie is ours to reap");
+    assert!(reaped(pid));
+}
+
+/// Makes this test process the reaper of every process orphaned below it
+/// (`PR_SET_CHILD_SUBREAPER`): a stdio backend that `ahp` killed but left unreaped when it
+/// exited then stays a zombie here, where [`reaped`] sees it, instead of being reaped at
+/// once by init. Process-wide and lasting, so other tests' orphans may wait here as
+/// zombies too; none of them looks for its own.
+fn adopt_orphans() {
+    // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument and touches no memory.
+    let set = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    assert_eq!(set, 0, "prctl(PR_SET_CHILD_SUBREAPER)");
+}
+
+/// Whether `pid` is gone altogether: neither running nor a zombie awaiting its reaper.
+/// Under [`adopt_orphans`], true only if its parent reaped it.
+fn reaped(pid: u32) -> bool {
+    !std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Whether `pid` runs (a zombie awaiting its reaper does not count).
