@@ -77,9 +77,7 @@ impl StdioEnv {
     /// Whether its name is one a variable can have: letters, digits and `_`, not
     /// starting with a digit (an empty one, or `NAME=VALUE`, would never be passed).
     pub fn names_a_variable(&self) -> bool {
-        let name = self.name();
-        name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            && name.bytes().next().is_some_and(|b| !b.is_ascii_digit())
+        crate::vocab::is_env_name(self.name())
     }
 }
 

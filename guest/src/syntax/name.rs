@@ -26,15 +26,9 @@ pub(crate) fn is_extensions(extensions: &Node) -> bool {
         .is_some_and(|e| e.keys().all(is_reverse_dns))
 }
 
-/// A portable environment-variable name, `^[A-Za-z_][A-Za-z0-9_]*$` (POSIX.1-2017 §8.1,
-/// relaxed to either case), the shape of a bearer `tokenEnv`.
-pub(crate) fn is_env_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .is_some_and(|ch| ch.is_ascii_alphabetic() || ch == '_')
-        && chars.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
-}
+/// The shape of a bearer `tokenEnv` and an `env:` reference: the vocabulary's, which
+/// the host's own files and flags check too.
+pub(crate) use ahp_vocab::is_env_name;
 
 #[cfg(test)]
 mod tests {

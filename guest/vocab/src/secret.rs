@@ -13,6 +13,18 @@ pub const SECRET_NAMES: &str = "token bearertoken secret clientsecret password \
     accesstoken apikey privatekey refreshtoken idtoken authorization bearer cookie \
     credential credentials auth";
 
+/// A portable environment-variable name, `^[A-Za-z_][A-Za-z0-9_]*$` (POSIX.1-2017 §8.1,
+/// relaxed to either case): what an `env:` reference or a bearer `tokenEnv` names, in a
+/// registration and in the host's own files and flags alike. Anything else there is
+/// refused without being repeated, as it may be the secret itself, pasted in its place.
+pub fn is_env_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|ch| ch.is_ascii_alphabetic() || ch == '_')
+        && chars.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+}
+
 /// Whether `name` is one of [`SECRET_NAMES`], however it is spelled.
 pub fn is_secret_name(name: &str) -> bool {
     let name = normalized(name);

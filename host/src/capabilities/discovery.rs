@@ -115,7 +115,12 @@ impl OAuthClient {
             Some(("file", _)) => {
                 return Err("`clientSecretRef`: a `file:` path must be absolute".into())
             }
-            Some(("env", name)) if !name.is_empty() => {}
+            Some(("env", name)) if crate::vocab::is_env_name(name) => {}
+            // Not repeated: it may be the secret itself, pasted after `env:`.
+            Some(("env", _)) => {
+                return Err("`clientSecretRef`: an `env:` name must be letters, digits and                      `_`, not starting with a digit"
+                    .into())
+            }
             _ => return Err("`clientSecretRef` must be `file:PATH` or `env:NAME`".into()),
         }
         // RFC 6749 §3.3: scope tokens are visible ASCII but `"` and `\`, no spaces.
@@ -1105,7 +1110,15 @@ mod tests {
             ),
             (
                 r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:"}]"#,
-                "`clientSecretRef` must be",
+                "`clientSecretRef`: an `env:` name must be",
+            ),
+            (
+                r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:sk-918273645+/="}]"#,
+                "`clientSecretRef`: an `env:` name must be",
+            ),
+            (
+                r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:1X"}]"#,
+                "`clientSecretRef`: an `env:` name must be",
             ),
             (
                 r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:S", "scopes": ["a b"]}]"#,
