@@ -715,6 +715,7 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
             | Shape::ChangedFiles
             | Shape::Removed
             | Shape::Texts
+            | Shape::Objects
                 if !value.is_array() =>
             {
                 "must be an array"
@@ -727,6 +728,14 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
                 for (i, text) in value.as_array().unwrap_or_default().iter().enumerate() {
                     if text.as_str().is_none_or(|t| t.is_empty()) {
                         problems.add(format!("{pointer}/{i}"), "must be a non-empty string");
+                    }
+                }
+                continue;
+            }
+            Shape::Objects => {
+                for (i, item) in value.as_array().unwrap_or_default().iter().enumerate() {
+                    if !item.is_object() {
+                        problems.add(format!("{pointer}/{i}"), "must be an object");
                     }
                 }
                 continue;
@@ -1877,7 +1886,8 @@ mod tests {
             | Shape::ResolvedCalls
             | Shape::ChangedFiles
             | Shape::Removed
-            | Shape::Texts => (json!({}), "must be an array"),
+            | Shape::Texts
+            | Shape::Objects => (json!({}), "must be an array"),
             Shape::Message => (json!([]), "must be a message {id, role, parts}"),
             Shape::Text => (json!(""), "must be a non-empty string"),
             Shape::String => (json!(7), "must be a string"),
@@ -3638,6 +3648,9 @@ mod tests {
             // Failed, so that its error may be present and is checked as one.
             edited(turn_end(), "/outcome", Some(json!("failed"))),
             turn_progress(),
+            config_change_after(),
+            user_attention(),
+            workspace_change_after(),
         ];
         let mut checked = 0;
         for (name, members) in events::OBSERVED {
@@ -3673,10 +3686,11 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 61,
+            checked, 77,
             "the members of session.end, hook.failure, task.change.after, \
              tool.permission.resolved, tool.progress, file.changed, model.switch.after, \
-             model.error, turn.end and turn.progress"
+             model.error, turn.end, turn.progress, config.change.after, user.attention and \
+             workspace.change.after"
         );
     }
 
@@ -4717,6 +4731,125 @@ mod tests {
         );
     }
 
+    /// A config.change.after made from the example config.change.before: the change
+    /// proposed, made.
+    fn config_change_after() -> Value {
+        let mut event = example("config.change.before");
+        event["type"] = json!("config.change.after");
+        event
+    }
+
+    /// A workspace.change.after made from the example workspace.change.before: the
+    /// change proposed, made.
+    fn workspace_change_after() -> Value {
+        let mut event = example("workspace.change.before");
+        event["type"] = json!("workspace.change.after");
+        event
+    }
+
+    /// A valid user.attention (interaction-event.schema.json@2b5da58): its kind, and a
+    /// message and a title of text parts.
+    fn user_attention() -> Value {
+        let text = |id: &str, text: &str| {
+            json!([{"id": id, "kind": "text", "mediaType": "text/plain",
+                    "selection": "body", "text": text}])
+        };
+        json!({"id": "evt1", "source": "urn:test:harness", "type": "user.attention",
+               "time": "2026-09-15T12:00:00Z",
+               "attention": {"kind": "permission_prompt",
+                             "message": text("t1", "The agent asks to run a command."),
+                             "title": text("t2", "Permission needed")}})
+    }
+
+    /// interaction-event.schema.json@2b5da58: a configuration change made is one
+    /// proposed that may also list its `mcpServers`, native descriptors each an object
+    /// open by design; one proposed lists none.
+    #[test]
+    fn a_configuration_change_made_may_list_its_mcp_servers_each_an_object() {
+        let servers =
+            |event: Value, servers: Value| edited(event, "/change/mcpServers", Some(servers));
+        let listed = servers(
+            config_change_after(),
+            json!([{"name": "x"}, {"name": "y", "command": "y-server", "any": [1]}]),
+        );
+        assert_eq!(observed_problems(&listed), []);
+        assert_eq!(
+            observed_problems(&servers(config_change_after(), json!([]))),
+            []
+        );
+        let not_an_object = servers(config_change_after(), json!([{"name": "x"}, 1]));
+        let rule = "must be an object";
+        assert_refused(
+            observed_problems,
+            &not_an_object,
+            "/change/mcpServers/1",
+            rule,
+        );
+        let first = servers(config_change_after(), json!([1]));
+        assert_refused(observed_problems, &first, "/change/mcpServers/0", rule);
+        let proposed = servers(example("config.change.before"), json!([{"name": "x"}]));
+        let rule = "is not a member of change";
+        assert_refused(intercepted_problems, &proposed, "/change/mcpServers", rule);
+    }
+
+    /// The nested payloads of the types observed only whose upstream schemas close them
+    /// (`additionalProperties: false`) name nothing else: a configuration change made, an
+    /// attention, a workspace change made and a hook failure.
+    #[test]
+    fn nested_payloads_of_observed_types_name_nothing_else() {
+        let failure = fixture_event(fixture!("http/catalogue-hook.failure.valid.json"));
+        for (event, object, what) in [
+            (config_change_after(), "/change", "change"),
+            (user_attention(), "/attention", "attention"),
+            (workspace_change_after(), "/workspace", "workspace"),
+            (
+                workspace_change_after(),
+                "/workspace/change",
+                "a workspace change",
+            ),
+            (failure, "/failure", "failure"),
+        ] {
+            assert_eq!(observed_problems(&event), [], "{}", event["type"]);
+            let at = format!("{object}/note");
+            let event = edited(event, &at, Some(json!("x")));
+            let rule = format!("is not a member of {what}");
+            assert_refused(observed_problems, &event, &at, &rule);
+        }
+    }
+
+    /// A workspace change made is of the words and shapes of one proposed
+    /// (task-workspace-event.schema.json@8f91ac4).
+    #[test]
+    fn a_workspace_change_made_is_checked_as_one_proposed() {
+        let moved = edited(
+            workspace_change_after(),
+            "/workspace/kind",
+            Some(json!("moved")),
+        );
+        let rule = "must be one of cwd, roots, switch";
+        assert_refused(observed_problems, &moved, "/workspace/kind", rule);
+        let roots = json!({"workspaceRoots": ["/a", "/a"]});
+        let repeated = edited(workspace_change_after(), "/workspace/change", Some(roots));
+        let at = "/workspace/change/workspaceRoots/1";
+        assert_refused(observed_problems, &repeated, at, "repeats a root");
+    }
+
+    /// An attention's message and title are required lists, and their parts are checked
+    /// as text parts by their content slots: a part no selection would find is refused
+    /// at its own pointer.
+    #[test]
+    fn an_attentions_message_and_title_are_text_parts() {
+        for slot in ["message", "title"] {
+            let at = format!("/attention/{slot}");
+            let missing = edited(user_attention(), &at, None);
+            let rule = "is required on user.attention";
+            assert_refused(observed_problems, &missing, &at, rule);
+            let unselected = edited(user_attention(), &at, Some(json!([unselected_part()])));
+            let part = format!("{at}/0/selection");
+            assert_refused(observed_problems, &unselected, &part, "is required");
+        }
+    }
+
     #[test]
     fn parse_any_checks_the_envelope_and_an_interceptable_payload() {
         let after = fixture_event(fixture!("http/observe-tool-after.valid.json"));
@@ -4741,9 +4874,18 @@ mod tests {
             );
         }
 
-        // A type observed only: the envelope alone, where a session is optional.
+        // A type observed only: its own payload rules (events::OBSERVED), and the
+        // envelope's, where a session is optional.
         let mut ended = with("/session", None);
         ended["type"] = json!("config.change.after");
+        assert_eq!(
+            pairs(Event::parse_any(&ended.to_string())),
+            [(
+                "/change".to_owned(),
+                "is required on config.change.after".to_owned()
+            )]
+        );
+        ended["change"] = config_change_after()["change"].clone();
         let event = Event::parse_any(&ended.to_string()).expect("session is optional");
         assert_eq!(event.session_id, None);
         ended["session"] = json!({});

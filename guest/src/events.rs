@@ -40,6 +40,9 @@ pub enum Shape {
     String,
     /// A list of non-empty strings (a configuration change's `settings`).
     Texts,
+    /// A list of objects, each open: config.change.after's `mcpServers`, native
+    /// discovery descriptors open by design (interaction-event.schema.json@2b5da58).
+    Objects,
     /// A workspace's change or prior state ([`workspace_flaws`]).
     Workspace,
     Bool,
@@ -200,6 +203,31 @@ const MODEL: Shape = Shape::Closed("model", &["id", "provider"]);
 /// closed): `{id, number, synthesized?}`, `synthesized` a boolean where present.
 const ATTEMPT: Shape = Shape::Closed("attempt", &["id", "number", "synthesized"]);
 
+/// The rows of a configuration change, proposed or made (interaction-event.schema.json
+/// @2b5da58 `change`): the members config.change.before and .after share, then each
+/// `"member" => shape` given (config.change.after's `mcpServers`), the change closed
+/// (`additionalProperties: false`) to exactly these. A macro: a constant cannot join two
+/// lists of rows.
+macro_rules! config_change {
+    ($($member:literal => $shape:expr),*) => {
+        &[
+            (
+                "/change",
+                Shape::Closed(
+                    "change",
+                    &["source", "scope", "settings", "summary", "path" $(, $member)*],
+                ),
+            ),
+            ("/change/source", Text),
+            ("/change/scope", Text),
+            ("/change/settings", Shape::Texts),
+            ("/change/summary", Text),
+            ("/change/path", Shape::Optional(&Text)),
+            $((concat!("/change/", $member), $shape),)*
+        ]
+    };
+}
+
 /// One row per interceptable event, in capabilities.schema.json order.
 ///
 /// **Required members.** tool.before and tool.after follow their carried schemas.
@@ -284,20 +312,7 @@ pub const TABLE: &[Rules] = &[
         &[Deny, Message],
         None,
         &[],
-        Payload::Members(&[
-            (
-                "/change",
-                Shape::Closed(
-                    "change",
-                    &["source", "scope", "settings", "summary", "path"],
-                ),
-            ),
-            ("/change/source", Text),
-            ("/change/scope", Text),
-            ("/change/settings", Shape::Texts),
-            ("/change/summary", Text),
-            ("/change/path", Shape::Optional(&Text)),
-        ]),
+        Payload::Members(config_change!()),
     ),
     rules(
         E::TurnStart,
@@ -544,16 +559,7 @@ pub const TABLE: &[Rules] = &[
         &[Deny, Modify, Message],
         Some((T::Workspace, "/workspace/change")),
         &[],
-        Payload::Members(&[
-            (
-                "/workspace",
-                Shape::Closed("workspace", &["kind", "change", "prior", "reason"]),
-            ),
-            ("/workspace/kind", Word(&["cwd", "roots", "switch"])),
-            ("/workspace/change", Shape::Workspace),
-            ("/workspace/prior", Shape::Optional(&Shape::Workspace)),
-            ("/workspace/reason", Shape::Optional(&Shape::String)),
-        ]),
+        Payload::Members(WORKSPACE_CHANGE),
     ),
 ];
 
@@ -588,6 +594,19 @@ const TASK_CHANGE: &[(&str, Shape)] = &[
     ("/task/prior", Shape::Optional(&Object)),
     ("/task/description", Shape::Optional(&Shape::String)),
     ("/task/synthesized", Shape::Optional(&Bool)),
+];
+
+/// The members of a workspace change, proposed or made (task-workspace-event.schema.json
+/// @8f91ac4 `workspace`, the same on workspace.change.before and .after).
+const WORKSPACE_CHANGE: &[(&str, Shape)] = &[
+    (
+        "/workspace",
+        Shape::Closed("workspace", &["kind", "change", "prior", "reason"]),
+    ),
+    ("/workspace/kind", Word(&["cwd", "roots", "switch"])),
+    ("/workspace/change", Shape::Workspace),
+    ("/workspace/prior", Shape::Optional(&Shape::Workspace)),
+    ("/workspace/reason", Shape::Optional(&Shape::String)),
 ];
 
 /// How an elicitation asks (interaction-event.schema.json@2b5da58).
@@ -631,19 +650,25 @@ pub const CATALOGUE: [&str; 32] = [
     "hook.failure",
 ];
 
-/// The payload rules of the types observed only whose members this project knows:
-/// session.end from its carried schema (session-end.schema.json), hook.failure from
-/// the digest (§14), task.change.after and file.changed from the schema
-/// task.change.before's row follows (`task-workspace-event.schema.json@8f91ac4`, which
-/// the carried event union reaches through `catalogue-event.schema.json`; the carried
-/// `task-id-missing.invalid.json` lacks its task id), and tool.permission.resolved and
-/// tool.progress from their `required` lists, words and `not` in
-/// `execution-event.schema.json@62fc780` (not carried; tool.permission.request's row
-/// follows the same file), model.switch.after from its `required` list and `not` in
-/// that file (no `proposed`: a switch made proposes nothing), model.error likewise
-/// (an execution that ran, an error, no finish reason), and turn.end and turn.progress
-/// likewise (turn.end's `allOf`: no `error` when it completed). The others' schemas are not carried either, so they get the envelope rules
-/// alone.
+/// The payload rules of the types observed only, each of them (with [`TABLE`], every type
+/// of the [`CATALOGUE`]): session.end from its carried schema (session-end.schema.json);
+/// hook.failure from the digest (§14), its `failure` closed as
+/// `interaction-event.schema.json@2b5da58` has it; config.change.after and user.attention
+/// from that file too (not carried; config.change.before's row follows it), a
+/// configuration change made being one proposed that may also list its `mcpServers`, and
+/// an attention `{kind, message, title}` and nothing else, its message and title text
+/// parts checked by their content slots ([`content`]); task.change.after,
+/// workspace.change.after and file.changed from the schema task.change.before's and
+/// workspace.change.before's rows follow (`task-workspace-event.schema.json@8f91ac4`,
+/// which the carried event union reaches through `catalogue-event.schema.json`; a change
+/// made holds the members of one proposed, and the carried `task-id-missing.invalid.json`
+/// lacks its task id); tool.permission.resolved and tool.progress from their `required`
+/// lists, words and `not` in `execution-event.schema.json@62fc780` (not carried;
+/// tool.permission.request's row follows the same file), model.switch.after from its
+/// `required` list and `not` in that file (no `proposed`: a switch made proposes
+/// nothing), model.error likewise (an execution that ran, an error, no finish reason),
+/// and turn.end and turn.progress likewise (turn.end's `allOf`: no `error` when it
+/// completed).
 pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "session.end",
@@ -658,7 +683,10 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "hook.failure",
         &[
-            ("/failure", Object),
+            (
+                "/failure",
+                Shape::Closed("failure", &["backendId", "reason", "policy"]),
+            ),
             ("/failure/backendId", Text),
             ("/failure/reason", Text),
             ("/failure/policy", Word(&["fail-open", "fail-closed"])),
@@ -666,6 +694,25 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
         ],
     ),
     ("task.change.after", TASK_CHANGE),
+    (
+        "config.change.after",
+        config_change!("mcpServers" => Shape::Optional(&Shape::Objects)),
+    ),
+    (
+        "user.attention",
+        &[
+            (
+                "/attention",
+                Shape::Closed("attention", &["kind", "message", "title"]),
+            ),
+            ("/attention/kind", Text),
+            // Text parts each (content-item.schema.json `$defs/textParts`), checked as
+            // such by their content slots ([`content`]).
+            ("/attention/message", Array),
+            ("/attention/title", Array),
+        ],
+    ),
+    ("workspace.change.after", WORKSPACE_CHANGE),
     (
         "tool.permission.resolved",
         &[
@@ -1166,6 +1213,10 @@ mod tests {
         }
         for (name, _) in OBSERVED {
             assert!(CATALOGUE.contains(name) && named(name).is_none(), "{name}");
+        }
+        // Every type has payload rules: none is passed on with the envelope's alone.
+        for name in CATALOGUE {
+            assert!(named(name).is_some() || observed(name).is_some(), "{name}");
         }
     }
 

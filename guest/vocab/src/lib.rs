@@ -38,8 +38,7 @@ pub use record::{
 };
 pub use secret::{
     ends_in_a_credential_word, has_a_secret_parameter, is_env_name, is_secret_name,
-    mentions_a_credential,
-    names_a_credential, normalized, SECRET_NAMES,
+    mentions_a_credential, names_a_credential, normalized, SECRET_NAMES,
 };
 pub use uri::{has_userinfo, is_absolute_uri};
 
