@@ -378,8 +378,7 @@ pub(crate) fn trusted_way(path: &Path, to: &str) -> std::io::Result<()> {
         if !trusted_owner(&meta) {
             return Err(untrusted(&at, "is owned by another user"));
         }
-        let by_others = meta.mode() & 0o002 != 0
-            || (meta.mode() & 0o020 != 0 && !own_private_group(meta.gid()));
+        let by_others = writable_by_another(&meta);
         let sticky_dir = meta.is_dir() && meta.mode() & 0o1000 != 0;
         if by_others && !sticky_dir {
             return Err(untrusted(
@@ -489,13 +488,23 @@ fn push_names(pending: &mut Vec<std::ffi::OsString>, path: &Path) {
     pending.extend(names.into_iter().rev());
 }
 
+/// Whether a user other than this one can write what `meta` describes, by its mode:
+/// anyone, or a group that is not the user's own private one ([`own_private_group`]).
+#[cfg(unix)]
+fn writable_by_another(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    meta.mode() & 0o002 != 0 || (meta.mode() & 0o020 != 0 && !own_private_group(meta.gid()))
+}
+
+/// Owned by this user and writable by no other ([`writable_by_another`]): the cache
+/// directory under umask 002, group-writable by the user's private group, is the user's.
 #[cfg(unix)]
 fn owned_privately(meta: &std::fs::Metadata, what: &str) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
     let me = effective_uid();
     let why = if meta.uid() != me {
         format!("is owned by another user (uid {}, not {me})", meta.uid())
-    } else if meta.mode() & 0o022 != 0 {
+    } else if writable_by_another(meta) {
         format!(
             "is writable by group or others (mode {:04o})",
             meta.mode() & 0o7777
@@ -652,6 +661,36 @@ mod tests {
     /// for one of this user's holding files they chose): compiled, never read. The same
     /// entry reached through a link of this user's, in directories only it can change,
     /// or under a sticky directory others can write to (like `/tmp`), is a hit.
+    /// The cache directory itself group-writable, as `mkdir` makes it under umask 002: the
+    /// user's where its group is the user's own private one (a hit once stored), another
+    /// user's otherwise (root's group is never private): compiled, nothing stored there.
+    #[cfg(unix)]
+    #[test]
+    fn a_cache_directory_writable_by_the_users_private_group_is_the_users() {
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        let engine = Engine::default();
+        let holder = tempfile::tempdir().unwrap();
+        let cache = holder.path().join("cache");
+        std::fs::create_dir(&cache).unwrap();
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o775)).unwrap();
+        let private = own_private_group(std::fs::metadata(&cache).unwrap().gid());
+        let first = load_in(&engine, EMPTY_COMPONENT, &cache).unwrap();
+        let second = load_in(&engine, EMPTY_COMPONENT, &cache).unwrap();
+        match private {
+            true => assert_eq!(
+                (first.source, second.source),
+                (Source::Stored, Source::Cache)
+            ),
+            false => {
+                assert_eq!(
+                    (first.source, second.source),
+                    (Source::Uncached, Source::Uncached)
+                );
+                assert!(names(&cache).is_empty(), "nothing stored there");
+            }
+        }
+    }
+
     #[cfg(unix)]
     #[test]
     fn an_entry_is_read_only_where_nobody_else_can_change_the_way_to_it() {
