@@ -166,7 +166,14 @@ impl Backends {
                 )),
             };
             let credentials = match (config.credential_providers.get(&backend.id), backend.auth) {
-                (Some(provider), _) => Some(Source::Provided(Arc::clone(provider))),
+                (Some(provider), _) => {
+                    // Told to the provider at every acquisition; held once here.
+                    let destination = match &backend.transport {
+                        TransportPlan::Http(url) => Some(Arc::from(url.as_str())),
+                        TransportPlan::Stdio(_) => None,
+                    };
+                    Some(Source::Provided(Arc::clone(provider), destination))
+                }
                 (None, Some(AuthPlan::Oauth(plan))) => {
                     Some(Source::OAuth(plan, Arc::clone(&oauth), Arc::default()))
                 }

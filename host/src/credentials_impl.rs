@@ -2,7 +2,7 @@
 //! caller's deadline and handed to the component only as an opaque resource.
 
 use crate::bindings::credentials::{self as wit, AuthError};
-use crate::capabilities::credentials::AuthFailure;
+use crate::capabilities::credentials::{AuthFailure, CredentialPurpose};
 use crate::clock;
 use crate::interrupt::{CancelOnDrop, Interrupt};
 use crate::state::HostState;
@@ -48,7 +48,7 @@ impl wit::Host for HostState {
                 cancelled.interrupt();
                 return Ok(Err(AuthError::Cancelled));
             }
-            r = source.acquire(&backend, deadline, cancelled) => r,
+            r = source.acquire(&backend, CredentialPurpose::Intercept, deadline, cancelled) => r,
         };
         // Checked again before a credential is handed over: one that came as the call
         // stopped or its deadline passed (a bound polls what it bounds before its clock)

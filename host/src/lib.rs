@@ -68,7 +68,7 @@ pub use api::{HookCall, Interceptor};
 pub use bindings::{Plugin, PluginPre};
 pub use builder::InterceptorBuilder;
 pub use capabilities::credentials::{
-    AuthFailure, BoxFuture, CredentialProvider, CredentialRequest,
+    AuthFailure, BoxFuture, CredentialProvider, CredentialPurpose, CredentialRequest,
 };
 pub use capabilities::discovery::OAuthClient;
 pub use capabilities::transport::{Transport, TransportError, TransportReply, TransportRequest};

@@ -6,7 +6,7 @@ use crate::backends::Backends;
 use crate::bindings::delivery::Reply;
 use crate::bindings::host_types::DeliveryError;
 use crate::bindings::interceptor::Delivery;
-use crate::capabilities::credentials::AuthFailure;
+use crate::capabilities::credentials::{AuthFailure, CredentialPurpose};
 use crate::clock;
 use crate::interrupt::{CancelOnDrop, Interrupt};
 use crate::retry::wait_to_retry;
@@ -123,7 +123,7 @@ pub(crate) async fn notify(
             Err(ObserverResult::Failed(FailureClass::DeadlineExceeded))
         }
         Some(source) => source
-            .acquire(backend, deadline, cancelled)
+            .acquire(backend, CredentialPurpose::Observe, deadline, cancelled)
             .await
             .map_err(|failure| {
                 // A credential the deadline cut short is the deadline's failure, not the

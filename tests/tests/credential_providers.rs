@@ -1,10 +1,11 @@
 //! Credential providers injected by the harness: they replace the registration's binding
-//! for their backend, get the subscription's deadline and a cancellation signal, hear
-//! about 401s, and stay the caller's: shutting an interceptor down leaves them usable.
+//! for their backend, get the subscription's deadline, the destination and purpose of the
+//! request and a cancellation signal, hear about 401s, and stay the caller's: shutting an
+//! interceptor down leaves them usable.
 
 use ahp_host::{
-    AuthFailure, BoxFuture, CredentialProvider, CredentialRequest, DecidedBy, Decision, EffectKind,
-    Interceptor, Interrupt, Options, Secret, Settlement,
+    AuthFailure, BoxFuture, CredentialProvider, CredentialPurpose, CredentialRequest, DecidedBy,
+    Decision, EffectKind, Interceptor, Interrupt, Options, Secret, Settlement,
 };
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{event, eventually, record_json, registration, Http};
@@ -36,9 +37,17 @@ enum Answer {
     Panic,
 }
 
+/// What the provider was asked for, in one acquisition.
+struct Asked {
+    backend: String,
+    deadline: std::time::Instant,
+    destination: Option<String>,
+    purpose: CredentialPurpose,
+}
+
 #[derive(Default)]
 struct Log {
-    requests: Vec<(String, std::time::Instant)>,
+    requests: Vec<Asked>,
     rejected: Vec<String>,
     /// What [`Answer::Cached`] holds, and how many tokens it minted.
     held: Option<String>,
@@ -66,8 +75,12 @@ impl CredentialProvider for TestProvider {
         Box::pin(async move {
             let n = {
                 let mut log = self.log.lock().unwrap();
-                log.requests
-                    .push((request.backend.clone(), request.deadline));
+                log.requests.push(Asked {
+                    backend: request.backend.clone(),
+                    deadline: request.deadline,
+                    destination: request.destination.clone(),
+                    purpose: request.purpose,
+                });
                 log.requests.len()
             };
             match self.answer {
@@ -154,6 +167,8 @@ fn bearers(backend: &FaultBackend) -> Vec<String> {
         .collect()
 }
 
+/// The provider is asked for the backend of the registration, by the subscription's
+/// deadline, for an interceptor's exchange with the backend's registered URL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_replaces_the_binding_and_gets_the_subscription_deadline() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
@@ -165,8 +180,11 @@ async fn a_provider_replaces_the_binding_and_gets_the_subscription_deadline() {
     assert_eq!(s.decision, Decision::Allow, "{}", s.record);
     assert_eq!(bearers(&backend), ["Bearer tok-provided-1"]);
     let log = provider.log.lock().unwrap();
-    let (asked_for, deadline) = &log.requests[0];
-    assert_eq!(asked_for, BACKEND);
+    let asked = &log.requests[0];
+    assert_eq!(asked.backend, BACKEND);
+    assert_eq!(asked.purpose, CredentialPurpose::Intercept);
+    assert_eq!(asked.destination.as_deref(), Some(backend.url().as_str()));
+    let deadline = &asked.deadline;
     // The subscription starts a little after the call does.
     let timeout = Duration::from_millis(1_500);
     let budget = deadline.duration_since(started);
@@ -300,6 +318,37 @@ async fn observer_with(backend: &FaultBackend, provider: Arc<TestProvider>) -> I
     Interceptor::new(&reg.to_string(), options)
         .await
         .expect("valid registration")
+}
+
+/// An observer's provider is asked for the notification the host sends, with the
+/// backend's registered URL, and its token goes out with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_is_asked_for_an_observer_delivery() {
+    let accepted = Behaviour::Reply {
+        status: 204,
+        content_type: None,
+        body: Vec::new(),
+    };
+    let backend = FaultBackend::start(vec![accepted]).await;
+    let provider = TestProvider::new(Answer::Token);
+    let interceptor = observer_with(&backend, provider.clone()).await;
+    let s = interceptor
+        .intercept(
+            &event("evt_provider_observed"),
+            &[],
+            Some(Duration::from_secs(5)),
+        )
+        .await
+        .expect("a valid event settles");
+    let record = record_json(&s);
+    assert_eq!(record["observers"][0]["result"], "delivered", "{record}");
+    assert_eq!(bearers(&backend), ["Bearer tok-provided-1"]);
+    let log = provider.log.lock().unwrap();
+    assert_eq!(log.requests.len(), 1);
+    let asked = &log.requests[0];
+    assert_eq!(asked.backend, BACKEND);
+    assert_eq!(asked.purpose, CredentialPurpose::Observe);
+    assert_eq!(asked.destination.as_deref(), Some(backend.url().as_str()));
 }
 
 /// An observer's credential that its deadline cuts short is the deadline's failure, as

@@ -30,11 +30,30 @@ pub enum AuthFailure {
     DeadlineExceeded,
 }
 
-/// What an injected [`CredentialProvider`] is asked for.
+/// Which delivery a credential is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CredentialPurpose {
+    /// A hook call's exchange with an interceptor: the component asks for it (its
+    /// `acquire` import) before it sends the event and reads the decision.
+    Intercept,
+    /// An observe notification, which the host sends after the call's decision.
+    Observe,
+}
+
+/// What an injected [`CredentialProvider`] is asked for. Providers read it, never build
+/// it: new fields may be added.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct CredentialRequest {
     /// The backend id from the registration.
     pub backend: String,
+    /// Where the request carrying the credential goes: the backend's `http` URL as
+    /// registered (also when an injected transport carries it), `None` for any other
+    /// transport.
+    pub destination: Option<String>,
+    /// Which delivery the credential is for.
+    pub purpose: CredentialPurpose,
     /// The calling subscription's deadline: an answer after it is not used.
     pub deadline: std::time::Instant,
     /// Set whenever this acquisition ends for the host: when the hook call is
@@ -62,7 +81,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// impl CredentialProvider for Vault {
 ///     fn acquire(&self, request: CredentialRequest) -> BoxFuture<'_, Result<Secret, AuthFailure>> {
 ///         Box::pin(async move {
-///             // Fetch for `request.backend`, finishing before `request.deadline`.
+///             // Fetch for `request.backend` (bound for `request.destination`), finishing
+///             // before `request.deadline`.
 ///             let token = std::env::var("VAULT_TOKEN").map_err(|_| AuthFailure::Unresolved)?;
 ///             Ok(Secret::new(token))
 ///         })
@@ -101,7 +121,9 @@ pub enum Source {
     Bearer(AuthPlan),
     /// The backend's refusals are its own; the token cache is shared.
     OAuth(OauthPlan, Arc<OAuth>, Arc<Refusals>),
-    Provided(Arc<dyn CredentialProvider>),
+    /// The harness's own provider, with the backend's destination to tell it (see
+    /// [`CredentialRequest::destination`]).
+    Provided(Arc<dyn CredentialProvider>, Option<Arc<str>>),
     /// No binding: none until the backend's 401 challenge, then discovered.
     Discovered(Arc<Discovery>),
 }
@@ -112,6 +134,7 @@ impl Source {
     pub async fn acquire(
         &self,
         backend: &str,
+        purpose: CredentialPurpose,
         deadline: Instant,
         cancelled: &Interrupt,
     ) -> Result<Option<Secret>, AuthFailure> {
@@ -129,9 +152,11 @@ impl Source {
                     Err(AuthFailure::RefreshFailed)
                 }
                 Source::OAuth(plan, oauth, _) => oauth.token(plan, deadline).await,
-                Source::Provided(provider) => {
+                Source::Provided(provider, destination) => {
                     let request = CredentialRequest {
                         backend: backend.to_string(),
+                        destination: destination.as_deref().map(str::to_owned),
+                        purpose,
                         deadline: deadline.into_std(),
                         cancelled: cancelled.clone(),
                     };
@@ -157,7 +182,7 @@ impl Source {
             // Re-resolved at every dispatch: there is no cache to drop.
             Source::Bearer(_) => {}
             Source::OAuth(plan, oauth, refusals) => refusals.refused(oauth, plan, token),
-            Source::Provided(provider) => {
+            Source::Provided(provider, _) => {
                 let rejected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     provider.reject(backend, token)
                 }));
@@ -175,7 +200,7 @@ impl Source {
         match self {
             Source::OAuth(_, _, refusals) => refusals.accepted(),
             Source::Discovered(discovery) => discovery.accepted(),
-            Source::Bearer(_) | Source::Provided(_) => {}
+            Source::Bearer(_) | Source::Provided(..) => {}
         }
     }
 

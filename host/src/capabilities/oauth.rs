@@ -727,7 +727,7 @@ fn unix_now() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capabilities::credentials::{Refusals, Source};
+    use crate::capabilities::credentials::{CredentialPurpose, Refusals, Source};
     use crate::interrupt::Interrupt;
     use serde_json::json;
 
@@ -1053,7 +1053,14 @@ mod tests {
         source.reject("b", &Secret::new("t2"));
         assert_eq!(held(&oauth), None);
         let deadline = Instant::now() + Duration::from_secs(5);
-        let next = source.acquire("b", deadline, &Interrupt::new()).await;
+        let next = source
+            .acquire(
+                "b",
+                CredentialPurpose::Intercept,
+                deadline,
+                &Interrupt::new(),
+            )
+            .await;
         assert_eq!(next.err(), Some(AuthFailure::Unresolved), "not paused");
     }
 
