@@ -77,6 +77,8 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
   // A response may start before the request is all out: its head moved the phase on.
   request.on('finish', () => { if (phase === 'send') phase = 'await-response'; });
   let answered = false;
+  // Set once a reply's head has come whose status settles the call by itself.
+  let cutShort = null;
   request.on('response', (response) => {
     answered = true;
     if (response.rawHeaders.length / 2 > MAX_HEADERS) {
@@ -117,8 +119,15 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
       chunks.push(chunk);
     });
     response.on('end', () => settle(reply(), Buffer.concat(chunks)));
-    response.on('aborted', () => settle({ error: 'connection-lost' }));
-    response.on('error', () => settle({ error: 'connection-lost' }));
+    // A body cut short (the peer closed, or garbled its framing) leaves a status that
+    // settles the call by itself (all but 200 and 202) as it is, with the bytes that
+    // came, as the Rust host has it: a 401 still re-acquires, a 503 is still retried.
+    if (response.statusCode !== 200 && response.statusCode !== 202) {
+      cutShort = () => settle(reply(), Buffer.concat(chunks));
+    }
+    const lost = () => (cutShort ? cutShort() : settle({ error: 'connection-lost' }));
+    response.on('aborted', lost);
+    response.on('error', lost);
   });
   // A 101 goes to an `upgrade` listener only; without one Node drops the socket and
   // reports nothing, and the call would wait out its deadline. This client asks for no
@@ -129,6 +138,10 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
     settle({ status: response.statusCode, contentType: response.headers['content-type'] }, Buffer.alloc(0));
   });
   request.on('error', (error) => {
+    if (cutShort) {
+      cutShort();
+      return;
+    }
     settle({ error: classify(error, connected, tls && !secured, answered) });
   });
   request.end(body);

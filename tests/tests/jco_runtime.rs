@@ -786,6 +786,34 @@ async fn node_reads_a_large_error_and_a_latin1_content_type_as_the_rust_host_doe
     assert_eq!(node, rust);
 }
 
+/// A body cut short leaves a status that settles the call by itself as it is, in both
+/// hosts: a 503 that declares 100 bytes and closes after 4, and one whose chunk framing
+/// is garbled, are that 503 (`http-status`), not a connection lost or malformed HTTP (so
+/// a 401 still has its token dropped, a 503 is still retried); a 200 cut short, whose
+/// body is the decision, is the connection lost in both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_hosts_keep_the_status_of_an_error_whose_body_is_cut_short() {
+    let head = |status: &str, length: &str| {
+        format!("HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{length}\r\n\r\n")
+    };
+    let cut = |status: &str| head(status, "Content-Length: 100") + "{\"er";
+    let garbled =
+        head("503 Service Unavailable", "Transfer-Encoding: chunked") + "4\r\n{\"er\r\nzz\r\n";
+    for (case, raw, class) in [
+        ("cut_503", cut("503 Service Unavailable"), "http-status"),
+        ("garbled_503", garbled, "http-status"),
+        ("cut_200", cut("200 OK"), "connection-lost"),
+    ] {
+        let id = format!("evt_node_{case}");
+        let backend = FaultBackend::start(vec![Behaviour::RawThenClose(raw.into_bytes())]).await;
+        let reg = one_backend(&backend, "fail-closed", 2000);
+        let node = verdict(&call(&reg, &id).await["audit"]);
+        let rust = in_rust_host(&reg, &id).await;
+        assert_eq!(rust["failure"]["class"], json!(class), "{case}: {rust}");
+        assert_eq!(node, rust, "{case}");
+    }
+}
+
 /// A `101 Switching Protocols` (an upgrade this client never asked for) is that status in
 /// both hosts, at once: `http-status`, settled by the policy. Node hands a 101 only to an
 /// `upgrade` listener, so without one the Node host waited out the deadline and recorded

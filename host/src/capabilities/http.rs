@@ -464,13 +464,21 @@ impl HttpBackend {
         // connection with it. But a 202's is read (and cut) whatever it declares: an
         // observe notification's success is a 202 with no body, and one left unread would
         // look like none.
-        let (body, whole) = match too_large && status != 202 {
-            true => (Vec::new(), false),
+        // Nor does a body cut short, by the peer or by garbled framing, unsettle it: the
+        // reply keeps its status and the bytes that came (a 401's token is still dropped,
+        // a 503 still retried). Only the deadline ends it first, as any reply.
+        let mut body = Vec::new();
+        let whole = match too_large && status != 202 {
+            true => false,
             false => {
-                let reading = read_capped(response.into_body(), self.options.max_body_bytes);
-                within(connection.timer.as_mut(), reading)
-                    .await
-                    .ok_or(DeliveryError::DeadlineExceeded(IoPhase::ReadResponse))??
+                let reading =
+                    read_capped(response.into_body(), self.options.max_body_bytes, &mut body);
+                match within(connection.timer.as_mut(), reading).await {
+                    None => return Err(DeliveryError::DeadlineExceeded(IoPhase::ReadResponse)),
+                    Some(Ok(whole)) => whole,
+                    Some(Err(_)) if settled_by_its_status(status) => false,
+                    Some(Err(e)) => return Err(e),
+                }
             }
         };
         if !whole && status == 200 {
@@ -799,24 +807,32 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Metered<S> {
     }
 }
 
-/// The body, up to `cap` bytes, and whether that is all of it (`false`: cut at the cap,
-/// the rest left unread).
+/// Reads the body into `out`, up to `cap` bytes: whether that is all of it (`false`: cut
+/// at the cap, the rest left unread). On an error, `out` holds what came before it.
 async fn read_capped(
     mut body: hyper::body::Incoming,
     cap: usize,
-) -> Result<(Vec<u8>, bool), DeliveryError> {
-    let mut out = Vec::new();
+    out: &mut Vec<u8>,
+) -> Result<bool, DeliveryError> {
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| classify(&e))?;
         if let Ok(data) = frame.into_data() {
             if out.len() + data.len() > cap {
                 out.extend_from_slice(&data[..cap - out.len()]);
-                return Ok((out, false));
+                return Ok(false);
             }
             out.extend_from_slice(&data);
         }
     }
-    Ok((out, true))
+    Ok(true)
+}
+
+/// Whether a reply of `status` is settled by the status alone, its body only the
+/// audit's diagnostics: all but a 200 (the decision is in its body) and a 202 (an
+/// observe notification's success, which has no body: one cut short could pass for
+/// none).
+fn settled_by_its_status(status: u16) -> bool {
+    status != 200 && status != 202
 }
 
 /// Maps a hyper failure onto the WIT classes, by the I/O error underneath when there is one.
@@ -1083,6 +1099,64 @@ mod tests {
             assert_eq!(
                 (received.reply.status, received.reply.body.len()),
                 (Some(code), 1 << 20)
+            );
+        }
+    }
+
+    /// A reply whose body is cut short (the peer closes before its declared length, or
+    /// garbles a chunk) is still the reply its status says where the status settles it:
+    /// a 401 (its token dropped and one more acquired) and a 503 (retried) keep their
+    /// status and the bytes that came. A 200's or a 202's cut body is the failure.
+    #[tokio::test]
+    async fn a_body_cut_short_keeps_a_status_that_settles_the_call() {
+        let far = || Instant::now() + Duration::from_secs(10);
+        // Answers once, then closes the connection.
+        let closing_server = |answer: String| async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+            tokio::spawn(async move {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                let mut buffer = vec![0; 64 * 1024];
+                if let Ok(1..) = stream.read(&mut buffer).await {
+                    let _ = stream.write_all(answer.as_bytes()).await;
+                }
+            });
+            url
+        };
+        let cut = |status: &str| {
+            format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n\
+                 content-length: 100\r\n\r\n{{\"er"
+            )
+        };
+        let garbled = |status: &str| {
+            format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n\
+                 transfer-encoding: chunked\r\n\r\n4\r\n{{\"er\r\nzz\r\n"
+            )
+        };
+        for answer in [cut("401 Unauthorized"), garbled("401 Unauthorized")] {
+            let backend = loopback_backend(&closing_server(answer).await);
+            let received = backend.exchange(b"{}", None, far()).await.expect("a reply");
+            assert_eq!(received.reply.status, Some(401));
+            assert_eq!(received.reply.body, b"{\"er");
+        }
+        let backend = loopback_backend(&closing_server(cut("503 Service Unavailable")).await);
+        let received = backend.exchange(b"{}", None, far()).await.expect("a reply");
+        assert_eq!(received.reply.status, Some(503));
+        for (answer, failure) in [
+            (cut("200 OK"), "DeliveryError::ConnectionLost"),
+            (cut("202 Accepted"), "DeliveryError::ConnectionLost"),
+            (garbled("200 OK"), "DeliveryError::MalformedHttp"),
+        ] {
+            let backend = loopback_backend(&closing_server(answer).await);
+            let received = backend.exchange(b"{}", None, far()).await;
+            let failed = received.as_ref().err().map(|e| format!("{e:?}"));
+            assert_eq!(
+                failed.as_deref(),
+                Some(failure),
+                "{:?}",
+                received.map(|r| r.reply.status)
             );
         }
     }
