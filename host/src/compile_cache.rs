@@ -816,10 +816,24 @@ mod tests {
                 key_for(&engine, EMPTY_COMPONENT, &version)
             };
             assert_ne!(release("48.0.8"), release("49.0.0"));
-            // And `key` names this release: not no version at all.
-            let unversioned = key_for(&engine, EMPTY_COMPONENT, &ModuleVersionStrategy::None);
-            assert_ne!(key(&engine, EMPTY_COMPONENT), unversioned);
+            // And `key` names this release, to its patch: wasmtime's own check of
+            // precompiled bytes compares only the major version, so the key is what keeps
+            // 48.0.7's machine code from loading under 48.0.8.
+            let locked = release(locked_wasmtime());
+            assert_eq!(key(&engine, EMPTY_COMPONENT), locked);
         }
+    }
+
+    /// The wasmtime release Cargo.lock pins, checked to name its patch (`48.0.8`).
+    fn locked_wasmtime() -> &'static str {
+        let lock = include_str!("../../Cargo.lock");
+        let version = lock
+            .split("\n[[package]]\n")
+            .find_map(|entry| entry.strip_prefix("name = \"wasmtime\"\nversion = \""))
+            .and_then(|rest| rest.split('"').next())
+            .expect("Cargo.lock pins wasmtime");
+        assert_eq!(version.split('.').count(), 3, "{version}");
+        version
     }
 
     /// A hit on an entry last modified over a day ago marks it as in use (its modification
