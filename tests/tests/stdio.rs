@@ -454,6 +454,21 @@ async fn closing_stdout_without_a_reply_is_connection_lost_at_once() {
     .await;
 }
 
+/// F2 with part of a reply written: the backend writes the start of a line, closes its
+/// stdout inside it and goes on running. No reply can come any more, and what came is no
+/// message (a line ends with `\n`), so in both lifecycles it is `connection-lost` once it
+/// has not exited within a short grace, well before the deadline, and it is killed and
+/// reaped before the call returns. The phase is `await-response` in both lifecycles, as
+/// for a pipe closed with nothing on it: the component gives `connection-lost` that phase
+/// whatever was read before the close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_stdout_mid_line_is_connection_lost_at_once() {
+    every_case("close-stdout-mid-line", AT_ONCE_TIMEOUT_MS, |c| {
+        assert_no_reply_at_once(c, "connection-lost");
+    })
+    .await;
+}
+
 /// A backend that got the request and will never reply: failed with `class` while
 /// awaiting the response, at once, its one process reaped.
 fn assert_no_reply_at_once(c: &Case, class: &str) {
@@ -595,6 +610,42 @@ async fn output_after_the_reply_is_discarded_and_the_reply_decides_per_event() {
     }
 }
 
+/// A backend that never reads its stdin, sent a request larger than a pipe's buffer
+/// (the event's tool input, which every content selection sends, holds 256 KiB): the
+/// write can never complete, so the call fails at its deadline in phase `send`, settled
+/// by the policy, within the slack of the deadline and not held past it, and the backend
+/// is killed and reaped. It read nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_that_never_reads_a_large_request_fails_at_its_deadline_in_send() {
+    const TIMEOUT_MS: u64 = 500;
+    let deadline = Duration::from_millis(TIMEOUT_MS);
+    let _shared = PROCESSES.read().await;
+    for (lifecycle, policy) in every_lifecycle_and_policy() {
+        let case = format!("deaf {lifecycle} {policy}");
+        let (log, hooks) = logged("deaf", lifecycle, policy, TIMEOUT_MS).await;
+        let event = large_event(&format!("evt_deaf_{lifecycle}_{policy}"), 256 << 10);
+        let started = Instant::now();
+        let settled = hooks
+            .intercept(&event, &[EffectKind::Deny], None)
+            .await
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        let elapsed = started.elapsed();
+        hooks.shutdown();
+        let failure = assert_failed(&settled, policy, "deadline-exceeded", &case);
+        assert_eq!(failure["phase"], json!("send"), "{case}");
+        assert_settled_at(elapsed, deadline, &case);
+        assert_eq!(log.values("recv"), Vec::<String>::new(), "{case}");
+        assert_nth_process_reaped(&log, 1, &case);
+    }
+}
+
+/// A `tool.before` event with id `id` whose tool input holds a string of `bytes` bytes.
+fn large_event(id: &str, bytes: usize) -> String {
+    let mut event: Value = serde_json::from_str(&event(id)).expect("the event is JSON");
+    event["tool"]["input"]["command"] = json!("x".repeat(bytes));
+    event.to_string()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_line_over_the_cap_is_response_too_large() {
     every_case("huge", 2_000, |c| {
@@ -613,6 +664,38 @@ async fn a_missing_command_is_launch_failed() {
         let case = format!("missing {lifecycle} {policy}");
         let failure = assert_failed_at_once(&settled, elapsed, policy, "launch-failed", &case);
         assert_eq!(failure["phase"], json!("connect"), "{case}");
+    }
+}
+
+/// A `command` that names a file the host may not execute (no execute bit, which even
+/// root needs), and a real backend given a `cwd` that does not exist (the registration
+/// takes any absolute `cwd`; it is looked for only at start), are `launch-failed` in
+/// phase `connect`, at once, in both lifecycles and under both policies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_is_not_executable_or_a_missing_cwd_is_launch_failed() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    // The backend itself, so that only the missing execute bit keeps it from starting.
+    let not_executable = dir.path().join("not_executable");
+    std::fs::copy(BACKEND, &not_executable).expect("copy the backend");
+    std::fs::set_permissions(&not_executable, std::fs::Permissions::from_mode(0o644))
+        .expect("clear the execute bits");
+    let missing_cwd = dir.path().join("missing");
+    for (lifecycle, policy) in every_lifecycle_and_policy() {
+        let mut not_executable_hook = hook(ID, &["allow"], lifecycle, policy, AT_ONCE_TIMEOUT_MS);
+        not_executable_hook["transport"]["command"] = json!(not_executable);
+        let mut missing_cwd_hook = hook(ID, &["allow"], lifecycle, policy, AT_ONCE_TIMEOUT_MS);
+        missing_cwd_hook["transport"]["cwd"] = json!(missing_cwd);
+        for (what, backend) in [
+            ("not-executable", not_executable_hook),
+            ("missing-cwd", missing_cwd_hook),
+        ] {
+            let case = format!("{what} {lifecycle} {policy}");
+            let id = format!("evt_{}", case.replace([' ', '-'], "_"));
+            let (settled, elapsed) = only_call(start(vec![backend]).await, &id).await;
+            let failure = assert_failed_at_once(&settled, elapsed, policy, "launch-failed", &case);
+            assert_eq!(failure["phase"], json!("connect"), "{case}");
+        }
     }
 }
 
@@ -705,7 +788,8 @@ async fn a_persistent_backend_is_replaced_after_output_it_cannot_attribute() {
 /// A persistent backend whose line was a JSON-RPC 2.0 response to this request (this id,
 /// alone, one of `result` and `error`) is kept for the next call, whatever its result
 /// says; one whose line answers no request of ours (a batch has no id) or is no JSON-RPC
-/// 2.0 response is replaced (a backend that keeps writing malformed output is not kept).
+/// 2.0 response is replaced (the framing can no longer be trusted); one whose response
+/// the component refuses for its content is kept, its framing intact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_json_rpc_replies_are_classified_as_over_http_and_only_malformed_ones_replace_the_backend(
 ) {

@@ -337,14 +337,23 @@ impl StdioBackend {
             Err(_) => return Err(DeliveryError::DeadlineExceeded(reader.phase())),
             Ok(Err(LineError::TooLarge)) => return Err(DeliveryError::ResponseTooLarge),
             // A message is a line ended by `\n` (digest §10), for either lifecycle: what
-            // stdout held when it closed without one is no message. Its exit still
-            // says more than the framing: a non-zero one is `abnormal-exit`.
-            Ok(Err(LineError::Closed)) if reader.ended_mid_line() => None,
+            // stdout held when it closed without one is no message, and no reply can come
+            // after it. Its exit says more than the framing (a non-zero one is
+            // `abnormal-exit`, a clean one `malformed-framing`); a child still running
+            // after the grace has closed its output as below.
+            Ok(Err(LineError::Closed)) if reader.ended_mid_line() => {
+                let until = (Instant::now() + EXIT_GRACE).min(deadline);
+                return Err(match process.wait_exit(until).await {
+                    Some(Some(0)) => DeliveryError::MalformedFraming,
+                    Some(code) => DeliveryError::AbnormalExit(code),
+                    None => DeliveryError::ConnectionLost,
+                });
+            }
             // Stdout closed with nothing on it: no reply can come, whatever the exit, so
             // the deadline is not waited out for one (a child still running after the
             // grace is `connection-lost`, as a persistent one is).
             Ok(Err(LineError::Closed)) => return Err(ended(process, deadline, false).await),
-            Ok(Ok(line)) => Some(line),
+            Ok(Ok(line)) => line,
         };
         // At most one line is the reply. What the process writes after it is read and
         // thrown away until it exits: a write into a closed pipe would kill it (or fail
@@ -357,11 +366,10 @@ impl StdioBackend {
             // reply came.
             return Err(DeliveryError::DeadlineExceeded(IoPhase::ReadResponse));
         };
-        match (code, line) {
-            (Some(0), Some(line)) => Ok(stdio_reply(line)),
-            (Some(0), None) => Err(DeliveryError::MalformedFraming),
+        match code {
+            Some(0) => Ok(stdio_reply(line)),
             // A nonzero exit fails the exchange even after a complete line.
-            (code, _) => Err(DeliveryError::AbnormalExit(code)),
+            code => Err(DeliveryError::AbnormalExit(code)),
         }
     }
 

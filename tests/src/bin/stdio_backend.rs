@@ -19,6 +19,11 @@
 //!   a crash, with no exit status.
 //! - `close-stdout`: reads the request and closes its stdout without replying, then
 //!   sleeps a minute without exiting: a pipe closed under a running process.
+//! - `close-stdout-mid-line`: as `close-stdout`, but first writes the start of a reply,
+//!   `{"jsonrpc":"2.0"`, with no newline: stdout closed inside a line by a process that
+//!   goes on running.
+//! - `deaf`: never reads stdin at all (it sleeps a minute, then exits 0): a request
+//!   larger than the pipe's buffer can never be written whole.
 //! - `pretty`: no effects, the reply pretty-printed over several lines (against the
 //!   binding: the first line, `{`, is not a message).
 //! - `reply-then-exit`: no effects, then exits with status 1.
@@ -96,6 +101,11 @@ fn main() {
         })
         .unwrap_or_default();
     note(format!("fds {}", fds.join(",")));
+
+    if mode == "deaf" {
+        std::thread::sleep(Duration::from_secs(60));
+        std::process::exit(0);
+    }
 
     let mut stdout = std::io::stdout();
     let eager = mode.starts_with("eager-sleep:");
@@ -177,7 +187,13 @@ fn main() {
             "exit-mid" => std::process::exit(3),
             "exit-silently" => std::process::exit(0),
             "abort-mid" => die_by_signal(),
-            "close-stdout" => {
+            "close-stdout" | "close-stdout-mid-line" => {
+                if mode == "close-stdout-mid-line" {
+                    stdout
+                        .write_all(br#"{"jsonrpc":"2.0""#)
+                        .and_then(|()| stdout.flush())
+                        .unwrap_or_else(|e| fail(&format!("write stdout: {e}")));
+                }
                 // SAFETY: fd 1 is this process's stdout, which nothing uses after this:
                 // the owned descriptor is dropped at once, closing the pipe.
                 drop(unsafe { OwnedFd::from_raw_fd(1) });
