@@ -206,6 +206,10 @@ pub fn build(
 /// Why a member is a gap when the harness is silent on it.
 pub(super) const UNSAID: &str = "the harness does not say";
 
+/// Why a denied call's input is a gap in its `tool.after` ([`denied_after`]).
+const WITHHELD: &str = "modified by a policy backend before the denial; the input it \
+     accepted is not handed on with a denial, and the original is not observed";
+
 /// A session start's `trigger`, one of the words the SDKs' session-start schema takes:
 /// the harness's own where it is one (`startup`, `resume`, `compact`), `startup` for
 /// Copilot's `new`, and `startup` with a gap for anything else. A `clear` (or `fork`)
@@ -258,8 +262,25 @@ fn said(value: &Option<String>, pointer: &str, gaps: &mut Vec<Value>) -> Value {
 /// session, call, tool, path and `native` (the pre-tool payload, still named as the
 /// harness's event it came from), `outcome: "denied"`, skipped by policy, no content; its
 /// own id, derived from `before`'s, so the same denial always has the same id.
-pub fn denied_after(before: &Value) -> Value {
+///
+/// `modified`: an interceptor's modification of the input was accepted before the call was
+/// denied. Observations carry only accepted effective content (digest §8), and a denial
+/// hands on no effective input, so neither the original input (a redaction would reach
+/// every observer through it) nor `native` goes out: the input is `{}`, with a gap that
+/// says why.
+pub fn denied_after(before: &Value, modified: bool) -> Value {
     let mut after = before.clone();
+    if modified {
+        after["tool"]["input"] = json!({});
+        if let Some(members) = after.as_object_mut() {
+            members.remove("native");
+        }
+        let withheld = gap("/tool/input", WITHHELD);
+        match after["gaps"].as_array_mut() {
+            Some(gaps) => gaps.push(withheld),
+            None => after["gaps"] = json!([withheld]),
+        }
+    }
     let before_id = before["id"].as_str().unwrap_or_default();
     let id = digest(&[
         AhpEvent::ToolAfter.as_str().to_string(),
@@ -568,10 +589,11 @@ mod tests {
             ..Payload::default()
         };
         let before = build(harness, spec, &payload, "urn:x", Map::new());
-        let after = denied_after(&before);
+        let after = denied_after(&before, false);
         for same in ["source", "session", "call", "tool", "path", "native"] {
             assert_eq!(after[same], before[same], "{same}");
         }
+        assert_eq!(after["gaps"], before["gaps"], "no gap added");
         assert_eq!(after["type"], "tool.after");
         assert_eq!(after["outcome"], "denied");
         assert_eq!(
@@ -580,7 +602,37 @@ mod tests {
         );
         assert_eq!(after["items"], json!([]));
         assert_ne!(after["id"], before["id"]);
-        assert_eq!(after["id"], denied_after(&before)["id"], "stable");
+        assert_eq!(after["id"], denied_after(&before, false)["id"], "stable");
+    }
+
+    /// A call whose input a backend modified before it was denied: its `tool.after`
+    /// carries neither the original input nor `native` (which holds it too), but `{}`
+    /// and a gap saying why; the rest as any denied call's.
+    #[test]
+    fn a_denied_call_whose_input_was_modified_observes_no_input() {
+        let harness = Harness::ClaudeCode;
+        let spec = &harness.events()[0];
+        let input = json!({"command": "cat ~/.secret"})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let payload = Payload {
+            session_id: "s".into(),
+            tool: Some(("Bash".into(), input)),
+            ..Payload::default()
+        };
+        let before = build(harness, spec, &payload, "urn:x", Map::new());
+        assert!(before.get("native").is_some(), "{before}");
+        let after = denied_after(&before, true);
+        assert_eq!(after["tool"]["input"], json!({}));
+        assert_eq!(after["tool"]["name"], "Bash");
+        assert!(after.get("native").is_none(), "{after}");
+        assert!(!after.to_string().contains(".secret"), "{after}");
+        let mut gaps = before["gaps"].as_array().cloned().unwrap_or_default();
+        gaps.push(gap("/tool/input", WITHHELD));
+        assert_eq!(after["gaps"], json!(gaps));
+        assert_eq!(after["outcome"], "denied");
+        assert_eq!(after["id"], denied_after(&before, false)["id"]);
     }
 
     /// The `ahp` event `harness` builds for a session "s" from `payload`.

@@ -1438,7 +1438,7 @@ async fn decide(
         // The adapter's own denial, with the interceptor there to observe it through.
         Err(e) => {
             if spec.ahp == AhpEvent::ToolBefore && !interrupt.is_set() {
-                observe_denial(&interceptor, &built, deadline, interrupt).await;
+                observe_denial(&interceptor, &built, false, deadline, interrupt).await;
             }
             Some(e)
         }
@@ -1480,7 +1480,10 @@ async fn decide(
             .as_ref()
             .map_or(true, |v| v.decision == Decision::Deny);
         if spec.ahp == AhpEvent::ToolBefore && denied && !interrupted {
-            observe_denial(&interceptor, &built, deadline, interrupt).await;
+            let modified = record.as_ref().is_some_and(|record| {
+                (record.interceptors.iter()).any(|i| i.effects.contains(&EffectKind::Modify))
+            });
+            observe_denial(&interceptor, &built, modified, deadline, interrupt).await;
         }
         (verdict, record)
     } else {
@@ -1556,6 +1559,7 @@ fn answered(settled: &Settlement) -> (Result<Verdict, String>, Record) {
 async fn observe_denial(
     interceptor: &Interceptor,
     before: &Value,
+    modified: bool,
     deadline: Instant,
     interrupt: &Interrupt,
 ) {
@@ -1564,7 +1568,7 @@ async fn observe_denial(
         tracing::warn!("no budget left to observe the denial as tool.after");
         return;
     }
-    let after = event::denied_after(before).to_string();
+    let after = event::denied_after(before, modified).to_string();
     let observing = interceptor.clone();
     // A task of its own: a panic there is logged, never the call's failure.
     let mut task = tokio::spawn(async move { observing.observe(&after, Some(remaining)).await });
