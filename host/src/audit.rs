@@ -70,9 +70,37 @@ impl AuditLog {
 
     /// Appends one record as a line and syncs it. Other processes appending to the same
     /// file wait on its lock, and a write cut short (a full disk, a file-size limit) is
-    /// cut back off, so no line is ever torn or glued to a fragment.
+    /// cut back off, so no line is ever torn or glued to a fragment. Past a file-size
+    /// limit the kernel first raises SIGXFSZ, whose default action ends the process: the
+    /// `ahp` command handles it, and a process embedding this under such a limit must too.
     pub fn append(&self, record: &ahp_vocab::Record) -> std::io::Result<()> {
         self.append_chosen(|| record)
+    }
+
+    /// A log moved away (rotated) or removed since it was opened: appending to the open
+    /// file would go on into a renamed file, or into one with no name left, lost. What is
+    /// at the path now is opened instead.
+    fn reopen_if_moved(&self, opened: &mut Opened) -> std::io::Result<()> {
+        if opened.is_at(&self.path) {
+            return Ok(());
+        }
+        match Opened::at(&self.path) {
+            Ok(fresh) => {
+                // Past the open: the log is the one place left to say it.
+                if let Some(warning) = exposure(&fresh.file) {
+                    tracing::error!(path = %self.path.display(), "the audit log, opened again: {warning}");
+                }
+                *opened = fresh;
+                Ok(())
+            }
+            // What is at the path now cannot be written to: a log renamed away keeps the
+            // record, one removed would lose it.
+            Err(e) if opened.has_a_name() => {
+                tracing::warn!(path = %self.path.display(), "the audit log was moved away, and its path cannot be opened again ({e}): appending to the moved file");
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// [`AuditLog::append`] of the record `choose` gives once the file is locked: a
@@ -82,27 +110,19 @@ impl AuditLog {
         choose: impl FnOnce() -> &'r ahp_vocab::Record,
     ) -> std::io::Result<()> {
         let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
-        // A log moved away (rotated) or removed since it was opened: appending to the
-        // open file would go on into a renamed file, or into one with no name left, lost.
-        if !opened.is_at(&self.path) {
-            match Opened::at(&self.path) {
-                Ok(fresh) => {
-                    // Past the open: the log is the one place left to say it.
-                    if let Some(warning) = exposure(&fresh.file) {
-                        tracing::error!(path = %self.path.display(), "the audit log, opened again: {warning}");
-                    }
-                    *opened = fresh;
-                }
-                // What is at the path now cannot be written to: a log renamed away keeps
-                // the record, one removed would lose it.
-                Err(e) if opened.has_a_name() => {
-                    tracing::warn!(path = %self.path.display(), "the audit log was moved away, and its path cannot be opened again ({e}): appending to the moved file");
-                }
-                Err(e) => return Err(e),
+        // Looked at again once locked: a rotator that takes turns on the lock (`flock
+        // audit.jsonl mv ...`) moves the log while this writer waits, and the record
+        // would go after the moved file's end, read and compressed by then. A few turns:
+        // a log moved at every one is appended to where it went.
+        for turn in 0..3 {
+            self.reopen_if_moved(&mut opened)?;
+            opened.file.lock()?;
+            if turn == 2 || opened.is_at(&self.path) {
+                break;
             }
+            let _ = opened.file.unlock();
         }
         let Opened { file, readable } = &mut *opened;
-        file.lock()?;
         let append = || {
             let mut line = line_of(choose())?;
             let end = file.metadata()?.len();
@@ -415,6 +435,29 @@ mod tests {
             let log = AuditLog::open(&path).expect("opened");
             assert_eq!(log.warning(), warning, "{mode:o}");
         }
+    }
+
+    /// A log rotated while this writer waits for its lock (the rotator holding it, as
+    /// `flock audit.jsonl mv ...` does): once the lock is free the record goes to the
+    /// file at the path, not after the end of the one moved away (compressed by then).
+    #[test]
+    fn a_log_rotated_while_its_lock_is_waited_for_gets_the_record_at_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let rotated = dir.path().join("audit.jsonl.1");
+        let log = AuditLog::open(&path).unwrap();
+        log.append(&shutdown_record()).unwrap();
+        let rotator = File::open(&path).unwrap();
+        rotator.lock().unwrap();
+        let writer = std::thread::spawn(move || log.append(&shutdown_record()));
+        // Time for the writer to reach the lock and wait on it (were it later, it would
+        // find the log moved before locking, and the outcome would be the same).
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        std::fs::rename(&path, &rotated).unwrap();
+        rotator.unlock().unwrap();
+        writer.join().unwrap().expect("appended");
+        let lines = |path: &Path| std::fs::read_to_string(path).unwrap().lines().count();
+        assert_eq!((lines(&rotated), lines(&path)), (1, 1));
     }
 
     /// A log another writer holds locked opens: its lock works, and is waited for when
