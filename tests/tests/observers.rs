@@ -239,6 +239,45 @@ async fn a_transient_observer_failure_is_retried_with_the_same_bytes_when_enable
     }
 }
 
+/// H5/O5: a notification's success is a 202 or a 204 with no body. A 202 that carries
+/// one (a JSON-RPC reply, as if to a request) is `http-status`, never `delivered`, and
+/// not retried though retries are on; an empty 202 beside it is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_202_with_a_body_is_no_delivery() {
+    let with_body = FaultBackend::start(vec![Behaviour::Reply {
+        status: 202,
+        content_type: Some("application/json".into()),
+        body: br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec(),
+    }])
+    .await;
+    let empty = FaultBackend::start(vec![empty_reply(202)]).await;
+    let options = Options {
+        retries: RetryPolicy {
+            default: 2,
+            ..RetryPolicy::default()
+        },
+        ..Options::default()
+    };
+    let (record, _) = observe_with(
+        options,
+        vec![
+            observer("com.example.body", &with_body.url(), &["tool.after"]),
+            observer("com.example.empty", &empty.url(), &["tool.after"]),
+        ],
+        &tool_after("evt_obs_202_body"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        record["observers"],
+        json!([
+            {"backend": "com.example.body", "result": "http-status"},
+            {"backend": "com.example.empty", "result": "delivered"},
+        ])
+    );
+    assert_eq!(with_body.requests().len(), 1, "not retried");
+}
+
 /// The resend that answers a 401 is not one of the retries, as for an interceptor: with
 /// one retry allowed, 401 → (the token again) 503 → 204 is delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
