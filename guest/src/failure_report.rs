@@ -29,7 +29,8 @@ pub const HOOK_FAILURE: &str = "hook.failure";
 
 /// Adds to `observers` the `hook.failure` deliveries for the failures settled by policy,
 /// each its place among `records` (the chain's, in order) and when it was settled,
-/// prepared at `now` for a call that began at `started`.
+/// prepared at `now` for a call that began at `started`. A report not begun within the
+/// time to prepare observers is withheld, as a view not begun in it is.
 pub fn reports<H: Host>(
     host: &H,
     call: &Call,
@@ -51,13 +52,21 @@ pub fn reports<H: Host>(
         if selected.peek().is_none() {
             continue;
         }
-        let elapsed = elapsed_ms(started, settled_at);
-        let Some(event) = report(call.event, place, record, elapsed) else {
-            continue;
-        };
         let why = Why {
             kind: ObserverKind::HookFailure,
             reports: Some(place),
+        };
+        // Making the report copies, writes and reads again the parent's session and
+        // harness, which can be MiB, and none of it reads the clock: past the time to
+        // prepare, its notifications would be withheld anyway, so they are withheld
+        // without it, and many failures cannot hold the decision past that time.
+        if observers.out_of_time(host) {
+            observers.withhold(now, call.budget, why.targets(selected));
+            continue;
+        }
+        let elapsed = elapsed_ms(started, settled_at);
+        let Some(event) = report(call.event, place, record, elapsed) else {
+            continue;
         };
         observers.of_event(host, &event, now, call.budget, why.targets(selected));
     }

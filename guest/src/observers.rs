@@ -7,7 +7,8 @@
 //! end as an `engine-failure` denial. So the notifications of one event are encoded
 //! once per distinct view (observers that see the same get a copy of the same bytes,
 //! with the digest already taken); together they hold at most [`OBSERVER_BYTES`], and
-//! no view is encoded once [`OBSERVER_PREPARE_MS`] have passed since preparing began.
+//! no view is encoded, nor an event made to be notified, once [`OBSERVER_PREPARE_MS`]
+//! have passed since preparing began.
 //! A notification past either is withheld: recorded so, and neither sent nor hashed.
 //! The host allows a call that time, and more for an encoding begun just before.
 
@@ -108,20 +109,50 @@ impl Observers {
                     self.encode(host, event, view)
                 }
             };
-            self.deliveries.push(ObserverDelivery {
-                backend: backend.id.clone(),
-                subscription: subscription.index,
-                kind: why.kind,
-                reports: why.reports,
-                message,
-                deadline,
-            });
+            self.push((why, backend, subscription), message, deadline);
         }
+    }
+
+    /// Whether the time to prepare is over: a view would no longer be encoded, so an
+    /// event made only to be notified (a `hook.failure` report, which copies the
+    /// parent's session and harness) need not be made either.
+    pub fn out_of_time<H: Host>(&self, host: &H) -> bool {
+        host.now() >= self.prepare_by
+    }
+
+    /// Adds one withheld notification for each of `targets`, in order, recorded as
+    /// [`Observers::of_event`] would record them past the time to prepare, but with no
+    /// event: one that is not encoded need not be built, and building it is work after
+    /// the decision that no clock bounds.
+    pub fn withhold<'r>(
+        &mut self,
+        now: Instant,
+        budget: Option<Instant>,
+        targets: impl IntoIterator<Item = Target<'r>>,
+    ) {
+        let deadline = observer_deadline(now, budget);
+        for target in targets {
+            self.push(target, None, deadline);
+        }
+    }
+
+    /// Adds the delivery of `message` (`None`: withheld) to `target`: the one place a
+    /// delivery is made, so a withheld one is recorded like any other.
+    fn push(&mut self, target: Target, message: Option<Message>, deadline: Instant) {
+        let (why, backend, subscription) = target;
+        self.deliveries.push(ObserverDelivery {
+            backend: backend.id.clone(),
+            subscription: subscription.index,
+            kind: why.kind,
+            reports: why.reports,
+            message,
+            deadline,
+        });
     }
 
     /// `event` as `view` sees it, if there is still time to encode it and room to hold it.
     fn encode<H: Host>(&mut self, host: &H, event: &Event, view: &View) -> Option<Message> {
-        if host.now() >= self.prepare_by {
+        if self.out_of_time(host) {
             return None;
         }
         let notification = wire::observe(event, view);

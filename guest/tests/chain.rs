@@ -2592,6 +2592,73 @@ fn only_a_failure_settled_by_policy_is_reported() {
     assert!(s.observers.is_empty());
 }
 
+/// A `hook.failure` report is made after the decision, and making one copies the
+/// parent's session and harness, which can be MiB: none is made once the time to prepare
+/// observers (250 ms) is over, so many failures cannot hold the decision past it. Here
+/// encoding A's report takes 300 ms: B's is withheld, recorded `withheld` with no digest,
+/// and the call, which made only A's, allocates no more than one where B replied.
+#[test]
+fn hook_failure_reports_not_begun_in_time_to_prepare_are_withheld_unmade() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+        backend(C, vec![observe_sub(&["hook.failure"])]),
+    ]);
+    let session = 4 << 20;
+    let mut large: Value = serde_json::from_str(&event()).unwrap();
+    large["session"]["notes"] = json!("x".repeat(session));
+    let large = large.to_string();
+    // One call on `engine` where B's step is `b`, each hashing taking 300 ms: what it
+    // settles, and what it allocates.
+    let call = |b: Step| {
+        let mut host = FakeHost::new()
+            .on(A, Step::fail(DeliveryError::ConnectionRefused))
+            .on(B, b);
+        host.hash_takes_ms = 300;
+        let before = allocated();
+        let s = engine
+            .intercept(&mut host, &large, &[], None)
+            .expect("valid");
+        (s, allocated() - before)
+    };
+    let (s, spent) = call(Step::fail(DeliveryError::ConnectionRefused));
+    assert_no_objection(&s);
+    assert_eq!(outcomes(&s), [Outcome::FailedOpen, Outcome::FailedOpen]);
+    let delivered: Vec<(&str, ObserverKind, Option<usize>, bool)> = s
+        .observers
+        .iter()
+        .map(|o| (o.backend.as_str(), o.kind, o.reports, o.withheld()))
+        .collect();
+    assert_eq!(
+        delivered,
+        [
+            (C, ObserverKind::HookFailure, Some(0), false),
+            (C, ObserverKind::HookFailure, Some(1), true),
+        ]
+    );
+    let notification: Value = serde_json::from_slice(prepared(&s.observers[0]).bytes()).unwrap();
+    assert_eq!(
+        notification["params"]["event"]["id"],
+        format!("{EVENT_ID}/hook.failure/0")
+    );
+    assert_eq!(s.observers[1].deadline, s.observers[0].deadline);
+    assert_eq!(
+        audit(&s)["observers"],
+        json!([
+            {"backend": C, "subscription": 0, "kind": "hook-failure", "reports": 0,
+             "requestSha256": prepared(&s.observers[0]).sha256()},
+            {"backend": C, "subscription": 0, "kind": "hook-failure", "reports": 1,
+             "result": "withheld"},
+        ])
+    );
+    let (one, spent_on_one) = call(Step::reply(no_effect()));
+    assert_eq!(hook_failures(&one).len(), 1);
+    assert!(
+        spent < spent_on_one + session,
+        "{spent} bytes allocated, {spent_on_one} with one report: B's was made"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Dispatch
 // ---------------------------------------------------------------------------------------
