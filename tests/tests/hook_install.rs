@@ -304,12 +304,13 @@ fn a_failing_binary_is_the_harness_block_and_signals_reach_an_answering_one() {
     }
 }
 
-/// At a session start, before a compaction and after a failed tool call (Claude Code's
-/// `PostToolUseFailure`, written wherever its `PostToolUse` is), where the adapter's own
-/// failure stops the agent, a binary that is missing or crashes stops it too
-/// (`continue: false`, the generic reason, exit 0), not the failed hook a harness goes
-/// on after (Codex runs the compaction), nor an exit 2 Claude Code does not document
-/// after a failed call. A binary that answers is passed through.
+/// At a session start, before a compaction, after a failed tool call (Claude Code's
+/// `PostToolUseFailure`, written wherever its `PostToolUse` is) and before a stop, where
+/// the adapter's own failure stops the agent, a binary that is missing or crashes stops
+/// it too (`continue: false`, the generic reason, exit 0), not the failed hook a harness
+/// goes on after (Codex runs the compaction; Gemini reads one before a stop as a deny and
+/// prompts the agent again), nor an exit 2 Claude Code does not document after a failed
+/// call. A binary that answers is passed through.
 #[test]
 fn a_failing_binary_stops_the_agent_where_the_adapter_s_failure_does() {
     let stopped = format!(
@@ -323,6 +324,14 @@ fn a_failing_binary_stops_the_agent_where_the_adapter_s_failure_does() {
         ("claude-code", "PostToolUseFailure", &["tool.before"][..]),
         ("codex", "SessionStart", compaction),
         ("codex", "PreCompact", compaction),
+        ("claude-code", "Stop", &["tool.before"][..]),
+        ("codex", "Stop", &["tool.before"][..]),
+        // Gemini's stop hook is installed only for a registration that selects it.
+        (
+            "gemini",
+            "AfterAgent",
+            &["tool.before", "turn.finish.before"][..],
+        ),
     ];
     for (harness, event, events) in cases {
         let dir = tempfile::tempdir().expect("a temporary directory");
@@ -362,7 +371,7 @@ fn a_snippet_is_never_said_to_go_where_a_team_shares_it() {
         ("codex", "~/.codex/hooks.json", false),
         ("gemini", ".gemini/settings.json", true),
         ("cursor", ".cursor/hooks.json", true),
-        ("copilot", ".github/hooks/ahp.json", true),
+        ("copilot", "~/.copilot/hooks/ahp.json", false),
     ] {
         let run = install(harness, &[OsStr::new("--registration"), reg.as_os_str()]);
         run.assert_exit(0, harness);

@@ -1,4 +1,5 @@
-//! GitHub Copilot CLI (github/docs, cli-hooks-reference): `.github/hooks/*.json`,
+//! GitHub Copilot CLI (github/docs, cli-hooks-reference): `~/.copilot/hooks/*.json` (and a
+//! repository's `.github/hooks/*.json`),
 //! `timeoutSec`, camelCase payloads that name no event and encode `toolArgs` as a JSON
 //! string.
 //!
@@ -46,8 +47,12 @@ pub const EVENTS: &[EventSpec] = &[
     on("sessionEnd", AhpEvent::SessionEnd, &[]),
 ];
 
-/// The settings file the snippet belongs in.
-pub const SETTINGS_FILE: &str = ".github/hooks/ahp.json";
+/// The settings file the snippet belongs in: the user's own hooks directory (Copilot CLI
+/// 0.0.422 on), not the repository's `.github/hooks/`, whose hooks Copilot runs only in
+/// a folder it trusts and, in prompt mode (`copilot -p`, as in CI), in some versions not
+/// at all (github/copilot-cli#3345), where no backend would be asked; its cloud agent
+/// runs a repository's hooks where this machine's paths do not exist.
+pub const SETTINGS_FILE: &str = "~/.copilot/hooks/ahp.json";
 
 /// `sessionId`, `cwd`, and for tool events `toolName` with `toolArgs` (a JSON-encoded
 /// object), or the snake_case `session_id`, `tool_name` / `tool_input` of Copilot's
@@ -130,7 +135,7 @@ pub fn tool_answer(verdict: &Verdict) -> Answer {
     }
 }
 
-/// `.github/hooks/ahp.json`: every mapped event; the command names its event, since
+/// [`SETTINGS_FILE`]: every mapped event; the command names its event, since
 /// Copilot's payloads do not.
 pub fn snippet(snippet: &Snippet) -> Value {
     let hooks: Map<String, Value> = EVENTS

@@ -101,10 +101,22 @@ impl Snippet {
             .map(|word| shell_quote(word))
             .collect::<Vec<_>>()
             .join(" ");
-        match self.fails_closed(spec) {
+        match self.guarded(spec) {
             true => guard(&line, &failed_answer(self.harness, spec)),
             false => line,
         }
+    }
+
+    /// Whether `spec`'s command is [`guard`]ed: at every event the harness intercepts,
+    /// where a hook that fails must still answer as the adapter does after a failure.
+    /// Before a stop too, where the harness gets no fail-closed flag
+    /// ([`Snippet::fails_closed`]): a binary gone at an upgrade would otherwise be a
+    /// failed hook, which Gemini reads as a deny there (exit 127 with the shell's "not
+    /// found" on stderr) and answers by prompting the agent again, up to 100 times, the
+    /// shell's words its instruction. Guarded, it is the adapter's own answer to a
+    /// failure there: the agent stops.
+    pub fn guarded(&self, spec: &EventSpec) -> bool {
+        spec.capability().is_some()
     }
 
     /// Whether `spec`'s hook belongs in the snippet: every one, but an on-demand one only
@@ -120,10 +132,11 @@ impl Snippet {
     /// takes effect at once). At an event the harness only observes nothing is decided,
     /// so a hook that fails there (a binary that is gone) must not block it; and never
     /// before a stop, where a block keeps the agent working. Its command is [`guard`]ed
-    /// too: at a tool, a prompt or a model request, where every harness reads exit 2 as
-    /// its block, and at a session start or before a compaction, where the adapter's own
-    /// failure stops the agent (`continue: false`) and a crash would otherwise be a failed
-    /// hook the harness goes on after (Codex then runs the compaction).
+    /// too ([`Snippet::guarded`]): at a tool, a prompt or a model request, where every
+    /// harness reads exit 2 as its block, and at a session start or before a compaction,
+    /// where the adapter's own failure stops the agent (`continue: false`) and a crash
+    /// would otherwise be a failed hook the harness goes on after (Codex then runs the
+    /// compaction).
     pub fn fails_closed(&self, spec: &EventSpec) -> bool {
         spec.capability().is_some() && spec.ahp != AhpEvent::TurnFinishBefore
     }
@@ -149,11 +162,13 @@ impl Snippet {
 /// harness's block with the generic reason of every failure the adapter answers itself
 /// — exit 2 with the reason on stderr; for Copilot its denial's JSON on exit 0 (see
 /// `copilot`); where no block holds (a session start, a compaction, after a failed
-/// call: [`EventSpec::stops_on_denial`]) the adapter's own answer to a failure there,
-/// the agent stopped.
+/// call: [`EventSpec::stops_on_denial`]) and before a stop, where a block keeps the agent
+/// working, the adapter's own answer to a failure there, the agent stopped.
 fn failed_answer(harness: Harness, spec: &EventSpec) -> Answer {
     match harness {
-        _ if spec.stops_on_denial() => harness.answer(spec, &Verdict::failed()),
+        _ if spec.stops_on_denial() || spec.ahp == AhpEvent::TurnFinishBefore => {
+            harness.answer(spec, &Verdict::failed())
+        }
         Harness::Copilot => super::copilot::tool_answer(&Verdict::failed()),
         _ => Answer::blocked(super::generic_reason()),
     }
@@ -696,8 +711,10 @@ mod tests {
                     "PostToolUseFailure",
                     "UserPromptSubmit",
                     "SessionStart",
+                    "Stop",
+                    "SubagentStop",
                 ],
-                &["Stop", "SubagentStop", "SessionEnd", "PreCompact"],
+                &["SessionEnd", "PreCompact"],
             ),
             (
                 Harness::Codex,
@@ -707,13 +724,20 @@ mod tests {
                     "UserPromptSubmit",
                     "SessionStart",
                     "PreCompact",
+                    "Stop",
                 ],
-                &["Stop"],
+                &[],
             ),
             (
                 Harness::Gemini,
-                &["BeforeTool", "AfterTool", "BeforeAgent", "BeforeModel"],
-                &["AfterAgent", "SessionStart", "PreCompress"],
+                &[
+                    "BeforeTool",
+                    "AfterTool",
+                    "BeforeAgent",
+                    "BeforeModel",
+                    "AfterAgent",
+                ],
+                &["SessionStart", "PreCompress"],
             ),
             (
                 Harness::Cursor,

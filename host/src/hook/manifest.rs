@@ -53,6 +53,16 @@ pub fn manifest(harness: Harness) -> Value {
         ),
         gap("limits.maxUploadBytes", "content upload is not supported"),
     ];
+    // A hook written only for a registration that selects its event (Gemini's before a
+    // model request and a stop, Codex's before a compaction): claimed, but emitted only
+    // where it was installed so.
+    for spec in harness.distinct_events().filter(|spec| spec.on_demand) {
+        gaps.push(gap(
+            spec.ahp.as_str(),
+            "emitted only where `ahp hook install` wrote its hook: for a registration that \
+             selected it then",
+        ));
+    }
     // The permission mode: "unknown" at a session.start where the harness does not say.
     let mode_gap = match harness.fields().permission_mode {
         Some(_) => format!("when {UNSAID}, \"unknown\""),
@@ -164,6 +174,34 @@ mod tests {
                 .iter()
                 .any(|gap| gap["path"] == "turn.finish.before.flow.continue");
             assert_eq!(said, limit > 0, "{harness:?}");
+        }
+    }
+
+    /// An event whose hook `hook install` writes only for a registration that selects it
+    /// is a gap: claimed, but emitted only where it was installed so (digest §11: what is
+    /// left out never means universal support).
+    #[test]
+    fn an_event_whose_hook_is_installed_on_demand_is_a_gap() {
+        let expected: [(Harness, &[&str]); 5] = [
+            (Harness::ClaudeCode, &[]),
+            (Harness::Codex, &["context.compact.before"]),
+            (
+                Harness::Gemini,
+                &["model.request.before", "turn.finish.before"],
+            ),
+            (Harness::Cursor, &[]),
+            (Harness::Copilot, &[]),
+        ];
+        for (harness, on_demand) in expected {
+            let manifest = manifest(harness);
+            let gaps = manifest["gaps"].as_array().expect("gaps");
+            let mut gapped: Vec<&str> = (manifest["events"].as_array().expect("events"))
+                .iter()
+                .filter_map(|e| e["event"].as_str())
+                .filter(|event| gaps.iter().any(|gap| gap["path"] == *event))
+                .collect();
+            gapped.sort_unstable();
+            assert_eq!(gapped, on_demand, "{harness:?}");
         }
     }
 

@@ -260,10 +260,8 @@ impl Harness {
             Harness::Cursor => {
                 Some("keep it out of version control, or put it in your own ~/.cursor/hooks.json")
             }
-            Harness::Copilot => Some(
-                "keep it out of version control (.git/info/exclude): Copilot's cloud agent \
-                 runs the hooks a repository holds",
-            ),
+            // The user's own hooks directory.
+            Harness::Copilot => None,
         }
     }
 
