@@ -79,10 +79,11 @@ impl AuditLog {
 
     /// A log moved away (rotated) or removed since it was opened: appending to the open
     /// file would go on into a renamed file, or into one with no name left, lost. What is
-    /// at the path now is opened instead.
-    fn reopen_if_moved(&self, opened: &mut Opened) -> std::io::Result<()> {
+    /// at the path now is opened instead. False when it cannot be, and the moved file is
+    /// kept (looking again would only say so again).
+    fn reopen_if_moved(&self, opened: &mut Opened) -> std::io::Result<bool> {
         if opened.is_at(&self.path) {
-            return Ok(());
+            return Ok(true);
         }
         match Opened::at(&self.path) {
             Ok(fresh) => {
@@ -91,13 +92,13 @@ impl AuditLog {
                     tracing::error!(path = %self.path.display(), "the audit log, opened again: {warning}");
                 }
                 *opened = fresh;
-                Ok(())
+                Ok(true)
             }
             // What is at the path now cannot be written to: a log renamed away keeps the
             // record, one removed would lose it.
             Err(e) if opened.has_a_name() => {
                 tracing::warn!(path = %self.path.display(), "the audit log was moved away, and its path cannot be opened again ({e}): appending to the moved file");
-                Ok(())
+                Ok(false)
             }
             Err(e) => Err(e),
         }
@@ -115,9 +116,9 @@ impl AuditLog {
         // would go after the moved file's end, read and compressed by then. A few turns:
         // a log moved at every one is appended to where it went.
         for turn in 0..3 {
-            self.reopen_if_moved(&mut opened)?;
+            let at_its_path = self.reopen_if_moved(&mut opened)?;
             opened.file.lock()?;
-            if turn == 2 || opened.is_at(&self.path) {
+            if turn == 2 || !at_its_path || opened.is_at(&self.path) {
                 break;
             }
             let _ = opened.file.unlock();

@@ -655,15 +655,11 @@ mod tests {
         assert!(!own_private_group(4_000_000_000));
     }
 
-    /// An entry is loaded only where nobody else can change the way to it. Here a valid
-    /// entry (stored by this very engine) is reached through a directory others can
-    /// write to (where another user could have planted the link or swapped the directory
-    /// for one of this user's holding files they chose): compiled, never read. The same
-    /// entry reached through a link of this user's, in directories only it can change,
-    /// or under a sticky directory others can write to (like `/tmp`), is a hit.
     /// The cache directory itself group-writable, as `mkdir` makes it under umask 002: the
     /// user's where its group is the user's own private one (a hit once stored), another
     /// user's otherwise (root's group is never private): compiled, nothing stored there.
+    /// Run as root (CI), only the refusal is seen: the hit is proven by a run as a user
+    /// with a private group (`runuser -u USER -- <this test binary> a_cache_directory`).
     #[cfg(unix)]
     #[test]
     fn a_cache_directory_writable_by_the_users_private_group_is_the_users() {
@@ -691,6 +687,12 @@ mod tests {
         }
     }
 
+    /// An entry is loaded only where nobody else can change the way to it. Here a valid
+    /// entry (stored by this very engine) is reached through a directory others can
+    /// write to (where another user could have planted the link or swapped the directory
+    /// for one of this user's holding files they chose): compiled, never read. The same
+    /// entry reached through a link of this user's, in directories only it can change,
+    /// or under a sticky directory others can write to (like `/tmp`), is a hit.
     #[cfg(unix)]
     #[test]
     fn an_entry_is_read_only_where_nobody_else_can_change_the_way_to_it() {

@@ -617,7 +617,7 @@ async fn output_after_the_reply_is_discarded_and_the_reply_decides_per_event() {
 /// is killed and reaped. It read nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backend_that_never_reads_a_large_request_fails_at_its_deadline_in_send() {
-    const TIMEOUT_MS: u64 = 500;
+    const TIMEOUT_MS: u64 = 1_000;
     let deadline = Duration::from_millis(TIMEOUT_MS);
     let _shared = PROCESSES.read().await;
     for (lifecycle, policy) in every_lifecycle_and_policy() {

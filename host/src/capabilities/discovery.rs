@@ -91,6 +91,8 @@ impl OAuthClient {
     }
 
     fn check(&self) -> Result<(), String> {
+        const ENV_NAME_RULE: &str =
+            "`clientSecretRef`: an `env:` name must be letters, digits and `_`, not starting with a digit";
         let issuer: hyper::Uri = self
             .issuer
             .parse()
@@ -117,10 +119,7 @@ impl OAuthClient {
             }
             Some(("env", name)) if crate::vocab::is_env_name(name) => {}
             // Not repeated: it may be the secret itself, pasted after `env:`.
-            Some(("env", _)) => {
-                return Err("`clientSecretRef`: an `env:` name must be letters, digits and                      `_`, not starting with a digit"
-                    .into())
-            }
+            Some(("env", _)) => return Err(ENV_NAME_RULE.into()),
             _ => return Err("`clientSecretRef` must be `file:PATH` or `env:NAME`".into()),
         }
         // RFC 6749 §3.3: scope tokens are visible ASCII but `"` and `\`, no spaces.
@@ -1110,7 +1109,7 @@ mod tests {
             ),
             (
                 r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:"}]"#,
-                "`clientSecretRef`: an `env:` name must be",
+                "[0]: `clientSecretRef`: an `env:` name must be letters, digits and `_`, not starting with a digit",
             ),
             (
                 r#"[{"issuer": "https://as", "clientId": "c", "clientSecretRef": "env:sk-918273645+/="}]"#,
