@@ -20,6 +20,9 @@ command -v docker-registry >/dev/null || missing+=(docker-registry)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 command -v python3 >/dev/null || missing+=(python3)
+# Codex runs a hook through the user's shell, zsh by default on macOS: the hook wrapper is
+# tested under it too.
+command -v zsh >/dev/null || missing+=(zsh)
 # Debian splits venv's pip bootstrap into python3-venv.
 python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 if ((${#missing[@]})); then

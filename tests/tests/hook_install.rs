@@ -141,15 +141,17 @@ fn the_command_names_the_binary_as_invoked_not_the_file_it_links_to() {
 /// stdout and stdin passed through as they are, and a signal the harness sends the
 /// hook's process (a cancel, its timeout) reaches it as SIGTERM, to settle the call as
 /// interrupted. Run through the harness's shell, with stand-ins for `ahp` at the path
-/// the command names.
+/// the command names; Codex's also through zsh, as Codex runs a hook through the user's
+/// `$SHELL -lc`, zsh by default on macOS (the install script installs it).
 #[test]
 fn a_failing_binary_is_the_harness_block_and_signals_reach_an_answering_one() {
     let harnesses = [
-        ("claude-code", "PreToolUse"),
-        ("codex", "PreToolUse"),
-        ("gemini", "BeforeTool"),
-        ("cursor", "preToolUse"),
-        ("copilot", "preToolUse"),
+        ("claude-code", "PreToolUse", None),
+        ("codex", "PreToolUse", None),
+        ("codex", "PreToolUse", Some("zsh")),
+        ("gemini", "BeforeTool", None),
+        ("cursor", "preToolUse", None),
+        ("copilot", "preToolUse", None),
     ];
     let copilot_denial = format!(
         "{}\n",
@@ -157,13 +159,14 @@ fn a_failing_binary_is_the_harness_block_and_signals_reach_an_answering_one() {
                            "permissionDecisionReason": FAILED_REASON})
     );
     let blocked = format!("{FAILED_REASON}\n");
-    for (harness, event) in harnesses {
+    for (harness, event, user_shell) in harnesses {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let link = linked_ahp(dir.path());
         let reg = intercepting_tools(dir.path(), 1_000);
         let args = [OsStr::new("--registration"), reg.as_os_str()];
         let run = install_as(link.as_os_str(), None, harness, &args);
         let (shell, line) = command(&snippet(&run), event);
+        let shell = user_shell.unwrap_or(shell);
         let stand_in = |script: Option<&str>| {
             // Gone already after the missing binary's case.
             let _ = std::fs::remove_file(&link);
@@ -178,7 +181,7 @@ fn a_failing_binary_is_the_harness_block_and_signals_reach_an_answering_one() {
             "copilot" => (0, copilot_denial.as_str(), ""),
             _ => (2, "", blocked.as_str()),
         };
-        let case = |what: &str| format!("{harness}, {what}: {line}");
+        let case = |what: &str| format!("{harness} under {shell}, {what}: {line}");
 
         for (what, code) in [("exit 0", 0), ("exit 2", 2)] {
             stand_in(Some(&format!("cat; echo because >&2; exit {code}")));
