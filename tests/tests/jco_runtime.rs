@@ -1110,41 +1110,25 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         let rust = rust_decides_on_runaway(reg, &id).await;
         assert_eq!(rust, json!("engine-failure"), "{reg}, ahp-host");
     }
-    // The runaway's own record names no event, which `call_on` checks.
-    let trusted = format!("withheld-observer {observer}");
-    let output = run_host(runaway(), &trusted, &event("evt_node_trusted"), &[]).await;
-    let settled = one_json_line(&String::from_utf8_lossy(&output.stdout));
-    assert_eq!(settled["decidedBy"], json!("no-objection"), "{settled}");
-    assert_eq!(output.status.code(), Some(0), "{settled}");
-    let rust = rust_decides_on_runaway(&trusted, "evt_node_trusted").await;
-    assert_eq!(rust, json!("no-objection"), "{trusted}, ahp-host");
-    // A synthetic denial credited to the interceptor that failed closed, in its generic
-    // words, is trusted by both: the two above are refused for what they change.
-    let output = run_host(
-        runaway(),
-        "synthetic-deny",
-        &event("evt_node_synthetic"),
-        &[],
-    )
-    .await;
-    let settled = one_json_line(&String::from_utf8_lossy(&output.stdout));
-    assert_eq!(settled["decidedBy"], json!("synthetic-deny"), "{settled}");
-    assert_eq!(output.status.code(), Some(2), "{settled}");
-    let rust = rust_decides_on_runaway("synthetic-deny", "evt_node_synthetic").await;
-    assert_eq!(rust, json!("synthetic-deny"), "synthetic-deny, ahp-host");
-    // A backend's denial keeps its message: trusted by both, so the three above are
-    // refused for what they hand on, not for being denials that say more.
-    let output = run_host(
-        runaway(),
-        "deny-with-a-message",
-        &event("evt_node_denied"),
-        &[],
-    )
-    .await;
-    let settled = one_json_line(&String::from_utf8_lossy(&output.stdout));
-    assert_eq!(settled["decidedBy"], json!("backend-deny"), "{settled}");
-    let rust = rust_decides_on_runaway("deny-with-a-message", "evt_node_denied").await;
-    assert_eq!(rust, json!("backend-deny"), "deny-with-a-message, ahp-host");
+    // Trusted by both (the runaway's own record names no event, which `call_on`
+    // checks): a withheld observer with its subscription; a synthetic denial credited to
+    // the interceptor that failed closed, in its generic words (so the two above are
+    // refused for what they change); a backend's denial that keeps its message (so the
+    // three above are refused for what they hand on, not for being denials that say more).
+    let trusted = [
+        (format!("withheld-observer {observer}"), "no-objection", 0),
+        ("synthetic-deny".to_string(), "synthetic-deny", 2),
+        ("deny-with-a-message".to_string(), "backend-deny", 2),
+    ];
+    for (i, (reg, decided_by, code)) in trusted.iter().enumerate() {
+        let id = format!("evt_node_trusted_{i}");
+        let output = run_host(runaway(), reg, &event(&id), &[]).await;
+        let settled = one_json_line(&String::from_utf8_lossy(&output.stdout));
+        assert_eq!(settled["decidedBy"], json!(decided_by), "{reg}: {settled}");
+        assert_eq!(output.status.code(), Some(*code), "{reg}: {settled}");
+        let rust = rust_decides_on_runaway(reg, &id).await;
+        assert_eq!(rust, json!(decided_by), "{reg}, ahp-host");
+    }
 }
 
 /// A component that spins while it loads the registration is stopped past the 5 s that

@@ -51,6 +51,17 @@ async fn observe_with(
     (record, started.elapsed())
 }
 
+/// Host options that retry each transient failure `retries` times.
+fn retrying(retries: u32) -> Options {
+    Options {
+        retries: RetryPolicy {
+            default: retries,
+            ..RetryPolicy::default()
+        },
+        ..Options::default()
+    }
+}
+
 /// Each observer entry's `result` in `record`, in order.
 fn results(record: &Value) -> Vec<&Value> {
     let observers = record["observers"].as_array().expect("observers");
@@ -214,15 +225,8 @@ async fn a_transient_observer_failure_is_retried_with_the_same_bytes_when_enable
     for (retries, result, sent) in [(0, "connection-reset", 1), (2, "delivered", 3)] {
         let script = vec![Behaviour::Reset, empty_reply(502), empty_reply(204)];
         let flaky = FaultBackend::start(script).await;
-        let options = Options {
-            retries: RetryPolicy {
-                default: retries,
-                ..RetryPolicy::default()
-            },
-            ..Options::default()
-        };
         let (record, _) = observe_with(
-            options,
+            retrying(retries),
             vec![observer("com.example.flaky", &flaky.url(), &["tool.after"])],
             &tool_after("evt_obs_retry"),
             None,
@@ -251,15 +255,8 @@ async fn a_202_with_a_body_is_no_delivery() {
     }])
     .await;
     let empty = FaultBackend::start(vec![empty_reply(202)]).await;
-    let options = Options {
-        retries: RetryPolicy {
-            default: 2,
-            ..RetryPolicy::default()
-        },
-        ..Options::default()
-    };
     let (record, _) = observe_with(
-        options,
+        retrying(2),
         vec![
             observer("com.example.body", &with_body.url(), &["tool.after"]),
             observer("com.example.empty", &empty.url(), &["tool.after"]),
@@ -286,16 +283,9 @@ async fn an_observers_resend_after_a_401_is_not_one_of_its_retries() {
     std::env::set_var(name, "tok-observer-401-3b7e");
     let script = vec![empty_reply(401), empty_reply(503), empty_reply(204)];
     let flaky = FaultBackend::start(script).await;
-    let options = Options {
-        retries: RetryPolicy {
-            default: 1,
-            ..RetryPolicy::default()
-        },
-        ..Options::default()
-    };
     let mut hook = observer("com.example.flaky", &flaky.url(), &["tool.after"]);
     hook["authentication"] = json!({"type": "bearer", "tokenRef": format!("env:{name}")});
-    let (record, _) = observe_with(options, vec![hook], &tool_after("evt_obs_401"), None).await;
+    let (record, _) = observe_with(retrying(1), vec![hook], &tool_after("evt_obs_401"), None).await;
     assert_eq!(
         record["observers"],
         json!([{"backend": "com.example.flaky", "result": "delivered"}])

@@ -229,7 +229,12 @@ impl StdioBackend {
         }
         match timeout_at(deadline, write_line(&mut session.stdin, message)).await {
             Err(_) => return (Err(DeliveryError::DeadlineExceeded(IoPhase::Send)), false),
-            Ok(Err(_)) => return (Err(ended(&session.process, deadline, true).await), false),
+            Ok(Err(_)) => {
+                return (
+                    Err(ended(&session.process, deadline, PERSISTENT_EXIT).await),
+                    false,
+                )
+            }
             Ok(Ok(())) => {}
         }
         let Some(id) = id else {
@@ -254,7 +259,10 @@ impl StdioBackend {
             }
             Ok(Err(LineError::TooLarge)) => return (Err(DeliveryError::ResponseTooLarge), false),
             Ok(Err(LineError::Closed)) => {
-                return (Err(ended(&session.process, deadline, true).await), false)
+                return (
+                    Err(ended(&session.process, deadline, PERSISTENT_EXIT).await),
+                    false,
+                )
             }
             Ok(Ok(line)) => line,
         };
@@ -311,7 +319,7 @@ impl StdioBackend {
         }
         match timeout_at(deadline, write_line(&mut stdin, message)).await {
             Err(_) => return Err(DeliveryError::DeadlineExceeded(IoPhase::Send)),
-            Ok(Err(_)) => return Err(ended(process, deadline, false).await),
+            Ok(Err(_)) => return Err(ended(process, deadline, DeliveryError::ConnectionLost).await),
             Ok(Ok(())) => {}
         }
         // EOF after exactly one message.
@@ -342,17 +350,14 @@ impl StdioBackend {
             // `abnormal-exit`, a clean one `malformed-framing`); a child still running
             // after the grace has closed its output as below.
             Ok(Err(LineError::Closed)) if reader.ended_mid_line() => {
-                let until = (Instant::now() + EXIT_GRACE).min(deadline);
-                return Err(match process.wait_exit(until).await {
-                    Some(Some(0)) => DeliveryError::MalformedFraming,
-                    Some(code) => DeliveryError::AbnormalExit(code),
-                    None => DeliveryError::ConnectionLost,
-                });
+                return Err(ended(process, deadline, DeliveryError::MalformedFraming).await)
             }
             // Stdout closed with nothing on it: no reply can come, whatever the exit, so
             // the deadline is not waited out for one (a child still running after the
             // grace is `connection-lost`, as a persistent one is).
-            Ok(Err(LineError::Closed)) => return Err(ended(process, deadline, false).await),
+            Ok(Err(LineError::Closed)) => {
+                return Err(ended(process, deadline, DeliveryError::ConnectionLost).await)
+            }
             Ok(Ok(line)) => line,
         };
         // At most one line is the reply. What the process writes after it is read and
@@ -621,14 +626,20 @@ async fn reply_line(
         .unwrap_or(Err(LineError::Closed))
 }
 
-/// Classifies a child that stopped taking or answering requests: `abnormal-exit` with
-/// its code if it exited (for `per_event`, only a nonzero exit is abnormal), otherwise
-/// `connection-lost` (it closed its pipes but is still running, or exited 0 per event).
-async fn ended(process: &Process, deadline: Instant, persistent: bool) -> DeliveryError {
+/// What a persistent child's exit 0 is to [`ended`]: it should never exit, so abnormal.
+const PERSISTENT_EXIT: DeliveryError = DeliveryError::AbnormalExit(Some(0));
+
+/// Classifies a child that stopped taking or answering requests, within a short grace:
+/// `abnormal-exit` with its code if it exited otherwise than cleanly; `clean` if it exited
+/// 0 (per event, `connection-lost` with no line, `malformed-framing` with part of one; a
+/// persistent child should never exit, so `abnormal-exit` there too); `connection-lost`
+/// if it closed its pipes but is still running.
+async fn ended(process: &Process, deadline: Instant, clean: DeliveryError) -> DeliveryError {
     let until = (Instant::now() + EXIT_GRACE).min(deadline);
     match process.wait_exit(until).await {
-        Some(code) if persistent || code != Some(0) => DeliveryError::AbnormalExit(code),
-        _ => DeliveryError::ConnectionLost,
+        Some(Some(0)) => clean,
+        Some(code) => DeliveryError::AbnormalExit(code),
+        None => DeliveryError::ConnectionLost,
     }
 }
 

@@ -1478,9 +1478,9 @@ async fn decide(
             .as_ref()
             .map_or(true, |v| v.decision == Decision::Deny);
         if spec.ahp == AhpEvent::ToolBefore && denied && !interrupted {
-            let modified = record.as_ref().is_some_and(|record| {
-                (record.interceptors.iter()).any(|i| i.effects.contains(&EffectKind::Modify))
-            });
+            // An accepted modification of the input, which the denial does not hand on.
+            let modified = (record.iter().flat_map(|record| &record.interceptors))
+                .any(|entry| entry.effects.contains(&EffectKind::Modify));
             observe_denial(&interceptor, &built, modified, deadline, interrupt).await;
         }
         (verdict, record)
