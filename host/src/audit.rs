@@ -451,14 +451,33 @@ mod tests {
         let rotator = File::open(&path).unwrap();
         rotator.lock().unwrap();
         let writer = std::thread::spawn(move || log.append(&shutdown_record()));
-        // Time for the writer to reach the lock and wait on it (were it later, it would
-        // find the log moved before locking, and the outcome would be the same).
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        waits_for_its_lock(&path);
         std::fs::rename(&path, &rotated).unwrap();
         rotator.unlock().unwrap();
         writer.join().unwrap().expect("appended");
         let lines = |path: &Path| std::fs::read_to_string(path).unwrap().lines().count();
         assert_eq!((lines(&rotated), lines(&path)), (1, 1));
+    }
+
+    /// Returns once some process waits for the lock of the file at `path`: the kernel
+    /// lists each waiter in `/proc/locks`, its inode at the end of the device field.
+    fn waits_for_its_lock(path: &Path) {
+        use std::os::unix::fs::MetadataExt as _;
+        let inode = format!(":{} ", std::fs::metadata(path).unwrap().ino());
+        let waiting = || {
+            let locks = std::fs::read_to_string("/proc/locks").unwrap();
+            locks
+                .lines()
+                .any(|l| l.contains(" -> ") && l.contains(&inode))
+        };
+        let given_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !waiting() {
+            assert!(
+                std::time::Instant::now() < given_up,
+                "nobody waits for the lock"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
     }
 
     /// A log another writer holds locked opens: its lock works, and is waited for when
