@@ -34,8 +34,7 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fmt;
 
-mod literal;
-use literal::{is_whole, Literals, PAST_I64};
+use ahp_vocab::number_literal::{self as literal, Literals, Written};
 
 /// Why a text is not strict JSON.
 #[derive(Debug)]
@@ -519,22 +518,21 @@ impl<'de> Visitor<'de> for Strict<'_, '_> {
         Ok(Node::Number(v.into()))
     }
 
-    /// A double, kept unless its text was a whole number past 64 bits ([`literal`]):
-    /// only a double that large is looked up in the text.
+    /// A double, kept unless its text was a whole number past 64 bits ([`literal`]), and
+    /// the integer 0 where the text was `-0`: only a double that large, or a negative
+    /// zero, is looked up in the text.
     fn visit_f64<E: de::Error>(mut self, v: f64) -> Result<Node<'de>, E> {
         let numbers = &mut self.reading.numbers;
         let n = numbers.read;
         numbers.read += 1;
-        if v.abs() >= PAST_I64
-            && self.reading.past_64 != Past64::Round
-            && numbers.nth(n).is_none_or(is_whole)
-        {
-            if self.reading.past_64 == Past64::Keep {
-                return Ok(Node::Inexact);
+        match literal::written(v, || numbers.nth(n)) {
+            Written::Zero => Ok(Node::Number(0u64.into())),
+            Written::PastI64 if self.reading.past_64 == Past64::Keep => Ok(Node::Inexact),
+            Written::PastI64 if self.reading.past_64 != Past64::Round => {
+                Err(self.fail(Fault::Inexact, Vec::new()))
             }
-            return Err(self.fail(Fault::Inexact, Vec::new()));
+            _ => Ok(Number::from_f64(v).map_or(Node::Null, Node::Number)),
         }
-        Ok(Number::from_f64(v).map_or(Node::Null, Node::Number))
     }
 
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Node<'de>, E> {
@@ -732,13 +730,15 @@ mod tests {
         assert_eq!(strict, serde_json::from_str::<Value>(text).unwrap());
     }
 
-    /// Apart from repeats, strict reading is serde_json's reading: same values, same
-    /// rejections (grammar, numbers, escapes, trailing text, nesting limit).
+    /// Apart from repeats (and the integer `-0`, below), strict reading is serde_json's
+    /// reading: same values, same rejections (grammar, numbers, escapes, trailing text,
+    /// nesting limit).
     #[test]
     fn otherwise_it_reads_exactly_as_serde_json() {
         let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
         let texts = [
-            r#"{"n":[0,-0,1.5,-1e-7,1E300,18446744073709551615,-9223372036854775808]}"#.to_owned(),
+            r#"{"n":[0,-0.0,1.5,-1e-7,1E300,18446744073709551615,-9223372036854775808]}"#
+                .to_owned(),
             r#"{"s":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"}"#.to_owned(),
             r#"{"s":"\ud800"}"#.to_owned(),
             "1E400".to_owned(),
@@ -874,6 +874,18 @@ mod tests {
             parse(held).expect("every number held"),
             serde_json::from_str::<Value>(held).unwrap()
         );
+    }
+
+    /// The integer `-0` stays an integer when written back; the float `-0.0` a float.
+    #[test]
+    fn an_integer_minus_zero_is_written_back_as_an_integer() {
+        for (text, written) in [
+            (r#"{"offset":-0}"#, r#"{"offset":0}"#),
+            (r#"[-0,-0.0,-0e0,0]"#, r#"[0,-0.0,-0.0,0]"#),
+        ] {
+            let value = parse(text).expect("JSON");
+            assert_eq!(serde_json::to_string(&value).unwrap(), written, "{text}");
+        }
     }
 
     /// What serde_json refuses is named at the value it was reading: a number out of

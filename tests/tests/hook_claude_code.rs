@@ -271,6 +271,46 @@ async fn a_payload_with_invalid_utf8_is_blocked_naming_the_position() {
     );
 }
 
+/// A tool input's numbers reach the backend as Claude Code wrote them: `-0` an integer
+/// (serde_json reads it as the float -0.0, which a Go backend's integer refuses), the
+/// largest integers exactly.
+#[tokio::test]
+async fn a_tool_input_s_numbers_reach_the_backend_as_written() {
+    let payload = native(
+        "PreToolUse",
+        json!({"tool_name": "Read", "tool_use_id": "toolu_n",
+            "tool_input": {"offset": "MINUS_ZERO", "limit": u64::MAX, "from": i64::MIN}}),
+    );
+    let stdin = payload.to_string().replace(r#""MINUS_ZERO""#, "-0");
+    let sent =
+        ahp_tests::hook::sent_text("claude-code", &[], stdin.as_bytes(), "hooks/intercept").await;
+    assert_eq!(sent.ran.code, 0, "{:?}", sent.ran);
+    let input = &sent.event["tool"]["input"];
+    assert_eq!(input["offset"].as_u64(), Some(0), "{}", sent.body);
+    assert_eq!(input["limit"].as_u64(), Some(u64::MAX), "{}", sent.body);
+    assert_eq!(input["from"].as_i64(), Some(i64::MIN), "{}", sent.body);
+}
+
+/// A whole number past 64 bits in a tool input would reach a backend as another number
+/// (serde_json reads it as the nearest double) than the tool gets: Claude Code's block,
+/// naming where it is.
+#[tokio::test]
+async fn a_whole_number_past_64_bits_is_blocked_naming_it() {
+    let payload = native(
+        "PreToolUse",
+        json!({"tool_name": "mcp__bank__pay", "tool_use_id": "toolu_n",
+            "tool_input": {"account": "ACCOUNT"}}),
+    );
+    let stdin = payload
+        .to_string()
+        .replace(r#""ACCOUNT""#, "123456789012345678901234567890");
+    let ran = run_logged(stdin.as_bytes()).await;
+    assert_blocked_before_the_event(
+        &ran,
+        r#"the payload holds a whole number past 64 bits at "/tool_input/account", which a backend would read as another number"#,
+    );
+}
+
 /// Claude Code names the session's permission mode and, at a session start, the model:
 /// the session.start a backend sees carries both, with no gap for the mode; its version
 /// Claude Code does not name, so that is "unknown" with a gap. The component checks the

@@ -14,6 +14,7 @@ mod decision;
 mod delivery;
 mod effect;
 mod failure;
+pub mod number_literal;
 mod pattern;
 mod problem;
 mod program;

@@ -38,6 +38,7 @@ mod codex;
 mod copilot;
 mod cursor;
 mod event;
+mod exact;
 mod gemini;
 mod install;
 pub(crate) mod manifest;
@@ -1394,7 +1395,7 @@ async fn decide(
     let object = match payload::parse(payload) {
         Ok(Value::Object(object)) => object,
         Ok(_) => return Err("the payload is not a JSON object".into()),
-        Err(e) => return Err(format!("the payload is not JSON: {e}")),
+        Err(e) => return Err(format!("the payload {e}")),
     };
     let harness = request.harness;
     let flag = request.event.as_deref();

@@ -2,6 +2,7 @@
 //! where it keeps the session, the tool call and the rest, and [`read`] reads them all
 //! the same way, with an error that names the field.
 
+use super::exact::exact;
 use super::{AhpEvent, EventSpec, Payload};
 use crate::vocab::EventRef;
 use serde_json::{Map, Value};
@@ -283,14 +284,23 @@ fn tool(
 /// and the rewritten text is refused if two member names of one object are then alike
 /// (`"K\ud800"` and `"K\udc00"`): the harness would act on both members, a backend see
 /// one of them.
-pub fn parse(json: &[u8]) -> serde_json::Result<Value> {
-    serde_json::from_slice(json).or_else(|error| match lone_surrogates_replaced(json) {
-        Some(replaced) => {
-            serde_json::from_slice::<Distinct>(&replaced)?;
-            serde_json::from_slice(&replaced)
-        }
-        None => Err(error),
-    })
+///
+/// Its numbers are as the harness wrote them ([`exact`]); the error completes a sentence
+/// that names what was read ("the payload …").
+pub fn parse(json: &[u8]) -> Result<Value, String> {
+    let read = serde_json::from_slice(json).map(|value| (value, None));
+    let (value, replaced) = read
+        .or_else(|error| match lone_surrogates_replaced(json) {
+            Some(replaced) => {
+                serde_json::from_slice::<Distinct>(&replaced)?;
+                Ok((serde_json::from_slice(&replaced)?, Some(replaced)))
+            }
+            None => Err(error),
+        })
+        .map_err(|e| format!("is not JSON: {e}"))?;
+    // Read as UTF-8 already.
+    let text = std::str::from_utf8(replaced.as_deref().unwrap_or(json)).unwrap_or_default();
+    exact(text, value)
 }
 
 /// A JSON value whose objects, at every depth, name each member once.
@@ -389,7 +399,7 @@ fn input(payload: &Map<String, Value>, form: &ToolFields) -> Result<Map<String, 
         Some(Value::String(encoded)) if form.encoded => match parse(encoded.as_bytes()) {
             Ok(Value::Object(input)) => Ok(input),
             Ok(_) => Err(format!("{key} must encode a JSON object")),
-            Err(e) => Err(format!("{key} is not JSON: {e}")),
+            Err(e) => Err(format!("{key} {e}")),
         },
         Some(_) if form.encoded => Err(format!("{key} must be a JSON-encoded object")),
         Some(_) => Err(format!("{key} must be a JSON object")),
@@ -571,6 +581,19 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(error, "sessionId is required");
+        // The encoded arguments' numbers are read as written too.
+        let args = |encoded: &str| json!({"sessionId": "s", "toolName": "t", "toolArgs": encoded});
+        let read = read_as(Harness::Copilot, args(r#"{"n":-0}"#)).unwrap();
+        let (_, input) = read.tool.expect("a tool");
+        assert_eq!(input["n"].as_u64(), Some(0), "{input:?}");
+        let error = read_as(
+            Harness::Copilot,
+            args(r#"{"n":[1e2,-18446744073709551616]}"#),
+        );
+        assert_eq!(
+            error.unwrap_err(),
+            r#"toolArgs holds a whole number past 64 bits at "/n/1", which a backend would read as another number"#
+        );
     }
 
     /// The fields that only inform a backend, malformed, are left out rather than failing

@@ -3,13 +3,15 @@
 //! serde_json reads a whole number that neither `u64` nor `i64` holds as the nearest
 //! double, and writes that back as a float: `123456789012345678901234567890` comes back as
 //! `1.2345678901234568e29`, another number to any reader of integers (Python, Go, a
-//! database), so the tool would get one number and the policy judge another. A number
-//! this crate builds a value from may be written back (a tool's input after a backend's
-//! modify, an event re-encoded for its subscriptions), so such a number is refused there,
-//! never rounded. A number written with a fraction or an exponent is a float to its
-//! readers already, and the shortest form of its double reads back as that double
-//! whatever digits it was written with (`0.10000000000000001`, as C's `%.17g` writes, is
-//! `0.1`).
+//! database), so the tool would get one number and the policy judge another. It reads the
+//! integer `-0` as the double -0.0 too, written back as `-0.0`, a float a reader of
+//! integers (Go's) refuses. The component re-encodes events for their subscriptions and
+//! writes a tool's input back after a backend's modify; the host's hook adapters build
+//! events from a harness's payload. Both find such numbers' texts here: the first kind is
+//! refused, never rounded, and `-0` is the integer 0 its readers take it for. A number
+//! written with a fraction or an exponent is a float to its readers already, and the
+//! shortest form of its double reads back as that double whatever digits it was written
+//! with (`0.10000000000000001`, as C's `%.17g` writes, is `0.1`).
 
 /// The number literals of one JSON text, in text order: the n-th is the one serde_json
 /// reads n-th. Found only when first asked, so a text whose numbers are all integers
@@ -77,6 +79,31 @@ pub fn is_whole(literal: &str) -> bool {
     !literal.contains(['.', 'e', 'E'])
 }
 
+/// What a number serde_json read as the double `v` was written as.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Written {
+    /// The double itself: written back, it reads as the same number.
+    AsRead,
+    /// The integer 0, written `-0`.
+    Zero,
+    /// A whole number past 64 bits, which no double holds.
+    PastI64,
+}
+
+/// What the number serde_json read as `v` was written as; `literal` (its text, `None`
+/// if unknown: then it is taken for whole) is asked only for a double past `i64` or a
+/// negative zero.
+pub fn written<'t>(v: f64, literal: impl FnOnce() -> Option<&'t str>) -> Written {
+    let zero = v == 0.0 && v.is_sign_negative();
+    if !zero && v.abs() < PAST_I64 || !literal().is_none_or(is_whole) {
+        return Written::AsRead;
+    }
+    match zero {
+        true => Written::Zero,
+        false => Written::PastI64,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +112,26 @@ mod tests {
     fn the_literals_are_the_numbers_outside_strings_in_order() {
         let text = r#"{"a-1":[1,-2.5e+3,"7 \" 8",true],"b\\":-0,"c":1E9}"#;
         assert_eq!(scan(text), ["1", "-2.5e+3", "-0", "1E9"]);
+    }
+
+    #[test]
+    fn a_double_is_what_was_written_but_for_a_whole_number_past_64_bits_or_minus_0() {
+        for (literal, want) in [
+            ("123456789012345678901234567890", Written::PastI64),
+            ("-9223372036854775809", Written::PastI64),
+            ("1.2345678901234568e29", Written::AsRead),
+            ("-0", Written::Zero),
+            ("-0.0", Written::AsRead),
+            ("-0e0", Written::AsRead),
+            ("0.5", Written::AsRead),
+            ("-1.5e3", Written::AsRead),
+        ] {
+            let v: f64 = literal.parse().unwrap();
+            assert_eq!(written(v, || Some(literal)), want, "{literal}");
+        }
+        // The text is looked at only where it may matter.
+        assert_eq!(written(0.5, || panic!("looked up")), Written::AsRead);
+        assert_eq!(written(-1e300, || None), Written::PastI64);
     }
 
     #[test]

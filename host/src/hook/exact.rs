@@ -1,0 +1,225 @@
+//! A harness payload's numbers, handed on as the harness wrote them.
+//!
+//! serde_json reads a whole number past 64 bits as the nearest double and the integer
+//! `-0` as the double -0.0, and writes either back as a float ([`number_literal`]). The
+//! adapter builds the event every backend judges from the payload, and writes a tool's
+//! whole input back after a `modify`: a backend would judge another number than the tool
+//! gets, and a `modify` of one member would change another. So, as the component does
+//! with an event, a whole number past 64 bits is refused, naming its pointer, and `-0` is
+//! the integer 0. Most payloads hold neither: a look at the bytes decides whether the
+//! numbers are read a second time, one by one.
+
+use ahp_vocab::number_literal::{self, Literals, Written};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use std::fmt;
+
+/// `value`, read from `json`, with each `-0` the integer 0; or the pointer of a whole
+/// number past 64 bits in it.
+pub fn exact(json: &str, mut value: Value) -> Result<Value, String> {
+    if !may_be_misread(json.as_bytes()) {
+        return Ok(value);
+    }
+    let mut walk = Walk {
+        literals: Literals::of(json),
+        path: Vec::new(),
+        zeros: Vec::new(),
+        past_64: None,
+    };
+    let mut reader = serde_json::Deserializer::from_str(json);
+    let walked = (&mut walk).deserialize(&mut reader);
+    if let Some(pointer) = walk.past_64 {
+        return Err(format!(
+            "holds a whole number past 64 bits at {pointer:?}, which a backend would read as another number"
+        ));
+    }
+    // The text was read once already: the second reading fails only at such a number.
+    debug_assert!(walked.is_ok(), "{walked:?}");
+    for pointer in walk.zeros {
+        if let Some(zero) = value.pointer_mut(&pointer) {
+            *zero = Value::from(0u64);
+        }
+    }
+    Ok(value)
+}
+
+/// Whether `json` may hold a number serde_json misreads: a run of 19 digits (no whole
+/// number below 2^63 has more than 19) or a `-0` that is not the start of `-0.5` or of
+/// `-01` in a date. A yes inside a string only costs the second reading.
+fn may_be_misread(json: &[u8]) -> bool {
+    let mut digits = 0;
+    json.iter().enumerate().any(|(at, &byte)| {
+        digits = if byte.is_ascii_digit() { digits + 1 } else { 0 };
+        let starts_a_value = |before: &u8| b":,[ \t\r\n".contains(before);
+        let ends_there = |after: &u8| !matches!(after, b'0'..=b'9' | b'.' | b'e' | b'E');
+        digits >= 19
+            || byte == b'-'
+                && json.get(at + 1) == Some(&b'0')
+                && json.get(at + 2).is_none_or(ends_there)
+                && at
+                    .checked_sub(1)
+                    .and_then(|b| json.get(b))
+                    .is_none_or(starts_a_value)
+    })
+}
+
+/// The second reading: each number's literal by its place in text order.
+struct Walk<'t> {
+    literals: Literals<'t>,
+    /// The member names and indexes down to the value being read.
+    path: Vec<String>,
+    /// The pointers of the `-0`s.
+    zeros: Vec<String>,
+    /// The pointer of a whole number past 64 bits, where the reading stopped.
+    past_64: Option<String>,
+}
+
+impl Walk<'_> {
+    fn pointer(&self) -> String {
+        let escaped = |step: &String| step.replace('~', "~0").replace('/', "~1");
+        self.path
+            .iter()
+            .map(|step| format!("/{}", escaped(step)))
+            .collect()
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for &mut Walk<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<(), D::Error> {
+        reader.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for &mut Walk<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        self.literals.read += 1;
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        self.literals.read += 1;
+        Ok(())
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<(), E> {
+        let n = self.literals.read;
+        self.literals.read += 1;
+        match number_literal::written(v, || self.literals.nth(n)) {
+            Written::AsRead => Ok(()),
+            Written::Zero => {
+                self.zeros.push(self.pointer());
+                Ok(())
+            }
+            Written::PastI64 => {
+                self.past_64 = Some(self.pointer());
+                Err(E::custom("a whole number past 64 bits"))
+            }
+        }
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        let mut index = 0usize;
+        loop {
+            self.path.push(index.to_string());
+            let item = items.next_element_seed(&mut *self)?;
+            self.path.pop();
+            if item.is_none() {
+                return Ok(());
+            }
+            index += 1;
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
+        while let Some(name) = members.next_key::<String>()? {
+            self.path.push(name);
+            members.next_value_seed(&mut *self)?;
+            self.path.pop();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(json: &str) -> Result<Value, String> {
+        exact(json, serde_json::from_str(json).unwrap())
+    }
+
+    /// Whatever the harness wrote is what serde_json wrote back, but `-0`, the integer 0.
+    #[test]
+    fn minus_zero_is_the_integer_0_and_every_other_number_as_written() {
+        for (json, written) in [
+            (r#"{"a":-0}"#, r#"{"a":0}"#),
+            (
+                r#"{"a":[1,-0 ,{"b/c~":-0}],"d":-0.0,"e":"-0","f":"2024-01-05"}"#,
+                r#"{"a":[1,0,{"b/c~":0}],"d":-0.0,"e":"-0","f":"2024-01-05"}"#,
+            ),
+            ("-0", "0"),
+            (r#"{"a":-0.5,"b":-0e3}"#, r#"{"a":-0.5,"b":-0.0}"#),
+            (
+                r#"{"n":[18446744073709551615,-9223372036854775808,1e300,0.1]}"#,
+                r#"{"n":[18446744073709551615,-9223372036854775808,1e+300,0.1]}"#,
+            ),
+        ] {
+            let read = read(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+            assert_eq!(serde_json::to_string(&read).unwrap(), written, "{json}");
+        }
+    }
+
+    /// A whole number past 64 bits is named at its pointer, escaped as RFC 6901 says.
+    #[test]
+    fn a_whole_number_past_64_bits_is_refused_at_its_pointer() {
+        for (json, pointer) in [
+            (
+                r#"{"tool_input":{"account":123456789012345678901234567890}}"#,
+                "/tool_input/account",
+            ),
+            (r#"[0,"x",{"a/b~":[-92233720368547758090]}]"#, "/2/a~1b~0/0"),
+            ("18446744073709551616", ""),
+        ] {
+            let refused = read(json).expect_err(json);
+            assert_eq!(
+                refused,
+                format!("holds a whole number past 64 bits at \"{pointer}\", which a backend would read as another number"),
+            );
+        }
+        // Written with a fraction or an exponent, it is a float already.
+        assert!(read(r#"{"a":1.2345678901234568e29,"b":18446744073709551616.0}"#).is_ok());
+    }
+
+    #[test]
+    fn only_a_text_that_may_hold_either_is_read_again() {
+        for (json, may) in [
+            (r#"{"a":-0}"#, true),
+            (r#"[-0]"#, true),
+            ("-0", true),
+            (r#"{"a": -0 }"#, true),
+            (r#"{"a":"1234567890123456789"}"#, true),
+            (
+                r#"{"a":-0.5,"b":-0e1,"c":"x-0","d":"2024-01-05","e":-10}"#,
+                false,
+            ),
+            (r#"{"a":123456789012345678}"#, false),
+        ] {
+            assert_eq!(may_be_misread(json.as_bytes()), may, "{json}");
+        }
+    }
+}
