@@ -13,8 +13,9 @@
 //! `mediaType` and a `selection` (content-item.schema.json). It may sit in any content
 //! slot (`items`, `message.messages`, `instructions`, a single part, an effect's value),
 //! so every member of the event is searched, except two the selection does not govern:
-//! `native`, which goes only where the registration includes it, and a tool's `input`,
-//! the arguments the policy decides on (the event's tool, and each of a batch's calls').
+//! `native` (the event's, and a tool error's), which goes only where the registration
+//! includes it, and a tool's `input`, the arguments the policy decides on (the event's
+//! tool, and each of a batch's calls').
 //! A tool is never lowered as a part: its own `kind` is a free word.
 //!
 //! Two guards keep a part from passing a selection untouched:
@@ -118,10 +119,8 @@ impl Content {
     fn lower_member(&self, key: &str, value: &mut Value, place: Place) -> bool {
         match (key, value) {
             ("native", _) => false,
-            ("tool", Value::Object(tool)) if place.tool => tool
-                .iter_mut()
-                .filter(|(key, _)| *key != "input")
-                .fold(false, |changed, (_, v)| self.lower_within(v) | changed),
+            ("tool", Value::Object(tool)) if place.tool => self.lower_all_but(tool, "input"),
+            ("error", Value::Object(error)) => self.lower_all_but(error, "native"),
             ("calls", Value::Array(calls)) if place.calls => {
                 calls.iter_mut().fold(false, |changed, call| {
                     let lowered = match call {
@@ -135,6 +134,14 @@ impl Content {
             }
             (_, value) => self.lower_within(value),
         }
+    }
+
+    /// Lowers every part in `object`'s members but `skipped`; whether anything changed.
+    fn lower_all_but(&self, object: &mut Map<String, Value>, skipped: &str) -> bool {
+        object
+            .iter_mut()
+            .filter(|(key, _)| *key != skipped)
+            .fold(false, |changed, (_, v)| self.lower_within(v) | changed)
     }
 
     /// Lowers every part in `value`; whether anything changed.
@@ -613,11 +620,8 @@ pub fn least_claimed(event: &Object) -> Option<Selection> {
 fn least_in_member(key: &str, node: &Node, place: Place) -> Option<Selection> {
     match (key, node) {
         ("native", _) => None,
-        ("tool", Node::Object(tool)) if place.tool => tool
-            .members()
-            .filter(|(key, _)| *key != "input")
-            .filter_map(|(_, node)| least_within(node))
-            .min(),
+        ("tool", Node::Object(tool)) if place.tool => least_in_all_but(tool, "input"),
+        ("error", Node::Object(error)) => least_in_all_but(error, "native"),
         ("calls", Node::Array(calls)) if place.calls => {
             let least_in_call = |call: &Node| match call {
                 Node::Object(call) => call
@@ -630,6 +634,11 @@ fn least_in_member(key: &str, node: &Node, place: Place) -> Option<Selection> {
         }
         (_, node) => least_within(node),
     }
+}
+
+fn least_in_all_but(object: &Object, skipped: &str) -> Option<Selection> {
+    let members = object.members().filter(|(key, _)| *key != skipped);
+    members.filter_map(|(_, node)| least_within(node)).min()
 }
 
 fn least_within(node: &Node) -> Option<Selection> {
@@ -844,6 +853,24 @@ mod tests {
         );
         // Elsewhere, `calls` is a member like any other.
         assert!(holds(&json!({"type": "tool.before", "calls": [call]})));
+        // A tool error's provider payload goes as it came where the registration includes
+        // it, a part-shaped object in it too; the rest of the error is searched.
+        let failed = json!({"type": "tool.after", "tool": {"name": "x", "input": {}},
+                            "error": {"message": "m", "native": {"p": text_part("p5", "omit")},
+                                      "detail": text_part("p6", "body")}});
+        assert!(holds(&failed));
+        let projected = content(Selection::Metadata, &[])
+            .project(&document(failed.clone()))
+            .unwrap();
+        assert_eq!(projected["error"]["native"], failed["error"]["native"]);
+        assert_eq!(projected["error"]["detail"]["selection"], "metadata");
+        let native_only = json!({"type": "tool.after", "tool": {"name": "x", "input": {}},
+                                 "error": {"message": "m", "native": {"p": text_part("p5", "omit")}}});
+        assert!(!holds(&native_only));
+        assert_eq!(
+            content(Selection::Body, &[]).project(&document(native_only)),
+            None
+        );
     }
 
     /// Only a tool event's `tool` is the tool being called: on another type a member so
