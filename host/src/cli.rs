@@ -55,6 +55,11 @@ enum Command {
         host: HostArgs,
     },
     /// Run one hook call and print its settlement record as one JSON line.
+    #[command(after_help = "Exit codes, the decision:\n  \
+        0  allow\n  \
+        2  deny\n  \
+        3  ask\n  \
+        1  the call could not be made (bad registration, bad event, usage)")]
     Intercept {
         /// The registration JSON file.
         #[arg(long)]
@@ -90,6 +95,10 @@ enum Command {
     /// log only in the file AHP_LOG_FILE.
     Hook(Box<HookArgs>),
     /// Run scripted tool calls through the real component against a built-in backend.
+    #[command(after_help = "Exit codes:\n  \
+        0  every scripted call settled as scripted\n  \
+        1  one did not, naming the scenario on stderr (or, before anything runs, the host\n     \
+        options the demo's registration cannot load under)")]
     Demo {
         #[command(flatten)]
         host: HostArgs,

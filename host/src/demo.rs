@@ -233,6 +233,11 @@ pub async fn run(options: Options) -> ExitCode {
                 {
                     return fail(&e);
                 }
+                crate::cli::stderr_line(format_args!(
+                    "error: scenario {} ({}) could not be made: {e}",
+                    i + 1,
+                    scenario.title
+                ));
             }
         }
     }

@@ -528,19 +528,139 @@ fn observe_exits_1_only_when_nothing_could_be_sent() {
     );
 }
 
+/// One scripted call of `ahp demo`, as the scenario table in `host/src/demo.rs` scripts
+/// it, written out here rather than read from that code.
+struct Scripted {
+    title: &'static str,
+    tool: &'static str,
+    decision: &'static str,
+    decided_by: &'static str,
+    /// How the table's "why" column starts.
+    why: &'static str,
+    /// The one interceptor's outcome and failure class in the audit record.
+    outcome: &'static str,
+    class: Option<&'static str>,
+}
+
+/// The demo's scenarios, in the order it runs them.
+const DEMO: [Scripted; 5] = [
+    Scripted {
+        title: "allow",
+        tool: "Read",
+        decision: "allow",
+        decided_by: "no-objection",
+        why: "backend raised no objection",
+        outcome: "no-effect",
+        class: None,
+    },
+    Scripted {
+        title: "explicit deny",
+        tool: "Bash",
+        decision: "deny",
+        decided_by: "backend-deny",
+        why: "backend: Recursive deletion needs a human review.",
+        outcome: "deny",
+        class: None,
+    },
+    Scripted {
+        title: "timeout, fail-open",
+        tool: "Bash",
+        decision: "allow",
+        decided_by: "no-objection",
+        why: "deadline-exceeded in ",
+        outcome: "failed-open",
+        class: Some("deadline-exceeded"),
+    },
+    Scripted {
+        title: "timeout, fail-closed",
+        tool: "Bash",
+        decision: "deny",
+        decided_by: "synthetic-deny",
+        why: "deadline-exceeded in ",
+        outcome: "failed-closed",
+        class: Some("deadline-exceeded"),
+    },
+    Scripted {
+        title: "malformed reply",
+        tool: "Write",
+        decision: "deny",
+        decided_by: "synthetic-deny",
+        why: "malformed-json in ",
+        outcome: "failed-closed",
+        class: Some("malformed-json"),
+    },
+];
+
+/// Checks a run of `ahp demo` in which every call settled as scripted: exit 0, nothing
+/// on stderr, and for each scenario of [`DEMO`] its row of the table (its columns found
+/// by the heading's) and its audit record. Returns the audit log's path.
+fn assert_demo_as_scripted(run: &Run, case: &str) -> PathBuf {
+    run.assert_exit(0, case);
+    assert!(run.stderr.is_empty(), "{case}: {}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let heading = lines
+        .iter()
+        .position(|l| l.starts_with("#   scenario"))
+        .unwrap_or_else(|| panic!("{case}: no table heading: {}", run.stdout));
+    let column = |name: &str| lines[heading].find(name).expect("a column");
+    let (scenario, tool, why) = (column("scenario"), column("tool"), column("why"));
+    let rows = &lines[heading + 1..];
+    assert_eq!(rows.get(DEMO.len()), Some(&""), "{case}: {}", run.stdout);
+    for (i, (row, scripted)) in rows.iter().zip(&DEMO).enumerate() {
+        let cell = |from: usize, to: usize| row.get(from..to).unwrap_or_else(|| panic!("{row}"));
+        assert_eq!(cell(0, scenario).trim(), (i + 1).to_string(), "{row}");
+        assert_eq!(cell(scenario, tool).trim(), scripted.title, "{row}");
+        // Tool, result, decided by and ms: none has a space in it.
+        let middle: Vec<&str> = cell(tool, why).split_whitespace().collect();
+        let [tool, decision, decided_by, ms] = middle[..] else {
+            panic!("{case}: {row}");
+        };
+        assert_eq!(
+            (tool, decision, decided_by),
+            (scripted.tool, scripted.decision, scripted.decided_by),
+            "{row}"
+        );
+        assert!(ms.parse::<u64>().is_ok(), "{row}");
+        assert!(cell(why, row.len()).starts_with(scripted.why), "{row}");
+    }
+    let audit = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("audit log: "))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("{case}: no audit log named: {}", run.stdout));
+    let records = std::fs::read_to_string(&audit).expect("the audit log");
+    assert_eq!(records.lines().count(), DEMO.len(), "{records}");
+    for (i, (line, scripted)) in records.lines().zip(&DEMO).enumerate() {
+        let record: Value = serde_json::from_str(line).expect("a JSON record");
+        let interceptor = &record["interceptors"][0];
+        let settled = (
+            record["event"]["id"].as_str(),
+            record["decision"].as_str(),
+            record["decidedBy"].as_str(),
+            interceptor["outcome"].as_str(),
+            interceptor["failure"]["class"].as_str(),
+        );
+        let id = format!("evt_demo_{}", i + 1);
+        let scripted = (
+            Some(id.as_str()),
+            Some(scripted.decision),
+            Some(scripted.decided_by),
+            Some(scripted.outcome),
+            scripted.class,
+        );
+        assert_eq!(settled, scripted, "{record}");
+    }
+    audit
+}
+
 /// `ahp demo` exits 0 only when every scripted call settled as scripted. With a component
 /// that settles every call as an engine failure, it names the first scenario that
 /// differed and exits 1. Its audit directory is a new one, private to the user.
 #[test]
 fn demo_exits_1_naming_a_scenario_that_settled_otherwise() {
     let run = ahp(&["demo"], &[]);
-    run.assert_exit(0, "the demo with the embedded component");
-    let audit = run
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("audit log: "))
-        .map(PathBuf::from)
-        .expect("the audit log's path");
+    let audit = assert_demo_as_scripted(&run, "the demo with the embedded component");
     let dir = audit.parent().expect("the audit directory");
     let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
     assert!(name.starts_with("ahp-demo-"), "{}", dir.display());
@@ -550,8 +670,6 @@ fn demo_exits_1_naming_a_scenario_that_settled_otherwise() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o700, "{}", dir.display());
-    let records = std::fs::read_to_string(&audit).expect("the audit log");
-    assert_eq!(records.lines().count(), 5, "{records}");
     let _ = std::fs::remove_dir_all(dir);
 
     let run = ahp(&["demo", "--component", env!("RUNAWAY_COMPONENT")], &[]);
@@ -763,18 +881,8 @@ fn the_demo_runs_under_an_address_space_limit() {
         });
     }
     let run = run_within(command, std::time::Duration::from_secs(120));
-    run.assert_exit(0, "the demo under a 2 GiB address-space limit");
-    if let Some(audit) = run
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("audit log: "))
-    {
-        let records = std::fs::read_to_string(audit).expect("the audit log");
-        assert_eq!(records.lines().count(), 5, "{records}");
-        let _ = std::fs::remove_dir_all(Path::new(audit).parent().expect("a directory"));
-    } else {
-        panic!("no audit log named: {}", run.stdout);
-    }
+    let audit = assert_demo_as_scripted(&run, "the demo under a 2 GiB address-space limit");
+    let _ = std::fs::remove_dir_all(audit.parent().expect("a directory"));
 }
 
 /// Under `ahp hook` the harness's declaration says what it can intercept: an
@@ -1436,6 +1544,30 @@ fn intercept_help_in_a_call_is_no_allow() {
     let run = ahp(&["help", "intercept"], &[]);
     run.assert_exit(0, "help for intercept alone");
     assert!(run.stdout.contains("--registration"), "{}", run.stdout);
+}
+
+/// `--help` gives the exit codes: for `intercept` they are its decision.
+#[test]
+fn intercept_and_demo_help_give_their_exit_codes() {
+    let run = ahp(&["intercept", "--help"], &[]);
+    run.assert_exit(0, "intercept --help");
+    let codes = [
+        "0  allow",
+        "2  deny",
+        "3  ask",
+        "1  the call could not be made (bad registration, bad event, usage)",
+    ];
+    for code in codes {
+        assert!(run.stdout.contains(code), "{code}: {}", run.stdout);
+    }
+    let run = ahp(&["demo", "--help"], &[]);
+    run.assert_exit(0, "demo --help");
+    for code in [
+        "0  every scripted call settled as scripted",
+        "1  one did not, naming the scenario",
+    ] {
+        assert!(run.stdout.contains(code), "{code}: {}", run.stdout);
+    }
 }
 
 /// `--version` or `--help` before `hook HARNESS`, with a payload on stdin, is the

@@ -5,7 +5,7 @@
 //! before any route sees it, so the one thing a scenario's route answers — deliberately
 //! late on `/slow`, deliberately broken on `/garbled` — is a request it should answer.
 
-use ahp_vocab::{InterceptableEvent, PROTOCOL_VERSION};
+use ahp_vocab::{EffectKind, InterceptableEvent, PROTOCOL_VERSION};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
@@ -33,7 +33,7 @@ pub(super) async fn serve() -> std::io::Result<(SocketAddr, tokio::task::JoinHan
     let task = tokio::spawn(async move {
         let mut connections = tokio::task::JoinSet::new();
         while let Ok((stream, _)) = listener.accept().await {
-            connections.spawn(async move {
+            admit(&mut connections, async move {
                 let service = hyper::service::service_fn(|request| async {
                     Ok::<_, Infallible>(answer(request).await)
                 });
@@ -44,6 +44,17 @@ pub(super) async fn serve() -> std::io::Result<(SocketAddr, tokio::task::JoinHan
         }
     });
     Ok((addr, task))
+}
+
+/// Serves a new `connection` among `connections`, first letting go of those that ended:
+/// the set is owned so that aborting the server ends them all, and would otherwise keep
+/// every finished one until then.
+fn admit(
+    connections: &mut tokio::task::JoinSet<()>,
+    connection: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    while connections.try_join_next().is_some() {}
+    connections.spawn(connection);
 }
 
 /// The HTTP binding (digest §9): one JSON-RPC message per `POST` of JSON, a JSON-RPC
@@ -137,21 +148,51 @@ impl Message {
         }
     }
 
-    /// An intercept request the demo can answer, or the AHP error for one it cannot:
-    /// versions match exactly, and an event type it does not handle is unsupported
-    /// semantics, never something to ignore (digest §13).
+    /// An intercept request the demo can answer, or the error for one it cannot.
     fn intercept(id: Value, params: Value) -> Message {
-        if params["protocolVersion"] != PROTOCOL_VERSION {
-            return Message::Refused(Refusal::UnsupportedVersion, id);
+        match check_intercept(&id, &params) {
+            Ok(()) => Message::Intercept { id, params },
+            Err(refusal) => Message::Refused(refusal, id),
         }
-        if !params["event"].is_object() {
-            return Message::Refused(Refusal::InvalidParams, id);
-        }
-        if params["event"]["type"] != InterceptableEvent::ToolBefore.as_str() {
-            return Message::Refused(Refusal::UnsupportedEvent, id);
-        }
-        Message::Intercept { id, params }
     }
+}
+
+/// What is wrong, if anything, with the `params` of intercept request `id`. A field the
+/// digest requires that is missing or of the wrong kind is invalid params: the version,
+/// the event's type, an event `id` equal to the request's (digest §2), an `effects` array
+/// of names (digest §3.1). One that is present but not this backend's is unsupported
+/// (digest §5, §13), never ignored: a version other than `draft`, checked first as the
+/// rest has that version's shape, and an event other than `tool.before`. Last, a
+/// `tool.before` must advertise `deny` (AHP-CAP-002), so a route can always answer with
+/// one: without it, a route would have to choose between an effect it may not return
+/// (digest §4.2) and `[]`, which would let through what its policy denies.
+fn check_intercept(id: &Value, params: &Value) -> Result<(), Refusal> {
+    let Some(version) = params.get("protocolVersion").and_then(Value::as_str) else {
+        return Err(Refusal::InvalidParams);
+    };
+    if version != PROTOCOL_VERSION {
+        return Err(Refusal::UnsupportedVersion);
+    }
+    // `event` is an object when it has a type.
+    let event = &params["event"];
+    let Some(event_type) = event["type"].as_str() else {
+        return Err(Refusal::InvalidParams);
+    };
+    if event["id"] != *id {
+        return Err(Refusal::InvalidParams);
+    }
+    let effects = params["capabilities"]["effects"].as_array();
+    let Some(effects) = effects.filter(|effects| effects.iter().all(Value::is_string)) else {
+        return Err(Refusal::InvalidParams);
+    };
+    if event_type != InterceptableEvent::ToolBefore.as_str() {
+        return Err(Refusal::UnsupportedEvent);
+    }
+    let deny = EffectKind::Deny.as_str();
+    if !effects.iter().any(|effect| effect.as_str() == Some(deny)) {
+        return Err(Refusal::InvalidParams);
+    }
+    Ok(())
 }
 
 /// A request id as AHP's schema has it: a non-empty string or an integer.
@@ -213,7 +254,8 @@ impl Refusal {
 /// The scenario a path plays.
 #[derive(Clone, Copy)]
 enum Route {
-    /// Denies recursive deletion, raises no objection to the rest.
+    /// Denies recursive deletion, raises no objection to the rest. Every request that
+    /// reaches it advertises `deny` ([`check_intercept`]).
     Policy,
     /// Raises no objection, after [`SLOW`].
     Slow,
@@ -469,6 +511,111 @@ mod tests {
         let mut message = intercept("draft", "tool.before");
         message["params"]["event"] = json!("tool.before");
         assert_refused(message.to_string(), json!("evt_1"), -32602).await;
+    }
+
+    /// An upstream fixture of an HTTP message (`tests/upstream/fixtures/draft/http/`).
+    macro_rules! http_fixture {
+        ($name:literal) => {
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../tests/upstream/fixtures/draft/http/",
+                $name
+            ))
+        };
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_id_is_not_its_events_has_invalid_params() {
+        let fixture = http_fixture!("intercept-request-id-mismatch.invalid.json");
+        assert_refused(fixture, json!("evt_http_outer"), -32602).await;
+        let mut no_event_id = intercept("draft", "tool.before");
+        no_event_id["params"]["event"]
+            .as_object_mut()
+            .expect("an object")
+            .remove("id");
+        assert_refused(no_event_id.to_string(), json!("evt_1"), -32602).await;
+    }
+
+    #[tokio::test]
+    async fn a_request_without_an_effects_array_has_invalid_params() {
+        let fixture = http_fixture!("intercept-request-effects-missing.invalid.json");
+        assert_refused(fixture, json!("evt_missing_effects"), -32602).await;
+        for effects in [json!("deny"), json!({"deny": true}), json!([1])] {
+            let mut message = intercept("draft", "tool.before");
+            message["params"]["capabilities"]["effects"] = effects;
+            assert_refused(message.to_string(), json!("evt_1"), -32602).await;
+        }
+        // Malformed whatever the event: not an event this backend does not support.
+        let mut other_event = intercept("draft", "session.start");
+        other_event["params"]["capabilities"] = json!({});
+        assert_refused(other_event.to_string(), json!("evt_1"), -32602).await;
+    }
+
+    /// A `tool.before` that does not advertise `deny` breaks AHP-CAP-002: refused, never
+    /// answered with the `[]` that would let a recursive deletion through.
+    #[tokio::test]
+    async fn a_tool_before_that_does_not_advertise_deny_has_invalid_params() {
+        for effects in [json!([]), json!(["allow", "ask"])] {
+            let mut message = intercept("draft", "tool.before");
+            message["params"]["event"]["tool"]["input"]["command"] = json!("rm -rf /");
+            message["params"]["capabilities"]["effects"] = effects;
+            assert_refused(message.to_string(), json!("evt_1"), -32602).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn params_that_are_not_an_object_are_invalid() {
+        let request = intercept("draft", "tool.before");
+        let mut no_params = request.clone();
+        no_params
+            .as_object_mut()
+            .expect("an object")
+            .remove("params");
+        let mut array = request.clone();
+        array["params"] = json!([request["params"]]);
+        for message in [no_params, array] {
+            assert_refused(message.to_string(), json!("evt_1"), -32602).await;
+        }
+    }
+
+    /// A version that is missing, or no string, is no version this backend does not
+    /// support: the request is malformed.
+    #[tokio::test]
+    async fn a_request_without_a_version_string_has_invalid_params() {
+        let mut no_version = intercept("draft", "tool.before");
+        no_version["params"]
+            .as_object_mut()
+            .expect("an object")
+            .remove("protocolVersion");
+        let mut number = intercept("draft", "tool.before");
+        number["params"]["protocolVersion"] = json!(1);
+        for message in [no_version, number] {
+            assert_refused(message.to_string(), json!("evt_1"), -32602).await;
+        }
+    }
+
+    /// An event without a type is malformed, not of a type this backend does not support.
+    #[tokio::test]
+    async fn an_event_without_a_type_has_invalid_params() {
+        let mut message = intercept("draft", "tool.before");
+        message["params"]["event"]
+            .as_object_mut()
+            .expect("an object")
+            .remove("type");
+        assert_refused(message.to_string(), json!("evt_1"), -32602).await;
+    }
+
+    /// Connections that ended are let go of as the next one comes, not kept until the
+    /// server is aborted.
+    #[tokio::test]
+    async fn a_connection_that_ended_leaves_the_set() {
+        let mut connections = tokio::task::JoinSet::new();
+        admit(&mut connections, async {});
+        admit(&mut connections, async {});
+        // On this single-threaded runtime both run to their end before this resumes.
+        tokio::task::yield_now().await;
+        admit(&mut connections, std::future::pending());
+        assert_eq!(connections.len(), 1);
     }
 
     /// The scenarios' own answers, unchanged: a valid request reaches them.
