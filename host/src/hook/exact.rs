@@ -35,7 +35,7 @@ pub fn exact(json: &str, mut value: Value) -> Result<Value, String> {
     }
     // The text was read once already: the second reading fails only at such a number.
     debug_assert!(walked.is_ok(), "{walked:?}");
-    for pointer in walk.zeros {
+    for pointer in walk.zeros.into_iter().flatten() {
         if let Some(zero) = value.pointer_mut(&pointer) {
             *zero = Value::from(0u64);
         }
@@ -68,8 +68,10 @@ struct Walk<'t> {
     literals: Literals<'t>,
     /// The member names and indexes down to the value being read.
     path: Vec<String>,
-    /// The pointers of the `-0`s.
-    zeros: Vec<String>,
+    /// The pointers of the `-0`s; `None` for one in a member a later one of the same
+    /// name replaced (the harness's reader keeps the last, as serde_json's does), whose
+    /// pointer is the later member's.
+    zeros: Vec<Option<String>>,
     /// The pointer of a whole number past 64 bits, where the reading stopped.
     past_64: Option<String>,
 }
@@ -116,7 +118,7 @@ impl<'de> Visitor<'de> for &mut Walk<'_> {
         match number_literal::written(v, || self.literals.nth(n)) {
             Written::AsRead => Ok(()),
             Written::Zero => {
-                self.zeros.push(self.pointer());
+                self.zeros.push(Some(self.pointer()));
                 Ok(())
             }
             Written::PastI64 => {
@@ -146,10 +148,16 @@ impl<'de> Visitor<'de> for &mut Walk<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
+        // The `-0`s found in each member's value, by name.
+        let mut found = std::collections::HashMap::new();
         while let Some(name) = members.next_key::<String>()? {
+            let first = self.zeros.len();
             self.path.push(name);
             members.next_value_seed(&mut *self)?;
-            self.path.pop();
+            let name = self.path.pop().unwrap_or_default();
+            if let Some(replaced) = found.insert(name, first..self.zeros.len()) {
+                self.zeros[replaced].fill(None);
+            }
         }
         Ok(())
     }
@@ -173,6 +181,14 @@ mod tests {
                 r#"{"a":[1,0,{"b/c~":0}],"d":-0.0,"e":"-0","f":"2024-01-05"}"#,
             ),
             ("-0", "0"),
+            // The harness's reader keeps a repeated member's last value, as serde_json's.
+            (r#"{"a":-0,"a":"rm"}"#, r#"{"a":"rm"}"#),
+            (r#"{"a":[-0],"a":["rm","-rf"]}"#, r#"{"a":["rm","-rf"]}"#),
+            (r#"{"a":"rm","a":-0}"#, r#"{"a":0}"#),
+            (
+                r#"{"a":{"b":-0},"c":1,"a":{"b":"x","d":-0}}"#,
+                r#"{"a":{"b":"x","d":0},"c":1}"#,
+            ),
             (r#"{"a":-0.5,"b":-0e3}"#, r#"{"a":-0.5,"b":-0.0}"#),
             (
                 r#"{"n":[18446744073709551615,-9223372036854775808,1e300,0.1]}"#,
