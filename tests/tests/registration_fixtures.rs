@@ -116,10 +116,18 @@ async fn literal_token_is_rejected_at_its_path_without_echoing_it() {
 
 /// Runs `ahp` with `args`, feeding `stdin` if given.
 async fn ahp(args: &[&str], stdin: Option<&str>) -> Run {
+    ahp_logging_to(args, stdin, None).await
+}
+
+/// As [`ahp`], the operator's log written to `log` (`AHP_LOG_FILE`).
+async fn ahp_logging_to(args: &[&str], stdin: Option<&str>, log: Option<&Path>) -> Run {
     let command = tokio::task::spawn_blocking(ahp_command)
         .await
         .expect("locate the ahp binary");
     let mut command = tokio::process::Command::from(command);
+    if let Some(log) = log {
+        command.env("AHP_LOG_FILE", log);
+    }
     command
         .args(args)
         .env_remove("AHP_LOG")
@@ -300,20 +308,24 @@ async fn cli_budget_is_bounded_on_every_command() {
             CLAP,
         ),
     ];
+    let names_the_bound =
+        |text: &str| text.contains("--budget-ms") && text.contains("1 to 3600000");
+    let dir = tempfile::tempdir().expect("a temporary directory");
     for (command, code, stderr) in commands {
         for budget in ["0", "3600001", "18446744073709551615"] {
             let mut args = command.to_vec();
             args.extend(["--budget-ms", budget]);
-            let run = ahp(&args, None).await;
+            let log = dir.path().join(format!("{}-{budget}.log", command[1]));
+            let run = ahp_logging_to(&args, None, Some(&log)).await;
             run.assert_exit(code, &format!("{args:?}"));
             if stderr == CLAP {
-                assert!(
-                    run.stderr.contains("--budget-ms") && run.stderr.contains("1 to 3600000"),
-                    "{args:?}: {}",
-                    run.stderr
-                );
+                assert!(names_the_bound(&run.stderr), "{args:?}: {}", run.stderr);
             } else {
                 assert_eq!(run.stderr, stderr, "{args:?}");
+                // The same block answers a payload it cannot read (none here): the log
+                // tells the usage error from that.
+                let logged = std::fs::read_to_string(&log).unwrap_or_default();
+                assert!(names_the_bound(&logged), "{args:?}: {logged}");
             }
             assert!(run.stdout.is_empty(), "{args:?}: {}", run.stdout);
         }
