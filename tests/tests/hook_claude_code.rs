@@ -271,6 +271,51 @@ async fn a_payload_with_invalid_utf8_is_blocked_naming_the_position() {
     );
 }
 
+/// In `auto` permission mode Claude Code's classifier decides in the user's place, and a
+/// hook's `ask` has been reported to let the tool run unasked: `ask` is not offered
+/// there, as in every other mode it is, and a backend's `ask` anyway is an unadvertised
+/// effect, settled by its policy (a denial, fail-closed), never an ask nobody sees.
+#[tokio::test]
+async fn ask_is_not_offered_where_the_permission_mode_asks_nobody() {
+    let payload = |mode: &str| {
+        native(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_use_id": "toolu_a", "permission_mode": mode,
+                "tool_input": {"command": "git push"}}),
+        )
+    };
+    for (mode, offered) in [("default", true), ("acceptEdits", true), ("auto", false)] {
+        let sent = ahp_tests::hook::sent_to_interceptor_of(
+            &["tool.before"],
+            "claude-code",
+            &payload(mode),
+        )
+        .await;
+        let request: Value = serde_json::from_str(&sent.body).expect("a JSON request");
+        let effects = &request["params"]["capabilities"]["effects"];
+        assert!(
+            effects
+                .as_array()
+                .is_some_and(|e| e.contains(&json!("deny"))),
+            "{mode}: {effects}"
+        );
+        assert_eq!(
+            effects.as_array().unwrap().contains(&json!("ask")),
+            offered,
+            "{mode}: {effects}"
+        );
+    }
+    let asked = ahp_tests::hook::answered_by_interceptor_of(
+        &["tool.before"],
+        "fail-closed",
+        "claude-code",
+        &payload("auto"),
+        json!([{"type": "ask"}]),
+    )
+    .await;
+    assert_deny(&asked.ran, ahp_tests::support::SYNTHETIC_REASON);
+}
+
 /// A tool input's numbers reach the backend as Claude Code wrote them: `-0` an integer
 /// (serde_json reads it as the float -0.0, which a Go backend's integer refuses), the
 /// largest integers exactly.

@@ -584,8 +584,7 @@ impl EventSpec {
     /// by the harness itself (`stop_hook_active`), so that a policy that always says
     /// continue cannot keep the agent working forever; a payload that does not say is
     /// offered none.
-    /// Nor is `modify` offered for an input that could not be written back as it came
-    /// ([`Payload::input_is_inexact`]).
+    /// Nor is an effect offered that this payload's call cannot have ([`withheld`]).
     fn capability_at(&self, payload: &Payload) -> Option<EventCapability> {
         let mut capability = self.capability()?;
         let fresh = self.continues && payload.continued == Some(false);
@@ -594,24 +593,40 @@ impl EventSpec {
             flow.remaining_continuations = Some(1);
             flow.continuation_count = Some(0);
         }
-        if payload.input_is_inexact() {
-            capability
-                .effects
-                .retain(|&kind| kind != EffectKind::Modify);
+        let withheld = withheld(payload);
+        capability.effects.retain(|kind| !withheld.contains(kind));
+        if withheld.contains(&EffectKind::Modify) {
             capability.modify = None;
         }
         Some(capability)
     }
 
     /// The effects advertised for the call `payload` is: [`advertised`](Self::advertised)
-    /// but `modify` for an input that could not be written back as it came.
+    /// but those it cannot have ([`withheld`]).
     fn advertised_at(&self, payload: &Payload) -> Vec<EffectKind> {
         let mut effects = self.advertised();
-        if payload.input_is_inexact() {
-            effects.retain(|&kind| kind != EffectKind::Modify);
-        }
+        let withheld = withheld(payload);
+        effects.retain(|kind| !withheld.contains(kind));
         effects
     }
+}
+
+/// The effects the call `payload` is cannot have, whatever its event enforces:
+/// - `modify`, for an input that could not be written back as it came
+///   ([`Payload::input_is_inexact`]);
+/// - `ask`, in a session whose permission mode asks nobody: Claude Code's `auto`, where
+///   a classifier decides in the user's place, and a hook's `ask` has been reported to
+///   let the tool run unasked (anthropics/claude-code#51255, #89561). A policy that
+///   wants a person's word there has to deny.
+fn withheld(payload: &Payload) -> Vec<EffectKind> {
+    let mut withheld = Vec::new();
+    if payload.input_is_inexact() {
+        withheld.push(EffectKind::Modify);
+    }
+    if payload.permission_mode.as_deref() == Some("auto") {
+        withheld.push(EffectKind::Ask);
+    }
+    withheld
 }
 
 /// A harness payload read into the fields every AHP event is built from.
