@@ -8,7 +8,7 @@
 // `sha256` by node:crypto). A plan with a backend outside that is refused (exit 1).
 
 import { createHash } from 'node:crypto';
-import { Worker, parentPort, workerData } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 import { GENERIC_REASONS } from './reasons.mjs';
 import { newResultBuffer, waitResult } from './shared-result.mjs';
 
-const { transpiled, registration, event, effects } = workerData;
+const { transpiled, registration, event, effects, exchanges } = workerData;
 
 /// Time past an exchange's deadline that this thread waits for the exchange worker's own
 /// deadline-exceeded before it gives up on it.
@@ -58,10 +58,10 @@ const credentials = {
   reject(_credential) {},
 };
 
-// Started and ready before any hook call, so no deadline pays for the worker's start-up.
-const worker = new Worker(new URL('./exchange-worker.mjs', import.meta.url));
-await once(worker, 'message');
-worker.unref();
+// The exchange worker's channel (host.mjs starts that worker, and watches it): ready
+// before any hook call, so no deadline pays for the worker's start-up.
+await once(exchanges, 'message');
+exchanges.unref();
 
 const delivery = {
   exchange(backend, message, credential, deadline) {
@@ -74,7 +74,7 @@ const delivery = {
     if (now() >= deadline) fail({ tag: 'deadline-exceeded', val: 'connect' });
     const headers = credential ? { authorization: credential.authorization() } : {};
     const shared = newResultBuffer();
-    worker.postMessage({ url, body: message, headers, deadline, shared });
+    exchanges.postMessage({ url, body: message, headers, deadline, shared });
     const waitMs = Math.max(0, Number(deadline - now()) / 1e6) + GRACE_MS;
     const result = waitResult(shared, waitMs);
     if (result === null) fail({ tag: 'deadline-exceeded', val: 'await-response' });

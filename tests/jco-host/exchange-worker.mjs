@@ -1,12 +1,13 @@
 // The I/O half of the JS host: one HTTP exchange per message, on a worker thread.
 //
 // The component's imports are synchronous, so the component's thread cannot await a
-// response; it posts the exchange here and blocks in Atomics.wait on a SharedArrayBuffer
-// that this worker fills. Every phase (connect, send, wait, body) is inside the one
-// absolute deadline, an instant of process.hrtime (the same monotonic clock the component
-// reads through wasi:clocks/monotonic-clock on its thread).
+// response; it posts the exchange here, over the channel `component` (host.mjs starts
+// this worker and hands each thread its end), and blocks in Atomics.wait on a
+// SharedArrayBuffer that this worker fills. Every phase (connect, send, wait, body) is
+// inside the one absolute deadline, an instant of process.hrtime (the same monotonic
+// clock the component reads through wasi:clocks/monotonic-clock on its thread).
 
-import { parentPort } from 'node:worker_threads';
+import { workerData } from 'node:worker_threads';
 import http from 'node:http';
 import https from 'node:https';
 import { isIPv6 } from 'node:net';
@@ -18,9 +19,10 @@ import { MAX_BODY, MAX_HEAD, writeResult } from './shared-result.mjs';
 /// nothing.
 const MAX_HEADERS = 100;
 
-parentPort.postMessage('ready');
+const { component } = workerData;
+component.postMessage('ready');
 
-parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
+component.on('message', ({ url, body, headers, deadline, shared }) => {
   let settled = false;
   const settle = (meta, bytes = new Uint8Array()) => {
     if (settled) return;
@@ -60,18 +62,32 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
     settle({ error: 'not-permitted' });
     return;
   }
-  // Over https the request can go out only once the handshake is done.
   const tls = target.protocol === 'https:';
   let connected = false;
   let secured = false;
+  // Nothing is sent past the deadline, as in ahp-host (http.rs `send`): the request is
+  // handed to Node only once the socket is up (over https, once the handshake is done),
+  // and only if the deadline has not passed by then. Handed over with the request, it
+  // went out as soon as the socket came up, which can be past the deadline, before its
+  // timer (whole milliseconds, and late on a busy loop) fired. The socket is always a
+  // fresh one (`agent: false`), so its `connect` always comes.
+  const transmit = () => {
+    if (process.hrtime.bigint() >= deadline) {
+      settle({ error: 'deadline-exceeded', phase: 'connect' });
+      request.destroy();
+      return;
+    }
+    phase = 'send';
+    request.end(body);
+  };
   request.on('socket', (socket) => {
     socket.once('connect', () => {
       connected = true;
-      if (!tls) phase = 'send';
+      if (!tls) transmit();
     });
     socket.once('secureConnect', () => {
       secured = true;
-      phase = 'send';
+      transmit();
     });
   });
   // A response may start before the request is all out: its head moved the phase on.
@@ -144,7 +160,6 @@ parentPort.on('message', ({ url, body, headers, deadline, shared }) => {
     }
     settle({ error: classify(error, connected, tls && !secured, answered) });
   });
-  request.end(body);
 });
 
 /// Errors of a peer that went away.

@@ -11,7 +11,7 @@
 // calls block: this thread stays free to end a call that traps, throws or runs past the
 // component's bound-ms, and denies it as `engine-failure`, never an allow.
 
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import { readFileSync } from 'node:fs';
 import { atDeadline } from './deadline.mjs';
 import { GENERIC_REASONS } from './reasons.mjs';
@@ -94,13 +94,34 @@ function eventRef(text) {
   };
 }
 
+// The thread that does the component's HTTP exchanges (exchange-worker.mjs) is started
+// and watched here, not by the component thread that uses it: that thread is blocked
+// through the whole call (in the component, or in Atomics.wait for an exchange), so it
+// would never see this one die, and every exchange from then on would wait out its
+// deadline and be settled by policy, an allow under fail-open. Here its death ends the
+// call as an engine failure. The two threads talk over a channel of their own.
+const channel = new MessageChannel();
+const exchanger = new Worker(new URL('./exchange-worker.mjs', import.meta.url), {
+  workerData: { component: channel.port1 },
+  transferList: [channel.port1],
+});
+exchanger.unref();
+exchanger.on('error', (error) => engineFailure(error));
+// Of itself it ends only once the component thread has ended (their channel closed),
+// with 0; an uncaught exception or running out of memory ends it with 1.
+exchanger.on('exit', (code) => {
+  if (code !== 0) engineFailure(`the exchange thread ended with ${code}`);
+});
+
 const component = new Worker(new URL('./component-worker.mjs', import.meta.url), {
   workerData: {
     transpiled,
     registration: readFileSync(registrationPath, 'utf8'),
     event,
     effects: effectsArg.split(','),
+    exchanges: channel.port2,
   },
+  transferList: [channel.port2],
 });
 let cancelLoadBound = () => {};
 component.on('message', (message) => {

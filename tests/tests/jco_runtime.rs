@@ -10,10 +10,10 @@
 //! and say so.
 
 use ahp_host::{Decision, EffectKind, EMBEDDED_COMPONENT};
-use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use ahp_tests::fault_backend::{Behaviour, FaultBackend, Recorded};
 use ahp_tests::support::{
-    assert_nothing_sent, event, interceptor, one_json_line, record_json, registration,
-    runaway_component, CrossCredential, Http, CROSS_TOKEN, CROSS_TOKEN_ENV, SLACK,
+    assert_nothing_sent, attempt_results, event, interceptor, one_json_line, record_json,
+    registration, runaway_component, CrossCredential, Http, CROSS_TOKEN, CROSS_TOKEN_ENV, SLACK,
     SYNTHETIC_REASON,
 };
 use serde_json::{json, Value};
@@ -604,6 +604,76 @@ fn the_node_hosts_deadline_timer_never_fires_early() {
     );
     let early = String::from_utf8_lossy(&output.stdout);
     assert_eq!(early.trim(), "0", "fired early, of 100");
+}
+
+/// The exchange worker sends nothing on a connection that comes up past the deadline, as
+/// ahp-host sends nothing past it (http.rs `send`): each exchange here is handed to the
+/// worker with its deadline already passed (as when the worker is slow to take it), to a
+/// backend that takes the connection at once; each is `deadline-exceeded` in `connect`,
+/// and no request reaches the backend. The body used to be handed to Node with the
+/// request, which wrote it as soon as the socket connected, before the deadline's timer
+/// (whole milliseconds) fired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_sends_nothing_on_a_connection_made_past_the_deadline() {
+    const ROUNDS: usize = 20;
+    let script = r#"
+        const { pathToFileURL } = await import('node:url');
+        const { MessageChannel, Worker } = await import('node:worker_threads');
+        const { once } = await import('node:events');
+        const [dir, url, rounds] = process.argv.slice(1);
+        const module = (name) => pathToFileURL(`${dir}/${name}`);
+        const { newResultBuffer, waitResult } = await import(module('shared-result.mjs').href);
+        // As host.mjs starts it, but without this script's --input-type, which a worker
+        // from a file refuses.
+        const { port1, port2: exchanges } = new MessageChannel();
+        new Worker(module('exchange-worker.mjs'), {
+          execArgv: [],
+          workerData: { component: port1 },
+          transferList: [port1],
+        });
+        await once(exchanges, 'message');
+        const results = [];
+        for (let i = 0; i < Number(rounds); i++) {
+          const shared = newResultBuffer();
+          const body = new TextEncoder().encode('{}');
+          exchanges.postMessage({ url, body, headers: {}, deadline: process.hrtime.bigint(), shared });
+          results.push(waitResult(shared, 5000)?.meta ?? null);
+        }
+        console.log(JSON.stringify(results));
+        process.exit(0);
+    "#;
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let running = node_async()
+        .args(["--input-type=module", "-e", script])
+        .arg(jco_host_dir())
+        .arg(backend.url())
+        .arg(ROUNDS.to_string())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(HOST_LIMIT, running)
+        .await
+        .expect("the script ends")
+        .expect("run node");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let results: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    let expected = json!({"error": "deadline-exceeded", "phase": "connect"});
+    assert_eq!(results, json!(vec![expected; ROUNDS]), "{stderr}");
+    // Every socket came up: each request was held back at its connect, not by a refusal.
+    assert!(
+        ahp_tests::support::eventually(Duration::from_secs(5), || backend.connections() == ROUNDS)
+            .await,
+        "{} connections of {ROUNDS}",
+        backend.connections()
+    );
+    assert!(
+        !backend
+            .wait_for_requests(1, Duration::from_millis(200))
+            .await,
+        "{} of {ROUNDS} requests sent past the deadline",
+        backend.requests().len()
+    );
 }
 
 /// A reply whose Content-Type is ~5000 characters is read as it is, and its deny decides,
@@ -1203,6 +1273,73 @@ async fn node_refuses_a_token_that_cannot_be_a_header() {
     assert_eq!(failure["class"], json!("auth-failed"), "{settled}");
     assert_eq!(failure["phase"], json!("acquire-credential"), "{settled}");
     assert_nothing_sent(&a).await;
+}
+
+/// A permitted bearer delivery carries the token as ahp-host sends it (bearer.rs): the
+/// backend receives exactly one `Authorization: Bearer <token>`, once. A backend that
+/// refuses the token with 401 is settled as ahp-host settles it for the same registration:
+/// the same verdict and attempts, each attempt carrying that one header. The token is in
+/// neither host's record, nor in what the Node host wrote to stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_sends_the_bearer_token_once_and_settles_a_401_as_the_rust_host_does() {
+    const TOKEN_ENV: &str = "AHP_TEST_NODE_BEARER";
+    const TOKEN: &str = "tok-node-bearer-6d20c4";
+    // Both hosts read it from this process's environment (the Node host inherits it).
+    std::env::set_var(TOKEN_ENV, TOKEN);
+    let bearer = |url: String| {
+        registration(&[Http::new(BACKEND, url)
+            .policy("fail-closed")
+            .timeout_ms(2000)
+            .token_env(TOKEN_ENV)])
+    };
+    let sent = |requests: &[Recorded]| -> Vec<Vec<String>> {
+        let headers = |r: &Recorded| {
+            r.header_values("authorization")
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        };
+        requests.iter().map(headers).collect()
+    };
+    let one_bearer = vec![format!("Bearer {TOKEN}")];
+
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let reg = bearer(backend.url());
+    let (settled, stderr) = call_with_env(transpiled(), &reg, "evt_node_bearer", &[]).await;
+    assert_eq!(settled["decidedBy"], json!("no-objection"), "{settled}");
+    assert_eq!(entry(&settled)["outcome"], json!("no-effect"));
+    assert_eq!(sent(&backend.requests()), vec![one_bearer.clone()]);
+    assert!(!settled.to_string().contains(TOKEN), "{settled}");
+    assert!(!stderr.contains(TOKEN), "{stderr}");
+
+    let refusing = FaultBackend::start(vec![Behaviour::unauthorized()]).await;
+    let reg = bearer(refusing.url());
+    let id = "evt_node_bearer_401";
+    let (node, stderr) = call_with_env(transpiled(), &reg, id, &[]).await;
+    let by_node = refusing.requests();
+    let rust = record_json(&ahp_tests::support::call(&interceptor(&reg).await, id).await);
+    let by_rust = refusing.requests().split_off(by_node.len());
+    assert_eq!(
+        rust["interceptors"][0]["failure"],
+        json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
+        "{rust}"
+    );
+    assert_eq!(verdict(&node["audit"]), verdict(&rust), "{node}");
+    let entry = entry(&node);
+    assert_eq!(
+        attempt_results(entry),
+        attempt_results(&rust["interceptors"][0]),
+        "{node}"
+    );
+    // Each attempt reached the backend with the one header.
+    assert_eq!(
+        sent(&by_node),
+        vec![one_bearer; attempt_results(entry).len()]
+    );
+    assert_eq!(sent(&by_node), sent(&by_rust));
+    assert!(!node.to_string().contains(TOKEN), "{node}");
+    assert!(!rust.to_string().contains(TOKEN), "{rust}");
+    assert!(!stderr.contains(TOKEN), "{stderr}");
 }
 
 /// SIGTERM while a backend is being waited for ends the call as `ahp intercept` ends it:
