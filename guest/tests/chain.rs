@@ -2322,6 +2322,50 @@ fn audited_subscriptions(settlement: &Settlement) -> Vec<(Value, Value, Value)> 
         .collect()
 }
 
+/// Digest §8: interceptors run in `hooks` order, and within a backend in subscription
+/// order: every subscription of the first backend before the second's, never each
+/// backend's first subscription before any second one.
+#[test]
+fn a_backends_subscriptions_run_in_order_before_the_next_backend() {
+    let engine = load(vec![
+        backend(
+            A,
+            vec![
+                intercept_sub(&["tool.before"], "fail-closed", 300),
+                intercept_sub(&["tool.*"], "fail-closed", 400),
+            ],
+        ),
+        backend(B, vec![intercept_sub(&["*"], "fail-closed", 500)]),
+    ]);
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(no_effect()))
+        .on(A, Step::reply(no_effect()))
+        .on(B, Step::reply(no_effect()));
+    let s = run(&engine, &mut host);
+    assert_no_objection(&s);
+    let order: Vec<&str> = host.sent.iter().map(|sent| sent.backend.as_str()).collect();
+    assert_eq!(order, [A, A, B]);
+    let entries: Vec<(Value, Value)> = audited_subscriptions(&s)
+        .into_iter()
+        .map(|(backend, subscription, _)| (backend, subscription))
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            (json!(A), json!(0)),
+            (json!(A), json!(1)),
+            (json!(B), json!(0))
+        ]
+    );
+    // Each was asked under its own subscription's timeout, from when it was asked (each
+    // reply takes the fake host 1 ms).
+    let deadlines: Vec<Instant> = host.sent.iter().map(|sent| sent.deadline).collect();
+    assert_eq!(
+        deadlines,
+        [T0 + ms(300), T0 + ms(1 + 400), T0 + ms(2 + 500)]
+    );
+}
+
 /// Conformance D3 (REG-002): two interceptors of one backend are two subscriptions. The
 /// first denies: the second is never sent `hooks/intercept` but gets the boundary as one
 /// best-effort `hooks/observe`, encoded for its own subscription; the first gets no
