@@ -83,6 +83,7 @@ pub const FIELDS: Fields = Fields {
     model: Some("model"),
     workspace_roots: None,
     mcp_context: None,
+    mcp_by_name: true,
     harness_version: None,
     agent: Some(("agent_id", "agent_type")),
     permission_mode: Some("permission_mode"),

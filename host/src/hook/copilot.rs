@@ -76,6 +76,7 @@ pub const FIELDS: Fields = Fields {
     model: None,
     workspace_roots: None,
     mcp_context: None,
+    mcp_by_name: false,
     harness_version: None,
     agent: None,
     permission_mode: None,

@@ -43,6 +43,7 @@ pub const FIELDS: Fields = Fields {
     model: Some("model"),
     workspace_roots: Some("workspace_roots"),
     mcp_context: None,
+    mcp_by_name: false,
     harness_version: Some("cursor_version"),
     agent: None,
     permission_mode: None,

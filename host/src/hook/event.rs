@@ -100,7 +100,11 @@ pub fn build(
         }
         AhpEvent::SessionEnd => {
             event["outcome"] = json!("unknown");
-            event["reason"] = json!(payload.reason.as_deref().unwrap_or("unknown"));
+            let mut gaps = Vec::new();
+            event["reason"] = said(&payload.reason, "/reason", &mut gaps);
+            if !gaps.is_empty() {
+                event["gaps"] = json!(gaps);
+            }
         }
         AhpEvent::TurnStart => {
             event["trigger"] = json!("user");
@@ -803,6 +807,29 @@ mod tests {
         assert_eq!(unnamed_gaps[0], "/model/id");
         assert_eq!(unnamed_gaps[1..5], gaps);
         assert_eq!(unnamed_gaps[5..], ["/harness/version"]);
+    }
+
+    /// A session end's reason is the harness's; where it gives none, "unknown" stands
+    /// for it, and a gap says so.
+    #[test]
+    fn a_session_end_without_its_reason_says_so() {
+        let ended = |reason: Option<&str>| {
+            let payload = Payload {
+                reason: reason.map(str::to_owned),
+                ..Payload::default()
+            };
+            built(Harness::ClaudeCode, AhpEvent::SessionEnd, payload)
+        };
+        let said = ended(Some("logout"));
+        assert_eq!(said["reason"], "logout");
+        assert_eq!(gap_paths(&said["gaps"]), ["/harness/version"], "{said}");
+        let unsaid = ended(None);
+        assert_eq!(unsaid["reason"], "unknown");
+        assert_eq!(
+            gap_paths(&unsaid["gaps"]),
+            ["/reason", "/harness/version"],
+            "{unsaid}"
+        );
     }
 
     /// A subagent the harness names is the session's agent; a permission mode it names

@@ -75,6 +75,7 @@ pub const FIELDS: Fields = Fields {
     model: None,
     workspace_roots: None,
     mcp_context: Some("mcp_context"),
+    mcp_by_name: false,
     harness_version: None,
     agent: None,
     permission_mode: None,

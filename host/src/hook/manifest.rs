@@ -78,6 +78,15 @@ pub fn manifest(harness: Harness) -> Value {
              calls alike in one session share one",
         ));
     }
+    // An MCP tool the adapter cannot tell from a native one.
+    let fields = harness.fields();
+    if fields.mcp_context.is_none() && !fields.mcp_by_name {
+        gaps.push(gap(
+            "tool.origin",
+            "the harness names an MCP server's tools without the mcp__server__tool mark or \
+             an account of the server: such a call reads as native, with no mcp descriptor",
+        ));
+    }
     // Every event names the harness, its version "unknown" where the harness does not say.
     if harness.fields().harness_version.is_none() {
         gaps.push(gap("harness.version", UNSAID));
@@ -202,6 +211,19 @@ mod tests {
                 .collect();
             gapped.sort_unstable();
             assert_eq!(gapped, on_demand, "{harness:?}");
+        }
+    }
+
+    /// Where the harness names its MCP tools in no way the adapter reads (Copilot's
+    /// `server-tool`, Cursor's own), the manifest says their calls may read as native.
+    #[test]
+    fn an_mcp_tool_the_adapter_cannot_tell_is_a_gap() {
+        for harness in Harness::ALL {
+            let manifest = manifest(harness);
+            let gaps = manifest["gaps"].as_array().expect("gaps");
+            let said = gaps.iter().any(|gap| gap["path"] == "tool.origin");
+            let untold = matches!(harness, Harness::Cursor | Harness::Copilot);
+            assert_eq!(said, untold, "{harness:?}");
         }
     }
 

@@ -29,6 +29,10 @@ pub struct Fields {
     pub workspace_roots: Option<&'static str>,
     /// The member in which the harness describes an MCP tool's server, if it does.
     pub mcp_context: Option<&'static str>,
+    /// Whether the harness names an MCP server's tools `mcp__server__tool`, the one mark
+    /// the adapter reads without a `mcp_context` (Claude Code, Codex). Where neither
+    /// tells (Copilot's `server-tool`, Cursor's own), such a call reads as native.
+    pub mcp_by_name: bool,
     /// The harness's version's member, if it says (`session.start`'s `harness.version`).
     pub harness_version: Option<&'static str>,
     /// The members naming the agent a call runs in (a subagent's id, then its type), if
