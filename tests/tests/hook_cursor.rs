@@ -134,3 +134,24 @@ async fn a_session_start_carries_cursor_s_version() {
         ])
     );
 }
+
+/// Cursor's `stop` says how the agent's work ended (`status`) and how many times a stop
+/// hook has made it go on in this loop (`loop_count`): an aborted stop reaches an
+/// observer as `outcome: "cancelled"` with Cursor's count as its `continuationCount`, and
+/// no gap for either (the component checks the event on its way).
+#[tokio::test]
+async fn an_aborted_stop_is_observed_as_cancelled_with_cursor_s_count() {
+    let payload = json!({"conversation_id": "conv-9", "generation_id": "gen-2",
+        "hook_event_name": "stop", "status": "aborted", "loop_count": 2,
+        "cursor_version": "2.4.0", "workspace_roots": ["/repo"]});
+    let sent = ahp_tests::hook::sent_event("cursor", &[], &payload, "hooks/observe").await;
+    assert_no_objection(&sent.ran);
+    let event = &sent.event;
+    assert_eq!(event["type"], "turn.finish.before", "{event}");
+    assert_eq!(event["outcome"], "cancelled", "{event}");
+    assert_eq!(event["continuationCount"], 2, "{event}");
+    assert_eq!(
+        event["gaps"],
+        json!([{"path": "/items", "reason": "the response is only in native"}])
+    );
+}

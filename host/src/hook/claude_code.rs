@@ -89,6 +89,10 @@ pub const FIELDS: Fields = Fields {
     permission_mode: Some("permission_mode"),
     model_request: None,
     continued: Some("stop_hook_active"),
+    // Its stops fire on completion alone (an interrupt fires none, an API error the
+    // unmapped `StopFailure`), and it does not count continuations.
+    stop_status: None,
+    stop_loop_count: None,
     // `PostToolUse` runs after a success only, `PostToolUseFailure` after a failure.
     ended: None,
     interrupted: Some("is_interrupt"),

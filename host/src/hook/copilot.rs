@@ -82,6 +82,8 @@ pub const FIELDS: Fields = Fields {
     permission_mode: None,
     model_request: None,
     continued: None,
+    stop_status: None,
+    stop_loop_count: None,
     // `postToolUse` is run after a success only (`postToolUseFailure` after a failure,
     // its `error` text left in `native`); the snake_case `PostToolUse` after a failure or
     // a denial too.

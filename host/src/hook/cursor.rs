@@ -31,8 +31,9 @@ pub const EVENTS: &[EventSpec] = &[
 pub const SETTINGS_FILE: &str = ".cursor/hooks.json";
 
 /// `conversation_id` as the session, `cwd` (else the first workspace root), the
-/// `workspace_roots`, the `model`, `cursor_version` as the harness's version, and for
-/// tool events `tool_name`, `tool_input` and `tool_use_id`.
+/// `workspace_roots`, the `model`, `cursor_version` as the harness's version, at `stop`
+/// its `status` and `loop_count`, and for tool events `tool_name`, `tool_input` and
+/// `tool_use_id`.
 pub const FIELDS: Fields = Fields {
     session: &["conversation_id"],
     tool: &[SNAKE_TOOL],
@@ -49,6 +50,9 @@ pub const FIELDS: Fields = Fields {
     permission_mode: None,
     model_request: None,
     continued: None,
+    // Its stop fires when the agent completes, errs or is aborted, and says which.
+    stop_status: Some("status"),
+    stop_loop_count: Some("loop_count"),
     // Its after-tool hook runs after a success only.
     ended: None,
     interrupted: None,

@@ -6,7 +6,7 @@
 //! creation time and process to that. The `tool.after` of a denied call ([`denied_after`])
 //! takes its `tool.before`'s identities and an id derived from that event's.
 
-use super::payload::Ended;
+use super::payload::{Ended, StopStatus};
 use super::{AhpEvent, EventSpec, Harness, Payload};
 use serde_json::{json, Map, Value};
 use sha2::{Digest as _, Sha256};
@@ -113,20 +113,29 @@ pub fn build(
             event["gaps"] = json!([gap("/items", "the prompt is only in native")]);
         }
         AhpEvent::TurnFinishBefore => {
-            event["outcome"] = json!("completed");
-            // A harness that says whether a stop hook made the agent go on this turn
-            // (`stop_hook_active`) gives the count while it is 0; past that, how many
-            // times it does not say.
-            let mut gaps = match payload.continued {
-                Some(false) => vec![],
-                Some(true) => vec![gap(
-                    "/continuationCount",
-                    "the harness says only that a stop hook made the agent go on; \
-                     1 stands for it",
-                )],
-                None => vec![gap("/continuationCount", UNSAID)],
+            let mut gaps = Vec::new();
+            event["outcome"] = json!(turn_outcome(harness, payload.stop_status, &mut gaps));
+            // A harness that counts the stop hook's continuations (Cursor's `loop_count`)
+            // gives the count; one that says whether a stop hook made the agent go on this
+            // turn (`stop_hook_active`) gives it while it is 0; past that, how many times
+            // it does not say.
+            let count = match (payload.continuation_count, payload.continued) {
+                (Some(count), _) => count,
+                (None, Some(false)) => 0,
+                (None, Some(true)) => {
+                    gaps.push(gap(
+                        "/continuationCount",
+                        "the harness says only that a stop hook made the agent go on; \
+                         1 stands for it",
+                    ));
+                    1
+                }
+                (None, None) => {
+                    gaps.push(gap("/continuationCount", UNSAID));
+                    0
+                }
             };
-            event["continuationCount"] = json!(u8::from(payload.continued == Some(true)));
+            event["continuationCount"] = json!(count);
             event["items"] = json!([]);
             gaps.push(gap("/items", "the response is only in native"));
             event["gaps"] = json!(gaps);
@@ -236,6 +245,29 @@ fn start_trigger<'a>(said: Option<&'a str>, gaps: &mut Vec<Value>) -> &'a str {
         }
     }
 }
+
+/// A stop's `outcome`, one of AHP's turn outcomes: what the harness's stop says (Cursor's
+/// `status`: an abort is `cancelled`, an error `failed`), else `completed`. A harness
+/// whose stop fires on completion alone (it has no
+/// [`stop_status`](super::payload::Fields::stop_status)) says `completed` by firing it;
+/// where the stop fires on other ends too and the payload names none (or a word of
+/// another shape), `completed` stands for it, with a gap.
+fn turn_outcome(harness: Harness, said: Option<StopStatus>, gaps: &mut Vec<Value>) -> &'static str {
+    match said {
+        Some(StopStatus::Completed) => "completed",
+        Some(StopStatus::Aborted) => "cancelled",
+        Some(StopStatus::Error) => "failed",
+        None if harness.fields().stop_status.is_some() => {
+            gaps.push(gap("/outcome", OUTCOME_UNSAID));
+            "completed"
+        }
+        None => "completed",
+    }
+}
+
+/// Why a stop's `outcome` says `completed` where the harness's stop could have said
+/// otherwise and did not.
+const OUTCOME_UNSAID: &str = "the harness does not say how the turn ended; completed stands for it";
 
 /// Why a session start's `trigger` says `startup` where the harness said no AHP trigger.
 const START_TRIGGER_UNSAID: &str = "the harness says no trigger AHP names; startup stands for it";
@@ -681,6 +713,80 @@ mod tests {
             (json!(1), "/continuationCount /items".into())
         );
         assert_eq!(stop(None), (json!(0), "/continuationCount /items".into()));
+    }
+
+    /// A stop's outcome is what the harness's stop says (Cursor's `status`): `completed`,
+    /// an abort `cancelled`, an error `failed`, none of them with a gap; where it says
+    /// nothing, `completed`, with a gap only where the stop fires on other ends too
+    /// (Cursor), not where firing it says the work completed (Claude Code, Codex, Gemini).
+    #[test]
+    fn a_stop_says_how_the_turn_ended_as_far_as_the_harness_says() {
+        let stop = |harness: Harness, stop_status| {
+            let payload = Payload {
+                stop_status,
+                harness_version: Some("1.0.0".into()),
+                ..Payload::default()
+            };
+            let event = built(harness, AhpEvent::TurnFinishBefore, payload);
+            let gaps = gap_paths(&event["gaps"]).contains(&"/outcome");
+            (event["outcome"].clone(), gaps)
+        };
+        let cases = [
+            (Some(StopStatus::Completed), "completed", false),
+            (Some(StopStatus::Aborted), "cancelled", false),
+            (Some(StopStatus::Error), "failed", false),
+            (None, "completed", true),
+        ];
+        for (said, outcome, gapped) in cases {
+            let built = stop(Harness::Cursor, said);
+            assert_eq!(built, (json!(outcome), gapped), "{said:?}");
+        }
+        for harness in [Harness::ClaudeCode, Harness::Codex, Harness::Gemini] {
+            assert_eq!(
+                stop(harness, None),
+                (json!("completed"), false),
+                "{harness:?}"
+            );
+        }
+        let event = built(
+            Harness::Cursor,
+            AhpEvent::TurnFinishBefore,
+            Payload::default(),
+        );
+        let why = event["gaps"].as_array().into_iter().flatten();
+        let why = why
+            .filter(|gap| gap["path"] == "/outcome")
+            .map(|gap| &gap["reason"]);
+        assert_eq!(why.collect::<Vec<_>>(), [&json!(OUTCOME_UNSAID)]);
+    }
+
+    /// A stop's continuation count is the harness's own where it counts them (Cursor's
+    /// `loop_count`), with no gap, whatever else it says; else as far as
+    /// `stop_hook_active` says.
+    #[test]
+    fn a_stop_takes_the_harness_s_count_of_its_continuations() {
+        let stop = |harness: Harness, continuation_count, continued| {
+            let payload = Payload {
+                continuation_count,
+                continued,
+                harness_version: Some("1.0.0".into()),
+                ..Payload::default()
+            };
+            let event = built(harness, AhpEvent::TurnFinishBefore, payload);
+            let gaps = gap_paths(&event["gaps"]).contains(&"/continuationCount");
+            (event["continuationCount"].clone(), gaps)
+        };
+        assert_eq!(stop(Harness::Cursor, Some(2), None), (json!(2), false));
+        assert_eq!(stop(Harness::Cursor, Some(0), None), (json!(0), false));
+        assert_eq!(
+            stop(Harness::Cursor, Some(3), Some(true)),
+            (json!(3), false)
+        );
+        assert_eq!(stop(Harness::Cursor, None, None), (json!(0), true));
+        assert_eq!(
+            stop(Harness::ClaudeCode, None, Some(true)),
+            (json!(1), true)
+        );
     }
 
     /// Every event of every harness names its harness (the SDKs' schemas refuse one

@@ -97,6 +97,10 @@ pub const FIELDS: Fields = Fields {
         provider: "google",
     }),
     continued: Some("stop_hook_active"),
+    // `AfterAgent` fires once the agent loop completes, and it does not count
+    // continuations.
+    stop_status: None,
+    stop_loop_count: None,
     // `AfterTool` runs after a failed call too, its error in the response.
     ended: Some(EndedField::Error("tool_response", "error")),
     interrupted: None,

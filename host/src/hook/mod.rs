@@ -660,6 +660,12 @@ pub struct Payload {
     /// `turn.finish.before`: whether a stop hook has already made the agent go on in this
     /// turn, when the harness says (`stop_hook_active`).
     pub continued: Option<bool>,
+    /// `turn.finish.before`: how the agent's work ended, when the harness's stop says
+    /// (Cursor's `status`).
+    pub stop_status: Option<payload::StopStatus>,
+    /// `turn.finish.before`: how many times a stop hook has made the agent go on in this
+    /// loop, when the harness counts them (Cursor's `loop_count`).
+    pub continuation_count: Option<u64>,
     /// `model.request.before`: the model the request names, when the harness says.
     pub request_model: Option<String>,
     /// `model.request.before`: the request's generation parameters, when the harness

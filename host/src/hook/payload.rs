@@ -46,6 +46,13 @@ pub struct Fields {
     /// The member saying, at a stop, whether a stop hook has already made the agent go
     /// on in this turn (`stop_hook_active`), if the harness says.
     pub continued: Option<&'static str>,
+    /// The member saying, at a stop, how the agent's work ended (Cursor's `status`:
+    /// `completed`, `aborted` or `error`), if the harness's stop fires on other ends than
+    /// completion and says which. A harness without it fires its stop on completion alone.
+    pub stop_status: Option<&'static str>,
+    /// The member counting, at a stop, the times a stop hook has made the agent go on in
+    /// this loop (Cursor's `loop_count`), if the harness counts them.
+    pub stop_loop_count: Option<&'static str>,
     /// Where the harness says how a tool call ended (`tool.after`), if it reports other
     /// ends than success there.
     pub ended: Option<EndedField>,
@@ -79,6 +86,33 @@ pub enum Ended {
     Timeout,
     /// It was interrupted before it finished (by the user).
     Cancelled,
+}
+
+/// How the agent's work ended, as a harness whose stop fires on other ends than
+/// completion says at that stop ([`Fields::stop_status`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopStatus {
+    /// It finished.
+    Completed,
+    /// It was stopped before it finished (by the user).
+    Aborted,
+    /// It ended in an error.
+    Error,
+}
+
+/// `key`, when present, must be one of the words of a [`StopStatus`].
+fn optional_stop_status(
+    payload: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<StopStatus>, String> {
+    let status = match optional_string(payload, key)?.as_deref() {
+        None => return Ok(None),
+        Some("completed") => StopStatus::Completed,
+        Some("aborted") => StopStatus::Aborted,
+        Some("error") => StopStatus::Error,
+        Some(_) => return Err(format!("{key} must be completed, aborted or error")),
+    };
+    Ok(Some(status))
 }
 
 /// How the call `payload` reports on ended, as `field` says; a value of another shape
@@ -194,6 +228,9 @@ pub fn read(
     let cwd = named_cwd.or_else(|| workspace_roots.first().cloned());
     let optional =
         |key: Option<&str>| key.and_then(|key| informational(optional_string(payload, key)));
+    // What a stop says of the turn is read there alone.
+    let at_stop =
+        |key: Option<&'static str>| key.filter(|_| spec.ahp == AhpEvent::TurnFinishBefore);
     let trigger = match spec.ahp {
         AhpEvent::SessionStart => fields.start_trigger,
         AhpEvent::ContextCompactBefore => fields.compact_trigger,
@@ -227,10 +264,12 @@ pub fn read(
             let params = informational(optional_object(request, fields.params))?;
             Some(kept_params(params, fields.kept_params))
         }),
-        continued: fields
-            .continued
-            .filter(|_| spec.ahp == AhpEvent::TurnFinishBefore)
+        continued: at_stop(fields.continued)
             .and_then(|key| informational(optional_bool(payload, key))),
+        stop_status: at_stop(fields.stop_status)
+            .and_then(|key| informational(optional_stop_status(payload, key))),
+        continuation_count: at_stop(fields.stop_loop_count)
+            .and_then(|key| informational(optional_count(payload, key))),
         ended: match (&fields.ended, spec.ahp) {
             _ if spec.after_failed_call => failed(payload, fields.interrupted),
             (Some(field), AhpEvent::ToolAfter) => ended(payload, field),
@@ -486,6 +525,15 @@ fn optional_bool(payload: &Map<String, Value>, key: &str) -> Result<Option<bool>
     }
 }
 
+/// `key`, when present, must be a whole number, 0 or more.
+fn optional_count(payload: &Map<String, Value>, key: &str) -> Result<Option<u64>, String> {
+    match payload.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(number)) if number.is_u64() => Ok(number.as_u64()),
+        Some(_) => Err(format!("{key} must be a whole number, 0 or more")),
+    }
+}
+
 /// `key`, when present, must be a non-empty string.
 fn optional_string(payload: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
     match payload.get(key) {
@@ -714,6 +762,58 @@ mod tests {
             None
         );
         assert_eq!(continued(Harness::Cursor, "stop", json!(false)), None);
+    }
+
+    /// Cursor's `stop` says how the agent's work ended (`status`) and how many times a
+    /// stop hook has made it go on in this loop (`loop_count`), read at a stop alone. Each
+    /// only informs a backend: of another shape (a word Cursor does not send, a count
+    /// that is negative, fractional or not a number) it is left out, and the payload
+    /// still reads; absent, it says nothing.
+    #[test]
+    fn cursor_s_stop_says_how_the_work_ended_and_how_often_it_went_on() {
+        let stop = |status: Value, loop_count: Value| {
+            let payload = json!({"conversation_id": "c", "hook_event_name": "stop",
+                "status": status, "loop_count": loop_count});
+            let read = read_at(Harness::Cursor, "stop", payload).unwrap();
+            (read.stop_status, read.continuation_count)
+        };
+        let said = [
+            ("completed", StopStatus::Completed),
+            ("aborted", StopStatus::Aborted),
+            ("error", StopStatus::Error),
+        ];
+        for (word, status) in said {
+            assert_eq!(
+                stop(json!(word), json!(2)),
+                (Some(status), Some(2)),
+                "{word}"
+            );
+        }
+        assert_eq!(stop(json!("aborted"), json!(0)).1, Some(0));
+        for malformed in [json!("Aborted"), json!("paused"), json!(""), json!(7)] {
+            assert_eq!(
+                stop(malformed.clone(), json!(1)),
+                (None, Some(1)),
+                "{malformed}"
+            );
+        }
+        for malformed in [json!(-1), json!(1.5), json!("2"), json!(true)] {
+            let read = stop(json!("error"), malformed.clone());
+            assert_eq!(read, (Some(StopStatus::Error), None), "{malformed}");
+        }
+        let absent = json!({"conversation_id": "c", "hook_event_name": "stop"});
+        let read = read_at(Harness::Cursor, "stop", absent).unwrap();
+        assert_eq!((read.stop_status, read.continuation_count), (None, None));
+        // Elsewhere, and from a harness that sends neither, members of those names are
+        // not read.
+        let tool = json!({"conversation_id": "c", "hook_event_name": "postToolUse",
+            "tool_name": "Shell", "tool_input": {}, "status": "error", "loop_count": 1});
+        let read = read_at(Harness::Cursor, "postToolUse", tool).unwrap();
+        assert_eq!((read.stop_status, read.continuation_count), (None, None));
+        let claude = json!({"session_id": "s", "hook_event_name": "Stop",
+            "status": "error", "loop_count": 1});
+        let read = read_at(Harness::ClaudeCode, "Stop", claude).unwrap();
+        assert_eq!((read.stop_status, read.continuation_count), (None, None));
     }
 
     /// Claude Code names the subagent a call runs in (`agent_id`, `agent_type`) and the
