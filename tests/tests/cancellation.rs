@@ -6,8 +6,8 @@ use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Interrupt, Options,
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{
     assert_failed, assert_nothing_sent, assert_settled, assert_settled_at, assert_settled_by,
-    audit_lines_once, call, event, interceptor, only_interceptor, open_fifo_once_read, record_json,
-    registration, timed_call, Http,
+    attempt_results, audit_lines_once, call, event, interceptor, only_interceptor,
+    open_fifo_once_read, record_json, registration, timed_call, Http,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -145,6 +145,103 @@ async fn interrupting_one_call_leaves_a_concurrent_call_alone() {
         only_interceptor(&record_json(&settled))["outcome"],
         "no-effect"
     );
+}
+
+/// "Cancellation of one call's wait on a shared harness auth operation does not cancel
+/// unrelated callers": two calls wait on one read of a `tokenRef: file:` secret (a FIFO
+/// nobody has written yet; such reads are shared process-wide), and the one that began
+/// it is interrupted. It settles `interrupted` at once, having sent nothing; the other
+/// goes on waiting, is handed the token the read then gets, and its request is the only
+/// one the backend receives, with exactly that token.
+///
+/// That the second call waited on the same read, not one of its own, is checked, not
+/// assumed: before the token is written, the FIFO's path is replaced by a file holding
+/// another token, so a read begun after the shared one ended would send that one. (The
+/// read already in flight opened the FIFO itself, and keeps it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupting_one_caller_waiting_on_a_shared_token_read_leaves_the_other_waiting() {
+    /// How long the second call is given to reach the read in flight: nothing outside
+    /// the host shows it waiting there, and it takes milliseconds. Were it later still,
+    /// it would send the replacement token and fail the test by name, not hang.
+    const TO_JOIN: Duration = Duration::from_secs(2);
+    const TOKEN: &str = "shared-token";
+    const LATE_TOKEN: &str = "token-of-a-read-of-its-own";
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fifo = blocking_token_file(dir.path());
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let reg = fifo_registration(backend.url(), &fifo, "fail-closed", 30_000);
+    let hooks = interceptor(&reg).await;
+
+    let interrupt = Interrupt::new();
+    let first = {
+        let (hooks, interrupt) = (hooks.clone(), interrupt.clone());
+        tokio::spawn(async move {
+            let event = event("evt_shared_read_first");
+            hooks
+                .intercept_with(&event, &[EffectKind::Deny], None, &interrupt)
+                .await
+        })
+    };
+    // The first call began the read: it is blocked opening the FIFO.
+    let mut writer = open_fifo_once_read(&fifo).await;
+    let second = {
+        let hooks = hooks.clone();
+        tokio::spawn(async move { call(&hooks, "evt_shared_read_second").await })
+    };
+    tokio::time::sleep(TO_JOIN).await;
+
+    let interrupted_at = Instant::now();
+    interrupt.interrupt();
+    let interrupted = first
+        .await
+        .expect("the first call's task")
+        .expect("a valid event settles");
+    assert_interrupted(&interrupted);
+    assert_settled_by(
+        interrupted_at.elapsed(),
+        Duration::ZERO,
+        "the interrupted call",
+    );
+    let record = record_json(&interrupted);
+    let entry = only_interceptor(&record);
+    assert_eq!(entry["outcome"], "interrupted", "{record}");
+    assert_eq!(attempt_results(entry), ["interrupted"], "{record}");
+    assert!(
+        !second.is_finished(),
+        "the second call stopped waiting when the first was interrupted"
+    );
+
+    // From now on a new read of the path would find the replacement at once.
+    let late = dir.path().join("late-token");
+    std::fs::write(&late, LATE_TOKEN).expect("write the replacement token");
+    std::fs::rename(&late, &fifo).expect("replace the FIFO's path");
+    std::io::Write::write_all(&mut writer, TOKEN.as_bytes()).expect("write the token");
+    drop(writer);
+
+    let settled = tokio::time::timeout(Duration::from_secs(20), second)
+        .await
+        .expect("the second call settled once the token came")
+        .expect("the second call's task");
+    assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
+    let record = record_json(&settled);
+    assert_eq!(
+        only_interceptor(&record)["outcome"],
+        "no-effect",
+        "{record}"
+    );
+    let requests = backend.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(
+        requests[0].json()["params"]["event"]["id"],
+        "evt_shared_read_second"
+    );
+    let authorization = requests[0].header_values("authorization");
+    assert_ne!(
+        authorization,
+        [format!("Bearer {LATE_TOKEN}")],
+        "the second call did not wait on the shared read (not there within {TO_JOIN:?})"
+    );
+    assert_eq!(authorization, [format!("Bearer {TOKEN}")]);
 }
 
 /// A call whose future the harness drops before it settles (a `timeout` around

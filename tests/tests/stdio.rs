@@ -20,8 +20,9 @@ use ahp_host::{
     StdioEnv,
 };
 use ahp_tests::support::{
-    assert_failed, assert_settled, assert_settled_at, assert_settled_by, call, event, eventually,
-    interceptor, only_interceptor, record_json, timed_call, valid_event,
+    assert_failed, assert_settled, assert_settled_at, assert_settled_by, attempt_results, attempts,
+    call, event, eventually, interceptor, only_interceptor, record_json, sha256_hex, timed_call,
+    valid_event,
 };
 use serde_json::{json, Value};
 use tokio::sync::RwLock;
@@ -411,6 +412,109 @@ async fn exiting_mid_exchange_is_abnormal_exit() {
         assert_eq!(c.log.pids().len(), 1, "{}: {:?}", c.name, c.log.lines());
     })
     .await;
+}
+
+/// AHP-CORE-004 over stdio: a lost connection (`connection-lost`, transient) is retried
+/// inside the original deadline, by a new process, which is sent the very bytes of the
+/// first attempt: the same line, so the same event, JSON-RPC, session and call ids. Per
+/// event, the connection is lost by a backend that exits 0 without a line and by one that
+/// closes its stdout and goes on running (killed after a short grace); a persistent
+/// backend loses it only the second way (its exit, even 0, is `abnormal-exit`, never
+/// retried: see the next test), and the process that answered the retry is kept for the
+/// next call. Both attempts are recorded, with the digest of the line each process read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_connection_is_retried_by_a_new_process_with_the_same_bytes() {
+    let _shared = PROCESSES.read().await;
+    for (lifecycle, first) in [
+        ("per_event", "exit-silently"),
+        ("per_event", "close-stdout"),
+        ("persistent", "close-stdout"),
+    ] {
+        let case = format!("once:{first} {lifecycle}");
+        let mode = format!("once:{first}");
+        let (log, hooks) = logged_with(
+            retrying(),
+            &mode,
+            lifecycle,
+            "fail-closed",
+            AT_ONCE_TIMEOUT_MS,
+        )
+        .await;
+        let id = format!("evt_retried_{lifecycle}_{}", first.replace('-', "_"));
+        let (settled, elapsed) = timed_call(&hooks, &id, None).await;
+        println!("{case}: settled in {elapsed:?}");
+        assert_no_effect(&settled, &case);
+        assert!(elapsed < AT_ONCE, "{case}: waited {elapsed:?}");
+        let record = record_json(&settled);
+        let entry = only_interceptor(&record);
+        assert_eq!(
+            attempt_results(entry),
+            ["connection-lost", "accepted"],
+            "{case}: {record}"
+        );
+
+        // Two processes, each sent one line, byte for byte the same: this call's event.
+        let pids = log.pids();
+        assert_eq!(pids.len(), 2, "{case}: {:?}", log.lines());
+        assert_ne!(pids[0], pids[1], "{case}");
+        let lines = log.values("line");
+        assert_eq!(lines.len(), 2, "{case}: {:?}", log.lines());
+        assert_eq!(
+            lines[0], lines[1],
+            "{case}: a retry resends the exact bytes"
+        );
+        let request: Value = serde_json::from_str(&lines[0]).expect("the request is JSON");
+        assert_eq!(request["params"]["event"]["id"], json!(id), "{case}");
+        // Each attempt's digest, and the entry's, is that of the line the backends read.
+        let sent = sha256_hex(lines[0].as_bytes());
+        for attempt in attempts(entry) {
+            assert_eq!(attempt["requestSha256"], json!(sent), "{case}: {record}");
+        }
+        assert_eq!(entry["requestSha256"], json!(sent), "{case}: {record}");
+
+        // The process that lost the connection exited or was killed, and is reaped.
+        let lost = pids[0];
+        assert!(
+            eventually(Duration::from_secs(2), || !exists(lost)).await,
+            "{case}: process {lost} was not reaped"
+        );
+        if lifecycle == "persistent" {
+            call_no_effect(&hooks, &format!("{id}_next")).await;
+            assert_eq!(log.pids(), pids, "{case}: the retry's process was not kept");
+        }
+        hooks.shutdown();
+    }
+}
+
+/// The contrast to the test above: a persistent backend that exits 0 without a reply has
+/// not lost a connection, it exited, which it never should: `abnormal-exit`, which is not
+/// transient, so not retried even with retries allowed. One process, one attempt, at
+/// once; the next call starts a new process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_backend_that_exits_0_is_not_retried() {
+    let _shared = PROCESSES.read().await;
+    let case = "once:exit-silently persistent";
+    let (log, hooks) = logged_with(
+        retrying(),
+        "once:exit-silently",
+        "persistent",
+        "fail-closed",
+        AT_ONCE_TIMEOUT_MS,
+    )
+    .await;
+    let (settled, elapsed) = timed_call(&hooks, "evt_exited_persistent", None).await;
+    assert_failed_at_once(&settled, elapsed, "fail-closed", "abnormal-exit", case);
+    let record = record_json(&settled);
+    assert_eq!(
+        attempt_results(only_interceptor(&record)),
+        ["abnormal-exit"],
+        "{case}: {record}"
+    );
+    assert_eq!(log.values("line").len(), 1, "{case}: {:?}", log.lines());
+    assert_nth_process_reaped(&log, 1, case);
+    call_no_effect(&hooks, "evt_exited_persistent_next").await;
+    assert_eq!(log.pids().len(), 2, "{case}: {:?}", log.lines());
+    hooks.shutdown();
 }
 
 /// S6, a backend killed by a signal (a crash, the OOM killer) after it read the request

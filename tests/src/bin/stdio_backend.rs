@@ -47,6 +47,11 @@
 //! - `stderr-flood:BYTES`: BYTES on stderr before each reply (lines of 64 KiB, far past
 //!   the harness's logged line and the pipe's buffer), then no effects: a backend whose
 //!   stderr nobody drained would block before it answered.
+//! - `once:MODE` (LOG required): the first process started with this LOG behaves as
+//!   MODE, every later one as `allow` (the first creates `LOG.once`, which later ones
+//!   find): a backend that fails once and then answers, as a retry meets. Each of its
+//!   processes also logs `line <LINE>` for every line it reads, verbatim, so a test can
+//!   compare what each process received byte for byte.
 //!
 //! Notifications (no `id`) get no reply. If `LOG` is given, the process appends to it
 //! `pid <PID>`, `argv0 <PROGRAM>` (the program as it was started), `env <NAMES>` (its
@@ -68,6 +73,26 @@ fn main() {
         .next()
         .unwrap_or_else(|| fail("usage: stdio_backend MODE [LOG]"));
     let log = args.next();
+    let verbatim = mode.starts_with("once:");
+    let mode = match mode.strip_prefix("once:") {
+        Some(first) => {
+            let log = log
+                .as_deref()
+                .unwrap_or_else(|| fail("usage: stdio_backend once:MODE LOG"));
+            let marker = format!("{log}.once");
+            // Created by exactly one process, however many start at once.
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&marker)
+            {
+                Ok(_) => first.to_owned(),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => "allow".to_owned(),
+                Err(e) => fail(&format!("create {marker}: {e}")),
+            }
+        }
+        None => mode,
+    };
     let note = move |line: String| {
         if let Some(path) = &log {
             let mut file = OpenOptions::new()
@@ -112,6 +137,9 @@ fn main() {
     let noted = note.clone();
     let read = move |line: std::io::Result<String>| {
         let line = line.unwrap_or_else(|e| fail(&format!("read stdin: {e}")));
+        if verbatim {
+            noted(format!("line {line}"));
+        }
         let message: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| fail(&format!("the harness sent a line that is not JSON: {e}")));
         noted(format!(
