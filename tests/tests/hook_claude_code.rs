@@ -337,10 +337,12 @@ async fn a_tool_input_s_numbers_reach_the_backend_as_written() {
 }
 
 /// A whole number past 64 bits in a tool input would reach a backend as another number
-/// (serde_json reads it as the nearest double) than the tool gets: Claude Code's block,
-/// naming where it is.
+/// (serde_json reads it as the nearest double) than the tool gets: Claude Code's denial
+/// of the call, the log naming where the number is, the record naming the call.
 #[tokio::test]
-async fn a_whole_number_past_64_bits_is_blocked_naming_it() {
+async fn a_whole_number_past_64_bits_is_denied_naming_it() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
     let payload = native(
         "PreToolUse",
         json!({"tool_name": "mcp__bank__pay", "tool_use_id": "toolu_n",
@@ -349,10 +351,21 @@ async fn a_whole_number_past_64_bits_is_blocked_naming_it() {
     let stdin = payload
         .to_string()
         .replace(r#""ACCOUNT""#, "123456789012345678901234567890");
-    let ran = run_logged(stdin.as_bytes()).await;
-    assert_blocked_before_the_event(
-        &ran,
-        r#"the payload holds a whole number past 64 bits at "/tool_input/account", which a backend would read as another number"#,
+    let audit = dir.path().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let args = ["--audit", audit_arg.as_str()];
+    let ran =
+        ahp_tests::hook::run_hook("claude-code", &registration, &args, stdin.as_bytes()).await;
+    assert_deny(&ran, ahp_tests::hook::FAILED_REASON);
+    let logged = r#"the payload holds a whole number past 64 bits at "/tool_input/account", which a backend would read as another number"#;
+    assert!(ran.log.contains(logged), "{ran:?}");
+    let records = ahp_tests::hook::audit_records(&audit);
+    assert_eq!(records.len(), 1, "{records:?}");
+    let event = &records[0]["event"];
+    assert_eq!(
+        (&event["type"], &event["session"], &event["call"]),
+        (&json!("tool.before"), &json!("abc123"), &json!("toolu_n")),
+        "{records:?}"
     );
 }
 

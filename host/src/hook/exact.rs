@@ -14,11 +14,11 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::fmt;
 
-/// `value`, read from `json`, with each `-0` the integer 0; or the pointer of a whole
-/// number past 64 bits in it.
-pub fn exact(json: &str, mut value: Value) -> Result<Value, String> {
+/// Makes each `-0` in `value`, read from `json`, the integer 0; or names the pointer of
+/// a whole number past 64 bits in it.
+pub fn exact(json: &str, value: &mut Value) -> Result<(), String> {
     if !may_be_misread(json.as_bytes()) {
-        return Ok(value);
+        return Ok(());
     }
     let mut walk = Walk {
         literals: Literals::of(json),
@@ -40,7 +40,7 @@ pub fn exact(json: &str, mut value: Value) -> Result<Value, String> {
             *zero = Value::from(0u64);
         }
     }
-    Ok(value)
+    Ok(())
 }
 
 /// Whether `json` may hold a number serde_json misreads: a run of 19 digits (no whole
@@ -168,7 +168,8 @@ mod tests {
     use super::*;
 
     fn read(json: &str) -> Result<Value, String> {
-        exact(json, serde_json::from_str(json).unwrap())
+        let mut value = serde_json::from_str(json).unwrap();
+        exact(json, &mut value).map(|()| value)
     }
 
     /// Whatever the harness wrote is what serde_json wrote back, but `-0`, the integer 0.

@@ -10,7 +10,7 @@
 
 use super::event::{gap, UNSAID};
 use super::{AhpEvent, Harness};
-use ahp_vocab::{Capabilities, PROTOCOL_VERSION, SUPPORTED_TIMEOUT_MS};
+use ahp_vocab::{Capabilities, EffectKind, PROTOCOL_VERSION, SUPPORTED_TIMEOUT_MS};
 use serde_json::{json, Value};
 
 /// The events the interceptor itself emits under any harness, observe only: the
@@ -76,6 +76,26 @@ pub fn manifest(harness: Harness) -> Value {
             "synthesized from the session, tool name and input: the same for a retry, but \
              a call whose input a backend modified has another in its tool.after, and two \
              calls alike in one session share one",
+        ));
+    }
+    // The effects a call is not offered whatever its event enforces (`withheld`).
+    let before_tool = harness
+        .events()
+        .iter()
+        .find(|spec| spec.ahp == AhpEvent::ToolBefore);
+    let enforced = |kind| before_tool.is_some_and(|spec| spec.enforces.contains(&kind));
+    if enforced(EffectKind::Modify) {
+        gaps.push(gap(
+            "tool.before.modify",
+            "not offered for an input holding U+FFFD (a lone UTF-16 surrogate as read): \
+             written back, it would differ where no backend changed it",
+        ));
+    }
+    if enforced(EffectKind::Ask) && harness.fields().permission_mode.is_some() {
+        gaps.push(gap(
+            "tool.before.ask",
+            "not offered in a session whose permission mode is auto, where the harness \
+             has been reported to run the tool unasked",
         ));
     }
     // An MCP tool the adapter cannot tell from a native one.
@@ -211,6 +231,22 @@ mod tests {
                 .collect();
             gapped.sort_unstable();
             assert_eq!(gapped, on_demand, "{harness:?}");
+        }
+    }
+
+    /// What a call is not offered though its event enforces it is said: `modify` where
+    /// the harness takes a modified input before a tool, `ask` where it also says the
+    /// session's permission mode (Claude Code).
+    #[test]
+    fn an_effect_withheld_per_call_is_a_gap() {
+        for harness in Harness::ALL {
+            let manifest = manifest(harness);
+            let gaps = manifest["gaps"].as_array().expect("gaps");
+            let said = |path: &str| gaps.iter().any(|gap| gap["path"] == path);
+            let modifies = !matches!(harness, Harness::Codex | Harness::Cursor);
+            assert_eq!(said("tool.before.modify"), modifies, "{harness:?}");
+            let asks_by_mode = harness == Harness::ClaudeCode;
+            assert_eq!(said("tool.before.ask"), asks_by_mode, "{harness:?}");
         }
     }
 

@@ -1127,7 +1127,11 @@ pub(crate) fn read_unread(harness: Harness, event: Option<&str>) -> Unread {
     if payload.iter().all(u8::is_ascii_whitespace) {
         return Unread::Nothing;
     }
-    let Ok(Value::Object(object)) = payload::parse(&payload) else {
+    let Ok(payload::Parsed {
+        value: Value::Object(object),
+        ..
+    }) = payload::parse(&payload)
+    else {
         return Unread::Unreadable;
     };
     let Some(spec) = harness.answered_at(&object, event) else {
@@ -1413,8 +1417,11 @@ async fn decide(
     interrupt: &Interrupt,
     mapped: &OnceLock<Option<&'static EventSpec>>,
 ) -> Result<Verdict, String> {
-    let object = match payload::parse(payload) {
-        Ok(Value::Object(object)) => object,
+    let (object, inexact) = match payload::parse(payload) {
+        Ok(payload::Parsed {
+            value: Value::Object(object),
+            inexact,
+        }) => (object, inexact),
         Ok(_) => return Err("the payload is not a JSON object".into()),
         Err(e) => return Err(format!("the payload {e}")),
     };
@@ -1429,6 +1436,10 @@ async fn decide(
     let audit = &request.audit;
     if let Some(spec) = found {
         audit.identify(payload::identity(harness.fields(), &object, spec));
+    }
+    // Refused once the answer's event and the record's identity are known.
+    if let Some(inexact) = inexact {
+        return Err(format!("the payload {inexact}"));
     }
     let name = harness.event_name(&object, flag)?;
     let spec =

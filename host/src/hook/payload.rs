@@ -328,11 +328,12 @@ fn tool(
 /// (`"K\ud800"` and `"K\udc00"`): the harness would act on both members, a backend see
 /// one of them.
 ///
-/// Its numbers are as the harness wrote them ([`exact`]); the error completes a sentence
-/// that names what was read ("the payload …").
-pub fn parse(json: &[u8]) -> Result<Value, String> {
+/// Its numbers are as the harness wrote them ([`exact`]), or [`Parsed::inexact`] says
+/// where one is not; the error completes a sentence that names what was read ("the
+/// payload …").
+pub fn parse(json: &[u8]) -> Result<Parsed, String> {
     let read = serde_json::from_slice(json).map(|value| (value, None));
-    let (value, replaced) = read
+    let (mut value, replaced) = read
         .or_else(|error| match lone_surrogates_replaced(json) {
             Some(replaced) => {
                 serde_json::from_slice::<Distinct>(&replaced)?;
@@ -343,7 +344,28 @@ pub fn parse(json: &[u8]) -> Result<Value, String> {
         .map_err(|e| format!("is not JSON: {e}"))?;
     // Read as UTF-8 already.
     let text = std::str::from_utf8(replaced.as_deref().unwrap_or(json)).unwrap_or_default();
-    exact(text, value)
+    let inexact = exact(text, &mut value).err();
+    Ok(Parsed { value, inexact })
+}
+
+/// A payload (or an encoded tool input) as the harness reads it.
+pub struct Parsed {
+    pub value: Value,
+    /// Why a backend would not read one of its numbers as the harness wrote it (a
+    /// whole number past 64 bits, at its pointer), completing a sentence as [`parse`]'s
+    /// error does: such a payload is refused, once what it is (its event, its session)
+    /// is known for the answer and the record.
+    pub inexact: Option<String>,
+}
+
+impl Parsed {
+    /// The value, unless a number in it would not reach a backend as written.
+    pub fn exact(self) -> Result<Value, String> {
+        match self.inexact {
+            None => Ok(self.value),
+            Some(inexact) => Err(inexact),
+        }
+    }
 }
 
 /// A JSON value whose objects, at every depth, name each member once.
@@ -439,11 +461,13 @@ fn input(payload: &Map<String, Value>, form: &ToolFields) -> Result<Map<String, 
     let key = form.input;
     match payload.get(key) {
         Some(Value::Object(object)) => Ok(object.clone()),
-        Some(Value::String(encoded)) if form.encoded => match parse(encoded.as_bytes()) {
-            Ok(Value::Object(input)) => Ok(input),
-            Ok(_) => Err(format!("{key} must encode a JSON object")),
-            Err(e) => Err(format!("{key} {e}")),
-        },
+        Some(Value::String(encoded)) if form.encoded => {
+            match parse(encoded.as_bytes()).and_then(Parsed::exact) {
+                Ok(Value::Object(input)) => Ok(input),
+                Ok(_) => Err(format!("{key} must encode a JSON object")),
+                Err(e) => Err(format!("{key} {e}")),
+            }
+        }
         Some(_) if form.encoded => Err(format!("{key} must be a JSON-encoded object")),
         Some(_) => Err(format!("{key} must be a JSON object")),
         None => Err(format!("{key} is required")),
@@ -549,7 +573,7 @@ mod tests {
     /// `u` after an escaped backslash is text; a payload that parses is read as it is.
     #[test]
     fn a_lone_surrogate_is_the_replacement_character() {
-        let parsed = |json: &str| super::parse(json.as_bytes()).map_err(|e| e.to_string());
+        let parsed = |json: &str| super::parse(json.as_bytes()).and_then(super::Parsed::exact);
         for (json, text) in [
             (r#""a\ud83d""#, "a\u{fffd}"),
             (r#""\ude00b""#, "\u{fffd}b"),
@@ -571,7 +595,7 @@ mod tests {
     /// the last, as serde_json does), unless lone surrogates were rewritten too.
     #[test]
     fn names_made_alike_by_the_replacement_are_refused() {
-        let parsed = |json: &str| super::parse(json.as_bytes()).map_err(|e| e.to_string());
+        let parsed = |json: &str| super::parse(json.as_bytes()).and_then(super::Parsed::exact);
         for json in [
             r#"{"K\ud800": "SECRET", "K\udc00": "x"}"#,
             r#"{"tool_input": {"headers": [{"K\ud800": 1, "K\ufffd": 2}]}}"#,
