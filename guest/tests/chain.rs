@@ -2636,6 +2636,27 @@ fn only_a_failure_settled_by_policy_is_reported() {
     assert!(s.observers.is_empty());
 }
 
+/// A call whose budget ran out after an interceptor failed open reports nothing: not the
+/// failure that was settled by policy before the budget ended (no `hook.failure`), and
+/// not the event to its owned observers. Nothing is sent, and nothing is recorded
+/// withheld either.
+#[test]
+fn a_call_out_of_budget_after_a_failure_settled_by_policy_reports_nothing() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+        backend(C, vec![observe_sub(&["hook.failure", "tool.before"])]),
+    ]);
+    // A is refused just inside the budget; B, a moment later, finds it spent.
+    let refused = Step::fail(DeliveryError::ConnectionRefused)
+        .taking(99)
+        .then_lag(5);
+    let s = run_with_budget(&engine, &mut FakeHost::new().on(A, refused), T0 + ms(100));
+    assert_eq!(s.decided_by, DecidedBy::BudgetExpired);
+    assert_eq!(outcomes(&s)[0], Outcome::FailedOpen);
+    assert!(s.observers.is_empty(), "{:?}", s.observers);
+}
+
 /// A `hook.failure` report is made after the decision, and making one copies the
 /// parent's session and harness, which can be MiB: none is made once the time to prepare
 /// observers (250 ms) is over, so many failures cannot hold the decision past it. Here
