@@ -1785,11 +1785,13 @@ fn the_watchdogs_answer_does_not_wait_for_a_locked_audit_file() {
 }
 
 /// `registration.json` and `event.json` in `dir`: a fail-open per-event stdio backend
-/// started as `command deny` (the test backend's deny), and a `tool.before` event `id`.
+/// started as `command deny` (the test backend's deny) in `dir`, and a `tool.before`
+/// event `id`.
 fn write_stdio_call(dir: &Path, command: &str, id: &str) -> (PathBuf, PathBuf) {
     let hook = json!({
         "id": "com.example.stdio",
-        "transport": {"type": "stdio", "command": command, "args": ["deny"], "lifecycle": "per_event"},
+        "transport": {"type": "stdio", "command": command, "args": ["deny"],
+            "cwd": dir, "lifecycle": "per_event"},
         "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 10_000,
             "failurePolicy": "fail-open", "content": {"default": "metadata"}}]
     });
@@ -1802,8 +1804,9 @@ fn write_stdio_call(dir: &Path, command: &str, id: &str) -> (PathBuf, PathBuf) {
 
 /// A backend started by a bare command name is looked up in the absolute directories of
 /// `PATH` alone: an empty entry (`:$PATH`) or a relative one would find a program of the
-/// same name in the working directory — the agent's project, where the agent could have
-/// written one that allows everything — and ask it instead of the policy backend.
+/// same name in the working directory — the backend's `cwd`, here the folder where a
+/// program that allows everything is planted, as an agent could in its project — and ask
+/// it instead of the policy backend.
 #[test]
 fn a_bare_stdio_command_is_never_found_in_the_working_directory() {
     use std::os::unix::fs::PermissionsExt as _;
