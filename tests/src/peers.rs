@@ -9,12 +9,17 @@
 //! process is found and launched, and what it reports about itself (the HTTP scenarios
 //! return the still running [`HttpPeer`] for that).
 //!
-//! Every peer implements the same policy: deny a `tool.before` whose Bash command contains
-//! `rm -rf`, with the peer's own reason; otherwise no effect. Its HTTP mode prints
-//! `PORT <n>` as its first stdout line and refuses a request without
-//! `Authorization: Bearer <token>` when `AHP_PEER_TOKEN` is set.
+//! Every peer implements the same policy, by what the Bash command of a `tool.before`
+//! contains: `rm -rf` is denied with the peer's own reason, `git push` is an `ask`,
+//! `sudo ` is a `modify` replacing the input with the command minus `sudo `, `crash` makes
+//! its callback fail (the SDK answers a JSON-RPC error); anything else has no effect. Its
+//! HTTP mode prints `PORT <n>` as its first stdout line and refuses a request without
+//! `Authorization: Bearer <token>` when `AHP_PEER_TOKEN` is set. Given a log file after
+//! its mode (`http LOG`, `stdio LOG`), its observe handler appends
+//! `OBSERVED <event type> <event id>` to it for every notification the SDK accepted.
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -23,7 +28,9 @@ use ahp_host::{DecidedBy, Decision, EffectKind, Interceptor, Settlement};
 use serde_json::{json, Value};
 
 use crate::hook::run_hook;
-use crate::support::{event, interceptor, only_interceptor, record_json, registration, Http};
+use crate::support::{
+    event, eventually, interceptor, only_interceptor, record_json, registration, Http,
+};
 
 /// The reason of the synthetic deny a fail-closed failure settles as.
 const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
@@ -50,13 +57,12 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// Starts the peer in HTTP mode (requiring `token` as a bearer token when given) and
-    /// waits for its `PORT <n>` line.
-    fn start_http(&self, token: Option<&str>) -> HttpPeer {
+    /// Starts the peer in HTTP mode (requiring `token` as a bearer token when given, logging
+    /// observed events to `log` when given) and waits for its `PORT <n>` line.
+    fn start_http(&self, token: Option<&str>, log: Option<&Path>) -> HttpPeer {
         let mut command = Command::new(&self.program);
+        command.args(&self.args).arg("http").args(log);
         command
-            .args(&self.args)
-            .arg("http")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -101,9 +107,15 @@ impl Peer {
 
     /// [`Peer::start_http`] off the async runtime.
     async fn serve_http(&self, token: Option<&str>) -> HttpPeer {
+        self.serve_http_logged(token, None).await
+    }
+
+    /// [`Peer::start_http`] off the async runtime, logging observed events to `log`.
+    async fn serve_http_logged(&self, token: Option<&str>, log: Option<&Path>) -> HttpPeer {
         let peer = self.clone();
         let token = token.map(str::to_owned);
-        tokio::task::spawn_blocking(move || peer.start_http(token.as_deref()))
+        let log = log.map(Path::to_owned);
+        tokio::task::spawn_blocking(move || peer.start_http(token.as_deref(), log.as_deref()))
             .await
             .expect("the peer start task completed")
     }
@@ -115,26 +127,27 @@ impl Peer {
 
     /// One stdio hook running the peer in `lifecycle`, fail-closed.
     fn stdio_registration(&self, lifecycle: &str) -> String {
+        let intercept = json!({
+            "events": ["tool.before"], "mode": "intercept",
+            "timeoutMs": TIMEOUT_MS, "failurePolicy": "fail-closed",
+            "content": {"default": "metadata"}
+        });
+        let transport = self.stdio_transport(lifecycle, None);
+        hook_registration(self.id, transport, intercept)
+    }
+
+    /// The transport of a stdio hook running the peer in `lifecycle`, logging observed
+    /// events to `log` when given.
+    fn stdio_transport(&self, lifecycle: &str, log: Option<&Path>) -> Value {
         let mut args = self.args.clone();
         args.push("stdio".to_owned());
+        args.extend(log.map(|log| log.display().to_string()));
         json!({
-            "protocolVersion": "draft",
-            "hooks": [{
-                "id": self.id,
-                "transport": {
-                    "type": "stdio",
-                    "command": self.program,
-                    "args": args,
-                    "lifecycle": lifecycle
-                },
-                "subscriptions": [{
-                    "events": ["tool.before"], "mode": "intercept",
-                    "timeoutMs": TIMEOUT_MS, "failurePolicy": "fail-closed",
-                    "content": {"default": "metadata"}
-                }]
-            }]
+            "type": "stdio",
+            "command": self.program,
+            "args": args,
+            "lifecycle": lifecycle
         })
-        .to_string()
     }
 
     /// The id of this peer's event `name`, e.g. `evt_rs_http_allow`.
@@ -199,10 +212,34 @@ fn tool_event(id: &str, command: &str) -> String {
     value.to_string()
 }
 
+/// A registration of one hook, `id` over `transport`, with one `subscription`.
+fn hook_registration(id: &str, transport: Value, subscription: Value) -> String {
+    json!({
+        "protocolVersion": "draft",
+        "hooks": [{"id": id, "transport": transport, "subscriptions": [subscription]}]
+    })
+    .to_string()
+}
+
+/// An observe subscription to `tool.before`.
+fn observe_tool_before() -> Value {
+    json!({"events": ["tool.before"], "mode": "observe", "content": {"default": "metadata"}})
+}
+
 /// Intercepts [`tool_event`]`(id, command)` with a harness that can enforce `deny`.
 async fn call(hooks: &Interceptor, id: &str, command: &str) -> Settlement {
+    call_enforcing(hooks, id, command, &[EffectKind::Deny]).await
+}
+
+/// Intercepts [`tool_event`]`(id, command)` with a harness that can enforce `effects`.
+async fn call_enforcing(
+    hooks: &Interceptor,
+    id: &str,
+    command: &str,
+    effects: &[EffectKind],
+) -> Settlement {
     hooks
-        .intercept(&tool_event(id, command), &[EffectKind::Deny], None)
+        .intercept(&tool_event(id, command), effects, None)
         .await
         .expect("a valid event settles")
 }
@@ -307,20 +344,12 @@ pub async fn http_wrong_bearer_token_is_auth_failed_and_fails_closed(peer: &Peer
     // A command the peer would allow: any deny comes from the rejected credential.
     let settled = call(&hooks, &peer.event_id("bearer_wrong"), "make test").await;
     hooks.shutdown();
-    let record = &record_json(&settled);
-    let synthetic = (
-        Decision::Deny,
-        DecidedBy::SyntheticDeny,
-        Some(SYNTHETIC_REASON),
-    );
-    assert_eq!(verdict(&settled), synthetic, "{record}");
-    assert_eq!(record["decidedBy"], json!("synthetic-deny"), "{record}");
-    let entry = only_interceptor(record);
-    assert_eq!(entry["outcome"], json!("failed-closed"), "{record}");
+    let failure = assert_failed_closed(&settled, "bearer wrong");
     assert_eq!(
-        entry["failure"],
+        failure,
         json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
-        "{record}"
+        "{}",
+        settled.record
     );
     assert_token_absent(&settled, &token);
     server
@@ -387,4 +416,150 @@ pub async fn hook_claude_code_is_decided_by_the_peer(peer: &Peer) {
         "{}: {allowed:?}",
         peer.name
     );
+}
+
+/// What a harness that can enforce `ask` and `modify` besides `deny` advertises.
+const ASK_AND_MODIFY: &[EffectKind] = &[EffectKind::Deny, EffectKind::Ask, EffectKind::Modify];
+
+/// The peer's `ask` (to `git push`) settles as a backend ask; its `modify` (of a `sudo`
+/// command) leaves the call allowed, with the input it asked for as the effective input.
+async fn assert_asks_and_modifies(peer: &Peer, hooks: &Interceptor, transport: &str) {
+    let ask_id = peer.event_id(&format!("{transport}_ask"));
+    let asked = call_enforcing(hooks, &ask_id, "git push origin main", ASK_AND_MODIFY).await;
+    let modify_id = peer.event_id(&format!("{transport}_modify"));
+    let modified = call_enforcing(hooks, &modify_id, "sudo make install", ASK_AND_MODIFY).await;
+    hooks.shutdown();
+    let ask = (Decision::Ask, DecidedBy::BackendAsk, None);
+    let case = format!("{transport} ask");
+    assert_answered(&asked, ask, "backend-ask", "ask", &case);
+    assert_eq!(record_json(&asked).get("effective"), None, "{case}");
+    let case = format!("{transport} modify");
+    let allow = (Decision::Allow, DecidedBy::NoObjection, None);
+    assert_answered(&modified, allow, "no-objection", "no-effect", &case);
+    let record = &record_json(&modified);
+    assert_eq!(
+        record["effective"],
+        json!({"input": {"command": "make install"}}),
+        "{case}: {record}"
+    );
+}
+
+/// The call settled as a fail-closed failure of the one interceptor: a synthetic deny.
+/// Returns the interceptor's `failure` object.
+fn assert_failed_closed(settled: &Settlement, case: &str) -> Value {
+    let record = &record_json(settled);
+    let synthetic = (
+        Decision::Deny,
+        DecidedBy::SyntheticDeny,
+        Some(SYNTHETIC_REASON),
+    );
+    assert_eq!(verdict(settled), synthetic, "{case}: {record}");
+    assert_eq!(
+        record["decidedBy"],
+        json!("synthetic-deny"),
+        "{case}: {record}"
+    );
+    let entry = only_interceptor(record);
+    assert_eq!(entry["outcome"], json!("failed-closed"), "{case}: {record}");
+    entry["failure"].clone()
+}
+
+/// Over HTTP, the peer's `ask` is a backend ask and its `modify` the effective input.
+/// Returns the running peer (two calls).
+pub async fn http_ask_and_modify_are_settled_as_the_peer_answers(peer: &Peer) -> HttpPeer {
+    let server = peer.serve_http(None).await;
+    let hooks = interceptor(&registration(&[peer.http(&server)])).await;
+    assert_asks_and_modifies(peer, &hooks, "http").await;
+    server
+}
+
+/// Over persistent stdio, the peer's `ask` is a backend ask and its `modify` the
+/// effective input.
+pub async fn stdio_ask_and_modify_are_settled_as_the_peer_answers(peer: &Peer) {
+    let hooks = interceptor(&peer.stdio_registration("persistent")).await;
+    assert_asks_and_modifies(peer, &hooks, "stdio").await;
+}
+
+/// Over HTTP, a callback that fails is the SDK's JSON-RPC error, which fail-closed makes
+/// a synthetic deny. Returns the running peer and the recorded failure, which depends on
+/// how the SDK answers it.
+pub async fn http_failing_callback_fails_closed(peer: &Peer) -> (HttpPeer, Value) {
+    let server = peer.serve_http(None).await;
+    let hooks = interceptor(&registration(&[peer.http(&server)])).await;
+    let settled = call(&hooks, &peer.event_id("http_crash"), "crash now").await;
+    hooks.shutdown();
+    let failure = assert_failed_closed(&settled, "http crash");
+    (server, failure)
+}
+
+/// Over persistent stdio, a callback that fails is the SDK's JSON-RPC error, which
+/// fail-closed makes a synthetic deny; the peer answers the next call. Returns the
+/// recorded failure.
+pub async fn stdio_failing_callback_fails_closed(peer: &Peer) -> Value {
+    let hooks = interceptor(&peer.stdio_registration("persistent")).await;
+    let settled = call(&hooks, &peer.event_id("stdio_crash"), "crash now").await;
+    let after = call(&hooks, &peer.event_id("stdio_after_crash"), "make test").await;
+    hooks.shutdown();
+    assert_allowed(&after, "stdio allow after a crash");
+    assert_failed_closed(&settled, "stdio crash")
+}
+
+/// Observes a `tool.before` through `hooks` (one observe subscription of the peer,
+/// logging to `log`): the delivery is reported, and the peer's observe handler saw the
+/// event's type and id.
+async fn assert_observed(peer: &Peer, hooks: &Interceptor, log: &Path, transport: &str) {
+    let id = peer.event_id(&format!("{transport}_observe"));
+    let observed = hooks
+        .observe(&tool_event(&id, "make test"), None)
+        .await
+        .expect("a valid event is observed");
+    let report = serde_json::to_value(&observed).expect("the report serializes");
+    let expected = [format!("OBSERVED tool.before {id}")];
+    let logged = || {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    // Delivery does not wait for a stdio peer's handler.
+    eventually(PEER_WAIT, || logged() == expected).await;
+    hooks.shutdown();
+    assert_eq!(
+        report["observers"],
+        json!([{"backend": peer.id, "result": "delivered"}]),
+        "{transport}: {report}"
+    );
+    assert_eq!(logged(), expected, "{transport}: {report}");
+}
+
+/// Over HTTP, an observe notification reaches the peer's observe handler. Returns the
+/// running peer.
+pub async fn http_observe_reaches_the_peer_handler(peer: &Peer) -> HttpPeer {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let log = dir.path().join("observed.log");
+    let server = peer.serve_http_logged(None, Some(&log)).await;
+    let transport = json!({"type": "http", "url": server.url()});
+    let hooks = interceptor(&hook_registration(
+        peer.id,
+        transport,
+        observe_tool_before(),
+    ))
+    .await;
+    assert_observed(peer, &hooks, &log, "http").await;
+    server
+}
+
+/// Over persistent stdio, an observe notification reaches the peer's observe handler.
+pub async fn stdio_observe_reaches_the_peer_handler(peer: &Peer) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let log = dir.path().join("observed.log");
+    let transport = peer.stdio_transport("persistent", Some(&log));
+    let hooks = interceptor(&hook_registration(
+        peer.id,
+        transport,
+        observe_tool_before(),
+    ))
+    .await;
+    assert_observed(peer, &hooks, &log, "stdio").await;
 }

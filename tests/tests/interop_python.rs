@@ -8,15 +8,18 @@
 //! with neither, every test fails naming the install step (the README's test command
 //! makes the venv), unless `AHP_SKIP_PEERS=1` says to skip them: then each prints
 //! `SKIPPED` and passes. An `AHP_PYTHON` that names no file is a misconfiguration and
-//! fails. The peer reports nothing beyond its port, and
-//! its HTTP mode runs until it is killed.
+//! fails. In HTTP mode the peer reports, after its port, the SDK version it loaded, and
+//! exits when its stdin closes.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use ahp_tests::peers::{self, Peer};
+use serde_json::json;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/peers/python_backend.py");
+/// The exact versions the peer's venv is installed from.
+const REQUIREMENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/peers/requirements.txt");
 
 /// The peer's interpreter, or `None` (after a visible message) when it is not installed.
 fn python(test: &str) -> Option<PathBuf> {
@@ -116,5 +119,73 @@ async fn stdio_per_event_allows_and_denies() {
 async fn hook_claude_code_is_decided_by_the_peer() {
     if let Some(peer) = peer("hook_claude_code_is_decided_by_the_peer") {
         peers::hook_claude_code_is_decided_by_the_peer(&peer).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_ask_and_modify_are_settled_as_the_peer_answers() {
+    if let Some(peer) = peer("http_ask_and_modify_are_settled_as_the_peer_answers") {
+        peers::http_ask_and_modify_are_settled_as_the_peer_answers(&peer).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_ask_and_modify_are_settled_as_the_peer_answers() {
+    if let Some(peer) = peer("stdio_ask_and_modify_are_settled_as_the_peer_answers") {
+        peers::stdio_ask_and_modify_are_settled_as_the_peer_answers(&peer).await;
+    }
+}
+
+/// The SDK answers a raising callback with JSON-RPC error -32004 (backend internal
+/// error) in an HTTP 200: `jsonrpc-error`, with the code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_failing_callback_fails_closed() {
+    if let Some(peer) = peer("http_failing_callback_fails_closed") {
+        let (_server, failure) = peers::http_failing_callback_fails_closed(&peer).await;
+        assert_eq!(
+            failure,
+            json!({"class": "jsonrpc-error", "phase": "parse", "rpcCode": -32004})
+        );
+    }
+}
+
+/// Over stdio the same error, recorded the same; the peer keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_failing_callback_fails_closed() {
+    if let Some(peer) = peer("stdio_failing_callback_fails_closed") {
+        let failure = peers::stdio_failing_callback_fails_closed(&peer).await;
+        assert_eq!(
+            failure,
+            json!({"class": "jsonrpc-error", "phase": "parse", "rpcCode": -32004})
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_observe_reaches_the_peer_handler() {
+    if let Some(peer) = peer("http_observe_reaches_the_peer_handler") {
+        peers::http_observe_reaches_the_peer_handler(&peer).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_observe_reaches_the_peer_handler() {
+    if let Some(peer) = peer("stdio_observe_reaches_the_peer_handler") {
+        peers::stdio_observe_reaches_the_peer_handler(&peer).await;
+    }
+}
+
+/// The peer runs the SDK version `tests/peers/requirements.txt` pins: its HTTP mode prints
+/// `SDK <version>` (from `importlib.metadata`) after its port, and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_peer_loads_the_sdk_version_requirements_pins() {
+    if let Some(peer) = peer("the_peer_loads_the_sdk_version_requirements_pins") {
+        let requirements = std::fs::read_to_string(REQUIREMENTS).expect("requirements.txt");
+        let pinned = requirements
+            .lines()
+            .find_map(|line| line.strip_prefix("agenthooksprotocol[http]=="))
+            .expect("requirements.txt pins agenthooksprotocol[http] exactly");
+        let server = peers::http_allow_is_no_objection(&peer).await;
+        assert_eq!(server.finish(), [format!("SDK {}", pinned.trim())]);
     }
 }

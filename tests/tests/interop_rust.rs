@@ -9,8 +9,12 @@
 //! into `RUST_SDK_PEER`. In HTTP mode it reports each answer's status and body size, and
 //! exits when its stdin closes, so a test also sees what the SDK sent. Unlike the Python
 //! peer, nothing here is optional: these tests always run.
+//!
+//! Found by running it: the SDK answers a failing callback with HTTP 500 (not 400) and
+//! JSON-RPC error -32004, and an observe notification with a bodyless 204.
 
 use ahp_tests::peers::{self, HttpPeer, Peer};
+use serde_json::json;
 
 /// The Rust SDK peer: `rust-sdk-peer http|stdio`.
 fn peer() -> Peer {
@@ -88,4 +92,51 @@ async fn stdio_per_event_allows_and_denies() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hook_claude_code_is_decided_by_the_peer() {
     peers::hook_claude_code_is_decided_by_the_peer(&peer()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_ask_and_modify_are_settled_as_the_peer_answers() {
+    let server = peers::http_ask_and_modify_are_settled_as_the_peer_answers(&peer()).await;
+    assert_eq!(statuses(server), [200, 200]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_ask_and_modify_are_settled_as_the_peer_answers() {
+    peers::stdio_ask_and_modify_are_settled_as_the_peer_answers(&peer()).await;
+}
+
+/// The SDK answers a callback's error with JSON-RPC error -32004 (backend internal
+/// error) carried by HTTP 500: the component classifies it by the status, `http-status`,
+/// and records the code it read from the body as well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_failing_callback_fails_closed() {
+    let (server, failure) = peers::http_failing_callback_fails_closed(&peer()).await;
+    assert_eq!(
+        failure,
+        json!({"class": "http-status", "phase": "parse", "httpStatus": 500, "rpcCode": -32004})
+    );
+    assert_eq!(statuses(server), [500]);
+}
+
+/// Over stdio the same error has no status to carry it: `jsonrpc-error`, code -32004.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_failing_callback_fails_closed() {
+    let failure = peers::stdio_failing_callback_fails_closed(&peer()).await;
+    assert_eq!(
+        failure,
+        json!({"class": "jsonrpc-error", "phase": "parse", "rpcCode": -32004})
+    );
+}
+
+/// The notification is answered 204, with no body; that it reached the handler is the
+/// peer's log line, checked by the scenario.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_observe_reaches_the_peer_handler() {
+    let server = peers::http_observe_reaches_the_peer_handler(&peer()).await;
+    assert_eq!(statuses(server), [204]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_observe_reaches_the_peer_handler() {
+    peers::stdio_observe_reaches_the_peer_handler(&peer()).await;
 }
