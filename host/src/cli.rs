@@ -671,6 +671,12 @@ fn capped_compiler_targets(spec: Option<&str>) -> Vec<&'static str> {
 /// unix). `None` — no logging, never a failed hook call — when it is unset or cannot be
 /// opened, and when it is this process's stdout or stderr (`/dev/stderr`): the answer,
 /// and what the model may read.
+///
+/// On unix it is never opened through a symbolic link at its last name, and only a
+/// regular file of this user's with one name is written: its lines carry text a payload
+/// chose (an event's name, say), and a link another user planted at a shared path
+/// (`/tmp/ahp.log`) would otherwise have them appended to any file of ours, a shell's
+/// startup file among them. A file of another user's there would be read by them.
 fn hook_log_file() -> Option<std::fs::File> {
     let path = std::env::var_os("AHP_LOG_FILE").filter(|path| !path.is_empty())?;
     let mut options = std::fs::OpenOptions::new();
@@ -680,10 +686,27 @@ fn hook_log_file() -> Option<std::fs::File> {
         use std::os::unix::fs::OpenOptionsExt as _;
         // Non-blocking: opening a FIFO nobody reads would otherwise wait, the hook with
         // it, until the harness's timeout reads the silence as no objection.
-        options.mode(0o600).custom_flags(libc::O_NONBLOCK);
+        options
+            .mode(0o600)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
     }
     let file = options.open(path).ok()?;
-    (!is_stdout_or_stderr(&file)).then_some(file)
+    (is_own_log(&file) && !is_stdout_or_stderr(&file)).then_some(file)
+}
+
+/// Whether `file` is a regular file of this user's with one name.
+#[cfg(unix)]
+fn is_own_log(file: &std::fs::File) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    // SAFETY: geteuid touches no memory of ours.
+    let me = unsafe { libc::geteuid() };
+    file.metadata()
+        .is_ok_and(|m| m.is_file() && m.nlink() == 1 && m.uid() == me)
+}
+
+#[cfg(not(unix))]
+fn is_own_log(_file: &std::fs::File) -> bool {
+    true
 }
 
 /// Whether `file` is the file this process's stdout or stderr is open on.

@@ -260,6 +260,48 @@ async fn an_unmapped_hook_event_is_blocked_naming_it() {
     assert_blocked_before_the_event(&ran, "claude-code has no mapped hook event Notification");
 }
 
+/// The log is never written through a symbolic link at `AHP_LOG_FILE`, nor to a file
+/// another user owns: its lines carry text the payload chose (here the event's name), and
+/// a link planted at a shared path would have them appended to a file of the user's, a
+/// shell's startup file say. The call is answered all the same; a plain file of the
+/// user's at the path gets the line.
+#[tokio::test]
+async fn the_log_is_never_written_through_a_link_or_to_another_users_file() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let registration = ahp_tests::hook::write_unreachable(dir.path());
+    let payload = native("Notification", json!({"message": "hello"})).to_string();
+    let log = dir.path().join("ahp.log");
+    let logged_to = |path: std::path::PathBuf| {
+        let mut command = ahp_tests::hook::hook_command("claude-code", &registration, &[]);
+        command.env("AHP_LOG_FILE", path);
+        ahp_tests::hook::run_command(command, payload.as_bytes(), true)
+    };
+    let victim = dir.path().join("bashrc");
+    std::fs::write(&victim, "keep\n").expect("write the victim");
+    std::os::unix::fs::symlink(&victim, &log).expect("plant a link");
+    let ran = logged_to(log.clone()).await;
+    assert_exit_2_block(&ran, ahp_tests::hook::FAILED_REASON);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n");
+    std::fs::remove_file(&log).expect("remove the link");
+    let ran = logged_to(log.clone()).await;
+    assert_exit_2_block(&ran, ahp_tests::hook::FAILED_REASON);
+    let written = std::fs::read_to_string(&log).expect("the log");
+    assert!(
+        written.contains("no mapped hook event Notification"),
+        "{written}"
+    );
+    // SAFETY: geteuid touches no memory of ours.
+    if unsafe { libc::geteuid() } == 0 {
+        // As root the test can give the file away: another user's is not written.
+        std::os::unix::fs::chown(&log, Some(65534), Some(65534)).expect("chown");
+        let before = std::fs::metadata(&log).unwrap().size();
+        let ran = logged_to(log.clone()).await;
+        assert_exit_2_block(&ran, ahp_tests::hook::FAILED_REASON);
+        assert_eq!(std::fs::metadata(&log).unwrap().size(), before);
+    }
+}
+
 /// A payload that is not UTF-8 (a 0xff byte inside a string) is not JSON: Claude Code's
 /// block, the error naming where the bad byte is (line 1, column 15).
 #[tokio::test]
