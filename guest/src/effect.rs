@@ -82,8 +82,9 @@ pub fn is_decision(kind: EffectKind) -> bool {
 /// text parts for instructions and summary, canonical messages otherwise. At a user
 /// message's boundary the messages are of its one role, and `content` is the target
 /// whose shape is the boundary's: the MCP answer at `user.elicitation.result`
-/// ([`elicitation::is_answer`]), the assistant's messages at `user.message.outbound`
-/// ("the host MUST validate the boundary-specific target contract").
+/// ([`elicitation::is_answer`](crate::elicitation::is_answer)), the assistant's
+/// messages at `user.message.outbound` ("the host MUST validate the boundary-specific
+/// target contract").
 pub fn fits(
     target: ModifyTarget,
     operation: ModifyOperation,
