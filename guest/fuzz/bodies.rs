@@ -42,7 +42,8 @@ pub fn alike(strict: &serde_json::Value, lenient: &serde_json::Value) -> bool {
     use serde_json::Value;
     match (strict, lenient) {
         (Value::Number(s), Value::Number(l)) => {
-            s == l || s.as_u64() == Some(0) && l.is_f64() && l.as_f64() == Some(0.0)
+            let minus_zero = l.as_f64().is_some_and(|l| l == 0.0 && l.is_sign_negative());
+            s == l || s.as_u64() == Some(0) && minus_zero
         }
         (Value::Array(s), Value::Array(l)) => {
             s.len() == l.len() && s.iter().zip(l).all(|(s, l)| alike(s, l))

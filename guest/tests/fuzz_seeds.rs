@@ -59,4 +59,7 @@ fn the_event_check_takes_minus_zero_for_what_it_is() {
     let strict = serde_json::json!({"n": [0, 1]});
     let lenient: serde_json::Value = serde_json::from_str(r#"{"n":[-0,-0]}"#).unwrap();
     assert!(!bodies::alike(&strict, &lenient));
+    // Only the negative zero: a float 0.0 read as the integer 0 would be a difference.
+    let float_zero: serde_json::Value = serde_json::from_str("0.0").unwrap();
+    assert!(!bodies::alike(&serde_json::json!(0), &float_zero));
 }

@@ -29,11 +29,10 @@ use serde_json::{json, Value};
 
 use crate::hook::run_hook;
 use crate::support::{
-    event, eventually, interceptor, only_interceptor, record_json, registration, Http,
+    assert_failed, event, eventually, interceptor, only_interceptor, record_json, registration,
+    Http,
 };
 
-/// The reason of the synthetic deny a fail-closed failure settles as.
-const SYNTHETIC_REASON: &str = "Required policy backend unavailable.";
 /// Generous: an interpreter starts in ~700 ms, and a per-event child starts a process on
 /// every call.
 const TIMEOUT_MS: u64 = 5_000;
@@ -344,7 +343,7 @@ pub async fn http_wrong_bearer_token_is_auth_failed_and_fails_closed(peer: &Peer
     // A command the peer would allow: any deny comes from the rejected credential.
     let settled = call(&hooks, &peer.event_id("bearer_wrong"), "make test").await;
     hooks.shutdown();
-    let failure = assert_failed_closed(&settled, "bearer wrong");
+    let failure = assert_failed(&settled, "fail-closed", "auth-failed", "bearer wrong");
     assert_eq!(
         failure,
         json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401}),
@@ -444,26 +443,6 @@ async fn assert_asks_and_modifies(peer: &Peer, hooks: &Interceptor, transport: &
     );
 }
 
-/// The call settled as a fail-closed failure of the one interceptor: a synthetic deny.
-/// Returns the interceptor's `failure` object.
-fn assert_failed_closed(settled: &Settlement, case: &str) -> Value {
-    let record = &record_json(settled);
-    let synthetic = (
-        Decision::Deny,
-        DecidedBy::SyntheticDeny,
-        Some(SYNTHETIC_REASON),
-    );
-    assert_eq!(verdict(settled), synthetic, "{case}: {record}");
-    assert_eq!(
-        record["decidedBy"],
-        json!("synthetic-deny"),
-        "{case}: {record}"
-    );
-    let entry = only_interceptor(record);
-    assert_eq!(entry["outcome"], json!("failed-closed"), "{case}: {record}");
-    entry["failure"].clone()
-}
-
 /// Over HTTP, the peer's `ask` is a backend ask and its `modify` the effective input.
 /// Returns the running peer (two calls).
 pub async fn http_ask_and_modify_are_settled_as_the_peer_answers(peer: &Peer) -> HttpPeer {
@@ -481,27 +460,36 @@ pub async fn stdio_ask_and_modify_are_settled_as_the_peer_answers(peer: &Peer) {
 }
 
 /// Over HTTP, a callback that fails is the SDK's JSON-RPC error, which fail-closed makes
-/// a synthetic deny. Returns the running peer and the recorded failure, which depends on
-/// how the SDK answers it.
-pub async fn http_failing_callback_fails_closed(peer: &Peer) -> (HttpPeer, Value) {
+/// a synthetic deny recording `failure`, which depends on how the SDK answers it.
+/// Returns the running peer.
+pub async fn http_failing_callback_fails_closed(peer: &Peer, failure: Value) -> HttpPeer {
     let server = peer.serve_http(None).await;
     let hooks = interceptor(&registration(&[peer.http(&server)])).await;
     let settled = call(&hooks, &peer.event_id("http_crash"), "crash now").await;
     hooks.shutdown();
-    let failure = assert_failed_closed(&settled, "http crash");
-    (server, failure)
+    assert_failed_with(&settled, failure, "http crash");
+    server
 }
 
 /// Over persistent stdio, a callback that fails is the SDK's JSON-RPC error, which
-/// fail-closed makes a synthetic deny; the peer answers the next call. Returns the
-/// recorded failure.
-pub async fn stdio_failing_callback_fails_closed(peer: &Peer) -> Value {
+/// fail-closed makes a synthetic deny: `jsonrpc-error`, code -32004 (no status carries
+/// it). The peer answers the next call.
+pub async fn stdio_failing_callback_fails_closed(peer: &Peer) {
     let hooks = interceptor(&peer.stdio_registration("persistent")).await;
     let settled = call(&hooks, &peer.event_id("stdio_crash"), "crash now").await;
     let after = call(&hooks, &peer.event_id("stdio_after_crash"), "make test").await;
     hooks.shutdown();
     assert_allowed(&after, "stdio allow after a crash");
-    assert_failed_closed(&settled, "stdio crash")
+    let failure = json!({"class": "jsonrpc-error", "phase": "parse", "rpcCode": -32004});
+    assert_failed_with(&settled, failure, "stdio crash");
+}
+
+/// The call settled as a fail-closed failure of the one interceptor, recorded as
+/// `failure`.
+fn assert_failed_with(settled: &Settlement, failure: Value, case: &str) {
+    let class = failure["class"].as_str().expect("a class");
+    let recorded = assert_failed(settled, "fail-closed", class, case);
+    assert_eq!(recorded, failure, "{case}: {}", settled.record);
 }
 
 /// Observes a `tool.before` through `hooks` (one observe subscription of the peer,

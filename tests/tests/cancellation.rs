@@ -172,36 +172,25 @@ async fn interrupting_one_caller_waiting_on_a_shared_token_read_leaves_the_other
     let reg = fifo_registration(backend.url(), &fifo, "fail-closed", 30_000);
     let hooks = interceptor(&reg).await;
 
-    let interrupt = Interrupt::new();
-    let first = {
-        let (hooks, interrupt) = (hooks.clone(), interrupt.clone());
-        tokio::spawn(async move {
-            let event = event("evt_shared_read_first");
-            hooks
-                .intercept_with(&event, &[EffectKind::Deny], None, &interrupt)
-                .await
-        })
-    };
-    // The first call began the read: it is blocked opening the FIFO.
-    let mut writer = open_fifo_once_read(&fifo).await;
-    let second = {
+    // The first call begins the read (it is blocked opening the FIFO), the second joins
+    // it; then the first is interrupted.
+    let (mut writer, mut second) = (None, None);
+    let joined = async {
+        writer = Some(open_fifo_once_read(&fifo).await);
         let hooks = hooks.clone();
-        tokio::spawn(async move { call(&hooks, "evt_shared_read_second").await })
+        second = Some(tokio::spawn(async move {
+            call(&hooks, "evt_shared_read_second").await
+        }));
+        tokio::time::sleep(TO_JOIN).await;
     };
-    tokio::time::sleep(TO_JOIN).await;
-
-    let interrupted_at = Instant::now();
-    interrupt.interrupt();
-    let interrupted = first
-        .await
-        .expect("the first call's task")
-        .expect("a valid event settles");
-    assert_interrupted(&interrupted);
-    assert_settled_by(
-        interrupted_at.elapsed(),
-        Duration::ZERO,
-        "the interrupted call",
+    let (interrupted, elapsed, interrupted_at) =
+        interrupt_when(&hooks, "evt_shared_read_first", joined).await;
+    let (mut writer, second) = (
+        writer.expect("the writer"),
+        second.expect("the second call"),
     );
+    assert_interrupted(&interrupted);
+    assert_settled_by(elapsed, interrupted_at, "the interrupted call");
     let record = record_json(&interrupted);
     let entry = only_interceptor(&record);
     assert_eq!(entry["outcome"], "interrupted", "{record}");

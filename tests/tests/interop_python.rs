@@ -141,11 +141,8 @@ async fn stdio_ask_and_modify_are_settled_as_the_peer_answers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_failing_callback_fails_closed() {
     if let Some(peer) = peer("http_failing_callback_fails_closed") {
-        let (_server, failure) = peers::http_failing_callback_fails_closed(&peer).await;
-        assert_eq!(
-            failure,
-            json!({"class": "jsonrpc-error", "phase": "parse", "rpcCode": -32004})
-        );
+        let failure = json!({"class": "jsonrpc-error", "phase": "parse", "rpcCode": -32004});
+        peers::http_failing_callback_fails_closed(&peer, failure).await;
     }
 }
 
@@ -153,11 +150,7 @@ async fn http_failing_callback_fails_closed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_failing_callback_fails_closed() {
     if let Some(peer) = peer("stdio_failing_callback_fails_closed") {
-        let failure = peers::stdio_failing_callback_fails_closed(&peer).await;
-        assert_eq!(
-            failure,
-            json!({"class": "jsonrpc-error", "phase": "parse", "rpcCode": -32004})
-        );
+        peers::stdio_failing_callback_fails_closed(&peer).await;
     }
 }
 

@@ -110,22 +110,16 @@ async fn stdio_ask_and_modify_are_settled_as_the_peer_answers() {
 /// and records the code it read from the body as well.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_failing_callback_fails_closed() {
-    let (server, failure) = peers::http_failing_callback_fails_closed(&peer()).await;
-    assert_eq!(
-        failure,
-        json!({"class": "http-status", "phase": "parse", "httpStatus": 500, "rpcCode": -32004})
-    );
+    let failure =
+        json!({"class": "http-status", "phase": "parse", "httpStatus": 500, "rpcCode": -32004});
+    let server = peers::http_failing_callback_fails_closed(&peer(), failure).await;
     assert_eq!(statuses(server), [500]);
 }
 
 /// Over stdio the same error has no status to carry it: `jsonrpc-error`, code -32004.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_failing_callback_fails_closed() {
-    let failure = peers::stdio_failing_callback_fails_closed(&peer()).await;
-    assert_eq!(
-        failure,
-        json!({"class": "jsonrpc-error", "phase": "parse", "rpcCode": -32004})
-    );
+    peers::stdio_failing_callback_fails_closed(&peer()).await;
 }
 
 /// The notification is answered 204, with no body; that it reached the handler is the

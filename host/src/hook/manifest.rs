@@ -63,14 +63,15 @@ pub fn manifest(harness: Harness) -> Value {
              selected it then",
         ));
     }
+    let fields = harness.fields();
     // The permission mode: "unknown" at a session.start where the harness does not say.
-    let mode_gap = match harness.fields().permission_mode {
+    let mode_gap = match fields.permission_mode {
         Some(_) => format!("when {UNSAID}, \"unknown\""),
         None => UNSAID.to_owned(),
     };
     gaps.push(gap("session.start.permissionMode", &mode_gap));
     // Without the harness's tool-use id, a call's id is a hash of what it was asked.
-    if harness.fields().call_id.is_none() {
+    if fields.call_id.is_none() {
         gaps.push(gap(
             "call.id",
             "synthesized from the session, tool name and input: the same for a retry, but \
@@ -91,7 +92,7 @@ pub fn manifest(harness: Harness) -> Value {
              written back, it would differ where no backend changed it",
         ));
     }
-    if enforced(EffectKind::Ask) && harness.fields().permission_mode.is_some() {
+    if enforced(EffectKind::Ask) && fields.permission_mode.is_some() {
         gaps.push(gap(
             "tool.before.ask",
             "not offered in a session whose permission mode is auto, where the harness \
@@ -99,7 +100,6 @@ pub fn manifest(harness: Harness) -> Value {
         ));
     }
     // An MCP tool the adapter cannot tell from a native one.
-    let fields = harness.fields();
     if fields.mcp_context.is_none() && !fields.mcp_by_name {
         gaps.push(gap(
             "tool.origin",
@@ -108,11 +108,11 @@ pub fn manifest(harness: Harness) -> Value {
         ));
     }
     // Every event names the harness, its version "unknown" where the harness does not say.
-    if harness.fields().harness_version.is_none() {
+    if fields.harness_version.is_none() {
         gaps.push(gap("harness.version", UNSAID));
     }
     // A session start's trigger is one of AHP's words, `startup` standing for the rest.
-    let trigger_gap = match harness.fields().start_trigger {
+    let trigger_gap = match fields.start_trigger {
         Some(_) => {
             "a clear or a fork (which would have to name the session it came from) or a word \
              AHP does not name is startup"
@@ -198,12 +198,16 @@ mod tests {
                 json!(limit),
                 "{harness:?}"
             );
-            let gaps = manifest["gaps"].as_array().expect("gaps");
-            let said = gaps
-                .iter()
-                .any(|gap| gap["path"] == "turn.finish.before.flow.continue");
+            let said = has_gap(harness, "turn.finish.before.flow.continue");
             assert_eq!(said, limit > 0, "{harness:?}");
         }
+    }
+
+    /// Whether `harness`'s manifest has a gap at `path`.
+    fn has_gap(harness: Harness, path: &str) -> bool {
+        let manifest = manifest(harness);
+        let gaps = manifest["gaps"].as_array().expect("gaps");
+        gaps.iter().any(|gap| gap["path"] == path)
     }
 
     /// An event whose hook `hook install` writes only for a registration that selects it
@@ -240,13 +244,18 @@ mod tests {
     #[test]
     fn an_effect_withheld_per_call_is_a_gap() {
         for harness in Harness::ALL {
-            let manifest = manifest(harness);
-            let gaps = manifest["gaps"].as_array().expect("gaps");
-            let said = |path: &str| gaps.iter().any(|gap| gap["path"] == path);
             let modifies = !matches!(harness, Harness::Codex | Harness::Cursor);
-            assert_eq!(said("tool.before.modify"), modifies, "{harness:?}");
+            assert_eq!(
+                has_gap(harness, "tool.before.modify"),
+                modifies,
+                "{harness:?}"
+            );
             let asks_by_mode = harness == Harness::ClaudeCode;
-            assert_eq!(said("tool.before.ask"), asks_by_mode, "{harness:?}");
+            assert_eq!(
+                has_gap(harness, "tool.before.ask"),
+                asks_by_mode,
+                "{harness:?}"
+            );
         }
     }
 
@@ -255,11 +264,8 @@ mod tests {
     #[test]
     fn an_mcp_tool_the_adapter_cannot_tell_is_a_gap() {
         for harness in Harness::ALL {
-            let manifest = manifest(harness);
-            let gaps = manifest["gaps"].as_array().expect("gaps");
-            let said = gaps.iter().any(|gap| gap["path"] == "tool.origin");
             let untold = matches!(harness, Harness::Cursor | Harness::Copilot);
-            assert_eq!(said, untold, "{harness:?}");
+            assert_eq!(has_gap(harness, "tool.origin"), untold, "{harness:?}");
         }
     }
 
@@ -268,11 +274,8 @@ mod tests {
     #[test]
     fn a_synthesized_call_id_is_a_gap() {
         for harness in Harness::ALL {
-            let manifest = manifest(harness);
-            let gaps = manifest["gaps"].as_array().expect("gaps");
-            let said = gaps.iter().any(|gap| gap["path"] == "call.id");
             let synthesized = matches!(harness, Harness::Gemini | Harness::Copilot);
-            assert_eq!(said, synthesized, "{harness:?}");
+            assert_eq!(has_gap(harness, "call.id"), synthesized, "{harness:?}");
         }
     }
 }
