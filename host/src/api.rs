@@ -109,7 +109,7 @@ impl Interceptor {
             .call_load(&mut store, registration, &declaration)
             .await
             .map_err(Error::setup)?
-            .map_err(|problems| Error::registration(from_wit(problems)))?;
+            .map_err(|problems| refused_at_load(from_wit(problems)))?;
         let plan = engine_api
             .call_plan(&mut store, engine)
             .await
@@ -190,6 +190,14 @@ impl Interceptor {
     /// interceptor bounds its own.
     pub fn call_bound(&self) -> Duration {
         self.inner.bound
+    }
+
+    /// The registration this interceptor was built from: the one to load in a store of
+    /// the embedder's whose data is [`Interceptor::host_state`]. That state delivers to
+    /// this registration's backends only; another registration's would be settled as
+    /// refused connections, each by its policy (under fail-open, allowed unasked).
+    pub fn registration(&self) -> &str {
+        self.inner.pool.registration()
     }
 
     /// The data for a store of the embedder's own (see `add_to_linker`): serves this
@@ -885,6 +893,20 @@ fn blocking(work: impl FnOnce() + Send + 'static) {
         Ok(_) => tokio::task::block_in_place(work),
         Err(_) => work(),
     }
+}
+
+/// A load's `problems`: the registration's, or the harness's declaration's
+/// (`Options::declaration`, which the component checks first and reports alone, at
+/// `declaration[i]…`): a setup error of the embedder's, never laid at the registration.
+fn refused_at_load(problems: Vec<ahp_vocab::Problem>) -> Error {
+    if !problems.iter().any(|p| p.path.starts_with("declaration[")) {
+        return Error::registration(problems);
+    }
+    let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    Error::setup(wasmtime::format_err!(
+        "Options::declaration: {}",
+        listed.join("; ")
+    ))
 }
 
 #[cfg(test)]

@@ -1,25 +1,5 @@
 //! The middle layer: an [`crate::Interceptor`] on an existing `Engine` (or a default one), with
 //! a `Component` compiled for it or precompiled bytes.
-//!
-//! ```no_run
-//! use ahp_host::wasmtime::component::Component;
-//! use ahp_host::wasmtime::{Config, Engine};
-//! use ahp_host::{Epochs, InterceptorBuilder, Options};
-//!
-//! # async fn demo(registration: &str) -> Result<(), Box<dyn std::error::Error>> {
-//! let mut config = Config::new();
-//! config.epoch_interruption(true);
-//! let engine = Engine::new(&config)?;
-//! let component = Component::new(&engine, ahp_host::EMBEDDED_COMPONENT)?;
-//! let interceptor = InterceptorBuilder::new()
-//!     .engine(&engine)
-//!     .component(component)
-//!     .options(Options::default())
-//!     .epochs(Epochs::Ticker)
-//!     .build(registration)
-//!     .await?;
-//! # let _ = interceptor; Ok(()) }
-//! ```
 
 use crate::error::Error;
 use crate::linker::check_engine;
@@ -30,6 +10,28 @@ use wasmtime::component::Component;
 use wasmtime::Engine;
 
 /// Builds an [`crate::Interceptor`] on the embedder's wasmtime pieces.
+///
+/// # Example
+///
+/// ```no_run
+/// use ahp_host::wasmtime::component::Component;
+/// use ahp_host::wasmtime::{Config, Engine};
+/// use ahp_host::{Epochs, InterceptorBuilder, Options};
+///
+/// # async fn demo(registration: &str) -> Result<(), Box<dyn std::error::Error>> {
+/// let mut config = Config::new();
+/// config.epoch_interruption(true);
+/// let engine = Engine::new(&config)?;
+/// let component = Component::new(&engine, ahp_host::EMBEDDED_COMPONENT)?;
+/// let interceptor = InterceptorBuilder::new()
+///     .engine(&engine)
+///     .component(component)
+///     .options(Options::default())
+///     .epochs(Epochs::Ticker)
+///     .build(registration)
+///     .await?;
+/// # let _ = interceptor; Ok(()) }
+/// ```
 #[derive(Default)]
 pub struct InterceptorBuilder {
     engine: Option<Engine>,

@@ -1519,18 +1519,21 @@ async fn hook_command(args: HookArgs, call_audit: Option<Arc<hook::CallAudit>>) 
     for warning in host.environment_warnings() {
         tracing::warn!("{warning}");
     }
-    // Built inside the hook's budget: loading the component may pull it from a registry,
-    // and reading the OAuth clients' secrets for their warnings may hang (a file on a
-    // mount that went away); past the budget the watchdog answers.
+    // Built inside the hook's budget: loading the component may pull it from a registry;
+    // past the budget the watchdog answers.
     // No `audit_path`: `call_audit` writes the call's record (`--audit`).
     let options = Box::pin(async move {
         let options = host.options().await?;
+        // Not waited for: reading the OAuth clients' secrets may hang (a file on a mount
+        // that went away), and the call would then end as the watchdog's denial whatever
+        // its subscriptions' policies; the call's own read of a secret has its deadline.
         // Off the runtime's workers: on one CPU there is one, which the watchdog needs.
         let clients = options.oauth_clients.clone();
-        let warnings = tokio::task::spawn_blocking(move || secret_warnings(&clients)).await;
-        for warning in warnings.unwrap_or_default() {
-            tracing::warn!("{warning}");
-        }
+        drop(tokio::task::spawn_blocking(move || {
+            for warning in secret_warnings(&clients) {
+                tracing::warn!("{warning}");
+            }
+        }));
         Ok(options)
     });
     hook::run(hook::Request {

@@ -76,7 +76,7 @@ pub use declaration::Declaration;
 pub use error::Error;
 pub use interrupt::Interrupt;
 pub use linker::{add_to_linker, check_engine, component_instant, AhpView};
-pub use options::{Options, StdioEnv, DEFAULT_MAX_INSTANCES};
+pub use options::{Options, StdioEnv, DEFAULT_MAX_INSTANCES, MAX_INSTANCES};
 pub use pool::BOUND_MARGIN;
 pub use retry::RetryPolicy;
 pub use runtime::EMBEDDED_WIT_PACKAGE;

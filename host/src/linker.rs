@@ -1,74 +1,6 @@
 //! The linker level, in the manner of wasmtime-wasi: the embedder owns the `Engine`, the
 //! `Linker<T>` and the `Store<T>`, and this crate adds the component's imports over a
 //! view of the embedder's store data ([`AhpView`]).
-//!
-//! ```no_run
-//! use ahp_host::wasmtime::component::{Component, Linker};
-//! use ahp_host::wasmtime::{Config, Engine, Store};
-//! use ahp_host::{AhpView, HostState, Interceptor};
-//!
-//! struct MyData {
-//!     ahp: HostState,
-//! }
-//! impl AhpView for MyData {
-//!     fn ahp(&mut self) -> &mut HostState {
-//!         &mut self.ahp
-//!     }
-//! }
-//!
-//! # async fn demo(
-//! #     interceptor: Interceptor,
-//! #     registration: &str,
-//! #     event: &str,
-//! # ) -> ahp_host::wasmtime::Result<()> {
-//! # use std::time::{Duration, Instant};
-//! let mut config = Config::new();
-//! config.epoch_interruption(true);
-//! let engine = Engine::new(&config)?;
-//! let _ticker = ahp_host::EpochTicker::for_engine(&engine)?;
-//! let component = Component::new(&engine, ahp_host::EMBEDDED_COMPONENT)?;
-//! let mut linker = Linker::<MyData>::new(&engine);
-//! ahp_host::add_to_linker(&mut linker)?;
-//! let pre = ahp_host::PluginPre::new(linker.instantiate_pre(&component)?)?;
-//! let mut store = Store::new(&engine, MyData { ahp: interceptor.host_state() });
-//! ahp_host::bound_cpu(&mut store);
-//! let plugin = pre.instantiate_async(&mut store).await?;
-//! let api = plugin.ahp_interceptor_interceptor().engine();
-//! let declaration = api.call_interceptable(&mut store).await?;
-//! let loaded = api
-//!     .call_load(&mut store, registration, &declaration)
-//!     .await?
-//!     .map_err(|_| ahp_host::wasmtime::format_err!("registration rejected"))?;
-//! // Before each call: its bound and its interruption signal. The bound is the longest
-//! // the registration lets a call run (its chain of deadlines; the interceptor's, which
-//! // takes no more than the registration's timeouts from the component's `bound-ms`),
-//! // plus the time the crate allows past it to prepare observers and settle. `started`
-//! // is taken per call, when it arrives: the time it waited counts.
-//! let bound = interceptor.call_bound();
-//! let interrupt = ahp_host::Interrupt::new();
-//! let arrived = Instant::now();
-//! store.data_mut().ahp.begin_call(arrived + bound + ahp_host::BOUND_MARGIN, &interrupt);
-//! let started = ahp_host::component_instant(arrived);
-//! // Epochs stop a component that computes; one waiting in an import (an exchange with a
-//! // far deadline) is stopped by a timeout around the call: past it, a denial, and the
-//! // store is not used again.
-//! let calling = api.call_intercept(&mut store, loaded, event, &[], None, started);
-//! let settled = tokio::time::timeout(bound + Duration::from_secs(2), calling)
-//!     .await
-//!     .map_err(|_| ahp_host::wasmtime::format_err!("past its bound: a denial"))??
-//!     .map_err(|_| ahp_host::wasmtime::format_err!("event rejected"))?;
-//! // A trap (an `Err` above) is a denial, never permission. The WIT settlement is
-//! // checked as the owned `Interceptor` checks it (one that contradicts itself is an
-//! // engine-failure denial, and the call's interruption or the interceptor's shutdown
-//! // since overrides an allow). Act on its decision, then send the observe deliveries
-//! // it owns, which records how each ended.
-//! let state = &store.data().ahp;
-//! let (settlement, observers) =
-//!     ahp_host::Settlement::from_component(settled, event, arrived, state);
-//! let settlement = interceptor.send_observers(settlement, observers, &interrupt).await;
-//! let record_line = settlement.to_json();
-//! # let _ = record_line; Ok(()) }
-//! ```
 
 use crate::bindings;
 use crate::state::HostState;
@@ -116,6 +48,80 @@ impl AhpView for HostState {
 /// after this one replaces it unnoticed, which is wrong for the reason above. Fails,
 /// naming the setting, if the Engine cannot bound the component's CPU (see
 /// [`check_engine`]).
+///
+/// # Example
+///
+/// ```no_run
+/// use ahp_host::wasmtime::component::{Component, Linker};
+/// use ahp_host::wasmtime::{Config, Engine, Store};
+/// use ahp_host::{AhpView, HostState, InterceptorBuilder};
+///
+/// struct MyData {
+///     ahp: HostState,
+/// }
+/// impl AhpView for MyData {
+///     fn ahp(&mut self) -> &mut HostState {
+///         &mut self.ahp
+///     }
+/// }
+///
+/// # async fn demo(registration: &str, event: &str) -> ahp_host::wasmtime::Result<()> {
+/// # use std::time::{Duration, Instant};
+/// let mut config = Config::new();
+/// config.epoch_interruption(true);
+/// let engine = Engine::new(&config)?;
+/// let _ticker = ahp_host::EpochTicker::for_engine(&engine)?;
+/// let component = Component::new(&engine, ahp_host::EMBEDDED_COMPONENT)?;
+/// // The interceptor whose backends the component's imports deliver to, on the same
+/// // Engine and component (compiled once; it shares the Engine's ticker).
+/// let interceptor = InterceptorBuilder::new()
+///     .engine(&engine)
+///     .component(component.clone())
+///     .build(registration)
+///     .await
+///     .map_err(|e| ahp_host::wasmtime::format_err!("{e}"))?;
+/// let mut linker = Linker::<MyData>::new(&engine);
+/// ahp_host::add_to_linker(&mut linker)?;
+/// let pre = ahp_host::PluginPre::new(linker.instantiate_pre(&component)?)?;
+/// let mut store = Store::new(&engine, MyData { ahp: interceptor.host_state() });
+/// ahp_host::bound_cpu(&mut store);
+/// let plugin = pre.instantiate_async(&mut store).await?;
+/// let api = plugin.ahp_interceptor_interceptor().engine();
+/// let declaration = api.call_interceptable(&mut store).await?;
+/// let loaded = api
+///     .call_load(&mut store, interceptor.registration(), &declaration)
+///     .await?
+///     .map_err(|_| ahp_host::wasmtime::format_err!("registration rejected"))?;
+/// // Before each call: its bound and its interruption signal. The bound is the longest
+/// // the registration lets a call run (its chain of deadlines; the interceptor's, which
+/// // takes no more than the registration's timeouts from the component's `bound-ms`),
+/// // plus the time the crate allows past it to prepare observers and settle. `started`
+/// // is taken per call, when it arrives: the time it waited counts.
+/// let bound = interceptor.call_bound();
+/// let interrupt = ahp_host::Interrupt::new();
+/// let arrived = Instant::now();
+/// store.data_mut().ahp.begin_call(arrived + bound + ahp_host::BOUND_MARGIN, &interrupt);
+/// let started = ahp_host::component_instant(arrived);
+/// // Epochs stop a component that computes; one waiting in an import (an exchange with a
+/// // far deadline) is stopped by a timeout around the call: past it, a denial, and the
+/// // store is not used again.
+/// let calling = api.call_intercept(&mut store, loaded, event, &[], None, started);
+/// let settled = tokio::time::timeout(bound + Duration::from_secs(2), calling)
+///     .await
+///     .map_err(|_| ahp_host::wasmtime::format_err!("past its bound: a denial"))??
+///     .map_err(|_| ahp_host::wasmtime::format_err!("event rejected"))?;
+/// // A trap (an `Err` above) is a denial, never permission. The WIT settlement is
+/// // checked as the owned `Interceptor` checks it (one that contradicts itself is an
+/// // engine-failure denial, and the call's interruption or the interceptor's shutdown
+/// // since overrides an allow). Act on its decision, then send the observe deliveries
+/// // it owns, which records how each ended.
+/// let state = &store.data().ahp;
+/// let (settlement, observers) =
+///     ahp_host::Settlement::from_component(settled, event, arrived, state);
+/// let settlement = interceptor.send_observers(settlement, observers, &interrupt).await;
+/// let record_line = settlement.to_json();
+/// # let _ = record_line; Ok(()) }
+/// ```
 pub fn add_to_linker<T: AhpView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     check_engine(linker.engine())?;
     // First on a copy that may not shadow: one that may would take ours in place of a

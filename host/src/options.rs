@@ -143,8 +143,8 @@ pub struct Options {
     /// event is refused at load.
     pub declaration: Declaration,
     /// The most component instances this interceptor has at once, idle or busy
-    /// (default [`DEFAULT_MAX_INSTANCES`], the default Engine's capacity; at least 2);
-    /// of those it keeps at most 32 idle, giving the others' slots back to the Engine.
+    /// (default [`DEFAULT_MAX_INSTANCES`], the default Engine's capacity; at least 2, at
+    /// most [`MAX_INSTANCES`]); of those it keeps at most 32 idle, giving the others' slots back to the Engine.
     /// Calls beyond it wait in order, and the wait counts against each call's
     /// deadlines in turn (the first from the call's start, each later one from the one
     /// before) and its budget: a call whose time runs out waiting is settled by its
@@ -152,7 +152,10 @@ pub struct Options {
     /// instances held back for that (1 per 16, at least 1), never as an engine
     /// failure. No I/O is done on those: a call whose fail-open interceptor ran out
     /// waiting, with a later one still to ask, waits on for one of the others until
-    /// that one's deadline, and it is asked with what is left of its timeout.
+    /// that one's deadline, and it is asked with what is left of its timeout. Those
+    /// few instances settle one call at a time each, so in a burst a call whose time ran
+    /// out may be settled late, after the others ahead of it (its policy still decides,
+    /// and no backend is asked).
     /// Interceptors on the process's default Engine (every `Interceptor::new` without
     /// [`Options::component`]) also share its instance slots and wait for them the same
     /// way. On an Engine of your own, instances in use at the same moment

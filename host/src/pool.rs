@@ -24,9 +24,11 @@
 //! that ran out in the queue failed open and a later one still has time, the call has
 //! I/O to do after all: the host stops it at its first I/O (`state`), nothing sent,
 //! discards what the component made of it, gives the instance back and has it wait again
-//! in the main lane until that later deadline. So every wait in a queue ends by the
-//! call's last deadline (or budget), and a call runs at most once per interceptor, plus
-//! once. Making a new instance is the one wait the deadlines do not end: the call needs
+//! in the main lane until that later deadline. So every wait in the main lane ends by
+//! the call's last deadline (or budget), and a call runs at most once per interceptor,
+//! plus once. The settle lane's wait has no deadline of its own: its few instances
+//! settle one call at a time each, without I/O, so a burst of calls whose time ran out
+//! settles late by the settling of those ahead (their policies still decide). Making a new instance is the one wait the deadlines do not end: the call needs
 //! an instance to settle at all, so it waits for the make until its interruption,
 //! shutdown, its budget or [`MAKE_BOUND`]; the component then finds the deadlines the
 //! make used up and settles them (`deadline-exceeded` in phase `queue`), late by the
@@ -37,7 +39,7 @@
 //! interceptors together never ask the pooling allocator for more than it has.
 //!
 //! The queue has no length bound of its own, and each waiter holds no instance, only its
-//! future. A waiter leaves the main lane by its last deadline, so their number is
+//! future. A waiter leaves the main lane by its last deadline, so their number there is
 //! bounded by the arrival rate times the longest sum of a chain's `timeoutMs`.
 
 use crate::backends::Backends;
@@ -193,6 +195,11 @@ impl Idle {
 }
 
 impl Pool {
+    /// The registration every instance has loaded.
+    pub fn registration(&self) -> &str {
+        &self.maker.registration
+    }
+
     /// A pool of at most `instances` (at least 2) live instances, `chain_timeouts` as
     /// the component gave them.
     pub fn new(

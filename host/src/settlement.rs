@@ -505,6 +505,46 @@ mod tests {
         assert_eq!(handed_over(&allowed()).decision, Decision::Allow);
     }
 
+    /// The component's decision, its author and its reason are each the record's: one
+    /// that differs from a record consistent in itself is an engine failure, whichever it
+    /// is. A deny handed over with an allow's record would otherwise be that allow.
+    #[test]
+    fn a_settlement_that_differs_from_its_record_in_any_field_is_an_engine_failure() {
+        let agreeing = || wit::Settlement {
+            decision: wit::Decision::Allow,
+            decided_by: wit::DecidedBy::NoObjection,
+            reason: None,
+            audit: serde_json::to_string(&allowed()).unwrap(),
+            observers: Vec::new(),
+        };
+        let trusted = from_component(agreeing(), "{}", Instant::now()).0;
+        assert_eq!(trusted.decided_by, DecidedBy::NoObjection);
+        let other_decision = wit::Settlement {
+            decision: wit::Decision::Deny,
+            ..agreeing()
+        };
+        let other_author = wit::Settlement {
+            decided_by: wit::DecidedBy::BackendDeny,
+            ..agreeing()
+        };
+        let other_reason = wit::Settlement {
+            reason: Some("not the record's".into()),
+            ..agreeing()
+        };
+        for (case, differing) in [
+            ("decision", other_decision),
+            ("decided-by", other_author),
+            ("reason", other_reason),
+        ] {
+            let settled = from_component(differing, "{}", Instant::now()).0;
+            assert_eq!(
+                (settled.decision, settled.decided_by),
+                (Decision::Deny, DecidedBy::EngineFailure),
+                "{case}"
+            );
+        }
+    }
+
     #[test]
     fn an_allow_that_says_interrupted_is_an_engine_failure() {
         let mut record = allowed();

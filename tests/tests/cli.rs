@@ -64,6 +64,35 @@ fn an_event_of_too_many_values_is_refused_as_bad_input() {
     }
 }
 
+/// A registration whose unknown member nests secrets' names over a large object (valid:
+/// it holds no text) loads, warned about, within the load's CPU bound: each secret's name
+/// had all it holds searched again, and 120 levels over 600,000 members ran the load out
+/// of CPU (a trap, exit 2 with a backtrace and no field named). Written as text: a tree
+/// of values built level by level would be copied at each.
+#[test]
+fn nested_secret_names_over_a_large_object_load_within_the_cpu_bound() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fixture = std::fs::read_to_string(portable()).expect("the fixture");
+    let members: Vec<String> = (0..600_000).map(|i| format!("\"k{i}\":null")).collect();
+    let nested = format!(
+        "{}{{\"x\":{{{}}}}}{}",
+        r#"{"secret":"#.repeat(120),
+        members.join(","),
+        "}".repeat(120)
+    );
+    let opened = fixture.find('{').expect("an object") + 1;
+    let text = format!(
+        "{}\"x\":{nested},{}",
+        &fixture[..opened],
+        &fixture[opened..]
+    );
+    let reg = dir.path().join("registration.json");
+    std::fs::write(&reg, text).expect("write the registration");
+    let run = ahp(&["check", path(&reg)], &[]);
+    run.assert_exit(0, "nested secrets' names holding no text");
+    assert!(run.stderr.contains("warning: /x:"), "{}", run.stderr);
+}
+
 /// An event just under the weight limit is worked on whole inside the component's
 /// memory: its document, parsed again from its text beside it, has its content part
 /// lowered as the subscription selects (metadata) and a backend's modification applied,
@@ -421,6 +450,44 @@ fn oauth_clients_are_refused_naming_the_flag_the_entry_and_the_field() {
         "{}",
         run.stderr
     );
+}
+
+/// An `--oauth-clients` secret in a FIFO (a secret manager's) is not read for the
+/// command's warnings: reading it waited for a writer, for ever under `ahp check`, and
+/// would have taken the secret the first dispatch needs.
+#[test]
+fn a_client_secret_in_a_fifo_is_not_read_for_the_warnings() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let fifo = dir.path().join("client-secret");
+    ahp_tests::support::make_fifo(&fifo);
+    let clients = dir.path().join("clients.json");
+    let client = json!({"issuer": "https://as.example", "clientId": "c",
+                        "clientSecretRef": format!("file:{}", fifo.display())});
+    std::fs::write(&clients, json!([client]).to_string()).expect("write the file");
+    let mut child = ahp_command()
+        .args([
+            "check",
+            path(&portable()),
+            "--oauth-clients",
+            path(&clients),
+        ])
+        .env_remove("AHP_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ahp");
+    let waited = std::time::Instant::now();
+    while child.try_wait().expect("wait for ahp").is_none() {
+        if waited.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().expect("kill ahp");
+            panic!("`ahp check` still waits for a writer of the secret's FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let run = Run::of(child.wait_with_output().expect("ahp's output"));
+    run.assert_exit(0, "a client secret in a FIFO");
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
 }
 
 /// An event or registration larger than the bound is refused by its flag, exit 1, before

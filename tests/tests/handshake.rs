@@ -47,6 +47,44 @@ async fn an_undeclared_intercept_event_is_refused_at_load() {
         .expect("declared by default");
 }
 
+/// A declaration the component refuses is the embedder's setup error, named by its
+/// option: not an invalid registration at `declaration[1]`, a path no registration has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declaration_the_component_refuses_is_named_as_the_option() {
+    let reg = registration("http://127.0.0.1:9/hooks", &["tool.before"]);
+    let no_deny = EventCapability {
+        event: InterceptableEvent::ToolBefore,
+        effects: vec![EffectKind::Message],
+        modify: None,
+        flow: None,
+        inject: Vec::new(),
+    };
+    for (declaration, said) in [
+        (
+            Declaration::Events(vec![InterceptableEvent::ToolBefore; 2]),
+            "declaration[1]: tool.before is declared twice",
+        ),
+        (
+            Declaration::Exactly(vec![no_deny]),
+            "declaration[0]/effects: must include \"deny\" (tool.before can be denied)",
+        ),
+    ] {
+        let options = Options {
+            declaration,
+            ..Options::default()
+        };
+        let error = Interceptor::new(&reg, options)
+            .await
+            .err()
+            .expect("refused");
+        assert!(error.is_setup() && error.problems().is_empty(), "{error}");
+        assert_eq!(
+            error.to_string(),
+            format!("setup failed: Options::declaration: {said}")
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn params_capabilities_are_the_declaration_narrowed_by_the_call() {
     let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;

@@ -105,7 +105,7 @@ async fn embedded(registration: &str) -> Embedded {
     let api = plugin.ahp_interceptor_interceptor().engine();
     let declaration = api.call_interceptable(&mut store).await.unwrap();
     let loaded = api
-        .call_load(&mut store, registration, &declaration)
+        .call_load(&mut store, interceptor.registration(), &declaration)
         .await
         .unwrap()
         .expect("the registration loads");
@@ -299,6 +299,35 @@ async fn an_interruption_while_the_settlement_is_read_overrides_an_allow() {
     // Each call reached the backend: the component had settled before the interruption.
     assert_eq!(backend.requests().len(), 2);
     embedder.interceptor.shutdown_async().await;
+}
+
+/// A call in the embedder's store after the interceptor shut down is a `shutdown`
+/// denial, its backend never asked, however fail-open its subscription: the store's host
+/// state ends its calls with the interceptor's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_after_the_interceptor_shut_down_is_denied_unasked() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let registration =
+        registration(&[Http::new("dev.ahp.linker", backend.url()).policy("fail-open")]);
+    let mut embedder = embedded(&registration).await;
+    assert_eq!(embedder.interceptor.registration(), registration);
+    embedder.interceptor.shutdown_async().await;
+    let record = intercept(
+        &mut embedder.store,
+        &embedder.plugin,
+        embedder.loaded,
+        Instant::now() + Duration::from_secs(5),
+        &Interrupt::new(),
+        untouched,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (&record["decision"], &record["decidedBy"]),
+        (&json!("deny"), &json!("shutdown")),
+        "{record}"
+    );
+    assert!(backend.requests().is_empty());
 }
 
 /// At the linker level the call's own observers come back from

@@ -388,7 +388,17 @@ async fn wrong_client_secret_is_auth_failed() {
     let interceptor = fx.interceptor("fail-open", 2_000).await;
     let s = call(&interceptor, "evt_bad_secret").await;
     assert_eq!(s.decision, Decision::Allow, "{}", s.record);
-    assert_eq!(only_failure(&s)["class"], "auth-failed");
+    assert_eq!(
+        only_failure(&s),
+        json!({"class": "auth-failed", "phase": "acquire-credential", "detail": "acquisition-failed"})
+    );
+    // The token endpoint was asked, with the secret the file holds, and refused it.
+    let requests = fx.server.token_requests();
+    assert_eq!(requests.len(), 1, "asked once");
+    assert_eq!(
+        requests[0].authorization.as_deref(),
+        Some(basic(CLIENT_ID, "not-the-secret").as_str())
+    );
     assert!(fx.server.issued().is_empty());
     assert!(fx.backend.requests().is_empty());
 }

@@ -703,6 +703,11 @@ async fn a_plain_http_backend_is_never_sent_a_discovered_token() {
     let interceptor = fx.interceptor(http, vec![fx.client()]).await;
     let settled = call(&interceptor, "evt_plain_http").await;
     assert_eq!(settled.decision, Decision::Deny, "{}", settled.record);
+    assert_eq!(settled.decided_by, DecidedBy::SyntheticDeny);
+    assert_eq!(
+        only_failure(&settled),
+        json!({"class": "auth-failed", "phase": "await-response", "httpStatus": 401})
+    );
     assert_eq!(only_attempt_results(&settled), ["unauthorized"]);
     assert!(fx.server.token_requests().is_empty());
     assert!(fx.metadata_reads().is_empty());

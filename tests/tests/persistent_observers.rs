@@ -203,10 +203,15 @@ async fn a_signal_during_the_wait_leaves_observe_s_deliveries_as_they_were() {
     // The delivery over and recorded, the command's wait for the observer has begun.
     let began = tokio::time::timeout(Duration::from_secs(30), waits).await;
     assert!(matches!(began, Ok(Ok(()))), "the wait never began");
+    let signalled = Instant::now();
     let output = answer_after_signal(child, "TERM").await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert!(stdout.contains("\"delivered\""), "{stdout}");
+    // At once, not when the observer's 2 s are up: a wait the signal does not end would
+    // end there the same way (a correctness bound, with slack).
+    let took = signalled.elapsed();
+    assert!(took < Duration::from_millis(1500), "{took:?} {output:?}");
     assert!(
         !running(observer_pid(&log)),
         "the observer outlived ahp observe"

@@ -134,14 +134,17 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
         ("per_event", Lifecycle::PerEvent),
     ];
     let lifecycle = t.need(c, "lifecycle", |c, v, p| choice(c, v, p, &lifecycles));
-    let (command, args, cwd) = (command?, args?.unwrap_or_default(), cwd?);
-    let unstartable = unstartable(path, command, &args, cwd);
+    let (command, cwd) = (command?, cwd?);
+    // Arguments refused at their place leave the command and `cwd` to be checked still.
+    let listed = args.as_ref().and_then(Option::as_deref).unwrap_or_default();
+    let unstartable = unstartable(path, command, listed, cwd);
     if !unstartable.is_empty() {
         for (at, rule) in unstartable {
             c.problem(&at, rule);
         }
         return None;
     }
+    let args = args?.unwrap_or_default();
     for (i, arg) in args.iter().enumerate() {
         if cwd.is_none() && names_a_relative_file(arg) {
             c.warn(&format!("{path}/args/{i}"), RELATIVE_ARGUMENT);
@@ -396,67 +399,138 @@ fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a
 /// `client_secret_value`, `pat`), which elsewhere would be warned about as unknown at
 /// most. And `auth` holding an object is an upload's binding
 /// (content-upload.schema.json), searched like `authentication`; any other secret's
-/// name holding an object may hold references and a `type` in it ([`holds_literal`]),
+/// name holding an object may hold references and a `type` in it ([`Holds::literal`]),
 /// nothing else. The problem names the member, never its value.
 fn reject_literal_secrets(c: &mut Checker, v: &Value, path: &str, owned: Option<&str>) {
-    search_literal_secrets(c, v, &mut path.to_owned(), owned, false);
+    let mut holds = Vec::new();
+    Holds::of(v, owned, &mut holds);
+    let mut search = Search {
+        c,
+        path: path.to_owned(),
+        holds: &holds,
+        next: 0,
+    };
+    search.members(v, owned, false);
 }
 
-/// [`reject_literal_secrets`], `in_binding` once inside a credential binding. `path` is
-/// one pointer, grown by each member's segment and cut back after it: a copy per member
-/// would make a long name over a large array quadratic, past the load's CPU bound.
-fn search_literal_secrets(
-    c: &mut Checker,
-    v: &Value,
-    path: &mut String,
-    owned: Option<&str>,
-    in_binding: bool,
-) {
-    let own = path.len();
-    match v {
-        Value::Object(members) => {
-            let beside_a_secret = ["name", "key"]
-                .iter()
-                .filter_map(|k| members.get(*k).and_then(Value::as_str))
-                .any(mentions_a_credential);
-            let in_upload = path.ends_with("/upload");
-            for (key, inner) in members
-                .iter()
-                .filter(|(key, _)| Some(key.as_str()) != owned)
-            {
-                path.push('/');
-                path.push_str(&crate::json::segment(key));
-                let name = normalized(key);
-                let secret = match name.as_str() {
-                    "value" => in_binding || beside_a_secret,
-                    // An upload's binding (its schema says what it holds): searched.
-                    "auth" if inner.is_object() && in_upload => false,
-                    // An object under a secret's name may name references and its
-                    // kind (`tokenEnv`, `type`); any other text in it is a secret.
-                    name if inner.is_object() && is_secret_name(name) => holds_literal(inner),
-                    name if is_secret_name(name) => holds_text(inner),
-                    name if in_binding && names_a_credential_in_a_binding(name) => {
-                        holds_literal(inner)
+/// [`reject_literal_secrets`] walking the value, in the order [`Holds::of`] did.
+struct Search<'c, 'h> {
+    c: &'c mut Checker,
+    /// One pointer, grown by each member's segment and cut back after it: a copy per
+    /// member would make a long name over a large array quadratic, past the load's CPU
+    /// bound.
+    path: String,
+    /// What each member's value holds, in the walk's order.
+    holds: &'h [Holds],
+    /// The place in `holds` of the next member the walk meets.
+    next: usize,
+}
+
+impl Search<'_, '_> {
+    /// Searches `v` but its member `owned`, `in_binding` once inside a credential binding.
+    fn members(&mut self, v: &Value, owned: Option<&str>, in_binding: bool) {
+        let own = self.path.len();
+        match v {
+            Value::Object(members) => {
+                let beside_a_secret = ["name", "key"]
+                    .iter()
+                    .filter_map(|k| members.get(*k).and_then(Value::as_str))
+                    .any(mentions_a_credential);
+                let in_upload = self.path.ends_with("/upload");
+                for (key, inner) in members
+                    .iter()
+                    .filter(|(key, _)| Some(key.as_str()) != owned)
+                {
+                    self.path.push('/');
+                    self.path.push_str(&crate::json::segment(key));
+                    let name = normalized(key);
+                    let holds = self.holds[self.next];
+                    self.next += 1;
+                    let secret = match name.as_str() {
+                        "value" => in_binding || beside_a_secret,
+                        // An upload's binding (its schema says what it holds): searched.
+                        "auth" if inner.is_object() && in_upload => false,
+                        // An object under a secret's name may name references and its
+                        // kind (`tokenEnv`, `type`); any other text in it is a secret.
+                        name if inner.is_object() && is_secret_name(name) => holds.literal,
+                        name if is_secret_name(name) => holds.text,
+                        name if in_binding && names_a_credential_in_a_binding(name) => {
+                            holds.literal
+                        }
+                        _ => false,
+                    };
+                    if secret {
+                        self.c.problem(&self.path, LITERAL_SECRET_RULE);
                     }
-                    _ => false,
-                };
-                if secret {
-                    c.problem(path, LITERAL_SECRET_RULE);
+                    let binding = in_binding || CREDENTIAL_BINDINGS.contains(&name.as_str());
+                    self.members(inner, None, binding);
+                    self.path.truncate(own);
                 }
-                let binding = in_binding || CREDENTIAL_BINDINGS.contains(&name.as_str());
-                search_literal_secrets(c, inner, path, None, binding);
-                path.truncate(own);
             }
-        }
-        Value::Array(items) => {
-            for (i, inner) in items.iter().enumerate() {
-                use std::fmt::Write as _;
-                let _ = write!(path, "/{i}");
-                search_literal_secrets(c, inner, path, None, in_binding);
-                path.truncate(own);
+            Value::Array(items) => {
+                for (i, inner) in items.iter().enumerate() {
+                    use std::fmt::Write as _;
+                    let _ = write!(self.path, "/{i}");
+                    self.members(inner, None, in_binding);
+                    self.path.truncate(own);
+                }
             }
+            _ => {}
         }
-        _ => {}
+    }
+}
+
+/// What a value holds, as a member named as a secret is judged by its value: found once
+/// for every member's value, before the search, so that a secret's name over another's
+/// (`{"secret":{"secret":…}}`, to any depth) does not walk the same values again at
+/// each level, which was quadratic, past the load's CPU bound.
+#[derive(Clone, Copy, Default)]
+struct Holds {
+    /// It is or holds a string or a number: what a secret could be written as.
+    text: bool,
+    /// It holds text other than references (members named `…Env`, `…Ref` holding a
+    /// string) and a `type`: what an object under a secret's name may hold without
+    /// holding one.
+    literal: bool,
+}
+
+impl Holds {
+    /// What `v` (but its member `owned`) holds, after what each value in it holds; that of
+    /// each member's value pushed to `members`, in the order the search meets them (a
+    /// member before those of its value).
+    fn of(v: &Value, owned: Option<&str>, members: &mut Vec<Holds>) -> Holds {
+        let mut holds = Holds::default();
+        match v {
+            Value::Object(object) => {
+                for (key, inner) in object.iter().filter(|(key, _)| Some(key.as_str()) != owned) {
+                    let at = members.len();
+                    members.push(Holds::default());
+                    let within = Holds::of(inner, None, members);
+                    members[at] = within;
+                    let reference = || {
+                        let name = normalized(key);
+                        name == "type" || is_reference(&name)
+                    };
+                    holds.text |= within.text;
+                    holds.literal |= within.literal && !(inner.is_string() && reference());
+                }
+            }
+            Value::Array(items) => {
+                for inner in items {
+                    let within = Holds::of(inner, None, members);
+                    holds.text |= within.text;
+                    holds.literal |= within.literal;
+                }
+            }
+            Value::String(_) | Value::Number(_) => {
+                holds = Holds {
+                    text: true,
+                    literal: true,
+                }
+            }
+            Value::Null | Value::Bool(_) => {}
+        }
+        holds
     }
 }
 
@@ -491,31 +565,6 @@ fn names_a_credential_in_a_binding(name: &str) -> bool {
 /// (`tokenEnv`, `clientSecretRef`, `passwordEnv`), not the secret.
 fn is_reference(name: &str) -> bool {
     name.ends_with("env") || name.ends_with("ref")
-}
-
-/// Whether `v` holds text other than references (members named `…Env`, `…Ref` holding
-/// a string) and a `type`: what an object under a secret's name may hold without
-/// holding one.
-fn holds_literal(v: &Value) -> bool {
-    match v {
-        Value::Object(members) => members.iter().any(|(key, inner)| {
-            let name = normalized(key);
-            let named = name == "type" || is_reference(&name);
-            !(named && inner.is_string()) && holds_literal(inner)
-        }),
-        Value::Array(items) => items.iter().any(holds_literal),
-        other => holds_text(other),
-    }
-}
-
-/// Whether `v` is or holds a string or a number: what a secret could be written as.
-fn holds_text(v: &Value) -> bool {
-    match v {
-        Value::String(_) | Value::Number(_) => true,
-        Value::Array(items) => items.iter().any(holds_text),
-        Value::Object(members) => members.values().any(holds_text),
-        Value::Null | Value::Bool(_) => false,
-    }
 }
 
 /// An intercept or observe subscription, with the fields both kinds share. Its optional
@@ -773,13 +822,14 @@ fn managed_scope(c: &mut Checker, s: &Node) {
     let managed = s.opt(c, "scope", |c, v, p| choice(c, v, p, &scopes));
     let disableable = s.opt(c, "disableable", boolean);
     let managed = managed == Some(Some(true));
-    match disableable {
-        Some(None | Some(true)) if managed => {
+    if managed {
+        // Both at once: made `false` as the first asks, it would be refused for the second.
+        if matches!(disableable, Some(None | Some(true))) {
             c.problem(&s.at("disableable"), "must be false for scope \"managed\"");
         }
-        _ if managed => c.problem(&s.at("scope"), UNENFORCEABLE),
-        Some(Some(false)) => c.problem(&s.at("disableable"), UNENFORCEABLE),
-        _ => {}
+        c.problem(&s.at("scope"), UNENFORCEABLE);
+    } else if disableable == Some(Some(false)) {
+        c.problem(&s.at("disableable"), UNENFORCEABLE);
     }
 }
 

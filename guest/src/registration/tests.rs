@@ -126,9 +126,13 @@ fn rejects(cases: &[(&str, &str, &str)]) {
     }
 }
 
+/// Every fixture is read as its name says; an invalid one at the place [`OFFENDING`]
+/// names for it, which names every invalid fixture (a new one is added there) and no
+/// other.
 #[test]
 fn every_fixture_is_accepted_iff_it_is_named_valid() {
     let mut count = 0;
+    let mut invalid = Vec::new();
     for entry in std::fs::read_dir(FIXTURES).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
         let text = std::fs::read_to_string(format!("{FIXTURES}/{name}")).unwrap();
@@ -137,17 +141,27 @@ fn every_fixture_is_accepted_iff_it_is_named_valid() {
             parse(&text).unwrap_or_else(|p| panic!("{name} rejected: {p:#?}"));
         } else if let Some(stem) = name.strip_suffix(".invalid.json") {
             let problems = parse(&text).expect_err(&name);
-            if let Some((_, path)) = OFFENDING.iter().find(|(s, _)| *s == stem) {
-                assert!(
-                    problems.iter().any(|p| p.path == *path),
-                    "{name}: {problems:#?}"
-                );
-            }
+            let (_, path) = OFFENDING
+                .iter()
+                .find(|(s, _)| *s == stem)
+                .unwrap_or_else(|| panic!("{name}: its place is not in OFFENDING"));
+            assert!(
+                problems.iter().any(|p| p.path == *path),
+                "{name}: {problems:#?}"
+            );
+            invalid.push(stem.to_owned());
             let echoed = |p: &Problem| p.to_string().contains("do-not-store-literal-tokens");
             assert!(!problems.iter().any(echoed), "{name} echoes a secret");
         }
     }
     assert!(count > 0, "no fixtures found in {FIXTURES}");
+    invalid.sort();
+    let mut named: Vec<&str> = OFFENDING.iter().map(|(stem, _)| *stem).collect();
+    named.sort();
+    assert_eq!(
+        invalid, named,
+        "OFFENDING names exactly the invalid fixtures"
+    );
 }
 
 #[test]
@@ -559,6 +573,28 @@ fn r10_a_literal_secret_is_refused_anywhere_under_any_spelling() {
         let problems = rejected_at(&[(pointer, &text)], path);
         assert_never_echoed(&problems, marker);
     }
+}
+
+/// Secrets' names over secrets' names are each judged by all they hold, to any depth,
+/// outer first: references and a `type` are no literal, other text anywhere below is,
+/// at every name above it. Beside them, in the document's order, the search goes on.
+#[test]
+fn r10_nested_secrets_names_are_each_judged_by_all_they_hold() {
+    let problems = |value: Value| -> Vec<String> {
+        match parse(&edited(&[("/x", &value.to_string())])) {
+            Ok(_) => Vec::new(),
+            Err(problems) => problems.into_iter().map(|p| p.path).collect(),
+        }
+    };
+    let references = json!({"secret": {"token": {"type": "bearer", "tokenEnv": "T"}}});
+    assert_eq!(problems(references), Vec::<String>::new());
+    let deep = json!({"secret": {"token": {"a": [{"b": "lit"}]}}, "z": {"password": 1}});
+    assert_eq!(
+        problems(deep),
+        ["/x/secret", "/x/secret/token", "/x/z/password"]
+    );
+    let skipped = json!({"secret": {"tokenRef": "file:/t"}, "token": {"x": {"type": 1}}});
+    assert_eq!(problems(skipped), ["/x/token"]);
 }
 
 /// An HTTP credential's own names are literal secrets too: an `Authorization`, `Cookie`
@@ -1013,6 +1049,10 @@ fn a_stdio_backends_relative_or_unusable_paths_are_refused_at() {
         [command.as_str()]
     );
     assert_eq!(at(&[(&command, r#""bin/review""#)]), [command.as_str()]);
+    // Beside arguments refused at their place, in the same list.
+    let arg = format!("{args}/0");
+    let with_a_bad_argument = [(&command[..], r#""./review""#), (&args[..], "[1]")];
+    assert_eq!(at(&with_a_bad_argument), [arg.as_str(), command.as_str()]);
     assert_eq!(at(&[(&cwd, r#""policy""#)]), [cwd.as_str()]);
     let relative_under_both = [(&command[..], r#""./review""#), (&cwd[..], r#""policy""#)];
     assert_eq!(at(&relative_under_both), [cwd.as_str()]);
@@ -1177,6 +1217,9 @@ fn r16_managed_scope_requires_disableable_false() {
     let managed = ("$i/scope", r#""managed""#);
     let problems = rejected_at(&[managed], "$i/disableable");
     assert!(problems[0].rule.contains("must be false"), "{problems:#?}");
+    // And at once, what its remedy would meet next: no managed scope here at all.
+    assert!(problems[1].rule.contains("cannot enforce"), "{problems:#?}");
+    assert_eq!(problems[1].path, expand("$i/scope"));
     rejected_at(&[managed, ("$i/disableable", "true")], "$i/disableable");
     rejected_at(&[("$i/scope", r#""global""#)], "$i/scope");
 }

@@ -375,16 +375,35 @@ impl Drop for Done {
 
 /// Whether the client secret reference `reference` (`file:PATH` or `env:NAME`) resolves
 /// to a usable secret now, as [`from_reference`] would; for the command line's warnings
-/// ahead of any call, off the async runtime.
+/// ahead of any call, off the async runtime. A FIFO (a secret manager's) counts as
+/// resolving, unread: reading it would wait for a writer, and take the secret its first
+/// dispatch needs.
 #[cfg(feature = "cli")]
 pub(crate) fn resolves(reference: &str) -> bool {
     let kind = Kind::ClientSecret;
     match reference.split_once(':') {
         Some(("file", path)) => {
-            read_secret_file(path).is_ok_and(|text| kind.fit(text.trim()).is_some())
+            is_fifo(path)
+                || read_secret_file(path).is_ok_and(|text| kind.fit(text.trim()).is_some())
         }
         Some(("env", name)) => from_env(name, kind).is_ok(),
         _ => false,
+    }
+}
+
+/// Whether `path` is absolute and names a FIFO; looked at without opening it.
+#[cfg(feature = "cli")]
+fn is_fifo(path: &str) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        std::path::Path::new(path).is_absolute()
+            && std::fs::metadata(path).is_ok_and(|meta| meta.file_type().is_fifo())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
     }
 }
 
