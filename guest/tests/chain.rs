@@ -3632,6 +3632,38 @@ fn modify_chains_and_survives_a_later_fail_open_failure() {
     );
 }
 
+/// A modification a later interceptor's denial overrides is not enforced: the record of
+/// a denial, by the backend or by a fail-closed failure, names no effective input, though
+/// it still names who changed the call.
+#[test]
+fn a_later_denial_drops_an_earlier_modification() {
+    for (b_step, decided_by) in [
+        (Step::reply(deny("no")), DecidedBy::BackendDeny),
+        (
+            Step::fail(DeliveryError::ConnectionReset),
+            DecidedBy::SyntheticDeny,
+        ),
+    ] {
+        let engine = load(vec![
+            interceptor(A, "fail-closed", 500),
+            interceptor(B, "fail-closed", 500),
+        ]);
+        let mut host = FakeHost::new()
+            .on(
+                A,
+                Step::reply(modify_input("replace", json!({"command": "ls"}))),
+            )
+            .on(B, b_step);
+        let s = engine
+            .intercept(&mut host, &event(), &[], None)
+            .expect("valid");
+        assert_eq!((s.decision, s.decided_by), (Decision::Deny, decided_by));
+        assert!(s.enforce.effective.is_empty(), "{decided_by:?}");
+        assert!(audit(&s).get("effective").is_none(), "{}", audit(&s));
+        assert_eq!(audited(&s, 0)["effects"], json!(["modify"]));
+    }
+}
+
 /// A modification that leaves the input as it came is accepted and changes nothing: the
 /// audit names no effective input, so the harness runs the call it sent.
 #[test]

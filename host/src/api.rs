@@ -194,8 +194,10 @@ impl Interceptor {
 
     /// The registration this interceptor was built from: the one to load in a store of
     /// the embedder's whose data is [`Interceptor::host_state`]. That state delivers to
-    /// this registration's backends only; another registration's would be settled as
-    /// refused connections, each by its policy (under fail-open, allowed unasked).
+    /// this registration's backends, by id: under another registration, a backend id this
+    /// one lacks is a refused connection, settled by its policy (under fail-open, allowed
+    /// unasked), and one it shares reaches this registration's backend of that id, asked
+    /// under the other's subscriptions and policies.
     pub fn registration(&self) -> &str {
         self.inner.pool.registration()
     }

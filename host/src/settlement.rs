@@ -764,6 +764,43 @@ mod tests {
         }
     }
 
+    /// A denial hands on no effective value, supplied result or `continue`: a record of
+    /// one that does is an engine failure, the backend's denial without them stands.
+    #[test]
+    fn a_denial_handing_on_what_it_overrides_is_an_engine_failure() {
+        let denied = || {
+            let mut record = allowed_over(Outcome::Deny);
+            record.decision = Decision::Deny;
+            record.decided_by = DecidedBy::BackendDeny;
+            record.reason = Some("no".into());
+            record
+        };
+        assert_eq!(handed_over(&denied()).decided_by, DecidedBy::BackendDeny);
+        let mut effective = denied();
+        let input = serde_json::json!({"command": "ls"});
+        effective.enforce.effective.insert("input".into(), input);
+        let mut returned = denied();
+        returned.enforce.returned = Some(serde_json::Value::Null);
+        let mut continued = denied();
+        continued.enforce.flow = Some(ahp_vocab::Flow {
+            operation: FlowOperation::Continue,
+            reason: None,
+            instructions: vec!["go on".into()],
+        });
+        for (case, record) in [
+            ("effective", effective),
+            ("returned", returned),
+            ("continue", continued),
+        ] {
+            let settled = handed_over(&record);
+            assert_eq!(
+                (settled.decision, settled.decided_by),
+                (Decision::Deny, DecidedBy::EngineFailure),
+                "{case}"
+            );
+        }
+    }
+
     /// A failure is settled by its subscription's own policy: an allow over a
     /// fail-closed subscription said to have failed open is an engine failure; the same
     /// under fail-open stands.

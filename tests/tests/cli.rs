@@ -1416,8 +1416,7 @@ fn hook_install_refuses_a_host_its_hooks_could_not_set_up() {
 
 /// `--budget-ms` bounds the whole call, getting ready included: a step that blocks
 /// before the call (stdin never closed under `--event -`, a FIFO named as the
-/// registration, an OAuth client's secret file that is a FIFO, read for its warning) is
-/// settled past the budget and its grace as the budget's expiry — a denial, exit 2, its
+/// registration, a pull from a registry that never answers) is settled past the budget and its grace as the budget's expiry — a denial, exit 2, its
 /// record on stdout and in `--audit`, naming the event once read — where it used to wait
 /// for ever and leave the harness to time out. A call that gets ready in time is decided
 /// as before.
@@ -1431,12 +1430,10 @@ async fn intercept_ends_at_its_budget_when_getting_ready_blocks() {
     std::fs::write(&ev, valid_event("tool.before", "evt_budget")).expect("write the event");
     let fifo = dir.path().join("fifo");
     ahp_tests::support::make_fifo(&fifo);
-    let clients = dir.path().join("clients.json");
-    let client = json!([{
-        "issuer": "https://id.example.com", "clientId": "c",
-        "clientSecretRef": format!("file:{}", fifo.display())
-    }]);
-    std::fs::write(&clients, client.to_string()).expect("write the clients");
+    // Held, never accepted: the pull's request is never answered.
+    let registry = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let address = registry.local_addr().expect("its address");
+    let stuck = format!("oci://{address}/ahp/interceptor:0.1");
     let audit = dir.path().join("audit.jsonl");
     let budget = ["--budget-ms", "300", "--audit", path(&audit)];
     let expected = "error: --budget-ms: the budget ran out before the call could start";
@@ -1450,14 +1447,14 @@ async fn intercept_ends_at_its_budget_when_getting_ready_blocks() {
             vec!["--registration", path(&fifo), "--event", path(&ev)],
         ),
         (
-            "a FIFO client secret",
+            "a registry that never answers",
             vec![
                 "--registration",
                 path(&reg),
                 "--event",
                 path(&ev),
-                "--oauth-clients",
-                path(&clients),
+                "--component",
+                &stuck,
             ],
         ),
     ] {
@@ -1485,7 +1482,7 @@ async fn intercept_ends_at_its_budget_when_getting_ready_blocks() {
             serde_json::from_str(logged.lines().last().expect("a record")).expect("a JSON record");
         assert_eq!(last, settled, "{case}: the record in --audit");
     }
-    // The FIFO client secret case read the event first: its record names it.
+    // The registry's case read the event first: its record names it.
     let logged = std::fs::read_to_string(&audit).expect("the audit file");
     let names: Vec<Value> = logged
         .lines()

@@ -12,7 +12,7 @@ const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../tests/upstream/fixtures/draft/registration"
 );
-/// Where each invalid fixture is wrong. Unlisted new fixtures must still be rejected.
+/// Where each invalid fixture is wrong: every one is listed here (a new one is added).
 const OFFENDING: &[(&str, &str)] = &[
     (
         "content-default-missing",
