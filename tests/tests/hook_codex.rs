@@ -216,20 +216,28 @@ async fn a_registry_that_never_answers_is_bounded_by_the_budget() {
     assert!(registry.connections() > 0, "the pull was tried");
 }
 
-/// Reading an OAuth client's secret for the log's warnings happens inside the budget: a
-/// secret file that never opens (a FIFO nobody writes; a mount that went away) cannot
-/// hold the tool call past it, and the answer is the watchdog's denial.
+/// An OAuth client's secret in a FIFO nobody writes (a secret manager's) is not read
+/// for the log's warnings: the call is decided as it would be without it (its backend,
+/// unreachable, fails open: no objection) well within the budget, where the read held
+/// it to the watchdog's denial whatever the subscription's policy.
 #[tokio::test]
-async fn a_secret_that_never_reads_is_bounded_by_the_budget() {
+async fn a_client_secret_in_a_fifo_does_not_hold_the_call() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let fifo = never_read(dir.path(), "secret");
     let clients = dir.path().join("clients.json");
     let list = json!([{"issuer": "https://issuer.example", "clientId": "ahp",
         "clientSecretRef": format!("file:{}", fifo.display()), "scopes": []}]);
     std::fs::write(&clients, list.to_string()).expect("write the clients");
-    let registration = ahp_tests::hook::write_unreachable(dir.path());
     let clients = clients.display().to_string();
-    answered_by_the_watchdog(&registration, &["--oauth-clients", &clients]).await;
+    let (payload, _) = contract().pre_tool;
+    let args = ["--oauth-clients", &clients, "--budget-ms", "20000"];
+    let answered = std::time::Duration::from_secs(30);
+    let running = ahp_tests::hook::run_unreachable("codex", &args, &payload);
+    let ran = tokio::time::timeout(answered, running)
+        .await
+        .expect("ahp hook answers");
+    assert_eq!((ran.code, ran.stdout.as_str()), (0, ""), "{ran:?}");
+    assert!(!ran.log.contains("ran past its budget"), "{ran:?}");
 }
 
 /// A registration that never reads (a FIFO, a mount gone away) is bounded the same way.

@@ -881,6 +881,35 @@ fn r10_credentials_in_a_url_are_rejected_and_never_echoed() {
     )]);
 }
 
+/// User info as a WHATWG URL parser (Node's, a browser's) reads it: after a special
+/// scheme, any run of `/` and `\` starts the authority and either ends it. RFC 3986 reads
+/// the `@` of `https:u:p@h/` in a path, a WHATWG parser as user `u`, password `p`.
+#[test]
+fn user_info_is_found_where_a_whatwg_parser_finds_it() {
+    for url in [
+        "https://u:p@h.example/",
+        "https:u:p@h.example/",
+        "https:/u:p@h.example/",
+        "HTTPS:///u:p@h.example/",
+        "https:\\\\u:p@h.example/",
+        "ws://u@h.example/",
+        "foo://u:p@h.example/",
+    ] {
+        assert!(crate::syntax::has_userinfo(url), "{url}");
+    }
+    for url in [
+        "https://h.example/a@b",
+        "https://h.example\\u@b",
+        "https://h.example?u@b",
+        "mailto:ops@h.example",
+        "urn:x:u@h",
+        "foo:u:p@h.example/",
+        "no-scheme",
+    ] {
+        assert!(!crate::syntax::has_userinfo(url), "{url}");
+    }
+}
+
 /// An OAuth `resource` is sent in every token request (`resource=`): user info or a
 /// parameter named as a secret in it is refused as in a backend's URL, in a backend's
 /// binding and an upload's (both read by one function), at the resource, and neither the

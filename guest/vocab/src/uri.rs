@@ -6,14 +6,26 @@
 /// Whether a URL's authority carries user info (`user:password@host`): a credential
 /// written into a registration or an event's `source`, which would also travel in
 /// every `Host` header and log line. Only a URI with an authority (`scheme://`) has
-/// any: the `@` of `mailto:ops@harness.example` is not user info.
+/// any: the `@` of `mailto:ops@harness.example` is not user info. But a WHATWG URL
+/// parser (a browser's, Node's) reads the authority of a special scheme's URL after
+/// any run of `/` and `\` and ends it at either: `https:u:p@h/` and `https:/u:p@h/`,
+/// URIs whose `@` RFC 3986 reads in a path, carry user info for it, and so here.
 pub fn has_userinfo(url: &str) -> bool {
-    let after_scheme = url.split_once(':').map_or("", |(_, rest)| rest);
-    after_scheme.strip_prefix("//").is_some_and(|rest| {
+    const SPECIAL: [&str; 6] = ["http", "https", "ws", "wss", "ftp", "file"];
+    let Some((scheme, rest)) = url.split_once(':') else {
+        return false;
+    };
+    let authority = match SPECIAL.iter().any(|s| s.eq_ignore_ascii_case(scheme)) {
+        true => rest
+            .trim_start_matches(['/', '\\'])
+            .split(['/', '\\', '?', '#'])
+            .next(),
         // The authority ends at the first `/`, `?` or `#` (RFC 3986 §3.2).
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-        authority.contains('@')
-    })
+        false => rest
+            .strip_prefix("//")
+            .and_then(|rest| rest.split(['/', '?', '#']).next()),
+    };
+    authority.is_some_and(|authority| authority.contains('@'))
 }
 
 /// RFC 3986 §3 `URI`: `scheme ":" hier-part [ "?" query ] [ "#" fragment ]`, what the
