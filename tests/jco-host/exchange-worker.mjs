@@ -50,7 +50,13 @@ component.on('message', ({ url, body, headers, deadline, shared }) => {
   try {
     request = (target.protocol === 'https:' ? https : http).request(target, {
       method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': body.length },
+      // As ahp-host asks: the body as it is, in no content coding (RFC 9110 §12.5.3).
+      headers: {
+        ...headers,
+        'content-type': 'application/json',
+        'content-length': body.length,
+        'accept-encoding': 'identity',
+      },
       agent: false,
       // Node's own default is 16 KiB: a head ahp-host reads would be `malformed-http`.
       maxHeaderSize: MAX_HEAD,
@@ -98,6 +104,13 @@ component.on('message', ({ url, body, headers, deadline, shared }) => {
   request.on('response', (response) => {
     answered = true;
     if (response.rawHeaders.length / 2 > MAX_HEADERS) {
+      settle({ error: 'malformed-http' });
+      request.destroy();
+      return;
+    }
+    // A 200 in a content coding it did not accept is no answer to it, as ahp-host has it.
+    const codings = (response.headers['content-encoding'] ?? '').split(',').map((c) => c.trim());
+    if (response.statusCode === 200 && codings.some((c) => c !== '' && c.toLowerCase() !== 'identity')) {
       settle({ error: 'malformed-http' });
       request.destroy();
       return;

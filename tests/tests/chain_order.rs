@@ -87,6 +87,8 @@ fn assert_wire_matches_record(backends: &[&FaultBackend], settled: &Settlement, 
                 ("POST", "/hooks")
             );
             assert_eq!(request.header_values("content-type"), ["application/json"]);
+            // No content coding accepted but none: the reply's bytes are its JSON.
+            assert_eq!(request.header_values("accept-encoding"), ["identity"]);
             let body = request.json();
             assert_eq!(body["jsonrpc"], "2.0", "{body}");
             assert_eq!(body["method"], "hooks/intercept", "{body}");

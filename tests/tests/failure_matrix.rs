@@ -328,7 +328,7 @@ fn table(redirect_target: &str) -> Vec<Case> {
         .detail("content-type"),
         Case::new(
             "content-type-missing",
-            reply(200, None, valid_deny),
+            reply(200, None, valid_deny.clone()),
             HTTP_STATUS,
             PARSE,
         )
@@ -530,6 +530,20 @@ fn table(redirect_target: &str) -> Vec<Case> {
         Case::new(
             "garbage-http",
             Behaviour::RawThenClose(garbage),
+            HTTP_STATUS,
+            AWAIT,
+        )
+        .detail("malformed-http"),
+        // A 200 in a content coding the request did not accept (it asks for `identity`):
+        // its bytes are not the reply's JSON, whatever they hold (here a valid deny, with
+        // a second header written through the content type's).
+        Case::new(
+            "content-coded-200",
+            reply(
+                200,
+                Some("application/json\r\nContent-Encoding: gzip"),
+                valid_deny.clone(),
+            ),
             HTTP_STATUS,
             AWAIT,
         )

@@ -250,6 +250,7 @@ async fn node_allows_when_the_backend_has_no_objection() {
         json!("evt_node_allow")
     );
     assert_eq!(sent[0].header_values("content-type"), ["application/json"]);
+    assert_eq!(sent[0].header_values("accept-encoding"), ["identity"]);
 }
 
 /// A settlement whose observers past the component's observer limit are withheld
@@ -810,6 +811,33 @@ async fn node_reads_a_response_head_as_far_as_the_rust_host_does() {
         let backend = FaultBackend::start(vec![reply_with_fields(&id, &fields, deny)]).await;
         let reg = one_backend(&backend, "fail-open", 2000);
         assert_both_hosts(&reg, &id, &expected, &format!("case {i}")).await;
+    }
+}
+
+/// A 200 in a content coding (gzip) is no answer to a request that accepts only
+/// `identity`: `malformed-http` in both hosts, settled by the policy, however readable its
+/// bytes (here a valid deny); labelled `identity`, the same reply's deny decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_content_coded_reply_is_malformed_http_in_both_hosts() {
+    let json_type = "Content-Type: application/json".to_string();
+    let denied = json!({
+        "decision": "deny",
+        "decidedBy": "backend-deny",
+        "reason": "coded",
+        "outcome": "deny",
+        "failure": null,
+    });
+    let cases = [
+        ("Content-Encoding: gzip", malformed_http("fail-closed")),
+        ("Content-Encoding: identity", denied),
+    ];
+    for (i, (coding, expected)) in cases.into_iter().enumerate() {
+        let id = format!("evt_node_coded_{i}");
+        let deny = json!([{"type": "deny", "reason": "coded"}]);
+        let fields = [json_type.clone(), coding.to_string()];
+        let backend = FaultBackend::start(vec![reply_with_fields(&id, &fields, deny)]).await;
+        let reg = one_backend(&backend, "fail-closed", 2000);
+        assert_both_hosts(&reg, &id, &expected, coding).await;
     }
 }
 

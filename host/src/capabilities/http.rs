@@ -16,7 +16,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{
-    HeaderValue, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING,
+    HeaderValue, ACCEPT_ENCODING, AUTHORIZATION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE,
+    HOST, TRANSFER_ENCODING,
 };
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
@@ -436,6 +437,12 @@ impl HttpBackend {
             return Err(DeliveryError::MalformedHttp);
         }
         let status = response.status().as_u16();
+        // Every request accepts the body as it is (`identity`), so a 200 in a content
+        // coding (gzip) is not an answer to it: its bytes would reach the component as
+        // they came, and a backend's deny would be `malformed-utf8`, a fail-open allow.
+        if status == 200 && coded(response.headers()) {
+            return Err(DeliveryError::MalformedHttp);
+        }
         let challenge = (status == 401)
             .then(|| super::www_authenticate::joined(response.headers()))
             .flatten();
@@ -524,6 +531,8 @@ impl HttpBackend {
         if let Some(value) = outgoing.authorization {
             headers.insert(AUTHORIZATION, value);
         }
+        // Without it a server may answer in any content coding (RFC 9110 §12.5.3).
+        headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
         request
     }
 
@@ -681,6 +690,18 @@ where
         reusable_until: Instant::now() + IDLE_UNSAID,
         ended: None,
     })
+}
+
+/// Whether `headers` give the body a content coding other than `identity`.
+fn coded(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get_all(CONTENT_ENCODING)
+        .iter()
+        .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+        .any(|coding| {
+            let coding = coding.trim_ascii();
+            !coding.is_empty() && !coding.eq_ignore_ascii_case(b"identity")
+        })
 }
 
 /// Whether `headers` give the body's length more than once: a Transfer-Encoding with a
