@@ -108,9 +108,15 @@ component.on('message', ({ url, body, headers, deadline, shared }) => {
       request.destroy();
       return;
     }
-    // A 200 in a content coding it did not accept is no answer to it, as ahp-host has it.
-    const codings = (response.headers['content-encoding'] ?? '').split(',').map((c) => c.trim());
-    if (response.statusCode === 200 && codings.some((c) => c !== '' && c.toLowerCase() !== 'identity')) {
+    // A 200 in a coding it did not accept is no answer to it, as ahp-host has it: a
+    // content coding but identity, a transfer coding but chunked (Node leaves either on
+    // the bytes). Trimmed of spaces and tabs alone, as HTTP's whitespace is.
+    const other = (name, plain) =>
+      (response.headers[name] ?? '')
+        .split(',')
+        .map((c) => c.replace(/^[ \t]+|[ \t]+$/g, ''))
+        .some((c) => c !== '' && c.toLowerCase() !== plain);
+    if (response.statusCode === 200 && (other('content-encoding', 'identity') || other('transfer-encoding', 'chunked'))) {
       settle({ error: 'malformed-http' });
       request.destroy();
       return;

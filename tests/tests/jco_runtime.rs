@@ -815,8 +815,9 @@ async fn node_reads_a_response_head_as_far_as_the_rust_host_does() {
 }
 
 /// A 200 in a content coding (gzip) is no answer to a request that accepts only
-/// `identity`: `malformed-http` in both hosts, settled by the policy, however readable its
-/// bytes (here a valid deny); labelled `identity`, the same reply's deny decides.
+/// `identity`, nor one in a transfer coding but chunked (it sends no `TE`): `malformed-http`
+/// in both hosts, settled by the policy, however readable its bytes (here a valid deny);
+/// labelled `identity` or `chunked`, the same reply's deny decides.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_content_coded_reply_is_malformed_http_in_both_hosts() {
     let json_type = "Content-Type: application/json".to_string();
@@ -829,16 +830,39 @@ async fn a_content_coded_reply_is_malformed_http_in_both_hosts() {
     });
     let cases = [
         ("Content-Encoding: gzip", malformed_http("fail-closed")),
-        ("Content-Encoding: identity", denied),
+        ("Content-Encoding: identity", denied.clone()),
+        // A transfer coding but chunked, which the request never offers (no `TE`).
+        (
+            "Transfer-Encoding: gzip, chunked",
+            malformed_http("fail-closed"),
+        ),
+        ("Transfer-Encoding: chunked", denied),
     ];
     for (i, (coding, expected)) in cases.into_iter().enumerate() {
         let id = format!("evt_node_coded_{i}");
         let deny = json!([{"type": "deny", "reason": "coded"}]);
         let fields = [json_type.clone(), coding.to_string()];
-        let backend = FaultBackend::start(vec![reply_with_fields(&id, &fields, deny)]).await;
+        let reply = match coding.starts_with("Transfer-Encoding") {
+            true => chunked_reply_with_fields(&id, &fields, deny),
+            false => reply_with_fields(&id, &fields, deny),
+        };
+        let backend = FaultBackend::start(vec![reply]).await;
         let reg = one_backend(&backend, "fail-closed", 2000);
         assert_both_hosts(&reg, &id, &expected, coding).await;
     }
+}
+
+/// As [`reply_with_fields`], its body in one chunk (and no Content-Length).
+fn chunked_reply_with_fields(id: &str, fields: &[String], effects: Value) -> Behaviour {
+    let result = json!({"protocolVersion": "draft", "effects": effects});
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+    let mut raw = String::from("HTTP/1.1 200 OK\r\n");
+    for field in fields {
+        raw.push_str(field);
+        raw.push_str("\r\n");
+    }
+    raw.push_str(&format!("\r\n{:x}\r\n{body}\r\n0\r\n\r\n", body.len()));
+    Behaviour::RawThenClose(raw.into_bytes())
 }
 
 /// A chunked 503 whose body runs past the cap is that 503 in both hosts (`http-status`,

@@ -894,6 +894,7 @@ fn user_info_is_found_where_a_whatwg_parser_finds_it() {
         "https:\\\\u:p@h.example/",
         "ws://u@h.example/",
         "foo://u:p@h.example/",
+        "file://u@h.example/",
     ] {
         assert!(crate::syntax::has_userinfo(url), "{url}");
     }
@@ -905,6 +906,9 @@ fn user_info_is_found_where_a_whatwg_parser_finds_it() {
         "urn:x:u@h",
         "foo:u:p@h.example/",
         "no-scheme",
+        "file:///me@x.txt",
+        "file:/me@x.txt",
+        "file:///@scope/pkg",
     ] {
         assert!(!crate::syntax::has_userinfo(url), "{url}");
     }

@@ -9,9 +9,11 @@
 /// any: the `@` of `mailto:ops@harness.example` is not user info. But a WHATWG URL
 /// parser (a browser's, Node's) reads the authority of a special scheme's URL after
 /// any run of `/` and `\` and ends it at either: `https:u:p@h/` and `https:/u:p@h/`,
-/// URIs whose `@` RFC 3986 reads in a path, carry user info for it, and so here.
+/// URIs whose `@` RFC 3986 reads in a path, carry user info for it, and so here. Not
+/// `file:`, whose host comes after exactly two slashes and never has user info there
+/// (`file:///@scope/pkg` is a path).
 pub fn has_userinfo(url: &str) -> bool {
-    const SPECIAL: [&str; 6] = ["http", "https", "ws", "wss", "ftp", "file"];
+    const SPECIAL: [&str; 5] = ["http", "https", "ws", "wss", "ftp"];
     let Some((scheme, rest)) = url.split_once(':') else {
         return false;
     };

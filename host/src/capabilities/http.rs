@@ -437,9 +437,10 @@ impl HttpBackend {
             return Err(DeliveryError::MalformedHttp);
         }
         let status = response.status().as_u16();
-        // Every request accepts the body as it is (`identity`), so a 200 in a content
-        // coding (gzip) is not an answer to it: its bytes would reach the component as
-        // they came, and a backend's deny would be `malformed-utf8`, a fail-open allow.
+        // Every request accepts the body as it is (`identity`, chunked at most), so a 200
+        // in another coding (gzip) is not an answer to it: its bytes would reach the
+        // component as they came, and a backend's deny would be `malformed-utf8`, a
+        // fail-open allow.
         if status == 200 && coded(response.headers()) {
             return Err(DeliveryError::MalformedHttp);
         }
@@ -692,16 +693,19 @@ where
     })
 }
 
-/// Whether `headers` give the body a content coding other than `identity`.
+/// Whether `headers` give the body a coding the request did not accept, which the HTTP
+/// client leaves on its bytes: a content coding but `identity` (it asks for that alone),
+/// or a transfer coding but `chunked` (it sends no `TE`: RFC 9110 §10.1.4).
 fn coded(headers: &hyper::HeaderMap) -> bool {
-    headers
-        .get_all(CONTENT_ENCODING)
-        .iter()
-        .flat_map(|value| value.as_bytes().split(|&b| b == b','))
-        .any(|coding| {
-            let coding = coding.trim_ascii();
-            !coding.is_empty() && !coding.eq_ignore_ascii_case(b"identity")
-        })
+    let other_than = |name, plain: &[u8]| {
+        headers
+            .get_all(name)
+            .iter()
+            .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+            .map(<[u8]>::trim_ascii)
+            .any(|coding| !coding.is_empty() && !coding.eq_ignore_ascii_case(plain))
+    };
+    other_than(CONTENT_ENCODING, b"identity") || other_than(TRANSFER_ENCODING, b"chunked")
 }
 
 /// Whether `headers` give the body's length more than once: a Transfer-Encoding with a
