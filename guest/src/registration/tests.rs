@@ -784,6 +784,11 @@ fn r10_a_secret_in_a_url_query_is_refused_and_never_echoed() {
             url,
         ),
         (
+            url,
+            format!("\"https://policy.example.com/hook?lang=de&auth_key={marker}\""),
+            url,
+        ),
+        (
             "$o/upload",
             upload(&format!("https://upload.example/u?sig=1&password={marker}")),
             "$o/upload/endpoint",

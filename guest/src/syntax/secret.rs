@@ -37,6 +37,12 @@ mod tests {
             "secretKey",
             "pat",
             "X-Amz-Signature",
+            "auth_key",
+            "appKey",
+            "application_key",
+            "license-key",
+            "MASTER_KEY",
+            "jwt",
         ];
         let mentions = [
             "client_secret_value",

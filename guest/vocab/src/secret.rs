@@ -61,12 +61,12 @@ pub fn has_a_secret_parameter(url: &str) -> bool {
 
 /// Whether a parameter's `name` says its value is a credential: a secret name; one
 /// ending in a word only credentials end in (`private_token`, `api_secret`,
-/// `subscription-key`, `X-Amz-Signature`), but for the paging cursors named like tokens
-/// (`page_token`); or one of the short names services use (Azure's `sig`, Google's
-/// `key`, a personal access token's `pat`). A name merely holding such a word
+/// `subscription-key`, `X-Amz-Signature`, `auth_key`), but for the paging cursors named
+/// like tokens (`page_token`); or one of the short names services use (Azure's `sig`,
+/// Google's `key`, a personal access token's `pat`, a `jwt`). A name merely holding such a word
 /// (`max_tokens`, `signature_version`) is not: for that, see [`mentions_a_credential`].
 pub fn names_a_credential(name: &str) -> bool {
-    const ENDINGS: [&str; 10] = [
+    const ENDINGS: [&str; 15] = [
         "token",
         "secret",
         "password",
@@ -77,6 +77,12 @@ pub fn names_a_credential(name: &str) -> bool {
         "privatekey",
         "subscriptionkey",
         "signature",
+        // DeepL's `auth_key`, Datadog's `application_key`, and the like.
+        "authkey",
+        "appkey",
+        "applicationkey",
+        "licensekey",
+        "masterkey",
     ];
     const CURSORS: [&str; 5] = [
         "pagetoken",
@@ -85,11 +91,12 @@ pub fn names_a_credential(name: &str) -> bool {
         "synctoken",
         "resumptiontoken",
     ];
-    const SHORT: [&str; 6] = [
+    const SHORT: [&str; 7] = [
         "key",
         "sig",
         "pwd",
         "pat",
+        "jwt",
         "xamzcredential",
         "xgoogcredential",
     ];
