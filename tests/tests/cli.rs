@@ -464,7 +464,7 @@ fn a_client_secret_in_a_fifo_is_not_read_for_the_warnings() {
     let client = json!({"issuer": "https://as.example", "clientId": "c",
                         "clientSecretRef": format!("file:{}", fifo.display())});
     std::fs::write(&clients, json!([client]).to_string()).expect("write the file");
-    let mut child = ahp_command()
+    let child = ahp_command()
         .args([
             "check",
             path(&portable()),
@@ -477,15 +477,8 @@ fn a_client_secret_in_a_fifo_is_not_read_for_the_warnings() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run ahp");
-    let waited = std::time::Instant::now();
-    while child.try_wait().expect("wait for ahp").is_none() {
-        if waited.elapsed() > std::time::Duration::from_secs(30) {
-            child.kill().expect("kill ahp");
-            panic!("`ahp check` still waits for a writer of the secret's FIFO");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let run = Run::of(child.wait_with_output().expect("ahp's output"));
+    let case = "`ahp check` waiting for a writer of the secret's FIFO";
+    let run = wait_within(child, std::time::Duration::from_secs(30), case);
     run.assert_exit(0, "a client secret in a FIFO");
     assert!(!run.stderr.contains("warning"), "{}", run.stderr);
 }
@@ -1430,10 +1423,9 @@ async fn intercept_ends_at_its_budget_when_getting_ready_blocks() {
     std::fs::write(&ev, valid_event("tool.before", "evt_budget")).expect("write the event");
     let fifo = dir.path().join("fifo");
     ahp_tests::support::make_fifo(&fifo);
-    // Held, never accepted: the pull's request is never answered.
-    let registry = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-    let address = registry.local_addr().expect("its address");
-    let stuck = format!("oci://{address}/ahp/interceptor:0.1");
+    // The pull's request is read and never answered.
+    let registry = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let stuck = format!("oci://{}/ahp/interceptor:0.1", registry.addr());
     let audit = dir.path().join("audit.jsonl");
     let budget = ["--budget-ms", "300", "--audit", path(&audit)];
     let expected = "error: --budget-ms: the budget ran out before the call could start";
