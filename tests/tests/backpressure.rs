@@ -143,6 +143,58 @@ async fn more_concurrent_calls_than_instances_wait_and_get_the_backends_decision
     interceptor.shutdown_async().await;
 }
 
+/// Calls that wait for an instance are served first come, first served: six calls queue
+/// behind one the backend holds, on an interceptor with one instance for I/O, and reach
+/// the backend in the order they began waiting. On one thread, each call runs until it
+/// waits before the next one starts.
+#[tokio::test(flavor = "current_thread")]
+async fn calls_waiting_for_an_instance_are_served_in_the_order_they_came() {
+    let _serial = SERIAL.lock().await;
+    const WAITING: usize = 6;
+    let backend = FaultBackend::choosing(|request| match event_id(request) {
+        "evt_first" => Behaviour::Delay(Duration::from_millis(300), Box::new(Behaviour::NoEffect)),
+        _ => Behaviour::NoEffect,
+    })
+    .await;
+    let reg = registration(&backend.url(), "fail-closed", &[("tool.before", 20_000)]);
+    // Two instances: one for I/O, one held back for settling (lanes.rs).
+    let interceptor = interceptor(&reg, 2, None).await;
+    let ids: Vec<String> = std::iter::once("evt_first".to_string())
+        .chain((0..WAITING).map(|n| format!("evt_waiting_{n}")))
+        .collect();
+    let mut calls = JoinSet::new();
+    for id in &ids {
+        let (interceptor, id) = (interceptor.clone(), id.clone());
+        calls.spawn(async move {
+            let settled = interceptor
+                .intercept(&event(&id), &[EffectKind::Deny], None)
+                .await
+                .expect("a valid event settles");
+            (id, settled)
+        });
+        // Lets the call run until it waits: for the backend (the first), else its turn.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    while let Some(joined) = calls.join_next().await {
+        let (id, settled) = joined.expect("a call task completes");
+        assert_settled(&settled, Decision::Allow, DecidedBy::NoObjection, None);
+        assert!(
+            only_interceptor(&record_json(&settled))["failure"].is_null(),
+            "{id}"
+        );
+    }
+    let reached: Vec<String> = backend
+        .requests()
+        .iter()
+        .map(|r| event_id(&r.json()).to_string())
+        .collect();
+    assert_eq!(
+        reached, ids,
+        "the backend is asked in the order the calls came"
+    );
+    interceptor.shutdown_async().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_deadline_that_runs_out_in_the_queue_is_settled_by_its_policy_with_phase_queue() {
     let _serial = SERIAL.lock().await;
