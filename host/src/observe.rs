@@ -60,7 +60,11 @@ pub(crate) async fn deliver_observers(
             // (an aborted task still running on another worker gets here afterwards):
             // nothing to record into.
             let record = |result| {
-                if let Some(slot) = results.lock().unwrap_or_else(PoisonError::into_inner).get_mut(i) {
+                if let Some(slot) = results
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_mut(i)
+                {
                     *slot = result;
                 }
             };
@@ -71,16 +75,13 @@ pub(crate) async fn deliver_observers(
             record(ObserverResult::Interrupted);
             let deadline = Instant::from_std(clock::to_instant(delivery.deadline));
             let deadline = bound.map_or(deadline, |bound| deadline.min(bound));
-            // Tells an injected provider or transport to stop its own work when the
-            // delivery ends, however it ends: aborted with its task too.
-            let cancelled = CancelOnDrop(Interrupt::new());
             // A stop from here on cuts it off (`interrupted`): checked first, also when
             // the notification could go at once.
             let result = tokio::select! {
                 biased;
                 () = interrupt.wait() => ObserverResult::Interrupted,
                 () = closing.wait() => ObserverResult::Interrupted,
-                r = notify(&backends, &delivery.backend, &delivery.message, deadline, &cancelled.0) => r,
+                r = notify(&backends, &delivery.backend, &delivery.message, deadline) => r,
             };
             record(result);
         });
@@ -105,13 +106,15 @@ pub(crate) fn withheld(delivery: &Delivery) -> bool {
 /// Sends one `hooks/observe` notification by `deadline`, with the backend's credential
 /// if it has one (never without it, but for a backend registered without one, before its
 /// challenge). A transient failure (refused, reset, lost, HTTP
-/// 502–504) is retried with the same bytes as the backend's retry policy allows.
+/// 502–504) is retried with the same bytes as the backend's retry policy allows. Each
+/// acquisition and each attempt tells an injected provider or transport to stop its own
+/// work when it ends, however it ends (the delivery aborted with its task too), as an
+/// interceptor's do: not only when the whole delivery does.
 pub(crate) async fn notify(
     backends: &Backends,
     backend: &str,
     message: &[u8],
     deadline: Instant,
-    cancelled: &Interrupt,
 ) -> ObserverResult {
     let Some(target) = backends.get(backend) else {
         return ObserverResult::Failed(FailureClass::ConnectionRefused);
@@ -122,10 +125,12 @@ pub(crate) async fn notify(
         Some(_) if Instant::now() >= deadline => {
             Err(ObserverResult::Failed(FailureClass::DeadlineExceeded))
         }
-        Some(source) => source
-            .acquire(backend, CredentialPurpose::Observe, deadline, cancelled)
-            .await
-            .map_err(|failure| {
+        Some(source) => {
+            let cancelled = CancelOnDrop(Interrupt::new());
+            let acquired = source
+                .acquire(backend, CredentialPurpose::Observe, deadline, &cancelled.0)
+                .await;
+            acquired.map_err(|failure| {
                 // A credential the deadline cut short is the deadline's failure, not the
                 // credential's. An interceptor's entry says `auth-failed` with detail
                 // `deadline-exceeded`; an observer's result is a class alone, and the
@@ -134,7 +139,8 @@ pub(crate) async fn notify(
                     AuthFailure::DeadlineExceeded => FailureClass::DeadlineExceeded,
                     _ => FailureClass::AuthFailed,
                 })
-            }),
+            })
+        }
         None => Ok(None),
     };
     let mut bearer = match acquire().await {
@@ -145,9 +151,11 @@ pub(crate) async fn notify(
     // Failed attempts so far; the resend that answers a 401 is not one of the retries.
     let mut failed = 0;
     loop {
+        let cancelled = CancelOnDrop(Interrupt::new());
         let sent = target
-            .exchange(backend, message, bearer.as_ref(), deadline, cancelled)
+            .exchange(backend, message, bearer.as_ref(), deadline, &cancelled.0)
             .await;
+        drop(cancelled);
         if matches!(&sent, Ok(reply) if reply.status == Some(401)) {
             // As for an interceptor: the rejected token leaves any cache, and one token
             // (a fresh one, or the answer to the challenge of a backend that has no

@@ -128,8 +128,8 @@ pub struct Options {
     pub credential_providers: HashMap<String, Arc<dyn CredentialProvider>>,
     /// The harness's own transports, by backend id (any backend of the registration).
     /// Each replaces that backend's `http` or `stdio` binding; deadlines, cancellation,
-    /// retries, policy and audit apply as to any backend, and the interceptor never
-    /// closes them.
+    /// retries, policy and audit apply as to any backend (to a transport that does not
+    /// block the thread: [`Transport`]), and the interceptor never closes them.
     pub transports: HashMap<String, Arc<dyn Transport>>,
     /// The local trust policy for http backends whose registration names no credential
     /// (digest §12): such a backend is called without one, and if it answers 401 with a

@@ -20,7 +20,8 @@ const BACKEND: &str = "com.example.provided";
 /// What the test provider does when asked.
 #[derive(Clone, Copy)]
 enum Answer {
-    /// `tok-provided-<n>`, counting acquisitions.
+    /// `tok-provided-<n>`, counting acquisitions; notices when the host says the
+    /// acquisition ended.
     Token,
     /// The token it holds, as a provider with a cache hands it out: `tok-provided-<n>`,
     /// counting the tokens it minted, a fresh one only when it holds none (at first, and
@@ -70,6 +71,18 @@ impl TestProvider {
     }
 }
 
+impl TestProvider {
+    /// Notes when `cancelled` is set. A real provider would hand the signal to shared
+    /// work that outlives its future (the host drops it); this one hands it to a watcher.
+    fn watch(&self, cancelled: Interrupt) {
+        let seen = self.saw_cancellation.clone();
+        tokio::spawn(async move {
+            cancelled.wait().await;
+            seen.store(true, Ordering::SeqCst);
+        });
+    }
+}
+
 impl CredentialProvider for TestProvider {
     fn acquire(&self, request: CredentialRequest) -> BoxFuture<'_, Result<Secret, AuthFailure>> {
         Box::pin(async move {
@@ -84,7 +97,10 @@ impl CredentialProvider for TestProvider {
                 log.requests.len()
             };
             match self.answer {
-                Answer::Token => Ok(Secret::new(format!("tok-provided-{n}"))),
+                Answer::Token => {
+                    self.watch(request.cancelled);
+                    Ok(Secret::new(format!("tok-provided-{n}")))
+                }
                 Answer::Cached => {
                     let mut log = self.log.lock().unwrap();
                     let token = match &log.held {
@@ -106,13 +122,7 @@ impl CredentialProvider for TestProvider {
                     Ok(Secret::new(format!("tok-provided-{n}")))
                 }
                 Answer::Hang => {
-                    // A real provider would hand the signal to shared work that outlives
-                    // this future (the host drops it); this one hands it to a watcher.
-                    let (cancelled, seen) = (request.cancelled, self.saw_cancellation.clone());
-                    tokio::spawn(async move {
-                        cancelled.wait().await;
-                        seen.store(true, Ordering::SeqCst);
-                    });
+                    self.watch(request.cancelled);
                     std::future::pending().await
                 }
             }
@@ -272,18 +282,24 @@ async fn a_hanging_provider_ends_at_the_deadline_and_sees_interruption() {
         "deadline-exceeded"
     );
 
-    // Interrupted well within a deadline a loaded machine cannot reach first.
+    // Interrupted well within a deadline a loaded machine cannot reach first. A provider
+    // of its own: the first one was told at its deadline.
+    let provider = TestProvider::new(Answer::Hang);
     let interceptor = interceptor_with(&backend, provider.clone(), 5_000).await;
     let interrupt = Interrupt::new();
     let trigger = interrupt.clone();
     let watched = provider.clone();
     tokio::spawn(async move {
-        // Once the provider was asked (the call before asked it once).
+        // Once the provider was asked, and not told yet.
         let asked = || watched.log.lock().unwrap().requests.len();
         let until = Instant::now() + Duration::from_secs(10);
-        while asked() < 2 && Instant::now() < until {
+        while asked() < 1 && Instant::now() < until {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        assert!(
+            !watched.saw_cancellation.load(Ordering::SeqCst),
+            "told too soon"
+        );
         trigger.interrupt();
     });
     let s = interceptor
@@ -349,6 +365,39 @@ async fn a_provider_is_asked_for_an_observer_delivery() {
     assert_eq!(asked.backend, BACKEND);
     assert_eq!(asked.purpose, CredentialPurpose::Observe);
     assert_eq!(asked.destination.as_deref(), Some(backend.url().as_str()));
+}
+
+/// An observer's provider is told its acquisition ended once it handed its token over, as
+/// an interceptor's is: not only when the whole delivery ends (the backend holds its
+/// answer for a second here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_provider_is_told_when_its_acquisition_ends() {
+    let accepted = Behaviour::Reply {
+        status: 204,
+        content_type: None,
+        body: Vec::new(),
+    };
+    let held = Behaviour::Delay(Duration::from_secs(1), Box::new(accepted));
+    let backend = FaultBackend::start(vec![held]).await;
+    let provider = TestProvider::new(Answer::Token);
+    let interceptor = observer_with(&backend, provider.clone()).await;
+    let call = tokio::spawn(async move {
+        interceptor
+            .intercept(
+                &event("evt_provider_told"),
+                &[],
+                Some(Duration::from_secs(5)),
+            )
+            .await
+            .expect("a valid event settles")
+    });
+    let sent = || !backend.requests().is_empty();
+    assert!(eventually(Duration::from_secs(5), sent).await, "never sent");
+    let told = || provider.saw_cancellation.load(Ordering::SeqCst);
+    assert!(eventually(Duration::from_millis(500), told).await);
+    assert!(!call.is_finished(), "told only as the delivery ended");
+    let record = record_json(&call.await.expect("the call completes"));
+    assert_eq!(record["observers"][0]["result"], "delivered", "{record}");
 }
 
 /// An observer's credential that its deadline cuts short is the deadline's failure, as

@@ -69,6 +69,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// A harness's own source of bearer tokens for one backend, injected through
 /// `Options::credential_providers`. It replaces the registration's binding for that
 /// backend. The interceptor only borrows it: shutdown does not close or drop its state.
+/// As for a [`crate::Transport`], `acquire` and its future run on the hook call's own
+/// task and must not block the thread (run blocking work on a thread of its own and
+/// await it): the host can stop waiting at the deadline only between two polls.
 ///
 /// ```no_run
 /// use ahp_host::{AuthFailure, BoxFuture, CredentialProvider, CredentialRequest};

@@ -1,6 +1,7 @@
 //! Injected transports: an embedder's own delivery for one backend id, in place of the
 //! registration's `http` or `stdio` binding. The host still owns everything around the
-//! exchange — the absolute deadline (it stops waiting at it), cancellation, retries with
+//! exchange — the absolute deadline (it stops waiting at it, at the transport's next
+//! yield: [`Transport`] must not block the thread), cancellation, retries with
 //! the same bytes, policy and audit — and only borrows the transport ([`Transport`] says
 //! when it lets go).
 
@@ -85,6 +86,14 @@ pub enum TransportError {
 /// it, shortly after the drop rather than within it: an instance still being made for a
 /// call that stopped waiting for it, and observer deliveries aborted with their call.
 ///
+/// `exchange` and its future run on the hook call's own task, and the host can stop
+/// waiting (at the deadline, an interruption, shutdown) only between two polls of it. So
+/// neither may block the thread — a synchronous policy engine, a blocking client, a lock
+/// held long: run such work on a thread of its own and await it, as below. A future that
+/// blocks holds the call past its deadline for as long as it blocks (its reply is then
+/// late, and the policy settles the call), and on a current-thread runtime every other
+/// task waits too.
+///
 /// ```no_run
 /// use ahp_host::{BoxFuture, Interceptor, Options, Transport, TransportError};
 /// use ahp_host::{TransportReply, TransportRequest};
@@ -93,14 +102,22 @@ pub enum TransportError {
 /// /// A policy engine in the harness's own process.
 /// struct InProcess;
 ///
+/// /// The engine's decision: CPU work, synchronous.
+/// fn decide(message: &[u8]) -> Result<TransportReply, TransportError> {
+///     let _ = message;
+///     Err(TransportError::ConnectionRefused)
+/// }
+///
 /// impl Transport for InProcess {
 ///     fn exchange<'a>(
 ///         &'a self,
 ///         request: TransportRequest<'a>,
 ///     ) -> BoxFuture<'a, Result<TransportReply, TransportError>> {
+///         let message = request.message.to_vec();
 ///         Box::pin(async move {
-///             let _ = request.message; // decide, by `request.deadline`
-///             Err(TransportError::ConnectionRefused)
+///             // On a thread of its own: the host stops waiting at `request.deadline`.
+///             let decided = tokio::task::spawn_blocking(move || decide(&message)).await;
+///             decided.map_err(|_| TransportError::ConnectionLost)?
 ///         })
 ///     }
 /// }
@@ -126,7 +143,8 @@ impl fmt::Debug for dyn Transport {
     }
 }
 
-/// One exchange through `transport`, bounded by `deadline` whatever the transport does.
+/// One exchange through `transport`, bounded by `deadline` whatever the transport does
+/// between its polls (one that blocks the thread is not cut off: [`Transport`]).
 /// A transport that panics has ended abnormally, as a backend process that died would:
 /// `abnormal-exit`, not retried, settled under the policy ([`crate::caught`]); one that
 /// panics only as it is dropped at the deadline is caught there, and its exchange is the
