@@ -746,6 +746,18 @@ mod tests {
                 dir.display()
             );
         }
+        // A link another user owns, in a sticky directory others may write: theirs to
+        // point anywhere (at a directory of this user's holding a file they chose), so
+        // it is not followed. Only root can give a link away; the group, not everyone,
+        // may write, where the kernel's own `protected_symlinks` does not look.
+        let foreign = sticky.join("foreign");
+        std::os::unix::fs::symlink(holder.path(), &foreign).unwrap();
+        if std::os::unix::fs::lchown(&foreign, Some(65_534), None).is_ok() {
+            std::os::unix::fs::chown(&sticky, None, Some(65_534)).unwrap();
+            chmod(&sticky, 0o1775);
+            let loaded = load_in(&engine, EMPTY_COMPONENT, &foreign.join("cache")).unwrap();
+            assert_eq!(loaded.source, Source::Uncached, "through another's link");
+        }
         chmod(&shared, 0o757);
         let under_shared = shared.join("cache");
         std::fs::create_dir(&under_shared).unwrap();
@@ -753,6 +765,39 @@ mod tests {
         let loaded = load_in(&engine, EMPTY_COMPONENT, &under_shared).unwrap();
         assert_eq!(loaded.source, Source::Uncached);
         assert!(names(&under_shared).is_empty(), "nothing stored there");
+    }
+
+    /// An entry another user owns is not this user's to load, however it came into the
+    /// directory: compiled and stored again over it. Nor is another user's stale entry
+    /// this user's to prune. (Only root can give a file away: elsewhere, nothing to see.)
+    #[cfg(unix)]
+    #[test]
+    fn another_users_entry_is_neither_loaded_nor_pruned() {
+        use std::os::unix::fs::MetadataExt as _;
+        let engine = Engine::default();
+        let dir = tempfile::tempdir().unwrap();
+        let entry = load_in(&engine, EMPTY_COMPONENT, dir.path())
+            .unwrap()
+            .path
+            .unwrap();
+        if std::os::unix::fs::chown(&entry, Some(65_534), None).is_err() {
+            return;
+        }
+        let stale = plant(dir.path(), &format!("{}.cwasm", "a".repeat(64)), 60 * DAY);
+        std::os::unix::fs::chown(&stale, Some(65_534), None).unwrap();
+        let loaded = load_in(&engine, EMPTY_COMPONENT, dir.path()).unwrap();
+        assert_eq!(
+            loaded.source,
+            Source::Stored,
+            "another user's entry was loaded"
+        );
+        let me = std::fs::metadata(dir.path()).unwrap().uid();
+        assert_eq!(
+            std::fs::metadata(&entry).unwrap().uid(),
+            me,
+            "stored over it"
+        );
+        assert!(stale.exists(), "another user's stale entry was pruned");
     }
 
     /// A miss (which stores) removes what can no longer be hit or was left behind: an
