@@ -49,9 +49,14 @@ const credentials = {
     const auth = plans.get(backend)?.auth;
     if (auth === undefined) return undefined;
     if (auth.tag !== 'bearer-env') fail({ tag: 'unsupported' });
-    // As ahp-host reads a token (credentials.rs `usable`): trimmed, and non-empty visible
-    // ASCII, or it is no token; one that cannot be an HTTP header must not reach one.
-    const token = process.env[auth.val]?.trim();
+    // As ahp-host reads a token (credentials.rs `usable`): trimmed of what Rust's `trim`
+    // takes (White_Space: NEL too, a byte-order mark not), and non-empty visible ASCII,
+    // or it is no token; one that cannot be an HTTP header must not reach one. Only a
+    // string is a variable's value: an unset `constructor` or `toString` would be
+    // Object.prototype's.
+    const raw = Object.hasOwn(process.env, auth.val) ? process.env[auth.val] : undefined;
+    const token =
+      typeof raw === 'string' ? raw.replace(/^\p{White_Space}+|\p{White_Space}+$/gu, '') : '';
     if (!token || !/^[\x21-\x7e]+$/.test(token)) fail({ tag: 'unresolved' });
     return new Credential(backend, token);
   },

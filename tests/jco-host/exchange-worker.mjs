@@ -60,6 +60,12 @@ component.on('message', ({ url, body, headers, deadline, shared }) => {
       agent: false,
       // Node's own default is 16 KiB: a head ahp-host reads would be `malformed-http`.
       maxHeaderSize: MAX_HEAD,
+      // Set here, they win over what the harness's environment says
+      // (NODE_TLS_REJECT_UNAUTHORIZED=0, NODE_OPTIONS=--insecure-http-parser): ahp-host
+      // always verifies certificates and parses strictly, and a token or a reply must not
+      // be trusted to a server because a proxy set-up turned either off.
+      rejectUnauthorized: true,
+      insecureHTTPParser: false,
     });
   } catch {
     // Node refuses a request it could not write (a header with a control character)

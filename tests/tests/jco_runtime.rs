@@ -1327,6 +1327,102 @@ async fn node_refuses_a_token_that_cannot_be_a_header() {
     assert_nothing_sent(&a).await;
 }
 
+/// What the harness's environment says cannot weaken the Node host's requests, as
+/// ahp-host has no such switches: with `NODE_TLS_REJECT_UNAUTHORIZED=0` (set globally
+/// behind some proxies) an untrusted certificate is still the TLS failure, nothing sent;
+/// with `--insecure-http-parser` in `NODE_OPTIONS` a length given twice over is still
+/// `malformed-http`, not its deny's allow under fail-open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_environment_switches_leave_verification_and_strict_parsing_on() {
+    let pki = ahp_tests::pki::Pki::generate();
+    let url = format!(
+        "https://localhost:{}/hooks",
+        handshake_only(pki.acceptor()).await
+    );
+    let reg = registration(&[Http::new(BACKEND, &url)
+        .policy("fail-open")
+        .timeout_ms(5000)]);
+    let env = [("NODE_TLS_REJECT_UNAUTHORIZED", "0")];
+    let (settled, stderr) = call_with_env(transpiled(), &reg, "evt_node_env_tls", &env).await;
+    let tls = json!({"class": "connection-refused", "phase": "connect", "detail": "tls"});
+    assert_eq!(entry(&settled)["failure"], tls, "{settled} {stderr}");
+
+    let id = "evt_node_env_parser";
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "draft",
+        "effects": [{"type": "deny", "reason": "framed twice"}]}})
+    .to_string();
+    let n = body.len();
+    let raw = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\
+         Content-Length: {n}\r\n\r\n{n:x}\r\n{body}\r\n0\r\n\r\n"
+    );
+    let backend = FaultBackend::start(vec![Behaviour::RawThenClose(raw.into_bytes())]).await;
+    let reg = one_backend(&backend, "fail-open", 2000);
+    let env = [("NODE_OPTIONS", "--insecure-http-parser")];
+    let (settled, stderr) = call_with_env(transpiled(), &reg, id, &env).await;
+    let expected = malformed_http("fail-open");
+    assert_eq!(verdict(&settled["audit"]), expected, "{stderr}");
+}
+
+/// A token variable is read as ahp-host reads one: one named like an `Object.prototype`
+/// member (`constructor`), unset, is unresolved — `auth-failed` under the policy, the next
+/// interceptor's deny standing — not the prototype's function, which threw inside the
+/// component (an engine failure); and a token is trimmed as Rust's `trim` trims, so a
+/// leading byte-order mark leaves it unresolved in both hosts and a NEL around it is
+/// taken off in both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_reads_a_token_variable_as_the_rust_host_does() {
+    let b = FaultBackend::start(vec![Behaviour::Deny("no".into())]).await;
+    for (i, (name, value)) in [
+        ("constructor", None),
+        ("AHP_TEST_NODE_BOM_TOKEN", Some("\u{feff}tok")),
+        ("AHP_TEST_NODE_NEL_TOKEN", Some("\u{85}tok\u{85}")),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let a = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+        let reg = registration(&[
+            Http::new("com.example.a", a.url())
+                .policy("fail-open")
+                .timeout_ms(2000)
+                .token_env(name),
+            Http::new("com.example.b", b.url())
+                .policy("fail-open")
+                .timeout_ms(2000),
+        ]);
+        // Both hosts read it from this process's environment (the Node host inherits it).
+        if let Some(value) = value {
+            std::env::set_var(name, value);
+        }
+        let id = format!("evt_node_token_variable_{i}");
+        let (node, stderr) = call_with_env(transpiled(), &reg, &id, &[]).await;
+        assert_eq!(
+            node["decidedBy"],
+            json!("backend-deny"),
+            "{name}: {node} {stderr}"
+        );
+        let rust = record_json(&ahp_tests::support::call(&interceptor(&reg).await, &id).await);
+        assert_eq!(
+            node["audit"]["interceptors"][0]["failure"], rust["interceptors"][0]["failure"],
+            "{name}"
+        );
+        let sent: Vec<String> = a
+            .requests()
+            .iter()
+            .map(|r| r.header_values("authorization").join(","))
+            .collect();
+        match name {
+            "AHP_TEST_NODE_NEL_TOKEN" => assert_eq!(sent, ["Bearer tok", "Bearer tok"], "{name}"),
+            _ => {
+                assert!(sent.is_empty(), "{name}: sent {sent:?}");
+                let failure = &rust["interceptors"][0]["failure"];
+                assert_eq!(failure["class"], json!("auth-failed"), "{name}: {rust}");
+            }
+        }
+    }
+}
+
 /// A permitted bearer delivery carries the token as ahp-host sends it (bearer.rs): the
 /// backend receives exactly one `Authorization: Bearer <token>`, once. A backend that
 /// refuses the token with 401 is settled as ahp-host settles it for the same registration:
