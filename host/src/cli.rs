@@ -1697,12 +1697,10 @@ fn read_event(source: &str) -> Result<String, String> {
     }
 }
 
-/// The text of the file `path`, given by `flag`; see [`read_text`]. A FIFO nobody writes
-/// reads as empty ([`crate::regular_file::open_without_waiting`]).
+/// The text of the file `path`, given by `flag`; see [`read_text`].
 pub(crate) fn read_file(flag: &str, path: &Path) -> Result<String, String> {
     let what = format!("{flag} {}", path.display());
-    let file =
-        crate::regular_file::open_without_waiting(path).map_err(|e| format!("{what}: {e}"))?;
+    let file = std::fs::File::open(path).map_err(|e| format!("{what}: {e}"))?;
     read_text(file, &what)
 }
 

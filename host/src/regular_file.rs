@@ -10,8 +10,16 @@ use std::path::Path;
 /// The bytes of the regular file at `path`, at most `limit` of them; else why not, to
 /// follow the caller's name for the file.
 pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
-    // A FIFO is refused below as no regular file, once open.
-    let file = open_without_waiting(path).map_err(|e| e.to_string())?;
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // Opening a FIFO without a writer would block; non-blocking, it opens, and is
+        // refused below as no regular file.
+        open.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = open.open(path).map_err(|e| e.to_string())?;
     if !file.metadata().is_ok_and(|m| m.is_file()) {
         return Err("not a regular file".into());
     }
@@ -23,32 +31,6 @@ pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
         return Err(format!("larger than {}", size(limit)));
     }
     Ok(bytes)
-}
-
-/// `path` opened for reading without waiting for a writer: opening a FIFO nobody writes
-/// would wait for ever, past any budget. Reading it then waits as usual, so a pipe's
-/// writer (`--event <(…)`) is heard out, and a FIFO nobody writes reads as empty.
-pub(crate) fn open_without_waiting(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut open = std::fs::OpenOptions::new();
-    open.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        open.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = open.open(path)?;
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsRawFd as _;
-        let fd = file.as_raw_fd();
-        // SAFETY: fcntl on a descriptor `file` owns, passing no pointers.
-        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-        // SAFETY: as above.
-        if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(file)
 }
 
 /// `limit` in the largest binary unit that divides it.

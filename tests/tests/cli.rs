@@ -887,37 +887,6 @@ fn a_component_file_that_is_none_or_past_64_mib_is_refused() {
     }
 }
 
-/// A registration or event that is a FIFO nobody writes reads as empty and is refused,
-/// naming its flag, in `check`, `observe` and an `intercept` with no budget (so no
-/// watchdog): opening it used to wait for a writer for ever.
-#[test]
-fn a_fifo_nobody_writes_is_refused_not_waited_for() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let fifo = dir.path().join("fifo.json");
-    ahp_tests::support::make_fifo(&fifo);
-    let ev = dir.path().join("event.json");
-    std::fs::write(&ev, valid_event("tool.before", "evt_fifo")).expect("write the event");
-    let reg = portable();
-    let (fifo, ev, reg) = (path(&fifo), path(&ev), path(&reg));
-    for (args, expected) in [
-        (vec!["check", fifo], format!("registration {fifo}")),
-        (
-            vec!["observe", "--registration", fifo, "--event", ev],
-            format!("--registration {fifo}"),
-        ),
-        (
-            vec!["intercept", "--registration", reg, "--event", fifo],
-            "event: must be valid JSON".to_string(),
-        ),
-    ] {
-        let mut command = ahp_command();
-        command.args(&args).env_remove("AHP_LOG");
-        let run = run_within(command, std::time::Duration::from_secs(30));
-        run.assert_exit(1, &expected);
-        assert!(run.stderr.contains(&expected), "{expected}: {}", run.stderr);
-    }
-}
-
 /// Runs `command` (stdin empty) to its end, killed and failing the test if it is still
 /// running after `bound`: a wait that should not happen fails instead of hanging.
 fn run_within(mut command: std::process::Command, bound: std::time::Duration) -> Run {
