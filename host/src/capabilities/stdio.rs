@@ -170,6 +170,11 @@ impl StdioBackend {
         let mut slot = timeout_at(deadline, self.session.lock())
             .await
             .map_err(|_| DeliveryError::DeadlineExceeded(IoPhase::Connect))?;
+        // Shutdown could not drop an idle session while a call held this lock: the call
+        // that holds it next does (its child is killed; a new one is refused).
+        if self.children.were_killed() {
+            slot.take();
+        }
         // `timeout_at` polls the lock before its timer: a lock handed over in the poll in
         // which the deadline passed is still acquired, and nothing may be sent after it.
         if Instant::now() >= deadline {
@@ -206,7 +211,9 @@ impl StdioBackend {
             .persistent_io(&mut session, message, id, deadline)
             .await;
         guard.disarm();
-        if keep {
+        // Not back into the slot after shutdown, even with a reply the killed child wrote
+        // in time: shutdown leaves no descriptor open.
+        if keep && !self.children.were_killed() {
             *slot = Some(session);
         } else {
             self.children.retire(&session.process);
@@ -649,8 +656,11 @@ struct Children(Mutex<Registry>);
 
 #[derive(Default)]
 struct Registry {
-    /// Set by shutdown: no child is started any more.
+    /// Set by shutdown, and as the input of a child about to be waited for is ended: no
+    /// child is started any more.
     closed: bool,
+    /// Set by shutdown: every child was killed, and no session is kept.
+    killed: bool,
     /// Started and not yet reaped.
     live: Vec<Arc<Process>>,
 }
@@ -662,6 +672,10 @@ impl Children {
 
     fn is_closed(&self) -> bool {
         self.lock().closed
+    }
+
+    fn were_killed(&self) -> bool {
+        self.lock().killed
     }
 
     /// Starts a child for `backend`; its stdout is piped only if `read_stdout`.
@@ -785,6 +799,7 @@ impl Children {
         let live = {
             let mut registry = self.lock();
             registry.closed = true;
+            registry.killed = true;
             registry.live.clone()
         };
         for process in &live {
@@ -1713,6 +1728,50 @@ mod tests {
 
     #[tokio::test]
     async fn a_lock_handed_over_after_the_deadline_sends_nothing() {
+        a_lock_handed_over_after_the_deadline_sends_nothing_on(false).await;
+    }
+
+    /// Shutdown drops an idle session's pipes unless a call holds the session's lock: the
+    /// call that holds it next drops them, even one whose deadline passed as it waited.
+    #[tokio::test]
+    async fn a_session_idle_behind_a_held_lock_at_shutdown_is_dropped_by_the_next_holder() {
+        a_lock_handed_over_after_the_deadline_sends_nothing_on(true).await;
+    }
+
+    /// A session whose exchange takes the reply its child wrote before shutdown killed it
+    /// does not go back into the slot: shutdown leaves no descriptor open.
+    #[tokio::test]
+    async fn a_session_answered_across_shutdown_is_not_kept() {
+        let backend = answering_backend();
+        let far = Instant::now() + Duration::from_secs(10);
+        backend
+            .exchange(REQUEST, far)
+            .await
+            .expect("the first exchange");
+        let mut answering = Box::pin(backend.exchange(REQUEST, far));
+        // Polled once: the request is written and the reply awaited.
+        tokio::select! {
+            biased;
+            result = &mut answering => panic!("answered at once: {result:?}"),
+            () = std::future::ready(()) => {}
+        }
+        // The runtime held up: the child's reply waits in the pipe while shutdown kills it.
+        std::thread::sleep(Duration::from_millis(200));
+        backend.shut_down();
+        let answered = answering.await;
+        assert!(answered.is_ok(), "{answered:?}");
+        assert!(
+            backend.session.try_lock().expect("free").is_none(),
+            "the session went back into the slot"
+        );
+        backend
+            .killed()
+            .reap(std::time::Instant::now() + SHUTDOWN_BOUND);
+    }
+
+    /// [`a_lock_handed_over_after_the_deadline_sends_nothing`], the interceptor shut down
+    /// while the lock is held if `shutting_down`.
+    async fn a_lock_handed_over_after_the_deadline_sends_nothing_on(shutting_down: bool) {
         let backend = answering_backend();
         let far = Instant::now() + Duration::from_secs(10);
         backend
@@ -1738,9 +1797,26 @@ mod tests {
             () = std::future::ready(()) => {}
         }
         std::thread::sleep(Duration::from_millis(40));
+        if shutting_down {
+            backend.shut_down();
+        }
         drop(held);
         let result = waiting.await;
 
+        if shutting_down {
+            // Every delivery of a backend shut down ends so.
+            assert!(
+                matches!(result, Err(DeliveryError::Cancelled)),
+                "{result:?}"
+            );
+            let slot = backend.session.try_lock().expect("free");
+            assert!(slot.is_none(), "the idle session outlived shutdown");
+            drop(slot);
+            backend
+                .killed()
+                .reap(std::time::Instant::now() + SHUTDOWN_BOUND);
+            return;
+        }
         assert!(
             matches!(
                 result,
