@@ -473,7 +473,17 @@ function consistent(audit, decision) {
       : !('returned' in audit) && none(audit.effective) && audit.flow?.operation !== 'continue')
     : !('returned' in audit) && none(audit.effective) && none(audit.injections)
       && audit.flow == null && none(audit.messages);
-  return byPolicy && failuresRecorded && credited && generic && handsOn && (decision === 'deny'
+  // What it hands on beside the decision came from an interceptor whose accepted effects
+  // say so: a component's own words must never read as a backend's.
+  const fromABackend = (kind) => audit.interceptors.some((i) => Array.isArray(i.effects)
+    && i.effects.includes(kind));
+  const handedOnByBackends = (none(audit.effective) || fromABackend('modify'))
+    && (!('returned' in audit) || fromABackend('return'))
+    && (none(audit.injections) || fromABackend('inject'))
+    && (audit.flow == null || fromABackend('flow'))
+    && (none(audit.messages) || fromABackend('message'));
+  return byPolicy && failuresRecorded && credited && generic && handsOn && handedOnByBackends
+    && (decision === 'deny'
     || (decision === 'allow' && !asked && !stopped)
     || (decision === 'ask' && asked && !stopped));
 }

@@ -1225,6 +1225,11 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         "deny-with-a-continue".to_string(),
         "allow-with-a-stop".to_string(),
         "allow-with-an-unknown-flow".to_string(),
+        "allow-with-a-modification".to_string(),
+        "allow-with-an-injection".to_string(),
+        "allow-with-a-result".to_string(),
+        "allow-with-a-continue".to_string(),
+        "allow-with-a-message".to_string(),
     ];
     for (i, reg) in cases.iter().enumerate() {
         let id = format!("evt_node_untrusted_{i}");
