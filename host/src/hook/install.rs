@@ -260,6 +260,9 @@ pub fn install(request: &Install) -> Result<Installed, String> {
         selected: Selected::read(&text),
     };
     warnings.extend(chain.and_then(|chain| short_budget(budget_ms, chain)));
+    if request.harness == Harness::Codex {
+        warnings.extend(login_shell().and_then(|shell| powershell_warning(&shell)));
+    }
     Ok(Installed {
         snippet: snippet.settings(),
         warnings,
@@ -318,6 +321,59 @@ fn executable(path: &Path) -> bool {
 fn sized_to(chain: Option<&Chain>) -> u64 {
     let needed = chain.map_or(0, |chain| chain.timeout_ms.saturating_add(CHAIN_MARGIN_MS));
     needed.clamp(DEFAULT_BUDGET_MS, crate::cli::MAX_BUDGET_MS)
+}
+
+/// The warning for a login shell (`shell`) that is PowerShell, for Codex, which runs a
+/// hook's command through the user's own shell (by its source: the passwd entry's) rather
+/// than `sh`: PowerShell cannot run the POSIX command line the snippet holds, so the
+/// hook would fail at every call, and Codex reads a failed hook as no objection.
+fn powershell_warning(shell: &str) -> Option<String> {
+    let name = Path::new(shell)
+        .file_name()?
+        .to_string_lossy()
+        .to_lowercase();
+    let powershell = name.starts_with("pwsh") || name.starts_with("powershell");
+    powershell.then(|| {
+        format!(
+            "warning: your login shell is {shell}; Codex runs a hook's command through it,              and PowerShell cannot run this POSIX command line: the hook would fail at              every call, and Codex would run every tool unchecked. Give the user Codex runs              as a POSIX login shell (sh, bash, zsh)"
+        )
+    })
+}
+
+/// This user's login shell, from the passwd database.
+#[cfg(unix)]
+fn login_shell() -> Option<String> {
+    let mut entry = std::mem::MaybeUninit::<libc::passwd>::uninit();
+    let mut found = std::ptr::null_mut();
+    let mut buffer = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: getpwuid_r writes the entry into `entry` and its strings into `buffer`,
+    // both ours and as large as passed; `found` is set to `entry` or null.
+    let status = unsafe {
+        libc::getpwuid_r(
+            libc::geteuid(),
+            entry.as_mut_ptr(),
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            &mut found,
+        )
+    };
+    if status != 0 || found.is_null() {
+        return None;
+    }
+    // SAFETY: `found` is non-null, so getpwuid_r filled `entry`, whose `pw_shell` is null
+    // or a NUL-terminated string inside `buffer`, which lives until the copy below.
+    let shell = unsafe { entry.assume_init().pw_shell };
+    if shell.is_null() {
+        return None;
+    }
+    // SAFETY: as above.
+    let shell = unsafe { std::ffi::CStr::from_ptr(shell) };
+    shell.to_str().ok().map(str::to_owned)
+}
+
+#[cfg(not(unix))]
+fn login_shell() -> Option<String> {
+    None
 }
 
 /// The warning for a budget shorter than `chain` and its margin. Not refused: a budget
@@ -633,6 +689,52 @@ mod tests {
     /// Without `--budget-ms` the budget covers the registration's longest chain of
     /// intercept deadlines at one event (the component's count), and a margin, when that
     /// is longer than the default (at most the largest budget); a budget given shorter is
+    /// This user's login shell is read from the passwd database, as `getent` reads it.
+    #[cfg(unix)]
+    #[test]
+    fn the_login_shell_is_the_passwd_entry_s() {
+        // SAFETY: geteuid takes no arguments and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        let getent = std::process::Command::new("getent")
+            .args(["passwd", &uid.to_string()])
+            .output()
+            .expect("getent (Debian's libc-bin)");
+        let entry = String::from_utf8_lossy(&getent.stdout);
+        let shell = entry
+            .trim_end()
+            .rsplit(':')
+            .next()
+            .filter(|s| !s.is_empty());
+        assert_eq!(login_shell().as_deref(), shell, "{entry}");
+    }
+
+    /// A PowerShell login shell, whatever its path or version, is warned about for Codex
+    /// (which runs a hook's command through it); a POSIX shell is not.
+    #[test]
+    fn a_powershell_login_shell_is_warned_about() {
+        for shell in [
+            "/usr/bin/pwsh",
+            "/opt/microsoft/powershell/7/pwsh-preview",
+            "/usr/local/bin/PowerShell",
+        ] {
+            let warning = powershell_warning(shell).unwrap_or_else(|| panic!("{shell}"));
+            assert!(
+                warning.contains(shell) && warning.contains("Codex"),
+                "{warning}"
+            );
+        }
+        for shell in [
+            "/bin/sh",
+            "/bin/bash",
+            "/usr/bin/zsh",
+            "/usr/bin/fish",
+            "/bin/dash",
+            "",
+        ] {
+            assert_eq!(powershell_warning(shell), None, "{shell}");
+        }
+    }
+
     /// kept, with a warning naming the event and both figures.
     #[test]
     fn the_budget_covers_the_registrations_own_chain() {

@@ -79,6 +79,14 @@ pub fn manifest(harness: Harness) -> Value {
              calls alike in one session share one",
         ));
     }
+    // Codex sends its tool hooks for some of its tools only.
+    if harness == Harness::Codex {
+        gaps.push(gap(
+            "tool.before.tools",
+            "Codex sends a PreToolUse for its shell, apply_patch and MCP tools; its other \
+             tools (a web search its provider runs, its plan) may run with no tool.before",
+        ));
+    }
     // The effects a call is not offered whatever its event enforces (`withheld`).
     let before_tool = harness
         .events()
@@ -200,6 +208,15 @@ mod tests {
             );
             let said = has_gap(harness, "turn.finish.before.flow.continue");
             assert_eq!(said, limit > 0, "{harness:?}");
+        }
+    }
+
+    /// Codex's manifest says its tool hooks do not cover every tool; the others' do not.
+    #[test]
+    fn only_codex_says_some_tools_run_with_no_tool_before() {
+        for harness in Harness::ALL {
+            let said = has_gap(harness, "tool.before.tools");
+            assert_eq!(said, harness == Harness::Codex, "{harness:?}");
         }
     }
 
