@@ -103,6 +103,10 @@ pub(crate) fn from_component(
 ) -> (Settlement, Vec<wit::Delivery>) {
     let decision = convert::decision(s.decision);
     let decided_by = convert::decided_by(s.decided_by);
+    if s.audit.len() > record_bound(event) {
+        tracing::error!("the component's settlement record is larger than any honest one");
+        return (engine_failure(event, started), Vec::new());
+    }
     match serde_json::from_str::<Record>(&s.audit) {
         Ok(record)
             if record.decision == decision
@@ -118,6 +122,17 @@ pub(crate) fn from_component(
             (engine_failure(event, started), Vec::new())
         }
     }
+}
+
+/// How long the record of a call of `event` can honestly be: its effective values are
+/// parts of the event as the replies changed them, and everything else it holds (what the
+/// replies said, each at most a reply's size, and the entries) fits many times in the
+/// slack. Past it the record is not read: one holding a long array of small values takes
+/// some sixteen times its length in the host's memory as read, outside the component's
+/// own 256 MiB bound.
+fn record_bound(event: &str) -> usize {
+    const SLACK: usize = 64 << 20;
+    event.len().saturating_mul(2).saturating_add(SLACK)
 }
 
 /// Whether `record` names exactly `deliveries`, in order: the audit says what was sent.
@@ -598,6 +613,31 @@ mod tests {
             request_sha256: None,
         });
         record
+    }
+
+    /// A record longer than any honest one (past twice the event and 64 MiB) is not read:
+    /// an engine failure, whatever it says; one just inside is read.
+    #[test]
+    fn a_record_longer_than_any_honest_one_is_an_engine_failure() {
+        let event = "{}";
+        let honest = serde_json::to_string(&allowed()).unwrap();
+        let handed = |audit: String| {
+            let settlement = wit::Settlement {
+                decision: wit::Decision::Allow,
+                decided_by: wit::DecidedBy::NoObjection,
+                reason: None,
+                audit,
+                observers: Vec::new(),
+            };
+            from_component(settlement, event, Instant::now())
+                .0
+                .decided_by
+        };
+        // Padded with whitespace after the object, which a reader skips.
+        let padded = |len: usize| format!("{honest}{}", " ".repeat(len - honest.len()));
+        let bound = record_bound(event);
+        assert_eq!(handed(padded(bound)), DecidedBy::NoObjection);
+        assert_eq!(handed(padded(bound + 1)), DecidedBy::EngineFailure);
     }
 
     /// What a call hands on beside its decision came from an interceptor whose accepted
