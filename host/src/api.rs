@@ -475,6 +475,9 @@ impl Interceptor {
             }
         };
         let (settlement, observers) = from_component(settled, event, started);
+        if settlement.decided_by == DecidedBy::EngineFailure {
+            self.inner.pool.discard_idle();
+        }
         // Looked at only now, after the notifications were copied out and checked: an
         // interruption or a shutdown during that still overrides an allow (`once_read`).
         let stopped = stopped_by(interrupt, &self.inner.closing);

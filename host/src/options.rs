@@ -101,7 +101,10 @@ pub struct Options {
     /// Append each settlement record to this JSONL file (synced). A relative path is
     /// taken from the working directory when the interceptor is built.
     pub audit_path: Option<PathBuf>,
-    /// Cap on a backend's response body; default 1 MiB.
+    /// Cap on a backend's response body; default 1 MiB. What replies hand on (messages,
+    /// injections, a supplied result, an effective value) is recorded: a call's record
+    /// longer than twice its event and 64 MiB is an engine failure, so caps far above the
+    /// default on long chains can deny a call whose replies add up past that.
     pub max_body_bytes: Option<usize>,
     /// Backend ids allowed plain `http` to non-loopback hosts (local development only:
     /// events and credentials travel unencrypted). Each must be an http backend of the

@@ -438,15 +438,27 @@ impl Pool {
 
     /// Drops every idle instance and keeps none from now on (shutdown).
     pub fn close(&self) {
-        let dropped = {
-            let mut idle = self
+        self.maker
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .closed = true;
+        self.discard_idle();
+    }
+
+    /// Drops every idle instance, the pool staying open: after a settlement the host did
+    /// not trust, whatever state in its instance led there is not carried into a later
+    /// call (the instance went back as its call returned, before the settlement was
+    /// read; the others go with it, one component alike).
+    pub fn discard_idle(&self) {
+        let dropped = std::mem::take(
+            &mut self
                 .maker
                 .idle
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            idle.closed = true;
-            std::mem::take(&mut idle.ready)
-        };
+                .unwrap_or_else(PoisonError::into_inner)
+                .ready,
+        );
         // Out of the lock, which eviction may be waiting for.
         drop(dropped);
     }

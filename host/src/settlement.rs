@@ -365,6 +365,7 @@ mod tests {
             DecidedBy::BackendDeny => wit::DecidedBy::BackendDeny,
             DecidedBy::SyntheticDeny => wit::DecidedBy::SyntheticDeny,
             DecidedBy::Interrupted => wit::DecidedBy::Interrupted,
+            DecidedBy::BudgetExpired => wit::DecidedBy::BudgetExpired,
             other => panic!("not used here: {other:?}"),
         };
         let settlement = wit::Settlement {
@@ -613,6 +614,51 @@ mod tests {
             request_sha256: None,
         });
         record
+    }
+
+    /// An interrupted or expired call hands on nothing it staged, though an interceptor
+    /// accepted it before: a record of one that does (a message, an injection, an
+    /// effective value, a supplied result, a flow) is an engine failure; with nothing
+    /// staged it stands.
+    #[test]
+    fn an_interrupted_or_expired_call_handing_on_what_it_staged_is_an_engine_failure() {
+        use ahp_vocab::{DeliverAt, Flow, Injection};
+        for by in [DecidedBy::Interrupted, DecidedBy::BudgetExpired] {
+            let stopped = || {
+                let mut record = allowed_over(Outcome::NoEffect);
+                record.interceptors[0].effects = vec![
+                    EffectKind::Message,
+                    EffectKind::Inject,
+                    EffectKind::Modify,
+                    EffectKind::Return,
+                    EffectKind::Flow,
+                ];
+                (record.decision, record.decided_by) = (Decision::Deny, by);
+                record.reason = by.generic_reason().map(Into::into);
+                record
+            };
+            assert_eq!(handed_over(&stopped()).decided_by, by);
+            let mut staged = [stopped(), stopped(), stopped(), stopped(), stopped()];
+            staged[0].messages.push("carry on".into());
+            let value = "context".into();
+            let deliver_at = DeliverAt::Now;
+            staged[1]
+                .enforce
+                .injections
+                .push(Injection { deliver_at, value });
+            let input = serde_json::json!({"command": "ls"});
+            staged[2].enforce.effective.insert("input".into(), input);
+            staged[3].enforce.returned = Some(serde_json::Value::Null);
+            staged[4].enforce.flow = Some(Flow {
+                operation: FlowOperation::Stop,
+                reason: Some("frozen".into()),
+                instructions: Vec::new(),
+            });
+            for (i, record) in staged.iter().enumerate() {
+                let settled = handed_over(record);
+                assert_eq!(settled.decided_by, DecidedBy::EngineFailure, "{by:?} {i}");
+            }
+        }
     }
 
     /// A record longer than any honest one (past twice the event and 64 MiB) is not read:

@@ -128,6 +128,29 @@ async fn panicking_component_is_denied_as_engine_failure_at_once() {
 }
 
 /// An aborted instance is not reused; the next calls get a fresh one and fail the same way.
+/// An instance whose settlement the host did not trust is not used again: the runaway
+/// component's `untrusted-once` mode contradicts itself in an instance's first call only,
+/// so a second call on the same instance would be allowed; on a fresh one it is refused
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_whose_settlement_was_not_trusted_is_not_used_again() {
+    let options = Options {
+        component: Some(runaway_component()),
+        ..Options::default()
+    };
+    let interceptor = Interceptor::new("untrusted-once", options)
+        .await
+        .expect("the runaway component loads");
+    for n in 0..3 {
+        let id = format!("evt_untrusted_{n}");
+        let settled = interceptor
+            .intercept(&event(&id), &[EffectKind::Deny], None)
+            .await
+            .expect("a valid event settles");
+        assert_engine_failure(&settled, &id);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interceptor_stays_usable_after_a_runaway_call() {
     let interceptor = runaway("com.example.spin").await;

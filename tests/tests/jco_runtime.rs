@@ -1230,6 +1230,7 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         "allow-with-a-result".to_string(),
         "allow-with-a-continue".to_string(),
         "allow-with-a-message".to_string(),
+        "oversized-record".to_string(),
     ];
     for (i, reg) in cases.iter().enumerate() {
         let id = format!("evt_node_untrusted_{i}");

@@ -218,6 +218,14 @@ impl StdioBackend {
         } else {
             self.children.retire(&session.process);
         }
+        drop(slot);
+        // Shutdown marks the children killed before it tries this lock: one that found it
+        // held just now, after the look above, left the session put back to be taken here.
+        if self.children.were_killed() {
+            if let Ok(mut slot) = self.session.try_lock() {
+                slot.take();
+            }
+        }
         result
     }
 

@@ -335,7 +335,10 @@ fn powershell_warning(shell: &str) -> Option<String> {
     let powershell = name.starts_with("pwsh") || name.starts_with("powershell");
     powershell.then(|| {
         format!(
-            "warning: your login shell is {shell}; Codex runs a hook's command through it,              and PowerShell cannot run this POSIX command line: the hook would fail at              every call, and Codex would run every tool unchecked. Give the user Codex runs              as a POSIX login shell (sh, bash, zsh)"
+            "warning: your login shell is {shell}; Codex runs a hook's command through it, \
+             and PowerShell cannot run this POSIX command line: the hook would fail at \
+             every call, and Codex would run every tool unchecked. Give the user Codex runs \
+             as a POSIX login shell (sh, bash, zsh)"
         )
     })
 }

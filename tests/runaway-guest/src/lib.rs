@@ -145,6 +145,12 @@ mod component {
         IoOutOfTime(String),
         /// Plans a backend the registration does not name, a command to run; spins.
         PlansCommand,
+        /// Allows: with a record that says deny in an instance's first call, which the host
+        /// does not trust, and with a sound one in every later call of that instance.
+        UntrustedOnce,
+        /// Allows with a sound record padded past any honest one's length (64 MiB and
+        /// twice the event), with whitespace a reader would skip.
+        Oversized,
     }
 
     /// The http URLs of the cross-credential mode's backends.
@@ -416,6 +422,10 @@ mod component {
                     observer: Some(url.to_string()),
                     withheld: true,
                 }
+            } else if registration == "untrusted-once" {
+                Runaway::UntrustedOnce
+            } else if registration == "oversized-record" {
+                Runaway::Oversized
             } else if registration == "contradicting-record" {
                 Runaway::Allows {
                     record: DENIED,
@@ -466,10 +476,12 @@ mod component {
                     "interrupted-with-a-message" => Some((
                         DecidedBy::Interrupted,
                         INTERRUPTED_REASON,
+                        // An earlier interceptor's message, accepted before the call was
+                        // interrupted: refused for being handed on alone.
                         denial_record(
                             "interrupted",
                             INTERRUPTED_REASON,
-                            None,
+                            Some("no-effect"),
                             r#""messages":["carry on"],"#,
                         ),
                     )),
@@ -548,7 +560,9 @@ mod component {
                 | Runaway::Panics
                 | Runaway::Allows { observer: None, .. }
                 | Runaway::SyntheticDeny { .. }
-                | Runaway::Denies { .. } => return Vec::new(),
+                | Runaway::Denies { .. }
+                | Runaway::UntrustedOnce
+                | Runaway::Oversized => return Vec::new(),
             };
             vec![
                 http(
@@ -567,6 +581,8 @@ mod component {
                 | Runaway::Allows { .. }
                 | Runaway::SyntheticDeny { .. }
                 | Runaway::Denies { .. }
+                | Runaway::UntrustedOnce
+                | Runaway::Oversized
                 | Runaway::IoOutOfTime(_) => CROSS_BOUND_MS,
                 Runaway::Spins
                 | Runaway::Panics
@@ -617,6 +633,26 @@ mod component {
                         None => Vec::new(),
                     };
                     Ok(allowing(record, observers))
+                }
+                Runaway::Oversized => {
+                    let length = (64 << 20) + 2 * event.len() + 1;
+                    let mut audit = String::with_capacity(length);
+                    audit.push_str(ALLOWED);
+                    audit.extend(std::iter::repeat_n(' ', length - ALLOWED.len()));
+                    Ok(Settlement {
+                        audit,
+                        ..allowing("", Vec::new())
+                    })
+                }
+                Runaway::UntrustedOnce => {
+                    // Per instance: each has its own memory.
+                    static CALLS: std::sync::atomic::AtomicU32 =
+                        std::sync::atomic::AtomicU32::new(0);
+                    let calls = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    Ok(allowing(
+                        if calls == 0 { DENIED } else { ALLOWED },
+                        Vec::new(),
+                    ))
                 }
                 Runaway::SyntheticDeny {
                     interceptors,
