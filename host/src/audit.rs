@@ -1,10 +1,12 @@
 //! The durable audit log: one settlement record per line (JSONL), appended and synced to
 //! disk before the hook call completes (`intercept` returns, or `HookCall::complete`
 //! after `settle`, once the owned observers ran), so a crash after the call cannot lose
-//! it. Two exceptions while another process holds the file's lock: a call with a
-//! budget is not held past it (and a short grace), nor an interrupted call or one of an
-//! interceptor shutting down past a short grace; the record is written once the lock is
-//! free, if its interceptor is not dropped for more than 2 s before (`audit_queue`). And
+//! it. Two exceptions while the append and its sync wait (another process holds the
+//! file's lock, or the disk is slow: a sync on a loaded or network file system): a call
+//! with a budget is not held past it (and a short grace), nor an interrupted call or one
+//! of an interceptor shutting down past a short grace; the record is written once the
+//! wait ends, if its interceptor is not dropped for more than 2 s before (`audit_queue`),
+//! so a crash meanwhile loses it. And
 //! an append that fails (a full disk, the file size limit, a log gone whose path cannot
 //! be opened again) loses its record, logged as an error, the part written taken back
 //! off: the decision stands. A log moved away (rotated) is reopened at its path before

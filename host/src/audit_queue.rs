@@ -145,8 +145,8 @@ impl AuditQueue {
     pub fn flush(&self) -> Flushed {
         let (done, flushed) = mpsc::channel();
         // Counted before the marker goes in: a record another thread queues in between
-        // stands behind it, and must count as queued since (an undercount only makes a
-        // later drop wait for it).
+        // stands behind it and is counted after this read (`hand_over`), so it counts as
+        // queued since (an undercount only makes a later drop wait for it).
         let queued_before = self.counts.queued.load(Ordering::SeqCst);
         self.hand_over(Queued::Flush(done));
         Flushed {
@@ -156,16 +156,20 @@ impl AuditQueue {
         }
     }
 
+    /// Puts `queued` in the queue. A record is counted once it is in: a record sent behind
+    /// a flush's marker is then always counted after the flush read the count, so a drop
+    /// after that flush gave up still waits for it (counted before it was sent, a record
+    /// could land behind the marker yet be in the flush's count, and be left unwritten).
     fn hand_over(&self, queued: Queued) {
-        if let Queued::Record { .. } = queued {
-            self.counts.queued.fetch_add(1, Ordering::SeqCst);
-        }
+        let record = matches!(queued, Queued::Record { .. });
         let sent = match &self.queue {
             Some(queue) => queue.send(queued).is_ok(),
             None => false,
         };
         if !sent {
             tracing::error!("the audit writer has stopped: a record was not written");
+        } else if record {
+            self.counts.queued.fetch_add(1, Ordering::SeqCst);
         }
     }
 }

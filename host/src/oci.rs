@@ -312,26 +312,60 @@ async fn fetch_with(
         manifest_digest: sha256_digest(&manifest_bytes),
     };
     // component_layer checked that the size is 0 to MAX_COMPONENT_BYTES.
-    if let Some(bytes) = cache.and_then(|cache| cache.get(&layer.digest, layer.size as u64)) {
-        return Ok(pulled(bytes));
-    }
-    let registry = match registry {
-        Some(registry) => registry,
-        None => open(reference, auth, "the component").await?,
+    let said = layer.size as u64;
+    let bytes = match cache.and_then(|cache| cache.get(&layer.digest, said)) {
+        Some(bytes) => bytes,
+        None => {
+            let registry = match registry {
+                Some(registry) => registry,
+                None => open(reference, auth, "the component").await?,
+            };
+            let bytes = registry.blob(&layer.digest, said).await.map_err(|e| {
+                PullError::of(auth.explain(e), format!("pull the component of {whole}"))
+            })?;
+            let actual = sha256_digest(&bytes);
+            if actual != layer.digest {
+                return Err(PullError::Refused(format!(
+                    "digest mismatch for the component of {whole}: expected {}, got {actual}",
+                    layer.digest
+                )));
+            }
+            keep(cache, &bytes);
+            bytes
+        }
     };
-    let bytes = registry
-        .blob(&layer.digest, layer.size as u64)
-        .await
-        .map_err(|e| PullError::of(auth.explain(e), format!("pull the component of {whole}")))?;
-    let actual = sha256_digest(&bytes);
-    if actual != layer.digest {
+    // A blob longer than said was cut off at its size; one shorter is content that does
+    // not match its descriptor, not to be trusted (OCI image-spec, descriptor `size`),
+    // from the registry or the cache alike.
+    if bytes.len() as u64 != said {
         return Err(PullError::Refused(format!(
-            "digest mismatch for the component of {whole}: expected {}, got {actual}",
-            layer.digest
+            "the component of {whole} is {} bytes, its manifest says {said}",
+            bytes.len()
         )));
     }
-    keep(cache, &bytes);
     Ok(pulled(bytes))
+}
+
+/// Whether `manifest` is an image index or a Docker manifest list (which the manifest
+/// request accepts, to refuse it by name): its media type says so, or it lists
+/// `manifests`.
+fn is_index(manifest: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Kind {
+        media_type: Option<String>,
+        manifests: Option<serde::de::IgnoredAny>,
+    }
+    const INDEX_TYPES: [&str; 2] = [
+        "application/vnd.oci.image.index.v1+json",
+        "application/vnd.docker.distribution.manifest.list.v2+json",
+    ];
+    serde_json::from_slice::<Kind>(manifest).is_ok_and(|kind| {
+        kind.manifests.is_some()
+            || kind
+                .media_type
+                .is_some_and(|t| INDEX_TYPES.contains(&t.as_str()))
+    })
 }
 
 /// The manifest `reference` names, verified against its digest if it pins one: from
@@ -403,6 +437,13 @@ fn keep(cache: Option<&ComponentCache>, bytes: &[u8]) {
 
 /// The one `application/wasm` layer of a wasm artifact manifest.
 fn component_layer(manifest: &[u8]) -> Result<oci_client::manifest::OciDescriptor, String> {
+    if is_index(manifest) {
+        return Err(
+            "an image index (a list of manifests), not a wasm artifact's manifest: \
+                    name the wasm manifest's own digest"
+                .into(),
+        );
+    }
     let manifest: OciImageManifest =
         serde_json::from_slice(manifest).map_err(|e| format!("not an OCI image manifest: {e}"))?;
     if manifest.config.media_type != WASM_MANIFEST_CONFIG_MEDIA_TYPE {
@@ -893,6 +934,15 @@ mod tests {
         let two = manifest(WASM_MANIFEST_CONFIG_MEDIA_TYPE, &format!("{layer},{layer}"));
         assert!(component_layer(two.as_bytes()).is_err());
         assert!(component_layer(b"not json").is_err());
+        // An image index, or a Docker manifest list, is refused by name.
+        for index in [
+            r#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#,
+            r#"{"schemaVersion":2,"manifests":[]}"#,
+            r#"{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.list.v2+json"}"#,
+        ] {
+            let error = component_layer(index.as_bytes()).unwrap_err();
+            assert!(error.contains("an image index"), "{index}: {error}");
+        }
     }
 
     /// A layer's `urls` would name places to fetch the component from other than its
@@ -1434,25 +1484,30 @@ mod tests {
 
     /// A pull that would fail again is refused, not unavailable: credentials refused
     /// (401 or 403, from the registry or from its token service) and a component longer
-    /// than its manifest says give the same answer whenever asked; an error status may
+    /// or shorter than its manifest says give the same answer whenever asked; an error status may
     /// not, nor a 403 where a redirect led (storage that was sent no credentials).
     #[tokio::test]
     async fn a_pull_that_would_fail_again_is_refused() {
         use crate::registry::fake::{answer, answering};
         let component = b"\0asm component bytes".to_vec();
         let component_digest = sha256_digest(&component);
-        // The layer says one byte less than the registry serves.
-        let manifest = wasm_manifest(&component_digest, component.len() - 1);
+        // The layer says one byte less than the registry serves; or one more.
+        let longer = wasm_manifest(&component_digest, component.len() - 1);
+        let shorter = wasm_manifest(&component_digest, component.len() + 1);
         let blob_path = format!("GET /v2/ahp/interceptor/blobs/{component_digest} ");
         for (case, lasting) in [
             ("a token refused", true),
             ("a manifest forbidden", true),
             ("a component longer than said", true),
+            ("a component shorter than said", true),
             ("a registry unavailable", false),
             ("storage forbidden", false),
         ] {
-            let (manifest, component, blob_path) =
-                (manifest.clone(), component.clone(), blob_path.clone());
+            let manifest = match case {
+                "a component shorter than said" => shorter.clone(),
+                _ => longer.clone(),
+            };
+            let (component, blob_path) = (component.clone(), blob_path.clone());
             let storage = answering(|_, _| answer("403 Forbidden", "", b"")).await;
             let addr = answering(move |request, addr| match (case, request) {
                 ("a token refused", r) if r.starts_with("GET /v2/ ") => {

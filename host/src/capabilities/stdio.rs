@@ -1746,16 +1746,23 @@ mod tests {
         a_lock_handed_over_after_the_deadline_sends_nothing_on(true).await;
     }
 
-    /// A session whose exchange takes the reply its child wrote before shutdown killed it
-    /// does not go back into the slot: shutdown leaves no descriptor open.
-    #[tokio::test]
-    async fn a_session_answered_across_shutdown_is_not_kept() {
+    /// An [`answering_backend`] whose persistent child has answered once, and a deadline
+    /// no exchange here reaches.
+    async fn answered_once() -> (StdioBackend, Instant) {
         let backend = answering_backend();
         let far = Instant::now() + Duration::from_secs(10);
         backend
             .exchange(REQUEST, far)
             .await
             .expect("the first exchange");
+        (backend, far)
+    }
+
+    /// A session whose exchange takes the reply its child wrote before shutdown killed it
+    /// does not go back into the slot: shutdown leaves no descriptor open.
+    #[tokio::test]
+    async fn a_session_answered_across_shutdown_is_not_kept() {
+        let (backend, far) = answered_once().await;
         let mut answering = Box::pin(backend.exchange(REQUEST, far));
         // Polled once: the request is written and the reply awaited.
         tokio::select! {
@@ -1780,12 +1787,7 @@ mod tests {
     /// [`a_lock_handed_over_after_the_deadline_sends_nothing`], the interceptor shut down
     /// while the lock is held if `shutting_down`.
     async fn a_lock_handed_over_after_the_deadline_sends_nothing_on(shutting_down: bool) {
-        let backend = answering_backend();
-        let far = Instant::now() + Duration::from_secs(10);
-        backend
-            .exchange(REQUEST, far)
-            .await
-            .expect("the first exchange");
+        let (backend, _) = answered_once().await;
         let child = backend
             .session
             .lock()
