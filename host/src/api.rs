@@ -138,9 +138,10 @@ impl Interceptor {
         let bound_ms = crate::planned::bound_ms(registration, claimed_bound_ms);
         let chain_timeouts = crate::planned::chain_timeouts(chain_timeouts, bound_ms);
         let config = options.backend_config().map_err(Error::setup)?;
-        let backends = Arc::new(
-            Backends::new(plan, &config).map_err(|e| Error::setup(wasmtime::format_err!(e)))?,
-        );
+        let backends = Backends::new(plan, &config)
+            .map_err(|e| Error::setup(wasmtime::format_err!(e)))?
+            .with_subscriptions(crate::planned::subscription_counts(registration));
+        let backends = Arc::new(backends);
         let mut warnings: Vec<String> =
             from_wit(warnings).iter().map(ToString::to_string).collect();
         warnings.extend(backends.warnings());
@@ -474,7 +475,8 @@ impl Interceptor {
                 return Ok((host_settlement(event, decided_by, started), Vec::new()));
             }
         };
-        let (settlement, observers) = from_component(settled, event, started);
+        let subscriptions = self.inner.backends.subscriptions();
+        let (settlement, observers) = from_component(settled, event, started, subscriptions);
         if settlement.decided_by == DecidedBy::EngineFailure {
             self.inner.pool.discard_idle();
         }

@@ -67,6 +67,10 @@ pub struct Backends {
     by_id: HashMap<String, Backend>,
     /// The OAuth client and token cache all of them share.
     oauth: Option<Arc<OAuth>>,
+    /// How many subscriptions each backend's hook has, where the registration says
+    /// ([`crate::planned::subscription_counts`]): the places a settlement's observer
+    /// entries may name.
+    subscriptions: Option<HashMap<String, usize>>,
 }
 
 /// The names of the variables of `entries` that backend `id` is given.
@@ -207,7 +211,22 @@ impl Backends {
         Ok(Backends {
             by_id,
             oauth: Some(oauth),
+            subscriptions: None,
         })
+    }
+
+    /// These backends, knowing how many subscriptions each one's hook has (`None`: a
+    /// registration whose hooks cannot be read, another build's format).
+    pub fn with_subscriptions(self, subscriptions: Option<HashMap<String, usize>>) -> Backends {
+        Backends {
+            subscriptions,
+            ..self
+        }
+    }
+
+    /// How many subscriptions each backend's hook has, if known.
+    pub fn subscriptions(&self) -> Option<&HashMap<String, usize>> {
+        self.subscriptions.as_ref()
     }
 
     /// Closes idle connections and kills every stdio child (shutdown); never blocks.

@@ -125,6 +125,26 @@ pub(crate) fn chain_timeouts(
 
 /// Whether `registration` begins, after whitespace or a byte-order mark, as a JSON
 /// document of hooks must: with `{` (or `[`, which another build might read).
+/// How many subscriptions each backend id's hook has (the most, where an id is
+/// repeated): the places an audit record's observer entry may name. `None` for a
+/// registration that is no JSON document of hooks (another build's format).
+pub(crate) fn subscription_counts(registration: &str) -> Option<HashMap<String, usize>> {
+    if !looks_like_json(registration) {
+        return None;
+    }
+    let hooks = hooks_by_id(registration).ok()?;
+    let count = |hook: &Value| {
+        hook.get("subscriptions")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    };
+    let counts = hooks
+        .into_iter()
+        .map(|(id, hooks)| (id, hooks.iter().map(count).max().unwrap_or(0)))
+        .collect();
+    Some(counts)
+}
+
 fn looks_like_json(registration: &str) -> bool {
     registration
         .trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
@@ -545,6 +565,23 @@ mod tests {
 
     /// The component's bound stands up to what the registration's timeouts add up to,
     /// and no further: a claim of forever is cut to that sum.
+    /// Each backend id's count of subscriptions, the most where an id is repeated; none
+    /// for a registration that is no JSON document of hooks.
+    #[test]
+    fn subscriptions_are_counted_per_backend() {
+        let registration = serde_json::json!({"hooks": [
+            {"id": "a", "subscriptions": [{}, {}]},
+            {"id": "b", "subscriptions": []},
+            {"id": "a", "subscriptions": [{}, {}, {}]},
+            {"id": "c"},
+        ]})
+        .to_string();
+        let counts = subscription_counts(&registration).expect("JSON hooks");
+        let expected = HashMap::from([("a".into(), 3), ("b".into(), 0), ("c".into(), 0)]);
+        assert_eq!(counts, expected);
+        assert_eq!(subscription_counts("another build's format"), None);
+    }
+
     #[test]
     fn the_bound_is_no_more_than_the_registrations_timeouts() {
         let registration = json!({"hooks": [

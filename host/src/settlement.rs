@@ -12,6 +12,7 @@ use ahp_vocab::{
     DecidedBy, Decision, EffectKind, Enforce, EventRef, FailurePolicy, FlowOperation,
     ObserverResult, Outcome, Record,
 };
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 /// A settled hook call: the decision, who made it, the reason to show, and the audit record.
@@ -57,7 +58,8 @@ impl Settlement {
         started: Instant,
         state: &HostState,
     ) -> (Settlement, Vec<wit::Delivery>) {
-        let (settlement, observers) = from_component(settled, event, started);
+        let subscriptions = state.backends.subscriptions();
+        let (settlement, observers) = from_component(settled, event, started, subscriptions);
         let stopped = stopped_by(&state.interrupt, &state.shutdown);
         (once_read(settlement, stopped), observers)
     }
@@ -95,11 +97,13 @@ pub struct Observed {
 /// The component's settlement, read into the shared record type, with the observe
 /// deliveries it owns. A component whose record does not parse, contradicts itself, or
 /// does not list exactly the deliveries it asks for (backend and request digest, in
-/// order) is not trusted with one: its denial sends nothing on its behalf.
+/// order, each at a place of its own among `subscriptions`, each backend's count of
+/// them where known) is not trusted with one: its denial sends nothing on its behalf.
 pub(crate) fn from_component(
     mut s: wit::Settlement,
     event: &str,
     started: Instant,
+    subscriptions: Option<&HashMap<String, usize>>,
 ) -> (Settlement, Vec<wit::Delivery>) {
     let decision = convert::decision(s.decision);
     let decided_by = convert::decided_by(s.decided_by);
@@ -113,7 +117,8 @@ pub(crate) fn from_component(
                 && record.decided_by == decided_by
                 && record.reason == s.reason
                 && consistent(&record)
-                && lists(&record, &s.observers) =>
+                && lists(&record, &s.observers)
+                && placed(&record, subscriptions) =>
         {
             (Settlement::of(record), std::mem::take(&mut s.observers))
         }
@@ -135,6 +140,36 @@ fn record_bound(event: &str) -> usize {
     event.len().saturating_mul(2).saturating_add(SLACK)
 }
 
+/// Whether each of `record`'s observer entries stands at a place of its own, as an
+/// honest record's do (one notification per observe subscription, per uncalled
+/// interceptor's subscription, per failure a subscription is told of), and, where the
+/// registration says (`subscriptions`), at a subscription its backend's hook has, and
+/// reports a failure the record lists. Otherwise how many notifications the host starts
+/// at once, and to which backend, is the component's to choose.
+fn placed(record: &Record, subscriptions: Option<&HashMap<String, usize>>) -> bool {
+    let mut places = HashSet::new();
+    record.observers.iter().all(|entry| {
+        let place = (
+            entry.backend.as_str(),
+            entry.subscription,
+            entry.kind,
+            entry.reports,
+        );
+        let hook_has_it = subscriptions.is_none_or(|counts| {
+            counts
+                .get(&entry.backend)
+                .is_some_and(|&count| entry.subscription < count)
+        });
+        let reports_a_listed_failure = entry.reports.is_none_or(|i| {
+            record
+                .interceptors
+                .get(i)
+                .is_some_and(|i| i.failure.is_some())
+        });
+        places.insert(place) && hook_has_it && reports_a_listed_failure
+    })
+}
+
 /// Whether `record` names exactly `deliveries`, in order: the audit says what was sent.
 /// The component sets no result but `withheld`, exactly for the deliveries it withheld,
 /// and gives the digest of exactly those it did not. Subscriptions with the same view
@@ -147,7 +182,7 @@ fn lists(record: &Record, deliveries: &[wit::Delivery]) -> bool {
         return false;
     }
     // Digests checked so far, with the bytes they were checked against.
-    let mut hashed: std::collections::HashMap<&str, &[u8]> = std::collections::HashMap::new();
+    let mut hashed: HashMap<&str, &[u8]> = HashMap::new();
     for (entry, delivery) in record.observers.iter().zip(deliveries) {
         let listed = entry.backend == delivery.backend
             && match (entry.result, entry.request_sha256.as_deref()) {
@@ -375,7 +410,7 @@ mod tests {
             audit: serde_json::to_string(record).unwrap(),
             observers: deliveries,
         };
-        from_component(settlement, "{}", Instant::now())
+        from_component(settlement, "{}", Instant::now(), None)
     }
 
     fn allowed() -> Record {
@@ -445,7 +480,8 @@ mod tests {
     #[test]
     fn each_copy_of_a_notification_is_checked_against_its_digest() {
         let mut record = allowed_observing("com.example.obs", "{\"n\":1}");
-        let copy = record.observers[0].clone();
+        let mut copy = record.observers[0].clone();
+        copy.subscription = 1;
         record.observers.push(copy);
         let same = vec![
             delivery("com.example.obs", "{\"n\":1}"),
@@ -472,7 +508,8 @@ mod tests {
         let mut deliveries = Vec::new();
         for n in 0..20_000 {
             let message = format!("{{\"n\":{n}}}");
-            let listed = allowed_observing("com.example.obs", &message).observers;
+            let mut listed = allowed_observing("com.example.obs", &message).observers;
+            listed[0].subscription = n;
             record.observers.extend(listed);
             deliveries.push(delivery("com.example.obs", &message));
         }
@@ -483,6 +520,67 @@ mod tests {
         let (settled, sent) = handed_over_with(&record, deliveries);
         assert_eq!(settled.decided_by, DecidedBy::EngineFailure);
         assert!(sent.is_empty());
+    }
+
+    /// Each observer entry stands at a place of its own, at a subscription its backend's
+    /// hook has, reporting a failure the record lists: a record listing one notification
+    /// twice, one to a subscription the hook lacks or of a backend the registration does
+    /// not name, or a report of an interceptor that did not fail, is an engine failure
+    /// and sends nothing; where the registration's hooks cannot be read, places alone.
+    #[test]
+    fn an_observer_entry_stands_at_a_place_of_its_own_the_registration_has() {
+        let message = "{\"n\":1}";
+        let counts = HashMap::from([("com.example.obs".to_string(), 2)]);
+        let handed = |record: &Record, known: bool| {
+            let deliveries = record
+                .observers
+                .iter()
+                .map(|_| delivery("com.example.obs", message))
+                .collect::<Vec<_>>();
+            let settlement = wit::Settlement {
+                decision: wit::Decision::Allow,
+                decided_by: wit::DecidedBy::NoObjection,
+                reason: None,
+                audit: serde_json::to_string(record).unwrap(),
+                observers: deliveries,
+            };
+            let counts = known.then_some(&counts);
+            let (settled, sent) = from_component(settlement, "{}", Instant::now(), counts);
+            (settled.decided_by, sent.len())
+        };
+        let one = allowed_observing("com.example.obs", message);
+        let mut two = one.clone();
+        two.observers.push(two.observers[0].clone());
+        two.observers[1].subscription = 1;
+        assert_eq!(handed(&two, true), (DecidedBy::NoObjection, 2));
+        let mut twice = one.clone();
+        twice.observers.push(twice.observers[0].clone());
+        let mut past = one.clone();
+        past.observers[0].subscription = 2;
+        let mut unnamed = one.clone();
+        unnamed.observers[0].backend = "com.example.other".into();
+        let mut report = one.clone();
+        report.observers[0].kind = ObserverKind::HookFailure;
+        report.observers[0].reports = Some(0);
+        for (case, record, known) in [
+            ("twice", &twice, false),
+            ("twice", &twice, true),
+            ("past its hook's subscriptions", &past, true),
+            ("of a backend not named", &unnamed, true),
+            ("reporting no failure", &report, false),
+        ] {
+            assert_eq!(
+                handed(record, known),
+                (DecidedBy::EngineFailure, 0),
+                "{case}"
+            );
+        }
+        // Unknown places are not judged where the registration cannot say.
+        assert_eq!(handed(&past, false), (DecidedBy::NoObjection, 1));
+        let mut failing = allowed_over(Outcome::FailedOpen);
+        failing.interceptors[0].policy = FailurePolicy::FailOpen;
+        failing.observers = report.observers.clone();
+        assert_eq!(handed(&failing, true), (DecidedBy::NoObjection, 1));
     }
 
     /// The only result a component may set is `withheld`, and only on a delivery whose
@@ -550,7 +648,7 @@ mod tests {
             audit: serde_json::to_string(&allowed()).unwrap(),
             observers: Vec::new(),
         };
-        let trusted = from_component(agreeing(), "{}", Instant::now()).0;
+        let trusted = from_component(agreeing(), "{}", Instant::now(), None).0;
         assert_eq!(trusted.decided_by, DecidedBy::NoObjection);
         let other_decision = wit::Settlement {
             decision: wit::Decision::Deny,
@@ -569,7 +667,7 @@ mod tests {
             ("decided-by", other_author),
             ("reason", other_reason),
         ] {
-            let settled = from_component(differing, "{}", Instant::now()).0;
+            let settled = from_component(differing, "{}", Instant::now(), None).0;
             assert_eq!(
                 (settled.decision, settled.decided_by),
                 (Decision::Deny, DecidedBy::EngineFailure),
@@ -675,7 +773,7 @@ mod tests {
                 audit,
                 observers: Vec::new(),
             };
-            from_component(settlement, event, Instant::now())
+            from_component(settlement, event, Instant::now(), None)
                 .0
                 .decided_by
         };

@@ -504,9 +504,45 @@ function trusted(settled, audit) {
     && (audit.reason ?? null) === (settled.reason ?? null)
     && decision === audit.decision
     && consistent(audit, decision)
+    && placed(audit)
     && audit.observers.length === deliveries.length
     && audit.observers.every((entry, n) => entry.backend === deliveries[n].backend
       && listed(entry, deliveries[n].message));
+}
+
+/// Whether each observer entry stands at a place of its own, at a subscription its
+/// backend's hook has where the registration says, reporting a failure the record lists
+/// (settlement.rs `placed`): otherwise how many notifications go out, and where, is the
+/// component's to choose.
+function placed(audit) {
+  const counts = subscriptionCounts();
+  const places = new Set();
+  return audit.observers.every((entry) => {
+    const place = JSON.stringify([entry.backend, entry.subscription, entry.kind, entry.reports ?? null]);
+    const own = !places.has(place);
+    places.add(place);
+    const hookHasIt = counts === undefined
+      || (counts.has(entry.backend) && entry.subscription < counts.get(entry.backend));
+    const reportsAFailure = entry.reports == null
+      || audit.interceptors[entry.reports]?.failure != null;
+    return own && hookHasIt && reportsAFailure;
+  });
+}
+
+/// How many subscriptions each backend id's hook has, the most where an id is repeated
+/// (planned.rs `subscription_counts`); undefined for a registration that is no JSON
+/// document of hooks.
+function subscriptionCounts() {
+  if (!LOOKS_LIKE_JSON.test(registration)) return undefined;
+  let document;
+  try { document = JSON.parse(registration); } catch { return undefined; }
+  const counts = new Map();
+  for (const hook of Array.isArray(document?.hooks) ? document.hooks : []) {
+    if (typeof hook?.id !== 'string') continue;
+    const count = Array.isArray(hook.subscriptions) ? hook.subscriptions.length : 0;
+    counts.set(hook.id, Math.max(counts.get(hook.id) ?? 0, count));
+  }
+  return counts;
 }
 
 /// Whether an observer entry names its delivery's `message`: by digest, or, the one

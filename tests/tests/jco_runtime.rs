@@ -1231,6 +1231,7 @@ async fn node_denies_a_settlement_it_cannot_trust() {
         "allow-with-a-continue".to_string(),
         "allow-with-a-message".to_string(),
         "oversized-record".to_string(),
+        format!("withheld-twice {observer}"),
     ];
     for (i, reg) in cases.iter().enumerate() {
         let id = format!("evt_node_untrusted_{i}");

@@ -265,7 +265,7 @@ pub enum AttemptResult {
 }
 
 /// Why an observe notification was sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ObserverKind {
     /// A matching interceptor that a deny or fail-closed stop kept from being called

@@ -151,6 +151,8 @@ mod component {
         /// Allows with a sound record padded past any honest one's length (64 MiB and
         /// twice the event), with whitespace a reader would skip.
         Oversized,
+        /// Allows, withholding one observe notification to the URL, listed twice.
+        WithheldTwice(String),
     }
 
     /// The http URLs of the cross-credential mode's backends.
@@ -360,6 +362,16 @@ mod component {
         r#""subscription":0,"kind":"owned","result":"withheld"}]}"#
     );
 
+    /// [`WITHHELD`], its observer entry given twice: one notification at one place,
+    /// listed as two.
+    const WITHHELD_TWICE: &str = concat!(
+        r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
+        r#""decision":"allow","decidedBy":"no-objection","reason":null,"#,
+        r#""elapsedMs":0,"interceptors":[],"observers":["#,
+        r#"{"backend":"com.example.obs","subscription":0,"kind":"owned","result":"withheld"},"#,
+        r#"{"backend":"com.example.obs","subscription":0,"kind":"owned","result":"withheld"}]}"#
+    );
+
     /// [`WITHHELD`], its observer entry without its subscription.
     const WITHHELD_WITHOUT_SUBSCRIPTION: &str = concat!(
         r#"{"event":{"id":null,"type":null,"session":null,"call":null},"#,
@@ -413,6 +425,8 @@ mod component {
                     observer: Some(url.to_string()),
                     withheld: true,
                 }
+            } else if let Some(url) = registration.strip_prefix("withheld-twice ") {
+                Runaway::WithheldTwice(url.to_string())
             } else if registration == "untrusted-once" {
                 Runaway::UntrustedOnce
             } else if registration == "oversized-record" {
@@ -532,6 +546,7 @@ mod component {
                     ..
                 } => return vec![http(OBSERVER, url, None)],
                 Runaway::HangingLoad(url) => return vec![http(HANG, url, None)],
+                Runaway::WithheldTwice(url) => return vec![http(OBSERVER, url, None)],
                 Runaway::IoOutOfTime(url) => return vec![http(LATE_IO, url, None)],
                 Runaway::PlansCommand => {
                     let command = StdioPlan {
@@ -574,6 +589,7 @@ mod component {
                 | Runaway::Denies { .. }
                 | Runaway::UntrustedOnce
                 | Runaway::Oversized
+                | Runaway::WithheldTwice(_)
                 | Runaway::IoOutOfTime(_) => CROSS_BOUND_MS,
                 Runaway::Spins
                 | Runaway::Panics
@@ -624,6 +640,14 @@ mod component {
                         None => Vec::new(),
                     };
                     Ok(allowing(record, observers))
+                }
+                Runaway::WithheldTwice(_) => {
+                    let withheld = || Delivery {
+                        backend: OBSERVER.to_string(),
+                        message: Vec::new(),
+                        deadline: started.saturating_add(CROSS_BOUND_MS * 1_000_000),
+                    };
+                    Ok(allowing(WITHHELD_TWICE, vec![withheld(), withheld()]))
                 }
                 Runaway::Oversized => {
                     let length = (64 << 20) + 2 * event.len() + 1;
