@@ -224,6 +224,23 @@ struct HostArgs {
 }
 
 impl HostArgs {
+    /// The files these options have read, each after its flag: the component (a path,
+    /// not an `oci://` reference), the trust roots and the OAuth clients.
+    fn files_read(&self) -> Vec<(String, PathBuf)> {
+        let component = self
+            .component
+            .as_ref()
+            .filter(|c| !c.starts_with("oci://"))
+            .map(|c| ("--component".to_string(), PathBuf::from(c)));
+        let trust_roots = (self.trust_roots.clone()).map(|p| ("--trust-roots".to_string(), p));
+        let clients = (self.oauth_clients.clone()).map(|p| ("--oauth-clients".to_string(), p));
+        component
+            .into_iter()
+            .chain(trust_roots)
+            .chain(clients)
+            .collect()
+    }
+
     /// Refuses what is wrong without loading the component, naming the flag: trust roots
     /// without a PEM certificate (the library would refuse the same file as a setup error,
     /// after the component is compiled), an `--oauth-clients` file that cannot be read or
@@ -1170,7 +1187,8 @@ async fn ready_to_intercept(
     watchdog: Option<&Watchdog>,
 ) -> Result<(Interceptor, String), ExitCode> {
     let registration = read_file("--registration", file).map_err(|e| fail(&e))?;
-    let event = read_event(event).map_err(|e| fail(&e))?;
+    let event_source = event;
+    let event = read_event(event_source).map_err(|e| fail(&e))?;
     if let Some(watchdog) = watchdog {
         watchdog.read(&event);
     }
@@ -1181,11 +1199,42 @@ async fn ready_to_intercept(
             say!("{warning}");
         }
     }
-    options.audit_path = audit;
-    match Interceptor::new(&registration, options).await {
-        Ok(interceptor) => Ok((interceptor, event)),
-        Err(e) => Err(registration_failure(&e, "--registration", file)),
+    let client_secrets = client_secret_files(&options.oauth_clients);
+    options.audit_path = audit.clone();
+    let interceptor = Interceptor::new(&registration, options)
+        .await
+        .map_err(|e| registration_failure(&e, "--registration", file))?;
+    // Nothing is appended before the call: a log that is one of the files the call reads
+    // is refused now, as `hook install` refuses it, not left to take the record.
+    if let Some(path) = &audit {
+        let mut read: Vec<(String, PathBuf)> = vec![("--registration".into(), file.into())];
+        if event_source != "-" {
+            read.push(("--event".into(), event_source.into()));
+        }
+        read.extend(host.files_read());
+        read.extend(client_secrets.into_iter().map(|(by, f)| (by, f.into())));
+        let backends = interceptor
+            .secret_files()
+            .into_iter()
+            .map(|(id, field, f)| {
+                (
+                    format!("--registration's backend `{id}` ({field})"),
+                    f.into(),
+                )
+            });
+        read.extend(backends);
+        if let Some((named_by, _)) = read
+            .iter()
+            .find(|(_, read)| hook::install::same_file(path, read))
+        {
+            interceptor.shutdown_async().await;
+            return Err(fail(&format!(
+                "--audit {}: the file {named_by} names; the call would append its record to it",
+                path.display()
+            )));
+        }
     }
+    Ok((interceptor, event))
 }
 
 /// `ahp intercept` getting ready (reading its files, loading the component), which may

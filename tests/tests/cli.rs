@@ -887,6 +887,43 @@ fn a_component_file_that_is_none_or_past_64_mib_is_refused() {
     }
 }
 
+/// An `--audit` that is a file the call reads (the registration, the event, a backend's
+/// secret file) is refused, naming `--audit` and what names that file, and the file is
+/// left as it was: the call's record would have been appended to it (the registration
+/// then no longer reads, a secret file holds no secret), as `hook install` refuses too.
+#[test]
+fn an_audit_log_that_is_a_file_the_call_reads_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let token = dir.path().join("token");
+    std::fs::write(&token, "tok-audit-is-read").expect("write the token");
+    let hook = Http::new("com.example.authed", refused_url())
+        .policy("fail-closed")
+        .timeout_ms(500)
+        .token_ref(&format!("file:{}", token.display()));
+    let reg = dir.path().join("registration.json");
+    std::fs::write(&reg, registration(&[hook])).expect("write the registration");
+    let ev = dir.path().join("event.json");
+    std::fs::write(&ev, valid_event("tool.before", "evt_audit_read")).expect("write the event");
+    for (audit, named_by) in [
+        (&reg, "--registration"),
+        (&ev, "--event"),
+        (&token, "--registration's backend `com.example.authed`"),
+    ] {
+        let before = std::fs::read(audit).expect("read it");
+        let mut command = intercept_command(&reg, &ev);
+        command.args(["--audit", path(audit)]).env_remove("AHP_LOG");
+        let run = run_within(command, std::time::Duration::from_secs(30));
+        let expected = format!("--audit {}: the file {named_by}", path(audit));
+        run.assert_exit(1, &expected);
+        assert!(run.stderr.contains(&expected), "{expected}: {}", run.stderr);
+        assert_eq!(
+            std::fs::read(audit).expect("read it"),
+            before,
+            "{named_by}: written"
+        );
+    }
+}
+
 /// Runs `command` (stdin empty) to its end, killed and failing the test if it is still
 /// running after `bound`: a wait that should not happen fails instead of hanging.
 fn run_within(mut command: std::process::Command, bound: std::time::Duration) -> Run {

@@ -500,7 +500,7 @@ fn readable_by_others(_secret_files: &[(String, String)]) -> Vec<String> {
 /// Whether `a` and `b` are one file, whatever names they are given (a link, a path with
 /// `..`). Where one does not exist (yet), whether they name one place (see [`place`]):
 /// whatever creates it there makes it both.
-fn same_file(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::metadata(a), std::fs::metadata(b)) {
         #[cfg(unix)]
         (Ok(ma), Ok(mb)) => {

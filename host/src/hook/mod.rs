@@ -40,7 +40,7 @@ mod cursor;
 mod event;
 mod exact;
 mod gemini;
-mod install;
+pub(crate) mod install;
 pub(crate) mod manifest;
 mod mcp;
 mod payload;
