@@ -226,19 +226,18 @@ struct HostArgs {
 impl HostArgs {
     /// The files these options have read, each after its flag: the component (a path,
     /// not an `oci://` reference), the trust roots and the OAuth clients.
-    fn files_read(&self) -> Vec<(String, PathBuf)> {
-        let component = self
-            .component
-            .as_ref()
-            .filter(|c| !c.starts_with("oci://"))
-            .map(|c| ("--component".to_string(), PathBuf::from(c)));
-        let trust_roots = (self.trust_roots.clone()).map(|p| ("--trust-roots".to_string(), p));
-        let clients = (self.oauth_clients.clone()).map(|p| ("--oauth-clients".to_string(), p));
-        component
-            .into_iter()
-            .chain(trust_roots)
-            .chain(clients)
-            .collect()
+    fn files_read(&self) -> Vec<(String, String)> {
+        let component = (self.component.clone()).filter(|c| !c.starts_with("oci://"));
+        let trust_roots = self.trust_roots.as_deref().map(path_text);
+        let clients = self.oauth_clients.as_deref().map(path_text);
+        [
+            ("--component", component),
+            ("--trust-roots", trust_roots),
+            ("--oauth-clients", clients),
+        ]
+        .into_iter()
+        .filter_map(|(flag, file)| Some((flag.to_string(), file?)))
+        .collect()
     }
 
     /// Refuses what is wrong without loading the component, naming the flag: trust roots
@@ -1066,14 +1065,7 @@ async fn validate(
             event: event.to_owned(),
             timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
         });
-    let backends = interceptor
-        .secret_files()
-        .into_iter()
-        .map(|(id, field, path)| {
-            let named_by = format!("--registration's backend `{id}` ({field})");
-            (named_by, path.to_owned())
-        });
-    secret_files.extend(backends);
+    secret_files.extend(registration_secret_files(&interceptor));
     interceptor.shutdown_async().await;
     Ok(Loaded {
         chain,
@@ -1177,17 +1169,18 @@ async fn intercept(
     code
 }
 
-/// What `ahp intercept` needs before its call: the registration and the event read (in
-/// that order, each error naming its flag), the host options, and the interceptor built.
+/// What `ahp intercept` needs before its call: the registration and the event
+/// (`event_source`: `--event`'s file, or `-` for stdin) read (in that order, each error
+/// naming its flag), the host options, and the interceptor built, an `--audit` that is a
+/// file the call reads refused.
 async fn ready_to_intercept(
     file: &Path,
-    event: &str,
+    event_source: &str,
     audit: Option<PathBuf>,
     host: &HostArgs,
     watchdog: Option<&Watchdog>,
 ) -> Result<(Interceptor, String), ExitCode> {
     let registration = read_file("--registration", file).map_err(|e| fail(&e))?;
-    let event_source = event;
     let event = read_event(event_source).map_err(|e| fail(&e))?;
     if let Some(watchdog) = watchdog {
         watchdog.read(&event);
@@ -1206,35 +1199,46 @@ async fn ready_to_intercept(
         .map_err(|e| registration_failure(&e, "--registration", file))?;
     // Nothing is appended before the call: a log that is one of the files the call reads
     // is refused now, as `hook install` refuses it, not left to take the record.
-    if let Some(path) = &audit {
-        let mut read: Vec<(String, PathBuf)> = vec![("--registration".into(), file.into())];
-        if event_source != "-" {
-            read.push(("--event".into(), event_source.into()));
-        }
-        read.extend(host.files_read());
-        read.extend(client_secrets.into_iter().map(|(by, f)| (by, f.into())));
-        let backends = interceptor
-            .secret_files()
-            .into_iter()
-            .map(|(id, field, f)| {
-                (
-                    format!("--registration's backend `{id}` ({field})"),
-                    f.into(),
-                )
-            });
-        read.extend(backends);
-        if let Some((named_by, _)) = read
-            .iter()
-            .find(|(_, read)| hook::install::same_file(path, read))
-        {
-            interceptor.shutdown_async().await;
-            return Err(fail(&format!(
-                "--audit {}: the file {named_by} names; the call would append its record to it",
-                path.display()
-            )));
-        }
+    let Some(path) = &audit else {
+        return Ok((interceptor, event));
+    };
+    let mut read: Vec<(String, String)> = vec![("--registration".into(), path_text(file))];
+    if event_source != "-" {
+        read.push(("--event".into(), event_source.into()));
+    }
+    read.extend(host.files_read());
+    read.extend(client_secrets);
+    read.extend(registration_secret_files(&interceptor));
+    let read: Vec<(&str, &str)> = read
+        .iter()
+        .map(|(by, f)| (by.as_str(), f.as_str()))
+        .collect();
+    if let Some(named_by) = hook::install::read_as(path, &read) {
+        let refused = format!(
+            "--audit {}: the file {named_by} names; the call would append its record to it",
+            path.display()
+        );
+        interceptor.shutdown_async().await;
+        return Err(fail(&refused));
     }
     Ok((interceptor, event))
+}
+
+/// `path` as text to compare as a file name (lossy only for a name no file here has).
+fn path_text(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// The secret files the registration's backends read, each after the backend and field
+/// that name it.
+fn registration_secret_files(interceptor: &Interceptor) -> Vec<(String, String)> {
+    let named = interceptor.secret_files().into_iter();
+    named
+        .map(|(id, field, path)| {
+            let named_by = format!("--registration's backend `{id}` ({field})");
+            (named_by, path.to_owned())
+        })
+        .collect()
 }
 
 /// `ahp intercept` getting ready (reading its files, loading the component), which may

@@ -935,10 +935,12 @@ mod tests {
         assert!(component_layer(two.as_bytes()).is_err());
         assert!(component_layer(b"not json").is_err());
         // An image index, or a Docker manifest list, is refused by name.
+        let typed =
+            |media_type: &str| format!(r#"{{"schemaVersion":2,"mediaType":"{media_type}"}}"#);
         for index in [
-            r#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#,
-            r#"{"schemaVersion":2,"manifests":[]}"#,
-            r#"{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.list.v2+json"}"#,
+            typed("application/vnd.oci.image.index.v1+json"),
+            r#"{"schemaVersion":2,"manifests":[]}"#.to_string(),
+            typed("application/vnd.docker.distribution.manifest.list.v2+json"),
         ] {
             let error = component_layer(index.as_bytes()).unwrap_err();
             assert!(error.contains("an image index"), "{index}: {error}");

@@ -123,8 +123,6 @@ pub(crate) fn chain_timeouts(
         .collect()
 }
 
-/// Whether `registration` begins, after whitespace or a byte-order mark, as a JSON
-/// document of hooks must: with `{` (or `[`, which another build might read).
 /// How many subscriptions each backend id's hook has (the most, where an id is
 /// repeated): the places an audit record's observer entry may name. `None` for a
 /// registration that is no JSON document of hooks (another build's format).
@@ -145,6 +143,8 @@ pub(crate) fn subscription_counts(registration: &str) -> Option<HashMap<String, 
     Some(counts)
 }
 
+/// Whether `registration` begins, after whitespace or a byte-order mark, as a JSON
+/// document of hooks must: with `{` (or `[`, which another build might read).
 fn looks_like_json(registration: &str) -> bool {
     registration
         .trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
@@ -563,8 +563,6 @@ mod tests {
         assert!(refused.contains(": its command is not"), "{refused}");
     }
 
-    /// The component's bound stands up to what the registration's timeouts add up to,
-    /// and no further: a claim of forever is cut to that sum.
     /// Each backend id's count of subscriptions, the most where an id is repeated; none
     /// for a registration that is no JSON document of hooks.
     #[test]
@@ -582,6 +580,8 @@ mod tests {
         assert_eq!(subscription_counts("another build's format"), None);
     }
 
+    /// The component's bound stands up to what the registration's timeouts add up to,
+    /// and no further: a claim of forever is cut to that sum.
     #[test]
     fn the_bound_is_no_more_than_the_registrations_timeouts() {
         let registration = json!({"hooks": [

@@ -390,6 +390,17 @@ mod tests {
         record: &Record,
         deliveries: Vec<wit::Delivery>,
     ) -> (Settlement, Vec<wit::Delivery>) {
+        from_component(
+            settlement_of(record, deliveries),
+            "{}",
+            Instant::now(),
+            None,
+        )
+    }
+
+    /// The WIT settlement of `record`, its fields agreeing with it, asking for the
+    /// observe `deliveries`.
+    fn settlement_of(record: &Record, deliveries: Vec<wit::Delivery>) -> wit::Settlement {
         let decision = match record.decision {
             Decision::Allow => wit::Decision::Allow,
             Decision::Ask => wit::Decision::Ask,
@@ -403,14 +414,13 @@ mod tests {
             DecidedBy::BudgetExpired => wit::DecidedBy::BudgetExpired,
             other => panic!("not used here: {other:?}"),
         };
-        let settlement = wit::Settlement {
+        wit::Settlement {
             decision,
             decided_by,
             reason: record.reason.clone(),
             audit: serde_json::to_string(record).unwrap(),
             observers: deliveries,
-        };
-        from_component(settlement, "{}", Instant::now(), None)
+        }
     }
 
     fn allowed() -> Record {
@@ -537,13 +547,7 @@ mod tests {
                 .iter()
                 .map(|_| delivery("com.example.obs", message))
                 .collect::<Vec<_>>();
-            let settlement = wit::Settlement {
-                decision: wit::Decision::Allow,
-                decided_by: wit::DecidedBy::NoObjection,
-                reason: None,
-                audit: serde_json::to_string(record).unwrap(),
-                observers: deliveries,
-            };
+            let settlement = settlement_of(record, deliveries);
             let counts = known.then_some(&counts);
             let (settled, sent) = from_component(settlement, "{}", Instant::now(), counts);
             (settled.decided_by, sent.len())
@@ -641,13 +645,7 @@ mod tests {
     /// is. A deny handed over with an allow's record would otherwise be that allow.
     #[test]
     fn a_settlement_that_differs_from_its_record_in_any_field_is_an_engine_failure() {
-        let agreeing = || wit::Settlement {
-            decision: wit::Decision::Allow,
-            decided_by: wit::DecidedBy::NoObjection,
-            reason: None,
-            audit: serde_json::to_string(&allowed()).unwrap(),
-            observers: Vec::new(),
-        };
+        let agreeing = || settlement_of(&allowed(), Vec::new());
         let trusted = from_component(agreeing(), "{}", Instant::now(), None).0;
         assert_eq!(trusted.decided_by, DecidedBy::NoObjection);
         let other_decision = wit::Settlement {
@@ -714,6 +712,16 @@ mod tests {
         record
     }
 
+    /// The effects whose values a record hands on beside its decision: an interceptor
+    /// credited with all of them accounts for anything a test's record hands on.
+    const HANDING_ON: [EffectKind; 5] = [
+        EffectKind::Message,
+        EffectKind::Inject,
+        EffectKind::Modify,
+        EffectKind::Return,
+        EffectKind::Flow,
+    ];
+
     /// An interrupted or expired call hands on nothing it staged, though an interceptor
     /// accepted it before: a record of one that does (a message, an injection, an
     /// effective value, a supplied result, a flow) is an engine failure; with nothing
@@ -724,13 +732,7 @@ mod tests {
         for by in [DecidedBy::Interrupted, DecidedBy::BudgetExpired] {
             let stopped = || {
                 let mut record = allowed_over(Outcome::NoEffect);
-                record.interceptors[0].effects = vec![
-                    EffectKind::Message,
-                    EffectKind::Inject,
-                    EffectKind::Modify,
-                    EffectKind::Return,
-                    EffectKind::Flow,
-                ];
+                record.interceptors[0].effects = HANDING_ON.to_vec();
                 (record.decision, record.decided_by) = (Decision::Deny, by);
                 record.reason = by.generic_reason().map(Into::into);
                 record
@@ -767,11 +769,8 @@ mod tests {
         let honest = serde_json::to_string(&allowed()).unwrap();
         let handed = |audit: String| {
             let settlement = wit::Settlement {
-                decision: wit::Decision::Allow,
-                decided_by: wit::DecidedBy::NoObjection,
-                reason: None,
                 audit,
-                observers: Vec::new(),
+                ..settlement_of(&allowed(), Vec::new())
             };
             from_component(settlement, event, Instant::now(), None)
                 .0
@@ -1021,12 +1020,8 @@ mod tests {
     fn a_denial_handing_on_what_it_overrides_is_an_engine_failure() {
         let denied = || {
             let mut record = allowed_over(Outcome::Deny);
-            record.interceptors[0].effects = vec![
-                EffectKind::Deny,
-                EffectKind::Modify,
-                EffectKind::Return,
-                EffectKind::Flow,
-            ];
+            record.interceptors[0].effects =
+                [EffectKind::Deny].into_iter().chain(HANDING_ON).collect();
             record.decision = Decision::Deny;
             record.decided_by = DecidedBy::BackendDeny;
             record.reason = Some("no".into());

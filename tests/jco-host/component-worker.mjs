@@ -518,7 +518,8 @@ function placed(audit) {
   const counts = subscriptionCounts();
   const places = new Set();
   return audit.observers.every((entry) => {
-    const place = JSON.stringify([entry.backend, entry.subscription, entry.kind, entry.reports ?? null]);
+    const { backend, subscription, kind, reports } = entry;
+    const place = JSON.stringify([backend, subscription, kind, reports ?? null]);
     const own = !places.has(place);
     places.add(place);
     const hookHasIt = counts === undefined

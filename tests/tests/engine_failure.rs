@@ -127,7 +127,6 @@ async fn panicking_component_is_denied_as_engine_failure_at_once() {
     assert_settled_at_once(elapsed, "panic");
 }
 
-/// An aborted instance is not reused; the next calls get a fresh one and fail the same way.
 /// An instance whose settlement the host did not trust is not used again: the runaway
 /// component's `untrusted-once` mode contradicts itself in an instance's first call only,
 /// so a second call on the same instance would be allowed; on a fresh one it is refused
@@ -151,6 +150,7 @@ async fn an_instance_whose_settlement_was_not_trusted_is_not_used_again() {
     }
 }
 
+/// An aborted instance is not reused; the next calls get a fresh one and fail the same way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interceptor_stays_usable_after_a_runaway_call() {
     let interceptor = runaway("com.example.spin").await;

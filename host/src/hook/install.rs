@@ -402,10 +402,7 @@ fn short_budget(budget_ms: u64, chain: &Chain) -> Option<String> {
 fn audit_file(path: &Path, read: &[(&str, &str)]) -> Result<(String, Option<String>), String> {
     let absolute = absolute("--audit", path, false)?;
     let audit = Path::new(&absolute);
-    if let Some((flag, _)) = read
-        .iter()
-        .find(|(_, file)| same_file(audit, Path::new(file)))
-    {
+    if let Some(flag) = read_as(audit, read) {
         return Err(format!(
             "--audit {absolute}: the file {flag} names; every hook call would append its \
              record to it"
@@ -413,6 +410,14 @@ fn audit_file(path: &Path, read: &[(&str, &str)]) -> Result<(String, Option<Stri
     }
     let warning = crate::cli::open_audit(audit)?;
     Ok((absolute, warning))
+}
+
+/// What names the first of the files `read` (each after what names it) that is the audit
+/// log `audit`, if any: a record appended to it would change what the calls read.
+pub(crate) fn read_as<'a>(audit: &Path, read: &[(&'a str, &str)]) -> Option<&'a str> {
+    read.iter()
+        .find(|(_, file)| same_file(audit, Path::new(file)))
+        .map(|(named_by, _)| *named_by)
 }
 
 /// The files each hook call reads, with what names them: the registration, those the
@@ -500,7 +505,7 @@ fn readable_by_others(_secret_files: &[(String, String)]) -> Vec<String> {
 /// Whether `a` and `b` are one file, whatever names they are given (a link, a path with
 /// `..`). Where one does not exist (yet), whether they name one place (see [`place`]):
 /// whatever creates it there makes it both.
-pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::metadata(a), std::fs::metadata(b)) {
         #[cfg(unix)]
         (Ok(ma), Ok(mb)) => {
@@ -689,9 +694,6 @@ mod tests {
         assert!(command.contains(" --budget-ms 10000 "), "{command}");
     }
 
-    /// Without `--budget-ms` the budget covers the registration's longest chain of
-    /// intercept deadlines at one event (the component's count), and a margin, when that
-    /// is longer than the default (at most the largest budget); a budget given shorter is
     /// This user's login shell is read from the passwd database, as `getent` reads it.
     #[cfg(unix)]
     #[test]
@@ -738,6 +740,9 @@ mod tests {
         }
     }
 
+    /// Without `--budget-ms` the budget covers the registration's longest chain of
+    /// intercept deadlines at one event (the component's count), and a margin, when that
+    /// is longer than the default (at most the largest budget); a budget given shorter is
     /// kept, with a warning naming the event and both figures.
     #[test]
     fn the_budget_covers_the_registrations_own_chain() {
