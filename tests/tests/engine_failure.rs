@@ -299,6 +299,43 @@ async fn making_an_instance_ends_with_the_budget_or_the_interruption() {
     );
 }
 
+/// Shutdown ends a call's wait for its instance to be made as it ends a wait in the
+/// queue: a denial by shutdown at once, not an engine failure at the make's 10 s bound
+/// nor an allow; and shutdown itself does not wait for the make.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_a_call_waiting_for_its_instance_to_be_made() {
+    let hang = FaultBackend::start(vec![Behaviour::Blackhole]).await;
+    let hooks = hanging_load(&hang, None).await;
+    let calling = tokio::spawn({
+        let hooks = hooks.clone();
+        async move { timed_call(&hooks, "evt_load_shutdown", None).await }
+    });
+    // The call is waiting on the make (its `load` on the backend that never answers).
+    assert!(
+        hang.wait_for_requests(1, Duration::from_secs(5)).await,
+        "the make reached the backend"
+    );
+    let shutting = Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), hooks.shutdown_async())
+        .await
+        .expect("shutdown does not wait for the make");
+    let (settled, _) = tokio::time::timeout(Duration::from_secs(5), calling)
+        .await
+        .expect("shutdown ends the wait for the instance")
+        .expect("the call task");
+    assert_eq!(
+        (settled.decision, settled.decided_by),
+        (Decision::Deny, DecidedBy::Shutdown),
+        "{}",
+        settled.record
+    );
+    assert!(
+        shutting.elapsed() < Duration::from_secs(2),
+        "settled {:?} after shutdown",
+        shutting.elapsed()
+    );
+}
+
 /// A call with no budget is not held for ever by a make that never ends (the
 /// `hanging-load` mode's backend never answers): it is an engine failure at the make's
 /// 10 s bound, a denial.
