@@ -17,7 +17,7 @@ use crate::deadline::{elapsed_ms, Deadline};
 use crate::effect::{self, Effect};
 use crate::elicitation;
 use crate::event::Event;
-use crate::events::Rules;
+use crate::events::{self, Rules};
 use crate::host_api::{AuthError, DeliveryError, Host, Instant};
 use crate::observers::{Observers, Why};
 use crate::registration::{Backend, Interceptor as Target, Registration};
@@ -120,12 +120,18 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             let failure = Failure::new(FailureClass::DeadlineExceeded, Phase::Queue);
             (Ending::Failed(failure), Vec::new(), None)
         } else {
-            let message = wire::intercept(
-                &effective,
-                &target.subscription.view,
-                call.capability,
-                |bytes| host.sha256(bytes),
-            );
+            // What this subscription is offered, as it is shown the effective event: sent,
+            // and what its reply is checked against.
+            let view = &target.subscription.view;
+            let offered =
+                events::offered_to(call.capability, call.rules, &effective, &view.content);
+            let call = &Call {
+                capability: &offered,
+                ..*call
+            };
+            let message = wire::intercept(&effective, view, call.capability, |bytes| {
+                host.sha256(bytes)
+            });
             let (ending, attempts) = evaluate(host, target.backend, &message, now, deadline, call);
             (ending, attempts, Some(message.sha256().to_string()))
         };

@@ -185,6 +185,26 @@ impl Content {
             .fold(changed, |changed, v| self.lower_within(v) | changed)
     }
 
+    /// Whether `value` holds content this selection does not show whole: a part it, or
+    /// the part's own claim, lowers below body, or a body part with a `gap` instead of
+    /// its content. A whole-list replacement of such a target would drop what its
+    /// backend never saw (composition.md@8f91ac4: "MUST NOT be advertised or accepted
+    /// when the target contains text withheld by metadata/omit selection or a content
+    /// gap").
+    pub fn withholds(&self, value: &Value) -> bool {
+        match value {
+            Value::Object(object) if is_part(|key| object.get(key).and_then(Value::as_str)) => {
+                let own = claimed(|key| object.get(key).and_then(Value::as_str));
+                own.min(self.for_part(object)) < Selection::Body
+                    || object.contains_key("gap")
+                    || object.values().any(|member| self.withholds(member))
+            }
+            Value::Object(object) => object.values().any(|member| self.withholds(member)),
+            Value::Array(items) => items.iter().any(|item| self.withholds(item)),
+            _ => false,
+        }
+    }
+
     /// This selection for a part (content-selection.schema.json): reasoning takes its own
     /// category, everything else the class of its kind and media type, each where this
     /// selection lists it, else the default. A category of its own the part names decides

@@ -113,6 +113,21 @@ pub fn fits(
     }
 }
 
+/// Whether `value` can be a `return`'s supplied result at `event` (composition.md@8f91ac4,
+/// "Validate supplied values against the active boundary, not merely the generic effect
+/// envelope"): a model result is canonical messages, a compaction summary text parts,
+/// an elicitation's the MCP result the user would have given
+/// ([`elicitation::is_result`](crate::elicitation::is_result)), and a tool's result any
+/// JSON ("retains the actual JSON tool-result value").
+pub fn supplies(event: InterceptableEvent, value: &Value) -> bool {
+    match event {
+        InterceptableEvent::ModelRequestBefore => content::is_messages(value),
+        InterceptableEvent::ContextCompactBefore => content::is_text_parts(value),
+        InterceptableEvent::UserElicitationRequest => crate::elicitation::is_result(value),
+        _ => true,
+    }
+}
+
 /// The target's value after one modification: replace substitutes; merge merges objects
 /// shallowly (a `null` member is a literal value, nested values are replaced whole) and
 /// appends lists in order. `None` when a merge meets a value of another shape.

@@ -71,6 +71,24 @@ pub fn is_answer(value: &Value) -> bool {
     })
 }
 
+/// Whether `value` has the shape of an MCP `ElicitResult` (interaction-payloads.md@8f91ac4):
+/// an object whose `action` is accept, decline or cancel, with a `content` answer only
+/// when accepted ("present only for accepted form data"); `_meta` and other members
+/// stay open.
+pub fn is_result(value: &Value) -> bool {
+    let Some(result) = value.as_object() else {
+        return false;
+    };
+    match (
+        result.get("action").and_then(Value::as_str),
+        result.get("content"),
+    ) {
+        (Some("accept"), content) => content.is_none_or(is_answer),
+        (Some("decline" | "cancel"), None) => true,
+        _ => false,
+    }
+}
+
 /// The `ElicitResult` a body-selected result part serializes.
 fn result_in(part: &Value) -> Option<Map<String, Value>> {
     if part.get("selection").and_then(Value::as_str) != Some("body") {

@@ -7,13 +7,14 @@
 //! event gets. `tests::the_table_is_the_upstream_schema` reads the schema itself, so the
 //! table cannot drift from it.
 
-use crate::content::Holds;
+use crate::content::{Content, Holds};
 use crate::effect::EffectKind::{self, *};
 use ahp_vocab::{
     DeliverAt, EventCapability, FlowCapability, FlowOperation, InterceptableEvent as E,
     ModifyCapability, ModifyTarget as T, Problem,
 };
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// The payload checks an event gets beyond the envelope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1123,6 +1124,44 @@ pub fn without_modify(mut capability: EventCapability) -> EventCapability {
     capability.modify = None;
     capability.effects.retain(|kind| *kind != Modify);
     capability
+}
+
+/// `capability` as it is offered to one subscription, whose `content` selection shows it
+/// `event` (composition.md@8f91ac4): no whole-list `replace` of a target that holds
+/// content the subscription was not shown whole ([`Content::withholds`]), and no modify at
+/// all of an elicitation answer it was not shown as body ("It requires an accepted form
+/// result and body selection"). An object target (a tool's input, a workspace) is no
+/// content a selection lowers. Borrowed when nothing is withdrawn.
+pub fn offered_to<'c>(
+    capability: &'c EventCapability,
+    rules: &Rules,
+    event: &crate::event::Event,
+    content: &Content,
+) -> Cow<'c, EventCapability> {
+    let (Some(modify), Some((target, pointer))) = (&capability.modify, rules.modify) else {
+        return Cow::Borrowed(capability);
+    };
+    let withheld = !matches!(target, T::Input | T::Workspace)
+        && event
+            .value_at(pointer)
+            .is_some_and(|value| content.withholds(value));
+    if !withheld {
+        return Cow::Borrowed(capability);
+    }
+    // An elicitation answer needs body selection for either operation; a list's merge
+    // appends, dropping nothing the subscription was not shown.
+    let merge_stays = modify.merge && rules.event != E::UserElicitationResult;
+    match (merge_stays, modify.replace) {
+        (true, false) => Cow::Borrowed(capability),
+        (true, true) => {
+            let mut narrowed = capability.clone();
+            if let Some(modify) = narrowed.modify.as_mut() {
+                modify.replace = false;
+            }
+            Cow::Owned(narrowed)
+        }
+        (false, _) => Cow::Owned(without_modify(capability.clone())),
+    }
 }
 
 /// `declared` narrowed to `effects` by one call: an empty list narrows nothing; otherwise

@@ -290,7 +290,9 @@ fn decode_effect(member: &Node, advertised: &EventCapability) -> Result<Effect, 
         }),
         EffectKind::Modify => return decode_modify(effect, advertised),
         EffectKind::Flow => return decode_flow(effect, advertised),
-        EffectKind::Return => written_back(effect)?.map(|value| Effect::Return { value }),
+        EffectKind::Return => written_back(effect)?
+            .filter(|value| effect::supplies(advertised.event, value))
+            .map(|value| Effect::Return { value }),
         EffectKind::Inject => return decode_inject(effect, advertised),
     };
     decoded.ok_or(invalid(Detail::MalformedEffect))
@@ -1304,6 +1306,60 @@ mod tests {
             let failure = decode_http(&success(effects.clone())).err();
             let expected = invalid(Detail::ConflictingEffects).with_effect(at);
             assert_eq!(failure, Some(expected), "{effects}");
+        }
+    }
+
+    /// A supplied result has its boundary's shape (composition.md@8f91ac4): a model
+    /// result canonical messages, a compaction summary text parts, an elicitation's an
+    /// MCP `ElicitResult`, a tool's any JSON. Any other is a malformed effect.
+    #[test]
+    fn a_supplied_result_has_the_shape_its_boundary_takes() {
+        use InterceptableEvent::*;
+        let messages = json!([{"id": "m1", "role": "assistant",
+                               "parts": [{"kind": "text", "id": "p1", "mediaType": "text/plain",
+                                          "selection": "body", "text": "done"}]}]);
+        let text_parts = json!([{"kind": "text", "id": "p1", "mediaType": "text/plain",
+                                 "selection": "body", "text": "summary"}]);
+        let accepted = json!({"action": "accept", "content": {"name": "x", "n": 3}});
+        let cases = [
+            (ModelRequestBefore, messages.clone(), true),
+            (ModelRequestBefore, json!(42), false),
+            (ModelRequestBefore, text_parts.clone(), false),
+            (ContextCompactBefore, text_parts.clone(), true),
+            (ContextCompactBefore, messages.clone(), false),
+            (ContextCompactBefore, json!("summary"), false),
+            (UserElicitationRequest, accepted, true),
+            (
+                UserElicitationRequest,
+                json!({"action": "decline", "_meta": {}}),
+                true,
+            ),
+            (UserElicitationRequest, json!({"action": "accept"}), true),
+            (
+                UserElicitationRequest,
+                json!({"action": "cancel", "content": {}}),
+                false,
+            ),
+            (UserElicitationRequest, json!({"action": "maybe"}), false),
+            (
+                UserElicitationRequest,
+                json!({"action": "accept", "content": {"a": {}}}),
+                false,
+            ),
+            (UserElicitationRequest, messages, false),
+            (ToolBefore, json!(42), true),
+            (ToolBefore, json!({"stdout": "ok"}), true),
+        ];
+        for (event, value, fits) in cases {
+            let effects = json!([{"type": "return", "value": value.clone()}]);
+            let decoded = decode(&http(success(effects)), "evt_1", &full(event));
+            let expected = match fits {
+                true => Ok(vec![Effect::Return {
+                    value: value.clone(),
+                }]),
+                false => Err(invalid(Detail::MalformedEffect).with_effect(0)),
+            };
+            assert_eq!(decoded, expected, "{event}: {value}");
         }
     }
 

@@ -4722,3 +4722,41 @@ fn an_elicitation_result_whose_content_is_no_answer_offers_no_modify() {
     assert_eq!(s.decision, Decision::Allow, "{}", audit(&s));
     assert_eq!(audit(&s)["effective"]["content"], json!({"age": 3}));
 }
+
+/// At user.elicitation.result, the answer is offered for modification only to a
+/// subscription shown the result part as body (composition.md@8f91ac4: "It requires an
+/// accepted form result and body selection"): one whose selection lowers it to
+/// metadata is offered no modify, and its merge is unadvertised, settled by its
+/// policy; the same call offers it to a subscription shown the part whole.
+#[test]
+fn an_elicitation_answer_not_shown_as_body_is_not_offered_for_modification() {
+    let kind = InterceptableEvent::UserElicitationResult;
+    let mut described = intercept_sub(&[kind.as_str()], "fail-open", 500);
+    described["content"] = json!({"default": "metadata"});
+    let hooks = vec![
+        backend(A, vec![described]),
+        backend(B, vec![intercept_sub(&[kind.as_str()], "fail-closed", 500)]),
+    ];
+    let engine = Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid");
+    let merge = effects(
+        json!([{"type": "modify", "target": "content", "operation": "merge",
+                "value": {"age": 3}}]),
+    );
+    let mut host = FakeHost::new()
+        .on(A, Step::reply(merge.clone()))
+        .on(B, Step::reply(merge));
+    let s = settle(&engine, &mut host, &catalogue_event(kind.as_str()));
+    let offered = |backend| host.sent_to(backend)[0].json()["params"]["capabilities"].clone();
+    assert!(offered(A).get("modify").is_none(), "{}", offered(A));
+    assert_eq!(
+        offered(B)["modify"],
+        json!({"content": {"merge": true, "replace": true}})
+    );
+    assert_eq!(outcomes(&s), [Outcome::FailedOpen, Outcome::NoEffect]);
+    assert_eq!(audited(&s, 0)["failure"]["detail"], "unadvertised-effect");
+    assert_eq!(s.decision, Decision::Allow, "{}", audit(&s));
+    assert_eq!(
+        audit(&s)["effective"]["content"],
+        json!({"name": "x", "age": 3})
+    );
+}

@@ -156,3 +156,86 @@ async fn a_part_a_backend_adds_is_lowered_for_the_next_one() {
         json!({"id": "p_new", "kind": "text", "mediaType": "text/plain", "selection": "metadata"})
     );
 }
+
+/// A whole-list replacement is neither offered nor accepted where the target holds
+/// content the subscription was not shown whole (composition.md@8f91ac4): lowered by its
+/// selection, or a body part with a gap. A merge, which drops nothing, still is. Each
+/// backend replies with a replacement of the output anyway: fail-closed, a synthetic
+/// denial as an unadvertised effect, the output left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replacement_of_content_not_shown_whole_is_not_offered() {
+    let replacement = json!([{"id": "out2", "role": "tool", "parts": [{"id": "p_new",
+        "kind": "text", "mediaType": "text/plain", "selection": "body", "text": "nothing"}]}]);
+    let replace = json!([{"type": "modify", "target": "output", "operation": "replace",
+                          "value": replacement}]);
+    let mut gapped: Value = serde_json::from_str(&event_with_parts()).unwrap();
+    gapped["items"][1]["parts"][0] = json!({"id": "p_gap", "kind": "text",
+        "mediaType": "text/plain", "selection": "body",
+        "gap": {"reason": "too-large"}});
+    let cases = [
+        (
+            "described",
+            json!({"default": "metadata"}),
+            event_with_parts(),
+        ),
+        (
+            "images omitted",
+            json!({"default": "body", "images": "omit"}),
+            event_with_parts(),
+        ),
+        ("a gap", json!({"default": "body"}), gapped.to_string()),
+    ];
+    for (case, content, event) in cases {
+        let backend_ = FaultBackend::start(vec![Behaviour::Effects(replace.clone())]).await;
+        let registration = json!({"protocolVersion": "draft", "hooks": [
+            backend("com.example.replacer", &backend_.url(), subscription("intercept", content)),
+        ]});
+        let hooks = Interceptor::new(&registration.to_string(), Options::default())
+            .await
+            .expect("valid registration");
+        let settled = hooks.intercept(&event, &[], None).await.expect("settled");
+        let record: Value = serde_json::from_str(&settled.to_json()).unwrap();
+        assert_eq!(
+            (&record["decision"], &record["decidedBy"]),
+            (&json!("deny"), &json!("synthetic-deny")),
+            "{case}: {record}"
+        );
+        let failure = &record["interceptors"][0]["failure"];
+        assert_eq!(
+            (&failure["class"], &failure["detail"]),
+            (&json!("invalid-effects"), &json!("unadvertised-effect")),
+            "{case}: {record}"
+        );
+        assert!(record.get("effective").is_none(), "{case}: {record}");
+        let requests = backend_.requests_with_method("hooks/intercept");
+        let sent: Value = serde_json::from_slice(&requests[0].body).unwrap();
+        assert_eq!(
+            sent["params"]["capabilities"]["modify"],
+            json!({"output": {"merge": true, "replace": false}}),
+            "{case}"
+        );
+    }
+
+    // Shown everything, whole: offered, and the output replaced.
+    let backend_ = FaultBackend::start(vec![Behaviour::Effects(replace)]).await;
+    let registration = json!({"protocolVersion": "draft", "hooks": [
+        backend("com.example.replacer", &backend_.url(),
+                subscription("intercept", json!({"default": "body"}))),
+    ]});
+    let hooks = Interceptor::new(&registration.to_string(), Options::default())
+        .await
+        .expect("valid registration");
+    let settled = hooks
+        .intercept(&event_with_parts(), &[], None)
+        .await
+        .expect("settled");
+    let record: Value = serde_json::from_str(&settled.to_json()).unwrap();
+    assert_eq!(settled.decision, Decision::Allow, "{record}");
+    assert_eq!(record["effective"]["output"], replacement, "{record}");
+    let sent: Value =
+        serde_json::from_slice(&backend_.requests_with_method("hooks/intercept")[0].body).unwrap();
+    assert_eq!(
+        sent["params"]["capabilities"]["modify"],
+        json!({"output": {"merge": true, "replace": true}})
+    );
+}
