@@ -23,6 +23,8 @@ fn main() {
         "Cargo.lock",
         "guest/src",
         "guest/Cargo.toml",
+        // The word lists and record types the guest shares with the host.
+        "guest/vocab",
         "wit",
         "host/guest_build.rs",
         "host/componentize.rs",

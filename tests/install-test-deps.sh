@@ -94,14 +94,17 @@ print("sha512-" + base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()
   mv "$node_dir/bin/node.part" "$node_dir/bin/node"
   rm "$tarball"
 fi
-# npm runs under the node first on PATH: the jco host's packages install under the node
-# the tests run.
+# The jco host's packages, through the system's npm under the system's node: Debian's
+# and Ubuntu's npm keep most of their modules in /usr/share/nodejs, which only their own
+# patched node searches, so they cannot run under the pinned one. The packages are
+# JavaScript and wasm with no install scripts (none is run), so the node they install
+# under does not matter; npm only warns that the system's is older than their engines.
+npm ci --prefix tests/jco-host --no-audit --no-fund --ignore-scripts
 if [ -e "$node_dir/bin/node" ]; then
-  PATH="$PWD/$node_dir/bin:$PATH"
+  echo "jco tests' node: $node_dir/bin/node $("$node_dir/bin/node" --version)"
+else
+  echo "jco tests' node: $(command -v node) $(node --version)"
 fi
-echo "jco tests' node: $(command -v node) $(node --version)"
-
-npm ci --prefix tests/jco-host --no-audit --no-fund
 
 # The Python peers: their venv last, so that with AHP_SKIP_PEERS=1 (the Python interop
 # tests skipped) a python3 too old for the SDK leaves everything else installed.

@@ -526,6 +526,22 @@ mod tests {
         ));
     }
 
+    /// A runtime on an Engine that has a ticker shares it (an embedder's `EpochTicker`,
+    /// another runtime's), and one whose embedder drives the epochs starts none.
+    #[test]
+    fn runtimes_share_their_engines_ticker_and_external_epochs_start_none() {
+        let embedded = Runtime::embedded().unwrap();
+        let engine = embedded.engine.clone();
+        let component = embedded.pre.instance_pre().component().clone();
+        let held = EpochTicker::for_engine(&engine).unwrap();
+        let shared = Runtime::with_component(&engine, &component, Epochs::Ticker).unwrap();
+        let thread = shared.ticker.as_ref().expect("a ticker");
+        assert!(Arc::ptr_eq(thread, &held.thread));
+        assert!(Arc::ptr_eq(thread, embedded.ticker.as_ref().unwrap()));
+        let external = Runtime::with_component(&engine, &component, Epochs::External).unwrap();
+        assert!(external.ticker.is_none());
+    }
+
     /// A ticker parked for lack of demand wakes for the next call: a spinning guest
     /// that starts after a long idle stretch is still cut off at the next tick.
     #[test]
@@ -537,17 +553,23 @@ mod tests {
                 .unwrap();
         // Idle well past the linger: the thread has parked.
         std::thread::sleep(TICK * (LINGER_TICKS + 50));
-        let _call = ticker.demand();
-        let mut store = Store::new(&engine, ());
-        store.set_epoch_deadline(1);
-        let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
-        let spin = instance
-            .get_typed_func::<(), ()>(&mut store, "spin")
-            .unwrap();
-        let trap = spin.call(&mut store, ()).unwrap_err();
-        assert_eq!(
-            trap.downcast_ref::<wasmtime::Trap>(),
-            Some(&wasmtime::Trap::Interrupt)
-        );
+        // On a thread of its own, so that a ticker that never wakes fails the test
+        // instead of spinning it for ever.
+        let (sent, trapped) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _call = ticker.demand();
+            let mut store = Store::new(&engine, ());
+            store.set_epoch_deadline(1);
+            let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
+            let spin = instance
+                .get_typed_func::<(), ()>(&mut store, "spin")
+                .unwrap();
+            let trap = spin.call(&mut store, ()).unwrap_err();
+            let _ = sent.send(trap.downcast_ref::<wasmtime::Trap>().copied());
+        });
+        let trap = trapped
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the spin is cut off at the next tick");
+        assert_eq!(trap, Some(wasmtime::Trap::Interrupt));
     }
 }

@@ -350,12 +350,11 @@ async fn ahp_observe_on_sigterm_kills_and_reaps_its_stdio_children() {
         .expect("the observer backend started");
     // The delivery is in flight: the backend has the notification and keeps running.
     assert!(alive(child_pid));
-    let ahp_pid = ahp.id().unwrap().to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &ahp_pid])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    // Signalled directly: a minimal Debian has no `kill` program (procps).
+    let ahp_pid = libc::pid_t::try_from(ahp.id().unwrap()).unwrap();
+    // SAFETY: kill(2) takes any pid and signal number; this one is our own child's.
+    let sent = unsafe { libc::kill(ahp_pid, libc::SIGTERM) };
+    assert_eq!(sent, 0, "{}", std::io::Error::last_os_error());
     let status = tokio::time::timeout(Duration::from_secs(10), ahp.wait())
         .await
         .expect("ahp observe exits after SIGTERM")
