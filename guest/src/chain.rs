@@ -143,7 +143,19 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         // stops there — but for a denial or a stop that came in time, which stands
         // whenever its changes are applied (the operation does not run; a change beside
         // it is still the event's effective content, a redaction after a tool).
+        let shown = |effects: &[Effect]| {
+            let content = effects
+                .iter()
+                .filter_map(|effect| effect::content_of(effect, call.rules.event));
+            target
+                .subscription
+                .view
+                .content
+                .shows_attachments(content, &effective)
+        };
         let ending = match ending {
+            // An attachment the backend made up, changed or was not shown.
+            Ending::Accepted(effects) if !shown(&effects) => Ending::Failed(misfit()),
             Ending::Accepted(effects) => {
                 let stopping = stops(&effects);
                 let late = || !stopping && host.now() >= deadline;
@@ -163,10 +175,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                     Err(Unaccepted::Late) => {
                         Ending::Failed(Failure::new(FailureClass::LateResponse, Phase::Accept))
                     }
-                    Err(Unaccepted::Misfit) => Ending::Failed(
-                        Failure::new(FailureClass::InvalidEffects, Phase::Accept)
-                            .with_detail(Detail::MalformedEffect),
-                    ),
+                    Err(Unaccepted::Misfit) => Ending::Failed(misfit()),
                 }
             }
             other => other,
@@ -467,6 +476,12 @@ fn modified(
         true => Err(Unaccepted::Late),
         false => Ok(Some(changed)),
     }
+}
+
+/// A reply whose effects do not fit the event (a merge of another shape, an attachment
+/// the event does not show), rejected whole at acceptance.
+fn misfit() -> Failure {
+    Failure::new(FailureClass::InvalidEffects, Phase::Accept).with_detail(Detail::MalformedEffect)
 }
 
 /// Whether the call may start another interceptor: not once interrupted or out of budget.

@@ -205,6 +205,41 @@ impl Content {
         }
     }
 
+    /// Whether every attachment part in `values` (effects' canonical content) is one of
+    /// `event`'s, unchanged, that this selection shows whole (composition.md@8f91ac4:
+    /// "Message values MAY contain unchanged immutable attachment references only after
+    /// runtime validation of their existing identity and authorization. No effect may edit
+    /// referenced bytes or masquerade new text as an attachment"): a backend may keep,
+    /// move or drop an attachment it was shown, never make one up, point one at other
+    /// bytes, or hand on one it was not shown. The event is read only when a value holds
+    /// an attachment.
+    pub fn shows_attachments<'v>(
+        &self,
+        values: impl IntoIterator<Item = &'v Value>,
+        event: &crate::event::Event,
+    ) -> bool {
+        let mut given = Vec::new();
+        values.into_iter().for_each(|v| attachments(v, &mut given));
+        if given.is_empty() {
+            return true;
+        }
+        let mut held = Vec::new();
+        for (key, value) in event.document() {
+            if key != "native" {
+                attachments(value, &mut held);
+            }
+        }
+        held.retain(|part| self.shows_whole(part));
+        given.iter().all(|part| held.contains(part))
+    }
+
+    /// Whether a part is shown whole: body by its own claim and by this selection, with
+    /// no gap instead of its content.
+    fn shows_whole(&self, part: &Map<String, Value>) -> bool {
+        let own = claimed(|key| part.get(key).and_then(Value::as_str));
+        own.min(self.for_part(part)) == Selection::Body && !part.contains_key("gap")
+    }
+
     /// This selection for a part (content-selection.schema.json): reasoning takes its own
     /// category, everything else the class of its kind and media type, each where this
     /// selection lists it, else the default. A category of its own the part names decides
@@ -235,6 +270,22 @@ impl Content {
 /// what it may not have needed hidden, and never shows it more.
 fn is_part<'a>(text: impl Fn(&str) -> Option<&'a str>) -> bool {
     matches!(text("kind"), Some("text" | "attachment"))
+}
+
+/// Every attachment part in `value`, at any depth, into `found`.
+fn attachments<'v>(value: &'v Value, found: &mut Vec<&'v Map<String, Value>>) {
+    match value {
+        Value::Object(object) => {
+            if object.get("kind").and_then(Value::as_str) == Some("attachment") {
+                found.push(object);
+            }
+            object
+                .values()
+                .for_each(|member| attachments(member, found));
+        }
+        Value::Array(items) => items.iter().for_each(|item| attachments(item, found)),
+        _ => {}
+    }
 }
 
 /// What the names of a member mean where it sits (execution-event.schema.json@62fc780):
@@ -412,7 +463,10 @@ pub fn is_text_parts(value: &Value) -> bool {
 const ROLE_AT_THE_BOUNDARY: &str =
     "must be the event's one role (user on user.message.inbound, assistant on outbound)";
 
-/// The flaws of each entry of the list `value`, at its index.
+/// The flaws of each entry of the list `value`, at its index: no more than an event is
+/// refused with ([`MAX_PROBLEMS`](crate::event::MAX_PROBLEMS)), looked for no further. A
+/// list of millions of bad entries would otherwise hold a flaw for each, beside the
+/// list's own two copies, past the component's memory.
 fn each(value: &Value, rule: &'static str, entry: impl Fn(&Value) -> Vec<Flaw>) -> Vec<Flaw> {
     let Some(entries) = value.as_array() else {
         return vec![Flaw::new("", rule)];
@@ -420,6 +474,7 @@ fn each(value: &Value, rule: &'static str, entry: impl Fn(&Value) -> Vec<Flaw>) 
     let indexed = entries.iter().enumerate();
     indexed
         .flat_map(|(i, value)| entry(value).into_iter().map(move |f| f.under(i)))
+        .take(crate::event::MAX_PROBLEMS)
         .collect()
 }
 

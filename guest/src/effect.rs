@@ -128,6 +128,26 @@ pub fn supplies(event: InterceptableEvent, value: &Value) -> bool {
     }
 }
 
+/// The canonical content `effect` hands on at `event` (message lists, text parts), whose
+/// attachments are checked against the event's: a modify of a message or text-part
+/// target, an injection, a supplied model result or summary. Not a tool's input, a
+/// workspace, an elicitation answer or a tool's result: JSON of their own, no content.
+pub fn content_of(effect: &Effect, event: InterceptableEvent) -> Option<&Value> {
+    use InterceptableEvent::{ContextCompactBefore, ModelRequestBefore, UserElicitationResult};
+    match effect {
+        Effect::Modify { target, value, .. } => match target {
+            ModifyTarget::Input | ModifyTarget::Workspace => None,
+            ModifyTarget::Content if event == UserElicitationResult => None,
+            _ => Some(value),
+        },
+        Effect::Inject { value, .. } => Some(value),
+        Effect::Return { value } => {
+            matches!(event, ModelRequestBefore | ContextCompactBefore).then_some(value)
+        }
+        _ => None,
+    }
+}
+
 /// The target's value after one modification: replace substitutes; merge merges objects
 /// shallowly (a `null` member is a literal value, nested values are replaced whole) and
 /// appends lists in order. `None` when a merge meets a value of another shape.

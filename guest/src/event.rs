@@ -164,7 +164,7 @@ impl Event {
     }
 
     /// The document as values, read from the harness's text the first time.
-    fn document(&self) -> &Map<String, Value> {
+    pub(crate) fn document(&self) -> &Map<String, Value> {
         self.document.get_or_init(|| {
             // The text was read strictly already, within the weight `json::parse` takes
             // ([`parse_object`]): reading it again cannot fail. Were it to, an empty
@@ -299,7 +299,7 @@ impl Serialize for WithoutNative<'_> {
 /// The most problems one event is refused with. A hostile event can hold millions (an
 /// empty call id each), and every problem is looked up before another is added: without
 /// a bound that is quadratic time, and memory the component does not have.
-const MAX_PROBLEMS: usize = 100;
+pub(crate) const MAX_PROBLEMS: usize = 100;
 
 /// Problems found so far (the first [`MAX_PROBLEMS`]); turns into the event only if
 /// there are none.
@@ -1863,9 +1863,33 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 110,
+            checked, 117,
             "the members of session.start and the 16 catalogue events"
         );
+    }
+
+    /// An execution event's `turn` is closed, as its schema says
+    /// (execution-event.schema.json@62fc780): a member beside its id is refused at its
+    /// pointer, not sent on. A tool.before's stays open.
+    #[test]
+    fn an_execution_events_turn_is_closed() {
+        let turn = json!({"id": "t1", "transcript": "x"});
+        for name in [
+            "model.request.before",
+            "model.response.after",
+            "model.switch.before",
+            "tool.permission.request",
+            "tool.batch.after",
+            "context.compact.before",
+            "context.compact.after",
+        ] {
+            let event = edited(example(name), "/turn", Some(turn.clone()));
+            let found = intercepted_problems(&event);
+            assert_eq!(found.len(), 1, "{name}: {found:?}");
+            assert_eq!(found[0].0, "/turn/transcript", "{name}: {found:?}");
+        }
+        let event = edited(example("tool.before"), "/turn", Some(turn));
+        assert_eq!(intercepted_problems(&event), [], "tool.before");
     }
 
     /// A value `shape` refuses, and the rule that names it.
@@ -2980,6 +3004,29 @@ mod tests {
         assert_eq!(found[0].0, "/batch/callIds/0", "{:?}", found[0]);
     }
 
+    /// A content slot or a workspace change of a million bad entries is looked at no
+    /// further than the problems an event is refused with: a flaw for each, held beside
+    /// the list's two copies, ran past the component's memory.
+    #[test]
+    fn a_content_list_or_workspace_of_a_million_flaws_yields_max_problems() {
+        use crate::content::Holds;
+        let zeros = Value::Array(vec![json!(0); 1_000_000]);
+        for holds in [Holds::Messages, Holds::TextParts, Holds::Items] {
+            assert_eq!(holds.flaws(&zeros).len(), MAX_PROBLEMS, "{holds:?}");
+        }
+        let messages = json!([{"id": "m", "role": "user", "parts": zeros.clone()}]);
+        assert_eq!(Holds::Messages.flaws(&messages).len(), MAX_PROBLEMS);
+        let roots = json!({"workspaceRoots": vec![json!(""); 1_000_000]});
+        assert_eq!(
+            crate::events::workspace_flaws(&roots, true).len(),
+            MAX_PROBLEMS
+        );
+        let event = with("/items", Some(zeros));
+        let found = problems(&event);
+        assert_eq!(found.len(), MAX_PROBLEMS);
+        assert_eq!(found[0].0, "/items/0", "{:?}", found[0]);
+    }
+
     /// tool.before may leave its session out (a detached call has none), but a session
     /// it names has an id.
     #[test]
@@ -3686,7 +3733,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 77,
+            checked, 82,
             "the members of session.end, hook.failure, task.change.after, \
              tool.permission.resolved, tool.progress, file.changed, model.switch.after, \
              model.error, turn.end, turn.progress, config.change.after, user.attention and \

@@ -352,6 +352,8 @@ pub const TABLE: &[Rules] = &[
         Some((T::Request, "/items")),
         STOP,
         Payload::Members(&[
+            // Closed on every execution event (execution-event.schema.json@62fc780).
+            ("/turn", Shape::Optional(&Identity)),
             ("/model", MODEL),
             ("/model/id", Text),
             ("/model/provider", Text),
@@ -376,6 +378,8 @@ pub const TABLE: &[Rules] = &[
         Some((T::Response, "/items")),
         STOP,
         Payload::Members(&[
+            // Closed on every execution event (execution-event.schema.json@62fc780).
+            ("/turn", Shape::Optional(&Identity)),
             ("/model", MODEL),
             ("/model/id", Text),
             ("/model/provider", Text),
@@ -402,6 +406,8 @@ pub const TABLE: &[Rules] = &[
         None,
         STOP,
         Payload::Members(&[
+            // Closed on every execution event (execution-event.schema.json@62fc780).
+            ("/turn", Shape::Optional(&Identity)),
             ("/current", MODEL),
             ("/current/id", Text),
             ("/current/provider", Text),
@@ -437,10 +443,12 @@ pub const TABLE: &[Rules] = &[
         STOP,
         // The invocation identity tool.before and tool.after share (digest §3.3).
         Payload::Members(&[
+            // Closed on every execution event (execution-event.schema.json@62fc780).
+            ("/turn", Shape::Optional(&Identity)),
             ("/call", Call),
             ("/tool", Tool),
             ("/path", Text),
-            ("/suggestions", Array),
+            ("/suggestions", Shape::Objects),
             ("/sandboxBypass", Bool),
             // `not` any of these: the decision is tool.permission.resolved's, the outcome
             // and execution tool.after's.
@@ -455,7 +463,11 @@ pub const TABLE: &[Rules] = &[
         &[Flow, Inject, Message],
         None,
         STOP,
-        Payload::Members(&[("/batch", Identity), ("/calls", ResolvedCalls)]),
+        Payload::Members(&[
+            ("/turn", Shape::Optional(&Identity)),
+            ("/batch", Identity),
+            ("/calls", ResolvedCalls),
+        ]),
     ),
     rules(
         E::ContextCompactBefore,
@@ -463,6 +475,8 @@ pub const TABLE: &[Rules] = &[
         Some((T::Instructions, "/instructions")),
         &[],
         Payload::Members(&[
+            // Closed on every execution event (execution-event.schema.json@62fc780).
+            ("/turn", Shape::Optional(&Identity)),
             ("/trigger", Word(&["auto", "manual", "hook"])),
             ("/items", Array),
             // `not` any of these: the result (summary, what it removed, how it ran, the
@@ -481,6 +495,8 @@ pub const TABLE: &[Rules] = &[
         Some((T::Summary, "/summary")),
         &[],
         Payload::Members(&[
+            // Closed on every execution event (execution-event.schema.json@62fc780).
+            ("/turn", Shape::Optional(&Identity)),
             ("/summary", Array),
             ("/removed", Shape::Removed),
             ("/execution", Execution(SUPPLIED)),
@@ -717,6 +733,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "tool.permission.resolved",
         &[
+            ("/turn", Shape::Optional(&Identity)),
             ("/call", Call),
             ("/tool", Tool),
             ("/path", Text),
@@ -730,6 +747,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "tool.progress",
         &[
+            ("/turn", Shape::Optional(&Identity)),
             ("/call", Call),
             ("/tool", Tool),
             ("/path", Text),
@@ -743,6 +761,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "model.switch.after",
         &[
+            ("/turn", Shape::Optional(&Identity)),
             ("/previous", MODEL),
             ("/previous/id", Text),
             ("/previous/provider", Text),
@@ -757,6 +776,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
     (
         "model.error",
         &[
+            ("/turn", Shape::Optional(&Identity)),
             ("/model", MODEL),
             ("/model/id", Text),
             ("/model/provider", Text),
@@ -771,6 +791,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             ("/latencyMs", Shape::Latency),
             // `not` required finishReason: a response finishes, an error does not.
             ("/finishReason", Absent),
+            ("/recovery", Shape::Optional(&Text)),
         ],
     ),
     (
@@ -881,6 +902,10 @@ pub fn workspace_flaws(value: &Value, whole: bool) -> Vec<(String, &'static str)
     }
     let mut flaws = Vec::new();
     for (key, member) in change {
+        // No more than an event is refused with, looked for no further (`content::each`).
+        if flaws.len() >= crate::event::MAX_PROBLEMS {
+            break;
+        }
         let at = format!("/{}", crate::json::segment(key));
         match (key.as_str(), member) {
             ("cwd", Value::String(cwd)) if !cwd.is_empty() => {}
@@ -890,6 +915,9 @@ pub fn workspace_flaws(value: &Value, whole: bool) -> Vec<(String, &'static str)
                 // the sender's (a backend's reply may hold 100,000).
                 let mut seen = std::collections::BTreeSet::new();
                 for (i, root) in roots.iter().enumerate() {
+                    if flaws.len() >= crate::event::MAX_PROBLEMS {
+                        break;
+                    }
                     match root.as_str().filter(|r| !r.is_empty()) {
                         Some(r) if seen.insert(r) => {}
                         Some(_) => flaws.push((format!("{at}/{i}"), "repeats a root")),

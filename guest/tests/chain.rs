@@ -4760,3 +4760,63 @@ fn an_elicitation_answer_not_shown_as_body_is_not_offered_for_modification() {
         json!({"name": "x", "age": 3})
     );
 }
+
+/// An attachment in an effect's content must be one the event holds, unchanged, that
+/// the subscription was shown whole (composition.md@8f91ac4): kept where it was, or
+/// moved, it is accepted; one made up, pointed at other bytes, or echoed by a backend
+/// shown it only as metadata is a malformed effect, the reply rejected whole.
+#[test]
+fn an_attachment_in_an_effect_must_be_one_the_backend_was_shown() {
+    let kind = InterceptableEvent::ToolAfter;
+    let image = json!({"id": "p_image", "kind": "attachment", "mediaType": "image/png",
+        "selection": "body", "body": {"ref": "blob-1"}, "size": 4,
+        "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"});
+    let mut event = catalogue_event(kind.as_str());
+    event["items"] = json!([{"id": "out1", "role": "tool", "parts": [image.clone()]}]);
+    let with_parts = |parts: Value| {
+        effects(
+            json!([{"type": "modify", "target": "output", "operation": "replace",
+            "value": [{"id": "out2", "role": "tool", "parts": parts}]}]),
+        )
+    };
+    let engine_for = |content: Value| {
+        let mut subscription = intercept_sub(&[kind.as_str()], "fail-closed", 500);
+        subscription["content"] = content;
+        let hooks = vec![backend(A, vec![subscription])];
+        Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid")
+    };
+    let shown = engine_for(json!({"default": "body"}));
+
+    let kept = with_parts(json!([image.clone()]));
+    let mut host = FakeHost::new().on(A, Step::reply(kept));
+    let s = settle(&shown, &mut host, &event);
+    assert_eq!(s.decision, Decision::Allow, "{}", audit(&s));
+    assert_eq!(audit(&s)["effective"]["output"][0]["parts"][0], image);
+
+    let mut elsewhere = image.clone();
+    elsewhere["body"]["ref"] = json!("blob-2");
+    let mut made_up = image.clone();
+    made_up["id"] = json!("p_other");
+    for part in [elsewhere, made_up] {
+        let mut host = FakeHost::new().on(A, Step::reply(with_parts(json!([part.clone()]))));
+        let s = settle(&shown, &mut host, &event);
+        assert_synthetic_deny(&s);
+        assert_eq!(
+            audited(&s, 0)["failure"]["detail"],
+            "malformed-effect",
+            "{part}"
+        );
+        assert!(audit(&s).get("effective").is_none(), "{}", audit(&s));
+    }
+
+    // Shown as metadata only (merge, still offered), echoing the harness's part whole.
+    let described = engine_for(json!({"default": "metadata"}));
+    let merge = effects(
+        json!([{"type": "modify", "target": "output", "operation": "merge",
+        "value": [{"id": "out2", "role": "tool", "parts": [image]}]}]),
+    );
+    let mut host = FakeHost::new().on(A, Step::reply(merge));
+    let s = settle(&described, &mut host, &event);
+    assert_synthetic_deny(&s);
+    assert_eq!(audited(&s, 0)["failure"]["detail"], "malformed-effect");
+}
