@@ -146,8 +146,16 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
     }
     let args = args?.unwrap_or_default();
     for (i, arg) in args.iter().enumerate() {
-        if cwd.is_none() && names_a_relative_file(arg) {
-            c.warn(&format!("{path}/args/{i}"), RELATIVE_ARGUMENT);
+        let at = format!("{path}/args/{i}");
+        let after_an_option = i
+            .checked_sub(1)
+            .is_some_and(|o| is_a_credential_option(&args[o]));
+        if gives_a_literal_secret(arg) {
+            c.problem(&at, LITERAL_SECRET_ARGUMENT);
+        } else if after_an_option && !arg.is_empty() && !arg.starts_with(['-', '/']) {
+            c.warn(&at, CREDENTIAL_ARGUMENT);
+        } else if cwd.is_none() && names_a_relative_file(arg) {
+            c.warn(&at, RELATIVE_ARGUMENT);
         }
     }
     Some(Transport::Stdio {
@@ -156,6 +164,33 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
         cwd: cwd.map(str::to_owned),
         lifecycle: lifecycle?,
     })
+}
+
+/// The rule an argument giving a credential's value breaks: besides being in the
+/// registration, it is on the backend's command line, which every local user can read
+/// (`/proc/PID/cmdline`).
+const LITERAL_SECRET_ARGUMENT: &str = "gives a credential's value literally, which a \
+     registration never holds (and every local user can read a command line): have the \
+     backend read it from its environment or a file";
+
+/// The warning for an argument after an option named as a credential (`--token`).
+const CREDENTIAL_ARGUMENT: &str = "follows an option named as a credential: if it is the \
+     credential itself, a registration never holds one (and every local user can read a \
+     command line): have the backend read it from its environment or a file";
+
+/// Whether a stdio argument gives a credential's value literally: an option named as a
+/// credential ([`names_a_credential`]) with its value after `=` (`--api-key=…`,
+/// `-token=…`), but for an absolute path (`--key=/etc/ahp/client.pem` names a file). The
+/// value is never repeated.
+fn gives_a_literal_secret(arg: &str) -> bool {
+    arg.split_once('=').is_some_and(|(option, value)| {
+        is_a_credential_option(option) && !value.is_empty() && !value.starts_with('/')
+    })
+}
+
+/// Whether a stdio argument is an option named as a credential (`--token`, `-password`).
+fn is_a_credential_option(arg: &str) -> bool {
+    arg.starts_with('-') && names_a_credential(arg.trim_start_matches('-'))
 }
 
 /// The warning for an argument naming a file by a relative path where no `cwd` says
@@ -237,6 +272,12 @@ fn unstartable(
                 "{}; make it absolute, or give an absolute cwd",
                 wherever(command)
             ),
+        )),
+        _ if command.starts_with(['~', '$']) => problems.push((
+            format!("{path}/command"),
+            "starts with `~` or `$`, which no shell expands here (the host starts the \
+             program itself): it names no program; make it absolute"
+                .into(),
         )),
         _ => {}
     }
@@ -393,8 +434,9 @@ fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a
 /// token at the transport or in a misspelled `authentification` is as much in the clear.
 /// But `value` is a common name for what is no secret (an environment variable's or a
 /// header's, beside its `name`): it counts inside a credential binding
-/// ([`CREDENTIAL_BINDINGS`]), and elsewhere only beside a `name` or `key` that names a
-/// secret (`API_KEY`, `Authorization`). Inside a binding, so does any member named as a
+/// ([`CREDENTIAL_BINDINGS`]), and elsewhere only where it holds a string or number beside
+/// a `name` or `key` named as a credential ([`names_a_credential`],
+/// [`ends_in_a_credential_word`]: `API_KEY`, `Authorization`, not `KEYCLOAK_URL`). Inside a binding, so does any member named as a
 /// credential by the wider rules ([`names_a_credential_in_a_binding`]: `apiToken`,
 /// `client_secret_value`, `pat`), which elsewhere would be warned about as unknown at
 /// most. And `auth` holding an object is an upload's binding
@@ -435,7 +477,7 @@ impl Search<'_, '_> {
                 let beside_a_secret = ["name", "key"]
                     .iter()
                     .filter_map(|k| members.get(*k).and_then(Value::as_str))
-                    .any(mentions_a_credential);
+                    .any(|name| names_a_credential(name) || ends_in_a_credential_word(name));
                 let in_upload = self.path.ends_with("/upload");
                 for (key, inner) in members
                     .iter()
@@ -447,7 +489,7 @@ impl Search<'_, '_> {
                     let holds = self.holds[self.next];
                     self.next += 1;
                     let secret = match name.as_str() {
-                        "value" => in_binding || beside_a_secret,
+                        "value" => in_binding || beside_a_secret && holds.text,
                         // An upload's binding (its schema says what it holds): searched.
                         "auth" if inner.is_object() && in_upload => false,
                         // An object under a secret's name may name references and its

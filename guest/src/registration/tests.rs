@@ -826,9 +826,14 @@ fn r10_names_that_only_look_like_secrets_load() {
         ("$o/content/Token", r#""body""#),
         // A `value` beside a name that is no secret's (an environment variable's, a
         // header's, an extension's label) is no literal secret.
+        // Nor beside one that only holds a credential's word (`KEYCLOAK_URL`), nor one
+        // that holds no text.
         (
             "/hooks/1/transport/env",
-            r#"[{"name": "RUST_LOG", "value": "info"}]"#,
+            r#"[{"name": "RUST_LOG", "value": "info"},
+                {"name": "KEYCLOAK_URL", "value": "https://kc.example"},
+                {"name": "MONKEY_PATCH", "value": "1"},
+                {"name": "API_KEY", "value": null}]"#,
         ),
         (
             "/hooks/0/transport/headers",
@@ -854,6 +859,33 @@ fn r10_names_that_only_look_like_secrets_load() {
         registration.backends[0].auth,
         Some(Auth::BearerEnv(_))
     ));
+}
+
+/// A stdio argument giving a credential's value (`--api-key=…`) is a literal secret, and
+/// on a command line every local user can read: refused at its place, never echoed. One
+/// after an option named as a credential (`--token VALUE`) is warned about, never
+/// echoed; a key file's absolute path and options only like a credential's load.
+#[test]
+fn r10_a_credential_in_a_stdio_argument_is_refused_and_never_echoed() {
+    let args = "/hooks/1/transport/args";
+    for arg in [
+        "--api-key=SECRET-VALUE-42",
+        "-token=SECRET-VALUE-42",
+        "--password=SECRET-VALUE-42",
+    ] {
+        let listed = format!(r#"["--port", "{arg}"]"#);
+        let problems = rejected_at(&[(args, &listed)], &format!("{args}/1"));
+        assert_eq!(problems.len(), 1, "{arg}: {problems:#?}");
+        assert_never_echoed(&problems, "SECRET-VALUE-42");
+    }
+    let reg = accepted(&[(
+        args,
+        r#"["--token", "SECRET-VALUE-42", "--key=/etc/ahp/client.pem", "--max-tokens=5",
+            "--token-file=/run/ahp/token", "--token", "--verbose"]"#,
+    )]);
+    let warned: Vec<&str> = reg.warnings.iter().map(|w| w.path.as_str()).collect();
+    assert_eq!(warned, [format!("{args}/1")], "{:#?}", reg.warnings);
+    assert_never_echoed(&reg.warnings, "SECRET-VALUE-42");
 }
 
 /// A URL's user info is a literal secret too: refused, and never echoed.
@@ -1107,13 +1139,19 @@ fn a_stdio_backends_relative_or_unusable_paths_are_refused_at() {
     let rule = |edits: &[(&str, &str)]| refused(edits)[0].rule.clone();
     assert!(rule(&[(&command, r#""./policy/review""#)]).starts_with("is a relative path:"));
     // Nothing expands `~` or `$HOME`: the program is started without a shell.
+    // Under an absolute cwd too (it would name `/opt/ahp/~/bin/review`), and a bare
+    // `$VARIABLE` found on no PATH.
     for unexpanded in [r#""~/bin/review""#, r#""$HOME/bin/review""#] {
-        let problem = rule(&[(&command, unexpanded)]);
-        assert!(
-            problem.contains("no shell expands"),
-            "{unexpanded}: {problem}"
-        );
+        for edits in [
+            vec![(&command[..], unexpanded)],
+            vec![(&command[..], unexpanded), (&cwd[..], r#""/opt/ahp""#)],
+        ] {
+            assert_eq!(at(&edits), [command.as_str()], "{edits:?}");
+            let problem = rule(&edits);
+            assert!(problem.contains("no shell expands"), "{edits:?}: {problem}");
+        }
     }
+    assert_eq!(at(&[(&command, r#""$REVIEW""#)]), [command.as_str()]);
     // An empty cwd is no directory at all, a blank command no program; a NUL byte is in
     // no path or argument.
     assert_eq!(at(&[(&cwd, r#""""#)]), [cwd.as_str()]);
