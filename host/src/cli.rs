@@ -425,7 +425,7 @@ fn secret_warnings(clients: &[crate::OAuthClient]) -> Vec<String> {
         let reference = &client.client_secret_ref;
         if !crate::capabilities::credentials::resolves(reference) {
             warnings.push(format!(
-                "--oauth-clients: the secret of the client at {} ({reference}) does not resolve; \
+                "--oauth-clients: the clientSecretRef of the client at {} does not resolve; \
                  a challenge it would answer is auth-failed",
                 client.issuer
             ));

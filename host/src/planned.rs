@@ -29,8 +29,9 @@ use std::collections::{BTreeSet, HashMap};
 ///
 /// A registration that does not begin (after whitespace or a byte-order mark) with `{` or
 /// `[` is no JSON document of hooks (only another build would accept one): each of those
-/// strings must then appear in its text as it is. One that begins so and does not parse
-/// refuses any plan.
+/// strings must then appear in its text as it is, whole ([`appears_whole`]), and no
+/// backend may have a credential. One that begins so and does not parse refuses any
+/// plan.
 pub(crate) fn check(registration: &str, plan: &[BackendPlan]) -> Result<(), String> {
     if plan.is_empty() {
         return Ok(());
@@ -46,8 +47,11 @@ pub(crate) fn check(registration: &str, plan: &[BackendPlan]) -> Result<(), Stri
             return Err(format!("{named} twice"));
         }
         let wrong = match &hooks {
+            // A text no one here reads cannot say which backend a credential goes with:
+            // any would be one hook's secret sent wherever another's URL points.
+            None if backend.auth.is_some() => Some("credential"),
             None => words(backend)
-                .find(|(_, word)| !registration.contains(word))
+                .find(|(_, word)| !appears_whole(registration, word))
                 .map(|w| w.0),
             Some(hooks) => {
                 let Some(given) = hooks.get(backend.id.as_str()) else {
@@ -249,6 +253,20 @@ fn same_strings(value: &Value, planned: &[String]) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether `word` stands in `text` as a whole: somewhere neither a letter, digit or
+/// character a URL or path goes on with is right before it, nor one right after it, so
+/// `https://policy.example.co` is not found in `https://policy.example.com/hooks`, nor
+/// `sh` in `/bin/bash`, nor a port's first digits in the port.
+fn appears_whole(text: &str, word: &str) -> bool {
+    let goes_on = |c: char| c.is_alphanumeric() || "-._~/%:@?#&+!$*".contains(c);
+    !word.is_empty()
+        && text.match_indices(word).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + word.len()..].chars().next();
+            !before.is_some_and(goes_on) && !after.is_some_and(goes_on)
+        })
 }
 
 /// Each string of `backend` that says where to go, what to run or which secret to read,
@@ -559,8 +577,54 @@ mod tests {
     fn a_registration_that_is_not_json_must_hold_the_words_as_they_are() {
         let text = "mode https://third.example/hooks";
         assert_eq!(check(text, &[open()]), Ok(()));
-        let refused = check(text, &[local()]).unwrap_err();
+        let mut local = local();
+        local.auth = None;
+        let refused = check(text, &[local]).unwrap_err();
         assert!(refused.contains(": its command is not"), "{refused}");
+    }
+
+    /// In a registration no one here reads, each planned string must stand whole, not as
+    /// the start or end of another (a look-alike domain, a shorter port, `sh` out of
+    /// `bash`), and no backend may have a credential: the text cannot say which backend
+    /// a secret goes with.
+    #[test]
+    fn a_registration_that_is_not_json_gives_no_credential_and_whole_words_only() {
+        let text = "hooks:\n  - url: https://policy.example.com:8443/hooks\n    \
+                    command: /bin/bash\n    args: [-m, policy]\n    tokenEnv: POLICY_TOKEN";
+        let http = |url: &str| BackendPlan {
+            transport: TransportPlan::Http(url.into()),
+            ..open()
+        };
+        assert_eq!(
+            check(text, &[http("https://policy.example.com:8443/hooks")]),
+            Ok(())
+        );
+        for part in [
+            "https://policy.example.co",
+            "https://policy.example.com:84",
+            "https://policy.example.com:8443/hook",
+            "olicy.example.com:8443/hooks",
+        ] {
+            let refused = check(text, &[http(part)]).unwrap_err();
+            assert!(refused.contains(": its URL is not"), "{part}: {refused}");
+        }
+        let mut program = local();
+        program.auth = None;
+        *stdio(&mut program) = StdioPlan {
+            command: "/bin/bash".into(),
+            args: vec!["-m".into(), "policy".into()],
+            cwd: None,
+            per_event: false,
+        };
+        assert_eq!(check(text, &[program.clone()]), Ok(()));
+        stdio(&mut program).command = "sh".into();
+        let refused = check(text, &[program]).unwrap_err();
+        assert!(refused.contains(": its command is not"), "{refused}");
+
+        let mut secret = http("https://policy.example.com:8443/hooks");
+        secret.auth = Some(AuthPlan::BearerEnv("POLICY_TOKEN".into()));
+        let refused = check(text, &[secret]).unwrap_err();
+        assert!(refused.contains(": its credential is not"), "{refused}");
     }
 
     /// Each backend id's count of subscriptions, the most where an id is repeated; none

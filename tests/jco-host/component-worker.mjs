@@ -218,7 +218,11 @@ function checkPlan(plan) {
     seen.add(backend.id);
     let wrong;
     if (hooks === undefined) {
-      wrong = words(backend).find(([, word]) => !registration.includes(word))?.[0];
+      // A text no one here reads cannot say which backend a credential goes with, and
+      // each string must stand whole in it (planned.rs `appears_whole`).
+      wrong = backend.auth !== undefined
+        ? 'credential'
+        : words(backend).find(([, word]) => !appearsWhole(registration, word))?.[0];
     } else {
       const given = hooks.get(backend.id);
       if (given === undefined) throw new PlanRefused(`${named}, which the registration does not name`);
@@ -316,6 +320,19 @@ function sameStrings(value, planned) {
   if (value === undefined || value === null) return planned.length === 0;
   return Array.isArray(value) && value.length === planned.length
     && value.every((item, i) => item === planned[i]);
+}
+
+/// Whether `word` stands in `text` whole: neither a letter, digit or character a URL or
+/// path goes on with right before it nor right after it (planned.rs `appears_whole`).
+function appearsWhole(text, word) {
+  const goesOn = (c) => c !== undefined && (/[\p{L}\p{N}]/u.test(c) || '-._~/%:@?#&+!$*'.includes(c));
+  if (word.length === 0) return false;
+  for (let at = text.indexOf(word); at !== -1; at = text.indexOf(word, at + 1)) {
+    const before = [...text.slice(Math.max(0, at - 2), at)].at(-1);
+    const after = [...text.slice(at + word.length, at + word.length + 2)][0];
+    if (!goesOn(before) && !goesOn(after)) return true;
+  }
+  return false;
 }
 
 /// Each string of a planned backend that says where to go, what to run or which secret to

@@ -460,10 +460,20 @@ impl CrossCredential {
         }
     }
 
-    /// The registration text that selects the mode (the runaway component parses no JSON).
+    /// The registration that selects the mode: a JSON document whose hooks are the
+    /// three backends the component plans (a host serves no credential from a text it
+    /// cannot read as hooks), the mode's words in a member of its own (the runaway
+    /// component parses no JSON).
     pub fn registration(&self) -> String {
         let (a, b, report) = (self.a.url(), self.b.url(), self.report.url());
-        format!("cross-credential {CROSS_TOKEN_ENV} {a} {b} {report}")
+        let http = |url: &str| serde_json::json!({"type": "http", "url": url});
+        serde_json::json!({"hooks": [
+            {"id": "com.example.a", "transport": http(&a),
+             "authentication": {"type": "bearer", "tokenEnv": CROSS_TOKEN_ENV}},
+            {"id": "com.example.b", "transport": http(&b)},
+            {"id": "com.example.report", "transport": http(&report)},
+        ], "x-runaway": format!("cross-credential {CROSS_TOKEN_ENV} {a} {b} {report}")})
+        .to_string()
     }
 
     /// Neither `a` nor `b` got a request, nor even a connection (so `b` never saw `a`'s

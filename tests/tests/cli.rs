@@ -444,12 +444,14 @@ fn oauth_clients_are_refused_naming_the_flag_the_entry_and_the_field() {
     run.assert_exit(0, "a trust policy whose secret is not set");
     assert!(
         run.stderr.contains(
-            "warning: --oauth-clients: the secret of the client at https://as.example \
-             (env:AHP_CLIENT_SECRET) does not resolve"
+            "warning: --oauth-clients: the clientSecretRef of the client at \
+             https://as.example does not resolve"
         ),
         "{}",
         run.stderr
     );
+    // Nor the reference: a secret pasted after `env:` can look like a variable's name.
+    assert!(!run.stderr.contains("AHP_CLIENT_SECRET"), "{}", run.stderr);
 }
 
 /// An `--oauth-clients` secret in a FIFO (a secret manager's) is not read for the

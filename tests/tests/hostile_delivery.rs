@@ -91,3 +91,28 @@ async fn a_plan_the_registration_does_not_give_is_refused_at_setup() {
                 registration's";
     assert!(refused.to_string().contains(said), "{refused}");
 }
+
+/// A registration the host cannot read as hooks cannot say which backend a credential
+/// goes with: the cross-credential mode's words alone, naming every URL and the token
+/// variable, are refused at setup, naming the credential, before any instance is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_planned_from_a_text_that_is_not_json_is_refused_at_setup() {
+    let backends = CrossCredential::start().await;
+    let (a, b, report) = (backends.a.url(), backends.b.url(), backends.report.url());
+    let text = format!("cross-credential {CROSS_TOKEN_ENV} {a} {b} {report}");
+    let options = Options {
+        component: Some(runaway_component()),
+        ..Options::default()
+    };
+    let refused = match Interceptor::new(&text, options).await {
+        Ok(_) => panic!("a credential planned from a text that is not JSON was served"),
+        Err(e) => e,
+    };
+    assert!(refused.is_setup(), "{refused}");
+    let said = "the component planned backend `com.example.a`: its credential is not its \
+                registration's";
+    assert!(refused.to_string().contains(said), "{refused}");
+    for backend in [&backends.a, &backends.b, &backends.report] {
+        assert_nothing_sent(backend).await;
+    }
+}

@@ -1118,6 +1118,25 @@ async fn node_refuses_a_plan_the_registration_does_not_give() {
     assert!(stderr.contains(said), "{stderr}");
 }
 
+/// As ahp-host (`hostile_delivery.rs`), the JS host serves no credential planned from a
+/// registration it cannot read as hooks: the cross-credential mode's words alone are
+/// refused before the call, exit 1, naming the credential.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_refuses_a_credential_planned_from_a_text_that_is_not_json() {
+    let backends = CrossCredential::start().await;
+    let (a, b, report) = (backends.a.url(), backends.b.url(), backends.report.url());
+    let text = format!("cross-credential {CROSS_TOKEN_ENV} {a} {b} {report}");
+    let output = run_host(runaway(), &text, &event("evt_node_text"), &[]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let said = "error: the component planned backend `com.example.a`: its credential is not \
+                its registration's";
+    assert!(stderr.contains(said), "{stderr}");
+    for backend in [&backends.a, &backends.b, &backends.report] {
+        assert_nothing_sent(backend).await;
+    }
+}
+
 /// A backend this host can never reach is refused with the plan, exit 1, not served as
 /// a failure on every call: each subscription here fails open, so every call would be
 /// let through unasked. A stdio backend, a bearer token by reference, plain http to a

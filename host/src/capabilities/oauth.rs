@@ -26,6 +26,28 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 use tokio::time::{timeout_at, Instant};
 
+/// The token endpoint's error codes (RFC 6749 §5.2, RFC 8707 §2): the only text of an
+/// error answer the log is given.
+const REGISTERED_ERRORS: [&str; 7] = [
+    "invalid_request",
+    "invalid_client",
+    "invalid_grant",
+    "unauthorized_client",
+    "unsupported_grant_type",
+    "invalid_scope",
+    "invalid_target",
+];
+
+/// An error answer's `error` as the log is given it: a registered code, else `other`
+/// (a server may echo what it was sent, the client secret included), or `none`.
+fn error_code(answer: &Value) -> &str {
+    match answer["error"].as_str() {
+        Some(code) if REGISTERED_ERRORS.contains(&code) => code,
+        Some(_) => "other",
+        None => "none",
+    }
+}
+
 /// How long discovered metadata is trusted before it is fetched again.
 pub(super) const METADATA_TTL: Duration = Duration::from_secs(3600);
 /// The lifetime assumed for a token whose response has no `expires_in`.
@@ -361,17 +383,10 @@ impl OAuth {
             .reply;
         let json: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
         if reply.status != Some(200) {
-            // The registered `error` code is safe to log; a description might not be.
-            let code: String = json["error"]
-                .as_str()
-                .unwrap_or("none")
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .take(64)
-                .collect();
             return Err(Problem::Failed(format!(
-                "token endpoint answered HTTP {} (error: {code})",
-                reply.status.unwrap_or(0)
+                "token endpoint answered HTTP {} (error: {})",
+                reply.status.unwrap_or(0),
+                error_code(&json)
             )));
         }
         token_from(&json, &scopes, plan, requested_at).map_err(|why| Problem::Failed(why.into()))
@@ -730,6 +745,23 @@ mod tests {
     use crate::capabilities::credentials::{CredentialPurpose, Refusals, Source};
     use crate::interrupt::Interrupt;
     use serde_json::json;
+
+    /// Only a registered error code reaches the log: a server echoing the client secret
+    /// in `error` is `other`.
+    #[test]
+    fn only_a_registered_error_code_is_logged() {
+        assert_eq!(
+            error_code(&json!({"error": "invalid_client"})),
+            "invalid_client"
+        );
+        assert_eq!(
+            error_code(&json!({"error": "invalid_target"})),
+            "invalid_target"
+        );
+        assert_eq!(error_code(&json!({"error": "S3cretValue123"})), "other");
+        assert_eq!(error_code(&json!({"error": 7})), "none");
+        assert_eq!(error_code(&Value::Null), "none");
+    }
 
     #[test]
     fn discovery_follows_the_mcp_order() {

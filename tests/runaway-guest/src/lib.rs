@@ -5,9 +5,9 @@
 //! turn each into an `engine-failure` denial (or, in `load`, a setup error) within its
 //! bound.
 //!
-//! A registration `cross-credential AHP_TEST_CROSS_TOKEN URL_A URL_B URL_REPORT` (A's
-//! token variable, as the host finds every word of a plan in the registration, and
-//! three http URLs) instead
+//! A registration holding `cross-credential AHP_TEST_CROSS_TOKEN URL_A URL_B URL_REPORT`
+//! (A's token variable and three http URLs, up to a `"`: a JSON document whose hooks
+//! are those backends, as a host checks a plan with a credential against them) instead
 //! makes `intercept` ask the host for deliveries it must refuse: the credential of
 //! backend `com.example.a` (a bearer token from [`CROSS_TOKEN_ENV`]) sent to
 //! `com.example.b`, `com.example.a` called without its credential, and a backend that is
@@ -397,7 +397,10 @@ mod component {
             registration: String,
             _declaration: Vec<EventCapability>,
         ) -> Result<exports::ahp::interceptor::interceptor::Engine, Vec<Problem>> {
-            let runaway = if let Some(urls) = registration.strip_prefix("cross-credential ") {
+            let cross = registration
+                .split_once("cross-credential ")
+                .map(|(_, words)| words.split('"').next().unwrap_or_default());
+            let runaway = if let Some(urls) = cross {
                 Runaway::CrossCredential(urls.parse()?)
             } else if let Some(url) = registration.strip_prefix("untrusted-observer ") {
                 Runaway::Allows {
