@@ -368,6 +368,12 @@ impl Pool {
                 (permit, ready)
             }
         };
+        // A stop that came as the instance was made ends the call as it ends a wait: a
+        // shutdown that failed the make's own I/O can let the make finish first.
+        if interrupt.is_set() || self.maker.closing.is_set() {
+            self.maker.put(ready);
+            return Err(wait().ended().await);
+        }
         // Held back for settling, by the pool or by the Engine: the call starts no I/O.
         let settling = settling || ready.slot.as_ref().is_some_and(|slot| slot.0.settling);
         // The bound counts from here. A call whose budget ran out while it waited (in the
