@@ -143,19 +143,26 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         // stops there — but for a denial or a stop that came in time, which stands
         // whenever its changes are applied (the operation does not run; a change beside
         // it is still the event's effective content, a redaction after a tool).
-        let shown = |effects: &[Effect]| {
+        // What an effect's value must be beside its own shape, where the event decides:
+        // its attachments ones the backend was shown, and a supplied elicitation result
+        // one its request can take.
+        let fits = |effects: &[Effect]| {
             let content = effects
                 .iter()
                 .filter_map(|effect| effect::content_of(effect, call.rules.event));
-            target
-                .subscription
-                .view
-                .content
-                .shows_attachments(content, &effective)
+            let view = &target.subscription.view.content;
+            let answers = |effect: &Effect| match effect {
+                Effect::Return { value }
+                    if call.rules.event == InterceptableEvent::UserElicitationRequest =>
+                {
+                    elicitation::answers(&effective, value)
+                }
+                _ => true,
+            };
+            view.shows_attachments(content, &effective) && effects.iter().all(answers)
         };
         let ending = match ending {
-            // An attachment the backend made up, changed or was not shown.
-            Ending::Accepted(effects) if !shown(&effects) => Ending::Failed(misfit()),
+            Ending::Accepted(effects) if !fits(&effects) => Ending::Failed(misfit()),
             Ending::Accepted(effects) => {
                 let stopping = stops(&effects);
                 let late = || !stopping && host.now() >= deadline;
@@ -280,10 +287,14 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         .is_some_and(|s| s.decided_by == DecidedBy::Interrupted);
     let mut interrupted = host.interrupted() || cancelled;
     let now = host.now();
-    let out_of_budget = call.budget.is_some_and(|b| now >= b);
+    let expired = stop
+        .as_ref()
+        .is_some_and(|s| s.decided_by == DecidedBy::BudgetExpired);
     let mut observers = Observers::from(now, call.budget);
-    // An interrupted or expired call starts no new best-effort observations.
-    if !interrupted && !out_of_budget {
+    // An interrupted or expired call starts no new best-effort observations. One whose
+    // budget ran out only after its decision records each as withheld: no time is left
+    // to prepare them, so none is encoded (`Observers::from`), as `observe` records them.
+    if !interrupted && !expired {
         let short_circuited = stop.as_ref().is_some_and(|s| {
             matches!(
                 s.decided_by,

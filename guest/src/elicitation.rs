@@ -89,6 +89,16 @@ pub fn is_result(value: &Value) -> bool {
     }
 }
 
+/// Whether `result`, a backend's supplied `ElicitResult` at a `user.elicitation.request`,
+/// can answer that request: a URL request's result carries no `content`
+/// (interaction-payloads.md@8f91ac4: "decline/cancel and URL results omit it"). Its shape
+/// is [`is_result`]'s. Not checked: a form answer against the request's
+/// `requestedSchema`.
+pub fn answers(event: &Event, result: &Value) -> bool {
+    let url = event.value_at("/elicitation/mode").and_then(Value::as_str) == Some("url");
+    !url || result.get("content").is_none()
+}
+
 /// The `ElicitResult` a body-selected result part serializes.
 fn result_in(part: &Value) -> Option<Map<String, Value>> {
     if part.get("selection").and_then(Value::as_str) != Some("body") {

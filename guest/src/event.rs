@@ -16,8 +16,8 @@ use crate::events::{self, Payload, Rules, Shape};
 use crate::json::{self, Node, Object};
 use crate::registration::View;
 use crate::syntax::{
-    has_a_secret_parameter, has_userinfo, is_absolute_uri, is_date_time, is_http_url,
-    is_reverse_dns,
+    argument_gives_a_credential, has_a_secret_parameter, has_userinfo, is_absolute_uri,
+    is_date_time, is_http_url, is_reverse_dns,
 };
 use ahp_vocab::EventCapability;
 use serde::ser::SerializeMap as _;
@@ -1419,7 +1419,16 @@ fn check_connection(connection: &Object, at: &str, problems: &mut Problems) {
                 continue
             }
             ("url", Some(_)) => "must be an http or https URL",
-            ("args", Some(Node::Array(args))) if args.iter().all(Node::is_string) => continue,
+            ("args", Some(Node::Array(args))) if args.iter().all(Node::is_string) => {
+                // "Descriptors never carry credentials ... sanitize addresses and
+                // arguments" (execution-payloads.md@8f91ac4): each at its own pointer.
+                for (i, arg) in args.iter().enumerate() {
+                    if arg.as_str().is_some_and(carries_a_credential) {
+                        problems.add(format!("{at}/args/{i}"), CREDENTIAL_ARGUMENT);
+                    }
+                }
+                continue;
+            }
             ("args", Some(_)) => "must be an array of strings",
             (_, Some(Node::Text(text))) if !text.is_empty() => continue,
             (_, Some(_)) => "must be a non-empty string",
@@ -1432,6 +1441,17 @@ fn check_connection(connection: &Object, at: &str, problems: &mut Problems) {
         .copied()
         .collect();
     closed(connection, at, &known, "this connection", problems);
+}
+
+/// The rule an MCP descriptor's argument carrying a credential breaks.
+const CREDENTIAL_ARGUMENT: &str = "must not carry credentials (an argument giving a \
+     credential's value, or a URL with user info or a parameter named as a secret)";
+
+/// Whether a program's argument carries a credential: one it gives by an option or a
+/// header ([`argument_gives_a_credential`]), or a URL holding one.
+fn carries_a_credential(arg: &str) -> bool {
+    argument_gives_a_credential(arg)
+        || (arg.contains("://") && (has_userinfo(arg) || has_a_secret_parameter(arg)))
 }
 
 /// `parent.gaps`, where present: each `{path, reason}`, non-empty strings. The paths
@@ -2697,6 +2717,17 @@ mod tests {
             (
                 json!({"transport": "http", "gaps": [{"path": "url", "reason": "r", "x": 1}]}),
                 vec![("/gaps/0/x", "is not a member of a gap")],
+            ),
+            // An argument carrying a credential, at its own pointer; others pass.
+            (
+                json!({"transport": "stdio", "command": "srv", "cwd": "/srv", "args": [
+                    "--port=1", "--api-key=sk-live-123", "https://u:p@x.example/",
+                    "https://x.example/?access_token=abc", "https://x.example/?tenant=a"]}),
+                vec![
+                    ("/args/1", CREDENTIAL_ARGUMENT),
+                    ("/args/2", CREDENTIAL_ARGUMENT),
+                    ("/args/3", CREDENTIAL_ARGUMENT),
+                ],
             ),
         ];
         for (connection, expected) in cases {

@@ -60,7 +60,7 @@ pub fn reports<H: Host>(
         // harness, which can be MiB, and none of it reads the clock: past the time to
         // prepare, its notifications would be withheld anyway, so they are withheld
         // without it, and many failures cannot hold the decision past that time.
-        if observers.out_of_time(host) {
+        if observers.preparing_ended(host) {
             observers.withhold(now, call.budget, why.targets(selected));
             continue;
         }

@@ -113,11 +113,13 @@ impl Observers {
         }
     }
 
-    /// Whether the time to prepare is over: a view would no longer be encoded, so an
-    /// event made only to be notified (a `hook.failure` report, which copies the
-    /// parent's session and harness) need not be made either.
-    pub fn out_of_time<H: Host>(&self, host: &H) -> bool {
-        host.now() >= self.prepare_by
+    /// Whether preparing is over: its time is up, or the call was interrupted
+    /// ("Scheduling or processing best-effort observers must not delay interruption",
+    /// observation-disposition.md; the call then sends none). A view would no longer be
+    /// encoded, so an event made only to be notified (a `hook.failure` report, which
+    /// copies the parent's session and harness) need not be made either.
+    pub fn preparing_ended<H: Host>(&self, host: &H) -> bool {
+        host.now() >= self.prepare_by || host.interrupted()
     }
 
     /// Adds one withheld notification for each of `targets`, in order, recorded as
@@ -152,7 +154,7 @@ impl Observers {
 
     /// `event` as `view` sees it, if there is still time to encode it and room to hold it.
     fn encode<H: Host>(&mut self, host: &H, event: &Event, view: &View) -> Option<Message> {
-        if self.out_of_time(host) {
+        if self.preparing_ended(host) {
             return None;
         }
         let notification = wire::observe(event, view);

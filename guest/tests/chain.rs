@@ -4820,3 +4820,85 @@ fn an_attachment_in_an_effect_must_be_one_the_backend_was_shown() {
     assert_synthetic_deny(&s);
     assert_eq!(audited(&s, 0)["failure"]["detail"], "malformed-effect");
 }
+
+/// A call whose budget runs out only after its decision (a reply accepted in time, the
+/// clock then past the budget) keeps that decision, and its observers are recorded as
+/// withheld, not left out of the record as if none had matched: no time is left to
+/// prepare them, so nothing is encoded or sent. An expired call records none.
+#[test]
+fn observers_past_a_budget_that_ran_out_after_the_decision_are_recorded_withheld() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        backend(C, vec![observe_sub(&["tool.before"])]),
+    ]);
+    let step = Step::reply(no_effect()).taking(98).then_lag(5);
+    let mut host = FakeHost::new().on(A, step);
+    let s = run_with_budget(&engine, &mut host, T0 + ms(100));
+    assert_no_objection(&s);
+    assert_eq!(s.observers.len(), 1, "{}", audit(&s));
+    assert_eq!(s.observers[0].backend, C);
+    assert!(
+        s.observers[0].message.is_none(),
+        "withheld: nothing encoded"
+    );
+    assert_eq!(audit(&s)["observers"][0]["result"], "withheld");
+}
+
+/// A supplied result at a `user.elicitation.request` is an MCP `ElicitResult` its
+/// request can take: a URL request's carries no answer `content`
+/// (interaction-payloads.md@8f91ac4), a malformed effect, settled by policy; a form
+/// request's may.
+#[test]
+fn a_supplied_elicitation_result_fits_its_requests_mode() {
+    let kind = InterceptableEvent::UserElicitationRequest;
+    let hooks = vec![backend(
+        A,
+        vec![intercept_sub(&[kind.as_str()], "fail-closed", 500)],
+    )];
+    let engine = Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid");
+    let answered = effects(json!([{"type": "return",
+        "value": {"action": "accept", "content": {"name": "x"}}}]));
+    let form = catalogue_event(kind.as_str());
+    let mut host = FakeHost::new().on(A, Step::reply(answered.clone()));
+    let s = settle(&engine, &mut host, &form);
+    assert_eq!(s.decision, Decision::Allow, "{}", audit(&s));
+    assert_eq!(audit(&s)["returned"]["content"], json!({"name": "x"}));
+
+    let mut url = form.clone();
+    url["elicitation"]["mode"] = json!("url");
+    let mut host = FakeHost::new().on(A, Step::reply(answered));
+    let s = settle(&engine, &mut host, &url);
+    assert_synthetic_deny(&s);
+    assert_eq!(audited(&s, 0)["failure"]["detail"], "malformed-effect");
+    let accepted = effects(json!([{"type": "return", "value": {"action": "accept"}}]));
+    let mut host = FakeHost::new().on(A, Step::reply(accepted));
+    let s = settle(&engine, &mut host, &url);
+    assert_eq!(s.decision, Decision::Allow, "{}", audit(&s));
+}
+
+/// An interruption while observers are prepared ends the preparing there: no view is
+/// encoded after it (observation-disposition.md: observers "must not delay
+/// interruption"), and the call settles as interrupted at once, not after the time to
+/// prepare them all.
+#[test]
+fn an_interruption_stops_preparing_observers() {
+    let mut hooks = vec![interceptor(A, "fail-open", 500)];
+    hooks.extend((0..5).map(|n| {
+        let mut subscription = observe_sub(&["tool.before"]);
+        subscription["content"][format!("category{n}")] = json!("omit");
+        backend(&format!("com.example.watch{n}"), vec![subscription])
+    }));
+    let engine = load(hooks);
+    let mut host = FakeHost::new().on(A, Step::reply(no_effect()));
+    // A's request is hashed by T0 + 100 ms, the first view by 200 ms.
+    host.hash_takes_ms = 100;
+    host.interrupted_at = Some(T0 + ms(150));
+    let s = run(&engine, &mut host);
+    assert_eq!(s.decided_by, DecidedBy::Interrupted);
+    assert!(s.observers.is_empty());
+    assert!(
+        host.now.get() < T0 + ms(250),
+        "preparing went on to {} ms",
+        (host.now.get() - T0) / ms(1)
+    );
+}

@@ -366,10 +366,14 @@ impl Interceptor {
     }
 
     /// Settles the decision and hands it out at once, before the call's owned observer
-    /// deliveries run: act on [`HookCall::settlement`], then await [`HookCall::complete`]
+    /// deliveries run: act on [`HookCall::settlement`], and await [`HookCall::complete`]
     /// for normal completion (the deliveries finished or hit their bounds, the audit
-    /// record written). Dropping the `HookCall` instead cancels the deliveries and still
-    /// writes the audit record.
+    /// record written). Start `complete` right away, beside acting on the decision (spawn
+    /// it, or join the two): each delivery's deadline counts from the settlement, so one
+    /// started only after a long operation finds it passed and sends nothing. The audit
+    /// record is written once the deliveries end (it holds their results): a process
+    /// killed before then has no record of a decision it may have acted on. Dropping the
+    /// `HookCall` instead cancels the deliveries and still writes the audit record.
     pub async fn settle(
         &self,
         event: &str,

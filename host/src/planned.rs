@@ -261,12 +261,21 @@ fn same_strings(value: &Value, planned: &[String]) -> bool {
 /// `sh` in `/bin/bash`, nor a port's first digits in the port.
 fn appears_whole(text: &str, word: &str) -> bool {
     let goes_on = |c: char| c.is_alphanumeric() || "-._~/%:@?#&+!$*".contains(c);
-    !word.is_empty()
-        && text.match_indices(word).any(|(at, _)| {
-            let before = text[..at].chars().next_back();
-            let after = text[at + word.len()..].chars().next();
-            !before.is_some_and(goes_on) && !after.is_some_and(goes_on)
-        })
+    let Some(first) = word.chars().next() else {
+        return false;
+    };
+    // Every place it starts, overlapping ones too (`x x` in `1x x x`).
+    let mut from = 0;
+    while let Some(found) = text[from..].find(word) {
+        let at = from + found;
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        if !before.is_some_and(goes_on) && !after.is_some_and(goes_on) {
+            return true;
+        }
+        from = at + first.len_utf8();
+    }
+    false
 }
 
 /// Each string of `backend` that says where to go, what to run or which secret to read,
@@ -620,6 +629,23 @@ mod tests {
         stdio(&mut program).command = "sh".into();
         let refused = check(text, &[program]).unwrap_err();
         assert!(refused.contains(": its command is not"), "{refused}");
+
+        // A letter that goes on (a combining mark is alphabetic) joins the word; a word
+        // found twice over itself is found where it stands whole.
+        let marked = "url: https://x.example/hooks\u{345} ";
+        assert!(check(marked, &[http("https://x.example/hooks")]).is_err());
+        let mut overlapping = local();
+        overlapping.auth = None;
+        *stdio(&mut overlapping) = StdioPlan {
+            command: "/bin/x".into(),
+            args: vec!["x x".into()],
+            cwd: None,
+            per_event: false,
+        };
+        assert_eq!(
+            check("command: /bin/x args: [1x x x]", &[overlapping]),
+            Ok(())
+        );
 
         let mut secret = http("https://policy.example.com:8443/hooks");
         secret.auth = Some(AuthPlan::BearerEnv("POLICY_TOKEN".into()));

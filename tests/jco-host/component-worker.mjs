@@ -325,7 +325,8 @@ function sameStrings(value, planned) {
 /// Whether `word` stands in `text` whole: neither a letter, digit or character a URL or
 /// path goes on with right before it nor right after it (planned.rs `appears_whole`).
 function appearsWhole(text, word) {
-  const goesOn = (c) => c !== undefined && (/[\p{L}\p{N}]/u.test(c) || '-._~/%:@?#&+!$*'.includes(c));
+  // Rust's `char::is_alphanumeric`: Alphabetic or Numeric.
+  const goesOn = (c) => c !== undefined && (/[\p{Alphabetic}\p{N}]/u.test(c) || '-._~/%:@?#&+!$*'.includes(c));
   if (word.length === 0) return false;
   for (let at = text.indexOf(word); at !== -1; at = text.indexOf(word, at + 1)) {
     const before = [...text.slice(Math.max(0, at - 2), at)].at(-1);

@@ -17,7 +17,8 @@ use super::{
 use crate::content::{Content, Selection};
 use crate::json;
 use crate::syntax::{
-    ends_in_a_credential_word, has_a_reachable_port, has_a_secret_parameter, has_userinfo,
+    argument_gives_a_credential, ends_in_a_credential_word, has_a_reachable_port,
+    has_a_secret_parameter, has_userinfo, holds_a_credential_word, is_a_credential_option,
     is_absolute_uri, is_env_name, is_http_url, is_loopback_http_url, is_reverse_dns,
     is_secret_name, mentions_a_credential, names_a_credential, normalized, origin, unreadable_part,
     Unreadable, MAX_URL_BYTES,
@@ -150,7 +151,7 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
         let after_an_option = i
             .checked_sub(1)
             .is_some_and(|o| is_a_credential_option(&args[o]));
-        if gives_a_literal_secret(arg) {
+        if argument_gives_a_credential(arg) {
             c.problem(&at, LITERAL_SECRET_ARGUMENT);
         } else if after_an_option && !arg.is_empty() && !arg.starts_with(['-', '/']) {
             c.warn(&at, CREDENTIAL_ARGUMENT);
@@ -177,21 +178,6 @@ const LITERAL_SECRET_ARGUMENT: &str = "gives a credential's value literally, whi
 const CREDENTIAL_ARGUMENT: &str = "follows an option named as a credential: if it is the \
      credential itself, a registration never holds one (and every local user can read a \
      command line): have the backend read it from its environment or a file";
-
-/// Whether a stdio argument gives a credential's value literally: an option named as a
-/// credential ([`names_a_credential`]) with its value after `=` (`--api-key=…`,
-/// `-token=…`), but for an absolute path (`--key=/etc/ahp/client.pem` names a file). The
-/// value is never repeated.
-fn gives_a_literal_secret(arg: &str) -> bool {
-    arg.split_once('=').is_some_and(|(option, value)| {
-        is_a_credential_option(option) && !value.is_empty() && !value.starts_with('/')
-    })
-}
-
-/// Whether a stdio argument is an option named as a credential (`--token`, `-password`).
-fn is_a_credential_option(arg: &str) -> bool {
-    arg.starts_with('-') && names_a_credential(arg.trim_start_matches('-'))
-}
 
 /// The warning for an argument naming a file by a relative path where no `cwd` says
 /// where from.
@@ -436,7 +422,8 @@ fn secret_reference<'a>(c: &mut Checker, v: &'a Value, path: &str) -> Option<&'a
 /// header's, beside its `name`): it counts inside a credential binding
 /// ([`CREDENTIAL_BINDINGS`]), and elsewhere only where it holds a string or number beside
 /// a `name` or `key` named as a credential ([`names_a_credential`],
-/// [`ends_in_a_credential_word`]: `API_KEY`, `Authorization`, not `KEYCLOAK_URL`). Inside a binding, so does any member named as a
+/// [`ends_in_a_credential_word`], [`holds_a_credential_word`]: `API_KEY`,
+/// `SECRET_KEY_BASE`, `Authorization`, not `KEYCLOAK_URL`). Inside a binding, so does any member named as a
 /// credential by the wider rules ([`names_a_credential_in_a_binding`]: `apiToken`,
 /// `client_secret_value`, `pat`), which elsewhere would be warned about as unknown at
 /// most. And `auth` holding an object is an upload's binding
@@ -477,7 +464,11 @@ impl Search<'_, '_> {
                 let beside_a_secret = ["name", "key"]
                     .iter()
                     .filter_map(|k| members.get(*k).and_then(Value::as_str))
-                    .any(|name| names_a_credential(name) || ends_in_a_credential_word(name));
+                    .any(|name| {
+                        names_a_credential(name)
+                            || ends_in_a_credential_word(name)
+                            || holds_a_credential_word(name)
+                    });
                 let in_upload = self.path.ends_with("/upload");
                 for (key, inner) in members
                     .iter()

@@ -539,7 +539,9 @@ fn r10_a_literal_secret_is_refused_anywhere_under_any_spelling() {
         "flow": "client_credentials", "client_secret": marker});
     let bearer = json!({"type": "bearer", "tokenEnv": "AHP_TOKEN", "access_token": marker});
     let misspelled = json!({"type": "bearer", "token": format!("sk-{marker}")});
-    let env = json!([{"name": "API_KEY", "value": marker}]);
+    let env = json!([{"name": "API_KEY", "value": marker},
+                     {"name": "SECRET_KEY_BASE", "value": marker},
+                     {"name": "API_KEY_2", "value": marker}]);
     let cases = [
         ("$a", oauth.to_string(), "$a/client_secret"),
         ("$a", bearer.to_string(), "$a/access_token"),
@@ -558,6 +560,16 @@ fn r10_a_literal_secret_is_refused_anywhere_under_any_spelling() {
             "/hooks/1/transport/env",
             env.to_string(),
             "/hooks/1/transport/env/0/value",
+        ),
+        (
+            "/hooks/1/transport/env",
+            env.to_string(),
+            "/hooks/1/transport/env/1/value",
+        ),
+        (
+            "/hooks/1/transport/env",
+            env.to_string(),
+            "/hooks/1/transport/env/2/value",
         ),
         ("$o/Api-Key", secret.clone(), "$o/Api-Key"),
         (
@@ -872,6 +884,8 @@ fn r10_a_credential_in_a_stdio_argument_is_refused_and_never_echoed() {
         "--api-key=SECRET-VALUE-42",
         "-token=SECRET-VALUE-42",
         "--password=SECRET-VALUE-42",
+        "--openai-key=SECRET-VALUE-42",
+        "--header=Authorization: Bearer SECRET-VALUE-42",
     ] {
         let listed = format!(r#"["--port", "{arg}"]"#);
         let problems = rejected_at(&[(args, &listed)], &format!("{args}/1"));
@@ -881,7 +895,8 @@ fn r10_a_credential_in_a_stdio_argument_is_refused_and_never_echoed() {
     let reg = accepted(&[(
         args,
         r#"["--token", "SECRET-VALUE-42", "--key=/etc/ahp/client.pem", "--max-tokens=5",
-            "--token-file=/run/ahp/token", "--token", "--verbose"]"#,
+            "--token-file=/run/ahp/token", "--token", "--verbose", "--auth=none",
+            "--token-url=https://idp.example/token", "--api-key-env=POLICY_KEY"]"#,
     )]);
     let warned: Vec<&str> = reg.warnings.iter().map(|w| w.path.as_str()).collect();
     assert_eq!(warned, [format!("{args}/1")], "{:#?}", reg.warnings);

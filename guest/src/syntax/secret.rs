@@ -5,7 +5,8 @@
 #[cfg(test)]
 pub(crate) use ahp_vocab::SECRET_NAMES;
 pub(crate) use ahp_vocab::{
-    ends_in_a_credential_word, has_a_secret_parameter, is_secret_name, mentions_a_credential,
+    argument_gives_a_credential, ends_in_a_credential_word, has_a_secret_parameter,
+    holds_a_credential_word, is_a_credential_option, is_secret_name, mentions_a_credential,
     names_a_credential, normalized,
 };
 
@@ -13,6 +14,64 @@ pub(crate) use ahp_vocab::{
 mod tests {
     use super::*;
     use crate::syntax::assert_shape;
+
+    /// A name holding a credential's word whole is one, unless its last word makes it a
+    /// setting; a word that only contains one (`keycloak`, `tokenizers`) is not.
+    #[test]
+    fn a_name_holding_a_credential_word_whole_is_one_unless_a_setting() {
+        let credentials = [
+            "SECRET_KEY_BASE",
+            "API_KEY_2",
+            "GITHUB_TOKEN_RO",
+            "openaiKey",
+            "X-Api-Key",
+            "session-cookie",
+            "PRIVATE_KEY_PEM",
+            "apikey",
+        ];
+        let others = [
+            "KEYCLOAK_URL",
+            "MONKEY_PATCH",
+            "max_tokens",
+            "TOKENIZERS_PARALLELISM",
+            "TOKEN_URL",
+            "key-file",
+            "api_key_env",
+            "secretName",
+            "RUST_LOG",
+        ];
+        assert_shape(holds_a_credential_word, &credentials, &others);
+    }
+
+    /// An argument gives a credential when an option named as one has a value that is no
+    /// path, or when it is a credential header's value; the value is never repeated.
+    #[test]
+    fn an_argument_giving_a_credential_is_told_apart() {
+        let credentials = [
+            "--api-key=sk-1",
+            "-token=t",
+            "--openai-key=sk-1",
+            "--session-cookie=c",
+            "--password=p",
+            "--header=Authorization: Bearer sk-1",
+            "Authorization: Bearer sk-1",
+            "Cookie: sid=1",
+        ];
+        let others = [
+            "--key=/etc/ahp/client.pem",
+            "--key=certs/client.pem",
+            "--key-file=k",
+            "--token-url=https://idp.example/token",
+            "--secret-name=x",
+            "--api-key-env=NAME",
+            "--max-tokens=5",
+            "--auth=none",
+            "--token",
+            "--port=8080",
+            "policy.py",
+        ];
+        assert_shape(argument_gives_a_credential, &credentials, &others);
+    }
 
     #[test]
     fn secret_names_are_compared_without_case_underscores_or_hyphens() {

@@ -144,6 +144,109 @@ pub fn ends_in_a_credential_word(name: &str) -> bool {
     CREDENTIAL_WORDS.iter().any(|word| singular.ends_with(word))
 }
 
+/// Words a credential's name is made of, whole (`SECRET_KEY_BASE`, `openai-key`,
+/// `sessionCookie`): [`CREDENTIAL_WORDS`] and the compounds services spell as one word.
+const CREDENTIAL_NAME_WORDS: [&str; 15] = [
+    "token",
+    "secret",
+    "key",
+    "password",
+    "passwd",
+    "passphrase",
+    "credential",
+    "cookie",
+    "authorization",
+    "bearer",
+    "apikey",
+    "accesskey",
+    "secretkey",
+    "privatekey",
+    "authkey",
+];
+
+/// Last words that make a name a setting about a credential, not the credential
+/// (`TOKEN_URL`, `key-file`, `api_key_env`, `secretName`).
+const SETTING_WORDS: [&str; 15] = [
+    "url", "uri", "endpoint", "id", "name", "file", "path", "env", "ref", "type", "header", "dir",
+    "host", "port", "format",
+];
+
+/// Whether `name`, split into words (at anything but a letter or digit, and where a
+/// lower-case letter meets an upper-case one), holds a credential's word whole
+/// ([`CREDENTIAL_NAME_WORDS`]) and does not end in a word that makes it a setting
+/// ([`SETTING_WORDS`]): `SECRET_KEY_BASE`, `API_KEY_2`, `GITHUB_TOKEN_RO`,
+/// `openaiKey`; not `KEYCLOAK_URL`, `MONKEY_PATCH`, `max_tokens`, `TOKEN_FILE` or
+/// `tokenizers`.
+pub fn holds_a_credential_word(name: &str) -> bool {
+    let words = words_of(name);
+    let setting = words
+        .last()
+        .is_some_and(|last| SETTING_WORDS.contains(&last.as_str()));
+    !setting
+        && words
+            .iter()
+            .any(|word| CREDENTIAL_NAME_WORDS.contains(&word.as_str()))
+}
+
+/// `name`'s words, lower-cased: split at anything but a letter or digit, and where a
+/// lower-case letter or digit meets an upper-case letter (`apiKey`, `X-Api-Key`).
+fn words_of(name: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut previous: Option<char> = None;
+    for ch in name.chars() {
+        let joins = ch.is_alphanumeric()
+            && !(ch.is_uppercase() && previous.is_some_and(|p| p.is_lowercase() || p.is_numeric()));
+        if !joins && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        if ch.is_alphanumeric() {
+            word.extend(ch.to_lowercase());
+        }
+        previous = Some(ch);
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// Whether a program's argument gives a credential literally: an option whose name holds
+/// a credential's word ([`holds_a_credential_word`]) with its value after `=`
+/// (`--api-key=…`, `-token=…`, `--openai-key=…`), but for a path (`--key=/etc/ahp/key.pem`,
+/// `--key=certs/client.pem`), or an `Authorization`, `Cookie` or `Bearer` header's value
+/// (`--header=Authorization: Bearer …`). The value is never repeated by a caller.
+pub fn argument_gives_a_credential(arg: &str) -> bool {
+    let lowered = arg.to_ascii_lowercase();
+    let header = ["authorization:", "cookie:", "bearer "]
+        .iter()
+        .any(|word| lowered.contains(word));
+    header
+        || arg.split_once('=').is_some_and(|(option, value)| {
+            is_a_credential_option(option) && !value.is_empty() && !names_a_path(value)
+        })
+}
+
+/// Whether a program's argument is an option named as a credential (`--token`,
+/// `-password`, `--api-key`), whose value may be the argument after it.
+pub fn is_a_credential_option(arg: &str) -> bool {
+    arg.starts_with('-') && holds_a_credential_word(arg.trim_start_matches('-'))
+}
+
+/// Whether an option's value is a file's path rather than a secret: absolute, relative
+/// by `./`, `../` or `~/`, or a key or certificate file by its extension.
+fn names_a_path(value: &str) -> bool {
+    const FILES: [&str; 9] = [
+        ".pem", ".key", ".crt", ".cer", ".der", ".p12", ".pfx", ".jks", ".json",
+    ];
+    value.starts_with(['/', '~'])
+        || value.starts_with("./")
+        || value.starts_with("../")
+        || FILES
+            .iter()
+            .any(|ext| value.to_ascii_lowercase().ends_with(ext))
+}
+
 /// `text` with each `%XX` escape replaced by its byte; a malformed escape is kept as
 /// written, and bytes that are no UTF-8 are replaced (no secret name has any).
 fn percent_decoded(text: &str) -> String {

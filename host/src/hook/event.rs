@@ -87,6 +87,12 @@ pub fn build(
             event["outcome"] = json!(outcome);
             event["execution"] = execution;
             event["items"] = json!([]);
+            // A call that ran may have output: its emptiness here is no evidence of none
+            // ("adapters MUST NOT use emptiness to conceal known authorized content",
+            // execution-payloads.md@8f91ac4). A denied call has none.
+            if !matches!(payload.ended, Ended::Denied) {
+                event["gaps"] = json!([gap("/items", "the tool's output is only in native")]);
+            }
         }
         AhpEvent::SessionStart => {
             let mut gaps = Vec::new();
@@ -110,7 +116,11 @@ pub fn build(
             event["trigger"] = json!("user");
             // The prompt itself travels only in `native`, which policy must enable.
             event["items"] = json!([]);
-            event["gaps"] = json!([gap("/items", "the prompt is only in native")]);
+            let mut gaps = vec![gap("/items", "the prompt is only in native")];
+            if payload.turn_id.is_none() {
+                gaps.push(gap("/turn/id", UNSTABLE_TURN));
+            }
+            event["gaps"] = json!(gaps);
         }
         AhpEvent::TurnFinishBefore => {
             let mut gaps = Vec::new();
@@ -138,6 +148,9 @@ pub fn build(
             event["continuationCount"] = json!(count);
             event["items"] = json!([]);
             gaps.push(gap("/items", "the response is only in native"));
+            if payload.turn_id.is_none() {
+                gaps.push(gap("/turn/id", UNSTABLE_TURN));
+            }
             event["gaps"] = json!(gaps);
         }
         AhpEvent::ContextCompactBefore => {
@@ -206,7 +219,9 @@ pub fn build(
         event["turn"] = json!({"id": turn});
     } else if matches!(spec.ahp, AhpEvent::TurnStart | AhpEvent::TurnFinishBefore) {
         // A harness that names no turn: one process sees one hook of a turn, so its id
-        // cannot be the harness's.
+        // cannot be the harness's, nor stay the same across the turn's events, as a
+        // synthesized identity should (execution-payloads.md@8f91ac4): its gap says so
+        // ([`UNSTABLE_TURN`]).
         event["turn"] = json!({"id": format!("turn_{id}"), "synthesized": true});
     }
     if spec.ahp == AhpEvent::ModelRequestBefore {
@@ -274,6 +289,10 @@ const START_TRIGGER_UNSAID: &str = "the harness says no trigger AHP names; start
 
 /// Why a compaction's `trigger` says `auto` where the harness said no AHP trigger.
 const COMPACT_TRIGGER_UNSAID: &str = "the harness says no trigger AHP names; auto stands for it";
+
+/// Why a turn's synthesized id is a gap: it names the hook call's event alone.
+const UNSTABLE_TURN: &str =
+    "synthesized for this hook call alone: the turn's other events carry another";
 
 /// One entry of a `gaps` list: the member not disclosed, and why.
 pub(super) fn gap(path: &str, reason: &str) -> Value {
@@ -459,6 +478,64 @@ mod tests {
         assert_ne!(started["turn"]["id"], "turn-7");
         let called = built(Harness::ClaudeCode, AhpEvent::ToolBefore, &tool);
         assert!(called.get("turn").is_none(), "{called}");
+        // A synthesized turn id names this event alone, and its gap says so; the
+        // harness's own needs none.
+        let paths = |event: &Value| {
+            let gaps = event["gaps"].as_array().cloned().unwrap_or_default();
+            gaps.iter()
+                .filter_map(|gap| gap["path"].as_str().map(String::from))
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            paths(&started).contains(&"/turn/id".to_string()),
+            "{started}"
+        );
+        let named = built(Harness::Codex, AhpEvent::TurnStart, &prompt);
+        assert!(!paths(&named).contains(&"/turn/id".to_string()), "{named}");
+    }
+
+    /// A tool.after of a call that ran says its output is only in native: empty `items`
+    /// are no evidence of none (execution-payloads.md@8f91ac4). A denied call has none.
+    #[test]
+    fn a_tool_afters_empty_items_are_a_gap_unless_the_call_was_denied() {
+        let after = |ended: Option<&str>| {
+            let mut payload = json!({"session_id": "s", "tool_name": "Bash",
+                "tool_input": {"command": "ls"}, "tool_use_id": "c1",
+                "tool_response": {"stdout": "a.txt"}});
+            if let Some(ended) = ended {
+                payload["ended"] = json!(ended);
+            }
+            payload
+        };
+        let spec = Harness::ClaudeCode
+            .events()
+            .iter()
+            .find(|s| s.ahp == AhpEvent::ToolAfter)
+            .expect("mapped");
+        let object = after(None);
+        let read = super::super::payload::read(
+            Harness::ClaudeCode.fields(),
+            object.as_object().unwrap(),
+            spec,
+        )
+        .expect("a PostToolUse");
+        let event = build(Harness::ClaudeCode, spec, &read, "urn:x", Map::new());
+        assert_eq!(event["outcome"], "ok");
+        assert_eq!(event["items"], json!([]));
+        assert_eq!(
+            event["gaps"][0],
+            json!({"path": "/items", "reason": "the tool's output is only in native"})
+        );
+        let denied = Payload {
+            tool: Some(("Bash".into(), Map::new())),
+            ended: Ended::Denied,
+            ..Payload::default()
+        };
+        let event = built(Harness::ClaudeCode, AhpEvent::ToolAfter, denied);
+        assert_eq!(event["outcome"], "denied");
+        assert!(event
+            .get("gaps")
+            .is_none_or(|gaps| !gaps.to_string().contains("/items")));
     }
 
     #[test]
@@ -707,12 +784,16 @@ mod tests {
             let gaps = gap_paths(&event["gaps"]).join(" ");
             (event["continuationCount"].clone(), gaps)
         };
-        assert_eq!(stop(Some(false)), (json!(0), "/items".into()));
+        // The turn's id is synthesized (the payload names none), and said to be so.
+        assert_eq!(stop(Some(false)), (json!(0), "/items /turn/id".into()));
         assert_eq!(
             stop(Some(true)),
-            (json!(1), "/continuationCount /items".into())
+            (json!(1), "/continuationCount /items /turn/id".into())
         );
-        assert_eq!(stop(None), (json!(0), "/continuationCount /items".into()));
+        assert_eq!(
+            stop(None),
+            (json!(0), "/continuationCount /items /turn/id".into())
+        );
     }
 
     /// A stop's outcome is what the harness's stop says (Cursor's `status`): `completed`,

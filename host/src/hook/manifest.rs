@@ -115,6 +115,15 @@ pub fn manifest(harness: Harness) -> Value {
              an account of the server: such a call reads as native, with no mcp descriptor",
         ));
     }
+    // A server named from the tool's name, where the harness gives no account of it.
+    if fields.mcp_by_name {
+        gaps.push(gap(
+            "tool.mcp.server.id",
+            "where the harness gives no account of the server, inferred from the tool's \
+             name (mcp__SERVER__TOOL) at its first `__`: a server whose name holds `__` is \
+             named by its part before it (provenance: inferred)",
+        ));
+    }
     // Every event names the harness, its version "unknown" where the harness does not say.
     if fields.harness_version.is_none() {
         gaps.push(gap("harness.version", UNSAID));
@@ -283,6 +292,13 @@ mod tests {
         for harness in Harness::ALL {
             let untold = matches!(harness, Harness::Cursor | Harness::Copilot);
             assert_eq!(has_gap(harness, "tool.origin"), untold, "{harness:?}");
+            // A server named from the tool's name is a guess, said so.
+            let by_name = harness.fields().mcp_by_name;
+            assert_eq!(
+                has_gap(harness, "tool.mcp.server.id"),
+                by_name,
+                "{harness:?}"
+            );
         }
     }
 
