@@ -144,25 +144,10 @@ pub fn ends_in_a_credential_word(name: &str) -> bool {
     CREDENTIAL_WORDS.iter().any(|word| singular.ends_with(word))
 }
 
-/// Words a credential's name is made of, whole (`SECRET_KEY_BASE`, `openai-key`,
-/// `sessionCookie`): [`CREDENTIAL_WORDS`] and the compounds services spell as one word.
-const CREDENTIAL_NAME_WORDS: [&str; 15] = [
-    "token",
-    "secret",
-    "key",
-    "password",
-    "passwd",
-    "passphrase",
-    "credential",
-    "cookie",
-    "authorization",
-    "bearer",
-    "apikey",
-    "accesskey",
-    "secretkey",
-    "privatekey",
-    "authkey",
-];
+/// Compounds services spell as one word (`APIKEY`), counted as [`CREDENTIAL_WORDS`] are
+/// by [`holds_a_credential_word`].
+const COMPOUND_CREDENTIAL_WORDS: [&str; 5] =
+    ["apikey", "accesskey", "secretkey", "privatekey", "authkey"];
 
 /// Last words that make a name a setting about a credential, not the credential
 /// (`TOKEN_URL`, `key-file`, `api_key_env`, `secretName`).
@@ -173,7 +158,7 @@ const SETTING_WORDS: [&str; 15] = [
 
 /// Whether `name`, split into words (at anything but a letter or digit, and where a
 /// lower-case letter meets an upper-case one), holds a credential's word whole
-/// ([`CREDENTIAL_NAME_WORDS`]) and does not end in a word that makes it a setting
+/// ([`CREDENTIAL_WORDS`], [`COMPOUND_CREDENTIAL_WORDS`]) and does not end in a word that makes it a setting
 /// ([`SETTING_WORDS`]): `SECRET_KEY_BASE`, `API_KEY_2`, `GITHUB_TOKEN_RO`,
 /// `openaiKey`; not `KEYCLOAK_URL`, `MONKEY_PATCH`, `max_tokens`, `TOKEN_FILE` or
 /// `tokenizers`.
@@ -182,10 +167,11 @@ pub fn holds_a_credential_word(name: &str) -> bool {
     let setting = words
         .last()
         .is_some_and(|last| SETTING_WORDS.contains(&last.as_str()));
-    !setting
-        && words
-            .iter()
-            .any(|word| CREDENTIAL_NAME_WORDS.contains(&word.as_str()))
+    let credential = |word: &String| {
+        CREDENTIAL_WORDS.contains(&word.as_str())
+            || COMPOUND_CREDENTIAL_WORDS.contains(&word.as_str())
+    };
+    !setting && words.iter().any(credential)
 }
 
 /// `name`'s words, lower-cased: split at anything but a letter or digit, and where a
