@@ -90,13 +90,102 @@ pub fn is_result(value: &Value) -> bool {
 }
 
 /// Whether `result`, a backend's supplied `ElicitResult` at a `user.elicitation.request`,
-/// can answer that request: a URL request's result carries no `content`
-/// (interaction-payloads.md@8f91ac4: "decline/cancel and URL results omit it"). Its shape
-/// is [`is_result`]'s. Not checked: a form answer against the request's
-/// `requestedSchema`.
+/// can answer that request (interaction-payloads.md@8f91ac4: `content` "is present only
+/// for accepted form data and must satisfy the requesting form schema; decline/cancel
+/// and URL results omit it"): a URL request's result carries no `content`, and a form
+/// request's answer satisfies its `requestedSchema` ([`satisfies`]) where the event
+/// holds the request (its part selected as body). Its shape is [`is_result`]'s.
 pub fn answers(event: &Event, result: &Value) -> bool {
-    let url = event.value_at("/elicitation/mode").and_then(Value::as_str) == Some("url");
-    !url || result.get("content").is_none()
+    let Some(answer) = result.get("content") else {
+        return true;
+    };
+    if event.value_at("/elicitation/mode").and_then(Value::as_str) == Some("url") {
+        return false;
+    }
+    requested_schema(event).is_none_or(|schema| satisfies(answer, &schema))
+}
+
+/// The `requestedSchema` of the request a body-selected request part serializes.
+fn requested_schema(event: &Event) -> Option<Map<String, Value>> {
+    let part = event.value_at("/elicitation/request")?;
+    if part.get("selection").and_then(Value::as_str) != Some("body") {
+        return None;
+    }
+    match json::parse(part.get("text")?.as_str()?) {
+        Ok(Value::Object(mut params)) => match params.remove("requestedSchema") {
+            Some(Value::Object(schema)) => Some(schema),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `answer` satisfies a form's `schema` (MCP 2025-11-25's flat subset): every
+/// required field there, none the schema does not name, each of its field's type
+/// (string, number, integer, boolean, or a list of strings for a multi-select) within
+/// its bounds (length, range, count) and, for a choice, one of its values. A `format`
+/// is not checked.
+pub fn satisfies(answer: &Value, schema: &Map<String, Value>) -> bool {
+    let Some(answer) = answer.as_object() else {
+        return false;
+    };
+    let fields = schema.get("properties").and_then(Value::as_object);
+    let required = schema.get("required").and_then(Value::as_array);
+    let mut required = required.into_iter().flatten().filter_map(Value::as_str);
+    required.all(|name| answer.contains_key(name))
+        && answer.iter().all(|(name, value)| {
+            fields
+                .and_then(|fields| fields.get(name))
+                .is_some_and(|field| fits(value, field))
+        })
+}
+
+/// Whether `value` is of `field`'s type, within its bounds, and one of its choices.
+fn fits(value: &Value, field: &Value) -> bool {
+    let bound = |key: &str| field.get(key).and_then(Value::as_f64);
+    let within = |n: f64, low: &str, high: &str| {
+        bound(low).is_none_or(|low| n >= low) && bound(high).is_none_or(|high| n <= high)
+    };
+    match field.get("type").and_then(Value::as_str) {
+        Some("string") => value.as_str().is_some_and(|text| {
+            let length = text.chars().count() as f64;
+            within(length, "minLength", "maxLength") && chosen(field, text)
+        }),
+        Some("number") => value
+            .as_f64()
+            .is_some_and(|n| within(n, "minimum", "maximum")),
+        Some("integer") => value
+            .as_f64()
+            .is_some_and(|n| n.fract() == 0.0 && within(n, "minimum", "maximum")),
+        Some("boolean") => value.is_boolean(),
+        Some("array") => value.as_array().is_some_and(|items| {
+            let items_field = field.get("items").unwrap_or(&Value::Null);
+            within(items.len() as f64, "minItems", "maxItems")
+                && items
+                    .iter()
+                    .all(|item| item.as_str().is_some_and(|text| chosen(items_field, text)))
+        }),
+        _ => false,
+    }
+}
+
+/// Whether `text` is one of the choices `field` offers (`enum`, or the `const` of each
+/// of its `oneOf` or `anyOf`), or any text where it offers none.
+fn chosen(field: &Value, text: &str) -> bool {
+    let listed = field.get("enum").and_then(Value::as_array);
+    let titled = ["oneOf", "anyOf"]
+        .iter()
+        .find_map(|key| field.get(*key).and_then(Value::as_array));
+    match (listed, titled) {
+        (None, None) => true,
+        (listed, titled) => {
+            listed.into_iter().flatten().any(|choice| choice == text)
+                || titled
+                    .into_iter()
+                    .flatten()
+                    .any(|choice| choice.get("const").is_some_and(|c| c == text))
+        }
+    }
 }
 
 /// The `ElicitResult` a body-selected result part serializes.

@@ -4902,3 +4902,60 @@ fn an_interruption_stops_preparing_observers() {
         (host.now.get() - T0) / ms(1)
     );
 }
+
+/// A supplied form answer satisfies the request's `requestedSchema` where the event
+/// holds the request (interaction-payloads.md@8f91ac4: it "must satisfy the requesting
+/// form schema"): each required field there, none the schema does not name, each of its
+/// type, within its bounds and one of its choices; else a malformed effect.
+#[test]
+fn a_supplied_form_answer_satisfies_the_requested_schema() {
+    let kind = InterceptableEvent::UserElicitationRequest;
+    let hooks = vec![backend(
+        A,
+        vec![intercept_sub(&[kind.as_str()], "fail-closed", 500)],
+    )];
+    let engine = Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid");
+    let params = json!({"message": "Who?", "requestedSchema": {"type": "object",
+        "properties": {
+            "name": {"type": "string", "minLength": 1},
+            "age": {"type": "integer", "minimum": 0},
+            "color": {"type": "string", "enum": ["red", "blue"]},
+            "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}]},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]},
+                     "maxItems": 2},
+            "ok": {"type": "boolean"}},
+        "required": ["name"]}});
+    let mut event = catalogue_event(kind.as_str());
+    event["elicitation"]["request"] = json!({"id": "q1", "kind": "text",
+        "mediaType": "text/plain", "selection": "body", "text": params.to_string()});
+    let settled = |content: Value| {
+        let answer = effects(json!([{"type": "return",
+            "value": {"action": "accept", "content": content}}]));
+        let mut host = FakeHost::new().on(A, Step::reply(answer));
+        settle(&engine, &mut host, &event)
+    };
+    let fitting = json!({"name": "x", "age": 3, "color": "red", "size": "s",
+                         "tags": ["a", "b"], "ok": true});
+    let s = settled(fitting);
+    assert_eq!(s.decision, Decision::Allow, "{}", audit(&s));
+    for misfit in [
+        json!({"age": 3}),
+        json!({"name": ""}),
+        json!({"name": "x", "age": 3.5}),
+        json!({"name": "x", "age": -1}),
+        json!({"name": "x", "age": "3"}),
+        json!({"name": "x", "color": "green"}),
+        json!({"name": "x", "size": "m"}),
+        json!({"name": "x", "tags": ["c"]}),
+        json!({"name": "x", "tags": ["a", "b", "a"]}),
+        json!({"name": "x", "other": 1}),
+    ] {
+        let s = settled(misfit.clone());
+        assert_synthetic_deny(&s);
+        assert_eq!(
+            audited(&s, 0)["failure"]["detail"],
+            "malformed-effect",
+            "{misfit}"
+        );
+    }
+}

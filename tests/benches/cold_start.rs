@@ -1,7 +1,7 @@
 //! Wall time of one whole `ahp intercept` process — what a command-hook harness pays per
 //! tool call — next to `curl` POSTing the same request to the same loopback backend.
-//! Three kinds of process, interleaved round by round (the order rotates, so none always
-//! follows another): `ahp intercept` with a warm compile cache, `ahp intercept` with an
+//! Three kinds of process, interleaved round by round (the order goes through all six
+//! permutations, so each kind follows each other equally often over six rounds): `ahp intercept` with a warm compile cache, `ahp intercept` with an
 //! empty cache directory (the first process after an install: compiles and stores), and
 //! `curl`. Reports median and p99 in ms over N rounds (default 30; below 100 rounds the
 //! p99 is the slowest run, and labelled so), and warm / curl.
@@ -64,10 +64,19 @@ fn main() {
         command
     };
 
+    /// Every order of the three kinds: each follows each other, and the empty-cache
+    /// process (which compiles and stores) precedes each other, equally often.
+    const ORDERS: [[usize; 3]; 6] = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
     let mut times: [Vec<Duration>; 3] = Default::default();
     for round in 0..n {
-        for i in 0..3 {
-            let kind = (round + i) % 3;
+        for kind in ORDERS[round % ORDERS.len()] {
             let mut command = match kind {
                 0 => intercept(dir, &warm),
                 1 => intercept(dir, &dir.join(format!("empty-cache-{round}"))),
