@@ -96,13 +96,17 @@ pub fn is_result(value: &Value) -> bool {
 /// request's answer satisfies its `requestedSchema` ([`satisfies`]) where the event
 /// holds the request (its part selected as body). Its shape is [`is_result`]'s.
 pub fn answers(event: &Event, result: &Value) -> bool {
-    let Some(answer) = result.get("content") else {
-        return true;
-    };
-    if event.value_at("/elicitation/mode").and_then(Value::as_str) == Some("url") {
-        return false;
+    let url = event.value_at("/elicitation/mode").and_then(Value::as_str) == Some("url");
+    let accepted = result.get("action").and_then(Value::as_str) == Some("accept");
+    match (result.get("content"), url) {
+        (Some(_), true) => false,
+        (Some(answer), false) => requested_schema(event).is_none_or(|s| satisfies(answer, &s)),
+        // A form accepted with no answer gives none of the fields it requires.
+        (None, false) if accepted => {
+            requested_schema(event).is_none_or(|s| satisfies(&Value::Object(Map::new()), &s))
+        }
+        (None, _) => true,
     }
-    requested_schema(event).is_none_or(|schema| satisfies(answer, &schema))
 }
 
 /// The `requestedSchema` of the request a body-selected request part serializes.
@@ -121,10 +125,11 @@ fn requested_schema(event: &Event) -> Option<Map<String, Value>> {
 }
 
 /// Whether `answer` satisfies a form's `schema` (MCP 2025-11-25's flat subset): every
-/// required field there, none the schema does not name, each of its field's type
-/// (string, number, integer, boolean, or a list of strings for a multi-select) within
-/// its bounds (length, range, count) and, for a choice, one of its values. A `format`
-/// is not checked.
+/// required field there, each field the schema names of its type (string, number,
+/// integer, boolean, or a list of strings for a multi-select) within its bounds
+/// (length, range, count) and, for a choice, one of its values. A field it does not
+/// name is left to JSON Schema's default, allowed (the answer's shape, primitives and
+/// string lists, is [`is_answer`]'s). A `format` is not checked.
 pub fn satisfies(answer: &Value, schema: &Map<String, Value>) -> bool {
     let Some(answer) = answer.as_object() else {
         return false;
@@ -136,7 +141,7 @@ pub fn satisfies(answer: &Value, schema: &Map<String, Value>) -> bool {
         && answer.iter().all(|(name, value)| {
             fields
                 .and_then(|fields| fields.get(name))
-                .is_some_and(|field| fits(value, field))
+                .is_none_or(|field| fits(value, field))
         })
 }
 

@@ -16,8 +16,8 @@ use crate::events::{self, Payload, Rules, Shape};
 use crate::json::{self, Node, Object};
 use crate::registration::View;
 use crate::syntax::{
-    argument_gives_a_credential, has_a_secret_parameter, has_userinfo, is_absolute_uri,
-    is_date_time, is_http_url, is_reverse_dns,
+    argument_gives_a_credential, follows_a_credential_option, has_a_secret_parameter, has_userinfo,
+    is_absolute_uri, is_date_time, is_http_url, is_reverse_dns,
 };
 use ahp_vocab::EventCapability;
 use serde::ser::SerializeMap as _;
@@ -1422,8 +1422,12 @@ fn check_connection(connection: &Object, at: &str, problems: &mut Problems) {
             ("args", Some(Node::Array(args))) if args.iter().all(Node::is_string) => {
                 // "Descriptors never carry credentials ... sanitize addresses and
                 // arguments" (execution-payloads.md@8f91ac4): each at its own pointer.
-                for (i, arg) in args.iter().enumerate() {
-                    if arg.as_str().is_some_and(carries_a_credential) {
+                let texts: Vec<&str> = args.iter().filter_map(Node::as_str).collect();
+                for (i, arg) in texts.iter().enumerate() {
+                    let after_an_option = i
+                        .checked_sub(1)
+                        .is_some_and(|o| follows_a_credential_option(texts[o], arg));
+                    if after_an_option || carries_a_credential(arg) {
                         problems.add(format!("{at}/args/{i}"), CREDENTIAL_ARGUMENT);
                     }
                 }
@@ -1445,7 +1449,8 @@ fn check_connection(connection: &Object, at: &str, problems: &mut Problems) {
 
 /// The rule an MCP descriptor's argument carrying a credential breaks.
 const CREDENTIAL_ARGUMENT: &str = "must not carry credentials (an argument giving a \
-     credential's value, or a URL with user info or a parameter named as a secret)";
+     credential's value, itself or after its option, or a URL with user info or a \
+     parameter named as a secret)";
 
 /// Whether a program's argument carries a credential: one it gives by an option or a
 /// header ([`argument_gives_a_credential`]), or a URL holding one.
@@ -2722,11 +2727,13 @@ mod tests {
             (
                 json!({"transport": "stdio", "command": "srv", "cwd": "/srv", "args": [
                     "--port=1", "--api-key=sk-live-123", "https://u:p@x.example/",
-                    "https://x.example/?access_token=abc", "https://x.example/?tenant=a"]}),
+                    "https://x.example/?access_token=abc", "https://x.example/?tenant=a",
+                    "--token", "sk-live-456", "--cache-key=v1"]}),
                 vec![
                     ("/args/1", CREDENTIAL_ARGUMENT),
                     ("/args/2", CREDENTIAL_ARGUMENT),
                     ("/args/3", CREDENTIAL_ARGUMENT),
+                    ("/args/6", CREDENTIAL_ARGUMENT),
                 ],
             ),
         ];

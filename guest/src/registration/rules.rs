@@ -17,8 +17,8 @@ use super::{
 use crate::content::{Content, Selection};
 use crate::json;
 use crate::syntax::{
-    argument_gives_a_credential, ends_in_a_credential_word, has_a_reachable_port,
-    has_a_secret_parameter, has_userinfo, holds_a_credential_word, is_a_credential_option,
+    argument_gives_a_credential, ends_in_a_credential_word, follows_a_credential_option,
+    has_a_reachable_port, has_a_secret_parameter, has_userinfo, holds_a_credential_word,
     is_absolute_uri, is_env_name, is_http_url, is_loopback_http_url, is_reverse_dns,
     is_secret_name, mentions_a_credential, names_a_credential, normalized, origin, unreadable_part,
     Unreadable, MAX_URL_BYTES,
@@ -150,10 +150,10 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
         let at = format!("{path}/args/{i}");
         let after_an_option = i
             .checked_sub(1)
-            .is_some_and(|o| is_a_credential_option(&args[o]));
+            .is_some_and(|o| follows_a_credential_option(&args[o], arg));
         if argument_gives_a_credential(arg) {
             c.problem(&at, LITERAL_SECRET_ARGUMENT);
-        } else if after_an_option && !arg.is_empty() && !arg.starts_with(['-', '/']) {
+        } else if after_an_option {
             c.warn(&at, CREDENTIAL_ARGUMENT);
         } else if cwd.is_none() && names_a_relative_file(arg) {
             c.warn(&at, RELATIVE_ARGUMENT);

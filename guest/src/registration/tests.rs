@@ -885,6 +885,8 @@ fn r10_a_credential_in_a_stdio_argument_is_refused_and_never_echoed() {
         "-token=SECRET-VALUE-42",
         "--password=SECRET-VALUE-42",
         "--openai-key=SECRET-VALUE-42",
+        "--authtoken=SECRET-VALUE-42",
+        "--pat=SECRET-VALUE-42",
         "--header=Authorization: Bearer SECRET-VALUE-42",
     ] {
         let listed = format!(r#"["--port", "{arg}"]"#);
@@ -896,7 +898,8 @@ fn r10_a_credential_in_a_stdio_argument_is_refused_and_never_echoed() {
         args,
         r#"["--token", "SECRET-VALUE-42", "--key=/etc/ahp/client.pem", "--max-tokens=5",
             "--token-file=/run/ahp/token", "--token", "--verbose", "--auth=none",
-            "--token-url=https://idp.example/token", "--api-key-env=POLICY_KEY"]"#,
+            "--token-url=https://idp.example/token", "--api-key-env=POLICY_KEY",
+            "--sort-key=name", "--cookie-jar=cookies.txt"]"#,
     )]);
     let warned: Vec<&str> = reg.warnings.iter().map(|w| w.path.as_str()).collect();
     assert_eq!(warned, [format!("{args}/1")], "{:#?}", reg.warnings);

@@ -22,8 +22,8 @@ pub(crate) use name::{is_env_name, is_extensions, is_reverse_dns};
 #[cfg(test)]
 pub(crate) use secret::SECRET_NAMES;
 pub(crate) use secret::{
-    argument_gives_a_credential, ends_in_a_credential_word, has_a_secret_parameter,
-    holds_a_credential_word, is_a_credential_option, is_secret_name, mentions_a_credential,
+    argument_gives_a_credential, ends_in_a_credential_word, follows_a_credential_option,
+    has_a_secret_parameter, holds_a_credential_word, is_secret_name, mentions_a_credential,
     names_a_credential, normalized,
 };
 pub(crate) use uri::{

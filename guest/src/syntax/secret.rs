@@ -5,8 +5,8 @@
 #[cfg(test)]
 pub(crate) use ahp_vocab::SECRET_NAMES;
 pub(crate) use ahp_vocab::{
-    argument_gives_a_credential, ends_in_a_credential_word, has_a_secret_parameter,
-    holds_a_credential_word, is_a_credential_option, is_secret_name, mentions_a_credential,
+    argument_gives_a_credential, ends_in_a_credential_word, follows_a_credential_option,
+    has_a_secret_parameter, holds_a_credential_word, is_secret_name, mentions_a_credential,
     names_a_credential, normalized,
 };
 
@@ -39,6 +39,13 @@ mod tests {
             "api_key_env",
             "secretName",
             "RUST_LOG",
+            "token-limit",
+            "cookie-jar",
+            "sort-key",
+            "PRIMARY_KEY",
+            "KEY_PREFIX",
+            "COOKIE_DOMAIN",
+            "PASSWORD_MIN_LENGTH",
         ];
         assert_shape(holds_a_credential_word, &credentials, &others);
     }
@@ -53,9 +60,16 @@ mod tests {
             "--openai-key=sk-1",
             "--session-cookie=c",
             "--password=p",
+            "--authtoken=2abc",
+            "--accesstoken=sk",
+            "--clientsecret=x",
+            "--pat=ghp_x",
             "--header=Authorization: Bearer sk-1",
             "Authorization: Bearer sk-1",
             "Cookie: sid=1",
+            "X-Api-Key: sk-1",
+            "--header=X-Api-Key: sk-1",
+            "Bearer sk-1",
         ];
         let others = [
             "--key=/etc/ahp/client.pem",
@@ -69,8 +83,23 @@ mod tests {
             "--token",
             "--port=8080",
             "policy.py",
+            "--sort-key=name",
+            "--primary-key=id",
+            "--token-limit=4096",
+            "--cookie-jar=cookies.txt",
+            "--key-size=2048",
+            "--token=~/token",
+            "echo \"bearer of news\"",
         ];
         assert_shape(argument_gives_a_credential, &credentials, &others);
+        // The value after an option named as a credential, unless it is a path or an
+        // option itself.
+        assert!(follows_a_credential_option("--api-key", "sk-1"));
+        assert!(follows_a_credential_option("--authtoken", "2abc"));
+        assert!(!follows_a_credential_option("--api-key", "--verbose"));
+        assert!(!follows_a_credential_option("--key", "/etc/ahp/key.pem"));
+        assert!(!follows_a_credential_option("--api-key=x", "y"));
+        assert!(!follows_a_credential_option("--sort-key", "name"));
     }
 
     #[test]

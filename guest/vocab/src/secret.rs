@@ -149,29 +149,47 @@ pub fn ends_in_a_credential_word(name: &str) -> bool {
 const COMPOUND_CREDENTIAL_WORDS: [&str; 5] =
     ["apikey", "accesskey", "secretkey", "privatekey", "authkey"];
 
-/// Last words that make a name a setting about a credential, not the credential
-/// (`TOKEN_URL`, `key-file`, `api_key_env`, `secretName`).
-const SETTING_WORDS: [&str; 15] = [
-    "url", "uri", "endpoint", "id", "name", "file", "path", "env", "ref", "type", "header", "dir",
-    "host", "port", "format",
+/// Words that may follow a credential's word in its name and leave it one
+/// (`SECRET_KEY_BASE`, `GITHUB_TOKEN_RO`, `PRIVATE_KEY_PEM`); digits too (`API_KEY_2`).
+const CREDENTIAL_SUFFIXES: [&str; 8] = ["base", "ro", "rw", "pem", "value", "b64", "hex", "raw"];
+
+/// Words before `key` that make it a data key, not a credential (`sort-key`,
+/// `PRIMARY_KEY`).
+const DATA_KEY_WORDS: [&str; 12] = [
+    "sort",
+    "primary",
+    "partition",
+    "cache",
+    "foreign",
+    "routing",
+    "shard",
+    "lookup",
+    "index",
+    "unique",
+    "composite",
+    "hash",
 ];
 
 /// Whether `name`, split into words (at anything but a letter or digit, and where a
-/// lower-case letter meets an upper-case one), holds a credential's word whole
-/// ([`CREDENTIAL_WORDS`], [`COMPOUND_CREDENTIAL_WORDS`]) and does not end in a word that makes it a setting
-/// ([`SETTING_WORDS`]): `SECRET_KEY_BASE`, `API_KEY_2`, `GITHUB_TOKEN_RO`,
-/// `openaiKey`; not `KEYCLOAK_URL`, `MONKEY_PATCH`, `max_tokens`, `TOKEN_FILE` or
-/// `tokenizers`.
+/// lower-case letter or digit meets an upper-case one), ends in a credential's word
+/// ([`CREDENTIAL_WORDS`], [`COMPOUND_CREDENTIAL_WORDS`]), but for digits and a few
+/// suffixes after it ([`CREDENTIAL_SUFFIXES`]), and for a data key ([`DATA_KEY_WORDS`]):
+/// `SECRET_KEY_BASE`, `API_KEY_2`, `GITHUB_TOKEN_RO`, `openaiKey`; not `KEYCLOAK_URL`,
+/// `TOKEN_FILE`, `token-limit`, `cookie-jar`, `max_tokens`, `sort-key` or `tokenizers`.
 pub fn holds_a_credential_word(name: &str) -> bool {
     let words = words_of(name);
-    let setting = words
-        .last()
-        .is_some_and(|last| SETTING_WORDS.contains(&last.as_str()));
-    let credential = |word: &String| {
-        CREDENTIAL_WORDS.contains(&word.as_str())
-            || COMPOUND_CREDENTIAL_WORDS.contains(&word.as_str())
+    let suffix = |word: &String| {
+        word.chars().all(|ch| ch.is_ascii_digit()) || CREDENTIAL_SUFFIXES.contains(&word.as_str())
     };
-    !setting && words.iter().any(credential)
+    let kept = words.len() - words.iter().rev().take_while(|w| suffix(w)).count();
+    let Some(last) = kept.checked_sub(1).map(|at| words[at].as_str()) else {
+        return false;
+    };
+    let data_key = last == "key"
+        && kept
+            .checked_sub(2)
+            .is_some_and(|at| DATA_KEY_WORDS.contains(&words[at].as_str()));
+    (CREDENTIAL_WORDS.contains(&last) || COMPOUND_CREDENTIAL_WORDS.contains(&last)) && !data_key
 }
 
 /// `name`'s words, lower-cased: split at anything but a letter or digit, and where a
@@ -197,26 +215,65 @@ fn words_of(name: &str) -> Vec<String> {
     words
 }
 
-/// Whether a program's argument gives a credential literally: an option whose name holds
-/// a credential's word ([`holds_a_credential_word`]) with its value after `=`
-/// (`--api-key=…`, `-token=…`, `--openai-key=…`), but for a path (`--key=/etc/ahp/key.pem`,
-/// `--key=certs/client.pem`), or an `Authorization`, `Cookie` or `Bearer` header's value
-/// (`--header=Authorization: Bearer …`). The value is never repeated by a caller.
+/// Whether a program's argument gives a credential literally: an option named as a
+/// credential ([`is_a_credential_option`]) with its value after `=` (`--api-key=…`,
+/// `-token=…`, `--authtoken=…`), but for a path (`--key=/etc/ahp/key.pem`,
+/// `--key=certs/client.pem`); or a credential header, as the argument or as an option's
+/// value ([`is_a_credential_header`]). The value is never repeated by a caller.
 pub fn argument_gives_a_credential(arg: &str) -> bool {
-    let lowered = arg.to_ascii_lowercase();
-    let header = ["authorization:", "cookie:", "bearer "]
-        .iter()
-        .any(|word| lowered.contains(word));
-    header
+    let value = arg.split_once('=').map(|(_, value)| value);
+    is_a_credential_header(arg)
+        || value.is_some_and(is_a_credential_header)
         || arg.split_once('=').is_some_and(|(option, value)| {
             is_a_credential_option(option) && !value.is_empty() && !names_a_path(value)
         })
 }
 
+/// Whether `text` is a credential header with its value: `Authorization: …`, `Cookie:
+/// …`, another header named as a credential (`X-Api-Key: …`), or a bare `Bearer TOKEN`.
+/// Prose that only holds such a word (`echo "bearer of news"`) is none.
+fn is_a_credential_header(text: &str) -> bool {
+    let text = text.trim();
+    if let Some((name, value)) = text.split_once(':') {
+        let named = name
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || ch == '-')
+            && (matches!(
+                name.to_ascii_lowercase().as_str(),
+                "authorization" | "proxy-authorization" | "cookie"
+            ) || holds_a_credential_word(name));
+        if named && !value.trim().is_empty() {
+            return true;
+        }
+    }
+    let mut words = text.split_whitespace();
+    matches!(
+        (words.next(), words.next(), words.next()),
+        (Some(scheme), Some(_), None) if scheme.eq_ignore_ascii_case("bearer")
+    )
+}
+
 /// Whether a program's argument is an option named as a credential (`--token`,
-/// `-password`, `--api-key`), whose value may be the argument after it.
+/// `-password`, `--api-key`, `--authtoken`, `--pat`), whose value may be the argument
+/// after it: by a credential's word at its end ([`holds_a_credential_word`]) or a name
+/// that says so ([`names_a_credential`]), but for a bare `--auth`, often a method's name
+/// (`--auth=none`).
 pub fn is_a_credential_option(arg: &str) -> bool {
-    arg.starts_with('-') && holds_a_credential_word(arg.trim_start_matches('-'))
+    let name = arg.trim_start_matches('-');
+    arg.starts_with('-')
+        && (holds_a_credential_word(name)
+            || (names_a_credential(name) && normalized(name) != "auth"))
+}
+
+/// Whether `arg`, right after `previous`, gives a credential as the argument after its
+/// option (`--token VALUE`): `previous` is named as a credential and has no value of
+/// its own, and `arg` is neither an option nor a path.
+pub fn follows_a_credential_option(previous: &str, arg: &str) -> bool {
+    !previous.contains('=')
+        && is_a_credential_option(previous)
+        && !arg.is_empty()
+        && !arg.starts_with('-')
+        && !names_a_path(arg)
 }
 
 /// Whether an option's value is a file's path rather than a secret: absolute, relative
@@ -225,9 +282,10 @@ fn names_a_path(value: &str) -> bool {
     const FILES: [&str; 9] = [
         ".pem", ".key", ".crt", ".cer", ".der", ".p12", ".pfx", ".jks", ".json",
     ];
-    value.starts_with(['/', '~'])
-        || value.starts_with("./")
-        || value.starts_with("../")
+    value.starts_with('/')
+        || ["./", "../", "~/"]
+            .iter()
+            .any(|start| value.starts_with(start))
         || FILES
             .iter()
             .any(|ext| value.to_ascii_lowercase().ends_with(ext))

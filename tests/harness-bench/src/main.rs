@@ -66,8 +66,9 @@ async fn run(n: usize, addr: SocketAddr, split: bool) {
     #[cfg(feature = "sdk")]
     let sdk = sdk_row::client(addr, &url).await;
 
-    // Two raw POSTs a round: the first comes after the round before's hook call (whose
-    // work evicts the network path's code and data: host/benches/after_component.rs),
+    // Two raw POSTs a round: the first comes after the round before's last call, a hook
+    // call (whose work evicts the network path's code and data:
+    // host/benches/after_component.rs),
     // the second after a raw POST, as the hook call does. The target is read against
     // the second, as `hook_call`'s is.
     let mut names = vec![
