@@ -17,7 +17,7 @@ use crate::json::{self, Node, Object};
 use crate::registration::View;
 use crate::syntax::{
     argument_gives_a_credential, follows_a_credential_option, has_a_secret_parameter, has_userinfo,
-    is_absolute_uri, is_date_time, is_http_url, is_reverse_dns,
+    is_absolute_uri, is_date_time, is_http_url, is_reverse_dns, looks_secret,
 };
 use ahp_vocab::EventCapability;
 use serde::ser::SerializeMap as _;
@@ -1426,7 +1426,8 @@ fn check_connection(connection: &Object, at: &str, problems: &mut Problems) {
                 for (i, arg) in texts.iter().enumerate() {
                     let after_an_option = i
                         .checked_sub(1)
-                        .is_some_and(|o| follows_a_credential_option(texts[o], arg));
+                        .is_some_and(|o| follows_a_credential_option(texts[o], arg))
+                        && looks_secret(arg);
                     if after_an_option || carries_a_credential(arg) {
                         problems.add(format!("{at}/args/{i}"), CREDENTIAL_ARGUMENT);
                     }
@@ -2728,7 +2729,8 @@ mod tests {
                 json!({"transport": "stdio", "command": "srv", "cwd": "/srv", "args": [
                     "--port=1", "--api-key=sk-live-123", "https://u:p@x.example/",
                     "https://x.example/?access_token=abc", "https://x.example/?tenant=a",
-                    "--token", "sk-live-456", "--cache-key=v1"]}),
+                    "--token", "sk-live-456", "--cache-key=v1", "--ssh-key", "id_ed25519",
+                    "--secret", "MY_SECRET_NAME"]}),
                 vec![
                     ("/args/1", CREDENTIAL_ARGUMENT),
                     ("/args/2", CREDENTIAL_ARGUMENT),

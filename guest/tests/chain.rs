@@ -4905,8 +4905,8 @@ fn an_interruption_stops_preparing_observers() {
 
 /// A supplied form answer satisfies the request's `requestedSchema` where the event
 /// holds the request (interaction-payloads.md@8f91ac4: it "must satisfy the requesting
-/// form schema"): each required field there, none the schema does not name, each of its
-/// type, within its bounds and one of its choices; else a malformed effect.
+/// form schema"): each required field there, each field it names of its type, within
+/// its bounds and one of its choices; else a malformed effect.
 #[test]
 fn a_supplied_form_answer_satisfies_the_requested_schema() {
     let kind = InterceptableEvent::UserElicitationRequest;

@@ -541,7 +541,8 @@ fn r10_a_literal_secret_is_refused_anywhere_under_any_spelling() {
     let misspelled = json!({"type": "bearer", "token": format!("sk-{marker}")});
     let env = json!([{"name": "API_KEY", "value": marker},
                      {"name": "SECRET_KEY_BASE", "value": marker},
-                     {"name": "API_KEY_2", "value": marker}]);
+                     {"name": "API_KEY_2", "value": marker},
+                     {"name": "STRIPE_SECRET_KEY_LIVE", "value": marker}]);
     let cases = [
         ("$a", oauth.to_string(), "$a/client_secret"),
         ("$a", bearer.to_string(), "$a/access_token"),
@@ -570,6 +571,11 @@ fn r10_a_literal_secret_is_refused_anywhere_under_any_spelling() {
             "/hooks/1/transport/env",
             env.to_string(),
             "/hooks/1/transport/env/2/value",
+        ),
+        (
+            "/hooks/1/transport/env",
+            env.to_string(),
+            "/hooks/1/transport/env/3/value",
         ),
         ("$o/Api-Key", secret.clone(), "$o/Api-Key"),
         (
@@ -887,6 +893,9 @@ fn r10_a_credential_in_a_stdio_argument_is_refused_and_never_echoed() {
         "--openai-key=SECRET-VALUE-42",
         "--authtoken=SECRET-VALUE-42",
         "--pat=SECRET-VALUE-42",
+        "--auth=SECRET-VALUE-42",
+        "--api-key-prod=SECRET-VALUE-42",
+        "curl -H 'Authorization: Bearer SECRET-VALUE-42' https://api.example/",
         "--header=Authorization: Bearer SECRET-VALUE-42",
     ] {
         let listed = format!(r#"["--port", "{arg}"]"#);

@@ -6,8 +6,8 @@
 pub(crate) use ahp_vocab::SECRET_NAMES;
 pub(crate) use ahp_vocab::{
     argument_gives_a_credential, ends_in_a_credential_word, follows_a_credential_option,
-    has_a_secret_parameter, holds_a_credential_word, is_secret_name, mentions_a_credential,
-    names_a_credential, normalized,
+    has_a_secret_parameter, holds_a_credential_word, is_secret_name, looks_secret,
+    mentions_a_credential, names_a_credential, normalized,
 };
 
 #[cfg(test)]
@@ -15,8 +15,9 @@ mod tests {
     use super::*;
     use crate::syntax::assert_shape;
 
-    /// A name holding a credential's word whole is one, unless its last word makes it a
-    /// setting; a word that only contains one (`keycloak`, `tokenizers`) is not.
+    /// A name holding a credential's word whole is one, unless a setting word follows it
+    /// or it is a data key; a word that only contains one (`keycloak`, `tokenizers`) is
+    /// not.
     #[test]
     fn a_name_holding_a_credential_word_whole_is_one_unless_a_setting() {
         let credentials = [
@@ -28,6 +29,10 @@ mod tests {
             "session-cookie",
             "PRIVATE_KEY_PEM",
             "apikey",
+            "STRIPE_SECRET_KEY_LIVE",
+            "OPENAI_API_KEY_PROD",
+            "HF_TOKEN_WRITE",
+            "API_KEY_V2",
         ];
         let others = [
             "KEYCLOAK_URL",
@@ -46,6 +51,15 @@ mod tests {
             "KEY_PREFIX",
             "COOKIE_DOMAIN",
             "PASSWORD_MIN_LENGTH",
+            "key-id",
+            "keyring",
+            "api-key-header",
+            "secret-store",
+            "token-type",
+            "password-file",
+            "cookie-name",
+            "range-key",
+            "public-key",
         ];
         assert_shape(holds_a_credential_word, &credentials, &others);
     }
@@ -68,8 +82,18 @@ mod tests {
             "Authorization: Bearer sk-1",
             "Cookie: sid=1",
             "X-Api-Key: sk-1",
+            "X_API_KEY: sk-1",
             "--header=X-Api-Key: sk-1",
             "Bearer sk-1",
+            "curl -H 'Authorization: Bearer sk-live-123' https://api.example/",
+            "-HAuthorization: Bearer x",
+            "--headers={\"Authorization\": \"Bearer sk-live-123\"}",
+            "--header=Authorization=Bearer sk-live-123",
+            "Bearer sk-live-123 x",
+            "--auth=alice:s3cret",
+            "--auth=sk-live-123",
+            "--api-key-prod=sk",
+            "--token=~",
         ];
         let others = [
             "--key=/etc/ahp/client.pem",
@@ -90,6 +114,15 @@ mod tests {
             "--key-size=2048",
             "--token=~/token",
             "echo \"bearer of news\"",
+            "--auth=basic",
+            "Content-Type: application/json",
+            "--key-id=abc",
+            "--api-key-header=X-Key",
+            "--secret-store=vault",
+            "--token-type=bearer",
+            "--password-file=p.txt",
+            "--cookie-name=sid",
+            "--authorization-url=https://idp.example/authorize",
         ];
         assert_shape(argument_gives_a_credential, &credentials, &others);
         // The value after an option named as a credential, unless it is a path or an
@@ -98,7 +131,13 @@ mod tests {
         assert!(follows_a_credential_option("--authtoken", "2abc"));
         assert!(!follows_a_credential_option("--api-key", "--verbose"));
         assert!(!follows_a_credential_option("--key", "/etc/ahp/key.pem"));
-        assert!(!follows_a_credential_option("--api-key=x", "y"));
+        assert!(!follows_a_credential_option("--token=2", "y"));
+        assert!(!follows_a_credential_option("--auth", "basic"));
+        assert!(follows_a_credential_option("--auth", "alice:s3cret"));
+        // Only one that looks like a secret, where a guess refuses (an event's).
+        assert!(looks_secret("sk-live-123") && looks_secret("ghp_abc"));
+        assert!(looks_secret("a1b2c3d4e5f6g7h8i9j0"));
+        assert!(!looks_secret("MY_SECRET_NAME") && !looks_secret("id_ed25519"));
         assert!(!follows_a_credential_option("--sort-key", "name"));
     }
 

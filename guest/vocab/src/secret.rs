@@ -149,13 +149,19 @@ pub fn ends_in_a_credential_word(name: &str) -> bool {
 const COMPOUND_CREDENTIAL_WORDS: [&str; 5] =
     ["apikey", "accesskey", "secretkey", "privatekey", "authkey"];
 
-/// Words that may follow a credential's word in its name and leave it one
-/// (`SECRET_KEY_BASE`, `GITHUB_TOKEN_RO`, `PRIVATE_KEY_PEM`); digits too (`API_KEY_2`).
-const CREDENTIAL_SUFFIXES: [&str; 8] = ["base", "ro", "rw", "pem", "value", "b64", "hex", "raw"];
+/// Words after a credential's word that make the name a setting about it, not the
+/// credential (`TOKEN_URL`, `key-file`, `api_key_env`, `token-limit`, `cookie-jar`,
+/// `PASSWORD_MIN_LENGTH`). Any other word may follow (`SECRET_KEY_BASE`,
+/// `OPENAI_API_KEY_PROD`, `HF_TOKEN_WRITE`, `API_KEY_2`).
+const SETTING_WORDS: [&str; 28] = [
+    "url", "uri", "endpoint", "id", "name", "file", "path", "env", "ref", "type", "header", "dir",
+    "host", "port", "format", "limit", "jar", "domain", "length", "prefix", "size", "budget",
+    "store", "arn", "count", "ttl", "timeout", "version",
+];
 
 /// Words before `key` that make it a data key, not a credential (`sort-key`,
-/// `PRIMARY_KEY`).
-const DATA_KEY_WORDS: [&str; 12] = [
+/// `PRIMARY_KEY`, `--object-key`).
+const DATA_KEY_WORDS: [&str; 17] = [
     "sort",
     "primary",
     "partition",
@@ -168,28 +174,34 @@ const DATA_KEY_WORDS: [&str; 12] = [
     "unique",
     "composite",
     "hash",
+    "range",
+    "object",
+    "idempotency",
+    "public",
+    "publishable",
 ];
 
 /// Whether `name`, split into words (at anything but a letter or digit, and where a
-/// lower-case letter or digit meets an upper-case one), ends in a credential's word
-/// ([`CREDENTIAL_WORDS`], [`COMPOUND_CREDENTIAL_WORDS`]), but for digits and a few
-/// suffixes after it ([`CREDENTIAL_SUFFIXES`]), and for a data key ([`DATA_KEY_WORDS`]):
-/// `SECRET_KEY_BASE`, `API_KEY_2`, `GITHUB_TOKEN_RO`, `openaiKey`; not `KEYCLOAK_URL`,
-/// `TOKEN_FILE`, `token-limit`, `cookie-jar`, `max_tokens`, `sort-key` or `tokenizers`.
+/// lower-case letter or digit meets an upper-case one), holds a credential's word whole
+/// ([`CREDENTIAL_WORDS`], [`COMPOUND_CREDENTIAL_WORDS`]) that no setting word follows
+/// ([`SETTING_WORDS`]) and that is no data key ([`DATA_KEY_WORDS`]): `SECRET_KEY_BASE`,
+/// `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`; not `KEYCLOAK_URL`, `TOKEN_FILE`,
+/// `token-limit`, `cookie-jar`, `max_tokens`, `sort-key` or `tokenizers`.
 pub fn holds_a_credential_word(name: &str) -> bool {
     let words = words_of(name);
-    let suffix = |word: &String| {
-        word.chars().all(|ch| ch.is_ascii_digit()) || CREDENTIAL_SUFFIXES.contains(&word.as_str())
-    };
-    let kept = words.len() - words.iter().rev().take_while(|w| suffix(w)).count();
-    let Some(last) = kept.checked_sub(1).map(|at| words[at].as_str()) else {
+    let credential =
+        |word: &str| CREDENTIAL_WORDS.contains(&word) || COMPOUND_CREDENTIAL_WORDS.contains(&word);
+    let Some(at) = words.iter().rposition(|word| credential(word)) else {
         return false;
     };
-    let data_key = last == "key"
-        && kept
-            .checked_sub(2)
-            .is_some_and(|at| DATA_KEY_WORDS.contains(&words[at].as_str()));
-    (CREDENTIAL_WORDS.contains(&last) || COMPOUND_CREDENTIAL_WORDS.contains(&last)) && !data_key
+    let setting = words[at + 1..]
+        .iter()
+        .any(|word| SETTING_WORDS.contains(&word.as_str()));
+    let data_key = words[at] == "key"
+        && at
+            .checked_sub(1)
+            .is_some_and(|before| DATA_KEY_WORDS.contains(&words[before].as_str()));
+    !setting && !data_key
 }
 
 /// `name`'s words, lower-cased: split at anything but a letter or digit, and where a
@@ -218,26 +230,58 @@ fn words_of(name: &str) -> Vec<String> {
 /// Whether a program's argument gives a credential literally: an option named as a
 /// credential ([`is_a_credential_option`]) with its value after `=` (`--api-key=…`,
 /// `-token=…`, `--authtoken=…`), but for a path (`--key=/etc/ahp/key.pem`,
-/// `--key=certs/client.pem`); or a credential header, as the argument or as an option's
-/// value ([`is_a_credential_header`]). The value is never repeated by a caller.
+/// `--key=certs/client.pem`) and for an authentication method's name (`--auth=none`);
+/// a credential header, as the argument or an option's value ([`is_a_credential_header`]);
+/// or an `Authorization`, `Cookie` or `Bearer` credential anywhere in it, a script's
+/// included ([`holds_a_credential_header`]). The value is never repeated by a caller.
 pub fn argument_gives_a_credential(arg: &str) -> bool {
     let value = arg.split_once('=').map(|(_, value)| value);
     is_a_credential_header(arg)
         || value.is_some_and(is_a_credential_header)
+        || holds_a_credential_header(arg)
         || arg.split_once('=').is_some_and(|(option, value)| {
-            is_a_credential_option(option) && !value.is_empty() && !names_a_path(value)
+            is_a_credential_option(option) && gives_a_secret(option, value)
         })
 }
 
+/// Whether `value`, an option's, is no path and, for `--auth`, no method's name.
+fn gives_a_secret(option: &str, value: &str) -> bool {
+    let a_method = normalized(option.trim_start_matches('-')) == "auth" && names_a_method(value);
+    !value.is_empty() && !names_a_path(value) && !a_method
+}
+
+/// Authentication methods an `--auth` option names (`--auth=none`, `--auth basic`).
+fn names_a_method(value: &str) -> bool {
+    const METHODS: [&str; 14] = [
+        "none",
+        "basic",
+        "bearer",
+        "digest",
+        "ntlm",
+        "negotiate",
+        "oauth",
+        "oauth2",
+        "token",
+        "jwt",
+        "aws",
+        "sigv4",
+        "kerberos",
+        "anonymous",
+    ];
+    METHODS.contains(&value.to_ascii_lowercase().as_str())
+}
+
 /// Whether `text` is a credential header with its value: `Authorization: …`, `Cookie:
-/// …`, another header named as a credential (`X-Api-Key: …`), or a bare `Bearer TOKEN`.
-/// Prose that only holds such a word (`echo "bearer of news"`) is none.
+/// …`, another header named as a credential (`X-Api-Key: …`, `X_API_KEY: …`), or a bare
+/// `Bearer TOKEN`. Prose that only holds such a word (`echo "bearer of news"`) is none.
 fn is_a_credential_header(text: &str) -> bool {
     let text = text.trim();
     if let Some((name, value)) = text.split_once(':') {
-        let named = name
-            .chars()
-            .all(|ch| ch.is_ascii_alphanumeric() || ch == '-')
+        let name = name.trim_end();
+        let named = !name.is_empty()
+            && name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_')
             && (matches!(
                 name.to_ascii_lowercase().as_str(),
                 "authorization" | "proxy-authorization" | "cookie"
@@ -253,27 +297,85 @@ fn is_a_credential_header(text: &str) -> bool {
     )
 }
 
-/// Whether a program's argument is an option named as a credential (`--token`,
-/// `-password`, `--api-key`, `--authtoken`, `--pat`), whose value may be the argument
-/// after it: by a credential's word at its end ([`holds_a_credential_word`]) or a name
-/// that says so ([`names_a_credential`]), but for a bare `--auth`, often a method's name
-/// (`--auth=none`).
-pub fn is_a_credential_option(arg: &str) -> bool {
-    let name = arg.trim_start_matches('-');
-    arg.starts_with('-')
-        && (holds_a_credential_word(name)
-            || (names_a_credential(name) && normalized(name) != "auth"))
+/// Whether `text` holds, anywhere, an `Authorization` or `Cookie` header's value (the
+/// name, then `:` or `=`, a quote or space allowed around them) or `Bearer` before a
+/// token (a run of at least 8 characters holding a digit, `-`, `_` or `.`): a
+/// `curl -H 'Authorization: Bearer …'` in a `sh -c` script, `-HAuthorization: …`,
+/// `--headers={"Authorization": "Bearer …"}`. `bearer of news` holds none.
+fn holds_a_credential_header(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    let after = |name: &str| {
+        lower.match_indices(name).any(|(at, _)| {
+            let rest = lower[at + name.len()..].trim_start_matches(['"', '\'', ' ', '\t']);
+            rest.strip_prefix([':', '='])
+                .map(|value| value.trim_start_matches(['"', '\'', ' ', '\t']))
+                .is_some_and(|value| {
+                    value
+                        .chars()
+                        .next()
+                        .is_some_and(|ch| !"\"',;}".contains(ch))
+                })
+        })
+    };
+    let bearer = lower.match_indices("bearer").any(|(at, _)| {
+        let rest = &text[at + "bearer".len()..];
+        let Some(token) = rest.strip_prefix(char::is_whitespace).map(|rest| {
+            rest.trim_start()
+                .split(|ch: char| ch.is_whitespace() || "\"',;}".contains(ch))
+                .next()
+                .unwrap_or_default()
+        }) else {
+            return false;
+        };
+        token.len() >= 8
+            && token
+                .chars()
+                .any(|ch| ch.is_ascii_digit() || "-_.".contains(ch))
+    });
+    after("authorization") || after("cookie") || bearer
 }
 
-/// Whether `arg`, right after `previous`, gives a credential as the argument after its
-/// option (`--token VALUE`): `previous` is named as a credential and has no value of
-/// its own, and `arg` is neither an option nor a path.
+/// Whether a program's argument is an option named as a credential (`--token`,
+/// `-password`, `--api-key`, `--authtoken`, `--pat`, `--auth`), whose value may be the
+/// argument after it: by a credential's word in it ([`holds_a_credential_word`]) or a
+/// name that says so ([`names_a_credential`]).
+pub fn is_a_credential_option(arg: &str) -> bool {
+    let name = arg.trim_start_matches('-');
+    arg.starts_with('-') && (holds_a_credential_word(name) || names_a_credential(name))
+}
+
+/// Whether `arg`, right after `previous`, may give a credential as the argument after
+/// its option (`--token VALUE`): `previous` is named as a credential and has no value
+/// of its own, and `arg` is neither an option nor a path, nor a method after `--auth`.
+/// A guess (`--secret MY_SECRET_NAME` names one): a registration is warned, and an
+/// event refused only where the argument also looks like a secret ([`looks_secret`]).
 pub fn follows_a_credential_option(previous: &str, arg: &str) -> bool {
     !previous.contains('=')
         && is_a_credential_option(previous)
-        && !arg.is_empty()
         && !arg.starts_with('-')
-        && !names_a_path(arg)
+        && gives_a_secret(previous, arg)
+}
+
+/// Whether `text` looks like a secret rather than a name: a known token prefix
+/// (`sk-`, `ghp_`, `github_pat_`, `xox`, `AKIA`, `eyJ`), or 20 characters or more with
+/// both letters and digits and no space.
+pub fn looks_secret(text: &str) -> bool {
+    const PREFIXES: [&str; 9] = [
+        "sk-",
+        "sk_",
+        "ghp_",
+        "gho_",
+        "ghs_",
+        "github_pat_",
+        "xox",
+        "AKIA",
+        "eyJ",
+    ];
+    PREFIXES.iter().any(|prefix| text.starts_with(prefix))
+        || (text.chars().count() >= 20
+            && !text.contains(char::is_whitespace)
+            && text.chars().any(|ch| ch.is_ascii_digit())
+            && text.chars().any(|ch| ch.is_alphabetic()))
 }
 
 /// Whether an option's value is a file's path rather than a secret: absolute, relative
