@@ -16,8 +16,8 @@ use crate::events::{self, Payload, Rules, Shape};
 use crate::json::{self, Node, Object};
 use crate::registration::View;
 use crate::syntax::{
-    argument_gives_a_credential, follows_a_credential_option, has_a_secret_parameter, has_userinfo,
-    is_absolute_uri, is_date_time, is_http_url, is_reverse_dns, looks_secret,
+    argument_carries_a_credential, has_a_secret_parameter, has_userinfo, is_absolute_uri,
+    is_date_time, is_http_url, is_reverse_dns, secret_after_option,
 };
 use ahp_vocab::EventCapability;
 use serde::ser::SerializeMap as _;
@@ -1426,9 +1426,8 @@ fn check_connection(connection: &Object, at: &str, problems: &mut Problems) {
                 for (i, arg) in texts.iter().enumerate() {
                     let after_an_option = i
                         .checked_sub(1)
-                        .is_some_and(|o| follows_a_credential_option(texts[o], arg))
-                        && looks_secret(arg);
-                    if after_an_option || carries_a_credential(arg) {
+                        .is_some_and(|o| secret_after_option(texts[o], arg));
+                    if after_an_option || argument_carries_a_credential(arg) {
                         problems.add(format!("{at}/args/{i}"), CREDENTIAL_ARGUMENT);
                     }
                 }
@@ -1452,13 +1451,6 @@ fn check_connection(connection: &Object, at: &str, problems: &mut Problems) {
 const CREDENTIAL_ARGUMENT: &str = "must not carry credentials (an argument giving a \
      credential's value, itself or after its option, or a URL with user info or a \
      parameter named as a secret)";
-
-/// Whether a program's argument carries a credential: one it gives by an option or a
-/// header ([`argument_gives_a_credential`]), or a URL holding one.
-fn carries_a_credential(arg: &str) -> bool {
-    argument_gives_a_credential(arg)
-        || (arg.contains("://") && (has_userinfo(arg) || has_a_secret_parameter(arg)))
-}
 
 /// `parent.gaps`, where present: each `{path, reason}`, non-empty strings. The paths
 /// of the well-formed ones.
@@ -2730,12 +2722,13 @@ mod tests {
                     "--port=1", "--api-key=sk-live-123", "https://u:p@x.example/",
                     "https://x.example/?access_token=abc", "https://x.example/?tenant=a",
                     "--token", "sk-live-456", "--cache-key=v1", "--ssh-key", "id_ed25519",
-                    "--secret", "MY_SECRET_NAME"]}),
+                    "--secret", "MY_SECRET_NAME", "--password", "hunter2"]}),
                 vec![
                     ("/args/1", CREDENTIAL_ARGUMENT),
                     ("/args/2", CREDENTIAL_ARGUMENT),
                     ("/args/3", CREDENTIAL_ARGUMENT),
                     ("/args/6", CREDENTIAL_ARGUMENT),
+                    ("/args/13", CREDENTIAL_ARGUMENT),
                 ],
             ),
         ];

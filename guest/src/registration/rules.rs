@@ -17,11 +17,11 @@ use super::{
 use crate::content::{Content, Selection};
 use crate::json;
 use crate::syntax::{
-    argument_gives_a_credential, ends_in_a_credential_word, follows_a_credential_option,
+    argument_carries_a_credential, ends_in_a_credential_word, follows_a_credential_option,
     has_a_reachable_port, has_a_secret_parameter, has_userinfo, holds_a_credential_word,
     is_absolute_uri, is_env_name, is_http_url, is_loopback_http_url, is_reverse_dns,
-    is_secret_name, mentions_a_credential, names_a_credential, normalized, origin, unreadable_part,
-    Unreadable, MAX_URL_BYTES,
+    is_secret_name, mentions_a_credential, names_a_credential, normalized, origin,
+    secret_after_option, unreadable_part, Unreadable, MAX_URL_BYTES,
 };
 use ahp_vocab::SUPPORTED_TIMEOUT_MS;
 use serde_json::Value;
@@ -148,12 +148,12 @@ fn transport(c: &mut Checker, v: &Value, path: &str) -> Option<Transport> {
     let args = args?.unwrap_or_default();
     for (i, arg) in args.iter().enumerate() {
         let at = format!("{path}/args/{i}");
-        let after_an_option = i
-            .checked_sub(1)
-            .is_some_and(|o| follows_a_credential_option(&args[o], arg));
-        if argument_gives_a_credential(arg) {
+        let previous = i.checked_sub(1).map(|o| args[o].as_str());
+        let given_after = previous.is_some_and(|o| secret_after_option(o, arg));
+        let maybe_after = previous.is_some_and(|o| follows_a_credential_option(o, arg));
+        if given_after || argument_carries_a_credential(arg) {
             c.problem(&at, LITERAL_SECRET_ARGUMENT);
-        } else if after_an_option {
+        } else if maybe_after {
             c.warn(&at, CREDENTIAL_ARGUMENT);
         } else if cwd.is_none() && names_a_relative_file(arg) {
             c.warn(&at, RELATIVE_ARGUMENT);
@@ -464,11 +464,7 @@ impl Search<'_, '_> {
                 let beside_a_secret = ["name", "key"]
                     .iter()
                     .filter_map(|k| members.get(*k).and_then(Value::as_str))
-                    .any(|name| {
-                        names_a_credential(name)
-                            || ends_in_a_credential_word(name)
-                            || holds_a_credential_word(name)
-                    });
+                    .any(|name| names_a_credential(name) || holds_a_credential_word(name));
                 let in_upload = self.path.ends_with("/upload");
                 for (key, inner) in members
                     .iter()

@@ -897,21 +897,30 @@ fn r10_a_credential_in_a_stdio_argument_is_refused_and_never_echoed() {
         "--api-key-prod=SECRET-VALUE-42",
         "curl -H 'Authorization: Bearer SECRET-VALUE-42' https://api.example/",
         "--header=Authorization: Bearer SECRET-VALUE-42",
+        "--env=OPENAI_API_KEY=SECRET-VALUE-42",
+        "postgresql://u:SECRET-VALUE-42@localhost/db",
     ] {
         let listed = format!(r#"["--port", "{arg}"]"#);
         let problems = rejected_at(&[(args, &listed)], &format!("{args}/1"));
         assert_eq!(problems.len(), 1, "{arg}: {problems:#?}");
         assert_never_echoed(&problems, "SECRET-VALUE-42");
     }
+    // A password or token given after its option, but for a variable's name.
+    let listed = r#"["--password", "SECRET-VALUE-42"]"#;
+    let problems = rejected_at(&[(args, listed)], &format!("{args}/1"));
+    assert_never_echoed(&problems, "SECRET-VALUE-42");
+    // After a key's option a name may be a key's: warned about, never echoed.
     let reg = accepted(&[(
         args,
-        r#"["--token", "SECRET-VALUE-42", "--key=/etc/ahp/client.pem", "--max-tokens=5",
+        r#"["--api-key", "SECRET-VALUE-42", "--key=/etc/ahp/client.pem", "--max-tokens=5",
             "--token-file=/run/ahp/token", "--token", "--verbose", "--auth=none",
             "--token-url=https://idp.example/token", "--api-key-env=POLICY_KEY",
-            "--sort-key=name", "--cookie-jar=cookies.txt"]"#,
+            "--sort-key=name", "--cookie-jar=cookies.txt", "--token", "GITHUB_TOKEN",
+            "--token=$GITHUB_TOKEN", "--cookie-secure=false"]"#,
     )]);
     let warned: Vec<&str> = reg.warnings.iter().map(|w| w.path.as_str()).collect();
-    assert_eq!(warned, [format!("{args}/1")], "{:#?}", reg.warnings);
+    let expected = [format!("{args}/1"), format!("{args}/13")];
+    assert_eq!(warned, expected, "{:#?}", reg.warnings);
     assert_never_echoed(&reg.warnings, "SECRET-VALUE-42");
 }
 

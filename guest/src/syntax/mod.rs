@@ -22,9 +22,9 @@ pub(crate) use name::{is_env_name, is_extensions, is_reverse_dns};
 #[cfg(test)]
 pub(crate) use secret::SECRET_NAMES;
 pub(crate) use secret::{
-    argument_gives_a_credential, ends_in_a_credential_word, follows_a_credential_option,
-    has_a_secret_parameter, holds_a_credential_word, is_secret_name, looks_secret,
-    mentions_a_credential, names_a_credential, normalized,
+    argument_carries_a_credential, ends_in_a_credential_word, follows_a_credential_option,
+    has_a_secret_parameter, holds_a_credential_word, is_secret_name, mentions_a_credential,
+    names_a_credential, normalized, secret_after_option,
 };
 pub(crate) use uri::{
     has_a_reachable_port, has_userinfo, is_absolute_uri, is_http_url, is_loopback_http_url, origin,

@@ -2,13 +2,13 @@
 //! `ahp-vocab`, which the host's `--source` is checked with too, and tested here with
 //! the other syntax predicates.
 
-#[cfg(test)]
-pub(crate) use ahp_vocab::SECRET_NAMES;
 pub(crate) use ahp_vocab::{
-    argument_gives_a_credential, ends_in_a_credential_word, follows_a_credential_option,
-    has_a_secret_parameter, holds_a_credential_word, is_secret_name, looks_secret,
-    mentions_a_credential, names_a_credential, normalized,
+    argument_carries_a_credential, ends_in_a_credential_word, follows_a_credential_option,
+    has_a_secret_parameter, holds_a_credential_word, is_secret_name, mentions_a_credential,
+    names_a_credential, normalized, secret_after_option,
 };
+#[cfg(test)]
+pub(crate) use ahp_vocab::{argument_gives_a_credential, looks_secret, SECRET_NAMES};
 
 #[cfg(test)]
 mod tests {
@@ -33,6 +33,8 @@ mod tests {
             "OPENAI_API_KEY_PROD",
             "HF_TOKEN_WRITE",
             "API_KEY_V2",
+            "basicCredentials",
+            "API_KEYS",
         ];
         let others = [
             "KEYCLOAK_URL",
@@ -60,6 +62,10 @@ mod tests {
             "cookie-name",
             "range-key",
             "public-key",
+            "MAX_TOKENS",
+            "ACCESS_TOKEN_EXPIRE_MINUTES",
+            "SESSION_COOKIE_SECURE",
+            "SORT_KEYS",
         ];
         assert_shape(holds_a_credential_word, &credentials, &others);
     }
@@ -94,6 +100,9 @@ mod tests {
             "--auth=sk-live-123",
             "--api-key-prod=sk",
             "--token=~",
+            "--env=OPENAI_API_KEY=sk-proj-abc",
+            "GITHUB_TOKEN=ghp_x",
+            "Authentication: Bearer AbCdEfGhIjKlMnOpQrSt",
         ];
         let others = [
             "--key=/etc/ahp/client.pem",
@@ -123,6 +132,15 @@ mod tests {
             "--password-file=p.txt",
             "--cookie-name=sid",
             "--authorization-url=https://idp.example/authorize",
+            "curl -H \"Authorization: Bearer $GITHUB_TOKEN\" https://api.github.com/user",
+            "Authorization:${AUTH_HEADER}",
+            "--token=$GITHUB_TOKEN",
+            "--token-expiry=3600",
+            "--cookie-secure=false",
+            "--api-key-required=false",
+            "--password-policy=strict",
+            "PATH=/usr/bin",
+            "GITHUB_TOKEN=$GITHUB_TOKEN",
         ];
         assert_shape(argument_gives_a_credential, &credentials, &others);
         // The value after an option named as a credential, unless it is a path or an
@@ -138,6 +156,20 @@ mod tests {
         assert!(looks_secret("sk-live-123") && looks_secret("ghp_abc"));
         assert!(looks_secret("a1b2c3d4e5f6g7h8i9j0"));
         assert!(!looks_secret("MY_SECRET_NAME") && !looks_secret("id_ed25519"));
+        // Refused after its option: any password or token but a variable's name; after
+        // a key's option, one that looks like a secret.
+        assert!(secret_after_option("--password", "hunter2"));
+        assert!(secret_after_option("--token", "abc123"));
+        assert!(!secret_after_option("--secret", "MY_SECRET_NAME"));
+        assert!(!secret_after_option("--ssh-key", "id_ed25519"));
+        assert!(secret_after_option("--key", "sk-live-123"));
+        // A URL carries one in its user info or a parameter named as a secret.
+        assert!(argument_carries_a_credential(
+            "postgresql://u:p@localhost/db"
+        ));
+        assert!(!argument_carries_a_credential(
+            "https://x.example/?tenant=a"
+        ));
         assert!(!follows_a_credential_option("--sort-key", "name"));
     }
 

@@ -38,9 +38,10 @@ pub use record::{
     ObserverEntry, ObserverKind, ObserverResult, Record,
 };
 pub use secret::{
-    argument_gives_a_credential, ends_in_a_credential_word, follows_a_credential_option,
-    has_a_secret_parameter, holds_a_credential_word, is_env_name, is_secret_name, looks_secret,
-    mentions_a_credential, names_a_credential, normalized, SECRET_NAMES,
+    argument_carries_a_credential, argument_gives_a_credential, ends_in_a_credential_word,
+    follows_a_credential_option, has_a_secret_parameter, holds_a_credential_word, is_env_name,
+    is_secret_name, looks_secret, mentions_a_credential, names_a_credential, normalized,
+    secret_after_option, SECRET_NAMES,
 };
 pub use uri::{has_userinfo, is_absolute_uri};
 

@@ -153,10 +153,59 @@ const COMPOUND_CREDENTIAL_WORDS: [&str; 5] =
 /// credential (`TOKEN_URL`, `key-file`, `api_key_env`, `token-limit`, `cookie-jar`,
 /// `PASSWORD_MIN_LENGTH`). Any other word may follow (`SECRET_KEY_BASE`,
 /// `OPENAI_API_KEY_PROD`, `HF_TOKEN_WRITE`, `API_KEY_2`).
-const SETTING_WORDS: [&str; 28] = [
-    "url", "uri", "endpoint", "id", "name", "file", "path", "env", "ref", "type", "header", "dir",
-    "host", "port", "format", "limit", "jar", "domain", "length", "prefix", "size", "budget",
-    "store", "arn", "count", "ttl", "timeout", "version",
+const SETTING_WORDS: [&str; 52] = [
+    "url",
+    "uri",
+    "endpoint",
+    "id",
+    "name",
+    "file",
+    "path",
+    "env",
+    "ref",
+    "type",
+    "header",
+    "dir",
+    "host",
+    "port",
+    "format",
+    "limit",
+    "jar",
+    "domain",
+    "length",
+    "prefix",
+    "size",
+    "budget",
+    "store",
+    "arn",
+    "count",
+    "ttl",
+    "timeout",
+    "version",
+    "expiry",
+    "expires",
+    "expire",
+    "audience",
+    "issuer",
+    "scope",
+    "secure",
+    "samesite",
+    "age",
+    "interval",
+    "policy",
+    "algorithm",
+    "bits",
+    "required",
+    "validation",
+    "helper",
+    "minutes",
+    "seconds",
+    "days",
+    "rotation",
+    "backend",
+    "httponly",
+    "bindings",
+    "mode",
 ];
 
 /// Words before `key` that make it a data key, not a credential (`sort-key`,
@@ -189,15 +238,22 @@ const DATA_KEY_WORDS: [&str; 17] = [
 /// `token-limit`, `cookie-jar`, `max_tokens`, `sort-key` or `tokenizers`.
 pub fn holds_a_credential_word(name: &str) -> bool {
     let words = words_of(name);
-    let credential =
-        |word: &str| CREDENTIAL_WORDS.contains(&word) || COMPOUND_CREDENTIAL_WORDS.contains(&word);
+    // A plural too (`basicCredentials`, `API_KEYS`), but for `tokens`, a count
+    // (`MAX_TOKENS`).
+    let credential = |word: &str| {
+        let singular = match word.strip_suffix('s') {
+            Some(singular) if word != "tokens" => singular,
+            _ => word,
+        };
+        CREDENTIAL_WORDS.contains(&singular) || COMPOUND_CREDENTIAL_WORDS.contains(&singular)
+    };
     let Some(at) = words.iter().rposition(|word| credential(word)) else {
         return false;
     };
     let setting = words[at + 1..]
         .iter()
         .any(|word| SETTING_WORDS.contains(&word.as_str()));
-    let data_key = words[at] == "key"
+    let data_key = matches!(words[at].as_str(), "key" | "keys")
         && at
             .checked_sub(1)
             .is_some_and(|before| DATA_KEY_WORDS.contains(&words[before].as_str()));
@@ -239,15 +295,52 @@ pub fn argument_gives_a_credential(arg: &str) -> bool {
     is_a_credential_header(arg)
         || value.is_some_and(is_a_credential_header)
         || holds_a_credential_header(arg)
+        || sets_a_credential(arg)
+        || value.is_some_and(sets_a_credential)
         || arg.split_once('=').is_some_and(|(option, value)| {
             is_a_credential_option(option) && gives_a_secret(option, value)
         })
 }
 
-/// Whether `value`, an option's, is no path and, for `--auth`, no method's name.
+/// Whether `text` sets a variable named as a credential to a value, as `env` and
+/// `docker -e` take it: `GITHUB_TOKEN=ghp_…`, `--env=OPENAI_API_KEY=sk-…`.
+fn sets_a_credential(text: &str) -> bool {
+    text.split_once('=').is_some_and(|(name, value)| {
+        is_env_name(name)
+            && (names_a_credential(name) || holds_a_credential_word(name))
+            && !value.is_empty()
+            && !names_a_path(value)
+            && !an_expansion(value)
+    })
+}
+
+/// Whether `value` is only a shell expansion of a variable (`$GITHUB_TOKEN`,
+/// `${AUTH_HEADER}`), quoted or not, maybe after an authentication scheme (`Bearer
+/// $TOKEN`): the secret is read where it runs, not written here.
+fn an_expansion(value: &str) -> bool {
+    let mut words = value.split_whitespace();
+    let first = words.next().unwrap_or_default();
+    let word = match names_a_method(first.trim_matches(['"', '\''])) {
+        true => words.next().unwrap_or_default(),
+        false => first,
+    };
+    let word = word.trim_matches(['"', '\'']);
+    let name = word
+        .strip_prefix("${")
+        .and_then(|rest| rest.strip_suffix('}'))
+        .or_else(|| word.strip_prefix('$'));
+    name.is_some_and(is_env_name)
+}
+
+/// Whether `value`, an option's, may be a secret: not empty, a path, a switch (`true`,
+/// `off`), an expansion ([`an_expansion`]) or, for `--auth`, a method's name.
 fn gives_a_secret(option: &str, value: &str) -> bool {
     let a_method = normalized(option.trim_start_matches('-')) == "auth" && names_a_method(value);
-    !value.is_empty() && !names_a_path(value) && !a_method
+    let a_switch = matches!(
+        value.to_ascii_lowercase().as_str(),
+        "true" | "false" | "yes" | "no" | "on" | "off"
+    );
+    !value.is_empty() && !names_a_path(value) && !a_method && !a_switch && !an_expansion(value)
 }
 
 /// Authentication methods an `--auth` option names (`--auth=none`, `--auth basic`).
@@ -286,7 +379,7 @@ fn is_a_credential_header(text: &str) -> bool {
                 name.to_ascii_lowercase().as_str(),
                 "authorization" | "proxy-authorization" | "cookie"
             ) || holds_a_credential_word(name));
-        if named && !value.trim().is_empty() {
+        if named && !value.trim().is_empty() && !an_expansion(value) {
             return true;
         }
     }
@@ -310,10 +403,15 @@ fn holds_a_credential_header(text: &str) -> bool {
             rest.strip_prefix([':', '='])
                 .map(|value| value.trim_start_matches(['"', '\'', ' ', '\t']))
                 .is_some_and(|value| {
-                    value
+                    let literal = value
                         .chars()
                         .next()
-                        .is_some_and(|ch| !"\"',;}".contains(ch))
+                        .is_some_and(|ch| !"\"',;}".contains(ch));
+                    let value = value
+                        .split(['"', '\'', ',', ';'])
+                        .next()
+                        .unwrap_or_default();
+                    literal && !an_expansion(value)
                 })
         })
     };
@@ -327,10 +425,10 @@ fn holds_a_credential_header(text: &str) -> bool {
         }) else {
             return false;
         };
-        token.len() >= 8
-            && token
-                .chars()
-                .any(|ch| ch.is_ascii_digit() || "-_.".contains(ch))
+        let marked = token
+            .chars()
+            .any(|ch| ch.is_ascii_digit() || "-_.".contains(ch));
+        !an_expansion(token) && (token.len() >= 16 || (token.len() >= 8 && marked))
     });
     after("authorization") || after("cookie") || bearer
 }
@@ -354,6 +452,30 @@ pub fn follows_a_credential_option(previous: &str, arg: &str) -> bool {
         && is_a_credential_option(previous)
         && !arg.starts_with('-')
         && gives_a_secret(previous, arg)
+}
+
+/// Whether `arg`, right after `previous`, is to be refused as a credential given after
+/// its option ([`follows_a_credential_option`]): one that looks like a secret
+/// ([`looks_secret`]), or any value after a password, passphrase, cookie, token, secret
+/// or bearer option that is no variable's name (`MY_SECRET_NAME`); after a key's
+/// option (`--ssh-key id_ed25519`) a name is often a key's.
+pub fn secret_after_option(previous: &str, arg: &str) -> bool {
+    let keyed = words_of(previous.trim_start_matches('-'))
+        .last()
+        .is_some_and(|last| last.ends_with("key") || last.ends_with("keys"));
+    let a_name = arg
+        .chars()
+        .all(|ch| ch.is_ascii_uppercase() || ch.is_ascii_digit() || ch == '_')
+        && is_env_name(arg);
+    follows_a_credential_option(previous, arg) && (looks_secret(arg) || (!keyed && !a_name))
+}
+
+/// Whether a program's argument carries a credential: one it gives
+/// ([`argument_gives_a_credential`]), or a URL holding one (user info, or a parameter
+/// named as a secret).
+pub fn argument_carries_a_credential(arg: &str) -> bool {
+    argument_gives_a_credential(arg)
+        || (arg.contains("://") && (crate::uri::has_userinfo(arg) || has_a_secret_parameter(arg)))
 }
 
 /// Whether `text` looks like a secret rather than a name: a known token prefix
