@@ -20,8 +20,8 @@ use crate::syntax::{
     argument_carries_a_credential, ends_in_a_credential_word, follows_a_credential_option,
     has_a_reachable_port, has_a_secret_parameter, has_userinfo, holds_a_credential_word,
     is_absolute_uri, is_env_name, is_http_url, is_loopback_http_url, is_reverse_dns,
-    is_secret_name, mentions_a_credential, names_a_credential, normalized, origin,
-    secret_after_option, unreadable_part, Unreadable, MAX_URL_BYTES,
+    is_secret_name, mentions_a_credential, names_a_count_or_data_key, names_a_credential,
+    normalized, origin, secret_after_option, unreadable_part, Unreadable, MAX_URL_BYTES,
 };
 use ahp_vocab::SUPPORTED_TIMEOUT_MS;
 use serde_json::Value;
@@ -464,7 +464,11 @@ impl Search<'_, '_> {
                 let beside_a_secret = ["name", "key"]
                     .iter()
                     .filter_map(|k| members.get(*k).and_then(Value::as_str))
-                    .any(|name| names_a_credential(name) || holds_a_credential_word(name));
+                    .any(|name| {
+                        names_a_credential(name)
+                            || holds_a_credential_word(name)
+                            || (ends_in_a_credential_word(name) && !names_a_count_or_data_key(name))
+                    });
                 let in_upload = self.path.ends_with("/upload");
                 for (key, inner) in members
                     .iter()

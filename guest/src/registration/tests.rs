@@ -542,7 +542,9 @@ fn r10_a_literal_secret_is_refused_anywhere_under_any_spelling() {
     let env = json!([{"name": "API_KEY", "value": marker},
                      {"name": "SECRET_KEY_BASE", "value": marker},
                      {"name": "API_KEY_2", "value": marker},
-                     {"name": "STRIPE_SECRET_KEY_LIVE", "value": marker}]);
+                     {"name": "STRIPE_SECRET_KEY_LIVE", "value": marker},
+                     {"name": "API_TOKENS", "value": marker},
+                     {"name": "SSHKEY", "value": marker}]);
     let cases = [
         ("$a", oauth.to_string(), "$a/client_secret"),
         ("$a", bearer.to_string(), "$a/access_token"),
@@ -576,6 +578,16 @@ fn r10_a_literal_secret_is_refused_anywhere_under_any_spelling() {
             "/hooks/1/transport/env",
             env.to_string(),
             "/hooks/1/transport/env/3/value",
+        ),
+        (
+            "/hooks/1/transport/env",
+            env.to_string(),
+            "/hooks/1/transport/env/4/value",
+        ),
+        (
+            "/hooks/1/transport/env",
+            env.to_string(),
+            "/hooks/1/transport/env/5/value",
         ),
         ("$o/Api-Key", secret.clone(), "$o/Api-Key"),
         (
@@ -851,7 +863,9 @@ fn r10_names_that_only_look_like_secrets_load() {
             r#"[{"name": "RUST_LOG", "value": "info"},
                 {"name": "KEYCLOAK_URL", "value": "https://kc.example"},
                 {"name": "MONKEY_PATCH", "value": "1"},
-                {"name": "API_KEY", "value": null}]"#,
+                {"name": "API_KEY", "value": null},
+                {"name": "MAX_TOKENS", "value": "4096"},
+                {"name": "SORT_KEY", "value": "id"}]"#,
         ),
         (
             "/hooks/0/transport/headers",

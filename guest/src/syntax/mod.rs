@@ -24,7 +24,7 @@ pub(crate) use secret::SECRET_NAMES;
 pub(crate) use secret::{
     argument_carries_a_credential, ends_in_a_credential_word, follows_a_credential_option,
     has_a_secret_parameter, holds_a_credential_word, is_secret_name, mentions_a_credential,
-    names_a_credential, normalized, secret_after_option,
+    names_a_count_or_data_key, names_a_credential, normalized, secret_after_option,
 };
 pub(crate) use uri::{
     has_a_reachable_port, has_userinfo, is_absolute_uri, is_http_url, is_loopback_http_url, origin,

@@ -5,7 +5,7 @@
 pub(crate) use ahp_vocab::{
     argument_carries_a_credential, ends_in_a_credential_word, follows_a_credential_option,
     has_a_secret_parameter, holds_a_credential_word, is_secret_name, mentions_a_credential,
-    names_a_credential, normalized, secret_after_option,
+    names_a_count_or_data_key, names_a_credential, normalized, secret_after_option,
 };
 #[cfg(test)]
 pub(crate) use ahp_vocab::{argument_gives_a_credential, looks_secret, SECRET_NAMES};
@@ -35,6 +35,8 @@ mod tests {
             "API_KEY_V2",
             "basicCredentials",
             "API_KEYS",
+            "API_TOKENS",
+            "GITHUB_TOKENS",
         ];
         let others = [
             "KEYCLOAK_URL",
@@ -63,6 +65,7 @@ mod tests {
             "range-key",
             "public-key",
             "MAX_TOKENS",
+            "prompt_tokens",
             "ACCESS_TOKEN_EXPIRE_MINUTES",
             "SESSION_COOKIE_SECURE",
             "SORT_KEYS",
@@ -102,6 +105,8 @@ mod tests {
             "--token=~",
             "--env=OPENAI_API_KEY=sk-proj-abc",
             "GITHUB_TOKEN=ghp_x",
+            "--password=$ecretPass1",
+            "-HAuthorization: Bearer $T sk-live-abcdef1234567890",
             "Authentication: Bearer AbCdEfGhIjKlMnOpQrSt",
         ];
         let others = [
@@ -141,6 +146,10 @@ mod tests {
             "--password-policy=strict",
             "PATH=/usr/bin",
             "GITHUB_TOKEN=$GITHUB_TOKEN",
+            "--secrets=secrets.env",
+            "--load-cookies=cookies.txt",
+            "HF_HUB_DISABLE_IMPLICIT_TOKEN=1",
+            "USE_API_KEY=true",
         ];
         assert_shape(argument_gives_a_credential, &credentials, &others);
         // The value after an option named as a credential, unless it is a path or an
@@ -163,6 +172,13 @@ mod tests {
         assert!(!secret_after_option("--secret", "MY_SECRET_NAME"));
         assert!(!secret_after_option("--ssh-key", "id_ed25519"));
         assert!(secret_after_option("--key", "sk-live-123"));
+        assert!(!secret_after_option(
+            "--secret",
+            "id=npmrc,src=/home/u/.npmrc"
+        ));
+        assert!(!secret_after_option("--cookies-from-browser", "chrome"));
+        assert!(!secret_after_option("--password-stdin", "ghcr.io"));
+        assert!(!secret_after_option("--load-cookies", "cookies.txt"));
         // A URL carries one in its user info or a parameter named as a secret.
         assert!(argument_carries_a_credential(
             "postgresql://u:p@localhost/db"

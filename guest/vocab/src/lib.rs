@@ -40,8 +40,8 @@ pub use record::{
 pub use secret::{
     argument_carries_a_credential, argument_gives_a_credential, ends_in_a_credential_word,
     follows_a_credential_option, has_a_secret_parameter, holds_a_credential_word, is_env_name,
-    is_secret_name, looks_secret, mentions_a_credential, names_a_credential, normalized,
-    secret_after_option, SECRET_NAMES,
+    is_secret_name, looks_secret, mentions_a_credential, names_a_count_or_data_key,
+    names_a_credential, normalized, secret_after_option, SECRET_NAMES,
 };
 pub use uri::{has_userinfo, is_absolute_uri};
 

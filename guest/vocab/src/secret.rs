@@ -153,7 +153,7 @@ const COMPOUND_CREDENTIAL_WORDS: [&str; 5] =
 /// credential (`TOKEN_URL`, `key-file`, `api_key_env`, `token-limit`, `cookie-jar`,
 /// `PASSWORD_MIN_LENGTH`). Any other word may follow (`SECRET_KEY_BASE`,
 /// `OPENAI_API_KEY_PROD`, `HF_TOKEN_WRITE`, `API_KEY_2`).
-const SETTING_WORDS: [&str; 52] = [
+const SETTING_WORDS: [&str; 57] = [
     "url",
     "uri",
     "endpoint",
@@ -206,6 +206,11 @@ const SETTING_WORDS: [&str; 52] = [
     "httponly",
     "bindings",
     "mode",
+    "provider",
+    "source",
+    "manager",
+    "browser",
+    "stdin",
 ];
 
 /// Words before `key` that make it a data key, not a credential (`sort-key`,
@@ -238,13 +243,13 @@ const DATA_KEY_WORDS: [&str; 17] = [
 /// `token-limit`, `cookie-jar`, `max_tokens`, `sort-key` or `tokenizers`.
 pub fn holds_a_credential_word(name: &str) -> bool {
     let words = words_of(name);
-    // A plural too (`basicCredentials`, `API_KEYS`), but for `tokens`, a count
-    // (`MAX_TOKENS`).
+    // A plural too (`basicCredentials`, `API_TOKENS`), but for a count of tokens
+    // (`MAX_TOKENS`: [`names_a_count_or_data_key`]).
+    if names_a_count_or_data_key(name) {
+        return false;
+    }
     let credential = |word: &str| {
-        let singular = match word.strip_suffix('s') {
-            Some(singular) if word != "tokens" => singular,
-            _ => word,
-        };
+        let singular = word.strip_suffix('s').unwrap_or(word);
         CREDENTIAL_WORDS.contains(&singular) || COMPOUND_CREDENTIAL_WORDS.contains(&singular)
     };
     let Some(at) = words.iter().rposition(|word| credential(word)) else {
@@ -258,6 +263,33 @@ pub fn holds_a_credential_word(name: &str) -> bool {
             .checked_sub(1)
             .is_some_and(|before| DATA_KEY_WORDS.contains(&words[before].as_str()));
     !setting && !data_key
+}
+
+/// Words before `tokens` that make the name a count of them (`MAX_TOKENS`,
+/// `prompt_tokens`), not credentials.
+const COUNT_WORDS: [&str; 10] = [
+    "max",
+    "min",
+    "num",
+    "total",
+    "prompt",
+    "completion",
+    "context",
+    "input",
+    "output",
+    "used",
+];
+
+/// Whether `name` ends in a count of tokens (`MAX_TOKENS`) or a data key (`SORT_KEY`,
+/// `--object-key`): what ends in a credential's word without naming one.
+pub fn names_a_count_or_data_key(name: &str) -> bool {
+    let words = words_of(name);
+    let Some((last, before)) = words.split_last() else {
+        return false;
+    };
+    let before = before.last().map(String::as_str).unwrap_or_default();
+    (last == "tokens" && COUNT_WORDS.contains(&before))
+        || (matches!(last.as_str(), "key" | "keys") && DATA_KEY_WORDS.contains(&before))
 }
 
 /// `name`'s words, lower-cased: split at anything but a letter or digit, and where a
@@ -308,9 +340,7 @@ fn sets_a_credential(text: &str) -> bool {
     text.split_once('=').is_some_and(|(name, value)| {
         is_env_name(name)
             && (names_a_credential(name) || holds_a_credential_word(name))
-            && !value.is_empty()
-            && !names_a_path(value)
-            && !an_expansion(value)
+            && may_be_secret(value)
     })
 }
 
@@ -324,23 +354,38 @@ fn an_expansion(value: &str) -> bool {
         true => words.next().unwrap_or_default(),
         false => first,
     };
+    // The whole value, and a variable's name as they are written, in capitals: a
+    // program started without a shell gets `$ecret1` as it is, a password.
     let word = word.trim_matches(['"', '\'']);
     let name = word
         .strip_prefix("${")
         .and_then(|rest| rest.strip_suffix('}'))
         .or_else(|| word.strip_prefix('$'));
-    name.is_some_and(is_env_name)
+    words.next().is_none() && name.is_some_and(a_variables_name)
 }
 
-/// Whether `value`, an option's, may be a secret: not empty, a path, a switch (`true`,
-/// `off`), an expansion ([`an_expansion`]) or, for `--auth`, a method's name.
+/// Whether `text` is a variable's name as they are written, in capitals
+/// (`GITHUB_TOKEN`).
+fn a_variables_name(text: &str) -> bool {
+    is_env_name(text) && !text.chars().any(|ch| ch.is_ascii_lowercase())
+}
+
+/// Whether `value`, an option's, may be a secret ([`may_be_secret`]) and, for `--auth`,
+/// is no method's name.
 fn gives_a_secret(option: &str, value: &str) -> bool {
     let a_method = normalized(option.trim_start_matches('-')) == "auth" && names_a_method(value);
+    may_be_secret(value) && !a_method
+}
+
+/// Whether a value may be a secret: not empty, a path, a switch or a number (`true`,
+/// `off`, `1`), nor an expansion ([`an_expansion`]).
+fn may_be_secret(value: &str) -> bool {
     let a_switch = matches!(
         value.to_ascii_lowercase().as_str(),
         "true" | "false" | "yes" | "no" | "on" | "off"
     );
-    !value.is_empty() && !names_a_path(value) && !a_method && !a_switch && !an_expansion(value)
+    let a_number = value.parse::<f64>().is_ok();
+    !value.is_empty() && !names_a_path(value) && !a_switch && !a_number && !an_expansion(value)
 }
 
 /// Authentication methods an `--auth` option names (`--auth=none`, `--auth basic`).
@@ -399,7 +444,8 @@ fn holds_a_credential_header(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
     let after = |name: &str| {
         lower.match_indices(name).any(|(at, _)| {
-            let rest = lower[at + name.len()..].trim_start_matches(['"', '\'', ' ', '\t']);
+            // The original text (the same offsets): a variable is named in capitals.
+            let rest = text[at + name.len()..].trim_start_matches(['"', '\'', ' ', '\t']);
             rest.strip_prefix([':', '='])
                 .map(|value| value.trim_start_matches(['"', '\'', ' ', '\t']))
                 .is_some_and(|value| {
@@ -463,10 +509,9 @@ pub fn secret_after_option(previous: &str, arg: &str) -> bool {
     let keyed = words_of(previous.trim_start_matches('-'))
         .last()
         .is_some_and(|last| last.ends_with("key") || last.ends_with("keys"));
-    let a_name = arg
-        .chars()
-        .all(|ch| ch.is_ascii_uppercase() || ch.is_ascii_digit() || ch == '_')
-        && is_env_name(arg);
+    // A variable's name, or a reference of `key=value` fields (`--secret
+    // id=npmrc,src=/home/u/.npmrc`), says where a secret is, not what.
+    let a_name = a_variables_name(arg) || arg.contains(['=', ',']);
     follows_a_credential_option(previous, arg) && (looks_secret(arg) || (!keyed && !a_name))
 }
 
@@ -503,8 +548,8 @@ pub fn looks_secret(text: &str) -> bool {
 /// Whether an option's value is a file's path rather than a secret: absolute, relative
 /// by `./`, `../` or `~/`, or a key or certificate file by its extension.
 fn names_a_path(value: &str) -> bool {
-    const FILES: [&str; 9] = [
-        ".pem", ".key", ".crt", ".cer", ".der", ".p12", ".pfx", ".jks", ".json",
+    const FILES: [&str; 11] = [
+        ".pem", ".key", ".crt", ".cer", ".der", ".p12", ".pfx", ".jks", ".json", ".env", ".txt",
     ];
     value.starts_with('/')
         || ["./", "../", "~/"]
