@@ -106,6 +106,11 @@ mod tests {
             "--env=OPENAI_API_KEY=sk-proj-abc",
             "GITHUB_TOKEN=ghp_x",
             "--password=$ecretPass1",
+            "--password=123456",
+            "DB_PASSWORD=123456",
+            "--password=NaN",
+            "--password=hunter2.txt",
+            "--token-provider=ghp_abcdefghijklmnop1234567890ABCD",
             "-HAuthorization: Bearer $T sk-live-abcdef1234567890",
             "Authentication: Bearer AbCdEfGhIjKlMnOpQrSt",
         ];
@@ -148,6 +153,7 @@ mod tests {
             "GITHUB_TOKEN=$GITHUB_TOKEN",
             "--secrets=secrets.env",
             "--load-cookies=cookies.txt",
+            "--token-provider=github",
             "HF_HUB_DISABLE_IMPLICIT_TOKEN=1",
             "USE_API_KEY=true",
         ];
@@ -177,6 +183,14 @@ mod tests {
             "id=npmrc,src=/home/u/.npmrc"
         ));
         assert!(!secret_after_option("--cookies-from-browser", "chrome"));
+        let podman = "gh_token,type=env,target=GITHUB_TOKEN";
+        assert!(!secret_after_option("--secret", podman));
+        assert!(secret_after_option("--password", "cGFzc3dvcmQxMjM="));
+        assert!(secret_after_option("--password", "p=ss"));
+        assert!(secret_after_option("--secret", "a=b,c"));
+        assert!(secret_after_option("--token", "1234567890123456"));
+        let token = "ghp_abcdefghijklmnop1234567890ABCD";
+        assert!(secret_after_option("--token-source", token));
         assert!(!secret_after_option("--password-stdin", "ghcr.io"));
         assert!(!secret_after_option("--load-cookies", "cookies.txt"));
         // A URL carries one in its user info or a parameter named as a secret.

@@ -330,7 +330,10 @@ pub fn argument_gives_a_credential(arg: &str) -> bool {
         || sets_a_credential(arg)
         || value.is_some_and(sets_a_credential)
         || arg.split_once('=').is_some_and(|(option, value)| {
-            is_a_credential_option(option) && gives_a_secret(option, value)
+            (is_a_credential_option(option) && gives_a_secret(option, value))
+                || (option.starts_with('-')
+                    && mentions_a_credential_word(option)
+                    && looks_secret(value))
         })
 }
 
@@ -377,15 +380,15 @@ fn gives_a_secret(option: &str, value: &str) -> bool {
     may_be_secret(value) && !a_method
 }
 
-/// Whether a value may be a secret: not empty, a path, a switch or a number (`true`,
-/// `off`, `1`), nor an expansion ([`an_expansion`]).
+/// Whether a value may be a secret: not empty, a path, a switch (`true`, `off`, `1`),
+/// nor an expansion ([`an_expansion`]).
 fn may_be_secret(value: &str) -> bool {
+    // A switch's words, and its digits: any other number may be a PIN or a password.
     let a_switch = matches!(
         value.to_ascii_lowercase().as_str(),
-        "true" | "false" | "yes" | "no" | "on" | "off"
+        "true" | "false" | "yes" | "no" | "on" | "off" | "0" | "1"
     );
-    let a_number = value.parse::<f64>().is_ok();
-    !value.is_empty() && !names_a_path(value) && !a_switch && !a_number && !an_expansion(value)
+    !value.is_empty() && !names_a_path(value) && !a_switch && !an_expansion(value)
 }
 
 /// Authentication methods an `--auth` option names (`--auth=none`, `--auth basic`).
@@ -485,7 +488,22 @@ fn holds_a_credential_header(text: &str) -> bool {
 /// name that says so ([`names_a_credential`]).
 pub fn is_a_credential_option(arg: &str) -> bool {
     let name = arg.trim_start_matches('-');
-    arg.starts_with('-') && (holds_a_credential_word(name) || names_a_credential(name))
+    // One named by a plural takes where they are (`--secrets secrets.env`,
+    // `--load-cookies cookies.txt`), not one.
+    let plural = words_of(name).last().is_some_and(|last| {
+        last.strip_suffix('s')
+            .is_some_and(|singular| CREDENTIAL_WORDS.contains(&singular))
+    });
+    arg.starts_with('-') && !plural && (holds_a_credential_word(name) || names_a_credential(name))
+}
+
+/// Whether `name` holds a credential's word anywhere, a setting's or not
+/// (`--token-provider`): a value after it that looks like a secret is one.
+fn mentions_a_credential_word(name: &str) -> bool {
+    words_of(name).iter().any(|word| {
+        let singular = word.strip_suffix('s').unwrap_or(word);
+        CREDENTIAL_WORDS.contains(&singular) || COMPOUND_CREDENTIAL_WORDS.contains(&singular)
+    })
 }
 
 /// Whether `arg`, right after `previous`, may give a credential as the argument after
@@ -509,10 +527,44 @@ pub fn secret_after_option(previous: &str, arg: &str) -> bool {
     let keyed = words_of(previous.trim_start_matches('-'))
         .last()
         .is_some_and(|last| last.ends_with("key") || last.ends_with("keys"));
-    // A variable's name, or a reference of `key=value` fields (`--secret
-    // id=npmrc,src=/home/u/.npmrc`), says where a secret is, not what.
-    let a_name = a_variables_name(arg) || arg.contains(['=', ',']);
-    follows_a_credential_option(previous, arg) && (looks_secret(arg) || (!keyed && !a_name))
+    // A variable's name, or a reference (`--secret id=npmrc,src=/home/u/.npmrc`), says
+    // where a secret is, not what; never after a password's option.
+    let a_name = a_variables_name(arg) || (a_reference(arg) && !names_a_password(previous));
+    let looks = previous.starts_with('-')
+        && !previous.contains('=')
+        && mentions_a_credential_word(previous.trim_start_matches('-'))
+        && looks_secret(arg);
+    looks || (follows_a_credential_option(previous, arg) && !keyed && !a_name)
+}
+
+/// Whether `text` is a secret's reference, as `docker build --secret` and `podman run
+/// --secret` take one: a name, then `key=value` fields of the keys they know
+/// (`gh_token,type=env,target=GITHUB_TOKEN`, `id=npmrc,src=/home/u/.npmrc`).
+fn a_reference(text: &str) -> bool {
+    const KEYS: [&str; 8] = [
+        "id", "src", "source", "type", "target", "env", "uid", "mode",
+    ];
+    let mut fields = text.split(',');
+    let first = fields.next().unwrap_or_default();
+    let known = |field: &str| {
+        field
+            .split_once('=')
+            .is_some_and(|(key, value)| KEYS.contains(&key) && !value.is_empty())
+    };
+    let a_name = |field: &str| {
+        !field.is_empty()
+            && field
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || "_-.".contains(ch))
+    };
+    text.contains('=') && (known(first) || a_name(first)) && fields.all(known)
+}
+
+/// Whether an option names a password or passphrase (`--password`, `--db-passphrase`).
+fn names_a_password(option: &str) -> bool {
+    words_of(option.trim_start_matches('-'))
+        .iter()
+        .any(|word| matches!(word.as_str(), "password" | "passwd" | "passphrase" | "pwd"))
 }
 
 /// Whether a program's argument carries a credential: one it gives
@@ -548,8 +600,8 @@ pub fn looks_secret(text: &str) -> bool {
 /// Whether an option's value is a file's path rather than a secret: absolute, relative
 /// by `./`, `../` or `~/`, or a key or certificate file by its extension.
 fn names_a_path(value: &str) -> bool {
-    const FILES: [&str; 11] = [
-        ".pem", ".key", ".crt", ".cer", ".der", ".p12", ".pfx", ".jks", ".json", ".env", ".txt",
+    const FILES: [&str; 9] = [
+        ".pem", ".key", ".crt", ".cer", ".der", ".p12", ".pfx", ".jks", ".json",
     ];
     value.starts_with('/')
         || ["./", "../", "~/"]
