@@ -194,10 +194,7 @@ impl Content {
     pub fn withholds(&self, value: &Value) -> bool {
         match value {
             Value::Object(object) if is_part(|key| object.get(key).and_then(Value::as_str)) => {
-                let own = claimed(|key| object.get(key).and_then(Value::as_str));
-                own.min(self.for_part(object)) < Selection::Body
-                    || object.contains_key("gap")
-                    || object.values().any(|member| self.withholds(member))
+                !self.shows_whole(object) || object.values().any(|member| self.withholds(member))
             }
             Value::Object(object) => object.values().any(|member| self.withholds(member)),
             Value::Array(items) => items.iter().any(|item| self.withholds(item)),

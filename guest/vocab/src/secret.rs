@@ -248,11 +248,7 @@ pub fn holds_a_credential_word(name: &str) -> bool {
     if names_a_count_or_data_key(name) {
         return false;
     }
-    let credential = |word: &str| {
-        let singular = word.strip_suffix('s').unwrap_or(word);
-        CREDENTIAL_WORDS.contains(&singular) || COMPOUND_CREDENTIAL_WORDS.contains(&singular)
-    };
-    let Some(at) = words.iter().rposition(|word| credential(word)) else {
+    let Some(at) = words.iter().rposition(|word| is_a_credential_word(word)) else {
         return false;
     };
     let setting = words[at + 1..]
@@ -500,10 +496,14 @@ pub fn is_a_credential_option(arg: &str) -> bool {
 /// Whether `name` holds a credential's word anywhere, a setting's or not
 /// (`--token-provider`): a value after it that looks like a secret is one.
 fn mentions_a_credential_word(name: &str) -> bool {
-    words_of(name).iter().any(|word| {
-        let singular = word.strip_suffix('s').unwrap_or(word);
-        CREDENTIAL_WORDS.contains(&singular) || COMPOUND_CREDENTIAL_WORDS.contains(&singular)
-    })
+    words_of(name).iter().any(|word| is_a_credential_word(word))
+}
+
+/// Whether one of a name's words ([`words_of`]) is a credential's, or its plural
+/// ([`CREDENTIAL_WORDS`], [`COMPOUND_CREDENTIAL_WORDS`]).
+fn is_a_credential_word(word: &str) -> bool {
+    let singular = word.strip_suffix('s').unwrap_or(word);
+    CREDENTIAL_WORDS.contains(&singular) || COMPOUND_CREDENTIAL_WORDS.contains(&singular)
 }
 
 /// Whether `arg`, right after `previous`, may give a credential as the argument after
