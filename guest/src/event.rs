@@ -759,8 +759,11 @@ fn check_members(event: &Object, name: &str, members: &[(&str, Shape)], problems
                 continue;
             }
             Shape::Count if !value.is_u64() => "must be a non-negative integer",
-            Shape::Latency if !matches!(value, Node::Number(n) if n.as_f64() >= Some(0.0)) => {
+            Shape::NonNegative if !matches!(value, Node::Number(n) if n.as_f64() >= Some(0.0)) => {
                 "must be a non-negative number"
+            }
+            Shape::Currency if !value.as_str().is_some_and(is_currency) => {
+                "must be three capital letters"
             }
             Shape::Ordinal if !value.is_u64() || value.as_i64() == Some(0) => {
                 "must be a positive integer"
@@ -1271,7 +1274,7 @@ fn check_cost(cost: &Object, at: &str, problems: &mut Problems) {
     }
     match cost.get("currency").map(Node::as_str) {
         None => problems.add(format!("{at}/currency"), "is required"),
-        Some(Some(c)) if c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()) => {}
+        Some(Some(c)) if is_currency(c) => {}
         Some(_) => problems.add(format!("{at}/currency"), "must be three capital letters"),
     }
     required_word(
@@ -1282,6 +1285,11 @@ fn check_cost(cost: &Object, at: &str, problems: &mut Problems) {
         problems,
     );
     closed(cost, at, &["amount", "currency", "basis"], "cost", problems);
+}
+
+/// A currency code as the schema has it: three capital letters (`^[A-Z]{3}$`).
+fn is_currency(code: &str) -> bool {
+    code.len() == 3 && code.bytes().all(|b| b.is_ascii_uppercase())
 }
 
 /// `parent/key` must be one of `words`.
@@ -1881,7 +1889,7 @@ mod tests {
             }
         }
         assert_eq!(
-            checked, 117,
+            checked, 121,
             "the members of session.start and the 16 catalogue events"
         );
     }
@@ -1936,7 +1944,8 @@ mod tests {
             Shape::Bool => (json!("yes"), "must be true or false"),
             Shape::Count => (json!(-1), "must be a non-negative integer"),
             Shape::Ordinal => (json!(0), "must be a positive integer"),
-            Shape::Latency => (json!(-1), "must be a non-negative number"),
+            Shape::NonNegative => (json!(-1), "must be a non-negative number"),
+            Shape::Currency => (json!("usd"), "must be three capital letters"),
             Shape::Optional(shape) | Shape::RequiredWhen(_, _, shape) => {
                 return mistake(name, *shape)
             }
@@ -3465,16 +3474,73 @@ mod tests {
     }
 
     /// A model.switch.after made from the example model.switch.before: the model left
-    /// named `previous`, none proposed.
+    /// named `previous`, none proposed, and no price of a proposal.
     fn switch_after() -> Value {
         let mut event = example("model.switch.before");
         event["type"] = json!("model.switch.after");
         event["previous"] = event["current"].clone();
         event["current"] = event["proposed"].take();
+        if let Some(members) = event.as_object_mut() {
+            members.remove("proposed");
+            members.remove("pricing");
+        }
         event
-            .as_object_mut()
-            .map(|members| members.remove("proposed"));
-        event
+    }
+
+    /// A proposed switch's `pricing` (execution-event.schema.json@62fc780): a currency of
+    /// three capital letters, two non-negative rates per million tokens, and nothing else;
+    /// the rates may be left out, the currency may not.
+    #[test]
+    fn a_proposed_switch_s_pricing_is_checked() {
+        let name = "model.switch.before";
+        let priced = |pricing: Value| edited(example(name), "/pricing", Some(pricing));
+        assert_eq!(
+            intercepted_problems(&priced(json!({"currency": "EUR"}))),
+            []
+        );
+        assert_eq!(
+            intercepted_problems(&edited(example(name), "/pricing", None)),
+            []
+        );
+        let flawed = [
+            (
+                json!({"currency": "US$"}),
+                "/pricing/currency",
+                "must be three capital letters",
+            ),
+            (
+                json!({"currency": "USDT"}),
+                "/pricing/currency",
+                "must be three capital letters",
+            ),
+            (
+                json!({"inputPerMillionTokens": 1}),
+                "/pricing/currency",
+                "is required on model.switch.before",
+            ),
+            (
+                json!({"currency": "USD", "outputPerMillionTokens": -0.5}),
+                "/pricing/outputPerMillionTokens",
+                "must be a non-negative number",
+            ),
+            (
+                json!({"currency": "USD", "inputPerMillionTokens": "0.15"}),
+                "/pricing/inputPerMillionTokens",
+                "must be a non-negative number",
+            ),
+            (
+                json!({"currency": "USD", "perRequest": 1}),
+                "/pricing/perRequest",
+                "is not a member of pricing",
+            ),
+            (json!("USD 0.15"), "/pricing", "must be an object"),
+        ];
+        for (pricing, pointer, rule) in flawed {
+            let found = intercepted_problems(&priced(pricing.clone()));
+            assert_eq!(found.len(), 1, "{pricing}: {found:?}");
+            assert_eq!(found[0].0, pointer, "{pricing}: {found:?}");
+            assert!(found[0].1.contains(rule), "{pricing}: {found:?}");
+        }
     }
 
     /// execution-event.schema.json@62fc780 `not` required proposed on model.switch.after:

@@ -95,9 +95,11 @@ pub enum Shape {
     /// Optional: a usage report of this form (execution-event.schema.json@62fc780
     /// `$defs/usage`, closed), checked where present.
     Usage(Usage),
-    /// Optional: a number no less than zero (a model call's `latencyMs`), checked where
-    /// present.
-    Latency,
+    /// Optional: a number no less than zero (a model call's `latencyMs`, a proposed
+    /// model's prices), checked where present.
+    NonNegative,
+    /// A currency: three capital letters (`^[A-Z]{3}$`, execution-event.schema.json@62fc780).
+    Currency,
     /// Optional: a compaction's token counts (execution-event.schema.json@62fc780
     /// `$defs/tokenCounts`), `{before?, after?}`, each a non-negative integer, and
     /// nothing else; checked where present.
@@ -119,7 +121,7 @@ impl Shape {
             self,
             Shape::AbsentWhen(..)
                 | Shape::Usage(_)
-                | Shape::Latency
+                | Shape::NonNegative
                 | Shape::TokenCounts
                 | Shape::Counters
                 | Shape::Optional(_)
@@ -391,7 +393,7 @@ pub const TABLE: &[Rules] = &[
             ("/items", Array),
             ("/finishReason", Text),
             ("/usage", Shape::Usage(ATTEMPT_USAGE)),
-            ("/latencyMs", Shape::Latency),
+            ("/latencyMs", Shape::NonNegative),
             // `if` skipped `then` `not` any of these: a result supplied in place of the
             // call used no tokens and took no time the call could report.
             ("/usage", AbsentWhen("/execution/status", "skipped")),
@@ -415,6 +417,20 @@ pub const TABLE: &[Rules] = &[
             ("/proposed/id", Text),
             ("/proposed/provider", Text),
             ("/reason", Text),
+            (
+                "/pricing",
+                Shape::Optional(&Shape::Closed(
+                    "pricing",
+                    &[
+                        "currency",
+                        "inputPerMillionTokens",
+                        "outputPerMillionTokens",
+                    ],
+                )),
+            ),
+            ("/pricing/currency", Shape::Currency),
+            ("/pricing/inputPerMillionTokens", Shape::NonNegative),
+            ("/pricing/outputPerMillionTokens", Shape::NonNegative),
             // `not` required previous: the model left is model.switch.after's.
             ("/previous", Absent),
         ]),
@@ -788,7 +804,7 @@ pub const OBSERVED: &[(&str, &[(&str, Shape)])] = &[
             ("/execution", Execution(&[])),
             ("/error", Error),
             ("/usage", Shape::Usage(ATTEMPT_USAGE)),
-            ("/latencyMs", Shape::Latency),
+            ("/latencyMs", Shape::NonNegative),
             // `not` required finishReason: a response finishes, an error does not.
             ("/finishReason", Absent),
             ("/recovery", Shape::Optional(&Text)),
