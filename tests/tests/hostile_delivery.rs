@@ -92,6 +92,38 @@ async fn a_plan_the_registration_does_not_give_is_refused_at_setup() {
     assert!(refused.to_string().contains(said), "{refused}");
 }
 
+/// A registration the host cannot read as hooks must hold each planned string whole, not
+/// as part of a longer one: the runaway guest planning its backend's URL one character
+/// short (a look-alike, as `https://policy.example.co` stands in
+/// `https://policy.example.com`) is refused at setup, naming the URL, before any instance
+/// is served. The same plan from a text holding that URL whole is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_planned_as_part_of_a_longer_one_is_refused_at_setup() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let options = || Options {
+        component: Some(runaway_component()),
+        ..Options::default()
+    };
+    // The guest drops the text's last character: here the URL's, there the space after it.
+    let look_alike = format!("plans-a-look-alike {}", backend.url());
+    let refused = match Interceptor::new(&look_alike, options()).await {
+        Ok(_) => panic!("a URL the registration holds only as part of a longer one was served"),
+        Err(e) => e,
+    };
+    assert!(refused.is_setup(), "{refused}");
+    let said = "the component planned backend `com.example.look-alike`: its URL is not its \
+                registration's";
+    assert!(refused.to_string().contains(said), "{refused}");
+    let whole = format!("plans-a-look-alike {} ", backend.url());
+    let served = Interceptor::new(&whole, options()).await;
+    assert!(
+        served.is_ok(),
+        "a URL the text holds whole: {:?}",
+        served.err()
+    );
+    assert_nothing_sent(&backend).await;
+}
+
 /// A registration the host cannot read as hooks cannot say which backend a credential
 /// goes with: the cross-credential mode's words alone, naming every URL and the token
 /// variable, are refused at setup, naming the credential, before any instance is served.

@@ -1118,6 +1118,30 @@ async fn node_refuses_a_plan_the_registration_does_not_give() {
     assert!(stderr.contains(said), "{stderr}");
 }
 
+/// As ahp-host (`hostile_delivery.rs`), the JS host serves no string planned from a
+/// registration it cannot read as hooks unless the text holds it whole: the runaway
+/// guest's URL one character short of the registration's (a look-alike) is refused before
+/// the call, exit 1, naming the URL. From a text holding it whole, it is served (the
+/// call then spins: an engine failure, exit 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_refuses_a_url_planned_as_part_of_a_longer_one() {
+    let backend = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let look_alike = format!("plans-a-look-alike {}", backend.url());
+    let output = run_host(runaway(), &look_alike, &event("evt_node_look_alike"), &[]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(output.stdout.is_empty(), "no settlement: {stderr}");
+    let said = "error: the component planned backend `com.example.look-alike`: its URL is not \
+                its registration's";
+    assert!(stderr.contains(said), "{stderr}");
+    let whole = format!("plans-a-look-alike {} ", backend.url());
+    let output = run_host(runaway(), &whole, &event("evt_node_whole"), &[]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_engine_failure(&one_json_line(&String::from_utf8_lossy(&output.stdout)));
+    assert_nothing_sent(&backend).await;
+}
+
 /// As ahp-host (`hostile_delivery.rs`), the JS host serves no credential planned from a
 /// registration it cannot read as hooks: the cross-credential mode's words alone are
 /// refused before the call, exit 1, naming the credential.

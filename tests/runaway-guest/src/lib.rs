@@ -78,6 +78,11 @@
 //! registration does not, a stdio command (`/bin/sh -c 'exit 0'`): the host must refuse
 //! to set it up.
 //!
+//! A registration `plans-a-look-alike URL` makes `plan` name `com.example.look-alike` at
+//! URL cut short by its last character: a string the text holds, but only as part of a
+//! longer one (`https://policy.example.co` in `https://policy.example.com`). The host
+//! must refuse to set it up.
+//!
 //! A registration `io-out-of-time URL` makes `intercept` ask `com.example.late-io` at URL
 //! (for up to a second) although it says no call of it has any deadline to wait for (no
 //! chain timeouts): the host must not run it again and again where it may do no I/O. It
@@ -145,6 +150,9 @@ mod component {
         IoOutOfTime(String),
         /// Plans a backend the registration does not name, a command to run; spins.
         PlansCommand,
+        /// Plans a backend at this URL, which the registration holds only as part of a
+        /// longer one; spins.
+        PlansALookAlike(String),
         /// Allows: with a record that says deny in an instance's first call, which the host
         /// does not trust, and with a sound one in every later call of that instance.
         UntrustedOnce,
@@ -169,6 +177,7 @@ mod component {
     const OBSERVER: &str = "com.example.obs";
     const HANG: &str = "com.example.hang";
     const LATE_IO: &str = "com.example.late-io";
+    const LOOK_ALIKE: &str = "com.example.look-alike";
 
     /// How long the cross-credential mode's call may take, and its deadline from `started`.
     const CROSS_BOUND_MS: u64 = 2_000;
@@ -520,6 +529,10 @@ mod component {
                 Runaway::IoOutOfTime(url.to_string())
             } else if registration.starts_with("plans-a-command") {
                 Runaway::PlansCommand
+            } else if let Some(url) = registration.strip_prefix("plans-a-look-alike ") {
+                let mut url = url.to_string();
+                url.pop();
+                Runaway::PlansALookAlike(url)
             } else if registration.contains("spin-on-load") {
                 spin()
             } else if registration.contains("panic") {
@@ -551,6 +564,7 @@ mod component {
                 Runaway::HangingLoad(url) => return vec![http(HANG, url, None)],
                 Runaway::WithheldTwice(url) => return vec![http(OBSERVER, url, None)],
                 Runaway::IoOutOfTime(url) => return vec![http(LATE_IO, url, None)],
+                Runaway::PlansALookAlike(url) => return vec![http(LOOK_ALIKE, url, None)],
                 Runaway::PlansCommand => {
                     let command = StdioPlan {
                         command: "/bin/sh".to_string(),
@@ -597,7 +611,8 @@ mod component {
                 Runaway::Spins
                 | Runaway::Panics
                 | Runaway::HangingLoad(_)
-                | Runaway::PlansCommand => 100,
+                | Runaway::PlansCommand
+                | Runaway::PlansALookAlike(_) => 100,
                 Runaway::SpinsClaimingForever => u64::MAX,
             }
         }
@@ -698,7 +713,8 @@ mod component {
                 | Runaway::Spins
                 | Runaway::SpinsClaimingForever
                 | Runaway::HangingLoad(_)
-                | Runaway::PlansCommand => spin(),
+                | Runaway::PlansCommand
+                | Runaway::PlansALookAlike(_) => spin(),
             }
         }
 
