@@ -913,6 +913,10 @@ fn r10_a_credential_in_a_stdio_argument_is_refused_and_never_echoed() {
         "--header=Authorization: Bearer SECRET-VALUE-42",
         "--env=OPENAI_API_KEY=SECRET-VALUE-42",
         "postgresql://u:SECRET-VALUE-42@localhost/db",
+        "--credentials=SECRET-VALUE-42",
+        "--basic-auth=alice:SECRET-VALUE-42",
+        "auth.rootPassword=SECRET-VALUE-42",
+        "sh -c 'export PATH=/a:/b; git clone https://u:SECRET-VALUE-42@h/r'",
     ] {
         let listed = format!(r#"["--port", "{arg}"]"#);
         let problems = rejected_at(&[(args, &listed)], &format!("{args}/1"));

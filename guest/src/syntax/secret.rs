@@ -113,6 +113,28 @@ mod tests {
             "--token-provider=ghp_abcdefghijklmnop1234567890ABCD",
             "-HAuthorization: Bearer $T sk-live-abcdef1234567890",
             "Authentication: Bearer AbCdEfGhIjKlMnOpQrSt",
+            // An option named by a plural takes files, not one secret.
+            "--credentials=alice:s3cret",
+            "--secrets=hunter2",
+            "--passwords=hunter2",
+            "--api-keys=hunter2",
+            "--cookies=SID=abc123",
+            // A configuration key named as a credential (npm, helm, spark).
+            "//registry.npmjs.org/:_authToken=npm_abc123",
+            "auth.rootPassword=hunter2",
+            "spark.hadoop.fs.s3a.secret.key=abc123xyz",
+            // A user's password after an authentication or a user's option.
+            "--basic-auth=alice:s3cret",
+            "--http-auth=alice:s3cret",
+            "--user=alice:s3cret",
+            "--user=alice:p@ss",
+            // A password named by its short form, and openssl's literal one.
+            "MYSQL_PWD=hunter2",
+            "--db-pwd=hunter2",
+            "pass:hunter2",
+            // A signature itself, not its algorithm.
+            "--signature=3f9a8c7e2b1d4f6a8c0e2b4d",
+            "--token-provider=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
         ];
         let others = [
             "--key=/etc/ahp/client.pem",
@@ -156,6 +178,35 @@ mod tests {
             "--token-provider=github",
             "HF_HUB_DISABLE_IMPLICIT_TOKEN=1",
             "USE_API_KEY=true",
+            "--credentials=/etc/creds.json",
+            // A path, a URL or an id after an option holding a credential's word.
+            "--ssh-key=/home/u/.ssh/id_ed25519",
+            "--key=/etc/ssl/private/server2024.pem",
+            "--api-key=/run/secrets/openai_key_2024",
+            "--token-url=https://login.example/72f988bf-86f1-41af/token",
+            "--kms-key-id=1234abcd-12ab-34cd-56ef-1234567890ab",
+            "--secret-arn=arn:aws:secretsmanager:eu-west-1:123456789012:secret:db-2024",
+            "--ssh-key=id_ed25519",
+            // Configuration keys that are settings or data keys.
+            "ingress.tls.secretName=foo",
+            "auth.existingSecret=my-secret",
+            "--existing-secret=db-credentials",
+            "sort.key=id",
+            "credential.helper=store",
+            "PasswordAuthentication=no",
+            "PWD=/home/u",
+            // A user's group or id (docker's `-u`).
+            "--user=1000:1000",
+            "--user=node:node",
+            "--user=app:staff",
+            // Switches after a header's name, and an algorithm after a signature's option.
+            "--no-cookie=1",
+            "--require-authorization=false",
+            "--signature=sha256",
+            "--signature=HMAC-SHA256",
+            // A scheme before an expansion.
+            "Bearer $TOKEN",
+            "--token=Bearer $TOKEN",
         ];
         assert_shape(argument_gives_a_credential, &credentials, &others);
         // The value after an option named as a credential, unless it is a path or an
@@ -193,6 +244,25 @@ mod tests {
         assert!(secret_after_option("--token-source", token));
         assert!(!secret_after_option("--password-stdin", "ghcr.io"));
         assert!(!secret_after_option("--load-cookies", "cookies.txt"));
+        // An option named by a plural is one for a file, not for no secret at all.
+        assert!(secret_after_option("--secrets", "hunter2"));
+        assert!(secret_after_option("--credentials", "alice:s3cret"));
+        assert!(!secret_after_option("--credentials", "/etc/creds.json"));
+        // A path, a URL or an id is no secret for looking like one.
+        assert!(!secret_after_option("--ssh-key", "/home/u/.ssh/id_ed25519"));
+        let url = "https://login.example/72f988bf-86f1-41af/token";
+        assert!(!secret_after_option("--token-url", url));
+        let id = "1234abcd-12ab-34cd-56ef-1234567890ab";
+        assert!(!secret_after_option("--kms-key-id", id));
+        // A user's password, not a user's group.
+        assert!(secret_after_option("--basic-auth", "alice:s3cret"));
+        assert!(secret_after_option("-u", "alice:s3cret"));
+        assert!(!secret_after_option("-u", "1000:1000"));
+        assert!(!secret_after_option("-u", "www-data:www-data"));
+        // An algorithm, not a signature.
+        assert!(!secret_after_option("--signature", "sha256"));
+        // A docker or podman reference only after a secret's option.
+        assert!(secret_after_option("--token", "hunter2,uid=0"));
         // A URL carries one in its user info or a parameter named as a secret.
         assert!(argument_carries_a_credential(
             "postgresql://u:p@localhost/db"
@@ -201,6 +271,39 @@ mod tests {
             "https://x.example/?tenant=a"
         ));
         assert!(!follows_a_credential_option("--sort-key", "name"));
+    }
+
+    /// Beside what an argument gives ([`argument_gives_a_credential`]), one carries a
+    /// credential by a token of a known shape whatever names it, a private key, or a URL
+    /// with user info, wherever the URL starts.
+    #[test]
+    fn an_argument_carrying_a_credential_is_told_apart() {
+        let carrying = [
+            "OPENAIKEY=sk-proj-abcdefghijklmnop1234",
+            "GH_PAT=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "SLACK_BOT=xoxb-1234-5678-abcdefghij",
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "--config={\"key\": \"glpat-abcdefghij1234567890\"}",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----",
+            "sh -c 'export PATH=/a:/b; git clone https://u:p@h/r'",
+            "docker run -p 8080:80 app postgres://u:p@db/x",
+            "--config={\"url\":\"https://u:p@h/x\"}",
+        ];
+        let others = [
+            "--model=gpt-4o",
+            "1234abcd-12ab-34cd-56ef-1234567890ab",
+            "https://api.example:8443/x",
+            "--listen=127.0.0.1:8080",
+            "sk-learn-classifier-and-more",
+            "-----BEGIN CERTIFICATE-----",
+            "sh -c 'export PATH=/a:/b; git clone https://h/r'",
+        ];
+        assert_shape(argument_carries_a_credential, &carrying, &others);
+        // A URL's scheme is looked for back from `://` past any letter, a wide one too.
+        for text in ["ü://x", "--naïve=ü://u@h", "İ://a:b@c", "K://a:b@c", "://"] {
+            let _ = argument_carries_a_credential(text);
+        }
     }
 
     #[test]

@@ -62,15 +62,16 @@ pub fn has_a_secret_parameter(url: &str) -> bool {
 /// Whether a parameter's `name` says its value is a credential: a secret name; one
 /// ending in a word only credentials end in (`private_token`, `api_secret`,
 /// `subscription-key`, `X-Amz-Signature`, `auth_key`), but for the paging cursors named
-/// like tokens (`page_token`); or one of the short names services use (Azure's `sig`,
+/// like tokens (`page_token`) and the name of one that exists (`existingSecret`); or one of the short names services use (Azure's `sig`,
 /// Google's `key`, a personal access token's `pat`, a `jwt`). A name merely holding such a word
 /// (`max_tokens`, `signature_version`) is not: for that, see [`mentions_a_credential`].
 pub fn names_a_credential(name: &str) -> bool {
-    const ENDINGS: [&str; 15] = [
+    const ENDINGS: [&str; 16] = [
         "token",
         "secret",
         "password",
         "passwd",
+        "pwd",
         "apikey",
         "accesskey",
         "secretkey",
@@ -101,7 +102,11 @@ pub fn names_a_credential(name: &str) -> bool {
         "xgoogcredential",
     ];
     let name = normalized(name);
-    if CURSORS.contains(&name.as_str()) {
+    // The name of one that exists elsewhere (helm's `existingSecret`).
+    let existing = ENDINGS
+        .iter()
+        .any(|ending| name.ends_with(&format!("existing{ending}")));
+    if CURSORS.contains(&name.as_str()) || existing {
         return false;
     }
     is_secret_name(&name)
@@ -238,9 +243,10 @@ const DATA_KEY_WORDS: [&str; 17] = [
 /// Whether `name`, split into words (at anything but a letter or digit, and where a
 /// lower-case letter or digit meets an upper-case one), holds a credential's word whole
 /// ([`CREDENTIAL_WORDS`], [`COMPOUND_CREDENTIAL_WORDS`]) that no setting word follows
-/// ([`SETTING_WORDS`]) and that is no data key ([`DATA_KEY_WORDS`]): `SECRET_KEY_BASE`,
-/// `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`; not `KEYCLOAK_URL`, `TOKEN_FILE`,
-/// `token-limit`, `cookie-jar`, `max_tokens`, `sort-key` or `tokenizers`.
+/// ([`SETTING_WORDS`]), that is no data key ([`DATA_KEY_WORDS`]) and that no `existing`
+/// comes before: `SECRET_KEY_BASE`, `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`;
+/// not `KEYCLOAK_URL`, `TOKEN_FILE`, `token-limit`, `cookie-jar`, `max_tokens`,
+/// `sort-key`, `existingSecret` or `tokenizers`.
 pub fn holds_a_credential_word(name: &str) -> bool {
     let words = words_of(name);
     // A plural too (`basicCredentials`, `API_TOKENS`), but for a count of tokens
@@ -254,11 +260,12 @@ pub fn holds_a_credential_word(name: &str) -> bool {
     let setting = words[at + 1..]
         .iter()
         .any(|word| SETTING_WORDS.contains(&word.as_str()));
+    let before = at.checked_sub(1).map(|before| words[before].as_str());
     let data_key = matches!(words[at].as_str(), "key" | "keys")
-        && at
-            .checked_sub(1)
-            .is_some_and(|before| DATA_KEY_WORDS.contains(&words[before].as_str()));
-    !setting && !data_key
+        && before.is_some_and(|before| DATA_KEY_WORDS.contains(&before));
+    // The name of one that exists elsewhere (helm's `existingSecret`).
+    let existing = before == Some("existing");
+    !setting && !data_key && !existing
 }
 
 /// Words before `tokens` that make the name a count of them (`MAX_TOKENS`,
@@ -315,9 +322,13 @@ fn words_of(name: &str) -> Vec<String> {
 /// credential ([`is_a_credential_option`]) with its value after `=` (`--api-key=…`,
 /// `-token=…`, `--authtoken=…`), but for a path (`--key=/etc/ahp/key.pem`,
 /// `--key=certs/client.pem`) and for an authentication method's name (`--auth=none`);
-/// a credential header, as the argument or an option's value ([`is_a_credential_header`]);
-/// or an `Authorization`, `Cookie` or `Bearer` credential anywhere in it, a script's
-/// included ([`holds_a_credential_header`]). The value is never repeated by a caller.
+/// a user's password after a user's or an authentication option
+/// ([`gives_a_users_password`]); a credential header, as the argument or an option's
+/// value ([`is_a_credential_header`]); an `Authorization`, `Cookie` or `Bearer`
+/// credential anywhere in it, a script's included ([`holds_a_credential_header`]); a
+/// variable or a configuration key named as a credential set to a value
+/// ([`sets_a_credential`]); or openssl's literal password (`pass:…`). The value is never
+/// repeated by a caller.
 pub fn argument_gives_a_credential(arg: &str) -> bool {
     let value = arg.split_once('=').map(|(_, value)| value);
     is_a_credential_header(arg)
@@ -325,22 +336,67 @@ pub fn argument_gives_a_credential(arg: &str) -> bool {
         || holds_a_credential_header(arg)
         || sets_a_credential(arg)
         || value.is_some_and(sets_a_credential)
+        || arg
+            .strip_prefix("pass:")
+            .is_some_and(|password| !password.is_empty())
         || arg.split_once('=').is_some_and(|(option, value)| {
             (is_a_credential_option(option) && gives_a_secret(option, value))
+                || gives_a_users_password(option, value)
                 || (option.starts_with('-')
                     && mentions_a_credential_word(option)
-                    && looks_secret(value))
+                    && looks_secret_after(option, value))
         })
 }
 
-/// Whether `text` sets a variable named as a credential to a value, as `env` and
-/// `docker -e` take it: `GITHUB_TOKEN=ghp_…`, `--env=OPENAI_API_KEY=sk-…`.
+/// Whether `text` sets a variable or a configuration key named as a credential to a
+/// value, as `env` and `docker -e` take a variable (`GITHUB_TOKEN=ghp_…`,
+/// `--env=OPENAI_API_KEY=sk-…`) and npm, helm or spark a key
+/// (`//registry.npmjs.org/:_authToken=…`, `auth.rootPassword=…`,
+/// `spark.hadoop.fs.s3a.secret.key=…`).
 fn sets_a_credential(text: &str) -> bool {
     text.split_once('=').is_some_and(|(name, value)| {
-        is_env_name(name)
+        (is_env_name(name) || is_a_configuration_key(name))
             && (names_a_credential(name) || holds_a_credential_word(name))
             && may_be_secret(value)
     })
+}
+
+/// Whether `name` is a configuration key's path (`auth.rootPassword`,
+/// `//registry.npmjs.org/:_authToken`, `servers[0].token`): not an option, and only
+/// letters, digits and `.`, `_`, `:`, `/`, `[`, `]`, `-`.
+fn is_a_configuration_key(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('-')
+        && name
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || "._:/[]-".contains(ch))
+}
+
+/// Whether `value`, an option's, is a user's name and password (`alice:s3cret`): after
+/// an authentication option (`--basic-auth`, `--http-auth`, `--proxy-creds`), any; after
+/// a user's option (`-u`, `--user`, `-U`, `--proxy-user`), one that is no group or id
+/// (docker's `-u 1000:1000`, `node:node`, `app:staff`): a password not all digits, not
+/// the user's name, mixing letters and digits or holding other characters.
+fn gives_a_users_password(option: &str, value: &str) -> bool {
+    let Some((user, password)) = value.split_once(':') else {
+        return false;
+    };
+    if user.is_empty() || password.is_empty() || password.starts_with("//") {
+        return false;
+    }
+    let words = words_of(option.trim_start_matches('-'));
+    let authenticates = option.starts_with('-')
+        && words
+            .iter()
+            .any(|word| matches!(word.as_str(), "auth" | "creds"));
+    let a_users = matches!(option, "-u" | "-U" | "--user" | "--proxy-user");
+    let plain = |ch: char| ch.is_ascii_lowercase() || ch.is_ascii_digit() || "_-".contains(ch);
+    let mixed = password.chars().any(|ch| ch.is_ascii_digit())
+        && password.chars().any(|ch| ch.is_alphabetic());
+    let a_password = !password.chars().all(|ch| ch.is_ascii_digit())
+        && password != user
+        && (mixed || !password.chars().all(plain));
+    (authenticates && !an_expansion(password)) || (a_users && a_password && !an_expansion(password))
 }
 
 /// Whether `value` is only a shell expansion of a variable (`$GITHUB_TOKEN`,
@@ -369,22 +425,73 @@ fn a_variables_name(text: &str) -> bool {
     is_env_name(text) && !text.chars().any(|ch| ch.is_ascii_lowercase())
 }
 
-/// Whether `value`, an option's, may be a secret ([`may_be_secret`]) and, for `--auth`,
-/// is no method's name.
+/// Whether `value`, an option's, may be a secret ([`may_be_secret`]) and is none of
+/// these: for `--auth`, a method's name; for an option named by a plural, a file
+/// (`--secrets secrets.env`, `--load-cookies cookies.txt`: it takes where they are);
+/// for a signature's option, an algorithm's name (`--signature=sha256`).
 fn gives_a_secret(option: &str, value: &str) -> bool {
-    let a_method = normalized(option.trim_start_matches('-')) == "auth" && names_a_method(value);
-    may_be_secret(value) && !a_method
+    let name = normalized(option.trim_start_matches('-'));
+    let a_method = name == "auth" && names_a_method(value);
+    let where_they_are = named_by_a_plural(option) && names_a_file(value);
+    let an_algorithm = name.ends_with("signature") && names_an_algorithm(value);
+    may_be_secret(value) && !a_method && !where_they_are && !an_algorithm
 }
 
-/// Whether a value may be a secret: not empty, a path, a switch (`true`, `off`, `1`),
-/// nor an expansion ([`an_expansion`]).
+/// Whether an option's last word is a credential's in the plural (`--secrets`,
+/// `--load-cookies`, `--api-keys`).
+fn named_by_a_plural(option: &str) -> bool {
+    words_of(option.trim_start_matches('-'))
+        .last()
+        .is_some_and(|last| {
+            last.strip_suffix('s')
+                .is_some_and(|singular| CREDENTIAL_WORDS.contains(&singular))
+        })
+}
+
+/// Whether `value` names a file: a path ([`names_a_path`]), one with a folder
+/// (`config/creds`), or a name with a short extension (`secrets.env`, `cookies.txt`)
+/// and no `:`, `=` or `,` (which a `user:password` or `SID=…` holds).
+fn names_a_file(value: &str) -> bool {
+    let named = value.rsplit_once('.').is_some_and(|(stem, extension)| {
+        !stem.is_empty()
+            && (1..=5).contains(&extension.len())
+            && extension.chars().all(|ch| ch.is_ascii_alphanumeric())
+    });
+    names_a_path(value) || value.contains('/') || (named && !value.contains([':', '=', ',']))
+}
+
+/// Digest and signature algorithms a signature's option names (`--signature=sha256`).
+fn names_an_algorithm(value: &str) -> bool {
+    const ALGORITHMS: [&str; 12] = [
+        "sha1",
+        "sha256",
+        "sha384",
+        "sha512",
+        "md5",
+        "hmacsha1",
+        "hmacsha256",
+        "hmacsha512",
+        "rsa",
+        "ecdsa",
+        "ed25519",
+        "none",
+    ];
+    ALGORITHMS.contains(&normalized(value).as_str())
+}
+
+/// Whether a value may be a secret: not empty, a path, a switch ([`a_switch`]), nor an
+/// expansion ([`an_expansion`]).
 fn may_be_secret(value: &str) -> bool {
-    // A switch's words, and its digits: any other number may be a PIN or a password.
-    let a_switch = matches!(
+    !value.is_empty() && !names_a_path(value) && !a_switch(value) && !an_expansion(value)
+}
+
+/// Whether `value` is a switch's word or digit (`true`, `off`, `1`): any other number
+/// may be a PIN or a password.
+fn a_switch(value: &str) -> bool {
+    matches!(
         value.to_ascii_lowercase().as_str(),
         "true" | "false" | "yes" | "no" | "on" | "off" | "0" | "1"
-    );
-    !value.is_empty() && !names_a_path(value) && !a_switch && !an_expansion(value)
+    )
 }
 
 /// Authentication methods an `--auth` option names (`--auth=none`, `--auth basic`).
@@ -431,7 +538,7 @@ fn is_a_credential_header(text: &str) -> bool {
     matches!(
         (words.next(), words.next(), words.next()),
         (Some(scheme), Some(_), None) if scheme.eq_ignore_ascii_case("bearer")
-    )
+    ) && !an_expansion(text)
 }
 
 /// Whether `text` holds, anywhere, an `Authorization` or `Cookie` header's value (the
@@ -456,7 +563,8 @@ fn holds_a_credential_header(text: &str) -> bool {
                         .split(['"', '\'', ',', ';'])
                         .next()
                         .unwrap_or_default();
-                    literal && !an_expansion(value)
+                    // `--no-cookie=1`, `--require-authorization=false`: a switch.
+                    literal && !an_expansion(value) && !a_switch(value.trim())
                 })
         })
     };
@@ -484,13 +592,7 @@ fn holds_a_credential_header(text: &str) -> bool {
 /// name that says so ([`names_a_credential`]).
 pub fn is_a_credential_option(arg: &str) -> bool {
     let name = arg.trim_start_matches('-');
-    // One named by a plural takes where they are (`--secrets secrets.env`,
-    // `--load-cookies cookies.txt`), not one.
-    let plural = words_of(name).last().is_some_and(|last| {
-        last.strip_suffix('s')
-            .is_some_and(|singular| CREDENTIAL_WORDS.contains(&singular))
-    });
-    arg.starts_with('-') && !plural && (holds_a_credential_word(name) || names_a_credential(name))
+    arg.starts_with('-') && (holds_a_credential_word(name) || names_a_credential(name))
 }
 
 /// Whether `name` holds a credential's word anywhere, a setting's or not
@@ -524,17 +626,41 @@ pub fn follows_a_credential_option(previous: &str, arg: &str) -> bool {
 /// or bearer option that is no variable's name (`MY_SECRET_NAME`); after a key's
 /// option (`--ssh-key id_ed25519`) a name is often a key's.
 pub fn secret_after_option(previous: &str, arg: &str) -> bool {
-    let keyed = words_of(previous.trim_start_matches('-'))
+    let words = words_of(previous.trim_start_matches('-'));
+    let keyed = words
         .last()
         .is_some_and(|last| last.ends_with("key") || last.ends_with("keys"));
-    // A variable's name, or a reference (`--secret id=npmrc,src=/home/u/.npmrc`), says
-    // where a secret is, not what; never after a password's option.
-    let a_name = a_variables_name(arg) || (a_reference(arg) && !names_a_password(previous));
-    let looks = previous.starts_with('-')
-        && !previous.contains('=')
+    // A variable's name, or a docker or podman reference after a secret's option
+    // (`--secret id=npmrc,src=/home/u/.npmrc`), says where a secret is, not what.
+    let secrets = words
+        .last()
+        .is_some_and(|last| matches!(last.as_str(), "secret" | "secrets"));
+    let a_name = a_variables_name(arg) || (secrets && a_reference(arg));
+    let option = previous.starts_with('-') && !previous.contains('=');
+    let looks = option
         && mentions_a_credential_word(previous.trim_start_matches('-'))
-        && looks_secret(arg);
-    looks || (follows_a_credential_option(previous, arg) && !keyed && !a_name)
+        && looks_secret_after(previous, arg);
+    looks
+        || (option && gives_a_users_password(previous, arg))
+        || (follows_a_credential_option(previous, arg) && !keyed && !a_name)
+}
+
+/// Whether `value`, after `option` holding a credential's word, looks like a secret
+/// ([`looks_secret`]): not a path or a URL, nor after a word naming where or which one
+/// it is (`--kms-key-id`, `--token-url`, `--secret-arn`), but for a token of a known
+/// shape ([`has_a_known_token_shape`]) wherever it is.
+fn looks_secret_after(option: &str, value: &str) -> bool {
+    const PLACES: [&str; 11] = [
+        "id", "arn", "url", "uri", "endpoint", "file", "path", "dir", "name", "domain", "host",
+    ];
+    let words = words_of(option.trim_start_matches('-'));
+    let place = words
+        .iter()
+        .rposition(|word| is_a_credential_word(word))
+        .and_then(|at| words.get(at + 1))
+        .is_some_and(|next| PLACES.contains(&next.as_str()));
+    has_a_known_token_shape(value)
+        || (looks_secret(value) && !names_a_path(value) && !value.contains("://") && !place)
 }
 
 /// Whether `text` is a secret's reference, as `docker build --secret` and `podman run
@@ -560,19 +686,72 @@ fn a_reference(text: &str) -> bool {
     text.contains('=') && (known(first) || a_name(first)) && fields.all(known)
 }
 
-/// Whether an option names a password or passphrase (`--password`, `--db-passphrase`).
-fn names_a_password(option: &str) -> bool {
-    words_of(option.trim_start_matches('-'))
-        .iter()
-        .any(|word| matches!(word.as_str(), "password" | "passwd" | "passphrase" | "pwd"))
-}
-
 /// Whether a program's argument carries a credential: one it gives
 /// ([`argument_gives_a_credential`]), or a URL holding one (user info, or a parameter
 /// named as a secret).
 pub fn argument_carries_a_credential(arg: &str) -> bool {
     argument_gives_a_credential(arg)
-        || (arg.contains("://") && (crate::uri::has_userinfo(arg) || has_a_secret_parameter(arg)))
+        || has_a_known_token_shape(arg)
+        || (arg.contains("-----BEGIN") && arg.contains("PRIVATE KEY-----"))
+        || urls_in(arg).any(|url| crate::uri::has_userinfo(url) || has_a_secret_parameter(url))
+}
+
+/// The URLs in `text`, each from its scheme to the end of the text: after a `:` before
+/// it too (`export PATH=/a:/b; git clone https://user:pass@host/r`).
+fn urls_in(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices("://").map(move |(at, _)| {
+        let scheme = text[..at]
+            .char_indices()
+            .rev()
+            .find(|(_, ch)| !(ch.is_ascii_alphanumeric() || "+.-".contains(*ch)))
+            .map_or(0, |(before, ch)| before + ch.len_utf8());
+        &text[scheme..]
+    })
+}
+
+/// Tokens whose issuers gave them a prefix for secret scanners to find, each with the
+/// fewest characters that follow it: GitHub's, OpenAI's and Anthropic's, Stripe's,
+/// Slack's, npm's, GitLab's and AWS's access key ids.
+const TOKEN_SHAPES: [(&str, usize); 19] = [
+    ("ghp_", 36),
+    ("gho_", 36),
+    ("ghu_", 36),
+    ("ghs_", 36),
+    ("ghr_", 36),
+    ("github_pat_", 22),
+    ("sk-ant-", 20),
+    ("sk-proj-", 20),
+    ("sk_live_", 20),
+    ("sk_test_", 20),
+    ("xoxa-", 15),
+    ("xoxb-", 15),
+    ("xoxp-", 15),
+    ("xoxr-", 15),
+    ("xoxs-", 15),
+    ("npm_", 36),
+    ("glpat-", 20),
+    ("AKIA", 16),
+    ("ASIA", 16),
+];
+
+/// Whether `text` holds, as one of its words (split at spaces, `=`, `:`, `,` and
+/// quotes), a token of a known shape ([`TOKEN_SHAPES`]), or an OpenAI-style `sk-` key
+/// of 20 characters or more with a digit among them: whatever names it, or none.
+fn has_a_known_token_shape(text: &str) -> bool {
+    let token_character = |ch: char| ch.is_ascii_alphanumeric() || "_-".contains(ch);
+    text.split(|ch: char| ch.is_whitespace() || "=:,\"'".contains(ch))
+        .any(|word| {
+            let shaped = TOKEN_SHAPES.iter().any(|(prefix, fewest)| {
+                word.strip_prefix(prefix)
+                    .is_some_and(|rest| rest.len() >= *fewest && rest.chars().all(token_character))
+            });
+            let openai = word.strip_prefix("sk-").is_some_and(|rest| {
+                rest.len() >= 20
+                    && rest.chars().all(token_character)
+                    && rest.chars().any(|ch| ch.is_ascii_digit())
+            });
+            shaped || openai
+        })
 }
 
 /// Whether `text` looks like a secret rather than a name: a known token prefix
@@ -598,10 +777,22 @@ pub fn looks_secret(text: &str) -> bool {
 }
 
 /// Whether an option's value is a file's path rather than a secret: absolute, relative
-/// by `./`, `../` or `~/`, or a key or certificate file by its extension.
+/// by `./`, `../` or `~/`, a key or certificate file by its extension, or an SSH key's
+/// file by its name (`id_ed25519`, `id_rsa`).
 fn names_a_path(value: &str) -> bool {
-    const FILES: [&str; 9] = [
-        ".pem", ".key", ".crt", ".cer", ".der", ".p12", ".pfx", ".jks", ".json",
+    const FILES: [&str; 13] = [
+        ".pem", ".key", ".crt", ".cer", ".der", ".p12", ".pfx", ".jks", ".json", ".pub", ".ppk",
+        ".gpg", ".asc",
+    ];
+    const SSH_KEYS: [&str; 8] = [
+        "id_rsa",
+        "id_dsa",
+        "id_ecdsa",
+        "id_ed25519",
+        "id_rsa_sk",
+        "id_dsa_sk",
+        "id_ecdsa_sk",
+        "id_ed25519_sk",
     ];
     value.starts_with('/')
         || ["./", "../", "~/"]
@@ -610,6 +801,7 @@ fn names_a_path(value: &str) -> bool {
         || FILES
             .iter()
             .any(|ext| value.to_ascii_lowercase().ends_with(ext))
+        || SSH_KEYS.contains(&value)
 }
 
 /// `text` with each `%XX` escape replaced by its byte; a malformed escape is kept as
