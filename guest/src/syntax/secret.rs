@@ -263,6 +263,21 @@ mod tests {
         assert!(!secret_after_option("--signature", "sha256"));
         // A docker or podman reference only after a secret's option.
         assert!(secret_after_option("--token", "hunter2,uid=0"));
+        // Nor a host's port after an option holding `auth`, nor a kubeconfig user; a
+        // password named `existing` is one, and a plural option's `user:pass/word` too.
+        assert!(!secret_after_option(
+            "--auth-server",
+            "auth.example.com:443"
+        ));
+        let arn = "arn:aws:eks:us-east-1:123456789012:cluster/prod";
+        assert!(!secret_after_option("--user", arn));
+        assert!(!secret_after_option(
+            "--user",
+            "system:serviceaccount:default:mcp"
+        ));
+        assert!(secret_after_option("--existing-password", "hunter2"));
+        assert!(secret_after_option("--secrets", "p@ss/w0rd"));
+        assert!(!secret_after_option("--secrets", "config/creds"));
         // A URL carries one in its user info or a parameter named as a secret.
         assert!(argument_carries_a_credential(
             "postgresql://u:p@localhost/db"
@@ -289,6 +304,14 @@ mod tests {
             "sh -c 'export PATH=/a:/b; git clone https://u:p@h/r'",
             "docker run -p 8080:80 app postgres://u:p@db/x",
             "--config={\"url\":\"https://u:p@h/x\"}",
+            // The ninth review's: a token between any punctuation, a password that is
+            // no existing secret's name, openssl's literal, a plural option's secret.
+            "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789; exec srv",
+            "https://api.example/ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "--existing-password=hunter2",
+            "EXISTING_TOKEN=abc123",
+            "pass:$ecret1",
+            "--credentials=alice:pa/ss",
         ];
         let others = [
             "--model=gpt-4o",
@@ -298,6 +321,22 @@ mod tests {
             "sk-learn-classifier-and-more",
             "-----BEGIN CERTIFICATE-----",
             "sh -c 'export PATH=/a:/b; git clone https://h/r'",
+            // The ninth review's: a place after an option holding `auth`, a kubeconfig
+            // user, configuration keys naming no credential, a region, an npm variable,
+            // a URL followed by a package's `@`, openssl's expansion, a model's file.
+            "--auth-host=localhost:8080",
+            "--auth-provider=oidc:google",
+            "--user=arn:aws:eks:us-east-1:123456789012:cluster/prod",
+            "credential.username=alice",
+            "credential.interactive=never",
+            "access.token.lifespan=3600",
+            "session.cookie.same-site=lax",
+            "auth.existingSecretPasswordKey=redis-password",
+            "--region=ASIA_PACIFIC_NORTHEAST",
+            "npm_package_dependencies__modelcontextprotocol_sdk",
+            "export PATH=/a:/b; npx --registry https://registry.npmjs.org @scope/pkg",
+            "pass:$KEY_PASSWORD",
+            "models/sk-learn-classifier-2024-v1.pkl",
         ];
         assert_shape(argument_carries_a_credential, &carrying, &others);
         // A URL's scheme is looked for back from `://` past any letter, a wide one too.

@@ -102,11 +102,8 @@ pub fn names_a_credential(name: &str) -> bool {
         "xgoogcredential",
     ];
     let name = normalized(name);
-    // The name of one that exists elsewhere (helm's `existingSecret`).
-    let existing = ENDINGS
-        .iter()
-        .any(|ending| name.ends_with(&format!("existing{ending}")));
-    if CURSORS.contains(&name.as_str()) || existing {
+    // The name of a secret that exists elsewhere (helm's `existingSecret`).
+    if CURSORS.contains(&name.as_str()) || name.contains("existingsecret") {
         return false;
     }
     is_secret_name(&name)
@@ -243,8 +240,8 @@ const DATA_KEY_WORDS: [&str; 17] = [
 /// Whether `name`, split into words (at anything but a letter or digit, and where a
 /// lower-case letter or digit meets an upper-case one), holds a credential's word whole
 /// ([`CREDENTIAL_WORDS`], [`COMPOUND_CREDENTIAL_WORDS`]) that no setting word follows
-/// ([`SETTING_WORDS`]), that is no data key ([`DATA_KEY_WORDS`]) and that no `existing`
-/// comes before: `SECRET_KEY_BASE`, `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`;
+/// ([`SETTING_WORDS`]), that is no data key ([`DATA_KEY_WORDS`]), in a name of no secret
+/// that exists elsewhere (`existing` before `secret`): `SECRET_KEY_BASE`, `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`;
 /// not `KEYCLOAK_URL`, `TOKEN_FILE`, `token-limit`, `cookie-jar`, `max_tokens`,
 /// `sort-key`, `existingSecret` or `tokenizers`.
 pub fn holds_a_credential_word(name: &str) -> bool {
@@ -263,8 +260,11 @@ pub fn holds_a_credential_word(name: &str) -> bool {
     let before = at.checked_sub(1).map(|before| words[before].as_str());
     let data_key = matches!(words[at].as_str(), "key" | "keys")
         && before.is_some_and(|before| DATA_KEY_WORDS.contains(&before));
-    // The name of one that exists elsewhere (helm's `existingSecret`).
-    let existing = before == Some("existing");
+    // The name of a secret that exists elsewhere (helm's `existingSecret`,
+    // `existingSecretPasswordKey`).
+    let existing = words
+        .windows(2)
+        .any(|pair| pair[0] == "existing" && matches!(pair[1].as_str(), "secret" | "secrets"));
     !setting && !data_key && !existing
 }
 
@@ -338,7 +338,7 @@ pub fn argument_gives_a_credential(arg: &str) -> bool {
         || value.is_some_and(sets_a_credential)
         || arg
             .strip_prefix("pass:")
-            .is_some_and(|password| !password.is_empty())
+            .is_some_and(|password| !password.is_empty() && !an_expansion(password))
         || arg.split_once('=').is_some_and(|(option, value)| {
             (is_a_credential_option(option) && gives_a_secret(option, value))
                 || gives_a_users_password(option, value)
@@ -354,29 +354,39 @@ pub fn argument_gives_a_credential(arg: &str) -> bool {
 /// (`//registry.npmjs.org/:_authToken=…`, `auth.rootPassword=…`,
 /// `spark.hadoop.fs.s3a.secret.key=…`).
 fn sets_a_credential(text: &str) -> bool {
+    let named = |name: &str| names_a_credential(name) || holds_a_credential_word(name);
     text.split_once('=').is_some_and(|(name, value)| {
-        (is_env_name(name) || is_a_configuration_key(name))
-            && (names_a_credential(name) || holds_a_credential_word(name))
-            && may_be_secret(value)
+        let setting = match is_env_name(name) {
+            true => named(name),
+            false => configuration_key_s_own_name(name).is_some_and(named) && named(name),
+        };
+        setting && may_be_secret(value)
     })
 }
 
-/// Whether `name` is a configuration key's path (`auth.rootPassword`,
-/// `//registry.npmjs.org/:_authToken`, `servers[0].token`): not an option, and only
-/// letters, digits and `.`, `_`, `:`, `/`, `[`, `]`, `-`.
-fn is_a_configuration_key(name: &str) -> bool {
-    !name.is_empty()
-        && !name.starts_with('-')
+/// The last segment of a configuration key's path (`rootPassword` of
+/// `auth.rootPassword`, `_authToken` of `//registry.npmjs.org/:_authToken`, `token` of
+/// `servers[0].token`), which names what it sets (`credential.username` sets a name):
+/// `None` for an option or a name of other characters than letters, digits and `.`,
+/// `_`, `:`, `/`, `[`, `]`, `-`.
+fn configuration_key_s_own_name(name: &str) -> Option<&str> {
+    let a_key = !name.starts_with('-')
         && name
             .chars()
-            .all(|ch| ch.is_ascii_alphanumeric() || "._:/[]-".contains(ch))
+            .all(|ch| ch.is_ascii_alphanumeric() || "._:/[]-".contains(ch));
+    let last = name
+        .rsplit(['.', '/', ':', '[', ']'])
+        .find(|segment| !segment.is_empty());
+    last.filter(|_| a_key)
 }
 
 /// Whether `value`, an option's, is a user's name and password (`alice:s3cret`): after
-/// an authentication option (`--basic-auth`, `--http-auth`, `--proxy-creds`), any; after
-/// a user's option (`-u`, `--user`, `-U`, `--proxy-user`), one that is no group or id
-/// (docker's `-u 1000:1000`, `node:node`, `app:staff`): a password not all digits, not
-/// the user's name, mixing letters and digits or holding other characters.
+/// an authentication option (`--basic-auth`, `--http-auth`, `--proxy-creds`; not
+/// `--auth-host`, whose `host:port` is none), any; after a user's option (`-u`,
+/// `--user`, `-U`, `--proxy-user`), one that is no group or identity (docker's `-u
+/// 1000:1000`, `node:node`, `app:staff`; kubectl's `--user arn:aws:eks:…` and
+/// `system:serviceaccount:…`): a password not all digits, not the user's name, mixing
+/// letters and digits or holding other characters.
 fn gives_a_users_password(option: &str, value: &str) -> bool {
     let Some((user, password)) = value.split_once(':') else {
         return false;
@@ -387,13 +397,15 @@ fn gives_a_users_password(option: &str, value: &str) -> bool {
     let words = words_of(option.trim_start_matches('-'));
     let authenticates = option.starts_with('-')
         && words
-            .iter()
-            .any(|word| matches!(word.as_str(), "auth" | "creds"));
+            .last()
+            .is_some_and(|word| matches!(word.as_str(), "auth" | "creds"));
     let a_users = matches!(option, "-u" | "-U" | "--user" | "--proxy-user");
     let plain = |ch: char| ch.is_ascii_lowercase() || ch.is_ascii_digit() || "_-".contains(ch);
     let mixed = password.chars().any(|ch| ch.is_ascii_digit())
         && password.chars().any(|ch| ch.is_alphabetic());
-    let a_password = !password.chars().all(|ch| ch.is_ascii_digit())
+    let an_identity = matches!(user, "arn" | "urn" | "system");
+    let a_password = !an_identity
+        && !password.chars().all(|ch| ch.is_ascii_digit())
         && password != user
         && (mixed || !password.chars().all(plain));
     (authenticates && !an_expansion(password)) || (a_users && a_password && !an_expansion(password))
@@ -448,16 +460,19 @@ fn named_by_a_plural(option: &str) -> bool {
         })
 }
 
-/// Whether `value` names a file: a path ([`names_a_path`]), one with a folder
-/// (`config/creds`), or a name with a short extension (`secrets.env`, `cookies.txt`)
-/// and no `:`, `=` or `,` (which a `user:password` or `SID=…` holds).
+/// Whether `value` names a file: a path ([`names_a_path`]), or, of letters, digits and
+/// `.`, `_`, `-`, `/` alone (not a `user:pass/word` or `SID=…`), one in a folder
+/// (`config/creds`) or with a short extension (`secrets.env`, `cookies.txt`).
 fn names_a_file(value: &str) -> bool {
     let named = value.rsplit_once('.').is_some_and(|(stem, extension)| {
         !stem.is_empty()
             && (1..=5).contains(&extension.len())
             && extension.chars().all(|ch| ch.is_ascii_alphanumeric())
     });
-    names_a_path(value) || value.contains('/') || (named && !value.contains([':', '=', ',']))
+    let plain = value
+        .chars()
+        .all(|ch| ch.is_ascii_alphanumeric() || "._-/".contains(ch));
+    names_a_path(value) || (plain && (value.contains('/') || named))
 }
 
 /// Digest and signature algorithms a signature's option names (`--signature=sha256`).
@@ -696,8 +711,9 @@ pub fn argument_carries_a_credential(arg: &str) -> bool {
         || urls_in(arg).any(|url| crate::uri::has_userinfo(url) || has_a_secret_parameter(url))
 }
 
-/// The URLs in `text`, each from its scheme to the end of the text: after a `:` before
-/// it too (`export PATH=/a:/b; git clone https://user:pass@host/r`).
+/// The URLs in `text`, each from its scheme to a space or a quote: after a `:` before it
+/// too (`export PATH=/a:/b; git clone https://user:pass@host/r`), and not running on
+/// into the next word (`https://registry.npmjs.org @scope/pkg`).
 fn urls_in(text: &str) -> impl Iterator<Item = &str> {
     text.match_indices("://").map(move |(at, _)| {
         let scheme = text[..at]
@@ -705,53 +721,87 @@ fn urls_in(text: &str) -> impl Iterator<Item = &str> {
             .rev()
             .find(|(_, ch)| !(ch.is_ascii_alphanumeric() || "+.-".contains(*ch)))
             .map_or(0, |(before, ch)| before + ch.len_utf8());
-        &text[scheme..]
+        let url = &text[scheme..];
+        let end = url
+            .find(|ch: char| ch.is_whitespace() || "\"'".contains(ch))
+            .unwrap_or(url.len());
+        &url[..end]
     })
 }
 
-/// Tokens whose issuers gave them a prefix for secret scanners to find, each with the
-/// fewest characters that follow it: GitHub's, OpenAI's and Anthropic's, Stripe's,
-/// Slack's, npm's, GitLab's and AWS's access key ids.
-const TOKEN_SHAPES: [(&str, usize); 19] = [
-    ("ghp_", 36),
-    ("gho_", 36),
-    ("ghu_", 36),
-    ("ghs_", 36),
-    ("ghr_", 36),
-    ("github_pat_", 22),
-    ("sk-ant-", 20),
-    ("sk-proj-", 20),
-    ("sk_live_", 20),
-    ("sk_test_", 20),
-    ("xoxa-", 15),
-    ("xoxb-", 15),
-    ("xoxp-", 15),
-    ("xoxr-", 15),
-    ("xoxs-", 15),
-    ("npm_", 36),
-    ("glpat-", 20),
-    ("AKIA", 16),
-    ("ASIA", 16),
+/// Tokens whose issuers gave them a prefix for secret scanners to find, with what
+/// follows it: GitHub's, npm's, OpenAI's and Anthropic's, Stripe's, Slack's, GitLab's,
+/// and AWS's access key ids.
+const TOKEN_SHAPES: [(&str, Rest); 19] = [
+    ("ghp_", Rest::Alphanumeric(36)),
+    ("gho_", Rest::Alphanumeric(36)),
+    ("ghu_", Rest::Alphanumeric(36)),
+    ("ghs_", Rest::Alphanumeric(36)),
+    ("ghr_", Rest::Alphanumeric(36)),
+    ("npm_", Rest::Alphanumeric(36)),
+    ("github_pat_", Rest::Token(22)),
+    ("sk-ant-", Rest::Token(20)),
+    ("sk-proj-", Rest::Token(20)),
+    ("sk_live_", Rest::Token(20)),
+    ("sk_test_", Rest::Token(20)),
+    ("xoxa-", Rest::Token(15)),
+    ("xoxb-", Rest::Token(15)),
+    ("xoxp-", Rest::Token(15)),
+    ("xoxr-", Rest::Token(15)),
+    ("xoxs-", Rest::Token(15)),
+    ("glpat-", Rest::Token(20)),
+    ("AKIA", Rest::Capitals(16)),
+    ("ASIA", Rest::Capitals(16)),
 ];
 
-/// Whether `text` holds, as one of its words (split at spaces, `=`, `:`, `,` and
-/// quotes), a token of a known shape ([`TOKEN_SHAPES`]), or an OpenAI-style `sk-` key
-/// of 20 characters or more with a digit among them: whatever names it, or none.
+/// What follows a token's prefix ([`TOKEN_SHAPES`]).
+enum Rest {
+    /// At least this many letters and digits.
+    Alphanumeric(usize),
+    /// At least this many letters, digits, `_` and `-`.
+    Token(usize),
+    /// Exactly this many capital letters and digits.
+    Capitals(usize),
+}
+
+impl Rest {
+    fn fits(&self, rest: &str) -> bool {
+        match *self {
+            Rest::Alphanumeric(fewest) => {
+                rest.len() >= fewest && rest.chars().all(|ch| ch.is_ascii_alphanumeric())
+            }
+            Rest::Token(fewest) => rest.len() >= fewest,
+            Rest::Capitals(length) => {
+                rest.len() == length
+                    && rest
+                        .chars()
+                        .all(|ch| ch.is_ascii_uppercase() || ch.is_ascii_digit())
+            }
+        }
+    }
+}
+
+/// Whether `text` holds a token of a known shape ([`TOKEN_SHAPES`]) as a run of letters,
+/// digits, `_` and `-` of its own, wherever it is (`export GITHUB_TOKEN=ghp_…; exec
+/// srv`), or an OpenAI-style `sk-` key of 20 characters or more with a digit among them
+/// as a word of its own (not a file's `models/sk-learn-2024.pkl`): whatever names it.
 fn has_a_known_token_shape(text: &str) -> bool {
     let token_character = |ch: char| ch.is_ascii_alphanumeric() || "_-".contains(ch);
-    text.split(|ch: char| ch.is_whitespace() || "=:,\"'".contains(ch))
-        .any(|word| {
-            let shaped = TOKEN_SHAPES.iter().any(|(prefix, fewest)| {
-                word.strip_prefix(prefix)
-                    .is_some_and(|rest| rest.len() >= *fewest && rest.chars().all(token_character))
-            });
-            let openai = word.strip_prefix("sk-").is_some_and(|rest| {
-                rest.len() >= 20
-                    && rest.chars().all(token_character)
-                    && rest.chars().any(|ch| ch.is_ascii_digit())
-            });
-            shaped || openai
+    let issued = text.split(|ch: char| !token_character(ch)).any(|run| {
+        TOKEN_SHAPES.iter().any(|(prefix, rest)| {
+            run.strip_prefix(prefix)
+                .is_some_and(|after| rest.fits(after))
         })
+    });
+    let openai = text
+        .split(|ch: char| ch.is_whitespace() || "=:,\"';&|()<>`".contains(ch))
+        .filter_map(|word| word.strip_prefix("sk-"))
+        .any(|rest| {
+            rest.len() >= 20
+                && rest.chars().all(token_character)
+                && rest.chars().any(|ch| ch.is_ascii_digit())
+        });
+    issued || openai
 }
 
 /// Whether `text` looks like a secret rather than a name: a known token prefix
