@@ -278,6 +278,13 @@ mod tests {
         assert!(secret_after_option("--existing-password", "hunter2"));
         assert!(secret_after_option("--secrets", "p@ss/w0rd"));
         assert!(!secret_after_option("--secrets", "config/creds"));
+        // The tenth review's: `auth` before another word, a plural option's file on
+        // Windows or expanded, a user named `system` with a password.
+        assert!(secret_after_option("--auth-user", "alice:hunter2"));
+        assert!(!secret_after_option("--cookies", "${HOME}/cookies.txt"));
+        assert!(!secret_after_option("--cookies", ".\\cookies.txt"));
+        assert!(!secret_after_option("--secrets", "C:/secrets/prod.env"));
+        assert!(secret_after_option("-u", "system:Manager1"));
         // A URL carries one in its user info or a parameter named as a secret.
         assert!(argument_carries_a_credential(
             "postgresql://u:p@localhost/db"
@@ -312,6 +319,14 @@ mod tests {
             "EXISTING_TOKEN=abc123",
             "pass:$ecret1",
             "--credentials=alice:pa/ss",
+            // The tenth review's: a quote in a URL's password, an indexed key, `auth`
+            // before another word, a Slack token as a word of its own.
+            "postgres://u:pa'ss@db/x",
+            "DATABASE_URL=postgres://app:it's-s3cret@db/app",
+            "auth.passwords[0]=hunter2",
+            "--set=auth.passwords[0]=hunter2",
+            "--auth-basic=alice:hunter2",
+            "export T=xoxb-1234567890-abcdefghij; exec srv",
         ];
         let others = [
             "--model=gpt-4o",
@@ -337,6 +352,14 @@ mod tests {
             "export PATH=/a:/b; npx --registry https://registry.npmjs.org @scope/pkg",
             "pass:$KEY_PASSWORD",
             "models/sk-learn-classifier-2024-v1.pkl",
+            // The tenth review's: a JSON string after a URL's, names of other things,
+            // a Windows path, file and package names holding a loose token prefix.
+            "--config={\"url\":\"https://h\",\"owner\":\"ops@example.com\"}",
+            "auth.usernames[0]=alice",
+            "imagePullSecrets[0]=regcred",
+            "--auth-cache-dir=C:\\cache",
+            "tests/sk_test_helpers_payment_flow.py",
+            "@scope/xoxb-notifier-bot-for-slack",
         ];
         assert_shape(argument_carries_a_credential, &carrying, &others);
         // A URL's scheme is looked for back from `://` past any letter, a wide one too.

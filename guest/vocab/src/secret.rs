@@ -241,7 +241,7 @@ const DATA_KEY_WORDS: [&str; 17] = [
 /// lower-case letter or digit meets an upper-case one), holds a credential's word whole
 /// ([`CREDENTIAL_WORDS`], [`COMPOUND_CREDENTIAL_WORDS`]) that no setting word follows
 /// ([`SETTING_WORDS`]), that is no data key ([`DATA_KEY_WORDS`]), in a name of no secret
-/// that exists elsewhere (`existing` before `secret`): `SECRET_KEY_BASE`, `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`;
+/// kept elsewhere (`existing` or `pull` before `secret`): `SECRET_KEY_BASE`, `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`;
 /// not `KEYCLOAK_URL`, `TOKEN_FILE`, `token-limit`, `cookie-jar`, `max_tokens`,
 /// `sort-key`, `existingSecret` or `tokenizers`.
 pub fn holds_a_credential_word(name: &str) -> bool {
@@ -260,12 +260,13 @@ pub fn holds_a_credential_word(name: &str) -> bool {
     let before = at.checked_sub(1).map(|before| words[before].as_str());
     let data_key = matches!(words[at].as_str(), "key" | "keys")
         && before.is_some_and(|before| DATA_KEY_WORDS.contains(&before));
-    // The name of a secret that exists elsewhere (helm's `existingSecret`,
-    // `existingSecretPasswordKey`).
-    let existing = words
-        .windows(2)
-        .any(|pair| pair[0] == "existing" && matches!(pair[1].as_str(), "secret" | "secrets"));
-    !setting && !data_key && !existing
+    // The name of a secret kept elsewhere (helm's `existingSecret`,
+    // `existingSecretPasswordKey`, `imagePullSecrets`).
+    let elsewhere = words.windows(2).any(|pair| {
+        matches!(pair[0].as_str(), "existing" | "pull")
+            && matches!(pair[1].as_str(), "secret" | "secrets")
+    });
+    !setting && !data_key && !elsewhere
 }
 
 /// Words before `tokens` that make the name a count of them (`MAX_TOKENS`,
@@ -364,9 +365,10 @@ fn sets_a_credential(text: &str) -> bool {
     })
 }
 
-/// The last segment of a configuration key's path (`rootPassword` of
+/// The last segment of a configuration key's path but for an index (`rootPassword` of
 /// `auth.rootPassword`, `_authToken` of `//registry.npmjs.org/:_authToken`, `token` of
-/// `servers[0].token`), which names what it sets (`credential.username` sets a name):
+/// `servers[0].token`, `passwords` of `auth.passwords[0]`), which names what it sets
+/// (`credential.username` sets a name):
 /// `None` for an option or a name of other characters than letters, digits and `.`,
 /// `_`, `:`, `/`, `[`, `]`, `-`.
 fn configuration_key_s_own_name(name: &str) -> Option<&str> {
@@ -376,14 +378,15 @@ fn configuration_key_s_own_name(name: &str) -> Option<&str> {
             .all(|ch| ch.is_ascii_alphanumeric() || "._:/[]-".contains(ch));
     let last = name
         .rsplit(['.', '/', ':', '[', ']'])
-        .find(|segment| !segment.is_empty());
+        .find(|segment| !segment.is_empty() && !segment.bytes().all(|b| b.is_ascii_digit()));
     last.filter(|_| a_key)
 }
 
 /// Whether `value`, an option's, is a user's name and password (`alice:s3cret`): after
-/// an authentication option (`--basic-auth`, `--http-auth`, `--proxy-creds`; not
-/// `--auth-host`, whose `host:port` is none), any; after a user's option (`-u`,
-/// `--user`, `-U`, `--proxy-user`), one that is no group or identity (docker's `-u
+/// an authentication option (`--basic-auth`, `--http-auth`, `--proxy-creds`), any; after
+/// a user's option (`-u`, `--user`, `-U`, `--proxy-user`) or one naming authentication
+/// before a word of no setting (`--auth-basic`, `--auth-user`; not `--auth-host`, whose
+/// `host:port` is none), one that is no group, identity or path (docker's `-u
 /// 1000:1000`, `node:node`, `app:staff`; kubectl's `--user arn:aws:eks:…` and
 /// `system:serviceaccount:…`): a password not all digits, not the user's name, mixing
 /// letters and digits or holding other characters.
@@ -395,15 +398,22 @@ fn gives_a_users_password(option: &str, value: &str) -> bool {
         return false;
     }
     let words = words_of(option.trim_start_matches('-'));
-    let authenticates = option.starts_with('-')
-        && words
-            .last()
-            .is_some_and(|word| matches!(word.as_str(), "auth" | "creds"));
-    let a_users = matches!(option, "-u" | "-U" | "--user" | "--proxy-user");
+    let authentication = |word: &String| matches!(word.as_str(), "auth" | "creds");
+    let an_option = option.starts_with('-');
+    let authenticates = an_option && words.last().is_some_and(authentication);
+    let names_authentication = an_option
+        && words.iter().rposition(authentication).is_some_and(|at| {
+            words[at + 1..]
+                .iter()
+                .all(|word| !SETTING_WORDS.contains(&word.as_str()))
+        })
+        && !password.starts_with(['/', '\\']);
+    let a_users = matches!(option, "-u" | "-U" | "--user" | "--proxy-user") || names_authentication;
     let plain = |ch: char| ch.is_ascii_lowercase() || ch.is_ascii_digit() || "_-".contains(ch);
     let mixed = password.chars().any(|ch| ch.is_ascii_digit())
         && password.chars().any(|ch| ch.is_alphabetic());
-    let an_identity = matches!(user, "arn" | "urn" | "system");
+    let an_identity = (user == "arn" && password.starts_with("aws"))
+        || (user == "system" && password.contains(':'));
     let a_password = !an_identity
         && !password.chars().all(|ch| ch.is_ascii_digit())
         && password != user
@@ -460,19 +470,27 @@ fn named_by_a_plural(option: &str) -> bool {
         })
 }
 
-/// Whether `value` names a file: a path ([`names_a_path`]), or, of letters, digits and
-/// `.`, `_`, `-`, `/` alone (not a `user:pass/word` or `SID=…`), one in a folder
-/// (`config/creds`) or with a short extension (`secrets.env`, `cookies.txt`).
+/// Whether `value` names a file: a path ([`names_a_path`]), or, after a drive's letter
+/// (`C:/`, `C:\`), of letters, digits, spaces, expansions and `.`, `_`, `-`, `/`, `\`,
+/// `~`, `(`, `)` alone (not a `user:pass/word`, `SID=…` or `ab/cd+ef`), one in a folder
+/// (`config/creds`, `${HOME}/cookies.txt`, `%APPDATA%\app\secrets.env`) or with a short
+/// extension (`secrets.env`, `cookies (1).txt`).
 fn names_a_file(value: &str) -> bool {
     let named = value.rsplit_once('.').is_some_and(|(stem, extension)| {
         !stem.is_empty()
             && (1..=5).contains(&extension.len())
             && extension.chars().all(|ch| ch.is_ascii_alphanumeric())
     });
-    let plain = value
+    let mut chars = value.chars();
+    let drive = matches!(
+        (chars.next(), chars.next(), chars.next()),
+        (Some(letter), Some(':'), Some('/' | '\\')) if letter.is_ascii_alphabetic()
+    );
+    let rest = if drive { &value[2..] } else { value };
+    let plain = rest
         .chars()
-        .all(|ch| ch.is_ascii_alphanumeric() || "._-/".contains(ch));
-    names_a_path(value) || (plain && (value.contains('/') || named))
+        .all(|ch| ch.is_ascii_alphanumeric() || "._-/\\ ~$%{}()".contains(ch));
+    names_a_path(value) || (plain && (rest.contains(['/', '\\']) || named))
 }
 
 /// Digest and signature algorithms a signature's option names (`--signature=sha256`).
@@ -711,9 +729,10 @@ pub fn argument_carries_a_credential(arg: &str) -> bool {
         || urls_in(arg).any(|url| crate::uri::has_userinfo(url) || has_a_secret_parameter(url))
 }
 
-/// The URLs in `text`, each from its scheme to a space or a quote: after a `:` before it
-/// too (`export PATH=/a:/b; git clone https://user:pass@host/r`), and not running on
-/// into the next word (`https://registry.npmjs.org @scope/pkg`).
+/// The URLs in `text`, each from its scheme to a space, or to the quote that opened it
+/// (`{"url":"https://…"}`; a password may hold one, `postgres://u:pa'ss@db/x`): after a
+/// `:` before it too (`export PATH=/a:/b; git clone https://user:pass@host/r`), and not
+/// running on into the next word (`https://registry.npmjs.org @scope/pkg`).
 fn urls_in(text: &str) -> impl Iterator<Item = &str> {
     text.match_indices("://").map(move |(at, _)| {
         let scheme = text[..at]
@@ -722,8 +741,12 @@ fn urls_in(text: &str) -> impl Iterator<Item = &str> {
             .find(|(_, ch)| !(ch.is_ascii_alphanumeric() || "+.-".contains(*ch)))
             .map_or(0, |(before, ch)| before + ch.len_utf8());
         let url = &text[scheme..];
+        let opened = text[..scheme]
+            .chars()
+            .next_back()
+            .filter(|ch| "\"'".contains(*ch));
         let end = url
-            .find(|ch: char| ch.is_whitespace() || "\"'".contains(ch))
+            .find(|ch: char| ch.is_whitespace() || Some(ch) == opened)
             .unwrap_or(url.len());
         &url[..end]
     })
@@ -770,7 +793,12 @@ impl Rest {
             Rest::Alphanumeric(fewest) => {
                 rest.len() >= fewest && rest.chars().all(|ch| ch.is_ascii_alphanumeric())
             }
-            Rest::Token(fewest) => rest.len() >= fewest,
+            Rest::Token(fewest) => {
+                rest.len() >= fewest
+                    && rest
+                        .chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || "_-".contains(ch))
+            }
             Rest::Capitals(length) => {
                 rest.len() == length
                     && rest
@@ -781,27 +809,33 @@ impl Rest {
     }
 }
 
-/// Whether `text` holds a token of a known shape ([`TOKEN_SHAPES`]) as a run of letters,
-/// digits, `_` and `-` of its own, wherever it is (`export GITHUB_TOKEN=ghp_…; exec
-/// srv`), or an OpenAI-style `sk-` key of 20 characters or more with a digit among them
-/// as a word of its own (not a file's `models/sk-learn-2024.pkl`): whatever names it.
+/// Whether `text` holds a token of a known shape ([`TOKEN_SHAPES`]), or an OpenAI-style
+/// `sk-` key of 20 characters or more with a digit among them: whatever names it. A
+/// strict shape (`ghp_` and 36 letters and digits, `AKIA` and 16 capitals) is found in
+/// any run of letters, digits, `_` and `-` (`export GITHUB_TOKEN=ghp_…; exec srv`); a
+/// looser one (`xoxb-` and 15 of those) only as a word of its own, split at spaces,
+/// quotes and shell punctuation, not inside a file's or a package's name
+/// (`tests/sk_test_helpers_payment_flow.py`, `models/sk-learn-2024.pkl`).
 fn has_a_known_token_shape(text: &str) -> bool {
     let token_character = |ch: char| ch.is_ascii_alphanumeric() || "_-".contains(ch);
-    let issued = text.split(|ch: char| !token_character(ch)).any(|run| {
+    let fits = |piece: &str, strict: bool| {
         TOKEN_SHAPES.iter().any(|(prefix, rest)| {
-            run.strip_prefix(prefix)
-                .is_some_and(|after| rest.fits(after))
+            strict != matches!(rest, Rest::Token(_))
+                && piece
+                    .strip_prefix(prefix)
+                    .is_some_and(|after| rest.fits(after))
         })
-    });
-    let openai = text
-        .split(|ch: char| ch.is_whitespace() || "=:,\"';&|()<>`".contains(ch))
-        .filter_map(|word| word.strip_prefix("sk-"))
-        .any(|rest| {
+    };
+    let openai = |word: &str| {
+        word.strip_prefix("sk-").is_some_and(|rest| {
             rest.len() >= 20
                 && rest.chars().all(token_character)
                 && rest.chars().any(|ch| ch.is_ascii_digit())
-        });
-    issued || openai
+        })
+    };
+    let mut runs = text.split(|ch: char| !token_character(ch));
+    let mut words = text.split(|ch: char| ch.is_whitespace() || "=:,\"';&|()<>`".contains(ch));
+    runs.any(|run| fits(run, true)) || words.any(|word| fits(word, false) || openai(word))
 }
 
 /// Whether `text` looks like a secret rather than a name: a known token prefix
