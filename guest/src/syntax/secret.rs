@@ -285,6 +285,15 @@ mod tests {
         assert!(!secret_after_option("--cookies", ".\\cookies.txt"));
         assert!(!secret_after_option("--secrets", "C:/secrets/prod.env"));
         assert!(secret_after_option("-u", "system:Manager1"));
+        // The eleventh review's: a password after a plural option is no file for
+        // holding a file's characters.
+        assert!(secret_after_option("--passwords", "Pa$$.w0rd"));
+        assert!(secret_after_option("--tokens", "Xk9\\mP2q"));
+        assert!(!secret_after_option(
+            "--secrets",
+            "%APPDATA%\\app\\secrets.env"
+        ));
+        assert!(!secret_after_option("--cookies", "cookies (1).txt"));
         // A URL carries one in its user info or a parameter named as a secret.
         assert!(argument_carries_a_credential(
             "postgresql://u:p@localhost/db"
@@ -327,6 +336,13 @@ mod tests {
             "--set=auth.passwords[0]=hunter2",
             "--auth-basic=alice:hunter2",
             "export T=xoxb-1234567890-abcdefghij; exec srv",
+            // The eleventh review's: a loose token shape touching punctuation, a
+            // password after a plural option, `PULL_SECRETS` holding a docker config.
+            "{\\\"key\\\":\\\"sk-proj-abcdefghij1234567890abcd\\\"}",
+            "echo the token is xoxb-1234567890-abcdefghijklmnop.",
+            "--passwords=Pa$$.w0rd",
+            "--passwords=Winter\\2024",
+            "--pull-secrets=hunter2",
         ];
         let others = [
             "--model=gpt-4o",
@@ -360,6 +376,13 @@ mod tests {
             "--auth-cache-dir=C:\\cache",
             "tests/sk_test_helpers_payment_flow.py",
             "@scope/xoxb-notifier-bot-for-slack",
+            // The eleventh review's: where and how `auth` is configured, a Kubernetes
+            // pull secret's name, a URN identity.
+            "--auth-config=file:./auth.yaml",
+            "--auth-server=[::1]:9000",
+            "--auth-scopes=read:org,repo",
+            "--set=imagePullSecrets[0]=regcred",
+            "--user=urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66",
         ];
         assert_shape(argument_carries_a_credential, &carrying, &others);
         // A URL's scheme is looked for back from `://` past any letter, a wide one too.

@@ -241,7 +241,7 @@ const DATA_KEY_WORDS: [&str; 17] = [
 /// lower-case letter or digit meets an upper-case one), holds a credential's word whole
 /// ([`CREDENTIAL_WORDS`], [`COMPOUND_CREDENTIAL_WORDS`]) that no setting word follows
 /// ([`SETTING_WORDS`]), that is no data key ([`DATA_KEY_WORDS`]), in a name of no secret
-/// kept elsewhere (`existing` or `pull` before `secret`): `SECRET_KEY_BASE`, `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`;
+/// kept elsewhere (`existing` or `image pull` before `secret`): `SECRET_KEY_BASE`, `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`;
 /// not `KEYCLOAK_URL`, `TOKEN_FILE`, `token-limit`, `cookie-jar`, `max_tokens`,
 /// `sort-key`, `existingSecret` or `tokenizers`.
 pub fn holds_a_credential_word(name: &str) -> bool {
@@ -262,9 +262,16 @@ pub fn holds_a_credential_word(name: &str) -> bool {
         && before.is_some_and(|before| DATA_KEY_WORDS.contains(&before));
     // The name of a secret kept elsewhere (helm's `existingSecret`,
     // `existingSecretPasswordKey`, `imagePullSecrets`).
-    let elsewhere = words.windows(2).any(|pair| {
-        matches!(pair[0].as_str(), "existing" | "pull")
-            && matches!(pair[1].as_str(), "secret" | "secrets")
+    let elsewhere = words.windows(2).enumerate().any(|(at, pair)| {
+        let kept = match pair[0].as_str() {
+            "existing" => true,
+            // Kubernetes' `imagePullSecrets`, not any `PULL_SECRETS` (a docker config).
+            "pull" => at
+                .checked_sub(1)
+                .is_some_and(|before| words[before] == "image"),
+            _ => false,
+        };
+        kept && matches!(pair[1].as_str(), "secret" | "secrets")
     });
     !setting && !data_key && !elsewhere
 }
@@ -385,8 +392,9 @@ fn configuration_key_s_own_name(name: &str) -> Option<&str> {
 /// Whether `value`, an option's, is a user's name and password (`alice:s3cret`): after
 /// an authentication option (`--basic-auth`, `--http-auth`, `--proxy-creds`), any; after
 /// a user's option (`-u`, `--user`, `-U`, `--proxy-user`) or one naming authentication
-/// before a word of no setting (`--auth-basic`, `--auth-user`; not `--auth-host`, whose
-/// `host:port` is none), one that is no group, identity or path (docker's `-u
+/// before words naming a user's credentials (`--auth-basic`, `--auth-user`; not
+/// `--auth-host`, whose `host:port` is none), one that is no group, identity or path
+/// (docker's `-u
 /// 1000:1000`, `node:node`, `app:staff`; kubectl's `--user arn:aws:eks:…` and
 /// `system:serviceaccount:…`): a password not all digits, not the user's name, mixing
 /// letters and digits or holding other characters.
@@ -401,11 +409,29 @@ fn gives_a_users_password(option: &str, value: &str) -> bool {
     let authentication = |word: &String| matches!(word.as_str(), "auth" | "creds");
     let an_option = option.starts_with('-');
     let authenticates = an_option && words.last().is_some_and(authentication);
+    // `auth` before words naming a user's credentials (`--auth-basic`, `--auth-user`),
+    // not where or how (`--auth-host`, `--auth-config=file:…`, `--auth-scopes=read:org`).
+    let of_a_user = |word: &String| {
+        matches!(
+            word.as_str(),
+            "basic"
+                | "user"
+                | "users"
+                | "userpass"
+                | "login"
+                | "credentials"
+                | "creds"
+                | "pass"
+                | "password"
+                | "info"
+                | "string"
+                | "proxy"
+        )
+    };
     let names_authentication = an_option
         && words.iter().rposition(authentication).is_some_and(|at| {
-            words[at + 1..]
-                .iter()
-                .all(|word| !SETTING_WORDS.contains(&word.as_str()))
+            let after = &words[at + 1..];
+            !after.is_empty() && after.iter().all(of_a_user)
         })
         && !password.starts_with(['/', '\\']);
     let a_users = matches!(option, "-u" | "-U" | "--user" | "--proxy-user") || names_authentication;
@@ -413,7 +439,7 @@ fn gives_a_users_password(option: &str, value: &str) -> bool {
     let mixed = password.chars().any(|ch| ch.is_ascii_digit())
         && password.chars().any(|ch| ch.is_alphabetic());
     let an_identity = (user == "arn" && password.starts_with("aws"))
-        || (user == "system" && password.contains(':'));
+        || (matches!(user, "system" | "urn") && password.contains(':'));
     let a_password = !an_identity
         && !password.chars().all(|ch| ch.is_ascii_digit())
         && password != user
@@ -470,27 +496,57 @@ fn named_by_a_plural(option: &str) -> bool {
         })
 }
 
-/// Whether `value` names a file: a path ([`names_a_path`]), or, after a drive's letter
-/// (`C:/`, `C:\`), of letters, digits, spaces, expansions and `.`, `_`, `-`, `/`, `\`,
-/// `~`, `(`, `)` alone (not a `user:pass/word`, `SID=…` or `ab/cd+ef`), one in a folder
-/// (`config/creds`, `${HOME}/cookies.txt`, `%APPDATA%\app\secrets.env`) or with a short
-/// extension (`secrets.env`, `cookies (1).txt`).
+/// Whether `value` names a file: a path ([`names_a_path`]), or, of letters, digits,
+/// spaces and `.`, `_`, `-`, `/`, `(`, `)` alone (not a `user:pass/word`, `SID=…`,
+/// `Pa$$.w0rd` or `ab/cd+ef`), one in a folder (`config/creds`) or with a short
+/// extension (`secrets.env`, `cookies (1).txt`); after a Windows or an expanded path's
+/// start ([`after_a_path_s_start`]), `\` separates folders too.
 fn names_a_file(value: &str) -> bool {
     let named = value.rsplit_once('.').is_some_and(|(stem, extension)| {
         !stem.is_empty()
             && (1..=5).contains(&extension.len())
             && extension.chars().all(|ch| ch.is_ascii_alphanumeric())
     });
-    let mut chars = value.chars();
-    let drive = matches!(
-        (chars.next(), chars.next(), chars.next()),
-        (Some(letter), Some(':'), Some('/' | '\\')) if letter.is_ascii_alphabetic()
-    );
-    let rest = if drive { &value[2..] } else { value };
-    let plain = rest
-        .chars()
-        .all(|ch| ch.is_ascii_alphanumeric() || "._-/\\ ~$%{}()".contains(ch));
+    let started = after_a_path_s_start(value);
+    let rest = started.unwrap_or(value);
+    let plain = rest.chars().all(|ch| {
+        ch.is_ascii_alphanumeric() || "._-/ ()".contains(ch) || (started.is_some() && ch == '\\')
+    });
     names_a_path(value) || (plain && (rest.contains(['/', '\\']) || named))
+}
+
+/// What follows a Windows or an expanded path's start: a drive (`C:\`, `C:/`), a
+/// variable's expansion before a separator (`${HOME}/`, `$HOME/`, `%APPDATA%\`), or `.\`.
+fn after_a_path_s_start(value: &str) -> Option<&str> {
+    let mut chars = value.chars();
+    if let (Some(letter), Some(':'), Some('/' | '\\')) = (chars.next(), chars.next(), chars.next())
+    {
+        if letter.is_ascii_alphabetic() {
+            return Some(&value[2..]);
+        }
+    }
+    // `$HOME/…`: the name, then what follows it.
+    fn bare(rest: &str) -> (&str, &str) {
+        let end = rest
+            .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+            .unwrap_or(rest.len());
+        rest.split_at(end)
+    }
+    let expanded = value
+        .strip_prefix("${")
+        .and_then(|rest| rest.split_once('}'))
+        .or_else(|| {
+            value
+                .strip_prefix('%')
+                .and_then(|rest| rest.split_once('%'))
+        })
+        .or_else(|| value.strip_prefix('$').map(bare));
+    match expanded {
+        Some((name, rest)) if is_env_name(name) && rest.starts_with(['/', '\\']) => Some(rest),
+        _ => value
+            .strip_prefix('.')
+            .filter(|rest| rest.starts_with('\\')),
+    }
 }
 
 /// Digest and signature algorithms a signature's option names (`--signature=sha256`).
@@ -809,22 +865,33 @@ impl Rest {
     }
 }
 
-/// Whether `text` holds a token of a known shape ([`TOKEN_SHAPES`]), or an OpenAI-style
-/// `sk-` key of 20 characters or more with a digit among them: whatever names it. A
-/// strict shape (`ghp_` and 36 letters and digits, `AKIA` and 16 capitals) is found in
-/// any run of letters, digits, `_` and `-` (`export GITHUB_TOKEN=ghp_…; exec srv`); a
-/// looser one (`xoxb-` and 15 of those) only as a word of its own, split at spaces,
-/// quotes and shell punctuation, not inside a file's or a package's name
-/// (`tests/sk_test_helpers_payment_flow.py`, `models/sk-learn-2024.pkl`).
+/// Whether `text` holds a token of a known shape ([`TOKEN_SHAPES`]) in a run of letters,
+/// digits, `_` and `-` (wherever: `export GITHUB_TOKEN=ghp_…; exec srv`,
+/// `{\"key\":\"sk-proj-…\"}`), but for a loose shape (`xoxb-` and 15 of those) in a
+/// file's name (the run followed by `.` and a letter: `tests/sk_test_helpers.py`) or a
+/// package's or model's after `/` or `@` (`@scope/xoxb-notifier-bot-for-slack`); or an
+/// OpenAI-style `sk-` key of 20 characters or more with a digit among them as a word of
+/// its own (not `models/sk-learn-2024.pkl`): whatever names it.
 fn has_a_known_token_shape(text: &str) -> bool {
     let token_character = |ch: char| ch.is_ascii_alphanumeric() || "_-".contains(ch);
-    let fits = |piece: &str, strict: bool| {
+    let fits = |run: &str, strict: bool| {
         TOKEN_SHAPES.iter().any(|(prefix, rest)| {
             strict != matches!(rest, Rest::Token(_))
-                && piece
+                && run
                     .strip_prefix(prefix)
                     .is_some_and(|after| rest.fits(after))
         })
+    };
+    let in_a_run = |start: usize| {
+        let run = text[start..]
+            .split(|ch: char| !token_character(ch))
+            .next()
+            .unwrap_or_default();
+        let a_file = text[start + run.len()..]
+            .strip_prefix('.')
+            .is_some_and(|rest| rest.starts_with(|ch: char| ch.is_ascii_alphabetic()));
+        let a_name = text[..start].ends_with(['/', '@']);
+        fits(run, true) || (fits(run, false) && !a_file && !a_name)
     };
     let openai = |word: &str| {
         word.strip_prefix("sk-").is_some_and(|rest| {
@@ -833,9 +900,12 @@ fn has_a_known_token_shape(text: &str) -> bool {
                 && rest.chars().any(|ch| ch.is_ascii_digit())
         })
     };
-    let mut runs = text.split(|ch: char| !token_character(ch));
+    let mut starts = std::iter::once(0).chain(
+        text.match_indices(|ch: char| !token_character(ch))
+            .map(|(at, separator)| at + separator.len()),
+    );
     let mut words = text.split(|ch: char| ch.is_whitespace() || "=:,\"';&|()<>`".contains(ch));
-    runs.any(|run| fits(run, true)) || words.any(|word| fits(word, false) || openai(word))
+    starts.any(in_a_run) || words.any(openai)
 }
 
 /// Whether `text` looks like a secret rather than a name: a known token prefix
