@@ -294,6 +294,20 @@ mod tests {
             "%APPDATA%\\app\\secrets.env"
         ));
         assert!(!secret_after_option("--cookies", "cookies (1).txt"));
+        // The twelfth review's: a method after `auth`, Windows and expanded paths.
+        assert!(secret_after_option("--auth-http", "admin:S3cret99"));
+        assert!(!secret_after_option("--cookies", "..\\cookies.txt"));
+        let windows = "C:\\Users\\%USERNAME%\\secrets.env";
+        assert!(!secret_after_option("--secrets", windows));
+        assert!(!secret_after_option(
+            "--secrets",
+            "${HOME}/.config/${APP}/secrets.env"
+        ));
+        assert!(!secret_after_option(
+            "--cookies",
+            "\\\\fileserver\\share\\cookies.txt"
+        ));
+        assert!(secret_after_option("--passwords", "$Secret/2024$"));
         // A URL carries one in its user info or a parameter named as a secret.
         assert!(argument_carries_a_credential(
             "postgresql://u:p@localhost/db"
@@ -343,6 +357,9 @@ mod tests {
             "--passwords=Pa$$.w0rd",
             "--passwords=Winter\\2024",
             "--pull-secrets=hunter2",
+            // The twelfth review's: a method after `auth`.
+            "--auth-http=admin:S3cret99",
+            "--auth-digest=alice:S3cret99",
         ];
         let others = [
             "--model=gpt-4o",
@@ -383,6 +400,8 @@ mod tests {
             "--auth-scopes=read:org,repo",
             "--set=imagePullSecrets[0]=regcred",
             "--user=urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66",
+            // The twelfth review's: helm's pull secrets by a key's path.
+            "--set=global.pullSecrets[0]=regcred",
         ];
         assert_shape(argument_carries_a_credential, &carrying, &others);
         // A URL's scheme is looked for back from `://` past any letter, a wide one too.

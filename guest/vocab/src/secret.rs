@@ -241,7 +241,7 @@ const DATA_KEY_WORDS: [&str; 17] = [
 /// lower-case letter or digit meets an upper-case one), holds a credential's word whole
 /// ([`CREDENTIAL_WORDS`], [`COMPOUND_CREDENTIAL_WORDS`]) that no setting word follows
 /// ([`SETTING_WORDS`]), that is no data key ([`DATA_KEY_WORDS`]), in a name of no secret
-/// kept elsewhere (`existing` or `image pull` before `secret`): `SECRET_KEY_BASE`, `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`;
+/// kept elsewhere (`existing` or `image pull` before `secret`, a key path's `pullSecrets`): `SECRET_KEY_BASE`, `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`;
 /// not `KEYCLOAK_URL`, `TOKEN_FILE`, `token-limit`, `cookie-jar`, `max_tokens`,
 /// `sort-key`, `existingSecret` or `tokenizers`.
 pub fn holds_a_credential_word(name: &str) -> bool {
@@ -265,10 +265,13 @@ pub fn holds_a_credential_word(name: &str) -> bool {
     let elsewhere = words.windows(2).enumerate().any(|(at, pair)| {
         let kept = match pair[0].as_str() {
             "existing" => true,
-            // Kubernetes' `imagePullSecrets`, not any `PULL_SECRETS` (a docker config).
-            "pull" => at
-                .checked_sub(1)
-                .is_some_and(|before| words[before] == "image"),
+            // Kubernetes' `imagePullSecrets` and helm's `global.pullSecrets[0]` (a key's
+            // path), not any `PULL_SECRETS` (a docker config).
+            "pull" => {
+                at.checked_sub(1)
+                    .is_some_and(|before| words[before] == "image")
+                    || (name.contains("pullSecrets") && name.contains(['.', '[']))
+            }
             _ => false,
         };
         kept && matches!(pair[1].as_str(), "secret" | "secrets")
@@ -409,8 +412,9 @@ fn gives_a_users_password(option: &str, value: &str) -> bool {
     let authentication = |word: &String| matches!(word.as_str(), "auth" | "creds");
     let an_option = option.starts_with('-');
     let authenticates = an_option && words.last().is_some_and(authentication);
-    // `auth` before words naming a user's credentials (`--auth-basic`, `--auth-user`),
-    // not where or how (`--auth-host`, `--auth-config=file:…`, `--auth-scopes=read:org`).
+    // `auth` before words naming a user's credentials or a method (`--auth-basic`,
+    // `--auth-user`, `--auth-http`, `--auth-digest`), not where or how (`--auth-host`,
+    // `--auth-config=file:…`, `--auth-scopes=read:org`).
     let of_a_user = |word: &String| {
         matches!(
             word.as_str(),
@@ -431,7 +435,10 @@ fn gives_a_users_password(option: &str, value: &str) -> bool {
     let names_authentication = an_option
         && words.iter().rposition(authentication).is_some_and(|at| {
             let after = &words[at + 1..];
-            !after.is_empty() && after.iter().all(of_a_user)
+            !after.is_empty()
+                && after
+                    .iter()
+                    .all(|word| of_a_user(word) || names_a_method(word) || word == "http")
         })
         && !password.starts_with(['/', '\\']);
     let a_users = matches!(option, "-u" | "-U" | "--user" | "--proxy-user") || names_authentication;
@@ -509,14 +516,17 @@ fn names_a_file(value: &str) -> bool {
     });
     let started = after_a_path_s_start(value);
     let rest = started.unwrap_or(value);
-    let plain = rest.chars().all(|ch| {
+    // After a path's start, an expansion may name a folder too (`C:\Users\%USERNAME%\…`).
+    let kept = started.map_or_else(|| rest.to_owned(), without_expansions);
+    let plain = kept.chars().all(|ch| {
         ch.is_ascii_alphanumeric() || "._-/ ()".contains(ch) || (started.is_some() && ch == '\\')
     });
     names_a_path(value) || (plain && (rest.contains(['/', '\\']) || named))
 }
 
 /// What follows a Windows or an expanded path's start: a drive (`C:\`, `C:/`), a
-/// variable's expansion before a separator (`${HOME}/`, `$HOME/`, `%APPDATA%\`), or `.\`.
+/// variable's expansion before a separator (`${HOME}/`, `$HOME/`, `%APPDATA%\`), a
+/// share (`\\server\…`), or `.\`, `..\` or `~\`.
 fn after_a_path_s_start(value: &str) -> Option<&str> {
     let mut chars = value.chars();
     if let (Some(letter), Some(':'), Some('/' | '\\')) = (chars.next(), chars.next(), chars.next())
@@ -525,28 +535,51 @@ fn after_a_path_s_start(value: &str) -> Option<&str> {
             return Some(&value[2..]);
         }
     }
-    // `$HOME/…`: the name, then what follows it.
+    match leading_expansion(value) {
+        Some((_, rest)) if rest.starts_with(['/', '\\']) => Some(rest),
+        _ if value.starts_with("\\\\") => Some(&value[1..]),
+        _ => ["..", ".", "~"].iter().find_map(|start| {
+            value
+                .strip_prefix(start)
+                .filter(|rest| rest.starts_with('\\'))
+        }),
+    }
+}
+
+/// The variable `text` starts by expanding (`${HOME}`, `%APPDATA%`, `$HOME`), and what
+/// follows it.
+fn leading_expansion(text: &str) -> Option<(&str, &str)> {
     fn bare(rest: &str) -> (&str, &str) {
         let end = rest
             .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
             .unwrap_or(rest.len());
         rest.split_at(end)
     }
-    let expanded = value
-        .strip_prefix("${")
+    text.strip_prefix("${")
         .and_then(|rest| rest.split_once('}'))
-        .or_else(|| {
-            value
-                .strip_prefix('%')
-                .and_then(|rest| rest.split_once('%'))
-        })
-        .or_else(|| value.strip_prefix('$').map(bare));
-    match expanded {
-        Some((name, rest)) if is_env_name(name) && rest.starts_with(['/', '\\']) => Some(rest),
-        _ => value
-            .strip_prefix('.')
-            .filter(|rest| rest.starts_with('\\')),
+        .or_else(|| text.strip_prefix('%').and_then(|rest| rest.split_once('%')))
+        .or_else(|| text.strip_prefix('$').map(bare))
+        .filter(|(name, _)| is_env_name(name))
+}
+
+/// `text` without its well-formed expansions ([`leading_expansion`]); a stray `$` or `%`
+/// (`Pa$$.w0rd`) stays.
+fn without_expansions(text: &str) -> String {
+    let mut kept = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(['$', '%']) {
+        kept.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        match leading_expansion(tail) {
+            Some((_, after)) => rest = after,
+            None => {
+                kept.push_str(&tail[..1]);
+                rest = &tail[1..];
+            }
+        }
     }
+    kept.push_str(rest);
+    kept
 }
 
 /// Digest and signature algorithms a signature's option names (`--signature=sha256`).
