@@ -360,6 +360,9 @@ mod tests {
             // The twelfth review's: a method after `auth`.
             "--auth-http=admin:S3cret99",
             "--auth-digest=alice:S3cret99",
+            // The thirteenth review's: a password later in a helm list.
+            "--set=global.pullSecrets[0]=regcred,auth.rootPassword=S3cretPass99",
+            "--set=foo=bar,auth.rootPassword=S3cretPass99",
         ];
         let others = [
             "--model=gpt-4o",
@@ -402,6 +405,8 @@ mod tests {
             "--user=urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66",
             // The twelfth review's: helm's pull secrets by a key's path.
             "--set=global.pullSecrets[0]=regcred",
+            "--set=global.pullSecrets[0]=regcred,image.tag=1.2.3",
+            "--env=TOKEN_FILE=/run/secrets/token,MAX_TOKENS=4096",
         ];
         assert_shape(argument_carries_a_credential, &carrying, &others);
         // A URL's scheme is looked for back from `://` past any letter, a wide one too.

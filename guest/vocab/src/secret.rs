@@ -337,8 +337,8 @@ fn words_of(name: &str) -> Vec<String> {
 /// ([`gives_a_users_password`]); a credential header, as the argument or an option's
 /// value ([`is_a_credential_header`]); an `Authorization`, `Cookie` or `Bearer`
 /// credential anywhere in it, a script's included ([`holds_a_credential_header`]); a
-/// variable or a configuration key named as a credential set to a value
-/// ([`sets_a_credential`]); or openssl's literal password (`pass:…`). The value is never
+/// variable or a configuration key named as a credential set to a value, alone or in a
+/// comma-separated list ([`sets_a_credential`]); or openssl's literal password (`pass:…`). The value is never
 /// repeated by a caller.
 pub fn argument_gives_a_credential(arg: &str) -> bool {
     let value = arg.split_once('=').map(|(_, value)| value);
@@ -347,6 +347,9 @@ pub fn argument_gives_a_credential(arg: &str) -> bool {
         || holds_a_credential_header(arg)
         || sets_a_credential(arg)
         || value.is_some_and(sets_a_credential)
+        // helm's and spark's lists (`--set=a=b,auth.rootPassword=…`): each of its keys.
+        || arg.split(',').skip(1).any(sets_a_credential)
+        || value.is_some_and(|value| value.split(',').any(sets_a_credential))
         || arg
             .strip_prefix("pass:")
             .is_some_and(|password| !password.is_empty() && !an_expansion(password))
