@@ -69,6 +69,9 @@ mod tests {
             "ACCESS_TOKEN_EXPIRE_MINUTES",
             "SESSION_COOKIE_SECURE",
             "SORT_KEYS",
+            "max_new_tokens",
+            "tokens_per_minute",
+            "token_lifetime",
         ];
         assert_shape(holds_a_credential_word, &credentials, &others);
     }
@@ -407,6 +410,11 @@ mod tests {
             "--set=global.pullSecrets[0]=regcred",
             "--set=global.pullSecrets[0]=regcred,image.tag=1.2.3",
             "--env=TOKEN_FILE=/run/secrets/token,MAX_TOKENS=4096",
+            // The fourteenth review's: counts and lifetimes of tokens in lists.
+            "--gen_kwargs=temperature=0,max_new_tokens=256",
+            "--model_args=pretrained=x,max_num_batched_tokens=8192",
+            "--set=a=b,rateLimit.tokensPerMinute=1000",
+            "--set=config.foo=bar,config.token_lifetime=3600",
         ];
         assert_shape(argument_carries_a_credential, &carrying, &others);
         // A URL's scheme is looked for back from `://` past any letter, a wide one too.

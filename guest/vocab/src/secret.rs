@@ -155,7 +155,7 @@ const COMPOUND_CREDENTIAL_WORDS: [&str; 5] =
 /// credential (`TOKEN_URL`, `key-file`, `api_key_env`, `token-limit`, `cookie-jar`,
 /// `PASSWORD_MIN_LENGTH`). Any other word may follow (`SECRET_KEY_BASE`,
 /// `OPENAI_API_KEY_PROD`, `HF_TOKEN_WRITE`, `API_KEY_2`).
-const SETTING_WORDS: [&str; 57] = [
+const SETTING_WORDS: [&str; 58] = [
     "url",
     "uri",
     "endpoint",
@@ -213,6 +213,7 @@ const SETTING_WORDS: [&str; 57] = [
     "manager",
     "browser",
     "stdin",
+    "lifetime",
 ];
 
 /// Words before `key` that make it a data key, not a credential (`sort-key`,
@@ -294,15 +295,23 @@ const COUNT_WORDS: [&str; 10] = [
     "used",
 ];
 
-/// Whether `name` ends in a count of tokens (`MAX_TOKENS`) or a data key (`SORT_KEY`,
-/// `--object-key`): what ends in a credential's word without naming one.
+/// Whether `name` names a count of tokens (`MAX_TOKENS`, `max_new_tokens`,
+/// `tokensPerMinute`) or ends in a data key (`SORT_KEY`, `--object-key`): what holds a
+/// credential's word without naming one.
 pub fn names_a_count_or_data_key(name: &str) -> bool {
     let words = words_of(name);
-    let Some((last, before)) = words.split_last() else {
+    let Some((last, earlier)) = words.split_last() else {
         return false;
     };
-    let before = before.last().map(String::as_str).unwrap_or_default();
-    (last == "tokens" && COUNT_WORDS.contains(&before))
+    let before = earlier.last().map(String::as_str).unwrap_or_default();
+    let counted = earlier
+        .iter()
+        .any(|word| COUNT_WORDS.contains(&word.as_str()));
+    let a_rate = words
+        .windows(2)
+        .any(|pair| pair[0] == "tokens" && pair[1] == "per");
+    (last == "tokens" && counted)
+        || a_rate
         || (matches!(last.as_str(), "key" | "keys") && DATA_KEY_WORDS.contains(&before))
 }
 
