@@ -2916,6 +2916,16 @@ fn invalid_event_is_rejected_naming_the_field() {
 // Retries: same bytes, inside the original deadline, only after transient failures
 // ---------------------------------------------------------------------------------------
 
+/// One backend, `A`, with a fail-closed intercept subscription of 500 ms to `kind`,
+/// declared as the harness intercepts it.
+fn one_backend_on(kind: InterceptableEvent) -> Engine {
+    let hooks = vec![backend(
+        A,
+        vec![intercept_sub(&[kind.as_str()], "fail-closed", 500)],
+    )];
+    Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid")
+}
+
 fn one_backend(policy: &str, timeout_ms: u64) -> Engine {
     load(vec![interceptor(A, policy, timeout_ms)])
 }
@@ -4693,11 +4703,7 @@ fn an_elicitation_answer_is_modified_inside_its_result_part() {
 #[test]
 fn an_elicitation_result_whose_content_is_no_answer_offers_no_modify() {
     let kind = InterceptableEvent::UserElicitationResult;
-    let hooks = vec![backend(
-        A,
-        vec![intercept_sub(&[kind.as_str()], "fail-closed", 500)],
-    )];
-    let engine = Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid");
+    let engine = one_backend_on(kind);
     let merge = effects(
         json!([{"type": "modify", "target": "content", "operation": "merge",
                                 "value": {"age": 3}}]),
@@ -4851,11 +4857,7 @@ fn observers_past_a_budget_that_ran_out_after_the_decision_are_recorded_withheld
 #[test]
 fn a_supplied_elicitation_result_fits_its_requests_mode() {
     let kind = InterceptableEvent::UserElicitationRequest;
-    let hooks = vec![backend(
-        A,
-        vec![intercept_sub(&[kind.as_str()], "fail-closed", 500)],
-    )];
-    let engine = Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid");
+    let engine = one_backend_on(kind);
     let answered = effects(json!([{"type": "return",
         "value": {"action": "accept", "content": {"name": "x"}}}]));
     let form = catalogue_event(kind.as_str());
@@ -4910,11 +4912,7 @@ fn an_interruption_stops_preparing_observers() {
 #[test]
 fn a_supplied_form_answer_satisfies_the_requested_schema() {
     let kind = InterceptableEvent::UserElicitationRequest;
-    let hooks = vec![backend(
-        A,
-        vec![intercept_sub(&[kind.as_str()], "fail-closed", 500)],
-    )];
-    let engine = Engine::load_declared(&registration(hooks), declared(&[kind])).expect("valid");
+    let engine = one_backend_on(kind);
     let params = json!({"message": "Who?", "requestedSchema": {"type": "object",
         "properties": {
             "name": {"type": "string", "minLength": 1},

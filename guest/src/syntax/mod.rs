@@ -31,13 +31,14 @@ pub(crate) use uri::{
     unreadable_part, Unreadable, MAX_URL_BYTES,
 };
 
-/// Asserts that `is` accepts every string of `good` and rejects every one of `bad`.
+/// Asserts that `is` accepts every one of `good` (strings, or pairs such as an option
+/// and its value) and rejects every one of `bad`.
 #[cfg(test)]
-fn assert_shape(is: impl Fn(&str) -> bool, good: &[&str], bad: &[&str]) {
-    for text in good {
+fn assert_shape<T: Copy + std::fmt::Debug>(is: impl Fn(T) -> bool, good: &[T], bad: &[T]) {
+    for &text in good {
         assert!(is(text), "{text:?} rejected");
     }
-    for text in bad {
+    for &text in bad {
         assert!(!is(text), "{text:?} accepted");
     }
 }

@@ -225,92 +225,70 @@ mod tests {
         assert!(looks_secret("sk-live-123") && looks_secret("ghp_abc"));
         assert!(looks_secret("a1b2c3d4e5f6g7h8i9j0"));
         assert!(!looks_secret("MY_SECRET_NAME") && !looks_secret("id_ed25519"));
-        // Refused after its option: any password or token but a variable's name; after
-        // a key's option, one that looks like a secret.
-        assert!(secret_after_option("--password", "hunter2"));
-        assert!(secret_after_option("--token", "abc123"));
-        assert!(!secret_after_option("--secret", "MY_SECRET_NAME"));
-        assert!(!secret_after_option("--ssh-key", "id_ed25519"));
-        assert!(secret_after_option("--key", "sk-live-123"));
-        assert!(!secret_after_option(
-            "--secret",
-            "id=npmrc,src=/home/u/.npmrc"
-        ));
-        assert!(!secret_after_option("--cookies-from-browser", "chrome"));
-        let podman = "gh_token,type=env,target=GITHUB_TOKEN";
-        assert!(!secret_after_option("--secret", podman));
-        assert!(secret_after_option("--password", "cGFzc3dvcmQxMjM="));
-        assert!(secret_after_option("--password", "p=ss"));
-        assert!(secret_after_option("--secret", "a=b,c"));
-        assert!(secret_after_option("--token", "1234567890123456"));
-        let token = "ghp_abcdefghijklmnop1234567890ABCD";
-        assert!(secret_after_option("--token-source", token));
-        assert!(!secret_after_option("--password-stdin", "ghcr.io"));
-        assert!(!secret_after_option("--load-cookies", "cookies.txt"));
-        // An option named by a plural is one for a file, not for no secret at all.
-        assert!(secret_after_option("--secrets", "hunter2"));
-        assert!(secret_after_option("--credentials", "alice:s3cret"));
-        assert!(!secret_after_option("--credentials", "/etc/creds.json"));
-        // A path, a URL or an id is no secret for looking like one.
-        assert!(!secret_after_option("--ssh-key", "/home/u/.ssh/id_ed25519"));
-        let url = "https://login.example/72f988bf-86f1-41af/token";
-        assert!(!secret_after_option("--token-url", url));
-        let id = "1234abcd-12ab-34cd-56ef-1234567890ab";
-        assert!(!secret_after_option("--kms-key-id", id));
-        // A user's password, not a user's group.
-        assert!(secret_after_option("--basic-auth", "alice:s3cret"));
-        assert!(secret_after_option("-u", "alice:s3cret"));
-        assert!(!secret_after_option("-u", "1000:1000"));
-        assert!(!secret_after_option("-u", "www-data:www-data"));
-        // An algorithm, not a signature.
-        assert!(!secret_after_option("--signature", "sha256"));
-        // A docker or podman reference only after a secret's option.
-        assert!(secret_after_option("--token", "hunter2,uid=0"));
-        // Nor a host's port after an option holding `auth`, nor a kubeconfig user; a
-        // password named `existing` is one, and a plural option's `user:pass/word` too.
-        assert!(!secret_after_option(
-            "--auth-server",
-            "auth.example.com:443"
-        ));
-        let arn = "arn:aws:eks:us-east-1:123456789012:cluster/prod";
-        assert!(!secret_after_option("--user", arn));
-        assert!(!secret_after_option(
-            "--user",
-            "system:serviceaccount:default:mcp"
-        ));
-        assert!(secret_after_option("--existing-password", "hunter2"));
-        assert!(secret_after_option("--secrets", "p@ss/w0rd"));
-        assert!(!secret_after_option("--secrets", "config/creds"));
-        // The tenth review's: `auth` before another word, a plural option's file on
-        // Windows or expanded, a user named `system` with a password.
-        assert!(secret_after_option("--auth-user", "alice:hunter2"));
-        assert!(!secret_after_option("--cookies", "${HOME}/cookies.txt"));
-        assert!(!secret_after_option("--cookies", ".\\cookies.txt"));
-        assert!(!secret_after_option("--secrets", "C:/secrets/prod.env"));
-        assert!(secret_after_option("-u", "system:Manager1"));
-        // The eleventh review's: a password after a plural option is no file for
-        // holding a file's characters.
-        assert!(secret_after_option("--passwords", "Pa$$.w0rd"));
-        assert!(secret_after_option("--tokens", "Xk9\\mP2q"));
-        assert!(!secret_after_option(
-            "--secrets",
-            "%APPDATA%\\app\\secrets.env"
-        ));
-        assert!(!secret_after_option("--cookies", "cookies (1).txt"));
-        // The twelfth review's: a method after `auth`, Windows and expanded paths.
-        assert!(secret_after_option("--auth-http", "admin:S3cret99"));
-        assert!(!secret_after_option("--cookies", "..\\cookies.txt"));
-        let windows = "C:\\Users\\%USERNAME%\\secrets.env";
-        assert!(!secret_after_option("--secrets", windows));
-        assert!(!secret_after_option(
-            "--secrets",
-            "${HOME}/.config/${APP}/secrets.env"
-        ));
-        assert!(!secret_after_option(
-            "--cookies",
-            "\\\\fileserver\\share\\cookies.txt"
-        ));
-        assert!(secret_after_option("--passwords", "$Secret/2024$"));
+        // After its option: any password, token or secret but a variable's name or a
+        // reference; after a key's option, one that looks like a secret; a user's
+        // password, not a group or an identity; a plural option's value unless a file.
+        let refused = [
+            ("--password", "hunter2"),
+            ("--token", "abc123"),
+            ("--key", "sk-live-123"),
+            ("--password", "cGFzc3dvcmQxMjM="),
+            ("--password", "p=ss"),
+            ("--secret", "a=b,c"),
+            ("--token", "1234567890123456"),
+            ("--token-source", "ghp_abcdefghijklmnop1234567890ABCD"),
+            ("--existing-password", "hunter2"),
+            // A docker or podman reference only after a secret's option.
+            ("--token", "hunter2,uid=0"),
+            ("--secrets", "hunter2"),
+            ("--credentials", "alice:s3cret"),
+            ("--secrets", "p@ss/w0rd"),
+            ("--passwords", "Pa$$.w0rd"),
+            ("--tokens", "Xk9\\mP2q"),
+            ("--passwords", "$Secret/2024$"),
+            ("--basic-auth", "alice:s3cret"),
+            ("--auth-user", "alice:hunter2"),
+            ("--auth-http", "admin:S3cret99"),
+            ("-u", "alice:s3cret"),
+            ("-u", "system:Manager1"),
+        ];
+        let allowed = [
+            ("--secret", "MY_SECRET_NAME"),
+            ("--ssh-key", "id_ed25519"),
+            ("--secret", "id=npmrc,src=/home/u/.npmrc"),
+            ("--secret", "gh_token,type=env,target=GITHUB_TOKEN"),
+            ("--cookies-from-browser", "chrome"),
+            ("--password-stdin", "ghcr.io"),
+            ("--signature", "sha256"),
+            // A path, a URL or an id is no secret for looking like one.
+            ("--ssh-key", "/home/u/.ssh/id_ed25519"),
+            (
+                "--token-url",
+                "https://login.example/72f988bf-86f1-41af/token",
+            ),
+            ("--kms-key-id", "1234abcd-12ab-34cd-56ef-1234567890ab"),
+            // A plural option's file, on Windows or expanded too.
+            ("--load-cookies", "cookies.txt"),
+            ("--credentials", "/etc/creds.json"),
+            ("--secrets", "config/creds"),
+            ("--cookies", "cookies (1).txt"),
+            ("--cookies", "${HOME}/cookies.txt"),
+            ("--secrets", "${HOME}/.config/${APP}/secrets.env"),
+            ("--cookies", ".\\cookies.txt"),
+            ("--cookies", "..\\cookies.txt"),
+            ("--cookies", "\\\\fileserver\\share\\cookies.txt"),
+            ("--secrets", "C:/secrets/prod.env"),
+            ("--secrets", "%APPDATA%\\app\\secrets.env"),
+            ("--secrets", "C:\\Users\\%USERNAME%\\secrets.env"),
+            // A host's port after an option holding `auth`; a group or an identity.
+            ("--auth-server", "auth.example.com:443"),
+            ("-u", "1000:1000"),
+            ("-u", "www-data:www-data"),
+            ("--user", "arn:aws:eks:us-east-1:123456789012:cluster/prod"),
+            ("--user", "system:serviceaccount:default:mcp"),
+        ];
+        let after = |(option, arg): (&str, &str)| secret_after_option(option, arg);
+        assert_shape(after, &refused, &allowed);
         // A URL carries one in its user info or a parameter named as a secret.
         assert!(argument_carries_a_credential(
             "postgresql://u:p@localhost/db"
@@ -337,33 +315,33 @@ mod tests {
             "sh -c 'export PATH=/a:/b; git clone https://u:p@h/r'",
             "docker run -p 8080:80 app postgres://u:p@db/x",
             "--config={\"url\":\"https://u:p@h/x\"}",
-            // The ninth review's: a token between any punctuation, a password that is
-            // no existing secret's name, openssl's literal, a plural option's secret.
+            // A token between any punctuation, a password that is no existing secret's
+            // name, openssl's literal, a plural option's secret.
             "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789; exec srv",
             "https://api.example/ghp_abcdefghijklmnopqrstuvwxyz0123456789",
             "--existing-password=hunter2",
             "EXISTING_TOKEN=abc123",
             "pass:$ecret1",
             "--credentials=alice:pa/ss",
-            // The tenth review's: a quote in a URL's password, an indexed key, `auth`
-            // before another word, a Slack token as a word of its own.
+            // A quote in a URL's password, an indexed key, `auth` before another word, a
+            // Slack token as a word of its own.
             "postgres://u:pa'ss@db/x",
             "DATABASE_URL=postgres://app:it's-s3cret@db/app",
             "auth.passwords[0]=hunter2",
             "--set=auth.passwords[0]=hunter2",
             "--auth-basic=alice:hunter2",
             "export T=xoxb-1234567890-abcdefghij; exec srv",
-            // The eleventh review's: a loose token shape touching punctuation, a
-            // password after a plural option, `PULL_SECRETS` holding a docker config.
+            // A loose token shape touching punctuation, a password after a plural
+            // option, `PULL_SECRETS` holding a docker config.
             "{\\\"key\\\":\\\"sk-proj-abcdefghij1234567890abcd\\\"}",
             "echo the token is xoxb-1234567890-abcdefghijklmnop.",
             "--passwords=Pa$$.w0rd",
             "--passwords=Winter\\2024",
             "--pull-secrets=hunter2",
-            // The twelfth review's: a method after `auth`.
+            // A method after `auth`.
             "--auth-http=admin:S3cret99",
             "--auth-digest=alice:S3cret99",
-            // The thirteenth review's: a password later in a helm list.
+            // A password later in a helm list.
             "--set=global.pullSecrets[0]=regcred,auth.rootPassword=S3cretPass99",
             "--set=foo=bar,auth.rootPassword=S3cretPass99",
         ];
@@ -375,9 +353,9 @@ mod tests {
             "sk-learn-classifier-and-more",
             "-----BEGIN CERTIFICATE-----",
             "sh -c 'export PATH=/a:/b; git clone https://h/r'",
-            // The ninth review's: a place after an option holding `auth`, a kubeconfig
-            // user, configuration keys naming no credential, a region, an npm variable,
-            // a URL followed by a package's `@`, openssl's expansion, a model's file.
+            // A place after an option holding `auth`, a kubeconfig user, configuration
+            // keys naming no credential, a region, an npm variable, a URL followed by a
+            // package's `@`, openssl's expansion, a model's file.
             "--auth-host=localhost:8080",
             "--auth-provider=oidc:google",
             "--user=arn:aws:eks:us-east-1:123456789012:cluster/prod",
@@ -391,26 +369,26 @@ mod tests {
             "export PATH=/a:/b; npx --registry https://registry.npmjs.org @scope/pkg",
             "pass:$KEY_PASSWORD",
             "models/sk-learn-classifier-2024-v1.pkl",
-            // The tenth review's: a JSON string after a URL's, names of other things,
-            // a Windows path, file and package names holding a loose token prefix.
+            // A JSON string after a URL's, names of other things, a Windows path, file
+            // and package names holding a loose token prefix.
             "--config={\"url\":\"https://h\",\"owner\":\"ops@example.com\"}",
             "auth.usernames[0]=alice",
             "imagePullSecrets[0]=regcred",
             "--auth-cache-dir=C:\\cache",
             "tests/sk_test_helpers_payment_flow.py",
             "@scope/xoxb-notifier-bot-for-slack",
-            // The eleventh review's: where and how `auth` is configured, a Kubernetes
-            // pull secret's name, a URN identity.
+            // Where and how `auth` is configured, a Kubernetes pull secret's name, a URN
+            // identity.
             "--auth-config=file:./auth.yaml",
             "--auth-server=[::1]:9000",
             "--auth-scopes=read:org,repo",
             "--set=imagePullSecrets[0]=regcred",
             "--user=urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66",
-            // The twelfth review's: helm's pull secrets by a key's path.
+            // Helm's pull secrets by a key's path.
             "--set=global.pullSecrets[0]=regcred",
             "--set=global.pullSecrets[0]=regcred,image.tag=1.2.3",
             "--env=TOKEN_FILE=/run/secrets/token,MAX_TOKENS=4096",
-            // The fourteenth review's: counts and lifetimes of tokens in lists.
+            // Counts and lifetimes of tokens in lists.
             "--gen_kwargs=temperature=0,max_new_tokens=256",
             "--model_args=pretrained=x,max_num_batched_tokens=8192",
             "--set=a=b,rateLimit.tokensPerMinute=1000",

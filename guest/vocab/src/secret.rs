@@ -242,7 +242,8 @@ const DATA_KEY_WORDS: [&str; 17] = [
 /// lower-case letter or digit meets an upper-case one), holds a credential's word whole
 /// ([`CREDENTIAL_WORDS`], [`COMPOUND_CREDENTIAL_WORDS`]) that no setting word follows
 /// ([`SETTING_WORDS`]), that is no data key ([`DATA_KEY_WORDS`]), in a name of no secret
-/// kept elsewhere (`existing` or `image pull` before `secret`, a key path's `pullSecrets`): `SECRET_KEY_BASE`, `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`;
+/// kept elsewhere (`existing` or `image pull` before `secret`, a key path's
+/// `pullSecrets`): `SECRET_KEY_BASE`, `STRIPE_SECRET_KEY_LIVE`, `API_KEY_2`, `openaiKey`;
 /// not `KEYCLOAK_URL`, `TOKEN_FILE`, `token-limit`, `cookie-jar`, `max_tokens`,
 /// `sort-key`, `existingSecret` or `tokenizers`.
 pub fn holds_a_credential_word(name: &str) -> bool {
@@ -347,8 +348,8 @@ fn words_of(name: &str) -> Vec<String> {
 /// value ([`is_a_credential_header`]); an `Authorization`, `Cookie` or `Bearer`
 /// credential anywhere in it, a script's included ([`holds_a_credential_header`]); a
 /// variable or a configuration key named as a credential set to a value, alone or in a
-/// comma-separated list ([`sets_a_credential`]); or openssl's literal password (`pass:…`). The value is never
-/// repeated by a caller.
+/// comma-separated list ([`sets_a_credential`]); or openssl's literal password
+/// (`pass:…`). The value is never repeated by a caller.
 pub fn argument_gives_a_credential(arg: &str) -> bool {
     let value = arg.split_once('=').map(|(_, value)| value);
     is_a_credential_header(arg)
@@ -390,9 +391,8 @@ fn sets_a_credential(text: &str) -> bool {
 /// The last segment of a configuration key's path but for an index (`rootPassword` of
 /// `auth.rootPassword`, `_authToken` of `//registry.npmjs.org/:_authToken`, `token` of
 /// `servers[0].token`, `passwords` of `auth.passwords[0]`), which names what it sets
-/// (`credential.username` sets a name):
-/// `None` for an option or a name of other characters than letters, digits and `.`,
-/// `_`, `:`, `/`, `[`, `]`, `-`.
+/// (`credential.username` sets a name): `None` for an option or a name of other
+/// characters than letters, digits and `.`, `_`, `:`, `/`, `[`, `]`, `-`.
 fn configuration_key_s_own_name(name: &str) -> Option<&str> {
     let a_key = !name.starts_with('-')
         && name
@@ -407,12 +407,12 @@ fn configuration_key_s_own_name(name: &str) -> Option<&str> {
 /// Whether `value`, an option's, is a user's name and password (`alice:s3cret`): after
 /// an authentication option (`--basic-auth`, `--http-auth`, `--proxy-creds`), any; after
 /// a user's option (`-u`, `--user`, `-U`, `--proxy-user`) or one naming authentication
-/// before words naming a user's credentials (`--auth-basic`, `--auth-user`; not
-/// `--auth-host`, whose `host:port` is none), one that is no group, identity or path
-/// (docker's `-u
-/// 1000:1000`, `node:node`, `app:staff`; kubectl's `--user arn:aws:eks:…` and
-/// `system:serviceaccount:…`): a password not all digits, not the user's name, mixing
-/// letters and digits or holding other characters.
+/// before words naming a user's credentials or a method (`--auth-basic`, `--auth-user`,
+/// `--auth-http`; not `--auth-host`, whose `host:port` is none), one that is no group,
+/// identity or path (docker's `-u 1000:1000`, `node:node`, `app:staff`; kubectl's
+/// `--user arn:aws:eks:…` and `system:serviceaccount:…`): a password not all digits,
+/// not the user's name, mixing letters and digits or holding other characters. Never a
+/// password that is an expansion.
 fn gives_a_users_password(option: &str, value: &str) -> bool {
     let Some((user, password)) = value.split_once(':') else {
         return false;
@@ -453,7 +453,7 @@ fn gives_a_users_password(option: &str, value: &str) -> bool {
                     .all(|word| of_a_user(word) || names_a_method(word) || word == "http")
         })
         && !password.starts_with(['/', '\\']);
-    let a_users = matches!(option, "-u" | "-U" | "--user" | "--proxy-user") || names_authentication;
+    let takes_a_user = matches!(option, "-u" | "-U" | "--user" | "--proxy-user");
     let plain = |ch: char| ch.is_ascii_lowercase() || ch.is_ascii_digit() || "_-".contains(ch);
     let mixed = password.chars().any(|ch| ch.is_ascii_digit())
         && password.chars().any(|ch| ch.is_alphabetic());
@@ -463,7 +463,8 @@ fn gives_a_users_password(option: &str, value: &str) -> bool {
         && !password.chars().all(|ch| ch.is_ascii_digit())
         && password != user
         && (mixed || !password.chars().all(plain));
-    (authenticates && !an_expansion(password)) || (a_users && a_password && !an_expansion(password))
+    !an_expansion(password)
+        && (authenticates || ((takes_a_user || names_authentication) && a_password))
 }
 
 /// Whether `value` is only a shell expansion of a variable (`$GITHUB_TOKEN`,
@@ -477,13 +478,13 @@ fn an_expansion(value: &str) -> bool {
         false => first,
     };
     // The whole value, and a variable's name as they are written, in capitals: a
-    // program started without a shell gets `$ecret1` as it is, a password.
+    // program started without a shell gets `$ecret1` as it is, a password. A shell's
+    // `$`, not cmd's `%NAME%`.
     let word = word.trim_matches(['"', '\'']);
-    let name = word
-        .strip_prefix("${")
-        .and_then(|rest| rest.strip_suffix('}'))
-        .or_else(|| word.strip_prefix('$'));
-    words.next().is_none() && name.is_some_and(a_variables_name)
+    let expanded = word.starts_with('$')
+        && leading_expansion(word)
+            .is_some_and(|(name, rest)| rest.is_empty() && a_variables_name(name));
+    words.next().is_none() && expanded
 }
 
 /// Whether `text` is a variable's name as they are written, in capitals
