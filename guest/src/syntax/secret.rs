@@ -72,6 +72,13 @@ mod tests {
             "max_new_tokens",
             "tokens_per_minute",
             "token_lifetime",
+            // ssh's options about host keys, a keystore's alias, a token's validity.
+            "StrictHostKeyChecking",
+            "HostKeyAlgorithms",
+            "PubkeyAcceptedKeyTypes",
+            "HostKeyAlias",
+            "key-alias",
+            "token-validity",
         ];
         assert_shape(holds_a_credential_word, &credentials, &others);
     }
@@ -344,6 +351,10 @@ mod tests {
             // A password later in a helm list.
             "--set=global.pullSecrets[0]=regcred,auth.rootPassword=S3cretPass99",
             "--set=foo=bar,auth.rootPassword=S3cretPass99",
+            // A password in an SSH URL; a name alone in an HTTP URL, which may be a token.
+            "ssh://git:hunter2@github.com/org/repo",
+            "sftp://alice:pw@files.example/x",
+            "https://git@github.com/org/repo",
         ];
         let others = [
             "--model=gpt-4o",
@@ -393,6 +404,12 @@ mod tests {
             "--model_args=pretrained=x,max_num_batched_tokens=8192",
             "--set=a=b,rateLimit.tokensPerMinute=1000",
             "--set=config.foo=bar,config.token_lifetime=3600",
+            // A login name alone in an SSH URL, ssh's and a JVM's options.
+            "git+ssh://git@github.com/org/policy.git",
+            "--from=git+ssh://git@github.com/org/mcp-server.git",
+            "SSH://git@h/x",
+            "StrictHostKeyChecking=accept-new",
+            "-Dapp.jwt.token-validity=86400",
         ];
         assert_shape(argument_carries_a_credential, &carrying, &others);
         // A URL's scheme is looked for back from `://` past any letter, a wide one too.

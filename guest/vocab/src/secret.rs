@@ -153,9 +153,10 @@ const COMPOUND_CREDENTIAL_WORDS: [&str; 5] =
 
 /// Words after a credential's word that make the name a setting about it, not the
 /// credential (`TOKEN_URL`, `key-file`, `api_key_env`, `token-limit`, `cookie-jar`,
-/// `PASSWORD_MIN_LENGTH`). Any other word may follow (`SECRET_KEY_BASE`,
-/// `OPENAI_API_KEY_PROD`, `HF_TOKEN_WRITE`, `API_KEY_2`).
-const SETTING_WORDS: [&str; 58] = [
+/// `PASSWORD_MIN_LENGTH`, ssh's `StrictHostKeyChecking`), plural too (ssh's
+/// `HostKeyAlgorithms`, `PubkeyAcceptedKeyTypes`). Any other word may follow
+/// (`SECRET_KEY_BASE`, `OPENAI_API_KEY_PROD`, `HF_TOKEN_WRITE`, `API_KEY_2`).
+const SETTING_WORDS: [&str; 61] = [
     "url",
     "uri",
     "endpoint",
@@ -214,6 +215,9 @@ const SETTING_WORDS: [&str; 58] = [
     "browser",
     "stdin",
     "lifetime",
+    "checking",
+    "validity",
+    "alias",
 ];
 
 /// Words before `key` that make it a data key, not a credential (`sort-key`,
@@ -256,9 +260,10 @@ pub fn holds_a_credential_word(name: &str) -> bool {
     let Some(at) = words.iter().rposition(|word| is_a_credential_word(word)) else {
         return false;
     };
-    let setting = words[at + 1..]
-        .iter()
-        .any(|word| SETTING_WORDS.contains(&word.as_str()));
+    let setting = words[at + 1..].iter().any(|word| {
+        let singular = word.strip_suffix('s').unwrap_or(word);
+        SETTING_WORDS.contains(&word.as_str()) || SETTING_WORDS.contains(&singular)
+    });
     let before = at.checked_sub(1).map(|before| words[before].as_str());
     let data_key = matches!(words[at].as_str(), "key" | "keys")
         && before.is_some_and(|before| DATA_KEY_WORDS.contains(&before));
@@ -828,7 +833,25 @@ pub fn argument_carries_a_credential(arg: &str) -> bool {
     argument_gives_a_credential(arg)
         || has_a_known_token_shape(arg)
         || (arg.contains("-----BEGIN") && arg.contains("PRIVATE KEY-----"))
-        || urls_in(arg).any(|url| crate::uri::has_userinfo(url) || has_a_secret_parameter(url))
+        || urls_in(arg).any(|url| {
+            (crate::uri::has_userinfo(url) && !an_ssh_login(url)) || has_a_secret_parameter(url)
+        })
+}
+
+/// Whether `url` is an SSH URL whose user info is a login name alone
+/// (`git+ssh://git@github.com/org/repo.git`): SSH asks its credential of a key or a
+/// prompt, never of the name. In an HTTP URL a name alone may be a token
+/// (`https://<token>@github.com/…`), so that user info still counts.
+fn an_ssh_login(url: &str) -> bool {
+    const SSH: [&str; 5] = ["ssh", "git+ssh", "ssh+git", "svn+ssh", "sftp"];
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    SSH.iter().any(|ssh| ssh.eq_ignore_ascii_case(scheme))
+        && authority
+            .rsplit_once('@')
+            .is_some_and(|(user, _)| !user.contains(':'))
 }
 
 /// The URLs in `text`, each from its scheme to a space, or to the quote that opened it
