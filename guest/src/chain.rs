@@ -166,7 +166,18 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             Ending::Accepted(effects) => {
                 let stopping = stops(&effects);
                 let late = || !stopping && host.now() >= deadline;
-                match modified(&effective, call.rules, &effects, late) {
+                // Checking a reply's effects takes time too (its attachments looked up
+                // among the event's, an answer against its request): one that is not
+                // modified is accepted only if the deadline has not passed by then. A
+                // reply of no effects took none since the last reading.
+                let accepted =
+                    modified(&effective, call.rules, &effects, late).and_then(|changed| {
+                        match changed.is_none() && !effects.is_empty() && late() {
+                            true => Err(Unaccepted::Late),
+                            false => Ok(changed),
+                        }
+                    });
+                match accepted {
                     Ok(changed) => {
                         // A later change to the operation invalidates an earlier result;
                         // a modification that leaves it as it was changes nothing. One

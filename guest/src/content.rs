@@ -37,8 +37,9 @@
 //! to a selection: the harness puts content in parts.
 
 use crate::json::{self, Node, Object};
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
 /// How much of a part a backend sees, least first.
@@ -209,7 +210,10 @@ impl Content {
     /// referenced bytes or masquerade new text as an attachment"): a backend may keep,
     /// move or drop an attachment it was shown, never make one up, point one at other
     /// bytes, or hand on one it was not shown. The event is read only when a value holds
-    /// an attachment.
+    /// an attachment. Each part is looked up by its text ([`text_of`]), so the look costs
+    /// what the reply and the event weigh: compared one by one, a reply repeating a part
+    /// thousands of times against an event of thousands cost seconds and ran the
+    /// component past its bound.
     pub fn shows_attachments<'v>(
         &self,
         values: impl IntoIterator<Item = &'v Value>,
@@ -226,8 +230,14 @@ impl Content {
                 attachments(value, &mut held);
             }
         }
-        held.retain(|part| self.shows_whole(part));
-        given.iter().all(|part| held.contains(part))
+        let held: HashSet<String> = held
+            .into_iter()
+            .filter(|part| self.shows_whole(part))
+            .filter_map(text_of)
+            .collect();
+        given
+            .iter()
+            .all(|part| text_of(part).is_some_and(|text| held.contains(&text)))
     }
 
     /// Whether a part is shown whole: body by its own claim and by this selection, with
@@ -267,6 +277,38 @@ impl Content {
 /// what it may not have needed hidden, and never shows it more.
 fn is_part<'a>(text: impl Fn(&str) -> Option<&'a str>) -> bool {
     matches!(text("kind"), Some("text" | "attachment"))
+}
+
+/// A part's text with every object's members in order of name, whatever order a `Map`
+/// keeps (serde_json's `preserve_order` keeps the text's): equal parts write the same.
+fn text_of(part: &Map<String, Value>) -> Option<String> {
+    struct Sorted<'v>(&'v Value);
+    impl Serialize for Sorted<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            match self.0 {
+                Value::Object(members) => by_name(members, serializer),
+                Value::Array(items) => serializer.collect_seq(items.iter().map(Sorted)),
+                scalar => scalar.serialize(serializer),
+            }
+        }
+    }
+    fn by_name<S: Serializer>(
+        members: &Map<String, Value>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let members: BTreeMap<&String, Sorted> = members
+            .iter()
+            .map(|(name, value)| (name, Sorted(value)))
+            .collect();
+        serializer.collect_map(members)
+    }
+    struct Part<'v>(&'v Map<String, Value>);
+    impl Serialize for Part<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            by_name(self.0, serializer)
+        }
+    }
+    serde_json::to_string(&Part(part)).ok()
 }
 
 /// Every attachment part in `value`, at any depth, into `found`.

@@ -9,6 +9,7 @@
 use crate::event::Event;
 use crate::json;
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 /// The answer a modification at `pointer` starts from: `None` when the event exposes no
 /// answer to modify, `Some(None)` when its result holds none yet (a merge then sets it).
@@ -154,7 +155,7 @@ fn fits(value: &Value, field: &Value) -> bool {
     match field.get("type").and_then(Value::as_str) {
         Some("string") => value.as_str().is_some_and(|text| {
             let length = text.chars().count() as f64;
-            within(length, "minLength", "maxLength") && chosen(field, text)
+            within(length, "minLength", "maxLength") && chosen(&choices(field), text)
         }),
         Some("number") => value
             .as_f64()
@@ -164,33 +165,42 @@ fn fits(value: &Value, field: &Value) -> bool {
             .is_some_and(|n| n.fract() == 0.0 && within(n, "minimum", "maximum")),
         Some("boolean") => value.is_boolean(),
         Some("array") => value.as_array().is_some_and(|items| {
-            let items_field = field.get("items").unwrap_or(&Value::Null);
+            let offered = choices(field.get("items").unwrap_or(&Value::Null));
             within(items.len() as f64, "minItems", "maxItems")
                 && items
                     .iter()
-                    .all(|item| item.as_str().is_some_and(|text| chosen(items_field, text)))
+                    .all(|item| item.as_str().is_some_and(|text| chosen(&offered, text)))
         }),
         _ => false,
     }
 }
 
-/// Whether `text` is one of the choices `field` offers (`enum`, or the `const` of each
-/// of its `oneOf` or `anyOf`), or any text where it offers none.
-fn chosen(field: &Value, text: &str) -> bool {
+/// The texts `field` offers to choose from (`enum`, or the `const` of each of its
+/// `oneOf` or `anyOf`), or `None` where it offers no choice. A set, read once for all of
+/// a multi-select's items: looked through for each, a reply's hundred thousand items
+/// against a request's as many choices ran the component past its bound.
+fn choices(field: &Value) -> Option<HashSet<&str>> {
     let listed = field.get("enum").and_then(Value::as_array);
     let titled = ["oneOf", "anyOf"]
         .iter()
         .find_map(|key| field.get(*key).and_then(Value::as_array));
-    match (listed, titled) {
-        (None, None) => true,
-        (listed, titled) => {
-            listed.into_iter().flatten().any(|choice| choice == text)
-                || titled
-                    .into_iter()
-                    .flatten()
-                    .any(|choice| choice.get("const").is_some_and(|c| c == text))
-        }
+    if listed.is_none() && titled.is_none() {
+        return None;
     }
+    let listed = listed.into_iter().flatten().filter_map(Value::as_str);
+    let titled = titled
+        .into_iter()
+        .flatten()
+        .filter_map(|choice| choice.get("const")?.as_str());
+    Some(listed.chain(titled).collect())
+}
+
+/// Whether `text` is one of the `offered` choices ([`choices`]), or any text where there
+/// are none.
+fn chosen(offered: &Option<HashSet<&str>>, text: &str) -> bool {
+    offered
+        .as_ref()
+        .is_none_or(|offered| offered.contains(text))
 }
 
 /// The `ElicitResult` a body-selected result part serializes.

@@ -7,7 +7,8 @@
 //! salvaged from a rejected reply (fixture `atomic-unknown.invalid`), which is why
 //! [`decode`] returns the whole effect list or nothing.
 //!
-//! Envelopes are lenient (unknown `result` fields and `extensions` are ignored); effects
+//! Envelopes are lenient (unknown `result` fields are ignored, and `extensions` only
+//! checked for its shape: an object of reverse-DNS names, its values any JSON); effects
 //! are strict (an unknown field rejects the reply), as AHP-CORE-003 asks. A [`Failure`]
 //! only ever holds this module's fixed vocabulary: a backend's error message, error data
 //! or rejected effect text never reaches the audit or the model.

@@ -3497,6 +3497,47 @@ fn a_modification_applied_only_past_the_deadline_is_a_late_response() {
     assert_eq!(audit(&s)["effective"]["input"], json!({"command": "ls"}));
 }
 
+/// That `s`'s first interceptor's reply, complete in time, was accepted only past its
+/// deadline: a late response at acceptance, settled by `policy`, its attempt so recorded.
+fn assert_late_at_acceptance(policy: &str, s: &Settlement) {
+    assert_settled_by(policy, s);
+    assert_eq!(
+        audited(s, 0)["failure"],
+        json!({"class": "late-response", "phase": "accept"}),
+        "{policy}"
+    );
+    assert_eq!(attempt_results(s, 0), [json!("late-response")], "{policy}");
+}
+
+/// The timeout covers acceptance of every reply, not only of one that modifies: one
+/// whose effects are checked only past the deadline (an ask here; an inject's attachments
+/// looked up among the event's take time) is a late response, settled by policy; a reply
+/// of no effects has nothing to check, and one checked in time is accepted.
+#[test]
+fn a_reply_without_a_modification_checked_only_past_the_deadline_is_a_late_response() {
+    for policy in ["fail-open", "fail-closed"] {
+        let engine = load(vec![interceptor(A, policy, 500)]);
+        let ask = effects(json!([{"type": "ask"}]));
+        let mut host = FakeHost::new().on(A, Step::reply(ask).taking(499).then_lag(5));
+        let s = engine
+            .intercept(&mut host, &event(), &[], None)
+            .expect("valid");
+        assert_late_at_acceptance(policy, &s);
+    }
+    let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+    let mut host = FakeHost::new().on(A, Step::reply(no_effect()).taking(499).then_lag(5));
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    assert_no_objection(&s);
+    let ask = effects(json!([{"type": "ask"}]));
+    let mut host = FakeHost::new().on(A, Step::reply(ask).taking(499));
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    assert_eq!(s.decision, Decision::Ask, "{}", audit(&s));
+}
+
 /// The timeout covers acceptance while it runs, not only once it is done: the clock is
 /// read between a reply's modifications, so a reply of many whose application takes its
 /// interceptor past the deadline ends there, as a late response settled by the
@@ -3514,13 +3555,7 @@ fn the_deadline_passing_between_modifications_is_a_late_response() {
         let s = engine
             .intercept(&mut host, &event(), &[], None)
             .expect("valid");
-        assert_settled_by(policy, &s);
-        assert_eq!(
-            audited(&s, 0)["failure"],
-            json!({"class": "late-response", "phase": "accept"}),
-            "{policy}"
-        );
-        assert_eq!(attempt_results(&s, 0), [json!("late-response")], "{policy}");
+        assert_late_at_acceptance(policy, &s);
         assert!(s.enforce.effective.is_empty(), "{policy}");
         // It ended at the deadline, not once all of them were applied.
         assert!(

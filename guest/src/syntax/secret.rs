@@ -355,6 +355,10 @@ mod tests {
             "ssh://git:hunter2@github.com/org/repo",
             "sftp://alice:pw@files.example/x",
             "https://git@github.com/org/repo",
+            "sftp://deploy;x-proxypassword=S3cretPass99@files.example.com/",
+            "ssh://user%3Ahunter2@host/x",
+            // A secret's look under a count's name.
+            "TOTAL_ACCESS_TOKENS=0123456789abcdef0123456789abcdef01234567",
         ];
         let others = [
             "--model=gpt-4o",

@@ -310,15 +310,24 @@ pub fn names_a_count_or_data_key(name: &str) -> bool {
         return false;
     };
     let before = earlier.last().map(String::as_str).unwrap_or_default();
+    counts_tokens(&words)
+        || (matches!(last.as_str(), "key" | "keys") && DATA_KEY_WORDS.contains(&before))
+}
+
+/// Whether `words`, a name's, name a count of tokens: `tokens` last after a count word
+/// anywhere before it (`MAX_TOKENS`, `max_new_tokens`, `TOTAL_ACCESS_TOKENS`), or a rate
+/// (`tokensPerMinute`).
+fn counts_tokens(words: &[String]) -> bool {
+    let Some((last, earlier)) = words.split_last() else {
+        return false;
+    };
     let counted = earlier
         .iter()
         .any(|word| COUNT_WORDS.contains(&word.as_str()));
     let a_rate = words
         .windows(2)
         .any(|pair| pair[0] == "tokens" && pair[1] == "per");
-    (last == "tokens" && counted)
-        || a_rate
-        || (matches!(last.as_str(), "key" | "keys") && DATA_KEY_WORDS.contains(&before))
+    (last == "tokens" && counted) || a_rate
 }
 
 /// `name`'s words, lower-cased: split at anything but a letter or digit, and where a
@@ -389,7 +398,9 @@ fn sets_a_credential(text: &str) -> bool {
             true => named(name),
             false => configuration_key_s_own_name(name).is_some_and(named) && named(name),
         };
-        setting && may_be_secret(value)
+        // A count is a number: a secret's look under a count's name is a token misnamed
+        // (`TOTAL_ACCESS_TOKENS=<40 hex digits>`).
+        (setting && may_be_secret(value)) || (counts_tokens(&words_of(name)) && looks_secret(value))
     })
 }
 
@@ -838,9 +849,11 @@ pub fn argument_carries_a_credential(arg: &str) -> bool {
         })
 }
 
-/// Whether `url` is an SSH URL whose user info is a login name alone
-/// (`git+ssh://git@github.com/org/repo.git`): SSH asks its credential of a key or a
-/// prompt, never of the name. In an HTTP URL a name alone may be a token
+/// Whether `url` is an SSH URL whose user info is a login name alone, of letters,
+/// digits, `.`, `_` and `-` (`git+ssh://git@github.com/org/repo.git`): SSH asks its
+/// credential of a key or a prompt, never of the name. Not a name with a password or
+/// parameters, which may hold one (`user:pw@`, `user%3Apw@`, WinSCP's
+/// `user;x-proxypassword=…@`). In an HTTP URL a name alone may be a token
 /// (`https://<token>@github.com/…`), so that user info still counts.
 fn an_ssh_login(url: &str) -> bool {
     const SSH: [&str; 5] = ["ssh", "git+ssh", "ssh+git", "svn+ssh", "sftp"];
@@ -849,9 +862,12 @@ fn an_ssh_login(url: &str) -> bool {
     };
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     SSH.iter().any(|ssh| ssh.eq_ignore_ascii_case(scheme))
-        && authority
-            .rsplit_once('@')
-            .is_some_and(|(user, _)| !user.contains(':'))
+        && authority.rsplit_once('@').is_some_and(|(user, _)| {
+            !user.is_empty()
+                && user
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || "._-".contains(ch))
+        })
 }
 
 /// The URLs in `text`, each from its scheme to a space, or to the quote that opened it
