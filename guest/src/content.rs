@@ -230,9 +230,13 @@ impl Content {
                 attachments(value, &mut held);
             }
         }
+        // Only a part of the schema's shape can be one a reply holds (each passed it), and
+        // such a part is flat: what an event holds elsewhere under `kind: attachment`
+        // (in a tool's input, nested a hundred deep) is never written out.
         let held: HashSet<String> = held
             .into_iter()
             .filter(|part| self.shows_whole(part))
+            .filter(|part| object_part_flaw(part, &["attachment"]).is_none())
             .filter_map(text_of)
             .collect();
         given
@@ -568,6 +572,11 @@ fn part_flaw(value: &Value, kinds: &[&str]) -> Option<Flaw> {
     let Some(part) = value.as_object() else {
         return Some(Flaw::new("", "must be a part object"));
     };
+    object_part_flaw(part, kinds)
+}
+
+/// [`part_flaw`] of an object.
+fn object_part_flaw(part: &Map<String, Value>, kinds: &[&str]) -> Option<Flaw> {
     let kind = part.get("kind").and_then(Value::as_str);
     let Some(kind) = kind.filter(|kind| kinds.contains(kind)) else {
         return Some(Flaw::new(

@@ -1,10 +1,9 @@
 //! Content selection (AHP-CONTENT-002): each backend is sent the event with every content
 //! part lowered to its own subscription's `content` — the text of a part it may only
 //! describe never reaches it, whether it intercepts or observes — while a subscription
-//! that may read everything is sent the harness's bytes untouched. And what a reply's
-//! content is checked against the event with is checked in time, however large.
+//! that may read everything is sent the harness's bytes untouched.
 
-use ahp_host::{Decision, EffectKind, Interceptor, Options};
+use ahp_host::{Decision, Interceptor, Options};
 use ahp_tests::fault_backend::{Behaviour, FaultBackend};
 use ahp_tests::support::{sha256_hex, valid_event};
 use serde_json::{json, Value};
@@ -239,77 +238,4 @@ async fn a_replacement_of_content_not_shown_whole_is_not_offered() {
         sent["params"]["capabilities"]["modify"],
         json!({"output": {"merge": true, "replace": true}})
     );
-}
-
-/// A reply's attachments are looked up among the event's in time proportional to both:
-/// a reply repeating a shown attachment 9,000 times over an event of 9,000 (each under a
-/// megabyte) is accepted at once, where comparing each with each (81 million
-/// comparisons) ran the component past the call's bound, an engine failure whatever the
-/// subscription's policy.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reply_repeating_an_attachment_is_checked_in_time() {
-    const PARTS: usize = 9000;
-    let part = |i: usize| {
-        json!({"id": format!("a{i}"), "kind": "attachment", "mediaType": "image/png",
-               "selection": "body", "body": {"ref": format!("r{i}")}})
-    };
-    let mut event: Value = serde_json::from_str(&valid_event("tool.after", "evt_many")).unwrap();
-    event["items"] =
-        json!([{"id": "m1", "role": "tool", "parts": (0..PARTS).map(part).collect::<Vec<_>>()}]);
-    let repeated = vec![part(PARTS - 1); PARTS];
-    let replacement = json!([{"id": "m2", "role": "tool", "parts": repeated}]);
-    let replace = json!([{"type": "modify", "target": "output", "operation": "replace",
-                          "value": replacement}]);
-    let record = accepted_in_time(&event, "tool.after", replace, &[]).await;
-    assert_eq!(record["effective"]["output"], replacement);
-}
-
-/// The record of `event`'s call to one backend that intercepts `kind` shown everything,
-/// fail-open within 500 ms, and answers `effects`, checked to be the backend's allow: a
-/// check that ran the component past the call's bound (500 ms and its margin) would be
-/// an engine failure's denial instead.
-async fn accepted_in_time(
-    event: &Value,
-    kind: &str,
-    effects: Value,
-    advertised: &[EffectKind],
-) -> Value {
-    let backend_ = FaultBackend::start(vec![Behaviour::Effects(effects)]).await;
-    let subscription = json!({"events": [kind], "mode": "intercept", "timeoutMs": 500,
-        "failurePolicy": "fail-open", "content": {"default": "body"}});
-    let registration = json!({"protocolVersion": "draft", "hooks": [
-        backend("com.example.answerer", &backend_.url(), subscription),
-    ]});
-    let hooks = Interceptor::new(&registration.to_string(), Options::default())
-        .await
-        .expect("valid registration");
-    let settled = hooks
-        .intercept(&event.to_string(), advertised, None)
-        .await
-        .expect("settled");
-    let record: Value = serde_json::from_str(&settled.to_json()).unwrap();
-    assert_eq!(settled.decision, Decision::Allow, "{}", record["decidedBy"]);
-    assert_eq!(record["decidedBy"], "no-objection");
-    record
-}
-
-/// A supplied answer's multi-select is checked against the request's choices in time
-/// proportional to both: 100,000 items over 50,000 choices (each side under a megabyte)
-/// are accepted at once, where looking through the choices for each item ran the
-/// component past the call's bound, an engine failure whatever the subscription's policy.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_answer_of_many_choices_is_checked_in_time() {
-    let choices: Vec<String> = (0..50_000).map(|i| format!("c{i}")).collect();
-    let params = json!({"message": "Which?", "requestedSchema": {"type": "object",
-        "properties": {"tags": {"type": "array", "items": {"type": "string", "enum": choices}}}}});
-    let mut event: Value =
-        serde_json::from_str(&valid_event("user.elicitation.request", "evt_choices")).unwrap();
-    event["elicitation"]["request"] = json!({"id": "q1", "kind": "text",
-        "mediaType": "text/plain", "selection": "body", "text": params.to_string()});
-    let answer = json!({"action": "accept", "content": {"tags": vec!["c49999"; 100_000]}});
-    let supplied = json!([{"type": "return", "value": answer}]);
-    let advertised = [EffectKind::Deny, EffectKind::Return];
-    let kind = "user.elicitation.request";
-    let record = accepted_in_time(&event, kind, supplied, &advertised).await;
-    assert_eq!(record["returned"], answer);
 }

@@ -303,10 +303,8 @@ async fn a_continue_after_the_agent_s_answer_keeps_it_working_once_per_turn() {
 }
 
 /// What a backend's effects become at Gemini's events: a stop is `continue: false` before
-/// a tool and before a model request, on exit 2 with the reason on stderr too (blocked
-/// even where Gemini leaves the JSON unread, or ignores it there on exit 0:
-/// gemini-cli#16792), and context for the model is `additionalContext` after a tool and
-/// before a prompt.
+/// a tool (and before a model request, on exit 2 too), and context for the model is
+/// `additionalContext` after a tool and before a prompt.
 #[tokio::test]
 async fn a_stop_and_context_reach_gemini_in_its_own_words() {
     use ahp_tests::hook::answered_by_interceptor_of;
@@ -320,8 +318,9 @@ async fn a_stop_and_context_reach_gemini_in_its_own_words() {
         stop.clone(),
     )
     .await;
-    let stopped = json!({"continue": false, "stopReason": "the repo is frozen"});
-    ahp_tests::hook::assert_json_and_exit_2(&sent.ran, stopped.clone(), "the repo is frozen");
+    assert_stopped(&sent.ran, "the repo is frozen");
+    // Before a model request, on exit 2 with the reason on stderr too: blocked even where
+    // Gemini ignores the JSON on exit 0 there (gemini-cli#16792).
     let sent = answered_by_interceptor_of(
         &["model.request.before"],
         "fail-closed",
@@ -330,6 +329,7 @@ async fn a_stop_and_context_reach_gemini_in_its_own_words() {
         stop,
     )
     .await;
+    let stopped = json!({"continue": false, "stopReason": "the repo is frozen"});
     ahp_tests::hook::assert_json_and_exit_2(&sent.ran, stopped, "the repo is frozen");
     let inject = ahp_tests::hook::inject_text("the repo is frozen");
     for (event, payload) in [("tool.after", after_tool()), ("turn.start", before_agent())] {

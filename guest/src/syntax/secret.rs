@@ -359,6 +359,9 @@ mod tests {
             "ssh://user%3Ahunter2@host/x",
             // A secret's look under a count's name.
             "TOTAL_ACCESS_TOKENS=0123456789abcdef0123456789abcdef01234567",
+            // A parameter after a URL nested in another's query, or in a value.
+            "https://a.example/?redirect=https://b.example/x&token=abc",
+            "--data=https://h/x?q='?token=abc'",
         ];
         let others = [
             "--model=gpt-4o",
@@ -414,6 +417,14 @@ mod tests {
             "SSH://git@h/x",
             "StrictHostKeyChecking=accept-new",
             "-Dapp.jwt.token-validity=86400",
+            // An e-mail login in an SSH URL; counts that are expansions, paths, models.
+            "sftp://alice%40example.com@files.example/x",
+            "MAX_TOKENS=${CLAUDE_3_MAX_TOKENS}",
+            "--tokens-per-minute-file=./limits/tpm-2024.yaml",
+            "max_tokens=meta-llama/Llama-3.1-8B",
+            // A paging cursor after a URL's `?`, a value of a URL and an anchor.
+            "https://api.example/items?page_token=abc123",
+            "--link=https://x.example/?next=https://y.example/#top",
         ];
         assert_shape(argument_carries_a_credential, &carrying, &others);
         // A URL's scheme is looked for back from `://` past any letter, a wide one too.

@@ -269,6 +269,8 @@ pub fn holds_a_credential_word(name: &str) -> bool {
         && before.is_some_and(|before| DATA_KEY_WORDS.contains(&before));
     // The name of a secret kept elsewhere (helm's `existingSecret`,
     // `existingSecretPasswordKey`, `imagePullSecrets`).
+    // Looked at once, not at each `pull` (a name of a hundred thousand).
+    let a_key_path_s_pull_secrets = name.contains("pullSecrets") && name.contains(['.', '[']);
     let elsewhere = words.windows(2).enumerate().any(|(at, pair)| {
         let kept = match pair[0].as_str() {
             "existing" => true,
@@ -277,7 +279,7 @@ pub fn holds_a_credential_word(name: &str) -> bool {
             "pull" => {
                 at.checked_sub(1)
                     .is_some_and(|before| words[before] == "image")
-                    || (name.contains("pullSecrets") && name.contains(['.', '[']))
+                    || a_key_path_s_pull_secrets
             }
             _ => false,
         };
@@ -398,9 +400,15 @@ fn sets_a_credential(text: &str) -> bool {
             true => named(name),
             false => configuration_key_s_own_name(name).is_some_and(named) && named(name),
         };
-        // A count is a number: a secret's look under a count's name is a token misnamed
-        // (`TOTAL_ACCESS_TOKENS=<40 hex digits>`).
-        (setting && may_be_secret(value)) || (counts_tokens(&words_of(name)) && looks_secret(value))
+        // A count is a number: a run of letters and digits with a secret's look under a
+        // count's name is a token misnamed (`TOTAL_ACCESS_TOKENS=<40 hex digits>`), not a
+        // variable's expansion, a path or a model's name (`${LLM_MAX_TOKENS_V2}`,
+        // `meta-llama/Llama-3.1-8B`).
+        let a_run = value
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+        (setting && may_be_secret(value))
+            || (counts_tokens(&words_of(name)) && a_run && looks_secret(value))
     })
 }
 
@@ -844,16 +852,44 @@ pub fn argument_carries_a_credential(arg: &str) -> bool {
     argument_gives_a_credential(arg)
         || has_a_known_token_shape(arg)
         || (arg.contains("-----BEGIN") && arg.contains("PRIVATE KEY-----"))
-        || urls_in(arg).any(|url| {
-            (crate::uri::has_userinfo(url) && !an_ssh_login(url)) || has_a_secret_parameter(url)
+        || urls_in(arg).any(|url| crate::uri::has_userinfo(url) && !an_ssh_login(url))
+        || a_url_parameter_names_a_secret(arg)
+}
+
+/// Whether a parameter in a URL's query or fragment anywhere in `text` is named as a
+/// credential, as [`has_a_secret_parameter`] reads one URL's. Each word (up to a space) is
+/// read once, from the first `?` or `#` after its first URL, split at `&` and `;`, and
+/// each part's names read from its start and after each `?` or `#` in it, each name's
+/// value running to the part's end: the parameters of every URL in the word are among
+/// those (a value holding `?name=…` is looked into too). Read URL by URL, each running to
+/// the word's end, the URLs of one word lie inside each other, and a word of a hundred
+/// thousand `x://` cost their product, past the component's bound.
+fn a_url_parameter_names_a_secret(text: &str) -> bool {
+    text.split(char::is_whitespace)
+        .filter_map(|word| {
+            let url = &word[word.find("://")?..];
+            let query_or_fragment = url.find(['?', '#'])?;
+            Some(&url[query_or_fragment + 1..])
+        })
+        .flat_map(|parameters| parameters.split(['&', ';']))
+        .any(|part| {
+            let mut start = 0;
+            part.split(['?', '#']).any(|named| {
+                let at = start;
+                start += named.len() + 1;
+                named.split_once('=').is_some_and(|(name, _)| {
+                    let value_starts = at + name.len() + 1;
+                    value_starts < part.len() && names_a_credential(&percent_decoded(name))
+                })
+            })
         })
 }
 
-/// Whether `url` is an SSH URL whose user info is a login name alone, of letters,
-/// digits, `.`, `_` and `-` (`git+ssh://git@github.com/org/repo.git`): SSH asks its
-/// credential of a key or a prompt, never of the name. Not a name with a password or
-/// parameters, which may hold one (`user:pw@`, `user%3Apw@`, WinSCP's
-/// `user;x-proxypassword=…@`). In an HTTP URL a name alone may be a token
+/// Whether `url` is an SSH URL whose user info is a login name alone
+/// (`git+ssh://git@github.com/org/repo.git`, `sftp://alice%40example.com@…`): SSH asks
+/// its credential of a key or a prompt, never of the name. Not a name with a password or
+/// parameters, which may hold one, percent-encoded too (`user:pw@`, `user%3Apw@`,
+/// WinSCP's `user;x-proxypassword=…@`). In an HTTP URL a name alone may be a token
 /// (`https://<token>@github.com/…`), so that user info still counts.
 fn an_ssh_login(url: &str) -> bool {
     const SSH: [&str; 5] = ["ssh", "git+ssh", "ssh+git", "svn+ssh", "sftp"];
@@ -863,17 +899,16 @@ fn an_ssh_login(url: &str) -> bool {
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     SSH.iter().any(|ssh| ssh.eq_ignore_ascii_case(scheme))
         && authority.rsplit_once('@').is_some_and(|(user, _)| {
-            !user.is_empty()
-                && user
-                    .chars()
-                    .all(|ch| ch.is_ascii_alphanumeric() || "._-".contains(ch))
+            let user = percent_decoded(user);
+            !user.is_empty() && !user.contains([':', ';'])
         })
 }
 
-/// The URLs in `text`, each from its scheme to a space, or to the quote that opened it
-/// (`{"url":"https://…"}`; a password may hold one, `postgres://u:pa'ss@db/x`): after a
-/// `:` before it too (`export PATH=/a:/b; git clone https://user:pass@host/r`), and not
-/// running on into the next word (`https://registry.npmjs.org @scope/pkg`).
+/// The URLs in `text`, each from its scheme to the end of its authority, where its user
+/// info is: the authority ends at a space, at the quote that opened the URL
+/// (`{"url":"https://…"}`), or as [`crate::uri::has_userinfo`] ends it. Found after a `:`
+/// before it too (`export PATH=/a:/b; git clone https://user:pass@host/r`). Each is read
+/// no further than its authority, so a text of many URLs costs its length.
 fn urls_in(text: &str) -> impl Iterator<Item = &str> {
     text.match_indices("://").map(move |(at, _)| {
         let scheme = text[..at]
@@ -881,15 +916,26 @@ fn urls_in(text: &str) -> impl Iterator<Item = &str> {
             .rev()
             .find(|(_, ch)| !(ch.is_ascii_alphanumeric() || "+.-".contains(*ch)))
             .map_or(0, |(before, ch)| before + ch.len_utf8());
-        let url = &text[scheme..];
         let opened = text[..scheme]
             .chars()
             .next_back()
             .filter(|ch| "\"'".contains(*ch));
-        let end = url
-            .find(|ch: char| ch.is_whitespace() || Some(ch) == opened)
-            .unwrap_or(url.len());
-        &url[..end]
+        let special = crate::uri::is_special(&text[scheme..at]);
+        // After `//`, a special scheme's authority starts past any further `/` and `\`.
+        let rest = &text[at + 3..];
+        let leading = match special {
+            true => rest.len() - rest.trim_start_matches(['/', '\\']).len(),
+            false => 0,
+        };
+        let ends = |ch: char| {
+            ch.is_whitespace()
+                || Some(ch) == opened
+                || matches!(ch, '/' | '?' | '#')
+                || (special && ch == '\\')
+        };
+        let authority = &rest[leading..];
+        let end = authority.find(ends).unwrap_or(authority.len());
+        &text[scheme..at + 3 + leading + end]
     })
 }
 

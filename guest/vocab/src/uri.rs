@@ -13,11 +13,10 @@
 /// `file:`, whose host comes after exactly two slashes and never has user info there
 /// (`file:///@scope/pkg` is a path).
 pub fn has_userinfo(url: &str) -> bool {
-    const SPECIAL: [&str; 5] = ["http", "https", "ws", "wss", "ftp"];
     let Some((scheme, rest)) = url.split_once(':') else {
         return false;
     };
-    let authority = match SPECIAL.iter().any(|s| s.eq_ignore_ascii_case(scheme)) {
+    let authority = match is_special(scheme) {
         true => rest
             .trim_start_matches(['/', '\\'])
             .split(['/', '\\', '?', '#'])
@@ -129,4 +128,11 @@ fn is_sub_delim(b: u8) -> bool {
 /// RFC 3986 §3.3 `pchar` minus `pct-encoded`, which [`is_encoded`] handles.
 fn is_pchar(b: u8) -> bool {
     is_unreserved(b) || is_sub_delim(b) || b == b':' || b == b'@'
+}
+
+/// Whether `scheme` is one a WHATWG URL parser reads as special (its authority after any
+/// run of `/` and `\`, ended by either: [`has_userinfo`]).
+pub(crate) fn is_special(scheme: &str) -> bool {
+    const SPECIAL: [&str; 5] = ["http", "https", "ws", "wss", "ftp"];
+    SPECIAL.iter().any(|s| s.eq_ignore_ascii_case(scheme))
 }

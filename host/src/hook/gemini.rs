@@ -107,8 +107,7 @@ pub const FIELDS: Fields = Fields {
 };
 
 /// After the agent's answer [`at_stop`](super::at_stop), a continue as `decision: deny`.
-/// Elsewhere a flow stop first: `continue: false` (on exit 2 too before a tool or a model
-/// request, where it denies the call). Then before a tool a denial, replaced
+/// Elsewhere a flow stop first: `continue: false`. Then before a tool a denial, replaced
 /// arguments, or nothing (Gemini has no ask, so an ask can only be a denial); elsewhere a
 /// denial where Gemini blocks (before a tool and a model request on exit 2 too), else the context
 /// for the model, else nothing.
@@ -120,15 +119,10 @@ pub fn answer(spec: &EventSpec, verdict: &Verdict) -> Answer {
     let denied = verdict.decision != Decision::Allow;
     if let Some(reason) = verdict.stop_reason() {
         let mut answer = super::stop_answer(reason);
-        // Before a tool or a model request on exit 2 too, as a denial there (below): were
-        // the JSON left unread on exit 0 (a shell's startup output before it) or ignored
-        // there as a denial's has been, the call would go ahead; on exit 2 it is blocked
-        // whatever Gemini makes of the JSON.
-        let blocks = matches!(
-            spec.ahp,
-            AhpEvent::ToolBefore | AhpEvent::ModelRequestBefore
-        );
-        if blocks && denied {
+        // Before a model request on exit 2 too, as a denial there (below): were the JSON
+        // ignored on exit 0 there as a denial's has been, the request would go out; on
+        // exit 2 it is blocked whatever Gemini makes of the JSON.
+        if spec.ahp == AhpEvent::ModelRequestBefore && denied {
             answer.exit = 2;
             answer.stderr = vec![reason.to_string()];
         }
@@ -211,11 +205,9 @@ mod tests {
                 "{}",
                 spec.native
             );
-            // Before a tool or a model request, blocked on exit 2 too, as a denial there is.
+            // Before a model request, blocked on exit 2 too, as a denial there is.
             let (exit, stderr) = match spec.ahp {
-                AhpEvent::ToolBefore | AhpEvent::ModelRequestBefore => {
-                    (2, vec!["the repo is frozen".to_string()])
-                }
+                AhpEvent::ModelRequestBefore => (2, vec!["the repo is frozen".to_string()]),
                 _ => (0, Vec::new()),
             };
             assert_eq!(

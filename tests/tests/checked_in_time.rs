@@ -1,0 +1,143 @@
+//! What the component checks of an event or a backend's reply costs in proportion to
+//! their sizes. Each input here, within the caps (a reply of at most a megabyte, an event
+//! of a few), once cost the product of two of its sizes: the component then ran past the
+//! call's bound (its subscriptions' timeouts and a margin), and the call was an engine
+//! failure's denial whatever the subscription's policy, its interceptor missing from the
+//! record. Each is now decided as its subscription's policy says, at once.
+
+use ahp_host::{Decision, EffectKind, Interceptor, Options};
+use ahp_tests::fault_backend::{Behaviour, FaultBackend};
+use ahp_tests::support::valid_event;
+use serde_json::{json, Value};
+
+fn backend(id: &str, url: &str, subscription: Value) -> Value {
+    json!({"id": id, "transport": {"type": "http", "url": url}, "subscriptions": [subscription]})
+}
+
+/// The record of `event`'s call to one backend that intercepts `kind`, shown everything,
+/// fail-open within 500 ms, and answers `effects`.
+async fn settled_in_time(
+    event: &Value,
+    kind: &str,
+    effects: Value,
+    advertised: &[EffectKind],
+) -> Value {
+    let backend_ = FaultBackend::start(vec![Behaviour::Effects(effects)]).await;
+    let subscription = json!({"events": [kind], "mode": "intercept", "timeoutMs": 500,
+        "failurePolicy": "fail-open", "content": {"default": "body"}});
+    let registration = json!({"protocolVersion": "draft", "hooks": [
+        backend("com.example.answerer", &backend_.url(), subscription),
+    ]});
+    let hooks = Interceptor::new(&registration.to_string(), Options::default())
+        .await
+        .expect("valid registration");
+    let settled = hooks
+        .intercept(&event.to_string(), advertised, None)
+        .await
+        .expect("settled");
+    let record: Value = serde_json::from_str(&settled.to_json()).unwrap();
+    assert_ne!(record["decidedBy"], "engine-failure");
+    assert_eq!(settled.decision, Decision::Allow, "{}", record["decidedBy"]);
+    record
+}
+
+/// [`settled_in_time`], checked to be the backend's allow.
+async fn accepted_in_time(
+    event: &Value,
+    kind: &str,
+    effects: Value,
+    advertised: &[EffectKind],
+) -> Value {
+    let record = settled_in_time(event, kind, effects, advertised).await;
+    assert_eq!(record["decidedBy"], "no-objection");
+    record
+}
+
+/// An attachment part of the event: flat, `body` a reference.
+fn part(i: usize) -> Value {
+    json!({"id": format!("a{i}"), "kind": "attachment", "mediaType": "image/png",
+           "selection": "body", "body": {"ref": format!("r{i}")}})
+}
+
+/// A reply's attachments are looked up among the event's in time proportional to both:
+/// a reply repeating a shown attachment 9,000 times over an event of 9,000 (each under a
+/// megabyte) is accepted at once, where comparing each with each (81 million
+/// comparisons) ran the component past the call's bound, an engine failure whatever the
+/// subscription's policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_repeating_an_attachment_is_checked_in_time() {
+    const PARTS: usize = 9000;
+    let mut event: Value = serde_json::from_str(&valid_event("tool.after", "evt_many")).unwrap();
+    event["items"] =
+        json!([{"id": "m1", "role": "tool", "parts": (0..PARTS).map(part).collect::<Vec<_>>()}]);
+    let repeated = vec![part(PARTS - 1); PARTS];
+    let replacement = json!([{"id": "m2", "role": "tool", "parts": repeated}]);
+    let replace = json!([{"type": "modify", "target": "output", "operation": "replace",
+                          "value": replacement}]);
+    let record = accepted_in_time(&event, "tool.after", replace, &[]).await;
+    assert_eq!(record["effective"]["output"], replacement);
+}
+
+/// A supplied answer's multi-select is checked against the request's choices in time
+/// proportional to both: 100,000 items over 50,000 choices (each side under a megabyte)
+/// are accepted at once, where looking through the choices for each item ran the
+/// component past the call's bound, an engine failure whatever the subscription's policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_of_many_choices_is_checked_in_time() {
+    let choices: Vec<String> = (0..50_000).map(|i| format!("c{i}")).collect();
+    let params = json!({"message": "Which?", "requestedSchema": {"type": "object",
+        "properties": {"tags": {"type": "array", "items": {"type": "string", "enum": choices}}}}});
+    let mut event: Value =
+        serde_json::from_str(&valid_event("user.elicitation.request", "evt_choices")).unwrap();
+    event["elicitation"]["request"] = json!({"id": "q1", "kind": "text",
+        "mediaType": "text/plain", "selection": "body", "text": params.to_string()});
+    let answer = json!({"action": "accept", "content": {"tags": vec!["c49999"; 100_000]}});
+    let supplied = json!([{"type": "return", "value": answer}]);
+    let advertised = [EffectKind::Deny, EffectKind::Return];
+    let kind = "user.elicitation.request";
+    let record = accepted_in_time(&event, kind, supplied, &advertised).await;
+    assert_eq!(record["returned"], answer);
+}
+
+/// A reply's attachment is looked up only among the event's parts of the schema's shape,
+/// each flat: an event holding 120 objects of `kind: attachment` nested in its tool's
+/// input around two megabytes (which a model writes) was written out level by level,
+/// past the component's memory, once a reply held any attachment. The reply's, one the
+/// event does not hold, is a malformed effect, settled by the policy: failed open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_s_attachment_is_looked_up_among_the_event_s_parts_alone() {
+    let mut nested = json!("x".repeat(2_200_000));
+    for i in 0..120 {
+        nested = json!({"id": format!("n{i}"), "kind": "attachment", "mediaType": "image/png",
+                        "selection": "body", "x": nested});
+    }
+    let mut event: Value = serde_json::from_str(&valid_event("tool.after", "evt_nested")).unwrap();
+    event["tool"]["input"]["data"] = nested;
+    event["items"] = json!([{"id": "m1", "role": "tool", "parts": [part(0)]}]);
+    let replacement = json!([{"id": "m2", "role": "tool", "parts": [part(1)]}]);
+    let replace = json!([{"type": "modify", "target": "output", "operation": "replace",
+                          "value": replacement}]);
+    let record = settled_in_time(&event, "tool.after", replace, &[]).await;
+    let interceptor = &record["interceptors"][0];
+    assert_eq!(interceptor["outcome"], "failed-open", "{interceptor}");
+    assert_eq!(interceptor["failure"]["detail"], "malformed-effect");
+}
+
+/// An MCP server's arguments are checked for credentials in time proportional to their
+/// length: an argument of 65,536 URLs in one word (each URL's query read to the word's
+/// end, once per URL) and an option named by 50,000 `pull`s (each looking through the
+/// whole name) each ran the component past the call's bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_server_s_long_arguments_are_checked_in_time() {
+    let urls = "x://".repeat(65_536);
+    let option = format!("--{}key", "pull-".repeat(50_000));
+    for args in [json!([urls]), json!([option, "x"])] {
+        let mut event: Value =
+            serde_json::from_str(&valid_event("tool.before", "evt_args")).unwrap();
+        event["tool"]["origin"] = json!("mcp");
+        event["tool"]["mcp"] = json!({"server": {"id": "srv"}, "toolName": "t",
+            "provenance": "runtime", "connection": {"transport": "stdio", "command": "srv",
+            "args": args, "cwd": "/srv"}});
+        accepted_in_time(&event, "tool.before", json!([]), &[EffectKind::Deny]).await;
+    }
+}
