@@ -362,6 +362,9 @@ mod tests {
             // A parameter after a URL nested in another's query, or in a value.
             "https://a.example/?redirect=https://b.example/x&token=abc",
             "--data=https://h/x?q='?token=abc'",
+            // Under a count's name: a UUID, base64.
+            "TOTAL_ACCESS_TOKENS=a1b2c3d4-e5f6-7890-abcd-ef1234567890",
+            "TOTAL_ACCESS_TOKENS=dGhpc2lzYXNlY3JldHRva2VuMTIzNDU2Nzg5MA==",
         ];
         let others = [
             "--model=gpt-4o",
@@ -425,6 +428,8 @@ mod tests {
             // A paging cursor after a URL's `?`, a value of a URL and an anchor.
             "https://api.example/items?page_token=abc123",
             "--link=https://x.example/?next=https://y.example/#top",
+            // A query parameter with no value before an anchor.
+            "https://h.example/page?api_key=#usage",
         ];
         assert_shape(argument_carries_a_credential, &carrying, &others);
         // A URL's scheme is looked for back from `://` past any letter, a wide one too.

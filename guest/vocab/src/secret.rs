@@ -400,13 +400,14 @@ fn sets_a_credential(text: &str) -> bool {
             true => named(name),
             false => configuration_key_s_own_name(name).is_some_and(named) && named(name),
         };
-        // A count is a number: a run of letters and digits with a secret's look under a
-        // count's name is a token misnamed (`TOTAL_ACCESS_TOKENS=<40 hex digits>`), not a
-        // variable's expansion, a path or a model's name (`${LLM_MAX_TOKENS_V2}`,
-        // `meta-llama/Llama-3.1-8B`).
-        let a_run = value
-            .chars()
-            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+        // A count is a number: a run of a token's characters with a secret's look under a
+        // count's name is a token misnamed (`TOTAL_ACCESS_TOKENS=<40 hex digits>`, a UUID,
+        // base64, a JWT), not a variable's expansion, a path or a model's name
+        // (`${LLM_MAX_TOKENS_V2}`, `meta-llama/Llama-3.1-8B`).
+        let a_run = value.starts_with("eyJ")
+            || value
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || "_-+=".contains(ch));
         (setting && may_be_secret(value))
             || (counts_tokens(&words_of(name)) && a_run && looks_secret(value))
     })
@@ -869,17 +870,30 @@ fn a_url_parameter_names_a_secret(text: &str) -> bool {
         .filter_map(|word| {
             let url = &word[word.find("://")?..];
             let query_or_fragment = url.find(['?', '#'])?;
-            Some(&url[query_or_fragment + 1..])
+            Some(&url[query_or_fragment..])
         })
-        .flat_map(|parameters| parameters.split(['&', ';']))
-        .any(|part| {
-            let mut start = 0;
-            part.split(['?', '#']).any(|named| {
-                let at = start;
-                start += named.len() + 1;
-                named.split_once('=').is_some_and(|(name, _)| {
-                    let value_starts = at + name.len() + 1;
-                    value_starts < part.len() && names_a_credential(&percent_decoded(name))
+        .any(|parameters| {
+            // A query's values end at the fragment (`?api_key=#usage` gives none).
+            let fragment = match parameters.starts_with('?') {
+                true => parameters.find('#').unwrap_or(parameters.len()),
+                false => 0,
+            };
+            let mut part_at = 1;
+            parameters[1..].split(['&', ';']).any(|part| {
+                let (start, end) = (part_at, part_at + part.len());
+                part_at = end + 1;
+                let mut named_at = start;
+                part.split(['?', '#']).any(|named| {
+                    let at = named_at;
+                    named_at += named.len() + 1;
+                    named.split_once('=').is_some_and(|(name, _)| {
+                        let value = at + name.len() + 1;
+                        let value_end = match value <= fragment && fragment < end {
+                            true => fragment,
+                            false => end,
+                        };
+                        value < value_end && names_a_credential(&percent_decoded(name))
+                    })
                 })
             })
         })

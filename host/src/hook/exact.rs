@@ -23,22 +23,19 @@ pub fn exact(json: &str, value: &mut Value) -> Result<(), String> {
     let mut walk = Walk {
         literals: Literals::of(json),
         path: Vec::new(),
-        zeros: Vec::new(),
         past_64: None,
     };
     let mut reader = serde_json::Deserializer::from_str(json);
-    let walked = (&mut walk).deserialize(&mut reader);
+    let zeros = (&mut walk).deserialize(&mut reader);
     if let Some(pointer) = walk.past_64 {
         return Err(format!(
             "holds a whole number past 64 bits at {pointer:?}, which a backend would read as another number"
         ));
     }
     // The text was read once already: the second reading fails only at such a number.
-    debug_assert!(walked.is_ok(), "{walked:?}");
-    for pointer in walk.zeros.into_iter().flatten() {
-        if let Some(zero) = value.pointer_mut(&pointer) {
-            *zero = Value::from(0u64);
-        }
+    debug_assert!(zeros.is_ok(), "{zeros:?}");
+    if let Ok(zeros) = zeros {
+        zeros.apply(value);
     }
     Ok(())
 }
@@ -63,15 +60,60 @@ fn may_be_misread(json: &[u8]) -> bool {
     })
 }
 
+/// Where a value's `-0`s are, as a tree of the members and items down to them: each
+/// member name is kept once, however many zeros lie below it. A pointer string per zero
+/// cost their count times their depth's names (a payload of 200 KB, a long name above
+/// 40,000 zeros, took gigabytes: the hook aborted with no answer and no record).
+#[derive(Debug)]
+enum Zeros {
+    None,
+    /// The value is one.
+    Here,
+    /// Some are in these members or items.
+    Within(Vec<(Step, Zeros)>),
+}
+
+#[derive(Debug)]
+enum Step {
+    Member(String),
+    Item(usize),
+}
+
+impl Zeros {
+    /// A container's: none where none of its members or items holds one.
+    fn within(steps: Vec<(Step, Zeros)>) -> Zeros {
+        match steps.is_empty() {
+            true => Zeros::None,
+            false => Zeros::Within(steps),
+        }
+    }
+
+    /// Makes each zero of `value` it names the integer 0.
+    fn apply(self, value: &mut Value) {
+        match self {
+            Zeros::None => {}
+            Zeros::Here => *value = Value::from(0u64),
+            Zeros::Within(steps) => {
+                for (step, zeros) in steps {
+                    let inner = match step {
+                        Step::Member(name) => value.get_mut(name.as_str()),
+                        Step::Item(index) => value.get_mut(index),
+                    };
+                    if let Some(inner) = inner {
+                        zeros.apply(inner);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The second reading: each number's literal by its place in text order.
 struct Walk<'t> {
     literals: Literals<'t>,
-    /// The member names and indexes down to the value being read.
+    /// The member names and indexes down to the value being read, for the pointer of a
+    /// whole number past 64 bits.
     path: Vec<String>,
-    /// The pointers of the `-0`s; `None` for one in a member a later one of the same
-    /// name replaced (the harness's reader keeps the last, as serde_json's does), whose
-    /// pointer is the later member's.
-    zeros: Vec<Option<String>>,
     /// The pointer of a whole number past 64 bits, where the reading stopped.
     past_64: Option<String>,
 }
@@ -87,85 +129,89 @@ impl Walk<'_> {
 }
 
 impl<'de> DeserializeSeed<'de> for &mut Walk<'_> {
-    type Value = ();
+    type Value = Zeros;
 
-    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<(), D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Zeros, D::Error> {
         reader.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for &mut Walk<'_> {
-    type Value = ();
+    type Value = Zeros;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
+    fn visit_bool<E>(self, _: bool) -> Result<Zeros, E> {
+        Ok(Zeros::None)
     }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+    fn visit_i64<E>(self, _: i64) -> Result<Zeros, E> {
         self.literals.read += 1;
-        Ok(())
+        Ok(Zeros::None)
     }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+    fn visit_u64<E>(self, _: u64) -> Result<Zeros, E> {
         self.literals.read += 1;
-        Ok(())
+        Ok(Zeros::None)
     }
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<(), E> {
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Zeros, E> {
         let n = self.literals.read;
         self.literals.read += 1;
         match number_literal::written(v, || self.literals.nth(n)) {
-            Written::AsRead => Ok(()),
-            Written::Zero => {
-                self.zeros.push(Some(self.pointer()));
-                Ok(())
-            }
+            Written::AsRead => Ok(Zeros::None),
+            Written::Zero => Ok(Zeros::Here),
             Written::PastI64 => {
                 self.past_64 = Some(self.pointer());
                 Err(E::custom("a whole number past 64 bits"))
             }
         }
     }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
+    fn visit_str<E>(self, _: &str) -> Result<Zeros, E> {
+        Ok(Zeros::None)
     }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_unit<E>(self) -> Result<Zeros, E> {
+        Ok(Zeros::None)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
-        let mut index = 0usize;
-        loop {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Zeros, A::Error> {
+        let mut within = Vec::new();
+        for index in 0.. {
             self.path.push(index.to_string());
             let item = items.next_element_seed(&mut *self)?;
             self.path.pop();
-            if item.is_none() {
-                return Ok(());
+            match item {
+                None => break,
+                Some(Zeros::None) => {}
+                Some(zeros) => within.push((Step::Item(index), zeros)),
             }
-            index += 1;
         }
+        Ok(Zeros::within(within))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
-        // The `-0`s found in each member's value, by name.
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<Zeros, A::Error> {
+        // The `-0`s of each member's value, by name: the harness's reader keeps a
+        // repeated member's last value, as serde_json's does, so a later member of the
+        // same name replaces an earlier one's, with its own or none.
         let mut found = std::collections::HashMap::new();
         while let Some(name) = members.next_key::<String>()? {
-            let first = self.zeros.len();
             self.path.push(name);
-            members.next_value_seed(&mut *self)?;
+            let zeros = members.next_value_seed(&mut *self)?;
             let name = self.path.pop().unwrap_or_default();
-            if let Some(replaced) = found.insert(name, first..self.zeros.len()) {
-                self.zeros[replaced].fill(None);
-            }
+            found.insert(name, zeros);
         }
-        Ok(())
+        let within = found
+            .into_iter()
+            .filter(|(_, zeros)| !matches!(zeros, Zeros::None))
+            .map(|(name, zeros)| (Step::Member(name), zeros))
+            .collect();
+        Ok(Zeros::within(within))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn read(json: &str) -> Result<Value, String> {
         let mut value = serde_json::from_str(json).unwrap();
@@ -220,6 +266,20 @@ mod tests {
         }
         // Written with a fraction or an exponent, it is a float already.
         assert!(read(r#"{"a":1.2345678901234568e29,"b":18446744073709551616.0}"#).is_ok());
+    }
+
+    /// Each member name above the zeros is kept once: 40,000 of them under a name of a
+    /// megabyte (a payload of 1.1 MB) once took a pointer string each, 40 GB.
+    #[test]
+    fn many_zeros_under_a_long_name_cost_the_payload_s_length() {
+        let name = "k".repeat(1 << 20);
+        let zeros = vec!["-0"; 40_000].join(",");
+        let json = format!(r#"{{"tool_input":{{"{name}":[{zeros}],"b":-0}}}}"#);
+        let read = read(&json).expect("read");
+        let items = read["tool_input"][&name].as_array().expect("the list");
+        assert_eq!(items.len(), 40_000);
+        assert!(items.iter().all(|zero| zero.as_u64() == Some(0)));
+        assert_eq!(read["tool_input"]["b"], json!(0));
     }
 
     #[test]
