@@ -27,7 +27,7 @@ use crate::wire::{self, Message};
 use ahp_vocab::{
     AttemptEntry, AttemptResult, DecidedBy, Decision, Detail, Enforce, EventCapability, EventRef,
     Failure, FailureClass, FailurePolicy, Flow, FlowOperation, Injection, InterceptableEvent,
-    InterceptorEntry, ObserverKind, Outcome, Phase,
+    InterceptorEntry, ModifyOperation, ObserverKind, Outcome, Phase,
 };
 use std::borrow::Cow;
 
@@ -163,7 +163,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         };
         let ending = match ending {
             Ending::Accepted(effects) if !fits(&effects) => Ending::Failed(misfit()),
-            Ending::Accepted(effects) => {
+            Ending::Accepted(mut effects) => {
                 let stopping = stops(&effects);
                 let late = || !stopping && host.now() >= deadline;
                 // Checking a reply's effects takes time too (its attachments looked up
@@ -171,7 +171,7 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                 // modified is accepted only if the deadline has not passed by then. A
                 // reply of no effects took none since the last reading.
                 let accepted =
-                    modified(&effective, call.rules, &effects, late).and_then(|changed| {
+                    modified(&effective, call.rules, &mut effects, late).and_then(|changed| {
                         match changed.is_none() && !effects.is_empty() && late() {
                             true => Err(Unaccepted::Late),
                             false => Ok(changed),
@@ -362,14 +362,16 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
         enforce
             .flow
             .take_if(|f| f.operation == FlowOperation::Continue);
-    } else if let Some((target, pointer)) = call.rules.modify {
-        if matches!(&effective, Cow::Owned(changed) if changed != call.event) {
-            // What the harness applies: at an elicitation result, the answer in its part.
+    } else if let (Some((target, pointer)), Cow::Owned(changed)) = (call.rules.modify, effective) {
+        if changed != *call.event {
+            // What the harness applies: at an elicitation result, the answer in its part;
+            // elsewhere the value, taken out of the effective event, which goes no
+            // further (a copy beside it and the original held three of a large one).
             let value = match call.rules.event {
                 InterceptableEvent::UserElicitationResult => {
-                    effective.value_at(pointer).and_then(elicitation::answer)
+                    changed.value_at(pointer).and_then(elicitation::answer)
                 }
-                _ => effective.value_at(pointer).cloned(),
+                _ => changed.into_value_at(pointer),
             };
             if let Some(value) = value {
                 enforce.effective.insert(target.as_str().to_owned(), value);
@@ -453,28 +455,34 @@ enum Unaccepted {
 /// not their product (a copy of the target and of the event per modification let a
 /// 1 MiB reply of empty merges to a 1 MiB input copy gigabytes, past the host's CPU
 /// bound). `late` is asked between modifications and once the event is rebuilt.
+///
+/// The modifications' values are moved out of `effects` (nothing reads them after), and
+/// the target is copied only for a merge into it: a copy of each beside the event's own
+/// held three or four copies of a large value at once, past the component's memory,
+/// where one reply or two of a megabyte each held a dense one.
 fn modified(
     event: &Event,
     rules: &Rules,
-    effects: &[Effect],
+    effects: &mut [Effect],
     mut late: impl FnMut() -> bool,
 ) -> Result<Option<Event>, Unaccepted> {
     let Some((_, pointer)) = rules.modify else {
         return Ok(None);
     };
-    let mut changes = effects.iter().filter_map(|effect| match effect {
+    let mut changes = effects.iter_mut().filter_map(|effect| match effect {
         Effect::Modify {
             operation, value, ..
-        } => Some((*operation, value)),
+        } => Some((*operation, std::mem::take(value))),
         _ => None,
     });
     let Some((operation, change)) = changes.next() else {
         return Ok(None);
     };
     let answers = rules.event == InterceptableEvent::UserElicitationResult;
-    let current = match answers {
-        true => elicitation::answer_to_modify(event, pointer).ok_or(Unaccepted::Misfit)?,
-        false => event.value_at(pointer).cloned(),
+    let current = match (answers, operation) {
+        (true, _) => elicitation::answer_to_modify(event, pointer).ok_or(Unaccepted::Misfit)?,
+        (false, ModifyOperation::Replace) => None,
+        (false, ModifyOperation::Merge) => event.value_at(pointer).cloned(),
     };
     let mut value = effect::apply(current, operation, change).ok_or(Unaccepted::Misfit)?;
     // At an elicitation result every step must leave an answer. Each change is one

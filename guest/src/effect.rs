@@ -152,23 +152,21 @@ pub fn content_of(effect: &Effect, event: InterceptableEvent) -> Option<&Value> 
 /// shallowly (a `null` member is a literal value, nested values are replaced whole) and
 /// appends lists in order. `None` when a merge meets a value of another shape.
 ///
-/// It takes the current value and changes it in place: a reply's modifications are
-/// applied one after another to one copy of the target, so each costs what its own value
-/// weighs, never a copy of the whole target.
-pub fn apply(current: Option<Value>, operation: ModifyOperation, value: &Value) -> Option<Value> {
-    match (operation, current) {
-        (ModifyOperation::Replace, _) | (ModifyOperation::Merge, None) => Some(value.clone()),
-        (ModifyOperation::Merge, Some(Value::Object(mut base))) => {
-            for (key, member) in value.as_object()? {
-                base.insert(key.clone(), member.clone());
-            }
+/// It takes the current value and the modification's and changes the first in place: a
+/// reply's modifications are applied one after another to one copy of the target, so
+/// each costs what its own value weighs, never a copy of the whole target or of itself.
+pub fn apply(current: Option<Value>, operation: ModifyOperation, value: Value) -> Option<Value> {
+    match (operation, current, value) {
+        (ModifyOperation::Replace, _, value) | (ModifyOperation::Merge, None, value) => Some(value),
+        (ModifyOperation::Merge, Some(Value::Object(mut base)), Value::Object(members)) => {
+            base.extend(members);
             Some(Value::Object(base))
         }
-        (ModifyOperation::Merge, Some(Value::Array(mut base))) => {
-            base.extend(value.as_array()?.iter().cloned());
+        (ModifyOperation::Merge, Some(Value::Array(mut base)), Value::Array(items)) => {
+            base.extend(items);
             Some(Value::Array(base))
         }
-        (ModifyOperation::Merge, Some(_)) => None,
+        (ModifyOperation::Merge, Some(_), _) => None,
     }
 }
 
@@ -183,13 +181,13 @@ mod tests {
         let merged = apply(
             Some(base.clone()),
             ModifyOperation::Merge,
-            &json!({"command": "ls", "cwd": null, "env": {"B": "2"}}),
+            json!({"command": "ls", "cwd": null, "env": {"B": "2"}}),
         );
         assert_eq!(
             merged,
             Some(json!({"command": "ls", "cwd": null, "env": {"B": "2"}}))
         );
-        let replaced = apply(Some(base), ModifyOperation::Replace, &json!({"x": 1}));
+        let replaced = apply(Some(base), ModifyOperation::Replace, json!({"x": 1}));
         assert_eq!(replaced, Some(json!({"x": 1})));
     }
 
@@ -198,15 +196,15 @@ mod tests {
         let merged = apply(
             Some(json!([{"a": 1}])),
             ModifyOperation::Merge,
-            &json!([{"b": 2}]),
+            json!([{"b": 2}]),
         );
         assert_eq!(merged, Some(json!([{"a": 1}, {"b": 2}])));
         assert_eq!(
-            apply(Some(json!([])), ModifyOperation::Merge, &json!({})),
+            apply(Some(json!([])), ModifyOperation::Merge, json!({})),
             None
         );
         assert_eq!(
-            apply(Some(json!("x")), ModifyOperation::Merge, &json!({})),
+            apply(Some(json!("x")), ModifyOperation::Merge, json!({})),
             None
         );
     }

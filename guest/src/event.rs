@@ -74,6 +74,29 @@ impl PartialEq for Event {
     }
 }
 
+/// A copy of `object` with the member at `steps` (member names, its parents objects) set
+/// to `value`, and the member it replaces not copied; as it is where a parent is missing
+/// or no object.
+fn copied_with(object: &Map<String, Value>, steps: &[&str], value: Value) -> Map<String, Value> {
+    let Some((&step, rest)) = steps.split_first() else {
+        return object.clone();
+    };
+    let mut copy: Map<String, Value> = object
+        .iter()
+        .filter(|(name, _)| name.as_str() != step)
+        .map(|(name, member)| (name.clone(), member.clone()))
+        .collect();
+    let member = match (object.get(step), rest.is_empty()) {
+        (_, true) => Some(value),
+        (Some(Value::Object(inner)), false) => Some(Value::Object(copied_with(inner, rest, value))),
+        (other, false) => other.cloned(),
+    };
+    if let Some(member) = member {
+        copy.insert(step.to_owned(), member);
+    }
+    copy
+}
+
 /// Whether two objects are equal, their `native` members left out, and their `error`s'.
 fn equal_but_native(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
     let members =
@@ -156,6 +179,16 @@ impl Event {
         })
     }
 
+    /// The value at `pointer` (a JSON Pointer of member names into the event), taken out
+    /// of it: what a caller that has no more use for the event keeps, not copied.
+    pub fn into_value_at(self, pointer: &str) -> Option<Value> {
+        self.document();
+        let document = self.document.into_inner()?;
+        Value::Object(document)
+            .pointer_mut(pointer)
+            .map(Value::take)
+    }
+
     /// The value at `pointer` (a JSON Pointer of member names into the event), if present.
     pub fn value_at(&self, pointer: &str) -> Option<&Value> {
         let path = pointer.strip_prefix('/')?;
@@ -185,15 +218,12 @@ impl Event {
     /// operation as the harness had it, the original input or output included, and a
     /// later subscription sees the accepted effective value, never the original
     /// (composition) — a redaction would otherwise reach it through `native`.
+    ///
+    /// The member it replaces is not copied: a copy of a large target beside the new value
+    /// and the event's own ran the component out of memory.
     pub fn with_value(&self, pointer: &str, value: Value) -> Event {
-        let mut root = Value::Object(self.document().clone());
-        let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
-        if let Some(parent) = root.pointer_mut(parent).and_then(Value::as_object_mut) {
-            parent.insert(key.to_owned(), value);
-        }
-        let Value::Object(mut document) = root else {
-            return self.clone();
-        };
+        let steps: Vec<&str> = pointer.split('/').skip(1).collect();
+        let mut document = copied_with(self.document(), &steps, value);
         document.remove("native");
         if let Some(Value::Object(error)) = document.get_mut("error") {
             error.remove("native");

@@ -141,3 +141,55 @@ async fn an_mcp_server_s_long_arguments_are_checked_in_time() {
         accepted_in_time(&event, "tool.before", json!([]), &[EffectKind::Deny]).await;
     }
 }
+
+/// A JSON array of `chains` one-member objects nested 100 deep (`{"":{"":…0…}}`): 100
+/// objects in 501 bytes, the densest value the component reads, some 85 times its text
+/// once read.
+fn dense(chains: usize) -> Value {
+    let chain = format!("{}0{}", "{\"\":".repeat(100), "}".repeat(100));
+    serde_json::from_str(&format!("[{}]", vec![chain; chains].join(","))).unwrap()
+}
+
+/// A modification is applied to a copy of its target only where it merges into it, its
+/// value is moved, not copied, and the effective value is taken out of the effective
+/// event: an event whose tool input held 210,000 objects (1 MB) merged into, or two
+/// replies each replacing the input with as many (each under the megabyte a reply may
+/// be), held three or four copies at once, past the component's 256 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modification_of_a_dense_value_is_applied_within_the_memory_bound() {
+    let mut event: Value = serde_json::from_str(&valid_event("tool.before", "evt_dense")).unwrap();
+    event["tool"]["input"]["b"] = dense(2100);
+    let merge = json!([{"type": "modify", "target": "input", "operation": "merge",
+                        "value": {"x": 1}}]);
+    let advertised = [EffectKind::Deny, EffectKind::Modify];
+    let record = accepted_in_time(&event, "tool.before", merge, &advertised).await;
+    assert_eq!(record["effective"]["input"]["x"], 1);
+    assert_eq!(
+        record["effective"]["input"]["b"],
+        event["tool"]["input"]["b"]
+    );
+
+    let replacement = json!({"a": dense(2000)});
+    let replace = json!([{"type": "modify", "target": "input", "operation": "replace",
+                          "value": replacement}]);
+    assert!(replace.to_string().len() < 1 << 20);
+    let first = FaultBackend::start(vec![Behaviour::Effects(replace.clone())]).await;
+    let second = FaultBackend::start(vec![Behaviour::Effects(replace)]).await;
+    let subscription = json!({"events": ["tool.before"], "mode": "intercept",
+        "timeoutMs": 2000, "failurePolicy": "fail-open", "content": {"default": "body"}});
+    let registration = json!({"protocolVersion": "draft", "hooks": [
+        backend("com.example.first", &first.url(), subscription.clone()),
+        backend("com.example.second", &second.url(), subscription),
+    ]});
+    let hooks = Interceptor::new(&registration.to_string(), Options::default())
+        .await
+        .expect("valid registration");
+    let event = valid_event("tool.before", "evt_replaced");
+    let settled = hooks
+        .intercept(&event, &advertised, None)
+        .await
+        .expect("settled");
+    let record: Value = serde_json::from_str(&settled.to_json()).unwrap();
+    assert_eq!(record["decidedBy"], "no-objection");
+    assert_eq!(record["effective"]["input"], replacement);
+}
