@@ -3594,6 +3594,51 @@ fn many_modifications_copy_the_target_and_the_event_once() {
     );
 }
 
+/// A modification copies neither its own value nor what it replaces. Measured in the
+/// bytes a call allocates against those of one copy of the value (the same allocator,
+/// so no clock): a call replacing a small input with 20,000 objects allocates about two
+/// copies' worth (the reply's reading), and one replacing as large an input about 2.75
+/// more (the event's reading). Each copy left in adds one: the value copied into the
+/// target, the target copied before its replacement, the effective value copied out of
+/// the effective event, the document copied whole. Three or four at once held the
+/// component past its memory where the values were dense.
+#[test]
+fn a_replacement_copies_neither_the_value_nor_what_it_replaces() {
+    let dense = || json!(vec![json!({"a": [1, 2, 3]}); 20_000]);
+    let replacement = effects(json!([{"type": "modify", "target": "input",
+        "operation": "replace", "value": {"b": dense()}}]));
+    let spent_on = |input: Value| {
+        let mut event: Value = serde_json::from_str(&event()).unwrap();
+        event["tool"]["input"] = input;
+        let event = event.to_string();
+        let engine = load(vec![interceptor(A, "fail-closed", 500)]);
+        let mut host = FakeHost::new().on(A, Step::reply(replacement.clone()));
+        let before = allocated();
+        let s = engine
+            .intercept(&mut host, &event, &[], None)
+            .expect("valid");
+        let spent = allocated() - before;
+        assert_eq!(s.enforce.effective["input"]["b"], dense());
+        spent
+    };
+    let small = spent_on(json!({"command": "ls"}));
+    let large = spent_on(json!({"c": dense()}));
+    let value = dense();
+    let before = allocated();
+    let copy = value.clone();
+    let a_copy = allocated() - before;
+    drop(copy);
+    assert!(
+        small * 2 < a_copy * 5,
+        "{small} bytes for the call, a copy {a_copy}"
+    );
+    assert!(
+        (large - small) * 4 < a_copy * 13,
+        "{} bytes more for a large input, a copy {a_copy}",
+        large - small
+    );
+}
+
 /// A registration with an unknown member holding a long name over a large array loads,
 /// the member ignored with a warning (digest §6 rule 11), at a cost that grows with the
 /// document, not with its name's length times its items: the search for literal secrets
