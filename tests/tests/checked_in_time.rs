@@ -15,15 +15,19 @@ fn backend(id: &str, url: &str, subscription: Value) -> Value {
 }
 
 /// The record of `event`'s call to one backend that intercepts `kind`, shown everything,
-/// fail-open within 500 ms, and answers `effects`.
+/// fail-open within `timeout_ms`, and answers `effects`: the component's bound is that and
+/// 1.25 s. An input that once cost the product of its sizes gets 1 s, which the product
+/// overran several times; one that ran the component out of memory, 5 s, for the time a
+/// loaded machine takes to read and send a megabyte or two.
 async fn settled_in_time(
     event: &Value,
     kind: &str,
     effects: Value,
     advertised: &[EffectKind],
+    timeout_ms: u64,
 ) -> Value {
     let backend_ = FaultBackend::start(vec![Behaviour::Effects(effects)]).await;
-    let subscription = json!({"events": [kind], "mode": "intercept", "timeoutMs": 500,
+    let subscription = json!({"events": [kind], "mode": "intercept", "timeoutMs": timeout_ms,
         "failurePolicy": "fail-open", "content": {"default": "body"}});
     let registration = json!({"protocolVersion": "draft", "hooks": [
         backend("com.example.answerer", &backend_.url(), subscription),
@@ -41,15 +45,19 @@ async fn settled_in_time(
     record
 }
 
-/// [`settled_in_time`], checked to be the backend's allow.
+/// [`settled_in_time`], checked to be the backend's allow, its reply accepted (not failed
+/// open: late, say).
 async fn accepted_in_time(
     event: &Value,
     kind: &str,
     effects: Value,
     advertised: &[EffectKind],
+    timeout_ms: u64,
 ) -> Value {
-    let record = settled_in_time(event, kind, effects, advertised).await;
+    let record = settled_in_time(event, kind, effects, advertised, timeout_ms).await;
     assert_eq!(record["decidedBy"], "no-objection");
+    let interceptor = &record["interceptors"][0];
+    assert_eq!(interceptor["outcome"], "no-effect", "{interceptor}");
     record
 }
 
@@ -74,7 +82,7 @@ async fn a_reply_repeating_an_attachment_is_checked_in_time() {
     let replacement = json!([{"id": "m2", "role": "tool", "parts": repeated}]);
     let replace = json!([{"type": "modify", "target": "output", "operation": "replace",
                           "value": replacement}]);
-    let record = accepted_in_time(&event, "tool.after", replace, &[]).await;
+    let record = accepted_in_time(&event, "tool.after", replace, &[], 1000).await;
     assert_eq!(record["effective"]["output"], replacement);
 }
 
@@ -95,7 +103,7 @@ async fn an_answer_of_many_choices_is_checked_in_time() {
     let supplied = json!([{"type": "return", "value": answer}]);
     let advertised = [EffectKind::Deny, EffectKind::Return];
     let kind = "user.elicitation.request";
-    let record = accepted_in_time(&event, kind, supplied, &advertised).await;
+    let record = accepted_in_time(&event, kind, supplied, &advertised, 1000).await;
     assert_eq!(record["returned"], answer);
 }
 
@@ -117,7 +125,7 @@ async fn a_reply_s_attachment_is_looked_up_among_the_event_s_parts_alone() {
     let replacement = json!([{"id": "m2", "role": "tool", "parts": [part(1)]}]);
     let replace = json!([{"type": "modify", "target": "output", "operation": "replace",
                           "value": replacement}]);
-    let record = settled_in_time(&event, "tool.after", replace, &[]).await;
+    let record = settled_in_time(&event, "tool.after", replace, &[], 5000).await;
     let interceptor = &record["interceptors"][0];
     assert_eq!(interceptor["outcome"], "failed-open", "{interceptor}");
     assert_eq!(interceptor["failure"]["detail"], "malformed-effect");
@@ -138,7 +146,7 @@ async fn an_mcp_server_s_long_arguments_are_checked_in_time() {
         event["tool"]["mcp"] = json!({"server": {"id": "srv"}, "toolName": "t",
             "provenance": "runtime", "connection": {"transport": "stdio", "command": "srv",
             "args": args, "cwd": "/srv"}});
-        accepted_in_time(&event, "tool.before", json!([]), &[EffectKind::Deny]).await;
+        accepted_in_time(&event, "tool.before", json!([]), &[EffectKind::Deny], 1000).await;
     }
 }
 
@@ -162,7 +170,7 @@ async fn a_modification_of_a_dense_value_is_applied_within_the_memory_bound() {
     let merge = json!([{"type": "modify", "target": "input", "operation": "merge",
                         "value": {"x": 1}}]);
     let advertised = [EffectKind::Deny, EffectKind::Modify];
-    let record = accepted_in_time(&event, "tool.before", merge, &advertised).await;
+    let record = accepted_in_time(&event, "tool.before", merge, &advertised, 5000).await;
     assert_eq!(record["effective"]["input"]["x"], 1);
     assert_eq!(
         record["effective"]["input"]["b"],

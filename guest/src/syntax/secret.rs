@@ -527,6 +527,9 @@ mod tests {
             "https://mcp.example/x?x-api-key=S&api_secret=T",
             "https://mcp.example/x?subscription-key=S",
             "https://mcp.example/x?pat=S",
+            // A name after a `?` inside a value, a URL of its own.
+            "https://a.example/?redirect=https://b.example/x?token=abc",
+            "https://h.example/x?q=?token=abc",
         ];
         let ordinary = [
             "https://mcp.example/x",
@@ -543,6 +546,7 @@ mod tests {
             "https://mcp.example/x?author=a&keyword=b",
             "https://mcp.example/x?page_token=a&next_token=b&max_tokens=3",
             "https://mcp.example/x?tokenizer=a&signature_version=2&token_type=jwt",
+            "https://h.example/page?api_key=#usage",
         ];
         assert_shape(has_a_secret_parameter, &secret, &ordinary);
     }

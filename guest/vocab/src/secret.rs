@@ -45,18 +45,42 @@ pub fn normalized(name: &str) -> String {
 /// Parameters are split at `&` and at `;` (which some servers still read as one), and a
 /// name is percent-decoded before it is compared (`access%5Ftoken`), against more names
 /// than a member's (`names_a_credential`). Ordinary parameters (`?tenant=a`,
-/// `?page_token=…`) and a fragment that is an anchor (`#auth`) are no secret.
+/// `?page_token=…`) and a fragment that is an anchor (`#auth`) are no secret. A name is
+/// also read after a `?` or `#` inside a parameter, where a value holds a URL of its own
+/// (`?redirect=https://b/x?token=…`).
 pub fn has_a_secret_parameter(url: &str) -> bool {
-    let (before_fragment, fragment) = url.split_once('#').unwrap_or((url, ""));
-    let query = before_fragment
-        .split_once('?')
-        .map_or("", |(_, query)| query);
-    [query, fragment]
-        .into_iter()
-        .flat_map(|part| part.split(['&', ';']))
-        .filter_map(|parameter| parameter.split_once('='))
-        .filter(|(_, value)| !value.is_empty())
-        .any(|(name, _)| names_a_credential(&percent_decoded(name)))
+    url.find(['?', '#'])
+        .is_some_and(|at| parameters_name_a_secret(&url[at..]))
+}
+
+/// Whether `parameters`, a URL's text from the `?` or `#` that starts its query or
+/// fragment, has a parameter named as a credential ([`has_a_secret_parameter`]): split
+/// at `&` and `;`, each part's names read from its start and after each `?` or `#` in
+/// it, each name's value running to the part's end, but a query's to the fragment.
+fn parameters_name_a_secret(parameters: &str) -> bool {
+    // A query's values end at the fragment (`?api_key=#usage` gives none).
+    let fragment = match parameters.starts_with('?') {
+        true => parameters.find('#').unwrap_or(parameters.len()),
+        false => 0,
+    };
+    let mut part_at = 1;
+    parameters[1..].split(['&', ';']).any(|part| {
+        let (start, end) = (part_at, part_at + part.len());
+        part_at = end + 1;
+        let mut named_at = start;
+        part.split(['?', '#']).any(|named| {
+            let at = named_at;
+            named_at += named.len() + 1;
+            named.split_once('=').is_some_and(|(name, _)| {
+                let value = at + name.len() + 1;
+                let value_end = match value <= fragment && fragment < end {
+                    true => fragment,
+                    false => end,
+                };
+                value < value_end && names_a_credential(&percent_decoded(name))
+            })
+        })
+    })
 }
 
 /// Whether a parameter's `name` says its value is a credential: a secret name; one
@@ -859,44 +883,15 @@ pub fn argument_carries_a_credential(arg: &str) -> bool {
 
 /// Whether a parameter in a URL's query or fragment anywhere in `text` is named as a
 /// credential, as [`has_a_secret_parameter`] reads one URL's. Each word (up to a space) is
-/// read once, from the first `?` or `#` after its first URL, split at `&` and `;`, and
-/// each part's names read from its start and after each `?` or `#` in it, each name's
-/// value running to the part's end: the parameters of every URL in the word are among
-/// those (a value holding `?name=…` is looked into too). Read URL by URL, each running to
-/// the word's end, the URLs of one word lie inside each other, and a word of a hundred
-/// thousand `x://` cost their product, past the component's bound.
+/// read once, from the first `?` or `#` after its first URL: the parameters of every URL
+/// in the word are among those. Read URL by URL, each running to the word's end, the URLs
+/// of one word lie inside each other, and a word of a hundred thousand `x://` cost their
+/// product, past the component's bound.
 fn a_url_parameter_names_a_secret(text: &str) -> bool {
-    text.split(char::is_whitespace)
-        .filter_map(|word| {
-            let url = &word[word.find("://")?..];
-            let query_or_fragment = url.find(['?', '#'])?;
-            Some(&url[query_or_fragment..])
-        })
-        .any(|parameters| {
-            // A query's values end at the fragment (`?api_key=#usage` gives none).
-            let fragment = match parameters.starts_with('?') {
-                true => parameters.find('#').unwrap_or(parameters.len()),
-                false => 0,
-            };
-            let mut part_at = 1;
-            parameters[1..].split(['&', ';']).any(|part| {
-                let (start, end) = (part_at, part_at + part.len());
-                part_at = end + 1;
-                let mut named_at = start;
-                part.split(['?', '#']).any(|named| {
-                    let at = named_at;
-                    named_at += named.len() + 1;
-                    named.split_once('=').is_some_and(|(name, _)| {
-                        let value = at + name.len() + 1;
-                        let value_end = match value <= fragment && fragment < end {
-                            true => fragment,
-                            false => end,
-                        };
-                        value < value_end && names_a_credential(&percent_decoded(name))
-                    })
-                })
-            })
-        })
+    text.split(char::is_whitespace).any(|word| {
+        word.find("://")
+            .is_some_and(|url| has_a_secret_parameter(&word[url..]))
+    })
 }
 
 /// Whether `url` is an SSH URL whose user info is a login name alone

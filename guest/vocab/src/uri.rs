@@ -131,7 +131,8 @@ fn is_pchar(b: u8) -> bool {
 }
 
 /// Whether `scheme` is one a WHATWG URL parser reads as special (its authority after any
-/// run of `/` and `\`, ended by either: [`has_userinfo`]).
+/// run of `/` and `\`, ended by either: [`has_userinfo`]), but for `file:`, whose host
+/// never has user info.
 pub(crate) fn is_special(scheme: &str) -> bool {
     const SPECIAL: [&str; 5] = ["http", "https", "ws", "wss", "ftp"];
     SPECIAL.iter().any(|s| s.eq_ignore_ascii_case(scheme))
