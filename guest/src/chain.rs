@@ -13,6 +13,7 @@
 //! called get the event as a best-effort observe; a failure settled by policy is reported
 //! to the other backends' `hook.failure` observers (`failure_report`).
 
+use crate::content;
 use crate::deadline::{elapsed_ms, Deadline};
 use crate::effect::{self, Effect};
 use crate::elicitation;
@@ -170,22 +171,36 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                 // among the event's, an answer against its request): one that is not
                 // modified is accepted only if the deadline has not passed by then. A
                 // reply of no effects took none since the last reading.
-                let accepted =
-                    modified(&effective, call.rules, &mut effects, late).and_then(|changed| {
-                        match changed.is_none() && !effects.is_empty() && late() {
-                            true => Err(Unaccepted::Late),
-                            false => Ok(changed),
+                // Whether a modification was applied, and changed the event.
+                let applied =
+                    match modified_in_place(&mut effective, call.rules, &mut effects, late) {
+                        Some(applied) => applied,
+                        None => {
+                            modified(&effective, call.rules, &mut effects, late).map(|changed| {
+                                changed.map(|event| match event != *effective {
+                                    true => {
+                                        effective = Cow::Owned(event);
+                                        true
+                                    }
+                                    false => false,
+                                })
+                            })
                         }
-                    });
+                    };
+                let accepted = applied.and_then(|applied| {
+                    match applied.is_none() && !effects.is_empty() && late() {
+                        true => Err(Unaccepted::Late),
+                        false => Ok(applied),
+                    }
+                });
                 match accepted {
-                    Ok(changed) => {
+                    Ok(applied) => {
                         // A later change to the operation invalidates an earlier result;
                         // a modification that leaves it as it was changes nothing. One
                         // beside a denial or a stop is kept as well: the reply is accepted
                         // whole, and after an operation (a tool's output) its change is the
                         // redaction the event's observers must be handed.
-                        if let Some(event) = changed.filter(|e| e != effective.as_ref()) {
-                            effective = Cow::Owned(event);
+                        if applied == Some(true) {
                             enforce.returned = None;
                         }
                         Ending::Accepted(effects)
@@ -506,6 +521,66 @@ fn modified(
         true => Err(Unaccepted::Late),
         false => Ok(Some(changed)),
     }
+}
+
+/// [`modified`] for a reply of one modification where the effective event is this
+/// call's own already (an earlier interceptor modified it): made in its target in place,
+/// so that no copy of the target is held beside it and the original event's document,
+/// which the chain holds throughout (two interceptors merging into a large input held
+/// three copies, past the component's memory). Still accepted whole or not at all: a
+/// replacement is made once the deadline is known not to have passed, and a merge is
+/// taken back if it has. `None` where it does not apply: then [`modified`] copies.
+fn modified_in_place(
+    effective: &mut Cow<'_, Event>,
+    rules: &Rules,
+    effects: &mut [Effect],
+    mut late: impl FnMut() -> bool,
+) -> Option<Result<Option<bool>, Unaccepted>> {
+    let (_, pointer) = rules.modify?;
+    if rules.event == InterceptableEvent::UserElicitationResult {
+        return None;
+    }
+    let mut changes = effects.iter_mut().filter_map(|effect| match effect {
+        Effect::Modify {
+            operation, value, ..
+        } => Some((*operation, value)),
+        _ => None,
+    });
+    let (operation, value) = changes.next()?;
+    if changes.next().is_some() {
+        return None;
+    }
+    let Cow::Owned(event) = effective else {
+        return None;
+    };
+    event.value_at_mut(pointer)?;
+    let value = std::mem::take(value);
+    let brought = content::least_claimed_in([&value]);
+    let target = event.value_at_mut(pointer)?;
+    let applied = match operation {
+        ModifyOperation::Replace => {
+            let changed = *target != value;
+            match late() {
+                true => Err(Unaccepted::Late),
+                false => {
+                    *target = value;
+                    Ok(Some(changed))
+                }
+            }
+        }
+        ModifyOperation::Merge => match effect::merge_in_place(target, value) {
+            None => Err(Unaccepted::Misfit),
+            Some((undo, _)) if late() => {
+                undo.undo(target);
+                Err(Unaccepted::Late)
+            }
+            Some((_, changed)) => Ok(Some(changed)),
+        },
+    };
+    if applied.is_ok() {
+        event.brought_parts(brought);
+    }
+    Some(applied)
 }
 
 /// A reply whose effects do not fit the event (a merge of another shape, an attachment

@@ -727,6 +727,25 @@ fn non_empty(value: Option<&Value>) -> bool {
         .is_some_and(|text| !text.is_empty())
 }
 
+/// The least selection a part claims anywhere in `values`, `None` without parts: what a
+/// modification brings into an event. Looked for everywhere, where a projection lowers
+/// nothing too (a tool's input, `native`): a lower claim than the event's only costs a
+/// projection that changes nothing.
+pub fn least_claimed_in<'v>(values: impl IntoIterator<Item = &'v Value>) -> Option<Selection> {
+    fn within(value: &Value) -> Option<Selection> {
+        match value {
+            Value::Object(object) if is_part(|key| object.get(key).and_then(Value::as_str)) => {
+                let own = claimed(|key| object.get(key).and_then(Value::as_str));
+                Some(object.values().filter_map(within).fold(own, Selection::min))
+            }
+            Value::Object(object) => object.values().filter_map(within).min(),
+            Value::Array(items) => items.iter().filter_map(within).min(),
+            _ => None,
+        }
+    }
+    values.into_iter().filter_map(within).min()
+}
+
 /// The least selection a part of the checked event claims, `None` when it holds no part:
 /// read once, from the tree the checks read, so that an event without parts is never
 /// projected, nor, for a subscription that allows body, one whose parts all claim body

@@ -170,6 +170,58 @@ pub fn apply(current: Option<Value>, operation: ModifyOperation, value: Value) -
     }
 }
 
+/// How to take a merge made in place back out ([`merge_in_place`]).
+pub enum Undo {
+    /// Each member the merge set, with the value it had, if any.
+    Members(Vec<(String, Option<Value>)>),
+    /// The length of the list the merge appended to.
+    Items(usize),
+}
+
+/// A merge of `value` into `target` itself, as [`apply`] makes it into a copy: `None`
+/// where it does not fit (nothing is changed then), else how to take it back and whether
+/// it changed anything.
+pub fn merge_in_place(target: &mut Value, value: Value) -> Option<(Undo, bool)> {
+    match (target, value) {
+        (Value::Object(base), Value::Object(members)) => {
+            let mut changed = false;
+            let set = members
+                .into_iter()
+                .map(|(name, member)| {
+                    changed |= base.get(&name) != Some(&member);
+                    let had = base.insert(name.clone(), member);
+                    (name, had)
+                })
+                .collect();
+            Some((Undo::Members(set), changed))
+        }
+        (Value::Array(base), Value::Array(items)) => {
+            let (length, changed) = (base.len(), !items.is_empty());
+            base.extend(items);
+            Some((Undo::Items(length), changed))
+        }
+        _ => None,
+    }
+}
+
+impl Undo {
+    /// Takes the merge back out of `target`, which it was made in.
+    pub fn undo(self, target: &mut Value) {
+        match (self, target) {
+            (Undo::Members(set), Value::Object(base)) => {
+                for (name, had) in set.into_iter().rev() {
+                    match had {
+                        Some(had) => base.insert(name, had),
+                        None => base.remove(&name),
+                    };
+                }
+            }
+            (Undo::Items(length), Value::Array(base)) => base.truncate(length),
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

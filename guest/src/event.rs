@@ -189,6 +189,25 @@ impl Event {
             .map(Value::take)
     }
 
+    /// That a modification made in place brought parts claiming at least `least`.
+    pub fn brought_parts(&mut self, least: Option<Selection>) {
+        self.least_claimed = match (self.least_claimed, least) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// The value at `pointer` in an event a modification made (never the harness's, whose
+    /// text is what is sent), to change in place; `None` where it is missing.
+    pub fn value_at_mut(&mut self, pointer: &str) -> Option<&mut Value> {
+        if self.text.is_some() {
+            return None;
+        }
+        let path = pointer.strip_prefix('/')?;
+        let (first, rest) = path.find('/').map_or((path, ""), |at| path.split_at(at));
+        self.document.get_mut()?.get_mut(first)?.pointer_mut(rest)
+    }
+
     /// The value at `pointer` (a JSON Pointer of member names into the event), if present.
     pub fn value_at(&self, pointer: &str) -> Option<&Value> {
         let path = pointer.strip_prefix('/')?;
@@ -236,9 +255,8 @@ impl Event {
             text: None,
             native: false,
             holds_modify_target: self.holds_modify_target,
-            // A modification may bring parts of its own, of any selection; projecting
-            // finds them if so.
-            least_claimed: Some(Selection::Omit),
+            // A modification may bring parts of its own, of any selection.
+            least_claimed: content::least_claimed_in(document.values()),
             document: OnceCell::from(document),
         }
     }

@@ -3722,6 +3722,74 @@ fn modify_chains_and_survives_a_later_fail_open_failure() {
     );
 }
 
+/// A later interceptor's one modification is made in the effective event in place (no
+/// copy of the target beside it and the original), and still accepted whole or not at
+/// all: a merge or a replacement checked only past the deadline, or a merge of another
+/// shape, leaves the earlier interceptor's effective input as it was; one that changes
+/// nothing leaves an earlier supplied result, one that changes the input drops it.
+#[test]
+fn a_later_modification_made_in_place_is_taken_back_when_not_accepted() {
+    let engine = load(vec![
+        interceptor(A, "fail-open", 500),
+        interceptor(B, "fail-open", 500),
+    ]);
+    let earlier = || Step::reply(modify_input("merge", json!({"command": "ls", "cwd": "/"})));
+    let earlier_input = json!({"command": "ls", "cwd": "/"});
+    for (later, failure) in [
+        (
+            Step::reply(modify_input("merge", json!({"command": "rm", "x": 1})))
+                .taking(499)
+                .then_lag(5),
+            "late-response",
+        ),
+        (
+            Step::reply(modify_input("replace", json!({"command": "rm"})))
+                .taking(499)
+                .then_lag(5),
+            "late-response",
+        ),
+        (
+            Step::reply(modify_input("merge", json!([1]))),
+            "invalid-effects",
+        ),
+    ] {
+        let mut host = FakeHost::new().on(A, earlier()).on(B, later);
+        let s = engine
+            .intercept(&mut host, &event(), &[], None)
+            .expect("valid");
+        assert_eq!(failure_class(&s, 1), failure, "{}", audit(&s));
+        assert_eq!(audit(&s)["effective"]["input"], earlier_input, "{failure}");
+    }
+    let mut host = FakeHost::new()
+        .on(A, earlier())
+        .on(B, Step::reply(modify_input("merge", json!({"x": 1}))));
+    let s = engine
+        .intercept(&mut host, &event(), &[], None)
+        .expect("valid");
+    let merged = json!({"command": "ls", "cwd": "/", "x": 1});
+    assert_eq!(audit(&s)["effective"]["input"], merged);
+
+    let modify_and_return = effects(json!([
+        {"type": "modify", "target": "input", "operation": "merge", "value": {"command": "ls"}},
+        {"type": "return", "value": {"stdout": "cached"}}
+    ]));
+    for (later, kept) in [
+        (modify_input("merge", json!({"command": "ls"})), true),
+        (modify_input("replace", json!({"command": "ls"})), true),
+        (modify_input("merge", json!({"command": "pwd"})), false),
+        (modify_input("replace", json!({"command": "pwd"})), false),
+    ] {
+        let mut host = FakeHost::new()
+            .on(A, Step::reply(modify_and_return.clone()))
+            .on(B, Step::reply(later));
+        let s = engine
+            .intercept(&mut host, &event(), &[], None)
+            .expect("valid");
+        let record = audit(&s);
+        assert_eq!(record.get("returned").is_some(), kept, "{record}");
+    }
+}
+
 /// A modification a later interceptor's denial overrides is not enforced: the record of
 /// a denial, by the backend or by a fail-closed failure, names no effective input, though
 /// it still names who changed the call.

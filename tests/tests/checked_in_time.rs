@@ -170,7 +170,7 @@ async fn a_modification_of_a_dense_value_is_applied_within_the_memory_bound() {
     let merge = json!([{"type": "modify", "target": "input", "operation": "merge",
                         "value": {"x": 1}}]);
     let advertised = [EffectKind::Deny, EffectKind::Modify];
-    let record = accepted_in_time(&event, "tool.before", merge, &advertised, 5000).await;
+    let record = accepted_in_time(&event, "tool.before", merge.clone(), &advertised, 5000).await;
     assert_eq!(record["effective"]["input"]["x"], 1);
     assert_eq!(
         record["effective"]["input"]["b"],
@@ -181,10 +181,25 @@ async fn a_modification_of_a_dense_value_is_applied_within_the_memory_bound() {
     let replace = json!([{"type": "modify", "target": "input", "operation": "replace",
                           "value": replacement}]);
     assert!(replace.to_string().len() < 1 << 20);
-    let first = FaultBackend::start(vec![Behaviour::Effects(replace.clone())]).await;
-    let second = FaultBackend::start(vec![Behaviour::Effects(replace)]).await;
+    let small = valid_event("tool.before", "evt_replaced");
+    let record = settled_by_two(&small, replace.clone(), replace).await;
+    assert_eq!(record["effective"]["input"], replacement);
+
+    let merge_y = json!([{"type": "modify", "target": "input", "operation": "merge",
+                          "value": {"y": 1}}]);
+    let record = settled_by_two(&event.to_string(), merge, merge_y).await;
+    let input = &record["effective"]["input"];
+    assert_eq!((&input["x"], &input["y"]), (&json!(1), &json!(1)));
+    assert_eq!(input["b"], event["tool"]["input"]["b"]);
+}
+
+/// The record of `event`'s call to two backends that intercept `tool.before`, fail-open
+/// within 5 s, answering `first` and `second`, checked to be the backends' allow.
+async fn settled_by_two(event: &str, first: Value, second: Value) -> Value {
+    let first = FaultBackend::start(vec![Behaviour::Effects(first)]).await;
+    let second = FaultBackend::start(vec![Behaviour::Effects(second)]).await;
     let subscription = json!({"events": ["tool.before"], "mode": "intercept",
-        "timeoutMs": 2000, "failurePolicy": "fail-open", "content": {"default": "body"}});
+        "timeoutMs": 5000, "failurePolicy": "fail-open", "content": {"default": "body"}});
     let registration = json!({"protocolVersion": "draft", "hooks": [
         backend("com.example.first", &first.url(), subscription.clone()),
         backend("com.example.second", &second.url(), subscription),
@@ -192,12 +207,24 @@ async fn a_modification_of_a_dense_value_is_applied_within_the_memory_bound() {
     let hooks = Interceptor::new(&registration.to_string(), Options::default())
         .await
         .expect("valid registration");
-    let event = valid_event("tool.before", "evt_replaced");
+    let advertised = [EffectKind::Deny, EffectKind::Modify];
     let settled = hooks
-        .intercept(&event, &advertised, None)
+        .intercept(event, &advertised, None)
         .await
         .expect("settled");
     let record: Value = serde_json::from_str(&settled.to_json()).unwrap();
     assert_eq!(record["decidedBy"], "no-objection");
-    assert_eq!(record["effective"]["input"], replacement);
+    let outcomes = record["interceptors"].as_array().map(|entries| {
+        entries
+            .iter()
+            .map(|entry| entry["outcome"].clone())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(
+        outcomes,
+        Some(vec![json!("no-effect"); 2]),
+        "{}",
+        record["interceptors"]
+    );
+    record
 }

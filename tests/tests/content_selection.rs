@@ -157,6 +157,46 @@ async fn a_part_a_backend_adds_is_lowered_for_the_next_one() {
     );
 }
 
+/// A part a backend merges into an event an earlier backend modified (the change made in
+/// place) is lowered for the next backend as any other: the event's least claimed
+/// selection takes it in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_part_merged_into_a_modified_event_is_lowered_for_the_next_one() {
+    let emptied = json!([{"type": "modify", "target": "output", "operation": "replace",
+                          "value": [{"id": "out1", "role": "tool", "parts": []}]}]);
+    let added = json!([{"id": "out2", "role": "tool", "parts": [{"id": "p_new",
+        "kind": "text", "mediaType": "text/plain", "selection": "body",
+        "text": format!("merged {SECRET}")}]}]);
+    let merge = json!([{"type": "modify", "target": "output", "operation": "merge",
+                        "value": added}]);
+    let first = FaultBackend::start(vec![Behaviour::Effects(emptied)]).await;
+    let second = FaultBackend::start(vec![Behaviour::Effects(merge)]).await;
+    let third = FaultBackend::start(vec![Behaviour::NoEffect]).await;
+    let registration = json!({"protocolVersion": "draft", "hooks": [
+        backend("com.example.first", &first.url(),
+                subscription("intercept", json!({"default": "body"}))),
+        backend("com.example.second", &second.url(),
+                subscription("intercept", json!({"default": "body"}))),
+        backend("com.example.third", &third.url(),
+                subscription("intercept", json!({"default": "metadata"}))),
+    ]});
+    let hooks = Interceptor::new(&registration.to_string(), Options::default())
+        .await
+        .expect("valid registration");
+    let mut event: Value = serde_json::from_str(&valid_event("tool.after", "evt_merged")).unwrap();
+    event["items"] = json!([{"id": "m1", "role": "tool", "parts": []}]);
+    let settled = hooks
+        .intercept(&event.to_string(), &[], None)
+        .await
+        .expect("settled");
+    let record: Value = serde_json::from_str(&settled.to_json()).unwrap();
+    assert_eq!(settled.decision, Decision::Allow, "{record}");
+    assert_eq!(record["effective"]["output"][1]["id"], "out2", "{record}");
+    let (seen, sent) = received(&third, "hooks/intercept");
+    assert!(!sent.contains(SECRET), "{sent}");
+    assert_eq!(seen["items"][1]["parts"][0]["selection"], "metadata");
+}
+
 /// A whole-list replacement is neither offered nor accepted where the target holds
 /// content the subscription was not shown whole (composition.md@8f91ac4): lowered by its
 /// selection, or a body part with a gap. A merge, which drops nothing, still is. Each
