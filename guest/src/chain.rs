@@ -136,8 +136,10 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
             let (ending, attempts) = evaluate(host, target.backend, &message, now, deadline, call);
             (ending, attempts, Some(message.sha256().to_string()))
         };
-        // Modifications are applied to a copy: a response whose merge does not fit is
-        // rejected whole, so nothing of it is published. Applying them takes time (a large
+        // Modifications are applied to a copy, or one alone to an effective event of the
+        // call's own and taken back there if not accepted ([`modified_in_place`]): a
+        // response whose merge does not fit is rejected whole, so nothing of it is
+        // published. Applying them takes time (a large
         // event is parsed and copied): a reply whose changes are applied only past the
         // deadline came too late, as a reply complete only then does ("the timeout covers
         // atomic acceptance"), and the clock is read as they are applied, so a long reply

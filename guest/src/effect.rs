@@ -243,6 +243,32 @@ mod tests {
         assert_eq!(replaced, Some(json!({"x": 1})));
     }
 
+    /// A merge made in place is the one `apply` makes, says whether it changed anything,
+    /// and is taken back exactly; one of another shape changes nothing.
+    #[test]
+    fn a_merge_in_place_is_apply_s_and_is_taken_back_exactly() {
+        for (base, value, changed) in [
+            (json!({"a": 1, "b": 2}), json!({"a": 3, "c": null}), true),
+            (json!({"a": 1}), json!({"a": 1}), false),
+            (json!({"a": 1}), json!({}), false),
+            (json!([1]), json!([2, 3]), true),
+            (json!([1]), json!([]), false),
+        ] {
+            let mut target = base.clone();
+            let (undo, said) = merge_in_place(&mut target, value.clone()).expect("fits");
+            let applied = apply(Some(base.clone()), ModifyOperation::Merge, value);
+            assert_eq!(Some(&target), applied.as_ref());
+            assert_eq!(said, changed, "{base}");
+            undo.undo(&mut target);
+            assert_eq!(target, base);
+        }
+        for (base, value) in [(json!({"a": 1}), json!([1])), (json!([1]), json!({"a": 1}))] {
+            let mut target = base.clone();
+            assert!(merge_in_place(&mut target, value).is_none());
+            assert_eq!(target, base);
+        }
+    }
+
     #[test]
     fn merge_appends_lists_and_refuses_mixed_shapes() {
         let merged = apply(
