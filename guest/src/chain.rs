@@ -30,7 +30,9 @@ use ahp_vocab::{
     Failure, FailureClass, FailurePolicy, Flow, FlowOperation, Injection, InterceptableEvent,
     InterceptorEntry, ModifyOperation, ObserverKind, Outcome, Phase,
 };
+use serde_json::Value;
 use std::borrow::Cow;
+use std::mem::take;
 
 /// One hook call's inputs, already validated.
 pub struct Call<'a> {
@@ -179,12 +181,12 @@ pub fn run<H: Host>(host: &mut H, call: &Call) -> Settlement {
                         Some(applied) => applied,
                         None => {
                             modified(&effective, call.rules, &mut effects, late).map(|changed| {
-                                changed.map(|event| match event != *effective {
-                                    true => {
+                                changed.map(|event| {
+                                    let changed = event != *effective;
+                                    if changed {
                                         effective = Cow::Owned(event);
-                                        true
                                     }
-                                    false => false,
+                                    changed
                                 })
                             })
                         }
@@ -486,12 +488,7 @@ fn modified(
     let Some((_, pointer)) = rules.modify else {
         return Ok(None);
     };
-    let mut changes = effects.iter_mut().filter_map(|effect| match effect {
-        Effect::Modify {
-            operation, value, ..
-        } => Some((*operation, std::mem::take(value))),
-        _ => None,
-    });
+    let mut changes = modifications(effects).map(|(operation, value)| (operation, take(value)));
     let Some((operation, change)) = changes.next() else {
         return Ok(None);
     };
@@ -525,6 +522,17 @@ fn modified(
     }
 }
 
+/// Each modification of a reply, in order: its operation and its value, which the
+/// applying takes (nothing reads it after).
+fn modifications(effects: &mut [Effect]) -> impl Iterator<Item = (ModifyOperation, &mut Value)> {
+    effects.iter_mut().filter_map(|effect| match effect {
+        Effect::Modify {
+            operation, value, ..
+        } => Some((*operation, value)),
+        _ => None,
+    })
+}
+
 /// [`modified`] for a reply of one modification where the effective event is this
 /// call's own already (an earlier interceptor modified it): made in its target in place,
 /// so that no copy of the target is held beside it and the original event's document,
@@ -542,12 +550,7 @@ fn modified_in_place(
     if rules.event == InterceptableEvent::UserElicitationResult {
         return None;
     }
-    let mut changes = effects.iter_mut().filter_map(|effect| match effect {
-        Effect::Modify {
-            operation, value, ..
-        } => Some((*operation, value)),
-        _ => None,
-    });
+    let mut changes = modifications(effects);
     let (operation, value) = changes.next()?;
     if changes.next().is_some() {
         return None;
@@ -555,10 +558,9 @@ fn modified_in_place(
     let Cow::Owned(event) = effective else {
         return None;
     };
-    event.value_at_mut(pointer)?;
-    let value = std::mem::take(value);
-    let brought = content::least_claimed_in([&value]);
     let target = event.value_at_mut(pointer)?;
+    let value = take(value);
+    let brought = content::least_claimed_in([&value]);
     let applied = match operation {
         ModifyOperation::Replace => {
             let changed = *target != value;

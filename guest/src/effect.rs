@@ -156,17 +156,9 @@ pub fn content_of(effect: &Effect, event: InterceptableEvent) -> Option<&Value> 
 /// reply's modifications are applied one after another to one copy of the target, so
 /// each costs what its own value weighs, never a copy of the whole target or of itself.
 pub fn apply(current: Option<Value>, operation: ModifyOperation, value: Value) -> Option<Value> {
-    match (operation, current, value) {
-        (ModifyOperation::Replace, _, value) | (ModifyOperation::Merge, None, value) => Some(value),
-        (ModifyOperation::Merge, Some(Value::Object(mut base)), Value::Object(members)) => {
-            base.extend(members);
-            Some(Value::Object(base))
-        }
-        (ModifyOperation::Merge, Some(Value::Array(mut base)), Value::Array(items)) => {
-            base.extend(items);
-            Some(Value::Array(base))
-        }
-        (ModifyOperation::Merge, Some(_), _) => None,
+    match (operation, current) {
+        (ModifyOperation::Replace, _) | (ModifyOperation::Merge, None) => Some(value),
+        (ModifyOperation::Merge, Some(mut base)) => merge_in_place(&mut base, value).map(|_| base),
     }
 }
 
@@ -178,7 +170,7 @@ pub enum Undo {
     Items(usize),
 }
 
-/// A merge of `value` into `target` itself, as [`apply`] makes it into a copy: `None`
+/// A merge of `value` into `target` itself (what [`apply`] makes of a copy): `None`
 /// where it does not fit (nothing is changed then), else how to take it back and whether
 /// it changed anything.
 pub fn merge_in_place(target: &mut Value, value: Value) -> Option<(Undo, bool)> {

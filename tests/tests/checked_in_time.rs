@@ -14,24 +14,37 @@ fn backend(id: &str, url: &str, subscription: Value) -> Value {
     json!({"id": id, "transport": {"type": "http", "url": url}, "subscriptions": [subscription]})
 }
 
-/// The record of `event`'s call to one backend that intercepts `kind`, shown everything,
-/// fail-open within `timeout_ms`, and answers `effects`: the component's bound is that and
-/// 1.25 s. An input that once cost the product of its sizes gets 1 s, which the product
-/// overran several times; one that ran the component out of memory, 5 s, for the time a
-/// loaded machine takes to read and send a megabyte or two.
+/// The record of `event`'s call to one backend per entry of `answers`, in order, each
+/// intercepting `kind`, shown everything, fail-open within `timeout_ms`, and answering its
+/// effects; checked to be an allow. The component's bound is the timeouts and 1.25 s. An
+/// input that once cost the product of its sizes gets 1 s, which the product overran
+/// several times; one that ran the component out of memory, 5 s, for the time a loaded
+/// machine takes to read and send a megabyte or two.
 async fn settled_in_time(
     event: &Value,
     kind: &str,
-    effects: Value,
+    answers: Vec<Value>,
     advertised: &[EffectKind],
     timeout_ms: u64,
 ) -> Value {
-    let backend_ = FaultBackend::start(vec![Behaviour::Effects(effects)]).await;
+    let mut backends = Vec::new();
+    for effects in answers {
+        backends.push(FaultBackend::start(vec![Behaviour::Effects(effects)]).await);
+    }
     let subscription = json!({"events": [kind], "mode": "intercept", "timeoutMs": timeout_ms,
         "failurePolicy": "fail-open", "content": {"default": "body"}});
-    let registration = json!({"protocolVersion": "draft", "hooks": [
-        backend("com.example.answerer", &backend_.url(), subscription),
-    ]});
+    let hooks: Vec<Value> = backends
+        .iter()
+        .enumerate()
+        .map(|(n, b)| {
+            backend(
+                &format!("com.example.answerer{n}"),
+                &b.url(),
+                subscription.clone(),
+            )
+        })
+        .collect();
+    let registration = json!({"protocolVersion": "draft", "hooks": hooks});
     let hooks = Interceptor::new(&registration.to_string(), Options::default())
         .await
         .expect("valid registration");
@@ -42,22 +55,19 @@ async fn settled_in_time(
     let record: Value = serde_json::from_str(&settled.to_json()).unwrap();
     assert_ne!(record["decidedBy"], "engine-failure");
     assert_eq!(settled.decision, Decision::Allow, "{}", record["decidedBy"]);
+    let entries = record["interceptors"].as_array().map(Vec::len);
+    assert_eq!(entries, Some(backends.len()), "{}", record["interceptors"]);
     record
 }
 
-/// [`settled_in_time`], checked to be the backend's allow, its reply accepted (not failed
-/// open: late, say).
-async fn accepted_in_time(
-    event: &Value,
-    kind: &str,
-    effects: Value,
-    advertised: &[EffectKind],
-    timeout_ms: u64,
-) -> Value {
-    let record = settled_in_time(event, kind, effects, advertised, timeout_ms).await;
+/// `record` checked to be the backends' allow, every reply accepted (none failed open:
+/// late, say).
+fn accepted(record: Value) -> Value {
     assert_eq!(record["decidedBy"], "no-objection");
-    let interceptor = &record["interceptors"][0];
-    assert_eq!(interceptor["outcome"], "no-effect", "{interceptor}");
+    let failed_open = record["interceptors"]
+        .as_array()
+        .is_none_or(|entries| entries.iter().any(|entry| entry["outcome"] != "no-effect"));
+    assert!(!failed_open, "{}", record["interceptors"]);
     record
 }
 
@@ -82,7 +92,7 @@ async fn a_reply_repeating_an_attachment_is_checked_in_time() {
     let replacement = json!([{"id": "m2", "role": "tool", "parts": repeated}]);
     let replace = json!([{"type": "modify", "target": "output", "operation": "replace",
                           "value": replacement}]);
-    let record = accepted_in_time(&event, "tool.after", replace, &[], 1000).await;
+    let record = accepted(settled_in_time(&event, "tool.after", vec![replace], &[], 1000).await);
     assert_eq!(record["effective"]["output"], replacement);
 }
 
@@ -103,7 +113,7 @@ async fn an_answer_of_many_choices_is_checked_in_time() {
     let supplied = json!([{"type": "return", "value": answer}]);
     let advertised = [EffectKind::Deny, EffectKind::Return];
     let kind = "user.elicitation.request";
-    let record = accepted_in_time(&event, kind, supplied, &advertised, 1000).await;
+    let record = accepted(settled_in_time(&event, kind, vec![supplied], &advertised, 1000).await);
     assert_eq!(record["returned"], answer);
 }
 
@@ -125,7 +135,7 @@ async fn a_reply_s_attachment_is_looked_up_among_the_event_s_parts_alone() {
     let replacement = json!([{"id": "m2", "role": "tool", "parts": [part(1)]}]);
     let replace = json!([{"type": "modify", "target": "output", "operation": "replace",
                           "value": replacement}]);
-    let record = settled_in_time(&event, "tool.after", replace, &[], 5000).await;
+    let record = settled_in_time(&event, "tool.after", vec![replace], &[], 5000).await;
     let interceptor = &record["interceptors"][0];
     assert_eq!(interceptor["outcome"], "failed-open", "{interceptor}");
     assert_eq!(interceptor["failure"]["detail"], "malformed-effect");
@@ -146,7 +156,16 @@ async fn an_mcp_server_s_long_arguments_are_checked_in_time() {
         event["tool"]["mcp"] = json!({"server": {"id": "srv"}, "toolName": "t",
             "provenance": "runtime", "connection": {"transport": "stdio", "command": "srv",
             "args": args, "cwd": "/srv"}});
-        accepted_in_time(&event, "tool.before", json!([]), &[EffectKind::Deny], 1000).await;
+        accepted(
+            settled_in_time(
+                &event,
+                "tool.before",
+                vec![json!([])],
+                &[EffectKind::Deny],
+                1000,
+            )
+            .await,
+        );
     }
 }
 
@@ -170,7 +189,16 @@ async fn a_modification_of_a_dense_value_is_applied_within_the_memory_bound() {
     let merge = json!([{"type": "modify", "target": "input", "operation": "merge",
                         "value": {"x": 1}}]);
     let advertised = [EffectKind::Deny, EffectKind::Modify];
-    let record = accepted_in_time(&event, "tool.before", merge.clone(), &advertised, 5000).await;
+    let record = accepted(
+        settled_in_time(
+            &event,
+            "tool.before",
+            vec![merge.clone()],
+            &advertised,
+            5000,
+        )
+        .await,
+    );
     assert_eq!(record["effective"]["input"]["x"], 1);
     assert_eq!(
         record["effective"]["input"]["b"],
@@ -181,50 +209,28 @@ async fn a_modification_of_a_dense_value_is_applied_within_the_memory_bound() {
     let replace = json!([{"type": "modify", "target": "input", "operation": "replace",
                           "value": replacement}]);
     assert!(replace.to_string().len() < 1 << 20);
-    let small = valid_event("tool.before", "evt_replaced");
-    let record = settled_by_two(&small, replace.clone(), replace).await;
+    let small: Value = serde_json::from_str(&valid_event("tool.before", "evt_replaced")).unwrap();
+    let replaced = settled_in_time(
+        &small,
+        "tool.before",
+        vec![replace.clone(), replace],
+        &advertised,
+        5000,
+    );
+    let record = accepted(replaced.await);
     assert_eq!(record["effective"]["input"], replacement);
 
     let merge_y = json!([{"type": "modify", "target": "input", "operation": "merge",
                           "value": {"y": 1}}]);
-    let record = settled_by_two(&event.to_string(), merge, merge_y).await;
+    let merged = settled_in_time(
+        &event,
+        "tool.before",
+        vec![merge, merge_y],
+        &advertised,
+        5000,
+    );
+    let record = accepted(merged.await);
     let input = &record["effective"]["input"];
     assert_eq!((&input["x"], &input["y"]), (&json!(1), &json!(1)));
     assert_eq!(input["b"], event["tool"]["input"]["b"]);
-}
-
-/// The record of `event`'s call to two backends that intercept `tool.before`, fail-open
-/// within 5 s, answering `first` and `second`, checked to be the backends' allow.
-async fn settled_by_two(event: &str, first: Value, second: Value) -> Value {
-    let first = FaultBackend::start(vec![Behaviour::Effects(first)]).await;
-    let second = FaultBackend::start(vec![Behaviour::Effects(second)]).await;
-    let subscription = json!({"events": ["tool.before"], "mode": "intercept",
-        "timeoutMs": 5000, "failurePolicy": "fail-open", "content": {"default": "body"}});
-    let registration = json!({"protocolVersion": "draft", "hooks": [
-        backend("com.example.first", &first.url(), subscription.clone()),
-        backend("com.example.second", &second.url(), subscription),
-    ]});
-    let hooks = Interceptor::new(&registration.to_string(), Options::default())
-        .await
-        .expect("valid registration");
-    let advertised = [EffectKind::Deny, EffectKind::Modify];
-    let settled = hooks
-        .intercept(event, &advertised, None)
-        .await
-        .expect("settled");
-    let record: Value = serde_json::from_str(&settled.to_json()).unwrap();
-    assert_eq!(record["decidedBy"], "no-objection");
-    let outcomes = record["interceptors"].as_array().map(|entries| {
-        entries
-            .iter()
-            .map(|entry| entry["outcome"].clone())
-            .collect::<Vec<_>>()
-    });
-    assert_eq!(
-        outcomes,
-        Some(vec![json!("no-effect"); 2]),
-        "{}",
-        record["interceptors"]
-    );
-    record
 }

@@ -902,15 +902,14 @@ fn a_url_parameter_names_a_secret(text: &str) -> bool {
 /// (`https://<token>@github.com/…`), so that user info still counts.
 fn an_ssh_login(url: &str) -> bool {
     const SSH: [&str; 5] = ["ssh", "git+ssh", "ssh+git", "svn+ssh", "sftp"];
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return false;
-    };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let scheme = url.split_once(':').map_or("", |(scheme, _)| scheme);
     SSH.iter().any(|ssh| ssh.eq_ignore_ascii_case(scheme))
-        && authority.rsplit_once('@').is_some_and(|(user, _)| {
-            let user = percent_decoded(user);
-            !user.is_empty() && !user.contains([':', ';'])
-        })
+        && crate::uri::authority(url)
+            .and_then(|authority| authority.rsplit_once('@'))
+            .is_some_and(|(user, _)| {
+                let user = percent_decoded(user);
+                !user.is_empty() && !user.contains([':', ';'])
+            })
 }
 
 /// The URLs in `text`, each from its scheme to the end of its authority, where its user

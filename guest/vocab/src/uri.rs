@@ -13,20 +13,23 @@
 /// `file:`, whose host comes after exactly two slashes and never has user info there
 /// (`file:///@scope/pkg` is a path).
 pub fn has_userinfo(url: &str) -> bool {
-    let Some((scheme, rest)) = url.split_once(':') else {
-        return false;
-    };
-    let authority = match is_special(scheme) {
+    authority(url).is_some_and(|authority| authority.contains('@'))
+}
+
+/// A URL's authority as [`has_userinfo`] reads it: for a special scheme after any run of
+/// `/` and `\\` and up to either, for another after `//` and up to the first `/`, `?` or
+/// `#` (RFC 3986 §3.2); `None` where there is none.
+pub(crate) fn authority(url: &str) -> Option<&str> {
+    let (scheme, rest) = url.split_once(':')?;
+    match is_special(scheme) {
         true => rest
             .trim_start_matches(['/', '\\'])
             .split(['/', '\\', '?', '#'])
             .next(),
-        // The authority ends at the first `/`, `?` or `#` (RFC 3986 §3.2).
         false => rest
             .strip_prefix("//")
             .and_then(|rest| rest.split(['/', '?', '#']).next()),
-    };
-    authority.is_some_and(|authority| authority.contains('@'))
+    }
 }
 
 /// RFC 3986 §3 `URI`: `scheme ":" hier-part [ "?" query ] [ "#" fragment ]`, what the
